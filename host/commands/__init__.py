@@ -1,0 +1,1 @@
+"""Core `plughost` subcommands, one module each (see host.cli.CORE_COMMANDS)."""

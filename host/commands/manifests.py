@@ -1,0 +1,48 @@
+"""`plughost manifests check PATH`: validate one plugin folder or a whole tree of them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from host.errors import UserError
+
+HELP = "validate PLUGIN.md files (check) and generate Claude Code manifests (generate)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    check = sub.add_parser("check", help="validate one plugin folder or a tree; exit 2 with one line per defect")
+    check.add_argument("path", type=Path)
+    check.set_defaults(_action=run_check)
+
+
+def find_manifests(path: Path) -> list[Path]:
+    if path.is_file() and path.name == "PLUGIN.md":
+        return [path]
+    if (path / "PLUGIN.md").is_file():
+        return [path / "PLUGIN.md"]
+    skip = {".git", "node_modules", ".venv", "__pycache__"}
+    return sorted(p for p in path.rglob("PLUGIN.md") if not skip.intersection(p.parts))
+
+
+def run_check(args: argparse.Namespace, ctx: Any) -> int:
+    from host.manifest import manifest_errors
+
+    if not args.path.exists():
+        raise UserError(f"PATH: '{args.path}' does not exist; expected a plugin folder or a tree of them")
+    manifests = find_manifests(args.path)
+    if not manifests:
+        raise UserError(f"PATH: no PLUGIN.md found under '{args.path}'")
+    defects = [line for md in manifests for line in manifest_errors(md)]
+    for line in defects:
+        print(line, file=sys.stderr)
+    if not defects:
+        print(f"ok: {len(manifests)} PLUGIN.md file(s) valid")
+    return 2 if defects else 0
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    return args._action(args, ctx)

@@ -1,0 +1,31 @@
+"""`plughost plugins list [--json]`: every plugin found, with its source, status and reason."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+HELP = "list plugins: name, source, version, surface, tools, load status and reason"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ls = sub.add_parser("list", help="list every plugin found")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    host = ctx.host()
+    rows = [r.describe() for r in sorted(host.records.values(), key=lambda r: r.name)]
+    if args.json:
+        print(json.dumps({"plugins": rows}, indent=2))
+        return 0
+    for row in rows:
+        tools = ",".join(row["tools"]) or "-"
+        line = (f"{row['name']:<20} {row['status']:<9} {row['source']:<12} {row['version'] or '-':<8} "
+                f"{row['surface'] or '-':<9} tools={tools}")
+        if row["reason"]:
+            line += f"  reason: {row['reason']}"
+        print(line)
+    return 0

@@ -1,0 +1,25 @@
+"""Error types that the CLI turns into one-line messages and exit codes (SPEC 13, 16)."""
+
+from __future__ import annotations
+
+
+class PlughostError(Exception):
+    """Base class for every error the host reports to a user without a traceback."""
+
+    exit_code = 2
+
+
+class UserError(PlughostError):
+    """Bad input: a file, field or parameter that is not what was expected (exit 2)."""
+
+    exit_code = 2
+
+
+class FatalError(PlughostError):
+    """A gate or build refused to go on (exit 1). The message is printed verbatim."""
+
+    exit_code = 1
+
+
+class DuplicateNameError(UserError):
+    """Two sources claim one name; the message names both."""

@@ -1,0 +1,243 @@
+"""Every hook a plughost plugin may implement (SPEC 2.3).
+
+Each spec is documented with one template: what it is for, **Parameters**, **Combines**
+(how results from several plugins are combined), **Fires** (when the host calls it) and
+**Example**. `tests/test_hookspecs.py` checks the template and that every hook has a
+``test_hook_<name>`` test; `docs/hooks.md` is generated from these docstrings.
+
+Implement a hook with ``@host.hookimpl`` in the module named by the plugin's entry point or
+PLUGIN.md ``python`` field. Hook implementations may accept any subset of the parameters.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+    from host.types import ChannelAdapter, CliCommand, Gate, RetrievalBoost, Route, Tool
+
+PROJECT = "plughost"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def plughost_tools(host: Host) -> list[Tool]:
+    """The MCP tools this plugin serves.
+
+    **Parameters:** ``host`` — the loaded host (store, embedder, env guards through it).
+
+    **Combines:** lists from every plugin are flattened; each tool is attributed to the plugin
+    that returned it; two tools with one name in one plugin are an error naming both.
+
+    **Fires:** when a plugin's MCP server is built (``plughost mcp serve``, ``/mcp/<plugin>``)
+    and when the tool surface needs handlers; never at import.
+
+    **Example:**
+    ``return [Tool.from_function(echo)]`` where ``def echo(text: str) -> str``.
+    """
+
+
+@hookspec
+def plughost_boot_gates(host: Host) -> list[Gate]:
+    """Self-test gates run by ``plughost boot`` (SPEC 7).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened across plugins; gate names are unique; gates run in ``order``,
+    each isolated (one raising is reported as that gate's failure, the others still run).
+
+    **Fires:** once per ``plughost boot`` / ``plughost serve``, after the tool surface is computed.
+
+    **Example:** ``return [Gate("schema-labels", check=check_labels)]``.
+    """
+
+
+@hookspec
+def plughost_routes(host: Host) -> list[Route]:
+    """HTTP routes to mount on the host's ASGI app.
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; a (methods, path) pair claimed twice is an error naming both plugins.
+
+    **Fires:** once when ``plughost serve`` assembles the app.
+
+    **Example:** ``return [Route("/healthz", endpoint=health)]``.
+    """
+
+
+@hookspec
+def plughost_cli_commands(host: Host) -> list[CliCommand]:
+    """Top-level ``plughost`` subcommands a plugin adds (``plughost graph import ...``).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; names are unique and may not shadow a core command.
+
+    **Fires:** when the CLI is asked for a command that is not a core one (or for ``--help``).
+
+    **Example:** ``return [CliCommand("graph", "graph store tools", configure, run)]``.
+    """
+
+
+@hookspec
+def plughost_startup(host: Host) -> None:
+    """Open what the plugin needs for a long-running process.
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** every implementation runs; one raising is logged against its plugin and the
+    others still run.
+
+    **Fires:** once when ``plughost serve`` starts, after the gates passed.
+
+    **Example:** ``host.state["scheduler"] = start_scheduler()``.
+    """
+
+
+@hookspec
+def plughost_shutdown(host: Host) -> None:
+    """Release what ``plughost_startup`` opened (stores, threads, clients).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** every implementation runs, in reverse registration order; failures are logged.
+
+    **Fires:** once on graceful shutdown (SIGTERM/SIGINT) and at the end of ``Host.close()``.
+
+    **Example:** ``host.state.pop("scheduler").stop()``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_store(host: Host) -> Any:
+    """The graph store (a :class:`host.graph.GraphStore`).
+
+    **Parameters:** ``host`` — the loaded host; read configuration from ``host.env``.
+
+    **Combines:** firstresult: the first non-None answer wins (later-registered plugins are
+    asked first, so a third-party store overrides the built-in one).
+
+    **Fires:** lazily, the first time ``host.store()`` is called; the host caches the answer.
+
+    **Example:** ``return SqliteStore(home / "graph.sqlite")``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_embedder(host: Host) -> Any:
+    """The text embedder (a :class:`host.embedding.Embedder`).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** firstresult: the first non-None answer wins.
+
+    **Fires:** lazily, the first time ``host.embedder()`` is called; cached.
+
+    **Example:** ``return OllamaEmbedder(url, model)`` when ``PLUGHOST_EMBEDDER=ollama``.
+    """
+
+
+@hookspec
+def plughost_channel_adapters(host: Host) -> list[ChannelAdapter]:
+    """Messaging channels (webchat, Telegram, WhatsApp ...).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; channel names are unique.
+
+    **Fires:** when ``plughost serve`` assembles the app (their routes are mounted) and when a
+    reply must be sent (``plughost channels retry``).
+
+    **Example:** ``return [ChannelAdapter("telegram", routes=(...), send=send_message)]``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_query_expansions(host: Host, query: str, retrieval_class: str | None) -> list[str] | None:
+    """Paraphrases of a search query (``PLUGHOST_GS_EXPANSION``).
+
+    **Parameters:** ``query`` — the user's query; ``retrieval_class`` — entity / temporal /
+    event / general / none or None.
+
+    **Combines:** firstresult; None means "no opinion". A raising provider degrades the search
+    to the original query.
+
+    **Fires:** once per ``memory-search`` call with expansion on (results cached 1 h).
+
+    **Example:** ``return [query, query.replace("price", "cost")]``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_rerank(host: Host, query: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Reorder fused search rows (a cross-encoder or an LLM may plug in here).
+
+    **Parameters:** ``query`` — the query; ``rows`` — fused rows with ``score`` keys.
+
+    **Combines:** firstresult; None keeps the order.
+
+    **Fires:** after BOOST and DEDUP, before the slice, on every ``memory-search`` call.
+
+    **Example:** ``return sorted(rows, key=my_score, reverse=True)``.
+    """
+
+
+@hookspec
+def plughost_retrieval_boosts(host: Host) -> list[RetrievalBoost]:
+    """Extra score bumps for the BOOST stage (``PLUGHOST_GS_BOOSTS``).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; names unique; bumps add up.
+
+    **Fires:** once per search with boosts on.
+
+    **Example:** ``return [RetrievalBoost("pinned", lambda row: 0.1 if row["props"].get("pinned") else 0)]``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_screen_message(host: Host, message: dict[str, Any]) -> dict[str, Any] | None:
+    """Classify an inbound message (verdict, injection flag, intent, language, complexity).
+
+    **Parameters:** ``message`` — ``{channel, text, sender, role}``.
+
+    **Combines:** firstresult; None or a raise or more than 3 s falls through to the local check.
+
+    **Fires:** once per inbound message, before routing.
+
+    **Example:** ``return {"verdict": "CLEAN", "intent": "question", "lang": "en"}``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_agent_runner(host: Host) -> Any:
+    """The agent runner that turns a composed payload into a reply.
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** firstresult; the channels plugin's command runner is the default.
+
+    **Fires:** lazily, on the first message that needs an agent.
+
+    **Example:** ``return HttpRunner(url)`` (an object with ``async run(session_id, payload) -> str``).
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
+    """The account owner's standing rules, injected into every admin turn (SPEC 9.7).
+
+    **Parameters:** ``account_id`` — the account.
+
+    **Combines:** firstresult; returns ``{"rules": [...], "source": "owner"|"no-owner", "owner": id}``.
+
+    **Fires:** once per admin turn, while the payload is composed.
+
+    **Example:** ``return {"rules": [], "source": "no-owner", "owner": None}``.
+    """

@@ -1,0 +1,1 @@
+"""The admin plugin. Hook implementations live in :mod:`plugins.admin.hooks` (the entry point)."""

@@ -1,0 +1,1 @@
+"""The graph plugin. Hook implementations live in :mod:`plugins.graph.hooks` (the entry point)."""

@@ -1,0 +1,7 @@
+"""Hook implementations of the memory plugin."""
+
+from __future__ import annotations
+
+from host.hookspecs import hookimpl  # noqa: F401
+
+__all__: list[str] = []

@@ -1,0 +1,91 @@
+"""Shared fixtures: an isolated PLUGHOST_HOME per test, host builders, external tool lookup."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TOOLS = Path(os.environ.get("PLUGHOST_TOOLS_DIR", REPO / ".tools"))
+REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
+
+
+@pytest.fixture(autouse=True)
+def plughost_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own data root; logs never leak into ~/.plughost."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("PLUGHOST_HOME", str(home))
+    for var in ("PLUGHOST_DISABLE_PLUGINS", "PLUGHOST_LOAD_PLUGINS", "PLUGHOST_NO_EXTERNAL_PLUGINS",
+                "PLUGHOST_TRACE_HOOKS", "PLUGHOST_PLUGINS_DIR", "PLUGHOST_PREMIUM_DIR", "ACCOUNT_ID",
+                "ALLOWED_SCOPES", "AGENT_SLUG", "SESSION_ID", "NEO4J_URI", "PLUGHOST_STORE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PLUGHOST_EMBEDDER", os.environ.get("PLUGHOST_TEST_EMBEDDER", "none"))
+    return home
+
+
+@pytest.fixture
+def make_host(plughost_home: Path):
+    """Build a loaded Host with an explicit env (defaults to the test's environment)."""
+    from host.manager import Host
+
+    made = []
+
+    def build(plugins_dir: Path | None = None, premium_dir: Path | None = None, entry_points: bool = True,
+              **env: str) -> Host:
+        full = dict(os.environ)
+        full.update(env)
+        host = Host(plugins_dir=plugins_dir, premium_dir=premium_dir, env=full, entry_points=entry_points).load()
+        made.append(host)
+        return host
+
+    yield build
+    for host in made:
+        host.close()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
+            timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m host.cli ...` in a real subprocess (the console script's code path)."""
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True,
+                          env=full, input=input, timeout=timeout, cwd=cwd)
+
+
+def node_tool(*parts: str) -> Path:
+    """Path to an installed Node tool under .tools/; skip (or fail under CI) when missing."""
+    path = TOOLS.joinpath("node_modules", *parts)
+    if not path.exists():
+        if REQUIRE_EXTERNAL:
+            pytest.fail(f"required external tool missing: {path} (run scripts/install-tools.sh)")
+        pytest.skip(f"external tool not installed: {path}")
+    return path
+
+
+def npx_bin(name: str) -> Path:
+    return node_tool(".bin", name)
+
+
+@pytest.fixture
+def cli() -> object:
+    return run_cli
+
+
+def which_or_skip(name: str) -> str:
+    found = shutil.which(name)
+    if not found:
+        if REQUIRE_EXTERNAL:
+            pytest.fail(f"required program missing: {name}")
+        pytest.skip(f"{name} not installed")
+    return found
+
+
+@pytest.fixture
+def tmp_tree(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path
