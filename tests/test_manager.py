@@ -1,0 +1,164 @@
+"""Discovery and guarded loading: folders, premium shapes, filters, broken plugins, duplicates."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from host.errors import DuplicateNameError
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def write_plugin(folder: Path, name: str, extra: str = "", module: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    fm = f"name: {name}\nversion: 0.1.0\n{extra}"
+    (folder / "PLUGIN.md").write_text(f"---\n{fm}---\n# {name}\n", encoding="utf-8")
+    if module is not None:
+        (folder / "impl.py").write_text(module, encoding="utf-8")
+    return folder
+
+
+def test_builtins_load_once_from_entry_point_and_folder(make_host) -> None:
+    host = make_host()
+    for name in ("graph", "memory", "channels", "admin"):
+        record = host.records[name]
+        assert record.loaded and record.source == "entry-point" and record.builtin
+        assert record.folder is not None and (record.folder / "PLUGIN.md").is_file()
+
+
+def test_premium_bundles_both_shapes(tmp_path: Path, make_host) -> None:
+    premium = tmp_path / "premium-plugins"
+    write_plugin(premium / "solo", "solo")
+    write_plugin(premium / "suite" / "plugins" / "alpha", "alpha")
+    write_plugin(premium / "suite" / "plugins" / "beta", "beta")
+    (premium / "suite" / "agents").mkdir()
+    host = make_host(premium_dir=premium)
+    assert host.records["solo"].bundle == "solo" and not host.records["solo"].nested
+    assert host.records["alpha"].bundle == "suite" and host.records["alpha"].nested
+    assert host.records["beta"].source == "premium"
+
+
+def test_broken_import_and_invalid_manifest_are_recorded_and_skipped(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    write_plugin(plugins / "good", "good")
+    write_plugin(plugins / "explodes", "explodes", "python: impl\n", module="raise RuntimeError('boom at import')\n")
+    (plugins / "invalid").mkdir()
+    (plugins / "invalid" / "PLUGIN.md").write_text("---\nname: invalid\ncolour: red\n---\n", encoding="utf-8")
+    result = run_cli("--plugins-dir", str(plugins), "plugins", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
+    assert rows["good"]["status"] == "loaded"
+    assert rows["explodes"]["status"] == "failed"
+    assert rows["explodes"]["reason"] == "import failed: RuntimeError: boom at import"
+    assert rows["invalid"]["status"] == "failed" and "colour: unknown key" in rows["invalid"]["reason"]
+    assert rows["graph"]["status"] == "loaded"
+    text = run_cli("--plugins-dir", str(plugins), "plugins", "list")
+    assert "explodes" in text.stdout and "reason: import failed: RuntimeError: boom at import" in text.stdout
+
+
+def test_disable_list_blocks_before_import(tmp_path: Path, make_host) -> None:
+    plugins = tmp_path / "plugins"
+    write_plugin(plugins / "explodes", "explodes", "python: impl\n", module="raise RuntimeError('imported!')\n")
+    host = make_host(plugins_dir=plugins, PLUGHOST_DISABLE_PLUGINS="explodes")
+    record = host.records["explodes"]
+    assert record.status == "disabled" and "PLUGHOST_DISABLE_PLUGINS" in record.reason
+    assert not host.hook_errors
+
+
+def test_load_allow_list_and_empty_string(make_host) -> None:
+    host = make_host(PLUGHOST_LOAD_PLUGINS="graph")
+    assert [r.name for r in host.loaded()] == ["graph"]
+    none = make_host(PLUGHOST_LOAD_PLUGINS="")
+    assert none.loaded() == []
+
+
+def test_two_folders_claiming_one_name_name_both(tmp_path: Path, make_host) -> None:
+    plugins = tmp_path / "plugins"
+    premium = tmp_path / "premium"
+    write_plugin(plugins / "dup", "twin")
+    write_plugin(premium / "other", "twin")
+    with pytest.raises(DuplicateNameError) as err:
+        make_host(plugins_dir=plugins, premium_dir=premium)
+    assert str(plugins / "dup") in str(err.value) and str(premium / "other") in str(err.value)
+    result = run_cli("--plugins-dir", str(plugins), "--premium-dir", str(premium), "plugins", "list")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "twin" in result.stderr
+
+
+def test_trace_hooks_logs_calls(make_host, capfd) -> None:
+    host = make_host(PLUGHOST_TRACE_HOOKS="1", PLUGHOST_DISABLE_PLUGINS="graph,memory,channels,admin")
+    host.first("plughost_store")
+    err = capfd.readouterr().err
+    assert "[hooks] op=call hook=plughost_store" in err and "[hooks] op=return hook=plughost_store" in err
+
+
+THIRD_PARTY_PYPROJECT = """
+[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+[project]
+name = "plughost-weather"
+version = "2.0.1"
+[project.entry-points."plughost.plugins"]
+weather = "plughost_weather"
+"""
+
+THIRD_PARTY_MODULE = '''
+"""A third-party plugin without a PLUGIN.md: its tools come from the hook."""
+import os
+from host.hookspecs import hookimpl
+from host.types import Tool
+
+if os.environ.get("WEATHER_EXPLODE_ON_IMPORT"):
+    raise RuntimeError("weather imported although disabled")
+
+
+def forecast(city: str) -> str:
+    """Forecast for a city."""
+    return f"sunny in {city}"
+
+
+@hookimpl
+def plughost_tools(host):
+    return [Tool.from_function(forecast, admin_allowlist=True)]
+'''
+
+
+@pytest.fixture(scope="module")
+def third_party(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Build and pip-install a real third-party plugin package into this environment."""
+    src = tmp_path_factory.mktemp("weather")
+    (src / "pyproject.toml").write_text(THIRD_PARTY_PYPROJECT, encoding="utf-8")
+    (src / "plughost_weather.py").write_text(textwrap.dedent(THIRD_PARTY_MODULE), encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(src)],
+                   check=True, capture_output=True)
+    yield "weather"
+    subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "plughost-weather"], capture_output=True)
+
+
+def test_third_party_entry_point_plugin(third_party: str) -> None:
+    result = run_cli("plugins", "list", "--json")
+    rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
+    assert rows["weather"]["status"] == "loaded" and rows["weather"]["version"] == "2.0.1"
+    assert rows["weather"]["tools"] == []  # no PLUGIN.md: tools come from the hook (surface below)
+    code = ("from host.manager import Host; h = Host().load(); "
+            "print(sorted(h.surface.all)); print(h.surface.admin); print(h.surface.mcp_servers)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "mcp__plugin_weather_weather__forecast" in out
+    disabled = run_cli("plugins", "list", "--json",
+                       env={"PLUGHOST_DISABLE_PLUGINS": "weather", "WEATHER_EXPLODE_ON_IMPORT": "1"})
+    rows = {r["name"]: r for r in json.loads(disabled.stdout)["plugins"]}
+    assert rows["weather"]["status"] == "disabled"
+    external = run_cli("plugins", "list", "--json", env={"PLUGHOST_NO_EXTERNAL_PLUGINS": "1",
+                                                          "WEATHER_EXPLODE_ON_IMPORT": "1"})
+    rows = {r["name"]: r for r in json.loads(external.stdout)["plugins"]}
+    assert rows["weather"]["status"] == "disabled" and rows["graph"]["status"] == "loaded"
+    broken = run_cli("plugins", "list", "--json", env={"WEATHER_EXPLODE_ON_IMPORT": "1"})
+    rows = {r["name"]: r for r in json.loads(broken.stdout)["plugins"]}
+    assert rows["weather"]["status"] == "failed" and "weather imported although disabled" in rows["weather"]["reason"]
