@@ -333,7 +333,11 @@ class Host:
         hook = getattr(self.pm.hook, hook_name)
         out: list[Contribution[T]] = []
         seen: dict[Any, str] = {}
-        for impl in reversed(hook.get_hookimpls()):
+        impls = list(reversed(hook.get_hookimpls()))
+        tracing = config.flag("PLUGHOST_TRACE_HOOKS", self.env)
+        if tracing:
+            self._trace_before(hook_name, impls, kwargs)
+        for impl in impls:
             plugin = impl.plugin_name
             try:
                 args = {a: kwargs[a] if a != "host" else self for a in impl.argnames if a in kwargs or a == "host"}
@@ -359,6 +363,8 @@ class Host:
                 if key is not None:
                     seen[scoped] = plugin
                 out.append(Contribution(plugin, item))
+        if tracing:
+            self._trace_after(_Done(), hook_name, impls, kwargs)
         return out
 
     def call_each(self, hook_name: str, *, reverse: bool = False, **kwargs: Any) -> None:
@@ -416,6 +422,12 @@ class Host:
         t0 = self.state.get("_trace_t0", [time.perf_counter()]).pop()
         log("hooks", "op=return", hook=hook_name, ms=f"{(time.perf_counter() - t0) * 1000:.2f}",
             error=outcome.exception is not None)
+
+
+class _Done:
+    """A stand-in for pluggy's outcome object when ``collect`` traces its own calls."""
+
+    exception = None
 
 
 def _dist_version(module: Any) -> str:

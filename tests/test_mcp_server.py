@@ -125,3 +125,38 @@ def test_inspector_bad_argument_is_error_naming_parameter(plughost_home: Path) -
 def test_inspector_strict_passes(plughost_home: Path) -> None:
     result = _inspector("--strict", "--method", "tools/list", plughost_home=plughost_home)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_streamable_http_server(plughost_home: Path) -> None:
+    import time
+
+    port = _free_port()
+    env = dict(os.environ, PLUGHOST_PLUGINS_DIR=str(FIXTURES))
+    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "mcp", "serve", "sample", "--http", str(port)],
+                            env=env, cwd=REPO, stderr=subprocess.PIPE)
+    try:
+        import httpx
+
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        result = _call(f"http://127.0.0.1:{port}/mcp", "call_tool", "add", {"a": 40, "b": 2})
+        assert json.loads(result.content[0].text) == {"sum": 42}
+        rebound = httpx.post(f"http://127.0.0.1:{port}/mcp", headers={"Host": "evil.example"},
+                             json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert rebound.status_code in (403, 421)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
