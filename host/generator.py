@@ -43,12 +43,14 @@ _SKIP_DIRS = {".claude-plugin", "__pycache__", ".git", "node_modules"}
 
 @dataclass(frozen=True)
 class PayloadPlugin:
-    """One plugin folder of a payload and the marketplace that lists it."""
+    """One plugin of a payload: where its files are read (``folder``), where it lives in the
+    payload (``dest``; the same folder for ``manifests generate``, the output for ``bundle``),
+    and the marketplace that lists it."""
 
     folder: Path
+    dest: Path
     manifest: PluginManifest
     marketplace: str
-    marketplace_root: Path
     bundle: str | None = None
 
     @property
@@ -64,19 +66,21 @@ class PayloadPlugin:
 @dataclass(frozen=True)
 class Marketplace:
     name: str
-    root: Path
+    root: Path  # the folder holding .claude-plugin/marketplace.json, in the payload
     description: str
     plugins: tuple[PayloadPlugin, ...]
 
 
 @dataclass
 class Payload:
-    """A scanned payload: its brand, plugins and marketplaces (in stable order)."""
+    """A payload's brand, plugins and marketplaces (stable order), located at ``root``."""
 
     root: Path
     brand: str
     product: str
     marketplaces: list[Marketplace] = field(default_factory=list)
+    has_platform: bool = False
+    has_premium: bool = False
 
     @property
     def plugins(self) -> list[PayloadPlugin]:
@@ -99,10 +103,23 @@ class GenerateReport:
     unchanged: int = 0
 
 
-def _plugin_folders(parent: Path) -> list[Path]:
+def plugin_folders(parent: Path) -> list[Path]:
+    """Sub-folders of ``parent`` that hold a PLUGIN.md, sorted by name."""
     if not parent.is_dir():
         return []
     return sorted(p for p in parent.iterdir() if p.is_dir() and p.name not in _SKIP_DIRS and (p / "PLUGIN.md").is_file())
+
+
+def premium_bundles(premium: Path | None) -> dict[str, Path]:
+    """Bundle name → folder: standalone (``<b>/PLUGIN.md``) or nested (``<b>/plugins/``)."""
+    if premium is None or not premium.is_dir():
+        return {}
+    return {
+        top.name: top
+        for top in sorted(premium.iterdir())
+        if top.is_dir() and top.name not in _SKIP_DIRS
+        and ((top / "PLUGIN.md").is_file() or (top / PLATFORM_FOLDER).is_dir())
+    }
 
 
 def read_brand(root: Path, brand: str | None = None) -> tuple[str, str]:
@@ -119,45 +136,56 @@ def read_brand(root: Path, brand: str | None = None) -> tuple[str, str]:
     return str(name), str(data.get("productName") or name)
 
 
-def scan(root: Path, brand: str | None = None) -> Payload:
-    """Find every plugin and marketplace of a payload; PLUGIN.md defects raise UserError."""
-    root = root.resolve()
-    if not root.is_dir():
-        raise UserError(f"PAYLOAD_DIR: '{root}' is not a folder")
-    name, product = read_brand(root, brand)
-    payload = Payload(root=root, brand=name, product=product)
+def assemble(root: Path, brand: str, product: str, *, platform: list[Path], bundles: dict[str, Path]) -> Payload:
+    """Describe a payload located at ``root`` whose plugins are read from the given source folders.
 
-    def collect(folders: list[Path], marketplace: str, mroot: Path, bundle: str | None) -> tuple[PayloadPlugin, ...]:
-        return tuple(PayloadPlugin(f, load_manifest(f / "PLUGIN.md"), marketplace, mroot, bundle) for f in folders)
-
-    platform = payload.platform_dir
-    if platform.is_dir():
-        mkt = f"{name}-platform"
-        payload.marketplaces.append(Marketplace(mkt, platform, f"{product} platform plugins",
-                                                collect(_plugin_folders(platform), mkt, platform, None)))
-    premium = payload.premium_dir
-    if premium.is_dir():
-        standalone: list[PayloadPlugin] = []
-        nested: list[Marketplace] = []
-        for top in sorted(p for p in premium.iterdir() if p.is_dir() and p.name not in _SKIP_DIRS):
-            if (top / "PLUGIN.md").is_file():
-                standalone.extend(collect([top], f"{name}-premium", premium, top.name))
-            elif (top / PLATFORM_FOLDER).is_dir():
-                mkt = f"{name}-premium-{top.name}"
-                subs = top / PLATFORM_FOLDER
-                nested.append(Marketplace(mkt, subs, f"{product} premium bundle '{top.name}'",
-                                          collect(_plugin_folders(subs), mkt, subs, top.name)))
-        if standalone:
-            payload.marketplaces.append(Marketplace(f"{name}-premium", premium, f"{product} premium plugins",
-                                                    tuple(standalone)))
-        payload.marketplaces.extend(nested)
-    if not payload.marketplaces:
-        raise UserError(f"PAYLOAD_DIR: '{root}' has neither a '{PLATFORM_FOLDER}/' nor a '{PREMIUM_FOLDER}/' folder")
+    ``platform``: platform plugin folders (copied to ``root/plugins/<folder name>``);
+    ``bundles``: premium bundle name → source folder (copied to ``root/premium-plugins/<name>``).
+    PLUGIN.md defects raise UserError before anything is written.
+    """
+    payload = Payload(root=root, brand=brand, product=product)
+    payload.has_platform = bool(platform)
+    payload.has_premium = bool(bundles)
+    if platform:
+        mkt = f"{brand}-platform"
+        dest_root = payload.platform_dir
+        plugins = tuple(PayloadPlugin(f, dest_root / f.name, load_manifest(f / "PLUGIN.md"), mkt) for f in platform)
+        payload.marketplaces.append(Marketplace(mkt, dest_root, f"{product} platform plugins", plugins))
+    standalone: list[PayloadPlugin] = []
+    nested: list[Marketplace] = []
+    for name, src in sorted(bundles.items()):
+        dest = payload.premium_dir / name
+        if (src / "PLUGIN.md").is_file():
+            standalone.append(PayloadPlugin(src, dest, load_manifest(src / "PLUGIN.md"), f"{brand}-premium", name))
+        else:
+            mkt = f"{brand}-premium-{name}"
+            subs = [PayloadPlugin(f, dest / PLATFORM_FOLDER / f.name, load_manifest(f / "PLUGIN.md"), mkt, name)
+                    for f in plugin_folders(src / PLATFORM_FOLDER)]
+            nested.append(Marketplace(mkt, dest / PLATFORM_FOLDER, f"{product} premium bundle '{name}'", tuple(subs)))
+    if standalone:
+        payload.marketplaces.append(Marketplace(f"{brand}-premium", payload.premium_dir,
+                                                f"{product} premium plugins", tuple(standalone)))
+    payload.marketplaces.extend(nested)
     seen: dict[str, Path] = {}
     for plugin in payload.plugins:
         other = seen.setdefault(plugin.name, plugin.folder)
         if other != plugin.folder:
             raise UserError(f"plugin name '{plugin.name}' is claimed by two folders: {other} and {plugin.folder}")
+    return payload
+
+
+def scan(root: Path, brand: str | None = None) -> Payload:
+    """Describe the payload already on disk at ``root`` (``manifests generate``)."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise UserError(f"PAYLOAD_DIR: '{root}' is not a folder")
+    if not (root / PLATFORM_FOLDER).is_dir() and not (root / PREMIUM_FOLDER).is_dir():
+        raise UserError(f"PAYLOAD_DIR: '{root}' has neither a '{PLATFORM_FOLDER}/' nor a '{PREMIUM_FOLDER}/' folder")
+    name, product = read_brand(root, brand)
+    payload = assemble(root, name, product, platform=plugin_folders(root / PLATFORM_FOLDER),
+                       bundles=premium_bundles(root / PREMIUM_FOLDER))
+    payload.has_platform = (root / PLATFORM_FOLDER).is_dir()
+    payload.has_premium = (root / PREMIUM_FOLDER).is_dir()
     return payload
 
 
@@ -172,9 +200,9 @@ def local_server(folder: Path) -> str | None:
 def server_env(payload: Payload) -> dict[str, str]:
     """Static payload paths the server needs to find its plugin (never per-session values)."""
     env = {}
-    if payload.platform_dir.is_dir():
+    if payload.has_platform:
         env["PLUGHOST_PLUGINS_DIR"] = str(payload.platform_dir)
-    if payload.premium_dir.is_dir():
+    if payload.has_premium:
         env["PLUGHOST_PREMIUM_DIR"] = str(payload.premium_dir)
     return env
 
@@ -247,7 +275,7 @@ def plugin_json(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[st
 def marketplace_json(market: Marketplace, payload: Payload) -> dict[str, Any]:
     entries = []
     for p in market.plugins:
-        rel = p.folder.relative_to(market.root).as_posix()
+        rel = p.dest.relative_to(market.root).as_posix()
         entries.append({
             "name": p.name,
             "source": f"./{rel}",
@@ -268,7 +296,7 @@ def plan(payload: Payload, python: str | None = None) -> dict[Path, str]:
     out: dict[Path, str] = {}
     for market in payload.marketplaces:
         for plugin in market.plugins:
-            out[plugin.folder / ".claude-plugin" / "plugin.json"] = render(plugin_json(plugin, payload, python))
+            out[plugin.dest / ".claude-plugin" / "plugin.json"] = render(plugin_json(plugin, payload, python))
         out[market.root / ".claude-plugin" / "marketplace.json"] = render(marketplace_json(market, payload))
     return out
 
