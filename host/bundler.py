@@ -1,0 +1,354 @@
+"""Brand bundling: assemble a payload for one brand, then generate its manifests (SPEC 5).
+
+The payload is ``OUT/brand.json``, ``OUT/plugins/`` (the platform plugins minus the brand's
+``plugins.excluded``) and ``OUT/premium-plugins/`` (only the bundles the brand allowlists in
+``shipsPremiumBundles``), with every ``.claude-plugin/`` manifest generated.
+
+Nothing is half-written: the brand, the exclusions, the premium gate and every PLUGIN.md are
+checked first; the whole desired tree (copied files and generated manifests) is then planned in
+memory. When ``OUT`` already holds exactly that tree nothing is written at all (a rerun is
+idempotent: no byte, no mtime changes). Otherwise the payload is built in a temp folder beside
+``OUT`` and renamed into place at the end.
+
+A rerun must be fast on a large tree, so the build leaves a stamp (``.plughost-bundle.json``):
+a digest of every input (each source file's path, size and mtime, the brand, the interpreter,
+the output location, the plughost version) and the size and mtime of every file it wrote.
+When the digest and the output's listing both match, nothing changed and nothing is parsed
+(copies keep their source mtimes, like rsync's quick check); otherwise the full path runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from host import __version__, config
+from host.errors import FatalError, UserError
+from host.generator import (
+    BRAND_FILE,
+    PLATFORM_FOLDER,
+    PREMIUM_FOLDER,
+    Payload,
+    assemble,
+    plan,
+    plugin_folders,
+    premium_bundles,
+)
+from host.jsonio import render, write_if_changed
+from host.log import log
+from host.manifest import load_manifest, validate
+
+IGNORED_NAMES = {"__pycache__", ".claude-plugin", ".git", ".DS_Store", "node_modules", ".pytest_cache"}
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+STAMP = ".plughost-bundle.json"
+STAMP_FORMAT = 1
+
+
+@dataclass
+class Brand:
+    """A validated brand file."""
+
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.data["name"])
+
+    @property
+    def product(self) -> str:
+        return str(self.data["productName"])
+
+    @property
+    def excluded(self) -> list[str]:
+        return list((self.data.get("plugins") or {}).get("excluded") or [])
+
+    @property
+    def premium(self) -> list[str] | None:
+        """The allowlist, or None when the brand ships no premium bundle."""
+        value = self.data.get("shipsPremiumBundles")
+        return None if value is None else list(value)
+
+
+@dataclass
+class BundleReport:
+    out: Path
+    brand: str
+    platform: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+    shipped: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    files: int = 0
+    changed: bool = False
+    payload: Payload | None = None
+
+
+def brands_dir() -> Path:
+    return config.manifests_dir() / "brands"
+
+
+def resolve_brand(ref: str) -> Path:
+    """A brand name in ``manifests/brands/`` or a path to a brand JSON file."""
+    candidate = Path(ref)
+    if ref.endswith(".json") or os.sep in ref or candidate.is_file():
+        if not candidate.is_file():
+            raise UserError(f"BRAND: file '{ref}' does not exist")
+        return candidate.resolve()
+    shipped = brands_dir() / f"{ref}.json"
+    if not shipped.is_file():
+        known = ", ".join(sorted(p.stem for p in brands_dir().glob("*.json"))) or "none"
+        raise UserError(f"BRAND: no brand named '{ref}' in {brands_dir()} (known: {known}); or pass a path to a brand JSON file")
+    return shipped
+
+
+def load_brand(path: Path) -> Brand:
+    """Parse and validate a brand file; the legacy boolean premium form is the FATAL the SPEC names."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("shipsPremiumBundles"), bool):
+        raise FatalError(
+            "FATAL: brand.shipsPremiumBundles must be a string[] "
+            f"(boolean 'true' no longer accepted; enumerate bundles in {path})"
+        )
+    validate(data, "brand", str(path))
+    return Brand(path, data)
+
+
+def default_premium_dir() -> Path | None:
+    value = os.environ.get("PLUGHOST_PREMIUM_DIR")
+    if value:
+        return Path(value)
+    candidate = config.REPO_ROOT / PREMIUM_FOLDER
+    return candidate if candidate.is_dir() else None
+
+
+def _platform_sources(plugins_dir: Path, brand: Brand) -> tuple[list[Path], list[str]]:
+    """Platform plugin folders to ship, and the excluded names (each must name a platform plugin).
+
+    A platform plugin's folder is named after it (SPEC 3), so exclusions match folder names;
+    only a name that matches no folder is looked up in the PLUGIN.md files.
+    """
+    folders = plugin_folders(plugins_dir)
+    drop: set[Path] = set()
+    by_folder = {f.name: f for f in folders}
+    by_manifest: dict[str, Path] | None = None
+    for i, name in enumerate(brand.excluded):
+        if name in by_folder:
+            drop.add(by_folder[name])
+            continue
+        if by_manifest is None:
+            by_manifest = {load_manifest(f / "PLUGIN.md").name: f for f in folders}
+        if name not in by_manifest:
+            raise UserError(
+                f"{brand.path}: plugins.excluded[{i}]: no platform plugin named '{name}' in {plugins_dir} "
+                f"(available: {', '.join(sorted(by_folder)) or 'none'})"
+            )
+        drop.add(by_manifest[name])
+    return [f for f in folders if f not in drop], list(brand.excluded)
+
+
+def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str, Path], list[str]]:
+    """(mode, shipped bundles, skipped bundle names) by SPEC 5's premium-bundle gate."""
+    available = premium_bundles(premium_dir)
+    allow = brand.premium
+    if allow is None:
+        return "none", {}, sorted(available)
+    missing = [b for b in allow if b not in available]
+    if missing:
+        where = str(premium_dir) if premium_dir else "(no premium bundles folder; pass --premium-dir)"
+        raise FatalError(
+            f"FATAL: brand.shipsPremiumBundles names bundle '{missing[0]}' that is missing on disk in {where} "
+            f"({brand.path})"
+        )
+    shipped = {b: available[b] for b in sorted(allow)}
+    return "allowlist", shipped, sorted(b for b in available if b not in shipped)
+
+
+def _walk(src: Path) -> list[Path]:
+    """Files under ``src`` to copy (relative), skipping caches and generated manifests."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
+        base = Path(dirpath)
+        for name in sorted(filenames):
+            if name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES):
+                continue
+            out.append((base / name).relative_to(src))
+    return out
+
+
+def source_files(platform: list[Path], bundles: dict[str, Path]) -> dict[Path, Path]:
+    """Relative payload path → source file, for every file the payload copies."""
+    tree: dict[Path, Path] = {}
+    for folder in platform:
+        for rel in _walk(folder):
+            tree[Path(PLATFORM_FOLDER, folder.name, rel)] = folder / rel
+    for name, folder in bundles.items():
+        for rel in _walk(folder):
+            tree[Path(PREMIUM_FOLDER, name, rel)] = folder / rel
+    return tree
+
+
+def inputs_digest(copies: dict[Path, Path], brand: Brand, out: Path, python: str) -> str:
+    """A digest of everything the payload is built from (file identity by path, size, mtime)."""
+    h = hashlib.sha256()
+    h.update(json.dumps([STAMP_FORMAT, __version__, python, str(out), render(brand.data)]).encode())
+    for rel, src in sorted(copies.items()):
+        st = src.stat()
+        h.update(f"\0{rel.as_posix()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _listing(out: Path) -> dict[str, list[int]]:
+    """Every file under ``out`` (caches aside) with its size and mtime, the stamp excluded."""
+    listing: dict[str, list[int]] = {}
+    for dirpath, dirnames, filenames in os.walk(out):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        rel_dir = os.path.relpath(dirpath, out)
+        for name in filenames:
+            if name.endswith(IGNORED_SUFFIXES) or (name == STAMP and rel_dir == "."):
+                continue
+            st = os.stat(os.path.join(dirpath, name))
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            listing[rel] = [st.st_size, st.st_mtime_ns]
+    return listing
+
+
+def quick_unchanged(out: Path, digest: str) -> int | None:
+    """The file count when ``out`` is the untouched result of a build from the same inputs."""
+    try:
+        stamp = json.loads((out / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("inputs") != digest:
+        return None
+    files = stamp.get("files")
+    if not isinstance(files, dict) or _listing(out) != files:
+        return None
+    return len(files)
+
+
+def desired_tree(payload: Payload, brand: Brand, copies: dict[Path, Path],
+                 python: str | None) -> dict[Path, Path | str]:
+    """Relative path → source file to copy, or text to write (generated manifests, brand.json)."""
+    root = payload.root
+    tree: dict[Path, Path | str] = dict(copies)
+    for path, text in plan(payload, python).items():
+        tree[path.relative_to(root)] = text
+    tree[Path(BRAND_FILE)] = render(brand.data)
+    return tree
+
+
+def _same_file(src: Path | str, dest: Path) -> bool:
+    try:
+        if isinstance(src, str):
+            data = src.encode("utf-8")
+            return dest.stat().st_size == len(data) and dest.read_bytes() == data
+        if src.stat().st_size != dest.stat().st_size:
+            return False
+        return src.read_bytes() == dest.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return False
+
+
+def tree_matches(out: Path, tree: dict[Path, Path | str]) -> bool:
+    """True when ``out`` holds exactly ``tree`` (ignoring caches a running server leaves)."""
+    if not out.is_dir():
+        return False
+    present = set()
+    for dirpath, dirnames, filenames in os.walk(out):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        base = Path(dirpath)
+        for name in filenames:
+            if name.endswith(IGNORED_SUFFIXES) or (name == STAMP and base == out):
+                continue
+            present.add((base / name).relative_to(out))
+    if present != set(tree):
+        return False
+    return all(_same_file(src, out / rel) for rel, src in tree.items())
+
+
+def _materialize(tmp: Path, tree: dict[Path, Path | str]) -> None:
+    made: set[Path] = set()
+    for rel, src in sorted(tree.items()):
+        dest = tmp / rel
+        if dest.parent not in made:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            made.add(dest.parent)
+        if isinstance(src, str):
+            dest.write_text(src, encoding="utf-8")
+        else:
+            shutil.copy2(src, dest)  # keeps the source mtime: the rerun's quick check relies on it
+
+
+def _write_stamp(root: Path, digest: str) -> None:
+    write_if_changed(root / STAMP, render({"format": STAMP_FORMAT, "inputs": digest, "files": _listing(root)}))
+
+
+def _looks_like_payload(out: Path) -> bool:
+    return not any(out.iterdir()) or (out / BRAND_FILE).is_file()
+
+
+def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premium_dir: Path | None = None,
+           python: str | None = None) -> BundleReport:
+    """Build (or confirm) the payload for ``brand_ref`` at ``out``."""
+    brand = load_brand(resolve_brand(brand_ref))
+    plugins_dir = plugins_dir or (Path(os.environ["PLUGHOST_PLUGINS_DIR"]) if os.environ.get("PLUGHOST_PLUGINS_DIR")
+                                  else config.builtin_plugins_dir())
+    premium_dir = premium_dir if premium_dir is not None else default_premium_dir()
+    out = out.absolute()
+    if out.exists() and (not out.is_dir() or not _looks_like_payload(out)):
+        raise UserError(f"--out: '{out}' exists and is not a plughost payload (no {BRAND_FILE}); "
+                        "choose a new or empty folder")
+    python = python or sys.executable
+    platform, excluded = _platform_sources(plugins_dir, brand)
+    mode, bundles, skipped = premium_gate(brand, premium_dir)
+    log("bundler", "premium-bundle-gate", brand=brand.name, mode=mode, shipped=sorted(bundles), skipped=skipped)
+    report = BundleReport(out=out, brand=brand.name, platform=[f.name for f in platform], excluded=excluded,
+                          shipped=sorted(bundles), skipped=skipped)
+    copies = source_files(platform, bundles)
+    digest = inputs_digest(copies, brand, out, python)
+    count = quick_unchanged(out, digest)
+    if count is not None:
+        report.files = count
+        return report
+    payload = assemble(out, brand.name, brand.product, platform=platform, bundles=bundles)
+    tree = desired_tree(payload, brand, copies, python)
+    report.files, report.payload = len(tree), payload
+    if tree_matches(out, tree):
+        _write_stamp(out, digest)  # same content from touched sources: refresh the quick check only
+        return report
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
+    old: Path | None = None
+    try:
+        _materialize(tmp, tree)
+        _write_stamp(tmp, digest)
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.rmdir(old)
+            os.rename(out, old)
+        os.rename(tmp, out)
+    except BaseException:
+        if old is not None and not out.exists():
+            os.rename(old, out)
+            old = None
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    report.changed = True
+    return report
