@@ -29,7 +29,6 @@ from host.errors import UserError
 from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node
 from plugins.graph import migrations
 from plugins.graph.common import (
-    CASCADE_LABELS,
     EXPAND_LIMIT,
     GRACE_DAYS,
     Prepared,
@@ -332,17 +331,26 @@ class SqliteStore:
         return row[1]
 
     def _hierarchy(self, conn: sqlite3.Connection, rid: int, account_id: str) -> list[int]:
-        """The node and its Section/Chunk descendants along outgoing edges."""
+        """The node and, for a KnowledgeDocument or Section, its Section → Chunk descendants.
+
+        Levels follow outgoing edges: a document's Section children, then their Chunk children
+        (a Section node starts at the second level). Other nodes have no hierarchy.
+        """
+        labels = {r[0] for r in conn.execute("SELECT label FROM node_labels WHERE node = ?", (rid,))}
+        start = 0 if "KnowledgeDocument" in labels else 1 if "Section" in labels else None
+        if start is None:
+            return [rid]
         rows = conn.execute(
-            f"""WITH RECURSIVE tree(rid) AS (
-                  SELECT ?
+            """WITH RECURSIVE tree(rid, level) AS (
+                  SELECT ?, ?
                   UNION
-                  SELECT e.target FROM edges e JOIN tree t ON e.source = t.rid
+                  SELECT e.target, t.level + 1 FROM tree t JOIN edges e ON e.source = t.rid
                   JOIN nodes c ON c.rid = e.target AND c.account_id = ?
-                  WHERE EXISTS (SELECT 1 FROM node_labels l WHERE l.node = e.target
-                                AND l.label IN ({_marks(len(CASCADE_LABELS))})))
-                SELECT rid FROM tree""",
-            (rid, account_id, *CASCADE_LABELS),
+                  JOIN node_labels l ON l.node = e.target
+                   AND l.label = CASE t.level WHEN 0 THEN 'Section' ELSE 'Chunk' END
+                  WHERE t.level < 2)
+                SELECT DISTINCT rid FROM tree""",
+            (rid, start, account_id),
         ).fetchall()
         return [r[0] for r in rows]
 
