@@ -23,6 +23,8 @@ CORE_COMMANDS: dict[str, str] = {
     "plugins": "host.commands.plugins",
     "manifests": "host.commands.manifests",
     "mcp": "host.commands.mcp",
+    "boot": "host.commands.boot",
+    "account": "host.commands.account",
 }
 """The one table of core commands: name → module."""
 
