@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import assert_all_ran, write
+from gates_support import assert_all_ran, write
 
 
 def test_account_id_env_unset_refuses_boot(install):

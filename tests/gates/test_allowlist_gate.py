@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import assert_all_ran
+from gates_support import assert_all_ran
 
 
 def test_admin_tool_in_plugin_without_mcp_block_refuses_boot(install):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ALL_GATES, assert_all_ran
+from gates_support import ALL_GATES, assert_all_ran
 
 from host.hookspecs import hookimpl
 from host.types import Gate, GateResult

@@ -4,7 +4,7 @@ surfaces, one test per defect class; both say FATAL but never refuse boot."""
 from __future__ import annotations
 
 import pytest
-from conftest import assert_all_ran, write
+from gates_support import assert_all_ran, write
 
 SURFACES = ("known_marketplaces", "installed_plugins", "enabledPlugins")
 

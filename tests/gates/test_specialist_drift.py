@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import assert_all_ran, write
+from gates_support import assert_all_ran, write
 
 from host import specialists
 from host.errors import UserError
