@@ -125,7 +125,7 @@ def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
     if not match:
         raise UserError(f"{path}: frontmatter: expected a YAML block between '---' lines at the top")
     try:
-        data = yaml.safe_load(match.group(1))
+        data = yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - safe; C is ~10x faster
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 2}" if mark is not None else ""

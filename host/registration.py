@@ -50,6 +50,7 @@ class Registration:
     installed: dict[str, Any] = field(default_factory=dict)
     enabled: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    _by_plugin: dict[str, list[str]] | None = None
 
     @classmethod
     def load(cls, config_dir: Path) -> Registration:
@@ -89,10 +90,12 @@ class Registration:
 
     def find_installed(self, plugin: str) -> tuple[str, Path] | None:
         """(`name@marketplace`, installPath) of a user-scope install of `plugin`, in any marketplace."""
-        prefix = f"{plugin}@"
-        for key in sorted(self.installed):
-            if key.startswith(prefix):
-                row = self.user_row(key)
-                if row and isinstance(row.get("installPath"), str):
-                    return key, Path(os.path.expanduser(row["installPath"]))
+        if self._by_plugin is None:
+            self._by_plugin = {}
+            for key in sorted(self.installed):
+                self._by_plugin.setdefault(key.rpartition("@")[0], []).append(key)
+        for key in self._by_plugin.get(plugin, []):
+            row = self.user_row(key)
+            if row and isinstance(row.get("installPath"), str):
+                return key, Path(os.path.expanduser(row["installPath"]))
         return None

@@ -82,6 +82,29 @@ def _yaml_load(text: str) -> Any:
     return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
 
 
+_SIMPLE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):[ \t]*(.*?)[ \t]*$")
+_YAML_SYNTAX = frozenset("[]{}|>&*!%@`\"'#-?:,")
+_YAML_WORDS = frozenset({"null", "~", "true", "false", "yes", "no", "on", "off", ".nan", ".inf"})
+
+
+def _simple_frontmatter(block: str) -> dict[str, Any] | None:
+    """Flat `key: value` lines parsed without YAML (thousands of agent files at boot); None when
+    anything looks like YAML syntax (lists, quotes, comments, continuations), so YAML decides."""
+    out: dict[str, Any] = {}
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        m = _SIMPLE_LINE.match(line)
+        if not m or m.group(1) in out:
+            return None
+        value = m.group(2)
+        if (not value or value[0] in _YAML_SYNTAX or ": " in value or " #" in value
+                or value.lower() in _YAML_WORDS or value[0].isdigit()):
+            return None
+        out[m.group(1)] = value
+    return out
+
+
 def parse_tools(value: Any, path: Path) -> tuple[str, ...]:
     """`tools:` as a comma-separated line (`Read, Grep`) or a YAML list; absent means none."""
     if value is None:
@@ -106,7 +129,9 @@ def parse_agent(path: Path, origin: str = "") -> Specialist:
     if not match:
         raise UserError(f"{path}: frontmatter: expected a YAML block between '---' lines at the top")
     try:
-        data = _yaml_load(match.group(1)) or {}
+        data = _simple_frontmatter(match.group(1))
+        if data is None:
+            data = _yaml_load(match.group(1)) or {}
     except Exception as exc:  # yaml.YAMLError
         raise UserError(f"{path}: frontmatter: invalid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
