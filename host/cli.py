@@ -23,6 +23,8 @@ CORE_COMMANDS: dict[str, str] = {
     "plugins": "host.commands.plugins",
     "manifests": "host.commands.manifests",
     "mcp": "host.commands.mcp",
+    "bundle": "host.commands.bundle",
+    "install": "host.commands.install",
     "boot": "host.commands.boot",
     "account": "host.commands.account",
 }

@@ -1,4 +1,4 @@
-"""`plughost manifests check PATH`: validate one plugin folder or a whole tree of them."""
+"""`plughost manifests check PATH` (validate PLUGIN.md files) and `plughost manifests generate PAYLOAD_DIR`."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check = sub.add_parser("check", help="validate one plugin folder or a tree; exit 2 with one line per defect")
     check.add_argument("path", type=Path)
     check.set_defaults(_action=run_check)
+    gen = sub.add_parser("generate", help="write .claude-plugin/plugin.json and marketplace.json over a payload tree")
+    gen.add_argument("payload", type=Path, metavar="PAYLOAD_DIR")
+    gen.add_argument("--brand", default=None, help="brand name for marketplace names (default: PAYLOAD_DIR/brand.json)")
+    gen.set_defaults(_action=run_generate)
 
 
 def find_manifests(path: Path) -> list[Path]:
@@ -42,6 +46,18 @@ def run_check(args: argparse.Namespace, ctx: Any) -> int:
     if not defects:
         print(f"ok: {len(manifests)} PLUGIN.md file(s) valid")
     return 2 if defects else 0
+
+
+def run_generate(args: argparse.Namespace, ctx: Any) -> int:
+    from host.generator import generate
+    from host.log import log
+
+    report = generate(args.payload, brand=args.brand)
+    log("manifests", "op=generate", payload=str(args.payload.resolve()), plugins=report.plugins,
+        marketplaces=report.marketplaces, written=len(report.written), unchanged=report.unchanged)
+    print(f"generated: {report.plugins} plugin(s), {report.marketplaces} marketplace(s); "
+          f"{len(report.written)} file(s) written, {report.unchanged} unchanged")
+    return 0
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:

@@ -1,0 +1,16 @@
+"""Tool handlers of the notes example plugin."""
+
+from __future__ import annotations
+
+from host.hookspecs import hookimpl
+from host.types import Tool
+
+
+def note_count(text: str) -> dict[str, int]:
+    """Count the words of a note."""
+    return {"words": len(text.split())}
+
+
+@hookimpl
+def plughost_tools(host: object) -> list[Tool]:
+    return [Tool.from_function(note_count)]

@@ -1,0 +1,37 @@
+"""`plughost install PAYLOAD_DIR --config-dir DIR --account ID [--dry-run]` (SPEC 6)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+HELP = "make a payload live for a Claude Code config dir and an account (marketplaces, plugins, agents, .env)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("payload", type=Path, metavar="PAYLOAD_DIR")
+    parser.add_argument("--config-dir", type=Path, default=None, metavar="DIR",
+                        help="Claude Code config dir (default: $CLAUDE_CONFIG_DIR or ~/.claude)")
+    parser.add_argument("--account", required=True, metavar="ID", help="the account whose enabledPlugins to reconcile")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    from host.installer import install
+
+    config_dir = args.config_dir or Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    plan = install(args.payload, config_dir, args.account, dry_run=args.dry_run)
+    if args.dry_run:
+        print(f"plan: install {plan.payload} into {plan.config_dir} for account {plan.account}")
+        for action in plan.actions:
+            print(f"  {action}")
+        for path in plan.changed:
+            print(f"  write {path}")
+        if not plan.actions and not plan.changed:
+            print("  nothing to do: already installed")
+        return 0
+    print(f"installed: {len(plan.plugins)} plugin(s) from {len(plan.marketplaces)} marketplace(s) into "
+          f"{plan.config_dir}; {len(plan.changed)} file(s) written, {len(plan.links)} agent link(s)")
+    return 0
