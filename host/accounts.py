@@ -22,7 +22,7 @@ from host.errors import UserError
 if TYPE_CHECKING:  # pragma: no cover
     from host.types import Gate, GateContext, GateResult
 
-ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """What an account id may look like (it names a folder, so no separators or dots)."""
 
 
@@ -47,8 +47,8 @@ def list_accounts(home: Path | None = None) -> list[str]:
 
 def check_id(account_id: str, what: str = "ID") -> str:
     if not ACCOUNT_ID.match(account_id or ""):
-        raise UserError(f"{what}: '{account_id}' is not a valid account id; expected letters, digits, '-' "
-                        f"or '_' (1-64 characters, starting with a letter or digit)")
+        raise UserError(f"{what}: '{account_id}' is not a valid account id; expected letters, digits, '.', '-' "
+                        f"or '_' (1-128 characters, starting with a letter or digit)")
     return account_id
 
 
@@ -150,17 +150,35 @@ def build_account(account_id: str, *, enabled_plugins: Iterable[str] = (), admin
     return account, users
 
 
-def create_account(account_id: str, home: Path | None = None, *, force: bool = False, **fields: Any) -> Path:
-    """Write a validated account folder; refuses to overwrite an existing account unless ``force``."""
+def create_account(account_id: str, home: Path | None = None, *, force: bool = False,
+                   enabled_plugins: Iterable[str] | None = None, **fields: Any) -> Path:
+    """Write a validated, consistent account folder.
+
+    An `account.json` without a `users.json` beside it (the stub `plughost install` leaves when
+    it reconciles `enabledPlugins` for a new account) is completed: its keys are kept, its
+    `enabledPlugins` too unless given. A complete account is only rewritten with ``force``.
+    """
     from host.manifest import validate
 
     check_id(account_id)
     folder = account_dir(account_id, home)
-    if (folder / "account.json").exists() and not force:
-        raise UserError(f"ID: account '{account_id}' already exists at {folder} (use --force to rewrite it)")
-    account, users = build_account(account_id, **fields)
-    validate(account, "account", "account.json")
-    validate(users, "users", "users.json")
+    existing: dict[str, Any] = {}
+    if (folder / "account.json").exists():
+        if (folder / "users.json").exists() and not force:
+            raise UserError(f"ID: account '{account_id}' already exists at {folder} (use --force to rewrite it)")
+        try:
+            existing = _read_json(folder / "account.json")
+        except UserError:
+            if not force:
+                raise
+        existing = existing if isinstance(existing, dict) else {}
+    if enabled_plugins is None:
+        enabled_plugins = existing.get("enabledPlugins") if isinstance(existing.get("enabledPlugins"), list) else []
+    account, users = build_account(account_id, enabled_plugins=enabled_plugins, **fields)
+    keep = {k: v for k, v in existing.items() if k not in account and k != "createdAt"}
+    account = {**account, **keep, "createdAt": existing.get("createdAt", account["createdAt"])}
+    validate(account, "account", str(folder / "account.json"))
+    validate(users, "users", str(folder / "users.json"))
     (folder / "specialists" / "agents").mkdir(parents=True, exist_ok=True)
     write_json_atomic(folder / "users.json", users)
     write_json_atomic(folder / "account.json", account)

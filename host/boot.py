@@ -74,31 +74,40 @@ def _one_line(exc: BaseException) -> str:
 
 
 def boot_context_extras(*, account: str | None = None, config_dir: Path | str | None = None,
-                        brand: str | Path | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """What the gates read besides the host: the account, the Claude Code config dir, the brand."""
-    extras: dict[str, Any] = {"account": account, "config_dir": config_dir, "brand": brand,
-                              "excluded": [], "brand_name": None}
-    if brand:
-        import json
+                        brand: str | Path | None = None, env: Mapping[str, str] | None = None,
+                        payload_root: Path | None = None) -> dict[str, Any]:
+    """What the gates read besides the host: the account, the Claude Code config dir, the brand
+    (its name for marketplace names, its `plugins.excluded` for the specialist strip-list)."""
+    from host.specialists import find_brand
 
-        from host.specialists import brand_excluded
+    name, excluded = find_brand(brand, env, payload_root)
+    return {"account": account, "config_dir": config_dir, "brand": brand, "brand_name": name,
+            "excluded": excluded}
 
-        extras["excluded"] = brand_excluded(brand, env)
-        path = Path(brand) if str(brand).endswith(".json") else None
-        if path is not None and path.is_file():
-            try:
-                extras["brand_name"] = json.loads(path.read_text(encoding="utf-8")).get("name")
-            except (OSError, ValueError, AttributeError):
-                pass
-        else:
-            from host import config
 
-            try:
-                data = json.loads((config.manifests_dir(env) / "brands" / f"{brand}.json").read_text("utf-8"))
-                extras["brand_name"] = data.get("name") or str(brand)
-            except (OSError, ValueError, AttributeError):
-                extras["brand_name"] = str(brand)
-    return extras
+def home_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`<PLUGHOST_HOME>/.env` (written by `plughost install`: payload dirs, brand, embedder) as
+    `KEY=value` pairs; the process environment wins over it."""
+    from host import config
+
+    path = config.home(env) / ".env"
+    out: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return out
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if key:
+            out[key] = value
+    return out
 
 
 def collect_gates(host: Host) -> tuple[list[tuple[str, Gate]], list[GateOutcome]]:

@@ -214,7 +214,10 @@ def classify(tool: str, surface: ToolSurface, plughost_plugins: set[str], exclud
     if tool in CC_NATIVE:
         return Classified(tool, CC_NATIVE_CLASS)
     if tool in surface.all:
-        return Classified(tool, SERVED, surface.all[tool].plugin)
+        plugin = surface.all[tool].plugin
+        if _UNSAFE.sub("_", plugin) in excluded:  # loaded (an entry point) but not shipped by this brand
+            return Classified(tool, BRAND_EXCLUDED, plugin)
+        return Classified(tool, SERVED, plugin)
     match = _MCP_NAME.match(tool)
     if not match:
         return Classified(tool, MALFORMED)
@@ -227,7 +230,7 @@ def classify(tool: str, surface: ToolSurface, plughost_plugins: set[str], exclud
     else:
         plugin_segment = namespace.split("_", 1)[0]
     served_by = surface.namespaces.get(namespace)
-    if served_by is not None:
+    if served_by is not None and _UNSAFE.sub("_", served_by) not in excluded:
         if leaf == "*":
             return Classified(tool, SERVED, served_by)
         return Classified(tool, UNKNOWN_TOOL, served_by)
@@ -254,25 +257,59 @@ def check_drift(host: Host, *, excluded: Iterable[str] = (), accounts: Iterable[
 
 
 # ---------------------------------------------------------------------------- brands and spawning
-def brand_excluded(brand: str | Path | None, env: Mapping[str, str] | None = None) -> list[str]:
-    """`plugins.excluded` of a brand: a name in `manifests/brands/` or a path to a brand JSON file."""
+def _read_brand(path: Path) -> dict[str, Any]:
     import json
 
-    if not brand:
-        return []
-    path = Path(brand)
-    if not (path.suffix == ".json" or os.sep in str(brand)):
-        path = config.manifests_dir(env) / "brands" / f"{brand}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"--brand: brand '{brand}' not found (looked for {path})") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: invalid brand file: {exc}") from None
-    excluded = (data.get("plugins") or {}).get("excluded", []) if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: (top level): expected a JSON object")
+    return data
+
+
+def find_brand(brand: str | Path | None, env: Mapping[str, str] | None = None,
+               payload_root: Path | None = None) -> tuple[str | None, list[str]]:
+    """(brand name, `plugins.excluded`) of a brand: a path to a brand JSON file, a file name or a brand
+    `name` in `manifests/brands/`, or the payload's own `brand.json`. No brand given: the payload's
+    `brand.json` when there is one, else (None, [])."""
+    payload_brand = payload_root / "brand.json" if payload_root is not None else None
+    if not brand:
+        if payload_brand is None or not payload_brand.is_file():
+            return None, []
+        path = payload_brand
+    elif str(brand).endswith(".json") or os.sep in str(brand):
+        path = Path(brand)
+        if not path.is_file():
+            raise UserError(f"--brand: brand file '{brand}' not found")
+    else:
+        brands = config.manifests_dir(env) / "brands"
+        candidates = [brands / f"{brand}.json"]
+        if payload_brand is not None:
+            candidates.append(payload_brand)
+        candidates += sorted(brands.glob("*.json")) if brands.is_dir() else []
+        path = None
+        for candidate in candidates:
+            if candidate.is_file() and (candidate.stem == brand and candidate.parent == brands
+                                        or _read_brand(candidate).get("name") == brand):
+                path = candidate
+                break
+        if path is None:
+            raise UserError(f"--brand: brand '{brand}' not found (no {brands / f'{brand}.json'} and no brand "
+                            f"file named '{brand}')")
+    data = _read_brand(path)
+    excluded = (data.get("plugins") or {}).get("excluded", []) if isinstance(data.get("plugins"), dict) else []
     if not isinstance(excluded, list) or not all(isinstance(x, str) for x in excluded):
         raise UserError(f"{path}: plugins.excluded: expected a list of plugin names")
-    return excluded
+    name = data.get("name") if isinstance(data.get("name"), str) else (str(brand) if brand else path.stem)
+    return name, excluded
+
+
+def brand_excluded(brand: str | Path | None, env: Mapping[str, str] | None = None,
+                   payload_root: Path | None = None) -> list[str]:
+    """`plugins.excluded` of a brand (see :func:`find_brand`)."""
+    return find_brand(brand, env, payload_root)[1]
 
 
 def strip_list(host: Host, *, brand: str | Path | None = None, excluded: Iterable[str] | None = None,
@@ -285,7 +322,8 @@ def strip_list(host: Host, *, brand: str | Path | None = None, excluded: Iterabl
     cached = host.state.get("specialist-strip-list")
     if cached is not None and brand is None and excluded is None:
         return cached
-    names = list(excluded) if excluded is not None else brand_excluded(brand, host.env)
+    payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None
+    names = list(excluded) if excluded is not None else brand_excluded(brand, host.env, payload_root)
     return check_drift(host, excluded=names, accounts=accounts).strips
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 HELP = "create and list accounts (account.json + users.json under PLUGHOST_HOME/accounts/)"
@@ -19,10 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--owner", default="owner", metavar="USERID", help="the owner's userId (default: owner)")
     create.add_argument("--owner-name", default=None, help="the owner's display name")
     create.add_argument("--enable", default=None, metavar="A,B",
-                        help="enabledPlugins (default: the plugins installed in --config-dir, else every loaded "
-                             "plugin)")
-    create.add_argument("--config-dir", type=Path, default=None,
-                        help="Claude Code config dir whose installed plugins become enabledPlugins")
+                        help="enabledPlugins (default: what `plughost install` already reconciled for this "
+                             "account, else every loaded feature/premium plugin; platform plugins are always on)")
     create.add_argument("--default-agent", default="admin")
     create.add_argument("--brand", default=None, help="brand name recorded in account.json")
     create.add_argument("--force", action="store_true", help="rewrite an existing account")
@@ -33,17 +30,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     ls.set_defaults(_action=run_list)
 
 
-def _default_enabled(args: argparse.Namespace, ctx: Any) -> list[str]:
-    from host.registration import Registration
-
-    if args.config_dir is not None:
-        reg = Registration.load(args.config_dir)
-        names = {key.rpartition("@")[0] for key in reg.installed if reg.user_row(key)}
-        if names:
-            return sorted(names)
+def _default_enabled(ctx: Any) -> list[str]:
+    """Every loaded plugin that is opt-in (feature or premium); platform plugins are always on."""
     host = ctx.host()
     return sorted(r.name for r in host.loaded()
-                  if r.source in ("platform", "premium") or (r.builtin and not r.origin.startswith("module:host.")))
+                  if r.manifest is not None and r.manifest.surface != "platform" and r.source != "registered"
+                  and not r.origin.startswith("module:host."))
 
 
 def run_create(args: argparse.Namespace, ctx: Any) -> int:
@@ -51,15 +43,22 @@ def run_create(args: argparse.Namespace, ctx: Any) -> int:
     from host.config import csv_list
 
     accounts.check_id(args.id)
-    enabled = csv_list(args.enable) if args.enable is not None else _default_enabled(args, ctx)
+    home = config.home(ctx.env)
+    stub = (accounts.account_dir(args.id, home) / "account.json").exists()
+    if args.enable is not None:
+        enabled: list[str] | None = csv_list(args.enable) or []
+    else:
+        enabled = None if stub else _default_enabled(ctx)
     folder = accounts.create_account(
-        args.id, config.home(ctx.env), force=args.force, enabled_plugins=enabled or [],
+        args.id, home, force=args.force, enabled_plugins=enabled,
         admin_phones=args.admin_phone, owner_id=args.owner, owner_name=args.owner_name,
         default_agent=args.default_agent, brand=args.brand)
+    written = json.loads((folder / "account.json").read_text(encoding="utf-8"))
     if args.json:
-        print((folder / "account.json").read_text(encoding="utf-8"), end="")
+        print(json.dumps(written, indent=2))
     else:
-        print(f"created account {args.id} at {folder} (enabledPlugins: {', '.join(enabled or []) or 'none'})")
+        print(f"{'completed' if stub else 'created'} account {args.id} at {folder} "
+              f"(enabledPlugins: {', '.join(written['enabledPlugins']) or 'none'})")
     return 0
 
 

@@ -29,13 +29,16 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     from host import boot
     from host.accounts import check_id
 
-    env = dict(ctx.env)
+    env = {**boot.home_env(ctx.env), **ctx.env}  # the install's .env, under the real environment
+    ctx.env = env
     if args.account:
         check_id(args.account, "--account")
         env["ACCOUNT_ID"] = args.account
     brand = args.brand or env.get("PLUGHOST_BRAND") or None
-    extras = boot.boot_context_extras(account=args.account, config_dir=args.config_dir, brand=brand, env=env)
     host = ctx.host()
+    payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None
+    extras = boot.boot_context_extras(account=args.account, config_dir=args.config_dir, brand=brand, env=env,
+                                      payload_root=payload_root)
     if args.check:
         report = boot.run_gates(host, extras=extras, env=env)
     else:

@@ -223,8 +223,11 @@ def tool_registration(ctx: GateContext) -> GateResult:
     tool_plugins = set(host.surface.mcp_servers)
     platform_root = ctx.env.get("PLATFORM_ROOT") or str(
         Path(host.plugins_dir).parent if host.plugins_dir else config.REPO_ROOT)
+    excluded = set(ctx.extras.get("excluded") or [])
+    always_on = sorted(r.name for r in host.loaded()
+                       if r.manifest is not None and r.manifest.surface == "platform" and r.name not in excluded)
     for account_id, enabled in _enabled_by_account(ctx, tag, result):
-        for name in enabled:
+        for name in dict.fromkeys([*enabled, *always_on]):  # platform plugins are on for every account
             if name not in tool_plugins:
                 continue
             result.inspected += 1

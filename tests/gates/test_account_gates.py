@@ -31,7 +31,7 @@ def test_account_id_env_invalid_account_json_refuses_boot(install):
     report = install.boot(ACCOUNT_ID="broken")
     line = report.outcome("account-id-env").lines[0]
     assert line.startswith("[graph-health] account-id-env FATAL reason=invalid-account-json id=broken detail=")
-    assert "adminPhones: required field is missing" in line
+    assert "enabledPlugins: required field is missing" in line
     assert report.exit_code == 1
 
 

@@ -43,10 +43,28 @@ def test_account_list_json(plughost_home, cli):
     assert out == {"accounts": [{"accountId": "acme", "enabledPlugins": ["graph"], "admins": 1, "status": "ok"}]}
 
 
-def test_account_create_defaults_to_every_loaded_builtin(plughost_home, cli):
-    assert cli("account", "create", "acme").returncode == 0
+def test_account_create_defaults_to_loaded_feature_plugins(plughost_home, tmp_path, cli):
+    """Platform plugins are always on, so only opt-in (feature/premium) plugins are listed."""
+    plugins = tmp_path / "plugins"
+    (plugins / "extra").mkdir(parents=True)
+    (plugins / "extra" / "PLUGIN.md").write_text("---\nname: extra\nsurface: feature\n---\n")
+    assert cli("--plugins-dir", str(plugins), "account", "create", "acme").returncode == 0
     enabled = json.loads((plughost_home / "accounts" / "acme" / "account.json").read_text())["enabledPlugins"]
-    assert {"graph", "memory", "channels", "admin"} <= set(enabled) and "selftest" not in enabled
+    assert enabled == ["extra"]
+
+
+def test_account_create_completes_the_stub_install_left(plughost_home, cli):
+    folder = plughost_home / "accounts" / "acme"
+    folder.mkdir(parents=True)
+    (folder / "account.json").write_text(json.dumps({"accountId": "acme", "enabledPlugins": ["greeter"],
+                                                     "custom": 1}))
+    proc = cli("account", "create", "acme", "--admin-phone", "+15550001")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("completed account acme")
+    account = json.loads((folder / "account.json").read_text())
+    assert account["enabledPlugins"] == ["greeter"] and account["custom"] == 1
+    assert account["adminPhones"] == ["+15550001"] and account["admins"] == ["owner"]
+    assert json.loads((folder / "users.json").read_text())[0]["phone"] == "+15550001"
 
 
 def test_boot_check_default_install_ok(plughost_home, tmp_path, cli):
