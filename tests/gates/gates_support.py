@@ -17,6 +17,20 @@ from typing import Any
 
 import yaml
 
+
+class AccountEnvStandIn:
+    """Contributes `host.accounts`' account-id-env gate when no loaded plugin does: the graph plugin
+    owns that gate (its own branch contributes it); this keeps these tests meaningful without it."""
+
+    from host.hookspecs import hookimpl
+
+    @hookimpl
+    def plughost_boot_gates(self, host):  # type: ignore[no-untyped-def]
+        from host.accounts import account_id_env_gate
+
+        return [account_id_env_gate()]
+
+
 ALL_GATES = {"account-id-env", "mcp-allowlist-coverage", "specialist-tool-drift", "skill-registration",
              "tool-registration", "admin-identity-binding"}
 
@@ -152,8 +166,13 @@ class Install:
 
         full = {**os.environ, "PLUGHOST_HOME": str(self.home), "ACCOUNT_ID": "acme", **self.env, **env}
         full = {k: v for k, v in full.items() if v is not None}
-        return Host(plugins_dir=self.plugins, premium_dir=self.premium if self.premium.is_dir() else None,
+        host = Host(plugins_dir=self.plugins, premium_dir=self.premium if self.premium.is_dir() else None,
                     env=full).load()
+        from host.types import Gate
+
+        if "account-id-env" not in {c.item.name for c in host.collect("plughost_boot_gates", Gate)}:
+            host.register(AccountEnvStandIn(), "account-env-stand-in")
+        return host
 
     def boot(self, *, account: str | None = None, host: Any = None, **env: str):
         from host.boot import boot_context_extras, run_gates
@@ -161,6 +180,22 @@ class Install:
         host = host or self.host(**env)
         extras = boot_context_extras(account=account, config_dir=self.config, brand=self.brand, env=host.env)
         return run_gates(host, extras=extras, echo=None)
+
+
+HOST_GATES = ALL_GATES - {"account-id-env"}
+"""Gates this branch's plugins always contribute (account-id-env is the graph plugin's)."""
+
+
+def assert_every_gate_ok(report: dict[str, Any], stderr: str) -> None:
+    """For a `boot --check --json` run: every gate reported ok, with its own ok line printed."""
+    lines = stderr.splitlines()
+    gates = {g["gate"]: g for g in report["gates"]}
+    assert HOST_GATES <= set(gates), sorted(gates)
+    for name, gate in gates.items():
+        assert gate["status"] == "ok", gate
+        assert any(line.startswith(f"startup-self-test {name}=ok inspected=") for line in lines), (name, lines)
+    if "account-id-env" in gates:
+        assert "[graph-health] account-id-env present=true id=acme matches-on-disk=true" in lines
 
 
 def assert_all_ran(report: Any, extra: set[str] = frozenset()) -> None:
