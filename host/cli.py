@@ -25,6 +25,8 @@ CORE_COMMANDS: dict[str, str] = {
     "mcp": "host.commands.mcp",
     "bundle": "host.commands.bundle",
     "install": "host.commands.install",
+    "boot": "host.commands.boot",
+    "account": "host.commands.account",
 }
 """The one table of core commands: name → module."""
 

@@ -1,0 +1,160 @@
+"""Benchmark `plughost boot --check` (SPEC 14): the default install and a synthetic large one.
+
+Prints wall times of the real console path (process start included) against a raw baseline
+(`python -c pass`, and `python -c "import host.cli"`), plus where the time goes inside one
+boot: imports, plugin loading, the tool surface, and each gate.
+
+    .venv/bin/python bench/boot.py [--runs 5] [--plugins 500 --specialists 2000 --tools 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+PHASES = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from host.manager import Host
+from host import boot
+t1 = time.perf_counter()
+args = json.loads(sys.argv[1])
+host = Host(plugins_dir=args["plugins_dir"] and __import__("pathlib").Path(args["plugins_dir"]),
+            premium_dir=args["premium_dir"] and __import__("pathlib").Path(args["premium_dir"])).load()
+t2 = time.perf_counter()
+extras = boot.boot_context_extras(account=args["account"], config_dir=args["config_dir"])
+report = boot.run_gates(host, extras=extras, echo=None)
+t3 = time.perf_counter()
+print(json.dumps({"import_ms": (t1 - t0) * 1000, "load_ms": (t2 - t1) * 1000,
+                  "surface_ms": report.timings["surface"], "gates_ms": report.timings["gates"],
+                  "per_gate_ms": {o.gate: round(o.ms, 1) for o in report.outcomes}, "exit": report.exit_code,
+                  "inspected": {o.gate: o.inspected for o in report.outcomes}}))
+"""
+
+
+def wall(cmd: list[str], env: dict[str, str], runs: int) -> tuple[float, float, int]:
+    times, code = [], 0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        times.append(time.perf_counter() - t0)
+        code = proc.returncode
+        if code not in (0,):
+            sys.stderr.write(proc.stderr[-2000:])
+    return min(times), statistics.median(times), code
+
+
+def phases(env: dict[str, str], **kw: str | None) -> dict:
+    proc = subprocess.run([sys.executable, "-c", PHASES, json.dumps(kw)], env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(proc.stderr)
+    return json.loads(proc.stdout)
+
+
+def synthetic(root: Path, n_plugins: int, n_specialists: int, n_tools: int, account: str, home: Path) -> dict:
+    """A payload of `n_plugins` tool-plugins (generated manifests, tee servers), their specialists,
+    the three Claude Code registration files, and one account enabling every plugin."""
+    plugins, config = root / "plugins", root / "claude"
+    per_plugin = max(1, n_tools // n_plugins)
+    per_agents = max(1, n_specialists // n_plugins)
+    installed, known, enabled_cc = {}, {}, {}
+    now = "2026-01-01T00:00:00.000Z"
+    names = []
+    for i in range(n_plugins):
+        name = f"synth-{i:04d}"
+        names.append(name)
+        folder = plugins / name
+        (folder / "mcp").mkdir(parents=True)
+        (folder / "agents").mkdir()
+        (folder / ".claude-plugin").mkdir()
+        tools = "".join(f"  - name: tool-{j}\n    description: synthetic tool {j}\n"
+                        + ("    adminAllowlist: true\n" if j == 0 else "") for j in range(per_plugin))
+        (folder / "PLUGIN.md").write_text(
+            f"---\nname: {name}\ndescription: synthetic\nversion: 1.0.0\ntools:\n{tools}"
+            f"mcp:\n  command: python3\n  args: [\"${{CLAUDE_PLUGIN_ROOT}}/mcp/__main__.py\"]\n---\n# {name}\n")
+        (folder / "mcp" / "__main__.py").write_text("pass\n")
+        (folder / ".claude-plugin" / "plugin.json").write_text(json.dumps({
+            "name": name, "version": "1.0.0", "mcpServers": {name: {
+                "command": sys.executable,
+                "args": ["-m", "host.mcp_tee", name, "--", sys.executable, "${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py"]}}}))
+        for k in range(per_agents):
+            tools_line = ", ".join(["Read", "Grep"] + [f"mcp__plugin_{name}_{name}__tool-{(k + j) % per_plugin}"
+                                                       for j in range(3)])
+            (folder / "agents" / f"agent-{k}.md").write_text(
+                f"---\nname: {name}-agent-{k}\ndescription: synthetic\ntools: {tools_line}\n---\nBody\n")
+        key = f"{name}@synth-platform"
+        installed[key] = [{"scope": "user", "installPath": str(folder), "version": "1.0.0",
+                           "installedAt": now, "lastUpdated": now}]
+        enabled_cc[key] = True
+    known["synth-platform"] = {"source": {"source": "directory", "path": str(plugins)},
+                               "installLocation": str(plugins), "lastUpdated": now}
+    (config / "plugins").mkdir(parents=True)
+    (config / "plugins" / "known_marketplaces.json").write_text(json.dumps(known))
+    (config / "plugins" / "installed_plugins.json").write_text(json.dumps({"version": 2, "plugins": installed}))
+    (config / "settings.json").write_text(json.dumps({"enabledPlugins": enabled_cc}))
+    acct = home / "accounts" / account
+    acct.mkdir(parents=True)
+    (acct / "account.json").write_text(json.dumps({"accountId": account, "enabledPlugins": names, "adminPhones": [],
+                                                   "admins": ["owner"]}))
+    (acct / "users.json").write_text(json.dumps([{"userId": "owner"}]))
+    return {"plugins_dir": str(plugins), "config_dir": str(config)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--plugins", type=int, default=500)
+    ap.add_argument("--specialists", type=int, default=2000)
+    ap.add_argument("--tools", type=int, default=10000)
+    args = ap.parse_args()
+    plughost = [sys.executable, "-m", "host.cli"]
+    with tempfile.TemporaryDirectory(prefix="plughost-bench-boot-") as tmp:
+        root = Path(tmp)
+        env = {**os.environ, "PLUGHOST_HOME": str(root / "home"), "PLUGHOST_LOG_FILE": "0"}
+        env.pop("ACCOUNT_ID", None)
+        subprocess.run(plughost + ["account", "create", "acme", "--admin-phone", "+15550001"], env=env, check=True,
+                       capture_output=True)
+
+        base_min, base_med, _ = wall([sys.executable, "-c", "pass"], env, args.runs)
+        imp_min, imp_med, _ = wall([sys.executable, "-c", "import host.cli"], env, args.runs)
+        cmd = plughost + ["boot", "--check", "--account", "acme", "--config-dir", str(root / "cc")]
+        d_min, d_med, d_code = wall(cmd, env, args.runs)
+        d_ph = phases(env, plugins_dir=None, premium_dir=None, account="acme", config_dir=str(root / "cc"))
+        print("== default install (built-in plugins, one account)")
+        print(f"python -c pass            min {base_min * 1000:7.1f} ms  median {base_med * 1000:7.1f} ms")
+        print(f"python -c 'import host.cli' min {imp_min * 1000:5.1f} ms  median {imp_med * 1000:7.1f} ms")
+        print(f"plughost boot --check     min {d_min * 1000:7.1f} ms  median {d_med * 1000:7.1f} ms  exit={d_code}"
+              f"  target < 1000 ms  ({d_med / base_med:.1f}x bare python)")
+        print(f"  in-process: import {d_ph['import_ms']:.1f} ms, load {d_ph['load_ms']:.1f} ms, "
+              f"surface {d_ph['surface_ms']:.1f} ms, gates {d_ph['gates_ms']:.1f} ms  {d_ph['per_gate_ms']}")
+
+        t0 = time.perf_counter()
+        home2 = root / "home-synth"
+        synth = synthetic(root / "synth", args.plugins, args.specialists, args.tools, "acme", home2)
+        build = time.perf_counter() - t0
+        env2 = {**env, "PLUGHOST_HOME": str(home2)}
+        cmd2 = plughost + ["--plugins-dir", synth["plugins_dir"], "boot", "--check", "--account", "acme",
+                           "--config-dir", synth["config_dir"]]
+        s_min, s_med, s_code = wall(cmd2, env2, max(1, args.runs // 2))
+        s_ph = phases(env2, plugins_dir=synth["plugins_dir"], premium_dir=None, account="acme",
+                      config_dir=synth["config_dir"])
+        print(f"== synthetic install: {args.plugins} plugins, {args.specialists} specialists, {args.tools} tools "
+              f"(built in {build:.1f} s)")
+        print(f"plughost boot --check     min {s_min * 1000:7.1f} ms  median {s_med * 1000:7.1f} ms  exit={s_code}"
+              f"  target < 5000 ms")
+        print(f"  in-process: import {s_ph['import_ms']:.1f} ms, load {s_ph['load_ms']:.1f} ms, "
+              f"surface {s_ph['surface_ms']:.1f} ms, gates {s_ph['gates_ms']:.1f} ms  {s_ph['per_gate_ms']}")
+        print(f"  inspected: {s_ph['inspected']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""Accounts on disk: `<PLUGHOST_HOME>/accounts/<id>/account.json` + `users.json` (SPEC 1, 7, 10.2).
+
+Also the logic of the two account gates. They live here, in the host, because both the graph
+plugin (``account-id-env``) and the channels plugin (``admin-identity-binding``) contribute them
+through their own ``plughost_boot_gates`` hookimpls, and plugins never import each other.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from host import config
+from host.errors import UserError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.types import Gate, GateContext, GateResult
+
+ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+"""What an account id may look like (it names a folder, so no separators or dots)."""
+
+
+# ---------------------------------------------------------------------------- paths and reads
+def accounts_dir(home: Path | None = None) -> Path:
+    return (home or config.home()) / "accounts"
+
+
+def account_dir(account_id: str, home: Path | None = None) -> Path:
+    return accounts_dir(home) / account_id
+
+
+def list_accounts(home: Path | None = None) -> list[str]:
+    """Ids of the accounts on disk: folders under `accounts/` holding an `account.json`."""
+    root = accounts_dir(home)
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    return sorted(e.name for e in entries if e.is_dir() and os.path.isfile(os.path.join(e.path, "account.json")))
+
+
+def check_id(account_id: str, what: str = "ID") -> str:
+    if not ACCOUNT_ID.match(account_id or ""):
+        raise UserError(f"{what}: '{account_id}' is not a valid account id; expected letters, digits, '.', '-' "
+                        f"or '_' (1-128 characters, starting with a letter or digit)")
+    return account_id
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: file is missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def load_account(account_id: str, home: Path | None = None) -> dict[str, Any]:
+    """account.json, validated against `account.schema.json`; its accountId must equal the folder."""
+    from host.manifest import validate
+
+    path = account_dir(account_id, home) / "account.json"
+    data = _read_json(path)
+    validate(data, "account", str(path))
+    if data["accountId"] != account_id:
+        raise UserError(f"{path}: accountId: expected '{account_id}' (the folder name), got '{data['accountId']}'")
+    return data
+
+
+def load_users(account_id: str, home: Path | None = None) -> list[dict[str, Any]]:
+    """users.json (an array; entry 0 is the owner); a missing file is an empty list."""
+    from host.manifest import validate
+
+    path = account_dir(account_id, home) / "users.json"
+    if not path.exists():
+        return []
+    data = _read_json(path)
+    validate(data, "users", str(path))
+    return data
+
+
+def admin_ids(account: Mapping[str, Any]) -> set[str]:
+    """`admins[]` holds userIds (strings) or objects carrying a `userId`."""
+    out = set()
+    for entry in account.get("admins") or []:
+        if isinstance(entry, str):
+            out.add(entry)
+        elif isinstance(entry, Mapping) and isinstance(entry.get("userId"), str):
+            out.add(entry["userId"])
+    return out
+
+
+def normalize_phone(phone: str) -> str:
+    """Compare phones by their digits (a leading '+' and separators do not matter)."""
+    return re.sub(r"\D", "", phone or "")
+
+
+# ---------------------------------------------------------------------------- writes
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temp file beside `path`, then `os.replace`: never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def build_account(account_id: str, *, enabled_plugins: Iterable[str] = (), admin_phones: Iterable[str] = (),
+                  owner_id: str = "owner", owner_name: str | None = None, default_agent: str = "admin",
+                  brand: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A consistent (account.json, users.json) pair: every admin phone bound to an admin userId.
+
+    The first admin phone belongs to the owner; each further phone gets its own admin user.
+    """
+    phones = list(dict.fromkeys(admin_phones))
+    owner: dict[str, Any] = {"userId": owner_id, "name": owner_name or owner_id, "role": "owner"}
+    if phones:
+        owner["phone"] = phones[0]
+    users = [owner]
+    for i, phone in enumerate(phones[1:], start=2):
+        users.append({"userId": f"{owner_id}-admin-{i}", "name": f"admin {i}", "phone": phone, "role": "admin"})
+    account: dict[str, Any] = {
+        "accountId": account_id,
+        "enabledPlugins": sorted(dict.fromkeys(enabled_plugins)),
+        "adminPhones": phones,
+        "admins": [u["userId"] for u in users],
+        "defaultAgent": default_agent,
+        "createdAt": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+    }
+    if brand:
+        account["brand"] = brand
+    return account, users
+
+
+def create_account(account_id: str, home: Path | None = None, *, force: bool = False,
+                   enabled_plugins: Iterable[str] | None = None, **fields: Any) -> Path:
+    """Write a validated, consistent account folder.
+
+    An `account.json` without a `users.json` beside it (the stub `plughost install` leaves when
+    it reconciles `enabledPlugins` for a new account) is completed: its keys are kept, its
+    `enabledPlugins` too unless given. A complete account is only rewritten with ``force``.
+    """
+    from host.manifest import validate
+
+    check_id(account_id)
+    folder = account_dir(account_id, home)
+    existing: dict[str, Any] = {}
+    if (folder / "account.json").exists():
+        if (folder / "users.json").exists() and not force:
+            raise UserError(f"ID: account '{account_id}' already exists at {folder} (use --force to rewrite it)")
+        try:
+            existing = _read_json(folder / "account.json")
+        except UserError:
+            if not force:
+                raise
+        existing = existing if isinstance(existing, dict) else {}
+    if enabled_plugins is None:
+        enabled_plugins = existing.get("enabledPlugins") if isinstance(existing.get("enabledPlugins"), list) else []
+    account, users = build_account(account_id, enabled_plugins=enabled_plugins, **fields)
+    keep = {k: v for k, v in existing.items() if k not in account and k != "createdAt"}
+    account = {**account, **keep, "createdAt": existing.get("createdAt", account["createdAt"])}
+    validate(account, "account", str(folder / "account.json"))
+    validate(users, "users", str(folder / "users.json"))
+    (folder / "specialists" / "agents").mkdir(parents=True, exist_ok=True)
+    write_json_atomic(folder / "users.json", users)
+    write_json_atomic(folder / "account.json", account)
+    return folder
+
+
+# ---------------------------------------------------------------------------- gate helpers
+def selected_accounts(ctx: GateContext) -> list[str]:
+    """The accounts a gate inspects: `--account` when boot was given one, else every account on disk."""
+    chosen = ctx.extras.get("account")
+    if chosen:
+        return [chosen]
+    return list_accounts(ctx.host.home)
+
+
+def binding_drift(account: Mapping[str, Any], users: list[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Replay the admin resolution chain for each `adminPhones` entry; return the ones that would fall
+    to the owner userId: no users.json entry with that phone, or one whose userId is not an admin."""
+    by_phone: dict[str, str] = {}
+    for user in users:
+        phone = normalize_phone(str(user.get("phone") or ""))
+        if phone and phone not in by_phone:
+            by_phone[phone] = str(user.get("userId"))
+    admins = admin_ids(account)
+    out = []
+    for phone in account.get("adminPhones") or []:
+        user_id = by_phone.get(normalize_phone(phone))
+        if user_id is None:
+            out.append({"phone": phone, "reason": "no-users-binding"})
+        elif user_id not in admins:
+            out.append({"phone": phone, "reason": "userid-not-admin", "userId": user_id})
+    return out
+
+
+def check_admin_identity_binding(ctx: GateContext) -> GateResult:
+    """`admin-identity-binding`: informational; silent (bar the ok line) when every binding resolves."""
+    from host.log import format_line
+    from host.types import GateResult
+
+    result = GateResult(status="ok")
+    home = ctx.host.home
+    for account_id in selected_accounts(ctx):
+        try:
+            account = load_account(account_id, home)
+            users = load_users(account_id, home)
+        except UserError as exc:
+            result.lines.append(format_line("admin-identity", "op=skip", accountId=account_id, reason=str(exc)))
+            result.defects.append({"accountId": account_id, "reason": "unreadable", "detail": str(exc)})
+            continue
+        result.inspected += len(account.get("adminPhones") or [])
+        for drift in binding_drift(account, users):
+            fields: dict[str, Any] = {"accountId": account_id, "phone": drift["phone"], "reason": drift["reason"]}
+            if "userId" in drift:
+                fields["userId"] = drift["userId"]
+            result.lines.append(format_line("admin-identity", "binding-drift", **fields))
+            result.defects.append(fields)
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(format_line(None, "startup-self-test", **{"admin-identity-binding": "ok"},
+                                        inspected=result.inspected))
+    return result
+
+
+def check_account_id_env(ctx: GateContext) -> GateResult:
+    """`account-id-env`: ACCOUNT_ID is set, well formed, and names a readable account on disk."""
+    from host.log import format_line
+    from host.types import GateResult
+
+    home = ctx.host.home
+    on_disk = list_accounts(home)
+    value = (ctx.env.get("ACCOUNT_ID") or "").strip()
+
+    def fatal(reason: str, **extra: Any) -> GateResult:
+        fields = {"reason": reason, **extra}
+        line = format_line("graph-health", "account-id-env", "FATAL", **fields)
+        return GateResult(status="fail", inspected=len(on_disk), lines=[line], defects=[fields])
+
+    if not value:
+        return fatal("unset")
+    short = value[:8]
+    if not ACCOUNT_ID.match(value):
+        return fatal("malformed", id=short)
+    if value not in on_disk:
+        return fatal("not-on-disk", id=short, accounts=len(on_disk))
+    try:
+        load_account(value, home)
+    except UserError as exc:
+        return fatal("invalid-account-json", id=short, detail=str(exc))
+    return GateResult(status="ok", inspected=len(on_disk), lines=[
+        format_line("graph-health", "account-id-env", present=True, id=short, **{"matches-on-disk": True}),
+        format_line(None, "startup-self-test", **{"account-id-env": "ok"}, inspected=len(on_disk)),
+    ])
+
+
+def account_id_env_gate() -> Gate:
+    """The `account-id-env` gate, for the graph plugin's `plughost_boot_gates` (fatal; runs first)."""
+    from host.types import Gate
+
+    return Gate("account-id-env", check=check_account_id_env, fatal=True, order=10)
+
+
+def admin_identity_binding_gate() -> Gate:
+    """The `admin-identity-binding` gate, for the channels plugin's `plughost_boot_gates` (informational)."""
+    from host.types import Gate
+
+    return Gate("admin-identity-binding", check=check_admin_identity_binding, fatal=False, order=80)

@@ -1,0 +1,48 @@
+"""`plughost boot [--check] [--json] [--config-dir DIR] [--account ID] [--brand BRAND]` (SPEC 7, 16)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+HELP = "run every boot gate (exit 1 when a fatal gate fails); --check stops after the gates"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--check", action="store_true", help="run the gates and exit without starting plugins")
+    parser.add_argument("--json", action="store_true",
+                        help="print a JSON report (gate, status, inspected, defects) on stdout")
+    parser.add_argument("--config-dir", type=Path, default=None,
+                        help="Claude Code config dir to check registrations in (default: $CLAUDE_CONFIG_DIR "
+                             "or ~/.claude)")
+    parser.add_argument("--account", default=None,
+                        help="boot as this account: sets ACCOUNT_ID and limits account gates to it "
+                             "(default: $ACCOUNT_ID for the env gate, every account for the others)")
+    parser.add_argument("--brand", default=None,
+                        help="brand name in manifests/brands/ or a brand JSON path (default: $PLUGHOST_BRAND); "
+                             "its plugins.excluded feeds the specialist strip-list")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    from host import boot
+    from host.accounts import check_id
+
+    env = {**boot.home_env(ctx.env), **ctx.env}  # the install's .env, under the real environment
+    ctx.env = env
+    if args.account:
+        check_id(args.account, "--account")
+        env["ACCOUNT_ID"] = args.account
+    brand = args.brand or env.get("PLUGHOST_BRAND") or None
+    host = ctx.host()
+    payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None
+    extras = boot.boot_context_extras(account=args.account, config_dir=args.config_dir, brand=brand, env=env,
+                                      payload_root=payload_root)
+    if args.check:
+        report = boot.run_gates(host, extras=extras, env=env)
+    else:
+        report = boot.boot(host, extras=extras, env=env)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    return report.exit_code

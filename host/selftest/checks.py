@@ -1,0 +1,269 @@
+"""The registration gates (SPEC 7). Each reads, never writes, and returns its lines verbatim.
+
+Why they exist: a tool can be declared yet never callable. The admin allowlist can name a tool
+whose plugin has no server (mcp-allowlist-coverage); a specialist can name a renamed tool
+(specialist-tool-drift); a premium plugin can be enabled for an account but missing from one
+Claude Code surface, so its skills never load (skill-registration); a tool-plugin's generated
+manifest can carry no server or point at a missing one, so its tools never mount
+(tool-registration). None of these emit anything at run time, so boot makes them loud.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from host import accounts, config, specialists
+from host.errors import UserError
+from host.log import format_line
+from host.registration import Registration, config_dir
+from host.types import GateContext, GateResult
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _ok(gate: str, inspected: int, **extra: Any) -> str:
+    return format_line(None, "startup-self-test", **{gate: "ok"}, inspected=inspected, **extra)
+
+
+def _registration(ctx: GateContext) -> Registration:
+    reg = ctx.extras.get("registration")
+    if reg is None:
+        reg = Registration.load(config_dir(ctx.env, ctx.extras.get("config_dir")))
+        ctx.extras["registration"] = reg
+    return reg
+
+
+def _enabled_by_account(ctx: GateContext, tag: str, result: GateResult) -> list[tuple[str, list[str]]]:
+    """(accountId, enabledPlugins) for the inspected accounts; an unreadable account is a defect line."""
+    out = []
+    for account_id in accounts.selected_accounts(ctx):
+        try:
+            account = accounts.load_account(account_id, ctx.host.home)
+        except UserError as exc:
+            result.lines.append(format_line(tag, "op=drift", "FATAL", accountId=account_id,
+                                            reason="account-unreadable", detail=str(exc)))
+            result.defects.append({"accountId": account_id, "reason": "account-unreadable", "detail": str(exc)})
+            continue
+        out.append((account_id, list(account.get("enabledPlugins") or [])))
+    return out
+
+
+# ---------------------------------------------------------------------------- mcp-allowlist-coverage
+def mcp_allowlist_coverage(ctx: GateContext) -> GateResult:
+    """Every admin-allowlisted tool's plugin has an `mcp` block (a server the allowlist can reach)."""
+    surface = ctx.host.surface
+    with_server = set(surface.mcp_servers)
+    result = GateResult(status="ok", inspected=len(surface.admin))
+    registered = 0
+    for canonical in surface.admin:
+        tool = surface.all[canonical]
+        if tool.plugin in with_server:
+            registered += 1
+            continue
+        result.lines.append(format_line(None, "boot-failed", reason="mcp-allowlist-without-server",
+                                        plugin=tool.plugin, tool=canonical))
+        result.defects.append({"plugin": tool.plugin, "tool": canonical, "reason": "mcp-allowlist-without-server"})
+    result.lines.append(format_line(None, "mcp-config-allowlist-coverage", **{"admin-tools": len(surface.admin),
+                                                                                "admin-registered": registered}))
+    result.data = {"admin-tools": len(surface.admin), "admin-registered": registered}
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok("mcp-allowlist-coverage", result.inspected))
+    return result
+
+
+# ---------------------------------------------------------------------------- specialist-tool-drift
+def specialist_tool_drift(ctx: GateContext) -> GateResult:
+    """Classify every specialist tool name; refuse boot on typos, unknown namespaces, malformed names."""
+    host = ctx.host
+    excluded = list(ctx.extras.get("excluded") or [])
+    report = specialists.check_drift(host, excluded=excluded, accounts=accounts.selected_accounts(ctx))
+    host.state["specialist-strip-list"] = report.strips
+    result = GateResult(status="ok", inspected=len(report.specialists), data={"strip-list": report.strips})
+    for path, error in report.unreadable:
+        result.lines.append(format_line(None, "boot-failed", reason="specialist-unreadable", path=str(path),
+                                        detail=error))
+        result.defects.append({"path": str(path), "drift": "unreadable", "detail": error})
+    for spec, c in report.refusals:
+        result.lines.append(format_line(None, "boot-failed", reason="specialist-tool-drift", specialist=spec.name,
+                                        tool=c.tool, drift=c.drift, path=str(spec.path)))
+        result.defects.append({"specialist": spec.name, "tool": c.tool, "drift": c.drift, "path": str(spec.path)})
+    for name in sorted(report.strips):
+        for plugin, tools in sorted(report.strips[name].items()):
+            result.lines.append(format_line(None, "specialist-tool-strip", specialist=name, plugin=plugin,
+                                            tools=",".join(tools), reason="brand-excluded"))
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok("specialist-tool-drift", result.inspected,
+                                **{"stripped-specialists": len(report.strips)}))
+    return result
+
+
+# ---------------------------------------------------------------------------- skill-registration
+def _marketplace_name(record: Any, brand_name: str) -> str:
+    """The marketplace a premium plugin registers under: its generated marketplace.json's name, else
+    `<brand>-premium-<bundle>` (nested sub) / `<brand>-premium` (standalone)."""
+    folder = Path(record.folder) if record.folder is not None else None
+    if folder is not None:
+        try:
+            data = json.loads((folder.parent / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
+            if isinstance(data, dict) and isinstance(data.get("name"), str):
+                return data["name"]
+        except (OSError, ValueError):
+            pass
+    return f"{brand_name}-premium-{record.bundle}" if record.nested else f"{brand_name}-premium"
+
+
+def _brand_name(ctx: GateContext, reg: Registration) -> str:
+    name = ctx.extras.get("brand_name")
+    if name:
+        return name
+    platform = sorted(k for k in reg.marketplaces if k.endswith("-platform"))
+    return platform[0][: -len("-platform")] if platform else "plughost"
+
+
+def skill_registration(ctx: GateContext) -> GateResult:
+    """Every premium plugin an account enables is registered in all three Claude Code surfaces."""
+    tag = "skill-registration"
+    result = GateResult(status="ok")
+    reg = _registration(ctx)
+    brand = _brand_name(ctx, reg)
+    records = ctx.host.records
+    for account_id, enabled in _enabled_by_account(ctx, tag, result):
+        for name in enabled:
+            record = records.get(name)
+            if record is None or record.source != "premium":
+                continue
+            result.inspected += 1
+            expected = f"{name}@{_marketplace_name(record, brand)}"
+            missing = reg.missing(expected)
+            if missing:
+                fields = {"accountId": account_id, "plugin": name, "expected": expected, "missing": ",".join(missing)}
+                result.lines.append(format_line(tag, "op=drift", "FATAL", **fields))
+                result.defects.append(fields)
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok(tag, result.inspected))
+    return result
+
+
+# ---------------------------------------------------------------------------- tool-registration
+def _server_entries(manifest: dict[str, Any], install_path: Path) -> dict[str, Any]:
+    """`mcpServers` of a generated plugin.json: an object, or a path to a JSON file holding one."""
+    servers = manifest.get("mcpServers")
+    if isinstance(servers, str):
+        try:
+            data = json.loads((install_path / servers).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        servers = data.get("mcpServers", data) if isinstance(data, dict) else None
+    return servers if isinstance(servers, dict) else {}
+
+
+def _expand(token: str, variables: dict[str, str]) -> str | None:
+    """Expand `${VAR}`; None when a variable is unknown here (then the token cannot be checked)."""
+    unknown = False
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal unknown
+        if m.group(1) in variables:
+            return variables[m.group(1)]
+        unknown = True
+        return m.group(0)
+
+    out = _VAR.sub(sub, token)
+    return None if unknown else out
+
+
+def _module_exists(name: str) -> bool:
+    if name == "host" or name.startswith("host."):
+        return True  # the host itself: always there when boot runs
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def server_missing(entry: Any, install_path: Path, variables: dict[str, str], plugin_local: bool) -> str | None:
+    """What of a server entry is absent on disk (None when everything it names exists)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return "no command"
+    if plugin_local and not any((install_path / "mcp" / f).is_file() for f in ("__main__.py", "server.py")):
+        return f"{install_path / 'mcp'}/__main__.py"
+    tokens = [entry["command"], *[a for a in entry.get("args") or [] if isinstance(a, str)]]
+    for i, raw in enumerate(tokens):
+        token = _expand(raw, variables)
+        if token is None:
+            continue
+        if i == 0 and not os.path.isabs(token):
+            if shutil.which(token) is None:
+                return token
+        elif os.path.isabs(token) and not os.path.exists(token):
+            return token
+        elif i > 0 and tokens[i - 1] == "-m" and not _module_exists(token):
+            return f"-m {token}"
+    return None
+
+
+def tool_registration(ctx: GateContext) -> GateResult:
+    """Every tool-plugin an account enables has a generated manifest whose MCP server exists."""
+    tag = "tool-registration"
+    host = ctx.host
+    result = GateResult(status="ok")
+    reg = _registration(ctx)
+    tool_plugins = set(host.surface.mcp_servers)
+    platform_root = ctx.env.get("PLATFORM_ROOT") or str(
+        Path(host.plugins_dir).parent if host.plugins_dir else config.REPO_ROOT)
+    excluded = set(ctx.extras.get("excluded") or [])
+    always_on = sorted(r.name for r in host.loaded()
+                       if r.manifest is not None and r.manifest.surface == "platform" and r.name not in excluded)
+    for account_id, enabled in _enabled_by_account(ctx, tag, result):
+        for name in dict.fromkeys([*enabled, *always_on]):  # platform plugins are on for every account
+            if name not in tool_plugins:
+                continue
+            result.inspected += 1
+            reason, server, detail = _tool_plugin_defect(host, reg, name, platform_root, ctx.env)
+            if reason:
+                fields = {"accountId": account_id, "plugin": name, "expected-server": server, "reason": reason}
+                result.lines.append(format_line(tag, "op=drift", "FATAL", **fields))
+                result.defects.append({**fields, "detail": detail})
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok(tag, result.inspected))
+    return result
+
+
+def _tool_plugin_defect(host: Any, reg: Registration, name: str, platform_root: str,
+                        env: Any) -> tuple[str | None, str, str]:
+    """(reason or None, expected server name, detail) for one enabled tool-plugin."""
+    installed = reg.find_installed(name)
+    if installed is None:
+        return "not-installed", name, f"no user-scope {name}@<marketplace> row in installed_plugins.json"
+    _, install_path = installed
+    manifest_path = install_path / ".claude-plugin" / "plugin.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "not-installed", name, f"{manifest_path} missing or unreadable"
+    servers = _server_entries(manifest if isinstance(manifest, dict) else {}, install_path)
+    if not servers:
+        return "no-mcpServers-manifest", name, f"{manifest_path} has no mcpServers"
+    server = name if name in servers else sorted(servers)[0]
+    record = host.records.get(name)
+    plugin_local = bool(record and record.manifest and record.manifest.mcp_manifest != "shared-lib")
+    variables = {**{k: v for k, v in env.items() if isinstance(v, str)},
+                 "CLAUDE_PLUGIN_ROOT": str(install_path), "PLATFORM_ROOT": platform_root}
+    missing = server_missing(servers[server], install_path, variables, plugin_local)
+    if missing:
+        return "dist-missing", server, f"{missing} does not exist"
+    return None, server, ""
