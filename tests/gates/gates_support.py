@@ -164,7 +164,9 @@ class Install:
     def host(self, **env: str):
         from host.manager import Host
 
-        full = {**os.environ, "PLUGHOST_HOME": str(self.home), "ACCOUNT_ID": "acme", **self.env, **env}
+        # The storage plugins' own tools would change the fixtures' tool counts: keep them out.
+        isolate = {"PLUGHOST_DISABLE_PLUGINS": "graph,memory"}
+        full = {**os.environ, "PLUGHOST_HOME": str(self.home), "ACCOUNT_ID": "acme", **isolate, **self.env, **env}
         full = {k: v for k, v in full.items() if v is not None}
         host = Host(plugins_dir=self.plugins, premium_dir=self.premium if self.premium.is_dir() else None,
                     env=full).load()
