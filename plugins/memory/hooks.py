@@ -12,6 +12,7 @@ from host.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
+    from host.types import CliCommand, Tool
 
 
 @hookimpl
@@ -22,4 +23,26 @@ def plughost_embedder(host: Host) -> Any:
     return select_embedder(host.env)
 
 
-__all__ = ["plughost_embedder"]
+@hookimpl
+def plughost_tools(host: Host) -> list[Tool]:
+    from plugins.memory.tools import write_tools
+
+    return write_tools(host)
+
+
+@hookimpl
+def plughost_cli_commands(host: Host) -> list[CliCommand]:
+    from plugins.memory.cli import commands
+
+    return commands()
+
+
+@hookimpl
+def plughost_startup(host: Host) -> None:
+    """A store/embedder dimension mismatch is a startup error, not a crash mid-write."""
+    from plugins.memory.embedder import check_dimensions
+
+    check_dimensions(host.store(), host.embedder())
+
+
+__all__ = ["plughost_embedder", "plughost_tools", "plughost_cli_commands", "plughost_startup"]
