@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from host.errors import UserError
+from host.errors import PlughostError, UserError
 from host.log import log
 
 REASONS = (
@@ -85,6 +85,9 @@ def run_with_outcome(call: Call, body: Callable[[Call], T]) -> T:
         reason = "account-isolation" if type(exc).__name__ == "AccountMismatch" else "invalid-input"
         call.error(reason, str(exc))
         raise UserError(f"{call.tool}: {exc} ({reason})") from None
+    except PlughostError as exc:  # a configuration refusal (e.g. embedder/store dimension mismatch)
+        call.error("gate-blocked", str(exc))
+        raise UserError(f"{call.tool}: {exc} (gate-blocked)") from None
     except Exception as exc:  # the store failed: say so in one line, never a traceback
         detail = f"{type(exc).__name__}: {exc}"
         call.error("store-error", detail)

@@ -84,8 +84,7 @@ def reindex(store: Any, embedder: Any, *, account_id: str, labels: Sequence[str]
         bar.update(summary.processed + summary.skipped)
     bar.finish()
     summary.seconds = time.perf_counter() - started
-    log("reindex", "op=done", processed=summary.processed, skipped=summary.skipped,
-        ms=round(summary.seconds * 1000))
+    log("reindex", "op=done", processed=summary.processed, skipped=summary.skipped)
     if hasattr(store, "clear_index_cache"):
         store.clear_index_cache()
     return summary

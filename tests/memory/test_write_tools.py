@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from conftest import ACCOUNT, call_tool, outcome_lines, server_log
+from memory_support import ACCOUNT, call_tool, outcome_lines, server_log
 
 from host.graph import Guards
 
