@@ -2,6 +2,41 @@
 
 from __future__ import annotations
 
-from host.hookspecs import hookimpl  # noqa: F401
+from typing import TYPE_CHECKING
 
-__all__: list[str] = []
+from host.hookspecs import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+    from host.types import CliCommand, Tool
+
+
+@hookimpl
+def plughost_tools(host: Host) -> list[Tool]:
+    from plugins.memory.retrieval.tool import search_tool
+
+    return [search_tool(host)]
+
+
+@hookimpl
+def plughost_query_expansions(host: Host, query: str, retrieval_class: str | None) -> list[str] | None:
+    """The built-in, offline, rule-based expander (an LLM provider registered later wins)."""
+    from plugins.memory.retrieval.expand import rule_based
+
+    return rule_based(query, retrieval_class)
+
+
+MEMORY_SUBCOMMANDS: dict[str, str] = {
+    "search": "plugins.memory.retrieval.cli",
+}
+"""`plughost memory <sub>`: name → module with HELP, configure(parser), run(args, host)."""
+
+
+@hookimpl
+def plughost_cli_commands(host: Host) -> list[CliCommand]:
+    from plugins.memory.cli import memory_command
+
+    return [memory_command(MEMORY_SUBCOMMANDS)]
+
+
+__all__ = ["plughost_cli_commands", "plughost_query_expansions", "plughost_tools"]

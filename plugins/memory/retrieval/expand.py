@@ -25,7 +25,7 @@ STOP_WORDS = frozenset(
     "a an the of to in on for and or with by at from is are was were be been being do does did "
     "how what which who whom whose when where why can could should would will shall may might i "
     "me my we our you your it its this that these those there about into any some please tell "
-    "show find give get list me".split()
+    "show give get me".split()
 )
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -59,35 +59,46 @@ def _variant(word: str) -> str | None:
         return None
     if word.endswith("ies"):
         return word[:-3] + "y"
+    if word.endswith(("ses", "xes", "ches", "shes")):
+        return word[:-2]
     if word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
-    if word.endswith("y"):
+    if word.endswith("y") and word[-2] not in "aeiou":
         return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
     return word + "s"
 
 
+def _singular(word: str) -> str:
+    variant = _variant(word)
+    return variant if variant and len(variant) < len(word) else word
+
+
 def rule_based(query: str, retrieval_class: str | None = None) -> list[str]:
-    """Up to five paraphrases of ``query``, never the query itself, never a network call."""
+    """Up to five paraphrases of ``query``, never the query itself, never a network call.
+
+    In order: the keyword form (question and stop words dropped), one synonym swap per word
+    (from :data:`SYNONYMS`, looked up by singular), every word's number flipped, and, for three
+    words or more, the last two words moved to the front.
+    """
     words = _words(query)
     content = [w for w in words if w not in STOP_WORDS] or words
     out: list[str] = []
+    original = " ".join(words)
 
     def add(candidate_words: list[str]) -> None:
         text = " ".join(candidate_words).strip()
-        if text and text != query.strip().lower() and text not in out:
+        if text and text != original and text not in out:
             out.append(text)
 
     add(content)
     for i, word in enumerate(content):
-        for syn in SYNONYMS.get(word, ())[:1]:
+        for syn in SYNONYMS.get(word, SYNONYMS.get(_singular(word), ()))[:1]:
             add(content[:i] + [syn] + content[i + 1:])
-    for i, word in enumerate(content):
-        variant = _variant(word)
-        if variant:
-            add(content[:i] + [variant] + content[i + 1:])
-            break
+    add([_variant(w) or w for w in content])
     if len(content) > 2:
-        add(content[-2:] + content[:-2])  # lead with the head noun phrase (embedding order sensitivity)
+        add(content[-2:] + content[:-2])
     return out[:MAX_EXPANSIONS]
 
 
