@@ -186,3 +186,15 @@ def test_bad_parameters_are_one_line_user_errors(graph):
                            ({"query": "x", "labels": ["bad label"]}, "'labels'")]:
         with pytest.raises(UserError, match=needle):
             search(graph, SearchRequest(**kwargs), guards=G)
+
+
+def test_paths_flag_runs_one_path_alone(graph):
+    from host.errors import UserError
+
+    vec = run(graph, flags=SearchFlags(paths="vector"), limit=8)
+    assert vec.stats["bm25"] == 0 and all(r.bm25 == 0 for r in vec.rows)
+    bm = run(graph, flags=SearchFlags(paths="bm25"), limit=8)
+    assert bm.stats["vector"] == 0 and all(r.vector == 0 for r in bm.rows)
+    assert SearchFlags.from_env({"PLUGHOST_GS_PATHS": "vector"}).paths == "vector"
+    with pytest.raises(UserError, match="PLUGHOST_GS_PATHS: expected one of hybrid, vector, bm25"):
+        SearchFlags.from_env({"PLUGHOST_GS_PATHS": "both"})

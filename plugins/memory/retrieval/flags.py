@@ -10,6 +10,8 @@ from host import config
 from host.errors import UserError
 
 DEFAULT_CANDIDATES = 50
+PATHS = ("hybrid", "vector", "bm25")
+"""``PLUGHOST_GS_PATHS``: both paths (default) or one alone, for diagnosis and the quality benchmark."""
 """Hits fetched per path and per query before fusion (never fewer than the requested limit)."""
 
 
@@ -25,6 +27,7 @@ class SearchFlags:
     normalize: bool = False
     candidates: int = DEFAULT_CANDIDATES
     min_score: float = 0.0
+    paths: str = "hybrid"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:
@@ -38,6 +41,7 @@ class SearchFlags:
             normalize=config.flag("PLUGHOST_GS_NORMALIZE", env),
             candidates=_int(env, "PLUGHOST_GS_CANDIDATES", DEFAULT_CANDIDATES, 1, 1000),
             min_score=_float(env, "PLUGHOST_GS_MIN_SCORE", 0.0),
+            paths=_choice(env, "PLUGHOST_GS_PATHS", PATHS),
         )
 
     @property
@@ -66,3 +70,12 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise UserError(f"{name}: expected a number, got {raw!r:.40}") from None
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return choices[0]
+    if raw not in choices:
+        raise UserError(f"{name}: expected one of {', '.join(choices)}, got {raw!r:.40}")
+    return raw

@@ -135,7 +135,7 @@ def search(
 
     if not plan.skip:
         # EMBED → VECTOR
-        if plan.use_vector and embedder is not None:
+        if plan.use_vector and embedder is not None and flags.paths != "bm25":
             t = time.perf_counter()
             try:
                 vectors = embedder.embed(queries)
@@ -148,13 +148,13 @@ def search(
                 vector_hits += len(hits)
                 lists.append(fuse.RankedList("vector", hits, q))
         # BM25
-        if plan.use_bm25:
+        if plan.use_bm25 and flags.paths != "vector":
             for q in queries:
                 hits = store.fulltext_search(q, k, guards=guards, labels=plan.labels)
                 bm25_hits += len(hits)
                 lists.append(fuse.RankedList("bm25", hits, q))
         # keyword subscriptions (merged into the BM25 channel)
-        if keywords:
+        if keywords and flags.paths != "vector":
             extra = keyword_lists(store, keywords, guards, k, plan.labels)
             bm25_hits += sum(len(x.hits) for x in extra)
             lists.extend(extra)
