@@ -1,14 +1,26 @@
-"""Hook implementations of the memory plugin."""
+"""Hook implementations of the memory plugin.
+
+Kept cheap to import: everything heavy (numpy, onnxruntime, httpx, mcp) is imported inside
+the functions that need it.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from host.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
     from host.types import CliCommand, Tool
+
+
+@hookimpl
+def plughost_embedder(host: Host) -> Any:
+    """local (default) | ollama | none, from PLUGHOST_EMBEDDER."""
+    from plugins.memory.embedder import select_embedder
+
+    return select_embedder(host.env)
 
 
 @hookimpl
@@ -39,4 +51,4 @@ def plughost_cli_commands(host: Host) -> list[CliCommand]:
     return [memory_command(MEMORY_SUBCOMMANDS)]
 
 
-__all__ = ["plughost_cli_commands", "plughost_query_expansions", "plughost_tools"]
+__all__ = ["plughost_cli_commands", "plughost_embedder", "plughost_query_expansions", "plughost_tools"]

