@@ -60,12 +60,11 @@ def format_results(rows: Sequence[Row], budget: int = OUTPUT_BUDGET) -> tuple[st
     """The output text and whether compact mode (or a further cut) was needed to fit ``budget``."""
     if not rows:
         return NO_RESULTS, False
-    full = [render_row(r) for r in rows]
-    bare = [render_row(r, with_related=False) for r in rows]
-    blocks = list(full)
+    blocks = [render_row(r) for r in rows]
     size = sum(map(len, blocks)) + len(SEPARATOR) * (len(blocks) - 1)
     if size <= budget:
         return SEPARATOR.join(blocks), False
+    bare = [render_row(r, with_related=False) if r.related else blocks[i] for i, r in enumerate(rows)]
     note = f"(compact: related nodes dropped to fit the {budget}-character output budget)"
     size += len(note) + 1
     for i in range(len(blocks) - 1, -1, -1):  # lowest-ranked first
