@@ -148,7 +148,7 @@ def _search(host, query="haircut", **env):
     return run_search(host, SearchRequest(query, limit=10), dict(host.env, **env))
 
 
-def test_hook_rerank_reorders(make_host):
+def test_hook_plughost_rerank(make_host):
     host = make_host(**ENV)
     seed(host)
     before = [r.id for r in _search(host).rows]
@@ -157,7 +157,7 @@ def test_hook_rerank_reorders(make_host):
     assert after == list(reversed(before))
 
 
-def test_hook_query_expansions_later_plugin_wins_and_builtin_is_default(make_host):
+def test_hook_plughost_query_expansions(make_host):
     host = make_host(**ENV)
     seed(host)
     builtin = host.first("plughost_query_expansions", query="haircut prices", retrieval_class=None)
@@ -170,10 +170,19 @@ def test_hook_query_expansions_later_plugin_wins_and_builtin_is_default(make_hos
     assert "n3" in {r.id for r in out.rows}
 
 
-def test_hook_retrieval_boosts_apply_only_with_the_flag(make_host):
+def test_hook_plughost_retrieval_boosts(make_host):
     host = make_host(**ENV)
     seed(host)
     with host.temporary_plugin(Booster(), "booster"):
         plain = {r.id: r.score for r in _search(host, "haircut pricing").rows}
         boosted = {r.id: r.score for r in _search(host, "haircut pricing", PLUGHOST_GS_BOOSTS="1").rows}
     assert boosted["n3"] == pytest.approx(plain["n3"] * 2.0)
+
+
+def test_cli_memory_without_subcommand_is_usage_error():
+    from tests.conftest import run_cli
+
+    res = run_cli("memory", env=ENV)
+    assert res.returncode == 2 and "memory: expected a subcommand (search" in res.stderr
+    helped = run_cli("memory", "search", "--help", env=ENV)
+    assert helped.returncode == 0 and "--retrieval-class" in helped.stdout
