@@ -518,11 +518,13 @@ class SqliteStore:
         match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT {NODE_COLS}, bm25(node_text) AS rank FROM node_text JOIN nodes n ON n.rid = node_text.rowid "
+        # rank only rids under the guards, then load the k winners (sorting whole rows is slow)
+        sql = (f"SELECT n.rid, bm25(node_text) AS rank FROM node_text CROSS JOIN nodes n ON n.rid = node_text.rowid "
                f"WHERE node_text MATCH ? AND {cond}{lab} ORDER BY rank LIMIT ?")
         with self._lock:
-            rows = self.conn.execute(sql, [match, *params, *lparams, int(k)]).fetchall()
-        return [Hit(self._node(r), -float(r[10])) for r in rows]
+            ranked = self.conn.execute(sql, [match, *params, *lparams, int(k)]).fetchall()
+            nodes = self._rows_by_rid([r[0] for r in ranked])
+        return [Hit(nodes[rid], -float(rank)) for rid, rank in ranked if rid in nodes]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:
@@ -531,11 +533,12 @@ class SqliteStore:
             return []
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT {NODE_COLS} FROM node_keywords kw JOIN nodes n ON n.rid = kw.node "
+        sql = (f"SELECT n.rid FROM node_keywords kw CROSS JOIN nodes n ON n.rid = kw.node "
                f"WHERE kw.keyword = ? AND {cond}{lab} ORDER BY n.updated_at DESC, n.rid LIMIT ?")
         with self._lock:
-            rows = self.conn.execute(sql, [tag, *params, *lparams, int(k)]).fetchall()
-        return [Hit(self._node(r), 1.0) for r in rows]
+            rids = [r[0] for r in self.conn.execute(sql, [tag, *params, *lparams, int(k)])]
+            nodes = self._rows_by_rid(rids)
+        return [Hit(nodes[rid], 1.0) for rid in rids if rid in nodes]
 
     def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
                       labels: Sequence[str] | None = None) -> list[Hit]:
