@@ -1,35 +1,42 @@
-"""`plughost memory <subcommand>`: one top-level command dispatching to a table of subcommands."""
+"""`plughost memory <subcommand>`: one top-level command whose subcommands come from a table.
+
+Each entry names a module with ``HELP``, ``configure(parser)`` and ``run(args, host) -> int``;
+a module is imported only when its subcommand runs (or for ``--help``). Adding a subcommand
+is one line here.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Any
 
 from host.types import CliCommand
 
-if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+HELP = "memory graph: write, ingest, bulk import, reindex embeddings and search"
+
+SUBCOMMANDS: dict[str, str] = {
+    "write": "plugins.memory.commands.write",
+    "ingest": "plugins.memory.commands.ingest",
+    "import": "plugins.memory.commands.bulk_import",
+    "reindex": "plugins.memory.commands.reindex",
+    "search": "plugins.memory.retrieval.cli",
+}
+"""Subcommand name → module (``HELP``, ``configure``, ``run``)."""
 
 
-def memory_command(table: Mapping[str, str]) -> CliCommand:
-    """The ``memory`` command; each subcommand module has ``HELP``, ``configure`` and ``run(args, host)``."""
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="memory_action", metavar="ACTION", required=True)
+    for name, module_name in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(p)
+        p.set_defaults(_memory_run=module.run)
 
-    def configure(parser: argparse.ArgumentParser) -> None:
-        subs = parser.add_subparsers(dest="memory_command", metavar="SUBCOMMAND")
-        for name, module_name in table.items():
-            module = importlib.import_module(module_name)
-            sub = subs.add_parser(name, help=module.HELP, description=module.HELP)
-            module.configure(sub)
-            sub.set_defaults(_memory_run=module.run)
 
-    def run(args: argparse.Namespace, host: Host) -> int:
-        handler = getattr(args, "_memory_run", None)
-        if handler is None:
-            from host.errors import UserError
+def run(args: argparse.Namespace, host: Any) -> int:
+    return int(args._memory_run(args, host) or 0)
 
-            raise UserError(f"memory: expected a subcommand ({', '.join(table)})")
-        return int(handler(args, host) or 0)
 
-    return CliCommand("memory", "memory: " + ", ".join(table), configure, run)
+def commands() -> list[CliCommand]:
+    return [CliCommand("memory", HELP, configure, run)]

@@ -26,8 +26,9 @@ def plughost_embedder(host: Host) -> Any:
 @hookimpl
 def plughost_tools(host: Host) -> list[Tool]:
     from plugins.memory.retrieval.tool import search_tool
+    from plugins.memory.tools import write_tools
 
-    return [search_tool(host)]
+    return [*write_tools(host), search_tool(host)]
 
 
 @hookimpl
@@ -38,17 +39,20 @@ def plughost_query_expansions(host: Host, query: str, retrieval_class: str | Non
     return rule_based(query, retrieval_class)
 
 
-MEMORY_SUBCOMMANDS: dict[str, str] = {
-    "search": "plugins.memory.retrieval.cli",
-}
-"""`plughost memory <sub>`: name → module with HELP, configure(parser), run(args, host)."""
+@hookimpl
+def plughost_cli_commands(host: Host) -> list[CliCommand]:
+    from plugins.memory.cli import commands
+
+    return commands()
 
 
 @hookimpl
-def plughost_cli_commands(host: Host) -> list[CliCommand]:
-    from plugins.memory.cli import memory_command
+def plughost_startup(host: Host) -> None:
+    """A store/embedder dimension mismatch is a startup error, not a crash mid-write."""
+    from plugins.memory.embedder import check_dimensions
 
-    return [memory_command(MEMORY_SUBCOMMANDS)]
+    check_dimensions(host.store(), host.embedder())
 
 
-__all__ = ["plughost_cli_commands", "plughost_embedder", "plughost_query_expansions", "plughost_tools"]
+__all__ = ["plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
+           "plughost_startup"]

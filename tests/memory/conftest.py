@@ -1,13 +1,12 @@
-"""Memory-area fixtures: a fake Ollama on loopback, log capture helpers."""
+"""Memory-area fixtures: a fake Ollama on loopback, hosts for one account."""
 
 from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from memory_fakes import FakeOllama
+from memory_support import ACCOUNT, FakeOllama
 
 
 @pytest.fixture
@@ -26,6 +25,14 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def server_log(home: Path) -> list[str]:
-    path = home / "logs" / "server.log"
-    return path.read_text().splitlines() if path.exists() else []
+@pytest.fixture
+def memory_host(make_host, plughost_home):
+    """A loaded host for account ``acct-a`` (embedder from the test env unless overridden)."""
+
+    def build(**env: str):
+        env.setdefault("ACCOUNT_ID", ACCOUNT)
+        return make_host(**env)
+
+    return build
+
+

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from memory_fakes import FakeOllama, fake_vector
+from memory_support import FakeOllama, fake_vector
 
 from plugins.memory.embed_ollama import EmbedError, OllamaEmbedder, PacingState, plan_next
 from plugins.memory.embed_settings import EmbedSettings

@@ -58,16 +58,23 @@ def test_hooks_module_is_cheap_to_import() -> None:
     assert out.stdout.strip() == ""
 
 
-def test_dimension_mismatch_is_fatal_at_startup() -> None:
+def test_dimension_mismatch_is_fatal_at_startup(make_host) -> None:
     from host.errors import FatalError
 
-    class Store:
-        def vector_indexes(self):
-            return {"Person": 768, "Chunk": 768}
+    host = make_host(ACCOUNT_ID="a1", PLUGHOST_EMBEDDER="ollama", EMBED_DIMENSIONS="768",
+                     PLUGHOST_EMBED_DIMENSIONS="384")
+    with pytest.raises(FatalError, match="768-dimension vectors but the store's vector indexes have 384"):
+        embedder_mod.check_dimensions(host.store(), host.embedder())
+    host.call_each("plughost_startup")
+    assert any(err[:2] == ("memory", "plughost_startup") and "768-dimension" in err[2] for err in host.hook_errors)
+    embedder_mod.check_dimensions(host.store(), None)
 
-    class Emb:
-        name, dimensions = "local", 384
 
-    with pytest.raises(FatalError, match="384-dimension vectors but the store's vector indexes have 768"):
-        embedder_mod.check_dimensions(Store(), Emb())
-    embedder_mod.check_dimensions(Store(), None)
+def test_dimension_mismatch_refuses_the_write_tools(make_host, plughost_home) -> None:
+    from memory_support import call_tool
+
+    host = make_host(ACCOUNT_ID="a1", PLUGHOST_EMBEDDER="ollama", EMBED_DIMENSIONS="768",
+                     PLUGHOST_EMBED_DIMENSIONS="384")
+    is_error, text = call_tool(host, "memory-write", {"labels": ["Event"], "properties": {"name": "x"}})
+    assert is_error and "768-dimension vectors" in text and text.endswith("(gate-blocked)")
+    assert host.store().count(guards=__import__("host.graph").graph.Guards("a1")) == 0

@@ -10,10 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -103,3 +107,41 @@ class FakeOllama:
 
     def sizes(self) -> list[int]:
         return [len(r.body["input"]) if isinstance(r.body["input"], list) else 1 for r in self.requests]
+
+
+ACCOUNT = "acct-a"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def server_log(home: Path) -> list[str]:
+    path = home / "logs" / "server.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def outcome_lines(home: Path, tool: str | None = None) -> list[str]:
+    prefix = "[mcp:memory] " + (f"{tool} " if tool else "")
+    return [line for line in server_log(home) if line.startswith(prefix)]
+
+
+def call_tool(host, tool: str, args: dict) -> tuple[bool, str]:
+    """Call one tool through a real MCP client against the plugin's server (in-process transport)."""
+    import anyio
+    from mcp import Client
+
+    from host.mcp_server import build_server
+
+    async def go() -> tuple[bool, str]:
+        async with Client(build_server(host, "memory")) as client:
+            result = await client.call_tool(tool, args)
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            return bool(result.is_error), text
+
+    return anyio.run(go)
+
+
+def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m host.cli ...` in a real subprocess for account ``acct-a``."""
+    full = dict(os.environ)
+    full.update({"ACCOUNT_ID": ACCOUNT, "EMBED_DIMENSIONS": "8", **env})
+    return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True, env=full,
+                          timeout=180, cwd=REPO)

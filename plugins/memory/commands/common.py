@@ -1,0 +1,39 @@
+"""Shared helpers for `plughost memory` subcommands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from host.errors import UserError
+
+
+def account(host: Any) -> str:
+    value = (host.env.get("ACCOUNT_ID") or "").strip()
+    if not value:
+        raise UserError("ACCOUNT_ID: not set; expected the id of the account to write to")
+    return value
+
+
+def json_arg(text: str | None, option: str, kind: type = dict) -> Any:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{option}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, kind):
+        raise UserError(f"{option}: expected a JSON {'object' if kind is dict else 'array'}")
+    return value
+
+
+def read_text(path: Path, option: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{option} {path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2))

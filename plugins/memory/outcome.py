@@ -1,0 +1,96 @@
+"""The one outcome line every memory write tool logs per call (SPEC 9.1).
+
+``[mcp:memory] <tool> account=<id|—> session=<id|—> labels=<csv|—> name=<v|—> result=ok
+elementId=<id> ms=<n>`` or ``... result=error reason=<slug> detail=<≤120 chars> ms=<n>``.
+Reasons are an enumeration: nothing falls through to a generic "unknown".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from host.errors import PlughostError, UserError
+from host.log import log
+
+REASONS = (
+    "invalid-input", "schema-unknown-label", "schema-property-naming", "account-isolation",
+    "producedby-task-not-found", "constraint-violation", "conflicting-element-id", "invalid-target-node-id",
+    "gate-blocked", "store-error",
+)
+DETAIL_MAX = 120
+T = TypeVar("T")
+
+
+class WriteRejected(UserError):
+    """A write refused for an enumerated reason; the message is what the agent sees."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        assert reason in REASONS, reason
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class Call:
+    """What the outcome line says about one call; handlers fill in labels/name/elementId as they learn them."""
+
+    tool: str
+    env: Mapping[str, str]
+    labels: Sequence[str] = ()
+    name: str | None = None
+    element_id: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def account(self) -> str | None:
+        return (self.env.get("ACCOUNT_ID") or "").strip() or None
+
+    @property
+    def session(self) -> str | None:
+        return (self.env.get("SESSION_NODE_ID") or self.env.get("SESSION_ID") or "").strip() or None
+
+    def _fields(self) -> dict[str, Any]:
+        return {"account": self.account, "session": self.session,
+                "labels": ",".join(self.labels) if self.labels else None,
+                "name": _short(self.name) if self.name else None}
+
+    def ms(self) -> int:
+        return round((time.perf_counter() - self.started) * 1000)
+
+    def ok(self) -> str:
+        return log("mcp:memory", self.tool, **self._fields(), result="ok", elementId=self.element_id, ms=self.ms())
+
+    def error(self, reason: str, detail: str) -> str:
+        return log("mcp:memory", self.tool, **self._fields(), result="error", reason=reason,
+                   detail=_short(detail, DETAIL_MAX), ms=self.ms())
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def run_with_outcome(call: Call, body: Callable[[Call], T]) -> T:
+    """Run a write, log exactly one outcome line, and turn every failure into a one-line UserError."""
+    try:
+        result = body(call)
+    except WriteRejected as exc:
+        call.error(exc.reason, exc.detail)
+        raise UserError(f"{call.tool}: {exc.detail} ({exc.reason})") from None
+    except UserError as exc:
+        reason = "account-isolation" if type(exc).__name__ == "AccountMismatch" else "invalid-input"
+        call.error(reason, str(exc))
+        raise UserError(f"{call.tool}: {exc} ({reason})") from None
+    except PlughostError as exc:  # a configuration refusal (e.g. embedder/store dimension mismatch)
+        call.error("gate-blocked", str(exc))
+        raise UserError(f"{call.tool}: {exc} (gate-blocked)") from None
+    except Exception as exc:  # the store failed: say so in one line, never a traceback
+        detail = f"{type(exc).__name__}: {exc}"
+        call.error("store-error", detail)
+        raise UserError(f"{call.tool}: store error: {_short(detail, 200)} (store-error)") from None
+    call.ok()
+    return result

@@ -1,0 +1,113 @@
+"""`plughost memory write|ingest|import|reindex` in real subprocesses (SPEC 16)."""
+
+from __future__ import annotations
+
+import json
+
+from memory_support import ACCOUNT, cli, server_log
+
+from host.graph import Guards
+
+
+def test_memory_write_cli_ok_and_bad_input(plughost_home) -> None:
+    done = cli("memory", "write", "--labels", "Event", "--properties", '{"name": "Launch", "when": "2026-01-02"}')
+    assert done.returncode == 0, done.stderr
+    node_id = json.loads(done.stdout)["elementId"]
+    assert f"result=ok elementId={node_id}" in done.stderr
+    bad = cli("memory", "write", "--labels", "Event", "--properties", "{not json")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith(
+        "plughost: --properties: invalid JSON") and "Traceback" not in bad.stderr
+    unknown = cli("memory", "write", "--labels", "Spaceship", "--properties", "{}")
+    assert unknown.returncode == 2 and "reason=schema-unknown-label" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+
+
+def test_memory_ingest_cli(plughost_home, tmp_path) -> None:
+    doc = tmp_path / "notes.md"
+    doc.write_text("# Notes\n\nFirst.\n\n## More\n\nSecond part.\n")
+    done = cli("memory", "ingest", str(doc))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["sections"] == 2
+    missing = cli("memory", "ingest", str(tmp_path / "nope.md"))
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_memory_import_embeds_and_reports_bad_lines(plughost_home, tmp_path, fake_ollama) -> None:
+    fake_ollama.dims = 8
+    lines = [
+        json.dumps({"id": "p1", "labels": ["Person"], "properties": {"name": "Ann"},
+                    "edges": [{"type": "KNOWS", "to": "p2"}]}),
+        "{broken json",
+        json.dumps({"id": "p2", "labels": ["Person"], "properties": {"name": "Ben"}}),
+        json.dumps({"labels": [], "properties": {}}),
+        json.dumps({"id": "c1", "labels": ["Company"], "properties": {"name": "Acme"},
+                    "edges": [{"type": "OWNS", "to": "ghost"}]}),
+        "",
+        json.dumps({"id": "e1", "labels": ["Event"], "properties": {"name": "Given"}, "embedding": [0.5] * 8}),
+    ]
+    path = tmp_path / "nodes.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    done = cli("memory", "import", str(path), "--batch-size", "2", PLUGHOST_EMBEDDER="ollama",
+               OLLAMA_URL=fake_ollama.url, EMBED_SUBBATCH_COOLDOWN_MS="0")
+    assert done.returncode == 2, done.stderr  # some lines were bad
+    assert "[memory-import] skip line=2 " in done.stderr
+    assert "[memory-import] skip line=4 reason=\"labels: expected a non-empty list of identifiers\"" in done.stderr
+    assert "[memory-import] skip line=5 reason=\"edge OWNS -> 'ghost'" in done.stderr
+    assert "import: nodes=4 edges=1 skipped=2 embedded=2" in done.stdout
+    sent = sorted(t for r in fake_ollama.requests for t in r.body["input"])
+    assert sent == ["Person\nname: Ann", "Person\nname: Ben"]  # Company is not vector-indexed; e1 came with one
+    from host.manager import Host
+
+    host = Host(env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_HOME": str(plughost_home), "EMBED_DIMENSIONS": "8",
+                     "PLUGHOST_EMBEDDER": "none"}).load()
+    try:
+        store = host.store()
+        assert store.missing_embeddings(account_id=ACCOUNT) == []
+        assert [n.node.id for n in store.expand(["p1"], guards=Guards(ACCOUNT))["p1"]] == ["p2"]
+    finally:
+        host.close()
+
+
+def test_memory_import_without_embedder_then_reindex(plughost_home, tmp_path, fake_ollama) -> None:
+    fake_ollama.dims = 8
+    path = tmp_path / "nodes.jsonl"
+    path.write_text("".join(json.dumps({"labels": ["Event"], "properties": {"name": f"e{i}"}}) + "\n"
+                            for i in range(7)))
+    done = cli("memory", "import", str(path), "--no-embed")
+    assert done.returncode == 0 and "embedded=0" in done.stdout, done.stderr
+    again = cli("memory", "reindex", "--batch-size", "3", PLUGHOST_EMBEDDER="ollama", OLLAMA_URL=fake_ollama.url,
+                EMBED_SUBBATCH_COOLDOWN_MS="0")
+    assert again.returncode == 0, again.stderr
+    assert "reindex: processed=7 skipped=0" in again.stdout
+    assert "[reindex] op=done processed=7 skipped=0" in again.stderr
+    assert sum("[reindex] op=embedded" in line for line in server_log(plughost_home)) == 7
+
+
+def test_reindex_cli_without_account_is_one_line(plughost_home) -> None:
+    done = cli("memory", "reindex", ACCOUNT_ID="")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "plughost: ACCOUNT_ID: not set; expected the id of the account to write to"
+
+
+def test_memory_stdio_server_serves_write_tools(plughost_home) -> None:
+    """The plugin's own mcp/__main__.py over stdio with a real MCP client."""
+    import os
+    import sys
+
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from host.config import REPO_ROOT
+
+    env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none")
+    params = StdioServerParameters(command=sys.executable,
+                                   args=[str(REPO_ROOT / "plugins" / "memory" / "mcp" / "__main__.py")], env=env)
+
+    async def go() -> tuple[list[str], str]:
+        async with Client(params) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool("memory-write", {"labels": ["Event"], "properties": {"name": "x"}})
+            return names, "".join(c.text for c in result.content)
+
+    names, text = anyio.run(go)
+    assert "memory-write" in names and json.loads(text)["elementId"]
