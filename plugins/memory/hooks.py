@@ -25,9 +25,18 @@ def plughost_embedder(host: Host) -> Any:
 
 @hookimpl
 def plughost_tools(host: Host) -> list[Tool]:
+    from plugins.memory.retrieval.tool import search_tool
     from plugins.memory.tools import write_tools
 
-    return write_tools(host)
+    return [*write_tools(host), search_tool(host)]
+
+
+@hookimpl
+def plughost_query_expansions(host: Host, query: str, retrieval_class: str | None) -> list[str] | None:
+    """The built-in, offline, rule-based expander (an LLM provider registered later wins)."""
+    from plugins.memory.retrieval.expand import rule_based
+
+    return rule_based(query, retrieval_class)
 
 
 @hookimpl
@@ -45,4 +54,5 @@ def plughost_startup(host: Host) -> None:
     check_dimensions(host.store(), host.embedder())
 
 
-__all__ = ["plughost_embedder", "plughost_tools", "plughost_cli_commands", "plughost_startup"]
+__all__ = ["plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
+           "plughost_startup"]

@@ -1,0 +1,197 @@
+"""memory-search latency on the embedded store with 100,000 nodes, against the raw floor.
+
+    python bench/search_latency.py [--nodes 100000] [--queries 200] [--work DIR]
+
+Builds (or reuses, with ``--work``) an embedded SQLite store of N nodes: text drawn from the
+installed manual pages' word distribution, random unit vectors of 384 dimensions (latency does
+not depend on the vector values), two typed edges per node. Then times the memory-search
+pipeline per call — guards, vector + BM25, fusion, dedup, slice, 1-hop graph expansion and
+formatting — with expansion off and on (query embedding excluded: the vectors are precomputed),
+and times the real query embedding separately. The raw floor in the same run is bare FTS5
+(``MATCH`` + ``bm25()`` + ``LIMIT``) plus bare numpy (matrix · q + top-k) on the same data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+from contextlib import redirect_stderr
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+ACCOUNT = "bench-latency"
+DIMS = 384
+LABELS = ["KnowledgeDocument", "Chunk", "Person", "Event", "Service", "Task", "Concept", "Message"]
+
+
+def vocabulary(limit_pages: int = 1500) -> tuple[list[str], list[float]]:
+    """Words and their frequencies from the manual pages (a real, skewed term distribution)."""
+    import manpages
+
+    counts: dict[str, int] = {}
+    for i, page in enumerate(manpages.pages()):
+        for w in re.findall(r"[a-z][a-z0-9]{2,}", (page.query + " " + page.document).lower()):
+            counts[w] = counts.get(w, 0) + 1
+        if i >= limit_pages:
+            break
+    words = sorted(counts, key=counts.get, reverse=True)
+    return words, [counts[w] for w in words]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def build(store, n: int, words: list[str], weights: list[float], rng: random.Random) -> float:
+    import numpy as np
+
+    started = time.perf_counter()
+    np_rng = np.random.default_rng(1)
+    batch = 5000
+    for start in range(0, n, batch):
+        size = min(batch, n - start)
+        vecs = np_rng.standard_normal((size, DIMS)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        rows = []
+        for j in range(size):
+            i = start + j
+            text = " ".join(rng.choices(words, weights, k=rng.randint(15, 60)))
+            props = {"name": " ".join(rng.choices(words, weights, k=3)), "content": text}
+            if i % 10 == 0:
+                props["scope"] = "admin"
+            edges = [{"type": "RELATES_TO", "to": f"n{rng.randrange(0, max(i, 1))}"}] if i else []
+            rows.append({"id": f"n{i}", "labels": [LABELS[i % len(LABELS)]], "properties": props,
+                         "embedding": vecs[j].tolist(), "edges": edges})
+        store.upsert_many(rows, account_id=ACCOUNT)
+        print(f"  built {start + size}/{n} nodes ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--work", type=Path, default=None, help="keep (and reuse) the store here")
+    ap.add_argument("--build-only", action="store_true", help="build the store and stop")
+    args = ap.parse_args()
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="plughost-bench-latency-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.update(PLUGHOST_HOME=str(work / "home"), PLUGHOST_LOG_FILE="0", ACCOUNT_ID=ACCOUNT,
+                      PLUGHOST_EMBED_DIMENSIONS=str(DIMS))
+    os.environ.setdefault("PLUGHOST_EMBEDDER", "local")
+
+    import numpy as np
+
+    from host.graph import Guards
+    from host.manager import Host
+    from plugins.memory.retrieval import SearchFlags, SearchRequest, search
+    from plugins.memory.retrieval.expand import rule_based
+
+    rng = random.Random(42)
+    words, weights = vocabulary()
+    host = Host(env=dict(os.environ)).load()
+    store = host.store()
+    admin = Guards(ACCOUNT)
+    have = store.count(guards=admin)
+    if have != args.nodes:
+        if have:
+            print(f"work dir holds {have} nodes, not {args.nodes}: use another --work", file=sys.stderr)
+            return 2
+        secs = build(store, args.nodes, words, weights, rng)
+        print(f"built {args.nodes} nodes in {secs:.1f} s ({args.nodes / secs:.0f} nodes/s, with vectors and edges)")
+    if args.build_only:
+        return 0
+
+    queries = [" ".join(rng.choices(words[:5000], k=rng.randint(2, 4))) for _ in range(args.queries)]
+    np_rng = np.random.default_rng(7)
+    qvecs = np_rng.standard_normal((len(queries), DIMS)).astype(np.float32)
+    qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
+    table = {q: v.tolist() for q, v in zip(queries, qvecs, strict=True)}
+
+    class Precomputed:
+        name, dimensions = "precomputed", DIMS
+
+        def embed(self, texts):
+            return [table.get(t) or qvecs[hash(t) % len(qvecs)].tolist() for t in texts]
+
+    public = Guards(ACCOUNT, ("public", "shared"))
+    runs: dict[str, list[float]] = {}
+
+    def timed(name: str, flags: SearchFlags, guards: Guards) -> None:
+        samples = []
+        with open(os.devnull, "w") as null, redirect_stderr(null):
+            search(store, SearchRequest(queries[0]), guards=guards, embedder=Precomputed(), flags=flags,
+                   expander=rule_based)  # warm the caches (matrix, candidates) once
+            for q in queries:
+                t = time.perf_counter()
+                search(store, SearchRequest(q), guards=guards, embedder=Precomputed(), flags=flags, expander=rule_based)
+                samples.append((time.perf_counter() - t) * 1000)
+        runs[name] = samples
+
+    timed("memory-search, expansion off (admin)", SearchFlags(), admin)
+    timed("memory-search, expansion off (public scopes)", SearchFlags(), public)
+    timed("memory-search, expansion on (admin)", SearchFlags(expansion=True), admin)
+
+    # raw floor: bare FTS5 + bare numpy on the same data
+    from plugins.graph.common import fts_terms
+
+    conn = sqlite3.connect(str(store.path))
+    rows = conn.execute("SELECT embedding FROM nodes WHERE account_id = ? ORDER BY rid", (ACCOUNT,)).fetchall()
+    matrix = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), DIMS).copy()
+    fts, vec = [], []
+    for q, qv in zip(queries, qvecs, strict=True):
+        match = " OR ".join('"' + " ".join(t) + '"' for t in fts_terms(q))
+        t = time.perf_counter()
+        conn.execute("SELECT rowid, bm25(node_text) AS r FROM node_text WHERE node_text MATCH ? ORDER BY r LIMIT 50",
+                     (match,)).fetchall()
+        fts.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        scores = matrix @ qv
+        top = np.argpartition(-scores, 49)[:50]
+        top[np.argsort(-scores[top])]
+        vec.append((time.perf_counter() - t) * 1000)
+    runs["raw floor: bare FTS5"] = fts
+    runs["raw floor: bare numpy"] = vec
+    runs["raw floor: FTS5 + numpy"] = [a + b for a, b in zip(fts, vec, strict=True)]
+
+    embedder = host.embedder()
+    if embedder is not None:
+        embedder.embed(["warm up"])
+        samples = []
+        for q in queries[:50]:
+            t = time.perf_counter()
+            embedder.embed([q])
+            samples.append((time.perf_counter() - t) * 1000)
+        runs[f"query embedding ({embedder.name}, excluded above)"] = samples
+
+    floor50 = pct(runs["raw floor: FTS5 + numpy"], 0.5)
+    floor95 = pct(runs["raw floor: FTS5 + numpy"], 0.95)
+    print()
+    print(f"{args.nodes} nodes, {len(queries)} queries, limit 10, expandHops 1")
+    print("| measurement | p50 ms | p95 ms | p50 / floor | p95 / floor |")
+    print("|---|---|---|---|---|")
+    for name, samples in runs.items():
+        p50, p95 = pct(samples, 0.5), pct(samples, 0.95)
+        print(f"| {name} | {p50:.1f} | {p95:.1f} | {p50 / floor50:.2f}x | {p95 / floor95:.2f}x |")
+    off = runs["memory-search, expansion off (admin)"]
+    p50, p95 = pct(off, 0.5), pct(off, 0.95)
+    ok = p50 < 50 and p95 < 150 and p50 <= 3 * floor50
+    print(f"\ntargets (expansion off): p50 < 50 ms, p95 < 150 ms, within 3x the raw floor: "
+          f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, {p50 / floor50:.2f}x floor -> {'PASS' if ok else 'MISS'}")
+    print(f"load average while measuring: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; work dir: {work}")
+    host.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,11 @@
+"""The hybrid retrieval pipeline behind ``memory-search`` (SPEC 9.4).
+
+EXPAND → ROUTE → per query {EMBED → VECTOR, BM25} → FUSE → BOOST → DEDUP → THRESHOLD + SORT +
+SLICE → GRAPH EXPAND → FORMAT. Each stage is a small pure module here; :mod:`.pipeline` wires
+them to a :class:`host.graph.GraphStore`. Nothing in this package imports numpy or mcp.
+"""
+
+from plugins.memory.retrieval.flags import SearchFlags
+from plugins.memory.retrieval.pipeline import SearchOutcome, SearchRequest, search
+
+__all__ = ["SearchFlags", "SearchOutcome", "SearchRequest", "search"]

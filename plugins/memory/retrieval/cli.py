@@ -1,0 +1,45 @@
+"""``plughost memory search QUERY [--json]``: the same pipeline as the tool, from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from host import config
+from plugins.memory.retrieval.route import RETRIEVAL_CLASSES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+
+HELP = "search memory (hybrid vector + BM25, SPEC 9.4)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("query", help="what to look for")
+    parser.add_argument("--limit", type=int, default=10, help="results to return (1-100, default 10)")
+    parser.add_argument("--labels", default=None, help="comma list of labels to search")
+    parser.add_argument("--fields", default=None, help="comma list of property keys to return ('' for none)")
+    parser.add_argument("--expand-hops", type=int, choices=(0, 1), default=1, help="attach related nodes (1) or not (0)")
+    parser.add_argument("--retrieval-class", choices=RETRIEVAL_CLASSES, default=None, help="routing hint")
+    parser.add_argument("--account", default=None, help="account id (default: $ACCOUNT_ID)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace, host: Host) -> int:
+    from plugins.memory.retrieval.pipeline import SearchRequest
+    from plugins.memory.retrieval.service import run_search
+
+    env = dict(host.env)
+    if args.account:
+        env["ACCOUNT_ID"] = args.account
+    request = SearchRequest(args.query, args.limit, config.csv_list(args.labels), config.csv_list(args.fields),
+                            args.expand_hops, args.retrieval_class)
+    outcome = run_search(host, request, env)
+    if args.json:
+        json.dump(outcome.as_json(), sys.stdout, ensure_ascii=False, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(outcome.text)
+    return 0

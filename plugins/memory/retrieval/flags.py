@@ -1,0 +1,81 @@
+"""The ``PLUGHOST_GS_*`` switches: each enhancement off by default, so the default is the baseline."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from host import config
+from host.errors import UserError
+
+DEFAULT_CANDIDATES = 50
+PATHS = ("hybrid", "vector", "bm25")
+"""``PLUGHOST_GS_PATHS``: both paths (default) or one alone, for diagnosis and the quality benchmark."""
+"""Hits fetched per path and per query before fusion (never fewer than the requested limit)."""
+
+
+@dataclass(frozen=True)
+class SearchFlags:
+    """Which enhancements run. All False is the baseline of SPEC 9.4, exactly."""
+
+    expansion: bool = False
+    route: bool = False
+    rrf: bool = False
+    boosts: bool = False
+    dedup: bool = False
+    normalize: bool = False
+    candidates: int = DEFAULT_CANDIDATES
+    min_score: float = 0.0
+    paths: str = "hybrid"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:
+        env = os.environ if env is None else env
+        return cls(
+            expansion=config.flag("PLUGHOST_GS_EXPANSION", env),
+            route=config.flag("PLUGHOST_GS_ROUTE", env),
+            rrf=config.flag("PLUGHOST_GS_RRF", env),
+            boosts=config.flag("PLUGHOST_GS_BOOSTS", env),
+            dedup=config.flag("PLUGHOST_GS_DEDUP", env),
+            normalize=config.flag("PLUGHOST_GS_NORMALIZE", env),
+            candidates=_int(env, "PLUGHOST_GS_CANDIDATES", DEFAULT_CANDIDATES, 1, 1000),
+            min_score=_float(env, "PLUGHOST_GS_MIN_SCORE", 0.0),
+            paths=_choice(env, "PLUGHOST_GS_PATHS", PATHS),
+        )
+
+    @property
+    def mode(self) -> str:
+        return "rrf" if self.rrf else "weighted"
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UserError(f"{name}: expected an integer between {low} and {high}, got {raw!r:.40}") from None
+    if not low <= value <= high:
+        raise UserError(f"{name}: expected an integer between {low} and {high}, got {value}")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise UserError(f"{name}: expected a number, got {raw!r:.40}") from None
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return choices[0]
+    if raw not in choices:
+        raise UserError(f"{name}: expected one of {', '.join(choices)}, got {raw!r:.40}")
+    return raw

@@ -1,0 +1,72 @@
+"""FUSE: merge the ranked lists of every path and query into one row per node, then score.
+
+Baseline (SPEC 9.4): a node found by several lists keeps the max vector score and the max BM25
+score; BM25 scores are min-max normalised within each result list; ``0.7 × vector + 0.3 ×
+bm25``. ``PLUGHOST_GS_NORMALIZE`` min-max normalises vector lists too (raw cosines of some
+models are bunched, which lets the vector term drown BM25). ``PLUGHOST_GS_RRF`` replaces the
+weighted sum with Reciprocal Rank Fusion, ``Σ w / (k + rank)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from host.graph import Hit
+from plugins.memory.retrieval.rows import Row
+from plugins.memory.retrieval.scores import min_max
+
+VECTOR_WEIGHT = 0.7
+BM25_WEIGHT = 0.3
+RRF_K = 60
+
+Channel = Literal["vector", "bm25"]
+
+
+@dataclass
+class RankedList:
+    """One path's hits for one query (or one keyword subscription), best first."""
+
+    channel: Channel
+    hits: list[Hit] = field(default_factory=list)
+    source: str = "query"
+
+
+def merge(lists: Iterable[RankedList], *, normalise_vector: bool = False) -> dict[str, Row]:
+    """One row per node id; per channel the max (normalised) score over every list that found it."""
+    rows: dict[str, Row] = {}
+    for ranked in lists:
+        raw = [h.score for h in ranked.hits]
+        normalise = ranked.channel == "bm25" or normalise_vector
+        scores = min_max(raw) if normalise else raw
+        for hit, score in zip(ranked.hits, scores, strict=True):
+            row = rows.get(hit.node.id)
+            if row is None:
+                row = rows[hit.node.id] = Row(hit.node)
+            if ranked.channel == "vector":
+                row.vector = max(row.vector, score)
+            else:
+                row.bm25 = max(row.bm25, score)
+    return rows
+
+
+def weighted(rows: Mapping[str, Row], vector_weight: float = VECTOR_WEIGHT,
+             bm25_weight: float = BM25_WEIGHT) -> None:
+    """``score = vector_weight × vector + bm25_weight × bm25`` for every row."""
+    for row in rows.values():
+        row.score = vector_weight * row.vector + bm25_weight * row.bm25
+
+
+def rrf(rows: Mapping[str, Row], lists: Iterable[RankedList], *, k: int = RRF_K,
+        weights: Mapping[str, float] | None = None) -> None:
+    """``score = Σ weight(channel) / (k + rank)`` over every list holding the row; rank starts at 1."""
+    weights = weights or {"vector": 1.0, "bm25": 1.0}
+    for row in rows.values():
+        row.score = 0.0
+    for ranked in lists:
+        weight = weights.get(ranked.channel, 1.0)
+        if weight == 0:
+            continue
+        for rank, hit in enumerate(ranked.hits, start=1):
+            rows[hit.node.id].score += weight / (k + rank)

@@ -1,0 +1,202 @@
+"""The orchestrator: one ``memory-search`` call through every stage against a GraphStore.
+
+It takes the store, the guards and (optionally) an embedder, expander, reranker, extra boosts and
+keyword subscriptions as plain values, so it runs the same under the MCP tool, the CLI, the
+benchmarks and the tests. Every store call carries the caller's :class:`Guards`; the keyword
+subscriptions carry them without the agent filter (see :mod:`.keywords`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from host.errors import UserError
+from host.graph import Guards
+from host.log import log
+from host.types import RetrievalBoost
+from plugins.memory.retrieval import boosts as boost_stage
+from plugins.memory.retrieval import expand as expand_stage
+from plugins.memory.retrieval import fuse, rank, route
+from plugins.memory.retrieval.dedup import dedup
+from plugins.memory.retrieval.flags import SearchFlags
+from plugins.memory.retrieval.format import format_results
+from plugins.memory.retrieval.keywords import keyword_lists
+from plugins.memory.retrieval.project import project
+from plugins.memory.retrieval.rows import Row
+
+EXPAND_LIMIT = 20
+MAX_LIMIT = 100
+_LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+
+
+@dataclass
+class SearchRequest:
+    """The parameters of SPEC 9.4, validated by :meth:`checked`."""
+
+    query: str
+    limit: int = 10
+    labels: list[str] | None = None
+    fields: list[str] | None = None
+    expand_hops: int = 1
+    retrieval_class: str | None = None
+
+    def checked(self, what: str = "memory-search") -> SearchRequest:
+        if not isinstance(self.query, str) or not self.query.strip():
+            raise UserError(f"{what}: parameter 'query': expected a non-empty string")
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or not 1 <= self.limit <= MAX_LIMIT:
+            raise UserError(f"{what}: parameter 'limit': expected an integer from 1 to {MAX_LIMIT}, got {self.limit!r}")
+        if self.expand_hops not in (0, 1) or isinstance(self.expand_hops, bool):
+            raise UserError(f"{what}: parameter 'expandHops': expected 0 or 1, got {self.expand_hops!r}")
+        if self.retrieval_class is not None and self.retrieval_class not in route.RETRIEVAL_CLASSES:
+            raise UserError(f"{what}: parameter 'retrievalClass': expected one of "
+                            f"{', '.join(route.RETRIEVAL_CLASSES)}, got {self.retrieval_class!r}")
+        if self.labels is not None:
+            if not isinstance(self.labels, list) or not all(isinstance(x, str) and _LABEL.match(x) for x in self.labels):
+                raise UserError(f"{what}: parameter 'labels': expected a list of label names")
+        if self.fields is not None and (not isinstance(self.fields, list)
+                                        or not all(isinstance(x, str) for x in self.fields)):
+            raise UserError(f"{what}: parameter 'fields': expected a list of property names")
+        return self
+
+
+@dataclass
+class SearchOutcome:
+    """The ranked rows, the formatted text and the per-stage counts of the log line."""
+
+    rows: list[Row]
+    text: str
+    compact: bool
+    queries: list[str]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "results": [
+                {
+                    "id": r.id,
+                    "labels": list(r.node.labels),
+                    "score": r.score,
+                    "vector": r.vector,
+                    "bm25": r.bm25,
+                    "properties": r.visible_properties(),
+                    "related": [
+                        {"type": nb.type, "direction": nb.direction, "id": nb.node.id,
+                         "labels": list(nb.node.labels),
+                         "properties": {k: v for k, v in nb.node.properties.items()
+                                        if k not in ("embedding", "accountId")}}
+                        for nb in r.related
+                    ],
+                }
+                for r in self.rows
+            ],
+            "queries": self.queries,
+            "stats": self.stats,
+        }
+
+
+def search(
+    store: Any,
+    request: SearchRequest,
+    *,
+    guards: Guards,
+    embedder: Any = None,
+    flags: SearchFlags | None = None,
+    expander: expand_stage.Provider | None = None,
+    reranker: rank.Reranker | None = None,
+    extra_boosts: Sequence[RetrievalBoost] = (),
+    keywords: Sequence[str] = (),
+    cache: expand_stage.ExpansionCache | None = None,
+    budget: int | None = None,
+    emit_log: bool = True,
+) -> SearchOutcome:
+    """Run the whole pipeline for one call."""
+    request = request.checked()
+    flags = flags or SearchFlags()
+    started = time.perf_counter()
+    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0}
+
+    # EXPAND
+    queries = [request.query]
+    if flags.expansion:
+        t = time.perf_counter()
+        queries += expand_stage.expansions(request.query, request.retrieval_class, guards.account_id,
+                                           expander, cache)
+        stats["expand_ms"] = (time.perf_counter() - t) * 1000
+
+    # ROUTE
+    plan = route.plan(request.retrieval_class, enabled=flags.route, labels=request.labels)
+    k = max(flags.candidates, request.limit)
+    lists: list[fuse.RankedList] = []
+    vector_hits = bm25_hits = 0
+
+    if not plan.skip:
+        # EMBED → VECTOR
+        if plan.use_vector and embedder is not None and flags.paths != "bm25":
+            t = time.perf_counter()
+            try:
+                vectors = embedder.embed(queries)
+            except Exception as exc:
+                vectors = []
+                log("graph-search:hybrid", "warn", reason="embed-failed", detail=f"{type(exc).__name__}: {exc}"[:120])
+            stats["embed_ms"] = (time.perf_counter() - t) * 1000
+            for q, vec in zip(queries, vectors, strict=False):
+                hits = store.vector_search(vec, k, guards=guards, labels=plan.labels)
+                vector_hits += len(hits)
+                lists.append(fuse.RankedList("vector", hits, q))
+        # BM25
+        if plan.use_bm25 and flags.paths != "vector":
+            for q in queries:
+                hits = store.fulltext_search(q, k, guards=guards, labels=plan.labels)
+                bm25_hits += len(hits)
+                lists.append(fuse.RankedList("bm25", hits, q))
+        # keyword subscriptions (merged into the BM25 channel)
+        if keywords and flags.paths != "vector":
+            extra = keyword_lists(store, keywords, guards, k, plan.labels)
+            bm25_hits += sum(len(x.hits) for x in extra)
+            lists.extend(extra)
+
+    # FUSE
+    merged = fuse.merge(lists, normalise_vector=flags.normalize)
+    if flags.rrf:
+        fuse.rrf(merged, lists, weights=plan.rrf_weights())
+    else:
+        fuse.weighted(merged, plan.vector_weight, plan.bm25_weight)
+
+    # BOOST
+    boosted = boost_stage.apply(merged.values(), extra_boosts) if flags.boosts else 0
+
+    # DEDUP
+    rows = dedup(list(merged.values()), layered=flags.dedup)
+    deduped = len(rows)
+
+    # THRESHOLD + (rerank) + SORT + SLICE
+    rows = rank.threshold(rows, flags.min_score)
+    reranked = rank.rerank(rows, reranker)
+    rows = rank.sort_and_slice(reranked, request.limit, keep_order=reranked is not rows)
+
+    # GRAPH EXPAND
+    if request.expand_hops >= 1 and rows:
+        neighbours = store.expand([r.id for r in rows], guards=guards, limit=EXPAND_LIMIT)
+        for row in rows:
+            row.related = list(neighbours.get(row.id, []))[:EXPAND_LIMIT]
+
+    # FORMAT (after the fields projection)
+    returned, dropped = project(rows, request.fields)
+    if request.fields is not None and emit_log:
+        log("memory-search", accountId=guards.account_id[:8], fields=list(request.fields),
+            returnedProps=returned, droppedProps=dropped)
+    text, compact = format_results(rows, **({"budget": budget} if budget else {}))
+
+    ms = (time.perf_counter() - started) * 1000
+    stats.update(expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, fused=len(merged),
+                 boosted=boosted, deduped=deduped, final=len(rows), mode=flags.mode, ms=ms,
+                 compact=compact)
+    if emit_log:
+        log("graph-search:hybrid", accountId=guards.account_id[:8], retrievalClass=request.retrieval_class,
+            expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, fused=len(merged),
+            boosted=boosted, deduped=deduped, final=len(rows), mode=flags.mode, ms=f"{ms:.1f}")
+    return SearchOutcome(rows, text, compact, queries, stats)

@@ -1,0 +1,50 @@
+"""THRESHOLD + SORT + SLICE, and the rerank point between them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from host.log import log
+from plugins.memory.retrieval.dedup import by_score
+from plugins.memory.retrieval.rows import Row
+
+Reranker = Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None]
+
+
+def threshold(rows: Sequence[Row], min_score: float) -> list[Row]:
+    """Drop rows scoring below ``min_score`` (default 0: nothing is dropped)."""
+    return [r for r in rows if r.score >= min_score]
+
+
+def rerank(rows: list[Row], reranker: Reranker | None) -> list[Row]:
+    """Let a ``plughost_rerank`` provider reorder (or shorten) the rows; None or a failure keeps them.
+
+    The provider sees ``Row.as_dict()`` views and returns them (or ``{"id": ...}`` dicts) in its
+    order; ids it invents are ignored, and a new ``score`` it sets is taken.
+    """
+    if reranker is None or not rows:
+        return rows
+    try:
+        answer = reranker([r.as_dict() for r in rows])
+    except Exception as exc:
+        log("graph-search:hybrid", "warn", reason="rerank-failed", detail=f"{type(exc).__name__}: {exc}"[:120])
+        return rows
+    if answer is None:
+        return rows
+    by_id = {r.id: r for r in rows}
+    out: list[Row] = []
+    for item in answer:
+        row = by_id.pop(item.get("id"), None) if isinstance(item, dict) else None
+        if row is None:
+            continue
+        if isinstance(item.get("score"), (int, float)):
+            row.score = float(item["score"])
+        out.append(row)
+    return out
+
+
+def sort_and_slice(rows: Sequence[Row], limit: int, *, keep_order: bool = False) -> list[Row]:
+    """Best first (score, then id), at most ``limit``; ``keep_order`` trusts a reranker's order."""
+    ordered = list(rows) if keep_order else by_score(rows)
+    return ordered[:limit]

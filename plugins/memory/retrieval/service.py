@@ -1,0 +1,40 @@
+"""``memory-search`` wired to a loaded host: store, embedder, hooks, flags, guards, subscriptions.
+
+Shared by the MCP tool and ``plughost memory search`` so both run the same code path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from host.graph import Guards
+from host.types import RetrievalBoost
+from plugins.memory.retrieval.flags import SearchFlags
+from plugins.memory.retrieval.keywords import agent_keywords
+from plugins.memory.retrieval.pipeline import SearchOutcome, SearchRequest, search
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+
+
+def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None = None) -> SearchOutcome:
+    """One search with the process's guards (``ACCOUNT_ID``, ``ALLOWED_SCOPES``, ``AGENT_SLUG``)."""
+    env = host.env if env is None else env
+    request = request.checked()
+    guards = Guards.from_env(env)
+    flags = SearchFlags.from_env(env)
+
+    def expander(query: str, retrieval_class: str | None) -> list[str] | None:
+        return host.first("plughost_query_expansions", query=query, retrieval_class=retrieval_class)
+
+    def reranker(rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        return host.first("plughost_rerank", query=request.query, rows=rows)
+
+    boosts = [c.item for c in host.collect("plughost_retrieval_boosts", RetrievalBoost)] if flags.boosts else []
+    keywords = agent_keywords(host.home, guards.account_id, guards.agent_slug)
+    return search(
+        host.store(), request, guards=guards, embedder=host.embedder(), flags=flags,
+        expander=expander if flags.expansion else None, reranker=reranker, extra_boosts=boosts,
+        keywords=keywords,
+    )

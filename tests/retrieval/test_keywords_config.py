@@ -1,0 +1,42 @@
+"""Where an agent's knowledgeKeywords come from: account.json agents.<slug>.knowledgeKeywords."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from host.errors import UserError
+from plugins.memory.retrieval.keywords import agent_keywords
+
+
+def write_account(home, data):
+    path = home / "accounts" / "acct1" / "account.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_keywords_of_an_agent(plughost_home):
+    write_account(plughost_home, {"agents": {"sales": {"knowledgeKeywords": ["pricing", "Pricing", "vat"]}}})
+    assert agent_keywords(plughost_home, "acct1", "sales") == ["pricing", "vat"]
+    assert agent_keywords(plughost_home, "acct1", "other") == []
+    assert agent_keywords(plughost_home, "acct1", None) == []
+    assert agent_keywords(plughost_home, "nope", "sales") == []
+
+
+def test_more_than_five_keywords_is_a_clear_error(plughost_home):
+    path = write_account(plughost_home, {"agents": {"sales": {"knowledgeKeywords": list("abcdef")}}})
+    with pytest.raises(UserError, match=r"agents\.sales\.knowledgeKeywords: expected at most 5") as err:
+        agent_keywords(plughost_home, "acct1", "sales")
+    assert str(path) in str(err.value)
+
+
+def test_bad_types_and_bad_json_name_the_file(plughost_home):
+    write_account(plughost_home, {"agents": {"sales": {"knowledgeKeywords": "pricing"}}})
+    with pytest.raises(UserError, match="expected a list of non-empty strings"):
+        agent_keywords(plughost_home, "acct1", "sales")
+    path = plughost_home / "accounts" / "acct1" / "account.json"
+    path.write_text("{nope")
+    with pytest.raises(UserError, match="account.json: not readable JSON"):
+        agent_keywords(plughost_home, "acct1", "sales")

@@ -1,0 +1,188 @@
+"""The memory-search MCP tool (in-process and over stdio), the CLI, and the retrieval hooks."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import anyio
+import pytest
+
+from host.hookspecs import hookimpl
+from host.types import RetrievalBoost
+
+ACCOUNT = "acct0001-tool"
+ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
+
+
+def seed(host):
+    store = host.store()
+    store.upsert_node(["Service"], {"name": "Haircut", "description": "short haircut", "scope": "public",
+                                    "agents": ["sales"]}, account_id=ACCOUNT, node_id="n1")
+    store.upsert_node(["Service"], {"name": "Haircut deluxe", "description": "haircut and wash", "scope": "admin"},
+                      account_id=ACCOUNT, node_id="n2")
+    store.upsert_node(["Concept"], {"name": "Pricing", "keywords": ["tariff"], "scope": "public"},
+                      account_id=ACCOUNT, node_id="n3")
+    store.upsert_node(["PriceSpecification"], {"price": 30}, account_id=ACCOUNT, node_id="p1")
+    store.create_edge("n1", "p1", "HAS_PRICE", account_id=ACCOUNT)
+
+
+def call(host, name, args):
+    import mcp
+
+    from host.mcp_server import build_server
+
+    async def go():
+        async with mcp.Client(build_server(host, "memory")) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool(name, args)
+            return tools, result
+
+    return anyio.run(go)
+
+
+def test_tool_listed_eager_and_answers(make_host):
+    host = make_host(**ENV)
+    seed(host)
+    tools, result = call(host, "memory-search", {"query": "haircut", "limit": 5})
+    tool = next(t for t in tools.tools if t.name == "memory-search")
+    assert tool.meta and tool.meta.get("anthropic/alwaysLoad") is True
+    assert set(tool.input_schema["properties"]) == {"query", "limit", "labels", "fields", "expandHops",
+                                                    "retrievalClass"}
+    assert not result.is_error
+    text = result.content[0].text
+    assert "[Service] (id: n1) (score: " in text and "(id: n2)" in text
+    assert "--[HAS_PRICE]--> [PriceSpecification] {" in text
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    ({"query": "x", "limit": 0}, "limit"),
+    ({"query": "x", "retrievalClass": "bogus"}, "retrievalClass"),
+    ({"query": "x", "expandHops": 3}, "expandHops"),
+    ({"limit": 3}, "query"),
+    ({"query": "x", "accountId": "other"}, "accountId"),
+])
+def test_tool_bad_arguments_are_is_error(make_host, args, needle):
+    host = make_host(**ENV)
+    _, result = call(host, "memory-search", args)
+    assert result.is_error and needle in result.content[0].text
+
+
+def test_tool_without_account_is_a_clear_error(make_host, monkeypatch):
+    host = make_host(PLUGHOST_EMBEDDER="none")
+    _, result = call(host, "memory-search", {"query": "x"})
+    assert result.is_error and "ACCOUNT_ID" in result.content[0].text
+
+
+def test_tool_over_stdio_applies_the_process_guards_and_subscriptions(make_host, plughost_home):
+    from mcp import Client, StdioServerParameters
+
+    host = make_host(**ENV)
+    seed(host)
+    account = plughost_home / "accounts" / ACCOUNT / "account.json"
+    account.parent.mkdir(parents=True)
+    account.write_text(json.dumps({"agents": {"sales": {"knowledgeKeywords": ["tariff"]}}}))
+    env = dict(os.environ, **ENV, ALLOWED_SCOPES="public", AGENT_SLUG="sales")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=env)
+
+    async def go():
+        async with Client(params) as client:
+            return await client.call_tool("memory-search", {"query": "haircut", "fields": ["name"]})
+
+    result = anyio.run(go)
+    text = result.content[0].text
+    assert not result.is_error, text
+    assert "(id: n1)" in text and "(id: n2)" not in text      # admin scope hidden
+    assert "(id: n3)" in text                                  # keyword subscription, not agent-tagged
+    assert "description:" not in text and "name: Haircut" in text
+    log = (plughost_home / "logs" / "server.log").read_text()
+    assert "[graph-search:hybrid] accountId=acct0001" in log
+    assert "[memory-search] accountId=acct0001 fields=[name] returnedProps=2 droppedProps=" in log
+
+
+def test_cli_search_text_json_and_bad_input(make_host):
+    from tests.conftest import run_cli
+
+    host = make_host(**ENV)
+    seed(host)
+    host.close()
+    res = run_cli("memory", "search", "haircut", "--json", "--limit", "2", env=ENV)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert [r["id"] for r in data["results"]] == ["n1", "n2"] or len(data["results"]) == 2
+    assert data["stats"]["final"] == 2 and data["stats"]["mode"] == "weighted"
+    assert "accountId" not in data["results"][0]["properties"]
+    res = run_cli("memory", "search", "haircut", "--expand-hops", "0", "--fields", "name", env=ENV)
+    assert res.returncode == 0 and "name: Haircut" in res.stdout and "Related:" not in res.stdout
+    bad = run_cli("memory", "search", "haircut", "--limit", "500", env=ENV)
+    assert bad.returncode == 2 and "'limit'" in bad.stderr and "Traceback" not in bad.stderr
+    assert len([x for x in bad.stderr.splitlines() if x.startswith("plughost:")]) == 1
+
+
+class Reverser:
+    @hookimpl
+    def plughost_rerank(self, host, query, rows):
+        return list(reversed(rows))
+
+
+class Expander:
+    calls: list[str] = []
+
+    @hookimpl
+    def plughost_query_expansions(self, host, query, retrieval_class):
+        self.calls.append(query)
+        return ["pricing", "tariff", "deluxe"]
+
+
+class Booster:
+    @hookimpl
+    def plughost_retrieval_boosts(self, host):
+        return [RetrievalBoost("concepts", lambda row: 1.0 if "Concept" in row["labels"] else 0.0)]
+
+
+def _search(host, query="haircut", **env):
+    from plugins.memory.retrieval.pipeline import SearchRequest
+    from plugins.memory.retrieval.service import run_search
+
+    return run_search(host, SearchRequest(query, limit=10), dict(host.env, **env))
+
+
+def test_hook_plughost_rerank(make_host):
+    host = make_host(**ENV)
+    seed(host)
+    before = [r.id for r in _search(host).rows]
+    with host.temporary_plugin(Reverser(), "reverser"):
+        after = [r.id for r in _search(host).rows]
+    assert after == list(reversed(before))
+
+
+def test_hook_plughost_query_expansions(make_host):
+    host = make_host(**ENV)
+    seed(host)
+    builtin = host.first("plughost_query_expansions", query="haircut prices", retrieval_class=None)
+    assert builtin and "haircut cost" in builtin
+    off = _search(host)
+    assert off.queries == ["haircut"]
+    with host.temporary_plugin(Expander(), "expander"):
+        out = _search(host, "haircut shop", PLUGHOST_GS_EXPANSION="1")
+    assert out.queries == ["haircut shop", "pricing", "tariff", "deluxe"]
+    assert "n3" in {r.id for r in out.rows}
+
+
+def test_hook_plughost_retrieval_boosts(make_host):
+    host = make_host(**ENV)
+    seed(host)
+    with host.temporary_plugin(Booster(), "booster"):
+        plain = {r.id: r.score for r in _search(host, "haircut pricing").rows}
+        boosted = {r.id: r.score for r in _search(host, "haircut pricing", PLUGHOST_GS_BOOSTS="1").rows}
+    assert boosted["n3"] == pytest.approx(plain["n3"] * 2.0)
+
+
+def test_cli_memory_without_subcommand_is_usage_error():
+    from tests.conftest import run_cli
+
+    res = run_cli("memory", env=ENV)
+    assert res.returncode == 2 and "search" in res.stderr and "Traceback" not in res.stderr
+    helped = run_cli("memory", "search", "--help", env=ENV)
+    assert helped.returncode == 0 and "--retrieval-class" in helped.stdout
