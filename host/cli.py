@@ -23,6 +23,7 @@ CORE_COMMANDS: dict[str, str] = {
     "plugins": "host.commands.plugins",
     "manifests": "host.commands.manifests",
     "mcp": "host.commands.mcp",
+    "serve": "host.commands.serve",
 }
 """The one table of core commands: name → module."""
 
