@@ -205,3 +205,25 @@ def start_serve(*args: str, env: dict[str, str] | None = None, plugins_dir: Path
     sp.reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
     sp.reader.start()
     return sp
+
+
+def root_conftest() -> Any:
+    """tests/conftest.py as a module (its plain helpers: node_tool, run_cli, which_or_skip)."""
+    import importlib.util
+
+    name = "_plughost_root_conftest"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def conformance_command() -> list[str]:
+    """[node 22, the conformance CLI script] from .tools (skips locally, fails under CI when missing)."""
+    node_tool = root_conftest().node_tool
+    node = node_tool("node", "bin", "node")
+    script = node_tool("@modelcontextprotocol", "conformance", "dist", "index.js")
+    return [str(node), str(script)]
