@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as StarletteRoute
 
+from host import config
 from host.errors import DuplicateNameError, PlughostError
 from host.http import json_error
 from host.log import log
@@ -178,6 +180,8 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
     """Assemble the app; ``app.state.runtime`` is the :class:`Runtime`."""
     from host.mcp_server import build_server, http_app
 
+    if not config.flag("PLUGHOST_DEBUG", host.env):
+        logging.getLogger("mcp").setLevel(logging.WARNING)  # session-manager chatter is not a contract line
     runtime = Runtime(host=host)
     routes: list[BaseRoute] = []
     for plugin, route in plugin_routes(host):
