@@ -244,3 +244,30 @@ def test_unexpected_error_is_json_500(make_host, live_app) -> None:
     response = live_app(host).get("/boom")
     assert response.status == 500
     assert response.json() == {"error": "internal", "detail": "RuntimeError while serving /boom"}
+
+
+def test_sigterm_ends_open_mcp_event_streams(serve_env: dict[str, str]) -> None:
+    """An MCP client holding a GET event stream open does not keep the server from stopping,
+    and the stream is ended cleanly (its session terminated), not cut mid-response."""
+    import json
+
+    served = start_serve("--grace", "60", env=serve_env, plugins_dir=FIXTURES / "ok")
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    first = raw_request(served.port, "/mcp/probe", method="POST", headers=headers, body=json.dumps(init).encode())
+    session = first.headers["mcp-session-id"]
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    raw_request(served.port, "/mcp/probe", method="POST", headers={**headers, "Mcp-Session-Id": session}, body=note)
+    stream = socket.create_connection(("127.0.0.1", served.port), timeout=60)
+    stream.sendall((f"GET /mcp/probe HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nAccept: text/event-stream\r\n"
+                    f"Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-06-18\r\n\r\n").encode())
+    head = stream.recv(4096)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    code, _, err = served.terminate(signal.SIGTERM, timeout=60)
+    assert code == 0, err[-2000:]
+    assert "graceful shutdown exceeded" not in err
+    assert "returned without completing response" not in err
+    while stream.recv(65536):
+        pass  # the server ended the stream: recv returns b"" instead of blocking
+    stream.close()
