@@ -150,3 +150,30 @@ def test_head_and_methods(site) -> None:
     post = site.get("/sites/pub/brochure.html", method="POST")
     assert post.status == 405
     assert set(post.json()) == {"error", "detail"}
+
+
+def test_split_raw_path_never_yields_an_escaping_path(tmp_path: Path) -> None:
+    """Property: whatever the raw bytes, accepted segments stay inside the root they are joined to."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from plugins.admin.sites import Rejected, split_raw_path
+
+    root = os.path.realpath(tmp_path)
+    alphabet = st.sampled_from(["/", ".", "..", "%", "%2e", "%2f", "%5c", "%25", "\\", "a", "b", "%00", "~", " ",
+                                "%c0%ae", "2e", "5c", "2f", "-", "_", "index.html", ":", ";"])
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(alphabet, max_size=12))
+    def check(parts: list[str]) -> None:
+        raw = ("/sites/" + "".join(parts)).encode()
+        try:
+            segments, _ = split_raw_path(raw)
+        except Rejected:
+            return
+        for seg in segments:
+            assert seg not in (".", "..") and "/" not in seg and "\\" not in seg and "\x00" not in seg
+        joined = os.path.normpath(os.path.join(root, *segments))
+        assert joined == root or joined.startswith(root + os.sep)
+
+    check()
