@@ -4,9 +4,10 @@
 
 Prints requests/s, latency and wrk's error counts for plughost's app and for a bare
 Starlette + uvicorn app serving the same content (the raw baseline, measured in the same run),
-and their ratio. Then a SIGTERM lands mid-load: wrk's `read`/`timeout` errors would be accepted
-requests cut short (expected 0); `connect` errors are new connections refused after the
-listener closed, which is the intended behaviour. Needs `wrk` (Debian package `wrk`).
+and their ratio. Then a SIGTERM lands mid-load on a fresh server: the number of requests the
+server accepted (its `[serve] op=stopped requests=N` line) must equal the number wrk saw
+completed. wrk's read/write socket errors there are its next request on keep-alive connections
+the server closed while stopping (never read by the server). Needs `wrk` (Debian package `wrk`).
 """
 
 from __future__ import annotations
@@ -104,9 +105,9 @@ def setup_home(home: Path) -> dict[str, str]:
     return {**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": account, "PLUGHOST_EMBEDDER": "none"}
 
 
-def start_plughost(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+def start_plughost(env: dict[str, str], port: int, stderr: object = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", str(port)], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=stderr)
     wait_port(port)
     return proc
 
@@ -115,6 +116,31 @@ def row(name: str, r: dict[str, float]) -> str:
     errs = f"connect={r['connect']} read={r['read']} write={r['write']} timeout={r['timeout']} non2xx={r['non2xx']}"
     return (f"  {name:<28} {r['rps']:>9.0f} req/s  p50 {r['p50_ms']:>7.2f} ms  p99 {r['p99_ms']:>7.2f} ms  "
             f"requests={r['requests']}  {errs}")
+
+
+def sigterm_run(env: dict[str, str], args: argparse.Namespace) -> None:
+    """A fresh server under wrk, SIGTERM at 3 s: the server's own request count must equal wrk's."""
+    port = free_port()
+    with tempfile.TemporaryFile(mode="w+") as err:
+        proc = start_plughost(env, port, stderr=err)
+        load = subprocess.Popen(["wrk", f"-t{args.threads}", f"-c{args.connections}", "-d8s",
+                                 f"http://127.0.0.1:{port}/sites/pub/"], stdout=subprocess.PIPE, text=True)
+        time.sleep(3)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+        stopped = time.monotonic() - t0
+        out = load.communicate(timeout=60)[0]
+        err.seek(0)
+        served = re.search(r"\[serve\] op=stopped signal=SIGTERM requests=(\d+)", err.read())
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    errs = m.groups() if m else ("0", "0", "0", "0")
+    total = re.search(r"(\d+) requests in", out)
+    print("SIGTERM during load (/sites/pub/, wrk 8 s, signal at 3 s, fresh server)")
+    print(f"  exit={code} stopped-in={stopped:.2f}s wrk-completed={total.group(1) if total else '?'} "
+          f"server-accepted={served.group(1) if served else '?'} (equal = every accepted request completed)")
+    print(f"  wrk socket errors: connect={errs[0]} read={errs[1]} write={errs[2]} timeout={errs[3]} "
+          "(read/write: wrk's next request on a keep-alive connection the server had closed; never read)")
 
 
 def main() -> int:
@@ -145,31 +171,17 @@ def main() -> int:
         finally:
             raw.send_signal(signal.SIGTERM)
             raw.wait(timeout=30)
-        print(f"wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s on {os.cpu_count()} cores "
+        print(f"wrk -t{args.threads} -c{args.connections} -d{int(args.duration)}s on {os.cpu_count()} cores "
               "(plughost logs a [sites] line per /sites request, as the contract says)")
         for label, (ours, base) in results.items():
             print(f"{label}")
             print(row("plughost serve", ours))
             print(row("raw starlette+uvicorn", base))
             print(f"  ratio plughost/raw: {ours['rps'] / base['rps']:.2f}")
+        plughost.send_signal(signal.SIGTERM)
+        plughost.wait(timeout=60)
         if not args.no_sigterm:
-            load = subprocess.Popen(["wrk", f"-t{args.threads}", f"-c{args.connections}", "-d8s",
-                                     f"http://127.0.0.1:{port}/sites/pub/"], stdout=subprocess.PIPE, text=True)
-            time.sleep(3)
-            t0 = time.monotonic()
-            plughost.send_signal(signal.SIGTERM)
-            code = plughost.wait(timeout=60)
-            stopped = time.monotonic() - t0
-            out = load.communicate(timeout=60)[0]
-            m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-            errs = m.groups() if m else ("0", "0", "0", "0")
-            total = re.search(r"(\d+) requests in", out)
-            print("SIGTERM during load (/sites/pub/, wrk 8 s, signal at 3 s)")
-            print(f"  exit={code} stopped-in={stopped:.2f}s requests={total.group(1) if total else '?'} "
-                  f"connect-errors(after close)={errs[0]} read={errs[1]} write={errs[2]} timeout={errs[3]}")
-        else:
-            plughost.send_signal(signal.SIGTERM)
-            plughost.wait(timeout=60)
+            sigterm_run(env, args)
     return 0
 
 
