@@ -27,6 +27,7 @@ CORE_COMMANDS: dict[str, str] = {
     "install": "host.commands.install",
     "boot": "host.commands.boot",
     "account": "host.commands.account",
+    "serve": "host.commands.serve",
 }
 """The one table of core commands: name → module."""
 

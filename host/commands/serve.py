@@ -1,0 +1,186 @@
+"""`plughost serve [--host 127.0.0.1] [--port 8787]`: boot (the gates), then serve the host's app.
+
+The gates run first, as in ``plughost boot``; a fatal gate refuses to serve (exit 1). The gate
+runner is ``host.boot.run_gates(host, extras=, env=, echo=) -> BootReport`` (``exit_code``,
+``outcomes`` with ``gate``/``status``/``fatal``/``inspected``, ``to_json()``) and
+``host.boot.boot_context_extras(account=, config_dir=, brand=, env=)``. If that module is not
+installed, a minimal runner here collects the ``plughost_boot_gates`` hook and applies the same
+rule (a fatal gate whose status is fail/error refuses), so serving never skips the gates.
+
+Then one app (:mod:`host.app`): plugin routes, channel adapters, ``/mcp/<plugin>`` over
+streamable HTTP, startup/shutdown hooks; SIGTERM/SIGINT stop it gracefully (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from host.errors import FatalError, UserError
+from host.log import emit, format_line, log
+
+HELP = "run the boot gates, then serve plugin routes, /mcp/<plugin> and /healthz over HTTP"
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (got {text!r})") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (got {value})")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=_port, default=8787, help="port (default 8787; 0 picks a free one)")
+    parser.add_argument("--grace", type=float, default=10.0,
+                        help="seconds in-flight requests get to finish on SIGTERM/SIGINT (default 10)")
+    parser.add_argument("--account", default=None, help="serve as this account (sets ACCOUNT_ID)")
+    parser.add_argument("--config-dir", type=Path, default=None,
+                        help="Claude Code config dir the registration gates check (default: $CLAUDE_CONFIG_DIR)")
+    parser.add_argument("--brand", default=None, help="brand for the specialist strip-list (default: $PLUGHOST_BRAND)")
+
+
+def _fallback_gates(host: Any, env: dict[str, str]) -> dict[str, Any]:
+    """The gate rule without host.boot: run each contributed gate in isolation, print its lines."""
+    from host.types import Gate, GateContext
+
+    ctx = GateContext(host=host, env=env)
+    rows = []
+    for c in sorted(host.collect("plughost_boot_gates", Gate), key=lambda c: (c.item.order, c.item.name)):
+        gate = c.item
+        try:
+            result = gate.check(ctx)
+            status, inspected, lines = result.status, result.inspected, list(result.lines)
+        except Exception as exc:
+            status, inspected = "error", 0
+            lines = [format_line(None, "startup-self-test", **{gate.name: "error"}, plugin=c.plugin,
+                                 error=f"{type(exc).__name__}: {exc}".splitlines()[0])]
+        if status in ("fail", "error") and not gate.fatal:
+            status = "warn"
+        for line in lines:
+            emit(line)
+        rows.append({"gate": gate.name, "status": status, "fatal": gate.fatal, "inspected": inspected})
+    return {"runner": "fallback", "gates": rows}
+
+
+def run_boot_gates(host: Any, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    """Run the gates and return the summary ``/healthz`` shows: ran, ok, fatal (names), gates."""
+    try:
+        from host import boot
+    except ImportError:
+        summary = _fallback_gates(host, env)
+    else:
+        brand = args.brand or env.get("PLUGHOST_BRAND") or None
+        extras = boot.boot_context_extras(account=args.account, config_dir=args.config_dir, brand=brand, env=env)
+        report = boot.run_gates(host, extras=extras, env=env)
+        summary = {"runner": "host.boot", "gates": [
+            {"gate": o.gate, "status": o.status, "fatal": o.fatal, "inspected": o.inspected}
+            for o in report.outcomes]}
+    rows = summary["gates"]
+    summary["ran"] = True
+    summary["fatal"] = [r["gate"] for r in rows if r["fatal"] and r["status"] in ("fail", "error")]
+    summary["ok"] = not summary["fatal"]
+    summary["counts"] = {s: sum(r["status"] == s for r in rows) for s in ("ok", "warn", "fail", "error")}
+    return summary
+
+
+def check_port(bind: str, port: int) -> int:
+    """The port to serve on: a busy port is one clear line, not a uvicorn traceback; 0 picks a free one.
+
+    The socket is only probed and closed; uvicorn binds its own (serving on a socket handed in
+    from outside measured several times slower under wrk here).
+    """
+    try:
+        infos = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UserError(f"--host: cannot resolve {bind!r} ({exc.strerror})") from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+            sock.listen(1)
+        except OSError as exc:
+            raise UserError(f"--port: cannot listen on {bind}:{port} ({exc.strerror})") from None
+        return int(sock.getsockname()[1])
+
+
+def urls(base: str, runtime: Any) -> list[tuple[str, str]]:
+    """The URLs worth printing: health, sites, webchat (when a channel serves one) and each MCP endpoint."""
+    out = [("health", f"{base}/healthz")]
+    paths = [r.split(":", 1)[1] for r in runtime.routes]
+    if any(p.endswith(" /sites/{path:path}") for p in paths):
+        out.append(("sites", f"{base}/sites/"))
+    webchat = sorted(p.split(" ", 1)[1] for p in paths if "webchat" in p and p.startswith("GET"))
+    if webchat:
+        out.append(("webchat", f"{base}{webchat[0]}"))
+    out.extend((f"mcp {name}", f"{base}/mcp/{name}") for name in sorted(runtime.mcp))
+    return out
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    from host import app as host_app
+
+    if args.account:
+        try:
+            from host.accounts import check_id
+        except ImportError:
+            pass
+        else:
+            check_id(args.account, "--account")
+        ctx.env["ACCOUNT_ID"] = args.account
+    host = ctx.host()
+    summary = run_boot_gates(host, dict(ctx.env), args)
+    if summary["fatal"]:
+        log("serve", "op=refused", reason="fatal-gate", gates=summary["fatal"])
+        raise FatalError(f"serve: refusing to serve: fatal boot gate(s) failed: {', '.join(summary['fatal'])}")
+    host.state["gates"] = summary
+    port = check_port(args.host, args.port)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    base = f"http://{shown}:{port}"
+    app = host_app.build_app(host, bind=args.host, port=port)
+    runtime = app.state.runtime
+
+    def ready(_addr: str, _port: int) -> None:
+        print(f"plughost serving on {base}", flush=True)
+        for label, url in urls(base, runtime):
+            print(f"  {label + ':':<14} {url}", flush=True)
+        log("serve", "op=listening", url=base, mcp=sorted(runtime.mcp), routes=len(runtime.routes))
+
+    server = host_app.make_server(host, bind=args.host, port=port, grace=args.grace, on_ready=ready, app=app)
+    try:
+        server.run()
+    except SystemExit:  # uvicorn exits when binding or the lifespan startup fails
+        print("plughost serve: the app failed to start (see the lines above)", file=sys.stderr)
+        return 1
+    finally:
+        ctx._host = None  # the app's lifespan closed the host (shutdown hooks, store)
+    log("serve", "op=stopped", signal=server.stop_signal or "none", requests=runtime.inflight.total)
+    fast_exit()
+    return 0
+
+
+def fast_exit() -> None:
+    """End the process now that everything is flushed and closed.
+
+    Interpreter teardown of the web and MCP stacks (tens of thousands of objects) takes seconds
+    on a busy machine and adds nothing after a graceful stop; a supervisor waiting on SIGTERM
+    gets the exit at once. Only in the main thread of a `plughost serve` process, and
+    ``PLUGHOST_SERVE_NO_FAST_EXIT=1`` turns it off.
+    """
+    import os
+    import threading
+
+    if os.environ.get("PLUGHOST_SERVE_NO_FAST_EXIT") == "1" or threading.current_thread() is not threading.main_thread():
+        return
+    if "serve" not in sys.argv[1:]:
+        return  # called in-process (an embedding app or a test), not as the `plughost serve` command
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -1,0 +1,52 @@
+"""`plughost admin set-pin ACCOUNT [--user ID]`: store the account's admin PIN (scrypt hash).
+
+The PIN is read from stdin (first line) so it never appears in a process list or shell
+history; on a terminal it is prompted for without echo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from typing import Any
+
+from host.errors import UserError
+
+HELP = "admin sessions: set an account's admin PIN"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    pin = sub.add_parser("set-pin", help="set the admin PIN of an account (PIN read from stdin)")
+    pin.add_argument("account", help="account id (a folder under PLUGHOST_HOME/accounts/)")
+    pin.add_argument("--user", default=None,
+                     help="userId the PIN signs in as (default: the owner, users.json entry 0)")
+
+
+def owner_of(home: Any, account: str) -> str:
+    path = home / "accounts" / account / "users.json"
+    try:
+        users = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "owner"
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: not readable JSON ({exc})") from None
+    if isinstance(users, list) and users and isinstance(users[0], dict) and isinstance(users[0].get("userId"), str):
+        return users[0]["userId"]
+    return "owner"
+
+
+def run(args: argparse.Namespace, host: Any) -> int:
+    from plugins.admin import sessions
+
+    sessions.check_account_id(args.account)
+    if sys.stdin.isatty():
+        pin = getpass.getpass("admin PIN: ")
+    else:
+        pin = sys.stdin.readline().rstrip("\r\n")
+    user = args.user or owner_of(host.home, args.account)
+    path = sessions.set_pin(host.home, args.account, pin, user)
+    print(f"admin PIN set for account {args.account} (userId {user}) at {path}")
+    return 0

@@ -1,0 +1,125 @@
+"""MCP over streamable HTTP at /mcp/<plugin>: several servers in one app, DNS-rebinding protection,
+and the MCP conformance suite against a served plugin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from serve_helpers import FIXTURES, conformance_command, raw_request, start_serve
+
+from host.manifest import from_mapping
+from host.types import Tool
+
+BASELINE = Path(__file__).resolve().parent / "conformance-baseline.yml"
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}}
+
+
+class Alpha:
+    @staticmethod
+    def plughost_tools(host: Any) -> list[Tool]:
+        def shout(text: str) -> str:
+            """Upper-case the text."""
+            return text.upper()
+
+        return [Tool.from_function(shout)]
+
+
+class Beta:
+    @staticmethod
+    def plughost_tools(host: Any) -> list[Tool]:
+        def count(items: list) -> dict:
+            """Count the items."""
+            return {"n": len(items)}
+
+        return [Tool.from_function(count)]
+
+
+def _plugin_host(make_host) -> Any:
+    from host.hookspecs import hookimpl
+
+    host = make_host()
+    for name, cls in (("alpha", Alpha), ("beta", Beta)):
+        plugin = type(name, (), {"plughost_tools": staticmethod(hookimpl(cls.plughost_tools))})
+        host.register(plugin, name, from_mapping({"name": name}, None))
+    return host
+
+
+async def _use(url: str, tool: str, args: dict) -> tuple[list[str], Any]:
+    from mcp import Client
+
+    async with Client(url) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool(tool, args)
+        return [t.name for t in tools.tools], result
+
+
+def test_two_plugins_served_side_by_side(make_host, live_app) -> None:
+    server = live_app(_plugin_host(make_host))
+    assert sorted(server.app.state.runtime.mcp) == ["alpha", "beta"]
+    names, result = anyio.run(_use, f"{server.base}/mcp/alpha", "shout", {"text": "hi"})
+    assert names == ["shout"] and result.content[0].text == "HI" and not result.is_error
+    names, result = anyio.run(_use, f"{server.base}/mcp/beta", "count", {"items": [1, 2, 3]})
+    assert names == ["count"] and json.loads(result.content[0].text) == {"n": 3}
+    _, bad = anyio.run(_use, f"{server.base}/mcp/beta", "count", {"items": "nope"})
+    assert bad.is_error and "parameter 'items'" in bad.content[0].text
+
+
+def test_dns_rebinding_protection(make_host, live_app) -> None:
+    server = live_app(_plugin_host(make_host))
+    body = json.dumps(INIT).encode()
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    ok = raw_request(server.port, "/mcp/alpha", method="POST", headers=headers, body=body)
+    assert ok.status == 200
+    evil_host = raw_request(server.port, "/mcp/alpha", method="POST", headers=headers, body=body,
+                            host="evil.example")
+    assert evil_host.status in (403, 421)
+    evil_origin = raw_request(server.port, "/mcp/alpha", method="POST",
+                              headers={**headers, "Origin": "http://evil.example"}, body=body)
+    assert evil_origin.status == 403
+
+
+def test_unknown_plugin_endpoint_is_404_json(make_host, live_app) -> None:
+    server = live_app(_plugin_host(make_host))
+    response = server.get("/mcp/nope")
+    assert response.status == 404 and response.json()["error"] == "not-found"
+
+
+def conformance_plugin() -> str:
+    """The memory plugin once it serves tools over HTTP; the probe test plugin until then."""
+    from host.app import mcp_plugins
+    from host.manager import Host
+
+    host = Host(env={**os.environ, "PLUGHOST_PLUGINS_DIR": str(FIXTURES / "ok")}).load()
+    try:
+        served = mcp_plugins(host)
+    finally:
+        host.close()
+    return "memory" if "memory" in served else "probe"
+
+
+@pytest.mark.external
+def test_mcp_conformance_suite(serve_env: dict[str, str], tmp_path: Path) -> None:
+    command = conformance_command()
+    plugin = conformance_plugin()
+    served = start_serve(env=serve_env, plugins_dir=FIXTURES / "ok")
+    try:
+        url = f"{served.base}/mcp/{plugin}"
+        result = subprocess.run([*command, "server", "--url", url, "--expected-failures", str(BASELINE),
+                                 "-o", str(tmp_path / "results")], capture_output=True, text=True, timeout=240,
+                                cwd=tmp_path, env={**os.environ, "PATH": f"{Path(command[0]).parent}:{os.environ['PATH']}"})
+    finally:
+        code, _, _ = served.terminate()
+    summary = result.stdout[result.stdout.find("=== SUMMARY ==="):]
+    assert result.returncode == 0, summary + result.stderr[-2000:]
+    for scenario in ("server-initialize", "ping", "tools-list", "dns-rebinding-protection",
+                     "server-sse-multiple-streams"):
+        assert f"✓ {scenario}:" in summary, scenario
+    assert code == 0
