@@ -1,7 +1,30 @@
-"""Hook implementations of the channels plugin."""
+"""Hook implementations of the channels plugin.
+
+Kept cheap to import: every heavy module (starlette, httpx, the pipeline) is imported inside
+the hook that needs it.
+"""
 
 from __future__ import annotations
 
-from host.hookspecs import hookimpl  # noqa: F401
+from typing import Any
 
-__all__: list[str] = []
+from host.hookspecs import hookimpl
+
+# --- channels: adapters, runner, CLI -------------------------------------------------------
+
+
+@hookimpl
+def plughost_cli_commands(host: Any) -> list[Any]:
+    from plugins.channels.commands import cli_commands
+
+    return cli_commands()
+
+
+@hookimpl
+def plughost_agent_runner(host: Any) -> Any:
+    from plugins.channels.runner import CommandRunner
+
+    return CommandRunner.from_env(host.env)
+
+
+# --- end channels ----------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ACCOUNT, ADMIN_PHONE, OWNER_PHONE, STRAY_ADMIN_PHONE, write_account
+from channels_support import ACCOUNT, ADMIN_PHONE, OWNER_PHONE, STRAY_ADMIN_PHONE, write_account
 
 from host.errors import UserError
 from plugins.channels.identity import AliasCache, Identity, normalize_phone, resolve
