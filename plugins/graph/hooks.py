@@ -1,7 +1,65 @@
-"""Hook implementations of the graph plugin."""
+"""Hook implementations of the graph plugin.
+
+Cheap to import: numpy, neo4j and mcp are imported inside the functions that use them.
+"""
 
 from __future__ import annotations
 
-from host.hookspecs import hookimpl  # noqa: F401
+from typing import TYPE_CHECKING, Any
 
-__all__: list[str] = []
+from host.hookspecs import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+    from host.types import CliCommand, Gate, Tool
+
+
+def backend_name(env: Any) -> str:
+    """``PLUGHOST_STORE`` (sqlite|neo4j) wins; otherwise Neo4j when ``NEO4J_URI`` is set."""
+    from host.errors import UserError
+
+    chosen = (env.get("PLUGHOST_STORE") or "").strip().lower()
+    if chosen:
+        if chosen not in ("sqlite", "neo4j"):
+            raise UserError(f"PLUGHOST_STORE: expected 'sqlite' or 'neo4j', got '{chosen}'")
+        return chosen
+    return "neo4j" if (env.get("NEO4J_URI") or "").strip() else "sqlite"
+
+
+def sqlite_path(host: Host) -> Any:
+    from pathlib import Path
+
+    value = (host.env.get("PLUGHOST_GRAPH_DB") or "").strip()
+    return Path(value) if value else host.home / "graph.sqlite"
+
+
+@hookimpl
+def plughost_store(host: Host) -> Any:
+    if backend_name(host.env) == "neo4j":
+        from plugins.graph.neo4j_store import Neo4jStore
+
+        return Neo4jStore.from_env(host.env)
+    from plugins.graph.sqlite_store import SqliteStore
+
+    return SqliteStore(sqlite_path(host), env=host.env)
+
+
+@hookimpl
+def plughost_tools(host: Host) -> list[Tool]:
+    from plugins.graph.tools import graph_tools
+
+    return graph_tools(host)
+
+
+@hookimpl
+def plughost_cli_commands(host: Host) -> list[CliCommand]:
+    from plugins.graph.cli import commands
+
+    return commands()
+
+
+@hookimpl
+def plughost_boot_gates(host: Host) -> list[Gate]:
+    from plugins.graph.gates import gates
+
+    return gates()

@@ -1,0 +1,193 @@
+"""What both store backends share: input validation, the text union, write account checks.
+
+Everything here is cheap to import (no numpy, no neo4j).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from host.errors import UserError
+from host.graph import TEXT_PROPERTIES, Guards
+from host.log import log
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+"""Labels, edge types and property keys used in queries: identifier-safe in SQL and Cypher."""
+
+CASCADE_LABELS = ("Section", "Chunk")
+"""Soft delete cascades KnowledgeDocument → Section → Chunk along outgoing edges."""
+
+DERIVED_PROPERTIES = frozenset({"accountId", "createdAt", "updatedAt", "deletedAt", "backlinkCount", "embedding"})
+GRACE_DAYS = 7.0
+EXPAND_LIMIT = 20
+
+
+class AccountMismatch(UserError):
+    """A write named an account other than the process's ``ACCOUNT_ID``."""
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def check_name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        raise UserError(f"{what}: expected an identifier ([A-Za-z_][A-Za-z0-9_]*), got {value!r:.60}")
+    return value
+
+
+def check_labels(labels: Any, what: str = "labels") -> tuple[str, ...]:
+    if isinstance(labels, str) or not isinstance(labels, Sequence) or not labels:
+        raise UserError(f"{what}: expected a non-empty list of labels, got {labels!r:.60}")
+    out: list[str] = []
+    for i, label in enumerate(labels):
+        check_name(label, f"{what}[{i}]")
+        if label not in out:
+            out.append(label)
+    return tuple(out)
+
+
+def check_account(expected: str | None, account_id: str, *, node: str | None = None) -> None:
+    """Writes must name the process's account (SPEC 8.1); anything else is logged and rejected."""
+    if not expected or account_id != expected:
+        log("graph-write", "reject", reason="invalid-account-id", accountId=(account_id or "")[:8],
+            **({"node": node} if node else {}))
+        raise AccountMismatch(
+            f"accountId: '{account_id}' is not this process's account (ACCOUNT_ID="
+            f"{expected or 'unset'}); writes must target ACCOUNT_ID"
+        )
+
+
+@dataclass
+class Prepared:
+    """One validated node write."""
+
+    id: str | None
+    labels: tuple[str, ...]
+    properties: dict[str, Any]
+    embedding: list[float] | None
+
+
+def check_embedding(vector: Any, what: str = "embedding") -> list[float] | None:
+    if vector is None:
+        return None
+    if isinstance(vector, (str, bytes)) or not isinstance(vector, Sequence) and not hasattr(vector, "tolist"):
+        raise UserError(f"{what}: expected a list of numbers")
+    values = vector.tolist() if hasattr(vector, "tolist") else list(vector)
+    if not values:
+        raise UserError(f"{what}: expected a non-empty list of numbers")
+    try:
+        out = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise UserError(f"{what}: expected a list of numbers") from None
+    if not all(math.isfinite(v) for v in out):
+        raise UserError(f"{what}: expected finite numbers")
+    return out
+
+
+def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = None, embedding: Any = None,
+            what: str = "node") -> Prepared:
+    """Validate one node write; reserved/derived keys are dropped, ``accountId`` must match."""
+    lab = check_labels(labels, f"{what}.labels")
+    if properties is None:
+        properties = {}
+    if not isinstance(properties, Mapping):
+        raise UserError(f"{what}.properties: expected an object, got {type(properties).__name__}")
+    if node_id is not None and (not isinstance(node_id, str) or not node_id.strip() or len(node_id) > 200):
+        raise UserError(f"{what}.id: expected a non-empty string of at most 200 characters")
+    props: dict[str, Any] = {}
+    for key, value in properties.items():
+        if not isinstance(key, str) or not key:
+            raise UserError(f"{what}.properties: keys must be non-empty strings")
+        if key == "accountId":
+            if value != account_id:
+                check_account(account_id, str(value), node=node_id)
+            continue
+        if key == "embedding":
+            if embedding is None:
+                embedding = value
+            continue
+        if key in DERIVED_PROPERTIES:
+            continue
+        props[key] = value
+    scope = props.get("scope")
+    if scope is not None and not isinstance(scope, str):
+        raise UserError(f"{what}.properties.scope: expected a string or null")
+    agents = props.get("agents")
+    if agents is not None:
+        if isinstance(agents, str):
+            agents = [agents]
+        if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+            raise UserError(f"{what}.properties.agents: expected a list of agent slugs")
+        props["agents"] = agents
+    try:
+        json.dumps(props, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
+    return Prepared(node_id, lab, props, check_embedding(embedding, f"{what}.embedding"))
+
+
+def text_of(properties: Mapping[str, Any]) -> str:
+    """The canonical text-property union that BM25 indexes."""
+    parts: list[str] = []
+    for key in TEXT_PROPERTIES:
+        value = properties.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            parts.extend(str(v) for v in value if v is not None)
+        else:
+            parts.append(str(value))
+    return "\n".join(parts)
+
+
+def keywords_of(properties: Mapping[str, Any]) -> list[str]:
+    """``keywords`` as lower-cased tags: a list, or a comma-separated string."""
+    value = properties.get("keywords")
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    out: list[str] = []
+    for item in items:
+        tag = str(item).strip().lower()
+        if tag and tag not in out:
+            out.append(tag)
+    return out
+
+
+_FTS_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def fts_terms(text: str, max_terms: int = 32) -> list[list[str]]:
+    """User text → terms, each a list of word tokens (letters and digits; punctuation splits).
+
+    ``INV-2024-0042`` becomes one term of three tokens, matched as an adjacent phrase, so it is
+    found exactly; nothing the user types can reach the query syntax.
+    """
+    terms: list[list[str]] = []
+    for chunk in str(text).split():
+        tokens = [t.lower() for t in _FTS_TOKEN.findall(chunk)]
+        if tokens and tokens not in terms:
+            terms.append(tokens)
+        if len(terms) >= max_terms:
+            break
+    return terms
+
+
+def guards_ok(guards: Any) -> Guards:
+    if not isinstance(guards, Guards):
+        raise TypeError("guards: expected a host.graph.Guards (use Guards.from_env)")
+    return guards

@@ -1,0 +1,68 @@
+"""Embedded store schema migrations, numbered; the version lives in ``PRAGMA user_version``.
+
+Each migration runs inside one ``BEGIN IMMEDIATE`` transaction, so two processes opening a
+fresh file at once apply it exactly once (the second waits on the lock, then sees the version).
+Append new migrations to :data:`MIGRATIONS`; never edit a shipped one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from host.errors import UserError
+
+HERE = Path(__file__).resolve().parent
+SCHEMA_FILE = HERE / "schema.sql"
+
+
+def split_statements(script: str) -> list[str]:
+    """Split an SQL script into complete statements (trigger bodies stay whole)."""
+    statements: list[str] = []
+    buf: list[str] = []
+    for line in script.splitlines():
+        if not buf and (not line.strip() or line.strip().startswith("--")):
+            continue
+        buf.append(line)
+        text = "\n".join(buf)
+        if sqlite3.complete_statement(text):
+            statements.append(text.strip())
+            buf = []
+    if "".join(buf).strip():
+        raise ValueError(f"incomplete SQL statement at the end of the script: {' '.join(buf)[:80]}")
+    return statements
+
+
+def _v1() -> list[str]:
+    return split_statements(SCHEMA_FILE.read_text(encoding="utf-8"))
+
+
+MIGRATIONS: list[tuple[int, object]] = [
+    (1, _v1),
+]
+"""(version, callable returning its statements), in order."""
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def migrate(conn: sqlite3.Connection, path: str | Path = "graph.sqlite") -> int:
+    """Bring the database to :data:`LATEST`; returns the version found before migrating."""
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current == LATEST:
+        return current
+    if current > LATEST:
+        raise UserError(f"{path}: schema version {current} is newer than this plughost supports ({LATEST})")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = conn.execute("PRAGMA user_version").fetchone()[0]
+        for version, statements in MIGRATIONS:
+            if version <= found:
+                continue
+            for statement in statements():  # type: ignore[operator]
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {int(version)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return current

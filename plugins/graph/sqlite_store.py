@@ -1,0 +1,708 @@
+"""The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
+
+Every read builds its guard layers (SPEC 8.1) into the SQL WHERE clause, so the top-k cut
+happens after them. Vector search is exact: SQL selects the guarded candidate rows, numpy
+scores them (cosine) against an in-process matrix of the account's vectors. The matrix and the
+guarded candidate sets are cached per process and dropped whenever anything is written (by
+this connection, or by another process: ``PRAGMA data_version`` tells).
+
+One connection per store object, serialised by a lock (MCP handlers run in threads); several
+processes share the file through WAL and the busy timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from host.errors import UserError
+from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node
+from plugins.graph import migrations
+from plugins.graph.common import (
+    CASCADE_LABELS,
+    EXPAND_LIMIT,
+    GRACE_DAYS,
+    Prepared,
+    check_account,
+    check_embedding,
+    check_labels,
+    check_name,
+    fts_terms,
+    guards_ok,
+    iso,
+    keywords_of,
+    new_id,
+    prepare,
+    text_of,
+)
+
+BUSY_TIMEOUT_S = 15.0
+NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
+             "n.updated_at, n.dims, n.backlink_count")
+CHUNK = 500  # bound on SQL variables per statement
+
+
+def _chunks(seq: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def guard_sql(g: Guards, alias: str = "n", *, related: bool = False) -> tuple[str, list[Any]]:
+    """The guard layers as one SQL condition on ``alias``.
+
+    Primary reads get layers 1, 2, 3 and 5; ``related=True`` gives layer 4 (expansion), where
+    untagged nodes pass the agent filter.
+    """
+    a = alias
+    parts = [f"{a}.account_id = ?", f"{a}.deleted_at IS NULL"]  # layers 5 and 1
+    params: list[Any] = [g.account_id]
+    if g.allowed_scopes is not None:  # layer 2
+        if g.allowed_scopes:
+            parts.append(f"({a}.scope IS NULL OR {a}.scope IN ({_marks(len(g.allowed_scopes))}))")
+            params.extend(g.allowed_scopes)
+        else:
+            parts.append(f"{a}.scope IS NULL")
+    if g.agent_slug is not None:  # layer 3 (primary) / layer 4 (related)
+        tagged = f"EXISTS (SELECT 1 FROM node_agents ag WHERE ag.agent = ? AND ag.node = {a}.rid)"
+        parts.append(f"({a}.agents IS NULL OR {tagged})" if related else tagged)
+        params.append(g.agent_slug)
+    return " AND ".join(parts), params
+
+
+def label_sql(labels: Sequence[str] | None, alias: str = "n") -> tuple[str, list[Any]]:
+    if not labels:
+        return "", []
+    labs = check_labels(labels)
+    return (f" AND EXISTS (SELECT 1 FROM node_labels nl WHERE nl.node = {alias}.rid "
+            f"AND nl.label IN ({_marks(len(labs))}))", list(labs))
+
+
+class SqliteStore:
+    """:class:`host.graph.GraphStore` on one SQLite file."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str | Path, *, env: Mapping[str, str] | None = None) -> None:
+        self.path = Path(path)
+        self.env = dict(os.environ if env is None else env)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                    check_same_thread=False)
+        self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        self._set_wal()
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.conn.execute("PRAGMA foreign_keys = OFF")
+        migrations.migrate(self.conn, self.path)
+        self._writes = 0  # bumped by every local commit
+        self._matrices: dict[tuple[str, int], tuple[Any, np.ndarray, np.ndarray]] = {}
+        self._candidates: OrderedDict[Any, np.ndarray] = OrderedDict()
+        self._cache_stamp: tuple[int, int] | None = None
+
+    def _set_wal(self) -> None:
+        for _ in range(50):
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError:
+                time.sleep(0.1)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+
+    @property
+    def account_id(self) -> str | None:
+        return self.env.get("ACCOUNT_ID", "").strip() or None
+
+    @property
+    def dimensions(self) -> int:
+        raw = self.env.get("PLUGHOST_EMBED_DIMENSIONS") or self.env.get("EMBED_DIMENSIONS") or "384"
+        try:
+            return int(raw)
+        except ValueError:
+            raise UserError(f"EMBED_DIMENSIONS: expected an integer, got {raw!r}") from None
+
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding the database write lock from its start."""
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._writes += 1
+                self._matrices.clear()
+                self._candidates.clear()
+
+    def _fresh_caches(self) -> None:
+        """Drop the caches when anything was committed since they were built."""
+        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
+        if stamp != self._cache_stamp:
+            self._matrices.clear()
+            self._candidates.clear()
+            self._cache_stamp = stamp
+
+    def _node(self, row: Sequence[Any], embedding: bool | None = None) -> Node:
+        rid, nid, account, labels, props, deleted, created, updated, dims, backlinks = row[:10]
+        properties = json.loads(props)
+        properties["accountId"] = account
+        properties["createdAt"] = iso(created)
+        properties["updatedAt"] = iso(updated)
+        if deleted is not None:
+            properties["deletedAt"] = iso(deleted)
+        properties["backlinkCount"] = backlinks
+        return Node(nid, tuple(json.loads(labels)), properties, account, dims is not None)
+
+    def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]:
+        out: dict[int, Node] = {}
+        for part in _chunks(list(rids)):
+            for row in self.conn.execute(f"SELECT {NODE_COLS} FROM nodes n WHERE n.rid IN ({_marks(len(part))})",
+                                         list(part)):
+                out[row[0]] = self._node(row)
+        return out
+
+    # ------------------------------------------------------------------ writes
+    def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, account_id: str,
+                    node_id: str | None = None, embedding: Sequence[float] | None = None) -> str:
+        """Create or merge a node (properties merge, ``None`` removes a key, labels union).
+
+        Upserting a soft-deleted node revives it. A ``KnowledgeDocument`` written without
+        ``node_id`` whose ``attachmentId`` matches an existing document of the account is a
+        re-ingest: that document is reused (revived) and its Section/Chunk hierarchy is removed,
+        to be replaced by what the caller writes next.
+        """
+        check_account(self.account_id, account_id, node=node_id)
+        item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
+        with self._write() as conn:
+            return self._upsert(conn, [item], account_id)[0]
+
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str) -> int:
+        """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
+
+        ``edges`` are ``{type, to, properties?}``; ``to`` names a node of the account (in the
+        batch or the store). Any invalid row rejects the whole batch, naming the row.
+        """
+        check_account(self.account_id, account_id)
+        items: list[Prepared] = []
+        edges: list[tuple[int, str, str, dict[str, Any] | None]] = []
+        for i, row in enumerate(rows):
+            if not isinstance(row, Mapping):
+                raise UserError(f"rows[{i}]: expected an object")
+            items.append(prepare(row.get("labels"), row.get("properties"), account_id=account_id,
+                                 node_id=row.get("id"), embedding=row.get("embedding"), what=f"rows[{i}]"))
+            for j, edge in enumerate(row.get("edges") or []):
+                edges.append((i, *check_edge(edge, f"rows[{i}].edges[{j}]")))
+        if not items:
+            return 0
+        with self._write() as conn:
+            ids = self._upsert(conn, items, account_id)
+            wanted = [(ids[i], etype, to, props) for i, etype, to, props in edges]
+            missing = self._edges(conn, wanted, account_id)
+            if missing:
+                raise UserError(f"edges: target node '{missing[0]}' not found in account '{account_id}'")
+        return len(items)
+
+    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str) -> list[str]:
+        now = time.time()
+        for item in items:
+            if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
+                item.id = self._reingest(conn, account_id, item.properties["attachmentId"])
+        ids = [item.id or new_id() for item in items]
+        existing: dict[str, tuple[Any, ...]] = {}
+        explicit = [i for i, item in zip(ids, items, strict=True) if item.id is not None]
+        for part in _chunks(explicit):
+            for row in conn.execute(
+                f"SELECT id, rid, account_id, labels, properties FROM nodes WHERE id IN ({_marks(len(part))})",
+                list(part),
+            ):
+                existing[row[0]] = row
+        next_rid = (conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]) + 1
+        inserts, updates, side_rids = [], [], []
+        labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
+        seen: dict[str, int] = {}
+        for nid, item in zip(ids, items, strict=True):
+            old = existing.get(nid)
+            if nid in seen:  # the same id twice in one batch: merge into the first
+                old = existing[nid]
+            if old is not None:
+                _, rid, old_account, old_labels, old_props = old
+                if old_account != account_id:
+                    check_account(old_account, account_id, node=nid)
+                props = json.loads(old_props)
+                for key, value in item.properties.items():
+                    if value is None:
+                        props.pop(key, None)
+                    else:
+                        props[key] = value
+                labels = list(json.loads(old_labels))
+                labels += [lab for lab in item.labels if lab not in labels]
+                updates.append((json.dumps(labels), json.dumps(props), props.get("scope"),
+                                _agents(props), now, rid))
+                side_rids.append(rid)
+                existing[nid] = (nid, rid, account_id, json.dumps(labels), json.dumps(props))
+            else:
+                rid = next_rid
+                next_rid += 1
+                props = {k: v for k, v in item.properties.items() if v is not None}
+                labels = list(item.labels)
+                inserts.append((rid, nid, account_id, json.dumps(labels), json.dumps(props), props.get("scope"),
+                                _agents(props), now, now))
+                existing[nid] = (nid, rid, account_id, json.dumps(labels), json.dumps(props))
+            seen[nid] = rid
+            if item.embedding is not None:
+                vec = np.asarray(item.embedding, dtype=np.float32)
+                updates_emb = (vec.tobytes(), len(vec), rid)
+                item_emb = updates_emb
+            else:
+                item_emb = None
+            item._rid = rid  # type: ignore[attr-defined]
+            item._emb = item_emb  # type: ignore[attr-defined]
+            item._final = (labels, props)  # type: ignore[attr-defined]
+        if inserts:
+            conn.executemany("INSERT INTO nodes (rid, id, account_id, labels, properties, scope, agents, "
+                             "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)", inserts)
+        if updates:
+            conn.executemany("UPDATE nodes SET labels = ?, properties = ?, scope = ?, agents = ?, "
+                             "deleted_at = NULL, updated_at = ? WHERE rid = ?", updates)
+        if side_rids:
+            for part in _chunks(side_rids):
+                marks = _marks(len(part))
+                for table in ("node_labels", "node_agents", "node_keywords"):
+                    conn.execute(f"DELETE FROM {table} WHERE node IN ({marks})", list(part))
+                conn.execute(f"DELETE FROM node_text WHERE rowid IN ({marks})", list(part))
+        final: dict[int, tuple[list[str], dict[str, Any]]] = {}
+        for item in items:
+            final[item._rid] = item._final  # type: ignore[attr-defined]
+        for rid, (labels, props) in final.items():
+            labels_rows.extend((lab, rid) for lab in labels)
+            agent_rows.extend((ag, rid) for ag in dict.fromkeys(props.get("agents") or []))
+            keyword_rows.extend((kw, rid) for kw in keywords_of(props))
+            text = text_of(props)
+            if text:
+                text_rows.append((rid, text))
+        conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)", labels_rows)
+        if agent_rows:
+            conn.executemany("INSERT OR IGNORE INTO node_agents (agent, node) VALUES (?, ?)", agent_rows)
+        if keyword_rows:
+            conn.executemany("INSERT OR IGNORE INTO node_keywords (keyword, node) VALUES (?, ?)", keyword_rows)
+        if text_rows:
+            conn.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", text_rows)
+        emb = [item._emb for item in items if item._emb is not None]  # type: ignore[attr-defined]
+        if emb:
+            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE rid = ?", emb)
+        return ids
+
+    def _reingest(self, conn: sqlite3.Connection, account_id: str, attachment_id: Any) -> str | None:
+        """Find the document an attachment was ingested as; drop its hierarchy for replacement."""
+        row = conn.execute(
+            "SELECT n.rid, n.id FROM nodes n JOIN node_labels l ON l.node = n.rid AND l.label = 'KnowledgeDocument' "
+            "WHERE n.account_id = ? AND json_extract(n.properties, '$.attachmentId') = ? "
+            "ORDER BY n.deleted_at IS NOT NULL, n.updated_at DESC LIMIT 1",
+            (account_id, attachment_id),
+        ).fetchone()
+        if row is None:
+            return None
+        children = [r for r in self._hierarchy(conn, row[0], account_id) if r != row[0]]
+        for part in _chunks(children):
+            conn.execute(f"DELETE FROM nodes WHERE rid IN ({_marks(len(part))})", list(part))
+        return row[1]
+
+    def _hierarchy(self, conn: sqlite3.Connection, rid: int, account_id: str) -> list[int]:
+        """The node and its Section/Chunk descendants along outgoing edges."""
+        rows = conn.execute(
+            f"""WITH RECURSIVE tree(rid) AS (
+                  SELECT ?
+                  UNION
+                  SELECT e.target FROM edges e JOIN tree t ON e.source = t.rid
+                  JOIN nodes c ON c.rid = e.target AND c.account_id = ?
+                  WHERE EXISTS (SELECT 1 FROM node_labels l WHERE l.node = e.target
+                                AND l.label IN ({_marks(len(CASCADE_LABELS))})))
+                SELECT rid FROM tree""",
+            (rid, account_id, *CASCADE_LABELS),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def create_edge(self, source_id: str, target_id: str, edge_type: str,
+                    properties: Mapping[str, Any] | None = None, *, account_id: str) -> None:
+        """MERGE a typed edge between two nodes of the account; ``backlinkCount`` follows."""
+        check_account(self.account_id, account_id)
+        etype, to, props = check_edge({"type": edge_type, "to": target_id, "properties": properties}, "edge")
+        with self._write() as conn:
+            src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND account_id = ?",
+                               (source_id, account_id)).fetchone()
+            if src is None:
+                raise UserError(f"edge.source: node '{source_id}' not found in account '{account_id}'")
+            missing = self._edges(conn, [(source_id, etype, to, props)], account_id)
+            if missing:
+                raise UserError(f"edge.target: node '{missing[0]}' not found in account '{account_id}'")
+
+    def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
+                     account_id: str) -> list[str]:
+        """Bulk MERGE of ``(source, type, target, properties)``; returns the ids not found."""
+        check_account(self.account_id, account_id)
+        wanted = []
+        for i, (src, etype, dst, props) in enumerate(edges):
+            t, d, p = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
+            wanted.append((src, t, d, p))
+        with self._write() as conn:
+            return self._edges(conn, wanted, account_id)
+
+    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[str]:
+        if not wanted:
+            return []
+        names = sorted({w[0] for w in wanted} | {w[2] for w in wanted})
+        rids: dict[str, int] = {}
+        for part in _chunks(names):
+            rids.update(conn.execute(
+                f"SELECT id, rid FROM nodes WHERE account_id = ? AND id IN ({_marks(len(part))})",
+                [account_id, *part]))
+        now = time.time()
+        rows, missing = [], []
+        for src, etype, dst, props in wanted:
+            if src not in rids or dst not in rids:
+                missing.append(src if src not in rids else dst)
+                continue
+            rows.append((rids[src], etype, rids[dst], json.dumps(props) if props else None, now))
+        conn.executemany(
+            "INSERT INTO edges (source, type, target, properties, created_at) VALUES (?,?,?,?,?) "
+            "ON CONFLICT (source, type, target) DO UPDATE SET properties = coalesce(excluded.properties, properties)",
+            rows)
+        return missing
+
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int:
+        check_account(self.account_id, account_id)
+        with self._write() as conn:
+            cur = conn.execute(
+                "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND account_id = ?) "
+                "AND target = (SELECT rid FROM nodes WHERE id = ? AND account_id = ?)",
+                (edge_type, source_id, account_id, target_id, account_id))
+            return cur.rowcount
+
+    def set_embedding(self, node_id: str, vector: Sequence[float], *, account_id: str) -> None:
+        if self.set_embeddings([(node_id, vector)], account_id=account_id) == 0:
+            raise UserError(f"node: '{node_id}' not found in account '{account_id}'")
+
+    def set_embeddings(self, items: Iterable[tuple[str, Sequence[float]]], *, account_id: str) -> int:
+        """Bulk embedding write; returns how many nodes of the account were updated."""
+        check_account(self.account_id, account_id)
+        rows = []
+        for i, (nid, vector) in enumerate(items):
+            vec = check_embedding(vector, f"embeddings[{i}]")
+            arr = np.asarray(vec, dtype=np.float32)
+            rows.append((arr.tobytes(), len(arr), nid, account_id))
+        with self._write() as conn:
+            before = conn.total_changes
+            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE id = ? AND account_id = ?", rows)
+            return conn.total_changes - before
+
+    def soft_delete(self, node_id: str, *, guards: Guards) -> int:
+        """Set ``deletedAt`` on the node and, for a document or section, its Section/Chunk hierarchy."""
+        return self._set_deleted(node_id, guards, time.time())
+
+    def restore(self, node_id: str, *, guards: Guards) -> int:
+        """Clear ``deletedAt`` on the node and its hierarchy."""
+        return self._set_deleted(node_id, guards, None)
+
+    def _set_deleted(self, node_id: str, guards: Guards, when: float | None) -> int:
+        g = guards_ok(guards)
+        check_account(self.account_id, g.account_id, node=node_id)
+        cond, params = guard_sql(g)
+        cond = cond.replace("n.deleted_at IS NULL", "1")  # the node itself may be deleted (restore)
+        with self._write() as conn:
+            row = conn.execute(f"SELECT n.rid FROM nodes n WHERE n.id = ? AND {cond}", [node_id, *params]).fetchone()
+            if row is None:
+                return 0
+            rids = self._hierarchy(conn, row[0], g.account_id)
+            touched = 0
+            for part in _chunks(rids):
+                flip = "deleted_at IS NULL" if when is not None else "deleted_at IS NOT NULL"
+                cur = conn.execute(f"UPDATE nodes SET deleted_at = ?, updated_at = ? WHERE rid IN "
+                                   f"({_marks(len(part))}) AND {flip}", [when, time.time(), *part])
+                touched += cur.rowcount
+            return touched
+
+    def purge(self, *, older_than_days: float = GRACE_DAYS, account_id: str | None = None) -> int:
+        """Hard-delete nodes soft-deleted longer ago than the grace period (edges go with them)."""
+        cutoff = time.time() - older_than_days * 86400.0
+        sql = "DELETE FROM nodes WHERE deleted_at IS NOT NULL AND deleted_at <= ?"
+        params: list[Any] = [cutoff]
+        if account_id is not None:
+            sql += " AND account_id = ?"
+            params.append(account_id)
+        with self._write() as conn:
+            return conn.execute(sql, params).rowcount
+
+    # ------------------------------------------------------------------ reads
+    def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None:
+        cond, params = guard_sql(guards_ok(guards))
+        if include_deleted:
+            cond = cond.replace("n.deleted_at IS NULL", "1")
+        with self._lock:
+            row = self.conn.execute(f"SELECT {NODE_COLS} FROM nodes n WHERE n.id = ? AND {cond}",
+                                    [node_id, *params]).fetchone()
+        return self._node(row) if row else None
+
+    def get_embedding(self, node_id: str, *, guards: Guards) -> list[float] | None:
+        cond, params = guard_sql(guards_ok(guards))
+        with self._lock:
+            row = self.conn.execute(f"SELECT n.embedding FROM nodes n WHERE n.id = ? AND {cond}",
+                                    [node_id, *params]).fetchone()
+        if not row or row[0] is None:
+            return None
+        return np.frombuffer(row[0], dtype=np.float32).tolist()
+
+    def find(self, *, guards: Guards, labels: Sequence[str] | None = None, where: Mapping[str, Any] | None = None,
+             order_by: str | None = None, descending: bool = True, limit: int = 100, offset: int = 0) -> list[Node]:
+        """Exact-property lookup (``where`` is equality on properties), guarded and paginated."""
+        cond, params = guard_sql(guards_ok(guards))
+        lab, lparams = label_sql(labels)
+        sql = f"SELECT {NODE_COLS} FROM nodes n WHERE {cond}{lab}"
+        params += lparams
+        for key, value in (where or {}).items():
+            column = _prop_expr(key)
+            if value is None:
+                sql += f" AND {column} IS NULL"
+            else:
+                sql += f" AND {column} = ?"
+                params.append(int(value) if isinstance(value, bool) else value)
+        order = _prop_expr(order_by) if order_by else "n.updated_at"
+        sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, n.rid LIMIT ? OFFSET ?"
+        params += [max(0, int(limit)), max(0, int(offset))]
+        with self._lock:
+            return [self._node(r) for r in self.conn.execute(sql, params)]
+
+    def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int:
+        cond, params = guard_sql(guards_ok(guards))
+        lab, lparams = label_sql(labels)
+        with self._lock:
+            return self.conn.execute(f"SELECT count(*) FROM nodes n WHERE {cond}{lab}", params + lparams).fetchone()[0]
+
+    def fulltext_search(self, query: str, k: int, *, guards: Guards,
+                        labels: Sequence[str] | None = None) -> list[Hit]:
+        """BM25 over the text-property union; user text never reaches FTS5 syntax, so never raises."""
+        terms = fts_terms(query)
+        if not terms or k <= 0:
+            return []
+        match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
+        cond, params = guard_sql(guards_ok(guards))
+        lab, lparams = label_sql(labels)
+        sql = (f"SELECT {NODE_COLS}, bm25(node_text) AS rank FROM node_text JOIN nodes n ON n.rid = node_text.rowid "
+               f"WHERE node_text MATCH ? AND {cond}{lab} ORDER BY rank LIMIT ?")
+        with self._lock:
+            rows = self.conn.execute(sql, [match, *params, *lparams, int(k)]).fetchall()
+        return [Hit(self._node(r), -float(r[10])) for r in rows]
+
+    def keyword_search(self, keyword: str, k: int, *, guards: Guards,
+                       labels: Sequence[str] | None = None) -> list[Hit]:
+        tag = str(keyword).strip().lower()
+        if not tag or k <= 0:
+            return []
+        cond, params = guard_sql(guards_ok(guards))
+        lab, lparams = label_sql(labels)
+        sql = (f"SELECT {NODE_COLS} FROM node_keywords kw JOIN nodes n ON n.rid = kw.node "
+               f"WHERE kw.keyword = ? AND {cond}{lab} ORDER BY n.updated_at DESC, n.rid LIMIT ?")
+        with self._lock:
+            rows = self.conn.execute(sql, [tag, *params, *lparams, int(k)]).fetchall()
+        return [Hit(self._node(r), 1.0) for r in rows]
+
+    def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
+                      labels: Sequence[str] | None = None) -> list[Hit]:
+        """Exact cosine top-k over the guarded candidates that have a vector of this length."""
+        g = guards_ok(guards)
+        q = np.asarray(check_embedding(vector, "vector"), dtype=np.float32)
+        if k <= 0:
+            return []
+        norm = float(np.linalg.norm(q))
+        if norm == 0.0:
+            return []
+        q /= norm
+        with self._lock:
+            self._fresh_caches()
+            rids, matrix = self._matrix(g.account_id, len(q))
+            cands = self._candidate_rids(g, labels, len(q))
+            if len(cands) == 0 or len(rids) == 0:
+                return []
+            pos = np.minimum(np.searchsorted(rids, cands), len(rids) - 1)
+            pos = pos[rids[pos] == cands]  # a row another process wrote since the matrix was built waits
+            if len(pos) == 0:
+                return []
+            if len(pos) * 3 > len(rids):
+                scores = (matrix @ q)[pos]
+            else:
+                scores = matrix[pos] @ q
+            take = min(int(k), len(pos))
+            top = np.argpartition(-scores, take - 1)[:take] if take < len(pos) else np.arange(len(pos))
+            top = top[np.argsort(-scores[top], kind="stable")]
+            chosen = [int(rids[pos[i]]) for i in top]
+            nodes = self._rows_by_rid(chosen)
+        return [Hit(nodes[rid], float(scores[i])) for rid, i in zip(chosen, top, strict=True) if rid in nodes]
+
+    def _matrix(self, account_id: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
+        """The account's unit-normalised vectors of one length, sorted by rid (cached)."""
+        key = (account_id, dims)
+        cached = self._matrices.get(key)
+        if cached is not None:
+            return cached[1], cached[2]
+        rows = self.conn.execute("SELECT rid, embedding FROM nodes WHERE account_id = ? AND dims = ? ORDER BY rid",
+                                 (account_id, dims)).fetchall()
+        rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims).copy()
+        norms = np.linalg.norm(matrix, axis=1)
+        norms[norms == 0] = 1.0
+        matrix /= norms[:, None]
+        self._matrices[key] = (None, rids, matrix)
+        return rids, matrix
+
+    def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int) -> np.ndarray:
+        """Guarded candidate rows for vector search, selected by SQL (cached until the next write)."""
+        key = (g, tuple(labels) if labels else None, dims)
+        hit = self._candidates.get(key)
+        if hit is not None:
+            self._candidates.move_to_end(key)
+            return hit
+        cond, params = guard_sql(g)
+        lab, lparams = label_sql(labels)
+        rows = self.conn.execute(f"SELECT n.rid FROM nodes n WHERE n.dims = ? AND {cond}{lab} ORDER BY n.rid",
+                                 [dims, *params, *lparams]).fetchall()
+        cands = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        self._candidates[key] = cands
+        while len(self._candidates) > 32:
+            self._candidates.popitem(last=False)
+        return cands
+
+    def expand(self, node_ids: Sequence[str], *, guards: Guards, limit: int = EXPAND_LIMIT) -> dict[str, list[Neighbor]]:
+        """1-hop neighbours per origin, both directions, at most ``limit`` each, guard layer 4."""
+        g = guards_ok(guards)
+        limit = max(0, min(int(limit), EXPAND_LIMIT))
+        cond, params = guard_sql(g, "m", related=True)
+        cols = NODE_COLS.replace("n.", "m.")
+        sql = (f"SELECT * FROM (SELECT e.type, 'out', e.properties, {cols} FROM edges e JOIN nodes m ON m.rid = e.target "
+               f"WHERE e.source = ? AND {cond} UNION ALL "
+               f"SELECT e.type, 'in', e.properties, {cols} FROM edges e JOIN nodes m ON m.rid = e.source "
+               f"WHERE e.target = ? AND {cond}) LIMIT ?")
+        out: dict[str, list[Neighbor]] = {}
+        with self._lock:
+            for nid in dict.fromkeys(node_ids):
+                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND account_id = ? AND deleted_at IS NULL",
+                                           (nid, g.account_id)).fetchone()
+                if origin is None:
+                    out[nid] = []
+                    continue
+                rows = self.conn.execute(sql, [origin[0], *params, origin[0], *params, limit]).fetchall()
+                out[nid] = [Neighbor(self._node(r[3:]), r[0], r[1], json.loads(r[2]) if r[2] else {}) for r in rows]
+        return out
+
+    def missing_embeddings(self, *, account_id: str, labels: Sequence[str] | None = None,
+                           exclude: Iterable[str] = (), limit: int = 100) -> list[Node]:
+        """Live nodes of vector-indexed labels (or ``labels``) without an embedding."""
+        labs = check_labels(labels) if labels else VECTOR_LABELS
+        skip = list(dict.fromkeys(exclude))
+        sql = (f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.deleted_at IS NULL AND n.embedding IS NULL "
+               f"AND EXISTS (SELECT 1 FROM node_labels nl WHERE nl.node = n.rid AND nl.label IN ({_marks(len(labs))}))")
+        params: list[Any] = [account_id, *labs]
+        if skip:
+            sql += " AND n.id NOT IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(skip))
+        sql += " ORDER BY n.rid LIMIT ?"
+        params.append(max(0, int(limit)))
+        with self._lock:
+            return [self._node(r) for r in self.conn.execute(sql, params)]
+
+    def vector_indexes(self) -> dict[str, int]:
+        """Index discovery: every vector-indexed label of the schema, at the configured dimensions."""
+        with self._lock:
+            labels = [r[0] for r in self.conn.execute("SELECT label FROM vector_labels ORDER BY label")]
+        return {label: self.dimensions for label in labels}
+
+    def clear_index_cache(self) -> None:
+        """Nothing is cached for discovery on the embedded store (the schema is a table)."""
+
+    def query(self, text: str, params: Mapping[str, Any] | None = None, *, guards: Guards,
+              read_only: bool = True) -> list[dict[str, Any]]:
+        raise UserError("query: Cypher needs the Neo4j backend (set NEO4J_URI); this install uses the embedded "
+                        "SQLite store — use graph-neighbors or graph-schema instead")
+
+    def schema(self, *, guards: Guards) -> dict[str, Any]:
+        """Labels, edge types and property keys in use in the account, with counts."""
+        g = guards_ok(guards)
+        cond, params = guard_sql(g)
+        with self._lock:
+            labels = self.conn.execute(
+                f"SELECT nl.label, count(*) FROM node_labels nl JOIN nodes n ON n.rid = nl.node WHERE {cond} "
+                "GROUP BY nl.label ORDER BY nl.label", params).fetchall()
+            rels = self.conn.execute(
+                f"SELECT e.type, count(*) FROM edges e JOIN nodes n ON n.rid = e.source WHERE {cond} "
+                "GROUP BY e.type ORDER BY e.type", params).fetchall()
+            keys = self.conn.execute(
+                f"SELECT DISTINCT j.key FROM (SELECT n.properties FROM nodes n WHERE {cond} LIMIT 2000) s, "
+                "json_each(s.properties) j ORDER BY j.key", params).fetchall()
+        return {
+            "backend": self.backend,
+            "labels": {name: count for name, count in labels},
+            "relationshipTypes": {name: count for name, count in rels},
+            "propertyKeys": [k[0] for k in keys],
+            "vectorIndexes": self.vector_indexes(),
+        }
+
+    def integrity_check(self) -> str:
+        with self._lock:
+            return self.conn.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self.conn.close()
+            except sqlite3.Error:
+                pass
+
+
+def _agents(props: Mapping[str, Any]) -> str | None:
+    agents = props.get("agents")
+    return json.dumps(agents) if agents is not None else None
+
+
+def _prop_expr(key: str) -> str:
+    if key == "id":
+        return "n.id"
+    if key in ("createdAt", "updatedAt", "deletedAt"):
+        return {"createdAt": "n.created_at", "updatedAt": "n.updated_at", "deletedAt": "n.deleted_at"}[key]
+    if key == "backlinkCount":
+        return "n.backlink_count"
+    check_name(key, "property")
+    return f"json_extract(n.properties, '$.\"{key}\"')"
+
+
+def check_edge(edge: Any, what: str) -> tuple[str, str, dict[str, Any] | None]:
+    """Validate ``{type, to, properties?}``."""
+    if not isinstance(edge, Mapping):
+        raise UserError(f"{what}: expected an object {{type, to, properties?}}")
+    etype = check_name(edge.get("type"), f"{what}.type")
+    to = edge.get("to")
+    if not isinstance(to, str) or not to:
+        raise UserError(f"{what}.to: expected a node id string")
+    props = edge.get("properties")
+    if props is not None and not isinstance(props, Mapping):
+        raise UserError(f"{what}.properties: expected an object")
+    if props:
+        try:
+            json.dumps(props, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
+    return etype, to, dict(props) if props else None
