@@ -27,4 +27,18 @@ def plughost_agent_runner(host: Any) -> Any:
     return CommandRunner.from_env(host.env)
 
 
+@hookimpl
+def plughost_channel_adapters(host: Any) -> list[Any]:
+    from plugins.channels import telegram, webchat, whatsapp
+
+    return [webchat.adapter(host), telegram.adapter(host), whatsapp.adapter(host)]
+
+
+@hookimpl
+def plughost_shutdown(host: Any) -> None:
+    from plugins.channels.server import close
+
+    close(host)
+
+
 # --- end channels ----------------------------------------------------------------------------
