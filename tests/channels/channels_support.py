@@ -131,3 +131,103 @@ def agent_calls(tmp_path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class FakeApis:
+    """Loopback fakes of the Telegram Bot API and the WhatsApp Cloud API that record requests.
+
+    ``script`` holds (status, headers) answers to give before the normal 200s, per API.
+    """
+
+    TOKEN = "123456:TEST-token"
+    PHONE_ID = "1098765"
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.script: dict[str, list[tuple[int, dict[str, str]]]] = {"telegram": [], "whatsapp": []}
+        self._lock = threading.Lock()
+        self._n = 0
+
+    def app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        async def telegram(request: Any) -> Any:
+            return await self._answer("telegram", request)
+
+        async def whatsapp(request: Any) -> Any:
+            return await self._answer("whatsapp", request)
+
+        return Starlette(routes=[Route("/bot{token}/sendMessage", telegram, methods=["POST"]),
+                                 Route("/{phone_id}/messages", whatsapp, methods=["POST"])])
+
+    async def _answer(self, api: str, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        body = json.loads(await request.body())
+        with self._lock:
+            self._n += 1
+            n = self._n
+            scripted = self.script[api].pop(0) if self.script[api] else None
+            self.requests.append({"api": api, "path": request.url.path, "headers": dict(request.headers),
+                                  "json": body, "status": scripted[0] if scripted else 200})
+        if scripted:
+            return JSONResponse({"error": {"message": "scripted"}}, status_code=scripted[0], headers=scripted[1])
+        if api == "telegram":
+            return JSONResponse({"ok": True, "result": {"message_id": 10_000 + n, "chat": {"id": body["chat_id"]},
+                                                        "text": body["text"]}})
+        return JSONResponse({"messaging_product": "whatsapp", "contacts": [{"input": body["to"], "wa_id": body["to"]}],
+                             "messages": [{"id": f"wamid.OUT{n}"}]})
+
+    def sent(self, api: str | None = None, ok_only: bool = True) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.requests if (api is None or r["api"] == api)
+                    and (not ok_only or r["status"] == 200)]
+
+    def env(self, base: str) -> dict[str, str]:
+        return {"PLUGHOST_TELEGRAM_TOKEN": self.TOKEN, "PLUGHOST_TELEGRAM_SECRET": "tg-secret",
+                "PLUGHOST_TELEGRAM_API_BASE": base, "PLUGHOST_WHATSAPP_TOKEN": "wa-token",
+                "PLUGHOST_WHATSAPP_PHONE_ID": self.PHONE_ID, "PLUGHOST_WHATSAPP_APP_SECRET": "wa-app-secret",
+                "PLUGHOST_WHATSAPP_VERIFY_TOKEN": "wa-verify", "PLUGHOST_WHATSAPP_API_BASE": base,
+                "PLUGHOST_CHANNELS_MAX_RETRY_DELAY": "2"}
+
+
+_update_ids = iter(range(500_000, 10_000_000))
+
+
+def telegram_update(user_id: int, message_id: int, text: str, *, reply_to: dict | None = None,
+                    contact_phone: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "message_id": message_id, "from": {"id": user_id, "is_bot": False, "first_name": "Ana", "username": f"u{user_id}"},
+        "chat": {"id": user_id, "first_name": "Ana", "type": "private"}, "date": 1764464400, "text": text,
+    }
+    if reply_to:
+        message["reply_to_message"] = reply_to
+    if contact_phone:
+        message.pop("text")
+        message["contact"] = {"phone_number": contact_phone, "first_name": "Ana", "user_id": user_id}
+    return {"update_id": next(_update_ids), "message": message}
+
+
+def whatsapp_payload(phone: str, wamid: str, text: str | None = None, *, context_id: str | None = None,
+                     image: dict | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"from": phone, "id": wamid, "timestamp": "1764464400"}
+    if image is not None:
+        msg.update(type="image", image=image)
+    else:
+        msg.update(type="text", text={"body": text})
+    if context_id:
+        msg["context"] = {"from": "15550009999", "id": context_id}
+    return {"object": "whatsapp_business_account", "entry": [{"id": "WABA1", "changes": [{"field": "messages", "value": {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550009999", "phone_number_id": FakeApis.PHONE_ID},
+        "contacts": [{"profile": {"name": "Sam"}, "wa_id": phone}], "messages": [msg]}}]}]}
+
+
+def wa_signed(body: dict[str, Any], secret: str = "wa-app-secret") -> tuple[bytes, dict[str, str]]:
+    import hashlib
+    import hmac
+
+    raw = json.dumps(body).encode()
+    sig = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+    return raw, {"X-Hub-Signature-256": sig, "Content-Type": "application/json"}
