@@ -67,6 +67,9 @@ def served_tools(host: Host, plugin: str) -> list[ServedTool]:
                 f"plugin '{plugin}': tool '{decl.name}' is declared in PLUGIN.md but no plughost_tools "
                 "implementation provides it"
             )
+        if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
+            log("mcp", "op=tool-withheld", plugin=plugin, tool=decl.name)
+            continue
         schema = dict(decl.input_schema or impl.input_schema or DEFAULT_SCHEMA)
         schema.setdefault("type", "object")
         jsonschema.Draft202012Validator.check_schema(schema)

@@ -27,7 +27,11 @@ ToolHandler = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Tool:
-    """One MCP tool a plugin serves. PLUGIN.md declares it; the hook supplies the handler."""
+    """One MCP tool a plugin serves. PLUGIN.md declares it; the hook supplies the handler.
+
+    A ``handler`` of None withholds a declared tool in this configuration: it is absent from
+    ``tools/list`` (e.g. the graph plugin's ``write-cypher`` under ``PLUGHOST_GRAPH_READ_ONLY=1``).
+    """
 
     name: str
     description: str

@@ -9,7 +9,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -191,3 +191,47 @@ def guards_ok(guards: Any) -> Guards:
     if not isinstance(guards, Guards):
         raise TypeError("guards: expected a host.graph.Guards (use Guards.from_env)")
     return guards
+
+
+def prepare_rows(rows: Iterable[Any], account_id: str) -> tuple[list[Prepared], list[tuple[int, int, str, str, Any]]]:
+    """Validate ``{id?, labels, properties, embedding?, edges?}`` rows (errors name the row)."""
+    items: list[Prepared] = []
+    edges: list[tuple[int, int, str, str, Any]] = []
+    for i, row in enumerate(rows):
+        item, row_edges = prepare_row(row, account_id, f"rows[{i}]")
+        items.append(item)
+        edges.extend((i, j, t, to, p) for j, (t, to, p) in enumerate(row_edges))
+    return items, edges
+
+
+def prepare_row(row: Any, account_id: str, what: str) -> tuple[Prepared, list[tuple[str, str, Any]]]:
+    if not isinstance(row, Mapping):
+        raise UserError(f"{what}: expected an object {{id?, labels, properties, edges?}}")
+    unknown = sorted(set(row) - {"id", "labels", "properties", "embedding", "edges"})
+    if unknown:
+        raise UserError(f"{what}: unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)")
+    item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
+                   embedding=row.get("embedding"), what=what)
+    raw_edges = row.get("edges") or []
+    if not isinstance(raw_edges, list):
+        raise UserError(f"{what}.edges: expected a list of {{type, to, properties?}}")
+    return item, [check_edge(e, f"{what}.edges[{j}]") for j, e in enumerate(raw_edges)]
+
+
+def check_edge(edge: Any, what: str) -> tuple[str, str, dict[str, Any] | None]:
+    """Validate ``{type, to, properties?}``."""
+    if not isinstance(edge, Mapping):
+        raise UserError(f"{what}: expected an object {{type, to, properties?}}")
+    etype = check_name(edge.get("type"), f"{what}.type")
+    to = edge.get("to")
+    if not isinstance(to, str) or not to:
+        raise UserError(f"{what}.to: expected a node id string")
+    props = edge.get("properties")
+    if props is not None and not isinstance(props, Mapping):
+        raise UserError(f"{what}.properties: expected an object")
+    if props:
+        try:
+            json.dumps(props, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
+    return etype, to, dict(props) if props else None

@@ -34,6 +34,7 @@ from plugins.graph.common import (
     GRACE_DAYS,
     Prepared,
     check_account,
+    check_edge,
     check_embedding,
     check_labels,
     check_name,
@@ -43,6 +44,7 @@ from plugins.graph.common import (
     keywords_of,
     new_id,
     prepare,
+    prepare_rows,
     text_of,
 )
 
@@ -197,27 +199,32 @@ class SqliteStore:
         """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
 
         ``edges`` are ``{type, to, properties?}``; ``to`` names a node of the account (in the
-        batch or the store). Any invalid row rejects the whole batch, naming the row.
+        batch or the store). Any invalid row or unknown edge target rejects the whole batch.
         """
         check_account(self.account_id, account_id)
-        items: list[Prepared] = []
-        edges: list[tuple[int, str, str, dict[str, Any] | None]] = []
-        for i, row in enumerate(rows):
-            if not isinstance(row, Mapping):
-                raise UserError(f"rows[{i}]: expected an object")
-            items.append(prepare(row.get("labels"), row.get("properties"), account_id=account_id,
-                                 node_id=row.get("id"), embedding=row.get("embedding"), what=f"rows[{i}]"))
-            for j, edge in enumerate(row.get("edges") or []):
-                edges.append((i, *check_edge(edge, f"rows[{i}].edges[{j}]")))
+        items, edges = prepare_rows(rows, account_id)
         if not items:
             return 0
         with self._write() as conn:
             ids = self._upsert(conn, items, account_id)
-            wanted = [(ids[i], etype, to, props) for i, etype, to, props in edges]
-            missing = self._edges(conn, wanted, account_id)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
             if missing:
-                raise UserError(f"edges: target node '{missing[0]}' not found in account '{account_id}'")
+                i, j, _, to, _ = edges[missing[0]]
+                raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
         return len(items)
+
+    def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
+                     account_id: str) -> tuple[list[str], list[int]]:
+        """One committed import batch: nodes, then the edges whose targets exist.
+
+        ``edges`` are ``(item index, edge index, type, to, properties)``; returns the node ids and
+        the positions in ``edges`` whose target was not found (the importer retries them later).
+        """
+        check_account(self.account_id, account_id)
+        with self._write() as conn:
+            ids = self._upsert(conn, items, account_id)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
+        return ids, missing
 
     def _upsert(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str) -> list[str]:
         now = time.time()
@@ -349,13 +356,12 @@ class SqliteStore:
                                (source_id, account_id)).fetchone()
             if src is None:
                 raise UserError(f"edge.source: node '{source_id}' not found in account '{account_id}'")
-            missing = self._edges(conn, [(source_id, etype, to, props)], account_id)
-            if missing:
-                raise UserError(f"edge.target: node '{missing[0]}' not found in account '{account_id}'")
+            if self._edges(conn, [(source_id, etype, to, props)], account_id):
+                raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str) -> list[str]:
-        """Bulk MERGE of ``(source, type, target, properties)``; returns the ids not found."""
+                     account_id: str) -> list[int]:
+        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end."""
         check_account(self.account_id, account_id)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
@@ -364,7 +370,8 @@ class SqliteStore:
         with self._write() as conn:
             return self._edges(conn, wanted, account_id)
 
-    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[str]:
+    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[int]:
+        """MERGE edges given by node ids; returns the positions in ``wanted`` with an unknown end."""
         if not wanted:
             return []
         names = sorted({w[0] for w in wanted} | {w[2] for w in wanted})
@@ -375,9 +382,9 @@ class SqliteStore:
                 [account_id, *part]))
         now = time.time()
         rows, missing = [], []
-        for src, etype, dst, props in wanted:
+        for pos, (src, etype, dst, props) in enumerate(wanted):
             if src not in rids or dst not in rids:
-                missing.append(src if src not in rids else dst)
+                missing.append(pos)
                 continue
             rows.append((rids[src], etype, rids[dst], json.dumps(props) if props else None, now))
         conn.executemany(
@@ -687,22 +694,3 @@ def _prop_expr(key: str) -> str:
         return "n.backlink_count"
     check_name(key, "property")
     return f"json_extract(n.properties, '$.\"{key}\"')"
-
-
-def check_edge(edge: Any, what: str) -> tuple[str, str, dict[str, Any] | None]:
-    """Validate ``{type, to, properties?}``."""
-    if not isinstance(edge, Mapping):
-        raise UserError(f"{what}: expected an object {{type, to, properties?}}")
-    etype = check_name(edge.get("type"), f"{what}.type")
-    to = edge.get("to")
-    if not isinstance(to, str) or not to:
-        raise UserError(f"{what}.to: expected a node id string")
-    props = edge.get("properties")
-    if props is not None and not isinstance(props, Mapping):
-        raise UserError(f"{what}.properties: expected an object")
-    if props:
-        try:
-            json.dumps(props, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
-    return etype, to, dict(props) if props else None

@@ -1,0 +1,57 @@
+"""`plughost graph import FILE.jsonl` and `plughost graph purge` (contributed through a hook)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from host.errors import UserError
+from host.types import CliCommand
+
+HELP = "graph store maintenance: bulk import, purge of soft-deleted nodes"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    imp = sub.add_parser("import", help="import nodes from a JSON-lines file into ACCOUNT_ID's graph")
+    imp.add_argument("file", type=Path, help="one node per line: {id?, labels, properties, edges?}")
+    imp.add_argument("--batch-size", type=int, default=2000, help="nodes per committed transaction (default 2000)")
+    imp.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
+    purge = sub.add_parser("purge", help="hard-delete nodes soft-deleted longer ago than the grace period")
+    purge.add_argument("--days", type=float, default=7.0, help="grace period in days (default 7)")
+    purge.add_argument("--all-accounts", action="store_true",
+                       help="purge every account (default: ACCOUNT_ID when set, else every account)")
+
+
+def _account(host: Any) -> str:
+    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    if not account:
+        raise UserError("ACCOUNT_ID: not set; expected the id of the account to import into")
+    return account
+
+
+def run(args: argparse.Namespace, host: Any) -> int:
+    if args.action == "import":
+        from plugins.graph.importer import import_jsonl
+
+        account = _account(host)
+        if not args.file.is_file():
+            raise UserError(f"{args.file}: no such file (expected a JSON-lines file)")
+        summary = import_jsonl(host.store(), args.file, account_id=account, batch_size=args.batch_size,
+                               progress=False if args.no_progress else None)
+        return 2 if summary.errors else 0
+    if args.action == "purge":
+        from host.log import log
+
+        if args.days < 0:
+            raise UserError(f"--days: expected a non-negative number, got {args.days}")
+        account = None if args.all_accounts else (host.env.get("ACCOUNT_ID") or "").strip() or None
+        purged = host.store().purge(older_than_days=args.days, account_id=account)
+        log("graph-purge", "done", purged=purged, days=args.days, account=(account or "all")[:8])
+        return 0
+    raise UserError(f"graph: unknown action '{args.action}'")
+
+
+def commands() -> list[CliCommand]:
+    return [CliCommand("graph", HELP, configure, run)]

@@ -1,0 +1,84 @@
+"""The graph plugin's boot gates (SPEC 7): ``schema-labels`` and ``account-id-env``.
+
+Gates read files and the environment only; they never open the store.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from host import config
+from host.graph import VECTOR_LABELS
+from host.types import Gate, GateContext, GateResult
+
+HERE = Path(__file__).resolve().parent
+CYPHER_SCHEMA = HERE / "schema.cypher"
+SQLITE_SCHEMA = HERE / "schema.sql"
+
+_CYPHER_VECTOR = re.compile(
+    r"CREATE\s+VECTOR\s+INDEX\s+\w+\s+(?:IF\s+NOT\s+EXISTS\s+)?FOR\s*\(\s*\w+\s*:\s*(\w+)\s*\)", re.I)
+_SQL_INSERT = re.compile(r"INSERT\s+INTO\s+vector_labels\s*\([^)]*\)\s*VALUES\s*(.*?);", re.I | re.S)
+
+
+def cypher_vector_labels(path: Path = CYPHER_SCHEMA) -> list[str]:
+    """Labels that ``schema.cypher`` creates a vector index for."""
+    text = "\n".join(line.split("//", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
+    return _CYPHER_VECTOR.findall(text)
+
+
+def sqlite_vector_labels(path: Path = SQLITE_SCHEMA) -> list[str]:
+    """Labels the embedded schema lists in ``vector_labels``."""
+    text = "\n".join(line.split("--", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
+    return [label for block in _SQL_INSERT.findall(text) for label in re.findall(r"\(\s*'([^']+)'\s*\)", block)]
+
+
+def check_schema_labels(ctx: GateContext | None = None, *, sources: dict[str, list[str]] | None = None) -> GateResult:
+    """The code's vector-indexed labels must equal each schema file's."""
+    code = set(VECTOR_LABELS)
+    if sources is None:
+        sources = {CYPHER_SCHEMA.name: cypher_vector_labels(), SQLITE_SCHEMA.name: sqlite_vector_labels()}
+    lines: list[str] = []
+    defects = []
+    inspected = 0
+    for name, labels in sources.items():
+        inspected += len(labels)
+        found = set(labels)
+        missing = sorted(code - found)
+        extra = sorted(found - code)
+        if missing or extra:
+            defects.append({"source": name, "missing": missing, "extra": extra})
+            lines.append(
+                f"[graph-health] schema-labels FATAL source={name} "
+                f"missing-in-schema=[{','.join(missing)}] not-in-code=[{','.join(extra)}]"
+            )
+    if defects:
+        return GateResult("fail", inspected, lines, defects)
+    return GateResult("ok", inspected, [f"startup-self-test schema-labels=ok inspected={inspected}"])
+
+
+def check_account_env(ctx: GateContext) -> GateResult:
+    """``ACCOUNT_ID`` is set and names an account on disk."""
+    account = (ctx.env.get("ACCOUNT_ID") or "").strip()
+    if not account:
+        return GateResult("fail", 0, ["[graph-health] account-id-env FATAL reason=unset"],
+                          [{"reason": "unset"}])
+    short = account[:8]
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", account) or account in (".", ".."):
+        return GateResult("fail", 1, [f"[graph-health] account-id-env FATAL reason=malformed id={short}"],
+                          [{"reason": "malformed"}])
+    path = config.home(ctx.env) / "accounts" / account / "account.json"
+    if not path.is_file():
+        return GateResult("fail", 1, [f"[graph-health] account-id-env FATAL reason=not-on-disk id={short} "
+                                      f"expected={path}"], [{"reason": "not-on-disk", "path": str(path)}])
+    return GateResult("ok", 1, [
+        f"[graph-health] account-id-env present=true id={short} matches-on-disk=true",
+        "startup-self-test account-id-env=ok inspected=1",
+    ])
+
+
+def gates() -> list[Gate]:
+    return [
+        Gate("account-id-env", check=check_account_env, fatal=True, order=10),
+        Gate("schema-labels", check=check_schema_labels, fatal=True, order=20),
+    ]

@@ -1,0 +1,54 @@
+// Neo4j schema (SPEC 8.2), applied idempotently at startup by plugins/graph/neo4j_store.py.
+// {{dimensions}} is replaced by the configured embedding dimensions before execution;
+// statements are separated by ';' at the end of a line. Every statement here is linted by
+// tests/graph/test_cypher_lint.py with Neo4j's own Cypher analyser.
+
+// Every node the store writes carries the GraphNode label: the id constraint and the
+// account index hang off it (it is stripped from the labels the port returns).
+CREATE CONSTRAINT graph_node_id IF NOT EXISTS FOR (n:GraphNode) REQUIRE n.id IS UNIQUE;
+CREATE INDEX graph_node_account IF NOT EXISTS FOR (n:GraphNode) ON (n.accountId, n.deletedAt);
+CREATE INDEX graph_node_keywords IF NOT EXISTS FOR (n:GraphNode) ON (n.keywordsLower);
+
+// One HNSW cosine vector index per vector-indexed label (SPEC 8.3; pinned by the schema-labels gate).
+CREATE VECTOR INDEX question_embedding IF NOT EXISTS FOR (n:Question) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX defined_term_embedding IF NOT EXISTS FOR (n:DefinedTerm) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX review_embedding IF NOT EXISTS FOR (n:Review) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX service_embedding IF NOT EXISTS FOR (n:Service) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX person_embedding IF NOT EXISTS FOR (n:Person) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX local_business_embedding IF NOT EXISTS FOR (n:LocalBusiness) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX price_specification_embedding IF NOT EXISTS FOR (n:PriceSpecification) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX task_embedding IF NOT EXISTS FOR (n:Task) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX creative_work_embedding IF NOT EXISTS FOR (n:CreativeWork) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX digital_document_embedding IF NOT EXISTS FOR (n:DigitalDocument) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX knowledge_document_embedding IF NOT EXISTS FOR (n:KnowledgeDocument) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX section_embedding IF NOT EXISTS FOR (n:Section) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX chunk_embedding IF NOT EXISTS FOR (n:Chunk) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX conversation_embedding IF NOT EXISTS FOR (n:Conversation) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX message_embedding IF NOT EXISTS FOR (n:Message) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX event_embedding IF NOT EXISTS FOR (n:Event) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX workflow_embedding IF NOT EXISTS FOR (n:Workflow) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX preference_embedding IF NOT EXISTS FOR (n:Preference) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX report_embedding IF NOT EXISTS FOR (n:Report) ON (n.embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
+
+// BM25 over the canonical text-property union, on every operator-meaningful label.
+CREATE FULLTEXT INDEX entity_search IF NOT EXISTS FOR (n:Question|DefinedTerm|Review|Service|Person|LocalBusiness|PriceSpecification|Task|CreativeWork|DigitalDocument|KnowledgeDocument|Section|Chunk|Conversation|Message|Event|Workflow|Preference|Report|Organization|Company|Concept|UserProfile|AdminUser|Product|Place|WebchatMessage|TelegramMessage|WhatsAppMessage)
+ON EACH [n.name, n.firstName, n.lastName, n.givenName, n.familyName, n.title, n.summary, n.body, n.content, n.description, n.headline, n.email, n.subject, n.bodyPreview, n.compiledTruth, n.keywords, n.text, n.value, n.key, n.category];

@@ -1,0 +1,129 @@
+"""The graph plugin's MCP tools (SPEC 8.4): graph-schema, graph-neighbors, read-cypher, write-cypher.
+
+Guards come from the process environment (``Guards.from_env``); tool parameters may narrow the
+scopes or name this process's agent, never widen them. Results never carry embedding vectors
+and are capped by a character budget (``PLUGHOST_GRAPH_OUTPUT_CHARS``, default 20000).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from host import config
+from host.errors import UserError
+from host.graph import Guards
+from host.types import Tool
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+
+DEFAULT_BUDGET = 20000
+
+
+def strip_embeddings(value: Any) -> Any:
+    """Drop every ``embedding`` key (and long float lists that look like vectors) from a result."""
+    if isinstance(value, Mapping):
+        return {k: strip_embeddings(v) for k, v in value.items() if k != "embedding"}
+    if isinstance(value, (list, tuple)):
+        if len(value) >= 64 and all(isinstance(v, float) for v in value[:64]):
+            return f"<vector of {len(value)} floats stripped>"
+        return [strip_embeddings(v) for v in value]
+    return value
+
+
+def budgeted(rows: list[Any], budget: int, warnings: list[str] | None = None) -> str:
+    """Render rows as JSON within ``budget`` characters, saying how many were left out."""
+    head = ""
+    if warnings:
+        head = "WARNINGS (Neo4j notifications):\n" + "\n".join(f"- {w}" for w in warnings) + "\n\n"
+    shown = list(rows)
+    while True:
+        body = json.dumps(shown, ensure_ascii=False, indent=1, default=str)
+        note = "" if len(shown) == len(rows) else f"\n(truncated: {len(shown)} of {len(rows)} rows shown; " \
+                                                   f"output budget {budget} characters)"
+        if len(head) + len(body) + len(note) <= budget or not shown:
+            break
+        shown = shown[: max(0, min(len(shown) - 1, len(shown) * budget // max(len(body), 1)))]
+    text = head + body + note
+    return text if len(text) <= budget else text[: budget - 40] + "\n(truncated at the output budget)"
+
+
+def node_json(node: Any) -> dict[str, Any]:
+    return {"id": node.id, "labels": list(node.labels), "properties": strip_embeddings(node.properties)}
+
+
+def graph_tools(host: Host) -> list[Tool]:
+    env = host.env
+    budget = int(env.get("PLUGHOST_GRAPH_OUTPUT_CHARS") or DEFAULT_BUDGET)
+    read_only = config.flag("PLUGHOST_GRAPH_READ_ONLY", env)
+
+    def guards(scopes: list[str] | None = None, agent: str | None = None) -> Guards:
+        return Guards.from_env(env, scopes=scopes, agent=agent)
+
+    def graph_schema() -> str:
+        """Labels, relationship types, property keys and vector indexes of this account's graph."""
+        g = guards()
+        return budgeted([host.store().schema(guards=g)], budget)
+
+    def graph_neighbors(node_id: str, limit: int = 20, scopes: list[str] | None = None,
+                        agent: str | None = None) -> str:
+        """A node and its guarded 1-hop neighbours (both directions, at most 20).
+
+        node_id: the node's id
+        limit: neighbours to return, 1-20
+        scopes: narrow the allowed scopes (never widens ALLOWED_SCOPES)
+        agent: filter by this agent slug (must equal AGENT_SLUG when that is set)
+        """
+        if not 1 <= limit <= 20:
+            raise UserError(f"graph-neighbors: parameter 'limit': expected 1-20 (got {limit})")
+        g = guards(scopes, agent)
+        store = host.store()
+        node = store.get(node_id, guards=g)
+        if node is None:
+            raise UserError(f"graph-neighbors: parameter 'node_id': no visible node '{node_id}' in this account")
+        related = store.expand([node_id], guards=g, limit=limit).get(node_id, [])
+        return budgeted([{
+            "node": node_json(node),
+            "neighbors": [{"direction": n.direction, "type": n.type, "edge": n.properties, "node": node_json(n.node)}
+                          for n in related],
+        }], budget)
+
+    def run_cypher(query: str, params: dict[str, Any] | None, write: bool) -> str:
+        store = host.store()
+        if getattr(store, "backend", "") != "neo4j":
+            name = "write-cypher" if write else "read-cypher"
+            raise UserError(f"{name}: needs the Neo4j backend (set NEO4J_URI); this install uses the embedded "
+                            "SQLite store — use graph-neighbors or graph-schema")
+        result = store.query(query, params or {}, guards=guards(), read_only=not write)
+        rows = result if isinstance(result, list) else result.get("rows", [])
+        warnings = [] if isinstance(result, list) else result.get("warnings", [])
+        return budgeted(strip_embeddings(rows), budget, warnings)
+
+    def read_cypher(query: str, params: dict[str, Any] | None = None) -> str:
+        """Run a read-only Cypher query (write clauses are rejected; read session).
+
+        query: the Cypher text; use $accountId for the process's account
+        params: query parameters
+        """
+        return run_cypher(query, params, write=False)
+
+    def write_cypher(query: str, params: dict[str, Any] | None = None) -> str:
+        """Run a Cypher query that may write (admin only).
+
+        query: the Cypher text; use $accountId for the process's account
+        params: query parameters
+        """
+        return run_cypher(query, params, write=True)
+
+    write_tool = Tool.from_function(write_cypher, admin_allowlist=True)
+    if read_only:
+        write_tool = Tool(write_tool.name, write_tool.description, None, write_tool.input_schema,  # type: ignore[arg-type]
+                          admin_allowlist=True)
+    return [
+        Tool.from_function(graph_schema),
+        Tool.from_function(graph_neighbors),
+        Tool.from_function(read_cypher),
+        write_tool,
+    ]
