@@ -148,10 +148,17 @@ async def load(base: str, senders: int, per_sender: int, duration: float, redeli
 
     async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as client:
         async def post(path: str, body: bytes, headers: dict[str, str]) -> None:
-            t0 = time.perf_counter()
-            r = await client.post(path, content=body, headers=headers)
-            latencies.append(time.perf_counter() - t0)
-            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+            for _attempt in range(3):  # like a platform, re-deliver after a transport error
+                t0 = time.perf_counter()
+                try:
+                    r = await client.post(path, content=body, headers=headers)
+                except httpx.TransportError as exc:
+                    key = f"transport:{type(exc).__name__}"
+                    statuses[key] = statuses.get(key, 0) + 1
+                    continue
+                latencies.append(time.perf_counter() - t0)
+                statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+                return
 
         async def sender_loop(s: int) -> None:
             await asyncio.sleep(interval * s / senders)  # stagger the senders
@@ -175,8 +182,9 @@ async def load(base: str, senders: int, per_sender: int, duration: float, redeli
             "max_ms": latencies[-1] * 1000}
 
 
-def start_server(cmd: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_server(cmd: list[str], env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=fh, stderr=fh)
     wait_port(port, proc)
     return proc
 
@@ -244,14 +252,15 @@ def main() -> int:
     (work / "rawapp.py").write_text(RAW_APP)
     port = free_port()
     raw_proc = start_server([sys.executable, "-m", "uvicorn", "--app-dir", str(work), "rawapp:app",
-                             "--port", str(port), "--log-level", "error"], env, port)
+                             "--port", str(port), "--log-level", "error"], env, port, work / "raw.log")
     try:
         raw = asyncio.run(load(f"http://127.0.0.1:{port}", args.senders, per_sender, args.duration, 0))
     finally:
         stop(raw_proc)
 
     port = free_port()
-    proc = start_server([sys.executable, "-m", "host.cli", "channels", "serve", "--port", str(port)], env, port)
+    proc = start_server([sys.executable, "-m", "host.cli", "channels", "serve", "--port", str(port)], env, port,
+                        work / "server.log")
     try:
         ours = asyncio.run(load(f"http://127.0.0.1:{port}", args.senders, per_sender, args.duration,
                                 args.redeliver_every))
@@ -264,7 +273,7 @@ def main() -> int:
     checks = verify(home, env, fake, args.senders, per_sender)
 
     expected = args.senders * per_sender
-    five_xx = sum(v for k, v in ours["statuses"].items() if k >= 500)
+    five_xx = sum(v for k, v in ours["statuses"].items() if isinstance(k, int) and k >= 500)
     print(f"webhook load: {expected} messages from {args.senders} senders (telegram+whatsapp) "
           f"paced over {args.duration:.0f}s, +{ours['requests'] - expected} re-deliveries")
     print(f"  channels: wall={ours['wall']:.1f}s throughput={ours['requests'] / ours['wall']:.1f} req/s "
@@ -279,6 +288,7 @@ def main() -> int:
           f"replies={checks['replies']} reply-order-ok={checks['reply_order_ok']} 5xx={five_xx}")
     ok = (checks["persisted"] == checks["unique"] == expected and checks["receipt_order_ok"]
           and checks["reply_order_ok"] and checks["replies"] == expected and five_xx == 0)
+    print(f"  work dir (server logs): {work}")
     print("  RESULT " + ("ok" if ok else "FAILED"))
     return 0 if ok else 1
 

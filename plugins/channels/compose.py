@@ -155,7 +155,7 @@ def compose(turn: TurnInput, rules: Sequence[Any] | None) -> str:
         sections.append(rules_section(rules))
     sections.append(context_section(turn))
     payload = "\n\n".join(sections)
-    log("reframe", "op=applied", channel=turn.channel, payloadBytes=len(payload.encode("utf-8")))
+    log("reframe", "op=applied", payloadBytes=len(payload.encode("utf-8")), channel=turn.channel)
     return payload
 
 

@@ -158,32 +158,31 @@ class Gateway:
         return mid, False
 
     def _write_message(self, msg: Inbound, mid: str, conv: str, labels: list[str], props: dict[str, Any]) -> None:
+        """One transaction: the Conversation MERGE, the Message, the HAS_MESSAGE edge (webchat: held until turn 2)."""
         clean = {k: v for k, v in props.items() if v is not None}
+        rows: list[dict[str, Any]] = []
         if msg.channel == "webchat" and not self._conversation_exists(conv):
             held = self._held.setdefault(msg.sender_key, [])
             users_held = sum(1 for _, _, p in held if p.get("role") == "user")
             if props.get("role") != "user" or users_held == 0:
                 held.append((mid, labels, clean))  # webchat: wait for the user's second message
                 return
-            self._merge_conversation(msg, conv)
-            for held_id, held_labels, held_props in self._held.pop(msg.sender_key, []):
-                self.store.upsert_node(held_labels, held_props, account_id=self.account_id, node_id=held_id)
-                self.store.create_edge(conv, held_id, HAS_MESSAGE, account_id=self.account_id)
-        else:
-            self._merge_conversation(msg, conv)
-        self.store.upsert_node(labels, clean, account_id=self.account_id, node_id=mid)
-        self.store.create_edge(conv, mid, HAS_MESSAGE, account_id=self.account_id)
+            rows += [{"id": held_id, "labels": held_labels, "properties": held_props}
+                     for held_id, held_labels, held_props in self._held.pop(msg.sender_key, [])]
+        rows.append({"id": mid, "labels": labels, "properties": clean})
+        conv_row = self._conversation_row(msg, conv)
+        conv_row["edges"] = [{"type": HAS_MESSAGE, "to": row["id"]} for row in rows]
+        self.store.upsert_many(rows + [conv_row], account_id=self.account_id)
 
     def _conversation_exists(self, conv: str) -> bool:
         return self.store.get(conv, guards=self.guards()) is not None
 
-    def _merge_conversation(self, msg: Inbound, conv: str) -> None:
-        existing = self.store.get(conv, guards=self.guards())
+    def _conversation_row(self, msg: Inbound, conv: str) -> dict[str, Any]:
         props: dict[str, Any] = {"channel": msg.channel, "sender": msg.sender, "lastMessageAt": now_iso()}
-        if existing is None:
+        if not self._conversation_exists(conv):
             props.update(startedAt=now_iso(), scope="admin", title=f"{msg.channel} {msg.name or msg.sender}",
                          sessionId=session_id_for(self.account_id, msg.sender_key))
-        self.store.upsert_node(["Conversation"], props, account_id=self.account_id, node_id=conv)
+        return {"id": conv, "labels": ["Conversation"], "properties": props}
 
     def update_message(self, msg: Inbound, mid: str, props: Mapping[str, Any]) -> None:
         """Change a stored (or still held) Message."""

@@ -158,9 +158,9 @@ def screen(host: Any, *, channel: str, text: str, sender: str, role: str,
             result = _merge(result, answer)
         result.fallthrough = fell
     result.ms = int((time.perf_counter() - t0) * 1000)
-    log("inbound-gateway", channel=channel, role=role, verdict=result.verdict, injection=result.injection,
-        intent=result.intent, lang=result.lang, complexity=result.complexity, ms=result.ms,
-        fallthrough=result.fallthrough)
+    log("inbound-gateway", channel=channel, verdict=result.verdict, intent=result.intent, lang=result.lang,
+        complexity=result.complexity, ms=result.ms, fallthrough=result.fallthrough, role=role,
+        injection=result.injection)
     return result
 
 

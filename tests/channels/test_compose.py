@@ -67,7 +67,7 @@ def test_context_order_reply_note_text_media(capfd: pytest.CaptureFixture[str]) 
     assert ctx.index(REFRAME_INSTRUCTION) < ctx.index('"Table for 4 at 8pm"') < ctx.index("book it") \
         < ctx.index("[media: image/jpeg id=m1]")
     err = capfd.readouterr().err
-    assert f"[reframe] op=applied channel=telegram payloadBytes={len(payload.encode())}" in err
+    assert f"[reframe] op=applied payloadBytes={len(payload.encode())} channel=telegram" in err
 
 
 def test_reply_note_grows_payload_bytes() -> None:

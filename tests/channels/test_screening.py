@@ -37,7 +37,9 @@ def test_short_injection_fires_under_five_words(make_host, text: str, capfd) -> 
     assert len(text.split()) < 5
     assert result.injection and result.verdict == "DISCARD"
     assert provider.calls == 0  # short messages skip the provider but not the local check
-    assert "[inbound-gateway] channel=webchat role=public verdict=DISCARD" in capfd.readouterr().err
+    line = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("[inbound-gateway]")][-1]
+    assert line.startswith("[inbound-gateway] channel=webchat verdict=DISCARD intent=")
+    assert " fallthrough=false role=public injection=true" in line
 
 
 def test_clean_message_intents() -> None:
