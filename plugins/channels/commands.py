@@ -26,6 +26,8 @@ def _configure_channels(parser: argparse.ArgumentParser) -> None:
     retry = subs.add_parser("retry", help="re-send replies whose delivery failed")
     retry.add_argument("--limit", type=int, default=500, help="at most this many replies (default 500)")
     retry.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    retry.add_argument("--unanswered", action="store_true",
+                       help="also run the turns of stored inbound messages that were never processed")
     serve = subs.add_parser("serve", help="serve the channel adapters' routes alone")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8710)
@@ -36,10 +38,17 @@ def _run_channels(args: argparse.Namespace, host: Any) -> int:
         from plugins.channels.delivery import retry_failed
 
         outcome = asyncio.run(retry_failed(host, limit=args.limit))
+        if args.unanswered:
+            from plugins.channels.delivery import resume_unanswered
+
+            outcome["unanswered"] = asyncio.run(resume_unanswered(host, limit=args.limit))
         if args.json:
             print(json.dumps(outcome, sort_keys=True))
         else:
-            print(f"retried={outcome['retried']} sent={outcome['sent']} failed={outcome['failed']}")
+            line = f"retried={outcome['retried']} sent={outcome['sent']} failed={outcome['failed']}"
+            if args.unanswered:
+                line += f" resumed={outcome['unanswered']['resumed']}"
+            print(line)
         return 0 if outcome["failed"] == 0 else 1
     if args.channels_command == "serve":
         import uvicorn

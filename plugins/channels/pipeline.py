@@ -149,6 +149,10 @@ class Gateway:
                 "platformMessageId": msg.platform_id, "conversationId": conv, "sentAt": msg.sent_at,
                 "receivedAt": now_iso(), "receivedNs": time.time_ns(), "status": "received",
                 "quotedId": msg.reply.id if msg.reply else None, "scope": "admin",
+                "quotedText": msg.reply.text if msg.reply else None,
+                "quotedSender": msg.reply.sender if msg.reply else None,
+                "target": dict(msg.target) or None, "senderPhone": msg.phone, "senderName": msg.name,
+                "scheduledEvent": msg.provenance.event if msg.provenance else None,
                 "mediaNotes": list(msg.media_notes) or None,
                 "sessionId": session_id_for(account, msg.sender_key),
             }
@@ -298,6 +302,17 @@ class Gateway:
     async def drain(self) -> None:
         if self._lanes is not None:
             await self._lanes.drain()
+
+
+def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
+    """Rebuild a stored inbound Message as an :class:`Inbound` (to resume a turn that never ran)."""
+    reply = None
+    if props.get("quotedId") or props.get("quotedText"):
+        reply = ReplyContext(id=props.get("quotedId"), text=props.get("quotedText"), sender=props.get("quotedSender"))
+    return Inbound(channel=str(props.get("channel")), sender=str(props.get("sender")), text=str(props.get("text") or ""),
+                   platform_id=str(props.get("platformMessageId")), sent_at=props.get("sentAt"),
+                   phone=props.get("senderPhone"), name=props.get("senderName"), reply=reply,
+                   media_notes=tuple(props.get("mediaNotes") or ()), target=dict(props.get("target") or {}))
 
 
 def gateway(host: Any) -> Gateway:

@@ -75,9 +75,9 @@ def parse_update(update: Any) -> Inbound | None:
     sent_at = None
     if isinstance(message.get("date"), int):
         sent_at = datetime.fromtimestamp(message["date"], UTC).isoformat().replace("+00:00", "Z")
-    edited = "edit:" if "edited_message" in update and "message" not in update else ""
+    edited = f":edit:{message.get('edit_date', '')}" if "message" not in update else ""
     return Inbound(
-        channel=CHANNEL, sender=sender_id, text=text, platform_id=f"{edited}{chat['id']}:{message['message_id']}",
+        channel=CHANNEL, sender=sender_id, text=text, platform_id=f"{chat['id']}:{message['message_id']}{edited}",
         sent_at=sent_at, phone=phone, name=sender.get("username") or sender.get("first_name"), reply=reply,
         media_notes=media_notes(message), target={"chat_id": chat["id"], "message_id": message["message_id"]},
     )

@@ -30,6 +30,8 @@ CHANNEL = "webchat"
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 MAX_TEXT = 4000
 KEEPALIVE_S = 15.0
+MAX_EVENTS = 500  # per session, in memory
+MAX_SESSIONS = 10_000  # least recently active sessions are forgotten beyond this
 
 
 class Sessions:
@@ -40,9 +42,13 @@ class Sessions:
         self.waiters: dict[str, list[asyncio.Future[None]]] = {}
 
     def push(self, session: str, role: str, text: str) -> dict[str, Any]:
-        log = self.events.setdefault(session, [])
-        event = {"seq": len(log) + 1, "role": role, "text": text, "at": time.time()}
+        log = self.events.pop(session, [])
+        self.events[session] = log  # most recently active last
+        event = {"seq": (log[-1]["seq"] if log else 0) + 1, "role": role, "text": text, "at": time.time()}
         log.append(event)
+        del log[:-MAX_EVENTS]
+        while len(self.events) > MAX_SESSIONS:
+            self.events.pop(next(iter(self.events)))
         for fut in self.waiters.pop(session, []):
             if not fut.done():
                 fut.set_result(None)

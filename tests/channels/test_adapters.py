@@ -222,3 +222,24 @@ def test_schedule_dispatch_carries_provenance(rig) -> None:
     assert call["payload"].index(PROVENANCE_HEADING) < call["payload"].index(CONTEXT_HEADING)
     assert "event=daily-report owner=u-owner" in call["payload"]
     assert rig.fake.sent("telegram")[0]["json"]["chat_id"] == "777"
+
+
+def test_unanswered_messages_resume(rig) -> None:
+    import asyncio
+
+    from plugins.channels.pipeline import Inbound, gateway
+
+    host = rig.start()
+    msg = Inbound(channel="telegram", sender="31", text="did anyone see this?", platform_id="31:7",
+                  target={"chat_id": 31, "message_id": 7})
+    asyncio.run(asyncio.to_thread(gateway(host).persist, msg))  # stored, then the process stopped
+    env = {**rig.fake.env(rig.api_base), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT_COMMAND":
+           channel_host.__globals__["agent_command"](rig.tmp), "AGENT_CAPTURE": str(rig.tmp / "agent-calls.jsonl")}
+    proc = run_cli("channels", "retry", "--unanswered", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "resumed=1" in proc.stdout and "[channels] op=resume resumed=1 answered=1" in proc.stderr
+    assert rig.fake.sent("telegram")[0]["json"] == {"chat_id": 31, "text": "echo: did anyone see this?",
+                                                    "reply_parameters": {"message_id": 7,
+                                                                         "allow_sending_without_reply": True}}
+    again = run_cli("channels", "retry", "--unanswered", env=env)
+    assert "resumed=0" in again.stdout
