@@ -25,7 +25,7 @@ from host.graph import Guards
 from host.log import log
 from plugins.channels import compose as composing
 from plugins.channels import identity as ident
-from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput
+from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
 from plugins.channels.runner import KeyedSerializer, RunnerError, get_runner, session_id_for
 from plugins.channels.screening import screen
 
@@ -54,6 +54,15 @@ class Inbound:
     media_notes: Sequence[str] = ()
     target: Mapping[str, Any] = field(default_factory=dict)  # how to address the reply (chat id ...)
     provenance: ScheduleProvenance | None = None  # only the scheduler's dispatcher sets this
+
+    def __post_init__(self) -> None:
+        """Lone surrogates (JSON ``\\ud83d`` escapes) cannot be stored as UTF-8: make every field well formed."""
+        self.text = well_formed(self.text)
+        self.name = well_formed(self.name) if self.name else self.name
+        self.media_notes = tuple(well_formed(n) for n in self.media_notes)
+        if self.reply is not None:
+            self.reply = ReplyContext(id=self.reply.id, sender=well_formed(self.reply.sender) if self.reply.sender else None,
+                                      text=well_formed(self.reply.text) if self.reply.text else self.reply.text)
 
     @property
     def sender_key(self) -> str:

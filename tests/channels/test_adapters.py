@@ -243,3 +243,17 @@ def test_unanswered_messages_resume(rig) -> None:
                                                                          "allow_sending_without_reply": True}}
     again = run_cli("channels", "retry", "--unanswered", env=env)
     assert "resumed=0" in again.stdout
+
+
+def test_lone_surrogate_in_webhook_text_is_stored_well_formed(rig) -> None:
+    host = rig.start()
+    raw = (b'{"update_id": 1, "message": {"message_id": 1, "from": {"id": 8, "first_name": "Z"}, '
+           b'"chat": {"id": 8, "type": "private"}, "date": 1764464400, "text": "half an emoji \\ud83d here"}}')
+    with serve(build_app(host)) as base, httpx.Client(base_url=base, timeout=30) as c:
+        r = c.post("/channels/telegram/webhook", content=raw,
+                   headers={**TG_HEADERS, "Content-Type": "application/json"})
+        assert r.status_code == 200, r.text
+        wait_for(lambda: rig.fake.sent("telegram"))
+    stored = messages(host, "TelegramMessage", "user")[0]
+    assert stored.properties["text"] == "half an emoji \ufffd here"
+    assert rig.fake.sent("telegram")[0]["json"]["text"] == "echo: half an emoji \ufffd here"
