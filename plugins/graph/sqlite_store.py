@@ -27,9 +27,9 @@ import numpy as np
 
 from host.errors import UserError
 from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node
+from host.log import log
 from plugins.graph import migrations
 from plugins.graph.common import (
-    CASCADE_LABELS,
     EXPAND_LIMIT,
     GRACE_DAYS,
     Prepared,
@@ -193,7 +193,7 @@ class SqliteStore:
         check_account(self.account_id, account_id, node=node_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
         with self._write() as conn:
-            return self._upsert(conn, [item], account_id)[0]
+            return self._upsert(conn, [item], account_id)[0][0]
 
     def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str) -> int:
         """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
@@ -206,8 +206,8 @@ class SqliteStore:
         if not items:
             return 0
         with self._write() as conn:
-            ids = self._upsert(conn, items, account_id)
-            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
+            ids, rids = self._upsert(conn, items, account_id)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
             if missing:
                 i, j, _, to, _ = edges[missing[0]]
                 raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
@@ -222,88 +222,89 @@ class SqliteStore:
         """
         check_account(self.account_id, account_id)
         with self._write() as conn:
-            ids = self._upsert(conn, items, account_id)
-            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
+            ids, rids = self._upsert(conn, items, account_id)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
         return ids, missing
 
-    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str) -> list[str]:
+    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared],
+                account_id: str) -> tuple[list[str], dict[str, int]]:
+        """Write prepared nodes inside the caller's transaction; returns their ids and rids."""
         now = time.time()
         for item in items:
             if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
                 item.id = self._reingest(conn, account_id, item.properties["attachmentId"])
         ids = [item.id or new_id() for item in items]
-        existing: dict[str, tuple[Any, ...]] = {}
-        explicit = [i for i, item in zip(ids, items, strict=True) if item.id is not None]
+        existing: dict[str, tuple[int, str, str, str]] = {}
+        explicit = list(dict.fromkeys(item.id for item in items if item.id is not None))
         for part in _chunks(explicit):
             for row in conn.execute(
                 f"SELECT id, rid, account_id, labels, properties FROM nodes WHERE id IN ({_marks(len(part))})",
                 list(part),
             ):
-                existing[row[0]] = row
-        next_rid = (conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]) + 1
-        inserts, updates, side_rids = [], [], []
-        labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
-        seen: dict[str, int] = {}
+                if row[2] != account_id:
+                    log("graph-write", "reject", reason="invalid-account-id", node=row[0])
+                    raise UserError(f"id: node '{row[0]}' belongs to another account; writes must target ACCOUNT_ID")
+                existing[row[0]] = row[1:]
+        next_rid = conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0] + 1
+        # id -> [rid, labels, props, props_json or None, is_new, embedding]
+        state: dict[str, list[Any]] = {}
         for nid, item in zip(ids, items, strict=True):
-            old = existing.get(nid)
-            if nid in seen:  # the same id twice in one batch: merge into the first
-                old = existing[nid]
-            if old is not None:
-                _, rid, old_account, old_labels, old_props = old
-                if old_account != account_id:
-                    check_account(old_account, account_id, node=nid)
-                props = json.loads(old_props)
-                for key, value in item.properties.items():
-                    if value is None:
-                        props.pop(key, None)
-                    else:
-                        props[key] = value
-                labels = list(json.loads(old_labels))
-                labels += [lab for lab in item.labels if lab not in labels]
-                updates.append((json.dumps(labels), json.dumps(props), props.get("scope"),
-                                _agents(props), now, rid))
-                side_rids.append(rid)
-                existing[nid] = (nid, rid, account_id, json.dumps(labels), json.dumps(props))
-            else:
-                rid = next_rid
+            cur = state.get(nid)
+            if cur is None and nid not in existing:
+                props = item.properties if item.props_json is not None else \
+                    {k: v for k, v in item.properties.items() if v is not None}
+                state[nid] = [next_rid, list(item.labels), props, item.props_json, True, item.embedding]
                 next_rid += 1
-                props = {k: v for k, v in item.properties.items() if v is not None}
-                labels = list(item.labels)
-                inserts.append((rid, nid, account_id, json.dumps(labels), json.dumps(props), props.get("scope"),
-                                _agents(props), now, now))
-                existing[nid] = (nid, rid, account_id, json.dumps(labels), json.dumps(props))
-            seen[nid] = rid
+                continue
+            if cur is None:
+                rid, _, labels_json, props_json = existing[nid]
+                cur = state[nid] = [rid, json.loads(labels_json), json.loads(props_json), None, False, None]
+            labels, props = cur[1], cur[2]
+            labels.extend(lab for lab in item.labels if lab not in labels)
+            for key, value in item.properties.items():
+                if value is None:
+                    props.pop(key, None)
+                else:
+                    props[key] = value
+            cur[3] = None
             if item.embedding is not None:
-                vec = np.asarray(item.embedding, dtype=np.float32)
-                updates_emb = (vec.tobytes(), len(vec), rid)
-                item_emb = updates_emb
+                cur[5] = item.embedding
+        inserts, updates, vectors, side = [], [], [], []
+        labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
+        for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
+            agents = props.get("agents")
+            row_json = props_json or json.dumps(props, ensure_ascii=False)
+            agents_json = json.dumps(agents) if agents is not None else None
+            if is_new:
+                blob = np.asarray(emb, dtype=np.float32).tobytes() if emb is not None else None
+                inserts.append((rid, nid, account_id, json.dumps(labels), row_json, props.get("scope"), agents_json,
+                                now, now, blob, len(emb) if emb is not None else None))
             else:
-                item_emb = None
-            item._rid = rid  # type: ignore[attr-defined]
-            item._emb = item_emb  # type: ignore[attr-defined]
-            item._final = (labels, props)  # type: ignore[attr-defined]
+                updates.append((json.dumps(labels), row_json, props.get("scope"), agents_json, now, rid))
+                side.append(rid)
+                if emb is not None:
+                    vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
+            labels_rows.extend((lab, rid) for lab in labels)
+            if agents:
+                agent_rows.extend((ag, rid) for ag in dict.fromkeys(agents))
+            if props.get("keywords") is not None:
+                keyword_rows.extend((kw, rid) for kw in keywords_of(props))
+            text = text_of(props)
+            if text:
+                text_rows.append((rid, text))
         if inserts:
             conn.executemany("INSERT INTO nodes (rid, id, account_id, labels, properties, scope, agents, "
-                             "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)", inserts)
+                             "created_at, updated_at, embedding, dims) VALUES (?,?,?,?,?,?,?,?,?,?,?)", inserts)
         if updates:
             conn.executemany("UPDATE nodes SET labels = ?, properties = ?, scope = ?, agents = ?, "
                              "deleted_at = NULL, updated_at = ? WHERE rid = ?", updates)
-        if side_rids:
-            for part in _chunks(side_rids):
+            for part in _chunks(side):
                 marks = _marks(len(part))
                 for table in ("node_labels", "node_agents", "node_keywords"):
                     conn.execute(f"DELETE FROM {table} WHERE node IN ({marks})", list(part))
                 conn.execute(f"DELETE FROM node_text WHERE rowid IN ({marks})", list(part))
-        final: dict[int, tuple[list[str], dict[str, Any]]] = {}
-        for item in items:
-            final[item._rid] = item._final  # type: ignore[attr-defined]
-        for rid, (labels, props) in final.items():
-            labels_rows.extend((lab, rid) for lab in labels)
-            agent_rows.extend((ag, rid) for ag in dict.fromkeys(props.get("agents") or []))
-            keyword_rows.extend((kw, rid) for kw in keywords_of(props))
-            text = text_of(props)
-            if text:
-                text_rows.append((rid, text))
+        if vectors:
+            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE rid = ?", vectors)
         conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)", labels_rows)
         if agent_rows:
             conn.executemany("INSERT OR IGNORE INTO node_agents (agent, node) VALUES (?, ?)", agent_rows)
@@ -311,10 +312,7 @@ class SqliteStore:
             conn.executemany("INSERT OR IGNORE INTO node_keywords (keyword, node) VALUES (?, ?)", keyword_rows)
         if text_rows:
             conn.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", text_rows)
-        emb = [item._emb for item in items if item._emb is not None]  # type: ignore[attr-defined]
-        if emb:
-            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE rid = ?", emb)
-        return ids
+        return ids, {nid: cur[0] for nid, cur in state.items()}
 
     def _reingest(self, conn: sqlite3.Connection, account_id: str, attachment_id: Any) -> str | None:
         """Find the document an attachment was ingested as; drop its hierarchy for replacement."""
@@ -332,17 +330,26 @@ class SqliteStore:
         return row[1]
 
     def _hierarchy(self, conn: sqlite3.Connection, rid: int, account_id: str) -> list[int]:
-        """The node and its Section/Chunk descendants along outgoing edges."""
+        """The node and, for a KnowledgeDocument or Section, its Section → Chunk descendants.
+
+        Levels follow outgoing edges: a document's Section children, then their Chunk children
+        (a Section node starts at the second level). Other nodes have no hierarchy.
+        """
+        labels = {r[0] for r in conn.execute("SELECT label FROM node_labels WHERE node = ?", (rid,))}
+        start = 0 if "KnowledgeDocument" in labels else 1 if "Section" in labels else None
+        if start is None:
+            return [rid]
         rows = conn.execute(
-            f"""WITH RECURSIVE tree(rid) AS (
-                  SELECT ?
+            """WITH RECURSIVE tree(rid, level) AS (
+                  SELECT ?, ?
                   UNION
-                  SELECT e.target FROM edges e JOIN tree t ON e.source = t.rid
+                  SELECT e.target, t.level + 1 FROM tree t JOIN edges e ON e.source = t.rid
                   JOIN nodes c ON c.rid = e.target AND c.account_id = ?
-                  WHERE EXISTS (SELECT 1 FROM node_labels l WHERE l.node = e.target
-                                AND l.label IN ({_marks(len(CASCADE_LABELS))})))
-                SELECT rid FROM tree""",
-            (rid, account_id, *CASCADE_LABELS),
+                  JOIN node_labels l ON l.node = e.target
+                   AND l.label = CASE t.level WHEN 0 THEN 'Section' ELSE 'Chunk' END
+                  WHERE t.level < 2)
+                SELECT DISTINCT rid FROM tree""",
+            (rid, start, account_id),
         ).fetchall()
         return [r[0] for r in rows]
 
@@ -370,12 +377,13 @@ class SqliteStore:
         with self._write() as conn:
             return self._edges(conn, wanted, account_id)
 
-    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[int]:
+    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str,
+               known: Mapping[str, int] | None = None) -> list[int]:
         """MERGE edges given by node ids; returns the positions in ``wanted`` with an unknown end."""
         if not wanted:
             return []
-        names = sorted({w[0] for w in wanted} | {w[2] for w in wanted})
-        rids: dict[str, int] = {}
+        rids: dict[str, int] = dict(known or {})
+        names = sorted(({w[0] for w in wanted} | {w[2] for w in wanted}) - rids.keys())
         for part in _chunks(names):
             rids.update(conn.execute(
                 f"SELECT id, rid FROM nodes WHERE account_id = ? AND id IN ({_marks(len(part))})",
@@ -510,11 +518,13 @@ class SqliteStore:
         match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT {NODE_COLS}, bm25(node_text) AS rank FROM node_text JOIN nodes n ON n.rid = node_text.rowid "
+        # rank only rids under the guards, then load the k winners (sorting whole rows is slow)
+        sql = (f"SELECT n.rid, bm25(node_text) AS rank FROM node_text CROSS JOIN nodes n ON n.rid = node_text.rowid "
                f"WHERE node_text MATCH ? AND {cond}{lab} ORDER BY rank LIMIT ?")
         with self._lock:
-            rows = self.conn.execute(sql, [match, *params, *lparams, int(k)]).fetchall()
-        return [Hit(self._node(r), -float(r[10])) for r in rows]
+            ranked = self.conn.execute(sql, [match, *params, *lparams, int(k)]).fetchall()
+            nodes = self._rows_by_rid([r[0] for r in ranked])
+        return [Hit(nodes[rid], -float(rank)) for rid, rank in ranked if rid in nodes]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:
@@ -523,11 +533,12 @@ class SqliteStore:
             return []
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT {NODE_COLS} FROM node_keywords kw JOIN nodes n ON n.rid = kw.node "
+        sql = (f"SELECT n.rid FROM node_keywords kw CROSS JOIN nodes n ON n.rid = kw.node "
                f"WHERE kw.keyword = ? AND {cond}{lab} ORDER BY n.updated_at DESC, n.rid LIMIT ?")
         with self._lock:
-            rows = self.conn.execute(sql, [tag, *params, *lparams, int(k)]).fetchall()
-        return [Hit(self._node(r), 1.0) for r in rows]
+            rids = [r[0] for r in self.conn.execute(sql, [tag, *params, *lparams, int(k)])]
+            nodes = self._rows_by_rid(rids)
+        return [Hit(nodes[rid], 1.0) for rid in rids if rid in nodes]
 
     def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
                       labels: Sequence[str] | None = None) -> list[Hit]:
