@@ -108,7 +108,6 @@ class Gateway:
         self._persist_lock = threading.Lock()
         self._held: dict[str, list[tuple[str, list[str], dict[str, Any]]]] = {}  # webchat, before turn 2
         self._lanes: KeyedSerializer | None = None
-        self._seq = 0
         self.aliases = ident.AliasCache(host.home, self.account_id) if self.account_id else None
         self.senders: dict[str, Any] = {}
 
@@ -146,7 +145,6 @@ class Gateway:
         mid = message_id(account, msg.channel, msg.platform_id)
         conv = conversation_id(account, msg.channel, msg.sender)
         with self._persist_lock:
-            self._seq += 1
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
                 log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
                 return mid, True
@@ -206,14 +204,23 @@ class Gateway:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
                 self.store.upsert_node(["Message"], dict(props), account_id=self.account_id, node_id=mid)
 
-    def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str) -> str:
+    def set_public(self, msg: Inbound, mid: str) -> None:
+        """Messages are stored admin-scoped until identity says public; then the Conversation and Message open up."""
+        self.update_message(msg, mid, {"scope": "public"})
+        conv = conversation_id(self.account_id, msg.channel, msg.sender)
+        with self._persist_lock:
+            node = self.store.get(conv, guards=self.guards())
+            if node is not None and node.properties.get("scope") != "public":
+                self.store.upsert_node(["Conversation"], {"scope": "public"}, account_id=self.account_id, node_id=conv)
+
+    def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, role: str = "admin") -> str:
         account = self.require_account()
         rid = message_id(account, msg.channel, f"reply:{msg.platform_id}")
         conv = conversation_id(account, msg.channel, msg.sender)
         props = {"role": "assistant", "channel": msg.channel, "sender": "agent", "recipient": msg.sender,
                  "text": text, "inReplyTo": inbound_id, "conversationId": conv, "kind": kind,
                  "createdAt": now_iso(), "createdNs": time.time_ns(), "deliveryStatus": "pending",
-                 "target": dict(msg.target) or None, "scope": "admin",
+                 "target": dict(msg.target) or None, "scope": "admin" if role == "admin" else "public",
                  "sessionId": session_id_for(account, msg.sender_key)}
         with self._persist_lock:
             self._write_message(msg, rid, conv, ["Message", MESSAGE_LABELS.get(msg.channel, "Message")], props)
@@ -247,11 +254,11 @@ class Gateway:
         if msg.provenance is not None:
             who = ident.Identity("admin", msg.provenance.owner_user_id, who.phone)
         if who.role != "admin":
-            await asyncio.to_thread(self.update_message, msg, mid, {"scope": "public"})
+            await asyncio.to_thread(self.set_public, msg, mid)
         verdict = await asyncio.to_thread(screen, self.host, channel=msg.channel, text=msg.text,
                                           sender=msg.sender, role=who.role)
         if who.role == "public" and verdict.verdict == "DISCARD":
-            delivery = await self.reply(msg, mid, REFUSAL, kind="refusal")
+            delivery = await self.reply(msg, mid, REFUSAL, kind="refusal", role=who.role)
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "refused", "verdict": verdict.verdict})
             return Turn(mid, who.role, "refused", REFUSAL, None, delivery)
         turn = TurnInput(channel=msg.channel, role=who.role, text=msg.text, account_id=self.account_id,
@@ -270,15 +277,15 @@ class Gateway:
             log("channels", "op=agent-failed", channel=msg.channel, messageId=mid, reason=str(exc)[:200])
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "agent-failed",
                                                                      "error": str(exc)[:200]})
-            delivery = await self.reply(msg, mid, AGENT_UNAVAILABLE, kind="agent-unavailable")
+            delivery = await self.reply(msg, mid, AGENT_UNAVAILABLE, kind="agent-unavailable", role=who.role)
             return Turn(mid, who.role, "agent-failed", AGENT_UNAVAILABLE, text, delivery)
         await asyncio.to_thread(self.update_message, msg, mid, {"status": "answered"})
-        delivery = await self.reply(msg, mid, answer, kind="agent") if answer else None
+        delivery = await self.reply(msg, mid, answer, kind="agent", role=who.role) if answer else None
         return Turn(mid, who.role, "answered", answer, text, delivery)
 
-    async def reply(self, msg: Inbound, inbound_id: str, text: str, *, kind: str) -> Any:
+    async def reply(self, msg: Inbound, inbound_id: str, text: str, *, kind: str, role: str = "admin") -> Any:
         """Record the reply, send it through the adapter, record the outcome (never lost silently)."""
-        rid = await asyncio.to_thread(self.record_reply, msg, inbound_id, text, kind)
+        rid = await asyncio.to_thread(self.record_reply, msg, inbound_id, text, kind, role)
         return await self.deliver(msg, rid, text)
 
     async def deliver(self, msg: Inbound, rid: str, text: str) -> Any:

@@ -78,7 +78,9 @@ def test_telegram_update_persist_run_reply_and_redelivery(rig) -> None:
     assert calls[0]["sessionId"] == calls[1]["sessionId"] == calls[0]["env_session"]
     replies = messages(host, "TelegramMessage", "assistant")
     assert {m.properties["deliveryStatus"] for m in replies} == {"sent"}
-    assert len(host.store().find(guards=Guards(ACCOUNT), labels=["Conversation"])) == 1
+    convs = host.store().find(guards=Guards(ACCOUNT), labels=["Conversation"])
+    assert len(convs) == 1 and convs[0].properties["scope"] == "public"
+    assert {m.properties["scope"] for m in inbound + replies} == {"public"}
 
 
 def test_telegram_bad_secret_persists_nothing(rig) -> None:
@@ -111,6 +113,8 @@ def test_telegram_contact_makes_admin_with_rules_and_reply_note(rig) -> None:
     assert "- Answer in French\n- Sign as Ana" in payload
     assert payload.index('"Your booking: table for 4 at 8pm"') > payload.index(CONTEXT_HEADING)
     assert rules.calls == 2
+    stored = messages(host, "TelegramMessage")
+    assert len(stored) == 4 and {m.properties["scope"] for m in stored} == {"admin"}
 
 
 def test_whatsapp_verification(rig) -> None:

@@ -62,7 +62,8 @@ def test_webchat_poll_sse_lazy_conversation(make_host, account, tmp_path: Path) 
         roles = sorted((m.properties["role"], m.properties["text"]) for m in messages)
         assert roles == [("assistant", "echo: hello there"), ("assistant", "echo: what now?"),
                          ("user", "hello there"), ("user", "what now?")]
-        assert all(m.properties["scope"] == "public" for m in messages if m.properties["role"] == "user")
+        assert {m.properties["scope"] for m in messages} == {"public"}  # identity said public
+        assert host.store().get(convs[0].id, guards=Guards(ACCOUNT)).properties["scope"] == "public"
         assert len(agent_calls(tmp_path)) == 2  # the re-post never reached the agent
         edges = host.store().expand([convs[0].id], guards=Guards(ACCOUNT))[convs[0].id]
         assert sorted(n.node.id for n in edges if n.type == "HAS_MESSAGE") == sorted(m.id for m in messages)
