@@ -131,3 +131,27 @@ def test_stop_hook_registration_runs_the_recorder(tmp_path: Path, plughost_home:
     assert proc.returncode == 0
     log = (plughost_home / "logs" / "server.log").read_text()
     assert "[turn-recorder] envelope sessionId=" + SESSION + " turnsCount=7" in log
+
+
+@pytest.mark.external
+def test_hooks_json_accepted_by_claude_code(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import npx_bin
+
+    claude = npx_bin("claude")
+    plugin = tmp_path / "channels"
+    shutil.copytree(REPO / "plugins" / "channels" / "hooks", plugin / "hooks")
+    (plugin / ".claude-plugin").mkdir()
+    (plugin / ".claude-plugin" / "plugin.json").write_text(
+        json.dumps({"name": "channels", "version": "0.1.0", "description": "channels", "author": {"name": "plughost"}}))
+    env = {**os.environ, "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "cfg"),
+           "CLAUDE_CODE_TMPDIR": str(tmp_path / "tmp"), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    ok = subprocess.run([str(claude), "plugin", "validate", str(plugin)], env=env, capture_output=True, text=True,
+                        timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    (plugin / "hooks" / "hooks.json").write_text('{"hooks": {"Stop": [{"hooks": [{"type": "bogus"}]}]}}')
+    bad = subprocess.run([str(claude), "plugin", "validate", str(plugin)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0  # the validator really reads hooks/hooks.json
