@@ -110,6 +110,15 @@ class Gateway:
         self._lanes: KeyedSerializer | None = None
         self.aliases = ident.AliasCache(host.home, self.account_id) if self.account_id else None
         self.senders: dict[str, Any] = {}
+        self._slots: asyncio.Semaphore | None = None
+
+    @property
+    def agent_slots(self) -> asyncio.Semaphore:
+        """At most ``PLUGHOST_AGENT_CONCURRENCY`` agent runs at once (default 8): agents are heavy processes."""
+        if self._slots is None:
+            raw = self.host.env.get("PLUGHOST_AGENT_CONCURRENCY") or "8"
+            self._slots = asyncio.Semaphore(max(1, int(raw)) if raw.isdigit() else 8)
+        return self._slots
 
     # ---------------------------------------------------------------- plumbing
     def require_account(self) -> str:
@@ -272,7 +281,8 @@ class Gateway:
             "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
         }
         try:
-            answer = await get_runner(self.host).run(session, payload)
+            async with self.agent_slots:
+                answer = await get_runner(self.host).run(session, payload)
         except (RunnerError, OSError) as exc:
             log("channels", "op=agent-failed", channel=msg.channel, messageId=mid, reason=str(exc)[:200])
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "agent-failed",
