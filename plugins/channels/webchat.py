@@ -30,6 +30,7 @@ CHANNEL = "webchat"
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 MAX_TEXT = 4000
 KEEPALIVE_S = 15.0
+STREAM_MAX_S = 60.0  # a stream ends after this; EventSource reconnects with Last-Event-ID (no event lost)
 MAX_EVENTS = 500  # per session, in memory
 MAX_SESSIONS = 10_000  # least recently active sessions are forgotten beyond this
 
@@ -148,15 +149,16 @@ def routes(host: Any) -> tuple[Route, ...]:
 
         async def events() -> Any:
             last = after
+            ends = time.monotonic() + STREAM_MAX_S
             yield "retry: 1000\n\n"
-            while True:
+            while time.monotonic() < ends:
                 for event in store.after(session, last):
                     last = event["seq"]
                     yield f"id: {event['seq']}\nevent: message\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
                 if await request.is_disconnected():
                     return
                 before = len(store.events.get(session, []))
-                await store.wait(session, KEEPALIVE_S)
+                await store.wait(session, max(0.0, min(KEEPALIVE_S, ends - time.monotonic())))
                 if len(store.events.get(session, [])) == before:
                     yield ": keepalive\n\n"
 

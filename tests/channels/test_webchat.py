@@ -80,3 +80,17 @@ def test_webchat_bad_input(make_host, account, tmp_path: Path) -> None:
         assert r.status_code == 400 and r.json()["error"] == "invalid-json"
         assert client.get("/channels/webchat/messages", params={"session": "x"}).status_code == 400
     assert agent_calls(tmp_path) == []
+
+
+def test_sse_resumes_from_last_event_id_and_ends(make_host, account, tmp_path: Path, monkeypatch) -> None:
+    from plugins.channels import webchat
+
+    monkeypatch.setattr(webchat, "STREAM_MAX_S", 1.0)
+    host = channel_host(make_host, tmp_path)
+    with serve(build_app(host)) as base, httpx.Client(base_url=base, timeout=30) as client:
+        session = client.post("/channels/webchat/messages", json={"text": "one"}).json()["session"]
+        wait_for(lambda: len(webchat.sessions(host).after(session, 0)) == 2)  # the echo and the reply
+        with client.stream("GET", f"/channels/webchat/stream?session={session}",
+                           headers={"Last-Event-ID": "1"}) as resp:
+            seqs = [json.loads(line[6:])["seq"] for line in resp.iter_lines() if line.startswith("data: ")]
+    assert seqs == [2]  # only what came after the last event seen, and the stream closed by itself
