@@ -4,6 +4,39 @@ from __future__ import annotations
 
 from host.hookspecs import hookimpl  # noqa: F401
 
+# --- channels: adapters, runner, CLI (heavy modules are imported inside each hook) --------
+
+
+@hookimpl
+def plughost_cli_commands(host):  # type: ignore[no-untyped-def]
+    from plugins.channels.commands import cli_commands
+
+    return cli_commands()
+
+
+@hookimpl
+def plughost_agent_runner(host):  # type: ignore[no-untyped-def]
+    from plugins.channels.runner import CommandRunner
+
+    return CommandRunner.from_env(host.env)
+
+
+@hookimpl
+def plughost_channel_adapters(host):  # type: ignore[no-untyped-def]
+    from plugins.channels import telegram, webchat, whatsapp
+
+    return [webchat.adapter(host), telegram.adapter(host), whatsapp.adapter(host)]
+
+
+@hookimpl
+def plughost_shutdown(host):  # type: ignore[no-untyped-def]
+    from plugins.channels.server import close
+
+    close(host)
+
+
+# --- end channels ---------------------------------------------------------------------------
+
 __all__: list[str] = []
 
 

@@ -1,0 +1,108 @@
+"""CLI commands the channels plugin adds: ``record-turn``, ``channels``, ``schedule``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from host.errors import UserError
+from host.types import CliCommand
+
+
+def _configure_record_turn(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = "Reads the Claude Code Stop-hook JSON on stdin; always exits 0."
+
+
+def _run_record_turn(args: argparse.Namespace, host: Any) -> int:
+    from plugins.channels.turn_recorder import cli_run
+
+    return cli_run(host)
+
+
+def _configure_channels(parser: argparse.ArgumentParser) -> None:
+    subs = parser.add_subparsers(dest="channels_command", metavar="ACTION")
+    retry = subs.add_parser("retry", help="re-send replies whose delivery failed")
+    retry.add_argument("--limit", type=int, default=500, help="at most this many replies (default 500)")
+    retry.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    retry.add_argument("--unanswered", action="store_true",
+                       help="also run the turns of stored inbound messages that were never processed")
+    serve = subs.add_parser("serve", help="serve the channel adapters' routes alone")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8710)
+
+
+def _run_channels(args: argparse.Namespace, host: Any) -> int:
+    if args.channels_command == "retry":
+        from plugins.channels.delivery import retry_failed
+
+        outcome = asyncio.run(retry_failed(host, limit=args.limit))
+        if args.unanswered:
+            from plugins.channels.delivery import resume_unanswered
+
+            outcome["unanswered"] = asyncio.run(resume_unanswered(host, limit=args.limit))
+        if args.json:
+            print(json.dumps(outcome, sort_keys=True))
+        else:
+            line = f"retried={outcome['retried']} sent={outcome['sent']} failed={outcome['failed']}"
+            if args.unanswered:
+                line += f" resumed={outcome['unanswered']['resumed']}"
+            print(line)
+        return 0 if outcome["failed"] == 0 else 1
+    if args.channels_command == "serve":
+        import uvicorn
+
+        from plugins.channels.server import build_app
+
+        uvicorn.run(build_app(host), host=args.host, port=args.port, log_level="warning")
+        return 0
+    raise UserError("channels: expected an action: retry | serve")
+
+
+def _configure_schedule(parser: argparse.ArgumentParser) -> None:
+    subs = parser.add_subparsers(dest="schedule_command", metavar="ACTION")
+    d = subs.add_parser("dispatch", help="run a scheduled turn for a sender (the only source of provenance)")
+    d.add_argument("--channel", required=True, choices=["telegram", "whatsapp"])
+    d.add_argument("--to", required=True, help="the sender id (Telegram user id, WhatsApp phone)")
+    d.add_argument("--event", required=True, help="the scheduled event's name")
+    d.add_argument("--text", required=True, help="the automation's instruction")
+    d.add_argument("--owner", default=None, help="the owner userId the automation belongs to")
+    d.add_argument("--chat-id", default=None, help="Telegram chat id (default: the sender id)")
+    d.add_argument("--json", action="store_true")
+
+
+def _run_schedule(args: argparse.Namespace, host: Any) -> int:
+    if args.schedule_command != "dispatch":
+        raise UserError("schedule: expected an action: dispatch")
+    from plugins.channels.pipeline import dispatch_scheduled
+    from plugins.channels.server import drain
+
+    target = {"chat_id": args.chat_id or args.to} if args.channel == "telegram" else {"to": args.to}
+
+    async def go() -> Any:
+        try:
+            return await dispatch_scheduled(host, channel=args.channel, sender=args.to, event=args.event,
+                                            text=args.text, owner_user_id=args.owner, target=target)
+        finally:
+            await drain(host)
+
+    turn = asyncio.run(go())
+    delivered = bool(turn.delivery and turn.delivery.get("ok"))
+    if args.json:
+        print(json.dumps({"messageId": turn.message_id, "status": turn.status, "reply": turn.reply,
+                          "delivered": delivered}, ensure_ascii=False))
+    else:
+        print(f"status={turn.status} delivered={'true' if delivered else 'false'} messageId={turn.message_id}")
+    return 0 if turn.status == "answered" and delivered else 1
+
+
+def cli_commands() -> list[CliCommand]:
+    return [
+        CliCommand("record-turn", "record the finished admin turn (Claude Code Stop hook)",
+                   _configure_record_turn, _run_record_turn),
+        CliCommand("channels", "channel adapters: retry failed replies, serve the channel routes",
+                   _configure_channels, _run_channels),
+        CliCommand("schedule", "scheduled automation: dispatch a platform-verified turn",
+                   _configure_schedule, _run_schedule),
+    ]

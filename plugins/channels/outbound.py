@@ -1,0 +1,94 @@
+"""Outbound delivery over HTTP: timeouts, retries with backoff on 429/5xx honouring Retry-After.
+
+The result is a plain dict the pipeline records on the reply Message:
+``{ok, status, attempts, reason?, body?}``. A reply that cannot be delivered is recorded as
+``deliveryStatus=failed`` with its reason (never lost silently) and can be re-sent with
+``plughost channels retry``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from host.log import log
+
+RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+MAX_ATTEMPTS = 4
+BASE_DELAY = 0.5
+MAX_DELAY = 30.0
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date); None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def backoff(attempt: int, base: float = BASE_DELAY, cap: float = MAX_DELAY) -> float:
+    """Exponential backoff for attempt 1, 2, 3 ... (0.5 s, 1 s, 2 s ...), capped."""
+    return min(cap, base * (2 ** (attempt - 1)))
+
+
+def client(host: Any) -> Any:
+    """One shared httpx.AsyncClient per host (connection pooling), with explicit timeouts."""
+    import httpx
+
+    existing = host.state.get("channels.http")
+    if existing is not None and not existing.is_closed:
+        return existing
+    seconds = float(host.env.get("PLUGHOST_CHANNELS_HTTP_TIMEOUT") or 10)
+    made = httpx.AsyncClient(timeout=httpx.Timeout(seconds, connect=min(seconds, 5.0)))
+    host.state["channels.http"] = made
+    return made
+
+
+async def post_json(host: Any, url: str, payload: Mapping[str, Any], *, channel: str,
+                    headers: Mapping[str, str] | None = None, attempts: int | None = None) -> dict[str, Any]:
+    """POST JSON with retries. Never raises for HTTP or transport failures: returns the outcome."""
+    import httpx
+
+    attempts = attempts or int(host.env.get("PLUGHOST_CHANNELS_SEND_ATTEMPTS") or MAX_ATTEMPTS)
+    max_delay = float(host.env.get("PLUGHOST_CHANNELS_MAX_RETRY_DELAY") or MAX_DELAY)
+    http = client(host)
+    reason = "unknown"
+    status: int | None = None
+    for attempt in range(1, attempts + 1):
+        wait: float | None = None
+        try:
+            resp = await http.post(url, json=dict(payload), headers=dict(headers or {}))
+            status = resp.status_code
+            if 200 <= status < 300:
+                try:
+                    body = resp.json()
+                except ValueError:
+                    body = None
+                return {"ok": True, "status": status, "attempts": attempt, "body": body}
+            reason = f"http-{status}"
+            detail = resp.text[:200].replace("\n", " ")
+            if status not in RETRY_STATUSES:
+                return {"ok": False, "status": status, "attempts": attempt, "reason": f"{reason}: {detail}"}
+            wait = retry_after(resp.headers.get("retry-after"))
+        except httpx.TimeoutException:
+            reason = "timeout"
+        except httpx.TransportError as exc:
+            reason = f"transport: {type(exc).__name__}"
+        if attempt == attempts:
+            break
+        delay = min(max_delay, wait if wait is not None else backoff(attempt))
+        log("channels", "op=send-retry", channel=channel, attempt=attempt, reason=reason, waitS=f"{delay:.2f}")
+        await asyncio.sleep(delay)
+    return {"ok": False, "status": status, "attempts": attempts, "reason": f"{reason} after {attempts} attempts"}

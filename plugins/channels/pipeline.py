@@ -1,0 +1,364 @@
+"""The inbound pipeline (SPEC 10.1): one entry point per message, each step a small function.
+
+adapter parses → :meth:`Gateway.accept` persists first (MERGE the Conversation, write the
+channel's Message label, idempotent on the platform message id) → in the sender's ordered lane:
+identity → screening → route → compose → run → reply through the adapter.
+
+``accept`` returns once the message is durable, so a webhook answers 200 only for a stored
+message, and the agent turn runs behind it. A sender's turns run strictly in arrival order;
+different senders run in parallel. Webchat creates its Conversation lazily, on the user's
+second message; every other channel persists every inbound, including ones never answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from host.graph import Guards
+from host.log import log
+from plugins.channels import compose as composing
+from plugins.channels import identity as ident
+from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
+from plugins.channels.runner import KeyedSerializer, RunnerError, get_runner, session_id_for
+from plugins.channels.screening import screen
+
+MESSAGE_LABELS = {"webchat": "WebchatMessage", "telegram": "TelegramMessage", "whatsapp": "WhatsAppMessage"}
+REFUSAL = "Sorry, I can't help with that request."
+AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
+HAS_MESSAGE = "HAS_MESSAGE"
+
+
+class NotConfigured(Exception):
+    """The gateway lacks what it needs (ACCOUNT_ID)."""
+
+
+@dataclass
+class Inbound:
+    """One parsed inbound message, channel-neutral."""
+
+    channel: str
+    sender: str
+    text: str
+    platform_id: str
+    sent_at: str | None = None
+    phone: str | None = None
+    name: str | None = None
+    reply: ReplyContext | None = None
+    media_notes: Sequence[str] = ()
+    target: Mapping[str, Any] = field(default_factory=dict)  # how to address the reply (chat id ...)
+    provenance: ScheduleProvenance | None = None  # only the scheduler's dispatcher sets this
+
+    def __post_init__(self) -> None:
+        """Lone surrogates (JSON ``\\ud83d`` escapes) cannot be stored as UTF-8: make every field well formed."""
+        self.text = well_formed(self.text)
+        self.name = well_formed(self.name) if self.name else self.name
+        self.media_notes = tuple(well_formed(n) for n in self.media_notes)
+        if self.reply is not None:
+            self.reply = ReplyContext(id=self.reply.id, sender=well_formed(self.reply.sender) if self.reply.sender else None,
+                                      text=well_formed(self.reply.text) if self.reply.text else self.reply.text)
+
+    @property
+    def sender_key(self) -> str:
+        return f"{self.channel}:{self.sender}"
+
+
+@dataclass
+class Turn:
+    """What one turn produced (returned by :meth:`Gateway.process`)."""
+
+    message_id: str
+    role: str
+    status: str  # answered | refused | agent-failed
+    reply: str | None = None
+    payload: str | None = None
+    delivery: Any = None
+
+
+def _h(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+def conversation_id(account: str, channel: str, sender: str) -> str:
+    """Deterministic Conversation id: account + channel + sender."""
+    return f"conv-{_h(account, channel, sender)}"
+
+
+def message_id(account: str, channel: str, platform_id: str) -> str:
+    """Deterministic Message id from the platform message id: a re-delivery maps onto the same node."""
+    return f"msg-{_h(account, channel, platform_id)}"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Gateway:
+    """The per-host pipeline state: the store, the sender lanes, the adapters' senders."""
+
+    def __init__(self, host: Any) -> None:
+        self.host = host
+        self.account_id = (host.env.get("ACCOUNT_ID") or "").strip()
+        self._persist_lock = threading.Lock()
+        self._held: dict[str, list[tuple[str, list[str], dict[str, Any]]]] = {}  # webchat, before turn 2
+        self._lanes: KeyedSerializer | None = None
+        self.aliases = ident.AliasCache(host.home, self.account_id) if self.account_id else None
+        self.senders: dict[str, Any] = {}
+        self._slots: asyncio.Semaphore | None = None
+
+    @property
+    def agent_slots(self) -> asyncio.Semaphore:
+        """At most ``PLUGHOST_AGENT_CONCURRENCY`` agent runs at once (default 8): agents are heavy processes."""
+        if self._slots is None:
+            raw = self.host.env.get("PLUGHOST_AGENT_CONCURRENCY") or "8"
+            self._slots = asyncio.Semaphore(max(1, int(raw)) if raw.isdigit() else 8)
+        return self._slots
+
+    # ---------------------------------------------------------------- plumbing
+    def require_account(self) -> str:
+        if not self.account_id:
+            raise NotConfigured("ACCOUNT_ID is not set; the channels gateway needs the account it serves")
+        return self.account_id
+
+    @property
+    def store(self) -> Any:
+        return self.host.store()
+
+    def guards(self) -> Guards:
+        return Guards(self.require_account())
+
+    @property
+    def lanes(self) -> KeyedSerializer:
+        if self._lanes is None:
+            self._lanes = KeyedSerializer()
+        return self._lanes
+
+    def sender_for(self, channel: str) -> Any:
+        if channel not in self.senders:
+            from host.types import ChannelAdapter
+
+            for c in self.host.collect("plughost_channel_adapters", ChannelAdapter):
+                self.senders.setdefault(c.item.name, c.item.send)
+        return self.senders.get(channel)
+
+    # ---------------------------------------------------------------- step 1: persist first
+    def persist(self, msg: Inbound) -> tuple[str, bool]:
+        """Store the inbound Message (and MERGE its Conversation); (message id, was it a re-delivery)."""
+        account = self.require_account()
+        mid = message_id(account, msg.channel, msg.platform_id)
+        conv = conversation_id(account, msg.channel, msg.sender)
+        with self._persist_lock:
+            if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
+                log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
+                return mid, True
+            if any(mid == held_id for held_id, _, _ in self._held.get(msg.sender_key, [])):
+                log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
+                return mid, True
+            props = {
+                "role": "user", "channel": msg.channel, "sender": msg.sender, "text": msg.text,
+                "platformMessageId": msg.platform_id, "conversationId": conv, "sentAt": msg.sent_at,
+                "receivedAt": now_iso(), "receivedNs": time.time_ns(), "status": "received",
+                "quotedId": msg.reply.id if msg.reply else None, "scope": "admin",
+                "quotedText": msg.reply.text if msg.reply else None,
+                "quotedSender": msg.reply.sender if msg.reply else None,
+                "target": dict(msg.target) or None, "senderPhone": msg.phone, "senderName": msg.name,
+                "scheduledEvent": msg.provenance.event if msg.provenance else None,
+                "mediaNotes": list(msg.media_notes) or None,
+                "sessionId": session_id_for(account, msg.sender_key),
+            }
+            labels = ["Message", MESSAGE_LABELS.get(msg.channel, "Message")]
+            self._write_message(msg, mid, conv, labels, props)
+        log("channels", "op=persisted", channel=msg.channel, messageId=mid)
+        return mid, False
+
+    def _write_message(self, msg: Inbound, mid: str, conv: str, labels: list[str], props: dict[str, Any]) -> None:
+        """One transaction: the Conversation MERGE, the Message, the HAS_MESSAGE edge (webchat: held until turn 2)."""
+        clean = {k: v for k, v in props.items() if v is not None}
+        rows: list[dict[str, Any]] = []
+        if msg.channel == "webchat" and not self._conversation_exists(conv):
+            held = self._held.setdefault(msg.sender_key, [])
+            users_held = sum(1 for _, _, p in held if p.get("role") == "user")
+            if props.get("role") != "user" or users_held == 0:
+                held.append((mid, labels, clean))  # webchat: wait for the user's second message
+                return
+            rows += [{"id": held_id, "labels": held_labels, "properties": held_props}
+                     for held_id, held_labels, held_props in self._held.pop(msg.sender_key, [])]
+        rows.append({"id": mid, "labels": labels, "properties": clean})
+        conv_row = self._conversation_row(msg, conv)
+        conv_row["edges"] = [{"type": HAS_MESSAGE, "to": row["id"]} for row in rows]
+        self.store.upsert_many(rows + [conv_row], account_id=self.account_id)
+
+    def _conversation_exists(self, conv: str) -> bool:
+        return self.store.get(conv, guards=self.guards()) is not None
+
+    def _conversation_row(self, msg: Inbound, conv: str) -> dict[str, Any]:
+        props: dict[str, Any] = {"channel": msg.channel, "sender": msg.sender, "lastMessageAt": now_iso()}
+        if not self._conversation_exists(conv):
+            props.update(startedAt=now_iso(), scope="admin", title=f"{msg.channel} {msg.name or msg.sender}",
+                         sessionId=session_id_for(self.account_id, msg.sender_key))
+        return {"id": conv, "labels": ["Conversation"], "properties": props}
+
+    def update_message(self, msg: Inbound, mid: str, props: Mapping[str, Any]) -> None:
+        """Change a stored (or still held) Message."""
+        with self._persist_lock:
+            for _held_id, _, held_props in (h for h in self._held.get(msg.sender_key, []) if h[0] == mid):
+                held_props.update({k: v for k, v in props.items() if v is not None})
+                return
+            if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
+                self.store.upsert_node(["Message"], dict(props), account_id=self.account_id, node_id=mid)
+
+    def set_public(self, msg: Inbound, mid: str) -> None:
+        """Messages are stored admin-scoped until identity says public; then the Conversation and Message open up."""
+        self.update_message(msg, mid, {"scope": "public"})
+        conv = conversation_id(self.account_id, msg.channel, msg.sender)
+        with self._persist_lock:
+            node = self.store.get(conv, guards=self.guards())
+            if node is not None and node.properties.get("scope") != "public":
+                self.store.upsert_node(["Conversation"], {"scope": "public"}, account_id=self.account_id, node_id=conv)
+
+    def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, role: str = "admin") -> str:
+        account = self.require_account()
+        rid = message_id(account, msg.channel, f"reply:{msg.platform_id}")
+        conv = conversation_id(account, msg.channel, msg.sender)
+        props = {"role": "assistant", "channel": msg.channel, "sender": "agent", "recipient": msg.sender,
+                 "text": text, "inReplyTo": inbound_id, "conversationId": conv, "kind": kind,
+                 "createdAt": now_iso(), "createdNs": time.time_ns(), "deliveryStatus": "pending",
+                 "target": dict(msg.target) or None, "scope": "admin" if role == "admin" else "public",
+                 "sessionId": session_id_for(account, msg.sender_key)}
+        with self._persist_lock:
+            self._write_message(msg, rid, conv, ["Message", MESSAGE_LABELS.get(msg.channel, "Message")], props)
+        return rid
+
+    # ---------------------------------------------------------------- entry point
+    async def accept(self, msg: Inbound) -> tuple[str, bool, asyncio.Task[Turn] | None]:
+        """Persist, then queue the turn in the sender's lane. Returns (message id, duplicate, task)."""
+        if msg.phone and self.aliases is not None and msg.channel != "whatsapp":
+            self.aliases.remember(msg.channel, msg.sender, msg.phone)
+        mid, duplicate = await asyncio.to_thread(self.persist, msg)
+        if duplicate:
+            return mid, True, None
+        task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
+        return mid, False, task
+
+    async def process(self, msg: Inbound, mid: str) -> Turn:
+        """identity → screening → route → compose → run → reply, for one stored message."""
+        try:
+            return await self._process(msg, mid)
+        except Exception as exc:  # a turn's failure is logged and recorded, never lost
+            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
+            await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
+            return Turn(mid, "unknown", "failed")
+
+    async def _process(self, msg: Inbound, mid: str) -> Turn:
+        who = await asyncio.to_thread(
+            ident.resolve, self.host.home, self.account_id, channel=msg.channel, sender=msg.sender,
+            phone=msg.phone, aliases=self.aliases)
+        if msg.provenance is not None:
+            who = ident.Identity("admin", msg.provenance.owner_user_id, who.phone)
+        if who.role != "admin":
+            await asyncio.to_thread(self.set_public, msg, mid)
+        verdict = await asyncio.to_thread(screen, self.host, channel=msg.channel, text=msg.text,
+                                          sender=msg.sender, role=who.role)
+        if who.role == "public" and verdict.verdict == "DISCARD":
+            delivery = await self.reply(msg, mid, REFUSAL, kind="refusal", role=who.role)
+            await asyncio.to_thread(self.update_message, msg, mid, {"status": "refused", "verdict": verdict.verdict})
+            return Turn(mid, who.role, "refused", REFUSAL, None, delivery)
+        turn = TurnInput(channel=msg.channel, role=who.role, text=msg.text, account_id=self.account_id,
+                         media_notes=tuple(msg.media_notes), reply=msg.reply, provenance=msg.provenance)
+        rules = await asyncio.to_thread(composing.fetch_rules, self.host, turn)
+        text = composing.compose(turn, rules)
+        session = session_id_for(self.account_id, msg.sender_key)
+        payload = {
+            "sessionId": session, "accountId": self.account_id, "channel": msg.channel, "sender": msg.sender,
+            "role": who.role, "userId": who.user_id, "messageId": mid, "payload": text,
+            "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
+        }
+        try:
+            async with self.agent_slots:
+                answer = await get_runner(self.host).run(session, payload)
+        except (RunnerError, OSError) as exc:
+            log("channels", "op=agent-failed", channel=msg.channel, messageId=mid, reason=str(exc)[:200])
+            await asyncio.to_thread(self.update_message, msg, mid, {"status": "agent-failed",
+                                                                     "error": str(exc)[:200]})
+            delivery = await self.reply(msg, mid, AGENT_UNAVAILABLE, kind="agent-unavailable", role=who.role)
+            return Turn(mid, who.role, "agent-failed", AGENT_UNAVAILABLE, text, delivery)
+        await asyncio.to_thread(self.update_message, msg, mid, {"status": "answered"})
+        delivery = await self.reply(msg, mid, answer, kind="agent", role=who.role) if answer else None
+        return Turn(mid, who.role, "answered", answer, text, delivery)
+
+    async def reply(self, msg: Inbound, inbound_id: str, text: str, *, kind: str, role: str = "admin") -> Any:
+        """Record the reply, send it through the adapter, record the outcome (never lost silently)."""
+        rid = await asyncio.to_thread(self.record_reply, msg, inbound_id, text, kind, role)
+        return await self.deliver(msg, rid, text)
+
+    async def deliver(self, msg: Inbound, rid: str, text: str) -> Any:
+        send = self.sender_for(msg.channel)
+        if send is None:
+            outcome: dict[str, Any] = {"ok": False, "reason": f"no-adapter:{msg.channel}"}
+        else:
+            try:
+                outcome = await send(self.host, msg, text)
+            except Exception as exc:
+                outcome = {"ok": False, "reason": f"send-error:{str(exc).splitlines()[0][:200]}"}
+        outcome = outcome if isinstance(outcome, dict) else {"ok": bool(outcome)}
+        props: dict[str, Any] = {"deliveryStatus": "sent" if outcome.get("ok") else "failed",
+                                 "deliveryAttempts": outcome.get("attempts"),
+                                 "platformMessageId": outcome.get("platformId"),
+                                 "failureReason": None if outcome.get("ok") else outcome.get("reason", "unknown")}
+        if outcome.get("ok"):
+            props["sentAt"] = now_iso()
+        else:
+            log("channels", "op=send-failed", channel=msg.channel, messageId=rid, reason=outcome.get("reason"))
+        await asyncio.to_thread(self.update_message, msg, rid, props)
+        return outcome
+
+    def quoted_text(self, channel: str, platform_id: str) -> str | None:
+        """The stored text of a message a sender replied to (inbound or our own reply)."""
+        rows = self.store.find(guards=self.guards(), labels=[MESSAGE_LABELS.get(channel, "Message")],
+                               where={"platformMessageId": platform_id}, limit=1)
+        return str(rows[0].properties.get("text")) if rows else None
+
+    async def drain(self) -> None:
+        if self._lanes is not None:
+            await self._lanes.drain()
+
+
+def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
+    """Rebuild a stored inbound Message as an :class:`Inbound` (to resume a turn that never ran)."""
+    reply = None
+    if props.get("quotedId") or props.get("quotedText"):
+        reply = ReplyContext(id=props.get("quotedId"), text=props.get("quotedText"), sender=props.get("quotedSender"))
+    return Inbound(channel=str(props.get("channel")), sender=str(props.get("sender")), text=str(props.get("text") or ""),
+                   platform_id=str(props.get("platformMessageId")), sent_at=props.get("sentAt"),
+                   phone=props.get("senderPhone"), name=props.get("senderName"), reply=reply,
+                   media_notes=tuple(props.get("mediaNotes") or ()), target=dict(props.get("target") or {}))
+
+
+def gateway(host: Any) -> Gateway:
+    """The host's gateway (one per host)."""
+    gw = host.state.get("channels.gateway")
+    if gw is None:
+        gw = host.state.setdefault("channels.gateway", Gateway(host))
+    return gw
+
+
+async def dispatch_scheduled(host: Any, *, channel: str, sender: str, event: str, text: str,
+                             owner_user_id: str | None = None, target: Mapping[str, Any] | None = None) -> Turn:
+    """The scheduler's dispatcher: the only code that stamps a :class:`ScheduleProvenance`."""
+    gw = gateway(host)
+    account = gw.require_account()
+    stamp = now_iso()
+    provenance = ScheduleProvenance(account, event, owner_user_id, stamp)
+    msg = Inbound(channel=channel, sender=sender, text=text, platform_id=f"schedule:{event}:{stamp}",
+                  sent_at=stamp, target=dict(target or {}), provenance=provenance)
+    log("channels", "op=schedule-dispatch", channel=channel, event=event)
+    _mid, _dup, task = await gw.accept(msg)
+    assert task is not None
+    return await task

@@ -1,0 +1,117 @@
+"""The agent runner (SPEC 10.5) and per-sender ordering.
+
+A runner is any object with ``async run(session_id, payload) -> str``; the
+``plughost_agent_runner`` hook supplies one, and :class:`CommandRunner` is the default: it
+starts ``PLUGHOST_AGENT_COMMAND`` per turn, writes the payload JSON to its stdin and reads the
+reply from its stdout, within ``PLUGHOST_AGENT_TIMEOUT`` seconds. Every sender has one
+session with a deterministic id, so a sender's turns share their agent context across
+restarts. :class:`KeyedSerializer` keeps one sender's turns strictly in order while different
+senders run in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from host.errors import UserError
+
+T = TypeVar("T")
+SESSION_NAMESPACE = uuid.UUID("5b0d8f4e-6a51-4c1e-9a57-0c3f1f2b7d10")
+DEFAULT_TIMEOUT = 120.0
+
+
+class RunnerError(Exception):
+    """The agent did not produce a reply (timeout, non-zero exit, not configured)."""
+
+
+def session_id_for(account_id: str, sender_key: str) -> str:
+    """One deterministic session per (account, sender): a UUID, as Claude Code's ``--session-id`` wants."""
+    return str(uuid.uuid5(SESSION_NAMESPACE, f"{account_id}\x1f{sender_key}"))
+
+
+class CommandRunner:
+    """Runs a command per turn: stdin = payload JSON, stdout = reply."""
+
+    def __init__(self, command: list[str] | None, *, timeout: float = DEFAULT_TIMEOUT,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.command = command
+        self.timeout = timeout
+        self.env = dict(env if env is not None else os.environ)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> CommandRunner:
+        raw = env.get("PLUGHOST_AGENT_COMMAND", "").strip()
+        try:
+            timeout = float(env.get("PLUGHOST_AGENT_TIMEOUT") or DEFAULT_TIMEOUT)
+        except ValueError:
+            raise UserError("PLUGHOST_AGENT_TIMEOUT: expected a number of seconds") from None
+        return cls(shlex.split(raw) if raw else None, timeout=timeout, env=env)
+
+    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
+        if not self.command:
+            raise RunnerError("not-configured: set PLUGHOST_AGENT_COMMAND")
+        env = {**self.env, "PLUGHOST_SESSION_ID": session_id}
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env)
+        except OSError as exc:
+            raise RunnerError(f"spawn-failed: {exc.strerror or exc}") from None
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(data), self.timeout)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise RunnerError(f"timeout after {self.timeout:g}s") from None
+        if proc.returncode != 0:
+            tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            raise RunnerError(f"exit {proc.returncode}: {tail[0][:200]}")
+        return out.decode("utf-8", "replace").strip()
+
+
+def get_runner(host: Any) -> Any:
+    """The runner from the ``plughost_agent_runner`` hook (cached on the host)."""
+    runner = host.state.get("channels.runner")
+    if runner is None:
+        runner = host.first("plughost_agent_runner") or CommandRunner.from_env(host.env)
+        host.state["channels.runner"] = runner
+    return runner
+
+
+class KeyedSerializer:
+    """Jobs with one key run strictly in submission order; different keys run concurrently."""
+
+    def __init__(self) -> None:
+        self._tails: dict[str, asyncio.Future[Any]] = {}
+
+    def submit(self, key: str, factory: Callable[[], Awaitable[T]]) -> asyncio.Task[T]:
+        prev = self._tails.get(key)
+
+        async def job() -> T:
+            if prev is not None:
+                await asyncio.wait([prev])  # the previous turn's outcome is its own business
+            return await factory()
+
+        task = asyncio.ensure_future(job())
+        self._tails[key] = task
+
+        def done(_: Any) -> None:
+            if self._tails.get(key) is task:
+                del self._tails[key]
+
+        task.add_done_callback(done)
+        return task
+
+    def pending(self) -> int:
+        return len(self._tails)
+
+    async def drain(self) -> None:
+        while self._tails:
+            await asyncio.wait(list(self._tails.values()))

@@ -1,0 +1,52 @@
+"""A Starlette app of the channel adapters' routes (``plughost channels serve``).
+
+The host's own app (``plughost serve``) mounts the same routes next to every other plugin's;
+this one serves the channels alone, for a channels-only process and the webhook bench.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from host.types import ChannelAdapter
+
+
+def build_app(host: Any) -> Any:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+    from starlette.routing import Route as StarletteRoute
+
+    routes: list[Any] = []
+    for contribution in host.collect("plughost_channel_adapters", ChannelAdapter):
+        for r in contribution.item.routes:
+            if r.app is not None:
+                routes.append(Mount(r.path, app=r.app))
+            else:
+                routes.append(StarletteRoute(r.path, r.endpoint, methods=list(r.methods), name=r.name))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        yield
+        await drain(host)
+
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+async def drain(host: Any) -> None:
+    """Finish queued turns and close the shared HTTP client (the loop is still running)."""
+    gw = host.state.get("channels.gateway")
+    if gw is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(gw.drain(), 30)
+    http = host.state.pop("channels.http", None)
+    if http is not None:
+        with contextlib.suppress(Exception):
+            await http.aclose()
+
+
+def close(host: Any) -> None:
+    """Shutdown hook: drop per-process state (a client bound to a finished loop is discarded)."""
+    host.state.pop("channels.http", None)
+    host.state.pop("channels.gateway", None)

@@ -1,0 +1,168 @@
+"""The WhatsApp Cloud API adapter (SPEC 10.5).
+
+- ``GET /channels/whatsapp/webhook``: verification (``hub.mode=subscribe``,
+  ``hub.verify_token`` equal to ``PLUGHOST_WHATSAPP_VERIFY_TOKEN``) answers ``hub.challenge``.
+- ``POST /channels/whatsapp/webhook``: ``X-Hub-Signature-256: sha256=<hex>`` is the HMAC-SHA256
+  of the raw body with ``PLUGHOST_WHATSAPP_APP_SECRET``, compared in constant time before
+  the body is parsed. Text, reply context (``context.id`` → the quoted message's stored text)
+  and media notes reach the pipeline.
+- Replies: ``POST {PLUGHOST_WHATSAPP_API_BASE}/{PLUGHOST_WHATSAPP_PHONE_ID}/messages`` with
+  ``Authorization: Bearer PLUGHOST_WHATSAPP_TOKEN`` (base default ``https://graph.facebook.com/v21.0``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from host.log import log
+from host.types import ChannelAdapter, Route
+from plugins.channels.compose import ReplyContext
+from plugins.channels.outbound import post_json
+from plugins.channels.pipeline import Inbound, NotConfigured, gateway
+
+CHANNEL = "whatsapp"
+DEFAULT_BASE = "https://graph.facebook.com/v21.0"
+MEDIA_TYPES = ("image", "audio", "video", "document", "sticker", "voice")
+
+
+def _error(status: int, error: str, detail: str) -> Any:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"error": error, "detail": detail}, status_code=status)
+
+
+def signature(secret: str, raw: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode("utf-8"), raw, hashlib.sha256).hexdigest()
+
+
+def signature_ok(secret: str, raw: bytes, header: str | None) -> bool:
+    return bool(header) and hmac.compare_digest(signature(secret, raw).encode(), (header or "").strip().encode())
+
+
+def _message_text(m: dict[str, Any]) -> tuple[str, list[str]]:
+    kind = m.get("type")
+    notes: list[str] = []
+    text = ""
+    if kind == "text":
+        text = str((m.get("text") or {}).get("body") or "")
+    elif kind in MEDIA_TYPES:
+        media = m.get(kind) or {}
+        text = str(media.get("caption") or "")
+        mime = f" {media['mime_type']}" if media.get("mime_type") else ""
+        name = f" name={media['filename']}" if media.get("filename") else ""
+        notes.append(f"[media: {kind}{mime} id={media.get('id', '?')}{name}]")
+    elif kind == "location":
+        loc = m.get("location") or {}
+        notes.append(f"[location: {loc.get('latitude')},{loc.get('longitude')} {loc.get('name') or ''}]".rstrip())
+    elif kind == "button":
+        text = str((m.get("button") or {}).get("text") or "")
+    elif kind == "interactive":
+        inter = m.get("interactive") or {}
+        chosen = inter.get("button_reply") or inter.get("list_reply") or {}
+        text = str(chosen.get("title") or "")
+    elif kind == "reaction":
+        text = f"[reaction {(m.get('reaction') or {}).get('emoji', '')}]"
+    else:
+        notes.append(f"[unsupported message type: {kind}]")
+    return text, notes
+
+
+def parse_payload(body: Any) -> list[tuple[Inbound, str | None]]:
+    """Webhook JSON → [(inbound, quoted platform id)]; statuses and other fields are skipped."""
+    if not isinstance(body, dict) or not isinstance(body.get("entry"), list):
+        raise ValueError("body: expected a WhatsApp webhook object with entry[]")
+    out: list[tuple[Inbound, str | None]] = []
+    for entry in body["entry"]:
+        for change in (entry or {}).get("changes") or []:
+            value = (change or {}).get("value") or {}
+            if not isinstance(value, dict):
+                continue
+            names = {c.get("wa_id"): (c.get("profile") or {}).get("name") for c in value.get("contacts") or []
+                     if isinstance(c, dict)}
+            for m in value.get("messages") or []:
+                if not isinstance(m, dict) or not m.get("from") or not m.get("id"):
+                    raise ValueError("messages[]: expected from and id")
+                text, notes = _message_text(m)
+                context = m.get("context") if isinstance(m.get("context"), dict) else None
+                quoted = str(context["id"]) if context and context.get("id") else None
+                sent_at = None
+                if str(m.get("timestamp", "")).isdigit():
+                    sent_at = datetime.fromtimestamp(int(m["timestamp"]), UTC).isoformat().replace("+00:00", "Z")
+                msg = Inbound(channel=CHANNEL, sender=str(m["from"]), text=text, platform_id=str(m["id"]),
+                              sent_at=sent_at, phone=str(m["from"]), name=names.get(m["from"]),
+                              media_notes=notes, target={"to": str(m["from"]), "message_id": str(m["id"])})
+                out.append((msg, quoted))
+    return out
+
+
+def routes(host: Any) -> tuple[Route, ...]:
+    async def verify(request: Any) -> Any:
+        from starlette.responses import PlainTextResponse
+
+        expected = host.env.get("PLUGHOST_WHATSAPP_VERIFY_TOKEN", "")
+        q = request.query_params
+        given = q.get("hub.verify_token", "")
+        if (q.get("hub.mode") == "subscribe" and expected
+                and hmac.compare_digest(given.encode(), expected.encode())):
+            return PlainTextResponse(q.get("hub.challenge", ""))
+        return _error(403, "forbidden", "hub.verify_token: does not match; hub.mode: expected subscribe")
+
+    async def webhook(request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        secret = host.env.get("PLUGHOST_WHATSAPP_APP_SECRET", "")
+        if not secret:
+            return _error(503, "not-configured", "PLUGHOST_WHATSAPP_APP_SECRET is not set")
+        raw = await request.body()
+        if not signature_ok(secret, raw, request.headers.get("x-hub-signature-256")):
+            log("channels", "op=webhook-rejected", channel=CHANNEL, reason="bad-signature")
+            return _error(401, "unauthorized", "X-Hub-Signature-256: missing or does not match the body")
+        try:
+            parsed = parse_payload(json.loads(raw or b"null"))
+        except ValueError as exc:
+            return _error(400, "invalid-payload", str(exc).splitlines()[0])
+        gw = gateway(host)
+        results = []
+        try:
+            for msg, quoted in parsed:
+                if quoted:
+                    text = await asyncio.to_thread(gw.quoted_text, CHANNEL, quoted)
+                    msg.reply = ReplyContext(id=quoted, text=text)
+                mid, duplicate, _ = await gw.accept(msg)
+                results.append({"messageId": mid, "duplicate": duplicate})
+        except NotConfigured as exc:
+            return _error(503, "not-configured", str(exc))
+        return JSONResponse({"ok": True, "messages": results})
+
+    return (
+        Route("/channels/whatsapp/webhook", endpoint=verify, methods=("GET",), name="whatsapp-verify"),
+        Route("/channels/whatsapp/webhook", endpoint=webhook, methods=("POST",), name="whatsapp-webhook"),
+    )
+
+
+async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
+    token = host.env.get("PLUGHOST_WHATSAPP_TOKEN", "")
+    phone_id = host.env.get("PLUGHOST_WHATSAPP_PHONE_ID", "")
+    if not token or not phone_id:
+        return {"ok": False, "reason": "not-configured: PLUGHOST_WHATSAPP_TOKEN / PLUGHOST_WHATSAPP_PHONE_ID"}
+    base = (host.env.get("PLUGHOST_WHATSAPP_API_BASE") or DEFAULT_BASE).rstrip("/")
+    body: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual",
+                            "to": msg.target.get("to", msg.sender), "type": "text",
+                            "text": {"preview_url": False, "body": text[:4096]}}
+    if msg.target.get("message_id"):
+        body["context"] = {"message_id": msg.target["message_id"]}
+    out = await post_json(host, f"{base}/{phone_id}/messages", body, channel=CHANNEL,
+                          headers={"Authorization": f"Bearer {token}"})
+    resp = out.get("body")
+    if isinstance(resp, dict) and resp.get("messages"):
+        out["platformId"] = str(resp["messages"][0].get("id"))
+    return out
+
+
+def adapter(host: Any) -> ChannelAdapter:
+    return ChannelAdapter(CHANNEL, routes=routes(host), send=send)

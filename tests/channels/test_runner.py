@@ -1,0 +1,147 @@
+"""The agent runner (SPEC 10.5): command runner, deterministic sessions, per-sender order, parallel senders."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from host.hookspecs import hookimpl
+from host.types import ChannelAdapter
+from plugins.channels.compose import TurnInput, fetch_rules
+from plugins.channels.runner import CommandRunner, KeyedSerializer, RunnerError, get_runner, session_id_for
+
+TIMED_AGENT = r'''
+IFS= read -r line || true
+sender=$(printf '%s' "$line" | sed -E 's/.*"sender": "([^"]*)".*/\1/')
+n=$(printf '%s' "$line" | sed -E 's/.*"n": ([0-9]+).*/\1/')
+start=$(date +%s.%N)
+sleep "$AGENT_DELAY"
+end=$(date +%s.%N)
+printf '{"sender": "%s", "n": %s, "start": %s, "end": %s, "session": "%s"}\n' \
+  "$sender" "$n" "$start" "$end" "$PLUGHOST_SESSION_ID" >> "$AGENT_LOG"
+printf 'reply %s %s\n' "$sender" "$n"
+'''
+
+
+def make_runner(tmp_path: Path, delay: float, timeout: float = 30) -> CommandRunner:
+    script = tmp_path / "timed_agent.sh"
+    script.write_text(TIMED_AGENT)
+    env = {"AGENT_DELAY": str(delay), "AGENT_LOG": str(tmp_path / "log.jsonl"), "PATH": "/usr/bin:/bin"}
+    return CommandRunner(["sh", str(script)], timeout=timeout, env=env)
+
+
+def test_session_ids_deterministic() -> None:
+    a = session_id_for("acct", "telegram:1")
+    assert a == session_id_for("acct", "telegram:1") and uuid.UUID(a).version == 5
+    assert a != session_id_for("acct", "telegram:2") and a != session_id_for("other", "telegram:1")
+
+
+def test_twenty_senders_ten_messages_ordered_and_parallel(tmp_path: Path) -> None:
+    runner = make_runner(tmp_path, delay=0.2)
+    senders = [f"s{i:02d}" for i in range(20)]
+
+    async def main() -> tuple[dict[str, list[str]], float]:
+        lanes = KeyedSerializer()
+        replies: dict[str, list[str]] = {s: [] for s in senders}
+
+        def job(sender: str, n: int):
+            async def run() -> None:
+                out = await runner.run(session_id_for("acct", sender), {"sender": sender, "n": n})
+                replies[sender].append(out)
+            return run
+
+        t0 = time.perf_counter()
+        tasks = [lanes.submit(s, job(s, n)) for n in range(10) for s in senders]  # all at once, interleaved
+        await asyncio.gather(*tasks)
+        return replies, time.perf_counter() - t0
+
+    replies, wall = asyncio.run(main())
+    for s in senders:
+        assert replies[s] == [f"reply {s} {n}" for n in range(10)]
+    rows = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert len(rows) == 200
+    per_sender: dict[str, list[dict]] = {}
+    for r in rows:
+        per_sender.setdefault(r["sender"], []).append(r)
+    slowest = 0.0
+    for runs in per_sender.values():
+        runs.sort(key=lambda r: r["start"])
+        assert [r["n"] for r in runs] == list(range(10))  # strictly in order ...
+        assert all(a["end"] <= b["start"] for a, b in zip(runs, runs[1:], strict=False))  # ... never overlapping
+        assert len({r["session"] for r in runs}) == 1
+        slowest = max(slowest, runs[-1]["end"] - runs[0]["start"])
+    events = sorted([(r["start"], 1) for r in rows] + [(r["end"], -1) for r in rows])
+    peak = running = 0
+    for _, delta in events:
+        running += delta
+        peak = max(peak, running)
+    total = sum(r["end"] - r["start"] for r in rows)
+    print(f"\nwall={wall:.2f}s slowest-sender={slowest:.2f}s sum={total:.2f}s peak-concurrency={peak}")
+    assert peak >= 5  # different senders ran at the same time
+
+
+def test_timeout_and_failures(tmp_path: Path) -> None:
+    slow = make_runner(tmp_path, delay=30, timeout=0.5)
+    with pytest.raises(RunnerError, match="timeout after 0.5s"):
+        asyncio.run(slow.run("sid", {"sender": "a", "n": 0}))
+    with pytest.raises(RunnerError, match="exit 1"):
+        asyncio.run(CommandRunner(["false"]).run("sid", {}))
+    with pytest.raises(RunnerError, match="not-configured"):
+        asyncio.run(CommandRunner(None).run("sid", {}))
+    with pytest.raises(RunnerError, match="spawn-failed"):
+        asyncio.run(CommandRunner(["/nonexistent/agent"]).run("sid", {}))
+
+
+class EchoRunner:
+    async def run(self, session_id: str, payload: dict) -> str:
+        return f"custom:{payload.get('text')}"
+
+
+class RunnerPlugin:
+    @hookimpl
+    def plughost_agent_runner(self, host):
+        return EchoRunner()
+
+
+def test_hook_plughost_agent_runner(make_host) -> None:
+    host = make_host(PLUGHOST_AGENT_COMMAND="cat")
+    assert isinstance(host.first("plughost_agent_runner"), CommandRunner)
+    assert host.first("plughost_agent_runner").command == ["cat"]
+    with host.temporary_plugin(RunnerPlugin(), "runner-test"):
+        runner = get_runner(host)
+        assert isinstance(runner, EchoRunner)
+        assert asyncio.run(runner.run("s", {"text": "hi"})) == "custom:hi"
+
+
+def test_hook_plughost_channel_adapters(make_host) -> None:
+    host = make_host()
+    adapters = {c.item.name: c for c in host.collect("plughost_channel_adapters", ChannelAdapter)}
+    assert set(adapters) >= {"webchat", "telegram", "whatsapp"}
+    assert all(c.plugin == "channels" and c.item.send is not None for c in adapters.values())
+    paths = {r.key for c in adapters.values() for r in c.item.routes}
+    assert {"POST /channels/telegram/webhook", "GET /channels/whatsapp/webhook", "POST /channels/whatsapp/webhook",
+            "GET /channels/webchat/stream", "POST /channels/webchat/messages"} <= paths
+
+
+class Rules:
+    @hookimpl
+    def plughost_active_rules(self, account_id: str):
+        return {"rules": ["Answer in French"], "source": "owner", "owner": "u-owner-1234567"}
+
+
+def test_hook_plughost_active_rules(make_host, capfd) -> None:
+    host = make_host()
+    turn = TurnInput(channel="whatsapp", role="admin", text="x", account_id="acct")
+    with host.temporary_plugin(Rules(), "rules-test"):
+        assert host.first("plughost_active_rules", account_id="acct")["rules"] == ["Answer in French"]
+        assert fetch_rules(host, turn) == ["Answer in French"]
+        public = TurnInput(channel="whatsapp", role="public", text="x", account_id="acct")
+        assert fetch_rules(host, public) == []
+    err = capfd.readouterr().err
+    assert "[preference-inject] op=inject channel=whatsapp injected=1 owner=u-owner- source=owner" in err
+    assert err.count("[preference-inject]") == 1  # never fetched for a public turn
