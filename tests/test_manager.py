@@ -9,9 +9,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
 
 from host.errors import DuplicateNameError
+from tests.conftest import run_cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

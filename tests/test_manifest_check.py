@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+
+from tests.conftest import run_cli
 
 CASES = {
     "bad-yaml": ("name: [unclosed\n", "frontmatter: invalid YAML"),

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import npx_bin
 
 from host.errors import UserError
 from host.mcp_server import EAGER_META_KEY, build_server
+from tests.conftest import npx_bin
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPO = FIXTURES.parent.parent

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ACCOUNT, LookupEmbedder
 
 from host.graph import Guards
 from plugins.memory.retrieval import SearchRequest, search
+from tests.retrieval.conftest import ACCOUNT, LookupEmbedder
 
 V = [1.0, 0.0, 0.0, 0.0]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import ACCOUNT, LookupEmbedder
 
 from host.graph import Guards
 from plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plugins.memory.retrieval.scores import min_max
+from tests.retrieval.conftest import ACCOUNT, LookupEmbedder
 
 G = Guards(ACCOUNT)
 
