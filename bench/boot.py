@@ -22,19 +22,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 PHASES = r"""
-import json, sys, time
+import json, os, sys, time
+os.environ["ACCOUNT_ID"] = "acme"
 t0 = time.perf_counter()
 from host.manager import Host
 from host import boot
 t1 = time.perf_counter()
 args = json.loads(sys.argv[1])
-host = Host(plugins_dir=args["plugins_dir"] and __import__("pathlib").Path(args["plugins_dir"]),
-            premium_dir=args["premium_dir"] and __import__("pathlib").Path(args["premium_dir"])).load()
+from pathlib import Path
+host = Host(plugins_dir=args["plugins_dir"] and Path(args["plugins_dir"]),
+            premium_dir=args["premium_dir"] and Path(args["premium_dir"])).load()
 t2 = time.perf_counter()
 extras = boot.boot_context_extras(account=args["account"], config_dir=args["config_dir"])
 report = boot.run_gates(host, extras=extras, echo=None)
 t3 = time.perf_counter()
-print(json.dumps({"import_ms": (t1 - t0) * 1000, "load_ms": (t2 - t1) * 1000,
+print(json.dumps({"lines": [line for o in report.outcomes for line in o.lines if "FATAL" in line or "failed" in line],
+                  "import_ms": (t1 - t0) * 1000, "load_ms": (t2 - t1) * 1000,
                   "surface_ms": report.timings["surface"], "gates_ms": report.timings["gates"],
                   "per_gate_ms": {o.gate: round(o.ms, 1) for o in report.outcomes}, "exit": report.exit_code,
                   "inspected": {o.gate: o.inspected for o in report.outcomes}}))
@@ -121,15 +124,18 @@ def main() -> None:
         root = Path(tmp)
         env = {**os.environ, "PLUGHOST_HOME": str(root / "home"), "PLUGHOST_LOG_FILE": "0"}
         env.pop("ACCOUNT_ID", None)
-        subprocess.run(plughost + ["account", "create", "acme", "--admin-phone", "+15550001"], env=env, check=True,
-                       capture_output=True)
+        for step in (["bundle", "default", "--out", str(root / "payload")],
+                     ["install", str(root / "payload"), "--config-dir", str(root / "cc"), "--account", "acme"],
+                     ["account", "create", "acme", "--admin-phone", "+15550001"]):
+            subprocess.run(plughost + step, env=env, check=True, capture_output=True)
+        payload_env = {"plugins_dir": str(root / "payload" / "plugins"), "premium_dir": None}
 
         base_min, base_med, _ = wall([sys.executable, "-c", "pass"], env, args.runs)
         imp_min, imp_med, _ = wall([sys.executable, "-c", "import host.cli"], env, args.runs)
         cmd = plughost + ["boot", "--check", "--account", "acme", "--config-dir", str(root / "cc")]
         d_min, d_med, d_code = wall(cmd, env, args.runs)
-        d_ph = phases(env, plugins_dir=None, premium_dir=None, account="acme", config_dir=str(root / "cc"))
-        print("== default install (built-in plugins, one account)")
+        d_ph = phases(env, **payload_env, account="acme", config_dir=str(root / "cc"))
+        print("== default install (bundle default + install + account create; boot reads the install's .env)")
         print(f"python -c pass            min {base_min * 1000:7.1f} ms  median {base_med * 1000:7.1f} ms")
         print(f"python -c 'import host.cli' min {imp_min * 1000:5.1f} ms  median {imp_med * 1000:7.1f} ms")
         print(f"plughost boot --check     min {d_min * 1000:7.1f} ms  median {d_med * 1000:7.1f} ms  exit={d_code}"
@@ -154,6 +160,9 @@ def main() -> None:
         print(f"  in-process: import {s_ph['import_ms']:.1f} ms, load {s_ph['load_ms']:.1f} ms, "
               f"surface {s_ph['surface_ms']:.1f} ms, gates {s_ph['gates_ms']:.1f} ms  {s_ph['per_gate_ms']}")
         print(f"  inspected: {s_ph['inspected']}")
+        for label, ph in (("default", d_ph), ("synthetic", s_ph)):
+            for line in ph["lines"][:5]:
+                print(f"  {label} defect: {line}")
 
 
 if __name__ == "__main__":
