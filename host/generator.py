@@ -207,6 +207,26 @@ def server_env(payload: Payload) -> dict[str, str]:
     return env
 
 
+BARE_INTERPRETERS = {"python", "python3"}
+CONSOLE_SCRIPT = "plughost"
+
+
+def resolve_command(command: str, python: str) -> str:
+    """A bare ``python``/``python3``/``plughost`` becomes this install's interpreter or console script.
+
+    Claude Code spawns servers with a minimal environment (no virtualenv, no PATH to rely on),
+    so a shared-lib block that says ``python`` would start the wrong interpreter or none. Every
+    other command (absolute, ``${PLATFORM_ROOT}``-anchored, ``node`` ...) is kept verbatim.
+    """
+    if command in BARE_INTERPRETERS:
+        return python
+    if command == CONSOLE_SCRIPT:
+        script = Path(python).parent / CONSOLE_SCRIPT
+        if script.is_file():
+            return str(script)
+    return command
+
+
 def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[str, Any] | None:
     """The ``mcpServers`` block by the ``mcp-manifest`` rule, or None for no server."""
     m = plugin.manifest
@@ -217,7 +237,9 @@ def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[st
         if not m.mcp:
             raise UserError(f"{plugin.folder / 'PLUGIN.md'}: mcp: required when mcp-manifest is shared-lib "
                             "(the server block is emitted verbatim)")
-        return {m.name: dict(m.mcp)}
+        block = dict(m.mcp)
+        block["command"] = resolve_command(block["command"], python)
+        return {m.name: block}
     server = local_server(plugin.folder)
     if server is None:
         if m.mcp:

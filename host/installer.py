@@ -340,6 +340,7 @@ def env_settings(payload: Path) -> dict[str, str]:
         out["PLUGHOST_PREMIUM_DIR"] = str(payload / PREMIUM_FOLDER)
     if brand.get("name"):
         out["PLUGHOST_BRAND"] = str(brand["name"])
+    out["PLATFORM_ROOT"] = str(payload)  # what shared-lib servers' ${PLATFORM_ROOT} anchors on
     return out
 
 

@@ -88,6 +88,7 @@ def test_changed_plugin_rewrites_only_its_manifest(example_payload: Path) -> Non
 def test_mcp_manifest_rule_skip_shared_lib_and_custom_paths(tmp_path: Path) -> None:
     plugins = tmp_path / "p" / "plugins"
     write_plugin(plugins / "quiet", "name: quiet\nmcp-manifest: skip\nmcp: {command: node, args: [x.js]}", server=True)
+    write_plugin(plugins / "node-lib", "name: node-lib\nmcp-manifest: shared-lib\nmcp: {command: node, args: [a.js]}")
     write_plugin(plugins / "shared", "name: shared\nmcp-manifest: shared-lib\nmcp:\n  command: python\n"
                  "  args: ['${PLATFORM_ROOT}/lib/server.py']\n  env: {MODE: ro}")
     custom = write_plugin(plugins / "custom", "name: custom\nagents: specialists\nhooks: lifecycle\nskills: know-how")
@@ -106,8 +107,10 @@ def test_mcp_manifest_rule_skip_shared_lib_and_custom_paths(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     get = lambda n: _json(plugins / n / ".claude-plugin" / "plugin.json")  # noqa: E731
     assert "mcpServers" not in get("quiet")
-    assert get("shared")["mcpServers"] == {"shared": {"command": "python", "args": ["${PLATFORM_ROOT}/lib/server.py"],
-                                                     "env": {"MODE": "ro"}}}
+    # verbatim, except that a bare interpreter becomes this install's (Claude Code's env has no venv)
+    assert get("shared")["mcpServers"] == {"shared": {"command": sys.executable,
+                                                     "args": ["${PLATFORM_ROOT}/lib/server.py"], "env": {"MODE": "ro"}}}
+    assert get("node-lib")["mcpServers"] == {"node-lib": {"command": "node", "args": ["a.js"]}}
     assert get("custom")["agents"] == ["./specialists/a.md", "./specialists/b.md"]
     assert get("custom")["hooks"] == "./lifecycle/hooks.json"
     assert get("custom")["skills"] == "./know-how"

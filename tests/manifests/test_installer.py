@@ -72,6 +72,7 @@ def test_install_writes_the_cli_shapes(studio_payload: Path, tmp_path: Path, plu
     assert "EMBED_MODEL=all-MiniLM-L6-v2" in env and "EMBED_DIMENSIONS=384" in env
     assert "PLUGHOST_STORE=embedded" in env
     assert f"PLUGHOST_PLUGINS_DIR={studio_payload / 'plugins'}" in env
+    assert f"PLATFORM_ROOT={studio_payload}" in env
 
 
 def test_install_merges_and_is_idempotent(studio_payload: Path, tmp_path: Path, plughost_home: Path) -> None:
