@@ -146,6 +146,7 @@ def assemble(root: Path, brand: str, product: str, *, platform: list[Path], bund
     payload = Payload(root=root, brand=brand, product=product)
     payload.has_platform = bool(platform)
     payload.has_premium = bool(bundles)
+    # a marketplace with no plugin is skipped: the CLI warns on one ("no plugins defined")
     if platform:
         mkt = f"{brand}-platform"
         dest_root = payload.platform_dir
@@ -161,7 +162,9 @@ def assemble(root: Path, brand: str, product: str, *, platform: list[Path], bund
             mkt = f"{brand}-premium-{name}"
             subs = [PayloadPlugin(f, dest / PLATFORM_FOLDER / f.name, load_manifest(f / "PLUGIN.md"), mkt, name)
                     for f in plugin_folders(src / PLATFORM_FOLDER)]
-            nested.append(Marketplace(mkt, dest / PLATFORM_FOLDER, f"{product} premium bundle '{name}'", tuple(subs)))
+            if subs:
+                nested.append(Marketplace(mkt, dest / PLATFORM_FOLDER, f"{product} premium bundle '{name}'",
+                                          tuple(subs)))
     if standalone:
         payload.marketplaces.append(Marketplace(f"{brand}-premium", payload.premium_dir,
                                                 f"{product} premium plugins", tuple(standalone)))
@@ -333,4 +336,18 @@ def generate(root: Path, *, brand: str | None = None, python: str | None = None)
             report.written.append(path)
         else:
             report.unchanged += 1
+    for stale in marketplace_locations(payload.root):
+        if stale not in files and stale.is_file():
+            stale.unlink()  # a marketplace left from an earlier run whose plugins are gone
+            report.written.append(stale)
     return report
+
+
+def marketplace_locations(root: Path) -> list[Path]:
+    """Where generation owns a marketplace.json: platform, premium root, each nested bundle."""
+    rel = Path(".claude-plugin", "marketplace.json")
+    out = [root / PLATFORM_FOLDER / rel, root / PREMIUM_FOLDER / rel]
+    premium = root / PREMIUM_FOLDER
+    if premium.is_dir():
+        out += [top / PLATFORM_FOLDER / rel for top in sorted(premium.iterdir()) if top.is_dir()]
+    return out

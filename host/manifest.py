@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ class PluginManifest:
         return bool(folder) and any((folder / "mcp" / f).is_file() for f in ("__main__.py", "server.py"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(name: str) -> Any:
     import jsonschema
 

@@ -147,3 +147,15 @@ def test_not_a_payload_is_one_line_exit_2(tmp_path: Path) -> None:
     result = run_cli("manifests", "generate", str(tmp_path))
     assert result.returncode == 2
     assert "PAYLOAD_DIR" in result.stderr and "plugins/" in result.stderr
+
+
+def test_marketplace_whose_plugins_are_gone_is_removed(example_payload: Path) -> None:
+    import shutil
+
+    assert run_cli("manifests", "generate", str(example_payload)).returncode == 0
+    root_market = example_payload / "premium-plugins" / ".claude-plugin" / "marketplace.json"
+    assert root_market.is_file()
+    shutil.rmtree(example_payload / "premium-plugins" / "greeter")
+    assert run_cli("manifests", "generate", str(example_payload)).returncode == 0
+    assert not root_market.exists()
+    assert (example_payload / "premium-plugins" / "studio" / "plugins" / ".claude-plugin" / "marketplace.json").is_file()
