@@ -152,3 +152,21 @@ def test_rebundle_sees_a_changed_source_and_a_touched_one_writes_no_payload_file
     stamp = snapshot(out)
     assert bundle("studio", out, premium=premium).stdout.startswith("unchanged:")
     assert snapshot(out) == stamp
+
+
+def test_generation_fatal_during_bundle_leaves_the_previous_payload(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.manifests.conftest import EXAMPLES, write_plugin
+
+    premium = tmp_path / "premium"
+    shutil.copytree(EXAMPLES, premium, ignore=shutil.ignore_patterns("__pycache__", ".claude-plugin"))
+    out = tmp_path / "payload"
+    assert bundle("studio", out, premium=premium).returncode == 0
+    before = snapshot(out)
+    write_plugin(premium / "studio" / "plugins" / "broken", "name: broken\nmcp: {command: node, args: [x.js]}")
+    result = bundle("studio", out, premium=premium)
+    assert result.returncode == 1
+    assert "FATAL: plugin 'broken'" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["payload", "premium"]
