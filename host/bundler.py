@@ -308,7 +308,7 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
     plugins_dir = plugins_dir or (Path(os.environ["PLUGHOST_PLUGINS_DIR"]) if os.environ.get("PLUGHOST_PLUGINS_DIR")
                                   else config.builtin_plugins_dir())
     premium_dir = premium_dir if premium_dir is not None else default_premium_dir()
-    out = out.absolute()
+    out = out.resolve()
     if out.exists() and (not out.is_dir() or not _looks_like_payload(out)):
         raise UserError(f"--out: '{out}' exists and is not a plughost payload (no {BRAND_FILE}); "
                         "choose a new or empty folder")
