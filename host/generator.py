@@ -24,6 +24,7 @@ files are only written when their bytes change: a rerun writes nothing.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ PREMIUM_FOLDER = "premium-plugins"
 BRAND_FILE = "brand.json"
 DEFAULT_BRAND = "plughost"
 SERVER_FILES = ("__main__.py", "server.py")
+_BRAND_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SKIP_DIRS = {".claude-plugin", "__pycache__", ".git", "node_modules"}
 
 
@@ -132,8 +134,11 @@ def read_brand(root: Path, brand: str | None = None) -> tuple[str, str]:
         raise UserError(str(exc)) from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: (top level): expected an object")
-    name = brand or data.get("name") or DEFAULT_BRAND
-    return str(name), str(data.get("productName") or name)
+    name = str(brand or data.get("name") or DEFAULT_BRAND)
+    if not _BRAND_NAME.match(name):
+        where = "--brand" if brand else f"{path}: name"
+        raise UserError(f"{where}: expected a kebab-case brand name (got {name!r})")
+    return name, str(data.get("productName") or name)
 
 
 def assemble(root: Path, brand: str, product: str, *, platform: list[Path], bundles: dict[str, Path]) -> Payload:

@@ -143,10 +143,13 @@ def test_invalid_plugin_md_is_one_line_exit_2(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob(".claude-plugin"))
 
 
-def test_not_a_payload_is_one_line_exit_2(tmp_path: Path) -> None:
+def test_not_a_payload_or_a_bad_brand_is_one_line_exit_2(tmp_path: Path) -> None:
     result = run_cli("manifests", "generate", str(tmp_path))
     assert result.returncode == 2
     assert "PAYLOAD_DIR" in result.stderr and "plugins/" in result.stderr
+    write_plugin(tmp_path / "plugins" / "ok", "name: ok")
+    result = run_cli("manifests", "generate", str(tmp_path), "--brand", "Acme Co")
+    assert result.returncode == 2 and "--brand: expected a kebab-case brand name" in result.stderr
 
 
 def test_marketplace_whose_plugins_are_gone_is_removed(example_payload: Path) -> None:
