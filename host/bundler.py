@@ -9,19 +9,27 @@ checked first; the whole desired tree (copied files and generated manifests) is 
 memory. When ``OUT`` already holds exactly that tree nothing is written at all (a rerun is
 idempotent: no byte, no mtime changes). Otherwise the payload is built in a temp folder beside
 ``OUT`` and renamed into place at the end.
+
+A rerun must be fast on a large tree, so the build leaves a stamp (``.plughost-bundle.json``):
+a digest of every input (each source file's path, size and mtime, the brand, the interpreter,
+the output location, the plughost version) and the size and mtime of every file it wrote.
+When the digest and the output's listing both match, nothing changed and nothing is parsed
+(like rsync's quick check); otherwise the full path runs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host import config
+from host import __version__, config
 from host.errors import FatalError, UserError
 from host.generator import (
     BRAND_FILE,
@@ -33,12 +41,14 @@ from host.generator import (
     plugin_folders,
     premium_bundles,
 )
-from host.jsonio import render
+from host.jsonio import render, write_if_changed
 from host.log import log
 from host.manifest import load_manifest, validate
 
 IGNORED_NAMES = {"__pycache__", ".claude-plugin", ".git", ".DS_Store", "node_modules", ".pytest_cache"}
 IGNORED_SUFFIXES = (".pyc", ".pyo")
+STAMP = ".plughost-bundle.json"
+STAMP_FORMAT = 1
 
 
 @dataclass
@@ -124,19 +134,28 @@ def default_premium_dir() -> Path | None:
 
 
 def _platform_sources(plugins_dir: Path, brand: Brand) -> tuple[list[Path], list[str]]:
-    """Platform plugin folders to ship, and the excluded names (each must exist)."""
+    """Platform plugin folders to ship, and the excluded names (each must name a platform plugin).
+
+    A platform plugin's folder is named after it (SPEC 3), so exclusions match folder names;
+    only a name that matches no folder is looked up in the PLUGIN.md files.
+    """
     folders = plugin_folders(plugins_dir)
-    by_name = {}
-    for folder in folders:
-        by_name[load_manifest(folder / "PLUGIN.md").name] = folder
+    drop: set[Path] = set()
+    by_folder = {f.name: f for f in folders}
+    by_manifest: dict[str, Path] | None = None
     for i, name in enumerate(brand.excluded):
-        if name not in by_name:
+        if name in by_folder:
+            drop.add(by_folder[name])
+            continue
+        if by_manifest is None:
+            by_manifest = {load_manifest(f / "PLUGIN.md").name: f for f in folders}
+        if name not in by_manifest:
             raise UserError(
                 f"{brand.path}: plugins.excluded[{i}]: no platform plugin named '{name}' in {plugins_dir} "
-                f"(available: {', '.join(sorted(by_name)) or 'none'})"
+                f"(available: {', '.join(sorted(by_folder)) or 'none'})"
             )
-    ship = [f for n, f in sorted(by_name.items(), key=lambda kv: kv[1].name) if n not in brand.excluded]
-    return ship, list(brand.excluded)
+        drop.add(by_manifest[name])
+    return [f for f in folders if f not in drop], list(brand.excluded)
 
 
 def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str, Path], list[str]]:
@@ -156,30 +175,73 @@ def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str,
     return "allowlist", shipped, sorted(b for b in available if b not in shipped)
 
 
-def _walk(src: Path) -> list[Path]:
-    """Files under ``src`` to copy (relative), skipping caches and generated manifests."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(src):
+def _walk(src: Path) -> list[str]:
+    """Files under ``src`` to copy (relative POSIX paths), skipping caches and generated manifests."""
+    out: list[str] = []
+    base = str(src)
+    cut = len(base) + 1
+    for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
-        base = Path(dirpath)
-        for name in sorted(filenames):
-            if name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES):
-                continue
-            out.append((base / name).relative_to(src))
+        prefix = dirpath[cut:] + "/" if len(dirpath) > len(base) else ""
+        out.extend(prefix + name for name in sorted(filenames)
+                   if name not in IGNORED_NAMES and not name.endswith(IGNORED_SUFFIXES))
     return out
 
 
-def desired_tree(payload: Payload, brand: Brand, platform: list[Path], bundles: dict[str, Path],
+def source_files(platform: list[Path], bundles: dict[str, Path]) -> dict[Path, Path]:
+    """Relative payload path → source file, for every file the payload copies."""
+    tree: dict[Path, Path] = {}
+    for top, name, folder in [(PLATFORM_FOLDER, f.name, f) for f in platform] + [
+            (PREMIUM_FOLDER, n, f) for n, f in bundles.items()]:
+        for rel in _walk(folder):
+            tree[Path(f"{top}/{name}/{rel}")] = Path(f"{folder}/{rel}")
+    return tree
+
+
+def inputs_digest(copies: dict[Path, Path], brand: Brand, out: Path, python: str) -> str:
+    """A digest of everything the payload is built from (file identity by path, size, mtime)."""
+    h = hashlib.sha256()
+    h.update(json.dumps([STAMP_FORMAT, __version__, python, str(out), render(brand.data)]).encode())
+    for rel, src in sorted(copies.items()):
+        st = src.stat()
+        h.update(f"\0{rel.as_posix()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _listing(out: Path) -> dict[str, list[int]]:
+    """Every file under ``out`` (caches aside) with its size and mtime, the stamp excluded."""
+    listing: dict[str, list[int]] = {}
+    for dirpath, dirnames, filenames in os.walk(out):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        rel_dir = os.path.relpath(dirpath, out)
+        for name in filenames:
+            if name.endswith(IGNORED_SUFFIXES) or (name == STAMP and rel_dir == "."):
+                continue
+            st = os.stat(os.path.join(dirpath, name))
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            listing[rel] = [st.st_size, st.st_mtime_ns]
+    return listing
+
+
+def quick_unchanged(out: Path, digest: str) -> int | None:
+    """The file count when ``out`` is the untouched result of a build from the same inputs."""
+    try:
+        stamp = json.loads((out / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("inputs") != digest:
+        return None
+    files = stamp.get("files")
+    if not isinstance(files, dict) or _listing(out) != files:
+        return None
+    return len(files)
+
+
+def desired_tree(payload: Payload, brand: Brand, copies: dict[Path, Path],
                  python: str | None) -> dict[Path, Path | str]:
     """Relative path → source file to copy, or text to write (generated manifests, brand.json)."""
     root = payload.root
-    tree: dict[Path, Path | str] = {}
-    for folder in platform:
-        for rel in _walk(folder):
-            tree[Path(PLATFORM_FOLDER, folder.name, rel)] = folder / rel
-    for name, folder in bundles.items():
-        for rel in _walk(folder):
-            tree[Path(PREMIUM_FOLDER, name, rel)] = folder / rel
+    tree: dict[Path, Path | str] = dict(copies)
     for path, text in plan(payload, python).items():
         tree[path.relative_to(root)] = text
     tree[Path(BRAND_FILE)] = render(brand.data)
@@ -207,7 +269,7 @@ def tree_matches(out: Path, tree: dict[Path, Path | str]) -> bool:
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         base = Path(dirpath)
         for name in filenames:
-            if name.endswith(IGNORED_SUFFIXES):
+            if name.endswith(IGNORED_SUFFIXES) or (name == STAMP and base == out):
                 continue
             present.add((base / name).relative_to(out))
     if present != set(tree):
@@ -226,7 +288,13 @@ def _materialize(tmp: Path, tree: dict[Path, Path | str]) -> None:
             dest.write_text(src, encoding="utf-8")
         else:
             shutil.copyfile(src, dest)
-            shutil.copymode(src, dest)
+            mode = src.stat().st_mode
+            if mode & 0o111:
+                os.chmod(dest, mode & 0o777)
+
+
+def _write_stamp(root: Path, digest: str) -> None:
+    write_if_changed(root / STAMP, render({"format": STAMP_FORMAT, "inputs": digest, "files": _listing(root)}))
 
 
 def _looks_like_payload(out: Path) -> bool:
@@ -240,24 +308,34 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
     plugins_dir = plugins_dir or (Path(os.environ["PLUGHOST_PLUGINS_DIR"]) if os.environ.get("PLUGHOST_PLUGINS_DIR")
                                   else config.builtin_plugins_dir())
     premium_dir = premium_dir if premium_dir is not None else default_premium_dir()
-    out = out.absolute()
+    out = out.resolve()
     if out.exists() and (not out.is_dir() or not _looks_like_payload(out)):
         raise UserError(f"--out: '{out}' exists and is not a plughost payload (no {BRAND_FILE}); "
                         "choose a new or empty folder")
+    python = python or sys.executable
     platform, excluded = _platform_sources(plugins_dir, brand)
     mode, bundles, skipped = premium_gate(brand, premium_dir)
     log("bundler", "premium-bundle-gate", brand=brand.name, mode=mode, shipped=sorted(bundles), skipped=skipped)
+    report = BundleReport(out=out, brand=brand.name, platform=[f.name for f in platform], excluded=excluded,
+                          shipped=sorted(bundles), skipped=skipped)
+    copies = source_files(platform, bundles)
+    digest = inputs_digest(copies, brand, out, python)
+    count = quick_unchanged(out, digest)
+    if count is not None:
+        report.files = count
+        return report
     payload = assemble(out, brand.name, brand.product, platform=platform, bundles=bundles)
-    tree = desired_tree(payload, brand, platform, bundles, python)
-    report = BundleReport(out=out, brand=brand.name, platform=[p.name for p in payload.plugins if p.bundle is None],
-                          excluded=excluded, shipped=sorted(bundles), skipped=skipped, files=len(tree), payload=payload)
+    tree = desired_tree(payload, brand, copies, python)
+    report.files, report.payload = len(tree), payload
     if tree_matches(out, tree):
+        _write_stamp(out, digest)  # same content from touched sources: refresh the quick check only
         return report
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
     old: Path | None = None
     try:
         _materialize(tmp, tree)
+        _write_stamp(tmp, digest)
         os.chmod(tmp, 0o755)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ class PluginManifest:
         return bool(folder) and any((folder / "mcp" / f).is_file() for f in ("__main__.py", "server.py"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(name: str) -> Any:
     import jsonschema
 
@@ -125,7 +125,7 @@ def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
     if not match:
         raise UserError(f"{path}: frontmatter: expected a YAML block between '---' lines at the top")
     try:
-        data = yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - safe; C is ~10x faster
+        data = yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: ~20x faster
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 2}" if mark is not None else ""
