@@ -14,7 +14,7 @@ A rerun must be fast on a large tree, so the build leaves a stamp (``.plughost-b
 a digest of every input (each source file's path, size and mtime, the brand, the interpreter,
 the output location, the plughost version) and the size and mtime of every file it wrote.
 When the digest and the output's listing both match, nothing changed and nothing is parsed
-(copies keep their source mtimes, like rsync's quick check); otherwise the full path runs.
+(like rsync's quick check); otherwise the full path runs.
 """
 
 from __future__ import annotations
@@ -175,28 +175,26 @@ def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str,
     return "allowlist", shipped, sorted(b for b in available if b not in shipped)
 
 
-def _walk(src: Path) -> list[Path]:
-    """Files under ``src`` to copy (relative), skipping caches and generated manifests."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(src):
+def _walk(src: Path) -> list[str]:
+    """Files under ``src`` to copy (relative POSIX paths), skipping caches and generated manifests."""
+    out: list[str] = []
+    base = str(src)
+    cut = len(base) + 1
+    for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
-        base = Path(dirpath)
-        for name in sorted(filenames):
-            if name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES):
-                continue
-            out.append((base / name).relative_to(src))
+        prefix = dirpath[cut:] + "/" if len(dirpath) > len(base) else ""
+        out.extend(prefix + name for name in sorted(filenames)
+                   if name not in IGNORED_NAMES and not name.endswith(IGNORED_SUFFIXES))
     return out
 
 
 def source_files(platform: list[Path], bundles: dict[str, Path]) -> dict[Path, Path]:
     """Relative payload path → source file, for every file the payload copies."""
     tree: dict[Path, Path] = {}
-    for folder in platform:
+    for top, name, folder in [(PLATFORM_FOLDER, f.name, f) for f in platform] + [
+            (PREMIUM_FOLDER, n, f) for n, f in bundles.items()]:
         for rel in _walk(folder):
-            tree[Path(PLATFORM_FOLDER, folder.name, rel)] = folder / rel
-    for name, folder in bundles.items():
-        for rel in _walk(folder):
-            tree[Path(PREMIUM_FOLDER, name, rel)] = folder / rel
+            tree[Path(f"{top}/{name}/{rel}")] = Path(f"{folder}/{rel}")
     return tree
 
 
@@ -289,7 +287,10 @@ def _materialize(tmp: Path, tree: dict[Path, Path | str]) -> None:
         if isinstance(src, str):
             dest.write_text(src, encoding="utf-8")
         else:
-            shutil.copy2(src, dest)  # keeps the source mtime: the rerun's quick check relies on it
+            shutil.copyfile(src, dest)
+            mode = src.stat().st_mode
+            if mode & 0o111:
+                os.chmod(dest, mode & 0o777)
 
 
 def _write_stamp(root: Path, digest: str) -> None:
@@ -307,7 +308,7 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
     plugins_dir = plugins_dir or (Path(os.environ["PLUGHOST_PLUGINS_DIR"]) if os.environ.get("PLUGHOST_PLUGINS_DIR")
                                   else config.builtin_plugins_dir())
     premium_dir = premium_dir if premium_dir is not None else default_premium_dir()
-    out = out.absolute()
+    out = out.resolve()
     if out.exists() and (not out.is_dir() or not _looks_like_payload(out)):
         raise UserError(f"--out: '{out}' exists and is not a plughost payload (no {BRAND_FILE}); "
                         "choose a new or empty folder")

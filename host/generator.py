@@ -24,6 +24,7 @@ files are only written when their bytes change: a rerun writes nothing.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ PREMIUM_FOLDER = "premium-plugins"
 BRAND_FILE = "brand.json"
 DEFAULT_BRAND = "plughost"
 SERVER_FILES = ("__main__.py", "server.py")
+_BRAND_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SKIP_DIRS = {".claude-plugin", "__pycache__", ".git", "node_modules"}
 
 
@@ -132,8 +134,11 @@ def read_brand(root: Path, brand: str | None = None) -> tuple[str, str]:
         raise UserError(str(exc)) from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: (top level): expected an object")
-    name = brand or data.get("name") or DEFAULT_BRAND
-    return str(name), str(data.get("productName") or name)
+    name = str(brand or data.get("name") or DEFAULT_BRAND)
+    if not _BRAND_NAME.match(name):
+        where = "--brand" if brand else f"{path}: name"
+        raise UserError(f"{where}: expected a kebab-case brand name (got {name!r})")
+    return name, str(data.get("productName") or name)
 
 
 def assemble(root: Path, brand: str, product: str, *, platform: list[Path], bundles: dict[str, Path]) -> Payload:
@@ -146,6 +151,7 @@ def assemble(root: Path, brand: str, product: str, *, platform: list[Path], bund
     payload = Payload(root=root, brand=brand, product=product)
     payload.has_platform = bool(platform)
     payload.has_premium = bool(bundles)
+    # a marketplace with no plugin is skipped: the CLI warns on one ("no plugins defined")
     if platform:
         mkt = f"{brand}-platform"
         dest_root = payload.platform_dir
@@ -161,7 +167,9 @@ def assemble(root: Path, brand: str, product: str, *, platform: list[Path], bund
             mkt = f"{brand}-premium-{name}"
             subs = [PayloadPlugin(f, dest / PLATFORM_FOLDER / f.name, load_manifest(f / "PLUGIN.md"), mkt, name)
                     for f in plugin_folders(src / PLATFORM_FOLDER)]
-            nested.append(Marketplace(mkt, dest / PLATFORM_FOLDER, f"{product} premium bundle '{name}'", tuple(subs)))
+            if subs:
+                nested.append(Marketplace(mkt, dest / PLATFORM_FOLDER, f"{product} premium bundle '{name}'",
+                                          tuple(subs)))
     if standalone:
         payload.marketplaces.append(Marketplace(f"{brand}-premium", payload.premium_dir,
                                                 f"{product} premium plugins", tuple(standalone)))
@@ -207,6 +215,26 @@ def server_env(payload: Payload) -> dict[str, str]:
     return env
 
 
+BARE_INTERPRETERS = {"python", "python3"}
+CONSOLE_SCRIPT = "plughost"
+
+
+def resolve_command(command: str, python: str) -> str:
+    """A bare ``python``/``python3``/``plughost`` becomes this install's interpreter or console script.
+
+    Claude Code spawns servers with a minimal environment (no virtualenv, no PATH to rely on),
+    so a shared-lib block that says ``python`` would start the wrong interpreter or none. Every
+    other command (absolute, ``${PLATFORM_ROOT}``-anchored, ``node`` ...) is kept verbatim.
+    """
+    if command in BARE_INTERPRETERS:
+        return python
+    if command == CONSOLE_SCRIPT:
+        script = Path(python).parent / CONSOLE_SCRIPT
+        if script.is_file():
+            return str(script)
+    return command
+
+
 def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[str, Any] | None:
     """The ``mcpServers`` block by the ``mcp-manifest`` rule, or None for no server."""
     m = plugin.manifest
@@ -217,7 +245,9 @@ def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[st
         if not m.mcp:
             raise UserError(f"{plugin.folder / 'PLUGIN.md'}: mcp: required when mcp-manifest is shared-lib "
                             "(the server block is emitted verbatim)")
-        return {m.name: dict(m.mcp)}
+        block = dict(m.mcp)
+        block["command"] = resolve_command(block["command"], python)
+        return {m.name: block}
     server = local_server(plugin.folder)
     if server is None:
         if m.mcp:
@@ -311,4 +341,18 @@ def generate(root: Path, *, brand: str | None = None, python: str | None = None)
             report.written.append(path)
         else:
             report.unchanged += 1
+    for stale in marketplace_locations(payload.root):
+        if stale not in files and stale.is_file():
+            stale.unlink()  # a marketplace left from an earlier run whose plugins are gone
+            report.written.append(stale)
     return report
+
+
+def marketplace_locations(root: Path) -> list[Path]:
+    """Where generation owns a marketplace.json: platform, premium root, each nested bundle."""
+    rel = Path(".claude-plugin", "marketplace.json")
+    out = [root / PLATFORM_FOLDER / rel, root / PREMIUM_FOLDER / rel]
+    premium = root / PREMIUM_FOLDER
+    if premium.is_dir():
+        out += [top / PLATFORM_FOLDER / rel for top in sorted(premium.iterdir()) if top.is_dir()]
+    return out

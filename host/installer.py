@@ -185,7 +185,10 @@ def _installed_plugins(plan: InstallPlan, stamp: str, stale: set[str]) -> None:
         raise UserError(f"{path}: plugins: expected an object of name@marketplace entries")
     if data.get("version") != 2:  # version 1 kept one object per plugin
         plugins = {k: (v if isinstance(v, list) else [dict(v, scope=v.get("scope", "user"))])
-                   for k, v in plugins.items()}
+                   for k, v in plugins.items() if isinstance(v, (list, dict))}
+    for key, rows in plugins.items():
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise UserError(f"{path}: plugins.{key}: expected a list of install records")
     for key in sorted(stale):
         rows = [r for r in plugins.get(key, []) if r.get("scope") != "user"]
         if rows:
@@ -340,6 +343,7 @@ def env_settings(payload: Path) -> dict[str, str]:
         out["PLUGHOST_PREMIUM_DIR"] = str(payload / PREMIUM_FOLDER)
     if brand.get("name"):
         out["PLUGHOST_BRAND"] = str(brand["name"])
+    out["PLATFORM_ROOT"] = str(payload)  # what shared-lib servers' ${PLATFORM_ROOT} anchors on
     return out
 
 

@@ -144,11 +144,14 @@ def parse_agent(path: Path, origin: str = "") -> Specialist:
 
 # ---------------------------------------------------------------------------- discovery
 def template_dirs(host: Host) -> list[Path]:
-    """`templates/specialists/agents/` of the checkout and of the install (the plugins folder's parent)."""
+    """`templates/specialists/agents/` of the checkout and of the install (the plugins folder's parent),
+    plus the payload-level `agents/` folder."""
     roots = [config.REPO_ROOT]
     if host.plugins_dir is not None:
         roots.append(Path(host.plugins_dir).parent)
     dirs = [root / "templates" / "specialists" / "agents" for root in roots]
+    if host.plugins_dir is not None:
+        dirs.append(Path(host.plugins_dir).parent / "agents")  # a payload's own agents (the installer links them)
     extra = host.env.get("PLUGHOST_TEMPLATES_DIR")
     if extra:
         dirs.append(Path(extra))

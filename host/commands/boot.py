@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         check_id(args.account, "--account")
         env["ACCOUNT_ID"] = args.account
     brand = args.brand or env.get("PLUGHOST_BRAND") or None
+    t0 = time.perf_counter()
     host = ctx.host()
+    load_ms = (time.perf_counter() - t0) * 1000
     payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None
     extras = boot.boot_context_extras(account=args.account, config_dir=args.config_dir, brand=brand, env=env,
                                       payload_root=payload_root)
@@ -43,6 +46,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         report = boot.run_gates(host, extras=extras, env=env)
     else:
         report = boot.boot(host, extras=extras, env=env)
+    report.timings["load"] = load_ms
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     return report.exit_code

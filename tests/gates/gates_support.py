@@ -176,10 +176,28 @@ class Install:
             host.register(AccountEnvStandIn(), "account-env-stand-in")
         return host
 
+    def builtin_tool_plugins(self, host: Any) -> list[str]:
+        """Tool-plugins from outside this fixture (the built-ins), each inspected for every account."""
+        return [n for n in host.surface.mcp_servers if host.records[n].folder is not None
+                and not Path(host.records[n].folder).resolve().is_relative_to(self.root.resolve())]
+
+    def install_builtins(self, host: Any) -> None:
+        """Install the built-in tool-plugins (those outside this fixture) the way a clean install
+        would: a generated manifest with the tee server in a temp install folder, all three surfaces.
+        Platform plugins are on for every account, so tool-registration inspects them too."""
+        for name in self.builtin_tool_plugins(host):
+            folder = self.root / "installed-builtins" / name
+            if (folder / ".claude-plugin" / "plugin.json").exists():
+                continue
+            write(folder / "mcp" / "__main__.py", "print('built-in server stand-in')\n")
+            self.generated_manifest(folder, name, self.tee_servers(name))
+            self.register(f"{name}@acme-platform", folder)
+
     def boot(self, *, account: str | None = None, host: Any = None, **env: str):
         from host.boot import boot_context_extras, run_gates
 
         host = host or self.host(**env)
+        self.install_builtins(host)
         extras = boot_context_extras(account=account, config_dir=self.config, brand=self.brand, env=host.env)
         return run_gates(host, extras=extras, echo=None)
 

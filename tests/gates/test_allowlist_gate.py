@@ -8,11 +8,13 @@ from gates_support import assert_all_ran
 def test_admin_tool_in_plugin_without_mcp_block_refuses_boot(install):
     install.plugin("notes", ["note-add", "note-find"], admin=["note-find"])
     install.plugin("loose", ["peek", "poke"], admin=["peek", "poke"], server=False)
-    report = install.boot()
+    host = install.host()
+    admin = len(host.surface.admin)  # the built-in plugins' admin tools count too
+    report = install.boot(host=host)
     assert report.outcome("mcp-allowlist-coverage").lines == [
         "boot-failed reason=mcp-allowlist-without-server plugin=loose tool=mcp__plugin_loose_loose__peek",
         "boot-failed reason=mcp-allowlist-without-server plugin=loose tool=mcp__plugin_loose_loose__poke",
-        "mcp-config-allowlist-coverage admin-tools=3 admin-registered=1",
+        f"mcp-config-allowlist-coverage admin-tools={admin} admin-registered={admin - 2}",
     ]
     assert report.exit_code == 1
     assert_all_ran(report)
@@ -20,10 +22,13 @@ def test_admin_tool_in_plugin_without_mcp_block_refuses_boot(install):
 
 def test_coverage_line_every_boot(install):
     install.plugin("notes", ["note-add", "note-find"], admin=["note-find", "note-add"])
-    report = install.boot()
+    host = install.host()
+    admin = len(host.surface.admin)
+    assert admin >= 2
+    report = install.boot(host=host)
     assert report.outcome("mcp-allowlist-coverage").lines == [
-        "mcp-config-allowlist-coverage admin-tools=2 admin-registered=2",
-        "startup-self-test mcp-allowlist-coverage=ok inspected=2",
+        f"mcp-config-allowlist-coverage admin-tools={admin} admin-registered={admin}",
+        f"startup-self-test mcp-allowlist-coverage=ok inspected={admin}",
     ]
     assert report.exit_code == 0
 

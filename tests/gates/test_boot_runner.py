@@ -12,14 +12,17 @@ def test_clean_fixture_install_every_gate_ok(install):
     install.plugin("notes", ["note-add", "note-find"], admin=["note-find"])
     install.install_tool_plugin("notes")
     install.account("acme", enabled=["notes"])
-    report = install.boot()
+    host = install.host()
+    report = install.boot(host=host)
     assert report.exit_code == 0
     assert_all_ran(report)
     for gate in ALL_GATES:
         ok = [line for line in report.outcome(gate).lines if line.startswith(f"startup-self-test {gate}=ok ")]
         assert ok, (gate, report.outcome(gate).lines)
-    assert "startup-self-test tool-registration=ok inspected=1" in report.lines
-    assert "mcp-config-allowlist-coverage admin-tools=1 admin-registered=1" in report.lines
+    builtins = len(install.builtin_tool_plugins(host))
+    assert f"startup-self-test tool-registration=ok inspected={1 + builtins}" in report.lines
+    admin = len(host.surface.admin)
+    assert f"mcp-config-allowlist-coverage admin-tools={admin} admin-registered={admin}" in report.lines
 
 
 def test_gates_run_in_order_then_name(install):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gates_support import assert_every_gate_ok, write
+from gates_support import HOST_GATES, write
 
 from host import accounts
 from host.manifest import validate
@@ -69,14 +69,20 @@ def test_account_create_completes_the_stub_install_left(plughost_home, cli):
     assert json.loads((folder / "users.json").read_text())[0]["phone"] == "+15550001"
 
 
-def test_boot_check_default_install_ok(plughost_home, tmp_path, cli):
+def test_boot_check_with_nothing_installed_passes_with_warnings_only(plughost_home, tmp_path, cli):
+    """A checkout with an account but an empty Claude Code config dir: the registration gates may say
+    FATAL for built-in tool-plugins (not installed), but they never refuse boot; the rest is ok."""
     assert cli("account", "create", "acme", "--admin-phone", "+15550001").returncode == 0
     # Nothing is installed in this config dir, so leave out the built-ins that serve tools
     # (the full bundle + install path is tests/gates/test_clean_install.py).
     no_servers = {"PLUGHOST_DISABLE_PLUGINS": "graph,memory"}
     proc = cli("boot", "--check", "--json", "--account", "acme", "--config-dir", str(tmp_path / "cc"), env=no_servers)
     assert proc.returncode == 0, proc.stderr
-    assert_every_gate_ok(json.loads(proc.stdout), proc.stderr)
+    report = json.loads(proc.stdout)
+    gates = {g["gate"]: g for g in report["gates"]}
+    assert HOST_GATES <= set(gates)
+    for gate in gates.values():
+        assert gate["status"] == "ok" or (not gate["fatal"] and gate["status"] == "warn"), gate
     last = proc.stderr.splitlines()[-1]
     assert last.startswith("[boot] op=gates gates=") and " exit=0 " in last
     log = (plughost_home / "logs" / "server.log").read_text()

@@ -106,8 +106,10 @@ def _tool_lines(report):
 
 def test_tool_plugin_installed_with_its_server_passes(tools):
     tools.install_tool_plugin("notes")
-    report = tools.boot()
-    assert _tool_lines(report) == ["startup-self-test tool-registration=ok inspected=1"]
+    host = tools.host()
+    report = tools.boot(host=host)
+    builtins = len(tools.builtin_tool_plugins(host))  # platform tool-plugins are on for every account
+    assert _tool_lines(report) == [f"startup-self-test tool-registration=ok inspected={1 + builtins}"]
 
 
 def test_tool_plugin_not_installed(tools):
@@ -165,7 +167,9 @@ def test_shared_lib_server_binary_missing(tools, tmp_path):
     assert _tool_lines(report) == [
         "[tool-registration] op=drift FATAL accountId=acme plugin=cypher expected-server=cypher reason=dist-missing"]
     write(root / "bin" / "cypher-mcp", "#!/bin/sh\n")
-    assert _tool_lines(tools.boot(PLATFORM_ROOT=str(root))) == ["startup-self-test tool-registration=ok inspected=1"]
+    host = tools.host(PLATFORM_ROOT=str(root))
+    builtins = len(tools.builtin_tool_plugins(host))
+    assert _tool_lines(tools.boot(host=host)) == [f"startup-self-test tool-registration=ok inspected={1 + builtins}"]
 
 
 def test_tool_registration_reads_the_generated_manifest_not_plugin_md(tools):
@@ -179,7 +183,9 @@ def test_tool_registration_reads_the_generated_manifest_not_plugin_md(tools):
 
 def test_plugins_not_enabled_for_the_account_are_not_inspected(tools):
     tools.account("acme", enabled=[])
-    assert _tool_lines(tools.boot()) == ["startup-self-test tool-registration=ok inspected=0"]
+    host = tools.host()
+    builtins = len(tools.builtin_tool_plugins(host))
+    assert _tool_lines(tools.boot(host=host)) == [f"startup-self-test tool-registration=ok inspected={builtins}"]
 
 
 def test_every_account_is_inspected_unless_one_is_named(tools):
@@ -188,4 +194,4 @@ def test_every_account_is_inspected_unless_one_is_named(tools):
     (tools.plugins / "notes" / "mcp" / "__main__.py").unlink()
     lines = _tool_lines(tools.boot())
     assert [line.split("accountId=")[1].split()[0] for line in lines] == ["acme", "beta"]
-    assert len(_tool_lines(tools.boot(account="beta"))) == 1
+    assert [line.split("accountId=")[1].split()[0] for line in _tool_lines(tools.boot(account="beta"))] == ["beta"]

@@ -171,3 +171,24 @@ def test_cc_native_list_lives_in_one_place():
     assert {"Read", "Write", "Edit", "Bash", "Glob", "Grep", "Agent", "WebSearch", "WebFetch", "TodoWrite",
             "NotebookEdit"} <= specialists.CC_NATIVE
     assert len(specialists.CLASSES) == 7
+
+
+@pytest.mark.parametrize("block", [
+    "name: a\ntools: Read, Grep",
+    "name: a\ndescription: Use when: you need it\ntools: Read",
+    "name: a\ntools: null",
+    "name: 'quoted'\ntools: Read",
+    "name: a # comment\ntools: Read",
+    "name: a\ntools:\n  - Read",
+    "name: 12\ntools: Read",
+    "name: a\ntools: mcp__plugin_x_x__*, Bash",
+    "name: a\ntools: - Read",
+    "name: a\nname: b",
+])
+def test_fast_frontmatter_path_agrees_with_yaml_or_defers(block):
+    """The YAML-free path for flat `key: value` lines never disagrees with YAML: it matches or defers."""
+    import yaml
+
+    fast = specialists._simple_frontmatter(block)
+    if fast is not None:
+        assert fast == yaml.safe_load(block)

@@ -126,3 +126,47 @@ def test_unknown_brand_name_and_foreign_out_folder(tmp_path: Path) -> None:
     result = bundle("default", foreign)
     assert result.returncode == 2 and "is not a plughost payload" in result.stderr
     assert (foreign / "notes.txt").read_text() == "mine"
+
+
+def test_rebundle_sees_a_changed_source_and_a_touched_one_writes_no_payload_file(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.manifests.conftest import EXAMPLES
+
+    premium = tmp_path / "premium"
+    shutil.copytree(EXAMPLES, premium, ignore=shutil.ignore_patterns("__pycache__", ".claude-plugin"))
+    out = tmp_path / "payload"
+    assert bundle("studio", out, premium=premium).returncode == 0
+    md = premium / "greeter" / "PLUGIN.md"
+    md.write_text(md.read_text().replace("version: 1.0.0", "version: 1.0.1"))
+    result = bundle("studio", out, premium=premium)
+    assert result.stdout.startswith("built:"), result.stdout
+    manifest = json.loads((out / "premium-plugins" / "greeter" / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["version"] == "1.0.1"
+    # same bytes, new mtime: the quick check misses, the full comparison finds nothing to rebuild
+    before = snapshot(out)
+    md.touch()
+    assert bundle("studio", out, premium=premium).stdout.startswith("unchanged:")
+    after = snapshot(out)
+    assert {k for k in after if after[k] != before.get(k)} == {".plughost-bundle.json"}
+    stamp = snapshot(out)
+    assert bundle("studio", out, premium=premium).stdout.startswith("unchanged:")
+    assert snapshot(out) == stamp
+
+
+def test_generation_fatal_during_bundle_leaves_the_previous_payload(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.manifests.conftest import EXAMPLES, write_plugin
+
+    premium = tmp_path / "premium"
+    shutil.copytree(EXAMPLES, premium, ignore=shutil.ignore_patterns("__pycache__", ".claude-plugin"))
+    out = tmp_path / "payload"
+    assert bundle("studio", out, premium=premium).returncode == 0
+    before = snapshot(out)
+    write_plugin(premium / "studio" / "plugins" / "broken", "name: broken\nmcp: {command: node, args: [x.js]}")
+    result = bundle("studio", out, premium=premium)
+    assert result.returncode == 1
+    assert "FATAL: plugin 'broken'" in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["payload", "premium"]

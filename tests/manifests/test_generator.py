@@ -88,6 +88,7 @@ def test_changed_plugin_rewrites_only_its_manifest(example_payload: Path) -> Non
 def test_mcp_manifest_rule_skip_shared_lib_and_custom_paths(tmp_path: Path) -> None:
     plugins = tmp_path / "p" / "plugins"
     write_plugin(plugins / "quiet", "name: quiet\nmcp-manifest: skip\nmcp: {command: node, args: [x.js]}", server=True)
+    write_plugin(plugins / "node-lib", "name: node-lib\nmcp-manifest: shared-lib\nmcp: {command: node, args: [a.js]}")
     write_plugin(plugins / "shared", "name: shared\nmcp-manifest: shared-lib\nmcp:\n  command: python\n"
                  "  args: ['${PLATFORM_ROOT}/lib/server.py']\n  env: {MODE: ro}")
     custom = write_plugin(plugins / "custom", "name: custom\nagents: specialists\nhooks: lifecycle\nskills: know-how")
@@ -106,8 +107,10 @@ def test_mcp_manifest_rule_skip_shared_lib_and_custom_paths(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     get = lambda n: _json(plugins / n / ".claude-plugin" / "plugin.json")  # noqa: E731
     assert "mcpServers" not in get("quiet")
-    assert get("shared")["mcpServers"] == {"shared": {"command": "python", "args": ["${PLATFORM_ROOT}/lib/server.py"],
-                                                     "env": {"MODE": "ro"}}}
+    # verbatim, except that a bare interpreter becomes this install's (Claude Code's env has no venv)
+    assert get("shared")["mcpServers"] == {"shared": {"command": sys.executable,
+                                                     "args": ["${PLATFORM_ROOT}/lib/server.py"], "env": {"MODE": "ro"}}}
+    assert get("node-lib")["mcpServers"] == {"node-lib": {"command": "node", "args": ["a.js"]}}
     assert get("custom")["agents"] == ["./specialists/a.md", "./specialists/b.md"]
     assert get("custom")["hooks"] == "./lifecycle/hooks.json"
     assert get("custom")["skills"] == "./know-how"
@@ -140,7 +143,22 @@ def test_invalid_plugin_md_is_one_line_exit_2(tmp_path: Path) -> None:
     assert not list(tmp_path.rglob(".claude-plugin"))
 
 
-def test_not_a_payload_is_one_line_exit_2(tmp_path: Path) -> None:
+def test_not_a_payload_or_a_bad_brand_is_one_line_exit_2(tmp_path: Path) -> None:
     result = run_cli("manifests", "generate", str(tmp_path))
     assert result.returncode == 2
     assert "PAYLOAD_DIR" in result.stderr and "plugins/" in result.stderr
+    write_plugin(tmp_path / "plugins" / "ok", "name: ok")
+    result = run_cli("manifests", "generate", str(tmp_path), "--brand", "Acme Co")
+    assert result.returncode == 2 and "--brand: expected a kebab-case brand name" in result.stderr
+
+
+def test_marketplace_whose_plugins_are_gone_is_removed(example_payload: Path) -> None:
+    import shutil
+
+    assert run_cli("manifests", "generate", str(example_payload)).returncode == 0
+    root_market = example_payload / "premium-plugins" / ".claude-plugin" / "marketplace.json"
+    assert root_market.is_file()
+    shutil.rmtree(example_payload / "premium-plugins" / "greeter")
+    assert run_cli("manifests", "generate", str(example_payload)).returncode == 0
+    assert not root_market.exists()
+    assert (example_payload / "premium-plugins" / "studio" / "plugins" / ".claude-plugin" / "marketplace.json").is_file()

@@ -72,6 +72,7 @@ def test_install_writes_the_cli_shapes(studio_payload: Path, tmp_path: Path, plu
     assert "EMBED_MODEL=all-MiniLM-L6-v2" in env and "EMBED_DIMENSIONS=384" in env
     assert "PLUGHOST_STORE=embedded" in env
     assert f"PLUGHOST_PLUGINS_DIR={studio_payload / 'plugins'}" in env
+    assert f"PLATFORM_ROOT={studio_payload}" in env
 
 
 def test_install_merges_and_is_idempotent(studio_payload: Path, tmp_path: Path, plughost_home: Path) -> None:
@@ -157,3 +158,20 @@ def test_bad_inputs_are_one_line_and_write_nothing(studio_payload: Path, tmp_pat
     (bare / "plugins" / "x").mkdir(parents=True)
     result = _install(bare, tmp_path / "c2")
     assert result.returncode == 2 and "no marketplace found" in result.stderr
+
+
+def test_version_1_records_are_migrated_and_garbage_is_refused(studio_payload: Path, tmp_path: Path) -> None:
+    from host.errors import UserError
+    from host.installer import install
+
+    config = tmp_path / "claude"
+    (config / "plugins").mkdir(parents=True)
+    records = config / "plugins" / "installed_plugins.json"
+    records.write_text(json.dumps({"version": 1, "plugins": {"old@elsewhere": {"installPath": "/x", "version": "1"}}}))
+    install(studio_payload, config, "acme")
+    data = _read(records)
+    assert data["version"] == 2
+    assert data["plugins"]["old@elsewhere"] == [{"installPath": "/x", "version": "1", "scope": "user"}]
+    records.write_text(json.dumps({"version": 2, "plugins": {"x@y": "nope"}}))
+    with pytest.raises(UserError, match=r"installed_plugins.json: plugins.x@y: expected a list of install records"):
+        install(studio_payload, config, "acme")
