@@ -28,6 +28,7 @@ CORE_COMMANDS: dict[str, str] = {
     "boot": "host.commands.boot",
     "account": "host.commands.account",
     "serve": "host.commands.serve",
+    "demo": "host.commands.demo",
 }
 """The one table of core commands: name → module."""
 

@@ -1,0 +1,26 @@
+"""`plughost demo`: the main job's seeding and sample search, through the memory plugin's tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+
+def test_demo_seeds_searches_and_is_idempotent(plughost_home: Path) -> None:
+    first = run_cli("demo", "--json", "--query", "opening hours")
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert summary["account"] == "demo" and summary["documents"] == 2 and summary["entitiesWritten"] == 3
+    assert "Opening hours" in summary["result"]
+    assert (plughost_home / "accounts" / "demo" / "account.json").is_file()
+    assert "[graph-search:hybrid] accountId=demo" in first.stderr
+    again = json.loads(run_cli("demo", "--json").stdout)
+    assert again["entitiesWritten"] == 0 and "Opening hours" in again["result"]
+
+
+def test_demo_without_memory_is_one_clear_line() -> None:
+    result = run_cli("demo", env={"PLUGHOST_DISABLE_PLUGINS": "memory"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("plughost: demo: the memory plugin is not loaded")
