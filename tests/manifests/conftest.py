@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -98,4 +97,4 @@ def connected_servers(mcp_list_output: str) -> dict[str, bool]:
 
 
 __all__ = ["EXAMPLES", "BUILTIN", "Claude", "bundle", "connected_servers", "copy_plugin", "snapshot",
-           "write_plugin", "sys"]
+           "write_plugin", "run_cli"]
