@@ -6,11 +6,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, npx_bin, run_cli
+if str(Path(__file__).resolve().parents[2]) not in sys.path:  # plain `pytest` (not `python -m pytest`)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.conftest import REPO, npx_bin, run_cli  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "premium"
 BUILTIN = REPO / "plugins"
