@@ -115,5 +115,11 @@ def test_plughost_install_alone_is_accepted_by_the_cli(payloads: dict[str, Path]
         assert row["enabled"] is True and row["scope"] == "user", row
         assert not row.get("errors"), row
     servers = _servers(payload)
-    state = connected_servers(claude("mcp", "list").stdout)
-    assert {s: state.get(s) for s in servers} == {s: True for s in servers}
+    listing = claude("mcp", "list").stdout
+    state = connected_servers(listing)
+    assert {s: state.get(s) for s in servers} == {s: True for s in servers}, listing
+    # the CLI owns installPath: uninstalling marks it orphaned, which must not touch the payload
+    gone = claude("plugin", "uninstall", "greeter@studio-premium")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert not (payload / "premium-plugins" / "greeter" / ".orphaned_at").exists()
+    assert (payload / "premium-plugins" / "greeter" / "mcp" / "__main__.py").is_file()
