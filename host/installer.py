@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -365,8 +366,17 @@ def env_settings(payload: Path) -> dict[str, str]:
         out["PLUGHOST_PREMIUM_DIR"] = str(payload / PREMIUM_FOLDER)
     if brand.get("name"):
         out["PLUGHOST_BRAND"] = str(brand["name"])
-    out["PLATFORM_ROOT"] = str(payload)  # what shared-lib servers' ${PLATFORM_ROOT} anchors on
+    # shared-lib servers find the install through these (e.g. plugins/graph/bin/mcp-server)
+    out["PLATFORM_ROOT"] = str(install_root())
+    out["PLUGHOST_PYTHON"] = sys.executable
     return out
+
+
+def install_root() -> Path:
+    """The plughost install: the folder holding its virtualenv, else the checkout/prefix of ``host``."""
+    if sys.prefix != sys.base_prefix:
+        return Path(sys.prefix).parent
+    return config.REPO_ROOT
 
 
 def merge_env(text: str, values: dict[str, str]) -> str:

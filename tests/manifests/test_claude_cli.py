@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from host.config import REPO_ROOT
 from tests.conftest import npx_bin, run_cli
 from tests.manifests.conftest import Claude, bundle, connected_servers
 
@@ -73,7 +74,7 @@ def test_validate_accepts_every_generated_plugin_and_marketplace(payloads: dict[
 def test_marketplace_add_install_and_servers_connect(payloads: dict[str, Path], tmp_path: Path,
                                                      plughost_home: Path) -> None:
     payload = payloads["studio"]
-    claude = Claude(tmp_path, plughost_home, platform_root=payload)
+    claude = Claude(tmp_path, plughost_home, platform_root=REPO_ROOT)  # the plughost install root
     servers = _servers(payload)
     assert {"greeter:greeter", "notes:notes"} <= set(servers)
     # add the marketplaces that list a plugin serving MCP and install those plugins (each CLI
@@ -103,7 +104,7 @@ def test_marketplace_add_install_and_servers_connect(payloads: dict[str, Path], 
 def test_plughost_install_alone_is_accepted_by_the_cli(payloads: dict[str, Path], tmp_path: Path,
                                                        plughost_home: Path) -> None:
     payload = payloads["studio"]
-    claude = Claude(tmp_path, plughost_home, platform_root=payload)
+    claude = Claude(tmp_path, plughost_home, platform_root=REPO_ROOT)  # the plughost install root
     result = run_cli("install", str(payload), "--config-dir", str(claude.config), "--account", "acme")
     assert result.returncode == 0, result.stderr
     listed = claude("plugin", "list", "--json")

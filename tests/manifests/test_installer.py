@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
+from host.config import REPO_ROOT
 from tests.conftest import run_cli
 from tests.manifests.conftest import bundle, snapshot
 
@@ -75,9 +77,10 @@ def test_install_writes_the_cli_shapes(studio_payload: Path, tmp_path: Path, plu
     assert account == {"accountId": "acme", "enabledPlugins": ["greeter", "notes", "planner"]}
     env = (plughost_home / ".env").read_text().splitlines()
     assert "EMBED_MODEL=all-MiniLM-L6-v2" in env and "EMBED_DIMENSIONS=384" in env
-    assert "PLUGHOST_STORE=embedded" in env
+    assert "PLUGHOST_STORE=sqlite" in env
     assert f"PLUGHOST_PLUGINS_DIR={studio_payload / 'plugins'}" in env
-    assert f"PLATFORM_ROOT={studio_payload}" in env
+    assert f"PLUGHOST_PYTHON={sys.executable}" in env
+    assert f"PLATFORM_ROOT={Path(sys.prefix).parent if sys.prefix != sys.base_prefix else REPO_ROOT}" in env
 
 
 def test_install_merges_and_is_idempotent(studio_payload: Path, tmp_path: Path, plughost_home: Path) -> None:
