@@ -22,9 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +42,9 @@ from host.generator import (
 from host.jsonio import render, write_if_changed
 from host.log import log
 from host.manifest import load_manifest, validate
+from host.trees import CACHE_NAMES, CACHE_SUFFIXES, build_and_swap, materialize, tree_matches, walk_files
 
-IGNORED_NAMES = {"__pycache__", ".claude-plugin", ".git", ".DS_Store", "node_modules", ".pytest_cache"}
-IGNORED_SUFFIXES = (".pyc", ".pyo")
+IGNORED_NAMES = CACHE_NAMES | {".claude-plugin"}  # manifests are regenerated for the payload
 STAMP = ".plughost-bundle.json"
 STAMP_FORMAT = 1
 
@@ -175,25 +173,12 @@ def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str,
     return "allowlist", shipped, sorted(b for b in available if b not in shipped)
 
 
-def _walk(src: Path) -> list[str]:
-    """Files under ``src`` to copy (relative POSIX paths), skipping caches and generated manifests."""
-    out: list[str] = []
-    base = str(src)
-    cut = len(base) + 1
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
-        prefix = dirpath[cut:] + "/" if len(dirpath) > len(base) else ""
-        out.extend(prefix + name for name in sorted(filenames)
-                   if name not in IGNORED_NAMES and not name.endswith(IGNORED_SUFFIXES))
-    return out
-
-
 def source_files(platform: list[Path], bundles: dict[str, Path]) -> dict[Path, Path]:
     """Relative payload path → source file, for every file the payload copies."""
     tree: dict[Path, Path] = {}
     for top, name, folder in [(PLATFORM_FOLDER, f.name, f) for f in platform] + [
             (PREMIUM_FOLDER, n, f) for n, f in bundles.items()]:
-        for rel in _walk(folder):
+        for rel in walk_files(folder, IGNORED_NAMES):
             tree[Path(f"{top}/{name}/{rel}")] = Path(f"{folder}/{rel}")
     return tree
 
@@ -215,7 +200,7 @@ def _listing(out: Path) -> dict[str, list[int]]:
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         rel_dir = os.path.relpath(dirpath, out)
         for name in filenames:
-            if name.endswith(IGNORED_SUFFIXES) or (name == STAMP and rel_dir == "."):
+            if name.endswith(CACHE_SUFFIXES) or (name == STAMP and rel_dir == "."):
                 continue
             st = os.stat(os.path.join(dirpath, name))
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
@@ -246,51 +231,6 @@ def desired_tree(payload: Payload, brand: Brand, copies: dict[Path, Path],
         tree[path.relative_to(root)] = text
     tree[Path(BRAND_FILE)] = render(brand.data)
     return tree
-
-
-def _same_file(src: Path | str, dest: Path) -> bool:
-    try:
-        if isinstance(src, str):
-            data = src.encode("utf-8")
-            return dest.stat().st_size == len(data) and dest.read_bytes() == data
-        if src.stat().st_size != dest.stat().st_size:
-            return False
-        return src.read_bytes() == dest.read_bytes()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return False
-
-
-def tree_matches(out: Path, tree: dict[Path, Path | str]) -> bool:
-    """True when ``out`` holds exactly ``tree`` (ignoring caches a running server leaves)."""
-    if not out.is_dir():
-        return False
-    present = set()
-    for dirpath, dirnames, filenames in os.walk(out):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        base = Path(dirpath)
-        for name in filenames:
-            if name.endswith(IGNORED_SUFFIXES) or (name == STAMP and base == out):
-                continue
-            present.add((base / name).relative_to(out))
-    if present != set(tree):
-        return False
-    return all(_same_file(src, out / rel) for rel, src in tree.items())
-
-
-def _materialize(tmp: Path, tree: dict[Path, Path | str]) -> None:
-    made: set[Path] = set()
-    for rel, src in sorted(tree.items()):
-        dest = tmp / rel
-        if dest.parent not in made:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            made.add(dest.parent)
-        if isinstance(src, str):
-            dest.write_text(src, encoding="utf-8")
-        else:
-            shutil.copyfile(src, dest)
-            mode = src.stat().st_mode
-            if mode & 0o111:
-                os.chmod(dest, mode & 0o777)
 
 
 def _write_stamp(root: Path, digest: str) -> None:
@@ -327,29 +267,14 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
     payload = assemble(out, brand.name, brand.product, platform=platform, bundles=bundles)
     tree = desired_tree(payload, brand, copies, python)
     report.files, report.payload = len(tree), payload
-    if tree_matches(out, tree):
+    if tree_matches(out, tree, root_extras={STAMP}):
         _write_stamp(out, digest)  # same content from touched sources: refresh the quick check only
         return report
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
-    old: Path | None = None
-    try:
-        _materialize(tmp, tree)
+
+    def fill(tmp: Path) -> None:
+        materialize(tmp, tree)
         _write_stamp(tmp, digest)
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.rmdir(old)
-            os.rename(out, old)
-        os.rename(tmp, out)
-    except BaseException:
-        if old is not None and not out.exists():
-            os.rename(old, out)
-            old = None
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+
+    build_and_swap(out, fill)
     report.changed = True
     return report

@@ -9,9 +9,9 @@ It writes what ``claude plugin marketplace add`` + ``claude plugin install --sco
   installPath, version, installedAt, lastUpdated}]}}``;
 - ``<config>/settings.json``: ``extraKnownMarketplaces`` and ``enabledPlugins``.
 
-``installPath`` is the plugin's folder in the payload: for a ``directory`` marketplace Claude
-Code runs plugins from their source folder anyway (``${CLAUDE_PLUGIN_ROOT}`` expands to it), so
-the payload is the install and nothing is copied into the CLI's cache.
+Like the CLI, each plugin is copied to ``<config>/plugins/cache/<mkt>/<name>/<version>/`` and
+that copy is its ``installPath``: Claude Code owns that folder (``claude plugin uninstall``
+marks it ``.orphaned_at`` for garbage collection), so it must never be the payload itself.
 
 Marketplaces are discovered from the payload's generated ``marketplace.json`` files (the
 platform one, the premium root, every ``premium-plugins/*/plugins/``), never from a fixed list.
@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,23 +40,29 @@ from host.errors import UserError
 from host.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
 from host.jsonio import read_json, render, write_if_changed
 from host.log import log
+from host.trees import Tree, build_and_swap, materialize, tree_matches, walk_files
 
 MARKETPLACE_FILE = Path(".claude-plugin", "marketplace.json")
 PLUGIN_FILE = Path(".claude-plugin", "plugin.json")
 _ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 
 
 @dataclass(frozen=True)
 class InstalledPlugin:
     name: str
     marketplace: str
-    path: Path
+    path: Path  # the plugin folder in the payload
     version: str
     surface: str
 
     @property
     def key(self) -> str:
         return f"{self.name}@{self.marketplace}"
+
+    def cache_dir(self, config_dir: Path) -> Path:
+        """Where the CLI keeps an installed copy: ``plugins/cache/<mkt>/<name>/<version>``."""
+        return config_dir / "plugins" / "cache" / self.marketplace / self.name / self.version
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,7 @@ class InstallPlan:
     files: dict[Path, str] = field(default_factory=dict)  # path -> new text
     changed: list[Path] = field(default_factory=list)
     links: list[tuple[Path, Path]] = field(default_factory=list)  # (link, target) to create
+    copies: list[tuple[Path, Tree]] = field(default_factory=list)  # (cache dir, files) to (re)build
     unlinks: list[Path] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     reconciled: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # account (added, removed)
@@ -116,8 +124,8 @@ def discover(payload: Path) -> list[FoundMarketplace]:
         data = _load(file, {})
         root = file.parent.parent
         name = data.get("name")
-        if not isinstance(name, str) or not name:
-            raise UserError(f"{file}: name: expected the marketplace name")
+        if not isinstance(name, str) or not _SEGMENT.match(name):
+            raise UserError(f"{file}: name: expected the marketplace name (letters, digits, '.', '_', '-')")
         plugins = []
         for i, entry in enumerate(data.get("plugins") or []):
             source = entry.get("source") if isinstance(entry, dict) else None
@@ -138,7 +146,11 @@ def discover(payload: Path) -> list[FoundMarketplace]:
                     surface = str(read_frontmatter(folder / "PLUGIN.md")[0].get("surface") or "feature")
                 except UserError:
                     pass
-            plugins.append(InstalledPlugin(doc["name"], name, folder, str(doc.get("version") or "0.0.0"), surface))
+            version = str(doc.get("version") or "0.0.0")
+            for what, value in (("name", doc["name"]), ("version", version)):
+                if not isinstance(value, str) or not _SEGMENT.match(value):
+                    raise UserError(f"{manifest}: {what}: expected letters, digits, '.', '_', '+', '-' (got {value!r})")
+            plugins.append(InstalledPlugin(doc["name"], name, folder, version, surface))
         found.append(FoundMarketplace(name, root.resolve(), tuple(plugins)))
     if not found:
         raise UserError(f"PAYLOAD_DIR: no marketplace found in '{payload}' (expected "
@@ -199,16 +211,17 @@ def _installed_plugins(plan: InstallPlan, stamp: str, stale: set[str]) -> None:
     for p in plan.plugins:
         rows = list(plugins.get(p.key) or [])
         user = next((r for r in rows if isinstance(r, dict) and r.get("scope") == "user"), None)
-        if user and user.get("installPath") == str(p.path) and user.get("version") == p.version:
+        install_path = str(p.cache_dir(plan.config_dir))
+        if user and user.get("installPath") == install_path and user.get("version") == p.version:
             continue
-        row = {"scope": "user", "installPath": str(p.path), "version": p.version,
+        row = {"scope": "user", "installPath": install_path, "version": p.version,
                "installedAt": (user or {}).get("installedAt") or stamp, "lastUpdated": stamp}
         if user:
             rows[rows.index(user)] = {**user, **row}
         else:
             rows.append(row)
         plugins[p.key] = rows
-        plan.actions.append(f"install {p.key} {p.version} (scope user) -> {p.path}")
+        plan.actions.append(f"install {p.key} {p.version} (scope user) from {p.path}")
     plan.files[path] = render({**data, "version": 2, "plugins": plugins}, sort_keys=False)
 
 
@@ -234,6 +247,16 @@ def _settings(plan: InstallPlan, stale: set[str], stale_markets: set[str]) -> No
     data["extraKnownMarketplaces"] = extra
     data["enabledPlugins"] = enabled
     plan.files[path] = render(data, sort_keys=False)
+
+
+def _cache_copies(plan: InstallPlan) -> None:
+    """Each plugin's copy in the CLI cache, rebuilt only when it differs from the payload."""
+    for p in plan.plugins:
+        target = p.cache_dir(plan.config_dir)
+        tree: Tree = {Path(rel): p.path / rel for rel in walk_files(p.path)}
+        if not tree_matches(target, tree):
+            plan.copies.append((target, tree))
+            plan.actions.append(f"copy {p.key} to {target}")
 
 
 def _stale(plan: InstallPlan) -> tuple[set[str], set[str]]:
@@ -343,8 +366,17 @@ def env_settings(payload: Path) -> dict[str, str]:
         out["PLUGHOST_PREMIUM_DIR"] = str(payload / PREMIUM_FOLDER)
     if brand.get("name"):
         out["PLUGHOST_BRAND"] = str(brand["name"])
-    out["PLATFORM_ROOT"] = str(payload)  # what shared-lib servers' ${PLATFORM_ROOT} anchors on
+    # shared-lib servers find the install through these (e.g. plugins/graph/bin/mcp-server)
+    out["PLATFORM_ROOT"] = str(install_root())
+    out["PLUGHOST_PYTHON"] = sys.executable
     return out
+
+
+def install_root() -> Path:
+    """The plughost install: the folder holding its virtualenv, else the checkout/prefix of ``host``."""
+    if sys.prefix != sys.base_prefix:
+        return Path(sys.prefix).parent
+    return config.REPO_ROOT
 
 
 def merge_env(text: str, values: dict[str, str]) -> str:
@@ -388,6 +420,7 @@ def make_plan(payload: Path, config_dir: Path, account: str) -> InstallPlan:
     _known_marketplaces(plan, stamp)
     _installed_plugins(plan, stamp, stale)
     _settings(plan, stale, stale_markets)
+    _cache_copies(plan)
     _agents(plan)
     _account(plan)
     _env(plan)
@@ -402,7 +435,9 @@ def make_plan(payload: Path, config_dir: Path, account: str) -> InstallPlan:
 
 
 def apply(plan: InstallPlan) -> None:
-    """Write the plan's changed files and links (atomically, only what differs)."""
+    """Write the plan's copies, changed files and links (atomically, only what differs)."""
+    for target, tree in plan.copies:
+        build_and_swap(target, lambda tmp, _tree=tree: materialize(tmp, _tree))
     for path in plan.changed:
         write_if_changed(path, plan.files[path])
         if path.name == ".env":
@@ -424,5 +459,5 @@ def install(payload: Path, config_dir: Path, account: str, *, dry_run: bool = Fa
         added, removed = plan.reconciled
         log("installer", "op=install", payload=str(plan.payload), config_dir=str(plan.config_dir),
             account=account, marketplaces=len(plan.marketplaces), plugins=len(plan.plugins),
-            written=len(plan.changed), links=len(plan.links), added=added, removed=removed)
+            written=len(plan.changed), copied=len(plan.copies), links=len(plan.links), added=added, removed=removed)
     return plan

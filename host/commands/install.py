@@ -29,9 +29,10 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
             print(f"  {action}")
         for path in plan.changed:
             print(f"  write {path}")
-        if not plan.actions and not plan.changed:
+        if not plan.actions and not plan.changed and not plan.copies:
             print("  nothing to do: already installed")
         return 0
     print(f"installed: {len(plan.plugins)} plugin(s) from {len(plan.marketplaces)} marketplace(s) into "
-          f"{plan.config_dir}; {len(plan.changed)} file(s) written, {len(plan.links)} agent link(s)")
+          f"{plan.config_dir}; {len(plan.changed)} file(s) written, {len(plan.copies)} plugin copy(ies), "
+          f"{len(plan.links)} agent link(s)")
     return 0

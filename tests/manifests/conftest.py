@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, npx_bin, run_cli
+if str(Path(__file__).resolve().parents[2]) not in sys.path:  # plain `pytest` (not `python -m pytest`)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.conftest import REPO, npx_bin, run_cli  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "premium"
 BUILTIN = REPO / "plugins"
@@ -98,4 +101,4 @@ def connected_servers(mcp_list_output: str) -> dict[str, bool]:
 
 
 __all__ = ["EXAMPLES", "BUILTIN", "Claude", "bundle", "connected_servers", "copy_plugin", "snapshot",
-           "write_plugin", "sys"]
+           "write_plugin", "run_cli"]

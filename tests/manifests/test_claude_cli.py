@@ -77,9 +77,9 @@ def test_marketplace_add_install_and_servers_connect(payloads: dict[str, Path], 
     claude = Claude(tmp_path, plughost_home, platform_root=REPO_ROOT)  # the plughost install root
     servers = _servers(payload)
     assert {"greeter:greeter", "notes:notes"} <= set(servers)
-    # add the marketplaces that list a plugin serving MCP and install those plugins, plus one
-    # without a server (each CLI call costs seconds; `plughost install` below covers them all)
-    wanted = sorted(set(servers.values()) | {"planner"})
+    # add the marketplaces that list a plugin serving MCP and install those plugins (each CLI
+    # call costs seconds; the `plughost install` test covers every plugin of the payload)
+    wanted = sorted(set(servers.values()))
     markets = {}
     for market in sorted(payload.rglob(".claude-plugin/marketplace.json")):
         doc = json.loads(market.read_text())
@@ -116,5 +116,11 @@ def test_plughost_install_alone_is_accepted_by_the_cli(payloads: dict[str, Path]
         assert row["enabled"] is True and row["scope"] == "user", row
         assert not row.get("errors"), row
     servers = _servers(payload)
-    state = connected_servers(claude("mcp", "list").stdout)
-    assert {s: state.get(s) for s in servers} == {s: True for s in servers}
+    listing = claude("mcp", "list").stdout
+    state = connected_servers(listing)
+    assert {s: state.get(s) for s in servers} == {s: True for s in servers}, listing
+    # the CLI owns installPath: uninstalling marks it orphaned, which must not touch the payload
+    gone = claude("plugin", "uninstall", "greeter@studio-premium")
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    assert not (payload / "premium-plugins" / "greeter" / ".orphaned_at").exists()
+    assert (payload / "premium-plugins" / "greeter" / "mcp" / "__main__.py").is_file()

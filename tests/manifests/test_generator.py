@@ -67,7 +67,7 @@ def test_rerun_writes_nothing_and_output_is_deterministic(example_payload: Path,
     assert again.returncode == 0
     assert "0 file(s) written" in again.stdout
     assert snapshot(example_payload) == before  # same bytes, same mtimes
-    for path in example_payload.rglob("*.json"):
+    for path in example_payload.rglob(".claude-plugin/*.json"):  # the generated files only
         text = path.read_text(encoding="utf-8")
         assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     assert not [p for p in example_payload.rglob("*.tmp")]

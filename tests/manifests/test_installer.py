@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
+from host.config import REPO_ROOT
 from tests.conftest import run_cli
 from tests.manifests.conftest import bundle, snapshot
 
@@ -57,7 +59,12 @@ def test_install_writes_the_cli_shapes(studio_payload: Path, tmp_path: Path, plu
     [row] = installed["plugins"]["greeter@studio-premium"]
     assert set(row) == {"scope", "installPath", "version", "installedAt", "lastUpdated"}
     assert row["scope"] == "user" and row["version"] == "1.0.0"
-    assert row["installPath"] == str(studio_payload / "premium-plugins" / "greeter")
+    # like the CLI: a copy in its cache is the install (Claude Code owns and garbage-collects it)
+    cache = config / "plugins" / "cache" / "studio-premium" / "greeter" / "1.0.0"
+    assert row["installPath"] == str(cache)
+    assert (cache / ".claude-plugin" / "plugin.json").read_bytes() == (
+        studio_payload / "premium-plugins" / "greeter" / ".claude-plugin" / "plugin.json").read_bytes()
+    assert (cache / "mcp" / "__main__.py").is_file()
     settings = _read(config / "settings.json")
     assert settings["enabledPlugins"] == {k: True for k in keys}
     assert settings["extraKnownMarketplaces"] == {
@@ -70,9 +77,10 @@ def test_install_writes_the_cli_shapes(studio_payload: Path, tmp_path: Path, plu
     assert account == {"accountId": "acme", "enabledPlugins": ["greeter", "notes", "planner"]}
     env = (plughost_home / ".env").read_text().splitlines()
     assert "EMBED_MODEL=all-MiniLM-L6-v2" in env and "EMBED_DIMENSIONS=384" in env
-    assert "PLUGHOST_STORE=embedded" in env
+    assert "PLUGHOST_STORE=sqlite" in env
     assert f"PLUGHOST_PLUGINS_DIR={studio_payload / 'plugins'}" in env
-    assert f"PLATFORM_ROOT={studio_payload}" in env
+    assert f"PLUGHOST_PYTHON={sys.executable}" in env
+    assert f"PLATFORM_ROOT={Path(sys.prefix).parent if sys.prefix != sys.base_prefix else REPO_ROOT}" in env
 
 
 def test_install_merges_and_is_idempotent(studio_payload: Path, tmp_path: Path, plughost_home: Path) -> None:
@@ -103,7 +111,7 @@ def test_install_merges_and_is_idempotent(studio_payload: Path, tmp_path: Path, 
     assert env.startswith("# mine\nNEO4J_PASSWORD=secret\nEMBED_MODEL=all-MiniLM-L6-v2\n")
     before = {**snapshot(config), **{f"home/{k}": v for k, v in snapshot(plughost_home).items() if "logs" not in k}}
     again = _install(studio_payload, config)
-    assert again.returncode == 0 and "0 file(s) written, 0 agent link(s)" in again.stdout
+    assert again.returncode == 0 and "0 file(s) written, 0 plugin copy(ies), 0 agent link(s)" in again.stdout
     after = {**snapshot(config), **{f"home/{k}": v for k, v in snapshot(plughost_home).items() if "logs" not in k}}
     assert after == before
 
@@ -114,6 +122,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(studio_payload: Path, tmp_pa
     assert result.returncode == 0, result.stderr
     assert "register marketplace studio-premium-studio" in result.stdout
     assert "install notes@studio-premium-studio 0.2.0 (scope user)" in result.stdout
+    assert "copy greeter@studio-premium to" in result.stdout
     assert "enable greeter@studio-premium" in result.stdout
     assert "link agent studio-lead.md" in result.stdout
     assert not config.exists()
@@ -175,3 +184,16 @@ def test_version_1_records_are_migrated_and_garbage_is_refused(studio_payload: P
     records.write_text(json.dumps({"version": 2, "plugins": {"x@y": "nope"}}))
     with pytest.raises(UserError, match=r"installed_plugins.json: plugins.x@y: expected a list of install records"):
         install(studio_payload, config, "acme")
+
+
+def test_a_changed_plugin_refreshes_its_cache_copy(tmp_path: Path) -> None:
+    payload, config = tmp_path / "payload", tmp_path / "claude"
+    assert bundle("studio", payload).returncode == 0
+    assert _install(payload, config).returncode == 0
+    cache = config / "plugins" / "cache" / "studio-premium" / "greeter" / "1.0.0"
+    (cache / ".orphaned_at").write_text("1")  # what `claude plugin uninstall` leaves
+    (payload / "premium-plugins" / "greeter" / "NOTES.md").write_text("new")
+    result = _install(payload, config)
+    assert "1 plugin copy(ies)" in result.stdout, result.stdout
+    assert (cache / "NOTES.md").read_text() == "new" and not (cache / ".orphaned_at").exists()
+    assert not [p for p in cache.parent.iterdir() if p.name.startswith(".")]
