@@ -144,7 +144,9 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             raise UserError(f"{what}.properties.agents: expected a list of agent slugs")
         props["agents"] = agents
     try:
-        text = json.dumps(props, allow_nan=False, ensure_ascii=False)
+        text = json.dumps(props)  # the module's shared C encoder: the fast path
+        if "NaN" in text or "Infinity" in text:
+            json.dumps(props, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     has_none = any(v is None for v in props.values())

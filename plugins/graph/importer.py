@@ -136,7 +136,8 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
                 flush()
         flush()
     if deferred:
-        missing = store.create_edges([(s, t, to, p) for s, t, to, p, _ in deferred], account_id=account_id)
+        missing = store.create_edges([(s, t, to, p) for s, t, to, p, _ in deferred], account_id=account_id,
+                                     validated=True)
         summary.edges += len(deferred) - len(missing)
         for pos in missing:
             _, etype, to, _, lineno = deferred[pos]

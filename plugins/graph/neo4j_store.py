@@ -346,7 +346,7 @@ class Neo4jStore:
             raise UserError(f"edge: node '{source_id}' or '{target_id}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str) -> list[int]:
+                     account_id: str, validated: bool = False) -> list[int]:
         from plugins.graph.common import check_edge
 
         check_account(self.account_id, account_id)

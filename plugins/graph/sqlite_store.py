@@ -273,15 +273,15 @@ class SqliteStore:
         labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
             agents = props.get("agents")
-            row_json = props_json or json.dumps(props, ensure_ascii=False)
+            row_json = props_json or json.dumps(props)
             agents_json = json.dumps(agents) if agents is not None else None
             if is_new:
-                inserts.append((rid, nid, account_id, json.dumps(labels), row_json, props.get("scope"), agents_json,
+                inserts.append((rid, nid, account_id, _labels_json(labels), row_json, props.get("scope"), agents_json,
                                 now, now, len(emb) if emb is not None else None))
                 if emb is not None:
                     vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
             else:
-                updates.append((json.dumps(labels), row_json, props.get("scope"), agents_json, now, rid))
+                updates.append((_labels_json(labels), row_json, props.get("scope"), agents_json, now, rid))
                 side.append(rid)
                 if emb is not None:
                     vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
@@ -377,13 +377,17 @@ class SqliteStore:
                 raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str) -> list[int]:
-        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end."""
+                     account_id: str, validated: bool = False) -> list[int]:
+        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end.
+
+        ``validated=True`` skips re-checking edges that already went through ``check_edge``.
+        """
         check_account(self.account_id, account_id)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
-            t, d, p = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
-            wanted.append((src, t, d, p))
+            if not validated:
+                etype, dst, props = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
+            wanted.append((src, etype, dst, props))
         with self._write() as conn:
             return self._edges(conn, wanted, account_id)
 
@@ -705,6 +709,11 @@ class SqliteStore:
                 self.conn.close()
             except sqlite3.Error:
                 pass
+
+
+def _labels_json(labels: Sequence[str]) -> str:
+    """Labels are validated identifiers, so their JSON array needs no escaping."""
+    return '["' + '","'.join(labels) + '"]'
 
 
 def _agents(props: Mapping[str, Any]) -> str | None:

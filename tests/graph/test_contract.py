@@ -76,6 +76,10 @@ def test_bad_input_is_one_clear_error(store):
         store.upsert_node(["Person"], {"agents": 3}, account_id=a)
     with pytest.raises(UserError, match="embedding"):
         store.upsert_node(["Person"], {}, account_id=a, embedding=[float("nan")])
+    with pytest.raises(UserError, match="JSON"):
+        store.upsert_node(["Person"], {"x": float("inf")}, account_id=a)
+    with pytest.raises(UserError, match="JSON"):
+        store.upsert_node(["Person"], {"x": object()}, account_id=a)
     with pytest.raises(UserError, match="type"):
         store.upsert_node(["Person"], {}, account_id=a, node_id="x")
         store.create_edge("x", "x", "bad type", account_id=a)
