@@ -116,7 +116,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
             if not raw.strip():
                 continue
             try:
-                row = json.loads(raw.decode("utf-8"))
+                row = json.loads(raw)
             except UnicodeDecodeError:
                 skip(lineno, "not UTF-8")
                 continue
