@@ -248,7 +248,8 @@ class Neo4jStore:
         user = env.get("NEO4J_USER") or env.get("NEO4J_USERNAME") or "neo4j"
         password = env.get("NEO4J_PASSWORD") or ""
         try:
-            driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
+            driver = neo4j.GraphDatabase.driver(uri, auth=(user, password), connection_timeout=10.0)
+            driver.verify_connectivity()  # fails fast; execute_query would retry for ~30 s
             return cls(driver, env=env, database=env.get("NEO4J_DATABASE"))
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError, OSError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
