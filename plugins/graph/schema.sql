@@ -46,8 +46,10 @@ CREATE INDEX node_keywords_node ON node_keywords (node);
 -- rewriting a node row (an update, a backlink) never rewrites a 1.5 kB blob.
 CREATE TABLE node_vectors (
   node      INTEGER PRIMARY KEY,
+  seq       INTEGER NOT NULL,               -- write sequence: the matrix cache loads only what changed
   embedding BLOB    NOT NULL                -- float32 bytes
 );
+CREATE INDEX node_vectors_seq ON node_vectors (seq);
 
 -- backlinkCount: incoming typed edges, maintained by the triggers below (small rows, cheap).
 CREATE TABLE backlinks (

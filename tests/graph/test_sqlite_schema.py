@@ -40,3 +40,34 @@ def test_split_statements_keeps_trigger_bodies_whole() -> None:
     assert len(triggers) == 3 and all(s.rstrip().endswith("END;") for s in triggers)
     with pytest.raises(ValueError, match="incomplete"):
         migrations.split_statements("CREATE TABLE x (a")
+
+
+def test_vector_cache_follows_writes_from_this_and_other_processes(tmp_path: Path) -> None:
+    """Interleaved writes and searches match a store opened cold on the same file."""
+    import random
+
+    from host.graph import Guards
+
+    rng = random.Random(3)
+    path = tmp_path / "g.sqlite"
+    warm = SqliteStore(path, env={"ACCOUNT_ID": "a"})
+    other = SqliteStore(path, env={"ACCOUNT_ID": "a"})  # another connection, like another process
+    g = Guards("a")
+    for step in range(40):
+        writer = warm if step % 2 else other
+        action = rng.random()
+        nid = f"n{rng.randrange(25)}"
+        vector = [rng.uniform(-1, 1) for _ in range(8)]
+        if action < 0.6:
+            writer.upsert_node(["Chunk"], {"content": nid}, account_id="a", node_id=nid, embedding=vector)
+        elif action < 0.8 and writer.get(nid, guards=g):
+            writer.set_embedding(nid, vector, account_id="a")
+        elif writer.get(nid, guards=g):
+            writer.soft_delete(nid, guards=g)
+        query = [rng.uniform(-1, 1) for _ in range(8)]
+        cold = SqliteStore(path, env={"ACCOUNT_ID": "a"})
+        expected = [(h.node.id, round(h.score, 5)) for h in cold.vector_search(query, 5, guards=g)]
+        cold.close()
+        assert [(h.node.id, round(h.score, 5)) for h in warm.vector_search(query, 5, guards=g)] == expected
+    warm.close()
+    other.close()
