@@ -144,7 +144,7 @@ def main() -> int:
 
     t0 = time.perf_counter()
     store.vector_search(qvecs[0], 10, guards=admin)
-    print(f"vector matrix cache build (cold)   {(time.perf_counter() - t0) * 1000:.0f} ms (once per write generation)")
+    print(f"vector matrix cache build (cold)   {(time.perf_counter() - t0) * 1000:.0f} ms (first search only; later writes are patched in by sequence)")
     store.vector_search(qvecs[0], 10, guards=public_bot)
 
     raw = sqlite3.connect(db)
