@@ -112,7 +112,8 @@ class SqliteStore:
         self.conn.execute("PRAGMA foreign_keys = OFF")
         migrations.migrate(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
-        self._matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray]] = {}  # seq, rids, matrix
+        # (account, dims) -> (seq, rid buffer, matrix buffer, rows in use)
+        self._matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray, int]] = {}
         self._candidates: OrderedDict[Any, np.ndarray] = OrderedDict()
         self._cache_stamp: tuple[int, int] | None = None
 
@@ -609,17 +610,19 @@ class SqliteStore:
         """The account's unit-normalised vectors of one length, sorted by rid (cached).
 
         The cache survives writes: vectors written since it was built (``seq`` above the cached
-        one, by any process) are patched in. Rows of nodes deleted or re-dimensioned since stay
-        behind but are never candidates, since candidates come from SQL.
+        one, by any process) are patched in place, and new nodes (whose rids come after every
+        cached one) are appended into spare capacity, so a write costs what it wrote, not a
+        reload. Rows of nodes deleted or re-dimensioned since stay behind but are never
+        candidates, since candidates come from SQL.
         """
         key = (account_id, dims)
         top = self.conn.execute("SELECT coalesce(max(seq), 0) FROM node_vectors").fetchone()[0]
         cached = self._matrices.get(key)
         if cached is not None and cached[0] == top:
-            return cached[1], cached[2]
+            return cached[1][: cached[3]], cached[2][: cached[3]]
         since = cached[0] if cached is not None else -1
         rows = self.conn.execute(
-            "SELECT n.rid, v.embedding FROM node_vectors v JOIN nodes n ON n.rid = v.node "
+            "SELECT n.rid, v.embedding FROM node_vectors v CROSS JOIN nodes n ON n.rid = v.node "
             "WHERE v.seq > ? AND v.seq <= ? AND n.account_id = ? AND n.dims = ? ORDER BY n.rid",
             (since, top, account_id, dims)).fetchall()
         new_rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -628,22 +631,28 @@ class SqliteStore:
         norms[norms == 0] = 1.0
         new /= norms[:, None]
         if cached is None:
-            rids, matrix = new_rids, new
+            entry = (top, new_rids, new, len(new_rids))
         else:
-            rids, matrix = cached[1], cached[2]
-            if len(new_rids):
-                pos = np.minimum(np.searchsorted(rids, new_rids), max(len(rids) - 1, 0))
-                known = rids[pos] == new_rids if len(rids) else np.zeros(len(new_rids), dtype=bool)
-                if known.any():
-                    matrix = matrix.copy() if matrix.base is not None else matrix
-                    matrix[pos[known]] = new[known]
-                if (~known).any():
-                    rids = np.concatenate([rids, new_rids[~known]])
-                    matrix = np.concatenate([matrix, new[~known]])
-                    order = np.argsort(rids, kind="stable")
-                    rids, matrix = rids[order], matrix[order]
-        self._matrices[key] = (top, rids, matrix)
-        return rids, matrix
+            _, rid_buf, mat_buf, n = cached
+            rids = rid_buf[:n]
+            pos = np.minimum(np.searchsorted(rids, new_rids), max(n - 1, 0))
+            known = (rids[pos] == new_rids) if n else np.zeros(len(new_rids), dtype=bool)
+            mat_buf[pos[known]] = new[known]
+            fresh_rids, fresh = new_rids[~known], new[~known]
+            if len(fresh_rids) and n and fresh_rids[0] <= rids[-1]:  # a reused rid: rebuild once
+                del self._matrices[key]
+                return self._matrix(account_id, dims)
+            if n + len(fresh_rids) > len(rid_buf):
+                capacity = max(n + len(fresh_rids), int(len(rid_buf) * 1.25) + 1024)
+                rid_buf = np.concatenate([rid_buf[:n], np.zeros(capacity - n, dtype=np.int64)])
+                grown = np.empty((capacity, dims), dtype=np.float32)
+                grown[:n] = mat_buf[:n]
+                mat_buf = grown
+            rid_buf[n:n + len(fresh_rids)] = fresh_rids
+            mat_buf[n:n + len(fresh_rids)] = fresh
+            entry = (top, rid_buf, mat_buf, n + len(fresh_rids))
+        self._matrices[key] = entry
+        return entry[1][: entry[3]], entry[2][: entry[3]]
 
     def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int) -> np.ndarray:
         """Guarded candidate rows for vector search, selected by SQL (cached until the next write)."""

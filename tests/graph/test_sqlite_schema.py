@@ -53,15 +53,20 @@ def test_vector_cache_follows_writes_from_this_and_other_processes(tmp_path: Pat
     warm = SqliteStore(path, env={"ACCOUNT_ID": "a"})
     other = SqliteStore(path, env={"ACCOUNT_ID": "a"})  # another connection, like another process
     g = Guards("a")
-    for step in range(40):
+    for step in range(60):
         writer = warm if step % 2 else other
         action = rng.random()
         nid = f"n{rng.randrange(25)}"
         vector = [rng.uniform(-1, 1) for _ in range(8)]
         if action < 0.6:
             writer.upsert_node(["Chunk"], {"content": nid}, account_id="a", node_id=nid, embedding=vector)
-        elif action < 0.8 and writer.get(nid, guards=g):
+        elif action < 0.75 and writer.get(nid, guards=g):
             writer.set_embedding(nid, vector, account_id="a")
+        elif action < 0.85:  # hard delete: the highest rid may be handed out again
+            top = writer.conn.execute("SELECT id FROM nodes ORDER BY rid DESC LIMIT 1").fetchone()
+            if top:
+                writer.soft_delete(top[0], guards=g)
+                writer.purge(older_than_days=0)
         elif writer.get(nid, guards=g):
             writer.soft_delete(nid, guards=g)
         query = [rng.uniform(-1, 1) for _ in range(8)]
