@@ -54,6 +54,14 @@ def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
     return [*report_tools(host), *preference_tools(host)]
 
 
+@hookimpl(specname="plughost_cli_commands")
+def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
+    """`plughost report write|latest|list`."""
+    from plugins.memory.reports import report_commands
+
+    return report_commands()
+
+
 @hookimpl
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     """The account owner's active standing rules (SPEC 9.7), for the channels plugin."""
@@ -63,4 +71,4 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
 
 
 __all__ = ["plughost_embedder", "plughost_tools", "plughost_cli_commands", "plughost_startup",
-           "plughost_tools_reports_and_preferences", "plughost_active_rules"]
+           "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports", "plughost_active_rules"]

@@ -187,3 +187,67 @@ def report_tools(host: Host) -> list[Tool]:
     return [Tool("memory-report-write", "memory-report-write", memory_report_write),
             Tool("memory-report-read-latest", "memory-report-read-latest", memory_report_read_latest),
             Tool("memory-report-list", "memory-report-list", memory_report_list)]
+
+
+# ---------------------------------------------------------------------- `plughost report`
+REPORT_HELP = "reports: write one (from a file or stdin), show the latest per keyword, list metadata"
+
+
+def configure_cli(parser: Any) -> None:
+    sub = parser.add_subparsers(dest="report_action", metavar="ACTION", required=True)
+    w = sub.add_parser("write", help="write a report; the body comes from FILE or stdin")
+    w.add_argument("--title", required=True)
+    w.add_argument("--file", help="body file (default: read stdin)")
+    w.add_argument("--keywords", default="", help="comma list of keywords")
+    w.add_argument("--source-workflow")
+    latest = sub.add_parser("latest", help="the newest report(s) with a keyword")
+    latest.add_argument("keyword")
+    latest.add_argument("--limit", type=int, default=1)
+    ls = sub.add_parser("list", help="report metadata, newest first")
+    ls.add_argument("--keyword")
+    ls.add_argument("--source-workflow")
+    ls.add_argument("--limit", type=int, default=20)
+    ls.add_argument("--cursor")
+    for p in (w, latest, ls):
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run_cli(args: Any, host: Host) -> int:
+    import json
+    import sys
+
+    reports = service(host)
+    if args.report_action == "write":
+        if args.file:
+            try:
+                with open(args.file, encoding="utf-8") as fh:
+                    body = fh.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UserError(f"--file {args.file}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+        else:
+            body = sys.stdin.read()
+        result = reports.write(title=args.title, body=body,
+                               keywords=[k for k in args.keywords.split(",") if k.strip()],
+                               sourceWorkflow=args.source_workflow)
+    elif args.report_action == "latest":
+        result = reports.read_latest(keyword=args.keyword, limit=args.limit)
+    else:
+        result = reports.list(keyword=args.keyword, sourceWorkflow=args.source_workflow, limit=args.limit,
+                              cursor=args.cursor)
+    if args.json or args.report_action == "write":
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        return 0
+    rows = result["reports"]
+    for r in rows:
+        print(f"{r['occurredAt']}  {r['reportId']}  {r['title']}  [{', '.join(r['keywords'])}]")
+        if args.report_action == "latest":
+            print(f"\n{r['body']}\n")
+    if args.report_action == "list" and result.get("nextCursor"):
+        print(f"next page: --cursor '{result['nextCursor']}'")
+    return 0
+
+
+def report_commands() -> list[Any]:
+    from host.types import CliCommand
+
+    return [CliCommand("report", REPORT_HELP, configure_cli, run_cli)]

@@ -92,3 +92,30 @@ def test_read_latest_and_list_pagination(memory_host, plughost_home) -> None:
     assert any(line.startswith("[reports] op=list") and "total=" in line for line in server_log(plughost_home))
     everything = json.loads(call_tool(host, "memory-report-list", {"limit": 200})[1])
     assert everything["total"] == 9 and everything["nextCursor"] is None
+
+
+def test_report_cli_write_from_stdin_latest_and_list(plughost_home, tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from memory_support import REPO
+
+    env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none")
+
+    def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "host.cli", "report", *args], input=stdin, capture_output=True,
+                              text=True, env=env, cwd=REPO, timeout=120)
+
+    done = run("write", "--title", "Nightly", "--keywords", "nightly,ops", stdin="Everything green.\n")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["keywords"] == ["nightly", "ops"]
+    body = tmp_path / "body.txt"
+    body.write_text("y" * 10_001)
+    too_long = run("write", "--title", "Big", "--file", str(body))
+    assert too_long.returncode == 2 and too_long.stderr.strip().splitlines()[-1] == (
+        "plughost: body: 10,001 characters; expected at most 10,000 (nothing was written)")
+    latest = run("latest", "nightly")
+    assert latest.returncode == 0 and "Nightly" in latest.stdout and "Everything green." in latest.stdout
+    listed = run("list", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)["total"] == 1
