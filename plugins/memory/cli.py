@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, str] = {
     "ingest": "plugins.memory.commands.ingest",
     "import": "plugins.memory.commands.bulk_import",
     "reindex": "plugins.memory.commands.reindex",
+    "audit": "plugins.memory.commands.audit",
 }
 """Subcommand name → module (``HELP``, ``configure``, ``run``)."""
 
