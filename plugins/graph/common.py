@@ -43,13 +43,22 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_GOOD_NAMES: set[str] = set()
+
+
 def check_name(value: Any, what: str) -> str:
+    if type(value) is str and value in _GOOD_NAMES:
+        return value
     if not isinstance(value, str) or not NAME_RE.match(value):
         raise UserError(f"{what}: expected an identifier ([A-Za-z_][A-Za-z0-9_]*), got {value!r:.60}")
+    if len(_GOOD_NAMES) < 10000:
+        _GOOD_NAMES.add(value)
     return value
 
 
 def check_labels(labels: Any, what: str = "labels") -> tuple[str, ...]:
+    if type(labels) is list and len(labels) == 1 and type(labels[0]) is str and labels[0] in _GOOD_NAMES:  # the common case, fast
+        return (labels[0],)
     if isinstance(labels, str) or not isinstance(labels, Sequence) or not labels:
         raise UserError(f"{what}: expected a non-empty list of labels, got {labels!r:.60}")
     out: list[str] = []
@@ -79,6 +88,7 @@ class Prepared:
     labels: tuple[str, ...]
     properties: dict[str, Any]
     embedding: list[float] | None
+    props_json: str | None = None  # json.dumps(properties) when no value is None (fast insert path)
 
 
 def check_embedding(vector: Any, what: str = "embedding") -> list[float] | None:
@@ -104,14 +114,17 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
     lab = check_labels(labels, f"{what}.labels")
     if properties is None:
         properties = {}
-    if not isinstance(properties, Mapping):
+    if type(properties) is not dict and not isinstance(properties, Mapping):
         raise UserError(f"{what}.properties: expected an object, got {type(properties).__name__}")
     if node_id is not None and (not isinstance(node_id, str) or not node_id.strip() or len(node_id) > 200):
         raise UserError(f"{what}.id: expected a non-empty string of at most 200 characters")
     props: dict[str, Any] = {}
     for key, value in properties.items():
-        if not isinstance(key, str) or not key:
+        if type(key) is not str or not key:
             raise UserError(f"{what}.properties: keys must be non-empty strings")
+        if key not in DERIVED_PROPERTIES:
+            props[key] = value
+            continue
         if key == "accountId":
             if value != account_id:
                 check_account(account_id, str(value), node=node_id)
@@ -120,9 +133,6 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             if embedding is None:
                 embedding = value
             continue
-        if key in DERIVED_PROPERTIES:
-            continue
-        props[key] = value
     scope = props.get("scope")
     if scope is not None and not isinstance(scope, str):
         raise UserError(f"{what}.properties.scope: expected a string or null")
@@ -134,17 +144,27 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             raise UserError(f"{what}.properties.agents: expected a list of agent slugs")
         props["agents"] = agents
     try:
-        json.dumps(props, allow_nan=False)
+        text = json.dumps(props)  # the module's shared C encoder: the fast path
+        if "NaN" in text or "Infinity" in text:
+            json.dumps(props, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
-    return Prepared(node_id, lab, props, check_embedding(embedding, f"{what}.embedding"))
+    has_none = any(v is None for v in props.values())
+    return Prepared(node_id, lab, props, check_embedding(embedding, f"{what}.embedding"),
+                    None if has_none else text)
+
+
+_TEXT_KEYS = frozenset(TEXT_PROPERTIES)
+_ROW_KEYS = frozenset({"id", "labels", "properties", "embedding", "edges"})
 
 
 def text_of(properties: Mapping[str, Any]) -> str:
     """The canonical text-property union that BM25 indexes."""
     parts: list[str] = []
-    for key in TEXT_PROPERTIES:
-        value = properties.get(key)
+    for key in properties:  # nodes carry few keys: walk them, not the whole union
+        if key not in _TEXT_KEYS:
+            continue
+        value = properties[key]
         if value is None:
             continue
         if isinstance(value, (list, tuple)):
@@ -207,21 +227,28 @@ def prepare_rows(rows: Iterable[Any], account_id: str) -> tuple[list[Prepared], 
 def prepare_row(row: Any, account_id: str, what: str) -> tuple[Prepared, list[tuple[str, str, Any]]]:
     if not isinstance(row, Mapping):
         raise UserError(f"{what}: expected an object {{id?, labels, properties, edges?}}")
-    unknown = sorted(set(row) - {"id", "labels", "properties", "embedding", "edges"})
-    if unknown:
+    if not row.keys() <= _ROW_KEYS:
+        unknown = sorted(set(row) - _ROW_KEYS)
         raise UserError(f"{what}: unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)")
     item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
                    embedding=row.get("embedding"), what=what)
     raw_edges = row.get("edges") or []
     if not isinstance(raw_edges, list):
         raise UserError(f"{what}.edges: expected a list of {{type, to, properties?}}")
-    return item, [check_edge(e, f"{what}.edges[{j}]") for j, e in enumerate(raw_edges)]
+    return item, [check_edge(e, what, j) for j, e in enumerate(raw_edges)]
 
 
-def check_edge(edge: Any, what: str) -> tuple[str, str, dict[str, Any] | None]:
-    """Validate ``{type, to, properties?}``."""
+def check_edge(edge: Any, what: str, index: int | None = None) -> tuple[str, str, dict[str, Any] | None]:
+    """Validate ``{type, to, properties?}`` (``what``/``index`` name it in the error)."""
+    if type(edge) is dict and type(edge.get("to")) is str and edge["to"] and type(edge.get("type")) is str \
+            and edge["type"] in _GOOD_NAMES and not edge.get("properties") and edge.keys() <= _EDGE_KEYS:
+        return edge["type"], edge["to"], None  # the common case, fast
+    if index is not None:
+        what = f"{what}.edges[{index}]"
     if not isinstance(edge, Mapping):
         raise UserError(f"{what}: expected an object {{type, to, properties?}}")
+    if not edge.keys() <= _EDGE_KEYS:
+        raise UserError(f"{what}: unknown key '{sorted(set(edge) - _EDGE_KEYS)[0]}' (expected type, to, properties)")
     etype = check_name(edge.get("type"), f"{what}.type")
     to = edge.get("to")
     if not isinstance(to, str) or not to:
@@ -235,3 +262,6 @@ def check_edge(edge: Any, what: str) -> tuple[str, str, dict[str, Any] | None]:
         except (TypeError, ValueError) as exc:
             raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     return etype, to, dict(props) if props else None
+
+
+_EDGE_KEYS = frozenset({"type", "to", "properties"})

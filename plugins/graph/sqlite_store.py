@@ -27,9 +27,9 @@ import numpy as np
 
 from host.errors import UserError
 from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node
+from host.log import log
 from plugins.graph import migrations
 from plugins.graph.common import (
-    CASCADE_LABELS,
     EXPAND_LIMIT,
     GRACE_DAYS,
     Prepared,
@@ -50,8 +50,9 @@ from plugins.graph.common import (
 
 BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
-             "n.updated_at, n.dims, n.backlink_count")
+             "n.updated_at, n.dims, (SELECT b.count FROM backlinks b WHERE b.node = n.rid)")
 CHUNK = 500  # bound on SQL variables per statement
+FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
 
 
 def _chunks(seq: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -111,7 +112,7 @@ class SqliteStore:
         self.conn.execute("PRAGMA foreign_keys = OFF")
         migrations.migrate(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
-        self._matrices: dict[tuple[str, int], tuple[Any, np.ndarray, np.ndarray]] = {}
+        self._matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray]] = {}  # seq, rids, matrix
         self._candidates: OrderedDict[Any, np.ndarray] = OrderedDict()
         self._cache_stamp: tuple[int, int] | None = None
 
@@ -150,14 +151,12 @@ class SqliteStore:
                 raise
             finally:
                 self._writes += 1
-                self._matrices.clear()
                 self._candidates.clear()
 
     def _fresh_caches(self) -> None:
         """Drop the caches when anything was committed since they were built."""
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
         if stamp != self._cache_stamp:
-            self._matrices.clear()
             self._candidates.clear()
             self._cache_stamp = stamp
 
@@ -169,7 +168,7 @@ class SqliteStore:
         properties["updatedAt"] = iso(updated)
         if deleted is not None:
             properties["deletedAt"] = iso(deleted)
-        properties["backlinkCount"] = backlinks
+        properties["backlinkCount"] = backlinks or 0
         return Node(nid, tuple(json.loads(labels)), properties, account, dims is not None)
 
     def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]:
@@ -193,7 +192,7 @@ class SqliteStore:
         check_account(self.account_id, account_id, node=node_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
         with self._write() as conn:
-            return self._upsert(conn, [item], account_id)[0]
+            return self._upsert(conn, [item], account_id)[0][0]
 
     def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str) -> int:
         """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
@@ -206,8 +205,8 @@ class SqliteStore:
         if not items:
             return 0
         with self._write() as conn:
-            ids = self._upsert(conn, items, account_id)
-            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
+            ids, rids = self._upsert(conn, items, account_id)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
             if missing:
                 i, j, _, to, _ = edges[missing[0]]
                 raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
@@ -222,88 +221,90 @@ class SqliteStore:
         """
         check_account(self.account_id, account_id)
         with self._write() as conn:
-            ids = self._upsert(conn, items, account_id)
-            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
+            ids, rids = self._upsert(conn, items, account_id)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
         return ids, missing
 
-    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str) -> list[str]:
+    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared],
+                account_id: str) -> tuple[list[str], dict[str, int]]:
+        """Write prepared nodes inside the caller's transaction; returns their ids and rids."""
         now = time.time()
         for item in items:
             if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
                 item.id = self._reingest(conn, account_id, item.properties["attachmentId"])
         ids = [item.id or new_id() for item in items]
-        existing: dict[str, tuple[Any, ...]] = {}
-        explicit = [i for i, item in zip(ids, items, strict=True) if item.id is not None]
+        existing: dict[str, tuple[int, str, str, str]] = {}
+        explicit = list(dict.fromkeys(item.id for item in items if item.id is not None))
         for part in _chunks(explicit):
             for row in conn.execute(
                 f"SELECT id, rid, account_id, labels, properties FROM nodes WHERE id IN ({_marks(len(part))})",
                 list(part),
             ):
-                existing[row[0]] = row
-        next_rid = (conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]) + 1
-        inserts, updates, side_rids = [], [], []
-        labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
-        seen: dict[str, int] = {}
+                if row[2] != account_id:
+                    log("graph-write", "reject", reason="invalid-account-id", node=row[0])
+                    raise UserError(f"id: node '{row[0]}' belongs to another account; writes must target ACCOUNT_ID")
+                existing[row[0]] = row[1:]
+        next_rid = conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0] + 1
+        # id -> [rid, labels, props, props_json or None, is_new, embedding]
+        state: dict[str, list[Any]] = {}
         for nid, item in zip(ids, items, strict=True):
-            old = existing.get(nid)
-            if nid in seen:  # the same id twice in one batch: merge into the first
-                old = existing[nid]
-            if old is not None:
-                _, rid, old_account, old_labels, old_props = old
-                if old_account != account_id:
-                    check_account(old_account, account_id, node=nid)
-                props = json.loads(old_props)
-                for key, value in item.properties.items():
-                    if value is None:
-                        props.pop(key, None)
-                    else:
-                        props[key] = value
-                labels = list(json.loads(old_labels))
-                labels += [lab for lab in item.labels if lab not in labels]
-                updates.append((json.dumps(labels), json.dumps(props), props.get("scope"),
-                                _agents(props), now, rid))
-                side_rids.append(rid)
-                existing[nid] = (nid, rid, account_id, json.dumps(labels), json.dumps(props))
-            else:
-                rid = next_rid
+            cur = state.get(nid)
+            if cur is None and nid not in existing:
+                props = item.properties if item.props_json is not None else \
+                    {k: v for k, v in item.properties.items() if v is not None}
+                state[nid] = [next_rid, list(item.labels), props, item.props_json, True, item.embedding]
                 next_rid += 1
-                props = {k: v for k, v in item.properties.items() if v is not None}
-                labels = list(item.labels)
-                inserts.append((rid, nid, account_id, json.dumps(labels), json.dumps(props), props.get("scope"),
-                                _agents(props), now, now))
-                existing[nid] = (nid, rid, account_id, json.dumps(labels), json.dumps(props))
-            seen[nid] = rid
+                continue
+            if cur is None:
+                rid, _, labels_json, props_json = existing[nid]
+                cur = state[nid] = [rid, json.loads(labels_json), json.loads(props_json), None, False, None]
+            labels, props = cur[1], cur[2]
+            labels.extend(lab for lab in item.labels if lab not in labels)
+            for key, value in item.properties.items():
+                if value is None:
+                    props.pop(key, None)
+                else:
+                    props[key] = value
+            cur[3] = None
             if item.embedding is not None:
-                vec = np.asarray(item.embedding, dtype=np.float32)
-                updates_emb = (vec.tobytes(), len(vec), rid)
-                item_emb = updates_emb
+                cur[5] = item.embedding
+        inserts, updates, vectors, side = [], [], [], []
+        labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
+        for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
+            agents = props.get("agents")
+            row_json = props_json or json.dumps(props)
+            agents_json = json.dumps(agents) if agents is not None else None
+            if is_new:
+                inserts.append((rid, nid, account_id, _labels_json(labels), row_json, props.get("scope"), agents_json,
+                                now, now, len(emb) if emb is not None else None))
+                if emb is not None:
+                    vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
             else:
-                item_emb = None
-            item._rid = rid  # type: ignore[attr-defined]
-            item._emb = item_emb  # type: ignore[attr-defined]
-            item._final = (labels, props)  # type: ignore[attr-defined]
+                updates.append((_labels_json(labels), row_json, props.get("scope"), agents_json, now, rid))
+                side.append(rid)
+                if emb is not None:
+                    vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
+            labels_rows.extend((lab, rid) for lab in labels)
+            if agents:
+                agent_rows.extend((ag, rid) for ag in dict.fromkeys(agents))
+            if props.get("keywords") is not None:
+                keyword_rows.extend((kw, rid) for kw in keywords_of(props))
+            text = text_of(props)
+            if text:
+                text_rows.append((rid, text))
         if inserts:
             conn.executemany("INSERT INTO nodes (rid, id, account_id, labels, properties, scope, agents, "
-                             "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)", inserts)
+                             "created_at, updated_at, dims) VALUES (?,?,?,?,?,?,?,?,?,?)", inserts)
         if updates:
             conn.executemany("UPDATE nodes SET labels = ?, properties = ?, scope = ?, agents = ?, "
                              "deleted_at = NULL, updated_at = ? WHERE rid = ?", updates)
-        if side_rids:
-            for part in _chunks(side_rids):
+            for part in _chunks(side):
                 marks = _marks(len(part))
                 for table in ("node_labels", "node_agents", "node_keywords"):
                     conn.execute(f"DELETE FROM {table} WHERE node IN ({marks})", list(part))
                 conn.execute(f"DELETE FROM node_text WHERE rowid IN ({marks})", list(part))
-        final: dict[int, tuple[list[str], dict[str, Any]]] = {}
-        for item in items:
-            final[item._rid] = item._final  # type: ignore[attr-defined]
-        for rid, (labels, props) in final.items():
-            labels_rows.extend((lab, rid) for lab in labels)
-            agent_rows.extend((ag, rid) for ag in dict.fromkeys(props.get("agents") or []))
-            keyword_rows.extend((kw, rid) for kw in keywords_of(props))
-            text = text_of(props)
-            if text:
-                text_rows.append((rid, text))
+        if vectors:
+            self._write_vectors(conn, vectors)
         conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)", labels_rows)
         if agent_rows:
             conn.executemany("INSERT OR IGNORE INTO node_agents (agent, node) VALUES (?, ?)", agent_rows)
@@ -311,10 +312,17 @@ class SqliteStore:
             conn.executemany("INSERT OR IGNORE INTO node_keywords (keyword, node) VALUES (?, ?)", keyword_rows)
         if text_rows:
             conn.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", text_rows)
-        emb = [item._emb for item in items if item._emb is not None]  # type: ignore[attr-defined]
-        if emb:
-            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE rid = ?", emb)
-        return ids
+        return ids, {nid: cur[0] for nid, cur in state.items()}
+
+    @staticmethod
+    def _write_vectors(conn: sqlite3.Connection, vectors: list[tuple[bytes, int, int]]) -> None:
+        """``(float32 bytes, dims, rid)`` rows: the vector table and the node's ``dims``."""
+        seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM node_vectors").fetchone()[0]
+        conn.executemany("INSERT INTO node_vectors (node, seq, embedding) VALUES (?, ?, ?) "
+                         "ON CONFLICT (node) DO UPDATE SET embedding = excluded.embedding, seq = excluded.seq",
+                         [(rid, seq, blob) for blob, _, rid in vectors])
+        conn.executemany("UPDATE nodes SET dims = ? WHERE rid = ? AND dims IS NOT ?",
+                         [(dims, rid, dims) for _, dims, rid in vectors])
 
     def _reingest(self, conn: sqlite3.Connection, account_id: str, attachment_id: Any) -> str | None:
         """Find the document an attachment was ingested as; drop its hierarchy for replacement."""
@@ -332,17 +340,26 @@ class SqliteStore:
         return row[1]
 
     def _hierarchy(self, conn: sqlite3.Connection, rid: int, account_id: str) -> list[int]:
-        """The node and its Section/Chunk descendants along outgoing edges."""
+        """The node and, for a KnowledgeDocument or Section, its Section → Chunk descendants.
+
+        Levels follow outgoing edges: a document's Section children, then their Chunk children
+        (a Section node starts at the second level). Other nodes have no hierarchy.
+        """
+        labels = {r[0] for r in conn.execute("SELECT label FROM node_labels WHERE node = ?", (rid,))}
+        start = 0 if "KnowledgeDocument" in labels else 1 if "Section" in labels else None
+        if start is None:
+            return [rid]
         rows = conn.execute(
-            f"""WITH RECURSIVE tree(rid) AS (
-                  SELECT ?
+            """WITH RECURSIVE tree(rid, level) AS (
+                  SELECT ?, ?
                   UNION
-                  SELECT e.target FROM edges e JOIN tree t ON e.source = t.rid
+                  SELECT e.target, t.level + 1 FROM tree t JOIN edges e ON e.source = t.rid
                   JOIN nodes c ON c.rid = e.target AND c.account_id = ?
-                  WHERE EXISTS (SELECT 1 FROM node_labels l WHERE l.node = e.target
-                                AND l.label IN ({_marks(len(CASCADE_LABELS))})))
-                SELECT rid FROM tree""",
-            (rid, account_id, *CASCADE_LABELS),
+                  JOIN node_labels l ON l.node = e.target
+                   AND l.label = CASE t.level WHEN 0 THEN 'Section' ELSE 'Chunk' END
+                  WHERE t.level < 2)
+                SELECT DISTINCT rid FROM tree""",
+            (rid, start, account_id),
         ).fetchall()
         return [r[0] for r in rows]
 
@@ -352,7 +369,7 @@ class SqliteStore:
         check_account(self.account_id, account_id)
         etype, to, props = check_edge({"type": edge_type, "to": target_id, "properties": properties}, "edge")
         with self._write() as conn:
-            src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND account_id = ?",
+            src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ?",
                                (source_id, account_id)).fetchone()
             if src is None:
                 raise UserError(f"edge.source: node '{source_id}' not found in account '{account_id}'")
@@ -360,25 +377,30 @@ class SqliteStore:
                 raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str) -> list[int]:
-        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end."""
+                     account_id: str, validated: bool = False) -> list[int]:
+        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end.
+
+        ``validated=True`` skips re-checking edges that already went through ``check_edge``.
+        """
         check_account(self.account_id, account_id)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
-            t, d, p = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
-            wanted.append((src, t, d, p))
+            if not validated:
+                etype, dst, props = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
+            wanted.append((src, etype, dst, props))
         with self._write() as conn:
             return self._edges(conn, wanted, account_id)
 
-    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[int]:
+    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str,
+               known: Mapping[str, int] | None = None) -> list[int]:
         """MERGE edges given by node ids; returns the positions in ``wanted`` with an unknown end."""
         if not wanted:
             return []
-        names = sorted({w[0] for w in wanted} | {w[2] for w in wanted})
-        rids: dict[str, int] = {}
+        rids: dict[str, int] = dict(known or {})
+        names = sorted(({w[0] for w in wanted} | {w[2] for w in wanted}) - rids.keys())
         for part in _chunks(names):
             rids.update(conn.execute(
-                f"SELECT id, rid FROM nodes WHERE account_id = ? AND id IN ({_marks(len(part))})",
+                f"SELECT id, rid FROM nodes WHERE +account_id = ? AND id IN ({_marks(len(part))})",
                 [account_id, *part]))
         now = time.time()
         rows, missing = [], []
@@ -397,8 +419,8 @@ class SqliteStore:
         check_account(self.account_id, account_id)
         with self._write() as conn:
             cur = conn.execute(
-                "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND account_id = ?) "
-                "AND target = (SELECT rid FROM nodes WHERE id = ? AND account_id = ?)",
+                "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?) "
+                "AND target = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?)",
                 (edge_type, source_id, account_id, target_id, account_id))
             return cur.rowcount
 
@@ -413,11 +435,16 @@ class SqliteStore:
         for i, (nid, vector) in enumerate(items):
             vec = check_embedding(vector, f"embeddings[{i}]")
             arr = np.asarray(vec, dtype=np.float32)
-            rows.append((arr.tobytes(), len(arr), nid, account_id))
+            rows.append((nid, arr.tobytes(), len(arr)))
         with self._write() as conn:
-            before = conn.total_changes
-            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE id = ? AND account_id = ?", rows)
-            return conn.total_changes - before
+            rids: dict[str, int] = {}
+            ids = list(dict.fromkeys(r[0] for r in rows))
+            for part in _chunks(ids):
+                rids.update(conn.execute(f"SELECT id, rid FROM nodes WHERE +account_id = ? AND id IN "
+                                         f"({_marks(len(part))})", [account_id, *part]))
+            vectors = [(blob, dims, rids[nid]) for nid, blob, dims in rows if nid in rids]
+            self._write_vectors(conn, vectors)
+            return len(vectors)
 
     def soft_delete(self, node_id: str, *, guards: Guards) -> int:
         """Set ``deletedAt`` on the node and, for a document or section, its Section/Chunk hierarchy."""
@@ -469,7 +496,8 @@ class SqliteStore:
     def get_embedding(self, node_id: str, *, guards: Guards) -> list[float] | None:
         cond, params = guard_sql(guards_ok(guards))
         with self._lock:
-            row = self.conn.execute(f"SELECT n.embedding FROM nodes n WHERE n.id = ? AND {cond}",
+            row = self.conn.execute(f"SELECT v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
+                                    f"WHERE n.id = ? AND {cond}",
                                     [node_id, *params]).fetchone()
         if not row or row[0] is None:
             return None
@@ -510,11 +538,26 @@ class SqliteStore:
         match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT {NODE_COLS}, bm25(node_text) AS rank FROM node_text JOIN nodes n ON n.rid = node_text.rowid "
-               f"WHERE node_text MATCH ? AND {cond}{lab} ORDER BY rank LIMIT ?")
+        # The guards run in SQL on a window of the best-ranked matches (FTS5 keeps a top-N heap for
+        # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
+        # survive and the window was full, it doubles. The guarded rows come out in rank order, so
+        # any k of them taken from a window prefix are exactly the guarded top-k.
+        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM node_text WHERE node_text MATCH ? "
+               f"ORDER BY rank LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
+               f"WHERE {cond}{lab} ORDER BY w.rank LIMIT ?")
+        window = max(int(k) * FTS_WINDOW, 64)
         with self._lock:
-            rows = self.conn.execute(sql, [match, *params, *lparams, int(k)]).fetchall()
-        return [Hit(self._node(r), -float(r[10])) for r in rows]
+            while True:
+                ranked = self.conn.execute(sql, [match, window, *params, *lparams, int(k)]).fetchall()
+                if len(ranked) >= k:
+                    break
+                total = self.conn.execute("SELECT count(*) FROM (SELECT rowid FROM node_text WHERE node_text "
+                                          "MATCH ? LIMIT ?)", (match, window + 1)).fetchone()[0]
+                if total <= window:
+                    break
+                window *= 4
+            nodes = self._rows_by_rid([r[0] for r in ranked])
+        return [Hit(nodes[rid], -float(rank)) for rid, rank in ranked if rid in nodes]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:
@@ -523,23 +566,24 @@ class SqliteStore:
             return []
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT {NODE_COLS} FROM node_keywords kw JOIN nodes n ON n.rid = kw.node "
+        sql = (f"SELECT n.rid FROM node_keywords kw CROSS JOIN nodes n ON n.rid = kw.node "
                f"WHERE kw.keyword = ? AND {cond}{lab} ORDER BY n.updated_at DESC, n.rid LIMIT ?")
         with self._lock:
-            rows = self.conn.execute(sql, [tag, *params, *lparams, int(k)]).fetchall()
-        return [Hit(self._node(r), 1.0) for r in rows]
+            rids = [r[0] for r in self.conn.execute(sql, [tag, *params, *lparams, int(k)])]
+            nodes = self._rows_by_rid(rids)
+        return [Hit(nodes[rid], 1.0) for rid in rids if rid in nodes]
 
     def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
                       labels: Sequence[str] | None = None) -> list[Hit]:
         """Exact cosine top-k over the guarded candidates that have a vector of this length."""
         g = guards_ok(guards)
-        q = np.asarray(check_embedding(vector, "vector"), dtype=np.float32)
+        q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
         if k <= 0:
             return []
-        norm = float(np.linalg.norm(q))
+        norm = float(np.linalg.norm(q64))
         if norm == 0.0:
             return []
-        q /= norm
+        q = (q64 / norm).astype(np.float32)
         with self._lock:
             self._fresh_caches()
             rids, matrix = self._matrix(g.account_id, len(q))
@@ -550,7 +594,7 @@ class SqliteStore:
             pos = pos[rids[pos] == cands]  # a row another process wrote since the matrix was built waits
             if len(pos) == 0:
                 return []
-            if len(pos) * 3 > len(rids):
+            if len(pos) * 10 > len(rids):  # gathering many rows costs more than scoring them all
                 scores = (matrix @ q)[pos]
             else:
                 scores = matrix[pos] @ q
@@ -562,19 +606,43 @@ class SqliteStore:
         return [Hit(nodes[rid], float(scores[i])) for rid, i in zip(chosen, top, strict=True) if rid in nodes]
 
     def _matrix(self, account_id: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
-        """The account's unit-normalised vectors of one length, sorted by rid (cached)."""
+        """The account's unit-normalised vectors of one length, sorted by rid (cached).
+
+        The cache survives writes: vectors written since it was built (``seq`` above the cached
+        one, by any process) are patched in. Rows of nodes deleted or re-dimensioned since stay
+        behind but are never candidates, since candidates come from SQL.
+        """
         key = (account_id, dims)
+        top = self.conn.execute("SELECT coalesce(max(seq), 0) FROM node_vectors").fetchone()[0]
         cached = self._matrices.get(key)
-        if cached is not None:
+        if cached is not None and cached[0] == top:
             return cached[1], cached[2]
-        rows = self.conn.execute("SELECT rid, embedding FROM nodes WHERE account_id = ? AND dims = ? ORDER BY rid",
-                                 (account_id, dims)).fetchall()
-        rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims).copy()
-        norms = np.linalg.norm(matrix, axis=1)
+        since = cached[0] if cached is not None else -1
+        rows = self.conn.execute(
+            "SELECT n.rid, v.embedding FROM node_vectors v JOIN nodes n ON n.rid = v.node "
+            "WHERE v.seq > ? AND v.seq <= ? AND n.account_id = ? AND n.dims = ? ORDER BY n.rid",
+            (since, top, account_id, dims)).fetchall()
+        new_rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        new = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims).copy()
+        norms = np.linalg.norm(new, axis=1)
         norms[norms == 0] = 1.0
-        matrix /= norms[:, None]
-        self._matrices[key] = (None, rids, matrix)
+        new /= norms[:, None]
+        if cached is None:
+            rids, matrix = new_rids, new
+        else:
+            rids, matrix = cached[1], cached[2]
+            if len(new_rids):
+                pos = np.minimum(np.searchsorted(rids, new_rids), max(len(rids) - 1, 0))
+                known = rids[pos] == new_rids if len(rids) else np.zeros(len(new_rids), dtype=bool)
+                if known.any():
+                    matrix = matrix.copy() if matrix.base is not None else matrix
+                    matrix[pos[known]] = new[known]
+                if (~known).any():
+                    rids = np.concatenate([rids, new_rids[~known]])
+                    matrix = np.concatenate([matrix, new[~known]])
+                    order = np.argsort(rids, kind="stable")
+                    rids, matrix = rids[order], matrix[order]
+        self._matrices[key] = (top, rids, matrix)
         return rids, matrix
 
     def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int) -> np.ndarray:
@@ -607,7 +675,7 @@ class SqliteStore:
         out: dict[str, list[Neighbor]] = {}
         with self._lock:
             for nid in dict.fromkeys(node_ids):
-                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND account_id = ? AND deleted_at IS NULL",
+                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ? AND deleted_at IS NULL",
                                            (nid, g.account_id)).fetchone()
                 if origin is None:
                     out[nid] = []
@@ -621,7 +689,7 @@ class SqliteStore:
         """Live nodes of vector-indexed labels (or ``labels``) without an embedding."""
         labs = check_labels(labels) if labels else VECTOR_LABELS
         skip = list(dict.fromkeys(exclude))
-        sql = (f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.deleted_at IS NULL AND n.embedding IS NULL "
+        sql = (f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.deleted_at IS NULL AND n.dims IS NULL "
                f"AND EXISTS (SELECT 1 FROM node_labels nl WHERE nl.node = n.rid AND nl.label IN ({_marks(len(labs))}))")
         params: list[Any] = [account_id, *labs]
         if skip:
@@ -680,6 +748,11 @@ class SqliteStore:
                 pass
 
 
+def _labels_json(labels: Sequence[str]) -> str:
+    """Labels are validated identifiers, so their JSON array needs no escaping."""
+    return '["' + '","'.join(labels) + '"]'
+
+
 def _agents(props: Mapping[str, Any]) -> str | None:
     agents = props.get("agents")
     return json.dumps(agents) if agents is not None else None
@@ -691,6 +764,6 @@ def _prop_expr(key: str) -> str:
     if key in ("createdAt", "updatedAt", "deletedAt"):
         return {"createdAt": "n.created_at", "updatedAt": "n.updated_at", "deletedAt": "n.deleted_at"}[key]
     if key == "backlinkCount":
-        return "n.backlink_count"
+        return "coalesce((SELECT b.count FROM backlinks b WHERE b.node = n.rid), 0)"
     check_name(key, "property")
     return f"json_extract(n.properties, '$.\"{key}\"')"

@@ -1,0 +1,211 @@
+"""Property test of the five guard layers (SPEC 8.1) on the embedded store.
+
+Hypothesis builds random graphs over several accounts, scopes, agent tags and soft-deleted
+nodes, then runs random vector, BM25, keyword-tag and expansion queries with random guards.
+Every returned row must pass every layer (checked against an independent Python model of the
+graph), and top-k queries must return exactly min(k, eligible) rows: the guards run before the
+cut. The totals are printed at the end of the run (``-s``) and asserted to be non-trivial.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from host.graph import Guards
+from plugins.graph.sqlite_store import SqliteStore
+
+ACCOUNTS = ("acct-a", "acct-b", "acct-c")
+SCOPES = (None, "public", "shared", "admin")
+AGENT_TAGS = (None, [], ["bot"], ["other"], ["bot", "other"])
+LABELS = ("Question", "Service", "Chunk", "Person", "KnowledgeDocument", "Section")
+WORDS = ("alpha", "beta", "gamma", "delta", "w5", "inv")
+KEYWORDS = ("faq", "promo", "vip")
+DIMS = 4
+STATS = {"graphs": 0, "queries": 0, "rows": 0, "vector": 0, "bm25": 0, "keyword": 0, "expand": 0}
+
+
+@dataclass
+class Spec:
+    account: str
+    labels: list[str]
+    scope: str | None
+    agents: list[str] | None
+    deleted: bool
+    words: list[str]
+    keywords: list[str]
+    vector: list[float] | None
+
+    def __post_init__(self) -> None:
+        self.explicit_delete = self.deleted
+
+
+@dataclass
+class Graph:
+    nodes: list[Spec]
+    edges: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+node_spec = st.builds(
+    Spec,
+    account=st.sampled_from(ACCOUNTS[:1] * 3 + ACCOUNTS[1:]),
+    labels=st.lists(st.sampled_from(LABELS), min_size=1, max_size=2, unique=True),
+    scope=st.sampled_from(SCOPES),
+    agents=st.sampled_from((None, None) + AGENT_TAGS[1:] + (['bot'],)),
+    deleted=st.sampled_from([False, False, False, True]),
+    words=st.lists(st.sampled_from(WORDS), min_size=0, max_size=3),
+    keywords=st.lists(st.sampled_from(KEYWORDS), max_size=2, unique=True),
+    vector=st.one_of(st.none(), st.lists(st.floats(-1, 1, allow_nan=False, width=32), min_size=DIMS, max_size=DIMS)),
+)
+
+
+@st.composite
+def graphs(draw: st.DrawFn) -> Graph:
+    nodes = draw(st.lists(node_spec, min_size=3, max_size=30))
+    n = len(nodes)
+    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1), st.sampled_from(["A", "B"])),
+                          max_size=60))
+    edges = list({(s, t, k) for s, t, k in pairs if s != t and nodes[s].account == nodes[t].account})
+    return Graph(nodes, edges)
+
+
+guards_st = st.builds(
+    Guards,
+    account_id=st.sampled_from(ACCOUNTS[:1] * 4 + ACCOUNTS[1:]),
+    allowed_scopes=st.one_of(st.none(), st.none(), st.lists(st.sampled_from(["public", "shared", "admin"]), max_size=2,
+                                                 unique=True).map(tuple)),
+    agent_slug=st.sampled_from([None, None, None, "bot", "bot", "other", "ghost"]),
+)
+
+query_st = st.one_of(
+    st.tuples(st.just("vector"), st.lists(st.floats(-1, 1, allow_nan=False, width=32), min_size=DIMS, max_size=DIMS),
+              st.integers(1, 12), st.one_of(st.none(), st.lists(st.sampled_from(LABELS), min_size=1, max_size=2))),
+    st.tuples(st.just("bm25"), st.lists(st.sampled_from(WORDS), min_size=1, max_size=2).map(" ".join),
+              st.integers(1, 12), st.one_of(st.none(), st.lists(st.sampled_from(LABELS), min_size=1, max_size=2))),
+    st.tuples(st.just("keyword"), st.sampled_from(KEYWORDS + ("FAQ", "none")), st.integers(1, 12), st.none()),
+    st.tuples(st.just("expand"), st.integers(0, 29), st.integers(1, 20), st.none()),
+)
+
+
+def cascade(graph: Graph) -> None:
+    """The model of soft delete: KnowledgeDocument → Section → Chunk along outgoing edges."""
+    out: dict[int, list[int]] = {}
+    for s, t, _ in graph.edges:
+        out.setdefault(s, []).append(t)
+    for i, spec in enumerate(list(graph.nodes)):
+        if not spec.explicit_delete:
+            continue
+        level = 0 if "KnowledgeDocument" in spec.labels else 1 if "Section" in spec.labels else None
+        frontier = [(i, level)] if level is not None else []
+        while frontier:
+            node, lvl = frontier.pop()
+            for child in out.get(node, []):
+                want = "Section" if lvl == 0 else "Chunk"
+                if lvl < 2 and want in graph.nodes[child].labels:
+                    graph.nodes[child].deleted = True
+                    frontier.append((child, lvl + 1))
+
+
+def primary_ok(spec: Spec, g: Guards) -> bool:
+    """Layers 1, 2, 3, 5 on a primary result."""
+    return (spec.account == g.account_id and not spec.deleted
+            and (g.allowed_scopes is None or spec.scope is None or spec.scope in g.allowed_scopes)
+            and (g.agent_slug is None or (spec.agents is not None and g.agent_slug in spec.agents)))
+
+
+def related_ok(spec: Spec, g: Guards) -> bool:
+    """Layer 4 (plus account and soft delete) on an expanded neighbour."""
+    return (spec.account == g.account_id and not spec.deleted
+            and (g.allowed_scopes is None or spec.scope is None or spec.scope in g.allowed_scopes)
+            and (g.agent_slug is None or spec.agents is None or g.agent_slug in spec.agents))
+
+
+def label_ok(spec: Spec, labels: list[str] | None) -> bool:
+    return not labels or bool(set(spec.labels) & set(labels))
+
+
+@settings(max_examples=int(os.environ.get("GUARD_EXAMPLES", "150")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(graph=graphs(), queries=st.lists(st.tuples(guards_st, query_st), min_size=4, max_size=16))
+def test_no_row_violates_a_guard_layer_and_top_k_is_full(graph: Graph, queries) -> None:
+    graph = Graph([dataclasses.replace(spec) for spec in graph.nodes], graph.edges)  # never mutate drawn data
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
+        path = Path(tmp) / "graph.sqlite"
+        stores = {a: SqliteStore(path, env={"ACCOUNT_ID": a}) for a in ACCOUNTS}
+        try:
+            ids: list[str] = []
+            for i, spec in enumerate(graph.nodes):
+                props = {"name": " ".join(spec.words), "keywords": spec.keywords}
+                if spec.scope is not None:
+                    props["scope"] = spec.scope
+                if spec.agents is not None:
+                    props["agents"] = spec.agents
+                ids.append(stores[spec.account].upsert_node(spec.labels, props, account_id=spec.account,
+                                                            node_id=f"n{i}", embedding=spec.vector))
+            for s, t, kind in graph.edges:
+                acct = graph.nodes[s].account
+                stores[acct].create_edge(ids[s], ids[t], kind, account_id=acct)
+            for i, spec in enumerate(graph.nodes):
+                if spec.explicit_delete:
+                    stores[spec.account].soft_delete(ids[i], guards=Guards(spec.account))
+            cascade(graph)
+            by_id = {ids[i]: spec for i, spec in enumerate(graph.nodes)}
+            store = stores[ACCOUNTS[0]]
+            for g, (kind, arg, k, labels) in queries:
+                STATS["queries"] += 1
+                STATS[kind] += 1
+                if kind == "expand":
+                    origin = arg % len(graph.nodes)
+                    result = store.expand([ids[origin]], guards=g, limit=k)[ids[origin]]
+                    ospec = graph.nodes[origin]
+                    eligible = 0
+                    if ospec.account == g.account_id and not ospec.deleted:
+                        for s, t, _ in graph.edges:
+                            if origin in (s, t):
+                                eligible += related_ok(graph.nodes[t if s == origin else s], g)
+                    for n in result:
+                        assert related_ok(by_id[n.node.id], g), (n.node.id, g)
+                    assert len(result) == min(k, eligible)
+                    STATS["rows"] += len(result)
+                    continue
+                if kind == "vector":
+                    norm = math.sqrt(sum(x * x for x in arg))
+                    hits = store.vector_search(arg, k, guards=g, labels=labels)
+                    eligible = sum(1 for s in graph.nodes if s.vector is not None and primary_ok(s, g)
+                                   and label_ok(s, labels)) if norm > 0 else 0
+                elif kind == "bm25":
+                    hits = store.fulltext_search(arg, k, guards=g, labels=labels)
+                    terms = set(arg.split())
+                    eligible = sum(1 for s in graph.nodes if terms & set(s.words) and primary_ok(s, g)
+                                   and label_ok(s, labels))
+                else:
+                    hits = store.keyword_search(arg, k, guards=g)
+                    eligible = sum(1 for s in graph.nodes if arg.lower() in s.keywords and primary_ok(s, g))
+                for h in hits:
+                    spec = by_id[h.node.id]
+                    assert primary_ok(spec, g), (kind, h.node.id, spec, g)
+                    assert label_ok(spec, labels)
+                    assert h.node.account_id == g.account_id
+                assert len({h.node.id for h in hits}) == len(hits)
+                assert len(hits) == min(k, eligible), (kind, arg, k, eligible, [h.node.id for h in hits])
+                STATS["rows"] += len(hits)
+        finally:
+            for s in stores.values():
+                s.close()
+    STATS["graphs"] += 1
+
+
+def test_zz_report_property_run_size() -> None:
+    """Runs after the property test (file order): say how much it exercised."""
+    if STATS["graphs"] == 0:
+        return
+    print(f"\nguard-layer property test: graphs={STATS['graphs']} queries={STATS['queries']} rows={STATS['rows']} "
+          f"vector={STATS['vector']} bm25={STATS['bm25']} keyword={STATS['keyword']} expand={STATS['expand']}")
+    assert STATS["queries"] >= STATS["graphs"]
