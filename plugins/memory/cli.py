@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     "import": "plugins.memory.commands.bulk_import",
     "reindex": "plugins.memory.commands.reindex",
     "search": "plugins.memory.retrieval.cli",
+    "audit": "plugins.memory.commands.audit",
 }
 """Subcommand name → module (``HELP``, ``configure``, ``run``)."""
 

@@ -54,5 +54,31 @@ def plughost_startup(host: Host) -> None:
     check_dimensions(host.store(), host.embedder())
 
 
+@hookimpl(specname="plughost_tools")
+def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
+    """Reports (SPEC 9.5) and preferences (SPEC 9.7), kept apart from the write tools."""
+    from plugins.memory.preferences import preference_tools
+    from plugins.memory.reports import report_tools
+
+    return [*report_tools(host), *preference_tools(host)]
+
+
+@hookimpl(specname="plughost_cli_commands")
+def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
+    """`plughost report write|latest|list`."""
+    from plugins.memory.reports import report_commands
+
+    return report_commands()
+
+
+@hookimpl
+def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
+    """The account owner's active standing rules (SPEC 9.7), for the channels plugin."""
+    from plugins.memory.preferences import active_rules
+
+    return active_rules(host.store(), account_id)
+
+
 __all__ = ["plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
-           "plughost_startup"]
+           "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
+           "plughost_active_rules"]
