@@ -93,6 +93,8 @@ def main() -> int:
     ap.add_argument("--pages", type=int, default=None, help="sample this many pages (default: every usable page)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--work", type=Path, default=None, help="keep the store and vectors here between runs")
+    ap.add_argument("--queries", type=int, default=None,
+                    help="evaluate a sample of this many queries (the corpus stays every selected page)")
     ap.add_argument("--extra", action="store_true", help="also measure the expansion configurations")
     args = ap.parse_args()
 
@@ -134,7 +136,11 @@ def main() -> int:
         print(f"imported {len(pages)} nodes in {time.perf_counter() - started:.1f} s")
         jsonl.unlink()
 
-    queries = [p.query for p in pages]
+    evaluated = list(zip(node_ids, (p.query for p in pages), strict=True))
+    if args.queries and args.queries < len(evaluated):
+        evaluated = random.Random(args.seed + 1).sample(evaluated, args.queries)
+    node_ids = [nid for nid, _ in evaluated]
+    queries = [q for _, q in evaluated]
     started = time.perf_counter()
     table = dict(zip(queries, embed_cached(embedder, queries, work, "queries"), strict=True))
     print(f"query embeddings: {len(queries)} in {time.perf_counter() - started:.1f} s (cached when re-run)")
@@ -168,7 +174,8 @@ def main() -> int:
     print()
     print(f"best hybrid: {best_name} nDCG@10 {best[0]:.4f} vs better single path {single:.4f}: "
           f"{gain:+.1f}% (target ≥ +5%) {'PASS' if gain >= 5 else 'MISS'}")
-    print(f"embedder: {embedder.name} ({embedder.dimensions} dims); pages: {len(pages)}; work dir: {work}")
+    print(f"embedder: {embedder.name} ({embedder.dimensions} dims); corpus: {len(pages)} pages; "
+          f"queries: {len(queries)}; work dir: {work}")
     host.close()
     return 0
 
