@@ -123,12 +123,16 @@ def sigterm_run(env: dict[str, str], args: argparse.Namespace) -> None:
     port = free_port()
     with tempfile.TemporaryFile(mode="w+") as err:
         proc = start_plughost(env, port, stderr=err)
-        load = subprocess.Popen(["wrk", f"-t{args.threads}", f"-c{args.connections}", "-d8s",
-                                 f"http://127.0.0.1:{port}/sites/pub/"], stdout=subprocess.PIPE, text=True)
-        time.sleep(3)
-        t0 = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
+        try:
+            load = subprocess.Popen(["wrk", f"-t{args.threads}", f"-c{args.connections}", "-d8s",
+                                     f"http://127.0.0.1:{port}/sites/pub/"], stdout=subprocess.PIPE, text=True)
+            time.sleep(3)
+            t0 = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
         stopped = time.monotonic() - t0
         out = load.communicate(timeout=60)[0]
         err.seek(0)
@@ -157,20 +161,26 @@ def main() -> int:
         env = setup_home(Path(tmp))
         port = free_port()
         plughost = start_plughost(env, port)
-        raw_port = free_port()
-        raw = subprocess.Popen([sys.executable, "-c", RAW_APP, str(raw_port), str(Path(tmp) / "sites")],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(raw_port)
-        results = {}
+        raw = None
         try:
+            raw_port = free_port()
+            raw = subprocess.Popen([sys.executable, "-c", RAW_APP, str(raw_port), str(Path(tmp) / "sites")],
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_port(raw_port)
+            results = {}
             for label, path in (("/healthz", "/healthz"), ("/sites/ (index.html)", "/sites/pub/"),
                                 ("/sites/ asset (css)", "/sites/pub/css/site.css")):
                 results[label] = (wrk(f"http://127.0.0.1:{port}{path}", args.duration, args.connections, args.threads),
                                   wrk(f"http://127.0.0.1:{raw_port}{path}", args.duration, args.connections,
                                       args.threads))
-        finally:
-            raw.send_signal(signal.SIGTERM)
-            raw.wait(timeout=30)
+        finally:  # never leave a server behind, whatever failed
+            for proc in (raw, plughost):
+                if proc is not None and proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+                    try:
+                        proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
         print(f"wrk -t{args.threads} -c{args.connections} -d{int(args.duration)}s on {os.cpu_count()} cores "
               "(plughost logs a [sites] line per /sites request, as the contract says)")
         for label, (ours, base) in results.items():
@@ -178,8 +188,6 @@ def main() -> int:
             print(row("plughost serve", ours))
             print(row("raw starlette+uvicorn", base))
             print(f"  ratio plughost/raw: {ours['rps'] / base['rps']:.2f}")
-        plughost.send_signal(signal.SIGTERM)
-        plughost.wait(timeout=60)
         if not args.no_sigterm:
             sigterm_run(env, args)
     return 0

@@ -142,7 +142,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         raise FatalError(f"serve: refusing to serve: fatal boot gate(s) failed: {', '.join(summary['fatal'])}")
     host.state["gates"] = summary
     port = check_port(args.host, args.port)
-    shown = f"[{args.host}]" if ":" in args.host else args.host
+    shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(args.host) or (
+        f"[{args.host}]" if ":" in args.host else args.host)
     base = f"http://{shown}:{port}"
     app = host_app.build_app(host, bind=args.host, port=port)
     runtime = app.state.runtime

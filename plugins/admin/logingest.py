@@ -5,6 +5,10 @@ header is present (``X-Forwarded-For``, ``Forwarded``, ``X-Real-IP``) every addr
 be loopback too; a LAN client reaching the route through a local proxy is refused, otherwise it
 could forge evidence lines. Body: JSON ``{"line": "..."}`` or ``{"lines": ["...", ...]}``; each
 line one physical line (no CR, LF or NUL), at most 8 KiB.
+
+A browser on the operator's machine is a loopback peer too, so a page using DNS rebinding could
+otherwise forge lines: the ``Host`` header must name a loopback address (or ``localhost``) and
+an ``Origin`` header, when present, must be a loopback origin.
 """
 
 from __future__ import annotations
@@ -39,6 +43,15 @@ def forwarded_addresses(headers: Any) -> list[str] | None:
     return found if present else None
 
 
+def _loopback_name(host: str) -> bool:
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1:name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    return name == "localhost" or is_loopback(name)
+
+
 def refusal(request: Any) -> str | None:
     """Why this request may not ingest (a reason slug), or None when it may."""
     peer = request.client.host if request.client else None
@@ -47,6 +60,13 @@ def refusal(request: Any) -> str | None:
     forwarded = forwarded_addresses(request.headers)
     if forwarded is not None and (not forwarded or not all(is_loopback(a) for a in forwarded)):
         return "non-loopback-forwarded"
+    if not _loopback_name(request.headers.get("host", "")):
+        return "non-loopback-host"
+    origin = request.headers.get("origin")
+    if origin is not None:
+        scheme, _, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not rest or not _loopback_name(rest.split("/", 1)[0]):
+            return "cross-origin"
     return None
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import serve_helpers
 from serve_helpers import LiveServer, make_account
 
 
@@ -30,3 +31,14 @@ def serve_env(plughost_home: Path) -> dict[str, str]:
     """Env for a `plughost serve` subprocess: a valid account selected, the test's data root."""
     account = make_account(plughost_home)
     return {"ACCOUNT_ID": account, "PLUGHOST_HOME": str(plughost_home)}
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_servers() -> Iterator[None]:
+    """A test that fails before stopping its `plughost serve` process must not leave it running."""
+    yield
+    while serve_helpers.STARTED:
+        proc = serve_helpers.STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)

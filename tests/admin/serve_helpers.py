@@ -166,6 +166,10 @@ class ServeProcess:
         return self.finish(timeout)
 
 
+STARTED: list[subprocess.Popen[str]] = []
+"""Every serve process started by a test; the conftest kills any still running at teardown."""
+
+
 def start_serve(*args: str, env: dict[str, str] | None = None, plugins_dir: Path | None = None,
                 wait: bool = True, timeout: float = 60) -> ServeProcess:
     """`python -m host.cli [--plugins-dir D] serve --port 0 ...`; waits for the 'serving on' line.
@@ -182,6 +186,7 @@ def start_serve(*args: str, env: dict[str, str] | None = None, plugins_dir: Path
     stderr_path = home / f"serve-stderr-{time.monotonic_ns()}.txt"
     with open(stderr_path, "w") as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=full, cwd=REPO)
+    STARTED.append(proc)
     lines: list[str] = []
     sp = ServeProcess(proc, 0, lines, stderr_path)
     if not wait:

@@ -65,3 +65,21 @@ def test_hook_plughost_shutdown(make_host, live_app) -> None:
     recorder, server = _serve(make_host, live_app)
     server.stop()
     assert recorder.events == ["startup", "shutdown"]
+
+
+def test_route_with_an_asgi_app_is_mounted(make_host, live_app) -> None:
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        body = f"mounted {scope['path']}".encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    class Mounter:
+        @hookimpl
+        def plughost_routes(self, host: Any) -> list[Route]:
+            return [Route("/mounted", app=asgi)]
+
+    host = make_host()
+    host.register(Mounter(), "mounter", from_mapping({"name": "mounter"}, None))
+    server = live_app(host)
+    assert server.get("/mounted/x/y").body.startswith(b"mounted ")
+    assert "mounter:MOUNT /mounted" in server.app.state.runtime.routes

@@ -58,6 +58,33 @@ def test_non_loopback_forwarded_is_refused(live_app, plughost_home: Path, header
     assert "[log-ingest] rejected reason=non-loopback-forwarded" in after[len(before):]
 
 
+@pytest.mark.parametrize("host, origin, reason", [
+    ("evil.example", None, "non-loopback-host"),
+    ("192.0.2.10", None, "non-loopback-host"),
+    ("127.0.0.1", "http://evil.example", "cross-origin"),
+    ("localhost", "null", "cross-origin"),
+])
+def test_dns_rebinding_browser_requests_are_refused(live_app, plughost_home: Path, host: str,
+                                                     origin: str | None, reason: str) -> None:
+    server = live_app()
+    headers = {"Content-Type": "application/json", **({"Origin": origin} if origin else {})}
+    response = raw_request(server.port, ROUTE, method="POST", headers=headers, host=host,
+                           body=b'{"line": "[forged] via a rebinding page"}')
+    assert response.status == 403
+    log = server_log(plughost_home)
+    assert "[forged]" not in log and f"[log-ingest] rejected reason={reason}" in log
+
+
+def test_loopback_origin_and_host_names_are_accepted(live_app) -> None:
+    server = live_app()
+    for host, origin in (("localhost", "http://localhost:3000"), ("[::1]", "http://[::1]:8787"),
+                         ("127.0.0.1", "http://127.0.0.1")):
+        response = raw_request(server.port, ROUTE, method="POST", host=host,
+                               headers={"Content-Type": "application/json", "Origin": origin},
+                               body=b'{"line": "[ok] local page"}')
+        assert response.status == 200, (host, origin)
+
+
 def test_two_forwarded_headers_are_all_checked(live_app) -> None:
     server = live_app()
     body = json.dumps({"line": "[forged] x"}).encode()

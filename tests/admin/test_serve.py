@@ -271,3 +271,40 @@ def test_sigterm_ends_open_mcp_event_streams(serve_env: dict[str, str]) -> None:
     while stream.recv(65536):
         pass  # the server ended the stream: recv returns b"" instead of blocking
     stream.close()
+
+
+def test_sigterm_lets_an_in_flight_mcp_tool_call_finish(serve_env: dict[str, str]) -> None:
+    import anyio
+    from mcp import Client
+
+    served = start_serve(env=serve_env, plugins_dir=FIXTURES / "ok")
+    outcome: dict[str, Any] = {}
+    connected = threading.Event()
+
+    async def call() -> None:
+        async with Client(f"{served.base}/mcp/probe") as client:
+            await client.list_tools()  # the client validates results against the listed tools
+            connected.set()
+            try:
+                result = await client.call_tool("nap", {"ms": 1500})
+            except BaseException as exc:
+                outcome["call-exc"] = repr(exc)
+                raise
+            outcome["text"] = result.content[0].text
+            outcome["error"] = result.is_error
+
+    def run() -> None:
+        try:
+            anyio.run(call)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            outcome.setdefault("exc", repr(exc))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert connected.wait(30)
+    time.sleep(0.5)  # the nap call is in flight
+    served.proc.send_signal(signal.SIGTERM)
+    thread.join(timeout=60)
+    code, _, err = served.finish()
+    assert outcome.get("text") == "napped 1500" and outcome.get("error") is False, (outcome, err[-1500:])
+    assert code == 0

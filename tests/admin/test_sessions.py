@@ -28,12 +28,19 @@ def run_admin_cli(cli):
 
 
 @pytest.fixture
-def account_with_pin(plughost_home: Path, run_admin_cli) -> Path:
+def account_with_pin(plughost_home: Path) -> Path:
+    make_account(plughost_home, ACCOUNT)
+    sessions.set_pin(plughost_home, ACCOUNT, PIN, "owner")
+    return plughost_home
+
+
+def test_set_pin_command(plughost_home: Path, run_admin_cli) -> None:
     make_account(plughost_home, ACCOUNT)
     result = run_admin_cli("set-pin", ACCOUNT, pin=PIN)
     assert result.returncode == 0, result.stderr
-    assert f"admin PIN set for account {ACCOUNT}" in result.stdout
-    return plughost_home
+    assert f"admin PIN set for account {ACCOUNT} (userId owner)" in result.stdout
+    assert sessions.verify_pin(plughost_home, ACCOUNT, PIN) == "owner"
+    assert sessions.verify_pin(plughost_home, ACCOUNT, PIN + "x") is None
 
 
 def mint(server, account: str = ACCOUNT, pin: str = PIN):
