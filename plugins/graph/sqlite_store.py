@@ -50,7 +50,7 @@ from plugins.graph.common import (
 
 BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
-             "n.updated_at, n.dims, n.backlink_count")
+             "n.updated_at, n.dims, (SELECT b.count FROM backlinks b WHERE b.node = n.rid)")
 CHUNK = 500  # bound on SQL variables per statement
 
 
@@ -169,7 +169,7 @@ class SqliteStore:
         properties["updatedAt"] = iso(updated)
         if deleted is not None:
             properties["deletedAt"] = iso(deleted)
-        properties["backlinkCount"] = backlinks
+        properties["backlinkCount"] = backlinks or 0
         return Node(nid, tuple(json.loads(labels)), properties, account, dims is not None)
 
     def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]:
@@ -276,9 +276,10 @@ class SqliteStore:
             row_json = props_json or json.dumps(props, ensure_ascii=False)
             agents_json = json.dumps(agents) if agents is not None else None
             if is_new:
-                blob = np.asarray(emb, dtype=np.float32).tobytes() if emb is not None else None
                 inserts.append((rid, nid, account_id, json.dumps(labels), row_json, props.get("scope"), agents_json,
-                                now, now, blob, len(emb) if emb is not None else None))
+                                now, now, len(emb) if emb is not None else None))
+                if emb is not None:
+                    vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
             else:
                 updates.append((json.dumps(labels), row_json, props.get("scope"), agents_json, now, rid))
                 side.append(rid)
@@ -294,7 +295,7 @@ class SqliteStore:
                 text_rows.append((rid, text))
         if inserts:
             conn.executemany("INSERT INTO nodes (rid, id, account_id, labels, properties, scope, agents, "
-                             "created_at, updated_at, embedding, dims) VALUES (?,?,?,?,?,?,?,?,?,?,?)", inserts)
+                             "created_at, updated_at, dims) VALUES (?,?,?,?,?,?,?,?,?,?)", inserts)
         if updates:
             conn.executemany("UPDATE nodes SET labels = ?, properties = ?, scope = ?, agents = ?, "
                              "deleted_at = NULL, updated_at = ? WHERE rid = ?", updates)
@@ -304,7 +305,7 @@ class SqliteStore:
                     conn.execute(f"DELETE FROM {table} WHERE node IN ({marks})", list(part))
                 conn.execute(f"DELETE FROM node_text WHERE rowid IN ({marks})", list(part))
         if vectors:
-            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE rid = ?", vectors)
+            self._write_vectors(conn, vectors)
         conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)", labels_rows)
         if agent_rows:
             conn.executemany("INSERT OR IGNORE INTO node_agents (agent, node) VALUES (?, ?)", agent_rows)
@@ -313,6 +314,15 @@ class SqliteStore:
         if text_rows:
             conn.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", text_rows)
         return ids, {nid: cur[0] for nid, cur in state.items()}
+
+    @staticmethod
+    def _write_vectors(conn: sqlite3.Connection, vectors: list[tuple[bytes, int, int]]) -> None:
+        """``(float32 bytes, dims, rid)`` rows: the vector table and the node's ``dims``."""
+        conn.executemany("INSERT INTO node_vectors (node, embedding) VALUES (?, ?) "
+                         "ON CONFLICT (node) DO UPDATE SET embedding = excluded.embedding",
+                         [(rid, blob) for blob, _, rid in vectors])
+        conn.executemany("UPDATE nodes SET dims = ? WHERE rid = ? AND dims IS NOT ?",
+                         [(dims, rid, dims) for _, dims, rid in vectors])
 
     def _reingest(self, conn: sqlite3.Connection, account_id: str, attachment_id: Any) -> str | None:
         """Find the document an attachment was ingested as; drop its hierarchy for replacement."""
@@ -359,7 +369,7 @@ class SqliteStore:
         check_account(self.account_id, account_id)
         etype, to, props = check_edge({"type": edge_type, "to": target_id, "properties": properties}, "edge")
         with self._write() as conn:
-            src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND account_id = ?",
+            src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ?",
                                (source_id, account_id)).fetchone()
             if src is None:
                 raise UserError(f"edge.source: node '{source_id}' not found in account '{account_id}'")
@@ -386,7 +396,7 @@ class SqliteStore:
         names = sorted(({w[0] for w in wanted} | {w[2] for w in wanted}) - rids.keys())
         for part in _chunks(names):
             rids.update(conn.execute(
-                f"SELECT id, rid FROM nodes WHERE account_id = ? AND id IN ({_marks(len(part))})",
+                f"SELECT id, rid FROM nodes WHERE +account_id = ? AND id IN ({_marks(len(part))})",
                 [account_id, *part]))
         now = time.time()
         rows, missing = [], []
@@ -405,8 +415,8 @@ class SqliteStore:
         check_account(self.account_id, account_id)
         with self._write() as conn:
             cur = conn.execute(
-                "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND account_id = ?) "
-                "AND target = (SELECT rid FROM nodes WHERE id = ? AND account_id = ?)",
+                "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?) "
+                "AND target = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?)",
                 (edge_type, source_id, account_id, target_id, account_id))
             return cur.rowcount
 
@@ -421,11 +431,16 @@ class SqliteStore:
         for i, (nid, vector) in enumerate(items):
             vec = check_embedding(vector, f"embeddings[{i}]")
             arr = np.asarray(vec, dtype=np.float32)
-            rows.append((arr.tobytes(), len(arr), nid, account_id))
+            rows.append((nid, arr.tobytes(), len(arr)))
         with self._write() as conn:
-            before = conn.total_changes
-            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE id = ? AND account_id = ?", rows)
-            return conn.total_changes - before
+            rids: dict[str, int] = {}
+            ids = list(dict.fromkeys(r[0] for r in rows))
+            for part in _chunks(ids):
+                rids.update(conn.execute(f"SELECT id, rid FROM nodes WHERE +account_id = ? AND id IN "
+                                         f"({_marks(len(part))})", [account_id, *part]))
+            vectors = [(blob, dims, rids[nid]) for nid, blob, dims in rows if nid in rids]
+            self._write_vectors(conn, vectors)
+            return len(vectors)
 
     def soft_delete(self, node_id: str, *, guards: Guards) -> int:
         """Set ``deletedAt`` on the node and, for a document or section, its Section/Chunk hierarchy."""
@@ -477,7 +492,8 @@ class SqliteStore:
     def get_embedding(self, node_id: str, *, guards: Guards) -> list[float] | None:
         cond, params = guard_sql(guards_ok(guards))
         with self._lock:
-            row = self.conn.execute(f"SELECT n.embedding FROM nodes n WHERE n.id = ? AND {cond}",
+            row = self.conn.execute(f"SELECT v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
+                                    f"WHERE n.id = ? AND {cond}",
                                     [node_id, *params]).fetchone()
         if not row or row[0] is None:
             return None
@@ -578,8 +594,8 @@ class SqliteStore:
         cached = self._matrices.get(key)
         if cached is not None:
             return cached[1], cached[2]
-        rows = self.conn.execute("SELECT rid, embedding FROM nodes WHERE account_id = ? AND dims = ? ORDER BY rid",
-                                 (account_id, dims)).fetchall()
+        rows = self.conn.execute("SELECT n.rid, v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
+                                 "WHERE n.account_id = ? AND n.dims = ? ORDER BY n.rid", (account_id, dims)).fetchall()
         rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims).copy()
         norms = np.linalg.norm(matrix, axis=1)
@@ -618,7 +634,7 @@ class SqliteStore:
         out: dict[str, list[Neighbor]] = {}
         with self._lock:
             for nid in dict.fromkeys(node_ids):
-                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND account_id = ? AND deleted_at IS NULL",
+                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ? AND deleted_at IS NULL",
                                            (nid, g.account_id)).fetchone()
                 if origin is None:
                     out[nid] = []
@@ -632,7 +648,7 @@ class SqliteStore:
         """Live nodes of vector-indexed labels (or ``labels``) without an embedding."""
         labs = check_labels(labels) if labels else VECTOR_LABELS
         skip = list(dict.fromkeys(exclude))
-        sql = (f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.deleted_at IS NULL AND n.embedding IS NULL "
+        sql = (f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.deleted_at IS NULL AND n.dims IS NULL "
                f"AND EXISTS (SELECT 1 FROM node_labels nl WHERE nl.node = n.rid AND nl.label IN ({_marks(len(labs))}))")
         params: list[Any] = [account_id, *labs]
         if skip:
@@ -702,6 +718,6 @@ def _prop_expr(key: str) -> str:
     if key in ("createdAt", "updatedAt", "deletedAt"):
         return {"createdAt": "n.created_at", "updatedAt": "n.updated_at", "deletedAt": "n.deleted_at"}[key]
     if key == "backlinkCount":
-        return "n.backlink_count"
+        return "coalesce((SELECT b.count FROM backlinks b WHERE b.node = n.rid), 0)"
     check_name(key, "property")
     return f"json_extract(n.properties, '$.\"{key}\"')"
