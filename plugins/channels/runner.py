@@ -57,6 +57,14 @@ class CommandRunner:
         if not self.command:
             raise RunnerError("not-configured: set PLUGHOST_AGENT_COMMAND")
         env = {**self.env, "PLUGHOST_SESSION_ID": session_id}
+        # what the agent's own Stop hook (`plughost record-turn`) keys on: record admin turns,
+        # never a public visitor's, never the recorder's own session
+        for key, var in (("role", "PLUGHOST_SESSION_ROLE"), ("specialist", "PLUGHOST_SPECIALIST")):
+            value = payload.get(key)
+            if isinstance(value, str) and value:
+                env[var] = value
+            elif var in env and key == "specialist":
+                del env[var]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

@@ -76,6 +76,7 @@ def test_telegram_update_persist_run_reply_and_redelivery(rig) -> None:
     assert len(calls) == 2 and CONTEXT_HEADING in calls[0]["payload"] and calls[0]["role"] == "public"
     assert RULES_HEADING not in calls[0]["payload"]
     assert calls[0]["sessionId"] == calls[1]["sessionId"] == calls[0]["env_session"]
+    assert calls[0]["env_role"] == "public"
     replies = messages(host, "TelegramMessage", "assistant")
     assert {m.properties["deliveryStatus"] for m in replies} == {"sent"}
     convs = host.store().find(guards=Guards(ACCOUNT), labels=["Conversation"])
@@ -108,6 +109,7 @@ def test_telegram_contact_makes_admin_with_rules_and_reply_note(rig) -> None:
         wait_for(lambda: len(rig.fake.sent("telegram")) == 2)
     calls = agent_calls(rig.tmp)
     assert [c["role"] for c in calls] == ["admin", "admin"] and calls[1]["userId"] == "u-ana"
+    assert [c["env_role"] for c in calls] == ["admin", "admin"]  # the agent's Stop hook records admin turns
     payload = calls[1]["payload"]
     assert payload.index(RULES_HEADING) < payload.index(CONTEXT_HEADING)
     assert "- Answer in French\n- Sign as Ana" in payload
