@@ -263,3 +263,15 @@ def test_lone_surrogate_in_webhook_text_is_stored_well_formed(rig) -> None:
     stored = messages(host, "TelegramMessage", "user")[0]
     assert stored.properties["text"] == "half an emoji \ufffd here"
     assert rig.fake.sent("telegram")[0]["json"]["text"] == "echo: half an emoji \ufffd here"
+
+
+def test_long_reply_goes_out_in_parts(rig) -> None:
+    host = rig.start()
+    long_text = " ".join(f"w{i}" for i in range(1500))  # ~6,300 characters
+    with serve(build_app(host)) as base, httpx.Client(base_url=base, timeout=30) as c:
+        c.post("/channels/telegram/webhook", json=telegram_update(66, 1, long_text), headers=TG_HEADERS)
+        wait_for(lambda: [m for m in messages(host, "TelegramMessage", "assistant")
+                          if m.properties.get("deliveryStatus") == "sent"])
+    parts = [r["json"]["text"] for r in rig.fake.sent("telegram")]
+    assert len(parts) == 2 and all(len(p) <= 4096 for p in parts)
+    assert " ".join(parts) == "echo: " + long_text
