@@ -247,8 +247,14 @@ class Neo4jStore:
             raise UserError("NEO4J_URI: not set; expected e.g. bolt://127.0.0.1:7687 (or PLUGHOST_STORE=sqlite)")
         user = env.get("NEO4J_USER") or env.get("NEO4J_USERNAME") or "neo4j"
         password = env.get("NEO4J_PASSWORD") or ""
-        driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
-        return cls(driver, env=env, database=env.get("NEO4J_DATABASE"))
+        try:
+            driver = neo4j.GraphDatabase.driver(uri, auth=(user, password), connection_timeout=10.0)
+            driver.verify_connectivity()  # fails fast; execute_query would retry for ~30 s
+            return cls(driver, env=env, database=env.get("NEO4J_DATABASE"))
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError, OSError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UserError(f"NEO4J_URI: cannot use {uri} ({reason}); check NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD "
+                            "or set PLUGHOST_STORE=sqlite") from None
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -346,7 +352,7 @@ class Neo4jStore:
             raise UserError(f"edge: node '{source_id}' or '{target_id}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str) -> list[int]:
+                     account_id: str, validated: bool = False) -> list[int]:
         from plugins.graph.common import check_edge
 
         check_account(self.account_id, account_id)

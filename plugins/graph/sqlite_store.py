@@ -52,6 +52,7 @@ BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
              "n.updated_at, n.dims, (SELECT b.count FROM backlinks b WHERE b.node = n.rid)")
 CHUNK = 500  # bound on SQL variables per statement
+FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
 
 
 def _chunks(seq: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -273,15 +274,15 @@ class SqliteStore:
         labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
             agents = props.get("agents")
-            row_json = props_json or json.dumps(props, ensure_ascii=False)
+            row_json = props_json or json.dumps(props)
             agents_json = json.dumps(agents) if agents is not None else None
             if is_new:
-                inserts.append((rid, nid, account_id, json.dumps(labels), row_json, props.get("scope"), agents_json,
+                inserts.append((rid, nid, account_id, _labels_json(labels), row_json, props.get("scope"), agents_json,
                                 now, now, len(emb) if emb is not None else None))
                 if emb is not None:
                     vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
             else:
-                updates.append((json.dumps(labels), row_json, props.get("scope"), agents_json, now, rid))
+                updates.append((_labels_json(labels), row_json, props.get("scope"), agents_json, now, rid))
                 side.append(rid)
                 if emb is not None:
                     vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
@@ -377,13 +378,17 @@ class SqliteStore:
                 raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str) -> list[int]:
-        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end."""
+                     account_id: str, validated: bool = False) -> list[int]:
+        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end.
+
+        ``validated=True`` skips re-checking edges that already went through ``check_edge``.
+        """
         check_account(self.account_id, account_id)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
-            t, d, p = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
-            wanted.append((src, t, d, p))
+            if not validated:
+                etype, dst, props = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
+            wanted.append((src, etype, dst, props))
         with self._write() as conn:
             return self._edges(conn, wanted, account_id)
 
@@ -534,11 +539,24 @@ class SqliteStore:
         match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        # rank only rids under the guards, then load the k winners (sorting whole rows is slow)
-        sql = (f"SELECT n.rid, bm25(node_text) AS rank FROM node_text CROSS JOIN nodes n ON n.rid = node_text.rowid "
-               f"WHERE node_text MATCH ? AND {cond}{lab} ORDER BY rank LIMIT ?")
+        # The guards run in SQL on a window of the best-ranked matches (FTS5 keeps a top-N heap for
+        # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
+        # survive and the window was full, it doubles. The guarded rows come out in rank order, so
+        # any k of them taken from a window prefix are exactly the guarded top-k.
+        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM node_text WHERE node_text MATCH ? "
+               f"ORDER BY rank LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
+               f"WHERE {cond}{lab} ORDER BY w.rank LIMIT ?")
+        window = max(int(k) * FTS_WINDOW, 64)
         with self._lock:
-            ranked = self.conn.execute(sql, [match, *params, *lparams, int(k)]).fetchall()
+            while True:
+                ranked = self.conn.execute(sql, [match, window, *params, *lparams, int(k)]).fetchall()
+                if len(ranked) >= k:
+                    break
+                total = self.conn.execute("SELECT count(*) FROM (SELECT rowid FROM node_text WHERE node_text "
+                                          "MATCH ? LIMIT ?)", (match, window + 1)).fetchone()[0]
+                if total <= window:
+                    break
+                window *= 4
             nodes = self._rows_by_rid([r[0] for r in ranked])
         return [Hit(nodes[rid], -float(rank)) for rid, rank in ranked if rid in nodes]
 
@@ -560,13 +578,13 @@ class SqliteStore:
                       labels: Sequence[str] | None = None) -> list[Hit]:
         """Exact cosine top-k over the guarded candidates that have a vector of this length."""
         g = guards_ok(guards)
-        q = np.asarray(check_embedding(vector, "vector"), dtype=np.float32)
+        q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
         if k <= 0:
             return []
-        norm = float(np.linalg.norm(q))
+        norm = float(np.linalg.norm(q64))
         if norm == 0.0:
             return []
-        q /= norm
+        q = (q64 / norm).astype(np.float32)
         with self._lock:
             self._fresh_caches()
             rids, matrix = self._matrix(g.account_id, len(q))
@@ -577,7 +595,7 @@ class SqliteStore:
             pos = pos[rids[pos] == cands]  # a row another process wrote since the matrix was built waits
             if len(pos) == 0:
                 return []
-            if len(pos) * 3 > len(rids):
+            if len(pos) * 10 > len(rids):  # gathering many rows costs more than scoring them all
                 scores = (matrix @ q)[pos]
             else:
                 scores = matrix[pos] @ q
@@ -705,6 +723,11 @@ class SqliteStore:
                 self.conn.close()
             except sqlite3.Error:
                 pass
+
+
+def _labels_json(labels: Sequence[str]) -> str:
+    """Labels are validated identifiers, so their JSON array needs no escaping."""
+    return '["' + '","'.join(labels) + '"]'
 
 
 def _agents(props: Mapping[str, Any]) -> str | None:

@@ -76,6 +76,10 @@ def test_bad_input_is_one_clear_error(store):
         store.upsert_node(["Person"], {"agents": 3}, account_id=a)
     with pytest.raises(UserError, match="embedding"):
         store.upsert_node(["Person"], {}, account_id=a, embedding=[float("nan")])
+    with pytest.raises(UserError, match="JSON"):
+        store.upsert_node(["Person"], {"x": float("inf")}, account_id=a)
+    with pytest.raises(UserError, match="JSON"):
+        store.upsert_node(["Person"], {"x": object()}, account_id=a)
     with pytest.raises(UserError, match="type"):
         store.upsert_node(["Person"], {}, account_id=a, node_id="x")
         store.create_edge("x", "x", "bad type", account_id=a)
@@ -286,3 +290,14 @@ def test_upsert_many_rejects_the_whole_batch_on_a_bad_row(store):
     with pytest.raises(UserError, match=r"rows\[0\]\.edges\[0\]\.to"):
         store.upsert_many([{"labels": ["Person"], "edges": [{"type": "KNOWS", "to": "ghost"}]}], account_id=a)
     assert store.count(guards=g(store)) == 0
+
+
+@pytest.mark.parametrize("edge,message", [
+    ({"type": ["X"], "to": "a"}, "type"), ({"type": "X", "to": 3}, "to"), ({"type": "X"}, "to"),
+    ({"type": "X", "to": "a", "weight": 1}, "unknown key 'weight'"), ("X->a", "expected an object"),
+    ({"type": "X", "to": "a", "properties": [1]}, "properties"),
+])
+def test_bad_edges_name_the_row_and_edge(store, edge, message):
+    with pytest.raises(UserError, match=r"rows\[0\]\.edges\[0\]") as info:
+        store.upsert_many([{"labels": ["Person"], "edges": [edge]}], account_id=acct(store))
+    assert message in str(info.value)

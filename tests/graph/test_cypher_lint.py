@@ -16,6 +16,8 @@ from host.graph import FULLTEXT_EXTRA_LABELS, TEXT_PROPERTIES, VECTOR_LABELS
 from plugins.graph import neo4j_store
 from tests.conftest import node_tool
 
+pytestmark = pytest.mark.external  # needs Node and @neo4j-cypher/language-support
+
 HERE = Path(__file__).resolve().parent
 PACKAGE_INDEX = ("@neo4j-cypher", "language-support", "dist", "esm", "project", "language-support", "src", "index.js")
 

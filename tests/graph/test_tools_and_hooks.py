@@ -208,3 +208,17 @@ def test_shared_lib_mcp_block_serves_over_stdio(make_host, plughost_home: Path) 
     params = StdioServerParameters(command=block["command"], args=args, env=env)
     tools = list_tools(params)
     assert sorted(t.name for t in tools) == ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]
+
+
+def test_unreachable_neo4j_is_one_clear_error(plughost_home: Path) -> None:
+    import socket
+
+    from tests.conftest import run_cli
+
+    with socket.socket() as sock:  # a free port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    res = run_cli("graph", "purge", env={"ACCOUNT_ID": ACCOUNT, "NEO4J_URI": f"bolt://127.0.0.1:{port}",
+                                         "NEO4J_PASSWORD": "x"})
+    assert res.returncode == 2
+    assert f"NEO4J_URI: cannot use bolt://127.0.0.1:{port}" in res.stderr and "Traceback" not in res.stderr
