@@ -86,7 +86,7 @@ def test_twenty_senders_ten_messages_ordered_and_parallel(tmp_path: Path) -> Non
 
 
 def test_timeout_and_failures(tmp_path: Path) -> None:
-    slow = make_runner(tmp_path, delay=30, timeout=0.5)
+    slow = make_runner(tmp_path, delay=30, timeout=0.5)  # the script sleeps in a child: the group is killed
     with pytest.raises(RunnerError, match="timeout after 0.5s"):
         asyncio.run(slow.run("sid", {"sender": "a", "n": 0}))
     with pytest.raises(RunnerError, match="exit 1"):
