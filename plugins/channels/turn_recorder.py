@@ -115,7 +115,7 @@ def walk(raw: bytes) -> tuple[list[dict[str, Any]], WalkStats]:
                     if isinstance(b.get("id"), str):
                         by_tool_id[b["id"]] = call
             continue
-        if rec.get("isMeta"):
+        if rec.get("isMeta") or rec.get("isCompactSummary"):  # command caveats, compaction summaries
             stats.skipped += 1
             continue
         texts: list[str] = []

@@ -51,6 +51,9 @@ def test_thinking_only_and_tool_result_only_make_no_turn() -> None:
         {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}},
         {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}},
         {"type": "user", "message": {"role": "user", "content": "   "}},
+        {"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": "This session is being continued"}},
+        {"type": "assistant", "isSidechain": True, "message": {"id": "m9", "role": "assistant",
+                                                               "content": [{"type": "text", "text": "subagent"}]}},
     ]
     raw = "\n".join(json.dumps(x) for x in lines).encode()
     assert walk(raw)[0] == []
