@@ -15,7 +15,9 @@ CREATE TABLE nodes (
   deleted_at     REAL,
   created_at     REAL    NOT NULL,
   updated_at     REAL    NOT NULL,
-  dims           INTEGER                    -- length of the node's vector; NULL when it has none
+  embedding      BLOB,
+  dims           INTEGER,
+  backlink_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX nodes_account ON nodes (account_id, deleted_at);
 CREATE INDEX nodes_account_dims ON nodes (account_id, dims);
@@ -42,19 +44,6 @@ CREATE TABLE node_keywords (
 ) WITHOUT ROWID;
 CREATE INDEX node_keywords_node ON node_keywords (node);
 
--- Vectors live apart from the node rows: the matrix cache reads them sequentially, and
--- rewriting a node row (an update, a backlink) never rewrites a 1.5 kB blob.
-CREATE TABLE node_vectors (
-  node      INTEGER PRIMARY KEY,
-  embedding BLOB    NOT NULL                -- float32 bytes
-);
-
--- backlinkCount: incoming typed edges, maintained by the triggers below (small rows, cheap).
-CREATE TABLE backlinks (
-  node  INTEGER PRIMARY KEY,
-  count INTEGER NOT NULL
-);
-
 -- Typed edges, indexed for both directions.
 CREATE TABLE edges (
   source     INTEGER NOT NULL,
@@ -72,11 +61,10 @@ CREATE VIRTUAL TABLE node_text USING fts5 (text, tokenize = 'unicode61 remove_di
 
 -- backlinkCount: incoming typed edges, maintained by the database itself.
 CREATE TRIGGER edges_backlink_add AFTER INSERT ON edges BEGIN
-  INSERT INTO backlinks (node, count) VALUES (NEW.target, 1)
-    ON CONFLICT (node) DO UPDATE SET count = count + 1;
+  UPDATE nodes SET backlink_count = backlink_count + 1 WHERE rid = NEW.target;
 END;
 CREATE TRIGGER edges_backlink_del AFTER DELETE ON edges BEGIN
-  UPDATE backlinks SET count = count - 1 WHERE node = OLD.target;
+  UPDATE nodes SET backlink_count = backlink_count - 1 WHERE rid = OLD.target;
 END;
 
 -- Hard delete removes everything hanging off a node.
@@ -87,8 +75,6 @@ CREATE TRIGGER nodes_purge AFTER DELETE ON nodes BEGIN
   DELETE FROM node_agents WHERE node = OLD.rid;
   DELETE FROM node_keywords WHERE node = OLD.rid;
   DELETE FROM node_text WHERE rowid = OLD.rid;
-  DELETE FROM node_vectors WHERE node = OLD.rid;
-  DELETE FROM backlinks WHERE node = OLD.rid;
 END;
 
 -- The vector-indexed labels (SPEC 8.3); the schema-labels gate pins this list to the code.

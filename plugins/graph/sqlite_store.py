@@ -112,7 +112,7 @@ class SqliteStore:
         self.conn.execute("PRAGMA foreign_keys = OFF")
         migrations.migrate(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
-        self._matrices: dict[tuple[str, int], tuple[Any, np.ndarray, np.ndarray]] = {}
+        self._matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray]] = {}  # seq, rids, matrix
         self._candidates: OrderedDict[Any, np.ndarray] = OrderedDict()
         self._cache_stamp: tuple[int, int] | None = None
 
@@ -151,14 +151,12 @@ class SqliteStore:
                 raise
             finally:
                 self._writes += 1
-                self._matrices.clear()
                 self._candidates.clear()
 
     def _fresh_caches(self) -> None:
         """Drop the caches when anything was committed since they were built."""
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
         if stamp != self._cache_stamp:
-            self._matrices.clear()
             self._candidates.clear()
             self._cache_stamp = stamp
 
@@ -319,9 +317,10 @@ class SqliteStore:
     @staticmethod
     def _write_vectors(conn: sqlite3.Connection, vectors: list[tuple[bytes, int, int]]) -> None:
         """``(float32 bytes, dims, rid)`` rows: the vector table and the node's ``dims``."""
-        conn.executemany("INSERT INTO node_vectors (node, embedding) VALUES (?, ?) "
-                         "ON CONFLICT (node) DO UPDATE SET embedding = excluded.embedding",
-                         [(rid, blob) for blob, _, rid in vectors])
+        seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM node_vectors").fetchone()[0]
+        conn.executemany("INSERT INTO node_vectors (node, seq, embedding) VALUES (?, ?, ?) "
+                         "ON CONFLICT (node) DO UPDATE SET embedding = excluded.embedding, seq = excluded.seq",
+                         [(rid, seq, blob) for blob, _, rid in vectors])
         conn.executemany("UPDATE nodes SET dims = ? WHERE rid = ? AND dims IS NOT ?",
                          [(dims, rid, dims) for _, dims, rid in vectors])
 
@@ -607,19 +606,43 @@ class SqliteStore:
         return [Hit(nodes[rid], float(scores[i])) for rid, i in zip(chosen, top, strict=True) if rid in nodes]
 
     def _matrix(self, account_id: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
-        """The account's unit-normalised vectors of one length, sorted by rid (cached)."""
+        """The account's unit-normalised vectors of one length, sorted by rid (cached).
+
+        The cache survives writes: vectors written since it was built (``seq`` above the cached
+        one, by any process) are patched in. Rows of nodes deleted or re-dimensioned since stay
+        behind but are never candidates, since candidates come from SQL.
+        """
         key = (account_id, dims)
+        top = self.conn.execute("SELECT coalesce(max(seq), 0) FROM node_vectors").fetchone()[0]
         cached = self._matrices.get(key)
-        if cached is not None:
+        if cached is not None and cached[0] == top:
             return cached[1], cached[2]
-        rows = self.conn.execute("SELECT n.rid, v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
-                                 "WHERE n.account_id = ? AND n.dims = ? ORDER BY n.rid", (account_id, dims)).fetchall()
-        rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims).copy()
-        norms = np.linalg.norm(matrix, axis=1)
+        since = cached[0] if cached is not None else -1
+        rows = self.conn.execute(
+            "SELECT n.rid, v.embedding FROM node_vectors v JOIN nodes n ON n.rid = v.node "
+            "WHERE v.seq > ? AND v.seq <= ? AND n.account_id = ? AND n.dims = ? ORDER BY n.rid",
+            (since, top, account_id, dims)).fetchall()
+        new_rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        new = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims).copy()
+        norms = np.linalg.norm(new, axis=1)
         norms[norms == 0] = 1.0
-        matrix /= norms[:, None]
-        self._matrices[key] = (None, rids, matrix)
+        new /= norms[:, None]
+        if cached is None:
+            rids, matrix = new_rids, new
+        else:
+            rids, matrix = cached[1], cached[2]
+            if len(new_rids):
+                pos = np.minimum(np.searchsorted(rids, new_rids), max(len(rids) - 1, 0))
+                known = rids[pos] == new_rids if len(rids) else np.zeros(len(new_rids), dtype=bool)
+                if known.any():
+                    matrix = matrix.copy() if matrix.base is not None else matrix
+                    matrix[pos[known]] = new[known]
+                if (~known).any():
+                    rids = np.concatenate([rids, new_rids[~known]])
+                    matrix = np.concatenate([matrix, new[~known]])
+                    order = np.argsort(rids, kind="stable")
+                    rids, matrix = rids[order], matrix[order]
+        self._matrices[key] = (top, rids, matrix)
         return rids, matrix
 
     def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int) -> np.ndarray:
