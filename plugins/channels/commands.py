@@ -55,7 +55,8 @@ def _run_channels(args: argparse.Namespace, host: Any) -> int:
 
         from plugins.channels.server import build_app
 
-        uvicorn.run(build_app(host), host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(build_app(host), host=args.host, port=args.port, log_level="warning",
+                    timeout_keep_alive=30, timeout_graceful_shutdown=30)
         return 0
     raise UserError("channels: expected an action: retry | serve")
 

@@ -43,6 +43,53 @@ def backoff(attempt: int, base: float = BASE_DELAY, cap: float = MAX_DELAY) -> f
     return min(cap, base * (2 ** (attempt - 1)))
 
 
+def utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def chunks(text: str, limit: int = 4096) -> list[str]:
+    """Split a reply into parts of at most ``limit`` UTF-16 code units (the platforms' unit),
+    preferring paragraph, line, then word boundaries, never splitting a character."""
+    out: list[str] = []
+    rest = text
+    while utf16_len(rest) > limit:
+        # the longest prefix within the limit, in whole code points
+        size, units = 0, 0
+        for ch in rest:
+            step = 2 if ord(ch) > 0xFFFF else 1
+            if units + step > limit:
+                break
+            units += step
+            size += 1
+        head = rest[:size]
+        cut = max(head.rfind("\n\n"), head.rfind("\n"), head.rfind(" "))
+        if cut > size // 2:
+            size = cut + 1
+        part = rest[:size].rstrip()
+        if part:
+            out.append(part)
+        rest = rest[size:].lstrip()
+    if rest or not out:
+        out.append(rest)
+    return out
+
+
+async def send_parts(parts: list[str], send_one: Any) -> dict[str, Any]:
+    """Send the parts in order; the outcome of the first failure (with how many went out), else the last."""
+    outcome: dict[str, Any] = {"ok": True, "attempts": 0}
+    attempts = 0
+    for i, part in enumerate(parts):
+        outcome = await send_one(part)
+        attempts += int(outcome.get("attempts") or 0)
+        if not outcome.get("ok"):
+            if i:
+                outcome["reason"] = f"{outcome.get('reason')} (part {i + 1} of {len(parts)}; {i} sent)"
+            break
+    outcome["attempts"] = attempts
+    outcome["parts"] = len(parts)
+    return outcome
+
+
 def client(host: Any) -> Any:
     """One shared httpx.AsyncClient per host (connection pooling), with explicit timeouts."""
     import httpx

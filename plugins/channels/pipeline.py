@@ -17,6 +17,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -111,6 +112,8 @@ class Gateway:
         self.aliases = ident.AliasCache(host.home, self.account_id) if self.account_id else None
         self.senders: dict[str, Any] = {}
         self._slots: asyncio.Semaphore | None = None
+        # the webhook's critical path (persist) never queues behind turn work in the default pool
+        self._persist_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="channels-persist")
 
     @property
     def agent_slots(self) -> asyncio.Semaphore:
@@ -240,7 +243,7 @@ class Gateway:
         """Persist, then queue the turn in the sender's lane. Returns (message id, duplicate, task)."""
         if msg.phone and self.aliases is not None and msg.channel != "whatsapp":
             self.aliases.remember(msg.channel, msg.sender, msg.phone)
-        mid, duplicate = await asyncio.to_thread(self.persist, msg)
+        mid, duplicate = await asyncio.get_running_loop().run_in_executor(self._persist_pool, self.persist, msg)
         if duplicate:
             return mid, True, None
         task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
@@ -328,6 +331,9 @@ class Gateway:
     async def drain(self) -> None:
         if self._lanes is not None:
             await self._lanes.drain()
+
+    def close(self) -> None:
+        self._persist_pool.shutdown(wait=False)
 
 
 def inbound_from_node(props: Mapping[str, Any]) -> Inbound:

@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import shlex
+import signal
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -57,23 +58,39 @@ class CommandRunner:
         if not self.command:
             raise RunnerError("not-configured: set PLUGHOST_AGENT_COMMAND")
         env = {**self.env, "PLUGHOST_SESSION_ID": session_id}
+        # what the agent's own Stop hook (`plughost record-turn`) keys on: record admin turns,
+        # never a public visitor's, never the recorder's own session
+        for key, var in (("role", "PLUGHOST_SESSION_ROLE"), ("specialist", "PLUGHOST_SPECIALIST")):
+            value = payload.get(key)
+            if isinstance(value, str) and value:
+                env[var] = value
+            elif var in env and key == "specialist":
+                del env[var]
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env)
+                stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
         except OSError as exc:
             raise RunnerError(f"spawn-failed: {exc.strerror or exc}") from None
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         try:
             out, err = await asyncio.wait_for(proc.communicate(data), self.timeout)
         except TimeoutError:
-            proc.kill()
+            kill_group(proc.pid)  # the agent and whatever it started (MCP servers, tools)
             await proc.wait()
             raise RunnerError(f"timeout after {self.timeout:g}s") from None
         if proc.returncode != 0:
             tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
             raise RunnerError(f"exit {proc.returncode}: {tail[0][:200]}")
         return out.decode("utf-8", "replace").strip()
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL a process group started with ``start_new_session=True``; gone already is fine."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def get_runner(host: Any) -> Any:

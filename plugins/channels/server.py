@@ -49,4 +49,6 @@ async def drain(host: Any) -> None:
 def close(host: Any) -> None:
     """Shutdown hook: drop per-process state (a client bound to a finished loop is discarded)."""
     host.state.pop("channels.http", None)
-    host.state.pop("channels.gateway", None)
+    gw = host.state.pop("channels.gateway", None)
+    if gw is not None:
+        gw.close()

@@ -17,7 +17,7 @@ from typing import Any
 from host.log import log
 from host.types import ChannelAdapter, Route
 from plugins.channels.compose import ReplyContext
-from plugins.channels.outbound import post_json
+from plugins.channels.outbound import chunks, post_json, send_parts
 from plugins.channels.pipeline import Inbound, NotConfigured, gateway
 
 CHANNEL = "telegram"
@@ -110,19 +110,24 @@ def routes(host: Any) -> tuple[Route, ...]:
 
 
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
+    """``sendMessage``; a reply longer than Telegram's 4096-unit limit goes out in parts, in order."""
     token = host.env.get("PLUGHOST_TELEGRAM_TOKEN", "")
     if not token:
         return {"ok": False, "reason": "not-configured: PLUGHOST_TELEGRAM_TOKEN"}
     base = (host.env.get("PLUGHOST_TELEGRAM_API_BASE") or DEFAULT_BASE).rstrip("/")
     chat_id = msg.target.get("chat_id", msg.sender)
-    body: dict[str, Any] = {"chat_id": chat_id, "text": text[:4096]}
-    if msg.target.get("message_id") is not None:
-        body["reply_parameters"] = {"message_id": msg.target["message_id"], "allow_sending_without_reply": True}
-    out = await post_json(host, f"{base}/bot{token}/sendMessage", body, channel=CHANNEL)
-    result = (out.get("body") or {}).get("result") if isinstance(out.get("body"), dict) else None
-    if isinstance(result, dict) and "message_id" in result:
-        out["platformId"] = f"{chat_id}:{result['message_id']}"
-    return out
+
+    async def one(part: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"chat_id": chat_id, "text": part}
+        if msg.target.get("message_id") is not None:
+            body["reply_parameters"] = {"message_id": msg.target["message_id"], "allow_sending_without_reply": True}
+        out = await post_json(host, f"{base}/bot{token}/sendMessage", body, channel=CHANNEL)
+        result = (out.get("body") or {}).get("result") if isinstance(out.get("body"), dict) else None
+        if isinstance(result, dict) and "message_id" in result:
+            out["platformId"] = f"{chat_id}:{result['message_id']}"
+        return out
+
+    return await send_parts(chunks(text), one)
 
 
 def adapter(host: Any) -> ChannelAdapter:

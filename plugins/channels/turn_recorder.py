@@ -115,7 +115,7 @@ def walk(raw: bytes) -> tuple[list[dict[str, Any]], WalkStats]:
                     if isinstance(b.get("id"), str):
                         by_tool_id[b["id"]] = call
             continue
-        if rec.get("isMeta"):
+        if rec.get("isMeta") or rec.get("isCompactSummary"):  # command caveats, compaction summaries
             stats.skipped += 1
             continue
         texts: list[str] = []
@@ -202,7 +202,7 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
     from plugins.channels.runner import get_runner, session_id_for
 
     runner = get_runner(host)
-    payload = {"specialist": specialist, "model": env.get("PLUGHOST_RECORDER_MODEL", "haiku"),
+    payload = {"specialist": specialist, "role": "admin", "model": env.get("PLUGHOST_RECORDER_MODEL", "haiku"),
                "initialMessage": message, "operatorSessionId": session_id, "accountId": env_account}
     recorder_session = session_id_for(env_account or "-", f"recorder:{session_id}")
     try:

@@ -22,7 +22,7 @@ from typing import Any
 from host.log import log
 from host.types import ChannelAdapter, Route
 from plugins.channels.compose import ReplyContext
-from plugins.channels.outbound import post_json
+from plugins.channels.outbound import chunks, post_json, send_parts
 from plugins.channels.pipeline import Inbound, NotConfigured, gateway
 
 CHANNEL = "whatsapp"
@@ -146,22 +146,27 @@ def routes(host: Any) -> tuple[Route, ...]:
 
 
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
+    """The Cloud API messages endpoint; a reply over the 4096-character body limit goes out in parts."""
     token = host.env.get("PLUGHOST_WHATSAPP_TOKEN", "")
     phone_id = host.env.get("PLUGHOST_WHATSAPP_PHONE_ID", "")
     if not token or not phone_id:
         return {"ok": False, "reason": "not-configured: PLUGHOST_WHATSAPP_TOKEN / PLUGHOST_WHATSAPP_PHONE_ID"}
     base = (host.env.get("PLUGHOST_WHATSAPP_API_BASE") or DEFAULT_BASE).rstrip("/")
-    body: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual",
-                            "to": msg.target.get("to", msg.sender), "type": "text",
-                            "text": {"preview_url": False, "body": text[:4096]}}
-    if msg.target.get("message_id"):
-        body["context"] = {"message_id": msg.target["message_id"]}
-    out = await post_json(host, f"{base}/{phone_id}/messages", body, channel=CHANNEL,
-                          headers={"Authorization": f"Bearer {token}"})
-    resp = out.get("body")
-    if isinstance(resp, dict) and resp.get("messages"):
-        out["platformId"] = str(resp["messages"][0].get("id"))
-    return out
+
+    async def one(part: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual",
+                                "to": msg.target.get("to", msg.sender), "type": "text",
+                                "text": {"preview_url": False, "body": part}}
+        if msg.target.get("message_id"):
+            body["context"] = {"message_id": msg.target["message_id"]}
+        out = await post_json(host, f"{base}/{phone_id}/messages", body, channel=CHANNEL,
+                              headers={"Authorization": f"Bearer {token}"})
+        resp = out.get("body")
+        if isinstance(resp, dict) and resp.get("messages"):
+            out["platformId"] = str(resp["messages"][0].get("id"))
+        return out
+
+    return await send_parts(chunks(text), one)
 
 
 def adapter(host: Any) -> ChannelAdapter:

@@ -79,7 +79,8 @@ data = json.loads(sys.stdin.read())
 capture = os.environ.get("AGENT_CAPTURE")
 if capture:
     with open(capture, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"env_session": os.environ.get("PLUGHOST_SESSION_ID"), **data}) + "\n")
+        fh.write(json.dumps({"env_session": os.environ.get("PLUGHOST_SESSION_ID"),
+                             "env_role": os.environ.get("PLUGHOST_SESSION_ROLE"), **data}) + "\n")
 delay = float(os.environ.get("AGENT_DELAY", "0"))
 if delay:
     time.sleep(delay)

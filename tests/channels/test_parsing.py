@@ -22,7 +22,7 @@ def test_telegram_reply_media_and_edits() -> None:
     update["message"]["photo"] = [{"file_id": "small"}, {"file_id": "large"}]
     msg = parse_update(update)
     assert (msg.reply.id, msg.reply.text, msg.reply.sender) == ("2", "earlier", "bot")
-    assert msg.media_notes == ["[media: photo id=large]"] and msg.platform_id == "5:3"
+    assert msg.media_notes == ("[media: photo id=large]",) and msg.platform_id == "5:3"
     assert msg.target == {"chat_id": 5, "message_id": 3}
     edited = {"update_id": 9, "edited_message": {**update["message"], "edit_date": 1764464500}}
     assert parse_update(edited).platform_id == "5:3:edit:1764464500"
@@ -35,7 +35,7 @@ def test_whatsapp_payload_kinds() -> None:
     image = parse_payload(whatsapp_payload("447700900002", "wamid.1",
                                            image={"id": "M1", "mime_type": "image/png", "caption": "menu?"}))
     msg, quoted = image[0]
-    assert (msg.text, msg.media_notes, quoted, msg.name) == ("menu?", ["[media: image image/png id=M1]"], None, "Sam")
+    assert (msg.text, msg.media_notes, quoted, msg.name) == ("menu?", ("[media: image image/png id=M1]",), None, "Sam")
     ctx = parse_payload(whatsapp_payload("447700900002", "wamid.2", "this one", context_id="wamid.OUT9"))
     assert ctx[0][1] == "wamid.OUT9" and ctx[0][0].target == {"to": "447700900002", "message_id": "wamid.2"}
     statuses = {"object": "whatsapp_business_account", "entry": [{"changes": [{"value": {"statuses": [{"id": "x"}]}}]}]}

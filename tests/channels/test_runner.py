@@ -86,7 +86,7 @@ def test_twenty_senders_ten_messages_ordered_and_parallel(tmp_path: Path) -> Non
 
 
 def test_timeout_and_failures(tmp_path: Path) -> None:
-    slow = make_runner(tmp_path, delay=30, timeout=0.5)
+    slow = make_runner(tmp_path, delay=30, timeout=0.5)  # the script sleeps in a child: the group is killed
     with pytest.raises(RunnerError, match="timeout after 0.5s"):
         asyncio.run(slow.run("sid", {"sender": "a", "n": 0}))
     with pytest.raises(RunnerError, match="exit 1"):
@@ -145,3 +145,39 @@ def test_hook_plughost_active_rules(make_host, capfd) -> None:
     err = capfd.readouterr().err
     assert "[preference-inject] op=inject channel=whatsapp injected=1 owner=u-owner- source=owner" in err
     assert err.count("[preference-inject]") == 1  # never fetched for a public turn
+
+
+def test_hook_plughost_cli_commands(make_host) -> None:
+    from host.types import CliCommand
+
+    host = make_host()
+    mine = {c.item.name for c in host.collect("plughost_cli_commands", CliCommand) if c.plugin == "channels"}
+    assert mine == {"record-turn", "channels", "schedule"}
+
+
+def test_agent_concurrency_is_bounded(make_host, account, tmp_path: Path) -> None:
+    from plugins.channels.pipeline import Inbound, gateway
+
+    script = tmp_path / "agent.sh"
+    script.write_text('cat > /dev/null\necho "start $(date +%s.%N)" >> "$AGENT_LOG"\nsleep 0.3\n'
+                      'echo "end $(date +%s.%N)" >> "$AGENT_LOG"\necho done\n')
+    host = make_host(ACCOUNT_ID=account, PLUGHOST_AGENT_COMMAND=f"sh {script}", PLUGHOST_AGENT_CONCURRENCY="2",
+                     AGENT_LOG=str(tmp_path / "log"))
+
+    async def main() -> list:
+        gw = gateway(host)
+        tasks = []
+        for i in range(6):  # six different senders: only the slots hold them back
+            _, _, task = await gw.accept(Inbound("webchat", f"visitor-{i:04d}", "hello", f"v{i}"))
+            tasks.append(task)
+        return await asyncio.gather(*tasks)
+
+    turns = asyncio.run(main())
+    assert [t.status for t in turns] == ["answered"] * 6
+    events = sorted((float(ts), 1 if kind == "start" else -1)
+                    for kind, ts in (line.split() for line in (tmp_path / "log").read_text().splitlines()))
+    running = peak = 0
+    for _, delta in events:
+        running += delta
+        peak = max(peak, running)
+    assert peak == 2

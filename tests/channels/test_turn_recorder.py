@@ -51,6 +51,9 @@ def test_thinking_only_and_tool_result_only_make_no_turn() -> None:
         {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}},
         {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}},
         {"type": "user", "message": {"role": "user", "content": "   "}},
+        {"type": "user", "isCompactSummary": True, "message": {"role": "user", "content": "This session is being continued"}},
+        {"type": "assistant", "isSidechain": True, "message": {"id": "m9", "role": "assistant",
+                                                               "content": [{"type": "text", "text": "subagent"}]}},
     ]
     raw = "\n".join(json.dumps(x) for x in lines).encode()
     assert walk(raw)[0] == []
@@ -85,10 +88,15 @@ def test_every_skip_reason_reachable(reason: str, tmp_path: Path, capfd: pytest.
 
 
 RECORDER_AGENT = """
-import json, os, sys
+import json, os, subprocess, sys
 data = sys.stdin.read()
 with open(os.environ["CAPTURE"], "a") as fh:
-    fh.write(json.dumps({"session": os.environ["PLUGHOST_SESSION_ID"], "payload": json.loads(data)}) + "\\n")
+    fh.write(json.dumps({"session": os.environ["PLUGHOST_SESSION_ID"], "payload": json.loads(data),
+                         "specialist": os.environ.get("PLUGHOST_SPECIALIST"),
+                         "role": os.environ.get("PLUGHOST_SESSION_ROLE")}) + "\\n")
+# the recorder's own session ends: Claude Code fires the Stop hook in it too
+stop = json.dumps({"session_id": "recorder-session", "transcript_path": os.environ["TRANSCRIPT"]})
+subprocess.run([sys.executable, "-m", "host.cli", "record-turn"], input=stop, text=True, check=False)
 print("recorded")
 """
 
@@ -97,10 +105,14 @@ def test_cli_dispatches_envelope_through_runner(tmp_path: Path, plughost_home: P
     agent = tmp_path / "agent.py"
     agent.write_text(RECORDER_AGENT)
     capture = tmp_path / "capture.jsonl"
-    env = {**ADMIN_ENV, "PLUGHOST_AGENT_COMMAND": f"{sys.executable} {agent}", "CAPTURE": str(capture)}
+    env = {**ADMIN_ENV, "PLUGHOST_AGENT_COMMAND": f"{sys.executable} {agent}", "CAPTURE": str(capture),
+           "TRANSCRIPT": str(FIXTURE)}
     proc = run_cli("record-turn", env=env, input=stop_input(FIXTURE))
     assert proc.returncode == 0, proc.stderr
-    sent = json.loads(capture.read_text())
+    sent = json.loads(capture.read_text())  # exactly one line: the recorder did not record itself
+    assert (sent["specialist"], sent["role"]) == ("database-operator", "admin")
+    log = (plughost_home / "logs" / "server.log").read_text()
+    assert "[turn-recorder] trigger-skipped reason=is-recorder" in log
     assert sent["payload"]["specialist"] == "database-operator"
     body = json.loads(sent["payload"]["initialMessage"])
     assert body["turns"] == EXPECTED_TURNS and body["conversationId"] == SESSION and body["accountId"] == "acct-0001"
