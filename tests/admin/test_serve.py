@@ -204,13 +204,13 @@ def test_routes_from_plugins_and_channel_adapters(make_host, live_app) -> None:
     class Channel:
         @hookimpl
         def plughost_channel_adapters(self, host: Any) -> list[ChannelAdapter]:
-            return [ChannelAdapter("webchat", routes=(Route("/webchat/ping", endpoint=hello),))]
+            return [ChannelAdapter("unit-chat", routes=(Route("/unit-chat/ping", endpoint=hello),))]
 
     host = make_host()
     host.register(Channel(), "chan", from_mapping({"name": "chan"}, None))
     server = live_app(host)
-    assert server.get("/webchat/ping").body == b"hello"
-    assert "chan:GET /webchat/ping" in server.app.state.runtime.routes
+    assert server.get("/unit-chat/ping").body == b"hello"
+    assert "chan:GET /unit-chat/ping" in server.app.state.runtime.routes
 
 
 def test_duplicate_route_names_both_plugins(make_host) -> None:
