@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System packages the test suite needs on a fresh machine (Debian). Skips what is present.
 set -euo pipefail
-PACKAGES=()  # Debian packages the tests need, e.g. chromium
+PACKAGES=(chromium)  # the webchat page is tested in headless Chromium
 need=()
 for pkg in "${PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
