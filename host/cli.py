@@ -92,7 +92,8 @@ def build_parser(argv: list[str], ctx: Context) -> argparse.ArgumentParser:
             sub = subs.add_parser(name, help=module.HELP, description=module.HELP)
             module.configure(sub)
             sub.set_defaults(_run=module.run)
-    if wanted is not None and wanted not in CORE_COMMANDS:
+    listing = wanted is None and "--version" not in argv  # `plughost --help` lists plugin commands too
+    if listing or (wanted is not None and wanted not in CORE_COMMANDS):
         from host.types import CliCommand
 
         for contribution in ctx.host().collect("plughost_cli_commands", CliCommand):
