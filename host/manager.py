@@ -147,10 +147,10 @@ class Host:
                 elif (top / "plugins").is_dir():
                     for sub in sorted(p for p in (top / "plugins").iterdir() if (p / "PLUGIN.md").is_file()):
                         self._load_folder(sub, source="premium", bundle=top.name, nested=True)
-        log("plugins", "op=loaded", count=sum(r.loaded for r in self.records.values()),
-            failed=sum(r.status == "failed" for r in self.records.values()),
-            disabled=sum(r.status == "disabled" for r in self.records.values())) if config.flag(
-            "PLUGHOST_VERBOSE", self.env) else None
+        if config.flag("PLUGHOST_VERBOSE", self.env):
+            statuses = [r.status for r in self.records.values()]
+            log("plugins", "op=loaded", count=statuses.count("loaded"), failed=statuses.count("failed"),
+                disabled=statuses.count("disabled"))
         return self
 
     def _claim(self, record: PluginRecord) -> PluginRecord | None:
