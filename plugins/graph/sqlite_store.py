@@ -618,8 +618,8 @@ class SqliteStore:
         """Guarded top-k from a widening window of the best scores; None when it grows too wide."""
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT n.rid FROM nodes n WHERE n.rid IN (SELECT value FROM json_each(?)) AND n.dims = ? "
-               f"AND {cond}{lab}")
+        sql = (f"SELECT n.rid FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? "
+               f"AND {cond}{lab}")  # CROSS JOIN: walk the window, never the account's index
         n = len(scores)
         window = min(n, max(k * 8, 64))
         while True:
