@@ -1,9 +1,10 @@
 """The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
 
 Every read builds its guard layers (SPEC 8.1) into the SQL WHERE clause, so the top-k cut
-happens after them. Vector search is exact: SQL selects the guarded candidate rows, numpy
-scores them (cosine) against an in-process matrix of the account's vectors. The matrix and the
-guarded candidate sets are cached per process and dropped whenever anything is written (by
+happens after them. Vector search is exact cosine against an in-process matrix of the
+account's vectors, kept current by loading only what was written since (``node_vectors.seq``);
+the guards run in SQL, on a score-ordered window or on the full guarded candidate set (see
+:meth:`SqliteStore.vector_search`). Candidate sets are cached until anything is written (by
 this connection, or by another process: ``PRAGMA data_version`` tells).
 
 One connection per store object, serialised by a lock (MCP handlers run in threads); several
