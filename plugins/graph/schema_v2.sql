@@ -39,5 +39,9 @@ CREATE TRIGGER nodes_purge AFTER DELETE ON nodes BEGIN
   DELETE FROM backlinks WHERE node = OLD.rid;
 END;
 
+-- Vector candidates (account, vector length, guards) come from this index alone.
+DROP INDEX nodes_account_dims;
+CREATE INDEX nodes_vector_guard ON nodes (account_id, dims, deleted_at, scope);
+
 ALTER TABLE nodes DROP COLUMN embedding;
 ALTER TABLE nodes DROP COLUMN backlink_count;

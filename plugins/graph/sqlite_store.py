@@ -1,9 +1,10 @@
 """The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
 
 Every read builds its guard layers (SPEC 8.1) into the SQL WHERE clause, so the top-k cut
-happens after them. Vector search is exact: SQL selects the guarded candidate rows, numpy
-scores them (cosine) against an in-process matrix of the account's vectors. The matrix and the
-guarded candidate sets are cached per process and dropped whenever anything is written (by
+happens after them. Vector search is exact cosine against an in-process matrix of the
+account's vectors, kept current by loading only what was written since (``node_vectors.seq``);
+the guards run in SQL, on a score-ordered window or on the full guarded candidate set (see
+:meth:`SqliteStore.vector_search`). Candidate sets are cached until anything is written (by
 this connection, or by another process: ``PRAGMA data_version`` tells).
 
 One connection per store object, serialised by a lock (MCP handlers run in threads); several
@@ -52,6 +53,7 @@ BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
              "n.updated_at, n.dims, (SELECT b.count FROM backlinks b WHERE b.node = n.rid)")
 CHUNK = 500  # bound on SQL variables per statement
+VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
 FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
 
 
@@ -112,6 +114,7 @@ class SqliteStore:
         self.conn.execute("PRAGMA foreign_keys = OFF")
         migrations.migrate(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
+        self.vector_window_max = VECTOR_WINDOW_MAX  # 0: always select the full guarded candidate set
         # (account, dims) -> (seq, rid buffer, matrix buffer, rows in use)
         self._matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray, int]] = {}
         self._candidates: OrderedDict[Any, np.ndarray] = OrderedDict()
@@ -576,7 +579,15 @@ class SqliteStore:
 
     def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
                       labels: Sequence[str] | None = None) -> list[Hit]:
-        """Exact cosine top-k over the guarded candidates that have a vector of this length."""
+        """Exact cosine top-k over the guarded nodes that have a vector of this length.
+
+        The guards are SQL, applied before the cut, on one of two paths: when the guarded
+        candidate set of these guards is cached (no write since), numpy scores exactly those
+        rows; otherwise numpy scores the account's matrix and SQL keeps the guarded rows of a
+        score-ordered window that widens until k pass (those are exactly the guarded top-k);
+        guards so selective that the window would pass ``VECTOR_WINDOW_MAX`` rows select and
+        cache the full candidate set instead.
+        """
         g = guards_ok(guards)
         q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
         if k <= 0:
@@ -585,26 +596,63 @@ class SqliteStore:
         if norm == 0.0:
             return []
         q = (q64 / norm).astype(np.float32)
+        dims = len(q)
         with self._lock:
             self._fresh_caches()
-            rids, matrix = self._matrix(g.account_id, len(q))
-            cands = self._candidate_rids(g, labels, len(q))
-            if len(cands) == 0 or len(rids) == 0:
+            rids, matrix = self._matrix(g.account_id, dims)
+            if len(rids) == 0:
                 return []
-            pos = np.minimum(np.searchsorted(rids, cands), len(rids) - 1)
-            pos = pos[rids[pos] == cands]  # a row another process wrote since the matrix was built waits
-            if len(pos) == 0:
-                return []
-            if len(pos) * 10 > len(rids):  # gathering many rows costs more than scoring them all
-                scores = (matrix @ q)[pos]
+            cands = self._candidates.get((g, tuple(labels) if labels else None, dims))
+            if cands is None:
+                ranked = None
+                if self.vector_window_max > 0:
+                    ranked = self._window_top_k(rids, matrix @ q, int(k), g, labels, dims)
+                if ranked is None:
+                    cands = self._candidate_rids(g, labels, dims)
+            if cands is not None:
+                ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
+            nodes = self._rows_by_rid([rid for rid, _ in ranked])
+        return [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
+
+    def _window_top_k(self, rids: np.ndarray, scores: np.ndarray, k: int, g: Guards,
+                      labels: Sequence[str] | None, dims: int) -> list[tuple[int, float]] | None:
+        """Guarded top-k from a widening window of the best scores; None when it grows too wide."""
+        cond, params = guard_sql(g)
+        lab, lparams = label_sql(labels)
+        sql = (f"SELECT n.rid FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? "
+               f"AND {cond}{lab}")  # CROSS JOIN: walk the window, never the account's index
+        n = len(scores)
+        window = min(n, max(k * 8, 64))
+        while True:
+            if window >= n:
+                top = np.argsort(-scores, kind="stable")
             else:
-                scores = matrix[pos] @ q
-            take = min(int(k), len(pos))
-            top = np.argpartition(-scores, take - 1)[:take] if take < len(pos) else np.arange(len(pos))
-            top = top[np.argsort(-scores[top], kind="stable")]
-            chosen = [int(rids[pos[i]]) for i in top]
-            nodes = self._rows_by_rid(chosen)
-        return [Hit(nodes[rid], float(scores[i])) for rid, i in zip(chosen, top, strict=True) if rid in nodes]
+                part = np.argpartition(-scores, window - 1)[:window]
+                top = part[np.argsort(-scores[part], kind="stable")]
+            ids = rids[top].tolist()
+            passed = {r[0] for r in self.conn.execute(sql, [json.dumps(ids), dims, *params, *lparams])}
+            chosen = [(rid, float(scores[i])) for rid, i in zip(ids, top.tolist(), strict=True) if rid in passed][:k]
+            if len(chosen) >= k or window >= n:
+                return chosen
+            if window * 4 > self.vector_window_max:
+                return None
+            window = min(n, window * 4)
+
+    @staticmethod
+    def _candidate_top_k(rids: np.ndarray, matrix: np.ndarray, q: np.ndarray, cands: np.ndarray,
+                         k: int) -> list[tuple[int, float]]:
+        """Exact top-k over a guarded candidate set (rids selected by SQL)."""
+        if len(cands) == 0:
+            return []
+        pos = np.minimum(np.searchsorted(rids, cands), len(rids) - 1)
+        pos = pos[rids[pos] == cands]
+        if len(pos) == 0:
+            return []
+        scores = (matrix @ q)[pos] if len(pos) * 10 > len(rids) else matrix[pos] @ q
+        take = min(k, len(pos))
+        top = np.argpartition(-scores, take - 1)[:take] if take < len(pos) else np.arange(len(pos))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(rids[pos[i]]), float(scores[i])) for i in top]
 
     def _matrix(self, account_id: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
         """The account's unit-normalised vectors of one length, sorted by rid (cached).
@@ -663,9 +711,9 @@ class SqliteStore:
             return hit
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        rows = self.conn.execute(f"SELECT n.rid FROM nodes n WHERE n.dims = ? AND {cond}{lab} ORDER BY n.rid",
-                                 [dims, *params, *lparams]).fetchall()
-        cands = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        rows = self.conn.execute(f"SELECT n.rid FROM nodes n INDEXED BY nodes_vector_guard WHERE n.dims = ? "
+                                 f"AND {cond}{lab}", [dims, *params, *lparams]).fetchall()
+        cands = np.sort(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
         self._candidates[key] = cands
         while len(self._candidates) > 32:
             self._candidates.popitem(last=False)

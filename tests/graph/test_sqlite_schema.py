@@ -110,3 +110,37 @@ def test_version_1_file_migrates_with_its_vectors_and_backlinks(tmp_path: Path) 
     assert store.conn.execute("SELECT count(*) FROM node_vectors").fetchone()[0] == 0
     assert store.integrity_check() == "ok"
     store.close()
+
+
+def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
+    """Window (with widening), window falling back to candidates, and candidates: same top-k."""
+    import random
+
+    from host.graph import Guards
+
+    rng = random.Random(9)
+    store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})
+    rows = []
+    for i in range(3000):
+        props = {"content": f"n{i}"}
+        if rng.random() < 0.5:
+            props["scope"] = rng.choice(["public", "admin"])
+        if rng.random() < 0.3:
+            props["agents"] = ["bot"] if rng.random() < 0.1 else ["other"]  # bot: a selective guard
+        rows.append({"id": f"n{i}", "labels": [rng.choice(["Chunk", "Person"])], "properties": props,
+                     "embedding": [rng.uniform(-1, 1) for _ in range(16)]})
+    store.upsert_many(rows, account_id="a")
+    for i in range(0, 3000, 7):
+        store.soft_delete(f"n{i}", guards=Guards("a"))
+    for guards in (Guards("a"), Guards("a", ("public",)), Guards("a", ("public",), "bot"), Guards("a", (), "bot")):
+        for labels in (None, ["Person"]):
+            query = [rng.uniform(-1, 1) for _ in range(16)]
+            results = []
+            for window_max in (4096, 64, 0):
+                store.vector_window_max = window_max
+                store._candidates.clear()
+                results.append([(h.node.id, round(h.score, 5)) for h in
+                                store.vector_search(query, 25, guards=guards, labels=labels)])
+            assert results[0] == results[1] == results[2], guards
+            assert len(results[0]) == min(25, store.count(guards=guards, labels=labels))
+    store.close()
