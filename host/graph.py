@@ -153,7 +153,23 @@ class GraphStore(Protocol):
         """MERGE a typed edge between two nodes of the account; maintains ``backlinkCount``."""
         ...
 
+    def create_edges(
+        self,
+        edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]],
+        *,
+        account_id: str,
+        validated: bool = False,
+    ) -> list[int]:
+        """Bulk MERGE of ``(source id, type, target id, properties)``; returns the positions whose end is unknown."""
+        ...
+
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int: ...
+
     def set_embedding(self, node_id: str, vector: Sequence[float], *, account_id: str) -> None: ...
+
+    def set_embeddings(self, items: Iterable[tuple[str, Sequence[float]]], *, account_id: str) -> int:
+        """Bulk embedding write (reindex); returns how many nodes of the account were updated."""
+        ...
 
     def soft_delete(self, node_id: str, *, guards: Guards) -> int:
         """Set ``deletedAt``, cascading KnowledgeDocument → Section → Chunk; returns nodes touched."""
@@ -167,6 +183,8 @@ class GraphStore(Protocol):
 
     # reads ---------------------------------------------------------------------------
     def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None: ...
+
+    def get_embedding(self, node_id: str, *, guards: Guards) -> list[float] | None: ...
 
     def find(
         self,
@@ -214,13 +232,22 @@ class GraphStore(Protocol):
     ) -> list[Node]: ...
 
     def vector_indexes(self) -> dict[str, int]:
-        """Index discovery: vector-indexed label → dimensions."""
+        """Index discovery: vector-indexed label → dimensions (cached per process)."""
+        ...
+
+    def clear_index_cache(self) -> None:
+        """Forget discovered indexes (``clearIndexCache``: after a reindex or a schema change)."""
+        ...
+
+    def schema(self, *, guards: Guards) -> dict[str, Any]:
+        """Labels, relationship types and property keys in use in the account, and the vector indexes."""
         ...
 
     def query(
         self, text: str, params: Mapping[str, Any] | None = None, *, guards: Guards, read_only: bool = True
-    ) -> list[dict[str, Any]]:
-        """Query passthrough for the graph tool (Cypher on Neo4j; unsupported on the embedded store)."""
+    ) -> Any:
+        """Query passthrough for the graph tool: ``{"rows": [...], "warnings": [...]}`` on Neo4j
+        (``$accountId`` is always the guards' account); the embedded store raises ``UserError``."""
         ...
 
     def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int: ...

@@ -144,7 +144,9 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             raise UserError(f"{what}.properties.agents: expected a list of agent slugs")
         props["agents"] = agents
     try:
-        text = json.dumps(props, allow_nan=False, ensure_ascii=False)
+        text = json.dumps(props)  # the module's shared C encoder: the fast path
+        if "NaN" in text or "Infinity" in text:
+            json.dumps(props, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     has_none = any(v is None for v in props.values())
@@ -152,11 +154,17 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
                     None if has_none else text)
 
 
+_TEXT_KEYS = frozenset(TEXT_PROPERTIES)
+_ROW_KEYS = frozenset({"id", "labels", "properties", "embedding", "edges"})
+
+
 def text_of(properties: Mapping[str, Any]) -> str:
     """The canonical text-property union that BM25 indexes."""
     parts: list[str] = []
-    for key in TEXT_PROPERTIES:
-        value = properties.get(key)
+    for key in properties:  # nodes carry few keys: walk them, not the whole union
+        if key not in _TEXT_KEYS:
+            continue
+        value = properties[key]
         if value is None:
             continue
         if isinstance(value, (list, tuple)):
@@ -219,21 +227,28 @@ def prepare_rows(rows: Iterable[Any], account_id: str) -> tuple[list[Prepared], 
 def prepare_row(row: Any, account_id: str, what: str) -> tuple[Prepared, list[tuple[str, str, Any]]]:
     if not isinstance(row, Mapping):
         raise UserError(f"{what}: expected an object {{id?, labels, properties, edges?}}")
-    unknown = sorted(set(row) - {"id", "labels", "properties", "embedding", "edges"})
-    if unknown:
+    if not row.keys() <= _ROW_KEYS:
+        unknown = sorted(set(row) - _ROW_KEYS)
         raise UserError(f"{what}: unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)")
     item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
                    embedding=row.get("embedding"), what=what)
     raw_edges = row.get("edges") or []
     if not isinstance(raw_edges, list):
         raise UserError(f"{what}.edges: expected a list of {{type, to, properties?}}")
-    return item, [check_edge(e, f"{what}.edges[{j}]") for j, e in enumerate(raw_edges)]
+    return item, [check_edge(e, what, j) for j, e in enumerate(raw_edges)]
 
 
-def check_edge(edge: Any, what: str) -> tuple[str, str, dict[str, Any] | None]:
-    """Validate ``{type, to, properties?}``."""
-    if type(edge) is not dict and not isinstance(edge, Mapping):
+def check_edge(edge: Any, what: str, index: int | None = None) -> tuple[str, str, dict[str, Any] | None]:
+    """Validate ``{type, to, properties?}`` (``what``/``index`` name it in the error)."""
+    if type(edge) is dict and type(edge.get("to")) is str and edge["to"] and type(edge.get("type")) is str \
+            and edge["type"] in _GOOD_NAMES and not edge.get("properties") and edge.keys() <= _EDGE_KEYS:
+        return edge["type"], edge["to"], None  # the common case, fast
+    if index is not None:
+        what = f"{what}.edges[{index}]"
+    if not isinstance(edge, Mapping):
         raise UserError(f"{what}: expected an object {{type, to, properties?}}")
+    if not edge.keys() <= _EDGE_KEYS:
+        raise UserError(f"{what}: unknown key '{sorted(set(edge) - _EDGE_KEYS)[0]}' (expected type, to, properties)")
     etype = check_name(edge.get("type"), f"{what}.type")
     to = edge.get("to")
     if not isinstance(to, str) or not to:
@@ -247,3 +262,6 @@ def check_edge(edge: Any, what: str) -> tuple[str, str, dict[str, Any] | None]:
         except (TypeError, ValueError) as exc:
             raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     return etype, to, dict(props) if props else None
+
+
+_EDGE_KEYS = frozenset({"type", "to", "properties"})

@@ -116,7 +116,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
             if not raw.strip():
                 continue
             try:
-                row = json.loads(raw.decode("utf-8"))
+                row = json.loads(raw)
             except UnicodeDecodeError:
                 skip(lineno, "not UTF-8")
                 continue
@@ -136,7 +136,8 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
                 flush()
         flush()
     if deferred:
-        missing = store.create_edges([(s, t, to, p) for s, t, to, p, _ in deferred], account_id=account_id)
+        missing = store.create_edges([(s, t, to, p) for s, t, to, p, _ in deferred], account_id=account_id,
+                                     validated=True)
         summary.edges += len(deferred) - len(missing)
         for pos in missing:
             _, etype, to, _, lineno = deferred[pos]

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from host.errors import UserError
 
 HERE = Path(__file__).resolve().parent
 SCHEMA_FILE = HERE / "schema.sql"
+SCHEMA_FILES = (SCHEMA_FILE, HERE / "schema_v2.sql")
+"""One file per version, applied in order (``schema.sql`` is version 1)."""
 
 
 def split_statements(script: str) -> list[str]:
@@ -33,13 +36,11 @@ def split_statements(script: str) -> list[str]:
     return statements
 
 
-def _v1() -> list[str]:
-    return split_statements(SCHEMA_FILE.read_text(encoding="utf-8"))
+def _statements(path: Path) -> Any:
+    return lambda: split_statements(path.read_text(encoding="utf-8"))
 
 
-MIGRATIONS: list[tuple[int, object]] = [
-    (1, _v1),
-]
+MIGRATIONS: list[tuple[int, Any]] = [(version, _statements(path)) for version, path in enumerate(SCHEMA_FILES, 1)]
 """(version, callable returning its statements), in order."""
 
 LATEST = MIGRATIONS[-1][0]

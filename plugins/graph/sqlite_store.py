@@ -1,9 +1,10 @@
 """The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
 
 Every read builds its guard layers (SPEC 8.1) into the SQL WHERE clause, so the top-k cut
-happens after them. Vector search is exact: SQL selects the guarded candidate rows, numpy
-scores them (cosine) against an in-process matrix of the account's vectors. The matrix and the
-guarded candidate sets are cached per process and dropped whenever anything is written (by
+happens after them. Vector search is exact cosine against an in-process matrix of the
+account's vectors, kept current by loading only what was written since (``node_vectors.seq``);
+the guards run in SQL, on a score-ordered window or on the full guarded candidate set (see
+:meth:`SqliteStore.vector_search`). Candidate sets are cached until anything is written (by
 this connection, or by another process: ``PRAGMA data_version`` tells).
 
 One connection per store object, serialised by a lock (MCP handlers run in threads); several
@@ -50,8 +51,10 @@ from plugins.graph.common import (
 
 BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
-             "n.updated_at, n.dims, n.backlink_count")
+             "n.updated_at, n.dims, (SELECT b.count FROM backlinks b WHERE b.node = n.rid)")
 CHUNK = 500  # bound on SQL variables per statement
+VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
+FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
 
 
 def _chunks(seq: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -111,7 +114,9 @@ class SqliteStore:
         self.conn.execute("PRAGMA foreign_keys = OFF")
         migrations.migrate(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
-        self._matrices: dict[tuple[str, int], tuple[Any, np.ndarray, np.ndarray]] = {}
+        self.vector_window_max = VECTOR_WINDOW_MAX  # 0: always select the full guarded candidate set
+        # (account, dims) -> (seq, rid buffer, matrix buffer, rows in use)
+        self._matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray, int]] = {}
         self._candidates: OrderedDict[Any, np.ndarray] = OrderedDict()
         self._cache_stamp: tuple[int, int] | None = None
 
@@ -150,14 +155,12 @@ class SqliteStore:
                 raise
             finally:
                 self._writes += 1
-                self._matrices.clear()
                 self._candidates.clear()
 
     def _fresh_caches(self) -> None:
         """Drop the caches when anything was committed since they were built."""
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
         if stamp != self._cache_stamp:
-            self._matrices.clear()
             self._candidates.clear()
             self._cache_stamp = stamp
 
@@ -169,7 +172,7 @@ class SqliteStore:
         properties["updatedAt"] = iso(updated)
         if deleted is not None:
             properties["deletedAt"] = iso(deleted)
-        properties["backlinkCount"] = backlinks
+        properties["backlinkCount"] = backlinks or 0
         return Node(nid, tuple(json.loads(labels)), properties, account, dims is not None)
 
     def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]:
@@ -273,14 +276,15 @@ class SqliteStore:
         labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
             agents = props.get("agents")
-            row_json = props_json or json.dumps(props, ensure_ascii=False)
+            row_json = props_json or json.dumps(props)
             agents_json = json.dumps(agents) if agents is not None else None
             if is_new:
-                blob = np.asarray(emb, dtype=np.float32).tobytes() if emb is not None else None
-                inserts.append((rid, nid, account_id, json.dumps(labels), row_json, props.get("scope"), agents_json,
-                                now, now, blob, len(emb) if emb is not None else None))
+                inserts.append((rid, nid, account_id, _labels_json(labels), row_json, props.get("scope"), agents_json,
+                                now, now, len(emb) if emb is not None else None))
+                if emb is not None:
+                    vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
             else:
-                updates.append((json.dumps(labels), row_json, props.get("scope"), agents_json, now, rid))
+                updates.append((_labels_json(labels), row_json, props.get("scope"), agents_json, now, rid))
                 side.append(rid)
                 if emb is not None:
                     vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
@@ -294,7 +298,7 @@ class SqliteStore:
                 text_rows.append((rid, text))
         if inserts:
             conn.executemany("INSERT INTO nodes (rid, id, account_id, labels, properties, scope, agents, "
-                             "created_at, updated_at, embedding, dims) VALUES (?,?,?,?,?,?,?,?,?,?,?)", inserts)
+                             "created_at, updated_at, dims) VALUES (?,?,?,?,?,?,?,?,?,?)", inserts)
         if updates:
             conn.executemany("UPDATE nodes SET labels = ?, properties = ?, scope = ?, agents = ?, "
                              "deleted_at = NULL, updated_at = ? WHERE rid = ?", updates)
@@ -304,7 +308,7 @@ class SqliteStore:
                     conn.execute(f"DELETE FROM {table} WHERE node IN ({marks})", list(part))
                 conn.execute(f"DELETE FROM node_text WHERE rowid IN ({marks})", list(part))
         if vectors:
-            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE rid = ?", vectors)
+            self._write_vectors(conn, vectors)
         conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)", labels_rows)
         if agent_rows:
             conn.executemany("INSERT OR IGNORE INTO node_agents (agent, node) VALUES (?, ?)", agent_rows)
@@ -313,6 +317,16 @@ class SqliteStore:
         if text_rows:
             conn.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", text_rows)
         return ids, {nid: cur[0] for nid, cur in state.items()}
+
+    @staticmethod
+    def _write_vectors(conn: sqlite3.Connection, vectors: list[tuple[bytes, int, int]]) -> None:
+        """``(float32 bytes, dims, rid)`` rows: the vector table and the node's ``dims``."""
+        seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM node_vectors").fetchone()[0]
+        conn.executemany("INSERT INTO node_vectors (node, seq, embedding) VALUES (?, ?, ?) "
+                         "ON CONFLICT (node) DO UPDATE SET embedding = excluded.embedding, seq = excluded.seq",
+                         [(rid, seq, blob) for blob, _, rid in vectors])
+        conn.executemany("UPDATE nodes SET dims = ? WHERE rid = ? AND dims IS NOT ?",
+                         [(dims, rid, dims) for _, dims, rid in vectors])
 
     def _reingest(self, conn: sqlite3.Connection, account_id: str, attachment_id: Any) -> str | None:
         """Find the document an attachment was ingested as; drop its hierarchy for replacement."""
@@ -359,7 +373,7 @@ class SqliteStore:
         check_account(self.account_id, account_id)
         etype, to, props = check_edge({"type": edge_type, "to": target_id, "properties": properties}, "edge")
         with self._write() as conn:
-            src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND account_id = ?",
+            src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ?",
                                (source_id, account_id)).fetchone()
             if src is None:
                 raise UserError(f"edge.source: node '{source_id}' not found in account '{account_id}'")
@@ -367,13 +381,17 @@ class SqliteStore:
                 raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str) -> list[int]:
-        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end."""
+                     account_id: str, validated: bool = False) -> list[int]:
+        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end.
+
+        ``validated=True`` skips re-checking edges that already went through ``check_edge``.
+        """
         check_account(self.account_id, account_id)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
-            t, d, p = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
-            wanted.append((src, t, d, p))
+            if not validated:
+                etype, dst, props = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
+            wanted.append((src, etype, dst, props))
         with self._write() as conn:
             return self._edges(conn, wanted, account_id)
 
@@ -386,7 +404,7 @@ class SqliteStore:
         names = sorted(({w[0] for w in wanted} | {w[2] for w in wanted}) - rids.keys())
         for part in _chunks(names):
             rids.update(conn.execute(
-                f"SELECT id, rid FROM nodes WHERE account_id = ? AND id IN ({_marks(len(part))})",
+                f"SELECT id, rid FROM nodes WHERE +account_id = ? AND id IN ({_marks(len(part))})",
                 [account_id, *part]))
         now = time.time()
         rows, missing = [], []
@@ -405,8 +423,8 @@ class SqliteStore:
         check_account(self.account_id, account_id)
         with self._write() as conn:
             cur = conn.execute(
-                "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND account_id = ?) "
-                "AND target = (SELECT rid FROM nodes WHERE id = ? AND account_id = ?)",
+                "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?) "
+                "AND target = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?)",
                 (edge_type, source_id, account_id, target_id, account_id))
             return cur.rowcount
 
@@ -421,11 +439,16 @@ class SqliteStore:
         for i, (nid, vector) in enumerate(items):
             vec = check_embedding(vector, f"embeddings[{i}]")
             arr = np.asarray(vec, dtype=np.float32)
-            rows.append((arr.tobytes(), len(arr), nid, account_id))
+            rows.append((nid, arr.tobytes(), len(arr)))
         with self._write() as conn:
-            before = conn.total_changes
-            conn.executemany("UPDATE nodes SET embedding = ?, dims = ? WHERE id = ? AND account_id = ?", rows)
-            return conn.total_changes - before
+            rids: dict[str, int] = {}
+            ids = list(dict.fromkeys(r[0] for r in rows))
+            for part in _chunks(ids):
+                rids.update(conn.execute(f"SELECT id, rid FROM nodes WHERE +account_id = ? AND id IN "
+                                         f"({_marks(len(part))})", [account_id, *part]))
+            vectors = [(blob, dims, rids[nid]) for nid, blob, dims in rows if nid in rids]
+            self._write_vectors(conn, vectors)
+            return len(vectors)
 
     def soft_delete(self, node_id: str, *, guards: Guards) -> int:
         """Set ``deletedAt`` on the node and, for a document or section, its Section/Chunk hierarchy."""
@@ -477,7 +500,8 @@ class SqliteStore:
     def get_embedding(self, node_id: str, *, guards: Guards) -> list[float] | None:
         cond, params = guard_sql(guards_ok(guards))
         with self._lock:
-            row = self.conn.execute(f"SELECT n.embedding FROM nodes n WHERE n.id = ? AND {cond}",
+            row = self.conn.execute(f"SELECT v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
+                                    f"WHERE n.id = ? AND {cond}",
                                     [node_id, *params]).fetchone()
         if not row or row[0] is None:
             return None
@@ -518,11 +542,24 @@ class SqliteStore:
         match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        # rank only rids under the guards, then load the k winners (sorting whole rows is slow)
-        sql = (f"SELECT n.rid, bm25(node_text) AS rank FROM node_text CROSS JOIN nodes n ON n.rid = node_text.rowid "
-               f"WHERE node_text MATCH ? AND {cond}{lab} ORDER BY rank LIMIT ?")
+        # The guards run in SQL on a window of the best-ranked matches (FTS5 keeps a top-N heap for
+        # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
+        # survive and the window was full, it doubles. The guarded rows come out in rank order, so
+        # any k of them taken from a window prefix are exactly the guarded top-k.
+        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM node_text WHERE node_text MATCH ? "
+               f"ORDER BY rank LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
+               f"WHERE {cond}{lab} ORDER BY w.rank LIMIT ?")
+        window = max(int(k) * FTS_WINDOW, 64)
         with self._lock:
-            ranked = self.conn.execute(sql, [match, *params, *lparams, int(k)]).fetchall()
+            while True:
+                ranked = self.conn.execute(sql, [match, window, *params, *lparams, int(k)]).fetchall()
+                if len(ranked) >= k:
+                    break
+                total = self.conn.execute("SELECT count(*) FROM (SELECT rowid FROM node_text WHERE node_text "
+                                          "MATCH ? LIMIT ?)", (match, window + 1)).fetchone()[0]
+                if total <= window:
+                    break
+                window *= 4
             nodes = self._rows_by_rid([r[0] for r in ranked])
         return [Hit(nodes[rid], -float(rank)) for rid, rank in ranked if rid in nodes]
 
@@ -542,51 +579,128 @@ class SqliteStore:
 
     def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
                       labels: Sequence[str] | None = None) -> list[Hit]:
-        """Exact cosine top-k over the guarded candidates that have a vector of this length."""
+        """Exact cosine top-k over the guarded nodes that have a vector of this length.
+
+        The guards are SQL, applied before the cut, on one of two paths: when the guarded
+        candidate set of these guards is cached (no write since), numpy scores exactly those
+        rows; otherwise numpy scores the account's matrix and SQL keeps the guarded rows of a
+        score-ordered window that widens until k pass (those are exactly the guarded top-k);
+        guards so selective that the window would pass ``VECTOR_WINDOW_MAX`` rows select and
+        cache the full candidate set instead.
+        """
         g = guards_ok(guards)
-        q = np.asarray(check_embedding(vector, "vector"), dtype=np.float32)
+        q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
         if k <= 0:
             return []
-        norm = float(np.linalg.norm(q))
+        norm = float(np.linalg.norm(q64))
         if norm == 0.0:
             return []
-        q /= norm
+        q = (q64 / norm).astype(np.float32)
+        dims = len(q)
         with self._lock:
             self._fresh_caches()
-            rids, matrix = self._matrix(g.account_id, len(q))
-            cands = self._candidate_rids(g, labels, len(q))
-            if len(cands) == 0 or len(rids) == 0:
+            rids, matrix = self._matrix(g.account_id, dims)
+            if len(rids) == 0:
                 return []
-            pos = np.minimum(np.searchsorted(rids, cands), len(rids) - 1)
-            pos = pos[rids[pos] == cands]  # a row another process wrote since the matrix was built waits
-            if len(pos) == 0:
-                return []
-            if len(pos) * 3 > len(rids):
-                scores = (matrix @ q)[pos]
+            cands = self._candidates.get((g, tuple(labels) if labels else None, dims))
+            if cands is None:
+                ranked = None
+                if self.vector_window_max > 0:
+                    ranked = self._window_top_k(rids, matrix @ q, int(k), g, labels, dims)
+                if ranked is None:
+                    cands = self._candidate_rids(g, labels, dims)
+            if cands is not None:
+                ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
+            nodes = self._rows_by_rid([rid for rid, _ in ranked])
+        return [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
+
+    def _window_top_k(self, rids: np.ndarray, scores: np.ndarray, k: int, g: Guards,
+                      labels: Sequence[str] | None, dims: int) -> list[tuple[int, float]] | None:
+        """Guarded top-k from a widening window of the best scores; None when it grows too wide."""
+        cond, params = guard_sql(g)
+        lab, lparams = label_sql(labels)
+        sql = (f"SELECT n.rid FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? "
+               f"AND {cond}{lab}")  # CROSS JOIN: walk the window, never the account's index
+        n = len(scores)
+        window = min(n, max(k * 8, 64))
+        while True:
+            if window >= n:
+                top = np.argsort(-scores, kind="stable")
             else:
-                scores = matrix[pos] @ q
-            take = min(int(k), len(pos))
-            top = np.argpartition(-scores, take - 1)[:take] if take < len(pos) else np.arange(len(pos))
-            top = top[np.argsort(-scores[top], kind="stable")]
-            chosen = [int(rids[pos[i]]) for i in top]
-            nodes = self._rows_by_rid(chosen)
-        return [Hit(nodes[rid], float(scores[i])) for rid, i in zip(chosen, top, strict=True) if rid in nodes]
+                part = np.argpartition(-scores, window - 1)[:window]
+                top = part[np.argsort(-scores[part], kind="stable")]
+            ids = rids[top].tolist()
+            passed = {r[0] for r in self.conn.execute(sql, [json.dumps(ids), dims, *params, *lparams])}
+            chosen = [(rid, float(scores[i])) for rid, i in zip(ids, top.tolist(), strict=True) if rid in passed][:k]
+            if len(chosen) >= k or window >= n:
+                return chosen
+            if window * 4 > self.vector_window_max:
+                return None
+            window = min(n, window * 4)
+
+    @staticmethod
+    def _candidate_top_k(rids: np.ndarray, matrix: np.ndarray, q: np.ndarray, cands: np.ndarray,
+                         k: int) -> list[tuple[int, float]]:
+        """Exact top-k over a guarded candidate set (rids selected by SQL)."""
+        if len(cands) == 0:
+            return []
+        pos = np.minimum(np.searchsorted(rids, cands), len(rids) - 1)
+        pos = pos[rids[pos] == cands]
+        if len(pos) == 0:
+            return []
+        scores = (matrix @ q)[pos] if len(pos) * 10 > len(rids) else matrix[pos] @ q
+        take = min(k, len(pos))
+        top = np.argpartition(-scores, take - 1)[:take] if take < len(pos) else np.arange(len(pos))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(rids[pos[i]]), float(scores[i])) for i in top]
 
     def _matrix(self, account_id: str, dims: int) -> tuple[np.ndarray, np.ndarray]:
-        """The account's unit-normalised vectors of one length, sorted by rid (cached)."""
+        """The account's unit-normalised vectors of one length, sorted by rid (cached).
+
+        The cache survives writes: vectors written since it was built (``seq`` above the cached
+        one, by any process) are patched in place, and new nodes (whose rids come after every
+        cached one) are appended into spare capacity, so a write costs what it wrote, not a
+        reload. Rows of nodes deleted or re-dimensioned since stay behind but are never
+        candidates, since candidates come from SQL.
+        """
         key = (account_id, dims)
+        top = self.conn.execute("SELECT coalesce(max(seq), 0) FROM node_vectors").fetchone()[0]
         cached = self._matrices.get(key)
-        if cached is not None:
-            return cached[1], cached[2]
-        rows = self.conn.execute("SELECT rid, embedding FROM nodes WHERE account_id = ? AND dims = ? ORDER BY rid",
-                                 (account_id, dims)).fetchall()
-        rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims).copy()
-        norms = np.linalg.norm(matrix, axis=1)
+        if cached is not None and cached[0] == top:
+            return cached[1][: cached[3]], cached[2][: cached[3]]
+        since = cached[0] if cached is not None else -1
+        rows = self.conn.execute(
+            "SELECT n.rid, v.embedding FROM node_vectors v CROSS JOIN nodes n ON n.rid = v.node "
+            "WHERE v.seq > ? AND v.seq <= ? AND n.account_id = ? AND n.dims = ? ORDER BY n.rid",
+            (since, top, account_id, dims)).fetchall()
+        new_rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        new = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dims).copy()
+        norms = np.linalg.norm(new, axis=1)
         norms[norms == 0] = 1.0
-        matrix /= norms[:, None]
-        self._matrices[key] = (None, rids, matrix)
-        return rids, matrix
+        new /= norms[:, None]
+        if cached is None:
+            entry = (top, new_rids, new, len(new_rids))
+        else:
+            _, rid_buf, mat_buf, n = cached
+            rids = rid_buf[:n]
+            pos = np.minimum(np.searchsorted(rids, new_rids), max(n - 1, 0))
+            known = (rids[pos] == new_rids) if n else np.zeros(len(new_rids), dtype=bool)
+            mat_buf[pos[known]] = new[known]
+            fresh_rids, fresh = new_rids[~known], new[~known]
+            if len(fresh_rids) and n and fresh_rids[0] <= rids[-1]:  # a reused rid: rebuild once
+                del self._matrices[key]
+                return self._matrix(account_id, dims)
+            if n + len(fresh_rids) > len(rid_buf):
+                capacity = max(n + len(fresh_rids), int(len(rid_buf) * 1.25) + 1024)
+                rid_buf = np.concatenate([rid_buf[:n], np.zeros(capacity - n, dtype=np.int64)])
+                grown = np.empty((capacity, dims), dtype=np.float32)
+                grown[:n] = mat_buf[:n]
+                mat_buf = grown
+            rid_buf[n:n + len(fresh_rids)] = fresh_rids
+            mat_buf[n:n + len(fresh_rids)] = fresh
+            entry = (top, rid_buf, mat_buf, n + len(fresh_rids))
+        self._matrices[key] = entry
+        return entry[1][: entry[3]], entry[2][: entry[3]]
 
     def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int) -> np.ndarray:
         """Guarded candidate rows for vector search, selected by SQL (cached until the next write)."""
@@ -597,9 +711,9 @@ class SqliteStore:
             return hit
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        rows = self.conn.execute(f"SELECT n.rid FROM nodes n WHERE n.dims = ? AND {cond}{lab} ORDER BY n.rid",
-                                 [dims, *params, *lparams]).fetchall()
-        cands = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        rows = self.conn.execute(f"SELECT n.rid FROM nodes n INDEXED BY nodes_vector_guard WHERE n.dims = ? "
+                                 f"AND {cond}{lab}", [dims, *params, *lparams]).fetchall()
+        cands = np.sort(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
         self._candidates[key] = cands
         while len(self._candidates) > 32:
             self._candidates.popitem(last=False)
@@ -618,7 +732,7 @@ class SqliteStore:
         out: dict[str, list[Neighbor]] = {}
         with self._lock:
             for nid in dict.fromkeys(node_ids):
-                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND account_id = ? AND deleted_at IS NULL",
+                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ? AND deleted_at IS NULL",
                                            (nid, g.account_id)).fetchone()
                 if origin is None:
                     out[nid] = []
@@ -632,7 +746,7 @@ class SqliteStore:
         """Live nodes of vector-indexed labels (or ``labels``) without an embedding."""
         labs = check_labels(labels) if labels else VECTOR_LABELS
         skip = list(dict.fromkeys(exclude))
-        sql = (f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.deleted_at IS NULL AND n.embedding IS NULL "
+        sql = (f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.deleted_at IS NULL AND n.dims IS NULL "
                f"AND EXISTS (SELECT 1 FROM node_labels nl WHERE nl.node = n.rid AND nl.label IN ({_marks(len(labs))}))")
         params: list[Any] = [account_id, *labs]
         if skip:
@@ -691,6 +805,11 @@ class SqliteStore:
                 pass
 
 
+def _labels_json(labels: Sequence[str]) -> str:
+    """Labels are validated identifiers, so their JSON array needs no escaping."""
+    return '["' + '","'.join(labels) + '"]'
+
+
 def _agents(props: Mapping[str, Any]) -> str | None:
     agents = props.get("agents")
     return json.dumps(agents) if agents is not None else None
@@ -702,6 +821,6 @@ def _prop_expr(key: str) -> str:
     if key in ("createdAt", "updatedAt", "deletedAt"):
         return {"createdAt": "n.created_at", "updatedAt": "n.updated_at", "deletedAt": "n.deleted_at"}[key]
     if key == "backlinkCount":
-        return "n.backlink_count"
+        return "coalesce((SELECT b.count FROM backlinks b WHERE b.node = n.rid), 0)"
     check_name(key, "property")
     return f"json_extract(n.properties, '$.\"{key}\"')"

@@ -11,7 +11,9 @@ import pytest
 
 ACCOUNT = "acct-main"
 
-BACKENDS = ["sqlite"] + (["neo4j"] if os.environ.get("NEO4J_URI") else [])
+NEO4J_ENV = {k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
+"""Captured at import: the autouse home fixture clears NEO4J_URI from each test's environment."""
+BACKENDS = ["sqlite"] + (["neo4j"] if NEO4J_ENV.get("NEO4J_URI") else [])
 
 
 def open_store(backend: str, tmp_path: Path, account: str = ACCOUNT):
@@ -23,6 +25,7 @@ def open_store(backend: str, tmp_path: Path, account: str = ACCOUNT):
         return SqliteStore(tmp_path / "graph.sqlite", env=env)
     from plugins.graph.neo4j_store import Neo4jStore
 
+    env.update(NEO4J_ENV)
     store = Neo4jStore.from_env(env)
     store.wipe_account(account)
     return store

@@ -18,9 +18,17 @@ def g(store, scopes=None, agent=None) -> Guards:
     return Guards(acct(store), tuple(scopes) if scopes is not None else None, agent)
 
 
+DIMS = 384  # the configured index dimensions (Neo4j indexes only vectors of that length)
+
+
+def vec(*xs: float) -> list[float]:
+    """A DIMS-long vector with the given leading components (zero padding keeps cosines)."""
+    return [float(x) for x in xs] + [0.0] * (DIMS - len(xs))
+
+
 def unit(*xs: float) -> list[float]:
     n = math.sqrt(sum(x * x for x in xs))
-    return [x / n for x in xs]
+    return vec(*(x / n for x in xs))
 
 
 @pytest.fixture
@@ -76,6 +84,10 @@ def test_bad_input_is_one_clear_error(store):
         store.upsert_node(["Person"], {"agents": 3}, account_id=a)
     with pytest.raises(UserError, match="embedding"):
         store.upsert_node(["Person"], {}, account_id=a, embedding=[float("nan")])
+    with pytest.raises(UserError, match="JSON"):
+        store.upsert_node(["Person"], {"x": float("inf")}, account_id=a)
+    with pytest.raises(UserError, match="JSON"):
+        store.upsert_node(["Person"], {"x": object()}, account_id=a)
     with pytest.raises(UserError, match="type"):
         store.upsert_node(["Person"], {}, account_id=a, node_id="x")
         store.create_edge("x", "x", "bad type", account_id=a)
@@ -170,23 +182,23 @@ def test_vector_search_is_exact_and_returns_k_after_guards(store):
     rows = []
     for i in range(40):
         angle = i * 0.05
-        rows.append({"id": f"v{i}", "labels": ["Chunk"], "embedding": [math.cos(angle), math.sin(angle), 0.0],
+        rows.append({"id": f"v{i}", "labels": ["Chunk"], "embedding": vec(math.cos(angle), math.sin(angle)),
                      "properties": {"content": f"chunk {i}", "scope": "admin" if i % 2 else "public"}})
     store.upsert_many(rows, account_id=a)
-    hits = store.vector_search([1.0, 0.0, 0.0], 5, guards=g(store))
+    hits = store.vector_search(vec(1.0), 5, guards=g(store))
     assert [h.node.id for h in hits] == ["v0", "v1", "v2", "v3", "v4"]
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert all(hits[i].score >= hits[i + 1].score for i in range(len(hits) - 1))
-    public = store.vector_search([1.0, 0.0, 0.0], 5, guards=g(store, ["public"]))
+    public = store.vector_search(vec(1.0), 5, guards=g(store, ["public"]))
     assert [h.node.id for h in public] == ["v0", "v2", "v4", "v6", "v8"]  # still k rows after the guard
     assert "embedding" not in hits[0].node.properties
-    assert len(store.vector_search([1.0, 0.0, 0.0], 100, guards=g(store, ["public"]))) == 20
-    assert store.vector_search([1.0, 0.0, 0.0], 5, guards=g(store), labels=["Person"]) == []
+    assert len(store.vector_search(vec(1.0), 100, guards=g(store, ["public"]))) == 20
+    assert store.vector_search(vec(1.0), 5, guards=g(store), labels=["Person"]) == []
     # a write invalidates the matrix cache
-    store.set_embedding("v39", [1.0, 0.0, 0.0], account_id=a)
-    assert store.vector_search([1.0, 0.0, 0.0], 1, guards=g(store))[0].node.id in ("v0", "v39")
+    store.set_embedding("v39", vec(1.0), account_id=a)
+    assert store.vector_search(vec(1.0), 1, guards=g(store))[0].node.id in ("v0", "v39")
     store.soft_delete("v0", guards=g(store))
-    assert store.vector_search([1.0, 0.0, 0.0], 1, guards=g(store))[0].node.id == "v39"
+    assert store.vector_search(vec(1.0), 1, guards=g(store))[0].node.id == "v39"
 
 
 @pytest.mark.parametrize("term,expected", [
@@ -257,7 +269,7 @@ def test_reingest_same_attachment_replaces_the_hierarchy(store):
 
 def test_missing_embeddings_and_index_discovery(store):
     a = acct(store)
-    store.upsert_node(["Person"], {"name": "with"}, account_id=a, node_id="w", embedding=[0.1, 0.2, 0.3])
+    store.upsert_node(["Person"], {"name": "with"}, account_id=a, node_id="w", embedding=vec(0.1, 0.2, 0.3))
     store.upsert_node(["Person"], {"name": "without"}, account_id=a, node_id="wo")
     store.upsert_node(["Organization"], {"name": "not indexed"}, account_id=a, node_id="org")
     assert [n.id for n in store.missing_embeddings(account_id=a)] == ["wo"]
@@ -286,3 +298,14 @@ def test_upsert_many_rejects_the_whole_batch_on_a_bad_row(store):
     with pytest.raises(UserError, match=r"rows\[0\]\.edges\[0\]\.to"):
         store.upsert_many([{"labels": ["Person"], "edges": [{"type": "KNOWS", "to": "ghost"}]}], account_id=a)
     assert store.count(guards=g(store)) == 0
+
+
+@pytest.mark.parametrize("edge,message", [
+    ({"type": ["X"], "to": "a"}, "type"), ({"type": "X", "to": 3}, "to"), ({"type": "X"}, "to"),
+    ({"type": "X", "to": "a", "weight": 1}, "unknown key 'weight'"), ("X->a", "expected an object"),
+    ({"type": "X", "to": "a", "properties": [1]}, "properties"),
+])
+def test_bad_edges_name_the_row_and_edge(store, edge, message):
+    with pytest.raises(UserError, match=r"rows\[0\]\.edges\[0\]") as info:
+        store.upsert_many([{"labels": ["Person"], "edges": [edge]}], account_id=acct(store))
+    assert message in str(info.value)

@@ -1,0 +1,146 @@
+"""Embedded store file: migrations with a version number, WAL, busy timeout."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from host.errors import UserError
+from plugins.graph import migrations
+from plugins.graph.sqlite_store import SqliteStore
+
+
+def test_fresh_file_is_migrated_to_the_latest_version_in_wal_mode(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"nodes", "edges", "node_text", "node_vectors", "backlinks", "vector_labels"} <= tables
+    store.close()
+    again = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})  # reopening changes nothing
+    assert again.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST
+    again.close()
+
+
+def test_a_newer_schema_is_refused_with_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "g.sqlite"
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {migrations.LATEST + 1}")
+    con.close()
+    with pytest.raises(UserError, match="newer than this plughost supports"):
+        SqliteStore(path, env={"ACCOUNT_ID": "a"})
+
+
+def test_split_statements_keeps_trigger_bodies_whole() -> None:
+    stmts = migrations.split_statements(migrations.SCHEMA_FILE.read_text())
+    triggers = [s for s in stmts if s.startswith("CREATE TRIGGER")]
+    assert len(triggers) == 3 and all(s.rstrip().endswith("END;") for s in triggers)
+    with pytest.raises(ValueError, match="incomplete"):
+        migrations.split_statements("CREATE TABLE x (a")
+
+
+def test_vector_cache_follows_writes_from_this_and_other_processes(tmp_path: Path) -> None:
+    """Interleaved writes and searches match a store opened cold on the same file."""
+    import random
+
+    from host.graph import Guards
+
+    rng = random.Random(3)
+    path = tmp_path / "g.sqlite"
+    warm = SqliteStore(path, env={"ACCOUNT_ID": "a"})
+    other = SqliteStore(path, env={"ACCOUNT_ID": "a"})  # another connection, like another process
+    g = Guards("a")
+    for step in range(60):
+        writer = warm if step % 2 else other
+        action = rng.random()
+        nid = f"n{rng.randrange(25)}"
+        vector = [rng.uniform(-1, 1) for _ in range(8)]
+        if action < 0.6:
+            writer.upsert_node(["Chunk"], {"content": nid}, account_id="a", node_id=nid, embedding=vector)
+        elif action < 0.75 and writer.get(nid, guards=g):
+            writer.set_embedding(nid, vector, account_id="a")
+        elif action < 0.85:  # hard delete: the highest rid may be handed out again
+            top = writer.conn.execute("SELECT id FROM nodes ORDER BY rid DESC LIMIT 1").fetchone()
+            if top:
+                writer.soft_delete(top[0], guards=g)
+                writer.purge(older_than_days=0)
+        elif writer.get(nid, guards=g):
+            writer.soft_delete(nid, guards=g)
+        query = [rng.uniform(-1, 1) for _ in range(8)]
+        cold = SqliteStore(path, env={"ACCOUNT_ID": "a"})
+        expected = [(h.node.id, round(h.score, 5)) for h in cold.vector_search(query, 5, guards=g)]
+        cold.close()
+        assert [(h.node.id, round(h.score, 5)) for h in warm.vector_search(query, 5, guards=g)] == expected
+    warm.close()
+    other.close()
+
+
+def test_version_1_file_migrates_with_its_vectors_and_backlinks(tmp_path: Path) -> None:
+    import struct
+
+    from host.graph import Guards
+
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path)
+    for stmt in migrations.split_statements(migrations.SCHEMA_FILE.read_text()):
+        con.execute(stmt)
+    con.execute("PRAGMA user_version = 1")
+    blob = struct.pack("3f", 1.0, 0.0, 0.0)
+    con.execute("INSERT INTO nodes (rid, id, account_id, labels, properties, created_at, updated_at, embedding, dims) "
+                "VALUES (1, 'a', 'acc', '[\"Chunk\"]', '{\"content\": \"alpha\"}', 0, 0, ?, 3)", (blob,))
+    con.execute("INSERT INTO nodes (rid, id, account_id, labels, properties, created_at, updated_at) "
+                "VALUES (2, 'b', 'acc', '[\"Chunk\"]', '{}', 0, 0)")
+    con.execute("INSERT INTO node_labels VALUES ('Chunk', 1), ('Chunk', 2)")
+    con.execute("INSERT INTO node_text (rowid, text) VALUES (1, 'alpha')")
+    con.execute("INSERT INTO edges (source, type, target, created_at) VALUES (2, 'NEXT', 1, 0)")
+    con.commit()
+    con.close()
+    store = SqliteStore(path, env={"ACCOUNT_ID": "acc"})
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST == 2
+    g = Guards("acc")
+    assert [h.node.id for h in store.vector_search([1.0, 0.1, 0.0], 5, guards=g)] == ["a"]
+    assert store.get("a", guards=g).properties["backlinkCount"] == 1
+    assert store.get_embedding("a", guards=g) == [1.0, 0.0, 0.0]
+    store.create_edge("a", "b", "NEXT", account_id="acc")
+    assert store.get("b", guards=g).properties["backlinkCount"] == 1
+    assert store.soft_delete("a", guards=g) == 1 and store.purge(older_than_days=0) == 1
+    assert store.conn.execute("SELECT count(*) FROM node_vectors").fetchone()[0] == 0
+    assert store.integrity_check() == "ok"
+    store.close()
+
+
+def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
+    """Window (with widening), window falling back to candidates, and candidates: same top-k."""
+    import random
+
+    from host.graph import Guards
+
+    rng = random.Random(9)
+    store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})
+    rows = []
+    for i in range(3000):
+        props = {"content": f"n{i}"}
+        if rng.random() < 0.5:
+            props["scope"] = rng.choice(["public", "admin"])
+        if rng.random() < 0.3:
+            props["agents"] = ["bot"] if rng.random() < 0.1 else ["other"]  # bot: a selective guard
+        rows.append({"id": f"n{i}", "labels": [rng.choice(["Chunk", "Person"])], "properties": props,
+                     "embedding": [rng.uniform(-1, 1) for _ in range(16)]})
+    store.upsert_many(rows, account_id="a")
+    for i in range(0, 3000, 7):
+        store.soft_delete(f"n{i}", guards=Guards("a"))
+    for guards in (Guards("a"), Guards("a", ("public",)), Guards("a", ("public",), "bot"), Guards("a", (), "bot")):
+        for labels in (None, ["Person"]):
+            query = [rng.uniform(-1, 1) for _ in range(16)]
+            results = []
+            for window_max in (4096, 64, 0):
+                store.vector_window_max = window_max
+                store._candidates.clear()
+                results.append([(h.node.id, round(h.score, 5)) for h in
+                                store.vector_search(query, 25, guards=guards, labels=labels)])
+            assert results[0] == results[1] == results[2], guards
+            assert len(results[0]) == min(25, store.count(guards=guards, labels=labels))
+    store.close()

@@ -1,0 +1,224 @@
+"""The graph plugin's hooks: store selection, MCP tools over a real MCP client, gates, cheap import."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from host.errors import UserError
+from host.graph import VECTOR_LABELS, Guards
+from host.mcp_server import EAGER_META_KEY, build_server
+from host.types import GateContext
+from plugins.graph import gates
+from plugins.graph.hooks import backend_name
+
+ACCOUNT = "acct-tools"
+
+
+def call(server, name: str, **args):
+    async def go():
+        async with Client(server) as client:
+            return await client.call_tool(name, args)
+
+    return anyio.run(go)
+
+
+def list_tools(server):
+    async def go():
+        async with Client(server) as client:
+            return (await client.list_tools()).tools
+
+    return anyio.run(go)
+
+
+def text(result) -> str:
+    return result.content[0].text
+
+
+@pytest.fixture
+def seeded(make_host, plughost_home: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
+    host = make_host(ACCOUNT_ID=ACCOUNT)
+    store = host.store()
+    store.upsert_node(["Service"], {"name": "Tyre fitting", "scope": "public", "agents": ["bot"]},
+                      account_id=ACCOUNT, node_id="svc", embedding=[0.5] * 384)
+    store.upsert_node(["PriceSpecification"], {"price": 40}, account_id=ACCOUNT, node_id="price")
+    store.upsert_node(["Person"], {"name": "Admin only", "scope": "admin"}, account_id=ACCOUNT, node_id="boss")
+    store.create_edge("svc", "price", "HAS_PRICE", account_id=ACCOUNT)
+    store.create_edge("boss", "svc", "MANAGES", account_id=ACCOUNT)
+    return host
+
+
+def test_hook_store_defaults_to_embedded_sqlite(make_host, plughost_home: Path) -> None:
+    host = make_host(ACCOUNT_ID=ACCOUNT)
+    store = host.store()
+    assert store.backend == "sqlite"
+    assert Path(store.path) == plughost_home / "graph.sqlite"
+    assert (plughost_home / "graph.sqlite").exists()
+
+
+def test_backend_selection() -> None:
+    assert backend_name({}) == "sqlite"
+    assert backend_name({"NEO4J_URI": "bolt://127.0.0.1:7687"}) == "neo4j"
+    assert backend_name({"NEO4J_URI": "bolt://x", "PLUGHOST_STORE": "sqlite"}) == "sqlite"
+    assert backend_name({"PLUGHOST_STORE": "NEO4J"}) == "neo4j"
+    with pytest.raises(UserError, match="PLUGHOST_STORE"):
+        backend_name({"PLUGHOST_STORE": "postgres"})
+
+
+def test_hooks_module_imports_cheaply() -> None:
+    code = ("import sys, plugins.graph.hooks; "
+            "print(sorted(m for m in ('numpy', 'neo4j', 'mcp', 'sqlite3') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.strip().replace("'", '"')) == []
+
+
+def test_tools_list_is_eager_and_complete(seeded) -> None:
+    tools = list_tools(build_server(seeded, "graph"))
+    assert sorted(t.name for t in tools) == ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]
+    assert all((t.meta or {}).get(EAGER_META_KEY) is True for t in tools)
+
+
+def test_write_cypher_is_absent_when_read_only(make_host, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_GRAPH_READ_ONLY="1")
+    tools = list_tools(build_server(host, "graph"))
+    assert sorted(t.name for t in tools) == ["graph-neighbors", "graph-schema", "read-cypher"]
+    result = call(build_server(host, "graph"), "write-cypher", query="CREATE (n)")
+    assert result.is_error
+
+
+def test_graph_neighbors_is_guarded(seeded, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = call(build_server(seeded, "graph"), "graph-neighbors", node_id="svc")
+    assert not result.is_error, text(result)
+    body = json.loads(text(result))[0]
+    assert body["node"]["id"] == "svc" and "embedding" not in body["node"]["properties"]
+    assert sorted((n["direction"], n["type"], n["node"]["id"]) for n in body["neighbors"]) == [
+        ("in", "MANAGES", "boss"), ("out", "HAS_PRICE", "price")]
+    narrowed = json.loads(text(call(build_server(seeded, "graph"), "graph-neighbors", node_id="svc",
+                                    scopes=["public"], agent="bot")))[0]
+    assert [n["node"]["id"] for n in narrowed["neighbors"]] == ["price"]  # admin-scoped boss filtered (layer 4)
+
+
+def test_graph_neighbors_never_widens_env_guards(make_host, seeded) -> None:
+    host = make_host(ACCOUNT_ID=ACCOUNT, ALLOWED_SCOPES="public", AGENT_SLUG="bot")
+    server = build_server(host, "graph")
+    body = json.loads(text(call(server, "graph-neighbors", node_id="svc", scopes=["public", "admin"])))[0]
+    assert [n["node"]["id"] for n in body["neighbors"]] == ["price"]
+    other = call(server, "graph-neighbors", node_id="svc", agent="intruder")
+    assert other.is_error and "AGENT_SLUG" in text(other)
+    hidden = call(server, "graph-neighbors", node_id="boss")
+    assert hidden.is_error and "no visible node 'boss'" in text(hidden)
+    bad = call(server, "graph-neighbors", node_id="svc", limit=99)
+    assert bad.is_error and "limit" in text(bad)
+
+
+def test_read_cypher_on_embedded_says_it_needs_neo4j(seeded) -> None:
+    result = call(build_server(seeded, "graph"), "read-cypher", query="MATCH (n) RETURN n")
+    assert result.is_error and "needs the Neo4j backend" in text(result)
+    missing = call(build_server(seeded, "graph"), "read-cypher")
+    assert missing.is_error and "'query' is required" in text(missing)
+
+
+def test_graph_schema_reports_labels_and_indexes(seeded) -> None:
+    body = json.loads(text(call(build_server(seeded, "graph"), "graph-schema")))[0]
+    assert body["backend"] == "sqlite"
+    assert body["labels"] == {"Person": 1, "PriceSpecification": 1, "Service": 1}
+    assert body["relationshipTypes"] == {"HAS_PRICE": 1, "MANAGES": 1}
+    assert set(body["vectorIndexes"]) == set(VECTOR_LABELS)
+
+
+def test_output_budget_and_embedding_stripping() -> None:
+    from plugins.graph.tools import budgeted, strip_embeddings
+
+    rows = [{"i": i, "embedding": [0.1] * 384, "nested": {"vec": [0.5] * 100}} for i in range(500)]
+    clean = strip_embeddings(rows)
+    assert "embedding" not in clean[0] and clean[0]["nested"]["vec"] == "<vector of 100 floats stripped>"
+    out = budgeted(clean, 2000, warnings=["01N52: property does not exist"])
+    assert len(out) <= 2000
+    assert out.startswith("WARNINGS") and "01N52" in out
+    assert "truncated:" in out and "of 500 rows shown" in out
+
+
+def test_schema_labels_gate_ok_and_drift(tmp_path: Path) -> None:
+    ok = gates.check_schema_labels()
+    assert ok.status == "ok" and ok.lines == [f"startup-self-test schema-labels=ok inspected={2 * len(VECTOR_LABELS)}"]
+    cypher = tmp_path / "schema.cypher"
+    cypher.write_text(gates.CYPHER_SCHEMA.read_text().replace("(n:Report)", "(n:Rapport)"))
+    drift = gates.check_schema_labels(sources={"schema.cypher": gates.cypher_vector_labels(cypher),
+                                               "schema.sql": gates.sqlite_vector_labels()})
+    assert drift.status == "fail"
+    assert drift.lines == ["[graph-health] schema-labels FATAL source=schema.cypher "
+                           "missing-in-schema=[Report] not-in-code=[Rapport]"]
+
+
+def test_account_id_env_gate(make_host, plughost_home: Path) -> None:
+    host = make_host()
+    unset = gates.check_account_env(GateContext(host, {"PLUGHOST_HOME": str(plughost_home)}))
+    assert unset.status == "fail" and unset.lines == ["[graph-health] account-id-env FATAL reason=unset"]
+    env = {"PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": "0123456789abcdef"}
+    missing = gates.check_account_env(GateContext(host, env))
+    assert missing.status == "fail"
+    assert missing.lines[0].startswith("[graph-health] account-id-env FATAL reason=not-on-disk id=01234567")
+    account = plughost_home / "accounts" / "0123456789abcdef"
+    account.mkdir(parents=True)
+    (account / "account.json").write_text("{}")
+    ok = gates.check_account_env(GateContext(host, env))
+    assert ok.status == "ok"
+    assert ok.lines == ["[graph-health] account-id-env present=true id=01234567 matches-on-disk=true",
+                        "startup-self-test account-id-env=ok inspected=1"]
+
+
+def test_gates_are_contributed(make_host) -> None:
+    from host.types import Gate
+
+    names = {c.item.name for c in make_host().collect("plughost_boot_gates", Gate) if c.plugin == "graph"}
+    assert names == {"schema-labels", "account-id-env"}
+
+
+def test_store_env_guards_roundtrip(make_host, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the memory plugin does: store from the hook, guards from the env."""
+    monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
+    host = make_host(ACCOUNT_ID=ACCOUNT, ALLOWED_SCOPES="public")
+    store = host.store()
+    store.upsert_node(["Question"], {"name": "visible", "scope": "public"}, account_id=ACCOUNT, node_id="v")
+    store.upsert_node(["Question"], {"name": "hidden", "scope": "admin"}, account_id=ACCOUNT, node_id="h")
+    g = Guards.from_env(host.env)
+    assert [n.id for n in store.find(guards=g, labels=["Question"])] == ["v"]
+
+
+def test_shared_lib_mcp_block_serves_over_stdio(make_host, plughost_home: Path) -> None:
+    """The PLUGIN.md `mcp` block, as Claude Code would run it, answers tools/list over stdio."""
+    import os
+
+    from mcp import StdioServerParameters
+
+    record = make_host().plugin("graph")
+    block = record.manifest.mcp
+    folder = Path(record.manifest.path).parent
+    args = [a.replace("${CLAUDE_PLUGIN_ROOT}", str(folder)) for a in block["args"]]
+    env = {"PATH": os.environ.get("PATH", ""), "PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT,
+           "PLUGHOST_PYTHON": sys.executable, "PLUGHOST_EMBEDDER": "none"}
+    params = StdioServerParameters(command=block["command"], args=args, env=env)
+    tools = list_tools(params)
+    assert sorted(t.name for t in tools) == ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]
+
+
+def test_unreachable_neo4j_is_one_clear_error(plughost_home: Path) -> None:
+    import socket
+
+    from tests.conftest import run_cli
+
+    with socket.socket() as sock:  # a free port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    res = run_cli("graph", "purge", env={"ACCOUNT_ID": ACCOUNT, "NEO4J_URI": f"bolt://127.0.0.1:{port}",
+                                         "NEO4J_PASSWORD": "x"})
+    assert res.returncode == 2
+    assert f"NEO4J_URI: cannot use bolt://127.0.0.1:{port}" in res.stderr and "Traceback" not in res.stderr
