@@ -185,15 +185,7 @@ def _create_edges(store: Any, edges: list[tuple[str, str, str, Any, int]], accou
                   summary: ImportSummary, skip: Any) -> None:
     for start in range(0, len(edges), 5000):
         part = edges[start:start + 5000]
-        if hasattr(store, "create_edges"):
-            missing = set(store.create_edges([(s, t, d, p) for s, t, d, p, _ in part], account_id=account_id))
-        else:
-            missing = set()
-            for pos, (s, t, d, p, _) in enumerate(part):
-                try:
-                    store.create_edge(s, d, t, p, account_id=account_id)
-                except UserError:
-                    missing.add(pos)
+        missing = set(store.create_edges([(s, t, d, p) for s, t, d, p, _ in part], account_id=account_id))
         summary.edges += len(part) - len(missing)
         for pos in sorted(missing):
             _, etype, to, _, lineno = part[pos]

@@ -76,8 +76,7 @@ def reindex(store: Any, embedder: Any, *, account_id: str, labels: Sequence[str]
                 except Exception as one:
                     skip(node, f"{type(one).__name__}: {one}")
         if done:
-            store.set_embeddings([(n.id, v) for n, v in done], account_id=account_id) if hasattr(
-                store, "set_embeddings") else [store.set_embedding(n.id, v, account_id=account_id) for n, v in done]
+            store.set_embeddings([(n.id, v) for n, v in done], account_id=account_id)
             for node, _ in done:
                 log("reindex", "op=embedded", node=node.id, labels=",".join(node.labels))
             summary.processed += len(done)
@@ -85,8 +84,7 @@ def reindex(store: Any, embedder: Any, *, account_id: str, labels: Sequence[str]
     bar.finish()
     summary.seconds = time.perf_counter() - started
     log("reindex", "op=done", processed=summary.processed, skipped=summary.skipped)
-    if hasattr(store, "clear_index_cache"):
-        store.clear_index_cache()
+    store.clear_index_cache()
     return summary
 
 

@@ -117,8 +117,8 @@ class MemoryWriter:
                 raise WriteRejected("invalid-input", f"properties.{key}: NaN is not a value")
             return value
         if isinstance(value, list) and all(isinstance(v, scalar) for v in value):
-            kinds = {type(v) for v in value} - {bool} | ({bool} if any(isinstance(v, bool) for v in value) else set())
-            if len(kinds - {int, float}) > 1 or (kinds & {str, bool} and kinds & {int, float}):
+            kinds = {float if type(v) is int else type(v) for v in value}  # ints and floats mix (numbers)
+            if len(kinds) > 1:
                 raise WriteRejected("invalid-input", f"properties.{key}: list items must all have one type")
             return value
         raise WriteRejected("invalid-input", f"properties.{key}: expected a string, number, boolean or a list "

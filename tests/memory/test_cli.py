@@ -111,3 +111,27 @@ def test_memory_stdio_server_serves_write_tools(plughost_home) -> None:
 
     names, text = anyio.run(go)
     assert "memory-write" in names and json.loads(text)["elementId"]
+
+
+def test_memory_audit_counts(plughost_home, tmp_path) -> None:
+    path = tmp_path / "nodes.jsonl"
+    rows = [{"id": "e1", "labels": ["Event"], "properties": {"name": "no vector yet"}},
+            {"id": "s-orphan", "labels": ["Section"], "properties": {"body": "lost section"}},
+            {"id": "owner", "labels": ["AdminUser"], "properties": {"userId": "u1", "role": "owner"}},
+            {"id": "prof", "labels": ["UserProfile"], "properties": {"userId": "u1"},
+             "edges": [{"type": "HAS_PREFERENCE", "to": "pref"}]},
+            {"id": "pref", "labels": ["Preference"],
+             "properties": {"category": "a", "key": "k", "value": "Be brief", "confidence": 0.7, "scope": "admin"}}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli("memory", "import", str(path), "--no-embed").returncode == 0
+    doc = tmp_path / "d.md"
+    doc.write_text("# D\n\nBody.\n")
+    assert cli("memory", "ingest", str(doc)).returncode == 0
+    done = cli("memory", "audit", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["nullEmbedding"] == {"Event": 1, "KnowledgeDocument": 1, "Preference": 1, "Section": 2, "Chunk": 1}
+    assert report["orphanSections"] == 1 and report["orphanChunks"] == 0
+    assert report["activeRules"] == {"stored": 1, "injected": 1, "source": "owner"}
+    assert "[preference-inject] op=reconcile accountId=acct-a stored=1 injected=1 drifted=0" in done.stderr
+    assert "[embed-audit] null-embedding labels=" in done.stderr

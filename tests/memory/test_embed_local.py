@@ -72,3 +72,19 @@ def test_hook_selects_local_when_installed(make_host) -> None:
     host = make_host(PLUGHOST_EMBEDDER="local")
     embedder = host.embedder()
     assert embedder is not None and embedder.name == "local" and embedder.dimensions == 384
+
+
+def test_memory_write_embeds_with_the_local_model(make_host) -> None:
+    """The default provider end to end: a Person written through the tool gets a 384-d MiniLM vector."""
+    _require_model()
+    from memory_support import call_tool
+
+    from host.graph import Guards
+
+    host = make_host(ACCOUNT_ID="a1", PLUGHOST_EMBEDDER="local", EMBED_DIMENSIONS="384")
+    is_error, text = call_tool(host, "memory-write", {"labels": ["Person"], "properties": {"name": "Ada"}})
+    assert not is_error and json.loads(text)["embedded"] is True
+    vector = host.store().get_embedding(json.loads(text)["elementId"], guards=Guards("a1"))
+    assert len(vector) == 384 and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-4
+    hits = host.store().vector_search(host.embedder().embed(["Person named Ada"])[0], 1, guards=Guards("a1"))
+    assert hits and hits[0].node.properties["name"] == "Ada"

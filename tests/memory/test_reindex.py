@@ -88,3 +88,24 @@ def test_reindex_respects_labels_limit_and_account(make_host) -> None:
     assert summary.processed == 2
     assert len(host.store().missing_embeddings(account_id=ACCOUNT)) == 3
     assert host.store().get("p1", guards=Guards(ACCOUNT)).has_embedding
+
+
+def test_reindex_progress_bar_on_a_terminal(make_host) -> None:
+    import io
+
+    from plugins.memory.reindex import reindex
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", EMBED_DIMENSIONS="8")
+    seed(host.store(), 12, {5})
+    out = Tty()
+    summary = reindex(host.store(), PickyEmbedder(), account_id=ACCOUNT, batch_size=4, progress=None, stream=out)
+    assert (summary.processed, summary.skipped) == (11, 1)
+    frames = out.getvalue()
+    assert "\r[" in frames and "100.0% 12 nodes" in frames and frames.endswith("\n")
+    quiet = io.StringIO()  # not a terminal: no bar
+    reindex(host.store(), PickyEmbedder(), account_id=ACCOUNT, stream=quiet)
+    assert quiet.getvalue() == ""

@@ -109,6 +109,8 @@ def test_session_conversation_is_the_provenance_fallback(memory_host, plughost_h
     ({"labels": ["Event"], "properties": {"name": "x"}, "relationships": [{"type": "at", "targetId": "gone"}]},
      "invalid-input", {}),
     ({"labels": ["Event"], "properties": {"name": "x", "meta": {"nested": 1}}}, "invalid-input", {}),
+    ({"labels": ["Event"], "properties": {"name": "x", "tags": [1, "a"]}}, "invalid-input", {}),
+    ({"labels": ["Event"], "properties": {"name": "x", "createdAt": "2020"}}, "invalid-input", {}),
     ({"labels": ["Event"], "properties": {"name": "x", "scope": "admin"}}, "gate-blocked",
      {"ALLOWED_SCOPES": "public"}),
 ])
