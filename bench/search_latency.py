@@ -146,7 +146,11 @@ def main() -> int:
     from plugins.graph.common import fts_terms
 
     conn = sqlite3.connect(str(store.path))
-    rows = conn.execute("SELECT embedding FROM nodes WHERE account_id = ? ORDER BY rid", (ACCOUNT,)).fetchall()
+    try:  # schema v2 keeps vectors in node_vectors; v1 in nodes.embedding
+        rows = conn.execute("SELECT v.embedding FROM node_vectors v JOIN nodes n ON n.rid = v.node "
+                            "WHERE n.account_id = ? ORDER BY n.rid", (ACCOUNT,)).fetchall()
+    except sqlite3.OperationalError:
+        rows = conn.execute("SELECT embedding FROM nodes WHERE account_id = ? ORDER BY rid", (ACCOUNT,)).fetchall()
     matrix = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), DIMS).copy()
     fts, vec = [], []
     for q, qv in zip(queries, qvecs, strict=True):
