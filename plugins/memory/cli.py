@@ -13,15 +13,15 @@ from typing import Any
 
 from host.types import CliCommand
 
-HELP = "memory graph: write, ingest, bulk import, reindex embeddings and search"
+HELP = "memory graph: write, ingest, bulk import and reindex embeddings"
 
 SUBCOMMANDS: dict[str, str] = {
     "write": "plugins.memory.commands.write",
     "ingest": "plugins.memory.commands.ingest",
     "import": "plugins.memory.commands.bulk_import",
     "reindex": "plugins.memory.commands.reindex",
-    "search": "plugins.memory.retrieval.cli",
     "audit": "plugins.memory.commands.audit",
+    "search": "plugins.memory.retrieval.cli",
 }
 """Subcommand name → module (``HELP``, ``configure``, ``run``)."""
 

@@ -25,18 +25,9 @@ def plughost_embedder(host: Host) -> Any:
 
 @hookimpl
 def plughost_tools(host: Host) -> list[Tool]:
-    from plugins.memory.retrieval.tool import search_tool
     from plugins.memory.tools import write_tools
 
-    return [*write_tools(host), search_tool(host)]
-
-
-@hookimpl
-def plughost_query_expansions(host: Host, query: str, retrieval_class: str | None) -> list[str] | None:
-    """The built-in, offline, rule-based expander (an LLM provider registered later wins)."""
-    from plugins.memory.retrieval.expand import rule_based
-
-    return rule_based(query, retrieval_class)
+    return write_tools(host)
 
 
 @hookimpl
@@ -71,6 +62,22 @@ def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
     return report_commands()
 
 
+@hookimpl(specname="plughost_tools")
+def plughost_tools_search(host: Host) -> list[Tool]:
+    """memory-search (SPEC 9.4): the hybrid retrieval pipeline in plugins/memory/retrieval/."""
+    from plugins.memory.retrieval.tool import search_tool
+
+    return [search_tool(host)]
+
+
+@hookimpl
+def plughost_query_expansions(host: Host, query: str, retrieval_class: str | None) -> list[str] | None:
+    """The built-in, offline, rule-based expander (an LLM provider registered later wins)."""
+    from plugins.memory.retrieval.expand import rule_based
+
+    return rule_based(query, retrieval_class)
+
+
 @hookimpl
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     """The account owner's active standing rules (SPEC 9.7), for the channels plugin."""
@@ -79,6 +86,6 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     return active_rules(host.store(), account_id)
 
 
-__all__ = ["plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
-           "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
-           "plughost_active_rules"]
+__all__ = ["plughost_embedder", "plughost_tools", "plughost_cli_commands", "plughost_startup",
+           "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports", "plughost_active_rules",
+           "plughost_tools_search", "plughost_query_expansions"]
