@@ -94,6 +94,19 @@ def label_sql(labels: Sequence[str] | None, alias: str = "n") -> tuple[str, list
             f"AND nl.label IN ({_marks(len(labs))}))", list(labs))
 
 
+def where_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+    """Property equality filters (``None`` means absent) as SQL on ``n``; names are validated."""
+    sql, params = "", []
+    for key, value in (where or {}).items():
+        column = _prop_expr(key)
+        if value is None:
+            sql += f" AND {column} IS NULL"
+        else:
+            sql += f" AND {column} = ?"
+            params.append(int(value) if isinstance(value, bool) else value)
+    return sql, params
+
+
 class SqliteStore:
     """:class:`host.graph.GraphStore` on one SQLite file."""
 
@@ -511,13 +524,9 @@ class SqliteStore:
         lab, lparams = label_sql(labels)
         sql = f"SELECT {NODE_COLS} FROM nodes n WHERE {cond}{lab}"
         params += lparams
-        for key, value in (where or {}).items():
-            column = _prop_expr(key)
-            if value is None:
-                sql += f" AND {column} IS NULL"
-            else:
-                sql += f" AND {column} = ?"
-                params.append(int(value) if isinstance(value, bool) else value)
+        wh, wparams = where_sql(where)
+        sql += wh
+        params += wparams
         order = _prop_expr(order_by) if order_by else "n.updated_at"
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, n.rid LIMIT ? OFFSET ?"
         params += [max(0, int(limit)), max(0, int(offset))]
@@ -531,14 +540,19 @@ class SqliteStore:
             return self.conn.execute(f"SELECT count(*) FROM nodes n WHERE {cond}{lab}", params + lparams).fetchone()[0]
 
     def fulltext_search(self, query: str, k: int, *, guards: Guards,
-                        labels: Sequence[str] | None = None) -> list[Hit]:
-        """BM25 over the text-property union; user text never reaches FTS5 syntax, so never raises."""
+                        labels: Sequence[str] | None = None, where: Mapping[str, Any] | None = None) -> list[Hit]:
+        """BM25 over the text-property union; user text never reaches FTS5 syntax, so never raises.
+
+        ``where`` (property equality) filters inside the guarded query, before the top-k cut.
+        """
         terms = fts_terms(query)
         if not terms or k <= 0:
             return []
         match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
+        wh, wparams = where_sql(where)
+        lab, lparams = lab + wh, lparams + wparams
         # The guards run in SQL on a window of the best-ranked matches (FTS5 keeps a top-N heap for
         # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
         # survive and the window was full, it doubles. The guarded rows come out in rank order, so
@@ -575,8 +589,8 @@ class SqliteStore:
         return [Hit(nodes[rid], 1.0) for rid in rids if rid in nodes]
 
     def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
-                      labels: Sequence[str] | None = None) -> list[Hit]:
-        """Exact cosine top-k over the guarded candidates that have a vector of this length."""
+                      labels: Sequence[str] | None = None, where: Mapping[str, Any] | None = None) -> list[Hit]:
+        """Exact cosine top-k over the guarded candidates (``where``: property equality) with a vector of this length."""
         g = guards_ok(guards)
         q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
         if k <= 0:
@@ -588,7 +602,7 @@ class SqliteStore:
         with self._lock:
             self._fresh_caches()
             rids, matrix = self._matrix(g.account_id, len(q))
-            cands = self._candidate_rids(g, labels, len(q))
+            cands = self._candidate_rids(g, labels, len(q), where)
             if len(cands) == 0 or len(rids) == 0:
                 return []
             pos = np.minimum(np.searchsorted(rids, cands), len(rids) - 1)
@@ -654,17 +668,19 @@ class SqliteStore:
         self._matrices[key] = entry
         return entry[1][: entry[3]], entry[2][: entry[3]]
 
-    def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int) -> np.ndarray:
+    def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int,
+                        where: Mapping[str, Any] | None = None) -> np.ndarray:
         """Guarded candidate rows for vector search, selected by SQL (cached until the next write)."""
-        key = (g, tuple(labels) if labels else None, dims)
+        key = (g, tuple(labels) if labels else None, dims, tuple(sorted((where or {}).items())))
         hit = self._candidates.get(key)
         if hit is not None:
             self._candidates.move_to_end(key)
             return hit
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        rows = self.conn.execute(f"SELECT n.rid FROM nodes n WHERE n.dims = ? AND {cond}{lab} ORDER BY n.rid",
-                                 [dims, *params, *lparams]).fetchall()
+        wh, wparams = where_sql(where)
+        rows = self.conn.execute(f"SELECT n.rid FROM nodes n WHERE n.dims = ? AND {cond}{lab}{wh} ORDER BY n.rid",
+                                 [dims, *params, *lparams, *wparams]).fetchall()
         cands = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         self._candidates[key] = cands
         while len(self._candidates) > 32:
