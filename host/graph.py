@@ -202,19 +202,21 @@ class GraphStore(Protocol):
 
     def vector_search(
         self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
+        where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None,
     ) -> list[Hit]:
-        """Cosine top-k; ``where`` (optional, property equality) filters before the cut."""
+        """Cosine top-k; ``where`` / ``within`` (optional, as in ``fulltext_search``) filter before the cut."""
         ...
 
     def fulltext_search(
         self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None,
+        where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None,
     ) -> list[Hit]:
         """BM25 over the text-property union; user text is escaped, never raises on syntax.
 
-        ``where`` (optional, property equality) filters before the top-k cut; a backend without
-        it (the Neo4j store today) does not accept the keyword.
+        Optional filters applied before the top-k cut: ``where`` (property equality) and
+        ``within`` (``(node id, edge type)``: only targets of that node's outgoing edges of that
+        type, e.g. a Conversation's ``HAS_MESSAGE`` Messages). A backend without them (the Neo4j
+        store today) does not accept the keywords.
         """
         ...
 

@@ -107,6 +107,17 @@ def where_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
     return sql, params
 
 
+def within_sql(within: tuple[str, str] | None, account_id: str, column: str) -> tuple[str, list[Any]]:
+    """``(node id, edge type)``: only the targets of that node's outgoing edges of that type
+    (e.g. a Conversation's ``HAS_MESSAGE`` Messages), through the edge primary key."""
+    if not within:
+        return "", []
+    node_id, edge_type = within
+    return (f" AND {column} IN (SELECT e.target FROM edges e WHERE e.source = "
+            f"(SELECT s.rid FROM nodes s WHERE s.id = ? AND s.account_id = ?) AND e.type = ?)",
+            [str(node_id), account_id, check_name(str(edge_type), "edge type")])
+
+
 class SqliteStore:
     """:class:`host.graph.GraphStore` on one SQLite file."""
 
@@ -539,35 +550,39 @@ class SqliteStore:
         with self._lock:
             return self.conn.execute(f"SELECT count(*) FROM nodes n WHERE {cond}{lab}", params + lparams).fetchone()[0]
 
-    def fulltext_search(self, query: str, k: int, *, guards: Guards,
-                        labels: Sequence[str] | None = None, where: Mapping[str, Any] | None = None) -> list[Hit]:
+    def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+                        where: Mapping[str, Any] | None = None,
+                        within: tuple[str, str] | None = None) -> list[Hit]:
         """BM25 over the text-property union; user text never reaches FTS5 syntax, so never raises.
 
-        ``where`` (property equality) filters inside the guarded query, before the top-k cut.
+        ``where`` (property equality) and ``within`` (targets of one node's edges of one type,
+        applied inside the FTS scan) filter inside the guarded query, before the top-k cut.
         """
         terms = fts_terms(query)
         if not terms or k <= 0:
             return []
         match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
-        cond, params = guard_sql(guards_ok(guards))
+        g = guards_ok(guards)
+        cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
         wh, wparams = where_sql(where)
         lab, lparams = lab + wh, lparams + wparams
+        inside, iparams = within_sql(within, g.account_id, "rowid")
         # The guards run in SQL on a window of the best-ranked matches (FTS5 keeps a top-N heap for
         # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
         # survive and the window was full, it doubles. The guarded rows come out in rank order, so
         # any k of them taken from a window prefix are exactly the guarded top-k.
-        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM node_text WHERE node_text MATCH ? "
+        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM node_text WHERE node_text MATCH ?{inside} "
                f"ORDER BY rank LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.rank LIMIT ?")
         window = max(int(k) * FTS_WINDOW, 64)
         with self._lock:
             while True:
-                ranked = self.conn.execute(sql, [match, window, *params, *lparams, int(k)]).fetchall()
+                ranked = self.conn.execute(sql, [match, *iparams, window, *params, *lparams, int(k)]).fetchall()
                 if len(ranked) >= k:
                     break
-                total = self.conn.execute("SELECT count(*) FROM (SELECT rowid FROM node_text WHERE node_text "
-                                          "MATCH ? LIMIT ?)", (match, window + 1)).fetchone()[0]
+                total = self.conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM node_text WHERE node_text "
+                                          f"MATCH ?{inside} LIMIT ?)", (match, *iparams, window + 1)).fetchone()[0]
                 if total <= window:
                     break
                 window *= 4
@@ -588,9 +603,10 @@ class SqliteStore:
             nodes = self._rows_by_rid(rids)
         return [Hit(nodes[rid], 1.0) for rid in rids if rid in nodes]
 
-    def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
-                      labels: Sequence[str] | None = None, where: Mapping[str, Any] | None = None) -> list[Hit]:
-        """Exact cosine top-k over the guarded candidates (``where``: property equality) with a vector of this length."""
+    def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+                      where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None) -> list[Hit]:
+        """Exact cosine top-k over the guarded candidates (narrowed by ``where`` / ``within`` as in
+        :meth:`fulltext_search`) that have a vector of this length."""
         g = guards_ok(guards)
         q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
         if k <= 0:
@@ -602,7 +618,7 @@ class SqliteStore:
         with self._lock:
             self._fresh_caches()
             rids, matrix = self._matrix(g.account_id, len(q))
-            cands = self._candidate_rids(g, labels, len(q), where)
+            cands = self._candidate_rids(g, labels, len(q), where, within)
             if len(cands) == 0 or len(rids) == 0:
                 return []
             pos = np.minimum(np.searchsorted(rids, cands), len(rids) - 1)
@@ -669,9 +685,11 @@ class SqliteStore:
         return entry[1][: entry[3]], entry[2][: entry[3]]
 
     def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int,
-                        where: Mapping[str, Any] | None = None) -> np.ndarray:
+                        where: Mapping[str, Any] | None = None,
+                        within: tuple[str, str] | None = None) -> np.ndarray:
         """Guarded candidate rows for vector search, selected by SQL (cached until the next write)."""
-        key = (g, tuple(labels) if labels else None, dims, tuple(sorted((where or {}).items())))
+        key = (g, tuple(labels) if labels else None, dims, tuple(sorted((where or {}).items())),
+               tuple(within) if within else None)
         hit = self._candidates.get(key)
         if hit is not None:
             self._candidates.move_to_end(key)
@@ -679,8 +697,9 @@ class SqliteStore:
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
         wh, wparams = where_sql(where)
-        rows = self.conn.execute(f"SELECT n.rid FROM nodes n WHERE n.dims = ? AND {cond}{lab}{wh} ORDER BY n.rid",
-                                 [dims, *params, *lparams, *wparams]).fetchall()
+        inside, iparams = within_sql(within, g.account_id, "n.rid")
+        rows = self.conn.execute(f"SELECT n.rid FROM nodes n WHERE n.dims = ?{inside} AND {cond}{lab}{wh} "
+                                 f"ORDER BY n.rid", [dims, *iparams, *params, *lparams, *wparams]).fetchall()
         cands = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         self._candidates[key] = cands
         while len(self._candidates) > 32:

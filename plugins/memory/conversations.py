@@ -42,6 +42,7 @@ MAX_LIMIT = 50
 OVERFETCH = 3  # each path fetches limit × 3 before fusion
 ROLES = ("user", "assistant", "system", "tool")
 CONTENT_MAX_CHARS = 20_000
+_SESSION_CONVERSATIONS: dict[tuple[str, str, str], str] = {}  # (store, account, session) -> Conversation id
 
 
 def _now_iso() -> str:
@@ -74,16 +75,28 @@ class Conversations:
     # ------------------------------------------------------------------ session
     def session_conversation(self) -> str | None:
         """The session's Conversation id: the node named by the session, else the one whose
-        ``sessionId`` is the session; None when the session has no conversation yet."""
+        ``sessionId`` is the session; None when the session has no conversation yet.
+
+        A found id is remembered for the process (a session's conversation never changes id),
+        since the ``sessionId`` lookup scans the account's nodes.
+        """
         session = session_of(self.env)
         if session is None:
             return None
-        g = Guards(self.guards().account_id)  # resolution only; the search itself keeps every guard
+        account = self.guards().account_id
+        key = (str(getattr(self.store, "path", id(self.store))), account, session)
+        if key in _SESSION_CONVERSATIONS:
+            return _SESSION_CONVERSATIONS[key]
+        g = Guards(account)  # resolution only; the search itself keeps every guard
         node = self.store.get(session, guards=g)
         if node is not None and CONVERSATION_LABEL in node.labels:
-            return node.id
-        found = self.store.find(guards=g, labels=[CONVERSATION_LABEL], where={"sessionId": session}, limit=1)
-        return found[0].id if found else None
+            found_id: str | None = node.id
+        else:
+            found = self.store.find(guards=g, labels=[CONVERSATION_LABEL], where={"sessionId": session}, limit=1)
+            found_id = found[0].id if found else None
+        if found_id is not None:
+            _SESSION_CONVERSATIONS[key] = found_id
+        return found_id
 
     # ------------------------------------------------------------------ search
     def search(self, *, query: str, limit: int = DEFAULT_LIMIT, conversationId: str | None = None,  # noqa: N803
@@ -114,10 +127,18 @@ class Conversations:
                 "restricted": session_of(self.env) is not None}
 
     def _hybrid(self, query: str, limit: int, guards: Guards, where: dict[str, Any]) -> list[tuple[Any, float]]:
-        """Reciprocal-rank fusion of BM25 and (with an embedder) cosine, both filtered in the store."""
+        """Reciprocal-rank fusion of BM25 and (with an embedder) cosine, both filtered in the store.
+
+        One conversation is selected twice, both inside the store query: through its
+        ``HAS_MESSAGE`` edges (``within``, indexed: the FTS scan only ranks that conversation's
+        rows) and by the Messages' ``conversationId`` (``where``).
+        """
         fetch = limit * OVERFETCH
-        lists = [self.store.fulltext_search(query, fetch, guards=guards, labels=[MESSAGE_LABEL],
-                                            where=where or None)]
+        conv = where.get("conversationId")
+        filters: dict[str, Any] = {"where": where or None}
+        if conv:
+            filters["within"] = (conv, HAS_MESSAGE)
+        lists = [self.store.fulltext_search(query, fetch, guards=guards, labels=[MESSAGE_LABEL], **filters)]
         if self.embedder is not None:
             try:
                 vector = self.embedder.embed([query])[0]
@@ -125,7 +146,7 @@ class Conversations:
                 log("conversations", "warn", reason="embed-failed", error=type(exc).__name__)
             else:
                 lists.append(self.store.vector_search(vector, fetch, guards=guards, labels=[MESSAGE_LABEL],
-                                                      where=where or None))
+                                                      **filters))
         scores: dict[str, float] = {}
         nodes: dict[str, Any] = {}
         for hits in lists:

@@ -199,3 +199,20 @@ def test_channels_pipeline_messages_are_searchable(make_host) -> None:
     assert found["results"][0]["role"] == "user"
     err, found = call(host, "conversation-search", {"query": "invoice"})
     assert not err and len(found["results"]) == 2
+
+
+def test_store_filters_where_and_within_before_the_cut(store) -> None:
+    """The port's optional filters, on both search paths of the SQLite store."""
+    embedder = HashEmbedder()
+    a = store_like_channels(store, "acct-one", "whatsapp", "a", [("user", "garden hose"), ("user", "garden")], "sa")
+    store_like_channels(store, "acct-one", "whatsapp", "b", [("user", "garden garden garden")] * 3, "sb")
+    msgs = store.find(guards=Guards("acct-one"), labels=["Message"])
+    store.set_embeddings([(m.id, embedder.embed([m.properties["text"]])[0]) for m in msgs], account_id="acct-one")
+    g = Guards("acct-one")
+    for kwargs in ({"where": {"conversationId": a}}, {"within": (a, HAS_MESSAGE)}):
+        assert {h.node.properties["conversationId"] for h in store.fulltext_search("garden", 1, guards=g, **kwargs)} \
+            == {a}
+        hits = store.vector_search(embedder.embed(["garden garden garden"])[0], 1, guards=g, **kwargs)
+        assert len(hits) == 1 and hits[0].node.properties["conversationId"] == a
+    assert store.fulltext_search("garden", 5, guards=g, within=("no-such-node", HAS_MESSAGE)) == []
+    assert len(store.fulltext_search("garden", 5, guards=g)) == 5
