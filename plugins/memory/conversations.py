@@ -194,6 +194,11 @@ class Conversations:
         conv_channel = channel or (existing.properties.get("channel") if existing else None)
         msg_id = messageId or "msg-" + hashlib.sha256(
             "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]
+        if messageId is not None:
+            prior = self.store.get(msg_id, guards=Guards(account), include_deleted=True)
+            if prior is not None and (MESSAGE_LABEL not in prior.labels
+                                      or prior.properties.get("conversationId") != conversationId):
+                raise UserError(f"messageId: '{msg_id}' already names a node outside this conversation")
         labels = [MESSAGE_LABEL] + ([CHANNEL_MESSAGE_LABELS[conv_channel]] if conv_channel in CHANNEL_MESSAGE_LABELS
                                     else [])
         props = {"role": role, "text": content, "conversationId": conversationId, "sentAt": when,

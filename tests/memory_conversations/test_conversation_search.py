@@ -171,7 +171,14 @@ def test_other_account_and_bad_input(make_host) -> None:
     err, text = call(one, "conversation-append", {"conversationId": "c1", "role": "user", "content": "x",
                                                   "timestamp": "yesterday"})
     assert err and text.startswith("timestamp: 'yesterday'")
+    err, text = call(one, "conversation-append", {"conversationId": "c2", "role": "user", "content": "x",
+                                                  "messageId": c1_message(one)})
+    assert err and text.startswith("messageId: ") and "outside this conversation" in text
     assert one.store().count(guards=Guards("acct-one"), labels=["Message"]) == 1
+
+
+def c1_message(host: Any) -> str:
+    return host.store().find(guards=Guards("acct-one"), labels=["Message"], where={"conversationId": "c1"})[0].id
 
 
 def test_session_without_conversation_appends_to_its_own(make_host) -> None:
