@@ -54,6 +54,17 @@ def session_of(env: Mapping[str, str]) -> str | None:
     return (env.get("SESSION_ID") or env.get("PLUGHOST_SESSION_ID") or "").strip() or None
 
 
+def _accepts_filters(store: Any, names: tuple[str, ...]) -> bool:
+    """Whether both search methods take the optional filters (a backend may predate them)."""
+    import inspect
+
+    for method in (store.fulltext_search, store.vector_search):
+        params = inspect.signature(method).parameters
+        if not all(n in params for n in names):
+            return False
+    return True
+
+
 def message_view(hit_node: Any, score: float) -> dict[str, Any]:
     """What a caller sees of a Message (channels store ``text``; ``content`` is accepted too)."""
     p = hit_node.properties
@@ -135,9 +146,12 @@ class Conversations:
         """
         fetch = limit * OVERFETCH
         conv = where.get("conversationId")
-        filters: dict[str, Any] = {"where": where or None}
+        filters: dict[str, Any] = {"where": where} if where else {}
         if conv:
             filters["within"] = (conv, HAS_MESSAGE)
+        if filters and not _accepts_filters(self.store, tuple(filters)):
+            raise UserError(f"conversation-search: the {getattr(self.store, 'backend', '?')} store cannot filter "
+                            "by conversation inside its queries; use the embedded (sqlite) store")
         lists = [self.store.fulltext_search(query, fetch, guards=guards, labels=[MESSAGE_LABEL], **filters)]
         if self.embedder is not None:
             try:

@@ -223,3 +223,34 @@ def test_store_filters_where_and_within_before_the_cut(store) -> None:
         assert len(hits) == 1 and hits[0].node.properties["conversationId"] == a
     assert store.fulltext_search("garden", 5, guards=g, within=("no-such-node", HAS_MESSAGE)) == []
     assert len(store.fulltext_search("garden", 5, guards=g)) == 5
+
+
+def test_backend_without_filters_refuses_instead_of_leaking(store) -> None:
+    """A store whose search methods predate ``where`` / ``within`` gets a clear error for a session."""
+    import pytest
+
+    from host.errors import UserError
+
+    class OldStore:
+        backend = "old"
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def get(self, *a: Any, **k: Any) -> Any:
+            return self.inner.get(*a, **k)
+
+        def find(self, *a: Any, **k: Any) -> Any:
+            return self.inner.find(*a, **k)
+
+        def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Any = None) -> Any:
+            return self.inner.fulltext_search(query, k, guards=guards, labels=labels)
+
+        def vector_search(self, vector: Any, k: int, *, guards: Guards, labels: Any = None) -> Any:
+            return self.inner.vector_search(vector, k, guards=guards, labels=labels)
+
+    store_like_channels(store, "acct-one", "telegram", "x", [("user", "pizza")], "sx")
+    old = OldStore(store)
+    assert len(Conversations(old, None, {"ACCOUNT_ID": "acct-one"}).search(query="pizza")["results"]) == 1
+    with pytest.raises(UserError, match="cannot filter by conversation"):
+        Conversations(old, None, {"ACCOUNT_ID": "acct-one", "SESSION_ID": "sx"}).search(query="pizza")
