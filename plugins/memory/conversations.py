@@ -1,8 +1,8 @@
 """Conversation search and conversation writes (SPEC 9.6).
 
 ``conversation-search`` runs BM25 (and cosine, when an embedder exists) over Message nodes. A
-process with a session (``SESSION_ID``, or the channels runner's ``PLUGHOST_SESSION_ID``: a
-public agent) is confined to its own conversation; the filter is a ``where`` equality on the
+process with a session (``SESSION_ID``, or the channels runner's ``PLUGHOST_SESSION_ID`` on a
+non-admin turn: a public agent) is confined to its own conversation; the filter is a ``where`` equality on the
 Message's ``conversationId`` applied by the store inside the guarded query, before the top-k
 cut, so another conversation's messages can never fill or leak into the result. Without a
 session (admin) every conversation of the account is searched. Read-only.
@@ -50,8 +50,19 @@ def _now_iso() -> str:
 
 
 def session_of(env: Mapping[str, str]) -> str | None:
-    """The process's session, if any: a process with one is confined to its own conversation."""
-    return (env.get("SESSION_ID") or env.get("PLUGHOST_SESSION_ID") or "").strip() or None
+    """The process's session, if any: a process with one is confined to its own conversation.
+
+    ``SESSION_ID`` always confines. The channels runner sets ``PLUGHOST_SESSION_ID`` on every
+    turn with ``PLUGHOST_SESSION_ROLE``; it confines unless that role is ``admin`` (an absent
+    role confines: the narrower reading wins).
+    """
+    explicit = (env.get("SESSION_ID") or "").strip()
+    if explicit:
+        return explicit
+    runner = (env.get("PLUGHOST_SESSION_ID") or "").strip()
+    if runner and (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() != "admin":
+        return runner
+    return None
 
 
 def _accepts_filters(store: Any, names: tuple[str, ...]) -> bool:

@@ -254,3 +254,14 @@ def test_backend_without_filters_refuses_instead_of_leaking(store) -> None:
     assert len(Conversations(old, None, {"ACCOUNT_ID": "acct-one"}).search(query="pizza")["results"]) == 1
     with pytest.raises(UserError, match="cannot filter by conversation"):
         Conversations(old, None, {"ACCOUNT_ID": "acct-one", "SESSION_ID": "sx"}).search(query="pizza")
+
+
+def test_which_processes_are_confined() -> None:
+    from plugins.memory.conversations import session_of
+
+    assert session_of({"SESSION_ID": "s1"}) == "s1"
+    assert session_of({"SESSION_ID": "s1", "PLUGHOST_SESSION_ROLE": "admin"}) == "s1"
+    assert session_of({"PLUGHOST_SESSION_ID": "r1", "PLUGHOST_SESSION_ROLE": "public"}) == "r1"
+    assert session_of({"PLUGHOST_SESSION_ID": "r1"}) == "r1"
+    assert session_of({"PLUGHOST_SESSION_ID": "r1", "PLUGHOST_SESSION_ROLE": "admin"}) is None
+    assert session_of({}) is None
