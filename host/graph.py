@@ -201,13 +201,23 @@ class GraphStore(Protocol):
         ...
 
     def vector_search(
-        self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None
-    ) -> list[Hit]: ...
+        self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None,
+    ) -> list[Hit]:
+        """Cosine top-k; ``where`` / ``within`` (optional, as in ``fulltext_search``) filter before the cut."""
+        ...
 
     def fulltext_search(
-        self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None
+        self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None,
     ) -> list[Hit]:
-        """BM25 over the text-property union; user text is escaped, never raises on syntax."""
+        """BM25 over the text-property union; user text is escaped, never raises on syntax.
+
+        Optional filters applied before the top-k cut: ``where`` (property equality) and
+        ``within`` (``(node id, edge type)``: only targets of that node's outgoing edges of that
+        type, e.g. a Conversation's ``HAS_MESSAGE`` Messages). A backend without them (the Neo4j
+        store today) does not accept the keywords.
+        """
         ...
 
     def keyword_search(
@@ -253,3 +263,27 @@ class GraphStore(Protocol):
     def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int: ...
 
     def close(self) -> None: ...
+
+
+# conversations ---------------------------------------------------------------------------
+# The stored shape shared by the channels pipeline and the memory plugin's conversation tools
+# (plugins never import each other, so the shape lives here):
+#   (:Conversation {id, channel, sender, sessionId, scope, title, startedAt, lastMessageAt})
+#     -[:HAS_MESSAGE]->
+#   (:Message:<Channel>Message {role, text, conversationId, channel, sender, sessionId, scope,
+#                               sentAt | receivedAt})
+# ``conversationId`` on every Message is what conversation search filters on, inside the query.
+CONVERSATION_LABEL = "Conversation"
+MESSAGE_LABEL = "Message"
+HAS_MESSAGE = "HAS_MESSAGE"
+CHANNEL_MESSAGE_LABELS: dict[str, str] = {
+    "webchat": "WebchatMessage", "telegram": "TelegramMessage", "whatsapp": "WhatsAppMessage",
+}
+
+
+def conversation_node_id(account_id: str, channel: str, sender: str) -> str:
+    """Deterministic Conversation id from account + channel + sender (the channels pipeline's rule)."""
+    import hashlib
+
+    digest = hashlib.sha256("\x1f".join((account_id, channel, sender)).encode("utf-8")).hexdigest()[:32]
+    return f"conv-{digest}"

@@ -96,6 +96,39 @@ def label_sql(labels: Sequence[str] | None, alias: str = "n") -> tuple[str, list
             f"AND nl.label IN ({_marks(len(labs))}))", list(labs))
 
 
+def where_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+    """Property equality filters (``None`` means absent) as SQL on ``n``; names are validated."""
+    sql, params = "", []
+    for key, value in (where or {}).items():
+        column = _prop_expr(key)
+        if value is None:
+            sql += f" AND {column} IS NULL"
+        else:
+            sql += f" AND {column} = ?"
+            params.append(int(value) if isinstance(value, bool) else value)
+    return sql, params
+
+
+def within_sql(within: tuple[str, str] | None, account_id: str, column: str) -> tuple[str, list[Any]]:
+    """``(node id, edge type)``: only the targets of that node's outgoing edges of that type
+    (e.g. a Conversation's ``HAS_MESSAGE`` Messages), through the edge primary key."""
+    if not within:
+        return "", []
+    node_id, edge_type = within
+    return (f" AND {column} IN (SELECT e.target FROM edges e WHERE e.source = "
+            f"(SELECT s.rid FROM nodes s WHERE s.id = ? AND s.account_id = ?) AND e.type = ?)",
+            [str(node_id), account_id, check_name(str(edge_type), "edge type")])
+
+
+def _candidate_key(g: Guards, labels: Sequence[str] | None, dims: int, where: Mapping[str, Any] | None,
+                   within: tuple[str, str] | None) -> tuple[Any, ...]:
+    """The candidate-cache key: the guards, labels and dims, plus the optional filters when given."""
+    key: tuple[Any, ...] = (g, tuple(labels) if labels else None, dims)
+    if where or within:
+        key += (tuple(sorted((where or {}).items())), tuple(within) if within else None)
+    return key
+
+
 class SqliteStore:
     """:class:`host.graph.GraphStore` on one SQLite file."""
 
@@ -514,13 +547,9 @@ class SqliteStore:
         lab, lparams = label_sql(labels)
         sql = f"SELECT {NODE_COLS} FROM nodes n WHERE {cond}{lab}"
         params += lparams
-        for key, value in (where or {}).items():
-            column = _prop_expr(key)
-            if value is None:
-                sql += f" AND {column} IS NULL"
-            else:
-                sql += f" AND {column} = ?"
-                params.append(int(value) if isinstance(value, bool) else value)
+        wh, wparams = where_sql(where)
+        sql += wh
+        params += wparams
         order = _prop_expr(order_by) if order_by else "n.updated_at"
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, n.rid LIMIT ? OFFSET ?"
         params += [max(0, int(limit)), max(0, int(offset))]
@@ -533,30 +562,39 @@ class SqliteStore:
         with self._lock:
             return self.conn.execute(f"SELECT count(*) FROM nodes n WHERE {cond}{lab}", params + lparams).fetchone()[0]
 
-    def fulltext_search(self, query: str, k: int, *, guards: Guards,
-                        labels: Sequence[str] | None = None) -> list[Hit]:
-        """BM25 over the text-property union; user text never reaches FTS5 syntax, so never raises."""
+    def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+                        where: Mapping[str, Any] | None = None,
+                        within: tuple[str, str] | None = None) -> list[Hit]:
+        """BM25 over the text-property union; user text never reaches FTS5 syntax, so never raises.
+
+        ``where`` (property equality) and ``within`` (targets of one node's edges of one type,
+        applied inside the FTS scan) filter inside the guarded query, before the top-k cut.
+        """
         terms = fts_terms(query)
         if not terms or k <= 0:
             return []
         match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
-        cond, params = guard_sql(guards_ok(guards))
+        g = guards_ok(guards)
+        cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
+        wh, wparams = where_sql(where)
+        lab, lparams = lab + wh, lparams + wparams
+        inside, iparams = within_sql(within, g.account_id, "rowid")
         # The guards run in SQL on a window of the best-ranked matches (FTS5 keeps a top-N heap for
         # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
         # survive and the window was full, it doubles. The guarded rows come out in rank order, so
         # any k of them taken from a window prefix are exactly the guarded top-k.
-        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM node_text WHERE node_text MATCH ? "
+        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM node_text WHERE node_text MATCH ?{inside} "
                f"ORDER BY rank LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.rank LIMIT ?")
         window = max(int(k) * FTS_WINDOW, 64)
         with self._lock:
             while True:
-                ranked = self.conn.execute(sql, [match, window, *params, *lparams, int(k)]).fetchall()
+                ranked = self.conn.execute(sql, [match, *iparams, window, *params, *lparams, int(k)]).fetchall()
                 if len(ranked) >= k:
                     break
-                total = self.conn.execute("SELECT count(*) FROM (SELECT rowid FROM node_text WHERE node_text "
-                                          "MATCH ? LIMIT ?)", (match, window + 1)).fetchone()[0]
+                total = self.conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM node_text WHERE node_text "
+                                          f"MATCH ?{inside} LIMIT ?)", (match, *iparams, window + 1)).fetchone()[0]
                 if total <= window:
                     break
                 window *= 4
@@ -577,8 +615,8 @@ class SqliteStore:
             nodes = self._rows_by_rid(rids)
         return [Hit(nodes[rid], 1.0) for rid in rids if rid in nodes]
 
-    def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
-                      labels: Sequence[str] | None = None) -> list[Hit]:
+    def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+                      where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None) -> list[Hit]:
         """Exact cosine top-k over the guarded nodes that have a vector of this length.
 
         The guards are SQL, applied before the cut, on one of two paths: when the guarded
@@ -586,7 +624,8 @@ class SqliteStore:
         rows; otherwise numpy scores the account's matrix and SQL keeps the guarded rows of a
         score-ordered window that widens until k pass (those are exactly the guarded top-k);
         guards so selective that the window would pass ``VECTOR_WINDOW_MAX`` rows select and
-        cache the full candidate set instead.
+        cache the full candidate set instead. ``where`` / ``within`` (as in
+        :meth:`fulltext_search`) always take the candidate path: they are selective by intent.
         """
         g = guards_ok(guards)
         q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
@@ -602,13 +641,13 @@ class SqliteStore:
             rids, matrix = self._matrix(g.account_id, dims)
             if len(rids) == 0:
                 return []
-            cands = self._candidates.get((g, tuple(labels) if labels else None, dims))
+            cands = self._candidates.get(_candidate_key(g, labels, dims, where, within))
             if cands is None:
                 ranked = None
-                if self.vector_window_max > 0:
+                if self.vector_window_max > 0 and not (where or within):
                     ranked = self._window_top_k(rids, matrix @ q, int(k), g, labels, dims)
                 if ranked is None:
-                    cands = self._candidate_rids(g, labels, dims)
+                    cands = self._candidate_rids(g, labels, dims, where, within)
             if cands is not None:
                 ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
             nodes = self._rows_by_rid([rid for rid, _ in ranked])
@@ -702,17 +741,25 @@ class SqliteStore:
         self._matrices[key] = entry
         return entry[1][: entry[3]], entry[2][: entry[3]]
 
-    def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int) -> np.ndarray:
+    def _candidate_rids(self, g: Guards, labels: Sequence[str] | None, dims: int,
+                        where: Mapping[str, Any] | None = None,
+                        within: tuple[str, str] | None = None) -> np.ndarray:
         """Guarded candidate rows for vector search, selected by SQL (cached until the next write)."""
-        key = (g, tuple(labels) if labels else None, dims)
+        key = _candidate_key(g, labels, dims, where, within)
         hit = self._candidates.get(key)
         if hit is not None:
             self._candidates.move_to_end(key)
             return hit
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        rows = self.conn.execute(f"SELECT n.rid FROM nodes n INDEXED BY nodes_vector_guard WHERE n.dims = ? "
-                                 f"AND {cond}{lab}", [dims, *params, *lparams]).fetchall()
+        if where or within:  # selective filters: let SQLite start from them, not the guard index
+            wh, wparams = where_sql(where)
+            inside, iparams = within_sql(within, g.account_id, "n.rid")
+            rows = self.conn.execute(f"SELECT n.rid FROM nodes n WHERE n.dims = ?{inside} AND {cond}{lab}{wh}",
+                                     [dims, *iparams, *params, *lparams, *wparams]).fetchall()
+        else:
+            rows = self.conn.execute(f"SELECT n.rid FROM nodes n INDEXED BY nodes_vector_guard WHERE n.dims = ? "
+                                     f"AND {cond}{lab}", [dims, *params, *lparams]).fetchall()
         cands = np.sort(np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)))
         self._candidates[key] = cands
         while len(self._candidates) > 32:

@@ -86,6 +86,14 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     return active_rules(host.store(), account_id)
 
 
-__all__ = ["plughost_embedder", "plughost_tools", "plughost_cli_commands", "plughost_startup",
-           "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports", "plughost_active_rules",
-           "plughost_tools_search", "plughost_query_expansions"]
+@hookimpl(specname="plughost_tools")
+def plughost_tools_conversations(host: Host) -> list[Tool]:
+    """Conversation search and append (SPEC 9.6)."""
+    from plugins.memory.conversations import conversation_tools
+
+    return conversation_tools(host)
+
+
+__all__ = ["plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
+           "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
+           "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations"]

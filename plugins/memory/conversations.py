@@ -1,0 +1,279 @@
+"""Conversation search and conversation writes (SPEC 9.6).
+
+``conversation-search`` runs BM25 (and cosine, when an embedder exists) over Message nodes. A
+process with a session (``SESSION_ID``, or the channels runner's ``PLUGHOST_SESSION_ID`` on a
+non-admin turn: a public agent) is confined to its own conversation; the filter is a ``where`` equality on the
+Message's ``conversationId`` applied by the store inside the guarded query, before the top-k
+cut, so another conversation's messages can never fill or leak into the result. Without a
+session (admin) every conversation of the account is searched. Read-only.
+
+``conversation-append`` writes a Message and MERGEs its Conversation with the ``HAS_MESSAGE``
+edge in the shape the channels pipeline stores (see the conversation block of ``host/graph.py``),
+so channel-recorded and tool-recorded conversations are searched the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from host import config
+from host.errors import UserError
+from host.graph import (
+    CHANNEL_MESSAGE_LABELS,
+    CONVERSATION_LABEL,
+    HAS_MESSAGE,
+    MESSAGE_LABEL,
+    Guards,
+    conversation_node_id,
+)
+from host.log import log
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+    from host.types import Tool
+
+RRF_K = 60
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+OVERFETCH = 3  # each path fetches limit × 3 before fusion
+ROLES = ("user", "assistant", "system", "tool")
+CONTENT_MAX_CHARS = 20_000
+_SESSION_CONVERSATIONS: dict[tuple[str, str, str], str] = {}  # (store, account, session) -> Conversation id
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def session_of(env: Mapping[str, str]) -> str | None:
+    """The process's session, if any: a process with one is confined to its own conversation.
+
+    ``SESSION_ID`` always confines. The channels runner sets ``PLUGHOST_SESSION_ID`` on every
+    turn with ``PLUGHOST_SESSION_ROLE``; it confines unless that role is ``admin`` (an absent
+    role confines: the narrower reading wins).
+    """
+    explicit = (env.get("SESSION_ID") or "").strip()
+    if explicit:
+        return explicit
+    runner = (env.get("PLUGHOST_SESSION_ID") or "").strip()
+    if runner and (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() != "admin":
+        return runner
+    return None
+
+
+def _accepts_filters(store: Any, names: tuple[str, ...]) -> bool:
+    """Whether both search methods take the optional filters (a backend may predate them)."""
+    import inspect
+
+    for method in (store.fulltext_search, store.vector_search):
+        params = inspect.signature(method).parameters
+        if not all(n in params for n in names):
+            return False
+    return True
+
+
+def message_view(hit_node: Any, score: float) -> dict[str, Any]:
+    """What a caller sees of a Message (channels store ``text``; ``content`` is accepted too)."""
+    p = hit_node.properties
+    return {"id": hit_node.id, "conversationId": p.get("conversationId"), "role": p.get("role"),
+            "content": p.get("text") if p.get("text") is not None else p.get("content"),
+            "timestamp": p.get("sentAt") or p.get("receivedAt") or p.get("createdAt"),
+            "channel": p.get("channel"), "score": round(float(score), 6)}
+
+
+class Conversations:
+    """Search and append over one account's conversations, for one process environment."""
+
+    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str]) -> None:
+        self.store, self.embedder, self.env = store, embedder, env
+
+    def guards(self) -> Guards:
+        return Guards.from_env(self.env)
+
+    # ------------------------------------------------------------------ session
+    def session_conversation(self) -> str | None:
+        """The session's Conversation id: the node named by the session, else the one whose
+        ``sessionId`` is the session; None when the session has no conversation yet.
+
+        A found id is remembered for the process (a session's conversation never changes id),
+        since the ``sessionId`` lookup scans the account's nodes.
+        """
+        session = session_of(self.env)
+        if session is None:
+            return None
+        account = self.guards().account_id
+        key = (str(getattr(self.store, "path", id(self.store))), account, session)
+        if key in _SESSION_CONVERSATIONS:
+            return _SESSION_CONVERSATIONS[key]
+        g = Guards(account)  # resolution only; the search itself keeps every guard
+        node = self.store.get(session, guards=g)
+        if node is not None and CONVERSATION_LABEL in node.labels:
+            found_id: str | None = node.id
+        else:
+            found = self.store.find(guards=g, labels=[CONVERSATION_LABEL], where={"sessionId": session}, limit=1)
+            found_id = found[0].id if found else None
+        if found_id is not None:
+            _SESSION_CONVERSATIONS[key] = found_id
+        return found_id
+
+    # ------------------------------------------------------------------ search
+    def search(self, *, query: str, limit: int = DEFAULT_LIMIT, conversationId: str | None = None,  # noqa: N803
+               role: str | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        query = (query or "").strip()
+        if not query:
+            raise UserError("query: expected a non-empty string")
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        guards = self.guards()
+        where: dict[str, Any] = {}
+        if session_of(self.env) is not None:
+            own = self.session_conversation()
+            if conversationId and conversationId != own:
+                raise UserError("conversationId: not this session's conversation; a session searches only its own")
+            if own is None:
+                self._log("search", guards, started, hits=0, restricted=1)
+                return {"results": [], "conversationId": None, "restricted": True}
+            where["conversationId"] = own
+        elif conversationId:
+            where["conversationId"] = conversationId
+        if role:
+            where["role"] = role
+        fused = self._hybrid(query, limit, guards, where)
+        results = [message_view(node, score) for node, score in fused[:limit]]
+        self._log("search", guards, started, hits=len(results), restricted=int(session_of(self.env) is not None))
+        return {"results": results, "conversationId": where.get("conversationId"),
+                "restricted": session_of(self.env) is not None}
+
+    def _hybrid(self, query: str, limit: int, guards: Guards, where: dict[str, Any]) -> list[tuple[Any, float]]:
+        """Reciprocal-rank fusion of BM25 and (with an embedder) cosine, both filtered in the store.
+
+        One conversation is selected twice, both inside the store query: through its
+        ``HAS_MESSAGE`` edges (``within``, indexed: the FTS scan only ranks that conversation's
+        rows) and by the Messages' ``conversationId`` (``where``).
+        """
+        fetch = limit * OVERFETCH
+        conv = where.get("conversationId")
+        filters: dict[str, Any] = {"where": where} if where else {}
+        if conv:
+            filters["within"] = (conv, HAS_MESSAGE)
+        if filters and not _accepts_filters(self.store, tuple(filters)):
+            raise UserError(f"conversation-search: the {getattr(self.store, 'backend', '?')} store cannot filter "
+                            "by conversation inside its queries; use the embedded (sqlite) store")
+        lists = [self.store.fulltext_search(query, fetch, guards=guards, labels=[MESSAGE_LABEL], **filters)]
+        if self.embedder is not None:
+            try:
+                vector = self.embedder.embed([query])[0]
+            except Exception as exc:  # noqa: BLE001 — BM25 still answers when the embedder is down
+                log("conversations", "warn", reason="embed-failed", error=type(exc).__name__)
+            else:
+                lists.append(self.store.vector_search(vector, fetch, guards=guards, labels=[MESSAGE_LABEL],
+                                                      **filters))
+        scores: dict[str, float] = {}
+        nodes: dict[str, Any] = {}
+        for hits in lists:
+            for rank, hit in enumerate(hits):
+                nodes.setdefault(hit.node.id, hit.node)
+                scores[hit.node.id] = scores.get(hit.node.id, 0.0) + 1.0 / (RRF_K + rank + 1)
+        order = sorted(scores, key=lambda nid: (-scores[nid], nid))
+        return [(nodes[nid], scores[nid]) for nid in order]
+
+    # ------------------------------------------------------------------ append
+    def append(self, *, role: str, content: str, conversationId: str | None = None,  # noqa: N803
+               channel: str | None = None, sender: str | None = None, timestamp: str | None = None,
+               messageId: str | None = None) -> dict[str, Any]:  # noqa: N803
+        started = time.perf_counter()
+        guards = self.guards()
+        account = guards.account_id
+        if role not in ROLES:
+            raise UserError(f"role: expected one of {', '.join(ROLES)}")
+        if not isinstance(content, str) or not content.strip():
+            raise UserError("content: expected a non-empty string")
+        if len(content) > CONTENT_MAX_CHARS:
+            raise UserError(f"content: {len(content)} characters; at most {CONTENT_MAX_CHARS}")
+        if timestamp is not None:
+            try:
+                datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+            except ValueError:
+                raise UserError(f"timestamp: '{timestamp}' is not an ISO-8601 timestamp") from None
+        session = session_of(self.env)
+        own = self.session_conversation() if session else None
+        if conversationId is None and channel and sender:
+            conversationId = conversation_node_id(account, channel, sender)
+        if session is not None:
+            if conversationId and own and conversationId != own:
+                raise UserError("conversationId: not this session's conversation; a session appends only to its own")
+            if conversationId and not own and conversationId != session:
+                raise UserError("conversationId: not this session's conversation; a session appends only to its own")
+            conversationId = own or session
+        if not conversationId:
+            raise UserError("conversationId: expected a conversation id, or channel and sender to derive one")
+        existing = self.store.get(conversationId, guards=Guards(account), include_deleted=True)
+        if existing is not None and CONVERSATION_LABEL not in existing.labels:
+            raise UserError(f"conversationId: '{conversationId}' is a {existing.labels[0]}, not a Conversation")
+        when = timestamp or _now_iso()
+        scope = self._scope()
+        conv_channel = channel or (existing.properties.get("channel") if existing else None)
+        msg_id = messageId or "msg-" + hashlib.sha256(
+            "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]
+        if messageId is not None:
+            prior = self.store.get(msg_id, guards=Guards(account), include_deleted=True)
+            if prior is not None and (MESSAGE_LABEL not in prior.labels
+                                      or prior.properties.get("conversationId") != conversationId):
+                raise UserError(f"messageId: '{msg_id}' already names a node outside this conversation")
+        labels = [MESSAGE_LABEL] + ([CHANNEL_MESSAGE_LABELS[conv_channel]] if conv_channel in CHANNEL_MESSAGE_LABELS
+                                    else [])
+        props = {"role": role, "text": content, "conversationId": conversationId, "sentAt": when,
+                 "channel": conv_channel, "sender": sender, "scope": scope, "sessionId": session}
+        row: dict[str, Any] = {"id": msg_id, "labels": labels,
+                               "properties": {k: v for k, v in props.items() if v is not None}}
+        embedded = False
+        if self.embedder is not None:
+            try:
+                row["embedding"] = self.embedder.embed([content])[0]
+                embedded = True
+            except Exception as exc:  # noqa: BLE001 — the message is stored; reindex embeds it later
+                log("graph-write", "warn", reason="embed-failed", labels="Message", node=msg_id,
+                    error=type(exc).__name__)
+        conv_props: dict[str, Any] = {"lastMessageAt": when}
+        if existing is None:
+            conv_props.update(startedAt=when, scope=scope, channel=conv_channel, sender=sender,
+                              sessionId=session, title=f"{conv_channel or 'conversation'} {sender or conversationId}")
+        conv_row = {"id": conversationId, "labels": [CONVERSATION_LABEL],
+                    "properties": {k: v for k, v in conv_props.items() if v is not None},
+                    "edges": [{"type": HAS_MESSAGE, "to": msg_id}]}
+        self.store.upsert_many([row, conv_row], account_id=account)
+        self._log("append", guards, started, conversationId=conversationId, messageId=msg_id, embedded=int(embedded))
+        return {"messageId": msg_id, "conversationId": conversationId, "created": existing is None,
+                "embedded": embedded, "timestamp": when}
+
+    def _scope(self) -> str | None:
+        """Admin processes write admin-scoped messages; a scoped process writes into its first scope."""
+        allowed = config.csv_list(self.env.get("ALLOWED_SCOPES"))
+        if allowed is None or "admin" in allowed:
+            return "admin"
+        return allowed[0] if allowed else None
+
+    def _log(self, op: str, guards: Guards, started: float, **fields: Any) -> None:
+        log("conversations", f"op={op}", account=guards.account_id,
+            ms=round((time.perf_counter() - started) * 1000, 1), **fields)
+
+
+def service(host: Host) -> Conversations:
+    return Conversations(host.store(), host.embedder(), host.env)
+
+
+def conversation_tools(host: Host) -> list[Tool]:
+    from host.types import Tool
+
+    def conversation_search(**args: Any) -> Any:
+        return service(host).search(**args)
+
+    def conversation_append(**args: Any) -> Any:
+        return service(host).append(**args)
+
+    return [Tool("conversation-search", "conversation-search", conversation_search),
+            Tool("conversation-append", "conversation-append", conversation_append)]

@@ -1,0 +1,33 @@
+"""Conversation-search helpers: a real SQLite store on disk, a deterministic embedder."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+DIMS = 8
+
+
+class HashEmbedder:
+    """A deterministic Embedder: each text maps to a fixed unit vector (no model needed)."""
+
+    name = "hash"
+    dimensions = DIMS
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            raw = hashlib.sha256(text.encode("utf-8")).digest()
+            vec = [b - 127.5 for b in raw[:DIMS]]
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out
+
+
+def open_store(path: Path, account: str = "acct-one") -> Any:
+    """The store as one account's process opens it (a process writes only its own account)."""
+    from plugins.graph.sqlite_store import SqliteStore
+
+    return SqliteStore(path, env={"ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": str(DIMS)})
