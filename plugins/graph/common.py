@@ -149,7 +149,7 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             json.dumps(props, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
-    has_none = any(v is None for v in props.values())
+    has_none = None in props.values()
     return Prepared(node_id, lab, props, check_embedding(embedding, f"{what}.embedding"),
                     None if has_none else text)
 
@@ -233,9 +233,19 @@ def prepare_row(row: Any, account_id: str, what: str) -> tuple[Prepared, list[tu
     item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
                    embedding=row.get("embedding"), what=what)
     raw_edges = row.get("edges") or []
-    if not isinstance(raw_edges, list):
-        raise UserError(f"{what}.edges: expected a list of {{type, to, properties?}}")
-    return item, [check_edge(e, what, j) for j, e in enumerate(raw_edges)]
+    if type(raw_edges) is not list:
+        if not isinstance(raw_edges, list):
+            raise UserError(f"{what}.edges: expected a list of {{type, to, properties?}}")
+    out: list[tuple[str, str, Any]] = []
+    good, keys = _GOOD_NAMES, _EDGE_KEYS
+    for j, e in enumerate(raw_edges):  # check_edge's fast path inlined: imports carry many edges
+        if type(e) is dict and e.keys() <= keys and not e.get("properties"):
+            etype, to = e.get("type"), e.get("to")
+            if type(etype) is str and etype in good and type(to) is str and to:
+                out.append((etype, to, None))
+                continue
+        out.append(check_edge(e, what, j))
+    return item, out
 
 
 def check_edge(edge: Any, what: str, index: int | None = None) -> tuple[str, str, dict[str, Any] | None]:

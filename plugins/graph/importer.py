@@ -131,7 +131,8 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
             index = len(items)
             items.append(item)
             lines_of.append(lineno)
-            edges.extend((index, j, t, to, p) for j, (t, to, p) in enumerate(row_edges))
+            if row_edges:
+                edges.extend([(index, j, t, to, p) for j, (t, to, p) in enumerate(row_edges)])
             if len(items) >= batch_size:
                 flush()
         flush()

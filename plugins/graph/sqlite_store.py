@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -277,7 +278,7 @@ class SqliteStore:
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
             agents = props.get("agents")
             row_json = props_json or json.dumps(props)
-            agents_json = json.dumps(agents) if agents is not None else None
+            agents_json = _agents_json(agents) if agents is not None else None
             if is_new:
                 inserts.append((rid, nid, account_id, _labels_json(labels), row_json, props.get("scope"), agents_json,
                                 now, now, len(emb) if emb is not None else None))
@@ -408,11 +409,13 @@ class SqliteStore:
                 [account_id, *part]))
         now = time.time()
         rows, missing = [], []
+        get, dumps, add = rids.get, json.dumps, rows.append
         for pos, (src, etype, dst, props) in enumerate(wanted):
-            if src not in rids or dst not in rids:
+            s, d = get(src), get(dst)
+            if s is None or d is None:
                 missing.append(pos)
                 continue
-            rows.append((rids[src], etype, rids[dst], json.dumps(props) if props else None, now))
+            add((s, etype, d, dumps(props) if props else None, now))
         conn.executemany(
             "INSERT INTO edges (source, type, target, properties, created_at) VALUES (?,?,?,?,?) "
             "ON CONFLICT (source, type, target) DO UPDATE SET properties = coalesce(excluded.properties, properties)",
@@ -808,6 +811,11 @@ class SqliteStore:
 def _labels_json(labels: Sequence[str]) -> str:
     """Labels are validated identifiers, so their JSON array needs no escaping."""
     return '["' + '","'.join(labels) + '"]'
+
+
+def _agents_json(agents: Sequence[str]) -> str:
+    """``json.dumps`` of a validated list of agent slugs (strings), without building an encoder."""
+    return "[" + ", ".join(map(encode_basestring_ascii, agents)) + "]"
 
 
 def _agents(props: Mapping[str, Any]) -> str | None:
