@@ -113,6 +113,7 @@ class SqliteStore:
         self._set_wal()
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = OFF")
+        self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
         migrations.migrate(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
         self.vector_window_max = VECTOR_WINDOW_MAX  # 0: always select the full guarded candidate set
@@ -416,10 +417,25 @@ class SqliteStore:
                 missing.append(pos)
                 continue
             add((s, etype, d, dumps(props) if props else None, now))
-        conn.executemany(
-            "INSERT INTO edges (source, type, target, properties, created_at) VALUES (?,?,?,?,?) "
-            "ON CONFLICT (source, type, target) DO UPDATE SET properties = coalesce(excluded.properties, properties)",
-            rows)
+        if not rows:
+            return missing
+        # Stage the batch, count the edges that are new per target once (backlinkCount), then
+        # merge: one GROUP BY per batch instead of a trigger per edge row.
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
+                     "properties TEXT, created_at REAL)")
+        conn.execute("DELETE FROM temp.edge_batch")
+        conn.executemany("INSERT INTO temp.edge_batch VALUES (?,?,?,?,?)", rows)
+        conn.execute(
+            "INSERT INTO backlinks (node, count) SELECT target, count(*) FROM (SELECT DISTINCT source, type, target "
+            "FROM temp.edge_batch s WHERE NOT EXISTS (SELECT 1 FROM edges e WHERE e.source = s.source "
+            "AND e.type = s.type AND e.target = s.target)) GROUP BY target "
+            "ON CONFLICT (node) DO UPDATE SET count = count + excluded.count")
+        conn.execute(
+            "INSERT INTO edges (source, type, target, properties, created_at) "
+            "SELECT source, type, target, properties, created_at FROM temp.edge_batch WHERE true ORDER BY rowid "
+            "ON CONFLICT (source, type, target) DO UPDATE SET properties = coalesce(excluded.properties, "
+            "edges.properties)")
+        conn.execute("DELETE FROM temp.edge_batch")
         return missing
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int:
