@@ -16,10 +16,10 @@ from typing import Any
 
 from host.errors import UserError
 from host.graph import TEXT_PROPERTIES, Guards
+from host.jsonl import EDGE_KEYS as _EDGE_KEYS
+from host.jsonl import LINE_KEYS as _ROW_KEYS
+from host.jsonl import NAME_RE
 from host.log import log
-
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-"""Labels, edge types and property keys used in queries: identifier-safe in SQL and Cypher."""
 
 CASCADE_LABELS = ("Section", "Chunk")
 """Soft delete cascades KnowledgeDocument → Section → Chunk along outgoing edges."""
@@ -155,7 +155,6 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
 
 
 _TEXT_KEYS = frozenset(TEXT_PROPERTIES)
-_ROW_KEYS = frozenset({"id", "labels", "properties", "embedding", "edges"})
 
 
 def text_of(properties: Mapping[str, Any]) -> str:
@@ -273,5 +272,3 @@ def check_edge(edge: Any, what: str, index: int | None = None) -> tuple[str, str
             raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     return etype, to, dict(props) if props else None
 
-
-_EDGE_KEYS = frozenset({"type", "to", "properties"})
