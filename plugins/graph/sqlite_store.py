@@ -419,22 +419,21 @@ class SqliteStore:
             add((s, etype, d, dumps(props) if props else None, now))
         if not rows:
             return missing
-        # Stage the batch, count the edges that are new per target once (backlinkCount), then
-        # merge: one GROUP BY per batch instead of a trigger per edge row.
+        # Stage the batch, merge it, then recount the backlinks of the targets it touched (one
+        # statement per batch, exact whatever was already there) instead of a trigger per edge row.
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
                      "properties TEXT, created_at REAL)")
         conn.execute("DELETE FROM temp.edge_batch")
         conn.executemany("INSERT INTO temp.edge_batch VALUES (?,?,?,?,?)", rows)
         conn.execute(
-            "INSERT INTO backlinks (node, count) SELECT target, count(*) FROM (SELECT DISTINCT source, type, target "
-            "FROM temp.edge_batch s WHERE NOT EXISTS (SELECT 1 FROM edges e WHERE e.source = s.source "
-            "AND e.type = s.type AND e.target = s.target)) GROUP BY target "
-            "ON CONFLICT (node) DO UPDATE SET count = count + excluded.count")
-        conn.execute(
             "INSERT INTO edges (source, type, target, properties, created_at) "
             "SELECT source, type, target, properties, created_at FROM temp.edge_batch WHERE true ORDER BY rowid "
             "ON CONFLICT (source, type, target) DO UPDATE SET properties = coalesce(excluded.properties, "
             "edges.properties)")
+        conn.execute(
+            "INSERT INTO backlinks (node, count) SELECT t.target, (SELECT count(*) FROM edges e "
+            "WHERE e.target = t.target) FROM (SELECT DISTINCT target FROM temp.edge_batch) t WHERE true "
+            "ON CONFLICT (node) DO UPDATE SET count = excluded.count")
         conn.execute("DELETE FROM temp.edge_batch")
         return missing
 
