@@ -16,10 +16,10 @@ from typing import Any
 
 from host.errors import UserError
 from host.graph import TEXT_PROPERTIES, Guards
+from host.jsonl import EDGE_KEYS as _EDGE_KEYS
+from host.jsonl import LINE_KEYS as _ROW_KEYS
+from host.jsonl import NAME_RE
 from host.log import log
-
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-"""Labels, edge types and property keys used in queries: identifier-safe in SQL and Cypher."""
 
 CASCADE_LABELS = ("Section", "Chunk")
 """Soft delete cascades KnowledgeDocument → Section → Chunk along outgoing edges."""
@@ -149,13 +149,12 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             json.dumps(props, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
-    has_none = any(v is None for v in props.values())
+    has_none = None in props.values()
     return Prepared(node_id, lab, props, check_embedding(embedding, f"{what}.embedding"),
                     None if has_none else text)
 
 
 _TEXT_KEYS = frozenset(TEXT_PROPERTIES)
-_ROW_KEYS = frozenset({"id", "labels", "properties", "embedding", "edges"})
 
 
 def text_of(properties: Mapping[str, Any]) -> str:
@@ -233,9 +232,19 @@ def prepare_row(row: Any, account_id: str, what: str) -> tuple[Prepared, list[tu
     item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
                    embedding=row.get("embedding"), what=what)
     raw_edges = row.get("edges") or []
-    if not isinstance(raw_edges, list):
-        raise UserError(f"{what}.edges: expected a list of {{type, to, properties?}}")
-    return item, [check_edge(e, what, j) for j, e in enumerate(raw_edges)]
+    if type(raw_edges) is not list:
+        if not isinstance(raw_edges, list):
+            raise UserError(f"{what}.edges: expected a list of {{type, to, properties?}}")
+    out: list[tuple[str, str, Any]] = []
+    good, keys = _GOOD_NAMES, _EDGE_KEYS
+    for j, e in enumerate(raw_edges):  # check_edge's fast path inlined: imports carry many edges
+        if type(e) is dict and e.keys() <= keys and not e.get("properties"):
+            etype, to = e.get("type"), e.get("to")
+            if type(etype) is str and etype in good and type(to) is str and to:
+                out.append((etype, to, None))
+                continue
+        out.append(check_edge(e, what, j))
+    return item, out
 
 
 def check_edge(edge: Any, what: str, index: int | None = None) -> tuple[str, str, dict[str, Any] | None]:
@@ -263,5 +272,3 @@ def check_edge(edge: Any, what: str, index: int | None = None) -> tuple[str, str
             raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     return etype, to, dict(props) if props else None
 
-
-_EDGE_KEYS = frozenset({"type", "to", "properties"})

@@ -10,62 +10,18 @@ file are created once that target is in (and reported by line if it never appear
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from host.errors import UserError
+from host.jsonl import ImportSummary, JsonLines
 from host.log import log
+from host.progress import Progress
 from plugins.graph.common import Prepared, prepare_row
 
 DEFAULT_BATCH = 2000
-
-
-@dataclass
-class ImportSummary:
-    file: str
-    lines: int = 0
-    nodes: int = 0
-    edges: int = 0
-    skipped: int = 0
-    batches: int = 0
-    seconds: float = 0.0
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def rate(self) -> float:
-        return self.nodes / self.seconds if self.seconds > 0 else 0.0
-
-
-class Progress:
-    """A one-line progress bar on a terminal; silent otherwise."""
-
-    def __init__(self, total_bytes: int, stream: TextIO, enabled: bool | None = None) -> None:
-        self.total = max(total_bytes, 1)
-        self.stream = stream
-        self.enabled = stream.isatty() if enabled is None else enabled
-        self.started = time.perf_counter()
-        self.drawn = False
-
-    def update(self, done_bytes: int, nodes: int) -> None:
-        if not self.enabled:
-            return
-        frac = min(done_bytes / self.total, 1.0)
-        width = 30
-        filled = int(frac * width)
-        rate = nodes / max(time.perf_counter() - self.started, 1e-9)
-        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {frac * 100:5.1f}% {nodes} nodes "
-                          f"{rate:,.0f}/s")
-        self.stream.flush()
-        self.drawn = True
-
-    def finish(self) -> None:
-        if self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
@@ -73,26 +29,22 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
     """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged)."""
     if batch_size < 1:
         raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
     stream = stream or sys.stderr
     summary = ImportSummary(str(path))
-    bar = Progress(path.stat().st_size, stream, progress)
+
+    def skip(lineno: int, message: str) -> None:
+        summary.skipped += 1
+        summary.errors.append(f"line {lineno}: {message}")
+        bar.interrupt()
+        log("graph-import", "skip", line=lineno, reason=message)
+
+    reader = JsonLines(path, skip)
+    bar = Progress(reader.size, stream, progress, unit="nodes")
     started = time.perf_counter()
     items: list[Prepared] = []
     edges: list[tuple[int, int, str, str, Any]] = []
     lines_of: list[int] = []
     deferred: list[tuple[str, str, str, Any, int]] = []  # (source id, type, to, props, line)
-    done_bytes = 0
-
-    def skip(lineno: int, message: str) -> None:
-        summary.skipped += 1
-        summary.errors.append(f"line {lineno}: {message}")
-        if bar.drawn:
-            stream.write("\n")
-        log("graph-import", "skip", line=lineno, reason=message)
 
     def flush() -> None:
         if not items:
@@ -107,22 +59,10 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
         items.clear()
         edges.clear()
         lines_of.clear()
-        bar.update(done_bytes, summary.nodes)
+        bar.update(reader.done_bytes, summary.nodes)
 
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            done_bytes += len(raw)
-            summary.lines = lineno
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except UnicodeDecodeError:
-                skip(lineno, "not UTF-8")
-                continue
-            except json.JSONDecodeError as exc:
-                skip(lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
-                continue
+    with reader:
+        for lineno, row in reader:
             try:
                 item, row_edges = prepare_row(row, account_id, "node")
             except UserError as exc:
@@ -131,10 +71,12 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
             index = len(items)
             items.append(item)
             lines_of.append(lineno)
-            edges.extend((index, j, t, to, p) for j, (t, to, p) in enumerate(row_edges))
+            if row_edges:
+                edges.extend([(index, j, t, to, p) for j, (t, to, p) in enumerate(row_edges)])
             if len(items) >= batch_size:
                 flush()
         flush()
+    summary.lines = reader.lines
     if deferred:
         missing = store.create_edges([(s, t, to, p) for s, t, to, p, _ in deferred], account_id=account_id,
                                      validated=True)

@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,7 @@ class SqliteStore:
         self._set_wal()
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = OFF")
+        self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
         migrations.migrate(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
         self.vector_window_max = VECTOR_WINDOW_MAX  # 0: always select the full guarded candidate set
@@ -310,7 +312,7 @@ class SqliteStore:
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
             agents = props.get("agents")
             row_json = props_json or json.dumps(props)
-            agents_json = json.dumps(agents) if agents is not None else None
+            agents_json = _agents_json(agents) if agents is not None else None
             if is_new:
                 inserts.append((rid, nid, account_id, _labels_json(labels), row_json, props.get("scope"), agents_json,
                                 now, now, len(emb) if emb is not None else None))
@@ -441,15 +443,31 @@ class SqliteStore:
                 [account_id, *part]))
         now = time.time()
         rows, missing = [], []
+        get, dumps, add = rids.get, json.dumps, rows.append
         for pos, (src, etype, dst, props) in enumerate(wanted):
-            if src not in rids or dst not in rids:
+            s, d = get(src), get(dst)
+            if s is None or d is None:
                 missing.append(pos)
                 continue
-            rows.append((rids[src], etype, rids[dst], json.dumps(props) if props else None, now))
-        conn.executemany(
-            "INSERT INTO edges (source, type, target, properties, created_at) VALUES (?,?,?,?,?) "
-            "ON CONFLICT (source, type, target) DO UPDATE SET properties = coalesce(excluded.properties, properties)",
-            rows)
+            add((s, etype, d, dumps(props) if props else None, now))
+        if not rows:
+            return missing
+        # Stage the batch, merge it, then recount the backlinks of the targets it touched (one
+        # statement per batch, exact whatever was already there) instead of a trigger per edge row.
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
+                     "properties TEXT, created_at REAL)")
+        conn.execute("DELETE FROM temp.edge_batch")
+        conn.executemany("INSERT INTO temp.edge_batch VALUES (?,?,?,?,?)", rows)
+        conn.execute(
+            "INSERT INTO edges (source, type, target, properties, created_at) "
+            "SELECT source, type, target, properties, created_at FROM temp.edge_batch WHERE true ORDER BY rowid "
+            "ON CONFLICT (source, type, target) DO UPDATE SET properties = coalesce(excluded.properties, "
+            "edges.properties)")
+        conn.execute(
+            "INSERT INTO backlinks (node, count) SELECT t.target, (SELECT count(*) FROM edges e "
+            "WHERE e.target = t.target) FROM (SELECT DISTINCT target FROM temp.edge_batch) t WHERE true "
+            "ON CONFLICT (node) DO UPDATE SET count = excluded.count")
+        conn.execute("DELETE FROM temp.edge_batch")
         return missing
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int:
@@ -855,6 +873,11 @@ class SqliteStore:
 def _labels_json(labels: Sequence[str]) -> str:
     """Labels are validated identifiers, so their JSON array needs no escaping."""
     return '["' + '","'.join(labels) + '"]'
+
+
+def _agents_json(agents: Sequence[str]) -> str:
+    """``json.dumps`` of a validated list of agent slugs (strings), without building an encoder."""
+    return "[" + ", ".join(map(encode_basestring_ascii, agents)) + "]"
 
 
 def _agents(props: Mapping[str, Any]) -> str | None:

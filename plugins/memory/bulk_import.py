@@ -10,95 +10,39 @@ after all nodes, so a target may appear later in the file.
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from host.errors import UserError
+from host.jsonl import ImportSummary, JsonLines, check_line
 from host.log import log
+from host.progress import Progress
 from plugins.memory.embed_text import embedding_text
-from plugins.memory.progress import Progress
 
 DEFAULT_BATCH = 500
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-_KEYS = {"id", "labels", "properties", "embedding", "edges"}
-
-
-@dataclass
-class ImportSummary:
-    file: str
-    lines: int = 0
-    nodes: int = 0
-    edges: int = 0
-    skipped: int = 0
-    embedded: int = 0
-    embed_failed: int = 0
-    batches: int = 0
-    seconds: float = 0.0
-    embed_seconds: float = 0.0
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def rate(self) -> float:
-        return self.nodes / self.seconds if self.seconds > 0 else 0.0
-
-
-def check_line(row: Any) -> str | None:
-    """The first problem with one line's object, or None."""
-    if not isinstance(row, dict):
-        return "expected an object {id?, labels, properties, edges?}"
-    unknown = sorted(set(row) - _KEYS)
-    if unknown:
-        return f"unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)"
-    if "id" in row and (not isinstance(row["id"], str) or not row["id"].strip()):
-        return "id: expected a non-empty string"
-    labels = row.get("labels")
-    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and _NAME.match(x) for x in labels):
-        return "labels: expected a non-empty list of identifiers"
-    if not isinstance(row.get("properties", {}), dict):
-        return "properties: expected an object"
-    emb = row.get("embedding")
-    if emb is not None and (not isinstance(emb, list) or not all(isinstance(v, (int, float)) for v in emb)):
-        return "embedding: expected a list of numbers"
-    edges = row.get("edges", [])
-    if not isinstance(edges, list):
-        return "edges: expected a list of {type, to, properties?}"
-    for j, edge in enumerate(edges):
-        if not isinstance(edge, dict) or not isinstance(edge.get("type"), str) or not _NAME.match(edge["type"]):
-            return f"edges[{j}].type: expected an identifier"
-        if not isinstance(edge.get("to"), str) or not edge["to"]:
-            return f"edges[{j}].to: expected a node id"
-        if edge.get("properties") is not None and not isinstance(edge["properties"], dict):
-            return f"edges[{j}].properties: expected an object"
-    return None
 
 
 def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
                  progress: bool | None = None, stream: TextIO | None = None) -> ImportSummary:
     if batch_size < 1:
         raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
     stream = stream or sys.stderr
     summary = ImportSummary(str(path))
-    bar = Progress(path.stat().st_size, stream, progress, unit="bytes")
-    started = time.perf_counter()
     batch: list[tuple[int, dict[str, Any]]] = []
     edges: list[tuple[str, str, str, Any, int]] = []  # (source, type, target, properties, line)
-    done_bytes = 0
 
     def skip(lineno: int, message: str) -> None:
         summary.skipped += 1
         summary.errors.append(f"line {lineno}: {message}")
         bar.interrupt()
         log("memory-import", "skip", line=lineno, reason=message)
+
+    reader = JsonLines(path, skip)
+    bar = Progress(reader.size, stream, progress, unit="bytes")
+    started = time.perf_counter()
 
     def embed(rows: list[tuple[int, dict[str, Any]]]) -> None:
         if embedder is None:
@@ -143,22 +87,10 @@ def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batc
                     skip(lineno, str(exc))
         summary.batches += 1
         batch.clear()
-        bar.update(done_bytes)
+        bar.update(reader.done_bytes)
 
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            done_bytes += len(raw)
-            summary.lines = lineno
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                skip(lineno, "not UTF-8")
-                continue
-            except json.JSONDecodeError as exc:
-                skip(lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
-                continue
+    with reader:
+        for lineno, row in reader:
             problem = check_line(row)
             if problem:
                 skip(lineno, problem)
@@ -171,6 +103,7 @@ def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batc
             if len(batch) >= batch_size:
                 flush()
         flush()
+    summary.lines = reader.lines
     _create_edges(store, edges, account_id, summary, skip)
     bar.finish()
     summary.seconds = time.perf_counter() - started

@@ -15,8 +15,8 @@ from typing import Any, TextIO
 
 from host.errors import UserError
 from host.log import log
+from host.progress import Progress
 from plugins.memory.embed_text import embedding_text
-from plugins.memory.progress import Progress
 
 DEFAULT_BATCH = 32
 

@@ -99,7 +99,7 @@ def test_version_1_file_migrates_with_its_vectors_and_backlinks(tmp_path: Path) 
     con.commit()
     con.close()
     store = SqliteStore(path, env={"ACCOUNT_ID": "acc"})
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST == 2
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST == 3
     g = Guards("acc")
     assert [h.node.id for h in store.vector_search([1.0, 0.1, 0.0], 5, guards=g)] == ["a"]
     assert store.get("a", guards=g).properties["backlinkCount"] == 1
@@ -144,3 +144,27 @@ def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
             assert results[0] == results[1] == results[2], guards
             assert len(results[0]) == min(25, store.count(guards=guards, labels=labels))
     store.close()
+
+
+def test_backlink_counts_match_the_edges_after_batches_repeats_and_deletes(tmp_path: Path) -> None:
+    """Backlinks are counted once per write batch (schema v3): duplicates and re-merges count once."""
+    store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "acc"})
+    assert store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'edges_backlink_add'").fetchone()[0] == 0
+    rows = [{"id": f"n{i}", "labels": ["Chunk"], "properties": {"content": f"c{i}"},
+             "edges": [{"type": "NEXT", "to": f"n{(i + 1) % 5}"}, {"type": "NEXT", "to": f"n{(i + 1) % 5}"},
+                       {"type": "ABOUT", "to": "n0"}]} for i in range(5)]
+    store.upsert_many(rows, account_id="acc")
+    store.upsert_many(rows[:2], account_id="acc")  # the same edges again: merged, not recounted
+    store.create_edges([("n3", "NEXT", "n1", {"w": 1}), ("n3", "NEXT", "n1", None)], account_id="acc")
+    store.delete_edge("n2", "n0", "ABOUT", account_id="acc")
+
+    def counts() -> tuple[dict[int, int], dict[int, int]]:
+        kept = dict(store.conn.execute("SELECT node, count FROM backlinks WHERE count > 0"))
+        real = dict(store.conn.execute("SELECT target, count(*) FROM edges GROUP BY target"))
+        return kept, real
+
+    kept, real = counts()
+    assert kept == real and sum(real.values()) == 5 + 4 + 1
+    assert store.conn.execute("SELECT e.properties FROM edges e JOIN nodes s ON s.rid = e.source "
+                              "JOIN nodes t ON t.rid = e.target WHERE s.id = 'n3' AND t.id = 'n1'").fetchone()[0] \
+        == '{"w": 1}'

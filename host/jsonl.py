@@ -1,0 +1,124 @@
+"""The bulk-import line format, read one line at a time (``graph import``, ``memory import``).
+
+One node per line: ``{"id"?: str, "labels": [str], "properties": {...}, "embedding"?: [float],
+"edges"?: [{"type": str, "to": str, "properties"?: {...}}]}``. A line that is not UTF-8 or not
+JSON is reported by its number and skipped; the others still import. :func:`check_line` is
+the format check (stores validate deeper on write); :class:`ImportSummary` is what an import
+reports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from host.errors import UserError
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+"""Labels, edge types and property keys: identifier-safe in SQL and Cypher."""
+
+LINE_KEYS = frozenset({"id", "labels", "properties", "embedding", "edges"})
+EDGE_KEYS = frozenset({"type", "to", "properties"})
+
+Skip = Callable[[int, str], None]
+"""``skip(line number, reason)``: report one rejected line."""
+
+
+@dataclass
+class ImportSummary:
+    """What one bulk import did (logged by the importer as its ``done`` line)."""
+
+    file: str
+    lines: int = 0
+    nodes: int = 0
+    edges: int = 0
+    skipped: int = 0
+    embedded: int = 0
+    embed_failed: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.nodes / self.seconds if self.seconds > 0 else 0.0
+
+
+class JsonLines:
+    """Iterate ``(line number, parsed value)`` over a JSON-lines file, skipping blank lines.
+
+    Undecodable lines go to ``skip`` (``not UTF-8`` / ``invalid JSON (... at column N)``) and
+    are not yielded. ``lines`` and ``done_bytes`` follow the reading (for the summary and the
+    progress bar); ``size`` is the file's size in bytes.
+    """
+
+    def __init__(self, path: Path, skip: Skip) -> None:
+        try:
+            self._fh = open(path, "rb")  # noqa: SIM115 - closed by close() / the context manager
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        self.size = Path(path).stat().st_size
+        self.skip = skip
+        self.lines = 0
+        self.done_bytes = 0
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        loads, skip = json.loads, self.skip
+        for lineno, raw in enumerate(self._fh, start=1):
+            self.done_bytes += len(raw)
+            self.lines = lineno
+            if not raw.strip():
+                continue
+            try:
+                row = loads(raw)
+            except UnicodeDecodeError:
+                skip(lineno, "not UTF-8")
+                continue
+            except json.JSONDecodeError as exc:
+                skip(lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            yield lineno, row
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> JsonLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_line(row: Any) -> str | None:
+    """The first problem with one line's object against the line format, or None."""
+    if not isinstance(row, dict):
+        return "expected an object {id?, labels, properties, edges?}"
+    unknown = sorted(set(row) - LINE_KEYS)
+    if unknown:
+        return f"unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)"
+    if "id" in row and (not isinstance(row["id"], str) or not row["id"].strip()):
+        return "id: expected a non-empty string"
+    labels = row.get("labels")
+    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and NAME_RE.match(x) for x in labels):
+        return "labels: expected a non-empty list of identifiers"
+    if not isinstance(row.get("properties", {}), dict):
+        return "properties: expected an object"
+    emb = row.get("embedding")
+    if emb is not None and (not isinstance(emb, list) or not all(isinstance(v, (int, float)) for v in emb)):
+        return "embedding: expected a list of numbers"
+    edges = row.get("edges", [])
+    if not isinstance(edges, list):
+        return "edges: expected a list of {type, to, properties?}"
+    for j, edge in enumerate(edges):
+        if not isinstance(edge, dict) or not isinstance(edge.get("type"), str) or not NAME_RE.match(edge["type"]):
+            return f"edges[{j}].type: expected an identifier"
+        if not isinstance(edge.get("to"), str) or not edge["to"]:
+            return f"edges[{j}].to: expected a node id"
+        if edge.get("properties") is not None and not isinstance(edge["properties"], dict):
+            return f"edges[{j}].properties: expected an object"
+    return None

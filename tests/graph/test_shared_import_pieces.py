@@ -1,0 +1,56 @@
+"""The import pieces both bulk importers share (host/jsonl.py, host/progress.py)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from host.errors import UserError
+from host.jsonl import JsonLines, check_line
+from host.progress import Progress
+
+
+def test_json_lines_yields_rows_and_reports_bad_lines_by_number(tmp_path: Path) -> None:
+    f = tmp_path / "n.jsonl"
+    f.write_bytes(b'{"labels": ["A"]}\n\n{oops\n"\xc3\x28"\n[1]\n')
+    skipped: list[tuple[int, str]] = []
+    with JsonLines(f, lambda n, why: skipped.append((n, why))) as reader:
+        rows = list(reader)
+    assert rows == [(1, {"labels": ["A"]}), (5, [1])]
+    assert [n for n, _ in skipped] == [3, 4]
+    assert skipped[0][1].startswith("invalid JSON (") and "at column 2" in skipped[0][1]
+    assert skipped[1][1] == "not UTF-8"
+    assert (reader.lines, reader.done_bytes, reader.size) == (5, f.stat().st_size, f.stat().st_size)
+    with pytest.raises(UserError, match="cannot read"):
+        JsonLines(tmp_path / "missing.jsonl", lambda n, why: None)
+
+
+def test_check_line_names_the_field() -> None:
+    assert check_line({"labels": ["A"], "properties": {}, "edges": [{"type": "R", "to": "x"}]}) is None
+    assert check_line([1]) == "expected an object {id?, labels, properties, edges?}"
+    assert check_line({"labels": ["A"], "color": 1}).startswith("unknown key 'color'")
+    assert check_line({"labels": ["bad label"]}) == "labels: expected a non-empty list of identifiers"
+    assert check_line({"labels": ["A"], "edges": [{"type": "R"}]}) == "edges[0].to: expected a node id"
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_only_on_a_terminal_and_shows_the_count() -> None:
+    out = Tty()
+    bar = Progress(1000, out, unit="nodes")
+    bar.update(500, 42)
+    assert out.getvalue().startswith("\r[###############...............]  50.0% 42 nodes ")
+    bar.interrupt()
+    bar.interrupt()  # already off the bar's line: nothing more
+    assert out.getvalue().count("\n") == 1
+    bar.update(1000)
+    bar.finish()
+    assert "100.0% 1000 nodes" in out.getvalue() and out.getvalue().endswith("\n")
+    quiet = io.StringIO()
+    Progress(10, quiet).update(5)
+    assert quiet.getvalue() == ""
