@@ -137,6 +137,18 @@ def _yaml_loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster when present
 
 
+def split_frontmatter(path: Path) -> tuple[str, str]:
+    """(YAML text between the leading `---` lines, Markdown body) of PLUGIN.md or an agent file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    match = _FRONTMATTER.match(text)
+    if not match:
+        raise UserError(f"{path}: frontmatter: expected a YAML block between '---' lines at the top")
+    return match.group(1), text[match.end():]
+
+
 def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
     """Split PLUGIN.md into (frontmatter mapping, body). Raises UserError on bad YAML."""
     import yaml
@@ -145,15 +157,9 @@ def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
     if _LOADER is None:
         _LOADER = _yaml_loader()
 
+    head, body = split_frontmatter(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    match = _FRONTMATTER.match(text)
-    if not match:
-        raise UserError(f"{path}: frontmatter: expected a YAML block between '---' lines at the top")
-    try:
-        data = yaml.load(match.group(1), Loader=_LOADER)
+        data = yaml.load(head, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 2}" if mark is not None else ""
@@ -163,7 +169,7 @@ def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
         data = {}
     if not isinstance(data, dict):
         raise UserError(f"{path}: frontmatter: expected a mapping of fields (got {type(data).__name__})")
-    return data, text[match.end():]
+    return data, body
 
 
 def manifest_errors(path: Path) -> list[str]:

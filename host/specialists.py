@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from host import config
 from host.errors import UserError
+from host.manifest import split_frontmatter
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -43,7 +44,6 @@ PASSING = frozenset({CC_NATIVE_CLASS, SERVED, BRIDGE, BRAND_EXCLUDED})
 REFUSING = frozenset({UNKNOWN_TOOL, UNKNOWN_NAMESPACE, MALFORMED})
 
 _MCP_NAME = re.compile(r"^mcp__([A-Za-z0-9_-]+?)__([A-Za-z0-9_*-]+)$")
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -121,17 +121,11 @@ def parse_tools(value: Any, path: Path) -> tuple[str, ...]:
 
 def parse_agent(path: Path, origin: str = "") -> Specialist:
     """Read one specialist `.md` (UserError naming the file and field on bad input)."""
+    head, _ = split_frontmatter(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    match = _FRONTMATTER.match(text)
-    if not match:
-        raise UserError(f"{path}: frontmatter: expected a YAML block between '---' lines at the top")
-    try:
-        data = _simple_frontmatter(match.group(1))
+        data = _simple_frontmatter(head)
         if data is None:
-            data = _yaml_load(match.group(1)) or {}
+            data = _yaml_load(head) or {}
     except Exception as exc:  # yaml.YAMLError
         raise UserError(f"{path}: frontmatter: invalid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
