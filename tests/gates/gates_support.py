@@ -20,7 +20,7 @@ import yaml
 
 class AccountEnvStandIn:
     """Contributes `host.accounts`' account-id-env gate when no loaded plugin does: the graph plugin
-    owns that gate (its own branch contributes it); this keeps these tests meaningful without it."""
+    owns that gate; this keeps these tests meaningful when the graph plugin is disabled."""
 
     from host.hookspecs import hookimpl
 
@@ -203,7 +203,7 @@ class Install:
 
 
 HOST_GATES = ALL_GATES - {"account-id-env"}
-"""Gates this branch's plugins always contribute (account-id-env is the graph plugin's)."""
+"""Gates the host's own plugins always contribute (account-id-env is the graph plugin's)."""
 
 
 def assert_every_gate_ok(report: dict[str, Any], stderr: str) -> None:

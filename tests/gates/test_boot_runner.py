@@ -115,7 +115,7 @@ def test_hook_plughost_boot_gates(install):
     from host.types import Gate as GateType
 
     owners = {c.item.name: c.plugin for c in host.collect("plughost_boot_gates", GateType)}
-    assert owners["account-id-env"] in ("graph", "account-env-stand-in")  # graph's own branch contributes it
+    assert owners["account-id-env"] in ("graph", "account-env-stand-in")  # the graph plugin contributes it
     assert owners["admin-identity-binding"] == "channels"
     for gate in ("mcp-allowlist-coverage", "specialist-tool-drift", "skill-registration", "tool-registration"):
         assert owners[gate] == "selftest"
