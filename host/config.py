@@ -39,6 +39,29 @@ def flag(name: str, env: Mapping[str, str] | None = None) -> bool:
     return env.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def env_int(env: Mapping[str, str], name: str, default: int, *, low: int | None = None,
+            high: int | None = None) -> int:
+    """An integer env setting: the default when unset; a one-line UserError naming it when invalid."""
+    from host.errors import UserError
+
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if low is not None and high is not None:
+        expected = f"an integer between {low} and {high}"
+    elif low is not None:
+        expected = f"an integer >= {low}"
+    else:
+        expected = "an integer"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UserError(f"{name}: expected {expected}, got {raw!r:.40}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise UserError(f"{name}: expected {expected}, got {value}")
+    return value
+
+
 def csv_list(value: str | None) -> list[str] | None:
     """Parse a comma list; None when unset, [] when set to the empty string."""
     if value is None:

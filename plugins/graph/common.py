@@ -33,6 +33,20 @@ class AccountMismatch(UserError):
     """A write named an account other than the process's ``ACCOUNT_ID``."""
 
 
+def env_account(env: Mapping[str, str]) -> str | None:
+    """The process's account (``ACCOUNT_ID``), None when unset."""
+    return env.get("ACCOUNT_ID", "").strip() or None
+
+
+def env_dimensions(env: Mapping[str, str]) -> int:
+    """Vector dimensions the store indexes: ``PLUGHOST_EMBED_DIMENSIONS``, else ``EMBED_DIMENSIONS``, else 384."""
+    raw = env.get("PLUGHOST_EMBED_DIMENSIONS") or env.get("EMBED_DIMENSIONS") or "384"
+    try:
+        return int(raw)
+    except ValueError:
+        raise UserError(f"EMBED_DIMENSIONS: expected an integer, got {raw!r}") from None
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 

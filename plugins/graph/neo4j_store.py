@@ -38,6 +38,8 @@ from plugins.graph.common import (
     check_embedding,
     check_labels,
     check_name,
+    env_account,
+    env_dimensions,
     guards_ok,
     iso,
     keywords_of,
@@ -259,15 +261,11 @@ class Neo4jStore:
     # ------------------------------------------------------------------ plumbing
     @property
     def account_id(self) -> str | None:
-        return self.env.get("ACCOUNT_ID", "").strip() or None
+        return env_account(self.env)
 
     @property
     def dimensions(self) -> int:
-        raw = self.env.get("PLUGHOST_EMBED_DIMENSIONS") or self.env.get("EMBED_DIMENSIONS") or "384"
-        try:
-            return int(raw)
-        except ValueError:
-            raise UserError(f"EMBED_DIMENSIONS: expected an integer, got {raw!r}") from None
+        return env_dimensions(self.env)
 
     def _run(self, query: str, params: Mapping[str, Any] | None = None, *, read: bool = False) -> Any:
         import neo4j

@@ -40,6 +40,8 @@ from plugins.graph.common import (
     check_embedding,
     check_labels,
     check_name,
+    env_account,
+    env_dimensions,
     fts_terms,
     guards_ok,
     iso,
@@ -166,15 +168,11 @@ class SqliteStore:
 
     @property
     def account_id(self) -> str | None:
-        return self.env.get("ACCOUNT_ID", "").strip() or None
+        return env_account(self.env)
 
     @property
     def dimensions(self) -> int:
-        raw = self.env.get("PLUGHOST_EMBED_DIMENSIONS") or self.env.get("EMBED_DIMENSIONS") or "384"
-        try:
-            return int(raw)
-        except ValueError:
-            raise UserError(f"EMBED_DIMENSIONS: expected an integer, got {raw!r}") from None
+        return env_dimensions(self.env)
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from host.config import env_int
 from host.errors import UserError
 
 DEFAULT_PROVIDER = "local"
@@ -15,16 +16,7 @@ PROVIDERS = ("local", "ollama", "none")
 
 
 def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise UserError(f"{name}: expected an integer, got {raw!r}") from None
-    if value < minimum:
-        raise UserError(f"{name}: expected an integer >= {minimum}, got {value}")
-    return value
+    return env_int(env, name, default, low=minimum)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from host import config
+from host.config import env_int
 from host.errors import UserError
 
 DEFAULT_CANDIDATES = 50
@@ -50,16 +51,7 @@ class SearchFlags:
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise UserError(f"{name}: expected an integer between {low} and {high}, got {raw!r:.40}") from None
-    if not low <= value <= high:
-        raise UserError(f"{name}: expected an integer between {low} and {high}, got {value}")
-    return value
+    return env_int(env, name, default, low=low, high=high)
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:
