@@ -23,7 +23,7 @@ from mcp_types import Tool as MCPTool
 
 from host.errors import PlughostError
 from host.log import log
-from host.tooltable import ServedTool, argument_error, render, served_tools
+from host.tooltable import ServedTool, checked_call, render, served_tools
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -66,13 +66,10 @@ def _error(text: str) -> CallToolResult:
 
 async def call_served_tool(plugin: str, tools: Mapping[str, ServedTool], name: str,
                            arguments: Mapping[str, Any] | None) -> CallToolResult:
-    tool = tools.get(name)
-    if tool is None:
-        return _error(f"unknown tool '{name}' (this server has: {', '.join(sorted(tools)) or 'none'})")
-    arguments = dict(arguments or {})
-    problem = argument_error(name, tool.validator, arguments)
-    if problem:
-        return _error(problem)
+    try:
+        tool, arguments = checked_call(tools, name, arguments)
+    except PlughostError as exc:
+        return _error(str(exc))
     started = time.perf_counter()
     try:
         if inspect.iscoroutinefunction(tool.handler):

@@ -99,19 +99,28 @@ def render(value: Any) -> str:
 
 
 
+def checked_call(tools: Mapping[str, ServedTool], name: str,
+                 arguments: Mapping[str, Any] | None) -> tuple[ServedTool, dict[str, Any]]:
+    """The tool and its arguments once both are valid; a UserError naming the tool or parameter otherwise.
+
+    The one check shared by MCP calls and in-process calls.
+    """
+    tool = tools.get(name)
+    if tool is None:
+        raise UserError(f"unknown tool '{name}' (this server has: {', '.join(sorted(tools)) or 'none'})")
+    args = dict(arguments or {})
+    problem = argument_error(name, tool.validator, args)
+    if problem:
+        raise UserError(problem)
+    return tool, args
+
+
 def call_tool(host: Host, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
     """Call one plugin tool in-process with the same argument checks as over MCP.
 
     A bad argument raises :class:`UserError` naming the parameter.
     """
-    tools = {t.name: t for t in served_tools(host, plugin)}
-    tool = tools.get(name)
-    if tool is None:
-        raise UserError(f"tool: '{name}' is not served by plugin '{plugin}' (has: {', '.join(sorted(tools))})")
-    args = dict(arguments or {})
-    problem = argument_error(name, tool.validator, args)
-    if problem:
-        raise UserError(problem)
+    tool, args = checked_call({t.name: t for t in served_tools(host, plugin)}, name, arguments)
     value = tool.handler(**args)
     if inspect.isawaitable(value):
         import asyncio
