@@ -6,6 +6,10 @@ id, so re-importing upserts; ``edges[].to`` names a node in the file or already 
 Every batch commits on its own, so an interrupted import keeps each committed batch. An
 invalid line is reported by its number and skipped; edges whose target appears later in the
 file are created once that target is in (and reported by line if it never appears).
+
+A store with ``bulk_import`` (the embedded one) takes staged batches
+(:mod:`plugins.graph.staging`), built in a worker process for big files; any other store gets
+validated rows batch by batch through ``import_batch``.
 """
 
 from __future__ import annotations
@@ -20,13 +24,19 @@ from host.jsonl import ImportSummary, JsonLines
 from host.log import log
 from host.progress import Progress
 from plugins.graph.common import Prepared, prepare_row
+from plugins.graph.staging import staged_batches, use_worker
 
 DEFAULT_BATCH = 2000
 
 
 def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
-                 progress: bool | None = None, stream: TextIO | None = None) -> ImportSummary:
-    """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged)."""
+                 progress: bool | None = None, stream: TextIO | None = None,
+                 worker: bool | None = None) -> ImportSummary:
+    """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged).
+
+    ``worker`` (staged stores only): build the batches in a worker process; None decides by
+    file size and ``PLUGHOST_IMPORT_WORKER`` (:func:`plugins.graph.staging.use_worker`).
+    """
     if batch_size < 1:
         raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
     stream = stream or sys.stderr
@@ -38,6 +48,16 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
         bar.interrupt()
         log("graph-import", "skip", line=lineno, reason=message)
 
+    if hasattr(store, "bulk_import"):
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        bar = Progress(size, stream, progress, unit="nodes")
+        started = time.perf_counter()
+        _import_staged(store, path, account_id, batch_size, use_worker(path) if worker is None else worker,
+                       summary, skip, bar)
+        return _done(summary, path, bar, started)
     reader = JsonLines(path, skip)
     bar = Progress(reader.size, stream, progress, unit="nodes")
     started = time.perf_counter()
@@ -85,6 +105,34 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
             _, etype, to, _, lineno = deferred[pos]
             skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
         summary.skipped -= len(missing)  # the node itself was imported; only its edge was dropped
+    return _done(summary, path, bar, started)
+
+
+def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, worker: bool,
+                   summary: ImportSummary, skip: Any, bar: Progress) -> None:
+    batches = staged_batches(path, account_id, batch_size, worker=worker)
+    try:
+        with store.bulk_import(account_id) as bulk:
+            for data in batches:
+                batch = bulk.add(data)
+                for lineno, message in batch.skips:
+                    skip(lineno, message)
+                if batch.nodes:
+                    summary.batches += 1
+                summary.nodes += batch.nodes
+                summary.edges += batch.edges
+                summary.lines = batch.lines
+                bar.update(batch.bytes, summary.nodes)
+            created, unresolved = bulk.finish()
+    finally:
+        batches.close()  # type: ignore[attr-defined]
+    summary.edges += created
+    for lineno, etype, to in unresolved:
+        skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
+    summary.skipped -= len(unresolved)  # the node itself was imported; only its edge was dropped
+
+
+def _done(summary: ImportSummary, path: Path, bar: Progress, started: float) -> ImportSummary:
     bar.finish()
     summary.seconds = time.perf_counter() - started
     log("graph-import", "done", file=path.name, nodes=summary.nodes, edges=summary.edges,

@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +51,17 @@ from plugins.graph.common import (
     prepare_rows,
     text_of,
 )
+from plugins.graph.staging import agents_json, labels_json
 
 BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
              "n.updated_at, n.dims, (SELECT b.count FROM backlinks b WHERE b.node = n.rid)")
 CHUNK = 500  # bound on SQL variables per statement
 VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
+IMPORT_CACHE_KIB = 262144  # page cache ceiling during a bulk import: index inserts land all over the file
+EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
+                    "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER)")
+"""One edge write batch, staged before its MERGE (``dst``/``lineno`` name an unresolved target)."""
 FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
 
 
@@ -293,8 +298,8 @@ class SqliteStore:
                 next_rid += 1
                 continue
             if cur is None:
-                rid, _, labels_json, props_json = existing[nid]
-                cur = state[nid] = [rid, json.loads(labels_json), json.loads(props_json), None, False, None]
+                rid, _, labels_text, props_json = existing[nid]
+                cur = state[nid] = [rid, json.loads(labels_text), json.loads(props_json), None, False, None]
             labels, props = cur[1], cur[2]
             labels.extend(lab for lab in item.labels if lab not in labels)
             for key, value in item.properties.items():
@@ -310,14 +315,14 @@ class SqliteStore:
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
             agents = props.get("agents")
             row_json = props_json or json.dumps(props)
-            agents_json = _agents_json(agents) if agents is not None else None
+            agents_text = agents_json(agents) if agents is not None else None
             if is_new:
-                inserts.append((rid, nid, account_id, _labels_json(labels), row_json, props.get("scope"), agents_json,
+                inserts.append((rid, nid, account_id, labels_json(labels), row_json, props.get("scope"), agents_text,
                                 now, now, len(emb) if emb is not None else None))
                 if emb is not None:
                     vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
             else:
-                updates.append((_labels_json(labels), row_json, props.get("scope"), agents_json, now, rid))
+                updates.append((labels_json(labels), row_json, props.get("scope"), agents_text, now, rid))
                 side.append(rid)
                 if emb is not None:
                     vectors.append((np.asarray(emb, dtype=np.float32).tobytes(), len(emb), rid))
@@ -450,23 +455,69 @@ class SqliteStore:
             add((s, etype, d, dumps(props) if props else None, now))
         if not rows:
             return missing
-        # Stage the batch, merge it, then recount the backlinks of the targets it touched (one
-        # statement per batch, exact whatever was already there) instead of a trigger per edge row.
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
-                     "properties TEXT, created_at REAL)")
+        conn.execute(EDGE_BATCH_TABLE)
         conn.execute("DELETE FROM temp.edge_batch")
-        conn.executemany("INSERT INTO temp.edge_batch VALUES (?,?,?,?,?)", rows)
-        conn.execute(
-            "INSERT INTO edges (source, type, target, properties, created_at) "
-            "SELECT source, type, target, properties, created_at FROM temp.edge_batch WHERE true ORDER BY rowid "
-            "ON CONFLICT (source, type, target) DO UPDATE SET properties = coalesce(excluded.properties, "
-            "edges.properties)")
-        conn.execute(
-            "INSERT INTO backlinks (node, count) SELECT t.target, (SELECT count(*) FROM edges e "
-            "WHERE e.target = t.target) FROM (SELECT DISTINCT target FROM temp.edge_batch) t WHERE true "
-            "ON CONFLICT (node) DO UPDATE SET count = excluded.count")
-        conn.execute("DELETE FROM temp.edge_batch")
+        conn.executemany("INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
+                         "VALUES (?,?,?,?,?)", rows)
+        self._merge_edge_batch(conn)
         return missing
+
+    @staticmethod
+    def _merge_edge_batch(conn: sqlite3.Connection) -> int:
+        """MERGE the resolved rows of ``temp.edge_batch`` into ``edges``; returns how many there were.
+
+        ``backlinkCount`` follows once per batch: when every row is a new edge (the bulk case)
+        the batch's own per-target counts are added; otherwise the targets it touched are
+        recounted from ``edges_target``. Either way it is exact. An existing edge keeps its
+        properties unless the batch gives new ones.
+        """
+        conn.execute("DELETE FROM temp.edge_batch WHERE target IS NULL")
+        rows = conn.execute("SELECT count(*) FROM temp.edge_batch").fetchone()[0]
+        if not rows:
+            return 0
+        # Rows without properties cannot change an existing edge: INSERT OR IGNORE, and its row
+        # count says whether all of them were new. Rows with properties merge them (rare).
+        plain = conn.execute("SELECT count(*) FROM temp.edge_batch WHERE properties IS NULL").fetchone()[0]
+        inserted = conn.execute(
+            "INSERT OR IGNORE INTO edges (source, type, target, properties, created_at) "
+            "SELECT source, type, target, properties, created_at FROM temp.edge_batch WHERE properties IS NULL "
+            "ORDER BY rowid").rowcount
+        if plain < rows:
+            conn.execute(
+                "INSERT INTO edges (source, type, target, properties, created_at) "
+                "SELECT source, type, target, properties, created_at FROM temp.edge_batch "
+                "WHERE properties IS NOT NULL ORDER BY rowid "
+                "ON CONFLICT (source, type, target) DO UPDATE SET properties = excluded.properties")
+        fresh = inserted == rows
+        if fresh:
+            conn.execute(
+                "INSERT INTO backlinks (node, count) SELECT target, count(*) FROM temp.edge_batch GROUP BY target "
+                "ORDER BY target ON CONFLICT (node) DO UPDATE SET count = count + excluded.count")
+        else:
+            conn.execute(
+                "INSERT INTO backlinks (node, count) SELECT t.target, (SELECT count(*) FROM edges e "
+                "WHERE e.target = t.target) FROM (SELECT DISTINCT target FROM temp.edge_batch) t WHERE true "
+                "ON CONFLICT (node) DO UPDATE SET count = excluded.count")
+        conn.execute("DELETE FROM temp.edge_batch")
+        return rows
+
+    # ------------------------------------------------------------------ bulk import
+    @contextmanager
+    def bulk_import(self, account_id: str) -> Iterator[BulkImport]:
+        """A staged bulk import (:mod:`plugins.graph.staging`): ``add`` commits one staged batch,
+        ``finish`` creates the edges whose target came later in the file."""
+        check_account(self.account_id, account_id)
+        with self._lock:
+            cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+            self.conn.execute(f"PRAGMA cache_size = {-IMPORT_CACHE_KIB}")
+            self.conn.execute("ATTACH ':memory:' AS stage")
+        try:
+            yield BulkImport(self, account_id)
+        finally:
+            with self._lock:
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_deferred")
+                self.conn.execute("DETACH stage")
+                self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int:
         check_account(self.account_id, account_id)
@@ -868,16 +919,6 @@ class SqliteStore:
                 pass
 
 
-def _labels_json(labels: Sequence[str]) -> str:
-    """Labels are validated identifiers, so their JSON array needs no escaping."""
-    return '["' + '","'.join(labels) + '"]'
-
-
-def _agents_json(agents: Sequence[str]) -> str:
-    """``json.dumps`` of a validated list of agent slugs (strings), without building an encoder."""
-    return "[" + ", ".join(map(encode_basestring_ascii, agents)) + "]"
-
-
 def _agents(props: Mapping[str, Any]) -> str | None:
     agents = props.get("agents")
     return json.dumps(agents) if agents is not None else None
@@ -892,3 +933,109 @@ def _prop_expr(key: str) -> str:
         return "coalesce((SELECT b.count FROM backlinks b WHERE b.node = n.rid), 0)"
     check_name(key, "property")
     return f"json_extract(n.properties, '$.\"{key}\"')"
+
+
+@dataclass
+class StagedBatch:
+    """What one staged batch did: nodes and edges written, lines rejected, how far the file was read."""
+
+    nodes: int
+    edges: int
+    skips: list[tuple[int, str]]
+    lines: int
+    bytes: int
+
+
+class BulkImport:
+    """One staged import into a :class:`SqliteStore` (from :meth:`SqliteStore.bulk_import`).
+
+    Each :meth:`add` is one committed transaction; edges whose target is not in the store yet
+    wait in a temp table until :meth:`finish`.
+    """
+
+    def __init__(self, store: SqliteStore, account_id: str) -> None:
+        self.store, self.account_id = store, account_id
+        with store._lock:
+            store.conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_deferred (source INTEGER, type TEXT, "
+                               "dst TEXT, properties TEXT, lineno INTEGER)")
+            store.conn.execute("DELETE FROM temp.import_deferred")
+
+    def add(self, data: bytes) -> StagedBatch:
+        """Write one serialised staged batch (:func:`plugins.graph.staging.stage_batch`)."""
+        store = self.store
+        with store._lock:
+            conn = store.conn
+            conn.deserialize(data, name="stage")
+            lines, size = conn.execute("SELECT lines, bytes FROM stage.meta").fetchone()
+            skips = conn.execute("SELECT lineno, message FROM stage.skips ORDER BY rowid").fetchall()
+            if not conn.execute("SELECT count(*) FROM stage.nodes").fetchone()[0]:
+                return StagedBatch(0, 0, skips, lines, size)
+            with store._write() as conn:
+                nodes, edges = self._write_batch(conn)
+            return StagedBatch(nodes, edges, skips, lines, size)
+
+    def _write_batch(self, conn: sqlite3.Connection) -> tuple[int, int]:
+        store, account_id, now = self.store, self.account_id, time.time()
+        # A fast row whose id is already stored is an upsert: it joins the slow rows.
+        if conn.execute("UPDATE stage.nodes SET fast = 0 WHERE fast AND EXISTS "
+                        "(SELECT 1 FROM main.nodes n WHERE n.id = stage.nodes.id)").rowcount:
+            for table in ("labels", "agents", "keywords"):
+                conn.execute(f"DELETE FROM stage.{table} WHERE seq IN (SELECT seq FROM stage.nodes WHERE NOT fast)")
+        base = conn.execute("SELECT coalesce(max(rid), 0) + 1 FROM main.nodes").fetchone()[0]
+        nodes = conn.execute(
+            "INSERT INTO main.nodes (rid, id, account_id, labels, properties, scope, agents, created_at, updated_at, "
+            "dims) SELECT ? + seq, id, ?, labels, properties, scope, agents, ?, ?, NULL FROM stage.nodes "
+            "WHERE fast ORDER BY seq", (base, account_id, now, now)).rowcount
+        conn.execute("INSERT OR IGNORE INTO main.node_labels (label, node) SELECT label, ? + seq FROM stage.labels",
+                     (base,))
+        conn.execute("INSERT OR IGNORE INTO main.node_agents (agent, node) SELECT agent, ? + seq FROM stage.agents",
+                     (base,))
+        conn.execute("INSERT OR IGNORE INTO main.node_keywords (keyword, node) SELECT keyword, ? + seq "
+                     "FROM stage.keywords", (base,))
+        conn.execute("INSERT INTO main.node_text (rowid, text) SELECT ? + seq, text FROM stage.nodes "
+                     "WHERE fast AND text <> '' ORDER BY seq", (base,))
+        slow = conn.execute("SELECT seq, id, labels, properties, embedding FROM stage.nodes WHERE NOT fast "
+                            "ORDER BY seq").fetchall()
+        if slow:
+            items = []
+            for _, nid, labels, properties, embedding in slow:
+                props = json.loads(properties)
+                items.append(Prepared(nid, tuple(json.loads(labels)), props,
+                                      json.loads(embedding) if embedding is not None else None,
+                                      None if None in props.values() else properties))
+            ids, _ = store._upsert(conn, items, account_id)
+            conn.executemany("UPDATE stage.nodes SET id = ? WHERE seq = ?",
+                             [(nid, row[0]) for nid, row in zip(ids, slow, strict=True) if row[1] is None])
+            nodes += len(slow)
+        conn.execute(EDGE_BATCH_TABLE)
+        conn.execute("DELETE FROM temp.edge_batch")
+        conn.execute(
+            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
+            "SELECT CASE WHEN s.fast THEN ? + s.seq ELSE (SELECT n.rid FROM main.nodes n WHERE n.id = s.id) END, "
+            "e.type, (SELECT t.rid FROM main.nodes t WHERE t.id = e.dst AND +t.account_id = ?), e.properties, ?, "
+            "e.dst, s.lineno FROM stage.edges e JOIN stage.nodes s ON s.seq = e.seq ORDER BY e.rowid",
+            (base, account_id, now))
+        conn.execute("INSERT INTO temp.import_deferred SELECT source, type, dst, properties, lineno "
+                     "FROM temp.edge_batch WHERE target IS NULL ORDER BY rowid")
+        return nodes, store._merge_edge_batch(conn)
+
+    def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
+        """Create the waiting edges; returns how many, and ``(line, type, target id)`` of the rest."""
+        store = self.store
+        with store._lock:
+            if not store.conn.execute("SELECT count(*) FROM temp.import_deferred").fetchone()[0]:
+                return 0, []
+            with store._write() as conn:
+                conn.execute(EDGE_BATCH_TABLE)
+                conn.execute("DELETE FROM temp.edge_batch")
+                conn.execute(
+                    "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
+                    "SELECT d.source, d.type, CASE WHEN EXISTS (SELECT 1 FROM main.nodes s WHERE s.rid = d.source) "
+                    "THEN (SELECT t.rid FROM main.nodes t WHERE t.id = d.dst AND +t.account_id = ?) END, "
+                    "d.properties, ?, d.dst, d.lineno FROM temp.import_deferred d ORDER BY d.rowid",
+                    (self.account_id, time.time()))
+                unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
+                                          "ORDER BY rowid").fetchall()
+                created = store._merge_edge_batch(conn)
+                conn.execute("DELETE FROM temp.import_deferred")
+            return created, unresolved

@@ -1,0 +1,238 @@
+"""Staged bulk import for the embedded store: lines → validated batches → set-based SQL.
+
+Parsing and validating JSON lines is Python work; writing the store is SQLite work. A staged
+batch is an in-memory SQLite database holding one batch of validated rows (``STAGE_SCHEMA``),
+serialised to bytes. The store attaches it and writes every table with one ``INSERT ...
+SELECT`` each (:meth:`plugins.graph.sqlite_store.SqliteStore.bulk_import`), so the per-row
+cost on the writing side is SQLite's alone.
+
+For big files a worker process builds the batches (``python -m plugins.graph.staging FILE
+ACCOUNT BATCH``) while the importing process writes the previous one, so the two halves run on
+two cores. It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
+zero length ends the stream. Small files are staged in-process (a process start costs more
+than it saves). Either way the same validation (:func:`plugins.graph.common.prepare_row`)
+decides every line, so the error messages and the stored result do not depend on the mode.
+
+A row is *fast* when plain SQL can write it: no embedding, no null property, a new id, and not
+a document re-ingest. Anything else (and any fast row whose id turns out to exist in the store)
+goes through the store's ordinary upsert, in line order, inside the same transaction.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import sqlite3
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from pathlib import Path
+from typing import BinaryIO
+
+from host.errors import UserError
+from plugins.graph.common import keywords_of, new_id, prepare_row, text_of
+
+STAGE_SCHEMA = """
+CREATE TABLE nodes (
+  seq        INTEGER PRIMARY KEY,   -- position in the batch; a fast row's rid is base + seq
+  lineno     INTEGER NOT NULL,
+  id         TEXT,                  -- NULL only for a slow row the store names (re-ingest)
+  fast       INTEGER NOT NULL,
+  labels     TEXT    NOT NULL,      -- JSON array
+  properties TEXT    NOT NULL,      -- JSON object, as stored (fast) or as given (slow)
+  scope      TEXT,
+  agents     TEXT,                  -- JSON array or NULL
+  text       TEXT,                  -- the BM25 text union (fast rows)
+  embedding  TEXT                   -- JSON array (slow rows)
+);
+CREATE TABLE labels (label TEXT NOT NULL, seq INTEGER NOT NULL);       -- fast rows only
+CREATE TABLE agents (agent TEXT NOT NULL, seq INTEGER NOT NULL);       -- fast rows only
+CREATE TABLE keywords (keyword TEXT NOT NULL, seq INTEGER NOT NULL);   -- fast rows only
+CREATE TABLE edges (seq INTEGER NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, properties TEXT);
+CREATE TABLE skips (lineno INTEGER NOT NULL, message TEXT NOT NULL);
+CREATE TABLE meta (lines INTEGER NOT NULL, bytes INTEGER NOT NULL);
+"""
+
+WORKER_MIN_BYTES = 4 << 20
+"""Files at least this big are staged by a worker process (``PLUGHOST_IMPORT_WORKER`` overrides)."""
+
+_FRAME = struct.Struct("!Q")
+
+
+def labels_json(labels: Sequence[str]) -> str:
+    """Labels are validated identifiers, so their JSON array needs no escaping."""
+    return '["' + '","'.join(labels) + '"]'
+
+
+def agents_json(agents: Sequence[str]) -> str:
+    """``json.dumps`` of a validated list of agent slugs (strings), without building an encoder."""
+    return "[" + ", ".join(map(encode_basestring_ascii, agents)) + "]"
+
+
+def stage_batch(lines: Sequence[tuple[int, bytes]], account_id: str, *, read_lines: int, read_bytes: int) -> bytes:
+    """Validate ``(line number, raw line)`` pairs into one serialised staged batch."""
+    loads, dumps, decode_error = json.loads, json.dumps, json.JSONDecodeError
+    nodes: list[tuple[object, ...]] = []
+    labels: list[tuple[str, int]] = []
+    agents: list[tuple[str, int]] = []
+    keywords: list[tuple[str, int]] = []
+    edges: list[tuple[int, str, str, str | None]] = []
+    skips: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for lineno, raw in lines:
+        try:
+            row = loads(raw)
+        except UnicodeDecodeError:
+            skips.append((lineno, "not UTF-8"))
+            continue
+        except decode_error as exc:
+            skips.append((lineno, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        try:
+            item, row_edges = prepare_row(row, account_id, "node")
+        except UserError as exc:
+            skips.append((lineno, str(exc)))
+            continue
+        seq, nid, props = len(nodes), item.id, item.properties
+        fast = (item.embedding is None and item.props_json is not None and nid not in seen
+                and not (nid is None and "KnowledgeDocument" in item.labels and props.get("attachmentId")))
+        if fast:
+            if nid is None:
+                nid = new_id()
+            row_agents = props.get("agents")
+            nodes.append((seq, lineno, nid, 1, labels_json(item.labels), item.props_json, props.get("scope"),
+                          agents_json(row_agents) if row_agents is not None else None, text_of(props), None))
+            labels.extend([(lab, seq) for lab in item.labels])
+            if row_agents:
+                agents.extend([(ag, seq) for ag in dict.fromkeys(row_agents)])
+            if props.get("keywords") is not None:
+                keywords.extend([(kw, seq) for kw in keywords_of(props)])
+        else:
+            nodes.append((seq, lineno, nid, 0, dumps(list(item.labels)), dumps(props), None, None, None,
+                          dumps(item.embedding) if item.embedding is not None else None))
+        if nid is not None:
+            seen.add(nid)
+        if row_edges:
+            edges.extend([(seq, etype, to, dumps(p) if p else None) for etype, to, p in row_edges])
+    con = sqlite3.connect(":memory:")
+    try:
+        con.executescript(STAGE_SCHEMA)
+        con.executemany("INSERT INTO nodes VALUES (?,?,?,?,?,?,?,?,?,?)", nodes)
+        con.executemany("INSERT INTO labels VALUES (?,?)", labels)
+        con.executemany("INSERT INTO agents VALUES (?,?)", agents)
+        con.executemany("INSERT INTO keywords VALUES (?,?)", keywords)
+        con.executemany("INSERT INTO edges VALUES (?,?,?,?)", edges)
+        con.executemany("INSERT INTO skips VALUES (?,?)", skips)
+        con.execute("INSERT INTO meta VALUES (?,?)", (read_lines, read_bytes))
+        con.commit()
+        return con.serialize()
+    finally:
+        con.close()
+
+
+def _batches(fh: BinaryIO, account_id: str, batch_size: int) -> Iterator[bytes]:
+    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``."""
+    pending: list[tuple[int, bytes]] = []
+    done = lineno = 0
+    for lineno, raw in enumerate(fh, start=1):
+        done += len(raw)
+        if not raw.strip():
+            continue
+        pending.append((lineno, raw))
+        if len(pending) >= batch_size:
+            yield stage_batch(pending, account_id, read_lines=lineno, read_bytes=done)
+            pending = []
+    if pending or lineno:
+        yield stage_batch(pending, account_id, read_lines=lineno, read_bytes=done)
+
+
+def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    """``PLUGHOST_IMPORT_WORKER``: ``1`` always, ``0`` never, unset/``auto``: big files on 2+ cores."""
+    mode = ((env if env is not None else os.environ).get("PLUGHOST_IMPORT_WORKER") or "auto").strip().lower()
+    if mode in ("1", "true", "yes", "on"):
+        return True
+    if mode in ("0", "false", "no", "off"):
+        return False
+    if mode != "auto":
+        raise UserError(f"PLUGHOST_IMPORT_WORKER: expected 1, 0 or auto, got {mode!r}")
+    return (os.cpu_count() or 1) > 1 and path.stat().st_size >= WORKER_MIN_BYTES
+
+
+def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool) -> Iterator[bytes]:
+    """The file's staged batches, built in a worker process or in this one."""
+    if not worker:
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        with fh, _gc_paused():
+            yield from _batches(fh, account_id, batch_size)
+        return
+    root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    proc = subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", str(path), account_id, str(batch_size)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        while True:
+            head = proc.stdout.read(_FRAME.size)
+            if len(head) < _FRAME.size:
+                break
+            (size,) = _FRAME.unpack(head)
+            if size == 0:
+                break
+            data = proc.stdout.read(size)
+            if len(data) < size:
+                break
+            yield data
+        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        if proc.wait() != 0:
+            last = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
+            raise UserError(f"{path}: the import worker failed ({last})")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+class _gc_paused:
+    """Pause the cyclic GC: parsing creates many containers and none of them form cycles."""
+
+    def __enter__(self) -> None:
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was:
+            gc.enable()
+
+
+def main(argv: Sequence[str]) -> int:
+    """Worker entry point: stream the staged batches of ``FILE`` as frames on stdout."""
+    if len(argv) != 3:
+        print("usage: python -m plugins.graph.staging FILE ACCOUNT BATCH", file=sys.stderr)
+        return 2
+    path, account_id, batch_size = Path(argv[0]), argv[1], int(argv[2])
+    gc.disable()
+    out = sys.stdout.buffer
+    try:
+        with open(path, "rb") as fh:
+            for data in _batches(fh, account_id, batch_size):
+                out.write(_FRAME.pack(len(data)))
+                out.write(data)
+                out.flush()
+        out.write(_FRAME.pack(0))
+        out.flush()
+    except OSError as exc:
+        print(f"{path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,204 @@
+"""The staged bulk import writes exactly what the ordinary upsert path writes.
+
+One tricky file (duplicate ids across and within batches, null properties, re-ingest, upserts
+of stored and soft-deleted nodes, embeddings, forward/backward/self/duplicate edges, edge
+properties, invalid lines, a foreign-account target) goes through ``graph import`` staged in
+this process and in a worker process; a third store gets the same valid lines through
+``upsert_many`` and ``create_edges`` one line at a time. All three databases must hold the same
+nodes, side tables, BM25 text, edges and backlink counts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host.errors import UserError
+from host.graph import Guards
+from plugins.graph.common import prepare_row
+from plugins.graph.importer import import_jsonl
+from plugins.graph.sqlite_store import SqliteStore
+
+ACCOUNT = "acct-staged"
+OTHER = "acct-foreign"
+ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": "3"}
+
+
+def _lines() -> list[Any]:
+    def row(i: Any, label: str = "Person", edges: list[Any] | None = None, **props: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"labels": [label], "properties": props}
+        if i is not None:
+            out["id"] = i
+        if edges is not None:
+            out["edges"] = edges
+        return out
+
+    return [
+        row("a", name="Ada Lovelace", scope="public", edges=[{"type": "KNOWS", "to": "b"}, {"type": "KNOWS", "to": "a"}]),
+        row("b", name="Bob", agents="bot", keywords="Alpha, beta ,alpha", edges=[{"type": "KNOWS", "to": "a"}]),
+        "{not json",
+        row("a", name="Ada L.", title=None, edges=[{"type": "KNOWS", "to": "b", "properties": {"since": 2020}}]),
+        row("c", label="Chunk", content="INV-2024-0042 w5 3.12", agents=["bot", "other", "bot"],
+            keywords=["X", "y"], edges=[{"type": "PART_OF", "to": "doc1"}, {"type": "PART_OF", "to": "doc1"}]),
+        row("doc1", label="KnowledgeDocument", title="Handbook", attachmentId="att-1",
+            edges=[{"type": "HAS_SECTION", "to": "sec1"}]),
+        row("sec1", label="Section", title="Intro", edges=[{"type": "HAS_CHUNK", "to": "c"}]),
+        {"labels": ["bad label"], "properties": {}},
+        row("stored", name="was stored, now updated", extra=1),
+        row("gone", name="revived"),
+        row("v1", label="Chunk", content="has a vector") | {"embedding": [0.1, 0.2, 0.3]},
+        row(None, label="KnowledgeDocument", title="Handbook v2", attachmentId="att-1"),
+        row("d", name="Dee", edges=[{"type": "KNOWS", "to": "foreign"}, {"type": "KNOWS", "to": "zz"},
+                                    {"type": "LIKES", "to": "stored", "properties": {}}]),
+        row("b", name="Bob again", description="ünïcödé text"),
+        b"\xff\xfe not utf-8",
+        row("e", name="Eve", nested={"k": [1, 2, {"x": None}]}, edges=[{"type": "KNOWS", "to": "e"}]),
+        row("z", name=None, value="z value"),
+        row("zz", label="Person", name="late target"),
+    ]
+
+
+def _write(path: Path, lines: list[Any]) -> Path:
+    with open(path, "wb") as fh:
+        for line in lines:
+            fh.write((line if isinstance(line, bytes) else (line if isinstance(line, str) else json.dumps(line)).encode())
+                     + b"\n")
+    return path
+
+
+def _seed(db: Path) -> SqliteStore:
+    foreign = SqliteStore(db, env={"ACCOUNT_ID": OTHER})
+    foreign.upsert_node(["Person"], {"name": "elsewhere"}, account_id=OTHER, node_id="foreign")
+    foreign.close()
+    store = SqliteStore(db, env=ENV)
+    store.upsert_node(["Person"], {"name": "stored", "keep": True}, account_id=ACCOUNT, node_id="stored")
+    store.upsert_node(["Person"], {"name": "gone"}, account_id=ACCOUNT, node_id="gone")
+    store.soft_delete("gone", guards=Guards(ACCOUNT))
+    return store
+
+
+def _reference(db: Path, lines: list[Any]) -> None:
+    """The same valid lines through the ordinary upsert path, one line at a time."""
+    store = _seed(db)
+    edges = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+            item, row_edges = prepare_row(row, ACCOUNT, "node")
+        except (ValueError, UserError):
+            continue
+        plain = {k: v for k, v in row.items() if k != "edges"}
+        store.upsert_many([plain], account_id=ACCOUNT)
+        nid = item.id or store.conn.execute("SELECT id FROM nodes ORDER BY updated_at DESC, rid DESC "
+                                            "LIMIT 1").fetchone()[0]
+        edges.extend((nid, t, to, p) for t, to, p in row_edges)
+    store.create_edges(edges, account_id=ACCOUNT)
+    store.close()
+
+
+def _dump(db: Path) -> dict[str, Any]:
+    con = sqlite3.connect(db)
+    hexid = re.compile(r"^[0-9a-f]{32}$")
+
+    def name(nid: str) -> str:
+        return "<generated>" if hexid.match(nid) else nid
+
+    rid_name = {rid: name(nid) for rid, nid in con.execute("SELECT rid, id FROM nodes")}
+    nodes = {}
+    for rid, nid, account, labels, props, scope, agents, deleted, dims in con.execute(
+            "SELECT rid, id, account_id, labels, properties, scope, agents, deleted_at, dims FROM nodes"):
+        text = con.execute("SELECT text FROM node_text WHERE rowid = ?", (rid,)).fetchone()
+        nodes[name(nid)] = {
+            "account": account, "labels": json.loads(labels), "properties": json.loads(props), "scope": scope,
+            "agents": json.loads(agents) if agents is not None else None, "deleted": deleted is not None, "dims": dims,
+            "text": text[0] if text else None,
+            "side": {t: sorted(r[0] for r in con.execute(f"SELECT {c} FROM {t} WHERE node = ?", (rid,)))
+                     for t, c in (("node_labels", "label"), ("node_agents", "agent"), ("node_keywords", "keyword"))},
+            "vector": con.execute("SELECT embedding FROM node_vectors WHERE node = ?", (rid,)).fetchone(),
+            "backlinks": (con.execute("SELECT count FROM backlinks WHERE node = ?", (rid,)).fetchone() or (0,))[0],
+        }
+    edges = sorted((rid_name[s], t, rid_name[d], json.loads(p) if p else None)
+                   for s, t, d, p in con.execute("SELECT source, type, target, properties FROM edges"))
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    return {"nodes": nodes, "edges": edges}
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("staged")
+    lines = _lines()
+    src = _write(tmp / "tricky.jsonl", lines)
+    out: dict[str, Any] = {}
+    for mode, worker in (("inline", False), ("worker", True)):
+        db = tmp / f"{mode}.sqlite"
+        store = _seed(db)
+        out[mode] = import_jsonl(store, src, account_id=ACCOUNT, batch_size=3, progress=False, worker=worker)
+        store.close()
+        out[mode + "_dump"] = _dump(db)
+    _reference(tmp / "reference.sqlite", [line if isinstance(line, bytes) else
+                                          (line if isinstance(line, str) else json.dumps(line))
+                                          for line in lines])
+    out["reference_dump"] = _dump(tmp / "reference.sqlite")
+    return out
+
+
+@pytest.mark.parametrize("mode", ["inline", "worker"])
+def test_staged_import_writes_what_the_upsert_path_writes(imported: dict[str, Any], mode: str) -> None:
+    got, want = imported[mode + "_dump"], imported["reference_dump"]
+    assert got["nodes"].keys() == want["nodes"].keys()
+    for nid in want["nodes"]:
+        assert got["nodes"][nid] == want["nodes"][nid], nid
+    assert got["edges"] == want["edges"]
+
+
+def test_staged_import_semantics(imported: dict[str, Any]) -> None:
+    nodes, edges = imported["inline_dump"]["nodes"], imported["inline_dump"]["edges"]
+    assert nodes["a"]["properties"] == {"name": "Ada L.", "scope": "public"}  # merged; a null removes a key
+    assert nodes["b"]["agents"] == ["bot"] and nodes["b"]["side"]["node_keywords"] == ["alpha", "beta"]
+    assert nodes["c"]["side"]["node_agents"] == ["bot", "other"]
+    assert "INV-2024-0042" in nodes["c"]["text"]
+    assert nodes["gone"]["deleted"] is False and nodes["stored"]["properties"]["keep"] is True
+    assert nodes["v1"]["dims"] == 3 and nodes["v1"]["vector"] is not None
+    assert nodes["doc1"]["properties"]["title"] == "Handbook v2"  # re-ingest reused the document
+    assert ("a", "KNOWS", "b", {"since": 2020}) in edges and ("e", "KNOWS", "e", None) in edges
+    assert ("d", "KNOWS", "zz", None) in edges  # a forward reference
+    assert nodes["a"]["backlinks"] == 2 and nodes["stored"]["backlinks"] == 1
+    assert "foreign" not in {d for _, _, d, _ in edges}
+
+
+def test_staged_modes_report_the_same(imported: dict[str, Any]) -> None:
+    a, b = imported["inline"], imported["worker"]
+    assert a.errors == b.errors
+    assert (a.nodes, a.edges, a.skipped, a.batches, a.lines) == (b.nodes, b.edges, b.skipped, b.batches, b.lines)
+    assert a.lines == 18 and a.nodes == 15 and a.skipped == 3
+    assert [e.split(":")[0] for e in a.errors] == ["line 3", "line 8", "line 15", "line 13"]
+    assert "not UTF-8" in a.errors[2] and "'foreign'" in a.errors[3]
+
+
+def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
+    db = tmp_path / "g.sqlite"
+    store = _seed(db)
+    src = _write(tmp_path / "f.jsonl", [{"id": "ok1", "labels": ["Person"], "properties": {}},
+                                        {"id": "foreign", "labels": ["Person"], "properties": {}}])
+    with pytest.raises(UserError, match="belongs to another account"):
+        import_jsonl(store, src, account_id=ACCOUNT, progress=False, worker=False)
+    assert store.get("ok1", guards=Guards(ACCOUNT)) is None  # the batch rolled back whole
+    assert store.integrity_check() == "ok"
+    store.close()
+
+
+def test_worker_setting_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
+    src = _write(tmp_path / "x.jsonl", [{"labels": ["Person"], "properties": {}}])
+    monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "sometimes")
+    with pytest.raises(UserError, match="PLUGHOST_IMPORT_WORKER: expected 1, 0 or auto"):
+        import_jsonl(store, src, account_id=ACCOUNT, progress=False)
+    monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "1")
+    assert import_jsonl(store, src, account_id=ACCOUNT, progress=False).nodes == 1
+    store.close()
