@@ -111,6 +111,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
 def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, worker: bool,
                    summary: ImportSummary, skip: Any, bar: Progress) -> None:
     batches = staged_batches(path, account_id, batch_size, worker=worker)
+    unresolved: list[tuple[int, str, str]] = []
     try:
         with store.bulk_import(account_id) as bulk:
             for data in batches:
@@ -122,11 +123,10 @@ def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, wor
                 summary.nodes += batch.nodes
                 summary.edges += batch.edges
                 summary.lines = batch.lines
+                unresolved.extend(batch.unresolved)
                 bar.update(batch.bytes, summary.nodes)
-            created, unresolved = bulk.finish()
     finally:
         batches.close()  # type: ignore[attr-defined]
-    summary.edges += created
     for lineno, etype, to in unresolved:
         skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
     summary.skipped -= len(unresolved)  # the node itself was imported; only its edge was dropped

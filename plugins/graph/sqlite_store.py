@@ -51,7 +51,7 @@ from plugins.graph.common import (
     prepare_rows,
     text_of,
 )
-from plugins.graph.staging import agents_json, labels_json
+from plugins.graph.staging import KEY_BITS, agents_json, labels_json
 
 BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
@@ -60,7 +60,7 @@ CHUNK = 500  # bound on SQL variables per statement
 VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
 IMPORT_CACHE_KIB = 262144  # page cache ceiling during a bulk import: index inserts land all over the file
 EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
-                    "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER)")
+                    "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, pid INTEGER)")
 """One edge write batch, staged before its MERGE (``dst``/``lineno`` name an unresolved target)."""
 FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
 
@@ -504,18 +504,20 @@ class SqliteStore:
     # ------------------------------------------------------------------ bulk import
     @contextmanager
     def bulk_import(self, account_id: str) -> Iterator[BulkImport]:
-        """A staged bulk import (:mod:`plugins.graph.staging`): ``add`` commits one staged batch,
-        ``finish`` creates the edges whose target came later in the file."""
+        """A staged bulk import (:mod:`plugins.graph.staging`): ``add`` writes each frame in order."""
         check_account(self.account_id, account_id)
         with self._lock:
             cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
             self.conn.execute(f"PRAGMA cache_size = {-IMPORT_CACHE_KIB}")
+
             self.conn.execute("ATTACH ':memory:' AS stage")
         try:
             yield BulkImport(self, account_id)
         finally:
             with self._lock:
-                self.conn.execute("DROP TABLE IF EXISTS temp.import_deferred")
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_base")
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_moved")
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_missed")
                 self.conn.execute("DETACH stage")
                 self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
@@ -937,44 +939,65 @@ def _prop_expr(key: str) -> str:
 
 @dataclass
 class StagedBatch:
-    """What one staged batch did: nodes and edges written, lines rejected, how far the file was read."""
+    """What one staged frame did: nodes and edges written, lines rejected, how far the file was
+    read, and (final frame) the edges whose target was found nowhere: ``(line, type, target id)``."""
 
     nodes: int
     edges: int
     skips: list[tuple[int, str]]
     lines: int
     bytes: int
+    unresolved: list[tuple[int, str, str]]
+
+
+def _key_rid(key: str, moved: bool = True) -> str:
+    """SQL for the rid of the staged row with key ``key`` (``batch << 32 | seq``): moved rows
+    (upserts, slow rows) are recorded; every other row was written at its batch's base + seq.
+    ``moved=False`` (no row of the import has moved) skips the first probe."""
+    at_base = (f"(SELECT b.base FROM temp.import_base b WHERE b.batch = ({key}) >> {KEY_BITS}) "
+               f"+ (({key}) & {(1 << KEY_BITS) - 1})")
+    return f"coalesce((SELECT m.rid FROM temp.import_moved m WHERE m.key = {key}), {at_base})" if moved else at_base
 
 
 class BulkImport:
     """One staged import into a :class:`SqliteStore` (from :meth:`SqliteStore.bulk_import`).
 
-    Each :meth:`add` is one committed transaction; edges whose target is not in the store yet
-    wait in a temp table until :meth:`finish`.
+    Each :meth:`add` of a batch frame is one committed transaction. The store remembers where
+    each batch's rows went (``temp.import_base`` / ``temp.import_moved``), so edges staged by row
+    key need no id lookup.
     """
 
     def __init__(self, store: SqliteStore, account_id: str) -> None:
         self.store, self.account_id = store, account_id
+        self.moved = False  # whether any row of this import moved (see _key_rid)
         with store._lock:
-            store.conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_deferred (source INTEGER, type TEXT, "
-                               "dst TEXT, properties TEXT, lineno INTEGER)")
-            store.conn.execute("DELETE FROM temp.import_deferred")
+            for ddl in ("CREATE TEMP TABLE IF NOT EXISTS import_base (batch INTEGER PRIMARY KEY, base INTEGER)",
+                        "CREATE TEMP TABLE IF NOT EXISTS import_moved (key INTEGER PRIMARY KEY, rid INTEGER)",
+                        "CREATE TEMP TABLE IF NOT EXISTS import_missed (pid INTEGER PRIMARY KEY, source INTEGER, "
+                        "type TEXT, dst TEXT, properties TEXT, lineno INTEGER)",
+                        EDGE_BATCH_TABLE):
+                store.conn.execute(ddl)
+            for table in ("import_base", "import_moved", "import_missed"):
+                store.conn.execute(f"DELETE FROM temp.{table}")
 
     def add(self, data: bytes) -> StagedBatch:
-        """Write one serialised staged batch (:func:`plugins.graph.staging.stage_batch`)."""
+        """Write one serialised frame (:class:`plugins.graph.staging.Stager`)."""
         store = self.store
         with store._lock:
             conn = store.conn
             conn.deserialize(data, name="stage")
-            lines, size = conn.execute("SELECT lines, bytes FROM stage.meta").fetchone()
+            batch, lines, size = conn.execute("SELECT batch, lines, bytes FROM stage.meta").fetchone()
             skips = conn.execute("SELECT lineno, message FROM stage.skips ORDER BY rowid").fetchall()
+            if batch == 0:
+                edges, unresolved = self._write_late(conn)
+                return StagedBatch(0, edges, skips, lines, size, unresolved)
             if not conn.execute("SELECT count(*) FROM stage.nodes").fetchone()[0]:
-                return StagedBatch(0, 0, skips, lines, size)
+                return StagedBatch(0, 0, skips, lines, size, [])
             with store._write() as conn:
-                nodes, edges = self._write_batch(conn)
-            return StagedBatch(nodes, edges, skips, lines, size)
+                nodes, edges = self._write_batch(conn, batch)
+            return StagedBatch(nodes, edges, skips, lines, size, [])
 
-    def _write_batch(self, conn: sqlite3.Connection) -> tuple[int, int]:
+    def _write_batch(self, conn: sqlite3.Connection, batch: int) -> tuple[int, int]:
         store, account_id, now = self.store, self.account_id, time.time()
         # A fast row whose id is already stored is an upsert: it joins the slow rows.
         if conn.execute("UPDATE stage.nodes SET fast = 0 WHERE fast AND EXISTS "
@@ -982,6 +1005,7 @@ class BulkImport:
             for table in ("labels", "agents", "keywords"):
                 conn.execute(f"DELETE FROM stage.{table} WHERE seq IN (SELECT seq FROM stage.nodes WHERE NOT fast)")
         base = conn.execute("SELECT coalesce(max(rid), 0) + 1 FROM main.nodes").fetchone()[0]
+        conn.execute("INSERT OR REPLACE INTO temp.import_base (batch, base) VALUES (?, ?)", (batch, base))
         nodes = conn.execute(
             "INSERT INTO main.nodes (rid, id, account_id, labels, properties, scope, agents, created_at, updated_at, "
             "dims) SELECT ? + seq, id, ?, labels, properties, scope, agents, ?, ?, NULL FROM stage.nodes "
@@ -1003,39 +1027,39 @@ class BulkImport:
                 items.append(Prepared(nid, tuple(json.loads(labels)), props,
                                       json.loads(embedding) if embedding is not None else None,
                                       None if None in props.values() else properties))
-            ids, _ = store._upsert(conn, items, account_id)
-            conn.executemany("UPDATE stage.nodes SET id = ? WHERE seq = ?",
-                             [(nid, row[0]) for nid, row in zip(ids, slow, strict=True) if row[1] is None])
+            ids, rids = store._upsert(conn, items, account_id)
+            conn.executemany("INSERT OR REPLACE INTO temp.import_moved (key, rid) VALUES (?, ?)",
+                             [(batch << KEY_BITS | row[0], rids[nid]) for nid, row in zip(ids, slow, strict=True)])
+            self.moved = True
             nodes += len(slow)
-        conn.execute(EDGE_BATCH_TABLE)
+        # Rows of this batch sit at base + seq unless they moved; most batches have no moved row.
+        source = _key_rid(f"({batch << KEY_BITS} | e.seq)") if slow else f"{int(base)} + e.seq"
         conn.execute("DELETE FROM temp.edge_batch")
         conn.execute(
-            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
-            "SELECT CASE WHEN s.fast THEN ? + s.seq ELSE (SELECT n.rid FROM main.nodes n WHERE n.id = s.id) END, "
-            "e.type, (SELECT t.rid FROM main.nodes t WHERE t.id = e.dst AND +t.account_id = ?), e.properties, ?, "
-            "e.dst, s.lineno FROM stage.edges e JOIN stage.nodes s ON s.seq = e.seq ORDER BY e.rowid",
-            (base, account_id, now))
-        conn.execute("INSERT INTO temp.import_deferred SELECT source, type, dst, properties, lineno "
-                     "FROM temp.edge_batch WHERE target IS NULL ORDER BY rowid")
+            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno, pid) "
+            f"SELECT {source}, e.type, CASE typeof(e.dst) WHEN 'integer' "
+            f"THEN {_key_rid('e.dst', self.moved)} ELSE (SELECT t.rid FROM main.nodes t WHERE t.id = e.dst "
+            "AND +t.account_id = ?) END, (SELECT p.properties FROM stage.edge_props p WHERE p.edge = e.rowid), ?, "
+            f"e.dst, e.seq, ? | e.rowid FROM stage.edges e ORDER BY e.rowid",
+            (account_id, now, batch << KEY_BITS))
+        conn.execute("INSERT OR REPLACE INTO temp.import_missed (pid, source, type, dst, properties, lineno) "
+                     "SELECT b.pid, b.source, b.type, b.dst, b.properties, n.lineno FROM temp.edge_batch b "
+                     "JOIN stage.nodes n ON n.seq = b.lineno WHERE b.target IS NULL")
         return nodes, store._merge_edge_batch(conn)
 
-    def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
-        """Create the waiting edges; returns how many, and ``(line, type, target id)`` of the rest."""
-        store = self.store
-        with store._lock:
-            if not store.conn.execute("SELECT count(*) FROM temp.import_deferred").fetchone()[0]:
-                return 0, []
-            with store._write() as conn:
-                conn.execute(EDGE_BATCH_TABLE)
-                conn.execute("DELETE FROM temp.edge_batch")
-                conn.execute(
-                    "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
-                    "SELECT d.source, d.type, CASE WHEN EXISTS (SELECT 1 FROM main.nodes s WHERE s.rid = d.source) "
-                    "THEN (SELECT t.rid FROM main.nodes t WHERE t.id = d.dst AND +t.account_id = ?) END, "
-                    "d.properties, ?, d.dst, d.lineno FROM temp.import_deferred d ORDER BY d.rowid",
-                    (self.account_id, time.time()))
-                unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
-                                          "ORDER BY rowid").fetchall()
-                created = store._merge_edge_batch(conn)
-                conn.execute("DELETE FROM temp.import_deferred")
-            return created, unresolved
+    def _write_late(self, conn: sqlite3.Connection) -> tuple[int, list[tuple[int, str, str]]]:
+        """The final frame: the edges whose store lookup missed, now resolved against the whole file."""
+        if not conn.execute("SELECT count(*) FROM temp.import_missed").fetchone()[0]:
+            return 0, []
+        with self.store._write() as conn:
+            conn.execute("DELETE FROM temp.edge_batch")
+            conn.execute(
+                "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
+                "SELECT m.source, m.type, CASE WHEN NOT EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = m.source) "
+                f"THEN NULL WHEN l.dst_key IS NOT NULL THEN {_key_rid('l.dst_key', self.moved)} "
+                "ELSE (SELECT t.rid FROM main.nodes t WHERE t.id = m.dst AND +t.account_id = ?) END, "
+                "m.properties, ?, m.dst, m.lineno FROM temp.import_missed m LEFT JOIN stage.late l ON l.pid = m.pid "
+                "ORDER BY m.pid", (self.account_id, time.time()))
+            unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
+                                      "ORDER BY rowid").fetchall()
+            return self.store._merge_edge_batch(conn), unresolved

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from host.errors import UserError
 from plugins.graph.common import keywords_of, new_id, prepare_row, text_of
@@ -51,15 +51,33 @@ CREATE TABLE nodes (
 CREATE TABLE labels (label TEXT NOT NULL, seq INTEGER NOT NULL);       -- fast rows only
 CREATE TABLE agents (agent TEXT NOT NULL, seq INTEGER NOT NULL);       -- fast rows only
 CREATE TABLE keywords (keyword TEXT NOT NULL, seq INTEGER NOT NULL);   -- fast rows only
-CREATE TABLE edges (seq INTEGER NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, properties TEXT);
+-- An edge's target (dst) is a staged row's key (an integer) when the file had that id by the end
+-- of the edge's batch, else the id (text) for a store lookup. Its pid is batch << 32 | rowid.
+CREATE TABLE edges (seq INTEGER NOT NULL, type TEXT NOT NULL, dst NOT NULL);
+CREATE TABLE edge_props (edge INTEGER PRIMARY KEY, properties TEXT NOT NULL);  -- by edges.rowid
+-- Final frame only: edges staged by id whose target a later line had, with that row's key.
+CREATE TABLE late (pid INTEGER PRIMARY KEY, dst_key INTEGER NOT NULL);
 CREATE TABLE skips (lineno INTEGER NOT NULL, message TEXT NOT NULL);
-CREATE TABLE meta (lines INTEGER NOT NULL, bytes INTEGER NOT NULL);
+CREATE TABLE meta (batch INTEGER NOT NULL, lines INTEGER NOT NULL, bytes INTEGER NOT NULL);  -- batch 0: final
 """
 
 WORKER_MIN_BYTES = 4 << 20
 """Files at least this big are staged by a worker process (``PLUGHOST_IMPORT_WORKER`` overrides)."""
 
 _FRAME = struct.Struct("!Q")
+_SCAN = json.JSONDecoder().scan_once
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` for one line, calling the C scanner directly; anything unusual (leading
+    space, trailing data, an error) goes through ``json.loads`` for its exact behaviour."""
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)
+    if end != len(text) and not text[end:].isspace():
+        return json.loads(text)
+    return value
 
 
 def labels_json(labels: Sequence[str]) -> str:
@@ -72,61 +90,106 @@ def agents_json(agents: Sequence[str]) -> str:
     return "[" + ", ".join(map(encode_basestring_ascii, agents)) + "]"
 
 
-def stage_batch(lines: Sequence[tuple[int, bytes]], account_id: str, *, read_lines: int, read_bytes: int) -> bytes:
-    """Validate ``(line number, raw line)`` pairs into one serialised staged batch."""
-    loads, dumps, decode_error = json.loads, json.dumps, json.JSONDecodeError
-    nodes: list[tuple[object, ...]] = []
-    labels: list[tuple[str, int]] = []
-    agents: list[tuple[str, int]] = []
-    keywords: list[tuple[str, int]] = []
-    edges: list[tuple[int, str, str, str | None]] = []
-    skips: list[tuple[int, str]] = []
-    seen: set[str] = set()
-    for lineno, raw in lines:
-        try:
-            row = loads(raw)
-        except UnicodeDecodeError:
-            skips.append((lineno, "not UTF-8"))
-            continue
-        except decode_error as exc:
-            skips.append((lineno, f"invalid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        try:
-            item, row_edges = prepare_row(row, account_id, "node")
-        except UserError as exc:
-            skips.append((lineno, str(exc)))
-            continue
-        seq, nid, props = len(nodes), item.id, item.properties
-        fast = (item.embedding is None and item.props_json is not None and nid not in seen
-                and not (nid is None and "KnowledgeDocument" in item.labels and props.get("attachmentId")))
-        if fast:
-            if nid is None:
-                nid = new_id()
-            row_agents = props.get("agents")
-            nodes.append((seq, lineno, nid, 1, labels_json(item.labels), item.props_json, props.get("scope"),
-                          agents_json(row_agents) if row_agents is not None else None, text_of(props), None))
-            labels.extend([(lab, seq) for lab in item.labels])
-            if row_agents:
-                agents.extend([(ag, seq) for ag in dict.fromkeys(row_agents)])
-            if props.get("keywords") is not None:
-                keywords.extend([(kw, seq) for kw in keywords_of(props)])
-        else:
-            nodes.append((seq, lineno, nid, 0, dumps(list(item.labels)), dumps(props), None, None, None,
-                          dumps(item.embedding) if item.embedding is not None else None))
-        if nid is not None:
-            seen.add(nid)
-        if row_edges:
-            edges.extend([(seq, etype, to, dumps(p) if p else None) for etype, to, p in row_edges])
+KEY_BITS = 32
+"""A staged row's key is ``batch << KEY_BITS | seq``: the store maps it to a rid without a lookup."""
+
+
+class Stager:
+    """Validates lines into staged batches, resolving edges to rows seen earlier in the file.
+
+    An edge whose target id appeared earlier (or anywhere in the same batch) is staged with
+    that row's key, so the store resolves it arithmetically. The others are staged by id for
+    a store lookup and kept; the final frame (:meth:`final`) resolves them against the whole
+    file, and the store writes the ones its lookup had missed: edges to later lines.
+    """
+
+    def __init__(self, account_id: str) -> None:
+        self.account_id = account_id
+        self.batch = 0
+        self.where: dict[str, int] = {}  # id -> key of its first accepted row
+        self.pending: list[tuple[int, str]] = []  # (pid, target id) of the edges staged by id
+
+    def stage(self, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
+        """Validate ``(line number, raw line)`` pairs into one serialised staged batch."""
+        self.batch += 1
+        shift, where, account_id = self.batch << KEY_BITS, self.where, self.account_id
+        loads, dumps, decode_error = _loads, json.dumps, json.JSONDecodeError
+        nodes: list[tuple[object, ...]] = []
+        labels: list[tuple[str, int]] = []
+        agents: list[tuple[str, int]] = []
+        keywords: list[tuple[str, int]] = []
+        row_edges_of: list[tuple[int, list[tuple[str, str, dict | None]]]] = []
+        skips: list[tuple[int, str]] = []
+        seen: set[str] = set()
+        for lineno, raw in lines:
+            try:
+                row = loads(raw.decode())
+            except UnicodeDecodeError:
+                skips.append((lineno, "not UTF-8"))
+                continue
+            except decode_error as exc:
+                skips.append((lineno, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+                continue
+            try:
+                item, row_edges = prepare_row(row, account_id, "node")
+            except UserError as exc:
+                skips.append((lineno, str(exc)))
+                continue
+            seq, nid, props = len(nodes), item.id, item.properties
+            fast = (item.embedding is None and item.props_json is not None and nid not in seen
+                    and not (nid is None and "KnowledgeDocument" in item.labels and props.get("attachmentId")))
+            if fast:
+                if nid is None:
+                    nid = new_id()
+                row_agents = props.get("agents")
+                nodes.append((seq, lineno, nid, 1, labels_json(item.labels), item.props_json, props.get("scope"),
+                              agents_json(row_agents) if row_agents is not None else None, text_of(props), None))
+                labels.extend([(lab, seq) for lab in item.labels])
+                if row_agents:
+                    agents.extend([(ag, seq) for ag in dict.fromkeys(row_agents)])
+                if props.get("keywords") is not None:
+                    keywords.extend([(kw, seq) for kw in keywords_of(props)])
+            else:
+                nodes.append((seq, lineno, nid, 0, dumps(list(item.labels)), dumps(props), None, None, None,
+                              dumps(item.embedding) if item.embedding is not None else None))
+            if nid is not None:
+                seen.add(nid)
+                if nid not in where:
+                    where[nid] = shift | seq
+            if row_edges:
+                row_edges_of.append((seq, row_edges))
+        edges: list[tuple[int, str, str | int]] = []
+        edge_props: list[tuple[int, str]] = []
+        get, pending = where.get, self.pending
+        for seq, row_edges in row_edges_of:  # after the batch, so in-batch forward edges resolve
+            for etype, to, p in row_edges:
+                key = get(to)
+                if key is None:
+                    pending.append((shift | (len(edges) + 1), to))
+                    edges.append((seq, etype, to))
+                else:
+                    edges.append((seq, etype, key))
+                if p:
+                    edge_props.append((len(edges), dumps(p)))
+        return _serialise(self.batch, read_lines, read_bytes, nodes=nodes, labels=labels, agents=agents,
+                          keywords=keywords, edges=edges, edge_props=edge_props, skips=skips)
+
+    def final(self, *, read_lines: int, read_bytes: int) -> bytes:
+        """The last frame: where the targets of edges staged by id turned up later in the file."""
+        get = self.where.get
+        late = [(pid, key) for pid, to in self.pending if (key := get(to)) is not None]
+        self.pending = []
+        return _serialise(0, read_lines, read_bytes, late=late)
+
+
+def _serialise(batch: int, lines: int, size: int, **tables: list[Any]) -> bytes:
     con = sqlite3.connect(":memory:")
     try:
         con.executescript(STAGE_SCHEMA)
-        con.executemany("INSERT INTO nodes VALUES (?,?,?,?,?,?,?,?,?,?)", nodes)
-        con.executemany("INSERT INTO labels VALUES (?,?)", labels)
-        con.executemany("INSERT INTO agents VALUES (?,?)", agents)
-        con.executemany("INSERT INTO keywords VALUES (?,?)", keywords)
-        con.executemany("INSERT INTO edges VALUES (?,?,?,?)", edges)
-        con.executemany("INSERT INTO skips VALUES (?,?)", skips)
-        con.execute("INSERT INTO meta VALUES (?,?)", (read_lines, read_bytes))
+        for table, rows in tables.items():
+            if rows:
+                con.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+        con.execute("INSERT INTO meta VALUES (?,?,?)", (batch, lines, size))
         con.commit()
         return con.serialize()
     finally:
@@ -134,7 +197,8 @@ def stage_batch(lines: Sequence[tuple[int, bytes]], account_id: str, *, read_lin
 
 
 def _batches(fh: BinaryIO, account_id: str, batch_size: int) -> Iterator[bytes]:
-    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``."""
+    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame."""
+    stager = Stager(account_id)
     pending: list[tuple[int, bytes]] = []
     done = lineno = 0
     for lineno, raw in enumerate(fh, start=1):
@@ -143,10 +207,11 @@ def _batches(fh: BinaryIO, account_id: str, batch_size: int) -> Iterator[bytes]:
             continue
         pending.append((lineno, raw))
         if len(pending) >= batch_size:
-            yield stage_batch(pending, account_id, read_lines=lineno, read_bytes=done)
+            yield stager.stage(pending, read_lines=lineno, read_bytes=done)
             pending = []
-    if pending or lineno:
-        yield stage_batch(pending, account_id, read_lines=lineno, read_bytes=done)
+    if pending:
+        yield stager.stage(pending, read_lines=lineno, read_bytes=done)
+    yield stager.final(read_lines=lineno, read_bytes=done)
 
 
 def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None) -> bool:
