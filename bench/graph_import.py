@@ -14,6 +14,7 @@ import cProfile
 import os
 import pstats
 import random
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -66,6 +67,7 @@ def main() -> int:
           f"load {os.getloadavg()[0]:.2f}")
     if prof:
         pstats.Stats(prof).sort_stats("tottime").print_stats(18)
+    shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

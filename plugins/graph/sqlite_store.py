@@ -1033,6 +1033,7 @@ class BulkImport:
             self.moved = True
             nodes += len(slow)
         # Rows of this batch sit at base + seq unless they moved; most batches have no moved row.
+        # (In this pass edge_batch.lineno holds the source row's seq; import_missed gets the line.)
         source = _key_rid(f"({batch << KEY_BITS} | e.seq)") if slow else f"{int(base)} + e.seq"
         conn.execute("DELETE FROM temp.edge_batch")
         conn.execute(
