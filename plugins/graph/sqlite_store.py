@@ -1035,12 +1035,14 @@ class BulkImport:
         # Rows of this batch sit at base + seq unless they moved; most batches have no moved row.
         # (In this pass edge_batch.lineno holds the source row's seq; import_missed gets the line.)
         source = _key_rid(f"({batch << KEY_BITS} | e.seq)") if slow else f"{int(base)} + e.seq"
+        props = ("(SELECT p.properties FROM stage.edge_props p WHERE p.edge = e.rowid)"
+                 if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.edge_props)").fetchone()[0] else "NULL")
         conn.execute("DELETE FROM temp.edge_batch")
         conn.execute(
             "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno, pid) "
             f"SELECT {source}, e.type, CASE typeof(e.dst) WHEN 'integer' "
             f"THEN {_key_rid('e.dst', self.moved)} ELSE (SELECT t.rid FROM main.nodes t WHERE t.id = e.dst "
-            "AND +t.account_id = ?) END, (SELECT p.properties FROM stage.edge_props p WHERE p.edge = e.rowid), ?, "
+            f"AND +t.account_id = ?) END, {props}, ?, "
             f"e.dst, e.seq, ? | e.rowid FROM stage.edges e ORDER BY e.rowid",
             (account_id, now, batch << KEY_BITS))
         conn.execute("INSERT OR REPLACE INTO temp.import_missed (pid, source, type, dst, properties, lineno) "
