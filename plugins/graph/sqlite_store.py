@@ -51,7 +51,7 @@ from plugins.graph.common import (
     prepare_rows,
     text_of,
 )
-from plugins.graph.staging import KEY_BITS, agents_json, labels_json
+from plugins.graph.staging import FINAL_BATCH, KEY_BITS, agents_json, labels_json
 
 BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
@@ -518,6 +518,7 @@ class SqliteStore:
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_base")
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_moved")
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_missed")
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_late")
                 self.conn.execute("DETACH stage")
                 self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
@@ -939,15 +940,13 @@ def _prop_expr(key: str) -> str:
 
 @dataclass
 class StagedBatch:
-    """What one staged frame did: nodes and edges written, lines rejected, how far the file was
-    read, and (final frame) the edges whose target was found nowhere: ``(line, type, target id)``."""
+    """What one staged frame did: nodes and edges written, lines rejected, how far the file was read."""
 
     nodes: int
     edges: int
     skips: list[tuple[int, str]]
     lines: int
     bytes: int
-    unresolved: list[tuple[int, str, str]]
 
 
 def _key_rid(key: str, moved: bool = True) -> str:
@@ -975,9 +974,10 @@ class BulkImport:
                         "CREATE TEMP TABLE IF NOT EXISTS import_moved (key INTEGER PRIMARY KEY, rid INTEGER)",
                         "CREATE TEMP TABLE IF NOT EXISTS import_missed (pid INTEGER PRIMARY KEY, source INTEGER, "
                         "type TEXT, dst TEXT, properties TEXT, lineno INTEGER)",
+                        "CREATE TEMP TABLE IF NOT EXISTS import_late (pid INTEGER PRIMARY KEY, dst_key INTEGER)",
                         EDGE_BATCH_TABLE):
                 store.conn.execute(ddl)
-            for table in ("import_base", "import_moved", "import_missed"):
+            for table in ("import_base", "import_moved", "import_missed", "import_late"):
                 store.conn.execute(f"DELETE FROM temp.{table}")
 
     def add(self, data: bytes) -> StagedBatch:
@@ -988,14 +988,14 @@ class BulkImport:
             conn.deserialize(data, name="stage")
             batch, lines, size = conn.execute("SELECT batch, lines, bytes FROM stage.meta").fetchone()
             skips = conn.execute("SELECT lineno, message FROM stage.skips ORDER BY rowid").fetchall()
-            if batch == 0:
-                edges, unresolved = self._write_late(conn)
-                return StagedBatch(0, edges, skips, lines, size, unresolved)
+            if batch == FINAL_BATCH:
+                conn.execute("INSERT OR REPLACE INTO temp.import_late SELECT pid, dst_key FROM stage.late")
+                return StagedBatch(0, 0, skips, lines, size)
             if not conn.execute("SELECT count(*) FROM stage.nodes").fetchone()[0]:
-                return StagedBatch(0, 0, skips, lines, size, [])
+                return StagedBatch(0, 0, skips, lines, size)
             with store._write() as conn:
                 nodes, edges = self._write_batch(conn, batch)
-            return StagedBatch(nodes, edges, skips, lines, size, [])
+            return StagedBatch(nodes, edges, skips, lines, size)
 
     def _write_batch(self, conn: sqlite3.Connection, batch: int) -> tuple[int, int]:
         store, account_id, now = self.store, self.account_id, time.time()
@@ -1050,19 +1050,22 @@ class BulkImport:
                      "JOIN stage.nodes n ON n.seq = b.lineno WHERE b.target IS NULL")
         return nodes, store._merge_edge_batch(conn)
 
-    def _write_late(self, conn: sqlite3.Connection) -> tuple[int, list[tuple[int, str, str]]]:
-        """The final frame: the edges whose store lookup missed, now resolved against the whole file."""
-        if not conn.execute("SELECT count(*) FROM temp.import_missed").fetchone()[0]:
-            return 0, []
-        with self.store._write() as conn:
-            conn.execute("DELETE FROM temp.edge_batch")
-            conn.execute(
-                "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
-                "SELECT m.source, m.type, CASE WHEN NOT EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = m.source) "
-                f"THEN NULL WHEN l.dst_key IS NOT NULL THEN {_key_rid('l.dst_key', self.moved)} "
-                "ELSE (SELECT t.rid FROM main.nodes t WHERE t.id = m.dst AND +t.account_id = ?) END, "
-                "m.properties, ?, m.dst, m.lineno FROM temp.import_missed m LEFT JOIN stage.late l ON l.pid = m.pid "
-                "ORDER BY m.pid", (self.account_id, time.time()))
-            unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
-                                      "ORDER BY rowid").fetchall()
-            return self.store._merge_edge_batch(conn), unresolved
+    def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
+        """After the final frames: write the edges whose store lookup missed, now resolved against
+        the whole file. Returns how many, and ``(line, type, target id)`` of those found nowhere."""
+        store = self.store
+        with store._lock:
+            if not store.conn.execute("SELECT count(*) FROM temp.import_missed").fetchone()[0]:
+                return 0, []
+            with store._write() as conn:
+                conn.execute("DELETE FROM temp.edge_batch")
+                conn.execute(
+                    "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
+                    "SELECT m.source, m.type, CASE WHEN NOT EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = m.source) "
+                    f"THEN NULL WHEN l.dst_key IS NOT NULL THEN {_key_rid('l.dst_key', self.moved)} "
+                    "ELSE (SELECT t.rid FROM main.nodes t WHERE t.id = m.dst AND +t.account_id = ?) END, "
+                    "m.properties, ?, m.dst, m.lineno FROM temp.import_missed m "
+                    "LEFT JOIN temp.import_late l ON l.pid = m.pid ORDER BY m.pid", (self.account_id, time.time()))
+                unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
+                                          "ORDER BY rowid").fetchall()
+                return store._merge_edge_batch(conn), unresolved

@@ -58,11 +58,15 @@ CREATE TABLE edge_props (edge INTEGER PRIMARY KEY, properties TEXT NOT NULL);  -
 -- Final frame only: edges staged by id whose target a later line had, with that row's key.
 CREATE TABLE late (pid INTEGER PRIMARY KEY, dst_key INTEGER NOT NULL);
 CREATE TABLE skips (lineno INTEGER NOT NULL, message TEXT NOT NULL);
-CREATE TABLE meta (batch INTEGER NOT NULL, lines INTEGER NOT NULL, bytes INTEGER NOT NULL);  -- batch 0: final
+CREATE TABLE meta (batch INTEGER NOT NULL, lines INTEGER NOT NULL, bytes INTEGER NOT NULL);  -- -1: final
 """
 
 WORKER_MIN_BYTES = 4 << 20
-"""Files at least this big are staged by a worker process (``PLUGHOST_IMPORT_WORKER`` overrides)."""
+"""Files at least this big are staged by worker processes (``PLUGHOST_IMPORT_WORKERS`` overrides)."""
+AUTO_WORKERS = 1
+"""Workers for a big file when not configured."""
+FINAL_BATCH = -1
+"""``meta.batch`` of a final frame (batches count from 0)."""
 
 _FRAME = struct.Struct("!Q")
 _SCAN = json.JSONDecoder().scan_once
@@ -105,14 +109,12 @@ class Stager:
 
     def __init__(self, account_id: str) -> None:
         self.account_id = account_id
-        self.batch = 0
         self.where: dict[str, int] = {}  # id -> key of its first accepted row
         self.pending: list[tuple[int, str]] = []  # (pid, target id) of the edges staged by id
 
-    def stage(self, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
-        """Validate ``(line number, raw line)`` pairs into one serialised staged batch."""
-        self.batch += 1
-        shift, where, account_id = self.batch << KEY_BITS, self.where, self.account_id
+    def stage(self, batch: int, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
+        """Validate ``(line number, raw line)`` pairs into batch number ``batch`` (from 0), serialised."""
+        shift, where, account_id = batch << KEY_BITS, self.where, self.account_id
         loads, dumps, decode_error = _loads, json.dumps, json.JSONDecodeError
         nodes: list[tuple[object, ...]] = []
         labels: list[tuple[str, int]] = []
@@ -171,7 +173,7 @@ class Stager:
                     edges.append((seq, etype, key))
                 if p:
                     edge_props.append((len(edges), dumps(p)))
-        return _serialise(self.batch, read_lines, read_bytes, nodes=nodes, labels=labels, agents=agents,
+        return _serialise(batch, read_lines, read_bytes, nodes=nodes, labels=labels, agents=agents,
                           keywords=keywords, edges=edges, edge_props=edge_props, skips=skips)
 
     def final(self, *, read_lines: int, read_bytes: int) -> bytes:
@@ -179,7 +181,7 @@ class Stager:
         get = self.where.get
         late = [(pid, key) for pid, to in self.pending if (key := get(to)) is not None]
         self.pending = []
-        return _serialise(0, read_lines, read_bytes, late=late)
+        return _serialise(FINAL_BATCH, read_lines, read_bytes, late=late)
 
 
 def _serialise(batch: int, lines: int, size: int, **tables: list[Any]) -> bytes:
@@ -196,39 +198,49 @@ def _serialise(batch: int, lines: int, size: int, **tables: list[Any]) -> bytes:
         con.close()
 
 
-def _batches(fh: BinaryIO, account_id: str, batch_size: int) -> Iterator[bytes]:
-    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame."""
+def _batches(fh: BinaryIO, account_id: str, batch_size: int, part: int = 0, parts: int = 1) -> Iterator[bytes]:
+    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame.
+
+    With ``parts`` > 1 this stager builds only batches ``part``, ``part + parts``, ... (counting
+    from 0); the lines of the others are counted, not parsed.
+    """
     stager = Stager(account_id)
     pending: list[tuple[int, bytes]] = []
-    done = lineno = 0
+    done = lineno = count = 0
+    mine = part == 0
     for lineno, raw in enumerate(fh, start=1):
         done += len(raw)
         if not raw.strip():
             continue
-        pending.append((lineno, raw))
-        if len(pending) >= batch_size:
-            yield stager.stage(pending, read_lines=lineno, read_bytes=done)
-            pending = []
+        if mine:
+            pending.append((lineno, raw))
+        count += 1
+        if count % batch_size == 0:
+            if mine:
+                yield stager.stage(count // batch_size - 1, pending, read_lines=lineno, read_bytes=done)
+                pending = []
+            mine = (count // batch_size) % parts == part
     if pending:
-        yield stager.stage(pending, read_lines=lineno, read_bytes=done)
+        yield stager.stage(count // batch_size, pending, read_lines=lineno, read_bytes=done)
     yield stager.final(read_lines=lineno, read_bytes=done)
 
 
-def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None) -> bool:
-    """``PLUGHOST_IMPORT_WORKER``: ``1`` always, ``0`` never, unset/``auto``: big files on 2+ cores."""
-    mode = ((env if env is not None else os.environ).get("PLUGHOST_IMPORT_WORKER") or "auto").strip().lower()
-    if mode in ("1", "true", "yes", "on"):
-        return True
-    if mode in ("0", "false", "no", "off"):
-        return False
-    if mode != "auto":
-        raise UserError(f"PLUGHOST_IMPORT_WORKER: expected 1, 0 or auto, got {mode!r}")
-    return (os.cpu_count() or 1) > 1 and path.stat().st_size >= WORKER_MIN_BYTES
+def import_workers(path: Path, env: dict[str, str] | os._Environ[str] | None = None) -> int:
+    """How many worker processes stage ``path``: ``PLUGHOST_IMPORT_WORKERS`` (0 = stage in this
+    process), or with ``auto`` (the default) ``AUTO_WORKERS`` for files of ``WORKER_MIN_BYTES``
+    or more on a machine with 2+ cores, else 0."""
+    raw = ((env if env is not None else os.environ).get("PLUGHOST_IMPORT_WORKERS") or "auto").strip().lower()
+    if raw == "auto":
+        return AUTO_WORKERS if (os.cpu_count() or 1) > 1 and path.stat().st_size >= WORKER_MIN_BYTES else 0
+    if not raw.isdigit() or int(raw) > 16:
+        raise UserError(f"PLUGHOST_IMPORT_WORKERS: expected auto or a number of workers from 0 to 16, got {raw!r}")
+    return int(raw)
 
 
-def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool) -> Iterator[bytes]:
-    """The file's staged batches, built in a worker process or in this one."""
-    if not worker:
+def staged_batches(path: Path, account_id: str, batch_size: int, *, workers: int) -> Iterator[bytes]:
+    """The file's frames in file order: staged in this process (``workers=0``) or by worker
+    processes taking batches in turn; the final frames (one per stager) come last."""
+    if not workers:
         try:
             fh = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
@@ -238,31 +250,57 @@ def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool
         return
     root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    proc = subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", str(path), account_id, str(batch_size)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    assert proc.stdout is not None and proc.stderr is not None
+    procs = [subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", str(path), account_id, str(batch_size),
+                               str(part), str(workers)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+             for part in range(workers)]
     try:
-        while True:
-            head = proc.stdout.read(_FRAME.size)
-            if len(head) < _FRAME.size:
+        turn, finals = 0, 0
+        while finals < workers:
+            proc = procs[turn % workers]
+            turn += 1
+            data = _read_frame(proc)
+            if data is None:
                 break
-            (size,) = _FRAME.unpack(head)
-            if size == 0:
-                break
-            data = proc.stdout.read(size)
-            if len(data) < size:
-                break
+            if _is_final(data):  # no batch left for this worker: every other one is finishing too
+                finals += 1
             yield data
-        err = proc.stderr.read().decode("utf-8", "replace").strip()
-        if proc.wait() != 0:
-            last = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
-            raise UserError(f"{path}: the import worker failed ({last})")
+        for proc in procs:
+            assert proc.stderr is not None
+            err = proc.stderr.read().decode("utf-8", "replace").strip()
+            if proc.wait() != 0:
+                last = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
+                raise UserError(f"{path}: the import worker failed ({last})")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            assert proc.stdout is not None and proc.stderr is not None
+            proc.stdout.close()
+            proc.stderr.close()
+
+
+def _read_frame(proc: subprocess.Popen[bytes]) -> bytes | None:
+    """The next frame from a worker, or None at the end of its stream (or if it died)."""
+    assert proc.stdout is not None
+    head = proc.stdout.read(_FRAME.size)
+    if len(head) < _FRAME.size:
+        return None
+    (size,) = _FRAME.unpack(head)
+    if size == 0:
+        return None
+    data = proc.stdout.read(size)
+    return data if len(data) == size else None
+
+
+def _is_final(data: bytes) -> bool:
+    con = sqlite3.connect(":memory:")
+    try:
+        con.deserialize(data)
+        return con.execute("SELECT batch FROM meta").fetchone()[0] == FINAL_BATCH
+    finally:
+        con.close()
 
 
 class _gc_paused:
@@ -279,15 +317,16 @@ class _gc_paused:
 
 def main(argv: Sequence[str]) -> int:
     """Worker entry point: stream the staged batches of ``FILE`` as frames on stdout."""
-    if len(argv) != 3:
-        print("usage: python -m plugins.graph.staging FILE ACCOUNT BATCH", file=sys.stderr)
+    if len(argv) not in (3, 5):
+        print("usage: python -m plugins.graph.staging FILE ACCOUNT BATCH [PART PARTS]", file=sys.stderr)
         return 2
     path, account_id, batch_size = Path(argv[0]), argv[1], int(argv[2])
+    part, parts = (int(argv[3]), int(argv[4])) if len(argv) == 5 else (0, 1)
     gc.disable()
     out = sys.stdout.buffer
     try:
         with open(path, "rb") as fh:
-            for data in _batches(fh, account_id, batch_size):
+            for data in _batches(fh, account_id, batch_size, part, parts):
                 out.write(_FRAME.pack(len(data)))
                 out.write(data)
                 out.flush()

@@ -135,10 +135,10 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     lines = _lines()
     src = _write(tmp / "tricky.jsonl", lines)
     out: dict[str, Any] = {}
-    for mode, worker in (("inline", False), ("worker", True)):
+    for mode, workers in (("inline", 0), ("worker", 1), ("workers", 2)):
         db = tmp / f"{mode}.sqlite"
         store = _seed(db)
-        out[mode] = import_jsonl(store, src, account_id=ACCOUNT, batch_size=3, progress=False, worker=worker)
+        out[mode] = import_jsonl(store, src, account_id=ACCOUNT, batch_size=3, progress=False, workers=workers)
         store.close()
         out[mode + "_dump"] = _dump(db)
     _reference(tmp / "reference.sqlite", [line if isinstance(line, bytes) else
@@ -148,7 +148,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.parametrize("mode", ["inline", "worker"])
+@pytest.mark.parametrize("mode", ["inline", "worker", "workers"])
 def test_staged_import_writes_what_the_upsert_path_writes(imported: dict[str, Any], mode: str) -> None:
     got, want = imported[mode + "_dump"], imported["reference_dump"]
     assert got["nodes"].keys() == want["nodes"].keys()
@@ -173,9 +173,10 @@ def test_staged_import_semantics(imported: dict[str, Any]) -> None:
 
 
 def test_staged_modes_report_the_same(imported: dict[str, Any]) -> None:
-    a, b = imported["inline"], imported["worker"]
-    assert a.errors == b.errors
-    assert (a.nodes, a.edges, a.skipped, a.batches, a.lines) == (b.nodes, b.edges, b.skipped, b.batches, b.lines)
+    a = imported["inline"]
+    for b in (imported["worker"], imported["workers"]):
+        assert a.errors == b.errors
+        assert (a.nodes, a.edges, a.skipped, a.batches, a.lines) == (b.nodes, b.edges, b.skipped, b.batches, b.lines)
     assert a.lines == 18 and a.nodes == 15 and a.skipped == 3
     assert [e.split(":")[0] for e in a.errors] == ["line 3", "line 8", "line 15", "line 13"]
     assert "not UTF-8" in a.errors[2] and "'foreign'" in a.errors[3]
@@ -187,7 +188,7 @@ def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
     src = _write(tmp_path / "f.jsonl", [{"id": "ok1", "labels": ["Person"], "properties": {}},
                                         {"id": "foreign", "labels": ["Person"], "properties": {}}])
     with pytest.raises(UserError, match="belongs to another account"):
-        import_jsonl(store, src, account_id=ACCOUNT, progress=False, worker=False)
+        import_jsonl(store, src, account_id=ACCOUNT, progress=False, workers=0)
     assert store.get("ok1", guards=Guards(ACCOUNT)) is None  # the batch rolled back whole
     assert store.integrity_check() == "ok"
     store.close()
@@ -196,10 +197,10 @@ def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
 def test_worker_setting_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
     src = _write(tmp_path / "x.jsonl", [{"labels": ["Person"], "properties": {}}])
-    monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "sometimes")
-    with pytest.raises(UserError, match="PLUGHOST_IMPORT_WORKER: expected 1, 0 or auto"):
+    monkeypatch.setenv("PLUGHOST_IMPORT_WORKERS", "some")
+    with pytest.raises(UserError, match="PLUGHOST_IMPORT_WORKERS: expected auto or a number of workers"):
         import_jsonl(store, src, account_id=ACCOUNT, progress=False)
-    monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "1")
+    monkeypatch.setenv("PLUGHOST_IMPORT_WORKERS", "1")
     assert import_jsonl(store, src, account_id=ACCOUNT, progress=False).nodes == 1
     store.close()
 
@@ -220,7 +221,7 @@ def _processes_with(needle: str) -> list[int]:
 def test_worker_failure_is_one_clear_error(tmp_path: Path) -> None:
     from plugins.graph.staging import staged_batches
 
-    batches = staged_batches(tmp_path / "vanished.jsonl", ACCOUNT, 10, worker=True)
+    batches = staged_batches(tmp_path / "vanished.jsonl", ACCOUNT, 10, workers=1)
     with pytest.raises(UserError, match=r"vanished\.jsonl: the import worker failed \(.*No such file"):
         list(batches)
 
@@ -236,7 +237,7 @@ def test_sigkill_during_a_worker_import_leaves_no_worker_and_whole_batches(tmp_p
 
     home = tmp_path / "home"
     src = big_file(tmp_path / "big.jsonl", 40000)
-    env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(home), PLUGHOST_IMPORT_WORKER="1")
+    env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(home), PLUGHOST_IMPORT_WORKERS="2")
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(src), "--batch-size", "500",
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     db = home / "graph.sqlite"
