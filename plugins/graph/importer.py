@@ -24,18 +24,18 @@ from host.jsonl import ImportSummary, JsonLines
 from host.log import log
 from host.progress import Progress
 from plugins.graph.common import Prepared, prepare_row
-from plugins.graph.staging import import_workers, staged_batches
+from plugins.graph.staging import staged_batches, use_worker
 
 DEFAULT_BATCH = 2000
 
 
 def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
                  progress: bool | None = None, stream: TextIO | None = None,
-                 workers: int | None = None) -> ImportSummary:
+                 worker: bool | None = None) -> ImportSummary:
     """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged).
 
-    ``workers`` (staged stores only): worker processes that build the batches, 0 for none; None
-    decides by file size and ``PLUGHOST_IMPORT_WORKERS`` (:func:`plugins.graph.staging.import_workers`).
+    ``worker`` (staged stores only): build the batches in a worker process; None decides by
+    file size and ``PLUGHOST_IMPORT_WORKER`` (:func:`plugins.graph.staging.use_worker`).
     """
     if batch_size < 1:
         raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
@@ -55,7 +55,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
             raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
         bar = Progress(size, stream, progress, unit="nodes")
         started = time.perf_counter()
-        _import_staged(store, path, account_id, batch_size, import_workers(path) if workers is None else workers,
+        _import_staged(store, path, account_id, batch_size, use_worker(path) if worker is None else worker,
                        summary, skip, bar)
         return _done(summary, path, bar, started)
     reader = JsonLines(path, skip)
@@ -108,9 +108,9 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = D
     return _done(summary, path, bar, started)
 
 
-def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, workers: int,
+def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, worker: bool,
                    summary: ImportSummary, skip: Any, bar: Progress) -> None:
-    batches = staged_batches(path, account_id, batch_size, workers=workers)
+    batches = staged_batches(path, account_id, batch_size, worker=worker)
     try:
         with store.bulk_import(account_id) as bulk:
             for data in batches:
@@ -121,7 +121,7 @@ def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, wor
                     summary.batches += 1
                 summary.nodes += batch.nodes
                 summary.edges += batch.edges
-                summary.lines = max(summary.lines, batch.lines)
+                summary.lines = batch.lines
                 bar.update(batch.bytes, summary.nodes)
             created, unresolved = bulk.finish()
     finally:

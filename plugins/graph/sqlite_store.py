@@ -518,7 +518,6 @@ class SqliteStore:
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_base")
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_moved")
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_missed")
-                self.conn.execute("DROP TABLE IF EXISTS temp.import_late")
                 self.conn.execute("DETACH stage")
                 self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
@@ -974,10 +973,9 @@ class BulkImport:
                         "CREATE TEMP TABLE IF NOT EXISTS import_moved (key INTEGER PRIMARY KEY, rid INTEGER)",
                         "CREATE TEMP TABLE IF NOT EXISTS import_missed (pid INTEGER PRIMARY KEY, source INTEGER, "
                         "type TEXT, dst TEXT, properties TEXT, lineno INTEGER)",
-                        "CREATE TEMP TABLE IF NOT EXISTS import_late (pid INTEGER PRIMARY KEY, dst_key INTEGER)",
                         EDGE_BATCH_TABLE):
                 store.conn.execute(ddl)
-            for table in ("import_base", "import_moved", "import_missed", "import_late"):
+            for table in ("import_base", "import_moved", "import_missed"):
                 store.conn.execute(f"DELETE FROM temp.{table}")
 
     def add(self, data: bytes) -> StagedBatch:
@@ -989,7 +987,6 @@ class BulkImport:
             batch, lines, size = conn.execute("SELECT batch, lines, bytes FROM stage.meta").fetchone()
             skips = conn.execute("SELECT lineno, message FROM stage.skips ORDER BY rowid").fetchall()
             if batch == FINAL_BATCH:
-                conn.execute("INSERT OR REPLACE INTO temp.import_late SELECT pid, dst_key FROM stage.late")
                 return StagedBatch(0, 0, skips, lines, size)
             if not conn.execute("SELECT count(*) FROM stage.nodes").fetchone()[0]:
                 return StagedBatch(0, 0, skips, lines, size)
@@ -1048,11 +1045,20 @@ class BulkImport:
         conn.execute("INSERT OR REPLACE INTO temp.import_missed (pid, source, type, dst, properties, lineno) "
                      "SELECT b.pid, b.source, b.type, b.dst, b.properties, n.lineno FROM temp.edge_batch b "
                      "JOIN stage.nodes n ON n.seq = b.lineno WHERE b.target IS NULL")
+        # Edges of earlier batches that waited for a row of this one (their source still there).
+        if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.resolved)").fetchone()[0]:
+            conn.execute("DELETE FROM stage.resolved WHERE pid NOT IN (SELECT m.pid FROM temp.import_missed m "
+                         "JOIN main.nodes n ON n.rid = m.source)")
+            conn.execute(
+                "INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
+                f"SELECT m.source, m.type, {_key_rid('r.dst_key', self.moved)}, m.properties, ? "
+                "FROM stage.resolved r JOIN temp.import_missed m ON m.pid = r.pid ORDER BY r.pid", (now,))
+            conn.execute("DELETE FROM temp.import_missed WHERE pid IN (SELECT pid FROM stage.resolved)")
         return nodes, store._merge_edge_batch(conn)
 
     def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
-        """After the final frames: write the edges whose store lookup missed, now resolved against
-        the whole file. Returns how many, and ``(line, type, target id)`` of those found nowhere."""
+        """After the final frames: the edges still waiting name ids the file never had; look them
+        up once more. Returns how many were written, and ``(line, type, target id)`` of the rest."""
         store = self.store
         with store._lock:
             if not store.conn.execute("SELECT count(*) FROM temp.import_missed").fetchone()[0]:
@@ -1061,11 +1067,10 @@ class BulkImport:
                 conn.execute("DELETE FROM temp.edge_batch")
                 conn.execute(
                     "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
-                    "SELECT m.source, m.type, CASE WHEN NOT EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = m.source) "
-                    f"THEN NULL WHEN l.dst_key IS NOT NULL THEN {_key_rid('l.dst_key', self.moved)} "
-                    "ELSE (SELECT t.rid FROM main.nodes t WHERE t.id = m.dst AND +t.account_id = ?) END, "
-                    "m.properties, ?, m.dst, m.lineno FROM temp.import_missed m "
-                    "LEFT JOIN temp.import_late l ON l.pid = m.pid ORDER BY m.pid", (self.account_id, time.time()))
+                    "SELECT m.source, m.type, CASE WHEN EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = m.source) "
+                    "THEN (SELECT t.rid FROM main.nodes t WHERE t.id = m.dst AND +t.account_id = ?) END, "
+                    "m.properties, ?, m.dst, m.lineno FROM temp.import_missed m ORDER BY m.pid",
+                    (self.account_id, time.time()))
                 unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
                                           "ORDER BY rowid").fetchall()
                 return store._merge_edge_batch(conn), unresolved

@@ -55,16 +55,14 @@ CREATE TABLE keywords (keyword TEXT NOT NULL, seq INTEGER NOT NULL);   -- fast r
 -- of the edge's batch, else the id (text) for a store lookup. Its pid is batch << 32 | rowid.
 CREATE TABLE edges (seq INTEGER NOT NULL, type TEXT NOT NULL, dst NOT NULL);
 CREATE TABLE edge_props (edge INTEGER PRIMARY KEY, properties TEXT NOT NULL);  -- by edges.rowid
--- Final frame only: edges staged by id whose target a later line had, with that row's key.
-CREATE TABLE late (pid INTEGER PRIMARY KEY, dst_key INTEGER NOT NULL);
+-- Edges of earlier batches, staged by id, whose target first appears in this batch (its key).
+CREATE TABLE resolved (pid INTEGER PRIMARY KEY, dst_key INTEGER NOT NULL);
 CREATE TABLE skips (lineno INTEGER NOT NULL, message TEXT NOT NULL);
 CREATE TABLE meta (batch INTEGER NOT NULL, lines INTEGER NOT NULL, bytes INTEGER NOT NULL);  -- -1: final
 """
 
 WORKER_MIN_BYTES = 4 << 20
-"""Files at least this big are staged by worker processes (``PLUGHOST_IMPORT_WORKERS`` overrides)."""
-AUTO_WORKERS = 1
-"""Workers for a big file when not configured."""
+"""Files at least this big are staged by a worker process (``PLUGHOST_IMPORT_WORKER`` overrides)."""
 FINAL_BATCH = -1
 """``meta.batch`` of a final frame (batches count from 0)."""
 
@@ -103,14 +101,15 @@ class Stager:
 
     An edge whose target id appeared earlier (or anywhere in the same batch) is staged with
     that row's key, so the store resolves it arithmetically. The others are staged by id for
-    a store lookup and kept; the final frame (:meth:`final`) resolves them against the whole
-    file, and the store writes the ones its lookup had missed: edges to later lines.
+    a store lookup, and wait: the batch where their target first appears lists them in its
+    ``resolved`` table, and the store then writes the ones its lookup had missed. Edges to
+    later lines are so written while the file is still being read, not after it.
     """
 
     def __init__(self, account_id: str) -> None:
         self.account_id = account_id
         self.where: dict[str, int] = {}  # id -> key of its first accepted row
-        self.pending: list[tuple[int, str]] = []  # (pid, target id) of the edges staged by id
+        self.waiting: dict[str, list[int]] = {}  # target id -> pids of the edges staged by it
 
     def stage(self, batch: int, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
         """Validate ``(line number, raw line)`` pairs into batch number ``batch`` (from 0), serialised."""
@@ -123,6 +122,7 @@ class Stager:
         row_edges_of: list[tuple[int, list[tuple[str, str, dict | None]]]] = []
         skips: list[tuple[int, str]] = []
         seen: set[str] = set()
+        waiting, resolved = self.waiting, []
         for lineno, raw in lines:
             try:
                 row = loads(raw.decode())
@@ -157,31 +157,33 @@ class Stager:
             if nid is not None:
                 seen.add(nid)
                 if nid not in where:
-                    where[nid] = shift | seq
+                    where[nid] = key = shift | seq
+                    waiters = waiting.pop(nid, None)
+                    if waiters:
+                        resolved.extend([(pid, key) for pid in waiters])
             if row_edges:
                 row_edges_of.append((seq, row_edges))
         edges: list[tuple[int, str, str | int]] = []
         edge_props: list[tuple[int, str]] = []
-        get, pending = where.get, self.pending
+        get = where.get
         for seq, row_edges in row_edges_of:  # after the batch, so in-batch forward edges resolve
             for etype, to, p in row_edges:
                 key = get(to)
                 if key is None:
-                    pending.append((shift | (len(edges) + 1), to))
+                    waiting.setdefault(to, []).append(shift | (len(edges) + 1))
                     edges.append((seq, etype, to))
                 else:
                     edges.append((seq, etype, key))
                 if p:
                     edge_props.append((len(edges), dumps(p)))
         return _serialise(batch, read_lines, read_bytes, nodes=nodes, labels=labels, agents=agents,
-                          keywords=keywords, edges=edges, edge_props=edge_props, skips=skips)
+                          keywords=keywords, edges=edges, edge_props=edge_props, resolved=resolved, skips=skips)
 
     def final(self, *, read_lines: int, read_bytes: int) -> bytes:
-        """The last frame: where the targets of edges staged by id turned up later in the file."""
-        get = self.where.get
-        late = [(pid, key) for pid, to in self.pending if (key := get(to)) is not None]
-        self.pending = []
-        return _serialise(FINAL_BATCH, read_lines, read_bytes, late=late)
+        """The last frame: the end of this stager's stream (edges still waiting name ids the file
+        never had; the store's lookup decides them)."""
+        self.waiting = {}
+        return _serialise(FINAL_BATCH, read_lines, read_bytes)
 
 
 def _serialise(batch: int, lines: int, size: int, **tables: list[Any]) -> bytes:
@@ -198,49 +200,40 @@ def _serialise(batch: int, lines: int, size: int, **tables: list[Any]) -> bytes:
         con.close()
 
 
-def _batches(fh: BinaryIO, account_id: str, batch_size: int, part: int = 0, parts: int = 1) -> Iterator[bytes]:
-    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame.
-
-    With ``parts`` > 1 this stager builds only batches ``part``, ``part + parts``, ... (counting
-    from 0); the lines of the others are counted, not parsed.
-    """
+def _batches(fh: BinaryIO, account_id: str, batch_size: int) -> Iterator[bytes]:
+    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame."""
     stager = Stager(account_id)
     pending: list[tuple[int, bytes]] = []
-    done = lineno = count = 0
-    mine = part == 0
+    done = lineno = batch = 0
     for lineno, raw in enumerate(fh, start=1):
         done += len(raw)
         if not raw.strip():
             continue
-        if mine:
-            pending.append((lineno, raw))
-        count += 1
-        if count % batch_size == 0:
-            if mine:
-                yield stager.stage(count // batch_size - 1, pending, read_lines=lineno, read_bytes=done)
-                pending = []
-            mine = (count // batch_size) % parts == part
+        pending.append((lineno, raw))
+        if len(pending) >= batch_size:
+            yield stager.stage(batch, pending, read_lines=lineno, read_bytes=done)
+            pending, batch = [], batch + 1
     if pending:
-        yield stager.stage(count // batch_size, pending, read_lines=lineno, read_bytes=done)
+        yield stager.stage(batch, pending, read_lines=lineno, read_bytes=done)
     yield stager.final(read_lines=lineno, read_bytes=done)
 
 
-def import_workers(path: Path, env: dict[str, str] | os._Environ[str] | None = None) -> int:
-    """How many worker processes stage ``path``: ``PLUGHOST_IMPORT_WORKERS`` (0 = stage in this
-    process), or with ``auto`` (the default) ``AUTO_WORKERS`` for files of ``WORKER_MIN_BYTES``
-    or more on a machine with 2+ cores, else 0."""
-    raw = ((env if env is not None else os.environ).get("PLUGHOST_IMPORT_WORKERS") or "auto").strip().lower()
-    if raw == "auto":
-        return AUTO_WORKERS if (os.cpu_count() or 1) > 1 and path.stat().st_size >= WORKER_MIN_BYTES else 0
-    if not raw.isdigit() or int(raw) > 16:
-        raise UserError(f"PLUGHOST_IMPORT_WORKERS: expected auto or a number of workers from 0 to 16, got {raw!r}")
-    return int(raw)
+def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    """``PLUGHOST_IMPORT_WORKER``: ``1`` always, ``0`` never, unset/``auto``: files of
+    ``WORKER_MIN_BYTES`` or more on a machine with 2+ cores."""
+    mode = ((env if env is not None else os.environ).get("PLUGHOST_IMPORT_WORKER") or "auto").strip().lower()
+    if mode in ("1", "true", "yes", "on"):
+        return True
+    if mode in ("0", "false", "no", "off"):
+        return False
+    if mode != "auto":
+        raise UserError(f"PLUGHOST_IMPORT_WORKER: expected 1, 0 or auto, got {mode!r}")
+    return (os.cpu_count() or 1) > 1 and path.stat().st_size >= WORKER_MIN_BYTES
 
 
-def staged_batches(path: Path, account_id: str, batch_size: int, *, workers: int) -> Iterator[bytes]:
-    """The file's frames in file order: staged in this process (``workers=0``) or by worker
-    processes taking batches in turn; the final frames (one per stager) come last."""
-    if not workers:
+def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool) -> Iterator[bytes]:
+    """The file's frames in file order, staged by a worker process or in this one."""
+    if not worker:
         try:
             fh = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
@@ -250,57 +243,34 @@ def staged_batches(path: Path, account_id: str, batch_size: int, *, workers: int
         return
     root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    procs = [subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", str(path), account_id, str(batch_size),
-                               str(part), str(workers)],
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-             for part in range(workers)]
+    proc = subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", str(path), account_id, str(batch_size)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
     try:
-        turn, finals = 0, 0
-        while finals < workers:
-            proc = procs[turn % workers]
-            turn += 1
-            data = _read_frame(proc)
-            if data is None:
-                break
-            if _is_final(data):  # no batch left for this worker: every other one is finishing too
-                finals += 1
+        while (data := _read_frame(proc.stdout)) is not None:
             yield data
-        for proc in procs:
-            assert proc.stderr is not None
-            err = proc.stderr.read().decode("utf-8", "replace").strip()
-            if proc.wait() != 0:
-                last = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
-                raise UserError(f"{path}: the import worker failed ({last})")
+        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        if proc.wait() != 0:
+            last = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
+            raise UserError(f"{path}: the import worker failed ({last})")
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            assert proc.stdout is not None and proc.stderr is not None
-            proc.stdout.close()
-            proc.stderr.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
 
 
-def _read_frame(proc: subprocess.Popen[bytes]) -> bytes | None:
-    """The next frame from a worker, or None at the end of its stream (or if it died)."""
-    assert proc.stdout is not None
-    head = proc.stdout.read(_FRAME.size)
+def _read_frame(stream: BinaryIO) -> bytes | None:
+    """The next frame from the worker, or None at the end of its stream (or if it died)."""
+    head = stream.read(_FRAME.size)
     if len(head) < _FRAME.size:
         return None
     (size,) = _FRAME.unpack(head)
     if size == 0:
         return None
-    data = proc.stdout.read(size)
+    data = stream.read(size)
     return data if len(data) == size else None
-
-
-def _is_final(data: bytes) -> bool:
-    con = sqlite3.connect(":memory:")
-    try:
-        con.deserialize(data)
-        return con.execute("SELECT batch FROM meta").fetchone()[0] == FINAL_BATCH
-    finally:
-        con.close()
 
 
 class _gc_paused:
@@ -317,16 +287,15 @@ class _gc_paused:
 
 def main(argv: Sequence[str]) -> int:
     """Worker entry point: stream the staged batches of ``FILE`` as frames on stdout."""
-    if len(argv) not in (3, 5):
-        print("usage: python -m plugins.graph.staging FILE ACCOUNT BATCH [PART PARTS]", file=sys.stderr)
+    if len(argv) != 3:
+        print("usage: python -m plugins.graph.staging FILE ACCOUNT BATCH", file=sys.stderr)
         return 2
     path, account_id, batch_size = Path(argv[0]), argv[1], int(argv[2])
-    part, parts = (int(argv[3]), int(argv[4])) if len(argv) == 5 else (0, 1)
     gc.disable()
     out = sys.stdout.buffer
     try:
         with open(path, "rb") as fh:
-            for data in _batches(fh, account_id, batch_size, part, parts):
+            for data in _batches(fh, account_id, batch_size):
                 out.write(_FRAME.pack(len(data)))
                 out.write(data)
                 out.flush()

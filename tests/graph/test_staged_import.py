@@ -60,6 +60,7 @@ def _lines() -> list[Any]:
         row("e", name="Eve", nested={"k": [1, 2, {"x": None}]}, edges=[{"type": "KNOWS", "to": "e"}]),
         row("z", name=None, value="z value"),
         row("zz", label="Person", name="late target"),
+        row("f", label="Chunk", content="INV-2024-0042 w5 3.12", agents=["bot", "other", "bot"], keywords=["X", "y"]),
     ]
 
 
@@ -82,22 +83,31 @@ def _seed(db: Path) -> SqliteStore:
     return store
 
 
-def _reference(db: Path, lines: list[Any]) -> None:
-    """The same valid lines through the ordinary upsert path, one line at a time."""
+def _reference(db: Path, lines: list[Any], batch_size: int) -> None:
+    """The same valid lines through the ordinary upsert path: nodes one line at a time; after each
+    batch, the edges whose two ends exist (the batch's own first, then those that waited)."""
     store = _seed(db)
-    edges = []
-    for line in lines:
-        try:
-            row = json.loads(line)
-            item, row_edges = prepare_row(row, ACCOUNT, "node")
-        except (ValueError, UserError):
-            continue
-        plain = {k: v for k, v in row.items() if k != "edges"}
-        store.upsert_many([plain], account_id=ACCOUNT)
-        nid = item.id or store.conn.execute("SELECT id FROM nodes ORDER BY updated_at DESC, rid DESC "
-                                            "LIMIT 1").fetchone()[0]
-        edges.extend((nid, t, to, p) for t, to, p in row_edges)
-    store.create_edges(edges, account_id=ACCOUNT)
+    waiting: list[tuple[str, str, str, Any]] = []
+
+    def exists(nid: str) -> bool:
+        return store.get(nid, guards=Guards(ACCOUNT), include_deleted=True) is not None
+
+    for start in range(0, len(lines), batch_size):
+        own = []
+        for line in lines[start:start + batch_size]:
+            try:
+                row = json.loads(line)
+                item, row_edges = prepare_row(row, ACCOUNT, "node")
+            except (ValueError, UserError):
+                continue
+            store.upsert_many([{k: v for k, v in row.items() if k != "edges"}], account_id=ACCOUNT)
+            nid = item.id or store.conn.execute("SELECT id FROM nodes ORDER BY updated_at DESC, rid DESC "
+                                                "LIMIT 1").fetchone()[0]
+            own.extend((nid, t, to, p) for t, to, p in row_edges)
+        ready = [e for e in own + waiting if exists(e[2])]
+        waiting = [e for e in waiting + own if not exists(e[2])]
+        store.create_edges(ready, account_id=ACCOUNT)
+    store.create_edges(waiting, account_id=ACCOUNT)
     store.close()
 
 
@@ -135,20 +145,20 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     lines = _lines()
     src = _write(tmp / "tricky.jsonl", lines)
     out: dict[str, Any] = {}
-    for mode, workers in (("inline", 0), ("worker", 1), ("workers", 2)):
+    for mode, worker in (("inline", False), ("worker", True)):
         db = tmp / f"{mode}.sqlite"
         store = _seed(db)
-        out[mode] = import_jsonl(store, src, account_id=ACCOUNT, batch_size=3, progress=False, workers=workers)
+        out[mode] = import_jsonl(store, src, account_id=ACCOUNT, batch_size=3, progress=False, worker=worker)
         store.close()
         out[mode + "_dump"] = _dump(db)
     _reference(tmp / "reference.sqlite", [line if isinstance(line, bytes) else
                                           (line if isinstance(line, str) else json.dumps(line))
-                                          for line in lines])
+                                          for line in lines], 3)
     out["reference_dump"] = _dump(tmp / "reference.sqlite")
     return out
 
 
-@pytest.mark.parametrize("mode", ["inline", "worker", "workers"])
+@pytest.mark.parametrize("mode", ["inline", "worker"])
 def test_staged_import_writes_what_the_upsert_path_writes(imported: dict[str, Any], mode: str) -> None:
     got, want = imported[mode + "_dump"], imported["reference_dump"]
     assert got["nodes"].keys() == want["nodes"].keys()
@@ -161,11 +171,12 @@ def test_staged_import_semantics(imported: dict[str, Any]) -> None:
     nodes, edges = imported["inline_dump"]["nodes"], imported["inline_dump"]["edges"]
     assert nodes["a"]["properties"] == {"name": "Ada L.", "scope": "public"}  # merged; a null removes a key
     assert nodes["b"]["agents"] == ["bot"] and nodes["b"]["side"]["node_keywords"] == ["alpha", "beta"]
-    assert nodes["c"]["side"]["node_agents"] == ["bot", "other"]
-    assert "INV-2024-0042" in nodes["c"]["text"]
+    assert nodes["f"]["side"]["node_agents"] == ["bot", "other"] and nodes["f"]["agents"] == ["bot", "other", "bot"]
+    assert nodes["f"]["side"]["node_keywords"] == ["x", "y"] and "INV-2024-0042" in nodes["f"]["text"]
     assert nodes["gone"]["deleted"] is False and nodes["stored"]["properties"]["keep"] is True
     assert nodes["v1"]["dims"] == 3 and nodes["v1"]["vector"] is not None
     assert nodes["doc1"]["properties"]["title"] == "Handbook v2"  # re-ingest reused the document
+    assert "sec1" not in nodes and "c" not in nodes  # ... and dropped the hierarchy the file gave it
     assert ("a", "KNOWS", "b", {"since": 2020}) in edges and ("e", "KNOWS", "e", None) in edges
     assert ("d", "KNOWS", "zz", None) in edges  # a forward reference
     assert nodes["a"]["backlinks"] == 2 and nodes["stored"]["backlinks"] == 1
@@ -173,11 +184,10 @@ def test_staged_import_semantics(imported: dict[str, Any]) -> None:
 
 
 def test_staged_modes_report_the_same(imported: dict[str, Any]) -> None:
-    a = imported["inline"]
-    for b in (imported["worker"], imported["workers"]):
-        assert a.errors == b.errors
-        assert (a.nodes, a.edges, a.skipped, a.batches, a.lines) == (b.nodes, b.edges, b.skipped, b.batches, b.lines)
-    assert a.lines == 18 and a.nodes == 15 and a.skipped == 3
+    a, b = imported["inline"], imported["worker"]
+    assert a.errors == b.errors
+    assert (a.nodes, a.edges, a.skipped, a.batches, a.lines) == (b.nodes, b.edges, b.skipped, b.batches, b.lines)
+    assert a.lines == 19 and a.nodes == 16 and a.skipped == 3
     assert [e.split(":")[0] for e in a.errors] == ["line 3", "line 8", "line 15", "line 13"]
     assert "not UTF-8" in a.errors[2] and "'foreign'" in a.errors[3]
 
@@ -188,7 +198,7 @@ def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
     src = _write(tmp_path / "f.jsonl", [{"id": "ok1", "labels": ["Person"], "properties": {}},
                                         {"id": "foreign", "labels": ["Person"], "properties": {}}])
     with pytest.raises(UserError, match="belongs to another account"):
-        import_jsonl(store, src, account_id=ACCOUNT, progress=False, workers=0)
+        import_jsonl(store, src, account_id=ACCOUNT, progress=False, worker=False)
     assert store.get("ok1", guards=Guards(ACCOUNT)) is None  # the batch rolled back whole
     assert store.integrity_check() == "ok"
     store.close()
@@ -197,10 +207,10 @@ def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
 def test_worker_setting_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
     src = _write(tmp_path / "x.jsonl", [{"labels": ["Person"], "properties": {}}])
-    monkeypatch.setenv("PLUGHOST_IMPORT_WORKERS", "some")
-    with pytest.raises(UserError, match="PLUGHOST_IMPORT_WORKERS: expected auto or a number of workers"):
+    monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "sometimes")
+    with pytest.raises(UserError, match="PLUGHOST_IMPORT_WORKER: expected 1, 0 or auto"):
         import_jsonl(store, src, account_id=ACCOUNT, progress=False)
-    monkeypatch.setenv("PLUGHOST_IMPORT_WORKERS", "1")
+    monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "1")
     assert import_jsonl(store, src, account_id=ACCOUNT, progress=False).nodes == 1
     store.close()
 
@@ -221,7 +231,7 @@ def _processes_with(needle: str) -> list[int]:
 def test_worker_failure_is_one_clear_error(tmp_path: Path) -> None:
     from plugins.graph.staging import staged_batches
 
-    batches = staged_batches(tmp_path / "vanished.jsonl", ACCOUNT, 10, workers=1)
+    batches = staged_batches(tmp_path / "vanished.jsonl", ACCOUNT, 10, worker=True)
     with pytest.raises(UserError, match=r"vanished\.jsonl: the import worker failed \(.*No such file"):
         list(batches)
 
@@ -237,7 +247,7 @@ def test_sigkill_during_a_worker_import_leaves_no_worker_and_whole_batches(tmp_p
 
     home = tmp_path / "home"
     src = big_file(tmp_path / "big.jsonl", 40000)
-    env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(home), PLUGHOST_IMPORT_WORKERS="2")
+    env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(home), PLUGHOST_IMPORT_WORKER="1")
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(src), "--batch-size", "500",
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     db = home / "graph.sqlite"
