@@ -1047,8 +1047,9 @@ class BulkImport:
                      "JOIN stage.nodes n ON n.seq = b.lineno WHERE b.target IS NULL")
         # Edges of earlier batches that waited for a row of this one (their source still there).
         if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.resolved)").fetchone()[0]:
-            conn.execute("DELETE FROM stage.resolved WHERE pid NOT IN (SELECT m.pid FROM temp.import_missed m "
-                         "JOIN main.nodes n ON n.rid = m.source)")
+            if self.moved:  # only slow rows (a re-ingest) delete nodes
+                conn.execute("DELETE FROM stage.resolved WHERE NOT EXISTS (SELECT 1 FROM temp.import_missed m "
+                             "JOIN main.nodes n ON n.rid = m.source WHERE m.pid = stage.resolved.pid)")
             conn.execute(
                 "INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
                 f"SELECT m.source, m.type, {_key_rid('r.dst_key', self.moved)}, m.properties, ? "
