@@ -3,8 +3,8 @@
     .venv/bin/python bench/graph_store.py [--nodes 100000] [--edges 300000] [--dims 384] [--dir DIR]
 
 Builds a synthetic account (nodes with text, scopes, agent tags; random typed edges), imports
-it through the real `plughost graph import` code path (JSON lines → batched transactions, no
-embeddings), attaches 384-dim vectors, then measures p50/p95 latency of guarded top-10 BM25,
+it through the real `plughost graph import` code path (JSON lines staged by a worker process →
+batched set-based transactions, no embeddings), attaches 384-dim vectors, then measures p50/p95 latency of guarded top-10 BM25,
 guarded exact vector top-10 and guarded 1-hop expansion. The raw floor is measured in the same
 run on the same data: a bare FTS5 MATCH + bm25() query, a bare numpy matmul + argpartition over
 the same matrix, and a bare edge lookup; the ratio store/floor is printed beside each figure.
@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -200,6 +201,7 @@ def main() -> int:
     print(f"\nload average during the run: {os.getloadavg()[0]:.2f} (machine has {os.cpu_count()} cores)")
     store.close()
     raw.close()
+    shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
