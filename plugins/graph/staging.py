@@ -67,7 +67,7 @@ FINAL_BATCH = -1
 """``meta.batch`` of a final frame (batches count from 0)."""
 
 _FRAME = struct.Struct("!Q")
-_SCAN = json.JSONDecoder().scan_once
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _loads(text: str) -> Any:
@@ -157,10 +157,10 @@ class Stager:
             if nid is not None:
                 seen.add(nid)
                 if nid not in where:
-                    where[nid] = key = shift | seq
+                    where[nid] = row_key = shift | seq
                     waiters = waiting.pop(nid, None)
                     if waiters:
-                        resolved.extend([(pid, key) for pid in waiters])
+                        resolved.extend([(pid, row_key) for pid in waiters])
             if row_edges:
                 row_edges_of.append((seq, row_edges))
         edges: list[tuple[int, str, str | int]] = []
