@@ -33,6 +33,28 @@ def big_file(path: Path, n: int, prefix: str = "n") -> Path:
     return path
 
 
+def kill_once_committed(proc: subprocess.Popen, db: Path, rows: int) -> int:
+    """SIGKILL ``proc`` once ``db`` holds at least ``rows`` nodes; returns the count last seen."""
+    seen = 0
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline and proc.poll() is None and seen < rows:
+            if db.exists():
+                try:
+                    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+                    seen = con.execute("SELECT count(*) FROM nodes").fetchone()[0]
+                    con.close()
+                except sqlite3.OperationalError:
+                    seen = 0
+            time.sleep(0.02)
+        assert proc.poll() is None, "import finished before it could be killed; make the file bigger"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    return seen
+
+
 def open_db(home: Path):
     from plugins.graph.sqlite_store import SqliteStore
 
@@ -136,25 +158,7 @@ def test_sigkill_mid_import_keeps_every_committed_batch(tmp_path: Path, plughost
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "500",
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     db = plughost_home / "graph.sqlite"
-    seen = 0
-    deadline = time.time() + 60
-    try:
-        while time.time() < deadline and proc.poll() is None:
-            if db.exists():
-                try:
-                    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-                    seen = con.execute("SELECT count(*) FROM nodes").fetchone()[0]
-                    con.close()
-                except sqlite3.OperationalError:
-                    seen = 0
-            if seen >= 2000:
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "import finished before it could be killed; make the file bigger"
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    seen = kill_once_committed(proc, db, 2000)
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     count = con.execute("SELECT count(*) FROM nodes").fetchone()[0]

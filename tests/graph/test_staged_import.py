@@ -11,8 +11,12 @@ nodes, side tables, BM25 text, edges and backlink counts.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,8 @@ from host.graph import Guards
 from plugins.graph.common import prepare_row
 from plugins.graph.importer import import_jsonl
 from plugins.graph.sqlite_store import SqliteStore
+from plugins.graph.staging import staged_batches
+from tests.graph.test_import_cli import big_file, kill_once_committed
 
 ACCOUNT = "acct-staged"
 OTHER = "acct-foreign"
@@ -229,51 +235,25 @@ def _processes_with(needle: str) -> list[int]:
 
 
 def test_worker_failure_is_one_clear_error(tmp_path: Path) -> None:
-    from plugins.graph.staging import staged_batches
-
     batches = staged_batches(tmp_path / "vanished.jsonl", ACCOUNT, 10, worker=True)
     with pytest.raises(UserError, match=r"vanished\.jsonl: the import worker failed \(.*No such file"):
         list(batches)
 
 
 def test_sigkill_during_a_worker_import_leaves_no_worker_and_whole_batches(tmp_path: Path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    from tests.graph.test_import_cli import big_file
-
     home = tmp_path / "home"
     src = big_file(tmp_path / "big.jsonl", 40000)
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(home), PLUGHOST_IMPORT_WORKER="1")
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(src), "--batch-size", "500",
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    db = home / "graph.sqlite"
-    deadline = time.time() + 60
-    seen = 0
-    try:
-        while time.time() < deadline and proc.poll() is None and seen < 2000:
-            if db.exists():
-                try:
-                    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-                    seen = con.execute("SELECT count(*) FROM nodes").fetchone()[0]
-                    con.close()
-                except sqlite3.OperationalError:
-                    seen = 0
-            time.sleep(0.02)
-        assert proc.poll() is None, "import finished before it could be killed; make the file bigger"
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
+    seen = kill_once_committed(proc, home / "graph.sqlite", 2000)
     for _ in range(100):  # the worker notices on its next write and exits
         if not _processes_with(f"plugins.graph.staging\0{src}"):
             break
         time.sleep(0.1)
     else:
         pytest.fail("the import worker outlived the killed import")
-    con = sqlite3.connect(db)
+    con = sqlite3.connect(home / "graph.sqlite")
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     count = con.execute("SELECT count(*) FROM nodes").fetchone()[0]
     assert count >= seen and count % 500 == 0 and count < 40000
