@@ -147,6 +147,7 @@ class SqliteStore:
         self.env = dict(os.environ if env is None else env)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._import_lock = threading.Lock()  # one bulk import at a time per connection (its temp tables)
         self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                     check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -506,13 +507,18 @@ class SqliteStore:
     def bulk_import(self, account_id: str) -> Iterator[BulkImport]:
         """A staged bulk import (:mod:`plugins.graph.staging`): ``add`` writes each frame in order."""
         check_account(self.account_id, account_id)
+        with self._import_lock, self._bulk_session():
+            yield BulkImport(self, account_id)
+
+    @contextmanager
+    def _bulk_session(self) -> Iterator[None]:
+        """The attached ``stage`` schema and a bigger page cache, for the length of one import."""
         with self._lock:
             cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
             self.conn.execute(f"PRAGMA cache_size = {-IMPORT_CACHE_KIB}")
-
             self.conn.execute("ATTACH ':memory:' AS stage")
         try:
-            yield BulkImport(self, account_id)
+            yield
         finally:
             with self._lock:
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_base")

@@ -16,6 +16,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -261,3 +262,18 @@ def test_sigkill_during_a_worker_import_leaves_no_worker_and_whole_batches(tmp_p
     assert con.execute("SELECT count(*) FROM edges").fetchone()[0] == count - 1
     assert con.execute("SELECT sum(count) FROM backlinks").fetchone()[0] == count - 1
     con.close()
+
+
+def test_two_imports_through_one_store_object_take_turns(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
+    files = [big_file(tmp_path / f"{p}.jsonl", 3000, prefix=p) for p in ("a", "b")]
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda f=f: results.append(
+        import_jsonl(store, f, account_id=ACCOUNT, batch_size=200, progress=False, worker=False))) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted((r.nodes, r.edges, len(r.errors)) for r in results) == [(3000, 2999, 0)] * 2
+    assert store.count(guards=Guards(ACCOUNT)) == 6000 and store.integrity_check() == "ok"
+    store.close()
