@@ -1,6 +1,6 @@
 """Embedded graph store import throughput only (a quick variant of ``bench/graph_store.py``).
 
-    .venv/bin/python bench/graph_import.py [--nodes 20000] [--edges 60000] [--batch 5000] [--profile]
+    .venv/bin/python bench/graph_import.py [--nodes 20000] [--edges 60000] [--batch N] [--profile]
 
 Imports the same synthetic JSON lines as the full bench through ``import_jsonl`` (no embeddings)
 and prints nodes/s wall and per CPU-second, beside a bare FTS5 insert of the raw lines measured
@@ -27,6 +27,7 @@ os.environ.setdefault("PLUGHOST_LOG_FILE", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from graph_store import ACCOUNT, build_file  # noqa: E402
 
+from plugins.graph import IMPORT_BATCH  # noqa: E402
 from plugins.graph.importer import import_jsonl  # noqa: E402
 from plugins.graph.sqlite_store import SqliteStore  # noqa: E402
 
@@ -35,7 +36,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", type=int, default=20_000)
     ap.add_argument("--edges", type=int, default=60_000)
-    ap.add_argument("--batch", type=int, default=5000)
+    ap.add_argument("--batch", type=int, default=IMPORT_BATCH)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--dir", type=Path, default=None)
     args = ap.parse_args()

@@ -109,7 +109,7 @@ def main() -> int:
 
     store = SqliteStore(db, env={"ACCOUNT_ID": ACCOUNT})
     cpu0 = time.process_time()
-    summary = import_jsonl(store, data, account_id=ACCOUNT, batch_size=5000, progress=False)
+    summary = import_jsonl(store, data, account_id=ACCOUNT, progress=False)  # the CLI default batch
     cpu = time.process_time() - cpu0
     print(f"import (no embeddings)             {summary.nodes} nodes, {summary.edges} edges in {summary.seconds:.2f} s"
           f" = {summary.nodes / summary.seconds:,.0f} nodes/s wall, {summary.nodes / cpu:,.0f} nodes/s per CPU-second"

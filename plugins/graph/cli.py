@@ -8,6 +8,7 @@ from typing import Any
 
 from host.errors import UserError
 from host.types import CliCommand
+from plugins.graph import IMPORT_BATCH
 
 HELP = "graph store maintenance: bulk import, purge of soft-deleted nodes"
 
@@ -16,7 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     imp = sub.add_parser("import", help="import nodes from a JSON-lines file into ACCOUNT_ID's graph")
     imp.add_argument("file", type=Path, help="one node per line: {id?, labels, properties, edges?}")
-    imp.add_argument("--batch-size", type=int, default=2000, help="nodes per committed transaction (default 2000)")
+    imp.add_argument("--batch-size", type=int, default=IMPORT_BATCH,
+                     help=f"nodes per committed transaction (default {IMPORT_BATCH})")
     imp.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
     purge = sub.add_parser("purge", help="hard-delete nodes soft-deleted longer ago than the grace period")
     purge.add_argument("--days", type=float, default=7.0, help="grace period in days (default 7)")

@@ -23,13 +23,12 @@ from host.errors import UserError
 from host.jsonl import ImportSummary, JsonLines
 from host.log import log
 from host.progress import Progress
+from plugins.graph import IMPORT_BATCH
 from plugins.graph.common import Prepared, prepare_row
 from plugins.graph.staging import staged_batches, use_worker
 
-DEFAULT_BATCH = 2000
 
-
-def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
+def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = IMPORT_BATCH,
                  progress: bool | None = None, stream: TextIO | None = None,
                  worker: bool | None = None) -> ImportSummary:
     """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged).
