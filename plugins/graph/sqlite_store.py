@@ -1005,18 +1005,17 @@ class BulkImport:
         # A fast row whose id is already stored is an upsert: it joins the slow rows.
         if conn.execute("UPDATE stage.nodes SET fast = 0 WHERE fast AND EXISTS "
                         "(SELECT 1 FROM main.nodes n WHERE n.id = stage.nodes.id)").rowcount:
-            for table in ("labels", "agents", "keywords"):
-                conn.execute(f"DELETE FROM stage.{table} WHERE seq IN (SELECT seq FROM stage.nodes WHERE NOT fast)")
+            conn.execute("DELETE FROM stage.keywords WHERE seq IN (SELECT seq FROM stage.nodes WHERE NOT fast)")
         base = conn.execute("SELECT coalesce(max(rid), 0) + 1 FROM main.nodes").fetchone()[0]
         conn.execute("INSERT OR REPLACE INTO temp.import_base (batch, base) VALUES (?, ?)", (batch, base))
         nodes = conn.execute(
             "INSERT INTO main.nodes (rid, id, account_id, labels, properties, scope, agents, created_at, updated_at, "
             "dims) SELECT ? + seq, id, ?, labels, properties, scope, agents, ?, ?, NULL FROM stage.nodes "
             "WHERE fast ORDER BY seq", (base, account_id, now, now)).rowcount
-        conn.execute("INSERT OR IGNORE INTO main.node_labels (label, node) SELECT label, ? + seq FROM stage.labels",
-                     (base,))
-        conn.execute("INSERT OR IGNORE INTO main.node_agents (agent, node) SELECT agent, ? + seq FROM stage.agents",
-                     (base,))
+        conn.execute("INSERT OR IGNORE INTO main.node_labels (label, node) SELECT j.value, ? + n.seq "
+                     "FROM stage.nodes n, json_each(n.labels) j WHERE n.fast", (base,))
+        conn.execute("INSERT OR IGNORE INTO main.node_agents (agent, node) SELECT j.value, ? + n.seq "
+                     "FROM stage.nodes n, json_each(n.agents) j WHERE n.fast AND n.agents IS NOT NULL", (base,))
         conn.execute("INSERT OR IGNORE INTO main.node_keywords (keyword, node) SELECT keyword, ? + seq "
                      "FROM stage.keywords", (base,))
         conn.execute("INSERT INTO main.node_text (rowid, text) SELECT ? + seq, text FROM stage.nodes "

@@ -48,8 +48,6 @@ CREATE TABLE nodes (
   text       TEXT,                  -- the BM25 text union (fast rows)
   embedding  TEXT                   -- JSON array (slow rows)
 );
-CREATE TABLE labels (label TEXT NOT NULL, seq INTEGER NOT NULL);       -- fast rows only
-CREATE TABLE agents (agent TEXT NOT NULL, seq INTEGER NOT NULL);       -- fast rows only
 CREATE TABLE keywords (keyword TEXT NOT NULL, seq INTEGER NOT NULL);   -- fast rows only
 -- An edge's target (dst) is a staged row's key (an integer) when the file had that id by the end
 -- of the edge's batch, else the id (text) for a store lookup. Its pid is batch << 32 | rowid.
@@ -116,8 +114,6 @@ class Stager:
         shift, where, account_id = batch << KEY_BITS, self.where, self.account_id
         loads, dumps, decode_error = _loads, json.dumps, json.JSONDecodeError
         nodes: list[tuple[object, ...]] = []
-        labels: list[tuple[str, int]] = []
-        agents: list[tuple[str, int]] = []
         keywords: list[tuple[str, int]] = []
         row_edges_of: list[tuple[int, list[tuple[str, str, dict | None]]]] = []
         skips: list[tuple[int, str]] = []
@@ -146,9 +142,6 @@ class Stager:
                 row_agents = props.get("agents")
                 nodes.append((seq, lineno, nid, 1, labels_json(item.labels), item.props_json, props.get("scope"),
                               agents_json(row_agents) if row_agents is not None else None, text_of(props), None))
-                labels.extend([(lab, seq) for lab in item.labels])
-                if row_agents:
-                    agents.extend([(ag, seq) for ag in dict.fromkeys(row_agents)])
                 if props.get("keywords") is not None:
                     keywords.extend([(kw, seq) for kw in keywords_of(props)])
             else:
@@ -176,8 +169,7 @@ class Stager:
                     edges.append((seq, etype, key))
                 if p:
                     edge_props.append((len(edges), dumps(p)))
-        return _serialise(batch, read_lines, read_bytes, nodes=nodes, labels=labels, agents=agents,
-                          keywords=keywords, edges=edges, edge_props=edge_props, resolved=resolved, skips=skips)
+        return _serialise(batch, read_lines, read_bytes, nodes=nodes, keywords=keywords, edges=edges, edge_props=edge_props, resolved=resolved, skips=skips)
 
     def final(self, *, read_lines: int, read_bytes: int) -> bytes:
         """The last frame: the end of this stager's stream (edges still waiting name ids the file

@@ -67,7 +67,7 @@ def _lines() -> list[Any]:
         row("e", name="Eve", nested={"k": [1, 2, {"x": None}]}, edges=[{"type": "KNOWS", "to": "e"}]),
         row("z", name=None, value="z value"),
         row("zz", label="Person", name="late target"),
-        row("f", label="Chunk", content="INV-2024-0042 w5 3.12", agents=["bot", "other", "bot"], keywords=["X", "y"]),
+        row("f", label="Chunk", content="INV-2024-0042 w5 3.12", agents=["bot", "ägent", "bot"], keywords=["X", "y"]),
     ]
 
 
@@ -178,7 +178,7 @@ def test_staged_import_semantics(imported: dict[str, Any]) -> None:
     nodes, edges = imported["inline_dump"]["nodes"], imported["inline_dump"]["edges"]
     assert nodes["a"]["properties"] == {"name": "Ada L.", "scope": "public"}  # merged; a null removes a key
     assert nodes["b"]["agents"] == ["bot"] and nodes["b"]["side"]["node_keywords"] == ["alpha", "beta"]
-    assert nodes["f"]["side"]["node_agents"] == ["bot", "other"] and nodes["f"]["agents"] == ["bot", "other", "bot"]
+    assert nodes["f"]["side"]["node_agents"] == ["bot", "ägent"] and nodes["f"]["agents"] == ["bot", "ägent", "bot"]
     assert nodes["f"]["side"]["node_keywords"] == ["x", "y"] and "INV-2024-0042" in nodes["f"]["text"]
     assert nodes["gone"]["deleted"] is False and nodes["stored"]["properties"]["keep"] is True
     assert nodes["v1"]["dims"] == 3 and nodes["v1"]["vector"] is not None
