@@ -143,9 +143,15 @@ def check_embedding(vector: Any, what: str = "embedding") -> list[float] | None:
 
 
 def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = None, embedding: Any = None,
-            what: str = "node") -> Prepared:
-    """Validate one node write; reserved/derived keys are dropped, ``accountId`` must match."""
-    lab = check_labels(labels, f"{what}.labels")
+            what: str = "node", parsed: bool = False) -> Prepared:
+    """Validate one node write; reserved/derived keys are dropped, ``accountId`` must match.
+
+    ``parsed``: ``properties`` came from ``json.loads``, so its keys are strings already.
+    """
+    if type(labels) is list and len(labels) == 1 and type(labels[0]) is str and labels[0] in _GOOD_NAMES:
+        lab: tuple[str, ...] = (labels[0],)  # the common case, without building the error prefix
+    else:
+        lab = check_labels(labels, f"{what}.labels")
     if properties is None:
         properties = {}
     if type(properties) is not dict and not isinstance(properties, Mapping):
@@ -153,6 +159,9 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
     if node_id is not None and (not isinstance(node_id, str) or not node_id.strip() or len(node_id) > 200):
         raise UserError(f"{what}.id: expected a non-empty string of at most 200 characters")
     props: dict[str, Any] = {}
+    if parsed and type(properties) is dict and "" not in properties and DERIVED_PROPERTIES.isdisjoint(properties):
+        props = dict(properties)  # nothing to check or drop key by key
+        properties = {}
     for key, value in properties.items():
         if type(key) is not str or not key:
             raise UserError(f"{what}.properties: keys must be non-empty strings")
@@ -182,7 +191,7 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
     except (TypeError, ValueError, RecursionError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     has_none = None in props.values()
-    return Prepared(node_id, lab, props, check_embedding(embedding, f"{what}.embedding"),
+    return Prepared(node_id, lab, props, None if embedding is None else check_embedding(embedding, f"{what}.embedding"),
                     None if has_none else text)
 
 
@@ -255,14 +264,15 @@ def prepare_rows(rows: Iterable[Any], account_id: str) -> tuple[list[Prepared], 
     return items, edges
 
 
-def prepare_row(row: Any, account_id: str, what: str) -> tuple[Prepared, list[tuple[str, str, Any]]]:
-    if not isinstance(row, Mapping):
+def prepare_row(row: Any, account_id: str, what: str,
+                parsed: bool = False) -> tuple[Prepared, list[tuple[str, str, Any]]]:
+    if type(row) is not dict and not isinstance(row, Mapping):
         raise UserError(f"{what}: expected an object {{id?, labels, properties, edges?}}")
     if not row.keys() <= _ROW_KEYS:
         unknown = sorted(set(row) - _ROW_KEYS)
         raise UserError(f"{what}: unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)")
     item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
-                   embedding=row.get("embedding"), what=what)
+                   embedding=row.get("embedding"), what=what, parsed=parsed)
     raw_edges = row.get("edges") or []
     if type(raw_edges) is not list:
         if not isinstance(raw_edges, list):

@@ -83,7 +83,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = I
     with reader:
         for lineno, row in reader:
             try:
-                item, row_edges = prepare_row(row, account_id, "node")
+                item, row_edges = prepare_row(row, account_id, "node", parsed=True)
             except UserError as exc:
                 skip(lineno, str(exc))
                 continue

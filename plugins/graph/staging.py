@@ -129,7 +129,7 @@ class Stager:
                 skips.append((lineno, f"invalid JSON ({exc.msg} at column {exc.colno})"))
                 continue
             try:
-                item, row_edges = prepare_row(row, account_id, "node")
+                item, row_edges = prepare_row(row, account_id, "node", parsed=True)
             except UserError as exc:
                 skips.append((lineno, str(exc)))
                 continue
