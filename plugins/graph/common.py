@@ -114,6 +114,11 @@ def to_json(value: Any) -> str:
     return "".join(_ENCODER(value, 0))
 
 
+def labels_json(labels: Sequence[str]) -> str:
+    """The stored labels array: labels are validated identifiers, so it needs no escaping."""
+    return '["' + '","'.join(labels) + '"]'
+
+
 @dataclass
 class Prepared:
     """One validated node write."""

@@ -124,7 +124,7 @@ def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, wor
                 bar.update(batch.bytes, summary.nodes)
             created, unresolved = bulk.finish()
     finally:
-        batches.close()  # type: ignore[attr-defined]
+        batches.close()
     summary.edges += created
     for lineno, etype, to in unresolved:
         skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")

@@ -46,12 +46,14 @@ from plugins.graph.common import (
     guards_ok,
     iso,
     keywords_of,
+    labels_json,
     new_id,
     prepare,
     prepare_rows,
     text_of,
+    to_json,
 )
-from plugins.graph.staging import FINAL_BATCH, KEY_BITS, agents_json, labels_json
+from plugins.graph.staging import FINAL_BATCH, KEY_BITS
 
 BUSY_TIMEOUT_S = 15.0
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
@@ -60,8 +62,9 @@ CHUNK = 500  # bound on SQL variables per statement
 VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
 IMPORT_CACHE_KIB = 262144  # page cache ceiling during a bulk import: index inserts land all over the file
 EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
-                    "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, pid INTEGER)")
-"""One edge write batch, staged before its MERGE (``dst``/``lineno`` name an unresolved target)."""
+                    "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, seq INTEGER, pid INTEGER)")
+"""One edge write batch, staged before its MERGE (``dst``, ``lineno`` or the staged ``seq`` name an
+unresolved target's edge; ``pid`` numbers an edge a bulk import staged by id)."""
 FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
 
 
@@ -316,7 +319,7 @@ class SqliteStore:
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
             agents = props.get("agents")
             row_json = props_json or json.dumps(props)
-            agents_text = agents_json(agents) if agents is not None else None
+            agents_text = to_json(agents) if agents is not None else None
             if is_new:
                 inserts.append((rid, nid, account_id, labels_json(labels), row_json, props.get("scope"), agents_text,
                                 now, now, len(emb) if emb is not None else None))
@@ -927,11 +930,6 @@ class SqliteStore:
                 pass
 
 
-def _agents(props: Mapping[str, Any]) -> str | None:
-    agents = props.get("agents")
-    return json.dumps(agents) if agents is not None else None
-
-
 def _prop_expr(key: str) -> str:
     if key == "id":
         return "n.id"
@@ -981,8 +979,6 @@ class BulkImport:
                         "type TEXT, dst TEXT, properties TEXT, lineno INTEGER)",
                         EDGE_BATCH_TABLE):
                 store.conn.execute(ddl)
-            for table in ("import_base", "import_moved", "import_missed"):
-                store.conn.execute(f"DELETE FROM temp.{table}")
 
     def add(self, data: bytes) -> StagedBatch:
         """Write one serialised frame (:class:`plugins.graph.staging.Stager`)."""
@@ -992,9 +988,7 @@ class BulkImport:
             conn.deserialize(data, name="stage")
             batch, lines, size = conn.execute("SELECT batch, lines, bytes FROM stage.meta").fetchone()
             skips = conn.execute("SELECT lineno, message FROM stage.skips ORDER BY rowid").fetchall()
-            if batch == FINAL_BATCH:
-                return StagedBatch(0, 0, skips, lines, size)
-            if not conn.execute("SELECT count(*) FROM stage.nodes").fetchone()[0]:
+            if batch == FINAL_BATCH or not conn.execute("SELECT count(*) FROM stage.nodes").fetchone()[0]:
                 return StagedBatch(0, 0, skips, lines, size)
             with store._write() as conn:
                 nodes, edges = self._write_batch(conn, batch)
@@ -1035,13 +1029,12 @@ class BulkImport:
             self.moved = True
             nodes += len(slow)
         # Rows of this batch sit at base + seq unless they moved; most batches have no moved row.
-        # (In this pass edge_batch.lineno holds the source row's seq; import_missed gets the line.)
         source = _key_rid(f"({batch << KEY_BITS} | e.seq)") if slow else f"{int(base)} + e.seq"
         props = ("(SELECT p.properties FROM stage.edge_props p WHERE p.edge = e.rowid)"
                  if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.edge_props)").fetchone()[0] else "NULL")
         conn.execute("DELETE FROM temp.edge_batch")
         conn.execute(
-            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno, pid) "
+            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, seq, pid) "
             f"SELECT {source}, e.type, CASE typeof(e.dst) WHEN 'integer' "
             f"THEN {_key_rid('e.dst', self.moved)} ELSE (SELECT t.rid FROM main.nodes t WHERE t.id = e.dst "
             f"AND +t.account_id = ?) END, {props}, ?, "
@@ -1049,7 +1042,7 @@ class BulkImport:
             (account_id, now, batch << KEY_BITS))
         conn.execute("INSERT OR REPLACE INTO temp.import_missed (pid, source, type, dst, properties, lineno) "
                      "SELECT b.pid, b.source, b.type, b.dst, b.properties, n.lineno FROM temp.edge_batch b "
-                     "JOIN stage.nodes n ON n.seq = b.lineno WHERE b.target IS NULL")
+                     "JOIN stage.nodes n ON n.seq = b.seq WHERE b.target IS NULL")
         # Edges of earlier batches that waited for a row of this one (their source still there).
         if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.resolved)").fetchone()[0]:
             if self.moved:  # only slow rows (a re-ingest) delete nodes

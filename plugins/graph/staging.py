@@ -27,13 +27,13 @@ import sqlite3
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from host.errors import UserError
-from plugins.graph.common import keywords_of, new_id, prepare_row, text_of
+from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
 CREATE TABLE nodes (
@@ -78,16 +78,6 @@ def _loads(text: str) -> Any:
     if end != len(text) and not text[end:].isspace():
         return json.loads(text)
     return value
-
-
-def labels_json(labels: Sequence[str]) -> str:
-    """Labels are validated identifiers, so their JSON array needs no escaping."""
-    return '["' + '","'.join(labels) + '"]'
-
-
-def agents_json(agents: Sequence[str]) -> str:
-    """``json.dumps`` of a validated list of agent slugs (strings), without building an encoder."""
-    return "[" + ", ".join(map(encode_basestring_ascii, agents)) + "]"
 
 
 KEY_BITS = 32
@@ -141,7 +131,7 @@ class Stager:
                     nid = new_id()
                 row_agents = props.get("agents")
                 nodes.append((seq, lineno, nid, 1, labels_json(item.labels), item.props_json, props.get("scope"),
-                              agents_json(row_agents) if row_agents is not None else None, text_of(props), None))
+                              to_json(row_agents) if row_agents is not None else None, text_of(props), None))
                 if props.get("keywords") is not None:
                     keywords.extend([(kw, seq) for kw in keywords_of(props)])
             else:
@@ -169,7 +159,8 @@ class Stager:
                     edges.append((seq, etype, key))
                 if p:
                     edge_props.append((len(edges), dumps(p)))
-        return _serialise(batch, read_lines, read_bytes, nodes=nodes, keywords=keywords, edges=edges, edge_props=edge_props, resolved=resolved, skips=skips)
+        return _serialise(batch, read_lines, read_bytes, nodes=nodes, keywords=keywords, edges=edges,
+                          edge_props=edge_props, resolved=resolved, skips=skips)
 
     def final(self, *, read_lines: int, read_bytes: int) -> bytes:
         """The last frame: the end of this stager's stream (edges still waiting name ids the file
@@ -223,7 +214,7 @@ def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None)
     return (os.cpu_count() or 1) > 1 and path.stat().st_size >= WORKER_MIN_BYTES
 
 
-def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool) -> Iterator[bytes]:
+def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool) -> Generator[bytes, None, None]:
     """The file's frames in file order, staged by a worker process or in this one."""
     if not worker:
         try:
@@ -265,15 +256,15 @@ def _read_frame(stream: BinaryIO) -> bytes | None:
     return data if len(data) == size else None
 
 
-class _gc_paused:
+@contextmanager
+def _gc_paused() -> Iterator[None]:
     """Pause the cyclic GC: parsing creates many containers and none of them form cycles."""
-
-    def __enter__(self) -> None:
-        self.was = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.was:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
             gc.enable()
 
 
