@@ -109,9 +109,9 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = I
 
 def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, worker: bool,
                    summary: ImportSummary, skip: Any, bar: Progress) -> None:
-    batches = staged_batches(path, account_id, batch_size, worker=worker)
-    try:
-        with store.bulk_import(account_id) as bulk:
+    with store.bulk_import(account_id) as bulk:
+        batches = staged_batches(path, account_id, batch_size, worker=worker, lookup=not bulk.empty)
+        try:
             for data in batches:
                 batch = bulk.add(data)
                 for lineno, message in batch.skips:
@@ -122,9 +122,9 @@ def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, wor
                 summary.edges += batch.edges
                 summary.lines = batch.lines
                 bar.update(batch.bytes, summary.nodes)
-            created, unresolved = bulk.finish()
-    finally:
-        batches.close()
+        finally:
+            batches.close()
+        created, unresolved = bulk.finish()
     summary.edges += created
     for lineno, etype, to in unresolved:
         skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")

@@ -56,8 +56,11 @@ from plugins.graph.common import (
 from plugins.graph.staging import FINAL_BATCH, KEY_BITS
 
 BUSY_TIMEOUT_S = 15.0
+BACKLINK_COUNT = "(SELECT count(*) FROM edges b WHERE b.target = n.rid)"
+"""``backlinkCount``: the incoming typed edges, counted on ``edges_target`` when read (exact, and
+free to maintain)."""
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
-             "n.updated_at, n.dims, (SELECT b.count FROM backlinks b WHERE b.node = n.rid)")
+             f"n.updated_at, n.dims, {BACKLINK_COUNT}")
 CHUNK = 500  # bound on SQL variables per statement
 VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
 IMPORT_CACHE_KIB = 262144  # page cache ceiling during a bulk import: index inserts land all over the file
@@ -468,40 +471,17 @@ class SqliteStore:
 
     @staticmethod
     def _merge_edge_batch(conn: sqlite3.Connection) -> int:
-        """MERGE the resolved rows of ``temp.edge_batch`` into ``edges``; returns how many there were.
-
-        ``backlinkCount`` follows once per batch: when every row is a new edge (the bulk case)
-        the batch's own per-target counts are added; otherwise the targets it touched are
-        recounted from ``edges_target``. Either way it is exact. An existing edge keeps its
-        properties unless the batch gives new ones.
-        """
-        conn.execute("DELETE FROM temp.edge_batch WHERE target IS NULL")
-        rows = conn.execute("SELECT count(*) FROM temp.edge_batch").fetchone()[0]
-        if not rows:
-            return 0
-        # Rows without properties cannot change an existing edge: INSERT OR IGNORE, and its row
-        # count says whether all of them were new. Rows with properties merge them (rare).
-        plain = conn.execute("SELECT count(*) FROM temp.edge_batch WHERE properties IS NULL").fetchone()[0]
-        inserted = conn.execute(
-            "INSERT OR IGNORE INTO edges (source, type, target, properties, created_at) "
-            "SELECT source, type, target, properties, created_at FROM temp.edge_batch WHERE properties IS NULL "
-            "ORDER BY rowid").rowcount
-        if plain < rows:
+        """MERGE the resolved rows of ``temp.edge_batch`` into ``edges`` in order; returns how many
+        there were. A new edge is inserted; an existing one keeps its properties unless the row
+        gives new ones. (``backlinkCount`` is read from ``edges_target``: nothing to maintain.)"""
+        rows = conn.execute("SELECT count(target) FROM temp.edge_batch").fetchone()[0]
+        if rows:
             conn.execute(
                 "INSERT INTO edges (source, type, target, properties, created_at) "
                 "SELECT source, type, target, properties, created_at FROM temp.edge_batch "
-                "WHERE properties IS NOT NULL ORDER BY rowid "
-                "ON CONFLICT (source, type, target) DO UPDATE SET properties = excluded.properties")
-        fresh = inserted == rows
-        if fresh:
-            conn.execute(
-                "INSERT INTO backlinks (node, count) SELECT target, count(*) FROM temp.edge_batch GROUP BY target "
-                "ORDER BY target ON CONFLICT (node) DO UPDATE SET count = count + excluded.count")
-        else:
-            conn.execute(
-                "INSERT INTO backlinks (node, count) SELECT t.target, (SELECT count(*) FROM edges e "
-                "WHERE e.target = t.target) FROM (SELECT DISTINCT target FROM temp.edge_batch) t WHERE true "
-                "ON CONFLICT (node) DO UPDATE SET count = excluded.count")
+                "WHERE target IS NOT NULL ORDER BY rowid "
+                "ON CONFLICT (source, type, target) DO UPDATE SET properties = excluded.properties "
+                "WHERE excluded.properties IS NOT NULL")
         conn.execute("DELETE FROM temp.edge_batch")
         return rows
 
@@ -526,7 +506,7 @@ class SqliteStore:
             with self._lock:
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_base")
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_moved")
-                self.conn.execute("DROP TABLE IF EXISTS temp.import_missed")
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_hit")
                 self.conn.execute("DETACH stage")
                 self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
@@ -936,7 +916,7 @@ def _prop_expr(key: str) -> str:
     if key in ("createdAt", "updatedAt", "deletedAt"):
         return {"createdAt": "n.created_at", "updatedAt": "n.updated_at", "deletedAt": "n.deleted_at"}[key]
     if key == "backlinkCount":
-        return "coalesce((SELECT b.count FROM backlinks b WHERE b.node = n.rid), 0)"
+        return BACKLINK_COUNT
     check_name(key, "property")
     return f"json_extract(n.properties, '$.\"{key}\"')"
 
@@ -966,19 +946,24 @@ class BulkImport:
 
     Each :meth:`add` of a batch frame is one committed transaction. The store remembers where
     each batch's rows went (``temp.import_base`` / ``temp.import_moved``), so edges staged by row
-    key need no id lookup.
+    key need no id lookup; ``temp.import_hit`` lists the edges a store lookup already wrote.
     """
 
     def __init__(self, store: SqliteStore, account_id: str) -> None:
         self.store, self.account_id = store, account_id
         self.moved = False  # whether any row of this import moved (see _key_rid)
+        self.hits = False  # whether any edge staged by id was written through a store lookup
+        self.created, self.unresolved = 0, []  # what the final frame's lookups did (finish)
         with store._lock:
             for ddl in ("CREATE TEMP TABLE IF NOT EXISTS import_base (batch INTEGER PRIMARY KEY, base INTEGER)",
                         "CREATE TEMP TABLE IF NOT EXISTS import_moved (key INTEGER PRIMARY KEY, rid INTEGER)",
-                        "CREATE TEMP TABLE IF NOT EXISTS import_missed (pid INTEGER PRIMARY KEY, source INTEGER, "
-                        "type TEXT, dst TEXT, properties TEXT, lineno INTEGER)",
+                        "CREATE TEMP TABLE IF NOT EXISTS import_hit (pid INTEGER PRIMARY KEY)",
                         EDGE_BATCH_TABLE):
                 store.conn.execute(ddl)
+            # An account with no node when the import began: an edge to an id the file has not had
+            # yet cannot hit a store lookup, so the stager stages none (Stager ``lookup``).
+            self.empty = not store.conn.execute("SELECT EXISTS (SELECT 1 FROM nodes WHERE account_id = ?)",
+                                                (account_id,)).fetchone()[0]
 
     def add(self, data: bytes) -> StagedBatch:
         """Write one serialised frame (:class:`plugins.graph.staging.Stager`)."""
@@ -988,7 +973,12 @@ class BulkImport:
             conn.deserialize(data, name="stage")
             batch, lines, size = conn.execute("SELECT batch, lines, bytes FROM stage.meta").fetchone()
             skips = conn.execute("SELECT lineno, message FROM stage.skips ORDER BY rowid").fetchall()
-            if batch == FINAL_BATCH or not conn.execute("SELECT count(*) FROM stage.nodes").fetchone()[0]:
+            if batch == FINAL_BATCH:
+                if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.unresolved)").fetchone()[0]:
+                    with store._write() as conn:
+                        self._write_unresolved(conn)
+                return StagedBatch(0, 0, skips, lines, size)
+            if not conn.execute("SELECT EXISTS (SELECT 1 FROM stage.nodes)").fetchone()[0]:
                 return StagedBatch(0, 0, skips, lines, size)
             with store._write() as conn:
                 nodes, edges = self._write_batch(conn, batch)
@@ -1004,12 +994,13 @@ class BulkImport:
         conn.execute("INSERT OR REPLACE INTO temp.import_base (batch, base) VALUES (?, ?)", (batch, base))
         nodes = conn.execute(
             "INSERT INTO main.nodes (rid, id, account_id, labels, properties, scope, agents, created_at, updated_at, "
-            "dims) SELECT ? + seq, id, ?, labels, properties, scope, agents, ?, ?, NULL FROM stage.nodes "
+            "dims) SELECT ? + seq, id, ?, labels, properties, nullif(scope, 0), nullif(agents, ''), ?, ?, NULL "
+            "FROM stage.nodes "
             "WHERE fast ORDER BY seq", (base, account_id, now, now)).rowcount
         conn.execute("INSERT OR IGNORE INTO main.node_labels (label, node) SELECT j.value, ? + n.seq "
                      "FROM stage.nodes n, json_each(n.labels) j WHERE n.fast", (base,))
         conn.execute("INSERT OR IGNORE INTO main.node_agents (agent, node) SELECT j.value, ? + n.seq "
-                     "FROM stage.nodes n, json_each(n.agents) j WHERE n.fast AND n.agents IS NOT NULL", (base,))
+                     "FROM stage.nodes n, json_each(n.agents) j WHERE n.fast AND n.agents <> ''", (base,))
         conn.execute("INSERT OR IGNORE INTO main.node_keywords (keyword, node) SELECT keyword, ? + seq "
                      "FROM stage.keywords", (base,))
         conn.execute("INSERT INTO main.node_text (rowid, text) SELECT ? + seq, text FROM stage.nodes "
@@ -1020,56 +1011,65 @@ class BulkImport:
             items = []
             for _, nid, labels, properties, embedding in slow:
                 props = json.loads(properties)
-                items.append(Prepared(nid, tuple(json.loads(labels)), props,
-                                      json.loads(embedding) if embedding is not None else None,
+                items.append(Prepared(nid or None, tuple(json.loads(labels)), props,
+                                      json.loads(embedding) if embedding else None,
                                       None if None in props.values() else properties))
             ids, rids = store._upsert(conn, items, account_id)
             conn.executemany("INSERT OR REPLACE INTO temp.import_moved (key, rid) VALUES (?, ?)",
                              [(batch << KEY_BITS | row[0], rids[nid]) for nid, row in zip(ids, slow, strict=True)])
             self.moved = True
             nodes += len(slow)
+        return nodes, self._write_edges(conn, batch, base, now, bool(slow))
+
+    def _write_edges(self, conn: sqlite3.Connection, batch: int, base: int, now: float, slow: bool) -> int:
+        """This batch's edges (by key, then those a store lookup resolves), then the edges of
+        earlier batches that waited for one of its rows."""
         # Rows of this batch sit at base + seq unless they moved; most batches have no moved row.
         source = _key_rid(f"({batch << KEY_BITS} | e.seq)") if slow else f"{int(base)} + e.seq"
-        props = ("(SELECT p.properties FROM stage.edge_props p WHERE p.edge = e.rowid)"
-                 if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.edge_props)").fetchone()[0] else "NULL")
-        conn.execute("DELETE FROM temp.edge_batch")
         conn.execute(
-            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, seq, pid) "
-            f"SELECT {source}, e.type, CASE typeof(e.dst) WHEN 'integer' "
-            f"THEN {_key_rid('e.dst', self.moved)} ELSE (SELECT t.rid FROM main.nodes t WHERE t.id = e.dst "
-            f"AND +t.account_id = ?) END, {props}, ?, "
-            f"e.dst, e.seq, ? | e.rowid FROM stage.edges e ORDER BY e.rowid",
-            (account_id, now, batch << KEY_BITS))
-        conn.execute("INSERT OR REPLACE INTO temp.import_missed (pid, source, type, dst, properties, lineno) "
-                     "SELECT b.pid, b.source, b.type, b.dst, b.properties, n.lineno FROM temp.edge_batch b "
-                     "JOIN stage.nodes n ON n.seq = b.seq WHERE b.target IS NULL")
-        # Edges of earlier batches that waited for a row of this one (their source still there).
-        if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.resolved)").fetchone()[0]:
-            if self.moved:  # only slow rows (a re-ingest) delete nodes
-                conn.execute("DELETE FROM stage.resolved WHERE NOT EXISTS (SELECT 1 FROM temp.import_missed m "
-                             "JOIN main.nodes n ON n.rid = m.source WHERE m.pid = stage.resolved.pid)")
+            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
+            f"SELECT {source}, e.type, {_key_rid('e.dst', self.moved)}, nullif(e.properties, ''), ? "
+            "FROM stage.edges e ORDER BY e.rowid", (now,))
+        if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.edges_by_id)").fetchone()[0]:
+            hits = conn.execute(
+                "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, pid) "
+                f"SELECT {source}, e.type, t.rid, nullif(e.properties, ''), ?, e.pid FROM stage.edges_by_id e "
+                "JOIN main.nodes t ON t.id = e.dst AND +t.account_id = ? ORDER BY e.pid",
+                (now, self.account_id)).rowcount
+            if hits:
+                conn.execute("INSERT OR IGNORE INTO temp.import_hit (pid) SELECT pid FROM temp.edge_batch "
+                             "WHERE pid IS NOT NULL")
+                self.hits = True
+        if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.late)").fetchone()[0]:
             conn.execute(
                 "INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
-                f"SELECT m.source, m.type, {_key_rid('r.dst_key', self.moved)}, m.properties, ? "
-                "FROM stage.resolved r JOIN temp.import_missed m ON m.pid = r.pid ORDER BY r.pid", (now,))
-            conn.execute("DELETE FROM temp.import_missed WHERE pid IN (SELECT pid FROM stage.resolved)")
-        return nodes, store._merge_edge_batch(conn)
+                f"SELECT {_key_rid('l.src', self.moved)}, l.type, {_key_rid('l.dst', self.moved)}, "
+                "nullif(l.properties, ''), ? "
+                f"FROM stage.late l {self._not_hit('l.pid')} ORDER BY l.pid", (now,))
+        if self.moved:  # only slow rows (a re-ingest) delete nodes: no edge of a removed row
+            conn.execute("DELETE FROM temp.edge_batch WHERE source NOT IN (SELECT rid FROM main.nodes) "
+                         "OR target NOT IN (SELECT rid FROM main.nodes)")
+        return self.store._merge_edge_batch(conn)
+
+    def _not_hit(self, pid: str) -> str:
+        """A WHERE clause leaving out the edges a store lookup already wrote."""
+        return f"WHERE {pid} NOT IN (SELECT h.pid FROM temp.import_hit h)" if self.hits else ""
+
+    def _write_unresolved(self, conn: sqlite3.Connection) -> None:
+        """The final frame: edges whose target id the file never had get one more store lookup."""
+        source = _key_rid("u.src", self.moved)
+        conn.execute(
+            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
+            f"SELECT {source}, u.type, CASE WHEN EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = {source}) "
+            "THEN (SELECT t.rid FROM main.nodes t WHERE t.id = u.dst AND +t.account_id = ?) END, "
+            f"nullif(u.properties, ''), ?, u.dst, u.lineno FROM stage.unresolved u {self._not_hit('u.pid')} "
+            "ORDER BY u.pid",
+            (self.account_id, time.time()))
+        self.unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
+                                       "ORDER BY rowid").fetchall()
+        self.created = self.store._merge_edge_batch(conn)
 
     def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
-        """After the final frames: the edges still waiting name ids the file never had; look them
-        up once more. Returns how many were written, and ``(line, type, target id)`` of the rest."""
-        store = self.store
-        with store._lock:
-            if not store.conn.execute("SELECT count(*) FROM temp.import_missed").fetchone()[0]:
-                return 0, []
-            with store._write() as conn:
-                conn.execute("DELETE FROM temp.edge_batch")
-                conn.execute(
-                    "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
-                    "SELECT m.source, m.type, CASE WHEN EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = m.source) "
-                    "THEN (SELECT t.rid FROM main.nodes t WHERE t.id = m.dst AND +t.account_id = ?) END, "
-                    "m.properties, ?, m.dst, m.lineno FROM temp.import_missed m ORDER BY m.pid",
-                    (self.account_id, time.time()))
-                unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
-                                          "ORDER BY rowid").fetchall()
-                return store._merge_edge_batch(conn), unresolved
+        """After the final frame: how many edges its lookups wrote, and ``(line, type, target id)``
+        of the edges no lookup found."""
+        return self.created, self.unresolved

@@ -7,7 +7,7 @@ SELECT`` each (:meth:`plugins.graph.sqlite_store.SqliteStore.bulk_import`), so t
 cost on the writing side is SQLite's alone.
 
 For big files a worker process builds the batches (``python -m plugins.graph.staging FILE
-ACCOUNT BATCH``) while the importing process writes the previous one, so the two halves run on
+ACCOUNT BATCH [--no-lookup]``) while the importing process writes the previous one, so the two halves run on
 two cores. It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
 zero length ends the stream. Small files are staged in-process (a process start costs more
 than it saves). Either way the same validation (:func:`plugins.graph.common.prepare_row`)
@@ -38,29 +38,40 @@ from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, 
 STAGE_SCHEMA = """
 CREATE TABLE nodes (
   seq        INTEGER PRIMARY KEY,   -- position in the batch; a fast row's rid is base + seq
-  lineno     INTEGER NOT NULL,
-  id         TEXT,                  -- NULL only for a slow row the store names (re-ingest)
+  id         TEXT    NOT NULL,      -- '' only for a slow row the store names (re-ingest)
   fast       INTEGER NOT NULL,
   labels     TEXT    NOT NULL,      -- JSON array
   properties TEXT    NOT NULL,      -- JSON object, as stored (fast) or as given (slow)
-  scope      TEXT,
-  agents     TEXT,                  -- JSON array or NULL
-  text       TEXT,                  -- the BM25 text union (fast rows)
-  embedding  TEXT                   -- JSON array (slow rows)
+  scope,                            -- a string, or 0 for none (no affinity: the string '0' stays a string)
+  agents     TEXT    NOT NULL,      -- JSON array, or ''
+  text       TEXT    NOT NULL,      -- the BM25 text union (fast rows), or ''
+  embedding  TEXT    NOT NULL       -- JSON array (slow rows), or ''
 );
 CREATE TABLE keywords (keyword TEXT NOT NULL, seq INTEGER NOT NULL);   -- fast rows only
--- An edge's target (dst) is a staged row's key (an integer) when the file had that id by the end
--- of the edge's batch, else the id (text) for a store lookup. Its pid is batch << 32 | rowid.
-CREATE TABLE edges (seq INTEGER NOT NULL, type TEXT NOT NULL, dst NOT NULL);
-CREATE TABLE edge_props (edge INTEGER PRIMARY KEY, properties TEXT NOT NULL);  -- by edges.rowid
--- Edges of earlier batches, staged by id, whose target first appears in this batch (its key).
-CREATE TABLE resolved (pid INTEGER PRIMARY KEY, dst_key INTEGER NOT NULL);
+-- An edge's properties are a JSON object or '' throughout. Its pid (batch << 32 | n) names it
+-- across frames.
+-- Edges from this batch's rows to a row the file had by the end of the batch (dst: its key).
+CREATE TABLE edges (seq INTEGER NOT NULL, type TEXT NOT NULL, dst INTEGER NOT NULL, properties TEXT NOT NULL);
+-- Edges from this batch's rows to an id the file had not had yet: the store may have it.
+CREATE TABLE edges_by_id (pid INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,
+                          properties TEXT NOT NULL);
+-- Edges of earlier batches whose target first appears in this batch: both ends are row keys.
+CREATE TABLE late (pid INTEGER NOT NULL, src INTEGER NOT NULL, type TEXT NOT NULL, dst INTEGER NOT NULL,
+                   properties TEXT NOT NULL);
+-- Final frame: edges whose target the file never had (the store's lookup decides them).
+CREATE TABLE unresolved (pid INTEGER NOT NULL, src INTEGER NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,
+                         properties TEXT NOT NULL, lineno INTEGER NOT NULL);
 CREATE TABLE skips (lineno INTEGER NOT NULL, message TEXT NOT NULL);
 CREATE TABLE meta (batch INTEGER NOT NULL, lines INTEGER NOT NULL, bytes INTEGER NOT NULL);  -- -1: final
 """
+"""Staged rows never hold NULL: binding ``None`` costs the ``sqlite3`` module an adapter lookup per
+value (about as much as the rest of the row), so ``''`` or ``0`` stands for it and the store reads
+``nullif(...)``."""
 
 WORKER_MIN_BYTES = 4 << 20
 """Files at least this big are staged by a worker process (``PLUGHOST_IMPORT_WORKER`` overrides)."""
+NO_LOOKUP = "--no-lookup"
+"""Worker flag: the account was empty when the import began (:class:`Stager` ``lookup=False``)."""
 FINAL_BATCH = -1
 """``meta.batch`` of a final frame (batches count from 0)."""
 
@@ -88,16 +99,21 @@ class Stager:
     """Validates lines into staged batches, resolving edges to rows seen earlier in the file.
 
     An edge whose target id appeared earlier (or anywhere in the same batch) is staged with
-    that row's key, so the store resolves it arithmetically. The others are staged by id for
-    a store lookup, and wait: the batch where their target first appears lists them in its
-    ``resolved`` table, and the store then writes the ones its lookup had missed. Edges to
-    later lines are so written while the file is still being read, not after it.
+    that row's key, so the store resolves it arithmetically. Any other edge waits here: the
+    batch where its target first appears carries it in its ``late`` table with both ends as
+    keys, and the final frame lists the ones whose target never appeared. Edges to later lines
+    are so written while the file is still being read, not after it.
+
+    ``lookup`` (the account had nodes when the import began): an edge to an id the file has not
+    had yet is also staged by id (``edges_by_id``), so the store can write it at once when it
+    has that node. Into an empty account no such lookup can hit, so none is staged.
     """
 
-    def __init__(self, account_id: str) -> None:
-        self.account_id = account_id
+    def __init__(self, account_id: str, *, lookup: bool = True) -> None:
+        self.account_id, self.lookup = account_id, lookup
         self.where: dict[str, int] = {}  # id -> key of its first accepted row
-        self.waiting: dict[str, list[int]] = {}  # target id -> pids of the edges staged by it
+        # target id -> (pid, source key, type, properties JSON or '', line) of the edges waiting for it
+        self.waiting: dict[str, list[tuple[int, int, str, str, int]]] = {}
 
     def stage(self, batch: int, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
         """Validate ``(line number, raw line)`` pairs into batch number ``batch`` (from 0), serialised."""
@@ -105,10 +121,10 @@ class Stager:
         loads, dumps, decode_error = _loads, json.dumps, json.JSONDecodeError
         nodes: list[tuple[object, ...]] = []
         keywords: list[tuple[str, int]] = []
-        row_edges_of: list[tuple[int, list[tuple[str, str, dict | None]]]] = []
+        row_edges_of: list[tuple[int, int, list[tuple[str, str, dict | None]]]] = []
         skips: list[tuple[int, str]] = []
         seen: set[str] = set()
-        waiting, resolved = self.waiting, []
+        waiting, late = self.waiting, []
         for lineno, raw in lines:
             try:
                 row = loads(raw.decode())
@@ -130,43 +146,47 @@ class Stager:
                 if nid is None:
                     nid = new_id()
                 row_agents = props.get("agents")
-                nodes.append((seq, lineno, nid, 1, labels_json(item.labels), item.props_json, props.get("scope"),
-                              to_json(row_agents) if row_agents is not None else None, text_of(props), None))
+                scope = props.get("scope")
+                nodes.append((seq, nid, 1, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
+                              "" if row_agents is None else to_json(row_agents), text_of(props), ""))
                 if props.get("keywords") is not None:
                     keywords.extend([(kw, seq) for kw in keywords_of(props)])
             else:
-                nodes.append((seq, lineno, nid, 0, dumps(list(item.labels)), dumps(props), None, None, None,
-                              dumps(item.embedding) if item.embedding is not None else None))
+                nodes.append((seq, nid or "", 0, dumps(list(item.labels)), dumps(props), 0, "", "",
+                              "" if item.embedding is None else dumps(item.embedding)))
             if nid is not None:
                 seen.add(nid)
                 if nid not in where:
                     where[nid] = row_key = shift | seq
                     waiters = waiting.pop(nid, None)
                     if waiters:
-                        resolved.extend([(pid, row_key) for pid in waiters])
+                        late.extend([(pid, src, etype, row_key, p) for pid, src, etype, p, _ in waiters])
             if row_edges:
-                row_edges_of.append((seq, row_edges))
-        edges: list[tuple[int, str, str | int]] = []
-        edge_props: list[tuple[int, str]] = []
-        get = where.get
-        for seq, row_edges in row_edges_of:  # after the batch, so in-batch forward edges resolve
+                row_edges_of.append((seq, lineno, row_edges))
+        edges: list[tuple[int, str, int, str]] = []
+        by_id: list[tuple[int, int, str, str, str]] = []
+        get, lookup, pid = where.get, self.lookup, shift
+        for seq, lineno, row_edges in row_edges_of:  # after the batch, so in-batch forward edges resolve
             for etype, to, p in row_edges:
+                pj = dumps(p) if p else ""
                 key = get(to)
-                if key is None:
-                    waiting.setdefault(to, []).append(shift | (len(edges) + 1))
-                    edges.append((seq, etype, to))
-                else:
-                    edges.append((seq, etype, key))
-                if p:
-                    edge_props.append((len(edges), dumps(p)))
+                if key is not None:
+                    edges.append((seq, etype, key, pj))
+                    continue
+                pid += 1
+                waiting.setdefault(to, []).append((pid, shift | seq, etype, pj, lineno))
+                if lookup:
+                    by_id.append((pid, seq, etype, to, pj))
         return _serialise(batch, read_lines, read_bytes, nodes=nodes, keywords=keywords, edges=edges,
-                          edge_props=edge_props, resolved=resolved, skips=skips)
+                          edges_by_id=by_id, late=late, skips=skips)
 
     def final(self, *, read_lines: int, read_bytes: int) -> bytes:
-        """The last frame: the end of this stager's stream (edges still waiting name ids the file
-        never had; the store's lookup decides them)."""
+        """The last frame: the end of this stager's stream, with the edges still waiting (their
+        target ids the file never had; the store's lookup decides them)."""
+        unresolved = [(pid, src, etype, to, p, lineno)
+                      for to, waiters in self.waiting.items() for pid, src, etype, p, lineno in waiters]
         self.waiting = {}
-        return _serialise(FINAL_BATCH, read_lines, read_bytes)
+        return _serialise(FINAL_BATCH, read_lines, read_bytes, unresolved=unresolved)
 
 
 def _serialise(batch: int, lines: int, size: int, **tables: list[Any]) -> bytes:
@@ -183,9 +203,9 @@ def _serialise(batch: int, lines: int, size: int, **tables: list[Any]) -> bytes:
         con.close()
 
 
-def _batches(fh: BinaryIO, account_id: str, batch_size: int) -> Iterator[bytes]:
+def _batches(fh: BinaryIO, account_id: str, batch_size: int, *, lookup: bool = True) -> Iterator[bytes]:
     """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame."""
-    stager = Stager(account_id)
+    stager = Stager(account_id, lookup=lookup)
     pending: list[tuple[int, bytes]] = []
     done = lineno = batch = 0
     for lineno, raw in enumerate(fh, start=1):
@@ -214,19 +234,22 @@ def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None)
     return (os.cpu_count() or 1) > 1 and path.stat().st_size >= WORKER_MIN_BYTES
 
 
-def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool) -> Generator[bytes, None, None]:
-    """The file's frames in file order, staged by a worker process or in this one."""
+def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool,
+                   lookup: bool = True) -> Generator[bytes, None, None]:
+    """The file's frames in file order, staged by a worker process or in this one (``lookup``:
+    see :class:`Stager`)."""
     if not worker:
         try:
             fh = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
         with fh, _gc_paused():
-            yield from _batches(fh, account_id, batch_size)
+            yield from _batches(fh, account_id, batch_size, lookup=lookup)
         return
     root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    proc = subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", str(path), account_id, str(batch_size)],
+    args = [str(path), account_id, str(batch_size), *([] if lookup else [NO_LOOKUP])]
+    proc = subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     try:
@@ -270,15 +293,15 @@ def _gc_paused() -> Iterator[None]:
 
 def main(argv: Sequence[str]) -> int:
     """Worker entry point: stream the staged batches of ``FILE`` as frames on stdout."""
-    if len(argv) != 3:
-        print("usage: python -m plugins.graph.staging FILE ACCOUNT BATCH", file=sys.stderr)
+    if len(argv) not in (3, 4) or argv[3:] not in ([], [NO_LOOKUP]):
+        print(f"usage: python -m plugins.graph.staging FILE ACCOUNT BATCH [{NO_LOOKUP}]", file=sys.stderr)
         return 2
     path, account_id, batch_size = Path(argv[0]), argv[1], int(argv[2])
     gc.disable()
     out = sys.stdout.buffer
     try:
         with open(path, "rb") as fh:
-            for data in _batches(fh, account_id, batch_size):
+            for data in _batches(fh, account_id, batch_size, lookup=NO_LOOKUP not in argv):
                 out.write(_FRAME.pack(len(data)))
                 out.write(data)
                 out.flush()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from host.errors import UserError
+from host.graph import Guards
 from plugins.graph import migrations
 from plugins.graph.sqlite_store import SqliteStore
 
@@ -18,7 +19,8 @@ def test_fresh_file_is_migrated_to_the_latest_version_in_wal_mode(tmp_path: Path
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
     tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"nodes", "edges", "node_text", "node_vectors", "backlinks", "vector_labels"} <= tables
+    assert {"nodes", "edges", "node_text", "node_vectors", "vector_labels"} <= tables
+    assert "backlinks" not in tables  # v4: backlinkCount is counted on edges_target when read
     store.close()
     again = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})  # reopening changes nothing
     assert again.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST
@@ -99,7 +101,7 @@ def test_version_1_file_migrates_with_its_vectors_and_backlinks(tmp_path: Path) 
     con.commit()
     con.close()
     store = SqliteStore(path, env={"ACCOUNT_ID": "acc"})
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST == 3
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST == 4
     g = Guards("acc")
     assert [h.node.id for h in store.vector_search([1.0, 0.1, 0.0], 5, guards=g)] == ["a"]
     assert store.get("a", guards=g).properties["backlinkCount"] == 1
@@ -147,7 +149,8 @@ def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
 
 
 def test_backlink_counts_match_the_edges_after_batches_repeats_and_deletes(tmp_path: Path) -> None:
-    """Backlinks are counted once per write batch (schema v3): duplicates and re-merges count once."""
+    """backlinkCount is the number of incoming typed edges (schema v4 counts them when read):
+    duplicates and re-merges count once, deletes count down."""
     store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "acc"})
     assert store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'edges_backlink_add'").fetchone()[0] == 0
     rows = [{"id": f"n{i}", "labels": ["Chunk"], "properties": {"content": f"c{i}"},
@@ -158,10 +161,11 @@ def test_backlink_counts_match_the_edges_after_batches_repeats_and_deletes(tmp_p
     store.create_edges([("n3", "NEXT", "n1", {"w": 1}), ("n3", "NEXT", "n1", None)], account_id="acc")
     store.delete_edge("n2", "n0", "ABOUT", account_id="acc")
 
-    def counts() -> tuple[dict[int, int], dict[int, int]]:
-        kept = dict(store.conn.execute("SELECT node, count FROM backlinks WHERE count > 0"))
-        real = dict(store.conn.execute("SELECT target, count(*) FROM edges GROUP BY target"))
-        return kept, real
+    def counts() -> tuple[dict[str, int], dict[str, int]]:
+        kept = {f"n{i}": store.get(f"n{i}", guards=Guards("acc")).properties["backlinkCount"] for i in range(5)}
+        real = dict(store.conn.execute("SELECT n.id, count(*) FROM edges e JOIN nodes n ON n.rid = e.target "
+                                       "GROUP BY n.id"))
+        return {k: v for k, v in kept.items() if v}, real
 
     kept, real = counts()
     assert kept == real and sum(real.values()) == 5 + 4 + 1
