@@ -9,7 +9,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
@@ -148,10 +148,12 @@ def check_embedding(vector: Any, what: str = "embedding") -> list[float] | None:
 
 
 def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = None, embedding: Any = None,
-            what: str = "node", parsed: bool = False) -> Prepared:
+            what: str = "node", parsed: bool = False, encode: Callable[[Any], str] = to_json) -> Prepared:
     """Validate one node write; reserved/derived keys are dropped, ``accountId`` must match.
 
-    ``parsed``: ``properties`` came from ``json.loads``, so its keys are strings already.
+    ``parsed``: ``properties`` came from a JSON parser, so its keys are strings already.
+    ``encode``: the properties encoder (a faster one for values it encodes exactly, see
+    :mod:`plugins.graph.staging`).
     """
     if type(labels) is list and len(labels) == 1 and type(labels[0]) is str and labels[0] in _GOOD_NAMES:
         lab: tuple[str, ...] = (labels[0],)  # the common case, without building the error prefix
@@ -192,7 +194,7 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             raise UserError(f"{what}.properties.agents: expected a list of agent slugs")
         props["agents"] = agents
     try:
-        text = to_json(props)
+        text = encode(props)
     except (TypeError, ValueError, RecursionError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     has_none = None in props.values()
@@ -269,15 +271,15 @@ def prepare_rows(rows: Iterable[Any], account_id: str) -> tuple[list[Prepared], 
     return items, edges
 
 
-def prepare_row(row: Any, account_id: str, what: str,
-                parsed: bool = False) -> tuple[Prepared, list[tuple[str, str, Any]]]:
+def prepare_row(row: Any, account_id: str, what: str, parsed: bool = False,
+                encode: Callable[[Any], str] = to_json) -> tuple[Prepared, list[tuple[str, str, Any]]]:
     if type(row) is not dict and not isinstance(row, Mapping):
         raise UserError(f"{what}: expected an object {{id?, labels, properties, edges?}}")
     if not row.keys() <= _ROW_KEYS:
         unknown = sorted(set(row) - _ROW_KEYS)
         raise UserError(f"{what}: unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)")
     item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
-                   embedding=row.get("embedding"), what=what, parsed=parsed)
+                   embedding=row.get("embedding"), what=what, parsed=parsed, encode=encode)
     raw_edges = row.get("edges") or []
     if type(raw_edges) is not list:
         if not isinstance(raw_edges, list):

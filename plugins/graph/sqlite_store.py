@@ -472,16 +472,11 @@ class SqliteStore:
     @staticmethod
     def _merge_edge_batch(conn: sqlite3.Connection) -> int:
         """MERGE the resolved rows of ``temp.edge_batch`` into ``edges`` in order; returns how many
-        there were. A new edge is inserted; an existing one keeps its properties unless the row
-        gives new ones. (``backlinkCount`` is read from ``edges_target``: nothing to maintain.)"""
+        there were (see :func:`_merge_edges`)."""
         rows = conn.execute("SELECT count(target) FROM temp.edge_batch").fetchone()[0]
         if rows:
-            conn.execute(
-                "INSERT INTO edges (source, type, target, properties, created_at) "
-                "SELECT source, type, target, properties, created_at FROM temp.edge_batch "
-                "WHERE target IS NOT NULL ORDER BY rowid "
-                "ON CONFLICT (source, type, target) DO UPDATE SET properties = excluded.properties "
-                "WHERE excluded.properties IS NOT NULL")
+            _merge_edges(conn, "SELECT source, type, target, properties, created_at FROM temp.edge_batch "
+                               "WHERE target IS NOT NULL ORDER BY rowid")
         conn.execute("DELETE FROM temp.edge_batch")
         return rows
 
@@ -921,6 +916,16 @@ def _prop_expr(key: str) -> str:
     return f"json_extract(n.properties, '$.\"{key}\"')"
 
 
+def _merge_edges(conn: sqlite3.Connection, select: str, params: Sequence[Any] = ()) -> None:
+    """MERGE the edges ``select`` yields (source, type, target, properties, created_at), in its
+    order: a new edge is inserted; an existing one keeps its properties unless the row gives new
+    ones. ``backlinkCount`` is read from ``edges_target``, so there is nothing else to maintain.
+    (``select`` ends in WHERE or ORDER BY, which keeps SQLite from reading ON CONFLICT as a join.)"""
+    conn.execute(f"INSERT INTO edges (source, type, target, properties, created_at) {select} "
+                 "ON CONFLICT (source, type, target) DO UPDATE SET properties = excluded.properties "
+                 "WHERE excluded.properties IS NOT NULL", params)
+
+
 @dataclass
 class StagedBatch:
     """What one staged frame did: nodes and edges written, lines rejected, how far the file was read."""
@@ -1023,33 +1028,48 @@ class BulkImport:
 
     def _write_edges(self, conn: sqlite3.Connection, batch: int, base: int, now: float, slow: bool) -> int:
         """This batch's edges (by key, then those a store lookup resolves), then the edges of
-        earlier batches that waited for one of its rows."""
+        earlier batches that waited for one of its rows; returns how many were written."""
         # Rows of this batch sit at base + seq unless they moved; most batches have no moved row.
         source = _key_rid(f"({batch << KEY_BITS} | e.seq)") if slow else f"{int(base)} + e.seq"
-        conn.execute(
-            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
-            f"SELECT {source}, e.type, {_key_rid('e.dst', self.moved)}, nullif(e.properties, ''), ? "
-            "FROM stage.edges e ORDER BY e.rowid", (now,))
-        if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.edges_by_id)").fetchone()[0]:
-            hits = conn.execute(
-                "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, pid) "
-                f"SELECT {source}, e.type, t.rid, nullif(e.properties, ''), ?, e.pid FROM stage.edges_by_id e "
-                "JOIN main.nodes t ON t.id = e.dst AND +t.account_id = ? ORDER BY e.pid",
-                (now, self.account_id)).rowcount
-            if hits:
-                conn.execute("INSERT OR IGNORE INTO temp.import_hit (pid) SELECT pid FROM temp.edge_batch "
-                             "WHERE pid IS NOT NULL")
-                self.hits = True
-        if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.late)").fetchone()[0]:
-            conn.execute(
-                "INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
-                f"SELECT {_key_rid('l.src', self.moved)}, l.type, {_key_rid('l.dst', self.moved)}, "
-                "nullif(l.properties, ''), ? "
-                f"FROM stage.late l {self._not_hit('l.pid')} ORDER BY l.pid", (now,))
-        if self.moved:  # only slow rows (a re-ingest) delete nodes: no edge of a removed row
+        keyed = (f"SELECT {source}, e.type, {_key_rid('e.dst', self.moved)}, nullif(e.properties, ''), ? "
+                 "FROM stage.edges e ORDER BY e.rowid")
+        late = (f"SELECT {_key_rid('l.src', self.moved)}, l.type, {_key_rid('l.dst', self.moved)}, "
+                f"nullif(l.properties, ''), ? FROM stage.late l {self._not_hit('l.pid')} ORDER BY l.pid")
+        has_late = conn.execute("SELECT EXISTS (SELECT 1 FROM stage.late)").fetchone()[0]
+        if self.moved:  # a re-ingest may have removed rows of this import: resolve through edge_batch
+            conn.execute(f"INSERT INTO temp.edge_batch (source, type, target, properties, created_at) {keyed}",
+                         (now,))
+            self._stage_by_id(conn, source, now)
+            if has_late:
+                conn.execute(f"INSERT INTO temp.edge_batch (source, type, target, properties, created_at) {late}",
+                             (now,))
             conn.execute("DELETE FROM temp.edge_batch WHERE source NOT IN (SELECT rid FROM main.nodes) "
                          "OR target NOT IN (SELECT rid FROM main.nodes)")
-        return self.store._merge_edge_batch(conn)
+            return self.store._merge_edge_batch(conn)
+        # The usual case: every key names a row this import wrote where it said, so both ends exist.
+        _merge_edges(conn, keyed, (now,))
+        written = conn.execute("SELECT count(*) FROM stage.edges").fetchone()[0]
+        self._stage_by_id(conn, source, now)
+        written += self.store._merge_edge_batch(conn)
+        if has_late:
+            _merge_edges(conn, late, (now,))
+            written += conn.execute(f"SELECT count(*) FROM stage.late l {self._not_hit('l.pid')}").fetchone()[0]
+        return written
+
+    def _stage_by_id(self, conn: sqlite3.Connection, source: str, now: float) -> None:
+        """Stage into ``temp.edge_batch`` the edges by id whose target the store has (remembered in
+        ``temp.import_hit``, so their late copies are skipped)."""
+        if not conn.execute("SELECT EXISTS (SELECT 1 FROM stage.edges_by_id)").fetchone()[0]:
+            return
+        hits = conn.execute(
+            "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, pid) "
+            f"SELECT {source}, e.type, t.rid, nullif(e.properties, ''), ?, e.pid FROM stage.edges_by_id e "
+            "JOIN main.nodes t ON t.id = e.dst AND +t.account_id = ? ORDER BY e.pid",
+            (now, self.account_id)).rowcount
+        if hits:
+            conn.execute("INSERT OR IGNORE INTO temp.import_hit (pid) SELECT pid FROM temp.edge_batch "
+                         "WHERE pid IS NOT NULL")
+            self.hits = True
 
     def _not_hit(self, pid: str) -> str:
         """A WHERE clause leaving out the edges a store lookup already wrote."""

@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import orjson
+
 from host.errors import UserError
 from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, text_of, to_json
 
@@ -78,18 +80,38 @@ FINAL_BATCH = -1
 
 _FRAME = struct.Struct("!Q")
 _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_DIGITS = bytes.maketrans(bytes(range(256)), bytes(48 if 48 <= b <= 57 else 32 for b in range(256)))
+_LONG_INT = b"0" * 19  # a run of 19 digits, once ``_DIGITS`` mapped every digit to 0
 
 
-def _loads(text: str) -> Any:
-    """``json.loads`` for one line, calling the C scanner directly; anything unusual (leading
-    space, trailing data, an error) goes through ``json.loads`` for its exact behaviour."""
-    try:
+def _loads(raw: bytes) -> tuple[Any, bool]:
+    """One line → ``(value, plain)``; ``UnicodeDecodeError`` / ``json.JSONDecodeError`` for a bad one.
+
+    orjson parses the usual line (about twice as fast as ``json``), and what it returns is
+    *plain*: str keys, finite floats, 64-bit integers, no lone surrogates, all of which
+    ``orjson.dumps`` encodes exactly (:func:`_plain_json`). Anything orjson rejects, and any
+    line with a run of 19+ digits (orjson turns integers past 64 bits into floats), goes
+    through ``json`` for its exact value and error message.
+    """
+    if _LONG_INT not in raw.translate(_DIGITS):
+        try:
+            return orjson.loads(raw), True
+        except orjson.JSONDecodeError:
+            pass
+    text = raw.decode()
+    try:  # the C scanner directly; anything unusual (leading space, trailing data) via json.loads
         value, end = _SCAN(text, 0)
     except (StopIteration, ValueError):
-        return json.loads(text)
+        return json.loads(text), False
     if end != len(text) and not text[end:].isspace():
-        return json.loads(text)
-    return value
+        return json.loads(text), False
+    return value, False
+
+
+def _plain_json(value: Any) -> str:
+    """JSON text of a plain value (see :func:`_loads`): ``orjson.dumps``, several times faster than
+    ``json.dumps``; the text differs only in spacing and escapes, and parses to the same value."""
+    return orjson.dumps(value).decode()
 
 
 KEY_BITS = 32
@@ -128,7 +150,7 @@ class Stager:
         waiting, late = self.waiting, []
         for lineno, raw in lines:
             try:
-                row = loads(raw.decode())
+                row, plain = loads(raw)
             except UnicodeDecodeError:
                 skips.append((lineno, "not UTF-8"))
                 continue
@@ -136,7 +158,8 @@ class Stager:
                 skips.append((lineno, f"invalid JSON ({exc.msg} at column {exc.colno})"))
                 continue
             try:
-                item, row_edges = prepare_row(row, account_id, "node", parsed=True)
+                encode = _plain_json if plain else to_json
+                item, row_edges = prepare_row(row, account_id, "node", parsed=True, encode=encode)
             except UserError as exc:
                 skips.append((lineno, str(exc)))
                 continue
@@ -149,7 +172,7 @@ class Stager:
                 row_agents = props.get("agents")
                 scope = props.get("scope")
                 nodes.append((seq, nid, 1, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
-                              "" if row_agents is None else to_json(row_agents), text_of(props), ""))
+                              "" if row_agents is None else encode(row_agents), text_of(props), ""))
                 if props.get("keywords") is not None:
                     keywords.extend([(kw, seq) for kw in keywords_of(props)])
             else:
