@@ -119,7 +119,7 @@ def labels_json(labels: Sequence[str]) -> str:
     return '["' + '","'.join(labels) + '"]'
 
 
-@dataclass
+@dataclass(slots=True)
 class Prepared:
     """One validated node write."""
 
@@ -151,7 +151,8 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             what: str = "node", parsed: bool = False, encode: Callable[[Any], str] = to_json) -> Prepared:
     """Validate one node write; reserved/derived keys are dropped, ``accountId`` must match.
 
-    ``parsed``: ``properties`` came from a JSON parser, so its keys are strings already.
+    ``parsed``: ``properties`` came from a JSON parser, so its keys are strings already, and the
+    dict is the caller's to give away (it is used as is, not copied).
     ``encode``: the properties encoder (a faster one for values it encodes exactly, see
     :mod:`plugins.graph.staging`).
     """
@@ -167,8 +168,7 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
         raise UserError(f"{what}.id: expected a non-empty string of at most 200 characters")
     props: dict[str, Any] = {}
     if parsed and type(properties) is dict and "" not in properties and DERIVED_PROPERTIES.isdisjoint(properties):
-        props = dict(properties)  # nothing to check or drop key by key
-        properties = {}
+        props, properties = properties, {}  # nothing to check or drop key by key
     for key, value in properties.items():
         if type(key) is not str or not key:
             raise UserError(f"{what}.properties: keys must be non-empty strings")
@@ -190,7 +190,8 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
     if agents is not None:
         if isinstance(agents, str):
             agents = [agents]
-        if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+        if not isinstance(agents, list) or not (len(agents) == 1 and type(agents[0]) is str
+                                                or all(isinstance(a, str) for a in agents)):
             raise UserError(f"{what}.properties.agents: expected a list of agent slugs")
         props["agents"] = agents
     try:
