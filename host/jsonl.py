@@ -49,6 +49,22 @@ class ImportSummary:
         return self.nodes / self.seconds if self.seconds > 0 else 0.0
 
 
+LONE_SURROGATE = "not valid Unicode (a \\uD800-\\uDFFF escape without its pair)"
+
+
+def has_lone_surrogate(raw: bytes, value: Any) -> bool:
+    """Whether a parsed line holds a lone surrogate: valid JSON, but no UTF-8 text can carry it,
+    so SQLite, the Neo4j driver and the logs would all fail on it. Only a ``\\uD8xx``-``\\uDFxx``
+    escape can make one, so lines without one cost two substring searches."""
+    if b"\\ud" not in raw and b"\\uD" not in raw:
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 class JsonLines:
     """Iterate ``(line number, parsed value)`` over a JSON-lines file, skipping blank lines.
 
@@ -81,6 +97,9 @@ class JsonLines:
                 continue
             except json.JSONDecodeError as exc:
                 skip(lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            if has_lone_surrogate(raw, row):
+                skip(lineno, LONE_SURROGATE)
                 continue
             yield lineno, row
 

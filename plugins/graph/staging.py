@@ -7,8 +7,8 @@ SELECT`` each (:meth:`plugins.graph.sqlite_store.SqliteStore.bulk_import`), so t
 cost on the writing side is SQLite's alone.
 
 For big files a worker process builds the batches (``python -m plugins.graph.staging FILE
-ACCOUNT BATCH [--no-lookup]``) while the importing process writes the previous one, so the two halves run on
-two cores. It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
+ACCOUNT BATCH [--no-lookup]``) while the importing process writes the previous one, so the two
+halves run on two cores. It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
 zero length ends the stream. Small files are staged in-process (a process start costs more
 than it saves). Either way the same validation (:func:`plugins.graph.common.prepare_row`)
 decides every line, so the error messages and the stored result do not depend on the mode.
@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from host.errors import UserError
+from host.jsonl import LONE_SURROGATE, has_lone_surrogate
 from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
@@ -156,6 +157,9 @@ class Stager:
                 continue
             except decode_error as exc:
                 skips.append((lineno, f"invalid JSON ({exc.msg} at column {exc.colno})"))
+                continue
+            if not plain and has_lone_surrogate(raw, row):  # orjson rejects them: plain lines have none
+                skips.append((lineno, LONE_SURROGATE))
                 continue
             try:
                 encode = _plain_json if plain else to_json

@@ -25,6 +25,7 @@ import pytest
 
 from host.errors import UserError
 from host.graph import Guards
+from host.jsonl import has_lone_surrogate
 from plugins.graph.common import prepare_row
 from plugins.graph.importer import import_jsonl
 from plugins.graph.sqlite_store import SqliteStore
@@ -47,7 +48,8 @@ def _lines() -> list[Any]:
 
     return [
         row("a", name="Ada Lovelace", scope="public", edges=[{"type": "KNOWS", "to": "b"}, {"type": "KNOWS", "to": "a"}]),
-        row("b", name="Bob", agents="bot", keywords="Alpha, beta ,alpha", edges=[{"type": "KNOWS", "to": "a"}]),
+        row("b", name="Bob", agents="bot", keywords="Alpha, beta ,alpha",
+            edges=[{"type": "KNOWS", "to": "a"}, {"type": "LIKES", "to": "stored"}]),  # stored: in the store, later here
         "{not json",
         row("a", name="Ada L.", title=None, edges=[{"type": "KNOWS", "to": "b", "properties": {"since": 2020}}]),
         row("c", label="Chunk", content="INV-2024-0042 w5 3.12", agents=["bot", "other", "bot"],
@@ -60,7 +62,7 @@ def _lines() -> list[Any]:
         row("gone", name="revived"),
         row("v1", label="Chunk", content="has a vector") | {"embedding": [0.1, 0.2, 0.3]},
         row(None, label="KnowledgeDocument", title="Handbook v2", attachmentId="att-1"),
-        row("d", name="Dee", edges=[{"type": "KNOWS", "to": "foreign"}, {"type": "KNOWS", "to": "zz"},
+        row("d", name="Dee", edges=[{"type": "KNOWS", "to": "foreign"}, {"type": "KNOWS", "to": "zz", "properties": {"w": 1}},
                                     {"type": "LIKES", "to": "stored", "properties": {}}]),
         row("b", name="Bob again", description="ünïcödé text"),
         b"\xff\xfe not utf-8",
@@ -68,6 +70,12 @@ def _lines() -> list[Any]:
         row("z", name=None, value="z value"),
         row("zz", label="Person", name="late target"),
         row("f", label="Chunk", content="INV-2024-0042 w5 3.12", agents=["bot", "ägent", "bot"], keywords=["X", "y"]),
+        row("s0", name="zero scope", scope="0"),  # staged rows stand 0 for a missing scope
+        row("s1", name="empty scope", scope=""),
+        row("big", name="big numbers", n=12345678901234567890123, neg=-9223372036854775809, u=18446744073709551615,
+            f=1.5),
+        '{"id": "sur", "labels": ["Person"], "properties": {"name": "half \\ud800 pair"}}',
+        '{"id": "nan", "labels": ["Person"], "properties": {"x": NaN}}',
     ]
 
 
@@ -79,21 +87,24 @@ def _write(path: Path, lines: list[Any]) -> Path:
     return path
 
 
-def _seed(db: Path) -> SqliteStore:
+def _seed(db: Path, own: bool = True) -> SqliteStore:
+    """Another account's node; with ``own``, nodes of the importing account too (stored, gone)."""
     foreign = SqliteStore(db, env={"ACCOUNT_ID": OTHER})
     foreign.upsert_node(["Person"], {"name": "elsewhere"}, account_id=OTHER, node_id="foreign")
     foreign.close()
     store = SqliteStore(db, env=ENV)
+    if not own:
+        return store
     store.upsert_node(["Person"], {"name": "stored", "keep": True}, account_id=ACCOUNT, node_id="stored")
     store.upsert_node(["Person"], {"name": "gone"}, account_id=ACCOUNT, node_id="gone")
     store.soft_delete("gone", guards=Guards(ACCOUNT))
     return store
 
 
-def _reference(db: Path, lines: list[Any], batch_size: int) -> None:
+def _reference(db: Path, lines: list[Any], batch_size: int, own: bool = True) -> None:
     """The same valid lines through the ordinary upsert path: nodes one line at a time; after each
     batch, the edges whose two ends exist (the batch's own first, then those that waited)."""
-    store = _seed(db)
+    store = _seed(db, own)
     waiting: list[tuple[str, str, str, Any]] = []
 
     def exists(nid: str) -> bool:
@@ -106,6 +117,8 @@ def _reference(db: Path, lines: list[Any], batch_size: int) -> None:
                 row = json.loads(line)
                 item, row_edges = prepare_row(row, ACCOUNT, "node")
             except (ValueError, UserError):
+                continue
+            if has_lone_surrogate(line if isinstance(line, bytes) else line.encode(), row):
                 continue
             store.upsert_many([{k: v for k, v in row.items() if k != "edges"}], account_id=ACCOUNT)
             nid = item.id or store.conn.execute("SELECT id FROM nodes ORDER BY updated_at DESC, rid DESC "
@@ -152,22 +165,24 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     lines = _lines()
     src = _write(tmp / "tricky.jsonl", lines)
     out: dict[str, Any] = {}
-    for mode, worker in (("inline", False), ("worker", True)):
+    # "empty": the importing account has no node yet, so no edge is staged for a store lookup.
+    for mode, worker, own in (("inline", False, True), ("worker", True, True), ("empty", True, False)):
         db = tmp / f"{mode}.sqlite"
-        store = _seed(db)
+        store = _seed(db, own)
         out[mode] = import_jsonl(store, src, account_id=ACCOUNT, batch_size=3, progress=False, worker=worker)
         store.close()
         out[mode + "_dump"] = _dump(db)
-    _reference(tmp / "reference.sqlite", [line if isinstance(line, bytes) else
-                                          (line if isinstance(line, str) else json.dumps(line))
-                                          for line in lines], 3)
-    out["reference_dump"] = _dump(tmp / "reference.sqlite")
+    texts = [line if isinstance(line, bytes) else (line if isinstance(line, str) else json.dumps(line))
+             for line in lines]
+    for name, own in (("reference", True), ("reference_empty", False)):
+        _reference(tmp / f"{name}.sqlite", texts, 3, own)
+        out[name + "_dump"] = _dump(tmp / f"{name}.sqlite")
     return out
 
 
-@pytest.mark.parametrize("mode", ["inline", "worker"])
+@pytest.mark.parametrize("mode", ["inline", "worker", "empty"])
 def test_staged_import_writes_what_the_upsert_path_writes(imported: dict[str, Any], mode: str) -> None:
-    got, want = imported[mode + "_dump"], imported["reference_dump"]
+    got, want = imported[mode + "_dump"], imported["reference_empty_dump" if mode == "empty" else "reference_dump"]
     assert got["nodes"].keys() == want["nodes"].keys()
     for nid in want["nodes"]:
         assert got["nodes"][nid] == want["nodes"][nid], nid
@@ -185,8 +200,13 @@ def test_staged_import_semantics(imported: dict[str, Any]) -> None:
     assert nodes["doc1"]["properties"]["title"] == "Handbook v2"  # re-ingest reused the document
     assert "sec1" not in nodes and "c" not in nodes  # ... and dropped the hierarchy the file gave it
     assert ("a", "KNOWS", "b", {"since": 2020}) in edges and ("e", "KNOWS", "e", None) in edges
-    assert ("d", "KNOWS", "zz", None) in edges  # a forward reference
-    assert nodes["a"]["backlinks"] == 2 and nodes["stored"]["backlinks"] == 1
+    assert ("d", "KNOWS", "zz", {"w": 1}) in edges  # a forward reference, with properties
+    assert ("b", "LIKES", "stored", None) in edges  # found in the store, then upserted by the file
+    assert nodes["s0"]["scope"] == "0" and nodes["s1"]["scope"] == "" and nodes["z"]["scope"] is None
+    assert nodes["big"]["properties"] == {"name": "big numbers", "n": 12345678901234567890123,
+                                          "neg": -9223372036854775809, "u": 18446744073709551615, "f": 1.5}
+    assert "sur" not in nodes  # a lone surrogate: no UTF-8 text can hold it
+    assert nodes["a"]["backlinks"] == 2 and nodes["stored"]["backlinks"] == 2
     assert "foreign" not in {d for _, _, d, _ in edges}
 
 
@@ -194,9 +214,12 @@ def test_staged_modes_report_the_same(imported: dict[str, Any]) -> None:
     a, b = imported["inline"], imported["worker"]
     assert a.errors == b.errors
     assert (a.nodes, a.edges, a.skipped, a.batches, a.lines) == (b.nodes, b.edges, b.skipped, b.batches, b.lines)
-    assert a.lines == 19 and a.nodes == 16 and a.skipped == 3
-    assert [e.split(":")[0] for e in a.errors] == ["line 3", "line 8", "line 15", "line 13"]
-    assert "not UTF-8" in a.errors[2] and "'foreign'" in a.errors[3]
+    assert a.lines == 24 and a.nodes == 19 and a.skipped == 5
+    assert [e.split(":")[0] for e in a.errors] == ["line 3", "line 8", "line 15", "line 23", "line 24", "line 13"]
+    assert "not UTF-8" in a.errors[2] and "lone" not in a.errors[3] and "without its pair" in a.errors[3]
+    assert "not JSON-serialisable" in a.errors[4] and "'foreign'" in a.errors[5]
+    empty = imported["empty"]  # no store lookups: the same lines and nodes
+    assert (empty.lines, empty.nodes, empty.skipped) == (24, 19, 5) and empty.errors[:5] == a.errors[:5]
 
 
 def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
@@ -276,3 +299,35 @@ def test_two_imports_through_one_store_object_take_turns(tmp_path: Path) -> None
     assert sorted((r.nodes, r.edges, len(r.errors)) for r in results) == [(3000, 2999, 0)] * 2
     assert store.count(guards=Guards(ACCOUNT)) == 6000 and store.integrity_check() == "ok"
     store.close()
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"a": 1, "b": [1.5, -0.0, 1e308, 5e-324, 2.5e-324, true, null], "c": {"d": "\\u00e9\\ud83d\\ude00"}}',
+    b'{"n": 123456789012345678, "m": -9223372036854775808, "u": 18446744073709551615}',
+    b'{"n": 12345678901234567890123}', b'{"n": -9223372036854775809}', b'{"n": 1e400}', b'{"x": NaN}',
+    b'{"a": 1, "a": 2}', b'  {"a": "spaced"}  \r\n', b'{"s": "\\ud800"}', b'[1, 2]', b'"text"',
+    b'{"k": "\xc3\xa9t\xc3\xa9"}', b'{"deep": ' + b'[' * 60 + b']' * 60 + b'}',
+])
+def test_line_parser_gives_what_json_gives(raw: bytes) -> None:
+    """orjson parses the usual line; every value matches json.loads exactly, and what it calls
+    plain re-encodes (orjson.dumps) to text that json reads back as the same value."""
+    from plugins.graph.staging import _loads, _plain_json
+
+    value, plain = _loads(raw)
+    want = json.loads(raw.decode())
+    assert repr(value) == repr(want)
+    if plain:
+        assert repr(json.loads(_plain_json(value))) == repr(want)
+    if b"123456789012345678901" in raw or b"9223372036854775809" in raw or b"NaN" in raw or b"1e400" in raw:
+        assert not plain  # orjson would round it or rejects it: json decides
+
+
+@pytest.mark.parametrize("raw", [b'{"a": ', b'{"a": 1} x', b'{"a": 01}', b"\xff"])
+def test_line_parser_errors_are_jsons(raw: bytes) -> None:
+    from plugins.graph.staging import _loads
+
+    with pytest.raises((json.JSONDecodeError, UnicodeDecodeError)) as got:
+        _loads(raw)
+    with pytest.raises(type(got.value)) as want:
+        json.loads(raw.decode())
+    assert str(got.value) == str(want.value)
