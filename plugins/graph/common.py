@@ -286,9 +286,9 @@ def prepare_row(row: Any, account_id: str, what: str, parsed: bool = False,
         if not isinstance(raw_edges, list):
             raise UserError(f"{what}.edges: expected a list of {{type, to, properties?}}")
     out: list[tuple[str, str, Any]] = []
-    good, keys = _GOOD_NAMES, _EDGE_KEYS
-    for j, e in enumerate(raw_edges):  # check_edge's fast path inlined: imports carry many edges
-        if type(e) is dict and e.keys() <= keys and not e.get("properties"):
+    good = _GOOD_NAMES
+    for j, e in enumerate(raw_edges):  # the usual edge, exactly {type, to}, checked inline
+        if type(e) is dict and len(e) == 2:
             etype, to = e.get("type"), e.get("to")
             if type(etype) is str and etype in good and type(to) is str and to:
                 out.append((etype, to, None))
