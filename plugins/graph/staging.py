@@ -8,9 +8,7 @@ cost on the writing side is SQLite's alone.
 
 For big files a worker process builds the batches (``python -m plugins.graph.staging FILE
 ACCOUNT BATCH [--no-lookup]``) while the importing process writes the previous one, so the two
-halves run on two cores; on 2+ cores the worker's own helper process validates every other
-batch (:func:`validate` depends on nothing outside its batch; :meth:`Stager.resolve`, the
-file-order part, stays in the worker). It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
+halves run on two cores. It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
 zero length ends the stream. Small files are staged in-process (a process start costs more
 than it saves). Either way the same validation (:func:`plugins.graph.common.prepare_row`)
 decides every line, so the error messages and the stored result do not depend on the mode.
