@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gc
 import json
-import marshal
 import os
 import sqlite3
 import struct
@@ -75,8 +74,6 @@ value (about as much as the rest of the row), so ``''`` or ``0`` stands for it a
 WORKER_MIN_BYTES = 4 << 20
 """Files at least this big are staged by a worker process (``PLUGHOST_IMPORT_WORKER`` overrides)."""
 NO_LOOKUP = "--no-lookup"
-VALIDATE_ODD = "--validate-odd"
-"""Helper flag: validate only the odd batches and stream them marshalled (see :func:`main`)."""
 """Worker flag: the account was empty when the import began (:class:`Stager` ``lookup=False``)."""
 FINAL_BATCH = -1
 """``meta.batch`` of a final frame (batches count from 0)."""
@@ -121,66 +118,6 @@ KEY_BITS = 32
 """A staged row's key is ``batch << KEY_BITS | seq``: the store maps it to a rid without a lookup."""
 
 
-Validated = tuple[list[Any], list[Any], list[Any], list[tuple[int, str | None, int, list[tuple[str, str, Any]]]]]
-"""What :func:`validate` makes of a batch's lines: the ``nodes``, ``keywords`` and ``skips`` rows
-(flattened), and per accepted line ``(seq, id or None, line number, edges)``."""
-
-
-def validate(account_id: str, lines: Sequence[tuple[int, bytes]]) -> Validated:
-    """Parse and validate one batch's ``(line number, raw line)`` pairs into staged rows.
-
-    Depends on nothing outside the batch, so any process can do it for any batch (see
-    ``VALIDATE_ODD``); what depends on file order is :meth:`Stager.resolve`'s.
-    """
-    loads, dumps, decode_error = _loads, json.dumps, json.JSONDecodeError
-    # The staged tables' rows, flattened (a row is its table's width of values in a row):
-    # no tuple per row to build, walk and free, and each INSERT takes a slice as it is.
-    nodes: list[Any] = []
-    keywords: list[Any] = []
-    skips: list[Any] = []
-    rows: list[tuple[int, str | None, int, list[tuple[str, str, Any]]]] = []
-    seen: set[str] = set()
-    seq = -1
-    for lineno, raw in lines:
-        try:
-            row, plain = loads(raw)
-        except UnicodeDecodeError:
-            skips += (lineno, "not UTF-8")
-            continue
-        except decode_error as exc:
-            skips += (lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not plain and has_lone_surrogate(raw, row):  # orjson rejects them: plain lines have none
-            skips += (lineno, LONE_SURROGATE)
-            continue
-        try:
-            encode = _plain_json if plain else to_json
-            item, row_edges = prepare_row(row, account_id, "node", parsed=True, encode=encode)
-        except UserError as exc:
-            skips += (lineno, str(exc))
-            continue
-        seq, nid, props = seq + 1, item.id, item.properties
-        fast = (item.embedding is None and item.props_json is not None and nid not in seen
-                and not (nid is None and "KnowledgeDocument" in item.labels and props.get("attachmentId")))
-        if fast:
-            if nid is None:
-                nid = new_id()
-            row_agents = props.get("agents")
-            scope = props.get("scope")
-            nodes += (seq, nid, 1, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
-                      "" if row_agents is None else encode(row_agents), text_of(props), "")
-            if props.get("keywords") is not None:
-                for kw in keywords_of(props):
-                    keywords += (kw, seq)
-        else:
-            nodes += (seq, nid or "", 0, dumps(list(item.labels)), dumps(props), 0, "", "",
-                      "" if item.embedding is None else dumps(item.embedding))
-        if nid is not None:
-            seen.add(nid)
-        rows.append((seq, nid, lineno, row_edges))
-    return nodes, keywords, skips, rows
-
-
 class Stager:
     """Validates lines into staged batches, resolving edges to rows seen earlier in the file.
 
@@ -203,25 +140,65 @@ class Stager:
 
     def stage(self, batch: int, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
         """Validate ``(line number, raw line)`` pairs into batch number ``batch`` (from 0), serialised."""
-        return self.resolve(batch, validate(self.account_id, lines), read_lines=read_lines, read_bytes=read_bytes)
-
-    def resolve(self, batch: int, validated: Validated, *, read_lines: int, read_bytes: int) -> bytes:
-        """Batch number ``batch`` from its validated lines (:func:`validate`): the file-order part,
-        which ids the file has had and which edges wait, then serialised."""
-        nodes, keywords, skips, rows = validated
-        shift, where, waiting, dumps = batch << KEY_BITS, self.where, self.waiting, json.dumps
+        shift, where, account_id = batch << KEY_BITS, self.where, self.account_id
+        loads, dumps, decode_error = _loads, json.dumps, json.JSONDecodeError
+        # The staged tables' rows, flattened (a row is its table's width of values in a row):
+        # no tuple per row to build, walk and free, and each INSERT takes a slice as it is.
+        nodes: list[Any] = []
+        keywords: list[Any] = []
+        skips: list[Any] = []
         late: list[Any] = []
-        for seq, nid, _, _ in rows:
-            if nid is not None and nid not in where:
-                where[nid] = row_key = shift | seq
-                waiters = waiting.pop(nid, None)
-                if waiters:
-                    for pid, src, etype, p, _ in waiters:
-                        late += (pid, src, etype, row_key, p)
+        row_edges_of: list[tuple[int, int, list[tuple[str, str, dict | None]]]] = []
+        seen: set[str] = set()
+        waiting, seq = self.waiting, -1
+        for lineno, raw in lines:
+            try:
+                row, plain = loads(raw)
+            except UnicodeDecodeError:
+                skips += (lineno, "not UTF-8")
+                continue
+            except decode_error as exc:
+                skips += (lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            if not plain and has_lone_surrogate(raw, row):  # orjson rejects them: plain lines have none
+                skips += (lineno, LONE_SURROGATE)
+                continue
+            try:
+                encode = _plain_json if plain else to_json
+                item, row_edges = prepare_row(row, account_id, "node", parsed=True, encode=encode)
+            except UserError as exc:
+                skips += (lineno, str(exc))
+                continue
+            seq, nid, props = seq + 1, item.id, item.properties
+            fast = (item.embedding is None and item.props_json is not None and nid not in seen
+                    and not (nid is None and "KnowledgeDocument" in item.labels and props.get("attachmentId")))
+            if fast:
+                if nid is None:
+                    nid = new_id()
+                row_agents = props.get("agents")
+                scope = props.get("scope")
+                nodes += (seq, nid, 1, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
+                          "" if row_agents is None else encode(row_agents), text_of(props), "")
+                if props.get("keywords") is not None:
+                    for kw in keywords_of(props):
+                        keywords += (kw, seq)
+            else:
+                nodes += (seq, nid or "", 0, dumps(list(item.labels)), dumps(props), 0, "", "",
+                          "" if item.embedding is None else dumps(item.embedding))
+            if nid is not None:
+                seen.add(nid)
+                if nid not in where:
+                    where[nid] = row_key = shift | seq
+                    waiters = waiting.pop(nid, None)
+                    if waiters:
+                        for pid, src, etype, p, _ in waiters:
+                            late += (pid, src, etype, row_key, p)
+            if row_edges:
+                row_edges_of.append((seq, lineno, row_edges))
         edges: list[Any] = []
         by_id: list[Any] = []
         get, lookup, pid = where.get, self.lookup, shift
-        for seq, _, lineno, row_edges in rows:  # after the batch's ids, so in-batch forward edges resolve
+        for seq, lineno, row_edges in row_edges_of:  # after the batch, so in-batch forward edges resolve
             for etype, to, p in row_edges:
                 pj = dumps(p) if p else ""
                 key = get(to)
@@ -291,9 +268,9 @@ def _insert(con: sqlite3.Connection, table: str, values: list[Any]) -> None:
         con.execute(f"INSERT INTO {table} VALUES {','.join([row] * (rows - whole))}", values[whole * width:])
 
 
-def _line_batches(fh: BinaryIO, batch_size: int) -> Iterator[tuple[int, list[tuple[int, bytes]], int, int]]:
-    """``(batch, [(line number, raw line)], lines read, bytes read)`` per ``batch_size`` non-blank
-    lines, then ``(-1, [], lines read, bytes read)`` for the end of the file."""
+def _batches(fh: BinaryIO, account_id: str, batch_size: int, *, lookup: bool = True) -> Iterator[bytes]:
+    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame."""
+    stager = Stager(account_id, lookup=lookup)
     pending: list[tuple[int, bytes]] = []
     done = lineno = batch = 0
     for lineno, raw in enumerate(fh, start=1):
@@ -302,37 +279,11 @@ def _line_batches(fh: BinaryIO, batch_size: int) -> Iterator[tuple[int, list[tup
             continue
         pending.append((lineno, raw))
         if len(pending) >= batch_size:
-            yield batch, pending, lineno, done
+            yield stager.stage(batch, pending, read_lines=lineno, read_bytes=done)
             pending, batch = [], batch + 1
     if pending:
-        yield batch, pending, lineno, done
-    yield -1, [], lineno, done
-
-
-def _batches(fh: BinaryIO, account_id: str, batch_size: int, *, lookup: bool = True,
-             helper: BinaryIO | None = None) -> Iterator[bytes]:
-    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame.
-
-    ``helper``: the stream of a ``VALIDATE_ODD`` process, which validates the odd batches.
-    """
-    stager = Stager(account_id, lookup=lookup)
-    for batch, lines, lineno, done in _line_batches(fh, batch_size):
-        if batch < 0:
-            yield stager.final(read_lines=lineno, read_bytes=done)
-        elif helper is not None and batch % 2:
-            data = _read_frame(helper)
-            if data is None:
-                raise OSError(f"the validating helper stopped before batch {batch}")
-            yield stager.resolve(batch, marshal.loads(data), read_lines=lineno, read_bytes=done)
-        else:
-            yield stager.resolve(batch, validate(account_id, lines), read_lines=lineno, read_bytes=done)
-
-
-def _validate_odd(fh: BinaryIO, account_id: str, batch_size: int, out: BinaryIO) -> None:
-    """The helper's part: every odd batch validated (:func:`validate`), marshalled, as frames."""
-    for batch, lines, _, _ in _line_batches(fh, batch_size):
-        if batch >= 0 and batch % 2:
-            _write_frame(out, marshal.dumps(validate(account_id, lines)))
+        yield stager.stage(batch, pending, read_lines=lineno, read_bytes=done)
+    yield stager.final(read_lines=lineno, read_bytes=done)
 
 
 def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None) -> bool:
@@ -405,47 +356,25 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _write_frame(out: BinaryIO, data: bytes) -> None:
-    out.write(_FRAME.pack(len(data)))
-    out.write(data)
-    out.flush()
-
-
 def main(argv: Sequence[str]) -> int:
-    """Worker entry point: stream the staged batches of ``FILE`` as frames on stdout.
-
-    On 2+ cores the worker starts a helper (the same command with ``VALIDATE_ODD``) that parses
-    and validates the odd batches, the larger half of the work, so it runs beside both the
-    worker's even batches and the store's writes.
-    """
-    flags = list(argv[3:])
-    if len(argv) < 3 or any(f not in (NO_LOOKUP, VALIDATE_ODD) for f in flags):
+    """Worker entry point: stream the staged batches of ``FILE`` as frames on stdout."""
+    if len(argv) not in (3, 4) or argv[3:] not in ([], [NO_LOOKUP]):
         print(f"usage: python -m plugins.graph.staging FILE ACCOUNT BATCH [{NO_LOOKUP}]", file=sys.stderr)
         return 2
     path, account_id, batch_size = Path(argv[0]), argv[1], int(argv[2])
     gc.disable()
     out = sys.stdout.buffer
-    helper = None
     try:
         with open(path, "rb") as fh:
-            if VALIDATE_ODD in flags:
-                _validate_odd(fh, account_id, batch_size, out)
-                return 0
-            if (os.cpu_count() or 1) > 1:
-                helper = subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", *argv[:3], VALIDATE_ODD],
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-            for data in _batches(fh, account_id, batch_size, lookup=NO_LOOKUP not in flags,
-                                 helper=helper.stdout if helper else None):
-                _write_frame(out, data)
+            for data in _batches(fh, account_id, batch_size, lookup=NO_LOOKUP not in argv):
+                out.write(_FRAME.pack(len(data)))
+                out.write(data)
+                out.flush()
         out.write(_FRAME.pack(0))
         out.flush()
     except OSError as exc:
         print(f"{path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    finally:
-        if helper is not None:
-            helper.kill()
-            helper.wait()
     return 0
 
 

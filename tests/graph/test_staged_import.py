@@ -331,18 +331,3 @@ def test_line_parser_errors_are_jsons(raw: bytes) -> None:
     with pytest.raises(type(got.value)) as want:
         json.loads(raw.decode())
     assert str(got.value) == str(want.value)
-
-
-def test_a_helper_that_stops_early_fails_the_worker_clearly(tmp_path: Path) -> None:
-    """The worker reads the odd batches from its validating helper; a helper stream that ends
-    early is an error naming the batch, never a silently short import."""
-    import io
-
-    from plugins.graph.staging import _batches
-
-    src = big_file(tmp_path / "h.jsonl", 30)
-    with open(src, "rb") as fh:
-        frames = _batches(fh, ACCOUNT, 10, helper=io.BytesIO(b""))
-        next(frames)  # batch 0: the worker's own
-        with pytest.raises(OSError, match="the validating helper stopped before batch 1"):
-            next(frames)
