@@ -49,6 +49,7 @@ class ImportSummary:
         return self.nodes / self.seconds if self.seconds > 0 else 0.0
 
 
+TOO_DEEP = "invalid JSON (nested deeper than the parser's recursion limit)"
 LONE_SURROGATE = "not valid Unicode (a \\uD800-\\uDFFF escape without its pair)"
 
 
@@ -97,6 +98,9 @@ class JsonLines:
                 continue
             except json.JSONDecodeError as exc:
                 skip(lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            except RecursionError:
+                skip(lineno, TOO_DEEP)
                 continue
             if has_lone_surrogate(raw, row):
                 skip(lineno, LONE_SURROGATE)

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from host.errors import UserError
-from host.jsonl import LONE_SURROGATE, has_lone_surrogate
+from host.jsonl import LONE_SURROGATE, TOO_DEEP, has_lone_surrogate
 from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
@@ -159,6 +159,9 @@ class Stager:
                 continue
             except decode_error as exc:
                 skips += (lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            except RecursionError:
+                skips += (lineno, TOO_DEEP)
                 continue
             if not plain and has_lone_surrogate(raw, row):  # orjson rejects them: plain lines have none
                 skips += (lineno, LONE_SURROGATE)

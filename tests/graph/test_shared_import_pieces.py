@@ -27,6 +27,20 @@ def test_json_lines_yields_rows_and_reports_bad_lines_by_number(tmp_path: Path) 
         JsonLines(tmp_path / "missing.jsonl", lambda n, why: None)
 
 
+def test_json_lines_skip_what_no_store_can_hold(tmp_path: Path) -> None:
+    """A lone surrogate escape and nesting past the recursion limit are valid-looking JSON that
+    would crash a write or the parser: each is one skipped line, and the next line still reads."""
+    f = tmp_path / "n.jsonl"
+    f.write_bytes(b'{"s": "\\ud800"}\n{"s": "\\ud83d\\ude00"}\n{"d": ' + b"[" * 100000 + b"]" * 100000
+                  + b'}\n{"ok": 1}\n')
+    skipped: list[tuple[int, str]] = []
+    with JsonLines(f, lambda n, why: skipped.append((n, why))) as reader:
+        rows = list(reader)
+    assert rows == [(2, {"s": "\U0001f600"}), (4, {"ok": 1})]  # a surrogate pair is one character
+    assert [n for n, _ in skipped] == [1, 3]
+    assert "without its pair" in skipped[0][1] and "recursion limit" in skipped[1][1]
+
+
 def test_check_line_names_the_field() -> None:
     assert check_line({"labels": ["A"], "properties": {}, "edges": [{"type": "R", "to": "x"}]}) is None
     assert check_line([1]) == "expected an object {id?, labels, properties, edges?}"
