@@ -53,6 +53,30 @@ TOO_DEEP = "invalid JSON (nested deeper than the parser's recursion limit)"
 LONE_SURROGATE = "not valid Unicode (a \\uD800-\\uDFFF escape without its pair)"
 
 
+class BadLine(ValueError):
+    """A line no import can take; its message is the reason reported with the line number."""
+
+
+def parse_line(raw: bytes, loads: Callable[[bytes], Any] = json.loads, *, surrogates: bool = True) -> Any:
+    """One JSON line → what ``loads`` makes of it, or :class:`BadLine` with the reason.
+
+    The one place that decides which lines are unreadable and says why, for every importer.
+    ``loads`` may be a faster parser that raises what ``json.loads`` raises; ``surrogates=False``
+    when it already raises ``BadLine(LONE_SURROGATE)`` itself (see :func:`has_lone_surrogate`).
+    """
+    try:
+        value = loads(raw)
+    except UnicodeDecodeError:
+        raise BadLine("not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise BadLine(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise BadLine(TOO_DEEP) from None
+    if surrogates and has_lone_surrogate(raw, value):
+        raise BadLine(LONE_SURROGATE)
+    return value
+
+
 def has_lone_surrogate(raw: bytes, value: Any) -> bool:
     """Whether a parsed line holds a lone surrogate: valid JSON, but no UTF-8 text can carry it,
     so SQLite, the Neo4j driver and the logs would all fail on it. Only a ``\\uD8xx``-``\\uDFxx``
@@ -69,8 +93,7 @@ def has_lone_surrogate(raw: bytes, value: Any) -> bool:
 class JsonLines:
     """Iterate ``(line number, parsed value)`` over a JSON-lines file, skipping blank lines.
 
-    Undecodable lines go to ``skip`` (``not UTF-8`` / ``invalid JSON (... at column N)``) and
-    are not yielded. ``lines`` and ``done_bytes`` follow the reading (for the summary and the
+    Unreadable lines (:func:`parse_line`) go to ``skip`` with the reason and are not yielded. ``lines`` and ``done_bytes`` follow the reading (for the summary and the
     progress bar); ``size`` is the file's size in bytes.
     """
 
@@ -85,25 +108,16 @@ class JsonLines:
         self.done_bytes = 0
 
     def __iter__(self) -> Iterator[tuple[int, Any]]:
-        loads, skip = json.loads, self.skip
+        skip = self.skip
         for lineno, raw in enumerate(self._fh, start=1):
             self.done_bytes += len(raw)
             self.lines = lineno
             if not raw.strip():
                 continue
             try:
-                row = loads(raw)
-            except UnicodeDecodeError:
-                skip(lineno, "not UTF-8")
-                continue
-            except json.JSONDecodeError as exc:
-                skip(lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
-                continue
-            except RecursionError:
-                skip(lineno, TOO_DEEP)
-                continue
-            if has_lone_surrogate(raw, row):
-                skip(lineno, LONE_SURROGATE)
+                row = parse_line(raw)
+            except BadLine as exc:
+                skip(lineno, str(exc))
                 continue
             yield lineno, row
 

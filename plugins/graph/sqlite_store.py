@@ -65,9 +65,9 @@ CHUNK = 500  # bound on SQL variables per statement
 VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
 IMPORT_CACHE_KIB = 262144  # page cache ceiling during a bulk import: index inserts land all over the file
 EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
-                    "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, seq INTEGER, pid INTEGER)")
-"""One edge write batch, staged before its MERGE (``dst``, ``lineno`` or the staged ``seq`` name an
-unresolved target's edge; ``pid`` numbers an edge a bulk import staged by id)."""
+                    "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, pid INTEGER)")
+"""One edge write batch, staged before its MERGE (``dst`` and ``lineno`` name an unresolved target's
+edge for its report; ``pid`` numbers an edge a bulk import staged by id)."""
 FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
 
 

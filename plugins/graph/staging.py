@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from host.errors import UserError
-from host.jsonl import LONE_SURROGATE, TOO_DEEP, has_lone_surrogate
+from host.jsonl import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
 from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
@@ -79,13 +79,12 @@ FINAL_BATCH = -1
 """``meta.batch`` of a final frame (batches count from 0)."""
 
 _FRAME = struct.Struct("!Q")
-_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _DIGITS = bytes.maketrans(bytes(range(256)), bytes(48 if 48 <= b <= 57 else 32 for b in range(256)))
 _LONG_INT = b"0" * 19  # a run of 19 digits, once ``_DIGITS`` mapped every digit to 0
 
 
 def _loads(raw: bytes) -> tuple[Any, bool]:
-    """One line → ``(value, plain)``; ``UnicodeDecodeError`` / ``json.JSONDecodeError`` for a bad one.
+    """One line → ``(value, plain)``, raising what ``json.loads`` raises.
 
     orjson parses the usual line (about twice as fast as ``json``), and what it returns is
     *plain*: str keys, finite floats, 64-bit integers, no lone surrogates, all of which
@@ -98,14 +97,16 @@ def _loads(raw: bytes) -> tuple[Any, bool]:
             return orjson.loads(raw), True
         except orjson.JSONDecodeError:
             pass
-    text = raw.decode()
-    try:  # the C scanner directly; anything unusual (leading space, trailing data) via json.loads
-        value, end = _SCAN(text, 0)
-    except (StopIteration, ValueError):
-        return json.loads(text), False
-    if end != len(text) and not text[end:].isspace():
-        return json.loads(text), False
-    return value, False
+    return json.loads(raw.decode()), False
+
+
+def _read_line(raw: bytes) -> tuple[Any, bool]:
+    """:func:`_loads` for :func:`host.jsonl.parse_line`: orjson rejects lone surrogates, so only
+    the lines ``json`` parsed need that check."""
+    value, plain = _loads(raw)
+    if not plain and has_lone_surrogate(raw, value):
+        raise BadLine(LONE_SURROGATE)
+    return value, plain
 
 
 def _plain_json(value: Any) -> str:
@@ -141,7 +142,7 @@ class Stager:
     def stage(self, batch: int, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
         """Validate ``(line number, raw line)`` pairs into batch number ``batch`` (from 0), serialised."""
         shift, where, account_id = batch << KEY_BITS, self.where, self.account_id
-        loads, dumps, decode_error = _loads, json.dumps, json.JSONDecodeError
+        loads, dumps = _read_line, json.dumps
         # The staged tables' rows, flattened (a row is its table's width of values in a row):
         # no tuple per row to build, walk and free, and each INSERT takes a slice as it is.
         nodes: list[Any] = []
@@ -153,18 +154,9 @@ class Stager:
         waiting, seq = self.waiting, -1
         for lineno, raw in lines:
             try:
-                row, plain = loads(raw)
-            except UnicodeDecodeError:
-                skips += (lineno, "not UTF-8")
-                continue
-            except decode_error as exc:
-                skips += (lineno, f"invalid JSON ({exc.msg} at column {exc.colno})")
-                continue
-            except RecursionError:
-                skips += (lineno, TOO_DEEP)
-                continue
-            if not plain and has_lone_surrogate(raw, row):  # orjson rejects them: plain lines have none
-                skips += (lineno, LONE_SURROGATE)
+                row, plain = parse_line(raw, loads, surrogates=False)
+            except BadLine as exc:
+                skips += (lineno, str(exc))
                 continue
             try:
                 encode = _plain_json if plain else to_json
