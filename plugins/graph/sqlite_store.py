@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -937,6 +937,24 @@ class StagedBatch:
     bytes: int
 
 
+TYPES_INLINE = 32
+"""Up to this many edge types, a staged edge's type name is a ``CASE`` on its code (a few compares);
+beyond, a lookup in ``stage.types`` (several times the cost per edge)."""
+
+
+def _type_names(conn: sqlite3.Connection) -> Callable[[str], str]:
+    """For the attached frame: ``alias`` → SQL for the type name of staged edge ``alias`` (staged
+    edges carry a type's code, see ``stage.types``)."""
+    types = conn.execute(f"SELECT code, name FROM stage.types ORDER BY code LIMIT {TYPES_INLINE + 1}").fetchall()
+    if not types:  # a frame without edges
+        return lambda alias: "NULL"
+    if len(types) > TYPES_INLINE:
+        return lambda alias: f"(SELECT t.name FROM stage.types t WHERE t.code = {alias}.type)"
+    # Names are checked identifiers (check_name); quoted all the same.
+    whens = " ".join(f"WHEN {int(code)} THEN '{name.replace(chr(39), chr(39) * 2)}'" for code, name in types)
+    return lambda alias: f"CASE {alias}.type {whens} END"
+
+
 def _key_rid(key: str, moved: bool = True) -> str:
     """SQL for the rid of the staged row with key ``key`` (``batch << 32 | seq``): moved rows
     (upserts, slow rows) are recorded; every other row was written at its batch's base + seq.
@@ -959,6 +977,7 @@ class BulkImport:
         self.moved = False  # whether any row of this import moved (see _key_rid)
         self.hits = False  # whether any edge staged by id was written through a store lookup
         self.created, self.unresolved = 0, []  # what the final frame's lookups did (finish)
+        self.type_name: Callable[[str], str] = str  # the attached frame's (set by add)
         with store._lock:
             for ddl in ("CREATE TEMP TABLE IF NOT EXISTS import_base (batch INTEGER PRIMARY KEY, base INTEGER)",
                         "CREATE TEMP TABLE IF NOT EXISTS import_moved (key INTEGER PRIMARY KEY, rid INTEGER)",
@@ -977,6 +996,7 @@ class BulkImport:
             conn = store.conn
             conn.deserialize(data, name="stage")
             batch, lines, size = conn.execute("SELECT batch, lines, bytes FROM stage.meta").fetchone()
+            self.type_name = _type_names(conn)
             skips = conn.execute("SELECT lineno, message FROM stage.skips ORDER BY rowid").fetchall()
             if batch == FINAL_BATCH:
                 if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.unresolved)").fetchone()[0]:
@@ -992,26 +1012,29 @@ class BulkImport:
     def _write_batch(self, conn: sqlite3.Connection, batch: int) -> tuple[int, int]:
         store, account_id, now = self.store, self.account_id, time.time()
         # A fast row whose id is already stored is an upsert: it joins the slow rows.
-        if conn.execute("UPDATE stage.nodes SET fast = 0 WHERE fast AND EXISTS "
-                        "(SELECT 1 FROM main.nodes n WHERE n.id = stage.nodes.id)").rowcount:
-            conn.execute("DELETE FROM stage.keywords WHERE seq IN (SELECT seq FROM stage.nodes WHERE NOT fast)")
-        base = conn.execute("SELECT coalesce(max(rid), 0) + 1 FROM main.nodes").fetchone()[0]
+        if conn.execute("INSERT INTO stage.slow (seq, embedding) SELECT s.seq, 0 FROM stage.nodes s "
+                        "WHERE s.seq NOT IN (SELECT w.seq FROM stage.slow w) "
+                        "AND EXISTS (SELECT 1 FROM main.nodes n WHERE n.id = s.id)").rowcount:
+            conn.execute("DELETE FROM stage.keywords WHERE seq IN (SELECT seq FROM stage.slow)")
+        has_slow = conn.execute("SELECT EXISTS (SELECT 1 FROM stage.slow)").fetchone()[0]
+        fast = "n.seq NOT IN (SELECT w.seq FROM stage.slow w)" if has_slow else "1"
+        # Rows sit at base + seq, seq counting from 1.
+        base = conn.execute("SELECT coalesce(max(rid), 0) FROM main.nodes").fetchone()[0]
         conn.execute("INSERT OR REPLACE INTO temp.import_base (batch, base) VALUES (?, ?)", (batch, base))
         nodes = conn.execute(
             "INSERT INTO main.nodes (rid, id, account_id, labels, properties, scope, agents, created_at, updated_at, "
-            "dims) SELECT ? + seq, id, ?, labels, properties, nullif(scope, 0), nullif(agents, ''), ?, ?, NULL "
-            "FROM stage.nodes "
-            "WHERE fast ORDER BY seq", (base, account_id, now, now)).rowcount
+            "dims) SELECT ? + n.seq, n.id, ?, n.labels, n.properties, nullif(n.scope, 0), nullif(n.agents, 0), ?, ?, "
+            f"NULL FROM stage.nodes n WHERE {fast} ORDER BY n.seq", (base, account_id, now, now)).rowcount
         conn.execute("INSERT OR IGNORE INTO main.node_labels (label, node) SELECT j.value, ? + n.seq "
-                     "FROM stage.nodes n, json_each(n.labels) j WHERE n.fast", (base,))
+                     f"FROM stage.nodes n, json_each(n.labels) j WHERE {fast}", (base,))
         conn.execute("INSERT OR IGNORE INTO main.node_agents (agent, node) SELECT j.value, ? + n.seq "
-                     "FROM stage.nodes n, json_each(n.agents) j WHERE n.fast AND n.agents <> ''", (base,))
+                     f"FROM stage.nodes n, json_each(n.agents) j WHERE n.agents <> 0 AND {fast}", (base,))
         conn.execute("INSERT OR IGNORE INTO main.node_keywords (keyword, node) SELECT keyword, ? + seq "
                      "FROM stage.keywords", (base,))
-        conn.execute("INSERT INTO main.node_text (rowid, text) SELECT ? + seq, text FROM stage.nodes "
-                     "WHERE fast AND text <> '' ORDER BY seq", (base,))
-        slow = conn.execute("SELECT seq, id, labels, properties, embedding FROM stage.nodes WHERE NOT fast "
-                            "ORDER BY seq").fetchall()
+        conn.execute("INSERT INTO main.node_text (rowid, text) SELECT ? + n.seq, n.text FROM stage.nodes n "
+                     f"WHERE n.text <> 0 AND {fast} ORDER BY n.seq", (base,))
+        slow = conn.execute("SELECT n.seq, n.id, n.labels, n.properties, w.embedding FROM stage.slow w "
+                            "JOIN stage.nodes n ON n.seq = w.seq ORDER BY n.seq").fetchall() if has_slow else []
         if slow:
             items = []
             for _, nid, labels, properties, embedding in slow:
@@ -1031,10 +1054,10 @@ class BulkImport:
         earlier batches that waited for one of its rows; returns how many were written."""
         # Rows of this batch sit at base + seq unless they moved; most batches have no moved row.
         source = _key_rid(f"({batch << KEY_BITS} | e.seq)") if slow else f"{int(base)} + e.seq"
-        keyed = (f"SELECT {source}, e.type, {_key_rid('e.dst', self.moved)}, nullif(e.properties, ''), ? "
+        keyed = (f"SELECT {source}, {self.type_name('e')}, {_key_rid('e.dst', self.moved)}, nullif(e.properties, 0), ? "
                  "FROM stage.edges e ORDER BY e.rowid")
-        late = (f"SELECT {_key_rid('l.src', self.moved)}, l.type, {_key_rid('l.dst', self.moved)}, "
-                f"nullif(l.properties, ''), ? FROM stage.late l {self._not_hit('l.pid')} ORDER BY l.pid")
+        late = (f"SELECT {_key_rid('l.src', self.moved)}, {self.type_name('l')}, {_key_rid('l.dst', self.moved)}, "
+                f"nullif(l.properties, 0), ? FROM stage.late l {self._not_hit('l.pid')} ORDER BY l.pid")
         has_late = conn.execute("SELECT EXISTS (SELECT 1 FROM stage.late)").fetchone()[0]
         if self.moved:  # a re-ingest may have removed rows of this import: resolve through edge_batch
             conn.execute(f"INSERT INTO temp.edge_batch (source, type, target, properties, created_at) {keyed}",
@@ -1063,7 +1086,7 @@ class BulkImport:
             return
         hits = conn.execute(
             "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, pid) "
-            f"SELECT {source}, e.type, t.rid, nullif(e.properties, ''), ?, e.pid FROM stage.edges_by_id e "
+            f"SELECT {source}, {self.type_name('e')}, t.rid, nullif(e.properties, 0), ?, e.pid FROM stage.edges_by_id e "
             "JOIN main.nodes t ON t.id = e.dst AND +t.account_id = ? ORDER BY e.pid",
             (now, self.account_id)).rowcount
         if hits:
@@ -1080,9 +1103,9 @@ class BulkImport:
         source = _key_rid("u.src", self.moved)
         conn.execute(
             "INSERT INTO temp.edge_batch (source, type, target, properties, created_at, dst, lineno) "
-            f"SELECT {source}, u.type, CASE WHEN EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = {source}) "
+            f"SELECT {source}, {self.type_name('u')}, CASE WHEN EXISTS (SELECT 1 FROM main.nodes n WHERE n.rid = {source}) "
             "THEN (SELECT t.rid FROM main.nodes t WHERE t.id = u.dst AND +t.account_id = ?) END, "
-            f"nullif(u.properties, ''), ?, u.dst, u.lineno FROM stage.unresolved u {self._not_hit('u.pid')} "
+            f"nullif(u.properties, 0), ?, u.dst, u.lineno FROM stage.unresolved u {self._not_hit('u.pid')} "
             "ORDER BY u.pid",
             (self.account_id, time.time()))
         self.unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "

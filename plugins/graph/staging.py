@@ -39,37 +39,44 @@ from host.jsonl import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
 from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
+-- Every accepted row. seq is its position in the batch from 1, given by insert order (not bound);
+-- a fast row's rid is the batch's base + seq.
 CREATE TABLE nodes (
-  seq        INTEGER PRIMARY KEY,   -- position in the batch; a fast row's rid is base + seq
+  seq        INTEGER PRIMARY KEY,
   id         TEXT    NOT NULL,      -- '' only for a slow row the store names (re-ingest)
-  fast       INTEGER NOT NULL,
   labels     TEXT    NOT NULL,      -- JSON array
   properties TEXT    NOT NULL,      -- JSON object, as stored (fast) or as given (slow)
-  scope,                            -- a string, or 0 for none (no affinity: the string '0' stays a string)
-  agents     TEXT    NOT NULL,      -- JSON array, or ''
-  text       TEXT    NOT NULL,      -- the BM25 text union (fast rows), or ''
-  embedding  TEXT    NOT NULL       -- JSON array (slow rows), or ''
+  scope,                            -- a string, or 0 for none
+  agents,                           -- JSON array, or 0
+  text                              -- the BM25 text union (fast rows), or 0
 );
+-- The rows the store's ordinary upsert writes (embedding: JSON array, or 0). The store adds the
+-- fast rows whose id it already has.
+CREATE TABLE slow (seq INTEGER NOT NULL, embedding NOT NULL);
 CREATE TABLE keywords (keyword TEXT NOT NULL, seq INTEGER NOT NULL);   -- fast rows only
--- An edge's properties are a JSON object or '' throughout. Its pid (batch << 32 | n) names it
+-- Edge types by code: every edge table holds a type's code.
+CREATE TABLE types (code INTEGER PRIMARY KEY, name TEXT NOT NULL);
+-- An edge's properties are a JSON object or 0 throughout. Its pid (batch << 32 | n) names it
 -- across frames.
 -- Edges from this batch's rows to a row the file had by the end of the batch (dst: its key).
-CREATE TABLE edges (seq INTEGER NOT NULL, type TEXT NOT NULL, dst INTEGER NOT NULL, properties TEXT NOT NULL);
+CREATE TABLE edges (seq INTEGER NOT NULL, type INTEGER NOT NULL, dst INTEGER NOT NULL, properties NOT NULL);
 -- Edges from this batch's rows to an id the file had not had yet: the store may have it.
-CREATE TABLE edges_by_id (pid INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,
-                          properties TEXT NOT NULL);
+CREATE TABLE edges_by_id (pid INTEGER NOT NULL, seq INTEGER NOT NULL, type INTEGER NOT NULL, dst TEXT NOT NULL,
+                          properties NOT NULL);
 -- Edges of earlier batches whose target first appears in this batch: both ends are row keys.
-CREATE TABLE late (pid INTEGER NOT NULL, src INTEGER NOT NULL, type TEXT NOT NULL, dst INTEGER NOT NULL,
-                   properties TEXT NOT NULL);
+CREATE TABLE late (pid INTEGER NOT NULL, src INTEGER NOT NULL, type INTEGER NOT NULL, dst INTEGER NOT NULL,
+                   properties NOT NULL);
 -- Final frame: edges whose target the file never had (the store's lookup decides them).
-CREATE TABLE unresolved (pid INTEGER NOT NULL, src INTEGER NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,
-                         properties TEXT NOT NULL, lineno INTEGER NOT NULL);
+CREATE TABLE unresolved (pid INTEGER NOT NULL, src INTEGER NOT NULL, type INTEGER NOT NULL, dst TEXT NOT NULL,
+                         properties NOT NULL, lineno INTEGER NOT NULL);
 CREATE TABLE skips (lineno INTEGER NOT NULL, message TEXT NOT NULL);
 CREATE TABLE meta (batch INTEGER NOT NULL, lines INTEGER NOT NULL, bytes INTEGER NOT NULL);  -- -1: final
 """
-"""Staged rows never hold NULL: binding ``None`` costs the ``sqlite3`` module an adapter lookup per
-value (about as much as the rest of the row), so ``''`` or ``0`` stands for it and the store reads
-``nullif(...)``."""
+"""Staged rows never hold NULL, and hold as few strings as they can: binding ``None`` costs the
+``sqlite3`` module an adapter lookup per value, and binding a string costs SQLite an allocation
+and a copy, several times what an integer costs. So ``0`` stands for none (in columns without
+affinity, where the string ``'0'`` stays a string) and the store reads ``nullif(..., 0)``; edge
+types travel as codes."""
 
 WORKER_MIN_BYTES = 4 << 20
 """Files at least this big are staged by a worker process (``PLUGHOST_IMPORT_WORKER`` overrides)."""
@@ -92,7 +99,7 @@ def _loads(raw: bytes) -> tuple[Any, bool]:
     line with a run of 19+ digits (orjson turns integers past 64 bits into floats), goes
     through ``json`` for its exact value and error message.
     """
-    if _LONG_INT not in raw.translate(_DIGITS):
+    if raw.translate(_DIGITS).find(_LONG_INT) < 0:  # not ``in``: bytes ``in`` tries an int first, raising
         try:
             return orjson.loads(raw), True
         except orjson.JSONDecodeError:
@@ -135,9 +142,11 @@ class Stager:
 
     def __init__(self, account_id: str, *, lookup: bool = True) -> None:
         self.account_id, self.lookup = account_id, lookup
-        self.where: dict[str, int] = {}  # id -> key of its first accepted row
-        # target id -> (pid, source key, type, properties JSON or '', line) of the edges waiting for it
-        self.waiting: dict[str, list[tuple[int, int, str, str, int]]] = {}
+        # id -> key of its first accepted row (an int), or, while the file has not had that id yet,
+        # the edges waiting for it: (pid, source key, type code, properties JSON or 0, line). One
+        # dict, so an edge or a row costs one lookup in it: at 100k+ ids each lookup is a cache miss.
+        self.where: dict[str, int | list[tuple[int, int, int, str | int, int]]] = {}
+        self.codes: dict[str, int] = {}  # edge type -> its code (the ``types`` table)
 
     def stage(self, batch: int, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
         """Validate ``(line number, raw line)`` pairs into batch number ``batch`` (from 0), serialised."""
@@ -146,12 +155,13 @@ class Stager:
         # The staged tables' rows, flattened (a row is its table's width of values in a row):
         # no tuple per row to build, walk and free, and each INSERT takes a slice as it is.
         nodes: list[Any] = []
+        slow: list[Any] = []
         keywords: list[Any] = []
         skips: list[Any] = []
         late: list[Any] = []
         row_edges_of: list[tuple[int, int, list[tuple[str, str, dict | None]]]] = []
         seen: set[str] = set()
-        waiting, seq = self.waiting, -1
+        seq = 0
         for lineno, raw in lines:
             try:
                 row, plain = parse_line(raw, loads, surrogates=False)
@@ -172,19 +182,19 @@ class Stager:
                     nid = new_id()
                 row_agents = props.get("agents")
                 scope = props.get("scope")
-                nodes += (seq, nid, 1, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
-                          "" if row_agents is None else encode(row_agents), text_of(props), "")
+                nodes += (nid, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
+                          0 if row_agents is None else encode(row_agents), text_of(props) or 0)
                 if props.get("keywords") is not None:
                     for kw in keywords_of(props):
                         keywords += (kw, seq)
             else:
-                nodes += (seq, nid or "", 0, dumps(list(item.labels)), dumps(props), 0, "", "",
-                          "" if item.embedding is None else dumps(item.embedding))
+                nodes += (nid or "", dumps(list(item.labels)), dumps(props), 0, 0, 0)
+                slow += (seq, 0 if item.embedding is None else dumps(item.embedding))
             if nid is not None:
                 seen.add(nid)
-                if nid not in where:
+                waiters = where.get(nid)
+                if waiters is None or type(waiters) is list:
                     where[nid] = row_key = shift | seq
-                    waiters = waiting.pop(nid, None)
                     if waiters:
                         for pid, src, etype, p, _ in waiters:
                             late += (pid, src, etype, row_key, p)
@@ -192,30 +202,38 @@ class Stager:
                 row_edges_of.append((seq, lineno, row_edges))
         edges: list[Any] = []
         by_id: list[Any] = []
-        get, lookup, pid = where.get, self.lookup, shift
+        get, lookup, pid, codes = where.get, self.lookup, shift, self.codes
         for seq, lineno, row_edges in row_edges_of:  # after the batch, so in-batch forward edges resolve
             for etype, to, p in row_edges:
-                pj = dumps(p) if p else ""
+                code = codes.get(etype) or codes.setdefault(etype, len(codes) + 1)
+                pj = dumps(p) if p else 0
                 key = get(to)
-                if key is not None:
-                    edges += (seq, etype, key, pj)
+                if type(key) is int:
+                    edges += (seq, code, key, pj)
                     continue
                 pid += 1
-                waiting.setdefault(to, []).append((pid, shift | seq, etype, pj, lineno))
+                if key is None:
+                    where[to] = [(pid, shift | seq, code, pj, lineno)]
+                else:
+                    key.append((pid, shift | seq, code, pj, lineno))
                 if lookup:
-                    by_id += (pid, seq, etype, to, pj)
-        return _serialise(batch, read_lines, read_bytes, nodes=nodes, keywords=keywords, edges=edges,
-                          edges_by_id=by_id, late=late, skips=skips)
+                    by_id += (pid, seq, code, to, pj)
+        return _serialise(batch, read_lines, read_bytes, nodes=nodes, slow=slow, keywords=keywords,
+                          types=self._types(), edges=edges, edges_by_id=by_id, late=late, skips=skips)
+
+    def _types(self) -> list[Any]:
+        return [v for name, code in self.codes.items() for v in (code, name)]
 
     def final(self, *, read_lines: int, read_bytes: int) -> bytes:
         """The last frame: the end of this stager's stream, with the edges still waiting (their
         target ids the file never had; the store's lookup decides them)."""
         unresolved: list[Any] = []
-        for to, waiters in self.waiting.items():
-            for pid, src, etype, p, lineno in waiters:
-                unresolved += (pid, src, etype, to, p, lineno)
-        self.waiting = {}
-        return _serialise(FINAL_BATCH, read_lines, read_bytes, unresolved=unresolved)
+        for to, waiters in self.where.items():
+            if type(waiters) is list:
+                for pid, src, etype, p, lineno in waiters:
+                    unresolved += (pid, src, etype, to, p, lineno)
+        self.where = {}
+        return _serialise(FINAL_BATCH, read_lines, read_bytes, types=self._types(), unresolved=unresolved)
 
 
 def _serialise(batch: int, lines: int, size: int, **tables: list[Any]) -> bytes:
@@ -237,30 +255,35 @@ ROWS_PER_INSERT = 64
 """Rows per multi-row ``INSERT ... VALUES``: about half the cost per row of ``executemany``."""
 
 
-def _widths() -> dict[str, int]:
+def _bound_columns() -> dict[str, list[str]]:
     con = sqlite3.connect(":memory:")
     con.executescript(STAGE_SCHEMA)
     tables = [name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    widths = {name: len(con.execute(f"PRAGMA table_info({name})").fetchall()) for name in tables}
+    # table_info rows: (cid, name, type, notnull, default, pk)
+    columns = {name: [c[1] for c in con.execute(f"PRAGMA table_info({name})")
+                      if not (c[1] == "seq" and c[5] == 1)] for name in tables}
     con.close()
-    return widths
+    return columns
 
 
-WIDTHS = _widths()
-"""Columns per staged table, read from ``STAGE_SCHEMA`` itself."""
+BOUND = _bound_columns()
+"""The columns a staged table's rows bind, read from ``STAGE_SCHEMA`` itself: all but a ``seq
+INTEGER PRIMARY KEY``, which insert order gives."""
 
 
 def _insert(con: sqlite3.Connection, table: str, values: list[Any]) -> None:
     """Insert flattened rows: ``ROWS_PER_INSERT`` rows per statement, each a slice of ``values``."""
-    width = WIDTHS[table]
+    columns = BOUND[table]
+    width = len(columns)
+    head = f"INSERT INTO {table} ({','.join(columns)}) VALUES "
     row, rows = f"({','.join('?' * width)})", len(values) // width
     whole, size = rows - rows % ROWS_PER_INSERT, ROWS_PER_INSERT * width
     if whole:
-        sql = f"INSERT INTO {table} VALUES {','.join([row] * ROWS_PER_INSERT)}"
+        sql = head + ",".join([row] * ROWS_PER_INSERT)
         for start in range(0, whole * width, size):
             con.execute(sql, values[start:start + size])
     if whole < rows:
-        con.execute(f"INSERT INTO {table} VALUES {','.join([row] * (rows - whole))}", values[whole * width:])
+        con.execute(head + ",".join([row] * (rows - whole)), values[whole * width:])
 
 
 def _batches(fh: BinaryIO, account_id: str, batch_size: int, *, lookup: bool = True) -> Iterator[bytes]:

@@ -224,6 +224,27 @@ def test_staged_modes_report_the_same(imported: dict[str, Any]) -> None:
     assert (empty.lines, empty.nodes, empty.skipped) == (25, 19, 6) and empty.errors[:6] == a.errors[:6]
 
 
+@pytest.mark.parametrize("types", [3, 40])  # 40: past TYPES_INLINE, the type names come from a lookup
+def test_staged_edge_types_arrive_by_name(tmp_path: Path, types: int) -> None:
+    from plugins.graph.sqlite_store import TYPES_INLINE
+    assert types <= TYPES_INLINE or types > TYPES_INLINE + 1
+    rows = [{"id": f"n{i}", "labels": ["Person"], "properties": {"name": f"n{i}"},
+             "edges": [{"type": f"T{i % types}", "to": f"n{(i + 1) % 60}"},  # forward: waits for its target
+                       {"type": f"T{(i + 7) % types}", "to": f"n{i // 2}", "properties": {"i": i}}]}
+            for i in range(60)]
+    store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
+    summary = import_jsonl(store, _write(tmp_path / "t.jsonl", rows), account_id=ACCOUNT, batch_size=7,
+                           progress=False, worker=False)
+    got = sorted(store.conn.execute("SELECT s.id, e.type, t.id, e.properties FROM edges e JOIN nodes s ON s.rid = "
+                                    "e.source JOIN nodes t ON t.rid = e.target"))
+    want = sorted({(f"n{i}", f"T{i % types}", f"n{(i + 1) % 60}", None) for i in range(60)}
+                  | {(f"n{i}", f"T{(i + 7) % types}", f"n{i // 2}", json.dumps({"i": i}, separators=(",", ":")))
+                     for i in range(60)})
+    assert summary.edges == 120 and [(s, t, d, p and json.loads(p)) for s, t, d, p in got] == \
+        [(s, t, d, p and json.loads(p)) for s, t, d, p in want]
+    store.close()
+
+
 def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
     db = tmp_path / "g.sqlite"
     store = _seed(db)
