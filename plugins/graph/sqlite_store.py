@@ -1056,8 +1056,10 @@ class BulkImport:
         source = _key_rid(f"({batch << KEY_BITS} | e.seq)") if slow else f"{int(base)} + e.seq"
         keyed = (f"SELECT {source}, {self.type_name('e')}, {_key_rid('e.dst', self.moved)}, nullif(e.properties, 0), ? "
                  "FROM stage.edges e ORDER BY e.rowid")
+        # Late rows come grouped by target, each group in file order. Copies of one edge share their
+        # target, so that is file order wherever order matters (the last properties win), with no sort.
         late = (f"SELECT {_key_rid('l.src', self.moved)}, {self.type_name('l')}, {_key_rid('l.dst', self.moved)}, "
-                f"nullif(l.properties, 0), ? FROM stage.late l {self._not_hit('l.pid')} ORDER BY l.pid")
+                f"nullif(l.properties, 0), ? FROM stage.late l {self._not_hit('l.pid')} ORDER BY l.rowid")
         has_late = conn.execute("SELECT EXISTS (SELECT 1 FROM stage.late)").fetchone()[0]
         if self.moved:  # a re-ingest may have removed rows of this import: resolve through edge_batch
             conn.execute(f"INSERT INTO temp.edge_batch (source, type, target, properties, created_at) {keyed}",

@@ -49,7 +49,8 @@ def _lines() -> list[Any]:
     return [
         row("a", name="Ada Lovelace", scope="public", edges=[{"type": "KNOWS", "to": "b"}, {"type": "KNOWS", "to": "a"}]),
         row("b", name="Bob", agents="bot", keywords="Alpha, beta ,alpha",
-            edges=[{"type": "KNOWS", "to": "a"}, {"type": "LIKES", "to": "stored"}]),  # stored: in the store, later here
+            edges=[{"type": "KNOWS", "to": "a"}, {"type": "LIKES", "to": "stored"},  # stored: in the store, later here
+                   {"type": "LIKES", "to": "zz", "properties": {"v": 1}}]),  # waits for zz
         "{not json",
         row("a", name="Ada L.", title=None, edges=[{"type": "KNOWS", "to": "b", "properties": {"since": 2020}}]),
         row("c", label="Chunk", content="INV-2024-0042 w5 3.12", agents=["bot", "other", "bot"],
@@ -63,8 +64,10 @@ def _lines() -> list[Any]:
         row("v1", label="Chunk", content="has a vector") | {"embedding": [0.1, 0.2, 0.3]},
         row(None, label="KnowledgeDocument", title="Handbook v2", attachmentId="att-1"),
         row("d", name="Dee", edges=[{"type": "KNOWS", "to": "foreign"}, {"type": "KNOWS", "to": "zz", "properties": {"w": 1}},
-                                    {"type": "LIKES", "to": "stored", "properties": {}}]),
-        row("b", name="Bob again", description="ünïcödé text"),
+                                    {"type": "LIKES", "to": "stored", "properties": {}},
+                                    {"type": "LIKES", "to": "zz", "properties": {"v": 2}}]),
+        row("b", name="Bob again", description="ünïcödé text",
+            edges=[{"type": "LIKES", "to": "zz", "properties": {"v": 3}}]),  # the same edge as line 2's: this wins
         b"\xff\xfe not utf-8",
         row("e", name="Eve", nested={"k": [1, 2, {"x": None}]}, edges=[{"type": "KNOWS", "to": "e"}]),
         row("z", name=None, value="z value"),
@@ -202,6 +205,7 @@ def test_staged_import_semantics(imported: dict[str, Any]) -> None:
     assert "sec1" not in nodes and "c" not in nodes  # ... and dropped the hierarchy the file gave it
     assert ("a", "KNOWS", "b", {"since": 2020}) in edges and ("e", "KNOWS", "e", None) in edges
     assert ("d", "KNOWS", "zz", {"w": 1}) in edges  # a forward reference, with properties
+    assert ("b", "LIKES", "zz", {"v": 3}) in edges and ("d", "LIKES", "zz", {"v": 2}) in edges
     assert ("b", "LIKES", "stored", None) in edges  # found in the store, then upserted by the file
     assert nodes["s0"]["scope"] == "0" and nodes["s1"]["scope"] == "" and nodes["z"]["scope"] is None
     assert nodes["big"]["properties"] == {"name": "big numbers", "n": 12345678901234567890123,
