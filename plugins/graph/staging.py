@@ -332,7 +332,9 @@ def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool
     root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     args = [str(path), account_id, str(batch_size), *([] if lookup else [NO_LOOKUP])]
-    proc = subprocess.Popen([sys.executable, "-m", "plugins.graph.staging", *args],
+    # -P: not the working directory first on the path, which may hold another ``plugins`` package
+    # (a brand's plugin folders, another checkout); this code's root comes from PYTHONPATH.
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "plugins.graph.staging", *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     try:

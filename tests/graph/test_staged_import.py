@@ -249,6 +249,21 @@ def test_staged_edge_types_arrive_by_name(tmp_path: Path, types: int) -> None:
     store.close()
 
 
+def test_worker_runs_this_code_whatever_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A working directory with its own ``plugins`` package (a brand's plugin folders, say) must
+    not shadow the worker's code."""
+    fake = tmp_path / "cwd" / "plugins" / "graph"
+    fake.mkdir(parents=True)
+    for name in ("../__init__.py", "__init__.py"):
+        (fake / name).write_text("")
+    (fake / "staging.py").write_text("raise SystemExit('not this staging')\n")
+    monkeypatch.chdir(tmp_path / "cwd")
+    store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
+    src = _write(tmp_path / "w.jsonl", [{"id": "w1", "labels": ["Person"], "properties": {"name": "w"}}])
+    assert import_jsonl(store, src, account_id=ACCOUNT, progress=False, worker=True).nodes == 1
+    store.close()
+
+
 def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
     db = tmp_path / "g.sqlite"
     store = _seed(db)
