@@ -115,7 +115,8 @@ def test_version_1_file_migrates_with_its_vectors_and_backlinks(tmp_path: Path) 
 
 
 def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
-    """Window (with widening), window falling back to candidates, and candidates: same top-k."""
+    """Window (with widening), window falling back to candidates, and candidates: same top-k,
+    scored on one thread or in uneven slices on three."""
     import random
 
     from host.graph import Guards
@@ -139,13 +140,24 @@ def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
             query = [rng.uniform(-1, 1) for _ in range(16)]
             results = []
             for window_max in (4096, 64, 0):
-                store.vector_window_max = window_max
-                store._candidates.clear()
-                results.append([(h.node.id, round(h.score, 5)) for h in
-                                store.vector_search(query, 25, guards=guards, labels=labels)])
-            assert results[0] == results[1] == results[2], guards
+                for threads, split_rows in ((1, 16384), (3, 1)):
+                    store.vector_window_max, store.vector_threads, store.vector_split_rows = \
+                        window_max, threads, split_rows
+                    store._candidates.clear()
+                    results.append([(h.node.id, round(h.score, 5)) for h in
+                                    store.vector_search(query, 25, guards=guards, labels=labels)])
+            assert all(r == results[0] for r in results), guards
             assert len(results[0]) == min(25, store.count(guards=guards, labels=labels))
     store.close()
+
+
+def test_vector_threads_setting_is_checked(tmp_path: Path) -> None:
+    from plugins.graph.sqlite_store import vector_threads
+
+    assert vector_threads({"PLUGHOST_VECTOR_THREADS": "1"}) == 1 and 1 <= vector_threads({}) <= 4
+    for bad in ("0", "two", "-1", "1.5"):
+        with pytest.raises(UserError, match=f"PLUGHOST_VECTOR_THREADS: expected a whole number of threads .*'{bad}'"):
+            SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a", "PLUGHOST_VECTOR_THREADS": bad})
 
 
 def test_backlink_counts_match_the_edges_after_batches_repeats_and_deletes(tmp_path: Path) -> None:
