@@ -6,8 +6,9 @@ serialised to bytes. The store attaches it and writes every table with one ``INS
 SELECT`` each (:meth:`plugins.graph.sqlite_store.SqliteStore.bulk_import`), so the per-row
 cost on the writing side is SQLite's alone.
 
-For big files a worker process builds the batches (``python -m plugins.graph.staging FILE
-ACCOUNT BATCH [--no-lookup]``) while the importing process writes the previous one, so the two
+For big files a worker process builds the batches (``python -m plugins.graph.import_worker FILE
+ACCOUNT BATCH [--no-lookup]``, with the compiled accelerator when one is built, see
+:mod:`plugins.graph.accel`) while the importing process writes the previous one, so the two
 halves run on two cores. It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
 zero length ends the stream. Small files are staged in-process (a process start costs more
 than it saves). Either way the same validation (:func:`plugins.graph.common.prepare_row`)
@@ -36,6 +37,8 @@ import orjson
 
 from host.errors import UserError
 from host.jsonl import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
+from host.log import log
+from plugins.graph import accel
 from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
@@ -332,9 +335,11 @@ def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool
     root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     args = [str(path), account_id, str(batch_size), *([] if lookup else [NO_LOOKUP])]
+    built = accel.available()  # the worker makes the same check
+    log("graph-import", "worker", accel=built.name if built else "none")
     # -P: not the working directory first on the path, which may hold another ``plugins`` package
     # (a brand's plugin folders, another checkout); this code's root comes from PYTHONPATH.
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "plugins.graph.staging", *args],
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "plugins.graph.import_worker", *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     try:
@@ -379,7 +384,7 @@ def _gc_paused() -> Iterator[None]:
 def main(argv: Sequence[str]) -> int:
     """Worker entry point: stream the staged batches of ``FILE`` as frames on stdout."""
     if len(argv) not in (3, 4) or argv[3:] not in ([], [NO_LOOKUP]):
-        print(f"usage: python -m plugins.graph.staging FILE ACCOUNT BATCH [{NO_LOOKUP}]", file=sys.stderr)
+        print(f"usage: python -m plugins.graph.import_worker FILE ACCOUNT BATCH [{NO_LOOKUP}]", file=sys.stderr)
         return 2
     path, account_id, batch_size = Path(argv[0]), argv[1], int(argv[2])
     gc.disable()
@@ -397,6 +402,3 @@ def main(argv: Sequence[str]) -> int:
         return 1
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -314,7 +314,7 @@ def test_sigkill_during_a_worker_import_leaves_no_worker_and_whole_batches(tmp_p
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     seen = kill_once_committed(proc, home / "graph.sqlite", 2000)
     for _ in range(100):  # the worker notices on its next write and exits
-        if not _processes_with(f"plugins.graph.staging\0{src}"):
+        if not _processes_with(f"plugins.graph.import_worker\0{src}"):
             break
         time.sleep(0.1)
     else:
