@@ -1,4 +1,6 @@
 """The graph plugin. Hook implementations live in :mod:`plugins.graph.hooks` (the entry point)."""
 
-IMPORT_BATCH = 5000
-"""Nodes per committed transaction in ``plughost graph import`` unless ``--batch-size`` says otherwise."""
+IMPORT_BATCH = 10000
+"""Nodes per committed transaction in ``plughost graph import`` unless ``--batch-size`` says otherwise
+(at most: a worker's first batches are smaller, see :func:`plugins.graph.staging._batches`). Every
+batch rewrites the index pages it touches, so fewer, bigger batches write less."""

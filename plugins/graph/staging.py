@@ -81,6 +81,8 @@ and a copy, several times what an integer costs. So ``0`` stands for none (in co
 affinity, where the string ``'0'`` stays a string) and the store reads ``nullif(..., 0)``; edge
 types travel as codes."""
 
+RAMP_FIRST = 1000
+"""Lines in a worker's first batch (see :func:`_batches`)."""
 WORKER_MIN_BYTES = 4 << 20
 """Files at least this big are staged by a worker process (``PLUGHOST_IMPORT_WORKER`` overrides)."""
 NO_LOOKUP = "--no-lookup"
@@ -289,19 +291,25 @@ def _insert(con: sqlite3.Connection, table: str, values: list[Any]) -> None:
         con.execute(head + ",".join([row] * (rows - whole)), values[whole * width:])
 
 
-def _batches(fh: BinaryIO, account_id: str, batch_size: int, *, lookup: bool = True) -> Iterator[bytes]:
-    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame."""
+def _batches(fh: BinaryIO, account_id: str, batch_size: int, *, lookup: bool = True,
+             ramp: bool = False) -> Iterator[bytes]:
+    """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame.
+
+    ``ramp`` (a worker's stream): the first batch has ``RAMP_FIRST`` lines and each next one twice
+    as many, up to ``batch_size``, so the writing process starts early and big batches follow.
+    """
     stager = Stager(account_id, lookup=lookup)
     pending: list[tuple[int, bytes]] = []
     done = lineno = batch = 0
+    size = min(batch_size, RAMP_FIRST) if ramp else batch_size
     for lineno, raw in enumerate(fh, start=1):
         done += len(raw)
         if not raw.strip():
             continue
         pending.append((lineno, raw))
-        if len(pending) >= batch_size:
+        if len(pending) >= size:
             yield stager.stage(batch, pending, read_lines=lineno, read_bytes=done)
-            pending, batch = [], batch + 1
+            pending, batch, size = [], batch + 1, min(batch_size, size * 2)
     if pending:
         yield stager.stage(batch, pending, read_lines=lineno, read_bytes=done)
     yield stager.final(read_lines=lineno, read_bytes=done)
@@ -391,7 +399,7 @@ def main(argv: Sequence[str]) -> int:
     out = sys.stdout.buffer
     try:
         with open(path, "rb") as fh:
-            for data in _batches(fh, account_id, batch_size, lookup=NO_LOOKUP not in argv):
+            for data in _batches(fh, account_id, batch_size, lookup=NO_LOOKUP not in argv, ramp=True):
                 out.write(_FRAME.pack(len(data)))
                 out.write(data)
                 out.flush()

@@ -249,6 +249,20 @@ def test_staged_edge_types_arrive_by_name(tmp_path: Path, types: int) -> None:
     store.close()
 
 
+def test_a_worker_stream_ramps_up_to_the_batch_size(tmp_path: Path) -> None:
+    """The worker's first batch is small (the writer starts early), each next one twice as big;
+    in-process staging (no pipeline to fill) uses the batch size throughout."""
+    from plugins.graph.staging import RAMP_FIRST
+
+    src = big_file(tmp_path / "r.jsonl", RAMP_FIRST * 8)
+    for worker, batches in ((True, 4), (False, 1)):  # 1, 2, 4, then the last 1 thousand; or one batch
+        store = SqliteStore(tmp_path / f"{worker}.sqlite", env=ENV)
+        summary = import_jsonl(store, src, account_id=ACCOUNT, batch_size=RAMP_FIRST * 8, progress=False,
+                               worker=worker)
+        assert (summary.batches, summary.nodes, summary.edges) == (batches, RAMP_FIRST * 8, RAMP_FIRST * 8 - 1)
+        store.close()
+
+
 def test_worker_runs_this_code_whatever_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A working directory with its own ``plugins`` package (a brand's plugin folders, say) must
     not shadow the worker's code."""
