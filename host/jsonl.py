@@ -93,8 +93,9 @@ def has_lone_surrogate(raw: bytes, value: Any) -> bool:
 class JsonLines:
     """Iterate ``(line number, parsed value)`` over a JSON-lines file, skipping blank lines.
 
-    Unreadable lines (:func:`parse_line`) go to ``skip`` with the reason and are not yielded. ``lines`` and ``done_bytes`` follow the reading (for the summary and the
-    progress bar); ``size`` is the file's size in bytes.
+    Unreadable lines (:func:`parse_line`) go to ``skip`` with the reason and are not yielded.
+    ``lines`` and ``done_bytes`` follow the reading (for the summary and the progress bar);
+    ``size`` is the file's size in bytes.
     """
 
     def __init__(self, path: Path, skip: Skip) -> None:

@@ -67,12 +67,12 @@ def activate() -> bool:
     built = available()
     if built is None:
         return False
+    for name in (rel[:-3].replace("/", ".") for rel in MODULES):
+        if name in sys.modules:  # imported already: too late to load the compiled one
+            raise RuntimeError(f"plugins.graph.accel: {name} was imported before the accelerator")
     import importlib
 
     for package in PACKAGES:
         module = importlib.import_module(package)
         module.__path__.insert(0, str(built.joinpath(*package.split("."))))
-    for name in (rel[:-3].replace("/", ".") for rel in MODULES):
-        if name in sys.modules:  # imported already: too late to load the compiled one
-            raise RuntimeError(f"plugins.graph.accel: {name} was imported before the accelerator")
     return True
