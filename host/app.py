@@ -34,11 +34,11 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as StarletteRoute
 
-from host import config
+from host import config, hooktable
 from host.errors import DuplicateNameError, PlughostError
 from host.http import json_error
 from host.log import log
-from host.types import ChannelAdapter, Route, Tool
+from host.types import Route
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -112,7 +112,7 @@ def mcp_plugins(host: Host) -> list[str]:
     an ``mcp`` block; ``mcp-manifest: skip`` plugins and plugins without handlers (a shared-lib
     server runs its own binary) are left out, each with a ``[serve] op=mcp-skip`` line.
     """
-    with_handlers = {c.plugin for c in host.collect("plughost_tools", Tool, unique="plugin")}
+    with_handlers = {c.plugin for c in host.collect(hooktable.TOOLS)}
     candidates = set(host.surface.mcp_servers) | {
         r.name for r in host.loaded() if r.name in with_handlers and host.surface.tools_of(r.name)
     }
@@ -140,8 +140,8 @@ def plugin_routes(host: Host) -> list[tuple[str, Route]]:
     """(plugin, route) from the routes hook and every channel adapter; duplicates name both plugins."""
     found: list[tuple[str, Route]] = []
     seen: dict[str, str] = {}
-    contributions = [(c.plugin, c.item) for c in host.collect("plughost_routes", Route)]
-    for c in host.collect("plughost_channel_adapters", ChannelAdapter):
+    contributions = [(c.plugin, c.item) for c in host.collect(hooktable.ROUTES)]
+    for c in host.collect(hooktable.CHANNEL_ADAPTERS):
         contributions.extend((c.plugin, r) for r in c.item.routes)
     for plugin, route in contributions:
         if not isinstance(route, Route):
@@ -204,7 +204,7 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
             async with contextlib.AsyncExitStack() as stack:
                 for manager in runtime.session_managers:
                     await stack.enter_async_context(manager.run())
-                await anyio.to_thread.run_sync(host.call_each, "plughost_startup")
+                await anyio.to_thread.run_sync(host.call_each, hooktable.STARTUP)
                 yield
                 await runtime.end_mcp_sessions()
         finally:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from host import hooktable
 from host.errors import PlughostError
 from host.log import emit, format_line
 
@@ -112,20 +113,15 @@ def home_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def collect_gates(host: Host) -> tuple[list[tuple[str, Gate]], list[GateOutcome]]:
     """Gates from every plugin, sorted by (order, name); a plugin whose hook raised becomes an error outcome."""
-    from host.types import Gate
-
-    before = len(host.hook_errors)
     try:
-        contributions = host.collect("plughost_boot_gates", Gate)
+        contributions = host.collect(hooktable.BOOT_GATES)
     except PlughostError as exc:  # two plugins claiming one gate name
         return [], [GateOutcome("plughost_boot_gates", "-", True, "error",
                                 lines=[format_line(None, "boot-failed", reason="gate-collect-error",
                                                    error=str(exc))],
                                 defects=[{"reason": "gate-collect-error", "detail": str(exc)}])]
     errors = []
-    for plugin, hook, reason in host.hook_errors[before:]:
-        if hook != "plughost_boot_gates":
-            continue
+    for plugin, _hook, reason in contributions.errors:
         errors.append(GateOutcome(f"{plugin}:plughost_boot_gates", plugin, True, "error",
                                   lines=[format_line(None, "boot-failed", reason="gate-hook-error",
                                                      plugin=plugin, error=reason)],
@@ -194,6 +190,6 @@ def boot(host: Host, *, extras: dict[str, Any] | None = None, env: Mapping[str, 
     """Gates, then (only when none refused) the plugins' `plughost_startup` hooks: what `serve` runs first."""
     report = run_gates(host, extras=extras, env=env, echo=echo)
     if report.exit_code == 0:
-        host.call_each("plughost_startup")
+        host.call_each(hooktable.STARTUP)
         echo and echo(format_line("boot", "op=started", plugins=len(host.loaded())))
     return report

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host import __version__
+from host import __version__, hooktable
 from host.errors import PlughostError
 
 CORE_COMMANDS: dict[str, str] = {
@@ -94,9 +94,8 @@ def build_parser(argv: list[str], ctx: Context) -> argparse.ArgumentParser:
             sub.set_defaults(_run=module.run)
     listing = wanted is None and "--version" not in argv  # `plughost --help` lists plugin commands too
     if listing or (wanted is not None and wanted not in CORE_COMMANDS):
-        from host.types import CliCommand
 
-        for contribution in ctx.host().collect("plughost_cli_commands", CliCommand):
+        for contribution in ctx.host().collect(hooktable.CLI_COMMANDS):
             cmd = contribution.item
             if cmd.name in CORE_COMMANDS:
                 continue

@@ -20,12 +20,26 @@ def signature(fn: object) -> str:
     return f"{fn.__name__}{inspect.signature(fn)}".replace("'", "")  # type: ignore[attr-defined]
 
 
+def kind(name: str) -> str:
+    """How the host calls a hook, from :mod:`host.hooktable` (e.g. ``TOOLS: ListHook[Tool]``)."""
+    from host import hooktable
+
+    hook = hooktable.TABLE.get(name)
+    if hook is None:
+        return "not in host.hooktable"
+    const = next(k for k, v in vars(hooktable).items() if v is hook and k.isupper() and k != "TABLE")
+    if isinstance(hook, hooktable.ListHook):
+        return f"hooktable.{const}: ListHook[{hook.kind.__name__}]"
+    return f"hooktable.{const}: {type(hook).__name__}"
+
+
 def render() -> str:
     out = ["# Hooks", "", "Generated from `host/hookspecs.py` by `python -m host.hookdocs`; do not edit.", ""]
     for name, fn in hook_functions().items():
         spec = getattr(fn, "plughost_spec", {})
         flags = [k for k in ("firstresult", "historic") if spec.get(k)]
-        out += [f"## {name}", "", f"`{signature(fn)}`" + (f" ({', '.join(flags)})" if flags else ""), ""]
+        out += [f"## {name}", "", f"`{signature(fn)}`" + (f" ({', '.join(flags)})" if flags else ""), "",
+                f"Called as `{kind(name)}`.", ""]
         out += [inspect.getdoc(fn) or "", ""]
     return "\n".join(out).rstrip() + "\n"
 

@@ -6,7 +6,10 @@ Each spec is documented with one template: what it is for, **Parameters**, **Com
 ``test_hook_<name>`` test; `docs/hooks.md` is generated from these docstrings.
 
 Implement a hook with ``@host.hookimpl`` in the module named by the plugin's entry point or
-PLUGIN.md ``python`` field. Hook implementations may accept any subset of the parameters.
+PLUGIN.md ``python`` field. Hook implementations may accept any subset of the parameters. The
+host calls every hook through pluggy, so ``tryfirst``/``trylast`` and ``wrapper=True`` work;
+:mod:`host.hooktable` says how each hook's answers are combined and their type. A hook name
+with no spec here fails its plugin at load, with a did-you-mean.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from host.embedding import Embedder
+    from host.graph import GraphStore
     from host.manager import Host
-    from host.types import ChannelAdapter, CliCommand, Gate, RetrievalBoost, Route, Tool
+    from host.types import AgentRunner, ChannelAdapter, CliCommand, Gate, RetrievalBoost, Route, Tool
 
 PROJECT = "plughost"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -105,7 +110,9 @@ def plughost_shutdown(host: Host) -> None:
 
     **Parameters:** ``host`` — the loaded host.
 
-    **Combines:** every implementation runs, in reverse registration order; failures are logged.
+    **Combines:** every implementation runs, in registration order (the reverse of
+    ``plughost_startup``, which pluggy calls newest first); one raising is logged against its
+    plugin and the others still run.
 
     **Fires:** once on graceful shutdown (SIGTERM/SIGINT) and at the end of ``Host.close()``.
 
@@ -114,13 +121,16 @@ def plughost_shutdown(host: Host) -> None:
 
 
 @hookspec(firstresult=True)
-def plughost_store(host: Host) -> Any:
+def plughost_store(host: Host) -> GraphStore | None:
     """The graph store (a :class:`host.graph.GraphStore`).
 
     **Parameters:** ``host`` — the loaded host; read configuration from ``host.env``.
 
-    **Combines:** firstresult: the first non-None answer wins (later-registered plugins are
-    asked first, so a third-party store overrides the built-in one).
+    **Combines:** one provider answers. ``PLUGHOST_STORE=<plugin>`` names it; otherwise an
+    installed (external) plugin is asked before the built-in, whatever the names sort to, and
+    None passes to the next. Two external providers refuse boot (gate ``single-provider``)
+    naming both, until ``PLUGHOST_STORE`` names one. Other values of ``PLUGHOST_STORE``
+    (``sqlite``, ``neo4j``) are the built-in graph plugin's own backend choice.
 
     **Fires:** lazily, the first time ``host.store()`` is called; the host caches the answer.
 
@@ -129,12 +139,14 @@ def plughost_store(host: Host) -> Any:
 
 
 @hookspec(firstresult=True)
-def plughost_embedder(host: Host) -> Any:
+def plughost_embedder(host: Host) -> Embedder | None:
     """The text embedder (a :class:`host.embedding.Embedder`).
 
     **Parameters:** ``host`` — the loaded host.
 
-    **Combines:** firstresult: the first non-None answer wins.
+    **Combines:** one provider answers, chosen as for ``plughost_store`` with
+    ``PLUGHOST_EMBEDDER=<plugin>`` (``local``, ``ollama``, ``none`` stay the built-in memory
+    plugin's own choice). None means no usable embedder.
 
     **Fires:** lazily, the first time ``host.embedder()`` is called; cached.
 
@@ -216,7 +228,7 @@ def plughost_screen_message(host: Host, message: dict[str, Any]) -> dict[str, An
 
 
 @hookspec(firstresult=True)
-def plughost_agent_runner(host: Host) -> Any:
+def plughost_agent_runner(host: Host) -> AgentRunner | None:
     """The agent runner that turns a composed payload into a reply.
 
     **Parameters:** ``host`` — the loaded host.

@@ -7,6 +7,7 @@ imported, so a disabled plugin's module never runs.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -14,19 +15,26 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import pluggy
 
-from host import config, hookspecs
+from host import config, hookspecs, hooktable
 from host.errors import DuplicateNameError, UserError
+from host.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
 from host.log import log
 from host.manifest import PluginManifest, from_mapping, load_manifest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.embedding import Embedder
+    from host.graph import GraphStore
+    from host.surface import ToolSurface
 
 ENTRY_POINT_GROUP = "plughost.plugins"
 T = TypeVar("T")
@@ -98,13 +106,13 @@ class Host:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
-        self.hook_errors: list[tuple[str, str, str]] = []
         self.state: dict[str, Any] = {}
-        self._surface: Any = None
-        self._store: Any = None
-        self._embedder: Any = None
+        self._surface: ToolSurface | None = None
+        self._store: GraphStore | None = None
+        self._embedder: Embedder | bool | None = None
         self._loaded = False
         self._modules: dict[str, str] = {}  # dotted module -> plugin name
+        self._trace_t0: list[float] = []
         if config.flag("PLUGHOST_TRACE_HOOKS", self.env):
             self._trace_undo = self.pm.add_hookcall_monitoring(self._trace_before, self._trace_after)
 
@@ -247,13 +255,45 @@ class Host:
         record.module = module
         if record.manifest is None:
             record.manifest = from_mapping({"name": record.name, "version": _dist_version(module)}, None)
-        try:
-            self.pm.register(module, name=record.name)
-        except Exception as exc:  # pluggy validation: unknown hook, bad signature
-            record.status, record.reason = "failed", f"hook validation failed: {_one_line(exc)}"
+        problem = self._register_checked(module, record.name)
+        if problem:
+            record.status, record.reason = "failed", problem
             record.module = None
+            log("plugins", "op=load-failed", plugin=record.name, reason=problem)
             return
         self._modules[getattr(module, "__name__", module_name)] = record.name
+
+    def _register_checked(self, module: Any, name: str) -> str | None:
+        """Register one plugin with pluggy; its failure reason, or None once registered and isolated.
+
+        pluggy validates signatures at register time; a hook name with no spec (a misspelling)
+        is only caught by ``check_pending``, which we run for this plugin alone so one plugin's
+        typo fails that plugin, not the host.
+        """
+        try:
+            self.pm.register(module, name=name)
+        except Exception as exc:  # pluggy validation: bad signature, wrapper not a generator
+            return f"hook validation failed: {_one_line(exc)}"
+        callers = self.pm.get_hookcallers(module) or []
+        unknown = sorted(c.name for c in callers if c.spec is None
+                         and not all(i.optionalhook for i in c.get_hookimpls() if i.plugin is module))
+        if unknown:
+            self.pm.unregister(module)
+            hints = []
+            for hook_name in unknown:
+                close = difflib.get_close_matches(hook_name, list(hooktable.TABLE), n=1)
+                hints.append(f"'{hook_name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            return f"hook validation failed: unknown hook {', '.join(hints)}"
+        for caller in callers:
+            kind = hooktable.TABLE.get(caller.name)
+            if not isinstance(kind, (ListHook, EachHook)):
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.plugin is not module or impl.hookwrapper:
+                    continue
+                isolate = _isolated_wrapper if impl.wrapper else _isolated
+                impl.function = isolate(impl.function, name, caller.name, self.env)
+        return None
 
     @staticmethod
     def _import_from_folder(module_name: str, folder: Path) -> ModuleType:
@@ -280,7 +320,10 @@ class Host:
         record = PluginRecord(name=name, source="registered", origin=f"object:{name}", module=plugin,
                               manifest=manifest or from_mapping({"name": name}, None))
         self._claim(record)
-        self.pm.register(plugin, name=name)
+        problem = self._register_checked(plugin, name)
+        if problem:
+            self.records.pop(name, None)
+            raise UserError(f"plugin '{name}': {problem}")
         self._surface = None
         return record
 
@@ -311,7 +354,7 @@ class Host:
         return record
 
     @property
-    def surface(self) -> Any:
+    def surface(self) -> ToolSurface:
         """The tool surface (SPEC 3), computed once from the loaded manifests."""
         if self._surface is None:
             from host.surface import compute_surface
@@ -320,93 +363,128 @@ class Host:
         return self._surface
 
     # ------------------------------------------------------------------ hooks
-    def collect(self, hook_name: str, kind: type[T] | tuple[type, ...], *, unique: str = "global",
-                **kwargs: Any) -> list[Contribution[T]]:
-        """Call every implementation of a list hook, flatten, validate and reject duplicates.
+    def collect(self, hook: ListHook[T], **kwargs: Any) -> Collected[T]:
+        """Call a list hook through pluggy; flatten, attribute and de-duplicate the answers.
 
-        Each implementation is called on its own, so one plugin raising is recorded against
-        that plugin (``host.hook_errors`` and a ``[plugins] op=hook-error`` line) while the others
-        still contribute. ``unique="global"`` rejects two items with one ``key`` anywhere;
-        ``"plugin"`` only within one plugin (tools: canonical names already carry the plugin).
+        Each implementation is isolated: one raising (or returning the wrong type) is an error
+        of that plugin, in the result's ``errors`` and a ``[plugins] op=hook-error`` line, while
+        the others still contribute. ``unique="global"`` rejects two items with one ``key``
+        anywhere; ``"plugin"`` only within one plugin (tools: canonical names carry the plugin).
         """
         self.load()
-        hook = getattr(self.pm.hook, hook_name)
+        sink = _CallSink()
+        token = _SINK.set(sink)
+        try:
+            answers = getattr(self.pm.hook, hook.name)(host=self, **kwargs)
+        finally:
+            _SINK.reset(token)
         out: list[Contribution[T]] = []
         seen: dict[Any, str] = {}
-        impls = list(reversed(hook.get_hookimpls()))
-        tracing = config.flag("PLUGHOST_TRACE_HOOKS", self.env)
-        if tracing:
-            self._trace_before(hook_name, impls, kwargs)
-        for impl in impls:
-            plugin = impl.plugin_name
-            try:
-                args = {a: kwargs[a] if a != "host" else self for a in impl.argnames if a in kwargs or a == "host"}
-                result = impl.function(**args)
-            except Exception as exc:
-                self._hook_error(plugin, hook_name, exc)
-                continue
-            if result is None:
-                continue
-            items = result if isinstance(result, (list, tuple)) else [result]
-            for item in items:
-                if not isinstance(item, kind):
-                    expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-                    self._hook_error(plugin, hook_name, TypeError(
-                        f"returned {type(item).__name__}, expected {expected}"))
+        for answer in answers or ():
+            plugin = answer.plugin if isinstance(answer, _Answer) else "?"
+            for item in answer if isinstance(answer, (list, tuple)) else [answer]:
+                if not isinstance(item, hook.kind):
+                    sink.error(plugin, hook.name, TypeError(
+                        f"returned {type(item).__name__}, expected {hook.kind.__name__}"), self.env)
                     continue
                 key = getattr(item, "key", None)
-                scoped = (plugin, key) if unique == "plugin" else key
+                scoped = (plugin, key) if hook.unique == "plugin" else key
                 if key is not None and scoped in seen:
                     raise DuplicateNameError(
-                        f"{hook_name}: '{key}' is provided twice: by plugin '{seen[scoped]}' and by plugin '{plugin}'"
+                        f"{hook.name}: '{key}' is provided twice: by plugin '{seen[scoped]}' and by plugin '{plugin}'"
                     )
                 if key is not None:
                     seen[scoped] = plugin
                 out.append(Contribution(plugin, item))
-        if tracing:
-            self._trace_after(_Done(), hook_name, impls, kwargs)
-        return out
+        return Collected(out, sink.errors)
 
-    def call_each(self, hook_name: str, *, reverse: bool = False, **kwargs: Any) -> None:
-        """Run every implementation of a notification hook (startup/shutdown), isolating failures."""
+    def call_each(self, hook: EachHook, **kwargs: Any) -> list[HookError]:
+        """Run every implementation of a notification hook (startup/shutdown); return their failures."""
         self.load()
-        impls = getattr(self.pm.hook, hook_name).get_hookimpls()
-        for impl in (impls if reverse else list(reversed(impls))):
-            try:
-                impl.function(**{a: self if a == "host" else kwargs[a] for a in impl.argnames})
-            except Exception as exc:
-                self._hook_error(impl.plugin_name, hook_name, exc)
+        sink = _CallSink()
+        token = _SINK.set(sink)
+        try:
+            caller = getattr(self.pm.hook, hook.name)
+            if hook.reverse:  # registration order: pluggy calls the last registered first
+                caller = _Reversed(self.pm, hook.name)
+            caller(host=self, **kwargs)
+        finally:
+            _SINK.reset(token)
+        return sink.errors
 
-    def first(self, hook_name: str, **kwargs: Any) -> Any:
-        """Call a firstresult hook with ``host`` filled in."""
+    def first(self, hook: OneHook[T], **kwargs: Any) -> T | None:
+        """Call a firstresult hook with ``host`` filled in; the first non-None answer or None."""
         self.load()
-        return getattr(self.pm.hook, hook_name)(host=self, **kwargs)
+        answer: T | None = getattr(self.pm.hook, hook.name)(host=self, **kwargs)
+        return answer
 
-    def _hook_error(self, plugin: str, hook_name: str, exc: BaseException) -> None:
-        reason = _one_line(exc)
-        self.hook_errors.append((plugin, hook_name, reason))
-        log("plugins", "op=hook-error", plugin=plugin, hook=hook_name, reason=reason)
-        if config.flag("PLUGHOST_DEBUG", self.env):
-            traceback.print_exception(exc)
+    def has_implementations(self, hook: AnyHook) -> bool:
+        """Whether any loaded plugin implements ``hook`` (wrappers not counted)."""
+        self.load()
+        impls = getattr(self.pm.hook, hook.name).get_hookimpls()
+        return any(not (i.wrapper or i.hookwrapper) for i in impls)
+
+    def provide(self, hook: ProviderHook[T]) -> T | None:
+        """Ask a single-provider capability hook, choosing who answers deterministically.
+
+        The operator's choice (``hook.env`` naming a plugin that implements the hook) answers
+        alone. Otherwise (unset, or a provider's own option such as ``PLUGHOST_STORE=sqlite``)
+        an external plugin is asked before the built-ins, whatever the names sort to; two
+        external providers are an error naming both. The first non-None answer wins.
+        """
+        providers = self._providers(hook)
+        for name in self.provider_order(hook):
+            others = [i.plugin for i in providers if i.plugin_name != name]  # their wrappers stay
+            answer: T | None = self.pm.subset_hook_caller(hook.name, remove_plugins=others)(host=self)
+            if answer is not None:
+                log("plugins", "op=provider", hook=hook.name, plugin=name) if self._verbose() else None
+                return answer
+        return None
+
+    def provider_order(self, hook: ProviderHook[Any]) -> list[str]:
+        """The plugins :meth:`provide` asks, in order; a UserError naming both when two externals compete."""
+        providers = [i.plugin_name for i in self._providers(hook)]
+        chosen = (self.env.get(hook.env) or "").strip()
+        if chosen in providers:
+            return [chosen]
+        builtin = [name for name in providers if self._is_builtin(name)]
+        external = [name for name in providers if name not in builtin]
+        if len(external) > 1:
+            raise UserError(
+                f"{hook.what}: plugins {' and '.join(repr(n) for n in sorted(external))} both provide one; "
+                f"choose with {hook.env}=<plugin>"
+            )
+        return external + list(reversed(builtin))
+
+    def _providers(self, hook: AnyHook) -> list[Any]:
+        self.load()
+        return [i for i in getattr(self.pm.hook, hook.name).get_hookimpls() if not (i.wrapper or i.hookwrapper)]
+
+    def _is_builtin(self, plugin: str) -> bool:
+        record = self.records.get(plugin)
+        return bool(record and record.builtin)
+
+    def _verbose(self) -> bool:
+        return config.flag("PLUGHOST_VERBOSE", self.env)
 
     # ------------------------------------------------------------------ capabilities
-    def store(self) -> Any:
+    def store(self) -> GraphStore:
         """The graph store from the ``plughost_store`` hook (cached)."""
         if self._store is None:
-            self._store = self.first("plughost_store")
+            self._store = self.provide(hooktable.STORE)
             if self._store is None:
                 raise UserError("store: no plugin provides a graph store (is the graph plugin disabled?)")
         return self._store
 
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder | None:
         """The embedder from the ``plughost_embedder`` hook, or None when no provider is usable."""
         if self._embedder is None:
-            self._embedder = self.first("plughost_embedder") or False
+            self._embedder = self.provide(hooktable.EMBEDDER) or False
         return self._embedder or None
 
     def close(self) -> None:
         """Run shutdown hooks and close the store."""
-        self.call_each("plughost_shutdown", reverse=True)
+        self.call_each(hooktable.SHUTDOWN)
         if self._store is not None and hasattr(self._store, "close"):
             try:
                 self._store.close()
@@ -414,20 +492,141 @@ class Host:
                 self._store = None
 
     # ------------------------------------------------------------------ tracing
-    def _trace_before(self, hook_name: str, impls: list[Any], kwargs: dict[str, Any]) -> None:
-        self.state.setdefault("_trace_t0", []).append(time.perf_counter())
-        log("hooks", "op=call", hook=hook_name, plugins=[i.plugin_name for i in impls])
+    def _trace_before(self, hook_name: str, impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        self._trace_t0.append(time.perf_counter())
+        log("hooks", "op=call", hook=hook_name, plugins=[i.plugin_name for i in reversed(impls)])
 
-    def _trace_after(self, outcome: Any, hook_name: str, impls: list[Any], kwargs: dict[str, Any]) -> None:
-        t0 = self.state.get("_trace_t0", [time.perf_counter()]).pop()
+    def _trace_after(self, outcome: Any, hook_name: str, impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        t0 = self._trace_t0.pop() if self._trace_t0 else time.perf_counter()
         log("hooks", "op=return", hook=hook_name, ms=f"{(time.perf_counter() - t0) * 1000:.2f}",
             error=outcome.exception is not None)
 
 
-class _Done:
-    """A stand-in for pluggy's outcome object when ``collect`` traces its own calls."""
+class HookError(NamedTuple):
+    """One plugin's failure inside one hook call."""
 
-    exception = None
+    plugin: str
+    hook: str
+    reason: str
+
+
+@dataclass
+class Collected(Generic[T]):
+    """A list hook's answers (in call order) and the failures of the plugins that did not answer."""
+
+    contributions: list[Contribution[T]]
+    errors: list[HookError]
+
+    def __iter__(self) -> Iterator[Contribution[T]]:
+        return iter(self.contributions)
+
+    def __len__(self) -> int:
+        return len(self.contributions)
+
+    def items(self, plugin: str | None = None) -> list[T]:
+        """The items, optionally only those one plugin returned."""
+        return [c.item for c in self.contributions if plugin is None or c.plugin == plugin]
+
+
+@dataclass
+class _CallSink:
+    """Per-call collection point for isolated implementations' failures."""
+
+    errors: list[HookError] = field(default_factory=list)
+
+    def error(self, plugin: str, hook_name: str, exc: BaseException, env: Mapping[str, str]) -> None:
+        reason = _one_line(exc)
+        self.errors.append(HookError(plugin, hook_name, reason))
+        log("plugins", "op=hook-error", plugin=plugin, hook=hook_name, reason=reason)
+        if config.flag("PLUGHOST_DEBUG", env):
+            traceback.print_exception(exc)
+
+
+_SINK: ContextVar[_CallSink | None] = ContextVar("plughost_hook_sink", default=None)
+
+
+def _sink() -> _CallSink:
+    return _SINK.get() or _CallSink()  # a direct pm.hook call: errors are only logged
+
+
+class _Answer(list[Any]):
+    """One implementation's answer to a list hook: a list that remembers the plugin it came from.
+
+    Wrappers see (and may edit) ordinary lists; an answer a wrapper makes up is its own.
+    """
+
+    def __init__(self, plugin: str, items: Any) -> None:
+        super().__init__(items if isinstance(items, (list, tuple)) else [items])
+        self.plugin = plugin
+
+
+def _claim(plugin: str, answers: Any) -> Any:
+    if not isinstance(answers, list):
+        return answers
+    return [a if isinstance(a, _Answer) else _Answer(plugin, a) for a in answers]
+
+
+def _isolated(fn: Callable[..., Any], plugin: str, hook_name: str, env: Mapping[str, str]) -> Callable[..., Any]:
+    """An implementation that records its failure instead of aborting the hook call."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        sink = _sink()
+        try:
+            answer = fn(*args, **kwargs)
+        except Exception as exc:
+            sink.error(plugin, hook_name, exc, env)
+            return None
+        return None if answer is None else _Answer(plugin, answer)
+
+    return call
+
+
+def _isolated_wrapper(fn: Callable[..., Any], plugin: str, hook_name: str,
+                      env: Mapping[str, str]) -> Callable[..., Any]:
+    """A ``wrapper=True`` implementation whose failure leaves the result as it was."""
+
+    def wrap(*args: Any, **kwargs: Any) -> Generator[None, Any, Any]:
+        sink = _sink()
+        try:
+            gen = fn(*args, **kwargs)
+            next(gen)
+        except Exception as exc:  # failed before yielding (or did not yield)
+            sink.error(plugin, hook_name, exc if not isinstance(exc, StopIteration)
+                       else RuntimeError("wrapper did not yield"), env)
+            return (yield)
+        try:
+            result = yield
+        except BaseException as exc:  # an unisolated failure inside: the wrapper may handle it
+            try:
+                gen.throw(exc)
+            except StopIteration as stop:
+                return _claim(plugin, stop.value)
+            raise RuntimeError(f"{hook_name}: wrapper of plugin '{plugin}' yielded twice") from None
+        try:
+            gen.send(result)
+        except StopIteration as stop:
+            return _claim(plugin, stop.value)
+        except Exception as exc:
+            sink.error(plugin, hook_name, exc, env)
+            return result
+        gen.close()
+        sink.error(plugin, hook_name, RuntimeError("wrapper yielded twice"), env)
+        return result
+
+    return wrap
+
+
+class _Reversed:
+    """Call a hook's implementations in registration order (pluggy calls them newest first)."""
+
+    def __init__(self, pm: pluggy.PluginManager, name: str) -> None:
+        self.pm, self.name = pm, name
+
+    def __call__(self, **kwargs: Any) -> Any:
+        caller = getattr(self.pm.hook, self.name)
+        impls = list(reversed([i for i in caller.get_hookimpls() if not (i.wrapper or i.hookwrapper)]))
+        wrappers = [i for i in caller.get_hookimpls() if i.wrapper or i.hookwrapper]
+        return self.pm._hookexec(self.name, impls + wrappers, kwargs, False)
 
 
 def _dist_version(module: Any) -> str:

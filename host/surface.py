@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from host import hooktable
 from host.manifest import ToolDecl
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,10 +64,9 @@ def declared_tools(host: Host, name: str) -> list[ToolDecl]:
         return list(manifest.tools)
     if record.module is None:
         return []
-    from host.types import Tool
 
     decls = []
-    for c in host.collect("plughost_tools", Tool, unique="plugin"):
+    for c in host.collect(hooktable.TOOLS):
         if c.plugin == name:
             t = c.item
             eager = t.admin_allowlist if t.eager is None else t.eager

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from host import hooktable
 from host.errors import UserError
 from host.log import log
 from host.manifest import json_path
-from host.types import Tool
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -44,7 +44,7 @@ def served_tools(host: Host, plugin: str) -> list[ServedTool]:
     record = host.plugin(plugin)
     if not record.loaded:
         raise UserError(f"plugin '{plugin}': not loaded ({record.reason})")
-    handlers = {c.item.name: c.item for c in host.collect("plughost_tools", Tool, unique="plugin") if c.plugin == plugin}
+    handlers = {c.item.name: c.item for c in host.collect(hooktable.TOOLS) if c.plugin == plugin}
     from host.surface import declared_tools
 
     out = []

@@ -14,7 +14,7 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
@@ -218,3 +218,9 @@ class RetrievalBoost:
     @property
     def key(self) -> str:
         return self.name
+
+
+class AgentRunner(Protocol):
+    """Turns a composed payload into a reply (the ``plughost_agent_runner`` hook's answer)."""
+
+    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str: ...

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from host import hookdocs
+from host import hookdocs, hooktable
 from host.errors import DuplicateNameError
 from host.hookspecs import hookimpl
 from host.types import ChannelAdapter, CliCommand, Gate, GateResult, RetrievalBoost, Route, Tool
@@ -62,7 +62,7 @@ def test_hook_plughost_tools(make_host) -> None:
     a = _plugin(plughost_tools=lambda host: [Tool("ping", "ping", lambda: "pong")])
     b = _plugin(plughost_tools=lambda host: [Tool("ping", "ping", lambda: "pong")])
     with host.temporary_plugin(a, "tool-a"), host.temporary_plugin(b, "tool-b"):
-        got = host.collect("plughost_tools", Tool, unique="plugin")
+        got = host.collect(hooktable.TOOLS)
         assert {(c.plugin, c.item.name) for c in got} >= {("tool-a", "ping"), ("tool-b", "ping")}
         assert "mcp__plugin_tool-a_tool-a__ping" in host.surface.all
 
@@ -73,9 +73,9 @@ def test_hook_plughost_boot_gates(make_host) -> None:
     a = _plugin(plughost_boot_gates=lambda host: [gate])
     b = _plugin(plughost_boot_gates=lambda host: [gate])
     with host.temporary_plugin(a, "gate-a"):
-        assert [c.item.name for c in host.collect("plughost_boot_gates", Gate)].count("unit-gate") == 1
+        assert [c.item.name for c in host.collect(hooktable.BOOT_GATES)].count("unit-gate") == 1
         with host.temporary_plugin(b, "gate-b"), pytest.raises(DuplicateNameError) as err:
-            host.collect("plughost_boot_gates", Gate)
+            host.collect(hooktable.BOOT_GATES)
         assert "gate-a" in str(err.value) and "gate-b" in str(err.value)
 
 
@@ -83,7 +83,7 @@ def test_hook_plughost_routes(make_host) -> None:
     host = make_host()
     a = _plugin(plughost_routes=lambda host: [Route("/x", endpoint=lambda r: None), Route("/x", methods=("POST",))])
     with host.temporary_plugin(a, "routes-a"):
-        keys = [c.item.key for c in host.collect("plughost_routes", Route) if c.plugin == "routes-a"]
+        keys = [c.item.key for c in host.collect(hooktable.ROUTES) if c.plugin == "routes-a"]
         assert keys == ["GET /x", "POST /x"]
 
 
@@ -95,7 +95,7 @@ def test_hook_plughost_cli_commands(make_host) -> None:
 
     cmd = CliCommand("unit-cmd", "a test command", configure, lambda args, host: args.n)
     with host.temporary_plugin(_plugin(plughost_cli_commands=lambda host: [cmd]), "cmd-a"):
-        (found,) = [c.item for c in host.collect("plughost_cli_commands", CliCommand) if c.plugin == "cmd-a"]
+        (found,) = [c.item for c in host.collect(hooktable.CLI_COMMANDS) if c.plugin == "cmd-a"]
         parser = argparse.ArgumentParser()
         found.configure(parser)
         assert found.run(parser.parse_args(["--n", "3"]), host) == 3
@@ -110,9 +110,9 @@ def test_hook_plughost_startup(make_host) -> None:
 
     with host.temporary_plugin(_plugin(plughost_startup=lambda host: calls.append("a")), "start-a"), \
             host.temporary_plugin(_plugin(plughost_startup=bad), "start-bad"):
-        host.call_each("plughost_startup")
+        errors = host.call_each(hooktable.STARTUP)
     assert calls == ["a"]
-    assert ("start-bad", "plughost_startup", "RuntimeError: startup exploded") in host.hook_errors
+    assert ("start-bad", "plughost_startup", "RuntimeError: startup exploded") in errors
 
 
 def test_hook_plughost_shutdown(make_host) -> None:
@@ -148,28 +148,28 @@ def test_hook_plughost_channel_adapters(make_host) -> None:
     host = make_host()
     adapter = ChannelAdapter("unit-chan", routes=(Route("/unit/in", methods=("POST",)),))
     with host.temporary_plugin(_plugin(plughost_channel_adapters=lambda host: [adapter]), "chan-a"):
-        assert any(c.item.name == "unit-chan" for c in host.collect("plughost_channel_adapters", ChannelAdapter))
+        assert any(c.item.name == "unit-chan" for c in host.collect(hooktable.CHANNEL_ADAPTERS))
 
 
 def test_hook_plughost_query_expansions(make_host) -> None:
     host = make_host(PLUGHOST_DISABLE_PLUGINS="memory")
     impl = _plugin(plughost_query_expansions=lambda query, retrieval_class: [query, query.upper()])
     host.register(impl, "expand-x")
-    assert host.first("plughost_query_expansions", query="tea", retrieval_class=None) == ["tea", "TEA"]
+    assert host.first(hooktable.QUERY_EXPANSIONS, query="tea", retrieval_class=None) == ["tea", "TEA"]
 
 
 def test_hook_plughost_rerank(make_host) -> None:
     host = make_host(PLUGHOST_DISABLE_PLUGINS="memory")
     host.register(_plugin(plughost_rerank=lambda rows: sorted(rows, key=lambda r: r["score"])), "rerank-x")
     rows = [{"score": 2}, {"score": 1}]
-    assert host.first("plughost_rerank", query="q", rows=rows) == [{"score": 1}, {"score": 2}]
+    assert host.first(hooktable.RERANK, query="q", rows=rows) == [{"score": 1}, {"score": 2}]
 
 
 def test_hook_plughost_retrieval_boosts(make_host) -> None:
     host = make_host()
     boost = RetrievalBoost("pinned", lambda row: 0.1 if row.get("pinned") else 0.0)
     with host.temporary_plugin(_plugin(plughost_retrieval_boosts=lambda host: [boost]), "boost-a"):
-        (got,) = [c.item for c in host.collect("plughost_retrieval_boosts", RetrievalBoost) if c.plugin == "boost-a"]
+        (got,) = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS) if c.plugin == "boost-a"]
         assert got.bump({"pinned": True}) == 0.1
 
 
@@ -177,18 +177,18 @@ def test_hook_plughost_screen_message(make_host) -> None:
     host = make_host(PLUGHOST_DISABLE_PLUGINS="channels")
     host.register(_plugin(plughost_screen_message=lambda message: {"verdict": "CLEAN", "len": len(message["text"])}),
                   "screen-x")
-    assert host.first("plughost_screen_message", message={"text": "hi"}) == {"verdict": "CLEAN", "len": 2}
+    assert host.first(hooktable.SCREEN_MESSAGE, message={"text": "hi"}) == {"verdict": "CLEAN", "len": 2}
 
 
 def test_hook_plughost_agent_runner(make_host) -> None:
     host = make_host(PLUGHOST_DISABLE_PLUGINS="channels")
     runner = object()
     host.register(_plugin(plughost_agent_runner=lambda host: runner), "runner-x")
-    assert host.first("plughost_agent_runner") is runner
+    assert host.first(hooktable.AGENT_RUNNER) is runner
 
 
 def test_hook_plughost_active_rules(make_host) -> None:
     host = make_host(PLUGHOST_DISABLE_PLUGINS="memory")
     host.register(_plugin(plughost_active_rules=lambda account_id: {"rules": [account_id], "source": "owner"}),
                   "rules-x")
-    assert host.first("plughost_active_rules", account_id="acme")["rules"] == ["acme"]
+    assert host.first(hooktable.ACTIVE_RULES, account_id="acme")["rules"] == ["acme"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from host import hooktable
 from host.errors import DuplicateNameError
 from tests.conftest import run_cli
 
@@ -69,7 +70,7 @@ def test_disable_list_blocks_before_import(tmp_path: Path, make_host) -> None:
     host = make_host(plugins_dir=plugins, PLUGHOST_DISABLE_PLUGINS="explodes")
     record = host.records["explodes"]
     assert record.status == "disabled" and "PLUGHOST_DISABLE_PLUGINS" in record.reason
-    assert not host.hook_errors
+    assert not host.call_each(hooktable.STARTUP)
 
 
 def test_load_allow_list_and_empty_string(make_host) -> None:
@@ -93,7 +94,7 @@ def test_two_folders_claiming_one_name_name_both(tmp_path: Path, make_host) -> N
 
 def test_trace_hooks_logs_calls(make_host, capfd) -> None:
     host = make_host(PLUGHOST_TRACE_HOOKS="1", PLUGHOST_DISABLE_PLUGINS="graph,memory,channels,admin")
-    host.first("plughost_store")
+    host.first(hooktable.STORE)
     err = capfd.readouterr().err
     assert "[hooks] op=call hook=plughost_store" in err and "[hooks] op=return hook=plughost_store" in err
 

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from host import hooktable
 from host.errors import FatalError, UserError
 from host.log import emit, format_line, log
 
@@ -48,11 +49,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _fallback_gates(host: Any, env: dict[str, str]) -> dict[str, Any]:
     """The gate rule without host.boot: run each contributed gate in isolation, print its lines."""
-    from host.types import Gate, GateContext
+    from host.types import GateContext
 
     ctx = GateContext(host=host, env=env)
     rows = []
-    for c in sorted(host.collect("plughost_boot_gates", Gate), key=lambda c: (c.item.order, c.item.name)):
+    for c in sorted(host.collect(hooktable.BOOT_GATES), key=lambda c: (c.item.order, c.item.name)):
         gate = c.item
         try:
             result = gate.check(ctx)

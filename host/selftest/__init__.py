@@ -1,4 +1,4 @@
-"""The host's built-in gate plugin (entry point `selftest`): the four registration gates."""
+"""The host's built-in gate plugin (entry point `selftest`): the registration gates and the single-provider check."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
     from host.types import Gate
 
     return [
+        Gate("single-provider", check=checks.single_provider, fatal=True, order=5),
         Gate("mcp-allowlist-coverage", check=checks.mcp_allowlist_coverage, fatal=True, order=20),
         Gate("specialist-tool-drift", check=checks.specialist_tool_drift, fatal=True, order=30),
         Gate("skill-registration", check=checks.skill_registration, fatal=False, order=40),

@@ -267,3 +267,24 @@ def _tool_plugin_defect(host: Any, reg: Registration, name: str, platform_root: 
     if missing:
         return "dist-missing", server, f"{missing} does not exist"
     return None, server, ""
+
+
+def single_provider(ctx: GateContext) -> GateResult:
+    """The store and the embedder each have one provider: two installed plugins offering one refuse boot."""
+    from host import hooktable
+
+    result = GateResult("ok")
+    for hook in (hooktable.STORE, hooktable.EMBEDDER):
+        try:
+            order = ctx.host.provider_order(hook)
+        except UserError as exc:
+            result.status = "fail"
+            result.lines.append(format_line(None, "boot-failed", reason="two-providers", hook=hook.name,
+                                            error=str(exc)))
+            result.defects.append({"reason": "two-providers", "hook": hook.name, "detail": str(exc)})
+            continue
+        result.inspected += 1
+        result.data[hook.name] = order
+    if result.status == "ok":
+        result.lines.append(_ok("single-provider", result.inspected))
+    return result

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from host import hooktable
 from host.log import log
 
 PROVENANCE_HEADING = "## Scheduled automation (platform-verified)"
@@ -165,7 +166,7 @@ def fetch_rules(host: Any, turn: TurnInput) -> list[Any]:
         return []
     answer: dict[str, Any] | None = None
     try:
-        answer = host.first("plughost_active_rules", account_id=turn.account_id)
+        answer = host.first(hooktable.ACTIVE_RULES, account_id=turn.account_id)
     except Exception as exc:  # a failing provider never blocks the turn
         log("preference-inject", "op=error", channel=turn.channel, reason=str(exc).splitlines()[0][:200])
     answer = answer or {}

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from host import hooktable
 from host.graph import Guards
 from host.log import log
 from plugins.channels import compose as composing
@@ -144,9 +145,8 @@ class Gateway:
 
     def sender_for(self, channel: str) -> Any:
         if channel not in self.senders:
-            from host.types import ChannelAdapter
 
-            for c in self.host.collect("plughost_channel_adapters", ChannelAdapter):
+            for c in self.host.collect(hooktable.CHANNEL_ADAPTERS):
                 self.senders.setdefault(c.item.name, c.item.send)
         return self.senders.get(channel)
 

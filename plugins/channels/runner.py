@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from host import hooktable
 from host.errors import UserError
 
 T = TypeVar("T")
@@ -97,7 +98,7 @@ def get_runner(host: Any) -> Any:
     """The runner from the ``plughost_agent_runner`` hook (cached on the host)."""
     runner = host.state.get("channels.runner")
     if runner is None:
-        runner = host.first("plughost_agent_runner") or CommandRunner.from_env(host.env)
+        runner = host.first(hooktable.AGENT_RUNNER) or CommandRunner.from_env(host.env)
         host.state["channels.runner"] = runner
     return runner
 

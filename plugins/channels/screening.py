@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from host import hooktable
 from host.log import log
 
 PROVIDER_TIMEOUT = 3.0
@@ -122,7 +123,7 @@ def _call_provider(host: Any, message: dict[str, Any], timeout: float) -> tuple[
 
     def target() -> None:
         try:
-            box["answer"] = host.first("plughost_screen_message", message=message)
+            box["answer"] = host.first(hooktable.SCREEN_MESSAGE, message=message)
         except BaseException as exc:  # noqa: BLE001 - any provider failure falls through
             box["error"] = exc
 
@@ -141,7 +142,7 @@ def _call_provider(host: Any, message: dict[str, Any], timeout: float) -> tuple[
 
 def has_provider(host: Any) -> bool:
     try:
-        return bool(host.pm.hook.plughost_screen_message.get_hookimpls())
+        return bool(host.has_implementations(hooktable.SCREEN_MESSAGE))
     except AttributeError:
         return False
 

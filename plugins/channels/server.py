@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from host.types import ChannelAdapter
+from host import hooktable
 
 
 def build_app(host: Any) -> Any:
@@ -19,7 +19,7 @@ def build_app(host: Any) -> Any:
     from starlette.routing import Route as StarletteRoute
 
     routes: list[Any] = []
-    for contribution in host.collect("plughost_channel_adapters", ChannelAdapter):
+    for contribution in host.collect(hooktable.CHANNEL_ADAPTERS):
         for r in contribution.item.routes:
             if r.app is not None:
                 routes.append(Mount(r.path, app=r.app))

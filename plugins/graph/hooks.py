@@ -15,11 +15,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def backend_name(env: Any) -> str:
-    """``PLUGHOST_STORE`` (sqlite|neo4j) wins; otherwise Neo4j when ``NEO4J_URI`` is set."""
+    """``PLUGHOST_STORE`` (sqlite|neo4j) wins; otherwise Neo4j when ``NEO4J_URI`` is set.
+
+    ``PLUGHOST_STORE=graph`` (this plugin's name: the host's choice among store plugins) keeps
+    the default.
+    """
     from host.errors import UserError
 
     chosen = (env.get("PLUGHOST_STORE") or "").strip().lower()
-    if chosen:
+    if chosen and chosen != "graph":
         if chosen not in ("sqlite", "neo4j"):
             raise UserError(f"PLUGHOST_STORE: expected 'sqlite' or 'neo4j', got '{chosen}'")
         return chosen

@@ -38,6 +38,8 @@ class EmbedSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> EmbedSettings:
         provider = (env.get("PLUGHOST_EMBEDDER") or DEFAULT_PROVIDER).strip().lower()
+        if provider == "memory":  # this plugin's name: the host's choice among embedder plugins
+            provider = DEFAULT_PROVIDER
         if provider not in PROVIDERS:
             raise UserError(f"PLUGHOST_EMBEDDER: expected one of {', '.join(PROVIDERS)}, got {provider!r}")
         keep_alive_raw = (env.get("EMBED_KEEP_ALIVE") or "-1").strip()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from host import hooktable
 from host.hookspecs import hookimpl
-from host.types import ChannelAdapter
 from plugins.channels.compose import TurnInput, fetch_rules
 from plugins.channels.runner import CommandRunner, KeyedSerializer, RunnerError, get_runner, session_id_for
 
@@ -110,8 +110,8 @@ class RunnerPlugin:
 
 def test_hook_plughost_agent_runner(make_host) -> None:
     host = make_host(PLUGHOST_AGENT_COMMAND="cat")
-    assert isinstance(host.first("plughost_agent_runner"), CommandRunner)
-    assert host.first("plughost_agent_runner").command == ["cat"]
+    assert isinstance(host.first(hooktable.AGENT_RUNNER), CommandRunner)
+    assert host.first(hooktable.AGENT_RUNNER).command == ["cat"]
     with host.temporary_plugin(RunnerPlugin(), "runner-test"):
         runner = get_runner(host)
         assert isinstance(runner, EchoRunner)
@@ -120,7 +120,7 @@ def test_hook_plughost_agent_runner(make_host) -> None:
 
 def test_hook_plughost_channel_adapters(make_host) -> None:
     host = make_host()
-    adapters = {c.item.name: c for c in host.collect("plughost_channel_adapters", ChannelAdapter)}
+    adapters = {c.item.name: c for c in host.collect(hooktable.CHANNEL_ADAPTERS)}
     assert set(adapters) >= {"webchat", "telegram", "whatsapp"}
     assert all(c.plugin == "channels" and c.item.send is not None for c in adapters.values())
     paths = {r.key for c in adapters.values() for r in c.item.routes}
@@ -138,7 +138,7 @@ def test_hook_plughost_active_rules(make_host, capfd) -> None:
     host = make_host()
     turn = TurnInput(channel="whatsapp", role="admin", text="x", account_id="acct")
     with host.temporary_plugin(Rules(), "rules-test"):
-        assert host.first("plughost_active_rules", account_id="acct")["rules"] == ["Answer in French"]
+        assert host.first(hooktable.ACTIVE_RULES, account_id="acct")["rules"] == ["Answer in French"]
         assert fetch_rules(host, turn) == ["Answer in French"]
         public = TurnInput(channel="whatsapp", role="public", text="x", account_id="acct")
         assert fetch_rules(host, public) == []
@@ -148,10 +148,9 @@ def test_hook_plughost_active_rules(make_host, capfd) -> None:
 
 
 def test_hook_plughost_cli_commands(make_host) -> None:
-    from host.types import CliCommand
 
     host = make_host()
-    mine = {c.item.name for c in host.collect("plughost_cli_commands", CliCommand) if c.plugin == "channels"}
+    mine = {c.item.name for c in host.collect(hooktable.CLI_COMMANDS) if c.plugin == "channels"}
     assert mine == {"record-turn", "channels", "schedule"}
 
 

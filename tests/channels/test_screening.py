@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from host import hooktable
 from host.hookspecs import hookimpl
 from plugins.channels.screening import local_screen, screen
 
@@ -76,5 +77,5 @@ def test_provider_answer_merged_but_cannot_clear_injection(make_host) -> None:
 def test_hook_plughost_screen_message(make_host) -> None:
     host = make_host()
     with host.temporary_plugin(Provider("ok"), "screen-test"):
-        answer = host.first("plughost_screen_message", message={"text": "x", "channel": "webchat"})
+        answer = host.first(hooktable.SCREEN_MESSAGE, message={"text": "x", "channel": "webchat"})
     assert answer["verdict"] == "SUSPICIOUS"

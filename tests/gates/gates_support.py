@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from host import hooktable
+
 
 class AccountEnvStandIn:
     """Contributes `host.accounts`' account-id-env gate when no loaded plugin does: the graph plugin
@@ -170,9 +172,8 @@ class Install:
         full = {k: v for k, v in full.items() if v is not None}
         host = Host(plugins_dir=self.plugins, premium_dir=self.premium if self.premium.is_dir() else None,
                     env=full).load()
-        from host.types import Gate
 
-        if "account-id-env" not in {c.item.name for c in host.collect("plughost_boot_gates", Gate)}:
+        if "account-id-env" not in {c.item.name for c in host.collect(hooktable.BOOT_GATES)}:
             host.register(AccountEnvStandIn(), "account-env-stand-in")
         return host
 

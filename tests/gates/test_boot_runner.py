@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gates_support import ALL_GATES, assert_all_ran
 
+from host import hooktable
 from host.hookspecs import hookimpl
 from host.types import Gate, GateResult
 
@@ -112,9 +113,8 @@ def test_two_plugins_claiming_one_gate_name_refuse_boot_naming_both(install):
 def test_hook_plughost_boot_gates(install):
     """The hook: every built-in gate is contributed by the plugin that owns its data."""
     host = install.host()
-    from host.types import Gate as GateType
 
-    owners = {c.item.name: c.plugin for c in host.collect("plughost_boot_gates", GateType)}
+    owners = {c.item.name: c.plugin for c in host.collect(hooktable.BOOT_GATES)}
     assert owners["account-id-env"] in ("graph", "account-env-stand-in")  # the graph plugin contributes it
     assert owners["admin-identity-binding"] == "channels"
     for gate in ("mcp-allowlist-coverage", "specialist-tool-drift", "skill-registration", "tool-registration"):

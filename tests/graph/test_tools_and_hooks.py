@@ -11,6 +11,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from host import hooktable
 from host.errors import UserError
 from host.graph import VECTOR_LABELS, Guards
 from host.mcp_server import EAGER_META_KEY, build_server
@@ -176,9 +177,8 @@ def test_account_id_env_gate(make_host, plughost_home: Path) -> None:
 
 
 def test_gates_are_contributed(make_host) -> None:
-    from host.types import Gate
 
-    names = {c.item.name for c in make_host().collect("plughost_boot_gates", Gate) if c.plugin == "graph"}
+    names = {c.item.name for c in make_host().collect(hooktable.BOOT_GATES) if c.plugin == "graph"}
     assert names == {"schema-labels", "account-id-env"}
 
 

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from host import hooktable
 from plugins.memory import embedder as embedder_mod
 
 
@@ -65,8 +66,8 @@ def test_dimension_mismatch_is_fatal_at_startup(make_host) -> None:
                      PLUGHOST_EMBED_DIMENSIONS="384")
     with pytest.raises(FatalError, match="768-dimension vectors but the store's vector indexes have 384"):
         embedder_mod.check_dimensions(host.store(), host.embedder())
-    host.call_each("plughost_startup")
-    assert any(err[:2] == ("memory", "plughost_startup") and "768-dimension" in err[2] for err in host.hook_errors)
+    errors = host.call_each(hooktable.STARTUP)
+    assert any(err[:2] == ("memory", "plughost_startup") and "768-dimension" in err[2] for err in errors)
     embedder_mod.check_dimensions(host.store(), None)
 
 

@@ -8,6 +8,7 @@ import os
 import pytest
 from memory_support import ACCOUNT, call_tool, server_log
 
+from host import hooktable
 from host.graph import Guards
 
 
@@ -65,7 +66,7 @@ def test_active_rules_owner_only_ordered_floor(memory_host, make_host) -> None:
         update(host, category="a", key="high", value="High rule")
     mid = update(host, category="a", key="mid", value="Mid rule")
     update(host, category="a", key="theirs", value="Operator rule", userId="u-op")
-    rules = host.first("plughost_active_rules", account_id=ACCOUNT)
+    rules = host.first(hooktable.ACTIVE_RULES, account_id=ACCOUNT)
     assert rules["source"] == "owner" and rules["owner"] == "owner"
     assert [r["value"] for r in rules["rules"]] == ["High rule", "Mid rule"]
     assert [r["id"] for r in rules["rules"]] == [high["id"], mid["id"]]
@@ -77,7 +78,7 @@ def test_no_owner_means_no_rules(memory_host) -> None:
     host = memory_host()
     host.store().upsert_many([{"id": "p", "labels": ["UserProfile"], "properties": {"userId": "u"}}],
                              account_id=ACCOUNT)
-    assert host.first("plughost_active_rules", account_id=ACCOUNT) == {"rules": [], "source": "no-owner",
+    assert host.first(hooktable.ACTIVE_RULES, account_id=ACCOUNT) == {"rules": [], "source": "no-owner",
                                                                       "owner": None}
     is_error, text = call_tool(host, "profile-update", {"category": "a", "key": "k", "value": "v"})
     assert is_error and "no owner UserProfile" in text
@@ -87,7 +88,7 @@ def test_hook_plughost_active_rules_other_account_sees_nothing(memory_host) -> N
     host = memory_host()
     seed_people(host.store())
     update(host, category="a", key="k", value="Rule")
-    assert host.first("plughost_active_rules", account_id="acct-b")["source"] == "no-owner"
+    assert host.first(hooktable.ACTIVE_RULES, account_id="acct-b")["source"] == "no-owner"
 
 
 def test_rephrased_rule_updates_the_existing_node(memory_host) -> None:

@@ -9,6 +9,7 @@ import sys
 import anyio
 import pytest
 
+from host import hooktable
 from host.hookspecs import hookimpl
 from host.types import RetrievalBoost
 
@@ -160,7 +161,7 @@ def test_hook_plughost_rerank(make_host):
 def test_hook_plughost_query_expansions(make_host):
     host = make_host(**ENV)
     seed(host)
-    builtin = host.first("plughost_query_expansions", query="haircut prices", retrieval_class=None)
+    builtin = host.first(hooktable.QUERY_EXPANSIONS, query="haircut prices", retrieval_class=None)
     assert builtin and "haircut cost" in builtin
     off = _search(host)
     assert off.queries == ["haircut"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from host import hooktable
 from host.graph import Guards
-from host.types import RetrievalBoost
 from plugins.memory.retrieval.flags import SearchFlags
 from plugins.memory.retrieval.keywords import agent_keywords
 from plugins.memory.retrieval.pipeline import SearchOutcome, SearchRequest, search
@@ -26,12 +26,12 @@ def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None
     flags = SearchFlags.from_env(env)
 
     def expander(query: str, retrieval_class: str | None) -> list[str] | None:
-        return host.first("plughost_query_expansions", query=query, retrieval_class=retrieval_class)
+        return host.first(hooktable.QUERY_EXPANSIONS, query=query, retrieval_class=retrieval_class)
 
     def reranker(rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        return host.first("plughost_rerank", query=request.query, rows=rows)
+        return host.first(hooktable.RERANK, query=request.query, rows=rows)
 
-    boosts = [c.item for c in host.collect("plughost_retrieval_boosts", RetrievalBoost)] if flags.boosts else []
+    boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []
     keywords = agent_keywords(host.home, guards.account_id, guards.agent_slug)
     return search(
         host.store(), request, guards=guards, embedder=host.embedder(), flags=flags,
