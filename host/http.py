@@ -33,3 +33,53 @@ def is_loopback(address: str | None) -> bool:
         return False
     mapped = getattr(ip, "ipv4_mapped", None)
     return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+MAX_DIGITS = 18
+"""Integer parameters (cursors, waits, ids) longer than this are refused before ``int()`` sees them."""
+
+
+def int_param(text: str | None, *, default: int = 0, maximum: int | None = None) -> int | None:
+    """A non-negative ASCII-decimal integer, or None when ``text`` is not one.
+
+    ``str.isdigit`` is true for ``"²"`` and other Unicode digits ``int()`` refuses, and a
+    5,000-digit number costs quadratic time to convert: only ``[0-9]{1,18}`` is read.
+    """
+    if text is None or text == "":
+        return default
+    if not (text.isascii() and text.isdigit()) or len(text) > MAX_DIGITS:
+        return None
+    value = int(text)
+    return min(value, maximum) if maximum is not None else value
+
+
+async def read_body(request: Any, limit: int) -> bytes | None:
+    """The request body, or None as soon as it passes ``limit`` bytes (never buffered past it)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and len(declared) <= MAX_DIGITS and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_json(raw: bytes | str, what: str = "body") -> Any:
+    """``json.loads`` that raises ValueError with one line for any bad document, nesting included.
+
+    Deep nesting (``[[[[...`` 100,000 levels) raises RecursionError in the C decoder, and a lone
+    surrogate escape is valid JSON but not storable text: the first is refused here, the second
+    is left to the caller (``host.log`` and the stores make text well formed).
+    """
+    import json
+
+    try:
+        return json.loads(raw or b"null")
+    except RecursionError:
+        raise ValueError(f"{what}: JSON nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(f"{what}: not valid JSON ({str(exc).splitlines()[0][:80]})") from None

@@ -23,11 +23,13 @@ def _run_record_turn(args: argparse.Namespace, host: Any) -> int:
 
 def _configure_channels(parser: argparse.ArgumentParser) -> None:
     subs = parser.add_subparsers(dest="channels_command", metavar="ACTION")
-    retry = subs.add_parser("retry", help="re-send replies whose delivery failed")
-    retry.add_argument("--limit", type=int, default=500, help="at most this many replies (default 500)")
+    retry = subs.add_parser("retry", help="re-send failed replies; resume the turns a stopped process left")
+    retry.add_argument("--limit", type=int, default=500, help="at most this many of each (default 500)")
     retry.add_argument("--json", action="store_true", help="print the outcome as JSON")
     retry.add_argument("--unanswered", action="store_true",
-                       help="also run the turns of stored inbound messages that were never processed")
+                       help="(the default now) run the turns of stored inbound messages never answered")
+    retry.add_argument("--failed-only", action="store_true",
+                       help="only re-send failed replies; leave unfinished turns to the next server start")
     serve = subs.add_parser("serve", help="serve the channel adapters' routes alone")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8710)
@@ -38,7 +40,7 @@ def _run_channels(args: argparse.Namespace, host: Any) -> int:
         from plugins.channels.delivery import retry_failed
 
         outcome = asyncio.run(retry_failed(host, limit=args.limit))
-        if args.unanswered:
+        if not args.failed_only:
             from plugins.channels.delivery import resume_unanswered
 
             outcome["unanswered"] = asyncio.run(resume_unanswered(host, limit=args.limit))
@@ -46,8 +48,9 @@ def _run_channels(args: argparse.Namespace, host: Any) -> int:
             print(json.dumps(outcome, sort_keys=True))
         else:
             line = f"retried={outcome['retried']} sent={outcome['sent']} failed={outcome['failed']}"
-            if args.unanswered:
-                line += f" resumed={outcome['unanswered']['resumed']}"
+            if not args.failed_only:
+                un = outcome["unanswered"]
+                line += f" resumed={un['resumed']} delivered={un['delivered']} busy={un['busy']}"
             print(line)
         return 0 if outcome["failed"] == 0 else 1
     if args.channels_command == "serve":

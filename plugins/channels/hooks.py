@@ -29,6 +29,14 @@ def plughost_channel_adapters(host):  # type: ignore[no-untyped-def]
 
 
 @hookimpl
+def plughost_startup(host):  # type: ignore[no-untyped-def]
+    """Resume the turns a stopped server left unanswered (SPEC 10.1: nothing accepted is lost)."""
+    from plugins.channels.delivery import start_resume
+
+    start_resume(host)
+
+
+@hookimpl
 def plughost_shutdown(host):  # type: ignore[no-untyped-def]
     from plugins.channels.server import close
 

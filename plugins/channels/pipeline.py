@@ -4,15 +4,21 @@ adapter parses → :meth:`Gateway.accept` persists first (MERGE the Conversation
 channel's Message label, idempotent on the platform message id) → in the sender's ordered lane:
 identity → screening → route → compose → run → reply through the adapter.
 
-``accept`` returns once the message is durable, so a webhook answers 200 only for a stored
-message, and the agent turn runs behind it. A sender's turns run strictly in arrival order;
-different senders run in parallel. Webchat creates its Conversation lazily, on the user's
-second message; every other channel persists every inbound, including ones never answered.
+``accept`` returns once the message is durable, so a webhook answers 200 (webchat 202) only for
+a stored message, and the agent turn runs behind it. A sender's turns run strictly in arrival
+order; different senders run in parallel. Every channel persists every inbound Message at once,
+including ones never answered; webchat creates only its Conversation lazily, on the user's
+second message, and links the Messages stored before it then.
+
+Each stored inbound (and each reply) carries ``claimedBy``, the token of the process that took
+it (:mod:`plugins.channels.claims`); a turn that process never finished is resumed by the next
+one (on startup, or by ``plughost channels retry``) once that process is gone, exactly once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import threading
 import time
@@ -27,6 +33,7 @@ from host.graph import Guards
 from host.log import log
 from plugins.channels import compose as composing
 from plugins.channels import identity as ident
+from plugins.channels.claims import Claims
 from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
 from plugins.channels.runner import KeyedSerializer, RunnerError, get_runner, session_id_for
 from plugins.channels.screening import screen
@@ -35,6 +42,8 @@ MESSAGE_LABELS = {"webchat": "WebchatMessage", "telegram": "TelegramMessage", "w
 REFUSAL = "Sorry, I can't help with that request."
 AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
 HAS_MESSAGE = "HAS_MESSAGE"
+DELIVERING: contextvars.ContextVar[str | None] = contextvars.ContextVar("channels_delivering", default=None)
+"""The stored reply Message an adapter's ``send`` is delivering (webchat keys its events on it)."""
 
 
 class NotConfigured(Exception):
@@ -108,7 +117,7 @@ class Gateway:
         self.host = host
         self.account_id = (host.env.get("ACCOUNT_ID") or "").strip()
         self._persist_lock = threading.Lock()
-        self._held: dict[str, list[tuple[str, list[str], dict[str, Any]]]] = {}  # webchat, before turn 2
+        self._claims: Claims | None = None
         self._lanes: KeyedSerializer | None = None
         self.aliases = ident.AliasCache(host.home, self.account_id) if self.account_id else None
         self.senders: dict[str, Any] = {}
@@ -138,6 +147,13 @@ class Gateway:
         return Guards(self.require_account())
 
     @property
+    def claims(self) -> Claims:
+        """This process's claim on the turns it accepts (taken on first use)."""
+        if self._claims is None:
+            self._claims = Claims(self.host.home, self.require_account())
+        return self._claims
+
+    @property
     def lanes(self) -> KeyedSerializer:
         if self._lanes is None:
             self._lanes = KeyedSerializer()
@@ -160,9 +176,6 @@ class Gateway:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
                 log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
                 return mid, True
-            if any(mid == held_id for held_id, _, _ in self._held.get(msg.sender_key, [])):
-                log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
-                return mid, True
             props = {
                 "role": "user", "channel": msg.channel, "sender": msg.sender, "text": msg.text,
                 "platformMessageId": msg.platform_id, "conversationId": conv, "sentAt": msg.sent_at,
@@ -173,7 +186,7 @@ class Gateway:
                 "target": dict(msg.target) or None, "senderPhone": msg.phone, "senderName": msg.name,
                 "scheduledEvent": msg.provenance.event if msg.provenance else None,
                 "mediaNotes": list(msg.media_notes) or None,
-                "sessionId": session_id_for(account, msg.sender_key),
+                "sessionId": session_id_for(account, msg.sender_key), "claimedBy": self.claims.token,
             }
             labels = ["Message", MESSAGE_LABELS.get(msg.channel, "Message")]
             self._write_message(msg, mid, conv, labels, props)
@@ -181,21 +194,24 @@ class Gateway:
         return mid, False
 
     def _write_message(self, msg: Inbound, mid: str, conv: str, labels: list[str], props: dict[str, Any]) -> None:
-        """One transaction: the Conversation MERGE, the Message, the HAS_MESSAGE edge (webchat: held until turn 2)."""
+        """One transaction: the Message, the Conversation MERGE and the HAS_MESSAGE edge.
+
+        Webchat stores the Message alone until the user's second message; that one creates the
+        Conversation and links every Message of the session stored before it.
+        """
         clean = {k: v for k, v in props.items() if v is not None}
-        rows: list[dict[str, Any]] = []
+        row: dict[str, Any] = {"id": mid, "labels": labels, "properties": clean}
+        targets = [mid]
         if msg.channel == "webchat" and not self._conversation_exists(conv):
-            held = self._held.setdefault(msg.sender_key, [])
-            users_held = sum(1 for _, _, p in held if p.get("role") == "user")
-            if props.get("role") != "user" or users_held == 0:
-                held.append((mid, labels, clean))  # webchat: wait for the user's second message
+            earlier = self.store.find(guards=self.guards(), labels=labels[-1:], where={"conversationId": conv},
+                                      limit=10_000)
+            if props.get("role") != "user" or not any(n.properties.get("role") == "user" for n in earlier):
+                self.store.upsert_many([row], account_id=self.account_id)
                 return
-            rows += [{"id": held_id, "labels": held_labels, "properties": held_props}
-                     for held_id, held_labels, held_props in self._held.pop(msg.sender_key, [])]
-        rows.append({"id": mid, "labels": labels, "properties": clean})
+            targets += [n.id for n in earlier if n.id != mid]
         conv_row = self._conversation_row(msg, conv)
-        conv_row["edges"] = [{"type": HAS_MESSAGE, "to": row["id"]} for row in rows]
-        self.store.upsert_many(rows + [conv_row], account_id=self.account_id)
+        conv_row["edges"] = [{"type": HAS_MESSAGE, "to": target} for target in targets]
+        self.store.upsert_many([row, conv_row], account_id=self.account_id)
 
     def _conversation_exists(self, conv: str) -> bool:
         return self.store.get(conv, guards=self.guards()) is not None
@@ -208,11 +224,8 @@ class Gateway:
         return {"id": conv, "labels": ["Conversation"], "properties": props}
 
     def update_message(self, msg: Inbound, mid: str, props: Mapping[str, Any]) -> None:
-        """Change a stored (or still held) Message."""
+        """Change a stored Message."""
         with self._persist_lock:
-            for _held_id, _, held_props in (h for h in self._held.get(msg.sender_key, []) if h[0] == mid):
-                held_props.update({k: v for k, v in props.items() if v is not None})
-                return
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
                 self.store.upsert_node(["Message"], dict(props), account_id=self.account_id, node_id=mid)
 
@@ -233,7 +246,7 @@ class Gateway:
                  "text": text, "inReplyTo": inbound_id, "conversationId": conv, "kind": kind,
                  "createdAt": now_iso(), "createdNs": time.time_ns(), "deliveryStatus": "pending",
                  "target": dict(msg.target) or None, "scope": "admin" if role == "admin" else "public",
-                 "sessionId": session_id_for(account, msg.sender_key)}
+                 "sessionId": session_id_for(account, msg.sender_key), "claimedBy": self.claims.token}
         with self._persist_lock:
             self._write_message(msg, rid, conv, ["Message", MESSAGE_LABELS.get(msg.channel, "Message")], props)
         return rid
@@ -270,8 +283,8 @@ class Gateway:
         verdict = await asyncio.to_thread(screen, self.host, channel=msg.channel, text=msg.text,
                                           sender=msg.sender, role=who.role)
         if who.role == "public" and verdict.verdict == "DISCARD":
-            delivery = await self.reply(msg, mid, REFUSAL, kind="refusal", role=who.role)
-            await asyncio.to_thread(self.update_message, msg, mid, {"status": "refused", "verdict": verdict.verdict})
+            delivery = await self.reply(msg, mid, REFUSAL, kind="refusal", role=who.role,
+                                        status={"status": "refused", "verdict": verdict.verdict})
             return Turn(mid, who.role, "refused", REFUSAL, None, delivery)
         turn = TurnInput(channel=msg.channel, role=who.role, text=msg.text, account_id=self.account_id,
                          media_notes=tuple(msg.media_notes), reply=msg.reply, provenance=msg.provenance)
@@ -288,17 +301,25 @@ class Gateway:
                 answer = await get_runner(self.host).run(session, payload)
         except (RunnerError, OSError) as exc:
             log("channels", "op=agent-failed", channel=msg.channel, messageId=mid, reason=str(exc)[:200])
-            await asyncio.to_thread(self.update_message, msg, mid, {"status": "agent-failed",
-                                                                     "error": str(exc)[:200]})
-            delivery = await self.reply(msg, mid, AGENT_UNAVAILABLE, kind="agent-unavailable", role=who.role)
+            delivery = await self.reply(msg, mid, AGENT_UNAVAILABLE, kind="agent-unavailable", role=who.role,
+                                        status={"status": "agent-failed", "error": str(exc)[:200]})
             return Turn(mid, who.role, "agent-failed", AGENT_UNAVAILABLE, text, delivery)
-        await asyncio.to_thread(self.update_message, msg, mid, {"status": "answered"})
-        delivery = await self.reply(msg, mid, answer, kind="agent", role=who.role) if answer else None
+        if not answer:
+            await asyncio.to_thread(self.update_message, msg, mid, {"status": "answered"})
+            return Turn(mid, who.role, "answered", answer, text, None)
+        delivery = await self.reply(msg, mid, answer, kind="agent", role=who.role, status={"status": "answered"})
         return Turn(mid, who.role, "answered", answer, text, delivery)
 
-    async def reply(self, msg: Inbound, inbound_id: str, text: str, *, kind: str, role: str = "admin") -> Any:
-        """Record the reply, send it through the adapter, record the outcome (never lost silently)."""
+    async def reply(self, msg: Inbound, inbound_id: str, text: str, *, kind: str, role: str = "admin",
+                    status: Mapping[str, Any] | None = None) -> Any:
+        """Record the reply (pending), mark the inbound done, then send it and record the outcome.
+
+        That order leaves no gap where a stop loses an answer: until the inbound's status moves on
+        the turn is resumed, and a recorded reply still ``pending`` is delivered by the resume.
+        """
         rid = await asyncio.to_thread(self.record_reply, msg, inbound_id, text, kind, role)
+        if status:
+            await asyncio.to_thread(self.update_message, msg, inbound_id, status)
         return await self.deliver(msg, rid, text)
 
     async def deliver(self, msg: Inbound, rid: str, text: str) -> Any:
@@ -306,10 +327,13 @@ class Gateway:
         if send is None:
             outcome: dict[str, Any] = {"ok": False, "reason": f"no-adapter:{msg.channel}"}
         else:
+            token = DELIVERING.set(rid)
             try:
                 outcome = await send(self.host, msg, text)
             except Exception as exc:
                 outcome = {"ok": False, "reason": f"send-error:{str(exc).splitlines()[0][:200]}"}
+            finally:
+                DELIVERING.reset(token)
         outcome = outcome if isinstance(outcome, dict) else {"ok": bool(outcome)}
         props: dict[str, Any] = {"deliveryStatus": "sent" if outcome.get("ok") else "failed",
                                  "deliveryAttempts": outcome.get("attempts"),
@@ -334,6 +358,8 @@ class Gateway:
 
     def close(self) -> None:
         self._persist_pool.shutdown(wait=False)
+        if self._claims is not None:
+            self._claims.release()
 
 
 def inbound_from_node(props: Mapping[str, Any]) -> Inbound:

@@ -28,6 +28,10 @@ def build_app(host: Any) -> Any:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
+        from plugins.channels.delivery import resume
+
+        if (host.env.get("ACCOUNT_ID") or "").strip() and host.env.get("PLUGHOST_CHANNELS_RESUME", "1") != "0":
+            await resume(host)
         yield
         await drain(host)
 

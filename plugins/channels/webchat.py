@@ -8,8 +8,12 @@ Routes (mounted on the host's ASGI app through the channel-adapter hook):
 - ``GET  /channels/webchat/stream?session=S`` → ``text/event-stream`` of the same events
   (``Last-Event-ID`` or ``after`` resumes).
 
-Webchat visitors are public. The session token is the sender id; the events of a session
-live in this process (the Conversation itself is persisted from the second message on).
+Webchat visitors are public. The session token is the sender id. Every accepted message is
+stored before the 202 (the Conversation itself is created from the second message on); the
+events of a session are a bounded in-process cache of those stored Messages, rebuilt from the
+store when a session is first read after a restart, so a reply written by a resumed turn still
+reaches the visitor. Bodies are capped at :data:`MAX_BODY` bytes; ``after``, ``wait`` and
+``Last-Event-ID`` are ASCII decimals of at most 18 digits.
 """
 
 from __future__ import annotations
@@ -23,29 +27,45 @@ import uuid
 from importlib import resources
 from typing import Any
 
+from host.graph import Guards
+from host.http import int_param, parse_json, read_body
 from host.types import ChannelAdapter, Route
-from plugins.channels.pipeline import Inbound, NotConfigured, gateway
+from plugins.channels.pipeline import (
+    DELIVERING,
+    MESSAGE_LABELS,
+    Inbound,
+    NotConfigured,
+    conversation_id,
+    gateway,
+)
 
 CHANNEL = "webchat"
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 MAX_TEXT = 4000
 KEEPALIVE_S = 15.0
 STREAM_MAX_S = 60.0  # a stream ends after this; EventSource reconnects with Last-Event-ID (no event lost)
-MAX_EVENTS = 500  # per session, in memory
-MAX_SESSIONS = 10_000  # least recently active sessions are forgotten beyond this
+MAX_EVENTS = 200  # per session, in memory (older ones are still in the store)
+MAX_SESSIONS = 2_000  # least recently active sessions are forgotten beyond this (and re-read on demand)
+MAX_BODY = 64 * 1024
+MAX_WAIT_S = 30
 
 
 class Sessions:
-    """Per-session event logs and waiters (in-process)."""
+    """Per-session event logs (a cache of the stored Messages) and waiters, in-process."""
 
     def __init__(self) -> None:
         self.events: dict[str, list[dict[str, Any]]] = {}
         self.waiters: dict[str, list[asyncio.Future[None]]] = {}
 
-    def push(self, session: str, role: str, text: str) -> dict[str, Any]:
+    def push(self, session: str, role: str, text: str, message_id: str | None = None) -> dict[str, Any]:
         log = self.events.pop(session, [])
         self.events[session] = log  # most recently active last
+        for event in log:
+            if message_id and event.get("id") == message_id:
+                return event  # already there (read back from the store)
         event = {"seq": (log[-1]["seq"] if log else 0) + 1, "role": role, "text": text, "at": time.time()}
+        if message_id:
+            event["id"] = message_id
         log.append(event)
         del log[:-MAX_EVENTS]
         while len(self.events) > MAX_SESSIONS:
@@ -65,6 +85,43 @@ class Sessions:
             await asyncio.wait_for(fut, timeout)
         except TimeoutError:
             pass
+        finally:
+            waiting = self.waiters.get(session)
+            if waiting and fut in waiting:
+                waiting.remove(fut)
+                if not waiting:
+                    del self.waiters[session]
+
+
+def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
+    """The session's stored Messages as events, oldest first (what a restarted process shows)."""
+    gw = gateway(host)
+    account = gw.require_account()
+    rows = gw.store.find(guards=Guards(account), labels=[MESSAGE_LABELS[CHANNEL]],
+                         where={"conversationId": conversation_id(account, CHANNEL, session)}, limit=MAX_EVENTS * 2)
+    rows.sort(key=lambda n: n.properties.get("receivedNs") or n.properties.get("createdNs") or 0)
+    events = []
+    for seq, node in enumerate(rows[-MAX_EVENTS:], start=1):
+        p = node.properties
+        stamp = (p.get("receivedNs") or p.get("createdNs") or 0) / 1e9
+        events.append({"seq": seq, "role": str(p.get("role")), "text": str(p.get("text") or ""), "at": stamp,
+                       "id": node.id})
+    return events
+
+
+async def hydrate(host: Any, session: str) -> Sessions:
+    """The session cache, read back from the store when this process has not seen the session yet."""
+    store = sessions(host)
+    if session not in store.events:
+        try:
+            events = await asyncio.to_thread(stored_events, host, session)
+        except NotConfigured:
+            events = []
+        if session not in store.events:  # another request may have filled it meanwhile
+            store.events[session] = events
+            while len(store.events) > MAX_SESSIONS:
+                store.events.pop(next(iter(store.events)))
+    return store
 
 
 def sessions(host: Any) -> Sessions:
@@ -84,7 +141,11 @@ def _session_param(request: Any) -> str | None:
 
 def _after_param(request: Any) -> int | None:
     raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-    return int(raw) if raw.isdigit() else None
+    return int_param(raw)
+
+
+def _public(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in e.items() if k != "id"} for e in events]
 
 
 def routes(host: Any) -> tuple[Route, ...]:
@@ -97,10 +158,13 @@ def routes(host: Any) -> tuple[Route, ...]:
     async def post_message(request: Any) -> Any:
         from starlette.responses import JSONResponse
 
+        raw = await read_body(request, MAX_BODY)
+        if raw is None:
+            return _error(413, "payload-too-large", f"body: larger than {MAX_BODY} bytes")
         try:
-            body = json.loads(await request.body() or b"null")
-        except ValueError:
-            return _error(400, "invalid-json", "body: expected a JSON object {session?, text}")
+            body = parse_json(raw)
+        except ValueError as exc:
+            return _error(400, "invalid-json", f"{exc}; expected a JSON object {{session?, text}}")
         if not isinstance(body, dict):
             return _error(400, "invalid-body", "body: expected a JSON object {session?, text}")
         text = body.get("text")
@@ -119,7 +183,7 @@ def routes(host: Any) -> tuple[Route, ...]:
         except NotConfigured as exc:
             return _error(503, "not-configured", str(exc))
         if not duplicate:
-            sessions(host).push(session, "user", text)
+            (await hydrate(host, session)).push(session, "user", msg.text, mid)
         return JSONResponse({"session": session, "messageId": mid, "duplicate": duplicate}, status_code=202)
 
     async def poll(request: Any) -> Any:
@@ -130,12 +194,15 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(400, "invalid-session", "session: expected 8-64 characters of [A-Za-z0-9_-]")
         if after is None:
             return _error(400, "invalid-after", "after: expected a non-negative integer")
-        wait = request.query_params.get("wait", "0")
-        events = sessions(host).after(session, after)
-        if not events and wait.isdigit() and int(wait) > 0:
-            await sessions(host).wait(session, min(int(wait), 30))
-            events = sessions(host).after(session, after)
-        return JSONResponse({"session": session, "events": events})
+        wait = int_param(request.query_params.get("wait"), maximum=MAX_WAIT_S)
+        if wait is None:
+            return _error(400, "invalid-wait", f"wait: expected a non-negative integer of seconds (at most {MAX_WAIT_S})")
+        store = await hydrate(host, session)
+        events = store.after(session, after)
+        if not events and wait > 0:
+            await store.wait(session, wait)
+            events = store.after(session, after)
+        return JSONResponse({"session": session, "events": _public(events)})
 
     async def stream(request: Any) -> Any:
         from starlette.responses import StreamingResponse
@@ -145,7 +212,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(400, "invalid-session", "session: expected 8-64 characters of [A-Za-z0-9_-]")
         if after is None:
             return _error(400, "invalid-after", "after / Last-Event-ID: expected a non-negative integer")
-        store = sessions(host)
+        store = await hydrate(host, session)
 
         async def events() -> Any:
             last = after
@@ -154,7 +221,8 @@ def routes(host: Any) -> tuple[Route, ...]:
             while time.monotonic() < ends:
                 for event in store.after(session, last):
                     last = event["seq"]
-                    yield f"id: {event['seq']}\nevent: message\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+                    data = json.dumps(_public([event])[0], ensure_ascii=False)
+                    yield f"id: {event['seq']}\nevent: message\ndata: {data}\n\n"
                 if await request.is_disconnected():
                     return
                 before = len(store.events.get(session, []))
@@ -176,7 +244,7 @@ def routes(host: Any) -> tuple[Route, ...]:
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     """Deliver a reply to the visitor's session (poll and SSE read it)."""
     session = str(msg.target.get("session") or msg.sender)
-    event = sessions(host).push(session, "assistant", text)
+    event = (await hydrate(host, session)).push(session, "assistant", text, DELIVERING.get())
     return {"ok": True, "attempts": 1, "platformId": f"{session}:reply:{event['seq']}"}
 
 

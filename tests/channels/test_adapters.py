@@ -238,12 +238,16 @@ def test_unanswered_messages_resume(rig) -> None:
     host = rig.start()
     msg = Inbound(channel="telegram", sender="31", text="did anyone see this?", platform_id="31:7",
                   target={"chat_id": 31, "message_id": 7})
-    asyncio.run(asyncio.to_thread(gateway(host).persist, msg))  # stored, then the process stopped
+    gw = gateway(host)
+    asyncio.run(asyncio.to_thread(gw.persist, msg))
+    busy = run_cli("channels", "retry", env={**rig.fake.env(rig.api_base), "ACCOUNT_ID": ACCOUNT})
+    assert "resumed=0 delivered=0 busy=1" in busy.stdout  # its process is alive: its turn is its own
+    gw.close()  # stored, then the process stopped (its claim released)
     env = {**rig.fake.env(rig.api_base), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT_COMMAND":
            channel_host.__globals__["agent_command"](rig.tmp), "AGENT_CAPTURE": str(rig.tmp / "agent-calls.jsonl")}
     proc = run_cli("channels", "retry", "--unanswered", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "resumed=1" in proc.stdout and "[channels] op=resume resumed=1 answered=1" in proc.stderr
+    assert "resumed=1" in proc.stdout and "[channels] op=resumed resumed=1 delivered=0 busy=0 answered=1" in proc.stderr
     assert rig.fake.sent("telegram")[0]["json"] == {"chat_id": 31, "text": "echo: did anyone see this?",
                                                     "reply_parameters": {"message_id": 7,
                                                                          "allow_sending_without_reply": True}}

@@ -1,4 +1,4 @@
-"""Webchat end to end over real HTTP: send, poll, SSE, lazy Conversation, exactly-once Messages."""
+"""Webchat end to end over real HTTP: send, poll, SSE, lazy Conversation, persist-first exactly-once Messages."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def test_webchat_poll_sse_lazy_conversation(make_host, account, tmp_path: Path) 
 
         reply = wait_for(replied)[0]
         assert reply["text"] == "echo: hello there"
-        assert nodes(host, "Conversation") == [] and nodes(host, "WebchatMessage") == []  # lazily, on message 2
+        assert nodes(host, "Conversation") == []  # lazily, on message 2; the Messages are stored at once
+        assert sorted(m.properties["role"] for m in nodes(host, "WebchatMessage")) == ["assistant", "user"]
 
         second = client.post("/channels/webchat/messages", json={"session": session, "text": "what now?", "id": "c2"})
         assert second.status_code == 202
