@@ -74,15 +74,151 @@ class Guards:
         if not account:
             raise UserError("ACCOUNT_ID: not set; expected the id of an account under PLUGHOST_HOME/accounts/")
         allowed = config.csv_list(env.get("ALLOWED_SCOPES"))
+        slug = env.get("AGENT_SLUG", "").strip() or None
+        return cls(account, tuple(allowed) if allowed is not None else None, slug).narrow(scopes, agent)
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether anything narrows these guards (scopes or an agent): admin-only tools refuse then."""
+        return self.allowed_scopes is not None or self.agent_slug is not None
+
+    def narrow(self, scopes: Sequence[str] | None = None, agent: str | None = None) -> Guards:
+        """These guards narrowed by tool parameters, never widened.
+
+        ``scopes`` outside ``allowed_scopes`` are dropped; ``agent`` may set an agent filter only
+        when none is set; naming another agent while one is set is rejected.
+        """
+        allowed = self.allowed_scopes
         if scopes is not None:
             wanted = [s for s in scopes if s]
-            allowed = [s for s in wanted if s in allowed] if allowed is not None else wanted
-        slug = env.get("AGENT_SLUG", "").strip() or None
+            allowed = tuple(s for s in wanted if allowed is None or s in allowed)
+        slug = self.agent_slug
         if agent:
             if slug and agent != slug:
                 raise UserError(f"agent: '{agent}' is not this process's agent; AGENT_SLUG is '{slug}'")
             slug = agent
-        return cls(account, tuple(allowed) if allowed is not None else None, slug)
+        if allowed == self.allowed_scopes and slug == self.agent_slug:
+            return self
+        return Guards(self.account_id, allowed, slug)
+
+
+# write guards ------------------------------------------------------------------------------
+# A process can change only what it can read, and only into something it can still read
+# (SPEC 8.1). These functions are the one definition both store backends apply inside their
+# write transaction, on the stored state they read there (so nothing changes between the check
+# and the write). They look at the guarded properties only: ``scope`` and ``agents``.
+
+ISOLATION = "account-isolation"
+"""The outcome reason (SPEC 9.1) of a write the guards refuse."""
+
+
+class WriteDenied(UserError):
+    """A write outside what the process can read, or one that would move a node out of it.
+
+    Raised before anything is written; ``reason`` is the outcome slug (``account-isolation``).
+    """
+
+    reason = ISOLATION
+
+
+def _agents(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(a) for a in value]
+
+
+def can_change(g: Guards, properties: Mapping[str, Any]) -> bool:
+    """Whether a stored node (its properties) is within the guards, soft delete aside.
+
+    The read guard layers 2 and 3 (scope, agent tag); deletion is the operation's business
+    (restore acts on deleted nodes it could otherwise read).
+    """
+    scope = properties.get("scope")
+    if g.allowed_scopes is not None and scope is not None and scope not in g.allowed_scopes:
+        return False
+    return g.agent_slug is None or g.agent_slug in _agents(properties.get("agents"))
+
+
+def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:
+    """What a narrowed process's new node gets when it names no scope / agents: its own.
+
+    A process with ``ALLOWED_SCOPES`` writes into its first scope (an unscoped node would be
+    visible to every scope: a declassification); one with ``AGENT_SLUG`` tags its own agent.
+    """
+    extra: dict[str, Any] = {}
+    if g.allowed_scopes and properties.get("scope") is None:
+        extra["scope"] = g.allowed_scopes[0]
+    if g.agent_slug is not None and properties.get("agents") is None:
+        extra["agents"] = [g.agent_slug]
+    return extra
+
+
+def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> None:
+    """Refuse (``WriteDenied``) a write of node ``node_id`` from ``before`` (None: a new node) to ``after``.
+
+    - ``before`` must be within the guards (:func:`can_change`);
+    - with ``ALLOWED_SCOPES``, ``after.scope`` must be one of them (unscoped only if it was);
+    - with ``AGENT_SLUG``, ``after.agents`` must hold it and gain no other agent's tag.
+    """
+    if before is not None and not can_change(g, before):
+        raise WriteDenied(f"id: node '{node_id}' is outside what this process can read (ALLOWED_SCOPES / "
+                          "AGENT_SLUG); nothing was written")
+    if g.allowed_scopes is not None:
+        scope = after.get("scope")
+        kept_unscoped = scope is None and (before is not None and before.get("scope") is None
+                                           or not g.allowed_scopes)  # ALLOWED_SCOPES="": unscoped only
+        if not kept_unscoped and scope not in g.allowed_scopes:
+            raise WriteDenied(f"properties.scope: {scope!r} is outside this process's ALLOWED_SCOPES "
+                              f"({','.join(g.allowed_scopes) or 'none'}); nothing was written")
+    if g.agent_slug is not None:
+        agents = _agents(after.get("agents"))
+        had = set(_agents(before.get("agents"))) if before is not None else set()
+        gained = [a for a in agents if a != g.agent_slug and a not in had]
+        if g.agent_slug not in agents or gained:
+            raise WriteDenied(f"properties.agents: {agents!r} must keep this process's agent '{g.agent_slug}' "
+                              "and add no other agent; nothing was written")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a call runs as: built once where the call enters (an MCP server process, an HTTP
+    request, a CLI command) and passed down, so no layer re-reads the environment.
+
+    ``guards`` bind every read and write; ``session`` confines conversation tools to the
+    session's own conversation (public agents); ``session_node`` is the node id the session's
+    provenance hangs from (``SESSION_NODE_ID``).
+    """
+
+    guards: Guards
+    session: str | None = None
+    session_node: str | None = None
+
+    @property
+    def account_id(self) -> str:
+        return self.guards.account_id
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Principal:
+        """``ACCOUNT_ID`` / ``ALLOWED_SCOPES`` / ``AGENT_SLUG`` and the session variables.
+
+        ``SESSION_ID`` always confines. The channels runner sets ``PLUGHOST_SESSION_ID`` with
+        ``PLUGHOST_SESSION_ROLE`` on every turn; it confines unless that role is ``admin`` (an
+        absent role confines: the narrower reading wins).
+        """
+        env = os.environ if env is None else env
+        session = (env.get("SESSION_ID") or "").strip() or None
+        runner = (env.get("PLUGHOST_SESSION_ID") or "").strip()
+        if session is None and runner and (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() != "admin":
+            session = runner
+        return cls(Guards.from_env(env), session, (env.get("SESSION_NODE_ID") or "").strip() or None)
+
+
+def principal_of(env: Mapping[str, str] | None = None) -> Principal | None:
+    """The environment's principal, or None when ``ACCOUNT_ID`` is unset (callers say what needs it)."""
+    env = os.environ if env is None else env
+    if not (env.get("ACCOUNT_ID") or "").strip():
+        return None
+    return Principal.from_env(env)
 
 
 @dataclass

@@ -28,8 +28,17 @@ from typing import Any
 import numpy as np
 
 from host.errors import UserError
-from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node
-from host.log import log
+from host.graph import (
+    VECTOR_LABELS,
+    Guards,
+    Hit,
+    Neighbor,
+    Node,
+    WriteDenied,
+    can_change,
+    check_write,
+    write_defaults,
+)
 from plugins.graph import migrations
 from plugins.graph.common import (
     EXPAND_LIMIT,
@@ -237,8 +246,14 @@ class SqliteStore:
 
     # ------------------------------------------------------------------ writes
     def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, account_id: str,
-                    node_id: str | None = None, embedding: Sequence[float] | None = None) -> str:
+                    node_id: str | None = None, embedding: Sequence[float] | None = None,
+                    guards: Guards | None = None) -> str:
         """Create or merge a node (properties merge, ``None`` removes a key, labels union).
+
+        Ids are per account: another account's node with the same id is another node. With
+        ``guards`` (every write tool passes the process's), the write runs under them
+        (:func:`host.graph.check_write`): a stored node outside them, or a result outside them,
+        raises ``WriteDenied`` and nothing is written.
 
         Upserting a soft-deleted node revives it. A ``KnowledgeDocument`` written without
         ``node_id`` whose ``attachmentId`` matches an existing document of the account is a
@@ -246,23 +261,27 @@ class SqliteStore:
         to be replaced by what the caller writes next.
         """
         check_account(self.account_id, account_id, node=node_id)
+        _same_account(guards, account_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
         with self._write() as conn:
-            return self._upsert(conn, [item], account_id)[0][0]
+            return self._upsert(conn, [item], account_id, guards)[0][0]
 
-    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str) -> int:
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
         """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
 
         ``edges`` are ``{type, to, properties?}``; ``to`` names a node of the account (in the
-        batch or the store). Any invalid row or unknown edge target rejects the whole batch.
+        batch or the store; with ``guards``, one they can read). Any invalid row, unknown edge
+        target or (with ``guards``) guarded node rejects the whole batch.
         """
         check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
         items, edges = prepare_rows(rows, account_id)
         if not items:
             return 0
         with self._write() as conn:
-            ids, rids = self._upsert(conn, items, account_id)
-            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
+            ids, rids = self._upsert(conn, items, account_id, guards)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids,
+                                  guards)
             if missing:
                 i, j, _, to, _ = edges[missing[0]]
                 raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
@@ -281,24 +300,25 @@ class SqliteStore:
             missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
         return ids, missing
 
-    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared],
-                account_id: str) -> tuple[list[str], dict[str, int]]:
-        """Write prepared nodes inside the caller's transaction; returns their ids and rids."""
+    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str,
+                guards: Guards | None = None) -> tuple[list[str], dict[str, int]]:
+        """Write prepared nodes inside the caller's transaction; returns their ids and rids.
+
+        With ``guards``, every node is checked (:func:`host.graph.check_write`) against its
+        stored state read here, in the write transaction, before anything is written.
+        """
         now = time.time()
         for item in items:
             if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
-                item.id = self._reingest(conn, account_id, item.properties["attachmentId"])
+                item.id = self._reingest(conn, account_id, item.properties["attachmentId"], guards)
         ids = [item.id or new_id() for item in items]
         existing: dict[str, tuple[int, str, str, str]] = {}
         explicit = list(dict.fromkeys(item.id for item in items if item.id is not None))
         for part in _chunks(explicit):
             for row in conn.execute(
-                f"SELECT id, rid, account_id, labels, properties FROM nodes WHERE id IN ({_marks(len(part))})",
-                list(part),
+                f"SELECT id, rid, account_id, labels, properties FROM nodes WHERE id IN ({_marks(len(part))}) "
+                "AND account_id = ?", [*part, account_id],
             ):
-                if row[2] != account_id:
-                    log("graph-write", "reject", reason="invalid-account-id", node=row[0])
-                    raise UserError(f"id: node '{row[0]}' belongs to another account; writes must target ACCOUNT_ID")
                 existing[row[0]] = row[1:]
         next_rid = conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0] + 1
         # id -> [rid, labels, props, props_json or None, is_new, embedding]
@@ -324,6 +344,8 @@ class SqliteStore:
             cur[3] = None
             if item.embedding is not None:
                 cur[5] = item.embedding
+        if guards is not None:
+            self._check_guards(guards, state, existing)
         inserts, updates, vectors, side = [], [], [], []
         labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
@@ -371,6 +393,19 @@ class SqliteStore:
         return ids, {nid: cur[0] for nid, cur in state.items()}
 
     @staticmethod
+    def _check_guards(guards: Guards, state: dict[str, list[Any]], existing: Mapping[str, Sequence[Any]]) -> None:
+        """Every node of one write, from its stored state to the merged one, under the guards;
+        a narrowed process's new node gets its own scope / agent when it names none."""
+        for nid, cur in state.items():
+            before = json.loads(existing[nid][3]) if nid in existing else None
+            if before is None:
+                extra = write_defaults(guards, cur[2])
+                if extra:
+                    cur[2] = {**cur[2], **extra}
+                    cur[3] = None
+            check_write(guards, nid, before, cur[2])
+
+    @staticmethod
     def _write_vectors(conn: sqlite3.Connection, vectors: list[tuple[bytes, int, int]]) -> None:
         """``(float32 bytes, dims, rid)`` rows: the vector table and the node's ``dims``."""
         seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM node_vectors").fetchone()[0]
@@ -380,8 +415,13 @@ class SqliteStore:
         conn.executemany("UPDATE nodes SET dims = ? WHERE rid = ? AND dims IS NOT ?",
                          [(dims, rid, dims) for _, dims, rid in vectors])
 
-    def _reingest(self, conn: sqlite3.Connection, account_id: str, attachment_id: Any) -> str | None:
-        """Find the document an attachment was ingested as; drop its hierarchy for replacement."""
+    def _reingest(self, conn: sqlite3.Connection, account_id: str, attachment_id: Any,
+                  guards: Guards | None = None) -> str | None:
+        """Find the document an attachment was ingested as; drop its hierarchy for replacement.
+
+        With ``guards``, the document and every node of its hierarchy must be within them
+        (``WriteDenied`` otherwise): a re-ingest replaces them all.
+        """
         row = conn.execute(
             "SELECT n.rid, n.id FROM nodes n JOIN node_labels l ON l.node = n.rid AND l.label = 'KnowledgeDocument' "
             "WHERE n.account_id = ? AND json_extract(n.properties, '$.attachmentId') = ? "
@@ -390,10 +430,26 @@ class SqliteStore:
         ).fetchone()
         if row is None:
             return None
-        children = [r for r in self._hierarchy(conn, row[0], account_id) if r != row[0]]
+        tree = self._hierarchy(conn, row[0], account_id)
+        if guards is not None and len(self._within(conn, tree, guards)) != len(tree):
+            raise WriteDenied(f"attachmentId: document '{row[1]}' (or part of it) is outside what this process "
+                              "can read (ALLOWED_SCOPES / AGENT_SLUG); nothing was written")
+        children = [r for r in tree if r != row[0]]
         for part in _chunks(children):
             conn.execute(f"DELETE FROM nodes WHERE rid IN ({_marks(len(part))})", list(part))
         return row[1]
+
+    @staticmethod
+    def _within(conn: sqlite3.Connection, rids: Sequence[int], guards: Guards) -> list[int]:
+        """The rids among ``rids`` whose node is within the guards, soft delete aside (a cascade's reach)."""
+        if guards.allowed_scopes is None and guards.agent_slug is None:
+            return list(rids)
+        keep: set[int] = set()
+        for part in _chunks(list(rids)):
+            keep.update(rid for rid, props in conn.execute(
+                f"SELECT rid, properties FROM nodes WHERE rid IN ({_marks(len(part))})", list(part))
+                if can_change(guards, json.loads(props)))
+        return [r for r in rids if r in keep]
 
     def _hierarchy(self, conn: sqlite3.Connection, rid: int, account_id: str) -> list[int]:
         """The node and, for a KnowledgeDocument or Section, its Section → Chunk descendants.
@@ -448,16 +504,21 @@ class SqliteStore:
             return self._edges(conn, wanted, account_id)
 
     def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str,
-               known: Mapping[str, int] | None = None) -> list[int]:
-        """MERGE edges given by node ids; returns the positions in ``wanted`` with an unknown end."""
+               known: Mapping[str, int] | None = None, guards: Guards | None = None) -> list[int]:
+        """MERGE edges given by node ids; returns the positions in ``wanted`` with an unknown end.
+
+        With ``guards``, an end outside ``known`` counts only if the guards can read it (live):
+        an edge to a node the process cannot see is an edge to an unknown node.
+        """
         if not wanted:
             return []
         rids: dict[str, int] = dict(known or {})
         names = sorted(({w[0] for w in wanted} | {w[2] for w in wanted}) - rids.keys())
+        cond, params = guard_sql(guards) if guards is not None else ("n.account_id = ?", [account_id])
         for part in _chunks(names):
             rids.update(conn.execute(
-                f"SELECT id, rid FROM nodes WHERE +account_id = ? AND id IN ({_marks(len(part))})",
-                [account_id, *part]))
+                f"SELECT n.id, n.rid FROM nodes n WHERE n.id IN ({_marks(len(part))}) AND {cond}",
+                [*part, *params]))
         now = time.time()
         rows, missing = [], []
         get, dumps, add = rids.get, json.dumps, rows.append
@@ -560,7 +621,7 @@ class SqliteStore:
             row = conn.execute(f"SELECT n.rid FROM nodes n WHERE n.id = ? AND {cond}", [node_id, *params]).fetchone()
             if row is None:
                 return 0
-            rids = self._hierarchy(conn, row[0], g.account_id)
+            rids = self._within(conn, self._hierarchy(conn, row[0], g.account_id), g)  # the cascade stays inside
             touched = 0
             for part in _chunks(rids):
                 flip = "deleted_at IS NULL" if when is not None else "deleted_at IS NOT NULL"
@@ -932,6 +993,11 @@ class SqliteStore:
                 self._pool = None
 
 
+def _same_account(guards: Guards | None, account_id: str) -> None:
+    if guards is not None and guards.account_id != account_id:
+        raise WriteDenied(f"accountId: '{account_id}' is not the guards' account; writes must target ACCOUNT_ID")
+
+
 def vector_threads(env: Mapping[str, str]) -> int:
     """``PLUGHOST_VECTOR_THREADS``: threads that score one vector query (default: the cores, at most 4)."""
     raw = (env.get("PLUGHOST_VECTOR_THREADS") or "").strip()
@@ -1051,7 +1117,8 @@ class BulkImport:
         # A fast row whose id is already stored is an upsert: it joins the slow rows.
         if conn.execute("INSERT INTO stage.slow (seq, embedding) SELECT s.seq, 0 FROM stage.nodes s "
                         "WHERE s.seq NOT IN (SELECT w.seq FROM stage.slow w) "
-                        "AND EXISTS (SELECT 1 FROM main.nodes n WHERE n.id = s.id)").rowcount:
+                        "AND EXISTS (SELECT 1 FROM main.nodes n WHERE n.id = s.id AND +n.account_id = ?)",
+                        (account_id,)).rowcount:
             conn.execute("DELETE FROM stage.keywords WHERE seq IN (SELECT seq FROM stage.slow)")
         has_slow = conn.execute("SELECT EXISTS (SELECT 1 FROM stage.slow)").fetchone()[0]
         fast = "n.seq NOT IN (SELECT w.seq FROM stage.slow w)" if has_slow else "1"

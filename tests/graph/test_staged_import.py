@@ -278,14 +278,20 @@ def test_worker_runs_this_code_whatever_the_working_directory(tmp_path: Path, mo
     store.close()
 
 
-def test_foreign_id_aborts_the_batch_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("worker", [False, True])
+def test_another_accounts_id_is_a_new_node_of_this_account(tmp_path: Path, worker: bool) -> None:
+    """Ids are per account (SPEC 8.1): a line naming an id another account uses imports as this
+    account's own node; the other account's node is untouched, and nothing says it exists."""
     db = tmp_path / "g.sqlite"
     store = _seed(db)
     src = _write(tmp_path / "f.jsonl", [{"id": "ok1", "labels": ["Person"], "properties": {}},
-                                        {"id": "foreign", "labels": ["Person"], "properties": {}}])
-    with pytest.raises(UserError, match="belongs to another account"):
-        import_jsonl(store, src, account_id=ACCOUNT, progress=False, worker=False)
-    assert store.get("ok1", guards=Guards(ACCOUNT)) is None  # the batch rolled back whole
+                                        {"id": "foreign", "labels": ["Person"], "properties": {"name": "mine"}}])
+    summary = import_jsonl(store, src, account_id=ACCOUNT, progress=False, worker=worker)
+    assert (summary.nodes, summary.skipped) == (2, 0)
+    assert store.get("foreign", guards=Guards(ACCOUNT)).properties["name"] == "mine"
+    other = SqliteStore(db, env={"ACCOUNT_ID": OTHER})
+    assert other.get("foreign", guards=Guards(OTHER)).properties["name"] == "elsewhere"
+    other.close()
     assert store.integrity_check() == "ok"
     store.close()
 
