@@ -20,7 +20,7 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.embedding import Embedder
-    from host.graph import GraphStore
+    from host.graph import GraphStore, Guards
     from host.manager import Host
     from host.types import AgentRunner, ChannelAdapter, CliCommand, Gate, RetrievalBoost, Route, Tool
 
@@ -252,4 +252,27 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     **Fires:** once per admin turn, while the payload is composed.
 
     **Example:** ``return {"rules": [], "source": "no-owner", "owner": None}``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
+                             exclude: list[str]) -> list[dict[str, Any]] | None:
+    """The memory items to surface into a Claude Code prompt (the ``UserPromptSubmit`` hook).
+
+    **Parameters:** ``query`` — the prompt, or the session's previous query folded with a short
+    follow-up; ``guards`` — the account, scopes and agent of the prompt's config dir (a public
+    session's guards allow ``public`` only); every read must carry them; ``limit`` — items
+    wanted; ``exclude`` — ids already surfaced in this session (return others).
+
+    **Combines:** firstresult: the first non-None list wins (a brand's plugin overrides the
+    memory plugin's guarded ``memory-search``). Items are ``{id, label, title, text, score,
+    source}``; the caller drops repeats, fits them into the character budget and records them.
+    A raise surfaces nothing for that prompt (``[surface] op=error``), never blocks it.
+
+    **Fires:** once per prompt worth a search (greetings, acknowledgements, commands and very
+    short prompts are skipped first), in ``plughost serve``'s loopback listener or in the hook
+    process when no server runs.
+
+    **Example:** ``return [{"id": n.id, "label": "Note", "title": n.title, "text": n.body, "score": 1.0}]``.
     """

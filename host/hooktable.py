@@ -75,12 +75,14 @@ RERANK: OneHook[list[dict[str, Any]]] = OneHook("plughost_rerank")
 SCREEN_MESSAGE: OneHook[dict[str, Any]] = OneHook("plughost_screen_message")
 AGENT_RUNNER: OneHook[AgentRunner] = OneHook("plughost_agent_runner")
 ACTIVE_RULES: OneHook[dict[str, Any]] = OneHook("plughost_active_rules")
+SURFACE_CONTEXT: OneHook[list[dict[str, Any]]] = OneHook("plughost_surface_context")
 
 AnyHook = ListHook[Any] | EachHook | OneHook[Any] | ProviderHook[Any]
 
 TABLE: dict[str, AnyHook] = {
     h.name: h
     for h in (TOOLS, BOOT_GATES, ROUTES, CLI_COMMANDS, CHANNEL_ADAPTERS, RETRIEVAL_BOOSTS, STARTUP, SHUTDOWN,
-              STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES)
+              STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES,
+              SURFACE_CONTEXT)
 }
 """Every hook by name; a test pins it to the specs in :mod:`host.hookspecs`."""

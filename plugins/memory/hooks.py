@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from host.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
+    from host.graph import Guards
     from host.manager import Host
     from host.types import CliCommand, Tool
 
@@ -94,6 +95,31 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
     return conversation_tools(host)
 
 
-__all__ = ["plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
+@hookimpl
+def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
+                             exclude: list[str]) -> list[dict[str, Any]] | None:
+    """Prompt-time surfacing's items: a guarded memory-search (plugins/memory/surfacing/search.py)."""
+    from plugins.memory.surfacing.search import surface_items
+
+    return surface_items(host, query, guards, limit, exclude)
+
+
+@hookimpl(specname="plughost_startup")
+def plughost_startup_surfacing(host: Host) -> None:
+    """Under ``plughost serve``: the loopback listener the UserPromptSubmit hook asks first."""
+    from plugins.memory.surfacing.server import start
+
+    start(host)
+
+
+@hookimpl
+def plughost_shutdown(host: Host) -> None:
+    from plugins.memory.surfacing.server import stop
+
+    stop(host)
+
+
+__all__ = ["plughost_surface_context", "plughost_startup_surfacing", "plughost_shutdown",
+           "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
            "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations"]

@@ -1,0 +1,214 @@
+"""The ``UserPromptSubmit`` hook process: stdin in, ``hookSpecificOutput`` out, never a blocked prompt.
+
+Run as ``python -S plugins/memory/surfacing/client.py`` (``hooks/surface-prompt.sh``): only the
+standard library is imported on the warm path, so a call costs an interpreter start and one
+loopback round trip to ``plughost serve``. Without a listening server it loads the host in
+process (the cold path, bounded by ``PLUGHOST_SURFACE_COLD_TIMEOUT_MS``; ``PLUGHOST_SURFACE_COLD=0``
+turns it off). Whatever happens, the process exits 0: on a failure or timeout it prints nothing,
+which lets the prompt through unchanged. Each call logs one ``[surface] op=hook`` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+if __package__:
+    from plugins.memory.surfacing import context, rules
+else:  # run as a script: the sibling stdlib-only modules, without the host on sys.path
+    import context  # type: ignore[no-redef]
+    import rules  # type: ignore[no-redef]
+
+WARM_TIMEOUT_MS = 3000
+COLD_TIMEOUT_MS = 8000
+MAX_STDIN = 1 << 20
+_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@,[]()+*#%<>=!?~^|&'")
+
+
+def _fmt(value: Any) -> str:
+    """host.log's value rendering (kept here so the warm path never imports the host)."""
+    text = "—" if value is None else ("true" if value is True else "false" if value is False else str(value))
+    if text and all(ch in _SAFE or ord(ch) > 127 and not ch.isspace() for ch in text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def log_line(home: str | None, env: Mapping[str, str], **fields: Any) -> str:
+    line = "[surface] op=hook " + " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    if home and env.get("PLUGHOST_LOG_FILE", "1") != "0":
+        try:
+            os.makedirs(os.path.join(home, "logs"), exist_ok=True)
+            with open(os.path.join(home, "logs", "server.log"), "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError:
+            pass
+    return line
+
+
+def _ms(env: Mapping[str, str], name: str, default: int) -> float:
+    try:
+        return max(50, int(env.get(name, "") or default)) / 1000
+    except ValueError:
+        return default / 1000
+
+
+def parse_input(raw: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def build_request(hook: Mapping[str, Any], ctx: context.Context) -> dict[str, Any]:
+    def text(name: str) -> str:
+        value = hook.get(name)
+        return value if isinstance(value, str) else ""
+
+    return {"sessionId": text("session_id"), "prompt": text("prompt"), "cwd": text("cwd") or None,
+            **ctx.as_json()}
+
+
+class Unavailable(Exception):
+    """No warm server to ask (no discovery file, nothing listening): the cold path may run."""
+
+
+def ask_warm(home: str, request: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+    try:
+        with open(os.path.join(home, "run", "surface.json"), encoding="utf-8") as fh:
+            where = json.load(fh)
+        with open(os.path.join(home, "credentials", "surface-token"), encoding="utf-8") as fh:
+            token = fh.read().strip()
+        address = (str(where["host"]), int(where["port"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise Unavailable(type(exc).__name__) from None
+    try:
+        sock = socket.create_connection(address, timeout=timeout)
+    except ConnectionRefusedError:
+        raise Unavailable("refused") from None
+    with sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall((json.dumps({"token": token, "request": request}) + "\n").encode("utf-8"))
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
+    reply = json.loads(b"".join(chunks) or b"null")
+    if not isinstance(reply, dict):
+        raise ValueError("reply: not a JSON object")
+    return reply
+
+
+def run_cold(request: Mapping[str, Any], env: Mapping[str, str], home: str) -> dict[str, Any]:
+    """The host in this process: slower (plugins, store, embedder load) but the same answer."""
+    import site
+
+    site.main()  # started with -S: the install's site-packages (pluggy, numpy ...) now
+    root = env.get("PLATFORM_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    if os.path.isdir(os.path.join(root, "host")) and root not in sys.path:
+        sys.path.insert(0, root)
+    from host.manager import Host
+    from plugins.memory.surfacing.core import SurfaceRequest, surface
+
+    host_env = dict(env)
+    host_env["PLUGHOST_HOME"] = home
+    os.environ.update(host_env)  # host.log and config read the process env (the settings' env included)
+    host = Host(env=host_env).load()
+    try:
+        result = surface(host, SurfaceRequest.from_json(request))
+    finally:
+        host.close()
+    return {"ok": True, "output": result.output, "reason": result.reason, "items": len(result.items)}
+
+
+def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
+    started = time.perf_counter()
+    home: str | None = None
+
+    def done(path: str, **fields: Any) -> int:
+        log_line(home, env, path=path, **fields, ms=f"{(time.perf_counter() - started) * 1000:.1f}")
+        return 0
+
+    if env.get("PLUGHOST_SURFACE", "1").strip() == "0":
+        return done("off")
+    env = context.effective_env(env)
+    hook = parse_input(raw[:MAX_STDIN])
+    if hook is None:
+        return done("skip", reason="stdin-not-a-json-object")
+    ctx = context.resolve(env)
+    if ctx is None:
+        return done("skip", reason="no-account")
+    home = ctx.home
+    prompt = hook.get("prompt") if isinstance(hook.get("prompt"), str) else ""
+    first = rules.decide(prompt or "", "-")  # "-": would it be worth a search even as a follow-up?
+    if first.query is None:
+        return done("skip", reason=first.reason)
+    request = build_request(hook, ctx)
+    try:
+        reply = ask_warm(home, request, _ms(env, "PLUGHOST_SURFACE_TIMEOUT_MS", WARM_TIMEOUT_MS))
+        path = "warm"
+    except Unavailable as exc:
+        if env.get("PLUGHOST_SURFACE_COLD", "1").strip() == "0":
+            return done("none", reason=f"no-server:{exc}")
+        box: dict[str, Any] = {}
+
+        def cold() -> None:
+            try:
+                box["reply"] = run_cold(request, env, home or "")
+            except BaseException as exc:  # noqa: BLE001 - reported below, never raised
+                box["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:120]
+
+        worker = threading.Thread(target=cold, daemon=True)
+        worker.start()
+        worker.join(_ms(env, "PLUGHOST_SURFACE_COLD_TIMEOUT_MS", COLD_TIMEOUT_MS))
+        if worker.is_alive():
+            return done("cold", result="timeout")
+        if "error" in box:
+            return done("cold", result="error", detail=box["error"])
+        reply, path = box["reply"], "cold"
+    except (OSError, ValueError) as exc:  # timeout, reset, garbage: the prompt goes on without memory
+        reason = "timeout" if isinstance(exc, (TimeoutError, socket.timeout)) else type(exc).__name__
+        return done("warm", result="error", reason=reason)
+    if not reply.get("ok"):
+        return done(path, result="error", reason=reply.get("error"), detail=reply.get("detail"))
+    output = reply.get("output")
+    if isinstance(output, dict):
+        out.write(json.dumps(output, ensure_ascii=False))
+        out.flush()
+    return done(path, result="ok", reason=reply.get("reason"), items=reply.get("items", 0))
+
+
+def entry() -> None:
+    try:
+        raw = sys.stdin.buffer.read(MAX_STDIN + 1) if not sys.stdin.isatty() else b""
+    except (OSError, ValueError):
+        raw = b""
+    try:
+        main(raw, os.environ, sys.stdout)
+    except BaseException:  # noqa: BLE001 - a hook must never fail the prompt
+        pass
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(0)  # a cold thread still running must not hold the prompt
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,162 @@
+"""One surfacing call: decide, search through ``plughost_surface_context``, drop repeats, fit the budget.
+
+Shared by the warm loopback server and the cold in-process fallback, so both give the same
+answer. The output is Claude Code's ``UserPromptSubmit`` hook shape
+``{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ...}}``, or
+None when there is nothing to add. Every call logs one ``[surface]`` line.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from host import hooktable
+from host.config import env_int
+from host.graph import Guards
+from host.log import log
+from plugins.memory.surfacing import rules, sessions
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+
+EVENT = "UserPromptSubmit"
+DEFAULT_BUDGET = 2000
+"""``PLUGHOST_SURFACE_BUDGET``: characters of ``additionalContext`` at most."""
+DEFAULT_LIMIT = 4
+"""``PLUGHOST_SURFACE_LIMIT``: items at most per prompt."""
+ITEM_MAX_CHARS = 500
+HEADER = "Relevant memory (surfaced by plughost for this prompt; ids work with memory-search):"
+
+
+@dataclass(frozen=True)
+class SurfaceRequest:
+    session_id: str
+    prompt: str
+    account_id: str
+    scopes: tuple[str, ...] | None = None
+    agent: str | None = None
+    role: str | None = None
+    cwd: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SurfaceRequest:
+        """From the loopback wire shape; anything malformed is a ValueError naming the field."""
+        def text(name: str, required: bool = False) -> str | None:
+            value = data.get(name)
+            if value is None and not required:
+                return None
+            if not isinstance(value, str):
+                raise ValueError(f"{name}: expected a string")
+            return value
+
+        scopes = data.get("scopes")
+        if scopes is not None and not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
+            raise ValueError("scopes: expected a list of strings or null")
+        account = text("accountId", True) or ""
+        if not account:
+            raise ValueError("accountId: expected a non-empty string")
+        return cls(session_id=text("sessionId") or "", prompt=text("prompt") or "", account_id=account,
+                   scopes=tuple(scopes) if scopes is not None else None, agent=text("agent"),
+                   role=text("role"), cwd=text("cwd"))
+
+    def guards(self) -> Guards:
+        scopes = self.scopes
+        if self.role and self.role != "admin":  # a narrowed session sees public memory only
+            scopes = tuple(s for s in (scopes or ("public",)) if s == "public")
+        return Guards(self.account_id, scopes, self.agent)
+
+
+@dataclass
+class SurfaceResult:
+    output: dict[str, Any] | None
+    reason: str
+    items: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def render(items: list[dict[str, Any]], budget: int) -> tuple[str, list[dict[str, Any]]]:
+    """The context block and the items that fit ``budget`` characters (best first; a line that does
+    not fit whole is shortened, never its id)."""
+    lines = [HEADER]
+    used = len(HEADER)
+    kept: list[dict[str, Any]] = []
+    for item in items:
+        room = min(ITEM_MAX_CHARS, budget - used - 1)
+        line = item_line(item, room)
+        if line is None:
+            continue
+        lines.append(line)
+        used += 1 + len(line)
+        kept.append(item)
+    return ("\n".join(lines), kept) if kept else ("", [])
+
+
+def item_line(item: Mapping[str, Any], room: int = ITEM_MAX_CHARS) -> str | None:
+    """``- [Label] Title: text (id: X, from path)`` in at most ``room`` characters, or None."""
+    label = item.get("label") or "Node"
+    title = " ".join(str(item.get("title") or "").split())
+    text = " ".join(str(item.get("text") or "").split())
+    source = item.get("source")
+    head = f"- [{label}] {title}" if title else f"- [{label}]"
+    body = f": {text}" if text and text != title else ""
+    tail = f" (id: {item.get('id')}" + (f", from {source}" if source else "") + ")"
+    if len(head) + len(tail) + 40 > room and len(head) + len(body) + len(tail) > room:
+        return None
+    line = head + body
+    if len(line) + len(tail) > room:
+        line = line[: room - len(tail) - 1] + "…"
+    return line + tail
+
+
+def settings(env: Mapping[str, str]) -> tuple[int, int]:
+    return (env_int(env, "PLUGHOST_SURFACE_BUDGET", DEFAULT_BUDGET, low=200, high=100_000),
+            env_int(env, "PLUGHOST_SURFACE_LIMIT", DEFAULT_LIMIT, low=1, high=20))
+
+
+def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
+    """The whole call. Raises nothing the hook would have to handle except a host that cannot load."""
+    started = time.perf_counter()
+    budget, limit = settings(host.env)
+    home = Path(host.home)
+    path = sessions.session_path(home, request.account_id, request.session_id) if request.session_id else None
+    state = sessions.load(path) if path else sessions.SessionState()
+    decision = rules.decide(request.prompt, state.previous)
+    fields = {"session": request.session_id[:12] or None, "account": request.account_id[:8],
+              "scopes": ",".join(request.guards().allowed_scopes or ()) or ("admin" if request.guards().allowed_scopes
+                                                                            is None else "none")}
+    if decision.query is None:
+        result = SurfaceResult(None, decision.reason, stats={"ms": (time.perf_counter() - started) * 1000})
+        log("surface", "op=skip", reason=decision.reason, **fields, ms=f"{result.stats['ms']:.1f}")
+        return result
+    exclude = sorted(state.surfaced_set)
+    t = time.perf_counter()
+    try:
+        found = host.first(hooktable.SURFACE_CONTEXT, query=decision.query, guards=request.guards(),
+                           limit=limit, exclude=exclude)
+    except Exception as exc:
+        ms = (time.perf_counter() - started) * 1000
+        log("surface", "op=error", reason="search-failed", **fields,
+            detail=f"{type(exc).__name__}: {exc}"[:120], ms=f"{ms:.1f}")
+        return SurfaceResult(None, "search-failed", stats={"ms": ms})
+    search_ms = (time.perf_counter() - t) * 1000
+    seen = state.surfaced_set
+    fresh = []
+    for item in found or []:
+        if isinstance(item, Mapping) and isinstance(item.get("id"), str) and item["id"] not in seen:
+            seen.add(item["id"])
+            fresh.append(dict(item))
+    repeats = len(found or []) - len(fresh)
+    text, kept = render(fresh[:limit], budget)
+    if path is not None and (kept or decision.base):
+        sessions.append(path, {"query": decision.query, "base": decision.base, "folded": decision.folded,
+                               "items": [i["id"] for i in kept]})
+    ms = (time.perf_counter() - started) * 1000
+    log("surface", "op=surfaced" if kept else "op=empty", reason=decision.reason, **fields,
+        found=len(found or []), repeats=repeats, items=len(kept), chars=len(text), budget=budget,
+        folded=decision.folded, searchMs=f"{search_ms:.1f}", ms=f"{ms:.1f}")
+    output = {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": text}} if kept else None
+    return SurfaceResult(output, decision.reason, kept, {"ms": ms, "searchMs": search_ms, "repeats": repeats})

@@ -1,0 +1,73 @@
+"""The built-in ``plughost_surface_context``: a guarded ``memory-search`` shaped into surfacing items.
+
+The same pipeline as the tool (flags from the environment, boosts from the hook), with the
+caller's :class:`Guards` instead of the process's, no graph expansion (one more store call for
+context the agent can fetch itself) and no conversation messages (another session's chat is
+not knowledge, and a public session must not see a stranger's). A row is kept when its vector
+similarity reaches ``PLUGHOST_SURFACE_MIN_SIMILARITY`` (default 0.3) or, found by BM25 alone,
+when its BM25 score, min-max normalised among the rows that may surface, reaches 0.5: surfacing
+runs before every prompt, so a weak match is noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from host import hooktable
+from host.graph import Guards
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+
+SKIPPED_LABELS = frozenset({"Message", "Conversation", "WebchatMessage", "TelegramMessage", "WhatsAppMessage"})
+TITLE_KEYS = ("title", "name", "headline", "subject", "key")
+TEXT_KEYS = ("compiledTruth", "summary", "body", "content", "text", "description", "value", "bodyPreview")
+BM25_ONLY_FLOOR = 0.5
+DEFAULT_MIN_SIMILARITY = 0.3
+
+
+def _float(env: Any, name: str, default: float) -> float:
+    try:
+        return float(env.get(name, "") or default)
+    except ValueError:
+        return default
+
+
+def item_of(row: Any) -> dict[str, Any]:
+    props = row.props
+    labels = [label for label in row.node.labels]
+    title = next((str(props[k]) for k in TITLE_KEYS if props.get(k)), "")
+    text = next((props[k] for k in TEXT_KEYS if props.get(k)), "")
+    if isinstance(text, list):
+        text = ", ".join(str(x) for x in text)
+    return {"id": row.id, "label": labels[0] if labels else "Node", "title": title, "text": str(text)[:600],
+            "score": round(row.score, 4), "source": props.get("path") or props.get("sourcePath")}
+
+
+def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
+    from plugins.memory.retrieval.flags import SearchFlags
+    from plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest, search
+
+    flags = SearchFlags.from_env(host.env)
+    boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []
+    embedder = host.embedder()
+    want = min(MAX_LIMIT, 3 * limit + len(exclude))
+    outcome = search(host.store(), SearchRequest(query, want, expand_hops=0), guards=guards, embedder=embedder,
+                     flags=flags, extra_boosts=boosts, emit_log=False)
+    floor = _float(host.env, "PLUGHOST_SURFACE_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY)
+    skip = set(exclude)
+    rows = [r for r in outcome.rows if not SKIPPED_LABELS.intersection(r.node.labels)]
+    low, high = min((r.bm25 for r in rows), default=0.0), max((r.bm25 for r in rows), default=0.0)
+    items = []
+    for row in rows:
+        if row.id in skip:
+            continue
+        bm25 = 1.0 if high <= low else (row.bm25 - low) / (high - low)  # among the rows that may surface
+        strong = row.vector >= floor if row.vector else bm25 >= BM25_ONLY_FLOOR
+        if not strong:
+            continue
+        items.append(item_of(row))
+        if len(items) >= limit:
+            break
+    return items

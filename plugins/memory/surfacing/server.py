@@ -1,0 +1,182 @@
+"""The warm path: a loopback listener inside ``plughost serve`` that answers surfacing calls.
+
+The hook process is short-lived; the store, its vector matrix and the embedder are not. So
+``plughost serve`` (the memory plugin's startup hook) listens on ``127.0.0.1`` on a free port
+and writes ``<PLUGHOST_HOME>/run/surface.json`` (``{host, port, pid}``); a hook reads it and
+sends one JSON line, ``{"token", "request"}``, and reads one JSON line back. The token lives
+in ``<PLUGHOST_HOME>/credentials/surface-token`` (0600): a caller that can read it can read the
+store file as well, so it proves exactly the access the answer needs. The listener is plain
+``socketserver`` on purpose: one round trip, no HTTP framing, no event loop to share.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import secrets
+import socket
+import socketserver
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from host.log import log
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+
+MAX_REQUEST = 256 * 1024
+STATE_KEY = "memory.surface-server"
+
+
+def discovery_path(home: Path) -> Path:
+    return home / "run" / "surface.json"
+
+
+def token_path(home: Path) -> Path:
+    return home / "credentials" / "surface-token"
+
+
+def ensure_token(home: Path) -> str:
+    """The install's surfacing token, created exclusively (0600 in a 0700 folder) on first use."""
+    path = token_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip()
+    token = secrets.token_hex(32)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    return token
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        line = self.rfile.readline(MAX_REQUEST + 1)
+        reply = self.server.owner.answer(line)
+        try:
+            self.wfile.write((json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8"))
+        except OSError:
+            pass
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: SurfaceServer
+
+
+class SurfaceServer:
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.home = Path(host.home)
+        self.token = ""
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def start(self) -> SurfaceServer:
+        self.token = ensure_token(self.home)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.owner = self
+        self._thread = threading.Thread(target=self._server.serve_forever, name="surface-server", daemon=True)
+        self._thread.start()
+        host, port = self.address
+        path = discovery_path(self.home)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"host": host, "port": port, "pid": os.getpid(), "startedAt": time.time()}),
+                       encoding="utf-8")
+        os.replace(tmp, path)
+        log("surface", "op=listening", address=f"{host}:{port}", discovery=str(path))
+        threading.Thread(target=self.warm, name="surface-warm", daemon=True).start()
+        return self
+
+    def warm(self) -> None:
+        """Load the store's matrix and the embedder before the first prompt needs them."""
+        from host.graph import Guards
+        from plugins.memory.surfacing.search import surface_items
+
+        started = time.perf_counter()
+        account = (self.host.env.get("ACCOUNT_ID") or "").strip()
+        try:
+            if account:
+                surface_items(self.host, "warm up", Guards(account), 1, ())
+            elif self.host.embedder() is not None:
+                self.host.embedder().embed(["warm up"])
+        except Exception as exc:  # warming is an optimisation; the first call pays instead
+            log("surface", "op=warm", result="error", detail=f"{type(exc).__name__}: {exc}"[:120])
+            return
+        log("surface", "op=warm", result="ok", account=account[:8] or None,
+            ms=f"{(time.perf_counter() - started) * 1000:.0f}")
+
+    def answer(self, line: bytes) -> dict[str, Any]:
+        from plugins.memory.surfacing.core import SurfaceRequest, surface
+
+        if len(line) > MAX_REQUEST:
+            return {"ok": False, "error": "too-large", "detail": f"request: more than {MAX_REQUEST} bytes"}
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("expected a JSON object")
+        except ValueError as exc:
+            return {"ok": False, "error": "bad-request", "detail": f"request: {exc}"[:200]}
+        token = data.get("token")
+        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
+            log("surface", "op=refused", reason="bad-token")
+            return {"ok": False, "error": "unauthorized", "detail": "token: missing or wrong"}
+        try:
+            request = SurfaceRequest.from_json(data.get("request") or {})
+        except (ValueError, AttributeError) as exc:
+            return {"ok": False, "error": "bad-request", "detail": f"request.{exc}"[:200]}
+        try:
+            result = surface(self.host, request)
+        except Exception as exc:
+            log("surface", "op=error", reason="internal", detail=f"{type(exc).__name__}: {exc}"[:120])
+            return {"ok": False, "error": "internal", "detail": type(exc).__name__}
+        return {"ok": True, "output": result.output, "reason": result.reason, "items": len(result.items),
+                "ms": round(result.stats.get("ms", 0.0), 1)}
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        path = discovery_path(self.home)
+        try:
+            if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                path.unlink()
+        except (OSError, ValueError):
+            pass
+        self._server = None
+        log("surface", "op=stopped")
+
+
+def start(host: Host) -> None:
+    """Start the listener once per serving host (``PLUGHOST_SURFACE_SERVER=0`` turns it off).
+
+    Only under ``plughost serve`` (its app put ``runtime`` in ``host.state``): ``plughost boot``
+    runs the startup hooks too, and a listener that lives for one boot is of no use.
+    """
+    if host.env.get("PLUGHOST_SURFACE_SERVER", "1").strip() == "0" or STATE_KEY in host.state:
+        return
+    if "runtime" not in host.state and host.env.get("PLUGHOST_SURFACE_SERVER") != "1":
+        return
+    host.state[STATE_KEY] = SurfaceServer(host).start()
+
+
+def stop(host: Host) -> None:
+    server = host.state.pop(STATE_KEY, None)
+    if server is not None:
+        server.stop()
