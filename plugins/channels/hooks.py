@@ -16,9 +16,9 @@ def plughost_cli_commands(host):  # type: ignore[no-untyped-def]
 
 @hookimpl
 def plughost_agent_runner(host):  # type: ignore[no-untyped-def]
-    from plugins.channels.runner import CommandRunner
+    from plugins.channels.runner import builtin_runner
 
-    return CommandRunner.from_env(host.env)
+    return builtin_runner(host)
 
 
 @hookimpl
@@ -30,16 +30,23 @@ def plughost_channel_adapters(host):  # type: ignore[no-untyped-def]
 
 @hookimpl
 def plughost_startup(host):  # type: ignore[no-untyped-def]
-    """Resume the turns a stopped server left unanswered (SPEC 10.1: nothing accepted is lost)."""
+    """`plughost serve`: resume the turns a stopped server left unanswered (SPEC 10.1: nothing accepted
+    is lost), run the scheduler on the server's loop, warm the agent runner up in the background."""
+    from plugins.channels import scheduler
     from plugins.channels.delivery import start_resume
+    from plugins.channels.runner import warm_in_background
 
     start_resume(host)
+    scheduler.start(host)
+    warm_in_background(host)
 
 
 @hookimpl
 def plughost_shutdown(host):  # type: ignore[no-untyped-def]
+    from plugins.channels import scheduler
     from plugins.channels.server import close
 
+    scheduler.stop(host)
     close(host)
 
 

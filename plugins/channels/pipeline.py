@@ -294,7 +294,7 @@ class Gateway:
         payload = {
             "sessionId": session, "accountId": self.account_id, "channel": msg.channel, "sender": msg.sender,
             "role": who.role, "userId": who.user_id, "messageId": mid, "payload": text,
-            "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
+            "text": msg.text, "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
         }
         try:
             async with self.agent_slots:
@@ -382,15 +382,21 @@ def gateway(host: Any) -> Gateway:
 
 
 async def dispatch_scheduled(host: Any, *, channel: str, sender: str, event: str, text: str,
-                             owner_user_id: str | None = None, target: Mapping[str, Any] | None = None) -> Turn:
-    """The scheduler's dispatcher: the only code that stamps a :class:`ScheduleProvenance`."""
+                             owner_user_id: str | None = None, target: Mapping[str, Any] | None = None,
+                             platform_id: str | None = None) -> Turn:
+    """The scheduler's dispatcher: the only code that stamps a :class:`ScheduleProvenance`.
+
+    ``platform_id`` names the dispatch (the schedule entry's id): dispatching it again maps onto
+    the stored message and runs no second turn (status ``duplicate``).
+    """
     gw = gateway(host)
     account = gw.require_account()
     stamp = now_iso()
     provenance = ScheduleProvenance(account, event, owner_user_id, stamp)
-    msg = Inbound(channel=channel, sender=sender, text=text, platform_id=f"schedule:{event}:{stamp}",
+    msg = Inbound(channel=channel, sender=sender, text=text, platform_id=platform_id or f"schedule:{event}:{stamp}",
                   sent_at=stamp, target=dict(target or {}), provenance=provenance)
     log("channels", "op=schedule-dispatch", channel=channel, event=event)
-    _mid, _dup, task = await gw.accept(msg)
-    assert task is not None
+    mid, duplicate, task = await gw.accept(msg)
+    if duplicate or task is None:
+        return Turn(mid, "admin", "duplicate")
     return await task

@@ -1,9 +1,12 @@
 """The agent runner (SPEC 10.5) and per-sender ordering.
 
 A runner is any object with ``async run(session_id, payload) -> str``; the
-``plughost_agent_runner`` hook supplies one, and :class:`CommandRunner` is the default: it
-starts ``PLUGHOST_AGENT_COMMAND`` per turn, writes the payload JSON to its stdin and reads the
-reply from its stdout, within ``PLUGHOST_AGENT_TIMEOUT`` seconds. Every sender has one
+``plughost_agent_runner`` hook supplies one. The channels plugin's own provider picks one of
+three by ``PLUGHOST_AGENT`` (:func:`builtin_runner`): ``memory`` (the default; answers from the
+account's memory, :mod:`plugins.channels.memory_runner`), ``claude`` (the Claude Code CLI,
+:mod:`plugins.channels.claude_runner`) or ``command`` (:class:`CommandRunner`: starts
+``PLUGHOST_AGENT_COMMAND`` per turn, writes the payload JSON to its stdin and reads the
+reply from its stdout, within ``PLUGHOST_AGENT_TIMEOUT`` seconds). Every sender has one
 session with a deterministic id, so a sender's turns share their agent context across
 restarts. :class:`KeyedSerializer` keeps one sender's turns strictly in order while different
 senders run in parallel.
@@ -22,6 +25,7 @@ from typing import Any, TypeVar
 
 from host import hooktable
 from host.errors import UserError
+from host.log import log
 
 T = TypeVar("T")
 SESSION_NAMESPACE = uuid.UUID("5b0d8f4e-6a51-4c1e-9a57-0c3f1f2b7d10")
@@ -39,6 +43,8 @@ def session_id_for(account_id: str, sender_key: str) -> str:
 
 class CommandRunner:
     """Runs a command per turn: stdin = payload JSON, stdout = reply."""
+
+    name = "command"
 
     def __init__(self, command: list[str] | None, *, timeout: float = DEFAULT_TIMEOUT,
                  env: Mapping[str, str] | None = None) -> None:
@@ -94,13 +100,76 @@ def kill_group(pid: int) -> None:
         pass
 
 
+AGENTS = ("memory", "claude", "command")
+
+
+class BrokenRunner:
+    """Stands in for a runner that could not be built: every turn fails with the reason (polite fallback)."""
+
+    name = "broken"
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
+        raise RunnerError(f"not-configured: {self.reason}")
+
+
+def agent_choice(env: Mapping[str, str]) -> str:
+    """``PLUGHOST_AGENT``; unset means ``command`` when ``PLUGHOST_AGENT_COMMAND`` is set, else ``memory``."""
+    raw = (env.get("PLUGHOST_AGENT") or "").strip().lower()
+    if not raw:
+        return "command" if (env.get("PLUGHOST_AGENT_COMMAND") or "").strip() else "memory"
+    if raw not in AGENTS:
+        raise UserError(f"PLUGHOST_AGENT: expected one of {' | '.join(AGENTS)} (got {raw!r})")
+    return raw
+
+
+def builtin_runner(host: Any) -> Any:
+    """The built-in runner ``PLUGHOST_AGENT`` names; a configuration error becomes a :class:`BrokenRunner`."""
+    try:
+        choice = agent_choice(host.env)
+        if choice == "memory":
+            from plugins.channels.memory_runner import MemoryRunner
+
+            return MemoryRunner(host)
+        if choice == "claude":
+            from plugins.channels.claude_runner import ClaudeRunner
+
+            return ClaudeRunner.from_env(host.env, home=host.home)
+        return CommandRunner.from_env(host.env)
+    except UserError as exc:
+        return BrokenRunner(str(exc))
+
+
+def runner_name(runner: Any) -> str:
+    return str(getattr(runner, "name", type(runner).__name__))
+
+
 def get_runner(host: Any) -> Any:
     """The runner from the ``plughost_agent_runner`` hook (cached on the host)."""
     runner = host.state.get("channels.runner")
     if runner is None:
-        runner = host.first(hooktable.AGENT_RUNNER) or CommandRunner.from_env(host.env)
+        runner = host.first(hooktable.AGENT_RUNNER) or builtin_runner(host)
         host.state["channels.runner"] = runner
+        extra = {"reason": runner.reason} if isinstance(runner, BrokenRunner) else {}
+        log("channels", "op=runner", agent=runner_name(runner), **extra)
     return runner
+
+
+def warm_in_background(host: Any) -> None:
+    """Build the runner now and let it load what its first turn needs (a model, a narrowed host) off the loop."""
+    import threading
+
+    def warm() -> None:
+        try:
+            runner = get_runner(host)
+            if hasattr(runner, "warm"):
+                runner.warm()
+        except Exception as exc:  # the first turn will fail the same way, politely and logged
+            log("channels", "op=runner-warm-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+
+    threading.Thread(target=warm, name="channels-runner-warm", daemon=True).start()
 
 
 class KeyedSerializer:

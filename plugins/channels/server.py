@@ -56,3 +56,7 @@ def close(host: Any) -> None:
     gw = host.state.pop("channels.gateway", None)
     if gw is not None:
         gw.close()
+    narrowed = host.state.pop("channels.public-host", None)  # the memory runner's public-scope host
+    if narrowed is not None:
+        with contextlib.suppress(Exception):
+            narrowed.close()

@@ -1,0 +1,267 @@
+"""The ``memory`` agent runner (``PLUGHOST_AGENT=memory``, the default): answers from the account's memory.
+
+No language model: the visitor's question goes through the same ``memory-search`` tool the
+agents call, under the role's guards (a public visitor's search runs in a host narrowed to
+``ALLOWED_SCOPES=public``), and the reply is the best-matching passage, cut to whole sentences,
+with its source named. A passage counts as an answer only when it covers at least
+``PLUGHOST_AGENT_MIN_MATCH`` (default 0.5) of the question's content words; below that the
+reply says so and offers to pass the question on. Every word of a reply is either the stored
+passage or one of the fixed sentences below, so nothing is invented. Greetings get a greeting
+naming the brand's ``productName``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from host.errors import UserError
+from host.log import log
+from plugins.channels.runner import RunnerError
+
+SEARCH_TOOL = "memory-search"
+FIELDS = ["title", "body", "content", "name", "description", "path"]
+# conversation records are memory too, but never an answer to a visitor's question
+NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessage", "Conversation",
+                 "Preference", "Outcome", "Session", "Turn"}
+MAX_REPLY_CHARS = 480
+DEFAULT_MIN_MATCH = 0.5
+
+GREETING = "Hello, and welcome to {product}! Ask me anything, for example about opening hours or orders."
+DONT_KNOW = ("Sorry, I don't know the answer to that. I can pass your question on to the team: "
+             "reply with your email or phone number and they will get back to you.")
+SOURCE = "(Source: {source})"
+
+HEADER = re.compile(r"^\[(?P<labels>[^\]]*)\] \(id: (?P<id>[^)]*)\) \(score: (?P<score>[0-9.]+)\)$")
+KEY = re.compile(r"^(?P<key>[a-z][A-Za-z0-9]*): (?P<value>.*)$")
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+GREETINGS = {"hi", "hello", "hey", "hiya", "howdy", "hallo", "hola", "bonjour", "ciao", "salut", "moin",
+             "morning", "evening", "afternoon", "day", "good", "there", "greetings", "yo", "everyone", "all"}
+GREETING_OPENERS = {"hi", "hello", "hey", "hiya", "howdy", "hallo", "hola", "bonjour", "ciao", "salut", "moin",
+                    "greetings", "yo", "good", "morning", "evening"}
+STOP_WORDS = set("""a about above after again all also am an and any are as at be been before being below
+between both but by can could did do does doing done for from get got had has have having he her here hers
+him his how i if in into is it its just know let like me might more most much must my need no nor not now of
+off on once only or other our ours out over own please same shall she should so some such tell than thank
+thanks that the their theirs them then there these they this those through to too under until up us very
+want was we were what when where which while who whom why will with would yes you your yours""".split())
+
+
+@dataclass
+class Passage:
+    """One search result as the runner reads it from the tool's text."""
+
+    labels: tuple[str, ...]
+    node_id: str
+    score: float
+    props: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        for key in ("body", "content", "description"):
+            if self.props.get(key):
+                return self.props[key].strip()
+        return ""
+
+    @property
+    def source(self) -> str:
+        raw = self.props.get("path", "")
+        if raw.startswith("["):
+            import json
+
+            try:
+                parts = [str(p) for p in json.loads(raw) if p]
+            except ValueError:
+                parts = []
+            if parts:
+                return " › ".join(parts)
+        return self.props.get("title") or self.props.get("name") or self.node_id
+
+
+def parse_results(text: str) -> list[Passage]:
+    """The tool's text format (``[Labels] (id: ..) (score: ..)`` then ``key: value`` lines) as passages.
+
+    Only keys the runner asked for start a property, so a passage line that happens to look like
+    ``word: value`` stays part of the value above it.
+    """
+    out: list[Passage] = []
+    current: Passage | None = None
+    key: str | None = None
+    for line in text.splitlines():
+        head = HEADER.match(line)
+        if head:
+            labels = tuple(s.strip() for s in head["labels"].split(",") if s.strip())
+            current = Passage(labels, head["id"], float(head["score"]))
+            out.append(current)
+            key = None
+            continue
+        if current is None or line == "---":
+            key = None if line == "---" else key
+            continue
+        prop = KEY.match(line)
+        if prop and prop["key"] in FIELDS:
+            key = prop["key"]
+            current.props[key] = prop["value"]
+        elif key is not None:
+            current.props[key] += "\n" + line
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    seen: list[str] = []
+    for w in _words(text):
+        if w not in STOP_WORDS and len(w) > 1 and w not in seen:
+            seen.append(w)
+    return seen
+
+
+def same_word(a: str, b: str) -> bool:
+    """Equal, or one inflection of the other (open/opening, cake/cakes, deliver/delivery)."""
+    if a == b:
+        return True
+    if min(len(a), len(b)) < 4:
+        return False
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return common >= max(4, min(len(a), len(b)) - 1)
+
+
+def coverage(question: list[str], passage: str) -> float:
+    """The share of the question's content words that the passage contains."""
+    if not question:
+        return 0.0
+    words = set(_words(passage))
+    hits = sum(1 for q in question if any(same_word(q, w) for w in words))
+    return hits / len(question)
+
+
+def sentences(text: str) -> list[str]:
+    parts: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            parts.extend(s.strip() for s in SENTENCE_END.split(line) if s.strip())
+    return parts
+
+
+def trim(text: str, question: list[str], limit: int = MAX_REPLY_CHARS) -> str:
+    """Whole sentences of the passage within ``limit``: all of them if they fit, else the best-matching ones in order."""
+    parts = sentences(text)
+    if sum(len(p) + 1 for p in parts) <= limit:
+        return " ".join(parts)
+    ranked = sorted(range(len(parts)), key=lambda i: (-coverage(question, parts[i]), i))
+    keep: list[int] = []
+    used = 0
+    for i in ranked:
+        if used + len(parts[i]) + 1 <= limit or not keep:
+            keep.append(i)
+            used += len(parts[i]) + 1
+    return " ".join(parts[i] for i in sorted(keep))
+
+
+def is_greeting(text: str) -> bool:
+    """A message that is only a greeting ("Hi", "Hello there!", "Good morning")."""
+    words = _words(text)
+    if not words or len(words) > 4 or words[0] not in GREETING_OPENERS or not all(w in GREETINGS for w in words):
+        return False
+    return words[0] != "good" or (len(words) > 1 and words[1] in {"morning", "afternoon", "evening", "day"})
+
+
+def product_name(env: Mapping[str, str]) -> str:
+    """The brand's ``productName`` (``PLUGHOST_BRAND``, default the default brand)."""
+    from host.bundler import load_brand, resolve_brand
+
+    try:
+        return load_brand(resolve_brand(env.get("PLUGHOST_BRAND") or "default")).product
+    except Exception:  # a broken brand file is the gates' business; the greeting stays generic
+        return "our service"
+
+
+class MemoryRunner:
+    """Replies from memory: the best passage in whole sentences and its source, or "I don't know"."""
+
+    name = "memory"
+
+    def __init__(self, host: Any) -> None:
+        self.host = host
+        raw = host.env.get("PLUGHOST_AGENT_MIN_MATCH") or str(DEFAULT_MIN_MATCH)
+        try:
+            self.min_match = float(raw)
+        except ValueError:
+            raise UserError(f"PLUGHOST_AGENT_MIN_MATCH: expected a number between 0 and 1 (got {raw!r})") from None
+        self.product = product_name(host.env)
+
+    def warm(self) -> None:
+        """Load the embedder and the public-scope host before the first visitor asks."""
+        self.search("opening hours", "public")
+
+    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
+        question = str(payload.get("text") or payload.get("payload") or "").strip()
+        role = str(payload.get("role") or "public")
+        if is_greeting(question):
+            return GREETING.format(product=self.product)
+        return await asyncio.to_thread(self.answer, question, role)
+
+    def answer(self, question: str, role: str) -> str:
+        words = content_words(question)
+        if not words:
+            return DONT_KNOW
+        text = self.search(question, role)
+        best: tuple[float, int, float] | None = None
+        chosen: Passage | None = None
+        for p in parse_results(text):
+            if set(p.labels) & NOT_KNOWLEDGE or not p.text:
+                continue
+            key = (coverage(words, f"{p.props.get('title', '')} {p.text}"), int("title" in p.props), p.score)
+            if best is None or key > best:
+                best, chosen = key, p
+        if chosen is None or best is None or best[0] < self.min_match:
+            log("channels", "op=memory-answer", outcome="dont-know", match=round(best[0], 2) if best else 0)
+            return DONT_KNOW
+        log("channels", "op=memory-answer", outcome="answer", match=round(best[0], 2), source=chosen.node_id)
+        return f"{trim(chosen.text, words)}\n{SOURCE.format(source=chosen.source)}"
+
+    def search(self, question: str, role: str) -> str:
+        from host import hooktable
+        from host.tooltable import call_tool
+
+        host = self.host if role == "admin" else public_host(self.host)
+        owners = [c.plugin for c in host.collect(hooktable.TOOLS) if c.item.name == SEARCH_TOOL]
+        if not owners:
+            raise RunnerError(f"not-configured: no plugin serves {SEARCH_TOOL} (is the memory plugin disabled?)")
+        result = call_tool(host, owners[0], SEARCH_TOOL,
+                           {"query": question[:1000], "limit": 30, "expandHops": 0, "fields": FIELDS})
+        return result if isinstance(result, str) else ""
+
+
+def public_host(host: Any) -> Any:
+    """A host like ``host`` whose guards allow public scope only (built once, closed at shutdown).
+
+    The search tool reads its guards from its host's environment, so a visitor's search runs in
+    a host whose ``ALLOWED_SCOPES`` is ``public`` (narrowed further if the process already is).
+    It shares the process's embedder, so the model is loaded once.
+    """
+    narrowed = host.state.get("channels.public-host")
+    if narrowed is None:
+        from host import config
+        from host.manager import Host
+
+        allowed = config.csv_list(host.env.get("ALLOWED_SCOPES"))
+        scopes = "public" if allowed is None or "public" in allowed else ""
+        env = {**host.env, "ALLOWED_SCOPES": scopes}
+        narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,
+                        entry_points=host.entry_points).load()
+        narrowed._embedder = host.embedder() or False  # one model per process
+        narrowed = host.state.setdefault("channels.public-host", narrowed)
+    return narrowed
