@@ -1,71 +1,90 @@
 #!/usr/bin/env bash
-# The main job in one command (scaffolding; each step runs when its command is installed):
-#   demo account -> default brand bundled + installed into a local Claude Code config dir
-#   -> boot gates -> `plughost serve` on 127.0.0.1 -> URLs and a sample memory-search.
+# The main job in one command: demo account and brand site -> default brand bundled + installed
+# into a local Claude Code config dir -> boot gates -> `plughost serve` on 127.0.0.1 -> the URLs,
+# a chat that answers from the demo's memory, and the sample search to paste.
 #
 #   scripts/run.sh                 # data in ./.plughost-demo, port 8787
 #   PORT=0 scripts/run.sh          # any free port
 #   PLUGHOST_HOME=/tmp/x BRAND=studio scripts/run.sh
+#   PLUGHOST_AGENT=claude scripts/run.sh   # the webchat's agent: memory (default) | claude | command
 #
-# Ctrl-C (or SIGTERM) stops the server gracefully.
+# Details go to $PLUGHOST_HOME/run.log. Ctrl-C (or SIGTERM) stops the server and everything it started.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 PY="$ROOT/.venv/bin/python"
 
-export PLUGHOST_HOME="${PLUGHOST_HOME:-$ROOT/.plughost-demo}"
+PLUGHOST_HOME="${PLUGHOST_HOME:-$ROOT/.plughost-demo}"
+mkdir -p "$PLUGHOST_HOME"
+PLUGHOST_HOME="$(cd "$PLUGHOST_HOME" && pwd)"  # absolute: the commands below run from the checkout
+export PLUGHOST_HOME
 export ACCOUNT_ID="${ACCOUNT_ID:-demo}"
 BRAND="${BRAND:-default}"
+export PLUGHOST_BRAND="$BRAND"
 PORT="${PORT:-8787}"
 CONFIG_DIR="${CONFIG_DIR:-$PLUGHOST_HOME/claude-config}"
 PAYLOAD="$PLUGHOST_HOME/payload-$BRAND"
 QUERY="${QUERY:-opening hours}"
-mkdir -p "$PLUGHOST_HOME"
+cd "$ROOT"
+LOG="$PLUGHOST_HOME/run.log"
+OUT="$PLUGHOST_HOME/serve-stdout.txt"
+: >"$LOG"
+: >"$OUT"
 
-ph() { (cd "$ROOT" && "$PY" -m host.cli "$@"); }
-has() { ph "$1" --help >/dev/null 2>&1; }
-step() { printf '==> %s\n' "$*"; }
-skip() { printf '    (skipped: `plughost %s` is not available in this checkout)\n' "$1"; }
-
-step "demo account '$ACCOUNT_ID' and its knowledge graph"
-if has demo; then ph demo; else
-  skip demo
-  if has account && [[ ! -f "$PLUGHOST_HOME/accounts/$ACCOUNT_ID/account.json" ]]; then
-    ph account create "$ACCOUNT_ID"
+SERVE=""
+stop() {  # the server and everything it started (agents run in their own groups; serve ends them)
+  if [[ -n "$SERVE" ]] && kill -0 "$SERVE" 2>/dev/null; then
+    kill -TERM "$SERVE" 2>/dev/null || true
+    wait "$SERVE" 2>/dev/null || true
   fi
-fi
+  SERVE=""
+}
+trap 'stop; exit 130' INT
+trap 'stop; exit 143' TERM
+trap stop EXIT
 
-step "bundle brand '$BRAND' -> $PAYLOAD"
-if has bundle; then ph bundle "$BRAND" --out "$PAYLOAD"; else skip bundle; fi
+ph() { "$PY" -m host.cli "$@"; }
+step() { printf '==> %s\n' "$*"; }
+quiet() {  # run a plughost command, its output to the log; on failure show the log's tail
+  if ! ph "$@" >>"$LOG" 2>&1; then
+    printf 'plughost %s failed; the last lines of %s:\n' "$1" "$LOG" >&2
+    tail -n 15 "$LOG" >&2
+    exit 1
+  fi
+}
+elapsed() { printf '%.1fs' "$(( $(date +%s%N) - T0 ))e-9"; }
+T0=$(date +%s%N)
 
-step "install into $CONFIG_DIR"
-if has install && [[ -d "$PAYLOAD" ]]; then
-  ph install "$PAYLOAD" --config-dir "$CONFIG_DIR" --account "$ACCOUNT_ID"
-else skip install; fi
+step "demo account '$ACCOUNT_ID', its knowledge and brand site"
+ph demo --query "$QUERY" 2>>"$LOG" | sed 's/^/    /'
+step "bundle brand '$BRAND' and install it into $CONFIG_DIR"
+quiet bundle "$BRAND" --out "$PAYLOAD"
+quiet install "$PAYLOAD" --config-dir "$CONFIG_DIR" --account "$ACCOUNT_ID"
 
 step "serve (gates first) on 127.0.0.1:$PORT"
-LOG="$PLUGHOST_HOME/serve-stdout.txt"
-: >"$LOG"
-ph serve --host 127.0.0.1 --port "$PORT" --config-dir "$CONFIG_DIR" --brand "$BRAND" >"$LOG" &
+# a simple command, not a function or subshell: `$!` is the server's own PID, so the trap reaches it
+"$PY" -m host.cli serve --host 127.0.0.1 --port "$PORT" --config-dir "$CONFIG_DIR" --brand "$BRAND" >"$OUT" 2>>"$LOG" &
 SERVE=$!
-trap 'kill -TERM "$SERVE" 2>/dev/null || true; wait "$SERVE" 2>/dev/null || true' INT TERM
-for _ in $(seq 1 300); do
-  grep -q "serving on" "$LOG" && break
+for _ in $(seq 1 600); do
+  grep -q "serving on" "$OUT" && break
   if ! kill -0 "$SERVE" 2>/dev/null; then
-    wait "$SERVE" || exit $?
+    grep -E 'startup-self-test|FATAL|refus' "$LOG" | sed 's/^/    /' >&2 || true
+    printf 'plughost serve stopped; see %s\n' "$LOG" >&2
+    SERVE=""
+    exit 1
   fi
   sleep 0.1
 done
-cat "$LOG"
-BASE="$(grep -o 'http://127.0.0.1:[0-9]*' "$LOG" | head -1)"
-
-step "sample memory-search: \"$QUERY\""
-if has memory; then ph memory search "$QUERY" || true; else skip "memory search"; fi
-step "health"
-"$PY" -c 'import json, sys, urllib.request; print(json.dumps(json.load(urllib.request.urlopen(sys.argv[1])), indent=2))' \
-  "$BASE/healthz" || true
-
+grep -E '^startup-self-test |^\[boot\] op=gates' "$LOG" | sed 's/^/    /' || true
+cat "$OUT"
+BASE="$(grep -o 'http://127.0.0.1:[0-9]*' "$OUT" | head -1)"
+echo "  (the mcp URLs speak MCP over streamable HTTP: point an MCP client at them, e.g."
+echo "   npx @modelcontextprotocol/inspector --cli $BASE/mcp/memory --transport http --method tools/list)"
+echo "rerun the sample search:"
+q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }  # single-quoted for the shell
+echo "  PLUGHOST_HOME=$(q "$PLUGHOST_HOME") ACCOUNT_ID=$(q "$ACCOUNT_ID") $(q "$ROOT/.venv/bin/plughost") memory search $(q "$QUERY")"
+echo "ready in $(elapsed); chat at $BASE/channels/webchat; log: $LOG"
 echo "serving at $BASE (Ctrl-C to stop)"
-tail -n +100 -f "$LOG" --pid "$SERVE" 2>/dev/null &
-wait "$SERVE"
+wait "$SERVE" || true
+SERVE=""

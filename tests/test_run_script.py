@@ -1,10 +1,15 @@
-"""The README's run command: `bash scripts/run.sh` brings the whole service up on the embedded
-defaults, prints the URLs and a sample memory-search with results, and stops on SIGTERM."""
+"""The README's run command as a new user meets it: `bash scripts/run.sh` comes up in a short
+output, every URL it prints answers, the webchat answers from the demo's memory (and says when
+it does not know), the printed search command works as pasted, and SIGTERM to run.sh leaves
+no process behind and the port free."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import time
 import urllib.request
@@ -12,15 +17,61 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
+MCP_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
 
-def test_run_script_serves_and_searches(tmp_path: Path) -> None:
-    env = dict(os.environ, PLUGHOST_HOME=str(tmp_path / "home"), PORT="0", PLUGHOST_EMBEDDER="none")
-    env.pop("ACCOUNT_ID", None)
-    proc = subprocess.Popen(["bash", str(REPO / "scripts" / "run.sh")], cwd=REPO, env=env, text=True,
+
+def _get(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return resp.status
+
+
+def _mcp_initialize(url: str) -> int:
+    req = urllib.request.Request(url, json.dumps(MCP_INIT).encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        body = resp.read().decode("utf-8", "replace")
+        assert '"serverInfo"' in body, body[:500]
+        return resp.status
+
+
+def ask(base: str, text: str, session: str | None, after: int) -> tuple[str, str, int, float]:
+    """Post one message the way the page does and wait for the reply: (reply, session, last seq, seconds)."""
+    t0 = time.perf_counter()
+    body = json.dumps({"text": text, **({"session": session} if session else {})}).encode()
+    req = urllib.request.Request(f"{base}/channels/webchat/messages", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        session = json.load(resp)["session"]
+    while time.perf_counter() - t0 < 30:
+        with urllib.request.urlopen(f"{base}/channels/webchat/messages?session={session}&after={after}&wait=5",
+                                    timeout=10) as resp:
+            events = json.load(resp)["events"]
+        if events:
+            after = events[-1]["seq"]
+        replies = [e["text"] for e in events if e["role"] == "assistant"]
+        if replies:
+            return replies[-1], session, after, time.perf_counter() - t0
+    raise AssertionError(f"no reply to {text!r}")
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_run_script_as_a_new_user(tmp_path: Path) -> None:
+    env = dict(os.environ, PLUGHOST_HOME=str(tmp_path / "home"), PORT="0")
+    for var in ("ACCOUNT_ID", "PLUGHOST_EMBEDDER", "PLUGHOST_AGENT", "PLUGHOST_AGENT_COMMAND"):
+        env.pop(var, None)  # the defaults a new user gets
+    proc = subprocess.Popen(["bash", str(REPO / "scripts" / "run.sh")], cwd=tmp_path, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     lines: list[str] = []
+    port = None
     try:
-        deadline = time.time() + 240
+        deadline = time.time() + 300
         assert proc.stdout is not None
         while time.time() < deadline:
             line = proc.stdout.readline()
@@ -31,17 +82,55 @@ def test_run_script_serves_and_searches(tmp_path: Path) -> None:
                 break
         text = "".join(lines)
         assert "serving at http://127.0.0.1:" in text, text[-3000:]
+        after_setup = lines[next(i for i, line in enumerate(lines) if line.startswith("==> ")):]
+        print(f"run.sh printed {len(after_setup)} lines after setup")
+        assert len(after_setup) <= 40, text
         assert "startup-self-test specialist-tool-drift=ok" in text
-        assert "health:        http://127.0.0.1:" in text and "mcp memory:" in text
-        sample = text.split('==> sample memory-search: "opening hours"', 1)[1]
-        assert "Opening hours" in sample and "(score: " in sample
+        assert "[boot] op=gates gates=7 ok=7" in text
+        assert "(score " in text and "Opening hours" in text  # the sample search, in one line
         base = text.rsplit("serving at ", 1)[1].split()[0]
-        with urllib.request.urlopen(f"{base}/healthz", timeout=10) as resp:
-            assert resp.status == 200
+        port = int(base.rsplit(":", 1)[1])
+
+        urls = dict(re.findall(r"^  ([a-z ]+):\s+(http://\S+)$", text, flags=re.M))
+        assert {"health", "sites", "webchat", "mcp memory"} <= set(urls), urls
+        for label, url in urls.items():
+            status = _mcp_initialize(url) if label.startswith("mcp ") else _get(url)
+            assert status == 200, (label, url, status)
+        with urllib.request.urlopen(urls["sites"], timeout=10) as resp:
+            assert "Harbour Street Bakery" in resp.read().decode()
+
+        session, after = None, 0
+        reply, session, after, took = ask(base, "What are your opening hours?", session, after)
+        assert "Tuesday to Saturday from 7:00 to 16:00" in reply and "Source:" in reply, reply
+        assert took < 2.0, f"opening hours took {took:.2f}s"
+        reply, session, after, took = ask(base, "Do you deliver cakes?", session, after)
+        assert "We deliver cakes within 5 km" in reply, reply
+        reply, session, after, took = ask(base, "What is the capital of Peru?", session, after)
+        assert "don't know" in reply and "pass your question on" in reply, reply
+
+        command = next(line.strip() for line in lines if " memory search " in line)
+        assert ".venv/bin/plughost" in command and "PLUGHOST_HOME=" in command
+        clean = {k: v for k, v in os.environ.items() if k not in ("PLUGHOST_HOME", "ACCOUNT_ID")}
+        rerun = subprocess.run(["bash", "-c", command], cwd="/", env=clean, capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert "Opening hours" in rerun.stdout
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        proc.send_signal(signal.SIGTERM)  # to run.sh alone, as `kill -TERM <pid>` would
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    for _ in range(100):
+        if not group_alive(proc.pid):
+            break
+        time.sleep(0.1)
+    leftover = group_alive(proc.pid)
+    if leftover:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert not leftover, "SIGTERM to run.sh left processes running"
+    if port:
+        with socket.socket() as sock:  # free again: a new server can listen on it (TIME_WAIT allowed)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))
+            sock.listen(1)
