@@ -74,11 +74,49 @@ def _configure_schedule(parser: argparse.ArgumentParser) -> None:
     d.add_argument("--owner", default=None, help="the owner userId the automation belongs to")
     d.add_argument("--chat-id", default=None, help="Telegram chat id (default: the sender id)")
     d.add_argument("--json", action="store_true")
+    a = subs.add_parser("add", help="schedule a turn for a sender; `plughost serve` fires it at its time")
+    a.add_argument("--channel", required=True, choices=["telegram", "whatsapp"])
+    a.add_argument("--to", required=True, help="the sender id (Telegram user id, WhatsApp phone)")
+    a.add_argument("--event", required=True, help="the scheduled event's name")
+    a.add_argument("--text", required=True, help="the automation's instruction")
+    a.add_argument("--owner", default=None, help="the owner userId the automation belongs to")
+    a.add_argument("--chat-id", default=None, help="Telegram chat id (default: the sender id)")
+    when = a.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", default=None, help="when, ISO 8601 (no zone means UTC)")
+    when.add_argument("--in", dest="after", type=float, default=None, help="when, in seconds from now")
+    a.add_argument("--json", action="store_true")
+    ls = subs.add_parser("list", help="the account's scheduled dispatches and their status")
+    ls.add_argument("--json", action="store_true")
+
+
+def _run_schedule_store(args: argparse.Namespace, host: Any) -> int:
+    from host.graph import Guards
+    from plugins.channels import scheduler
+
+    account = Guards.from_env(host.env).account_id
+    if args.schedule_command == "add":
+        entry = scheduler.add_entry(host.home, account, channel=args.channel, to=args.to, event=args.event,
+                                    text=args.text, when=scheduler.parse_when(args.at, args.after),
+                                    owner=args.owner, chat_id=args.chat_id)
+        print(json.dumps(entry, ensure_ascii=False) if args.json else
+              f"scheduled {entry['id']} at {entry['at']} (fires while `plughost serve` runs)")
+        return 0
+    entries = scheduler.read_entries(scheduler.schedule_path(host.home, account))
+    if args.json:
+        print(json.dumps(entries, ensure_ascii=False, indent=2))
+    else:
+        for e in entries:
+            print(f"{e.get('id')} {e.get('at')} {e.get('status')} {e.get('channel')}:{e.get('to')} event={e.get('event')}")
+        if not entries:
+            print("no scheduled dispatches")
+    return 0
 
 
 def _run_schedule(args: argparse.Namespace, host: Any) -> int:
+    if args.schedule_command in ("add", "list"):
+        return _run_schedule_store(args, host)
     if args.schedule_command != "dispatch":
-        raise UserError("schedule: expected an action: dispatch")
+        raise UserError("schedule: expected an action: add | list | dispatch")
     from plugins.channels.pipeline import dispatch_scheduled
     from plugins.channels.server import drain
 

@@ -1,0 +1,217 @@
+"""Scheduled dispatches: ``plughost schedule add`` writes one, ``plughost serve`` fires it at its time.
+
+The schedule of an account is ``<home>/accounts/<id>/schedule.json`` (a list of entries, written
+atomically under a lock file, so the CLI and a running server can both change it). The server's
+loop (:func:`run_scheduler`, started by the channels plugin's startup hook) wakes at least once a
+second, claims each due entry (``status: dispatching``, written before the turn runs) and hands
+it to :func:`plugins.channels.pipeline.dispatch_scheduled`, the only code that stamps the
+provenance marker; the turn runs in the sender's own session. The message id is derived from
+the entry id, so an entry claimed twice (a crash between claim and done, two servers) maps onto
+one stored message and one turn: each entry fires once, across restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from host.accounts import account_dir
+from host.errors import UserError
+from host.log import log
+
+CHANNELS = ("telegram", "whatsapp")
+POLL_S = 1.0
+PENDING, DISPATCHING, DONE, FAILED = "pending", "dispatching", "done", "failed"
+
+
+def schedule_path(home: Path, account: str) -> Path:
+    return account_dir(account, home) / "schedule.json"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def read_entries(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: unreadable schedule ({exc}); expected a JSON list of entries") from None
+    if not isinstance(data, list):
+        raise UserError(f"{path}: (top level): expected a list of schedule entries")
+    return [e for e in data if isinstance(e, dict)]
+
+
+def _write(path: Path, entries: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(entries, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def update(path: Path, change: Callable[[list[dict[str, Any]]], Any]) -> Any:
+    """Read, change and write the schedule under its lock; returns what ``change`` returns."""
+    with _locked(path):
+        entries = read_entries(path)
+        result = change(entries)
+        _write(path, entries)
+        return result
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_when(at: str | None, after: float | None, now: datetime | None = None) -> datetime:
+    """``--at`` (ISO 8601; no zone means UTC) or ``--in`` seconds from now."""
+    now = now or datetime.now(UTC)
+    if (at is None) == (after is None):
+        raise UserError("schedule add: give exactly one of --at ISO-8601-TIME or --in SECONDS")
+    if after is not None:
+        if after < 0:
+            raise UserError(f"--in: expected a number of seconds >= 0 (got {after:g})")
+        return now + timedelta(seconds=after)
+    try:
+        moment = datetime.fromisoformat(str(at).replace("Z", "+00:00"))
+    except ValueError:
+        raise UserError(f"--at: expected an ISO 8601 time such as 2026-12-01T09:00:00Z (got {at!r})") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def add_entry(home: Path, account: str, *, channel: str, to: str, event: str, text: str, when: datetime,
+              owner: str | None = None, chat_id: str | None = None) -> dict[str, Any]:
+    if channel not in CHANNELS:
+        raise UserError(f"--channel: expected one of {', '.join(CHANNELS)} (got {channel!r})")
+    entry = {"id": f"sch-{secrets.token_hex(8)}", "channel": channel, "to": to, "event": event, "text": text,
+             "owner": owner, "chatId": chat_id, "at": iso(when), "status": PENDING, "createdAt": iso(datetime.now(UTC))}
+    update(schedule_path(home, account), lambda entries: entries.append(entry))
+    log("schedule", "op=added", id=entry["id"], event=event, channel=channel, at=entry["at"])
+    return entry
+
+
+def _due(entry: dict[str, Any], now: datetime) -> bool:
+    if entry.get("status") != PENDING:
+        return False
+    try:
+        return parse_when(str(entry.get("at")), None) <= now
+    except UserError:
+        return False
+
+
+def claim_due(path: Path, now: datetime) -> list[dict[str, Any]]:
+    """Mark every due pending entry ``dispatching`` (durably, before any turn runs) and return them."""
+
+    def change(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        claimed = []
+        for entry in entries:
+            if _due(entry, now):
+                entry["status"] = DISPATCHING
+                entry["claimedAt"] = iso(now)
+                claimed.append(dict(entry))
+        return claimed
+
+    if not path.exists():
+        return []
+    return update(path, change)
+
+
+def finish(path: Path, entry_id: str, **fields: Any) -> None:
+    def change(entries: list[dict[str, Any]]) -> None:
+        for entry in entries:
+            if entry.get("id") == entry_id:
+                entry.update({k: v for k, v in fields.items() if v is not None})
+
+    update(path, change)
+
+
+async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
+    """One entry's turn; its outcome is written back to the schedule."""
+    from plugins.channels.pipeline import dispatch_scheduled
+
+    target = {"chat_id": entry.get("chatId") or entry["to"]} if entry["channel"] == "telegram" else {"to": entry["to"]}
+    try:
+        turn = await dispatch_scheduled(host, channel=entry["channel"], sender=str(entry["to"]),
+                                        event=str(entry["event"]), text=str(entry["text"]),
+                                        owner_user_id=entry.get("owner"), target=target,
+                                        platform_id=f"schedule:{entry['id']}")
+    except Exception as exc:  # the loop keeps running; the entry says why
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        log("schedule", "op=failed", id=entry["id"], reason=reason)
+        await asyncio.to_thread(finish, path, entry["id"], status=FAILED, error=reason)
+        return
+    delivered = bool(turn.delivery and turn.delivery.get("ok"))
+    log("schedule", "op=fired", id=entry["id"], event=entry["event"], status=turn.status,
+        delivered="true" if delivered else "false", messageId=turn.message_id)
+    await asyncio.to_thread(finish, path, entry["id"], status=DONE, firedAt=iso(datetime.now(UTC)),
+                            messageId=turn.message_id, turnStatus=turn.status, delivered=delivered)
+
+
+async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
+    """Fire due entries until ``stop`` is set (checked at least every :data:`POLL_S` seconds)."""
+    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    if not account:
+        return
+    path = schedule_path(host.home, account)
+    log("schedule", "op=started", account=account[:8])
+    running: set[asyncio.Task[None]] = set()
+    while not stop.is_set():
+        try:
+            for entry in await asyncio.to_thread(claim_due, path, datetime.now(UTC)):
+                task = asyncio.ensure_future(fire(host, path, entry))
+                running.add(task)
+                task.add_done_callback(running.discard)
+        except UserError as exc:
+            log("schedule", "op=unreadable", reason=str(exc)[:200])
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), POLL_S)
+    if running:
+        await asyncio.wait(running, timeout=30)
+    log("schedule", "op=stopped")
+
+
+def start(host: Any) -> None:
+    """From the startup hook (a worker thread of the server's loop): run the scheduler on that loop."""
+    import anyio.from_thread
+
+    try:
+        loop = anyio.from_thread.run_sync(asyncio.get_running_loop)
+    except RuntimeError:
+        return  # not called from a server's worker thread (a plain Host.call_each)
+
+    async def begin() -> None:
+        stop = asyncio.Event()
+        host.state["channels.scheduler"] = (loop, stop, asyncio.ensure_future(run_scheduler(host, stop)))
+
+    asyncio.run_coroutine_threadsafe(begin(), loop).result(10)
+
+
+def stop(host: Any) -> None:
+    """From the shutdown hook: let the loop finish the turns it started, then return."""
+    started = host.state.pop("channels.scheduler", None)
+    if started is None:
+        return
+    loop, event, task = started
+
+    async def end() -> None:
+        event.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(task), 35)
+
+    with contextlib.suppress(Exception):
+        asyncio.run_coroutine_threadsafe(end(), loop).result(40)
