@@ -1,16 +1,23 @@
-"""Retrieval quality of memory-search on a known-item set built from the installed manual pages.
+"""Retrieval quality of memory-search on two evaluation sets, per configuration of the pipeline.
 
     apt-get install -y manpages manpages-dev      # plus whatever pages the machine already has
     pip install -e '.[dev,embed]'                 # the local embedder (all-MiniLM-L6-v2 int8)
-    python bench/retrieval_quality.py [--pages N] [--work DIR]
+    python bench/retrieval_quality.py [--set manpages|conversations|all] [--work DIR] [--grid]
 
-Query = a page's NAME description; the one relevant document = its DESCRIPTION (≤ 1,200 chars).
-The pages are imported into a fresh embedded store (graph import, embeddings from the
-configured embedder), then every query runs through the memory-search pipeline once per
-configuration; nDCG@10, Recall@10 and MRR@10 are printed per configuration, with the gain of
-the best hybrid configuration over the better single path. Nothing derived is committed: the
-set is rebuilt from /usr/share/man on every run (``--work DIR`` keeps the store and vectors
-between runs of the same set).
+* ``manpages``: known-item search over the installed manual pages (query = a page's NAME line,
+  the one relevant document = its DESCRIPTION, ≤ 1,200 chars), see ``bench/manpages.py``.
+* ``conversations``: turn-level evidence retrieval over generated multi-session, multi-speaker
+  conversations with planted facts and paraphrased questions, see ``bench/conversations.py``.
+  The sessions go in through ``memory import`` (Conversation + Message nodes, HAS_MESSAGE
+  edges), which gives each turn its indexed form (``PLUGHOST_MESSAGE_CONTEXT_TURNS``); one
+  store per context setting.
+
+Every query runs through the memory-search pipeline once per configuration; nDCG@10, R@5, R@10
+and MRR@10 are printed, then the acceptance lines: the best hybrid against the best single path
+(BM25 alone, stemmed BM25 alone, vector alone) and against a stemmed Okapi BM25 implemented
+here (Snowball English stemmer, the same stop words, k1 1.2, b 0.75, over the bare turn or
+page text). ``--grid`` also sweeps the fusion weights, RRF k and candidate pool. Nothing derived
+is committed; ``--work DIR`` keeps stores and embeddings between runs.
 """
 
 from __future__ import annotations
@@ -24,159 +31,287 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import manpages  # noqa: E402
-
-ACCOUNT = "bench-manpages"
+ACCOUNT = "bench-quality"
+OFF = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMALIZE": "0", "PLUGHOST_GS_RRF": "0",
+       "PLUGHOST_GS_DEDUP": "0", "PLUGHOST_GS_BOOSTS": "0", "PLUGHOST_GS_EXPANSION": "0", "PLUGHOST_GS_ROUTE": "0",
+       "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_RRF_K": "60"}
+"""The SPEC 9.4 baseline, spelled out: configurations below change only what they name."""
+STEM = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1"}
 
 CONFIGS: list[tuple[str, dict[str, str]]] = [
-    ("BM25 only", {"PLUGHOST_GS_PATHS": "bm25"}),
+    ("BM25 only (SPEC)", {"PLUGHOST_GS_PATHS": "bm25"}),
+    ("BM25 stemmed", {"PLUGHOST_GS_PATHS": "bm25", "PLUGHOST_GS_STEM": "1"}),
+    ("BM25 stemmed + stop words", {"PLUGHOST_GS_PATHS": "bm25", **STEM}),
     ("vector only", {"PLUGHOST_GS_PATHS": "vector"}),
-    ("baseline weighted (0.7/0.3)", {}),
+    ("baseline weighted 0.7/0.3 (SPEC)", {}),
+    ("RRF k=60 (SPEC flag)", {"PLUGHOST_GS_RRF": "1"}),
     ("normalised weighted", {"PLUGHOST_GS_NORMALIZE": "1"}),
-    ("RRF", {"PLUGHOST_GS_RRF": "1"}),
-    ("RRF + dedup + boosts", {"PLUGHOST_GS_RRF": "1", "PLUGHOST_GS_DEDUP": "1", "PLUGHOST_GS_BOOSTS": "1"}),
+    ("stem+stop, weighted 0.7/0.3", {**STEM}),
+    ("stem+stop, RRF k=60", {**STEM, "PLUGHOST_GS_RRF": "1"}),
+    ("stem+stop, normalised 0.7/0.3", {**STEM, "PLUGHOST_GS_NORMALIZE": "1"}),
+    ("stem+stop, normalised 0.5/0.5, pool 100", {**STEM, "PLUGHOST_GS_NORMALIZE": "1",
+                                                 "PLUGHOST_GS_VECTOR_WEIGHT": "0.5", "PLUGHOST_GS_CANDIDATES": "100"}),
+    ("stem+stop, RRF k=20, pool 100", {**STEM, "PLUGHOST_GS_RRF": "1", "PLUGHOST_GS_RRF_K": "20",
+                                       "PLUGHOST_GS_CANDIDATES": "100"}),
+    ("defaults (no PLUGHOST_GS_* set)", None),  # type: ignore[list-item]
 ]
-EXTRA_CONFIGS: list[tuple[str, dict[str, str]]] = [
-    ("normalised + expansion", {"PLUGHOST_GS_NORMALIZE": "1", "PLUGHOST_GS_EXPANSION": "1"}),
-    ("RRF + expansion", {"PLUGHOST_GS_RRF": "1", "PLUGHOST_GS_EXPANSION": "1"}),
-]
-SINGLE = ("BM25 only", "vector only")
+SINGLE = ("BM25 only (SPEC)", "BM25 stemmed", "BM25 stemmed + stop words", "vector only")
+GRID_WEIGHTS = ("0.3", "0.4", "0.5", "0.6", "0.7")
+GRID_RRF_K = ("5", "10", "20", "40", "60")
+GRID_POOL = ("50", "100", "200")
 
 
 class CachedEmbedder:
-    """The real embedder, with the queries embedded once up front (timed) and looked up per call."""
+    """The real embedder behind a text → vector table kept on disk (``--work``)."""
 
-    def __init__(self, inner, table: dict[str, list[float]]):
-        self.inner, self.table = inner, table
+    def __init__(self, inner, path: Path | None):
+        self.inner, self.path = inner, path
         self.name, self.dimensions = inner.name, inner.dimensions
+        self.table: dict[str, list[float]] = {}
+        self.seconds, self.count = 0.0, 0
+        if path and path.is_file():
+            self.table = json.loads(path.read_text())
 
     def embed(self, texts):
-        missing = [t for t in texts if t not in self.table]
-        if missing:
-            for t, v in zip(missing, self.inner.embed(missing), strict=True):
-                self.table[t] = v
+        missing = list(dict.fromkeys(t for t in texts if t not in self.table))
+        for i in range(0, len(missing), 64):
+            part = missing[i:i + 64]
+            started = time.perf_counter()
+            for t, v in zip(part, self.inner.embed(part), strict=True):
+                self.table[t] = [round(float(x), 7) for x in v]
+            self.seconds += time.perf_counter() - started
+            self.count += len(part)
         return [self.table[t] for t in texts]
 
+    def save(self) -> None:
+        if self.path:
+            self.path.write_text(json.dumps(self.table))
 
-def embed_cached(embedder, texts: list[str], path: Path, what: str) -> list[list[float]]:
-    import numpy as np
 
-    key = hashlib.sha256(("\x00".join(texts) + embedder.name).encode()).hexdigest()[:16]
-    file = path / f"{what}-{key}.npy"
-    if file.is_file():
-        return np.load(file).tolist()
+def metrics(ranks: list[int | None]) -> dict[str, float]:
+    n = len(ranks) or 1
+    return {"nDCG@10": sum(1 / math.log2(r + 1) for r in ranks if r and r <= 10) / n,
+            "R@5": sum(1 for r in ranks if r and r <= 5) / n,
+            "R@10": sum(1 for r in ranks if r and r <= 10) / n,
+            "MRR@10": sum(1 / r for r in ranks if r and r <= 10) / n}
+
+
+class OkapiBM25:
+    """The bench's own stemmed BM25 reference (Snowball English, stop words out, k1 1.2, b 0.75)."""
+
+    def __init__(self, docs: dict[str, str], k1: float = 1.2, b: float = 0.75):
+        import snowballstemmer
+
+        from plugins.memory.retrieval.keyterms import STOP_WORDS
+
+        self.stem = snowballstemmer.stemmer("english").stemWord
+        self.stop = STOP_WORDS
+        self.k1, self.b = k1, b
+        self.postings: dict[str, dict[str, int]] = {}
+        self.length: dict[str, int] = {}
+        for did, text in docs.items():
+            terms = self.terms(text)
+            self.length[did] = len(terms)
+            for term, tf in Counter(terms).items():
+                self.postings.setdefault(term, {})[did] = tf
+        self.avg = sum(self.length.values()) / max(1, len(self.length))
+        self.n = len(docs)
+
+    def terms(self, text: str) -> list[str]:
+        import re
+
+        return [self.stem(w) for w in re.findall(r"[^\W_]+", text.lower()) if w not in self.stop]
+
+    def search(self, query: str, k: int = 10) -> list[str]:
+        scores: dict[str, float] = {}
+        for term in set(self.terms(query)):
+            docs = self.postings.get(term)
+            if not docs:
+                continue
+            idf = math.log(1 + (self.n - len(docs) + 0.5) / (len(docs) + 0.5))
+            for did, tf in docs.items():
+                norm = tf + self.k1 * (1 - self.b + self.b * self.length[did] / self.avg)
+                scores[did] = scores.get(did, 0.0) + idf * tf * (self.k1 + 1) / norm
+        return sorted(scores, key=lambda d: (-scores[d], d))[:k]
+
+
+def open_store(path: Path, dims: int):
+    from plugins.graph.sqlite_store import SqliteStore
+
+    return SqliteStore(path, env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": str(dims)})
+
+
+def manpage_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, list[tuple[str, str]], dict[str, str]]:
+    """{name: store}, [(query, relevant id)], {id: bare text} for the man pages."""
+    import manpages
+
+    from host.graph import Guards
+    from plugins.memory.bulk_import import import_jsonl
+
+    pages = list(manpages.pages())
+    if args.pages and args.pages < len(pages):
+        pages = random.Random(args.seed).sample(pages, args.pages)
+    ids = [f"man:{p.name}.{p.section}" for p in pages]
+    store = open_store(work / f"manpages-{len(pages)}.sqlite", embedder.dimensions)
+    if store.count(guards=Guards(ACCOUNT)) != len(pages):
+        jsonl = work / "pages.jsonl"
+        with open(jsonl, "w", encoding="utf-8") as fh:
+            for nid, page in zip(ids, pages, strict=True):
+                fh.write(json.dumps({"id": nid, "labels": ["KnowledgeDocument"],
+                                     "properties": {"title": f"{page.name}({page.section})",
+                                                    "content": page.document}}) + "\n")
+        import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
+        jsonl.unlink()
+    evaluated = list(zip((p.query for p in pages), ids, strict=True))
+    if args.queries and args.queries < len(evaluated):
+        evaluated = random.Random(args.seed + 1).sample(evaluated, args.queries)
+    print(f"manpages: {len(pages)} pages from {manpages.MAN_ROOT}, {len(evaluated)} queries")
+    return {"": store}, evaluated, {nid: f"{p.name}({p.section}) {p.document}" for nid, p in zip(ids, pages, strict=True)}
+
+
+def conversation_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, list[tuple[str, str]], dict[str, str]]:
+    """One store per context setting, imported through memory import; the questions; the bare turns."""
+    import conversations
+
+    from host.graph import Guards
+    from plugins.memory.bulk_import import import_jsonl
+
+    data = conversations.build(seed=args.seed)
+    stores = {}
+    for turns in args.context:
+        store = open_store(work / f"conversations-s{args.seed}-c{turns}.sqlite", embedder.dimensions)
+        if store.count(guards=Guards(ACCOUNT), labels=["Message"]) != len(data.turns):
+            jsonl = work / "conversations.jsonl"
+            with open(jsonl, "w", encoding="utf-8") as fh:
+                for sid, session in data.sessions.items():
+                    for t in session:
+                        fh.write(json.dumps({"id": t.id, "labels": ["Message"], "properties": {
+                            "role": "assistant" if t.speaker == "assistant" else "user", "sender": t.speaker,
+                            "text": t.text, "conversationId": sid, "sentAt": t.at.isoformat() + "Z"}}) + "\n")
+                    fh.write(json.dumps({"id": sid, "labels": ["Conversation"],
+                                         "properties": {"title": f"chat {sid}", "startedAt": session[0].at.isoformat()},
+                                         "edges": [{"type": "HAS_MESSAGE", "to": t.id} for t in session]}) + "\n")
+            os.environ["PLUGHOST_MESSAGE_CONTEXT_TURNS"] = str(turns)
+            started = time.perf_counter()
+            import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
+            print(f"  imported {len(data.turns)} turns (context {turns}) in {time.perf_counter() - started:.1f} s")
+            jsonl.unlink()
+        stores[f"context {turns}"] = store
+    kinds = Counter(q.kind for q in data.questions)
+    print(f"conversations: {len(data.sessions)} sessions, {len(data.turns)} turns, {len(data.questions)} questions "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}); seed {args.seed}")
+    return stores, [(q.text, q.answer) for q in data.questions], {t.id: t.text for t in data.turns}
+
+
+def run(store, evaluated, embedder, env: dict[str, str] | None) -> tuple[dict[str, float], float]:
+    from host.graph import Guards
+    from plugins.memory.retrieval import SearchFlags, SearchRequest, search
+    from plugins.memory.retrieval.expand import rule_based
+
+    flags = SearchFlags.from_env({} if env is None else {**OFF, **env})
+    ranks: list[int | None] = []
     started = time.perf_counter()
-    vectors: list[list[float]] = []
-    for i in range(0, len(texts), 64):
-        vectors.extend(embedder.embed(texts[i:i + 64]))
-        print(f"  embedded {what} {len(vectors)}/{len(texts)} ({time.perf_counter() - started:.0f} s)",
-              file=sys.stderr, flush=True)
-    np.save(file, np.asarray(vectors, dtype=np.float32))
-    return vectors
+    for query, relevant in evaluated:
+        out = search(store, SearchRequest(query, limit=10, expand_hops=0), guards=Guards(ACCOUNT), embedder=embedder,
+                     flags=flags, expander=rule_based, emit_log=False)
+        ids = [r.id for r in out.rows]
+        ranks.append(ids.index(relevant) + 1 if relevant in ids else None)
+    return metrics(ranks), (time.perf_counter() - started) * 1000 / max(1, len(evaluated))
 
 
-def metrics(ranks: list[int | None]) -> tuple[float, float, float]:
-    n = len(ranks)
-    ndcg = sum(1 / math.log2(r + 1) for r in ranks if r) / n
-    recall = sum(1 for r in ranks if r) / n
-    mrr = sum(1 / r for r in ranks if r) / n
-    return ndcg, recall, mrr
+def row(name: str, m: dict[str, float], ms: float | None = None) -> str:
+    cells = " | ".join(f"{m[k]:.4f}" for k in ("nDCG@10", "R@5", "R@10", "MRR@10"))
+    return f"| {name} | {cells} | {'' if ms is None else f'{ms:.1f}'} |"
+
+
+def evaluate(set_name: str, stores: dict, evaluated, docs: dict[str, str], embedder, grid: bool) -> dict:
+    embedder.embed([q for q, _ in evaluated])  # query vectors up front, once
+    reference = OkapiBM25(docs)
+    ref = metrics([(lambda ids, rel: ids.index(rel) + 1 if rel in ids else None)(reference.search(q), rel)
+                   for q, rel in evaluated])
+    results: dict[str, dict[str, float]] = {}
+    print(f"\n### {set_name}\n")
+    print("| configuration | nDCG@10 | R@5 | R@10 | MRR@10 | ms/query |")
+    print("|---|---|---|---|---|---|")
+    print(row("bench reference: Okapi BM25, Snowball-stemmed, stop words", ref), flush=True)
+    for store_name, store in stores.items():
+        for name, env in CONFIGS:
+            label = f"{store_name}: {name}" if store_name else name
+            m, ms = run(store, evaluated, embedder, env)
+            results[label] = m
+            print(row(label, m, ms), flush=True)
+        if grid:
+            for w in GRID_WEIGHTS:
+                for pool in GRID_POOL:
+                    env = {**STEM, "PLUGHOST_GS_NORMALIZE": "1", "PLUGHOST_GS_VECTOR_WEIGHT": w,
+                           "PLUGHOST_GS_CANDIDATES": pool}
+                    m, ms = run(store, evaluated, embedder, env)
+                    print(row(f"{store_name} grid: stem+stop, normalised w={w}, pool {pool}", m, ms), flush=True)
+            for k in GRID_RRF_K:
+                for pool in GRID_POOL:
+                    env = {**STEM, "PLUGHOST_GS_RRF": "1", "PLUGHOST_GS_RRF_K": k, "PLUGHOST_GS_CANDIDATES": pool}
+                    m, ms = run(store, evaluated, embedder, env)
+                    print(row(f"{store_name} grid: stem+stop, RRF k={k}, pool {pool}", m, ms), flush=True)
+    print()
+    for store_name in stores:
+        prefix = f"{store_name}: " if store_name else ""
+        single_name = max((prefix + s for s in SINGLE), key=lambda n: results[n]["R@5"])
+        hybrid = {n: m for n, m in results.items() if n.startswith(prefix) and n[len(prefix):] not in SINGLE}
+        best_name = max(hybrid, key=lambda n: (hybrid[n]["R@5"], hybrid[n]["nDCG@10"]))
+        default = prefix + "defaults (no PLUGHOST_GS_* set)"
+        for what, name in (("best hybrid", best_name), ("defaults", default)):
+            m = results[name]
+            gain = (m["R@5"] / results[single_name]["R@5"] - 1) * 100
+            print(f"{set_name} {what}: {name}: R@5 {m['R@5']:.4f} nDCG@10 {m['nDCG@10']:.4f}; best single path "
+                  f"{single_name} R@5 {results[single_name]['R@5']:.4f} ({gain:+.1f}%); bench stemmed BM25 "
+                  f"R@5 {ref['R@5']:.4f} ({(m['R@5'] / ref['R@5'] - 1) * 100:+.1f}%)")
+    return results
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pages", type=int, default=None, help="sample this many pages (default: every usable page)")
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--work", type=Path, default=None, help="keep the store and vectors here between runs")
-    ap.add_argument("--queries", type=int, default=None,
-                    help="evaluate a sample of this many queries (the corpus stays every selected page)")
-    ap.add_argument("--extra", action="store_true", help="also measure the expansion configurations")
+    ap.add_argument("--set", choices=("manpages", "conversations", "all"), default="all")
+    ap.add_argument("--pages", type=int, default=None, help="sample this many man pages (default: every usable page)")
+    ap.add_argument("--queries", type=int, default=None, help="evaluate a sample of this many man-page queries")
+    ap.add_argument("--seed", type=int, default=22)
+    ap.add_argument("--context", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                    help="conversation context settings to compare, e.g. 0,2 (default: 0 and the shipped default)")
+    ap.add_argument("--work", type=Path, default=None, help="keep the stores and embeddings here between runs")
+    ap.add_argument("--grid", action="store_true", help="also sweep fusion weights, RRF k and the candidate pool")
     args = ap.parse_args()
 
     work = args.work or Path(tempfile.mkdtemp(prefix="plughost-bench-quality-"))
     work.mkdir(parents=True, exist_ok=True)
     os.environ.update(PLUGHOST_HOME=str(work / "home"), PLUGHOST_LOG_FILE="0", ACCOUNT_ID=ACCOUNT)
     os.environ.setdefault("PLUGHOST_EMBEDDER", "local")
-
-    from host.graph import Guards
     from host.manager import Host
-    from plugins.graph.importer import import_jsonl
-    from plugins.memory.retrieval import SearchFlags, SearchRequest, search
+    from plugins.memory.retrieval.indexed_form import DEFAULT_TURNS
 
-    t0 = time.perf_counter()
-    pages = list(manpages.pages())
-    if args.pages and args.pages < len(pages):
-        pages = random.Random(args.seed).sample(pages, args.pages)
-    print(f"evaluation set: {len(pages)} manual pages from {manpages.MAN_ROOT} "
-          f"({time.perf_counter() - t0:.1f} s to parse)")
-
+    args.context = args.context or sorted({0, DEFAULT_TURNS})
     host = Host(env=dict(os.environ)).load()
-    embedder = host.embedder()
-    if embedder is None:
+    inner = host.embedder()
+    if inner is None:
         print("no embedder available (pip install -e '.[embed]'): vector configurations cannot run", file=sys.stderr)
         return 1
-    store = host.store()
-    docs = [p.document for p in pages]
-    doc_vectors = embed_cached(embedder, docs, work, "docs")
-    node_ids = [f"man:{p.name}.{p.section}" for p in pages]
-    if store.count(guards=Guards(ACCOUNT)) != len(pages):
-        jsonl = work / "pages.jsonl"
-        with open(jsonl, "w", encoding="utf-8") as fh:
-            for nid, page, vec in zip(node_ids, pages, doc_vectors, strict=True):
-                fh.write(json.dumps({"id": nid, "labels": ["KnowledgeDocument"],
-                                     "properties": {"title": f"{page.name}({page.section})", "content": page.document},
-                                     "embedding": vec}) + "\n")
-        started = time.perf_counter()
-        import_jsonl(store, jsonl, account_id=ACCOUNT, progress=False)
-        print(f"imported {len(pages)} nodes in {time.perf_counter() - started:.1f} s")
-        jsonl.unlink()
-
-    evaluated = list(zip(node_ids, (p.query for p in pages), strict=True))
-    if args.queries and args.queries < len(evaluated):
-        evaluated = random.Random(args.seed + 1).sample(evaluated, args.queries)
-    node_ids = [nid for nid, _ in evaluated]
-    queries = [q for _, q in evaluated]
+    key = hashlib.sha256(inner.name.encode()).hexdigest()[:8]
+    embedder = CachedEmbedder(inner, work / f"vectors-{key}.json" if args.work else None)
     started = time.perf_counter()
-    table = dict(zip(queries, embed_cached(embedder, queries, work, "queries"), strict=True))
-    print(f"query embeddings: {len(queries)} in {time.perf_counter() - started:.1f} s (cached when re-run)")
-    cached = CachedEmbedder(embedder, table)
-
-    guards = Guards(ACCOUNT)
-    configs = CONFIGS + (EXTRA_CONFIGS if args.extra else [])
-    from plugins.memory.retrieval.expand import rule_based
-
-    results: dict[str, tuple[float, float, float, float]] = {}
-    print()
-    print("| configuration | nDCG@10 | Recall@10 | MRR@10 | ms/query |")
-    print("|---|---|---|---|---|")
-    for name, env in configs:
-        flags = SearchFlags.from_env(env)
-        ranks: list[int | None] = []
-        started = time.perf_counter()
-        for nid, query in zip(node_ids, queries, strict=True):
-            out = search(store, SearchRequest(query, limit=10, expand_hops=0), guards=guards, embedder=cached,
-                         flags=flags, expander=rule_based, emit_log=False)
-            ids = [r.id for r in out.rows]
-            ranks.append(ids.index(nid) + 1 if nid in ids else None)
-        ms = (time.perf_counter() - started) * 1000 / len(queries)
-        ndcg, recall, mrr = metrics(ranks)
-        results[name] = (ndcg, recall, mrr, ms)
-        print(f"| {name} | {ndcg:.4f} | {recall:.4f} | {mrr:.4f} | {ms:.1f} |", flush=True)
-
-    single = max(results[s][0] for s in SINGLE)
-    best_name, best = max(((n, r) for n, r in results.items() if n not in SINGLE), key=lambda kv: kv[1][0])
-    gain = (best[0] / single - 1) * 100 if single else float("inf")
-    print()
-    print(f"best hybrid: {best_name} nDCG@10 {best[0]:.4f} vs better single path {single:.4f}: "
-          f"{gain:+.1f}% (target ≥ +5%) {'PASS' if gain >= 5 else 'MISS'}")
-    print(f"embedder: {embedder.name} ({embedder.dimensions} dims); corpus: {len(pages)} pages; "
-          f"queries: {len(queries)}; work dir: {work}")
-    host.close()
+    try:
+        if args.set in ("manpages", "all"):
+            evaluate("manpages", *manpage_set(work, embedder, args), embedder, args.grid)
+        if args.set in ("conversations", "all"):
+            evaluate("conversations", *conversation_set(work, embedder, args), embedder, args.grid)
+    finally:
+        embedder.save()
+        host.close()
+    print(f"\nembedder: {inner.name} ({inner.dimensions} dims), {embedder.count} texts embedded in "
+          f"{embedder.seconds:.1f} s this run; total {time.perf_counter() - started:.0f} s; work dir: {work}")
     return 0
 
 

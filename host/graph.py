@@ -36,7 +36,7 @@ FULLTEXT_EXTRA_LABELS: tuple[str, ...] = (
 TEXT_PROPERTIES: tuple[str, ...] = (
     "name", "firstName", "lastName", "givenName", "familyName", "title", "summary", "body",
     "content", "description", "headline", "email", "subject", "bodyPreview", "compiledTruth",
-    "keywords", "text", "value", "key", "category",
+    "keywords", "text", "value", "key", "category", "searchContext",
 )
 """The canonical text-property union indexed for BM25 (SPEC 8.2)."""
 

@@ -16,7 +16,7 @@ from host.errors import UserError
 HERE = Path(__file__).resolve().parent
 SCHEMA_FILE = HERE / "schema.sql"
 SCHEMA_FILES = (SCHEMA_FILE, HERE / "schema_v2.sql", HERE / "schema_v3.sql", HERE / "schema_v4.sql",
-                HERE / "schema_v5.sql")
+                HERE / "schema_v5.sql", HERE / "schema_v6.sql")
 """One file per version, applied in order (``schema.sql`` is version 1)."""
 
 

@@ -51,4 +51,4 @@ OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_f
 
 // BM25 over the canonical text-property union, on every operator-meaningful label.
 CREATE FULLTEXT INDEX entity_search IF NOT EXISTS FOR (n:Question|DefinedTerm|Review|Service|Person|LocalBusiness|PriceSpecification|Task|CreativeWork|DigitalDocument|KnowledgeDocument|Section|Chunk|Conversation|Message|Event|Workflow|Preference|Report|Organization|Company|Concept|UserProfile|AdminUser|Product|Place|WebchatMessage|TelegramMessage|WhatsAppMessage)
-ON EACH [n.name, n.firstName, n.lastName, n.givenName, n.familyName, n.title, n.summary, n.body, n.content, n.description, n.headline, n.email, n.subject, n.bodyPreview, n.compiledTruth, n.keywords, n.text, n.value, n.key, n.category];
+ON EACH [n.name, n.firstName, n.lastName, n.givenName, n.familyName, n.title, n.summary, n.body, n.content, n.description, n.headline, n.email, n.subject, n.bodyPreview, n.compiledTruth, n.keywords, n.text, n.value, n.key, n.category, n.searchContext];

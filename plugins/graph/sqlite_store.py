@@ -381,6 +381,7 @@ class SqliteStore:
                 for table in ("node_labels", "node_agents", "node_keywords"):
                     conn.execute(f"DELETE FROM {table} WHERE node IN ({marks})", list(part))
                 conn.execute(f"DELETE FROM node_text WHERE rowid IN ({marks})", list(part))
+                conn.execute(f"DELETE FROM node_text_stem WHERE rowid IN ({marks})", list(part))
         if vectors:
             self._write_vectors(conn, vectors)
         conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)", labels_rows)
@@ -390,6 +391,7 @@ class SqliteStore:
             conn.executemany("INSERT OR IGNORE INTO node_keywords (keyword, node) VALUES (?, ?)", keyword_rows)
         if text_rows:
             conn.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", text_rows)
+            conn.executemany("INSERT INTO node_text_stem (rowid, text) VALUES (?, ?)", text_rows)
         return ids, {nid: cur[0] for nid, cur in state.items()}
 
     @staticmethod
@@ -685,12 +687,14 @@ class SqliteStore:
 
     def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
                         where: Mapping[str, Any] | None = None,
-                        within: tuple[str, str] | None = None) -> list[Hit]:
+                        within: tuple[str, str] | None = None, stemmed: bool = False) -> list[Hit]:
         """BM25 over the text-property union; user text never reaches FTS5 syntax, so never raises.
 
         ``where`` (property equality) and ``within`` (targets of one node's edges of one type,
         applied inside the FTS scan) filter inside the guarded query, before the top-k cut.
+        ``stemmed`` ranks on the porter-stemmed shadow index (same rows, same text) instead.
         """
+        table = "node_text_stem" if stemmed else "node_text"
         terms = fts_terms(query)
         if not terms or k <= 0:
             return []
@@ -705,7 +709,7 @@ class SqliteStore:
         # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
         # survive and the window was full, it doubles. The guarded rows come out in rank order, so
         # any k of them taken from a window prefix are exactly the guarded top-k.
-        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM node_text WHERE node_text MATCH ?{inside} "
+        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ?{inside} "
                f"ORDER BY rank LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.rank LIMIT ?")
         window = max(int(k) * FTS_WINDOW, 64)
@@ -714,7 +718,7 @@ class SqliteStore:
                 ranked = self.conn.execute(sql, [match, *iparams, window, *params, *lparams, int(k)]).fetchall()
                 if len(ranked) >= k:
                     break
-                total = self.conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM node_text WHERE node_text "
+                total = self.conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} "
                                           f"MATCH ?{inside} LIMIT ?)", (match, *iparams, window + 1)).fetchone()[0]
                 if total <= window:
                     break
@@ -1136,6 +1140,8 @@ class BulkImport:
         conn.execute("INSERT OR IGNORE INTO main.node_keywords (keyword, node) SELECT keyword, ? + seq "
                      "FROM stage.keywords", (base,))
         conn.execute("INSERT INTO main.node_text (rowid, text) SELECT ? + n.seq, n.text FROM stage.nodes n "
+                     f"WHERE n.text <> 0 AND {fast} ORDER BY n.seq", (base,))
+        conn.execute("INSERT INTO main.node_text_stem (rowid, text) SELECT ? + n.seq, n.text FROM stage.nodes n "
                      f"WHERE n.text <> 0 AND {fast} ORDER BY n.seq", (base,))
         slow = conn.execute("SELECT n.seq, n.id, n.labels, n.properties, w.embedding FROM stage.slow w "
                             "JOIN stage.nodes n ON n.seq = w.seq ORDER BY n.seq").fetchall() if has_slow else []

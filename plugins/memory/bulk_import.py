@@ -5,7 +5,9 @@ One node per line: ``{"id"?, "labels": [...], "properties": {...}, "embedding"?:
 ``embedding`` are embedded batch by batch (a failed embed stores the batch without vectors and
 warns; ``plughost memory reindex`` backfills them). Each batch commits on its own; an invalid
 line is reported by its number and skipped without losing the others; edges are created
-after all nodes, so a target may appear later in the file.
+after all nodes, so a target may appear later in the file. Message nodes get their indexed form
+(``searchContext`` from the turns before them, :mod:`plugins.memory.retrieval.indexed_form`)
+once every node is written, and are embedded with it then.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from host.jsonl import ImportSummary, JsonLines, check_line
 from host.log import log
 from host.progress import Progress
 from plugins.memory.embed_text import embedding_text
+from plugins.memory.reindex import reindex_contexts
+from plugins.memory.retrieval import indexed_form
 
 DEFAULT_BATCH = 500
 
@@ -44,11 +48,25 @@ def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batc
     bar = Progress(reader.size, stream, progress, unit="bytes")
     started = time.perf_counter()
 
+    turns = indexed_form.context_turns()
+    conversations: dict[str, None] = {}  # Messages get their indexed form (and vectors) after the nodes
+
     def embed(rows: list[tuple[int, dict[str, Any]]]) -> None:
+        later = set()
+        for i, (_, row) in enumerate(rows):
+            if turns and indexed_form.is_message(row["labels"]):
+                conv = row["properties"].get("conversationId")
+                if conv:
+                    conversations[str(conv)] = None
+                    later.add(i)
+                else:  # a turn of no conversation: its context is the header alone
+                    row["properties"] = indexed_form.with_context(row["properties"], [], turns)
         if embedder is None:
             return
         todo = []
-        for _, row in rows:
+        for i, (_, row) in enumerate(rows):
+            if i in later:
+                continue
             if row.get("embedding") is None:
                 text = embedding_text(row["labels"], row["properties"])
                 if text:
@@ -105,6 +123,11 @@ def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batc
         flush()
     summary.lines = reader.lines
     _create_edges(store, edges, account_id, summary, skip)
+    if conversations:
+        t0 = time.perf_counter()
+        changed = reindex_contexts(store, embedder, account_id=account_id, conversation_ids=conversations, turns=turns)
+        summary.embedded += changed if embedder is not None else 0
+        summary.embed_seconds += time.perf_counter() - t0
     bar.finish()
     summary.seconds = time.perf_counter() - started
     log("memory-import", "done", file=path.name, nodes=summary.nodes, edges=summary.edges,

@@ -31,6 +31,8 @@ from host.graph import (
     conversation_node_id,
 )
 from host.log import log
+from plugins.memory.retrieval.indexed_form import embedding_text as message_embedding_text
+from plugins.memory.retrieval.indexed_form import indexed_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -229,11 +231,11 @@ class Conversations:
         props = {"role": role, "text": content, "conversationId": conversationId, "sentAt": when,
                  "channel": conv_channel, "sender": sender, "scope": scope, "sessionId": session}
         row: dict[str, Any] = {"id": msg_id, "labels": labels,
-                               "properties": {k: v for k, v in props.items() if v is not None}}
+                               "properties": indexed_message(self.store, account, msg_id, props)}
         embedded = False
         if self.embedder is not None:
             try:
-                row["embedding"] = self.embedder.embed([content])[0]
+                row["embedding"] = self.embedder.embed([message_embedding_text(row["properties"]) or content])[0]
                 embedded = True
             except Exception as exc:  # noqa: BLE001 — the message is stored; reindex embeds it later
                 log("graph-write", "warn", reason="embed-failed", labels="Message", node=msg_id,

@@ -2,7 +2,8 @@
 
 Small entities embed a bounded properties text (labels, then the canonical text properties in
 their fixed order, then the others sorted); documents embed their ``summary``, sections their
-body, chunks their content. Provider-level caps (``EMBED_INPUT_MAX_CHARS``) still apply after.
+body, chunks their content; a Message its turn and its ``searchContext`` (see
+:mod:`plugins.memory.retrieval.indexed_form`). Provider-level caps (``EMBED_INPUT_MAX_CHARS``) still apply after.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from host.graph import TEXT_PROPERTIES, VECTOR_LABELS
+from plugins.memory.retrieval import indexed_form
 
 PROPS_TEXT_MAX_CHARS = 2000
 SKIPPED = frozenset({"accountId", "scope", "agents", "deletedAt", "createdAt", "updatedAt", "embedding",
-                     "backlinkCount", "id", "attachmentId", "contentHash", "documentId", "sectionId"})
+                     "backlinkCount", "id", "attachmentId", "contentHash", "documentId", "sectionId",
+                     "searchContext"})
 DOCUMENT_FIELDS: dict[str, tuple[str, ...]] = {
     "KnowledgeDocument": ("summary", "title", "body", "content"),
     "Section": ("body", "summary", "title"),
@@ -42,6 +45,8 @@ def embedding_text(labels: Sequence[str], properties: Mapping[str, Any], *,
     """The text to embed for a node, or None when it has no vector-indexed label or no text."""
     if not is_vector_label(labels):
         return None
+    if indexed_form.is_message(labels):
+        return indexed_form.embedding_text(properties)
     for label, fields in DOCUMENT_FIELDS.items():
         if label in labels:
             for name in fields:

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from host.errors import UserError
+from host.graph import MESSAGE_LABEL, Guards
 from host.log import log
 from host.progress import Progress
 from plugins.memory.embed_text import embedding_text
+from plugins.memory.retrieval import indexed_form
 
 DEFAULT_BATCH = 32
 
@@ -95,3 +98,51 @@ def _pending(store: Any, account_id: str, labels: Sequence[str] | None) -> int:
                                             limit=1_000_000))
     except Exception:
         return 0
+
+
+def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation_ids: Iterable[str] | None = None,
+                     turns: int | None = None, batch_size: int = DEFAULT_BATCH) -> int:
+    """Rebuild the indexed form (``searchContext``) of the account's Messages, and re-embed those it changed.
+
+    ``conversation_ids`` limits the pass (``memory import`` passes the conversations it wrote);
+    returns how many Messages changed. Without an embedder only the property (and so BM25) changes.
+    """
+    turns = indexed_form.context_turns() if turns is None else turns
+    guards = Guards(account_id)
+    conversations: dict[str, list[Any]] = defaultdict(list)
+    if conversation_ids is None:
+        offset = 0
+        while True:  # read everything before writing: writes reorder the pages
+            page = store.find(guards=guards, labels=[MESSAGE_LABEL], limit=1000, offset=offset)
+            for node in page:
+                conversations[str(node.properties.get("conversationId") or node.id)].append(node)
+            if len(page) < 1000:
+                break
+            offset += len(page)
+    else:
+        for cid in dict.fromkeys(conversation_ids):
+            conversations[cid] = store.find(guards=guards, labels=[MESSAGE_LABEL], where={"conversationId": cid},
+                                            limit=1_000_000)
+    changed: list[tuple[Any, str | None]] = []
+    for nodes in conversations.values():
+        ordered = sorted(nodes, key=lambda n: indexed_form.order_key(n.id, n.properties))
+        wanted = indexed_form.contexts([(n.id, n.properties) for n in ordered], turns)
+        changed += [(n, wanted[n.id]) for n in ordered
+                    if n.properties.get(indexed_form.CONTEXT_PROPERTY) != wanted[n.id]]
+    for i in range(0, len(changed), batch_size):
+        part = changed[i:i + batch_size]
+        rows = [{"id": n.id, "labels": [MESSAGE_LABEL], "properties": {indexed_form.CONTEXT_PROPERTY: ctx}}
+                for n, ctx in part]
+        if embedder is not None:
+            texts = [embedding_text(n.labels, {**n.properties, indexed_form.CONTEXT_PROPERTY: ctx}) for n, ctx in part]
+            try:
+                vectors = embedder.embed([t or "" for t in texts])
+            except Exception as exc:  # the text still changes; the next reindex --context embeds again
+                log("reindex", "op=batch-error", size=len(part), error=f"{type(exc).__name__}: {exc}"[:160])
+            else:
+                for row, text, vector in zip(rows, texts, vectors, strict=True):
+                    if text:
+                        row["embedding"] = vector
+        store.upsert_many(rows, account_id=account_id)
+    log("reindex", "op=context", conversations=len(conversations), changed=len(changed), turns=turns)
+    return len(changed)

@@ -101,7 +101,7 @@ def test_version_1_file_migrates_with_its_vectors_and_backlinks(tmp_path: Path) 
     con.commit()
     con.close()
     store = SqliteStore(path, env={"ACCOUNT_ID": "acc"})
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST == 5
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST == 6
     g = Guards("acc")
     assert [h.node.id for h in store.vector_search([1.0, 0.1, 0.0], 5, guards=g)] == ["a"]
     assert store.get("a", guards=g).properties["backlinkCount"] == 1

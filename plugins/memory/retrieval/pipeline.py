@@ -8,10 +8,12 @@ subscriptions carry them without the agent filter (see :mod:`.keywords`).
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from host.errors import UserError
@@ -24,6 +26,7 @@ from plugins.memory.retrieval import fuse, rank, route
 from plugins.memory.retrieval.dedup import dedup
 from plugins.memory.retrieval.flags import SearchFlags
 from plugins.memory.retrieval.format import format_results
+from plugins.memory.retrieval.keyterms import strip_stop_words
 from plugins.memory.retrieval.keywords import keyword_lists
 from plugins.memory.retrieval.project import project
 from plugins.memory.retrieval.rows import Row
@@ -98,6 +101,28 @@ class SearchOutcome:
         }
 
 
+@lru_cache(maxsize=16)
+def _stemmed_param(cls: type) -> bool:
+    try:
+        return "stemmed" in inspect.signature(cls.fulltext_search).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
+
+
+def accepts_stemmed(store: Any) -> bool:
+    """Whether the store ranks on a stemmed index (the embedded store; Neo4j's analyzer is its own)."""
+    return _stemmed_param(type(store))
+
+
+def weights(plan: route.RoutePlan, flags: SearchFlags) -> tuple[float, float]:
+    """The weighted-fusion weights: a routed class's own, else ``PLUGHOST_GS_VECTOR_WEIGHT`` when set
+    (the SPEC constants, untouched, otherwise: the baseline stays bit for bit)."""
+    if flags.vector_weight != fuse.VECTOR_WEIGHT and (plan.vector_weight, plan.bm25_weight) == (
+            fuse.VECTOR_WEIGHT, fuse.BM25_WEIGHT):
+        return flags.vector_weight, 1.0 - flags.vector_weight
+    return plan.vector_weight, plan.bm25_weight
+
+
 def search(
     store: Any,
     request: SearchRequest,
@@ -149,8 +174,10 @@ def search(
                 lists.append(fuse.RankedList("vector", hits, q))
         # BM25
         if plan.use_bm25 and flags.paths != "vector":
+            stem = {"stemmed": True} if flags.stem and accepts_stemmed(store) else {}
             for q in queries:
-                hits = store.fulltext_search(q, k, guards=guards, labels=plan.labels)
+                text = strip_stop_words(q) if flags.stopwords else q
+                hits = store.fulltext_search(text, k, guards=guards, labels=plan.labels, **stem)
                 bm25_hits += len(hits)
                 lists.append(fuse.RankedList("bm25", hits, q))
         # keyword subscriptions (merged into the BM25 channel)
@@ -162,9 +189,9 @@ def search(
     # FUSE
     merged = fuse.merge(lists, normalise_vector=flags.normalize)
     if flags.rrf:
-        fuse.rrf(merged, lists, weights=plan.rrf_weights())
+        fuse.rrf(merged, lists, k=flags.rrf_k, weights=plan.rrf_weights())
     else:
-        fuse.weighted(merged, plan.vector_weight, plan.bm25_weight)
+        fuse.weighted(merged, *weights(plan, flags))
 
     # BOOST
     boosted = boost_stage.apply(merged.values(), extra_boosts) if flags.boosts else 0
