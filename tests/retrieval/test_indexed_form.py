@@ -79,7 +79,7 @@ def test_append_import_and_reindex_give_the_same_indexed_form(appended, tmp_path
         assert all(other.get_embedding(f"m{i}", guards=G) for i in range(len(TURNS)))
 
         # the channels / turn recorder write bare turns; reindex --context gives them the same form
-        for i, (s, t, at) in enumerate(TURNS):
+        for i, (_, t, _) in enumerate(TURNS):
             other.upsert_node(["Message"], {"searchContext": None, "text": t}, account_id=ACCOUNT, node_id=f"m{i}")
         assert set(contexts_of(other).values()) == {None}
         assert reindex_contexts(other, None, account_id=ACCOUNT, turns=2) == len(TURNS)
