@@ -2,8 +2,9 @@
 
 Small entities embed a bounded properties text (labels, then the canonical text properties in
 their fixed order, then the others sorted); documents embed their ``summary``, sections their
-body, chunks their content; a Message its turn and its ``searchContext`` (see
-:mod:`plugins.memory.retrieval.indexed_form`). Provider-level caps (``EMBED_INPUT_MAX_CHARS``) still apply after.
+body, chunks their document and section titles then their content, a Message its turn then its
+context (``searchContext``, see :mod:`plugins.memory.retrieval.indexed_form`). Provider-level
+caps (``EMBED_INPUT_MAX_CHARS``) still apply after.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def embedding_text(labels: Sequence[str], properties: Mapping[str, Any], *,
             for name in fields:
                 value = properties.get(name)
                 if isinstance(value, str) and value.strip():
-                    return value.strip()
+                    context = properties.get(indexed_form.CONTEXT_PROPERTY) if label == "Chunk" else None
+                    # the section path first: a long chunk is cut at 256 tokens, the title never is
+                    return f"{context}\n{value.strip()}" if isinstance(context, str) and context else value.strip()
             return None
     lines = [" ".join(labels)]
     keys = [k for k in TEXT_PROPERTIES if k in properties]

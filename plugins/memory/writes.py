@@ -21,6 +21,7 @@ from host.log import log
 from plugins.memory import sectioniser
 from plugins.memory.embed_text import embedding_text, is_vector_label
 from plugins.memory.outcome import Call, WriteRejected
+from plugins.memory.retrieval.indexed_form import chunk_context
 
 EXTRA_LABELS = ("Project", "Note", "Topic", "Tag", "Attachment", "Document", "Skill", "Offer")
 PROVENANCE_LABELS = ("Person", "UserProfile", "AdminUser", "Organization", "LocalBusiness")
@@ -329,7 +330,8 @@ class MemoryWriter:
                 srow["edges"].append({"type": "HAS_CHUNK", "to": cid})
                 chunk_rows.append({"id": cid, "labels": ["Chunk"],
                                    "properties": {"content": ch.content, "index": ch.index,
-                                                  "sectionIndex": sec.index, "attachmentId": attachment, **shared}})
+                                                  "sectionIndex": sec.index, "attachmentId": attachment,
+                                                  **chunk_context(doc.title, sec.path or (sec.title,)), **shared}})
             section_rows.append(srow)
         doc_row: dict[str, Any] = {"labels": ["KnowledgeDocument"], "properties": doc_props,
                                    "edges": [{"type": "HAS_SECTION", "to": r["id"]} for r in section_rows]}

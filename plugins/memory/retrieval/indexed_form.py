@@ -159,3 +159,13 @@ def indexed_message(store: Any, account_id: str, node_id: str, props: Mapping[st
     previous = previous_turns(store, account_id, str(clean.get("conversationId") or ""), turns,
                               before=when(clean), exclude=node_id)
     return with_context(clean, previous, turns)
+
+
+def chunk_context(document_title: str, section_path: Sequence[str]) -> dict[str, str]:
+    """A Chunk's ``searchContext``: its document title and section path ("Guide › Install › Linux"),
+    cut at :data:`CONTEXT_CHARS`; {} when the context is off (``PLUGHOST_MESSAGE_CONTEXT_TURNS=0``)."""
+    if context_turns() <= 0:
+        return {}
+    parts = [p for p in (document_title, *section_path) if p]
+    parts = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+    return {CONTEXT_PROPERTY: _cut(" › ".join(parts), CONTEXT_CHARS)} if parts else {}
