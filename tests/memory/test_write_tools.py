@@ -294,7 +294,8 @@ def test_memory_ingest_embeds_summary_sections_and_chunks(memory_host, fake_olla
     assert sent[0] == "Birds of the northern coast, and how to tell them apart."  # the summary probe first
     assert fake_ollama.sizes()[0] == 1 and max(fake_ollama.sizes()) <= 4
     assert result["embedded"] == 7  # document + 3 sections + 3 chunks (identical texts embedded once)
-    assert len(sent) == 3  # the intro section body equals the summary
+    assert len(sent) == 6  # the intro section body equals the summary; chunks lead with their section path
+    assert "Field guide › Gulls\nHerring gulls are large. Common gulls are smaller and have dark eyes." in sent
     assert host.store().missing_embeddings(account_id=ACCOUNT) == []
 
 
