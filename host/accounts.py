@@ -45,6 +45,25 @@ def list_accounts(home: Path | None = None) -> list[str]:
     return sorted(e.name for e in entries if e.is_dir() and os.path.isfile(os.path.join(e.path, "account.json")))
 
 
+def require_existing(account_id: str, env: Mapping[str, str], what: str = "ACCOUNT_ID") -> Path:
+    """The account's folder, or a UserError (exit 2) naming where it was looked for and the fix.
+
+    Reads only: a command aimed at an account that is not there creates nothing (no data root,
+    no store, no log), so a missing ``PLUGHOST_HOME`` cannot silently start an empty ``~/.plughost``.
+    """
+    check_id(account_id, what)
+    home = config.home(env)
+    folder = account_dir(account_id, home)
+    if (folder / "account.json").is_file():
+        return folder
+    where = f"PLUGHOST_HOME={home}" if env.get("PLUGHOST_HOME") else f"PLUGHOST_HOME is not set, so {home}"
+    known = list_accounts(home)
+    also = f"; accounts there: {', '.join(known[:10])}" if known else ""
+    raise UserError(f"{what}: no account '{account_id}' under {home / 'accounts'} ({where}{also}). "
+                    f"Fix: set PLUGHOST_HOME to the data root that holds it, or create it: "
+                    f"plughost account create {account_id}")
+
+
 def check_id(account_id: str, what: str = "ID") -> str:
     if not ACCOUNT_ID.match(account_id or ""):
         raise UserError(f"{what}: '{account_id}' is not a valid account id; expected letters, digits, '.', '-' "

@@ -32,6 +32,12 @@ CORE_COMMANDS: dict[str, str] = {
 }
 """The one table of core commands: name → module."""
 
+ACCOUNT_FREE = frozenset({"plugins", "manifests", "mcp", "bundle", "install", "account", "demo", "record-turn"})
+"""Commands that run without an existing account: the rest refuse a ``ACCOUNT_ID`` / ``--account``
+that names no account under ``PLUGHOST_HOME`` (exit 2, nothing created). ``demo`` and ``account``
+create one; ``install`` writes the stub it reconciles; ``mcp`` servers are checked by the
+``account-id-env`` boot gate; ``record-turn`` is a Claude Code Stop hook and always exits 0."""
+
 
 @dataclass
 class Context:
@@ -105,6 +111,18 @@ def build_parser(argv: list[str], ctx: Context) -> argparse.ArgumentParser:
     return parser
 
 
+def _require_account(args: argparse.Namespace, ctx: Context) -> None:
+    """Refuse a command aimed at an account that does not exist (see :data:`ACCOUNT_FREE`)."""
+    if args.command in ACCOUNT_FREE:
+        return
+    option = getattr(args, "account", None)
+    account = option if isinstance(option, str) and option else (ctx.env.get("ACCOUNT_ID") or "").strip()
+    if account:
+        from host.accounts import require_existing
+
+        require_existing(account, ctx.env, "--account" if option else "ACCOUNT_ID")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ctx = Context()
@@ -116,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "_run", None):
             parser.print_help(sys.stderr)
             return 2
+        _require_account(args, ctx)
         code = args._run(args, ctx)
         return int(code or 0)
     except PlughostError as exc:

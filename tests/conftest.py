@@ -49,11 +49,24 @@ def make_host(plughost_home: Path):
         host.close()
 
 
+def ensure_account(env: dict[str, str] | None = None) -> None:
+    """Create the account ``ACCOUNT_ID`` names under ``PLUGHOST_HOME`` when it is missing: commands
+    aimed at an account refuse one that does not exist (the account-less cases test that)."""
+    env = dict(os.environ) if env is None else env
+    account, home = env.get("ACCOUNT_ID", "").strip(), env.get("PLUGHOST_HOME")
+    if account and home and not (Path(home) / "accounts" / account / "account.json").is_file():
+        from host.accounts import create_account
+
+        create_account(account, Path(home))
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
             timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run `python -m host.cli ...` in a real subprocess (the console script's code path)."""
     full = dict(os.environ)
     full.update(env or {})
+    if args and args[0] not in ("account", "demo") and os.environ.get("PLUGHOST_TEST_NO_ACCOUNT") != "1":
+        ensure_account(full)
     return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True,
                           env=full, input=input, timeout=timeout, cwd=cwd)
 

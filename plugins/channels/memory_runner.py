@@ -203,8 +203,11 @@ class MemoryRunner:
         self.product = product_name(host.env)
 
     def warm(self) -> None:
-        """Load the embedder and the public-scope host before the first visitor asks."""
-        self.search("opening hours", "public")
+        """Build the public-scope host and load the embedding model before the first visitor asks."""
+        public_host(self.host)
+        embedder = self.host.embedder()
+        if embedder is not None:
+            embedder.embed(["hello"])
 
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
         question = str(payload.get("text") or payload.get("payload") or "").strip()

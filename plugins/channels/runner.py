@@ -161,6 +161,9 @@ def warm_in_background(host: Any) -> None:
     """Build the runner now and let it load what its first turn needs (a model, a narrowed host) off the loop."""
     import threading
 
+    if not (host.env.get("ACCOUNT_ID") or "").strip():
+        return  # nothing to answer for
+
     def warm() -> None:
         try:
             runner = get_runner(host)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from host.graph import Guards
-from tests.conftest import run_cli
+from tests.conftest import ensure_account, run_cli
 
 ACCOUNT = "acct-imp"
 
@@ -118,6 +118,7 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     f = big_file(tmp_path / "p.jsonl", 300)
     master, slave = pty.openpty()
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT)
+    ensure_account(env)
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "100"],
                             stdout=subprocess.DEVNULL, stderr=slave, env=env)
     os.close(slave)
@@ -155,6 +156,7 @@ def test_purge_command(tmp_path: Path, plughost_home: Path) -> None:
 def test_sigkill_mid_import_keeps_every_committed_batch(tmp_path: Path, plughost_home: Path) -> None:
     f = big_file(tmp_path / "big.jsonl", 30000)
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT)
+    ensure_account(env)
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "500",
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     db = plughost_home / "graph.sqlite"
@@ -180,6 +182,7 @@ def test_two_processes_writing_at_once_both_succeed(tmp_path: Path, plughost_hom
     a = big_file(tmp_path / "a.jsonl", 3000, prefix="a")
     b = big_file(tmp_path / "b.jsonl", 3000, prefix="b")
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT)
+    ensure_account(env)
     procs = [subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "50",
                                "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
              for f in (a, b)]

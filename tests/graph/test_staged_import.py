@@ -30,6 +30,7 @@ from plugins.graph.common import prepare_row
 from plugins.graph.importer import import_jsonl
 from plugins.graph.sqlite_store import SqliteStore
 from plugins.graph.staging import staged_batches
+from tests.conftest import ensure_account
 from tests.graph.test_import_cli import big_file, kill_once_committed
 
 ACCOUNT = "acct-staged"
@@ -330,6 +331,7 @@ def test_sigkill_during_a_worker_import_leaves_no_worker_and_whole_batches(tmp_p
     home = tmp_path / "home"
     src = big_file(tmp_path / "big.jsonl", 40000)
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(home), PLUGHOST_IMPORT_WORKER="1")
+    ensure_account(env)
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(src), "--batch-size", "500",
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     seen = kill_once_committed(proc, home / "graph.sqlite", 2000)

@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import ensure_account
+
 
 def fake_vector(text: str, dims: int) -> list[float]:
     """Deterministic unit vector for a text (so tests can check input order)."""
@@ -143,5 +145,6 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`python -m host.cli ...` in a real subprocess for account ``acct-a``."""
     full = dict(os.environ)
     full.update({"ACCOUNT_ID": ACCOUNT, "EMBED_DIMENSIONS": "8", **env})
+    ensure_account(full)
     return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True, env=full,
                           timeout=180, cwd=REPO)

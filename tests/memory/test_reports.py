@@ -101,7 +101,10 @@ def test_report_cli_write_from_stdin_latest_and_list(plughost_home, tmp_path) ->
 
     from memory_support import REPO
 
+    from tests.conftest import ensure_account
+
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none")
+    ensure_account(env)
 
     def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "host.cli", "report", *args], input=stdin, capture_output=True,
