@@ -86,29 +86,33 @@ def boot_context_extras(*, account: str | None = None, config_dir: Path | str | 
             "excluded": excluded}
 
 
-def home_env(env: Mapping[str, str]) -> dict[str, str]:
-    """`<PLUGHOST_HOME>/.env` (written by `plughost install`: payload dirs, brand, embedder) as
-    `KEY=value` pairs; the process environment wins over it."""
-    from host import config
+def command_env(env: Mapping[str, str], account: str | None, brand: str | None = None) -> dict[str, str]:
+    """The environment a command boots with: the loaded configuration, `--account` as `ACCOUNT_ID`,
+    `--brand` as `PLUGHOST_BRAND` (so the host leaves out what that brand excludes)."""
+    from host.accounts import check_id
 
-    path = config.home(env) / ".env"
-    out: dict[str, str] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return out
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        key = key.strip().removeprefix("export ").strip()
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        if key:
-            out[key] = value
+    out = dict(env)
+    if account:
+        out["ACCOUNT_ID"] = check_id(account, "--account")
+    if brand:
+        out["PLUGHOST_BRAND"] = brand
     return out
+
+
+def check_install(host: Host, env: Mapping[str, str], *, account: str | None = None,
+                  config_dir: Path | str | None = None, brand: str | None = None, start: bool = False,
+                  echo: Callable[[str], Any] | None = emit) -> BootReport:
+    """The gates exactly as `boot` and `serve` run them (same brand, payload, config dir, lines).
+
+    `start` also runs the startup hooks when no fatal gate refused (what `boot` without
+    `--check` does; `serve` leaves that to its app's lifespan).
+    """
+    brand = brand or env.get("PLUGHOST_BRAND") or None
+    payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None
+    extras = boot_context_extras(account=account, config_dir=config_dir, brand=brand, env=env,
+                                 payload_root=payload_root)
+    runner = boot if start else run_gates
+    return runner(host, extras=extras, env=env, echo=echo)
 
 
 def collect_gates(host: Host) -> tuple[list[tuple[str, Gate]], list[GateOutcome]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host import __version__, hooktable
+from host import __version__, config, hooktable
 from host.errors import PlughostError
 
 CORE_COMMANDS: dict[str, str] = {
@@ -29,6 +29,7 @@ CORE_COMMANDS: dict[str, str] = {
     "account": "host.commands.account",
     "serve": "host.commands.serve",
     "demo": "host.commands.demo",
+    "doctor": "host.commands.doctor",
 }
 """The one table of core commands: name → module."""
 
@@ -45,7 +46,7 @@ class Context:
 
     plugins_dir: Path | None = None
     premium_dir: Path | None = None
-    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    env: dict[str, str] = field(default_factory=lambda: config.load_env(os.environ))
     _host: Any = None
 
     def host(self) -> Any:

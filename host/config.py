@@ -17,6 +17,44 @@ def home(env: Mapping[str, str] | None = None) -> Path:
     return Path(value).expanduser() if value else Path.home() / ".plughost"
 
 
+def read_dotenv(path: Path) -> dict[str, str]:
+    """A `KEY=value` file (blank lines, `#` comments, `export ` and matching quotes allowed); {} when absent."""
+    out: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return out
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if key:
+            out[key] = value
+    return out
+
+
+def home_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`<PLUGHOST_HOME>/.env`: what `plughost install` recorded (payload folders, brand, embedder)."""
+    return read_dotenv(home(env) / ".env")
+
+
+def load_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The one configuration loader: `<PLUGHOST_HOME>/.env` under the process environment.
+
+    Every command (boot, serve, plugins list, mcp serve, account ...) and every generated MCP
+    server builds its host from this, so they all see the same plugin set and brand. The data
+    root itself (`PLUGHOST_HOME`) comes from the environment only; a key set in the environment
+    wins over the file.
+    """
+    env = dict(os.environ if env is None else env)
+    return {**home_env(env), **env}
+
+
 def manifests_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where the JSON Schemas and shipped brands live (`manifests/`)."""
     env = os.environ if env is None else env

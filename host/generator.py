@@ -14,9 +14,14 @@ plugin's PLUGIN.md and the presence of a plugin-local server (``mcp/__main__.py`
 ``mcp/server.py``), never by plugin names.
 
 Claude Code spawns MCP servers with its own minimal environment (no virtualenv, no PATH to
-rely on), so an ``auto`` server is started by the interpreter of this install, named by
-absolute path, through the stdio tee launcher. The entry carries no per-session env; only the
-payload's static plugin folders, so the server process can find its plugin.
+rely on, any working directory). A payload is built once and installed on many machines, so it
+names nothing that breaks on another machine or folder: an ``auto`` server is started through
+the stdio tee launcher by ``${PLUGHOST_PYTHON:-<the building interpreter>}`` (``plughost
+install`` writes ``PLUGHOST_PYTHON`` into the config dir's ``settings.json`` ``env``, with the
+data root and the account; the default keeps the CLI's own ``marketplace add`` + ``install``
+working on the machine that built the payload), and the payload's plugin folders
+are anchored on ``${CLAUDE_PLUGIN_ROOT}``, which Claude Code expands to the plugin folder it
+starts, so a moved payload works once installed again. No per-session values in the entry.
 
 Every document is computed (and every defect raised) before the first byte is written, and
 files are only written when their bytes change: a rerun writes nothing.
@@ -24,6 +29,7 @@ files are only written when their bytes change: a rerun writes nothing.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -205,13 +211,28 @@ def local_server(folder: Path) -> str | None:
     return None
 
 
-def server_env(payload: Payload) -> dict[str, str]:
-    """Static payload paths the server needs to find its plugin (never per-session values)."""
+PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"
+
+
+def interpreter_ref(python: str | None = None) -> str:
+    """The interpreter a generated entry names: ``PLUGHOST_PYTHON`` from Claude Code's environment
+    (``settings.json`` ``env``, written by ``plughost install``), else the building interpreter."""
+    return f"${{PLUGHOST_PYTHON:-{python or sys.executable}}}"
+
+
+def anchored(path: Path, plugin_dest: Path) -> str:
+    """``path`` relative to the plugin folder, written from ``${CLAUDE_PLUGIN_ROOT}``."""
+    rel = Path(os.path.relpath(path, plugin_dest)).as_posix()
+    return PLUGIN_ROOT if rel == "." else f"{PLUGIN_ROOT}/{rel}"
+
+
+def server_env(payload: Payload, plugin: PayloadPlugin) -> dict[str, str]:
+    """The payload's plugin folders, anchored on the plugin folder (never per-session values)."""
     env = {}
     if payload.has_platform:
-        env["PLUGHOST_PLUGINS_DIR"] = str(payload.platform_dir)
+        env["PLUGHOST_PLUGINS_DIR"] = anchored(payload.platform_dir, plugin.dest)
     if payload.has_premium:
-        env["PLUGHOST_PREMIUM_DIR"] = str(payload.premium_dir)
+        env["PLUGHOST_PREMIUM_DIR"] = anchored(payload.premium_dir, plugin.dest)
     return env
 
 
@@ -219,20 +240,19 @@ BARE_INTERPRETERS = {"python", "python3"}
 CONSOLE_SCRIPT = "plughost"
 
 
-def resolve_command(command: str, python: str) -> str:
-    """A bare ``python``/``python3``/``plughost`` becomes this install's interpreter or console script.
+def resolve_command(command: str, args: list[Any], python: str) -> tuple[str, list[Any]]:
+    """A bare ``python``/``python3`` becomes the install's interpreter; ``plughost`` becomes that
+    interpreter running ``-m host.cli``.
 
     Claude Code spawns servers with a minimal environment (no virtualenv, no PATH to rely on),
     so a shared-lib block that says ``python`` would start the wrong interpreter or none. Every
-    other command (absolute, ``${PLATFORM_ROOT}``-anchored, ``node`` ...) is kept verbatim.
+    other command (absolute, ``${CLAUDE_PLUGIN_ROOT}``-anchored, ``node`` ...) is kept verbatim.
     """
     if command in BARE_INTERPRETERS:
-        return python
+        return python, args
     if command == CONSOLE_SCRIPT:
-        script = Path(python).parent / CONSOLE_SCRIPT
-        if script.is_file():
-            return str(script)
-    return command
+        return python, ["-m", "host.cli", *args]
+    return command, args
 
 
 def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[str, Any] | None:
@@ -246,7 +266,12 @@ def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[st
             raise UserError(f"{plugin.folder / 'PLUGIN.md'}: mcp: required when mcp-manifest is shared-lib "
                             "(the server block is emitted verbatim)")
         block = dict(m.mcp)
-        block["command"] = resolve_command(block["command"], python)
+        command, args = resolve_command(block["command"], list(block.get("args") or []), python)
+        block["command"] = command
+        if args or "args" in block:
+            block["args"] = args
+        if m.python:  # plughost Python code behind a launcher (e.g. graph's bin/mcp-server)
+            block["env"] = {"PLUGHOST_PYTHON": python, **(block.get("env") or {})}
         return {m.name: block}
     server = local_server(plugin.folder)
     if server is None:
@@ -259,9 +284,9 @@ def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[st
         return None
     entry: dict[str, Any] = {
         "command": python,
-        "args": ["-m", "host.mcp_tee", m.name, "--", python, "${CLAUDE_PLUGIN_ROOT}/" + server],
+        "args": ["-m", "host.mcp_tee", m.name, "--", python, f"{PLUGIN_ROOT}/{server}"],
     }
-    env = server_env(payload)
+    env = server_env(payload, plugin)
     if env:
         entry["env"] = env
     return {m.name: entry}
@@ -321,8 +346,11 @@ def marketplace_json(market: Marketplace, payload: Payload) -> dict[str, Any]:
 
 
 def plan(payload: Payload, python: str | None = None) -> dict[Path, str]:
-    """Every file generation would write (path → text); raises before anything is written."""
-    python = python or sys.executable
+    """Every file generation would write (path → text); raises before anything is written.
+
+    ``python`` is the default interpreter the servers name when ``PLUGHOST_PYTHON`` is unset.
+    """
+    python = interpreter_ref(python)
     out: dict[Path, str] = {}
     for market in payload.marketplaces:
         for plugin in market.plugins:

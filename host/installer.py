@@ -7,7 +7,11 @@ It writes what ``claude plugin marketplace add`` + ``claude plugin install --sco
   installLocation, lastUpdated}}``;
 - ``<config>/plugins/installed_plugins.json``: ``{version: 2, plugins: {name@mkt: [{scope: user,
   installPath, version, installedAt, lastUpdated}]}}``;
-- ``<config>/settings.json``: ``extraKnownMarketplaces`` and ``enabledPlugins``.
+- ``<config>/settings.json``: ``extraKnownMarketplaces`` and ``enabledPlugins``, and in ``env``
+  what every plugin server needs in Claude Code's own environment (``PLUGHOST_PYTHON``, the
+  interpreter the generated entries name; ``PLUGHOST_HOME``; ``ACCOUNT_ID``, the account of this
+  config dir): Claude Code applies that ``env`` to the servers it starts and never reads
+  ``<PLUGHOST_HOME>/.env``.
 
 Like the CLI, each plugin is copied to ``<config>/plugins/cache/<mkt>/<name>/<version>/`` and
 that copy is its ``installPath``: Claude Code owns that folder (``claude plugin uninstall``
@@ -246,7 +250,19 @@ def _settings(plan: InstallPlan, stale: set[str], stale_markets: set[str]) -> No
             plan.actions.append(f"enable {p.key}")
     data["extraKnownMarketplaces"] = extra
     data["enabledPlugins"] = enabled
+    env = data.get("env") or {}
+    if not isinstance(env, dict):
+        raise UserError(f"{path}: env: expected an object of environment variables")
+    wanted = server_settings_env(plan.account)
+    if any(env.get(k) != v for k, v in wanted.items()):
+        plan.actions.append("settings env: " + " ".join(f"{k}={v}" for k, v in wanted.items()))
+    data["env"] = {**env, **wanted}
     plan.files[path] = render(data, sort_keys=False)
+
+
+def server_settings_env(account: str) -> dict[str, str]:
+    """What the plugin servers of this config dir need from Claude Code's environment."""
+    return {"PLUGHOST_PYTHON": sys.executable, "PLUGHOST_HOME": str(config.home().absolute()), "ACCOUNT_ID": account}
 
 
 def _cache_copies(plan: InstallPlan) -> None:
@@ -306,7 +322,7 @@ def _agents(plan: InstallPlan) -> None:
         if link.is_symlink():
             if Path(os.readlink(link)) == src:
                 continue
-            if not _is_under(os.readlink(link), plan.payload):
+            if link.exists() and not _is_under(os.readlink(link), plan.payload):  # dangling: a moved payload
                 log("installer", "op=agent-skipped", agent=name, reason="linked-elsewhere", path=str(link))
                 continue
         elif link.exists():
@@ -323,9 +339,13 @@ def account_file(account: str) -> Path:
 def _account(plan: InstallPlan) -> None:
     """``enabledPlugins``: keep what is still installed, add installed feature plugins, drop the rest.
 
-    Platform plugins (``surface: platform``) are never opt-in, so they are not listed.
+    Platform plugins (``surface: platform``) are never opt-in, so they are not listed. The account
+    must exist (``plughost account create``): an install never invents one.
     """
     path = account_file(plan.account)
+    if not path.is_file():
+        raise UserError(f"--account: account '{plan.account}' does not exist ({path} is missing); create it first: "
+                        f"plughost account create {plan.account}")
     data = _load(path, {})
     current = data.get("enabledPlugins")
     if current is not None and not (isinstance(current, list) and all(isinstance(x, str) for x in current)):
@@ -366,17 +386,7 @@ def env_settings(payload: Path) -> dict[str, str]:
         out["PLUGHOST_PREMIUM_DIR"] = str(payload / PREMIUM_FOLDER)
     if brand.get("name"):
         out["PLUGHOST_BRAND"] = str(brand["name"])
-    # shared-lib servers find the install through these (e.g. plugins/graph/bin/mcp-server)
-    out["PLATFORM_ROOT"] = str(install_root())
-    out["PLUGHOST_PYTHON"] = sys.executable
     return out
-
-
-def install_root() -> Path:
-    """The plughost install: the folder holding its virtualenv, else the checkout/prefix of ``host``."""
-    if sys.prefix != sys.base_prefix:
-        return Path(sys.prefix).parent
-    return config.REPO_ROOT
 
 
 def merge_env(text: str, values: dict[str, str]) -> str:
@@ -393,12 +403,25 @@ def merge_env(text: str, values: dict[str, str]) -> str:
 
 
 def _env(plan: InstallPlan) -> None:
+    """``<PLUGHOST_HOME>/.env``: the brand's settings, the payload and the config dir of this install
+    (read by every command through :func:`host.config.load_env`)."""
     path = config.home() / ".env"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
-    plan.files[path] = merge_env(text, env_settings(plan.payload))
+    values = {**env_settings(plan.payload), "PLUGHOST_CONFIG_DIR": str(plan.config_dir)}
+    plan.files[path] = merge_env(drop_env(text, RETIRED_ENV), values)
+
+
+RETIRED_ENV = ("PLATFORM_ROOT", "PLUGHOST_PYTHON")
+"""Keys earlier installs wrote to .env; the servers get them from settings.json ``env`` now."""
+
+
+def drop_env(text: str, keys: tuple[str, ...]) -> str:
+    lines = [line for line in text.splitlines()
+             if line.lstrip().startswith("#") or line.split("=", 1)[0].strip() not in keys]
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def make_plan(payload: Path, config_dir: Path, account: str) -> InstallPlan:

@@ -50,7 +50,7 @@ class PluginRecord:
     folder: Path | None = None
     manifest: PluginManifest | None = None
     module: ModuleType | Any | None = None
-    status: str = "loaded"  # loaded | failed | disabled
+    status: str = "loaded"  # loaded | failed | disabled | excluded (by the install's brand)
     reason: str | None = None
     bundle: str | None = None  # premium bundle name
     nested: bool = False  # nested-marketplace premium sub-plugin
@@ -113,6 +113,7 @@ class Host:
         self._loaded = False
         self._modules: dict[str, str] = {}  # dotted module -> plugin name
         self._trace_t0: list[float] = []
+        self._brand: tuple[str | None, list[str]] | None = None
         if config.flag("PLUGHOST_TRACE_HOOKS", self.env):
             self._trace_undo = self.pm.add_hookcall_monitoring(self._trace_before, self._trace_after)
 
@@ -126,8 +127,21 @@ class Host:
         allow = config.csv_list(self.env.get("PLUGHOST_LOAD_PLUGINS"))
         return disabled, allow, config.flag("PLUGHOST_NO_EXTERNAL_PLUGINS", self.env)
 
+    def brand_exclusions(self) -> tuple[str | None, list[str]]:
+        """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
+        `brand.json` beside the plugins folder. What a brand excludes does not load (SPEC 5)."""
+        if self._brand is None:
+            from host.specialists import find_brand
+
+            payload_root = Path(self.plugins_dir).parent if self.plugins_dir is not None else None
+            self._brand = find_brand(self.env.get("PLUGHOST_BRAND") or None, self.env, payload_root)
+        return self._brand
+
     def _blocked_reason(self, name: str, builtin: bool) -> str | None:
         disabled, allow, no_external = self._filters()
+        brand, excluded = self.brand_exclusions()
+        if name in excluded:
+            return f"excluded by brand '{brand}' (plugins.excluded)"
         if name in disabled:
             return "disabled by PLUGHOST_DISABLE_PLUGINS"
         if allow is not None and name not in allow:
@@ -186,7 +200,7 @@ class Host:
         self._claim(record)
         reason = self._blocked_reason(ep.name, builtin)
         if reason:
-            record.status, record.reason = "disabled", reason
+            record.status, record.reason = ("excluded" if reason.startswith("excluded by brand") else "disabled"), reason
             self.pm.set_blocked(ep.name)
             return
         try:
@@ -233,7 +247,7 @@ class Host:
             return
         blocked = self._blocked_reason(name, record.builtin)
         if blocked:
-            record.status, record.reason = "disabled", blocked
+            record.status, record.reason = ("excluded" if blocked.startswith("excluded by brand") else "disabled"), blocked
             self.pm.set_blocked(name)
             return
         if manifest and manifest.python:

@@ -121,13 +121,15 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
 
 
 def run_plugin_server(plugin: str) -> None:
-    """Entry for a plugin's ``mcp/__main__.py``: load the host from the environment, serve stdio."""
+    """Entry for a plugin's ``mcp/__main__.py``: load the host from the configuration (the environment
+    over ``<PLUGHOST_HOME>/.env``, as every command does), serve stdio."""
     import sys
 
+    from host import config
     from host.manager import Host
 
     try:
-        host = Host().load()
+        host = Host(env=config.load_env()).load()
         serve_stdio(host, plugin)
     except PlughostError as exc:
         print(f"plughost mcp: {exc}", file=sys.stderr)

@@ -19,12 +19,20 @@ SURFACES = ("known_marketplaces", "installed_plugins", "enabledPlugins")
 
 
 def config_dir(env: Mapping[str, str], explicit: Path | str | None = None) -> Path:
-    """`--config-dir`, else `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
+    """`--config-dir`, else `$CLAUDE_CONFIG_DIR`, else the config dir of the last `plughost install`
+    (`PLUGHOST_CONFIG_DIR` in `<PLUGHOST_HOME>/.env`), else `~/.claude`."""
+    chosen = config_dir_source(env, explicit)[0]
+    return chosen
+
+
+def config_dir_source(env: Mapping[str, str], explicit: Path | str | None = None) -> tuple[Path, str]:
+    """(config dir, where it came from: flag | CLAUDE_CONFIG_DIR | install | default)."""
     if explicit:
-        return Path(explicit).expanduser()
-    if env.get("CLAUDE_CONFIG_DIR"):
-        return Path(env["CLAUDE_CONFIG_DIR"]).expanduser()
-    return Path(env.get("HOME") or Path.home()) / ".claude"
+        return Path(explicit).expanduser(), "flag"
+    for key, source in (("CLAUDE_CONFIG_DIR", "CLAUDE_CONFIG_DIR"), ("PLUGHOST_CONFIG_DIR", "install")):
+        if env.get(key):
+            return Path(env[key]).expanduser(), source
+    return Path(env.get("HOME") or Path.home()) / ".claude", "default"
 
 
 def _load(path: Path, errors: list[str]) -> dict[str, Any]:

@@ -71,15 +71,20 @@ def run_list(args: argparse.Namespace, ctx: Any) -> int:
     for account_id in accounts.list_accounts(home):
         try:
             data = accounts.load_account(account_id, home)
-            rows.append({"accountId": account_id, "enabledPlugins": data["enabledPlugins"],
-                         "admins": len(data["admins"]), "status": "ok"})
+            admins = data.get("admins")
+            row: dict[str, Any] = {"accountId": account_id, "enabledPlugins": list(data.get("enabledPlugins") or []),
+                                   "admins": len(admins) if isinstance(admins, list) else 0, "status": "ok"}
+            if not (accounts.account_dir(account_id, home) / "users.json").is_file() or not admins:
+                row.update(status="incomplete",
+                           reason=f"no admins or users.json: complete it with plughost account create {account_id}")
+            rows.append(row)
         except UserError as exc:
             rows.append({"accountId": account_id, "status": "invalid", "reason": str(exc)})
     if args.json:
         print(json.dumps({"accounts": rows}, indent=2))
     else:
         for row in rows:
-            detail = ",".join(row.get("enabledPlugins", [])) if row["status"] == "ok" else row["reason"]
+            detail = row["reason"] if "reason" in row else ",".join(row.get("enabledPlugins", []))
             print(f"{row['accountId']:<24} {row['status']:<8} {detail}")
     return 0
 

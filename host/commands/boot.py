@@ -28,24 +28,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from host import boot
-    from host.accounts import check_id
 
-    env = {**boot.home_env(ctx.env), **ctx.env}  # the install's .env, under the real environment
-    ctx.env = env
-    if args.account:
-        check_id(args.account, "--account")
-        env["ACCOUNT_ID"] = args.account
-    brand = args.brand or env.get("PLUGHOST_BRAND") or None
+    ctx.env = boot.command_env(ctx.env, args.account, args.brand)
     t0 = time.perf_counter()
     host = ctx.host()
     load_ms = (time.perf_counter() - t0) * 1000
-    payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None
-    extras = boot.boot_context_extras(account=args.account, config_dir=args.config_dir, brand=brand, env=env,
-                                      payload_root=payload_root)
-    if args.check:
-        report = boot.run_gates(host, extras=extras, env=env)
-    else:
-        report = boot.boot(host, extras=extras, env=env)
+    report = boot.check_install(host, ctx.env, account=args.account, config_dir=args.config_dir, brand=args.brand,
+                                start=not args.check)
     report.timings["load"] = load_ms
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

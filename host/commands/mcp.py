@@ -19,8 +19,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from host import mcp_server
+    from host.errors import UserError
 
     host = ctx.host()
+    record = host.plugin(args.plugin)
+    if not record.loaded:
+        raise UserError(f"plugin: '{args.plugin}' is {record.status} ({record.reason}); it serves nothing here")
     if args.http is not None:
         mcp_server.serve_http(host, args.plugin, port=args.http, bind=args.bind)
     else:

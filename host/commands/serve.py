@@ -1,11 +1,8 @@
 """`plughost serve [--host 127.0.0.1] [--port 8787]`: boot (the gates), then serve the host's app.
 
-The gates run first, as in ``plughost boot``; a fatal gate refuses to serve (exit 1). The gate
-runner is ``host.boot.run_gates(host, extras=, env=, echo=) -> BootReport`` (``exit_code``,
-``outcomes`` with ``gate``/``status``/``fatal``/``inspected``, ``to_json()``) and
-``host.boot.boot_context_extras(account=, config_dir=, brand=, env=)``. If that module is not
-installed, a minimal runner here collects the ``plughost_boot_gates`` hook and applies the same
-rule (a fatal gate whose status is fail/error refuses), so serving never skips the gates.
+The gates run first, exactly as in ``plughost boot`` (``host.boot.check_install``: same
+configuration, brand, payload and config dir, so the same lines); a fatal gate refuses to serve
+(exit 1).
 
 Then one app (:mod:`host.app`): plugin routes, channel adapters, ``/mcp/<plugin>`` over
 streamable HTTP, startup/shutdown hooks; SIGTERM/SIGINT stop it gracefully (exit 0).
@@ -19,9 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from host import hooktable
 from host.errors import FatalError, UserError
-from host.log import emit, format_line, log
+from host.log import log
 
 HELP = "run the boot gates, then serve plugin routes, /mcp/<plugin> and /healthz over HTTP"
 
@@ -47,48 +43,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brand", default=None, help="brand for the specialist strip-list (default: $PLUGHOST_BRAND)")
 
 
-def _fallback_gates(host: Any, env: dict[str, str]) -> dict[str, Any]:
-    """The gate rule without host.boot: run each contributed gate in isolation, print its lines."""
-    from host.types import GateContext
-
-    ctx = GateContext(host=host, env=env)
-    rows = []
-    for c in sorted(host.collect(hooktable.BOOT_GATES), key=lambda c: (c.item.order, c.item.name)):
-        gate = c.item
-        try:
-            result = gate.check(ctx)
-            status, inspected, lines = result.status, result.inspected, list(result.lines)
-        except Exception as exc:
-            status, inspected = "error", 0
-            lines = [format_line(None, "startup-self-test", **{gate.name: "error"}, plugin=c.plugin,
-                                 error=f"{type(exc).__name__}: {exc}".splitlines()[0])]
-        if status in ("fail", "error") and not gate.fatal:
-            status = "warn"
-        for line in lines:
-            emit(line)
-        rows.append({"gate": gate.name, "status": status, "fatal": gate.fatal, "inspected": inspected})
-    return {"runner": "fallback", "gates": rows}
-
-
 def run_boot_gates(host: Any, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
-    """Run the gates and return the summary ``/healthz`` shows: ran, ok, fatal (names), gates."""
-    try:
-        from host import boot
-    except ImportError:
-        summary = _fallback_gates(host, env)
-    else:
-        brand = args.brand or env.get("PLUGHOST_BRAND") or None
-        extras = boot.boot_context_extras(account=args.account, config_dir=args.config_dir, brand=brand, env=env)
-        report = boot.run_gates(host, extras=extras, env=env)
-        summary = {"runner": "host.boot", "gates": [
-            {"gate": o.gate, "status": o.status, "fatal": o.fatal, "inspected": o.inspected}
-            for o in report.outcomes]}
-    rows = summary["gates"]
-    summary["ran"] = True
-    summary["fatal"] = [r["gate"] for r in rows if r["fatal"] and r["status"] in ("fail", "error")]
-    summary["ok"] = not summary["fatal"]
-    summary["counts"] = {s: sum(r["status"] == s for r in rows) for s in ("ok", "warn", "fail", "error")}
-    return summary
+    """Run the gates as `plughost boot` does and return the summary `/healthz` shows."""
+    from host import boot
+
+    report = boot.check_install(host, env, account=args.account, config_dir=args.config_dir, brand=args.brand)
+    rows = [{"gate": o.gate, "status": o.status, "fatal": o.fatal, "inspected": o.inspected}
+            for o in report.outcomes]
+    fatal = [r["gate"] for r in rows if r["fatal"] and r["status"] in ("fail", "error")]
+    return {"runner": "host.boot", "gates": rows, "ran": True, "fatal": fatal, "ok": not fatal,
+            "counts": {s: sum(r["status"] == s for r in rows) for s in ("ok", "warn", "fail", "error")}}
 
 
 def check_port(bind: str, port: int) -> int:
@@ -127,15 +91,9 @@ def urls(base: str, runtime: Any) -> list[tuple[str, str]]:
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from host import app as host_app
+    from host import boot
 
-    if args.account:
-        try:
-            from host.accounts import check_id
-        except ImportError:
-            pass
-        else:
-            check_id(args.account, "--account")
-        ctx.env["ACCOUNT_ID"] = args.account
+    ctx.env = boot.command_env(ctx.env, args.account, args.brand)
     host = ctx.host()
     summary = run_boot_gates(host, dict(ctx.env), args)
     if summary["fatal"]:

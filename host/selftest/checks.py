@@ -18,13 +18,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from host import accounts, config, specialists
+from host import accounts, launch, specialists
 from host.errors import UserError
+from host.launch import MINIMAL_PATH, Launch
 from host.log import format_line
 from host.registration import Registration, config_dir
 from host.types import GateContext, GateResult
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 
 
 def _ok(gate: str, inspected: int, **extra: Any) -> str:
@@ -157,33 +158,6 @@ def skill_registration(ctx: GateContext) -> GateResult:
 
 
 # ---------------------------------------------------------------------------- tool-registration
-def _server_entries(manifest: dict[str, Any], install_path: Path) -> dict[str, Any]:
-    """`mcpServers` of a generated plugin.json: an object, or a path to a JSON file holding one."""
-    servers = manifest.get("mcpServers")
-    if isinstance(servers, str):
-        try:
-            data = json.loads((install_path / servers).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        servers = data.get("mcpServers", data) if isinstance(data, dict) else None
-    return servers if isinstance(servers, dict) else {}
-
-
-def _expand(token: str, variables: dict[str, str]) -> str | None:
-    """Expand `${VAR}`; None when a variable is unknown here (then the token cannot be checked)."""
-    unknown = False
-
-    def sub(m: re.Match[str]) -> str:
-        nonlocal unknown
-        if m.group(1) in variables:
-            return variables[m.group(1)]
-        unknown = True
-        return m.group(0)
-
-    out = _VAR.sub(sub, token)
-    return None if unknown else out
-
-
 def _module_exists(name: str) -> bool:
     if name == "host" or name.startswith("host."):
         return True  # the host itself: always there when boot runs
@@ -193,19 +167,21 @@ def _module_exists(name: str) -> bool:
         return False
 
 
-def server_missing(entry: Any, install_path: Path, variables: dict[str, str], plugin_local: bool) -> str | None:
-    """What of a server entry is absent on disk (None when everything it names exists)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+def server_missing(entry: Launch, plugin_local: bool) -> str | None:
+    """What a server, as Claude Code will start it, names that is absent on disk (None: all there).
+
+    Tokens with a variable nothing defines cannot be checked here (`plughost doctor` starts them).
+    """
+    if not entry.command:
         return "no command"
-    if plugin_local and not any((install_path / "mcp" / f).is_file() for f in ("__main__.py", "server.py")):
-        return f"{install_path / 'mcp'}/__main__.py"
-    tokens = [entry["command"], *[a for a in entry.get("args") or [] if isinstance(a, str)]]
-    for i, raw in enumerate(tokens):
-        token = _expand(raw, variables)
-        if token is None:
+    if plugin_local and not any((entry.root / "mcp" / f).is_file() for f in ("__main__.py", "server.py")):
+        return f"{entry.root / 'mcp'}/__main__.py"
+    tokens = [entry.command, *entry.args]
+    for i, token in enumerate(tokens):
+        if _VAR.search(token):
             continue
         if i == 0 and not os.path.isabs(token):
-            if shutil.which(token) is None:
+            if shutil.which(token, path=entry.env.get("PATH") or MINIMAL_PATH) is None:
                 return token
         elif os.path.isabs(token) and not os.path.exists(token):
             return token
@@ -214,26 +190,43 @@ def server_missing(entry: Any, install_path: Path, variables: dict[str, str], pl
     return None
 
 
+def stale_paths(entry: Launch, payload_root: Path | None) -> list[str]:
+    """Payload folders an entry's env points at outside the payload Claude Code starts it from:
+    a generated manifest left from where the payload was built or first installed."""
+    if payload_root is None:
+        return []
+    out = []
+    for key in ("PLUGHOST_PLUGINS_DIR", "PLUGHOST_PREMIUM_DIR"):
+        value = entry.env.get(key)
+        if value and os.path.isabs(value) and not Path(os.path.normpath(value)).is_relative_to(payload_root):
+            out.append(f"{key}={value}")
+    return out
+
+
 def tool_registration(ctx: GateContext) -> GateResult:
-    """Every tool-plugin an account enables has a generated manifest whose MCP server exists."""
+    """Every tool-plugin an account enables has a generated manifest whose MCP server exists, checked
+    in the folder Claude Code starts it from (a directory marketplace's source, not the cache)."""
     tag = "tool-registration"
     host = ctx.host
     result = GateResult(status="ok")
     reg = _registration(ctx)
     tool_plugins = set(host.surface.mcp_servers)
-    platform_root = ctx.env.get("PLATFORM_ROOT") or str(
-        Path(host.plugins_dir).parent if host.plugins_dir else config.REPO_ROOT)
     excluded = set(ctx.extras.get("excluded") or [])
     always_on = sorted(r.name for r in host.loaded()
                        if r.manifest is not None and r.manifest.surface == "platform" and r.name not in excluded)
+    base = {**{k: v for k, v in ctx.env.items() if isinstance(v, str)},
+            **launch.claude_env(reg.config_dir, ctx.env.get("HOME"))}
+    base["PATH"] = launch.MINIMAL_PATH
     for account_id, enabled in _enabled_by_account(ctx, tag, result):
         for name in dict.fromkeys([*enabled, *always_on]):  # platform plugins are on for every account
             if name not in tool_plugins:
                 continue
             result.inspected += 1
-            reason, server, detail = _tool_plugin_defect(host, reg, name, platform_root, ctx.env)
+            reason, server, detail = _tool_plugin_defect(host, reg, name, base)
             if reason:
                 fields = {"accountId": account_id, "plugin": name, "expected-server": server, "reason": reason}
+                if reason == "stale-path":
+                    fields["path"] = detail.split(": ", 1)[0]
                 result.lines.append(format_line(tag, "op=drift", "FATAL", **fields))
                 result.defects.append({**fields, "detail": detail})
     if result.defects:
@@ -243,29 +236,38 @@ def tool_registration(ctx: GateContext) -> GateResult:
     return result
 
 
-def _tool_plugin_defect(host: Any, reg: Registration, name: str, platform_root: str,
-                        env: Any) -> tuple[str | None, str, str]:
+def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str, str]) -> tuple[str | None, str, str]:
     """(reason or None, expected server name, detail) for one enabled tool-plugin."""
     installed = reg.find_installed(name)
     if installed is None:
         return "not-installed", name, f"no user-scope {name}@<marketplace> row in installed_plugins.json"
-    _, install_path = installed
-    manifest_path = install_path / ".claude-plugin" / "plugin.json"
+    key, install_path = installed
+    source = launch.directory_source(reg, key)
+    if source is not None and not source.is_dir():
+        return "dist-missing", name, (f"marketplace folder {source} does not exist (payload moved or removed? "
+                                      "run plughost install again)")
+    root = launch.plugin_root(reg, key) or install_path
+    manifest_path = root / ".claude-plugin" / "plugin.json"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "not-installed", name, f"{manifest_path} missing or unreadable"
-    servers = _server_entries(manifest if isinstance(manifest, dict) else {}, install_path)
+    servers = launch.server_entries(manifest if isinstance(manifest, dict) else {}, root)
     if not servers:
         return "no-mcpServers-manifest", name, f"{manifest_path} has no mcpServers"
     server = name if name in servers else sorted(servers)[0]
+    entry = servers[server]
+    if not isinstance(entry, dict):
+        return "dist-missing", server, f"{manifest_path}: mcpServers.{server}: expected an object"
     record = host.records.get(name)
     plugin_local = bool(record and record.manifest and record.manifest.mcp_manifest != "shared-lib")
-    variables = {**{k: v for k, v in env.items() if isinstance(v, str)},
-                 "CLAUDE_PLUGIN_ROOT": str(install_path), "PLATFORM_ROOT": platform_root}
-    missing = server_missing(servers[server], install_path, variables, plugin_local)
+    resolved = launch.resolve(name, key, server, entry, root, manifest_path, base)
+    missing = server_missing(resolved, plugin_local)
     if missing:
-        return "dist-missing", server, f"{missing} does not exist"
+        return "dist-missing", server, f"{missing} does not exist (from {manifest_path})"
+    stale = stale_paths(resolved, _payload_root(reg, key))
+    if stale:
+        return "stale-path", server, f"{manifest_path}: {', '.join(stale)} is outside the installed payload"
     return None, server, ""
 
 
@@ -288,3 +290,14 @@ def single_provider(ctx: GateContext) -> GateResult:
     if result.status == "ok":
         result.lines.append(_ok("single-provider", result.inspected))
     return result
+
+
+def _payload_root(reg: Registration, key: str) -> Path | None:
+    """The payload a directory marketplace belongs to (the folder holding brand.json above it)."""
+    folder = launch.directory_source(reg, key)
+    if folder is None:
+        return None
+    for candidate in (folder, *folder.parents):
+        if (candidate / "brand.json").is_file():
+            return candidate.resolve()
+    return None

@@ -62,7 +62,8 @@ def snapshot(host: Any) -> tuple[int, dict[str, Any]]:
         "store": store,
         "embedder": probe_embedder(host),
         "plugins": {"loaded": sorted(r.name for r in host.loaded()),
-                    "failed": sorted(r.name for r in host.records.values() if r.status == "failed")},
+                    "failed": sorted(r.name for r in host.records.values() if r.status == "failed"),
+                    "excluded": sorted(r.name for r in host.records.values() if r.status == "excluded")},
         "mcp": sorted(runtime.mcp) if runtime is not None else [],
         "uptimeS": round(time.time() - runtime.started_at, 1) if runtime is not None else None,
     }

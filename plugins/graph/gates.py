@@ -1,4 +1,5 @@
-"""The graph plugin's boot gates (SPEC 7): ``schema-labels`` and ``account-id-env``.
+"""The graph plugin's boot gates (SPEC 7): ``schema-labels``, and ``account-id-env`` (its logic
+lives in :mod:`host.accounts`, shared with the channels plugin's account gate).
 
 Gates read files and the environment only; they never open the store.
 """
@@ -8,7 +9,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from host import config
 from host.graph import VECTOR_LABELS
 from host.types import Gate, GateContext, GateResult
 
@@ -60,28 +60,10 @@ def check_schema_labels(ctx: GateContext | None = None, *, sources: dict[str, li
     return GateResult("ok", inspected, [f"startup-self-test schema-labels=ok inspected={inspected}"])
 
 
-def check_account_env(ctx: GateContext) -> GateResult:
-    """``ACCOUNT_ID`` is set and names an account on disk."""
-    account = (ctx.env.get("ACCOUNT_ID") or "").strip()
-    if not account:
-        return GateResult("fail", 0, ["[graph-health] account-id-env FATAL reason=unset"],
-                          [{"reason": "unset"}])
-    short = account[:8]
-    if not re.fullmatch(r"[A-Za-z0-9._-]+", account) or account in (".", ".."):
-        return GateResult("fail", 1, [f"[graph-health] account-id-env FATAL reason=malformed id={short}"],
-                          [{"reason": "malformed"}])
-    path = config.home(ctx.env) / "accounts" / account / "account.json"
-    if not path.is_file():
-        return GateResult("fail", 1, [f"[graph-health] account-id-env FATAL reason=not-on-disk id={short} "
-                                      f"expected={path}"], [{"reason": "not-on-disk", "path": str(path)}])
-    return GateResult("ok", 1, [
-        f"[graph-health] account-id-env present=true id={short} matches-on-disk=true",
-        "startup-self-test account-id-env=ok inspected=1",
-    ])
-
-
 def gates() -> list[Gate]:
+    from host.accounts import account_id_env_gate  # the one home of that gate's logic (SPEC 7)
+
     return [
-        Gate("account-id-env", check=check_account_env, fatal=True, order=10),
+        account_id_env_gate(),
         Gate("schema-labels", check=check_schema_labels, fatal=True, order=20),
     ]

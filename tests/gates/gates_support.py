@@ -203,8 +203,9 @@ class Install:
         return run_gates(host, extras=extras, echo=None)
 
 
-HOST_GATES = ALL_GATES - {"account-id-env"}
-"""Gates the host's own plugins always contribute (account-id-env is the graph plugin's)."""
+HOST_GATES = ALL_GATES - {"account-id-env", "admin-identity-binding"}
+"""Gates the host's own plugins always contribute (account-id-env is the graph plugin's,
+admin-identity-binding the channels plugin's: a brand may exclude channels)."""
 
 
 def assert_every_gate_ok(report: dict[str, Any], stderr: str) -> None:

@@ -7,7 +7,7 @@ import json
 import pytest
 from gates_support import write
 
-from host.boot import home_env
+from host.config import home_env
 from host.errors import UserError
 from host.specialists import find_brand
 

@@ -1,5 +1,5 @@
-"""Acceptance: on a clean install made by `plughost bundle` + `plughost install` + `plughost account
-create`, `plughost boot --check` prints an ok line for every gate and exits 0 (real subprocesses)."""
+"""Acceptance: on a clean install made by `plughost bundle` + `plughost account create` +
+`plughost install`, `plughost boot --check` prints an ok line for every gate and exits 0 (real subprocesses)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 def _clean_install(cli, tmp_path: Path, brand: str) -> tuple[Path, Path]:
     payload, cc = tmp_path / "payload", tmp_path / "claude-config"
     steps = [("bundle", brand, "--premium-dir", str(REPO / "examples" / "premium"), "--out", str(payload)),
-             ("install", str(payload), "--config-dir", str(cc), "--account", "acme"),
-             ("account", "create", "acme", "--admin-phone", "+15550001")]
+             ("account", "create", "acme", "--admin-phone", "+15550001"),
+             ("install", str(payload), "--config-dir", str(cc), "--account", "acme")]
     for step in steps:
         proc = cli(*step)
         assert proc.returncode == 0, (step, proc.stderr)
@@ -53,3 +53,70 @@ def test_clean_install_then_drift_is_caught(cli, tmp_path, plughost_home):
             "expected=planner@studio-premium-studio missing=enabledPlugins") in lines
     assert ("specialist-tool-strip specialist=concierge plugin=channels "
             "tools=mcp__plugin_channels_channels__send-reply reason=brand-excluded") in lines
+
+
+def _gate_lines(stderr: str) -> list[str]:
+    """The lines the gate runner printed, up to its summary (whose `ms=` timing is dropped)."""
+    out = []
+    for line in stderr.splitlines():
+        if line.startswith("[boot] op=gates"):
+            out.append(line.rsplit(" ms=", 1)[0])
+            return out
+        out.append(line)
+    raise AssertionError(f"no gate summary in:\n{stderr}")
+
+
+@pytest.mark.parametrize("brand", ["default", "studio"])
+def test_boot_and_serve_print_identical_gate_lines_and_serve_the_brand(cli, tmp_path, plughost_home, brand):
+    """One install, no flags but the account: both commands read the install's .env through the one
+    configuration loader, so they inspect the same plugins with the same gates and say the same."""
+    from tests.admin.serve_helpers import raw_request, start_serve
+
+    _clean_install(cli, tmp_path, brand)
+    boot = cli("boot", "--check", "--account", "acme")
+    assert boot.returncode == 0, boot.stderr
+    serve = start_serve("--account", "acme")
+    try:
+        health = raw_request(serve.port, "/healthz").json()
+        webchat = raw_request(serve.port, "/channels/webchat")
+    finally:
+        code, _, serve_stderr = serve.terminate()
+    assert code == 0, serve_stderr
+    assert _gate_lines(serve_stderr) == _gate_lines(boot.stderr)
+    plugins = health["plugins"]
+    listing = cli("plugins", "list", "--json")
+    statuses = {row["name"]: row["status"] for row in json.loads(listing.stdout)["plugins"]}
+    if brand == "studio":  # the brand excludes channels: it does not load, so nothing of it is served
+        assert plugins["excluded"] == ["channels"] and "channels" not in plugins["loaded"]
+        assert webchat.status == 404
+        assert statuses["channels"] == "excluded"
+        assert {"greeter", "notes", "planner"} <= set(plugins["loaded"])  # the payload's premium plugins
+        refused = cli("mcp", "serve", "channels")
+        assert refused.returncode == 2 and "excluded by brand 'studio'" in refused.stderr
+    else:
+        assert plugins["excluded"] == [] and "channels" in plugins["loaded"]
+        assert webchat.status == 200
+
+
+def test_the_gate_checks_the_folder_claude_code_starts_not_the_cache(cli, tmp_path, plughost_home):
+    payload, cc = _clean_install(cli, tmp_path, "studio")
+    (payload / "premium-plugins" / "greeter" / "mcp" / "__main__.py").unlink()  # the cache copy keeps its own
+    proc = cli("boot", "--check", "--account", "acme", "--config-dir", str(cc))
+    assert ("[tool-registration] op=drift FATAL accountId=acme plugin=greeter expected-server=greeter "
+            "reason=dist-missing") in proc.stderr.splitlines(), proc.stderr
+
+
+def test_a_moved_payload_not_reinstalled_and_a_stale_manifest_are_named(cli, tmp_path, plughost_home):
+    payload, cc = _clean_install(cli, tmp_path, "studio")
+    # a manifest generated elsewhere (absolute folders of another tree) is a stale path, named
+    manifest = payload / "premium-plugins" / "greeter" / ".claude-plugin" / "plugin.json"
+    doc = json.loads(manifest.read_text())
+    doc["mcpServers"]["greeter"]["env"]["PLUGHOST_PLUGINS_DIR"] = "/old/build/payload/plugins"
+    manifest.write_text(json.dumps(doc))
+    lines = cli("boot", "--check", "--account", "acme", "--config-dir", str(cc)).stderr.splitlines()
+    assert ("[tool-registration] op=drift FATAL accountId=acme plugin=greeter expected-server=greeter "
+            f"reason=stale-path path={manifest}") in lines
+    payload.rename(tmp_path / "moved")  # and not installed again: Claude Code would find nothing there
+    lines = cli("boot", "--check", "--account", "acme", "--config-dir", str(cc)).stderr.splitlines()
+    assert ("[tool-registration] op=drift FATAL accountId=acme plugin=graph expected-server=graph "
+            "reason=dist-missing") in lines

@@ -147,7 +147,7 @@ def test_tool_plugin_server_file_missing(tools):
     report = tools.boot()
     assert _tool_lines(report) == [
         "[tool-registration] op=drift FATAL accountId=acme plugin=notes expected-server=notes reason=dist-missing"]
-    assert report.outcome("tool-registration").defects[0]["detail"].endswith("mcp/__main__.py does not exist")
+    assert report.outcome("tool-registration").defects[0]["detail"].startswith(f"{folder}/mcp/__main__.py does not exist")
     assert report.exit_code == 0
     assert_all_ran(report)
 

@@ -160,17 +160,24 @@ def test_schema_labels_gate_ok_and_drift(tmp_path: Path) -> None:
 
 
 def test_account_id_env_gate(make_host, plughost_home: Path) -> None:
+    """The graph plugin contributes the host's one account-id-env gate (host/accounts.py)."""
+    from host.accounts import create_account
+
     host = make_host()
-    unset = gates.check_account_env(GateContext(host, {"PLUGHOST_HOME": str(plughost_home)}))
-    assert unset.status == "fail" and unset.lines == ["[graph-health] account-id-env FATAL reason=unset"]
+    [gate] = [g for g in gates.gates() if g.name == "account-id-env"]
+    unset = gate.check(GateContext(host, {"PLUGHOST_HOME": str(plughost_home)}))
+    assert unset.status == "fail" and unset.lines[0].startswith("[graph-health] account-id-env FATAL reason=unset")
     env = {"PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": "0123456789abcdef"}
-    missing = gates.check_account_env(GateContext(host, env))
+    missing = gate.check(GateContext(host, env))
     assert missing.status == "fail"
     assert missing.lines[0].startswith("[graph-health] account-id-env FATAL reason=not-on-disk id=01234567")
     account = plughost_home / "accounts" / "0123456789abcdef"
     account.mkdir(parents=True)
     (account / "account.json").write_text("{}")
-    ok = gates.check_account_env(GateContext(host, env))
+    stub = gate.check(GateContext(host, env))  # the stricter check: account.json must be valid
+    assert stub.status == "fail" and "reason=invalid-account-json" in stub.lines[0]
+    create_account("0123456789abcdef", plughost_home, force=True)
+    ok = gate.check(GateContext(host, env))
     assert ok.status == "ok"
     assert ok.lines == ["[graph-health] account-id-env present=true id=01234567 matches-on-disk=true",
                         "startup-self-test account-id-env=ok inspected=1"]
@@ -195,7 +202,6 @@ def test_store_env_guards_roundtrip(make_host, monkeypatch: pytest.MonkeyPatch) 
 
 def test_shared_lib_mcp_block_serves_over_stdio(make_host, plughost_home: Path) -> None:
     """The PLUGIN.md `mcp` block, as Claude Code would run it, answers tools/list over stdio."""
-    import os
 
     from mcp import StdioServerParameters
 
@@ -203,7 +209,7 @@ def test_shared_lib_mcp_block_serves_over_stdio(make_host, plughost_home: Path) 
     block = record.manifest.mcp
     folder = Path(record.manifest.path).parent
     args = [a.replace("${CLAUDE_PLUGIN_ROOT}", str(folder)) for a in block["args"]]
-    env = {"PATH": os.environ.get("PATH", ""), "PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT,
+    env = {"PATH": "/usr/bin:/bin", "PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT,
            "PLUGHOST_PYTHON": sys.executable, "PLUGHOST_EMBEDDER": "none"}
     params = StdioServerParameters(command=block["command"], args=args, env=env)
     tools = list_tools(params)

@@ -3,7 +3,6 @@ and a runner for the real Claude Code CLI in throwaway config dirs."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -64,30 +63,24 @@ def example_payload(tmp_path: Path) -> Path:
 
 
 class Claude:
-    """The real Claude Code CLI with its own config dir, HOME and temp dir (SPEC 15)."""
+    """The real Claude Code CLI as a user's machine starts it (SPEC 15, REAL-CHECKS): `env -i` with
+    only `PATH=/usr/bin:/bin`, a throwaway HOME/config dir/temp dir, run from `/tmp`. No virtualenv,
+    no `PLATFORM_ROOT`, no `PLUGHOST_*`: whatever a server needs must come from the install."""
 
-    def __init__(self, base: Path, plughost_home: Path, platform_root: Path | None = None) -> None:
+    def __init__(self, base: Path, plughost_home: Path | None = None) -> None:
         self.bin = str(npx_bin("claude"))
         self.config = base / "claude-config"
         for sub in ("claude-config", "home", "tmp"):
             (base / sub).mkdir(parents=True, exist_ok=True)
         self.env = {
-            k: v for k, v in os.environ.items()
-            if not k.startswith(("PLUGHOST_", "CLAUDE", "ANTHROPIC")) and k not in ("VIRTUAL_ENV",)
+            "PATH": "/usr/bin:/bin", "HOME": str(base / "home"), "CLAUDE_CONFIG_DIR": str(self.config),
+            "CLAUDE_CODE_TMPDIR": str(base / "tmp"), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
-        self.env.update({
-            "CLAUDE_CONFIG_DIR": str(self.config), "HOME": str(base / "home"), "CLAUDE_CODE_TMPDIR": str(base / "tmp"),
-            "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "PLUGHOST_HOME": str(plughost_home), "PLUGHOST_EMBEDDER": "none",
-            # Claude Code must not find our venv on PATH: the manifests name the interpreter.
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-        })
-        if platform_root is not None:
-            self.env["PLATFORM_ROOT"] = str(platform_root)
 
-    def __call__(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def __call__(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         return subprocess.run([self.bin, *args], capture_output=True, text=True, env=self.env, timeout=timeout,
-                              cwd=self.env["HOME"])
+                              cwd="/tmp")
 
 
 def connected_servers(mcp_list_output: str) -> dict[str, bool]:

@@ -5,20 +5,23 @@ no virtualenv on PATH) and call the tool over stdio with a real MCP client."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
 
+from host.launch import MINIMAL_PATH, resolve
 from tests.conftest import run_cli
 
 
 def _call(entry: dict, root: Path, home: Path, tool: str, args: dict) -> tuple[list[str], str, bool]:
-    params = StdioServerParameters(
-        command=entry["command"],
-        args=[a.replace("${CLAUDE_PLUGIN_ROOT}", str(root)) for a in entry["args"]],
-        env={"PATH": "/usr/bin:/bin", "PLUGHOST_HOME": str(home), "PLUGHOST_EMBEDDER": "none", **entry.get("env", {})},
-    )
+    # Claude Code's environment: a minimal PATH plus what `plughost install` puts in settings.json env
+    base = {"PATH": MINIMAL_PATH, "PLUGHOST_HOME": str(home), "PLUGHOST_EMBEDDER": "none",
+            "PLUGHOST_PYTHON": sys.executable}
+    launch = resolve(root.name, f"{root.name}@m", root.name, entry, root, root / "plugin.json", base)
+    assert not launch.unset
+    params = StdioServerParameters(command=launch.command, args=launch.args, env=launch.env, cwd="/tmp")
 
     async def go() -> tuple[list[str], str, bool]:
         async with Client(params) as client:

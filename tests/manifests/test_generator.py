@@ -49,12 +49,19 @@ def test_auto_server_runs_through_the_tee_with_the_install_interpreter(example_p
     assert greeter["author"] == {"name": "plughost examples"}
     assert greeter["skills"] == "./skills"
     server = greeter["mcpServers"]["greeter"]
-    assert Path(server["command"]).is_absolute() and server["command"] == sys.executable
-    assert server["args"] == ["-m", "host.mcp_tee", "greeter", "--", sys.executable,
+    # the interpreter comes from settings.json env (`plughost install`), else the building one
+    python = "${PLUGHOST_PYTHON:-" + sys.executable + "}"
+    assert server["command"] == python
+    assert server["args"] == ["-m", "host.mcp_tee", "greeter", "--", python,
                               "${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py"]
-    # static payload paths only, so the server finds its plugin; never per-session values
-    assert server["env"] == {"PLUGHOST_PLUGINS_DIR": str(example_payload / "plugins"),
-                             "PLUGHOST_PREMIUM_DIR": str(example_payload / "premium-plugins")}
+    # the payload's folders anchored on the plugin folder (a moved payload still works); no
+    # per-session values
+    assert server["env"] == {"PLUGHOST_PLUGINS_DIR": "${CLAUDE_PLUGIN_ROOT}/../../plugins",
+                             "PLUGHOST_PREMIUM_DIR": "${CLAUDE_PLUGIN_ROOT}/.."}
+    notes = _json(example_payload / "premium-plugins" / "studio" / "plugins" / "notes" / ".claude-plugin" / "plugin.json")
+    assert notes["mcpServers"]["notes"]["env"] == {"PLUGHOST_PLUGINS_DIR": "${CLAUDE_PLUGIN_ROOT}/../../../../plugins",
+                                                   "PLUGHOST_PREMIUM_DIR": "${CLAUDE_PLUGIN_ROOT}/../../.."}
+    assert str(example_payload) not in "".join(p.read_text() for p in example_payload.rglob("plugin.json"))
     planner = _json(example_payload / "premium-plugins" / "studio" / "plugins" / "planner" / ".claude-plugin" / "plugin.json")
     assert "mcpServers" not in planner
     assert planner["skills"] == "./skills"
@@ -107,8 +114,8 @@ def test_mcp_manifest_rule_skip_shared_lib_and_custom_paths(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     get = lambda n: _json(plugins / n / ".claude-plugin" / "plugin.json")  # noqa: E731
     assert "mcpServers" not in get("quiet")
-    # verbatim, except that a bare interpreter becomes this install's (Claude Code's env has no venv)
-    assert get("shared")["mcpServers"] == {"shared": {"command": sys.executable,
+    # verbatim, except that a bare interpreter becomes the install's (Claude Code's env has no venv)
+    assert get("shared")["mcpServers"] == {"shared": {"command": "${PLUGHOST_PYTHON:-" + sys.executable + "}",
                                                      "args": ["${PLATFORM_ROOT}/lib/server.py"], "env": {"MODE": "ro"}}}
     assert get("node-lib")["mcpServers"] == {"node-lib": {"command": "node", "args": ["a.js"]}}
     assert get("custom")["agents"] == ["./specialists/a.md", "./specialists/b.md"]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from host.config import REPO_ROOT
 from tests.conftest import run_cli
 from tests.manifests.conftest import bundle, snapshot
 
@@ -30,7 +29,16 @@ def _read(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def _account(account: str = "acme") -> None:
+    """`plughost install` needs the account to exist (it never invents one)."""
+    from host import accounts, config
+
+    if accounts.ACCOUNT_ID.match(account) and not accounts.account_dir(account).is_dir():
+        accounts.create_account(account, config.home())
+
+
 def _install(payload: Path, config: Path, *extra: str, account: str = "acme"):
+    _account(account)
     return run_cli("install", str(payload), "--config-dir", str(config), "--account", account, *extra)
 
 
@@ -74,13 +82,27 @@ def test_install_writes_the_cli_shapes(studio_payload: Path, tmp_path: Path, plu
     assert link.is_symlink() and Path(os.readlink(link)) == studio_payload / "premium-plugins/studio/agents/studio-lead.md"
     assert sorted(p.name for p in (config / "agents").iterdir()) == ["studio-lead.md"]
     account = _read(plughost_home / "accounts" / "acme" / "account.json")
-    assert account == {"accountId": "acme", "enabledPlugins": ["greeter", "notes", "planner"]}
+    assert account["enabledPlugins"] == ["greeter", "notes", "planner"] and account["admins"] == ["owner"]
     env = (plughost_home / ".env").read_text().splitlines()
     assert "EMBED_MODEL=all-MiniLM-L6-v2" in env and "EMBED_DIMENSIONS=384" in env
     assert "PLUGHOST_STORE=sqlite" in env
     assert f"PLUGHOST_PLUGINS_DIR={studio_payload / 'plugins'}" in env
-    assert f"PLUGHOST_PYTHON={sys.executable}" in env
-    assert f"PLATFORM_ROOT={Path(sys.prefix).parent if sys.prefix != sys.base_prefix else REPO_ROOT}" in env
+    assert f"PLUGHOST_CONFIG_DIR={config}" in env
+    assert not [line for line in env if line.startswith(("PLATFORM_ROOT=", "PLUGHOST_PYTHON="))]
+    # what Claude Code's own environment needs to start every server: settings.json env
+    assert settings["env"] == {"PLUGHOST_PYTHON": sys.executable, "PLUGHOST_HOME": str(plughost_home),
+                               "ACCOUNT_ID": "acme"}
+
+
+def test_install_for_a_missing_account_is_exit_2_with_the_fix(studio_payload: Path, tmp_path: Path,
+                                                               plughost_home: Path) -> None:
+    config = tmp_path / "claude"
+    result = run_cli("install", str(studio_payload), "--config-dir", str(config), "--account", "ghost")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"plughost: --account: account 'ghost' does not exist ({plughost_home}/accounts/ghost/account.json is "
+        "missing); create it first: plughost account create ghost"]
+    assert not config.exists() and not (plughost_home / "accounts" / "ghost").exists()
 
 
 def test_install_merges_and_is_idempotent(studio_payload: Path, tmp_path: Path, plughost_home: Path) -> None:
@@ -126,7 +148,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(studio_payload: Path, tmp_pa
     assert "enable greeter@studio-premium" in result.stdout
     assert "link agent studio-lead.md" in result.stdout
     assert not config.exists()
-    assert not (plughost_home / "accounts").exists() and not (plughost_home / ".env").exists()
+    assert not (plughost_home / ".env").exists()
     assert _install(studio_payload, config).returncode == 0
     assert "nothing to do: already installed" in _install(studio_payload, config, "--dry-run").stdout
 
@@ -177,6 +199,7 @@ def test_version_1_records_are_migrated_and_garbage_is_refused(studio_payload: P
     (config / "plugins").mkdir(parents=True)
     records = config / "plugins" / "installed_plugins.json"
     records.write_text(json.dumps({"version": 1, "plugins": {"old@elsewhere": {"installPath": "/x", "version": "1"}}}))
+    _account()
     install(studio_payload, config, "acme")
     data = _read(records)
     assert data["version"] == 2
