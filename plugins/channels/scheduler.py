@@ -131,6 +131,20 @@ def claim_due(path: Path, now: datetime) -> list[dict[str, Any]]:
     return update(path, change)
 
 
+def reclaim_interrupted(path: Path) -> int:
+    """Entries a stopped server claimed but never finished go back to pending (their message id dedups)."""
+
+    def change(entries: list[dict[str, Any]]) -> int:
+        n = 0
+        for entry in entries:
+            if entry.get("status") == DISPATCHING:
+                entry["status"] = PENDING
+                n += 1
+        return n
+
+    return update(path, change) if path.exists() else 0
+
+
 def finish(path: Path, entry_id: str, **fields: Any) -> None:
     def change(entries: list[dict[str, Any]]) -> None:
         for entry in entries:
@@ -155,6 +169,10 @@ async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
         log("schedule", "op=failed", id=entry["id"], reason=reason)
         await asyncio.to_thread(finish, path, entry["id"], status=FAILED, error=reason)
         return
+    if turn.status == "duplicate":  # claimed before a stop, its message already stored: not a second turn
+        log("schedule", "op=already-dispatched", id=entry["id"], messageId=turn.message_id)
+        await asyncio.to_thread(finish, path, entry["id"], status=DONE, messageId=turn.message_id)
+        return
     delivered = bool(turn.delivery and turn.delivery.get("ok"))
     log("schedule", "op=fired", id=entry["id"], event=entry["event"], status=turn.status,
         delivered="true" if delivered else "false", messageId=turn.message_id)
@@ -168,7 +186,12 @@ async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
     if not account:
         return
     path = schedule_path(host.home, account)
-    log("schedule", "op=started", account=account[:8])
+    try:
+        reclaimed = await asyncio.to_thread(reclaim_interrupted, path)
+    except UserError as exc:
+        reclaimed = 0
+        log("schedule", "op=unreadable", reason=str(exc)[:200])
+    log("schedule", "op=started", account=account[:8], reclaimed=reclaimed)
     running: set[asyncio.Task[None]] = set()
     while not stop.is_set():
         try:
