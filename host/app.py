@@ -35,7 +35,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as StarletteRoute
 
 from host import config, hooktable
-from host.errors import DuplicateNameError, PlughostError
+from host.errors import DuplicateNameError, PlughostError, UserError
 from host.http import json_error
 from host.log import log
 from host.types import Route
@@ -176,9 +176,25 @@ async def _server_error(request: Request, exc: Exception) -> Any:
     return json_error(500, "internal", f"{type(exc).__name__} while serving {request.url.path}")
 
 
-def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, mcp: bool = True) -> Starlette:
-    """Assemble the app; ``app.state.runtime`` is the :class:`Runtime`."""
+def open_local_requested(host: Host, open_local: bool | None = None) -> bool:
+    """The development switch: ``--open-local`` (passed in) or ``PLUGHOST_OPEN_LOCAL=1``."""
+    return bool(open_local) if open_local is not None else config.flag("PLUGHOST_OPEN_LOCAL", host.env)
+
+
+def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, mcp: bool = True,
+              open_local: bool | None = None) -> Starlette:
+    """Assemble the app; ``app.state.runtime`` is the :class:`Runtime`.
+
+    ``open_local`` (default: ``PLUGHOST_OPEN_LOCAL``) opens MCP and admin routes to loopback
+    requests without a credential (:mod:`host.http_guard`); it is refused for a non-loopback bind.
+    """
+    from host.http_guard import DEFAULT_MAX_BODY, Door, GuardMiddleware
     from host.mcp_server import build_server, http_app
+
+    opened = open_local_requested(host, open_local)
+    if opened and not is_loopback_bind(bind):
+        raise UserError(f"--host {bind}: MCP and admin routes are open (--open-local / PLUGHOST_OPEN_LOCAL=1); "
+                        "open them only on a loopback bind (127.0.0.1, ::1), or drop the switch")
 
     if not config.flag("PLUGHOST_DEBUG", host.env):
         logging.getLogger("mcp").setLevel(logging.WARNING)  # session-manager chatter is not a contract line
@@ -215,8 +231,20 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
                     exception_handlers={HTTPException: _http_exception, Exception: _server_error})
     app.state.runtime = runtime
     host.state["runtime"] = runtime
+    max_body = host.env.get("PLUGHOST_HTTP_MAX_BODY", "")
+    door = Door(home=host.home, account_id=(host.env.get("ACCOUNT_ID") or "").strip() or None, open_local=opened,
+                default_max_body=int(max_body) if max_body.isascii() and max_body.isdigit() else DEFAULT_MAX_BODY)
+    app.add_middleware(GuardMiddleware, door=door)
     app.add_middleware(_CountRequests, runtime=runtime)
+    app.state.door = door
     return app
+
+
+def is_loopback_bind(bind: str) -> bool:
+    """Whether a listen address only accepts loopback connections (``localhost`` counts)."""
+    from host.http import is_loopback
+
+    return bind.strip().lower() == "localhost" or is_loopback(bind)
 
 
 def _uvicorn_server_class() -> type:
@@ -266,11 +294,12 @@ def _uvicorn_server_class() -> type:
 
 
 def make_server(host: Host, *, bind: str = "127.0.0.1", port: int = 8787, grace: float = 10.0,
-                on_ready: Callable[[str, int], None] | None = None, app: Starlette | None = None) -> Any:
+                on_ready: Callable[[str, int], None] | None = None, app: Starlette | None = None,
+                open_local: bool | None = None) -> Any:
     """A configured (not yet running) uvicorn server for the host's app."""
     import uvicorn
 
-    app = app or build_app(host, bind=bind, port=port)
+    app = app or build_app(host, bind=bind, port=port, open_local=open_local)
     config = uvicorn.Config(app, host=bind, port=port, log_level="warning", access_log=False, lifespan="on",
                             proxy_headers=False, server_header=False, timeout_graceful_shutdown=grace)
     return _uvicorn_server_class()(config, app.state.runtime, grace, on_ready)

@@ -7,8 +7,11 @@ Starlette is imported inside the functions: this module may be imported from a p
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from typing import Any
+
+_FORWARDED_FOR = re.compile(r'for\s*=\s*"?([^;,"]+)"?', re.I)
 
 
 def json_error(status: int, error: str, detail: str, headers: Mapping[str, str] | None = None) -> Any:
@@ -83,3 +86,47 @@ def parse_json(raw: bytes | str, what: str = "body") -> Any:
         raise ValueError(f"{what}: JSON nested too deeply") from None
     except ValueError as exc:
         raise ValueError(f"{what}: not valid JSON ({str(exc).splitlines()[0][:80]})") from None
+
+
+def forwarded_addresses(headers: Any) -> list[str] | None:
+    """Every address named by proxy headers, or None when no proxy header is present."""
+    found: list[str] = []
+    present = False
+    for value in headers.getlist("x-forwarded-for"):
+        present = True
+        found.extend(part.strip() for part in value.split(","))
+    for value in headers.getlist("forwarded"):
+        present = True
+        matches = _FORWARDED_FOR.findall(value)
+        found.extend(m.strip() for m in matches) if matches else found.append(value)
+    for value in headers.getlist("x-real-ip"):
+        present = True
+        found.append(value.strip())
+    return found if present else None
+
+
+def _loopback_name(host: str) -> bool:
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1:name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    return name == "localhost" or is_loopback(name)
+
+
+def loopback_refusal(request: Any) -> str | None:
+    """Why this request may not ingest (a reason slug), or None when it may."""
+    peer = request.client.host if request.client else None
+    if not is_loopback(peer):
+        return "non-loopback-peer"
+    forwarded = forwarded_addresses(request.headers)
+    if forwarded is not None and (not forwarded or not all(is_loopback(a) for a in forwarded)):
+        return "non-loopback-forwarded"
+    if not _loopback_name(request.headers.get("host", "")):
+        return "non-loopback-host"
+    origin = request.headers.get("origin")
+    if origin is not None:
+        scheme, _, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not rest or not _loopback_name(rest.split("/", 1)[0]):
+            return "cross-origin"
+    return None

@@ -14,6 +14,32 @@ from typing import Any
 from host import config
 
 _lock = threading.Lock()
+# what str.splitlines() breaks on, the other C0/C1 controls (ESC starts ANSI sequences), DEL
+_UNSAFE = {*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029}
+_ESCAPES = {0x0A: "\\n", 0x0D: "\\r"}
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if code in _ESCAPES:
+        return _ESCAPES[code]
+    if 0xD800 <= code <= 0xDFFF:  # a lone surrogate cannot be written as UTF-8
+        return f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_unsafe(text: str) -> str:
+    """``text`` with every character that could forge a line or act on a terminal escaped.
+
+    Line breaks for ``splitlines()`` readers (CR, LF, VT, FF, FS/GS/RS, NEL U+0085, U+2028,
+    U+2029), ESC and the other C0/C1 controls become ``\\xNN`` / ``\\uNNNN``; lone surrogates
+    too. Tabs stay. Fast path: a line with none of them is returned as is.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(_escape_char(ch) if ord(ch) in _UNSAFE or 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in text)
+
+
 _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@,[]()+*#%<>=!?~^|&'")
 
 
@@ -27,9 +53,10 @@ def fmt_value(value: Any) -> str:
         text = "[" + ",".join(str(v) for v in value) + "]"
     else:
         text = str(value)
-    if text and all(ch in _SAFE or ord(ch) > 127 and not ch.isspace() for ch in text):
+    if text and all(ch in _SAFE or ord(ch) > 127 and not ch.isspace() and ord(ch) not in _UNSAFE
+                    and not 0xD800 <= ord(ch) <= 0xDFFF for ch in text):
         return text
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    escaped = escape_unsafe(text.replace("\\", "\\\\").replace('"', '\\"'))
     return f'"{escaped}"'
 
 
@@ -42,7 +69,12 @@ def format_line(tag: str | None, *tokens: str, **fields: Any) -> str:
 
 
 def emit(line: str) -> str:
-    """Write an already formatted line to stderr and the server log; return it."""
+    """Write one line to stderr and the server log; return it as written.
+
+    Whatever the caller passed (an ingested line included), the written line is one physical
+    line of well-formed text: :func:`escape_unsafe` applies to it.
+    """
+    line = escape_unsafe(line)
     with _lock:
         try:
             sys.stderr.write(line + "\n")

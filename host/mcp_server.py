@@ -11,6 +11,7 @@ becomes an ``isError`` result with a one-line message, never a crashed server. E
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from collections.abc import Mapping
@@ -92,9 +93,39 @@ def build_server(host: Host, plugin: str) -> PluginServer:
     return PluginServer(plugin, served_tools(host, plugin), version=version)
 
 
+async def run_stdio_checked(server: PluginServer) -> None:
+    """``run_stdio_async`` with :mod:`host.mcp_frames` in front: a frame the SDK refuses is answered."""
+    import io
+    import sys
+
+    from mcp.server.stdio import stdio_server
+
+    from host.mcp_frames import CheckedLines
+
+    class _Unowned(io.TextIOWrapper):
+        def close(self) -> None:  # the buffer is sys.stdin's: never close it
+            with contextlib.suppress(ValueError):
+                self.detach()
+
+    lines = CheckedLines(anyio.wrap_file(_Unowned(sys.stdin.buffer, encoding="utf-8", errors="replace")))
+    lowlevel = server._lowlevel_server
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+
+        async def relay() -> None:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                async with lines.errors:
+                    async for message in lines.errors:
+                        await write_stream.send(message)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay)
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
 def serve_stdio(host: Host, plugin: str) -> None:
     server = build_server(host, plugin)
-    anyio.run(server.run_stdio_async)
+    anyio.run(run_stdio_checked, server)
 
 
 def http_app(server: PluginServer, *, path: str = "/mcp", host: str = "127.0.0.1", port: int | None = None,

@@ -80,7 +80,8 @@ grep -E '^startup-self-test |^\[boot\] op=gates' "$LOG" | sed 's/^/    /' || tru
 cat "$OUT"
 BASE="$(grep -o 'http://127.0.0.1:[0-9]*' "$OUT" | head -1)"
 echo "  (the mcp URLs speak MCP over streamable HTTP: point an MCP client at them, e.g."
-echo "   npx @modelcontextprotocol/inspector --cli $BASE/mcp/memory --transport http --method tools/list)"
+echo "   npx @modelcontextprotocol/inspector --cli $BASE/mcp/memory --transport http --method tools/list"
+echo "   with --header \"Authorization: Bearer \$(cat $PLUGHOST_HOME/accounts/$ACCOUNT_ID/credentials/http-token)\")"
 echo "rerun the sample search:"
 q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }  # single-quoted for the shell
 echo "  PLUGHOST_HOME=$(q "$PLUGHOST_HOME") ACCOUNT_ID=$(q "$ACCOUNT_ID") $(q "$ROOT/.venv/bin/plughost") memory search $(q "$QUERY")"

@@ -41,6 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-dir", type=Path, default=None,
                         help="Claude Code config dir the registration gates check (default: $CLAUDE_CONFIG_DIR)")
     parser.add_argument("--brand", default=None, help="brand for the specialist strip-list (default: $PLUGHOST_BRAND)")
+    parser.add_argument("--open-local", action="store_true", default=None,
+                        help="development: serve /mcp/* and admin routes to loopback requests without a credential "
+                             "(also PLUGHOST_OPEN_LOCAL=1); refused with a non-loopback --host")
 
 
 def run_boot_gates(host: Any, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
@@ -89,12 +92,25 @@ def urls(base: str, runtime: Any) -> list[tuple[str, str]]:
     return out
 
 
+def auth_hint(door: Any) -> str:
+    """How a client reaches /mcp/* and the admin routes (printed at start; never the token itself)."""
+    if door.open_local:
+        return "open to loopback requests (--open-local); no credential needed"
+    from host.credentials import http_token_path
+
+    door.http_token  # noqa: B018  (created now, so the file exists for the client to read)
+    return f"Authorization: Bearer $(cat {http_token_path(door.home, door.account_id)})"
+
+
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from host import app as host_app
     from host import boot
 
     ctx.env = boot.command_env(ctx.env, args.account, args.brand)
     host = ctx.host()
+    if host_app.open_local_requested(host, args.open_local) and not host_app.is_loopback_bind(args.host):
+        raise UserError(f"--host {args.host}: refusing a non-loopback bind while MCP and admin routes are open "
+                        "(--open-local / PLUGHOST_OPEN_LOCAL=1); drop the switch to require a credential")
     summary = run_boot_gates(host, dict(ctx.env), args)
     if summary["fatal"]:
         log("serve", "op=refused", reason="fatal-gate", gates=summary["fatal"])
@@ -104,13 +120,14 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(args.host) or (
         f"[{args.host}]" if ":" in args.host else args.host)
     base = f"http://{shown}:{port}"
-    app = host_app.build_app(host, bind=args.host, port=port)
+    app = host_app.build_app(host, bind=args.host, port=port, open_local=args.open_local)
     runtime = app.state.runtime
 
     def ready(_addr: str, _port: int) -> None:
         print(f"plughost serving on {base}", flush=True)
         for label, url in urls(base, runtime):
             print(f"  {label + ':':<14} {url}", flush=True)
+        print(f"  {'mcp auth:':<14} {auth_hint(app.state.door)}", flush=True)
         log("serve", "op=listening", url=base, mcp=sorted(runtime.mcp), routes=len(runtime.routes))
 
     server = host_app.make_server(host, bind=args.host, port=port, grace=args.grace, on_ready=ready, app=app)

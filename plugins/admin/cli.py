@@ -1,6 +1,8 @@
-"""`plughost admin set-pin ACCOUNT [--user ID]`: store the account's admin PIN (scrypt hash).
+"""`plughost admin set-pin ACCOUNT [--user ID]` and `plughost admin http-token [ACCOUNT]`.
 
-The PIN is read from stdin (first line) so it never appears in a process list or shell
+``set-pin`` stores the account's admin PIN (scrypt hash). ``http-token`` prints the account's
+HTTP token (created on first use), what a local MCP client sends to ``/mcp/<plugin>`` as
+``Authorization: Bearer <token>``. The PIN is read from stdin (first line) so it never appears in a process list or shell
 history; on a terminal it is prompted for without echo.
 """
 
@@ -14,7 +16,7 @@ from typing import Any
 
 from host.errors import UserError
 
-HELP = "admin sessions: set an account's admin PIN"
+HELP = "admin sessions: set an account's admin PIN, print its HTTP token"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pin.add_argument("account", help="account id (a folder under PLUGHOST_HOME/accounts/)")
     pin.add_argument("--user", default=None,
                      help="userId the PIN signs in as (default: the owner, users.json entry 0)")
+    token = sub.add_parser("http-token", help="print the account's HTTP token (Authorization: Bearer ...)")
+    token.add_argument("account", nargs="?", default=None, help="account id (default: $ACCOUNT_ID)")
 
 
 def owner_of(home: Any, account: str) -> str:
@@ -40,6 +44,17 @@ def owner_of(home: Any, account: str) -> str:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     from plugins.admin import sessions
+
+    if args.action == "http-token":
+        from host.credentials import http_token
+
+        account = args.account or (host.env.get("ACCOUNT_ID") or "").strip() or None
+        if account is not None:
+            sessions.check_account_id(account)
+            if not (host.home / "accounts" / account).is_dir():
+                raise UserError(f"account '{account}': no folder at {host.home / 'accounts' / account}")
+        print(http_token(host.home, account))
+        return 0
 
     sessions.check_account_id(args.account)
     if sys.stdin.isatty():

@@ -24,7 +24,10 @@ def plughost_routes(host: Host) -> list[Route]:
         return host.home
 
     sites_endpoint = sites.make_endpoint(home_of)
-    mint, check = session_routes.make_endpoints(home_of)
+    def account_of():
+        return (host.env.get("ACCOUNT_ID") or "").strip() or None
+
+    mint, check = session_routes.make_endpoints(home_of, account_of)
     return [
         Route("/api/admin/log-ingest", endpoint=logingest.log_ingest, methods=("POST",), name="admin-log-ingest"),
         Route("/api/admin/session", endpoint=mint, methods=("POST",), name="admin-session-mint"),

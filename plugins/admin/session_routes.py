@@ -5,11 +5,17 @@ HttpOnly, SameSite=Strict on mint). Wrong PIN and unknown account answer alike (
 ``invalid-pin``) so the route does not reveal which accounts exist; five failures for one
 account within five minutes lock it for the rest of that window (429). Token rejections carry a
 reason code in the response and write no log line.
+
+The route is public, so its cost is bounded for everyone together (:class:`PinGate`): at most
+:data:`SCRYPT_SLOTS` scrypt hashes run at once (16 MiB each), at most :data:`MAX_WAITING` more
+wait for a slot, and attempts across all accounts are limited to :data:`RATE_PER_S` a second
+(burst :data:`BURST`); beyond that the answer is 429 at once, with ``Retry-After``. An account
+without a PIN costs no scrypt: the answer waits out the recent scrypt time instead.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -19,15 +25,19 @@ from typing import Any
 import anyio
 
 from host.errors import UserError
-from host.http import json_error
+from host.http import json_error, parse_json, read_body
 from host.log import log
 from plugins.admin import sessions
-from plugins.admin.logingest import read_body
 
 COOKIE = "admin_session"
 MAX_FAILURES = 5
 WINDOW_S = 300.0
-REJECT_CODES = {"missing": "session-missing", "invalid-token": "session-invalid", "expired": "session-expired-age"}
+SCRYPT_SLOTS = 2
+MAX_WAITING = 8
+RATE_PER_S = 10.0
+BURST = 20.0
+REJECT_CODES = {"missing": "session-missing", "invalid-token": "session-invalid", "expired": "session-expired-age",
+                "wrong-account": "session-wrong-account"}
 
 
 class FailureWindow:
@@ -53,6 +63,46 @@ class FailureWindow:
             self._fails.pop(account, None)
 
 
+class PinGate:
+    """The global bound on PIN work: a token bucket over all attempts and a few scrypt slots."""
+
+    def __init__(self, rate: float = RATE_PER_S, burst: float = BURST, slots: int = SCRYPT_SLOTS,
+                 waiting: int = MAX_WAITING) -> None:
+        self.rate, self.burst, self.max_waiting = rate, burst, waiting
+        self.tokens = burst
+        self.stamp = time.monotonic()
+        self.slots = asyncio.Semaphore(slots)
+        self.waiting = 0
+        self.scrypt_s = 0.05  # a running estimate of one scrypt, for the unknown-account wait
+
+    def admit(self) -> bool:
+        """Take one attempt from the bucket; False when the server is at its limit."""
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens < 1 or self.waiting >= self.max_waiting:
+            return False
+        self.tokens -= 1
+        return True
+
+    async def verify(self, home: Path, account: str, pin: str) -> str | None:
+        if not await anyio.to_thread.run_sync(sessions.has_pin, home, account):
+            await asyncio.sleep(self.scrypt_s)  # no hashing, and no faster answer either
+            return None
+        self.waiting += 1
+        try:
+            await self.slots.acquire()
+        finally:
+            self.waiting -= 1
+        try:
+            started = time.perf_counter()
+            user = await anyio.to_thread.run_sync(sessions.verify_pin, home, account, pin)
+            self.scrypt_s = min(1.0, 0.8 * self.scrypt_s + 0.2 * (time.perf_counter() - started))
+            return user
+        finally:
+            self.slots.release()
+
+
 def token_of(request: Any) -> str | None:
     auth = request.headers.get("authorization", "")
     if auth[:7].lower() == "bearer ":
@@ -60,17 +110,19 @@ def token_of(request: Any) -> str | None:
     return request.cookies.get(COOKIE) or None
 
 
-def make_endpoints(home_of: Callable[[], Path]) -> tuple[Any, Any]:
+def make_endpoints(home_of: Callable[[], Path], account_of: Callable[[], str | None] = lambda: None) -> tuple[Any, Any]:
+    """The mint and check endpoints; a server serving an account mints and accepts that account's tokens only."""
     from starlette.responses import JSONResponse
 
     failures = FailureWindow()
+    gate = PinGate()
 
     async def mint_session(request: Any) -> Any:
         body = await read_body(request, 4096)
         if body is None:
             return json_error(413, "payload-too-large", "body: larger than 4096 bytes")
         try:
-            data = json.loads(body or b"null")
+            data = parse_json(body)
         except ValueError:
             return json_error(400, "bad-request", "body: expected JSON {\"accountId\": \"...\", \"pin\": \"...\"}")
         if not isinstance(data, dict):
@@ -81,12 +133,21 @@ def make_endpoints(home_of: Callable[[], Path]) -> tuple[Any, Any]:
         except UserError as exc:
             field = str(exc).split(":", 1)[0]
             return json_error(400, "bad-request", f"body.{field}:{str(exc).split(':', 1)[1]}")
+        serving = account_of()
         if failures.locked(account):
             log("admin-session", "op=locked", accountId=account[:8])
             return json_error(429, "too-many-requests", "too many wrong PINs; try again in a few minutes",
                               headers={"Retry-After": str(int(WINDOW_S))})
+        if not gate.admit():
+            log("admin-session", "op=throttled", reason="global-pin-limit")
+            return json_error(429, "too-many-requests", "too many PIN attempts on this server; try again shortly",
+                              headers={"Retry-After": "1"})
         home = home_of()
-        user = await anyio.to_thread.run_sync(sessions.verify_pin, home, account, pin)
+        if serving and account != serving:
+            await asyncio.sleep(gate.scrypt_s)  # another account's PIN is no business of this server
+            user = None
+        else:
+            user = await gate.verify(home, account, pin)
         if user is None:
             failures.fail(account)
             log("admin-session", "op=pin-rejected", accountId=account[:8])
@@ -105,6 +166,9 @@ def make_endpoints(home_of: Callable[[], Path]) -> tuple[Any, Any]:
     async def check_session(request: Any) -> Any:
         secret = sessions.load_secret(home_of())
         session, reason = sessions.validate(secret, token_of(request))
+        serving = account_of()
+        if session is not None and serving and session.account_id != serving:
+            session, reason = None, "wrong-account"
         if session is None:
             code = REJECT_CODES.get(reason, "session-invalid")
             return json_error(401, code, f"admin session rejected: {code}")

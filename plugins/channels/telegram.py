@@ -10,10 +10,10 @@ they share their contact (the phone joins the alias cache).
 from __future__ import annotations
 
 import hmac
-import json
 from datetime import UTC, datetime
 from typing import Any
 
+from host.http import parse_json, read_body
 from host.log import log
 from host.types import ChannelAdapter, Route
 from plugins.channels.compose import ReplyContext
@@ -31,21 +31,49 @@ def _error(status: int, error: str, detail: str) -> Any:
     return JSONResponse({"error": error, "detail": detail}, status_code=status)
 
 
+MAX_BODY = 1024 * 1024  # Bot API updates are a few KiB; a big one is not from Telegram
+
+
+def _text(value: Any, limit: int = 200) -> str:
+    """A scalar field as short text ('?' for anything else): a hostile update cannot make a note huge."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return "?"
+    return str(value)[:limit]
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def media_notes(message: dict[str, Any]) -> list[str]:
     notes = []
-    if message.get("photo"):
-        largest = message["photo"][-1] if isinstance(message["photo"], list) else {}
-        notes.append(f"[media: photo id={largest.get('file_id', '?')}]")
+    photo = message.get("photo")
+    if isinstance(photo, list) and photo:
+        largest = photo[-1] if isinstance(photo[-1], dict) else {}
+        notes.append(f"[media: photo id={_text(largest.get('file_id', '?'))}]")
     for kind in ("document", "audio", "voice", "video", "video_note", "sticker", "animation"):
         item = message.get(kind)
         if isinstance(item, dict):
-            extra = f" name={item['file_name']}" if item.get("file_name") else ""
-            mime = f" {item['mime_type']}" if item.get("mime_type") else ""
-            notes.append(f"[media: {kind}{mime} id={item.get('file_id', '?')}{extra}]")
+            extra = f" name={_text(item['file_name'])}" if item.get("file_name") else ""
+            mime = f" {_text(item['mime_type'])}" if item.get("mime_type") else ""
+            notes.append(f"[media: {kind}{mime} id={_text(item.get('file_id', '?'))}{extra}]")
     if isinstance(message.get("location"), dict):
         loc = message["location"]
-        notes.append(f"[location: {loc.get('latitude')},{loc.get('longitude')}]")
+        notes.append(f"[location: {_text(loc.get('latitude'))},{_text(loc.get('longitude'))}]")
     return notes
+
+
+def sent_at_of(stamp: Any) -> str | None:
+    """A Unix time as ISO-8601 UTC; None for anything that is not a plausible one (1e20, bools, text)."""
+    if isinstance(stamp, bool) or not isinstance(stamp, int) or not 0 <= stamp < 32_503_680_000:  # < year 3000
+        return None
+    return datetime.fromtimestamp(stamp, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _scalar_id(value: Any, field: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or len(str(value)) > 64:
+        raise ValueError(f"{field}: expected an integer or string id")
+    return str(value)
 
 
 def parse_update(update: Any) -> Inbound | None:
@@ -59,26 +87,28 @@ def parse_update(update: Any) -> Inbound | None:
     chat = message.get("chat") or {}
     if not isinstance(sender, dict) or not isinstance(chat, dict) or "id" not in chat or "message_id" not in message:
         raise ValueError("message: expected from, chat.id and message_id")
-    sender_id = str(sender.get("id", chat["id"]))
-    text = message.get("text") or message.get("caption") or ""
+    chat_id = _scalar_id(chat["id"], "message.chat.id")
+    message_id = _scalar_id(message["message_id"], "message.message_id")
+    sender_id = _scalar_id(sender.get("id", chat["id"]), "message.from.id")
+    text = _str_or_none(message.get("text")) or _str_or_none(message.get("caption")) or ""
     phone = None
     contact = message.get("contact")
-    if isinstance(contact, dict) and str(contact.get("user_id")) == sender_id and contact.get("phone_number"):
-        phone = str(contact["phone_number"])  # the sender shared their own contact
+    if (isinstance(contact, dict) and str(contact.get("user_id")) == sender_id
+            and isinstance(contact.get("phone_number"), str) and contact["phone_number"]):
+        phone = contact["phone_number"][:64]  # the sender shared their own contact
         text = text or "[shared their contact]"
     reply = None
     quoted = message.get("reply_to_message")
     if isinstance(quoted, dict):
-        author = quoted.get("from") or {}
-        reply = ReplyContext(id=str(quoted.get("message_id")), text=quoted.get("text") or quoted.get("caption"),
-                             sender=author.get("username") or author.get("first_name"))
-    sent_at = None
-    if isinstance(message.get("date"), int):
-        sent_at = datetime.fromtimestamp(message["date"], UTC).isoformat().replace("+00:00", "Z")
-    edited = f":edit:{message.get('edit_date', '')}" if "message" not in update else ""
+        author = quoted.get("from") if isinstance(quoted.get("from"), dict) else {}
+        reply = ReplyContext(id=_text(quoted.get("message_id"), 64),
+                             text=_str_or_none(quoted.get("text")) or _str_or_none(quoted.get("caption")),
+                             sender=_str_or_none(author.get("username")) or _str_or_none(author.get("first_name")))
+    edited = f":edit:{_text(message.get('edit_date', ''), 32)}" if "message" not in update else ""
     return Inbound(
-        channel=CHANNEL, sender=sender_id, text=text, platform_id=f"{chat['id']}:{message['message_id']}{edited}",
-        sent_at=sent_at, phone=phone, name=sender.get("username") or sender.get("first_name"), reply=reply,
+        channel=CHANNEL, sender=sender_id, text=text, platform_id=f"{chat_id}:{message_id}{edited}",
+        sent_at=sent_at_of(message.get("date")), phone=phone,
+        name=_str_or_none(sender.get("username")) or _str_or_none(sender.get("first_name")), reply=reply,
         media_notes=media_notes(message), target={"chat_id": chat["id"], "message_id": message["message_id"]},
     )
 
@@ -94,8 +124,11 @@ def routes(host: Any) -> tuple[Route, ...]:
         if not hmac.compare_digest(given.encode(), secret.encode()):
             log("channels", "op=webhook-rejected", channel=CHANNEL, reason="bad-secret")
             return _error(401, "unauthorized", "X-Telegram-Bot-Api-Secret-Token: missing or wrong")
+        raw = await read_body(request, MAX_BODY)
+        if raw is None:
+            return _error(413, "payload-too-large", f"body: larger than {MAX_BODY} bytes")
         try:
-            msg = parse_update(json.loads(await request.body() or b"null"))
+            msg = parse_update(parse_json(raw))
         except ValueError as exc:
             return _error(400, "invalid-update", str(exc).splitlines()[0])
         if msg is None:

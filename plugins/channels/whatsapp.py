@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import json
 from datetime import UTC, datetime
 from typing import Any
 
+from host.http import parse_json, read_body
 from host.log import log
 from host.types import ChannelAdapter, Route
 from plugins.channels.compose import ReplyContext
@@ -44,31 +44,60 @@ def signature_ok(secret: str, raw: bytes, header: str | None) -> bool:
     return bool(header) and hmac.compare_digest(signature(secret, raw).encode(), (header or "").strip().encode())
 
 
+MAX_BODY = 1024 * 1024
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a hostile payload's odd shapes read as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return "?"
+    return str(value)[:limit]
+
+
 def _message_text(m: dict[str, Any]) -> tuple[str, list[str]]:
+    text, notes = _message_text_raw(m)
+    return (text if isinstance(text, str) else ""), notes
+
+
+def _message_text_raw(m: dict[str, Any]) -> tuple[str, list[str]]:
     kind = m.get("type")
+    if not isinstance(kind, str):
+        kind = str(kind)[:40]
+    for key in ("text", "button", "interactive", "reaction", "location", *MEDIA_TYPES):
+        if key in m and not isinstance(m[key], dict):
+            m = {**m, key: {}}
     notes: list[str] = []
     text = ""
     if kind == "text":
         text = str((m.get("text") or {}).get("body") or "")
     elif kind in MEDIA_TYPES:
         media = m.get(kind) or {}
-        text = str(media.get("caption") or "")
-        mime = f" {media['mime_type']}" if media.get("mime_type") else ""
-        name = f" name={media['filename']}" if media.get("filename") else ""
-        notes.append(f"[media: {kind}{mime} id={media.get('id', '?')}{name}]")
+        text = media.get("caption") if isinstance(media.get("caption"), str) else ""
+        mime = f" {_short(media['mime_type'])}" if media.get("mime_type") else ""
+        name = f" name={_short(media['filename'])}" if media.get("filename") else ""
+        notes.append(f"[media: {kind}{mime} id={_short(media.get('id', '?'))}{name}]")
     elif kind == "location":
         loc = m.get("location") or {}
-        notes.append(f"[location: {loc.get('latitude')},{loc.get('longitude')} {loc.get('name') or ''}]".rstrip())
+        where = f"{_short(loc.get('latitude'))},{_short(loc.get('longitude'))} {_short(loc.get('name') or '')}"
+        notes.append(f"[location: {where}]".replace(" ?]", "]").rstrip())
     elif kind == "button":
         text = str((m.get("button") or {}).get("text") or "")
     elif kind == "interactive":
         inter = m.get("interactive") or {}
-        chosen = inter.get("button_reply") or inter.get("list_reply") or {}
+        chosen = _obj(inter.get("button_reply")) or _obj(inter.get("list_reply"))
         text = str(chosen.get("title") or "")
     elif kind == "reaction":
-        text = f"[reaction {(m.get('reaction') or {}).get('emoji', '')}]"
+        text = f"[reaction {_short((m.get('reaction') or {}).get('emoji', ''), 16)}]"
     else:
-        notes.append(f"[unsupported message type: {kind}]")
+        notes.append(f"[unsupported message type: {_short(kind, 40)}]")
     return text, notes
 
 
@@ -78,26 +107,34 @@ def parse_payload(body: Any) -> list[tuple[Inbound, str | None]]:
         raise ValueError("body: expected a WhatsApp webhook object with entry[]")
     out: list[tuple[Inbound, str | None]] = []
     for entry in body["entry"]:
-        for change in (entry or {}).get("changes") or []:
-            value = (change or {}).get("value") or {}
-            if not isinstance(value, dict):
-                continue
-            names = {c.get("wa_id"): (c.get("profile") or {}).get("name") for c in value.get("contacts") or []
+        for change in _list(_obj(entry).get("changes")):
+            value = _obj(_obj(change).get("value"))
+            names = {str(c.get("wa_id")): _obj(c.get("profile")).get("name") for c in _list(value.get("contacts"))
                      if isinstance(c, dict)}
-            for m in value.get("messages") or []:
+            for m in _list(value.get("messages")):
                 if not isinstance(m, dict) or not m.get("from") or not m.get("id"):
                     raise ValueError("messages[]: expected from and id")
+                sender, wamid = _short(m["from"], 64), _short(m["id"], 256)
+                if "?" in (sender, wamid):
+                    raise ValueError("messages[]: expected from and id as strings")
                 text, notes = _message_text(m)
-                context = m.get("context") if isinstance(m.get("context"), dict) else None
-                quoted = str(context["id"]) if context and context.get("id") else None
-                sent_at = None
-                if str(m.get("timestamp", "")).isdigit():
-                    sent_at = datetime.fromtimestamp(int(m["timestamp"]), UTC).isoformat().replace("+00:00", "Z")
-                msg = Inbound(channel=CHANNEL, sender=str(m["from"]), text=text, platform_id=str(m["id"]),
-                              sent_at=sent_at, phone=str(m["from"]), name=names.get(m["from"]),
-                              media_notes=notes, target={"to": str(m["from"]), "message_id": str(m["id"])})
+                context = _obj(m.get("context"))
+                quoted = _short(context["id"], 256) if context.get("id") else None
+                name = names.get(sender)
+                msg = Inbound(channel=CHANNEL, sender=sender, text=text, platform_id=wamid,
+                              sent_at=sent_at_of(m.get("timestamp")), phone=sender,
+                              name=name if isinstance(name, str) else None,
+                              media_notes=notes, target={"to": sender, "message_id": wamid})
                 out.append((msg, quoted))
     return out
+
+
+def sent_at_of(stamp: Any) -> str | None:
+    """The Cloud API's Unix-time string as ISO-8601 UTC; None for a value that is not one (30 digits, text)."""
+    text = stamp if isinstance(stamp, str) else str(stamp) if isinstance(stamp, int) and not isinstance(stamp, bool) else ""
+    if not (text.isascii() and text.isdigit()) or len(text) > 11 or int(text) >= 32_503_680_000:
+        return None
+    return datetime.fromtimestamp(int(text), UTC).isoformat().replace("+00:00", "Z")
 
 
 def routes(host: Any) -> tuple[Route, ...]:
@@ -118,12 +155,14 @@ def routes(host: Any) -> tuple[Route, ...]:
         secret = host.env.get("PLUGHOST_WHATSAPP_APP_SECRET", "")
         if not secret:
             return _error(503, "not-configured", "PLUGHOST_WHATSAPP_APP_SECRET is not set")
-        raw = await request.body()
+        raw = await read_body(request, MAX_BODY)
+        if raw is None:
+            return _error(413, "payload-too-large", f"body: larger than {MAX_BODY} bytes")
         if not signature_ok(secret, raw, request.headers.get("x-hub-signature-256")):
             log("channels", "op=webhook-rejected", channel=CHANNEL, reason="bad-signature")
             return _error(401, "unauthorized", "X-Hub-Signature-256: missing or does not match the body")
         try:
-            parsed = parse_payload(json.loads(raw or b"null"))
+            parsed = parse_payload(parse_json(raw))
         except ValueError as exc:
             return _error(400, "invalid-payload", str(exc).splitlines()[0])
         gw = gateway(host)

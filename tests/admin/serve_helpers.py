@@ -108,11 +108,18 @@ class LiveServer:
         self.server.should_exit = True
         self.thread.join(timeout=20)
 
+    @property
+    def auth(self) -> dict[str, str]:
+        """The header a client of the MCP and admin routes sends (the account's HTTP token)."""
+        return {"Authorization": f"Bearer {self.app.state.door.http_token}"}
+
     def get(self, target: str, **kw: Any) -> RawResponse:
         return raw_request(self.port, target, **kw)
 
     def post_json(self, target: str, data: Any, headers: dict[str, str] | None = None) -> RawResponse:
-        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        from host.http_guard import protected
+
+        hdrs = {"Content-Type": "application/json", **(self.auth if protected(target) else {}), **(headers or {})}
         return raw_request(self.port, target, method="POST", headers=hdrs, body=json.dumps(data).encode())
 
 

@@ -67,7 +67,7 @@ def test_non_loopback_forwarded_is_refused(live_app, plughost_home: Path, header
 def test_dns_rebinding_browser_requests_are_refused(live_app, plughost_home: Path, host: str,
                                                      origin: str | None, reason: str) -> None:
     server = live_app()
-    headers = {"Content-Type": "application/json", **({"Origin": origin} if origin else {})}
+    headers = {"Content-Type": "application/json", **server.auth, **({"Origin": origin} if origin else {})}
     response = raw_request(server.port, ROUTE, method="POST", headers=headers, host=host,
                            body=b'{"line": "[forged] via a rebinding page"}')
     assert response.status == 403
@@ -80,7 +80,7 @@ def test_loopback_origin_and_host_names_are_accepted(live_app) -> None:
     for host, origin in (("localhost", "http://localhost:3000"), ("[::1]", "http://[::1]:8787"),
                          ("127.0.0.1", "http://127.0.0.1")):
         response = raw_request(server.port, ROUTE, method="POST", host=host,
-                               headers={"Content-Type": "application/json", "Origin": origin},
+                               headers={"Content-Type": "application/json", "Origin": origin, **server.auth},
                                body=b'{"line": "[ok] local page"}')
         assert response.status == 200, (host, origin)
 
@@ -90,6 +90,7 @@ def test_two_forwarded_headers_are_all_checked(live_app) -> None:
     body = json.dumps({"line": "[forged] x"}).encode()
     raw = (f"POST {ROUTE} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nConnection: close\r\n"
            "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-For: 10.1.2.3\r\nContent-Type: application/json\r\n"
+           f"Authorization: {server.auth['Authorization']}\r\n"
            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
     import socket
 
@@ -104,7 +105,7 @@ def test_non_loopback_peer_is_refused(live_app, plughost_home: Path) -> None:
     if address is None:
         pytest.skip("no non-loopback IPv4 address on this machine")
     server = live_app(bind="0.0.0.0")
-    response = raw_request(server.port, ROUTE, method="POST", headers={"Content-Type": "application/json"},
+    response = raw_request(server.port, ROUTE, method="POST", headers={"Content-Type": "application/json", **server.auth},
                            body=b'{"line": "[forged] from the LAN"}', connect=address)
     assert response.status == 403
     log = server_log(plughost_home)
@@ -127,7 +128,8 @@ def test_non_loopback_peer_is_refused(live_app, plughost_home: Path) -> None:
 def test_bad_bodies_are_400_and_nothing_is_written(live_app, plughost_home: Path, body: bytes, detail: str) -> None:
     server = live_app()
     before = server_log(plughost_home)
-    response = raw_request(server.port, ROUTE, method="POST", headers={"Content-Type": "application/json"}, body=body)
+    response = raw_request(server.port, ROUTE, method="POST", headers={"Content-Type": "application/json", **server.auth},
+                           body=body)
     assert response.status == 400
     assert response.json()["error"] == "bad-request"
     assert response.json()["detail"].startswith(detail)
@@ -142,4 +144,5 @@ def test_oversized_body_is_413(live_app) -> None:
 
 
 def test_get_is_405(live_app) -> None:
-    assert live_app().get(ROUTE).status == 405
+    server = live_app()
+    assert server.get(ROUTE, headers=server.auth).status == 405

@@ -52,10 +52,12 @@ def _plugin_host(make_host) -> Any:
     return host
 
 
-async def _use(url: str, tool: str, args: dict) -> tuple[list[str], Any]:
+async def _use(url: str, tool: str, args: dict, headers: dict[str, str] | None = None) -> tuple[list[str], Any]:
     from mcp import Client
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
-    async with Client(url) as client:
+    transport = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+    async with Client(transport) as client:
         tools = await client.list_tools()
         result = await client.call_tool(tool, args)
         return [t.name for t in tools.tools], result
@@ -64,18 +66,18 @@ async def _use(url: str, tool: str, args: dict) -> tuple[list[str], Any]:
 def test_two_plugins_served_side_by_side(make_host, live_app) -> None:
     server = live_app(_plugin_host(make_host))
     assert {"alpha", "beta"} <= set(server.app.state.runtime.mcp)
-    names, result = anyio.run(_use, f"{server.base}/mcp/alpha", "shout", {"text": "hi"})
+    names, result = anyio.run(_use, f"{server.base}/mcp/alpha", "shout", {"text": "hi"}, server.auth)
     assert names == ["shout"] and result.content[0].text == "HI" and not result.is_error
-    names, result = anyio.run(_use, f"{server.base}/mcp/beta", "count", {"items": [1, 2, 3]})
+    names, result = anyio.run(_use, f"{server.base}/mcp/beta", "count", {"items": [1, 2, 3]}, server.auth)
     assert names == ["count"] and json.loads(result.content[0].text) == {"n": 3}
-    _, bad = anyio.run(_use, f"{server.base}/mcp/beta", "count", {"items": "nope"})
+    _, bad = anyio.run(_use, f"{server.base}/mcp/beta", "count", {"items": "nope"}, server.auth)
     assert bad.is_error and "parameter 'items'" in bad.content[0].text
 
 
 def test_dns_rebinding_protection(make_host, live_app) -> None:
     server = live_app(_plugin_host(make_host))
     body = json.dumps(INIT).encode()
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **server.auth}
     ok = raw_request(server.port, "/mcp/alpha", method="POST", headers=headers, body=body)
     assert ok.status == 200
     evil_host = raw_request(server.port, "/mcp/alpha", method="POST", headers=headers, body=body,
@@ -88,7 +90,7 @@ def test_dns_rebinding_protection(make_host, live_app) -> None:
 
 def test_unknown_plugin_endpoint_is_404_json(make_host, live_app) -> None:
     server = live_app(_plugin_host(make_host))
-    response = server.get("/mcp/nope")
+    response = server.get("/mcp/nope", headers=server.auth)
     assert response.status == 404 and response.json()["error"] == "not-found"
 
 
@@ -109,7 +111,7 @@ def conformance_plugin() -> str:
 def test_mcp_conformance_suite(serve_env: dict[str, str], tmp_path: Path) -> None:
     command = conformance_command()
     plugin = conformance_plugin()
-    served = start_serve(env=serve_env, plugins_dir=FIXTURES / "ok")
+    served = start_serve("--open-local", env=serve_env, plugins_dir=FIXTURES / "ok")  # the documented switch
     try:
         url = f"{served.base}/mcp/{plugin}"
         result = subprocess.run([*command, "server", "--url", url, "--expected-failures", str(BASELINE),

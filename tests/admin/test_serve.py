@@ -251,7 +251,7 @@ def test_sigterm_ends_open_mcp_event_streams(serve_env: dict[str, str]) -> None:
     and the stream is ended cleanly (its session terminated), not cut mid-response."""
     import json
 
-    served = start_serve("--grace", "60", env=serve_env, plugins_dir=FIXTURES / "ok")
+    served = start_serve("--grace", "60", "--open-local", env=serve_env, plugins_dir=FIXTURES / "ok")
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -277,7 +277,7 @@ def test_sigterm_lets_an_in_flight_mcp_tool_call_finish(serve_env: dict[str, str
     import anyio
     from mcp import Client
 
-    served = start_serve(env=serve_env, plugins_dir=FIXTURES / "ok")
+    served = start_serve(env={**serve_env, "PLUGHOST_OPEN_LOCAL": "1"}, plugins_dir=FIXTURES / "ok")
     outcome: dict[str, Any] = {}
     connected = threading.Event()
 
