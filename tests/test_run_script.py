@@ -26,9 +26,10 @@ def _get(url: str) -> int:
         return resp.status
 
 
-def _mcp_initialize(url: str) -> int:
+def _mcp_initialize(url: str, token: str) -> int:
     req = urllib.request.Request(url, json.dumps(MCP_INIT).encode(), method="POST", headers={
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(req, timeout=10) as resp:
         body = resp.read().decode("utf-8", "replace")
         assert '"serverInfo"' in body, body[:500]
@@ -93,8 +94,11 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
 
         urls = dict(re.findall(r"^  ([a-z ]+):\s+(http://\S+)$", text, flags=re.M))
         assert {"health", "sites", "webchat", "mcp memory"} <= set(urls), urls
+        token_file = re.search(r'Authorization: Bearer \$\(cat ([^)\s]+)\)', text)  # how run.sh says to authenticate
+        assert token_file, text
+        token = Path(token_file.group(1)).read_text().strip()
         for label, url in urls.items():
-            status = _mcp_initialize(url) if label.startswith("mcp ") else _get(url)
+            status = _mcp_initialize(url, token) if label.startswith("mcp ") else _get(url)
             assert status == 200, (label, url, status)
         with urllib.request.urlopen(urls["sites"], timeout=10) as resp:
             assert "Harbour Street Bakery" in resp.read().decode()
