@@ -1,0 +1,400 @@
+"""Adversarial property test of the write side (SPEC 8.1, 9.1, 9.5–9.7): narrowed processes try
+to create, overwrite, re-scope, re-tag, delete, restore, append and probe through every memory
+write tool; the oracle is the SQLite store file, read directly before and after each call.
+
+Each hypothesis example seeds a random graph over two accounts (scopes, agent tags, soft
+deletes, document hierarchies, reports, conversations, the owner's profile), then runs random
+tool calls as random principals (ALLOWED_SCOPES, AGENT_SLUG, SESSION_ID, another ACCOUNT_ID),
+through the served tool table (schema-checked exactly as the MCP server does). After every call:
+
+- a node or edge that changed must belong to the caller's account and have been within its
+  guards before (scope, agent tag; soft delete aside), and every node it left behind must be
+  within them after (scope one of ALLOWED_SCOPES, never newly unscoped; the agent kept, no other
+  agent added) — else it is a *widening*;
+- admin-only tools (``profile-update``) change nothing in a narrowed process;
+- no answer reveals that an id exists in another account, and no call crashes (only one-line
+  ``UserError`` refusals);
+- every row a read tool returns (``profile-read``, report reads, ``conversation-search``) is one
+  the caller could read.
+
+Totals print at the end (``-s``); ``SECURITY_EXAMPLES`` raises the example count for a long run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from host.errors import UserError
+
+A, B = "acct-a", "acct-b"
+SCOPES = (None, "public", "shared", "admin")
+AGENTS = (None, ["a1"], ["a2"], ["a1", "a2"])
+EXAMPLES = int(os.environ.get("SECURITY_EXAMPLES", "130"))
+CALLS = 40
+STATS: dict[str, int] = {"examples": 0, "attempts": 0, "ok": 0, "refused": 0, "widenings": 0, "reads": 0,
+                         "rows-read": 0, "probes": 0}
+
+
+@dataclass(frozen=True)
+class Who:
+    """One process: its environment's guards and session."""
+
+    name: str
+    account: str
+    scopes: tuple[str, ...] | None = None
+    agent: str | None = None
+    session: str | None = None
+
+    @property
+    def narrowed(self) -> bool:
+        return self.scopes is not None or self.agent is not None
+
+    def env(self) -> dict[str, str]:
+        env = {"ACCOUNT_ID": self.account}
+        if self.scopes is not None:
+            env["ALLOWED_SCOPES"] = ",".join(self.scopes)
+        if self.agent:
+            env["AGENT_SLUG"] = self.agent
+        if self.session:
+            env["SESSION_ID"] = self.session
+        return env
+
+
+WHO = (
+    Who("admin-a", A),
+    Who("public", A, ("public",)),
+    Who("shared", A, ("shared",)),
+    Who("public-shared", A, ("public", "shared")),
+    Who("agent-a1", A, None, "a1"),
+    Who("public-a1", A, ("public",), "a1"),
+    Who("admin-a2", A, ("admin", "shared"), "a2"),
+    Who("public-session", A, ("public",), None, "sess-1"),
+    Who("admin-b", B),
+)
+ATTACKERS = WHO[1:]
+
+
+# ---------------------------------------------------------------------- the oracle's model
+def can_change(who: Who, scope: str | None, agents: list[str] | None) -> bool:
+    """Independent model of the write rule's "before" half (guard layers 2, 3; soft delete aside)."""
+    if who.scopes is not None and scope is not None and scope not in who.scopes:
+        return False
+    return who.agent is None or who.agent in (agents or [])
+
+
+def can_read(who: Who, row: Row) -> bool:
+    return row.account == who.account and row.deleted is None and can_change(who, row.scope, row.agents)
+
+
+def result_ok(who: Who, before: Row | None, after: Row) -> bool:
+    if who.scopes is not None:
+        unscoped_kept = after.scope is None and (before is not None and before.scope is None or not who.scopes)
+        if not unscoped_kept and after.scope not in who.scopes:
+            return False
+    if who.agent is not None:
+        had = set(before.agents or []) if before is not None else set()
+        now = after.agents or []
+        if who.agent not in now or any(a != who.agent and a not in had for a in now):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Row:
+    account: str
+    id: str
+    labels: str
+    properties: str
+    scope: str | None
+    agents: list[str] | None
+    deleted: float | None
+    updated: float
+
+
+def snapshot(db: Path) -> tuple[dict[tuple[str, str], Row], set[tuple[tuple[str, str], str, tuple[str, str]]]]:
+    con = sqlite3.connect(db)
+    try:
+        by_rid: dict[int, Row] = {}
+        for rid, acct, nid, labels, props, scope, agents, deleted, updated in con.execute(
+                "SELECT rid, account_id, id, labels, properties, scope, agents, deleted_at, updated_at FROM nodes"):
+            by_rid[rid] = Row(acct, nid, labels, props, scope, json.loads(agents) if agents else None, deleted, updated)
+        edges = {((by_rid[s].account, by_rid[s].id), t, (by_rid[d].account, by_rid[d].id))
+                 for s, t, d in con.execute("SELECT source, type, target FROM edges")}
+    finally:
+        con.close()
+    return {(r.account, r.id): r for r in by_rid.values()}, edges
+
+
+def widenings(who: Who, before: Any, after: Any) -> list[str]:
+    """What one call changed that the caller could not, or left outside its guards."""
+    nodes0, edges0 = before
+    nodes1, edges1 = after
+    bad = []
+    for key in nodes0.keys() | nodes1.keys():
+        old, new = nodes0.get(key), nodes1.get(key)
+        if old == new:
+            continue
+        if key[0] != who.account:
+            bad.append(f"changed another account's node {key}")
+            continue
+        if old is not None and not can_change(who, old.scope, old.agents):
+            bad.append(f"changed {key} outside its guards: {old.scope} {old.agents}")
+        if new is not None and not result_ok(who, old, new):
+            bad.append(f"left {key} outside its guards: {old and (old.scope, old.agents)} -> {new.scope} {new.agents}")
+    for edge in edges0 ^ edges1:
+        for end in (edge[0], edge[2]):
+            old = nodes0.get(end)
+            if end[0] != who.account or old is not None and not can_change(who, old.scope, old.agents):
+                bad.append(f"edge {edge} touches {end} outside its guards")
+    return bad
+
+
+# ---------------------------------------------------------------------- the world
+@dataclass
+class World:
+    home: Path
+    db: Path
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # who -> served memory tools
+    hosts: list[Any] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"World({self.db})"
+
+    def call(self, who: Who, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
+        from host.tooltable import checked_call
+
+        try:
+            served, checked = checked_call(self.tools[who.name], tool, args)
+            return True, served.handler(**checked)
+        except UserError as exc:
+            return False, str(exc)
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
+    from host.manager import Host
+    from host.tooltable import served_tools
+
+    home = Path(tempfile.mkdtemp(prefix="plughost-sec-"))
+    base = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG",
+                                                             "SESSION_ID", "SESSION_NODE_ID", "NEO4J_URI")}
+    base.update(PLUGHOST_HOME=str(home), PLUGHOST_EMBEDDER="none")
+    w = World(home, home / "graph.sqlite")
+    from plugins.graph.sqlite_store import SqliteStore
+
+    SqliteStore(w.db, env={"ACCOUNT_ID": A}).close()  # the schema, before the first seed
+    for who in WHO:
+        host = Host(env={**base, **who.env()}).load()
+        w.hosts.append(host)
+        w.tools[who.name] = {t.name: t for t in served_tools(host, "memory")}
+    yield w
+    for host in w.hosts:
+        host.close()
+    print("\n[security] write-tools " + " ".join(f"{k}={v}" for k, v in STATS.items()))
+    assert STATS["widenings"] == 0
+    if EXAMPLES >= 100:
+        assert STATS["attempts"] >= 5000 and STATS["refused"] > 100 and STATS["ok"] > 500 and STATS["probes"] > 50
+
+
+# ---------------------------------------------------------------------- graphs and calls
+IDS = [f"n{i}" for i in range(12)]
+TITLES = ("weekly", "pricing", "audit")
+MINUTE = "2026-03-01T10:00"
+
+
+@st.composite
+def seeds(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Rows for both accounts: notes, reports, a document hierarchy, conversations, the owner profile."""
+    out = []
+    for acct in (A, B):
+        for nid in draw(st.lists(st.sampled_from(IDS), min_size=4, max_size=10, unique=True)):
+            props: dict[str, Any] = {"name": f"{acct} {nid}"}
+            scope, agents = draw(st.sampled_from(SCOPES)), draw(st.sampled_from(AGENTS))
+            if scope:
+                props["scope"] = scope
+            if agents:
+                props["agents"] = agents
+            out.append({"account": acct, "id": nid, "labels": [draw(st.sampled_from(["Note", "Person", "Task"]))],
+                        "properties": props, "deleted": draw(st.booleans()) and draw(st.booleans())})
+        for title in draw(st.lists(st.sampled_from(TITLES), max_size=2, unique=True)):
+            from plugins.memory.reports import report_id
+
+            rid = report_id(acct, title, MINUTE + ":00Z")
+            out.append({"account": acct, "id": rid, "labels": ["Report"],
+                        "properties": {"title": title, "body": "owner's", "keywords": ["ops"], "scope": "admin",
+                                       "occurredAt": MINUTE + ":00Z"}})
+        doc_scope, sec_scope = draw(st.sampled_from(SCOPES)), draw(st.sampled_from(SCOPES))
+        out.append({"account": acct, "id": "chunk-1", "labels": ["Chunk"],
+                    "properties": {"content": "c", "attachmentId": "att-1", **({"scope": sec_scope} if sec_scope else {})}})
+        out.append({"account": acct, "id": "sec-1", "labels": ["Section"],
+                    "properties": {"body": "s", "attachmentId": "att-1", **({"scope": sec_scope} if sec_scope else {})},
+                    "edges": [{"type": "HAS_CHUNK", "to": "chunk-1"}]})
+        out.append({"account": acct, "id": "doc-1", "labels": ["KnowledgeDocument"],
+                    "properties": {"title": "doc", "attachmentId": "att-1",
+                                   **({"scope": doc_scope} if doc_scope else {})},
+                    "edges": [{"type": "HAS_SECTION", "to": "sec-1"}], "deleted": draw(st.booleans())})
+        for conv, scope in (("conv-admin", "admin"), ("conv-public", "public"), ("sess-1", "public")):
+            if draw(st.booleans()):
+                out.append({"account": acct, "id": f"{conv}-m", "labels": ["Message"],
+                            "properties": {"role": "user", "text": "hello there", "conversationId": conv,
+                                           "scope": scope}})
+                out.append({"account": acct, "id": conv, "labels": ["Conversation"],
+                            "properties": {"scope": scope, "sessionId": conv if conv == "sess-1" else "other"},
+                            "edges": [{"type": "HAS_MESSAGE", "to": f"{conv}-m"}], "deleted": draw(st.booleans())})
+        out.append({"account": acct, "id": "pref-1", "labels": ["Preference"],
+                    "properties": {"category": "tone", "key": "style", "value": "formal", "confidence": 0.9,
+                                   "scope": "admin"}})
+        out.append({"account": acct, "id": "profile-owner", "labels": ["UserProfile"],
+                    "properties": {"userId": "owner", "scope": "admin"},
+                    "edges": [{"type": "HAS_PREFERENCE", "to": "pref-1"}]})
+        out.append({"account": acct, "id": "admin-owner", "labels": ["AdminUser"],
+                    "properties": {"userId": "owner", "role": "owner", "scope": "admin"}})
+    return out
+
+
+any_id = st.sampled_from(IDS + ["doc-1", "sec-1", "chunk-1", "conv-admin", "sess-1", "pref-1", "profile-owner",
+                                "fresh-x", "fresh-y"])
+scope_prop = st.sampled_from([{}, {"scope": "public"}, {"scope": "shared"}, {"scope": "admin"}, {"scope": None}])
+agent_prop = st.sampled_from([{}, {"agents": ["a1"]}, {"agents": ["a2"]}, {"agents": ["a1", "a2"]}])
+
+
+def _props(draw: st.DrawFn, *, nulls: bool) -> dict[str, Any]:
+    props = {"name": draw(st.sampled_from(["x", "y"])), **draw(scope_prop), **draw(agent_prop)}
+    if not nulls:
+        props = {k: v for k, v in props.items() if v is not None}
+    return props
+
+
+@st.composite
+def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    tool = draw(st.sampled_from(["memory-write", "memory-write", "memory-update", "memory-update", "memory-delete",
+                                 "memory-restore", "memory-ingest", "memory-report-write", "profile-update",
+                                 "conversation-append", "profile-read", "memory-report-list",
+                                 "memory-report-read-latest", "conversation-search"]))
+    if tool == "memory-write":
+        args: dict[str, Any] = {"labels": [draw(st.sampled_from(["Note", "Person", "Report"]))],
+                                "properties": _props(draw, nulls=False)}
+        if draw(st.booleans()):
+            args["id"] = draw(any_id)
+        rels = draw(st.lists(st.tuples(any_id, st.sampled_from(["out", "in"])), max_size=2))
+        if rels:
+            args["relationships"] = [{"type": "ABOUT", "targetId": t, "direction": d} for t, d in rels]
+        return tool, args
+    if tool == "memory-update":
+        return tool, {"id": draw(any_id), "properties": _props(draw, nulls=True)}
+    if tool in ("memory-delete", "memory-restore"):
+        return tool, {"id": draw(any_id)}
+    if tool == "memory-ingest":
+        args = {"content": draw(st.sampled_from(["# T\n\nbody one", "plain words"])),
+                "attachmentId": draw(st.sampled_from(["att-1", "att-2"]))}
+        args.update({k: v for k, v in draw(scope_prop).items() if v is not None})
+        agents = draw(agent_prop)
+        if agents:
+            args["agents"] = agents["agents"]
+        return tool, args
+    if tool == "memory-report-write":
+        return tool, {"title": draw(st.sampled_from(TITLES)), "body": "attacker text",
+                      "occurredAt": MINUTE + ":" + draw(st.sampled_from(["05", "30"])) + "Z"}
+    if tool == "profile-update":
+        return tool, {"category": "tone", "key": draw(st.sampled_from(["style", "greeting"])), "value": "obey me"}
+    if tool == "conversation-append":
+        args = {"role": draw(st.sampled_from(["user", "assistant", "system"])), "content": "appended"}
+        if draw(st.booleans()):
+            args["conversationId"] = draw(st.sampled_from(["conv-admin", "conv-public", "sess-1", "n1", "fresh-c"]))
+        else:
+            args.update(channel="webchat", sender="visitor")
+        return tool, args
+    if tool == "profile-read":
+        return tool, draw(st.sampled_from([{}, {"userId": "owner"}]))
+    if tool == "memory-report-list":
+        return tool, {}
+    if tool == "memory-report-read-latest":
+        return tool, {"keyword": "ops", "limit": 5}
+    return tool, {"query": "hello appended", "limit": 10}
+
+
+def seed(world: World, rows: list[dict[str, Any]]) -> None:
+    from host.graph import Guards
+    from plugins.graph.sqlite_store import SqliteStore
+
+    con = sqlite3.connect(world.db)
+    con.execute("DELETE FROM nodes")
+    con.execute("DELETE FROM edges")
+    con.commit()
+    con.close()
+    from plugins.memory import conversations
+
+    conversations._SESSION_CONVERSATIONS.clear()
+    for acct in (A, B):
+        store = SqliteStore(world.db, env={"ACCOUNT_ID": acct})
+        mine = [r for r in rows if r["account"] == acct]
+        store.upsert_many([{k: v for k, v in r.items() if k in ("id", "labels", "properties")} for r in mine],
+                          account_id=acct)
+        store.create_edges([(r["id"], e["type"], e["to"], None) for r in mine for e in r.get("edges", [])],
+                           account_id=acct)
+        for r in mine:
+            if r.get("deleted"):
+                store.soft_delete(r["id"], guards=Guards(acct))
+        store.close()
+
+
+def read_ids(tool: str, result: Any) -> list[str]:
+    if tool == "profile-read":
+        return [r["id"] for r in result.get("activeRules", [])] + [p["id"] for p in result.get("preferences", [])]
+    if tool in ("memory-report-list", "memory-report-read-latest"):
+        return [r["reportId"] for r in result["reports"]]
+    if tool == "conversation-search":
+        return [r["id"] for r in result["results"]]
+    return []
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+          phases=(Phase.explicit, Phase.generate), database=None)  # no shrinking: a failure reports its call
+@given(rows=seeds(), plan=st.lists(st.tuples(st.sampled_from(ATTACKERS), calls()), min_size=CALLS,
+                                   max_size=CALLS))
+def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]],
+                                        plan: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
+    seed(world, rows)
+    STATS["examples"] += 1
+    state = snapshot(world.db)
+    for who, (tool, args) in plan:
+        ok, result = world.call(who, tool, args)
+        after = snapshot(world.db)
+        STATS["attempts"] += 1
+        STATS["ok" if ok else "refused"] += 1
+        problems = widenings(who, state, after)
+        if tool == "profile-update" and who.narrowed:
+            assert not ok and state == after, f"{who.name}: profile-update is admin-only, got {result}"
+        if not ok:
+            assert state == after, f"{who.name} {tool} {args}: refused ({result}) but wrote"
+            assert "another account" not in result and "belongs" not in result, f"existence oracle: {result}"
+        if "id" in args and tool == "memory-write":
+            theirs = (B if who.account == A else A, args["id"])
+            if theirs in state[0] and (who.account, args["id"]) not in state[0]:
+                STATS["probes"] += 1  # another account's id, unused here: as good as a fresh one
+                fresh_ok, fresh = ok, result
+                assert fresh_ok or "another account" not in str(fresh)
+        if ok and tool in ("profile-read", "memory-report-list", "memory-report-read-latest", "conversation-search"):
+            STATS["reads"] += 1
+            for nid in read_ids(tool, result):
+                STATS["rows-read"] += 1
+                row = state[0].get((who.account, nid))
+                if row is None or not can_read(who, row):
+                    problems.append(f"{tool} returned {nid} ({row and (row.scope, row.agents, row.deleted)})")
+                if who.session and tool == "conversation-search":
+                    assert row is not None and json.loads(row.properties).get("conversationId") == "sess-1"
+        if problems:
+            STATS["widenings"] += len(problems)
+        assert not problems, f"{who.name} {tool} {args} -> {str(result)[:200]}: {problems}"
+        state = after
