@@ -262,6 +262,23 @@ def check_admin_identity_binding(ctx: GateContext) -> GateResult:
     return result
 
 
+def account_files_problem(account_id: str, home: Path | None = None) -> tuple[str, str] | None:
+    """Why the account's files cannot be used — ``(reason, detail naming the file and field)`` — or None.
+
+    account.json and users.json are both validated against their schemas: an account whose
+    files do not parse is an account the channels cannot resolve anyone in.
+    """
+    try:
+        load_account(account_id, home)
+    except UserError as exc:
+        return "invalid-account-json", str(exc)
+    try:
+        load_users(account_id, home)
+    except UserError as exc:
+        return "invalid-users-json", str(exc)
+    return None
+
+
 def check_account_id_env(ctx: GateContext) -> GateResult:
     """`account-id-env`: ACCOUNT_ID is set, well formed, and names a readable account on disk."""
     from host.log import format_line
@@ -283,10 +300,9 @@ def check_account_id_env(ctx: GateContext) -> GateResult:
         return fatal("malformed", id=short)
     if value not in on_disk:
         return fatal("not-on-disk", id=short, accounts=len(on_disk))
-    try:
-        load_account(value, home)
-    except UserError as exc:
-        return fatal("invalid-account-json", id=short, detail=str(exc))
+    problem = account_files_problem(value, home)
+    if problem:
+        return fatal(problem[0], id=short, detail=problem[1])
     return GateResult(status="ok", inspected=len(on_disk), lines=[
         format_line("graph-health", "account-id-env", present=True, id=short, **{"matches-on-disk": True}),
         format_line(None, "startup-self-test", **{"account-id-env": "ok"}, inspected=len(on_disk)),

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from host.accounts import admin_ids
 from host.errors import UserError
 from host.log import log
 
@@ -131,7 +132,7 @@ def resolve(home: Path, account_id: str, *, channel: str, sender: str, phone: st
     if phone_n not in admin_phones:
         return Identity("public", None, phone_n)
     users = load_users(home, account_id)
-    admins = {str(a) for a in account.get("admins") or []}
+    admins = admin_ids(account)  # userId strings or {"userId": ...} objects, as the schema allows
     bound = next((u for u in users if normalize_phone(u.get("phone")) == phone_n), None)
     if bound is not None and str(bound.get("userId")) in admins:
         return Identity("admin", str(bound["userId"]), phone_n)

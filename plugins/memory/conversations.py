@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host import config
 from host.errors import UserError
 from host.graph import (
     CHANNEL_MESSAGE_LABELS,
@@ -28,6 +27,8 @@ from host.graph import (
     HAS_MESSAGE,
     MESSAGE_LABEL,
     Guards,
+    Principal,
+    WriteDenied,
     conversation_node_id,
 )
 from host.log import log
@@ -52,19 +53,11 @@ def _now_iso() -> str:
 
 
 def session_of(env: Mapping[str, str]) -> str | None:
-    """The process's session, if any: a process with one is confined to its own conversation.
-
-    ``SESSION_ID`` always confines. The channels runner sets ``PLUGHOST_SESSION_ID`` on every
-    turn with ``PLUGHOST_SESSION_ROLE``; it confines unless that role is ``admin`` (an absent
-    role confines: the narrower reading wins).
-    """
-    explicit = (env.get("SESSION_ID") or "").strip()
-    if explicit:
-        return explicit
-    runner = (env.get("PLUGHOST_SESSION_ID") or "").strip()
-    if runner and (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() != "admin":
-        return runner
-    return None
+    """The process's session, if any: a process with one is confined to its own conversation
+    (the rule lives in :meth:`host.graph.Principal.from_env`)."""
+    if not (env.get("ACCOUNT_ID") or "").strip():
+        env = {**env, "ACCOUNT_ID": "-"}
+    return Principal.from_env(env).session
 
 
 def _accepts_filters(store: Any, names: tuple[str, ...]) -> bool:
@@ -90,11 +83,20 @@ def message_view(hit_node: Any, score: float) -> dict[str, Any]:
 class Conversations:
     """Search and append over one account's conversations, for one process environment."""
 
-    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str]) -> None:
+    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str],
+                 principal: Principal | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
+        self._principal = principal
+
+    @property
+    def principal(self) -> Principal:
+        """The process's call context, built once (raises naming ACCOUNT_ID when it is unset)."""
+        if self._principal is None:
+            self._principal = Principal.from_env(self.env)
+        return self._principal
 
     def guards(self) -> Guards:
-        return Guards.from_env(self.env)
+        return self.principal.guards
 
     # ------------------------------------------------------------------ session
     def session_conversation(self) -> str | None:
@@ -104,14 +106,13 @@ class Conversations:
         A found id is remembered for the process (a session's conversation never changes id),
         since the ``sessionId`` lookup scans the account's nodes.
         """
-        session = session_of(self.env)
+        session = self.principal.session
         if session is None:
             return None
-        account = self.guards().account_id
-        key = (str(getattr(self.store, "path", id(self.store))), account, session)
+        g = self.guards()
+        key = (str(getattr(self.store, "path", id(self.store))), g, session)
         if key in _SESSION_CONVERSATIONS:
             return _SESSION_CONVERSATIONS[key]
-        g = Guards(account)  # resolution only; the search itself keeps every guard
         node = self.store.get(session, guards=g)
         if node is not None and CONVERSATION_LABEL in node.labels:
             found_id: str | None = node.id
@@ -132,7 +133,7 @@ class Conversations:
         limit = max(1, min(int(limit), MAX_LIMIT))
         guards = self.guards()
         where: dict[str, Any] = {}
-        if session_of(self.env) is not None:
+        if self.principal.session is not None:
             own = self.session_conversation()
             if conversationId and conversationId != own:
                 raise UserError("conversationId: not this session's conversation; a session searches only its own")
@@ -146,9 +147,9 @@ class Conversations:
             where["role"] = role
         fused = self._hybrid(query, limit, guards, where)
         results = [message_view(node, score) for node, score in fused[:limit]]
-        self._log("search", guards, started, hits=len(results), restricted=int(session_of(self.env) is not None))
-        return {"results": results, "conversationId": where.get("conversationId"),
-                "restricted": session_of(self.env) is not None}
+        restricted = self.principal.session is not None
+        self._log("search", guards, started, hits=len(results), restricted=int(restricted))
+        return {"results": results, "conversationId": where.get("conversationId"), "restricted": restricted}
 
     def _hybrid(self, query: str, limit: int, guards: Guards, where: dict[str, Any]) -> list[tuple[Any, float]]:
         """Reciprocal-rank fusion of BM25 and (with an embedder) cosine, both filtered in the store.
@@ -201,7 +202,7 @@ class Conversations:
                 datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
             except ValueError:
                 raise UserError(f"timestamp: '{timestamp}' is not an ISO-8601 timestamp") from None
-        session = session_of(self.env)
+        session = self.principal.session
         own = self.session_conversation() if session else None
         if conversationId is None and channel and sender:
             conversationId = conversation_node_id(account, channel, sender)
@@ -213,16 +214,20 @@ class Conversations:
             conversationId = own or session
         if not conversationId:
             raise UserError("conversationId: expected a conversation id, or channel and sender to derive one")
-        existing = self.store.get(conversationId, guards=Guards(account), include_deleted=True)
+        # Under the process's guards: a conversation it cannot read looks absent here, and the
+        # store refuses the write (account-isolation); a deleted one is not appended to (nor revived).
+        existing = self.store.get(conversationId, guards=guards, include_deleted=True)
         if existing is not None and CONVERSATION_LABEL not in existing.labels:
-            raise UserError(f"conversationId: '{conversationId}' is a {existing.labels[0]}, not a Conversation")
+            raise UserError(f"conversationId: '{conversationId}' is not a Conversation")
+        if existing is not None and existing.deleted:
+            raise UserError(f"conversationId: '{conversationId}' was deleted; restore it (memory-restore) first")
         when = timestamp or _now_iso()
         scope = self._scope()
         conv_channel = channel or (existing.properties.get("channel") if existing else None)
         msg_id = messageId or "msg-" + hashlib.sha256(
             "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]
         if messageId is not None:
-            prior = self.store.get(msg_id, guards=Guards(account), include_deleted=True)
+            prior = self.store.get(msg_id, guards=guards, include_deleted=True)
             if prior is not None and (MESSAGE_LABEL not in prior.labels
                                       or prior.properties.get("conversationId") != conversationId):
                 raise UserError(f"messageId: '{msg_id}' already names a node outside this conversation")
@@ -247,14 +252,17 @@ class Conversations:
         conv_row = {"id": conversationId, "labels": [CONVERSATION_LABEL],
                     "properties": {k: v for k, v in conv_props.items() if v is not None},
                     "edges": [{"type": HAS_MESSAGE, "to": msg_id}]}
-        self.store.upsert_many([row, conv_row], account_id=account)
+        try:
+            self.store.upsert_many([row, conv_row], account_id=account, guards=guards)
+        except WriteDenied as exc:
+            raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
         self._log("append", guards, started, conversationId=conversationId, messageId=msg_id, embedded=int(embedded))
         return {"messageId": msg_id, "conversationId": conversationId, "created": existing is None,
                 "embedded": embedded, "timestamp": when}
 
     def _scope(self) -> str | None:
         """Admin processes write admin-scoped messages; a scoped process writes into its first scope."""
-        allowed = config.csv_list(self.env.get("ALLOWED_SCOPES"))
+        allowed = self.guards().allowed_scopes
         if allowed is None or "admin" in allowed:
             return "admin"
         return allowed[0] if allowed else None

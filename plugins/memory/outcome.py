@@ -81,8 +81,10 @@ def run_with_outcome(call: Call, body: Callable[[Call], T]) -> T:
     except WriteRejected as exc:
         call.error(exc.reason, exc.detail)
         raise UserError(f"{call.tool}: {exc.detail} ({exc.reason})") from None
-    except UserError as exc:
-        reason = "account-isolation" if type(exc).__name__ == "AccountMismatch" else "invalid-input"
+    except UserError as exc:  # the store's refusals: WriteDenied carries its reason, AccountMismatch is one
+        reason = getattr(exc, "reason", None)
+        if reason not in REASONS:
+            reason = "account-isolation" if type(exc).__name__ == "AccountMismatch" else "invalid-input"
         call.error(reason, str(exc))
         raise UserError(f"{call.tool}: {exc} ({reason})") from None
     except PlughostError as exc:  # a configuration refusal (e.g. embedder/store dimension mismatch)

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from host.graph import Guards
+from host.graph import Guards, Principal, can_change, principal_of
 from host.log import log
 from host.types import Tool
 from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
@@ -56,14 +56,21 @@ def _owner_profile(store: Any, guards: Guards) -> tuple[Any, Any]:
 
 
 def profile_preferences(store: Any, guards: Guards, profile_id: str) -> list[Any]:
+    """The profile's admin-scope Preferences that the guards can read as rows of their own (the
+    expansion's untagged-neighbour allowance does not make a row readable)."""
     around = store.expand([profile_id], guards=guards, limit=EXPAND_ALL).get(profile_id, [])
     return [n.node for n in around if n.type == "HAS_PREFERENCE" and n.direction == "out"
-            and "Preference" in n.node.labels and n.node.properties.get("scope") == "admin"]
+            and "Preference" in n.node.labels and n.node.properties.get("scope") == "admin"
+            and can_change(guards, n.node.properties)]
 
 
-def active_rules(store: Any, account_id: str) -> dict[str, Any]:
-    """The account owner's active standing rules (the single definition; see the module doc)."""
-    guards = Guards(account_id)
+def active_rules(store: Any, account_id: str, guards: Guards | None = None) -> dict[str, Any]:
+    """The account owner's active standing rules (the single definition; see the module doc).
+
+    ``guards`` are the reader's (``profile-read`` passes the process's); the channels plugin's
+    admin turn reads them as the account's admin.
+    """
+    guards = guards or Guards(account_id)
     owner, profile = _owner_profile(store, guards)
     if owner is None:
         return {"rules": [], "source": "no-owner", "owner": None}
@@ -76,14 +83,15 @@ def active_rules(store: Any, account_id: str) -> dict[str, Any]:
 
 
 class Preferences:
-    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str]) -> None:
+    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str],
+                 principal: Principal | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
+        self.principal = principal or principal_of(env)  # the process's call context, built once
 
-    def _account(self) -> str:
-        account = (self.env.get("ACCOUNT_ID") or "").strip()
-        if not account:
+    def _guards(self) -> Guards:
+        if self.principal is None:
             raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; preferences need the process's account")
-        return account
+        return self.principal.guards
 
     def _profile(self, guards: Guards, user_id: str | None) -> Any:
         if user_id:
@@ -100,14 +108,17 @@ class Preferences:
 
     def update(self, call: Call, *, category: str, key: str, value: str, relation: str | None = None,
                userId: str | None = None) -> dict[str, Any]:  # noqa: N803
-        account = self._account()
+        guards = self._guards()
+        account = guards.account_id
         call.labels, call.name = ["Preference"], key
+        if guards.narrowed:  # standing rules steer every admin turn: only an admin process writes them
+            raise WriteRejected("account-isolation", "profile-update: admin only; this process is narrowed "
+                                "(ALLOWED_SCOPES / AGENT_SLUG), and preferences are the owner's standing rules")
         for name, text in (("category", category), ("key", key), ("value", value)):
             if not isinstance(text, str) or not text.strip():
                 raise WriteRejected("invalid-input", f"{name}: expected non-empty text")
         if relation not in (None, "reinforce", "update", "contradict"):
             raise WriteRejected("invalid-input", "relation: expected reinforce, update or contradict")
-        guards = Guards(account)
         profile = self._profile(guards, userId)
         existing = profile_preferences(self.store, guards, profile.id)
         text = preference_text(category, key, value)
@@ -141,7 +152,7 @@ class Preferences:
                 row["embedding"] = vector
             self.store.upsert_many([row, {"id": profile.id, "labels": list(profile.labels), "properties": {},
                                           "edges": [{"type": "HAS_PREFERENCE", "to": node_id}]}],
-                                   account_id=account)
+                                   account_id=account, guards=guards)
             call.element_id = node_id
             return {"id": node_id, "mode": "new", "action": "created", "confidence": BASE_CONFIDENCE,
                     "neighbours": neighbours}
@@ -161,7 +172,7 @@ class Preferences:
                            contradictions=int(old.get("contradictions", 0)) + 1)
         new_vector = vector if action != "reinforce" else None
         self.store.upsert_node(list(match.labels), changes, account_id=account, node_id=match.id,
-                               embedding=new_vector)
+                               embedding=new_vector, guards=guards)
         call.element_id = match.id
         return {"id": match.id, "mode": mode, "action": action, "confidence": changes["confidence"],
                 "similarity": round(similarity, 3) if similarity is not None else None, "neighbours": neighbours,
@@ -169,9 +180,8 @@ class Preferences:
 
     def read(self, *, userId: str | None = None) -> dict[str, Any]:  # noqa: N803
         started = time.perf_counter()
-        account = self._account()
-        guards = Guards(account)
-        rules = active_rules(self.store, account)
+        guards = self._guards()
+        rules = active_rules(self.store, guards.account_id, guards)
         out: dict[str, Any] = {"activeRules": rules["rules"], "source": rules["source"]}
         if userId:
             profile = self._profile(guards, userId)

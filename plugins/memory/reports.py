@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from host.errors import UserError
-from host.graph import Guards
+from host.graph import Guards, Principal, WriteDenied, principal_of
 from host.log import log
 from host.types import Tool
 
@@ -27,11 +27,10 @@ TITLE_MAX = 300
 SCAN_MAX = 100_000
 
 
-def _account(env: Mapping[str, str]) -> str:
-    account = (env.get("ACCOUNT_ID") or "").strip()
-    if not account:
+def _principal(principal: Principal | None) -> Principal:
+    if principal is None:
         raise UserError("ACCOUNT_ID: not set; reports need the process's account")
-    return account
+    return principal
 
 
 def _occurred(value: str | None) -> str:
@@ -46,10 +45,18 @@ def _occurred(value: str | None) -> str:
     return parsed.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def report_id(account: str, title: str, occurred_at: str) -> str:
-    """Stable per (account, title, minute): the idempotency key is the node id."""
+def report_id(account: str, title: str, occurred_at: str, guards: Guards | None = None) -> str:
+    """Stable per (account, title, minute): the idempotency key is the node id.
+
+    A narrowed process's reports are keyed by its guards too (scopes, agent), so its idempotency
+    lookup can neither find nor land on a report it cannot read (an admin's, say).
+    """
     minute = occurred_at[:16]
-    return "rpt_" + hashlib.sha256(f"{account}\0{title}\0{minute}".encode()).hexdigest()[:24]
+    key = f"{account}\0{title}\0{minute}"
+    if guards is not None and guards.narrowed:
+        key += f"\0{','.join(guards.allowed_scopes or ()) if guards.allowed_scopes is not None else '*'}" \
+               f"\0{guards.agent_slug or ''}"
+    return "rpt_" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def _metadata(node: Any) -> dict[str, Any]:
@@ -60,14 +67,16 @@ def _metadata(node: Any) -> dict[str, Any]:
 
 
 class Reports:
-    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str]) -> None:
+    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str],
+                 principal: Principal | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
+        self.principal = principal or principal_of(env)  # the process's call context, built once
 
     def guards(self) -> Guards:
-        return Guards.from_env(self.env)
+        return _principal(self.principal).guards
 
     def _parent(self) -> str | None:
-        session = (self.env.get("SESSION_NODE_ID") or "").strip()
+        session = _principal(self.principal).session_node
         if session:
             node = self.store.get(session, guards=self.guards())
             if node is not None and "Conversation" in node.labels:
@@ -83,7 +92,8 @@ class Reports:
     def write(self, *, title: str, body: str, keywords: list[str] | None = None, sourceWorkflow: str | None = None,
               occurredAt: str | None = None) -> dict[str, Any]:  # noqa: N803
         started = time.perf_counter()
-        account = _account(self.env)
+        guards = self.guards()
+        account = guards.account_id
         title = (title or "").strip()
         if not title or len(title) > TITLE_MAX:
             raise UserError(f"title: expected 1 to {TITLE_MAX} characters")
@@ -93,13 +103,17 @@ class Reports:
             raise UserError(f"body: {len(body):,} characters; expected at most {BODY_MAX:,} (nothing was written)")
         tags = list(dict.fromkeys(k.strip().lower() for k in (keywords or []) if k and k.strip()))
         when = _occurred(occurredAt)
-        rid = report_id(account, title, when)
-        existing = self.store.get(rid, guards=self.guards())
+        rid = report_id(account, title, when, guards)
+        existing = self.store.get(rid, guards=guards)
         if existing is not None:
             log("reports", "op=write", reportId=rid, keywords=",".join(tags) or None,
                 ms=round((time.perf_counter() - started) * 1000), idempotent=1)
             return {**_metadata(existing), "idempotent": True}
-        props: dict[str, Any] = {"title": title, "body": body, "keywords": tags, "occurredAt": when, "scope": "admin"}
+        # Admin processes write admin reports; a narrowed one writes into its own first scope.
+        scope = "admin" if guards.allowed_scopes is None else (guards.allowed_scopes or (None,))[0]
+        props: dict[str, Any] = {"title": title, "body": body, "keywords": tags, "occurredAt": when}
+        if scope is not None:
+            props["scope"] = scope
         if sourceWorkflow:
             props["sourceWorkflow"] = sourceWorkflow
         row: dict[str, Any] = {"id": rid, "labels": ["Report"], "properties": props}
@@ -114,14 +128,21 @@ class Reports:
             row["embedding"] = vector
         rows = [row]
         parent = self._parent()
-        if parent:
-            source = self.store.get(parent, guards=self.guards())
+        source = self.store.get(parent, guards=guards) if parent else None
+        if source is not None:
             rows.append({"id": parent, "labels": list(source.labels), "properties": {},
                          "edges": [{"type": "PRODUCED", "to": rid}]})
-        self.store.upsert_many(rows, account_id=account)
+        else:
+            parent = None
+        try:
+            self.store.upsert_many(rows, account_id=account, guards=guards)
+        except WriteDenied as exc:
+            raise UserError(f"memory-report-write: {exc} ({exc.reason})") from None
         log("reports", "op=write", reportId=rid, keywords=",".join(tags) or None,
             ms=round((time.perf_counter() - started) * 1000))
-        node = self.store.get(rid, guards=self.guards())
+        node = self.store.get(rid, guards=guards)
+        if node is None:  # written under these guards, so readable under them
+            raise UserError(f"memory-report-write: report '{rid}' is not readable after writing (store-error)")
         return {**_metadata(node), "idempotent": False, "parent": parent, "embedded": vector is not None}
 
     def _all(self, *, keyword: str | None = None, source_workflow: str | None = None) -> list[Any]:
@@ -137,7 +158,7 @@ class Reports:
 
     def read_latest(self, *, keyword: str, limit: int = 1) -> dict[str, Any]:
         started = time.perf_counter()
-        _account(self.env)
+        _principal(self.principal)
         if limit < 1:
             raise UserError("limit: expected a positive integer")
         nodes = self._all(keyword=keyword)[:limit]
@@ -149,7 +170,7 @@ class Reports:
              cursor: str | None = None) -> dict[str, Any]:
         """Newest first, metadata only. ``cursor`` (from ``nextCursor``) pages stably while reports arrive."""
         started = time.perf_counter()
-        _account(self.env)
+        _principal(self.principal)
         if limit < 1 or limit > 200:
             raise UserError("limit: expected an integer from 1 to 200")
         nodes = self._all(keyword=keyword, source_workflow=sourceWorkflow)

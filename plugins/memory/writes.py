@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from host import config
-from host.graph import FULLTEXT_EXTRA_LABELS, VECTOR_LABELS, Guards
+from host.graph import FULLTEXT_EXTRA_LABELS, VECTOR_LABELS, Guards, Principal, principal_of
 from host.log import log
 from plugins.memory import sectioniser
 from plugins.memory.embed_text import embedding_text, is_vector_label
@@ -48,22 +48,27 @@ class Relationship:
 class MemoryWriter:
     """The write operations over one store and embedder, for the process's account."""
 
-    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str]) -> None:
+    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str],
+                 principal: Principal | None = None) -> None:
         self.store = store
         self.embedder = embedder
         self.env = env
         self.labels_known = known_labels(env)
+        self.principal = principal or principal_of(env)  # the process's call context, built once
 
     # ------------------------------------------------------------------ context
     @property
     def account_id(self) -> str:
-        account = (self.env.get("ACCOUNT_ID") or "").strip()
-        if not account:
+        return self._principal().account_id
+
+    def _principal(self) -> Principal:
+        if self.principal is None:
             raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; writes need the process's account")
-        return account
+        return self.principal
 
     def guards(self) -> Guards:
-        return Guards.from_env(self.env)
+        """The process's guards: every read and write of a tool call runs under them (SPEC 8.1)."""
+        return self._principal().guards
 
     # ------------------------------------------------------------------ validation
     def check_labels(self, labels: Any, *, allow_empty: bool = False) -> list[str]:
@@ -100,9 +105,9 @@ class MemoryWriter:
         if scope is not None:
             if not isinstance(scope, str):
                 raise WriteRejected("invalid-input", "properties.scope: expected a string (public, shared, admin)")
-            allowed = config.csv_list(self.env.get("ALLOWED_SCOPES"))
+            allowed = self.guards().allowed_scopes
             if allowed is not None and scope not in allowed:
-                raise WriteRejected("gate-blocked", f"properties.scope: '{scope}' is outside this process's "
+                raise WriteRejected("account-isolation", f"properties.scope: '{scope}' is outside this process's "
                                     f"ALLOWED_SCOPES ({','.join(allowed) or 'none'})")
         return out
 
@@ -194,7 +199,7 @@ class MemoryWriter:
                 source = self.store.get(rel.target, guards=self.guards())
                 if source is not None and any(x in PROVENANCE_SOURCES for x in source.labels):
                     return None, f"relationship:{rel.target}"
-        session = (self.env.get("SESSION_NODE_ID") or "").strip()
+        session = self._principal().session_node
         if session:
             node = self.store.get(session, guards=self.guards())
             if node is not None and any(x in PROVENANCE_SOURCES for x in node.labels):
@@ -234,7 +239,7 @@ class MemoryWriter:
             row["embedding"] = vector
         rows = [row] + self._inbound_rows(node_id, [r for r in rels if r.direction == "in"] + (
             [Relationship("PRODUCED", source, "in", None)] if source else []))
-        self.store.upsert_many(rows, account_id=account)
+        self.store.upsert_many(rows, account_id=account, guards=self.guards())
         call.element_id = node_id
         return {"elementId": node_id, "labels": labs, "embedded": vector is not None,
                 "relationships": len(rels) + (1 if source else 0), "provenance": provenance}
@@ -272,7 +277,7 @@ class MemoryWriter:
                 merged[key] = value
         call.name = merged.get("name") or merged.get("title")
         vector = self.embed_node(labels, merged, id) if is_vector_label(labels) else None
-        self.store.upsert_node(labels, props, account_id=account, node_id=id, embedding=vector)
+        self.store.upsert_node(labels, props, account_id=account, node_id=id, embedding=vector, guards=self.guards())
         return {"elementId": id, "labels": labels, "changed": sorted(props), "embedded": vector is not None}
 
     def delete(self, call: Call, *, id: str) -> dict[str, Any]:  # noqa: A002
@@ -348,7 +353,7 @@ class MemoryWriter:
                 row["embedding"] = vector
         # children first so the document's edges find their targets in the same transaction
         rows = [*chunk_rows, *section_rows, doc_row]
-        self.store.upsert_many(rows, account_id=account)
+        self.store.upsert_many(rows, account_id=account, guards=self.guards())
         doc_id = doc_row.get("id") or self._document_by_attachment(attachment)
         call.element_id = doc_id
         return {"elementId": doc_id, "title": doc.title, "attachmentId": attachment, "format": doc.format,

@@ -111,7 +111,7 @@ def test_session_conversation_is_the_provenance_fallback(memory_host, plughost_h
     ({"labels": ["Event"], "properties": {"name": "x", "meta": {"nested": 1}}}, "invalid-input", {}),
     ({"labels": ["Event"], "properties": {"name": "x", "tags": [1, "a"]}}, "invalid-input", {}),
     ({"labels": ["Event"], "properties": {"name": "x", "createdAt": "2020"}}, "invalid-input", {}),
-    ({"labels": ["Event"], "properties": {"name": "x", "scope": "admin"}}, "gate-blocked",
+    ({"labels": ["Event"], "properties": {"name": "x", "scope": "admin"}}, "account-isolation",
      {"ALLOWED_SCOPES": "public"}),
 ])
 def test_memory_write_errors(memory_host, plughost_home, args, reason, env) -> None:
@@ -301,7 +301,7 @@ def test_memory_ingest_embeds_summary_sections_and_chunks(memory_host, fake_olla
 
 @pytest.mark.parametrize(("args", "reason"), [
     ({"content": "   \n  "}, "invalid-input"),
-    ({"content": "text", "scope": "admin"}, "gate-blocked"),
+    ({"content": "text", "scope": "admin"}, "account-isolation"),
 ])
 def test_memory_ingest_errors(memory_host, plughost_home, args, reason) -> None:
     host = memory_host(ALLOWED_SCOPES="public")
