@@ -44,6 +44,9 @@ def entries(home: Path) -> list[dict]:
 
 def test_scheduled_dispatch_fires_once_while_serving_and_not_after_restart(account, plughost_home: Path,
                                                                           tmp_path: Path) -> None:
+    folder = plughost_home / "accounts" / ACCOUNT  # a complete account, as `plughost serve`'s gates want it
+    data = json.loads((folder / "account.json").read_text())
+    (folder / "account.json").write_text(json.dumps({**data, "enabledPlugins": []}))
     fake = FakeApis()
     with serve(fake.app()) as api_base:
         env = {**os.environ, **fake.env(api_base), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT": "command",
