@@ -168,17 +168,21 @@ def _read_stamp(path: Path) -> str | None:
 
 
 def best_result(text: str) -> str:
-    """The top result of a memory-search text in two lines: its title and score, its first body line."""
-    block = text.split("\n---\n", 1)[0].strip().splitlines()
-    if not block or not block[0].startswith("["):
-        return block[0] if block else "No results."
-    head = block[0]
+    """The top titled result of a memory-search text in two lines: title and score, first body line."""
+    blocks = [b.strip().splitlines() for b in text.split("\n---\n") if b.strip()]
+    blocks = [b for b in blocks if b[0].startswith("[")]
+    if not blocks:
+        return text.strip().splitlines()[0] if text.strip() else "No results."
+    parsed = []
+    for block in blocks:
+        fields: dict[str, str] = {}
+        for line in block[1:]:
+            key, sep, value = line.partition(": ")
+            if sep and key.isidentifier() and key not in fields:
+                fields[key] = value
+        parsed.append((block[0], fields))
+    head, fields = next((p for p in parsed[:3] if p[1].get("title") or p[1].get("name")), parsed[0])
     score = head.rsplit("(score: ", 1)[-1].rstrip(")") if "(score: " in head else "?"
-    fields = {}
-    for line in block[1:]:
-        key, sep, value = line.partition(": ")
-        if sep and key.isidentifier() and key not in fields:
-            fields[key] = value
     title = fields.get("title") or fields.get("name") or head.split("]", 1)[0].strip("[")
     body = fields.get("body") or fields.get("content") or fields.get("description") or ""
     return f"best: {title} (score {score})\n  {body[:160]}"
