@@ -218,22 +218,26 @@ class MemoryRunner:
 
     def answer(self, question: str, role: str) -> str:
         words = content_words(question)
-        if not words:
+        ranked = self.passages(question, role) if words else []
+        match = ranked[0][0] if ranked else 0.0
+        if not ranked or match < self.min_match:
+            log("channels", "op=memory-answer", outcome="dont-know", match=round(match, 2))
             return DONT_KNOW
-        text = self.search(question, role)
-        best: tuple[float, int, float] | None = None
-        chosen: Passage | None = None
-        for p in parse_results(text):
+        chosen = ranked[0][1]
+        log("channels", "op=memory-answer", outcome="answer", match=round(match, 2), source=chosen.node_id)
+        return f"{trim(chosen.text, words)}\n{SOURCE.format(source=chosen.source)}"
+
+    def passages(self, question: str, role: str) -> list[tuple[float, Passage]]:
+        """Knowledge passages for the question under the role's guards, best first, with their coverage."""
+        words = content_words(question)
+        scored = []
+        for p in parse_results(self.search(question, role)):
             if set(p.labels) & NOT_KNOWLEDGE or not p.text:
                 continue
-            key = (coverage(words, f"{p.props.get('title', '')} {p.text}"), int("title" in p.props), p.score)
-            if best is None or key > best:
-                best, chosen = key, p
-        if chosen is None or best is None or best[0] < self.min_match:
-            log("channels", "op=memory-answer", outcome="dont-know", match=round(best[0], 2) if best else 0)
-            return DONT_KNOW
-        log("channels", "op=memory-answer", outcome="answer", match=round(best[0], 2), source=chosen.node_id)
-        return f"{trim(chosen.text, words)}\n{SOURCE.format(source=chosen.source)}"
+            cover = coverage(words, f"{p.props.get('title', '')} {p.text}")
+            scored.append(((cover, int("title" in p.props), p.score), p))
+        scored.sort(key=lambda item: item[0], reverse=True)
+        return [(key[0], p) for key, p in scored]
 
     def search(self, question: str, role: str) -> str:
         from host import hooktable

@@ -136,7 +136,7 @@ def builtin_runner(host: Any) -> Any:
         if choice == "claude":
             from plugins.channels.claude_runner import ClaudeRunner
 
-            return ClaudeRunner.from_env(host.env, home=host.home)
+            return ClaudeRunner.from_host(host)
         return CommandRunner.from_env(host.env)
     except UserError as exc:
         return BrokenRunner(str(exc))

@@ -1,0 +1,206 @@
+"""The ``claude`` agent runner (``PLUGHOST_AGENT=claude``): one Claude Code CLI run per turn.
+
+Each turn runs ``claude -p --output-format json`` with the composed payload on stdin and reads
+the reply from the JSON result (``result``; ``is_error`` makes it a failed turn). Every sender has
+one session: the first turn creates it with ``--session-id <uuid>`` (the deterministic id of
+:func:`~plugins.channels.runner.session_id_for`), later turns, across restarts too, continue it
+with ``--resume <uuid>``; the sessions started are remembered in
+``<home>/accounts/<id>/claude-sessions.json``, and a CLI that disagrees ("no conversation
+found" / "already in use") gets the other flag once.
+
+The CLI runs with ``CLAUDE_CONFIG_DIR`` set to the account's config dir (``plughost install``'s
+target: ``PLUGHOST_CLAUDE_CONFIG_DIR``, else ``CLAUDE_CONFIG_DIR``, else
+``<home>/claude-config``), so the installed plugins' MCP servers are an admin's tools, limited to
+the admin allowlist (``--allowedTools`` with ``--permission-mode dontAsk``: anything else is
+denied). A public turn is toolless by construction: ``--safe-mode`` (no plugins, hooks or
+skills), ``--strict-mcp-config`` with an empty ``--mcp-config`` (no MCP server at all),
+``--tools ""`` (no built-in tool) and the native tools denied by name as well. What it may know
+comes with the turn: the best public-scope passages of the account's memory, found by the
+memory runner's search under public guards, in ``--append-system-prompt``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from host.errors import UserError
+from host.log import log
+from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
+
+NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "MultiEdit", "Write", "Read", "Glob", "Grep", "LS",
+                "NotebookEdit", "NotebookRead", "WebFetch", "WebSearch", "Task", "TodoWrite", "Skill",
+                "SlashCommand", "ExitPlanMode")
+NO_MCP_SERVERS = json.dumps({"mcpServers": {}})
+KNOWLEDGE_INTRO = ("You answer visitors of this business. Answer only from the passages below; when they do not "
+                   "answer the question, say you do not know and offer to pass the question on to the team.")
+MAX_PASSAGES = 3
+NOT_FOUND = "no conversation found"
+IN_USE = "already in use"
+
+
+class ClaudeRunner:
+    """Runs the Claude Code CLI per turn; see the module docstring for the flags per role."""
+
+    name = "claude"
+
+    def __init__(self, command: list[str], *, config_dir: Path, home: Path, account: str,
+                 admin_tools: list[str], timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None,
+                 knowledge: Any = None) -> None:
+        self.command = command
+        self.config_dir = config_dir
+        self.home = home
+        self.account = account
+        self.admin_tools = admin_tools
+        self.timeout = timeout
+        self.env = dict(env if env is not None else os.environ)
+        self.knowledge = knowledge  # (question) -> list of (text, source), public scope; None: none
+
+    @classmethod
+    def from_host(cls, host: Any) -> ClaudeRunner:
+        env = host.env
+        raw = (env.get("PLUGHOST_CLAUDE_BIN") or "claude").strip()
+        try:
+            timeout = float(env.get("PLUGHOST_AGENT_TIMEOUT") or DEFAULT_TIMEOUT)
+        except ValueError:
+            raise UserError("PLUGHOST_AGENT_TIMEOUT: expected a number of seconds") from None
+        account = (env.get("ACCOUNT_ID") or "").strip()
+        if not account:
+            raise UserError("ACCOUNT_ID: not set; the claude runner runs in the account's config dir")
+        config = env.get("PLUGHOST_CLAUDE_CONFIG_DIR") or env.get("CLAUDE_CONFIG_DIR") or str(host.home / "claude-config")
+        return cls(shlex.split(raw), config_dir=Path(config), home=host.home, account=account,
+                   admin_tools=list(host.surface.admin), timeout=timeout, env=env,
+                   knowledge=_public_knowledge(host))
+
+    # ------------------------------------------------------------------ what one turn runs
+    def argv(self, session_id: str, role: str, *, resume: bool, knowledge: str = "") -> list[str]:
+        args = [*self.command, "-p", "--output-format", "json"]
+        args += ["--resume", session_id] if resume else ["--session-id", session_id]
+        if role == "admin":
+            args += ["--permission-mode", "dontAsk"]
+            if self.admin_tools:
+                args += ["--allowedTools", ",".join(self.admin_tools)]
+        else:
+            args += ["--safe-mode", "--strict-mcp-config", "--mcp-config", NO_MCP_SERVERS, "--tools", "",
+                     "--disallowedTools", ",".join(NATIVE_TOOLS)]
+            if knowledge:
+                args += ["--append-system-prompt", knowledge]
+        return args
+
+    def child_env(self, session_id: str, payload: Mapping[str, Any]) -> dict[str, str]:
+        role = str(payload.get("role") or "public")
+        env = {**self.env, "CLAUDE_CONFIG_DIR": str(self.config_dir), "ACCOUNT_ID": self.account,
+               "PLUGHOST_SESSION_ID": session_id, "PLUGHOST_SESSION_ROLE": role}
+        env.pop("PLUGHOST_SPECIALIST", None)
+        if isinstance(payload.get("specialist"), str) and payload["specialist"]:
+            env["PLUGHOST_SPECIALIST"] = payload["specialist"]
+        if role != "admin":
+            env["ALLOWED_SCOPES"] = "public"  # should anything of plughost run under it after all
+        return env
+
+    def knowledge_prompt(self, payload: Mapping[str, Any]) -> str:
+        if self.knowledge is None:
+            return KNOWLEDGE_INTRO + "\n\n(no passages)"
+        question = str(payload.get("text") or "")
+        found = self.knowledge(question) if question.strip() else []
+        blocks = [f"[{i}] {text}\n(Source: {source})" for i, (text, source) in enumerate(found[:MAX_PASSAGES], 1)]
+        return KNOWLEDGE_INTRO + "\n\n" + ("\n\n".join(blocks) if blocks else "(no passages)")
+
+    # ------------------------------------------------------------------ sessions across restarts
+    @property
+    def sessions_file(self) -> Path:
+        return self.home / "accounts" / self.account / "claude-sessions.json"
+
+    def _sessions(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.sessions_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _remember(self, session_id: str) -> None:
+        data = self._sessions()
+        if session_id in data:
+            return
+        data[session_id] = {"startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self.sessions_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.sessions_file.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(tmp, self.sessions_file)
+
+    # ------------------------------------------------------------------ the turn
+    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
+        role = str(payload.get("role") or "public")
+        knowledge = "" if role == "admin" else await asyncio.to_thread(self.knowledge_prompt, payload)
+        resume = session_id in await asyncio.to_thread(self._sessions)
+        prompt = str(payload.get("payload") or "")
+        env = self.child_env(session_id, payload)
+        code, out, err = await self._spawn(self.argv(session_id, role, resume=resume, knowledge=knowledge), env, prompt)
+        said = (out + err).lower()
+        if code != 0 and ((resume and NOT_FOUND in said) or (not resume and IN_USE in said)):
+            resume = not resume  # the CLI's own session store disagrees with ours: the other flag, once
+            code, out, err = await self._spawn(self.argv(session_id, role, resume=resume, knowledge=knowledge),
+                                               env, prompt)
+        result = _result(out)
+        if result is None:
+            tail = (err.strip().splitlines() or out.strip().splitlines() or [""])[-1]
+            raise RunnerError(f"claude exit {code}: {tail[:200]}")
+        if result.get("is_error") or result.get("subtype") not in (None, "success"):
+            raise RunnerError(f"claude: {str(result.get('result') or result.get('subtype'))[:200]}")
+        await asyncio.to_thread(self._remember, session_id)
+        log("channels", "op=claude-turn", role=role, session=session_id[:8], resumed="true" if resume else "false",
+            turns=result.get("num_turns"), ms=result.get("duration_ms"))
+        return str(result.get("result") or "").strip()
+
+    async def _spawn(self, argv: list[str], env: dict[str, str], prompt: str) -> tuple[int, str, str]:
+        self.config_dir.mkdir(parents=True, exist_ok=True)
+        workdir = self.home / "accounts" / self.account / "agent"
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env=env, cwd=str(workdir), start_new_session=True)
+        except OSError as exc:
+            raise RunnerError(f"spawn-failed: {argv[0]}: {exc.strerror or exc} (set PLUGHOST_CLAUDE_BIN)") from None
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(prompt.encode("utf-8")), self.timeout)
+        except TimeoutError:
+            kill_group(proc.pid)  # the CLI and the MCP servers it started
+            await proc.wait()
+            raise RunnerError(f"timeout after {self.timeout:g}s") from None
+        return int(proc.returncode or 0), out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _result(out: str) -> dict[str, Any] | None:
+    """The CLI's JSON result object (the last JSON line of stdout), or None."""
+    for line in reversed(out.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("type") == "result":
+            return value
+    return None
+
+
+def _public_knowledge(host: Any) -> Any:
+    """The memory runner's public-scope search as ``question -> [(text, source)]``."""
+    from plugins.channels.memory_runner import MemoryRunner
+
+    memory = MemoryRunner(host)
+
+    def find(question: str) -> list[tuple[str, str]]:
+        try:
+            ranked = memory.passages(question, "public")
+        except Exception as exc:  # no memory: the agent answers without passages
+            log("channels", "op=claude-knowledge-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else "")
+            return []
+        return [(p.text, p.source) for cover, p in ranked if cover > 0][:MAX_PASSAGES]
+
+    return find

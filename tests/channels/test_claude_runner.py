@@ -1,0 +1,178 @@
+"""The claude runner: the argv, env and stdin it gives the Claude Code CLI per role, one session
+per sender resumed across turns and restarts, failures as the polite fallback; checked against a
+stand-in `claude` that records what it got and prints the CLI's real JSON result shape, and
+against the real CLI for the flags (a missing credential is the expected end)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from channels_support import ACCOUNT
+
+from plugins.channels.claude_runner import NATIVE_TOOLS, NO_MCP_SERVERS, ClaudeRunner
+from plugins.channels.runner import RunnerError, get_runner, session_id_for
+from tests.conftest import TOOLS
+
+# prints the shape `claude -p --output-format json` really prints (captured from 2.1.x)
+STAND_IN = r'''
+import json, os, sys, time
+argv = sys.argv[1:]
+prompt = sys.stdin.read()
+store = os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "stand-in-sessions")
+os.makedirs(store, exist_ok=True)
+with open(os.environ["STAND_IN_LOG"], "a", encoding="utf-8") as fh:
+    fh.write(json.dumps({"argv": argv, "stdin": prompt, "cwd": os.getcwd(),
+                         "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "PLUGHOST", "ACCOUNT", "ALLOWED"))}}) + "\n")
+def flag(name):
+    return argv[argv.index(name) + 1] if name in argv else None
+sid = flag("--resume") or flag("--session-id")
+known = os.path.exists(os.path.join(store, sid))
+if flag("--resume") and not known:
+    print(f"No conversation found with session ID: {sid}", file=sys.stderr); sys.exit(1)
+if flag("--session-id") and known:
+    print(f"Error: Session ID {sid} is already in use.", file=sys.stderr); sys.exit(1)
+open(os.path.join(store, sid), "a").close()
+fail = os.environ.get("STAND_IN_FAIL")
+text = prompt.rstrip().splitlines()[-1] if prompt.strip() else ""
+print(json.dumps({"type": "result", "subtype": "success", "is_error": bool(fail), "api_error_status": None,
+                  "duration_ms": 12, "duration_api_ms": 0, "num_turns": 1,
+                  "result": fail or ("stand-in: " + text), "stop_reason": "stop_sequence", "session_id": sid,
+                  "total_cost_usd": 0, "usage": {"input_tokens": 0, "output_tokens": 0}, "modelUsage": {},
+                  "permission_denials": [], "terminal_reason": "completed", "uuid": "0"}))
+sys.exit(1 if fail else 0)
+'''
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> dict[str, str]:
+    script = tmp_path / "claude"
+    script.write_text(f"#!{sys.executable} -S\n{STAND_IN}")
+    script.chmod(0o755)
+    return {"PLUGHOST_AGENT": "claude", "PLUGHOST_CLAUDE_BIN": str(script),
+            "PLUGHOST_CLAUDE_CONFIG_DIR": str(tmp_path / "config"), "STAND_IN_LOG": str(tmp_path / "calls.jsonl")}
+
+
+def calls(tmp_path: Path) -> list[dict]:
+    path = tmp_path / "calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def payload(role: str, text: str, sender: str = "s1") -> dict:
+    return {"role": role, "text": text, "sender": sender,
+            "payload": f"## Context\nuntrusted zone\n{text}", "channel": "webchat"}
+
+
+def test_public_turn_is_toolless_by_construction(make_host, account, tmp_path: Path, stand_in) -> None:
+    host = make_host(**stand_in)
+    runner = get_runner(host)
+    assert isinstance(runner, ClaudeRunner)
+    sid = session_id_for(ACCOUNT, "webchat:s1")
+    reply = asyncio.run(runner.run(sid, payload("public", "What are your opening hours?")))
+    assert reply == "stand-in: What are your opening hours?"
+    call = calls(tmp_path)[0]
+    argv = call["argv"]
+    assert argv[:3] == ["-p", "--output-format", "json"] and argv[argv.index("--session-id") + 1] == sid
+    # no MCP server, no plugin, no built-in tool: nothing to call
+    assert "--strict-mcp-config" in argv and argv[argv.index("--mcp-config") + 1] == NO_MCP_SERVERS
+    assert json.loads(NO_MCP_SERVERS) == {"mcpServers": {}}
+    assert "--safe-mode" in argv and argv[argv.index("--tools") + 1] == ""
+    assert set(argv[argv.index("--disallowedTools") + 1].split(",")) == set(NATIVE_TOOLS)
+    assert "--allowedTools" not in argv and "--permission-mode" not in argv
+    assert call["env"]["CLAUDE_CONFIG_DIR"] == stand_in["PLUGHOST_CLAUDE_CONFIG_DIR"]
+    assert call["env"]["PLUGHOST_SESSION_ROLE"] == "public" and call["env"]["ALLOWED_SCOPES"] == "public"
+    assert call["env"]["PLUGHOST_SESSION_ID"] == sid and call["env"]["ACCOUNT_ID"] == ACCOUNT
+    assert call["stdin"].endswith("What are your opening hours?")  # the composed payload, on stdin
+    assert Path(call["cwd"]) == Path(os.environ["PLUGHOST_HOME"]) / "accounts" / ACCOUNT / "agent"
+
+
+def test_admin_turn_gets_the_admin_allowlist(make_host, account, tmp_path: Path, stand_in) -> None:
+    host = make_host(**stand_in)
+    runner = get_runner(host)
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "telegram:1"), payload("admin", "list my rules")))
+    argv = calls(tmp_path)[0]["argv"]
+    allowed = argv[argv.index("--allowedTools") + 1].split(",")
+    assert allowed == list(host.surface.admin) and "mcp__plugin_memory_memory__memory-search" in allowed
+    assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
+    assert "--strict-mcp-config" not in argv and "--safe-mode" not in argv and "--tools" not in argv
+    assert "ALLOWED_SCOPES" not in calls(tmp_path)[0]["env"]
+
+
+def test_one_session_per_sender_resumed_across_turns_and_restarts(make_host, account, tmp_path: Path,
+                                                                  stand_in) -> None:
+    a, b = session_id_for(ACCOUNT, "webchat:a"), session_id_for(ACCOUNT, "webchat:b")
+    first = get_runner(make_host(**stand_in))
+    asyncio.run(first.run(a, payload("public", "one", "a")))
+    asyncio.run(first.run(a, payload("public", "two", "a")))
+    asyncio.run(first.run(b, payload("public", "other", "b")))
+    restarted = get_runner(make_host(**stand_in))  # a new process: what it knows comes from disk
+    asyncio.run(restarted.run(a, payload("public", "three", "a")))
+    flags = [(c["argv"][3], c["argv"][4]) for c in calls(tmp_path)]
+    assert flags == [("--session-id", a), ("--resume", a), ("--session-id", b), ("--resume", a)]
+    # our record lost, the CLI's kept: "already in use" → resumed, once
+    (Path(os.environ["PLUGHOST_HOME"]) / "accounts" / ACCOUNT / "claude-sessions.json").unlink()
+    assert asyncio.run(restarted.run(b, payload("public", "again", "b"))) == "stand-in: again"
+    assert [(c["argv"][3], c["argv"][4]) for c in calls(tmp_path)[-2:]] == [("--session-id", b), ("--resume", b)]
+
+
+def test_cli_error_is_the_polite_fallback_with_its_log_line(make_host, account, tmp_path: Path, stand_in,
+                                                            capfd) -> None:
+    from plugins.channels.pipeline import AGENT_UNAVAILABLE, Inbound, gateway
+
+    host = make_host(**stand_in, STAND_IN_FAIL="Not logged in · Please run /login")
+    with pytest.raises(RunnerError, match="claude: Not logged in"):
+        asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "x"), payload("public", "hi")))
+
+    async def turn() -> object:
+        _mid, _dup, task = await gateway(host).accept(Inbound(channel="webchat", sender="visitor-0001",
+                                                              text="hello?", platform_id="v:1",
+                                                              target={"session": "visitor-0001"}))
+        return await task
+
+    done = asyncio.run(turn())
+    assert done.status == "agent-failed" and done.reply == AGENT_UNAVAILABLE
+    assert 'op=agent-failed channel=webchat' in capfd.readouterr().err
+
+
+def test_missing_binary_is_a_clear_reason(make_host, account, tmp_path: Path, stand_in) -> None:
+    host = make_host(**{**stand_in, "PLUGHOST_CLAUDE_BIN": str(tmp_path / "no-such-claude")})
+    with pytest.raises(RunnerError, match="spawn-failed: .*no-such-claude.*PLUGHOST_CLAUDE_BIN"):
+        asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "x"), payload("public", "hi")))
+
+
+def real_claude() -> str:
+    path = TOOLS / "node_modules" / ".bin" / "claude"
+    if not path.exists():
+        if os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1":
+            pytest.fail(f"required external tool missing: {path}")
+        pytest.skip(f"Claude Code CLI not installed: {path}")
+    return str(path)
+
+
+@pytest.mark.parametrize("role", ["public", "admin"])
+def test_real_cli_accepts_the_flags_and_ends_at_the_credential(make_host, account, tmp_path: Path, role: str) -> None:
+    """The argv the runner builds, run by the real CLI as a user's machine would (`env -i`, another cwd)."""
+    claude = real_claude()
+    node_dir = str(Path(shutil.which("node") or TOOLS / "node_modules" / ".bin" / "node").parent)
+    host = make_host(PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_CONFIG_DIR=str(tmp_path / "config"))
+    runner = get_runner(host)
+    sid = session_id_for(ACCOUNT, f"webchat:{role}")
+    argv = runner.argv(sid, role, resume=False, knowledge="You answer visitors.\n\n[1] We open at 7.")
+    argv[0:len(runner.command)] = [claude]
+    env = {"PATH": f"{node_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+           "CLAUDE_CODE_TMPDIR": str(tmp_path), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    (tmp_path / "config").mkdir()
+    done = subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv], input="hello",
+                          capture_output=True, text=True, timeout=120, cwd="/tmp")
+    assert "unknown option" not in done.stderr and "error: option" not in done.stderr, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["type"] == "result" and result["is_error"] is True
+    assert "logged in" in result["result"].lower() or "api key" in result["result"].lower(), result
+    assert result["session_id"] == sid
