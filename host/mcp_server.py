@@ -3,7 +3,8 @@
 The tools come from two places: PLUGIN.md declares them (name, description, admin allowlist,
 eager, input schema) and the ``plughost_tools`` hook supplies the handlers. Arguments are
 validated against the JSON Schema before the handler runs; a bad argument or a raising handler
-becomes an ``isError`` result with a one-line message, never a crashed server. Eager tools carry
+becomes an ``isError`` result with a one-line message, never a crashed server; an unknown tool is
+a JSON-RPC error (-32602), as the protocol says. Eager tools carry
 ``_meta["anthropic/alwaysLoad"] = true`` in ``tools/list``.
 
 ``mcp`` is imported here only, never on the boot path.
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server import MCPServer
-from mcp_types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 from mcp_types import Tool as MCPTool
 
 from host.errors import PlughostError
@@ -58,6 +60,9 @@ class PluginServer(MCPServer):
         return tool.schema if tool else None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:  # type: ignore[override]
+        if name not in self.tools:  # a protocol error, not a tool result (MCP: unknown tool -> -32602)
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}",
+                           data={"tools": sorted(self.tools)})
         return await call_served_tool(self.plugin, self.tools, name, arguments)
 
 
@@ -83,6 +88,8 @@ async def call_served_tool(plugin: str, tools: Mapping[str, ServedTool], name: s
         log("mcp", "op=tool-error", plugin=plugin, tool=name, error=type(exc).__name__,
             ms=round((time.perf_counter() - started) * 1000))
         return _error(f"{name} failed: {type(exc).__name__}: {exc}")
+    if isinstance(value, CallToolResult):  # a handler that builds its own content (images, resources ...)
+        return value
     return CallToolResult(content=[TextContent(type="text", text=render(value))], is_error=False)
 
 

@@ -94,26 +94,14 @@ def test_unknown_plugin_endpoint_is_404_json(make_host, live_app) -> None:
     assert response.status == 404 and response.json()["error"] == "not-found"
 
 
-def conformance_plugin() -> str:
-    """The memory plugin once it serves tools over HTTP; the probe test plugin until then."""
-    from host.app import mcp_plugins
-    from host.manager import Host
-
-    host = Host(env={**os.environ, "PLUGHOST_PLUGINS_DIR": str(FIXTURES / "ok")}).load()
-    try:
-        served = mcp_plugins(host)
-    finally:
-        host.close()
-    return "memory" if "memory" in served else "probe"
-
-
 @pytest.mark.external
 def test_mcp_conformance_suite(serve_env: dict[str, str], tmp_path: Path) -> None:
+    """Against a fixture plugin that really serves the tools the tools-call-* scenarios call (an
+    unknown tool is a JSON-RPC error, so a scenario cannot pass against a missing tool)."""
     command = conformance_command()
-    plugin = conformance_plugin()
-    served = start_serve("--open-local", env=serve_env, plugins_dir=FIXTURES / "ok")  # the documented switch
+    served = start_serve("--open-local", env=serve_env, plugins_dir=FIXTURES / "conformance")  # the documented switch
     try:
-        url = f"{served.base}/mcp/{plugin}"
+        url = f"{served.base}/mcp/conformance-fixture"
         result = subprocess.run([*command, "server", "--url", url, "--expected-failures", str(BASELINE),
                                  "-o", str(tmp_path / "results")], capture_output=True, text=True, timeout=240,
                                 cwd=tmp_path, env={**os.environ, "PATH": f"{Path(command[0]).parent}:{os.environ['PATH']}"})
@@ -122,6 +110,29 @@ def test_mcp_conformance_suite(serve_env: dict[str, str], tmp_path: Path) -> Non
     summary = result.stdout[result.stdout.find("=== SUMMARY ==="):]
     assert result.returncode == 0, summary + result.stderr[-2000:]
     for scenario in ("server-initialize", "ping", "tools-list", "dns-rebinding-protection",
-                     "server-sse-multiple-streams"):
+                     "server-sse-multiple-streams", "tools-call-simple-text", "tools-call-error", "tools-call-image",
+                     "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content"):
         assert f"✓ {scenario}:" in summary, scenario
     assert code == 0
+
+
+def test_an_unknown_tool_is_a_json_rpc_invalid_params_error(make_host, live_app) -> None:
+    """MCP: calling a tool the server does not have is a protocol error (-32602), not a tool result."""
+    from mcp import Client
+    from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+    from mcp.shared.exceptions import MCPError
+
+    server = live_app(_plugin_host(make_host))
+
+    async def call() -> Any:
+        transport = streamable_http_client(f"{server.base}/mcp/alpha", http_client=create_mcp_http_client(
+            headers=server.auth))
+        async with Client(transport) as client:
+            try:
+                return await client.call_tool("no-such-tool", {})
+            except MCPError as exc:
+                return exc
+
+    error = anyio.run(call)
+    assert isinstance(error, MCPError), error
+    assert error.error.code == -32602 and "no-such-tool" in error.error.message
