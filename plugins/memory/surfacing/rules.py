@@ -78,3 +78,25 @@ def decide(prompt: str, previous: str | None = None) -> Decision:
     if len(tokens) < MIN_WORDS:
         return Decision(None, "too-short")
     return Decision(text, "search", base=text)
+
+
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below between both
+but by can could did do does doing down during each few for from further had has have having he her here hers
+him his how i if in into is it its itself just me more most my no nor not now of off on once only or other our
+ours out over own same she should so some such than that the their theirs them then there these they this those
+through to too under until up very was we were what when where which while who whom why will with would you your
+yours please tell show find give get know remind explain help want need look let lets can't don't i'm it's
+what's how's there's notes note thing things something anything works work using use
+""".split())
+"""Function words and request phrasing dropped from the search terms (BM25 over them is slow and noisy)."""
+MAX_TERMS = 10
+
+
+def search_terms(query: str) -> str:
+    """The query's content words (at most ``MAX_TERMS``, in order, each once); the query when none are left."""
+    out: list[str] = []
+    for w in words(query):
+        if w not in STOPWORDS and len(w) > 1 and w not in out:
+            out.append(w)
+    return " ".join(out[:MAX_TERMS]) or query

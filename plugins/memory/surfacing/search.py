@@ -1,7 +1,8 @@
 """The built-in ``plughost_surface_context``: a guarded ``memory-search`` shaped into surfacing items.
 
-The same pipeline as the tool (flags from the environment, boosts from the hook), with the
-caller's :class:`Guards` instead of the process's, no graph expansion (one more store call for
+The same pipeline as the tool (flags from the environment, boosts from the hook), over the
+prompt's content words (a prompt is a sentence; BM25 over its function words is slow and finds
+nothing more), with the caller's :class:`Guards` instead of the process's, no graph expansion (one more store call for
 context the agent can fetch itself) and no conversation messages (another session's chat is
 not knowledge, and a public session must not see a stranger's). A row is kept when its vector
 similarity reaches ``PLUGHOST_SURFACE_MIN_SIMILARITY`` (default 0.3) or, found by BM25 alone,
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from host import hooktable
 from host.graph import Guards
+from plugins.memory.surfacing import rules
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -42,7 +44,7 @@ def item_of(row: Any) -> dict[str, Any]:
     if isinstance(text, list):
         text = ", ".join(str(x) for x in text)
     return {"id": row.id, "label": labels[0] if labels else "Node", "title": title, "text": str(text)[:600],
-            "score": round(row.score, 4), "source": props.get("path") or props.get("sourcePath")}
+            "score": round(row.score, 4), "source": props.get("notePath")}
 
 
 def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
@@ -53,7 +55,7 @@ def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: S
     boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []
     embedder = host.embedder()
     want = min(MAX_LIMIT, 3 * limit + len(exclude))
-    outcome = search(host.store(), SearchRequest(query, want, expand_hops=0), guards=guards, embedder=embedder,
+    outcome = search(host.store(), SearchRequest(rules.search_terms(query), want, expand_hops=0), guards=guards, embedder=embedder,
                      flags=flags, extra_boosts=boosts, emit_log=False)
     floor = _float(host.env, "PLUGHOST_SURFACE_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY)
     skip = set(exclude)
