@@ -22,7 +22,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from host.embedding import Embedder
     from host.graph import GraphStore, Guards
     from host.manager import Host
-    from host.types import AgentRunner, ChannelAdapter, CliCommand, Gate, RetrievalBoost, Route, Tool
+    from host.types import (
+        AgentRunner,
+        ChannelAdapter,
+        CliCommand,
+        CollectionSource,
+        Gate,
+        RetrievalBoost,
+        Route,
+        Tool,
+    )
 
 PROJECT = "plughost"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -275,4 +284,22 @@ def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
     process when no server runs.
 
     **Example:** ``return [{"id": n.id, "label": "Note", "title": n.title, "text": n.body, "score": 1.0}]``.
+    """
+
+
+@hookspec
+def plughost_collection_sources(host: Host) -> list[CollectionSource]:
+    """Kinds of files a folder collection can index (``plughost memory collection add --source``).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; source names are unique. The memory plugin contributes
+    ``markdown`` (frontmatter, title, ``[[wikilinks]]`` and relative links, ``**/*.md``).
+    A source's ``parse(text, relpath)`` returns ``{title, body, frontmatter, links, aliases,
+    keywords}``; the sync sections ``body`` into Section/Chunk nodes, turns ``links`` into
+    ``LINKS_TO`` edges and keeps the collection incremental by content hash whatever the source.
+
+    **Fires:** when a collection is added or synced (CLI, and ``plughost serve``'s watcher).
+
+    **Example:** ``return [CollectionSource("org", ("**/*.org",), parse_org)]``.
     """

@@ -22,7 +22,16 @@ from typing import Any, Generic, Literal, TypeVar
 
 from host.embedding import Embedder
 from host.graph import GraphStore
-from host.types import AgentRunner, ChannelAdapter, CliCommand, Gate, RetrievalBoost, Route, Tool
+from host.types import (
+    AgentRunner,
+    ChannelAdapter,
+    CliCommand,
+    CollectionSource,
+    Gate,
+    RetrievalBoost,
+    Route,
+    Tool,
+)
 
 T = TypeVar("T")
 
@@ -76,6 +85,7 @@ SCREEN_MESSAGE: OneHook[dict[str, Any]] = OneHook("plughost_screen_message")
 AGENT_RUNNER: OneHook[AgentRunner] = OneHook("plughost_agent_runner")
 ACTIVE_RULES: OneHook[dict[str, Any]] = OneHook("plughost_active_rules")
 SURFACE_CONTEXT: OneHook[list[dict[str, Any]]] = OneHook("plughost_surface_context")
+COLLECTION_SOURCES = ListHook("plughost_collection_sources", CollectionSource)
 
 AnyHook = ListHook[Any] | EachHook | OneHook[Any] | ProviderHook[Any]
 
@@ -83,6 +93,6 @@ TABLE: dict[str, AnyHook] = {
     h.name: h
     for h in (TOOLS, BOOT_GATES, ROUTES, CLI_COMMANDS, CHANNEL_ADAPTERS, RETRIEVAL_BOOSTS, STARTUP, SHUTDOWN,
               STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES,
-              SURFACE_CONTEXT)
+              SURFACE_CONTEXT, COLLECTION_SOURCES)
 }
 """Every hook by name; a test pins it to the specs in :mod:`host.hookspecs`."""

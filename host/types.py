@@ -224,3 +224,21 @@ class AgentRunner(Protocol):
     """Turns a composed payload into a reply (the ``plughost_agent_runner`` hook's answer)."""
 
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str: ...
+
+
+@dataclass(frozen=True)
+class CollectionSource:
+    """A kind of file a folder collection indexes (the ``plughost_collection_sources`` hook).
+
+    ``parse(text, relpath)`` returns ``{title, body, frontmatter, links, aliases, keywords}``:
+    ``body`` is Markdown (what the sectioniser splits), ``links`` a list of ``(kind, target)``
+    (``wikilink`` targets are note names, ``markdown`` targets relative paths).
+    """
+
+    name: str
+    patterns: tuple[str, ...]
+    parse: Callable[[str, str], Mapping[str, Any]]
+
+    @property
+    def key(self) -> str:
+        return self.name

@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "reindex": "plugins.memory.commands.reindex",
     "audit": "plugins.memory.commands.audit",
     "search": "plugins.memory.retrieval.cli",
+    "collection": "plugins.memory.commands.collection",
 }
 """Subcommand name → module (``HELP``, ``configure``, ``run``)."""
 

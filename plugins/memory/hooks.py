@@ -13,7 +13,7 @@ from host.hookspecs import hookimpl
 if TYPE_CHECKING:  # pragma: no cover
     from host.graph import Guards
     from host.manager import Host
-    from host.types import CliCommand, Tool
+    from host.types import CliCommand, CollectionSource, Tool
 
 
 @hookimpl
@@ -106,20 +106,33 @@ def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
 
 @hookimpl(specname="plughost_startup")
 def plughost_startup_surfacing(host: Host) -> None:
-    """Under ``plughost serve``: the loopback listener the UserPromptSubmit hook asks first."""
+    """Under ``plughost serve``: the loopback listener the UserPromptSubmit hook asks first, and the
+    watcher that keeps the account's folder collections fresh."""
+    from plugins.memory.collections import watch
     from plugins.memory.surfacing.server import start
 
     start(host)
+    watch.start(host)
 
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
+    from plugins.memory.collections import watch
     from plugins.memory.surfacing.server import stop
 
+    watch.stop(host)
     stop(host)
 
 
-__all__ = ["plughost_surface_context", "plughost_startup_surfacing", "plughost_shutdown",
+@hookimpl
+def plughost_collection_sources(host: Host) -> list[CollectionSource]:
+    """Folder collections' built-in source: Markdown notes."""
+    from plugins.memory.collections.markdown import MARKDOWN
+
+    return [MARKDOWN]
+
+
+__all__ = ["plughost_collection_sources", "plughost_surface_context", "plughost_startup_surfacing", "plughost_shutdown",
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
            "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations"]

@@ -1,0 +1,86 @@
+"""The built-in Markdown source: frontmatter, title, ``[[wikilinks]]`` and relative Markdown links.
+
+Title: the frontmatter ``title``, else the first ``# heading``, else the file name. Links inside
+fenced code are ignored; ``[[target|alias]]`` / ``[[target#heading]]`` keep the target;
+``[text](other.md)`` keeps relative paths to Markdown files (URLs and anchors are not notes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import yaml
+
+from host.types import CollectionSource
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
+_MDLINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
+_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1", re.S | re.M)
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    """``(frontmatter, body)``; unreadable YAML or a non-mapping is no frontmatter (the text stays)."""
+    m = _FRONTMATTER.match(text)
+    if not m:
+        return {}, text
+    try:
+        data = yaml.safe_load(m.group(1))
+    except yaml.YAMLError:
+        return {}, text
+    if not isinstance(data, dict):
+        return {}, text[m.end():] if data is None else text
+    return {str(k): v for k, v in data.items()}, text[m.end():]
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [v.strip().lstrip("#") for v in value.split(",") if v.strip().lstrip("#")]
+    if isinstance(value, list):
+        return [str(v).strip() for v in value if isinstance(v, (str, int, float)) and str(v).strip()]
+    return []
+
+
+def links(body: str) -> list[tuple[str, str]]:
+    text = _FENCE.sub("", body)
+    out: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for m in _WIKILINK.finditer(text):
+        key = ("wikilink", m.group(1).strip())
+        if key[1] and key not in seen:
+            seen.add(key)
+            out.append(key)
+    for m in _MDLINK.finditer(text):
+        target = m.group(1).split("#", 1)[0]
+        if not target or _SCHEME.match(target) or not target.lower().endswith((".md", ".markdown")):
+            continue
+        from urllib.parse import unquote
+
+        key = ("markdown", unquote(target))
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
+
+
+def parse(text: str, relpath: str) -> dict[str, Any]:
+    front, body = split_frontmatter(text)
+    title = front.get("title") if isinstance(front.get("title"), (str, int, float)) else None
+    if not title:
+        m = _H1.search(_FENCE.sub("", body))
+        title = m.group(1) if m else os.path.splitext(os.path.basename(relpath))[0]
+    return {
+        "title": " ".join(str(title).split())[:200] or relpath,
+        "body": body,
+        "frontmatter": front,
+        "links": links(body),
+        "aliases": _strings(front.get("aliases") or front.get("alias")),
+        "keywords": _strings(front.get("tags") or front.get("keywords")),
+    }
+
+
+MARKDOWN = CollectionSource("markdown", ("**/*.md", "**/*.markdown"), parse)

@@ -1,0 +1,100 @@
+"""What a collection's last sync wrote, per file: sqlite, so a killed sync leaves it consistent.
+
+A note's row is committed only after the store committed the note, so after a crash the state
+is at most behind the store, never ahead: the next sync rewrites those notes in place (their
+ids are stable), it never duplicates or loses one. ``syncing`` in ``meta`` marks a sync that did
+not finish, so the next one checks the store for notes the state does not know yet.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS notes (
+  relpath TEXT PRIMARY KEY, note_id TEXT NOT NULL, doc_id TEXT NOT NULL, hash TEXT NOT NULL,
+  size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, title TEXT NOT NULL, aliases TEXT NOT NULL,
+  links TEXT NOT NULL, edges TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass
+class NoteState:
+    relpath: str
+    note_id: str
+    doc_id: str
+    hash: str
+    size: int
+    mtime_ns: int
+    title: str
+    aliases: list[str]
+    links: list[tuple[str, str]]
+    edges: list[str]
+
+    def row(self) -> tuple[Any, ...]:
+        return (self.relpath, self.note_id, self.doc_id, self.hash, self.size, self.mtime_ns, self.title,
+                json.dumps(self.aliases), json.dumps(self.links), json.dumps(self.edges))
+
+
+class State:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.conn = sqlite3.connect(str(path), isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.executescript(SCHEMA)
+
+    def notes(self) -> dict[str, NoteState]:
+        out = {}
+        for r in self.conn.execute("SELECT relpath, note_id, doc_id, hash, size, mtime_ns, title, aliases, links, edges "
+                                   "FROM notes"):
+            out[r[0]] = NoteState(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]),
+                                  [tuple(x) for x in json.loads(r[8])], json.loads(r[9]))
+        return out
+
+    def put(self, notes: Iterable[NoteState]) -> None:
+        with self.transaction():
+            self.conn.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?)", [n.row() for n in notes])
+
+    def drop(self, relpaths: Iterable[str]) -> None:
+        with self.transaction():
+            self.conn.executemany("DELETE FROM notes WHERE relpath = ?", [(r,) for r in relpaths])
+
+    def set_edges(self, items: Iterable[tuple[str, list[str]]]) -> None:
+        with self.transaction():
+            self.conn.executemany("UPDATE notes SET edges = ? WHERE relpath = ?",
+                                  [(json.dumps(e), r) for r, e in items])
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        if value is None:
+            self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def transaction(self) -> Any:
+        conn = self.conn
+
+        class _Tx:
+            def __enter__(self) -> None:
+                conn.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, kind: Any, *_: Any) -> None:
+                conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+        return _Tx()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __iter__(self) -> Iterator[NoteState]:
+        return iter(self.notes().values())

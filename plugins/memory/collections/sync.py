@@ -1,0 +1,404 @@
+"""Sync one folder collection into the graph, incrementally by content hash.
+
+Every matching file costs a stat and a hash; only new and changed files are parsed,
+sectioned (the ``memory-ingest`` sectioniser) and embedded, in batches, with embedding on a
+worker thread so the next batch is parsed while the current one is embedded. A file whose
+content moved to a new path is a rename: the note keeps its id (and its links), is re-sectioned
+and keeps its stored vectors. A vanished file is soft-deleted (restorable like any document).
+``[[wikilinks]]`` and relative Markdown links become ``LINKS_TO`` edges between the documents;
+they are re-resolved whenever the set of notes changed, and only the difference is written.
+
+Ids are stable: the note id is a hash of the collection and the path it was first seen at, the
+document id is ``memory-ingest``'s id for the attachment ``collection:<name>:<note id>``. With
+the store committed before the sync state, a killed sync is repaired by the next one: it
+rewrites what the state had not recorded, in place.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from host.graph import Guards
+from host.log import log
+from plugins.memory import sectioniser
+from plugins.memory.collections.registry import Collection, state_path
+from plugins.memory.collections.state import NoteState, State
+from plugins.memory.embed_text import embedding_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.types import CollectionSource
+
+JUNK_DIRS = frozenset({
+    "node_modules", "__pycache__", "venv", "build", "dist", "out", "target", "_site", "site-packages",
+    "bower_components", "vendor", "Trash", "$RECYCLE.BIN", "_build", "coverage",
+})
+"""Folders never indexed, on top of every hidden folder (``.git``, ``.obsidian``, ``.trash``, ``.venv`` ...)."""
+BATCH_NOTES = 64
+LINK_EDGE = "LINKS_TO"
+MAX_FILE_BYTES = 8 << 20
+
+
+@dataclass
+class SyncStats:
+    scanned: int = 0
+    unchanged: int = 0
+    new: int = 0
+    changed: int = 0
+    renamed: int = 0
+    deleted: int = 0
+    failed: int = 0
+    sections: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    edges_added: int = 0
+    edges_removed: int = 0
+    repaired: bool = False
+    ms: float = 0.0
+    scan_ms: float = 0.0
+    embed_ms: float = 0.0
+    write_ms: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {k: (round(v, 1) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def is_junk(name: str) -> bool:
+    return name.startswith(".") or name in JUNK_DIRS
+
+
+def walk(root: Path, patterns: Sequence[str]) -> Iterator[tuple[str, os.stat_result]]:
+    """``(relpath, stat)`` of every file under ``root`` matching a pattern, junk folders pruned, sorted."""
+    stack = [""]
+    simple = [p[3:] if p.startswith("**/") else p for p in patterns]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = sorted(os.scandir(root / rel_dir if rel_dir else root), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not is_junk(entry.name):
+                        subdirs.append(rel)
+                    continue
+                if not entry.is_file(follow_symlinks=True) or entry.name.startswith("."):
+                    continue
+            except OSError:
+                continue
+            if any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(entry.name, s) and "/" not in s
+                   for p, s in zip(patterns, simple, strict=True)):
+                try:
+                    yield rel, entry.stat(follow_symlinks=True)
+                except OSError:
+                    continue
+        stack.extend(reversed(subdirs))
+
+
+def note_id_for(collection: str, relpath: str) -> str:
+    return "n" + hashlib.sha256(f"{collection}\0{relpath}".encode()).hexdigest()[:24]
+
+
+@dataclass
+class _Work:
+    """One note to write: its rows and the state to record once the store committed them."""
+
+    state: NoteState
+    rows: list[dict[str, Any]]
+    existing: bool  # the document may exist: write it without id so the store replaces its hierarchy
+    reuse_vectors: bool = False
+
+
+class Syncer:
+    def __init__(self, store: Any, collection: Collection, source: CollectionSource, *, account_id: str,
+                 guards: Guards, home: Path, embedder: Any = None, batch_notes: int = BATCH_NOTES,
+                 on_batch: Callable[[int], None] | None = None) -> None:
+        self.store = store
+        self.coll = collection
+        self.source = source
+        self.account = account_id
+        self.guards = guards
+        self.embedder = embedder
+        self.batch_notes = batch_notes
+        self.root = Path(collection.path)
+        self.state = State(state_path(home, account_id, collection.name))
+        self.stats = SyncStats()
+        self.on_batch = on_batch
+
+    # ------------------------------------------------------------------ rows
+    def _rows(self, st: NoteState, text: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[str]]:
+        parsed = self.source.parse(text, st.relpath)
+        title = str(parsed.get("title") or st.relpath)
+        body = str(parsed.get("body") or "")
+        attachment = f"collection:{self.coll.name}:{st.note_id}"
+        doc = sectioniser.sectionise(body if body.strip() else title, title=title, fmt="markdown")
+        shared: dict[str, Any] = {"collection": self.coll.name, "notePath": st.relpath, "attachmentId": attachment}
+        if self.coll.scope:
+            shared["scope"] = self.coll.scope
+        if self.coll.agents:
+            shared["agents"] = list(self.coll.agents)
+        doc_props: dict[str, Any] = {"title": doc.title, "summary": doc.summary, "format": "markdown",
+                                     "sectionCount": len(doc.sections), "contentChars": len(text),
+                                     "contentHash": st.hash, "sourcePath": str(self.root / st.relpath), **shared}
+        front = parsed.get("frontmatter") or {}
+        if front:
+            doc_props["frontmatter"] = json.dumps(front, ensure_ascii=False, default=str, sort_keys=True)[:20000]
+        keywords = [str(k) for k in parsed.get("keywords") or []][:50]
+        if keywords:
+            doc_props["keywords"] = keywords
+        aliases = [str(a) for a in parsed.get("aliases") or []][:50]
+        if aliases:
+            doc_props["aliases"] = aliases
+        sections, chunks = [], []
+        for sec in doc.sections:
+            sid = sectioniser.section_id(st.doc_id, sec.index)
+            srow = {"id": sid, "labels": ["Section"], "edges": [],
+                    "properties": {"title": sec.title, "body": sec.body, "summary": sec.summary, "index": sec.index,
+                                   "path": list(sec.path), **shared}}
+            for ch in sec.chunks:
+                cid = sectioniser.chunk_id(st.doc_id, sec.index, ch.index)
+                srow["edges"].append({"type": "HAS_CHUNK", "to": cid})
+                chunks.append({"id": cid, "labels": ["Chunk"], "properties": {
+                    "content": ch.content, "index": ch.index, "sectionIndex": sec.index, **shared}})
+            sections.append(srow)
+        doc_row = {"id": st.doc_id, "labels": ["KnowledgeDocument"], "properties": doc_props,
+                   "edges": [{"type": "HAS_SECTION", "to": r["id"]} for r in sections]}
+        self.stats.sections += len(sections)
+        self.stats.chunks += len(chunks)
+        links = [(str(k), str(t)) for k, t in parsed.get("links") or []]
+        return [*chunks, *sections, doc_row], links, aliases + [title]
+
+    # ------------------------------------------------------------------ embedding and writing
+    def _embed(self, batch: list[_Work]) -> list[_Work]:
+        started = time.perf_counter()
+        fresh: list[dict[str, Any]] = []
+        for work in batch:
+            for row in work.rows:
+                if work.reuse_vectors:
+                    vec = self.store.get_embedding(row["id"], guards=self.guards)
+                    if vec is not None:
+                        row["embedding"] = vec
+                        continue
+                fresh.append(row)
+        if self.embedder is not None and fresh:
+            texts = [embedding_text(r["labels"], r["properties"]) or "" for r in fresh]
+            try:
+                vectors = self.embedder.embed(texts)
+            except Exception as exc:  # a failed embed never aborts the sync: the notes go in unembedded
+                vectors = [None] * len(fresh)
+                log("collections", "warn", reason="embed-failed", collection=self.coll.name,
+                    detail=f"{type(exc).__name__}: {exc}"[:120])
+            for row, vec in zip(fresh, vectors, strict=False):
+                if vec is not None:
+                    row["embedding"] = list(vec)
+                    self.stats.embedded += 1
+        self.stats.embed_ms += (time.perf_counter() - started) * 1000
+        return batch
+
+    def _write(self, batch: list[_Work]) -> None:
+        started = time.perf_counter()
+        rows: list[dict[str, Any]] = []
+        for work in batch:
+            if work.existing:
+                work.rows[-1].pop("id", None)  # the document row: the store finds it by attachmentId
+            rows.extend(work.rows)
+        try:
+            self.store.upsert_many(rows, account_id=self.account, guards=self.guards)
+        except Exception as exc:
+            if len(batch) == 1:
+                self.stats.failed += 1
+                self.stats.errors.append(f"{batch[0].state.relpath}: {type(exc).__name__}: {exc}"[:200])
+                log("collections", "op=skip-error", collection=self.coll.name, path=batch[0].state.relpath,
+                    detail=f"{type(exc).__name__}: {exc}"[:120])
+                return
+            for work in batch:  # one bad note must not sink its batch
+                self._write([work])
+            return
+        self.state.put(w.state for w in batch)
+        self.stats.write_ms += (time.perf_counter() - started) * 1000
+        if self.on_batch:
+            self.on_batch(len(batch))
+
+    # ------------------------------------------------------------------ the sync
+    def run(self) -> SyncStats:
+        started = time.perf_counter()
+        dirty = self.state.meta("syncing") is not None
+        self.stats.repaired = dirty
+        self.state.set_meta("syncing", str(time.time()))
+        known = self.state.notes()
+        patterns = (self.coll.pattern,) if self.coll.pattern else tuple(self.source.patterns)
+        seen: set[str] = set()
+        todo: list[tuple[NoteState, str, bool, bool]] = []  # state, text, existing, reuse vectors
+        fresh: list[tuple[str, os.stat_result, str, str]] = []  # rel, stat, hash, text
+        for rel, stat in walk(self.root, patterns):
+            self.stats.scanned += 1
+            seen.add(rel)
+            if stat.st_size > MAX_FILE_BYTES:
+                self.stats.failed += 1
+                self.stats.errors.append(f"{rel}: larger than {MAX_FILE_BYTES} bytes")
+                continue
+            try:
+                raw = (self.root / rel).read_bytes()
+            except OSError as exc:
+                self.stats.failed += 1
+                self.stats.errors.append(f"{rel}: {exc.strerror or exc}")
+                continue
+            digest = hashlib.sha256(raw).hexdigest()
+            old = known.get(rel)
+            if old is not None and old.hash == digest:
+                self.stats.unchanged += 1
+                continue
+            text = raw.decode("utf-8", "replace")
+            if old is not None:
+                self.stats.changed += 1
+                st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
+                               old.aliases, old.links, old.edges)
+                todo.append((st, text, True, False))
+            else:
+                fresh.append((rel, stat, digest, text))
+        gone = {rel: n for rel, n in known.items() if rel not in seen}
+        by_hash: dict[str, list[NoteState]] = {}
+        for n in gone.values():
+            by_hash.setdefault(n.hash, []).append(n)
+        renamed_from: list[str] = []
+        for rel, stat, digest, text in fresh:
+            moved = by_hash.get(digest)
+            if moved:
+                old = moved.pop(0)
+                renamed_from.append(old.relpath)
+                self.stats.renamed += 1
+                st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
+                               old.aliases, old.links, old.edges)
+                todo.append((st, text, True, True))
+                continue
+            note_id = note_id_for(self.coll.name, rel)
+            doc_id = sectioniser.document_id(self.account, f"collection:{self.coll.name}:{note_id}")
+            exists = dirty and self.store.get(doc_id, guards=self.guards, include_deleted=True) is not None
+            self.stats.new += 1
+            todo.append((NoteState(rel, note_id, doc_id, digest, stat.st_size, stat.st_mtime_ns, "", [], [], []),
+                         text, exists, False))
+        self.stats.scan_ms = (time.perf_counter() - started) * 1000
+
+        self._write_all(todo)
+        if renamed_from:
+            self.state.drop(renamed_from)
+        deleted = [n for n in gone.values() if n.relpath not in renamed_from]
+        for n in deleted:
+            self.store.soft_delete(n.doc_id, guards=self.guards)
+        if deleted:
+            self.state.drop(n.relpath for n in deleted)
+        self.stats.deleted = len(deleted)
+        if todo or deleted or dirty:
+            self._link()
+        self.state.set_meta("syncing", None)
+        self.stats.ms = (time.perf_counter() - started) * 1000
+        return self.stats
+
+    def _write_all(self, todo: list[tuple[NoteState, str, bool, bool]]) -> None:
+        def batches() -> Iterator[list[_Work]]:
+            batch: list[_Work] = []
+            for st, text, existing, reuse in todo:
+                try:
+                    rows, links, names = self._rows(st, text)
+                except Exception as exc:  # a source that cannot parse one file skips that file
+                    self.stats.failed += 1
+                    self.stats.errors.append(f"{st.relpath}: {type(exc).__name__}: {exc}"[:200])
+                    continue
+                st.links, st.title, st.aliases = links, names[-1], names[:-1]
+                batch.append(_Work(st, rows, existing, reuse))
+                if len(batch) >= self.batch_notes:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+        needs_embed = self.embedder is not None or any(reuse for *_, reuse in todo)
+        if not needs_embed:
+            for batch in batches():
+                self._write(batch)
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="collection-embed") as pool:
+            pending: Future[list[_Work]] | None = None
+            for batch in batches():  # parse the next batch while the worker embeds this one
+                job = pool.submit(self._embed, batch)
+                if pending is not None:
+                    self._write(pending.result())
+                pending = job
+            if pending is not None:
+                self._write(pending.result())
+
+    def _link(self) -> None:
+        """Resolve every note's links against every note and write the difference."""
+        notes = self.state.notes()
+        by_rel: dict[str, str] = {}
+        by_name: dict[str, str] = {}
+        for rel in sorted(notes):
+            n = notes[rel]
+            low = rel.lower()
+            by_rel.setdefault(low, n.doc_id)
+            by_rel.setdefault(os.path.splitext(low)[0], n.doc_id)
+            by_name.setdefault(os.path.splitext(os.path.basename(low))[0], n.doc_id)
+        for rel in sorted(notes):
+            for name in [notes[rel].title, *notes[rel].aliases]:
+                by_name.setdefault(name.strip().lower(), notes[rel].doc_id)
+        add: list[tuple[str, str, str, dict[str, Any] | None]] = []
+        remove: list[tuple[str, str]] = []
+        changed: list[tuple[str, list[str]]] = []
+        for rel, n in notes.items():
+            targets: dict[str, str] = {}
+            for kind, target in n.links:
+                if kind == "markdown":
+                    path = os.path.normpath(os.path.join(os.path.dirname(rel), target)).replace(os.sep, "/").lower()
+                    doc = by_rel.get(path)
+                else:
+                    low = target.strip().lower()
+                    doc = by_rel.get(low) or by_rel.get(low + ".md") or by_name.get(low) or by_name.get(
+                        os.path.basename(low))
+                if doc and doc != n.doc_id:
+                    targets.setdefault(doc, kind)
+            wanted = sorted(targets)
+            if wanted == sorted(n.edges):
+                continue
+            old = set(n.edges)
+            add.extend((n.doc_id, LINK_EDGE, t, {"kind": targets[t]}) for t in wanted if t not in old)
+            remove.extend((n.doc_id, t) for t in old if t not in targets)
+            changed.append((rel, wanted))
+        if add:
+            missing = self.store.create_edges(add, account_id=self.account)
+            self.stats.edges_added += len(add) - len(missing)
+        for src, dst in remove:
+            self.stats.edges_removed += self.store.delete_edge(src, dst, LINK_EDGE, account_id=self.account)
+        if changed:
+            self.state.set_edges(changed)
+
+    def close(self) -> None:
+        self.state.close()
+
+
+def sync(store: Any, collection: Collection, source: CollectionSource, *, account_id: str, guards: Guards,
+         home: Path, embedder: Any = None, batch_notes: int = BATCH_NOTES) -> SyncStats:
+    """Sync one collection; logs ``[collections] op=sync`` with the counts."""
+    syncer = Syncer(store, collection, source, account_id=account_id, guards=guards, home=home, embedder=embedder,
+                    batch_notes=batch_notes)
+    try:
+        stats = syncer.run()
+    finally:
+        syncer.close()
+    log("collections", "op=sync", collection=collection.name, account=account_id[:8], scanned=stats.scanned,
+        unchanged=stats.unchanged, new=stats.new, changed=stats.changed, renamed=stats.renamed,
+        deleted=stats.deleted, failed=stats.failed, sections=stats.sections, chunks=stats.chunks,
+        embedded=stats.embedded, edgesAdded=stats.edges_added, edgesRemoved=stats.edges_removed,
+        repaired=stats.repaired, ms=f"{stats.ms:.0f}")
+    return stats
