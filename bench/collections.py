@@ -3,8 +3,8 @@
     python bench/collections.py [--notes 10000] [--embed-notes 1000] [--work DIR]
 
 Builds (or reuses, with ``--work``) a folder of Markdown notes rendered from the installed
-manual pages: one note per page under ``man<section>/<name>.md``, frontmatter (title, section,
-tags), one ``##`` heading per man-page section (text capped at 1,500 characters each), and the
+manual pages: one note per page under ``man<section>/<name>.<section>.md``, frontmatter (title,
+the page name as an alias, section, tags), one ``##`` heading per man-page section (text capped at 1,500 characters each), and the
 SEE ALSO references as ``[[wikilinks]]``. Then, against a fresh embedded store:
 
 - the initial sync without embeddings (notes/s; the floor is a bare read + sha256 of the same
@@ -55,7 +55,8 @@ def render_notes(out: Path, limit: int) -> int:
         if (section, name) in seen:
             continue
         seen.add((section, name))
-        parts = [f"---\ntitle: {name}({section})\nsection: \"{section}\"\ntags: [man{section[:1]}]\n---\n",
+        parts = [f"---\ntitle: {name}({section})\naliases: [\"{name}\"]\nsection: \"{section}\"\n"
+                 f"tags: [man{section[:1]}]\n---\n",
                  f"# {name}({section})\n"]
         links: list[str] = []
         for heading, lines in secs.items():

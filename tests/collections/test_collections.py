@@ -132,8 +132,8 @@ def test_kill_9_during_sync_then_sync_again(tmp_path: Path, plughost_home: Path)
     try:
         docs = documents(host, "big")
         assert len(docs) == 1500 and len({d.properties["notePath"] for d in docs}) == 1500
-        chunks = host.store().count(guards=Guards(ACCOUNT), labels=["Chunk"])
-        assert chunks == 3000  # two sections of one chunk per note: nothing twice, nothing missing
+        sections = host.store().count(guards=Guards(ACCOUNT), labels=["Section"])
+        assert sections == 3000  # two sections per note: nothing twice, nothing missing
     finally:
         host.close()
     assert _sync(plughost_home, "big")["big"]["unchanged"] == 1500

@@ -23,13 +23,70 @@ _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1", re.S | re.M)
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
+_SIMPLE_KEY = re.compile(r"^([A-Za-z_][\w-]*):(?:[ \t]+(.*?))?[ \t]*$")
+_PLAIN = re.compile(r"^[^\[\]{}&*!|>%@`#'\",:][^\[\]{}#:]*$")
+_INT = re.compile(r"^[-+]?\d+$")
+_FLOAT = re.compile(r"^[-+]?\d+\.\d+$")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _scalar(text: str) -> Any:
+    """A plain or quoted YAML scalar as YAML reads it; raises ValueError for anything fancier."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        inner = text[1:-1]
+        if "\\" in inner or text[0] in inner:
+            raise ValueError(text)
+        return inner
+    if not _PLAIN.match(text):
+        raise ValueError(text)
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "~"):
+        return None
+    if _INT.match(text):
+        return int(text)
+    if _FLOAT.match(text):
+        return float(text)
+    return text
+
+
+def simple_yaml(block: str) -> dict[str, Any]:
+    """The frontmatter most notes have (``key: scalar``, ``key: [a, b]``, ``key:`` + ``- item`` lines)
+    without a YAML parser; ValueError for anything else, which then goes to the real one."""
+    out: dict[str, Any] = {}
+    key: str | None = None
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("- ") and key is not None and isinstance(out.get(key), list):
+            out[key].append(_scalar(line.strip()[2:].strip()))
+            continue
+        m = _SIMPLE_KEY.match(line)
+        if not m or m.group(1) in out:
+            raise ValueError(line)
+        key, value = m.group(1), (m.group(2) or "").strip()
+        if not value:
+            out[key] = []
+        elif value.startswith("[") and value.endswith("]"):
+            inner = value[1:-1].strip()
+            out[key] = [_scalar(v.strip()) for v in inner.split(",")] if inner else []
+        else:
+            out[key] = _scalar(value)
+    return {k: (None if v == [] else v) for k, v in out.items()}
+
+
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
     """``(frontmatter, body)``; unreadable YAML or a non-mapping is no frontmatter (the text stays)."""
     m = _FRONTMATTER.match(text)
     if not m:
         return {}, text
     try:
-        data = yaml.safe_load(m.group(1))
+        return simple_yaml(m.group(1)), text[m.end():]
+    except ValueError:
+        pass
+    try:
+        data = yaml.load(m.group(1), Loader=_Loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError:
         return {}, text
     if not isinstance(data, dict):

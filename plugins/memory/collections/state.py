@@ -45,7 +45,8 @@ class NoteState:
 class State:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.conn = sqlite3.connect(str(path), isolation_level=None)
+        # used by the sync's writer thread while the main thread parses (never both at once)
+        self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)

@@ -7,6 +7,8 @@ content moved to a new path is a rename: the note keeps its id (and its links), 
 and keeps its stored vectors. A vanished file is soft-deleted (restorable like any document).
 ``[[wikilinks]]`` and relative Markdown links become ``LINKS_TO`` edges between the documents;
 they are re-resolved whenever the set of notes changed, and only the difference is written.
+A section short enough to be a single chunk gets no Chunk node: it would repeat the section's
+text (two search hits for one passage, twice the indexing).
 
 Ids are stable: the note id is a hash of the collection and the path it was first seen at, the
 document id is ``memory-ingest``'s id for the attachment ``collection:<name>:<note id>``. With
@@ -167,7 +169,7 @@ class Syncer:
             srow = {"id": sid, "labels": ["Section"], "edges": [],
                     "properties": {"title": sec.title, "body": sec.body, "summary": sec.summary, "index": sec.index,
                                    "path": list(sec.path), **shared}}
-            for ch in sec.chunks:
+            for ch in sec.chunks if len(sec.chunks) > 1 else ():  # one chunk would repeat the section
                 cid = sectioniser.chunk_id(st.doc_id, sec.index, ch.index)
                 srow["edges"].append({"type": "HAS_CHUNK", "to": cid})
                 chunks.append({"id": cid, "labels": ["Chunk"], "properties": {
@@ -325,19 +327,22 @@ class Syncer:
                 yield batch
 
         needs_embed = self.embedder is not None or any(reuse for *_, reuse in todo)
-        if not needs_embed:
+        # three stages on three threads, each in order: parse (here) → embed → write. SQLite and
+        # onnxruntime release the GIL, so on two cores the stages overlap instead of queueing.
+        with ThreadPoolExecutor(1, thread_name_prefix="collection-embed") as embed_pool, \
+                ThreadPoolExecutor(1, thread_name_prefix="collection-write") as write_pool:
+            writes: list[Future[None]] = []
             for batch in batches():
-                self._write(batch)
-            return
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="collection-embed") as pool:
-            pending: Future[list[_Work]] | None = None
-            for batch in batches():  # parse the next batch while the worker embeds this one
-                job = pool.submit(self._embed, batch)
-                if pending is not None:
-                    self._write(pending.result())
-                pending = job
-            if pending is not None:
-                self._write(pending.result())
+                embedded: Future[list[_Work]] | None = embed_pool.submit(self._embed, batch) if needs_embed else None
+
+                def write(batch: list[_Work] = batch, embedded: Future[list[_Work]] | None = embedded) -> None:
+                    self._write(embedded.result() if embedded is not None else batch)
+
+                writes.append(write_pool.submit(write))
+                while len([w for w in writes if not w.done()]) > 3:  # bound what waits in memory
+                    writes[-4].result()
+            for w in writes:
+                w.result()
 
     def _link(self) -> None:
         """Resolve every note's links against every note and write the difference."""

@@ -59,12 +59,19 @@ class Watcher:
             known = registry.load(self.host.home, self.account)
             self._sync(list(known))
             roots = {name: Path(c.path) for name, c in known.items() if Path(c.path).is_dir()}
-            log("collections", "op=watching", account=self.account[:8], collections=sorted(roots))
             reload = False
+            ready = False
             try:
                 for changes in watchfiles.watch(folder, *roots.values(), stop_event=self.stop_event,
-                                                debounce=DEBOUNCE_MS, step=100, recursive=True,
-                                                raise_interrupt=False, ignore_permission_denied=True):
+                                                debounce=DEBOUNCE_MS, step=100, recursive=True, rust_timeout=300,
+                                                yield_on_timeout=True, raise_interrupt=False,
+                                                ignore_permission_denied=True):
+                    if not ready:  # the watch is live now: catch up on what changed before it was
+                        ready = True
+                        self._sync(list(roots))
+                        log("collections", "op=watching", account=self.account[:8], collections=sorted(roots))
+                    if not changes:
+                        continue
                     paths = {Path(p) for _, p in changes}
                     if any(p.name == "registry.json" for p in paths):
                         reload = True
