@@ -34,17 +34,19 @@ def test_generated_hook_config_passes_claude_validate_and_runs_installed(tmp_pat
 
     # installed as Claude Code would (the CLI cache copy), the copy's hook finds the install
     config = tmp_path / "config"
+    assert run_cli("account", "create", ACCOUNT).returncode == 0
     installed = run_cli("install", str(payload), "--config-dir", str(config), "--account", ACCOUNT)
     assert installed.returncode == 0, installed.stderr
     [copy] = (config / "plugins" / "cache").glob("*/memory/*/hooks/surface-prompt.sh")
     seed(plughost_home)
-    settings_env = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_HOME": str(plughost_home), "PLUGHOST_EMBEDDER": "none"}
     settings = json.loads((config / "settings.json").read_text())
+    settings_env = {**settings["env"], "PLUGHOST_EMBEDDER": "none"}  # install wrote account, home, interpreter
+    assert settings_env["ACCOUNT_ID"] == ACCOUNT and settings_env["PLUGHOST_PYTHON"]
     (config / "settings.json").write_text(json.dumps({**settings, "env": settings_env}))
     # Claude Code applies the settings' env to the hook process
     env = {"PATH": "/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(config), "HOME": str(tmp_path), **settings_env}
     proc = subprocess.run(["sh", str(copy)], input=hook_input("What budget did the board approve for Project Falcon?"),
                           capture_output=True, env=env, cwd=tmp_path, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0 and proc.stdout, proc.stderr
     out = json.loads(proc.stdout)
     assert "(id: falcon-budget)" in out["hookSpecificOutput"]["additionalContext"]
