@@ -152,8 +152,9 @@ def template_dirs(host: Host) -> list[Path]:
     return dirs
 
 
-def agent_dirs(host: Host, accounts: Iterable[str] = ()) -> list[tuple[str, Path]]:
-    """Every folder specialists are read from, (origin, path), each once, in a stable order."""
+def agent_dirs(host: Host, accounts: Iterable[str] = (), config_dir: Path | None = None) -> list[tuple[str, Path]]:
+    """Every folder specialists are read from, (origin, path), each once, in a stable order: with
+    `config_dir`, also `<config-dir>/agents/` (what Claude Code itself loads, hand-placed or linked)."""
     found: list[tuple[str, Path]] = [("templates", d) for d in template_dirs(host)]
     for record in sorted(host.records.values(), key=lambda r: r.name):
         if record.loaded and record.folder is not None and record.manifest is not None:
@@ -165,6 +166,8 @@ def agent_dirs(host: Host, accounts: Iterable[str] = ()) -> list[tuple[str, Path
 
     for account_id in accounts:
         found.append((f"account:{account_id}", account_dir(account_id, host.home) / "specialists" / "agents"))
+    if config_dir is not None:
+        found.append(("config-dir", Path(config_dir) / "agents"))
     out, seen = [], set()
     for origin, folder in found:
         try:
@@ -178,13 +181,20 @@ def agent_dirs(host: Host, accounts: Iterable[str] = ()) -> list[tuple[str, Path
     return out
 
 
-def discover(host: Host, accounts: Iterable[str] = ()) -> tuple[list[Specialist], list[tuple[Path, str]]]:
-    """Parse every specialist file; return (specialists, [(path, error line)])."""
+def discover(host: Host, accounts: Iterable[str] = (),
+             config_dir: Path | None = None) -> tuple[list[Specialist], list[tuple[Path, str]]]:
+    """Parse every specialist file once (a file linked into the config dir is read where it lives);
+    return (specialists, [(path, error line)])."""
     specialists, bad = [], []
-    for origin, folder in agent_dirs(host, accounts):
+    seen: set[str] = set()
+    for origin, folder in agent_dirs(host, accounts, config_dir):
         for entry in sorted(os.scandir(folder), key=lambda e: e.name):
             if not entry.name.endswith(".md") or not entry.is_file():
                 continue
+            real = os.path.realpath(entry.path)
+            if real in seen:
+                continue
+            seen.add(real)
             path = Path(entry.path)
             try:
                 specialists.append(parse_agent(path, origin))
@@ -227,6 +237,8 @@ def classify(tool: str, surface: ToolSurface, plughost_plugins: set[str], exclud
     else:
         plugin_segment = namespace.split("_", 1)[0]
     served_by = surface.namespaces.get(namespace)
+    if served_by is not None and served_by not in surface.mcp_servers:
+        served_by = None  # a loaded plugin that serves no MCP tools: its namespace is served by nothing
     if served_by is not None and _UNSAFE.sub("_", served_by) not in excluded:
         if leaf == "*":
             return Classified(tool, SERVED, served_by)
@@ -236,10 +248,11 @@ def classify(tool: str, surface: ToolSurface, plughost_plugins: set[str], exclud
     return Classified(tool, UNKNOWN_NAMESPACE, plugin_segment)
 
 
-def check_drift(host: Host, *, excluded: Iterable[str] = (), accounts: Iterable[str] = ()) -> DriftReport:
+def check_drift(host: Host, *, excluded: Iterable[str] = (), accounts: Iterable[str] = (),
+                config_dir: Path | None = None) -> DriftReport:
     """Classify every tool of every specialist; collect refusals and the per-specialist strip-list."""
     report = DriftReport()
-    report.specialists, report.unreadable = discover(host, accounts)
+    report.specialists, report.unreadable = discover(host, accounts, config_dir)
     surface = host.surface
     ours = known_plugins(host)
     excluded_set = {_UNSAFE.sub("_", e) for e in excluded}

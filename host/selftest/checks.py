@@ -22,7 +22,7 @@ from host import accounts, launch, specialists
 from host.errors import UserError
 from host.launch import MINIMAL_PATH, Launch
 from host.log import format_line
-from host.registration import Registration, config_dir
+from host.registration import Registration, config_dir, config_dir_source
 from host.types import GateContext, GateResult
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
@@ -30,6 +30,13 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 
 def _ok(gate: str, inspected: int, **extra: Any) -> str:
     return format_line(None, "startup-self-test", **{gate: "ok"}, inspected=inspected, **extra)
+
+
+def severity(ctx: GateContext) -> str:
+    """`FATAL` (SPEC 7's word for a registration defect) when the config dir was named (flag,
+    `CLAUDE_CONFIG_DIR`, or the one `plughost install` recorded); `WARN` when boot only guessed
+    `~/.claude`: a guess is no install to find defects in, and boot does not refuse on it."""
+    return "WARN" if config_dir_source(ctx.env, ctx.extras.get("config_dir"))[1] == "default" else "FATAL"
 
 
 def _registration(ctx: GateContext) -> Registration:
@@ -47,7 +54,7 @@ def _enabled_by_account(ctx: GateContext, tag: str, result: GateResult) -> list[
         try:
             account = accounts.load_account(account_id, ctx.host.home)
         except UserError as exc:
-            result.lines.append(format_line(tag, "op=drift", "FATAL", accountId=account_id,
+            result.lines.append(format_line(tag, "op=drift", severity(ctx), accountId=account_id,
                                             reason="account-unreadable", detail=str(exc)))
             result.defects.append({"accountId": account_id, "reason": "account-unreadable", "detail": str(exc)})
             continue
@@ -85,7 +92,8 @@ def specialist_tool_drift(ctx: GateContext) -> GateResult:
     """Classify every specialist tool name; refuse boot on typos, unknown namespaces, malformed names."""
     host = ctx.host
     excluded = list(ctx.extras.get("excluded") or [])
-    report = specialists.check_drift(host, excluded=excluded, accounts=accounts.selected_accounts(ctx))
+    report = specialists.check_drift(host, excluded=excluded, accounts=accounts.selected_accounts(ctx),
+                                     config_dir=config_dir(ctx.env, ctx.extras.get("config_dir")))
     host.state["specialist-strip-list"] = report.strips
     result = GateResult(status="ok", inspected=len(report.specialists), data={"strip-list": report.strips})
     for path, error in report.unreadable:
@@ -148,7 +156,7 @@ def skill_registration(ctx: GateContext) -> GateResult:
             missing = reg.missing(expected)
             if missing:
                 fields = {"accountId": account_id, "plugin": name, "expected": expected, "missing": ",".join(missing)}
-                result.lines.append(format_line(tag, "op=drift", "FATAL", **fields))
+                result.lines.append(format_line(tag, "op=drift", severity(ctx), **fields))
                 result.defects.append(fields)
     if result.defects:
         result.status = "fail"
@@ -227,7 +235,7 @@ def tool_registration(ctx: GateContext) -> GateResult:
                 fields = {"accountId": account_id, "plugin": name, "expected-server": server, "reason": reason}
                 if reason == "stale-path":
                     fields["path"] = detail.split(": ", 1)[0]
-                result.lines.append(format_line(tag, "op=drift", "FATAL", **fields))
+                result.lines.append(format_line(tag, "op=drift", severity(ctx), **fields))
                 result.defects.append({**fields, "detail": detail})
     if result.defects:
         result.status = "fail"

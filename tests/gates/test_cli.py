@@ -126,3 +126,37 @@ def test_boot_bad_brand_is_one_line_exit_2(plughost_home, cli):
 def test_boot_bad_account_flag_is_exit_2(plughost_home, cli):
     proc = cli("boot", "--check", "--account", "a/b")
     assert proc.returncode == 2 and "--account: 'a/b' is not a valid account id" in proc.stderr
+
+
+def test_boot_check_without_a_config_dir_says_warn_not_fatal(plughost_home, tmp_path, cli):
+    """No --config-dir, no CLAUDE_CONFIG_DIR, no install recorded: boot only guesses ~/.claude, so its
+    registration findings are warnings in word as in exit code."""
+    assert cli("account", "create", "acme").returncode == 0
+    env = {"HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": ""}
+    proc = cli("boot", "--check", "--account", "acme", env=env)
+    assert proc.returncode == 0, proc.stderr
+    drift = [line for line in proc.stderr.splitlines() if "op=drift" in line]
+    assert drift and all(" op=drift WARN " in line for line in drift), drift
+    assert "FATAL" not in proc.stderr
+
+
+def test_account_list_with_a_hand_edited_stub_is_no_traceback(plughost_home, cli):
+    folder = plughost_home / "accounts" / "stub"
+    folder.mkdir(parents=True)
+    (folder / "account.json").write_text(json.dumps({"accountId": "stub", "enabledPlugins": ["greeter"]}))
+    bare = plughost_home / "accounts" / "bare"
+    bare.mkdir()
+    (bare / "account.json").write_text(json.dumps({"accountId": "bare"}))
+    broken = plughost_home / "accounts" / "broken"
+    broken.mkdir()
+    (broken / "account.json").write_text("{not json")
+    for args in (("account", "list"), ("account", "list", "--json")):
+        proc = cli(*args)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    rows = {r["accountId"]: r for r in json.loads(cli("account", "list", "--json").stdout)["accounts"]}
+    assert rows["stub"]["status"] == "incomplete" and "plughost account create stub" in rows["stub"]["reason"]
+    assert rows["bare"]["status"] == "invalid" and "enabledPlugins" in rows["bare"]["reason"]
+    assert rows["broken"]["status"] == "invalid" and "invalid JSON" in rows["broken"]["reason"]
+    boot = cli("boot", "--check", "--account", "bare")
+    assert boot.returncode == 1 and "Traceback" not in boot.stderr
+    assert "[graph-health] account-id-env FATAL reason=invalid-account-json" in boot.stderr

@@ -192,3 +192,28 @@ def test_fast_frontmatter_path_agrees_with_yaml_or_defers(block):
     fast = specialists._simple_frontmatter(block)
     if fast is not None:
         assert fast == yaml.safe_load(block)
+
+
+def test_a_loaded_plugin_that_serves_nothing_is_an_unknown_namespace(notes):
+    """SPEC 7: the admin plugin loads (routes) but serves no MCP tools, so its namespace is served by
+    nothing: unknown-plugin-namespace, not unknown-tool-in-plugin."""
+    path = notes.agent(notes.plugins / "notes", "purger", "mcp__plugin_admin_admin__purge")
+    host = notes.host()
+    assert host.plugin("admin").loaded and "admin" not in host.surface.mcp_servers
+    assert _drift_lines(notes.boot(host=host)) == [
+        "boot-failed reason=specialist-tool-drift specialist=purger tool=mcp__plugin_admin_admin__purge "
+        f"drift=unknown-plugin-namespace path={path}"]
+
+
+def test_agents_in_the_config_dir_are_scanned_once(notes):
+    """What Claude Code loads from `<config-dir>/agents/` (hand-placed or linked by the installer)."""
+    path = notes.agent(notes.config, "hand-placed", f"Read, {TYPO}")
+    report = notes.boot()
+    assert _drift_lines(report) == [
+        f"boot-failed reason=specialist-tool-drift specialist=hand-placed tool={TYPO} drift=unknown-tool-in-plugin "
+        f"path={path}"]
+    linked = notes.config / "agents" / "scribe.md"
+    source = notes.agent(notes.plugins / "notes", "scribe", "mcp__plugin_notes_notes__note-add")
+    linked.symlink_to(source)
+    found = [s.path for s in specialists.discover(notes.host(), (), notes.config)[0]]
+    assert found.count(source) + found.count(linked) == 1
