@@ -213,6 +213,13 @@ class Principal:
         return cls(Guards.from_env(env), session, (env.get("SESSION_NODE_ID") or "").strip() or None)
 
 
+def require_admin(env: Mapping[str, str], what: str) -> None:
+    """Refuse an admin-only operation in a narrowed process (``ALLOWED_SCOPES`` or ``AGENT_SLUG`` set)."""
+    if config.csv_list(env.get("ALLOWED_SCOPES")) is not None or (env.get("AGENT_SLUG") or "").strip():
+        raise WriteDenied(f"{what}: admin only; this process is narrowed (ALLOWED_SCOPES / AGENT_SLUG) "
+                          f"({ISOLATION})")
+
+
 def principal_of(env: Mapping[str, str] | None = None) -> Principal | None:
     """The environment's principal, or None when ``ACCOUNT_ID`` is unset (callers say what needs it)."""
     env = os.environ if env is None else env

@@ -23,6 +23,12 @@ NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 
 LINE_KEYS = frozenset({"id", "labels", "properties", "embedding", "edges"})
 EDGE_KEYS = frozenset({"type", "to", "properties"})
+MAX_LABELS = 32
+"""Labels per node, at most (a line with thousands is an attack on every label index)."""
+STORE_SET_KEYS = frozenset({"createdAt", "updatedAt", "deletedAt", "backlinkCount"})
+"""Property keys the store sets: a line naming one is refused, not silently dropped."""
+INT_MIN, INT_MAX = -(2 ** 63), 2 ** 63 - 1
+"""Integer property values must fit 64 bits (what both stores and Neo4j hold exactly)."""
 
 Skip = Callable[[int, str], None]
 """``skip(line number, reason)``: report one rejected line."""
@@ -72,6 +78,8 @@ def parse_line(raw: bytes, loads: Callable[[bytes], Any] = json.loads, *, surrog
         raise BadLine(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
         raise BadLine(TOO_DEEP) from None
+    except ValueError as exc:  # e.g. an integer past the interpreter's digit limit (int_max_str_digits)
+        raise BadLine(f"invalid JSON ({str(exc).split(';')[0][:80]})") from None
     if surrogates and has_lone_surrogate(raw, value):
         raise BadLine(LONE_SURROGATE)
     return value
@@ -132,8 +140,35 @@ class JsonLines:
         self.close()
 
 
-def check_line(row: Any) -> str | None:
-    """The first problem with one line's object against the line format, or None."""
+def line_id(lineno: int, raw: bytes) -> str:
+    """The id of an id-less line: from its content and line number, so a re-run of an interrupted
+    import lands on the rows it already wrote instead of duplicating them."""
+    import hashlib
+
+    return "ln-" + hashlib.sha256(b"%d\x1f%s" % (lineno, raw.strip())).hexdigest()[:32]
+
+
+def line_text(row: Any) -> bytes:
+    """A parsed line's canonical text, for :func:`line_id` where the raw line is not at hand."""
+    return json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "replace")
+
+
+def int_problem(value: Any, what: str) -> str | None:
+    """The first integer outside 64 bits in a property value (a scalar or a list), or None."""
+    items = value if isinstance(value, list) else (value,)
+    for item in items:
+        if type(item) is int and not INT_MIN <= item <= INT_MAX:
+            return f"{what}: integer {str(item)[:24]}… does not fit 64 bits"
+    return None
+
+
+def check_line(row: Any, dims: int | None = None) -> str | None:
+    """The first problem with one line's object against the line format, or None.
+
+    The same rules the graph store's write validation applies (:func:`plugins.graph.common.prepare`),
+    for importers that cannot use it: identifier labels (at most ``MAX_LABELS``) and property
+    keys, no store-set keys, 64-bit integers, and ``dims``-long embeddings when ``dims`` is given.
+    """
     if not isinstance(row, dict):
         return "expected an object {id?, labels, properties, edges?}"
     unknown = sorted(set(row) - LINE_KEYS)
@@ -144,11 +179,24 @@ def check_line(row: Any) -> str | None:
     labels = row.get("labels")
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and NAME_RE.match(x) for x in labels):
         return "labels: expected a non-empty list of identifiers"
-    if not isinstance(row.get("properties", {}), dict):
+    if len(labels) > MAX_LABELS:
+        return f"labels: {len(labels)} labels; expected at most {MAX_LABELS}"
+    props = row.get("properties", {})
+    if not isinstance(props, dict):
         return "properties: expected an object"
+    for key, value in props.items():
+        if key in STORE_SET_KEYS:
+            return f"properties.{key}: reserved; the store sets it"
+        if not NAME_RE.match(key):
+            return f"properties.{key[:40]}: expected an identifier key ([A-Za-z_][A-Za-z0-9_]*)"
+        problem = int_problem(value, f"properties.{key}")
+        if problem:
+            return problem
     emb = row.get("embedding")
     if emb is not None and (not isinstance(emb, list) or not all(isinstance(v, (int, float)) for v in emb)):
         return "embedding: expected a list of numbers"
+    if emb is not None and dims is not None and len(emb) != dims:
+        return f"embedding: {len(emb)} numbers; this store indexes {dims}-dimension vectors"
     edges = row.get("edges", [])
     if not isinstance(edges, list):
         return "edges: expected a list of {type, to, properties?}"

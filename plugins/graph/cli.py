@@ -37,7 +37,10 @@ def run(args: argparse.Namespace, host: Any) -> int:
     if args.action == "import":
         from plugins.graph.importer import import_jsonl
 
+        from host.graph import require_admin
+
         account = _account(host)
+        require_admin(host.env, "graph import")  # it writes rows without per-row guards
         if not args.file.is_file():
             raise UserError(f"{args.file}: no such file (expected a JSON-lines file)")
         summary = import_jsonl(host.store(), args.file, account_id=account, batch_size=args.batch_size,

@@ -19,7 +19,7 @@ from host.errors import UserError
 from host.graph import TEXT_PROPERTIES, Guards
 from host.jsonl import EDGE_KEYS as _EDGE_KEYS
 from host.jsonl import LINE_KEYS as _ROW_KEYS
-from host.jsonl import NAME_RE
+from host.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem
 from host.log import log
 
 CASCADE_LABELS = ("Section", "Chunk")
@@ -76,6 +76,8 @@ def check_labels(labels: Any, what: str = "labels") -> tuple[str, ...]:
         return (labels[0],)
     if isinstance(labels, str) or not isinstance(labels, Sequence) or not labels:
         raise UserError(f"{what}: expected a non-empty list of labels, got {labels!r:.60}")
+    if len(labels) > MAX_LABELS:
+        raise UserError(f"{what}: {len(labels)} labels; expected at most {MAX_LABELS}")
     out: list[str] = []
     for i, label in enumerate(labels):
         check_name(label, f"{what}[{i}]")
@@ -147,14 +149,36 @@ def check_embedding(vector: Any, what: str = "embedding") -> list[float] | None:
     return out
 
 
+_GOOD_KEYS: set[str] = set()
+
+
+def _check_keys(props: Mapping[str, Any], what: str) -> None:
+    """Property keys are identifiers (as labels and edge types are); the cache keeps it one set test a row."""
+    if _GOOD_KEYS.issuperset(props):
+        return
+    for key in props:
+        if key in _GOOD_KEYS:
+            continue
+        if type(key) is not str or not NAME_RE.match(key):
+            raise UserError(f"{what}.properties.{str(key)[:40]}: expected an identifier key "
+                            "([A-Za-z_][A-Za-z0-9_]*, at most 100 characters)")
+        if len(_GOOD_KEYS) < 10000:
+            _GOOD_KEYS.add(key)
+
+
 def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = None, embedding: Any = None,
-            what: str = "node", parsed: bool = False, encode: Callable[[Any], str] = to_json) -> Prepared:
-    """Validate one node write; reserved/derived keys are dropped, ``accountId`` must match.
+            what: str = "node", parsed: bool = False, encode: Callable[[Any], str] = to_json,
+            small_ints: bool = False, dims: int | None = None, strict: bool = False) -> Prepared:
+    """Validate one node write: identifier keys, no store-set key (``createdAt`` ...), 64-bit
+    integers, ``accountId`` equal to the write's (then dropped), ``embedding`` (also accepted
+    inside ``properties``) ``dims`` long when ``dims`` is given.
 
     ``parsed``: ``properties`` came from a JSON parser, so its keys are strings already, and the
     dict is the caller's to give away (it is used as is, not copied).
     ``encode``: the properties encoder (a faster one for values it encodes exactly, see
-    :mod:`plugins.graph.staging`).
+    :mod:`plugins.graph.staging`). ``small_ints``: the parser already guarantees integers of
+    at most 18 digits, so the 64-bit check is skipped. ``strict`` (imports): a store-set key is
+    an error naming it; otherwise it is dropped.
     """
     if type(labels) is list and len(labels) == 1 and type(labels[0]) is str and labels[0] in _GOOD_NAMES:
         lab: tuple[str, ...] = (labels[0],)  # the common case, without building the error prefix
@@ -183,6 +207,15 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
             if embedding is None:
                 embedding = value
             continue
+        if strict and key in STORE_SET_KEYS:
+            raise UserError(f"{what}.properties.{key}: reserved; the store sets it")
+    _check_keys(props, what)
+    if not small_ints:
+        for key, value in props.items():
+            if type(value) is int or type(value) is list:
+                problem = int_problem(value, f"{what}.properties.{key}")
+                if problem:
+                    raise UserError(problem)
     scope = props.get("scope")
     if scope is not None and not isinstance(scope, str):
         raise UserError(f"{what}.properties.scope: expected a string or null")
@@ -199,8 +232,10 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
     except (TypeError, ValueError, RecursionError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
     has_none = None in props.values()
-    return Prepared(node_id, lab, props, None if embedding is None else check_embedding(embedding, f"{what}.embedding"),
-                    None if has_none else text)
+    vector = None if embedding is None else check_embedding(embedding, f"{what}.embedding")
+    if vector is not None and dims is not None and len(vector) != dims:
+        raise UserError(f"{what}.embedding: {len(vector)} numbers; this store indexes {dims}-dimension vectors")
+    return Prepared(node_id, lab, props, vector, None if has_none else text)
 
 
 _TEXT_KEYS = frozenset(TEXT_PROPERTIES)
@@ -273,14 +308,16 @@ def prepare_rows(rows: Iterable[Any], account_id: str) -> tuple[list[Prepared], 
 
 
 def prepare_row(row: Any, account_id: str, what: str, parsed: bool = False,
-                encode: Callable[[Any], str] = to_json) -> tuple[Prepared, list[tuple[str, str, Any]]]:
+                encode: Callable[[Any], str] = to_json, small_ints: bool = False,
+                dims: int | None = None, strict: bool = False) -> tuple[Prepared, list[tuple[str, str, Any]]]:
     if type(row) is not dict and not isinstance(row, Mapping):
         raise UserError(f"{what}: expected an object {{id?, labels, properties, edges?}}")
     if not row.keys() <= _ROW_KEYS:
         unknown = sorted(set(row) - _ROW_KEYS)
         raise UserError(f"{what}: unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)")
     item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
-                   embedding=row.get("embedding"), what=what, parsed=parsed, encode=encode)
+                   embedding=row.get("embedding"), what=what, parsed=parsed, encode=encode, small_ints=small_ints,
+                   dims=dims, strict=strict)
     raw_edges = row.get("edges") or []
     if type(raw_edges) is not list:
         if not isinstance(raw_edges, list):

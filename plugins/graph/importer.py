@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from host.errors import UserError
-from host.jsonl import ImportSummary, JsonLines
+from host.jsonl import ImportSummary, JsonLines, line_id, line_text
 from host.log import log
 from host.progress import Progress
 from plugins.graph import IMPORT_BATCH
@@ -80,13 +80,16 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = I
         lines_of.clear()
         bar.update(reader.done_bytes, summary.nodes)
 
+    dims = getattr(store, "dimensions", None)
     with reader:
         for lineno, row in reader:
             try:
-                item, row_edges = prepare_row(row, account_id, "node", parsed=True)
+                item, row_edges = prepare_row(row, account_id, "node", parsed=True, dims=dims, strict=True)
             except UserError as exc:
                 skip(lineno, str(exc))
                 continue
+            if item.id is None and not ("KnowledgeDocument" in item.labels and item.properties.get("attachmentId")):
+                item.id = line_id(lineno, line_text(row))  # a re-run lands on the same row
             index = len(items)
             items.append(item)
             lines_of.append(lineno)
@@ -110,7 +113,8 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = I
 def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, worker: bool,
                    summary: ImportSummary, skip: Any, bar: Progress) -> None:
     with store.bulk_import(account_id) as bulk:
-        batches = staged_batches(path, account_id, batch_size, worker=worker, lookup=not bulk.empty)
+        batches = staged_batches(path, account_id, batch_size, worker=worker, lookup=not bulk.empty,
+                                 dims=getattr(store, "dimensions", None))
         try:
             for data in batches:
                 batch = bulk.add(data)

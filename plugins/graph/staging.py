@@ -36,10 +36,10 @@ from typing import Any, BinaryIO
 import orjson
 
 from host.errors import UserError
-from host.jsonl import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
+from host.jsonl import LONE_SURROGATE, BadLine, has_lone_surrogate, line_id, parse_line
 from host.log import log
 from plugins.graph import accel
-from plugins.graph.common import keywords_of, labels_json, new_id, prepare_row, text_of, to_json
+from plugins.graph.common import env_dimensions, keywords_of, labels_json, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
 -- Every accepted row. seq is its position in the batch from 1, given by insert order (not bound);
@@ -145,8 +145,9 @@ class Stager:
     has that node. Into an empty account no such lookup can hit, so none is staged.
     """
 
-    def __init__(self, account_id: str, *, lookup: bool = True) -> None:
+    def __init__(self, account_id: str, *, lookup: bool = True, dims: int | None = None) -> None:
         self.account_id, self.lookup = account_id, lookup
+        self.dims = env_dimensions(os.environ) if dims is None else dims  # embeddings must be this long
         # id -> key of its first accepted row (an int), or, while the file has not had that id yet,
         # the edges waiting for it: (pid, source key, type code, properties JSON or 0, line). One
         # dict, so an edge or a row costs one lookup in it: at 100k+ ids each lookup is a cache miss.
@@ -175,16 +176,17 @@ class Stager:
                 continue
             try:
                 encode = _plain_json if plain else to_json
-                item, row_edges = prepare_row(row, account_id, "node", parsed=True, encode=encode)
+                item, row_edges = prepare_row(row, account_id, "node", parsed=True, encode=encode, small_ints=plain,
+                                              dims=self.dims, strict=True)
             except UserError as exc:
                 skips += (lineno, str(exc))
                 continue
             seq, nid, props = seq + 1, item.id, item.properties
+            if nid is None and not ("KnowledgeDocument" in item.labels and props.get("attachmentId")):
+                nid = line_id(lineno, raw)  # a re-run lands on the same row
             fast = (item.embedding is None and item.props_json is not None and nid not in seen
                     and not (nid is None and "KnowledgeDocument" in item.labels and props.get("attachmentId")))
             if fast:
-                if nid is None:
-                    nid = new_id()
                 row_agents = props.get("agents")
                 scope = props.get("scope")
                 nodes += (nid, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
@@ -292,13 +294,13 @@ def _insert(con: sqlite3.Connection, table: str, values: list[Any]) -> None:
 
 
 def _batches(fh: BinaryIO, account_id: str, batch_size: int, *, lookup: bool = True,
-             ramp: bool = False) -> Iterator[bytes]:
+             ramp: bool = False, dims: int | None = None) -> Iterator[bytes]:
     """Staged batches of ``batch_size`` non-blank lines each, read from ``fh``, then the final frame.
 
     ``ramp`` (a worker's stream): the first batch has ``RAMP_FIRST`` lines and each next one twice
     as many, up to ``batch_size``, so the writing process starts early and big batches follow.
     """
-    stager = Stager(account_id, lookup=lookup)
+    stager = Stager(account_id, lookup=lookup, dims=dims)
     pending: list[tuple[int, bytes]] = []
     done = lineno = batch = 0
     size = min(batch_size, RAMP_FIRST) if ramp else batch_size
@@ -329,19 +331,21 @@ def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None)
 
 
 def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool,
-                   lookup: bool = True) -> Generator[bytes, None, None]:
+                   lookup: bool = True, dims: int | None = None) -> Generator[bytes, None, None]:
     """The file's frames in file order, staged by a worker process or in this one (``lookup``:
-    see :class:`Stager`)."""
+    see :class:`Stager`; ``dims``: the store's vector length, default from the environment)."""
     if not worker:
         try:
             fh = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
         with fh, _gc_paused():
-            yield from _batches(fh, account_id, batch_size, lookup=lookup)
+            yield from _batches(fh, account_id, batch_size, lookup=lookup, dims=dims)
         return
     root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    if dims is not None:
+        env["PLUGHOST_EMBED_DIMENSIONS"] = str(dims)  # the worker's Stager reads it
     args = [str(path), account_id, str(batch_size), *([] if lookup else [NO_LOOKUP])]
     built = accel.available()  # the worker makes the same check
     log("graph-import", "worker", accel=built.name if built else "none")

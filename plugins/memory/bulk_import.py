@@ -5,7 +5,10 @@ One node per line: ``{"id"?, "labels": [...], "properties": {...}, "embedding"?:
 ``embedding`` are embedded batch by batch (a failed embed stores the batch without vectors and
 warns; ``plughost memory reindex`` backfills them). Each batch commits on its own; an invalid
 line is reported by its number and skipped without losing the others; edges are created
-after all nodes, so a target may appear later in the file. Message nodes get their indexed form
+batch by batch as soon as both ends are in (an edge to a later line waits for it), so a target
+may appear later in the file. An id-less line gets an id from its content and line number, so
+re-running an interrupted import lands on the rows it wrote. Lines are checked by the one line
+validator (:func:`host.jsonl.check_line`), with memory's camelCase property names on top. Message nodes get their indexed form
 (``searchContext`` from the turns before them, :mod:`plugins.memory.retrieval.indexed_form`)
 once every node is written, and are embedded with it then.
 """
@@ -14,12 +17,11 @@ from __future__ import annotations
 
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
 from host.errors import UserError
-from host.jsonl import ImportSummary, JsonLines, check_line
+from host.jsonl import ImportSummary, JsonLines, check_line, line_id, line_text
 from host.log import log
 from host.progress import Progress
 from plugins.memory.embed_text import embedding_text
@@ -36,7 +38,10 @@ def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batc
     stream = stream or sys.stderr
     summary = ImportSummary(str(path))
     batch: list[tuple[int, dict[str, Any]]] = []
-    edges: list[tuple[str, str, str, Any, int]] = []  # (source, type, target, properties, line)
+    edges: list[tuple[str, str, str, Any, int]] = []  # (source, type, target, properties, line), waiting
+    seen: set[str] = set()  # ids of the file's lines written so far
+    tried: set[int] = set()  # id() of waiting edges already looked up in the store once
+    dims = getattr(store, "dimensions", None)
 
     def skip(lineno: int, message: str) -> None:
         summary.skipped += 1
@@ -104,16 +109,31 @@ def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batc
                 except UserError as exc:
                     skip(lineno, str(exc))
         summary.batches += 1
+        seen.update(row["id"] for _, row in batch)
         batch.clear()
         bar.update(reader.done_bytes)
+        write_edges()
+
+    def write_edges() -> None:
+        """The waiting edges whose target the file has had, or that the store may have (once each)."""
+        nonlocal edges
+        ready = [e for e in edges if e[2] in seen or id(e) not in tried]
+        if not ready:
+            return
+        missing = set(store.create_edges([(s, t, d, p) for s, t, d, p, _ in ready], account_id=account_id))
+        summary.edges += len(ready) - len(missing)
+        waiting = [ready[i] for i in sorted(missing)]
+        tried.update(id(e) for e in waiting)
+        keep = {id(e) for e in ready}
+        edges = [e for e in edges if id(e) not in keep] + waiting
 
     with reader:
         for lineno, row in reader:
-            problem = check_line(row)
+            problem = check_line(row, dims) or _camel_case(row)
             if problem:
                 skip(lineno, problem)
                 continue
-            node_id = row.get("id") or uuid.uuid4().hex
+            node_id = row.get("id") or line_id(lineno, line_text(row))
             edges.extend((node_id, e["type"], e["to"], e.get("properties"), lineno) for e in row.get("edges", []))
             batch.append((lineno, {"id": node_id, "labels": row["labels"],
                                    "properties": row.get("properties") or {},
@@ -135,6 +155,15 @@ def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batc
         batches=summary.batches, seconds=f"{summary.seconds:.2f}", embedSeconds=f"{summary.embed_seconds:.2f}",
         rate=f"{summary.rate:.0f}")
     return summary
+
+
+def _camel_case(row: dict[str, Any]) -> str | None:
+    from plugins.memory.writes import PROPERTY_NAME
+
+    for key in row.get("properties") or {}:
+        if key != "accountId" and not PROPERTY_NAME.match(key):
+            return f"properties.{key[:40]}: property names are camelCase ([a-z][A-Za-z0-9]*, at most 64 characters)"
+    return None
 
 
 def _create_edges(store: Any, edges: list[tuple[str, str, str, Any, int]], account_id: str,

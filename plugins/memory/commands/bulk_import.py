@@ -23,7 +23,10 @@ def run(args: argparse.Namespace, host: Any) -> int:
     from plugins.memory.bulk_import import import_jsonl
     from plugins.memory.embedder import check_dimensions
 
+    from host.graph import require_admin
+
     acct = account(host)
+    require_admin(host.env, "memory import")  # it writes rows without per-row guards
     if not args.file.is_file():
         raise UserError(f"{args.file}: no such file (expected a JSON-lines file)")
     store = host.store()
