@@ -35,9 +35,8 @@ def _account(host: Any) -> str:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     if args.action == "import":
-        from plugins.graph.importer import import_jsonl
-
         from host.graph import require_admin
+        from plugins.graph.importer import import_jsonl
 
         account = _account(host)
         require_admin(host.env, "graph import")  # it writes rows without per-row guards

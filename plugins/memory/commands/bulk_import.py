@@ -20,10 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    from host.graph import require_admin
     from plugins.memory.bulk_import import import_jsonl
     from plugins.memory.embedder import check_dimensions
-
-    from host.graph import require_admin
 
     acct = account(host)
     require_admin(host.env, "memory import")  # it writes rows without per-row guards
