@@ -20,6 +20,7 @@ from typing import Any
 
 from host.errors import UserError
 from host.log import log
+from plugins.channels.brand import GREETING, product_name
 from plugins.channels.runner import RunnerError
 
 SEARCH_TOOL = "memory-search"
@@ -30,7 +31,6 @@ NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessag
 MAX_REPLY_CHARS = 480
 DEFAULT_MIN_MATCH = 0.5
 
-GREETING = "Hello, and welcome to {product}! Ask me anything, for example about opening hours or orders."
 DONT_KNOW = ("Sorry, I don't know the answer to that. I can pass your question on to the team: "
              "reply with your email or phone number and they will get back to you.")
 SOURCE = "(Source: {source})"
@@ -176,16 +176,6 @@ def is_greeting(text: str) -> bool:
     if not words or len(words) > 4 or words[0] not in GREETING_OPENERS or not all(w in GREETINGS for w in words):
         return False
     return words[0] != "good" or (len(words) > 1 and words[1] in {"morning", "afternoon", "evening", "day"})
-
-
-def product_name(env: Mapping[str, str]) -> str:
-    """The brand's ``productName`` (``PLUGHOST_BRAND``, default the default brand)."""
-    from host.bundler import load_brand, resolve_brand
-
-    try:
-        return load_brand(resolve_brand(env.get("PLUGHOST_BRAND") or "default")).product
-    except Exception:  # a broken brand file is the gates' business; the greeting stays generic
-        return "our service"
 
 
 class MemoryRunner:

@@ -2,7 +2,7 @@
 
 Routes (mounted on the host's ASGI app through the channel-adapter hook):
 
-- ``GET  /channels/webchat`` — a minimal HTML chat page;
+- ``GET  /channels/webchat`` — the chat page (the brand's productName and greeting filled in);
 - ``POST /channels/webchat/messages`` ``{session?, text, id?}`` → 202 ``{session, messageId, duplicate}``;
 - ``GET  /channels/webchat/messages?session=S&after=N`` → ``{events: [{seq, role, text, at}]}``;
 - ``GET  /channels/webchat/stream?session=S`` → ``text/event-stream`` of the same events
@@ -148,12 +148,26 @@ def _public(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in e.items() if k != "id"} for e in events]
 
 
+def page_html(host: Any) -> str:
+    """The chat page with the brand's ``productName`` and greeting filled in (escaped), built once per host."""
+    cached = host.state.get("channels.webchat-page")
+    if cached is None:
+        import html
+
+        from plugins.channels.brand import greeting, product_name
+
+        page = resources.files("plugins.channels").joinpath("webchat.html").read_text(encoding="utf-8")
+        cached = (page.replace("__PRODUCT__", html.escape(product_name(host.env)))
+                  .replace("__GREETING__", html.escape(greeting(host.env))))
+        host.state["channels.webchat-page"] = cached
+    return cached
+
+
 def routes(host: Any) -> tuple[Route, ...]:
     async def page(request: Any) -> Any:
         from starlette.responses import HTMLResponse
 
-        html = resources.files("plugins.channels").joinpath("webchat.html").read_text(encoding="utf-8")
-        return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
+        return HTMLResponse(page_html(host), headers={"Cache-Control": "no-cache"})
 
     async def post_message(request: Any) -> Any:
         from starlette.responses import JSONResponse
