@@ -250,6 +250,24 @@ def plughost_agent_runner(host: Host) -> AgentRunner | None:
     """
 
 
+@hookspec
+def plughost_account_created(host: Host, account_id: str, users: list[dict[str, Any]]) -> None:
+    """An account's folder was written (``plughost account create``): seed what it needs in the graph.
+
+    **Parameters:** ``account_id`` — the account; ``users`` — its ``users.json`` entries (entry 0
+    is the owner, ``role: owner``; others ``role: admin``), each with ``userId`` and ``name``.
+
+    **Combines:** every implementation runs; one raising is reported against its plugin (the
+    command exits 1 naming it) and the others still run. Must be idempotent: the command runs it
+    again on ``--force`` or when it completes a stub account.
+
+    **Fires:** once per ``plughost account create``, after the files are written.
+
+    **Example:** the graph plugin upserts ``AdminUser {role: owner}`` + ``UserProfile`` per admin,
+    produced by an ``account-bootstrap`` Task.
+    """
+
+
 @hookspec(firstresult=True)
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     """The account owner's standing rules, injected into every admin turn (SPEC 9.7).

@@ -77,6 +77,7 @@ CHANNEL_ADAPTERS = ListHook("plughost_channel_adapters", ChannelAdapter)
 RETRIEVAL_BOOSTS = ListHook("plughost_retrieval_boosts", RetrievalBoost)
 STARTUP = EachHook("plughost_startup")
 SHUTDOWN = EachHook("plughost_shutdown", reverse=True)
+ACCOUNT_CREATED = EachHook("plughost_account_created")
 STORE: ProviderHook[GraphStore] = ProviderHook("plughost_store", env="PLUGHOST_STORE", what="graph store")
 EMBEDDER: ProviderHook[Embedder] = ProviderHook("plughost_embedder", env="PLUGHOST_EMBEDDER", what="embedder")
 QUERY_EXPANSIONS: OneHook[list[str]] = OneHook("plughost_query_expansions")
@@ -92,6 +93,7 @@ AnyHook = ListHook[Any] | EachHook | OneHook[Any] | ProviderHook[Any]
 TABLE: dict[str, AnyHook] = {
     h.name: h
     for h in (TOOLS, BOOT_GATES, ROUTES, CLI_COMMANDS, CHANNEL_ADAPTERS, RETRIEVAL_BOOSTS, STARTUP, SHUTDOWN,
+              ACCOUNT_CREATED,
               STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES,
               SURFACE_CONTEXT, COLLECTION_SOURCES)
 }

@@ -43,6 +43,7 @@ def run_create(args: argparse.Namespace, ctx: Any) -> int:
     from host.config import csv_list
 
     accounts.check_id(args.id)
+    ctx.env["ACCOUNT_ID"] = args.id  # the host this command builds acts as the new account (its store writes)
     home = config.home(ctx.env)
     stub = (accounts.account_dir(args.id, home) / "account.json").exists()
     if args.enable is not None:
@@ -54,12 +55,26 @@ def run_create(args: argparse.Namespace, ctx: Any) -> int:
         admin_phones=args.admin_phone, owner_id=args.owner, owner_name=args.owner_name,
         default_agent=args.default_agent, brand=args.brand)
     written = json.loads((folder / "account.json").read_text(encoding="utf-8"))
+    failed = bootstrap(ctx, args.id, json.loads((folder / "users.json").read_text(encoding="utf-8")))
     if args.json:
         print(json.dumps(written, indent=2))
     else:
         print(f"{'completed' if stub else 'created'} account {args.id} at {folder} "
               f"(enabledPlugins: {', '.join(written['enabledPlugins']) or 'none'})")
-    return 0
+    return 1 if failed else 0
+
+
+def bootstrap(ctx: Any, account_id: str, users: list[dict[str, Any]]) -> list[str]:
+    """Let the plugins seed the new account (the graph plugin writes its owner and admins); one line
+    per plugin that failed, returned so the command exits 1 with the files already in place."""
+    from host import hooktable
+    from host.log import log
+
+    errors = ctx.host().call_each(hooktable.ACCOUNT_CREATED, account_id=account_id, users=users)
+    lines = []
+    for error in errors:
+        lines.append(log("account", "op=bootstrap-failed", account=account_id, plugin=error.plugin, error=error.reason))
+    return lines
 
 
 def run_list(args: argparse.Namespace, ctx: Any) -> int:

@@ -67,3 +67,10 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
     from plugins.graph.gates import gates
 
     return gates()
+
+
+@hookimpl
+def plughost_account_created(host: Host, account_id: str, users: list[dict[str, Any]]) -> None:
+    from plugins.graph.bootstrap import seed_account
+
+    seed_account(host.store(), account_id, users)
