@@ -34,6 +34,7 @@ OUT="$PLUGHOST_HOME/serve-stdout.txt"
 
 SERVE=""
 stop() {  # the server and everything it started (agents run in their own groups; serve ends them)
+  if [[ -n "${DEMO:-}" ]] && kill -0 "$DEMO" 2>/dev/null; then kill -TERM "$DEMO" 2>/dev/null || true; fi
   if [[ -n "$SERVE" ]] && kill -0 "$SERVE" 2>/dev/null; then
     kill -TERM "$SERVE" 2>/dev/null || true
     wait "$SERVE" 2>/dev/null || true
@@ -56,8 +57,25 @@ quiet() {  # run a plughost command, its output to the log; on failure show the 
 elapsed() { printf '%.1fs' "$(( $(date +%s%N) - T0 ))e-9"; }
 T0=$(date +%s%N)
 
-step "demo account '$ACCOUNT_ID', its knowledge and brand site"
-ph demo --query "$QUERY" 2>>"$LOG" | sed 's/^/    /'
+DEMO_OUT="$PLUGHOST_HOME/demo-stdout.txt"
+DEMO=""
+demo_done() {  # the demo's lines, or its failure with the log's tail
+  if ! wait "$1"; then
+    printf 'plughost demo failed; the last lines of %s:\n' "$LOG" >&2
+    tail -n 15 "$LOG" >&2
+    exit 1
+  fi
+  sed 's/^/    /' "$DEMO_OUT"
+}
+if [[ -f "$PLUGHOST_HOME/accounts/$ACCOUNT_ID/account.json" ]]; then
+  # warm start: the account exists, so the demo's check and sample search run beside the server's start
+  ph demo --query "$QUERY" >"$DEMO_OUT" 2>>"$LOG" &
+  DEMO=$!
+else
+  step "demo account '$ACCOUNT_ID', its knowledge and brand site"
+  ph demo --query "$QUERY" >"$DEMO_OUT" 2>>"$LOG" &
+  demo_done $!
+fi
 step "bundle brand '$BRAND' and install it into $CONFIG_DIR"
 quiet bundle "$BRAND" --out "$PAYLOAD"
 quiet install "$PAYLOAD" --config-dir "$CONFIG_DIR" --account "$ACCOUNT_ID"
@@ -77,6 +95,11 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 grep -E '^startup-self-test |^\[boot\] op=gates' "$LOG" | sed 's/^/    /' || true
+if [[ -n "$DEMO" ]]; then
+  step "demo account '$ACCOUNT_ID', its knowledge and brand site (checked while the server started)"
+  demo_done "$DEMO"
+  DEMO=""
+fi
 cat "$OUT"
 BASE="$(grep -o 'http://127.0.0.1:[0-9]*' "$OUT" | head -1)"
 echo "  (the mcp URLs speak MCP over streamable HTTP: point an MCP client at them, e.g."
