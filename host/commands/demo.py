@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from host import config
 from host.errors import UserError
 
 HELP = "seed a demo account and knowledge graph through the memory tools and run a sample search"
@@ -95,28 +96,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true", help="print the sample search's whole result")
 
 
-def _ensure_account(account: str) -> None:
+def _ensure_account(account: str, home: Path) -> None:
     from host.accounts import account_dir, create_account
 
-    folder = account_dir(account)
+    folder = account_dir(account, home)
     if not (folder / "users.json").exists():
-        create_account(account, admin_phones=["+15550100"])
+        create_account(account, home, admin_phones=["+15550100"])
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from host.tooltable import call_tool
 
     account = args.account or ctx.env.get("ACCOUNT_ID") or DEMO_ACCOUNT
-    ctx.env["ACCOUNT_ID"] = account
-    os.environ["ACCOUNT_ID"] = account
-    _ensure_account(account)
+    ctx.env["ACCOUNT_ID"] = account  # the command's call context; the process environment is left alone
+    _ensure_account(account, config.home(ctx.env))
     host = ctx.host()
     if "memory" not in {r.name for r in host.loaded()}:
         raise UserError("demo: the memory plugin is not loaded (check PLUGHOST_DISABLE_PLUGINS / PLUGHOST_LOAD_PLUGINS)")
     store = host.store()
-    from host.graph import Guards
+    from host.graph import Principal
 
-    guards = Guards.from_env(host.env)
+    guards = Principal.from_env(host.env).guards
     written = ingested = 0
     stamp = host.home / "accounts" / account / "demo-seed.json"
     seed = seed_hash(getattr(host.embedder(), "name", "none"))
