@@ -45,6 +45,9 @@ def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSiz
         raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; reindex needs the process's account")
     call.labels = labels or ()
     w = writer(host)
+    if w.guards().narrowed:  # it embeds every node of the account missing a vector, seen or not
+        raise WriteRejected("account-isolation", "memory-reindex: admin only; this process is narrowed "
+                            "(ALLOWED_SCOPES / AGENT_SLUG)")
     if labels:
         w.check_labels(labels)
     if w.embedder is None:

@@ -281,7 +281,7 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     tool = draw(st.sampled_from(["memory-write", "memory-write", "memory-update", "memory-update", "memory-delete",
                                  "memory-restore", "memory-ingest", "memory-report-write", "profile-update",
                                  "conversation-append", "profile-read", "memory-report-list",
-                                 "memory-report-read-latest", "conversation-search"]))
+                                 "memory-report-read-latest", "conversation-search", "memory-reindex"]))
     if tool == "memory-write":
         args: dict[str, Any] = {"labels": [draw(st.sampled_from(["Note", "Person", "Report"]))],
                                 "properties": _props(draw, nulls=False)}
@@ -317,7 +317,7 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         return tool, args
     if tool == "profile-read":
         return tool, draw(st.sampled_from([{}, {"userId": "owner"}]))
-    if tool == "memory-report-list":
+    if tool in ("memory-report-list", "memory-reindex"):
         return tool, {}
     if tool == "memory-report-read-latest":
         return tool, {"keyword": "ops", "limit": 5}
@@ -374,8 +374,9 @@ def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]]
         STATS["attempts"] += 1
         STATS["ok" if ok else "refused"] += 1
         problems = widenings(who, state, after)
-        if tool == "profile-update" and who.narrowed:
-            assert not ok and state == after, f"{who.name}: profile-update is admin-only, got {result}"
+        if tool in ("profile-update", "memory-reindex") and who.narrowed:
+            assert not ok and "account-isolation" in result and state == after, \
+                f"{who.name}: {tool} is admin-only, got {result}"
         if not ok:
             assert state == after, f"{who.name} {tool} {args}: refused ({result}) but wrote"
             assert "another account" not in result and "belongs" not in result, f"existence oracle: {result}"
