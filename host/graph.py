@@ -220,6 +220,19 @@ def require_admin(env: Mapping[str, str], what: str) -> None:
                           f"({ISOLATION})")
 
 
+def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards: Guards) -> int:
+    """``store.upsert_many`` under ``guards``; fails closed on a backend that cannot apply write
+    guards yet: an admin process (nothing to narrow) writes, a narrowed one is refused."""
+    import inspect
+
+    if "guards" in inspect.signature(store.upsert_many).parameters:
+        return store.upsert_many(rows, account_id=guards.account_id, guards=guards)
+    if guards.narrowed:
+        raise WriteDenied(f"the {getattr(store, 'backend', '?')} store cannot apply write guards; a narrowed "
+                          "process (ALLOWED_SCOPES / AGENT_SLUG) cannot write through it")
+    return store.upsert_many(rows, account_id=guards.account_id)
+
+
 def principal_of(env: Mapping[str, str] | None = None) -> Principal | None:
     """The environment's principal, or None when ``ACCOUNT_ID`` is unset (callers say what needs it)."""
     env = os.environ if env is None else env
@@ -276,12 +289,21 @@ class GraphStore(Protocol):
         account_id: str,
         node_id: str | None = None,
         embedding: Sequence[float] | None = None,
+        guards: Guards | None = None,
     ) -> str:
-        """Create or merge a node (properties merge, labels union); returns its id."""
+        """Create or merge a node (properties merge, labels union); returns its id.
+
+        Ids are per account. With ``guards`` the write runs under them: :func:`check_write` on the
+        stored state read inside the write transaction, :func:`write_defaults` for a new node,
+        ``WriteDenied`` and nothing written otherwise.
+        """
         ...
 
-    def upsert_many(self, rows: Iterable[dict[str, Any]], *, account_id: str) -> int:
-        """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction."""
+    def upsert_many(self, rows: Iterable[dict[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
+        """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
+
+        With ``guards``: every row as in :meth:`upsert_node`, edges only to nodes they can read.
+        """
         ...
 
     def create_edge(

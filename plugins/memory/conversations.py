@@ -30,6 +30,7 @@ from host.graph import (
     Principal,
     WriteDenied,
     conversation_node_id,
+    guarded_upsert_many,
 )
 from host.log import log
 from plugins.memory.retrieval.indexed_form import embedding_text as message_embedding_text
@@ -253,7 +254,7 @@ class Conversations:
                     "properties": {k: v for k, v in conv_props.items() if v is not None},
                     "edges": [{"type": HAS_MESSAGE, "to": msg_id}]}
         try:
-            self.store.upsert_many([row, conv_row], account_id=account, guards=guards)
+            guarded_upsert_many(self.store, [row, conv_row], guards=guards)
         except WriteDenied as exc:
             raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
         self._log("append", guards, started, conversationId=conversationId, messageId=msg_id, embedded=int(embedded))

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from host.graph import Guards, Principal, can_change, principal_of
+from host.graph import Guards, Principal, can_change, guarded_upsert_many, principal_of
 from host.log import log
 from host.types import Tool
 from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
@@ -150,9 +150,9 @@ class Preferences:
             row: dict[str, Any] = {"id": node_id, "labels": ["Preference"], "properties": props}
             if vector is not None:
                 row["embedding"] = vector
-            self.store.upsert_many([row, {"id": profile.id, "labels": list(profile.labels), "properties": {},
-                                          "edges": [{"type": "HAS_PREFERENCE", "to": node_id}]}],
-                                   account_id=account, guards=guards)
+            guarded_upsert_many(self.store, [row, {"id": profile.id, "labels": list(profile.labels), "properties": {},
+                                                   "edges": [{"type": "HAS_PREFERENCE", "to": node_id}]}],
+                                guards=guards)
             call.element_id = node_id
             return {"id": node_id, "mode": "new", "action": "created", "confidence": BASE_CONFIDENCE,
                     "neighbours": neighbours}
@@ -171,8 +171,9 @@ class Preferences:
                            confidence=round(max(ACTIVE_FLOOR, confidence - CONTRADICT_STEP), 3),
                            contradictions=int(old.get("contradictions", 0)) + 1)
         new_vector = vector if action != "reinforce" else None
-        self.store.upsert_node(list(match.labels), changes, account_id=account, node_id=match.id,
-                               embedding=new_vector, guards=guards)
+        guarded_upsert_many(self.store, [{"id": match.id, "labels": list(match.labels), "properties": changes,
+                                          **({"embedding": new_vector} if new_vector is not None else {})}],
+                            guards=guards)
         call.element_id = match.id
         return {"id": match.id, "mode": mode, "action": action, "confidence": changes["confidence"],
                 "similarity": round(similarity, 3) if similarity is not None else None, "neighbours": neighbours,

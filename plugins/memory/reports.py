@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from host.errors import UserError
-from host.graph import Guards, Principal, WriteDenied, principal_of
+from host.graph import Guards, Principal, WriteDenied, guarded_upsert_many, principal_of
 from host.log import log
 from host.types import Tool
 
@@ -135,7 +135,7 @@ class Reports:
         else:
             parent = None
         try:
-            self.store.upsert_many(rows, account_id=account, guards=guards)
+            guarded_upsert_many(self.store, rows, guards=guards)
         except WriteDenied as exc:
             raise UserError(f"memory-report-write: {exc} ({exc.reason})") from None
         log("reports", "op=write", reportId=rid, keywords=",".join(tags) or None,

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from host import config
-from host.graph import FULLTEXT_EXTRA_LABELS, VECTOR_LABELS, Guards, Principal, principal_of
+from host.graph import (
+    FULLTEXT_EXTRA_LABELS,
+    VECTOR_LABELS,
+    Guards,
+    Principal,
+    guarded_upsert_many,
+    principal_of,
+)
 from host.log import log
 from plugins.memory import sectioniser
 from plugins.memory.embed_text import embedding_text, is_vector_label
@@ -217,7 +224,7 @@ class MemoryWriter:
         call.labels = [x for x in labels if isinstance(x, str)] if isinstance(labels, list) else ()
         if isinstance(properties, Mapping):
             call.name = properties.get("name") or properties.get("title")
-        account = self.account_id
+        self.account_id  # noqa: B018 - raises (account-isolation) when unset
         labs = self.check_labels(labels)
         call.labels = labs
         props = self.check_properties(properties)
@@ -239,7 +246,7 @@ class MemoryWriter:
             row["embedding"] = vector
         rows = [row] + self._inbound_rows(node_id, [r for r in rels if r.direction == "in"] + (
             [Relationship("PRODUCED", source, "in", None)] if source else []))
-        self.store.upsert_many(rows, account_id=account, guards=self.guards())
+        guarded_upsert_many(self.store, rows, guards=self.guards())
         call.element_id = node_id
         return {"elementId": node_id, "labels": labs, "embedded": vector is not None,
                 "relationships": len(rels) + (1 if source else 0), "provenance": provenance}
@@ -260,7 +267,7 @@ class MemoryWriter:
     def update(self, call: Call, *, id: str, properties: Any = None, addLabels: Any = None) \
             -> dict[str, Any]:  # noqa: A002, N803
         call.element_id = id
-        account = self.account_id
+        self.account_id  # noqa: B018 - raises (account-isolation) when unset
         node = self._live(id, "id")
         call.labels, call.name = node.labels, node.properties.get("name") or node.properties.get("title")
         props = self.check_properties(properties or {}, allow_null=True)
@@ -277,7 +284,9 @@ class MemoryWriter:
                 merged[key] = value
         call.name = merged.get("name") or merged.get("title")
         vector = self.embed_node(labels, merged, id) if is_vector_label(labels) else None
-        self.store.upsert_node(labels, props, account_id=account, node_id=id, embedding=vector, guards=self.guards())
+        guarded_upsert_many(self.store, [{"id": id, "labels": labels, "properties": props,
+                                          **({"embedding": vector} if vector is not None else {})}],
+                            guards=self.guards())
         return {"elementId": id, "labels": labels, "changed": sorted(props), "embedded": vector is not None}
 
     def delete(self, call: Call, *, id: str) -> dict[str, Any]:  # noqa: A002
@@ -353,7 +362,7 @@ class MemoryWriter:
                 row["embedding"] = vector
         # children first so the document's edges find their targets in the same transaction
         rows = [*chunk_rows, *section_rows, doc_row]
-        self.store.upsert_many(rows, account_id=account, guards=self.guards())
+        guarded_upsert_many(self.store, rows, guards=self.guards())
         doc_id = doc_row.get("id") or self._document_by_attachment(attachment)
         call.element_id = doc_id
         return {"elementId": doc_id, "title": doc.title, "attachmentId": attachment, "format": doc.format,
