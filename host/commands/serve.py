@@ -124,10 +124,11 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     runtime = app.state.runtime
 
     def ready(_addr: str, _port: int) -> None:
+        hint = auth_hint(app.state.door)  # the token file exists before anyone reads "serving on"
         print(f"plughost serving on {base}", flush=True)
         for label, url in urls(base, runtime):
             print(f"  {label + ':':<14} {url}", flush=True)
-        print(f"  {'mcp auth:':<14} {auth_hint(app.state.door)}", flush=True)
+        print(f"  {'mcp auth:':<14} {hint}", flush=True)
         log("serve", "op=listening", url=base, mcp=sorted(runtime.mcp), routes=len(runtime.routes))
 
     server = host_app.make_server(host, bind=args.host, port=port, grace=args.grace, on_ready=ready, app=app)

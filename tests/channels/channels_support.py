@@ -18,7 +18,7 @@ def write_account(home: Path, account: str = ACCOUNT, *, users: list[dict] | Non
     folder = home / "accounts" / account
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "account.json").write_text(json.dumps({
-        "accountId": account,
+        "accountId": account, "enabledPlugins": [],
         "adminPhones": admin_phones if admin_phones is not None else [OWNER_PHONE, ADMIN_PHONE, STRAY_ADMIN_PHONE],
         "admins": admins if admins is not None else ["u-owner", "u-ana"],
     }))

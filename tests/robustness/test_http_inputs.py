@@ -1,0 +1,312 @@
+"""No input is a 500 or a traceback (SPEC 13), against one real `plughost serve`: the cases found by
+hand (Unicode digits, 5,000-digit cursors, 100,000-deep JSON, 1e20 dates, 30-digit timestamps, lone
+surrogates, 10 MB bodies), log lines that try to forge lines or drive a terminal, and a hypothesis
+fuzz pass over every route's parameters, headers and bodies."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from robust_support import serve_env
+
+from tests.admin.serve_helpers import FIXTURES, start_serve
+from tests.channels.channels_support import (
+    FakeApis,
+    serve,
+    telegram_update,
+    wa_signed,
+    whatsapp_payload,
+    write_account,
+)
+
+TG = {"X-Telegram-Bot-Api-Secret-Token": "tg-secret"}
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+HOSTILE = ["²", "٣", "9" * 5000, "-1", "1e20", "0x10", " 1", "\ud800", "\udfff", "\u2028", "\x00", "", "%00",
+           "../../etc/passwd", "a" * 10_000, "NaN", "🙂", "\x1b[31m"]
+
+
+class Server:
+    def __init__(self, served: Any, home: Path, token: str) -> None:
+        self.served, self.home, self.token = served, home, token
+        self.base = served.base
+        self.client = httpx.Client(base_url=self.base, timeout=30)
+        self.statuses: list[tuple[int, str]] = []
+
+    @staticmethod
+    def _url(path: str, kw: dict[str, Any]) -> str:
+        """The path with ``params`` percent-encoded from raw bytes (lone surrogates become invalid UTF-8)."""
+        from urllib.parse import quote
+
+        params = kw.pop("params", None)
+        if not params:
+            return path
+        enc = [f"{quote(str(k).encode('utf-8', 'surrogatepass'), safe='')}="
+               f"{quote(str(v).encode('utf-8', 'surrogatepass'), safe='')}" for k, v in params.items()]
+        return path + "?" + "&".join(enc)
+
+    @staticmethod
+    def _raw_headers(kw: dict[str, Any]) -> dict[str, Any]:
+        if kw.get("headers"):
+            kw["headers"] = {k: v.encode("utf-8", "surrogatepass") if isinstance(v, str) and not v.isascii() else v
+                             for k, v in kw["headers"].items()}  # sent as bytes, as a hostile client would
+        return kw
+
+    def request(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        url = self._url(path, kw)
+        r = self.client.request(method, url, **self._raw_headers(kw))
+        self.statuses.append((r.status_code, f"{method} {path}"))
+        assert r.status_code < 500, (method, path, r.status_code, r.text[:300], kw.get("params"))
+        if r.status_code >= 400 and r.headers.get("content-type", "").startswith("application/json"):
+            body = r.json()
+            expected = {"error"} if path.startswith("/mcp/") else {"error", "detail"}  # MCP answers JSON-RPC errors
+            assert set(body) >= expected, body
+        return r
+
+    def stream_status(self, path: str, **kw: Any) -> int:
+        url = self._url(path, kw)
+        with self.client.stream("GET", url, timeout=httpx.Timeout(10, read=0.5), **self._raw_headers(kw)) as r:
+            status = r.status_code
+        self.statuses.append((status, f"GET {path}"))
+        assert status < 500, (path, status, kw)
+        return status
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    home = tmp_path_factory.mktemp("inputs-home")
+    tmp = tmp_path_factory.mktemp("inputs-tmp")
+    write_account(home)
+    fake = FakeApis()
+    with serve(fake.app()) as api_base:
+        env = serve_env(home, tmp, api_base, fake)
+        served = start_serve(env=env, plugins_dir=FIXTURES / "ok")  # module-wide: not in STARTED (per test)
+        token = (home / "accounts" / "acct-0001" / "credentials" / "http-token").read_text().strip()
+        s = Server(served, home, token)
+        yield s
+        s.client.close()
+        try:
+            code, _, err = served.terminate()
+        finally:
+            if served.proc.poll() is None:
+                served.proc.kill()
+        assert code == 0
+        assert "Traceback" not in err, err[err.find("Traceback"):][:3000]
+
+
+# ------------------------------------------------------------------------------ the cases found by hand
+@pytest.mark.parametrize("params, headers", [
+    ({"after": "²"}, {}), ({"after": "9" * 5000}, {}), ({"wait": "9" * 5000}, {}), ({"wait": "²"}, {}),
+    ({}, {"Last-Event-ID": "9" * 5000}), ({}, {"Last-Event-ID": "²"}), ({"after": "-1"}, {}),
+])
+def test_webchat_cursors_are_400_not_500(server: Server, params: dict, headers: dict) -> None:
+    r = server.request("GET", "/channels/webchat/messages", params={"session": "abcdefgh1234", **params},
+                       headers=headers)
+    assert r.status_code == 400 and r.json()["error"].startswith("invalid-")
+    if "wait" not in params:  # the stream takes no wait
+        assert server.stream_status("/channels/webchat/stream", params={"session": "abcdefgh1234", **params},
+                                    headers=headers) == 400
+
+
+@pytest.mark.parametrize("depth", [30_000, 100_000])
+def test_deep_json_is_400_or_413(server: Server, depth: int) -> None:
+    deep = b"[" * depth + b"]" * depth
+    for path, headers in (("/channels/webchat/messages", {}), ("/channels/telegram/webhook", TG)):
+        r = server.request("POST", path, content=deep, headers={"Content-Type": "application/json", **headers})
+        assert r.status_code in (400, 413), (path, r.text)
+    raw, headers = wa_signed({"entry": []})
+    raw = b'{"entry": ' + deep + b"}"
+    import hashlib
+    import hmac
+
+    sig = "sha256=" + hmac.new(b"wa-app-secret", raw, hashlib.sha256).hexdigest()
+    r = server.request("POST", "/channels/whatsapp/webhook", content=raw,
+                       headers={"X-Hub-Signature-256": sig, "Content-Type": "application/json"})
+    assert r.status_code == 400
+    auth = {"Authorization": f"Bearer {server.token}"}
+    r = server.request("POST", "/api/admin/log-ingest", content=b'{"line": ' + deep[:60_000] + b"}",
+                       headers={"Content-Type": "application/json", **auth})
+    assert r.status_code in (400, 413)
+    r = server.request("POST", "/api/admin/session", content=deep[:4000], headers={"Content-Type": "application/json"})
+    assert r.status_code == 400
+
+
+def test_telegram_dates_and_whatsapp_timestamps_out_of_range(server: Server) -> None:
+    for date in (1e20, 10**20, -5, "1764464400", True, 10**400):
+        update = telegram_update(71, 1, "when?")
+        update["message"]["date"] = date
+        r = server.request("POST", "/channels/telegram/webhook", content=json.dumps(update), headers=TG)
+        assert r.status_code == 200, (date, r.text)
+    for i, stamp in enumerate(("9" * 30, "²", 1e20, "-1", "")):
+        payload = whatsapp_payload("447700900111", f"wamid.TS{i}", "when?")
+        payload["entry"][0]["changes"][0]["value"]["messages"][0]["timestamp"] = stamp
+        raw, headers = wa_signed(payload)
+        assert server.request("POST", "/channels/whatsapp/webhook", content=raw, headers=headers).status_code == 200
+
+
+def test_ten_megabyte_bodies_are_413_on_every_route(server: Server) -> None:
+    big = b"x" * (10 * 1024 * 1024)
+    auth = {"Authorization": f"Bearer {server.token}"}
+    for path, headers in (("/channels/webchat/messages", {}), ("/channels/telegram/webhook", TG),
+                          ("/channels/whatsapp/webhook", {}), ("/api/admin/session", {}),
+                          ("/api/admin/log-ingest", auth), ("/mcp/probe", auth), ("/healthz", {}),
+                          ("/sites/x", {}), ("/nowhere", {})):
+        r = server.request("POST", path, content=big, headers=headers)
+        assert r.status_code in (405, 413), (path, r.status_code)  # a route without POST may say 405 first
+        if path.startswith(("/channels/", "/api/", "/mcp/")):
+            assert r.status_code == 413, path
+
+        def chunks() -> Iterator[bytes]:
+            for _ in range(10):
+                yield b"y" * (1024 * 1024)
+
+        if path.startswith(("/channels/", "/api/")):  # without Content-Length: cut while reading
+            r = server.request("POST", path, content=chunks(), headers=headers)
+            assert r.status_code == 413, path
+
+
+def test_log_lines_cannot_forge_lines_or_drive_a_terminal(server: Server) -> None:
+    log = server.home / "logs" / "server.log"
+    before = log.read_text(encoding="utf-8")
+    lines = ["[evil] a\u2028[forged] b", "[evil] c\x85[forged] d", "[evil] e\x0b[forged] f\x0cg",
+             "[evil] \x1b[2J\x1b[31mred\x1b]0;title\x07", "[evil] half \ud83d emoji", "[evil] \x1c\x1d\x1e\u2029"]
+    r = server.request("POST", "/api/admin/log-ingest", content=json.dumps({"lines": lines}),
+                       headers={"Content-Type": "application/json", "Authorization": f"Bearer {server.token}"})
+    assert r.status_code == 200 and r.json()["appended"] == len(lines)
+    added = log.read_text(encoding="utf-8")[len(before):]
+    evil = [line for line in added.splitlines() if "[evil]" in line or "[forged]" in line]
+    assert len(evil) == len(lines) and all(line.startswith("[evil]") for line in evil)
+    for raw in ("\u2028", "\x85", "\x0b", "\x0c", "\x1b", "\x07", "\x1c", "\u2029"):
+        assert raw not in added
+    assert "\\u2028" in added and "\\x1b[31m" in added and "\\ud83d" in added
+
+
+# ------------------------------------------------------------------------------ the fuzz pass
+json_scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)
+                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30) | st.sampled_from(HOSTILE))
+json_values = st.recursive(json_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c,
+                                                                                               max_size=4), max_leaves=25)
+param_text = st.text(max_size=40) | st.sampled_from(HOSTILE)
+
+
+def _mutate(data: st.DataObject, doc: Any) -> Any:
+    """``doc`` with one value somewhere inside replaced by a random JSON value (or a key dropped)."""
+    doc = copy.deepcopy(doc)
+    node = doc
+    for _ in range(data.draw(st.integers(0, 6))):
+        if isinstance(node, dict) and node:
+            key = data.draw(st.sampled_from(sorted(node)))
+            if isinstance(node[key], (dict, list)) and node[key]:
+                node = node[key]
+                continue
+            if data.draw(st.booleans()):
+                node[key] = data.draw(json_values)
+            else:
+                del node[key]
+            return doc
+        if isinstance(node, list) and node:
+            i = data.draw(st.integers(0, len(node) - 1))
+            if isinstance(node[i], (dict, list)) and node[i]:
+                node = node[i]
+                continue
+            node[i] = data.draw(json_values)
+            return doc
+        break
+    if isinstance(node, dict):
+        node[data.draw(st.text(max_size=10))] = data.draw(json_values)
+    return doc
+
+
+def _body(data: st.DataObject, valid: Any) -> bytes:
+    kind = data.draw(st.sampled_from(["mutated", "mutated", "random", "bytes"]))
+    if kind == "bytes":
+        return data.draw(st.binary(max_size=200))
+    doc = _mutate(data, valid) if kind == "mutated" else data.draw(json_values)
+    return json.dumps(doc).encode()
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_webchat(server: Server, data: st.DataObject) -> None:
+    valid = {"session": "fuzz-session-01", "text": "hello", "id": "c1"}
+    server.request("POST", "/channels/webchat/messages", content=_body(data, valid),
+                   headers={"Content-Type": data.draw(st.sampled_from(["application/json", "text/plain", ""]))})
+    params = data.draw(st.dictionaries(st.sampled_from(["session", "after", "wait", "x"]), param_text, max_size=3))
+    if params.get("wait", "").isdigit():
+        del params["wait"]  # a real wait only slows the run
+    last = data.draw(param_text)
+    headers = {"Last-Event-ID": last} if data.draw(st.booleans()) and last.isascii() and last.isprintable() else {}
+    server.request("GET", "/channels/webchat/messages", params=params, headers=headers)
+    server.stream_status("/channels/webchat/stream", params=params, headers=headers)
+    server.request("GET", "/channels/webchat", params=params)
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_telegram(server: Server, data: st.DataObject) -> None:
+    valid = telegram_update(data.draw(st.integers(1, 10**6)), data.draw(st.integers(1, 10**6)), "hi",
+                            reply_to={"message_id": 3, "text": "earlier", "from": {"id": 5, "username": "z"}})
+    valid["message"]["photo"] = [{"file_id": "p1"}]
+    valid["message"]["contact"] = {"phone_number": "+1 555", "user_id": valid["message"]["from"]["id"]}
+    headers = TG if data.draw(st.integers(0, 9)) else {"X-Telegram-Bot-Api-Secret-Token": data.draw(param_text)
+                                                       if data.draw(st.booleans()) else "wrong"}
+    headers = {k: v for k, v in headers.items() if v.isascii() and "\x00" not in v and "\n" not in v}
+    server.request("POST", "/channels/telegram/webhook", content=_body(data, valid), headers=headers)
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_whatsapp(server: Server, data: st.DataObject) -> None:
+    valid = whatsapp_payload("4477009" + str(data.draw(st.integers(10000, 99999))), f"wamid.F{data.draw(st.integers())}",
+                             "hi", context_id="wamid.X")
+    raw = _body(data, valid)
+    _, headers = wa_signed({})
+    import hashlib
+    import hmac
+
+    if data.draw(st.integers(0, 9)):
+        headers["X-Hub-Signature-256"] = "sha256=" + hmac.new(b"wa-app-secret", raw, hashlib.sha256).hexdigest()
+    server.request("POST", "/channels/whatsapp/webhook", content=raw, headers=headers)
+    params = data.draw(st.dictionaries(st.sampled_from(["hub.mode", "hub.verify_token", "hub.challenge", "x"]),
+                                       param_text, max_size=3))
+    server.request("GET", "/channels/whatsapp/webhook", params=params)
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_admin_and_public_routes(server: Server, data: st.DataObject) -> None:
+    auth_choice = data.draw(st.sampled_from(["token", "none", "junk"]))
+    junk = data.draw(st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=80))
+    auth = {"token": {"Authorization": f"Bearer {server.token}"}, "none": {},
+            "junk": {"Authorization": f"Bearer {junk}"}}[auth_choice]
+    server.request("POST", "/api/admin/log-ingest", content=_body(data, {"lines": ["[fuzz] ok"]}),
+                   headers={"Content-Type": "application/json", **auth})
+    server.request("POST", "/api/admin/session", content=_body(data, {"accountId": "acct-0001", "pin": "0000-no"}),
+                   headers={"Content-Type": "application/json"})
+    server.request("GET", "/api/admin/session", headers=auth)
+    segment = data.draw(st.text(max_size=30) | st.sampled_from(["%2e%2e", "..", "%252e", "%5c", "a%00b", "%ff", "."]))
+    from urllib.parse import quote
+
+    server.request("GET", "/sites/" + quote(segment.encode("utf-8", "surrogatepass"), safe="/%"))
+    server.request("GET", "/healthz", params=data.draw(st.dictionaries(param_text, param_text, max_size=2)))
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_mcp_over_http(server: Server, data: st.DataObject) -> None:
+    valid = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "f", "version": "1"}}}
+    if data.draw(st.booleans()):
+        valid = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "Authorization": f"Bearer {server.token}"}
+    if data.draw(st.booleans()):
+        headers["Mcp-Session-Id"] = data.draw(st.text(alphabet="abcdef0123456789", max_size=40))
+    server.request("POST", "/mcp/probe", content=_body(data, valid), headers=headers)
