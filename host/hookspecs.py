@@ -242,9 +242,12 @@ def plughost_agent_runner(host: Host) -> AgentRunner | None:
 
     **Parameters:** ``host`` — the loaded host.
 
-    **Combines:** firstresult; the channels plugin's command runner is the default.
+    **Combines:** firstresult; the channels plugin answers with its built-in runner chosen by
+    ``PLUGHOST_AGENT`` (``memory``, the default; ``claude``; ``command``), and a plugin
+    registered after it (any external plugin) is asked first.
 
-    **Fires:** lazily, on the first message that needs an agent.
+    **Fires:** once per host, when ``plughost serve`` starts (the runner warms up) or on the
+    first message that needs an agent; the answer is cached.
 
     **Example:** ``return HttpRunner(url)`` (an object with ``async run(session_id, payload) -> str``).
     """
