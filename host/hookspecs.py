@@ -324,3 +324,25 @@ def plughost_collection_sources(host: Host) -> list[CollectionSource]:
 
     **Example:** ``return [CollectionSource("org", ("**/*.org",), parse_org)]``.
     """
+
+
+@hookspec(firstresult=True)
+def plughost_recall_used(host: Host, reply: str, items: dict[str, dict[str, str]],
+                         tool_text: str) -> list[str] | None:
+    """Which surfaced memory items an assistant reply actually used (recall tracking).
+
+    **Parameters:** ``reply`` — the text of the reply that just finished; ``items`` — the
+    session's surfaced items not yet marked used, ``{id: {title, text}}`` as they were shown;
+    ``tool_text`` — the reply's tool-call inputs, as JSON text (a ``memory-search`` or a lookup
+    naming an id counts as use).
+
+    **Combines:** firstresult: the first non-None list of ids wins (an LLM judge may plug in).
+    The built-in answer counts an item used when the reply names its id, quotes its title,
+    repeats six words of it in a row or echoes most of its distinctive words. Ids outside
+    ``items`` are ignored.
+
+    **Fires:** once per finished reply, from the memory plugin's Claude Code ``Stop`` hook,
+    only when the session surfaced something not yet marked.
+
+    **Example:** ``return [i for i in items if judge(reply, items[i]["text"])]``.
+    """

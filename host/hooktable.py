@@ -87,6 +87,7 @@ AGENT_RUNNER: OneHook[AgentRunner] = OneHook("plughost_agent_runner")
 ACTIVE_RULES: OneHook[dict[str, Any]] = OneHook("plughost_active_rules")
 SURFACE_CONTEXT: OneHook[list[dict[str, Any]]] = OneHook("plughost_surface_context")
 COLLECTION_SOURCES = ListHook("plughost_collection_sources", CollectionSource)
+RECALL_USED: OneHook[list[str]] = OneHook("plughost_recall_used")
 
 AnyHook = ListHook[Any] | EachHook | OneHook[Any] | ProviderHook[Any]
 
@@ -95,6 +96,6 @@ TABLE: dict[str, AnyHook] = {
     for h in (TOOLS, BOOT_GATES, ROUTES, CLI_COMMANDS, CHANNEL_ADAPTERS, RETRIEVAL_BOOSTS, STARTUP, SHUTDOWN,
               ACCOUNT_CREATED,
               STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES,
-              SURFACE_CONTEXT, COLLECTION_SOURCES)
+              SURFACE_CONTEXT, COLLECTION_SOURCES, RECALL_USED)
 }
 """Every hook by name; a test pins it to the specs in :mod:`host.hookspecs`."""

@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "audit": "plugins.memory.commands.audit",
     "search": "plugins.memory.retrieval.cli",
     "collection": "plugins.memory.commands.collection",
+    "recall": "plugins.memory.commands.recall",
 }
 """Subcommand name → module (``HELP``, ``configure``, ``run``)."""
 

@@ -13,7 +13,7 @@ from host.hookspecs import hookimpl
 if TYPE_CHECKING:  # pragma: no cover
     from host.graph import Guards
     from host.manager import Host
-    from host.types import CliCommand, CollectionSource, Tool
+    from host.types import CliCommand, CollectionSource, RetrievalBoost, Tool
 
 
 @hookimpl
@@ -132,7 +132,26 @@ def plughost_collection_sources(host: Host) -> list[CollectionSource]:
     return [MARKDOWN]
 
 
-__all__ = ["plughost_collection_sources", "plughost_surface_context", "plughost_startup_surfacing", "plughost_shutdown",
+@hookimpl
+def plughost_recall_used(host: Host, reply: str, items: dict[str, dict[str, str]], tool_text: str) -> list[str]:
+    """Recall tracking's built-in judge: ids, titles, six-word runs, distinctive words."""
+    from plugins.memory.recall import used_items
+
+    return used_items(reply, items, tool_text)
+
+
+@hookimpl(specname="plughost_retrieval_boosts")
+def plughost_retrieval_boosts_recall(host: Host) -> list[RetrievalBoost]:
+    """Pinned items up, snoozed items down, for the process's account (``PLUGHOST_RECALL_RANKING=1``)."""
+    from plugins.memory.recall import boost, ranking_enabled
+
+    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    if not account or not ranking_enabled(host.env):
+        return []
+    return [boost(host.home, account)]
+
+
+__all__ = ["plughost_recall_used", "plughost_retrieval_boosts_recall", "plughost_collection_sources", "plughost_surface_context", "plughost_startup_surfacing", "plughost_shutdown",
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
            "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations"]

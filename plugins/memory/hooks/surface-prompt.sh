@@ -1,5 +1,6 @@
 #!/bin/sh
-# Claude Code UserPromptSubmit hook: prompt-time memory surfacing (plugins/memory/surfacing/).
+# Claude Code UserPromptSubmit and Stop hook: prompt-time memory surfacing and recall tracking
+# (plugins/memory/surfacing/client.py tells the two apart by hook_event_name).
 # Claude Code gives hooks the config dir's settings.json env, where `plughost install` put
 # PLUGHOST_PYTHON (the install's interpreter); -S keeps the warm path to the standard library.
 # Never fails the prompt.

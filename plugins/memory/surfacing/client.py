@@ -1,5 +1,8 @@
 """The ``UserPromptSubmit`` hook process: stdin in, ``hookSpecificOutput`` out, never a blocked prompt.
 
+The same process is the ``Stop`` hook (``hook_event_name: Stop``): it asks for the finished
+reply to be checked against what the session was shown (recall tracking), and prints nothing.
+
 Run as ``python -S plugins/memory/surfacing/client.py`` (``hooks/surface-prompt.sh``): only the
 standard library is imported on the warm path, so a call costs an interpreter start and one
 loopback round trip to ``plughost serve``. Without a listening server it loads the host in
@@ -17,13 +20,15 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 if __package__:
-    from plugins.memory.surfacing import context, rules
+    from plugins.memory.surfacing import context, rules, sessions
 else:  # run as a script: the sibling stdlib-only modules, without the host on sys.path
     import context  # type: ignore[no-redef]
     import rules  # type: ignore[no-redef]
+    import sessions  # type: ignore[no-redef]
 
 WARM_TIMEOUT_MS = 3000
 COLD_TIMEOUT_MS = 8000
@@ -76,6 +81,9 @@ def build_request(hook: Mapping[str, Any], ctx: context.Context) -> dict[str, An
         value = hook.get(name)
         return value if isinstance(value, str) else ""
 
+    if hook.get("hook_event_name") == "Stop":
+        return {"op": "recall", "sessionId": text("session_id"), "transcriptPath": text("transcript_path"),
+                **ctx.as_json()}
     return {"sessionId": text("session_id"), "prompt": text("prompt"), "cwd": text("cwd") or None,
             **ctx.as_json()}
 
@@ -124,17 +132,16 @@ def run_cold(request: Mapping[str, Any], env: Mapping[str, str], home: str) -> d
     if os.path.isdir(os.path.join(root, "host")) and root not in sys.path:
         sys.path.insert(0, root)
     from host.manager import Host
-    from plugins.memory.surfacing.core import SurfaceRequest, surface
+    from plugins.memory.surfacing.server import dispatch
 
     host_env = dict(env)
     host_env["PLUGHOST_HOME"] = home
     os.environ.update(host_env)  # host.log and config read the process env (the settings' env included)
     host = Host(env=host_env).load()
     try:
-        result = surface(host, SurfaceRequest.from_json(request))
+        return dispatch(host, request)
     finally:
         host.close()
-    return {"ok": True, "output": result.output, "reason": result.reason, "items": len(result.items)}
 
 
 def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
@@ -155,10 +162,16 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
     if ctx is None:
         return done("skip", reason="no-account")
     home = ctx.home
-    prompt = hook.get("prompt") if isinstance(hook.get("prompt"), str) else ""
-    first = rules.decide(prompt or "", "-")  # "-": would it be worth a search even as a follow-up?
-    if first.query is None:
-        return done("skip", reason=first.reason)
+    if hook.get("hook_event_name") == "Stop":  # recall tracking: only sessions that were shown memory
+        sid = hook.get("session_id")
+        if not isinstance(sid, str) or not sid or not os.path.exists(
+                sessions.session_path(Path(home), ctx.account_id, sid)):
+            return done("skip", event="Stop", reason="nothing-surfaced")
+    else:
+        prompt = hook.get("prompt") if isinstance(hook.get("prompt"), str) else ""
+        first = rules.decide(prompt or "", "-")  # "-": would it be worth a search even as a follow-up?
+        if first.query is None:
+            return done("skip", reason=first.reason)
     request = build_request(hook, ctx)
     try:
         reply = ask_warm(home, request, _ms(env, "PLUGHOST_SURFACE_TIMEOUT_MS", WARM_TIMEOUT_MS))
@@ -187,6 +200,8 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
         return done("warm", result="error", reason=reason)
     if not reply.get("ok"):
         return done(path, result="error", reason=reply.get("error"), detail=reply.get("detail"))
+    if request.get("op") == "recall":
+        return done(path, event="Stop", result="ok", reason=reply.get("reason"), used=len(reply.get("used") or []))
     output = reply.get("output")
     if isinstance(output, dict):
         out.write(json.dumps(output, ensure_ascii=False))

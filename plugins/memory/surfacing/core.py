@@ -153,7 +153,9 @@ def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
     text, kept = render(fresh[:limit], budget)
     if path is not None and (kept or decision.base):
         sessions.append(path, {"query": decision.query, "base": decision.base, "folded": decision.folded,
-                               "items": [i["id"] for i in kept]})
+                               "items": [i["id"] for i in kept],
+                               "shown": {i["id"]: {"title": str(i.get("title") or "")[:200],
+                                                   "text": str(i.get("text") or "")[:400]} for i in kept}})
     ms = (time.perf_counter() - started) * 1000
     log("surface", "op=surfaced" if kept else "op=empty", reason=decision.reason, **fields,
         found=len(found or []), repeats=repeats, items=len(kept), chars=len(text), budget=budget,

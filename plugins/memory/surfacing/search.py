@@ -6,7 +6,8 @@ nothing more), with the caller's :class:`Guards` instead of the process's, no gr
 context the agent can fetch itself) and no conversation messages (another session's chat is
 not knowledge, and a public session must not see a stranger's). A row is kept when its vector
 similarity reaches ``PLUGHOST_SURFACE_MIN_SIMILARITY`` (default 0.3) or, found by BM25 alone,
-when its BM25 score, min-max normalised among the rows that may surface, reaches 0.5: surfacing
+when its BM25 score, min-max normalised among the rows that may surface, reaches
+``PLUGHOST_SURFACE_MIN_BM25`` (default 0.5): surfacing
 runs before every prompt, so a weak match is noise.
 """
 
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from host import hooktable
 from host.graph import Guards
+from plugins.memory.recall import boost as recall_boost
+from plugins.memory.recall import ranking_enabled
 from plugins.memory.surfacing import rules
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,11 +56,14 @@ def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: S
 
     flags = SearchFlags.from_env(host.env)
     boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []
+    if boosts and ranking_enabled(host.env):  # serve answers many accounts: pins of the caller's
+        boosts = [b for b in boosts if b.name != "recall"] + [recall_boost(host.home, guards.account_id)]
     embedder = host.embedder()
     want = min(MAX_LIMIT, 3 * limit + len(exclude))
     outcome = search(host.store(), SearchRequest(rules.search_terms(query), want, expand_hops=0), guards=guards, embedder=embedder,
                      flags=flags, extra_boosts=boosts, emit_log=False)
     floor = _float(host.env, "PLUGHOST_SURFACE_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY)
+    bm25_floor = _float(host.env, "PLUGHOST_SURFACE_MIN_BM25", BM25_ONLY_FLOOR)
     skip = set(exclude)
     rows = [r for r in outcome.rows if not SKIPPED_LABELS.intersection(r.node.labels)]
     low, high = min((r.bm25 for r in rows), default=0.0), max((r.bm25 for r in rows), default=0.0)
@@ -66,7 +72,7 @@ def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: S
         if row.id in skip:
             continue
         bm25 = 1.0 if high <= low else (row.bm25 - low) / (high - low)  # among the rows that may surface
-        strong = row.vector >= floor if row.vector else bm25 >= BM25_ONLY_FLOOR
+        strong = row.vector >= floor if row.vector else bm25 >= bm25_floor
         if not strong:
             continue
         items.append(item_of(row))

@@ -122,8 +122,6 @@ class SurfaceServer:
             ms=f"{(time.perf_counter() - started) * 1000:.0f}")
 
     def answer(self, line: bytes) -> dict[str, Any]:
-        from plugins.memory.surfacing.core import SurfaceRequest, surface
-
         if len(line) > MAX_REQUEST:
             return {"ok": False, "error": "too-large", "detail": f"request: more than {MAX_REQUEST} bytes"}
         try:
@@ -136,17 +134,8 @@ class SurfaceServer:
         if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
             log("surface", "op=refused", reason="bad-token")
             return {"ok": False, "error": "unauthorized", "detail": "token: missing or wrong"}
-        try:
-            request = SurfaceRequest.from_json(data.get("request") or {})
-        except (ValueError, AttributeError) as exc:
-            return {"ok": False, "error": "bad-request", "detail": f"request.{exc}"[:200]}
-        try:
-            result = surface(self.host, request)
-        except Exception as exc:
-            log("surface", "op=error", reason="internal", detail=f"{type(exc).__name__}: {exc}"[:120])
-            return {"ok": False, "error": "internal", "detail": type(exc).__name__}
-        return {"ok": True, "output": result.output, "reason": result.reason, "items": len(result.items),
-                "ms": round(result.stats.get("ms", 0.0), 1)}
+        request = data.get("request")
+        return dispatch(self.host, request if isinstance(request, dict) else {})
 
     def stop(self) -> None:
         if self._server is None:
@@ -161,6 +150,34 @@ class SurfaceServer:
             pass
         self._server = None
         log("surface", "op=stopped")
+
+
+def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
+    """One request, warm or cold: ``op`` surface (default) or recall (the Stop hook)."""
+    from plugins.memory.surfacing.core import SurfaceRequest, surface
+
+    op = request.get("op") or "surface"
+    try:
+        parsed = SurfaceRequest.from_json(request)
+        if op == "recall":
+            path = request.get("transcriptPath")
+            if not isinstance(path, str) or not path or not parsed.session_id:
+                raise ValueError("transcriptPath and sessionId: expected non-empty strings")
+        elif op != "surface":
+            raise ValueError(f"op: expected surface or recall, got {str(op)[:40]!r}")
+    except (ValueError, AttributeError) as exc:
+        return {"ok": False, "error": "bad-request", "detail": f"request.{exc}"[:200]}
+    try:
+        if op == "recall":
+            from plugins.memory.recall import mark
+
+            return {"ok": True, **mark(host, parsed.account_id, parsed.session_id, request["transcriptPath"])}
+        result = surface(host, parsed)
+    except Exception as exc:
+        log("surface", "op=error", reason="internal", detail=f"{type(exc).__name__}: {exc}"[:120])
+        return {"ok": False, "error": "internal", "detail": type(exc).__name__}
+    return {"ok": True, "output": result.output, "reason": result.reason, "items": len(result.items),
+            "ms": round(result.stats.get("ms", 0.0), 1)}
 
 
 def start(host: Host) -> None:

@@ -41,6 +41,7 @@ class SessionState:
 
     surfaced: list[str] = field(default_factory=list)  # in order, each id once
     used: set[str] = field(default_factory=set)
+    shown: dict[str, dict[str, str]] = field(default_factory=dict)  # id -> the title and text shown
     previous: str | None = None
     turns: int = 0
 
@@ -74,6 +75,8 @@ def load(path: Path) -> SessionState:
                 if isinstance(i, str) and i not in seen:
                     seen.add(i)
                     state.surfaced.append(i)
+            if isinstance(rec.get("shown"), dict):
+                state.shown.update({k: v for k, v in rec["shown"].items() if isinstance(v, dict)})
             if isinstance(rec.get("base"), str) and rec["base"]:
                 state.previous = rec["base"]
         used = rec.get("used")
