@@ -52,7 +52,14 @@ def load_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     wins over the file.
     """
     env = dict(os.environ if env is None else env)
-    return {**home_env(env), **env}
+    out = {**home_env(env), **env}
+    for key in PATH_KEYS:  # `${CLAUDE_PLUGIN_ROOT}/../..` arrives unnormalised from Claude Code
+        if out.get(key) and os.path.isabs(out[key]):
+            out[key] = os.path.normpath(out[key])
+    return out
+
+
+PATH_KEYS = ("PLUGHOST_HOME", "PLUGHOST_PLUGINS_DIR", "PLUGHOST_PREMIUM_DIR")
 
 
 def manifests_dir(env: Mapping[str, str] | None = None) -> Path:

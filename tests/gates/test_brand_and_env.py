@@ -39,3 +39,15 @@ def test_home_env_reads_the_install_dotenv(tmp_path):
     write(tmp_path / ".env", "# written by plughost install\nPLUGHOST_BRAND=studio\nexport A='x y'\nB=\"q\"\nnoise\n")
     assert home_env({"PLUGHOST_HOME": str(tmp_path)}) == {"PLUGHOST_BRAND": "studio", "A": "x y", "B": "q"}
     assert home_env({"PLUGHOST_HOME": str(tmp_path / "none")}) == {}
+
+
+def test_load_env_puts_the_environment_over_the_dotenv_and_normalises_payload_paths(tmp_path):
+    from host.config import load_env
+
+    write(tmp_path / ".env", "PLUGHOST_BRAND=studio\nPLUGHOST_PLUGINS_DIR=/from/dotenv\nEMBED_MODEL=m\n")
+    env = {"PLUGHOST_HOME": str(tmp_path), "PLUGHOST_BRAND": "mine",
+           "PLUGHOST_PREMIUM_DIR": "/x/payload/premium-plugins/greeter/.."}
+    loaded = load_env(env)
+    assert loaded["PLUGHOST_BRAND"] == "mine" and loaded["EMBED_MODEL"] == "m"
+    assert loaded["PLUGHOST_PLUGINS_DIR"] == "/from/dotenv"
+    assert loaded["PLUGHOST_PREMIUM_DIR"] == "/x/payload/premium-plugins"
