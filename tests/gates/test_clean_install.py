@@ -120,3 +120,18 @@ def test_a_moved_payload_not_reinstalled_and_a_stale_manifest_are_named(cli, tmp
     lines = cli("boot", "--check", "--account", "acme", "--config-dir", str(cc)).stderr.splitlines()
     assert ("[tool-registration] op=drift FATAL accountId=acme plugin=graph expected-server=graph "
             "reason=dist-missing") in lines
+
+
+def test_a_drifting_premium_specialist_refuses_boot_and_serve_alike(cli, tmp_path, plughost_home):
+    """The install's premium sub-plugins come from its .env for both commands: a typo'd tool in one
+    of their specialists refuses `boot --check` and `serve` with the same line."""
+    payload, _ = _clean_install(cli, tmp_path, "studio")
+    agent = payload / "premium-plugins" / "studio" / "plugins" / "notes" / "agents" / "note-taker.md"
+    agent.write_text(agent.read_text().replace("tools:", "tools: mcp__plugin_notes_notes__note-ad,", 1))
+    boot = cli("boot", "--check", "--account", "acme")
+    serve = cli("serve", "--account", "acme", "--port", "0")
+    assert boot.returncode == 1 and serve.returncode == 1, (boot.stderr, serve.stderr)
+    line = next(x for x in boot.stderr.splitlines() if "reason=specialist-tool-drift" in x)
+    assert "tool=mcp__plugin_notes_notes__note-ad drift=unknown-tool-in-plugin" in line
+    assert line in serve.stderr.splitlines()
+    assert "refusing to serve: fatal boot gate(s) failed: specialist-tool-drift" in serve.stderr
