@@ -96,12 +96,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true", help="print the sample search's whole result")
 
 
-def _ensure_account(account: str, home: Path) -> None:
+def _ensure_account(account: str, home: Path) -> bool:
+    """Create the demo account when missing; True when it was created (its owner is then seeded)."""
     from host.accounts import account_dir, create_account
 
     folder = account_dir(account, home)
     if not (folder / "users.json").exists():
         create_account(account, home, admin_phones=["+15550100"])
+        return True
+    return False
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
@@ -109,8 +112,13 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
 
     account = args.account or ctx.env.get("ACCOUNT_ID") or DEMO_ACCOUNT
     ctx.env["ACCOUNT_ID"] = account  # the command's call context; the process environment is left alone
-    _ensure_account(account, config.home(ctx.env))
+    created = _ensure_account(account, config.home(ctx.env))
     host = ctx.host()
+    if created:  # the owner's AdminUser + UserProfile, as `plughost account create` writes them
+        from host.accounts import load_users
+        from host.commands.account import bootstrap
+
+        bootstrap(ctx, account, load_users(account, config.home(ctx.env)))
     if "memory" not in {r.name for r in host.loaded()}:
         raise UserError("demo: the memory plugin is not loaded (check PLUGHOST_DISABLE_PLUGINS / PLUGHOST_LOAD_PLUGINS)")
     store = host.store()
