@@ -74,6 +74,16 @@ class PinGate:
         self.slots = asyncio.Semaphore(slots)
         self.waiting = 0
         self.scrypt_s = 0.05  # a running estimate of one scrypt, for the unknown-account wait
+        self.throttled = 0
+        self.logged_at = -1.0
+
+    def note_throttled(self) -> None:
+        """One ``op=throttled`` line per second at most, with the count since the last one (a flood is one line)."""
+        self.throttled += 1
+        now = time.monotonic()
+        if now - self.logged_at >= 1.0:
+            log("admin-session", "op=throttled", reason="global-pin-limit", count=self.throttled)
+            self.throttled, self.logged_at = 0, now
 
     def admit(self) -> bool:
         """Take one attempt from the bucket; False when the server is at its limit."""
@@ -139,7 +149,7 @@ def make_endpoints(home_of: Callable[[], Path], account_of: Callable[[], str | N
             return json_error(429, "too-many-requests", "too many wrong PINs; try again in a few minutes",
                               headers={"Retry-After": str(int(WINDOW_S))})
         if not gate.admit():
-            log("admin-session", "op=throttled", reason="global-pin-limit")
+            gate.note_throttled()
             return json_error(429, "too-many-requests", "too many PIN attempts on this server; try again shortly",
                               headers={"Retry-After": "1"})
         home = home_of()
