@@ -153,6 +153,12 @@ def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:
     return extra
 
 
+def _reject(node_id: str, rule: str) -> None:
+    from host.log import log
+
+    log("graph-write", "reject", reason=ISOLATION, node=node_id[:64], rule=rule)
+
+
 def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> None:
     """Refuse (``WriteDenied``) a write of node ``node_id`` from ``before`` (None: a new node) to ``after``.
 
@@ -161,6 +167,7 @@ def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after
     - with ``AGENT_SLUG``, ``after.agents`` must hold it and gain no other agent's tag.
     """
     if before is not None and not can_change(g, before):
+        _reject(node_id, "outside")
         raise WriteDenied(f"id: node '{node_id}' is outside what this process can read (ALLOWED_SCOPES / "
                           "AGENT_SLUG); nothing was written")
     if g.allowed_scopes is not None:
@@ -168,6 +175,7 @@ def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after
         kept_unscoped = scope is None and (before is not None and before.get("scope") is None
                                            or not g.allowed_scopes)  # ALLOWED_SCOPES="": unscoped only
         if not kept_unscoped and scope not in g.allowed_scopes:
+            _reject(node_id, "scope")
             raise WriteDenied(f"properties.scope: {scope!r} is outside this process's ALLOWED_SCOPES "
                               f"({','.join(g.allowed_scopes) or 'none'}); nothing was written")
     if g.agent_slug is not None:
@@ -175,6 +183,7 @@ def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after
         had = set(_agents(before.get("agents"))) if before is not None else set()
         gained = [a for a in agents if a != g.agent_slug and a not in had]
         if g.agent_slug not in agents or gained:
+            _reject(node_id, "agents")
             raise WriteDenied(f"properties.agents: {agents!r} must keep this process's agent '{g.agent_slug}' "
                               "and add no other agent; nothing was written")
 

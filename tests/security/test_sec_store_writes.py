@@ -68,12 +68,13 @@ def test_ids_are_per_account(db: Path) -> None:
     (Guards(A, ("public",)), "brand-new", {"scope": "admin"}),  # create outside its view
 ])
 def test_a_write_outside_the_guards_is_refused_and_writes_nothing(db: Path, guards: Guards, node: str,
-                                                                   props: dict) -> None:
+                                                                   props: dict, capfd) -> None:
     a = SqliteStore(db, env={"ACCOUNT_ID": A})
     before = rows(db)
     with pytest.raises(WriteDenied) as err:
         a.upsert_many([{"id": node, "labels": ["Note"], "properties": props}], account_id=A, guards=guards)
     assert err.value.reason == "account-isolation"
+    assert f"[graph-write] reject reason=account-isolation node={node} rule=" in capfd.readouterr().err
     assert rows(db) == before
     a.close()
 
