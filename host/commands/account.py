@@ -86,6 +86,7 @@ def run_list(args: argparse.Namespace, ctx: Any) -> int:
     for account_id in accounts.list_accounts(home):
         try:
             data = accounts.load_account(account_id, home)
+            accounts.load_users(account_id, home)  # an unreadable users.json makes the account invalid too
             admins = data.get("admins")
             row: dict[str, Any] = {"accountId": account_id, "enabledPlugins": list(data.get("enabledPlugins") or []),
                                    "admins": len(admins) if isinstance(admins, list) else 0, "status": "ok"}

@@ -48,3 +48,12 @@ def test_unreadable_account_files_fail_the_account_gate(plughost_home: Path, cli
     assert done.returncode != 0, done.stdout + done.stderr
     out = done.stdout + done.stderr
     assert "account-id-env FATAL" in out and names in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize(("account_text", "users_text"), [("{not json", None), (None, "[{\"userId\": "),
+                                                          (None, json.dumps([{"phone": 5}]))])
+def test_account_list_names_unreadable_files(plughost_home: Path, cli, account_text, users_text) -> None:
+    write(plughost_home, ["owner"], users_text=users_text, account_text=account_text)
+    done = cli("account", "list", "--json", env={"PLUGHOST_HOME": str(plughost_home)})
+    rows = json.loads(done.stdout)["accounts"]
+    assert [(r["accountId"], r["status"]) for r in rows] == [(ACCOUNT, "invalid")], rows
