@@ -1,18 +1,28 @@
 """The Neo4j graph store (SPEC 8.2): the official driver, ``schema.cypher``, index discovery.
 
-Every node the store writes carries the ``GraphNode`` label (the id constraint and account
-index hang off it; it is hidden from the labels the port returns). Guards are one parameterised
-WHERE fragment (:data:`GUARD` / :data:`RELATED_GUARD`), so no guard value is ever spliced into
-query text; labels and relationship types, which Cypher cannot parameterise, are validated
-identifiers (``plugins.graph.common.NAME_RE``) and backtick-quoted.
+Every node the store writes carries the ``GraphNode`` label (the ``(accountId, id)`` uniqueness
+constraint and the account index hang off it; it is hidden from the labels the port returns).
+Ids are per account: two accounts may hold the same id, and nothing tells one that the other
+does. Guards are one parameterised WHERE fragment (:data:`GUARD` / :data:`RELATED_GUARD`), so
+no guard value is ever spliced into query text; labels and relationship types, which Cypher
+cannot parameterise, are validated identifiers (``plugins.graph.common.NAME_RE``) and
+backtick-quoted.
 
-Vector search goes through ``db.index.vector.queryNodes``, which returns the nearest nodes of
-the whole index *before* any WHERE clause: the store asks for ``k * OVERFETCH`` (at least
-``MIN_FETCH``) candidates per index so that the guards, applied right after the procedure,
-still leave k rows in all but pathological cases (e.g. an account holding a tiny share of an
-index). Full-text search goes through ``db.index.fulltext.queryNodes`` on ``entity_search``
-with Lucene special characters escaped; when that index is missing the search returns no rows
-(the caller keeps its vector results) and logs it once.
+Transactions: every public write is one ``execute_write`` transaction (a whole ``upsert_many``
+— an ingest hierarchy, a tool call — commits or rolls back as one), every read one
+``execute_read``, so a cluster or Aura routes them (``neo4j://`` / ``neo4j+s://`` URIs).
+
+Vector search is exact over the guards: ``db.index.vector.queryNodes`` returns the nearest
+nodes of a whole index *before* any WHERE, so one query asks every wanted index (``UNION
+ALL``) for a window of candidates, applies the guards, re-scores the survivors exactly with
+``vector.similarity.cosine`` and cuts at k. When fewer than k survive, the guarded candidates
+are counted: few enough (``EXACT_MAX``) and they are all scored exactly; otherwise the window
+widens until k pass or it covers the index (then exact). Scores are cosines in [-1, 1], as in
+the embedded store. Full-text search streams ``db.index.fulltext.queryNodes`` (every match,
+score-ordered) through the guards before the cut, in one query; user text is Lucene-escaped.
+
+Schema DDL runs only for what ``SHOW INDEXES`` / ``SHOW CONSTRAINTS`` lack, and never from a
+reader (``PLUGHOST_GRAPH_READ_ONLY=1``), which only logs what is missing.
 
 Every Cypher statement this module can issue is listed by :func:`lint_statements` and checked
 by Neo4j's own Cypher analyser in ``tests/graph/test_cypher_lint.py``.
@@ -23,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +62,13 @@ SCHEMA_FILE = Path(__file__).resolve().parent / "schema.cypher"
 BASE_LABEL = "GraphNode"
 FULLTEXT_INDEX = "entity_search"
 OVERFETCH = 10
-"""Vector candidates fetched per index = max(k * OVERFETCH, MIN_FETCH), capped at MAX_FETCH."""
+"""Vector candidates asked of each index at first = max(k * OVERFETCH, MIN_FETCH)."""
 MIN_FETCH = 100
-MAX_FETCH = 10000
-WARNING_STATUS = re.compile(r"^0[12]N5\d$")
+EXACT_MAX = 20000
+"""Guarded candidate sets up to this size are scored exactly when the first window falls short."""
+WIDEN = 8
+LEGACY_CONSTRAINT = "graph_node_id"
+"""The old store-wide id constraint; a writer drops it once the per-account one is in place."""
 LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
 GUARD = """n.accountId = $accountId AND n.deletedAt IS NULL
@@ -70,34 +83,31 @@ RELATED_GUARD = """m.accountId = $accountId AND m.deletedAt IS NULL
 
 LABEL_FILTER = "(size($labels) = 0 OR any(l IN labels(n) WHERE l IN $labels))"
 NODE_RETURN = "n.id AS id, labels(n) AS labels, n {.*, embedding: null} AS props, n.embedding IS NOT NULL AS hasEmbedding"
+HAS_VECTOR = "n.embedding IS NOT NULL AND size(n.embedding) = $dims"
+NODE_KEY = "{accountId: $accountId, id: $id}"
 
-Q_GET = f"MATCH (n:{BASE_LABEL} {{id: $id}}) WHERE {GUARD} RETURN {NODE_RETURN}"
-Q_GET_ANY = f"""MATCH (n:{BASE_LABEL} {{id: $id}})
-WHERE n.accountId = $accountId
-  AND ($allowedScopes IS NULL OR n.scope IS NULL OR n.scope IN $allowedScopes)
+Q_GET = f"MATCH (n:{BASE_LABEL} {NODE_KEY}) WHERE {GUARD} RETURN {NODE_RETURN}"
+Q_GET_ANY = f"""MATCH (n:{BASE_LABEL} {NODE_KEY})
+WHERE ($allowedScopes IS NULL OR n.scope IS NULL OR n.scope IN $allowedScopes)
   AND ($agentSlug IS NULL OR (n.agents IS NOT NULL AND $agentSlug IN n.agents))
 RETURN {NODE_RETURN}"""
-Q_EMBEDDING = f"MATCH (n:{BASE_LABEL} {{id: $id}}) WHERE {GUARD} RETURN n.embedding AS embedding"
+Q_EMBEDDING = f"MATCH (n:{BASE_LABEL} {NODE_KEY}) WHERE {GUARD} RETURN n.embedding AS embedding"
 Q_COUNT = f"MATCH (n:{BASE_LABEL}) WHERE {GUARD} AND {LABEL_FILTER} RETURN count(n) AS c"
-Q_FULLTEXT = f"""CALL db.index.fulltext.queryNodes($index, $query) YIELD node AS n, score
-WHERE {GUARD} AND {LABEL_FILTER}
-RETURN {NODE_RETURN}, score ORDER BY score DESC LIMIT $k"""
-Q_VECTOR = f"""CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node AS n, score
-WHERE {GUARD} AND {LABEL_FILTER}
-RETURN {NODE_RETURN}, score ORDER BY score DESC LIMIT $k"""
 Q_KEYWORD = f"""MATCH (n:{BASE_LABEL}) WHERE $keyword IN n.keywordsLower AND {GUARD} AND {LABEL_FILTER}
 RETURN {NODE_RETURN} ORDER BY n.updatedAt DESC, n.id LIMIT $k"""
-Q_EXPAND = f"""MATCH (o:{BASE_LABEL} {{id: $id}}) WHERE o.accountId = $accountId AND o.deletedAt IS NULL
-MATCH (o)-[r]-(m:{BASE_LABEL}) WHERE {RELATED_GUARD}
-RETURN type(r) AS type, CASE WHEN startNode(r) = o THEN 'out' ELSE 'in' END AS direction,
+Q_EXPAND = f"""UNWIND $ids AS oid
+MATCH (o:{BASE_LABEL} {{accountId: $accountId, id: oid}}) WHERE o.deletedAt IS NULL
+CALL (o) {{
+  MATCH (o)-[r]-(m:{BASE_LABEL}) WHERE {RELATED_GUARD}
+  RETURN r, m LIMIT $limit
+}}
+RETURN oid, type(r) AS type, CASE WHEN startNode(r) = o THEN 'out' ELSE 'in' END AS direction,
        properties(r) AS rel, m.id AS id, labels(m) AS labels, m {{.*, embedding: null}} AS props,
-       m.embedding IS NOT NULL AS hasEmbedding
-LIMIT $limit"""
+       m.embedding IS NOT NULL AS hasEmbedding"""
 Q_MISSING = f"""MATCH (n:{BASE_LABEL})
 WHERE n.accountId = $accountId AND n.deletedAt IS NULL AND n.embedding IS NULL
   AND any(l IN labels(n) WHERE l IN $labels) AND NOT n.id IN $exclude
 RETURN {NODE_RETURN} ORDER BY n.createdAt, n.id LIMIT $limit"""
-Q_EXISTING = f"MATCH (n:{BASE_LABEL}) WHERE n.id IN $ids RETURN n.id AS id, n.accountId AS accountId"
 Q_REINGEST = f"""MATCH (n:{BASE_LABEL}:KnowledgeDocument)
 WHERE n.accountId = $accountId AND n.attachmentId = $attachmentId
 WITH n ORDER BY n.deletedAt IS NOT NULL, n.updatedAt DESC LIMIT 1
@@ -106,9 +116,8 @@ OPTIONAL MATCH (s)-->(c:Chunk) WHERE c.accountId = $accountId
 WITH n, collect(DISTINCT s) + collect(DISTINCT c) AS old
 FOREACH (x IN old | DETACH DELETE x)
 RETURN n.id AS id"""
-Q_HIERARCHY_SET = f"""MATCH (n:{BASE_LABEL} {{id: $id}})
-WHERE n.accountId = $accountId
-  AND ($allowedScopes IS NULL OR n.scope IS NULL OR n.scope IN $allowedScopes)
+Q_HIERARCHY_SET = f"""MATCH (n:{BASE_LABEL} {NODE_KEY})
+WHERE ($allowedScopes IS NULL OR n.scope IS NULL OR n.scope IN $allowedScopes)
   AND ($agentSlug IS NULL OR (n.agents IS NOT NULL AND $agentSlug IN n.agents))
 OPTIONAL MATCH (n)-->(s:Section) WHERE n:KnowledgeDocument AND s.accountId = $accountId
 OPTIONAL MATCH (s)-->(c:Chunk) WHERE c.accountId = $accountId
@@ -127,12 +136,15 @@ FOREACH (m IN targets | SET m.backlinkCount = coalesce(m.backlinkCount, 1) - 1)
 DETACH DELETE n
 RETURN count(*) AS purged"""
 Q_SET_EMBEDDINGS = f"""UNWIND $rows AS row
-MATCH (n:{BASE_LABEL} {{id: row.id}}) WHERE n.accountId = $accountId
+MATCH (n:{BASE_LABEL} {{accountId: $accountId, id: row.id}})
 SET n.embedding = row.embedding
 RETURN count(n) AS updated"""
-Q_WIPE = f"MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) DETACH DELETE n"
+Q_WIPE = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}})
+CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 10000 ROWS"""
 Q_INDEXES = "SHOW INDEXES YIELD name, labelsOrTypes, type, options WHERE type = 'VECTOR' RETURN name, labelsOrTypes, options"
-Q_FULLTEXT_EXISTS = "SHOW INDEXES YIELD name, type WHERE type = 'FULLTEXT' AND name = $index RETURN count(*) AS n"
+Q_INDEX_NAMES = "SHOW INDEXES YIELD name RETURN name"
+Q_CONSTRAINT_NAMES = "SHOW CONSTRAINTS YIELD name RETURN name"
+Q_LABEL_TOTAL = "MATCH (n:$($label)) RETURN count(n) AS c"
 Q_EXPLAIN_PREFIX = "EXPLAIN "
 Q_SCHEMA_LABELS = f"""MATCH (n:{BASE_LABEL}) WHERE {GUARD}
 UNWIND labels(n) AS label WITH label WHERE label <> '{BASE_LABEL}'
@@ -142,36 +154,88 @@ RETURN type(r) AS type, count(*) AS c ORDER BY type"""
 Q_SCHEMA_KEYS = f"""MATCH (n:{BASE_LABEL}) WHERE {GUARD}
 WITH n LIMIT 2000 UNWIND keys(n) AS key
 RETURN DISTINCT key ORDER BY key"""
-Q_DELETE_EDGE_TMPL = """MATCH (a:{base} {{id: $source}})-[r:`{type}`]->(b:{base} {{id: $target}})
-WHERE a.accountId = $accountId AND b.accountId = $accountId
+Q_DELETE_EDGE_TMPL = """MATCH (a:{base} {{accountId: $accountId, id: $source}})-[r:`{type}`]->(b:{base} {{accountId: $accountId, id: $target}})
 DELETE r
 SET b.backlinkCount = coalesce(b.backlinkCount, 1) - 1
 RETURN count(*) AS deleted"""
 
-
 def q_upsert(labels: Sequence[str]) -> str:
-    """MERGE nodes of one label set; a node of another account is left alone and reported."""
+    """MERGE nodes of one label set on (accountId, id): another account's node is never touched."""
     extra = "".join(f":`{label}`" for label in check_labels(labels))
     return f"""UNWIND $rows AS row
-MERGE (n:{BASE_LABEL} {{id: row.id}})
-ON CREATE SET n.accountId = $accountId, n.createdAt = $now, n.backlinkCount = 0
-WITH n, row WHERE n.accountId = $accountId
+MERGE (n:{BASE_LABEL} {{accountId: $accountId, id: row.id}})
+ON CREATE SET n.createdAt = $now, n.backlinkCount = 0
 SET n += row.props, n.keywordsLower = row.keywords, n.updatedAt = $now, n.deletedAt = null
 SET n{extra}
-FOREACH (v IN CASE WHEN row.embedding IS NULL THEN [] ELSE [row.embedding] END | SET n.embedding = v)
-RETURN n.id AS id"""
+FOREACH (v IN CASE WHEN row.embedding IS NULL THEN [] ELSE [row.embedding] END | SET n.embedding = v)"""
 
 
 def q_edges(edge_type: str) -> str:
     """MERGE typed edges between two nodes of the account; backlinkCount follows new edges."""
     t = check_name(edge_type, "edge.type")
     return f"""UNWIND $rows AS row
-MATCH (a:{BASE_LABEL} {{id: row.source}}) WHERE a.accountId = $accountId
-MATCH (b:{BASE_LABEL} {{id: row.target}}) WHERE b.accountId = $accountId
+MATCH (a:{BASE_LABEL} {{accountId: $accountId, id: row.source}})
+MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.target}})
 MERGE (a)-[r:`{t}`]->(b)
 ON CREATE SET b.backlinkCount = coalesce(b.backlinkCount, 0) + 1
 SET r += row.props
 RETURN row.pos AS pos"""
+
+
+def where_cypher(where: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """Property equality filters (``None``: absent) on ``n``; keys are validated names, values parameters."""
+    text, params = "", {}
+    for i, (key, value) in enumerate((where or {}).items()):
+        name = check_name(str(key), "where")
+        if value is None:
+            text += f" AND n.`{name}` IS NULL"
+        else:
+            text += f" AND n.`{name}` = $w{i}"
+            params[f"w{i}"] = value
+    return text, params
+
+
+def within_cypher(within: tuple[str, str] | None) -> tuple[str, dict[str, Any]]:
+    """``(node id, edge type)``: only targets of that node's outgoing edges of that type."""
+    if not within:
+        return "", {}
+    node_id, edge_type = within
+    t = check_name(str(edge_type), "edge type")
+    return (f" AND EXISTS {{ MATCH (:{BASE_LABEL} {{accountId: $accountId, id: $withinId}})-[:`{t}`]->(n) }}",
+            {"withinId": str(node_id)})
+
+
+def q_fulltext(filters: str = "") -> str:
+    return f"""CALL db.index.fulltext.queryNodes($index, $query) YIELD node AS n, score
+WHERE {GUARD} AND {LABEL_FILTER}{filters}
+RETURN {NODE_RETURN}, score ORDER BY score DESC, n.id LIMIT $k"""
+
+
+def q_vector_window(indexes: int, filters: str = "") -> str:
+    """Every wanted index's window in one query, guarded, re-scored exactly, cut at k."""
+    branches = "\n  UNION ALL\n".join(
+        f"  CALL db.index.vector.queryNodes($index{i}, $fetch, $vector) YIELD node RETURN node"
+        for i in range(indexes))
+    return f"""CALL () {{
+{branches}
+}}
+WITH DISTINCT node AS n WHERE {GUARD} AND {LABEL_FILTER}{filters}
+WITH n, vector.similarity.cosine(n.embedding, $vector) AS score ORDER BY score DESC, n.id LIMIT $k
+RETURN {NODE_RETURN}, score"""
+
+
+def q_vector_count(filters: str = "") -> str:
+    return f"""MATCH (n:{BASE_LABEL}) WHERE {GUARD} AND {HAS_VECTOR}
+  AND any(l IN labels(n) WHERE l IN $wanted) AND {LABEL_FILTER}{filters}
+RETURN count(n) AS c"""
+
+
+def q_vector_exact(filters: str = "") -> str:
+    """Exact cosine over the guarded candidates (through the account index)."""
+    return f"""MATCH (n:{BASE_LABEL}) WHERE {GUARD} AND {HAS_VECTOR}
+  AND any(l IN labels(n) WHERE l IN $wanted) AND {LABEL_FILTER}{filters}
+WITH n, vector.similarity.cosine(n.embedding, $vector) AS score ORDER BY score DESC, n.id LIMIT $k
+RETURN {NODE_RETURN}, score"""
 
 
 def q_find(where_keys: Sequence[str], order_by: str | None, descending: bool) -> str:
@@ -189,6 +253,14 @@ def schema_statements(dimensions: int) -> list[str]:
     return [s.strip() for s in re.split(r";\s*$", text, flags=re.M) if s.strip()]
 
 
+def statement_name(statement: str) -> str:
+    """The index or constraint name a schema statement creates."""
+    found = re.match(r"CREATE\s+(?:\w+\s+)*?(?:INDEX|CONSTRAINT)\s+(\w+)", statement, re.I)
+    if not found:
+        raise ValueError(f"schema.cypher: statement without a name: {statement[:60]}")
+    return found.group(1)
+
+
 def lucene_query(text: str) -> str:
     """User text as a Lucene query: every special character escaped, words OR-ed."""
     words = [LUCENE_SPECIAL.sub(r"\\\1", w) for w in str(text).split()]
@@ -199,10 +271,14 @@ def lucene_query(text: str) -> str:
 
 def lint_statements() -> list[str]:
     """Every statement the store can issue (templated ones with sample names), for the linter."""
-    stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_FULLTEXT, Q_VECTOR, Q_KEYWORD, Q_EXPAND, Q_MISSING, Q_EXISTING,
-             Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_FULLTEXT_EXISTS,
-             Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
+    where, _ = where_cypher({"conversationId": "c", "role": None})
+    within, _ = within_cypher(("c", "HAS_MESSAGE"))
+    stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_MISSING,
+             Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
+             Q_LABEL_TOTAL, Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
              Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type="MENTIONS"),
+             q_fulltext(), q_fulltext(where + within), q_vector_window(1), q_vector_window(3, where + within),
+             q_vector_count(), q_vector_exact(where + within),
              q_upsert(["Person"]), q_upsert(["KnowledgeDocument", "Report"]), q_edges("HAS_SECTION"),
              q_find([], None, True), q_find(["name", "channel"], "rank", False)]
     schema, shapes = [], set()
@@ -229,6 +305,10 @@ class Neo4jStore:
     """:class:`host.graph.GraphStore` on Neo4j through the official driver."""
 
     backend = "neo4j"
+    overfetch = OVERFETCH
+    min_fetch = MIN_FETCH
+    exact_max = EXACT_MAX
+    """Vector-search tunables (per instance; the guard property test narrows them to reach every path)."""
 
     def __init__(self, driver: Any, *, env: Mapping[str, str], database: str | None = None,
                  apply_schema: bool = True) -> None:
@@ -238,7 +318,7 @@ class Neo4jStore:
         self._indexes: dict[str, tuple[str, int]] | None = None
         self._fulltext_warned = False
         if apply_schema:
-            self.apply_schema()
+            self.ensure_schema()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Neo4jStore:
@@ -250,8 +330,10 @@ class Neo4jStore:
         user = env.get("NEO4J_USER") or env.get("NEO4J_USERNAME") or "neo4j"
         password = env.get("NEO4J_PASSWORD") or ""
         try:
-            driver = neo4j.GraphDatabase.driver(uri, auth=(user, password), connection_timeout=10.0)
-            driver.verify_connectivity()  # fails fast; execute_query would retry for ~30 s
+            # Notifications are the Cypher tools' warning block, not the driver's log lines.
+            driver = neo4j.GraphDatabase.driver(uri, auth=(user, password), connection_timeout=10.0,
+                                                warn_notification_severity=neo4j.NotificationMinimumSeverity.OFF)
+            driver.verify_connectivity()  # fails fast; a transaction function would retry for ~30 s
             return cls(driver, env=env, database=env.get("NEO4J_DATABASE"))
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError, OSError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -267,14 +349,32 @@ class Neo4jStore:
     def dimensions(self) -> int:
         return env_dimensions(self.env)
 
-    def _run(self, query: str, params: Mapping[str, Any] | None = None, *, read: bool = False) -> Any:
+    @property
+    def read_only(self) -> bool:
+        return (self.env.get("PLUGHOST_GRAPH_READ_ONLY") or "").strip().lower() in ("1", "true", "yes", "on")
+
+    def read(self, work: Callable[[Any], Any]) -> Any:
+        """``work(tx)`` in one read transaction (``execute_read``: routed to a reader, retried on transient errors)."""
         import neo4j
 
-        routing = neo4j.RoutingControl.READ if read else neo4j.RoutingControl.WRITE
-        return self.driver.execute_query(query, dict(params or {}), routing_=routing, database_=self.database)
+        with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
+            return session.execute_read(work)
+
+    def write(self, work: Callable[[Any], Any]) -> Any:
+        """``work(tx)`` in one write transaction (``execute_write``): it commits whole or not at all."""
+        with self.driver.session(database=self.database) as session:
+            return session.execute_write(work)
 
     def _rows(self, query: str, params: Mapping[str, Any] | None = None, *, read: bool = True) -> list[Any]:
-        return list(self._run(query, params, read=read).records)
+        def work(tx: Any) -> list[Any]:
+            return list(tx.run(query, dict(params or {})))
+
+        return self.read(work) if read else self.write(work)
+
+    def _auto(self, query: str, params: Mapping[str, Any] | None = None) -> None:
+        """A statement that manages its own transactions (schema DDL, ``IN TRANSACTIONS``)."""
+        with self.driver.session(database=self.database) as session:
+            session.run(query, dict(params or {})).consume()
 
     @staticmethod
     def _guard_params(g: Guards) -> dict[str, Any]:
@@ -291,49 +391,72 @@ class Neo4jStore:
         labels = tuple(label for label in record["labels"] if label != BASE_LABEL)
         return Node(record["id"], labels, props, props.get("accountId", ""), bool(record["hasEmbedding"]))
 
-    def apply_schema(self) -> None:
-        """``schema.cypher`` (every statement is IF NOT EXISTS, so this is idempotent)."""
-        for statement in schema_statements(self.dimensions):
-            self._run(statement)
-        self.clear_index_cache()
+    def ensure_schema(self) -> list[str]:
+        """Create what ``schema.cypher`` names and the database lacks; returns the names created.
+
+        Nothing runs when everything is there, so a read-only database user can start a store;
+        a reader (``PLUGHOST_GRAPH_READ_ONLY=1``) never runs DDL and only logs what is missing.
+        """
+        present = {r["name"] for q in (Q_INDEX_NAMES, Q_CONSTRAINT_NAMES) for r in self._rows(q)}
+        missing = [(statement_name(s), s) for s in schema_statements(self.dimensions)]
+        missing = [(name, s) for name, s in missing if name not in present]
+        if missing and self.read_only:
+            log("graph-store", "schema-missing", count=len(missing), names=",".join(n for n, _ in missing[:5]),
+                action="none (read-only)")
+            return []
+        for name, statement in missing:
+            self._auto(statement)
+            log("graph-store", "schema-created", name=name)
+        if LEGACY_CONSTRAINT in present and not self.read_only:
+            self._auto(f"DROP CONSTRAINT {LEGACY_CONSTRAINT} IF EXISTS")
+            log("graph-store", "schema-dropped", name=LEGACY_CONSTRAINT, reason="ids are per account")
+        if missing:
+            self.clear_index_cache()
+        return [name for name, _ in missing]
+
+    apply_schema = ensure_schema
 
     # ------------------------------------------------------------------ writes
     def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, account_id: str,
                     node_id: str | None = None, embedding: Sequence[float] | None = None) -> str:
         check_account(self.account_id, account_id, node=node_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
-        return self._upsert([item], account_id)[0]
+        return self.write(lambda tx: self._upsert(tx, [item], account_id))[0]
 
     def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str) -> int:
+        """All rows and their edges in one transaction: an unknown edge target rolls back everything."""
         check_account(self.account_id, account_id)
         items, edges = prepare_rows(rows, account_id)
-        ids, missing = self.import_batch(items, edges, account_id=account_id)
-        if missing:
-            i, j, _, to, _ = edges[missing[0]]
-            raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
-        return len(ids)
+
+        def work(tx: Any) -> list[str]:
+            ids, missing = self._batch(tx, items, edges, account_id)
+            if missing:
+                i, j, _, to, _ = edges[missing[0]]
+                raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
+            return ids
+
+        return len(self.write(work))
 
     def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
                      account_id: str) -> tuple[list[str], list[int]]:
+        """One import batch in one transaction (UNWIND per label set and edge type)."""
         check_account(self.account_id, account_id)
-        ids = self._upsert(items, account_id)
-        missing = self._edges([(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
+        return self.write(lambda tx: self._batch(tx, items, edges, account_id))
+
+    def _batch(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
+               account_id: str) -> tuple[list[str], list[int]]:
+        ids = self._upsert(tx, items, account_id)
+        missing = self._edges(tx, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
         return ids, missing
 
-    def _upsert(self, items: list[Prepared], account_id: str) -> list[str]:
+    def _upsert(self, tx: Any, items: list[Prepared], account_id: str) -> list[str]:
         now = iso(time.time())
         for item in items:
             if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
-                rows = self._rows(Q_REINGEST, {"accountId": account_id,
-                                               "attachmentId": item.properties["attachmentId"]}, read=False)
+                rows = list(tx.run(Q_REINGEST, {"accountId": account_id,
+                                                "attachmentId": item.properties["attachmentId"]}))
                 item.id = rows[0]["id"] if rows else None
         ids = [item.id or new_id() for item in items]
-        explicit = [i for i, item in zip(ids, items, strict=True) if item.id is not None]
-        if explicit:
-            for rec in self._rows(Q_EXISTING, {"ids": explicit}):
-                if rec["accountId"] != account_id:
-                    log("graph-write", "reject", reason="invalid-account-id", node=rec["id"])
-                    raise UserError(f"id: node '{rec['id']}' belongs to another account; writes must target ACCOUNT_ID")
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         for nid, item in zip(ids, items, strict=True):
             groups.setdefault(item.labels, []).append({
@@ -341,7 +464,7 @@ class Neo4jStore:
                 "embedding": item.embedding,
             })
         for labels, rows in groups.items():
-            self._run(q_upsert(labels), {"rows": rows, "accountId": account_id, "now": now})
+            tx.run(q_upsert(labels), {"rows": rows, "accountId": account_id, "now": now}).consume()
         return ids
 
     def create_edge(self, source_id: str, target_id: str, edge_type: str,
@@ -358,24 +481,24 @@ class Neo4jStore:
         for i, (src, etype, dst, props) in enumerate(edges):
             t, d, p = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
             wanted.append((src, t, d, p))
-        return self._edges(wanted, account_id)
+        return self.write(lambda tx: self._edges(tx, wanted, account_id))
 
-    def _edges(self, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[int]:
+    def _edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[int]:
         by_type: dict[str, list[dict[str, Any]]] = {}
         for pos, (src, etype, dst, props) in enumerate(wanted):
             by_type.setdefault(etype, []).append({"pos": pos, "source": src, "target": dst,
                                                   "props": _clean_props(props or {})})
         done: set[int] = set()
         for etype, rows in by_type.items():
-            for rec in self._rows(q_edges(etype), {"rows": rows, "accountId": account_id}, read=False):
+            for rec in tx.run(q_edges(etype), {"rows": rows, "accountId": account_id}):
                 done.add(rec["pos"])
         return [pos for pos in range(len(wanted)) if pos not in done]
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int:
         check_account(self.account_id, account_id)
         q = Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type=check_name(edge_type, "edge.type"))
-        return self._rows(q, {"source": source_id, "target": target_id, "accountId": account_id},
-                          read=False)[0]["deleted"]
+        rows = self._rows(q, {"source": source_id, "target": target_id, "accountId": account_id}, read=False)
+        return rows[0]["deleted"] if rows else 0
 
     def set_embedding(self, node_id: str, vector: Sequence[float], *, account_id: str) -> None:
         if self.set_embeddings([(node_id, vector)], account_id=account_id) == 0:
@@ -405,8 +528,8 @@ class Neo4jStore:
         return rows[0]["purged"] if rows else 0
 
     def wipe_account(self, account_id: str) -> None:
-        """Remove every node of an account (tests and account deletion)."""
-        self._run(Q_WIPE, {"accountId": account_id})
+        """Remove every node of an account (tests and account deletion), in batches of 10,000."""
+        self._auto(Q_WIPE, {"accountId": account_id})
 
     # ------------------------------------------------------------------ reads
     def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None:
@@ -435,17 +558,22 @@ class Neo4jStore:
         params = {**self._guard_params(guards_ok(guards)), "labels": list(check_labels(labels)) if labels else []}
         return self._rows(Q_COUNT, params)[0]["c"]
 
-    def fulltext_search(self, query: str, k: int, *, guards: Guards,
-                        labels: Sequence[str] | None = None) -> list[Hit]:
+    def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+                        where: Mapping[str, Any] | None = None,
+                        within: tuple[str, str] | None = None) -> list[Hit]:
+        """BM25, guards and filters before the cut, in one query (the procedure streams every match)."""
         import neo4j
 
+        g = guards_ok(guards)
         lucene = lucene_query(query)
         if not lucene or k <= 0:
             return []
-        params = {**self._guard_params(guards_ok(guards)), "labels": list(check_labels(labels)) if labels else [],
-                  "index": FULLTEXT_INDEX, "query": lucene, "k": int(k)}
+        wh, wparams = where_cypher(where)
+        inside, iparams = within_cypher(within)
+        params = {**self._guard_params(g), "labels": list(check_labels(labels)) if labels else [],
+                  "index": FULLTEXT_INDEX, "query": lucene, "k": int(k), **wparams, **iparams}
         try:
-            rows = self._rows(Q_FULLTEXT, params)
+            rows = self._rows(q_fulltext(wh + inside), params)
         except neo4j.exceptions.ClientError as exc:
             if "fulltext" in str(exc).lower() or "index" in str(exc).lower():
                 if not self._fulltext_warned:
@@ -464,35 +592,65 @@ class Neo4jStore:
                   "keyword": tag, "k": int(k)}
         return [Hit(self._node(r), 1.0) for r in self._rows(Q_KEYWORD, params)]
 
-    def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards,
-                      labels: Sequence[str] | None = None) -> list[Hit]:
+    def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+                      where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None) -> list[Hit]:
+        """Exact guarded cosine top-k (see the module docstring for the window and the exact fallback)."""
         g = guards_ok(guards)
         vec = check_embedding(vector, "vector")
-        if k <= 0 or not any(vec):
+        if k <= 0 or not vec or not any(vec):
             return []
+        k = int(k)
         indexes = self._index_map()
-        wanted = [lab for lab in (check_labels(labels) if labels else indexes) if lab in indexes]
-        fetch = min(max(int(k) * OVERFETCH, MIN_FETCH), MAX_FETCH)
-        hits: dict[str, Hit] = {}
-        for label in wanted:
-            name, dims = indexes[label]
-            if dims and dims != len(vec):
-                continue
-            params = {**self._guard_params(g), "labels": list(labels) if labels else [], "index": name,
-                      "fetch": fetch, "vector": vec, "k": int(k)}
-            for r in self._rows(Q_VECTOR, params):
-                hit = Hit(self._node(r), float(r["score"]))
-                if hit.node.id not in hits or hits[hit.node.id].score < hit.score:
-                    hits[hit.node.id] = hit
-        return sorted(hits.values(), key=lambda h: -h.score)[: int(k)]
+        wanted = [lab for lab in (check_labels(labels) if labels else indexes)
+                  if lab in indexes and indexes[lab][1] in (0, len(vec))]
+        wh, wparams = where_cypher(where)
+        inside, iparams = within_cypher(within)
+        filters = wh + inside
+        params = {**self._guard_params(g), "labels": list(check_labels(labels)) if labels else [], "vector": vec,
+                  "k": k, "dims": len(vec), "wanted": wanted or list(check_labels(labels) if labels else VECTOR_LABELS),
+                  **wparams, **iparams}
+        if not wanted:  # no index holds vectors of this length: the guarded nodes, exactly
+            return self._hits(self._rows(q_vector_exact(filters), params))
+        names = {f"index{i}": indexes[lab][0] for i, lab in enumerate(wanted)}
+        fetch = max(k * self.overfetch, self.min_fetch)
+
+        def window(tx: Any, size: int) -> list[Any]:
+            return list(tx.run(q_vector_window(len(wanted), filters), {**params, **names, "fetch": size}))
+
+        def work(tx: Any) -> list[Any]:
+            rows = window(tx, fetch)
+            if len(rows) >= k:
+                return rows
+            eligible = tx.run(q_vector_count(filters), params).single()["c"]
+            if len(rows) >= eligible:
+                return rows
+            if eligible <= self.exact_max:
+                return list(tx.run(q_vector_exact(filters), params))
+            total = sum(tx.run(Q_LABEL_TOTAL, {"label": lab}).single()["c"] for lab in wanted)
+            size = fetch
+            while size * WIDEN < total:
+                size *= WIDEN
+                rows = window(tx, size)
+                if len(rows) >= min(k, eligible):
+                    return rows
+            return list(tx.run(q_vector_exact(filters), params))
+
+        return self._hits(self.read(work))
+
+    def _hits(self, rows: list[Any]) -> list[Hit]:
+        """Records to hits; Neo4j's cosine is (1 + cos) / 2, the port's is the cosine."""
+        return [Hit(self._node(r), 2.0 * float(r["score"]) - 1.0) for r in rows]
 
     def expand(self, node_ids: Sequence[str], *, guards: Guards, limit: int = EXPAND_LIMIT) -> dict[str, list[Neighbor]]:
+        """Guarded 1-hop neighbours of every node in one query (at most ``limit`` each)."""
         g = guards_ok(guards)
         limit = max(0, min(int(limit), EXPAND_LIMIT))
-        out: dict[str, list[Neighbor]] = {}
-        for nid in dict.fromkeys(node_ids):
-            rows = self._rows(Q_EXPAND, {**self._guard_params(g), "id": nid, "limit": limit})
-            out[nid] = [Neighbor(self._node(r), r["type"], r["direction"], dict(r["rel"])) for r in rows]
+        ids = list(dict.fromkeys(node_ids))
+        out: dict[str, list[Neighbor]] = {nid: [] for nid in ids}
+        if not ids or limit == 0:
+            return out
+        for r in self._rows(Q_EXPAND, {**self._guard_params(g), "ids": ids, "limit": limit}):
+            out[r["oid"]].append(Neighbor(self._node(r), r["type"], r["direction"], dict(r["rel"])))
         return out
 
     def missing_embeddings(self, *, account_id: str, labels: Sequence[str] | None = None,
@@ -523,29 +681,10 @@ class Neo4jStore:
 
     def query(self, text: str, params: Mapping[str, Any] | None = None, *, guards: Guards,
               read_only: bool = True) -> dict[str, Any]:
-        """Cypher passthrough for the graph tool: ``{rows, warnings}``; ``$accountId`` is the process's."""
-        import neo4j
+        """Cypher passthrough for the graph tools (:mod:`plugins.graph.cypher`): ``{rows, warnings}``."""
+        from plugins.graph.cypher import run_query
 
-        g = guards_ok(guards)
-        if not isinstance(text, str) or not text.strip():
-            raise UserError("query: expected a non-empty Cypher string")
-        merged = {**dict(params or {}), **self._guard_params(g)}
-        try:
-            if read_only:
-                reject_write_clauses(text)
-                plan = self._run(Q_EXPLAIN_PREFIX + text, merged, read=True)
-                kind = getattr(plan.summary, "query_type", "r")
-                if kind not in ("r", None):
-                    raise UserError(f"read-cypher: the query would write (query type '{kind}'); use write-cypher")
-            result = self._run(text, merged, read=read_only)
-        except neo4j.exceptions.Neo4jError as exc:
-            raise UserError(f"cypher: {exc.code}: {str(exc.message or exc).splitlines()[0]}") from None
-        warnings = []
-        for status in getattr(result.summary, "gql_status_objects", []) or []:
-            code = getattr(status, "gql_status", "")
-            if WARNING_STATUS.match(code or ""):
-                warnings.append(f"{code}: {getattr(status, 'status_description', '')}")
-        return {"rows": [r.data() for r in result.records], "warnings": warnings}
+        return run_query(self, text, params, guards=guards_ok(guards), read_only=read_only)
 
     def schema(self, *, guards: Guards) -> dict[str, Any]:
         p = self._guard_params(guards_ok(guards))
@@ -559,20 +698,3 @@ class Neo4jStore:
 
     def close(self) -> None:
         self.driver.close()
-
-
-_WRITE_CLAUSE = re.compile(
-    r"\b(CREATE|MERGE|DELETE|DETACH|SET|REMOVE|DROP|FOREACH|LOAD\s+CSV|ALTER|RENAME|GRANT|DENY|REVOKE|"
-    r"START\s+DATABASE|STOP\s+DATABASE|TERMINATE|INSERT)\b|\bIN\s+TRANSACTIONS\b|"
-    r"\bCALL\s+(db\.create|db\.index\.fulltext\.create|apoc\.(create|merge|refactor|periodic|do|cypher\.run(?!Read)))",
-    re.I,
-)
-_STRINGS_AND_COMMENTS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|//[^\n]*|/\*.*?\*/", re.S)
-
-
-def reject_write_clauses(text: str) -> None:
-    """Refuse a read-only query with a write clause (strings, names and comments ignored)."""
-    bare = _STRINGS_AND_COMMENTS.sub(" ", text)
-    found = _WRITE_CLAUSE.search(bare)
-    if found:
-        raise UserError(f"read-cypher: write clause '{found.group(0).strip()}' is not allowed; use write-cypher")

@@ -1,11 +1,12 @@
-// Neo4j schema (SPEC 8.2), applied idempotently at startup by plugins/graph/neo4j_store.py.
+// Neo4j schema (SPEC 8.2): plugins/graph/neo4j_store.py creates, by name, what the database lacks.
 // {{dimensions}} is replaced by the configured embedding dimensions before execution;
 // statements are separated by ';' at the end of a line. Every statement here is linted by
 // tests/graph/test_cypher_lint.py with Neo4j's own Cypher analyser.
 
-// Every node the store writes carries the GraphNode label: the id constraint and the
-// account index hang off it (it is stripped from the labels the port returns).
-CREATE CONSTRAINT graph_node_id IF NOT EXISTS FOR (n:GraphNode) REQUIRE n.id IS UNIQUE;
+// Every node the store writes carries the GraphNode label: the (accountId, id) uniqueness
+// constraint (ids are per account) and the account index hang off it (it is stripped from the
+// labels the port returns).
+CREATE CONSTRAINT graph_node_account_id IF NOT EXISTS FOR (n:GraphNode) REQUIRE (n.accountId, n.id) IS UNIQUE;
 CREATE INDEX graph_node_account IF NOT EXISTS FOR (n:GraphNode) ON (n.accountId, n.deletedAt);
 CREATE INDEX graph_node_keywords IF NOT EXISTS FOR (n:GraphNode) ON (n.keywordsLower);
 
