@@ -91,18 +91,29 @@ def graph_tools(host: Host) -> list[Tool]:
         }], budget)
 
     def run_cypher(query: str, params: dict[str, Any] | None, write: bool) -> str:
+        """Both Cypher tools are the account admin's: refused in a narrowed process, whatever
+        the tool list said (the trust boundary is here and in :mod:`plugins.graph.cypher`)."""
+        name = "write-cypher" if write else "read-cypher"
+        g = guards()
+        if g.allowed_scopes is not None or g.agent_slug is not None:
+            raise UserError(f"{name}: refused in a narrowed process (ALLOWED_SCOPES or AGENT_SLUG is set); "
+                            "Cypher is for the account's admin — use graph-neighbors or graph-schema")
+        if write and read_only:
+            raise UserError("write-cypher: this process is read-only (PLUGHOST_GRAPH_READ_ONLY=1)")
         store = host.store()
         if getattr(store, "backend", "") != "neo4j":
-            name = "write-cypher" if write else "read-cypher"
             raise UserError(f"{name}: needs the Neo4j backend (set NEO4J_URI); this install uses the embedded "
                             "SQLite store — use graph-neighbors or graph-schema")
-        result = store.query(query, params or {}, guards=guards(), read_only=not write)
+        result = store.query(query, params or {}, guards=g, read_only=not write)
         rows = result if isinstance(result, list) else result.get("rows", [])
         warnings = [] if isinstance(result, list) else result.get("warnings", [])
         return budgeted(strip_embeddings(rows), budget, warnings)
 
     def read_cypher(query: str, params: dict[str, Any] | None = None) -> str:
-        """Run a read-only Cypher query (write clauses are rejected; read session).
+        """Run one read-only Cypher statement on this account's database (admin only; read transaction).
+
+        Refused in a narrowed process and on a database holding other accounts; procedures are
+        allow-listed; deleted nodes are redacted; Neo4j warnings come first.
 
         query: the Cypher text; use $accountId for the process's account
         params: query parameters
@@ -110,7 +121,10 @@ def graph_tools(host: Host) -> list[Tool]:
         return run_cypher(query, params, write=False)
 
     def write_cypher(query: str, params: dict[str, Any] | None = None) -> str:
-        """Run a Cypher query that may write (admin only).
+        """Run one Cypher statement that may write, in one transaction (admin only).
+
+        Refused in a narrowed process and on a database holding other accounts; no schema,
+        administration, LOAD CSV or non-allow-listed procedures.
 
         query: the Cypher text; use $accountId for the process's account
         params: query parameters
