@@ -11,9 +11,21 @@ from pathlib import Path
 
 import pytest
 
+import tests.backends  # noqa: F401  (captures NEO4J_* before any test clears them)
+
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = Path(os.environ.get("PLUGHOST_TOOLS_DIR", REPO / ".tools"))
 REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        tests.backends.record(report.nodeid, report.outcome)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 — pytest's reporter
+    for line in tests.backends.summary_lines():
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,8 @@
 #
 # The jars and the compiled launcher live in the ignored cache folder .cache/neo4j/<version>-<key>
 # (PLUGHOST_NEO4J_CACHE overrides it). NEO4J_HEAP (default 1g) and NEO4J_PAGECACHE (default
-# 512m) size the JVM. Progress goes to stderr as [neo4j] key=value lines.
+# 512m) size the JVM; NEO4J_RUN_PARENT (default $TMPDIR or /tmp) holds the run folder (/dev/shm
+# spares tests the commit fsyncs). Progress goes to stderr as [neo4j] key=value lines.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -37,7 +38,7 @@ fetch() {
 start() {
   fetch
   local run pid uri line
-  run="$(mktemp -d "${TMPDIR:-/tmp}/plughost-neo4j.XXXXXX")"
+  run="$(mktemp -d "${NEO4J_RUN_PARENT:-${TMPDIR:-/tmp}}/plughost-neo4j.XXXXXX")"
   # setsid: the JVM gets its own process group, so a Ctrl-C in the caller's terminal reaches
   # the caller's trap (which stops it cleanly) rather than killing it mid-write.
   setsid java -Xms256m -Xmx"${NEO4J_HEAP:-1g}" -XX:+UseG1GC -XX:-OmitStackTraceInFastThrow \

@@ -1,4 +1,4 @@
-"""Graph-area fixtures: a store per backend (embedded always; Neo4j when NEO4J_URI is set)."""
+"""Graph-area fixtures: a store per backend (embedded always; Neo4j when NEO4J_URI is set or CI)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-ACCOUNT = "acct-main"
+from tests.backends import BACKENDS, neo4j_env, use_backend
 
-NEO4J_ENV = {k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
-"""Captured at import: the autouse home fixture clears NEO4J_URI from each test's environment."""
-BACKENDS = ["sqlite"] + (["neo4j"] if NEO4J_ENV.get("NEO4J_URI") else [])
+ACCOUNT = "acct-main"
 
 
 def open_store(backend: str, tmp_path: Path, account: str = ACCOUNT):
@@ -25,7 +23,7 @@ def open_store(backend: str, tmp_path: Path, account: str = ACCOUNT):
         return SqliteStore(tmp_path / "graph.sqlite", env=env)
     from plugins.graph.neo4j_store import Neo4jStore
 
-    env.update(NEO4J_ENV)
+    env.update(neo4j_env())
     store = Neo4jStore.from_env(env)
     store.wipe_account(account)
     return store
@@ -50,3 +48,10 @@ def sqlite_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     s = open_store("sqlite", tmp_path)
     yield s
     s.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def graph_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """This test's environment (so ``host.store()``) on each backend in turn."""
+    use_backend(monkeypatch, request.param)
+    return request.param

@@ -18,6 +18,7 @@ from host.mcp_server import EAGER_META_KEY, build_server
 from host.types import GateContext
 from plugins.graph import gates
 from plugins.graph.hooks import backend_name
+from tests.backends import wipe
 
 ACCOUNT = "acct-tools"
 
@@ -43,17 +44,20 @@ def text(result) -> str:
 
 
 @pytest.fixture
-def seeded(make_host, plughost_home: Path, monkeypatch: pytest.MonkeyPatch):
+def seeded(make_host, plughost_home: Path, monkeypatch: pytest.MonkeyPatch, graph_backend: str):
+    """A small guarded graph, on each backend (the Neo4j database is shared: the account is wiped)."""
     monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
     host = make_host(ACCOUNT_ID=ACCOUNT)
     store = host.store()
+    wipe(store, ACCOUNT)
     store.upsert_node(["Service"], {"name": "Tyre fitting", "scope": "public", "agents": ["bot"]},
                       account_id=ACCOUNT, node_id="svc", embedding=[0.5] * 384)
     store.upsert_node(["PriceSpecification"], {"price": 40}, account_id=ACCOUNT, node_id="price")
     store.upsert_node(["Person"], {"name": "Admin only", "scope": "admin"}, account_id=ACCOUNT, node_id="boss")
     store.create_edge("svc", "price", "HAS_PRICE", account_id=ACCOUNT)
     store.create_edge("boss", "svc", "MANAGES", account_id=ACCOUNT)
-    return host
+    yield host
+    wipe(store, ACCOUNT)
 
 
 def test_hook_store_defaults_to_embedded_sqlite(make_host, plughost_home: Path) -> None:
@@ -120,16 +124,18 @@ def test_graph_neighbors_never_widens_env_guards(make_host, seeded) -> None:
     assert bad.is_error and "limit" in text(bad)
 
 
-def test_read_cypher_on_embedded_says_it_needs_neo4j(seeded) -> None:
+def test_read_cypher_on_embedded_says_it_needs_neo4j(seeded, graph_backend: str) -> None:
+    if graph_backend != "sqlite":
+        pytest.skip("the embedded store's answer")
     result = call(build_server(seeded, "graph"), "read-cypher", query="MATCH (n) RETURN n")
     assert result.is_error and "needs the Neo4j backend" in text(result)
     missing = call(build_server(seeded, "graph"), "read-cypher")
     assert missing.is_error and "'query' is required" in text(missing)
 
 
-def test_graph_schema_reports_labels_and_indexes(seeded) -> None:
+def test_graph_schema_reports_labels_and_indexes(seeded, graph_backend: str) -> None:
     body = json.loads(text(call(build_server(seeded, "graph"), "graph-schema")))[0]
-    assert body["backend"] == "sqlite"
+    assert body["backend"] == graph_backend
     assert body["labels"] == {"Person": 1, "PriceSpecification": 1, "Service": 1}
     assert body["relationshipTypes"] == {"HAS_PRICE": 1, "MANAGES": 1}
     assert set(body["vectorIndexes"]) == set(VECTOR_LABELS)
@@ -189,15 +195,17 @@ def test_gates_are_contributed(make_host) -> None:
     assert names == {"schema-labels", "account-id-env"}
 
 
-def test_store_env_guards_roundtrip(make_host, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_env_guards_roundtrip(make_host, monkeypatch: pytest.MonkeyPatch, graph_backend: str) -> None:
     """What the memory plugin does: store from the hook, guards from the env."""
     monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
     host = make_host(ACCOUNT_ID=ACCOUNT, ALLOWED_SCOPES="public")
     store = host.store()
+    wipe(store, ACCOUNT)
     store.upsert_node(["Question"], {"name": "visible", "scope": "public"}, account_id=ACCOUNT, node_id="v")
     store.upsert_node(["Question"], {"name": "hidden", "scope": "admin"}, account_id=ACCOUNT, node_id="h")
     g = Guards.from_env(host.env)
     assert [n.id for n in store.find(guards=g, labels=["Question"])] == ["v"]
+    wipe(store, ACCOUNT)
 
 
 def test_shared_lib_mcp_block_serves_over_stdio(make_host, plughost_home: Path) -> None:

@@ -13,9 +13,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from conversation_support import open_store  # noqa: E402
 
+from tests.backends import BACKENDS  # noqa: E402
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Any]:
-    s = open_store(tmp_path / "graph.sqlite")
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The store on each backend (session-restricted search filters inside the store's queries)."""
+    s = open_store(tmp_path / "graph.sqlite", backend=request.param)
     yield s
+    if request.param == "neo4j":
+        s.wipe_account("acct-one")
     s.close()

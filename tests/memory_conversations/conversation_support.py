@@ -26,8 +26,18 @@ class HashEmbedder:
         return out
 
 
-def open_store(path: Path, account: str = "acct-one") -> Any:
-    """The store as one account's process opens it (a process writes only its own account)."""
+def open_store(path: Path, account: str = "acct-one", backend: str = "sqlite") -> Any:
+    """The store as one account's process opens it (a process writes only its own account).
+
+    On Neo4j (one shared database) the account starts empty."""
+    env = {"ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": str(DIMS)}
+    if backend == "neo4j":
+        from plugins.graph.neo4j_store import Neo4jStore
+        from tests.backends import neo4j_env
+
+        store = Neo4jStore.from_env({**neo4j_env(), **env})
+        store.wipe_account(account)
+        return store
     from plugins.graph.sqlite_store import SqliteStore
 
-    return SqliteStore(path, env={"ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": str(DIMS)})
+    return SqliteStore(path, env=env)

@@ -1,0 +1,81 @@
+"""The graph backends the tests run on: the embedded store always, Neo4j when NEO4J_URI is set.
+
+Imported by ``tests/conftest.py`` at collection, before the autouse home fixture clears
+``NEO4J_URI`` from each test's environment, so the captured settings survive. Under
+``PLUGHOST_REQUIRE_EXTERNAL=1`` (CI) the Neo4j backend is always collected and a missing
+``NEO4J_URI`` fails its tests instead of leaving them out.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import pytest
+
+NEO4J_ENV = {k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
+REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
+BACKENDS = ["sqlite"] + (["neo4j"] if NEO4J_ENV.get("NEO4J_URI") or REQUIRE_EXTERNAL else [])
+
+
+def neo4j_env() -> dict[str, str]:
+    """The Neo4j settings of the run (fails the test when CI has none)."""
+    if not NEO4J_ENV.get("NEO4J_URI"):
+        pytest.fail("PLUGHOST_REQUIRE_EXTERNAL=1 but NEO4J_URI is not set (start one with scripts/neo4j/neo4j.sh)")
+    return dict(NEO4J_ENV)
+
+
+def use_backend(monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
+    """Point this test's environment (and so ``host.store()``) at ``backend``."""
+    if backend == "neo4j":
+        for key, value in neo4j_env().items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("PLUGHOST_STORE", "neo4j")
+    else:
+        monkeypatch.setenv("PLUGHOST_STORE", "sqlite")
+
+
+def wipe(store: Any, *accounts: str) -> None:
+    """Remove the accounts' nodes from a shared Neo4j database (the embedded store is per test)."""
+    if getattr(store, "backend", "") == "neo4j":
+        for account in accounts:
+            store.wipe_account(account)
+
+
+RESULTS: dict[str, dict[str, int]] = {"sqlite": {}, "neo4j": {}}
+_PARAM = {b: re.compile(rf"[\[-]{b}[\]-]") for b in RESULTS}
+
+
+def record(nodeid: str, outcome: str) -> None:
+    """Count a test's outcome under the backend it ran on (its parameter id, or a Neo4j-only file)."""
+    for backend, pattern in _PARAM.items():
+        if pattern.search(nodeid) or (backend == "neo4j" and "/test_neo4j_" in nodeid):
+            RESULTS[backend][outcome] = RESULTS[backend].get(outcome, 0) + 1
+
+
+def server_version() -> str:
+    """The Neo4j server's own version string (for the CI log)."""
+    if not NEO4J_ENV.get("NEO4J_URI"):
+        return "none"
+    try:
+        import neo4j
+
+        env = NEO4J_ENV
+        with neo4j.GraphDatabase.driver(env["NEO4J_URI"], auth=(env.get("NEO4J_USER", "neo4j"),
+                                                                env.get("NEO4J_PASSWORD", ""))) as driver:
+            rec = driver.execute_query("CALL dbms.components() YIELD name, versions, edition "
+                                       "RETURN name, versions[0] AS v, edition").records[0]
+            return f"{rec['name']} {rec['v']} {rec['edition']}".replace(" ", "-")
+    except Exception as exc:  # noqa: BLE001 — a summary line, never a failure
+        return f"unreachable({type(exc).__name__})"
+
+
+def summary_lines() -> list[str]:
+    lines = []
+    for backend, counts in RESULTS.items():
+        if counts:
+            extra = f" server={server_version()}" if backend == "neo4j" else ""
+            lines.append(f"[backends] backend={backend} passed={counts.get('passed', 0)} "
+                         f"failed={counts.get('failed', 0)} skipped={counts.get('skipped', 0)}{extra}")
+    return lines
