@@ -7,6 +7,7 @@
 #   PORT=0 scripts/run.sh          # any free port
 #   PLUGHOST_HOME=/tmp/x BRAND=studio scripts/run.sh
 #   PLUGHOST_AGENT=claude scripts/run.sh   # the webchat's agent: memory (default) | claude | command
+#   NEO4J_URI=bolt://127.0.0.1:7687 scripts/run.sh   # the graph on Neo4j (scripts/neo4j/neo4j.sh starts one)
 #
 # Details go to $PLUGHOST_HOME/run.log. Ctrl-C (or SIGTERM) stops the server and everything it started.
 set -euo pipefail
@@ -26,6 +27,10 @@ PORT="${PORT:-8787}"
 CONFIG_DIR="${CONFIG_DIR:-$PLUGHOST_HOME/claude-config}"
 PAYLOAD="$PLUGHOST_HOME/payload-$BRAND"
 QUERY="${QUERY:-opening hours}"
+if [[ -n "${NEO4J_URI:-}" && "${PLUGHOST_STORE:-}" != sqlite ]]; then
+  export PLUGHOST_STORE=neo4j  # over the brand's store in $PLUGHOST_HOME/.env: every step on this server
+  echo "graph store: neo4j at $NEO4J_URI"
+fi
 cd "$ROOT"
 LOG="$PLUGHOST_HOME/run.log"
 OUT="$PLUGHOST_HOME/serve-stdout.txt"

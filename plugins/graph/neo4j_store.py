@@ -40,6 +40,7 @@ from typing import Any
 from host.errors import UserError
 from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node
 from host.log import log
+from plugins.graph import IMPORT_BATCH
 from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -402,7 +403,7 @@ class Neo4jStore:
         missing = [(name, s) for name, s in missing if name not in present]
         if missing and self.read_only:
             log("graph-store", "schema-missing", count=len(missing), names=",".join(n for n, _ in missing[:5]),
-                action="none (read-only)")
+                action="none", reason="read-only")
             return []
         for name, statement in missing:
             self._auto(statement)
@@ -481,7 +482,13 @@ class Neo4jStore:
         for i, (src, etype, dst, props) in enumerate(edges):
             t, d, p = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
             wanted.append((src, t, d, p))
-        return self.write(lambda tx: self._edges(tx, wanted, account_id))
+        if not validated:
+            return self.write(lambda tx: self._edges(tx, wanted, account_id))
+        missing: list[int] = []  # an import's late edges: committed IMPORT_BATCH at a time, like its nodes
+        for start in range(0, len(wanted), IMPORT_BATCH):
+            part = wanted[start:start + IMPORT_BATCH]
+            missing += [start + pos for pos in self.write(lambda tx, part=part: self._edges(tx, part, account_id))]
+        return missing
 
     def _edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[int]:
         by_type: dict[str, list[dict[str, Any]]] = {}

@@ -309,3 +309,42 @@ def test_bad_edges_name_the_row_and_edge(store, edge, message):
     with pytest.raises(UserError, match=r"rows\[0\]\.edges\[0\]") as info:
         store.upsert_many([{"labels": ["Person"], "edges": [edge]}], account_id=acct(store))
     assert message in str(info.value)
+
+
+def test_ids_are_per_account(store, other):
+    """Two accounts may hold the same id; neither can touch, see or learn of the other's node."""
+    if store.backend == "sqlite":
+        pytest.skip("the embedded store's per-account ids come with its write guards")
+    a, b = acct(store), acct(other)
+    store.upsert_node(["Person"], {"name": "mine"}, account_id=a, node_id="same")
+    other.upsert_node(["Person"], {"name": "theirs"}, account_id=b, node_id="same")  # no error, no oracle
+    other.upsert_many([{"id": "same", "labels": ["Task"], "properties": {"title": "t"}}], account_id=b)
+    assert store.get("same", guards=g(store)).properties["name"] == "mine"
+    assert set(store.get("same", guards=g(store)).labels) == {"Person"}
+    assert other.get("same", guards=g(other)).properties["name"] == "theirs"
+    store.soft_delete("same", guards=g(store))
+    assert other.get("same", guards=g(other)) is not None
+    other.create_edge("same", "same", "SELF", account_id=b)
+    assert store.expand(["same"], guards=g(store))["same"] == []
+
+
+def test_sparse_tenant_and_selective_agent_still_get_k(store, other):
+    """A tenant with 4 vectors beside 1,500 closer ones of another account, and an agent tagging
+    3 of 600 nodes: the guards run before the cut, so both get exactly min(k, eligible)."""
+    a, b = acct(store), acct(other)
+    crowd = [{"id": f"c{i}", "labels": ["Chunk"], "embedding": vec(1.0, 0.001 * i),
+              "properties": {"content": "crowd"}} for i in range(1500)]
+    other.upsert_many(crowd, account_id=b)
+    mine = [{"id": f"m{i}", "labels": ["Chunk"], "embedding": vec(0.2, 1.0, 0.1 * i),
+             "properties": {"content": "mine"}} for i in range(4)]
+    store.upsert_many(mine + [{"id": f"pub{i}", "labels": ["Chunk"], "embedding": vec(1.0, 0.002 * i),
+                               "properties": {"content": "public", "scope": "public",
+                                              "agents": ["bot"] if i % 200 == 7 else ["other"]}}
+                              for i in range(600)], account_id=a)
+    hits = store.vector_search(vec(1.0), 10, guards=g(store, ["internal"]))  # only unscoped: the 4 of mine
+    assert sorted(h.node.id for h in hits) == ["m0", "m1", "m2", "m3"]
+    bot = store.vector_search(vec(1.0), 2, guards=g(store, ["public"], "bot"))
+    assert [h.node.id for h in bot] == ["pub7", "pub207"]
+    assert len(store.vector_search(vec(1.0), 10, guards=g(store, ["public"], "bot"))) == 3
+    text = store.fulltext_search("public", 5, guards=g(store, ["public"], "bot"))
+    assert len(text) == 3 and all(h.node.properties["agents"] == ["bot"] for h in text)
