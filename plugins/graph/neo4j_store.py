@@ -38,7 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from host.errors import UserError
-from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node
+from host.graph import (
+    VECTOR_LABELS,
+    Guards,
+    Hit,
+    Neighbor,
+    Node,
+    WriteDenied,
+    can_change,
+    check_write,
+    write_defaults,
+)
 from host.log import log
 from plugins.graph import IMPORT_BATCH
 from plugins.graph.common import (
@@ -109,6 +119,16 @@ Q_MISSING = f"""MATCH (n:{BASE_LABEL})
 WHERE n.accountId = $accountId AND n.deletedAt IS NULL AND n.embedding IS NULL
   AND any(l IN labels(n) WHERE l IN $labels) AND NOT n.id IN $exclude
 RETURN {NODE_RETURN} ORDER BY n.createdAt, n.id LIMIT $limit"""
+Q_REINGEST_TREE = f"""MATCH (n:{BASE_LABEL}:KnowledgeDocument)
+WHERE n.accountId = $accountId AND n.attachmentId = $attachmentId
+WITH n ORDER BY n.deletedAt IS NOT NULL, n.updatedAt DESC LIMIT 1
+OPTIONAL MATCH (n)-->(s:Section) WHERE s.accountId = $accountId
+OPTIONAL MATCH (s)-->(c:Chunk) WHERE c.accountId = $accountId
+WITH n, [n] + collect(DISTINCT s) + collect(DISTINCT c) AS tree
+RETURN n.id AS id, [x IN tree | x {{.scope, .agents}}] AS guarded"""
+"""A re-ingest's document and hierarchy, for the write guards to check before it is replaced."""
+Q_STORED = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
+RETURN n.id AS id, n {{.*, embedding: null, keywordsLower: null, id: null}} AS props"""
 Q_REINGEST = f"""MATCH (n:{BASE_LABEL}:KnowledgeDocument)
 WHERE n.accountId = $accountId AND n.attachmentId = $attachmentId
 WITH n ORDER BY n.deletedAt IS NOT NULL, n.updatedAt DESC LIMIT 1
@@ -126,7 +146,9 @@ OPTIONAL MATCH (n)-->(d:Chunk) WHERE n:Section AND NOT n:KnowledgeDocument AND d
 WITH n, collect(DISTINCT s) + collect(DISTINCT c) + collect(DISTINCT d) AS kids
 UNWIND [n] + kids AS t
 WITH DISTINCT t
-WHERE ($deletedAt IS NULL AND t.deletedAt IS NOT NULL) OR ($deletedAt IS NOT NULL AND t.deletedAt IS NULL)
+WHERE (($deletedAt IS NULL AND t.deletedAt IS NOT NULL) OR ($deletedAt IS NOT NULL AND t.deletedAt IS NULL))
+  AND ($allowedScopes IS NULL OR t.scope IS NULL OR t.scope IN $allowedScopes)
+  AND ($agentSlug IS NULL OR (t.agents IS NOT NULL AND $agentSlug IN t.agents))
 SET t.deletedAt = $deletedAt, t.updatedAt = $now
 RETURN count(t) AS touched"""
 Q_PURGE = f"""MATCH (n:{BASE_LABEL})
@@ -143,7 +165,7 @@ RETURN count(n) AS updated"""
 Q_WIPE = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}})
 CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 10000 ROWS"""
 Q_INDEXES = "SHOW INDEXES YIELD name, labelsOrTypes, type, options WHERE type = 'VECTOR' RETURN name, labelsOrTypes, options"
-Q_INDEX_NAMES = "SHOW INDEXES YIELD name RETURN name"
+Q_INDEX_NAMES = "SHOW INDEXES YIELD name, labelsOrTypes, properties RETURN name, labelsOrTypes, properties"
 Q_CONSTRAINT_NAMES = "SHOW CONSTRAINTS YIELD name RETURN name"
 Q_LABEL_TOTAL = "MATCH (n:$($label)) RETURN count(n) AS c"
 Q_EXPLAIN_PREFIX = "EXPLAIN "
@@ -171,12 +193,19 @@ SET n{extra}
 FOREACH (v IN CASE WHEN row.embedding IS NULL THEN [] ELSE [row.embedding] END | SET n.embedding = v)"""
 
 
-def q_edges(edge_type: str) -> str:
-    """MERGE typed edges between two nodes of the account; backlinkCount follows new edges."""
+def q_edges(edge_type: str, guarded: bool = False) -> str:
+    """MERGE typed edges between two nodes of the account; backlinkCount follows new edges.
+
+    ``guarded``: an end the batch did not write (``$known``) must be one the guards can read.
+    """
     t = check_name(edge_type, "edge.type")
+    ends = ""
+    if guarded:
+        ends = (f"\nWITH row, a, b WHERE (a.id IN $known OR ({GUARD.replace('n.', 'a.')}))"
+                f"\n  AND (b.id IN $known OR ({GUARD.replace('n.', 'b.')}))")
     return f"""UNWIND $rows AS row
 MATCH (a:{BASE_LABEL} {{accountId: $accountId, id: row.source}})
-MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.target}})
+MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.target}}){ends}
 MERGE (a)-[r:`{t}`]->(b)
 ON CREATE SET b.backlinkCount = coalesce(b.backlinkCount, 0) + 1
 SET r += row.props
@@ -262,6 +291,13 @@ def statement_name(statement: str) -> str:
     return found.group(1)
 
 
+def fulltext_shape(statement: str) -> tuple[list[str], list[str]]:
+    """(labels, properties) a CREATE FULLTEXT INDEX statement names, sorted (for drift checks)."""
+    labels = re.search(r"FOR \(n:([\w|]+)\)", statement)
+    props = re.findall(r"n\.(\w+)", statement.split("ON EACH", 1)[-1])
+    return sorted(labels.group(1).split("|")) if labels else [], sorted(props)
+
+
 def lucene_query(text: str) -> str:
     """User text as a Lucene query: every special character escaped, words OR-ed."""
     words = [LUCENE_SPECIAL.sub(r"\\\1", w) for w in str(text).split()]
@@ -275,12 +311,13 @@ def lint_statements() -> list[str]:
     where, _ = where_cypher({"conversationId": "c", "role": None})
     within, _ = within_cypher(("c", "HAS_MESSAGE"))
     stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_MISSING,
-             Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
+             Q_REINGEST_TREE, Q_STORED, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
              Q_LABEL_TOTAL, Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
              Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type="MENTIONS"),
              q_fulltext(), q_fulltext(where + within), q_vector_window(1), q_vector_window(3, where + within),
              q_vector_count(), q_vector_exact(where + within),
              q_upsert(["Person"]), q_upsert(["KnowledgeDocument", "Report"]), q_edges("HAS_SECTION"),
+             q_edges("HAS_CHUNK", guarded=True),
              q_find([], None, True), q_find(["name", "channel"], "rank", False)]
     schema, shapes = [], set()
     for stmt in schema_statements(384):  # one vector index per label: lint each shape once
@@ -398,9 +435,18 @@ class Neo4jStore:
         Nothing runs when everything is there, so a read-only database user can start a store;
         a reader (``PLUGHOST_GRAPH_READ_ONLY=1``) never runs DDL and only logs what is missing.
         """
-        present = {r["name"] for q in (Q_INDEX_NAMES, Q_CONSTRAINT_NAMES) for r in self._rows(q)}
-        missing = [(statement_name(s), s) for s in schema_statements(self.dimensions)]
-        missing = [(name, s) for name, s in missing if name not in present]
+        indexes = {r["name"]: (sorted(r["labelsOrTypes"] or []), sorted(r["properties"] or []))
+                   for r in self._rows(Q_INDEX_NAMES)}
+        present = set(indexes) | {r["name"] for r in self._rows(Q_CONSTRAINT_NAMES)}
+        wanted = [(statement_name(s), s) for s in schema_statements(self.dimensions)]
+        missing = [(name, s) for name, s in wanted if name not in present]
+        changed = [(name, s) for name, s in wanted if name in indexes and name == FULLTEXT_INDEX
+                   and indexes[name] != fulltext_shape(s)]
+        if changed and not self.read_only:  # the text-property union grew: rebuild the BM25 index
+            for name, _ in changed:
+                self._auto(f"DROP INDEX {name} IF EXISTS")
+                log("graph-store", "schema-dropped", name=name, reason="definition-changed")
+            missing += changed
         if missing and self.read_only:
             log("graph-store", "schema-missing", count=len(missing), names=",".join(n for n, _ in missing[:5]),
                 action="none", reason="read-only")
@@ -419,18 +465,26 @@ class Neo4jStore:
 
     # ------------------------------------------------------------------ writes
     def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, account_id: str,
-                    node_id: str | None = None, embedding: Sequence[float] | None = None) -> str:
+                    node_id: str | None = None, embedding: Sequence[float] | None = None,
+                    guards: Guards | None = None) -> str:
+        """Create or merge a node; with ``guards`` (every write tool passes the process's) the
+        write runs under them (:func:`host.graph.check_write`), checked in its transaction."""
         check_account(self.account_id, account_id, node=node_id)
+        _same_account(guards, account_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
-        return self.write(lambda tx: self._upsert(tx, [item], account_id))[0]
+        return self.write(lambda tx: self._upsert(tx, [item], account_id, guards))[0]
 
-    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str) -> int:
-        """All rows and their edges in one transaction: an unknown edge target rolls back everything."""
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
+        """All rows and their edges in one transaction: an invalid row, an unknown (or, with
+        ``guards``, unreadable) edge target or a guarded node rolls back everything."""
         check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
         items, edges = prepare_rows(rows, account_id)
+        if not items:
+            return 0
 
         def work(tx: Any) -> list[str]:
-            ids, missing = self._batch(tx, items, edges, account_id)
+            ids, missing = self._batch(tx, items, edges, account_id, guards)
             if missing:
                 i, j, _, to, _ = edges[missing[0]]
                 raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
@@ -445,28 +499,57 @@ class Neo4jStore:
         return self.write(lambda tx: self._batch(tx, items, edges, account_id))
 
     def _batch(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
-               account_id: str) -> tuple[list[str], list[int]]:
-        ids = self._upsert(tx, items, account_id)
-        missing = self._edges(tx, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id)
+               account_id: str, guards: Guards | None = None) -> tuple[list[str], list[int]]:
+        ids = self._upsert(tx, items, account_id, guards)
+        missing = self._edges(tx, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, guards,
+                              known=ids)
         return ids, missing
 
-    def _upsert(self, tx: Any, items: list[Prepared], account_id: str) -> list[str]:
+    def _upsert(self, tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None) -> list[str]:
         now = iso(time.time())
         for item in items:
             if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
-                rows = list(tx.run(Q_REINGEST, {"accountId": account_id,
-                                                "attachmentId": item.properties["attachmentId"]}))
+                params = {"accountId": account_id, "attachmentId": item.properties["attachmentId"]}
+                if guards is not None:
+                    found = tx.run(Q_REINGEST_TREE, params).single()
+                    if found and not all(can_change(guards, props) for props in found["guarded"]):
+                        raise WriteDenied(f"attachmentId: document '{found['id']}' (or part of it) is outside what "
+                                          "this process can read (ALLOWED_SCOPES / AGENT_SLUG); nothing was written")
+                rows = list(tx.run(Q_REINGEST, params))
                 item.id = rows[0]["id"] if rows else None
         ids = [item.id or new_id() for item in items]
+        props_of = [_clean_props(item.properties) for item in items]
+        if guards is not None:
+            self._check_guards(tx, guards, ids, props_of, account_id)
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-        for nid, item in zip(ids, items, strict=True):
+        for nid, item, props in zip(ids, items, props_of, strict=True):
             groups.setdefault(item.labels, []).append({
-                "id": nid, "props": _clean_props(item.properties), "keywords": keywords_of(item.properties) or None,
+                "id": nid, "props": props, "keywords": keywords_of(item.properties) or None,
                 "embedding": item.embedding,
             })
         for labels, rows in groups.items():
             tx.run(q_upsert(labels), {"rows": rows, "accountId": account_id, "now": now}).consume()
         return ids
+
+    @staticmethod
+    def _check_guards(tx: Any, guards: Guards, ids: list[str], props_of: list[dict[str, Any]],
+                      account_id: str) -> None:
+        """Every node of one write, from its stored state (read in this transaction) to the merged
+        one, under the guards; a narrowed process's new node gets its own scope / agent."""
+        stored = {r["id"]: {k: v for k, v in dict(r["props"]).items() if v is not None}
+                  for r in tx.run(Q_STORED, {"accountId": account_id, "ids": list(dict.fromkeys(ids))})}
+        after: dict[str, dict[str, Any]] = {}
+        for nid, props in zip(ids, props_of, strict=True):
+            before = stored.get(nid)
+            merged = after.get(nid, dict(before) if before is not None else {})
+            merged.update(props)
+            merged = {k: v for k, v in merged.items() if v is not None}
+            if before is None and nid not in after:
+                extra = write_defaults(guards, merged)
+                props.update(extra)
+                merged.update(extra)
+            check_write(guards, nid, before, merged)
+            after[nid] = merged
 
     def create_edge(self, source_id: str, target_id: str, edge_type: str,
                     properties: Mapping[str, Any] | None = None, *, account_id: str) -> None:
@@ -490,14 +573,20 @@ class Neo4jStore:
             missing += [start + pos for pos in self.write(lambda tx, part=part: self._edges(tx, part, account_id))]
         return missing
 
-    def _edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str) -> list[int]:
+    def _edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str,
+               guards: Guards | None = None, known: Sequence[str] = ()) -> list[int]:
+        """MERGE edges by node ids in ``tx``; returns the positions with an unknown end (with
+        ``guards``, an end this write did not make counts only if the guards can read it)."""
         by_type: dict[str, list[dict[str, Any]]] = {}
         for pos, (src, etype, dst, props) in enumerate(wanted):
             by_type.setdefault(etype, []).append({"pos": pos, "source": src, "target": dst,
                                                   "props": _clean_props(props or {})})
         done: set[int] = set()
+        params: dict[str, Any] = {"accountId": account_id}
+        if guards is not None:
+            params.update(self._guard_params(guards), known=list(known))
         for etype, rows in by_type.items():
-            for rec in tx.run(q_edges(etype), {"rows": rows, "accountId": account_id}):
+            for rec in tx.run(q_edges(etype, guarded=guards is not None), {**params, "rows": rows}):
                 done.add(rec["pos"])
         return [pos for pos in range(len(wanted)) if pos not in done]
 
@@ -705,3 +794,8 @@ class Neo4jStore:
 
     def close(self) -> None:
         self.driver.close()
+
+
+def _same_account(guards: Guards | None, account_id: str) -> None:
+    if guards is not None and guards.account_id != account_id:
+        raise WriteDenied(f"accountId: '{account_id}' is not the guards' account; writes must target ACCOUNT_ID")

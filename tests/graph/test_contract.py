@@ -313,8 +313,6 @@ def test_bad_edges_name_the_row_and_edge(store, edge, message):
 
 def test_ids_are_per_account(store, other):
     """Two accounts may hold the same id; neither can touch, see or learn of the other's node."""
-    if store.backend == "sqlite":
-        pytest.skip("the embedded store's per-account ids come with its write guards")
     a, b = acct(store), acct(other)
     store.upsert_node(["Person"], {"name": "mine"}, account_id=a, node_id="same")
     other.upsert_node(["Person"], {"name": "theirs"}, account_id=b, node_id="same")  # no error, no oracle
