@@ -5,7 +5,8 @@ write tool; the oracle is the SQLite store file, read directly before and after 
 Each hypothesis example seeds a random graph over two accounts (scopes, agent tags, soft
 deletes, document hierarchies, reports, conversations, the owner's profile), then runs random
 tool calls as random principals (ALLOWED_SCOPES, AGENT_SLUG, SESSION_ID, another ACCOUNT_ID),
-through the served tool table (schema-checked exactly as the MCP server does). After every call:
+through the served tool table (schema-checked exactly as the MCP server does), on each graph
+backend (the Neo4j database is read back the same way as the file). After every call:
 
 - a node or edge that changed must belong to the caller's account and have been within its
   guards before (scope, agent tag; soft delete aside), and every node it left behind must be
@@ -17,7 +18,8 @@ through the served tool table (schema-checked exactly as the MCP server does). A
 - every row a read tool returns (``profile-read``, report reads, ``conversation-search``) is one
   the caller could read.
 
-Totals print at the end (``-s``); ``SECURITY_EXAMPLES`` raises the example count for a long run.
+Totals print at the end (``-s``); ``SECURITY_EXAMPLES`` (``SECURITY_EXAMPLES_NEO4J``) raises
+the example count for a long run.
 """
 
 from __future__ import annotations
@@ -36,14 +38,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from host.errors import UserError
+from tests.backends import BACKENDS, neo4j_env
 
 A, B = "acct-a", "acct-b"
 SCOPES = (None, "public", "shared", "admin")
 AGENTS = (None, ["a1"], ["a2"], ["a1", "a2"])
-EXAMPLES = int(os.environ.get("SECURITY_EXAMPLES", "130"))
+EXAMPLES = {"sqlite": int(os.environ.get("SECURITY_EXAMPLES", "130")),
+            "neo4j": int(os.environ.get("SECURITY_EXAMPLES_NEO4J", "30"))}
+"""Per backend: a Neo4j call and its read-back are round trips, so fewer examples there."""
 CALLS = 40
-STATS: dict[str, int] = {"examples": 0, "attempts": 0, "ok": 0, "refused": 0, "widenings": 0, "reads": 0,
-                         "rows-read": 0, "probes": 0}
+STATS: dict[str, dict[str, int]] = {}
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,10 @@ class Row:
     updated: float
 
 
-def snapshot(db: Path) -> tuple[dict[tuple[str, str], Row], set[tuple[tuple[str, str], str, tuple[str, str]]]]:
-    con = sqlite3.connect(db)
+def snapshot(world: World) -> tuple[dict[tuple[str, str], Row], set[tuple[tuple[str, str], str, tuple[str, str]]]]:
+    if world.backend == "neo4j":
+        return neo4j_snapshot(world)
+    con = sqlite3.connect(world.db)
     try:
         by_rid: dict[int, Row] = {}
         for rid, acct, nid, labels, props, scope, agents, deleted, updated in con.execute(
@@ -134,6 +140,26 @@ def snapshot(db: Path) -> tuple[dict[tuple[str, str], Row], set[tuple[tuple[str,
     finally:
         con.close()
     return {(r.account, r.id): r for r in by_rid.values()}, edges
+
+
+Q_SNAPSHOT = """MATCH (n:GraphNode) WHERE n.accountId IN $accounts
+OPTIONAL MATCH (n)-[r]->(m:GraphNode)
+RETURN n.accountId AS a, n.id AS id, labels(n) AS labels, properties(n) AS p,
+       collect([type(r), m.accountId, m.id]) AS out"""
+
+
+def neo4j_snapshot(world: World) -> tuple[dict[tuple[str, str], Row], set]:
+    """The same view of the Neo4j database: every node of both accounts and every edge."""
+    nodes, edges = {}, set()
+    for r in world.store.read(lambda tx: list(tx.run(Q_SNAPSHOT, accounts=[A, B]))):
+        p = dict(r["p"])
+        scope, agents, deleted, updated = p.pop("scope", None), p.pop("agents", None), p.pop("deletedAt", None), \
+            p.pop("updatedAt", None)
+        p.pop("embedding", None)
+        nodes[(r["a"], r["id"])] = Row(r["a"], r["id"], json.dumps(sorted(r["labels"])), json.dumps(p, sort_keys=True),
+                                       scope, list(agents) if agents is not None else None, deleted, updated)
+        edges |= {((r["a"], r["id"]), t, (ma, mid)) for t, ma, mid in r["out"] if t is not None}
+    return nodes, edges
 
 
 def widenings(who: Who, before: Any, after: Any) -> list[str]:
@@ -165,11 +191,13 @@ def widenings(who: Who, before: Any, after: Any) -> list[str]:
 class World:
     home: Path
     db: Path
+    backend: str = "sqlite"
+    store: Any = None  # the Neo4j oracle's own connection
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # who -> served memory tools
     hosts: list[Any] = field(default_factory=list)
 
     def __repr__(self) -> str:
-        return f"World({self.db})"
+        return f"World({self.backend}: {self.db})"
 
     def call(self, who: Who, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
         from host.tooltable import checked_call
@@ -181,30 +209,45 @@ class World:
             return False, str(exc)
 
 
-@pytest.fixture(scope="module")
-def world() -> Iterator[World]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(request: pytest.FixtureRequest) -> Iterator[World]:
     from host.manager import Host
     from host.tooltable import served_tools
 
+    backend = request.param
     home = Path(tempfile.mkdtemp(prefix="plughost-sec-"))
     base = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG",
                                                              "SESSION_ID", "SESSION_NODE_ID", "NEO4J_URI")}
-    base.update(PLUGHOST_HOME=str(home), PLUGHOST_EMBEDDER="none")
-    w = World(home, home / "graph.sqlite")
-    from plugins.graph.sqlite_store import SqliteStore
+    base.update(PLUGHOST_HOME=str(home), PLUGHOST_EMBEDDER="none", PLUGHOST_STORE=backend)
+    w = World(home, home / "graph.sqlite", backend)
+    if backend == "neo4j":
+        from plugins.graph.neo4j_store import Neo4jStore
 
-    SqliteStore(w.db, env={"ACCOUNT_ID": A}).close()  # the schema, before the first seed
+        base.update(neo4j_env())
+        w.store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": A})
+    else:
+        from plugins.graph.sqlite_store import SqliteStore
+
+        SqliteStore(w.db, env={"ACCOUNT_ID": A}).close()  # the schema, before the first seed
     for who in WHO:
         host = Host(env={**base, **who.env()}).load()
         w.hosts.append(host)
         w.tools[who.name] = {t.name: t for t in served_tools(host, "memory")}
+    stats = STATS.setdefault(backend, {"examples": 0, "attempts": 0, "ok": 0, "refused": 0, "widenings": 0,
+                                       "reads": 0, "rows-read": 0, "probes": 0})
     yield w
     for host in w.hosts:
         host.close()
-    print("\n[security] write-tools " + " ".join(f"{k}={v}" for k, v in STATS.items()))
-    assert STATS["widenings"] == 0
-    if EXAMPLES >= 100:
-        assert STATS["attempts"] >= 5000 and STATS["refused"] > 100 and STATS["ok"] > 500 and STATS["probes"] > 50
+    if w.store is not None:
+        for acct in (A, B):
+            w.store.wipe_account(acct)
+        w.store.close()
+    print(f"\n[security] write-tools backend={backend} " + " ".join(f"{k}={v}" for k, v in stats.items()))
+    assert stats["widenings"] == 0
+    if backend == "sqlite" and EXAMPLES["sqlite"] >= 100:
+        assert stats["attempts"] >= 5000 and stats["refused"] > 100 and stats["ok"] > 500 and stats["probes"] > 50
+    if backend == "neo4j" and EXAMPLES["neo4j"] >= 30:
+        assert stats["attempts"] >= 1200 and stats["refused"] > 20 and stats["ok"] > 100
 
 
 # ---------------------------------------------------------------------- graphs and calls
@@ -326,18 +369,27 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 
 def seed(world: World, rows: list[dict[str, Any]]) -> None:
     from host.graph import Guards
-    from plugins.graph.sqlite_store import SqliteStore
-
-    con = sqlite3.connect(world.db)
-    con.execute("DELETE FROM nodes")
-    con.execute("DELETE FROM edges")
-    con.commit()
-    con.close()
     from plugins.memory import conversations
 
+    if world.backend == "neo4j":
+        from plugins.graph.neo4j_store import Neo4jStore
+
+        for acct in (A, B):
+            world.store.wipe_account(acct)
+        open_store = lambda acct: Neo4jStore(world.store.driver, env={**neo4j_env(), "ACCOUNT_ID": acct},  # noqa: E731
+                                             apply_schema=False)
+    else:
+        from plugins.graph.sqlite_store import SqliteStore
+
+        con = sqlite3.connect(world.db)
+        con.execute("DELETE FROM nodes")
+        con.execute("DELETE FROM edges")
+        con.commit()
+        con.close()
+        open_store = lambda acct: SqliteStore(world.db, env={"ACCOUNT_ID": acct})  # noqa: E731
     conversations._SESSION_CONVERSATIONS.clear()
     for acct in (A, B):
-        store = SqliteStore(world.db, env={"ACCOUNT_ID": acct})
+        store = open_store(acct)
         mine = [r for r in rows if r["account"] == acct]
         store.upsert_many([{k: v for k, v in r.items() if k in ("id", "labels", "properties")} for r in mine],
                           account_id=acct)
@@ -346,7 +398,8 @@ def seed(world: World, rows: list[dict[str, Any]]) -> None:
         for r in mine:
             if r.get("deleted"):
                 store.soft_delete(r["id"], guards=Guards(acct))
-        store.close()
+        if world.backend == "sqlite":
+            store.close()
 
 
 def read_ids(tool: str, result: Any) -> list[str]:
@@ -359,20 +412,27 @@ def read_ids(tool: str, result: Any) -> list[str]:
     return []
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
-          phases=(Phase.explicit, Phase.generate), database=None)  # no shrinking: a failure reports its call
-@given(rows=seeds(), plan=st.lists(st.tuples(st.sampled_from(ATTACKERS), calls()), min_size=CALLS,
-                                   max_size=CALLS))
-def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]],
-                                        plan: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
+def test_narrowed_processes_never_widen(world: World) -> None:
+    @settings(max_examples=EXAMPLES[world.backend], deadline=None, suppress_health_check=list(HealthCheck),
+              derandomize=True, phases=(Phase.explicit, Phase.generate), database=None)  # no shrinking
+    @given(rows=seeds(), plan=st.lists(st.tuples(st.sampled_from(ATTACKERS), calls()), min_size=CALLS,
+                                       max_size=CALLS))
+    def attack(rows: list[dict[str, Any]], plan: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
+        run_plan(world, rows, plan)
+
+    attack()
+
+
+def run_plan(world: World, rows: list[dict[str, Any]], plan: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
+    stats = STATS[world.backend]
     seed(world, rows)
-    STATS["examples"] += 1
-    state = snapshot(world.db)
+    stats["examples"] += 1
+    state = snapshot(world)
     for who, (tool, args) in plan:
         ok, result = world.call(who, tool, args)
-        after = snapshot(world.db)
-        STATS["attempts"] += 1
-        STATS["ok" if ok else "refused"] += 1
+        after = snapshot(world)
+        stats["attempts"] += 1
+        stats["ok" if ok else "refused"] += 1
         problems = widenings(who, state, after)
         if tool in ("profile-update", "memory-reindex") and who.narrowed:
             assert not ok and "account-isolation" in result and state == after, \
@@ -383,19 +443,19 @@ def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]]
         if "id" in args and tool == "memory-write":
             theirs = (B if who.account == A else A, args["id"])
             if theirs in state[0] and (who.account, args["id"]) not in state[0]:
-                STATS["probes"] += 1  # another account's id, unused here: as good as a fresh one
+                stats["probes"] += 1  # another account's id, unused here: as good as a fresh one
                 fresh_ok, fresh = ok, result
                 assert fresh_ok or "another account" not in str(fresh)
         if ok and tool in ("profile-read", "memory-report-list", "memory-report-read-latest", "conversation-search"):
-            STATS["reads"] += 1
+            stats["reads"] += 1
             for nid in read_ids(tool, result):
-                STATS["rows-read"] += 1
+                stats["rows-read"] += 1
                 row = state[0].get((who.account, nid))
                 if row is None or not can_read(who, row):
                     problems.append(f"{tool} returned {nid} ({row and (row.scope, row.agents, row.deleted)})")
                 if who.session and tool == "conversation-search":
                     assert row is not None and json.loads(row.properties).get("conversationId") == "sess-1"
         if problems:
-            STATS["widenings"] += len(problems)
+            stats["widenings"] += len(problems)
         assert not problems, f"{who.name} {tool} {args} -> {str(result)[:200]}: {problems}"
         state = after
