@@ -5,8 +5,8 @@ write tool; the oracle is the SQLite store file, read directly before and after 
 Each hypothesis example seeds a random graph over two accounts (scopes, agent tags, soft
 deletes, document hierarchies, reports, conversations, the owner's profile), then runs random
 tool calls as random principals (ALLOWED_SCOPES, AGENT_SLUG, SESSION_ID, another ACCOUNT_ID),
-through the served tool table (schema-checked exactly as the MCP server does), on each graph
-backend (the Neo4j database is read back the same way as the file). After every call:
+through the served tool table (schema-checked exactly as the MCP server does); the same attack
+runs on Neo4j (``test_..._on_neo4j``, the database read back the same way). After every call:
 
 - a node or edge that changed must belong to the caller's account and have been within its
   guards before (scope, agent tag; soft delete aside), and every node it left behind must be
@@ -18,8 +18,8 @@ backend (the Neo4j database is read back the same way as the file). After every 
 - every row a read tool returns (``profile-read``, report reads, ``conversation-search``) is one
   the caller could read.
 
-Totals print at the end (``-s``); ``SECURITY_EXAMPLES`` (``SECURITY_EXAMPLES_NEO4J``) raises
-the example count for a long run.
+Totals print at the end (``-s``); ``SECURITY_EXAMPLES`` (``SECURITY_EXAMPLES_NEO4J``, default
+30: a Neo4j call and its read-back are round trips) raises the example count for a long run.
 """
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ from tests.backends import BACKENDS, neo4j_env
 A, B = "acct-a", "acct-b"
 SCOPES = (None, "public", "shared", "admin")
 AGENTS = (None, ["a1"], ["a2"], ["a1", "a2"])
-EXAMPLES = {"sqlite": int(os.environ.get("SECURITY_EXAMPLES", "130")),
-            "neo4j": int(os.environ.get("SECURITY_EXAMPLES_NEO4J", "30"))}
-"""Per backend: a Neo4j call and its read-back are round trips, so fewer examples there."""
+EXAMPLES = int(os.environ.get("SECURITY_EXAMPLES", "130"))
+EXAMPLES_NEO4J = int(os.environ.get("SECURITY_EXAMPLES_NEO4J", "30"))
 CALLS = 40
-STATS: dict[str, dict[str, int]] = {}
+STATS: dict[str, int] = {"examples": 0, "attempts": 0, "ok": 0, "refused": 0, "widenings": 0, "reads": 0,
+                         "rows-read": 0, "probes": 0}
 
 
 @dataclass(frozen=True)
@@ -126,10 +126,8 @@ class Row:
     updated: float
 
 
-def snapshot(world: World) -> tuple[dict[tuple[str, str], Row], set[tuple[tuple[str, str], str, tuple[str, str]]]]:
-    if world.backend == "neo4j":
-        return neo4j_snapshot(world)
-    con = sqlite3.connect(world.db)
+def snapshot(db: Path) -> tuple[dict[tuple[str, str], Row], set[tuple[tuple[str, str], str, tuple[str, str]]]]:
+    con = sqlite3.connect(db)
     try:
         by_rid: dict[int, Row] = {}
         for rid, acct, nid, labels, props, scope, agents, deleted, updated in con.execute(
@@ -140,26 +138,6 @@ def snapshot(world: World) -> tuple[dict[tuple[str, str], Row], set[tuple[tuple[
     finally:
         con.close()
     return {(r.account, r.id): r for r in by_rid.values()}, edges
-
-
-Q_SNAPSHOT = """MATCH (n:GraphNode) WHERE n.accountId IN $accounts
-OPTIONAL MATCH (n)-[r]->(m:GraphNode)
-RETURN n.accountId AS a, n.id AS id, labels(n) AS labels, properties(n) AS p,
-       collect([type(r), m.accountId, m.id]) AS out"""
-
-
-def neo4j_snapshot(world: World) -> tuple[dict[tuple[str, str], Row], set]:
-    """The same view of the Neo4j database: every node of both accounts and every edge."""
-    nodes, edges = {}, set()
-    for r in world.store.read(lambda tx: list(tx.run(Q_SNAPSHOT, accounts=[A, B]))):
-        p = dict(r["p"])
-        scope, agents, deleted, updated = p.pop("scope", None), p.pop("agents", None), p.pop("deletedAt", None), \
-            p.pop("updatedAt", None)
-        p.pop("embedding", None)
-        nodes[(r["a"], r["id"])] = Row(r["a"], r["id"], json.dumps(sorted(r["labels"])), json.dumps(p, sort_keys=True),
-                                       scope, list(agents) if agents is not None else None, deleted, updated)
-        edges |= {((r["a"], r["id"]), t, (ma, mid)) for t, ma, mid in r["out"] if t is not None}
-    return nodes, edges
 
 
 def widenings(who: Who, before: Any, after: Any) -> list[str]:
@@ -191,13 +169,11 @@ def widenings(who: Who, before: Any, after: Any) -> list[str]:
 class World:
     home: Path
     db: Path
-    backend: str = "sqlite"
-    store: Any = None  # the Neo4j oracle's own connection
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # who -> served memory tools
     hosts: list[Any] = field(default_factory=list)
 
     def __repr__(self) -> str:
-        return f"World({self.backend}: {self.db})"
+        return f"World({self.db})"
 
     def call(self, who: Who, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
         from host.tooltable import checked_call
@@ -209,45 +185,30 @@ class World:
             return False, str(exc)
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def world(request: pytest.FixtureRequest) -> Iterator[World]:
+@pytest.fixture(scope="module")
+def world() -> Iterator[World]:
     from host.manager import Host
     from host.tooltable import served_tools
 
-    backend = request.param
     home = Path(tempfile.mkdtemp(prefix="plughost-sec-"))
     base = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG",
                                                              "SESSION_ID", "SESSION_NODE_ID", "NEO4J_URI")}
-    base.update(PLUGHOST_HOME=str(home), PLUGHOST_EMBEDDER="none", PLUGHOST_STORE=backend)
-    w = World(home, home / "graph.sqlite", backend)
-    if backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+    base.update(PLUGHOST_HOME=str(home), PLUGHOST_EMBEDDER="none")
+    w = World(home, home / "graph.sqlite")
+    from plugins.graph.sqlite_store import SqliteStore
 
-        base.update(neo4j_env())
-        w.store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": A})
-    else:
-        from plugins.graph.sqlite_store import SqliteStore
-
-        SqliteStore(w.db, env={"ACCOUNT_ID": A}).close()  # the schema, before the first seed
+    SqliteStore(w.db, env={"ACCOUNT_ID": A}).close()  # the schema, before the first seed
     for who in WHO:
         host = Host(env={**base, **who.env()}).load()
         w.hosts.append(host)
         w.tools[who.name] = {t.name: t for t in served_tools(host, "memory")}
-    stats = STATS.setdefault(backend, {"examples": 0, "attempts": 0, "ok": 0, "refused": 0, "widenings": 0,
-                                       "reads": 0, "rows-read": 0, "probes": 0})
     yield w
     for host in w.hosts:
         host.close()
-    if w.store is not None:
-        for acct in (A, B):
-            w.store.wipe_account(acct)
-        w.store.close()
-    print(f"\n[security] write-tools backend={backend} " + " ".join(f"{k}={v}" for k, v in stats.items()))
-    assert stats["widenings"] == 0
-    if backend == "sqlite" and EXAMPLES["sqlite"] >= 100:
-        assert stats["attempts"] >= 5000 and stats["refused"] > 100 and stats["ok"] > 500 and stats["probes"] > 50
-    if backend == "neo4j" and EXAMPLES["neo4j"] >= 30:
-        assert stats["attempts"] >= 1200 and stats["refused"] > 20 and stats["ok"] > 100
+    print("\n[security] write-tools " + " ".join(f"{k}={v}" for k, v in STATS.items()))
+    assert STATS["widenings"] == 0
+    if EXAMPLES >= 100:
+        assert STATS["attempts"] >= 5000 and STATS["refused"] > 100 and STATS["ok"] > 500 and STATS["probes"] > 50
 
 
 # ---------------------------------------------------------------------- graphs and calls
@@ -369,27 +330,18 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 
 def seed(world: World, rows: list[dict[str, Any]]) -> None:
     from host.graph import Guards
+    from plugins.graph.sqlite_store import SqliteStore
+
+    con = sqlite3.connect(world.db)
+    con.execute("DELETE FROM nodes")
+    con.execute("DELETE FROM edges")
+    con.commit()
+    con.close()
     from plugins.memory import conversations
 
-    if world.backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
-
-        for acct in (A, B):
-            world.store.wipe_account(acct)
-        open_store = lambda acct: Neo4jStore(world.store.driver, env={**neo4j_env(), "ACCOUNT_ID": acct},  # noqa: E731
-                                             apply_schema=False)
-    else:
-        from plugins.graph.sqlite_store import SqliteStore
-
-        con = sqlite3.connect(world.db)
-        con.execute("DELETE FROM nodes")
-        con.execute("DELETE FROM edges")
-        con.commit()
-        con.close()
-        open_store = lambda acct: SqliteStore(world.db, env={"ACCOUNT_ID": acct})  # noqa: E731
     conversations._SESSION_CONVERSATIONS.clear()
     for acct in (A, B):
-        store = open_store(acct)
+        store = SqliteStore(world.db, env={"ACCOUNT_ID": acct})
         mine = [r for r in rows if r["account"] == acct]
         store.upsert_many([{k: v for k, v in r.items() if k in ("id", "labels", "properties")} for r in mine],
                           account_id=acct)
@@ -398,8 +350,7 @@ def seed(world: World, rows: list[dict[str, Any]]) -> None:
         for r in mine:
             if r.get("deleted"):
                 store.soft_delete(r["id"], guards=Guards(acct))
-        if world.backend == "sqlite":
-            store.close()
+        store.close()
 
 
 def read_ids(tool: str, result: Any) -> list[str]:
@@ -412,25 +363,140 @@ def read_ids(tool: str, result: Any) -> list[str]:
     return []
 
 
-def test_narrowed_processes_never_widen(world: World) -> None:
-    @settings(max_examples=EXAMPLES[world.backend], deadline=None, suppress_health_check=list(HealthCheck),
-              derandomize=True, phases=(Phase.explicit, Phase.generate), database=None)  # no shrinking
-    @given(rows=seeds(), plan=st.lists(st.tuples(st.sampled_from(ATTACKERS), calls()), min_size=CALLS,
-                                       max_size=CALLS))
-    def attack(rows: list[dict[str, Any]], plan: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
-        run_plan(world, rows, plan)
-
-    attack()
-
-
-def run_plan(world: World, rows: list[dict[str, Any]], plan: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
-    stats = STATS[world.backend]
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+          phases=(Phase.explicit, Phase.generate), database=None)  # no shrinking: a failure reports its call
+@given(rows=seeds(), plan=st.lists(st.tuples(st.sampled_from(ATTACKERS), calls()), min_size=CALLS,
+                                   max_size=CALLS))
+def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]],
+                                        plan: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
     seed(world, rows)
-    stats["examples"] += 1
-    state = snapshot(world)
+    STATS["examples"] += 1
+    state = snapshot(world.db)
     for who, (tool, args) in plan:
         ok, result = world.call(who, tool, args)
-        after = snapshot(world)
+        after = snapshot(world.db)
+        STATS["attempts"] += 1
+        STATS["ok" if ok else "refused"] += 1
+        problems = widenings(who, state, after)
+        if tool in ("profile-update", "memory-reindex") and who.narrowed:
+            assert not ok and "account-isolation" in result and state == after, \
+                f"{who.name}: {tool} is admin-only, got {result}"
+        if not ok:
+            assert state == after, f"{who.name} {tool} {args}: refused ({result}) but wrote"
+            assert "another account" not in result and "belongs" not in result, f"existence oracle: {result}"
+        if "id" in args and tool == "memory-write":
+            theirs = (B if who.account == A else A, args["id"])
+            if theirs in state[0] and (who.account, args["id"]) not in state[0]:
+                STATS["probes"] += 1  # another account's id, unused here: as good as a fresh one
+                fresh_ok, fresh = ok, result
+                assert fresh_ok or "another account" not in str(fresh)
+        if ok and tool in ("profile-read", "memory-report-list", "memory-report-read-latest", "conversation-search"):
+            STATS["reads"] += 1
+            for nid in read_ids(tool, result):
+                STATS["rows-read"] += 1
+                row = state[0].get((who.account, nid))
+                if row is None or not can_read(who, row):
+                    problems.append(f"{tool} returned {nid} ({row and (row.scope, row.agents, row.deleted)})")
+                if who.session and tool == "conversation-search":
+                    assert row is not None and json.loads(row.properties).get("conversationId") == "sess-1"
+        if problems:
+            STATS["widenings"] += len(problems)
+        assert not problems, f"{who.name} {tool} {args} -> {str(result)[:200]}: {problems}"
+        state = after
+
+
+# ---------------------------------------------------------------------- the same attack on Neo4j
+Q_SNAPSHOT = """MATCH (n:GraphNode) WHERE n.accountId IN $accounts
+OPTIONAL MATCH (n)-[r]->(m:GraphNode)
+RETURN n.accountId AS a, n.id AS id, labels(n) AS labels, properties(n) AS p,
+       collect([type(r), m.accountId, m.id]) AS out"""
+NEO4J_STATS: dict[str, int] = {k: 0 for k in STATS}
+
+
+@dataclass
+class Neo4jWorld(World):
+    store: Any = None  # the oracle's own connection
+
+    def __repr__(self) -> str:
+        return "Neo4jWorld()"
+
+
+def neo4j_snapshot(world: Neo4jWorld) -> tuple[dict[tuple[str, str], Row], set]:
+    """What :func:`snapshot` reads from the file, from the database: both accounts' nodes and edges."""
+    nodes, edges = {}, set()
+    for r in world.store.read(lambda tx: list(tx.run(Q_SNAPSHOT, accounts=[A, B]))):
+        p = dict(r["p"])
+        scope, agents, deleted, updated = (p.pop("scope", None), p.pop("agents", None), p.pop("deletedAt", None),
+                                           p.pop("updatedAt", None))
+        p.pop("embedding", None)
+        nodes[(r["a"], r["id"])] = Row(r["a"], r["id"], json.dumps(sorted(r["labels"])), json.dumps(p, sort_keys=True),
+                                       scope, list(agents) if agents is not None else None, deleted, updated)
+        edges |= {((r["a"], r["id"]), t, (ma, mid)) for t, ma, mid in r["out"] if t is not None}
+    return nodes, edges
+
+
+@pytest.fixture(scope="module")
+def neo4j_world() -> Iterator[Neo4jWorld]:
+    from host.manager import Host
+    from host.tooltable import served_tools
+    from plugins.graph.neo4j_store import Neo4jStore
+
+    home = Path(tempfile.mkdtemp(prefix="plughost-sec-neo4j-"))
+    base = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG",
+                                                             "SESSION_ID", "SESSION_NODE_ID")}
+    base.update(PLUGHOST_HOME=str(home), PLUGHOST_EMBEDDER="none", PLUGHOST_STORE="neo4j", **neo4j_env())
+    w = Neo4jWorld(home, home / "unused.sqlite", store=Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": A}))
+    for who in WHO:
+        host = Host(env={**base, **who.env()}).load()
+        w.hosts.append(host)
+        w.tools[who.name] = {t.name: t for t in served_tools(host, "memory")}
+    yield w
+    for host in w.hosts:
+        host.close()
+    for acct in (A, B):
+        w.store.wipe_account(acct)
+    w.store.close()
+    print("\n[security] write-tools backend=neo4j " + " ".join(f"{k}={v}" for k, v in NEO4J_STATS.items()))
+    assert NEO4J_STATS["widenings"] == 0
+    if EXAMPLES_NEO4J >= 30:
+        assert NEO4J_STATS["attempts"] >= 1200 and NEO4J_STATS["refused"] > 20 and NEO4J_STATS["ok"] > 100
+
+
+def neo4j_seed(world: Neo4jWorld, rows: list[dict[str, Any]]) -> None:
+    from host.graph import Guards
+    from plugins.graph.neo4j_store import Neo4jStore
+    from plugins.memory import conversations
+
+    conversations._SESSION_CONVERSATIONS.clear()
+    for acct in (A, B):
+        world.store.wipe_account(acct)
+        store = Neo4jStore(world.store.driver, env={**neo4j_env(), "ACCOUNT_ID": acct}, apply_schema=False)
+        mine = [r for r in rows if r["account"] == acct]
+        store.upsert_many([{k: v for k, v in r.items() if k in ("id", "labels", "properties")} for r in mine],
+                          account_id=acct)
+        store.create_edges([(r["id"], e["type"], e["to"], None) for r in mine for e in r.get("edges", [])],
+                           account_id=acct)
+        for r in mine:
+            if r.get("deleted"):
+                store.soft_delete(r["id"], guards=Guards(acct))
+
+
+@pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
+@pytest.mark.timeout(1200)  # a loaded machine slows the round trips; CI's is not shared
+@settings(max_examples=EXAMPLES_NEO4J, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+          phases=(Phase.explicit, Phase.generate), database=None)
+@given(rows=seeds(), plan=st.lists(st.tuples(st.sampled_from(ATTACKERS), calls()), min_size=CALLS,
+                                   max_size=CALLS))
+def test_narrowed_processes_never_widen_on_neo4j(neo4j_world: Neo4jWorld, rows: list[dict[str, Any]],
+                                                 plan: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
+    """The attack above, call for call the same checks, with the Neo4j database as the oracle."""
+    world, stats = neo4j_world, NEO4J_STATS
+    neo4j_seed(world, rows)
+    stats["examples"] += 1
+    state = neo4j_snapshot(world)
+    for who, (tool, args) in plan:
+        ok, result = world.call(who, tool, args)
+        after = neo4j_snapshot(world)
         stats["attempts"] += 1
         stats["ok" if ok else "refused"] += 1
         problems = widenings(who, state, after)
@@ -443,9 +509,8 @@ def run_plan(world: World, rows: list[dict[str, Any]], plan: list[tuple[Who, tup
         if "id" in args and tool == "memory-write":
             theirs = (B if who.account == A else A, args["id"])
             if theirs in state[0] and (who.account, args["id"]) not in state[0]:
-                stats["probes"] += 1  # another account's id, unused here: as good as a fresh one
-                fresh_ok, fresh = ok, result
-                assert fresh_ok or "another account" not in str(fresh)
+                stats["probes"] += 1
+                assert ok or "another account" not in str(result)
         if ok and tool in ("profile-read", "memory-report-list", "memory-report-read-latest", "conversation-search"):
             stats["reads"] += 1
             for nid in read_ids(tool, result):
