@@ -99,7 +99,12 @@ for _ in $(seq 1 600); do
   fi
   sleep 0.1
 done
-grep -E '^startup-self-test |^\[boot\] op=gates' "$LOG" | sed 's/^/    /' || true
+# "ready" means ready to answer: the agent runner has loaded what its first turn needs
+for _ in $(seq 1 600); do
+  grep -qE '\[channels\] op=runner-(ready|warm-failed)' "$LOG" && break
+  sleep 0.1
+done
+grep -E '^startup-self-test |^\[boot\] op=gates|\[channels\] op=runner-(ready|warm-failed)' "$LOG" | sed 's/^/    /' || true
 if [[ -n "$DEMO" ]]; then
   step "demo account '$ACCOUNT_ID', its knowledge and brand site (checked while the server started)"
   demo_done "$DEMO"

@@ -165,10 +165,14 @@ def warm_in_background(host: Any) -> None:
         return  # nothing to answer for
 
     def warm() -> None:
+        import time
+
+        t0 = time.perf_counter()
         try:
             runner = get_runner(host)
             if hasattr(runner, "warm"):
                 runner.warm()
+            log("channels", "op=runner-ready", agent=runner_name(runner), ms=round((time.perf_counter() - t0) * 1000))
         except Exception as exc:  # the first turn will fail the same way, politely and logged
             log("channels", "op=runner-warm-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
 
