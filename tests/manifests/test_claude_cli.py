@@ -78,7 +78,16 @@ def test_validate_accepts_every_generated_plugin_and_marketplace(payloads: dict[
                 assert json.loads(plugin_json.read_text())["name"] == entry["name"]
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_the_default_brand_ships_no_premium_bundle_even_when_they_are_there(payloads: dict[str, Path]) -> None:
+    """So `default+premium` is the `default` payload: its servers are covered by that run."""
+    def manifests(root: Path) -> dict[str, str]:
+        return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob(".claude-plugin/*.json")}
+
+    assert manifests(payloads["default+premium"]) == manifests(payloads["default"])
+    assert not (payloads["default+premium"] / "premium-plugins").exists()
+
+
+@pytest.mark.parametrize("variant", ["default", "studio+premium"])
 def test_moved_payload_reinstalled_every_server_connects(variant: str, payloads: dict[str, Path], tmp_path: Path,
                                                          plughost_home: Path) -> None:
     original = tmp_path / "first" / "payload"
