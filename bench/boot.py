@@ -134,8 +134,8 @@ def main() -> None:
         env = {**os.environ, "PLUGHOST_HOME": str(root / "home"), "PLUGHOST_LOG_FILE": "0"}
         env.pop("ACCOUNT_ID", None)
         for step in (["bundle", "default", "--out", str(root / "payload")],
-                     ["install", str(root / "payload"), "--config-dir", str(root / "cc"), "--account", "acme"],
-                     ["account", "create", "acme", "--admin-phone", "+15550001"]):
+                     ["account", "create", "acme", "--admin-phone", "+15550001"],
+                     ["install", str(root / "payload"), "--config-dir", str(root / "cc"), "--account", "acme"]):
             subprocess.run(plughost + step, env=env, check=True, capture_output=True)
         payload_env = {"plugins_dir": str(root / "payload" / "plugins"), "premium_dir": None}
 
@@ -144,7 +144,7 @@ def main() -> None:
         cmd = plughost + ["boot", "--check", "--account", "acme", "--config-dir", str(root / "cc")]
         d_min, d_med, d_code, d_cpu = wall(cmd, env, args.runs)
         d_ph = phases(env, **payload_env, account="acme", config_dir=str(root / "cc"))
-        print("== default install (bundle default + install + account create; boot reads the install's .env)")
+        print("== default install (bundle default + account create + install; boot reads the install's .env)")
         print(f"python -c pass            min {base_min * 1000:7.1f} ms  median {base_med * 1000:7.1f} ms  "
               f"cpu {base_cpu * 1000:6.1f} ms")
         print(f"python -c 'import host.cli' min {imp_min * 1000:5.1f} ms  median {imp_med * 1000:7.1f} ms")
