@@ -150,11 +150,24 @@ def http_app(server: PluginServer, *, path: str = "/mcp", host: str = "127.0.0.1
 
 
 def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -> None:
+    """One plugin over streamable HTTP, behind the same front door as ``plughost serve`` (host.http_guard)."""
     import uvicorn
 
+    from host import config
+    from host.errors import UserError
+    from host.http import is_loopback
+    from host.http_guard import Door, GuardMiddleware
+
+    opened = config.flag("PLUGHOST_OPEN_LOCAL", host.env)
+    if opened and not (bind == "localhost" or is_loopback(bind)):
+        raise UserError(f"--bind {bind}: refusing a non-loopback bind while PLUGHOST_OPEN_LOCAL=1 opens /mcp")
     server = build_server(host, plugin)
     app = http_app(server, host=bind, port=port)
-    log("mcp", "op=serve-http", plugin=plugin, url=f"http://{bind}:{port}/mcp")
+    door = Door(home=host.home, account_id=(host.env.get("ACCOUNT_ID") or "").strip() or None, open_local=opened)
+    door.http_token  # noqa: B018  (created now: the client reads it from the file)
+    app.add_middleware(GuardMiddleware, door=door)
+    log("mcp", "op=serve-http", plugin=plugin, url=f"http://{bind}:{port}/mcp",
+        auth="open-local" if opened else "bearer-token")
     uvicorn.run(app, host=bind, port=port, log_level="warning")
 
 

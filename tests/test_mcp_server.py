@@ -20,8 +20,13 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPO = FIXTURES.parent.parent
 
 
-def _call(server_or_params, method, *args):
+def _call(server_or_params, method, *args, headers=None):
     from mcp import Client
+
+    if headers is not None:
+        from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+        server_or_params = streamable_http_client(server_or_params, http_client=create_mcp_http_client(headers=headers))
 
     async def go():
         async with Client(server_or_params) as client:
@@ -156,9 +161,14 @@ def test_streamable_http_server(plughost_home: Path) -> None:
                 break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        result = _call(f"http://127.0.0.1:{port}/mcp", "call_tool", "add", {"a": 40, "b": 2})
+        assert httpx.post(f"http://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+                          ).status_code == 401  # the same front door as plughost serve: a token is needed
+        token = (plughost_home / "credentials" / "http-token").read_text().strip()
+        result = _call(f"http://127.0.0.1:{port}/mcp", "call_tool", "add", {"a": 40, "b": 2},
+                       headers={"Authorization": f"Bearer {token}"})
         assert json.loads(result.content[0].text) == {"sum": 42}
-        rebound = httpx.post(f"http://127.0.0.1:{port}/mcp", headers={"Host": "evil.example"},
+        rebound = httpx.post(f"http://127.0.0.1:{port}/mcp", headers={"Host": "evil.example",
+                                                                  "Authorization": f"Bearer {token}"},
                              json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert rebound.status_code in (403, 421)
     finally:
