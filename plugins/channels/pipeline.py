@@ -118,6 +118,7 @@ class Gateway:
         self.account_id = (host.env.get("ACCOUNT_ID") or "").strip()
         self._persist_lock = threading.Lock()
         self._claims: Claims | None = None
+        self.queued = 0  # turns accepted by this process and not finished yet
         self._lanes: KeyedSerializer | None = None
         self.aliases = ident.AliasCache(host.home, self.account_id) if self.account_id else None
         self.senders: dict[str, Any] = {}
@@ -260,7 +261,12 @@ class Gateway:
         if duplicate:
             return mid, True, None
         task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
+        self.queued += 1
+        task.add_done_callback(self._turn_done)
         return mid, False, task
+
+    def _turn_done(self, _task: Any) -> None:
+        self.queued -= 1
 
     async def process(self, msg: Inbound, mid: str) -> Turn:
         """identity → screening → route → compose → run → reply, for one stored message."""

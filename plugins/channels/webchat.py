@@ -47,6 +47,8 @@ STREAM_MAX_S = 60.0  # a stream ends after this; EventSource reconnects with Las
 MAX_EVENTS = 200  # per session, in memory (older ones are still in the store)
 MAX_SESSIONS = 2_000  # least recently active sessions are forgotten beyond this (and re-read on demand)
 MAX_BODY = 64 * 1024
+MAX_CACHED_EVENTS = 20_000  # over all sessions: the cache stays a few MB whatever visitors do
+DEFAULT_MAX_QUEUED = 2_000  # turns waiting in this process beyond which webchat answers 429 (before storing)
 MAX_WAIT_S = 30
 
 
@@ -68,12 +70,17 @@ class Sessions:
             event["id"] = message_id
         log.append(event)
         del log[:-MAX_EVENTS]
-        while len(self.events) > MAX_SESSIONS:
-            self.events.pop(next(iter(self.events)))
+        self.trim()
         for fut in self.waiters.pop(session, []):
             if not fut.done():
                 fut.set_result(None)
         return event
+
+    def trim(self) -> None:
+        """Forget the least recently active sessions beyond the session and event budgets (re-read on demand)."""
+        total = sum(len(log) for log in self.events.values())
+        while self.events and (len(self.events) > MAX_SESSIONS or total > MAX_CACHED_EVENTS):
+            total -= len(self.events.pop(next(iter(self.events))))
 
     def after(self, session: str, seq: int) -> list[dict[str, Any]]:
         return [e for e in self.events.get(session, []) if e["seq"] > seq]
@@ -119,8 +126,7 @@ async def hydrate(host: Any, session: str) -> Sessions:
             events = []
         if session not in store.events:  # another request may have filled it meanwhile
             store.events[session] = events
-            while len(store.events) > MAX_SESSIONS:
-                store.events.pop(next(iter(store.events)))
+            store.trim()
     return store
 
 
@@ -192,6 +198,10 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(400, "invalid-id", "id: expected a string of at most 128 characters")
         msg = Inbound(channel=CHANNEL, sender=session, text=text, platform_id=f"{session}:{client_id}",
                       target={"session": session})
+        limit = int_param(host.env.get("PLUGHOST_CHANNELS_MAX_QUEUED"), default=DEFAULT_MAX_QUEUED)
+        if gateway(host).queued >= (limit if limit is not None else DEFAULT_MAX_QUEUED):
+            return JSONResponse({"error": "too-many-requests", "detail": "the chat is busy; try again shortly"},
+                                status_code=429, headers={"Retry-After": "5"})
         try:
             mid, duplicate, _task = await gateway(host).accept(msg)
         except NotConfigured as exc:

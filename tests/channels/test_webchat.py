@@ -95,3 +95,25 @@ def test_sse_resumes_from_last_event_id_and_ends(make_host, account, tmp_path: P
                            headers={"Last-Event-ID": "1"}) as resp:
             seqs = [json.loads(line[6:])["seq"] for line in resp.iter_lines() if line.startswith("data: ")]
     assert seqs == [2]  # only what came after the last event seen, and the stream closed by itself
+
+
+def test_webchat_refuses_before_storing_when_too_many_turns_wait(make_host, account, tmp_path: Path) -> None:
+    host = channel_host(make_host, tmp_path, PLUGHOST_CHANNELS_MAX_QUEUED="1", AGENT_DELAY="3")
+    with serve(build_app(host)) as base, httpx.Client(base_url=base, timeout=30) as client:
+        first = client.post("/channels/webchat/messages", json={"text": "one", "session": "visitor-aaaa"})
+        busy = client.post("/channels/webchat/messages", json={"text": "two", "session": "visitor-bbbb"})
+        assert first.status_code == 202
+        assert busy.status_code == 429 and busy.json()["error"] == "too-many-requests" and busy.headers["retry-after"]
+        texts = [m.properties["text"] for m in nodes(host, "WebchatMessage") if m.properties["role"] == "user"]
+        assert texts == ["one"]  # a refused message was never accepted, so nothing is stored for it
+
+
+def test_webchat_event_cache_is_bounded() -> None:
+    from plugins.channels import webchat
+
+    cache = webchat.Sessions()
+    for i in range(webchat.MAX_CACHED_EVENTS // 100 + 50):
+        for j in range(100):
+            cache.push(f"session-{i:06d}", "user", "x" * 10, f"m{i}-{j}")
+    assert sum(len(v) for v in cache.events.values()) <= webchat.MAX_CACHED_EVENTS
+    assert len(cache.events) <= webchat.MAX_SESSIONS and f"session-{i:06d}" in cache.events
