@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ FIELDS = ["title", "body", "content", "name", "description", "path"]
 NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessage", "Conversation",
                  "Preference", "Outcome", "Session", "Turn"}
 MAX_REPLY_CHARS = 480
+_PUBLIC_HOST_LOCK = threading.Lock()
 DEFAULT_MIN_MATCH = 0.5
 
 DONT_KNOW = ("Sorry, I don't know the answer to that. I can pass your question on to the team: "
@@ -250,15 +252,21 @@ def public_host(host: Any) -> Any:
     It shares the process's embedder, so the model is loaded once.
     """
     narrowed = host.state.get("channels.public-host")
-    if narrowed is None:
-        from host import config
-        from host.manager import Host
+    if narrowed is not None:
+        return narrowed
+    with _PUBLIC_HOST_LOCK:  # turns run in threads: build it once
+        return host.state.get("channels.public-host") or _build_public_host(host)
 
-        allowed = config.csv_list(host.env.get("ALLOWED_SCOPES"))
-        scopes = "public" if allowed is None or "public" in allowed else ""
-        env = {**host.env, "ALLOWED_SCOPES": scopes}
-        narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,
-                        entry_points=host.entry_points).load()
-        narrowed._embedder = host.embedder() or False  # one model per process
-        narrowed = host.state.setdefault("channels.public-host", narrowed)
+
+def _build_public_host(host: Any) -> Any:
+    from host import config
+    from host.manager import Host
+
+    allowed = config.csv_list(host.env.get("ALLOWED_SCOPES"))
+    scopes = "public" if allowed is None or "public" in allowed else ""  # an empty list allows no scope
+    env = {**host.env, "ALLOWED_SCOPES": scopes}
+    narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,
+                    entry_points=host.entry_points).load()
+    narrowed._embedder = host.embedder() or False  # one model per process
+    host.state["channels.public-host"] = narrowed
     return narrowed
