@@ -138,6 +138,7 @@ class Syncer:
         self.state = State(state_path(home, account_id, collection.name))
         self.stats = SyncStats()
         self.on_batch = on_batch
+        self._names_changed = False
 
     # ------------------------------------------------------------------ rows
     def _rows(self, st: NoteState, text: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[str]]:
@@ -302,8 +303,10 @@ class Syncer:
         if deleted:
             self.state.drop(n.relpath for n in deleted)
         self.stats.deleted = len(deleted)
-        if todo or deleted or dirty:
-            self._link()
+        if self.stats.new or self.stats.renamed or deleted or dirty or self._names_changed:
+            self._link()  # the set of names changed: any note's link may resolve differently now
+        elif todo:
+            self._link(only={st.relpath for st, *_ in todo})
         self.state.set_meta("syncing", None)
         self.stats.ms = (time.perf_counter() - started) * 1000
         return self.stats
@@ -318,6 +321,8 @@ class Syncer:
                     self.stats.failed += 1
                     self.stats.errors.append(f"{st.relpath}: {type(exc).__name__}: {exc}"[:200])
                     continue
+                if st.title and (st.title, sorted(st.aliases)) != (names[-1], sorted(names[:-1])):
+                    self._names_changed = True  # notes linking to its old title resolve elsewhere now
                 st.links, st.title, st.aliases = links, names[-1], names[:-1]
                 batch.append(_Work(st, rows, existing, reuse))
                 if len(batch) >= self.batch_notes:
@@ -344,8 +349,8 @@ class Syncer:
             for w in writes:
                 w.result()
 
-    def _link(self) -> None:
-        """Resolve every note's links against every note and write the difference."""
+    def _link(self, only: set[str] | None = None) -> None:
+        """Resolve every note's links (or only those of ``only``) against every note; write the difference."""
         notes = self.state.notes()
         by_rel: dict[str, str] = {}
         by_name: dict[str, str] = {}
@@ -362,6 +367,8 @@ class Syncer:
         remove: list[tuple[str, str]] = []
         changed: list[tuple[str, list[str]]] = []
         for rel, n in notes.items():
+            if only is not None and rel not in only:
+                continue
             targets: dict[str, str] = {}
             for kind, target in n.links:
                 if kind == "markdown":
