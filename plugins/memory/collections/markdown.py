@@ -24,9 +24,10 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
 _SIMPLE_KEY = re.compile(r"^([A-Za-z_][\w-]*):(?:[ \t]+(.*?))?[ \t]*$")
-_PLAIN = re.compile(r"^[^\[\]{}&*!|>%@`#'\",:][^\[\]{}#:]*$")
-_INT = re.compile(r"^[-+]?\d+$")
-_FLOAT = re.compile(r"^[-+]?\d+\.\d+$")
+_PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9 ._()/+'-]*$")
+_INT = re.compile(r"^-?(?:0|[1-9][0-9]*)$")
+_FLOAT = re.compile(r"^-?(?:0|[1-9][0-9]*)\.[0-9]+$")
+_YAML_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False, "null": None}
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -37,17 +38,18 @@ def _scalar(text: str) -> Any:
         if "\\" in inner or text[0] in inner:
             raise ValueError(text)
         return inner
-    if not _PLAIN.match(text):
-        raise ValueError(text)
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("null", "~"):
+    if text == "~":
         return None
     if _INT.match(text):
         return int(text)
     if _FLOAT.match(text):
         return float(text)
+    if not _PLAIN.match(text) or text.endswith(" ") or " #" in text:
+        raise ValueError(text)
+    if text.lower() in _YAML_WORDS:
+        if text not in (text.lower(), text.upper(), text.capitalize()):
+            raise ValueError(text)  # "tRue" is a string to YAML; not worth mirroring
+        return _YAML_WORDS[text.lower()]
     return text
 
 
@@ -55,25 +57,28 @@ def simple_yaml(block: str) -> dict[str, Any]:
     """The frontmatter most notes have (``key: scalar``, ``key: [a, b]``, ``key:`` + ``- item`` lines)
     without a YAML parser; ValueError for anything else, which then goes to the real one."""
     out: dict[str, Any] = {}
+    open_keys: set[str] = set()  # ``key:`` with nothing after it: null, or a block list that follows
     key: str | None = None
     for line in block.splitlines():
         if not line.strip():
             continue
-        if line.lstrip().startswith("- ") and key is not None and isinstance(out.get(key), list):
+        if line.lstrip().startswith("- ") and key in open_keys:
             out[key].append(_scalar(line.strip()[2:].strip()))
             continue
+        key = None
         m = _SIMPLE_KEY.match(line)
         if not m or m.group(1) in out:
             raise ValueError(line)
         key, value = m.group(1), (m.group(2) or "").strip()
         if not value:
             out[key] = []
+            open_keys.add(key)
         elif value.startswith("[") and value.endswith("]"):
             inner = value[1:-1].strip()
             out[key] = [_scalar(v.strip()) for v in inner.split(",")] if inner else []
         else:
             out[key] = _scalar(value)
-    return {k: (None if v == [] else v) for k, v in out.items()}
+    return {k: (None if k in open_keys and v == [] else v) for k, v in out.items()}
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
