@@ -7,8 +7,7 @@ SELECT`` each (:meth:`plugins.graph.sqlite_store.SqliteStore.bulk_import`), so t
 cost on the writing side is SQLite's alone.
 
 For big files a worker process builds the batches (``python -m plugins.graph.import_worker FILE
-ACCOUNT BATCH [--no-lookup]``, with the compiled accelerator when one is built, see
-:mod:`plugins.graph.accel`) while the importing process writes the previous one, so the two
+ACCOUNT BATCH [--no-lookup]``) while the importing process writes the previous one, so the two
 halves run on two cores. It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
 zero length ends the stream. Small files are staged in-process (a process start costs more
 than it saves). Either way the same validation (:func:`plugins.graph.common.prepare_row`)
@@ -38,7 +37,6 @@ import orjson
 from host.errors import UserError
 from host.jsonl import LONE_SURROGATE, BadLine, has_lone_surrogate, line_id, parse_line
 from host.log import log
-from plugins.graph import accel
 from plugins.graph.common import env_dimensions, keywords_of, labels_json, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
@@ -347,8 +345,7 @@ def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool
     if dims is not None:
         env["PLUGHOST_EMBED_DIMENSIONS"] = str(dims)  # the worker's Stager reads it
     args = [str(path), account_id, str(batch_size), *([] if lookup else [NO_LOOKUP])]
-    built = accel.available()  # the worker makes the same check
-    log("graph-import", "worker", accel=built.name if built else "none")
+    log("graph-import", "worker")
     # -P: not the working directory first on the path, which may hold another ``plugins`` package
     # (a brand's plugin folders, another checkout); this code's root comes from PYTHONPATH.
     proc = subprocess.Popen([sys.executable, "-P", "-m", "plugins.graph.import_worker", *args],
