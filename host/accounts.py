@@ -1,8 +1,8 @@
 """Accounts on disk: `<PLUGHOST_HOME>/accounts/<id>/account.json` + `users.json` (SPEC 1, 7, 10.2).
 
-Also the logic of the two account gates. They live here, in the host, because both the graph
-plugin (``account-id-env``) and the channels plugin (``admin-identity-binding``) contribute them
-through their own ``plughost_boot_gates`` hookimpls, and plugins never import each other.
+Also the logic of the ``account-id-env`` gate (the graph plugin contributes it) and the account
+readers the channels plugin's ``admin-identity-binding`` gate (``plugins/channels/admin_binding.py``)
+builds on.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def create_account(account_id: str, home: Path | None = None, *, force: bool = F
         existing = existing if isinstance(existing, dict) else {}
     if enabled_plugins is None:
         enabled_plugins = existing.get("enabledPlugins") if isinstance(existing.get("enabledPlugins"), list) else []
-    account, users = build_account(account_id, enabled_plugins=enabled_plugins, **fields)
+    account, users = build_account(account_id, enabled_plugins=enabled_plugins or (), **fields)
     keep = {k: v for k, v in existing.items() if k not in account and k != "createdAt"}
     account = {**account, **keep, "createdAt": existing.get("createdAt", account["createdAt"])}
     validate(account, "account", str(folder / "account.json"))
@@ -211,55 +211,6 @@ def selected_accounts(ctx: GateContext) -> list[str]:
     if chosen:
         return [chosen]
     return list_accounts(ctx.host.home)
-
-
-def binding_drift(account: Mapping[str, Any], users: list[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """Replay the admin resolution chain for each `adminPhones` entry; return the ones that would fall
-    to the owner userId: no users.json entry with that phone, or one whose userId is not an admin."""
-    by_phone: dict[str, str] = {}
-    for user in users:
-        phone = normalize_phone(str(user.get("phone") or ""))
-        if phone and phone not in by_phone:
-            by_phone[phone] = str(user.get("userId"))
-    admins = admin_ids(account)
-    out = []
-    for phone in account.get("adminPhones") or []:
-        user_id = by_phone.get(normalize_phone(phone))
-        if user_id is None:
-            out.append({"phone": phone, "reason": "no-users-binding"})
-        elif user_id not in admins:
-            out.append({"phone": phone, "reason": "userid-not-admin", "userId": user_id})
-    return out
-
-
-def check_admin_identity_binding(ctx: GateContext) -> GateResult:
-    """`admin-identity-binding`: informational; silent (bar the ok line) when every binding resolves."""
-    from host.log import format_line
-    from host.types import GateResult
-
-    result = GateResult(status="ok")
-    home = ctx.host.home
-    for account_id in selected_accounts(ctx):
-        try:
-            account = load_account(account_id, home)
-            users = load_users(account_id, home)
-        except UserError as exc:
-            result.lines.append(format_line("admin-identity", "op=skip", accountId=account_id, reason=str(exc)))
-            result.defects.append({"accountId": account_id, "reason": "unreadable", "detail": str(exc)})
-            continue
-        result.inspected += len(account.get("adminPhones") or [])
-        for drift in binding_drift(account, users):
-            fields: dict[str, Any] = {"accountId": account_id, "phone": drift["phone"], "reason": drift["reason"]}
-            if "userId" in drift:
-                fields["userId"] = drift["userId"]
-            result.lines.append(format_line("admin-identity", "binding-drift", **fields))
-            result.defects.append(fields)
-    if result.defects:
-        result.status = "fail"
-    else:
-        result.lines.append(format_line(None, "startup-self-test", **{"admin-identity-binding": "ok"},
-                                        inspected=result.inspected))
-    return result
 
 
 def account_files_problem(account_id: str, home: Path | None = None) -> tuple[str, str] | None:
@@ -314,10 +265,3 @@ def account_id_env_gate() -> Gate:
     from host.types import Gate
 
     return Gate("account-id-env", check=check_account_id_env, fatal=True, order=10)
-
-
-def admin_identity_binding_gate() -> Gate:
-    """The `admin-identity-binding` gate, for the channels plugin's `plughost_boot_gates` (informational)."""
-    from host.types import Gate
-
-    return Gate("admin-identity-binding", check=check_admin_identity_binding, fatal=False, order=80)

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as StarletteRoute
 
-from host import config, hooktable
+from host import config, hooktable, state
 from host.errors import DuplicateNameError, PlughostError, UserError
 from host.http import json_error
 from host.log import log
@@ -112,7 +112,8 @@ def mcp_plugins(host: Host) -> list[str]:
     an ``mcp`` block; ``mcp-manifest: skip`` plugins and plugins without handlers (a shared-lib
     server runs its own binary) are left out, each with a ``[serve] op=mcp-skip`` line.
     """
-    with_handlers = {c.plugin for c in host.collect(hooktable.TOOLS)}
+    table = host.tools()
+    with_handlers = {r.name for r in host.loaded() if table.has_handlers(r.name)}
     candidates = set(host.surface.mcp_servers) | {
         r.name for r in host.loaded() if r.name in with_handlers and host.surface.tools_of(r.name)
     }
@@ -133,6 +134,8 @@ def mcp_plugins(host: Host) -> list[str]:
 def _starlette_route(route: Route) -> BaseRoute:
     if route.app is not None:
         return Mount(route.path, app=route.app, name=route.name)
+    if route.endpoint is None:
+        raise UserError(f"route {route.path}: expected an endpoint or an app")
     return StarletteRoute(route.path, endpoint=route.endpoint, methods=list(route.methods), name=route.name)
 
 
@@ -230,7 +233,7 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_exception, Exception: _server_error})
     app.state.runtime = runtime
-    host.state["runtime"] = runtime
+    host.state.set(state.RUNTIME, runtime)
     max_body = host.env.get("PLUGHOST_HTTP_MAX_BODY", "")
     door = Door(home=host.home, account_id=(host.env.get("ACCOUNT_ID") or "").strip() or None, open_local=opened,
                 default_max_body=int(max_body) if max_body.isascii() and max_body.isdigit() else DEFAULT_MAX_BODY)
@@ -301,7 +304,8 @@ def make_server(host: Host, *, bind: str = "127.0.0.1", port: int = 8787, grace:
 
     app = app or build_app(host, bind=bind, port=port, open_local=open_local)
     config = uvicorn.Config(app, host=bind, port=port, log_level="warning", access_log=False, lifespan="on",
-                            proxy_headers=False, server_header=False, timeout_graceful_shutdown=grace)
+                            proxy_headers=False, server_header=False,
+                            timeout_graceful_shutdown=grace)  # type: ignore[arg-type]  # a float works
     return _uvicorn_server_class()(config, app.state.runtime, grace, on_ready)
 
 

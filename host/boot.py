@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host import hooktable
+from host import hooktable, state
 from host.errors import PlughostError
 from host.log import emit, format_line
 
@@ -180,7 +180,7 @@ def run_gates(host: Host, *, extras: dict[str, Any] | None = None, env: Mapping[
             echo and echo(line)
     t3 = time.perf_counter()
     report.timings = {"load": (t1 - t0) * 1000, "surface": (t2 - t1) * 1000, "gates": (t3 - t2) * 1000}
-    host.state["boot-report"] = report
+    host.state.set(state.BOOT_REPORT, report)
     counts = {s: sum(o.status == s for o in report.outcomes) for s in ("ok", "fail", "warn", "error")}
     summary = format_line("boot", "op=gates", gates=len(report.outcomes), ok=counts["ok"], failed=counts["fail"],
                           warned=counts["warn"], errored=counts["error"], exit=report.exit_code,

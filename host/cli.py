@@ -18,6 +18,7 @@ from typing import Any
 
 from host import __version__, config, hooktable
 from host.errors import PlughostError
+from host.log import log
 
 CORE_COMMANDS: dict[str, str] = {
     "plugins": "host.commands.plugins",
@@ -105,6 +106,8 @@ def build_parser(argv: list[str], ctx: Context) -> argparse.ArgumentParser:
         for contribution in ctx.host().collect(hooktable.CLI_COMMANDS):
             cmd = contribution.item
             if cmd.name in CORE_COMMANDS:
+                log("plugins", "op=hook-error", plugin=contribution.plugin, hook=hooktable.CLI_COMMANDS.name,
+                    reason=f"command '{cmd.name}' would shadow a core command; ignored")
                 continue
             sub = subs.add_parser(cmd.name, help=cmd.help, description=cmd.help)
             cmd.configure(sub)

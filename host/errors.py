@@ -23,3 +23,8 @@ class FatalError(PlughostError):
 
 class DuplicateNameError(UserError):
     """Two sources claim one name; the message names both."""
+
+
+class AccountMismatch(UserError):
+    """A write named an account other than the process's ``ACCOUNT_ID`` (stores raise it; callers
+    report it as ``account-isolation``)."""

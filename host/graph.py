@@ -40,7 +40,8 @@ TEXT_PROPERTIES: tuple[str, ...] = (
 )
 """The canonical text-property union indexed for BM25 (SPEC 8.2)."""
 
-RESERVED_PROPERTIES = frozenset({"accountId", "deletedAt", "createdAt", "updatedAt", "embedding"})
+RESERVED_PROPERTIES = frozenset({"accountId", "createdAt", "updatedAt", "deletedAt", "backlinkCount", "embedding"})
+"""Properties the store sets (the module docstring says which); a caller's value is dropped or refused."""
 
 
 @dataclass(frozen=True)
@@ -308,7 +309,7 @@ class GraphStore(Protocol):
         """
         ...
 
-    def upsert_many(self, rows: Iterable[dict[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
         """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
 
         With ``guards``: every row as in :meth:`upsert_node`, edges only to nodes they can read.
@@ -383,14 +384,16 @@ class GraphStore(Protocol):
 
     def fulltext_search(
         self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
-        where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None,
+        where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None, stemmed: bool = False,
     ) -> list[Hit]:
         """BM25 over the text-property union; user text is escaped, never raises on syntax.
 
         Optional filters applied before the top-k cut: ``where`` (property equality) and
         ``within`` (``(node id, edge type)``: only targets of that node's outgoing edges of that
-        type, e.g. a Conversation's ``HAS_MESSAGE`` Messages). A backend without them (the Neo4j
-        store today) does not accept the keywords.
+        type, e.g. a Conversation's ``HAS_MESSAGE`` Messages). A backend that cannot apply
+        them raises ``UserError`` when they are given (the Neo4j store today). ``stemmed`` ranks on
+        a stemmed index where the backend keeps one (the embedded store); a backend whose analyzer
+        is its own (Neo4j) ignores it.
         """
         ...
 

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
+from typing import Any
 
 from host import hookspecs
 
 TEMPLATE_PARTS = ("**Parameters:**", "**Combines:**", "**Fires:**", "**Example:**")
 
 
-def hook_functions() -> dict[str, object]:
+def hook_functions() -> dict[str, Callable[..., Any]]:
     return {
         name: fn for name, fn in vars(hookspecs).items()
         if name.startswith("plughost_") and callable(fn) and hasattr(fn, "plughost_spec")
     }
 
 
-def signature(fn: object) -> str:
-    return f"{fn.__name__}{inspect.signature(fn)}".replace("'", "")  # type: ignore[attr-defined]
+def signature(fn: Callable[..., Any]) -> str:
+    return f"{fn.__name__}{inspect.signature(fn)}".replace("'", "")
 
 
 def kind(name: str) -> str:

@@ -40,12 +40,18 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 @hookspec
 def plughost_tools(host: Host) -> list[Tool]:
-    """The MCP tools this plugin serves.
+    """The MCP tools this plugin serves: their handlers, and for a plugin without PLUGIN.md their
+    declaration too.
 
     **Parameters:** ``host`` — the loaded host (store, embedder, env guards through it).
 
     **Combines:** lists from every plugin are flattened; each tool is attributed to the plugin
-    that returned it; two tools with one name in one plugin are an error naming both.
+    that returned it; two tools with one name in one plugin are an error naming both. The host
+    joins them once with the declarations (:class:`host.tooltable.ToolTable`): a plugin with a
+    PLUGIN.md declares its tools there (``tools:``; name, description, flags, ``inputSchema``),
+    and a handler it does not declare is not served but reported (``plugins list``,
+    ``manifests check``, ``[mcp] op=undeclared-tool``); without a PLUGIN.md the returned
+    ``Tool`` objects are the declaration.
 
     **Fires:** when a plugin's MCP server is built (``plughost mcp serve``, ``/mcp/<plugin>``)
     and when the tool surface needs handlers; never at import.
@@ -109,7 +115,8 @@ def plughost_startup(host: Host) -> None:
 
     **Fires:** once when ``plughost serve`` starts, after the gates passed.
 
-    **Example:** ``host.state["scheduler"] = start_scheduler()``.
+    **Example:** ``host.state.set(SCHEDULER, start_scheduler())`` with
+    ``SCHEDULER: StateKey[Scheduler] = StateKey("my.scheduler")`` in the plugin's module.
     """
 
 
@@ -125,7 +132,7 @@ def plughost_shutdown(host: Host) -> None:
 
     **Fires:** once on graceful shutdown (SIGTERM/SIGINT) and at the end of ``Host.close()``.
 
-    **Example:** ``host.state.pop("scheduler").stop()``.
+    **Example:** ``(scheduler := host.state.pop(SCHEDULER)) and scheduler.stop()``.
     """
 
 

@@ -30,11 +30,13 @@ from host.errors import DuplicateNameError, UserError
 from host.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
 from host.log import log
 from host.manifest import PluginManifest, from_mapping, load_manifest
+from host.state import PluginState
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.embedding import Embedder
     from host.graph import GraphStore
     from host.surface import ToolSurface
+    from host.tooltable import ToolTable
 
 ENTRY_POINT_GROUP = "plughost.plugins"
 T = TypeVar("T")
@@ -106,8 +108,9 @@ class Host:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
-        self.state: dict[str, Any] = {}
+        self.state = PluginState()
         self._surface: ToolSurface | None = None
+        self._tools: ToolTable | None = None
         self._store: GraphStore | None = None
         self._embedder: Embedder | bool | None = None
         self._loaded = False
@@ -222,9 +225,9 @@ class Host:
     def _load_folder(self, folder: Path, *, source: str, bundle: str | None = None, nested: bool = False) -> None:
         md = folder / "PLUGIN.md"
         try:
-            manifest: PluginManifest | None = load_manifest(md)
-            name = manifest.name
-            reason = None
+            found = load_manifest(md)
+            manifest: PluginManifest | None = found
+            name, reason = found.name, None
         except UserError as exc:
             manifest, name, reason = None, folder.name, str(exc)
         builtin = folder.resolve().is_relative_to(config.builtin_plugins_dir().resolve()) or bool(
@@ -306,7 +309,9 @@ class Host:
                 if impl.plugin is not module or impl.hookwrapper:
                     continue
                 isolate = _isolated_wrapper if impl.wrapper else _isolated
-                impl.function = isolate(impl.function, name, caller.name, self.env)
+                # pluggy types HookImpl.function as Final; replacing it once, right after
+                # registration and before any call, is what puts isolation inside pluggy's loop.
+                impl.function = isolate(impl.function, name, caller.name, self.env)  # type: ignore[misc]
         return None
 
     @staticmethod
@@ -338,14 +343,14 @@ class Host:
         if problem:
             self.records.pop(name, None)
             raise UserError(f"plugin '{name}': {problem}")
-        self._surface = None
+        self._surface = self._tools = None
         return record
 
     def unregister(self, name: str) -> None:
         record = self.records.pop(name, None)
         if record and record.module is not None and self.pm.is_registered(record.module):
             self.pm.unregister(record.module)
-        self._surface = None
+        self._surface = self._tools = None
 
     @contextmanager
     def temporary_plugin(self, plugin: Any, name: str, manifest: PluginManifest | None = None) -> Iterator[Any]:
@@ -375,6 +380,15 @@ class Host:
 
             self._surface = compute_surface(self)
         return self._surface
+
+    def tools(self) -> ToolTable:
+        """The tool table (declarations joined with handlers), built once; see :mod:`host.tooltable`."""
+        if self._tools is None:
+            from host.tooltable import build_tool_table
+
+            self.load()
+            self._tools = build_tool_table(self)
+        return self._tools
 
     # ------------------------------------------------------------------ hooks
     def collect(self, hook: ListHook[T], **kwargs: Any) -> Collected[T]:
@@ -494,7 +508,7 @@ class Host:
         """The embedder from the ``plughost_embedder`` hook, or None when no provider is usable."""
         if self._embedder is None:
             self._embedder = self.provide(hooktable.EMBEDDER) or False
-        return self._embedder or None
+        return self._embedder if self._embedder is not False and self._embedder is not True else None
 
     def close(self) -> None:
         """Run shutdown hooks and close the store."""

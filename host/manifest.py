@@ -57,7 +57,7 @@ class PluginManifest:
     def has_mcp(self) -> bool:
         """A plugin-local MCP server: `mcp/__main__.py` or `mcp/server.py` (SPEC 2.1)."""
         folder = self.folder
-        return bool(folder) and any((folder / "mcp" / f).is_file() for f in ("__main__.py", "server.py"))
+        return folder is not None and any((folder / "mcp" / f).is_file() for f in ("__main__.py", "server.py"))
 
 
 @cache

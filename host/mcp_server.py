@@ -44,7 +44,7 @@ class PluginServer(MCPServer):
         self.plugin = plugin
         self.tools = {t.name: t for t in tools}
 
-    async def list_tools(self) -> list[MCPTool]:  # type: ignore[override]
+    async def list_tools(self) -> list[MCPTool]:
         return [
             MCPTool(
                 name=t.name,
@@ -59,7 +59,7 @@ class PluginServer(MCPServer):
         tool = self.tools.get(name)
         return tool.schema if tool else None
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:  # type: ignore[override]
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
         if name not in self.tools:  # a protocol error, not a tool result (MCP: unknown tool -> -32602)
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}",
                            data={"tools": sorted(self.tools)})

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host import config
+from host import config, state
 from host.errors import UserError
 from host.manifest import split_frontmatter
 
@@ -299,15 +299,16 @@ def find_brand(brand: str | Path | None, env: Mapping[str, str] | None = None,
         if payload_brand is not None:
             candidates.append(payload_brand)
         candidates += sorted(brands.glob("*.json")) if brands.is_dir() else []
-        path = None
+        found = None
         for candidate in candidates:
             if candidate.is_file() and (candidate.stem == brand and candidate.parent == brands
                                         or _read_brand(candidate).get("name") == brand):
-                path = candidate
+                found = candidate
                 break
-        if path is None:
+        if found is None:
             raise UserError(f"--brand: brand '{brand}' not found (no {brands / f'{brand}.json'} and no brand "
                             f"file named '{brand}')")
+        path = found
     data = _read_brand(path)
     excluded = (data.get("plugins") or {}).get("excluded", []) if isinstance(data.get("plugins"), dict) else []
     if not isinstance(excluded, list) or not all(isinstance(x, str) for x in excluded):
@@ -326,10 +327,10 @@ def strip_list(host: Host, *, brand: str | Path | None = None, excluded: Iterabl
                accounts: Iterable[str] = ()) -> dict[str, dict[str, list[str]]]:
     """specialist → plugin → tool names a spawn must drop (their plugin is excluded by the brand).
 
-    Boot computes this once and keeps it in ``host.state["specialist-strip-list"]``; a spawner in
+    Boot computes this once and keeps it in ``host.state`` (``host.state.STRIP_LIST``); a spawner in
     another process calls this function (or :func:`spawn_tools`) with the same brand.
     """
-    cached = host.state.get("specialist-strip-list")
+    cached = host.state.get(state.STRIP_LIST)
     if cached is not None and brand is None and excluded is None:
         return cached
     payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None

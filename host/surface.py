@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from host import hooktable
 from host.manifest import ToolDecl
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,15 +63,7 @@ def declared_tools(host: Host, name: str) -> list[ToolDecl]:
         return list(manifest.tools)
     if record.module is None:
         return []
-
-    decls = []
-    for c in host.collect(hooktable.TOOLS):
-        if c.plugin == name:
-            t = c.item
-            eager = t.admin_allowlist if t.eager is None else t.eager
-            decls.append(ToolDecl(t.name, t.description, t.admin_allowlist, eager,
-                                  dict(t.input_schema) if t.input_schema else None))
-    return decls
+    return host.tools().declared.get(name, [])
 
 
 def compute_surface(host: Host) -> ToolSurface:

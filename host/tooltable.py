@@ -1,4 +1,4 @@
-"""A plugin's served tools, without MCP: declarations joined with handlers, argument checks, calls.
+"""The tool table: declarations joined with handlers once per host, argument checks, in-process calls.
 
 The MCP server builder (:mod:`host.mcp_server`) serves these over the wire; in-process callers
 (``plughost demo``, the CLI, tests) call :func:`call_tool` and pay no MCP import.
@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from host import hooktable
 from host.errors import UserError
 from host.log import log
-from host.manifest import json_path
+from host.manifest import ToolDecl, json_path
+from host.types import Tool
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -31,41 +32,144 @@ class ServedTool:
     eager: bool
     handler: Any
     validator: Any
+    plugin: str = ""
+    admin: bool = False
+
+
+@dataclass(frozen=True)
+class ToolProblem:
+    """A tool whose declaration and handler do not meet: reported, never silently dropped.
+
+    ``reason``: ``undeclared`` (a handler PLUGIN.md does not declare: not served),
+    ``no-handler`` (declared, but the plugin's ``plughost_tools`` does not provide it) or
+    ``signature`` (the declared ``inputSchema`` and the handler's parameters disagree).
+    """
+
+    plugin: str
+    tool: str
+    reason: str
+    detail: str
+
+    def line(self) -> str:
+        return f"plugin '{self.plugin}': tool '{self.tool}': {self.detail}"
+
+
+@dataclass
+class ToolTable:
+    """Every plugin's declarations joined with its handlers, built once per host (``host.tools()``).
+
+    The one join used by the tool surface, the MCP servers (stdio and ``/mcp/<plugin>``),
+    ``plugins list``, ``manifests check`` and in-process calls. A plugin's tools are declared once:
+    in its PLUGIN.md ``tools:`` when it has a PLUGIN.md, else by the ``Tool`` objects its
+    ``plughost_tools`` returns. The handler always comes from ``plughost_tools``.
+    """
+
+    declared: dict[str, list[ToolDecl]] = field(default_factory=dict)
+    served: dict[str, dict[str, ServedTool]] = field(default_factory=dict)
+    withheld: dict[str, list[str]] = field(default_factory=dict)
+    problems: list[ToolProblem] = field(default_factory=list)
+    hook_errors: list[Any] = field(default_factory=list)
+
+    def has_handlers(self, plugin: str) -> bool:
+        """Whether the host serves this plugin's tools (else its own MCP server does, if any)."""
+        return plugin in self.served
+
+    def of(self, plugin: str) -> dict[str, ServedTool]:
+        """The tools one plugin serves; a UserError when a declared tool has no handler."""
+        for problem in self.problems:
+            if problem.plugin == plugin and problem.reason == "no-handler":
+                raise UserError(problem.line())
+        return self.served.get(plugin, {})
+
+    def problems_of(self, plugin: str) -> list[ToolProblem]:
+        return [p for p in self.problems if p.plugin == plugin]
+
+
+def build_tool_table(host: Host) -> ToolTable:
+    """Call ``plughost_tools`` once and join each loaded plugin's handlers with its declarations."""
+    import jsonschema
+
+    table = ToolTable()
+    collected = host.collect(hooktable.TOOLS)
+    table.hook_errors = list(collected.errors)
+    for record in sorted(host.loaded(), key=lambda r: r.name):
+        plugin = record.name
+        impls = collected.items(plugin)
+        manifest = record.manifest
+        if manifest is not None and manifest.path is not None:
+            decls = list(manifest.tools)
+        else:
+            decls = [_decl_of(t) for t in impls]
+        table.declared[plugin] = decls
+        if not impls:
+            continue  # no handlers here: a declarative plugin, or one whose own MCP server serves it
+        handlers = {t.name: t for t in impls}
+        served: dict[str, ServedTool] = {}
+        for decl in decls:
+            impl = handlers.pop(decl.name, None)
+            if impl is None:
+                table.problems.append(ToolProblem(plugin, decl.name, "no-handler",
+                                                  "is declared in PLUGIN.md but no plughost_tools implementation "
+                                                  "provides it"))
+                continue
+            if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
+                table.withheld.setdefault(plugin, []).append(decl.name)
+                continue
+            schema = dict(decl.input_schema or impl.input_schema or DEFAULT_SCHEMA)
+            schema.setdefault("type", "object")
+            jsonschema.Draft202012Validator.check_schema(schema)
+            mismatch = _signature_mismatch(schema, impl.handler)
+            if mismatch:
+                table.problems.append(ToolProblem(plugin, decl.name, "signature", mismatch))
+            served[decl.name] = ServedTool(decl.name, decl.description or impl.description, schema, decl.eager,
+                                           impl.handler, jsonschema.Draft202012Validator(schema), plugin,
+                                           decl.admin_allowlist)
+        for extra in sorted(handlers):
+            table.problems.append(ToolProblem(plugin, extra, "undeclared",
+                                              "is provided by plughost_tools but not declared in PLUGIN.md "
+                                              "tools: (declare it there to serve it)"))
+        table.served[plugin] = served
+    return table
+
+
+def _decl_of(tool: Tool) -> ToolDecl:
+    eager = tool.admin_allowlist if tool.eager is None else tool.eager
+    return ToolDecl(tool.name, tool.description, tool.admin_allowlist, eager,
+                    dict(tool.input_schema) if tool.input_schema else None)
+
+
+def _signature_mismatch(schema: Mapping[str, Any], handler: Any) -> str | None:
+    """Why the schema's properties and the handler's parameters cannot meet, or None."""
+    try:
+        params = inspect.signature(handler).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    accepted = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    declared = set(schema.get("properties") or {})
+    unknown = sorted(declared - accepted)
+    if unknown:
+        return f"inputSchema property '{unknown[0]}' is not a parameter of its handler"
+    needed = sorted(n for n in accepted if params[n].default is inspect.Parameter.empty and n not in declared)
+    if needed:
+        return f"handler parameter '{needed[0]}' has no default and is not in inputSchema"
+    return None
 
 
 def served_tools(host: Host, plugin: str) -> list[ServedTool]:
-    """The tools one plugin serves: its declarations joined with its handlers.
-
-    A declared tool without a handler is an error naming the plugin and tool; a handler that
-    PLUGIN.md does not declare is not served (the surface is the declarations) and is logged.
-    """
-    import jsonschema
-
+    """The tools one plugin serves (from the host's tool table); a UserError naming a declared tool
+    without handler."""
     record = host.plugin(plugin)
     if not record.loaded:
         raise UserError(f"plugin '{plugin}': not loaded ({record.reason})")
-    handlers = {c.item.name: c.item for c in host.collect(hooktable.TOOLS) if c.plugin == plugin}
-    from host.surface import declared_tools
-
-    out = []
-    for decl in declared_tools(host, plugin):
-        impl = handlers.pop(decl.name, None)
-        if impl is None:
-            raise UserError(
-                f"plugin '{plugin}': tool '{decl.name}' is declared in PLUGIN.md but no plughost_tools "
-                "implementation provides it"
-            )
-        if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
-            log("mcp", "op=tool-withheld", plugin=plugin, tool=decl.name)
-            continue
-        schema = dict(decl.input_schema or impl.input_schema or DEFAULT_SCHEMA)
-        schema.setdefault("type", "object")
-        jsonschema.Draft202012Validator.check_schema(schema)
-        out.append(ServedTool(decl.name, decl.description or impl.description, schema, decl.eager,
-                              impl.handler, jsonschema.Draft202012Validator(schema)))
-    for extra in sorted(handlers):
-        log("mcp", "op=undeclared-tool", plugin=plugin, tool=extra)
-    return out
+    table = host.tools()
+    for name in table.withheld.get(plugin, []):
+        log("mcp", "op=tool-withheld", plugin=plugin, tool=name)
+    for problem in table.problems_of(plugin):
+        if problem.reason == "undeclared":
+            log("mcp", "op=undeclared-tool", plugin=plugin, tool=problem.tool)
+    return list(table.of(plugin).values())
 
 
 def argument_error(tool: str, validator: Any, arguments: Mapping[str, Any]) -> str | None:
@@ -120,10 +224,17 @@ def call_tool(host: Host, plugin: str, name: str, arguments: Mapping[str, Any] |
 
     A bad argument raises :class:`UserError` naming the parameter.
     """
-    tool, args = checked_call({t.name: t for t in served_tools(host, plugin)}, name, arguments)
+    record = host.plugin(plugin)
+    if not record.loaded:
+        raise UserError(f"plugin '{plugin}': not loaded ({record.reason})")
+    tool, args = checked_call(host.tools().of(plugin), name, arguments)
     value = tool.handler(**args)
     if inspect.isawaitable(value):
         import asyncio
 
-        value = asyncio.run(value)
+        value = asyncio.run(_awaited(value))
     return value
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value

@@ -262,11 +262,11 @@ def test_store_and_embedder_are_asked_lazily_once(make_host) -> None:
     assert calls == ["store", "embedder", "closed"]
 
 
-def _wheel(dist_dir: Path, name: str) -> Path:
-    """A tiny wheel whose module provides a store and an embedder through entry point ``name``."""
+def _wheel(dist_dir: Path, name: str, module: str | None = None) -> Path:
+    """A tiny wheel whose module (by default a store and an embedder) is entry point ``name``."""
     mod = name.replace("-", "_")
     files = {
-        f"{mod}.py": textwrap.dedent(f'''\
+        f"{mod}.py": module or textwrap.dedent(f'''\
             from host.hookspecs import hookimpl
 
 
@@ -361,3 +361,130 @@ def test_two_installed_stores_refuse_boot_naming_both(installed, tmp_path: Path)
     assert result.returncode != 0
     assert "'aa-provider' and 'zz-provider' both provide one" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- defect 5: tools declared once
+_TOOLS_MODULE = """\
+from host.hookspecs import hookimpl
+from host.types import Tool
+
+
+def echo(text: str) -> str:
+    \"\"\"Say it back.\"\"\"
+    return text
+
+
+def extra() -> str:
+    \"\"\"Not declared in PLUGIN.md.\"\"\"
+    return "extra"
+
+
+@hookimpl
+def plughost_tools(host):
+    return [Tool.from_function(echo), Tool.from_function(extra)]
+"""
+
+
+def test_an_undeclared_folder_tool_is_reported_not_silently_dropped(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    folder = _folder_plugin(plugins, "toolish", _TOOLS_MODULE, tools="tools:\n  - name: echo\n    description: Echo\n")
+    listed = run_cli("--plugins-dir", str(plugins), "plugins", "list", "--json")
+    row = {r["name"]: r for r in json.loads(listed.stdout)["plugins"]}["toolish"]
+    assert row["tools"] == ["echo"]
+    assert row["toolProblems"] == ["plugin 'toolish': tool 'extra': is provided by plughost_tools but not declared "
+                                   "in PLUGIN.md tools: (declare it there to serve it)"]
+    check = run_cli("manifests", "check", str(folder))
+    assert check.returncode == 2
+    assert f"{folder / 'PLUGIN.md'}: tools: 'extra' is provided by plughost_tools but not declared" in check.stderr
+
+
+def test_an_input_schema_the_handler_cannot_take_is_a_manifest_defect(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    folder = _folder_plugin(plugins, "schemish", _TOOLS_MODULE, tools=(
+        "tools:\n  - name: echo\n    inputSchema:\n      type: object\n      properties:\n"
+        "        txt: {type: string}\n  - name: extra\n"))
+    check = run_cli("manifests", "check", str(folder))
+    assert check.returncode == 2
+    assert "tools: 'echo' inputSchema property 'txt' is not a parameter of its handler" in check.stderr
+
+
+def test_an_entry_point_plugin_lists_and_serves_what_it_declares_in_python(tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                    "--disable-pip-version-check", "--target", str(target),
+                    str(_wheel(tmp_path, "ep-tools", _TOOLS_MODULE))],
+                   check=True, capture_output=True, text=True, timeout=120)
+    env = {"PYTHONPATH": str(target)}
+    listed = run_cli("plugins", "list", "--json", env=env)
+    row = {r["name"]: r for r in json.loads(listed.stdout)["plugins"]}["ep-tools"]
+    assert row["tools"] == ["echo", "extra"] and row["toolProblems"] == []
+    text = run_cli("plugins", "list", env=env).stdout
+    assert "tools=echo,extra" in text
+
+
+def test_the_tool_table_is_joined_once_and_used_everywhere(make_host) -> None:
+    host = make_host(PLUGHOST_LOAD_PLUGINS="none")
+    calls: list[int] = []
+
+    def plughost_tools(host):
+        calls.append(1)
+        return [Tool("ping", "ping", lambda: "pong")]
+
+    host.register(_plugin(plughost_tools=plughost_tools), "once")
+    assert "mcp__plugin_once_once__ping" in host.surface.all
+    assert call_tool(host, "once", "ping") == "pong"
+    assert sorted(host.tools().of("once")) == ["ping"]
+    assert calls == [1]
+
+
+# --------------------------------------------------------------------------- Combines / Fires: boot, CLI, routes
+def test_boot_gates_run_in_order_and_a_raising_hook_is_that_plugins_error(make_host) -> None:
+    from host.boot import collect_gates
+
+    host = make_host(PLUGHOST_LOAD_PLUGINS="none")
+
+    def boom(host):
+        raise RuntimeError("no gates today")
+
+    late = Gate("b-late", check=lambda ctx: GateResult("ok"), order=200)
+    early = Gate("a-early", check=lambda ctx: GateResult("ok"), order=1)
+    same = Gate("a-same", check=lambda ctx: GateResult("ok"), order=200)
+    host.register(_plugin(plughost_boot_gates=lambda host: [late, early]), "gates-1")
+    host.register(_plugin(plughost_boot_gates=lambda host: [same]), "gates-2")
+    host.register(_plugin(plughost_boot_gates=boom), "gates-boom")
+    gates, errors = collect_gates(host)
+    assert [(plugin, gate.name) for plugin, gate in gates] == [("gates-1", "a-early"), ("gates-2", "a-same"),
+                                                               ("gates-1", "b-late")]
+    assert [(e.gate, e.plugin, e.status) for e in errors] == [("gates-boom:plughost_boot_gates", "gates-boom", "error")]
+
+
+def test_a_plugin_command_may_not_shadow_a_core_one(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    _folder_plugin(plugins, "shadow", """
+        from host.hookspecs import hookimpl
+        from host.types import CliCommand
+
+        @hookimpl
+        def plughost_cli_commands(host):
+            return [CliCommand("plugins", "mine", lambda p: None, lambda a, h: 7),
+                    CliCommand("shadow-cmd", "mine", lambda p: None, lambda a, h: 3)]
+    """)
+    mine = run_cli("--plugins-dir", str(plugins), "shadow-cmd")
+    assert mine.returncode == 3
+    assert "hook=plughost_cli_commands reason=\"command 'plugins' would shadow a core command; ignored\"" in mine.stderr
+    core = run_cli("--plugins-dir", str(plugins), "plugins", "list")
+    assert core.returncode == 0 and "shadow" in core.stdout
+
+
+def test_routes_and_channel_routes_claimed_twice_name_both_plugins(make_host) -> None:
+    from host.app import plugin_routes
+    from host.types import ChannelAdapter
+
+    host = make_host(PLUGHOST_LOAD_PLUGINS="none")
+    host.register(_plugin(plughost_routes=lambda host: [Route("/same", endpoint=lambda r: None)]), "route-a")
+    assert [(p, r.key) for p, r in plugin_routes(host)] == [("route-a", "GET /same")]
+    host.register(_plugin(plughost_channel_adapters=lambda host: [
+        ChannelAdapter("dup", routes=(Route("/same", endpoint=lambda r: None),))]), "chan-b")
+    with pytest.raises(DuplicateNameError, match="'GET /same' is provided twice: by plugin 'route-a' and by plugin "
+                                                 "'chan-b'"):
+        plugin_routes(host)

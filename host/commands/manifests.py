@@ -41,11 +41,44 @@ def run_check(args: argparse.Namespace, ctx: Any) -> int:
     if not manifests:
         raise UserError(f"PATH: no PLUGIN.md found under '{args.path}'")
     defects = [line for md in manifests for line in manifest_errors(md)]
+    if not defects:
+        defects = tool_defects(manifests, ctx.env)
     for line in defects:
         print(line, file=sys.stderr)
     if not defects:
         print(f"ok: {len(manifests)} PLUGIN.md file(s) valid")
     return 2 if defects else 0
+
+
+def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
+    """Load the plugins with a ``python:`` module and join their tools (the host's tool table):
+    a handler PLUGIN.md does not declare, a declaration without handler or an ``inputSchema``
+    the handler cannot take is a defect of that PLUGIN.md."""
+    import os
+
+    from host.manager import Host
+    from host.manifest import load_manifest
+
+    by_parent: dict[Path, dict[str, Path]] = {}
+    for md in manifests:
+        manifest = load_manifest(md)
+        if manifest.python:
+            by_parent.setdefault(md.parent.parent, {})[manifest.name] = md
+    out: list[str] = []
+    for parent, named in sorted(by_parent.items()):
+        full = dict(os.environ if env is None else env)
+        full["PLUGHOST_LOAD_PLUGINS"] = ",".join(sorted(named))
+        full.pop("PLUGHOST_DISABLE_PLUGINS", None)
+        host = Host(plugins_dir=parent, premium_dir=None, env=full).load()
+        table = host.tools()
+        for name, md in sorted(named.items()):
+            record = host.records.get(name)
+            if record is None or not record.loaded:
+                out.append(f"{md}: python: {record.reason if record else 'not loaded'}")
+                continue
+            out.extend(f"{md}: tools: '{p.tool}' {p.detail}" for p in table.problems_of(name))
+            out.extend(f"{md}: tools: plughost_tools failed: {e.reason}" for e in table.hook_errors if e.plugin == name)
+    return out
 
 
 def run_generate(args: argparse.Namespace, ctx: Any) -> int:

@@ -17,7 +17,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
     host = ctx.host()
-    rows = [r.describe() for r in sorted(host.records.values(), key=lambda r: r.name)]
+    table = host.tools()
+    rows = []
+    for record in sorted(host.records.values(), key=lambda r: r.name):
+        row = record.describe()
+        if record.loaded and table.has_handlers(record.name):  # what the host really serves
+            row["tools"] = sorted(table.served.get(record.name, {}))
+        row["toolProblems"] = [p.line() for p in table.problems_of(record.name)]
+        rows.append(row)
     if args.json:
         print(json.dumps({"plugins": rows}, indent=2))
         return 0
@@ -27,5 +34,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                 f"{row['surface'] or '-':<9} tools={tools}")
         if row["reason"]:
             line += f"  reason: {row['reason']}"
+        for problem in row["toolProblems"]:
+            line += f"  problem: {problem}"
         print(line)
     return 0

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from host import state
 from host.errors import FatalError, UserError
 from host.log import log
 
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     if summary["fatal"]:
         log("serve", "op=refused", reason="fatal-gate", gates=summary["fatal"])
         raise FatalError(f"serve: refusing to serve: fatal boot gate(s) failed: {', '.join(summary['fatal'])}")
-    host.state["gates"] = summary
+    host.state.set(state.GATES, summary)
     port = check_port(args.host, args.port)
     shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(args.host) or (
         f"[{args.host}]" if ":" in args.host else args.host)

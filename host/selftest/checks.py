@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from host import accounts, launch, specialists
+from host import accounts, launch, specialists, state
 from host.errors import UserError
 from host.launch import MINIMAL_PATH, Launch
 from host.log import format_line
@@ -94,7 +94,7 @@ def specialist_tool_drift(ctx: GateContext) -> GateResult:
     excluded = list(ctx.extras.get("excluded") or [])
     report = specialists.check_drift(host, excluded=excluded, accounts=accounts.selected_accounts(ctx),
                                      config_dir=config_dir(ctx.env, ctx.extras.get("config_dir")))
-    host.state["specialist-strip-list"] = report.strips
+    host.state.set(state.STRIP_LIST, report.strips)
     result = GateResult(status="ok", inspected=len(report.specialists), data={"strip-list": report.strips})
     for path, error in report.unreadable:
         result.lines.append(format_line(None, "boot-failed", reason="specialist-unreadable", path=str(path),

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from host import state
 from host.errors import PlughostError
 
 PROBE_TIMEOUT_S = 3.0
@@ -47,7 +48,7 @@ def probe_embedder(host: Any) -> dict[str, Any]:
 
 
 def gate_summary(host: Any) -> dict[str, Any]:
-    return dict(host.state.get("gates") or {"ran": False})
+    return dict(host.state.get(state.GATES) or {"ran": False})
 
 
 def snapshot(host: Any) -> tuple[int, dict[str, Any]]:
@@ -55,7 +56,7 @@ def snapshot(host: Any) -> tuple[int, dict[str, Any]]:
     gates = gate_summary(host)
     fatal = bool(gates.get("fatal"))
     status = "fail" if fatal else ("degraded" if store["status"] == "error" else "ok")
-    runtime = host.state.get("runtime")
+    runtime = host.state.get(state.RUNTIME)
     body = {
         "status": status,
         "gates": gates,

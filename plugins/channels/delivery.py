@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from host.log import log
+from host.state import StateKey
 from plugins.channels.pipeline import Inbound, gateway, inbound_from_node
 
 
@@ -87,12 +89,12 @@ async def resume(host: Any, *, limit: int = 500) -> tuple[list[asyncio.Future[An
     tasks: list[asyncio.Future[Any]] = []
     for node in inbound:
         msg = inbound_from_node(node.properties)
-        tasks.append(gw.lanes.submit(msg.sender_key, lambda msg=msg, node=node: gw.process(msg, node.id)))
+        tasks.append(gw.lanes.submit(msg.sender_key, functools.partial(gw.process, msg, node.id)))
     for node in replies:
         msg = _reply_inbound(node)
         key = f"{msg.channel}:{msg.sender}"
-        tasks.append(gw.lanes.submit(key, lambda msg=msg, node=node: gw.deliver(
-            msg, node.id, str(node.properties.get("text") or ""))))
+        tasks.append(gw.lanes.submit(key, functools.partial(gw.deliver, msg, node.id,
+                                                             str(node.properties.get("text") or ""))))
     counts = {"resumed": len(inbound), "delivered": len(replies), "busy": busy}
     if inbound or replies or busy:
         log("channels", "op=resume", **counts)
@@ -115,6 +117,9 @@ async def resume_unanswered(host: Any, *, limit: int = 500) -> dict[str, Any]:
     return {**counts, "statuses": statuses}
 
 
+RESUME: StateKey[Any] = StateKey("channels.resume")
+
+
 def start_resume(host: Any) -> None:
     """``plughost_startup``: queue the unfinished turns on the serving loop (from the hook's worker thread)."""
     import anyio.from_thread
@@ -132,7 +137,7 @@ def start_resume(host: Any) -> None:
             log("channels", "op=resume-failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
 
     def schedule() -> None:
-        host.state["channels.resume"] = asyncio.ensure_future(go())
+        host.state.set(RESUME, asyncio.ensure_future(go()))
 
     try:
         anyio.from_thread.run_sync(schedule)

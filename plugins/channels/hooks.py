@@ -2,34 +2,40 @@
 
 from __future__ import annotations
 
-from host.hookspecs import hookimpl  # noqa: F401
+from typing import TYPE_CHECKING
+
+from host.hookspecs import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+    from host.types import AgentRunner, ChannelAdapter, CliCommand, Gate
 
 # --- channels: adapters, runner, CLI (heavy modules are imported inside each hook) --------
 
 
 @hookimpl
-def plughost_cli_commands(host):  # type: ignore[no-untyped-def]
+def plughost_cli_commands(host: Host) -> list[CliCommand]:
     from plugins.channels.commands import cli_commands
 
     return cli_commands()
 
 
 @hookimpl
-def plughost_agent_runner(host):  # type: ignore[no-untyped-def]
+def plughost_agent_runner(host: Host) -> AgentRunner:
     from plugins.channels.runner import builtin_runner
 
     return builtin_runner(host)
 
 
 @hookimpl
-def plughost_channel_adapters(host):  # type: ignore[no-untyped-def]
+def plughost_channel_adapters(host: Host) -> list[ChannelAdapter]:
     from plugins.channels import telegram, webchat, whatsapp
 
     return [webchat.adapter(host), telegram.adapter(host), whatsapp.adapter(host)]
 
 
 @hookimpl
-def plughost_startup(host):  # type: ignore[no-untyped-def]
+def plughost_startup(host: Host) -> None:
     """`plughost serve`: resume the turns a stopped server left unanswered (SPEC 10.1: nothing accepted
     is lost), run the scheduler on the server's loop, warm the agent runner up in the background."""
     from plugins.channels import scheduler
@@ -42,7 +48,7 @@ def plughost_startup(host):  # type: ignore[no-untyped-def]
 
 
 @hookimpl
-def plughost_shutdown(host):  # type: ignore[no-untyped-def]
+def plughost_shutdown(host: Host) -> None:
     from plugins.channels import scheduler
     from plugins.channels.server import close
 
@@ -56,8 +62,7 @@ __all__: list[str] = []
 
 
 @hookimpl
-def plughost_boot_gates(host):  # type: ignore[no-untyped-def]
-    """`admin-identity-binding`: the gate logic lives in host.accounts (shared with other entry paths)."""
-    from host.accounts import admin_identity_binding_gate
+def plughost_boot_gates(host: Host) -> list[Gate]:
+    from plugins.channels.admin_binding import admin_identity_binding_gate
 
     return [admin_identity_binding_gate()]

@@ -21,6 +21,7 @@ from typing import Any
 
 from host.errors import UserError
 from host.log import log
+from host.state import StateKey
 from plugins.channels.brand import GREETING, product_name
 from plugins.channels.runner import RunnerError
 
@@ -244,6 +245,10 @@ class MemoryRunner:
         return result if isinstance(result, str) else ""
 
 
+
+PUBLIC_HOST: StateKey[Any] = StateKey("channels.public-host")
+"""The public-scope host visitors' searches run in (closed by the shutdown hook)."""
+
 def public_host(host: Any) -> Any:
     """A host like ``host`` whose guards allow public scope only (built once, closed at shutdown).
 
@@ -251,11 +256,11 @@ def public_host(host: Any) -> Any:
     a host whose ``ALLOWED_SCOPES`` is ``public`` (narrowed further if the process already is).
     It shares the process's embedder, so the model is loaded once.
     """
-    narrowed = host.state.get("channels.public-host")
+    narrowed = host.state.get(PUBLIC_HOST)
     if narrowed is not None:
         return narrowed
     with _PUBLIC_HOST_LOCK:  # turns run in threads: build it once
-        return host.state.get("channels.public-host") or _build_public_host(host)
+        return host.state.get(PUBLIC_HOST) or _build_public_host(host)
 
 
 def _build_public_host(host: Any) -> Any:
@@ -268,5 +273,5 @@ def _build_public_host(host: Any) -> Any:
     narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,
                     entry_points=host.entry_points).load()
     narrowed._embedder = host.embedder() or False  # one model per process
-    host.state["channels.public-host"] = narrowed
+    host.state.set(PUBLIC_HOST, narrowed)
     return narrowed

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from host.log import log
+from host.state import StateKey
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_ATTEMPTS = 4
@@ -90,17 +91,19 @@ async def send_parts(parts: list[str], send_one: Any) -> dict[str, Any]:
     return outcome
 
 
+HTTP_CLIENT: StateKey[Any] = StateKey("channels.http")
+
+
 def client(host: Any) -> Any:
     """One shared httpx.AsyncClient per host (connection pooling), with explicit timeouts."""
     import httpx
 
-    existing = host.state.get("channels.http")
+    existing = host.state.get(HTTP_CLIENT)
     if existing is not None and not existing.is_closed:
         return existing
     seconds = float(host.env.get("PLUGHOST_CHANNELS_HTTP_TIMEOUT") or 10)
     made = httpx.AsyncClient(timeout=httpx.Timeout(seconds, connect=min(seconds, 5.0)))
-    host.state["channels.http"] = made
-    return made
+    return host.state.set(HTTP_CLIENT, made)
 
 
 async def post_json(host: Any, url: str, payload: Mapping[str, Any], *, channel: str,

@@ -29,8 +29,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from host import hooktable
-from host.graph import Guards
+from host.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
 from host.log import log
+from host.state import StateKey
 from plugins.channels import compose as composing
 from plugins.channels import identity as ident
 from plugins.channels.claims import Claims
@@ -38,10 +39,8 @@ from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput
 from plugins.channels.runner import KeyedSerializer, RunnerError, get_runner, session_id_for
 from plugins.channels.screening import screen
 
-MESSAGE_LABELS = {"webchat": "WebchatMessage", "telegram": "TelegramMessage", "whatsapp": "WhatsAppMessage"}
 REFUSAL = "Sorry, I can't help with that request."
 AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
-HAS_MESSAGE = "HAS_MESSAGE"
 DELIVERING: contextvars.ContextVar[str | None] = contextvars.ContextVar("channels_delivering", default=None)
 """The stored reply Message an adapter's ``send`` is delivering (webchat keys its events on it)."""
 
@@ -94,11 +93,6 @@ class Turn:
 
 def _h(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
-
-
-def conversation_id(account: str, channel: str, sender: str) -> str:
-    """Deterministic Conversation id: account + channel + sender."""
-    return f"conv-{_h(account, channel, sender)}"
 
 
 def message_id(account: str, channel: str, platform_id: str) -> str:
@@ -172,7 +166,7 @@ class Gateway:
         """Store the inbound Message (and MERGE its Conversation); (message id, was it a re-delivery)."""
         account = self.require_account()
         mid = message_id(account, msg.channel, msg.platform_id)
-        conv = conversation_id(account, msg.channel, msg.sender)
+        conv = conversation_node_id(account, msg.channel, msg.sender)
         with self._persist_lock:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
                 log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
@@ -189,7 +183,7 @@ class Gateway:
                 "mediaNotes": list(msg.media_notes) or None,
                 "sessionId": session_id_for(account, msg.sender_key), "claimedBy": self.claims.token,
             }
-            labels = ["Message", MESSAGE_LABELS.get(msg.channel, "Message")]
+            labels = ["Message", CHANNEL_MESSAGE_LABELS.get(msg.channel, "Message")]
             self._write_message(msg, mid, conv, labels, props)
         log("channels", "op=persisted", channel=msg.channel, messageId=mid)
         return mid, False
@@ -233,7 +227,7 @@ class Gateway:
     def set_public(self, msg: Inbound, mid: str) -> None:
         """Messages are stored admin-scoped until identity says public; then the Conversation and Message open up."""
         self.update_message(msg, mid, {"scope": "public"})
-        conv = conversation_id(self.account_id, msg.channel, msg.sender)
+        conv = conversation_node_id(self.account_id, msg.channel, msg.sender)
         with self._persist_lock:
             node = self.store.get(conv, guards=self.guards())
             if node is not None and node.properties.get("scope") != "public":
@@ -242,14 +236,14 @@ class Gateway:
     def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, role: str = "admin") -> str:
         account = self.require_account()
         rid = message_id(account, msg.channel, f"reply:{msg.platform_id}")
-        conv = conversation_id(account, msg.channel, msg.sender)
+        conv = conversation_node_id(account, msg.channel, msg.sender)
         props = {"role": "assistant", "channel": msg.channel, "sender": "agent", "recipient": msg.sender,
                  "text": text, "inReplyTo": inbound_id, "conversationId": conv, "kind": kind,
                  "createdAt": now_iso(), "createdNs": time.time_ns(), "deliveryStatus": "pending",
                  "target": dict(msg.target) or None, "scope": "admin" if role == "admin" else "public",
                  "sessionId": session_id_for(account, msg.sender_key), "claimedBy": self.claims.token}
         with self._persist_lock:
-            self._write_message(msg, rid, conv, ["Message", MESSAGE_LABELS.get(msg.channel, "Message")], props)
+            self._write_message(msg, rid, conv, ["Message", CHANNEL_MESSAGE_LABELS.get(msg.channel, "Message")], props)
         return rid
 
     # ---------------------------------------------------------------- entry point
@@ -354,7 +348,7 @@ class Gateway:
 
     def quoted_text(self, channel: str, platform_id: str) -> str | None:
         """The stored text of a message a sender replied to (inbound or our own reply)."""
-        rows = self.store.find(guards=self.guards(), labels=[MESSAGE_LABELS.get(channel, "Message")],
+        rows = self.store.find(guards=self.guards(), labels=[CHANNEL_MESSAGE_LABELS.get(channel, "Message")],
                                where={"platformMessageId": platform_id}, limit=1)
         return str(rows[0].properties.get("text")) if rows else None
 
@@ -379,12 +373,12 @@ def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
                    media_notes=tuple(props.get("mediaNotes") or ()), target=dict(props.get("target") or {}))
 
 
+GATEWAY: StateKey[Gateway] = StateKey("channels.gateway")
+
+
 def gateway(host: Any) -> Gateway:
     """The host's gateway (one per host)."""
-    gw = host.state.get("channels.gateway")
-    if gw is None:
-        gw = host.state.setdefault("channels.gateway", Gateway(host))
-    return gw
+    return host.state.setdefault(GATEWAY, lambda: Gateway(host))
 
 
 async def dispatch_scheduled(host: Any, *, channel: str, sender: str, event: str, text: str,

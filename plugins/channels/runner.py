@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from host import hooktable
 from host.errors import UserError
 from host.log import log
+from host.state import StateKey
 
 T = TypeVar("T")
 SESSION_NAMESPACE = uuid.UUID("5b0d8f4e-6a51-4c1e-9a57-0c3f1f2b7d10")
@@ -146,12 +147,14 @@ def runner_name(runner: Any) -> str:
     return str(getattr(runner, "name", type(runner).__name__))
 
 
+RUNNER: StateKey[Any] = StateKey("channels.runner")
+
+
 def get_runner(host: Any) -> Any:
     """The runner from the ``plughost_agent_runner`` hook (cached on the host)."""
-    runner = host.state.get("channels.runner")
+    runner = host.state.get(RUNNER)
     if runner is None:
-        runner = host.first(hooktable.AGENT_RUNNER) or builtin_runner(host)
-        host.state["channels.runner"] = runner
+        runner = host.state.set(RUNNER, host.first(hooktable.AGENT_RUNNER) or builtin_runner(host))
         extra = {"reason": runner.reason} if isinstance(runner, BrokenRunner) else {}
         log("channels", "op=runner", agent=runner_name(runner), **extra)
     return runner

@@ -26,6 +26,7 @@ from typing import Any
 from host.accounts import account_dir
 from host.errors import UserError
 from host.log import log
+from host.state import StateKey
 
 CHANNELS = ("telegram", "whatsapp")
 POLL_S = 1.0
@@ -208,6 +209,10 @@ async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
     log("schedule", "op=stopped")
 
 
+
+SCHEDULER: StateKey[tuple[Any, Any, Any]] = StateKey("channels.scheduler")
+"""(loop, stop event, task) of the running scheduler."""
+
 def start(host: Any) -> None:
     """From the startup hook (a worker thread of the server's loop): run the scheduler on that loop."""
     import anyio.from_thread
@@ -219,14 +224,14 @@ def start(host: Any) -> None:
 
     async def begin() -> None:
         stop = asyncio.Event()
-        host.state["channels.scheduler"] = (loop, stop, asyncio.ensure_future(run_scheduler(host, stop)))
+        host.state.set(SCHEDULER, (loop, stop, asyncio.ensure_future(run_scheduler(host, stop))))
 
     asyncio.run_coroutine_threadsafe(begin(), loop).result(10)
 
 
 def stop(host: Any) -> None:
     """From the shutdown hook: let the loop finish the turns it started, then return."""
-    started = host.state.pop("channels.scheduler", None)
+    started = host.state.pop(SCHEDULER)
     if started is None:
         return
     loop, event, task = started

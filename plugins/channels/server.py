@@ -40,11 +40,14 @@ def build_app(host: Any) -> Any:
 
 async def drain(host: Any) -> None:
     """Finish queued turns and close the shared HTTP client (the loop is still running)."""
-    gw = host.state.get("channels.gateway")
+    from plugins.channels.outbound import HTTP_CLIENT
+    from plugins.channels.pipeline import GATEWAY
+
+    gw = host.state.get(GATEWAY)
     if gw is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(gw.drain(), 30)
-    http = host.state.pop("channels.http", None)
+    http = host.state.pop(HTTP_CLIENT)
     if http is not None:
         with contextlib.suppress(Exception):
             await http.aclose()
@@ -52,11 +55,15 @@ async def drain(host: Any) -> None:
 
 def close(host: Any) -> None:
     """Shutdown hook: drop per-process state (a client bound to a finished loop is discarded)."""
-    host.state.pop("channels.http", None)
-    gw = host.state.pop("channels.gateway", None)
+    from plugins.channels.memory_runner import PUBLIC_HOST
+    from plugins.channels.outbound import HTTP_CLIENT
+    from plugins.channels.pipeline import GATEWAY
+
+    host.state.pop(HTTP_CLIENT)
+    gw = host.state.pop(GATEWAY)
     if gw is not None:
         gw.close()
-    narrowed = host.state.pop("channels.public-host", None)  # the memory runner's public-scope host
+    narrowed = host.state.pop(PUBLIC_HOST)
     if narrowed is not None:
         with contextlib.suppress(Exception):
             narrowed.close()

@@ -100,7 +100,8 @@ def parse_update(update: Any) -> Inbound | None:
     reply = None
     quoted = message.get("reply_to_message")
     if isinstance(quoted, dict):
-        author = quoted.get("from") if isinstance(quoted.get("from"), dict) else {}
+        sent_by = quoted.get("from")
+        author = sent_by if isinstance(sent_by, dict) else {}
         reply = ReplyContext(id=_text(quoted.get("message_id"), 64),
                              text=_str_or_none(quoted.get("text")) or _str_or_none(quoted.get("caption")),
                              sender=_str_or_none(author.get("username")) or _str_or_none(author.get("first_name")))

@@ -121,9 +121,9 @@ def walk(raw: bytes) -> tuple[list[dict[str, Any]], WalkStats]:
         texts: list[str] = []
         for b in blocks:
             if b.get("type") == "tool_result":
-                call = by_tool_id.get(b.get("tool_use_id"))  # type: ignore[arg-type]
-                if call is not None:
-                    call["output"] = _tool_output(b)
+                called = by_tool_id.get(b.get("tool_use_id"))  # type: ignore[arg-type]
+                if called is not None:
+                    called["output"] = _tool_output(b)
             elif b.get("type") == "text" and isinstance(b.get("text"), str):
                 texts.append(b["text"])
         if any(t.strip() for t in texts):

@@ -27,15 +27,14 @@ import uuid
 from importlib import resources
 from typing import Any
 
-from host.graph import Guards
+from host.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id
 from host.http import int_param, parse_json, read_body
+from host.state import StateKey
 from host.types import ChannelAdapter, Route
 from plugins.channels.pipeline import (
     DELIVERING,
-    MESSAGE_LABELS,
     Inbound,
     NotConfigured,
-    conversation_id,
     gateway,
 )
 
@@ -104,8 +103,8 @@ def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
     """The session's stored Messages as events, oldest first (what a restarted process shows)."""
     gw = gateway(host)
     account = gw.require_account()
-    rows = gw.store.find(guards=Guards(account), labels=[MESSAGE_LABELS[CHANNEL]],
-                         where={"conversationId": conversation_id(account, CHANNEL, session)}, limit=MAX_EVENTS * 2)
+    rows = gw.store.find(guards=Guards(account), labels=[CHANNEL_MESSAGE_LABELS[CHANNEL]],
+                         where={"conversationId": conversation_node_id(account, CHANNEL, session)}, limit=MAX_EVENTS * 2)
     rows.sort(key=lambda n: n.properties.get("receivedNs") or n.properties.get("createdNs") or 0)
     events = []
     for seq, node in enumerate(rows[-MAX_EVENTS:], start=1):
@@ -130,8 +129,11 @@ async def hydrate(host: Any, session: str) -> Sessions:
     return store
 
 
+SESSIONS: StateKey[Sessions] = StateKey("channels.webchat")
+
+
 def sessions(host: Any) -> Sessions:
-    return host.state.setdefault("channels.webchat", Sessions())
+    return host.state.setdefault(SESSIONS, Sessions)
 
 
 def _error(status: int, error: str, detail: str) -> Any:

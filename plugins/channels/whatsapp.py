@@ -80,7 +80,8 @@ def _message_text_raw(m: dict[str, Any]) -> tuple[str, list[str]]:
         text = str((m.get("text") or {}).get("body") or "")
     elif kind in MEDIA_TYPES:
         media = m.get(kind) or {}
-        text = media.get("caption") if isinstance(media.get("caption"), str) else ""
+        caption = media.get("caption")
+        text = caption if isinstance(caption, str) else ""
         mime = f" {_short(media['mime_type'])}" if media.get("mime_type") else ""
         name = f" name={_short(media['filename'])}" if media.get("filename") else ""
         notes.append(f"[media: {kind}{mime} id={_short(media.get('id', '?'))}{name}]")

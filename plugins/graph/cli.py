@@ -50,9 +50,9 @@ def run(args: argparse.Namespace, host: Any) -> int:
 
         if args.days < 0:
             raise UserError(f"--days: expected a non-negative number, got {args.days}")
-        account = None if args.all_accounts else (host.env.get("ACCOUNT_ID") or "").strip() or None
-        purged = host.store().purge(older_than_days=args.days, account_id=account)
-        log("graph-purge", "done", purged=purged, days=args.days, account=(account or "all")[:8])
+        only = None if args.all_accounts else (host.env.get("ACCOUNT_ID") or "").strip() or None
+        purged = host.store().purge(older_than_days=args.days, account_id=only)
+        log("graph-purge", "done", purged=purged, days=args.days, account=(only or "all")[:8])
         return 0
     raise UserError(f"graph: unknown action '{args.action}'")
 

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
-from host.errors import UserError
-from host.graph import TEXT_PROPERTIES, Guards
+from host.errors import AccountMismatch, UserError
+from host.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
 from host.jsonl import EDGE_KEYS as _EDGE_KEYS
 from host.jsonl import LINE_KEYS as _ROW_KEYS
 from host.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem
@@ -25,13 +25,8 @@ from host.log import log
 CASCADE_LABELS = ("Section", "Chunk")
 """Soft delete cascades KnowledgeDocument → Section → Chunk along outgoing edges."""
 
-DERIVED_PROPERTIES = frozenset({"accountId", "createdAt", "updatedAt", "deletedAt", "backlinkCount", "embedding"})
 GRACE_DAYS = 7.0
 EXPAND_LIMIT = 20
-
-
-class AccountMismatch(UserError):
-    """A write named an account other than the process's ``ACCOUNT_ID``."""
 
 
 def env_account(env: Mapping[str, str]) -> str | None:
@@ -191,12 +186,12 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
     if node_id is not None and (not isinstance(node_id, str) or not node_id.strip() or len(node_id) > 200):
         raise UserError(f"{what}.id: expected a non-empty string of at most 200 characters")
     props: dict[str, Any] = {}
-    if parsed and type(properties) is dict and "" not in properties and DERIVED_PROPERTIES.isdisjoint(properties):
+    if parsed and type(properties) is dict and "" not in properties and RESERVED_PROPERTIES.isdisjoint(properties):
         props, properties = properties, {}  # nothing to check or drop key by key
     for key, value in properties.items():
         if type(key) is not str or not key:
             raise UserError(f"{what}.properties: keys must be non-empty strings")
-        if key not in DERIVED_PROPERTIES:
+        if key not in RESERVED_PROPERTIES:
             props[key] = value
             continue
         if key == "accountId":

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from host.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
+    from host.graph import GraphStore
     from host.manager import Host
     from host.types import CliCommand, Gate, Tool
 
@@ -38,7 +39,8 @@ def sqlite_path(host: Host) -> Any:
 
 
 @hookimpl
-def plughost_store(host: Host) -> Any:
+def plughost_store(host: Host) -> GraphStore:
+    """Both backends are returned as the port, so mypy checks each one satisfies ``GraphStore``."""
     if backend_name(host.env) == "neo4j":
         from plugins.graph.neo4j_store import Neo4jStore
 

@@ -33,6 +33,9 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = I
                  worker: bool | None = None) -> ImportSummary:
     """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged).
 
+    ``store`` is one of this plugin's backends (``SqliteStore.bulk_import`` or
+    ``Neo4jStore.import_batch``): bulk import is beyond the ``GraphStore`` port.
+
     ``worker`` (staged stores only): build the batches in a worker process; None decides by
     file size and ``PLUGHOST_IMPORT_WORKER`` (:func:`plugins.graph.staging.use_worker`).
     """

@@ -60,7 +60,7 @@ def migrate(conn: sqlite3.Connection, path: str | Path = "graph.sqlite") -> int:
         for version, statements in MIGRATIONS:
             if version <= found:
                 continue
-            for statement in statements():  # type: ignore[operator]
+            for statement in statements():
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {int(version)}")
         conn.execute("COMMIT")

@@ -30,6 +30,7 @@ by Neo4j's own Cypher analyser in ``tests/graph/test_cypher_lint.py``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -570,7 +571,8 @@ class Neo4jStore:
         missing: list[int] = []  # an import's late edges: committed IMPORT_BATCH at a time, like its nodes
         for start in range(0, len(wanted), IMPORT_BATCH):
             part = wanted[start:start + IMPORT_BATCH]
-            missing += [start + pos for pos in self.write(lambda tx, part=part: self._edges(tx, part, account_id))]
+            missing += [start + pos for pos in self.write(functools.partial(self._edges, wanted=part,
+                                                                             account_id=account_id))]
         return missing
 
     def _edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str,
@@ -656,7 +658,7 @@ class Neo4jStore:
 
     def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
                         where: Mapping[str, Any] | None = None,
-                        within: tuple[str, str] | None = None) -> list[Hit]:
+                        within: tuple[str, str] | None = None, stemmed: bool = False) -> list[Hit]:
         """BM25, guards and filters before the cut, in one query (the procedure streams every match)."""
         import neo4j
 

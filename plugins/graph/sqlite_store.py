@@ -347,7 +347,10 @@ class SqliteStore:
         if guards is not None:
             self._check_guards(guards, state, existing)
         inserts, updates, vectors, side = [], [], [], []
-        labels_rows, agent_rows, keyword_rows, text_rows = [], [], [], []
+        labels_rows: list[Any] = []
+        agent_rows: list[Any] = []
+        keyword_rows: list[Any] = []
+        text_rows: list[Any] = []
         for nid, (rid, labels, props, props_json, is_new, emb) in state.items():
             agents = props.get("agents")
             row_json = props_json or json.dumps(props)
@@ -522,7 +525,8 @@ class SqliteStore:
                 f"SELECT n.id, n.rid FROM nodes n WHERE n.id IN ({_marks(len(part))}) AND {cond}",
                 [*part, *params]))
         now = time.time()
-        rows, missing = [], []
+        rows: list[Any] = []
+        missing: list[Any] = []
         get, dumps, add = rids.get, json.dumps, rows.append
         for pos, (src, etype, dst, props) in enumerate(wanted):
             s, d = get(src), get(dst)
@@ -775,6 +779,7 @@ class SqliteStore:
                     cands = self._candidate_rids(g, labels, dims, where, within)
             if cands is not None:
                 ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
+            assert ranked is not None  # the window answered, or the candidates did
             nodes = self._rows_by_rid([rid for rid, _ in ranked])
         return [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
 
@@ -1083,7 +1088,8 @@ class BulkImport:
         self.store, self.account_id = store, account_id
         self.moved = False  # whether any row of this import moved (see _key_rid)
         self.hits = False  # whether any edge staged by id was written through a store lookup
-        self.created, self.unresolved = 0, []  # what the final frame's lookups did (finish)
+        self.created = 0  # what the final frame's lookups did (finish)
+        self.unresolved: list[Any] = []
         self.type_name: Callable[[str], str] = str  # the attached frame's (set by add)
         with store._lock:
             for ddl in ("CREATE TEMP TABLE IF NOT EXISTS import_base (batch INTEGER PRIMARY KEY, base INTEGER)",

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import orjson
 
@@ -201,8 +201,8 @@ class Stager:
                 if waiters is None or type(waiters) is list:
                     where[nid] = row_key = shift | seq
                     if waiters:
-                        for pid, src, etype, p, _ in waiters:
-                            late += (pid, src, etype, row_key, p)
+                        for w_pid, w_src, w_type, w_props, _ in waiters:
+                            late += (w_pid, w_src, w_type, row_key, w_props)
             if row_edges:
                 row_edges_of.append((seq, lineno, row_edges))
         edges: list[Any] = []
@@ -212,7 +212,7 @@ class Stager:
             for etype, to, p in row_edges:
                 code = codes.get(etype) or codes.setdefault(etype, len(codes) + 1)
                 pj = dumps(p) if p else 0
-                key = get(to)
+                key: Any = get(to)  # a staged row's key (int), waiting edges (list) or None
                 if type(key) is int:
                     edges += (seq, code, key, pj)
                     continue
@@ -366,7 +366,7 @@ def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool
         proc.stderr.close()
 
 
-def _read_frame(stream: BinaryIO) -> bytes | None:
+def _read_frame(stream: IO[bytes]) -> bytes | None:
     """The next frame from the worker, or None at the end of its stream (or if it died)."""
     head = stream.read(_FRAME.size)
     if len(head) < _FRAME.size:

@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from host.embedding import Embedder
 from host.errors import UserError
+from host.graph import GraphStore
 from host.jsonl import ImportSummary, JsonLines, check_line, line_id, line_text
 from host.log import log
 from host.progress import Progress
@@ -31,7 +33,7 @@ from plugins.memory.retrieval import indexed_form
 DEFAULT_BATCH = 500
 
 
-def import_jsonl(store: Any, embedder: Any, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
+def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
                  progress: bool | None = None, stream: TextIO | None = None) -> ImportSummary:
     if batch_size < 1:
         raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
@@ -166,7 +168,7 @@ def _camel_case(row: dict[str, Any]) -> str | None:
     return None
 
 
-def _create_edges(store: Any, edges: list[tuple[str, str, str, Any, int]], account_id: str,
+def _create_edges(store: GraphStore, edges: list[tuple[str, str, str, Any, int]], account_id: str,
                   summary: ImportSummary, skip: Any) -> None:
     for start in range(0, len(edges), 5000):
         part = edges[start:start + 5000]

@@ -20,12 +20,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from host.embedding import Embedder
 from host.errors import UserError
 from host.graph import (
     CHANNEL_MESSAGE_LABELS,
     CONVERSATION_LABEL,
     HAS_MESSAGE,
     MESSAGE_LABEL,
+    GraphStore,
     Guards,
     Principal,
     WriteDenied,
@@ -46,7 +48,7 @@ MAX_LIMIT = 50
 OVERFETCH = 3  # each path fetches limit × 3 before fusion
 ROLES = ("user", "assistant", "system", "tool")
 CONTENT_MAX_CHARS = 20_000
-_SESSION_CONVERSATIONS: dict[tuple[str, str, str], str] = {}  # (store, account, session) -> Conversation id
+_SESSION_CONVERSATIONS: dict[tuple[str, Guards, str], str] = {}  # (store, guards, session) -> Conversation id
 
 
 def _now_iso() -> str:
@@ -61,17 +63,6 @@ def session_of(env: Mapping[str, str]) -> str | None:
     return Principal.from_env(env).session
 
 
-def _accepts_filters(store: Any, names: tuple[str, ...]) -> bool:
-    """Whether both search methods take the optional filters (a backend may predate them)."""
-    import inspect
-
-    for method in (store.fulltext_search, store.vector_search):
-        params = inspect.signature(method).parameters
-        if not all(n in params for n in names):
-            return False
-    return True
-
-
 def message_view(hit_node: Any, score: float) -> dict[str, Any]:
     """What a caller sees of a Message (channels store ``text``; ``content`` is accepted too)."""
     p = hit_node.properties
@@ -84,7 +75,7 @@ def message_view(hit_node: Any, score: float) -> dict[str, Any]:
 class Conversations:
     """Search and append over one account's conversations, for one process environment."""
 
-    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str],
+    def __init__(self, store: GraphStore, embedder: Embedder | None, env: Mapping[str, str],
                  principal: Principal | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
         self._principal = principal
@@ -164,9 +155,6 @@ class Conversations:
         filters: dict[str, Any] = {"where": where} if where else {}
         if conv:
             filters["within"] = (conv, HAS_MESSAGE)
-        if filters and not _accepts_filters(self.store, tuple(filters)):
-            raise UserError(f"conversation-search: the {getattr(self.store, 'backend', '?')} store cannot filter "
-                            "by conversation inside its queries; use the embedded (sqlite) store")
         lists = [self.store.fulltext_search(query, fetch, guards=guards, labels=[MESSAGE_LABEL], **filters)]
         if self.embedder is not None:
             try:

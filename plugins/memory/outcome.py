@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from host.errors import PlughostError, UserError
+from host.errors import AccountMismatch, PlughostError, UserError
 from host.log import log
 
 REASONS = (
@@ -84,7 +84,7 @@ def run_with_outcome(call: Call, body: Callable[[Call], T]) -> T:
     except UserError as exc:  # the store's refusals: WriteDenied carries its reason, AccountMismatch is one
         reason = getattr(exc, "reason", None)
         if reason not in REASONS:
-            reason = "account-isolation" if type(exc).__name__ == "AccountMismatch" else "invalid-input"
+            reason = "account-isolation" if isinstance(exc, AccountMismatch) else "invalid-input"
         call.error(reason, str(exc))
         raise UserError(f"{call.tool}: {exc} ({reason})") from None
     except PlughostError as exc:  # a configuration refusal (e.g. embedder/store dimension mismatch)

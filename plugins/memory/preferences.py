@@ -24,8 +24,10 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from host.graph import Guards, Principal, can_change, guarded_upsert_many, principal_of
+from host.embedding import Embedder
+from host.graph import GraphStore, Guards, Principal, can_change, guarded_upsert_many, principal_of
 from host.log import log
+from host.state import StateKey
 from host.types import Tool
 from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
 
@@ -45,7 +47,7 @@ def preference_text(category: str, key: str, value: str) -> str:
     return f"{category}: {key.replace('_', ' ').replace('-', ' ')}: {value}"
 
 
-def _owner_profile(store: Any, guards: Guards) -> tuple[Any, Any]:
+def _owner_profile(store: GraphStore, guards: Guards) -> tuple[Any, Any]:
     """(owner AdminUser or None, owner's UserProfile or None)."""
     owners = store.find(guards=guards, labels=["AdminUser"], where={"role": "owner"}, limit=1)
     if not owners:
@@ -55,7 +57,7 @@ def _owner_profile(store: Any, guards: Guards) -> tuple[Any, Any]:
     return owners[0], (profiles[0] if profiles else None)
 
 
-def profile_preferences(store: Any, guards: Guards, profile_id: str) -> list[Any]:
+def profile_preferences(store: GraphStore, guards: Guards, profile_id: str) -> list[Any]:
     """The profile's admin-scope Preferences that the guards can read as rows of their own (the
     expansion's untagged-neighbour allowance does not make a row readable)."""
     around = store.expand([profile_id], guards=guards, limit=EXPAND_ALL).get(profile_id, [])
@@ -64,7 +66,7 @@ def profile_preferences(store: Any, guards: Guards, profile_id: str) -> list[Any
             and can_change(guards, n.node.properties)]
 
 
-def active_rules(store: Any, account_id: str, guards: Guards | None = None) -> dict[str, Any]:
+def active_rules(store: GraphStore, account_id: str, guards: Guards | None = None) -> dict[str, Any]:
     """The account owner's active standing rules (the single definition; see the module doc).
 
     ``guards`` are the reader's (``profile-read`` passes the process's); the channels plugin's
@@ -83,7 +85,7 @@ def active_rules(store: Any, account_id: str, guards: Guards | None = None) -> d
 
 
 class Preferences:
-    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str],
+    def __init__(self, store: GraphStore, embedder: Embedder | None, env: Mapping[str, str],
                  principal: Principal | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
         self.principal = principal or principal_of(env)  # the process's call context, built once
@@ -194,11 +196,11 @@ class Preferences:
         return out
 
 
+PREFERENCES: StateKey[Preferences] = StateKey("memory.preferences")
+
+
 def service(host: Host) -> Preferences:
-    cached = host.state.get("memory.preferences")
-    if cached is None:
-        cached = host.state["memory.preferences"] = Preferences(host.store(), host.embedder(), host.env)
-    return cached
+    return host.state.setdefault(PREFERENCES, lambda: Preferences(host.store(), host.embedder(), host.env))
 
 
 def preference_tools(host: Host) -> list[Tool]:

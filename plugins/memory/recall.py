@@ -157,7 +157,7 @@ def history(home: Path, account_id: str) -> dict[str, ItemHistory]:
 
 
 def candidates(home: Path, account_id: str, *, min_surfaced: int = MIN_SURFACED, min_used: int = MIN_USED,
-               limit: int = 20) -> dict[str, list[dict[str, Any]]]:
+               limit: int = 20) -> dict[str, Any]:
     """Snooze candidates (surfaced ≥ ``min_surfaced``, never used) and pin candidates (used ≥ ``min_used``)."""
     items = history(home, account_id)
     decisions = load_decisions(home, account_id)

@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from host.embedding import Embedder
 from host.errors import UserError
-from host.graph import MESSAGE_LABEL, Guards
+from host.graph import MESSAGE_LABEL, GraphStore, Guards
 from host.log import log
 from host.progress import Progress
 from plugins.memory.embed_text import embedding_text
@@ -32,7 +33,7 @@ class ReindexSummary:
     seconds: float = 0.0
 
 
-def reindex(store: Any, embedder: Any, *, account_id: str, labels: Sequence[str] | None = None,
+def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, labels: Sequence[str] | None = None,
             batch_size: int = DEFAULT_BATCH, limit: int | None = None, progress: bool | None = False,
             stream: TextIO | None = None) -> ReindexSummary:
     """Embed every live node of the account that lacks an embedding; returns the counts."""
@@ -91,7 +92,7 @@ def reindex(store: Any, embedder: Any, *, account_id: str, labels: Sequence[str]
     return summary
 
 
-def _pending(store: Any, account_id: str, labels: Sequence[str] | None) -> int:
+def _pending(store: GraphStore, account_id: str, labels: Sequence[str] | None) -> int:
     """How many nodes are waiting (for the progress bar); 0 when unknown."""
     try:
         return len(store.missing_embeddings(account_id=account_id, labels=list(labels) if labels else None,

@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from host.embedding import Embedder
 from host.errors import UserError
-from host.graph import Guards, Principal, WriteDenied, guarded_upsert_many, principal_of
+from host.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many, principal_of
 from host.log import log
+from host.state import StateKey
 from host.types import Tool
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,7 +69,7 @@ def _metadata(node: Any) -> dict[str, Any]:
 
 
 class Reports:
-    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str],
+    def __init__(self, store: GraphStore, embedder: Embedder | None, env: Mapping[str, str],
                  principal: Principal | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
         self.principal = principal or principal_of(env)  # the process's call context, built once
@@ -188,11 +190,11 @@ class Reports:
         return {"reports": [_metadata(n) for n in page], "total": total, "nextCursor": next_cursor}
 
 
+REPORTS: StateKey[Reports] = StateKey("memory.reports")
+
+
 def service(host: Host) -> Reports:
-    cached = host.state.get("memory.reports")
-    if cached is None:
-        cached = host.state["memory.reports"] = Reports(host.store(), host.embedder(), host.env)
-    return cached
+    return host.state.setdefault(REPORTS, lambda: Reports(host.store(), host.embedder(), host.env))
 
 
 def report_tools(host: Host) -> list[Tool]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from host.state import StateKey
 from host.types import Tool
 from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
 
@@ -18,16 +19,19 @@ WRITE_TOOLS = ("memory-write", "memory-update", "memory-delete", "memory-restore
                "memory-reindex")
 
 
+WRITER: StateKey[Any] = StateKey("memory.writer")
+
+
 def writer(host: Host) -> Any:
     """The writer for this host; checks embedder/store dimensions once (a mismatch is a startup error)."""
-    cached = host.state.get("memory.writer")
+    cached = host.state.get(WRITER)
     if cached is None:
         from plugins.memory.embedder import check_dimensions
         from plugins.memory.writes import MemoryWriter
 
         store, embedder = host.store(), host.embedder()
         check_dimensions(store, embedder)
-        cached = host.state["memory.writer"] = MemoryWriter(store, embedder, host.env)
+        cached = host.state.set(WRITER, MemoryWriter(store, embedder, host.env))
     return cached
 
 

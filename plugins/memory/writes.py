@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from host import config
+from host.embedding import Embedder
 from host.graph import (
     FULLTEXT_EXTRA_LABELS,
+    RESERVED_PROPERTIES,
     VECTOR_LABELS,
+    GraphStore,
     Guards,
     Principal,
     guarded_upsert_many,
@@ -33,7 +36,6 @@ from plugins.memory.retrieval.indexed_form import chunk_context
 EXTRA_LABELS = ("Project", "Note", "Topic", "Tag", "Attachment", "Document", "Skill", "Offer")
 PROVENANCE_LABELS = ("Person", "UserProfile", "AdminUser", "Organization", "LocalBusiness")
 PROVENANCE_SOURCES = ("Task", "Conversation", "Message")
-RESERVED = frozenset({"createdAt", "updatedAt", "deletedAt", "backlinkCount", "embedding"})
 PROPERTY_NAME = re.compile(r"^[a-z][A-Za-z0-9]{0,63}$")
 EDGE_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
@@ -55,7 +57,7 @@ class Relationship:
 class MemoryWriter:
     """The write operations over one store and embedder, for the process's account."""
 
-    def __init__(self, store: Any, embedder: Any, env: Mapping[str, str],
+    def __init__(self, store: GraphStore, embedder: Embedder | None, env: Mapping[str, str],
                  principal: Principal | None = None) -> None:
         self.store = store
         self.embedder = embedder
@@ -101,7 +103,7 @@ class MemoryWriter:
                     raise WriteRejected("account-isolation",
                                         f"properties.accountId: '{value}' is not this process's account")
                 continue
-            if key in RESERVED:
+            if key in RESERVED_PROPERTIES:
                 raise WriteRejected("invalid-input", f"properties.{key}: reserved; the store sets it")
             if not PROPERTY_NAME.match(key):
                 raise WriteRejected("schema-property-naming",
@@ -276,7 +278,7 @@ class MemoryWriter:
             raise WriteRejected("invalid-input", "properties: nothing to change (give properties or addLabels)")
         labels = list(dict.fromkeys([*node.labels, *extra]))
         call.labels = labels
-        merged = {k: v for k, v in node.properties.items() if k not in RESERVED and k != "accountId"}
+        merged = {k: v for k, v in node.properties.items() if k not in RESERVED_PROPERTIES}
         for key, value in props.items():
             if value is None:
                 merged.pop(key, None)
@@ -336,7 +338,7 @@ class MemoryWriter:
         chunk_rows: list[dict[str, Any]] = []
         for sec in doc.sections:
             sid = sectioniser.section_id(stable_id, sec.index)
-            srow = {"id": sid, "labels": ["Section"], "edges": [],
+            srow: dict[str, Any] = {"id": sid, "labels": ["Section"], "edges": [],
                     "properties": {"title": sec.title, "body": sec.body, "summary": sec.summary, "index": sec.index,
                                    "path": list(sec.path), "attachmentId": attachment, **shared}}
             for ch in sec.chunks:

@@ -6,8 +6,8 @@ import json
 
 from gates_support import HOST_GATES, write
 
-from host import accounts
 from host.manifest import validate
+from plugins.channels.admin_binding import binding_drift
 
 
 def test_account_create_writes_a_consistent_valid_account(plughost_home, cli):
@@ -20,7 +20,7 @@ def test_account_create_writes_a_consistent_valid_account(plughost_home, cli):
     validate(account, "account", "account.json")
     validate(users, "users", "users.json")
     assert account["accountId"] == "acme" and account["enabledPlugins"] == ["graph", "memory"]
-    assert accounts.binding_drift(account, users) == []
+    assert binding_drift(account, users) == []
     assert (folder / "specialists" / "agents").is_dir()
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 

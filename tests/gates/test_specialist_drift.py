@@ -9,6 +9,7 @@ from gates_support import assert_all_ran, write
 
 from host import specialists
 from host.errors import UserError
+from host.state import STRIP_LIST
 
 TYPO = "mcp__plugin_notes_notes__note-ad"
 
@@ -104,7 +105,7 @@ def test_boot_keeps_the_strip_list_for_in_process_spawners(notes):
     notes.agent(notes.plugins / "notes", "assistant", "Read, mcp__telegram__send")
     host = notes.host()
     notes.boot(host=host)
-    assert host.state["specialist-strip-list"] == {"assistant": {"telegram": ["mcp__telegram__send"]}}
+    assert host.state.get(STRIP_LIST) == {"assistant": {"telegram": ["mcp__telegram__send"]}}
     assert specialists.spawn_tools(host, "assistant") == ["Read"]
 
 

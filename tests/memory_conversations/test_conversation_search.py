@@ -191,14 +191,14 @@ def test_session_without_conversation_appends_to_its_own(make_host) -> None:
 
 def test_channels_pipeline_messages_are_searchable(make_host) -> None:
     """End to end: the channels gateway persists inbound messages; the session's agent finds its own."""
-    from plugins.channels.pipeline import Gateway, Inbound, conversation_id
+    from plugins.channels.pipeline import Gateway, Inbound
     from plugins.channels.runner import session_id_for
 
     host = make_host(ACCOUNT_ID="acct-one")
     gateway = Gateway(host)
     gateway.persist(Inbound(channel="telegram", sender="111", text="my invoice is wrong", platform_id="p1"))
     gateway.persist(Inbound(channel="telegram", sender="222", text="invoice for the garden", platform_id="p2"))
-    assert conversation_id("acct-one", "telegram", "111") == conversation_node_id("acct-one", "telegram", "111")
+    assert host.store().get(conversation_node_id("acct-one", "telegram", "111"), guards=Guards("acct-one")) is not None
     agent = make_host(ACCOUNT_ID="acct-one", SESSION_ID=session_id_for("acct-one", "telegram:111"))
     err, found = call(agent, "conversation-search", {"query": "invoice"})
     assert not err, found
@@ -226,10 +226,14 @@ def test_store_filters_where_and_within_before_the_cut(store) -> None:
 
 
 def test_backend_without_filters_refuses_instead_of_leaking(store) -> None:
-    """A store whose search methods predate ``where`` / ``within`` gets a clear error for a session."""
+    """A store that cannot apply ``where`` / ``within`` (Neo4j today) refuses them: a session gets a clear error."""
     import pytest
 
     from host.errors import UserError
+
+    def _no_filters(where: Any, within: Any) -> None:
+        if where or within:
+            raise UserError("search: the old store cannot filter by conversation inside its queries")
 
     class OldStore:
         backend = "old"
@@ -243,10 +247,12 @@ def test_backend_without_filters_refuses_instead_of_leaking(store) -> None:
         def find(self, *a: Any, **k: Any) -> Any:
             return self.inner.find(*a, **k)
 
-        def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Any = None) -> Any:
+        def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Any = None, **filters: Any) -> Any:
+            _no_filters(filters.get("where"), filters.get("within"))
             return self.inner.fulltext_search(query, k, guards=guards, labels=labels)
 
-        def vector_search(self, vector: Any, k: int, *, guards: Guards, labels: Any = None) -> Any:
+        def vector_search(self, vector: Any, k: int, *, guards: Guards, labels: Any = None, **filters: Any) -> Any:
+            _no_filters(filters.get("where"), filters.get("within"))
             return self.inner.vector_search(vector, k, guards=guards, labels=labels)
 
     store_like_channels(store, "acct-one", "telegram", "x", [("user", "pizza")], "sx")

@@ -167,7 +167,7 @@ class Syncer:
         sections, chunks = [], []
         for sec in doc.sections:
             sid = sectioniser.section_id(st.doc_id, sec.index)
-            srow = {"id": sid, "labels": ["Section"], "edges": [],
+            srow: dict[str, Any] = {"id": sid, "labels": ["Section"], "edges": [],
                     "properties": {"title": sec.title, "body": sec.body, "summary": sec.summary, "index": sec.index,
                                    "path": list(sec.path), **shared}}
             for ch in sec.chunks if len(sec.chunks) > 1 else ():  # one chunk would repeat the section

@@ -9,15 +9,17 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from host import state
 from host.graph import Guards
 from host.log import log
+from host.state import StateKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
 
-STATE_KEY = "memory.collection-watcher"
+STATE_KEY: StateKey[Any] = StateKey("memory.collection-watcher")
 DEBOUNCE_MS = 400
 
 
@@ -94,12 +96,12 @@ def start(host: Host) -> None:
     if host.env.get("PLUGHOST_COLLECTIONS_WATCH", "1").strip() == "0" or STATE_KEY in host.state:
         return
     account = (host.env.get("ACCOUNT_ID") or "").strip()
-    if not account or ("runtime" not in host.state and host.env.get("PLUGHOST_COLLECTIONS_WATCH") != "1"):
+    if not account or (state.RUNTIME not in host.state and host.env.get("PLUGHOST_COLLECTIONS_WATCH") != "1"):
         return
-    host.state[STATE_KEY] = Watcher(host, account).start()
+    host.state.set(STATE_KEY, Watcher(host, account).start())
 
 
 def stop(host: Host) -> None:
-    watcher = host.state.pop(STATE_KEY, None)
+    watcher = host.state.pop(STATE_KEY)
     if watcher is not None:
         watcher.stop()

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from host.graph import VECTOR_LABELS, Guards
+from host.graph import VECTOR_LABELS, GraphStore, Guards
 from host.log import log
 from plugins.memory.commands.common import account
 
@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
 
 
-def _orphans(store: Any, guards: Guards, label: str, edge: str) -> int:
+def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
     nodes = store.find(guards=guards, labels=[label], limit=SCAN)
     if not nodes:
         return 0

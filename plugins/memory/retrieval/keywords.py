@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from host.errors import UserError
-from host.graph import Guards
+from host.graph import GraphStore, Guards
 from plugins.memory.retrieval.fuse import RankedList
 
 MAX_KEYWORDS = 5
@@ -59,7 +59,7 @@ def subscription_guards(guards: Guards) -> Guards:
     return dataclasses.replace(guards, agent_slug=None)
 
 
-def keyword_lists(store: Any, keywords: Sequence[str], guards: Guards, k: int,
+def keyword_lists(store: GraphStore, keywords: Sequence[str], guards: Guards, k: int,
                   labels: Sequence[str] | None = None) -> list[RankedList]:
     """Two BM25-channel lists per keyword: full-text hits and ``keywords``-tag hits (1.0 each)."""
     narrowed = subscription_guards(guards)

@@ -8,16 +8,15 @@ subscriptions carry them without the agent filter (see :mod:`.keywords`).
 
 from __future__ import annotations
 
-import inspect
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
+from host.embedding import Embedder
 from host.errors import UserError
-from host.graph import Guards
+from host.graph import GraphStore, Guards
 from host.log import log
 from host.types import RetrievalBoost
 from plugins.memory.retrieval import boosts as boost_stage
@@ -101,19 +100,6 @@ class SearchOutcome:
         }
 
 
-@lru_cache(maxsize=16)
-def _stemmed_param(cls: type) -> bool:
-    try:
-        return "stemmed" in inspect.signature(cls.fulltext_search).parameters
-    except (AttributeError, TypeError, ValueError):
-        return False
-
-
-def accepts_stemmed(store: Any) -> bool:
-    """Whether the store ranks on a stemmed index (the embedded store; Neo4j's analyzer is its own)."""
-    return _stemmed_param(type(store))
-
-
 def weights(plan: route.RoutePlan, flags: SearchFlags) -> tuple[float, float]:
     """The weighted-fusion weights: a routed class's own, else ``PLUGHOST_GS_VECTOR_WEIGHT`` when set
     (the SPEC constants, untouched, otherwise: the baseline stays bit for bit)."""
@@ -124,11 +110,11 @@ def weights(plan: route.RoutePlan, flags: SearchFlags) -> tuple[float, float]:
 
 
 def search(
-    store: Any,
+    store: GraphStore,
     request: SearchRequest,
     *,
     guards: Guards,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     flags: SearchFlags | None = None,
     expander: expand_stage.Provider | None = None,
     reranker: rank.Reranker | None = None,
@@ -174,10 +160,9 @@ def search(
                 lists.append(fuse.RankedList("vector", hits, q))
         # BM25
         if plan.use_bm25 and flags.paths != "vector":
-            stem = {"stemmed": True} if flags.stem and accepts_stemmed(store) else {}
             for q in queries:
                 text = strip_stop_words(q) if flags.stopwords else q
-                hits = store.fulltext_search(text, k, guards=guards, labels=plan.labels, **stem)
+                hits = store.fulltext_search(text, k, guards=guards, labels=plan.labels, stemmed=flags.stem)
                 bm25_hits += len(hits)
                 lists.append(fuse.RankedList("bm25", hits, q))
         # keyword subscriptions (merged into the BM25 channel)

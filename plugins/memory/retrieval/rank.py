@@ -35,7 +35,7 @@ def rerank(rows: list[Row], reranker: Reranker | None) -> list[Row]:
     by_id = {r.id: r for r in rows}
     out: list[Row] = []
     for item in answer:
-        row = by_id.pop(item.get("id"), None) if isinstance(item, dict) else None
+        row = by_id.pop(item["id"], None) if isinstance(item, dict) and isinstance(item.get("id"), str) else None
         if row is None:
             continue
         if isinstance(item.get("score"), (int, float)):

@@ -26,9 +26,9 @@ from typing import Any
 if __package__:
     from plugins.memory.surfacing import context, rules, sessions
 else:  # run as a script: the sibling stdlib-only modules, without the host on sys.path
-    import context  # type: ignore[no-redef]
-    import rules  # type: ignore[no-redef]
-    import sessions  # type: ignore[no-redef]
+    import context  # type: ignore[no-redef,import-not-found]
+    import rules  # type: ignore[no-redef,import-not-found]
+    import sessions  # type: ignore[no-redef,import-not-found]
 
 WARM_TIMEOUT_MS = 3000
 COLD_TIMEOUT_MS = 8000
@@ -139,7 +139,7 @@ def run_cold(request: Mapping[str, Any], env: Mapping[str, str], home: str) -> d
     os.environ.update(host_env)  # host.log and config read the process env (the settings' env included)
     host = Host(env=host_env).load()
     try:
-        return dispatch(host, request)
+        return dispatch(host, dict(request))
     finally:
         host.close()
 

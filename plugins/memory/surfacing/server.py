@@ -22,13 +22,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from host import state
 from host.log import log
+from host.state import StateKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
 
 MAX_REQUEST = 256 * 1024
-STATE_KEY = "memory.surface-server"
+STATE_KEY: StateKey[Any] = StateKey("memory.surface-server")
 
 
 def discovery_path(home: Path) -> Path:
@@ -113,8 +115,8 @@ class SurfaceServer:
         try:
             if account:
                 surface_items(self.host, "warm up", Guards(account), 1, ())
-            elif self.host.embedder() is not None:
-                self.host.embedder().embed(["warm up"])
+            elif (embedder := self.host.embedder()) is not None:
+                embedder.embed(["warm up"])
         except Exception as exc:  # warming is an optimisation; the first call pays instead
             log("surface", "op=warm", result="error", detail=f"{type(exc).__name__}: {exc}"[:120])
             return
@@ -183,17 +185,17 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 def start(host: Host) -> None:
     """Start the listener once per serving host (``PLUGHOST_SURFACE_SERVER=0`` turns it off).
 
-    Only under ``plughost serve`` (its app put ``runtime`` in ``host.state``): ``plughost boot``
+    Only under ``plughost serve`` (its app put ``host.state.RUNTIME`` in ``host.state``): ``plughost boot``
     runs the startup hooks too, and a listener that lives for one boot is of no use.
     """
     if host.env.get("PLUGHOST_SURFACE_SERVER", "1").strip() == "0" or STATE_KEY in host.state:
         return
-    if "runtime" not in host.state and host.env.get("PLUGHOST_SURFACE_SERVER") != "1":
+    if state.RUNTIME not in host.state and host.env.get("PLUGHOST_SURFACE_SERVER") != "1":
         return
-    host.state[STATE_KEY] = SurfaceServer(host).start()
+    host.state.set(STATE_KEY, SurfaceServer(host).start())
 
 
 def stop(host: Host) -> None:
-    server = host.state.pop(STATE_KEY, None)
+    server = host.state.pop(STATE_KEY)
     if server is not None:
         server.stop()
