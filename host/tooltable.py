@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
 
 DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+NO_HANDLER = "is declared in PLUGIN.md but no plughost_tools implementation provides it"
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class ToolProblem:
     detail: str
 
     def line(self) -> str:
-        return f"plugin '{self.plugin}': tool '{self.tool}': {self.detail}"
+        return f"plugin '{self.plugin}': tool '{self.tool}' {self.detail}"
 
 
 @dataclass
@@ -79,6 +80,8 @@ class ToolTable:
         for problem in self.problems:
             if problem.plugin == plugin and problem.reason == "no-handler":
                 raise UserError(problem.line())
+        if plugin not in self.served and self.declared.get(plugin):  # no handler at all: not ours to serve
+            raise UserError(ToolProblem(plugin, self.declared[plugin][0].name, "no-handler", NO_HANDLER).line())
         return self.served.get(plugin, {})
 
     def problems_of(self, plugin: str) -> list[ToolProblem]:
@@ -108,9 +111,7 @@ def build_tool_table(host: Host) -> ToolTable:
         for decl in decls:
             impl = handlers.pop(decl.name, None)
             if impl is None:
-                table.problems.append(ToolProblem(plugin, decl.name, "no-handler",
-                                                  "is declared in PLUGIN.md but no plughost_tools implementation "
-                                                  "provides it"))
+                table.problems.append(ToolProblem(plugin, decl.name, "no-handler", NO_HANDLER))
                 continue
             if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
                 table.withheld.setdefault(plugin, []).append(decl.name)
@@ -150,10 +151,10 @@ def _signature_mismatch(schema: Mapping[str, Any], handler: Any) -> str | None:
     declared = set(schema.get("properties") or {})
     unknown = sorted(declared - accepted)
     if unknown:
-        return f"inputSchema property '{unknown[0]}' is not a parameter of its handler"
+        return f"has an inputSchema property '{unknown[0]}' that is not a parameter of its handler"
     needed = sorted(n for n in accepted if params[n].default is inspect.Parameter.empty and n not in declared)
     if needed:
-        return f"handler parameter '{needed[0]}' has no default and is not in inputSchema"
+        return f"has a handler parameter '{needed[0]}' without default that is not in inputSchema"
     return None
 
 

@@ -391,7 +391,7 @@ def test_an_undeclared_folder_tool_is_reported_not_silently_dropped(tmp_path: Pa
     listed = run_cli("--plugins-dir", str(plugins), "plugins", "list", "--json")
     row = {r["name"]: r for r in json.loads(listed.stdout)["plugins"]}["toolish"]
     assert row["tools"] == ["echo"]
-    assert row["toolProblems"] == ["plugin 'toolish': tool 'extra': is provided by plughost_tools but not declared "
+    assert row["toolProblems"] == ["plugin 'toolish': tool 'extra' is provided by plughost_tools but not declared "
                                    "in PLUGIN.md tools: (declare it there to serve it)"]
     check = run_cli("manifests", "check", str(folder))
     assert check.returncode == 2
@@ -405,7 +405,7 @@ def test_an_input_schema_the_handler_cannot_take_is_a_manifest_defect(tmp_path: 
         "        txt: {type: string}\n  - name: extra\n"))
     check = run_cli("manifests", "check", str(folder))
     assert check.returncode == 2
-    assert "tools: 'echo' inputSchema property 'txt' is not a parameter of its handler" in check.stderr
+    assert "tools: 'echo' has an inputSchema property 'txt' that is not a parameter of its handler" in check.stderr
 
 
 def test_an_entry_point_plugin_lists_and_serves_what_it_declares_in_python(tmp_path: Path) -> None:

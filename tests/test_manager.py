@@ -147,7 +147,7 @@ def test_third_party_entry_point_plugin(third_party: str) -> None:
     result = run_cli("plugins", "list", "--json")
     rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
     assert rows["weather"]["status"] == "loaded" and rows["weather"]["version"] == "2.0.1"
-    assert rows["weather"]["tools"] == []  # no PLUGIN.md: tools come from the hook (surface below)
+    assert rows["weather"]["tools"] == ["forecast"]  # no PLUGIN.md: the hook's Tool objects declare, and are served
     code = ("from host.manager import Host; h = Host().load(); "
             "print(sorted(h.surface.all)); print(h.surface.admin); print(h.surface.mcp_servers)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
