@@ -156,9 +156,12 @@ def _public(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in e.items() if k != "id"} for e in events]
 
 
+PAGE: StateKey[str] = StateKey("channels.webchat-page")
+
+
 def page_html(host: Any) -> str:
     """The chat page with the brand's ``productName`` and greeting filled in (escaped), built once per host."""
-    cached = host.state.get("channels.webchat-page")
+    cached = host.state.get(PAGE)
     if cached is None:
         import html
 
@@ -167,7 +170,7 @@ def page_html(host: Any) -> str:
         page = resources.files("plugins.channels").joinpath("webchat.html").read_text(encoding="utf-8")
         cached = (page.replace("__PRODUCT__", html.escape(product_name(host.env)))
                   .replace("__GREETING__", html.escape(greeting(host.env))))
-        host.state["channels.webchat-page"] = cached
+        host.state.set(PAGE, cached)
     return cached
 
 
