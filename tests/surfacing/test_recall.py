@@ -116,18 +116,34 @@ def test_pins_and_snoozes_change_ranking_only_behind_the_flag(make_host, plughos
     hosts = {False: make_host(ACCOUNT_ID=ACCOUNT), True: make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_RECALL_RANKING="1")}
     query = SearchRequest("Project Falcon budget board", 5, expand_hops=0)
 
-    def order(**env: str) -> list[str]:
+    def scores(**env: str) -> dict[str, float]:
         host = hosts[env.pop("PLUGHOST_RECALL_RANKING", "") == "1"]
-        return [r.id for r in run_search(host, query, env={**host.env, **env}).rows]
+        return {r.id: r.score for r in run_search(host, query, env={**host.env, **env}).rows}
 
-    base = order()
-    assert base[0] == "falcon-budget"
-    recall.decide(plughost_home, ACCOUNT, [base[0]], "snoozed")
-    recall.decide(plughost_home, ACCOUNT, [base[-1]], "pinned")
-    assert order() == base and order(PLUGHOST_GS_BOOSTS="1") == base  # off unless asked for
-    ranked = order(PLUGHOST_GS_BOOSTS="1", PLUGHOST_RECALL_RANKING="1")
-    assert ranked != base and ranked.index(base[0]) > 0
-    out = run_cli("memory", "recall", "clear", base[0], base[-1], env={"ACCOUNT_ID": ACCOUNT})
+    base = scores()
+    first, last = max(base, key=base.get), min(base, key=base.get)
+    assert first == "falcon-budget"
+    recall.decide(plughost_home, ACCOUNT, [first], "snoozed")
+    recall.decide(plughost_home, ACCOUNT, [last], "pinned")
+    assert scores() == base and scores(PLUGHOST_GS_BOOSTS="1") == base  # off unless asked for
+    ranked = scores(PLUGHOST_GS_BOOSTS="1", PLUGHOST_RECALL_RANKING="1")
+    assert ranked[first] == pytest.approx(base[first] * (1 + recall.SNOOZE_BUMP))
+    assert ranked[last] == pytest.approx(base[last] * (1 + recall.PIN_BUMP))
+    assert all(ranked[i] == pytest.approx(base[i]) for i in base if i not in (first, last))
+    out = run_cli("memory", "recall", "clear", first, last, env={"ACCOUNT_ID": ACCOUNT})
     assert out.returncode == 0 and "0 pinned, 0 snoozed" in out.stdout
-    assert order(PLUGHOST_GS_BOOSTS="1", PLUGHOST_RECALL_RANKING="1") == base
+    assert scores(PLUGHOST_GS_BOOSTS="1", PLUGHOST_RECALL_RANKING="1") == base
     assert Guards(ACCOUNT)  # the account the decisions belong to
+
+
+def test_surfacing_stops_offering_snoozed_items(make_host, plughost_home: Path) -> None:
+    from plugins.memory.surfacing.core import SurfaceRequest, surface
+
+    seed(plughost_home)
+    recall.decide(plughost_home, ACCOUNT, ["falcon-budget"], "snoozed")
+    prompt = "What budget did the board approve for Project Falcon?"
+    off = surface(make_host(PLUGHOST_SURFACE_MIN_BM25="0"), SurfaceRequest("s-off", prompt, ACCOUNT))
+    on = surface(make_host(PLUGHOST_SURFACE_MIN_BM25="0", PLUGHOST_RECALL_RANKING="1"),
+                 SurfaceRequest("s-on", prompt, ACCOUNT))
+    assert "falcon-budget" in [i["id"] for i in off.items]
+    assert "falcon-budget" not in [i["id"] for i in on.items] and on.items

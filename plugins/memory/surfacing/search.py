@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from host import hooktable
 from host.graph import Guards
 from plugins.memory.recall import boost as recall_boost
-from plugins.memory.recall import ranking_enabled
+from plugins.memory.recall import cached_decisions, ranking_enabled
 from plugins.memory.surfacing import rules
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -65,6 +65,8 @@ def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: S
     floor = _float(host.env, "PLUGHOST_SURFACE_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY)
     bm25_floor = _float(host.env, "PLUGHOST_SURFACE_MIN_BM25", BM25_ONLY_FLOOR)
     skip = set(exclude)
+    if ranking_enabled(host.env):  # snoozed: not offered unprompted (memory-search still finds them)
+        skip |= {i for i, d in cached_decisions(host.home, guards.account_id).items() if d == "snoozed"}
     rows = [r for r in outcome.rows if not SKIPPED_LABELS.intersection(r.node.labels)]
     low, high = min((r.bm25 for r in rows), default=0.0), max((r.bm25 for r in rows), default=0.0)
     items = []
