@@ -488,3 +488,15 @@ def test_routes_and_channel_routes_claimed_twice_name_both_plugins(make_host) ->
     with pytest.raises(DuplicateNameError, match="'GET /same' is provided twice: by plugin 'route-a' and by plugin "
                                                  "'chan-b'"):
         plugin_routes(host)
+
+
+def test_plugin_state_slots_are_keyed_by_object_not_name(make_host) -> None:
+    from host.state import StateKey
+
+    host = make_host(PLUGHOST_LOAD_PLUGINS="none")
+    mine, theirs = StateKey[int]("same.name"), StateKey[int]("same.name")
+    made: list[int] = []
+    assert host.state.setdefault(mine, lambda: made.append(1) or 41) == 41
+    assert host.state.setdefault(mine, lambda: made.append(2) or 0) == 41 and made == [1]
+    assert host.state.get(theirs) is None and theirs not in host.state
+    assert host.state.pop(mine) == 41 and host.state.pop(mine) is None
