@@ -459,6 +459,7 @@ class Neo4jStore:
             self._auto(f"DROP CONSTRAINT {LEGACY_CONSTRAINT} IF EXISTS")
             log("graph-store", "schema-dropped", name=LEGACY_CONSTRAINT, reason="ids are per account")
         if missing:
+            self._auto("CALL db.awaitIndexes(300)")  # new indexes answer queries once online
             self.clear_index_cache()
         return [name for name, _ in missing]
 
