@@ -14,8 +14,8 @@ Transactions: every public write is one ``execute_write`` transaction (a whole `
 
 Vector search is exact over the guards: ``db.index.vector.queryNodes`` returns the nearest
 nodes of a whole index *before* any WHERE, so one query asks every wanted index (``UNION
-ALL``) for a window of candidates, applies the guards, re-scores the survivors exactly with
-``vector.similarity.cosine`` and cuts at k. When fewer than k survive, the guarded candidates
+ALL``) for a window of candidates, applies the guards, cuts at k by the index's score and
+re-scores those k exactly with ``vector.similarity.cosine``. When fewer than k survive, the guarded candidates
 are counted: few enough (``EXACT_MAX``) and they are all scored exactly; otherwise the window
 widens until k pass or it covers the index (then exact). Scores are cosines in [-1, 1], as in
 the embedded store. Full-text search streams ``db.index.fulltext.queryNodes`` (every match,
@@ -243,15 +243,17 @@ RETURN {NODE_RETURN}, score ORDER BY score DESC, n.id LIMIT $k"""
 
 
 def q_vector_window(indexes: int, filters: str = "") -> str:
-    """Every wanted index's window in one query, guarded, re-scored exactly, cut at k."""
+    """Every wanted index's window in one query, guarded, cut at k by the index's score, then
+    re-scored exactly (only the k survivors: the index's own scores are quantized)."""
     branches = "\n  UNION ALL\n".join(
-        f"  CALL db.index.vector.queryNodes($index{i}, $fetch, $vector) YIELD node RETURN node"
+        f"  CALL db.index.vector.queryNodes($index{i}, $fetch, $vector) YIELD node, score RETURN node, score"
         for i in range(indexes))
     return f"""CALL () {{
 {branches}
 }}
-WITH DISTINCT node AS n WHERE {GUARD} AND {LABEL_FILTER}{filters}
-WITH n, vector.similarity.cosine(n.embedding, $vector) AS score ORDER BY score DESC, n.id LIMIT $k
+WITH node AS n, max(score) AS approx WHERE {GUARD} AND {LABEL_FILTER}{filters}
+WITH n ORDER BY approx DESC, n.id LIMIT $k
+WITH n, vector.similarity.cosine(n.embedding, $vector) AS score ORDER BY score DESC, n.id
 RETURN {NODE_RETURN}, score"""
 
 
