@@ -1,6 +1,7 @@
 """Sync one folder collection into the graph, incrementally by content hash.
 
-Every matching file costs a stat and a hash; only new and changed files are parsed,
+Every matching file costs a stat; one whose size or nanosecond mtime changed is read and hashed
+(``PLUGHOST_COLLECTIONS_REHASH=1`` hashes every file); only new and changed content is parsed,
 sectioned (the ``memory-ingest`` sectioniser) and embedded, in batches, with embedding on a
 worker thread so the next batch is parsed while the current one is embedded. A file whose
 content moved to a new path is a rename: the note keeps its id (and its links), is re-sectioned
@@ -119,7 +120,7 @@ class _Work:
 
     state: NoteState
     rows: list[dict[str, Any]]
-    existing: bool  # the document may exist: write it without id so the store replaces its hierarchy
+    existing: bool  # the document may exist: what it had beyond the new hierarchy is dropped
     reuse_vectors: bool = False
 
 
@@ -138,6 +139,7 @@ class Syncer:
         self.state = State(state_path(home, account_id, collection.name))
         self.stats = SyncStats()
         self.on_batch = on_batch
+        self.rehash = os.environ.get("PLUGHOST_COLLECTIONS_REHASH") == "1"
         self._names_changed = False
 
     # ------------------------------------------------------------------ rows
@@ -212,11 +214,7 @@ class Syncer:
 
     def _write(self, batch: list[_Work]) -> None:
         started = time.perf_counter()
-        rows: list[dict[str, Any]] = []
-        for work in batch:
-            if work.existing:
-                work.rows[-1].pop("id", None)  # the document row: the store finds it by attachmentId
-            rows.extend(work.rows)
+        rows = [row for work in batch for row in work.rows]
         try:
             self.store.upsert_many(rows, account_id=self.account, guards=self.guards)
         except Exception as exc:
@@ -229,10 +227,33 @@ class Syncer:
             for work in batch:  # one bad note must not sink its batch
                 self._write([work])
             return
+        for work in batch:
+            if work.existing:
+                self._drop_stale(work)
         self.state.put(w.state for w in batch)
         self.stats.write_ms += (time.perf_counter() - started) * 1000
         if self.on_batch:
             self.on_batch(len(batch))
+
+    def _drop_stale(self, work: _Work) -> None:
+        """Sections and chunks the note had before and no longer has: soft-deleted, unlinked.
+
+        The new hierarchy reuses the ids it keeps (they are positional), so only the tail of a
+        shortened note goes; the document itself is written in place by id.
+        """
+        doc = work.state.doc_id
+        keep = {row["id"] for row in work.rows}
+        around = self.store.expand([doc], guards=self.guards, limit=100_000).get(doc, [])
+        sections = [n.node.id for n in around if n.type == "HAS_SECTION" and n.direction == "out"]
+        chunks = self.store.expand(sections, guards=self.guards, limit=100_000) if sections else {}
+        for sid in sections:
+            for n in chunks.get(sid, []):
+                if n.type == "HAS_CHUNK" and n.direction == "out" and n.node.id not in keep:
+                    self.store.soft_delete(n.node.id, guards=self.guards)
+                    self.store.delete_edge(sid, n.node.id, "HAS_CHUNK", account_id=self.account)
+            if sid not in keep:
+                self.store.soft_delete(sid, guards=self.guards)
+                self.store.delete_edge(doc, sid, "HAS_SECTION", account_id=self.account)
 
     # ------------------------------------------------------------------ the sync
     def run(self) -> SyncStats:
@@ -245,9 +266,14 @@ class Syncer:
         seen: set[str] = set()
         todo: list[tuple[NoteState, str, bool, bool]] = []  # state, text, existing, reuse vectors
         fresh: list[tuple[str, os.stat_result, str, str]] = []  # rel, stat, hash, text
+        touched: list[NoteState] = []  # same content, new mtime: remember the stat
         for rel, stat in walk(self.root, patterns):
             self.stats.scanned += 1
             seen.add(rel)
+            old = known.get(rel)
+            if old is not None and not self.rehash and old.size == stat.st_size and old.mtime_ns == stat.st_mtime_ns:
+                self.stats.unchanged += 1  # same size, same nanosecond mtime: not read again
+                continue
             if stat.st_size > MAX_FILE_BYTES:
                 self.stats.failed += 1
                 self.stats.errors.append(f"{rel}: larger than {MAX_FILE_BYTES} bytes")
@@ -259,9 +285,10 @@ class Syncer:
                 self.stats.errors.append(f"{rel}: {exc.strerror or exc}")
                 continue
             digest = hashlib.sha256(raw).hexdigest()
-            old = known.get(rel)
             if old is not None and old.hash == digest:
                 self.stats.unchanged += 1
+                touched.append(NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns,
+                                         old.title, old.aliases, old.links, old.edges))
                 continue
             text = raw.decode("utf-8", "replace")
             if old is not None:
@@ -293,6 +320,8 @@ class Syncer:
             todo.append((NoteState(rel, note_id, doc_id, digest, stat.st_size, stat.st_mtime_ns, "", [], [], []),
                          text, exists, False))
         self.stats.scan_ms = (time.perf_counter() - started) * 1000
+        if touched:
+            self.state.put(touched)
 
         self._write_all(todo)
         if renamed_from:
