@@ -96,6 +96,14 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
     return conversation_tools(host)
 
 
+@hookimpl(specname="plughost_tools")
+def plughost_tools_audit(host: Host) -> list[Tool]:
+    """``tool-calls``: the audit trail's listing (plugins/memory/audit.py)."""
+    from plugins.memory.audit import audit_tools
+
+    return audit_tools(host)
+
+
 @hookimpl
 def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
                              exclude: list[str]) -> list[dict[str, Any]] | None:
@@ -155,4 +163,5 @@ def plughost_retrieval_boosts_recall(host: Host) -> list[RetrievalBoost]:
 __all__ = ["plughost_recall_used", "plughost_retrieval_boosts_recall", "plughost_collection_sources", "plughost_surface_context", "plughost_startup_surfacing", "plughost_shutdown",
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
-           "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations"]
+           "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations",
+           "plughost_tools_audit"]

@@ -25,6 +25,9 @@ def test_generated_hook_config_passes_claude_validate_and_runs_installed(tmp_pat
     [entry] = hooks["hooks"]["UserPromptSubmit"]
     [command] = entry["hooks"]
     assert command["type"] == "command" and "${CLAUDE_PLUGIN_ROOT}/hooks/surface-prompt.sh" in command["command"]
+    for event in ("PostToolUse", "PostToolUseFailure"):  # the audit trail, the same hook process
+        [audit] = hooks["hooks"][event]
+        assert audit["hooks"][0]["command"] == command["command"]
     assert "hooks" not in json.loads((memory / ".claude-plugin" / "plugin.json").read_text())  # discovered
 
     claude = Claude(tmp_path / "cli", plughost_home)

@@ -33,6 +33,7 @@ else:  # run as a script: the sibling stdlib-only modules, without the host on s
 WARM_TIMEOUT_MS = 3000
 COLD_TIMEOUT_MS = 8000
 MAX_STDIN = 1 << 20
+TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")  # the audit trail (plugins/memory/audit.py)
 _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@,[]()+*#%<>=!?~^|&'")
 
 
@@ -81,6 +82,12 @@ def build_request(hook: Mapping[str, Any], ctx: context.Context) -> dict[str, An
         value = hook.get(name)
         return value if isinstance(value, str) else ""
 
+    if hook.get("hook_event_name") in TOOL_EVENTS:
+        return {"op": "tool-call", "sessionId": text("session_id"), "transcriptPath": text("transcript_path"),
+                "toolName": text("tool_name"), "toolInput": hook.get("tool_input"),
+                "toolResponse": hook.get("tool_response", hook.get("error")), "toolUseId": text("tool_use_id") or None,
+                "isError": True if hook.get("hook_event_name") == "PostToolUseFailure" else None,
+                "runnerSession": ctx.runner_session, **ctx.as_json()}
     if hook.get("hook_event_name") == "Stop":
         return {"op": "recall", "sessionId": text("session_id"), "transcriptPath": text("transcript_path"),
                 **ctx.as_json()}
@@ -162,7 +169,11 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
     if ctx is None:
         return done("skip", reason="no-account")
     home = ctx.home
-    if hook.get("hook_event_name") == "Stop":  # recall tracking: only sessions that were shown memory
+    event = hook.get("hook_event_name")
+    if event in TOOL_EVENTS:  # public sessions are never recorded: decided here, before any round trip
+        if ctx.role not in (None, "admin") or ctx.scopes is not None or ctx.agent:
+            return done("skip", event=event, reason="not-admin")
+    elif event == "Stop":  # recall tracking: only sessions that were shown memory
         sid = hook.get("session_id")
         if not isinstance(sid, str) or not sid or not os.path.exists(
                 sessions.session_path(Path(home), ctx.account_id, sid)):
@@ -200,6 +211,8 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
         return done("warm", result="error", reason=reason)
     if not reply.get("ok"):
         return done(path, result="error", reason=reply.get("error"), detail=reply.get("detail"))
+    if request.get("op") == "tool-call":
+        return done(path, event=hook.get("hook_event_name"), result="ok", recorded=reply.get("recorded"))
     if request.get("op") == "recall":
         return done(path, event="Stop", result="ok", reason=reply.get("reason"), used=len(reply.get("used") or []))
     output = reply.get("output")

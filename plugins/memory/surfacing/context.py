@@ -29,6 +29,7 @@ class Context:
     agent: str | None
     role: str | None
     home: str
+    runner_session: str | None = None  # the channels runner's PLUGHOST_SESSION_ID (its admin turns)
 
     def as_json(self) -> dict[str, object]:
         return {"accountId": self.account_id, "scopes": list(self.scopes) if self.scopes is not None else None,
@@ -82,4 +83,5 @@ def resolve(env: Mapping[str, str]) -> Context | None:
     home = merged.get("PLUGHOST_HOME", "").strip()
     home = os.path.expanduser(home) if home else os.path.join(os.path.expanduser("~"), ".plughost")
     agent = merged.get("AGENT_SLUG", "").strip() or None
-    return Context(account, tuple(scopes) if scopes is not None else None, agent, role, home)
+    return Context(account, tuple(scopes) if scopes is not None else None, agent, role, home,
+                   merged.get("PLUGHOST_SESSION_ID", "").strip() or None)

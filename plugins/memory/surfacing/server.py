@@ -159,6 +159,8 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     from plugins.memory.surfacing.core import SurfaceRequest, surface
 
     op = request.get("op") or "surface"
+    if op == "tool-call":
+        return _tool_call(host, request)
     try:
         parsed = SurfaceRequest.from_json(request)
         if op == "recall":
@@ -180,6 +182,36 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "error": "internal", "detail": type(exc).__name__}
     return {"ok": True, "output": result.output, "reason": result.reason, "items": len(result.items),
             "ms": round(result.stats.get("ms", 0.0), 1)}
+
+
+def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
+    """The PostToolUse hook's request: one ToolCall node (plugins/memory/audit.py)."""
+    from plugins.memory.audit import record
+
+    def text(name: str) -> str | None:
+        value = request.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name}: expected a string")
+        return value
+
+    try:
+        account = text("accountId")
+        if not account:
+            raise ValueError("accountId: expected a non-empty string")
+        fields = {"session_id": text("sessionId") or "", "tool_name": text("toolName") or "",
+                  "role": text("role"), "agent": text("agent"), "tool_use_id": text("toolUseId"),
+                  "transcript_path": text("transcriptPath"), "runner_session": text("runnerSession")}
+    except ValueError as exc:
+        return {"ok": False, "error": "bad-request", "detail": f"request.{exc}"[:200]}
+    try:
+        result = record(host, account_id=account, tool_input=request.get("toolInput"),
+                        tool_response=request.get("toolResponse"), scopes=request.get("scopes"),
+                        is_error=request.get("isError") if isinstance(request.get("isError"), bool) else None,
+                        **fields)
+    except Exception as exc:
+        log("persist", "tool-call", "failed", reason="internal", detail=type(exc).__name__)
+        return {"ok": False, "error": "internal", "detail": type(exc).__name__}
+    return {"ok": True, **result}
 
 
 def start(host: Host) -> None:

@@ -1,0 +1,285 @@
+"""The tool-call audit trail: one durable ``ToolCall`` node per tool call of an admin session.
+
+Written from Claude Code's ``PostToolUse`` / ``PostToolUseFailure`` hook (``hooks/hooks.json`` →
+``surfacing/client.py`` → ``plughost serve``'s loopback listener, or the host in process when
+no server listens), so native tools (Bash, Read ...) count as well as plughost's own. The shape:
+
+    (:Conversation {id, sessionId, ...}) -[:HAS_TOOL_CALL]-> (:ToolCall {toolName, pluginName,
+        input, output, inputTruncated, outputTruncated, isError, startedAt, completedAt,
+        sessionId, conversationId, toolUseId, source, scope: admin})
+
+Before anything is stored or logged the input passes :func:`redact`: keys the tool's input
+schema marks secret (``secret: true``, ``writeOnly: true``, ``format: password``), keys whose
+name looks like a token/password/key, and ``token=...``-style runs inside strings become
+``[redacted]``. ``input`` and ``output`` are JSON text cut to a budget (``PLUGHOST_AUDIT_INPUT_CHARS``,
+``PLUGHOST_AUDIT_OUTPUT_CHARS``, 4,000 characters each by default) with a ``…[+N chars]`` tail.
+Public (non-admin or narrowed) sessions are never recorded. One line per call:
+``[persist] tool-call persisted tool=.. conversation=<8>`` (or ``tool-call skipped reason=..``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from host.config import env_int
+from host.errors import UserError
+from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many, require_admin
+from host.log import log
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.manager import Host
+    from host.types import Tool
+
+TOOL_CALL_LABEL = "ToolCall"
+HAS_TOOL_CALL = "HAS_TOOL_CALL"
+INPUT_BUDGET = 4000
+"""``PLUGHOST_AUDIT_INPUT_CHARS``: characters of a ToolCall's ``input`` JSON kept."""
+OUTPUT_BUDGET = 4000
+"""``PLUGHOST_AUDIT_OUTPUT_CHARS``: characters of a ToolCall's ``output`` kept."""
+REDACTED = "[redacted]"
+SECRET_KEY = re.compile(r"(?i)(pass(word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|access[_-]?key|"
+                        r"(^|[_-])key$|authori[sz]ation|credential|cookie|session[_-]?key|pin$)")
+SECRET_RUN = re.compile(r"(?i)\b([A-Za-z0-9_-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|authorization)"
+                        r"[A-Za-z0-9_-]*)(\s*[=:]\s*|\s+)(bearer\s+)?(['\"]?)[^\s'\"&,;]{4,}\4")
+SECRET_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|"
+                           r"AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})")
+MAX_LIST = 100
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# redaction ---------------------------------------------------------------------------------
+def secret_keys(schema: Mapping[str, Any] | None) -> set[str]:
+    """Property names a JSON schema marks secret, at any depth (``secret``/``writeOnly``/``format: password``)."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            props = node.get("properties")
+            if isinstance(props, Mapping):
+                for name, sub in props.items():
+                    if isinstance(sub, Mapping) and (sub.get("secret") is True or sub.get("writeOnly") is True
+                                                     or sub.get("format") == "password"):
+                        found.add(str(name))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return found
+
+
+def redact_text(text: str) -> str:
+    """``password=...``/``token: ...``/``Authorization: Bearer ...`` runs and well-known token shapes."""
+    text = SECRET_RUN.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    return SECRET_SHAPES.sub(REDACTED, text)
+
+
+def redact(value: Any, schema: Mapping[str, Any] | None = None, _keys: set[str] | None = None) -> Any:
+    """``value`` with every secret replaced (a new value; the input is not changed)."""
+    keys = secret_keys(schema) if _keys is None else _keys
+    if isinstance(value, Mapping):
+        return {str(k): (REDACTED if (str(k) in keys or SECRET_KEY.search(str(k))) and v not in (None, "")
+                         else redact(v, None, keys)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, None, keys) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+def clip(value: Any, budget: int) -> tuple[str, bool]:
+    """JSON text (a string stays itself) cut to ``budget`` characters, and whether it was cut."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= budget:
+        return text, False
+    return f"{text[:budget]}…[+{len(text) - budget} chars]", True
+
+
+# the tool's identity and schema --------------------------------------------------------------
+def identify(host: Host, tool_name: str) -> tuple[str | None, str, dict[str, Any] | None]:
+    """``(pluginName, tool, inputSchema)``: ``mcp__<server>__<tool>`` names a plughost plugin when its
+    server segment ends with a loaded plugin's name; native tools have no plugin."""
+    from host.surface import declared_tools
+
+    if not tool_name.startswith("mcp__"):
+        return None, tool_name, None
+    parts = tool_name.split("__", 2)
+    server, tool = (parts[1], parts[2]) if len(parts) == 3 else ("", tool_name)
+    for name, record in getattr(host, "records", {}).items():
+        if not getattr(record, "loaded", False) or not (server == name or server.endswith(f"_{name}")):
+            continue
+        try:
+            for decl in declared_tools(host, name):
+                if decl.name == tool:
+                    return name, tool, dict(decl.input_schema or {})
+        except Exception:  # noqa: BLE001 - an unreadable declaration only loses the schema hints
+            pass
+        return name, tool, None
+    return server or None, tool, None
+
+
+def _response_error(response: Any) -> bool:
+    if isinstance(response, Mapping):
+        if response.get("is_error") is True or response.get("isError") is True or response.get("success") is False:
+            return True
+        return bool(response.get("error")) and not response.get("stdout")
+    return False
+
+
+def _tool_use_time(transcript: str | None, tool_use_id: str | None) -> str | None:
+    """The timestamp of the assistant record that asked for ``tool_use_id`` (the transcript's tail)."""
+    if not transcript or not tool_use_id:
+        return None
+    try:
+        with open(os.path.expanduser(transcript), "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - (512 << 10)))
+            tail = fh.read()
+    except OSError:
+        return None
+    needle = tool_use_id.encode()
+    for line in reversed(tail.splitlines()):
+        if needle in line:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("type") == "assistant" and isinstance(rec.get("timestamp"), str):
+                return rec["timestamp"]
+    return None
+
+
+# recording -------------------------------------------------------------------------------------
+def recordable(role: str | None, scopes: Any, agent: str | None) -> str | None:
+    """None when the session is an admin one, else the skip reason (public sessions are never recorded)."""
+    if role is not None and role != "admin":
+        return "not-admin"
+    if scopes is not None or agent:
+        return "narrowed"
+    return None
+
+
+def conversation_of(store: Any, guards: Guards, session_ids: list[str]) -> tuple[str, bool]:
+    """The session's Conversation id (by id, then ``sessionId``), else the first session id (created)."""
+    for sid in session_ids:
+        node = store.get(sid, guards=guards)
+        if node is not None and CONVERSATION_LABEL in node.labels:
+            return node.id, False
+        found = store.find(guards=guards, labels=[CONVERSATION_LABEL], where={"sessionId": sid}, limit=1)
+        if found:
+            return found[0].id, False
+    return session_ids[0], True
+
+
+def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool_input: Any, tool_response: Any,
+           role: str | None = None, scopes: Any = None, agent: str | None = None, is_error: bool | None = None,
+           tool_use_id: str | None = None, started_at: str | None = None, completed_at: str | None = None,
+           transcript_path: str | None = None, runner_session: str | None = None,
+           source: str = "claude-code") -> dict[str, Any]:
+    """Store one ToolCall (idempotent per tool-use id) and link it to its Conversation."""
+    reason = recordable(role, scopes, agent)
+    if reason is None and not (session_id and tool_name):
+        reason = "no-session-or-tool"
+    if reason is not None:
+        log("persist", "tool-call", "skipped", reason=reason, tool=tool_name[:80] or None)
+        return {"recorded": False, "reason": reason}
+    plugin, _, schema = identify(host, tool_name)
+    clean_input = redact(tool_input, schema)
+    clean_output = redact(tool_response)
+    input_text, input_cut = clip(clean_input, env_int(host.env, "PLUGHOST_AUDIT_INPUT_CHARS", INPUT_BUDGET))
+    output_text, output_cut = clip(clean_output if clean_output is not None else "",
+                                   env_int(host.env, "PLUGHOST_AUDIT_OUTPUT_CHARS", OUTPUT_BUDGET))
+    completed = completed_at or _now_iso()
+    started = started_at or _tool_use_time(transcript_path, tool_use_id) or completed
+    error = _response_error(tool_response) if is_error is None else bool(is_error)
+    guards = Guards(account_id)
+    store = host.store()
+    conversation, created = conversation_of(store, guards, [s for s in (session_id, runner_session) if s])
+    key = tool_use_id or f"{tool_name}\x1f{started}\x1f{input_text}"
+    node_id = "toolcall-" + hashlib.sha256("\x1f".join((account_id, session_id, key)).encode()).hexdigest()[:32]
+    props = {"toolName": tool_name, "pluginName": plugin, "input": input_text, "output": output_text,
+             "inputTruncated": input_cut, "outputTruncated": output_cut, "isError": error, "startedAt": started,
+             "completedAt": completed, "sessionId": session_id, "conversationId": conversation,
+             "toolUseId": tool_use_id, "source": source, "scope": "admin"}
+    conv_props: dict[str, Any] = {"lastToolCallAt": completed}
+    if created:
+        conv_props.update(sessionId=session_id, startedAt=started, scope="admin", channel=source,
+                          title=f"{source} session {session_id[:8]}")
+    rows = [{"id": node_id, "labels": [TOOL_CALL_LABEL], "properties": {k: v for k, v in props.items() if v is not None}},
+            {"id": conversation, "labels": [CONVERSATION_LABEL], "properties": conv_props,
+             "edges": [{"type": HAS_TOOL_CALL, "to": node_id}]}]
+    guarded_upsert_many(store, rows, guards=guards)
+    log("persist", "tool-call", "persisted", tool=tool_name[:80], plugin=plugin, conversation=conversation[:8],
+        isError=error, inputTruncated=input_cut, outputTruncated=output_cut)
+    return {"recorded": True, "id": node_id, "conversationId": conversation}
+
+
+# the listing tool ------------------------------------------------------------------------------
+def list_calls(host: Host, *, session: str | None = None, tool: str | None = None, since: str | None = None,
+               errorsOnly: bool = False, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:  # noqa: N803
+    """``tool-calls``: newest first, filtered, paginated by an opaque offset cursor."""
+    try:
+        require_admin(host.env, "tool-calls")
+    except WriteDenied as exc:
+        raise UserError(str(exc)) from None
+    guards = Guards.from_env(host.env)
+    if since is not None:
+        try:
+            since_dt = datetime.fromisoformat(since.replace("Z", "+00:00"))
+        except ValueError:
+            raise UserError(f"since: '{since}' is not an ISO-8601 timestamp") from None
+        if since_dt.tzinfo is None:
+            since_dt = since_dt.replace(tzinfo=UTC)
+    try:
+        offset = int(cursor or 0)
+        if offset < 0:
+            raise ValueError
+    except ValueError:
+        raise UserError("cursor: expected the nextCursor of a previous call") from None
+    limit = max(1, min(int(limit), MAX_LIST))
+    where: dict[str, Any] = {}
+    if session:
+        where["sessionId"] = session
+    if tool:
+        where["toolName"] = tool
+    if errorsOnly:
+        where["isError"] = True
+    nodes = host.store().find(guards=guards, labels=[TOOL_CALL_LABEL], where=where, order_by="completedAt",
+                              descending=True, limit=limit + 1, offset=offset)
+    calls = []
+    more = len(nodes) > limit
+    for node in nodes[:limit]:
+        p = node.properties
+        if since is not None:
+            try:
+                done = datetime.fromisoformat(str(p.get("completedAt")).replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if done < since_dt:
+                more = False
+                break
+        calls.append({"id": node.id, **{k: p.get(k) for k in (
+            "toolName", "pluginName", "isError", "startedAt", "completedAt", "sessionId", "conversationId",
+            "input", "output", "inputTruncated", "outputTruncated")}})
+    log("persist", "tool-call", "listed", count=len(calls), account=guards.account_id[:8])
+    return {"calls": calls, "nextCursor": str(offset + limit) if more else None}
+
+
+def audit_tools(host: Host) -> list[Tool]:
+    from host.types import Tool
+
+    def tool_calls(**args: Any) -> Any:
+        return list_calls(host, **args)
+
+    return [Tool("tool-calls", "tool-calls", tool_calls)]
