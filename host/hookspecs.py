@@ -353,3 +353,25 @@ def plughost_recall_used(host: Host, reply: str, items: dict[str, dict[str, str]
 
     **Example:** ``return [i for i in items if judge(reply, items[i]["text"])]``.
     """
+
+
+@hookspec
+def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str, Any], result: str,
+                         is_error: bool, started_at: str, completed_at: str) -> None:
+    """One plughost-served MCP tool call has finished (the audit trail outside Claude Code).
+
+    **Parameters:** ``plugin`` / ``tool`` — who served what; ``arguments`` — the call's arguments
+    as received (not redacted: an implementation that stores them redacts first); ``result`` —
+    the result's text content; ``is_error`` — whether the result is an ``isError`` one;
+    ``started_at`` / ``completed_at`` — ISO-8601 UTC.
+
+    **Combines:** notification: every implementation runs; one raising is logged and does not
+    change the call's result.
+
+    **Fires:** after every ``tools/call`` a plughost MCP server answered (stdio or ``/mcp/<plugin>``),
+    unknown tools aside, off the event loop. The memory plugin's implementation stores a
+    ``ToolCall`` node unless the process was started by Claude Code (``CLAUDECODE`` set: its
+    ``PostToolUse`` hook records those) or is a public or narrowed one.
+
+    **Example:** ``audit.append({"tool": tool, "error": is_error})``.
+    """

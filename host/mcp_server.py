@@ -39,10 +39,11 @@ __all__ = ["EAGER_META_KEY", "PluginServer", "build_server", "http_app", "run_pl
 class PluginServer(MCPServer):
     """An MCPServer whose tool list and calls come from plughost's tool table."""
 
-    def __init__(self, plugin: str, tools: list[ServedTool], version: str = "") -> None:
+    def __init__(self, plugin: str, tools: list[ServedTool], version: str = "", host: Host | None = None) -> None:
         super().__init__(name=plugin, version=version)
         self.plugin = plugin
         self.tools = {t.name: t for t in tools}
+        self.host = host  # set: plughost_tool_called fires after each call
 
     async def list_tools(self) -> list[MCPTool]:
         return [
@@ -63,7 +64,31 @@ class PluginServer(MCPServer):
         if name not in self.tools:  # a protocol error, not a tool result (MCP: unknown tool -> -32602)
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}",
                            data={"tools": sorted(self.tools)})
-        return await call_served_tool(self.plugin, self.tools, name, arguments)
+        started = _now_iso()
+        result = await call_served_tool(self.plugin, self.tools, name, arguments)
+        if self.host is not None:
+            await anyio.to_thread.run_sync(self._called, name, arguments, result, started)
+        return result
+
+    def _called(self, name: str, arguments: Any, result: CallToolResult, started: str) -> None:
+        from host import hooktable
+
+        text = "\n".join(getattr(c, "text", "") for c in result.content)
+        try:
+            errors = self.host.call_each(hooktable.TOOL_CALLED, plugin=self.plugin, tool=name,  # type: ignore[union-attr]
+                                         arguments=dict(arguments or {}), result=text,
+                                         is_error=bool(result.is_error), started_at=started, completed_at=_now_iso())
+        except Exception as exc:  # an audit failure never changes the call's result
+            log("mcp", "op=tool-called-failed", plugin=self.plugin, tool=name, error=type(exc).__name__)
+            return
+        for err in errors:
+            log("mcp", "op=tool-called-failed", plugin=self.plugin, tool=name, error=err.reason[:120])
+
+
+def _now_iso() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _error(text: str) -> CallToolResult:
@@ -97,7 +122,7 @@ def build_server(host: Host, plugin: str) -> PluginServer:
     """Build the MCP server for one loaded plugin."""
     record = host.plugin(plugin)
     version = record.manifest.version if record.manifest else ""
-    return PluginServer(plugin, served_tools(host, plugin), version=version)
+    return PluginServer(plugin, served_tools(host, plugin), version=version, host=host)
 
 
 async def run_stdio_checked(server: PluginServer) -> None:

@@ -225,6 +225,33 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
     return {"recorded": True, "id": node_id, "conversationId": conversation}
 
 
+def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any], result: str,
+                       is_error: bool, started_at: str, completed_at: str) -> dict[str, Any] | None:
+    """``plughost_tool_called``: a plughost MCP call outside Claude Code (its PostToolUse hook
+    records the calls it makes, so a process it started, ``CLAUDECODE`` set, records nothing here).
+
+    The session is the process's (``SESSION_ID`` / ``PLUGHOST_SESSION_ID``), else one
+    conversation per day, ``mcp-<plugin>-<YYYY-MM-DD>``, so an auditor finds a day's calls together.
+    """
+    env = host.env
+    if (env.get("CLAUDECODE") or "").strip():
+        return None
+    account = (env.get("ACCOUNT_ID") or "").strip()
+    if not account:
+        return None
+    from host import config
+
+    role = (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() or None
+    explicit = (env.get("SESSION_ID") or "").strip()
+    if explicit and role != "admin":
+        role = role or "session"  # a confined session is a public one unless it says admin
+    session = explicit or (env.get("PLUGHOST_SESSION_ID") or "").strip() or f"mcp-{plugin}-{completed_at[:10]}"
+    return record(host, account_id=account, session_id=session, tool_name=f"mcp__{plugin}__{tool}",
+                  tool_input=arguments, tool_response=result, role=role,
+                  scopes=config.csv_list(env.get("ALLOWED_SCOPES")), agent=(env.get("AGENT_SLUG") or "").strip() or None,
+                  is_error=is_error, started_at=started_at, completed_at=completed_at, source="mcp")
+
+
 # the listing tool ------------------------------------------------------------------------------
 def list_calls(host: Host, *, session: str | None = None, tool: str | None = None, since: str | None = None,
                errorsOnly: bool = False, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:  # noqa: N803

@@ -105,6 +105,16 @@ def plughost_tools_audit(host: Host) -> list[Tool]:
 
 
 @hookimpl
+def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str, Any], result: str,
+                         is_error: bool, started_at: str, completed_at: str) -> None:
+    """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/audit.py)."""
+    from plugins.memory.audit import record_served_call
+
+    record_served_call(host, plugin=plugin, tool=tool, arguments=arguments, result=result, is_error=is_error,
+                       started_at=started_at, completed_at=completed_at)
+
+
+@hookimpl
 def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
                              exclude: list[str]) -> list[dict[str, Any]] | None:
     """Prompt-time surfacing's items: a guarded memory-search (plugins/memory/surfacing/search.py)."""
@@ -164,4 +174,4 @@ __all__ = ["plughost_recall_used", "plughost_retrieval_boosts_recall", "plughost
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
            "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations",
-           "plughost_tools_audit"]
+           "plughost_tools_audit", "plughost_tool_called"]
