@@ -92,7 +92,8 @@ class Turn:
 
 
 def _h(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
+    # surrogatepass: a platform id may carry a lone surrogate (valid JSON escape); the hash must not raise
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def message_id(account: str, channel: str, platform_id: str) -> str:

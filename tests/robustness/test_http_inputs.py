@@ -151,6 +151,18 @@ def test_telegram_dates_and_whatsapp_timestamps_out_of_range(server: Server) -> 
         assert server.request("POST", "/channels/whatsapp/webhook", content=raw, headers=headers).status_code == 200
 
 
+def test_lone_surrogates_in_platform_message_ids_are_accepted(server: Server) -> None:
+    """The webchat client ``id`` and WhatsApp's message id feed the deterministic Message id hash."""
+    body = '{"session": "surrogate1234", "text": "hi", "id": "\\ud800x"}'
+    r = server.request("POST", "/channels/webchat/messages", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 202, r.text
+    again = server.request("POST", "/channels/webchat/messages", content=body,
+                           headers={"Content-Type": "application/json"})
+    assert again.json() == {**r.json(), "duplicate": True}
+    raw, headers = wa_signed(whatsapp_payload("447700900111", "wamid.\ud800", "hi"))
+    assert server.request("POST", "/channels/whatsapp/webhook", content=raw, headers=headers).status_code == 200
+
+
 def test_ten_megabyte_bodies_are_413_on_every_route(server: Server) -> None:
     big = b"x" * (10 * 1024 * 1024)
     auth = {"Authorization": f"Bearer {server.token}"}
