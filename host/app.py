@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as StarletteRoute
 
@@ -172,6 +172,12 @@ async def _http_exception(request: Request, exc: Exception) -> Any:
                       headers=getattr(exc, "headers", None))
 
 
+async def _client_gone(request: Request, exc: Exception) -> Any:
+    """A client that hangs up mid-body is a client event, not a server error (no traceback)."""
+    log("http", "op=client-disconnect", path=request.url.path)
+    return json_error(400, "client-disconnect", "the client closed the connection before sending the whole body")
+
+
 async def _server_error(request: Request, exc: Exception) -> Any:
     log("http", "op=error", path=request.url.path, error=type(exc).__name__)
     if isinstance(exc, PlughostError):
@@ -231,7 +237,8 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
             log("serve", "op=closed", requests=runtime.inflight.total)
 
     app = Starlette(routes=routes, lifespan=lifespan,
-                    exception_handlers={HTTPException: _http_exception, Exception: _server_error})
+                    exception_handlers={HTTPException: _http_exception, ClientDisconnect: _client_gone,
+                                        Exception: _server_error})
     app.state.runtime = runtime
     host.state.set(state.RUNTIME, runtime)
     max_body = host.env.get("PLUGHOST_HTTP_MAX_BODY", "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,27 @@ def test_lone_surrogates_in_platform_message_ids_are_accepted(server: Server) ->
     assert again.json() == {**r.json(), "duplicate": True}
     raw, headers = wa_signed(whatsapp_payload("447700900111", "wamid.\ud800", "hi"))
     assert server.request("POST", "/channels/whatsapp/webhook", content=raw, headers=headers).status_code == 200
+
+
+def test_a_client_hanging_up_mid_body_is_no_traceback(server: Server) -> None:
+    """Half a declared body, then a closed socket: logged as one line (the fixture asserts no Traceback)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(server.base)
+    for path in ("/channels/webchat/messages", "/api/admin/session"):
+        with socket.create_connection((url.hostname, url.port), timeout=5) as sock:
+            sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
+                         "Content-Length: 1000\r\n\r\n{\"text\": \"hal".encode())
+        time.sleep(0.3)
+    assert server.request("GET", "/healthz").status_code == 200
+    def err() -> str:
+        return server.served.stderr_path.read_text(errors="replace")
+
+    deadline = time.monotonic() + 5
+    while err().count("op=client-disconnect") < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert err().count("op=client-disconnect") == 2 and "Traceback" not in err(), err()[-3000:]
 
 
 def test_ten_megabyte_bodies_are_413_on_every_route(server: Server) -> None:
