@@ -15,6 +15,8 @@ Active rules are the one definition the channels plugin injects every admin turn
 owner's (``AdminUser {role: owner}`` → ``UserProfile`` with the same ``userId`` →
 ``HAS_PREFERENCE``) admin-scope preferences with confidence ≥ 0.4, by confidence, verbatim,
 no cap. A non-owner's preferences never appear; no owner means no rules (``source=no-owner``).
+The owner and its profile are admin-written records only (admin or no scope, no agent tag): a
+narrowed process that writes its own ``AdminUser {role: owner}`` shadows nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ BASE_CONFIDENCE = 0.5
 REINFORCE_STEP = 0.1
 CONTRADICT_STEP = 0.2
 EXPAND_ALL = 1_000_000
+OWNER_PAGE = 50
 
 
 def preference_text(category: str, key: str, value: str) -> str:
@@ -47,14 +50,39 @@ def preference_text(category: str, key: str, value: str) -> str:
     return f"{category}: {key.replace('_', ' ').replace('-', ' ')}: {value}"
 
 
+def _admin_written(node: Any) -> bool:
+    """Whether only an unnarrowed process could have written ``node``: admin or no scope, no agent tag.
+
+    A public or agent process may write an ``AdminUser {role: owner}`` or a ``UserProfile`` it can
+    read; the owner's identity must not be one of those, or it would shadow the real owner's rules.
+    """
+    return node.properties.get("scope") in (None, "admin") and not node.properties.get("agents")
+
+
+def _first_admin_written(store: GraphStore, guards: Guards, label: str, where: dict[str, Any]) -> Any:
+    """The newest admin-written node matching, paging past any number of narrowed writers' decoys."""
+    offset = 0
+    while True:
+        page = store.find(guards=guards, labels=[label], where=where, limit=OWNER_PAGE, offset=offset)
+        found = next((n for n in page if _admin_written(n)), None)
+        if found is not None or len(page) < OWNER_PAGE:
+            return found
+        offset += OWNER_PAGE
+
+
+def owner_user(store: GraphStore, guards: Guards) -> Any:
+    """The account owner's AdminUser, or None."""
+    return _first_admin_written(store, guards, "AdminUser", {"role": "owner"})
+
+
 def _owner_profile(store: GraphStore, guards: Guards) -> tuple[Any, Any]:
     """(owner AdminUser or None, owner's UserProfile or None)."""
-    owners = store.find(guards=guards, labels=["AdminUser"], where={"role": "owner"}, limit=1)
-    if not owners:
+    owner = owner_user(store, guards)
+    if owner is None:
         return None, None
-    user_id = owners[0].properties.get("userId")
-    profiles = store.find(guards=guards, labels=["UserProfile"], where={"userId": user_id}, limit=1) if user_id else []
-    return owners[0], (profiles[0] if profiles else None)
+    user_id = owner.properties.get("userId")
+    profile = _first_admin_written(store, guards, "UserProfile", {"userId": user_id}) if user_id else None
+    return owner, profile
 
 
 def profile_preferences(store: GraphStore, guards: Guards, profile_id: str) -> list[Any]:

@@ -87,8 +87,10 @@ class Reports:
                                     limit=1)
             if found:
                 return found[0].id
-        owners = self.store.find(guards=self.guards(), labels=["AdminUser"], where={"role": "owner"}, limit=1)
-        admins = owners or self.store.find(guards=self.guards(), labels=["AdminUser"], limit=1)
+        from plugins.memory.preferences import owner_user
+
+        owner = owner_user(self.store, self.guards())
+        admins = [owner] if owner is not None else self.store.find(guards=self.guards(), labels=["AdminUser"], limit=1)
         return admins[0].id if admins else None
 
     def write(self, *, title: str, body: str, keywords: list[str] | None = None, sourceWorkflow: str | None = None,
