@@ -232,9 +232,10 @@ def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[st
 
     The session is the process's (``SESSION_ID`` / ``PLUGHOST_SESSION_ID``), else one
     conversation per day, ``mcp-<plugin>-<YYYY-MM-DD>``, so an auditor finds a day's calls together.
+    ``PLUGHOST_AUDIT_MCP=0`` turns it off.
     """
     env = host.env
-    if (env.get("CLAUDECODE") or "").strip():
+    if (env.get("CLAUDECODE") or "").strip() or (env.get("PLUGHOST_AUDIT_MCP") or "1").strip() == "0":
         return None
     account = (env.get("ACCOUNT_ID") or "").strip()
     if not account:

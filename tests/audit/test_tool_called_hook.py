@@ -20,7 +20,8 @@ def served_calls(home: Path, script: list[tuple[str, dict]], **env: str) -> list
     from mcp import Client, StdioServerParameters
 
     full = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
-    full.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", **env)
+    full.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="1")
+    full.update(env)
     params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=full)
 
     async def go() -> list[bool]:
@@ -54,7 +55,8 @@ def test_hook_plughost_tool_called(plughost_home: Path) -> None:
     assert "[persist] tool-call persisted tool=mcp__memory__tool-calls" in (plughost_home / "logs" / "server.log").read_text()
 
 
-@pytest.mark.parametrize("env", [{"CLAUDECODE": "1"}, {"ALLOWED_SCOPES": "public"}, {"SESSION_ID": "s-pub"},
+@pytest.mark.parametrize("env", [{"CLAUDECODE": "1"}, {"PLUGHOST_AUDIT_MCP": "0"}, {"ALLOWED_SCOPES": "public"},
+                                 {"SESSION_ID": "s-pub"},
                                  {"PLUGHOST_SESSION_ROLE": "public", "PLUGHOST_SESSION_ID": "r-1"}])
 def test_claude_code_public_and_narrowed_processes_record_nothing(plughost_home: Path, env: dict[str, str]) -> None:
     from host.accounts import create_account
