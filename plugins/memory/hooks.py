@@ -98,10 +98,11 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_audit(host: Host) -> list[Tool]:
-    """``tool-calls``: the audit trail's listing (plugins/memory/audit.py)."""
+    """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)."""
     from plugins.memory.audit import audit_tools
+    from plugins.memory.tasks import task_tools
 
-    return audit_tools(host)
+    return [*audit_tools(host), *task_tools(host)]
 
 
 @hookimpl
