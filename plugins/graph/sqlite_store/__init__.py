@@ -1,0 +1,14 @@
+"""The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
+
+``store`` (the :class:`SqliteStore` class: reads, edges, deletes, the write transaction),
+``sql`` (guard layers and filters as SQL), ``writes`` (the steps of a node upsert),
+``vectors`` (exact vector search and its caches), ``bulk`` (staged bulk import).
+"""
+
+from plugins.graph.sqlite_store.bulk import TYPES_INLINE, BulkImport, StagedBatch
+from plugins.graph.sqlite_store.sql import guard_sql, label_sql, where_sql, within_sql
+from plugins.graph.sqlite_store.store import SqliteStore
+from plugins.graph.sqlite_store.vectors import vector_threads
+
+__all__ = ["TYPES_INLINE", "BulkImport", "SqliteStore", "StagedBatch", "guard_sql", "label_sql", "vector_threads",
+           "where_sql", "within_sql"]

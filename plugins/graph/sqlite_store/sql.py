@@ -1,0 +1,108 @@
+"""The embedded store's SQL pieces: the guard layers as WHERE conditions, label / property /
+edge-scope filters, and the edge MERGE; shared by the store, vector search and bulk import."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from host.graph import Guards
+from plugins.graph.common import check_labels, check_name
+
+BUSY_TIMEOUT_S = 15.0
+BACKLINK_COUNT = "(SELECT count(*) FROM edges b WHERE b.target = n.rid)"
+"""``backlinkCount``: the incoming typed edges, counted on ``edges_target`` when read (exact, and
+free to maintain)."""
+NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
+             f"n.updated_at, n.dims, {BACKLINK_COUNT}")
+CHUNK = 500  # bound on SQL variables per statement
+EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
+                    "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, pid INTEGER)")
+"""One edge write batch, staged before its MERGE (``dst`` and ``lineno`` name an unresolved target's
+edge for its report; ``pid`` numbers an edge a bulk import staged by id)."""
+FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
+
+
+def chunks(seq: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]
+
+
+def marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def guard_sql(g: Guards, alias: str = "n", *, related: bool = False) -> tuple[str, list[Any]]:
+    """The guard layers as one SQL condition on ``alias``.
+
+    Primary reads get layers 1, 2, 3 and 5; ``related=True`` gives layer 4 (expansion), where
+    untagged nodes pass the agent filter.
+    """
+    a = alias
+    parts = [f"{a}.account_id = ?", f"{a}.deleted_at IS NULL"]  # layers 5 and 1
+    params: list[Any] = [g.account_id]
+    if g.allowed_scopes is not None:  # layer 2
+        if g.allowed_scopes:
+            parts.append(f"({a}.scope IS NULL OR {a}.scope IN ({marks(len(g.allowed_scopes))}))")
+            params.extend(g.allowed_scopes)
+        else:
+            parts.append(f"{a}.scope IS NULL")
+    if g.agent_slug is not None:  # layer 3 (primary) / layer 4 (related)
+        tagged = f"EXISTS (SELECT 1 FROM node_agents ag WHERE ag.agent = ? AND ag.node = {a}.rid)"
+        parts.append(f"({a}.agents IS NULL OR {tagged})" if related else tagged)
+        params.append(g.agent_slug)
+    return " AND ".join(parts), params
+
+
+def label_sql(labels: Sequence[str] | None, alias: str = "n") -> tuple[str, list[Any]]:
+    if not labels:
+        return "", []
+    labs = check_labels(labels)
+    return (f" AND EXISTS (SELECT 1 FROM node_labels nl WHERE nl.node = {alias}.rid "
+            f"AND nl.label IN ({marks(len(labs))}))", list(labs))
+
+
+def where_sql(where: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+    """Property equality filters (``None`` means absent) as SQL on ``n``; names are validated."""
+    sql, params = "", []
+    for key, value in (where or {}).items():
+        column = prop_expr(key)
+        if value is None:
+            sql += f" AND {column} IS NULL"
+        else:
+            sql += f" AND {column} = ?"
+            params.append(int(value) if isinstance(value, bool) else value)
+    return sql, params
+
+
+def within_sql(within: tuple[str, str] | None, account_id: str, column: str) -> tuple[str, list[Any]]:
+    """``(node id, edge type)``: only the targets of that node's outgoing edges of that type
+    (e.g. a Conversation's ``HAS_MESSAGE`` Messages), through the edge primary key."""
+    if not within:
+        return "", []
+    node_id, edge_type = within
+    return (f" AND {column} IN (SELECT e.target FROM edges e WHERE e.source = "
+            f"(SELECT s.rid FROM nodes s WHERE s.id = ? AND s.account_id = ?) AND e.type = ?)",
+            [str(node_id), account_id, check_name(str(edge_type), "edge type")])
+
+
+def prop_expr(key: str) -> str:
+    if key == "id":
+        return "n.id"
+    if key in ("createdAt", "updatedAt", "deletedAt"):
+        return {"createdAt": "n.created_at", "updatedAt": "n.updated_at", "deletedAt": "n.deleted_at"}[key]
+    if key == "backlinkCount":
+        return BACKLINK_COUNT
+    check_name(key, "property")
+    return f"json_extract(n.properties, '$.\"{key}\"')"
+
+
+def merge_edges(conn: sqlite3.Connection, select: str, params: Sequence[Any] = ()) -> None:
+    """MERGE the edges ``select`` yields (source, type, target, properties, created_at), in its
+    order: a new edge is inserted; an existing one keeps its properties unless the row gives new
+    ones. ``backlinkCount`` is read from ``edges_target``, so there is nothing else to maintain.
+    (``select`` ends in WHERE or ORDER BY, which keeps SQLite from reading ON CONFLICT as a join.)"""
+    conn.execute(f"INSERT INTO edges (source, type, target, properties, created_at) {select} "
+                 "ON CONFLICT (source, type, target) DO UPDATE SET properties = excluded.properties "
+                 "WHERE excluded.properties IS NOT NULL", params)

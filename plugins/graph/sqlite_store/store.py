@@ -1,0 +1,647 @@
+"""The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
+
+Every read builds its guard layers (SPEC 8.1) into the SQL WHERE clause (:mod:`.sql`), so the
+top-k cut happens after them; vector search is :mod:`.vectors`, node writes :mod:`.writes`,
+staged bulk import :mod:`.bulk`. One connection per store object, serialised by a lock (MCP
+handlers run in threads); several processes share the file through WAL and the busy timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from host.errors import UserError
+from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node, WriteDenied, can_change
+from plugins.graph import migrations
+from plugins.graph.common import (
+    EXPAND_LIMIT,
+    GRACE_DAYS,
+    Prepared,
+    check_account,
+    check_edge,
+    check_embedding,
+    check_labels,
+    env_account,
+    env_dimensions,
+    fts_terms,
+    guards_ok,
+    iso,
+    new_id,
+    prepare,
+    prepare_rows,
+)
+from plugins.graph.sqlite_store import writes
+from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
+from plugins.graph.sqlite_store.sql import (
+    BUSY_TIMEOUT_S,
+    EDGE_BATCH_TABLE,
+    FTS_WINDOW,
+    NODE_COLS,
+    chunks,
+    guard_sql,
+    label_sql,
+    marks,
+    merge_edges,
+    prop_expr,
+    where_sql,
+    within_sql,
+)
+from plugins.graph.sqlite_store.vectors import (
+    VECTOR_SPLIT_ROWS,
+    VECTOR_WINDOW_MAX,
+    VectorSearch,
+    vector_threads,
+)
+
+
+class SqliteStore(VectorSearch):
+    """:class:`host.graph.GraphStore` on one SQLite file."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str | Path, *, env: Mapping[str, str] | None = None) -> None:
+        self.path = Path(path)
+        self.env = dict(os.environ if env is None else env)
+        self.vector_threads = vector_threads(self.env)  # checked before the file is opened
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._import_lock = threading.Lock()  # one bulk import at a time per connection (its temp tables)
+        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                    check_same_thread=False)
+        self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        self._set_wal()
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.conn.execute("PRAGMA foreign_keys = OFF")
+        self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
+        migrations.migrate(self.conn, self.path)
+        self._writes = 0  # bumped by every local commit
+        self.vector_window_max = VECTOR_WINDOW_MAX  # 0: always select the full guarded candidate set
+        self.vector_split_rows = VECTOR_SPLIT_ROWS
+        self._pool: Any = None  # the scoring threads (a ThreadPoolExecutor), started at first need
+        # (account, dims) -> (seq, rid buffer, matrix buffer, rows in use)
+        self._matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray, int]] = {}
+        self._candidates: OrderedDict[Any, np.ndarray] = OrderedDict()
+        self._cache_stamp: tuple[int, int] | None = None
+
+    def _set_wal(self) -> None:
+        for _ in range(50):
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError:
+                time.sleep(0.1)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+
+    @property
+    def account_id(self) -> str | None:
+        return env_account(self.env)
+
+    @property
+    def dimensions(self) -> int:
+        return env_dimensions(self.env)
+
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding the database write lock from its start."""
+        with self._lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._writes += 1
+                self._candidates.clear()
+
+    def _fresh_caches(self) -> None:
+        """Drop the caches when anything was committed since they were built."""
+        stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
+        if stamp != self._cache_stamp:
+            self._candidates.clear()
+            self._cache_stamp = stamp
+
+    def _node(self, row: Sequence[Any], embedding: bool | None = None) -> Node:
+        rid, nid, account, labels, props, deleted, created, updated, dims, backlinks = row[:10]
+        properties = json.loads(props)
+        properties["accountId"] = account
+        properties["createdAt"] = iso(created)
+        properties["updatedAt"] = iso(updated)
+        if deleted is not None:
+            properties["deletedAt"] = iso(deleted)
+        properties["backlinkCount"] = backlinks or 0
+        return Node(nid, tuple(json.loads(labels)), properties, account, dims is not None)
+
+    def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]:
+        out: dict[int, Node] = {}
+        for part in chunks(list(rids)):
+            for row in self.conn.execute(f"SELECT {NODE_COLS} FROM nodes n WHERE n.rid IN ({marks(len(part))})",
+                                         list(part)):
+                out[row[0]] = self._node(row)
+        return out
+
+    # ------------------------------------------------------------------ writes
+    def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, account_id: str,
+                    node_id: str | None = None, embedding: Sequence[float] | None = None,
+                    guards: Guards | None = None) -> str:
+        """Create or merge a node (properties merge, ``None`` removes a key, labels union).
+
+        Ids are per account: another account's node with the same id is another node. With
+        ``guards`` (every write tool passes the process's), the write runs under them
+        (:func:`host.graph.check_write`): a stored node outside them, or a result outside them,
+        raises ``WriteDenied`` and nothing is written.
+
+        Upserting a soft-deleted node revives it. A ``KnowledgeDocument`` written without
+        ``node_id`` whose ``attachmentId`` matches an existing document of the account is a
+        re-ingest: that document is reused (revived) and its Section/Chunk hierarchy is removed,
+        to be replaced by what the caller writes next.
+        """
+        check_account(self.account_id, account_id, node=node_id)
+        _same_account(guards, account_id)
+        item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
+        with self._write() as conn:
+            return self._upsert(conn, [item], account_id, guards)[0][0]
+
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
+        """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
+
+        ``edges`` are ``{type, to, properties?}``; ``to`` names a node of the account (in the
+        batch or the store; with ``guards``, one they can read). Any invalid row, unknown edge
+        target or (with ``guards``) guarded node rejects the whole batch.
+        """
+        check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
+        items, edges = prepare_rows(rows, account_id)
+        if not items:
+            return 0
+        with self._write() as conn:
+            ids, rids = self._upsert(conn, items, account_id, guards)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids,
+                                  guards)
+            if missing:
+                i, j, _, to, _ = edges[missing[0]]
+                raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
+        return len(items)
+
+    def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
+                     account_id: str) -> tuple[list[str], list[int]]:
+        """One committed import batch: nodes, then the edges whose targets exist.
+
+        ``edges`` are ``(item index, edge index, type, to, properties)``; returns the node ids and
+        the positions in ``edges`` whose target was not found (the importer retries them later).
+        """
+        check_account(self.account_id, account_id)
+        with self._write() as conn:
+            ids, rids = self._upsert(conn, items, account_id)
+            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
+        return ids, missing
+
+    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str,
+                guards: Guards | None = None) -> tuple[list[str], dict[str, int]]:
+        """Write prepared nodes inside the caller's transaction; returns their ids and rids.
+
+        With ``guards``, every node is checked (:func:`host.graph.check_write`) against its
+        stored state read here, in the write transaction, before anything is written.
+        """
+        now = time.time()
+        for item in items:  # a re-ingested document keeps its id; its old hierarchy goes
+            if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
+                item.id = self._reingest(conn, account_id, item.properties["attachmentId"], guards)
+        ids = [item.id or new_id() for item in items]
+        existing = writes.stored_nodes(conn, items, account_id)
+        next_rid = conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0] + 1
+        state = writes.merge_items(ids, items, existing, next_rid)
+        if guards is not None:
+            writes.check_guards(guards, state, existing)
+        writes.write_rows(conn, writes.node_rows(state, account_id, now))
+        return ids, {nid: cur.rid for nid, cur in state.items()}
+
+    def _reingest(self, conn: sqlite3.Connection, account_id: str, attachment_id: Any,
+                  guards: Guards | None = None) -> str | None:
+        """Find the document an attachment was ingested as; drop its hierarchy for replacement.
+
+        With ``guards``, the document and every node of its hierarchy must be within them
+        (``WriteDenied`` otherwise): a re-ingest replaces them all.
+        """
+        row = conn.execute(
+            "SELECT n.rid, n.id FROM nodes n JOIN node_labels l ON l.node = n.rid AND l.label = 'KnowledgeDocument' "
+            "WHERE n.account_id = ? AND json_extract(n.properties, '$.attachmentId') = ? "
+            "ORDER BY n.deleted_at IS NOT NULL, n.updated_at DESC LIMIT 1",
+            (account_id, attachment_id),
+        ).fetchone()
+        if row is None:
+            return None
+        tree = self._hierarchy(conn, row[0], account_id)
+        if guards is not None and len(self._within(conn, tree, guards)) != len(tree):
+            raise WriteDenied(f"attachmentId: document '{row[1]}' (or part of it) is outside what this process "
+                              "can read (ALLOWED_SCOPES / AGENT_SLUG); nothing was written")
+        children = [r for r in tree if r != row[0]]
+        for part in chunks(children):
+            conn.execute(f"DELETE FROM nodes WHERE rid IN ({marks(len(part))})", list(part))
+        return row[1]
+
+    @staticmethod
+    def _within(conn: sqlite3.Connection, rids: Sequence[int], guards: Guards) -> list[int]:
+        """The rids among ``rids`` whose node is within the guards, soft delete aside (a cascade's reach)."""
+        if guards.allowed_scopes is None and guards.agent_slug is None:
+            return list(rids)
+        keep: set[int] = set()
+        for part in chunks(list(rids)):
+            keep.update(rid for rid, props in conn.execute(
+                f"SELECT rid, properties FROM nodes WHERE rid IN ({marks(len(part))})", list(part))
+                if can_change(guards, json.loads(props)))
+        return [r for r in rids if r in keep]
+
+    def _hierarchy(self, conn: sqlite3.Connection, rid: int, account_id: str) -> list[int]:
+        """The node and, for a KnowledgeDocument or Section, its Section → Chunk descendants.
+
+        Levels follow outgoing edges: a document's Section children, then their Chunk children
+        (a Section node starts at the second level). Other nodes have no hierarchy.
+        """
+        labels = {r[0] for r in conn.execute("SELECT label FROM node_labels WHERE node = ?", (rid,))}
+        start = 0 if "KnowledgeDocument" in labels else 1 if "Section" in labels else None
+        if start is None:
+            return [rid]
+        rows = conn.execute(
+            """WITH RECURSIVE tree(rid, level) AS (
+                  SELECT ?, ?
+                  UNION
+                  SELECT e.target, t.level + 1 FROM tree t JOIN edges e ON e.source = t.rid
+                  JOIN nodes c ON c.rid = e.target AND c.account_id = ?
+                  JOIN node_labels l ON l.node = e.target
+                   AND l.label = CASE t.level WHEN 0 THEN 'Section' ELSE 'Chunk' END
+                  WHERE t.level < 2)
+                SELECT DISTINCT rid FROM tree""",
+            (rid, start, account_id),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def create_edge(self, source_id: str, target_id: str, edge_type: str,
+                    properties: Mapping[str, Any] | None = None, *, account_id: str) -> None:
+        """MERGE a typed edge between two nodes of the account; ``backlinkCount`` follows."""
+        check_account(self.account_id, account_id)
+        etype, to, props = check_edge({"type": edge_type, "to": target_id, "properties": properties}, "edge")
+        with self._write() as conn:
+            src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ?",
+                               (source_id, account_id)).fetchone()
+            if src is None:
+                raise UserError(f"edge.source: node '{source_id}' not found in account '{account_id}'")
+            if self._edges(conn, [(source_id, etype, to, props)], account_id):
+                raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
+
+    def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
+                     account_id: str, validated: bool = False) -> list[int]:
+        """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end.
+
+        ``validated=True`` skips re-checking edges that already went through ``check_edge``.
+        """
+        check_account(self.account_id, account_id)
+        wanted = []
+        for i, (src, etype, dst, props) in enumerate(edges):
+            if not validated:
+                etype, dst, props = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
+            wanted.append((src, etype, dst, props))
+        with self._write() as conn:
+            return self._edges(conn, wanted, account_id)
+
+    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str,
+               known: Mapping[str, int] | None = None, guards: Guards | None = None) -> list[int]:
+        """MERGE edges given by node ids; returns the positions in ``wanted`` with an unknown end.
+
+        With ``guards``, an end outside ``known`` counts only if the guards can read it (live):
+        an edge to a node the process cannot see is an edge to an unknown node.
+        """
+        if not wanted:
+            return []
+        rids: dict[str, int] = dict(known or {})
+        names = sorted(({w[0] for w in wanted} | {w[2] for w in wanted}) - rids.keys())
+        cond, params = guard_sql(guards) if guards is not None else ("n.account_id = ?", [account_id])
+        for part in chunks(names):
+            rids.update(conn.execute(
+                f"SELECT n.id, n.rid FROM nodes n WHERE n.id IN ({marks(len(part))}) AND {cond}",
+                [*part, *params]))
+        now = time.time()
+        rows: list[Any] = []
+        missing: list[Any] = []
+        get, dumps, add = rids.get, json.dumps, rows.append
+        for pos, (src, etype, dst, props) in enumerate(wanted):
+            s, d = get(src), get(dst)
+            if s is None or d is None:
+                missing.append(pos)
+                continue
+            add((s, etype, d, dumps(props) if props else None, now))
+        if not rows:
+            return missing
+        conn.execute(EDGE_BATCH_TABLE)
+        conn.execute("DELETE FROM temp.edge_batch")
+        conn.executemany("INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
+                         "VALUES (?,?,?,?,?)", rows)
+        self._merge_edge_batch(conn)
+        return missing
+
+    @staticmethod
+    def _merge_edge_batch(conn: sqlite3.Connection) -> int:
+        """MERGE the resolved rows of ``temp.edge_batch`` into ``edges`` in order; returns how many
+        there were (see :func:`merge_edges`)."""
+        rows = conn.execute("SELECT count(target) FROM temp.edge_batch").fetchone()[0]
+        if rows:
+            merge_edges(conn, "SELECT source, type, target, properties, created_at FROM temp.edge_batch "
+                               "WHERE target IS NOT NULL ORDER BY rowid")
+        conn.execute("DELETE FROM temp.edge_batch")
+        return rows
+
+    # ------------------------------------------------------------------ bulk import
+    @contextmanager
+    def bulk_import(self, account_id: str) -> Iterator[BulkImport]:
+        """A staged bulk import (:mod:`plugins.graph.staging`): ``add`` writes each frame in order."""
+        check_account(self.account_id, account_id)
+        with self._import_lock, self._bulk_session():
+            yield BulkImport(self, account_id)
+
+    @contextmanager
+    def _bulk_session(self) -> Iterator[None]:
+        """The attached ``stage`` schema and a bigger page cache, for the length of one import."""
+        with self._lock:
+            cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
+            self.conn.execute(f"PRAGMA cache_size = {-IMPORT_CACHE_KIB}")
+            self.conn.execute("ATTACH ':memory:' AS stage")
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_base")
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_moved")
+                self.conn.execute("DROP TABLE IF EXISTS temp.import_hit")
+                self.conn.execute("DETACH stage")
+                self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
+
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int:
+        check_account(self.account_id, account_id)
+        with self._write() as conn:
+            cur = conn.execute(
+                "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?) "
+                "AND target = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?)",
+                (edge_type, source_id, account_id, target_id, account_id))
+            return cur.rowcount
+
+    def set_embedding(self, node_id: str, vector: Sequence[float], *, account_id: str) -> None:
+        if self.set_embeddings([(node_id, vector)], account_id=account_id) == 0:
+            raise UserError(f"node: '{node_id}' not found in account '{account_id}'")
+
+    def set_embeddings(self, items: Iterable[tuple[str, Sequence[float]]], *, account_id: str) -> int:
+        """Bulk embedding write; returns how many nodes of the account were updated."""
+        check_account(self.account_id, account_id)
+        rows = []
+        for i, (nid, vector) in enumerate(items):
+            vec = check_embedding(vector, f"embeddings[{i}]")
+            arr = np.asarray(vec, dtype=np.float32)
+            rows.append((nid, arr.tobytes(), len(arr)))
+        with self._write() as conn:
+            rids: dict[str, int] = {}
+            ids = list(dict.fromkeys(r[0] for r in rows))
+            for part in chunks(ids):
+                rids.update(conn.execute(f"SELECT id, rid FROM nodes WHERE +account_id = ? AND id IN "
+                                         f"({marks(len(part))})", [account_id, *part]))
+            vectors = [(blob, dims, rids[nid]) for nid, blob, dims in rows if nid in rids]
+            writes.write_vectors(conn, vectors)
+            return len(vectors)
+
+    def soft_delete(self, node_id: str, *, guards: Guards) -> int:
+        """Set ``deletedAt`` on the node and, for a document or section, its Section/Chunk hierarchy."""
+        return self._set_deleted(node_id, guards, time.time())
+
+    def restore(self, node_id: str, *, guards: Guards) -> int:
+        """Clear ``deletedAt`` on the node and its hierarchy."""
+        return self._set_deleted(node_id, guards, None)
+
+    def _set_deleted(self, node_id: str, guards: Guards, when: float | None) -> int:
+        g = guards_ok(guards)
+        check_account(self.account_id, g.account_id, node=node_id)
+        cond, params = guard_sql(g)
+        cond = cond.replace("n.deleted_at IS NULL", "1")  # the node itself may be deleted (restore)
+        with self._write() as conn:
+            row = conn.execute(f"SELECT n.rid FROM nodes n WHERE n.id = ? AND {cond}", [node_id, *params]).fetchone()
+            if row is None:
+                return 0
+            rids = self._within(conn, self._hierarchy(conn, row[0], g.account_id), g)  # the cascade stays inside
+            touched = 0
+            for part in chunks(rids):
+                flip = "deleted_at IS NULL" if when is not None else "deleted_at IS NOT NULL"
+                cur = conn.execute(f"UPDATE nodes SET deleted_at = ?, updated_at = ? WHERE rid IN "
+                                   f"({marks(len(part))}) AND {flip}", [when, time.time(), *part])
+                touched += cur.rowcount
+            return touched
+
+    def purge(self, *, older_than_days: float = GRACE_DAYS, account_id: str | None = None) -> int:
+        """Hard-delete nodes soft-deleted longer ago than the grace period (edges go with them)."""
+        cutoff = time.time() - older_than_days * 86400.0
+        sql = "DELETE FROM nodes WHERE deleted_at IS NOT NULL AND deleted_at <= ?"
+        params: list[Any] = [cutoff]
+        if account_id is not None:
+            sql += " AND account_id = ?"
+            params.append(account_id)
+        with self._write() as conn:
+            return conn.execute(sql, params).rowcount
+
+    # ------------------------------------------------------------------ reads
+    def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None:
+        cond, params = guard_sql(guards_ok(guards))
+        if include_deleted:
+            cond = cond.replace("n.deleted_at IS NULL", "1")
+        with self._lock:
+            row = self.conn.execute(f"SELECT {NODE_COLS} FROM nodes n WHERE n.id = ? AND {cond}",
+                                    [node_id, *params]).fetchone()
+        return self._node(row) if row else None
+
+    def get_embedding(self, node_id: str, *, guards: Guards) -> list[float] | None:
+        cond, params = guard_sql(guards_ok(guards))
+        with self._lock:
+            row = self.conn.execute(f"SELECT v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
+                                    f"WHERE n.id = ? AND {cond}",
+                                    [node_id, *params]).fetchone()
+        if not row or row[0] is None:
+            return None
+        return np.frombuffer(row[0], dtype=np.float32).tolist()
+
+    def find(self, *, guards: Guards, labels: Sequence[str] | None = None, where: Mapping[str, Any] | None = None,
+             order_by: str | None = None, descending: bool = True, limit: int = 100, offset: int = 0) -> list[Node]:
+        """Exact-property lookup (``where`` is equality on properties), guarded and paginated."""
+        cond, params = guard_sql(guards_ok(guards))
+        lab, lparams = label_sql(labels)
+        sql = f"SELECT {NODE_COLS} FROM nodes n WHERE {cond}{lab}"
+        params += lparams
+        wh, wparams = where_sql(where)
+        sql += wh
+        params += wparams
+        order = prop_expr(order_by) if order_by else "n.updated_at"
+        sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, n.rid LIMIT ? OFFSET ?"
+        params += [max(0, int(limit)), max(0, int(offset))]
+        with self._lock:
+            return [self._node(r) for r in self.conn.execute(sql, params)]
+
+    def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int:
+        cond, params = guard_sql(guards_ok(guards))
+        lab, lparams = label_sql(labels)
+        with self._lock:
+            return self.conn.execute(f"SELECT count(*) FROM nodes n WHERE {cond}{lab}", params + lparams).fetchone()[0]
+
+    def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+                        where: Mapping[str, Any] | None = None,
+                        within: tuple[str, str] | None = None, stemmed: bool = False) -> list[Hit]:
+        """BM25 over the text-property union; user text never reaches FTS5 syntax, so never raises.
+
+        ``where`` (property equality) and ``within`` (targets of one node's edges of one type,
+        applied inside the FTS scan) filter inside the guarded query, before the top-k cut.
+        ``stemmed`` ranks on the porter-stemmed shadow index (same rows, same text) instead.
+        """
+        table = "node_text_stem" if stemmed else "node_text"
+        terms = fts_terms(query)
+        if not terms or k <= 0:
+            return []
+        match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
+        g = guards_ok(guards)
+        cond, params = guard_sql(g)
+        lab, lparams = label_sql(labels)
+        wh, wparams = where_sql(where)
+        lab, lparams = lab + wh, lparams + wparams
+        inside, iparams = within_sql(within, g.account_id, "rowid")
+        # The guards run in SQL on a window of the best-ranked matches (FTS5 keeps a top-N heap for
+        # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
+        # survive and the window was full, it doubles. The guarded rows come out in rank order, so
+        # any k of them taken from a window prefix are exactly the guarded top-k.
+        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ?{inside} "
+               f"ORDER BY rank LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
+               f"WHERE {cond}{lab} ORDER BY w.rank LIMIT ?")
+        window = max(int(k) * FTS_WINDOW, 64)
+        with self._lock:
+            while True:
+                ranked = self.conn.execute(sql, [match, *iparams, window, *params, *lparams, int(k)]).fetchall()
+                if len(ranked) >= k:
+                    break
+                total = self.conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} "
+                                          f"MATCH ?{inside} LIMIT ?)", (match, *iparams, window + 1)).fetchone()[0]
+                if total <= window:
+                    break
+                window *= 4
+            nodes = self._rows_by_rid([r[0] for r in ranked])
+        return [Hit(nodes[rid], -float(rank)) for rid, rank in ranked if rid in nodes]
+
+    def keyword_search(self, keyword: str, k: int, *, guards: Guards,
+                       labels: Sequence[str] | None = None) -> list[Hit]:
+        tag = str(keyword).strip().lower()
+        if not tag or k <= 0:
+            return []
+        cond, params = guard_sql(guards_ok(guards))
+        lab, lparams = label_sql(labels)
+        sql = (f"SELECT n.rid FROM node_keywords kw CROSS JOIN nodes n ON n.rid = kw.node "
+               f"WHERE kw.keyword = ? AND {cond}{lab} ORDER BY n.updated_at DESC, n.rid LIMIT ?")
+        with self._lock:
+            rids = [r[0] for r in self.conn.execute(sql, [tag, *params, *lparams, int(k)])]
+            nodes = self._rows_by_rid(rids)
+        return [Hit(nodes[rid], 1.0) for rid in rids if rid in nodes]
+
+    def expand(self, node_ids: Sequence[str], *, guards: Guards, limit: int = EXPAND_LIMIT) -> dict[str, list[Neighbor]]:
+        """1-hop neighbours per origin, both directions, at most ``limit`` each, guard layer 4."""
+        g = guards_ok(guards)
+        limit = max(0, min(int(limit), EXPAND_LIMIT))
+        cond, params = guard_sql(g, "m", related=True)
+        cols = NODE_COLS.replace("n.", "m.")
+        sql = (f"SELECT * FROM (SELECT e.type, 'out', e.properties, {cols} FROM edges e JOIN nodes m ON m.rid = e.target "
+               f"WHERE e.source = ? AND {cond} UNION ALL "
+               f"SELECT e.type, 'in', e.properties, {cols} FROM edges e JOIN nodes m ON m.rid = e.source "
+               f"WHERE e.target = ? AND {cond}) LIMIT ?")
+        out: dict[str, list[Neighbor]] = {}
+        with self._lock:
+            for nid in dict.fromkeys(node_ids):
+                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ? AND deleted_at IS NULL",
+                                           (nid, g.account_id)).fetchone()
+                if origin is None:
+                    out[nid] = []
+                    continue
+                rows = self.conn.execute(sql, [origin[0], *params, origin[0], *params, limit]).fetchall()
+                out[nid] = [Neighbor(self._node(r[3:]), r[0], r[1], json.loads(r[2]) if r[2] else {}) for r in rows]
+        return out
+
+    def missing_embeddings(self, *, account_id: str, labels: Sequence[str] | None = None,
+                           exclude: Iterable[str] = (), limit: int = 100) -> list[Node]:
+        """Live nodes of vector-indexed labels (or ``labels``) without an embedding."""
+        labs = check_labels(labels) if labels else VECTOR_LABELS
+        skip = list(dict.fromkeys(exclude))
+        sql = (f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.deleted_at IS NULL AND n.dims IS NULL "
+               f"AND EXISTS (SELECT 1 FROM node_labels nl WHERE nl.node = n.rid AND nl.label IN ({marks(len(labs))}))")
+        params: list[Any] = [account_id, *labs]
+        if skip:
+            sql += " AND n.id NOT IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(skip))
+        sql += " ORDER BY n.rid LIMIT ?"
+        params.append(max(0, int(limit)))
+        with self._lock:
+            return [self._node(r) for r in self.conn.execute(sql, params)]
+
+    def vector_indexes(self) -> dict[str, int]:
+        """Index discovery: every vector-indexed label of the schema, at the configured dimensions."""
+        with self._lock:
+            labels = [r[0] for r in self.conn.execute("SELECT label FROM vector_labels ORDER BY label")]
+        return {label: self.dimensions for label in labels}
+
+    def clear_index_cache(self) -> None:
+        """Nothing is cached for discovery on the embedded store (the schema is a table)."""
+
+    def query(self, text: str, params: Mapping[str, Any] | None = None, *, guards: Guards,
+              read_only: bool = True) -> list[dict[str, Any]]:
+        raise UserError("query: Cypher needs the Neo4j backend (set NEO4J_URI); this install uses the embedded "
+                        "SQLite store — use graph-neighbors or graph-schema instead")
+
+    def schema(self, *, guards: Guards) -> dict[str, Any]:
+        """Labels, edge types and property keys in use in the account, with counts."""
+        g = guards_ok(guards)
+        cond, params = guard_sql(g)
+        with self._lock:
+            labels = self.conn.execute(
+                f"SELECT nl.label, count(*) FROM node_labels nl JOIN nodes n ON n.rid = nl.node WHERE {cond} "
+                "GROUP BY nl.label ORDER BY nl.label", params).fetchall()
+            rels = self.conn.execute(
+                f"SELECT e.type, count(*) FROM edges e JOIN nodes n ON n.rid = e.source WHERE {cond} "
+                "GROUP BY e.type ORDER BY e.type", params).fetchall()
+            keys = self.conn.execute(
+                f"SELECT DISTINCT j.key FROM (SELECT n.properties FROM nodes n WHERE {cond} LIMIT 2000) s, "
+                "json_each(s.properties) j ORDER BY j.key", params).fetchall()
+        return {
+            "backend": self.backend,
+            "labels": {name: count for name, count in labels},
+            "relationshipTypes": {name: count for name, count in rels},
+            "propertyKeys": [k[0] for k in keys],
+            "vectorIndexes": self.vector_indexes(),
+        }
+
+    def integrity_check(self) -> str:
+        with self._lock:
+            return self.conn.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self.conn.close()
+            except sqlite3.Error:
+                pass
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._pool = None
+
+
+def _same_account(guards: Guards | None, account_id: str) -> None:
+    if guards is not None and guards.account_id != account_id:
+        raise WriteDenied(f"accountId: '{account_id}' is not the guards' account; writes must target ACCOUNT_ID")
