@@ -2,7 +2,11 @@
 
 Each migration runs inside one ``BEGIN IMMEDIATE`` transaction, so two processes opening a
 fresh file at once apply it exactly once (the second waits on the lock, then sees the version).
-Append new migrations to :data:`MIGRATIONS`; never edit a shipped one.
+Append new migrations to :data:`SCHEMA_FILES`; never edit a shipped one.
+
+``schema.sql`` is the whole current schema at :data:`BASE` (6): a new file gets it in one step.
+Versions 1-5 were never released and were squashed into it, so a file still at one of them (a
+development copy) is refused with one line rather than upgraded.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from host.errors import UserError
 
 HERE = Path(__file__).resolve().parent
 SCHEMA_FILE = HERE / "schema.sql"
-SCHEMA_FILES = (SCHEMA_FILE, HERE / "schema_v2.sql", HERE / "schema_v3.sql", HERE / "schema_v4.sql",
-                HERE / "schema_v5.sql", HERE / "schema_v6.sql")
-"""One file per version, applied in order (``schema.sql`` is version 1)."""
+BASE = 6
+"""The version ``schema.sql`` creates."""
+SCHEMA_FILES = (SCHEMA_FILE,)
+"""One file per version from :data:`BASE` on, applied in order (``schema.sql`` is version ``BASE``)."""
 
 
 def split_statements(script: str) -> list[str]:
@@ -41,7 +46,7 @@ def _statements(path: Path) -> Any:
     return lambda: split_statements(path.read_text(encoding="utf-8"))
 
 
-MIGRATIONS: list[tuple[int, Any]] = [(version, _statements(path)) for version, path in enumerate(SCHEMA_FILES, 1)]
+MIGRATIONS: list[tuple[int, Any]] = [(version, _statements(path)) for version, path in enumerate(SCHEMA_FILES, BASE)]
 """(version, callable returning its statements), in order."""
 
 LATEST = MIGRATIONS[-1][0]
@@ -54,9 +59,13 @@ def migrate(conn: sqlite3.Connection, path: str | Path = "graph.sqlite") -> int:
         return current
     if current > LATEST:
         raise UserError(f"{path}: schema version {current} is newer than this plughost supports ({LATEST})")
+    if 0 < current < BASE:
+        raise UserError(f"{path}: schema version {current} is a pre-release schema this plughost no longer "
+                        f"upgrades (it starts at {BASE}); move the file aside and re-import its data")
     conn.execute("BEGIN IMMEDIATE")
     try:
         found = conn.execute("PRAGMA user_version").fetchone()[0]
+        found = found or BASE - 1  # a new file: schema.sql brings it to BASE
         for version, statements in MIGRATIONS:
             if version <= found:
                 continue

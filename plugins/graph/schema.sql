@@ -1,12 +1,14 @@
--- Embedded store schema, version 1 (SPEC 8.2). Applied by plugins/graph/migrations.py.
+-- Embedded store schema, version 6 (SPEC 8.2): the current schema, applied whole to a new file
+-- by plugins/graph/migrations.py. (Versions 1-5 were never released; they were squashed into
+-- this file. A later change is a new numbered file appended to migrations.SCHEMA_FILES.)
 --
 -- nodes.rid is the integer key every side table and the FTS5 rowid use; nodes.id is the
--- public id. Guarded columns (account_id, scope, agents, deleted_at) are real columns so
--- every guard layer is a WHERE clause. Embeddings are float32 bytes (dims = vector length).
+-- public id, unique per account (SPEC 8.1). Guarded columns (account_id, scope, agents,
+-- deleted_at) are real columns so every guard layer is a WHERE clause.
 
 CREATE TABLE nodes (
   rid            INTEGER PRIMARY KEY,
-  id             TEXT    NOT NULL UNIQUE,
+  id             TEXT    NOT NULL,
   account_id     TEXT    NOT NULL,
   labels         TEXT    NOT NULL,          -- JSON array of labels
   properties     TEXT    NOT NULL,          -- JSON object (no reserved keys, no embedding)
@@ -15,13 +17,13 @@ CREATE TABLE nodes (
   deleted_at     REAL,
   created_at     REAL    NOT NULL,
   updated_at     REAL    NOT NULL,
-  embedding      BLOB,
-  dims           INTEGER,
-  backlink_count INTEGER NOT NULL DEFAULT 0
+  dims           INTEGER,                   -- vector length when the node has one (node_vectors)
+  UNIQUE (id, account_id)                   -- lookups by id use this index
 );
 CREATE INDEX nodes_account ON nodes (account_id, deleted_at);
-CREATE INDEX nodes_account_dims ON nodes (account_id, dims);
 CREATE INDEX nodes_deleted ON nodes (deleted_at) WHERE deleted_at IS NOT NULL;
+-- Vector candidates (account, vector length, guards) come from this index alone.
+CREATE INDEX nodes_vector_guard ON nodes (account_id, dims, deleted_at, scope);
 
 CREATE TABLE node_labels (
   label TEXT    NOT NULL,
@@ -44,7 +46,8 @@ CREATE TABLE node_keywords (
 ) WITHOUT ROWID;
 CREATE INDEX node_keywords_node ON node_keywords (node);
 
--- Typed edges, indexed for both directions.
+-- Typed edges, indexed for both directions. backlinkCount is counted on edges_target when a
+-- node is read (a covering index range, exact by construction): nothing to maintain on write.
 CREATE TABLE edges (
   source     INTEGER NOT NULL,
   type       TEXT    NOT NULL,
@@ -55,17 +58,22 @@ CREATE TABLE edges (
 ) WITHOUT ROWID;
 CREATE INDEX edges_target ON edges (target, type, source);
 
+-- Vectors out of the node rows: the matrix cache reads them sequentially and loads only what
+-- changed (seq); rewriting a node row does not rewrite its blob.
+CREATE TABLE node_vectors (
+  node      INTEGER PRIMARY KEY,
+  seq       INTEGER NOT NULL,               -- write sequence: the matrix cache loads only what changed
+  embedding BLOB    NOT NULL                -- float32 bytes
+);
+CREATE INDEX node_vectors_seq ON node_vectors (seq);
+
 -- BM25 over the canonical text-property union. unicode61 treats letters AND digits as token
 -- characters, so `w5` is one token and `INV-2024-0042` / `3.12` are adjacent-token phrases.
 CREATE VIRTUAL TABLE node_text USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2');
-
--- backlinkCount: incoming typed edges, maintained by the database itself.
-CREATE TRIGGER edges_backlink_add AFTER INSERT ON edges BEGIN
-  UPDATE nodes SET backlink_count = backlink_count + 1 WHERE rid = NEW.target;
-END;
-CREATE TRIGGER edges_backlink_del AFTER DELETE ON edges BEGIN
-  UPDATE nodes SET backlink_count = backlink_count - 1 WHERE rid = OLD.target;
-END;
+-- Its stemmed shadow (memory-search PLUGHOST_GS_STEM): same rows and text; the porter tokenizer
+-- wraps the same unicode61 one, so English words fold to their stems ("moved", "moving" ->
+-- "move") while tokens stay as above. node_text itself is the SPEC 9.4 baseline, bit for bit.
+CREATE VIRTUAL TABLE node_text_stem USING fts5 (text, tokenize = 'porter unicode61 remove_diacritics 2');
 
 -- Hard delete removes everything hanging off a node.
 CREATE TRIGGER nodes_purge AFTER DELETE ON nodes BEGIN
@@ -75,6 +83,8 @@ CREATE TRIGGER nodes_purge AFTER DELETE ON nodes BEGIN
   DELETE FROM node_agents WHERE node = OLD.rid;
   DELETE FROM node_keywords WHERE node = OLD.rid;
   DELETE FROM node_text WHERE rowid = OLD.rid;
+  DELETE FROM node_text_stem WHERE rowid = OLD.rid;
+  DELETE FROM node_vectors WHERE node = OLD.rid;
 END;
 
 -- The vector-indexed labels (SPEC 8.3); the schema-labels gate pins this list to the code.

@@ -39,7 +39,7 @@ def test_a_newer_schema_is_refused_with_one_line(tmp_path: Path) -> None:
 def test_split_statements_keeps_trigger_bodies_whole() -> None:
     stmts = migrations.split_statements(migrations.SCHEMA_FILE.read_text())
     triggers = [s for s in stmts if s.startswith("CREATE TRIGGER")]
-    assert len(triggers) == 3 and all(s.rstrip().endswith("END;") for s in triggers)
+    assert len(triggers) == 1 and all(s.rstrip().endswith("END;") for s in triggers)
     with pytest.raises(ValueError, match="incomplete"):
         migrations.split_statements("CREATE TABLE x (a")
 
@@ -78,40 +78,6 @@ def test_vector_cache_follows_writes_from_this_and_other_processes(tmp_path: Pat
         assert [(h.node.id, round(h.score, 5)) for h in warm.vector_search(query, 5, guards=g)] == expected
     warm.close()
     other.close()
-
-
-def test_version_1_file_migrates_with_its_vectors_and_backlinks(tmp_path: Path) -> None:
-    import struct
-
-    from host.graph import Guards
-
-    path = tmp_path / "old.sqlite"
-    con = sqlite3.connect(path)
-    for stmt in migrations.split_statements(migrations.SCHEMA_FILE.read_text()):
-        con.execute(stmt)
-    con.execute("PRAGMA user_version = 1")
-    blob = struct.pack("3f", 1.0, 0.0, 0.0)
-    con.execute("INSERT INTO nodes (rid, id, account_id, labels, properties, created_at, updated_at, embedding, dims) "
-                "VALUES (1, 'a', 'acc', '[\"Chunk\"]', '{\"content\": \"alpha\"}', 0, 0, ?, 3)", (blob,))
-    con.execute("INSERT INTO nodes (rid, id, account_id, labels, properties, created_at, updated_at) "
-                "VALUES (2, 'b', 'acc', '[\"Chunk\"]', '{}', 0, 0)")
-    con.execute("INSERT INTO node_labels VALUES ('Chunk', 1), ('Chunk', 2)")
-    con.execute("INSERT INTO node_text (rowid, text) VALUES (1, 'alpha')")
-    con.execute("INSERT INTO edges (source, type, target, created_at) VALUES (2, 'NEXT', 1, 0)")
-    con.commit()
-    con.close()
-    store = SqliteStore(path, env={"ACCOUNT_ID": "acc"})
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST == 6
-    g = Guards("acc")
-    assert [h.node.id for h in store.vector_search([1.0, 0.1, 0.0], 5, guards=g)] == ["a"]
-    assert store.get("a", guards=g).properties["backlinkCount"] == 1
-    assert store.get_embedding("a", guards=g) == [1.0, 0.0, 0.0]
-    store.create_edge("a", "b", "NEXT", account_id="acc")
-    assert store.get("b", guards=g).properties["backlinkCount"] == 1
-    assert store.soft_delete("a", guards=g) == 1 and store.purge(older_than_days=0) == 1
-    assert store.conn.execute("SELECT count(*) FROM node_vectors").fetchone()[0] == 0
-    assert store.integrity_check() == "ok"
-    store.close()
 
 
 def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:

@@ -73,26 +73,3 @@ def test_both_indexes_follow_updates_and_hard_deletes(docs):
     rows = conn.execute("SELECT (SELECT count(*) FROM node_text), (SELECT count(*) FROM node_text_stem)").fetchone()
     conn.close()
     assert rows == (len(DOCS) - 1, len(DOCS) - 1)
-
-
-def test_migration_fills_the_stemmed_index_from_the_existing_one(tmp_path):
-    from plugins.graph import migrations
-    from plugins.graph.sqlite_store import SqliteStore
-
-    path = tmp_path / "old.sqlite"
-    conn = sqlite3.connect(path, isolation_level=None)
-    for version, statements in migrations.MIGRATIONS[:5]:
-        for statement in statements():
-            conn.execute(statement)
-        conn.execute(f"PRAGMA user_version = {version}")
-    conn.execute("INSERT INTO nodes (rid, id, account_id, labels, properties, created_at, updated_at) "
-                 "VALUES (1, 'old1', ?, '[\"Message\"]', '{\"text\": \"we adopted kittens\"}', 0, 0)", (ACCOUNT,))
-    conn.execute("INSERT INTO node_labels VALUES ('Message', 1)")
-    conn.execute("INSERT INTO node_text (rowid, text) VALUES (1, 'we adopted kittens')")
-    conn.close()
-    store = SqliteStore(path, env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": "4"})
-    try:
-        assert ids(store, "kitten", stemmed=True) == ["old1"]
-        assert ids(store, "kitten", stemmed=False) == []
-    finally:
-        store.close()
