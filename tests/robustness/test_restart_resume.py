@@ -91,7 +91,7 @@ def _stop_under_load(served: Any, sig: int, after: int, load: Load) -> None:
     while len(load.accepted) < after and time.monotonic() < deadline:
         time.sleep(0.01)
     served.proc.send_signal(sig)
-    served.proc.wait(timeout=60)
+    served.proc.wait(timeout=180)  # a loaded CI machine: graceful stop, lifespan, then the turns' threads
 
 
 def _wait_answered(home: Path, accepted: list[dict[str, Any]], served: Any, timeout: float = 240) -> list[Any]:
