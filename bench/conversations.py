@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 CAST = ("Maya", "Tom", "Priya", "Jonas", "Aiko", "Carlos", "Lena", "Omar")
+PARTNERS = ("Sam", "Alex", "Robin", "Jamie", "Noor", "Kai")  # people spoken of, never speaking
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -86,6 +87,7 @@ def _facts(r: random.Random, owner: str, other: str) -> list[Fact]:
     weekday = r.choice(WEEKDAYS)
     clock = f"{r.randint(7, 18)}:{r.choice(['00', '15', '30', '45'])}"
     child, age = p("child"), r.randint(4, 11)
+    partner = r.choice(PARTNERS)
     return [
         Fact("context", f"You're back from {city}! How was it, {owner}?",
              f"Wonderful, honestly. We stayed {n} nights in a little guesthouse near the harbour.",
@@ -136,9 +138,9 @@ def _facts(r: random.Random, owner: str, other: str) -> list[Fact]:
         Fact("context", "Did they find you a new slot at the dentist?",
              f"Yes, it got moved to {weekday} at {clock}.",
              (f"When is {owner}'s dental appointment?", f"What time is {owner} seeing the dentist?")),
-        Fact("context", f"What did you get {other} for the anniversary?",
+        Fact("context", f"What did you get {partner} for the anniversary?",
              f"A {p('gift')}; it took me weeks to find one in that colour.",
-             (f"What anniversary present did {owner} buy?", f"Which gift did {owner} pick for {other}?")),
+             (f"What anniversary present did {owner} buy?", f"Which gift did {owner} pick for {partner}?")),
         Fact("context", f"Any restaurant tips for {city}?",
              f"Go to {p('restaurant')}, order the {p('dish')} and ask for a table by the window.",
              (f"Which restaurant in {city} did {owner} recommend?", f"Where should you eat in {city}, per {owner}?")),

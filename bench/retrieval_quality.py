@@ -62,9 +62,9 @@ CONFIGS: list[tuple[str, dict[str, str]]] = [
     ("defaults (no PLUGHOST_GS_* set)", None),  # type: ignore[list-item]
 ]
 SINGLE = ("BM25 only (SPEC)", "BM25 stemmed", "BM25 stemmed + stop words", "vector only")
-GRID_WEIGHTS = ("0.3", "0.4", "0.5", "0.6", "0.7")
-GRID_RRF_K = ("5", "10", "20", "40", "60")
-GRID_POOL = ("50", "100", "200")
+GRID_WEIGHTS = ("0.2", "0.3", "0.4", "0.5", "0.6")
+GRID_RRF_K = ("10", "30", "60")
+GRID_POOL = ("100", "200")
 
 
 class CachedEmbedder:
@@ -183,9 +183,11 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, 
     from plugins.memory.bulk_import import import_jsonl
 
     data = conversations.build(seed=args.seed)
+    digest = hashlib.sha256("\x00".join(t.id + t.speaker + t.text for t in data.turns).encode()).hexdigest()[:8]
     stores = {}
-    for turns in args.context:
-        store = open_store(work / f"conversations-s{args.seed}-c{turns}.sqlite", embedder.dimensions)
+    settings = [(turns, mode) for turns in args.context for mode in (args.embed if turns else ["turn"])]
+    for turns, mode in settings:
+        store = open_store(work / f"conversations-{digest}-c{turns}-{mode}.sqlite", embedder.dimensions)
         if store.count(guards=Guards(ACCOUNT), labels=["Message"]) != len(data.turns):
             jsonl = work / "conversations.jsonl"
             with open(jsonl, "w", encoding="utf-8") as fh:
@@ -198,11 +200,13 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, 
                                          "properties": {"title": f"chat {sid}", "startedAt": session[0].at.isoformat()},
                                          "edges": [{"type": "HAS_MESSAGE", "to": t.id} for t in session]}) + "\n")
             os.environ["PLUGHOST_MESSAGE_CONTEXT_TURNS"] = str(turns)
+            os.environ["PLUGHOST_MESSAGE_EMBED"] = mode
             started = time.perf_counter()
             import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
-            print(f"  imported {len(data.turns)} turns (context {turns}) in {time.perf_counter() - started:.1f} s")
+            print(f"  imported {len(data.turns)} turns (context {turns}, embed {mode}) in "
+                  f"{time.perf_counter() - started:.1f} s")
             jsonl.unlink()
-        stores[f"context {turns}"] = store
+        stores[f"context {turns}, embed {mode}" if turns else "context 0"] = store
     kinds = Counter(q.kind for q in data.questions)
     print(f"conversations: {len(data.sessions)} sessions, {len(data.turns)} turns, {len(data.questions)} questions "
           f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}); seed {args.seed}")
@@ -230,7 +234,7 @@ def row(name: str, m: dict[str, float], ms: float | None = None) -> str:
     return f"| {name} | {cells} | {'' if ms is None else f'{ms:.1f}'} |"
 
 
-def evaluate(set_name: str, stores: dict, evaluated, docs: dict[str, str], embedder, grid: bool) -> dict:
+def evaluate(set_name: str, stores: dict, evaluated, docs: dict[str, str], embedder, args) -> dict:
     embedder.embed([q for q, _ in evaluated])  # query vectors up front, once
     reference = OkapiBM25(docs)
     ref = metrics([(lambda ids, rel: ids.index(rel) + 1 if rel in ids else None)(reference.search(q), rel)
@@ -242,22 +246,28 @@ def evaluate(set_name: str, stores: dict, evaluated, docs: dict[str, str], embed
     print(row("bench reference: Okapi BM25, Snowball-stemmed, stop words", ref), flush=True)
     for store_name, store in stores.items():
         for name, env in CONFIGS:
+            if args.configs and not name.startswith(tuple(args.configs)) and name not in SINGLE:
+                continue
             label = f"{store_name}: {name}" if store_name else name
             m, ms = run(store, evaluated, embedder, env)
             results[label] = m
             print(row(label, m, ms), flush=True)
-        if grid:
+        if args.grid:
             for w in GRID_WEIGHTS:
                 for pool in GRID_POOL:
                     env = {**STEM, "PLUGHOST_GS_NORMALIZE": "1", "PLUGHOST_GS_VECTOR_WEIGHT": w,
                            "PLUGHOST_GS_CANDIDATES": pool}
                     m, ms = run(store, evaluated, embedder, env)
-                    print(row(f"{store_name} grid: stem+stop, normalised w={w}, pool {pool}", m, ms), flush=True)
+                    label = f"{store_name}: grid stem+stop, normalised w={w}, pool {pool}"
+                    results[label] = m
+                    print(row(label, m, ms), flush=True)
             for k in GRID_RRF_K:
-                for pool in GRID_POOL:
+                for pool in GRID_POOL[:1]:
                     env = {**STEM, "PLUGHOST_GS_RRF": "1", "PLUGHOST_GS_RRF_K": k, "PLUGHOST_GS_CANDIDATES": pool}
                     m, ms = run(store, evaluated, embedder, env)
-                    print(row(f"{store_name} grid: stem+stop, RRF k={k}, pool {pool}", m, ms), flush=True)
+                    label = f"{store_name}: grid stem+stop, RRF k={k}, pool {pool}"
+                    results[label] = m
+                    print(row(label, m, ms), flush=True)
     print()
     for store_name in stores:
         prefix = f"{store_name}: " if store_name else ""
@@ -266,6 +276,8 @@ def evaluate(set_name: str, stores: dict, evaluated, docs: dict[str, str], embed
         best_name = max(hybrid, key=lambda n: (hybrid[n]["R@5"], hybrid[n]["nDCG@10"]))
         default = prefix + "defaults (no PLUGHOST_GS_* set)"
         for what, name in (("best hybrid", best_name), ("defaults", default)):
+            if name not in results:
+                continue
             m = results[name]
             gain = (m["R@5"] / results[single_name]["R@5"] - 1) * 100
             print(f"{set_name} {what}: {name}: R@5 {m['R@5']:.4f} nDCG@10 {m['nDCG@10']:.4f}; best single path "
@@ -282,6 +294,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--context", type=lambda s: [int(x) for x in s.split(",")], default=None,
                     help="conversation context settings to compare, e.g. 0,2 (default: 0 and the shipped default)")
+    ap.add_argument("--embed", type=lambda s: s.split(","), default=None,
+                    help="Message embedding forms to compare: context,turn (default: the shipped one)")
+    ap.add_argument("--configs", type=lambda s: s.split(","), default=None,
+                    help="only the configurations whose names start with one of these (comma list)")
     ap.add_argument("--work", type=Path, default=None, help="keep the stores and embeddings here between runs")
     ap.add_argument("--grid", action="store_true", help="also sweep fusion weights, RRF k and the candidate pool")
     args = ap.parse_args()
@@ -291,9 +307,10 @@ def main() -> int:
     os.environ.update(PLUGHOST_HOME=str(work / "home"), PLUGHOST_LOG_FILE="0", ACCOUNT_ID=ACCOUNT)
     os.environ.setdefault("PLUGHOST_EMBEDDER", "local")
     from host.manager import Host
-    from plugins.memory.retrieval.indexed_form import DEFAULT_TURNS
+    from plugins.memory.retrieval.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
 
     args.context = args.context or sorted({0, DEFAULT_TURNS})
+    args.embed = args.embed or [DEFAULT_EMBED]
     host = Host(env=dict(os.environ)).load()
     inner = host.embedder()
     if inner is None:
@@ -304,9 +321,9 @@ def main() -> int:
     started = time.perf_counter()
     try:
         if args.set in ("manpages", "all"):
-            evaluate("manpages", *manpage_set(work, embedder, args), embedder, args.grid)
+            evaluate("manpages", *manpage_set(work, embedder, args), embedder, args)
         if args.set in ("conversations", "all"):
-            evaluate("conversations", *conversation_set(work, embedder, args), embedder, args.grid)
+            evaluate("conversations", *conversation_set(work, embedder, args), embedder, args)
     finally:
         embedder.save()
         host.close()

@@ -97,3 +97,26 @@ def test_context_makes_the_turn_findable_and_results_show_the_turn(appended):
                  flags=SearchFlags(stem=True, stopwords=True), emit_log=False)
     assert out.rows[0].props["text"].startswith("Wonderful.")
     assert "searchContext" not in out.text and "searchContext" not in out.as_json()["results"][0]["properties"]
+
+
+def test_memory_import_then_reindex_context_cli(cli, plughost_home, tmp_path):
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps({"id": f"m{i}", "labels": ["Message"], "properties": {
+        "role": "user", "sender": s, "text": t, "sentAt": at, "conversationId": "conv-1"}}) + "\n"
+        for i, (s, t, at) in enumerate(TURNS)))
+    env = {"ACCOUNT_ID": ACCOUNT, "EMBED_DIMENSIONS": "4", "PLUGHOST_MESSAGE_CONTEXT_TURNS": "0"}
+    done = cli("memory", "import", str(path), "--no-embed", env=env)
+    assert done.returncode == 0, done.stderr
+    again = cli("memory", "reindex", "--context", env={**env, "PLUGHOST_MESSAGE_CONTEXT_TURNS": "1"})
+    assert again.returncode == 0 and "reindex: context changed=4" in again.stdout, again.stderr
+    assert "[reindex] op=context conversations=1 changed=4 turns=1" in again.stderr
+    bad = cli("memory", "reindex", "--context", env={**env, "PLUGHOST_MESSAGE_CONTEXT_TURNS": "many"})
+    assert bad.returncode == 2 and "PLUGHOST_MESSAGE_CONTEXT_TURNS" in bad.stderr and "Traceback" not in bad.stderr
+    from plugins.graph.sqlite_store import SqliteStore
+
+    store = SqliteStore(plughost_home / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
+    try:
+        assert contexts_of(store)["Wonderful. We stayed four nights near the harbour."] == \
+            "Maya, 4 March 2025\nTom: You're back from Lisbon! How was it?"
+    finally:
+        store.close()

@@ -16,17 +16,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=32, help="nodes per embed call (default 32)")
     parser.add_argument("--limit", type=int, default=None, help="stop after this many nodes")
     parser.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
+    parser.add_argument("--context", action="store_true",
+                        help="first rebuild every Message's indexed form (speaker, day, preceding turns: "
+                             "PLUGHOST_MESSAGE_CONTEXT_TURNS) and re-embed the turns it changes")
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
     from plugins.memory.embedder import check_dimensions
-    from plugins.memory.reindex import reindex
+    from plugins.memory.reindex import reindex, reindex_contexts
 
     acct = account(host)
     labels = [x.strip() for x in args.labels.split(",") if x.strip()] if args.labels else None
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit: expected a positive integer, got {args.limit}")
     store, embedder = host.store(), host.embedder()
+    if args.context:
+        if embedder is not None:
+            check_dimensions(store, embedder)
+        changed = reindex_contexts(store, embedder, account_id=acct, batch_size=args.batch_size)
+        print(f"reindex: context changed={changed}")
+        if embedder is None:  # the BM25 form is rebuilt; the vectors wait for an embedder
+            return 0
     check_dimensions(store, embedder)
     summary = reindex(store, embedder, account_id=acct, labels=labels, batch_size=args.batch_size,
                       limit=args.limit, progress=False if args.no_progress else None)

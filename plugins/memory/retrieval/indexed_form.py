@@ -22,9 +22,12 @@ from datetime import datetime
 from typing import Any
 
 from host.config import env_int
+from host.errors import UserError
 from host.graph import MESSAGE_LABEL, Guards
 
 CONTEXT_PROPERTY = "searchContext"
+EMBED_MODES = ("context", "turn")
+DEFAULT_EMBED = "context"
 DEFAULT_TURNS = 2
 MAX_TURNS = 10
 TURN_CHARS = 200
@@ -102,13 +105,24 @@ def search_context(props: Mapping[str, Any], previous: Sequence[Mapping[str, Any
     return "\n".join(lines + before[::-1])
 
 
-def embedding_text(props: Mapping[str, Any]) -> str | None:
-    """What a Message embeds: the turn, then its context when it has one."""
+def embed_mode(env: Mapping[str, str] | None = None) -> str:
+    """``PLUGHOST_MESSAGE_EMBED``: ``context`` (the turn, then its context) or ``turn`` (the bare turn;
+    the context then reaches BM25 only)."""
+    raw = (os.environ if env is None else env).get("PLUGHOST_MESSAGE_EMBED", "").strip().lower() or DEFAULT_EMBED
+    if raw not in EMBED_MODES:
+        raise UserError(f"PLUGHOST_MESSAGE_EMBED: expected one of {', '.join(EMBED_MODES)}, got {raw!r:.40}")
+    return raw
+
+
+def embedding_text(props: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str | None:
+    """What a Message embeds: the turn, then its context when it has one (``PLUGHOST_MESSAGE_EMBED``)."""
     text = turn_text(props)
     if not text:
         return None
     context = props.get(CONTEXT_PROPERTY)
-    return f"{text}\n{context}" if isinstance(context, str) and context else text
+    if embed_mode(env) == "turn" or not (isinstance(context, str) and context):
+        return text
+    return f"{text}\n{context}"
 
 
 def is_message(labels: Iterable[str]) -> bool:
