@@ -6,7 +6,9 @@ Builds (or reuses, with ``--work``) an embedded SQLite store of N nodes: text dr
 installed manual pages' word distribution, random unit vectors of 384 dimensions (latency does
 not depend on the vector values), two typed edges per node. Then times the memory-search
 pipeline per call — guards, vector + BM25, fusion, dedup, slice, 1-hop graph expansion and
-formatting — with expansion off and on (query embedding excluded: the vectors are precomputed),
+formatting — with the shipped defaults (``SearchFlags.from_env``: stemmed BM25, stop words,
+normalised fusion over a pool of 100), expansion off and on, and with the SPEC baseline flags
+(query embedding excluded: the vectors are precomputed),
 and times the real query embedding separately. The raw floor in the same run is bare FTS5
 (``MATCH`` + ``bm25()`` + ``LIMIT``) plus bare numpy (matrix · q + top-k) on the same data.
 """
@@ -125,10 +127,12 @@ def main() -> int:
             return [table.get(t) or qvecs[hash(t) % len(qvecs)].tolist() for t in texts]
 
     public = Guards(ACCOUNT, ("public", "shared"))
+    shipped = SearchFlags.from_env({"PLUGHOST_GS_EXPANSION": "0"})
     variants = [
-        ("memory-search, expansion off (admin)", SearchFlags(), admin),
-        ("memory-search, expansion off (public scopes)", SearchFlags(), public),
-        ("memory-search, expansion on (admin)", SearchFlags(expansion=True), admin),
+        ("memory-search, expansion off (admin)", shipped, admin),
+        ("memory-search, expansion off (public scopes)", shipped, public),
+        ("memory-search, expansion on (admin)", SearchFlags.from_env({"PLUGHOST_GS_EXPANSION": "1"}), admin),
+        ("memory-search, SPEC baseline flags (admin)", SearchFlags.baseline(), admin),
     ]
     runs: dict[str, list[float]] = {name: [] for name, _, _ in variants}
 

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from host.errors import UserError
 from host.graph import Guards
 from plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plugins.memory.retrieval.scores import min_max
@@ -60,8 +61,17 @@ def test_all_flags_off_equals_the_reference_baseline(graph):
     assert out.rows[0].vector > 0 and any(r.bm25 == 1.0 for r in out.rows)
 
 
-def test_env_flags_default_off():
-    assert SearchFlags.from_env({}) == SearchFlags()
+def test_env_flags_default_to_the_shipped_stages_and_zero_gives_the_baseline():
+    from plugins.memory.retrieval.flags import SHIPPED
+
+    shipped = SearchFlags.from_env({})
+    assert all(getattr(shipped, k) == v for k, v in SHIPPED.items())
+    off = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMALIZE": "off",
+           "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_RRF": "no"}
+    assert SearchFlags.from_env(off) == SearchFlags() == SearchFlags.baseline()
+    for bad in ({"PLUGHOST_GS_STEM": "maybe"}, {"PLUGHOST_GS_VECTOR_WEIGHT": "1.5"}, {"PLUGHOST_GS_RRF_K": "0"}):
+        with pytest.raises(UserError, match=next(iter(bad))):
+            SearchFlags.from_env(bad)
     on = SearchFlags.from_env({f"PLUGHOST_GS_{n}": "1" for n in
                                ("EXPANSION", "ROUTE", "RRF", "BOOSTS", "DEDUP", "NORMALIZE")})
     assert all((on.expansion, on.route, on.rrf, on.boosts, on.dedup, on.normalize))
@@ -198,3 +208,19 @@ def test_paths_flag_runs_one_path_alone(graph):
     assert SearchFlags.from_env({"PLUGHOST_GS_PATHS": "vector"}).paths == "vector"
     with pytest.raises(UserError, match="PLUGHOST_GS_PATHS: expected one of hybrid, vector, bm25"):
         SearchFlags.from_env({"PLUGHOST_GS_PATHS": "both"})
+
+
+def test_fusion_weights_are_the_spec_constants_unless_set():
+    from plugins.memory.retrieval import route
+    from plugins.memory.retrieval.pipeline import weights
+
+    plan = route.plan(None, enabled=False)
+    assert weights(plan, SearchFlags()) == (0.7, 0.3)  # the constants themselves, not 1 - 0.7
+    assert weights(plan, SearchFlags(vector_weight=0.4)) == (0.4, 0.6)
+    assert weights(route.plan("temporal", enabled=True), SearchFlags(vector_weight=0.4)) == (0.3, 0.7)
+
+
+def test_baseline_flags_match_the_baseline_bit_for_bit(graph):
+    exact = reference(graph, "haircut", QVEC, 5)
+    out = run(graph, limit=5, flags=SearchFlags.baseline())
+    assert [(r.id, r.score) for r in out.rows] == [(i, s) for i, s in exact]

@@ -1,4 +1,10 @@
-"""The ``PLUGHOST_GS_*`` switches: each enhancement off by default, so the default is the baseline."""
+"""The ``PLUGHOST_GS_*`` switches, one per stage.
+
+``SearchFlags()`` (every stage off) is the SPEC 9.4 baseline, bit for bit. The process defaults
+(:data:`SHIPPED`, what :meth:`SearchFlags.from_env` gives for an unset variable) are the stages
+the quality benchmark kept (``bench/retrieval_quality.py``, figures in the README); setting a
+variable to 0 (or 0.7 / 50 / 60 for the numbers) gives the baseline back.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from host import config
 from host.config import env_int
 from host.errors import UserError
 from plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
 
 DEFAULT_CANDIDATES = 50
+SHIPPED: dict[str, object] = {"stem": True, "stopwords": True, "normalize": True, "vector_weight": 0.5,
+                              "candidates": 100}
+"""Defaults chosen by the measurements (the README's retrieval table); unlisted stages stay off."""
 PATHS = ("hybrid", "vector", "bm25")
 """``PLUGHOST_GS_PATHS``: both paths (default) or one alone, for diagnosis and the quality benchmark."""
 """Hits fetched per path and per query before fusion (never fewer than the requested limit)."""
@@ -38,30 +46,43 @@ class SearchFlags:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:
         env = os.environ if env is None else env
+        d = SHIPPED
         return cls(
-            expansion=config.flag("PLUGHOST_GS_EXPANSION", env),
-            route=config.flag("PLUGHOST_GS_ROUTE", env),
-            rrf=config.flag("PLUGHOST_GS_RRF", env),
-            boosts=config.flag("PLUGHOST_GS_BOOSTS", env),
-            dedup=config.flag("PLUGHOST_GS_DEDUP", env),
-            normalize=config.flag("PLUGHOST_GS_NORMALIZE", env),
-            candidates=_int(env, "PLUGHOST_GS_CANDIDATES", DEFAULT_CANDIDATES, 1, 1000),
+            expansion=_flag(env, "PLUGHOST_GS_EXPANSION", bool(d.get("expansion", False))),
+            route=_flag(env, "PLUGHOST_GS_ROUTE", bool(d.get("route", False))),
+            rrf=_flag(env, "PLUGHOST_GS_RRF", bool(d.get("rrf", False))),
+            boosts=_flag(env, "PLUGHOST_GS_BOOSTS", bool(d.get("boosts", False))),
+            dedup=_flag(env, "PLUGHOST_GS_DEDUP", bool(d.get("dedup", False))),
+            normalize=_flag(env, "PLUGHOST_GS_NORMALIZE", bool(d.get("normalize", False))),
+            candidates=_int(env, "PLUGHOST_GS_CANDIDATES", int(d.get("candidates", DEFAULT_CANDIDATES)), 1, 1000),
             min_score=_float(env, "PLUGHOST_GS_MIN_SCORE", 0.0),
             paths=_choice(env, "PLUGHOST_GS_PATHS", PATHS),
-            stem=config.flag("PLUGHOST_GS_STEM", env),
-            stopwords=config.flag("PLUGHOST_GS_STOPWORDS", env),
-            vector_weight=_float(env, "PLUGHOST_GS_VECTOR_WEIGHT", VECTOR_WEIGHT, 0.0, 1.0),
-            rrf_k=_int(env, "PLUGHOST_GS_RRF_K", RRF_K, 1, 1000),
+            stem=_flag(env, "PLUGHOST_GS_STEM", bool(d.get("stem", False))),
+            stopwords=_flag(env, "PLUGHOST_GS_STOPWORDS", bool(d.get("stopwords", False))),
+            vector_weight=_float(env, "PLUGHOST_GS_VECTOR_WEIGHT", float(d.get("vector_weight", VECTOR_WEIGHT)),
+                                 0.0, 1.0),
+            rrf_k=_int(env, "PLUGHOST_GS_RRF_K", int(d.get("rrf_k", RRF_K)), 1, 1000),
         )
 
     @classmethod
     def baseline(cls) -> SearchFlags:
         """Every stage off: the SPEC 9.4 baseline, bit for bit, whatever the shipped defaults are."""
-        return cls(stem=False, stopwords=False)
+        return cls()
 
     @property
     def mode(self) -> str:
         return "rrf" if self.rrf else "weighted"
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise UserError(f"{name}: expected 1 or 0 (on or off), got {raw!r:.40}")
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
