@@ -69,6 +69,14 @@ def test_rerank_reorders_ignores_unknown_ids_and_degrades_on_failure():
     assert rank.rerank(rows, lambda views: None) is rows
 
 
+def test_rerank_depth_sends_the_best_rows_and_keeps_the_rest_after():
+    rows = [row(c, s) for c, s in (("a", 0.1), ("b", 0.9), ("c", 0.5), ("d", 0.7))]
+    seen = []
+    out = rank.rerank(rows, lambda views: seen.extend(v["id"] for v in views) or list(reversed(views)), depth=2)
+    assert seen == ["b", "d"] and ids(out) == ["d", "b", "c", "a"]
+    assert ids(rank.rerank(rows, lambda views: 1 / 0, depth=2)) == ["b", "d", "c", "a"]
+
+
 def test_fields_projection_cases():
     def fresh():
         return [row("a", 0.9, name="Ann", slug="ann", phone="1", embedding=[0.1], accountId="x"),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from host.config import env_int
 from host.errors import UserError
 from plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
+from plugins.memory.retrieval.rank import RERANK_DEPTH
 
 DEFAULT_CANDIDATES = 50
 SHIPPED: dict[str, object] = {"stem": True, "stopwords": True, "normalize": True, "vector_weight": 0.5,
@@ -42,6 +43,7 @@ class SearchFlags:
     stopwords: bool = False
     vector_weight: float = VECTOR_WEIGHT
     rrf_k: int = RRF_K
+    rerank_depth: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:
@@ -62,6 +64,7 @@ class SearchFlags:
             vector_weight=_float(env, "PLUGHOST_GS_VECTOR_WEIGHT", float(d.get("vector_weight", VECTOR_WEIGHT)),
                                  0.0, 1.0),
             rrf_k=_int(env, "PLUGHOST_GS_RRF_K", int(d.get("rrf_k", RRF_K)), 1, 1000),
+            rerank_depth=_int(env, "PLUGHOST_GS_RERANK_DEPTH", RERANK_DEPTH, 1, 1000),
         )
 
     @classmethod

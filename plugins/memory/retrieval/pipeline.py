@@ -187,7 +187,9 @@ def search(
 
     # THRESHOLD + (rerank) + SORT + SLICE
     rows = rank.threshold(rows, flags.min_score)
-    reranked = rank.rerank(rows, reranker)
+    t = time.perf_counter()
+    reranked = rank.rerank(rows, reranker, flags.rerank_depth)
+    stats["rerank_ms"] = (time.perf_counter() - t) * 1000 if reranker is not None else 0.0
     rows = rank.sort_and_slice(reranked, request.limit, keep_order=reranked is not rows)
 
     # GRAPH EXPAND

@@ -17,21 +17,32 @@ def threshold(rows: Sequence[Row], min_score: float) -> list[Row]:
     return [r for r in rows if r.score >= min_score]
 
 
-def rerank(rows: list[Row], reranker: Reranker | None) -> list[Row]:
+RERANK_DEPTH = 30
+"""``PLUGHOST_GS_RERANK_DEPTH``: the best fused rows a reranker sees (a cross-encoder's cost grows
+with every candidate; 30 is the budget of the latency target, p50 < 100 ms)."""
+
+
+def rerank(rows: list[Row], reranker: Reranker | None, depth: int | None = None) -> list[Row]:
     """Let a ``plughost_rerank`` provider reorder (or shorten) the rows; None or a failure keeps them.
 
-    The provider sees ``Row.as_dict()`` views and returns them (or ``{"id": ...}`` dicts) in its
-    order; ids it invents are ignored, and a new ``score`` it sets is taken.
+    With ``depth``, the provider sees the ``depth`` best rows by fused score and the rest follow
+    them in fused order. The provider sees ``Row.as_dict()`` views and returns them (or
+    ``{"id": ...}`` dicts) in its order; ids it invents are ignored, and a new ``score`` it sets
+    is taken.
     """
     if reranker is None or not rows:
         return rows
+    tail: list[Row] = []
+    if depth is not None and len(rows) > depth:
+        ordered = by_score(rows)
+        rows, tail = ordered[:depth], ordered[depth:]
     try:
         answer = reranker([r.as_dict() for r in rows])
     except Exception as exc:
         log("graph-search:hybrid", "warn", reason="rerank-failed", detail=f"{type(exc).__name__}: {exc}"[:120])
-        return rows
+        return rows + tail if tail else rows
     if answer is None:
-        return rows
+        return rows + tail if tail else rows
     by_id = {r.id: r for r in rows}
     out: list[Row] = []
     for item in answer:
@@ -41,7 +52,7 @@ def rerank(rows: list[Row], reranker: Reranker | None) -> list[Row]:
         if isinstance(item.get("score"), (int, float)):
             row.score = float(item["score"])
         out.append(row)
-    return out
+    return out + tail
 
 
 def sort_and_slice(rows: Sequence[Row], limit: int, *, keep_order: bool = False) -> list[Row]:
