@@ -236,6 +236,7 @@ def row(name: str, m: dict[str, float], ms: float | None = None) -> str:
 
 def evaluate(set_name: str, stores: dict, evaluated, docs: dict[str, str], embedder, args) -> dict:
     embedder.embed([q for q, _ in evaluated])  # query vectors up front, once
+    embedder.save()
     reference = OkapiBM25(docs)
     ref = metrics([(lambda ids, rel: ids.index(rel) + 1 if rel in ids else None)(reference.search(q), rel)
                    for q, rel in evaluated])

@@ -43,6 +43,7 @@ def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, la
         raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
     started = time.perf_counter()
     summary = ReindexSummary()
+    summary.processed += _contexts_of_pending(store, embedder, account_id, labels, batch_size)
     exclude: set[str] = set()
     bar = Progress(0, stream or sys.stderr, progress, unit="nodes")
     if bar.enabled:
@@ -90,6 +91,24 @@ def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, la
     log("reindex", "op=done", processed=summary.processed, skipped=summary.skipped)
     store.clear_index_cache()
     return summary
+
+
+def _contexts_of_pending(store: Any, embedder: Any, account_id: str, labels: Sequence[str] | None,
+                         batch_size: int) -> int:
+    """Turns the channels or the turn recorder wrote bare get their indexed form (and vector) first;
+    returns how many turns that embedded."""
+    if labels and not indexed_form.is_message(labels) or indexed_form.context_turns() <= 0:
+        return 0
+    try:
+        pending = store.missing_embeddings(account_id=account_id, labels=[MESSAGE_LABEL], limit=1_000_000)
+    except Exception:
+        return 0
+    conversations = {str(n.properties["conversationId"]) for n in pending
+                     if n.properties.get("conversationId") and indexed_form.CONTEXT_PROPERTY not in n.properties}
+    if not conversations:
+        return 0
+    return reindex_contexts(store, embedder, account_id=account_id, conversation_ids=sorted(conversations),
+                            batch_size=batch_size)
 
 
 def _pending(store: GraphStore, account_id: str, labels: Sequence[str] | None) -> int:

@@ -120,3 +120,20 @@ def test_memory_import_then_reindex_context_cli(cli, plughost_home, tmp_path):
             "Maya, 4 March 2025\nTom: You're back from Lisbon! How was it?"
     finally:
         store.close()
+
+
+def test_reindex_gives_bare_channel_turns_their_indexed_form(store, monkeypatch):
+    from plugins.memory.reindex import reindex
+
+    monkeypatch.setenv("PLUGHOST_MESSAGE_CONTEXT_TURNS", "1")
+    for i, (s, t, at) in enumerate(TURNS):  # as the channels and the turn recorder write them: no vector
+        store.upsert_node(["Message", "TelegramMessage"], {"role": "user", "sender": s, "text": t, "sentAt": at,
+                                                           "conversationId": "tg-1"}, account_id=ACCOUNT,
+                          node_id=f"t{i}")
+    emb = Recording({})
+    summary = reindex(store, emb, account_id=ACCOUNT)
+    assert summary.processed == len(TURNS) and store.missing_embeddings(account_id=ACCOUNT) == []
+    assert contexts_of(store)["Wonderful. We stayed four nights near the harbour."] == \
+        "Maya, 4 March 2025\nTom: You're back from Lisbon! How was it?"
+    assert "Wonderful. We stayed four nights near the harbour.\nMaya, 4 March 2025\nTom: You're back from " \
+           "Lisbon! How was it?" in [t for call in emb.calls for t in call]
