@@ -158,14 +158,17 @@ def manpage_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, list[
     if args.pages and args.pages < len(pages):
         pages = random.Random(args.seed).sample(pages, args.pages)
     ids = [f"man:{p.name}.{p.section}" for p in pages]
-    store = open_store(work / f"manpages-{len(pages)}.sqlite", embedder.dimensions)
+    store = open_store(work / f"manpages-{len(pages)}-doc.sqlite", embedder.dimensions)
     if store.count(guards=Guards(ACCOUNT)) != len(pages):
         jsonl = work / "pages.jsonl"
+        # a KnowledgeDocument embeds its summary (else its title): a page is embedded by its text
+        vectors = embedder.embed([p.document for p in pages])
+        embedder.save()
         with open(jsonl, "w", encoding="utf-8") as fh:
-            for nid, page in zip(ids, pages, strict=True):
+            for nid, page, vector in zip(ids, pages, vectors, strict=True):
                 fh.write(json.dumps({"id": nid, "labels": ["KnowledgeDocument"],
                                      "properties": {"title": f"{page.name}({page.section})",
-                                                    "content": page.document}}) + "\n")
+                                                    "content": page.document}, "embedding": vector}) + "\n")
         import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
         jsonl.unlink()
     evaluated = list(zip((p.query for p in pages), ids, strict=True))

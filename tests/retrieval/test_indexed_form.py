@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from host.errors import UserError
 from host.graph import Guards
 from plugins.memory.bulk_import import import_jsonl
 from plugins.memory.conversations import Conversations
@@ -41,13 +42,18 @@ def test_search_context_has_speaker_day_and_the_turns_before_under_a_budget():
     ctx = indexed_form.search_context(props, long, 5)
     assert len(ctx) <= indexed_form.CONTEXT_CHARS and ctx.count("\n") == 2  # each turn cut, the total capped
     assert indexed_form.search_context(props, long, 0) is None
-    assert embedding_text(["Message"], {**props, "searchContext": "Maya, 4 March 2025"}) == \
+    with_ctx = {**props, "searchContext": "Maya, 4 March 2025"}
+    assert embedding_text(["Message"], with_ctx) == "We stayed four nights."  # default: the bare turn
+    assert indexed_form.embedding_text(with_ctx, {"PLUGHOST_MESSAGE_EMBED": "context"}) == \
         "We stayed four nights.\nMaya, 4 March 2025"
+    with pytest.raises(UserError, match="PLUGHOST_MESSAGE_EMBED"):
+        indexed_form.embedding_text(with_ctx, {"PLUGHOST_MESSAGE_EMBED": "both"})
 
 
 @pytest.fixture
 def appended(store, monkeypatch):
     monkeypatch.setenv("PLUGHOST_MESSAGE_CONTEXT_TURNS", "2")
+    monkeypatch.setenv("PLUGHOST_MESSAGE_EMBED", "context")
     emb = Recording({})
     svc = Conversations(store, emb, {"ACCOUNT_ID": ACCOUNT})
     for sender, text, at in TURNS:
@@ -135,5 +141,9 @@ def test_reindex_gives_bare_channel_turns_their_indexed_form(store, monkeypatch)
     assert summary.processed == len(TURNS) and store.missing_embeddings(account_id=ACCOUNT) == []
     assert contexts_of(store)["Wonderful. We stayed four nights near the harbour."] == \
         "Maya, 4 March 2025\nTom: You're back from Lisbon! How was it?"
+    assert "Wonderful. We stayed four nights near the harbour." in [t for call in emb.calls for t in call]
+    monkeypatch.setenv("PLUGHOST_MESSAGE_EMBED", "context")  # the other form: the turn, then its context
+    store.upsert_node(["Message"], {"searchContext": None}, account_id=ACCOUNT, node_id="t1")
+    assert reindex_contexts(store, emb, account_id=ACCOUNT, turns=1) == 1
     assert "Wonderful. We stayed four nights near the harbour.\nMaya, 4 March 2025\nTom: You're back from " \
            "Lisbon! How was it?" in [t for call in emb.calls for t in call]

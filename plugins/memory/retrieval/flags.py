@@ -43,7 +43,7 @@ class SearchFlags:
     stopwords: bool = False
     vector_weight: float = VECTOR_WEIGHT
     rrf_k: int = RRF_K
-    rerank_depth: int | None = None
+    rerank_depth: int | None = RERANK_DEPTH
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:

@@ -5,13 +5,17 @@ who is speaking or of when. The indexed form adds, in the ``searchContext`` prop
 full-text union, never shown in results), a header ``<speaker>, <day month year>`` and the
 preceding turns of the same conversation (``PLUGHOST_MESSAGE_CONTEXT_TURNS``, default
 :data:`DEFAULT_TURNS`; 0 turns the context off, header included) under a budget: each turn cut
-at :data:`TURN_CHARS` characters, the whole context at :data:`CONTEXT_CHARS`. The embedding text
-is the turn first, then that context (the model truncates at 256 tokens: the turn always fits).
+at :data:`TURN_CHARS` characters, the whole context at :data:`CONTEXT_CHARS`.
+
+What is embedded is ``PLUGHOST_MESSAGE_EMBED``: ``turn`` (default) the bare turn, so the vector
+path scores what was said while BM25 scores who, when and around what; ``context`` the turn
+then its context. On the conversational set the two tie on R@5 with fusion, ``turn`` is ahead on
+nDCG@10 and MRR@10 and embeds four times faster (short inputs), see the README.
 
 The window is causal (earlier turns only), so the form a turn gets when it is appended is the
 form a rebuild gives it later: ``conversation-append``, ``memory import`` of Message nodes and
 ``plughost memory reindex --context`` (the channels and the turn recorder write without it; the
-reindex fills it in) all produce the same text. Search results still return the turn itself.
+backfill of ``plughost memory reindex`` fills it in) all produce the same text. Search results still return the turn itself.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from host.graph import MESSAGE_LABEL, Guards
 
 CONTEXT_PROPERTY = "searchContext"
 EMBED_MODES = ("context", "turn")
-DEFAULT_EMBED = "context"
-DEFAULT_TURNS = 2
+DEFAULT_EMBED = "turn"
+DEFAULT_TURNS = 1
 MAX_TURNS = 10
 TURN_CHARS = 200
 CONTEXT_CHARS = 600
