@@ -205,7 +205,8 @@ def plughost_query_expansions(host: Host, query: str, retrieval_class: str | Non
 def plughost_rerank(host: Host, query: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     """Reorder fused search rows (a cross-encoder or an LLM may plug in here).
 
-    **Parameters:** ``query`` — the query; ``rows`` — fused rows with ``score`` keys.
+    **Parameters:** ``query`` — the query; ``rows`` — the best ``PLUGHOST_GS_RERANK_DEPTH`` (30)
+    fused rows with ``score`` keys (the rest follow the answer in fused order).
 
     **Combines:** firstresult; None keeps the order.
 
