@@ -100,9 +100,10 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 def plughost_tools_audit(host: Host) -> list[Tool]:
     """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)."""
     from plugins.memory.audit import audit_tools
+    from plugins.memory.compaction import compaction_tools
     from plugins.memory.tasks import task_tools
 
-    return [*audit_tools(host), *task_tools(host)]
+    return [*audit_tools(host), *task_tools(host), *compaction_tools(host)]
 
 
 @hookimpl

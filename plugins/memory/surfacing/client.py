@@ -34,6 +34,7 @@ WARM_TIMEOUT_MS = 3000
 COLD_TIMEOUT_MS = 8000
 MAX_STDIN = 1 << 20
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")  # the audit trail (plugins/memory/audit.py)
+COMPACT_EVENTS = ("PreCompact", "SessionStart")  # compaction briefings (plugins/memory/compaction.py)
 _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@,[]()+*#%<>=!?~^|&'")
 
 
@@ -88,6 +89,10 @@ def build_request(hook: Mapping[str, Any], ctx: context.Context) -> dict[str, An
                 "toolResponse": hook.get("tool_response", hook.get("error")), "toolUseId": text("tool_use_id") or None,
                 "isError": True if hook.get("hook_event_name") == "PostToolUseFailure" else None,
                 "runnerSession": ctx.runner_session, **ctx.as_json()}
+    if hook.get("hook_event_name") in COMPACT_EVENTS:
+        return {"op": "compaction", "event": hook.get("hook_event_name"), "sessionId": text("session_id"),
+                "transcriptPath": text("transcript_path"), "source": text("source"), "trigger": text("trigger"),
+                **ctx.as_json()}
     if hook.get("hook_event_name") == "Stop":
         return {"op": "recall", "sessionId": text("session_id"), "transcriptPath": text("transcript_path"),
                 **ctx.as_json()}
@@ -170,9 +175,11 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
         return done("skip", reason="no-account")
     home = ctx.home
     event = hook.get("hook_event_name")
-    if event in TOOL_EVENTS:  # public sessions are never recorded: decided here, before any round trip
+    if event in TOOL_EVENTS or event in COMPACT_EVENTS:  # admin sessions only, decided before any round trip
         if ctx.role not in (None, "admin") or ctx.scopes is not None or ctx.agent:
             return done("skip", event=event, reason="not-admin")
+        if event == "SessionStart" and hook.get("source") not in ("compact", "resume"):
+            return done("skip", event=event, reason="source")
     elif event == "Stop":  # recall tracking: only sessions that were shown memory
         sid = hook.get("session_id")
         if not isinstance(sid, str) or not sid or not os.path.exists(
@@ -211,6 +218,12 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
         return done("warm", result="error", reason=reason)
     if not reply.get("ok"):
         return done(path, result="error", reason=reply.get("error"), detail=reply.get("detail"))
+    if request.get("op") == "compaction" and isinstance(reply.get("output"), dict):
+        out.write(json.dumps(reply["output"], ensure_ascii=False))
+        out.flush()
+    if request.get("op") == "compaction":
+        return done(path, event=hook.get("hook_event_name"), result="ok", stored=reply.get("stored"),
+                    injected=isinstance(reply.get("output"), dict))
     if request.get("op") == "tool-call":
         return done(path, event=hook.get("hook_event_name"), result="ok", recorded=reply.get("recorded"))
     if request.get("op") == "recall":

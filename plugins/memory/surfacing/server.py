@@ -161,6 +161,8 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op") or "surface"
     if op == "tool-call":
         return _tool_call(host, request)
+    if op == "compaction":
+        return _compaction(host, request)
     try:
         parsed = SurfaceRequest.from_json(request)
         if op == "recall":
@@ -212,6 +214,24 @@ def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
         log("persist", "tool-call", "failed", reason="internal", detail=type(exc).__name__)
         return {"ok": False, "error": "internal", "detail": type(exc).__name__}
     return {"ok": True, **result}
+
+
+def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
+    """PreCompact (fallback briefing) and SessionStart compact|resume (inject the latest)."""
+    from plugins.memory import compaction
+
+    account, session = request.get("accountId"), request.get("sessionId")
+    if not (isinstance(account, str) and account and isinstance(session, str) and session):
+        return {"ok": False, "error": "bad-request", "detail": "request.accountId and sessionId: expected strings"}
+    try:
+        if request.get("event") == "PreCompact":
+            path = request.get("transcriptPath")
+            return {"ok": True, **compaction.on_pre_compact(host, account, session, path if isinstance(path, str)
+                                                            else None)}
+        return {"ok": True, **compaction.on_session_start(host, account, session, str(request.get("source")))}
+    except Exception as exc:
+        log("compaction", "op=error", reason="internal", detail=type(exc).__name__)
+        return {"ok": False, "error": "internal", "detail": type(exc).__name__}
 
 
 def start(host: Host) -> None:
