@@ -40,6 +40,7 @@ from host.generator import (
     premium_bundles,
 )
 from host.jsonio import render, write_if_changed
+from host.jsonl import TOO_DEEP
 from host.log import log
 from host.manifest import load_manifest, validate
 from host.trees import CACHE_NAMES, CACHE_SUFFIXES, build_and_swap, materialize, tree_matches, walk_files
@@ -112,6 +113,8 @@ def load_brand(path: Path) -> Brand:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise UserError(f"{path}: {TOO_DEEP}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
     if isinstance(data, dict) and isinstance(data.get("shipsPremiumBundles"), bool):

@@ -60,3 +60,5 @@ def read_json(path: Path, *, default: Any = None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: invalid JSON (nested deeper than the parser's recursion limit)") from None

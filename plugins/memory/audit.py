@@ -216,7 +216,7 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
     if created:
         conv_props.update(sessionId=session_id, startedAt=started, scope="admin", channel=source,
                           title=f"{source} session {session_id[:8]}")
-    rows = [{"id": node_id, "labels": [TOOL_CALL_LABEL], "properties": {k: v for k, v in props.items() if v is not None}},
+    rows: list[dict[str, Any]] = [{"id": node_id, "labels": [TOOL_CALL_LABEL], "properties": {k: v for k, v in props.items() if v is not None}},
             {"id": conversation, "labels": [CONVERSATION_LABEL], "properties": conv_props,
              "edges": [{"type": HAS_TOOL_CALL, "to": node_id}]}]
     guarded_upsert_many(store, rows, guards=guards)

@@ -50,7 +50,7 @@ def store_briefing(host: Host, guards: Guards, conversation: str, briefing: dict
     when = _iso(_now())
     node_id = "briefing-" + hashlib.sha256("\x1f".join((guards.account_id, conversation, when, source))
                                            .encode()).hexdigest()[:32]
-    props = {k: _text(briefing.get(k)) for k in FIELDS}
+    props: dict[str, Any] = {k: _text(briefing.get(k)) for k in FIELDS}
     props.update(conversationId=conversation, source=source, capturedAt=when, sessionId=session_id)
     if not guards.narrowed:
         props["scope"] = "admin"

@@ -27,6 +27,7 @@ from host.graph import (
     guarded_upsert_many,
     principal_of,
 )
+from host.jsonl import LONE_SURROGATE
 from host.log import log
 from plugins.memory import sectioniser
 from plugins.memory.embed_text import embedding_text, is_vector_label
@@ -130,8 +131,12 @@ class MemoryWriter:
         if isinstance(value, scalar):
             if isinstance(value, float) and value != value:
                 raise WriteRejected("invalid-input", f"properties.{key}: NaN is not a value")
+            if isinstance(value, str) and not _storable(value):
+                raise WriteRejected("invalid-input", f"properties.{key}: {LONE_SURROGATE}")
             return value
         if isinstance(value, list) and all(isinstance(v, scalar) for v in value):
+            if any(isinstance(v, str) and not _storable(v) for v in value):
+                raise WriteRejected("invalid-input", f"properties.{key}: {LONE_SURROGATE}")
             kinds = {float if type(v) is int else type(v) for v in value}  # ints and floats mix (numbers)
             if len(kinds) > 1:
                 raise WriteRejected("invalid-input", f"properties.{key}: list items must all have one type")
@@ -375,3 +380,13 @@ class MemoryWriter:
         found = self.store.find(guards=self.guards(), labels=["KnowledgeDocument"], where={"attachmentId": attachment},
                                 limit=1)
         return found[0].id if found else None
+
+
+def _storable(text: str) -> bool:
+    """Whether UTF-8 can carry the text: a lone surrogate (from a ``\\uD800`` escape) cannot,
+    and neither store nor the logs could keep it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

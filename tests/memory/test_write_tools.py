@@ -111,6 +111,8 @@ def test_session_conversation_is_the_provenance_fallback(memory_host, plughost_h
     ({"labels": ["Event"], "properties": {"name": "x", "meta": {"nested": 1}}}, "invalid-input", {}),
     ({"labels": ["Event"], "properties": {"name": "x", "tags": [1, "a"]}}, "invalid-input", {}),
     ({"labels": ["Event"], "properties": {"name": "x", "createdAt": "2020"}}, "invalid-input", {}),
+    ({"labels": ["Event"], "properties": {"name": "x\ud800"}}, "invalid-input", {}),
+    ({"labels": ["Event"], "properties": {"name": "x", "tags": ["a", "\udfff"]}}, "invalid-input", {}),
     ({"labels": ["Event"], "properties": {"name": "x", "scope": "admin"}}, "account-isolation",
      {"ALLOWED_SCOPES": "public"}),
 ])

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from host.errors import UserError
+from host.jsonl import BadLine, parse_line
 
 
 def account(host: Any) -> str:
@@ -20,9 +21,9 @@ def json_arg(text: str | None, option: str, kind: type = dict) -> Any:
     if text is None:
         return None
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{option}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        value = parse_line(text.encode("utf-8", "surrogatepass"))
+    except BadLine as exc:
+        raise UserError(f"{option}: {exc}") from None
     if not isinstance(value, kind):
         raise UserError(f"{option}: expected a JSON {'object' if kind is dict else 'array'}")
     return value

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from host.config import env_int
 from host.errors import UserError
@@ -18,7 +19,7 @@ from plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
 from plugins.memory.retrieval.rank import RERANK_DEPTH
 
 DEFAULT_CANDIDATES = 50
-SHIPPED: dict[str, object] = {"stem": True, "stopwords": True, "normalize": True, "vector_weight": 0.5,
+SHIPPED: dict[str, Any] = {"stem": True, "stopwords": True, "normalize": True, "vector_weight": 0.5,
                               "candidates": 100}
 """Defaults chosen by the measurements (the README's retrieval table); unlisted stages stay off."""
 PATHS = ("hybrid", "vector", "bm25")

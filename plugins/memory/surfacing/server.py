@@ -200,7 +200,7 @@ def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
         account = text("accountId")
         if not account:
             raise ValueError("accountId: expected a non-empty string")
-        fields = {"session_id": text("sessionId") or "", "tool_name": text("toolName") or "",
+        fields: dict[str, Any] = {"session_id": text("sessionId") or "", "tool_name": text("toolName") or "",
                   "role": text("role"), "agent": text("agent"), "tool_use_id": text("toolUseId"),
                   "transcript_path": text("transcriptPath"), "runner_session": text("runnerSession")}
     except ValueError as exc:

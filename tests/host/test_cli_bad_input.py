@@ -1,0 +1,47 @@
+"""Hostile CLI input (SPEC 13): deep JSON and lone surrogates are one line and exit 2, never a
+traceback, and nothing is written."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tests.conftest import run_cli
+
+DEEP_OBJECT = '{"a":' * 5000 + "1" + "}" * 5000
+
+
+def _nodes(home: Path) -> int:
+    path = home / "graph.sqlite"
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT count(*) FROM nodes").fetchone()[0])
+
+
+def test_deep_properties_are_one_line_and_exit_2(plughost_home: Path) -> None:
+    env = {"ACCOUNT_ID": "acme"}
+    done = run_cli("memory", "write", "--labels", "Note", "--properties", DEEP_OBJECT, env=env)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "--properties" in done.stderr and "nested deeper" in done.stderr
+
+
+def test_a_lone_surrogate_in_a_property_is_refused_naming_it(plughost_home: Path) -> None:
+    env = {"ACCOUNT_ID": "acme"}
+    before = _nodes(plughost_home)
+    done = run_cli("memory", "write", "--labels", "Note", "--properties", '{"name": "x\\ud800"}', env=env)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "--properties" in done.stderr and "Unicode" in done.stderr
+    assert _nodes(plughost_home) == before
+
+
+def test_a_deep_brand_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    brand = tmp_path / "deep.json"
+    brand.write_text('{"name": "x", "a": ' + "[" * 100000 + "]" * 100000 + "}", encoding="utf-8")
+    done = run_cli("bundle", str(brand), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert str(brand) in done.stderr and "nested deeper" in done.stderr
+    assert not (tmp_path / "out").exists()
