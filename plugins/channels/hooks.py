@@ -29,9 +29,9 @@ def plughost_agent_runner(host: Host) -> AgentRunner:
 
 @hookimpl
 def plughost_channel_adapters(host: Host) -> list[ChannelAdapter]:
-    from plugins.channels import telegram, webchat, whatsapp
+    from plugins.channels import admin_chat, telegram, webchat, whatsapp
 
-    return [webchat.adapter(host), telegram.adapter(host), whatsapp.adapter(host)]
+    return [webchat.adapter(host), telegram.adapter(host), whatsapp.adapter(host), admin_chat.adapter(host)]
 
 
 @hookimpl

@@ -279,6 +279,8 @@ class Gateway:
             phone=msg.phone, aliases=self.aliases)
         if msg.provenance is not None:
             who = ident.Identity("admin", msg.provenance.owner_user_id, who.phone)
+        if msg.channel == "admin":  # only the admin chat's route makes these, after checking the session token
+            who = ident.Identity("admin", msg.sender.rsplit("~", 1)[0], None)
         if who.role != "admin":
             await asyncio.to_thread(self.set_public, msg, mid)
         verdict = await asyncio.to_thread(screen, self.host, channel=msg.channel, text=msg.text,
