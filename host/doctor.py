@@ -6,7 +6,8 @@ server file that is gone, or a tool renamed in code but not in PLUGIN.md. Each s
 from the folder Claude Code resolves (:mod:`host.launch`), with Claude Code's environment on a
 user's machine (minimal PATH, ``settings.json`` ``env``, the entry's own ``env``) in a scratch
 working directory, then asked ``initialize`` and ``tools/list`` over stdio (newline-delimited
-JSON-RPC, no MCP SDK import). One line per finding; the caller exits 1 on any.
+JSON-RPC, no MCP SDK import). One line per finding; the caller exits 1 on any. It also reports the
+hooks each plugin registers, a missing hook command file being a finding (:mod:`host.doctor_hooks`).
 """
 
 from __future__ import annotations
@@ -224,6 +225,7 @@ class DoctorReport:
     config_dir: Path
     checks: list[ServerCheck] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    hooks: list[str] = field(default_factory=list)  # one ``[doctor] hooks`` line per installed plugin
 
     @property
     def findings(self) -> int:
@@ -237,6 +239,7 @@ class DoctorReport:
         out = [f"[doctor] FAIL {p}" for p in self.problems]
         for check in self.checks:
             out.extend(check.lines())
+        out.extend(self.hooks)
         if not self.checks and not self.problems:
             out.append(format_line("doctor", "FAIL", reason="no-servers", **{"config-dir": str(self.config_dir)}))
         out.append(format_line("doctor", "op=done", servers=len(self.checks), findings=self.findings,
@@ -245,14 +248,18 @@ class DoctorReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"configDir": str(self.config_dir), "exit": self.exit_code, "problems": self.problems,
+                "hooks": self.hooks,
                 "servers": [{"plugin": c.launch.key, "server": c.launch.server, "tools": c.tools,
                              "findings": [{"reason": f.reason, **f.fields} for f in c.findings]}
                             for c in self.checks]}
 
 
 def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, workers: int = 4) -> DoctorReport:
+    from host import doctor_hooks
+
     launches, problems = installed_launches(config_dir, home)
-    report = DoctorReport(config_dir, problems=problems)
+    hooks, hook_problems = doctor_hooks.report(config_dir)
+    report = DoctorReport(config_dir, problems=problems + hook_problems, hooks=hooks)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         report.checks = list(pool.map(lambda launch: check_server(launch, timeout), launches))
     return report

@@ -137,6 +137,17 @@ def resolve(plugin: str, key: str, server: str, entry: Mapping[str, Any], root: 
     return launch
 
 
+def installed_roots(config_dir: Path) -> list[tuple[str, Path]]:
+    """``(name@marketplace, folder)`` of every enabled, installed plugin whose folder is known."""
+    reg = Registration.load(config_dir)
+    roots = []
+    for key in sorted(k for k, on in reg.enabled.items() if on is True):
+        root = plugin_root(reg, key) if reg.user_row(key) is not None else None
+        if root is not None:
+            roots.append((key, root))
+    return roots
+
+
 def installed_launches(config_dir: Path, home: str | None = None) -> tuple[list[Launch], list[str]]:
     """Every enabled, installed plugin's servers as Claude Code would start them, and the problems
     met on the way (one line each: a plugin whose folder or plugin.json is missing)."""

@@ -81,3 +81,18 @@ def test_served_and_declared_are_compared_by_name_and_eager_meta() -> None:
         "[doctor] FAIL plugin=p@m server=p reason=extra-tool tool=extra",
         "[doctor] FAIL plugin=p@m server=p reason=meta-differs tool=a expected=anthropic/alwaysLoad=false "
         "served=anthropic/alwaysLoad=true"]
+
+
+def test_hooks_are_reported_per_plugin_and_a_missing_hook_command_is_a_finding(installed: tuple[Path, Path]) -> None:
+    payload, _ = installed
+    [script] = [p for p in payload.rglob("memory/hooks/surface-prompt.sh")]
+    script.unlink()
+    code, lines = _doctor(installed[1])
+    assert code == 1, lines
+    hooks = {line.split()[2]: line for line in lines if line.startswith("[doctor] hooks ")}
+    [memory] = [line for key, line in hooks.items() if key.startswith("plugin=memory@")]
+    assert "PostToolUse:1" in memory and "PreCompact:1" in memory and "commands=hooks/surface-prompt.sh" in memory
+    assert any(key.startswith("plugin=graph@") for key in hooks), lines  # one line per plugin, hooks or none
+    fails = [line for line in lines if "reason=hook-command-missing" in line]
+    assert fails and all(line.startswith("[doctor] FAIL plugin=memory@") for line in fails), lines
+    assert any("event=PostToolUse" in f and f.endswith("surface-prompt.sh") for f in fails), fails
