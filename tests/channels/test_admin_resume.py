@@ -48,6 +48,11 @@ def test_token_and_conversation_survive_a_restart(plughost_home: Path, tmp_path:
         assert minted.status == 200, minted.body
         token = minted.json()["token"]
         assert post(first.port, "/api/admin/chat", {"text": "hello"}).status == 401  # no credential
+        http_token = (plughost_home / "accounts" / ACCOUNT / "credentials" / "http-token").read_text().strip()
+        refused = post(first.port, "/api/admin/chat", {"text": "hello"}, http_token)  # opens the door, names no user
+        assert refused.status == 401 and refused.json()["error"] == "unauthorized"
+        forged = post(first.port, "/api/admin/chat", {"text": "hello"}, token[:-2] + ("AA" if token[-2:] != "AA" else "BB"))
+        assert forged.status == 401
         turn = post(first.port, "/api/admin/chat", {"text": "remember the blue door"}, token)
         assert turn.status == 202, turn.body
         prior, conv = turn.json()["sessionId"], turn.json()["conversationId"]
