@@ -18,6 +18,7 @@ one (on startup, or by ``plughost channels retry``) once that process is gone, e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import hashlib
 import threading
@@ -115,6 +116,7 @@ class Gateway:
         self._claims: Claims | None = None
         self.queued = 0  # turns accepted by this process and not finished yet
         self._lanes: KeyedSerializer | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # where the turns run (set by the first accept)
         self.aliases = ident.AliasCache(host.home, self.account_id) if self.account_id else None
         self.senders: dict[str, Any] = {}
         self._slots: asyncio.Semaphore | None = None
@@ -252,7 +254,8 @@ class Gateway:
         """Persist, then queue the turn in the sender's lane. Returns (message id, duplicate, task)."""
         if msg.phone and self.aliases is not None and msg.channel != "whatsapp":
             self.aliases.remember(msg.channel, msg.sender, msg.phone)
-        mid, duplicate = await asyncio.get_running_loop().run_in_executor(self._persist_pool, self.persist, msg)
+        self.loop = asyncio.get_running_loop()
+        mid, duplicate = await self.loop.run_in_executor(self._persist_pool, self.persist, msg)
         if duplicate:
             return mid, True, None
         task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
@@ -358,6 +361,23 @@ class Gateway:
     async def drain(self) -> None:
         if self._lanes is not None:
             await self._lanes.drain()
+
+    def stop_turns(self, timeout: float = 30) -> None:
+        """From a shutdown hook's thread: start no new turn, and let the running ones finish and
+        record their outcome before the store closes (a reply sent but not recorded as sent would
+        be sent again by the next start). Turns not yet started stay ``received`` for the resume."""
+        loop, lanes = self.loop, self._lanes
+        if loop is None or lanes is None or not loop.is_running():
+            return
+        try:
+            current = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if current is loop:
+            return
+        lanes.stopping = True
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(asyncio.wait_for(lanes.drain(), timeout), loop).result(timeout + 5)
 
     def close(self) -> None:
         self._persist_pool.shutdown(wait=False)

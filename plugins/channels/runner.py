@@ -187,6 +187,7 @@ class KeyedSerializer:
 
     def __init__(self) -> None:
         self._tails: dict[str, asyncio.Future[Any]] = {}
+        self.stopping = False
 
     def submit(self, key: str, factory: Callable[[], Awaitable[T]]) -> asyncio.Task[T]:
         prev = self._tails.get(key)
@@ -194,6 +195,8 @@ class KeyedSerializer:
         async def job() -> T:
             if prev is not None:
                 await asyncio.wait([prev])  # the previous turn's outcome is its own business
+            if self.stopping:  # a stopping process starts no turn: the next start resumes it
+                raise asyncio.CancelledError
             return await factory()
 
         task = asyncio.ensure_future(job())

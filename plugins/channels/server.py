@@ -59,6 +59,9 @@ def close(host: Any) -> None:
     from plugins.channels.outbound import HTTP_CLIENT
     from plugins.channels.pipeline import GATEWAY
 
+    gw = host.state.get(GATEWAY)
+    if gw is not None:
+        gw.stop_turns()  # running turns still send through the shared client and record the outcome
     host.state.pop(HTTP_CLIENT)
     gw = host.state.pop(GATEWAY)
     if gw is not None:
