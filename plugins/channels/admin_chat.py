@@ -52,7 +52,8 @@ def conversation(home: Path, account: str, user: str, *, new: bool) -> int:
         except (OSError, ValueError):
             data = {}
         data = data if isinstance(data, dict) else {}
-        current = data.get(user) if type(data.get(user)) is int else 0
+        stored = data.get(user)
+        current: int = stored if isinstance(stored, int) and not isinstance(stored, bool) else 0
         if new or user not in data:
             current = current + 1 if new else 1
             data[user] = current
