@@ -7,6 +7,11 @@ Message's ``conversationId`` applied by the store inside the guarded query, befo
 cut, so another conversation's messages can never fill or leak into the result. Without a
 session (admin) every conversation of the account is searched. Read-only.
 
+Scope alone cannot keep visitors apart (every webchat Message is ``public``), so a **narrowed**
+process (scopes or an agent set) sees Message and Conversation nodes only of its own session's
+conversation, and none without a session: ``conversation-search`` answers empty and
+``memory-search`` drops the others' (results and related lines) through :meth:`Conversations.visible`.
+
 ``conversation-append`` writes a Message and MERGEs its Conversation with the ``HAS_MESSAGE``
 edge in the shape the channels pipeline stores (see the conversation block of ``host/graph.py``),
 so channel-recorded and tool-recorded conversations are searched the same way.
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +34,7 @@ from host.graph import (
     MESSAGE_LABEL,
     GraphStore,
     Guards,
+    Node,
     Principal,
     WriteDenied,
     conversation_node_id,
@@ -48,6 +54,8 @@ MAX_LIMIT = 50
 OVERFETCH = 3  # each path fetches limit × 3 before fusion
 ROLES = ("user", "assistant", "system", "tool")
 CONTENT_MAX_CHARS = 20_000
+CONVERSATION_LABELS = frozenset({CONVERSATION_LABEL, MESSAGE_LABEL, *CHANNEL_MESSAGE_LABELS.values()})
+"""Labels of the nodes that belong to one conversation (a narrowed process sees only its own)."""
 _SESSION_CONVERSATIONS: dict[tuple[str, Guards, str], str] = {}  # (store, guards, session) -> Conversation id
 
 
@@ -115,6 +123,21 @@ class Conversations:
             _SESSION_CONVERSATIONS[key] = found_id
         return found_id
 
+    def visible(self) -> Callable[[Node], bool] | None:
+        """For a narrowed process, whether a node may be shown: a Message or Conversation only
+        when it is (of) the session's own conversation, none without one; other nodes pass.
+        None for an admin process (nothing to confine)."""
+        if not self.guards().narrowed:
+            return None
+        own = self.session_conversation()
+
+        def visible(node: Node) -> bool:
+            if not CONVERSATION_LABELS.intersection(node.labels):
+                return True
+            return own is not None and (node.id == own or node.properties.get("conversationId") == own)
+
+        return visible
+
     # ------------------------------------------------------------------ search
     def search(self, *, query: str, limit: int = DEFAULT_LIMIT, conversationId: str | None = None,  # noqa: N803
                role: str | None = None) -> dict[str, Any]:
@@ -133,13 +156,16 @@ class Conversations:
                 self._log("search", guards, started, hits=0, restricted=1)
                 return {"results": [], "conversationId": None, "restricted": True}
             where["conversationId"] = own
+        elif guards.narrowed:  # a narrowed process without a session has no conversation
+            self._log("search", guards, started, hits=0, restricted=1)
+            return {"results": [], "conversationId": None, "restricted": True}
         elif conversationId:
             where["conversationId"] = conversationId
         if role:
             where["role"] = role
         fused = self._hybrid(query, limit, guards, where)
         results = [message_view(node, score) for node, score in fused[:limit]]
-        restricted = self.principal.session is not None
+        restricted = self.principal.session is not None or guards.narrowed
         self._log("search", guards, started, hits=len(results), restricted=int(restricted))
         return {"results": results, "conversationId": where.get("conversationId"), "restricted": restricted}
 

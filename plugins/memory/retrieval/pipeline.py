@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from host.embedding import Embedder
 from host.errors import UserError
-from host.graph import GraphStore, Guards
+from host.graph import GraphStore, Guards, Node
 from host.log import log
 from host.types import RetrievalBoost
 from plugins.memory.retrieval import boosts as boost_stage
@@ -123,8 +123,14 @@ def search(
     cache: expand_stage.ExpansionCache | None = None,
     budget: int | None = None,
     emit_log: bool = True,
+    visible: Callable[[Node], bool] | None = None,
 ) -> SearchOutcome:
-    """Run the whole pipeline for one call."""
+    """Run the whole pipeline for one call.
+
+    ``visible`` (when given) drops nodes from every path's hits before fusion and from the
+    related lines: the confinement the store's guards cannot express (another visitor's
+    ``public`` Messages, see ``plugins/memory/conversations.py``).
+    """
     request = request.checked()
     flags = flags or SearchFlags()
     started = time.perf_counter()
@@ -171,6 +177,9 @@ def search(
             bm25_hits += sum(len(x.hits) for x in extra)
             lists.extend(extra)
 
+    if visible is not None:
+        lists = [fuse.RankedList(x.channel, [h for h in x.hits if visible(h.node)], x.source) for x in lists]
+
     # FUSE
     merged = fuse.merge(lists, normalise_vector=flags.normalize)
     if flags.rrf:
@@ -196,7 +205,10 @@ def search(
     if request.expand_hops >= 1 and rows:
         neighbours = store.expand([r.id for r in rows], guards=guards, limit=EXPAND_LIMIT)
         for row in rows:
-            row.related = list(neighbours.get(row.id, []))[:EXPAND_LIMIT]
+            related = neighbours.get(row.id, [])
+            if visible is not None:
+                related = [nb for nb in related if visible(nb.node)]
+            row.related = list(related)[:EXPAND_LIMIT]
 
     # FORMAT (after the fields projection)
     returned, dropped = project(rows, request.fields)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from host import hooktable
 from host.graph import Guards
+from plugins.memory.conversations import Conversations
 from plugins.memory.retrieval.flags import SearchFlags
 from plugins.memory.retrieval.keywords import agent_keywords
 from plugins.memory.retrieval.pipeline import SearchOutcome, SearchRequest, search
@@ -33,8 +34,9 @@ def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None
 
     boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []
     keywords = agent_keywords(host.home, guards.account_id, guards.agent_slug)
+    visible = Conversations(host.store(), None, env).visible()  # narrowed: own conversation only
     return search(
         host.store(), request, guards=guards, embedder=host.embedder(), flags=flags,
         expander=expander if flags.expansion else None, reranker=reranker, extra_boosts=boosts,
-        keywords=keywords,
+        keywords=keywords, visible=visible,
     )

@@ -1,0 +1,74 @@
+"""Visitors cannot read each other's conversations: webchat Messages are ``public``, so the scope
+guard alone lets one public visitor's ``memory-search`` (and a session-less public process's
+``conversation-search``) return another's. Through the real ``plughost mcp serve memory`` over
+stdio, started narrowed, with an MCP client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from host.accounts import account_dir, build_account, write_json_atomic
+from host.graph import HAS_MESSAGE
+from plugins.graph.sqlite_store import SqliteStore
+from tests.security.test_sec_mcp_stdio import A, calls
+
+SECRET = "My secret pin is 4711 and I live at 12 Elm Street"
+
+
+def _seed(home: Path) -> None:
+    account, users = build_account(A)
+    write_json_atomic(account_dir(A, home) / "account.json", account)
+    write_json_atomic(account_dir(A, home) / "users.json", users)
+    store = SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": A})
+    rows = [{"id": "note-elm", "labels": ["Note"], "properties": {"title": "Elm Street opening hours",
+                                                                  "scope": "public"}}]
+    for visitor, text in (("A", SECRET), ("B", "Where is the Elm Street shop?")):
+        rows += [{"id": f"conv-{visitor}", "labels": ["Conversation"],
+                  "properties": {"sessionId": f"sess-{visitor}", "channel": "webchat", "scope": "public",
+                                 "title": f"webchat Elm Street visitor {visitor}"}},
+                 {"id": f"msg-{visitor}", "labels": ["Message", "WebchatMessage"],
+                  "properties": {"role": "user", "text": text, "conversationId": f"conv-{visitor}",
+                                 "sessionId": f"sess-{visitor}", "channel": "webchat", "scope": "public"}}]
+    store.upsert_many(rows, account_id=A)
+    for visitor in "AB":
+        store.create_edge(f"conv-{visitor}", f"msg-{visitor}", HAS_MESSAGE, account_id=A)
+    store.create_edge("note-elm", "msg-A", "MENTIONED_IN", account_id=A)  # a related line into A's talk
+    store.close()
+
+
+SEARCHES = [("memory-search", {"query": "Elm Street", "limit": 20}),
+            ("conversation-search", {"query": "Elm Street", "limit": 20})]
+
+
+def test_a_visitor_sees_only_its_own_conversation(plughost_home: Path) -> None:
+    _seed(plughost_home)
+    b = calls(plughost_home, {"ALLOWED_SCOPES": "public", "SESSION_ID": "sess-B"}, SEARCHES)
+    assert not any(err for err, _ in b), b
+    for _, text in b:
+        assert "4711" not in text and "conv-A" not in text and "msg-A" not in text, text
+    assert "msg-B" in b[0][1] and "note-elm" in b[0][1]  # its own message and public knowledge remain
+    assert "msg-B" in b[1][1]
+
+
+def test_a_narrowed_process_without_session_sees_no_conversation(plughost_home: Path) -> None:
+    _seed(plughost_home)
+    for narrow in ({"ALLOWED_SCOPES": "public"}, {"AGENT_SLUG": "a1"}):
+        out = calls(plughost_home, narrow, SEARCHES)
+        assert not any(err for err, _ in out), out
+        for _, text in out:
+            assert "4711" not in text and "msg-" not in text and "conv-" not in text, (narrow, text)
+
+
+def test_an_admin_process_still_searches_every_conversation(plughost_home: Path) -> None:
+    _seed(plughost_home)
+    out = calls(plughost_home, {}, SEARCHES)
+    assert all("msg-A" in text and "msg-B" in text for _, text in out), out
+    note_only = calls(plughost_home, {}, [("memory-search", {"query": "opening hours", "labels": ["Note"]})])
+    assert "4711" in note_only[0][1]  # the admin still sees the related line
+
+
+def test_related_lines_never_reach_another_visitor(plughost_home: Path) -> None:
+    _seed(plughost_home)
+    out = calls(plughost_home, {"ALLOWED_SCOPES": "public", "SESSION_ID": "sess-B"},
+                [("memory-search", {"query": "opening hours", "labels": ["Note"]})])
+    assert not out[0][0] and "note-elm" in out[0][1] and "4711" not in out[0][1], out
