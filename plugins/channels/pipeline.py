@@ -197,7 +197,8 @@ class Gateway:
         Webchat stores the Message alone until the user's second message; that one creates the
         Conversation and links every Message of the session stored before it.
         """
-        clean = {k: v for k, v in props.items() if v is not None}
+        # every stored string well formed: a platform id or sender may carry a lone surrogate escape
+        clean = {k: well_formed(v) if isinstance(v, str) else v for k, v in props.items() if v is not None}
         row: dict[str, Any] = {"id": mid, "labels": labels, "properties": clean}
         targets = [mid]
         if msg.channel == "webchat" and not self._conversation_exists(conv):
@@ -355,7 +356,7 @@ class Gateway:
     def quoted_text(self, channel: str, platform_id: str) -> str | None:
         """The stored text of a message a sender replied to (inbound or our own reply)."""
         rows = self.store.find(guards=self.guards(), labels=[CHANNEL_MESSAGE_LABELS.get(channel, "Message")],
-                               where={"platformMessageId": platform_id}, limit=1)
+                               where={"platformMessageId": well_formed(platform_id)}, limit=1)
         return str(rows[0].properties.get("text")) if rows else None
 
     async def drain(self) -> None:

@@ -22,6 +22,8 @@ def serve_env(home: Path, tmp: Path, api_base: str, fake: FakeApis, **extra: str
     return {**fake.env(api_base), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_HOME": str(home),
             "PLUGHOST_AGENT": "command", "PLUGHOST_AGENT_COMMAND": agent_command(tmp),
             "AGENT_CAPTURE": str(tmp / "agent-calls.jsonl"), "PLUGHOST_AGENT_TIMEOUT": "60",
+            # the HTTP front door is under test here, on the embedded store (CI exports NEO4J_URI)
+            "PLUGHOST_STORE": "sqlite", "NEO4J_URI": "",
             **extra}
 
 

@@ -5,6 +5,7 @@ non-loopback bind; public routes stay open; one account's tokens open no other a
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,9 @@ def test_mcp_and_admin_need_the_serving_accounts_credential(plughost_home: Path)
 def test_open_local_is_for_loopback_requests_and_binds_only(plughost_home: Path) -> None:
     make_account(plughost_home, "acct-a")
     served = _serve(plughost_home, "acct-a", "--open-local")
+    deadline = time.monotonic() + 20  # the hint follows the URLs; the reader thread collects it
+    while "mcp auth:" not in "".join(served.stdout_lines) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert "mcp auth:      open to loopback requests (--open-local)" in "".join(served.stdout_lines)
     assert raw_request(served.port, "/mcp/probe", method="POST", headers=MCP, body=INIT).status == 200
     for headers, host in (({}, "tunnel.example.com"), ({"X-Forwarded-For": "203.0.113.7"}, "127.0.0.1"),
