@@ -2,7 +2,7 @@
 
 Each spec is documented with one template: what it is for, **Parameters**, **Combines**
 (how results from several plugins are combined), **Fires** (when the host calls it) and
-**Example**. `tests/test_hookspecs.py` checks the template and that every hook has a
+**Example**. `tests/host/test_hooks.py` checks the template and that every hook has a
 ``test_hook_<name>`` test; `docs/hooks.md` is generated from these docstrings.
 
 Implement a hook with ``@host.hookimpl`` in the module named by the plugin's entry point or

@@ -25,7 +25,7 @@ Schema DDL runs only for what ``SHOW INDEXES`` / ``SHOW CONSTRAINTS`` lack, and 
 reader (``PLUGHOST_GRAPH_READ_ONLY=1``), which only logs what is missing.
 
 Every Cypher statement this module can issue is listed by :func:`lint_statements` and checked
-by Neo4j's own Cypher analyser in ``tests/graph/test_cypher_lint.py``.
+by Neo4j's own Cypher analyser in ``tests/plugins/graph/test_cypher_lint.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 // Neo4j schema (SPEC 8.2): plugins/graph/neo4j_store.py creates, by name, what the database lacks.
 // {{dimensions}} is replaced by the configured embedding dimensions before execution;
 // statements are separated by ';' at the end of a line. Every statement here is linted by
-// tests/graph/test_cypher_lint.py with Neo4j's own Cypher analyser.
+// tests/plugins/graph/test_cypher_lint.py with Neo4j's own Cypher analyser.
 
 // Every node the store writes carries the GraphNode label: the (accountId, id) uniqueness
 // constraint (ids are per account) and the account index hang off it (it is stripped from the

@@ -70,7 +70,7 @@ def _gate_lines(stderr: str) -> list[str]:
 def test_boot_and_serve_print_identical_gate_lines_and_serve_the_brand(cli, tmp_path, plughost_home, brand):
     """One install, no flags but the account: both commands read the install's .env through the one
     configuration loader, so they inspect the same plugins with the same gates and say the same."""
-    from tests.admin.serve_helpers import raw_request, start_serve
+    from serve_helpers import raw_request, start_serve
 
     _clean_install(cli, tmp_path, brand)
     boot = cli("boot", "--check", "--account", "acme")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from robust_support import cli, start
-
-from tests.admin.serve_helpers import FIXTURES, make_account, raw_request, start_serve
+from serve_helpers import FIXTURES, make_account, raw_request, start_serve
 
 INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                    "params": {"protocolVersion": "2025-06-18", "capabilities": {},

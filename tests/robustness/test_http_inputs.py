@@ -14,12 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from robust_support import serve_env
-
-from tests.admin.serve_helpers import FIXTURES, start_serve
-from tests.channels.channels_support import (
+from channels_support import (
     FakeApis,
     serve,
     telegram_update,
@@ -27,6 +22,10 @@ from tests.channels.channels_support import (
     whatsapp_payload,
     write_account,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from robust_support import serve_env
+from serve_helpers import FIXTURES, start_serve
 
 TG = {"X-Telegram-Bot-Api-Secret-Token": "tg-secret"}
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)

@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.admin.serve_helpers import FIXTURES
+from serve_helpers import FIXTURES
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}

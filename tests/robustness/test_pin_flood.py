@@ -8,7 +8,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.admin.serve_helpers import FIXTURES, make_account, raw_request, start_serve
+from serve_helpers import FIXTURES, make_account, raw_request, start_serve
 
 PIN = "4821-blue"
 

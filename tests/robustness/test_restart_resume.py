@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from channels_support import telegram_update, wa_signed, whatsapp_payload
 from robust_support import cli, fakes, serve_env, start, store_messages
-
-from tests.channels.channels_support import telegram_update, wa_signed, whatsapp_payload
 
 TG = {"X-Telegram-Bot-Api-Secret-Token": "tg-secret"}
 PER_CHANNEL = 24  # messages per channel, from 6 senders each

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.graph.test_import_cli import kill_once_committed
+from tests.plugins.graph.test_import_cli import kill_once_committed
 
 A, B = "acct-a", "acct-b"
 

@@ -1,0 +1,98 @@
+"""`plughost doctor`: every installed server started as Claude Code would (minimal PATH, the config
+dir's settings.json env, the folder a directory marketplace resolves to, another cwd), its
+`tools/list` compared with PLUGIN.md; one line per finding, exit 1 on any (SPEC 16)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from host import accounts
+from tests.conftest import run_cli
+from tests.host.manifests.conftest import bundle
+
+
+@pytest.fixture
+def installed(tmp_path: Path, plughost_home: Path) -> tuple[Path, Path]:
+    payload, config = tmp_path / "payload", tmp_path / "claude"
+    assert bundle("studio", payload).returncode == 0
+    accounts.create_account("acme", plughost_home)
+    result = run_cli("install", str(payload), "--config-dir", str(config), "--account", "acme")
+    assert result.returncode == 0, result.stderr
+    return payload, config
+
+
+def _doctor(config: Path) -> tuple[int, list[str]]:
+    result = run_cli("doctor", "--config-dir", str(config), timeout=240)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, result.stdout.splitlines()
+
+
+def test_a_deleted_server_and_a_renamed_tool_are_named_the_rest_is_ok(installed: tuple[Path, Path]) -> None:
+    payload, config = installed
+    (payload / "premium-plugins" / "studio" / "plugins" / "notes" / "mcp" / "__main__.py").unlink()
+    md = payload / "premium-plugins" / "greeter" / "PLUGIN.md"
+    md.write_text(md.read_text().replace("  - name: greet\n", "  - name: greet-person\n"))
+    code, lines = _doctor(config)
+    assert code == 1, lines
+    fails = [line for line in lines if line.startswith("[doctor] FAIL ")]
+    assert any("plugin=notes@studio-premium-studio server=notes reason=start-failed" in f for f in fails), lines
+    # declared but not implemented: the server refuses to start, and says which tool
+    [greeter] = [f for f in fails if "server=greeter" in f]
+    assert "reason=start-failed" in greeter and "tool 'greet-person' is declared in PLUGIN.md" in greeter, greeter
+    ok = sorted(line.split()[2] for line in lines if line.startswith("[doctor] ok "))
+    assert ok == ["plugin=graph@studio-platform", "plugin=memory@studio-platform"], lines
+    assert lines[-1].startswith("[doctor] op=done servers=4 findings=")
+
+
+def test_a_broken_interpreter_path_is_named_for_every_server(installed: tuple[Path, Path]) -> None:
+    _, config = installed
+    settings = json.loads((config / "settings.json").read_text())
+    settings["env"]["PLUGHOST_PYTHON"] = "/nonexistent/bin/python"
+    (config / "settings.json").write_text(json.dumps(settings))
+    code, lines = _doctor(config)
+    assert code == 1
+    fails = [line for line in lines if line.startswith("[doctor] FAIL ")]
+    assert len(fails) == 4, lines
+    for plugin in ("greeter", "notes", "memory"):
+        assert any(f"server={plugin} reason=start-failed" in f and "/nonexistent/bin/python" in f for f in fails), lines
+    [graph] = [f for f in fails if "server=graph" in f]
+    assert "PLUGHOST_PYTHON-missing" in graph, graph  # its launcher says so on stderr, no fallback python3
+
+
+def test_no_config_dir_is_one_line(tmp_path: Path) -> None:
+    result = run_cli("doctor", "--config-dir", str(tmp_path / "nowhere"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"plughost: --config-dir: '{tmp_path / 'nowhere'}' is not a folder (no Claude Code config dir to check)"
+
+
+def test_served_and_declared_are_compared_by_name_and_eager_meta() -> None:
+    from host.doctor import EAGER_META_KEY, Finding, ServerCheck, compare
+    from host.launch import Launch
+
+    check = ServerCheck(Launch("p", "p@m", "p", Path("/x"), Path("/x/plugin.json")))
+    add = lambda reason, **f: check.findings.append(Finding("p@m", "p", reason, f))  # noqa: E731
+    served = {"a": {"name": "a", "_meta": {EAGER_META_KEY: True}}, "b": {"name": "b"}, "extra": {"name": "extra"}}
+    compare(check, served, {"a": False, "b": False, "gone": False}, add)
+    assert check.lines() == [
+        "[doctor] FAIL plugin=p@m server=p reason=missing-tool tool=gone",
+        "[doctor] FAIL plugin=p@m server=p reason=extra-tool tool=extra",
+        "[doctor] FAIL plugin=p@m server=p reason=meta-differs tool=a expected=anthropic/alwaysLoad=false "
+        "served=anthropic/alwaysLoad=true"]
+
+
+def test_hooks_are_reported_per_plugin_and_a_missing_hook_command_is_a_finding(installed: tuple[Path, Path]) -> None:
+    payload, _ = installed
+    [script] = [p for p in payload.rglob("memory/hooks/surface-prompt.sh")]
+    script.unlink()
+    code, lines = _doctor(installed[1])
+    assert code == 1, lines
+    hooks = {line.split()[2]: line for line in lines if line.startswith("[doctor] hooks ")}
+    [memory] = [line for key, line in hooks.items() if key.startswith("plugin=memory@")]
+    assert "PostToolUse:1" in memory and "PreCompact:1" in memory and "commands=hooks/surface-prompt.sh" in memory
+    assert any(key.startswith("plugin=graph@") for key in hooks), lines  # one line per plugin, hooks or none
+    fails = [line for line in lines if "reason=hook-command-missing" in line]
+    assert fails and all(line.startswith("[doctor] FAIL plugin=memory@") for line in fails), lines
+    assert any("event=PostToolUse" in f and f.endswith("surface-prompt.sh") for f in fails), fails

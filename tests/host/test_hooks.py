@@ -1,0 +1,194 @@
+"""One `test_hook_<name>` per hookspec (datasette style), plus the meta-tests that keep it so."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from host import hookdocs, hooktable
+from host.errors import DuplicateNameError
+from host.hookspecs import hookimpl
+from host.types import ChannelAdapter, CliCommand, Gate, GateResult, RetrievalBoost, Route, Tool
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def _all_test_names() -> set[str]:
+    names: set[str] = set()
+    for path in TESTS.rglob("test_*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return names
+
+
+@pytest.mark.parametrize("name", sorted(hookdocs.hook_functions()))
+def test_every_hook_is_documented_with_the_template(name: str) -> None:
+    fn = hookdocs.hook_functions()[name]
+    doc = inspect.getdoc(fn) or ""
+    for part in hookdocs.TEMPLATE_PARTS:
+        assert part in doc, f"{name}: docstring lacks {part}"
+    rendered = (TESTS.parent / "docs" / "hooks.md").read_text(encoding="utf-8")
+    assert f"## {name}" in rendered and hookdocs.signature(fn) in rendered, (
+        "docs/hooks.md is stale: run python -m host.hookdocs")
+
+
+@pytest.mark.parametrize("name", sorted(hookdocs.hook_functions()))
+def test_every_hook_has_a_test(name: str) -> None:
+    assert f"test_hook_{name}" in _all_test_names(), f"missing test_hook_{name}"
+
+
+def test_docs_are_current() -> None:
+    assert (TESTS.parent / "docs" / "hooks.md").read_text(encoding="utf-8") == hookdocs.render()
+
+
+# --------------------------------------------------------------------------- per-hook tests
+class _P:
+    """A namespace to hang hookimpls on."""
+
+
+def _plugin(**impls):
+    obj = _P()
+    for name, fn in impls.items():
+        setattr(obj, name, hookimpl(fn))
+    return obj
+
+
+def test_hook_plughost_tools(make_host) -> None:
+    host = make_host()
+    a = _plugin(plughost_tools=lambda host: [Tool("ping", "ping", lambda: "pong")])
+    b = _plugin(plughost_tools=lambda host: [Tool("ping", "ping", lambda: "pong")])
+    with host.temporary_plugin(a, "tool-a"), host.temporary_plugin(b, "tool-b"):
+        got = host.collect(hooktable.TOOLS)
+        assert {(c.plugin, c.item.name) for c in got} >= {("tool-a", "ping"), ("tool-b", "ping")}
+        assert "mcp__plugin_tool-a_tool-a__ping" in host.surface.all
+
+
+def test_hook_plughost_boot_gates(make_host) -> None:
+    host = make_host()
+    gate = Gate("unit-gate", check=lambda ctx: GateResult("ok", inspected=1))
+    a = _plugin(plughost_boot_gates=lambda host: [gate])
+    b = _plugin(plughost_boot_gates=lambda host: [gate])
+    with host.temporary_plugin(a, "gate-a"):
+        assert [c.item.name for c in host.collect(hooktable.BOOT_GATES)].count("unit-gate") == 1
+        with host.temporary_plugin(b, "gate-b"), pytest.raises(DuplicateNameError) as err:
+            host.collect(hooktable.BOOT_GATES)
+        assert "gate-a" in str(err.value) and "gate-b" in str(err.value)
+
+
+def test_hook_plughost_routes(make_host) -> None:
+    host = make_host()
+    a = _plugin(plughost_routes=lambda host: [Route("/x", endpoint=lambda r: None), Route("/x", methods=("POST",))])
+    with host.temporary_plugin(a, "routes-a"):
+        keys = [c.item.key for c in host.collect(hooktable.ROUTES) if c.plugin == "routes-a"]
+        assert keys == ["GET /x", "POST /x"]
+
+
+def test_hook_plughost_cli_commands(make_host) -> None:
+    host = make_host()
+
+    def configure(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--n", type=int, default=1)
+
+    cmd = CliCommand("unit-cmd", "a test command", configure, lambda args, host: args.n)
+    with host.temporary_plugin(_plugin(plughost_cli_commands=lambda host: [cmd]), "cmd-a"):
+        (found,) = [c.item for c in host.collect(hooktable.CLI_COMMANDS) if c.plugin == "cmd-a"]
+        parser = argparse.ArgumentParser()
+        found.configure(parser)
+        assert found.run(parser.parse_args(["--n", "3"]), host) == 3
+
+
+def test_hook_plughost_startup(make_host) -> None:
+    host = make_host()
+    calls: list[str] = []
+
+    def bad(host):
+        raise RuntimeError("startup exploded")
+
+    with host.temporary_plugin(_plugin(plughost_startup=lambda host: calls.append("a")), "start-a"), \
+            host.temporary_plugin(_plugin(plughost_startup=bad), "start-bad"):
+        errors = host.call_each(hooktable.STARTUP)
+    assert calls == ["a"]
+    assert ("start-bad", "plughost_startup", "RuntimeError: startup exploded") in errors
+
+
+def test_hook_plughost_shutdown(make_host) -> None:
+    host = make_host()
+    calls: list[str] = []
+    host.register(_plugin(plughost_shutdown=lambda host: calls.append("first")), "stop-1")
+    host.register(_plugin(plughost_shutdown=lambda host: calls.append("second")), "stop-2")
+    host.close()
+    assert calls == ["first", "second"]
+
+
+def test_hook_plughost_store(make_host) -> None:
+    host = make_host(PLUGHOST_DISABLE_PLUGINS="graph")
+    sentinel = object()
+    host.register(_plugin(plughost_store=lambda host: sentinel), "store-x")
+    assert host.store() is sentinel
+
+
+def test_hook_plughost_embedder(make_host) -> None:
+    host = make_host(PLUGHOST_DISABLE_PLUGINS="memory")
+
+    class Fixed:
+        name, dimensions = "fixed", 2
+
+        def embed(self, texts):
+            return [[1.0, 0.0] for _ in texts]
+
+    host.register(_plugin(plughost_embedder=lambda host: Fixed()), "embed-x")
+    assert host.embedder().embed(["a"]) == [[1.0, 0.0]]
+
+
+def test_hook_plughost_channel_adapters(make_host) -> None:
+    host = make_host()
+    adapter = ChannelAdapter("unit-chan", routes=(Route("/unit/in", methods=("POST",)),))
+    with host.temporary_plugin(_plugin(plughost_channel_adapters=lambda host: [adapter]), "chan-a"):
+        assert any(c.item.name == "unit-chan" for c in host.collect(hooktable.CHANNEL_ADAPTERS))
+
+
+def test_hook_plughost_query_expansions(make_host) -> None:
+    host = make_host(PLUGHOST_DISABLE_PLUGINS="memory")
+    impl = _plugin(plughost_query_expansions=lambda query, retrieval_class: [query, query.upper()])
+    host.register(impl, "expand-x")
+    assert host.first(hooktable.QUERY_EXPANSIONS, query="tea", retrieval_class=None) == ["tea", "TEA"]
+
+
+def test_hook_plughost_rerank(make_host) -> None:
+    host = make_host(PLUGHOST_DISABLE_PLUGINS="memory")
+    host.register(_plugin(plughost_rerank=lambda rows: sorted(rows, key=lambda r: r["score"])), "rerank-x")
+    rows = [{"score": 2}, {"score": 1}]
+    assert host.first(hooktable.RERANK, query="q", rows=rows) == [{"score": 1}, {"score": 2}]
+
+
+def test_hook_plughost_retrieval_boosts(make_host) -> None:
+    host = make_host()
+    boost = RetrievalBoost("pinned", lambda row: 0.1 if row.get("pinned") else 0.0)
+    with host.temporary_plugin(_plugin(plughost_retrieval_boosts=lambda host: [boost]), "boost-a"):
+        (got,) = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS) if c.plugin == "boost-a"]
+        assert got.bump({"pinned": True}) == 0.1
+
+
+def test_hook_plughost_screen_message(make_host) -> None:
+    host = make_host(PLUGHOST_DISABLE_PLUGINS="channels")
+    host.register(_plugin(plughost_screen_message=lambda message: {"verdict": "CLEAN", "len": len(message["text"])}),
+                  "screen-x")
+    assert host.first(hooktable.SCREEN_MESSAGE, message={"text": "hi"}) == {"verdict": "CLEAN", "len": 2}
+
+
+def test_hook_plughost_agent_runner(make_host) -> None:
+    host = make_host(PLUGHOST_DISABLE_PLUGINS="channels")
+    runner = object()
+    host.register(_plugin(plughost_agent_runner=lambda host: runner), "runner-x")
+    assert host.first(hooktable.AGENT_RUNNER) is runner
+
+
+def test_hook_plughost_active_rules(make_host) -> None:
+    host = make_host(PLUGHOST_DISABLE_PLUGINS="memory")
+    host.register(_plugin(plughost_active_rules=lambda account_id: {"rules": [account_id], "source": "owner"}),
+                  "rules-x")
+    assert host.first(hooktable.ACTIVE_RULES, account_id="acme")["rules"] == ["acme"]

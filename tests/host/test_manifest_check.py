@@ -1,0 +1,54 @@
+"""`plughost manifests check`: malformed PLUGIN.md files give exit 2 and one line naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+CASES = {
+    "bad-yaml": ("name: [unclosed\n", "frontmatter: invalid YAML"),
+    "missing-name": ("version: 1.0.0\n", "name: required field is missing"),
+    "unknown-key": ("name: ok\ncolour: red\n", "colour: unknown key"),
+    "wrong-type": ("name: ok\ntools: {name: x}\n", "tools: expected array"),
+    "name-with-spaces": ("name: my plugin\n", "name: expected a value matching"),
+    "tool-wrong-type": ("name: ok\ntools:\n  - name: t\n    adminAllowlist: maybe\n", "tools[0].adminAllowlist: expected boolean"),
+    "no-frontmatter": (None, "frontmatter: expected a YAML block"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_malformed_plugin_md(tmp_path: Path, case: str) -> None:
+    frontmatter, expected = CASES[case]
+    folder = tmp_path / case
+    folder.mkdir()
+    text = "# just markdown\n" if frontmatter is None else f"---\n{frontmatter}---\n# doc\n"
+    (folder / "PLUGIN.md").write_text(text, encoding="utf-8")
+    result = run_cli("manifests", "check", str(folder))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(str(folder / "PLUGIN.md") + ": ") and expected in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_tree_reports_every_defect_and_valid_tree_passes(tmp_path: Path) -> None:
+    for name, fm in (("a", "name: a\nx: 1\n"), ("b", "name: b\ny: 2\n"), ("c", "name: c\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "PLUGIN.md").write_text(f"---\n{fm}---\n", encoding="utf-8")
+    result = run_cli("manifests", "check", str(tmp_path))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 2
+    ok = run_cli("manifests", "check", str(Path(__file__).resolve().parents[2] / "plugins"))
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("manifests", "check", str(tmp_path / "nope"))
+    assert result.returncode == 2 and result.stderr.startswith("plughost: PATH:")
+
+
+def test_version_and_usage() -> None:
+    assert run_cli("--version").stdout.strip().startswith("plughost ")
+    assert run_cli("no-such-command").returncode == 2

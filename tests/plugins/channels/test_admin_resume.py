@@ -1,0 +1,86 @@
+"""Admin sessions survive a restart: a token minted before `plughost serve` restarts is rehydrated
+(logged with its age), and the next admin turn over `POST /api/admin/chat` continues the user's
+latest conversation, so the claude runner (a recording stand-in `claude`) is asked to
+``--resume`` the prior session id; ``newConversation: true`` starts a fresh one."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from channels_support import ACCOUNT, wait_for, write_account
+from serve_helpers import raw_request, start_serve
+from test_claude_runner import STAND_IN
+
+from host.graph import Guards
+from plugins.admin import sessions
+
+PIN = "4821-blue"
+
+
+def post(port: int, path: str, body: dict, token: str | None = None):
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    return raw_request(port, path, "POST", headers=headers, body=json.dumps(body).encode())
+
+
+def test_token_and_conversation_survive_a_restart(plughost_home: Path, tmp_path: Path, make_host) -> None:
+    write_account(plughost_home)
+    sessions.set_pin(plughost_home, ACCOUNT, PIN, "u-owner")
+    script = tmp_path / "claude"
+    script.write_text(f"#!{sys.executable} -S\n{STAND_IN}")
+    script.chmod(0o755)
+    log = tmp_path / "calls.jsonl"
+    env = {"PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT": "claude",
+           "PLUGHOST_CLAUDE_BIN": str(script), "PLUGHOST_CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+           "STAND_IN_LOG": str(log)}
+
+    def calls() -> list[dict]:
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    def flags(call: dict) -> tuple[str, str]:
+        argv = call["argv"]
+        return (argv[3], argv[4])
+
+    first = start_serve(env=env)
+    try:
+        minted = post(first.port, "/api/admin/session", {"accountId": ACCOUNT, "pin": PIN})
+        assert minted.status == 200, minted.body
+        token = minted.json()["token"]
+        assert post(first.port, "/api/admin/chat", {"text": "hello"}).status == 401  # no credential
+        http_token = (plughost_home / "accounts" / ACCOUNT / "credentials" / "http-token").read_text().strip()
+        refused = post(first.port, "/api/admin/chat", {"text": "hello"}, http_token)  # opens the door, names no user
+        assert refused.status == 401 and refused.json()["error"] == "unauthorized"
+        forged = post(first.port, "/api/admin/chat", {"text": "hello"}, token[:-2] + ("AA" if token[-2:] != "AA" else "BB"))
+        assert forged.status == 401
+        turn = post(first.port, "/api/admin/chat", {"text": "remember the blue door"}, token)
+        assert turn.status == 202, turn.body
+        prior, conv = turn.json()["sessionId"], turn.json()["conversationId"]
+        wait_for(lambda: len(calls()) == 1)
+        assert flags(calls()[0]) == ("--session-id", prior)
+        assert calls()[0]["env"]["PLUGHOST_SESSION_ROLE"] == "admin"
+    finally:
+        first.terminate()
+
+    second = start_serve(env=env)
+    try:
+        again = post(second.port, "/api/admin/chat", {"text": "what door?"}, token)
+        assert again.status == 202, again.body
+        assert again.json()["sessionId"] == prior and again.json()["conversationId"] == conv
+        wait_for(lambda: len(calls()) == 2)
+        assert flags(calls()[1]) == ("--resume", prior)  # the runner was asked to resume the prior session
+        assert calls()[1]["stdin"].rstrip().endswith("what door?")
+        fresh = post(second.port, "/api/admin/chat", {"text": "new topic", "newConversation": True}, token)
+        assert fresh.status == 202 and fresh.json()["conversation"] == 2 and fresh.json()["sessionId"] != prior
+        wait_for(lambda: len(calls()) == 3)
+        assert flags(calls()[2]) == ("--session-id", fresh.json()["sessionId"])
+        bad = post(second.port, "/api/admin/chat", {"text": "x", "newConversation": "yes"}, token)
+        assert bad.status == 400 and bad.json()["error"] == "invalid-newConversation"
+    finally:
+        _code, out, err = second.terminate()
+    lines = [line for line in (out + err).splitlines() if "[session-rehydrate-from-token]" in line]
+    assert len(lines) == 1 and "userId=u-owner" in lines[0] and "ageMs=" in lines[0], out + err
+    host = make_host(ACCOUNT_ID=ACCOUNT)  # the store as the oracle: both turns are in the one conversation
+    edges = host.store().expand([conv], guards=Guards(ACCOUNT))[conv]
+    texts = {n.node.properties.get("text") for n in edges if n.type == "HAS_MESSAGE"}
+    assert {"remember the blue door", "what door?"} <= texts and "new topic" not in texts

@@ -1,0 +1,69 @@
+"""`bash scripts/run.sh` with NEO4J_URI set runs the whole main job on Neo4j: the demo graph, the
+gates, serve, the webchat's answers and the sample search all use the server, and no embedded
+database is made."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.backends import BACKENDS, neo4j_env
+from tests.conftest import REPO
+from tests.host.test_run_script import ask
+
+pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
+
+ACCOUNT = "demo-neo4j"
+
+
+def test_run_script_on_neo4j(tmp_path: Path) -> None:
+    from host.graph import Guards
+    from plugins.graph.neo4j_store import Neo4jStore
+
+    store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
+    store.wipe_account(ACCOUNT)
+    home = tmp_path / "home"
+    env = dict(os.environ, PLUGHOST_HOME=str(home), PORT="0", ACCOUNT_ID=ACCOUNT, **neo4j_env())
+    for var in ("PLUGHOST_STORE", "PLUGHOST_EMBEDDER", "PLUGHOST_AGENT", "PLUGHOST_AGENT_COMMAND"):
+        env.pop(var, None)  # a new user's defaults, with the graph on Neo4j
+    proc = subprocess.Popen(["bash", str(REPO / "scripts" / "run.sh")], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    lines: list[str] = []
+    try:
+        deadline = time.time() + 240
+        assert proc.stdout is not None
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("serving at "):
+                break
+        text = "".join(lines)
+        assert "serving at http://127.0.0.1:" in text, text[-3000:]
+        assert "graph store: neo4j at bolt" in text or "graph store: neo4j at neo4j" in text, text[-3000:]
+        assert re.search(r"\[boot\] op=gates gates=(\d+) ok=\1 failed=0", text), text[-3000:]
+        assert "(score " in text and "Opening hours" in text, text[-3000:]  # the sample search
+        base = text.rsplit("serving at ", 1)[1].split()[0]
+        with urllib.request.urlopen(f"{base}/healthz", timeout=10) as resp:
+            assert resp.status == 200
+        reply, _, _, _ = ask(base, "What are your opening hours?", None, 0)
+        assert "Tuesday to Saturday from 7:00 to 16:00" in reply, reply
+        assert store.count(guards=Guards(ACCOUNT)) > 0  # the demo graph lives in Neo4j
+        assert not (home / "graph.sqlite").exists()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        store.wipe_account(ACCOUNT)
+        store.close()

@@ -1,0 +1,67 @@
+"""Helpers for the robustness tests: a real `plughost serve` with the channels' loopback fakes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from channels_support import ACCOUNT, FakeApis, agent_command, serve, write_account
+from serve_helpers import ServeProcess, start_serve
+
+STARTED: list[ServeProcess] = []
+
+
+def serve_env(home: Path, tmp: Path, api_base: str, fake: FakeApis, **extra: str) -> dict[str, str]:
+    """Env of a `plughost serve` for ACCOUNT with the fake APIs and the echo agent."""
+    return {**fake.env(api_base), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_HOME": str(home),
+            "PLUGHOST_AGENT": "command", "PLUGHOST_AGENT_COMMAND": agent_command(tmp),
+            "AGENT_CAPTURE": str(tmp / "agent-calls.jsonl"), "PLUGHOST_AGENT_TIMEOUT": "60",
+            # the HTTP front door is under test here, on the embedded store (CI exports NEO4J_URI)
+            "PLUGHOST_STORE": "sqlite", "NEO4J_URI": "",
+            **extra}
+
+
+def start(env: dict[str, str], *args: str) -> ServeProcess:
+    served = start_serve(*args, env=env)
+    STARTED.append(served)
+    return served
+
+
+def stop_all() -> None:
+    while STARTED:
+        served = STARTED.pop()
+        if served.proc.poll() is None:
+            served.proc.send_signal(signal.SIGKILL)
+            served.proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def fakes(home: Path) -> Iterator[tuple[FakeApis, str]]:
+    """The account on disk and the Telegram/WhatsApp fakes on loopback."""
+    write_account(home)
+    fake = FakeApis()
+    with serve(fake.app()) as base:
+        yield fake, base
+
+
+def cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=timeout)
+
+
+def store_messages(home: Path) -> list[Any]:
+    """Every Message of ACCOUNT, read from the store file by a fresh host (the oracle)."""
+    from host.graph import Guards
+    from host.manager import Host
+
+    host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT}).load()
+    try:
+        return host.store().find(guards=Guards(ACCOUNT), labels=["Message"], limit=100_000)
+    finally:
+        host.close()
