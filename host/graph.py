@@ -189,6 +189,26 @@ def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after
                               "and add no other agent; nothing was written")
 
 
+def edge_guards(g: Guards | None) -> Guards | None:
+    """The guards an edge write applies: a narrowed process's (None for an admin process, whose
+    edge writes keep their account-only reach: the importers link soft-deleted nodes too)."""
+    return g if g is not None and g.narrowed else None
+
+
+def edge_denied(source_id: str, edge_type: str, target_id: str) -> WriteDenied:
+    """The refusal of an edge write (create or delete) with an end the process cannot read.
+
+    An absent end answers exactly as a hidden one, so an edge write never tells whether a node
+    exists outside the guards (or in another account).
+    """
+    from host.log import log
+
+    log("graph-write", "reject", reason=ISOLATION, edge=edge_type[:64], source=source_id[:64],
+        target=target_id[:64], rule="edge")
+    return WriteDenied(f"edge: {source_id!r} -[{edge_type}]-> {target_id!r}: both ends must be nodes this process "
+                       "can read (ALLOWED_SCOPES / AGENT_SLUG); nothing was written")
+
+
 @dataclass(frozen=True)
 class Principal:
     """Who a call runs as: built once where the call enters (an MCP server process, an HTTP
@@ -324,8 +344,13 @@ class GraphStore(Protocol):
         properties: Mapping[str, Any] | None = None,
         *,
         account_id: str,
+        guards: Guards | None = None,
     ) -> None:
-        """MERGE a typed edge between two nodes of the account; maintains ``backlinkCount``."""
+        """MERGE a typed edge between two nodes of the account; maintains ``backlinkCount``.
+
+        With narrowed ``guards`` both ends must be nodes they can read (live, in scope, tagged):
+        else :func:`edge_denied` (``account-isolation``) and nothing written.
+        """
         ...
 
     def create_edges(
@@ -334,11 +359,18 @@ class GraphStore(Protocol):
         *,
         account_id: str,
         validated: bool = False,
+        guards: Guards | None = None,
     ) -> list[int]:
-        """Bulk MERGE of ``(source id, type, target id, properties)``; returns the positions whose end is unknown."""
+        """Bulk MERGE of ``(source id, type, target id, properties)``; returns the positions whose end is unknown.
+
+        With narrowed ``guards`` an end they cannot read refuses the whole batch (as in :meth:`create_edge`).
+        """
         ...
 
-    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int: ...
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str,
+                    guards: Guards | None = None) -> int:
+        """Remove a typed edge; returns how many went. Narrowed ``guards``: as in :meth:`create_edge`."""
+        ...
 
     def set_embedding(self, node_id: str, vector: Sequence[float], *, account_id: str) -> None: ...
 

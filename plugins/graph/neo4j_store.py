@@ -48,6 +48,8 @@ from host.graph import (
     WriteDenied,
     can_change,
     check_write,
+    edge_denied,
+    edge_guards,
     write_defaults,
 )
 from host.log import log
@@ -183,6 +185,18 @@ DELETE r
 SET b.backlinkCount = coalesce(b.backlinkCount, 1) - 1
 RETURN count(*) AS deleted"""
 
+def q_delete_edge_guarded(edge_type: str) -> str:
+    """Remove a typed edge whose two ends the guards can read: no row when one is not such a node."""
+    t = check_name(edge_type, "edge.type")
+    return f"""MATCH (a:{BASE_LABEL} {{accountId: $accountId, id: $source}}) WHERE {GUARD.replace('n.', 'a.')}
+MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: $target}}) WHERE {GUARD.replace('n.', 'b.')}
+OPTIONAL MATCH (a)-[r:`{t}`]->(b)
+WITH b, collect(r) AS gone
+FOREACH (r IN gone | DELETE r)
+SET b.backlinkCount = coalesce(b.backlinkCount, size(gone)) - size(gone)
+RETURN size(gone) AS deleted"""
+
+
 def q_upsert(labels: Sequence[str]) -> str:
     """MERGE nodes of one label set on (accountId, id): another account's node is never touched."""
     extra = "".join(f":`{label}`" for label in check_labels(labels))
@@ -316,7 +330,7 @@ def lint_statements() -> list[str]:
     stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_MISSING,
              Q_REINGEST_TREE, Q_STORED, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
              Q_LABEL_TOTAL, Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
-             Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type="MENTIONS"),
+             Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type="MENTIONS"), q_delete_edge_guarded("MENTIONS"),
              q_fulltext(), q_fulltext(where + within), q_vector_window(1), q_vector_window(3, where + within),
              q_vector_count(), q_vector_exact(where + within),
              q_upsert(["Person"]), q_upsert(["KnowledgeDocument", "Report"]), q_edges("HAS_SECTION"),
@@ -556,19 +570,33 @@ class Neo4jStore:
             after[nid] = merged
 
     def create_edge(self, source_id: str, target_id: str, edge_type: str,
-                    properties: Mapping[str, Any] | None = None, *, account_id: str) -> None:
-        if self.create_edges([(source_id, edge_type, target_id, properties)], account_id=account_id):
+                    properties: Mapping[str, Any] | None = None, *, account_id: str,
+                    guards: Guards | None = None) -> None:
+        if self.create_edges([(source_id, edge_type, target_id, properties)], account_id=account_id, guards=guards):
             raise UserError(f"edge: node '{source_id}' or '{target_id}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str, validated: bool = False) -> list[int]:
+                     account_id: str, validated: bool = False, guards: Guards | None = None) -> list[int]:
+        """Bulk MERGE; narrowed ``guards``: an end they cannot read refuses the whole batch
+        (``WriteDenied``, one transaction rolled back)."""
         from plugins.graph.common import check_edge
 
         check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
+        g = edge_guards(guards)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
             t, d, p = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
             wanted.append((src, t, d, p))
+        if g is not None:
+            def guarded(tx: Any) -> list[int]:
+                missing = self._edges(tx, wanted, account_id, g)
+                if missing:
+                    src, etype, dst, _ = wanted[missing[0]]
+                    raise edge_denied(src, etype, dst)
+                return missing
+
+            return self.write(guarded)
         if not validated:
             return self.write(lambda tx: self._edges(tx, wanted, account_id))
         missing: list[int] = []  # an import's late edges: committed IMPORT_BATCH at a time, like its nodes
@@ -595,8 +623,17 @@ class Neo4jStore:
                 done.add(rec["pos"])
         return [pos for pos in range(len(wanted)) if pos not in done]
 
-    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int:
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str,
+                    guards: Guards | None = None) -> int:
         check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
+        g = edge_guards(guards)
+        if g is not None:
+            rows = self._rows(q_delete_edge_guarded(edge_type), {**self._guard_params(g), "source": source_id,
+                                                                "target": target_id}, read=False)
+            if not rows:
+                raise edge_denied(source_id, edge_type, target_id)
+            return rows[0]["deleted"]
         q = Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type=check_name(edge_type, "edge.type"))
         rows = self._rows(q, {"source": source_id, "target": target_id, "accountId": account_id}, read=False)
         return rows[0]["deleted"] if rows else 0

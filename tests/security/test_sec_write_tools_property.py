@@ -16,7 +16,11 @@ runs on Neo4j (``test_..._on_neo4j``, the database read back the same way). Afte
 - no answer reveals that an id exists in another account, and no call crashes (only one-line
   ``UserError`` refusals);
 - every row a read tool returns (``profile-read``, report reads, ``conversation-search``) is one
-  the caller could read.
+  the caller could read;
+- the store's edge operations (``create_edge``, ``create_edges``, ``delete_edge``, called as the
+  importers and collection sync do, with the process's guards) succeed for a narrowed process
+  exactly when every end is a node it can read (live, in scope, tagged), and are otherwise refused
+  with ``account-isolation`` and nothing written; whether an end exists elsewhere never shows.
 
 Totals print at the end (``-s``); ``SECURITY_EXAMPLES`` (``SECURITY_EXAMPLES_NEO4J``, default
 30: a Neo4j call and its read-back are round trips) raises the example count for a long run.
@@ -179,6 +183,8 @@ class World:
         from host.tooltable import checked_call
 
         try:
+            if tool in EDGE_OPS:
+                return True, edge_op(self.hosts[WHO.index(who)], tool, args)
             served, checked = checked_call(self.tools[who.name], tool, args)
             return True, served.handler(**checked)
         except UserError as exc:
@@ -209,6 +215,49 @@ def world() -> Iterator[World]:
     assert STATS["widenings"] == 0
     if EXAMPLES >= 100:
         assert STATS["attempts"] >= 5000 and STATS["refused"] > 100 and STATS["ok"] > 500 and STATS["probes"] > 30
+
+
+# ---------------------------------------------------------------------- edge operations
+EDGE_OPS = ("edge-create", "edge-create-many", "edge-delete")
+SEEDED_EDGES = [("doc-1", "HAS_SECTION", "sec-1"), ("sec-1", "HAS_CHUNK", "chunk-1"),
+                ("conv-admin", "HAS_MESSAGE", "conv-admin-m"), ("sess-1", "HAS_MESSAGE", "sess-1-m"),
+                ("profile-owner", "HAS_PREFERENCE", "pref-1")]
+
+
+def edge_op(host: Any, tool: str, args: dict[str, Any]) -> Any:
+    """A store edge operation as a process makes it: its own account, its own guards."""
+    from host.graph import Principal
+
+    g = Principal.from_env(host.env).guards
+    store = host.store()
+    if tool == "edge-create":
+        store.create_edge(args["source"], args["target"], args["type"], account_id=g.account_id, guards=g)
+        return {"created": 1}
+    if tool == "edge-create-many":
+        return {"missing": store.create_edges([(s, t, d, None) for s, t, d in args["edges"]],
+                                              account_id=g.account_id, guards=g)}
+    return {"deleted": store.delete_edge(args["source"], args["target"], args["type"], account_id=g.account_id,
+                                         guards=g)}
+
+
+def edge_ends(tool: str, args: dict[str, Any]) -> list[str]:
+    if tool == "edge-create-many":
+        return [end for s, _, d in args["edges"] for end in (s, d)]
+    return [args["source"], args["target"]]
+
+
+def check_edge_outcome(who: Who, tool: str, args: dict[str, Any], ok: bool, result: Any, state: Any) -> None:
+    """A narrowed process's edge operation succeeds exactly when it can read every end (so its
+    outcome depends on nothing it cannot read), else it is an ``account-isolation`` refusal."""
+    if not who.narrowed:
+        return
+    readable = all((row := state[0].get((who.account, end))) is not None and can_read(who, row)
+                   for end in edge_ends(tool, args))
+    assert ok == readable, f"{who.name} {tool} {args}: readable={readable} but {result}"
+    if not ok:
+        assert "account-isolation" in result or "can read" in result, result
+    elif tool == "edge-create-many":
+        assert result == {"missing": []}
 
 
 # ---------------------------------------------------------------------- graphs and calls
@@ -285,7 +334,15 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     tool = draw(st.sampled_from(["memory-write", "memory-write", "memory-update", "memory-update", "memory-delete",
                                  "memory-restore", "memory-ingest", "memory-report-write", "profile-update",
                                  "conversation-append", "profile-read", "memory-report-list",
-                                 "memory-report-read-latest", "conversation-search", "memory-reindex"]))
+                                 "memory-report-read-latest", "conversation-search", "memory-reindex",
+                                 *EDGE_OPS]))
+    if tool in EDGE_OPS:
+        etype = draw(st.sampled_from(["ABOUT", "HAS_CHUNK", "HAS_MESSAGE", "HAS_SECTION", "HAS_PREFERENCE"]))
+        pair = st.one_of(st.sampled_from(SEEDED_EDGES), st.tuples(any_id, st.just(etype), any_id))
+        if tool == "edge-create-many":
+            return tool, {"edges": draw(st.lists(pair, min_size=1, max_size=3))}
+        s, t, d = draw(pair)
+        return tool, {"source": s, "type": t, "target": d}
     if tool == "memory-write":
         args: dict[str, Any] = {"labels": [draw(st.sampled_from(["Note", "Person", "Report"]))],
                                 "properties": _props(draw, nulls=False)}
@@ -387,6 +444,8 @@ def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]]
         STATS["attempts"] += 1
         STATS["ok" if ok else "refused"] += 1
         problems = widenings(who, state, after)
+        if tool in EDGE_OPS:
+            check_edge_outcome(who, tool, args, ok, result, state)
         if tool in ("profile-update", "memory-reindex") and who.narrowed:
             assert not ok and "account-isolation" in result and state == after, \
                 f"{who.name}: {tool} is admin-only, got {result}"
@@ -520,6 +579,8 @@ def test_narrowed_processes_never_widen_on_neo4j(neo4j_world: Neo4jWorld, rows: 
         stats["attempts"] += 1
         stats["ok" if ok else "refused"] += 1
         problems = widenings(who, state, after)
+        if tool in EDGE_OPS:
+            check_edge_outcome(who, tool, args, ok, result, state)
         if tool in ("profile-update", "memory-reindex") and who.narrowed:
             assert not ok and "account-isolation" in result and state == after, \
                 f"{who.name}: {tool} is admin-only, got {result}"

@@ -22,7 +22,17 @@ from typing import Any
 import numpy as np
 
 from host.errors import UserError
-from host.graph import VECTOR_LABELS, Guards, Hit, Neighbor, Node, WriteDenied, can_change
+from host.graph import (
+    VECTOR_LABELS,
+    Guards,
+    Hit,
+    Neighbor,
+    Node,
+    WriteDenied,
+    can_change,
+    edge_denied,
+    edge_guards,
+)
 from plugins.graph import migrations
 from plugins.graph.common import (
     EXPAND_LIMIT,
@@ -290,11 +300,21 @@ class SqliteStore(VectorSearch):
         return [r[0] for r in rows]
 
     def create_edge(self, source_id: str, target_id: str, edge_type: str,
-                    properties: Mapping[str, Any] | None = None, *, account_id: str) -> None:
-        """MERGE a typed edge between two nodes of the account; ``backlinkCount`` follows."""
+                    properties: Mapping[str, Any] | None = None, *, account_id: str,
+                    guards: Guards | None = None) -> None:
+        """MERGE a typed edge between two nodes of the account; ``backlinkCount`` follows.
+
+        Narrowed ``guards``: both ends must be nodes they can read, else ``WriteDenied``.
+        """
         check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
+        g = edge_guards(guards)
         etype, to, props = check_edge({"type": edge_type, "to": target_id, "properties": properties}, "edge")
         with self._write() as conn:
+            if g is not None:
+                if self._edges(conn, [(source_id, etype, to, props)], account_id, guards=g):
+                    raise edge_denied(source_id, etype, to)
+                return
             src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ?",
                                (source_id, account_id)).fetchone()
             if src is None:
@@ -303,19 +323,26 @@ class SqliteStore(VectorSearch):
                 raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str, validated: bool = False) -> list[int]:
+                     account_id: str, validated: bool = False, guards: Guards | None = None) -> list[int]:
         """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end.
 
         ``validated=True`` skips re-checking edges that already went through ``check_edge``.
+        Narrowed ``guards``: an end they cannot read refuses the whole batch (``WriteDenied``).
         """
         check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
+        g = edge_guards(guards)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
             if not validated:
                 etype, dst, props = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
             wanted.append((src, etype, dst, props))
         with self._write() as conn:
-            return self._edges(conn, wanted, account_id)
+            missing = self._edges(conn, wanted, account_id, guards=g)
+            if g is not None and missing:
+                src, etype, dst, _ = wanted[missing[0]]
+                raise edge_denied(src, etype, dst)  # rolls the batch back
+            return missing
 
     def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str,
                known: Mapping[str, int] | None = None, guards: Guards | None = None) -> list[int]:
@@ -388,9 +415,21 @@ class SqliteStore(VectorSearch):
                 self.conn.execute("DETACH stage")
                 self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
-    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str) -> int:
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str,
+                    guards: Guards | None = None) -> int:
+        """Remove a typed edge; narrowed ``guards``: both ends must be nodes they can read."""
         check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
+        g = edge_guards(guards)
         with self._write() as conn:
+            if g is not None:
+                cond, params = guard_sql(g)
+                ends = [conn.execute(f"SELECT n.rid FROM nodes n WHERE n.id = ? AND {cond}",
+                                     [nid, *params]).fetchone() for nid in (source_id, target_id)]
+                if None in ends:
+                    raise edge_denied(source_id, edge_type, target_id)
+                return conn.execute("DELETE FROM edges WHERE type = ? AND source = ? AND target = ?",
+                                    (edge_type, ends[0][0], ends[1][0])).rowcount
             cur = conn.execute(
                 "DELETE FROM edges WHERE type = ? AND source = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?) "
                 "AND target = (SELECT rid FROM nodes WHERE id = ? AND +account_id = ?)",

@@ -249,11 +249,12 @@ class Syncer:
         for sid in sections:
             for n in chunks.get(sid, []):
                 if n.type == "HAS_CHUNK" and n.direction == "out" and n.node.id not in keep:
+                    # unlinked first: a narrowed process may only unlink nodes it can read (live)
+                    self.store.delete_edge(sid, n.node.id, "HAS_CHUNK", account_id=self.account, guards=self.guards)
                     self.store.soft_delete(n.node.id, guards=self.guards)
-                    self.store.delete_edge(sid, n.node.id, "HAS_CHUNK", account_id=self.account)
             if sid not in keep:
+                self.store.delete_edge(doc, sid, "HAS_SECTION", account_id=self.account, guards=self.guards)
                 self.store.soft_delete(sid, guards=self.guards)
-                self.store.delete_edge(doc, sid, "HAS_SECTION", account_id=self.account)
 
     # ------------------------------------------------------------------ the sync
     def run(self) -> SyncStats:
@@ -417,10 +418,11 @@ class Syncer:
             remove.extend((n.doc_id, t) for t in old if t not in targets)
             changed.append((rel, wanted))
         if add:
-            missing = self.store.create_edges(add, account_id=self.account)
+            missing = self.store.create_edges(add, account_id=self.account, guards=self.guards)
             self.stats.edges_added += len(add) - len(missing)
         for src, dst in remove:
-            self.stats.edges_removed += self.store.delete_edge(src, dst, LINK_EDGE, account_id=self.account)
+            self.stats.edges_removed += self.store.delete_edge(src, dst, LINK_EDGE, account_id=self.account,
+                                                               guards=self.guards)
         if changed:
             self.state.set_edges(changed)
 
