@@ -1,15 +1,16 @@
 #!/bin/sh
-# Claude Code UserPromptSubmit and Stop hook: prompt-time memory surfacing and recall tracking
-# (plugins/memory/surfacing/client.py tells the two apart by hook_event_name).
+# Claude Code's memory hooks (UserPromptSubmit, Stop, PostToolUse[Failure], PreCompact, SessionStart):
+# plugins/memory/surfacing/hook.py hands the input to `plughost serve` with builtins only, and
+# passes anything else to client.py (the full hook process, with its cold fallback).
 # Claude Code gives hooks the config dir's settings.json env, where `plughost install` put
-# PLUGHOST_PYTHON (the install's interpreter); -S keeps the warm path to the standard library.
+# PLUGHOST_PYTHON (the install's interpreter); -S -I keep the start to the interpreter itself.
+# No subshell or command runs before the interpreter (each fork is a millisecond of every prompt).
 # Never fails the prompt.
-here="$(cd "$(dirname "$0")" 2>/dev/null && pwd)"
-repo="$(cd "$here/../../.." 2>/dev/null && pwd)"
+case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
 if [ -n "$PLUGHOST_PYTHON" ]; then py="$PLUGHOST_PYTHON"
 elif [ -n "$PLATFORM_ROOT" ] && [ -x "$PLATFORM_ROOT/.venv/bin/python" ]; then py="$PLATFORM_ROOT/.venv/bin/python"
-elif [ -x "$repo/.venv/bin/python" ]; then py="$repo/.venv/bin/python"
+elif [ -x "$here/../../../.venv/bin/python" ]; then py="$here/../../../.venv/bin/python"
 else py=python3
 fi
-"$py" -S "$here/../surfacing/client.py"
+"$py" -S -I "$here/../surfacing/hook.py"
 exit 0

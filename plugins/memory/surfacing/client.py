@@ -47,7 +47,7 @@ def _fmt(value: Any) -> str:
 
 
 def log_line(home: str | None, env: Mapping[str, str], **fields: Any) -> str:
-    line = "[surface] op=hook " + " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
+    line = "[surface] op=hook " + fields_text(fields)
     try:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
@@ -156,6 +156,58 @@ def run_cold(request: Mapping[str, Any], env: Mapping[str, str], home: str) -> d
         host.close()
 
 
+def plan(hook: Mapping[str, Any] | None, ctx: context.Context | None) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The request for the server, or None and the skip's ``[surface] op=hook`` fields.
+
+    Shared by this process and the warm server's hook route (``server.answer_hook``), so both
+    skip the same prompts for the same reasons.
+    """
+    if hook is None:
+        return None, {"path": "skip", "reason": "stdin-not-a-json-object"}
+    if ctx is None:
+        return None, {"path": "skip", "reason": "no-account"}
+    event = hook.get("hook_event_name")
+    if event in TOOL_EVENTS or event in COMPACT_EVENTS:  # admin sessions only, decided before any round trip
+        if ctx.role not in (None, "admin") or ctx.scopes is not None or ctx.agent:
+            return None, {"path": "skip", "event": event, "reason": "not-admin"}
+        if event == "SessionStart" and hook.get("source") not in ("compact", "resume"):
+            return None, {"path": "skip", "event": event, "reason": "source"}
+    elif event == "Stop":  # recall tracking: only sessions that were shown memory
+        sid = hook.get("session_id")
+        if not isinstance(sid, str) or not sid or not os.path.exists(
+                sessions.session_path(Path(ctx.home), ctx.account_id, sid)):
+            return None, {"path": "skip", "event": "Stop", "reason": "nothing-surfaced"}
+    else:
+        prompt = hook.get("prompt") if isinstance(hook.get("prompt"), str) else ""
+        first = rules.decide(prompt or "", "-")  # "-": would it be worth a search even as a follow-up?
+        if first.query is None:
+            return None, {"path": "skip", "reason": first.reason}
+    return build_request(hook, ctx), {}
+
+
+def outcome(hook: Mapping[str, Any], request: Mapping[str, Any], reply: Mapping[str, Any],
+            path: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """What the hook prints (None: nothing) and its ``[surface] op=hook`` fields, from the reply."""
+    if not reply.get("ok"):
+        return None, {"path": path, "result": "error", "reason": reply.get("error"), "detail": reply.get("detail")}
+    output = reply.get("output") if isinstance(reply.get("output"), dict) else None
+    op = request.get("op")
+    if op == "compaction":
+        return output, {"path": path, "event": hook.get("hook_event_name"), "result": "ok",
+                        "stored": reply.get("stored"), "injected": output is not None}
+    if op == "tool-call":
+        return None, {"path": path, "event": hook.get("hook_event_name"), "result": "ok",
+                      "recorded": reply.get("recorded")}
+    if op == "recall":
+        return None, {"path": path, "event": "Stop", "result": "ok", "reason": reply.get("reason"),
+                      "used": len(reply.get("used") or [])}
+    return output, {"path": path, "result": "ok", "reason": reply.get("reason"), "items": reply.get("items", 0)}
+
+
+def fields_text(fields: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
+
+
 def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
     started = time.perf_counter()
     home: str | None = None
@@ -168,31 +220,14 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
         return done("off")
     env = context.effective_env(env)
     hook = parse_input(raw[:MAX_STDIN])
-    if hook is None:
-        return done("skip", reason="stdin-not-a-json-object")
-    ctx = context.resolve(env)
-    if ctx is None:
-        return done("skip", reason="no-account")
-    home = ctx.home
-    event = hook.get("hook_event_name")
-    if event in TOOL_EVENTS or event in COMPACT_EVENTS:  # admin sessions only, decided before any round trip
-        if ctx.role not in (None, "admin") or ctx.scopes is not None or ctx.agent:
-            return done("skip", event=event, reason="not-admin")
-        if event == "SessionStart" and hook.get("source") not in ("compact", "resume"):
-            return done("skip", event=event, reason="source")
-    elif event == "Stop":  # recall tracking: only sessions that were shown memory
-        sid = hook.get("session_id")
-        if not isinstance(sid, str) or not sid or not os.path.exists(
-                sessions.session_path(Path(home), ctx.account_id, sid)):
-            return done("skip", event="Stop", reason="nothing-surfaced")
-    else:
-        prompt = hook.get("prompt") if isinstance(hook.get("prompt"), str) else ""
-        first = rules.decide(prompt or "", "-")  # "-": would it be worth a search even as a follow-up?
-        if first.query is None:
-            return done("skip", reason=first.reason)
-    request = build_request(hook, ctx)
+    ctx = context.from_merged(env) if hook is not None else None
+    request, skipped = plan(hook, ctx)
+    if ctx is not None:
+        home = ctx.home
+    if request is None or hook is None or ctx is None:
+        return done(**skipped)
     try:
-        reply = ask_warm(home, request, _ms(env, "PLUGHOST_SURFACE_TIMEOUT_MS", WARM_TIMEOUT_MS))
+        reply = ask_warm(ctx.home, request, _ms(env, "PLUGHOST_SURFACE_TIMEOUT_MS", WARM_TIMEOUT_MS))
         path = "warm"
     except Unavailable as exc:
         if env.get("PLUGHOST_SURFACE_COLD", "1").strip() == "0":
@@ -201,7 +236,7 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
 
         def cold() -> None:
             try:
-                box["reply"] = run_cold(request, env, home or "")
+                box["reply"] = run_cold(request, env, ctx.home)
             except BaseException as exc:  # noqa: BLE001 - reported below, never raised
                 box["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:120]
 
@@ -216,30 +251,20 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
     except (OSError, ValueError) as exc:  # timeout, reset, garbage: the prompt goes on without memory
         reason = "timeout" if isinstance(exc, (TimeoutError, socket.timeout)) else type(exc).__name__
         return done("warm", result="error", reason=reason)
-    if not reply.get("ok"):
-        return done(path, result="error", reason=reply.get("error"), detail=reply.get("detail"))
-    if request.get("op") == "compaction" and isinstance(reply.get("output"), dict):
-        out.write(json.dumps(reply["output"], ensure_ascii=False))
-        out.flush()
-    if request.get("op") == "compaction":
-        return done(path, event=hook.get("hook_event_name"), result="ok", stored=reply.get("stored"),
-                    injected=isinstance(reply.get("output"), dict))
-    if request.get("op") == "tool-call":
-        return done(path, event=hook.get("hook_event_name"), result="ok", recorded=reply.get("recorded"))
-    if request.get("op") == "recall":
-        return done(path, event="Stop", result="ok", reason=reply.get("reason"), used=len(reply.get("used") or []))
-    output = reply.get("output")
-    if isinstance(output, dict):
+    output, fields = outcome(hook, request, reply, path)
+    if output is not None:
         out.write(json.dumps(output, ensure_ascii=False))
         out.flush()
-    return done(path, result="ok", reason=reply.get("reason"), items=reply.get("items", 0))
+    return done(**fields)
 
 
-def entry() -> None:
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1) if not sys.stdin.isatty() else b""
-    except (OSError, ValueError):
-        raw = b""
+def entry(raw: bytes | None = None) -> None:
+    """The process: ``raw`` is the hook input when the first stage (``hook.py``) already read it."""
+    if raw is None:
+        try:
+            raw = sys.stdin.buffer.read(MAX_STDIN + 1) if not sys.stdin.isatty() else b""
+        except (OSError, ValueError):
+            raw = b""
     try:
         main(raw, os.environ, sys.stdout)
     except BaseException:  # noqa: BLE001 - a hook must never fail the prompt

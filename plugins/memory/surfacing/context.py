@@ -72,7 +72,12 @@ def resolve(env: Mapping[str, str]) -> Context | None:
 
     ``env`` is the process environment; the config dir's settings fill what it lacks.
     """
-    merged = effective_env(env)
+    return from_merged(effective_env(env))
+
+
+def from_merged(merged: Mapping[str, str]) -> Context | None:
+    """:func:`resolve` of an environment already merged with the config dir's settings (what the
+    hook's first stage sends ``plughost serve``)."""
     account = merged.get("ACCOUNT_ID", "").strip()
     if not _ACCOUNT.match(account):
         return None

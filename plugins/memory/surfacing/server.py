@@ -29,7 +29,8 @@ from host.state import StateKey
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
 
-MAX_REQUEST = 256 * 1024
+MAX_REQUEST = (1 << 20) + (64 << 10)
+"""A hook input (at most 1 MiB, ``client.MAX_STDIN``) with its token and environment."""
 STATE_KEY: StateKey[Any] = StateKey("memory.surface-server")
 
 
@@ -63,7 +64,8 @@ class _Handler(socketserver.StreamRequestHandler):
         line = self.rfile.readline(MAX_REQUEST + 1)
         reply = self.server.owner.answer(line)
         try:
-            self.wfile.write((json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8"))
+            self.wfile.write(reply if isinstance(reply, bytes) else
+                             (json.dumps(reply, ensure_ascii=False) + "\n").encode("utf-8"))
         except OSError:
             pass
 
@@ -123,7 +125,7 @@ class SurfaceServer:
         log("surface", "op=warm", result="ok", account=account[:8] or None,
             ms=f"{(time.perf_counter() - started) * 1000:.0f}")
 
-    def answer(self, line: bytes) -> dict[str, Any]:
+    def answer(self, line: bytes) -> dict[str, Any] | bytes:
         if len(line) > MAX_REQUEST:
             return {"ok": False, "error": "too-large", "detail": f"request: more than {MAX_REQUEST} bytes"}
         try:
@@ -136,6 +138,8 @@ class SurfaceServer:
         if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self.token.encode()):
             log("surface", "op=refused", reason="bad-token")
             return {"ok": False, "error": "unauthorized", "detail": "token: missing or wrong"}
+        if "hook" in data:
+            return answer_hook(self.host, data.get("hook"), data.get("env"))
         request = data.get("request")
         return dispatch(self.host, request if isinstance(request, dict) else {})
 
@@ -152,6 +156,26 @@ class SurfaceServer:
             pass
         self._server = None
         log("surface", "op=stopped")
+
+
+def answer_hook(host: Host, hook: Any, env: Any) -> bytes:
+    """The hook's first stage's request (``hook.py``): Claude Code's hook input as it came, and the
+    environment merged with the config dir's settings. Everything the hook process would decide is
+    decided here, by the same functions (``client.plan`` / ``client.outcome``), so the process
+    imports nothing but builtins. The reply is two lines: the ``[surface] op=hook`` fields (the
+    process adds its ``ms``) and what the hook prints (empty: nothing).
+    """
+    from plugins.memory.surfacing import client, context
+
+    merged = {str(k): v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
+    ctx = context.from_merged(merged)
+    parsed = hook if isinstance(hook, dict) else None
+    request, fields = client.plan(parsed, ctx)
+    output = None
+    if request is not None and parsed is not None:
+        output, fields = client.outcome(parsed, request, dispatch(host, request), "warm")
+    text = json.dumps(output, ensure_ascii=False) if output is not None else ""
+    return (client.fields_text(fields).replace("\n", " ") + "\n" + text + "\n").encode("utf-8")
 
 
 def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
