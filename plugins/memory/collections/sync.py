@@ -22,10 +22,13 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,9 +48,42 @@ JUNK_DIRS = frozenset({
     "bower_components", "vendor", "Trash", "$RECYCLE.BIN", "_build", "coverage",
 })
 """Folders never indexed, on top of every hidden folder (``.git``, ``.obsidian``, ``.trash``, ``.venv`` ...)."""
-BATCH_NOTES = 64
+BATCH_NOTES = 256
 LINK_EDGE = "LINKS_TO"
 MAX_FILE_BYTES = 8 << 20
+PARALLEL_MIN_NOTES = 256
+"""From this many notes to parse, worker processes parse them (a process start costs less than it saves)."""
+
+_Parsed = tuple[list[dict[str, Any]], list[tuple[str, str]], list[str], int, int] | str
+_FORKED: Syncer | None = None
+"""The syncer a forked parse worker works for (set before the fork)."""
+
+
+@contextmanager
+def _forked(syncer: Syncer) -> Iterator[None]:
+    """The syncer the parse workers fork with: they inherit it, so a source need not pickle."""
+    global _FORKED
+    _FORKED = syncer
+    try:
+        yield
+    finally:
+        _FORKED = None
+
+
+def _orphan_watch(parent: int) -> None:
+    """In a parse worker: exit when the syncing process is gone (a kill -9 leaves no worker behind)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
+
+
+def _parse_piece(items: list[tuple[NoteState, str]]) -> list[_Parsed]:
+    """In a parse worker: each note's rows, links and names, or its error."""
+    assert _FORKED is not None
+    return [_FORKED._parse_one(st, text) for st, text in items]
 
 
 @dataclass
@@ -341,16 +377,65 @@ class Syncer:
         self.stats.ms = (time.perf_counter() - started) * 1000
         return self.stats
 
+    def _parsed(self, todo: list[tuple[NoteState, str, bool, bool]]) -> Iterator[tuple[int, _Parsed]]:
+        """``(position in todo, parse result)`` in order: in this process, or, for a big sync, in
+        forked worker processes (parsing and sectioning are pure Python: a thread would take turns
+        with the writer on the GIL, a process runs beside it on another core)."""
+        workers = self._workers(len(todo))
+        if not workers:
+            for i, (st, text, *_) in enumerate(todo):
+                yield i, self._parse_one(st, text)
+            return
+        step = self.batch_notes
+        pieces = [list(range(start, min(start + step, len(todo)))) for start in range(0, len(todo), step)]
+        context = multiprocessing.get_context("fork")
+        with _forked(self), ProcessPoolExecutor(workers, mp_context=context, initializer=_orphan_watch,
+                                                initargs=(os.getpid(),)) as pool:
+            pending: list[tuple[list[int], Future[list[_Parsed]]]] = []
+            ahead = 2 * workers + 1  # bounds the texts and rows in flight
+            for piece in pieces:
+                pending.append((piece, pool.submit(_parse_piece, [(todo[i][0], todo[i][1]) for i in piece])))
+                while len(pending) > ahead:
+                    yield from self._collect(*pending.pop(0))
+            while pending:
+                yield from self._collect(*pending.pop(0))
+
+    def _collect(self, piece: list[int], future: Future[list[_Parsed]]) -> Iterator[tuple[int, _Parsed]]:
+        yield from zip(piece, future.result(), strict=True)
+
+    def _workers(self, notes: int) -> int:
+        """Parse processes for ``notes`` notes (``PLUGHOST_COLLECTIONS_WORKERS``; 0 = parse here)."""
+        if notes < PARALLEL_MIN_NOTES or "fork" not in multiprocessing.get_all_start_methods():
+            return 0
+        default = min(4, max(1, (os.cpu_count() or 1) - 1))
+        try:
+            return max(0, min(16, int(os.environ.get("PLUGHOST_COLLECTIONS_WORKERS", "") or default)))
+        except ValueError:
+            return default
+
+    def _parse_one(self, st: NoteState, text: str) -> _Parsed:
+        """The note's rows, links and names (or the error, as text); counts are added by the caller."""
+        sections, chunks = self.stats.sections, self.stats.chunks
+        try:
+            rows, links, names = self._rows(st, text)
+        except Exception as exc:  # a source that cannot parse one file skips that file
+            return f"{st.relpath}: {type(exc).__name__}: {exc}"[:200]
+        added = (self.stats.sections - sections, self.stats.chunks - chunks)
+        self.stats.sections, self.stats.chunks = sections, chunks
+        return rows, links, names, added[0], added[1]
+
     def _write_all(self, todo: list[tuple[NoteState, str, bool, bool]]) -> None:
         def batches() -> Iterator[list[_Work]]:
             batch: list[_Work] = []
-            for st, text, existing, reuse in todo:
-                try:
-                    rows, links, names = self._rows(st, text)
-                except Exception as exc:  # a source that cannot parse one file skips that file
+            for i, result in self._parsed(todo):
+                st, _text, existing, reuse = todo[i]
+                if isinstance(result, str):
                     self.stats.failed += 1
-                    self.stats.errors.append(f"{st.relpath}: {type(exc).__name__}: {exc}"[:200])
+                    self.stats.errors.append(result)
                     continue
+                rows, links, names = result[0], result[1], result[2]
+                self.stats.sections += result[3]
+                self.stats.chunks += result[4]
                 if st.title and (st.title, sorted(st.aliases)) != (names[-1], sorted(names[:-1])):
                     self._names_changed = True  # notes linking to its old title resolve elsewhere now
                 st.links, st.title, st.aliases = links, names[-1], names[:-1]

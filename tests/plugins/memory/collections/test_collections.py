@@ -103,6 +103,16 @@ def test_incremental_change_rename_delete(tmp_path: Path, plughost_home: Path) -
         host.close()
 
 
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return out
+
+
 def test_kill_9_during_sync_then_sync_again(tmp_path: Path, plughost_home: Path) -> None:
     notes = tmp_path / "big"
     write_notes(notes, 1500)
@@ -123,9 +133,15 @@ def test_kill_9_during_sync_then_sync_again(tmp_path: Path, plughost_home: Path)
             if written >= 64:
                 break
         time.sleep(0.01)
+    workers = _children(proc.pid)  # the parse workers (1,500 notes are parsed in forked processes)
+    assert workers, "no parse worker process"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert 0 < written < 1500, f"the sync was not caught mid-way ({written} notes recorded)"
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()], "a parse worker outlived its sync"
     stats = _sync(plughost_home, "big")["big"]
     assert stats["repaired"] is True and stats["new"] + stats["unchanged"] == 1500
     host = host_for(plughost_home)
