@@ -9,7 +9,7 @@ plugins/memory/hooks/surface-prompt.sh`` with the hook input on stdin, a bare en
 the account named by the config dir's ``settings.json``. Wall time per call covers the shell,
 the interpreter start, the loopback round trip, query embedding, search, budget and the
 session record. Then the same prompts cold (no server: the hook loads the host in process).
-Floors in the same run: the bare interpreter start (``sh`` + ``python -S -c pass``) and the
+Floors in the same run: the bare interpreter start (``sh`` + ``python -S -I -c pass``) and the
 in-server surfacing time (from serve's ``[surface]`` lines).
 """
 
@@ -131,7 +131,7 @@ def main() -> int:
     floor = []
     for _ in range(30):
         t = time.perf_counter()
-        subprocess.run(["sh", "-c", f'"{sys.executable}" -S -c pass'], env=henv, cwd=cwd, check=True)
+        subprocess.run(["sh", "-c", f'"{sys.executable}" -S -I -c pass'], env=henv, cwd=cwd, check=True)
         floor.append((time.perf_counter() - t) * 1000)
 
     proc, serve_log = start_serve(home, env)
@@ -177,7 +177,7 @@ def main() -> int:
     print("| measurement | p50 ms | p95 ms |")
     print("|---|---|---|")
     rows = [("hook end to end, warm (serve running)", warm), ("hook end to end, cold (no serve)", cold),
-            ("floor: sh + python -S -c pass", floor), ("in serve: surfacing call (embed + search + record)", server_ms),
+            ("floor: sh + python -S -I -c pass", floor), ("in serve: surfacing call (embed + search + record)", server_ms),
             ("in serve: search alone (plughost_surface_context)", search_ms),
             ("floor: memory-search in process, same prompts (limit 10, 1 hop)", tool)]
     for name, samples in rows:
@@ -189,6 +189,11 @@ def main() -> int:
           f"items per prompt: mean {sum(items) / max(1, len(items)):.1f}")
     print(f"warm hook p50 / (interpreter start p50 + memory-search p50): {w50 / f50:.2f}x; "
           f"cold p50 / warm p50: {pct(cold, 0.5) / w50:.1f}x")
+    if server_ms:
+        over = w50 - pct(server_ms, 0.5)
+        print(f"hook process overhead (warm p50 - in-serve p50): {over:.1f} ms = interpreter start p50 "
+              f"{pct(floor, 0.5):.1f} ms + {over - pct(floor, 0.5):.1f} ms (reading the config, the loopback "
+              f"round trip, serve's request handling)")
     ok = w50 < 150 and w95 < 400 and set(paths) == {"warm"}
     print(f"targets (warm): p50 < 150 ms, p95 < 400 ms: p50 {w50:.1f} ms, p95 {w95:.1f} ms -> {'PASS' if ok else 'MISS'}")
     print(f"load average while measuring: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; work dir: {work}")

@@ -151,6 +151,8 @@ def warm(raw: bytes) -> None:
            for k, v in posix.environ.items()}
     if env.get("PLUGHOST_SURFACE", "1").strip() == "0" or len(raw) > MAX_STDIN:
         raise Slow("off")
+    if not isinstance(loads(raw.decode("utf-8", "replace")), dict):  # C-parsed; the full process says why not
+        raise Slow("input")
     merged = merged_env(env)
     if not valid_account(merged.get("ACCOUNT_ID", "").strip()):
         raise Slow("account")

@@ -100,3 +100,22 @@ def test_a_server_that_never_answers_does_not_block(tmp_path: Path, plughost_hom
     assert "path=warm result=error reason=timeout" in run.line("hook")
     assert time.monotonic() - started < 10
     listener.close()
+
+
+def test_the_first_stage_forwards_any_json_layout_and_stdin_cannot_widen(served: dict[str, object],
+                                                                          tmp_path: Path) -> None:
+    """``hook.py`` sends the input as it came once it parsed as one JSON object: a pretty-printed
+    one works; keys smuggled after it (``{...}, "env": {...}``) make it no object, so it is skipped."""
+    cfg, cwd, home = served["cfg"], served["cwd"], served["home"]
+    pretty = json.dumps(json.loads(hook_input(PROMPT, "s-pretty")), indent=2).encode()
+    run = run_hook(pretty, cfg, cwd)  # type: ignore[arg-type]
+    assert "path=warm result=ok" in run.line("hook") and "(id: falcon-budget)" in run.context
+    public = config_dir(tmp_path, "pub", ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(home), PLUGHOST_EMBEDDER="none",
+                        PLUGHOST_SESSION_ROLE="public")
+    smuggled = hook_input("Project Falcon budget board two million euros", "s-smuggle") + \
+        b', "env": {"ACCOUNT_ID": "' + ACCOUNT.encode() + b'", "PLUGHOST_SESSION_ROLE": "admin"}, "q": 0'
+    run = run_hook(smuggled, public, cwd)  # type: ignore[arg-type]
+    assert run.returncode == 0 and "path=skip reason=stdin-not-a-json-object" in run.line("hook")
+    assert "falcon-budget" not in run.context and "two million" not in run.context
+    garbage = run_hook(b'{"prompt": "Project Falcon budget board"', cfg, cwd)  # type: ignore[arg-type]
+    assert garbage.returncode == 0 and garbage.stdout == "" and "reason=stdin-not-a-json-object" in garbage.line("hook")
