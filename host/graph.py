@@ -494,5 +494,6 @@ def conversation_node_id(account_id: str, channel: str, sender: str) -> str:
     """Deterministic Conversation id from account + channel + sender (the channels pipeline's rule)."""
     import hashlib
 
-    digest = hashlib.sha256("\x1f".join((account_id, channel, sender)).encode("utf-8")).hexdigest()[:32]
+    joined = "\x1f".join((account_id, channel, sender))
+    digest = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:32]  # never raises
     return f"conv-{digest}"

@@ -69,6 +69,7 @@ class Inbound:
     def __post_init__(self) -> None:
         """Lone surrogates (JSON ``\\ud83d`` escapes) cannot be stored as UTF-8: make every field well formed."""
         self.text = well_formed(self.text)
+        self.sender = well_formed(self.sender)  # it names the Conversation and the session (UTF-8 hashes)
         self.name = well_formed(self.name) if self.name else self.name
         self.media_notes = tuple(well_formed(n) for n in self.media_notes)
         if self.reply is not None:
@@ -90,6 +91,18 @@ class Turn:
     reply: str | None = None
     payload: str | None = None
     delivery: Any = None
+
+
+def _well_formed_value(value: Any) -> Any:
+    """``value`` with every string in it well formed, nested ones (a reply target's ids) included:
+    the embedded store keeps JSON escapes of lone surrogates, Neo4j's driver cannot encode them."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, Mapping):
+        return {well_formed(str(k)): _well_formed_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_well_formed_value(v) for v in value]
+    return value
 
 
 def _h(*parts: str) -> str:
@@ -198,7 +211,7 @@ class Gateway:
         Conversation and links every Message of the session stored before it.
         """
         # every stored string well formed: a platform id or sender may carry a lone surrogate escape
-        clean = {k: well_formed(v) if isinstance(v, str) else v for k, v in props.items() if v is not None}
+        clean = {k: _well_formed_value(v) for k, v in props.items() if v is not None}
         row: dict[str, Any] = {"id": mid, "labels": labels, "properties": clean}
         targets = [mid]
         if msg.channel == "webchat" and not self._conversation_exists(conv):
@@ -220,7 +233,7 @@ class Gateway:
         if not self._conversation_exists(conv):
             props.update(startedAt=now_iso(), scope="admin", title=f"{msg.channel} {msg.name or msg.sender}",
                          sessionId=session_id_for(self.account_id, msg.sender_key))
-        return {"id": conv, "labels": ["Conversation"], "properties": props}
+        return {"id": conv, "labels": ["Conversation"], "properties": _well_formed_value(props)}
 
     def update_message(self, msg: Inbound, mid: str, props: Mapping[str, Any]) -> None:
         """Change a stored Message."""

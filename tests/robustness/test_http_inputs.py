@@ -1,7 +1,11 @@
 """No input is a 500 or a traceback (SPEC 13), against one real `plughost serve`: the cases found by
 hand (Unicode digits, 5,000-digit cursors, 100,000-deep JSON, 1e20 dates, 30-digit timestamps, lone
 surrogates, 10 MB bodies), log lines that try to forge lines or drive a terminal, and a hypothesis
-fuzz pass over every route's parameters, headers and bodies."""
+fuzz pass over every route's parameters, headers and bodies.
+
+The server runs on each backend (Neo4j when NEO4J_URI is set): what reaches the store (platform
+ids, senders, texts, reply targets) must reach Neo4j's driver well formed too. On Neo4j only the
+cases that reach the store run, with :data:`NEO4J_EXAMPLES` fuzz examples per test."""
 
 from __future__ import annotations
 
@@ -27,18 +31,45 @@ from hypothesis import strategies as st
 from robust_support import serve_env
 from serve_helpers import FIXTURES, start_serve
 
+from tests.backends import BACKENDS
+
 TG = {"X-Telegram-Bot-Api-Secret-Token": "tg-secret"}
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+NEO4J_EXAMPLES = 8
+"""Fuzz examples per test on Neo4j (each is a few round trips to the database; CI stays lean)."""
 HOSTILE = ["²", "٣", "9" * 5000, "-1", "1e20", "0x10", " 1", "\ud800", "\udfff", "\u2028", "\x00", "", "%00",
            "../../etc/passwd", "a" * 10_000, "NaN", "🙂", "\x1b[31m"]
 
 
+def fuzz(server: Server, body: Any) -> None:
+    """``body(server, data)`` under hypothesis: :data:`FUZZ`'s examples, :data:`NEO4J_EXAMPLES` on Neo4j."""
+    examples = NEO4J_EXAMPLES if server.backend == "neo4j" else FUZZ.max_examples
+
+    @settings(FUZZ, max_examples=examples)
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        body(server, data)
+
+    run()
+
+
 class Server:
-    def __init__(self, served: Any, home: Path, token: str) -> None:
-        self.served, self.home, self.token = served, home, token
+    def __init__(self, served: Any, home: Path, token: str, backend: str = "sqlite") -> None:
+        self.served, self.home, self.token, self.backend = served, home, token, backend
         self.base = served.base
         self.client = httpx.Client(base_url=self.base, timeout=30)
         self.statuses: list[tuple[int, str]] = []
+
+    def messages(self) -> list[Any]:
+        """Every Message of the account, read from the server's store by a fresh host (the oracle)."""
+        from robust_support import store_messages
+
+        return store_messages(self.home, self.backend)
+
+    def front_door_only(self) -> None:
+        """Skip on Neo4j: the case never reaches the store (the embedded run covers it)."""
+        if self.backend == "neo4j":
+            pytest.skip("front door only: runs on the embedded store")
 
     @staticmethod
     def _url(path: str, kw: dict[str, Any]) -> str:
@@ -79,17 +110,19 @@ class Server:
         return status
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home = tmp_path_factory.mktemp("inputs-home")
     tmp = tmp_path_factory.mktemp("inputs-tmp")
     write_account(home)
     fake = FakeApis()
+    if request.param == "neo4j":
+        _wipe_neo4j()
     with serve(fake.app()) as api_base:
-        env = serve_env(home, tmp, api_base, fake)
+        env = serve_env(home, tmp, api_base, fake, backend=request.param)
         served = start_serve(env=env, plugins_dir=FIXTURES / "ok")  # module-wide: not in STARTED (per test)
         token = (home / "accounts" / "acct-0001" / "credentials" / "http-token").read_text().strip()
-        s = Server(served, home, token)
+        s = Server(served, home, token, request.param)
         yield s
         s.client.close()
         try:
@@ -97,8 +130,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         finally:
             if served.proc.poll() is None:
                 served.proc.kill()
+        if request.param == "neo4j":
+            _wipe_neo4j()
         assert code == 0
         assert "Traceback" not in err, err[err.find("Traceback"):][:3000]
+
+
+def _wipe_neo4j() -> None:
+    from plugins.graph.neo4j_store import Neo4jStore
+    from tests.backends import neo4j_env
+
+    store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": "acct-0001"})
+    try:
+        store.wipe_account("acct-0001")
+    finally:
+        store.close()
 
 
 # ------------------------------------------------------------------------------ the cases found by hand
@@ -107,6 +153,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     ({}, {"Last-Event-ID": "9" * 5000}), ({}, {"Last-Event-ID": "²"}), ({"after": "-1"}, {}),
 ])
 def test_webchat_cursors_are_400_not_500(server: Server, params: dict, headers: dict) -> None:
+    server.front_door_only()
     r = server.request("GET", "/channels/webchat/messages", params={"session": "abcdefgh1234", **params},
                        headers=headers)
     assert r.status_code == 400 and r.json()["error"].startswith("invalid-")
@@ -117,6 +164,7 @@ def test_webchat_cursors_are_400_not_500(server: Server, params: dict, headers: 
 
 @pytest.mark.parametrize("depth", [30_000, 100_000])
 def test_deep_json_is_400_or_413(server: Server, depth: int) -> None:
+    server.front_door_only()
     deep = b"[" * depth + b"]" * depth
     for path, headers in (("/channels/webchat/messages", {}), ("/channels/telegram/webhook", TG)):
         r = server.request("POST", path, content=deep, headers={"Content-Type": "application/json", **headers})
@@ -161,10 +209,40 @@ def test_lone_surrogates_in_platform_message_ids_are_accepted(server: Server) ->
     assert again.json() == {**r.json(), "duplicate": True}
     raw, headers = wa_signed(whatsapp_payload("447700900111", "wamid.\ud800", "hi"))
     assert server.request("POST", "/channels/whatsapp/webhook", content=raw, headers=headers).status_code == 200
+    # the sender, the text, the quoted id and the profile name too: every string the intake stores
+    payload = whatsapp_payload("4477009\udfff", "wamid.S\udc00", "te\ud83dxt", context_id="wamid.\ud800q")
+    payload["entry"][0]["changes"][0]["value"]["contacts"][0]["profile"]["name"] = "S\ud800m"
+    raw, headers = wa_signed(payload)
+    assert server.request("POST", "/channels/whatsapp/webhook", content=raw, headers=headers).status_code == 200
+    body = '{"session": "surrogate5678", "text": "h\\udfffi", "id": "\\udc00"}'
+    r = server.request("POST", "/channels/webchat/messages", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 202, r.text
+    # the oracle: each of them stored, every stored string well formed
+    deadline = time.monotonic() + 30
+    while True:
+        stored = [m for m in server.messages() if m.properties.get("role") == "user"]
+        texts = {m.properties.get("text") for m in stored}
+        if {"te\ufffdxt", "h\ufffdi"} <= texts or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert {"te\ufffdxt", "h\ufffdi"} <= texts, texts
+    for m in stored:
+        assert _well_formed(m.properties), m.properties
+
+
+def _well_formed(value: Any) -> bool:
+    if isinstance(value, str):
+        return not any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return all(_well_formed(k) and _well_formed(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(_well_formed(v) for v in value)
+    return True
 
 
 def test_a_client_hanging_up_mid_body_is_no_traceback(server: Server) -> None:
     """Half a declared body, then a closed socket: logged as one line (the fixture asserts no Traceback)."""
+    server.front_door_only()
     import socket
     from urllib.parse import urlsplit
 
@@ -185,6 +263,7 @@ def test_a_client_hanging_up_mid_body_is_no_traceback(server: Server) -> None:
 
 
 def test_ten_megabyte_bodies_are_413_on_every_route(server: Server) -> None:
+    server.front_door_only()
     big = b"x" * (10 * 1024 * 1024)
     auth = {"Authorization": f"Bearer {server.token}"}
     for path, headers in (("/channels/webchat/messages", {}), ("/channels/telegram/webhook", TG),
@@ -206,6 +285,7 @@ def test_ten_megabyte_bodies_are_413_on_every_route(server: Server) -> None:
 
 
 def test_log_lines_cannot_forge_lines_or_drive_a_terminal(server: Server) -> None:
+    server.front_door_only()
     log = server.home / "logs" / "server.log"
     before = log.read_text(encoding="utf-8")
     lines = ["[evil] a\u2028[forged] b", "[evil] c\x85[forged] d", "[evil] e\x0b[forged] f\x0cg",
@@ -265,9 +345,7 @@ def _body(data: st.DataObject, valid: Any) -> bytes:
     return json.dumps(doc).encode()
 
 
-@FUZZ
-@given(data=st.data())
-def test_fuzz_webchat(server: Server, data: st.DataObject) -> None:
+def _fuzz_webchat(server: Server, data: st.DataObject) -> None:
     valid = {"session": "fuzz-session-01", "text": "hello", "id": "c1"}
     server.request("POST", "/channels/webchat/messages", content=_body(data, valid),
                    headers={"Content-Type": data.draw(st.sampled_from(["application/json", "text/plain", ""]))})
@@ -281,9 +359,7 @@ def test_fuzz_webchat(server: Server, data: st.DataObject) -> None:
     server.request("GET", "/channels/webchat", params=params)
 
 
-@FUZZ
-@given(data=st.data())
-def test_fuzz_telegram(server: Server, data: st.DataObject) -> None:
+def _fuzz_telegram(server: Server, data: st.DataObject) -> None:
     valid = telegram_update(data.draw(st.integers(1, 10**6)), data.draw(st.integers(1, 10**6)), "hi",
                             reply_to={"message_id": 3, "text": "earlier", "from": {"id": 5, "username": "z"}})
     valid["message"]["photo"] = [{"file_id": "p1"}]
@@ -294,9 +370,7 @@ def test_fuzz_telegram(server: Server, data: st.DataObject) -> None:
     server.request("POST", "/channels/telegram/webhook", content=_body(data, valid), headers=headers)
 
 
-@FUZZ
-@given(data=st.data())
-def test_fuzz_whatsapp(server: Server, data: st.DataObject) -> None:
+def _fuzz_whatsapp(server: Server, data: st.DataObject) -> None:
     valid = whatsapp_payload("4477009" + str(data.draw(st.integers(10000, 99999))), f"wamid.F{data.draw(st.integers())}",
                              "hi", context_id="wamid.X")
     raw = _body(data, valid)
@@ -312,9 +386,7 @@ def test_fuzz_whatsapp(server: Server, data: st.DataObject) -> None:
     server.request("GET", "/channels/whatsapp/webhook", params=params)
 
 
-@FUZZ
-@given(data=st.data())
-def test_fuzz_admin_and_public_routes(server: Server, data: st.DataObject) -> None:
+def _fuzz_admin_and_public_routes(server: Server, data: st.DataObject) -> None:
     auth_choice = data.draw(st.sampled_from(["token", "none", "junk"]))
     junk = data.draw(st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=80))
     auth = {"token": {"Authorization": f"Bearer {server.token}"}, "none": {},
@@ -331,9 +403,7 @@ def test_fuzz_admin_and_public_routes(server: Server, data: st.DataObject) -> No
     server.request("GET", "/healthz", params=data.draw(st.dictionaries(param_text, param_text, max_size=2)))
 
 
-@FUZZ
-@given(data=st.data())
-def test_fuzz_mcp_over_http(server: Server, data: st.DataObject) -> None:
+def _fuzz_mcp_over_http(server: Server, data: st.DataObject) -> None:
     valid = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "f", "version": "1"}}}
     if data.draw(st.booleans()):
@@ -343,3 +413,25 @@ def test_fuzz_mcp_over_http(server: Server, data: st.DataObject) -> None:
     if data.draw(st.booleans()):
         headers["Mcp-Session-Id"] = data.draw(st.text(alphabet="abcdef0123456789", max_size=40))
     server.request("POST", "/mcp/probe", content=_body(data, valid), headers=headers)
+
+
+def test_fuzz_webchat(server: Server) -> None:
+    fuzz(server, _fuzz_webchat)
+
+
+def test_fuzz_telegram(server: Server) -> None:
+    fuzz(server, _fuzz_telegram)
+
+
+def test_fuzz_whatsapp(server: Server) -> None:
+    fuzz(server, _fuzz_whatsapp)
+
+
+def test_fuzz_admin_and_public_routes(server: Server) -> None:
+    server.front_door_only()
+    fuzz(server, _fuzz_admin_and_public_routes)
+
+
+def test_fuzz_mcp_over_http(server: Server) -> None:
+    server.front_door_only()
+    fuzz(server, _fuzz_mcp_over_http)

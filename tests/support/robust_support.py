@@ -17,14 +17,18 @@ from serve_helpers import ServeProcess, start_serve
 STARTED: list[ServeProcess] = []
 
 
-def serve_env(home: Path, tmp: Path, api_base: str, fake: FakeApis, **extra: str) -> dict[str, str]:
-    """Env of a `plughost serve` for ACCOUNT with the fake APIs and the echo agent."""
+def serve_env(home: Path, tmp: Path, api_base: str, fake: FakeApis, *, backend: str = "sqlite",
+              **extra: str) -> dict[str, str]:
+    """Env of a `plughost serve` for ACCOUNT with the fake APIs and the echo agent, on ``backend``
+    (the embedded store unless asked: CI exports NEO4J_URI for the suites that run on both)."""
+    from tests.backends import neo4j_env
+
+    store = {**neo4j_env(), "PLUGHOST_STORE": "neo4j"} if backend == "neo4j" else \
+        {"PLUGHOST_STORE": "sqlite", "NEO4J_URI": ""}
     return {**fake.env(api_base), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_HOME": str(home),
             "PLUGHOST_AGENT": "command", "PLUGHOST_AGENT_COMMAND": agent_command(tmp),
             "AGENT_CAPTURE": str(tmp / "agent-calls.jsonl"), "PLUGHOST_AGENT_TIMEOUT": "60",
-            # the HTTP front door is under test here, on the embedded store (CI exports NEO4J_URI)
-            "PLUGHOST_STORE": "sqlite", "NEO4J_URI": "",
-            **extra}
+            **store, **extra}
 
 
 def start(env: dict[str, str], *args: str) -> ServeProcess:
@@ -55,12 +59,14 @@ def cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.Com
                           env={**os.environ, **env}, timeout=timeout)
 
 
-def store_messages(home: Path) -> list[Any]:
-    """Every Message of ACCOUNT, read from the store file by a fresh host (the oracle)."""
+def store_messages(home: Path, backend: str = "sqlite") -> list[Any]:
+    """Every Message of ACCOUNT, read from the store (file or database) by a fresh host (the oracle)."""
     from host.graph import Guards
     from host.manager import Host
+    from tests.backends import neo4j_env
 
-    host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT}).load()
+    store = {**neo4j_env(), "PLUGHOST_STORE": "neo4j"} if backend == "neo4j" else {"PLUGHOST_STORE": "sqlite"}
+    host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, **store}).load()
     try:
         return host.store().find(guards=Guards(ACCOUNT), labels=["Message"], limit=100_000)
     finally:
