@@ -22,7 +22,7 @@ platform one, the premium root, every ``premium-plugins/*/plugins/``), never fro
 Bundle-level specialist agents (``premium-plugins/<b>/agents/*.md``, ``PAYLOAD/agents/*.md``)
 are linked into ``<config>/agents/``. The account's ``account.json`` ``enabledPlugins`` is
 reconciled with what is installed and ``<PLUGHOST_HOME>/.env`` gets the brand's embedding and
-store settings.
+store settings and the install's ``ACCOUNT_ID``.
 
 Everything is planned (and every defect raised) before the first write; files are merged with
 what is there (unrelated keys survive), written atomically and only when their bytes change, so
@@ -403,14 +403,16 @@ def merge_env(text: str, values: dict[str, str]) -> str:
 
 
 def _env(plan: InstallPlan) -> None:
-    """``<PLUGHOST_HOME>/.env``: the brand's settings, the payload and the config dir of this install
-    (read by every command through :func:`host.config.load_env`)."""
+    """``<PLUGHOST_HOME>/.env``: the brand's settings, the payload, the config dir and the account of
+    this install (read by every command through :func:`host.config.load_env`, so ``boot --check``
+    and ``serve`` in a user's plain shell run as the installed account; an exported ``ACCOUNT_ID``
+    still wins)."""
     path = config.home() / ".env"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
-    values = {**env_settings(plan.payload), "PLUGHOST_CONFIG_DIR": str(plan.config_dir)}
+    values = {**env_settings(plan.payload), "PLUGHOST_CONFIG_DIR": str(plan.config_dir), "ACCOUNT_ID": plan.account}
     plan.files[path] = merge_env(drop_env(text, RETIRED_ENV), values)
 
 
