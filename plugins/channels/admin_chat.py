@@ -10,12 +10,19 @@ Restart survival: a user's conversations are numbered in
 latest one (sender ``<userId>~<n>``, so the same deterministic session id, which the claude runner
 resumes with ``--resume``) unless the body says ``"newConversation": true``. The first time a
 process sees a session token (after a restart, say) it logs ``[session-rehydrate-from-token]``.
+
+Reading the replies: ``GET /api/admin/chat?conversationId=<id>`` (default: the user's current
+conversation; ``limit`` the latest N, default 100, at most 500) → 200 ``{conversation,
+conversationId, messages: [{id, role, text, at, inReplyTo, status}]}`` oldest first. Only an admin
+session token of this account reads, and only its own user's conversations: any other id (another
+user's, another account's, one never used) is 404 ``not-found``, the same answer as an absent one.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -63,16 +70,79 @@ def conversation(home: Path, account: str, user: str, *, new: bool) -> int:
         return current
 
 
+def _admin_session(host: Any, request: Any) -> tuple[str, credentials.Session] | None:
+    """The serving account and the request's admin session of it, or None (the caller answers 401)."""
+    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    auth = request.headers.get("authorization", "")
+    token = auth[7:].strip() if auth[:7].lower() == "bearer " else request.cookies.get("admin_session")
+    session, _reason = credentials.validate(credentials.load_secret(host.home), token)
+    if session is None or not account or session.account_id != account:
+        return None
+    return account, session
+
+
+UNAUTHORIZED = "admin chat: expected an admin session token of this account"
+_CONVERSATION_ID = re.compile(r"^conv-[0-9a-f]{32}$")
+READ_LIMIT, READ_MAX = 100, 500
+
+
+def read_replies(host: Any, account: str, user: str, conversation_id: str | None, limit: int) -> dict[str, Any] | None:
+    """The user's admin conversation (its current one when ``conversation_id`` is None) and its
+    latest ``limit`` Messages, oldest first; None when it is not one of this user's conversations."""
+    from host.graph import MESSAGE_LABEL, Guards
+
+    try:  # read only: a read records no conversation
+        data = json.loads((host.home / "accounts" / account / CONVERSATIONS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    stored = data.get(user) if isinstance(data, dict) else None
+    current = stored if isinstance(stored, int) and not isinstance(stored, bool) and 0 < stored < 1_000_000 else 0
+    owned = {conversation_node_id(account, CHANNEL, f"{user}~{n}"): n for n in range(1, current + 1)}
+    conv = conversation_id or conversation_node_id(account, CHANNEL, f"{user}~{current}")
+    if conv not in owned:
+        return None
+    rows = host.store().find(guards=Guards(account), labels=[MESSAGE_LABEL],
+                             where={"conversationId": conv, "channel": CHANNEL}, limit=10_000)
+    rows.sort(key=lambda n: n.properties.get("receivedNs") or n.properties.get("createdNs") or 0)
+    messages = [{"id": n.id, "role": n.properties.get("role"), "text": n.properties.get("text"),
+                 "at": n.properties.get("receivedAt") or n.properties.get("createdAt"),
+                 "inReplyTo": n.properties.get("inReplyTo"),
+                 "status": n.properties.get("status") or n.properties.get("deliveryStatus")}
+                for n in rows[-limit:]]
+    return {"conversation": owned[conv], "conversationId": conv, "messages": messages}
+
+
 def routes(host: Any) -> tuple[Route, ...]:
+    async def read(request: Any) -> Any:
+        import asyncio
+
+        from starlette.responses import JSONResponse
+
+        from host.http import int_param
+
+        found = _admin_session(host, request)
+        if found is None:
+            return json_error(401, "unauthorized", UNAUTHORIZED)
+        account, session = found
+        conv = request.query_params.get("conversationId")
+        if conv is not None and not _CONVERSATION_ID.match(conv):
+            return json_error(400, "invalid-conversationId", "conversationId: expected conv- and 32 hex characters "
+                                                             "(the conversationId POST /api/admin/chat answered)")
+        limit = int_param(request.query_params.get("limit"), default=READ_LIMIT, maximum=READ_MAX)
+        if not limit:
+            return json_error(400, "invalid-limit", f"limit: expected an integer from 1 to {READ_MAX}")
+        result = await asyncio.to_thread(read_replies, host, account, session.user_id, conv, limit)
+        if result is None:
+            return json_error(404, "not-found", "conversationId: no such admin conversation of this user")
+        return JSONResponse(result)
+
     async def chat(request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        account = (host.env.get("ACCOUNT_ID") or "").strip()
-        auth = request.headers.get("authorization", "")
-        token = auth[7:].strip() if auth[:7].lower() == "bearer " else request.cookies.get("admin_session")
-        session, _reason = credentials.validate(credentials.load_secret(host.home), token)
-        if session is None or not account or session.account_id != account:
-            return json_error(401, "unauthorized", "admin chat: expected an admin session token of this account")
+        found = _admin_session(host, request)
+        if found is None:
+            return json_error(401, "unauthorized", UNAUTHORIZED)
+        account, session = found
         seen = host.state.setdefault(SEEN, set)
         if session.nonce not in seen:
             seen.add(session.nonce)
@@ -104,7 +174,8 @@ def routes(host: Any) -> tuple[Route, ...]:
                              "sessionId": session_id_for(account, msg.sender_key),
                              "messageId": mid, "duplicate": duplicate}, status_code=202)
 
-    return (Route("/api/admin/chat", endpoint=chat, methods=("POST",), name="admin-chat"),)
+    return (Route("/api/admin/chat", endpoint=chat, methods=("POST",), name="admin-chat"),
+            Route("/api/admin/chat", endpoint=read, methods=("GET",), name="admin-chat-read"))
 
 
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:

@@ -84,3 +84,67 @@ def test_token_and_conversation_survive_a_restart(plughost_home: Path, tmp_path:
     edges = host.store().expand([conv], guards=Guards(ACCOUNT))[conv]
     texts = {n.node.properties.get("text") for n in edges if n.type == "HAS_MESSAGE"}
     assert {"remember the blue door", "what door?"} <= texts and "new topic" not in texts
+
+
+def get(port: int, path: str, token: str | None = None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return raw_request(port, path, "GET", headers=headers)
+
+
+def test_admin_chat_replies_are_read_back_by_their_user_only(plughost_home: Path, tmp_path: Path) -> None:
+    """``GET /api/admin/chat`` over real loopback HTTP: the user's turns and the agent's replies, oldest
+    first; the HTTP token, a forged token, another user's or another account's conversation and a
+    made-up id read nothing (401, or 404 exactly as for an absent id)."""
+    from channels_support import agent_command
+
+    from host import credentials
+
+    write_account(plughost_home)
+    sessions.set_pin(plughost_home, ACCOUNT, PIN, "u-owner")
+    env = {"PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT": "command",
+           "PLUGHOST_AGENT_COMMAND": agent_command(tmp_path), "AGENT_CAPTURE": str(tmp_path / "calls.jsonl")}
+    served = start_serve(env=env)
+    try:
+        token = post(served.port, "/api/admin/session", {"accountId": ACCOUNT, "pin": PIN}).json()["token"]
+        turn = post(served.port, "/api/admin/chat", {"text": "what is on today?"}, token)
+        assert turn.status == 202, turn.body
+        conv = turn.json()["conversationId"]
+
+        def replies() -> list[dict]:
+            got = get(served.port, f"/api/admin/chat?conversationId={conv}", token)
+            assert got.status == 200, got.body
+            return got.json()["messages"]
+
+        wait_for(lambda: any(m["role"] == "assistant" for m in replies()))
+        messages = replies()
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+        assert messages[0]["text"] == "what is on today?" and messages[1]["inReplyTo"] == messages[0]["id"]
+        assert messages[1]["text"]
+        current = get(served.port, "/api/admin/chat", token)  # no id: the user's current conversation
+        assert current.status == 200 and current.json()["conversationId"] == conv
+        assert current.json()["conversation"] == 1
+
+        secret = credentials.load_secret(plughost_home)
+        other_user = credentials.mint(secret, ACCOUNT, "u-other")
+        other_account = credentials.mint(secret, "acct-other", "u-owner")
+        http_token = (plughost_home / "accounts" / ACCOUNT / "credentials" / "http-token").read_text().strip()
+        path = f"/api/admin/chat?conversationId={conv}"
+        assert get(served.port, path).status == 401
+        assert get(served.port, path, http_token).status == 401  # opens the door, is no admin session
+        assert get(served.port, path, token[:-2] + ("AA" if token[-2:] != "AA" else "BB")).status == 401
+        assert get(served.port, path, other_account).status == 401
+        absent = get(served.port, "/api/admin/chat?conversationId=conv-" + "0" * 32, token)
+        theirs = get(served.port, path, other_user)
+        assert absent.status == theirs.status == 404 and absent.json() == theirs.json()
+        assert get(served.port, "/api/admin/chat", other_user).status == 404  # that user has none yet
+        for bad in ("conv-x", "%00", "conv-" + "a" * 2000, "%C2%B2", "%ED%A0%80", "conv-" + "A" * 32):
+            r = get(served.port, "/api/admin/chat?conversationId=" + bad, token)
+            assert r.status == 400 and set(r.json()) == {"error", "detail"}, (bad, r.body)
+        for limit in ("0", "%C2%B2", "9" * 50, "-1"):
+            r = get(served.port, f"/api/admin/chat?conversationId={conv}&limit={limit}", token)
+            assert r.status == 400 and r.json()["error"] == "invalid-limit", (limit, r.body)
+        assert len(get(served.port, f"/api/admin/chat?conversationId={conv}&limit=1", token).json()["messages"]) == 1
+        assert not (plughost_home / "accounts" / ACCOUNT / "admin-conversations.json").read_text().count("u-other")
+    finally:
+        _code, _out, err = served.terminate()
+    assert "Traceback" not in err
