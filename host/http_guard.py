@@ -16,6 +16,12 @@ open. The development switch (``plughost serve --open-local`` or ``PLUGHOST_OPEN
 opens them without a credential, and only for requests that are loopback on every count (socket
 peer, ``Host``, ``Origin``, proxy headers), so a tunnel on the same machine does not open them;
 ``serve`` refuses a non-loopback ``--host`` while it is on.
+
+Principal (SPEC 8.1): the serving process's :class:`host.graph.Principal` is built once, when the
+app is, and every request carries it (``scope["state"]["principal"]``, read with
+:func:`request_principal`): a credential opens the door, it never widens the guards, and no route
+re-reads the environment for them. There is no narrowed credential: a narrowed server (its
+``ALLOWED_SCOPES`` / ``AGENT_SLUG``) is a narrowed caller for every request it serves.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 
 from host import credentials
+from host.graph import Principal
 from host.http import MAX_DIGITS, json_error, loopback_refusal
 
 DEFAULT_MAX_BODY = 1024 * 1024
@@ -50,6 +57,7 @@ class Door:
     account_id: str | None
     open_local: bool = False
     default_max_body: int = DEFAULT_MAX_BODY
+    principal: Principal | None = None
 
     def limit(self, path: str) -> int:
         return MCP_MAX_BODY if path.startswith("/mcp") else self.default_max_body
@@ -75,6 +83,11 @@ class Door:
             self._secret = credentials.load_secret(self.home)
         session, _reason = credentials.validate(self._secret, given)
         return session is not None and session.account_id == self.account_id
+
+
+def request_principal(request: Any) -> Principal | None:
+    """The principal the request runs as (the serving process's, set by :class:`GuardMiddleware`)."""
+    return (request.scope.get("state") or {}).get("principal")
 
 
 def _bearer(request: Any, cookie_ok: bool) -> str | None:
@@ -103,6 +116,7 @@ class GuardMiddleware:
         from starlette.requests import Request
 
         path = str(scope.get("path", ""))
+        scope.setdefault("state", {})["principal"] = self.door.principal
         request = Request(scope)
         if protected(path):
             refused = self._refusal(request, path)

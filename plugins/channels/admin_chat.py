@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from host import credentials
-from host.graph import conversation_node_id
+from host.graph import Principal, conversation_node_id, principal_of
 from host.http import json_error, parse_json, read_body
 from host.log import log
 from host.state import StateKey
@@ -70,9 +70,18 @@ def conversation(home: Path, account: str, user: str, *, new: bool) -> int:
         return current
 
 
+def _principal(host: Any, request: Any) -> Principal | None:
+    """The principal the request runs as: built once where HTTP calls enter (the host's front door)."""
+    from host.http_guard import request_principal
+
+    found = request_principal(request)
+    return found if found is not None else principal_of(host.env)
+
+
 def _admin_session(host: Any, request: Any) -> tuple[str, credentials.Session] | None:
     """The serving account and the request's admin session of it, or None (the caller answers 401)."""
-    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    principal = _principal(host, request)
+    account = principal.account_id if principal is not None else ""
     auth = request.headers.get("authorization", "")
     token = auth[7:].strip() if auth[:7].lower() == "bearer " else request.cookies.get("admin_session")
     session, _reason = credentials.validate(credentials.load_secret(host.home), token)
@@ -82,6 +91,16 @@ def _admin_session(host: Any, request: Any) -> tuple[str, credentials.Session] |
 
 
 UNAUTHORIZED = "admin chat: expected an admin session token of this account"
+NARROWED = ("admin chat: this server is narrowed (ALLOWED_SCOPES / AGENT_SLUG); an admin conversation is wider "
+            "than it (account-isolation)")
+
+
+def _narrowed(host: Any, request: Any) -> Any:
+    """403 when the serving principal is narrowed: an admin turn (or its transcript) would widen past it."""
+    principal = _principal(host, request)
+    if principal is not None and principal.guards.narrowed:
+        return json_error(403, "account-isolation", NARROWED)
+    return None
 _CONVERSATION_ID = re.compile(r"^conv-[0-9a-f]{32}$")
 READ_LIMIT, READ_MAX = 100, 500
 
@@ -123,6 +142,9 @@ def routes(host: Any) -> tuple[Route, ...]:
         found = _admin_session(host, request)
         if found is None:
             return json_error(401, "unauthorized", UNAUTHORIZED)
+        refused = _narrowed(host, request)
+        if refused is not None:
+            return refused
         account, session = found
         conv = request.query_params.get("conversationId")
         if conv is not None and not _CONVERSATION_ID.match(conv):
@@ -142,6 +164,9 @@ def routes(host: Any) -> tuple[Route, ...]:
         found = _admin_session(host, request)
         if found is None:
             return json_error(401, "unauthorized", UNAUTHORIZED)
+        refused = _narrowed(host, request)
+        if refused is not None:
+            return refused
         account, session = found
         seen = host.state.setdefault(SEEN, set)
         if session.nonce not in seen:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from host import config
 from host.errors import UserError
 from host.log import log
 from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
@@ -100,8 +101,9 @@ class ClaudeRunner:
         env.pop("PLUGHOST_SPECIALIST", None)
         if isinstance(payload.get("specialist"), str) and payload["specialist"]:
             env["PLUGHOST_SPECIALIST"] = payload["specialist"]
-        if role != "admin":
-            env["ALLOWED_SCOPES"] = "public"  # should anything of plughost run under it after all
+        if role != "admin":  # should anything of plughost run under it after all: public, never wider
+            allowed = config.csv_list(self.env.get("ALLOWED_SCOPES"))  # than this (narrowed) process
+            env["ALLOWED_SCOPES"] = "public" if allowed is None or "public" in allowed else ""
         return env
 
     def knowledge_prompt(self, payload: Mapping[str, Any]) -> str:

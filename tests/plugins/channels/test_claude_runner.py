@@ -176,3 +176,13 @@ def test_real_cli_accepts_the_flags_and_ends_at_the_credential(make_host, accoun
     assert result["type"] == "result" and result["is_error"] is True
     assert "logged in" in result["result"].lower() or "api key" in result["result"].lower(), result
     assert result["session_id"] == sid
+
+
+@pytest.mark.parametrize(("served", "child"), [("shared", ""), ("public,shared", "public"), ("", "")])
+def test_a_narrowed_servers_public_turn_is_never_wider_than_it(make_host, account, tmp_path: Path, stand_in,
+                                                               served: str, child: str) -> None:
+    """A public turn's agent runs with ALLOWED_SCOPES=public, narrowed by the serving process's own:
+    a server narrowed to ``shared`` hands its visitor's agent no scope at all, never ``public``."""
+    host = make_host(**stand_in, ALLOWED_SCOPES=served)
+    asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "webchat:s2"), payload("public", "hi")))
+    assert calls(tmp_path)[0]["env"]["ALLOWED_SCOPES"] == child
