@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import math
 import os
 import secrets
 from collections.abc import Callable, Iterator
@@ -79,20 +80,31 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+PAST_GRACE = timedelta(minutes=1)
+MAX_AHEAD = timedelta(days=3653)
+
+
 def parse_when(at: str | None, after: float | None, now: datetime | None = None) -> datetime:
     """``--at`` (ISO 8601; no zone means UTC) or ``--in`` seconds from now."""
     now = now or datetime.now(UTC)
     if (at is None) == (after is None):
         raise UserError("schedule add: give exactly one of --at ISO-8601-TIME or --in SECONDS")
     if after is not None:
-        if after < 0:
-            raise UserError(f"--in: expected a number of seconds >= 0 (got {after:g})")
+        if not math.isfinite(after) or not 0 <= after <= MAX_AHEAD.total_seconds():
+            raise UserError(f"--in: expected a number of seconds from 0 to {MAX_AHEAD.total_seconds():.0f}"
+                            f" (10 years) (got {after:g})")
         return now + timedelta(seconds=after)
     try:
         moment = datetime.fromisoformat(str(at).replace("Z", "+00:00"))
     except ValueError:
         raise UserError(f"--at: expected an ISO 8601 time such as 2026-12-01T09:00:00Z (got {at!r})") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    # A time already past would fire at once: most often a typo in the date, so say so instead.
+    if moment < now - PAST_GRACE:
+        raise UserError(f"--at: {iso(moment)} is in the past (now {iso(now)}); use --in 0 to send now")
+    if moment > now + MAX_AHEAD:
+        raise UserError(f"--at: {iso(moment)} is more than 10 years ahead; expected a time before {iso(now + MAX_AHEAD)}")
+    return moment
 
 
 def add_entry(home: Path, account: str, *, channel: str, to: str, event: str, text: str, when: datetime,

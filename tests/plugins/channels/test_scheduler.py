@@ -14,6 +14,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from channels_support import ACCOUNT, FakeApis, agent_calls, agent_command, channel_host, serve, wait_for
 
 from plugins.channels.compose import PROVENANCE_HEADING
@@ -106,4 +108,22 @@ def test_schedule_add_bad_time_is_one_line(account) -> None:
     bad = run_cli("schedule", "add", "--channel", "telegram", "--to", "1", "--event", "e", "--text", "t",
                   "--at", "tomorrow-ish")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("plughost: --at: expected an ISO 8601")
+    assert not (Path(os.environ["PLUGHOST_HOME"]) / "accounts" / ACCOUNT / "schedule.json").exists()
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--in", "nan", "--in: expected a number of seconds from 0"),
+    ("--in", "inf", "--in: expected a number of seconds from 0"),
+    ("--in", "1e12", "--in: expected a number of seconds from 0"),
+    ("--in", "-5", "--in: expected a number of seconds from 0"),
+    ("--at", "2020-01-01T00:00:00", "--at: 2020-01-01T00:00:00.000Z is in the past"),
+    ("--at", "9999-01-01T00:00:00Z", "--at: 9999-01-01T00:00:00.000Z is more than 10 years ahead"),
+])
+def test_schedule_add_refuses_a_time_it_could_not_mean(account, flag: str, value: str, says: str) -> None:
+    bad = run_cli("schedule", "add", "--channel", "telegram", "--to", "1", "--event", "e", "--text", "t",
+                  f"{flag}={value}")
+    assert bad.returncode == 2, bad.stderr
+    lines = bad.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"plughost: {says}"), bad.stderr
+    assert "Traceback" not in bad.stderr
     assert not (Path(os.environ["PLUGHOST_HOME"]) / "accounts" / ACCOUNT / "schedule.json").exists()
