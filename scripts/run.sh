@@ -12,6 +12,7 @@
 # Details go to $PLUGHOST_HOME/run.log. Ctrl-C (or SIGTERM) stops the server and everything it started.
 set -euo pipefail
 
+T0=$(date +%s%N)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 PY="$ROOT/.venv/bin/python"
@@ -60,7 +61,6 @@ quiet() {  # run a plughost command, its output to the log; on failure show the 
   fi
 }
 elapsed() { printf '%.1fs' "$(( $(date +%s%N) - T0 ))e-9"; }
-T0=$(date +%s%N)
 
 DEMO_OUT="$PLUGHOST_HOME/demo-stdout.txt"
 DEMO=""
@@ -92,7 +92,7 @@ SERVE=$!
 for _ in $(seq 1 600); do
   grep -q "serving on" "$OUT" && break
   if ! kill -0 "$SERVE" 2>/dev/null; then
-    grep -E 'startup-self-test|FATAL|refus' "$LOG" | sed 's/^/    /' >&2 || true
+    grep -E 'startup-self-test|FATAL|WARN|refus|^plughost: ' "$LOG" | sed 's/^/    /' >&2 || true
     printf 'plughost serve stopped; see %s\n' "$LOG" >&2
     SERVE=""
     exit 1
@@ -104,7 +104,7 @@ for _ in $(seq 1 600); do
   grep -qE '\[channels\] op=runner-(ready|warm-failed)' "$LOG" && break
   sleep 0.1
 done
-grep -E '^startup-self-test |^\[boot\] op=gates|\[channels\] op=runner-(ready|warm-failed)' "$LOG" | sed 's/^/    /' || true
+grep -E '^startup-self-test | (FATAL|WARN) |^\[boot\] op=gates|\[channels\] op=runner-(ready|warm-failed)' "$LOG" | sed 's/^/    /' || true
 if [[ -n "$DEMO" ]]; then
   step "demo account '$ACCOUNT_ID', its knowledge and brand site (checked while the server started)"
   demo_done "$DEMO"

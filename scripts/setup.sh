@@ -9,7 +9,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.plughost-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[dev,embed]'
+  echo "==> setup: a virtualenv in .venv with plughost and its dependencies (the first time takes a minute or two)"
+  # pip's own chatter (build-backend warnings) goes to a log; a failure shows its tail
+  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e '.[dev,embed]'; } \
+      >.venv/setup.log 2>&1; then
+    echo "setup: pip install failed; the last lines of .venv/setup.log:" >&2
+    tail -n 20 .venv/setup.log >&2
+    exit 1
+  fi
   touch "$stamp"
 fi

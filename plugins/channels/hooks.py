@@ -64,5 +64,6 @@ __all__: list[str] = []
 @hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
     from plugins.channels.admin_binding import admin_identity_binding_gate
+    from plugins.channels.runner_gate import agent_runner_gate
 
-    return [admin_identity_binding_gate()]
+    return [admin_identity_binding_gate(), agent_runner_gate()]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from host.state import StateKey
 from plugins.channels.brand import GREETING, product_name
 from plugins.channels.runner import RunnerError
 
+FOLLOW_UP_TOOL = "work-create"
 SEARCH_TOOL = "memory-search"
 FIELDS = ["title", "body", "content", "name", "description", "path"]
 # conversation records are memory too, but never an answer to a visitor's question
@@ -37,6 +39,16 @@ DEFAULT_MIN_MATCH = 0.5
 DONT_KNOW = ("Sorry, I don't know the answer to that. I can pass your question on to the team: "
              "reply with your email or phone number and they will get back to you.")
 SOURCE = "(Source: {source})"
+PASSED_ON = ("Thank you. I have passed your question on to the team, and they will get back to you at "
+             "{contact}.")
+NOTED = "Thank you. I have passed your message and your contact details ({contact}) on to the team."
+WELCOME = "You're welcome! Is there anything else I can help you with?"
+THANKS = {"thanks", "thank", "thx", "ty", "cheers", "ok", "okay", "great", "perfect", "cool", "fine", "bye",
+          "goodbye", "you", "very", "much", "a", "lot", "so", "that", "s", "it", "all", "good", "nice", "many"}
+THANKING = {"thanks", "thank", "thx", "ty", "cheers", "bye", "goodbye"}
+EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
+PHONE = re.compile(r"\+?\d[\d ().-]{6,18}\d")
+PENDING_MAX = 1000  # unanswered questions remembered per process, oldest forgotten first
 
 HEADER = re.compile(r"^\[(?P<labels>[^\]]*)\] \(id: (?P<id>[^)]*)\) \(score: (?P<score>[0-9.]+)\)$")
 KEY = re.compile(r"^(?P<key>[a-z][A-Za-z0-9]*): (?P<value>.*)$")
@@ -173,6 +185,28 @@ def trim(text: str, question: list[str], limit: int = MAX_REPLY_CHARS) -> str:
     return " ".join(parts[i] for i in sorted(keep))
 
 
+def is_thanks(text: str) -> bool:
+    """A message that only thanks or closes ("Thanks!", "thank you very much", "ok, bye")."""
+    words = _words(text)
+    return bool(words) and len(words) <= 6 and all(w in THANKS for w in words) and bool(THANKING & set(words))
+
+
+def contact_in(text: str) -> str | None:
+    """The email address or phone number a visitor left, if that is what the message is.
+
+    An email anywhere counts; a phone number only in a short message (an order or invoice number
+    inside a question is not a way to call someone back).
+    """
+    found = EMAIL.search(text)
+    if found is not None:
+        return found.group()
+    found = PHONE.search(text)
+    if found is None or len(content_words(PHONE.sub(" ", text))) > 4:
+        return None
+    digits = sum(c.isdigit() for c in found.group())
+    return found.group().strip() if digits >= 9 or (found.group().startswith("+") and digits >= 7) else None
+
+
 def is_greeting(text: str) -> bool:
     """A message that is only a greeting ("Hi", "Hello there!", "Good morning")."""
     words = _words(text)
@@ -194,6 +228,8 @@ class MemoryRunner:
         except ValueError:
             raise UserError(f"PLUGHOST_AGENT_MIN_MATCH: expected a number between 0 and 1 (got {raw!r})") from None
         self.product = product_name(host.env)
+        self.pending: OrderedDict[str, str] = OrderedDict()  # session -> its last unanswered question
+        self.pending_lock = threading.Lock()
 
     def warm(self) -> None:
         """Build the public-scope host and load the embedding model before the first visitor asks."""
@@ -207,7 +243,42 @@ class MemoryRunner:
         role = str(payload.get("role") or "public")
         if is_greeting(question):
             return GREETING.format(product=self.product)
-        return await asyncio.to_thread(self.answer, question, role)
+        if is_thanks(question):
+            return WELCOME
+        contact = contact_in(question)
+        if contact is not None:
+            return await asyncio.to_thread(self.pass_on, session_id, question, contact, payload)
+        reply = await asyncio.to_thread(self.answer, question, role)
+        with self.pending_lock:
+            self.pending.pop(session_id, None)
+            if reply == DONT_KNOW:
+                self.pending[session_id] = question
+                while len(self.pending) > PENDING_MAX:
+                    self.pending.popitem(last=False)
+        return reply
+
+    def pass_on(self, session_id: str, message: str, contact: str, payload: Mapping[str, Any]) -> str:
+        """The visitor left a way to reach them: the question they asked before goes to the team as a
+        follow-up Task (``work-create``, admin scope) with the contact; the visitor is told so."""
+        from host import hooktable
+        from host.tooltable import call_tool
+
+        with self.pending_lock:
+            question = self.pending.pop(session_id, None)
+        inputs = {"question": question or message, "contact": contact, "message": message,
+                  "channel": str(payload.get("channel") or ""), "sender": str(payload.get("sender") or "")}
+        owners = [c.plugin for c in self.host.collect(hooktable.TOOLS) if c.item.name == FOLLOW_UP_TOOL]
+        try:
+            if not owners:
+                raise RunnerError(f"not-configured: no plugin serves {FOLLOW_UP_TOOL}")
+            call_tool(self.host, owners[0], FOLLOW_UP_TOOL,
+                      {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
+                       "inputs": inputs})
+        except Exception as exc:  # the visitor's contact must still reach a person: the log says it loudly
+            log("channels", "op=follow-up-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+            raise RunnerError(f"follow-up-failed: {exc}") from None
+        log("channels", "op=follow-up", outcome="passed-on" if question else "noted", channel=inputs["channel"])
+        return (PASSED_ON if question else NOTED).format(contact=contact)
 
     def answer(self, question: str, role: str) -> str:
         words = content_words(question)

@@ -50,6 +50,20 @@ class NotConfigured(Exception):
     """The gateway lacks what it needs (ACCOUNT_ID)."""
 
 
+MAX_REPLY_CHARS = 16_000  # about four Telegram messages; a runaway agent must not flood a chat
+
+
+def cap_reply(text: str, message_id: str, limit: int) -> str:
+    """Cut an over-long reply at a word boundary with an ellipsis, and say so in the log."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ", limit // 2)
+    cut = (cut[:space] if space > 0 else cut).rstrip()
+    log("channels", "op=reply-truncated", messageId=message_id, chars=len(text), limit=limit)
+    return cut + "…"
+
+
 @dataclass
 class Inbound:
     """One parsed inbound message, channel-neutral."""
@@ -318,15 +332,15 @@ class Gateway:
         }
         try:
             async with self.agent_slots:
-                answer = await get_runner(self.host).run(session, payload)
+                answer = (await get_runner(self.host).run(session, payload) or "").strip()
+            if not answer:  # a person waiting on nothing is worse than the polite fallback
+                raise RunnerError("empty-reply: the agent answered nothing")
         except (RunnerError, OSError) as exc:
             log("channels", "op=agent-failed", channel=msg.channel, messageId=mid, reason=str(exc)[:200])
             delivery = await self.reply(msg, mid, AGENT_UNAVAILABLE, kind="agent-unavailable", role=who.role,
                                         status={"status": "agent-failed", "error": str(exc)[:200]})
             return Turn(mid, who.role, "agent-failed", AGENT_UNAVAILABLE, text, delivery)
-        if not answer:
-            await asyncio.to_thread(self.update_message, msg, mid, {"status": "answered"})
-            return Turn(mid, who.role, "answered", answer, text, None)
+        answer = cap_reply(answer, mid, MAX_REPLY_CHARS)
         delivery = await self.reply(msg, mid, answer, kind="agent", role=who.role, status={"status": "answered"})
         return Turn(mid, who.role, "answered", answer, text, delivery)
 

@@ -11,9 +11,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from host.graph import Guards
 from host.tooltable import call_tool
 from plugins.channels.brand import GREETING
-from plugins.channels.memory_runner import DONT_KNOW, MemoryRunner, coverage, is_greeting, sentences, trim
+from plugins.channels.memory_runner import (
+    DONT_KNOW,
+    NOTED,
+    PASSED_ON,
+    WELCOME,
+    MemoryRunner,
+    contact_in,
+    coverage,
+    is_greeting,
+    is_thanks,
+    sentences,
+    trim,
+)
 from plugins.channels.runner import get_runner
 
 HANDBOOK = {"attachmentId": "hb", "title": "Shop handbook", "content": (
@@ -32,8 +45,9 @@ def seeded(make_host, account):
     return host
 
 
-def ask(host, text: str, role: str = "public") -> str:
-    return asyncio.run(get_runner(host).run("s", {"text": text, "payload": f"## Context\n{text}", "role": role}))
+def ask(host, text: str, role: str = "public", session: str = "s") -> str:
+    return asyncio.run(get_runner(host).run(session, {"text": text, "payload": f"## Context\n{text}", "role": role,
+                                                      "channel": "webchat", "sender": session}))
 
 
 def test_answers_with_whole_sentences_and_names_the_source(seeded) -> None:
@@ -86,8 +100,33 @@ def test_never_invents_text(seeded, question: str) -> None:
     runner = get_runner(seeded)
     assert isinstance(runner, MemoryRunner)
     reply = ask(seeded, question)
-    if reply in (DONT_KNOW, GREETING.format(product="plughost")):
+    if reply in (DONT_KNOW, WELCOME, GREETING.format(product="plughost")) or reply.startswith("Thank you. I have passed"):
         return
     body, source = reply.rsplit("\n", 1)
     assert re.fullmatch(r"\(Source: .+\)", source)
     assert all(s in STORED for s in sentences(body)), reply
+
+
+def test_a_contact_after_dont_know_passes_the_question_on_as_a_follow_up_task(seeded, capfd) -> None:
+    assert ask(seeded, "Do you sell wedding cakes?", session="v1") == DONT_KNOW
+    assert ask(seeded, "What is the capital of Peru?", session="v2") == DONT_KNOW
+    assert ask(seeded, "jane@example.com", session="v1") == PASSED_ON.format(contact="jane@example.com")
+    assert ask(seeded, "Thanks!", session="v1") == WELCOME
+    tasks = seeded.store().find(guards=Guards(seeded.env["ACCOUNT_ID"]), labels=["Task"])
+    (task,) = [node for node in tasks if node.properties.get("kind") == "follow-up"]
+    props = task.properties
+    assert "jane@example.com" in props["inputs"] and "wedding cakes" in props["inputs"]
+    assert props["scope"] == "admin"  # a visitor's contact is never public memory
+    assert "Peru" not in props["inputs"]  # the other visitor's question stays theirs
+    # a contact with no question before it is passed on as a message; a question is not a contact
+    assert ask(seeded, "call me on +44 20 7946 0958", session="v3") == NOTED.format(contact="+44 20 7946 0958")
+    assert "op=follow-up outcome=passed-on" in capfd.readouterr().err
+
+
+def test_contact_and_thanks_recognition() -> None:
+    assert contact_in("you can reach me at jane.doe+cakes@example.co.uk, thanks") == "jane.doe+cakes@example.co.uk"
+    assert contact_in("0207 946 0958") == "0207 946 0958"
+    assert contact_in("Where is my order 12345678901 that I placed last week on Monday?") is None
+    assert contact_in("What is INV-2024-0042?") is None
+    assert is_thanks("thank you very much") and is_thanks("ok, bye") and is_thanks("Cheers!")
+    assert not is_thanks("ok") and not is_thanks("thanks, but when do you open?")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -180,3 +181,38 @@ def test_agent_concurrency_is_bounded(make_host, account, tmp_path: Path) -> Non
         running += delta
         peak = max(peak, running)
     assert peak == 2
+
+
+@pytest.mark.parametrize("output", ["", "   \n\t\n"])
+def test_an_empty_reply_gets_the_polite_fallback_not_silence(make_host, account, tmp_path: Path, capfd,
+                                                              output: str) -> None:
+    from plugins.channels.pipeline import AGENT_UNAVAILABLE, Inbound, gateway
+
+    script = tmp_path / "agent.sh"
+    script.write_text(f"cat > /dev/null\nprintf '{output!s}'\n".replace("\n\t\n", "\\n\\t\\n"))
+    host = make_host(ACCOUNT_ID=account, PLUGHOST_AGENT_COMMAND=f"sh {script}")
+
+    async def main():
+        _, _, task = await gateway(host).accept(Inbound("webchat", "visitor-0001", "hello?", "e1"))
+        return await task
+
+    turn = asyncio.run(main())
+    assert (turn.status, turn.reply) == ("agent-failed", AGENT_UNAVAILABLE)
+    assert "op=agent-failed channel=webchat" in capfd.readouterr().err
+
+
+def test_an_over_long_reply_is_cut_at_a_word_and_logged(make_host, account, tmp_path: Path, capfd) -> None:
+    from plugins.channels.pipeline import MAX_REPLY_CHARS, Inbound, gateway
+
+    script = tmp_path / "agent.py"
+    script.write_text("import sys\nsys.stdin.read()\nprint('word ' * 400000)\n")
+    host = make_host(ACCOUNT_ID=account, PLUGHOST_AGENT_COMMAND=f"{sys.executable} -S {script}")
+
+    async def main():
+        _, _, task = await gateway(host).accept(Inbound("webchat", "visitor-0002", "talk a lot", "e2"))
+        return await task
+
+    turn = asyncio.run(main())
+    assert turn.status == "answered" and len(turn.reply) <= MAX_REPLY_CHARS
+    assert turn.reply.endswith("word…")
+    assert f"op=reply-truncated messageId={turn.message_id} chars=1999999 limit={MAX_REPLY_CHARS}" in capfd.readouterr().err

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
 from channels_support import ACCOUNT, FakeApis, agent_calls, agent_command, channel_host, serve, wait_for
 
 from plugins.channels.compose import PROVENANCE_HEADING

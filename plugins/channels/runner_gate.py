@@ -1,0 +1,65 @@
+"""The ``agent-runner`` boot gate: the runner ``PLUGHOST_AGENT`` names can be built.
+
+Without it a misspelt ``PLUGHOST_AGENT`` (or timeout) booted a server whose every chat turn
+failed, the reason only in the log. A configuration error refuses boot; a runner whose
+executable is not on PATH (``claude``, the ``command``'s program) is said loudly but boots,
+since it may be installed before the first turn.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+
+from host.errors import UserError
+from host.log import format_line
+from host.types import Gate, GateContext, GateResult
+
+NAME = "agent-runner"
+
+
+def _executable(env: dict[str, str], choice: str) -> tuple[str, str] | None:
+    """(variable, program) the runner spawns per turn, or None for the in-process memory runner."""
+    if choice == "claude":
+        return "PLUGHOST_CLAUDE_BIN", (env.get("PLUGHOST_CLAUDE_BIN") or "claude").strip()
+    if choice == "command":
+        raw = (env.get("PLUGHOST_AGENT_COMMAND") or "").strip()
+        try:
+            argv = shlex.split(raw)
+        except ValueError as exc:
+            raise UserError(f"PLUGHOST_AGENT_COMMAND: {exc} (got {raw!r})") from None
+        if not argv:
+            raise UserError("PLUGHOST_AGENT_COMMAND: expected a command line for PLUGHOST_AGENT=command")
+        return "PLUGHOST_AGENT_COMMAND", argv[0]
+    return None
+
+
+def check_agent_runner(ctx: GateContext) -> GateResult:
+    from plugins.channels.runner import agent_choice
+
+    env = ctx.env
+    try:
+        choice = agent_choice(env)
+        raw_timeout = (env.get("PLUGHOST_AGENT_TIMEOUT") or "").strip()
+        if raw_timeout:
+            try:
+                ok = float(raw_timeout) > 0
+            except ValueError:
+                ok = False
+            if not ok:
+                raise UserError(f"PLUGHOST_AGENT_TIMEOUT: expected a number of seconds > 0 (got {raw_timeout!r})")
+        spawned = _executable(env, choice)
+    except UserError as exc:
+        line = format_line("channels", "agent-runner", "FATAL", reason=str(exc))
+        return GateResult("fail", 1, [line], [{"reason": "agent-config", "detail": str(exc)}])
+    if spawned is not None:
+        var, program = spawned
+        if shutil.which(program, path=env.get("PATH")) is None:
+            detail = f"{var}: {program!r} is not an executable on PATH; every turn will get the polite fallback"
+            line = format_line("channels", "agent-runner", "WARN", agent=choice, reason=detail)
+            return GateResult("warn", 1, [line], [{"reason": "agent-missing", "detail": detail}])
+    return GateResult("ok", 1, [format_line(None, "startup-self-test", **{NAME: "ok"}, agent=choice, inspected=1)])
+
+
+def agent_runner_gate() -> Gate:
+    return Gate(NAME, check=check_agent_runner, fatal=True, order=85)

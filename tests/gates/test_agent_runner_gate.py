@@ -1,0 +1,52 @@
+"""The channels plugin's ``agent-runner`` gate: a misconfigured runner refuses boot, a missing
+executable is said loudly, and a good configuration is one ok line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from channels_support import ACCOUNT, write_account
+
+from host.types import GateContext
+from plugins.channels.runner_gate import check_agent_runner
+
+
+def check(make_host, **env: str):
+    host = make_host()
+    return check_agent_runner(GateContext(host=host, env={"PATH": os.environ["PATH"], **env}))
+
+
+@pytest.mark.parametrize(("env", "says"), [
+    ({"PLUGHOST_AGENT": "bogus"}, "PLUGHOST_AGENT: expected one of memory | claude | command (got 'bogus')"),
+    ({"PLUGHOST_AGENT_TIMEOUT": "soon"}, "PLUGHOST_AGENT_TIMEOUT: expected a number of seconds > 0 (got 'soon')"),
+    ({"PLUGHOST_AGENT_TIMEOUT": "-1"}, "PLUGHOST_AGENT_TIMEOUT: expected a number of seconds > 0 (got '-1')"),
+    ({"PLUGHOST_AGENT": "command"}, "PLUGHOST_AGENT_COMMAND: expected a command line"),
+    ({"PLUGHOST_AGENT_COMMAND": "agent 'unclosed"}, "PLUGHOST_AGENT_COMMAND: No closing quotation"),
+])
+def test_a_configuration_error_fails_the_gate(make_host, env, says) -> None:
+    result = check(make_host, **env)
+    assert result.status == "fail"
+    assert result.lines[0].startswith("[channels] agent-runner FATAL reason=")
+    assert says in result.lines[0]
+
+
+def test_a_missing_executable_warns_and_a_good_one_is_ok(make_host) -> None:
+    missing = check(make_host, PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_BIN="/nonexistent/claude")
+    assert missing.status == "warn" and "agent-runner WARN agent=claude" in missing.lines[0]
+    assert check(make_host).lines == ["startup-self-test agent-runner=ok agent=memory inspected=1"]
+    ok = check(make_host, PLUGHOST_AGENT_COMMAND=f"{sys.executable} -S agent.py")
+    assert ok.status == "ok" and "agent=command" in ok.lines[0]
+
+
+def test_serve_refuses_to_boot_on_a_bogus_agent(plughost_home: Path, tmp_path: Path) -> None:
+    write_account(plughost_home)
+    env = {**os.environ, "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT": "bogus"}
+    proc = subprocess.run([sys.executable, "-m", "host.cli", "serve", "--host", "127.0.0.1", "--port", "0"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "[channels] agent-runner FATAL reason=\"PLUGHOST_AGENT: expected one of" in proc.stderr
+    assert "Traceback" not in proc.stderr
