@@ -58,7 +58,7 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
             detail = f"{var}: {program!r} is not an executable on PATH; every turn will get the polite fallback"
             line = format_line("channels", "agent-runner", "WARN", agent=choice, reason=detail)
             return GateResult("warn", 1, [line], [{"reason": "agent-missing", "detail": detail}])
-    return GateResult("ok", 1, [format_line(None, "startup-self-test", **{NAME: "ok"}, agent=choice, inspected=1)])
+    return GateResult("ok", 1, [format_line(None, "startup-self-test", **{NAME: "ok"}, inspected=1, agent=choice)])
 
 
 def agent_runner_gate() -> Gate:

@@ -37,7 +37,7 @@ def test_a_configuration_error_fails_the_gate(make_host, env, says) -> None:
 def test_a_missing_executable_warns_and_a_good_one_is_ok(make_host) -> None:
     missing = check(make_host, PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_BIN="/nonexistent/claude")
     assert missing.status == "warn" and "agent-runner WARN agent=claude" in missing.lines[0]
-    assert check(make_host).lines == ["startup-self-test agent-runner=ok agent=memory inspected=1"]
+    assert check(make_host).lines == ["startup-self-test agent-runner=ok inspected=1 agent=memory"]
     ok = check(make_host, PLUGHOST_AGENT_COMMAND=f"{sys.executable} -S agent.py")
     assert ok.status == "ok" and "agent=command" in ok.lines[0]
 

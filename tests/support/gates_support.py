@@ -34,7 +34,7 @@ class AccountEnvStandIn:
 
 
 ALL_GATES = {"account-id-env", "mcp-allowlist-coverage", "specialist-tool-drift", "skill-registration",
-             "tool-registration", "admin-identity-binding"}
+             "tool-registration", "admin-identity-binding", "agent-runner"}
 
 
 def write(path: Path, text: str) -> Path:
@@ -203,9 +203,9 @@ class Install:
         return run_gates(host, extras=extras, echo=None)
 
 
-HOST_GATES = ALL_GATES - {"account-id-env", "admin-identity-binding"}
+HOST_GATES = ALL_GATES - {"account-id-env", "admin-identity-binding", "agent-runner"}
 """Gates the host's own plugins always contribute (account-id-env is the graph plugin's,
-admin-identity-binding the channels plugin's: a brand may exclude channels)."""
+admin-identity-binding and agent-runner the channels plugin's: a brand may exclude channels)."""
 
 
 def assert_every_gate_ok(report: dict[str, Any], stderr: str) -> None:
