@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+from collections.abc import Mapping
 
 from host.errors import UserError
 from host.log import format_line
@@ -18,7 +19,7 @@ from host.types import Gate, GateContext, GateResult
 NAME = "agent-runner"
 
 
-def _executable(env: dict[str, str], choice: str) -> tuple[str, str] | None:
+def _executable(env: Mapping[str, str], choice: str) -> tuple[str, str] | None:
     """(variable, program) the runner spawns per turn, or None for the in-process memory runner."""
     if choice == "claude":
         return "PLUGHOST_CLAUDE_BIN", (env.get("PLUGHOST_CLAUDE_BIN") or "claude").strip()
