@@ -20,7 +20,7 @@ from plugins.memory.retrieval.rank import RERANK_DEPTH
 
 DEFAULT_CANDIDATES = 50
 SHIPPED: dict[str, Any] = {"stem": True, "stopwords": True, "normalize": True, "vector_weight": 0.5,
-                              "candidates": 100}
+                              "candidates": 100, "neighbours": 0.3}
 """Defaults chosen by the measurements (the README's retrieval table); unlisted stages stay off."""
 PATHS = ("hybrid", "vector", "bm25")
 """``PLUGHOST_GS_PATHS``: both paths (default) or one alone, for diagnosis and the quality benchmark."""
@@ -45,6 +45,8 @@ class SearchFlags:
     vector_weight: float = VECTOR_WEIGHT
     rrf_k: int = RRF_K
     rerank_depth: int | None = RERANK_DEPTH
+    neighbours: float = 0.0
+    neighbours_back: float = 0.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:
@@ -66,6 +68,9 @@ class SearchFlags:
                                  0.0, 1.0),
             rrf_k=_int(env, "PLUGHOST_GS_RRF_K", int(d.get("rrf_k", RRF_K)), 1, 1000),
             rerank_depth=_int(env, "PLUGHOST_GS_RERANK_DEPTH", RERANK_DEPTH, 1, 1000),
+            neighbours=_float(env, "PLUGHOST_GS_NEIGHBOURS", float(d.get("neighbours", 0.0)), 0.0, 1.0),
+            neighbours_back=_float(env, "PLUGHOST_GS_NEIGHBOURS_BACK", float(d.get("neighbours_back", 0.0)),
+                                   0.0, 1.0),
         )
 
     @classmethod

@@ -89,6 +89,12 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
+def context_line(props: Mapping[str, Any]) -> str | None:
+    """The line a turn takes in the context of the turns after it (None for an empty turn)."""
+    text = turn_text(props)
+    return f"{speaker(props)}: {_cut(text, TURN_CHARS)}" if text else None
+
+
 def search_context(props: Mapping[str, Any], previous: Sequence[Mapping[str, Any]], turns: int) -> str | None:
     """The ``searchContext`` of a turn given the turns before it (oldest first); None when off."""
     if turns <= 0:
@@ -98,10 +104,9 @@ def search_context(props: Mapping[str, Any], previous: Sequence[Mapping[str, Any
     budget = CONTEXT_CHARS - len(lines[0])
     before: list[str] = []
     for prior in reversed(list(previous)[-turns:]):  # nearest first, so the budget keeps the closest turns
-        text = turn_text(prior)
-        if not text:
+        line = context_line(prior)
+        if not line:
             continue
-        line = f"{speaker(prior)}: {_cut(text, TURN_CHARS)}"
         if len(line) + 1 > budget:
             break
         before.append(line)

@@ -22,6 +22,7 @@ from host.types import RetrievalBoost
 from plugins.memory.retrieval import boosts as boost_stage
 from plugins.memory.retrieval import expand as expand_stage
 from plugins.memory.retrieval import fuse, rank, route
+from plugins.memory.retrieval import neighbours as neighbour_stage
 from plugins.memory.retrieval.dedup import dedup
 from plugins.memory.retrieval.flags import SearchFlags
 from plugins.memory.retrieval.format import format_results
@@ -187,6 +188,9 @@ def search(
     else:
         fuse.weighted(merged, *weights(plan, flags))
 
+    # NEIGHBOURS (a turn inherits part of the score of the candidate turns before it)
+    propagated = neighbour_stage.propagate(list(merged.values()), flags.neighbours, flags.neighbours_back)
+
     # BOOST
     boosted = boost_stage.apply(merged.values(), extra_boosts) if flags.boosts else 0
 
@@ -219,8 +223,8 @@ def search(
 
     ms = (time.perf_counter() - started) * 1000
     stats.update(expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, fused=len(merged),
-                 boosted=boosted, deduped=deduped, final=len(rows), mode=flags.mode, ms=ms,
-                 compact=compact)
+                 boosted=boosted, neighbours=propagated, deduped=deduped, final=len(rows), mode=flags.mode,
+                 ms=ms, compact=compact)
     if emit_log:
         log("graph-search:hybrid", accountId=guards.account_id[:8], retrievalClass=request.retrieval_class,
             expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, fused=len(merged),

@@ -67,7 +67,8 @@ def test_env_flags_default_to_the_shipped_stages_and_zero_gives_the_baseline():
     shipped = SearchFlags.from_env({})
     assert all(getattr(shipped, k) == v for k, v in SHIPPED.items())
     off = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMALIZE": "off",
-           "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_RRF": "no"}
+           "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_RRF": "no",
+           "PLUGHOST_GS_NEIGHBOURS": "0"}
     assert SearchFlags.from_env(off) == SearchFlags() == SearchFlags.baseline()
     for bad in ({"PLUGHOST_GS_STEM": "maybe"}, {"PLUGHOST_GS_VECTOR_WEIGHT": "1.5"}, {"PLUGHOST_GS_RRF_K": "0"}):
         with pytest.raises(UserError, match=next(iter(bad))):
