@@ -12,5 +12,6 @@ elif [ -n "$PLATFORM_ROOT" ] && [ -x "$PLATFORM_ROOT/.venv/bin/python" ]; then p
 elif [ -x "$here/../../../.venv/bin/python" ]; then py="$here/../../../.venv/bin/python"
 else py=python3
 fi
-"$py" -S -I "$here/../surfacing/hook.py"
+# imported, not run as a script: a script is compiled on every start, a module once (__pycache__)
+"$py" -S -I -c 'import sys; sys.path.insert(0, sys.argv[1]); import hook; hook.main()' "$here/../surfacing"
 exit 0
