@@ -13,13 +13,14 @@ Transactions: every public write is one ``execute_write`` transaction (a whole `
 ``execute_read``, so a cluster or Aura routes them (``neo4j://`` / ``neo4j+s://`` URIs).
 
 Vector search is exact over the guards: ``db.index.vector.queryNodes`` returns the nearest
-nodes of a whole index *before* any WHERE, so one query asks every wanted index (``UNION
-ALL``) for a window of candidates, applies the guards, cuts at k by the index's score and
+nodes of a whole index *before* any WHERE, so one query asks every wanted index whose label
+is in use for a window of candidates, applies the guards, cuts at k by the index's score and
 re-scores those k exactly with ``vector.similarity.cosine``. When fewer than k survive, the guarded candidates
 are counted: few enough (``EXACT_MAX``) and they are all scored exactly; otherwise the window
 widens until k pass or it covers the index (then exact). Scores are cosines in [-1, 1], as in
-the embedded store. Full-text search streams ``db.index.fulltext.queryNodes`` (every match,
-score-ordered) through the guards before the cut, in one query; user text is Lucene-escaped.
+the embedded store. Full-text search asks ``db.index.fulltext.queryNodes`` for a window of its
+best matches, guards them before the cut and widens the window until k guarded matches score
+above its lowest (or the index has no more), so the top k are exact; user text is Lucene-escaped.
 
 Schema DDL runs only for what ``SHOW INDEXES`` / ``SHOW CONSTRAINTS`` lack, and never from a
 reader (``PLUGHOST_GRAPH_READ_ONLY=1``), which only logs what is missing.
@@ -75,12 +76,17 @@ from plugins.graph.common import (
 SCHEMA_FILE = Path(__file__).resolve().parent / "schema.cypher"
 BASE_LABEL = "GraphNode"
 FULLTEXT_INDEX = "entity_search"
-OVERFETCH = 10
-"""Vector candidates asked of each index at first = max(k * OVERFETCH, MIN_FETCH)."""
-MIN_FETCH = 100
+OVERFETCH = 2
+"""Vector candidates asked of each index at first = max(k * OVERFETCH, MIN_FETCH): an HNSW
+search costs about its window, and a short first window only widens (exactness is kept)."""
+MIN_FETCH = 20
 EXACT_MAX = 20000
 """Guarded candidate sets up to this size are scored exactly when the first window falls short."""
 WIDEN = 8
+TEXT_OVERFETCH = 4
+"""Full-text matches asked of the index at first = max(k * TEXT_OVERFETCH, TEXT_MIN_FETCH); the
+window widens by WIDEN until k guarded matches beat its lowest score or the index has no more."""
+TEXT_MIN_FETCH = 40
 LEGACY_CONSTRAINT = "graph_node_id"
 """The old store-wide id constraint; a writer drops it once the per-account one is in place."""
 LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
@@ -251,19 +257,32 @@ def within_cypher(within: tuple[str, str] | None) -> tuple[str, dict[str, Any]]:
 
 
 def q_fulltext(filters: str = "") -> str:
-    return f"""CALL db.index.fulltext.queryNodes($index, $query) YIELD node AS n, score
-WHERE {GUARD} AND {LABEL_FILTER}{filters}
-RETURN {NODE_RETURN}, score ORDER BY score DESC, n.id LIMIT $k"""
+    """The index's best ``$fetch`` matches, guarded and filtered, cut at k; with how many the
+    index returned (``got``) and the window's lowest score (``floor``), so the caller knows
+    whether a wider window could hold a better guarded match."""
+    hit = f"{{id: n.id, labels: labels(n), props: n {{.*, embedding: null}}, hasEmbedding: n.embedding IS NOT NULL, score: score}}"
+    return f"""CALL db.index.fulltext.queryNodes($index, $query, {{limit: $fetch}}) YIELD node AS n, score
+WITH count(*) AS got, min(score) AS floor,
+     collect(CASE WHEN {GUARD} AND {LABEL_FILTER}{filters} THEN {{n: n, score: score}} END) AS passed
+CALL (passed) {{
+  UNWIND passed AS p
+  WITH p.n AS n, p.score AS score ORDER BY score DESC, n.id LIMIT $k
+  RETURN collect({hit}) AS hits
+}}
+RETURN got, floor, hits"""
 
 
-def q_vector_window(indexes: int, filters: str = "") -> str:
+def q_vector_window(filters: str = "") -> str:
     """Every wanted index's window in one query, guarded, cut at k by the index's score, then
-    re-scored exactly (only the k survivors: the index's own scores are quantized)."""
-    branches = "\n  UNION ALL\n".join(
-        f"  CALL db.index.vector.queryNodes($index{i}, $fetch, $vector) YIELD node, score RETURN node, score"
-        for i in range(indexes))
-    return f"""CALL () {{
-{branches}
+    re-scored exactly (only the k survivors: the index's own scores are quantized).
+
+    ``$indexes`` is ``[{label, name}]``; an index whose label no node carries (``db.labels()``,
+    read from the count store in the same transaction) is not asked at all, so an install that
+    uses 6 of the 19 vector labels pays for 6 index searches, not 19."""
+    return f"""CALL db.labels() YIELD label WITH collect(label) AS present
+UNWIND [i IN $indexes WHERE i.label IN present | i.name] AS indexName
+CALL (indexName) {{
+  CALL db.index.vector.queryNodes(indexName, $fetch, $vector) YIELD node, score RETURN node, score
 }}
 WITH node AS n, max(score) AS approx WHERE {GUARD} AND {LABEL_FILTER}{filters}
 WITH n ORDER BY approx DESC, n.id LIMIT $k
@@ -331,7 +350,7 @@ def lint_statements() -> list[str]:
              Q_REINGEST_TREE, Q_STORED, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
              Q_LABEL_TOTAL, Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
              Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type="MENTIONS"), q_delete_edge_guarded("MENTIONS"),
-             q_fulltext(), q_fulltext(where + within), q_vector_window(1), q_vector_window(3, where + within),
+             q_fulltext(), q_fulltext(where + within), q_vector_window(), q_vector_window(where + within),
              q_vector_count(), q_vector_exact(where + within),
              q_upsert(["Person"]), q_upsert(["KnowledgeDocument", "Report"]), q_edges("HAS_SECTION"),
              q_edges("HAS_CHUNK", guarded=True),
@@ -363,6 +382,8 @@ class Neo4jStore:
     overfetch = OVERFETCH
     min_fetch = MIN_FETCH
     exact_max = EXACT_MAX
+    text_overfetch = TEXT_OVERFETCH
+    text_min_fetch = TEXT_MIN_FETCH
     """Vector-search tunables (per instance; the guard property test narrows them to reach every path)."""
 
     def __init__(self, driver: Any, *, env: Mapping[str, str], database: str | None = None,
@@ -710,8 +731,19 @@ class Neo4jStore:
         inside, iparams = within_cypher(within)
         params = {**self._guard_params(g), "labels": list(check_labels(labels)) if labels else [],
                   "index": FULLTEXT_INDEX, "query": lucene, "k": int(k), **wparams, **iparams}
+        query = q_fulltext(wh + inside)
+
+        def work(tx: Any) -> list[Any]:
+            fetch = max(k * self.text_overfetch, self.text_min_fetch)
+            while True:
+                found = tx.run(query, {**params, "fetch": fetch}).single()
+                hits = found["hits"]
+                if found["got"] < fetch or (len(hits) >= k and hits[-1]["score"] > found["floor"]):
+                    return hits  # the index had no more, or nothing beyond the window can beat the k-th
+                fetch *= WIDEN
+
         try:
-            rows = self._rows(q_fulltext(wh + inside), params)
+            rows = self.read(work)
         except neo4j.exceptions.ClientError as exc:
             if "fulltext" in str(exc).lower() or "index" in str(exc).lower():
                 if not self._fulltext_warned:
@@ -749,11 +781,11 @@ class Neo4jStore:
                   **wparams, **iparams}
         if not wanted:  # no index holds vectors of this length: the guarded nodes, exactly
             return self._hits(self._rows(q_vector_exact(filters), params))
-        names = {f"index{i}": indexes[lab][0] for i, lab in enumerate(wanted)}
+        names = [{"label": lab, "name": indexes[lab][0]} for lab in wanted]
         fetch = max(k * self.overfetch, self.min_fetch)
 
         def window(tx: Any, size: int) -> list[Any]:
-            return list(tx.run(q_vector_window(len(wanted), filters), {**params, **names, "fetch": size}))
+            return list(tx.run(q_vector_window(filters), {**params, "indexes": names, "fetch": size}))
 
         def work(tx: Any) -> list[Any]:
             rows = window(tx, fetch)
