@@ -255,7 +255,7 @@ def start_neo4j() -> tuple[dict[str, str], str | None]:
         return {k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}, None
     script = Path(__file__).resolve().parent.parent / "scripts" / "neo4j" / "neo4j.sh"
     env = {**os.environ, "NEO4J_HEAP": os.environ.get("NEO4J_HEAP", "2g"),
-           "NEO4J_PAGECACHE": os.environ.get("NEO4J_PAGECACHE", "1g")}
+           "NEO4J_PAGECACHE": os.environ.get("NEO4J_PAGECACHE", "2g")}
     out = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, env=env, check=True).stdout
     started = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     return {"NEO4J_URI": started["NEO4J_URI"]}, started["NEO4J_RUN_DIR"]

@@ -105,6 +105,9 @@ LABEL_FILTER = "(size($labels) = 0 OR any(l IN labels(n) WHERE l IN $labels))"
 NODE_RETURN = "n.id AS id, labels(n) AS labels, n {.*, embedding: null} AS props, n.embedding IS NOT NULL AS hasEmbedding"
 HAS_VECTOR = "n.embedding IS NOT NULL AND size(n.embedding) = $dims"
 NODE_KEY = "{accountId: $accountId, id: $id}"
+COSINE = ("CASE WHEN any(x IN n.embedding WHERE x <> 0) THEN vector.similarity.cosine(n.embedding, $vector) "
+          "ELSE 0.5 END")
+"""Neo4j's (1 + cos) / 2; a stored all-zero vector (which the function refuses) scores as cosine 0."""
 
 Q_GET = f"MATCH (n:{BASE_LABEL} {NODE_KEY}) WHERE {GUARD} RETURN {NODE_RETURN}"
 Q_GET_ANY = f"""MATCH (n:{BASE_LABEL} {NODE_KEY})
@@ -211,25 +214,34 @@ MERGE (n:{BASE_LABEL} {{accountId: $accountId, id: row.id}})
 ON CREATE SET n.createdAt = $now, n.backlinkCount = 0
 SET n += row.props, n.keywordsLower = row.keywords, n.updatedAt = $now, n.deletedAt = null
 SET n{extra}
-FOREACH (v IN CASE WHEN row.embedding IS NULL THEN [] ELSE [row.embedding] END | SET n.embedding = v)"""
+FOREACH (v IN CASE WHEN row.embedding IS NULL THEN [] ELSE [row.embedding] END | SET n.embedding = v)
+RETURN row.id AS id, elementId(n) AS eid"""
 
 
-def q_edges(edge_type: str, guarded: bool = False) -> str:
+def q_edges(edge_type: str, guarded: bool = False, source_eid: bool = False, target_eid: bool = False,
+            props: bool = True) -> str:
     """MERGE typed edges between two nodes of the account; backlinkCount follows new edges.
 
     ``guarded``: an end the batch did not write (``$known``) must be one the guards can read.
+    ``source_eid`` / ``target_eid``: that end was written by this transaction, and its element
+    id (``row.s`` / ``row.t``, returned by :func:`q_upsert`) finds it without an index seek.
+    ``props=False``: no row sets properties (the ``SET r +=`` would make the plan eager).
     """
     t = check_name(edge_type, "edge.type")
     ends = ""
     if guarded:
         ends = (f"\nWITH row, a, b WHERE (a.id IN $known OR ({GUARD.replace('n.', 'a.')}))"
                 f"\n  AND (b.id IN $known OR ({GUARD.replace('n.', 'b.')}))")
+    a = ("MATCH (a) WHERE elementId(a) = row.s" if source_eid
+         else f"MATCH (a:{BASE_LABEL} {{accountId: $accountId, id: row.source}})")
+    b = ("MATCH (b) WHERE elementId(b) = row.t" if target_eid
+         else f"MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.target}})")
+    set_props = "\nSET r += row.props" if props else ""
     return f"""UNWIND $rows AS row
-MATCH (a:{BASE_LABEL} {{accountId: $accountId, id: row.source}})
-MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.target}}){ends}
+{a}
+{b}{ends}
 MERGE (a)-[r:`{t}`]->(b)
-ON CREATE SET b.backlinkCount = coalesce(b.backlinkCount, 0) + 1
-SET r += row.props
+ON CREATE SET b.backlinkCount = coalesce(b.backlinkCount, 0) + 1{set_props}
 RETURN row.pos AS pos"""
 
 
@@ -260,7 +272,7 @@ def q_fulltext(filters: str = "") -> str:
     """The index's best ``$fetch`` matches, guarded and filtered, cut at k; with how many the
     index returned (``got``) and the window's lowest score (``floor``), so the caller knows
     whether a wider window could hold a better guarded match."""
-    hit = f"{{id: n.id, labels: labels(n), props: n {{.*, embedding: null}}, hasEmbedding: n.embedding IS NOT NULL, score: score}}"
+    hit = "{id: n.id, labels: labels(n), props: n {.*, embedding: null}, hasEmbedding: n.embedding IS NOT NULL, score: score}"
     return f"""CALL db.index.fulltext.queryNodes($index, $query, {{limit: $fetch}}) YIELD node AS n, score
 WITH count(*) AS got, min(score) AS floor,
      collect(CASE WHEN {GUARD} AND {LABEL_FILTER}{filters} THEN {{n: n, score: score}} END) AS passed
@@ -286,7 +298,7 @@ CALL (indexName) {{
 }}
 WITH node AS n, max(score) AS approx WHERE {GUARD} AND {LABEL_FILTER}{filters}
 WITH n ORDER BY approx DESC, n.id LIMIT $k
-WITH n, vector.similarity.cosine(n.embedding, $vector) AS score ORDER BY score DESC, n.id
+WITH n, {COSINE} AS score ORDER BY score DESC, n.id
 RETURN {NODE_RETURN}, score"""
 
 
@@ -300,7 +312,7 @@ def q_vector_exact(filters: str = "") -> str:
     """Exact cosine over the guarded candidates (through the account index)."""
     return f"""MATCH (n:{BASE_LABEL}) WHERE {GUARD} AND {HAS_VECTOR}
   AND any(l IN labels(n) WHERE l IN $wanted) AND {LABEL_FILTER}{filters}
-WITH n, vector.similarity.cosine(n.embedding, $vector) AS score ORDER BY score DESC, n.id LIMIT $k
+WITH n, {COSINE} AS score ORDER BY score DESC, n.id LIMIT $k
 RETURN {NODE_RETURN}, score"""
 
 
@@ -354,6 +366,7 @@ def lint_statements() -> list[str]:
              q_vector_count(), q_vector_exact(where + within),
              q_upsert(["Person"]), q_upsert(["KnowledgeDocument", "Report"]), q_edges("HAS_SECTION"),
              q_edges("HAS_CHUNK", guarded=True),
+             q_edges("MENTIONS", source_eid=True, props=False), q_edges("PART_OF", guarded=True, source_eid=True, target_eid=True),
              q_find([], None, True), q_find(["name", "channel"], "rank", False)]
     schema, shapes = [], set()
     for stmt in schema_statements(384):  # one vector index per label: lint each shape once
@@ -539,12 +552,15 @@ class Neo4jStore:
 
     def _batch(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
                account_id: str, guards: Guards | None = None) -> tuple[list[str], list[int]]:
-        ids = self._upsert(tx, items, account_id, guards)
+        eids: dict[str, str] = {}
+        ids = self._upsert(tx, items, account_id, guards, eids=eids)
         missing = self._edges(tx, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, guards,
-                              known=ids)
+                              known=ids, eids=eids)
         return ids, missing
 
-    def _upsert(self, tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None) -> list[str]:
+    def _upsert(self, tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None,
+                eids: dict[str, str] | None = None) -> list[str]:
+        """MERGE the items (one UNWIND per label set); ``eids`` receives id → element id."""
         now = iso(time.time())
         for item in items:
             if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
@@ -567,7 +583,11 @@ class Neo4jStore:
                 "embedding": item.embedding,
             })
         for labels, rows in groups.items():
-            tx.run(q_upsert(labels), {"rows": rows, "accountId": account_id, "now": now}).consume()
+            result = tx.run(q_upsert(labels), {"rows": rows, "accountId": account_id, "now": now})
+            if eids is None:
+                result.consume()
+            else:
+                eids.update((rec["id"], rec["eid"]) for rec in result)
         return ids
 
     @staticmethod
@@ -628,19 +648,24 @@ class Neo4jStore:
         return missing
 
     def _edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str,
-               guards: Guards | None = None, known: Sequence[str] = ()) -> list[int]:
+               guards: Guards | None = None, known: Sequence[str] = (),
+               eids: Mapping[str, str] | None = None) -> list[int]:
         """MERGE edges by node ids in ``tx``; returns the positions with an unknown end (with
-        ``guards``, an end this write did not make counts only if the guards can read it)."""
-        by_type: dict[str, list[dict[str, Any]]] = {}
+        ``guards``, an end this write did not make counts only if the guards can read it).
+        ``eids``: element ids of the nodes this transaction wrote (found without an index seek)."""
+        eids = eids or {}
+        by_shape: dict[tuple[str, bool, bool, bool], list[dict[str, Any]]] = {}
         for pos, (src, etype, dst, props) in enumerate(wanted):
-            by_type.setdefault(etype, []).append({"pos": pos, "source": src, "target": dst,
-                                                  "props": _clean_props(props or {})})
+            s, t = eids.get(src), eids.get(dst)
+            by_shape.setdefault((etype, s is not None, t is not None, bool(props)), []).append(
+                {"pos": pos, "source": src, "target": dst, "s": s, "t": t, "props": _clean_props(props or {})})
         done: set[int] = set()
         params: dict[str, Any] = {"accountId": account_id}
         if guards is not None:
             params.update(self._guard_params(guards), known=list(known))
-        for etype, rows in by_type.items():
-            for rec in tx.run(q_edges(etype, guarded=guards is not None), {**params, "rows": rows}):
+        for (etype, by_s, by_t, with_props), rows in by_shape.items():
+            query = q_edges(etype, guarded=guards is not None, source_eid=by_s, target_eid=by_t, props=with_props)
+            for rec in tx.run(query, {**params, "rows": rows}):
                 done.add(rec["pos"])
         return [pos for pos in range(len(wanted)) if pos not in done]
 
