@@ -317,7 +317,7 @@ def _bench_neo4j(store, args, data, vocab, vectors, rng) -> dict[str, float]:
         store.fulltext_search(q, 10, guards=Guards(ACCOUNT))
         store.vector_search(v, 10, guards=Guards(ACCOUNT))
         store.vector_search(v, 10, guards=Guards(ACCOUNT, ("public",), "bot"))
-    print("(vector floor: one index (Chunk, 1/6 of the nodes); the store asks every vector index in one query)\n")
+    print("(vector floor: one index (Chunk, 1/6 of the nodes); the store asks, in one query, the index of every label in use: 6 here)\n")
     figures.update(latencies(store, queries, qvecs, origins, raw_fts, raw_vec, raw_expand))
     figures.update(after_write(store, qvecs, raw_vec))
     store.wipe_account(ACCOUNT)
