@@ -280,8 +280,10 @@ def build(seed: int = 22, sessions: int = 48, questions: int = 300, facts_per_se
             pos = r.randint(0, len(script))
             script[pos:pos] = block
         turns: list[Turn] = []
+        clock = at
         for i, (who, line, question) in enumerate(script):
-            turn = Turn(f"{sid}-t{i:03d}", sid, who, line, at + timedelta(minutes=i * r.randint(1, 4)))
+            clock += timedelta(minutes=r.randint(1, 4))  # strictly increasing: sentAt order is the turn order
+            turn = Turn(f"{sid}-t{i:03d}", sid, who, line, clock)
             turns.append(turn)
             if question is not None:
                 question.answer = turn.id

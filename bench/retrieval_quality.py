@@ -206,7 +206,8 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, 
     from plugins.memory.bulk_import import import_jsonl
 
     data = conversations.build(seed=args.seed)
-    digest = hashlib.sha256("\x00".join(t.id + t.speaker + t.text for t in data.turns).encode()).hexdigest()[:8]
+    digest = hashlib.sha256("\x00".join(t.id + t.speaker + t.text + t.at.isoformat()
+                                      for t in data.turns).encode()).hexdigest()[:8]
     stores = {}
     settings = [(turns, mode) for turns in args.context for mode in (args.embed if turns else ["turn"])]
     for turns, mode in settings:

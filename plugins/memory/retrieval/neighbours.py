@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plugins.memory.retrieval.indexed_form import CONTEXT_PROPERTY, context_line, is_message
+from plugins.memory.retrieval.indexed_form import CONTEXT_PROPERTY, context_line, is_message, order_key
 from plugins.memory.retrieval.rows import Row
 
 
@@ -38,10 +38,12 @@ def propagate(rows: Sequence[Row], forward: float, back: float = 0.0) -> int:
         if not isinstance(context, str) or not is_message(row.node.labels):
             continue
         conversation = str(row.props.get("conversationId") or "")
+        at = order_key(row.id, row.props)
         for line in context.split("\n")[1:]:  # the first line is the speaker, day header
-            for prior in by_line.get((conversation, line), ()):
-                if prior.id == row.id:
-                    continue
+            # the same words said twice ("haha nice"): the share comes from the latest one before
+            earlier = [p for p in by_line.get((conversation, line), ()) if order_key(p.id, p.props) < at]
+            if earlier:
+                prior = max(earlier, key=lambda p: order_key(p.id, p.props))
                 if forward > 0:
                     row.score += forward * before[prior.id]
                     touched.add(row.id)
