@@ -51,7 +51,8 @@ EXAMPLES = int(os.environ.get("SECURITY_EXAMPLES", "130"))
 EXAMPLES_NEO4J = int(os.environ.get("SECURITY_EXAMPLES_NEO4J", "30"))
 CALLS = 40
 STATS: dict[str, int] = {"examples": 0, "attempts": 0, "ok": 0, "refused": 0, "widenings": 0, "reads": 0,
-                         "rows-read": 0, "probes": 0}  # probes: writes of an id only another account uses
+                         "rows-read": 0, "probes": 0, "edge-ops": 0, "edge-refused": 0}
+# probes: writes of an id only another account uses; edge-ops: store edge operations (of the attempts)
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,7 @@ def world() -> Iterator[World]:
     assert STATS["widenings"] == 0
     if EXAMPLES >= 100:
         assert STATS["attempts"] >= 5000 and STATS["refused"] > 100 and STATS["ok"] > 500 and STATS["probes"] > 30
+        assert STATS["edge-ops"] > 300 and 30 < STATS["edge-refused"] < STATS["edge-ops"]
 
 
 # ---------------------------------------------------------------------- edge operations
@@ -246,9 +248,12 @@ def edge_ends(tool: str, args: dict[str, Any]) -> list[str]:
     return [args["source"], args["target"]]
 
 
-def check_edge_outcome(who: Who, tool: str, args: dict[str, Any], ok: bool, result: Any, state: Any) -> None:
+def check_edge_outcome(who: Who, tool: str, args: dict[str, Any], ok: bool, result: Any, state: Any,
+                       stats: dict[str, int]) -> None:
     """A narrowed process's edge operation succeeds exactly when it can read every end (so its
     outcome depends on nothing it cannot read), else it is an ``account-isolation`` refusal."""
+    stats["edge-ops"] += 1
+    stats["edge-refused"] += not ok
     if not who.narrowed:
         return
     readable = all((row := state[0].get((who.account, end))) is not None and can_read(who, row)
@@ -445,7 +450,7 @@ def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]]
         STATS["ok" if ok else "refused"] += 1
         problems = widenings(who, state, after)
         if tool in EDGE_OPS:
-            check_edge_outcome(who, tool, args, ok, result, state)
+            check_edge_outcome(who, tool, args, ok, result, state, STATS)
         if tool in ("profile-update", "memory-reindex") and who.narrowed:
             assert not ok and "account-isolation" in result and state == after, \
                 f"{who.name}: {tool} is admin-only, got {result}"
@@ -580,7 +585,7 @@ def test_narrowed_processes_never_widen_on_neo4j(neo4j_world: Neo4jWorld, rows: 
         stats["ok" if ok else "refused"] += 1
         problems = widenings(who, state, after)
         if tool in EDGE_OPS:
-            check_edge_outcome(who, tool, args, ok, result, state)
+            check_edge_outcome(who, tool, args, ok, result, state, stats)
         if tool in ("profile-update", "memory-reindex") and who.narrowed:
             assert not ok and "account-isolation" in result and state == after, \
                 f"{who.name}: {tool} is admin-only, got {result}"
