@@ -9,12 +9,14 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from channels_support import ACCOUNT, wait_for, write_account
 from serve_helpers import raw_request, start_serve
 from test_claude_runner import STAND_IN
 
 from host.graph import Guards
 from plugins.admin import sessions
+from tests.backends import BACKENDS, neo4j_env
 
 PIN = "4821-blue"
 
@@ -91,18 +93,24 @@ def get(port: int, path: str, token: str | None = None):
     return raw_request(port, path, "GET", headers=headers)
 
 
-def test_admin_chat_replies_are_read_back_by_their_user_only(plughost_home: Path, tmp_path: Path) -> None:
-    """``GET /api/admin/chat`` over real loopback HTTP: the user's turns and the agent's replies, oldest
-    first; the HTTP token, a forged token, another user's or another account's conversation and a
-    made-up id read nothing (401, or 404 exactly as for an absent id)."""
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_admin_chat_replies_are_read_back_by_their_user_only(plughost_home: Path, tmp_path: Path,
+                                                             backend: str) -> None:
+    """``GET /api/admin/chat`` over real loopback HTTP, on each backend: the user's turns and the
+    agent's replies, oldest first; the HTTP token, a forged token, another user's or another
+    account's conversation and a made-up id read nothing (401, or 404 exactly as for an absent id)."""
     from channels_support import agent_command
 
     from host import credentials
 
     write_account(plughost_home)
     sessions.set_pin(plughost_home, ACCOUNT, PIN, "u-owner")
+    store = {**neo4j_env(), "PLUGHOST_STORE": "neo4j"} if backend == "neo4j" else {"PLUGHOST_STORE": "sqlite"}
+    if backend == "neo4j":
+        _wipe(ACCOUNT)
     env = {"PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT": "command",
-           "PLUGHOST_AGENT_COMMAND": agent_command(tmp_path), "AGENT_CAPTURE": str(tmp_path / "calls.jsonl")}
+           "PLUGHOST_AGENT_COMMAND": agent_command(tmp_path), "AGENT_CAPTURE": str(tmp_path / "calls.jsonl"),
+           **store}
     served = start_serve(env=env)
     try:
         token = post(served.port, "/api/admin/session", {"accountId": ACCOUNT, "pin": PIN}).json()["token"]
@@ -147,4 +155,16 @@ def test_admin_chat_replies_are_read_back_by_their_user_only(plughost_home: Path
         assert not (plughost_home / "accounts" / ACCOUNT / "admin-conversations.json").read_text().count("u-other")
     finally:
         _code, _out, err = served.terminate()
+        if backend == "neo4j":
+            _wipe(ACCOUNT)
     assert "Traceback" not in err
+
+
+def _wipe(account: str) -> None:
+    from plugins.graph.neo4j_store import Neo4jStore
+
+    store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": account})
+    try:
+        store.wipe_account(account)
+    finally:
+        store.close()
