@@ -1,7 +1,7 @@
 """A narrowed server is a narrowed caller on every HTTP entry (SPEC 8.1): the principal is built once
 where HTTP calls enter and a credential never widens it. Against a real `plughost serve` started with
 ``ALLOWED_SCOPES=public`` on loopback: MCP over HTTP (a real MCP client with the account's HTTP
-token) writes and reads only inside ``public``; the admin chat, whose turns and transcripts are
+token) writes and reads only inside ``public`` (on each backend); the admin chat, whose turns and transcripts are
 admin-wide, refuses an admin session token with 403 ``account-isolation`` and stores nothing."""
 
 from __future__ import annotations
@@ -12,22 +12,45 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from channels_support import ACCOUNT, agent_command, write_account
 from serve_helpers import raw_request, start_serve
 
 from plugins.admin import sessions
 from plugins.graph.sqlite_store import SqliteStore
+from tests.backends import BACKENDS, neo4j_env
 
 PIN = "4821-blue"
 
 
-def nodes(db: Path) -> dict[str, tuple[str, str | None]]:
+def nodes(db: Path, backend: str) -> dict[str, tuple[str, str | None]]:
+    """id -> (properties, scope) of the account's nodes, from the file or the database (the oracle)."""
+    if backend == "neo4j":
+        from plugins.graph.neo4j_store import Neo4jStore
+
+        store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
+        try:
+            rows = store.read(lambda tx: list(tx.run("MATCH (n:GraphNode {accountId: $a}) RETURN n.id AS id, "
+                                                     "n {.*, embedding: null, updatedAt: null} AS p", a=ACCOUNT)))
+        finally:
+            store.close()
+        return {r["id"]: (json.dumps(dict(r["p"]), sort_keys=True, default=str), r["p"].get("scope")) for r in rows}
     con = sqlite3.connect(db)
     try:
         return {r[0]: (r[1], r[2]) for r in con.execute("SELECT id, properties, scope FROM nodes WHERE account_id = ?",
                                                         (ACCOUNT,))}
     finally:
         con.close()
+
+
+def _store(backend: str, db: Path) -> Any:
+    if backend == "neo4j":
+        from plugins.graph.neo4j_store import Neo4jStore
+
+        store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
+        store.wipe_account(ACCOUNT)
+        return store
+    return SqliteStore(db, env={"ACCOUNT_ID": ACCOUNT})
 
 
 async def _mcp(url: str, token: str, script: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
@@ -46,20 +69,23 @@ async def _mcp(url: str, token: str, script: list[tuple[str, dict[str, Any]]]) -
     return out
 
 
-def test_a_narrowed_server_never_widens_over_http(plughost_home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_narrowed_server_never_widens_over_http(plughost_home: Path, tmp_path: Path, backend: str) -> None:
     write_account(plughost_home)
     sessions.set_pin(plughost_home, ACCOUNT, PIN, "u-owner")
     db = plughost_home / "graph.sqlite"
-    store = SqliteStore(db, env={"ACCOUNT_ID": ACCOUNT})
+    store = _store(backend, db)
     store.upsert_node(["Note"], {"name": "owner secret plan", "scope": "admin"}, account_id=ACCOUNT, node_id="secret")
     store.upsert_node(["Note"], {"name": "public opening hours"}, account_id=ACCOUNT, node_id="open")
     store.close()
     env = {"PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "public",
-           "PLUGHOST_STORE": "sqlite", "NEO4J_URI": "", "PLUGHOST_EMBEDDER": "none", "PLUGHOST_AGENT": "command",
+           **({**neo4j_env(), "PLUGHOST_STORE": "neo4j"} if backend == "neo4j" else
+              {"PLUGHOST_STORE": "sqlite", "NEO4J_URI": ""}),
+           "PLUGHOST_EMBEDDER": "none", "PLUGHOST_AGENT": "command",
            "PLUGHOST_AGENT_COMMAND": agent_command(tmp_path), "AGENT_CAPTURE": str(tmp_path / "calls.jsonl")}
     served = start_serve(env=env)
     try:
-        before = nodes(db)
+        before = nodes(db, backend)
         minted = raw_request(served.port, "/api/admin/session", "POST", headers={"Content-Type": "application/json"},
                              body=json.dumps({"accountId": ACCOUNT, "pin": PIN}).encode())
         assert minted.status == 200, minted.body
@@ -69,7 +95,7 @@ def test_a_narrowed_server_never_widens_over_http(plughost_home: Path, tmp_path:
         assert chat.status == 403 and chat.json()["error"] == "account-isolation", chat.body
         read = raw_request(served.port, "/api/admin/chat", "GET", headers=auth)
         assert read.status == 403 and read.json()["error"] == "account-isolation", read.body
-        assert nodes(db) == before, "a refused admin chat stored something"
+        assert nodes(db, backend) == before, "a refused admin chat stored something"
 
         http_token = (plughost_home / "accounts" / ACCOUNT / "credentials" / "http-token").read_text().strip()
         url = f"http://127.0.0.1:{served.port}/mcp/memory"
@@ -87,9 +113,11 @@ def test_a_narrowed_server_never_widens_over_http(plughost_home: Path, tmp_path:
             assert refused and ("account-isolation" in text or "no node 'secret'" in text), text
         assert "secret" not in results[4][1] and "owner secret plan" not in results[4][1], results[4]
         assert not results[5][0], results[5]
-        after = nodes(db)
+        after = nodes(db, backend)
         assert after["secret"] == before["secret"], "the admin note changed through a narrowed server"
         assert all(scope == "public" for nid, (_, scope) in after.items() if nid not in before), after
     finally:
         _code, _out, err = served.terminate()
+        if backend == "neo4j":
+            _store(backend, db).close()  # wiped
     assert "Traceback" not in err
