@@ -214,17 +214,13 @@ MERGE (n:{BASE_LABEL} {{accountId: $accountId, id: row.id}})
 ON CREATE SET n.createdAt = $now, n.backlinkCount = 0
 SET n += row.props, n.keywordsLower = row.keywords, n.updatedAt = $now, n.deletedAt = null
 SET n{extra}
-FOREACH (v IN CASE WHEN row.embedding IS NULL THEN [] ELSE [row.embedding] END | SET n.embedding = v)
-RETURN row.id AS id, elementId(n) AS eid"""
+FOREACH (v IN CASE WHEN row.embedding IS NULL THEN [] ELSE [row.embedding] END | SET n.embedding = v)"""
 
 
-def q_edges(edge_type: str, guarded: bool = False, source_eid: bool = False, target_eid: bool = False,
-            props: bool = True) -> str:
+def q_edges(edge_type: str, guarded: bool = False, props: bool = True) -> str:
     """MERGE typed edges between two nodes of the account; backlinkCount follows new edges.
 
     ``guarded``: an end the batch did not write (``$known``) must be one the guards can read.
-    ``source_eid`` / ``target_eid``: that end was written by this transaction, and its element
-    id (``row.s`` / ``row.t``, returned by :func:`q_upsert`) finds it without an index seek.
     ``props=False``: no row sets properties (the ``SET r +=`` would make the plan eager).
     """
     t = check_name(edge_type, "edge.type")
@@ -232,14 +228,10 @@ def q_edges(edge_type: str, guarded: bool = False, source_eid: bool = False, tar
     if guarded:
         ends = (f"\nWITH row, a, b WHERE (a.id IN $known OR ({GUARD.replace('n.', 'a.')}))"
                 f"\n  AND (b.id IN $known OR ({GUARD.replace('n.', 'b.')}))")
-    a = ("MATCH (a) WHERE elementId(a) = row.s" if source_eid
-         else f"MATCH (a:{BASE_LABEL} {{accountId: $accountId, id: row.source}})")
-    b = ("MATCH (b) WHERE elementId(b) = row.t" if target_eid
-         else f"MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.target}})")
     set_props = "\nSET r += row.props" if props else ""
     return f"""UNWIND $rows AS row
-{a}
-{b}{ends}
+MATCH (a:{BASE_LABEL} {{accountId: $accountId, id: row.source}})
+MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.target}}){ends}
 MERGE (a)-[r:`{t}`]->(b)
 ON CREATE SET b.backlinkCount = coalesce(b.backlinkCount, 0) + 1{set_props}
 RETURN row.pos AS pos"""
@@ -366,7 +358,7 @@ def lint_statements() -> list[str]:
              q_vector_count(), q_vector_exact(where + within),
              q_upsert(["Person"]), q_upsert(["KnowledgeDocument", "Report"]), q_edges("HAS_SECTION"),
              q_edges("HAS_CHUNK", guarded=True),
-             q_edges("MENTIONS", source_eid=True, props=False), q_edges("PART_OF", guarded=True, source_eid=True, target_eid=True),
+             q_edges("MENTIONS", props=False), q_edges("PART_OF", guarded=True, props=False),
              q_find([], None, True), q_find(["name", "channel"], "rank", False)]
     schema, shapes = [], set()
     for stmt in schema_statements(384):  # one vector index per label: lint each shape once
@@ -552,15 +544,12 @@ class Neo4jStore:
 
     def _batch(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
                account_id: str, guards: Guards | None = None) -> tuple[list[str], list[int]]:
-        eids: dict[str, str] = {}
-        ids = self._upsert(tx, items, account_id, guards, eids=eids)
+        ids = self._upsert(tx, items, account_id, guards)
         missing = self._edges(tx, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, guards,
-                              known=ids, eids=eids)
+                              known=ids)
         return ids, missing
 
-    def _upsert(self, tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None,
-                eids: dict[str, str] | None = None) -> list[str]:
-        """MERGE the items (one UNWIND per label set); ``eids`` receives id → element id."""
+    def _upsert(self, tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None) -> list[str]:
         now = iso(time.time())
         for item in items:
             if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
@@ -583,11 +572,7 @@ class Neo4jStore:
                 "embedding": item.embedding,
             })
         for labels, rows in groups.items():
-            result = tx.run(q_upsert(labels), {"rows": rows, "accountId": account_id, "now": now})
-            if eids is None:
-                result.consume()
-            else:
-                eids.update((rec["id"], rec["eid"]) for rec in result)
+            tx.run(q_upsert(labels), {"rows": rows, "accountId": account_id, "now": now}).consume()
         return ids
 
     @staticmethod
@@ -648,23 +633,19 @@ class Neo4jStore:
         return missing
 
     def _edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str,
-               guards: Guards | None = None, known: Sequence[str] = (),
-               eids: Mapping[str, str] | None = None) -> list[int]:
+               guards: Guards | None = None, known: Sequence[str] = ()) -> list[int]:
         """MERGE edges by node ids in ``tx``; returns the positions with an unknown end (with
-        ``guards``, an end this write did not make counts only if the guards can read it).
-        ``eids``: element ids of the nodes this transaction wrote (found without an index seek)."""
-        eids = eids or {}
-        by_shape: dict[tuple[str, bool, bool, bool], list[dict[str, Any]]] = {}
+        ``guards``, an end this write did not make counts only if the guards can read it)."""
+        by_shape: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         for pos, (src, etype, dst, props) in enumerate(wanted):
-            s, t = eids.get(src), eids.get(dst)
-            by_shape.setdefault((etype, s is not None, t is not None, bool(props)), []).append(
-                {"pos": pos, "source": src, "target": dst, "s": s, "t": t, "props": _clean_props(props or {})})
+            by_shape.setdefault((etype, bool(props)), []).append(
+                {"pos": pos, "source": src, "target": dst, "props": _clean_props(props or {})})
         done: set[int] = set()
         params: dict[str, Any] = {"accountId": account_id}
         if guards is not None:
             params.update(self._guard_params(guards), known=list(known))
-        for (etype, by_s, by_t, with_props), rows in by_shape.items():
-            query = q_edges(etype, guarded=guards is not None, source_eid=by_s, target_eid=by_t, props=with_props)
+        for (etype, with_props), rows in by_shape.items():
+            query = q_edges(etype, guarded=guards is not None, props=with_props)
             for rec in tx.run(query, {**params, "rows": rows}):
                 done.add(rec["pos"])
         return [pos for pos in range(len(wanted)) if pos not in done]
