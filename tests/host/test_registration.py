@@ -1,0 +1,60 @@
+"""``host.registration``: the three Claude Code registration surfaces of a config dir, read in process
+(the gates that use them run through ``plughost boot`` in tests/gates)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from host.registration import Registration, config_dir_source
+
+
+def _write(config: Path, *, marketplaces=None, installed=None, settings=None) -> None:
+    (config / "plugins").mkdir(parents=True, exist_ok=True)
+    for rel, data in (("plugins/known_marketplaces.json", marketplaces), ("plugins/installed_plugins.json", installed),
+                      ("settings.json", settings)):
+        if data is not None:
+            (config / rel).write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+
+
+def test_config_dir_precedence(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "c"), "PLUGHOST_CONFIG_DIR": str(tmp_path / "i")}
+    assert config_dir_source(env, tmp_path / "flag") == (tmp_path / "flag", "flag")
+    assert config_dir_source(env) == (tmp_path / "c", "CLAUDE_CONFIG_DIR")
+    assert config_dir_source({**env, "CLAUDE_CONFIG_DIR": ""}) == (tmp_path / "i", "install")
+    assert config_dir_source({"HOME": str(tmp_path)}) == (tmp_path / ".claude", "default")
+
+
+def test_a_fully_registered_plugin_misses_nothing(tmp_path: Path) -> None:
+    row = {"scope": "user", "installPath": str(tmp_path / "cache" / "greeter"), "version": "1.0.0"}
+    _write(tmp_path, marketplaces={"studio": {}}, installed={"version": 2, "plugins": {"greeter@studio": [row]}},
+           settings={"enabledPlugins": {"greeter@studio": True}})
+    reg = Registration.load(tmp_path)
+    assert reg.errors == [] and reg.missing("greeter@studio") == []
+    assert reg.find_installed("greeter") == ("greeter@studio", tmp_path / "cache" / "greeter")
+    assert reg.find_installed("planner") is None
+
+
+def test_each_missing_surface_is_named(tmp_path: Path) -> None:
+    project_row = {"scope": "project", "installPath": "/x"}
+    _write(tmp_path, installed={"version": 2, "plugins": {"greeter@studio": [project_row]}},
+           settings={"enabledPlugins": {"greeter@studio": False}})
+    reg = Registration.load(tmp_path)
+    assert reg.missing("greeter@studio") == ["known_marketplaces", "installed_plugins", "enabledPlugins"]
+    assert reg.user_row("greeter@studio") is None  # only a user-scope row counts
+    assert reg.find_installed("greeter") is None
+
+
+def test_an_empty_config_dir_is_no_error(tmp_path: Path) -> None:
+    reg = Registration.load(tmp_path / "absent")
+    assert reg.errors == [] and reg.missing("a@b") == ["known_marketplaces", "installed_plugins", "enabledPlugins"]
+
+
+def test_unreadable_and_misshapen_files_are_errors_naming_the_file(tmp_path: Path) -> None:
+    _write(tmp_path, marketplaces="{not json", installed={"version": 1, "plugins": []}, settings="[]")
+    reg = Registration.load(tmp_path)
+    assert len(reg.errors) == 3
+    assert "known_marketplaces.json: unreadable" in reg.errors[0]
+    assert "installed_plugins.json: expected version 2" in reg.errors[1]
+    assert "settings.json: expected a JSON object" in reg.errors[2]
+    assert reg.installed == {} and reg.enabled == {}

@@ -1,0 +1,94 @@
+"""``host.tooltable`` and ``host.surface`` in process: the one join of declarations and handlers,
+the argument check every call path shares, and the canonical names the surface derives."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from host.errors import UserError
+from host.hookspecs import hookimpl
+from host.surface import canonical_name, safe_name
+from host.tooltable import call_tool, checked_call, render
+from host.types import Tool
+
+
+class _Tools:
+    def __init__(self, *tools: Tool) -> None:
+        self._tools = list(tools)
+
+    @hookimpl
+    def plughost_tools(self, host):
+        return self._tools
+
+
+def say_it(text: str, times: int = 1) -> str:
+    """Repeat a text."""
+    return text * times
+
+
+async def _later(text: str) -> str:
+    await asyncio.sleep(0)
+    return text.upper()
+
+
+@pytest.fixture
+def host(make_host):
+    return make_host(PLUGHOST_DISABLE_PLUGINS="graph,memory,channels,admin")
+
+
+def test_an_entry_point_style_plugin_declares_by_its_tool_objects(host) -> None:
+    host.register(_Tools(Tool.from_function(say_it, admin_allowlist=True), Tool.from_function(_later, name="later")),
+                  "unit")
+    table = host.tools()
+    assert [d.name for d in table.declared["unit"]] == ["say-it", "later"]
+    served = table.of("unit")
+    assert set(served) == {"say-it", "later"} and table.problems_of("unit") == []
+    assert served["say-it"].schema["required"] == ["text"] and served["say-it"].admin
+    assert host.tools() is table  # built once per host, until a plugin is registered
+
+
+def test_call_tool_checks_arguments_and_awaits(host) -> None:
+    host.register(_Tools(Tool.from_function(say_it, name="echo"), Tool.from_function(_later, name="later")), "unit")
+    assert call_tool(host, "unit", "echo", {"text": "ab", "times": 2}) == "abab"
+    assert call_tool(host, "unit", "later", {"text": "x"}) == "X"
+    with pytest.raises(UserError, match="echo: parameter 'text' is required"):
+        call_tool(host, "unit", "echo", {})
+    with pytest.raises(UserError, match="echo: parameter 'times': expected integer"):
+        call_tool(host, "unit", "echo", {"text": "a", "times": "2"})
+    with pytest.raises(UserError, match=r"unknown tool 'nope' \(this server has: echo, later\)"):
+        checked_call(host.tools().of("unit"), "nope", {})
+    with pytest.raises(UserError, match="plugin: 'ghost' is not installed"):
+        call_tool(host, "ghost", "echo", {})
+
+
+def test_withheld_and_mismatched_tools_are_reported_not_served(host) -> None:
+    def takes_a(a: str) -> str:
+        return a
+
+    withheld = Tool("off", "withheld here", None)  # type: ignore[arg-type]
+    mismatched = Tool("bad", "schema and handler disagree", takes_a,
+                      {"type": "object", "properties": {"b": {"type": "string"}}})
+    host.register(_Tools(withheld, mismatched), "unit")
+    table = host.tools()
+    assert table.withheld["unit"] == ["off"] and "off" not in table.of("unit")
+    (problem,) = table.problems_of("unit")
+    assert problem.reason == "signature" and "'b'" in problem.line()
+
+
+def test_render_is_text_verbatim_and_json_otherwise() -> None:
+    assert render("plain") == "plain"
+    assert render({"a": [1, "é"]}) == '{\n  "a": [\n    1,\n    "é"\n  ]\n}'
+
+
+def test_the_surface_names_and_lists_what_the_table_declares(host) -> None:
+    host.register(_Tools(Tool.from_function(say_it, name="echo", admin_allowlist=True),
+                         Tool.from_function(_later, name="later", eager=True)), "my.plugin")
+    surface = host.surface
+    echo = canonical_name("my.plugin", "my.plugin", "echo")
+    assert echo == "mcp__plugin_my_plugin_my_plugin__echo"
+    assert surface.admin == [echo] and surface.eager == [echo, canonical_name("my.plugin", "my.plugin", "later")]
+    assert surface.namespaces["my_plugin_my_plugin"] == "my.plugin"
+    assert "my.plugin" in surface.mcp_servers  # host-served: no PLUGIN.md, handlers from the hook
+    assert safe_name("a/b c") == "a_b_c"
