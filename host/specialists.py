@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from host import config, state
 from host.errors import UserError
 from host.manifest import split_frontmatter
+from host.surface import safe_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -44,7 +45,6 @@ PASSING = frozenset({CC_NATIVE_CLASS, SERVED, BRIDGE, BRAND_EXCLUDED})
 REFUSING = frozenset({UNKNOWN_TOOL, UNKNOWN_NAMESPACE, MALFORMED})
 
 _MCP_NAME = re.compile(r"^mcp__([A-Za-z0-9_-]+?)__([A-Za-z0-9_*-]+)$")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ def known_plugins(host: Host) -> set[str]:
     names = set(host.records)
     if host.plugins_dir is not None and Path(host.plugins_dir).is_dir():
         names.update(e.name for e in os.scandir(host.plugins_dir) if e.is_dir() and not e.name.startswith("."))
-    return {_UNSAFE.sub("_", n) for n in names}
+    return {safe_name(n) for n in names}
 
 
 def classify(tool: str, surface: ToolSurface, plughost_plugins: set[str], excluded: set[str]) -> Classified:
@@ -222,7 +222,7 @@ def classify(tool: str, surface: ToolSurface, plughost_plugins: set[str], exclud
         return Classified(tool, CC_NATIVE_CLASS)
     if tool in surface.all:
         plugin = surface.all[tool].plugin
-        if _UNSAFE.sub("_", plugin) in excluded:  # loaded (an entry point) but not shipped by this brand
+        if safe_name(plugin) in excluded:  # loaded (an entry point) but not shipped by this brand
             return Classified(tool, BRAND_EXCLUDED, plugin)
         return Classified(tool, SERVED, plugin)
     match = _MCP_NAME.match(tool)
@@ -239,7 +239,7 @@ def classify(tool: str, surface: ToolSurface, plughost_plugins: set[str], exclud
     served_by = surface.namespaces.get(namespace)
     if served_by is not None and served_by not in surface.mcp_servers:
         served_by = None  # a loaded plugin that serves no MCP tools: its namespace is served by nothing
-    if served_by is not None and _UNSAFE.sub("_", served_by) not in excluded:
+    if served_by is not None and safe_name(served_by) not in excluded:
         if leaf == "*":
             return Classified(tool, SERVED, served_by)
         return Classified(tool, UNKNOWN_TOOL, served_by)
@@ -255,7 +255,7 @@ def check_drift(host: Host, *, excluded: Iterable[str] = (), accounts: Iterable[
     report.specialists, report.unreadable = discover(host, accounts, config_dir)
     surface = host.surface
     ours = known_plugins(host)
-    excluded_set = {_UNSAFE.sub("_", e) for e in excluded}
+    excluded_set = {safe_name(e) for e in excluded}
     for spec in report.specialists:
         for tool in spec.tools:
             c = classify(tool, surface, ours, excluded_set)

@@ -16,9 +16,14 @@ if TYPE_CHECKING:  # pragma: no cover
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
+def safe_name(name: str) -> str:
+    """A name as it stands in an MCP tool name: characters outside [A-Za-z0-9_-] become `_`."""
+    return _UNSAFE.sub("_", name)
+
+
 def canonical_name(plugin: str, server: str, tool: str) -> str:
-    """`mcp__plugin_<plugin>_<server>__<tool>`; characters outside [A-Za-z0-9_-] become `_`."""
-    return f"mcp__plugin_{_UNSAFE.sub('_', plugin)}_{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"
+    """`mcp__plugin_<plugin>_<server>__<tool>`, each part made :func:`safe_name`."""
+    return f"mcp__plugin_{safe_name(plugin)}_{safe_name(server)}__{safe_name(tool)}"
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ def compute_surface(host: Host) -> ToolSurface:
         manifest = record.manifest
         server = record.name
         tools = declared_tools(host, record.name)
-        surface.namespaces[f"{_UNSAFE.sub('_', record.name)}_{_UNSAFE.sub('_', server)}"] = record.name
+        surface.namespaces[f"{safe_name(record.name)}_{safe_name(server)}"] = record.name
         for decl in tools:
             canonical = canonical_name(record.name, server, decl.name)
             surface.all[canonical] = SurfaceTool(
