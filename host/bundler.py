@@ -39,8 +39,7 @@ from host.generator import (
     plugin_folders,
     premium_bundles,
 )
-from host.jsonio import render, write_if_changed
-from host.jsonl import TOO_DEEP
+from host.jsonio import read_json, render, write_if_changed
 from host.log import log
 from host.manifest import load_manifest, validate
 from host.trees import CACHE_NAMES, CACHE_SUFFIXES, build_and_swap, materialize, tree_matches, walk_files
@@ -107,16 +106,19 @@ def resolve_brand(ref: str) -> Path:
     return shipped
 
 
+_MISSING = object()
+
+
 def load_brand(path: Path) -> Brand:
     """Parse and validate a brand file; the legacy boolean premium form is the FATAL the SPEC names."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise UserError(f"{path}: {TOO_DEEP}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        data = read_json(path, default=_MISSING)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
+    if data is _MISSING:
+        raise UserError(f"{path}: cannot read: no such file")
     if isinstance(data, dict) and isinstance(data.get("shipsPremiumBundles"), bool):
         raise FatalError(
             "FATAL: brand.shipsPremiumBundles must be a string[] "

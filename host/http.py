@@ -72,20 +72,17 @@ async def read_body(request: Any, limit: int) -> bytes | None:
 
 
 def parse_json(raw: bytes | str, what: str = "body") -> Any:
-    """``json.loads`` that raises ValueError with one line for any bad document, nesting included.
+    """A request body as JSON, or ValueError with one line naming ``what`` and the reason.
 
-    Deep nesting (``[[[[...`` 100,000 levels) raises RecursionError in the C decoder, and a lone
-    surrogate escape is valid JSON but not storable text: the first is refused here, the second
-    is left to the caller (``host.log`` and the stores make text well formed).
+    :func:`host.jsonl.parse_line` decides what is unreadable (deep nesting included); a lone
+    surrogate escape is left to the caller (``host.log`` and the stores make text well formed).
     """
-    import json
+    from host.jsonl import BadLine, parse_line
 
     try:
-        return json.loads(raw or b"null")
-    except RecursionError:
-        raise ValueError(f"{what}: JSON nested too deeply") from None
-    except ValueError as exc:
-        raise ValueError(f"{what}: not valid JSON ({str(exc).splitlines()[0][:80]})") from None
+        return parse_line(raw or b"null", surrogates=False)
+    except BadLine as exc:
+        raise ValueError(f"{what}: {exc}") from None
 
 
 def forwarded_addresses(headers: Any) -> list[str] | None:

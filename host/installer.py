@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from host import config
+from host.accounts import check_id
 from host.errors import UserError
 from host.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
 from host.jsonio import read_json, render, write_if_changed
@@ -48,7 +49,6 @@ from host.trees import Tree, build_and_swap, materialize, tree_matches, walk_fil
 
 MARKETPLACE_FILE = Path(".claude-plugin", "marketplace.json")
 PLUGIN_FILE = Path(".claude-plugin", "plugin.json")
-_ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 
 
@@ -428,8 +428,7 @@ def drop_env(text: str, keys: tuple[str, ...]) -> str:
 
 def make_plan(payload: Path, config_dir: Path, account: str) -> InstallPlan:
     """Compute every file, link and action of an install; raises before anything is written."""
-    if not _ACCOUNT_ID.match(account or ""):
-        raise UserError(f"--account: '{account}' is not a valid account id (expected letters, digits, '.', '_', '-')")
+    check_id(account, "--account")
     payload = payload.resolve()
     if not payload.is_dir():
         raise UserError(f"PAYLOAD_DIR: '{payload}' is not a folder")

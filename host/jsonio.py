@@ -51,14 +51,15 @@ def write_if_changed(path: Path, text: str | bytes) -> bool:
 
 
 def read_json(path: Path, *, default: Any = None) -> Any:
-    """Parse a JSON file; ``default`` when it does not exist. Bad JSON raises ValueError naming the file."""
+    """Parse a JSON file; ``default`` when it does not exist. Bad JSON (deep nesting, bytes that are
+    not UTF-8 included) raises ValueError naming the file, with :func:`host.jsonl.parse_line`'s reason."""
+    from host.jsonl import BadLine, parse_line
+
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return default
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise ValueError(f"{path}: invalid JSON (nested deeper than the parser's recursion limit)") from None
+        return parse_line(raw, surrogates=False)
+    except BadLine as exc:
+        raise ValueError(f"{path}: {exc}") from None

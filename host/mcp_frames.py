@@ -10,9 +10,10 @@ is not passed on.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
+
+from host.jsonl import BadLine, parse_line
 
 PARSE_ERROR = -32700
 MAX_ID_SCAN = 65536  # an id is looked for in the first 64 KiB of a bad frame
@@ -75,31 +76,10 @@ def problem(line: str) -> str | None:
     except Exception:
         pass
     try:
-        data = json.loads(line)
-    except RecursionError:
-        return "frame nested too deeply"
-    except ValueError as exc:
-        return f"frame is not valid JSON ({str(exc).splitlines()[0][:80]})"
-    if _has_lone_surrogate(data):
-        return "frame holds a lone surrogate escape (text must be well-formed UTF-16 pairs)"
+        parse_line(line)
+    except BadLine as exc:
+        return f"frame: {exc}"
     return "frame is not a JSON-RPC 2.0 message"
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
 
 
 def error_frame(frame_id: int | str | None, reason: str) -> Any:

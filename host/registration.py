@@ -8,12 +8,13 @@ gates read them here, once per boot.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from host.jsonio import read_json
 
 SURFACES = ("known_marketplaces", "installed_plugins", "enabledPlugins")
 
@@ -37,10 +38,11 @@ def config_dir_source(env: Mapping[str, str], explicit: Path | str | None = None
 
 def _load(path: Path, errors: list[str]) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        data = read_json(path, default={})
+    except ValueError as exc:
+        errors.append(str(exc))
         return {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         errors.append(f"{path}: unreadable: {exc}")
         return {}
     if not isinstance(data, dict):

@@ -11,12 +11,12 @@ import hashlib
 import hmac
 import json
 import os
-import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from host.accounts import ACCOUNT_ID
 from host.credentials import (  # noqa: F401  (the token API, re-exported for the admin plugin)
     CLOCK_SKEW_MS,
     SECRET_FILE,
@@ -33,13 +33,12 @@ from host.credentials import (  # noqa: F401  (the token API, re-exported for th
 from host.errors import UserError
 
 PIN_FILE = "admin-pin"
-_ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 
 
 # ---------------------------------------------------------------------------------- PINs
 def check_account_id(account_id: str) -> str:
-    if not isinstance(account_id, str) or not _ACCOUNT_ID.match(account_id):
+    if not isinstance(account_id, str) or not ACCOUNT_ID.match(account_id):
         raise UserError(f"accountId: expected letters, digits, '.', '_' or '-' (got {account_id!r:.40})")
     return account_id
 

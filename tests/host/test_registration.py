@@ -54,7 +54,15 @@ def test_unreadable_and_misshapen_files_are_errors_naming_the_file(tmp_path: Pat
     _write(tmp_path, marketplaces="{not json", installed={"version": 1, "plugins": []}, settings="[]")
     reg = Registration.load(tmp_path)
     assert len(reg.errors) == 3
-    assert "known_marketplaces.json: unreadable" in reg.errors[0]
+    assert "known_marketplaces.json: invalid JSON (" in reg.errors[0]
     assert "installed_plugins.json: expected version 2" in reg.errors[1]
     assert "settings.json: expected a JSON object" in reg.errors[2]
     assert reg.installed == {} and reg.enabled == {}
+
+
+def test_hostile_json_in_a_surface_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    _write(tmp_path, marketplaces="[" * 100000 + "]" * 100000, settings=b"\xff\xfe".decode("latin-1"))
+    (tmp_path / "settings.json").write_bytes(b'{"enabledPlugins": "\xff"}')
+    reg = Registration.load(tmp_path)
+    assert "known_marketplaces.json: invalid JSON (nested deeper" in reg.errors[0]
+    assert reg.errors[1].endswith("settings.json: not UTF-8")

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 _ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+"""``host.accounts.ACCOUNT_ID``, restated: this module is stdlib only (the warm hook path runs without
+the host on ``sys.path``); a test pins the two patterns equal."""
 PUBLIC_SCOPES = ("public",)
 
 

@@ -71,3 +71,11 @@ def test_render_respects_the_budget_with_whole_items_first() -> None:
     items = [{"id": f"n{i}", "label": "Chunk", "title": f"T{i}", "text": "word " * 200} for i in range(5)]
     text, kept = render(items, 700)
     assert len(text) <= 700 and kept and text.count("(id: ") == len(kept)
+
+
+def test_the_hook_path_account_rule_is_the_hosts() -> None:
+    """``context`` is stdlib only (the warm hook runs without the host), so it restates the rule."""
+    from host.accounts import ACCOUNT_ID
+    from plugins.memory.surfacing import context
+
+    assert context._ACCOUNT.pattern == ACCOUNT_ID.pattern
