@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
+from host.config import flag
 from host.errors import AccountMismatch, UserError
 from host.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
 from host.jsonl import EDGE_KEYS as _EDGE_KEYS
@@ -41,6 +42,25 @@ def env_dimensions(env: Mapping[str, str]) -> int:
         return int(raw)
     except ValueError:
         raise UserError(f"EMBED_DIMENSIONS: expected an integer, got {raw!r}") from None
+
+
+class StoreEnv:
+    """What both stores read from their environment: the account, the vector dimensions and
+    whether the process may write (``PLUGHOST_GRAPH_READ_ONLY``)."""
+
+    env: dict[str, str]
+
+    @property
+    def account_id(self) -> str | None:
+        return env_account(self.env)
+
+    @property
+    def dimensions(self) -> int:
+        return env_dimensions(self.env)
+
+    @property
+    def read_only(self) -> bool:
+        return flag("PLUGHOST_GRAPH_READ_ONLY", self.env)
 
 
 def new_id() -> str:

@@ -59,12 +59,11 @@ from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
     Prepared,
+    StoreEnv,
     check_account,
     check_embedding,
     check_labels,
     check_name,
-    env_account,
-    env_dimensions,
     guards_ok,
     iso,
     keywords_of,
@@ -380,7 +379,7 @@ def _clean_props(props: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-class Neo4jStore:
+class Neo4jStore(StoreEnv):
     """:class:`host.graph.GraphStore` on Neo4j through the official driver."""
 
     backend = "neo4j"
@@ -422,18 +421,6 @@ class Neo4jStore:
                             "or set PLUGHOST_STORE=sqlite") from None
 
     # ------------------------------------------------------------------ plumbing
-    @property
-    def account_id(self) -> str | None:
-        return env_account(self.env)
-
-    @property
-    def dimensions(self) -> int:
-        return env_dimensions(self.env)
-
-    @property
-    def read_only(self) -> bool:
-        return (self.env.get("PLUGHOST_GRAPH_READ_ONLY") or "").strip().lower() in ("1", "true", "yes", "on")
-
     def read(self, work: Callable[[Any], Any]) -> Any:
         """``work(tx)`` in one read transaction (``execute_read``: routed to a reader, retried on transient errors)."""
         import neo4j

@@ -38,12 +38,11 @@ from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
     Prepared,
+    StoreEnv,
     check_account,
     check_edge,
     check_embedding,
     check_labels,
-    env_account,
-    env_dimensions,
     fts_terms,
     guards_ok,
     iso,
@@ -75,7 +74,7 @@ from plugins.graph.sqlite_store.vectors import (
 )
 
 
-class SqliteStore(VectorSearch):
+class SqliteStore(StoreEnv, VectorSearch):
     """:class:`host.graph.GraphStore` on one SQLite file."""
 
     backend = "sqlite"
@@ -112,14 +111,6 @@ class SqliteStore(VectorSearch):
             except sqlite3.OperationalError:
                 time.sleep(0.1)
         self.conn.execute("PRAGMA journal_mode = WAL")
-
-    @property
-    def account_id(self) -> str | None:
-        return env_account(self.env)
-
-    @property
-    def dimensions(self) -> int:
-        return env_dimensions(self.env)
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
