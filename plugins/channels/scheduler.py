@@ -28,6 +28,7 @@ from host.accounts import account_dir
 from host.errors import UserError
 from host.log import log
 from host.state import StateKey
+from host.times import parse_time
 
 CHANNELS = ("telegram", "whatsapp")
 POLL_S = 1.0
@@ -94,11 +95,7 @@ def parse_when(at: str | None, after: float | None, now: datetime | None = None)
             raise UserError(f"--in: expected a number of seconds from 0 to {MAX_AHEAD.total_seconds():.0f}"
                             f" (10 years) (got {after:g})")
         return now + timedelta(seconds=after)
-    try:
-        moment = datetime.fromisoformat(str(at).replace("Z", "+00:00"))
-    except ValueError:
-        raise UserError(f"--at: expected an ISO 8601 time such as 2026-12-01T09:00:00Z (got {at!r})") from None
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = parse_time(at, "--at")
     # A time already past would fire at once: most often a typo in the date, so say so instead.
     if moment < now - PAST_GRACE:
         raise UserError(f"--at: {iso(moment)} is in the past (now {iso(now)}); use --in 0 to send now")

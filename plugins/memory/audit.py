@@ -31,6 +31,7 @@ from host.config import env_int
 from host.errors import UserError
 from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many, require_admin
 from host.log import log
+from host.times import parse_time, read_time
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -263,12 +264,7 @@ def list_calls(host: Host, *, session: str | None = None, tool: str | None = Non
         raise UserError(str(exc)) from None
     guards = Guards.from_env(host.env)
     if since is not None:
-        try:
-            since_dt = datetime.fromisoformat(since.replace("Z", "+00:00"))
-        except ValueError:
-            raise UserError(f"since: '{since}' is not an ISO-8601 timestamp") from None
-        if since_dt.tzinfo is None:
-            since_dt = since_dt.replace(tzinfo=UTC)
+        since_dt = parse_time(since, "since")
     try:
         offset = int(cursor or 0)
         if offset < 0:
@@ -290,9 +286,8 @@ def list_calls(host: Host, *, session: str | None = None, tool: str | None = Non
     for node in nodes[:limit]:
         p = node.properties
         if since is not None:
-            try:
-                done = datetime.fromisoformat(str(p.get("completedAt")).replace("Z", "+00:00"))
-            except ValueError:
+            done = read_time(p.get("completedAt"))
+            if done is None:
                 continue
             if done < since_dt:
                 more = False

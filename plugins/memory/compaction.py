@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from host.errors import UserError
 from host.graph import CONVERSATION_LABEL, Guards, Principal, WriteDenied, guarded_upsert_many
 from host.log import log
+from host.times import read_time
 from plugins.memory.audit import TOOL_CALL_LABEL, redact
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,10 +133,8 @@ def on_pre_compact(host: Host, account: str, session_id: str, transcript: str | 
     conversation = conversation_for(host, guards, session_id)
     prior = latest(host, guards, conversation)
     if prior is not None and prior.properties.get("source") == "agent":
-        try:
-            age = _now() - datetime.fromisoformat(str(prior.properties["capturedAt"]).replace("Z", "+00:00"))
-        except (KeyError, ValueError):
-            age = timedelta(days=1)
+        captured = read_time(prior.properties.get("capturedAt"))
+        age = _now() - captured if captured is not None else timedelta(days=1)
         if age < timedelta(minutes=FRESH_MINUTES):
             log("compaction", "op=captured", conversation=conversation[:8], reason="agent-briefing-fresh")
             return {"stored": False, "reason": "agent-briefing-fresh"}

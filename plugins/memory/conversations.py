@@ -41,6 +41,7 @@ from host.graph import (
     guarded_upsert_many,
 )
 from host.log import log
+from host.times import parse_time
 from plugins.memory.retrieval.indexed_form import embedding_text as message_embedding_text
 from plugins.memory.retrieval.indexed_form import indexed_message
 
@@ -213,10 +214,7 @@ class Conversations:
         if len(content) > CONTENT_MAX_CHARS:
             raise UserError(f"content: {len(content)} characters; at most {CONTENT_MAX_CHARS}")
         if timestamp is not None:
-            try:
-                datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-            except ValueError:
-                raise UserError(f"timestamp: '{timestamp}' is not an ISO-8601 timestamp") from None
+            parse_time(timestamp, "timestamp")
         session = self.principal.session
         own = self.session_conversation() if session else None
         if conversationId is None and channel and sender:

@@ -19,6 +19,7 @@ from host.errors import UserError
 from host.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many, principal_of
 from host.log import log
 from host.state import StateKey
+from host.times import parse_time
 from host.types import Tool
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,13 +39,7 @@ def _principal(principal: Principal | None) -> Principal:
 def _occurred(value: str | None) -> str:
     if value is None:
         return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise UserError(f"occurredAt: expected an ISO-8601 timestamp, got {value!r:.40}") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return parse_time(value, "occurredAt").astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def report_id(account: str, title: str, occurred_at: str, guards: Guards | None = None) -> str:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from host.config import env_int
 from host.errors import UserError
 from host.graph import MESSAGE_LABEL, Guards
+from host.times import read_time
 
 CONTEXT_PROPERTY = "searchContext"
 EMBED_MODES = ("context", "turn")
@@ -77,9 +77,8 @@ def day(props: Mapping[str, Any]) -> str | None:
     raw = when(props)
     if not raw:
         return None
-    try:
-        at = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
+    at = read_time(raw)
+    if at is None:
         return None
     return f"{at.day} {_MONTHS[at.month - 1]} {at.year}"
 
