@@ -15,7 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.conftest import REPO
+from run_support import ask, group_alive, read_until_serving, start_run_script
 
 MCP_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
@@ -36,51 +36,14 @@ def _mcp_initialize(url: str, token: str) -> int:
         return resp.status
 
 
-def ask(base: str, text: str, session: str | None, after: int) -> tuple[str, str, int, float]:
-    """Post one message the way the page does and wait for the reply: (reply, session, last seq, seconds)."""
-    t0 = time.perf_counter()
-    body = json.dumps({"text": text, **({"session": session} if session else {})}).encode()
-    req = urllib.request.Request(f"{base}/channels/webchat/messages", body, {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        session = json.load(resp)["session"]
-    while time.perf_counter() - t0 < 30:
-        with urllib.request.urlopen(f"{base}/channels/webchat/messages?session={session}&after={after}&wait=5",
-                                    timeout=10) as resp:
-            events = json.load(resp)["events"]
-        if events:
-            after = events[-1]["seq"]
-        replies = [e["text"] for e in events if e["role"] == "assistant"]
-        if replies:
-            return replies[-1], session, after, time.perf_counter() - t0
-    raise AssertionError(f"no reply to {text!r}")
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_run_script_as_a_new_user(tmp_path: Path) -> None:
     env = dict(os.environ, PLUGHOST_HOME=str(tmp_path / "home"), PORT="0")
     for var in ("ACCOUNT_ID", "PLUGHOST_EMBEDDER", "PLUGHOST_AGENT", "PLUGHOST_AGENT_COMMAND"):
         env.pop(var, None)  # the defaults a new user gets
-    proc = subprocess.Popen(["bash", str(REPO / "scripts" / "run.sh")], cwd=tmp_path, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    lines: list[str] = []
+    proc = start_run_script(env, tmp_path)
     port = None
     try:
-        deadline = time.time() + 300
-        assert proc.stdout is not None
-        while time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if line.startswith("serving at "):
-                break
+        lines = read_until_serving(proc, 300)
         text = "".join(lines)
         assert "serving at http://127.0.0.1:" in text, text[-3000:]
         after_setup = lines[next(i for i, line in enumerate(lines) if line.startswith("==> ")):]

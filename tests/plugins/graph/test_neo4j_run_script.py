@@ -8,15 +8,14 @@ import os
 import re
 import signal
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from run_support import ask, read_until_serving, start_run_script
 
 from tests.backends import BACKENDS, neo4j_env
 from tests.conftest import REPO
-from tests.host.test_run_script import ask
 
 pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
 
@@ -33,20 +32,9 @@ def test_run_script_on_neo4j(tmp_path: Path) -> None:
     env = dict(os.environ, PLUGHOST_HOME=str(home), PORT="0", ACCOUNT_ID=ACCOUNT, **neo4j_env())
     for var in ("PLUGHOST_STORE", "PLUGHOST_EMBEDDER", "PLUGHOST_AGENT", "PLUGHOST_AGENT_COMMAND"):
         env.pop(var, None)  # a new user's defaults, with the graph on Neo4j
-    proc = subprocess.Popen(["bash", str(REPO / "scripts" / "run.sh")], cwd=REPO, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    lines: list[str] = []
+    proc = start_run_script(env, REPO)
     try:
-        deadline = time.time() + 240
-        assert proc.stdout is not None
-        while time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if line.startswith("serving at "):
-                break
-        text = "".join(lines)
+        text = "".join(read_until_serving(proc, 240))
         assert "serving at http://127.0.0.1:" in text, text[-3000:]
         assert "graph store: neo4j at bolt" in text or "graph store: neo4j at neo4j" in text, text[-3000:]
         assert re.search(r"\[boot\] op=gates gates=(\d+) ok=\1 failed=0", text), text[-3000:]
