@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.plugins.graph.test_import_cli import kill_once_committed
+from graph_support import kill_once_committed
 
 A, B = "acct-a", "acct-b"
 

@@ -5,54 +5,17 @@ from __future__ import annotations
 import json
 import os
 import pty
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from graph_support import MIXED_LINES, big_file, kill_once_committed, write_jsonl
 
 from host.graph import Guards
 from tests.conftest import ensure_account, run_cli
 
 ACCOUNT = "acct-imp"
-
-
-def write_jsonl(path: Path, rows: list[object]) -> Path:
-    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    return path
-
-
-def big_file(path: Path, n: int, prefix: str = "n") -> Path:
-    with open(path, "w", encoding="utf-8") as fh:
-        for i in range(n):
-            row = {"id": f"{prefix}{i}", "labels": ["Chunk"], "properties": {"content": f"chunk number {i} w5"}}
-            if i:
-                row["edges"] = [{"type": "NEXT", "to": f"{prefix}{i - 1}"}]
-            fh.write(json.dumps(row) + "\n")
-    return path
-
-
-def kill_once_committed(proc: subprocess.Popen, db: Path, rows: int) -> int:
-    """SIGKILL ``proc`` once ``db`` holds at least ``rows`` nodes; returns the count last seen."""
-    seen = 0
-    deadline = time.time() + 60
-    try:
-        while time.time() < deadline and proc.poll() is None and seen < rows:
-            if db.exists():
-                try:
-                    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-                    seen = con.execute("SELECT count(*) FROM nodes").fetchone()[0]
-                    con.close()
-                except sqlite3.OperationalError:
-                    seen = 0
-            time.sleep(0.02)
-        assert proc.poll() is None, "import finished before it could be killed; make the file bigger"
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
-    return seen
 
 
 def open_db(home: Path):
@@ -62,17 +25,7 @@ def open_db(home: Path):
 
 
 def test_import_reports_bad_lines_and_keeps_the_rest(tmp_path: Path, plughost_home: Path) -> None:
-    f = write_jsonl(tmp_path / "nodes.jsonl", [
-        {"id": "a", "labels": ["Person"], "properties": {"name": "Ada"}, "edges": [{"type": "KNOWS", "to": "b"}]},
-        "{not json",
-        {"id": "b", "labels": ["Person"], "properties": {"name": "Bob", "scope": "public"}},
-        {"labels": ["bad label"], "properties": {}},
-        "",
-        {"id": "c", "labels": ["Person"], "properties": {}, "edges": [{"type": "KNOWS", "to": "ghost"}]},
-        {"id": "d", "labels": ["Person"], "properties": {"accountId": "other"}},
-        [1, 2],
-        {"id": "e", "labels": ["Person"], "properties": {}, "extra": 1},
-    ])
+    f = write_jsonl(tmp_path / "nodes.jsonl", MIXED_LINES)
     res = run_cli("graph", "import", str(f), env={"ACCOUNT_ID": ACCOUNT})
     assert res.returncode == 2, res.stderr
     err = res.stderr

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from graph_support import MIXED_LINES, big_file, write_jsonl
 
 from host.errors import UserError
 from host.graph import Guards
 from tests.backends import BACKENDS, neo4j_env
 from tests.conftest import run_cli
-from tests.plugins.graph.test_import_cli import big_file, write_jsonl
 
 pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
 
@@ -60,17 +60,7 @@ def test_a_failing_multi_part_write_leaves_nothing(neo) -> None:
 
 
 def test_graph_import_into_neo4j_skips_and_reports(tmp_path: Path, plughost_home: Path, neo) -> None:
-    f = write_jsonl(tmp_path / "nodes.jsonl", [
-        {"id": "a", "labels": ["Person"], "properties": {"name": "Ada"}, "edges": [{"type": "KNOWS", "to": "b"}]},
-        "{not json",
-        {"id": "b", "labels": ["Person"], "properties": {"name": "Bob", "scope": "public"}},
-        {"labels": ["bad label"], "properties": {}},
-        "",
-        {"id": "c", "labels": ["Person"], "properties": {}, "edges": [{"type": "KNOWS", "to": "ghost"}]},
-        {"id": "d", "labels": ["Person"], "properties": {"accountId": "other"}},
-        [1, 2],
-        {"id": "e", "labels": ["Person"], "properties": {}, "extra": 1},
-    ])
+    f = write_jsonl(tmp_path / "nodes.jsonl", MIXED_LINES)
     res = run_cli("graph", "import", str(f), env={"ACCOUNT_ID": ACCOUNT, **neo4j_env()})
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr

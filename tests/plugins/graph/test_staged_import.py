@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graph_support import big_file, kill_once_committed
 
 from host.errors import UserError
 from host.graph import Guards
@@ -31,7 +32,6 @@ from plugins.graph.importer import import_jsonl
 from plugins.graph.sqlite_store import SqliteStore
 from plugins.graph.staging import staged_batches
 from tests.conftest import ensure_account
-from tests.plugins.graph.test_import_cli import big_file, kill_once_committed
 
 ACCOUNT = "acct-staged"
 OTHER = "acct-foreign"

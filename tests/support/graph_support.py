@@ -1,0 +1,64 @@
+"""Bulk-import test helpers: JSON-lines files (a mixed good/bad one, a big chained one) and a
+SIGKILL timed by what the store file already holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+MIXED_LINES: list[object] = [
+    {"id": "a", "labels": ["Person"], "properties": {"name": "Ada"}, "edges": [{"type": "KNOWS", "to": "b"}]},
+    "{not json",
+    {"id": "b", "labels": ["Person"], "properties": {"name": "Bob", "scope": "public"}},
+    {"labels": ["bad label"], "properties": {}},
+    "",
+    {"id": "c", "labels": ["Person"], "properties": {}, "edges": [{"type": "KNOWS", "to": "ghost"}]},
+    {"id": "d", "labels": ["Person"], "properties": {"accountId": "other"}},
+    [1, 2],
+    {"id": "e", "labels": ["Person"], "properties": {}, "extra": 1},
+]
+"""Nine import lines, the same file for both backends: nodes a, b and c import (a's edge to b
+resolves; c's edge to a missing node is an error); broken JSON, a bad label, another account, a
+non-object and an unknown key are skipped lines; the blank line is ignored."""
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def big_file(path: Path, n: int, prefix: str = "n") -> Path:
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            row = {"id": f"{prefix}{i}", "labels": ["Chunk"], "properties": {"content": f"chunk number {i} w5"}}
+            if i:
+                row["edges"] = [{"type": "NEXT", "to": f"{prefix}{i - 1}"}]
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
+def kill_once_committed(proc: subprocess.Popen, db: Path, rows: int) -> int:
+    """SIGKILL ``proc`` once ``db`` holds at least ``rows`` nodes; returns the count last seen."""
+    seen = 0
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline and proc.poll() is None and seen < rows:
+            if db.exists():
+                try:
+                    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+                    seen = con.execute("SELECT count(*) FROM nodes").fetchone()[0]
+                    con.close()
+                except sqlite3.OperationalError:
+                    seen = 0
+            time.sleep(0.02)
+        assert proc.poll() is None, "import finished before it could be killed; make the file bigger"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    return seen
