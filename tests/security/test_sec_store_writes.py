@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from graph_support import CASCADE_ROWS
 
 from host.graph import Guards, WriteDenied, check_write
 from plugins.graph.sqlite_store import SqliteStore
@@ -99,14 +100,7 @@ def test_edges_to_nodes_the_process_cannot_read_are_unknown(db: Path) -> None:
 def test_soft_delete_cascades_only_inside_the_guards(tmp_path: Path) -> None:
     db = tmp_path / "g.sqlite"
     a = SqliteStore(db, env={"ACCOUNT_ID": A})
-    a.upsert_many([
-        {"id": "c1", "labels": ["Chunk"], "properties": {"content": "x", "scope": "public"}},
-        {"id": "s1", "labels": ["Section"], "properties": {"body": "pub", "scope": "public"},
-         "edges": [{"type": "HAS_CHUNK", "to": "c1"}]},
-        {"id": "s2", "labels": ["Section"], "properties": {"body": "secret", "scope": "admin"}},
-        {"id": "d", "labels": ["KnowledgeDocument"], "properties": {"title": "d", "scope": "public"},
-         "edges": [{"type": "HAS_SECTION", "to": "s1"}, {"type": "HAS_SECTION", "to": "s2"}]},
-    ], account_id=A)
+    a.upsert_many(CASCADE_ROWS, account_id=A)
     assert a.soft_delete("d", guards=Guards(A, ("public",))) == 3
     got = rows(db)
     assert got[(A, "s2")][3] is None and all(got[(A, n)][3] is not None for n in ("d", "s1", "c1"))

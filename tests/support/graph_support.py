@@ -26,6 +26,17 @@ MIXED_LINES: list[object] = [
 resolves; c's edge to a missing node is an error); broken JSON, a bad label, another account, a
 non-object and an unknown key are skipped lines; the blank line is ignored."""
 
+CASCADE_ROWS: list[dict[str, object]] = [
+    {"id": "c1", "labels": ["Chunk"], "properties": {"content": "x", "scope": "public"}},
+    {"id": "s1", "labels": ["Section"], "properties": {"body": "pub", "scope": "public"},
+     "edges": [{"type": "HAS_CHUNK", "to": "c1"}]},
+    {"id": "s2", "labels": ["Section"], "properties": {"body": "secret", "scope": "admin"}},
+    {"id": "d", "labels": ["KnowledgeDocument"], "properties": {"title": "d", "scope": "public"},
+     "edges": [{"type": "HAS_SECTION", "to": "s1"}, {"type": "HAS_SECTION", "to": "s2"}]},
+]
+"""A public document with a public and an admin section: a public soft delete cascades to three
+nodes and leaves the admin section (both backends' guard tests)."""
+
 
 def write_jsonl(path: Path, rows: list[object]) -> Path:
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from graph_support import CASCADE_ROWS
 
 from host.graph import Guards, WriteDenied
 from tests.backends import BACKENDS, neo4j_env
@@ -98,14 +99,7 @@ def test_edges_to_nodes_the_process_cannot_read_are_unknown(a, accounts) -> None
 
 def test_soft_delete_cascades_only_inside_the_guards(a, accounts) -> None:
     A, _ = accounts
-    a.upsert_many([
-        {"id": "c1", "labels": ["Chunk"], "properties": {"content": "x", "scope": "public"}},
-        {"id": "s1", "labels": ["Section"], "properties": {"body": "pub", "scope": "public"},
-         "edges": [{"type": "HAS_CHUNK", "to": "c1"}]},
-        {"id": "s2", "labels": ["Section"], "properties": {"body": "secret", "scope": "admin"}},
-        {"id": "d", "labels": ["KnowledgeDocument"], "properties": {"title": "d", "scope": "public"},
-         "edges": [{"type": "HAS_SECTION", "to": "s1"}, {"type": "HAS_SECTION", "to": "s2"}]},
-    ], account_id=A)
+    a.upsert_many(CASCADE_ROWS, account_id=A)
     assert a.soft_delete("d", guards=Guards(A, ("public",))) == 3
     got = rows(a, accounts)
     assert got[(A, "s2")][0].get("deletedAt") is None
