@@ -173,6 +173,18 @@ class ServeProcess:
         return self.finish(timeout)
 
 
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 30) -> None:
+    """SIGTERM a server a test started and wait for it; SIGKILL when it does not stop in ``timeout``."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 STARTED: list[subprocess.Popen[str]] = []
 """Every serve process started by a test; the conftest kills any still running at teardown."""
 

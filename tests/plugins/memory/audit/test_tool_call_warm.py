@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from pathlib import Path
 
 from audit_support import ACCOUNT, PLANTED, files_containing, recorded, tool_calls
+from serve_helpers import stop_process
 from surfacing_support import config_dir, run_hook, start_serve
 
 
@@ -26,12 +25,7 @@ def test_warm_hook_records_through_serve(tmp_path: Path, plughost_home: Path) ->
                           PLUGHOST_SESSION_ROLE="public")
         assert "reason=not-admin" in public.line("hook")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 30)
     [call] = tool_calls(plughost_home)
     assert call.properties["pluginName"] == "memory" and '"secretValue": "[redacted]"' in call.properties["input"]
     assert "[persist] tool-call persisted tool=mcp__plugin_memory_memory__memory-write" in \

@@ -4,7 +4,6 @@ reach the store without anyone running ``collection sync`` (a real serve, real f
 from __future__ import annotations
 
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import time
 from pathlib import Path
 
 from collections_support import ACCOUNT, write_notes
+from serve_helpers import stop_process
 
 from tests.conftest import REPO, run_cli
 
@@ -60,9 +60,4 @@ def test_serve_watches_registered_collections(tmp_path: Path, plughost_home: Pat
         text = log.read_text(errors="replace")
         assert "[collections] op=sync collection=vault" in text and "new=1" in text and "deleted=1" in text
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 30)

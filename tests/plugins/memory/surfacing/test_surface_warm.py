@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import signal
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from serve_helpers import stop_process
 from surfacing_support import ACCOUNT, config_dir, hook_input, run_hook, seed, start_serve
 
 PROMPT = "What budget did the board approve for Project Falcon?"
@@ -30,13 +29,7 @@ def served(tmp_path: Path, plughost_home: Path) -> Iterator[dict[str, object]]:
     try:
         yield {"proc": proc, "cfg": cfg, "cwd": cwd, "home": plughost_home}
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, 20)
 
 
 def _raw(home: Path, line: bytes) -> dict[str, object]:
