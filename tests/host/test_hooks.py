@@ -192,3 +192,74 @@ def test_hook_plughost_active_rules(make_host) -> None:
     host.register(_plugin(plughost_active_rules=lambda account_id: {"rules": [account_id], "source": "owner"}),
                   "rules-x")
     assert host.first(hooktable.ACTIVE_RULES, account_id="acme")["rules"] == ["acme"]
+
+
+def test_each_hook_result_type_is_the_one_its_spec_returns() -> None:
+    """A hook's result type stands in its spec (the signature docs/hooks.md shows) and in the hook
+    table (what the host checks and a type checker sees): this keeps the two one fact."""
+    import typing
+
+    from host import embedding, graph, hookspecs, manager, types
+
+    names = {**vars(typing), **vars(types), **vars(graph), **vars(embedding), "Host": manager.Host}
+    table_types = typing.get_type_hints(hooktable, globalns={**vars(hooktable), **names})
+    for name, hook in hooktable.TABLE.items():
+        returned = typing.get_type_hints(getattr(hookspecs, name), globalns=names)["return"]
+        if isinstance(hook, hooktable.ListHook):
+            assert returned == list[hook.kind], name
+        elif isinstance(hook, hooktable.EachHook):
+            assert returned is type(None), name
+        else:
+            const = next(k for k, v in vars(hooktable).items() if v is hook and k != "TABLE")
+            (declared,) = typing.get_args(table_types[const])
+            assert returned == declared | None, name
+
+
+# --------------------------------------------------------------------------- Combines: unique names
+def _source(name: str):
+    from host.types import CollectionSource
+
+    return CollectionSource(name, ("*.txt",), lambda text, rel: {})
+
+
+_NAMED = {
+    "plughost_channel_adapters": (hooktable.CHANNEL_ADAPTERS, lambda: ChannelAdapter("dup-name")),
+    "plughost_retrieval_boosts": (hooktable.RETRIEVAL_BOOSTS, lambda: RetrievalBoost("dup-name", lambda row: 0.0)),
+    "plughost_collection_sources": (hooktable.COLLECTION_SOURCES, lambda: _source("dup-name")),
+    "plughost_cli_commands": (hooktable.CLI_COMMANDS, lambda: CliCommand("dup-name", "h", lambda p: None,
+                                                                          lambda a, h: 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NAMED))
+def test_a_name_two_plugins_claim_is_an_error_naming_both(make_host, name: str) -> None:
+    """*Combines: flattened; names are unique* — for every list hook whose items carry a name."""
+    hook, make = _NAMED[name]
+    host = make_host()
+    with host.temporary_plugin(_plugin(**{name: lambda host: [make()]}), "claim-a"):
+        assert [c.plugin for c in host.collect(hook) if c.item.key == "dup-name"] == ["claim-a"]
+        with host.temporary_plugin(_plugin(**{name: lambda host: [make()]}), "claim-b"), \
+                pytest.raises(DuplicateNameError) as err:
+            host.collect(hook)
+    assert "claim-a" in str(err.value) and "claim-b" in str(err.value) and "dup-name" in str(err.value)
+
+
+def test_cli_commands_fire_only_for_a_command_that_is_not_core(make_host) -> None:
+    """*Fires: when the CLI is asked for a command that is not a core one (or for --help).*"""
+    from host import cli
+
+    host = make_host()
+    calls: list[str] = []
+
+    def commands(host):
+        calls.append("asked")
+        return [CliCommand("unit-extra", "a plugin command", lambda p: None, lambda a, h: 0)]
+
+    with host.temporary_plugin(_plugin(plughost_cli_commands=commands), "cmd-fires"):
+        ctx = cli.Context(env=dict(host.env), _host=host)
+        cli.build_parser(["plugins", "list"], ctx)
+        cli.build_parser(["--version"], ctx)
+        assert calls == []
+        cli.build_parser(["unit-extra"], ctx)
+        cli.build_parser([], ctx)  # --help lists plugin commands too
+        assert calls == ["asked", "asked"]

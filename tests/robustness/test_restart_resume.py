@@ -135,16 +135,22 @@ def _assert_exactly_once(rows: list[Any], accepted: list[dict[str, Any]], fake: 
             assert set(answers) == expected and max(answers.values()) == 1, session
 
 
+def _stopped_under_load(plughost_home: Path, tmp_path: Path, fake: Any, api_base: str,
+                        sig: int) -> tuple[dict[str, str], Any, list[dict[str, Any]]]:
+    """A server under channel load stopped by ``sig`` mid-turn: (its env, the stopped server, the
+    messages it accepted with a 2xx)."""
+    env = serve_env(plughost_home, tmp_path, api_base, fake, AGENT_DELAY="0.4", PLUGHOST_AGENT_CONCURRENCY="4")
+    first = start(env)
+    load = Load(first.base)
+    load.run_until(lambda: _stop_under_load(first, sig, PER_CHANNEL, load))
+    return env, first, list(load.accepted)
+
+
 def test_sigterm_under_load_then_restart_answers_every_accepted_message_once(plughost_home: Path,
                                                                               tmp_path: Path) -> None:
     with fakes(plughost_home) as (fake, api_base):
-        env = serve_env(plughost_home, tmp_path, api_base, fake, AGENT_DELAY="0.4",
-                        PLUGHOST_AGENT_CONCURRENCY="4")
-        first = start(env)
-        load = Load(first.base)
-        load.run_until(lambda: _stop_under_load(first, signal.SIGTERM, PER_CHANNEL, load))
+        env, first, accepted = _stopped_under_load(plughost_home, tmp_path, fake, api_base, signal.SIGTERM)
         assert first.proc.returncode == 0
-        accepted = list(load.accepted)
         stored = {m.id: m for m in store_messages(plughost_home)}
         assert {a["id"] for a in accepted} <= set(stored)  # persisted before the 2xx, SIGTERM or not
         left = [a for a in accepted if stored[a["id"]].properties["status"] == "received"]
@@ -161,12 +167,7 @@ def test_sigterm_under_load_then_restart_answers_every_accepted_message_once(plu
 def test_sigkill_under_load_then_channels_retry_then_restart_sends_nothing_twice(plughost_home: Path,
                                                                                   tmp_path: Path) -> None:
     with fakes(plughost_home) as (fake, api_base):
-        env = serve_env(plughost_home, tmp_path, api_base, fake, AGENT_DELAY="0.4",
-                        PLUGHOST_AGENT_CONCURRENCY="4")
-        first = start(env)
-        load = Load(first.base)
-        load.run_until(lambda: _stop_under_load(first, signal.SIGKILL, PER_CHANNEL, load))
-        accepted = list(load.accepted)
+        env, first, accepted = _stopped_under_load(plughost_home, tmp_path, fake, api_base, signal.SIGKILL)
         retry = cli("channels", "retry", "--json", env=env)
         assert retry.returncode == 0, retry.stderr[-2000:]
         outcome = json.loads(retry.stdout)

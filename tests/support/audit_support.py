@@ -10,6 +10,8 @@ from typing import Any
 DATA = Path(__file__).resolve().parents[1] / "plugins" / "memory" / "audit" / "data"
 ACCOUNT = "acct-audit"
 PLANTED = "pl4nted-S3CRET-9f2c"
+COLD = {"PLUGHOST_SURFACE_COLD_TIMEOUT_MS": "90000"}
+"""A cold hook may start the host itself; give it time on a loaded machine."""
 
 
 def recorded(name: str, transcript: Path | None = None, **changes: Any) -> bytes:

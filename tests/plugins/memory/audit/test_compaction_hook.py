@@ -7,22 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit_support import ACCOUNT, DATA, recorded
-from surfacing_support import config_dir, run_hook
+from audit_support import ACCOUNT, COLD, recorded
+from surfacing_support import run_hook
 
-COLD = {"PLUGHOST_SURFACE_COLD_TIMEOUT_MS": "90000"}
 SESSION = "0b5c9a2e-6f1d-4b7e-9c3a-2d8e4f6a1b90"
 
 
-def test_fallback_then_agent_briefing_captured_and_injected(tmp_path: Path, plughost_home: Path) -> None:
-    from host.accounts import create_account
-
-    create_account(ACCOUNT, plughost_home)
-    cfg = config_dir(tmp_path, "cfg", ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none")
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    transcript = tmp_path / "t.jsonl"
-    transcript.write_text((DATA / "transcript.jsonl").read_text())
+def test_fallback_then_agent_briefing_captured_and_injected(admin: dict[str, Path]) -> None:
+    cfg, cwd, transcript, plughost_home = admin["cfg"], admin["cwd"], admin["transcript"], admin["home"]
 
     pre = run_hook(recorded("pre_compact", transcript), cfg, cwd, **COLD)
     assert pre.returncode == 0 and pre.stdout == "" and "stored=true" in pre.line("hook"), pre.stderr

@@ -8,23 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from audit_support import ACCOUNT, DATA, PLANTED, files_containing, recorded, tool_calls
-from surfacing_support import config_dir, run_hook
-
-COLD = {"PLUGHOST_SURFACE_COLD_TIMEOUT_MS": "90000"}
-
-
-@pytest.fixture
-def admin(tmp_path: Path, plughost_home: Path) -> dict[str, Path]:
-    from host.accounts import create_account
-
-    create_account(ACCOUNT, plughost_home)
-    cfg = config_dir(tmp_path, "cfg", ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none")
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    transcript = tmp_path / "transcript.jsonl"
-    transcript.write_text((DATA / "transcript.jsonl").read_text())
-    return {"cfg": cfg, "cwd": cwd, "home": plughost_home, "transcript": transcript}
+from audit_support import ACCOUNT, COLD, PLANTED, files_containing, recorded, tool_calls
+from surfacing_support import run_hook
 
 
 def test_recorded_calls_become_linked_redacted_truncated_tool_calls(admin: dict[str, Path]) -> None:
