@@ -43,7 +43,7 @@ class _Decoding:
     memo: dict[str, str] = {}
 
 
-_scan = _json.make_scanner(_Decoding())
+_scan = _json.make_scanner(_Decoding())  # type: ignore[arg-type,unused-ignore]  # duck-typed: newer typeshed wants a JSONDecoder
 
 
 class Slow(Exception):
