@@ -346,3 +346,22 @@ def test_sparse_tenant_and_selective_agent_still_get_k(store, other):
     assert len(store.vector_search(vec(1.0), 10, guards=g(store, ["public"], "bot"))) == 3
     text = store.fulltext_search("public", 5, guards=g(store, ["public"], "bot"))
     assert len(text) == 3 and all(h.node.properties["agents"] == ["bot"] for h in text)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "neo4j"])
+def test_every_port_method_takes_the_ports_parameters(backend: str) -> None:
+    """``isinstance`` against a Protocol only sees method names; this checks each store method
+    accepts every parameter of the port's (a store without ``where``/``within`` on its searches
+    once satisfied ``isinstance`` and failed at the caller). Neither store needs to be running."""
+    import inspect
+
+    if backend == "sqlite":
+        from plugins.graph.sqlite_store import SqliteStore as cls
+    else:
+        from plugins.graph.neo4j_store import Neo4jStore as cls
+    for name, port_fn in inspect.getmembers(GraphStore, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        wanted = [p for p in inspect.signature(port_fn).parameters if p != "self"]
+        have = inspect.signature(getattr(cls, name)).parameters
+        assert all(p in have for p in wanted), (cls.__name__, name, [p for p in wanted if p not in have])
