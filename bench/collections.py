@@ -1,6 +1,6 @@
 """Folder collections: initial sync, incremental re-syncs and the embedded sync of Markdown notes.
 
-    python bench/collections.py [--notes 10000] [--embed-notes 1000] [--work DIR]
+    python bench/collections.py [--notes 10000] [--embed-notes 200] [--work DIR]
 
 Builds (or reuses, with ``--work``) a folder of Markdown notes rendered from the installed
 manual pages: one note per page under ``man<section>/<name>.<section>.md``, frontmatter (title,
@@ -82,7 +82,9 @@ def render_notes(out: Path, limit: int) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--notes", type=int, default=10_000)
-    ap.add_argument("--embed-notes", type=int, default=1_000)
+    ap.add_argument("--embed-notes", type=int, default=200,
+                    help="notes for the embedded sync (each has ~10 texts of up to 1,500 characters; the local "
+                    "embedder does a few such texts a second per core, and the floor and the sync each embed them all)")
     ap.add_argument("--work", type=Path, default=None, help="keep (and reuse) the notes folder here")
     args = ap.parse_args()
 
