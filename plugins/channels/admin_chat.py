@@ -101,6 +101,18 @@ def _narrowed(host: Any, request: Any) -> Any:
     if principal is not None and principal.guards.narrowed:
         return json_error(403, "account-isolation", NARROWED)
     return None
+
+
+def _admin_caller(host: Any, request: Any) -> Any:
+    """``(account, admin session)`` of the request, or the 401 (no admin session of this account)
+    or 403 (a narrowed server) that refuses it: the one door of every admin-chat route."""
+    found = _admin_session(host, request)
+    if found is None:
+        return json_error(401, "unauthorized", UNAUTHORIZED)
+    refused = _narrowed(host, request)
+    return refused if refused is not None else found
+
+
 _CONVERSATION_ID = re.compile(r"^conv-[0-9a-f]{32}$")
 READ_LIMIT, READ_MAX = 100, 500
 
@@ -139,13 +151,10 @@ def routes(host: Any) -> tuple[Route, ...]:
 
         from host.http import int_param
 
-        found = _admin_session(host, request)
-        if found is None:
-            return json_error(401, "unauthorized", UNAUTHORIZED)
-        refused = _narrowed(host, request)
-        if refused is not None:
-            return refused
-        account, session = found
+        caller = _admin_caller(host, request)
+        if not isinstance(caller, tuple):
+            return caller  # 401 or 403
+        account, session = caller
         conv = request.query_params.get("conversationId")
         if conv is not None and not _CONVERSATION_ID.match(conv):
             return json_error(400, "invalid-conversationId", "conversationId: expected conv- and 32 hex characters "
@@ -161,13 +170,10 @@ def routes(host: Any) -> tuple[Route, ...]:
     async def chat(request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        found = _admin_session(host, request)
-        if found is None:
-            return json_error(401, "unauthorized", UNAUTHORIZED)
-        refused = _narrowed(host, request)
-        if refused is not None:
-            return refused
-        account, session = found
+        caller = _admin_caller(host, request)
+        if not isinstance(caller, tuple):
+            return caller  # 401 or 403
+        account, session = caller
         seen = host.state.setdefault(SEEN, set)
         if session.nonce not in seen:
             seen.add(session.nonce)
