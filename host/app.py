@@ -118,6 +118,8 @@ def mcp_plugins(host: Host) -> list[str]:
         r.name for r in host.loaded() if r.name in with_handlers and host.surface.tools_of(r.name)
     }
     out = []
+    for name in sorted({p.plugin for p in table.problems if p.reason == "no-handler"} - candidates):
+        log("serve", "op=mcp-skip", plugin=name, reason="no-handler")  # its declared tools have no handler
     for name in sorted(candidates):
         record = host.records.get(name)
         if record is None or not record.loaded:

@@ -43,7 +43,8 @@ class ToolProblem:
 
     ``reason``: ``undeclared`` (a handler PLUGIN.md does not declare: not served),
     ``no-handler`` (declared, but the plugin's ``plughost_tools`` does not provide it) or
-    ``signature`` (the declared ``inputSchema`` and the handler's parameters disagree).
+    ``signature`` (the declared ``inputSchema`` and the handler's parameters disagree) or
+    ``schema`` (the ``inputSchema`` is not a valid JSON Schema: not served).
     """
 
     plugin: str
@@ -105,7 +106,13 @@ def build_tool_table(host: Host) -> ToolTable:
             decls = [_decl_of(t) for t in impls]
         table.declared[plugin] = decls
         if not impls:
-            continue  # no handlers here: a declarative plugin, or one whose own MCP server serves it
+            # No handlers: a declarative plugin, or one whose own MCP server serves it. A plugin
+            # whose own ``python:`` module should provide them (none, raised, wrong type) is a defect.
+            if decls and manifest is not None and manifest.python and not _own_server(record):
+                failed = [e.reason for e in collected.errors if e.plugin == plugin]
+                detail = f"{NO_HANDLER} (plughost_tools failed: {failed[0]})" if failed else NO_HANDLER
+                table.problems.extend(ToolProblem(plugin, d.name, "no-handler", detail) for d in decls)
+            continue
         handlers = {t.name: t for t in impls}
         served: dict[str, ServedTool] = {}
         for decl in decls:
@@ -118,7 +125,10 @@ def build_tool_table(host: Host) -> ToolTable:
                 continue
             schema = dict(decl.input_schema or impl.input_schema or DEFAULT_SCHEMA)
             schema.setdefault("type", "object")
-            jsonschema.Draft202012Validator.check_schema(schema)
+            invalid = _schema_error(schema)
+            if invalid:
+                table.problems.append(ToolProblem(plugin, decl.name, "schema", invalid))
+                continue
             mismatch = _signature_mismatch(schema, impl.handler)
             if mismatch:
                 table.problems.append(ToolProblem(plugin, decl.name, "signature", mismatch))
@@ -131,6 +141,24 @@ def build_tool_table(host: Host) -> ToolTable:
                                               "tools: (declare it there to serve it)"))
         table.served[plugin] = served
     return table
+
+
+def _own_server(record: Any) -> bool:
+    """Whether the plugin names its own MCP server (its tools are served there, not by the host)."""
+    manifest = record.manifest
+    return manifest is not None and (bool(manifest.mcp) or manifest.has_mcp)
+
+
+def _schema_error(schema: Mapping[str, Any]) -> str | None:
+    """One line naming the field of an ``inputSchema`` that is not a valid JSON Schema, or None."""
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = json_path(exc.path) or "(root)"
+        return f"has an invalid inputSchema at '{where}': {exc.message:.120}"
+    return None
 
 
 def _decl_of(tool: Tool) -> ToolDecl:

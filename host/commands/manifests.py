@@ -76,8 +76,11 @@ def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
             if record is None or not record.loaded:
                 out.append(f"{md}: python: {record.reason if record else 'not loaded'}")
                 continue
-            out.extend(f"{md}: tools: '{p.tool}' {p.detail}" for p in table.problems_of(name))
-            out.extend(f"{md}: tools: plughost_tools failed: {e.reason}" for e in table.hook_errors if e.plugin == name)
+            problems = [f"{md}: tools: '{p.tool}' {p.detail}" for p in table.problems_of(name)]
+            out.extend(problems)
+            if not any("plughost_tools failed" in line for line in problems):  # not already named above
+                out.extend(f"{md}: tools: plughost_tools failed: {e.reason}" for e in table.hook_errors
+                           if e.plugin == name)
     return out
 
 
