@@ -69,6 +69,7 @@ class Runtime:
     inflight: InFlight = field(default_factory=InFlight)
     routes: list[str] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
+    refused: str | None = None  # why a startup hook refused to serve (a FatalError), else None
 
     @property
     def session_managers(self) -> list[Any]:
@@ -231,7 +232,11 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
             async with contextlib.AsyncExitStack() as stack:
                 for manager in runtime.session_managers:
                     await stack.enter_async_context(manager.run())
-                await anyio.to_thread.run_sync(host.call_each, hooktable.STARTUP)
+                errors = await anyio.to_thread.run_sync(host.call_each, hooktable.STARTUP)
+                fatal = [e for e in errors if e.fatal]
+                if fatal:  # the exception to isolation: a startup check that must refuse to serve
+                    runtime.refused = f"plugin '{fatal[0].plugin}': {fatal[0].reason}"
+                    log("serve", "op=refused", reason="fatal-startup", plugin=fatal[0].plugin, detail=fatal[0].reason)
                 yield
                 await runtime.end_mcp_sessions()
         finally:
@@ -286,6 +291,9 @@ def _uvicorn_server_class() -> type:
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
+            if self.runtime.refused:
+                self.should_exit = True  # stop at once (shutdown still runs: hooks, store close)
+                return
             if self.servers and self.servers[0].sockets:
                 addr = self.servers[0].sockets[0].getsockname()
                 self.bound = (addr[0], addr[1])

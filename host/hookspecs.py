@@ -111,7 +111,9 @@ def plughost_startup(host: Host) -> None:
     **Parameters:** ``host`` — the loaded host.
 
     **Combines:** every implementation runs; one raising is logged against its plugin and the
-    others still run.
+    others still run, except a ``host.errors.FatalError`` (a check meant to refuse boot, e.g. an
+    embedder whose dimensions differ from the store's): ``serve`` then stops, exit 1, with one
+    line naming the plugin and the reason.
 
     **Fires:** once when ``plughost serve`` starts, after the gates passed.
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 import pluggy
 
 from host import config, hookspecs, hooktable
-from host.errors import DuplicateNameError, UserError
+from host.errors import DuplicateNameError, FatalError, UserError
 from host.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
 from host.log import log
 from host.manifest import PluginManifest, from_mapping, load_manifest
@@ -537,6 +537,21 @@ class HookError(NamedTuple):
     hook: str
     reason: str
 
+    @property
+    def fatal(self) -> bool:
+        """A FatalError: a check meant to refuse boot, not a failure to isolate."""
+        return False
+
+
+class FatalHookError(HookError):
+    """A hook implementation that raised :class:`~host.errors.FatalError` (compares as a HookError)."""
+
+    __slots__ = ()
+
+    @property
+    def fatal(self) -> bool:
+        return True
+
 
 @dataclass
 class Collected(Generic[T]):
@@ -564,7 +579,8 @@ class _CallSink:
 
     def error(self, plugin: str, hook_name: str, exc: BaseException, env: Mapping[str, str]) -> None:
         reason = _one_line(exc)
-        self.errors.append(HookError(plugin, hook_name, reason))
+        kind = FatalHookError if isinstance(exc, FatalError) else HookError
+        self.errors.append(kind(plugin, hook_name, reason))
         log("plugins", "op=hook-error", plugin=plugin, hook=hook_name, reason=reason)
         if config.flag("PLUGHOST_DEBUG", env):
             traceback.print_exception(exc)

@@ -140,6 +140,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         return 1
     finally:
         ctx._host = None  # the app's lifespan closed the host (shutdown hooks, store)
+    if runtime.refused:
+        print(f"plughost serve: refusing to serve: {runtime.refused}", file=sys.stderr)
+        return 1
     log("serve", "op=stopped", signal=server.stop_signal or "none", requests=runtime.inflight.total)
     fast_exit()
     return 0
