@@ -136,13 +136,31 @@ def default_premium_dir() -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
+def _platform_folders(plugins_dir: Path) -> list[Path]:
+    """The built-in plugin folders plus those of ``plugins_dir`` (``--plugins-dir`` adds to the
+    built-ins, as it does for the host); another plugin named like a built-in is a usage error."""
+    builtin_dir = config.builtin_plugins_dir()
+    folders = plugin_folders(builtin_dir)
+    if plugins_dir.resolve() == builtin_dir.resolve():
+        return folders
+    taken = {f.name: f for f in folders}
+    for folder in plugin_folders(plugins_dir):
+        if folder.name in taken:
+            if (load_manifest(folder / "PLUGIN.md").python or "").startswith("plugins."):
+                continue  # a payload's copy of the built-in (bundling from an installed payload)
+            raise UserError(f"--plugins-dir: '{folder}' has the name of the built-in plugin '{taken[folder.name]}' "
+                            "(rename the folder and its PLUGIN.md name)")
+        folders.append(folder)
+    return sorted(folders, key=lambda f: f.name)
+
+
 def _platform_sources(plugins_dir: Path, brand: Brand) -> tuple[list[Path], list[str]]:
     """Platform plugin folders to ship, and the excluded names (each must name a platform plugin).
 
     A platform plugin's folder is named after it (SPEC 3), so exclusions match folder names;
     only a name that matches no folder is looked up in the PLUGIN.md files.
     """
-    folders = plugin_folders(plugins_dir)
+    folders = _platform_folders(plugins_dir)
     drop: set[Path] = set()
     by_folder = {f.name: f for f in folders}
     by_manifest: dict[str, Path] | None = None

@@ -69,7 +69,7 @@ def _base_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="plughost", description="plughost: a plugin host for AI-agent platforms.")
     parser.add_argument("--version", action="version", version=f"plughost {__version__}")
     parser.add_argument("--plugins-dir", type=Path, default=None,
-                        help="platform plugins folder (default: $PLUGHOST_PLUGINS_DIR or the built-in plugins)")
+                        help="a folder of more platform plugins, added to the built-ins (default: $PLUGHOST_PLUGINS_DIR)")
     parser.add_argument("--premium-dir", type=Path, default=None,
                         help="premium bundles folder (default: $PLUGHOST_PREMIUM_DIR)")
     return parser

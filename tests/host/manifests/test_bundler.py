@@ -170,3 +170,22 @@ def test_generation_fatal_during_bundle_leaves_the_previous_payload(tmp_path: Pa
     assert "FATAL: plugin 'broken'" in result.stderr and "Traceback" not in result.stderr
     assert snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["payload", "premium"]
+
+
+def test_plugins_dir_adds_to_the_builtins_in_the_payload(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import run_cli
+
+    extra = tmp_path / "my-plugins"
+    extra.mkdir()
+    shutil.copytree(REPO_ROOT / "examples" / "hello", extra / "hello")
+    out = tmp_path / "payload"
+    result = run_cli("--plugins-dir", str(extra), "bundle", "default", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert f"platform={len(_builtin_names()) + 1} " in result.stdout, result.stdout
+    assert set(_listed(out, "plugins")) == _builtin_names() | {"hello"}
+    (extra / "graph").mkdir()
+    (extra / "graph" / "PLUGIN.md").write_text("---\nname: graph\n---\n", encoding="utf-8")
+    clash = run_cli("--plugins-dir", str(extra), "bundle", "default", "--out", str(tmp_path / "p2"))
+    assert clash.returncode == 2 and "graph" in clash.stderr and "Traceback" not in clash.stderr, clash.stderr
