@@ -130,6 +130,23 @@ class Host:
         allow = config.csv_list(self.env.get("PLUGHOST_LOAD_PLUGINS"))
         return disabled, allow, config.flag("PLUGHOST_NO_EXTERNAL_PLUGINS", self.env)
 
+    def check_plugin_lists(self) -> None:
+        """A UserError naming the first block/allow-list entry that no discovered plugin has.
+
+        The lists are applied by name before any import, so a misspelt name would otherwise block
+        nothing (``PLUGHOST_DISABLE_PLUGINS``) or everything (``PLUGHOST_LOAD_PLUGINS``) in silence.
+        ``PLUGHOST_LOAD_PLUGINS=none`` loads no plugin.
+        """
+        self.load()
+        known = sorted(self.records)
+        for var in ("PLUGHOST_LOAD_PLUGINS", "PLUGHOST_DISABLE_PLUGINS"):
+            for name in config.csv_list(self.env.get(var)) or []:
+                if name in self.records or (var == "PLUGHOST_LOAD_PLUGINS" and name == "none"):
+                    continue
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean '{close[0]}'? " if close else ""
+                raise UserError(f"{var}: no plugin named '{name}' ({hint}known: {', '.join(known) or 'none'})")
+
     def brand_exclusions(self) -> tuple[str | None, list[str]]:
         """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
         `brand.json` beside the plugins folder. What a brand excludes does not load (SPEC 5)."""
