@@ -56,6 +56,7 @@ class Context:
 
             self._host = Host(plugins_dir=self.plugins_dir, premium_dir=self.premium_dir, env=self.env).load()
             self._host.check_plugin_lists()  # a misspelt block/allow list: exit 2, not a silent host
+            self._host.check_provider_choices()
         return self._host
 
 

@@ -144,11 +144,12 @@ def plughost_store(host: Host) -> GraphStore | None:
 
     **Parameters:** ``host`` — the loaded host; read configuration from ``host.env``.
 
-    **Combines:** one provider answers. ``PLUGHOST_STORE=<plugin>`` names it; otherwise an
-    installed (external) plugin is asked before the built-in, whatever the names sort to, and
-    None passes to the next. Two external providers refuse boot (gate ``single-provider``)
-    naming both, until ``PLUGHOST_STORE`` names one. Other values of ``PLUGHOST_STORE``
-    (``sqlite``, ``neo4j``) are the built-in graph plugin's own backend choice.
+    **Combines:** one provider answers. ``PLUGHOST_STORE=<plugin>`` names it; ``sqlite`` or
+    ``neo4j`` (the built-in graph plugin's backends) pick the built-in, even when a third-party
+    store is installed; unset, an installed (external) plugin is asked before the built-in,
+    whatever the names sort to, and None passes to the next. Two external providers refuse boot
+    (gate ``single-provider``) naming both, until ``PLUGHOST_STORE`` names one. Any other value
+    is a usage error (exit 2) naming the built-in options and the provider plugins.
 
     **Fires:** lazily, the first time ``host.store()`` is called; the host caches the answer.
 
@@ -163,8 +164,9 @@ def plughost_embedder(host: Host) -> Embedder | None:
     **Parameters:** ``host`` — the loaded host.
 
     **Combines:** one provider answers, chosen as for ``plughost_store`` with
-    ``PLUGHOST_EMBEDDER=<plugin>`` (``local``, ``ollama``, ``none`` stay the built-in memory
-    plugin's own choice). None means no usable embedder.
+    ``PLUGHOST_EMBEDDER=<plugin>``; ``local``, ``ollama`` and ``none`` pick the built-in memory
+    plugin's embedder (``none``: no embedder, even when a third-party one is installed); any
+    other value is a usage error. None means no usable embedder.
 
     **Fires:** lazily, the first time ``host.embedder()`` is called; cached.
 

@@ -62,11 +62,13 @@ class OneHook(Generic[T]):
 
 @dataclass(frozen=True)
 class ProviderHook(Generic[T]):
-    """A capability with one provider. ``env`` names the operator's choice (a plugin name)."""
+    """A capability with one provider. ``env`` names the operator's choice: a provider plugin's
+    name, or one of ``builtin_options`` (the built-in provider's own settings, which pick it)."""
 
     name: str
     env: str
     what: str
+    builtin_options: tuple[str, ...] = ()
 
 
 TOOLS = ListHook("plughost_tools", Tool, unique="plugin")
@@ -78,8 +80,11 @@ RETRIEVAL_BOOSTS = ListHook("plughost_retrieval_boosts", RetrievalBoost)
 STARTUP = EachHook("plughost_startup")
 SHUTDOWN = EachHook("plughost_shutdown", reverse=True)
 ACCOUNT_CREATED = EachHook("plughost_account_created")
-STORE: ProviderHook[GraphStore] = ProviderHook("plughost_store", env="PLUGHOST_STORE", what="graph store")
-EMBEDDER: ProviderHook[Embedder] = ProviderHook("plughost_embedder", env="PLUGHOST_EMBEDDER", what="embedder")
+STORE: ProviderHook[GraphStore] = ProviderHook("plughost_store", env="PLUGHOST_STORE", what="graph store",
+                                               builtin_options=("sqlite", "neo4j"))
+EMBEDDER: ProviderHook[Embedder] = ProviderHook("plughost_embedder", env="PLUGHOST_EMBEDDER", what="embedder",
+                                                builtin_options=("local", "ollama", "none"))
+PROVIDERS = (STORE, EMBEDDER)
 QUERY_EXPANSIONS: OneHook[list[str]] = OneHook("plughost_query_expansions")
 RERANK: OneHook[list[dict[str, Any]]] = OneHook("plughost_rerank")
 SCREEN_MESSAGE: OneHook[dict[str, Any]] = OneHook("plughost_screen_message")

@@ -147,6 +147,19 @@ class Host:
                 hint = f"did you mean '{close[0]}'? " if close else ""
                 raise UserError(f"{var}: no plugin named '{name}' ({hint}known: {', '.join(known) or 'none'})")
 
+    def check_provider_choices(self) -> None:
+        """A UserError when ``PLUGHOST_STORE`` / ``PLUGHOST_EMBEDDER`` names neither a provider
+        plugin nor a built-in option (checked at boot, not first at the first store call)."""
+        for hook in hooktable.PROVIDERS:
+            chosen = (self.env.get(hook.env) or "").strip()
+            providers = sorted(i.plugin_name for i in self._providers(hook))
+            if not chosen or chosen in providers or chosen.lower() in hook.builtin_options:
+                continue
+            close = difflib.get_close_matches(chosen, [*hook.builtin_options, *providers], n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise UserError(f"{hook.env}: no {hook.what} named '{chosen}' ({hint}expected a built-in option: "
+                            f"{', '.join(hook.builtin_options)}; or a provider plugin: {', '.join(providers) or 'none'})")
+
     def brand_exclusions(self) -> tuple[str | None, list[str]]:
         """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
         `brand.json` beside the plugins folder. What a brand excludes does not load (SPEC 5)."""
@@ -494,6 +507,8 @@ class Host:
             return [chosen]
         builtin = [name for name in providers if self._is_builtin(name)]
         external = [name for name in providers if name not in builtin]
+        if chosen.lower() in hook.builtin_options:  # a built-in's own setting: the built-in answers
+            return list(reversed(builtin))
         if len(external) > 1:
             raise UserError(
                 f"{hook.what}: plugins {' and '.join(repr(n) for n in sorted(external))} both provide one; "

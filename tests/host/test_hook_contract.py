@@ -335,10 +335,11 @@ def _providers(monkeypatch: pytest.MonkeyPatch, make_host, sites: list[Path], **
 @pytest.mark.parametrize("name", ["aa-provider", "zz-provider"])
 def test_an_installed_provider_beats_the_builtins_whatever_its_name(name: str, installed, monkeypatch,
                                                                     make_host) -> None:
-    assert _providers(monkeypatch, make_host, [installed[name]]) == (name, name)
-    # A built-in's own option does not turn the installed provider off...
-    assert _providers(monkeypatch, make_host, [installed[name]], PLUGHOST_STORE="sqlite") == (name, name)
-    # ...naming the built-in plugin does.
+    assert _providers(monkeypatch, make_host, [installed[name]], PLUGHOST_EMBEDDER="") == (name, name)
+    # A built-in's own option is the operator choosing the built-in...
+    assert _providers(monkeypatch, make_host, [installed[name]], PLUGHOST_STORE="sqlite",
+                      PLUGHOST_EMBEDDER="none") == ("builtin", "builtin")
+    # ...and so is naming the built-in plugin.
     assert _providers(monkeypatch, make_host, [installed[name]], PLUGHOST_STORE="graph",
                       PLUGHOST_EMBEDDER="memory")[0] == "builtin"
 
