@@ -145,8 +145,8 @@ def plughost_store(host: Host) -> GraphStore | None:
     **Parameters:** ``host`` — the loaded host; read configuration from ``host.env``.
 
     **Combines:** one provider answers. ``PLUGHOST_STORE=<plugin>`` names it; ``sqlite`` or
-    ``neo4j`` (the built-in graph plugin's backends) pick the built-in, even when a third-party
-    store is installed; unset, an installed (external) plugin is asked before the built-in,
+    ``neo4j`` (the built-in graph plugin's backends) pick the built-in (when it is loaded), even
+    when a third-party store is installed; unset, an installed (external) plugin is asked before the built-in,
     whatever the names sort to, and None passes to the next. Two external providers refuse boot
     (gate ``single-provider``) naming both, until ``PLUGHOST_STORE`` names one. Any other value
     is a usage error (exit 2) naming the built-in options and the provider plugins.

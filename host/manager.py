@@ -507,7 +507,7 @@ class Host:
             return [chosen]
         builtin = [name for name in providers if self._is_builtin(name)]
         external = [name for name in providers if name not in builtin]
-        if chosen.lower() in hook.builtin_options:  # a built-in's own setting: the built-in answers
+        if builtin and chosen.lower() in hook.builtin_options:  # a built-in's own setting: it answers
             return list(reversed(builtin))
         if len(external) > 1:
             raise UserError(
