@@ -4,8 +4,8 @@ the demo seeds and embeds its documents, the brand is bundled and installed) and
 
 The floor, measured in the same run, is the cheapest plughost process (`plughost --version`)
 and a bare `plughost serve` on the warm home, so the ratios say what run.sh adds on this
-machine under its current load. setup.sh is run once before timing (its venv and accelerator
-are the setup's cost, not the start's).
+machine under its current load. setup.sh is run once before timing (its venv is the setup's
+cost, not the start's).
 
     .venv/bin/python bench/run_start.py [--warm 3]
 """

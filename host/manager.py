@@ -250,7 +250,7 @@ class Host:
                 except UserError as exc:
                     record.status, record.reason = "failed", str(exc)
                     return
-        self._import_and_register(record, ep.module, loader=ep.load)
+        self._import_and_register(record, ep.module, loader=ep.load, dist=dist)
 
     def _load_folder(self, folder: Path, *, source: str, bundle: str | None = None, nested: bool = False) -> None:
         md = folder / "PLUGIN.md"
@@ -288,7 +288,7 @@ class Host:
         # else: a declarative plugin (a shared-lib MCP server, skills, agents): nothing to import.
 
     def _import_and_register(self, record: PluginRecord, module_name: str, *, loader: Any = None,
-                             folder: Path | None = None) -> None:
+                             folder: Path | None = None, dist: Any = None) -> None:
         try:
             if loader is not None:
                 module = loader()
@@ -301,7 +301,7 @@ class Host:
             return
         record.module = module
         if record.manifest is None:
-            record.manifest = from_mapping({"name": record.name, "version": _dist_version(module)}, None)
+            record.manifest = from_mapping({"name": record.name, "version": _dist_version(module, dist)}, None)
         problem = self._register_checked(module, record.name)
         if problem:
             record.status, record.reason = "failed", problem
@@ -554,7 +554,7 @@ class Host:
     # ------------------------------------------------------------------ tracing
     def _trace_before(self, hook_name: str, impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         self._trace_t0.append(time.perf_counter())
-        log("hooks", "op=call", hook=hook_name, plugins=[i.plugin_name for i in reversed(impls)])
+        log("hooks", "op=call", hook=hook_name, plugins=list(dict.fromkeys(i.plugin_name for i in reversed(impls))))
 
     def _trace_after(self, outcome: Any, hook_name: str, impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         t0 = self._trace_t0.pop() if self._trace_t0 else time.perf_counter()
@@ -705,9 +705,15 @@ class _Reversed:
         return self.pm._hookexec(self.name, impls + wrappers, kwargs, False)
 
 
-def _dist_version(module: Any) -> str:
-    name = getattr(module, "__name__", "").split(".")[0]
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return getattr(module, "__version__", "0.0.0")
+def _dist_version(module: Any, dist: Any = None) -> str:
+    """The version of the distribution that declares the entry point (a module's name need not be
+    its distribution's); else the distribution owning the module's top package; else ``__version__``."""
+    if dist is not None and getattr(dist, "version", None):
+        return str(dist.version)
+    top = getattr(module, "__name__", "").split(".")[0]
+    for name in importlib.metadata.packages_distributions().get(top, []):
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return getattr(module, "__version__", "0.0.0")

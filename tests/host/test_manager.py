@@ -163,3 +163,36 @@ def test_third_party_entry_point_plugin(third_party: str) -> None:
     broken = run_cli("plugins", "list", "--json", env={"WEATHER_EXPLODE_ON_IMPORT": "1"})
     rows = {r["name"]: r for r in json.loads(broken.stdout)["plugins"]}
     assert rows["weather"]["status"] == "failed" and "weather imported although disabled" in rows["weather"]["reason"]
+
+
+def test_an_entry_point_plugin_version_is_its_distribution_s(tmp_path: Path, monkeypatch, make_host) -> None:
+    """The version comes from the distribution that declares the entry point, not a module-name guess."""
+    site = tmp_path / "site"
+    info = site / "acme_tools-4.2.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-tools\nVersion: 4.2.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[plughost.plugins]\nacme = acme_hooks_mod\n", encoding="utf-8")
+    (site / "acme_hooks_mod.py").write_text("X = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    host = make_host(PLUGHOST_DISABLE_PLUGINS="graph,memory,channels,admin")
+    assert host.records["acme"].status == "loaded" and host.records["acme"].describe()["version"] == "4.2.0"
+
+
+def test_trace_hooks_names_each_plugin_once(make_host, capfd) -> None:
+    from host.hookspecs import hookimpl
+
+    class Twice:
+        @hookimpl(wrapper=True)
+        def plughost_tools(self, host):
+            return (yield)
+
+        @hookimpl(specname="plughost_tools")
+        def tools(self, host):
+            return []
+
+    host = make_host(PLUGHOST_TRACE_HOOKS="1", PLUGHOST_DISABLE_PLUGINS="graph,memory,channels,admin")
+    host.register(Twice(), "twice")
+    capfd.readouterr()
+    host.tools()
+    (line,) = [x for x in capfd.readouterr().err.splitlines() if "op=call hook=plughost_tools" in x]
+    assert line.count("twice") == 1, line
