@@ -110,7 +110,7 @@ def build_tool_table(host: Host) -> ToolTable:
             # whose own ``python:`` module should provide them (none, raised, wrong type) is a defect.
             if decls and manifest is not None and manifest.python and not _own_server(record):
                 failed = [e.reason for e in collected.errors if e.plugin == plugin]
-                detail = f"{NO_HANDLER} (plughost_tools failed: {failed[0]})" if failed else NO_HANDLER
+                detail = f"cannot be served: plughost_tools failed: {failed[0]}" if failed else NO_HANDLER
                 table.problems.extend(ToolProblem(plugin, d.name, "no-handler", detail) for d in decls)
             continue
         handlers = {t.name: t for t in impls}

@@ -58,6 +58,9 @@ def test_an_invalid_input_schema_is_a_tool_problem_not_a_crash(tmp_path: Path) -
     lines = check.stderr.strip().splitlines()
     assert check.returncode == 2 and len(lines) == 1, check.stderr
     assert lines[0].startswith(f"{folder / 'PLUGIN.md'}: tools: 't1'") and "properties.a.type" in lines[0]
+    boot = run_cli("--plugins-dir", str(tmp_path / "bad4"), "boot", "--check")
+    assert "Traceback" not in boot.stderr and "SchemaError" not in boot.stderr, boot.stderr
+    assert "[boot] op=gates" in boot.stdout + boot.stderr
 
 
 @pytest.mark.parametrize("case", sorted(MODULES))
@@ -68,7 +71,8 @@ def test_a_declared_tool_without_handler_is_reported(tmp_path: Path, case: str) 
     problems = plugins["sch"]["toolProblems"]
     assert len(problems) == 1 and "'t1'" in problems[0], problems
     if case == "raises":
-        assert "RuntimeError: tools table broke" in problems[0]
+        assert "plughost_tools failed: RuntimeError: tools table broke" in problems[0]
+        assert "no plughost_tools implementation" not in problems[0]
     check = run_cli("--plugins-dir", str(tmp_path / "pl"), "manifests", "check", str(folder))
     assert check.returncode == 2 and "Traceback" not in check.stderr, check.stderr
     lines = [line for line in check.stderr.strip().splitlines() if not line.startswith("[")]
