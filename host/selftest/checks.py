@@ -22,7 +22,7 @@ from host import accounts, launch, specialists, state
 from host.errors import UserError
 from host.launch import MINIMAL_PATH, Launch
 from host.log import format_line
-from host.registration import Registration, config_dir
+from host.registration import Registration, config_dir, config_dir_source
 from host.types import GateContext, GateResult
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
@@ -33,10 +33,10 @@ def _ok(gate: str, inspected: int, **extra: Any) -> str:
 
 
 def severity(ctx: GateContext) -> str:
-    """The word on a registration drift line: ``WARN``, the effect of these gates (both non-fatal:
-    boot continues, SPEC 7), whether the config dir was named or only guessed. ``FATAL`` is for a
-    gate that refuses boot."""
-    return "WARN"
+    """`FATAL` (SPEC 7's word for a registration defect) when the config dir was named (flag,
+    `CLAUDE_CONFIG_DIR`, or the one `plughost install` recorded); `WARN` when boot only guessed
+    `~/.claude`: a guess is no install to find defects in, and boot does not refuse on it."""
+    return "WARN" if config_dir_source(ctx.env, ctx.extras.get("config_dir"))[1] == "default" else "FATAL"
 
 
 def _registration(ctx: GateContext) -> Registration:
