@@ -46,7 +46,7 @@ def seed(store, n: int, failing: set[int]) -> list[str]:
 def test_reindex_skips_failing_nodes_and_finishes(make_host, plughost_home) -> None:
     from plugins.memory.reindex import reindex
 
-    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", EMBED_DIMENSIONS="8")
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="picky-embedder", EMBED_DIMENSIONS="8")
     picky = PickyEmbedder()
     host.register(PickyPlugin(picky), "picky-embedder")
     assert host.embedder() is picky
@@ -77,7 +77,7 @@ def test_reindex_skips_failing_nodes_and_finishes(make_host, plughost_home) -> N
 def test_reindex_respects_labels_limit_and_account(make_host) -> None:
     from plugins.memory.reindex import reindex
 
-    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", EMBED_DIMENSIONS="8")
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="picky-embedder", EMBED_DIMENSIONS="8")
     picky = PickyEmbedder()
     host.register(PickyPlugin(picky), "picky-embedder")
     seed(host.store(), 5, set())
