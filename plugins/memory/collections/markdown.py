@@ -53,6 +53,10 @@ def _scalar(text: str) -> Any:
     return text
 
 
+_NON_STRING_KEYS = frozenset(
+    f(word) for word in ("yes", "no", "true", "false", "on", "off", "null") for f in (str.lower, str.title, str.upper))
+
+
 def simple_yaml(block: str) -> dict[str, Any]:
     """The frontmatter most notes have (``key: scalar``, ``key: [a, b]``, ``key:`` + ``- item`` lines)
     without a YAML parser; ValueError for anything else, which then goes to the real one."""
@@ -70,6 +74,8 @@ def simple_yaml(block: str) -> dict[str, Any]:
         if not m or m.group(1) in out:
             raise ValueError(line)
         key, value = m.group(1), (m.group(2) or "").strip()
+        if key in _NON_STRING_KEYS:  # YAML reads `on:` or `null:` as a bool or null key: the real parser decides
+            raise ValueError(line)
         if not value:
             out[key] = []
             open_keys.add(key)

@@ -43,3 +43,13 @@ def test_fast_path_agrees_with_pyyaml(pairs: dict[str, str]) -> None:
     if isinstance(expected, dict):
         assert body == "body"
         assert {k: str(v) for k, v in front.items()} == {k: str(v) for k, v in expected.items()}
+
+
+def test_a_key_yaml_reads_as_a_bool_or_null_goes_to_pyyaml() -> None:
+    for block in ("ON: 0", "True: /", "null: x", "off: [a]"):
+        try:
+            simple_yaml(block)
+        except ValueError:
+            continue
+        raise AssertionError(f"the fast path read {block!r} itself")
+    assert split_frontmatter("---\nON: 0\ntitle: x\n---\nbody") == ({"True": 0, "title": "x"}, "body")
