@@ -35,7 +35,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as StarletteRoute
 
 from host import config, hooktable, state
-from host.errors import DuplicateNameError, PlughostError, UserError
+from host.errors import DuplicateNameError, PlughostError, StoreUnavailable, UserError
 from host.http import json_error
 from host.log import log
 from host.types import Route
@@ -181,6 +181,15 @@ async def _client_gone(request: Request, exc: Exception) -> Any:
     return json_error(400, "client-disconnect", "the client closed the connection before sending the whole body")
 
 
+async def _plughost_error(request: Request, exc: Exception) -> Any:
+    """A store that does not answer is 503; any other reported error is the request's (400).
+    Handled here, not by the catch-all, so no traceback reaches the log for them."""
+    log("http", "op=error", path=request.url.path, error=type(exc).__name__)
+    if isinstance(exc, StoreUnavailable):
+        return json_error(503, "store-unavailable", str(exc), headers={"Retry-After": "5"})
+    return json_error(400, "bad-request", str(exc))
+
+
 async def _server_error(request: Request, exc: Exception) -> Any:
     log("http", "op=error", path=request.url.path, error=type(exc).__name__)
     if isinstance(exc, PlughostError):
@@ -245,7 +254,7 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
 
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: _http_exception, ClientDisconnect: _client_gone,
-                                        Exception: _server_error})
+                                        PlughostError: _plughost_error, Exception: _server_error})
     app.state.runtime = runtime
     host.state.set(state.RUNTIME, runtime)
     max_body = host.env.get("PLUGHOST_HTTP_MAX_BODY", "")

@@ -21,6 +21,13 @@ class FatalError(PlughostError):
     exit_code = 1
 
 
+class StoreUnavailable(PlughostError):
+    """The graph store does not answer (its database is down or unreachable): HTTP 503, an
+    ``isError`` tool result, exit 1, one line naming the store and what it said."""
+
+    exit_code = 1
+
+
 class DuplicateNameError(UserError):
     """Two sources claim one name; the message names both."""
 

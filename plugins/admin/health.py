@@ -1,6 +1,8 @@
 """`GET /healthz`: the gate summary from boot, and whether the store and embedder answer.
 
-The store is probed through ``host.store()`` and its cheap ``vector_indexes()`` call, guarded
+The store is probed through ``host.store()``, its optional ``ping()`` (the Neo4j store asks the
+server; discovery alone is cached and would say ok with the database down) and its cheap
+``vector_indexes()`` call, guarded
 (a missing store plugin or a raising store is reported, never a 500) and time-boxed. The answer
 is cached for one second so a load balancer polling hard does not turn into store load.
 Status 200 when serving normally, 503 when the store fails or a fatal gate failed.
@@ -29,6 +31,9 @@ def probe_store(host: Any) -> dict[str, Any]:
         return {"status": "error", "detail": f"{type(exc).__name__}: {exc}"[:200]}
     info: dict[str, Any] = {"status": "ok", "kind": type(store).__name__}
     try:
+        ping = getattr(store, "ping", None)  # optional: a store over a network says whether it answers
+        if callable(ping):
+            ping()
         indexes = store.vector_indexes()
         info["vectorIndexes"] = len(indexes)
     except Exception as exc:

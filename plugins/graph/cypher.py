@@ -35,8 +35,9 @@ MAX_QUERY_CHARS = 20000
 WARNING_STATUS = re.compile(r"^0[12]N5\d$")
 REDACTED = "<redacted: another account's or deleted>"
 
-_STRINGS_AND_COMMENTS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|//[^\n]*|/\*.*?\*/", re.S)
-_BACKTICKED = re.compile(r"`((?:[^`]|``)*)`")
+_LEXEMES = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`((?:[^`]|``)*)`|//[^\n]*|/\*.*?\*/", re.S)
+"""Strings, backticked names and comments, read left to right in one pass (so a ``//`` inside a
+backticked name or a string cannot hide the rest of the line from the checks)."""
 _WRITE_CLAUSE = re.compile(r"\b(CREATE|MERGE|DELETE|DETACH|SET|REMOVE|DROP|FOREACH|INSERT)\b", re.I)
 _ALWAYS_DENIED = re.compile(
     r"\bLOAD\s+CSV\b|\bUSE\b|\bIN\s+(?:\d+\s+CONCURRENT\s+)?TRANSACTIONS\b|\bALTER\b|\bRENAME\b|\bGRANT\b|"
@@ -48,6 +49,11 @@ _PROCEDURE = re.compile(r"\bCALL\s+([A-Za-z_][\w.]*)", re.I)
 Q_FOREIGN = """CALL () { MATCH (n:GraphNode) WHERE n.accountId < $accountId RETURN n LIMIT 1
   UNION MATCH (n:GraphNode) WHERE n.accountId > $accountId RETURN n LIMIT 1 }
 RETURN count(n) AS c"""
+Q_UNLABELLED = """CALL () { MATCH (n) RETURN count(n) AS everything }
+CALL () { MATCH (n:GraphNode) RETURN count(n) AS graphNodes }
+RETURN everything - graphNodes AS c"""
+"""Nodes outside the store's ``GraphNode`` label (both counts come from the count store, O(1)):
+after a write there must be none, or a write could plant a node the foreign check cannot see."""
 Q_VISIBLE_NODES = """MATCH (n) WHERE elementId(n) IN $ids AND n.accountId = $accountId AND n.deletedAt IS NULL
 RETURN elementId(n) AS id"""
 Q_VISIBLE_RELS = """MATCH (a)-[r]->(b) WHERE elementId(r) IN $ids
@@ -58,11 +64,14 @@ RETURN elementId(r) AS id, a.id AS start, b.id AS end"""
 def bare_text(text: str, *, names: bool = False) -> str:
     """The query with strings and comments blanked; backticked names become ``x`` (clause
     checks) or, with ``names``, lose their quotes (procedure names, however quoted)."""
-    bare = _STRINGS_AND_COMMENTS.sub(" ", text)
-    if not names:
-        return _BACKTICKED.sub(" x ", bare)
-    bare = _BACKTICKED.sub(lambda m: m.group(1).replace("``", "`"), bare)
-    return re.sub(r"\s*\.\s*", ".", bare)
+    def blank(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name is None:
+            return " "
+        return name.replace("``", "`") if names else " x "
+
+    bare = _LEXEMES.sub(blank, text)
+    return re.sub(r"\s*\.\s*", ".", bare) if names else bare
 
 
 def check_text(text: str, tool: str, *, read_only: bool) -> None:
@@ -131,6 +140,13 @@ def run_query(store: Any, text: str, params: Mapping[str, Any] | None, *, guards
                             "confined to one account; give the account a database of its own (NEO4J_DATABASE) "
                             "or use graph-neighbors / graph-schema")
 
+    def unlabelled(tx: Any) -> None:
+        if tx.run(Q_UNLABELLED).single()["c"]:
+            log("graph-cypher", "refused", tool=tool, reason="unlabelled-node")
+            raise UserError(f"{tool}: every node must be one of the account's graph nodes (label GraphNode and "
+                            "accountId: $accountId, e.g. CREATE (n:GraphNode:Thing {accountId: $accountId, id: "
+                            "'x'})); the write was rolled back")
+
     def work(tx: Any) -> dict[str, Any]:
         foreign(tx)
         plan = tx.run("EXPLAIN " + text, merged).consume()
@@ -144,6 +160,7 @@ def run_query(store: Any, text: str, params: Mapping[str, Any] | None, *, guards
         summary = result.consume()
         if not read_only:
             foreign(tx)  # a write that reached another account rolls back whole
+            unlabelled(tx)
         visible = _visible(tx, records, guards.account_id)
         rows = [dict(zip(keys, (_plain(v, visible) for v in values), strict=True)) for values in records]
         return {"rows": rows, "warnings": _warnings(summary)}

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from host.errors import UserError
+from host.errors import StoreUnavailable, UserError
 from host.graph import (
     VECTOR_LABELS,
     Guards,
@@ -75,6 +76,10 @@ from plugins.graph.common import (
 SCHEMA_FILE = Path(__file__).resolve().parent / "schema.cypher"
 BASE_LABEL = "GraphNode"
 FULLTEXT_INDEX = "entity_search"
+URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+MAX_RETRY_S = 5.0
+"""``NEO4J_MAX_RETRY_S``: how long a transaction function retries a transient failure (the driver
+default is 30 s; a person waiting on a chat answer should get a quick 503 instead)."""
 OVERFETCH = 2
 """Vector candidates asked of each index at first = max(k * OVERFETCH, MIN_FETCH): an HNSW
 search costs about its window, and a short first window only widens (exactness is kept)."""
@@ -407,31 +412,58 @@ class Neo4jStore(StoreEnv):
         uri = (env.get("NEO4J_URI") or "").strip()
         if not uri:
             raise UserError("NEO4J_URI: not set; expected e.g. bolt://127.0.0.1:7687 (or PLUGHOST_STORE=sqlite)")
+        scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+        if scheme not in URI_SCHEMES:
+            raise UserError(f"NEO4J_URI: {uri}: expected a Bolt URI ({', '.join(s + '://' for s in URI_SCHEMES)}), "
+                            "e.g. bolt://127.0.0.1:7687 or neo4j+s://xxxx.databases.neo4j.io")
         user = env.get("NEO4J_USER") or env.get("NEO4J_USERNAME") or "neo4j"
         password = env.get("NEO4J_PASSWORD") or ""
+        retry_s = _seconds(env, "NEO4J_MAX_RETRY_S", MAX_RETRY_S)
+        # The driver's own log lines (notifications on the store's queries, "will be retried in")
+        # are not the host's interface: a store that does not answer becomes one StoreUnavailable.
+        logging.getLogger("neo4j").setLevel(logging.ERROR)
         try:
             # Notifications are the Cypher tools' warning block, not the driver's log lines.
             driver = neo4j.GraphDatabase.driver(uri, auth=(user, password), connection_timeout=10.0,
+                                                connection_acquisition_timeout=10.0,
+                                                max_transaction_retry_time=retry_s,
                                                 warn_notification_severity=neo4j.NotificationMinimumSeverity.OFF)
-            driver.verify_connectivity()  # fails fast; a transaction function would retry for ~30 s
+            driver.verify_connectivity()  # fails fast; a transaction function would retry for up to retry_s
             return cls(driver, env=env, database=env.get("NEO4J_DATABASE"))
-        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError, OSError) as exc:
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError, OSError, ImportError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise UserError(f"NEO4J_URI: cannot use {uri} ({reason}); check NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD "
                             "or set PLUGHOST_STORE=sqlite") from None
+
+    def ping(self) -> None:
+        """Ask the server (``/healthz``): :class:`StoreUnavailable` when it does not answer."""
+        import neo4j
+
+        try:
+            self.driver.verify_connectivity()
+        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError) as exc:
+            raise _unavailable(exc) from None
 
     # ------------------------------------------------------------------ plumbing
     def read(self, work: Callable[[Any], Any]) -> Any:
         """``work(tx)`` in one read transaction (``execute_read``: routed to a reader, retried on transient errors)."""
         import neo4j
 
-        with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
-            return session.execute_read(work)
+        try:
+            with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
+                return session.execute_read(work)
+        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as exc:
+            raise _unavailable(exc) from None
 
     def write(self, work: Callable[[Any], Any]) -> Any:
         """``work(tx)`` in one write transaction (``execute_write``): it commits whole or not at all."""
-        with self.driver.session(database=self.database) as session:
-            return session.execute_write(work)
+        import neo4j
+
+        try:
+            with self.driver.session(database=self.database) as session:
+                return session.execute_write(work)
+        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as exc:
+            raise _unavailable(exc) from None
 
     def _rows(self, query: str, params: Mapping[str, Any] | None = None, *, read: bool = True) -> list[Any]:
         def work(tx: Any) -> list[Any]:
@@ -441,8 +473,13 @@ class Neo4jStore(StoreEnv):
 
     def _auto(self, query: str, params: Mapping[str, Any] | None = None) -> None:
         """A statement that manages its own transactions (schema DDL, ``IN TRANSACTIONS``)."""
-        with self.driver.session(database=self.database) as session:
-            session.run(query, dict(params or {})).consume()
+        import neo4j
+
+        try:
+            with self.driver.session(database=self.database) as session:
+                session.run(query, dict(params or {})).consume()
+        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as exc:
+            raise _unavailable(exc) from None
 
     @staticmethod
     def _guard_params(g: Guards) -> dict[str, Any]:
@@ -861,6 +898,26 @@ class Neo4jStore(StoreEnv):
 
     def close(self) -> None:
         self.driver.close()
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 600:
+        raise UserError(f"{name}={raw}: expected seconds between 0 and 600")
+    return value
+
+
+def _unavailable(exc: BaseException) -> StoreUnavailable:
+    reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    log("graph", "op=unavailable", backend="neo4j", error=type(exc).__name__)
+    return StoreUnavailable(f"graph store: Neo4j does not answer ({reason}); check that the server at NEO4J_URI "
+                            "is running")
 
 
 def _same_account(guards: Guards | None, account_id: str) -> None:

@@ -233,15 +233,20 @@ def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[st
 
     The session is the process's (``SESSION_ID`` / ``PLUGHOST_SESSION_ID``), else one
     conversation per day, ``mcp-<plugin>-<YYYY-MM-DD>``, so an auditor finds a day's calls together.
-    ``PLUGHOST_AUDIT_MCP=0`` turns it off.
+    ``PLUGHOST_AUDIT_MCP=0`` turns it off, and a reader (``PLUGHOST_GRAPH_READ_ONLY=1``, e.g. on
+    a read-only database user) writes nothing.
     """
+    from host import config
+
     env = host.env
     if (env.get("CLAUDECODE") or "").strip() or (env.get("PLUGHOST_AUDIT_MCP") or "1").strip() == "0":
         return None
     account = (env.get("ACCOUNT_ID") or "").strip()
     if not account:
         return None
-    from host import config
+    if config.flag("PLUGHOST_GRAPH_READ_ONLY", env):
+        log("persist", "tool-call", "skipped", reason="read-only", tool=f"mcp__{plugin}__{tool}")
+        return None
 
     role = (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() or None
     explicit = (env.get("SESSION_ID") or "").strip()

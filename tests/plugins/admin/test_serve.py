@@ -308,3 +308,51 @@ def test_sigterm_lets_an_in_flight_mcp_tool_call_finish(serve_env: dict[str, str
     code, _, err = served.finish()
     assert outcome.get("text") == "napped 1500" and outcome.get("error") is False, (outcome, err[-1500:])
     assert code == 0
+
+
+def test_a_store_that_does_not_answer_is_503_without_a_traceback(make_host, live_app, caplog) -> None:
+    """A database down mid-serve: one ``[http] op=error`` line and a quick 503, not a 500 and a
+    traceback in the log (the catch-all handler's path re-raises into the server's logger)."""
+    from host.errors import StoreUnavailable
+    from host.hookspecs import hookimpl
+
+    async def down(request: Any) -> Any:
+        raise StoreUnavailable("graph store: Neo4j does not answer (connection refused)")
+
+    class Plugin:
+        @hookimpl
+        def plughost_routes(self, host: Any) -> list[Route]:
+            return [Route("/down", endpoint=down)]
+
+    host = make_host()
+    host.register(Plugin(), "down", from_mapping({"name": "down"}, None))
+    with caplog.at_level("DEBUG"):
+        response = live_app(host).get("/down")
+    assert response.status == 503
+    assert response.json() == {"error": "store-unavailable",
+                               "detail": "graph store: Neo4j does not answer (connection refused)"}
+    assert not [r for r in caplog.records if r.exc_info or "Exception in ASGI" in r.getMessage()]
+
+
+def test_health_asks_a_store_that_can_ping(make_host, live_app) -> None:
+    """Discovery is cached; a network store's ``ping()`` says whether the server still answers."""
+    from host.errors import StoreUnavailable
+    from host.hookspecs import hookimpl
+
+    class Gone:
+        def ping(self) -> None:
+            raise StoreUnavailable("graph store: Neo4j does not answer")
+
+        def vector_indexes(self) -> dict[str, int]:
+            return {"Chunk": 384}
+
+    class Plugin:
+        @hookimpl
+        def plughost_store(self, host: Any) -> Any:
+            return Gone()
+
+    host = make_host()
+    host.register(Plugin(), "gone-store", from_mapping({"name": "gone-store"}, None))
+    response = live_app(host).get("/healthz")
+    assert response.status == 503 and response.json()["status"] == "degraded"
+    assert "does not answer" in response.json()["store"]["detail"]

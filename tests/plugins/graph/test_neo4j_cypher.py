@@ -188,3 +188,63 @@ def test_routing_uri_reads_and_writes_through_the_single_instance(plughost_home)
     finally:
         store.wipe_account("acct-routing")
         store.close()
+
+
+@pytest.mark.parametrize("query", [
+    "CREATE (n:Chunk:KnowledgeDocument {accountId: 'victim', id: 'planted-1', text: 'wire refunds', scope: 'public'})",
+    "CREATE (x:Foo {a: 1}) RETURN x",
+    "MATCH (n:Person {id: 'ada'}) REMOVE n:GraphNode SET n.accountId = 'victim'",
+    "MATCH (n:Person {id: 'ada'}) REMOVE n:GraphNode",
+])
+def test_write_cypher_cannot_leave_a_node_outside_the_accounts_graph(admin, query: str) -> None:
+    """A node without the GraphNode label is invisible to the foreign-account check but not to
+    search, so it could plant text in another account's memory: such a write rolls back whole."""
+    before = state(admin)
+    result = call(build_server(admin, "graph"), "write-cypher", query=query)
+    assert result.is_error and "every node must be one of the account's graph nodes" in text(result), text(result)
+    assert state(admin) == before
+
+
+def test_a_backticked_comment_marker_does_not_blind_the_text_checks() -> None:
+    from host.errors import UserError
+    from plugins.graph.cypher import check_text
+
+    for query in ("WITH 1 AS `//` LOAD CSV FROM 'file:///etc/passwd' AS r RETURN r",
+                  "RETURN '//' AS a, 1 AS b CALL dbms.components() YIELD name RETURN name",
+                  "WITH '/*' AS a CREATE (n) WITH '*/' AS b RETURN b"):
+        with pytest.raises(UserError):
+            check_text(query, "read-cypher", read_only=True)
+    check_text("MATCH (n:`odd//label`) RETURN n.`x/*y` AS v // a comment", "read-cypher", read_only=True)
+
+
+def test_a_server_that_stops_answering_is_store_unavailable_quickly() -> None:
+    """A real driver on a port nothing listens on: one StoreUnavailable within the retry budget,
+    not the driver's 30 s of retries and its traceback."""
+    import time
+
+    import neo4j
+
+    from host.errors import StoreUnavailable
+    from plugins.graph.neo4j_store import Neo4jStore
+
+    driver = neo4j.GraphDatabase.driver("bolt://127.0.0.1:1", auth=("neo4j", ""), connection_timeout=1.0,
+                                        max_transaction_retry_time=1.0)
+    store = Neo4jStore(driver, env={}, apply_schema=False)
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreUnavailable, match="Neo4j does not answer"):
+            store.count(guards=_guards())
+        with pytest.raises(StoreUnavailable):
+            store.ping()
+    finally:
+        driver.close()
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.parametrize("uri", ["http://127.0.0.1:7474", "https://example.invalid", "ftp://x"])
+def test_a_non_bolt_uri_is_one_line(uri: str) -> None:
+    from host.errors import UserError
+    from plugins.graph.neo4j_store import Neo4jStore
+
+    with pytest.raises(UserError, match=r"NEO4J_URI: .*expected a Bolt URI"):
+        Neo4jStore.from_env({"NEO4J_URI": uri})

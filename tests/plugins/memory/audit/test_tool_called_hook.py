@@ -57,8 +57,9 @@ def test_hook_plughost_tool_called(plughost_home: Path) -> None:
 
 @pytest.mark.parametrize("env", [{"CLAUDECODE": "1"}, {"PLUGHOST_AUDIT_MCP": "0"}, {"ALLOWED_SCOPES": "public"},
                                  {"SESSION_ID": "s-pub"},
-                                 {"PLUGHOST_SESSION_ROLE": "public", "PLUGHOST_SESSION_ID": "r-1"}])
-def test_claude_code_public_and_narrowed_processes_record_nothing(plughost_home: Path, env: dict[str, str]) -> None:
+                                 {"PLUGHOST_SESSION_ROLE": "public", "PLUGHOST_SESSION_ID": "r-1"},
+                                 {"PLUGHOST_GRAPH_READ_ONLY": "1"}])
+def test_claude_code_public_narrowed_and_reader_processes_record_nothing(plughost_home: Path, env: dict[str, str]) -> None:
     from host.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
