@@ -21,7 +21,9 @@ EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER,
                     "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, pid INTEGER)")
 """One edge write batch, staged before its MERGE (``dst`` and ``lineno`` name an unresolved target's
 edge for its report; ``pid`` numbers an edge a bulk import staged by id)."""
-FTS_WINDOW = 8  # first BM25 window = k * FTS_WINDOW best matches, widened until k rows pass the guards
+FTS_WINDOW = 2
+"""The first BM25 window is ``k × FTS_WINDOW`` best matches, widened fourfold until k rows pass the
+guards: most guards pass most rows, and the window's size is most of the query's cost."""
 
 
 def chunks(seq: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:

@@ -45,13 +45,13 @@ from plugins.graph.common import (
     check_labels,
     fts_terms,
     guards_ok,
-    iso,
     new_id,
     prepare,
     prepare_rows,
 )
 from plugins.graph.sqlite_store import writes
 from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
+from plugins.graph.sqlite_store.nodes import LazyNode, stored_node
 from plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
@@ -135,23 +135,17 @@ class SqliteStore(StoreEnv, VectorSearch):
             self._candidates.clear()
             self._cache_stamp = stamp
 
-    def _node(self, row: Sequence[Any], embedding: bool | None = None) -> Node:
-        rid, nid, account, labels, props, deleted, created, updated, dims, backlinks = row[:10]
-        properties = json.loads(props)
-        properties["accountId"] = account
-        properties["createdAt"] = iso(created)
-        properties["updatedAt"] = iso(updated)
-        if deleted is not None:
-            properties["deletedAt"] = iso(deleted)
-        properties["backlinkCount"] = backlinks or 0
-        return Node(nid, tuple(json.loads(labels)), properties, account, dims is not None)
+    @staticmethod
+    def _node(row: Sequence[Any]) -> Node:
+        return stored_node(row)
 
     def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]:
+        """The search hits' nodes, one batched SELECT; ``properties`` built on first read (:mod:`.nodes`)."""
         out: dict[int, Node] = {}
         for part in chunks(list(rids)):
             for row in self.conn.execute(f"SELECT {NODE_COLS} FROM nodes n WHERE n.rid IN ({marks(len(part))})",
                                          list(part)):
-                out[row[0]] = self._node(row)
+                out[row[0]] = LazyNode(row)
         return out
 
     # ------------------------------------------------------------------ writes
@@ -548,13 +542,15 @@ class SqliteStore(StoreEnv, VectorSearch):
         wh, wparams = where_sql(where)
         lab, lparams = lab + wh, lparams + wparams
         inside, iparams = within_sql(within, g.account_id, "rowid")
-        # The guards run in SQL on a window of the best-ranked matches (FTS5 keeps a top-N heap for
-        # ORDER BY rank LIMIT N, far cheaper than sorting every match); when fewer than k rows
-        # survive and the window was full, it doubles. The guarded rows come out in rank order, so
-        # any k of them taken from a window prefix are exactly the guarded top-k.
-        sql = (f"SELECT n.rid, w.rank FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ?{inside} "
-               f"ORDER BY rank LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
-               f"WHERE {cond}{lab} ORDER BY w.rank LIMIT ?")
+        # The guards run in SQL on a window of the best-ranked matches (a top-N sort of
+        # ``bm25()``, far cheaper than sorting every match; ``bm25()`` is the table's ``rank``
+        # without FTS5's rank sorter, which seeks every row it returns once more); when fewer than
+        # k rows survive and the window was full, it widens fourfold. Ties keep the scan's rowid
+        # order, so the guarded rows come out in one order whatever the window, and any k of them
+        # taken from a window prefix are exactly the guarded top-k.
+        sql = (f"SELECT n.rid, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
+               f"MATCH ?{inside} ORDER BY r LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
+               f"WHERE {cond}{lab} ORDER BY w.r LIMIT ?")
         window = max(int(k) * FTS_WINDOW, 64)
         with self._lock:
             while True:

@@ -34,8 +34,10 @@ def propagate(rows: Sequence[Row], forward: float, back: float = 0.0) -> int:
     before = {row.id: row.score for row in rows}
     touched: set[str] = set()
     for row in rows:
+        if not is_message(row.node.labels):  # first: a non-Message's properties are never built
+            continue
         context = row.props.get(CONTEXT_PROPERTY)
-        if not isinstance(context, str) or not is_message(row.node.labels):
+        if not isinstance(context, str):
             continue
         conversation = str(row.props.get("conversationId") or "")
         at = order_key(row.id, row.props)

@@ -135,7 +135,7 @@ def search(
     request = request.checked()
     flags = flags or SearchFlags()
     started = time.perf_counter()
-    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0}
+    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0}
 
     # EXPAND
     queries = [request.query]
@@ -161,11 +161,14 @@ def search(
                 vectors = []
                 log("graph-search:hybrid", "warn", reason="embed-failed", detail=f"{type(exc).__name__}: {exc}"[:120])
             stats["embed_ms"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
             for q, vec in zip(queries, vectors, strict=False):
                 hits = store.vector_search(vec, k, guards=guards, labels=plan.labels)
                 vector_hits += len(hits)
                 lists.append(fuse.RankedList("vector", hits, q))
+            stats["vector_ms"] = (time.perf_counter() - t) * 1000
         # BM25
+        t = time.perf_counter()
         if plan.use_bm25 and flags.paths != "vector":
             for q in queries:
                 text = strip_stop_words(q) if flags.stopwords else q
@@ -177,11 +180,13 @@ def search(
             extra = keyword_lists(store, keywords, guards, k, plan.labels)
             bm25_hits += sum(len(x.hits) for x in extra)
             lists.extend(extra)
+        stats["bm25_ms"] = (time.perf_counter() - t) * 1000
 
     if visible is not None:
         lists = [fuse.RankedList(x.channel, [h for h in x.hits if visible(h.node)], x.source) for x in lists]
 
     # FUSE
+    t_fuse = time.perf_counter()
     merged = fuse.merge(lists, normalise_vector=flags.normalize)
     if flags.rrf:
         fuse.rrf(merged, lists, k=flags.rrf_k, weights=plan.rrf_weights())
@@ -204,8 +209,10 @@ def search(
     reranked = rank.rerank(rows, reranker, flags.rerank_depth)
     stats["rerank_ms"] = (time.perf_counter() - t) * 1000 if reranker is not None else 0.0
     rows = rank.sort_and_slice(reranked, request.limit, keep_order=reranked is not rows)
+    stats["fuse_ms"] = (time.perf_counter() - t_fuse) * 1000 - stats["rerank_ms"]
 
     # GRAPH EXPAND
+    t = time.perf_counter()
     if request.expand_hops >= 1 and rows:
         neighbours = store.expand([r.id for r in rows], guards=guards, limit=EXPAND_LIMIT)
         for row in rows:
@@ -213,13 +220,19 @@ def search(
             if visible is not None:
                 related = [nb for nb in related if visible(nb.node)]
             row.related = list(related)[:EXPAND_LIMIT]
+    stats["graph_ms"] = (time.perf_counter() - t) * 1000
 
-    # FORMAT (after the fields projection)
+    # HYDRATE: the survivors' properties are built here, in the fields projection (a store may
+    # hand back nodes whose properties are built on first read; the dropped candidates never are)
+    t = time.perf_counter()
     returned, dropped = project(rows, request.fields)
+    stats["hydrate_ms"] = (time.perf_counter() - t) * 1000
     if request.fields is not None and emit_log:
         log("memory-search", accountId=guards.account_id[:8], fields=list(request.fields),
             returnedProps=returned, droppedProps=dropped)
+    t = time.perf_counter()
     text, compact = format_results(rows, **({"budget": budget} if budget else {}))
+    stats["format_ms"] = (time.perf_counter() - t) * 1000
 
     ms = (time.perf_counter() - started) * 1000
     stats.update(expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, fused=len(merged),

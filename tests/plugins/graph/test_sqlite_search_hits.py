@@ -1,0 +1,65 @@
+"""The embedded store's search hits: nodes built lazily equal the ones ``get`` returns, and the BM25
+guard window (first ``k × FTS_WINDOW`` matches, widened fourfold) gives exactly the guarded top-k,
+ties included, whatever its size."""
+
+from __future__ import annotations
+
+import pytest
+
+from host.graph import Guards, Node
+from plugins.graph.sqlite_store import SqliteStore
+from plugins.graph.sqlite_store import store as store_module
+from plugins.graph.sqlite_store.nodes import LazyNode
+
+ACCOUNT = "acct-hits"
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": "3"})
+    yield s
+    s.close()
+
+
+def test_hits_build_properties_on_first_read_and_equal_get(store) -> None:
+    store.upsert_many([{"id": "a", "labels": ["Chunk", "Note"], "properties": {"content": "alpha beta", "n": 1},
+                        "embedding": [1.0, 0.0, 0.0], "edges": []},
+                       {"id": "b", "labels": ["Chunk"], "properties": {"content": "alpha"},
+                        "embedding": [0.9, 0.1, 0.0], "edges": [{"type": "CITES", "to": "a"}]}],
+                      account_id=ACCOUNT)
+    store.soft_delete("b", guards=Guards(ACCOUNT))
+    store.restore("b", guards=Guards(ACCOUNT))
+    g = Guards(ACCOUNT)
+    for hits in (store.fulltext_search("alpha", 5, guards=g), store.vector_search([1.0, 0.0, 0.0], 5, guards=g),
+                 store.fulltext_search("alpha", 5, guards=g, stemmed=True)):
+        assert {h.node.id for h in hits} == {"a", "b"}
+        for hit in hits:
+            assert isinstance(hit.node, LazyNode) and hit.node._row is not None  # nothing built yet
+            eager = store.get(hit.node.id, guards=g)
+            assert type(eager) is Node and hit.node == eager and eager == hit.node
+            assert hit.node.properties == eager.properties and hit.node._row is None
+            assert hit.node.labels == eager.labels and hit.node.has_embedding and repr(hit.node)
+    a = store.fulltext_search("beta", 1, guards=g)[0].node
+    assert a.properties["backlinkCount"] == 1 and a.properties["accountId"] == ACCOUNT
+    a.properties["n"] = 2  # one dict, kept once built
+    assert a.properties["n"] == 2
+    a.properties = {"replaced": True}
+    assert a.properties == {"replaced": True} and a != store.get("a", guards=g)
+
+
+def test_bm25_window_gives_the_guarded_top_k_whatever_its_size(store, monkeypatch) -> None:
+    rows = []
+    for i in range(600):  # many equal scores (same text, same length), and a few narrow rows at the worst ranks
+        text = "alpha " * (1 + i % 3) + "filler words here"
+        props = {"content": text, "scope": "public" if i % 97 == 5 else "admin"}
+        rows.append({"id": f"n{i}", "labels": ["Chunk"], "properties": props})
+    store.upsert_many(rows, account_id=ACCOUNT)
+    cases = [(Guards(ACCOUNT), 10), (Guards(ACCOUNT), 150), (Guards(ACCOUNT, ("public",)), 4),
+             (Guards(ACCOUNT, ("public",)), 50)]
+    windowed = [[(h.node.id, h.score) for h in store.fulltext_search("alpha words", k, guards=g, stemmed=s)]
+                for g, k in cases for s in (False, True)]
+    monkeypatch.setattr(store_module, "FTS_WINDOW", 10_000)  # one window holding every match: the oracle
+    full = [[(h.node.id, h.score) for h in store.fulltext_search("alpha words", k, guards=g, stemmed=s)]
+            for g, k in cases for s in (False, True)]
+    assert windowed == full
+    assert [len(x) for x in full] == [10, 10, 150, 150, 4, 4, 7, 7]
