@@ -49,7 +49,7 @@ from plugins.graph.common import (
     prepare,
     prepare_rows,
 )
-from plugins.graph.sqlite_store import writes
+from plugins.graph.sqlite_store import staged, writes
 from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
 from plugins.graph.sqlite_store.nodes import LazyNode, stored_node
 from plugins.graph.sqlite_store.sql import (
@@ -66,6 +66,7 @@ from plugins.graph.sqlite_store.sql import (
     where_sql,
     within_sql,
 )
+from plugins.graph.sqlite_store.staged import StagedRows
 from plugins.graph.sqlite_store.vectors import (
     VECTOR_SPLIT_ROWS,
     VECTOR_WINDOW_MAX,
@@ -190,6 +191,27 @@ class SqliteStore(StoreEnv, VectorSearch):
                 i, j, _, to, _ = edges[missing[0]]
                 raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
         return len(items)
+
+    def stage_rows(self, rows: Sequence[Mapping[str, Any]], *, account_id: str, owned: bool = False) -> StagedRows:
+        """Validate and encode rows for :meth:`write_staged` (errors as in :meth:`upsert_many`).
+
+        Touches no database and no lock, so forked workers can stage rows the syncing process
+        writes (:mod:`.staged`). ``owned``: the property dicts are the caller's to give away.
+        """
+        check_account(self.account_id, account_id)
+        return staged.stage_rows(rows, account_id, owned=owned)
+
+    def write_staged(self, parts: Sequence[StagedRows], *, account_id: str, guards: Guards | None = None,
+                     embeddings: Mapping[str, Sequence[float]] | None = None) -> int:
+        """:meth:`upsert_many` of staged rows, in one transaction: the same merge, guard and edge rules.
+
+        ``embeddings`` (node id → vector) adds vectors to staged rows. Rows new to the account
+        are plain inserts; the write guards are checked once per distinct (scope, agents).
+        """
+        check_account(self.account_id, account_id)
+        _same_account(guards, account_id)
+        with self._write() as conn:
+            return staged.write_staged(self, conn, parts, account_id, guards, embeddings)
 
     def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
                      account_id: str) -> tuple[list[str], list[int]]:

@@ -113,16 +113,25 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+def _without_code(body: str) -> str:
+    """The body with fenced code blocks removed (the regex only runs when a fence can be there)."""
+    return _FENCE.sub("", body) if "```" in body or "~~~" in body else body
+
+
 def links(body: str) -> list[tuple[str, str]]:
-    text = _FENCE.sub("", body)
+    return _links(_without_code(body))
+
+
+def _links(text: str) -> list[tuple[str, str]]:
+    """Links of code-free text; each pattern runs only when its opening can be there."""
     out: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
-    for m in _WIKILINK.finditer(text):
+    for m in _WIKILINK.finditer(text) if "[[" in text else ():
         key = ("wikilink", m.group(1).strip())
         if key[1] and key not in seen:
             seen.add(key)
             out.append(key)
-    for m in _MDLINK.finditer(text):
+    for m in _MDLINK.finditer(text) if "](" in text else ():
         target = m.group(1).split("#", 1)[0]
         if not target or _SCHEME.match(target) or not target.lower().endswith((".md", ".markdown")):
             continue
@@ -137,15 +146,16 @@ def links(body: str) -> list[tuple[str, str]]:
 
 def parse(text: str, relpath: str) -> dict[str, Any]:
     front, body = split_frontmatter(text)
+    code_free = _without_code(body)
     title = front.get("title") if isinstance(front.get("title"), (str, int, float)) else None
     if not title:
-        m = _H1.search(_FENCE.sub("", body))
+        m = _H1.search(code_free)
         title = m.group(1) if m else os.path.splitext(os.path.basename(relpath))[0]
     return {
         "title": " ".join(str(title).split())[:200] or relpath,
         "body": body,
         "frontmatter": front,
-        "links": links(body),
+        "links": _links(code_free),
         "aliases": _strings(front.get("aliases") or front.get("alias")),
         "keywords": _strings(front.get("tags") or front.get("keywords")),
     }

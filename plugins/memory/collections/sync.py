@@ -20,6 +20,7 @@ rewrites what the state had not recorded, in place.
 from __future__ import annotations
 
 import fnmatch
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -54,7 +55,8 @@ MAX_FILE_BYTES = 8 << 20
 PARALLEL_MIN_NOTES = 256
 """From this many notes to parse, worker processes parse them (a process start costs less than it saves)."""
 
-_Parsed = tuple[list[dict[str, Any]], list[tuple[str, str]], list[str], int, int] | str
+_Parsed = tuple[Any, list[str], list[str] | None, list[tuple[str, str]], list[str], int, int] | str
+"""``(rows to write, their ids, their embedding texts, links, names, sections, chunks)`` or an error."""
 _FORKED: Syncer | None = None
 """The syncer a forked parse worker works for (set before the fork)."""
 
@@ -70,8 +72,28 @@ def _forked(syncer: Syncer) -> Iterator[None]:
         _FORKED = None
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No garbage collection while a sync's batches pass through (they hold no cycles; a collection
+    every few hundred new dicts walks every live object, the batches in flight included)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _orphan_watch(parent: int) -> None:
-    """In a parse worker: exit when the syncing process is gone (a kill -9 leaves no worker behind)."""
+    """In a parse worker: exit when the syncing process is gone (a kill -9 leaves no worker behind).
+
+    The worker's garbage collector is off: its rows hold no cycles, and a collection every few
+    hundred dicts would cost more than the parse of a small note.
+    """
+    gc.freeze()
+    gc.disable()
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
@@ -155,9 +177,12 @@ class _Work:
     """One note to write: its rows and the state to record once the store committed them."""
 
     state: NoteState
-    rows: list[dict[str, Any]]
+    rows: Any  # the store's staged rows (``stage_rows``), or the row dicts for ``upsert_many``
+    ids: list[str]
+    texts: list[str] | None  # what each row embeds (None: no embedder)
     existing: bool  # the document may exist: what it had beyond the new hierarchy is dropped
     reuse_vectors: bool = False
+    vectors: dict[str, Any] = field(default_factory=dict)
 
 
 class Syncer:
@@ -176,6 +201,8 @@ class Syncer:
         self.stats = SyncStats()
         self.on_batch = on_batch
         self.rehash = os.environ.get("PLUGHOST_COLLECTIONS_REHASH") == "1"
+        # a store that can stage rows has them validated and encoded where they are parsed
+        self._staged = hasattr(store, "stage_rows") and hasattr(store, "write_staged")
         self._names_changed = False
 
     # ------------------------------------------------------------------ rows
@@ -224,35 +251,34 @@ class Syncer:
     # ------------------------------------------------------------------ embedding and writing
     def _embed(self, batch: list[_Work]) -> list[_Work]:
         started = time.perf_counter()
-        fresh: list[dict[str, Any]] = []
+        fresh: list[tuple[_Work, str, str]] = []
         for work in batch:
-            for row in work.rows:
+            for k, nid in enumerate(work.ids):
                 if work.reuse_vectors:
-                    vec = self.store.get_embedding(row["id"], guards=self.guards)
+                    vec = self.store.get_embedding(nid, guards=self.guards)
                     if vec is not None:
-                        row["embedding"] = vec
+                        work.vectors[nid] = vec
                         continue
-                fresh.append(row)
+                if work.texts is not None:
+                    fresh.append((work, nid, work.texts[k]))
         if self.embedder is not None and fresh:
-            texts = [embedding_text(r["labels"], r["properties"]) or "" for r in fresh]
             try:
-                vectors = self.embedder.embed(texts)
+                vectors = self.embedder.embed([text for *_, text in fresh])
             except Exception as exc:  # a failed embed never aborts the sync: the notes go in unembedded
                 vectors = [None] * len(fresh)
                 log("collections", "warn", reason="embed-failed", collection=self.coll.name,
                     detail=f"{type(exc).__name__}: {exc}"[:120])
-            for row, vec in zip(fresh, vectors, strict=False):
+            for (work, nid, _), vec in zip(fresh, vectors, strict=False):
                 if vec is not None:
-                    row["embedding"] = list(vec)
+                    work.vectors[nid] = list(vec)
                     self.stats.embedded += 1
         self.stats.embed_ms += (time.perf_counter() - started) * 1000
         return batch
 
     def _write(self, batch: list[_Work]) -> None:
         started = time.perf_counter()
-        rows = [row for work in batch for row in work.rows]
         try:
-            self.store.upsert_many(rows, account_id=self.account, guards=self.guards)
+            self._store_batch(batch)
         except Exception as exc:
             if len(batch) == 1:
                 self.stats.failed += 1
@@ -271,6 +297,19 @@ class Syncer:
         if self.on_batch:
             self.on_batch(len(batch))
 
+    def _store_batch(self, batch: list[_Work]) -> None:
+        """One store transaction for the batch's notes, with their vectors."""
+        vectors = {nid: vec for work in batch for nid, vec in work.vectors.items()}
+        if self._staged:
+            self.store.write_staged([w.rows for w in batch], account_id=self.account, guards=self.guards,
+                                    embeddings=vectors or None)
+            return
+        rows = [row for work in batch for row in work.rows]
+        for row in rows:
+            if row["id"] in vectors:
+                row["embedding"] = vectors[row["id"]]
+        self.store.upsert_many(rows, account_id=self.account, guards=self.guards)
+
     def _drop_stale(self, work: _Work) -> None:
         """Sections and chunks the note had before and no longer has: soft-deleted, unlinked.
 
@@ -278,7 +317,7 @@ class Syncer:
         shortened note goes; the document itself is written in place by id.
         """
         doc = work.state.doc_id
-        keep = {row["id"] for row in work.rows}
+        keep = set(work.ids)
         around = self.store.expand([doc], guards=self.guards, limit=100_000).get(doc, [])
         sections = [n.node.id for n in around if n.type == "HAS_SECTION" and n.direction == "out"]
         chunks = self.store.expand(sections, guards=self.guards, limit=100_000) if sections else {}
@@ -360,7 +399,8 @@ class Syncer:
         if touched:
             self.state.put(touched)
 
-        self._write_all(todo)
+        with _gc_paused():
+            self._write_all(todo)
         if renamed_from:
             self.state.drop(renamed_from)
         deleted = [n for n in gone.values() if n.relpath not in renamed_from]
@@ -414,15 +454,20 @@ class Syncer:
             return default
 
     def _parse_one(self, st: NoteState, text: str) -> _Parsed:
-        """The note's rows, links and names (or the error, as text); counts are added by the caller."""
+        """The note's rows (staged by the store when it can), links and names, or the error as text;
+        counts are added by the caller."""
         sections, chunks = self.stats.sections, self.stats.chunks
         try:
             rows, links, names = self._rows(st, text)
-        except Exception as exc:  # a source that cannot parse one file skips that file
+            ids = [row["id"] for row in rows]
+            texts = [embedding_text(r["labels"], r["properties"]) or "" for r in rows] \
+                if self.embedder is not None else None
+            payload = self.store.stage_rows(rows, account_id=self.account, owned=True) if self._staged else rows
+        except Exception as exc:  # a source that cannot parse one file (or a row the store refuses) skips that file
             return f"{st.relpath}: {type(exc).__name__}: {exc}"[:200]
         added = (self.stats.sections - sections, self.stats.chunks - chunks)
         self.stats.sections, self.stats.chunks = sections, chunks
-        return rows, links, names, added[0], added[1]
+        return payload, ids, texts, links, names, added[0], added[1]
 
     def _write_all(self, todo: list[tuple[NoteState, str, bool, bool]]) -> None:
         def batches() -> Iterator[list[_Work]]:
@@ -433,13 +478,13 @@ class Syncer:
                     self.stats.failed += 1
                     self.stats.errors.append(result)
                     continue
-                rows, links, names = result[0], result[1], result[2]
-                self.stats.sections += result[3]
-                self.stats.chunks += result[4]
+                rows, ids, texts, links, names = result[:5]
+                self.stats.sections += result[5]
+                self.stats.chunks += result[6]
                 if st.title and (st.title, sorted(st.aliases)) != (names[-1], sorted(names[:-1])):
                     self._names_changed = True  # notes linking to its old title resolve elsewhere now
                 st.links, st.title, st.aliases = links, names[-1], names[:-1]
-                batch.append(_Work(st, rows, existing, reuse))
+                batch.append(_Work(st, rows, ids, texts, existing, reuse))
                 if len(batch) >= self.batch_notes:
                     yield batch
                     batch = []
