@@ -32,6 +32,7 @@ from host.errors import UserError
 from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many, require_admin
 from host.log import log
 from host.times import parse_time, read_time
+from plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -142,12 +143,8 @@ def _tool_use_time(transcript: str | None, tool_use_id: str | None) -> str | Non
     """The timestamp of the assistant record that asked for ``tool_use_id`` (the transcript's tail)."""
     if not transcript or not tool_use_id:
         return None
-    try:
-        with open(os.path.expanduser(transcript), "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - (512 << 10)))
-            tail = fh.read()
-    except OSError:
+    tail = read_tail(transcript, 512 << 10)[0]  # a regular file's end only (the path came from stdin)
+    if tail is None:
         return None
     needle = tool_use_id.encode()
     for line in reversed(tail.splitlines()):

@@ -19,6 +19,7 @@ from host.graph import CONVERSATION_LABEL, Guards, Principal, WriteDenied, guard
 from host.log import log
 from host.times import read_time
 from plugins.memory.audit import TOOL_CALL_LABEL, redact
+from plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -92,11 +93,7 @@ def fallback_from_transcript(path: str | None) -> dict[str, Any]:
     asked: list[str] = []
     said: list[str] = []
     tools: list[str] = []
-    try:
-        with open(path or "", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        raw = b""
+    raw = read_tail(path)[0] or b""  # a regular file's last 2 MiB only (the path came from stdin)
     for line in raw.splitlines():
         try:
             rec = json.loads(line)

@@ -86,16 +86,26 @@ def run_hook(stdin: bytes, config: Path, cwd: Path, **env: str) -> HookRun:
     return HookRun(proc.returncode, proc.stdout.decode(), proc.stderr.decode(), time.perf_counter() - started)
 
 
-def start_serve(home: Path, account: str = ACCOUNT, timeout: float = 90, **env: str) -> subprocess.Popen[bytes]:
-    """A real ``plughost serve --port 0`` for ``home``; returns once the surfacing listener is up."""
+def start_serve(home: Path, account: str = ACCOUNT, timeout: float = 90, address_space: int | None = None,
+                **env: str) -> subprocess.Popen[bytes]:
+    """A real ``plughost serve --port 0`` for ``home``; returns once the surfacing listener is up.
+
+    ``address_space`` (bytes) caps the child's virtual memory (``RLIMIT_AS``): a test that feeds it
+    something endless can fail, never take the machine down.
+    """
+    import resource
     import sys
+
+    def limit() -> None:
+        if address_space is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
     full = {**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": account, "PLUGHOST_EMBEDDER": "none", **env}
     discovery = home / "run" / "surface.json"
     discovery.unlink(missing_ok=True)
     err = open(home / f"serve-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 - the child owns it
     proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"], stdout=subprocess.DEVNULL,
-                            stderr=err, env=full, cwd=REPO)
+                            stderr=err, env=full, cwd=REPO, preexec_fn=limit)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if discovery.exists() and json.loads(discovery.read_text() or "{}").get("pid") == proc.pid:
