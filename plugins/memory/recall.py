@@ -2,7 +2,7 @@
 
 Surfacing records every item it shows per session (:mod:`plugins.memory.surfacing.sessions`).
 The memory plugin's own Claude Code ``Stop`` hook reads the reply that just finished from the
-transcript and asks ``plughost_recall_used`` which of the session's surfaced items it used; the
+transcript's tail (a regular file's last 2 MiB, :mod:`plugins.memory.transcript_tail`) and asks ``plughost_recall_used`` which of the session's surfaced items it used; the
 built-in answer is :func:`used_items` (the id named, the title quoted, a run of six words from
 the item repeated, or most of its distinctive words echoed). ``plughost memory recall`` then
 lists *snooze candidates* (surfaced often, never used) and *pin candidates* (used often);
@@ -20,13 +20,14 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from host.log import log
 from plugins.memory.surfacing import rules, sessions
+from plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -107,11 +108,10 @@ def mark(host: Host, account_id: str, session_id: str, transcript_path: str) -> 
     pending = {i: state.shown.get(i, {}) for i in state.surfaced if i not in state.used}
     if not pending:
         return {"used": [], "candidates": 0, "reason": "nothing-surfaced"}
-    try:
-        raw = Path(transcript_path).expanduser().read_bytes()
-    except OSError:
-        log("recall", "op=skip", reason="missing-transcript", session=session_id[:12])
-        return {"used": [], "candidates": len(pending), "reason": "missing-transcript"}
+    raw, why = read_tail(transcript_path)  # a regular file's last 2 MiB only (the path came from stdin)
+    if raw is None:
+        log("recall", "op=skip", reason=why, session=session_id[:12])
+        return {"used": [], "candidates": len(pending), "reason": why}
     reply, tools = last_reply(raw)
     if not reply.strip() and not tools:
         return {"used": [], "candidates": len(pending), "reason": "no-reply"}
@@ -159,11 +159,30 @@ def history(home: Path, account_id: str) -> dict[str, ItemHistory]:
     return out
 
 
+def visible_filter(store: Any, guards: Any) -> Callable[[Iterable[str]], set[str]] | None:
+    """The ids among a batch that ``guards`` may read (None: an admin process reads them all)."""
+    if not guards.narrowed:
+        return None
+
+    def visible(ids: Iterable[str]) -> set[str]:
+        return {i for i in ids if store.get(i, guards=guards) is not None}
+
+    return visible
+
+
 def candidates(home: Path, account_id: str, *, min_surfaced: int = MIN_SURFACED, min_used: int = MIN_USED,
-               limit: int = 20) -> dict[str, Any]:
-    """Snooze candidates (surfaced ≥ ``min_surfaced``, never used) and pin candidates (used ≥ ``min_used``)."""
+               limit: int = 20, visible: Callable[[Iterable[str]], set[str]] | None = None) -> dict[str, Any]:
+    """Snooze candidates (surfaced ≥ ``min_surfaced``, never used) and pin candidates (used ≥ ``min_used``).
+
+    ``visible`` (:func:`visible_filter`) keeps a narrowed process to the items it may read: the
+    history files hold every session's items, admin ones included.
+    """
     items = history(home, account_id)
     decisions = load_decisions(home, account_id)
+    if visible is not None:
+        keep = visible(set(items) | set(decisions))
+        items = {k: v for k, v in items.items() if k in keep}
+        decisions = {k: v for k, v in decisions.items() if k in keep}
     snooze = sorted((h for h in items.values() if h.surfaced >= min_surfaced and h.used == 0
                      and decisions.get(h.id) != "snoozed"), key=lambda h: (-h.surfaced, h.id))
     pin = sorted((h for h in items.values() if h.used >= min_used and decisions.get(h.id) != "pinned"),
@@ -171,7 +190,8 @@ def candidates(home: Path, account_id: str, *, min_surfaced: int = MIN_SURFACED,
     return {"snooze": [h.as_json(decisions) for h in snooze[:limit]],
             "pin": [h.as_json(decisions) for h in pin[:limit]],
             "pinned": sorted(k for k, v in decisions.items() if v == "pinned"),
-            "snoozed": sorted(k for k, v in decisions.items() if v == "snoozed")}
+            "snoozed": sorted(k for k, v in decisions.items() if v == "snoozed"),
+            "surfacedItems": sum(h.surfaced > 0 for h in items.values())}
 
 
 # ---------------------------------------------------------------------------- pins and snoozes

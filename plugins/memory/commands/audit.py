@@ -29,7 +29,7 @@ def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
 def audit(host: Any) -> dict[str, Any]:
     from plugins.memory.preferences import ACTIVE_FLOOR, _owner_profile, active_rules, profile_preferences
 
-    acct = account(host)
+    acct = account(host, "the id of the account whose memory to audit")
     store, guards = host.store(), Guards(acct)
     missing: dict[str, int] = {}
     for label in VECTOR_LABELS:

@@ -10,10 +10,11 @@ from host.errors import UserError
 from host.jsonl import BadLine, parse_line
 
 
-def account(host: Any) -> str:
+def account(host: Any, needs: str = "the id of the account to write to") -> str:
+    """``ACCOUNT_ID``, or a one-line UserError saying what the command needs it for."""
     value = (host.env.get("ACCOUNT_ID") or "").strip()
     if not value:
-        raise UserError("ACCOUNT_ID: not set; expected the id of the account to write to")
+        raise UserError(f"ACCOUNT_ID: not set; expected {needs}")
     return value
 
 

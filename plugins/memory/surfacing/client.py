@@ -78,6 +78,22 @@ def parse_input(raw: bytes) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def clean(value: Any) -> Any:
+    """The hook input with every string valid UTF-8: JSON may spell a lone surrogate (``"\\udcff"``),
+    which no file, log or socket can encode; each becomes U+FFFD."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return value
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean(v) for v in value]
+    return value
+
+
 def build_request(hook: Mapping[str, Any], ctx: context.Context) -> dict[str, Any]:
     def text(name: str) -> str:
         value = hook.get(name)
@@ -97,7 +113,7 @@ def build_request(hook: Mapping[str, Any], ctx: context.Context) -> dict[str, An
         return {"op": "recall", "sessionId": text("session_id"), "transcriptPath": text("transcript_path"),
                 **ctx.as_json()}
     return {"sessionId": text("session_id"), "prompt": text("prompt"), "cwd": text("cwd") or None,
-            **ctx.as_json()}
+            "budget": ctx.budget, "limit": ctx.limit, **ctx.as_json()}
 
 
 class Unavailable(Exception):
@@ -166,6 +182,9 @@ def plan(hook: Mapping[str, Any] | None, ctx: context.Context | None) -> tuple[d
         return None, {"path": "skip", "reason": "stdin-not-a-json-object"}
     if ctx is None:
         return None, {"path": "skip", "reason": "no-account"}
+    if not os.path.isdir(ctx.home):  # nothing installed there: create nothing (no store, logs or sessions)
+        return None, {"path": "skip", "reason": "no-home", "home": ctx.home}
+    hook = clean(hook)
     event = hook.get("hook_event_name")
     if event in TOOL_EVENTS or event in COMPACT_EVENTS:  # admin sessions only, decided before any round trip
         if ctx.role not in (None, "admin") or ctx.scopes is not None or ctx.agent:
@@ -219,10 +238,12 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
     if env.get("PLUGHOST_SURFACE", "1").strip() == "0":
         return done("off")
     env = context.effective_env(env)
-    hook = parse_input(raw[:MAX_STDIN])
+    if len(raw) > MAX_STDIN:
+        return done("skip", reason="input-too-large", limit=MAX_STDIN)
+    hook = parse_input(raw)
     ctx = context.from_merged(env) if hook is not None else None
     request, skipped = plan(hook, ctx)
-    if ctx is not None:
+    if ctx is not None and os.path.isdir(ctx.home):
         home = ctx.home
     if request is None or hook is None or ctx is None:
         return done(**skipped)

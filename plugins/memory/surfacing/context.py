@@ -5,7 +5,10 @@ Claude Code hands its hooks the session's environment plus the config dir's ``se
 sessions, ``ALLOWED_SCOPES`` / ``AGENT_SLUG`` / ``PLUGHOST_SESSION_ROLE``) there. The process
 environment wins; the config dir's settings fill what it lacks, so a hook spawned with a bare
 environment still knows its account. A session whose role is anything but ``admin`` sees
-``public`` memory only, whatever else it asks for. Stdlib only: the hook imports it.
+``public`` memory only, whatever else it asks for; a runner session (``PLUGHOST_SESSION_ID``)
+that names no role is such a session (the narrower reading, as ``host.graph.Principal``).
+``ALLOWED_SCOPES`` is read by the host's own parser (``host.config.csv_list``: empty means
+unscoped nodes only, never admin); besides it only the standard library (the hook imports this).
 """
 
 from __future__ import annotations
@@ -13,13 +16,30 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+try:
+    from host.config import csv_list  # the host's one parser: "" means unscoped nodes only, never admin
+except ImportError:  # client.py run as a script (python -S -I): the checkout, else the install's site-packages
+    _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    if os.path.isdir(os.path.join(_ROOT, "host")):
+        sys.path.insert(0, _ROOT)
+    else:  # an installed copy (Claude Code's plugin cache): the host is in the interpreter's site-packages
+        import site
+
+        site.main()
+    from host.config import csv_list
+
 _ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-"""``host.accounts.ACCOUNT_ID``, restated: this module is stdlib only (the warm hook path runs without
-the host on ``sys.path``); a test pins the two patterns equal."""
+"""``host.accounts.ACCOUNT_ID``, restated (``host.accounts`` imports more than the hook process
+should pay for); a test pins the two patterns equal."""
 PUBLIC_SCOPES = ("public",)
+SET_WHEN_EMPTY = frozenset({"ALLOWED_SCOPES"})
+"""Variables whose empty value means something (``ALLOWED_SCOPES=``: unscoped nodes only), so an
+empty process value still wins over the config dir's (it can only narrow: unscoped nodes are
+visible under every scope list)."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +52,8 @@ class Context:
     role: str | None
     home: str
     runner_session: str | None = None  # the channels runner's PLUGHOST_SESSION_ID (its admin turns)
+    budget: str | None = None  # PLUGHOST_SURFACE_BUDGET / _LIMIT as the hook has them (serve checks them)
+    limit: str | None = None
 
     def as_json(self) -> dict[str, object]:
         return {"accountId": self.account_id, "scopes": list(self.scopes) if self.scopes is not None else None,
@@ -56,16 +78,10 @@ def settings_env(directory: str) -> dict[str, str]:
     return {k: str(v) for k, v in block.items() if isinstance(k, str) and isinstance(v, (str, int, float))}
 
 
-def _csv(value: str | None) -> list[str] | None:
-    if value is None or not value.strip():
-        return None
-    return [p.strip() for p in value.split(",") if p.strip()]
-
-
 def effective_env(env: Mapping[str, str]) -> dict[str, str]:
     """The config dir's ``settings.json`` env under the process env (what Claude Code gives a hook)."""
     merged = settings_env(config_dir(env))
-    merged.update({k: v for k, v in env.items() if v.strip() or k not in merged})
+    merged.update({k: v for k, v in env.items() if v.strip() or k not in merged or k in SET_WHEN_EMPTY})
     return merged
 
 
@@ -84,11 +100,15 @@ def from_merged(merged: Mapping[str, str]) -> Context | None:
     if not _ACCOUNT.match(account):
         return None
     role = merged.get("PLUGHOST_SESSION_ROLE", "").strip().lower() or None
-    scopes = _csv(merged.get("ALLOWED_SCOPES"))
+    runner = merged.get("PLUGHOST_SESSION_ID", "").strip() or None
+    if role is None and runner:  # a runner's session without a role confines (host.graph.Principal)
+        role = "unknown"
+    scopes = csv_list(merged.get("ALLOWED_SCOPES"))
     if role is not None and role != "admin":
-        scopes = [s for s in (scopes or PUBLIC_SCOPES) if s in PUBLIC_SCOPES]
+        scopes = [s for s in (PUBLIC_SCOPES if scopes is None else scopes) if s in PUBLIC_SCOPES]
     home = merged.get("PLUGHOST_HOME", "").strip()
     home = os.path.expanduser(home) if home else os.path.join(os.path.expanduser("~"), ".plughost")
     agent = merged.get("AGENT_SLUG", "").strip() or None
-    return Context(account, tuple(scopes) if scopes is not None else None, agent, role, home,
-                   merged.get("PLUGHOST_SESSION_ID", "").strip() or None)
+    return Context(account, tuple(scopes) if scopes is not None else None, agent, role, home, runner,
+                   merged.get("PLUGHOST_SURFACE_BUDGET", "").strip() or None,
+                   merged.get("PLUGHOST_SURFACE_LIMIT", "").strip() or None)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from host import hooktable
 from host.config import env_int
+from host.errors import UserError
 from host.graph import Guards
 from host.log import log
 from plugins.memory.surfacing import rules, sessions
@@ -28,6 +29,9 @@ DEFAULT_BUDGET = 2000
 """``PLUGHOST_SURFACE_BUDGET``: characters of ``additionalContext`` at most."""
 DEFAULT_LIMIT = 4
 """``PLUGHOST_SURFACE_LIMIT``: items at most per prompt."""
+SETTINGS = {"PLUGHOST_SURFACE_BUDGET": (DEFAULT_BUDGET, 200, 100_000), "PLUGHOST_SURFACE_LIMIT": (DEFAULT_LIMIT, 1, 20)}
+"""name -> (default, lowest, highest). The hook sends its own values with each request (``budget``,
+``limit``), so ``serve`` answers with the hook's settings, as the cold path does."""
 ITEM_MAX_CHARS = 500
 HEADER = "Relevant memory (surfaced by plughost for this prompt; ids work with memory-search):"
 
@@ -41,6 +45,8 @@ class SurfaceRequest:
     agent: str | None = None
     role: str | None = None
     cwd: str | None = None
+    budget: str | None = None  # the hook's PLUGHOST_SURFACE_BUDGET as set (None: unset there)
+    limit: str | None = None  # the hook's PLUGHOST_SURFACE_LIMIT
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SurfaceRequest:
@@ -59,14 +65,19 @@ class SurfaceRequest:
         account = text("accountId", True) or ""
         if not account:
             raise ValueError("accountId: expected a non-empty string")
+        setting = {k: data.get(k) for k in ("budget", "limit")}
+        for k, v in setting.items():
+            if v is not None and not isinstance(v, (str, int)) or isinstance(v, bool):
+                raise ValueError(f"{k}: expected a string, an integer or null")
         return cls(session_id=text("sessionId") or "", prompt=text("prompt") or "", account_id=account,
                    scopes=tuple(scopes) if scopes is not None else None, agent=text("agent"),
-                   role=text("role"), cwd=text("cwd"))
+                   role=text("role"), cwd=text("cwd"),
+                   **{k: None if v is None else str(v) for k, v in setting.items()})
 
     def guards(self) -> Guards:
         scopes = self.scopes
         if self.role and self.role != "admin":  # a narrowed session sees public memory only
-            scopes = tuple(s for s in (scopes or ("public",)) if s == "public")
+            scopes = tuple(s for s in (("public",) if scopes is None else scopes) if s == "public")
         return Guards(self.account_id, scopes, self.agent)
 
 
@@ -112,15 +123,36 @@ def item_line(item: Mapping[str, Any], room: int = ITEM_MAX_CHARS) -> str | None
     return line + tail
 
 
-def settings(env: Mapping[str, str]) -> tuple[int, int]:
-    return (env_int(env, "PLUGHOST_SURFACE_BUDGET", DEFAULT_BUDGET, low=200, high=100_000),
-            env_int(env, "PLUGHOST_SURFACE_LIMIT", DEFAULT_LIMIT, low=1, high=20))
+def setting(env: Mapping[str, str], name: str) -> tuple[int, str | None]:
+    """One of :data:`SETTINGS`: its value, or its default and the problem (an out-of-range or
+    non-integer value must not turn surfacing off)."""
+    default, low, high = SETTINGS[name]
+    try:
+        return env_int(env, name, default, low=low, high=high), None
+    except UserError as exc:
+        return default, str(exc)
+
+
+def settings(env: Mapping[str, str], request: SurfaceRequest | None = None) -> tuple[int, int]:
+    """``(budget, limit)``: the hook's values when it sent them, else this process's; a bad value
+    logs one ``[surface] op=error reason=bad-setting`` line and the default applies."""
+    values = []
+    for name, sent in (("PLUGHOST_SURFACE_BUDGET", request and request.budget),
+                       ("PLUGHOST_SURFACE_LIMIT", request and request.limit)):
+        value, problem = setting({name: sent} if sent is not None else env, name)
+        if problem is not None:
+            default, low, high = SETTINGS[name]
+            got = (sent if sent is not None else env.get(name, "")).strip()[:40]
+            log("surface", "op=error", reason="bad-setting", name=name, expected=f"{low}..{high}", got=got,
+                using=default)
+        values.append(value)
+    return values[0], values[1]
 
 
 def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
     """The whole call. Raises nothing the hook would have to handle except a host that cannot load."""
     started = time.perf_counter()
-    budget, limit = settings(host.env)
+    budget, limit = settings(host.env, request)
     home = Path(host.home)
     path = sessions.session_path(home, request.account_id, request.session_id) if request.session_id else None
     state = sessions.load(path) if path else sessions.SessionState()

@@ -25,8 +25,9 @@ import posix  # noqa: E402
 MAX_STDIN = 1 << 20
 WARM_TIMEOUT_MS = 3000
 SENT_KEYS = ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG", "PLUGHOST_SESSION_ROLE", "PLUGHOST_SESSION_ID",
-             "PLUGHOST_HOME")
-"""What ``context.from_merged`` reads: the server resolves the call's guards from these."""
+             "PLUGHOST_HOME", "PLUGHOST_SURFACE_BUDGET", "PLUGHOST_SURFACE_LIMIT")
+"""What ``context.from_merged`` reads: the server resolves the call's guards (and the hook's budget
+and limit, which it honours) from these."""
 _ACCOUNT_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _ACCOUNT_REST = _ACCOUNT_FIRST | frozenset("._-")
 
@@ -87,7 +88,8 @@ def expand(path: str, env: dict[str, str]) -> str:
 
 
 def merged_env(env: dict[str, str]) -> dict[str, str]:
-    """``context.effective_env``: the config dir's settings.json env under the process env."""
+    """``context.effective_env``: the config dir's settings.json env under the process env (an empty
+    ``ALLOWED_SCOPES`` is a value: unscoped nodes only)."""
     explicit = env.get("CLAUDE_CONFIG_DIR", "").strip()
     config = expand(explicit, env) if explicit else expand("~/.claude", env)
     merged: dict[str, str] = {}
@@ -98,7 +100,7 @@ def merged_env(env: dict[str, str]) -> dict[str, str]:
     block = data.get("env") if isinstance(data, dict) else None
     if isinstance(block, dict):
         merged = {k: str(v) for k, v in block.items() if isinstance(k, str) and isinstance(v, (str, int, float))}
-    merged.update({k: v for k, v in env.items() if v.strip() or k not in merged})
+    merged.update({k: v for k, v in env.items() if v.strip() or k not in merged or k == "ALLOWED_SCOPES"})
     return merged
 
 
