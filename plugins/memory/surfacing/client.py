@@ -183,7 +183,7 @@ def plan(hook: Mapping[str, Any] | None, ctx: context.Context | None) -> tuple[d
     if ctx is None:
         return None, {"path": "skip", "reason": "no-account"}
     if not os.path.isdir(ctx.home):  # nothing installed there: create nothing (no store, logs or sessions)
-        return None, {"path": "skip", "reason": "no-home", "home": ctx.home}
+        return None, {"path": "skip", "reason": "no-home", "where": ctx.home}
     hook = clean(hook)
     event = hook.get("hook_event_name")
     if event in TOOL_EVENTS or event in COMPACT_EVENTS:  # admin sessions only, decided before any round trip
