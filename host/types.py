@@ -232,7 +232,9 @@ class CollectionSource:
 
     ``parse(text, relpath)`` returns ``{title, body, frontmatter, links, aliases, keywords}``:
     ``body`` is Markdown (what the sectioniser splits), ``links`` a list of ``(kind, target)``
-    (``wikilink`` targets are note names, ``markdown`` targets relative paths).
+    (``wikilink`` targets are note names, ``markdown`` targets relative paths); an optional
+    ``warnings`` list names what was indexed other than written (broken frontmatter), for the
+    sync report.
     """
 
     name: str

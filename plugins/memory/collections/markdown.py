@@ -87,22 +87,43 @@ def simple_yaml(block: str) -> dict[str, Any]:
     return {k: (None if k in open_keys and v == [] else v) for k, v in out.items()}
 
 
-def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
-    """``(frontmatter, body)``; unreadable YAML or a non-mapping is no frontmatter (the text stays)."""
+_OPENING = re.compile(r"\A---[ \t]*\r?\n")
+_KEY_LINE = re.compile(r"^[A-Za-z_][\w-]*:(?:\s|$)")
+
+
+def read_frontmatter(text: str) -> tuple[dict[str, Any], str, str | None]:
+    """``(frontmatter, body, warning)``. A block that is not valid YAML, or a ``---`` opening
+    ``key: value`` lines that is never closed, is broken frontmatter: left out of the body (it
+    would end up in the summary) with a warning. A block YAML reads as text is Markdown (a rule
+    and a heading) and stays."""
     m = _FRONTMATTER.match(text)
     if not m:
-        return {}, text
+        opening = _OPENING.match(text)
+        if opening:
+            head, sep, rest = text[opening.end():].partition("\n\n")
+            lines = [line for line in head.splitlines() if line.strip()]
+            if lines and _KEY_LINE.match(lines[0]):
+                return {}, rest if sep else "", "frontmatter not closed by '---'; left out"
+        return {}, text, None
     try:
-        return simple_yaml(m.group(1)), text[m.end():]
+        return simple_yaml(m.group(1)), text[m.end():], None
     except ValueError:
         pass
     try:
         data = yaml.load(m.group(1), Loader=_Loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError:
-        return {}, text
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        return {}, text[m.end():], f"frontmatter is not valid YAML{where}; left out"
     if not isinstance(data, dict):
-        return {}, text[m.end():] if data is None else text
-    return {str(k): v for k, v in data.items()}, text[m.end():]
+        return {}, text[m.end():] if data is None else text, None
+    return {str(k): v for k, v in data.items()}, text[m.end():], None
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    """``(frontmatter, body)`` (see :func:`read_frontmatter`)."""
+    front, body, _ = read_frontmatter(text)
+    return front, body
 
 
 def _strings(value: Any) -> list[str]:
@@ -145,7 +166,7 @@ def _links(text: str) -> list[tuple[str, str]]:
 
 
 def parse(text: str, relpath: str) -> dict[str, Any]:
-    front, body = split_frontmatter(text)
+    front, body, warning = read_frontmatter(text)
     code_free = _without_code(body)
     title = front.get("title") if isinstance(front.get("title"), (str, int, float)) else None
     if not title:
@@ -158,6 +179,7 @@ def parse(text: str, relpath: str) -> dict[str, Any]:
         "links": _links(code_free),
         "aliases": _strings(front.get("aliases") or front.get("alias")),
         "keywords": _strings(front.get("tags") or front.get("keywords")),
+        "warnings": [warning] if warning else [],
     }
 
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from host import hooktable
 from host.errors import UserError
-from host.graph import Guards
+from host.graph import Guards, require_admin
+from host.log import log
 from plugins.memory.collections import registry
 from plugins.memory.collections.sync import SyncStats, sync
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     from host.manager import Host
     from host.types import CollectionSource
 
@@ -26,8 +30,21 @@ def source(host: Host, name: str) -> CollectionSource:
     return found[name]
 
 
-def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True) -> dict[str, SyncStats]:
-    """Sync the named collections (all when None) of the process's account, under its guards."""
+def refused(coll: registry.Collection, home: Path) -> str | None:
+    """Why a registered collection is not synced (a folder refused today, registered before the
+    check), or None."""
+    from pathlib import Path
+
+    why = registry.refused_path(Path(coll.path), home)
+    return f"PATH: '{coll.path}' {why} (remove collection '{coll.name}')" if why else None
+
+
+def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True,
+               stop_event: threading.Event | None = None) -> dict[str, SyncStats]:
+    """Sync the named collections (all when None) of the process's account: admin only (the
+    registry and a collection's scope are account-wide). An explicit sync ends ``--no-sync``'s
+    registered-only state."""
+    require_admin(host.env, "collection sync")
     guards = Guards.from_env(host.env)
     known = registry.load(host.home, guards.account_id)
     if names:
@@ -35,10 +52,20 @@ def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True
         if unknown:
             raise UserError(f"NAME: no collection '{unknown[0]}' for account '{guards.account_id}'"
                             f" (registered: {', '.join(known) or 'none'})")
+        for name in names:
+            why = refused(known[name], host.home)
+            if why:
+                raise UserError(why)
     out = {}
     embedder = host.embedder() if embed else None
     for name in names or list(known):
         coll = known[name]
+        why = refused(coll, host.home)
+        if why:
+            log("collections", "op=refuse", collection=name, detail=why[:160])
+            continue
         out[name] = sync(host.store(), coll, source(host, coll.source), account_id=guards.account_id, guards=guards,
-                         home=host.home, embedder=embedder)
+                         home=host.home, embedder=embedder, stop_event=stop_event)
+        if coll.registered_only and not out[name].cancelled:
+            registry.mark_synced(host.home, guards.account_id, name)
     return out

@@ -55,8 +55,8 @@ MAX_FILE_BYTES = 8 << 20
 PARALLEL_MIN_NOTES = 256
 """From this many notes to parse, worker processes parse them (a process start costs less than it saves)."""
 
-_Parsed = tuple[Any, list[str], list[str] | None, list[tuple[str, str]], list[str], int, int] | str
-"""``(rows to write, their ids, their embedding texts, links, names, sections, chunks)`` or an error."""
+_Parsed = tuple[Any, list[str], list[str] | None, list[tuple[str, str]], list[str], int, int, list[str]] | str
+"""``(rows to write, their ids, their embedding texts, links, names, sections, chunks, warnings)`` or an error."""
 _FORKED: Syncer | None = None
 """The syncer a forked parse worker works for (set before the fork)."""
 
@@ -122,12 +122,16 @@ class SyncStats:
     embedded: int = 0
     edges_added: int = 0
     edges_removed: int = 0
+    skipped: int = 0  # binary, too large, a symlink leaving the folder: ``errors`` says which
+    rescoped: int = 0  # unchanged notes rewritten because the collection's scope or agents changed
     repaired: bool = False
+    cancelled: str | None = None  # why the sync stopped early (shutdown, removed, re-pointed)
     ms: float = 0.0
     scan_ms: float = 0.0
     embed_ms: float = 0.0
     write_ms: float = 0.0
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # indexed, but not as written (encoding, frontmatter)
 
     def as_json(self) -> dict[str, Any]:
         return {k: (round(v, 1) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -137,11 +141,29 @@ def is_junk(name: str) -> bool:
     return name.startswith(".") or name in JUNK_DIRS
 
 
-def walk(root: Path, patterns: Sequence[str]) -> Iterator[tuple[str, os.stat_result]]:
-    """``(relpath, stat)`` of every file under ``root`` matching a pattern, junk folders pruned, sorted."""
+def matches(rel: str, patterns: Sequence[str]) -> bool:
+    """Whether ``rel`` (relative to the folder, ``/``-separated) matches a pattern (``**/x`` also
+    matches ``x`` at the top)."""
+    name = rel.rsplit("/", 1)[-1]
+    for p in patterns:
+        simple = p[3:] if p.startswith("**/") else p
+        if fnmatch.fnmatchcase(rel, p) or "/" not in simple and fnmatch.fnmatchcase(name, simple):
+            return True
+    return False
+
+
+def walk(root: Path, patterns: Sequence[str], *, stop: Callable[[], None] | None = None,
+         on_skip: Callable[[str, str], None] | None = None) -> Iterator[tuple[str, os.stat_result]]:
+    """``(relpath, stat)`` of every file under ``root`` matching a pattern, junk folders pruned, sorted.
+
+    A file symlink whose target is outside ``root`` is not followed (``on_skip(rel, reason)``):
+    it would index a file of another folder at this collection's scope. ``stop`` is called per folder.
+    """
     stack = [""]
-    simple = [p[3:] if p.startswith("**/") else p for p in patterns]
+    real_root = os.path.realpath(root)
     while stack:
+        if stop is not None:
+            stop()
         rel_dir = stack.pop()
         try:
             entries = sorted(os.scandir(root / rel_dir if rel_dir else root), key=lambda e: e.name)
@@ -159,8 +181,13 @@ def walk(root: Path, patterns: Sequence[str]) -> Iterator[tuple[str, os.stat_res
                     continue
             except OSError:
                 continue
-            if any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(entry.name, s) and "/" not in s
-                   for p, s in zip(patterns, simple, strict=True)):
+            if matches(rel, patterns):
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if os.path.commonpath([real_root, target]) != real_root:
+                        if on_skip is not None:
+                            on_skip(rel, "symlink-outside")
+                        continue
                 try:
                     yield rel, entry.stat(follow_symlinks=True)
                 except OSError:
@@ -170,6 +197,36 @@ def walk(root: Path, patterns: Sequence[str]) -> Iterator[tuple[str, os.stat_res
 
 def note_id_for(collection: str, relpath: str) -> str:
     return "n" + hashlib.sha256(f"{collection}\0{relpath}".encode()).hexdigest()[:24]
+
+
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13))
+BINARY_SHARE = 0.1
+"""Of a file that is not UTF-8: the share of control bytes and invalid sequences that makes it binary."""
+
+
+def decode(raw: bytes) -> tuple[str | None, str | None]:
+    """``(text, how)``: UTF-8 (a BOM dropped; ``how`` None), UTF-16 by its BOM, else cp1252 or
+    latin-1 (``how`` names it, for the sync report); ``(None, 'binary')`` for a file with NUL
+    bytes or mostly not text (a binary named ``.md`` would become a document of garbage)."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError:
+            return None, "binary"
+    if b"\0" in raw:
+        return None, "binary"
+    try:
+        return raw.decode("utf-8-sig"), None
+    except UnicodeDecodeError:
+        pass
+    sample = raw[:65536]
+    odd = len(sample) - len(sample.translate(None, _CONTROL)) + sample.decode("utf-8", "replace").count("\ufffd")
+    if odd > BINARY_SHARE * len(sample):
+        return None, "binary"
+    try:
+        return raw.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        return raw.decode("latin-1"), "latin-1"
 
 
 @dataclass
@@ -188,7 +245,7 @@ class _Work:
 class Syncer:
     def __init__(self, store: Any, collection: Collection, source: CollectionSource, *, account_id: str,
                  guards: Guards, home: Path, embedder: Any = None, batch_notes: int = BATCH_NOTES,
-                 on_batch: Callable[[int], None] | None = None) -> None:
+                 on_batch: Callable[[int], None] | None = None, stop: Callable[[], None] | None = None) -> None:
         self.store = store
         self.coll = collection
         self.source = source
@@ -204,6 +261,10 @@ class Syncer:
         # a store that can stage rows has them validated and encoded where they are parsed
         self._staged = hasattr(store, "stage_rows") and hasattr(store, "write_staged")
         self._names_changed = False
+        self.stop = stop or (lambda: None)
+        """Called between files; raises ``SyncCancelled`` to stop (shutdown, collection removed)."""
+        self._rescope = False
+        self._warnings: list[str] = []
 
     # ------------------------------------------------------------------ rows
     def _rows(self, st: NoteState, text: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[str]]:
@@ -217,6 +278,9 @@ class Syncer:
             shared["scope"] = self.coll.scope
         if self.coll.agents:
             shared["agents"] = list(self.coll.agents)
+        elif self._rescope:
+            shared["agents"] = None  # the merge drops tags the collection no longer has
+        self._warnings = [f"{st.relpath}: {w}" for w in parsed.get("warnings") or []]
         doc_props: dict[str, Any] = {"title": doc.title, "summary": doc.summary, "format": "markdown",
                                      "sectionCount": len(doc.sections), "contentChars": len(text),
                                      "contentHash": st.hash, "sourcePath": str(self.root / st.relpath), **shared}
@@ -338,21 +402,38 @@ class Syncer:
         self.stats.repaired = dirty
         self.state.set_meta("syncing", str(time.time()))
         known = self.state.notes()
+        tags = json.dumps({"scope": self.coll.scope, "agents": sorted(self.coll.agents), "path": self.coll.path},
+                          sort_keys=True)
+        recorded = self.state.meta("tags")
+        # the nodes carry other tags than the collection now has (re-scoped, re-pointed, or
+        # registered before the default scope when its nodes were unscoped): every note is rewritten
+        self._rescope = bool(known) and recorded != tags and (recorded is not None or self.coll.unscoped_before)
+        if self._rescope:
+            was = json.loads(recorded).get("scope") if recorded else "-"
+            log("collections", "op=rescope", collection=self.coll.name, scope=self.coll.scope, was=was,
+                notes=len(known), reason="tags-changed" if recorded else "registered-without-scope")
         patterns = (self.coll.pattern,) if self.coll.pattern else tuple(self.source.patterns)
         seen: set[str] = set()
         todo: list[tuple[NoteState, str, bool, bool]] = []  # state, text, existing, reuse vectors
         fresh: list[tuple[str, os.stat_result, str, str]] = []  # rel, stat, hash, text
         touched: list[NoteState] = []  # same content, new mtime: remember the stat
-        for rel, stat in walk(self.root, patterns):
+
+        def skip(rel: str, reason: str) -> None:
+            self.stats.skipped += 1
+            self.stats.errors.append(f"{rel}: {reason}")
+            seen.discard(rel)  # a note that became binary or too large is a note no more
+
+        for rel, stat in walk(self.root, patterns, stop=self.stop, on_skip=skip):
+            self.stop()
             self.stats.scanned += 1
             seen.add(rel)
             old = known.get(rel)
-            if old is not None and not self.rehash and old.size == stat.st_size and old.mtime_ns == stat.st_mtime_ns:
+            if (old is not None and not self.rehash and not self._rescope and old.size == stat.st_size
+                    and old.mtime_ns == stat.st_mtime_ns):
                 self.stats.unchanged += 1  # same size, same nanosecond mtime: not read again
                 continue
             if stat.st_size > MAX_FILE_BYTES:
-                self.stats.failed += 1
-                self.stats.errors.append(f"{rel}: larger than {MAX_FILE_BYTES} bytes")
+                skip(rel, "too-large")
                 continue
             try:
                 raw = (self.root / rel).read_bytes()
@@ -361,12 +442,23 @@ class Syncer:
                 self.stats.errors.append(f"{rel}: {exc.strerror or exc}")
                 continue
             digest = hashlib.sha256(raw).hexdigest()
-            if old is not None and old.hash == digest:
+            if old is not None and old.hash == digest and not self._rescope:
                 self.stats.unchanged += 1
                 touched.append(NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns,
                                          old.title, old.aliases, old.links, old.edges))
                 continue
-            text = raw.decode("utf-8", "replace")
+            text, how = decode(raw)
+            if text is None:
+                skip(rel, how or "binary")
+                continue
+            if how:
+                self.stats.warnings.append(f"{rel}: not UTF-8; read as {how}")
+            if old is not None and old.hash == digest:  # same content, new tags: keep its vectors
+                self.stats.rescoped += 1
+                st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
+                               old.aliases, old.links, old.edges)
+                todo.append((st, text, True, True))
+                continue
             if old is not None:
                 self.stats.changed += 1
                 st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
@@ -409,10 +501,12 @@ class Syncer:
         if deleted:
             self.state.drop(n.relpath for n in deleted)
         self.stats.deleted = len(deleted)
+        self.stop()
         if self.stats.new or self.stats.renamed or deleted or dirty or self._names_changed:
             self._link()  # the set of names changed: any note's link may resolve differently now
         elif todo:
             self._link(only={st.relpath for st, *_ in todo})
+        self.state.set_meta("tags", tags)
         self.state.set_meta("syncing", None)
         self.stats.ms = (time.perf_counter() - started) * 1000
         return self.stats
@@ -424,6 +518,7 @@ class Syncer:
         workers = self._workers(len(todo))
         if not workers:
             for i, (st, text, *_) in enumerate(todo):
+                self.stop()
                 yield i, self._parse_one(st, text)
             return
         step = self.batch_notes
@@ -433,12 +528,18 @@ class Syncer:
                                                 initargs=(os.getpid(),)) as pool:
             pending: list[tuple[list[int], Future[list[_Parsed]]]] = []
             ahead = 2 * workers + 1  # bounds the texts and rows in flight
-            for piece in pieces:
-                pending.append((piece, pool.submit(_parse_piece, [(todo[i][0], todo[i][1]) for i in piece])))
-                while len(pending) > ahead:
+            try:
+                for piece in pieces:
+                    pending.append((piece, pool.submit(_parse_piece, [(todo[i][0], todo[i][1]) for i in piece])))
+                    while len(pending) > ahead:
+                        self.stop()
+                        yield from self._collect(*pending.pop(0))
+                while pending:
+                    self.stop()
                     yield from self._collect(*pending.pop(0))
-            while pending:
-                yield from self._collect(*pending.pop(0))
+            except BaseException:  # stopped (or failed): the pieces not started are not parsed
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
 
     def _collect(self, piece: list[int], future: Future[list[_Parsed]]) -> Iterator[tuple[int, _Parsed]]:
         yield from zip(piece, future.result(), strict=True)
@@ -467,7 +568,7 @@ class Syncer:
             return f"{st.relpath}: {type(exc).__name__}: {exc}"[:200]
         added = (self.stats.sections - sections, self.stats.chunks - chunks)
         self.stats.sections, self.stats.chunks = sections, chunks
-        return payload, ids, texts, links, names, added[0], added[1]
+        return payload, ids, texts, links, names, added[0], added[1], self._warnings
 
     def _write_all(self, todo: list[tuple[NoteState, str, bool, bool]]) -> None:
         def batches() -> Iterator[list[_Work]]:
@@ -481,6 +582,7 @@ class Syncer:
                 rows, ids, texts, links, names = result[:5]
                 self.stats.sections += result[5]
                 self.stats.chunks += result[6]
+                self.stats.warnings.extend(result[7])
                 if st.title and (st.title, sorted(st.aliases)) != (names[-1], sorted(names[:-1])):
                     self._names_changed = True  # notes linking to its old title resolve elsewhere now
                 st.links, st.title, st.aliases = links, names[-1], names[:-1]
@@ -561,17 +663,39 @@ class Syncer:
 
 
 def sync(store: Any, collection: Collection, source: CollectionSource, *, account_id: str, guards: Guards,
-         home: Path, embedder: Any = None, batch_notes: int = BATCH_NOTES) -> SyncStats:
-    """Sync one collection; logs ``[collections] op=sync`` with the counts."""
-    syncer = Syncer(store, collection, source, account_id=account_id, guards=guards, home=home, embedder=embedder,
-                    batch_notes=batch_notes)
+         home: Path, embedder: Any = None, batch_notes: int = BATCH_NOTES,
+         stop_event: threading.Event | None = None) -> SyncStats:
+    """Sync one collection, one process at a time (another's sync of it is waited for); logs
+    ``[collections] op=sync`` with the counts. It stops between two files when ``stop_event`` is
+    set or the collection is removed or re-pointed meanwhile (``cancelled`` says why)."""
+    from plugins.memory.collections.running import StopWhen, SyncCancelled, sync_lock
+
+    def waiting() -> None:
+        log("collections", "op=sync-wait", collection=collection.name, reason="another-sync-running")
+
     try:
-        stats = syncer.run()
-    finally:
-        syncer.close()
+        with sync_lock(home, account_id, collection.name, stop=stop_event, on_wait=waiting):
+            syncer = Syncer(store, collection, source, account_id=account_id, guards=guards, home=home,
+                            embedder=embedder, batch_notes=batch_notes,
+                            stop=StopWhen(home, account_id, collection, stop_event))
+            try:
+                syncer.stop()
+                stats = syncer.run()
+            except SyncCancelled as exc:
+                stats = syncer.stats
+                stats.cancelled = exc.reason
+            finally:
+                syncer.close()
+    except SyncCancelled as exc:  # shut down while waiting for the other sync
+        stats = SyncStats(cancelled=exc.reason)
+    if stats.cancelled:
+        log("collections", "op=sync-cancelled", collection=collection.name, reason=stats.cancelled,
+            scanned=stats.scanned)
+        return stats
     log("collections", "op=sync", collection=collection.name, account=account_id[:8], scanned=stats.scanned,
         unchanged=stats.unchanged, new=stats.new, changed=stats.changed, renamed=stats.renamed,
-        deleted=stats.deleted, failed=stats.failed, sections=stats.sections, chunks=stats.chunks,
+        deleted=stats.deleted, skipped=stats.skipped, failed=stats.failed, rescoped=stats.rescoped,
+        warnings=len(stats.warnings), sections=stats.sections, chunks=stats.chunks,
         embedded=stats.embedded, edgesAdded=stats.edges_added, edgesRemoved=stats.edges_removed,
         repaired=stats.repaired, ms=f"{stats.ms:.0f}")
     return stats

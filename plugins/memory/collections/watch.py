@@ -1,13 +1,20 @@
 """``plughost serve`` keeps the account's registered collections fresh: one sync at startup, then
-``watchfiles`` (Rust notify, debounced) re-syncs a collection whenever its folder changes, and
+``watchfiles`` (Rust notify, debounced) re-syncs a collection whenever a file of it changes, and
 re-reads the registry when a collection is added or removed. Syncs run one at a time on the
 watcher's thread, never on a request's. ``PLUGHOST_COLLECTIONS_WATCH=0`` turns it off.
+
+Only changes that can matter wake it: a file matching the collection's patterns (or a folder)
+outside its junk folders, and the account's ``registry.json``; nothing under PLUGHOST_HOME
+otherwise (a sync's own writes must not start the next one). A collection added with
+``--no-sync`` is left alone until its first explicit ``collection sync``; one whose folder is
+refused (``/``, a system folder, PLUGHOST_HOME ...) is never walked. A narrowed serve
+(``ALLOWED_SCOPES`` / ``AGENT_SLUG``) does not sync collections: that is admin work.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +24,17 @@ from host.log import log
 from host.state import StateKey
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
     from host.manager import Host
+    from plugins.memory.collections.registry import Collection
 
 STATE_KEY: StateKey[Any] = StateKey("memory.collection-watcher")
 DEBOUNCE_MS = 400
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 class Watcher:
@@ -29,45 +43,96 @@ class Watcher:
         self.account = account_id
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._run, name="collection-watcher", daemon=True)
+        self.refused: set[str] = set()
 
     def start(self) -> Watcher:
         self.thread.start()
         return self
+
+    def _wanted(self, known: dict[str, Collection]) -> dict[str, Collection]:
+        """The collections to sync and watch: not registered-only, not at a refused folder."""
+        from plugins.memory.collections import service
+
+        out = {}
+        for name, coll in known.items():
+            if coll.registered_only:
+                continue
+            why = service.refused(coll, self.host.home)
+            if why:
+                if name not in self.refused:
+                    self.refused.add(name)
+                    log("collections", "op=refuse", collection=name, detail=why[:160])
+                continue
+            out[name] = coll
+        return out
 
     def _sync(self, names: list[str]) -> None:
         from plugins.memory.collections import registry, service
         from plugins.memory.collections.sync import sync
 
         guards = Guards.from_env({**self.host.env, "ACCOUNT_ID": self.account})
-        known = registry.load(self.host.home, self.account)
+        known = self._wanted(registry.load(self.host.home, self.account))
         for name in names:
             if name not in known or self.stop_event.is_set():
                 continue
             coll = known[name]
             try:
                 sync(self.host.store(), coll, service.source(self.host, coll.source), account_id=self.account,
-                     guards=guards, home=self.host.home, embedder=self.host.embedder())
+                     guards=guards, home=self.host.home, embedder=self.host.embedder(), stop_event=self.stop_event)
             except Exception as exc:  # a bad folder must not stop the watcher
                 log("collections", "op=watch-error", collection=name, detail=f"{type(exc).__name__}: {exc}"[:120])
+
+    def _filter(self, colls: dict[str, Collection]) -> Callable[[Any, str], bool]:
+        """Which changed paths can matter (see the module docstring)."""
+        from plugins.memory.collections import registry, service
+        from plugins.memory.collections.sync import is_junk, matches
+
+        reg = registry.registry_path(self.host.home, self.account)
+        home = self.host.home.resolve()
+        roots = []
+        for coll in colls.values():
+            try:
+                patterns = (coll.pattern,) if coll.pattern else tuple(service.source(self.host, coll.source).patterns)
+            except Exception:
+                continue
+            roots.append((Path(coll.path), patterns))
+
+        def accept(_change: Any, raw: str) -> bool:
+            path = Path(raw)
+            if path.name == "registry.json" and path.parent == reg.parent:
+                return True
+            if _inside(path, home):
+                return False
+            for root, patterns in roots:
+                if not _inside(path, root) or path == root:
+                    continue
+                parts = path.relative_to(root).parts
+                if any(is_junk(p) for p in parts[:-1]) or parts[-1].startswith("."):
+                    return False
+                return matches("/".join(parts), patterns) or "." not in parts[-1]  # a folder moved or deleted
+            return False
+
+        return accept
 
     def _run(self) -> None:
         import watchfiles
 
         from plugins.memory.collections import registry
 
+        logging.getLogger("watchfiles").setLevel(logging.WARNING)  # we log `op=watch changes=N` ourselves
         folder = registry.folder(self.host.home, self.account)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         while not self.stop_event.is_set():
-            known = registry.load(self.host.home, self.account)
+            known = self._wanted(registry.load(self.host.home, self.account))
             self._sync(list(known))
             roots = {name: Path(c.path) for name, c in known.items() if Path(c.path).is_dir()}
             reload = False
             ready = False
             try:
-                for changes in watchfiles.watch(folder, *roots.values(), stop_event=self.stop_event,
-                                                debounce=DEBOUNCE_MS, step=100, recursive=True, rust_timeout=300,
-                                                yield_on_timeout=True, raise_interrupt=False,
-                                                ignore_permission_denied=True):
+                for changes in watchfiles.watch(folder, *roots.values(), watch_filter=self._filter(known),
+                                                stop_event=self.stop_event, debounce=DEBOUNCE_MS, step=100,
+                                                recursive=True, rust_timeout=300, yield_on_timeout=True,
+                                                raise_interrupt=False, ignore_permission_denied=True):
                     if not ready:  # the watch is live now: catch up on what changed before it was
                         ready = True
                         self._sync(list(roots))
@@ -76,27 +141,33 @@ class Watcher:
                         continue
                     paths = {Path(p) for _, p in changes}
                     if any(p.name == "registry.json" for p in paths):
+                        log("collections", "op=watch", changes=len(paths), reason="registry")
                         reload = True
                         break
-                    hit = [n for n, root in roots.items() if any(p == root or root in p.parents for p in paths)]
+                    hit = [n for n, root in roots.items() if any(_inside(p, root) for p in paths)]
+                    log("collections", "op=watch", changes=len(paths), collections=",".join(hit) or "-")
                     self._sync(hit)
             except Exception as exc:
                 log("collections", "op=watch-error", detail=f"{type(exc).__name__}: {exc}"[:120])
                 self.stop_event.wait(5)
             if not reload:
-                time.sleep(0.05)
+                self.stop_event.wait(0.05)
 
     def stop(self) -> None:
+        """Stop the watch and any sync it runs (between two files); the sync closes its state."""
         self.stop_event.set()
         self.thread.join(10)
 
 
 def start(host: Host) -> None:
-    """Under ``plughost serve`` with an ``ACCOUNT_ID``: watch that account's collections."""
+    """Under ``plughost serve`` with an ``ACCOUNT_ID`` (an admin process): watch that account's collections."""
     if host.env.get("PLUGHOST_COLLECTIONS_WATCH", "1").strip() == "0" or STATE_KEY in host.state:
         return
     account = (host.env.get("ACCOUNT_ID") or "").strip()
     if not account or (state.RUNTIME not in host.state and host.env.get("PLUGHOST_COLLECTIONS_WATCH") != "1"):
+        return
+    if Guards.from_env({**host.env, "ACCOUNT_ID": account}).narrowed:
+        log("collections", "op=watch-off", reason="narrowed-process")
         return
     host.state.set(STATE_KEY, Watcher(host, account).start())
 

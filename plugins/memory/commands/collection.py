@@ -13,93 +13,107 @@ HELP = "folder collections: register a notes folder, sync it incrementally, list
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="collection_action", metavar="ACTION", required=True)
-    add = sub.add_parser("add", help="register a folder (NAME PATH) and sync it")
+    add = sub.add_parser("add", help="register a folder (NAME PATH) and sync it (admin only)")
     add.add_argument("name", metavar="NAME")
-    add.add_argument("path", metavar="PATH")
+    add.add_argument("path", metavar="PATH", help="the notes folder (not /, ~ itself, a system folder or PLUGHOST_HOME)")
     add.add_argument("--pattern", help="glob of the files to index, relative to PATH (default: the source's, **/*.md)")
     add.add_argument("--source", default="markdown", help="collection source (default markdown)")
-    add.add_argument("--scope", help="scope every note gets (public, shared, admin ...)")
+    add.add_argument("--scope", help="scope every note gets (default admin: private; --scope public publishes "
+                                     "the notes to every scope, e.g. a public webchat)")
     add.add_argument("--agent", action="append", default=[], help="agent tag every note gets (repeatable)")
-    add.add_argument("--no-sync", action="store_true", help="register only")
+    add.add_argument("--replace", action="store_true", help="re-point an existing collection NAME at PATH")
+    add.add_argument("--no-sync", action="store_true",
+                     help="register only: nothing is indexed (not by serve's watcher either) until "
+                          "`collection sync NAME`")
     add.add_argument("--no-embed", action="store_true", help="sync without embeddings (reindex later)")
-    sync = sub.add_parser("sync", help="sync one collection (or all) incrementally")
+    sync = sub.add_parser("sync", help="sync one collection (or all) incrementally (admin only)")
     sync.add_argument("name", metavar="NAME", nargs="?")
     sync.add_argument("--no-embed", action="store_true", help="sync without embeddings (reindex later)")
     sync.add_argument("--json", action="store_true")
-    listing = sub.add_parser("list", help="the registered collections and their notes")
+    listing = sub.add_parser("list", help="the registered collections this process may read, and their notes")
     listing.add_argument("--json", action="store_true")
-    remove = sub.add_parser("remove", help="unregister a collection and soft-delete its notes")
+    remove = sub.add_parser("remove", help="unregister a collection, stop its sync, soft-delete its notes "
+                                           "(admin only)")
     remove.add_argument("name", metavar="NAME")
 
 
-def _print_stats(name: str, stats: Any) -> None:
+def _print_stats(name: str, stats: Any, coll: Any = None) -> None:
+    if stats.cancelled:
+        print(f"{name}: sync stopped ({stats.cancelled}) after scanning {stats.scanned} file(s)")
+        return
     print(f"{name}: scanned={stats.scanned} new={stats.new} changed={stats.changed} renamed={stats.renamed} "
-          f"deleted={stats.deleted} unchanged={stats.unchanged} failed={stats.failed} "
+          f"deleted={stats.deleted} unchanged={stats.unchanged} skipped={stats.skipped} failed={stats.failed} "
           f"links+={stats.edges_added} links-={stats.edges_removed} embedded={stats.embedded} "
           f"seconds={stats.ms / 1000:.2f}")
     for error in stats.errors[:10]:
         print(f"  skipped {error}")
+    for warning in stats.warnings[:10]:
+        print(f"  warning {warning}")
+    if stats.scanned == 0 and coll is not None:
+        print(f"  hint: no file under {coll.path} matches {coll.pattern or 'the default **/*.md, **/*.markdown'}"
+              " (check --pattern)")
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    from host.graph import Guards, can_change, require_admin
     from plugins.memory.collections import registry, service
 
     acct = account(host)
     action = args.collection_action
+    if action in ("add", "remove", "sync"):
+        require_admin(host.env, f"collection {action}")  # the registry and its scopes are account-wide
     if action == "add":
         service.source(host, args.source)
         coll = registry.add(host.home, acct, args.name, args.path, pattern=args.pattern, source=args.source,
-                            scope=args.scope, agents=args.agent)
-        print(f"collection {coll.name}: {coll.path} (pattern {coll.pattern or 'default'}, scope {coll.scope or '-'})")
-        if not args.no_sync:
+                            scope=args.scope, agents=args.agent, replace=args.replace, registered_only=args.no_sync)
+        print(f"collection {coll.name}: {coll.path} (pattern {coll.pattern or 'default'}, scope {coll.scope}"
+              f"{'' if args.scope else ' (the default: private)'})")
+        if args.no_sync:
+            print(f"registered only: run `plughost memory collection sync {coll.name}` to index it")
+        else:
             for name, stats in service.sync_named(host, [coll.name], embed=not args.no_embed).items():
-                _print_stats(name, stats)
+                _print_stats(name, stats, coll)
         return 0
     if action == "sync":
         result = service.sync_named(host, [args.name] if args.name else None, embed=not args.no_embed)
         if args.json:
             print_json({n: s.as_json() for n, s in result.items()})
         else:
+            known = registry.load(host.home, acct)
             for name, stats in result.items():
-                _print_stats(name, stats)
+                _print_stats(name, stats, known.get(name))
             if not result:
                 print("no collections registered (plughost memory collection add NAME PATH)")
         return 0
     if action == "list":
         from plugins.memory.collections.state import State
 
+        guards = Guards.from_env(host.env)
         rows = []
         for coll in registry.load(host.home, acct).values():
+            if not can_change(guards, {"scope": coll.scope, "agents": coll.agents}):
+                continue  # its notes are outside this process's guards: so are its folder and name
             path = registry.state_path(host.home, acct, coll.name)
-            notes = len(State(path).notes()) if path.exists() else 0
+            notes = 0
+            if path.exists():
+                state = State(path)
+                notes = len(state.notes())
+                state.close()
             rows.append({**coll.as_json(), "notes": notes})
         if args.json:
             print_json(rows)
         else:
             for r in rows:
                 print(f"{r['name']}\t{r['notes']} notes\t{r['path']}\tpattern={r['pattern'] or 'default'}"
-                      f"\tscope={r['scope'] or '-'}\tagents={','.join(r['agents']) or '-'}")
+                      f"\tscope={r['scope']}\tagents={','.join(r['agents']) or '-'}"
+                      f"{'  (registered only)' if r['registeredOnly'] else ''}")
             if not rows:
                 print("no collections registered")
         return 0
     if action == "remove":
-        from host.graph import Guards
-        from plugins.memory.collections.state import State
+        from plugins.memory.collections.removal import remove
 
-        known = registry.load(host.home, acct)
-        if args.name not in known:
-            raise UserError(f"NAME: no collection '{args.name}' for account '{acct}'")
-        path = registry.state_path(host.home, acct, args.name)
-        removed = 0
-        if path.exists():
-            state = State(path)
-            guards = Guards.from_env(host.env)
-            for note in state.notes().values():
-                removed += bool(host.store().soft_delete(note.doc_id, guards=guards))
-            state.close()
-            path.unlink()
-        del known[args.name]
-        registry.save(host.home, acct, known)
+        removed = remove(host, acct, args.name)
         print(f"collection {args.name} removed; {removed} document(s) soft-deleted")
         return 0
     raise UserError(f"collection: unknown action {action!r}")

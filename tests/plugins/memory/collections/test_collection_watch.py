@@ -40,8 +40,9 @@ def test_serve_watches_registered_collections(tmp_path: Path, plughost_home: Pat
 
     create_account(ACCOUNT, plughost_home)
     notes = tmp_path / "vault"
-    write_notes(notes, 3)
-    assert run_cli("memory", "collection", "add", "vault", str(notes), "--no-sync", env=ENV).returncode == 0
+    write_notes(notes, 2)
+    assert run_cli("memory", "collection", "add", "vault", str(notes), env=ENV).returncode == 0
+    write_notes(notes, 3)  # one more before serve starts: its startup sync picks it up
     state = plughost_home / "collections" / ACCOUNT / "vault.state.sqlite"
     log = plughost_home / "serve.log"
     with open(log, "wb") as err:

@@ -1,0 +1,168 @@
+"""What a collection may be and who may change it: the private default scope, refused folders,
+admin-only changes, name and folder clashes, bad patterns (real CLI processes, the store file)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from collections_support import ACCOUNT, documents, host_for, write_notes
+
+from host.graph import Guards
+from tests.conftest import run_cli
+
+ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
+PUBLIC = {**ENV, "ALLOWED_SCOPES": "public"}
+
+
+def _cli(*args: str, **env: str):
+    return run_cli("memory", "collection", *args, env={**ENV, **env})
+
+
+def _visible(home: Path, collection: str, scopes: tuple[str, ...] | None) -> list[str]:
+    host = host_for(home)
+    try:
+        nodes = host.store().find(guards=Guards(ACCOUNT, scopes), where={"collection": collection}, limit=1000)
+        return sorted(n.id for n in nodes if not n.deleted)
+    finally:
+        host.close()
+
+
+def test_a_collection_without_scope_is_private(tmp_path: Path, plughost_home: Path) -> None:
+    write_notes(tmp_path / "private", 3)
+    write_notes(tmp_path / "open", 2)
+    out = _cli("add", "private", str(tmp_path / "private"))
+    assert out.returncode == 0 and "scope admin" in out.stdout
+    assert _cli("add", "open", str(tmp_path / "open"), "--scope", "public").returncode == 0
+    assert _visible(plughost_home, "private", ("public",)) == []  # an anonymous webchat visitor sees nothing
+    assert len(_visible(plughost_home, "private", None)) == 3 * 3  # document + two sections each
+    assert len(_visible(plughost_home, "open", ("public",))) == 2 * 3
+    listed = {r["name"]: r["scope"] for r in json.loads(_cli("list", "--json").stdout)}
+    assert listed == {"open": "public", "private": "admin"}
+    assert "default admin" in run_cli("memory", "collection", "add", "--help", env=ENV).stdout
+
+
+def test_a_registration_from_before_the_default_is_rescoped_on_sync(tmp_path: Path, plughost_home: Path) -> None:
+    """An older registry entry has no scope and its nodes none: the next sync makes them admin."""
+    from plugins.memory.collections import registry
+    from plugins.memory.collections.markdown import MARKDOWN
+    from plugins.memory.collections.sync import sync
+
+    notes = tmp_path / "old"
+    write_notes(notes, 4)
+    host = host_for(plughost_home)
+    try:
+        coll = registry.add(plughost_home, ACCOUNT, "old", str(notes))
+        coll.scope = None  # what an older version wrote: unscoped nodes, no tags in the state
+        sync(host.store(), coll, MARKDOWN, account_id=ACCOUNT, guards=Guards(ACCOUNT), home=plughost_home)
+    finally:
+        host.close()
+    reg = registry.registry_path(plughost_home, ACCOUNT)
+    data = json.loads(reg.read_text())
+    del data["old"]["scope"]
+    reg.write_text(json.dumps(data))
+    with sqlite3.connect(registry.state_path(plughost_home, ACCOUNT, "old")) as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'tags'")
+    assert len(_visible(plughost_home, "old", ("public",))) == 12  # the defect: public
+    out = _cli("sync", "old", "--json")
+    assert out.returncode == 0, out.stderr
+    assert "[collections] op=rescope collection=old scope=admin was=- notes=4 reason=registered-without-scope" \
+        in out.stderr
+    stats = json.loads(out.stdout)["old"]
+    assert (stats["rescoped"], stats["new"], stats["changed"]) == (4, 0, 0)
+    assert _visible(plughost_home, "old", ("public",)) == []
+    assert len(_visible(plughost_home, "old", None)) == 12
+    again = json.loads(_cli("sync", "old", "--json").stdout)["old"]
+    assert (again["rescoped"], again["unchanged"]) == (0, 4)  # once
+
+
+@pytest.mark.parametrize("where", ["/", "/root", "/dev", "/proc", "/sys", "/etc", "/usr", "/bin", "/boot", "/var",
+                                   "~", "HOME", "HOME/sub", "HOME/.."])
+def test_system_folders_home_and_plughost_home_are_refused(where: str, tmp_path: Path, plughost_home: Path) -> None:
+    user_home = tmp_path / "me"
+    user_home.mkdir()
+    path = where.replace("HOME", str(plughost_home))
+    if where == "HOME/sub":
+        (plughost_home / "sub").mkdir(exist_ok=True)
+    if not Path(path).expanduser().is_dir() and where != "~":
+        pytest.skip(f"{path} is not a folder here")
+    out = _cli("add", "x", path, "--no-sync", HOME=str(user_home))
+    assert out.returncode == 2, out.stdout
+    [line] = [ln for ln in out.stderr.splitlines() if ln.startswith("plughost:")]
+    assert line.startswith("plughost: PATH: ") and "Traceback" not in out.stderr
+    assert _cli("list", "--json").stdout.strip() == "[]"
+
+
+def test_changes_are_admin_only_and_list_shows_what_the_guards_read(tmp_path: Path, plughost_home: Path) -> None:
+    write_notes(tmp_path / "adm", 3)
+    write_notes(tmp_path / "pub", 2)
+    assert _cli("add", "adm", str(tmp_path / "adm")).returncode == 0
+    assert _cli("add", "pub", str(tmp_path / "pub"), "--scope", "public").returncode == 0
+    (tmp_path / "new").mkdir()
+    for narrowed in (PUBLIC, {**ENV, "AGENT_SLUG": "writer"}):
+        for args in (["remove", "adm"], ["add", "other", str(tmp_path / "new"), "--scope", "admin", "--no-sync"],
+                     ["sync"], ["sync", "pub"]):
+            out = run_cli("memory", "collection", *args, env=narrowed)
+            assert out.returncode == 2 and f"collection {args[0]}: admin only" in out.stderr, (args, out.stderr)
+    listed = json.loads(run_cli("memory", "collection", "list", "--json", env=PUBLIC).stdout)
+    assert [r["name"] for r in listed] == ["pub"]  # the admin collection's name and folder stay hidden
+    assert not run_cli("memory", "collection", "list", env=PUBLIC).stdout.startswith("adm\t")
+    assert [r["name"] for r in json.loads(_cli("list", "--json").stdout)] == ["adm", "pub"]
+    assert len(_visible(plughost_home, "adm", None)) == 9
+
+
+def test_remove_soft_deletes_every_document_even_unrecorded_ones(tmp_path: Path, plughost_home: Path) -> None:
+    from plugins.memory.collections import registry
+
+    write_notes(tmp_path / "adm", 5)
+    assert _cli("add", "adm", str(tmp_path / "adm")).returncode == 0
+    state = registry.state_path(plughost_home, ACCOUNT, "adm")
+    host = host_for(plughost_home)
+    ids = [d.id for d in documents(host, "adm")]
+    host.close()
+    with sqlite3.connect(state) as conn:  # as after a kill -9: in the store, not yet in the state
+        conn.execute("DELETE FROM notes WHERE relpath = 'd1/note-1.md'")
+    out = _cli("remove", "adm")
+    assert out.returncode == 0 and "5 document(s) soft-deleted" in out.stdout, out.stdout + out.stderr
+    host = host_for(plughost_home)
+    try:
+        docs = [host.store().get(i, guards=Guards(ACCOUNT), include_deleted=True) for i in ids]
+        assert len(docs) == 5 and all(d is not None and d.deleted for d in docs)
+    finally:
+        host.close()
+    assert _visible(plughost_home, "adm", None) == []  # sections and chunks went with them
+    assert not state.exists() and not Path(f"{state}-wal").exists()
+
+
+def test_a_name_is_not_silently_repointed_and_folders_do_not_overlap(tmp_path: Path, plughost_home: Path) -> None:
+    write_notes(tmp_path / "a", 2)
+    write_notes(tmp_path / "b", 2, prefix="other")
+    assert _cli("add", "a", str(tmp_path / "a")).returncode == 0
+    again = _cli("add", "a", str(tmp_path / "b"))
+    assert again.returncode == 2 and "collection 'a' exists" in again.stderr and "--replace" in again.stderr
+    for path, relation in ((tmp_path / "a", "is the folder"), (tmp_path / "a" / "d1", "is inside the folder"),
+                           (tmp_path, "holds the folder")):
+        out = _cli("add", "c", str(path), "--no-sync")
+        assert out.returncode == 2 and f"{relation} of collection 'a'" in out.stderr, out.stderr
+    replaced = _cli("add", "a", str(tmp_path / "b"), "--replace")
+    assert replaced.returncode == 0 and "new=2" in replaced.stdout and "deleted=2" in replaced.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["add", "", "."], "NAME: empty"),
+    (["add", "ok", ".", "--pattern", "["], "--pattern: '[' has a '[' without its ']'"),
+    (["add", "ok", ".", "--pattern", "/etc/*.md"], "--pattern: '/etc/*.md' leaves PATH"),
+    (["add", "ok", ".", "--pattern", ""], "--pattern: empty"),
+])
+def test_bad_names_and_patterns(args: list[str], needle: str, tmp_path: Path) -> None:
+    out = run_cli("memory", "collection", *args, env=ENV, cwd=tmp_path)
+    assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_pattern_matching_nothing_gets_a_hint(tmp_path: Path, plughost_home: Path) -> None:
+    write_notes(tmp_path / "v", 2)
+    out = _cli("add", "v", str(tmp_path / "v"), "--pattern", "**/*.txt")
+    assert out.returncode == 0 and "scanned=0" in out.stdout
+    assert f"hint: no file under {tmp_path / 'v'} matches **/*.txt" in out.stdout
