@@ -258,7 +258,17 @@ def start_neo4j() -> tuple[dict[str, str], str | None]:
            "NEO4J_PAGECACHE": os.environ.get("NEO4J_PAGECACHE", "2g")}
     out = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, env=env, check=True).stdout
     started = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    os.environ["NEO4J_PID"] = started["NEO4J_PID"]  # for server_cpu()
     return {"NEO4J_URI": started["NEO4J_URI"]}, started["NEO4J_RUN_DIR"]
+
+
+def server_cpu() -> float:
+    """CPU-seconds the Neo4j JVM has used (NEO4J_PID, a local server), or NaN when unknown."""
+    try:
+        fields = Path(f"/proc/{int(os.environ['NEO4J_PID'])}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (KeyError, ValueError, OSError):
+        return float("nan")
 
 
 def bench_neo4j(args: argparse.Namespace, data: Path, vocab: list[str], vectors: np.ndarray,
@@ -280,13 +290,17 @@ def bench_neo4j(args: argparse.Namespace, data: Path, vocab: list[str], vectors:
 
 
 def _bench_neo4j(store, args, data, vocab, vectors, rng) -> dict[str, float]:
+    cpu0, jvm0 = time.process_time(), server_cpu()
     summary = import_jsonl(store, data, account_id=ACCOUNT, progress=False)
+    cpu, jvm = time.process_time() - cpu0, server_cpu() - jvm0
     figures = {"import nodes/s": summary.nodes / summary.seconds}
-    floor_s = neo4j_import_floor(store, data)
+    floor_s, floor_cpu, floor_jvm = neo4j_import_floor(store, data)
     print(f"import (no embeddings)             {summary.nodes} nodes, {summary.edges} edges in {summary.seconds:.2f} s"
           f" = {summary.nodes / summary.seconds:,.0f} nodes/s wall (target >= 5,000); floor (bare UNWIND CREATE of "
           f"the same nodes and edges, 10,000 lines a transaction) {args.nodes / floor_s:,.0f} nodes/s; "
           f"ratio {summary.seconds / floor_s:.1f}x")
+    print(f"import CPU-seconds                 client {cpu:.1f} s + server {jvm:.1f} s; floor client {floor_cpu:.1f} s + "
+          f"server {floor_jvm:.1f} s; ratio {(cpu + jvm) / max(floor_cpu + floor_jvm, 1e-9):.1f}x")
     t0 = time.perf_counter()
     for start in range(0, args.nodes, 5000):
         store.set_embeddings([(f"n{i}", vectors[i].tolist()) for i in range(start, min(start + 5000, args.nodes))],
@@ -317,20 +331,27 @@ def _bench_neo4j(store, args, data, vocab, vectors, rng) -> dict[str, float]:
         store.fulltext_search(q, 10, guards=Guards(ACCOUNT))
         store.vector_search(v, 10, guards=Guards(ACCOUNT))
         store.vector_search(v, 10, guards=Guards(ACCOUNT, ("public",), "bot"))
-    print("(vector floor: one index (Chunk, 1/6 of the nodes); the store asks, in one query, the index of every label in use: 6 here)\n")
+    print(f"(vector floor: one index (Chunk, 1/6 of the nodes); the store asks the index of every label in use, 6 here, "
+          f"split over PLUGHOST_VECTOR_THREADS={store.vector_threads} read transactions side by side)\n")
     figures.update(latencies(store, queries, qvecs, origins, raw_fts, raw_vec, raw_expand))
+    if store.vector_threads > 1:  # the same searches as one query each (PLUGHOST_VECTOR_THREADS=1)
+        threads, store.vector_threads = store.vector_threads, 1
+        ms = timed(lambda q: store.vector_search(q, 10, guards=Guards(ACCOUNT)), [(q,) for q in qvecs])
+        print(row("vector top-10 (admin), one query", ms, timed(raw_vec, [(q,) for q in qvecs])))
+        store.vector_threads = threads
     figures.update(after_write(store, qvecs, raw_vec))
     store.wipe_account(ACCOUNT)
     store.close()
     return figures
 
 
-def neo4j_import_floor(store, data: Path) -> float:
-    """Seconds for the server's own floor: the file's nodes and edges with bare ``CREATE`` (no
-    MERGE, no guards, no indexes but a scratch label's), 10,000 lines a transaction."""
+def neo4j_import_floor(store, data: Path) -> tuple[float, float, float]:
+    """Seconds (wall, client CPU, server CPU) for the server's own floor: the file's nodes and
+    edges with bare ``CREATE`` (no MERGE, no guards, no indexes but a scratch label's), 10,000
+    lines a transaction."""
     rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
     store._auto("CREATE INDEX bench_floor_id IF NOT EXISTS FOR (n:BenchFloor) ON (n.id)")
-    t0 = time.perf_counter()
+    t0, cpu0, jvm0 = time.perf_counter(), time.process_time(), server_cpu()
     for start in range(0, len(rows), 10000):
         part = [{"id": r["id"], "props": {k: v for k, v in r["properties"].items() if not isinstance(v, (dict, list))}}
                 for r in rows[start:start + 10000]]
@@ -342,10 +363,10 @@ def neo4j_import_floor(store, data: Path) -> float:
         store.write(lambda tx, part=part: tx.run("UNWIND $rows AS row MATCH (a:BenchFloor {id: row.s}) "
                                                  "MATCH (b:BenchFloor {id: row.t}) CREATE (a)-[:E]->(b)",
                                                  rows=part).consume())
-    seconds = time.perf_counter() - t0
+    seconds, cpu, jvm = time.perf_counter() - t0, time.process_time() - cpu0, server_cpu() - jvm0
     store._auto("MATCH (n:BenchFloor) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS")
     store._auto("DROP INDEX bench_floor_id IF EXISTS")
-    return seconds
+    return seconds, cpu, jvm
 
 
 def main() -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -61,6 +62,16 @@ class StoreEnv:
     @property
     def read_only(self) -> bool:
         return flag("PLUGHOST_GRAPH_READ_ONLY", self.env)
+
+
+def vector_threads(env: Mapping[str, str]) -> int:
+    """``PLUGHOST_VECTOR_THREADS``: threads that score one vector query (default: the cores, at most 4)."""
+    raw = (env.get("PLUGHOST_VECTOR_THREADS") or "").strip()
+    if not raw:
+        return max(1, min(os.cpu_count() or 1, 4))
+    if not raw.isdigit() or int(raw) < 1:
+        raise UserError(f"PLUGHOST_VECTOR_THREADS: expected a whole number of threads (1 or more), got {raw!r}")
+    return int(raw)
 
 
 def new_id() -> str:

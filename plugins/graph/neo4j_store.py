@@ -13,14 +13,18 @@ Transactions: every public write is one ``execute_write`` transaction (a whole `
 ``execute_read``, so a cluster or Aura routes them (``neo4j://`` / ``neo4j+s://`` URIs).
 
 Vector search is exact over the guards: ``db.index.vector.queryNodes`` returns the nearest
-nodes of a whole index *before* any WHERE, so one query asks every wanted index whose label
-is in use for a window of candidates, applies the guards, cuts at k by the index's score and
-re-scores those k exactly with ``vector.similarity.cosine``. When fewer than k survive, the guarded candidates
-are counted: few enough (``EXACT_MAX``) and they are all scored exactly; otherwise the window
-widens until k pass or it covers the index (then exact). Scores are cosines in [-1, 1], as in
-the embedded store. Full-text search asks ``db.index.fulltext.queryNodes`` for a window of its
-best matches, guards them before the cut and widens the window until k guarded matches score
-above its lowest (or the index has no more), so the top k are exact; user text is Lucene-escaped.
+nodes of a whole index *before* any WHERE, so each wanted index whose label is in use is asked
+for a window of k candidates, guarded, and the top k of the union (by the index's score) is
+re-scored exactly with ``vector.similarity.cosine``. An index is done when its window held all
+it has, k of its own guarded nodes, or nothing below its window's lowest score can beat the k-th;
+only the others widen. Before widening, the guarded candidates are counted: few enough
+(``EXACT_MAX``) and they are all scored exactly. The windows run in one query, or split over
+``PLUGHOST_VECTOR_THREADS`` read transactions side by side (the server searches one index per
+query thread). Scores are cosines in [-1, 1], as in the embedded store.
+
+Full-text search asks ``db.index.fulltext.queryNodes`` for a window of its best matches, guards
+them before the cut and widens the window until k guarded matches score above its lowest (or
+the index has no more), so the top k are exact; user text is Lucene-escaped.
 
 Schema DDL runs only for what ``SHOW INDEXES`` / ``SHOW CONSTRAINTS`` lack, and never from a
 reader (``PLUGHOST_GRAPH_READ_ONLY=1``), which only logs what is missing.
@@ -71,6 +75,7 @@ from plugins.graph.common import (
     new_id,
     prepare,
     prepare_rows,
+    vector_threads,
 )
 
 SCHEMA_FILE = Path(__file__).resolve().parent / "schema.cypher"
@@ -80,12 +85,14 @@ URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 MAX_RETRY_S = 5.0
 """``NEO4J_MAX_RETRY_S``: how long a transaction function retries a transient failure (the driver
 default is 30 s; a person waiting on a chat answer should get a quick 503 instead)."""
-OVERFETCH = 2
-"""Vector candidates asked of each index at first = max(k * OVERFETCH, MIN_FETCH): an HNSW
-search costs about its window, and a short first window only widens (exactness is kept)."""
-MIN_FETCH = 20
-EXACT_MAX = 20000
-"""Guarded candidate sets up to this size are scored exactly when the first window falls short."""
+OVERFETCH = 1
+"""Vector candidates asked of each index at first = max(k * OVERFETCH, MIN_FETCH): the global top
+k lies in the union of every index's top k, and an HNSW search costs about its window; an index
+whose window the guards cut short is widened alone (exactness is kept)."""
+MIN_FETCH = 10
+EXACT_MAX = 5000
+"""Guarded candidate sets up to this size are scored exactly when the first windows hold fewer than
+k guarded nodes (Cypher reads each stored vector: ~40 µs a node, where widening an index is cheap)."""
 WIDEN = 8
 TEXT_OVERFETCH = 4
 """Full-text matches asked of the index at first = max(k * TEXT_OVERFETCH, TEXT_MIN_FETCH); the
@@ -183,7 +190,6 @@ CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 10000 ROWS"""
 Q_INDEXES = "SHOW INDEXES YIELD name, labelsOrTypes, type, options WHERE type = 'VECTOR' RETURN name, labelsOrTypes, options"
 Q_INDEX_NAMES = "SHOW INDEXES YIELD name, labelsOrTypes, properties RETURN name, labelsOrTypes, properties"
 Q_CONSTRAINT_NAMES = "SHOW CONSTRAINTS YIELD name RETURN name"
-Q_LABEL_TOTAL = "MATCH (n:$($label)) RETURN count(n) AS c"
 Q_EXPLAIN_PREFIX = "EXPLAIN "
 Q_SCHEMA_LABELS = f"""MATCH (n:{BASE_LABEL}) WHERE {GUARD}
 UNWIND labels(n) AS label WITH label WHERE label <> '{BASE_LABEL}'
@@ -238,7 +244,38 @@ MATCH (a:{BASE_LABEL} {{accountId: $accountId, id: row.source}})
 MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.target}}){ends}
 MERGE (a)-[r:`{t}`]->(b)
 ON CREATE SET b.backlinkCount = coalesce(b.backlinkCount, 0) + 1{set_props}
-RETURN row.pos AS pos"""
+RETURN collect(row.pos) AS done"""
+
+
+Q_PRESENT = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
+RETURN collect(n.id) AS ids"""
+"""Which of a batch's ids the account already holds (one lookup per import batch)."""
+
+
+def q_import_create(edge_groups: Sequence[tuple[str, bool]]) -> str:
+    """An import batch's new nodes in one ``CREATE`` (no MERGE: ``Q_PRESENT`` found none of them),
+    then their edges: to a node of the same statement by position (no index lookup, and
+    ``backlinkCount`` precomputed), to any other node of the account by key (``$out``, by
+    type). Returns the ``$out`` positions made. ``edge_groups``: ``(type, with properties)`` of
+    the positional edges, one ``$e<i>`` list each."""
+    parts = []
+    for i, (etype, with_props) in enumerate(edge_groups):
+        t = check_name(etype, "edge.type")
+        carry, set_props = (", e.p AS p", " SET r = p") if with_props else ("", "")
+        parts.append(f"CALL (ns) {{ UNWIND $e{i} AS e WITH ns[e.s] AS a, ns[e.t] AS b{carry} "
+                     f"CREATE (a)-[r:`{t}`]->(b){set_props} }}")
+    edges = "\n".join(parts)
+    return f"""UNWIND $nodes AS row
+CREATE (n:{BASE_LABEL}:$(row.labels)) SET n += row.props
+WITH collect(n) AS ns
+{edges}{chr(10) if edges else ""}CALL (ns) {{
+  UNWIND $out AS e
+  MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: e.target}})
+  WITH ns[e.s] AS a, b, e
+  CREATE (a)-[r:$(e.type)]->(b) SET r = e.p, b.backlinkCount = coalesce(b.backlinkCount, 0) + 1
+  RETURN collect(e.pos) AS done
+}}
+RETURN done"""
 
 
 def where_cypher(where: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -280,22 +317,32 @@ CALL (passed) {{
 RETURN got, floor, hits"""
 
 
-def q_vector_window(filters: str = "") -> str:
-    """Every wanted index's window in one query, guarded, cut at k by the index's score, then
-    re-scored exactly (only the k survivors: the index's own scores are quantized).
+def q_vector_windows(filters: str = "") -> str:
+    """The wanted indexes' windows in one query: per index how many it returned (``got``), its
+    lowest score (``floor``) and how many of them pass the guards (``passed``); and the top k of
+    the passing ones by the index's score, re-scored exactly (the index's scores are quantized).
 
-    ``$indexes`` is ``[{label, name}]``; an index whose label no node carries (``db.labels()``,
-    read from the count store in the same transaction) is not asked at all, so an install that
-    uses 6 of the 19 vector labels pays for 6 index searches, not 19."""
+    ``$indexes`` is ``[{label, name, fetch}]`` (each index its own window); an index whose label no
+    node carries (``db.labels()``, read from the count store) is not asked at all, so an install
+    that uses 6 of the 19 vector labels pays for 6 index searches, not 19."""
+    hit = ("{id: n.id, labels: labels(n), props: n {.*, embedding: null}, hasEmbedding: n.embedding IS NOT NULL, "
+           f"approx: approx, score: {COSINE}}}")
     return f"""CALL db.labels() YIELD label WITH collect(label) AS present
-UNWIND [i IN $indexes WHERE i.label IN present | i.name] AS indexName
-CALL (indexName) {{
-  CALL db.index.vector.queryNodes(indexName, $fetch, $vector) YIELD node, score RETURN node, score
+UNWIND [i IN $indexes WHERE i.label IN present] AS ix
+CALL (ix) {{
+  CALL db.index.vector.queryNodes(ix.name, ix.fetch, $vector) YIELD node AS n, score
+  WITH count(*) AS got, min(score) AS floor,
+       collect(CASE WHEN {GUARD} AND {LABEL_FILTER}{filters} THEN {{n: n, s: score}} END) AS passed
+  RETURN got, floor, passed
 }}
-WITH node AS n, max(score) AS approx WHERE {GUARD} AND {LABEL_FILTER}{filters}
-WITH n ORDER BY approx DESC, n.id LIMIT $k
-WITH n, {COSINE} AS score ORDER BY score DESC, n.id
-RETURN {NODE_RETURN}, score"""
+WITH collect({{name: ix.name, got: got, floor: floor, passed: size(passed)}}) AS stats, collect(passed) AS lists
+CALL (lists) {{
+  UNWIND lists AS list UNWIND list AS p
+  WITH p.n AS n, max(p.s) AS approx
+  WITH n, approx ORDER BY approx DESC, n.id LIMIT $k
+  RETURN collect({hit}) AS hits
+}}
+RETURN stats, hits"""
 
 
 def q_vector_count(filters: str = "") -> str:
@@ -356,9 +403,9 @@ def lint_statements() -> list[str]:
     within, _ = within_cypher(("c", "HAS_MESSAGE"))
     stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_MISSING,
              Q_REINGEST_TREE, Q_STORED, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
-             Q_LABEL_TOTAL, Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
+             Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
              Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type="MENTIONS"), q_delete_edge_guarded("MENTIONS"),
-             q_fulltext(), q_fulltext(where + within), q_vector_window(), q_vector_window(where + within),
+             q_fulltext(), q_fulltext(where + within), q_vector_windows(), q_vector_windows(where + within),
              q_vector_count(), q_vector_exact(where + within),
              q_upsert(["Person"]), q_upsert(["KnowledgeDocument", "Report"]), q_edges("HAS_SECTION"),
              q_edges("HAS_CHUNK", guarded=True),
@@ -402,6 +449,8 @@ class Neo4jStore(StoreEnv):
         self.database = database or None
         self._indexes: dict[str, tuple[str, int]] | None = None
         self._fulltext_warned = False
+        self._executor: Any = None
+        self.vector_threads = vector_threads(self.env)
         if apply_schema:
             self.ensure_schema()
 
@@ -564,7 +613,73 @@ class Neo4jStore(StoreEnv):
                      account_id: str) -> tuple[list[str], list[int]]:
         """One import batch in one transaction (UNWIND per label set and edge type)."""
         check_account(self.account_id, account_id)
-        return self.write(lambda tx: self._batch(tx, items, edges, account_id))
+        if any(item.id is None for item in items):  # a re-ingest by attachmentId: the general path
+            return self.write(lambda tx: self._batch(tx, items, edges, account_id))
+        return self.write(lambda tx: self._import(tx, items, edges, account_id))
+
+    def _import(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
+                account_id: str) -> tuple[list[str], list[int]]:
+        """An import batch: the ids the account lacks are created (``q_import_create``) with
+        their edges; ids it holds (or repeated in the batch) and their edges MERGE as in
+        :meth:`_batch`. Same result as ``_batch``: positions of edges whose target is unknown."""
+        now = iso(time.time())
+        ids = [item.id for item in items]
+        present = set(tx.run(Q_PRESENT, {"accountId": account_id, "ids": list(dict.fromkeys(ids))}).single()["ids"])
+        pos_of: dict[str, int] = {}
+        nodes, rest = [], []
+        for item, nid in zip(items, ids, strict=True):
+            if nid in present or nid in pos_of:
+                rest.append(item)
+                continue
+            pos_of[nid] = len(nodes)
+            props = _clean_props(item.properties)
+            props.update(accountId=account_id, id=nid, createdAt=now, updatedAt=now, backlinkCount=0)
+            keywords = keywords_of(item.properties)
+            if keywords:
+                props["keywordsLower"] = keywords
+            if item.embedding is not None:
+                props["embedding"] = item.embedding
+            nodes.append({"labels": list(item.labels), "props": props})
+        # A new node has no edges yet, so its edges are created (once each: a repeat in the batch
+        # merges its properties, as MERGE would); an old node's edges MERGE.
+        inner: dict[tuple[str, int, int], dict[str, Any]] = {}
+        outer: dict[tuple[str, int, str], dict[str, Any]] = {}
+        merged: list[tuple[int, tuple[str, str, str, Any]]] = []
+        for pos, (i, _, etype, to, props) in enumerate(edges):
+            s = pos_of.get(ids[i])
+            if s is None:
+                merged.append((pos, (ids[i], etype, to, props)))
+                continue
+            t = pos_of.get(to)
+            found = inner.get((etype, s, t)) if t is not None else outer.get((etype, s, to))
+            if found is not None:
+                found["p"].update(_clean_props(props or {}))
+                found.setdefault("also", []).append(pos)
+            elif t is not None:
+                inner[(etype, s, t)] = {"s": s, "t": t, "p": _clean_props(props or {})}
+                nodes[t]["props"]["backlinkCount"] += 1
+            else:
+                outer[(etype, s, to)] = {"pos": pos, "s": s, "target": to, "type": etype,
+                                         "p": _clean_props(props or {})}
+        missing: list[int] = []
+        if nodes:
+            groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+            for (etype, _, _), e in inner.items():
+                e.pop("also", None)
+                groups.setdefault((etype, bool(e["p"])), []).append(e)
+            params: dict[str, Any] = {"nodes": nodes, "accountId": account_id,
+                                      "out": [{k: v for k, v in e.items() if k != "also"} for e in outer.values()]}
+            params.update({f"e{i}": rows for i, rows in enumerate(groups.values())})
+            done = set(tx.run(q_import_create(list(groups)), params).single()["done"])
+            for e in outer.values():
+                if e["pos"] not in done:
+                    missing += [e["pos"], *e.get("also", ())]
+        if rest:
+            self._upsert(tx, rest, account_id)
+        if merged:
+            lost = self._edges(tx, [edge for _, edge in merged], account_id, known=ids)
+            missing += [merged[j][0] for j in lost]
+        return ids, sorted(missing)
 
     def _batch(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
                account_id: str, guards: Guards | None = None) -> tuple[list[str], list[int]]:
@@ -670,8 +785,7 @@ class Neo4jStore(StoreEnv):
             params.update(self._guard_params(guards), known=list(known))
         for (etype, with_props), rows in by_shape.items():
             query = q_edges(etype, guarded=guards is not None, props=with_props)
-            for rec in tx.run(query, {**params, "rows": rows}):
-                done.add(rec["pos"])
+            done.update(tx.run(query, {**params, "rows": rows}).single()["done"])
         return [pos for pos in range(len(wanted)) if pos not in done]
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str,
@@ -811,34 +925,61 @@ class Neo4jStore(StoreEnv):
                   **wparams, **iparams}
         if not wanted:  # no index holds vectors of this length: the guarded nodes, exactly
             return self._hits(self._rows(q_vector_exact(filters), params))
-        names = [{"label": lab, "name": indexes[lab][0]} for lab in wanted]
-        fetch = max(k * self.overfetch, self.min_fetch)
+        fetch = {indexes[lab][0]: max(k * self.overfetch, self.min_fetch) for lab in wanted}
+        label_of = {indexes[lab][0]: lab for lab in wanted}
+        query = q_vector_windows(filters)
+        best: dict[str, Any] = {}  # node id -> its hit (the highest index score of any window)
 
-        def window(tx: Any, size: int) -> list[Any]:
-            return list(tx.run(q_vector_window(filters), {**params, "indexes": names, "fetch": size}))
+        def windows(names: list[str]) -> list[Any]:
+            """The windows of ``names`` (their current sizes), on parallel read transactions."""
+            groups = [names[i::self.vector_threads] for i in range(min(self.vector_threads, len(names)))]
 
-        def work(tx: Any) -> list[Any]:
-            rows = window(tx, fetch)
-            if len(rows) >= k:
-                return rows
-            eligible = tx.run(q_vector_count(filters), params).single()["c"]
-            if len(rows) >= eligible:
-                return rows
-            if eligible <= self.exact_max:
-                return list(tx.run(q_vector_exact(filters), params))
-            total = sum(tx.run(Q_LABEL_TOTAL, {"label": lab}).single()["c"] for lab in wanted)
-            size = fetch
-            while size * WIDEN < total:
-                size *= WIDEN
-                rows = window(tx, size)
-                if len(rows) >= min(k, eligible):
-                    return rows
-            return list(tx.run(q_vector_exact(filters), params))
+            def one(group: list[str]) -> Any:
+                ixs = [{"label": label_of[n], "name": n, "fetch": fetch[n]} for n in group]
+                return self.read(lambda tx: tx.run(query, {**params, "indexes": ixs}).single())
 
-        return self._hits(self.read(work))
+            if len(groups) == 1:
+                return [one(groups[0])]
+            return list(self._pool().map(one, groups))
+
+        todo = list(fetch)
+        counted = False
+        while True:
+            stats = []
+            for found in windows(todo):
+                stats += found["stats"]
+                for hit in found["hits"]:
+                    if hit["id"] not in best or hit["approx"] > best[hit["id"]]["approx"]:
+                        best[hit["id"]] = hit
+            top = sorted(best.values(), key=lambda h: (-h["approx"], h["id"]))[:k]
+            kth = top[-1]["approx"] if len(top) >= k else None
+            # An index is done when its window held all it has, k of its own guarded nodes, or
+            # nothing below its window can beat the k-th: then the union holds the guarded top k.
+            todo = [st["name"] for st in stats
+                    if st["got"] >= fetch[st["name"]] and st["passed"] < k
+                    and (kth is None or kth <= st["floor"])]
+            if not todo:
+                return self._hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
+            if not counted and len(top) < k:  # selective guards: few enough candidates are scored exactly
+                counted = True
+                eligible = self.read(lambda tx: tx.run(q_vector_count(filters), params).single()["c"])
+                if len(best) >= eligible:
+                    return self._hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
+                if eligible <= self.exact_max:
+                    return self._hits(self._rows(q_vector_exact(filters), params))
+            for name in todo:
+                fetch[name] *= WIDEN
+
+    def _pool(self) -> Any:
+        """Threads that run one search's index windows side by side (``PLUGHOST_VECTOR_THREADS``)."""
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(self.vector_threads, thread_name_prefix="neo4j-vector")
+        return self._executor
 
     def _hits(self, rows: list[Any]) -> list[Hit]:
-        """Records to hits; Neo4j's cosine is (1 + cos) / 2, the port's is the cosine."""
+        """Records (or hit maps) to hits; Neo4j's cosine is (1 + cos) / 2, the port's is the cosine."""
         return [Hit(self._node(r), 2.0 * float(r["score"]) - 1.0) for r in rows]
 
     def expand(self, node_ids: Sequence[str], *, guards: Guards, limit: int = EXPAND_LIMIT) -> dict[str, list[Neighbor]]:
@@ -897,6 +1038,9 @@ class Neo4jStore(StoreEnv):
         }
 
     def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
         self.driver.close()
 
 

@@ -9,7 +9,6 @@ guards run on a score-ordered window or on the full guarded candidate set (see
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -18,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from host.errors import UserError
 from host.graph import Guards, Hit, Node
-from plugins.graph.common import check_embedding, guards_ok
+from plugins.graph.common import check_embedding, guards_ok, vector_threads  # noqa: F401 (re-exported)
 from plugins.graph.sqlite_store.sql import guard_sql, label_sql, where_sql, within_sql
 
 VECTOR_SPLIT_ROWS = 16384
@@ -37,16 +35,6 @@ def candidate_key(g: Guards, labels: Sequence[str] | None, dims: int, where: Map
     if where or within:
         key += (tuple(sorted((where or {}).items())), tuple(within) if within else None)
     return key
-
-
-def vector_threads(env: Mapping[str, str]) -> int:
-    """``PLUGHOST_VECTOR_THREADS``: threads that score one vector query (default: the cores, at most 4)."""
-    raw = (env.get("PLUGHOST_VECTOR_THREADS") or "").strip()
-    if not raw:
-        return max(1, min(os.cpu_count() or 1, 4))
-    if not raw.isdigit() or int(raw) < 1:
-        raise UserError(f"PLUGHOST_VECTOR_THREADS: expected a whole number of threads (1 or more), got {raw!r}")
-    return int(raw)
 
 
 class VectorSearch:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from graph_support import MIXED_LINES, big_file, write_jsonl
@@ -82,3 +83,64 @@ def test_graph_import_into_neo4j_batches_and_reimports(tmp_path: Path, plughost_
         assert "nodes=50 edges=49 skipped=0 errors=0 batches=8" in res.stderr
     assert neo.count(guards=Guards(ACCOUNT)) == 50
     assert len(neo.expand(["n10"], guards=Guards(ACCOUNT))["n10"]) == 2
+
+
+TRICKY_LINES: list[object] = [
+    {"id": "old", "labels": ["Person"], "properties": {"name": "Old"},
+     "edges": [{"type": "KNOWS", "to": "p1"}]},  # already stored: its edges MERGE
+    {"id": "p1", "labels": ["Person"], "properties": {"name": "One", "keywords": "A, b", "meta": {"x": 1}},
+     "edges": [{"type": "KNOWS", "to": "p2", "properties": {"since": 1}},
+               {"type": "KNOWS", "to": "p2", "properties": {"how": "work"}},  # a repeat merges its properties
+               {"type": "LIKES", "to": "p1"}, {"type": "KNOWS", "to": "old"}, {"type": "KNOWS", "to": "ghost"}]},
+    {"id": "p2", "labels": ["Person"], "properties": {"name": "Two"},
+     "edges": [{"type": "KNOWS", "to": "p9"}]},  # a later batch's node: a deferred edge
+    {"id": "p1", "labels": ["Chunk"], "properties": {"content": "again"},  # a repeated id in the batch
+     "edges": [{"type": "LIKES", "to": "p2"}, {"type": "LIKES", "to": "p1"}]},
+    {"id": "p3", "labels": ["Chunk"], "properties": {"content": "three"}, "embedding": [0.5] * 384,
+     "edges": [{"type": "PART_OF", "to": "p1", "properties": {"rank": 2}}]},
+    {"id": "p9", "labels": ["Person"], "properties": {"name": "Nine"}, "edges": [{"type": "KNOWS", "to": "p3"}]},
+]
+"""One import exercising every edge case of the create-new-nodes path: an id already stored, a
+repeated id and repeated edges in a batch, a self loop, edge properties, edges to a stored node,
+to a later batch and to no node, keywords, nested properties and an embedding."""
+
+
+def _dump(store, account: str) -> tuple[list[Any], list[Any]]:
+    nodes = store._rows("MATCH (n:GraphNode {accountId: $a}) RETURN n.id AS id, labels(n) AS labels, "
+                        "n {.*, createdAt: null, updatedAt: null, accountId: null} AS props ORDER BY id", {"a": account})
+    edges = store._rows("MATCH (a:GraphNode {accountId: $a})-[r]->(b) RETURN a.id AS s, type(r) AS t, b.id AS d, "
+                        "properties(r) AS p ORDER BY s, t, d", {"a": account})
+    return ([(r["id"], sorted(r["labels"]), {k: v for k, v in r["props"].items() if v is not None}) for r in nodes],
+            [(r["s"], r["t"], r["d"], r["p"]) for r in edges])
+
+
+def test_graph_import_creating_new_nodes_writes_what_merging_writes(tmp_path: Path, neo) -> None:
+    """The import's create path (ids the account lacks) against the MERGE path every other write
+    takes, over the same file in two accounts: the same nodes, labels, properties,
+    ``backlinkCount``s, edges and the same report."""
+    from plugins.graph.importer import import_jsonl
+    from plugins.graph.neo4j_store import Neo4jStore
+
+    class MergeOnly(Neo4jStore):
+        def import_batch(self, items, edges, *, account_id):
+            return self.write(lambda tx: self._batch(tx, items, edges, account_id))
+
+    other = "acct-neo4j-store-merge"
+    merge = MergeOnly(neo.driver, env={**neo4j_env(), "ACCOUNT_ID": other}, apply_schema=False)
+    merge.wipe_account(other)
+    seed, f = write_jsonl(tmp_path / "seed.jsonl", TRICKY_LINES[:1]), write_jsonl(tmp_path / "t.jsonl", TRICKY_LINES)
+    try:
+        summaries = []
+        for store, account in ((neo, ACCOUNT), (merge, other)):
+            import_jsonl(store, seed, account_id=account, progress=False)
+            s = import_jsonl(store, f, account_id=account, batch_size=5, progress=False)
+            summaries.append((s.nodes, s.edges, s.skipped, s.errors))
+        assert summaries[0] == summaries[1]
+        assert summaries[0][:3] == (6, 10, 0) and "ghost" in summaries[0][3][0]
+        got, want = _dump(neo, ACCOUNT), _dump(merge, other)
+        assert got == want
+        props = dict((i, p) for i, _, p in got[0])
+        assert props["p1"]["backlinkCount"] == 3 and props["p1"]["content"] == "again" and "meta" in props["p1"]
+        assert ("p1", "KNOWS", "p2", {"since": 1, "how": "work"}) in got[1]
+    finally:
+        merge.wipe_account(other)
