@@ -116,6 +116,28 @@ def build_request(hook: Mapping[str, Any], ctx: context.Context) -> dict[str, An
             "budget": ctx.budget, "limit": ctx.limit, **ctx.as_json()}
 
 
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0
+    return pid > 0
+
+
+def verified(line: bytes, token: str, challenge: str) -> bool:
+    """Whether the listener's reply proves it holds the token (``server.proof``)."""
+    import hmac
+
+    try:
+        got = json.loads(line).get("proof")
+    except (ValueError, AttributeError):
+        return False
+    want = hmac.new(token.encode(), ("plughost-surface-proof:" + challenge).encode(), "sha256").hexdigest()
+    return isinstance(got, str) and hmac.compare_digest(got, want)
+
+
 class Unavailable(Exception):
     """No warm server to ask (no discovery file, nothing listening): the cold path may run."""
 
@@ -127,14 +149,21 @@ def ask_warm(home: str, request: Mapping[str, Any], timeout: float) -> dict[str,
         with open(os.path.join(home, "credentials", "surface-token"), encoding="utf-8") as fh:
             token = fh.read().strip()
         address = (str(where["host"]), int(where["port"]))
+        pid = int(where["pid"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise Unavailable(type(exc).__name__) from None
+    if not pid_alive(pid):
+        raise Unavailable("stale")  # serve died; its port may be anyone's now
     try:
         sock = socket.create_connection(address, timeout=timeout)
     except ConnectionRefusedError:
         raise Unavailable("refused") from None
     with sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        challenge = os.urandom(16).hex()
+        sock.sendall((json.dumps({"challenge": challenge}) + "\n").encode())
+        if not verified(sock.makefile("rb").readline(400), token, challenge):
+            raise Unavailable("unverified")  # not the serve that wrote surface.json: tell it nothing
         sock.sendall((json.dumps({"token": token, "request": request}) + "\n").encode("utf-8"))
         chunks = []
         while True:

@@ -4,8 +4,9 @@ Every prompt pays for this process, so it imports nothing that is not already lo
 (``python -S -I``: ``sys``, ``posix``, ``time``) but the C halves of ``json`` and ``socket``
 (``_json``, ``_socket``): no ``re``, ``enum``, ``dataclasses`` or ``pathlib`` import chain. It
 reads the config dir's ``settings.json`` env under the process env, finds the server through
-``<PLUGHOST_HOME>/run/surface.json``, and sends one line ``{"hook", "token", "env"}`` with the
-hook input as it came; the server decides and answers exactly as ``client.py`` would
+``<PLUGHOST_HOME>/run/surface.json`` (its ``pid`` must be alive, and the listener must answer a
+random challenge with the token's HMAC before anything else is sent), and sends one line
+``{"hook", "token", "env"}`` with the hook input as it came; the server decides and answers exactly as ``client.py`` would
 (``server.answer_hook``) and sends back the log fields and what to print.
 
 Anything off the warm path (no account here, no server listening, surfacing off, an odd home)
@@ -147,6 +148,39 @@ def timeout(env: dict[str, str]) -> float:
         return WARM_TIMEOUT_MS / 1000
 
 
+def alive(pid: int) -> bool:
+    try:
+        posix.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0
+    return pid > 0
+
+
+def read_line(sock: "_socket.socket") -> bytes:
+    """One reply line (the proof), at most 400 bytes."""
+    got = b""
+    while not got.endswith(b"\n") and len(got) < 400:
+        chunk = sock.recv(400 - len(got))
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def proven(line: bytes, token: str, challenge: str) -> bool:
+    """``server.proof``: HMAC-SHA256 of the challenge under the token (``_hashlib``, a C module)."""
+    import _hashlib  # noqa: PLC0415 - only once a server answered
+
+    want = _hashlib.hmac_digest(token.encode(), ("plughost-surface-proof:" + challenge).encode(), "sha256").hex()
+    try:
+        got = loads(line.decode("utf-8", "replace"))
+    except Slow:
+        return False
+    return isinstance(got, dict) and got.get("proof") == want
+
+
 def warm(raw: bytes) -> None:
     """One round trip, or :class:`Slow` before anything was sent."""
     env = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
@@ -162,8 +196,11 @@ def warm(raw: bytes) -> None:
     home = expand(home, env) if home else expand("~/.plughost", env)
     where = loads(read(home + "/run/surface.json"))
     token = read(home + "/credentials/surface-token").strip()
-    if not isinstance(where, dict) or not isinstance(where.get("host"), str) or not isinstance(where.get("port"), int):
+    if not isinstance(where, dict) or not isinstance(where.get("host"), str) or not isinstance(where.get("port"), int) \
+            or not isinstance(where.get("pid"), int):
         raise Slow("discovery")
+    if not alive(where["pid"]):
+        raise Slow("stale")  # serve died without removing surface.json: its port may be anyone's now
     enc = _json.encode_basestring_ascii
     sent = ",".join(f"{enc(k)}:{enc(merged[k])}" for k in SENT_KEYS if k in merged)
     hook = raw.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")  # whitespace outside strings
@@ -182,6 +219,10 @@ def warm(raw: bytes) -> None:
             return
         try:
             sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+            challenge = posix.urandom(16).hex()
+            sock.sendall(b'{"challenge":"' + challenge.encode() + b'"}\n')
+            if not proven(read_line(sock), token, challenge):
+                raise Slow("unverified")  # not the serve that wrote surface.json: it learns nothing
             sock.sendall(line)
             chunks = []
             while chunk := sock.recv(65536):

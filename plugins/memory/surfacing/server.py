@@ -2,8 +2,10 @@
 
 The hook process is short-lived; the store, its vector matrix and the embedder are not. So
 ``plughost serve`` (the memory plugin's startup hook) listens on ``127.0.0.1`` on a free port
-and writes ``<PLUGHOST_HOME>/run/surface.json`` (``{host, port, pid}``); a hook reads it and
-sends one JSON line, ``{"token", "request"}``, and reads one JSON line back. The token lives
+and writes ``<PLUGHOST_HOME>/run/surface.json`` (``{host, port, pid}``); a hook reads it, checks
+that ``pid`` is alive, sends ``{"challenge": random hex}`` and checks the ``{"proof"}`` reply
+(HMAC-SHA256 under the token), and only then sends one JSON line, ``{"token", "request"}``, and
+reads one JSON line back: after serve died, whatever listens on its old port learns nothing. The token lives
 in ``<PLUGHOST_HOME>/credentials/surface-token`` (0600): a caller that can read it can read the
 store file as well, so it proves exactly the access the answer needs. The listener is plain
 ``socketserver`` on purpose: one round trip, no HTTP framing, no event loop to share.
@@ -56,12 +58,41 @@ def ensure_token(home: Path) -> str:
     return token
 
 
+PROOF_PREFIX = "plughost-surface-proof:"
+
+
+def proof(token: str, challenge: str) -> str:
+    """HMAC-SHA256 of the hook's challenge under the token: what only the real listener can answer
+    (``hook.py`` and ``client.py`` compute the same before sending the token, prompt or env)."""
+    return hmac.new(token.encode(), (PROOF_PREFIX + challenge).encode(), "sha256").hexdigest()
+
+
+def parse_challenge(line: bytes) -> str | None:
+    """The ``{"challenge": hex}`` first line of a hook's connection, or None (an old-style request)."""
+    if not line.startswith(b'{"challenge"') or len(line) > 200:
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    value = data.get("challenge") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and 16 <= len(value) <= 128 else None
+
+
 class _Handler(socketserver.StreamRequestHandler):
     server: _Server
 
     def handle(self) -> None:
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         line = self.rfile.readline(MAX_REQUEST + 1)
+        challenge = parse_challenge(line)
+        if challenge is not None:  # the hook asks us to prove we hold the token before it sends anything
+            try:
+                self.wfile.write((json.dumps({"proof": proof(self.server.owner.token, challenge)}) + "\n").encode())
+                self.wfile.flush()
+            except OSError:
+                return
+            line = self.rfile.readline(MAX_REQUEST + 1)
         reply = self.server.owner.answer(line)
         try:
             self.wfile.write(reply if isinstance(reply, bytes) else

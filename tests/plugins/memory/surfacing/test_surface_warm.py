@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -82,7 +83,8 @@ def test_a_server_that_never_answers_does_not_block(tmp_path: Path, plughost_hom
     held: list[socket.socket] = []
     threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True).start()
     (plughost_home / "run").mkdir()
-    (plughost_home / "run" / "surface.json").write_text(json.dumps({"host": "127.0.0.1", "port": listener.getsockname()[1]}))
+    (plughost_home / "run" / "surface.json").write_text(json.dumps({"host": "127.0.0.1", "port": listener.getsockname()[1],
+                                                                             "pid": os.getpid()}))
     (plughost_home / "credentials").mkdir()
     (plughost_home / "credentials" / "surface-token").write_text("t")
     cfg = config_dir(tmp_path, "cfg", ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none",
@@ -112,3 +114,57 @@ def test_the_first_stage_forwards_any_json_layout_and_stdin_cannot_widen(served:
     assert "falcon-budget" not in run.context and "two million" not in run.context
     garbage = run_hook(b'{"prompt": "Project Falcon budget board"', cfg, cwd)  # type: ignore[arg-type]
     assert garbage.returncode == 0 and garbage.stdout == "" and "reason=stdin-not-a-json-object" in garbage.line("hook")
+
+
+class Imposter:
+    """Whatever listens on a port after serve died: records every byte, answers every line with junk."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.received = b""
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                conn.settimeout(2)
+                try:
+                    while chunk := conn.recv(65536):
+                        self.received += chunk
+                        conn.sendall(b'{"proof": "0000", "ok": true, "output": null}\n')
+                except OSError:
+                    pass
+
+
+def test_a_dead_serves_port_learns_nothing(served: dict[str, object], tmp_path: Path) -> None:
+    """After serve dies its surface.json stays; a listener now on that port (or any listener behind a
+    live pid that cannot prove it holds the token) gets no token, prompt or environment."""
+    home, cfg, cwd, proc = served["home"], served["cfg"], served["cwd"], served["proc"]
+    token = (home / "credentials" / "surface-token").read_text().strip()  # type: ignore[operator]
+    where = json.loads((home / "run" / "surface.json").read_text())  # type: ignore[operator]
+    proc.kill()  # type: ignore[attr-defined]
+    proc.wait()  # type: ignore[attr-defined]
+    imposter = Imposter(where["port"])  # the old port, now someone else's
+    try:
+        run = run_hook(hook_input(PROMPT, "s-dead"), cfg, cwd)  # type: ignore[arg-type]
+        assert "path=cold result=ok" in run.line("hook") and "(id: falcon-budget)" in run.context
+        assert imposter.connections == 0  # the pid is gone: the port is not even tried
+        # a live pid (this test's) whose listener cannot answer the challenge
+        (home / "run" / "surface.json").write_text(json.dumps({**where, "pid": os.getpid()}))  # type: ignore[operator]
+        run = run_hook(hook_input(PROMPT, "s-live"), cfg, cwd)  # type: ignore[arg-type]
+        assert "path=cold result=ok" in run.line("hook") and "(id: falcon-budget)" in run.context
+        assert imposter.connections >= 1
+        assert token.encode() not in imposter.received and b"Falcon" not in imposter.received
+        assert ACCOUNT.encode() not in imposter.received and b"challenge" in imposter.received
+    finally:
+        imposter.sock.close()
