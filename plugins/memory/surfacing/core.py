@@ -89,6 +89,28 @@ class SurfaceResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
+CONTENT_MIN_CHARS = 20
+"""Shorter texts are not compared for content repeats (a one-word text is contained everywhere)."""
+
+
+def content_key(text: str) -> str:
+    """An item's text for the content no-repeat rule: lower case, whitespace folded, the first 400
+    characters (what a session file keeps of each item shown); '' when too short to compare."""
+    key = " ".join(text.lower().split())[:400]
+    return key if len(key) >= CONTENT_MIN_CHARS else ""
+
+
+def rank_follow_up(own: list[Any], folded: list[Any]) -> list[Any]:
+    """A follow-up's finds: those both searches found (in its own order), its own, then the fold's."""
+    def ident(item: Any) -> Any:
+        return item.get("id") if isinstance(item, Mapping) else None
+
+    folded_ids = {ident(i) for i in folded}
+    own_ids = {ident(i) for i in own}
+    return ([i for i in own if ident(i) in folded_ids] + [i for i in own if ident(i) not in folded_ids]
+            + [i for i in folded if ident(i) not in own_ids])
+
+
 def render(items: list[dict[str, Any]], budget: int) -> tuple[str, list[dict[str, Any]]]:
     """The context block and the items that fit ``budget`` characters (best first; a line that does
     not fit whole is shortened, never its id)."""
@@ -166,9 +188,19 @@ def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
         return result
     exclude = sorted(state.surfaced_set)
     t = time.perf_counter()
+    base = decision.base
+
+    def search(query: str) -> list[Any]:
+        return list(host.first(hooktable.SURFACE_CONTEXT, query=query, guards=request.guards(), limit=limit,
+                               exclude=exclude) or [])
+
     try:
-        found = host.first(hooktable.SURFACE_CONTEXT, query=decision.query, guards=request.guards(),
-                           limit=limit, exclude=exclude)
+        found = search(decision.query)
+        if decision.alone:  # the follow-up's own topic first: found by both, then by it alone, then the fold's
+            own = search(decision.alone)
+            if own:
+                base = decision.alone
+                found = rank_follow_up(own, found)
     except Exception as exc:
         ms = (time.perf_counter() - started) * 1000
         log("surface", "op=error", reason="search-failed", **fields,
@@ -176,15 +208,22 @@ def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
         return SurfaceResult(None, "search-failed", stats={"ms": ms})
     search_ms = (time.perf_counter() - t) * 1000
     seen = state.surfaced_set
+    texts = [t for t in (content_key(v.get("text", "")) for v in state.shown.values()) if t]
     fresh = []
     for item in found or []:
-        if isinstance(item, Mapping) and isinstance(item.get("id"), str) and item["id"] not in seen:
-            seen.add(item["id"])
-            fresh.append(dict(item))
+        if not (isinstance(item, Mapping) and isinstance(item.get("id"), str)) or item["id"] in seen:
+            continue
+        key = content_key(str(item.get("text") or ""))
+        if key and any(key in t or t in key for t in texts):
+            continue  # the same words under another id (a Document's Section): shown already
+        seen.add(item["id"])
+        if key:
+            texts.append(key)
+        fresh.append(dict(item))
     repeats = len(found or []) - len(fresh)
     text, kept = render(fresh[:limit], budget)
-    if path is not None and (kept or decision.base):
-        sessions.append(path, {"query": decision.query, "base": decision.base, "folded": decision.folded,
+    if path is not None and (kept or base):
+        sessions.append(path, {"query": decision.query, "base": base, "folded": decision.folded,
                                "items": [i["id"] for i in kept],
                                "shown": {i["id"]: {"title": str(i.get("title") or "")[:200],
                                                    "text": str(i.get("text") or "")[:400]} for i in kept}})

@@ -2,7 +2,8 @@
 
 Greetings, acknowledgements, slash commands and very short prompts are skipped; a short
 follow-up ("and the second one?", "why?") is folded into the session's previous query so it
-still finds the thread's memory.
+still finds the thread's memory; one that names something of its own ("what about wombat") is
+also searched by itself (``Decision.alone``), and those finds rank first.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class Decision:
     reason: str
     base: str = ""
     folded: bool = False
+    alone: str = ""
+    """A folded follow-up that names something of its own ("what about wombat"): searched by itself
+    too, and its finds rank first, so folding never drowns the new topic in the old one."""
 
 
 def words(text: str) -> list[str]:
@@ -74,7 +78,8 @@ def decide(prompt: str, previous: str | None = None) -> Decision:
     text = text[:QUERY_MAX_CHARS]
     if previous and looks_like_follow_up(text, tokens):
         folded = (previous[: max(0, QUERY_MAX_CHARS - len(text) - 1)] + " " + text).strip()
-        return Decision(folded, "follow-up", base=previous, folded=True)
+        own = [t for t in tokens if t not in STOPWORDS and t not in FOLLOW_UP_WORDS and len(t) > 1]
+        return Decision(folded, "follow-up", base=previous, folded=True, alone=text if own else "")
     if len(tokens) < MIN_WORDS:
         return Decision(None, "too-short")
     return Decision(text, "search", base=text)
