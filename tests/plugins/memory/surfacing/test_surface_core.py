@@ -21,7 +21,7 @@ class _Brand:
     @hookimpl
     def plughost_surface_context(self, query: str, guards: Guards, limit: int, exclude: list[str]):
         self.calls.append({"query": query, "guards": guards, "limit": limit, "exclude": list(exclude)})
-        return [{"id": f"brand-{i}", "label": "Note", "title": f"Brand note {i}", "text": "x" * 50, "score": 1.0}
+        return [{"id": f"brand-{i}", "label": "Note", "title": f"Brand note {i}", "text": f"brand text {i} " * 5, "score": 1.0}
                 for i in range(limit + 2) if f"brand-{i}" not in exclude]
 
 
