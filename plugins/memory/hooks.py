@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from host.embedding import Embedder
     from host.graph import Guards
     from host.manager import Host
-    from host.types import CliCommand, CollectionSource, RetrievalBoost, Tool
+    from host.types import CliCommand, CollectionSource, Gate, RetrievalBoost, Tool
 
 
 @hookimpl
@@ -134,6 +134,13 @@ def plughost_startup_surfacing(host: Host) -> None:
 
     start(host)
     watch.start(host)
+
+
+@hookimpl
+def plughost_boot_gates(host: Host) -> list[Gate]:
+    from plugins.memory.surfacing.settings_gate import surface_settings_gate
+
+    return [surface_settings_gate()]
 
 
 @hookimpl

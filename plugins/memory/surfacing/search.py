@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from host import hooktable
 from host.graph import Guards
+from host.log import log
 from plugins.memory.recall import boost as recall_boost
 from plugins.memory.recall import cached_decisions, ranking_enabled
 from plugins.memory.surfacing import rules
@@ -33,10 +34,18 @@ DEFAULT_MIN_SIMILARITY = 0.3
 
 
 def _float(env: Any, name: str, default: float) -> float:
-    try:
-        return float(env.get(name, "") or default)
-    except ValueError:
+    """A floor setting; a value that is no number between 0 and 1 is one ``bad-setting`` line and the default."""
+    raw = str(env.get(name, "") or "").strip()
+    if not raw:
         return default
+    try:
+        value = float(raw)
+        if 0.0 <= value <= 1.0:
+            return value
+    except ValueError:
+        pass
+    log("surface", "op=error", reason="bad-setting", name=name, expected="0..1", got=raw[:40], using=default)
+    return default
 
 
 def item_of(row: Any) -> dict[str, Any]:

@@ -48,3 +48,28 @@ def test_the_hooks_budget_and_limit_apply_and_bad_ones_fall_back(tmp_path: Path,
     finally:
         if proc is not None:
             stop_process(proc, 20)
+
+
+def test_boot_check_reports_a_bad_surfacing_setting(tmp_path: Path, plughost_home: Path) -> None:
+    from tests.conftest import run_cli
+
+    cfg = config_dir(tmp_path, "cfg", ACCOUNT_ID=ACCOUNT, PLUGHOST_SURFACE_LIMIT="0")
+    out = run_cli("boot", "--check", "--config-dir", str(cfg), env={"ACCOUNT_ID": ACCOUNT,
+                                                                    "PLUGHOST_SURFACE_BUDGET": "99999999"})
+    lines = out.stderr.splitlines() + out.stdout.splitlines()
+    assert ("[surface] op=error reason=bad-setting name=PLUGHOST_SURFACE_BUDGET expected=200..100000 got=99999999 "
+            "using=2000 where=env") in lines
+    assert any(ln.startswith("[surface] op=error reason=bad-setting name=PLUGHOST_SURFACE_LIMIT expected=1..20 got=0 ")
+               and "settings.json" in ln for ln in lines), lines
+    good = run_cli("boot", "--check", env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_SURFACE_BUDGET": "500"})
+    assert "startup-self-test surface-settings=ok inspected=1" in good.stderr + good.stdout
+
+
+def test_a_bad_floor_is_one_line_and_the_default(make_host, plughost_home: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    from plugins.memory.surfacing.core import SurfaceRequest, surface
+
+    seed(plughost_home)
+    result = surface(make_host(PLUGHOST_SURFACE_MIN_BM25="lots"), SurfaceRequest("s-floor", PROMPT, ACCOUNT))
+    assert result.items  # surfacing goes on
+    err = capfd.readouterr().err
+    assert "[surface] op=error reason=bad-setting name=PLUGHOST_SURFACE_MIN_BM25 expected=0..1 got=lots using=0.5" in err

@@ -1,0 +1,47 @@
+"""The ``surface-settings`` boot gate: an out-of-range surfacing setting is reported at ``boot --check``.
+
+At prompt time a bad ``PLUGHOST_SURFACE_BUDGET`` / ``_LIMIT`` only logs a ``bad-setting`` line and
+the default applies (surfacing must never block a prompt), so the gate is where a person sees it
+before the day starts. It reads the process env and, with ``--config-dir``, the Claude Code config
+dir's ``settings.json`` env (where the hook reads its own). Informational: never fatal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from host.log import format_line
+from host.types import Gate, GateContext, GateResult
+
+NAME = "surface-settings"
+
+
+def check_surface_settings(ctx: GateContext) -> GateResult:
+    from plugins.memory.surfacing import context
+    from plugins.memory.surfacing.core import SETTINGS, setting
+
+    sources: list[tuple[str, dict[str, Any]]] = [("env", dict(ctx.env))]
+    config_dir = ctx.extras.get("config_dir")
+    if config_dir:
+        sources.append((f"{config_dir}/settings.json", context.settings_env(str(config_dir))))
+    result = GateResult(status="ok")
+    for where, env in sources:
+        for name, (default, low, high) in SETTINGS.items():
+            if not str(env.get(name, "")).strip():
+                continue
+            result.inspected += 1
+            _, problem = setting({name: str(env[name])}, name)
+            if problem is not None:
+                fields = {"reason": "bad-setting", "name": name, "expected": f"{low}..{high}",
+                          "got": str(env[name]).strip()[:40], "using": default, "where": where}
+                result.lines.append(format_line("surface", "op=error", **fields))
+                result.defects.append(fields)
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(format_line(None, "startup-self-test", **{NAME: "ok"}, inspected=result.inspected))
+    return result
+
+
+def surface_settings_gate() -> Gate:
+    return Gate(NAME, check=check_surface_settings, fatal=False, order=90)
