@@ -168,3 +168,15 @@ def test_a_dead_serves_port_learns_nothing(served: dict[str, object], tmp_path: 
         assert ACCOUNT.encode() not in imposter.received and b"challenge" in imposter.received
     finally:
         imposter.sock.close()
+
+
+def test_the_first_stages_hmac_is_the_servers_proof() -> None:
+    import sys
+
+    from plugins.memory.surfacing.server import PROOF_PREFIX, proof
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "plugins" / "memory" / "surfacing"))
+    import hook  # type: ignore[import-not-found]
+
+    for token in ("t", "a" * 64, "b" * 100):
+        assert hook.hmac_sha256(token.encode(), (PROOF_PREFIX + "c" * 32).encode()) == proof(token, "c" * 32)
