@@ -182,13 +182,16 @@ def main() -> int:
 
     texts: list[list[str]] = []
     batch: list[str] = []
-    for i, f in enumerate(sorted(sub.rglob("*.md"))):
+    limits = probe.batch_limits()  # the sync's batches
+    limit, in_batch = next(limits), 0
+    for f in sorted(sub.rglob("*.md")):
         st = NoteState(str(f.relative_to(sub)), "n", "kd", "h", 0, 0, "", [], [], [])
         note_rows, _, _ = probe._rows(st, f.read_text(encoding="utf-8"))
         batch.extend(embedding_text(r["labels"], r["properties"]) or "" for r in note_rows)
-        if (i + 1) % probe.batch_notes == 0:
+        in_batch += 1
+        if in_batch == limit:
             texts.append(batch)
-            batch = []
+            batch, limit, in_batch = [], next(limits), 0
     if batch:
         texts.append(batch)
     probe.close()

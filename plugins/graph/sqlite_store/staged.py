@@ -139,6 +139,7 @@ def write_staged(store: SqliteStore, conn: sqlite3.Connection, parts: Sequence[S
         fast = [(k, f) for k, f in fast if (k, f[0]) not in demote]
     ids: dict[tuple[int, int], str] = {}
     rids: dict[str, int] = {}
+    fresh: dict[str, int] = {}
     if slow:
         for _, _, item in slow:
             if item.id in vectors:
@@ -146,16 +147,38 @@ def write_staged(store: SqliteStore, conn: sqlite3.Connection, parts: Sequence[S
         slow_ids, rids = store._upsert(conn, [s[2] for s in slow], account_id, guards)
         ids.update(((k, i), nid) for (k, i, _), nid in zip(slow, slow_ids, strict=True))
     if fast:
-        _insert_fast(conn, [f for _, f in fast], account_id, vectors, rids)
+        _insert_fast(conn, [f for _, f in fast], account_id, vectors, fresh)
+        rids.update(fresh)
         ids.update(((k, f[0]), f[1]) for k, f in fast)
     wanted = [(ids[(k, i)], t, to, p) for k, part in enumerate(parts) for i, _, t, to, p in part.edges]
-    missing = store._edges(conn, wanted, account_id, rids, guards)
+    rest = _insert_fresh_edges(conn, wanted, fresh, rids)
+    missing = [rest[m] for m in store._edges(conn, [wanted[i] for i in rest], account_id, rids, guards)]
     if missing:
         where = [(k, i, j, to) for k, part in enumerate(parts) for i, j, _, to, _ in part.edges][missing[0]]
         prefix = f"parts[{where[0]}]." if len(parts) > 1 else ""
         raise UserError(f"{prefix}rows[{where[1]}].edges[{where[2]}].to: node '{where[3]}' not found in account "
                         f"'{account_id}'")
     return sum(part.size for part in parts)
+
+
+def _insert_fresh_edges(conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], fresh: Mapping[str, int],
+                        rids: Mapping[str, int]) -> list[int]:
+    """Insert the edges from a node this write created to a node it wrote; returns the positions of
+    the others (for the store's edge MERGE). A new node has no stored edge, so only copies within
+    the write meet: the last properties given win, as in the MERGE."""
+    plain: dict[tuple[int, str, int], Any] = {}
+    rest: list[int] = []
+    for pos, (src, etype, dst, props) in enumerate(wanted):
+        s, d = fresh.get(src), rids.get(dst)
+        if s is None or d is None:
+            rest.append(pos)
+        elif props or (s, etype, d) not in plain:
+            plain[(s, etype, d)] = props
+    if plain:
+        now = time.time()
+        conn.executemany("INSERT INTO edges (source, type, target, properties, created_at) VALUES (?,?,?,?,?)",
+                         [(s, etype, d, json.dumps(p) if p else None, now) for (s, etype, d), p in plain.items()])
+    return rest
 
 
 def _insert_fast(conn: sqlite3.Connection, fast: list[FastRow], account_id: str,

@@ -50,27 +50,44 @@ class State:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
+        self._notes: dict[str, NoteState] | None = None  # what this object read and wrote since
 
     def notes(self) -> dict[str, NoteState]:
-        out = {}
-        for r in self.conn.execute("SELECT relpath, note_id, doc_id, hash, size, mtime_ns, title, aliases, links, edges "
-                                   "FROM notes"):
-            out[r[0]] = NoteState(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]),
-                                  [tuple(x) for x in json.loads(r[8])], json.loads(r[9]))
-        return out
+        """Every note's state: read once, then kept in step with this object's own writes (a
+        sync reads it at its start and again to resolve links; the second read is free)."""
+        if self._notes is None:
+            out = {}
+            for r in self.conn.execute("SELECT relpath, note_id, doc_id, hash, size, mtime_ns, title, aliases, links, "
+                                       "edges FROM notes"):
+                out[r[0]] = NoteState(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]),
+                                      [tuple(x) for x in json.loads(r[8])], json.loads(r[9]))
+            self._notes = out
+        return dict(self._notes)
 
     def put(self, notes: Iterable[NoteState]) -> None:
+        notes = list(notes)
         with self.transaction():
             self.conn.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?)", [n.row() for n in notes])
+        if self._notes is not None:
+            self._notes.update((n.relpath, n) for n in notes)
 
     def drop(self, relpaths: Iterable[str]) -> None:
+        relpaths = list(relpaths)
         with self.transaction():
             self.conn.executemany("DELETE FROM notes WHERE relpath = ?", [(r,) for r in relpaths])
+        if self._notes is not None:
+            for r in relpaths:
+                self._notes.pop(r, None)
 
     def set_edges(self, items: Iterable[tuple[str, list[str]]]) -> None:
+        items = list(items)
         with self.transaction():
             self.conn.executemany("UPDATE notes SET edges = ? WHERE relpath = ?",
                                   [(json.dumps(e), r) for r, e in items])
+        if self._notes is not None:
+            for r, e in items:
+                if r in self._notes:
+                    self._notes[r].edges = list(e)
 
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

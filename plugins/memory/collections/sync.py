@@ -49,7 +49,12 @@ JUNK_DIRS = frozenset({
     "bower_components", "vendor", "Trash", "$RECYCLE.BIN", "_build", "coverage",
 })
 """Folders never indexed, on top of every hidden folder (``.git``, ``.obsidian``, ``.trash``, ``.venv`` ...)."""
-BATCH_NOTES = 256
+BATCH_NOTES = 512
+"""Notes per store transaction (fewer commits rewrite the index pages fewer times)."""
+RAMP_NOTES = 64
+"""The first batch; each next one doubles up to ``batch_notes``, so writing starts early."""
+PIECE_NOTES = 128
+"""Notes per parse worker task."""
 LINK_EDGE = "LINKS_TO"
 MAX_FILE_BYTES = 8 << 20
 PARALLEL_MIN_NOTES = 256
@@ -521,7 +526,7 @@ class Syncer:
                 self.stop()
                 yield i, self._parse_one(st, text)
             return
-        step = self.batch_notes
+        step = min(self.batch_notes, PIECE_NOTES)
         pieces = [list(range(start, min(start + step, len(todo)))) for start in range(0, len(todo), step)]
         context = multiprocessing.get_context("fork")
         with _forked(self), ProcessPoolExecutor(workers, mp_context=context, initializer=_orphan_watch,
@@ -543,6 +548,13 @@ class Syncer:
 
     def _collect(self, piece: list[int], future: Future[list[_Parsed]]) -> Iterator[tuple[int, _Parsed]]:
         yield from zip(piece, future.result(), strict=True)
+
+    def batch_limits(self) -> Iterator[int]:
+        """The notes of each write (and embed) batch in turn: ``RAMP_NOTES``, doubling to ``batch_notes``."""
+        limit = min(RAMP_NOTES, self.batch_notes)
+        while True:
+            yield limit
+            limit = min(self.batch_notes, limit * 2)
 
     def _workers(self, notes: int) -> int:
         """Parse processes for ``notes`` notes (``PLUGHOST_COLLECTIONS_WORKERS``; 0 = parse here)."""
@@ -573,6 +585,8 @@ class Syncer:
     def _write_all(self, todo: list[tuple[NoteState, str, bool, bool]]) -> None:
         def batches() -> Iterator[list[_Work]]:
             batch: list[_Work] = []
+            limits = self.batch_limits()
+            limit = next(limits)
             for i, result in self._parsed(todo):
                 st, _text, existing, reuse = todo[i]
                 if isinstance(result, str):
@@ -587,9 +601,10 @@ class Syncer:
                     self._names_changed = True  # notes linking to its old title resolve elsewhere now
                 st.links, st.title, st.aliases = links, names[-1], names[:-1]
                 batch.append(_Work(st, rows, ids, texts, existing, reuse))
-                if len(batch) >= self.batch_notes:
+                if len(batch) >= limit:
                     yield batch
                     batch = []
+                    limit = next(limits)
             if batch:
                 yield batch
 
