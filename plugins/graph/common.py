@@ -167,10 +167,11 @@ def check_embedding(vector: Any, what: str = "embedding") -> list[float] | None:
     if not values:
         raise UserError(f"{what}: expected a non-empty list of numbers")
     try:
-        out = [float(v) for v in values]
+        out = list(map(float, values))
     except (TypeError, ValueError):
         raise UserError(f"{what}: expected a list of numbers") from None
-    if not all(math.isfinite(v) for v in out):
+    # a NaN or an infinity makes the sum non-finite; only then (or on an overflowing sum) look closer
+    if not math.isfinite(sum(out)) and not all(math.isfinite(v) for v in out):
         raise UserError(f"{what}: expected finite numbers")
     return out
 

@@ -84,6 +84,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.path = Path(path)
         self.env = dict(os.environ if env is None else env)
         self.vector_threads = vector_threads(self.env)  # checked before the file is opened
+        self.vector_threads_set = bool((self.env.get("PLUGHOST_VECTOR_THREADS") or "").strip())
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._import_lock = threading.Lock()  # one bulk import at a time per connection (its temp tables)
@@ -612,14 +613,18 @@ class SqliteStore(StoreEnv, VectorSearch):
                f"SELECT e.type, 'in', e.properties, {cols} FROM edges e JOIN nodes m ON m.rid = e.source "
                f"WHERE e.target = ? AND {cond}) LIMIT ?")
         out: dict[str, list[Neighbor]] = {}
+        ids = list(dict.fromkeys(node_ids))
         with self._lock:
-            for nid in dict.fromkeys(node_ids):
-                origin = self.conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ? AND deleted_at IS NULL",
-                                           (nid, g.account_id)).fetchone()
-                if origin is None:
+            origins: dict[str, int] = {}  # every origin's rid in one statement (per 500)
+            for part in chunks(ids):
+                origins.update(self.conn.execute(f"SELECT id, rid FROM nodes WHERE id IN ({marks(len(part))}) "
+                                                 "AND +account_id = ? AND deleted_at IS NULL", [*part, g.account_id]))
+            for nid in ids:
+                rid = origins.get(nid)
+                if rid is None:
                     out[nid] = []
                     continue
-                rows = self.conn.execute(sql, [origin[0], *params, origin[0], *params, limit]).fetchall()
+                rows = self.conn.execute(sql, [rid, *params, rid, *params, limit]).fetchall()
                 out[nid] = [Neighbor(self._node(r[3:]), r[0], r[1], json.loads(r[2]) if r[2] else {}) for r in rows]
         return out
 

@@ -109,6 +109,7 @@ def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
                 for threads, split_rows in ((1, 16384), (3, 1)):
                     store.vector_window_max, store.vector_threads, store.vector_split_rows = \
                         window_max, threads, split_rows
+                    store.vector_threads_set = True  # on threads whatever the machine's load
                     store._candidates.clear()
                     results.append([(h.node.id, round(h.score, 5)) for h in
                                     store.vector_search(query, 25, guards=guards, labels=labels)])

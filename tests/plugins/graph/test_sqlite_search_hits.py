@@ -63,3 +63,23 @@ def test_bm25_window_gives_the_guarded_top_k_whatever_its_size(store, monkeypatc
             for g, k in cases for s in (False, True)]
     assert windowed == full
     assert [len(x) for x in full] == [10, 10, 150, 150, 4, 4, 7, 7]
+
+
+def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monkeypatch) -> None:
+    import numpy as np
+
+    from plugins.graph.sqlite_store import vectors
+
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((5003, 384)).astype(np.float32)
+    store.vector_threads, store.vector_split_rows = 3, 1
+    for q in rng.standard_normal((5, 384)).astype(np.float32):
+        monkeypatch.setattr(vectors, "cores_busy", lambda: False)
+        threaded = store._scores(matrix, q)
+        monkeypatch.setattr(vectors, "cores_busy", lambda: True)
+        in_turn = store._scores(matrix, q)
+        store.vector_threads_set = True  # an explicit PLUGHOST_VECTOR_THREADS keeps its threads
+        assert store._pool is not None and np.array_equal(store._scores(matrix, q), threaded)
+        store.vector_threads_set = False
+        assert in_turn.tobytes() == threaded.tobytes()
+    assert isinstance(vectors.cores_busy(), bool)
