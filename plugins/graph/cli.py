@@ -17,8 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     imp = sub.add_parser("import", help="import nodes from a JSON-lines file into ACCOUNT_ID's graph")
     imp.add_argument("file", type=Path, help="one node per line: {id?, labels, properties, edges?}")
-    imp.add_argument("--batch-size", type=int, default=IMPORT_BATCH,
-                     help=f"nodes per committed transaction, at most (default {IMPORT_BATCH})")
+    imp.add_argument("--batch-size", type=int, default=None,
+                     help=f"nodes per committed transaction, at most (default {IMPORT_BATCH:,}; 50,000 on Neo4j)")
     imp.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
     purge = sub.add_parser("purge", help="hard-delete nodes soft-deleted longer ago than the grace period")
     purge.add_argument("--days", type=float, default=7.0, help="grace period in days (default 7)")

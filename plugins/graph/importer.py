@@ -28,7 +28,7 @@ from plugins.graph.common import Prepared, prepare_row
 from plugins.graph.staging import staged_batches, use_worker
 
 
-def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = IMPORT_BATCH,
+def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | None = None,
                  progress: bool | None = None, stream: TextIO | None = None,
                  worker: bool | None = None) -> ImportSummary:
     """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged).
@@ -39,6 +39,8 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int = I
     ``worker`` (staged stores only): build the batches in a worker process; None decides by
     file size and ``PLUGHOST_IMPORT_WORKER`` (:func:`plugins.graph.staging.use_worker`).
     """
+    if batch_size is None:  # the store's own default (Neo4j's is bigger: fewer edges wait for a later batch)
+        batch_size = int(getattr(store, "import_batch_size", IMPORT_BATCH))
     if batch_size < 1:
         raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
     stream = stream or sys.stderr
