@@ -36,7 +36,7 @@ def refused(coll: registry.Collection, home: Path) -> str | None:
     from pathlib import Path
 
     why = registry.refused_path(Path(coll.path), home)
-    return f"PATH: '{coll.path}' {why} (remove collection '{coll.name}')" if why else None
+    return f"PATH: '{coll.path}' {why}" if why else None
 
 
 def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True,
@@ -55,7 +55,7 @@ def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True
         for name in names:
             why = refused(known[name], host.home)
             if why:
-                raise UserError(why)
+                raise UserError(f"{why} (collection '{name}' was registered before this check: remove it)")
     out = {}
     embedder = host.embedder() if embed else None
     for name in names or list(known):

@@ -204,9 +204,10 @@ def note_id_for(collection: str, relpath: str) -> str:
     return "n" + hashlib.sha256(f"{collection}\0{relpath}".encode()).hexdigest()[:24]
 
 
-_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13))
-BINARY_SHARE = 0.1
-"""Of a file that is not UTF-8: the share of control bytes and invalid sequences that makes it binary."""
+_CONTROL = bytes([*(b for b in range(32) if b not in (9, 10, 12, 13)), 127])
+BINARY_SHARE = 0.05
+"""Of a file that is not UTF-8: the share of control bytes that makes it binary (text in a legacy
+encoding has next to none; random bytes about one in eight)."""
 
 
 def decode(raw: bytes) -> tuple[str | None, str | None]:
@@ -225,8 +226,7 @@ def decode(raw: bytes) -> tuple[str | None, str | None]:
     except UnicodeDecodeError:
         pass
     sample = raw[:65536]
-    odd = len(sample) - len(sample.translate(None, _CONTROL)) + sample.decode("utf-8", "replace").count("\ufffd")
-    if odd > BINARY_SHARE * len(sample):
+    if len(sample) - len(sample.translate(None, _CONTROL)) > BINARY_SHARE * len(sample):
         return None, "binary"
     try:
         return raw.decode("cp1252"), "cp1252"

@@ -107,7 +107,7 @@ class Watcher:
                 if not _inside(path, root) or path == root:
                     continue
                 parts = path.relative_to(root).parts
-                if any(is_junk(p) for p in parts[:-1]) or parts[-1].startswith("."):
+                if any(is_junk(p) for p in parts):
                     return False
                 return matches("/".join(parts), patterns) or "." not in parts[-1]  # a folder moved or deleted
             return False

@@ -166,3 +166,73 @@ def test_a_pattern_matching_nothing_gets_a_hint(tmp_path: Path, plughost_home: P
     out = _cli("add", "v", str(tmp_path / "v"), "--pattern", "**/*.txt")
     assert out.returncode == 0 and "scanned=0" in out.stdout
     assert f"hint: no file under {tmp_path / 'v'} matches **/*.txt" in out.stdout
+
+
+def test_files_that_are_not_notes_as_written(tmp_path: Path, plughost_home: Path) -> None:
+    """Binary, Latin-1, broken frontmatter, a symlink leaving the folder, a file over 8 MiB."""
+    from plugins.memory.collections.sync import MAX_FILE_BYTES
+
+    vault, outside = tmp_path / "vault", tmp_path / "outside"
+    vault.mkdir()
+    outside.mkdir()
+    (vault / "good.md").write_text("# Good\n\nA plain note.\n")
+    (vault / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8)
+    (vault / "noise.md").write_bytes(bytes((i * 151 + 7) % 256 for i in range(4096)).replace(b"\x00", b"\x01"))
+    (vault / "latin.md").write_bytes("# Café crème\n\nDéjà vu à Noël.\n".encode("cp1252"))
+    (vault / "unclosed.md").write_text("---\ntitle: Broken\ntags: [a\n\n# Unclosed\n\nThe body proper.\n")
+    (vault / "invalid.md").write_text("---\ntitle: [unbalanced\nfoo: : :\n---\n# Invalid\n\nThe real body.\n")
+    (outside / "secret.md").write_text("# Secret\n\nNot part of the vault.\n")
+    (vault / "link.md").symlink_to(outside / "secret.md")
+    (vault / "inside.md").symlink_to(vault / "good.md")  # a symlink within the folder is a note
+    (vault / "huge.md").write_bytes(b"# Huge\n" + b"x" * MAX_FILE_BYTES)
+    out = _cli("add", "vault", str(vault), "--json")
+    assert out.returncode == 2  # add has no --json: one line
+    out = _cli("add", "vault", str(vault))
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(_cli("sync", "vault", "--json").stdout)["vault"]
+    reasons = sorted(e.split(": ", 1) for e in stats["errors"])
+    assert reasons == [["huge.md", "too-large"], ["image.md", "binary"], ["link.md", "symlink-outside"],
+                       ["noise.md", "binary"]], stats
+    assert stats["failed"] == 0 and stats["skipped"] == 4 and stats["unchanged"] == 5
+    assert "skipped=4 failed=0" in out.stdout and "warning latin.md: not UTF-8; read as cp1252" in out.stdout
+    assert "warning invalid.md: frontmatter is not valid YAML" in out.stdout
+    assert "warning unclosed.md: frontmatter not closed by '---'; left out" in out.stdout
+    host = host_for(plughost_home)
+    try:
+        docs = {d.properties["notePath"]: d.properties for d in documents(host, "vault")}
+    finally:
+        host.close()
+    assert sorted(docs) == ["good.md", "inside.md", "invalid.md", "latin.md", "unclosed.md"]
+    assert docs["latin.md"]["title"] == "Café crème" and "\ufffd" not in docs["latin.md"]["summary"]
+    for name in ("invalid.md", "unclosed.md"):
+        assert "---" not in docs[name]["summary"] and "title:" not in docs[name]["summary"], docs[name]["summary"]
+        assert "body" in docs[name]["summary"]
+
+
+def test_a_second_sync_of_a_collection_waits_for_the_first(tmp_path: Path, plughost_home: Path) -> None:
+    import fcntl
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from plugins.memory.collections import registry
+
+    write_notes(tmp_path / "v", 3)
+    assert _cli("add", "v", str(tmp_path / "v"), "--no-sync").returncode == 0
+    err = tmp_path / "err.txt"
+    with open(registry.lock_path(plughost_home, ACCOUNT, "v"), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process is syncing it
+        with open(err, "w") as fh:
+            proc = subprocess.Popen([sys.executable, "-m", "host.cli", "memory", "collection", "sync", "v"],
+                                    env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=fh, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while "op=sync-wait" not in err.read_text() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.1)
+            assert "[collections] op=sync-wait collection=v reason=another-sync-running" in err.read_text()
+            assert proc.poll() is None  # it waits, it does not sync beside the other
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "new=3" in out
