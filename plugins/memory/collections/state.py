@@ -21,7 +21,9 @@ CREATE TABLE IF NOT EXISTS notes (
   size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, title TEXT NOT NULL, aliases TEXT NOT NULL,
   links TEXT NOT NULL, edges TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gone (relpath TEXT PRIMARY KEY, doc_id TEXT NOT NULL);
 """
+"""``gone``: notes soft-deleted because their file vanished; a file back at that path revives its document."""
 
 
 @dataclass
@@ -78,6 +80,13 @@ class State:
         if self._notes is not None:
             for r in relpaths:
                 self._notes.pop(r, None)
+
+    def gone(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT relpath FROM gone")}
+
+    def bury(self, notes: Iterable[NoteState]) -> None:
+        with self.transaction():
+            self.conn.executemany("INSERT OR REPLACE INTO gone VALUES (?, ?)", [(n.relpath, n.doc_id) for n in notes])
 
     def set_edges(self, items: Iterable[tuple[str, list[str]]]) -> None:
         items = list(items)

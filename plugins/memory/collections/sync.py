@@ -200,6 +200,11 @@ def walk(root: Path, patterns: Sequence[str], *, stop: Callable[[], None] | None
         stack.extend(reversed(subdirs))
 
 
+class _Everything(set[str]):
+    def __contains__(self, _item: object) -> bool:
+        return True
+
+
 def note_id_for(collection: str, relpath: str) -> str:
     return "n" + hashlib.sha256(f"{collection}\0{relpath}".encode()).hexdigest()[:24]
 
@@ -476,6 +481,11 @@ class Syncer:
         for n in gone.values():
             by_hash.setdefault(n.hash, []).append(n)
         renamed_from: list[str] = []
+        buried = self.state.gone() if fresh else set()
+        # a new note's document may exist soft-deleted: its file came back, or the collection was
+        # removed and added again (ids are stable); a first sync probes once for the latter
+        probe = not known and not dirty
+        revive: list[str] = []
         for rel, stat, digest, text in fresh:
             moved = by_hash.get(digest)
             if moved:
@@ -488,7 +498,16 @@ class Syncer:
                 continue
             note_id = note_id_for(self.coll.name, rel)
             doc_id = sectioniser.document_id(self.account, f"collection:{self.coll.name}:{note_id}")
-            exists = dirty and self.store.get(doc_id, guards=self.guards, include_deleted=True) is not None
+            exists = False
+            if dirty or probe or rel in buried:
+                node = self.store.get(doc_id, guards=self.guards, include_deleted=True)
+                exists = node is not None
+                if node is not None and node.deleted:
+                    revive.append(doc_id)
+                if probe:
+                    probe = False
+                    if exists:  # removed and added again: look at every note's document
+                        buried = _Everything()
             self.stats.new += 1
             todo.append((NoteState(rel, note_id, doc_id, digest, stat.st_size, stat.st_mtime_ns, "", [], [], []),
                          text, exists, False))
@@ -496,6 +515,8 @@ class Syncer:
         if touched:
             self.state.put(touched)
 
+        for doc_id in revive:  # live again before its new content is written over it
+            self.store.restore(doc_id, guards=self.guards)
         with _gc_paused():
             self._write_all(todo)
         if renamed_from:
@@ -504,6 +525,7 @@ class Syncer:
         for n in deleted:
             self.store.soft_delete(n.doc_id, guards=self.guards)
         if deleted:
+            self.state.bury(deleted)
             self.state.drop(n.relpath for n in deleted)
         self.stats.deleted = len(deleted)
         self.stop()

@@ -236,3 +236,26 @@ def test_a_second_sync_of_a_collection_waits_for_the_first(tmp_path: Path, plugh
             fcntl.flock(held, fcntl.LOCK_UN)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "new=3" in out
+
+
+def test_a_note_that_comes_back_is_live_again(tmp_path: Path, plughost_home: Path) -> None:
+    """Ids are stable: a file deleted and written again, or a collection removed and added again,
+    revives the soft-deleted documents instead of leaving them hidden."""
+    vault = tmp_path / "v"
+    paths = write_notes(vault, 3)
+    assert _cli("add", "v", str(vault)).returncode == 0
+    text = paths[1].read_text()
+    paths[1].unlink()
+    assert json.loads(_cli("sync", "v", "--json").stdout)["v"]["deleted"] == 1
+    paths[1].write_text(text + "\nBack again.\n")
+    assert json.loads(_cli("sync", "v", "--json").stdout)["v"]["new"] == 1
+    host = host_for(plughost_home)
+    try:
+        assert sorted(d.properties["notePath"] for d in documents(host, "v")) == [
+            "d0/note-0.md", "d1/note-1.md", "d2/note-2.md"]
+    finally:
+        host.close()
+    assert _cli("remove", "v").returncode == 0
+    assert _visible(plughost_home, "v", None) == []
+    assert _cli("add", "v", str(vault)).returncode == 0
+    assert len(_visible(plughost_home, "v", None)) == 9
