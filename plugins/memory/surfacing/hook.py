@@ -169,15 +169,27 @@ def read_line(sock: "_socket.socket") -> bytes:
     return got
 
 
-def hmac_sha256(key: bytes, message: bytes) -> str:
-    """RFC 2104 over ``_sha256`` (a small C module; ``_hashlib`` loads OpenSSL, ~6 ms of every prompt)."""
-    import _sha256  # noqa: PLC0415 - only once a server answered
+def _digest(data: bytes) -> bytes:
+    """SHA-256 without OpenSSL: the small C module (``_sha256`` on 3.11, ``_sha2`` from 3.12),
+    else :mod:`hashlib` (always right, only slower to load)."""
+    try:
+        import _sha256 as c  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415
+    except ImportError:
+        try:
+            import _sha2 as c  # type: ignore[import-not-found,no-redef,unused-ignore]  # noqa: PLC0415
+        except ImportError:
+            import hashlib as c  # type: ignore[no-redef,unused-ignore]  # noqa: PLC0415
+    return bytes(c.sha256(data).digest())
 
+
+def hmac_sha256(key: bytes, message: bytes) -> str:
+    """RFC 2104 over a C SHA-256 (``_hashlib`` loads OpenSSL, ~6 ms of every prompt); the test
+    pins it to :func:`hmac.new`."""
     if len(key) > 64:
-        key = _sha256.sha256(key).digest()
+        key = _digest(key)
     key = key + b"\0" * (64 - len(key))
-    inner = _sha256.sha256(bytes(k ^ 0x36 for k in key) + message).digest()
-    return _sha256.sha256(bytes(k ^ 0x5C for k in key) + inner).hexdigest()
+    inner = _digest(bytes(k ^ 0x36 for k in key) + message)
+    return _digest(bytes(k ^ 0x5C for k in key) + inner).hex()
 
 
 def proven(line: bytes, token: str, challenge: str) -> bool:
