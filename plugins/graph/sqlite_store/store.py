@@ -130,6 +130,21 @@ class SqliteStore(StoreEnv, VectorSearch):
                 self._writes += 1
                 self._candidates.clear()
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction (under the lock): every statement inside sees one state of the file,
+        so the rows a guarded statement selected are read as they were when the guards passed them;
+        another process's write in between (a node narrowed to ``admin``) cannot leak its new state."""
+        with self._lock:
+            if self.conn.in_transaction:
+                yield
+                return
+            self.conn.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self.conn.execute("COMMIT")
+
     def _fresh_caches(self) -> None:
         """Drop the caches when anything was committed since they were built."""
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
@@ -575,7 +590,7 @@ class SqliteStore(StoreEnv, VectorSearch):
                f"MATCH ?{inside} ORDER BY r LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.r LIMIT ?")
         window = max(int(k) * FTS_WINDOW, 64)
-        with self._lock:
+        with self._snapshot():
             while True:
                 ranked = self.conn.execute(sql, [match, *iparams, window, *params, *lparams, int(k)]).fetchall()
                 if len(ranked) >= k:
@@ -597,7 +612,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         lab, lparams = label_sql(labels)
         sql = (f"SELECT n.rid FROM node_keywords kw CROSS JOIN nodes n ON n.rid = kw.node "
                f"WHERE kw.keyword = ? AND {cond}{lab} ORDER BY n.updated_at DESC, n.rid LIMIT ?")
-        with self._lock:
+        with self._snapshot():
             rids = [r[0] for r in self.conn.execute(sql, [tag, *params, *lparams, int(k)])]
             nodes = self._rows_by_rid(rids)
         return [Hit(nodes[rid], 1.0) for rid in rids if rid in nodes]

@@ -14,6 +14,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,6 +66,8 @@ class VectorSearch:
 
         def _fresh_caches(self) -> None: ...
 
+        def _snapshot(self) -> AbstractContextManager[None]: ...
+
         def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]: ...
 
     def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None,
@@ -88,7 +91,7 @@ class VectorSearch:
             return []
         q = (q64 / norm).astype(np.float32)
         dims = len(q)
-        with self._lock:
+        with self._snapshot():  # the guard window and the hits' rows: one state of the file
             self._fresh_caches()
             rids, matrix = self._matrix(g.account_id, dims)
             if len(rids) == 0:
