@@ -209,3 +209,33 @@ def test_hook_plughost_collection_sources(tmp_path: Path, plughost_home: Path) -
         assert titles == ["First", "Other"]
     finally:
         host.close()
+
+
+def test_the_sync_writes_under_the_guards_it_is_given(tmp_path: Path, plughost_home: Path) -> None:
+    """Below the CLI's admin-only rule, the store's write rule holds for the sync's own path (rows
+    staged in the parse workers, written in batches): a process narrowed to ``public`` writes
+    none of an ``admin`` collection's notes; one narrowed to the collection's scope and agent
+    writes them all, tagged with them."""
+    from plugins.memory.collections import registry
+    from plugins.memory.collections.markdown import MARKDOWN
+    from plugins.memory.collections.sync import PARALLEL_MIN_NOTES, sync
+
+    notes = tmp_path / "team"
+    write_notes(notes, PARALLEL_MIN_NOTES + 4)  # enough to be parsed in worker processes
+    host = host_for(plughost_home)
+    try:
+        coll = registry.add(host.home, ACCOUNT, "team", str(notes), scope="admin", agents=["a1"])
+        store = host.store()
+        public = Guards(ACCOUNT, allowed_scopes=("public",), agent_slug="a1")
+        refused = sync(store, coll, MARKDOWN, account_id=ACCOUNT, guards=public, home=host.home)
+        assert (refused.new, refused.failed) == (PARALLEL_MIN_NOTES + 4, PARALLEL_MIN_NOTES + 4)
+        assert all("WriteDenied" in e for e in refused.errors) and documents(host, "team") == []
+        assert store.count(guards=Guards(ACCOUNT)) == 0
+        inside = Guards(ACCOUNT, allowed_scopes=("admin",), agent_slug="a1")
+        stats = sync(store, coll, MARKDOWN, account_id=ACCOUNT, guards=inside, home=host.home)
+        assert (stats.new, stats.failed) == (PARALLEL_MIN_NOTES + 4, 0)
+        docs = documents(host, "team")
+        assert len(docs) == PARALLEL_MIN_NOTES + 4
+        assert {(d.properties["scope"], tuple(d.properties["agents"])) for d in docs} == {("admin", ("a1",))}
+    finally:
+        host.close()
