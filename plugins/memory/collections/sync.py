@@ -735,4 +735,7 @@ def sync(store: Any, collection: Collection, source: CollectionSource, *, accoun
         warnings=len(stats.warnings), sections=stats.sections, chunks=stats.chunks,
         embedded=stats.embedded, edgesAdded=stats.edges_added, edgesRemoved=stats.edges_removed,
         repaired=stats.repaired, ms=f"{stats.ms:.0f}")
+    if stats.scanned == 0:
+        log("collections", "warn", reason="no-match", collection=collection.name,
+            pattern=collection.pattern or ",".join(source.patterns))
     return stats

@@ -166,6 +166,7 @@ def test_a_pattern_matching_nothing_gets_a_hint(tmp_path: Path, plughost_home: P
     out = _cli("add", "v", str(tmp_path / "v"), "--pattern", "**/*.txt")
     assert out.returncode == 0 and "scanned=0" in out.stdout
     assert f"hint: no file under {tmp_path / 'v'} matches **/*.txt" in out.stdout
+    assert "[collections] warn reason=no-match collection=v pattern=**/*.txt" in out.stderr
 
 
 def test_files_that_are_not_notes_as_written(tmp_path: Path, plughost_home: Path) -> None:
