@@ -159,8 +159,8 @@ def settings(env: Mapping[str, str], request: SurfaceRequest | None = None) -> t
     """``(budget, limit)``: the hook's values when it sent them, else this process's; a bad value
     logs one ``[surface] op=error reason=bad-setting`` line and the default applies."""
     values = []
-    for name, sent in (("PLUGHOST_SURFACE_BUDGET", request and request.budget),
-                       ("PLUGHOST_SURFACE_LIMIT", request and request.limit)):
+    for name, sent in (("PLUGHOST_SURFACE_BUDGET", None if request is None else request.budget),
+                       ("PLUGHOST_SURFACE_LIMIT", None if request is None else request.limit)):
         value, problem = setting({name: sent} if sent is not None else env, name)
         if problem is not None:
             default, low, high = SETTINGS[name]
@@ -191,8 +191,9 @@ def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
     base = decision.base
 
     def search(query: str) -> list[Any]:
-        return list(host.first(hooktable.SURFACE_CONTEXT, query=query, guards=request.guards(), limit=limit,
-                               exclude=exclude) or [])
+        items = host.first(hooktable.SURFACE_CONTEXT, query=query, guards=request.guards(), limit=limit,
+                           exclude=exclude)
+        return list(items or [])
 
     try:
         found = search(decision.query)
