@@ -54,10 +54,14 @@ STEM = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1"}
 DEFAULTS = "defaults (no PLUGHOST_GS_* set)"
 
 
-def _pool() -> str:
+def _shipped(key: str) -> str:
     from plugins.memory.retrieval.flags import SHIPPED
 
-    return str(SHIPPED["candidates"])
+    return str(SHIPPED[key])
+
+
+def _pool() -> str:
+    return _shipped("candidates")
 
 
 def single_configs(set_name: str) -> list[tuple[str, dict[str, str]]]:
@@ -76,7 +80,11 @@ def single_configs(set_name: str) -> list[tuple[str, dict[str, str]]]:
 def hybrid_configs(set_name: str, tuning: bool) -> list[tuple[str, dict[str, str] | None]]:
     """The SPEC baseline and the defaults everywhere; on the tuning conversation set, the stages one
     by one on top of the baseline too."""
-    out: list[tuple[str, dict[str, str] | None]] = [("SPEC baseline: weighted 0.7/0.3, pool 50", {})]
+    out: list[tuple[str, dict[str, str] | None]] = [
+        ("SPEC baseline: weighted 0.7/0.3, pool 50", {}),
+        # the alternative the defaults were weighed against: the same stages, RRF instead of the weighted sum
+        ("defaults with RRF k=60 (PLUGHOST_GS_RRF=1)", {**STEM, "PLUGHOST_GS_RRF": "1", "PLUGHOST_GS_CANDIDATES": _pool(),
+                                                        "PLUGHOST_GS_NEIGHBOURS": _shipped("neighbours")})]
     if set_name == "conversations" and tuning:
         last = {**STEM, "PLUGHOST_GS_NORMALIZE": "1", "PLUGHOST_GS_VECTOR_WEIGHT": "0.5"}
         out += [("SPEC flag: RRF k=60, pool 50", {"PLUGHOST_GS_RRF": "1"}),
