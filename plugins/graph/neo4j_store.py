@@ -18,9 +18,8 @@ for a window of k candidates, guarded, and the top k of the union (by the index'
 re-scored exactly with ``vector.similarity.cosine``. An index is done when its window held all
 it has, k of its own guarded nodes, or nothing below its window's lowest score can beat the k-th;
 only the others widen. Before widening, the guarded candidates are counted: few enough
-(``EXACT_MAX``) and they are all scored exactly. The windows run in one query, or split over
-``PLUGHOST_VECTOR_THREADS`` read transactions side by side (the server searches one index per
-query thread). Scores are cosines in [-1, 1], as in the embedded store.
+(``EXACT_MAX``) and they are all scored exactly. The windows run in one query, or (when
+``PLUGHOST_VECTOR_THREADS`` is set above 1) split over that many read transactions side by side. Scores are cosines in [-1, 1], as in the embedded store.
 
 Full-text search asks ``db.index.fulltext.queryNodes`` for a window of its best matches, guards
 them before the cut and widens the window until k guarded matches score above its lowest (or
@@ -455,7 +454,9 @@ class Neo4jStore(StoreEnv):
         self._indexes: dict[str, tuple[str, int]] | None = None
         self._fulltext_warned = False
         self._executor: Any = None
-        self.vector_threads = vector_threads(self.env)
+        # One query per search unless PLUGHOST_VECTOR_THREADS asks for more: on the shared 2-core
+        # bench machine the split was slower (20k, load 2.6: 34.7 ms against 17.6 ms p50).
+        self.vector_threads = vector_threads(self.env) if (self.env.get("PLUGHOST_VECTOR_THREADS") or "").strip() else 1
         if apply_schema:
             self.ensure_schema()
 
@@ -948,7 +949,7 @@ class Neo4jStore(StoreEnv):
             return list(self._pool().map(one, groups))
 
         todo = list(fetch)
-        counted = False
+        eligible: int | None = None
         while True:
             stats = []
             for found in windows(todo):
@@ -963,11 +964,13 @@ class Neo4jStore(StoreEnv):
             todo = [st["name"] for st in stats
                     if st["got"] >= fetch[st["name"]] and st["passed"] < k
                     and (kth is None or kth <= st["floor"])]
-            if not todo:
-                return self._hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
-            if not counted and len(top) < k:  # selective guards: few enough candidates are scored exactly
-                counted = True
+            if len(top) < k and eligible is None:
                 eligible = self.read(lambda tx: tx.run(q_vector_count(filters), params).single()["c"])
+            if not todo:
+                if len(top) < k and len(best) < eligible:  # an index returned less than it holds (HNSW
+                    return self._hits(self._rows(q_vector_exact(filters), params))  # after deletions)
+                return self._hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
+            if len(top) < k:  # selective guards: few enough candidates are scored exactly
                 if len(best) >= eligible:
                     return self._hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
                 if eligible <= self.exact_max:
