@@ -100,10 +100,18 @@ def read_frontmatter(text: str) -> tuple[dict[str, Any], str, str | None]:
     if not m:
         opening = _OPENING.match(text)
         if opening:
-            head, sep, rest = text[opening.end():].partition("\n\n")
-            lines = [line for line in head.splitlines() if line.strip()]
-            if lines and _KEY_LINE.match(lines[0]):
-                return {}, rest if sep else "", "frontmatter not closed by '---'; left out"
+            after = text[opening.end():]
+            lines = after.splitlines(keepends=True)
+            first = next((line for line in lines if line.strip()), "")
+            if _KEY_LINE.match(first):
+                kept = 0  # the block is its key lines (with their list items and continuations), no more
+                for line in lines:
+                    if line.strip() and not (_KEY_LINE.match(line) or line[:1] in " \t-"):
+                        break
+                    if not line.strip() and kept and not lines[kept - 1].strip():
+                        break
+                    kept += 1
+                return {}, "".join(lines[kept:]).lstrip("\r\n"), "frontmatter not closed by '---'; left out"
         return {}, text, None
     try:
         return simple_yaml(m.group(1)), text[m.end():], None

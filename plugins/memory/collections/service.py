@@ -31,11 +31,21 @@ def source(host: Host, name: str) -> CollectionSource:
 
 
 def refused(coll: registry.Collection, home: Path) -> str | None:
-    """Why a registered collection is not synced (a folder refused today, registered before the
-    check), or None."""
+    """Why a registered collection is not synced now, or None. Checked on every sync, not only at
+    ``add``: a folder swapped for a symlink since (to PLUGHOST_HOME, a system folder or another
+    collection's folder) or a folder that went away (an unmounted drive: syncing it would
+    soft-delete every note) is refused and nothing changes."""
     from pathlib import Path
 
-    why = registry.refused_path(Path(coll.path), home)
+    stored = Path(coll.path)
+    if not stored.is_dir():
+        return (f"PATH: '{coll.path}' is missing or not a folder now; nothing was changed (remove the "
+                "collection if its notes are gone for good)")
+    resolved = stored.resolve()
+    if resolved != stored:
+        return (f"PATH: '{coll.path}' now leads to '{resolved}' (swapped for a symlink since it was added); "
+                "nothing was changed: add it again with --replace if that is meant")
+    why = registry.refused_path(resolved, home)
     return f"PATH: '{coll.path}' {why}" if why else None
 
 
@@ -55,7 +65,7 @@ def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True
         for name in names:
             why = refused(known[name], host.home)
             if why:
-                raise UserError(f"{why} (collection '{name}' was registered before this check: remove it)")
+                raise UserError(f"{why} (collection '{name}')")
     out = {}
     embedder = host.embedder() if embed else None
     for name in names or list(known):

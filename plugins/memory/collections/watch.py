@@ -8,12 +8,15 @@ outside its junk folders, and the account's ``registry.json``; nothing under PLU
 otherwise (a sync's own writes must not start the next one). A collection added with
 ``--no-sync`` is left alone until its first explicit ``collection sync``; one whose folder is
 refused (``/``, a system folder, PLUGHOST_HOME ...) is never walked. A narrowed serve
-(``ALLOWED_SCOPES`` / ``AGENT_SLUG``) does not sync collections: that is admin work.
+(``ALLOWED_SCOPES`` / ``AGENT_SLUG``) does not sync collections: that is admin work. A changed
+path is credited by its real path, so an edit seen through another collection's folder symlink
+re-syncs the collection that holds the file (sync itself never follows folder symlinks).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,7 +101,7 @@ class Watcher:
             roots.append((Path(coll.path), patterns))
 
         def accept(_change: Any, raw: str) -> bool:
-            path = Path(raw)
+            path = Path(os.path.realpath(raw))  # a change seen through a folder symlink is its target's
             if path.name == "registry.json" and path.parent == reg.parent:
                 return True
             if _inside(path, home):
@@ -124,7 +127,6 @@ class Watcher:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         while not self.stop_event.is_set():
             known = self._wanted(registry.load(self.host.home, self.account))
-            self._sync(list(known))
             roots = {name: Path(c.path) for name, c in known.items() if Path(c.path).is_dir()}
             reload = False
             ready = False
@@ -139,7 +141,7 @@ class Watcher:
                         log("collections", "op=watching", account=self.account[:8], collections=sorted(roots))
                     if not changes:
                         continue
-                    paths = {Path(p) for _, p in changes}
+                    paths = {Path(os.path.realpath(p)) for _, p in changes}
                     if any(p.name == "registry.json" for p in paths):
                         log("collections", "op=watch", changes=len(paths), reason="registry")
                         reload = True

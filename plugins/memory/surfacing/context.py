@@ -3,7 +3,8 @@
 Claude Code hands its hooks the session's environment plus the config dir's ``settings.json``
 ``env`` block; the installer and the channels runner put ``ACCOUNT_ID`` (and, for narrowed
 sessions, ``ALLOWED_SCOPES`` / ``AGENT_SLUG`` / ``PLUGHOST_SESSION_ROLE``) there. The process
-environment wins; the config dir's settings fill what it lacks, so a hook spawned with a bare
+environment wins, except that it can never widen the config dir's narrowing (a public config
+dir never surfaces admin memory); the config dir's settings fill what it lacks, so a hook spawned with a bare
 environment still knows its account. A session whose role is anything but ``admin`` sees
 ``public`` memory only, whatever else it asks for; a runner session (``PLUGHOST_SESSION_ID``)
 that names no role is such a session (the narrower reading, as ``host.graph.Principal``).
@@ -78,11 +79,30 @@ def settings_env(directory: str) -> dict[str, str]:
     return {k: str(v) for k, v in block.items() if isinstance(k, str) and isinstance(v, (str, int, float))}
 
 
-def effective_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The config dir's ``settings.json`` env under the process env (what Claude Code gives a hook)."""
-    merged = settings_env(config_dir(env))
-    merged.update({k: v for k, v in env.items() if v.strip() or k not in merged or k in SET_WHEN_EMPTY})
+def narrowest(config: Mapping[str, str], env: Mapping[str, str], merged: dict[str, str]) -> dict[str, str]:
+    """The config dir's narrowing holds even under a process env that asks for more: scopes set
+    in both are their intersection, a non-admin role in either is the role, the config dir's
+    agent is the agent (``hook.narrowest`` restates this without imports; a test pins the two)."""
+    if "ALLOWED_SCOPES" in config and "ALLOWED_SCOPES" in env:
+        mine = {s.strip() for s in env["ALLOWED_SCOPES"].split(",") if s.strip()}
+        merged["ALLOWED_SCOPES"] = ",".join(s.strip() for s in config["ALLOWED_SCOPES"].split(",")
+                                            if s.strip() and s.strip() in mine)
+    roles = [r.strip().lower() for r in (config.get("PLUGHOST_SESSION_ROLE", ""), env.get("PLUGHOST_SESSION_ROLE", ""))]
+    narrowed = [r for r in roles if r and r != "admin"]
+    if narrowed:
+        merged["PLUGHOST_SESSION_ROLE"] = narrowed[0]
+    if config.get("AGENT_SLUG", "").strip():
+        merged["AGENT_SLUG"] = config["AGENT_SLUG"]
     return merged
+
+
+def effective_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The config dir's ``settings.json`` env under the process env (what Claude Code gives a
+    hook), the config dir's narrowing kept (:func:`narrowest`)."""
+    config = settings_env(config_dir(env))
+    merged = dict(config)
+    merged.update({k: v for k, v in env.items() if v.strip() or k not in merged or k in SET_WHEN_EMPTY})
+    return narrowest(config, env, merged)
 
 
 def resolve(env: Mapping[str, str]) -> Context | None:

@@ -101,7 +101,23 @@ def merged_env(env: dict[str, str]) -> dict[str, str]:
     block = data.get("env") if isinstance(data, dict) else None
     if isinstance(block, dict):
         merged = {k: str(v) for k, v in block.items() if isinstance(k, str) and isinstance(v, (str, int, float))}
+    settings = dict(merged)
     merged.update({k: v for k, v in env.items() if v.strip() or k not in merged or k == "ALLOWED_SCOPES"})
+    return narrowest(settings, env, merged)
+
+
+def narrowest(config: dict[str, str], env: dict[str, str], merged: dict[str, str]) -> dict[str, str]:
+    """``context.narrowest``: the process env never widens the config dir's narrowing."""
+    if "ALLOWED_SCOPES" in config and "ALLOWED_SCOPES" in env:
+        mine = {s.strip() for s in env["ALLOWED_SCOPES"].split(",") if s.strip()}
+        merged["ALLOWED_SCOPES"] = ",".join(s.strip() for s in config["ALLOWED_SCOPES"].split(",")
+                                            if s.strip() and s.strip() in mine)
+    roles = [r.strip().lower() for r in (config.get("PLUGHOST_SESSION_ROLE", ""), env.get("PLUGHOST_SESSION_ROLE", ""))]
+    narrowed = [r for r in roles if r and r != "admin"]
+    if narrowed:
+        merged["PLUGHOST_SESSION_ROLE"] = narrowed[0]
+    if config.get("AGENT_SLUG", "").strip():
+        merged["AGENT_SLUG"] = config["AGENT_SLUG"]
     return merged
 
 

@@ -260,3 +260,38 @@ def test_a_note_that_comes_back_is_live_again(tmp_path: Path, plughost_home: Pat
     assert _visible(plughost_home, "v", None) == []
     assert _cli("add", "v", str(vault)).returncode == 0
     assert len(_visible(plughost_home, "v", None)) == 9
+
+
+def test_a_folder_swapped_for_a_symlink_or_gone_is_refused_at_sync(tmp_path: Path, plughost_home: Path) -> None:
+    """The folder checks hold at every sync, not only at ``add``: a public collection's folder
+    swapped for a symlink to PLUGHOST_HOME publishes nothing, and a folder that went away (an
+    unmounted drive) soft-deletes nothing."""
+    pub = tmp_path / "pub"
+    write_notes(pub, 2)
+    assert _cli("add", "pub", str(pub), "--scope", "public").returncode == 0
+    before = _visible(plughost_home, "pub", ("public",))
+    assert len(before) == 2 * 3
+    secret = plughost_home / "accounts" / ACCOUNT / "x"
+    secret.mkdir(parents=True)
+    (secret / "s.md").write_text("# secret secrethomeword\n")
+    pub.rename(tmp_path / "pub.real")
+    pub.symlink_to(plughost_home)
+    out = _cli("sync", "pub")
+    assert out.returncode == 2 and "swapped for a symlink" in out.stderr, out.stderr
+    assert _visible(plughost_home, "pub", ("public",)) == before  # nothing published, nothing deleted
+    pub.unlink()
+    out = _cli("sync", "pub")
+    assert out.returncode == 2 and "is missing or not a folder now; nothing was changed" in out.stderr, out.stderr
+    out = _cli("sync")  # every collection: the refused one is logged and left as it is
+    assert out.returncode == 0 and "[collections] op=refuse collection=pub" in out.stderr
+    assert _visible(plughost_home, "pub", ("public",)) == before
+
+
+def test_unclosed_frontmatter_loses_only_its_key_lines() -> None:
+    from plugins.memory.collections.markdown import read_frontmatter
+
+    front, body, warning = read_frontmatter("---\ntitle: unclosed\nkey: v\n# Heading\nunclosedword body\n")
+    assert front == {} and body == "# Heading\nunclosedword body\n" and "not closed" in (warning or "")
+    front, body, warning = read_frontmatter("---\ntags:\n  - a\n- b\n\nBody text\n")
+    assert body == "Body text\n" and warning
+    assert read_frontmatter("---\n# Heading\ntext\n") == ({}, "---\n# Heading\ntext\n", None)  # a rule, not a block

@@ -181,3 +181,30 @@ def test_remove_and_shutdown_stop_a_running_sync(tmp_path: Path, plughost_home: 
     stats = run_cli("memory", "collection", "sync", "b", env=ENV)
     assert stats.returncode == 0 and "new=" in stats.stdout
     assert len(_notes(b_state)) == BULK + 1 and _live_documents(plughost_home, "b") == BULK + 1
+
+
+def test_an_edit_seen_through_another_collections_folder_symlink_syncs_its_own(tmp_path: Path,
+                                                                              plughost_home: Path) -> None:
+    """``odd`` holds a folder symlink to ``notes``: an edit in ``notes`` re-syncs ``notes`` (by the
+    file's real path), and serve's startup syncs each collection once."""
+    from host.accounts import create_account
+
+    create_account(ACCOUNT, plughost_home)
+    notes, odd = tmp_path / "notes", tmp_path / "odd"
+    write_notes(notes, 1)
+    write_notes(odd, 1)
+    (odd / "dirlink").symlink_to(notes)
+    for name, folder in (("notes", notes), ("odd", odd)):
+        assert run_cli("memory", "collection", "add", name, str(folder), env=ENV).returncode == 0
+    state = plughost_home / "collections" / ACCOUNT / "notes.state.sqlite"
+    log = plughost_home / "serve.log"
+    proc = _serve(plughost_home, log)
+    try:
+        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text()
+        startup = log.read_text(errors="replace")
+        assert startup.count("[collections] op=sync collection=notes") == 1, startup
+        (notes / "fresh.md").write_text("# Fresh\n\ndingoword arrives while serving.\n")
+        assert _wait(lambda: "fresh.md" in _notes(state)), log.read_text(errors="replace")
+        assert "collections=notes" in log.read_text(errors="replace")
+    finally:
+        stop_process(proc, 30)

@@ -62,3 +62,21 @@ def test_empty_allowed_scopes_never_surfaces_scoped_memory(tmp_path: Path, plugh
     finally:
         if proc is not None:
             stop_process(proc, 20)
+
+
+def test_the_process_env_never_widens_the_config_dirs_narrowing(tmp_path: Path) -> None:
+    """A public config dir stays public under a process env asking for admin (scopes intersect, a
+    non-admin role wins, the config dir's agent is the agent); the hook's builtins-only copy agrees."""
+    from plugins.memory.surfacing import hook
+
+    cfg = config_dir(tmp_path, "pub", ACCOUNT_ID=ACCOUNT, ALLOWED_SCOPES="public", AGENT_SLUG="bot",
+                     PLUGHOST_SESSION_ROLE="visitor")
+    cases = [({"ALLOWED_SCOPES": "admin"}, ""), ({"ALLOWED_SCOPES": "admin,public"}, "public"),
+             ({"ALLOWED_SCOPES": ""}, ""), ({}, "public")]
+    for process, scopes in cases:
+        env = {"CLAUDE_CONFIG_DIR": str(cfg), "PLUGHOST_SESSION_ROLE": "admin", "AGENT_SLUG": "other", **process}
+        for merged in (context.effective_env(env), hook.merged_env(dict(env))):
+            assert merged["ALLOWED_SCOPES"] == scopes, (process, merged)
+            assert merged["PLUGHOST_SESSION_ROLE"] == "visitor" and merged["AGENT_SLUG"] == "bot"
+        ctx = context.resolve(env)
+        assert ctx is not None and ctx.scopes is not None and "admin" not in ctx.scopes
