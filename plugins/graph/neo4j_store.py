@@ -629,10 +629,11 @@ class Neo4jStore(StoreEnv):
         their edges; ids it holds (or repeated in the batch) and their edges MERGE as in
         :meth:`_batch`. Same result as ``_batch``: positions of edges whose target is unknown."""
         now = iso(time.time())
-        ids = [item.id for item in items]
+        ids = [item.id or "" for item in items]  # import_batch sends only items with ids here
         present = set(tx.run(Q_PRESENT, {"accountId": account_id, "ids": list(dict.fromkeys(ids))}).single()["ids"])
         pos_of: dict[str, int] = {}
-        nodes, rest = [], []
+        nodes: list[dict[str, Any]] = []
+        rest: list[Prepared] = []
         for item, nid in zip(items, ids, strict=True):
             if nid in present or nid in pos_of:
                 rest.append(item)
@@ -967,10 +968,10 @@ class Neo4jStore(StoreEnv):
             if len(top) < k and eligible is None:
                 eligible = self.read(lambda tx: tx.run(q_vector_count(filters), params).single()["c"])
             if not todo:
-                if len(top) < k and len(best) < eligible:  # an index returned less than it holds (HNSW
+                if len(top) < k and eligible is not None and len(best) < eligible:  # an index returned less than it holds (HNSW
                     return self._hits(self._rows(q_vector_exact(filters), params))  # after deletions)
                 return self._hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
-            if len(top) < k:  # selective guards: few enough candidates are scored exactly
+            if len(top) < k and eligible is not None:  # selective guards: few enough candidates are scored exactly
                 if len(best) >= eligible:
                     return self._hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
                 if eligible <= self.exact_max:
