@@ -25,10 +25,12 @@ from typing import Any
 
 if __package__:
     from plugins.memory.surfacing import context, rules, sessions
+    from plugins.memory.surfacing.hook import alive as pid_alive
 else:  # run as a script: the sibling stdlib-only modules, without the host on sys.path
     import context  # type: ignore[no-redef,import-not-found]
     import rules  # type: ignore[no-redef,import-not-found]
     import sessions  # type: ignore[no-redef,import-not-found]
+    from hook import alive as pid_alive  # type: ignore[no-redef,import-not-found]
 
 WARM_TIMEOUT_MS = 3000
 COLD_TIMEOUT_MS = 8000
@@ -114,16 +116,6 @@ def build_request(hook: Mapping[str, Any], ctx: context.Context) -> dict[str, An
                 **ctx.as_json()}
     return {"sessionId": text("session_id"), "prompt": text("prompt"), "cwd": text("cwd") or None,
             "budget": ctx.budget, "limit": ctx.limit, **ctx.as_json()}
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid > 0
-    return pid > 0
 
 
 def verified(line: bytes, token: str, challenge: str) -> bool:
