@@ -107,8 +107,9 @@ def run(args: argparse.Namespace, host: Any) -> int:
                 print(f"{r['name']}\t{r['notes']} notes\t{r['path']}\tpattern={r['pattern'] or 'default'}"
                       f"\tscope={r['scope']}\tagents={','.join(r['agents']) or '-'}"
                       f"{'  (registered only)' if r['registeredOnly'] else ''}")
-            if not rows:
-                print("no collections registered")
+            if not rows:  # a narrowed process is not told whether collections outside its guards exist
+                print("no collections within this process's scopes and agent" if guards.narrowed
+                      else "no collections registered")
         return 0
     if action == "remove":
         from plugins.memory.collections.removal import remove

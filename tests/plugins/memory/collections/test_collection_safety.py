@@ -111,6 +111,9 @@ def test_changes_are_admin_only_and_list_shows_what_the_guards_read(tmp_path: Pa
     assert not run_cli("memory", "collection", "list", env=PUBLIC).stdout.startswith("adm\t")
     assert [r["name"] for r in json.loads(_cli("list", "--json").stdout)] == ["adm", "pub"]
     assert len(_visible(plughost_home, "adm", None)) == 9
+    # nothing visible to a narrowed process: the answer does not claim there is nothing at all
+    none_visible = run_cli("memory", "collection", "list", env={**ENV, "ALLOWED_SCOPES": "team"})
+    assert none_visible.stdout.strip() == "no collections within this process's scopes and agent"
 
 
 def test_remove_soft_deletes_every_document_even_unrecorded_ones(tmp_path: Path, plughost_home: Path) -> None:
