@@ -9,7 +9,8 @@ keeps every rule of an upsert: a staged row is *fast* (one plain insert) only wh
 new to the account and to the write, it has no null property and the guards add nothing to
 it; any other row goes through the store's ordinary upsert in the same transaction. The write
 guards run in the transaction, once per distinct (scope, agents) of the fast rows
-(:func:`host.graph.check_write` on a new node reads nothing else).
+(:func:`host.graph.check_write` on a new node reads nothing else). A sync's usual batch (every
+row new, every edge inside the batch) reads nothing before it writes (:func:`_write_new`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class StagedRows:
     fast: list[FastRow] = field(default_factory=list)
     slow: list[tuple[int, Prepared]] = field(default_factory=list)
     edges: list[tuple[int, int, str, str, Any]] = field(default_factory=list)  # (row, edge, type, to, props)
+    groups: dict[tuple[Any, Any], tuple[str, list[str]]] = field(default_factory=dict)
+    """The fast rows' distinct ``(scope, agents JSON)``, each with its first row's id and agents."""
+    vectors: bool = False  # a fast row carries an embedding
 
 
 def stage_rows(rows: Sequence[Mapping[str, Any]], account_id: str, *, owned: bool = False) -> StagedRows:
@@ -80,16 +84,19 @@ def stage_rows(rows: Sequence[Mapping[str, Any]], account_id: str, *, owned: boo
         props = item.properties
         agents = props.get("agents")
         vector = None if item.embedding is None else np.asarray(item.embedding, dtype=np.float32).tobytes()
-        out.fast.append((i, item.id, item.labels, item.props_json, props.get("scope"),
-                         to_json(agents) if agents is not None else None, text_of(props),
-                         list(dict.fromkeys(agents or ())),
-                         keywords_of(props) if props.get("keywords") is not None else [], vector))
+        agents_json = to_json(agents) if agents is not None else None
+        tagged = list(dict.fromkeys(agents or ()))
+        out.fast.append((i, item.id, item.labels, item.props_json, props.get("scope"), agents_json, text_of(props),
+                         tagged, keywords_of(props) if props.get("keywords") is not None else [], vector))
     out.size = len(out.ids)
     if repeated:  # a repeated id merges, in row order: the ordinary upsert does that
         keep = [f for f in out.fast if f[1] not in repeated]
         out.slow.extend((f[0], _prepared(f)) for f in out.fast if f[1] in repeated)
         out.slow.sort(key=lambda s: s[0])
         out.fast = keep
+    for f in out.fast:
+        out.groups.setdefault((f[4], f[5]), (f[1], f[7]))
+        out.vectors = out.vectors or f[9] is not None
     return out
 
 
@@ -107,6 +114,8 @@ def write_staged(store: SqliteStore, conn: sqlite3.Connection, parts: Sequence[S
         if not isinstance(part, StagedRows) or part.account_id != account_id:
             raise UserError(f"parts[{k}]: expected rows staged by stage_rows for account '{account_id}'")
     vectors = {nid: check_embedding(vec, f"embeddings.{nid}") for nid, vec in (embeddings or {}).items()}
+    if not vectors and _write_new(conn, parts, account_id, guards):
+        return sum(part.size for part in parts)
     fast: list[tuple[int, FastRow]] = [(k, f) for k, part in enumerate(parts) for f in part.fast]
     slow: list[tuple[int, int, Prepared]] = [(k, i, item) for k, part in enumerate(parts) for i, item in part.slow]
     demote: set[tuple[int, int]] = set()
@@ -159,6 +168,71 @@ def write_staged(store: SqliteStore, conn: sqlite3.Connection, parts: Sequence[S
         raise UserError(f"{prefix}rows[{where[1]}].edges[{where[2]}].to: node '{where[3]}' not found in account "
                         f"'{account_id}'")
     return sum(part.size for part in parts)
+
+
+def _write_new(conn: sqlite3.Connection, parts: Sequence[StagedRows], account_id: str, guards: Guards | None) -> bool:
+    """The common write of a folder sync, when it applies: every row is fast (new to the account
+    and to the write, no embedding, no tags the guards add) and every edge joins two of them.
+    Then nothing is read: the nodes go in as plain inserts, and an id the account already has (or
+    that two parts share) fails the unique index, which undoes the inserts; returns False, and
+    :func:`write_staged` takes the general path. The result is the general path's, row for row."""
+    if any(part.slow or part.vectors for part in parts):
+        return False
+    groups: dict[tuple[Any, Any], tuple[str, list[str]]] = {}
+    for part in parts:
+        for tags, head in part.groups.items():
+            groups.setdefault(tags, head)
+    checks = [(head_id, {"scope": scope, "agents": agents if agents_json is not None else None})
+              for (scope, agents_json), (head_id, agents) in groups.items()]
+    if guards is not None and any(write_defaults(guards, after) for _, after in checks):
+        return False
+    fast = [f for part in parts for f in part.fast]
+    base = conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0] + 1
+    rids = dict(zip([f[1] for f in fast], range(base, base + len(fast)), strict=True))
+    if len(rids) < len(fast):
+        return False  # an id in two parts merges in order: the general path
+    edges: dict[tuple[int, str, int], Any] = {}
+    start = base
+    for part in parts:
+        for i, _, etype, to, props in part.edges:
+            dst = rids.get(to)
+            if dst is None:
+                return False
+            key = (start + i, etype, dst)  # without slow rows, a row's position is its fast index
+            if props or key not in edges:
+                edges[key] = props  # as the edge MERGE: the last properties given win
+        start += len(part.fast)
+    now = time.time()
+    conn.execute("SAVEPOINT staged_new")
+    try:
+        conn.executemany("INSERT INTO nodes (rid, id, account_id, labels, properties, scope, agents, created_at, "
+                         "updated_at, dims) VALUES (?,?,?,?,?,?,?,?,?,NULL)",
+                         [(rid, f[1], account_id, labels_json(f[2]), f[3], f[4], f[5], now, now)
+                          for rid, f in enumerate(fast, base)])
+    except sqlite3.IntegrityError:  # a stored id: merged by the general path
+        conn.execute("ROLLBACK TO staged_new")
+        conn.execute("RELEASE staged_new")
+        return False
+    conn.execute("RELEASE staged_new")
+    if guards is not None:
+        for head_id, after in checks:
+            check_write(guards, head_id, None, after)  # a new node's check reads nothing else
+    conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)",
+                     [(lab, rid) for rid, f in enumerate(fast, base) for lab in f[2]])
+    agents = [(ag, rid) for rid, f in enumerate(fast, base) if f[7] for ag in f[7]]
+    if agents:
+        conn.executemany("INSERT OR IGNORE INTO node_agents (agent, node) VALUES (?, ?)", agents)
+    keywords = [(kw, rid) for rid, f in enumerate(fast, base) if f[8] for kw in f[8]]
+    if keywords:
+        conn.executemany("INSERT OR IGNORE INTO node_keywords (keyword, node) VALUES (?, ?)", keywords)
+    texts = [(rid, f[6]) for rid, f in enumerate(fast, base) if f[6]]
+    if texts:
+        conn.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", texts)
+        conn.executemany("INSERT INTO node_text_stem (rowid, text) VALUES (?, ?)", texts)
+    if edges:
+        conn.executemany("INSERT INTO edges (source, type, target, properties, created_at) VALUES (?,?,?,?,?)",
+                         [(s, etype, d, json.dumps(p) if p else None, now) for (s, etype, d), p in edges.items()])
+    return True
 
 
 def _insert_fresh_edges(conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], fresh: Mapping[str, int],
