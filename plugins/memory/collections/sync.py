@@ -22,14 +22,15 @@ from __future__ import annotations
 import fnmatch
 import gc
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,6 +112,19 @@ def _parse_piece(items: list[tuple[NoteState, str]]) -> list[_Parsed]:
     """In a parse worker: each note's rows, links and names, or its error."""
     assert _FORKED is not None
     return [_FORKED._parse_one(st, text) for st, text in items]
+
+
+_Read = tuple[str, str] | tuple[NoteState, str | None, _Parsed]
+"""A file of a first sync as a worker read it: ``(kind, message)`` for a file skipped (``skip``:
+binary, too large, a symlink leaving the folder) or unreadable (``failed``), else ``(its state,
+how it was decoded, its parse result)``."""
+
+
+def _read_piece(items: list[tuple[str, int, int, str | None]]) -> list[_Read]:
+    """In a parse worker, for a first sync: read, hash, decode and parse each file ``(relpath,
+    size, mtime_ns, why it is skipped or None)``, as the syncing process would (:meth:`Syncer.run`)."""
+    assert _FORKED is not None
+    return [_FORKED._read_one(*item) for item in items]
 
 
 @dataclass
@@ -198,6 +212,10 @@ def walk(root: Path, patterns: Sequence[str], *, stop: Callable[[], None] | None
                 except OSError:
                     continue
         stack.extend(reversed(subdirs))
+
+
+class _Stored(Exception):
+    """A first sync found the store holding its first note's document: the general path takes over."""
 
 
 class _Everything(set[str]):
@@ -423,6 +441,13 @@ class Syncer:
             log("collections", "op=rescope", collection=self.coll.name, scope=self.coll.scope, was=was,
                 notes=len(known), reason="tags-changed" if recorded else "registered-without-scope")
         patterns = (self.coll.pattern,) if self.coll.pattern else tuple(self.source.patterns)
+        if not known and not dirty and not self.state.gone() and self._first_sync(patterns):
+            self.stop()
+            self._link()
+            self.state.set_meta("tags", tags)
+            self.state.set_meta("syncing", None)
+            self.stats.ms = (time.perf_counter() - started) * 1000
+            return self.stats
         seen: set[str] = set()
         todo: list[tuple[NoteState, str, bool, bool]] = []  # state, text, existing, reuse vectors
         fresh: list[tuple[str, os.stat_result, str, str]] = []  # rel, stat, hash, text
@@ -518,7 +543,8 @@ class Syncer:
         for doc_id in revive:  # live again before its new content is written over it
             self.store.restore(doc_id, guards=self.guards)
         with _gc_paused():
-            self._write_all(todo)
+            self._write_all(((todo[i][0], todo[i][2], todo[i][3], result) for i, result in self._parsed(todo)),
+                            embed=self.embedder is not None or any(reuse for *_, reuse in todo))
         if renamed_from:
             self.state.drop(renamed_from)
         deleted = [n for n in gone.values() if n.relpath not in renamed_from]
@@ -549,27 +575,105 @@ class Syncer:
                 yield i, self._parse_one(st, text)
             return
         step = min(self.batch_notes, PIECE_NOTES)
-        pieces = [list(range(start, min(start + step, len(todo)))) for start in range(0, len(todo), step)]
+        pieces = (list(range(start, min(start + step, len(todo)))) for start in range(0, len(todo), step))
+        with closing(self._pooled(workers, pieces, lambda piece: (_parse_piece, [todo[i][:2] for i in piece]))) \
+                as parsed:
+            for piece, results in parsed:
+                yield from zip(piece, results, strict=True)
+
+    def _pooled(self, workers: int, pieces: Iterable[list[Any]],
+                task: Callable[[list[Any]], tuple[Callable[[Any], list[Any]], Any]]) -> Generator[tuple[list[Any], list[Any]]]:
+        """``(piece, what the worker returned for it)`` in order, from ``workers`` forked processes;
+        ``task(piece)`` is the function and argument sent. Pieces are taken from ``pieces`` only as
+        the workers need them (a bounded number ahead), so a walk feeding it runs beside them."""
         context = multiprocessing.get_context("fork")
         with _forked(self), ProcessPoolExecutor(workers, mp_context=context, initializer=_orphan_watch,
                                                 initargs=(os.getpid(),)) as pool:
-            pending: list[tuple[list[int], Future[list[_Parsed]]]] = []
+            pending: list[tuple[list[Any], Future[list[Any]]]] = []
             ahead = 2 * workers + 1  # bounds the texts and rows in flight
             try:
                 for piece in pieces:
-                    pending.append((piece, pool.submit(_parse_piece, [(todo[i][0], todo[i][1]) for i in piece])))
+                    fn, arg = task(piece)
+                    pending.append((piece, pool.submit(fn, arg)))
                     while len(pending) > ahead:
                         self.stop()
-                        yield from self._collect(*pending.pop(0))
+                        done, future = pending.pop(0)
+                        yield done, future.result()
                 while pending:
                     self.stop()
-                    yield from self._collect(*pending.pop(0))
+                    done, future = pending.pop(0)
+                    yield done, future.result()
             except BaseException:  # stopped (or failed): the pieces not started are not parsed
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
 
-    def _collect(self, piece: list[int], future: Future[list[_Parsed]]) -> Iterator[tuple[int, _Parsed]]:
-        yield from zip(piece, future.result(), strict=True)
+    def _first_sync(self, patterns: Sequence[str]) -> bool:
+        """A collection's first sync, as one stream: the walk hands the files to the parse workers as
+        it finds them, and they read, hash, decode, parse and stage each one (nothing to compare it
+        with: every file is new), so this process only walks and writes, from the first piece on.
+
+        The same notes, rows, counts and messages as the general path (:meth:`run`), in the same
+        order. Returns False, with nothing written and the counts reset, when the general path
+        applies instead: a folder too small for workers, or one whose first note's document the
+        store already holds (the collection was removed and added again: every note is looked up).
+        """
+        walked = time.perf_counter()
+        symlinks: list[tuple[str, int, int, str | None]] = []  # skipped by the walk, in its order
+
+        def files() -> Iterator[tuple[str, int, int, str | None]]:
+            for rel, stat in walk(self.root, patterns, stop=self.stop,
+                                  on_skip=lambda rel, why: symlinks.append((rel, 0, 0, why))):
+                yield from symlinks
+                symlinks.clear()
+                self.stop()
+                self.stats.scanned += 1
+                yield rel, stat.st_size, stat.st_mtime_ns, "too-large" if stat.st_size > MAX_FILE_BYTES else None
+            yield from symlinks
+            self.stats.scan_ms = (time.perf_counter() - walked) * 1000
+
+        stream = files()
+        head = list(itertools.islice(stream, PARALLEL_MIN_NOTES))
+        workers = self._workers(len(head))
+        if not workers:
+            self.stats = SyncStats(repaired=self.stats.repaired)
+            return False
+        step = min(self.batch_notes, PIECE_NOTES)
+        rest = itertools.chain(head, stream)
+        pieces = iter(lambda: list(itertools.islice(rest, step)), [])
+        scan_errors: list[str] = []
+        scan_warnings: list[str] = []
+
+        def results(read: Iterator[tuple[list[Any], list[_Read]]]) -> Iterator[tuple[NoteState, bool, bool, _Parsed]]:
+            probe = True
+            for _, items in read:
+                for item in items:
+                    if len(item) == 2:
+                        kind, message = item
+                        if kind == "skip":
+                            self.stats.skipped += 1
+                        else:
+                            self.stats.failed += 1
+                        scan_errors.append(message)
+                        continue
+                    st, how, parsed = item
+                    if probe:  # removed and added again? then the general path looks at every note's document
+                        probe = False
+                        if self.store.get(st.doc_id, guards=self.guards, include_deleted=True) is not None:
+                            raise _Stored
+                    if how:
+                        scan_warnings.append(f"{st.relpath}: not UTF-8; read as {how}")
+                    self.stats.new += 1
+                    yield st, False, False, parsed
+
+        try:
+            with closing(self._pooled(workers, pieces, lambda piece: (_read_piece, piece))) as read, _gc_paused():
+                self._write_all(results(read), embed=self.embedder is not None)
+        except _Stored:
+            self.stats = SyncStats(repaired=self.stats.repaired)
+            return False
+        self.stats.errors[:0] = scan_errors  # the general path reports the walk's findings first
+        self.stats.warnings[:0] = scan_warnings
+        return True
 
     def batch_limits(self) -> Iterator[int]:
         """The notes of each write (and embed) batch in turn: ``RAMP_NOTES``, doubling to ``batch_notes``."""
@@ -588,6 +692,23 @@ class Syncer:
         except ValueError:
             return default
 
+    def _read_one(self, rel: str, size: int, mtime_ns: int, skipped: str | None) -> _Read:
+        """A new file of a first sync, read and parsed (in a parse worker)."""
+        if skipped is not None:
+            return "skip", f"{rel}: {skipped}"
+        try:
+            raw = (self.root / rel).read_bytes()
+        except OSError as exc:
+            return "failed", f"{rel}: {exc.strerror or exc}"
+        digest = hashlib.sha256(raw).hexdigest()
+        text, how = decode(raw)
+        if text is None:
+            return "skip", f"{rel}: {how or 'binary'}"
+        note_id = note_id_for(self.coll.name, rel)
+        doc_id = sectioniser.document_id(self.account, f"collection:{self.coll.name}:{note_id}")
+        st = NoteState(rel, note_id, doc_id, digest, size, mtime_ns, "", [], [], [])
+        return st, how, self._parse_one(st, text)
+
     def _parse_one(self, st: NoteState, text: str) -> _Parsed:
         """The note's rows (staged by the store when it can), links and names, or the error as text;
         counts are added by the caller."""
@@ -604,13 +725,13 @@ class Syncer:
         self.stats.sections, self.stats.chunks = sections, chunks
         return payload, ids, texts, links, names, added[0], added[1], self._warnings
 
-    def _write_all(self, todo: list[tuple[NoteState, str, bool, bool]]) -> None:
+    def _write_all(self, parsed: Iterator[tuple[NoteState, bool, bool, _Parsed]], *, embed: bool) -> None:
+        """Write the notes ``(state, document may exist, reuse its vectors, parse result)`` in batches."""
         def batches() -> Iterator[list[_Work]]:
             batch: list[_Work] = []
             limits = self.batch_limits()
             limit = next(limits)
-            for i, result in self._parsed(todo):
-                st, _text, existing, reuse = todo[i]
+            for st, existing, reuse, result in parsed:
                 if isinstance(result, str):
                     self.stats.failed += 1
                     self.stats.errors.append(result)
@@ -630,14 +751,13 @@ class Syncer:
             if batch:
                 yield batch
 
-        needs_embed = self.embedder is not None or any(reuse for *_, reuse in todo)
         # three stages on three threads, each in order: parse (here) → embed → write. SQLite and
         # onnxruntime release the GIL, so on two cores the stages overlap instead of queueing.
         with ThreadPoolExecutor(1, thread_name_prefix="collection-embed") as embed_pool, \
                 ThreadPoolExecutor(1, thread_name_prefix="collection-write") as write_pool:
             writes: list[Future[None]] = []
             for batch in batches():
-                embedded: Future[list[_Work]] | None = embed_pool.submit(self._embed, batch) if needs_embed else None
+                embedded: Future[list[_Work]] | None = embed_pool.submit(self._embed, batch) if embed else None
 
                 def write(batch: list[_Work] = batch, embedded: Future[list[_Work]] | None = embedded) -> None:
                     self._write(embedded.result() if embedded is not None else batch)
