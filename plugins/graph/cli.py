@@ -1,4 +1,5 @@
-"""`plughost graph import FILE.jsonl` and `plughost graph purge` (contributed through a hook)."""
+"""`plughost graph import FILE.jsonl`, `plughost graph purge` and `plughost graph compact`
+(contributed through a hook)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from host.errors import UserError
 from host.types import CliCommand
 from plugins.graph import IMPORT_BATCH
 
-HELP = "graph store maintenance: bulk import, purge of soft-deleted nodes"
+HELP = "graph store maintenance: bulk import, purge of soft-deleted nodes, vector index compaction"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +25,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     purge.add_argument("--days", type=float, default=7.0, help="grace period in days (default 7)")
     purge.add_argument("--all-accounts", action="store_true",
                        help="purge every account (default: ACCOUNT_ID when set, else every account)")
+    compact = sub.add_parser("compact", help="rebuild Neo4j's vector indexes in one pass each (after a bulk load "
+                             "of embeddings; the embedded store scores exactly and has none)")
+    compact.add_argument("--label", action="append", default=None,
+                         help="only this label's index (repeatable; default: every label in use)")
+    compact.add_argument("--wait-seconds", type=int, default=3600,
+                         help="how long to wait for the rebuilt indexes to come online (default 3600)")
 
 
 def _account(host: Any) -> str:
@@ -53,6 +60,20 @@ def run(args: argparse.Namespace, host: Any) -> int:
         only = None if args.all_accounts else (host.env.get("ACCOUNT_ID") or "").strip() or None
         purged = host.store().purge(older_than_days=args.days, account_id=only)
         log("graph-purge", "done", purged=purged, days=args.days, account=(only or "all")[:8])
+        return 0
+    if args.action == "compact":
+        from host.graph import require_admin
+        from host.log import log
+
+        require_admin(host.env, "graph compact")  # a schema operation: every account's index
+        if args.wait_seconds < 1:
+            raise UserError(f"--wait-seconds: expected a positive number of seconds, got {args.wait_seconds}")
+        store = host.store()
+        if getattr(store, "backend", "") != "neo4j":
+            log("graph-compact", "done", backend=getattr(store, "backend", "?"), indexes=0, reason="no-vector-index")
+            return 0
+        names = store.compact_vector_indexes(args.label, wait_s=args.wait_seconds)
+        log("graph-compact", "done", backend="neo4j", indexes=len(names))
         return 0
     raise UserError(f"graph: unknown action '{args.action}'")
 

@@ -144,3 +144,104 @@ def test_graph_import_creating_new_nodes_writes_what_merging_writes(tmp_path: Pa
         assert ("p1", "KNOWS", "p2", {"since": 1, "how": "work"}) in got[1]
     finally:
         merge.wipe_account(other)
+
+
+def _unit(rng, dims: int = 384) -> list[float]:
+    return [rng.gauss(0, 1) for _ in range(dims)]
+
+
+def test_compact_rebuilds_vector_indexes_under_their_options_while_searches_go_on(neo, capfd) -> None:
+    """`compact_vector_indexes` swaps each index for one built in one pass: its name, label and
+    options (a custom HNSW m here) stay, search results stay, a search running meanwhile never
+    fails and always has min(k, eligible) rows, and a reader refuses. A store whose discovered
+    index is gone finds out and still answers exactly."""
+    import random
+    import threading
+    import time
+
+    from plugins.graph.neo4j_store import Neo4jStore
+
+    rng = random.Random(5)
+    neo._auto("DROP INDEX report_embedding IF EXISTS")
+    neo._auto("CREATE VECTOR INDEX report_embedding FOR (n:Report) ON (n.embedding) OPTIONS {indexConfig: "
+              "{`vector.dimensions`: 384, `vector.similarity_function`: 'cosine', `vector.hnsw.m`: 12}}")
+    neo._auto("CALL db.awaitIndexes(60)")
+    neo.clear_index_cache()
+    try:
+        for batch in range(4):  # four transactions: four segments in the index
+            neo.upsert_many([{"id": f"r{batch}-{i}", "labels": ["Report"],
+                              "properties": {"title": f"report {batch} {i}", "scope": "public" if i % 3 else "admin"},
+                              "embedding": _unit(rng)} for i in range(15)], account_id=ACCOUNT)
+        public = Guards(ACCOUNT, ("public",), None)
+        queries = [_unit(rng) for _ in range(5)]
+        before = [[h.node.id for h in neo.vector_search(q, 10, guards=public, labels=["Report"])] for q in queries]
+        options = {r["name"]: r["options"]["indexConfig"] for r in neo._rows(
+            "SHOW INDEXES YIELD name, options WHERE name = 'report_embedding' RETURN name, options")}
+        errors: list[BaseException] = []
+        counts: list[int] = []
+        done = threading.Event()
+
+        searcher = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})  # another process's store
+        searcher.vector_indexes()
+
+        def search() -> None:
+            try:
+                while not done.is_set():
+                    counts.append(len(searcher.vector_search(queries[0], 50, guards=public, labels=["Report"])))
+            except BaseException as exc:  # noqa: BLE001 — the test reports it
+                errors.append(exc)
+
+        def searched(n: int) -> None:
+            for _ in range(600):
+                if len(counts) >= n or errors:
+                    return
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=search)
+        thread.start()
+        capfd.readouterr()
+        try:
+            searched(3)
+            assert neo.compact_vector_indexes(["Report"]) == ["report_embedding"]
+            searched(len(counts) + 3)
+        finally:
+            done.set()
+            thread.join(60)
+            searcher.close()
+        assert not errors, errors
+        assert counts and set(counts) == {40}  # 40 public Reports: every search had them all
+        assert "[graph-store] op=vectors-compacted indexes=1 names=report_embedding" in capfd.readouterr().err
+        after = {r["name"]: r["options"]["indexConfig"] for r in neo._rows(
+            "SHOW INDEXES YIELD name, options, state WHERE name = 'report_embedding' AND state = 'ONLINE' "
+            "RETURN name, options")}
+        assert after == options and after["report_embedding"]["vector.hnsw.m"] == 12
+        assert [[h.node.id for h in neo.vector_search(q, 10, guards=public, labels=["Report"])]
+                for q in queries] == before
+        reader = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_GRAPH_READ_ONLY": "1"})
+        with pytest.raises(UserError, match="a reader never rebuilds indexes"):
+            reader.compact_vector_indexes()
+        assert "Report" in reader.vector_indexes()  # discovered, then dropped behind its back:
+        neo._auto("DROP INDEX report_embedding")  # the search re-discovers and scores exactly
+        assert len(reader.vector_search(queries[0], 50, guards=public, labels=["Report"])) == 40
+        assert "[graph-search] op=index-gone action=rediscover" in capfd.readouterr().err
+        reader.close()
+    finally:
+        neo._auto("DROP INDEX report_embedding IF EXISTS")
+        neo.ensure_schema()
+
+
+def test_graph_compact_command(tmp_path: Path, plughost_home: Path, neo) -> None:
+    """`plughost graph compact`: admin only; on Neo4j it rebuilds the label's index, on the
+    embedded store (exact search, no index) it says there was nothing to do."""
+    neo.upsert_node(["Chunk"], {"content": "x"}, account_id=ACCOUNT, node_id="c1", embedding=[0.5] * 384)
+    res = run_cli("graph", "compact", "--label", "Chunk", env={"ACCOUNT_ID": ACCOUNT, **neo4j_env()})
+    assert res.returncode == 0, res.stderr
+    assert "[graph-store] op=vectors-compacted indexes=1 names=chunk_embedding" in res.stderr
+    assert "[graph-compact] done backend=neo4j indexes=1" in res.stderr
+    res = run_cli("graph", "compact", env={"ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "public", **neo4j_env()})
+    assert res.returncode != 0 and "graph compact: admin only" in res.stderr and "Traceback" not in res.stderr
+    res = run_cli("graph", "compact", "--wait-seconds", "0", env={"ACCOUNT_ID": ACCOUNT, **neo4j_env()})
+    assert res.returncode == 2 and "--wait-seconds: expected a positive number" in res.stderr
+    res = run_cli("graph", "compact", env={"ACCOUNT_ID": ACCOUNT})
+    assert res.returncode == 0 and "[graph-compact] done backend=sqlite indexes=0 reason=no-vector-index" in res.stderr
+    assert neo.vector_search([0.5] * 384, 1, guards=Guards(ACCOUNT))[0].node.id == "c1"
