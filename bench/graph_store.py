@@ -214,8 +214,10 @@ def latencies(store, queries, qvecs, origins, raw_fts, raw_vec, raw_expand) -> d
     out: dict[str, float] = {}
 
     def measure(name: str, fn, args_list, floor) -> None:
+        cpu0, jvm0 = time.process_time(), server_cpu()
         ms = timed(fn, args_list)
-        print(row(name, ms, floor))
+        cpu, jvm = (time.process_time() - cpu0) * 1000 / len(args_list), (server_cpu() - jvm0) * 1000 / len(args_list)
+        print(row(name, ms, floor) + (f"   CPU/query client {cpu:.2f} + server {jvm:.2f} ms" if jvm == jvm else ""))
         out[f"{name} p50"], out[f"{name} p95"] = pct(ms, 50), pct(ms, 95)
 
     bm25_floor = timed(raw_fts, [(q,) for q in queries])
