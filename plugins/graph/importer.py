@@ -8,8 +8,9 @@ invalid line is reported by its number and skipped; edges whose target appears l
 file are created once that target is in (and reported by line if it never appears).
 
 A store with ``bulk_import`` (the embedded one) takes staged batches
-(:mod:`plugins.graph.staging`), built in a worker process for big files; any other store gets
-validated rows batch by batch through ``import_batch``.
+(:mod:`plugins.graph.staging`), built in a worker process for big files; any other store (Neo4j)
+gets validated rows batch by batch through its ``import_session`` (one object per import, which
+may hold edges to later lines until their targets arrive).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
     """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged).
 
     ``store`` is one of this plugin's backends (``SqliteStore.bulk_import`` or
-    ``Neo4jStore.import_batch``): bulk import is beyond the ``GraphStore`` port.
+    ``Neo4jStore.import_session``): bulk import is beyond the ``GraphStore`` port.
 
     ``worker`` (staged stores only): build the batches in a worker process; None decides by
     file size and ``PLUGHOST_IMPORT_WORKER`` (:func:`plugins.graph.staging.use_worker`).
@@ -65,21 +66,17 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
     reader = JsonLines(path, skip)
     bar = Progress(reader.size, stream, progress, unit="nodes")
     started = time.perf_counter()
+    session = store.import_session(account_id)
     items: list[Prepared] = []
     edges: list[tuple[int, int, str, str, Any]] = []
     lines_of: list[int] = []
-    deferred: list[tuple[str, str, str, Any, int]] = []  # (source id, type, to, props, line)
 
     def flush() -> None:
         if not items:
             return
-        ids, missing = store.import_batch(items, edges, account_id=account_id)
+        summary.edges += session.add(items, edges, lines_of)
         summary.batches += 1
         summary.nodes += len(items)
-        summary.edges += len(edges) - len(missing)
-        for pos in missing:
-            i, _, etype, to, props = edges[pos]
-            deferred.append((ids[i], etype, to, props, lines_of[i]))
         items.clear()
         edges.clear()
         lines_of.clear()
@@ -104,14 +101,11 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
                 flush()
         flush()
     summary.lines = reader.lines
-    if deferred:
-        missing = store.create_edges([(s, t, to, p) for s, t, to, p, _ in deferred], account_id=account_id,
-                                     validated=True)
-        summary.edges += len(deferred) - len(missing)
-        for pos in missing:
-            _, etype, to, _, lineno = deferred[pos]
-            skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
-        summary.skipped -= len(missing)  # the node itself was imported; only its edge was dropped
+    created, unresolved = session.finish()
+    summary.edges += created
+    for lineno, etype, to in unresolved:
+        skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
+    summary.skipped -= len(unresolved)  # the node itself was imported; only its edge was dropped
     return _done(summary, path, bar, started)
 
 

@@ -97,10 +97,11 @@ TEXT_OVERFETCH = 4
 window widens by WIDEN until k guarded matches beat its lowest score or the index has no more."""
 TEXT_MIN_FETCH = 40
 NEO4J_IMPORT_BATCH = 50000
-"""Nodes per import transaction on Neo4j unless ``--batch-size`` says otherwise: an edge to a line
-of a later batch waits for the end of the import and MERGEs by key (~3x the server time of an edge
-created in its batch), so fewer, bigger batches (measured: 100k nodes / 300k edges, 25,000 a batch
-62 server CPU-seconds, 50,000 a batch 54)."""
+"""Nodes per import transaction on Neo4j unless ``--batch-size`` says otherwise: an edge between two
+batches changes a node an earlier transaction stored (its relationship chain, and its
+``backlinkCount`` when it is the target), where an edge inside a batch only adds to the new nodes,
+so fewer, bigger batches (:mod:`plugins.graph.neo4j_import`; at 20k nodes / 60k edges one batch
+cost 4-6 server CPU-seconds, two 6-8, four 9-11, ten 11-13)."""
 LEGACY_CONSTRAINT = "graph_node_id"
 """The old store-wide id constraint; a writer drops it once the per-account one is in place."""
 LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
@@ -264,37 +265,6 @@ ON CREATE SET b.backlinkCount = coalesce(b.backlinkCount, 0) + 1{set_props}
 RETURN collect(row.pos) AS done"""
 
 
-Q_PRESENT = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
-RETURN collect(n.id) AS ids"""
-"""Which of a batch's ids the account already holds (one lookup per import batch)."""
-
-
-def q_import_create(edge_groups: Sequence[tuple[str, bool]]) -> str:
-    """An import batch's new nodes in one ``CREATE`` (no MERGE: ``Q_PRESENT`` found none of them),
-    then their edges: to a node of the same statement by position (no index lookup, and
-    ``backlinkCount`` precomputed), to any other node of the account by key (``$out``, by
-    type). Returns the ``$out`` positions made. ``edge_groups``: ``(type, with properties)`` of
-    the positional edges, one ``$e<i>`` list each."""
-    parts = []
-    for i, (etype, with_props) in enumerate(edge_groups):
-        t = check_name(etype, "edge.type")
-        carry, set_props = (", e.p AS p", " SET r = p") if with_props else ("", "")
-        parts.append(f"CALL (ns) {{ UNWIND $e{i} AS e WITH ns[e.s] AS a, ns[e.t] AS b{carry} "
-                     f"CREATE (a)-[r:`{t}`]->(b){set_props} }}")
-    edges = "\n".join(parts)
-    return f"""UNWIND $nodes AS row
-CREATE (n:{BASE_LABEL}:$(row.labels)) SET n += row.props
-WITH collect(n) AS ns
-{edges}{chr(10) if edges else ""}CALL (ns) {{
-  UNWIND $out AS e
-  MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: e.target}})
-  WITH ns[e.s] AS a, b, e
-  CREATE (a)-[r:$(e.type)]->(b) SET r = e.p, b.backlinkCount = coalesce(b.backlinkCount, 0) + 1
-  RETURN collect(e.pos) AS done
-}}
-RETURN done"""
-
-
 def where_cypher(where: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """Property equality filters (``None``: absent) on ``n``; keys are validated names, values parameters."""
     text, params = "", {}
@@ -416,6 +386,8 @@ def lucene_query(text: str) -> str:
 
 def lint_statements() -> list[str]:
     """Every statement the store can issue (templated ones with sample names), for the linter."""
+    from plugins.graph import neo4j_import
+
     where, _ = where_cypher({"conversationId": "c", "role": None})
     within, _ = within_cypher(("c", "HAS_MESSAGE"))
     stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_MISSING,
@@ -428,7 +400,9 @@ def lint_statements() -> list[str]:
              q_upsert(["Person"]), q_upsert(["KnowledgeDocument", "Report"]), q_edges("HAS_SECTION"),
              q_edges("HAS_CHUNK", guarded=True),
              q_edges("MENTIONS", props=False), q_edges("PART_OF", guarded=True, props=False),
-             q_find([], None, True), q_find(["name", "channel"], "rank", False)]
+             q_find([], None, True), q_find(["name", "channel"], "rank", False),
+             neo4j_import.Q_PRESENT, neo4j_import.Q_FIX_BACKLINKS, neo4j_import.q_import_create([]),
+             neo4j_import.q_import_create([("MENTIONS", False), ("PART_OF", True)])]
     schema, shapes = [], set()
     for stmt in schema_statements(384):  # one vector index per label: lint each shape once
         shape = re.sub(r"CREATE VECTOR INDEX \w+ IF NOT EXISTS FOR \(n:\w+\)", "CREATE VECTOR INDEX", stmt)
@@ -630,78 +604,12 @@ class Neo4jStore(StoreEnv):
 
         return len(self.write(work))
 
-    def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
-                     account_id: str) -> tuple[list[str], list[int]]:
-        """One import batch in one transaction (UNWIND per label set and edge type)."""
-        check_account(self.account_id, account_id)
-        if any(item.id is None for item in items):  # a re-ingest by attachmentId: the general path
-            return self.write(lambda tx: self._batch(tx, items, edges, account_id))
-        return self.write(lambda tx: self._import(tx, items, edges, account_id))
+    def import_session(self, account_id: str) -> Any:
+        """A ``plughost graph import`` into this store (:class:`plugins.graph.neo4j_import.Neo4jImport`)."""
+        from plugins.graph.neo4j_import import Neo4jImport
 
-    def _import(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
-                account_id: str) -> tuple[list[str], list[int]]:
-        """An import batch: the ids the account lacks are created (``q_import_create``) with
-        their edges; ids it holds (or repeated in the batch) and their edges MERGE as in
-        :meth:`_batch`. Same result as ``_batch``: positions of edges whose target is unknown."""
-        now = iso(time.time())
-        ids = [item.id or "" for item in items]  # import_batch sends only items with ids here
-        present = set(tx.run(Q_PRESENT, {"accountId": account_id, "ids": list(dict.fromkeys(ids))}).single()["ids"])
-        pos_of: dict[str, int] = {}
-        nodes: list[dict[str, Any]] = []
-        rest: list[Prepared] = []
-        for item, nid in zip(items, ids, strict=True):
-            if nid in present or nid in pos_of:
-                rest.append(item)
-                continue
-            pos_of[nid] = len(nodes)
-            props = _clean_props(item.properties)
-            props.update(accountId=account_id, id=nid, createdAt=now, updatedAt=now, backlinkCount=0)
-            keywords = keywords_of(item.properties)
-            if keywords:
-                props["keywordsLower"] = keywords
-            if item.embedding is not None:
-                props["embedding"] = item.embedding
-            nodes.append({"labels": list(item.labels), "props": props})
-        # A new node has no edges yet, so its edges are created (once each: a repeat in the batch
-        # merges its properties, as MERGE would); an old node's edges MERGE.
-        inner: dict[tuple[str, int, int], dict[str, Any]] = {}
-        outer: dict[tuple[str, int, str], dict[str, Any]] = {}
-        merged: list[tuple[int, tuple[str, str, str, Any]]] = []
-        for pos, (i, _, etype, to, props) in enumerate(edges):
-            s = pos_of.get(ids[i])
-            if s is None:
-                merged.append((pos, (ids[i], etype, to, props)))
-                continue
-            t = pos_of.get(to)
-            found = inner.get((etype, s, t)) if t is not None else outer.get((etype, s, to))
-            if found is not None:
-                found["p"].update(_clean_props(props or {}))
-                found.setdefault("also", []).append(pos)
-            elif t is not None:
-                inner[(etype, s, t)] = {"s": s, "t": t, "p": _clean_props(props or {})}
-                nodes[t]["props"]["backlinkCount"] += 1
-            else:
-                outer[(etype, s, to)] = {"pos": pos, "s": s, "target": to, "type": etype,
-                                         "p": _clean_props(props or {})}
-        missing: list[int] = []
-        if nodes:
-            groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
-            for (etype, _, _), e in inner.items():
-                e.pop("also", None)
-                groups.setdefault((etype, bool(e["p"])), []).append(e)
-            params: dict[str, Any] = {"nodes": nodes, "accountId": account_id,
-                                      "out": [{k: v for k, v in e.items() if k != "also"} for e in outer.values()]}
-            params.update({f"e{i}": rows for i, rows in enumerate(groups.values())})
-            done = set(tx.run(q_import_create(list(groups)), params).single()["done"])
-            for e in outer.values():
-                if e["pos"] not in done:
-                    missing += [e["pos"], *e.get("also", ())]
-        if rest:
-            self._upsert(tx, rest, account_id)
-        if merged:
-            lost = self._edges(tx, [edge for _, edge in merged], account_id, known=ids)
-            missing += [merged[j][0] for j in lost]
-        return ids, sorted(missing)
+        check_account(self.account_id, account_id)
+        return Neo4jImport(self, account_id)
 
     def _batch(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
                account_id: str, guards: Guards | None = None) -> tuple[list[str], list[int]]:

@@ -119,11 +119,12 @@ def test_graph_import_creating_new_nodes_writes_what_merging_writes(tmp_path: Pa
     takes, over the same file in two accounts: the same nodes, labels, properties,
     ``backlinkCount``s, edges and the same report."""
     from plugins.graph.importer import import_jsonl
+    from plugins.graph.neo4j_import import Neo4jImport
     from plugins.graph.neo4j_store import Neo4jStore
 
     class MergeOnly(Neo4jStore):
-        def import_batch(self, items, edges, *, account_id):
-            return self.write(lambda tx: self._batch(tx, items, edges, account_id))
+        def import_session(self, account_id):
+            return Neo4jImport(self, account_id, create=False)
 
     other = "acct-neo4j-store-merge"
     merge = MergeOnly(neo.driver, env={**neo4j_env(), "ACCOUNT_ID": other}, apply_schema=False)

@@ -1,0 +1,264 @@
+"""`plughost graph import` into Neo4j: one :class:`Neo4jImport` per import, a transaction a batch.
+
+Why a session rather than independent batches: an edge whose target is a line of a later batch
+*waits* for that target, with its source's ``elementId`` (returned by the statement that
+created the source), and is created by the statement that creates the target: a bare
+``CREATE`` between a node found by its handle and a node of the statement, whose
+``backlinkCount`` is counted in Python before it is written. Merged by key at the end instead,
+such an edge costs two index seeks, an existence check and a property update of a stored node
+(measured: about as much server time as the rest of its batch per edge).
+
+A batch's ids that the account lacks are created in one statement (``q_import_create``) with
+their edges: to a node of the same statement by position, to any other node of the account by
+key (one seek and one ``backlinkCount`` update per target, not per edge). Ids the account holds
+(a re-import) and repeats in the batch take the MERGE path every other write takes
+(``Neo4jStore._batch``), so re-importing converges. Edges that still have no target at the end
+(and the merge path's edges to later lines) MERGE by key then, a batch at a time, and are
+reported by line when their target never appeared.
+
+Session state changes only after a batch's transaction has committed (``execute_write`` may run
+the transaction function more than once).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from plugins.graph.common import Prepared, check_name, iso, keywords_of
+from plugins.graph.neo4j_store import BASE_LABEL, _clean_props
+
+if TYPE_CHECKING:
+    from plugins.graph.neo4j_store import Neo4jStore
+
+Q_PRESENT = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
+RETURN collect(n.id) AS ids"""
+"""Which of a batch's ids the account already holds (one lookup per import batch)."""
+
+Q_FIX_BACKLINKS = f"""UNWIND $rows AS row
+MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: row.id}})
+SET b.backlinkCount = b.backlinkCount - row.n"""
+"""Waiting edges whose source vanished during the import: their targets' precounted backlinks."""
+
+
+def q_import_create(edge_groups: Sequence[tuple[str, bool]]) -> str:
+    """An import batch's new nodes in one ``CREATE`` (no MERGE: ``Q_PRESENT`` found none of
+    them), then their edges: to a node of the same statement by position (``$e<i>``, one list per
+    ``(type, with properties)`` of ``edge_groups``; no index lookup, ``backlinkCount``
+    precomputed), from a node an earlier batch created by its handle (``$incoming``, also
+    precounted), and to any other node of the account by key (``$out``, grouped by target).
+    Returns the handles of the new nodes, the ``$out`` positions made and the ``$incoming``
+    keys made."""
+    parts = []
+    for i, (etype, with_props) in enumerate(edge_groups):
+        t = check_name(etype, "edge.type")
+        carry, set_props = (", e.p AS p", " SET r = p") if with_props else ("", "")
+        parts.append(f"CALL (ns) {{ UNWIND $e{i} AS e WITH ns[e.s] AS a, ns[e.t] AS b{carry} "
+                     f"CREATE (a)-[r:`{t}`]->(b){set_props} }}")
+    edges = "\n".join(parts)
+    return f"""UNWIND $nodes AS row
+CREATE (n:{BASE_LABEL}:$(row.labels)) SET n = row.props
+WITH collect(n) AS ns
+{edges}{chr(10) if edges else ""}CALL (ns) {{
+  UNWIND $incoming AS e
+  MATCH (a) WHERE elementId(a) = e.a AND a.accountId = $accountId AND a.id = e.src
+  WITH a, ns[e.t] AS b, e
+  CREATE (a)-[r:$(e.type)]->(b) SET r = e.p
+  RETURN collect(e.k) AS came
+}}
+CALL (ns) {{
+  UNWIND $out AS g
+  MATCH (b:{BASE_LABEL} {{accountId: $accountId, id: g.target}})
+  SET b.backlinkCount = coalesce(b.backlinkCount, 0) + size(g.edges)
+  WITH b, g UNWIND g.edges AS e
+  WITH ns[e.s] AS a, b, e
+  CREATE (a)-[r:$(e.type)]->(b) SET r = e.p
+  RETURN collect(e.pos) AS done
+}}
+RETURN [n IN ns | elementId(n)] AS handles, done, came"""
+
+
+@dataclass
+class Waiting:
+    """An edge from a node this import created to an id no batch has written yet."""
+
+    handle: str  # the source's elementId
+    source: str
+    type: str
+    props: dict[str, Any]
+    lines: list[int] = field(default_factory=list)  # one per time the file names this edge
+
+
+@dataclass
+class _Plan:
+    """One batch as sent (built inside the transaction function, applied after it commits)."""
+
+    made: int = 0
+    waiting: dict[str, list[Waiting]] = field(default_factory=dict)  # new waiting edges, by target id
+    resolved: set[str] = field(default_factory=set)  # target ids whose waiting edges were created
+    late: list[tuple[str, str, str, Any, int]] = field(default_factory=list)
+
+
+class Neo4jImport:
+    """One import of JSON lines into ``store`` for ``account_id`` (see the module docstring).
+
+    ``create=False`` writes every batch through the MERGE path and every edge to a later line
+    at the end, as any other write would (the reference the create path is tested against).
+    """
+
+    def __init__(self, store: Neo4jStore, account_id: str, *, create: bool = True) -> None:
+        self.store = store
+        self.account_id = account_id
+        self.create = create
+        self.waiting: dict[str, list[Waiting]] = {}
+        self.late: list[tuple[str, str, str, Any, int]] = []  # (source, type, to, props, line)
+
+    def add(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], lines: list[int]) -> int:
+        """Write one batch (one transaction); returns the edges made (with waiting ones it resolved)."""
+        if not self.create or any(item.id is None for item in items):  # a re-ingest by attachmentId
+            plan = self.store.write(functools.partial(self._merge, items=items, edges=edges, lines=lines))
+        else:
+            plan = self.store.write(functools.partial(self._create, items=items, edges=edges, lines=lines))
+        for target in plan.resolved:
+            del self.waiting[target]
+        for target, found in plan.waiting.items():
+            self.waiting.setdefault(target, []).extend(found)
+        self.late += plan.late
+        return plan.made
+
+    def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
+        """MERGE what still waits by key; returns (edges made, (line, type, to) never resolved)."""
+        rest = [(w.source, w.type, to, w.props, line) for to, found in self.waiting.items() for w in found
+                for line in w.lines]
+        rest += self.late
+        self.waiting, self.late = {}, []
+        if not rest:
+            return 0, []
+        missing = self.store.create_edges([(s, t, to, p) for s, t, to, p, _ in rest], account_id=self.account_id,
+                                          validated=True)
+        lost = [(rest[pos][4], rest[pos][1], rest[pos][2]) for pos in missing]
+        return len(rest) - len(missing), lost
+
+    # ------------------------------------------------------------------ one batch
+    def _merge(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
+               lines: list[int]) -> _Plan:
+        ids, missing = self.store._batch(tx, items, edges, self.account_id)
+        plan = _Plan(made=len(edges) - len(missing))
+        for pos in missing:
+            i, _, etype, to, props = edges[pos]
+            plan.late.append((ids[i], etype, to, props, lines[i]))
+        return plan
+
+    def _create(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
+                lines: list[int]) -> _Plan:
+        """The ids the account lacks are created with their edges and the edges waiting for
+        them; ids it holds (or repeated in the batch) and their edges MERGE as in ``_batch``."""
+        account = self.account_id
+        now = iso(time.time())
+        ids = [item.id or "" for item in items]  # add() sends only items with ids here
+        present = set(tx.run(Q_PRESENT, {"accountId": account, "ids": list(dict.fromkeys(ids))}).single()["ids"])
+        pos_of: dict[str, int] = {}
+        nodes: list[dict[str, Any]] = []
+        rest: list[Prepared] = []
+        for item, nid in zip(items, ids, strict=True):
+            if nid in present or nid in pos_of:
+                rest.append(item)
+                continue
+            pos_of[nid] = len(nodes)
+            props = _clean_props(item.properties)
+            props.update(accountId=account, id=nid, createdAt=now, updatedAt=now, backlinkCount=0)
+            keywords = keywords_of(item.properties)
+            if keywords:
+                props["keywordsLower"] = keywords
+            if item.embedding is not None:
+                props["embedding"] = item.embedding
+            nodes.append({"labels": list(item.labels), "props": props})
+        plan = _Plan()
+        # A new node has no edges yet, so its edges are created (once each: a repeat in the batch
+        # merges its properties, as MERGE would); an old node's edges MERGE.
+        inner: dict[tuple[str, int, int], dict[str, Any]] = {}
+        outer: dict[tuple[str, int, str], dict[str, Any]] = {}
+        also: dict[int, list[int]] = {}  # an outer edge's position -> the positions repeating it
+        merged: list[tuple[int, tuple[str, str, str, Any]]] = []
+        for pos, (i, _, etype, to, props) in enumerate(edges):
+            s = pos_of.get(ids[i])
+            if s is None:
+                merged.append((pos, (ids[i], etype, to, props)))
+                continue
+            t = pos_of.get(to)
+            found = inner.get((etype, s, t)) if t is not None else outer.get((etype, s, to))
+            if found is not None:
+                found["p"].update(_clean_props(props or {}))
+                if t is None:
+                    also.setdefault(found["pos"], []).append(pos)
+                else:
+                    plan.made += 1
+            elif t is not None:
+                inner[(etype, s, t)] = {"s": s, "t": t, "p": _clean_props(props or {})}
+                nodes[t]["props"]["backlinkCount"] += 1
+                plan.made += 1
+            else:
+                outer[(etype, s, to)] = {"pos": pos, "s": s, "type": etype, "p": _clean_props(props or {})}
+        incoming: list[dict[str, Any]] = []
+        for target, t in pos_of.items():
+            for k, w in enumerate(self.waiting.get(target, ())):
+                incoming.append({"a": w.handle, "src": w.source, "t": t, "type": w.type, "p": w.props,
+                                 "k": f"{target}\n{k}"})
+                nodes[t]["props"]["backlinkCount"] += 1
+        if nodes:
+            groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+            for (etype, _, _), e in inner.items():
+                groups.setdefault((etype, bool(e["p"])), []).append(e)
+            by_target: dict[str, list[dict[str, Any]]] = {}
+            for (_, _, to), e in outer.items():
+                by_target.setdefault(to, []).append(e)
+            params: dict[str, Any] = {"nodes": nodes, "accountId": account, "incoming": incoming,
+                                      "out": [{"target": to, "edges": group} for to, group in by_target.items()]}
+            params.update({f"e{i}": rows for i, rows in enumerate(groups.values())})
+            result = tx.run(q_import_create(list(groups)), params).single()
+            handles, done, came = result["handles"], set(result["done"]), set(result["came"])
+            for to, group in by_target.items():
+                for e in group:
+                    repeats = also.get(e["pos"], [])
+                    if e["pos"] in done:
+                        plan.made += 1 + len(repeats)
+                        continue
+                    nid = ids[edges[e["pos"]][0]]
+                    plan.waiting.setdefault(to, []).append(
+                        Waiting(handles[e["s"]], nid, e["type"], e["p"],
+                                [lines[edges[p][0]] for p in (e["pos"], *repeats)]))
+            self._came(tx, incoming, came, nodes, plan)
+        if rest:
+            self.store._upsert(tx, rest, account)
+        if merged:
+            lost = self.store._edges(tx, [edge for _, edge in merged], account, known=ids)
+            plan.made += len(merged) - len(lost)
+            for j in lost:
+                pos = merged[j][0]
+                i, _, etype, to, props = edges[pos]
+                plan.late.append((ids[i], etype, to, props, lines[i]))
+        return plan
+
+    def _came(self, tx: Any, incoming: list[dict[str, Any]], came: set[str], nodes: list[dict[str, Any]],
+              plan: _Plan) -> None:
+        """Count the waiting edges made; a source gone since (another writer deleted it) leaves
+        its edges to the end (MERGE by key) and its target's backlinkCount corrected here."""
+        by_target: dict[str, list[Waiting]] = {}
+        fix: dict[str, int] = {}
+        for e in incoming:
+            target = nodes[e["t"]]["props"]["id"]
+            w = self.waiting[target][int(e["k"].rsplit("\n", 1)[1])]
+            if e["k"] in came:
+                plan.made += len(w.lines)
+            else:
+                by_target.setdefault(target, []).append(w)
+                fix[target] = fix.get(target, 0) + 1
+            plan.resolved.add(target)
+        for target, lost in by_target.items():
+            plan.late += [(w.source, w.type, target, w.props, line) for w in lost for line in w.lines]
+        if fix:
+            tx.run(Q_FIX_BACKLINKS, {"accountId": self.account_id,
+                                     "rows": [{"id": t, "n": n} for t, n in fix.items()]}).consume()
