@@ -246,3 +246,26 @@ def test_graph_compact_command(tmp_path: Path, plughost_home: Path, neo) -> None
     res = run_cli("graph", "compact", env={"ACCOUNT_ID": ACCOUNT})
     assert res.returncode == 0 and "[graph-compact] done backend=sqlite indexes=0 reason=no-vector-index" in res.stderr
     assert neo.vector_search([0.5] * 384, 1, guards=Guards(ACCOUNT))[0].node.id == "c1"
+
+
+def test_an_edge_waiting_for_its_target_survives_its_source_vanishing(neo) -> None:
+    """An edge to a later batch waits with its source's handle; if another writer deletes the
+    source meanwhile, the target keeps an exact backlinkCount and the edge is reported at the end."""
+    from plugins.graph.common import prepare_row
+
+    def batch(rows):
+        prepared = [prepare_row(r, ACCOUNT, "node", parsed=True, strict=True) for r in rows]
+        edges = [(i, j, t, to, p) for i, (_, es) in enumerate(prepared) for j, (t, to, p) in enumerate(es)]
+        return [item for item, _ in prepared], edges, list(range(1, len(rows) + 1))
+
+    session = neo.import_session(ACCOUNT)
+    assert session.add(*batch([{"id": "a", "labels": ["Person"], "properties": {"name": "A"},
+                                "edges": [{"type": "KNOWS", "to": "t"}]},
+                               {"id": "b", "labels": ["Person"], "properties": {"name": "B"},
+                                "edges": [{"type": "KNOWS", "to": "t"}]}])) == 0
+    neo._rows("MATCH (n:GraphNode {accountId: $a, id: 'a'}) DETACH DELETE n", {"a": ACCOUNT}, read=False)
+    assert session.add(*batch([{"id": "t", "labels": ["Person"], "properties": {"name": "T"}}])) == 1
+    assert session.finish() == (0, [(1, "KNOWS", "t")])
+    g = Guards(ACCOUNT)
+    assert neo.get("t", guards=g).properties["backlinkCount"] == 1
+    assert [n.node.id for n in neo.expand(["t"], guards=g)["t"]] == ["b"]
