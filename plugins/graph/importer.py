@@ -15,10 +15,13 @@ may hold edges to later lines until their targets arrive).
 
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from host.errors import UserError
 from host.jsonl import ImportSummary, JsonLines, line_id, line_text
@@ -27,6 +30,8 @@ from host.progress import Progress
 from plugins.graph import IMPORT_BATCH
 from plugins.graph.common import Prepared, prepare_row
 from plugins.graph.staging import staged_batches, use_worker
+
+T = TypeVar("T")
 
 
 def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | None = None,
@@ -63,43 +68,46 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
         _import_staged(store, path, account_id, batch_size, use_worker(path) if worker is None else worker,
                        summary, skip, bar)
         return _done(summary, path, bar, started)
-    reader = JsonLines(path, skip)
+    reader = JsonLines(path, lambda lineno, message: skipped.append((lineno, message)))
+    skipped: list[tuple[int, str]] = []  # the reader thread's skips, reported as their batch is written
     bar = Progress(reader.size, stream, progress, unit="nodes")
     started = time.perf_counter()
     session = store.import_session(account_id)
-    items: list[Prepared] = []
-    edges: list[tuple[int, int, str, str, Any]] = []
-    lines_of: list[int] = []
-
-    def flush() -> None:
-        if not items:
-            return
-        summary.edges += session.add(items, edges, lines_of)
-        summary.batches += 1
-        summary.nodes += len(items)
-        items.clear()
-        edges.clear()
-        lines_of.clear()
-        bar.update(reader.done_bytes, summary.nodes)
-
     dims = getattr(store, "dimensions", None)
-    with reader:
-        for lineno, row in reader:
-            try:
-                item, row_edges = prepare_row(row, account_id, "node", parsed=True, dims=dims, strict=True)
-            except UserError as exc:
-                skip(lineno, str(exc))
-                continue
-            if item.id is None and not ("KnowledgeDocument" in item.labels and item.properties.get("attachmentId")):
-                item.id = line_id(lineno, line_text(row))  # a re-run lands on the same row
-            index = len(items)
-            items.append(item)
-            lines_of.append(lineno)
-            if row_edges:
-                edges.extend([(index, j, t, to, p) for j, (t, to, p) in enumerate(row_edges)])
-            if len(items) >= batch_size:
-                flush()
-        flush()
+
+    def batches() -> Iterator[tuple[list[Prepared], list[tuple[int, int, str, str, Any]], list[int],
+                                    list[tuple[int, str]], int]]:
+        items: list[Prepared] = []
+        edges: list[tuple[int, int, str, str, Any]] = []
+        lines_of: list[int] = []
+        with reader:
+            for lineno, row in reader:
+                try:
+                    item, row_edges = prepare_row(row, account_id, "node", parsed=True, dims=dims, strict=True)
+                except UserError as exc:
+                    skipped.append((lineno, str(exc)))
+                    continue
+                if item.id is None and not ("KnowledgeDocument" in item.labels
+                                            and item.properties.get("attachmentId")):
+                    item.id = line_id(lineno, line_text(row))  # a re-run lands on the same row
+                index = len(items)
+                items.append(item)
+                lines_of.append(lineno)
+                if row_edges:
+                    edges.extend([(index, j, t, to, p) for j, (t, to, p) in enumerate(row_edges)])
+                if len(items) >= batch_size:
+                    yield items, edges, lines_of, _take(skipped), reader.done_bytes
+                    items, edges, lines_of = [], [], []
+        yield items, edges, lines_of, _take(skipped), reader.done_bytes
+
+    for items, edges, lines_of, skips, done_bytes in read_ahead(batches()):
+        for lineno, message in skips:
+            skip(lineno, message)
+        if items:
+            summary.edges += session.add(items, edges, lines_of)
+            summary.batches += 1
+            summary.nodes += len(items)
+        bar.update(done_bytes, summary.nodes)
     summary.lines = reader.lines
     created, unresolved = session.finish()
     summary.edges += created
@@ -107,6 +115,56 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
         skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
     summary.skipped -= len(unresolved)  # the node itself was imported; only its edge was dropped
     return _done(summary, path, bar, started)
+
+
+def _take(pending: list[Any]) -> list[Any]:
+    taken = pending[:]
+    del pending[:len(taken)]
+    return taken
+
+
+def read_ahead(produce: Iterator[T], depth: int = 1) -> Iterator[T]:
+    """``produce`` run on a thread up to ``depth`` items ahead: the next batch is read and
+    validated while the store writes this one (waiting on the database releases the GIL).
+    Closing this generator early stops the thread after the item it is building."""
+    ready: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(entry: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run() -> None:
+        try:
+            for item in produce:
+                if not put((True, item)):
+                    return
+            put((True, end))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the consumer
+            put((False, exc))
+
+    thread = threading.Thread(target=run, name="graph-import-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            ok, item = ready.get()
+            if not ok:
+                raise item
+            if item is end:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+        close = getattr(produce, "close", None)
+        if close is not None:  # the thread has ended: the generator (and its file) can be closed here
+            close()
 
 
 def _import_staged(store: Any, path: Path, account_id: str, batch_size: int, worker: bool,
