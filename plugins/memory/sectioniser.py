@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 SECTION_MAX_CHARS = 4000
@@ -20,6 +21,8 @@ TITLE_MAX_CHARS = 80
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SENTENCE_END_RAW = re.compile(r"[.!?]\s")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
 @dataclass
@@ -56,12 +59,28 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _paragraphs(text: str) -> list[str]:
-    return [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    return [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+
+
+def _iter_paragraphs(text: str) -> Iterator[str]:
+    """:func:`_paragraphs`, one at a time (for a caller that needs only the first few)."""
+    start = 0
+    for m in _PARAGRAPH_BREAK.finditer(text):
+        para = text[start:m.start()].strip()
+        if para:
+            yield para
+        start = m.end()
+    para = text[start:].strip()
+    if para:
+        yield para
 
 
 def _first_sentence(text: str) -> str:
-    first = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
-    return _clip(first, 200)
+    """The first sentence, whitespace collapsed, clipped: the text up to the first ``.``, ``!`` or
+    ``?`` followed by whitespace (found in the raw text: collapsing whitespace moves no sentence
+    end, so the rest of a long body is never collapsed)."""
+    end = _SENTENCE_END_RAW.search(text)
+    return _clip(text[:end.start() + 1] if end else text, 200)
 
 
 def _split_long(paragraph: str, limit: int) -> list[str]:
@@ -122,10 +141,10 @@ def _markdown_sections(text: str, fallback_title: str) -> tuple[list[tuple[str, 
     current: tuple[str, int, tuple[str, ...], list[str]] = (fallback_title, 0, (), [])
     first_h1: str | None = None
     in_fence = False
-    for line in text.splitlines():
-        if _FENCE.match(line):
+    for line in text.splitlines():  # the patterns run only where their opening can be
+        if ("`" in line or "~" in line) and _FENCE.match(line):
             in_fence = not in_fence
-        heading = None if in_fence else _HEADING.match(line)
+        heading = None if in_fence or line[:1] != "#" else _HEADING.match(line)
         if heading:
             raw.append(current)
             level, title = len(heading.group(1)), heading.group(2).strip()
@@ -147,7 +166,9 @@ def sectionise(text: str, *, title: str | None = None, fmt: str = "auto", summar
     """Split a document into titled sections and chunks, deterministically."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
     kind = ("markdown" if is_markdown(text) else "text") if fmt == "auto" else fmt
-    first_line = next((line.strip(" #") for line in text.splitlines() if line.strip()), "")
+    # the text is stripped, so its first line is its first non-blank one (and ends by the first "\n")
+    head = text.partition("\n")[0].splitlines()
+    first_line = head[0].strip(" #") if head else ""
     parts: list[tuple[str, int, tuple[str, ...], str]]
     if kind == "markdown":
         parts, h1 = _markdown_sections(text, title or "Introduction")
@@ -160,7 +181,7 @@ def sectionise(text: str, *, title: str | None = None, fmt: str = "auto", summar
         SectionPart(i, t, lvl, path or (t,), body, _first_sentence(body), chunk(body, chunk_max_chars))
         for i, (t, lvl, path, body) in enumerate(parts)
     ]
-    prose = next((p for p in _paragraphs(text) if not _HEADING.match(p.splitlines()[0])), "")
+    prose = next((p for p in _iter_paragraphs(text) if not _HEADING.match(p.splitlines()[0])), "")
     doc_summary = _clip(summary, 2000) if summary else _clip(prose or doc_title, SUMMARY_MAX_CHARS)
     return Sectioned(doc_title or "Untitled", doc_summary, kind, sections)
 

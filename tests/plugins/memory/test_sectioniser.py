@@ -67,3 +67,31 @@ def test_embedding_text_bounded_and_document_fields() -> None:
     assert embedding_text(["Section"], {"title": "T", "body": "Body", "summary": "S"}) == "Body"
     assert embedding_text(["Chunk"], {"content": "C"}) == "C"
     assert embedding_text(["Event"], {}) is None
+
+
+def test_the_fast_helpers_agree_with_their_plain_definitions() -> None:
+    """First sentences, paragraphs and first lines are found without collapsing or splitting the
+    whole text; on random text over the awkward characters (Unicode spaces and line breaks,
+    sentence ends, heading and fence marks) they equal the plain definitions."""
+    import random
+    import re
+
+    from plugins.memory import sectioniser as s
+
+    def first_sentence(text: str) -> str:
+        return s._clip(re.split(r"(?<=[.!?])\s+", " ".join(text.split()), maxsplit=1)[0], 200)
+
+    def paragraphs(text: str) -> list[str]:
+        return [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+    alphabet = ["a", "b", ".", "!", "?", " ", "\n", "\t", "\xa0", "\u2028", "\x1c", "\x85", "\r", "#", "`", "~", "é"]
+    rng = random.Random(7)
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert s._first_sentence(text) == first_sentence(text), repr(text)
+        assert list(s._iter_paragraphs(text)) == paragraphs(text), repr(text)
+        doc = s.sectionise(text, fmt="markdown")
+        body = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+        first_line = next((line.strip(" #") for line in body.splitlines() if line.strip()), "")
+        assert doc.title == (s._markdown_sections(body, "Introduction")[1] or s._clip(first_line, s.TITLE_MAX_CHARS)
+                             or "Untitled"), repr(text)
