@@ -97,6 +97,8 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
         migrations.migrate(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
+        self._staged_sessions = 0  # open staged_session()s, and the cache size they restore
+        self._staged_cache = 0
         self.vector_window_max = VECTOR_WINDOW_MAX  # 0: always select the full guarded candidate set
         self.vector_split_rows = VECTOR_SPLIT_ROWS
         self._pool: Any = None  # the scoring threads (a ThreadPoolExecutor), started at first need
@@ -228,6 +230,24 @@ class SqliteStore(StoreEnv, VectorSearch):
         _same_account(guards, account_id)
         with self._write() as conn:
             return staged.write_staged(self, conn, parts, account_id, guards, embeddings)
+
+    @contextmanager
+    def staged_session(self) -> Iterator[None]:
+        """A bulk import's page cache while a folder sync writes its staged batches (its index
+        inserts land all over the file, and each batch would re-read what the last one evicted);
+        the connection's own size again when the last session open on it ends."""
+        with self._lock:
+            if not self._staged_sessions:
+                self._staged_cache = int(self.conn.execute("PRAGMA cache_size").fetchone()[0])
+                self.conn.execute(f"PRAGMA cache_size = {-IMPORT_CACHE_KIB}")
+            self._staged_sessions += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._staged_sessions -= 1
+                if not self._staged_sessions:
+                    self.conn.execute(f"PRAGMA cache_size = {self._staged_cache}")
 
     def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
                      account_id: str) -> tuple[list[str], list[int]]:

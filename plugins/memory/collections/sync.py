@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from contextlib import closing, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -542,7 +542,7 @@ class Syncer:
 
         for doc_id in revive:  # live again before its new content is written over it
             self.store.restore(doc_id, guards=self.guards)
-        with _gc_paused():
+        with _gc_paused(), self._session():
             self._write_all(((todo[i][0], todo[i][2], todo[i][3], result) for i, result in self._parsed(todo)),
                             embed=self.embedder is not None or any(reuse for *_, reuse in todo))
         if renamed_from:
@@ -607,6 +607,11 @@ class Syncer:
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
 
+    def _session(self) -> AbstractContextManager[Any]:
+        """The store's setting for many staged writes in a row, where it has one."""
+        session = getattr(self.store, "staged_session", None) if self._staged else None
+        return session() if session is not None else nullcontext()
+
     def _first_sync(self, patterns: Sequence[str]) -> bool:
         """A collection's first sync, as one stream: the walk hands the files to the parse workers as
         it finds them, and they read, hash, decode, parse and stage each one (nothing to compare it
@@ -666,7 +671,8 @@ class Syncer:
                     yield st, False, False, parsed
 
         try:
-            with closing(self._pooled(workers, pieces, lambda piece: (_read_piece, piece))) as read, _gc_paused():
+            with closing(self._pooled(workers, pieces, lambda piece: (_read_piece, piece))) as read, _gc_paused(), \
+                    self._session():
                 self._write_all(results(read), embed=self.embedder is not None)
         except _Stored:
             self.stats = SyncStats(repaired=self.stats.repaired)
