@@ -309,9 +309,10 @@ def q_vector_windows(filters: str = "") -> str:
     lowest score (``floor``) and how many of them pass the guards (``passed``); and the top k of
     the passing ones by the index's score, re-scored exactly (the index's scores are quantized).
 
-    ``$indexes`` is ``[{label, name, fetch}]`` (each index its own window); an index whose label no
-    node carries (``db.labels()``, read from the count store) is not asked at all, so an install
-    that uses 6 of the 19 vector labels pays for 6 index searches, not 19."""
+    ``$indexes`` is ``[{label, name, fetch}]`` (each index its own window); an index whose label
+    the database has no token for (``db.labels()``) is not asked. Neo4j 5.26 lists every label
+    token there, the schema's included, so the empty indexes of unused labels are asked too:
+    measured at 20k nodes, 13 of them add about 0.3 ms of server CPU to a search."""
     hit = ("{id: n.id, labels: labels(n), props: n {.*, embedding: null}, hasEmbedding: n.embedding IS NOT NULL, "
            f"approx: approx, score: {COSINE}}}")
     return f"""CALL db.labels() YIELD label WITH collect(label) AS present
