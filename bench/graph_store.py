@@ -366,8 +366,8 @@ def _bench_neo4j(store, args, data, vocab, vectors, rng) -> dict[str, float]:
     ms = timed(lambda q: store.vector_search(q, 10, guards=Guards(ACCOUNT)), some)
     cpu, jvm = (time.process_time() - cpu0) * 1000 / len(some), (server_cpu() - jvm0) * 1000 / len(some)
     print(row("vector top-10 (admin), as attached", ms, timed(raw_vec, some))
-          + f"   CPU/query client {cpu:.2f} + server {jvm:.2f} ms   ({-(-args.nodes // 5000)} attach transactions: "
-          "a Lucene segment each in every index)")
+          + (f"   CPU/query client {cpu:.2f} + server {jvm:.2f} ms" if jvm == jvm else "")
+          + f"   ({-(-args.nodes // 5000)} attach transaction(s): a Lucene segment each in every index)")
     t0 = time.perf_counter()
     store.compact_vector_indexes()
     print(f"compact vector indexes             {time.perf_counter() - t0:.1f} s (plughost graph compact: each index "
