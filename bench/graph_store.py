@@ -269,6 +269,16 @@ def start_neo4j() -> tuple[dict[str, str], str | None]:
     return {"NEO4J_URI": started["NEO4J_URI"]}, started["NEO4J_RUN_DIR"]
 
 
+def server_java(store) -> str:
+    """The server's Java runtime (its vector scoring uses SIMD only on Java 20-22 with the
+    jdk.incubator.vector module, Lucene 9.11), or ``?`` when the server does not say."""
+    try:
+        return store.read(lambda tx: tx.run("CALL dbms.queryJmx('java.lang:type=Runtime') YIELD attributes "
+                                            "RETURN attributes.VmVersion.value AS v").single()["v"])
+    except Exception:  # noqa: BLE001 — a server that hides its JMX beans: the figures stand without it
+        return "?"
+
+
 def server_cpu() -> float:
     """CPU-seconds the Neo4j JVM has used (NEO4J_PID, a local server), or NaN when unknown."""
     try:
@@ -287,7 +297,7 @@ def bench_neo4j(args: argparse.Namespace, data: Path, vocab: list[str], vectors:
         store = Neo4jStore.from_env({**neo_env, "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": str(args.dims)})
         version = store.read(lambda tx: tx.run("CALL dbms.components() YIELD versions RETURN versions[0] AS v")
                              .single()["v"])
-        print(f"\n== neo4j {version} uri={neo_env['NEO4J_URI']}")
+        print(f"\n== neo4j {version} java {server_java(store)} uri={neo_env['NEO4J_URI']}")
         store.wipe_account(ACCOUNT)
         return _bench_neo4j(store, args, data, vocab, vectors, rng)
     finally:
