@@ -14,9 +14,10 @@ guarded exact vector top-10 and guarded 1-hop expansion. The raw floor is measur
 run on the same data: a bare FTS5 MATCH + bm25() query, a bare numpy matmul + argpartition over
 the same matrix (also sliced on the store's scoring threads, PLUGHOST_VECTOR_THREADS), and a bare
 edge lookup; the ratio store/floor is printed beside each figure.
-On Neo4j the import and its floor meet a warm server: ``--warmup`` lines (default 20,000) are
-imported and floored into a scratch account first, since a fresh JVM compiles Neo4j's write
-path during its first imports (the warm-up's own rate is printed as the cold figure).
+On Neo4j the import and its floor meet a warm server: a file of ``--warmup`` lines (default
+20,000) of the same shape is imported and floored into a scratch account first, since a fresh
+JVM compiles Neo4j's write path during its first imports (the warm-up's rate is printed as the
+cold figure).
 On Neo4j the floors are the bare procedures and pattern (``db.index.fulltext.queryNodes`` with
 ``limit: 10``, ``db.index.vector.queryNodes`` top-10, an unguarded 1-hop MATCH) over the same
 data, each in its own read transaction like the store's queries.
@@ -28,7 +29,6 @@ expansion p50 < 10 ms.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import random
@@ -308,15 +308,15 @@ def bench_neo4j(args: argparse.Namespace, data: Path, vocab: list[str], vectors:
 
 def warm_neo4j(store, args, data: Path) -> None:
     """A fresh JVM compiles Neo4j's write path while it runs (the first 20k lines cost it several
-    times the CPU of later ones): the same kind of import and floor into a scratch account first,
-    so the measured import and its floor both meet a warm server, as a long-running one is."""
+    times the CPU of later ones): an import and a floor of a file of the same shape into a scratch
+    account first, so the measured import and its floor both meet a warm server, as a long-running
+    one is."""
     lines = min(args.warmup, args.nodes)
     if lines <= 0:
         print("server warm-up                     none (--warmup 0: the import below meets a cold JVM)")
         return
-    part = data.with_name("warmup.jsonl")
-    with open(data, encoding="utf-8") as src, open(part, "w", encoding="utf-8") as dst:
-        dst.writelines(itertools.islice(src, lines))
+    part = data.with_name("warmup.jsonl")  # the same shape, its own ids and edges (all inside it)
+    build_file(part, lines, max(1, round(lines * args.edges / max(args.nodes, 1))), random.Random(7))
     scratch = type(store)(store.driver, env={**store.env, "ACCOUNT_ID": WARMUP_ACCOUNT}, database=store.database,
                           apply_schema=False)
     cpu0, jvm0 = time.process_time(), server_cpu()
