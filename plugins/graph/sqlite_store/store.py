@@ -99,6 +99,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         self._writes = 0  # bumped by every local commit
         self._staged_sessions = 0  # open staged_session()s, and the cache size they restore
         self._staged_cache = 0
+        self._staged_checkpoints: _Checkpointer | None = None
         self.vector_window_max = VECTOR_WINDOW_MAX  # 0: always select the full guarded candidate set
         self.vector_split_rows = VECTOR_SPLIT_ROWS
         self._pool: Any = None  # the scoring threads (a ThreadPoolExecutor), started at first need
@@ -233,13 +234,16 @@ class SqliteStore(StoreEnv, VectorSearch):
 
     @contextmanager
     def staged_session(self) -> Iterator[None]:
-        """A bulk import's page cache while a folder sync writes its staged batches (its index
-        inserts land all over the file, and each batch would re-read what the last one evicted);
-        the connection's own size again when the last session open on it ends."""
+        """Settings for a folder sync writing its staged batches, until the last session open on
+        this connection ends: a bulk import's page cache (its index inserts land all over the file,
+        and each batch would re-read what the last one evicted), and the WAL checkpointed by a
+        thread of its own instead of inside the commits (the writer neither copies the pages
+        again nor waits for the fsyncs; SQLite's own passive checkpoint, safe at any kill)."""
         with self._lock:
             if not self._staged_sessions:
                 self._staged_cache = int(self.conn.execute("PRAGMA cache_size").fetchone()[0])
                 self.conn.execute(f"PRAGMA cache_size = {-IMPORT_CACHE_KIB}")
+                self._staged_checkpoints = _Checkpointer(self.path, self.conn)
             self._staged_sessions += 1
         try:
             yield
@@ -248,6 +252,9 @@ class SqliteStore(StoreEnv, VectorSearch):
                 self._staged_sessions -= 1
                 if not self._staged_sessions:
                     self.conn.execute(f"PRAGMA cache_size = {self._staged_cache}")
+                    if self._staged_checkpoints is not None:
+                        self._staged_checkpoints.stop()
+                        self._staged_checkpoints = None
 
     def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
                      account_id: str) -> tuple[list[str], list[int]]:
@@ -728,6 +735,35 @@ class SqliteStore(StoreEnv, VectorSearch):
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
+
+
+class _Checkpointer:
+    """Passive WAL checkpoints every ``EVERY_S`` from a connection and thread of their own, while
+    ``conn`` (whose automatic checkpoints are off meanwhile) writes; ``stop`` restores them."""
+
+    EVERY_S = 0.25
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.auto = int(conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        self.done = threading.Event()
+        self.own = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        self.thread = threading.Thread(target=self._run, name="wal-checkpoint", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(self.EVERY_S):
+            try:
+                self.own.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error:  # busy or closing: the next round (or the writer's own) catches up
+                pass
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+        self.own.close()
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {self.auto}")
 
 
 def _same_account(guards: Guards | None, account_id: str) -> None:
