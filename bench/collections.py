@@ -243,8 +243,8 @@ def _initial_report(rows: list[tuple[str, float, str]], cpu: dict[str, tuple[flo
           f"{'PASS' if rate >= 1000 else 'MISS'}")
     own, workers, _ = cpu["initial sync, no embeddings"]
     print(f"initial sync CPU: {own:.1f} s in the syncing process ({own / files * 1000:.2f} ms/note: walk, "
-          f"hash, store writes), {workers:.1f} s in the parse workers ({workers / files * 1000:.2f} ms/note: parse, "
-          f"section, stage rows); the busier of the two bounds an idle machine at "
+          f"store writes, WAL checkpoints), {workers:.1f} s in the parse workers ({workers / files * 1000:.2f} "
+          f"ms/note: read, hash, parse, section, stage rows); the busier of the two bounds an idle machine at "
           f"{files / max(own, workers, 1e-9):,.0f} notes/s")
     if header:
         print(f"load average while measuring: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
