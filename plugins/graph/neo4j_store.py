@@ -417,7 +417,11 @@ def _clean_props(props: Mapping[str, Any]) -> dict[str, Any]:
     """Neo4j properties cannot hold maps: nested objects are stored as JSON text."""
     out = {}
     for key, value in props.items():
-        if isinstance(value, Mapping) or (isinstance(value, list) and any(isinstance(v, (Mapping, list)) for v in value)):
+        kind = type(value)
+        if kind is str or kind is int or kind is float or kind is bool or value is None:  # the usual, cheaply
+            out[key] = value
+        elif isinstance(value, Mapping) or (isinstance(value, list)
+                                            and any(isinstance(v, (Mapping, list)) for v in value)):
             out[key] = json.dumps(value, ensure_ascii=False)
         else:
             out[key] = value
