@@ -50,13 +50,15 @@ def refused(coll: registry.Collection, home: Path) -> str | None:
 
 
 def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True,
-               stop_event: threading.Event | None = None) -> dict[str, SyncStats]:
+               stop_event: threading.Event | None = None, allow_empty: bool = False) -> dict[str, SyncStats]:
     """Sync the named collections (all when None) of the process's account: admin only (the
     registry and a collection's scope are account-wide). An explicit sync ends ``--no-sync``'s
     registered-only state."""
     require_admin(host.env, "collection sync")
     guards = Guards.from_env(host.env)
     known = registry.load(host.home, guards.account_id)
+    if names is not None and not all(names):
+        raise UserError("NAME: empty (name a collection, or leave NAME out to sync them all)")
     if names:
         unknown = [n for n in names if n not in known]
         if unknown:
@@ -75,7 +77,7 @@ def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True
             log("collections", "op=refuse", collection=name, detail=why[:160])
             continue
         out[name] = sync(host.store(), coll, source(host, coll.source), account_id=guards.account_id, guards=guards,
-                         home=host.home, embedder=embedder, stop_event=stop_event)
+                         home=host.home, embedder=embedder, stop_event=stop_event, allow_empty=allow_empty)
         if coll.registered_only and not out[name].cancelled:
             registry.mark_synced(host.home, guards.account_id, name)
     return out

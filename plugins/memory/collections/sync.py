@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from host.errors import UserError
 from host.graph import Guards
 from host.log import log
 from plugins.memory import sectioniser
@@ -293,6 +294,8 @@ class Syncer:
         """Called between files; raises ``SyncCancelled`` to stop (shutdown, collection removed)."""
         self._rescope = False
         self._warnings: list[str] = []
+        self.allow_empty = False
+        """Whether a folder where no file matches any more may delete every note (else refused)."""
 
     # ------------------------------------------------------------------ rows
     def _rows(self, st: NoteState, text: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]], list[str]]:
@@ -438,8 +441,10 @@ class Syncer:
         self._rescope = bool(known) and recorded != tags and (recorded is not None or self.coll.unscoped_before)
         if self._rescope:
             was = json.loads(recorded).get("scope") if recorded else "-"
+            before = json.loads(recorded) if recorded else {}
+            what = [k for k in ("scope", "agents", "path") if before.get(k) != json.loads(tags)[k]]
             log("collections", "op=rescope", collection=self.coll.name, scope=self.coll.scope, was=was,
-                notes=len(known), reason="tags-changed" if recorded else "registered-without-scope")
+                notes=len(known), reason=f"{'-'.join(what) or 'tags'}-changed" if recorded else "registered-without-scope")
         patterns = (self.coll.pattern,) if self.coll.pattern else tuple(self.source.patterns)
         if not known and not dirty and not self.state.gone() and self._first_sync(patterns):
             self.stop()
@@ -501,6 +506,14 @@ class Syncer:
                 todo.append((st, text, True, False))
             else:
                 fresh.append((rel, stat, digest, text))
+        if known and self.stats.scanned == 0 and not self.allow_empty:
+            # an unmounted drive or a cloud folder not yet filled looks like this: keep the notes
+            if not dirty:
+                self.state.set_meta("syncing", None)
+            raise UserError(f"PATH: no file under {self.root} matches {', '.join(patterns)} any more; the "
+                            f"{len(known)} notes of collection '{self.coll.name}' were kept (an unmounted or not yet "
+                            "filled folder looks like this). Sync with --allow-empty to delete them, "
+                            "or remove the collection")
         gone = {rel: n for rel, n in known.items() if rel not in seen}
         by_hash: dict[str, list[NoteState]] = {}
         for n in gone.values():
@@ -827,10 +840,11 @@ class Syncer:
 
 def sync(store: Any, collection: Collection, source: CollectionSource, *, account_id: str, guards: Guards,
          home: Path, embedder: Any = None, batch_notes: int = BATCH_NOTES,
-         stop_event: threading.Event | None = None) -> SyncStats:
+         stop_event: threading.Event | None = None, allow_empty: bool = False) -> SyncStats:
     """Sync one collection, one process at a time (another's sync of it is waited for); logs
     ``[collections] op=sync`` with the counts. It stops between two files when ``stop_event`` is
-    set or the collection is removed or re-pointed meanwhile (``cancelled`` says why)."""
+    set or the collection is removed or re-pointed meanwhile (``cancelled`` says why). A folder
+    where no file matches any more is refused unless ``allow_empty`` (its notes are kept)."""
     from plugins.memory.collections.running import StopWhen, SyncCancelled, sync_lock
 
     def waiting() -> None:
@@ -841,6 +855,7 @@ def sync(store: Any, collection: Collection, source: CollectionSource, *, accoun
             syncer = Syncer(store, collection, source, account_id=account_id, guards=guards, home=home,
                             embedder=embedder, batch_notes=batch_notes,
                             stop=StopWhen(home, account_id, collection, stop_event))
+            syncer.allow_empty = allow_empty
             try:
                 syncer.stop()
                 stats = syncer.run()

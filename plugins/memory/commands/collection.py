@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add = sub.add_parser("add", help="register a folder (NAME PATH) and sync it (admin only)")
     add.add_argument("name", metavar="NAME")
     add.add_argument("path", metavar="PATH", help="the notes folder (not /, ~ itself, a system folder or PLUGHOST_HOME)")
-    add.add_argument("--pattern", help="glob of the files to index, relative to PATH (default: the source's, **/*.md)")
+    add.add_argument("--pattern", help="glob of the files to index, relative to PATH (default: the source's, **/*.md and **/*.markdown)")
     add.add_argument("--source", default="markdown", help="collection source (default markdown)")
     add.add_argument("--scope", help="scope every note gets (default admin: private; --scope public publishes "
                                      "the notes to every scope, e.g. a public webchat)")
@@ -30,6 +30,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sync.add_argument("name", metavar="NAME", nargs="?")
     sync.add_argument("--no-embed", action="store_true", help="sync without embeddings (reindex later)")
     sync.add_argument("--json", action="store_true")
+    sync.add_argument("--allow-empty", action="store_true",
+                      help="let a folder where no file matches any more delete its notes (refused by default)")
     listing = sub.add_parser("list", help="the registered collections this process may read, and their notes")
     listing.add_argument("--json", action="store_true")
     remove = sub.add_parser("remove", help="unregister a collection, stop its sync, soft-delete its notes "
@@ -64,18 +66,25 @@ def run(args: argparse.Namespace, host: Any) -> int:
         require_admin(host.env, f"collection {action}")  # the registry and its scopes are account-wide
     if action == "add":
         service.source(host, args.source)
+        old = registry.load(host.home, acct).get(args.name) if args.replace else None
         coll = registry.add(host.home, acct, args.name, args.path, pattern=args.pattern, source=args.source,
                             scope=args.scope, agents=args.agent, replace=args.replace, registered_only=args.no_sync)
         print(f"collection {coll.name}: {coll.path} (pattern {coll.pattern or 'default'}, scope {coll.scope}"
               f"{'' if args.scope else ' (the default: private)'})")
-        if args.no_sync:
+        retag = (old is not None and not old.registered_only
+                 and (old.scope, sorted(old.agents)) != (coll.scope, sorted(coll.agents)))
+        if args.no_sync and retag and old is not None:  # its stored notes carry the old tags: leaving them would publish or hide wrongly
+            print(f"scope or agents changed (was scope {old.scope}): its stored notes are re-tagged now "
+                  "(--no-sync only defers indexing a new collection)")
+        if args.no_sync and not retag:
             print(f"registered only: run `plughost memory collection sync {coll.name}` to index it")
         else:
             for name, stats in service.sync_named(host, [coll.name], embed=not args.no_embed).items():
                 _print_stats(name, stats, coll)
         return 0
     if action == "sync":
-        result = service.sync_named(host, [args.name] if args.name else None, embed=not args.no_embed)
+        result = service.sync_named(host, [args.name] if args.name is not None else None, embed=not args.no_embed,
+                                    allow_empty=args.allow_empty)
         if args.json:
             print_json({n: s.as_json() for n, s in result.items()})
         else:

@@ -298,3 +298,35 @@ def test_unclosed_frontmatter_loses_only_its_key_lines() -> None:
     front, body, warning = read_frontmatter("---\ntags:\n  - a\n- b\n\nBody text\n")
     assert body == "Body text\n" and warning
     assert read_frontmatter("---\n# Heading\ntext\n") == ({}, "---\n# Heading\ntext\n", None)  # a rule, not a block
+
+
+def test_a_scope_change_applies_at_once_even_with_no_sync(tmp_path: Path, plughost_home: Path) -> None:
+    write_notes(tmp_path / "pub", 2)
+    assert _cli("add", "pub", str(tmp_path / "pub"), "--scope", "public").returncode == 0
+    assert len(_visible(plughost_home, "pub", ("public",))) > 0
+    out = _cli("add", "pub", str(tmp_path / "pub"), "--scope", "admin", "--replace", "--no-sync")
+    assert out.returncode == 0 and "re-tagged now" in out.stdout, out.stdout
+    assert _visible(plughost_home, "pub", ("public",)) == []  # no longer readable by a public process
+    assert "registeredOnly" in json.loads(_cli("list", "--json").stdout)[0]
+    assert json.loads(_cli("list", "--json").stdout)[0]["registeredOnly"] is False  # the watcher keeps it fresh
+
+
+def test_a_folder_where_nothing_matches_any_more_keeps_its_notes(tmp_path: Path, plughost_home: Path) -> None:
+    write_notes(tmp_path / "m", 3)
+    assert _cli("add", "m", str(tmp_path / "m")).returncode == 0
+    before = _visible(plughost_home, "m", None)
+    (tmp_path / "m").rename(tmp_path / "m_moved")
+    (tmp_path / "m").mkdir()  # an unmounted drive or a cloud folder not yet filled
+    out = _cli("sync", "m")
+    assert out.returncode == 2 and "were kept" in out.stderr and "--allow-empty" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert _visible(plughost_home, "m", None) == before
+    assert _cli("sync", "m").returncode == 2  # refused again, not half-applied the first time
+    out = _cli("sync", "m", "--allow-empty")
+    assert out.returncode == 0 and "deleted=3" in out.stdout, out.stdout
+    assert _visible(plughost_home, "m", None) == []
+
+
+def test_sync_of_an_empty_name_is_refused(plughost_home: Path) -> None:
+    out = _cli("sync", "")
+    assert out.returncode == 2 and "NAME: empty" in out.stderr, out.stderr
