@@ -177,7 +177,9 @@ def walk(root: Path, patterns: Sequence[str], *, stop: Callable[[], None] | None
     """``(relpath, stat)`` of every file under ``root`` matching a pattern, junk folders pruned, sorted.
 
     A file symlink whose target is outside ``root`` is not followed (``on_skip(rel, reason)``):
-    it would index a file of another folder at this collection's scope. ``stop`` is called per folder.
+    it would index a file of another folder at this collection's scope; nor is one whose target
+    the walk reaches under its own path (the note would be stored twice). Folder symlinks are not
+    descended (a loop, or another folder's notes). ``stop`` is called per folder.
     """
     stack = [""]
     real_root = os.path.realpath(root)
@@ -208,11 +210,22 @@ def walk(root: Path, patterns: Sequence[str], *, stop: Callable[[], None] | None
                         if on_skip is not None:
                             on_skip(rel, "symlink-outside")
                         continue
+                    if _indexed_itself(os.path.relpath(target, real_root), patterns):
+                        if on_skip is not None:  # the note would be stored twice, once per path
+                            on_skip(rel, f"symlink-to {os.path.relpath(target, real_root)}")
+                        continue
                 try:
                     yield rel, entry.stat(follow_symlinks=True)
                 except OSError:
                     continue
         stack.extend(reversed(subdirs))
+
+
+def _indexed_itself(rel: str, patterns: Sequence[str]) -> bool:
+    """Whether the walk reaches the file at ``rel`` under its own path (no junk or hidden folder on the way)."""
+    parts = rel.split("/")
+    return (matches(rel, patterns) and not any(is_junk(p) for p in parts[:-1])
+            and not any(p.startswith(".") for p in parts))
 
 
 class _Stored(Exception):

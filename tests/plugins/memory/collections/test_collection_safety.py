@@ -330,3 +330,19 @@ def test_a_folder_where_nothing_matches_any_more_keeps_its_notes(tmp_path: Path,
 def test_sync_of_an_empty_name_is_refused(plughost_home: Path) -> None:
     out = _cli("sync", "")
     assert out.returncode == 2 and "NAME: empty" in out.stderr, out.stderr
+
+
+def test_a_symlink_to_a_note_of_the_folder_is_not_a_second_note(tmp_path: Path, plughost_home: Path) -> None:
+    write_notes(tmp_path / "s", 2)
+    (tmp_path / "s" / "copy.md").symlink_to(tmp_path / "s" / "d0" / "note-0.md")
+    (tmp_path / "s" / ".hidden").mkdir()
+    (tmp_path / "s" / ".hidden" / "only.md").write_text("# Only\n\nreachable through its link\n", encoding="utf-8")
+    (tmp_path / "s" / "only-link.md").symlink_to(tmp_path / "s" / ".hidden" / "only.md")
+    out = _cli("add", "s", str(tmp_path / "s"))
+    assert out.returncode == 0 and "skipped copy.md: symlink-to d0/note-0.md" in out.stdout, out.stdout
+    host = host_for(plughost_home)
+    try:
+        paths = sorted(d.properties["notePath"] for d in documents(host, "s"))
+    finally:
+        host.close()
+    assert paths == ["d0/note-0.md", "d1/note-1.md", "only-link.md"]  # the hidden target has no path of its own
