@@ -19,7 +19,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
   relpath TEXT PRIMARY KEY, note_id TEXT NOT NULL, doc_id TEXT NOT NULL, hash TEXT NOT NULL,
   size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, title TEXT NOT NULL, aliases TEXT NOT NULL,
-  links TEXT NOT NULL, edges TEXT NOT NULL);
+  links TEXT NOT NULL, edges TEXT NOT NULL, ctime_ns INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS gone (relpath TEXT PRIMARY KEY, doc_id TEXT NOT NULL);
 """
@@ -38,10 +38,18 @@ class NoteState:
     aliases: list[str]
     links: list[tuple[str, str]]
     edges: list[str]
+    ctime_ns: int = 0
+    """The inode's change time: a rewrite that restores size and mtime (``rsync -a``, ``cp -p``,
+    ``tar x``, ``touch -r``) still changes it, so an unchanged stat means unchanged content."""
 
     def row(self) -> tuple[Any, ...]:
         return (self.relpath, self.note_id, self.doc_id, self.hash, self.size, self.mtime_ns, self.title,
-                json.dumps(self.aliases), json.dumps(self.links), json.dumps(self.edges))
+                json.dumps(self.aliases), json.dumps(self.links), json.dumps(self.edges), self.ctime_ns)
+
+    def same_stat(self, stat: Any) -> bool:
+        """Whether ``stat`` is the file this state recorded (then it is not read again)."""
+        return (self.size == stat.st_size and self.mtime_ns == stat.st_mtime_ns
+                and self.ctime_ns == stat.st_ctime_ns)
 
 
 class State:
@@ -52,6 +60,9 @@ class State:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
+        if "ctime_ns" not in {r[1] for r in self.conn.execute("PRAGMA table_info(notes)")}:
+            # a state from before: its files are hashed once at the next sync, then recorded
+            self.conn.execute("ALTER TABLE notes ADD COLUMN ctime_ns INTEGER NOT NULL DEFAULT 0")
         self._notes: dict[str, NoteState] | None = None  # what this object read and wrote since
 
     def notes(self) -> dict[str, NoteState]:
@@ -60,16 +71,18 @@ class State:
         if self._notes is None:
             out = {}
             for r in self.conn.execute("SELECT relpath, note_id, doc_id, hash, size, mtime_ns, title, aliases, links, "
-                                       "edges FROM notes"):
+                                       "edges, ctime_ns FROM notes"):
                 out[r[0]] = NoteState(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7]),
-                                      [tuple(x) for x in json.loads(r[8])], json.loads(r[9]))
+                                      [tuple(x) for x in json.loads(r[8])], json.loads(r[9]), r[10])
             self._notes = out
         return dict(self._notes)
 
     def put(self, notes: Iterable[NoteState]) -> None:
         notes = list(notes)
         with self.transaction():
-            self.conn.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?)", [n.row() for n in notes])
+            self.conn.executemany("INSERT OR REPLACE INTO notes (relpath, note_id, doc_id, hash, size, mtime_ns, "
+                                  "title, aliases, links, edges, ctime_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                                  [n.row() for n in notes])
         if self._notes is not None:
             self._notes.update((n.relpath, n) for n in notes)
 

@@ -121,9 +121,9 @@ binary, too large, a symlink leaving the folder) or unreadable (``failed``), els
 how it was decoded, its parse result)``."""
 
 
-def _read_piece(items: list[tuple[str, int, int, str | None]]) -> list[_Read]:
+def _read_piece(items: list[tuple[str, int, int, int, str | None]]) -> list[_Read]:
     """In a parse worker, for a first sync: read, hash, decode and parse each file ``(relpath,
-    size, mtime_ns, why it is skipped or None)``, as the syncing process would (:meth:`Syncer.run`)."""
+    size, mtime_ns, ctime_ns, why it is skipped or None)``, as the syncing process would (:meth:`Syncer.run`)."""
     assert _FORKED is not None
     return [_FORKED._read_one(*item) for item in items]
 
@@ -481,9 +481,8 @@ class Syncer:
             self.stats.scanned += 1
             seen.add(rel)
             old = known.get(rel)
-            if (old is not None and not self.rehash and not self._rescope and old.size == stat.st_size
-                    and old.mtime_ns == stat.st_mtime_ns):
-                self.stats.unchanged += 1  # same size, same nanosecond mtime: not read again
+            if old is not None and not self.rehash and not self._rescope and old.same_stat(stat):
+                self.stats.unchanged += 1  # same size, nanosecond mtime and ctime: not read again
                 continue
             if stat.st_size > MAX_FILE_BYTES:
                 skip(rel, "too-large")
@@ -498,7 +497,7 @@ class Syncer:
             if old is not None and old.hash == digest and not self._rescope:
                 self.stats.unchanged += 1
                 touched.append(NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns,
-                                         old.title, old.aliases, old.links, old.edges))
+                                         old.title, old.aliases, old.links, old.edges, stat.st_ctime_ns))
                 continue
             text, how = decode(raw)
             if text is None:
@@ -509,13 +508,13 @@ class Syncer:
             if old is not None and old.hash == digest:  # same content, new tags: keep its vectors
                 self.stats.rescoped += 1
                 st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
-                               old.aliases, old.links, old.edges)
+                               old.aliases, old.links, old.edges, stat.st_ctime_ns)
                 todo.append((st, text, True, True))
                 continue
             if old is not None:
                 self.stats.changed += 1
                 st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
-                               old.aliases, old.links, old.edges)
+                               old.aliases, old.links, old.edges, stat.st_ctime_ns)
                 todo.append((st, text, True, False))
             else:
                 fresh.append((rel, stat, digest, text))
@@ -544,7 +543,7 @@ class Syncer:
                 renamed_from.append(old.relpath)
                 self.stats.renamed += 1
                 st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
-                               old.aliases, old.links, old.edges)
+                               old.aliases, old.links, old.edges, stat.st_ctime_ns)
                 todo.append((st, text, True, True))
                 continue
             note_id = note_id_for(self.coll.name, rel)
@@ -560,7 +559,8 @@ class Syncer:
                     if exists:  # removed and added again: look at every note's document
                         buried = _Everything()
             self.stats.new += 1
-            todo.append((NoteState(rel, note_id, doc_id, digest, stat.st_size, stat.st_mtime_ns, "", [], [], []),
+            todo.append((NoteState(rel, note_id, doc_id, digest, stat.st_size, stat.st_mtime_ns, "", [], [], [],
+                                   stat.st_ctime_ns),
                          text, exists, False))
         self.stats.scan_ms = (time.perf_counter() - started) * 1000
         if touched:
@@ -649,16 +649,17 @@ class Syncer:
         store already holds (the collection was removed and added again: every note is looked up).
         """
         walked = time.perf_counter()
-        symlinks: list[tuple[str, int, int, str | None]] = []  # skipped by the walk, in its order
+        symlinks: list[tuple[str, int, int, int, str | None]] = []  # skipped by the walk, in its order
 
-        def files() -> Iterator[tuple[str, int, int, str | None]]:
+        def files() -> Iterator[tuple[str, int, int, int, str | None]]:
             for rel, stat in walk(self.root, patterns, stop=self.stop,
-                                  on_skip=lambda rel, why: symlinks.append((rel, 0, 0, why))):
+                                  on_skip=lambda rel, why: symlinks.append((rel, 0, 0, 0, why))):
                 yield from symlinks
                 symlinks.clear()
                 self.stop()
                 self.stats.scanned += 1
-                yield rel, stat.st_size, stat.st_mtime_ns, "too-large" if stat.st_size > MAX_FILE_BYTES else None
+                yield (rel, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns,
+                       "too-large" if stat.st_size > MAX_FILE_BYTES else None)
             yield from symlinks
             self.stats.scan_ms = (time.perf_counter() - walked) * 1000
 
@@ -724,7 +725,7 @@ class Syncer:
         except ValueError:
             return default
 
-    def _read_one(self, rel: str, size: int, mtime_ns: int, skipped: str | None) -> _Read:
+    def _read_one(self, rel: str, size: int, mtime_ns: int, ctime_ns: int, skipped: str | None) -> _Read:
         """A new file of a first sync, read and parsed (in a parse worker)."""
         if skipped is not None:
             return "skip", f"{rel}: {skipped}"
@@ -738,7 +739,7 @@ class Syncer:
             return "skip", f"{rel}: {how or 'binary'}"
         note_id = note_id_for(self.coll.name, rel)
         doc_id = sectioniser.document_id(self.account, f"collection:{self.coll.name}:{note_id}")
-        st = NoteState(rel, note_id, doc_id, digest, size, mtime_ns, "", [], [], [])
+        st = NoteState(rel, note_id, doc_id, digest, size, mtime_ns, "", [], [], [], ctime_ns)
         return st, how, self._parse_one(st, text)
 
     def _parse_one(self, st: NoteState, text: str) -> _Parsed:

@@ -346,3 +346,38 @@ def test_a_symlink_to_a_note_of_the_folder_is_not_a_second_note(tmp_path: Path, 
     finally:
         host.close()
     assert paths == ["d0/note-0.md", "d1/note-1.md", "only-link.md"]  # the hidden target has no path of its own
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_seen(tmp_path: Path, plughost_home: Path) -> None:
+    import os
+
+    note = write_notes(tmp_path / "k", 2)[0]
+    assert _cli("add", "k", str(tmp_path / "k")).returncode == 0
+    st = note.stat()
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text.replace("Body of note 0", "Bodx of note 0"), encoding="utf-8")  # same length
+    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns))  # as rsync -a, cp -p or tar x leave it
+    out = _cli("sync", "k")
+    assert out.returncode == 0 and "changed=1" in out.stdout, out.stdout
+    out = _cli("sync", "k")
+    assert "changed=0" in out.stdout and "unchanged=2" in out.stdout, out.stdout  # recorded: not read again
+
+
+def test_a_state_from_before_the_ctime_column_is_read_and_upgraded(tmp_path: Path) -> None:
+    from plugins.memory.collections.state import State
+
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE notes (relpath TEXT PRIMARY KEY, note_id TEXT NOT NULL, doc_id TEXT NOT NULL, "
+                       "hash TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, title TEXT NOT NULL, "
+                       "aliases TEXT NOT NULL, links TEXT NOT NULL, edges TEXT NOT NULL);"
+                       "INSERT INTO notes VALUES ('a.md', 'n1', 'd1', 'h', 3, 7, 'A', '[]', '[]', '[]');")
+    conn.commit()
+    conn.close()
+    state = State(path)
+    try:
+        note = state.notes()["a.md"]
+        assert (note.size, note.mtime_ns, note.ctime_ns) == (3, 7, 0)  # hashed once at the next sync
+        state.put([note])
+    finally:
+        state.close()
