@@ -187,7 +187,7 @@ def test_files_that_are_not_notes_as_written(tmp_path: Path, plughost_home: Path
     (vault / "invalid.md").write_text("---\ntitle: [unbalanced\nfoo: : :\n---\n# Invalid\n\nThe real body.\n")
     (outside / "secret.md").write_text("# Secret\n\nNot part of the vault.\n")
     (vault / "link.md").symlink_to(outside / "secret.md")
-    (vault / "inside.md").symlink_to(vault / "good.md")  # a symlink within the folder is a note
+    (vault / "inside.md").symlink_to(vault / "good.md")  # good.md is a note itself: not stored twice
     (vault / "huge.md").write_bytes(b"# Huge\n" + b"x" * MAX_FILE_BYTES)
     out = _cli("add", "vault", str(vault), "--json")
     assert out.returncode == 2  # add has no --json: one line
@@ -195,10 +195,10 @@ def test_files_that_are_not_notes_as_written(tmp_path: Path, plughost_home: Path
     assert out.returncode == 0, out.stderr
     stats = json.loads(_cli("sync", "vault", "--json").stdout)["vault"]
     reasons = sorted(e.split(": ", 1) for e in stats["errors"])
-    assert reasons == [["huge.md", "too-large"], ["image.md", "binary"], ["link.md", "symlink-outside"],
-                       ["noise.md", "binary"]], stats
-    assert stats["failed"] == 0 and stats["skipped"] == 4 and stats["unchanged"] == 5
-    assert "skipped=4 failed=0" in out.stdout and "warning latin.md: not UTF-8; read as cp1252" in out.stdout
+    assert reasons == [["huge.md", "too-large"], ["image.md", "binary"], ["inside.md", "symlink-to good.md"],
+                       ["link.md", "symlink-outside"], ["noise.md", "binary"]], stats
+    assert stats["failed"] == 0 and stats["skipped"] == 5 and stats["unchanged"] == 4
+    assert "skipped=5 failed=0" in out.stdout and "warning latin.md: not UTF-8; read as cp1252" in out.stdout
     assert "warning invalid.md: frontmatter is not valid YAML" in out.stdout
     assert "warning unclosed.md: frontmatter not closed by '---'; left out" in out.stdout
     host = host_for(plughost_home)
@@ -206,7 +206,7 @@ def test_files_that_are_not_notes_as_written(tmp_path: Path, plughost_home: Path
         docs = {d.properties["notePath"]: d.properties for d in documents(host, "vault")}
     finally:
         host.close()
-    assert sorted(docs) == ["good.md", "inside.md", "invalid.md", "latin.md", "unclosed.md"]
+    assert sorted(docs) == ["good.md", "invalid.md", "latin.md", "unclosed.md"]
     assert docs["latin.md"]["title"] == "Café crème" and "\ufffd" not in docs["latin.md"]["summary"]
     for name in ("invalid.md", "unclosed.md"):
         assert "---" not in docs[name]["summary"] and "title:" not in docs[name]["summary"], docs[name]["summary"]
