@@ -4,7 +4,7 @@ Each migration runs inside one ``BEGIN IMMEDIATE`` transaction, so two processes
 fresh file at once apply it exactly once (the second waits on the lock, then sees the version).
 Append new migrations to :data:`SCHEMA_FILES`; never edit a shipped one.
 
-``schema.sql`` is the whole current schema at :data:`BASE` (6): a new file gets it in one step.
+``schema.sql`` is the schema at :data:`BASE` (6); a new file gets it and then each later file.
 Versions 1-5 were never released and were squashed into it, so a file still at one of them (a
 development copy) is refused with one line rather than upgraded.
 """
@@ -12,17 +12,20 @@ development copy) is refused with one line rather than upgraded.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 from host.errors import UserError
+from host.log import log
 
 HERE = Path(__file__).resolve().parent
 SCHEMA_FILE = HERE / "schema.sql"
 BASE = 6
 """The version ``schema.sql`` creates."""
-SCHEMA_FILES = (SCHEMA_FILE,)
-"""One file per version from :data:`BASE` on, applied in order (``schema.sql`` is version ``BASE``)."""
+SCHEMA_FILES = (SCHEMA_FILE, HERE / "schema_7.sql")
+"""One file per version from :data:`BASE` on, applied in order (``schema.sql`` is version ``BASE``;
+``schema_7.sql`` makes both full-text indexes contentless)."""
 
 
 def split_statements(script: str) -> list[str]:
@@ -69,9 +72,14 @@ def migrate(conn: sqlite3.Connection, path: str | Path = "graph.sqlite") -> int:
         for version, statements in MIGRATIONS:
             if version <= found:
                 continue
+            started = time.perf_counter()
             for statement in statements():
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {int(version)}")
+            if version > BASE:  # an upgrade of a file in use (it may re-index every node): say so
+                log("graph", op="migrate", file=str(path), to=version,
+                    nodes=conn.execute("SELECT count(*) FROM nodes").fetchone()[0],
+                    ms=round((time.perf_counter() - started) * 1000))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

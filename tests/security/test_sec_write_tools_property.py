@@ -393,8 +393,10 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 def seed(world: World, rows: list[dict[str, Any]]) -> None:
     from host.graph import Guards
     from plugins.graph.sqlite_store import SqliteStore
+    from plugins.graph.sqlite_store.sql import register_functions
 
     con = sqlite3.connect(world.db)
+    register_functions(con)  # the purge trigger removes each node's terms by its text
     con.execute("DELETE FROM nodes")
     con.execute("DELETE FROM edges")
     con.commit()

@@ -73,3 +73,30 @@ def kill_once_committed(proc: subprocess.Popen, db: Path, rows: int) -> int:
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     return seen
+
+
+def indexed_terms(con: sqlite3.Connection, table: str = "node_text") -> dict[int, list[tuple[str, int]]]:
+    """What a full-text index holds, by rowid: each document's ``(term, position)`` in order, read
+    through ``fts5vocab`` (a contentless index cannot give its text back; its terms it can)."""
+    vocab = f"temp.vocab_{table}"
+    con.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, instance)")
+    out: dict[int, list[tuple[str, int]]] = {}
+    for doc, term, offset in con.execute(f"SELECT doc, term, offset FROM {vocab} ORDER BY doc, offset, term"):
+        out.setdefault(doc, []).append((term, offset))
+    return out
+
+
+def expected_terms(con: sqlite3.Connection, tokenize: str) -> dict[int, list[tuple[str, int]]]:
+    """The terms each live node row's ``text_of`` gives under ``tokenize``: the oracle of
+    :func:`indexed_terms` (a fresh index of exactly the rows the store holds)."""
+    from plugins.graph.common import text_of
+
+    con.execute("DROP TABLE IF EXISTS temp.oracle_text")
+    con.execute(f"CREATE VIRTUAL TABLE temp.oracle_text USING fts5 (text, tokenize = '{tokenize}')")
+    rows = [(rid, text_of(json.loads(props))) for rid, props in con.execute("SELECT rid, properties FROM nodes")]
+    con.executemany("INSERT INTO temp.oracle_text (rowid, text) VALUES (?, ?)", [(r, t) for r, t in rows if t])
+    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab_oracle USING fts5vocab(temp, oracle_text, instance)")
+    out: dict[int, list[tuple[str, int]]] = {}
+    for doc, term, offset in con.execute("SELECT doc, term, offset FROM temp.vocab_oracle ORDER BY doc, offset, term"):
+        out.setdefault(doc, []).append((term, offset))
+    return out

@@ -3,12 +3,13 @@ edge-scope filters, and the edge MERGE; shared by the store, vector search and b
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from host.graph import Guards
-from plugins.graph.common import check_labels, check_name
+from plugins.graph.common import check_labels, check_name, text_of
 
 BUSY_TIMEOUT_S = 15.0
 BACKLINK_COUNT = "(SELECT count(*) FROM edges b WHERE b.target = n.rid)"
@@ -21,9 +22,38 @@ EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER,
                     "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, pid INTEGER)")
 """One edge write batch, staged before its MERGE (``dst`` and ``lineno`` name an unresolved target's
 edge for its report; ``pid`` numbers an edge a bulk import staged by id)."""
+PAGE_SIZE = 16384
+"""Database page size of a new file (an existing file keeps its own): about a third fewer page
+writes than SQLite's 4096 for the text-heavy rows of notes, sections and chunks."""
+TEXT_INDEXES = ("node_text", "node_text_stem")
+"""The two contentless full-text indexes (schema_7.sql): plain and stemmed, the same rows and text."""
 FTS_WINDOW = 2
 """The first BM25 window is ``k × FTS_WINDOW`` best matches, widened fourfold until k rows pass the
 guards: most guards pass most rows, and the window's size is most of the query's cost."""
+
+
+def node_text_of(properties: str | None) -> str | None:
+    """The text a node's row was indexed under (``text_of`` of its stored properties), or None when
+    it was not indexed: what a contentless index needs again to remove the node's terms."""
+    if not properties:
+        return None
+    return text_of(json.loads(properties)) or None
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions the schema's trigger calls (``node_text_of``): on every store connection."""
+    conn.create_function("node_text_of", 1, node_text_of, deterministic=True)
+
+
+def unindex_text(conn: sqlite3.Connection, rids: Sequence[int]) -> None:
+    """Remove the terms of the nodes ``rids`` from both full-text indexes, by their stored rows: call it
+    before a row's properties change (a contentless index is told the text it is to forget)."""
+    for part in chunks(rids):
+        old = [(rid, t) for rid, props in conn.execute(
+            f"SELECT rid, properties FROM nodes WHERE rid IN ({marks(len(part))})", list(part))
+            if (t := node_text_of(props)) is not None]
+        for table in TEXT_INDEXES:
+            conn.executemany(f"INSERT INTO {table} ({table}, rowid, text) VALUES ('delete', ?, ?)", old)
 
 
 def chunks(seq: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:

@@ -57,12 +57,14 @@ from plugins.graph.sqlite_store.sql import (
     EDGE_BATCH_TABLE,
     FTS_WINDOW,
     NODE_COLS,
+    PAGE_SIZE,
     chunks,
     guard_sql,
     label_sql,
     marks,
     merge_edges,
     prop_expr,
+    register_functions,
     where_sql,
     within_sql,
 )
@@ -91,6 +93,8 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                     check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file only (WAL fixes it at the first write)
+        register_functions(self.conn)
         self._set_wal()
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = OFF")

@@ -16,7 +16,7 @@ import numpy as np
 
 from host.graph import Guards, check_write, write_defaults
 from plugins.graph.common import Prepared, keywords_of, labels_json, text_of, to_json
-from plugins.graph.sqlite_store.sql import chunks, marks
+from plugins.graph.sqlite_store.sql import chunks, marks, unindex_text
 
 Stored = tuple[int, str, str, str]
 """A stored node as the merge reads it: ``(rid, account_id, labels JSON, properties JSON)``."""
@@ -137,14 +137,13 @@ def write_rows(conn: sqlite3.Connection, rows: NodeRows) -> None:
         conn.executemany("INSERT INTO nodes (rid, id, account_id, labels, properties, scope, agents, "
                          "created_at, updated_at, dims) VALUES (?,?,?,?,?,?,?,?,?,?)", rows.inserts)
     if rows.updates:
+        unindex_text(conn, rows.replaced)  # by the rows as they were: before the update below
         conn.executemany("UPDATE nodes SET labels = ?, properties = ?, scope = ?, agents = ?, "
                          "deleted_at = NULL, updated_at = ? WHERE rid = ?", rows.updates)
         for part in chunks(rows.replaced):
             in_part = marks(len(part))
             for table in ("node_labels", "node_agents", "node_keywords"):
                 conn.execute(f"DELETE FROM {table} WHERE node IN ({in_part})", list(part))
-            conn.execute(f"DELETE FROM node_text WHERE rowid IN ({in_part})", list(part))
-            conn.execute(f"DELETE FROM node_text_stem WHERE rowid IN ({in_part})", list(part))
     if rows.vectors:
         write_vectors(conn, rows.vectors)
     conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)", rows.labels)

@@ -1,6 +1,6 @@
-"""The embedded store's schema is one current file (version 6; the unreleased versions 1-5 were
-squashed into it): a new file gets it whole, a pre-release file is refused with one line and
-left as it was."""
+"""The embedded store's schema starts at one file (version 6; the unreleased versions 1-5 were
+squashed into it) and each later version is one more file: a new file gets them all in one step,
+a pre-release file is refused with one line and left as it was."""
 
 from __future__ import annotations
 
@@ -25,12 +25,14 @@ OBJECTS = {
 
 
 def test_a_new_file_gets_the_current_schema_in_one_step(tmp_path: Path) -> None:
-    assert migrations.SCHEMA_FILES == (migrations.SCHEMA_FILE,) and migrations.LATEST == migrations.BASE == 6
+    assert migrations.SCHEMA_FILES == (migrations.SCHEMA_FILE, migrations.HERE / "schema_7.sql")
+    assert (migrations.BASE, migrations.LATEST) == (6, 7)
     store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "acc"})
     try:
         conn = store.conn
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
-        shadow = re.compile(r"^node_text(_stem)?_(data|idx|content|docsize|config)$")  # FTS5's own tables
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+        shadow = re.compile(r"^node_text(_stem)?_(data|idx|docsize|config)$")  # FTS5's own (contentless: no _content)
         found = {(t, n) for t, n in conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
                  if not shadow.match(n)}
         assert found == OBJECTS

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graph_support import big_file, kill_once_committed
+from graph_support import big_file, indexed_terms, kill_once_committed
 
 from host.errors import UserError
 from host.graph import Guards
@@ -144,14 +144,14 @@ def _dump(db: Path) -> dict[str, Any]:
         return "<generated>" if hexid.match(nid) else nid
 
     rid_name = {rid: name(nid) for rid, nid in con.execute("SELECT rid, id FROM nodes")}
+    terms = indexed_terms(con)
     nodes = {}
     for rid, nid, account, labels, props, scope, agents, deleted, dims in con.execute(
             "SELECT rid, id, account_id, labels, properties, scope, agents, deleted_at, dims FROM nodes"):
-        text = con.execute("SELECT text FROM node_text WHERE rowid = ?", (rid,)).fetchone()
         nodes[name(nid)] = {
             "account": account, "labels": json.loads(labels), "properties": json.loads(props), "scope": scope,
             "agents": json.loads(agents) if agents is not None else None, "deleted": deleted is not None, "dims": dims,
-            "text": text[0] if text else None,
+            "text": terms.get(rid),
             "side": {t: sorted(r[0] for r in con.execute(f"SELECT {c} FROM {t} WHERE node = ?", (rid,)))
                      for t, c in (("node_labels", "label"), ("node_agents", "agent"), ("node_keywords", "keyword"))},
             "vector": con.execute("SELECT embedding FROM node_vectors WHERE node = ?", (rid,)).fetchone(),
@@ -199,7 +199,7 @@ def test_staged_import_semantics(imported: dict[str, Any]) -> None:
     assert nodes["a"]["properties"] == {"name": "Ada L.", "scope": "public"}  # merged; a null removes a key
     assert nodes["b"]["agents"] == ["bot"] and nodes["b"]["side"]["node_keywords"] == ["alpha", "beta"]
     assert nodes["f"]["side"]["node_agents"] == ["bot", "ägent"] and nodes["f"]["agents"] == ["bot", "ägent", "bot"]
-    assert nodes["f"]["side"]["node_keywords"] == ["x", "y"] and "INV-2024-0042" in nodes["f"]["text"]
+    assert nodes["f"]["side"]["node_keywords"] == ["x", "y"] and "inv 2024 0042" in " ".join(t for t, _ in nodes["f"]["text"])
     assert nodes["gone"]["deleted"] is False and nodes["stored"]["properties"]["keep"] is True
     assert nodes["v1"]["dims"] == 3 and nodes["v1"]["vector"] is not None
     assert nodes["doc1"]["properties"]["title"] == "Handbook v2"  # re-ingest reused the document
