@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from collections_support import ACCOUNT, host_for, write_notes
+from graph_support import indexed_terms
 
 from host.graph import Guards
 from plugins.memory.collections import registry
@@ -86,8 +87,8 @@ def _dump(db: Path, state: Path) -> dict[str, Any]:
                       deleted, dims)
     side = {t: sorted((name[n], v) for v, n in con.execute(f"SELECT {c}, node FROM {t}"))
             for t, c in (("node_labels", "label"), ("node_agents", "agent"), ("node_keywords", "keyword"))}
-    fts = {t: sorted((name[r], hashlib.sha256(x.encode()).hexdigest()) for r, x in con.execute(
-        f"SELECT rowid, text FROM {t}")) for t in ("node_text", "node_text_stem")}
+    fts = {t: sorted((name[r], hashlib.sha256(repr(terms).encode()).hexdigest())
+                     for r, terms in indexed_terms(con, t).items()) for t in ("node_text", "node_text_stem")}
     hits = [con.execute(f"SELECT count(*) FROM {t} WHERE {t} MATCH 'note'").fetchone()[0]
             for t in ("node_text", "node_text_stem")]
     edges = sorted((name[s], t, name[d], p) for s, t, d, p in con.execute(
