@@ -24,7 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     purge = sub.add_parser("purge", help="hard-delete nodes soft-deleted longer ago than the grace period")
     purge.add_argument("--days", type=float, default=7.0, help="grace period in days (default 7)")
     purge.add_argument("--all-accounts", action="store_true",
-                       help="purge every account (default: ACCOUNT_ID when set, else every account)")
+                       help="purge every account: the install's operator only, with ACCOUNT_ID unset "
+                            "(default: ACCOUNT_ID's account when set, else every account)")
     compact = sub.add_parser("compact", help="rebuild Neo4j's vector indexes in one pass each (after a bulk load "
                              "of embeddings; the embedded store scores exactly and has none)")
     compact.add_argument("--label", action="append", default=None,
@@ -53,11 +54,17 @@ def run(args: argparse.Namespace, host: Any) -> int:
                                progress=False if args.no_progress else None)
         return 2 if summary.errors else 0
     if args.action == "purge":
+        from host.graph import require_admin
         from host.log import log
 
+        require_admin(host.env, "graph purge")  # it hard-deletes rows without per-row guards
         if args.days < 0:
             raise UserError(f"--days: expected a non-negative number, got {args.days}")
-        only = None if args.all_accounts else (host.env.get("ACCOUNT_ID") or "").strip() or None
+        only = (host.env.get("ACCOUNT_ID") or "").strip() or None
+        if args.all_accounts and only:  # an account's admin is trusted with its own account, never another's
+            raise UserError(f"--all-accounts: refused in account '{only}''s process (ACCOUNT_ID); it purges only "
+                            "its own account. Every account is the install operator's: run it with ACCOUNT_ID "
+                            "unset (ACCOUNT_ID= plughost graph purge --all-accounts)")
         purged = host.store().purge(older_than_days=args.days, account_id=only)
         log("graph-purge", "done", purged=purged, days=args.days, account=(only or "all")[:8])
         return 0
