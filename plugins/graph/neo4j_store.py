@@ -413,15 +413,25 @@ def lint_statements() -> list[str]:
     return stmts + schema
 
 
+_ARRAY_ITEMS = frozenset({str, int, float, bool})
+
+
+def _storable_list(value: list[Any]) -> bool:
+    """Whether Neo4j can store the list as an array property: items of one scalar type, no null."""
+    kinds = {type(v) for v in value}
+    return len(kinds) <= 1 and kinds <= _ARRAY_ITEMS
+
+
 def _clean_props(props: Mapping[str, Any]) -> dict[str, Any]:
-    """Neo4j properties cannot hold maps: nested objects are stored as JSON text."""
+    """Neo4j properties hold scalars and arrays of one scalar type only: nested objects, and lists
+    of mixed types or with nulls (which the embedded store keeps as they are), are stored as JSON
+    text rather than failing the whole write."""
     out = {}
     for key, value in props.items():
         kind = type(value)
         if kind is str or kind is int or kind is float or kind is bool or value is None:  # the usual, cheaply
             out[key] = value
-        elif isinstance(value, Mapping) or (isinstance(value, list)
-                                            and any(isinstance(v, (Mapping, list)) for v in value)):
+        elif isinstance(value, Mapping) or (isinstance(value, list) and not _storable_list(value)):
             out[key] = json.dumps(value, ensure_ascii=False)
         else:
             out[key] = value

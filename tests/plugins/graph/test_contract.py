@@ -291,6 +291,32 @@ def test_find_filters_orders_and_paginates(store):
         store.find(guards=g(store), where={"bad key": 1})
 
 
+def test_lists_of_mixed_types_or_with_nulls_are_written_and_imported(store, tmp_path):
+    """Neo4j stores only arrays of one scalar type: such a list is kept as JSON text there (as a
+    nested map is), never a failed batch; the embedded store keeps it as it is."""
+    import json
+
+    from plugins.graph.importer import import_jsonl
+
+    a = acct(store)
+    odd = {"xs": [1, "a"], "ys": [1, None], "zs": [None], "bs": [True, 1], "ok": [1, 2], "fs": [1, 2.5]}
+    store.upsert_node(["Person"], {"name": "mixed one", **odd}, account_id=a, node_id="m1")
+    lines = [{"id": f"m{i}", "labels": ["Person"], "properties": {"name": f"mixed {i}", **odd},
+              "edges": [{"type": "KNOWS", "to": "m1", "properties": {"w": [1, "a"]}}]} for i in range(2, 6)]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    summary = import_jsonl(store, path, account_id=a, progress=False)
+    assert (summary.nodes, summary.edges, summary.skipped) == (4, 4, 0)
+    for nid in ("m1", "m2", "m5"):
+        node = store.get(nid, guards=g(store))
+        assert node is not None and node.properties["ok"] == [1, 2]
+        kept = {k: node.properties[k] for k in odd if k != "ok"}
+        assert kept == {k: v for k, v in odd.items() if k != "ok"} or store.backend == "neo4j"
+        if store.backend == "neo4j":
+            assert {k: json.loads(v) if isinstance(v, str) else v for k, v in kept.items()} == \
+                {k: v for k, v in odd.items() if k != "ok"}
+
+
 def test_upsert_many_rejects_the_whole_batch_on_a_bad_row(store):
     a = acct(store)
     with pytest.raises(UserError, match=r"rows\[1\]"):
