@@ -289,19 +289,20 @@ def within_cypher(within: tuple[str, str] | None) -> tuple[str, dict[str, Any]]:
 
 
 def q_fulltext(filters: str = "") -> str:
-    """The index's best ``$fetch`` matches, guarded and filtered, cut at k; with how many the
-    index returned (``got``) and the window's lowest score (``floor``), so the caller knows
-    whether a wider window could hold a better guarded match."""
+    """The index's best ``$fetch`` matches in its order (score, then its own order for ties),
+    guarded and filtered; the first k that pass, and how many the index returned (``got``). The
+    window is a prefix of the index's order, so once k pass they are the guarded top k: ties
+    never widen it (a term every node of an account holds scores them all alike)."""
     hit = "{id: n.id, labels: labels(n), props: n {.*, embedding: null}, hasEmbedding: n.embedding IS NOT NULL, score: score}"
     return f"""CALL db.index.fulltext.queryNodes($index, $query, {{limit: $fetch}}) YIELD node AS n, score
-WITH count(*) AS got, min(score) AS floor,
-     collect(CASE WHEN {GUARD} AND {LABEL_FILTER}{filters} THEN {{n: n, score: score}} END) AS passed
+WITH count(*) AS got,
+     collect(CASE WHEN {GUARD} AND {LABEL_FILTER}{filters} THEN {{n: n, score: score}} END)[0..$k] AS passed
 CALL (passed) {{
   UNWIND passed AS p
-  WITH p.n AS n, p.score AS score ORDER BY score DESC, n.id LIMIT $k
+  WITH p.n AS n, p.score AS score
   RETURN collect({hit}) AS hits
 }}
-RETURN got, floor, hits"""
+RETURN got, hits"""
 
 
 def q_vector_windows(filters: str = "") -> str:
@@ -809,7 +810,9 @@ class Neo4jStore(StoreEnv):
     def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
                         where: Mapping[str, Any] | None = None,
                         within: tuple[str, str] | None = None, stemmed: bool = False) -> list[Hit]:
-        """BM25, guards and filters before the cut, in one query (the procedure streams every match)."""
+        """BM25, guards and filters before the cut, in one query over a window of the index's best
+        matches, widened until k pass or the index has no more (ties keep the index's order, as the
+        embedded store's keep its scan's)."""
         import neo4j
 
         g = guards_ok(guards)
@@ -827,8 +830,8 @@ class Neo4jStore(StoreEnv):
             while True:
                 found = tx.run(query, {**params, "fetch": fetch}).single()
                 hits = found["hits"]
-                if found["got"] < fetch or (len(hits) >= k and hits[-1]["score"] > found["floor"]):
-                    return hits  # the index had no more, or nothing beyond the window can beat the k-th
+                if found["got"] < fetch or len(hits) >= k:
+                    return hits  # the index had no more, or k passed within the window's prefix
                 fetch *= WIDEN
 
         try:

@@ -317,6 +317,19 @@ def test_lists_of_mixed_types_or_with_nulls_are_written_and_imported(store, tmp_
                 {k: v for k, v in odd.items() if k != "ok"}
 
 
+def test_a_term_every_node_holds_gives_k_rows_in_one_order(store):
+    """All matches tie: the window still stops at k (on Neo4j a tie-break by id widened it to
+    every match, 20,000 of them out of memory), and the order is the same on every call."""
+    a = acct(store)
+    rows = [{"id": f"t{i:04d}", "labels": ["Person"], "properties": {"name": f"tied node {i}",
+             "scope": "public" if i % 1000 == 7 else "admin"}} for i in range(3000)]
+    store.upsert_many(rows, account_id=a)
+    first = [h.node.id for h in store.fulltext_search("tied", 10, guards=g(store))]
+    assert len(first) == 10 and [h.node.id for h in store.fulltext_search("tied", 10, guards=g(store))] == first
+    public = Guards(a, allowed_scopes=("public",))
+    assert sorted(h.node.id for h in store.fulltext_search("tied", 10, guards=public)) == ["t0007", "t1007", "t2007"]
+
+
 def test_upsert_many_rejects_the_whole_batch_on_a_bad_row(store):
     a = acct(store)
     with pytest.raises(UserError, match=r"rows\[1\]"):
