@@ -21,8 +21,9 @@ Marketplaces are discovered from the payload's generated ``marketplace.json`` fi
 platform one, the premium root, every ``premium-plugins/*/plugins/``), never from a fixed list.
 Bundle-level specialist agents (``premium-plugins/<b>/agents/*.md``, ``PAYLOAD/agents/*.md``)
 are linked into ``<config>/agents/``. The account's ``account.json`` ``enabledPlugins`` is
-reconciled with what is installed and ``<PLUGHOST_HOME>/.env`` gets the brand's embedding and
-store settings and the install's ``ACCOUNT_ID``.
+reconciled with what is installed and ``<PLUGHOST_HOME>/.env`` gets the brand's embedding, the
+graph store (see :func:`store_settings`: a Neo4j install records its server) and the install's
+``ACCOUNT_ID``.
 
 Everything is planned (and every defect raised) before the first write; files are merged with
 what is there (unrelated keys survive), written atomically and only when their bytes change, so
@@ -35,6 +36,7 @@ import datetime as _dt
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -412,8 +414,45 @@ def _env(plan: InstallPlan) -> None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
-    values = {**env_settings(plan.payload), "PLUGHOST_CONFIG_DIR": str(plan.config_dir), "ACCOUNT_ID": plan.account}
+    brand = env_settings(plan.payload)
+    recorded = config.read_dotenv(path)
+    store = store_settings(brand, recorded, os.environ)
+    if any(recorded.get(k) != v for k, v in store.items()):
+        where = f" at {store['NEO4J_URI']}" if store.get("PLUGHOST_STORE") == "neo4j" else ""
+        plan.actions.append(f"graph store: {store.get('PLUGHOST_STORE')}{where} (brand: {brand.get('PLUGHOST_STORE')})")
+    values = {**brand, **store, "PLUGHOST_CONFIG_DIR": str(plan.config_dir), "ACCOUNT_ID": plan.account}
     plan.files[path] = merge_env(drop_env(text, RETIRED_ENV), values)
+
+
+NEO4J_KEYS = ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE")
+"""The Neo4j connection a Neo4j install records, so every later command and server uses that server."""
+
+
+def store_settings(brand: dict[str, str], recorded: dict[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The graph store this install records in ``.env``, and its connection.
+
+    ``PLUGHOST_STORE`` exported to the install wins, then the store this data root already
+    records (a re-install never moves an install to an empty store behind its back), then the
+    brand's. A Neo4j store records ``NEO4J_URI`` (required) and the credentials, each from the
+    install's environment, else as recorded, else the brand's ``uri``: the later commands, the
+    rerun a user pastes and the MCP servers Claude Code starts all read this ``.env``.
+    """
+    chosen = ((environ.get("PLUGHOST_STORE") or "").strip() or (recorded.get("PLUGHOST_STORE") or "").strip()
+              or brand.get("PLUGHOST_STORE", ""))
+    out = {"PLUGHOST_STORE": chosen} if chosen else {}
+    if chosen.lower() != "neo4j":
+        return out
+    for key in NEO4J_KEYS:
+        value = (environ.get(key) or "").strip() or (recorded.get(key) or "").strip()
+        if not value and key == "NEO4J_URI":
+            value = brand.get("NEO4J_URI", "")
+        if value:
+            out[key] = value
+    if not out.get("NEO4J_URI"):
+        raise UserError("NEO4J_URI: not set; a Neo4j install (PLUGHOST_STORE=neo4j) records the server every "
+                        "later command and MCP server uses: set NEO4J_URI (e.g. bolt://127.0.0.1:7687) for the "
+                        "install, or PLUGHOST_STORE=sqlite")
+    return out
 
 
 RETIRED_ENV = ("PLATFORM_ROOT", "PLUGHOST_PYTHON")

@@ -29,7 +29,7 @@ CONFIG_DIR="${CONFIG_DIR:-$PLUGHOST_HOME/claude-config}"
 PAYLOAD="$PLUGHOST_HOME/payload-$BRAND"
 QUERY="${QUERY:-opening hours}"
 if [[ -n "${NEO4J_URI:-}" && "${PLUGHOST_STORE:-}" != sqlite ]]; then
-  export PLUGHOST_STORE=neo4j  # over the brand's store in $PLUGHOST_HOME/.env: every step on this server
+  export PLUGHOST_STORE=neo4j  # every step on this server; the install records it (and NEO4J_*) in $PLUGHOST_HOME/.env
   echo "graph store: neo4j at $NEO4J_URI"
 fi
 cd "$ROOT"

@@ -220,3 +220,36 @@ def test_a_changed_plugin_refreshes_its_cache_copy(tmp_path: Path) -> None:
     assert "1 plugin copy(ies)" in result.stdout, result.stdout
     assert (cache / "NOTES.md").read_text() == "new" and not (cache / ".orphaned_at").exists()
     assert not [p for p in cache.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_a_neo4j_install_records_its_server_and_a_reinstall_keeps_it(studio_payload: Path, tmp_path: Path,
+                                                                     plughost_home: Path) -> None:
+    """Every later command and MCP server reads `.env`: a Neo4j install (PLUGHOST_STORE=neo4j, as
+    `scripts/run.sh` exports with NEO4J_URI) records the store and its connection there; a re-install
+    without the variables keeps it (never a silent move to an empty embedded store); only an explicit
+    PLUGHOST_STORE switches."""
+    from host.config import read_dotenv
+
+    config = tmp_path / "claude"
+    _account()
+    neo = {"PLUGHOST_STORE": "neo4j", "NEO4J_URI": "neo4j://127.0.0.1:7999", "NEO4J_USER": "svc",
+           "NEO4J_PASSWORD": "s3cret", "NEO4J_DATABASE": "acme"}
+    args = ("install", str(studio_payload), "--config-dir", str(config), "--account", "acme")
+    res = run_cli(*args, env={"PLUGHOST_STORE": "neo4j"})
+    assert res.returncode == 2 and res.stderr.startswith("plughost: NEO4J_URI: not set; a Neo4j install"), res.stderr
+    assert not (plughost_home / ".env").exists() and not config.exists()  # refused before any write
+    res = run_cli(*args, "--dry-run", env=neo)
+    assert res.returncode == 0 and "graph store: neo4j at neo4j://127.0.0.1:7999 (brand: sqlite)" in res.stdout
+    assert "s3cret" not in res.stdout
+    assert run_cli(*args, env=neo).returncode == 0
+    env = read_dotenv(plughost_home / ".env")
+    assert {k: env.get(k) for k in neo} == neo
+    assert (plughost_home / ".env").stat().st_mode & 0o777 == 0o600
+    res = run_cli(*args, "--dry-run")  # the test's environment has neither variable
+    assert "nothing to do: already installed" in res.stdout, res.stdout
+    assert run_cli(*args).returncode == 0
+    assert {k: read_dotenv(plughost_home / ".env").get(k) for k in neo} == neo
+    res = run_cli("graph", "purge", env={"NEO4J_MAX_RETRY_S": "1"}, timeout=60)
+    assert "NEO4J_URI: cannot use neo4j://127.0.0.1:7999" in res.stderr, res.stderr  # the next command's server
+    assert run_cli(*args, env={"PLUGHOST_STORE": "sqlite"}).returncode == 0
+    assert read_dotenv(plughost_home / ".env")["PLUGHOST_STORE"] == "sqlite"

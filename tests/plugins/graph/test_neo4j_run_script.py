@@ -1,6 +1,8 @@
 """`bash scripts/run.sh` with NEO4J_URI set runs the whole main job on Neo4j: the demo graph, the
 gates, serve, the webchat's answers and the sample search all use the server, and no embedded
-database is made."""
+database is made. The install it leaves stays on that server: its `.env` records the store, so
+the printed rerun command (in a plain shell, from another folder) and the installed MCP servers
+(started as Claude Code starts them) find the demo's data."""
 
 from __future__ import annotations
 
@@ -46,6 +48,15 @@ def test_run_script_on_neo4j(tmp_path: Path) -> None:
         assert "Tuesday to Saturday from 7:00 to 16:00" in reply, reply
         assert store.count(guards=Guards(ACCOUNT)) > 0  # the demo graph lives in Neo4j
         assert not (home / "graph.sqlite").exists()
+        dotenv = (home / ".env").read_text().splitlines()
+        assert "PLUGHOST_STORE=neo4j" in dotenv and f"NEO4J_URI={neo4j_env()['NEO4J_URI']}" in dotenv, dotenv
+        rerun = text.split("rerun the sample search:\n", 1)[1].splitlines()[0].strip()
+        plain = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # a user's new shell: nothing exported
+        res = subprocess.run(["env", "-i", *[f"{k}={v}" for k, v in plain.items()], "bash", "-c", rerun],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0 and "Opening hours" in res.stdout, (rerun, res.stdout, res.stderr)
+        assert _mcp_search(home / "claude-config", tmp_path, "opening hours")[0] == "memory-search"
+        assert not (home / "graph.sqlite").exists()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -55,3 +66,25 @@ def test_run_script_on_neo4j(tmp_path: Path) -> None:
             proc.wait()
         store.wipe_account(ACCOUNT)
         store.close()
+
+
+def _mcp_search(config_dir: Path, cwd: Path, query: str) -> tuple[str, str]:
+    """The installed memory server, started as Claude Code starts it, answers ``memory-search``."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    from host.launch import installed_launches
+
+    launches, problems = installed_launches(config_dir, str(cwd))
+    assert not problems, problems
+    memory = next(launch for launch in launches if launch.plugin == "memory")
+    params = StdioServerParameters(command=memory.command, args=memory.args, env=memory.env, cwd=str(cwd))
+
+    async def go() -> str:
+        async with Client(params) as client:
+            result = await client.call_tool("memory-search", {"query": query})
+            return "".join(getattr(c, "text", "") for c in result.content)
+
+    text = anyio.run(go)
+    assert "Opening hours" in text, text[:2000]
+    return "memory-search", text
