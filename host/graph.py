@@ -31,7 +31,8 @@ FULLTEXT_EXTRA_LABELS: tuple[str, ...] = (
     "Organization", "Company", "Concept", "UserProfile", "AdminUser", "Product", "Place",
     "WebchatMessage", "TelegramMessage", "WhatsAppMessage",
 )
-"""Labels covered by full-text search on top of the vector-indexed ones."""
+"""Labels SPEC 8.3 names for full-text search on top of the vector-indexed ones (both stores'
+full-text search covers every label; the memory tools write these)."""
 
 TEXT_PROPERTIES: tuple[str, ...] = (
     "name", "firstName", "lastName", "givenName", "familyName", "title", "summary", "body",

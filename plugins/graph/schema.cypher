@@ -50,6 +50,8 @@ OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_f
 CREATE VECTOR INDEX report_embedding IF NOT EXISTS FOR (n:Report) ON (n.embedding)
 OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
 
-// BM25 over the canonical text-property union, on every operator-meaningful label.
-CREATE FULLTEXT INDEX entity_search IF NOT EXISTS FOR (n:Question|DefinedTerm|Review|Service|Person|LocalBusiness|PriceSpecification|Task|CreativeWork|DigitalDocument|KnowledgeDocument|Section|Chunk|Conversation|Message|Event|Workflow|Preference|Report|Organization|Company|Concept|UserProfile|AdminUser|Product|Place|WebchatMessage|TelegramMessage|WhatsAppMessage)
+// BM25 over the canonical text-property union, on every label: the store gives each node the
+// base label GraphNode, so a brand's own labels are found too, as on the embedded store (an
+// index of an older label list is dropped and rebuilt by the first writer that starts).
+CREATE FULLTEXT INDEX entity_search IF NOT EXISTS FOR (n:GraphNode)
 ON EACH [n.name, n.firstName, n.lastName, n.givenName, n.familyName, n.title, n.summary, n.body, n.content, n.description, n.headline, n.email, n.subject, n.bodyPreview, n.compiledTruth, n.keywords, n.text, n.value, n.key, n.category, n.searchContext];

@@ -330,6 +330,16 @@ def test_a_term_every_node_holds_gives_k_rows_in_one_order(store):
     assert sorted(h.node.id for h in store.fulltext_search("tied", 10, guards=public)) == ["t0007", "t1007", "t2007"]
 
 
+def test_bm25_finds_a_brands_own_label(store):
+    """Full-text search covers every label, not only those SPEC 8.3 names (Neo4j indexed 29)."""
+    a = acct(store)
+    store.upsert_node(["Widget"], {"name": "zanzibar gizmo"}, account_id=a, node_id="w1")
+    store.upsert_node(["Person"], {"name": "zanzibar person"}, account_id=a, node_id="p1")
+    assert sorted(h.node.id for h in store.fulltext_search("zanzibar", 5, guards=g(store))) == ["p1", "w1"]
+    assert [h.node.id for h in store.fulltext_search("gizmo", 5, guards=g(store), labels=["Widget"])] == ["w1"]
+    assert store.fulltext_search("gizmo", 5, guards=g(store), labels=["Person"]) == []
+
+
 def test_upsert_many_rejects_the_whole_batch_on_a_bad_row(store):
     a = acct(store)
     with pytest.raises(UserError, match=r"rows\[1\]"):
