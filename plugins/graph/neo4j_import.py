@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from host.log import log
 from plugins.graph.common import Prepared, check_name, iso, keywords_of
 from plugins.graph.neo4j_store import BASE_LABEL, _clean_props
 
@@ -118,10 +119,17 @@ class Neo4jImport:
 
     def add(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], lines: list[int]) -> int:
         """Write one batch (one transaction); returns the edges made (with waiting ones it resolved)."""
+        import neo4j
+
+        merge = functools.partial(self._merge, items=items, edges=edges, lines=lines)
         if not self.create or any(item.id is None for item in items):  # a re-ingest by attachmentId
-            plan = self.store.write(functools.partial(self._merge, items=items, edges=edges, lines=lines))
+            plan = self.store.write(merge)
         else:
-            plan = self.store.write(functools.partial(self._create, items=items, edges=edges, lines=lines))
+            try:
+                plan = self.store.write(functools.partial(self._create, items=items, edges=edges, lines=lines))
+            except neo4j.exceptions.ConstraintError:  # another writer created one of these ids meanwhile
+                log("graph-import", op="concurrent-writer", lines=f"{lines[0]}-{lines[-1]}", action="merge")
+                plan = self.store.write(merge)  # nothing of the failed transaction was written
         for target in plan.resolved:
             del self.waiting[target]
         for target, found in plan.waiting.items():

@@ -85,6 +85,35 @@ def test_graph_import_into_neo4j_batches_and_reimports(tmp_path: Path, plughost_
     assert len(neo.expand(["n10"], guards=Guards(ACCOUNT))["n10"]) == 2
 
 
+def test_three_imports_of_one_file_at_once_all_finish_with_one_copy(tmp_path: Path, plughost_home: Path,
+                                                                      neo) -> None:
+    """Imports racing on the same ids: a batch whose CREATE meets another writer's node (the
+    uniqueness constraint) is written again through the MERGE path, not a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ensure_account
+
+    f = big_file(tmp_path / "race.jsonl", 3000)
+    env = {**os.environ, "ACCOUNT_ID": ACCOUNT, **neo4j_env()}
+    ensure_account(env)
+    procs = [subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "500"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0 and "Traceback" not in err, err[-2000:]
+        assert "nodes=3000" in err and "skipped=0 errors=0" in err
+    g = Guards(ACCOUNT)
+    assert neo.count(guards=g) == 3000
+    edges = neo._rows("MATCH (a:GraphNode {accountId: $a})-[r]->() RETURN count(r) AS n", {"a": ACCOUNT})[0]["n"]
+    assert edges == 2999  # one NEXT edge per line after the first, made once
+    counts = neo._rows("MATCH (b:GraphNode {accountId: $a}) OPTIONAL MATCH ()-[r]->(b) "
+                       "WITH b, b.backlinkCount AS stored, count(r) AS real WHERE stored <> real RETURN count(b) AS n",
+                       {"a": ACCOUNT})[0]["n"]
+    assert counts == 0  # every backlinkCount exact
+
+
 TRICKY_LINES: list[object] = [
     {"id": "old", "labels": ["Person"], "properties": {"name": "Old"},
      "edges": [{"type": "KNOWS", "to": "p1"}]},  # already stored: its edges MERGE
