@@ -55,6 +55,31 @@ MIGRATIONS: list[tuple[int, Any]] = [(version, _statements(path)) for version, p
 LATEST = MIGRATIONS[-1][0]
 
 
+UPGRADE_WAIT_S = 600.0
+"""How long a process waits for another one's upgrade of the same file (it holds the write lock
+while it re-indexes; the busy timeout alone would give up after 15 s)."""
+
+
+def _begin_upgrade(conn: sqlite3.Connection, path: str | Path, current: int) -> None:
+    """``BEGIN IMMEDIATE``, waiting for another writer (say, another process upgrading the file)
+    up to :data:`UPGRADE_WAIT_S`, then one clear line instead of SQLite's 'database is locked'."""
+    deadline, said = time.monotonic() + UPGRADE_WAIT_S, False
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise UserError(f"{path}: another process has held the write lock for over {UPGRADE_WAIT_S:.0f} s "
+                                f"while this one waits to upgrade the schema from version {current}; stop the "
+                                "other process or wait for it, then retry") from None
+            if not said:
+                log("graph", op="migrate-wait", file=str(path), reason="locked")
+                said = True
+
+
 def migrate(conn: sqlite3.Connection, path: str | Path = "graph.sqlite") -> int:
     """Bring the database to :data:`LATEST`; returns the version found before migrating."""
     current = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -65,7 +90,7 @@ def migrate(conn: sqlite3.Connection, path: str | Path = "graph.sqlite") -> int:
     if 0 < current < BASE:
         raise UserError(f"{path}: schema version {current} is a pre-release schema this plughost no longer "
                         f"upgrades (it starts at {BASE}); move the file aside and re-import its data")
-    conn.execute("BEGIN IMMEDIATE")
+    _begin_upgrade(conn, path, current)
     try:
         found = conn.execute("PRAGMA user_version").fetchone()[0]
         found = found or BASE - 1  # a new file: schema.sql brings it to BASE

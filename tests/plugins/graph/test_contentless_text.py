@@ -157,3 +157,38 @@ def test_a_connection_without_the_store_cannot_delete_a_node_half_way(tmp_path: 
     con.rollback()
     assert con.execute("SELECT count(*) FROM nodes").fetchone()[0] == 1
     con.close()
+
+
+def _v6_file(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("BEGIN")
+    for statement in migrations.split_statements(migrations.SCHEMA_FILE.read_text(encoding="utf-8")):
+        con.execute(statement)
+    con.execute("PRAGMA user_version = 6")
+    con.execute("COMMIT")
+    return con
+
+
+def test_an_upgrade_waits_for_another_writer_then_runs(tmp_path: Path) -> None:
+    import threading
+
+    con = _v6_file(tmp_path / "g.sqlite")
+    con.execute("BEGIN IMMEDIATE")  # another process mid-write (or mid-upgrade)
+    threading.Timer(1.0, lambda: con.execute("COMMIT")).start()
+    store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": ACCOUNT})
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 7
+    store.close()
+    con.close()
+
+
+def test_an_upgrade_kept_waiting_too_long_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    con = _v6_file(tmp_path / "g.sqlite")
+    con.execute("BEGIN IMMEDIATE")
+    monkeypatch.setattr(migrations, "UPGRADE_WAIT_S", 0.0)
+    with pytest.raises(UserError, match=r"g\.sqlite: another process has held the write lock for over 0 s while "
+                                        r"this one waits to upgrade the schema from version 6"):
+        SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": ACCOUNT})
+    con.execute("ROLLBACK")
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 6  # nothing half-upgraded
+    con.close()
