@@ -421,23 +421,35 @@ class Syncer:
     def _drop_stale(self, work: _Work) -> None:
         """Sections and chunks the note had before and no longer has: soft-deleted, unlinked.
 
-        The new hierarchy reuses the ids it keeps (they are positional), so only the tail of a
-        shortened note goes; the document itself is written in place by id.
+        Their ids are positional (``section_id`` / ``chunk_id``), so the old hierarchy is found by
+        id, section after section and chunk after chunk until an id was never written: no
+        expansion (capped at 20 neighbours, it missed the tail of a long section or a note of
+        many headings). A soft-deleted id is passed over, not taken for the end: an older sync
+        may have left live ids beyond it.
         """
         doc = work.state.doc_id
         keep = set(work.ids)
-        around = self.store.expand([doc], guards=self.guards, limit=100_000).get(doc, [])
-        sections = [n.node.id for n in around if n.type == "HAS_SECTION" and n.direction == "out"]
-        chunks = self.store.expand(sections, guards=self.guards, limit=100_000) if sections else {}
-        for sid in sections:
-            for n in chunks.get(sid, []):
-                if n.type == "HAS_CHUNK" and n.direction == "out" and n.node.id not in keep:
-                    # unlinked first: a narrowed process may only unlink nodes it can read (live)
-                    self.store.delete_edge(sid, n.node.id, "HAS_CHUNK", account_id=self.account, guards=self.guards)
-                    self.store.soft_delete(n.node.id, guards=self.guards)
-            if sid not in keep:
-                self.store.delete_edge(doc, sid, "HAS_SECTION", account_id=self.account, guards=self.guards)
-                self.store.soft_delete(sid, guards=self.guards)
+
+        def drop(parent: str, nid: str, etype: str) -> bool:
+            """False when ``nid`` was never written (the end of its run)."""
+            if nid in keep:
+                return True
+            node = self.store.get(nid, guards=self.guards, include_deleted=True)
+            if node is None:
+                return False
+            if not node.deleted:  # unlinked first: a narrowed process may only unlink nodes it can read
+                self.store.delete_edge(parent, nid, etype, account_id=self.account, guards=self.guards)
+                self.store.soft_delete(nid, guards=self.guards)
+            return True
+
+        for s in itertools.count():
+            sid = sectioniser.section_id(doc, s)
+            if sid not in keep and self.store.get(sid, guards=self.guards, include_deleted=True) is None:
+                break
+            for c in itertools.count():
+                if not drop(sid, sectioniser.chunk_id(doc, s, c), "HAS_CHUNK"):
+                    break
+            drop(doc, sid, "HAS_SECTION")
 
     # ------------------------------------------------------------------ the sync
     def run(self) -> SyncStats:

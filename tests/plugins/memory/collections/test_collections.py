@@ -239,3 +239,34 @@ def test_the_sync_writes_under_the_guards_it_is_given(tmp_path: Path, plughost_h
         assert {(d.properties["scope"], tuple(d.properties["agents"])) for d in docs} == {("admin", ("a1",))}
     finally:
         host.close()
+
+
+def test_a_note_cut_short_leaves_none_of_its_old_tail(tmp_path: Path, plughost_home: Path) -> None:
+    """A section of some 30 chunks cut to 3, and a note of 30 headings cut to 2: every chunk and
+    section past the new end goes (the tail past 20 used to stay live: expansion is capped at 20),
+    so text the file no longer has is not found."""
+    notes = tmp_path / "vault"
+    notes.mkdir()
+    long_one, many = notes / "long.md", notes / "many.md"
+    long_one.write_text("# A\n\n" + " ".join(f"w{i}" for i in range(4000)) + " tailold\n", encoding="utf-8")
+    many.write_text("".join(f"## H{i}\n\nheading text {i} zz{i}\n\n" for i in range(30)), encoding="utf-8")
+    assert run_cli("memory", "collection", "add", "vault", str(notes), env=ENV).returncode == 0
+    long_one.write_text("# A\n\n" + " ".join(f"w{i}" for i in range(500)) + " tailnew\n", encoding="utf-8")
+    many.write_text("## H0\n\nheading text 0\n\n## H1\n\nheading text 1\n", encoding="utf-8")
+    assert _sync(plughost_home, "vault")["vault"]["changed"] == 2
+
+    host = host_for(plughost_home)
+    try:
+        store, guards = host.store(), Guards(ACCOUNT)
+        for word in ("tailold", "w3000", "zz25", "zz7"):
+            assert store.fulltext_search(word, 5, guards=guards) == [], word
+        assert [h.node.labels for h in store.fulltext_search("tailnew", 5, guards=guards)]
+        live = {label: len(store.find(guards=guards, labels=[label], where={"collection": "vault"}, limit=1000))
+                for label in ("Section", "Chunk")}
+        docs = {d.properties["notePath"]: d for d in documents(host, "vault")}
+        assert live["Section"] == 1 + 2 and docs["many.md"].properties["sectionCount"] == 2
+        chunks = store.find(guards=guards, labels=["Chunk"], where={"collection": "vault"}, limit=1000)
+        assert len(chunks) == live["Chunk"] and 2 <= live["Chunk"] <= 4
+        assert all(c.id.startswith(docs["long.md"].id) for c in chunks)
+    finally:
+        host.close()
