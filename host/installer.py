@@ -451,7 +451,7 @@ def store_settings(brand: dict[str, str], recorded: dict[str, str], environ: Map
     if not out.get("NEO4J_URI"):
         raise UserError("NEO4J_URI: not set; a Neo4j install (PLUGHOST_STORE=neo4j) records the server every "
                         "later command and MCP server uses: set NEO4J_URI (e.g. bolt://127.0.0.1:7687) for the "
-                        "install, or PLUGHOST_STORE=sqlite")
+                        "install")
     return out
 
 

@@ -471,7 +471,7 @@ class Neo4jStore(StoreEnv):
 
         uri = (env.get("NEO4J_URI") or "").strip()
         if not uri:
-            raise UserError("NEO4J_URI: not set; expected e.g. bolt://127.0.0.1:7687 (or PLUGHOST_STORE=sqlite)")
+            raise UserError("NEO4J_URI: not set; expected the Neo4j server's Bolt URI, e.g. bolt://127.0.0.1:7687")
         scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
         if scheme not in URI_SCHEMES:
             raise UserError(f"NEO4J_URI: {uri}: expected a Bolt URI ({', '.join(s + '://' for s in URI_SCHEMES)}), "
@@ -490,18 +490,19 @@ class Neo4jStore(StoreEnv):
                                                 warn_notification_severity=neo4j.NotificationMinimumSeverity.OFF)
             driver.verify_connectivity()  # fails fast; a transaction function would retry for up to retry_s
             return cls(driver, env=env, database=env.get("NEO4J_DATABASE"))
-        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError, OSError, ImportError) as exc:
+        except _unavailable_errors(OSError) as exc:  # down or unreachable: not bad input, and no
+            raise _unavailable(exc, uri) from None   # hint to switch stores (an install's other one is empty)
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, ValueError, ImportError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise UserError(f"NEO4J_URI: cannot use {uri} ({reason}); check NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD "
-                            "or set PLUGHOST_STORE=sqlite") from None
+            raise UserError(f"NEO4J_URI: cannot use {uri} ({reason}); check NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD"
+                            ) from None
 
     def ping(self) -> None:
         """Ask the server (``/healthz``): :class:`StoreUnavailable` when it does not answer."""
-        import neo4j
 
         try:
             self.driver.verify_connectivity()
-        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError) as exc:
+        except _unavailable_errors(OSError) as exc:
             raise _unavailable(exc) from None
 
     # ------------------------------------------------------------------ plumbing
@@ -512,17 +513,16 @@ class Neo4jStore(StoreEnv):
         try:
             with self.driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
                 return session.execute_read(work)
-        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as exc:
+        except _unavailable_errors() as exc:
             raise _unavailable(exc) from None
 
     def write(self, work: Callable[[Any], Any]) -> Any:
         """``work(tx)`` in one write transaction (``execute_write``): it commits whole or not at all."""
-        import neo4j
 
         try:
             with self.driver.session(database=self.database) as session:
                 return session.execute_write(work)
-        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as exc:
+        except _unavailable_errors() as exc:
             raise _unavailable(exc) from None
 
     def _rows(self, query: str, params: Mapping[str, Any] | None = None, *, read: bool = True) -> list[Any]:
@@ -533,12 +533,11 @@ class Neo4jStore(StoreEnv):
 
     def _auto(self, query: str, params: Mapping[str, Any] | None = None) -> None:
         """A statement that manages its own transactions (schema DDL, ``IN TRANSACTIONS``)."""
-        import neo4j
 
         try:
             with self.driver.session(database=self.database) as session:
                 session.run(query, dict(params or {})).consume()
-        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as exc:
+        except _unavailable_errors() as exc:
             raise _unavailable(exc) from None
 
     @staticmethod
@@ -1062,11 +1061,21 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def _unavailable(exc: BaseException) -> StoreUnavailable:
+def _unavailable_errors(*extra: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """What a server that stopped or is not there raises: gone (``ServiceUnavailable``), its
+    connection lost mid-session (``SessionExpired``), or its database shutting down under a
+    running statement (``DatabaseUnavailable``, e.g. ``compact``'s wait for the indexes)."""
+    import neo4j
+
+    errors = neo4j.exceptions
+    return errors.ServiceUnavailable, errors.SessionExpired, errors.DatabaseUnavailable, *extra
+
+
+def _unavailable(exc: BaseException, uri: str | None = None) -> StoreUnavailable:
     reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
     log("graph", "op=unavailable", backend="neo4j", error=type(exc).__name__)
-    return StoreUnavailable(f"graph store: Neo4j does not answer ({reason}); check that the server at NEO4J_URI "
-                            "is running")
+    where = f"the server at {uri} (NEO4J_URI)" if uri else "the server at NEO4J_URI"
+    return StoreUnavailable(f"graph store: Neo4j does not answer ({reason}); check that {where} is running")
 
 
 def _same_account(guards: Guards | None, account_id: str) -> None:

@@ -250,6 +250,6 @@ def test_a_neo4j_install_records_its_server_and_a_reinstall_keeps_it(studio_payl
     assert run_cli(*args).returncode == 0
     assert {k: read_dotenv(plughost_home / ".env").get(k) for k in neo} == neo
     res = run_cli("graph", "purge", env={"NEO4J_MAX_RETRY_S": "1"}, timeout=60)
-    assert "NEO4J_URI: cannot use neo4j://127.0.0.1:7999" in res.stderr, res.stderr  # the next command's server
+    assert "the server at neo4j://127.0.0.1:7999 (NEO4J_URI)" in res.stderr, res.stderr  # the next command's server
     assert run_cli(*args, env={"PLUGHOST_STORE": "sqlite"}).returncode == 0
     assert read_dotenv(plughost_home / ".env")["PLUGHOST_STORE"] == "sqlite"
