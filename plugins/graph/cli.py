@@ -41,6 +41,15 @@ def _account(host: Any) -> str:
     return account
 
 
+def _labels(values: list[str] | None) -> list[str] | None:
+    """``--label`` values checked as label names (the error names the flag, not a list index)."""
+    from plugins.graph.common import check_name
+
+    for value in values or []:
+        check_name(value, "--label")
+    return list(dict.fromkeys(values)) if values else None
+
+
 def run(args: argparse.Namespace, host: Any) -> int:
     if args.action == "import":
         from host.graph import require_admin
@@ -75,12 +84,21 @@ def run(args: argparse.Namespace, host: Any) -> int:
         require_admin(host.env, "graph compact")  # a schema operation: every account's index
         if args.wait_seconds < 1:
             raise UserError(f"--wait-seconds: expected a positive number of seconds, got {args.wait_seconds}")
+        labels = _labels(args.label)
         store = host.store()
         if getattr(store, "backend", "") != "neo4j":
-            log("graph-compact", "done", backend=getattr(store, "backend", "?"), indexes=0, reason="no-vector-index")
+            log("graph-compact", "done", backend=getattr(store, "backend", "?"), indexes=0, reason="no-vector-index",
+                detail="the embedded store scores vectors exactly; it has no vector index to rebuild")
             return 0
-        names = store.compact_vector_indexes(args.label, wait_s=args.wait_seconds)
-        log("graph-compact", "done", backend="neo4j", indexes=len(names))
+        if labels:
+            indexed = store.vector_indexes()
+            missing = [label for label in labels if label not in indexed]
+            if missing:
+                raise UserError(f"--label: {', '.join(missing)}: no vector index on this database; expected one of "
+                                f"{', '.join(sorted(indexed)) or '(none)'}")
+        names = store.compact_vector_indexes(labels, wait_s=args.wait_seconds)
+        log("graph-compact", "done", backend="neo4j", indexes=len(names),
+            **({} if names else {"reason": "no-vector-index-in-use"}))
         return 0
     raise UserError(f"graph: unknown action '{args.action}'")
 

@@ -272,8 +272,17 @@ def test_graph_compact_command(tmp_path: Path, plughost_home: Path, neo) -> None
     assert res.returncode != 0 and "graph compact: admin only" in res.stderr and "Traceback" not in res.stderr
     res = run_cli("graph", "compact", "--wait-seconds", "0", env={"ACCOUNT_ID": ACCOUNT, **neo4j_env()})
     assert res.returncode == 2 and "--wait-seconds: expected a positive number" in res.stderr
-    res = run_cli("graph", "compact", env={"ACCOUNT_ID": ACCOUNT})
+    res = run_cli("graph", "compact", "--label", "Nope", env={"ACCOUNT_ID": ACCOUNT, **neo4j_env()})
+    assert res.returncode == 2 and "[graph-compact] done" not in res.stderr, res.stderr
+    assert "plughost: --label: Nope: no vector index on this database; expected one of " in res.stderr
+    assert "Chunk" in res.stderr.split("expected one of ", 1)[1]
+    for backend in ({**neo4j_env()}, {"PLUGHOST_STORE": "sqlite"}):
+        res = run_cli("graph", "compact", "--label", "Chunk", "--label", "Per`son", env={"ACCOUNT_ID": ACCOUNT, **backend})
+        assert res.returncode == 2 and res.stderr.startswith(
+            "plughost: --label: expected an identifier ([A-Za-z_][A-Za-z0-9_]*), got 'Per`son'"), res.stderr
+    res = run_cli("graph", "compact", "--label", "Person", env={"ACCOUNT_ID": ACCOUNT})
     assert res.returncode == 0 and "[graph-compact] done backend=sqlite indexes=0 reason=no-vector-index" in res.stderr
+    assert 'detail="the embedded store scores vectors exactly; it has no vector index to rebuild"' in res.stderr
     assert neo.vector_search([0.5] * 384, 1, guards=Guards(ACCOUNT))[0].node.id == "c1"
 
 
