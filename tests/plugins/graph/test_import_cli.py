@@ -148,3 +148,22 @@ def test_two_processes_writing_at_once_both_succeed(tmp_path: Path, plughost_hom
     assert store.integrity_check() == "ok"
     assert len(store.fulltext_search("w5", 10, guards=Guards(ACCOUNT))) == 10
     store.close()
+
+
+def test_the_readme_import_example_imports_as_documented(tmp_path: Path, plughost_home: Path) -> None:
+    """The README's `plughost graph import` line format is the one the command takes."""
+    from tests.conftest import REPO
+
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("### Graph import", 1)[1]
+    block = section.split("```jsonl\n", 1)[1].split("```", 1)[0]
+    assert all(key in section for key in ("`labels`", "`properties`", "`id`", "`embedding`", "`edges`"))
+    f = tmp_path / "readme.jsonl"
+    f.write_text(block, encoding="utf-8")
+    res = run_cli("graph", "import", str(f), env={"ACCOUNT_ID": ACCOUNT})
+    assert res.returncode == 0, res.stderr
+    assert "[graph-import] done file=readme.jsonl nodes=3 edges=2 skipped=0 errors=0" in res.stderr, res.stderr
+    store = open_db(plughost_home)
+    g = Guards(ACCOUNT)
+    assert store.get("acme", guards=g).properties["scope"] == "public"
+    assert {n.node.id for n in store.expand(["acme"], guards=g)["acme"]} >= {"ada"}
+    store.close()
