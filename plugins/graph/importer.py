@@ -15,17 +15,16 @@ may hold edges to later lines until their targets arrive).
 
 from __future__ import annotations
 
-import gc
 import queue
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from host.errors import UserError
+from host.gcpause import gc_paused
 from host.jsonl import ImportSummary, JsonLines, line_id, line_text
 from host.log import log
 from host.progress import Progress
@@ -102,7 +101,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
                     items, edges, lines_of = [], [], []
         yield items, edges, lines_of, _take(skipped), reader.done_bytes
 
-    with paused_gc():
+    with gc_paused():
         for items, edges, lines_of, skips, done_bytes in read_ahead(batches()):
             for lineno, message in skips:
                 skip(lineno, message)
@@ -118,20 +117,6 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
         skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
     summary.skipped -= len(unresolved)  # the node itself was imported; only its edge was dropped
     return _done(summary, path, bar, started)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Python's cyclic collector off for the duration: a batch is tens of thousands of live
-    dicts (rows, prepared items, statement parameters) that every full collection walks again
-    and none of which is garbage (measured: half the client CPU of a 100k-line import)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _take(pending: list[Any]) -> list[Any]:

@@ -28,13 +28,13 @@ import struct
 import subprocess
 import sys
 from collections.abc import Generator, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 import orjson
 
 from host.errors import UserError
+from host.gcpause import gc_paused
 from host.jsonl import LONE_SURROGATE, BadLine, has_lone_surrogate, line_id, parse_line
 from host.log import log
 from plugins.graph.common import env_dimensions, keywords_of, labels_json, prepare_row, text_of, to_json
@@ -337,7 +337,7 @@ def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool
             fh = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        with fh, _gc_paused():
+        with fh, gc_paused():
             yield from _batches(fh, account_id, batch_size, lookup=lookup, dims=dims)
         return
     root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
@@ -376,18 +376,6 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
         return None
     data = stream.read(size)
     return data if len(data) == size else None
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC: parsing creates many containers and none of them form cycles."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def main(argv: Sequence[str]) -> int:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from host.errors import UserError
+from host.gcpause import gc_paused
 from host.graph import Guards
 from host.log import log
 from plugins.memory import sectioniser
@@ -77,19 +78,6 @@ def _forked(syncer: Syncer) -> Iterator[None]:
         yield
     finally:
         _FORKED = None
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No garbage collection while a sync's batches pass through (they hold no cycles; a collection
-    every few hundred new dicts walks every live object, the batches in flight included)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _orphan_watch(parent: int) -> None:
@@ -580,7 +568,7 @@ class Syncer:
 
         for doc_id in revive:  # live again before its new content is written over it
             self.store.restore(doc_id, guards=self.guards)
-        with _gc_paused(), self._session():
+        with gc_paused(), self._session():
             self._write_all(((todo[i][0], todo[i][2], todo[i][3], result) for i, result in self._parsed(todo)),
                             embed=self.embedder is not None or any(reuse for *_, reuse in todo))
         if renamed_from:
@@ -710,7 +698,7 @@ class Syncer:
                     yield st, False, False, parsed
 
         try:
-            with closing(self._pooled(workers, pieces, lambda piece: (_read_piece, piece))) as read, _gc_paused(), \
+            with closing(self._pooled(workers, pieces, lambda piece: (_read_piece, piece))) as read, gc_paused(), \
                     self._session():
                 self._write_all(results(read), embed=self.embedder is not None)
         except _Stored:
