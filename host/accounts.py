@@ -233,11 +233,12 @@ def account_files_problem(account_id: str, home: Path | None = None) -> tuple[st
 def check_account_id_env(ctx: GateContext) -> GateResult:
     """`account-id-env`: ACCOUNT_ID is set, well formed, and names a readable account on disk."""
     from host.log import format_line
+    from host.principal import resolve
     from host.types import GateResult
 
     home = ctx.host.home
     on_disk = list_accounts(home)
-    value = (ctx.env.get("ACCOUNT_ID") or "").strip()
+    value = resolve(ctx.env).account or ""
 
     def fatal(reason: str, **extra: Any) -> GateResult:
         fields = {"reason": reason, **extra}

@@ -258,10 +258,8 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
     app.state.runtime = runtime
     host.state.set(state.RUNTIME, runtime)
     max_body = host.env.get("PLUGHOST_HTTP_MAX_BODY", "")
-    from host.graph import principal_of
-
-    principal = principal_of(host.env)  # built once, where HTTP calls enter; every request carries it
-    door = Door(home=host.home, account_id=principal.account_id if principal else None, open_local=opened,
+    principal = host.principal  # resolved once, where HTTP calls enter; every request carries it
+    door = Door(home=host.home, account_id=principal.account, open_local=opened,
                 default_max_body=int(max_body) if max_body.isascii() and max_body.isdigit() else DEFAULT_MAX_BODY,
                 principal=principal)
     app.add_middleware(GuardMiddleware, door=door)

@@ -90,10 +90,11 @@ def command_env(env: Mapping[str, str], account: str | None, brand: str | None =
     """The environment a command boots with: the loaded configuration, `--account` as `ACCOUNT_ID`,
     `--brand` as `PLUGHOST_BRAND` (so the host leaves out what that brand excludes)."""
     from host.accounts import check_id
+    from host.principal import set_account
 
     out = dict(env)
     if account:
-        out["ACCOUNT_ID"] = check_id(account, "--account")
+        set_account(out, check_id(account, "--account"))
     if brand:
         out["PLUGHOST_BRAND"] = brand
     return out

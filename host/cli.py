@@ -122,7 +122,9 @@ def _require_account(args: argparse.Namespace, ctx: Context) -> None:
     if args.command in ACCOUNT_FREE:
         return
     option = getattr(args, "account", None)
-    account = option if isinstance(option, str) and option else (ctx.env.get("ACCOUNT_ID") or "").strip()
+    from host.principal import resolve
+
+    account = option if isinstance(option, str) and option else resolve(ctx.env).account
     if account:
         from host.accounts import require_existing
 

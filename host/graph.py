@@ -2,8 +2,8 @@
 
 The port lives in ``host/`` because plugins never import each other: the graph plugin
 provides an implementation through the ``plughost_store`` hook, and every other plugin types
-against this protocol. ``Guards`` is built from the process environment and applied by the
-store *inside* each query, before any top-k cut.
+against this protocol. ``Guards`` come from the call's principal (:mod:`host.principal`) and are
+applied by the store *inside* each query, before any top-k cut.
 
 Reserved node properties: ``accountId`` (set by the store from the write's account),
 ``scope``, ``agents`` (list of agent slugs), ``deletedAt``, ``createdAt``, ``updatedAt``,
@@ -12,13 +12,13 @@ Reserved node properties: ``accountId`` (set by the store from the write's accou
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from host import config
+from host import principal as principal_module
 from host.errors import UserError
+from host.principal import Guards, Principal  # noqa: F401  (their home is host.principal; the port re-exports them)
 
 VECTOR_LABELS: tuple[str, ...] = (
     "Question", "DefinedTerm", "Review", "Service", "Person", "LocalBusiness",
@@ -45,72 +45,13 @@ RESERVED_PROPERTIES = frozenset({"accountId", "createdAt", "updatedAt", "deleted
 """Properties the store sets (the module docstring says which); a caller's value is dropped or refused."""
 
 
-@dataclass(frozen=True)
-class Guards:
-    """The guard layers' inputs for one read (SPEC 8.1).
-
-    ``allowed_scopes`` None means admin (no scope filter); ``agent_slug`` None means no agent filter.
-    The account always comes from the process's ``ACCOUNT_ID``, never from a tool parameter.
-    """
-
-    account_id: str
-    allowed_scopes: tuple[str, ...] | None = None
-    agent_slug: str | None = None
-
-    @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str] | None = None,
-        *,
-        scopes: Sequence[str] | None = None,
-        agent: str | None = None,
-    ) -> Guards:
-        """Guards from ``ACCOUNT_ID`` / ``ALLOWED_SCOPES`` / ``AGENT_SLUG``, narrowed by tool parameters.
-
-        ``scopes`` may only narrow: scopes outside ``ALLOWED_SCOPES`` are dropped. ``agent``
-        may only set an agent filter when ``AGENT_SLUG`` is unset; naming another agent while it
-        is set is rejected.
-        """
-        env = os.environ if env is None else env
-        account = env.get("ACCOUNT_ID", "").strip()
-        if not account:
-            raise UserError("ACCOUNT_ID: not set; expected the id of an account under PLUGHOST_HOME/accounts/")
-        allowed = config.csv_list(env.get("ALLOWED_SCOPES"))
-        slug = env.get("AGENT_SLUG", "").strip() or None
-        return cls(account, tuple(allowed) if allowed is not None else None, slug).narrow(scopes, agent)
-
-    @property
-    def narrowed(self) -> bool:
-        """Whether anything narrows these guards (scopes or an agent): admin-only tools refuse then."""
-        return self.allowed_scopes is not None or self.agent_slug is not None
-
-    def narrow(self, scopes: Sequence[str] | None = None, agent: str | None = None) -> Guards:
-        """These guards narrowed by tool parameters, never widened.
-
-        ``scopes`` outside ``allowed_scopes`` are dropped; ``agent`` may set an agent filter only
-        when none is set; naming another agent while one is set is rejected.
-        """
-        allowed = self.allowed_scopes
-        if scopes is not None:
-            wanted = [s for s in scopes if s]
-            allowed = tuple(s for s in wanted if allowed is None or s in allowed)
-        slug = self.agent_slug
-        if agent:
-            if slug and agent != slug:
-                raise UserError(f"agent: '{agent}' is not this process's agent; AGENT_SLUG is '{slug}'")
-            slug = agent
-        if allowed == self.allowed_scopes and slug == self.agent_slug:
-            return self
-        return Guards(self.account_id, allowed, slug)
-
-
 # write guards ------------------------------------------------------------------------------
 # A process can change only what it can read, and only into something it can still read
 # (SPEC 8.1). These functions are the one definition both store backends apply inside their
 # write transaction, on the stored state they read there (so nothing changes between the check
 # and the write). They look at the guarded properties only: ``scope`` and ``agents``.
 
-ISOLATION = "account-isolation"
+ISOLATION = principal_module.ISOLATION
 """The outcome reason (SPEC 9.1) of a write the guards refuse."""
 
 
@@ -210,45 +151,10 @@ def edge_denied(source_id: str, edge_type: str, target_id: str) -> WriteDenied:
                        "can read (ALLOWED_SCOPES / AGENT_SLUG); nothing was written")
 
 
-@dataclass(frozen=True)
-class Principal:
-    """Who a call runs as: built once where the call enters (an MCP server process, an HTTP
-    request, a CLI command) and passed down, so no layer re-reads the environment.
-
-    ``guards`` bind every read and write; ``session`` confines conversation tools to the
-    session's own conversation (public agents); ``session_node`` is the node id the session's
-    provenance hangs from (``SESSION_NODE_ID``).
-    """
-
-    guards: Guards
-    session: str | None = None
-    session_node: str | None = None
-
-    @property
-    def account_id(self) -> str:
-        return self.guards.account_id
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Principal:
-        """``ACCOUNT_ID`` / ``ALLOWED_SCOPES`` / ``AGENT_SLUG`` and the session variables.
-
-        ``SESSION_ID`` always confines. The channels runner sets ``PLUGHOST_SESSION_ID`` with
-        ``PLUGHOST_SESSION_ROLE`` on every turn; it confines unless that role is ``admin`` (an
-        absent role confines: the narrower reading wins).
-        """
-        env = os.environ if env is None else env
-        session = (env.get("SESSION_ID") or "").strip() or None
-        runner = (env.get("PLUGHOST_SESSION_ID") or "").strip()
-        if session is None and runner and (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() != "admin":
-            session = runner
-        return cls(Guards.from_env(env), session, (env.get("SESSION_NODE_ID") or "").strip() or None)
-
-
-def require_admin(env: Mapping[str, str], what: str) -> None:
-    """Refuse an admin-only operation in a narrowed process (``ALLOWED_SCOPES`` or ``AGENT_SLUG`` set)."""
-    if config.csv_list(env.get("ALLOWED_SCOPES")) is not None or (env.get("AGENT_SLUG") or "").strip():
-        raise WriteDenied(f"{what}: admin only; this process is narrowed (ALLOWED_SCOPES / AGENT_SLUG) "
-                          f"({ISOLATION})")
+def require_admin(principal: Principal, what: str) -> None:
+    """Refuse an admin-only operation for anyone but an unnarrowed admin (:data:`host.principal.ROLES`)."""
+    if not principal.is_admin:
+        raise WriteDenied(f"{what}: admin only; this process runs as {principal.describe()} ({ISOLATION})")
 
 
 def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards: Guards) -> int:
@@ -262,14 +168,6 @@ def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards
         raise WriteDenied(f"the {getattr(store, 'backend', '?')} store cannot apply write guards; a narrowed "
                           "process (ALLOWED_SCOPES / AGENT_SLUG) cannot write through it")
     return store.upsert_many(rows, account_id=guards.account_id)
-
-
-def principal_of(env: Mapping[str, str] | None = None) -> Principal | None:
-    """The environment's principal, or None when ``ACCOUNT_ID`` is unset (callers say what needs it)."""
-    env = os.environ if env is None else env
-    if not (env.get("ACCOUNT_ID") or "").strip():
-        return None
-    return Principal.from_env(env)
 
 
 @dataclass

@@ -264,7 +264,9 @@ def _settings(plan: InstallPlan, stale: set[str], stale_markets: set[str]) -> No
 
 def server_settings_env(account: str) -> dict[str, str]:
     """What the plugin servers of this config dir need from Claude Code's environment."""
-    return {"PLUGHOST_PYTHON": sys.executable, "PLUGHOST_HOME": str(config.home().absolute()), "ACCOUNT_ID": account}
+    from host.principal import with_account
+
+    return with_account({"PLUGHOST_PYTHON": sys.executable, "PLUGHOST_HOME": str(config.home().absolute())}, account)
 
 
 def _cache_copies(plan: InstallPlan) -> None:
@@ -420,7 +422,9 @@ def _env(plan: InstallPlan) -> None:
     if any(recorded.get(k) != v for k, v in store.items()):
         where = f" at {store['NEO4J_URI']}" if store.get("PLUGHOST_STORE") == "neo4j" else ""
         plan.actions.append(f"graph store: {store.get('PLUGHOST_STORE')}{where} (brand: {brand.get('PLUGHOST_STORE')})")
-    values = {**brand, **store, "PLUGHOST_CONFIG_DIR": str(plan.config_dir), "ACCOUNT_ID": plan.account}
+    from host.principal import with_account
+
+    values = with_account({**brand, **store, "PLUGHOST_CONFIG_DIR": str(plan.config_dir)}, plan.account)
     plan.files[path] = merge_env(drop_env(text, RETIRED_ENV), values)
 
 

@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 import pluggy
 
 from host import config, hookspecs, hooktable
+from host import principal as principal_module
 from host.errors import DuplicateNameError, FatalError, UserError
 from host.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
 from host.log import log
 from host.manifest import PluginManifest, from_mapping, load_manifest
+from host.principal import Principal
 from host.state import PluginState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,6 +119,7 @@ class Host:
         self._modules: dict[str, str] = {}  # dotted module -> plugin name
         self._trace_t0: list[float] = []
         self._brand: tuple[str | None, list[str]] | None = None
+        self._principal: tuple[tuple[str | None, ...], Principal] | None = None
         if config.flag("PLUGHOST_TRACE_HOOKS", self.env):
             self._trace_undo = self.pm.add_hookcall_monitoring(self._trace_before, self._trace_after)
 
@@ -124,6 +127,19 @@ class Host:
     @property
     def home(self) -> Path:
         return config.home(self.env)
+
+    @property
+    def principal(self) -> Principal:
+        """Who this host's calls run as: the call in progress's principal (an HTTP request, a
+        runner turn: :func:`host.principal.acting_as`), else the one resolved from this host's
+        environment (once, again only if a command changes it, e.g. ``--account``)."""
+        found = principal_module.current()
+        if found is not None:
+            return found
+        key = principal_module.principal_vars(self.env)
+        if self._principal is None or self._principal[0] != key:
+            self._principal = (key, principal_module.resolve(self.env))
+        return self._principal[1]
 
     def _filters(self) -> tuple[set[str], list[str] | None, bool]:
         disabled = set(config.csv_list(self.env.get("PLUGHOST_DISABLE_PLUGINS")) or [])

@@ -188,7 +188,7 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
         raise UserError(f"--bind {bind}: refusing a non-loopback bind while PLUGHOST_OPEN_LOCAL=1 opens /mcp")
     server = build_server(host, plugin)
     app = http_app(server, host=bind, port=port)
-    door = Door(home=host.home, account_id=(host.env.get("ACCOUNT_ID") or "").strip() or None, open_local=opened)
+    door = Door(home=host.home, account_id=host.principal.account, open_local=opened, principal=host.principal)
     door.http_token  # noqa: B018  (created now: the client reads it from the file)
     app.add_middleware(GuardMiddleware, door=door)
     log("mcp", "op=serve-http", plugin=plugin, url=f"http://{bind}:{port}/mcp",

@@ -41,9 +41,10 @@ def _default_enabled(ctx: Any) -> list[str]:
 def run_create(args: argparse.Namespace, ctx: Any) -> int:
     from host import accounts, config
     from host.config import csv_list
+    from host.principal import set_account
 
     accounts.check_id(args.id)
-    ctx.env["ACCOUNT_ID"] = args.id  # the host this command builds acts as the new account (its store writes)
+    set_account(ctx.env, args.id)  # the host this command builds acts as the new account (its store writes)
     home = config.home(ctx.env)
     stub = (accounts.account_dir(args.id, home) / "account.json").exists()
     if args.enable is not None:

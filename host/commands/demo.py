@@ -108,10 +108,11 @@ def _ensure_account(account: str, home: Path) -> bool:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
+    from host.principal import resolve, set_account
     from host.tooltable import call_tool
 
-    account = args.account or ctx.env.get("ACCOUNT_ID") or DEMO_ACCOUNT
-    ctx.env["ACCOUNT_ID"] = account  # the command's call context; the process environment is left alone
+    account = args.account or resolve(ctx.env).account or DEMO_ACCOUNT
+    set_account(ctx.env, account)  # the command's call context; the process environment is left alone
     created = _ensure_account(account, config.home(ctx.env))
     host = ctx.host()
     if created:  # the owner's AdminUser + UserProfile, as `plughost account create` writes them
@@ -122,9 +123,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     if "memory" not in {r.name for r in host.loaded()}:
         raise UserError("demo: the memory plugin is not loaded (check PLUGHOST_DISABLE_PLUGINS / PLUGHOST_LOAD_PLUGINS)")
     store = host.store()
-    from host.graph import Principal
-
-    guards = Principal.from_env(host.env).guards
+    guards = host.principal.guards
     written = ingested = 0
     stamp = host.home / "accounts" / account / "demo-seed.json"
     seed = seed_hash(getattr(host.embedder(), "name", "none"))

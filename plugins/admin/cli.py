@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     if args.action == "http-token":
         from host.credentials import http_token
 
-        account = args.account or (host.env.get("ACCOUNT_ID") or "").strip() or None
+        account = args.account or host.principal.account
         if account is not None:
             sessions.check_account_id(account)
             if not (host.home / "accounts" / account).is_dir():

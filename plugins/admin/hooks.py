@@ -25,7 +25,7 @@ def plughost_routes(host: Host) -> list[Route]:
 
     sites_endpoint = sites.make_endpoint(home_of)
     def account_of():
-        return (host.env.get("ACCOUNT_ID") or "").strip() or None
+        return host.principal.account
 
     mint, check = session_routes.make_endpoints(home_of, account_of)
     return [

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from host import credentials
-from host.graph import Principal, conversation_node_id, principal_of
+from host.graph import Principal, conversation_node_id
 from host.http import json_error, parse_json, read_body
 from host.log import log
 from host.state import StateKey
@@ -75,13 +75,13 @@ def _principal(host: Any, request: Any) -> Principal | None:
     from host.http_guard import request_principal
 
     found = request_principal(request)
-    return found if found is not None else principal_of(host.env)
+    return found if found is not None else host.principal
 
 
 def _admin_session(host: Any, request: Any) -> tuple[str, credentials.Session] | None:
     """The serving account and the request's admin session of it, or None (the caller answers 401)."""
     principal = _principal(host, request)
-    account = principal.account_id if principal is not None else ""
+    account = principal.account or "" if principal is not None else ""
     auth = request.headers.get("authorization", "")
     token = auth[7:].strip() if auth[:7].lower() == "bearer " else request.cookies.get("admin_session")
     session, _reason = credentials.validate(credentials.load_secret(host.home), token)
@@ -98,7 +98,7 @@ NARROWED = ("admin chat: this server is narrowed (ALLOWED_SCOPES / AGENT_SLUG); 
 def _narrowed(host: Any, request: Any) -> Any:
     """403 when the serving principal is narrowed: an admin turn (or its transcript) would widen past it."""
     principal = _principal(host, request)
-    if principal is not None and principal.guards.narrowed:
+    if principal is not None and not principal.is_admin:
         return json_error(403, "account-isolation", NARROWED)
     return None
 

@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from host import config
 from host.errors import UserError
 from host.log import log
 from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
@@ -53,7 +52,7 @@ class ClaudeRunner:
 
     def __init__(self, command: list[str], *, config_dir: Path, home: Path, account: str,
                  admin_tools: list[str], timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None,
-                 knowledge: Any = None) -> None:
+                 knowledge: Any = None, principal: Any = None) -> None:
         self.command = command
         self.config_dir = config_dir
         self.home = home
@@ -61,6 +60,7 @@ class ClaudeRunner:
         self.admin_tools = admin_tools
         self.timeout = timeout
         self.env = dict(env if env is not None else os.environ)
+        self.principal = principal  # the serving process's; each turn narrows it (for_turn)
         self.knowledge = knowledge  # (question) -> list of (text, source), public scope; None: none
 
     @classmethod
@@ -71,13 +71,12 @@ class ClaudeRunner:
             timeout = float(env.get("PLUGHOST_AGENT_TIMEOUT") or DEFAULT_TIMEOUT)
         except ValueError:
             raise UserError("PLUGHOST_AGENT_TIMEOUT: expected a number of seconds") from None
-        account = (env.get("ACCOUNT_ID") or "").strip()
-        if not account:
-            raise UserError("ACCOUNT_ID: not set; the claude runner runs in the account's config dir")
+        principal = host.principal
+        account = principal.require_account("the account the claude runner answers for (it runs in its config dir)")
         config = env.get("PLUGHOST_CLAUDE_CONFIG_DIR") or env.get("CLAUDE_CONFIG_DIR") or str(host.home / "claude-config")
         return cls(shlex.split(raw), config_dir=Path(config), home=host.home, account=account,
                    admin_tools=list(host.surface.admin), timeout=timeout, env=env,
-                   knowledge=_public_knowledge(host))
+                   knowledge=_public_knowledge(host), principal=principal)
 
     # ------------------------------------------------------------------ what one turn runs
     def argv(self, session_id: str, role: str, *, resume: bool, knowledge: str = "") -> list[str]:
@@ -95,15 +94,15 @@ class ClaudeRunner:
         return args
 
     def child_env(self, session_id: str, payload: Mapping[str, Any]) -> dict[str, str]:
+        from host.principal import child_env, resolve
+
         role = str(payload.get("role") or "public")
-        env = {**self.env, "CLAUDE_CONFIG_DIR": str(self.config_dir), "ACCOUNT_ID": self.account,
-               "PLUGHOST_SESSION_ID": session_id, "PLUGHOST_SESSION_ROLE": role}
+        # an admin's session, or a visitor confined to it (public, never wider than this process)
+        turn = (self.principal or resolve(self.env).for_account(self.account)).for_turn(role, session_id)
+        env = {**child_env(self.env, turn), "CLAUDE_CONFIG_DIR": str(self.config_dir)}
         env.pop("PLUGHOST_SPECIALIST", None)
         if isinstance(payload.get("specialist"), str) and payload["specialist"]:
             env["PLUGHOST_SPECIALIST"] = payload["specialist"]
-        if role != "admin":  # should anything of plughost run under it after all: public, never wider
-            allowed = config.csv_list(self.env.get("ALLOWED_SCOPES"))  # than this (narrowed) process
-            env["ALLOWED_SCOPES"] = "public" if allowed is None or "public" in allowed else ""
         return env
 
     def knowledge_prompt(self, payload: Mapping[str, Any]) -> str:

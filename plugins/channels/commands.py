@@ -90,10 +90,9 @@ def _configure_schedule(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_schedule_store(args: argparse.Namespace, host: Any) -> int:
-    from host.graph import Guards
     from plugins.channels import scheduler
 
-    account = Guards.from_env(host.env).account_id
+    account = host.principal.account_id
     if args.schedule_command == "add":
         entry = scheduler.add_entry(host.home, account, channel=args.channel, to=args.to, event=args.event,
                                     text=args.text, when=scheduler.parse_when(args.at, args.after),

@@ -124,7 +124,7 @@ def start_resume(host: Any) -> None:
     """``plughost_startup``: queue the unfinished turns on the serving loop (from the hook's worker thread)."""
     import anyio.from_thread
 
-    if not (host.env.get("ACCOUNT_ID") or "").strip():
+    if not host.principal.account:
         return
     if host.env.get("PLUGHOST_CHANNELS_RESUME", "1") == "0":
         log("channels", "op=resume-skipped", reason="PLUGHOST_CHANNELS_RESUME=0")

@@ -335,12 +335,10 @@ def public_host(host: Any) -> Any:
 
 
 def _build_public_host(host: Any) -> Any:
-    from host import config
     from host.manager import Host
+    from host.principal import child_env
 
-    allowed = config.csv_list(host.env.get("ALLOWED_SCOPES"))
-    scopes = "public" if allowed is None or "public" in allowed else ""  # an empty list allows no scope
-    env = {**host.env, "ALLOWED_SCOPES": scopes}
+    env = child_env(host.env, host.principal.visitor())  # public at most, never wider than this process
     narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,
                     entry_points=host.entry_points).load()
     narrowed._embedder = host.embedder() or False  # one model per process

@@ -138,7 +138,7 @@ class Gateway:
 
     def __init__(self, host: Any) -> None:
         self.host = host
-        self.account_id = (host.env.get("ACCOUNT_ID") or "").strip()
+        self.account_id = host.principal.account or ""
         self._persist_lock = threading.Lock()
         self._claims: Claims | None = None
         self.queued = 0  # turns accepted by this process and not finished yet

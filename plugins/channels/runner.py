@@ -65,15 +65,18 @@ class CommandRunner:
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
         if not self.command:
             raise RunnerError("not-configured: set PLUGHOST_AGENT_COMMAND")
-        env = {**self.env, "PLUGHOST_SESSION_ID": session_id}
-        # what the agent's own Stop hook (`plughost record-turn`) keys on: record admin turns,
-        # never a public visitor's, never the recorder's own session
-        for key, var in (("role", "PLUGHOST_SESSION_ROLE"), ("specialist", "PLUGHOST_SPECIALIST")):
-            value = payload.get(key)
-            if isinstance(value, str) and value:
-                env[var] = value
-            elif var in env and key == "specialist":
-                del env[var]
+        from host.principal import child_env, resolve
+
+        # the turn's principal is what the agent's own Stop hook (`plughost record-turn`) keys on:
+        # record admin turns, never a public visitor's, never the recorder's own session
+        role = payload.get("role")
+        turn = resolve(self.env).for_turn(role if isinstance(role, str) and role else "public", session_id)
+        env = child_env(self.env, turn)
+        specialist = payload.get("specialist")
+        if isinstance(specialist, str) and specialist:
+            env["PLUGHOST_SPECIALIST"] = specialist
+        else:
+            env.pop("PLUGHOST_SPECIALIST", None)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -164,7 +167,7 @@ def warm_in_background(host: Any) -> None:
     """Build the runner now and let it load what its first turn needs (a model, a narrowed host) off the loop."""
     import threading
 
-    if not (host.env.get("ACCOUNT_ID") or "").strip():
+    if not host.principal.account:
         return  # nothing to answer for
 
     def warm() -> None:

@@ -192,7 +192,7 @@ async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
 
 async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
     """Fire due entries until ``stop`` is set (checked at least every :data:`POLL_S` seconds)."""
-    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    account = host.principal.account
     if not account:
         return
     path = schedule_path(host.home, account)

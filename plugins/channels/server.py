@@ -30,7 +30,7 @@ def build_app(host: Any) -> Any:
     async def lifespan(app: Any) -> Any:
         from plugins.channels.delivery import resume
 
-        if (host.env.get("ACCOUNT_ID") or "").strip() and host.env.get("PLUGHOST_CHANNELS_RESUME", "1") != "0":
+        if host.principal.account and host.env.get("PLUGHOST_CHANNELS_RESUME", "1") != "0":
             await resume(host)
         yield
         await drain(host)

@@ -160,7 +160,10 @@ def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
 
 def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
     specialist = env.get("PLUGHOST_RECORDER_SPECIALIST") or RECORDER_SPECIALIST
-    if (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() != "admin":
+    from host.principal import Role, resolve
+
+    principal = resolve(env)
+    if principal.role is not Role.ADMIN_SESSION:
         return _skip("role-not-admin")
     if env.get("PLUGHOST_SPECIALIST") == specialist:
         return _skip("is-recorder")
@@ -185,7 +188,7 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
         log("turn-recorder", "malformed-lines", sessionId=session_id, count=stats.malformed)
     if not turns:
         return _skip("conversation-empty", sessionId=session_id)
-    env_account = env.get("ACCOUNT_ID") or None
+    env_account = principal.account
     body = envelope(turns, session_id, env_account)
     message = json.dumps(body, ensure_ascii=False)
     log("turn-recorder", "trigger", sessionId=session_id, turnIndex=0, transcriptBytes=len(raw),

@@ -35,10 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _account(host: Any) -> str:
-    account = (host.env.get("ACCOUNT_ID") or "").strip()
-    if not account:
-        raise UserError("ACCOUNT_ID: not set; expected the id of the account to import into")
-    return account
+    return str(host.principal.require_account("the id of the account to import into"))
 
 
 def _labels(values: list[str] | None) -> list[str] | None:
@@ -56,7 +53,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
         from plugins.graph.importer import import_jsonl
 
         account = _account(host)
-        require_admin(host.env, "graph import")  # it writes rows without per-row guards
+        require_admin(host.principal, "graph import")  # it writes rows without per-row guards
         if not args.file.is_file():
             raise UserError(f"{args.file}: no such file (expected a JSON-lines file)")
         summary = import_jsonl(host.store(), args.file, account_id=account, batch_size=args.batch_size,
@@ -66,10 +63,10 @@ def run(args: argparse.Namespace, host: Any) -> int:
         from host.graph import require_admin
         from host.log import log
 
-        require_admin(host.env, "graph purge")  # it hard-deletes rows without per-row guards
+        require_admin(host.principal, "graph purge")  # it hard-deletes rows without per-row guards
         if args.days < 0:
             raise UserError(f"--days: expected a non-negative number, got {args.days}")
-        only = (host.env.get("ACCOUNT_ID") or "").strip() or None
+        only = host.principal.account
         if args.all_accounts and only:  # an account's admin is trusted with its own account, never another's
             raise UserError(f"--all-accounts: refused in account '{only}''s process (ACCOUNT_ID); it purges only "
                             "its own account. Every account is the install operator's: run it with ACCOUNT_ID "
@@ -81,7 +78,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
         from host.graph import require_admin
         from host.log import log
 
-        require_admin(host.env, "graph compact")  # a schema operation: every account's index
+        require_admin(host.principal, "graph compact")  # a schema operation: every account's index
         if args.wait_seconds < 1:
             raise UserError(f"--wait-seconds: expected a positive number of seconds, got {args.wait_seconds}")
         labels = _labels(args.label)

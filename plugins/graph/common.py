@@ -32,8 +32,10 @@ EXPAND_LIMIT = 20
 
 
 def env_account(env: Mapping[str, str]) -> str | None:
-    """The process's account (``ACCOUNT_ID``), None when unset."""
-    return env.get("ACCOUNT_ID", "").strip() or None
+    """The process's account (its principal's), None when unset."""
+    from host.principal import resolve
+
+    return resolve(env).account
 
 
 def env_dimensions(env: Mapping[str, str]) -> int:

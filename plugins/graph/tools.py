@@ -60,7 +60,7 @@ def graph_tools(host: Host) -> list[Tool]:
     read_only = config.flag("PLUGHOST_GRAPH_READ_ONLY", env)
 
     def guards(scopes: list[str] | None = None, agent: str | None = None) -> Guards:
-        return Guards.from_env(env, scopes=scopes, agent=agent)
+        return host.principal.guards.narrow(scopes, agent)
 
     def graph_schema() -> str:
         """Labels, relationship types, property keys and vector indexes of this account's graph."""

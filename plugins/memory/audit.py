@@ -222,6 +222,16 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
     return {"recorded": True, "id": node_id, "conversationId": conversation}
 
 
+def _audit_role(principal: Any) -> str | None:
+    """The role :func:`recordable` judges: None for the owner, ``admin`` for an admin's session,
+    the role's name for a confined one (never recorded: the audit is an admin's record)."""
+    from host.principal import Role
+
+    if principal.role in (Role.OWNER, Role.OPERATOR, Role.ADMIN_SESSION):
+        return "admin" if principal.role is Role.ADMIN_SESSION else None
+    return principal.role.value if principal.role in (Role.PUBLIC, Role.SESSION) else None
+
+
 def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any], result: str,
                        is_error: bool, started_at: str, completed_at: str) -> dict[str, Any] | None:
     """``plughost_tool_called``: a plughost MCP call outside Claude Code (its PostToolUse hook
@@ -237,21 +247,19 @@ def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[st
     env = host.env
     if (env.get("CLAUDECODE") or "").strip() or (env.get("PLUGHOST_AUDIT_MCP") or "1").strip() == "0":
         return None
-    account = (env.get("ACCOUNT_ID") or "").strip()
+    principal = host.principal
+    account = principal.account
     if not account:
         return None
     if config.flag("PLUGHOST_GRAPH_READ_ONLY", env):
         log("persist", "tool-call", "skipped", reason="read-only", tool=f"mcp__{plugin}__{tool}")
         return None
 
-    role = (env.get("PLUGHOST_SESSION_ROLE") or "").strip().lower() or None
-    explicit = (env.get("SESSION_ID") or "").strip()
-    if explicit and role != "admin":
-        role = role or "session"  # a confined session is a public one unless it says admin
-    session = explicit or (env.get("PLUGHOST_SESSION_ID") or "").strip() or f"mcp-{plugin}-{completed_at[:10]}"
+    role = _audit_role(principal)
+    session = principal.session_key or f"mcp-{plugin}-{completed_at[:10]}"
     return record(host, account_id=account, session_id=session, tool_name=f"mcp__{plugin}__{tool}",
                   tool_input=arguments, tool_response=result, role=role,
-                  scopes=config.csv_list(env.get("ALLOWED_SCOPES")), agent=(env.get("AGENT_SLUG") or "").strip() or None,
+                  scopes=list(principal.scopes) if principal.scopes is not None else None, agent=principal.agent,
                   is_error=is_error, started_at=started_at, completed_at=completed_at, source="mcp")
 
 
@@ -260,10 +268,10 @@ def list_calls(host: Host, *, session: str | None = None, tool: str | None = Non
                errorsOnly: bool = False, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:  # noqa: N803
     """``tool-calls``: newest first, filtered, paginated by an opaque offset cursor."""
     try:
-        require_admin(host.env, "tool-calls")
+        require_admin(host.principal, "tool-calls")
     except WriteDenied as exc:
         raise UserError(str(exc)) from None
-    guards = Guards.from_env(host.env)
+    guards = host.principal.guards
     if since is not None:
         since_dt = parse_time(since, "since")
     try:

@@ -4,6 +4,11 @@
 fallback from the transcript when the agent stored none in the last ``FRESH_MINUTES``) and the
 ``SessionStart`` hook (sources ``compact`` and ``resume``: the latest briefing back as
 ``additionalContext``). A ``Briefing`` node hangs from the Conversation by ``HAS_BRIEFING``.
+
+A briefing reaches only the session and role that wrote it, once: it records the writer's
+``sessionId`` and ``writerRole``; SessionStart (an admin session's hook) injects only an admin's
+briefing of that very session that was not injected before (``injectedAt``), so a resume on
+every runner turn does not repeat it and a briefing a confined role wrote never reaches the owner.
 Lines: ``[compaction] op=captured|fallback|injected conversation=<8> ..``.
 """
 
@@ -15,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from host.errors import UserError
-from host.graph import CONVERSATION_LABEL, Guards, Principal, WriteDenied, guarded_upsert_many
+from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many
 from host.log import log
 from host.times import read_time
 from plugins.memory.audit import TOOL_CALL_LABEL, redact
@@ -48,12 +53,12 @@ def _text(value: Any) -> str:
 
 
 def store_briefing(host: Host, guards: Guards, conversation: str, briefing: dict[str, Any], source: str,
-                   session_id: str | None = None) -> str:
+                   session_id: str | None = None, role: str = "owner") -> str:
     when = _iso(_now())
     node_id = "briefing-" + hashlib.sha256("\x1f".join((guards.account_id, conversation, when, source))
                                            .encode()).hexdigest()[:32]
     props: dict[str, Any] = {k: _text(briefing.get(k)) for k in FIELDS}
-    props.update(conversationId=conversation, source=source, capturedAt=when, sessionId=session_id)
+    props.update(conversationId=conversation, source=source, capturedAt=when, sessionId=session_id, writerRole=role)
     if not guards.narrowed:
         props["scope"] = "admin"
     exists = host.store().get(conversation, guards=guards) is not None
@@ -139,13 +144,24 @@ def on_pre_compact(host: Host, account: str, session_id: str, transcript: str | 
     return {"stored": True, "id": node}
 
 
+ADMIN_WRITERS = ("owner", "admin-session", "operator")
+"""Writer roles whose briefings an admin session is given back (``host.principal.Role`` values)."""
+
+
 def on_session_start(host: Host, account: str, session_id: str, source: str) -> dict[str, Any]:
     guards = Guards(account)
     conversation = conversation_for(host, guards, session_id)
     node = latest(host, guards, conversation)
-    if node is None:
-        log("compaction", "op=injected", conversation=conversation[:8], result="none", source=source)
+    p = node.properties if node is not None else {}
+    why = ("none" if node is None else "already-injected" if p.get("injectedAt")
+           else "other-session" if p.get("sessionId") not in (None, session_id)
+           else "not-admin" if p.get("writerRole", "owner") not in ADMIN_WRITERS or p.get("scope") != "admin"
+           else None)
+    if node is None or why is not None:
+        log("compaction", "op=injected", conversation=conversation[:8], result=why, source=source)
         return {"output": None}
+    host.store().upsert_node([BRIEFING_LABEL], {"injectedAt": _iso(_now())}, account_id=account, node_id=node.id,
+                             guards=guards)
     log("compaction", "op=injected", conversation=conversation[:8], briefing=node.id[9:17], source=source)
     return {"output": {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": render(node)}}}
 
@@ -153,19 +169,22 @@ def on_session_start(host: Host, account: str, session_id: str, source: str) -> 
 def session_compact(host: Host, *, conversationId: str | None = None, **briefing: Any) -> dict[str, Any]:  # noqa: N803
     """The agent's briefing, against the named conversation, the process's session, else the
     conversation of the account's latest recorded tool call (this very session, in Claude Code)."""
-    principal = Principal.from_env(host.env)
+    principal = host.principal
     guards = principal.guards
     if not any(_text(briefing.get(k)) for k in FIELDS):
         raise UserError(f"briefing: expected at least one of {', '.join(FIELDS)}")
     conversation = conversationId
-    if conversation is None and principal.session:
-        conversation = conversation_for(host, guards, principal.session)
+    if principal.session:  # a confined session briefs its own conversation only
+        own = conversation_for(host, guards, principal.session)
+        if conversation is not None and conversation != own:
+            raise UserError("conversationId: not this session's conversation; a confined session briefs only its own")
+        conversation = own
     if conversation is None:
         calls = host.store().find(guards=guards, labels=[TOOL_CALL_LABEL], order_by="completedAt", limit=1)
         conversation = calls[0].properties.get("conversationId") if calls else None
     if not conversation:
         raise UserError("conversationId: none given and this process has no session or recorded conversation")
-    node = store_briefing(host, guards, conversation, briefing, "agent", principal.session)
+    node = store_briefing(host, guards, conversation, briefing, "agent", principal.session_key, principal.role.value)
     return {"briefingId": node, "conversationId": conversation}
 
 

@@ -41,6 +41,7 @@ from host.graph import (
     guarded_upsert_many,
 )
 from host.log import log
+from host.principal import resolve
 from host.times import parse_time
 from plugins.memory.retrieval.indexed_form import embedding_text as message_embedding_text
 from plugins.memory.retrieval.indexed_form import indexed_message
@@ -66,10 +67,8 @@ def _now_iso() -> str:
 
 def session_of(env: Mapping[str, str]) -> str | None:
     """The process's session, if any: a process with one is confined to its own conversation
-    (the rule lives in :meth:`host.graph.Principal.from_env`)."""
-    if not (env.get("ACCOUNT_ID") or "").strip():
-        env = {**env, "ACCOUNT_ID": "-"}
-    return Principal.from_env(env).session
+    (the rule lives in :func:`host.principal.resolve`)."""
+    return resolve(env).session
 
 
 def message_view(hit_node: Any, score: float) -> dict[str, Any]:
@@ -93,11 +92,18 @@ class Conversations:
     def principal(self) -> Principal:
         """The process's call context, built once (raises naming ACCOUNT_ID when it is unset)."""
         if self._principal is None:
-            self._principal = Principal.from_env(self.env)
+            self._principal = resolve(self.env)
         return self._principal
 
     def guards(self) -> Guards:
         return self.principal.guards
+
+    def own_guards(self) -> Guards:
+        """What a confined session reads and writes its own conversation under: that one
+        conversation, whatever its scope (a visitor's stays admin until identity opens it), and
+        nothing else, since every use is filtered to it. Anyone else: their guards."""
+        p = self.principal
+        return Guards(p.account_id, None, p.agent) if p.session is not None else p.guards
 
     # ------------------------------------------------------------------ session
     def session_conversation(self) -> str | None:
@@ -110,7 +116,7 @@ class Conversations:
         session = self.principal.session
         if session is None:
             return None
-        g = self.guards()
+        g = self.own_guards()
         key = (str(getattr(self.store, "path", id(self.store))), g, session)
         if key in _SESSION_CONVERSATIONS:
             return _SESSION_CONVERSATIONS[key]
@@ -157,6 +163,7 @@ class Conversations:
                 self._log("search", guards, started, hits=0, restricted=1)
                 return {"results": [], "conversationId": None, "restricted": True}
             where["conversationId"] = own
+            guards = self.own_guards()
         elif guards.narrowed:  # a narrowed process without a session has no conversation
             self._log("search", guards, started, hits=0, restricted=1)
             return {"results": [], "conversationId": None, "restricted": True}
@@ -225,6 +232,7 @@ class Conversations:
             if conversationId and not own and conversationId != session:
                 raise UserError("conversationId: not this session's conversation; a session appends only to its own")
             conversationId = own or session
+            guards = self.own_guards()  # its own conversation only, from here on
         if not conversationId:
             raise UserError("conversationId: expected a conversation id, or channel and sender to derive one")
         # Under the process's guards: a conversation it cannot read looks absent here, and the
@@ -235,7 +243,7 @@ class Conversations:
         if existing is not None and existing.deleted:
             raise UserError(f"conversationId: '{conversationId}' was deleted; restore it (memory-restore) first")
         when = timestamp or _now_iso()
-        scope = self._scope()
+        scope = existing.properties.get("scope") if session is not None and existing is not None else self._scope()
         conv_channel = channel or (existing.properties.get("channel") if existing else None)
         msg_id = messageId or "msg-" + hashlib.sha256(
             "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]

@@ -173,7 +173,7 @@ def plughost_retrieval_boosts_recall(host: Host) -> list[RetrievalBoost]:
     """Pinned items up, snoozed items down, for the process's account (``PLUGHOST_RECALL_RANKING=1``)."""
     from plugins.memory.recall import boost, ranking_enabled
 
-    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    account = host.principal.account
     if not account or not ranking_enabled(host.env):
         return []
     return [boost(host.home, account)]

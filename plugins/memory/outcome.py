@@ -47,11 +47,16 @@ class Call:
 
     @property
     def account(self) -> str | None:
-        return (self.env.get("ACCOUNT_ID") or "").strip() or None
+        from host.principal import resolve
+
+        return resolve(self.env).account
 
     @property
     def session(self) -> str | None:
-        return (self.env.get("SESSION_NODE_ID") or self.env.get("SESSION_ID") or "").strip() or None
+        from host.principal import resolve
+
+        p = resolve(self.env)
+        return p.session_node or p.session
 
     def _fields(self) -> dict[str, Any]:
         return {"account": self.account, "session": self.session,

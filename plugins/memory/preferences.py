@@ -27,8 +27,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from host.embedding import Embedder
-from host.graph import GraphStore, Guards, Principal, can_change, guarded_upsert_many, principal_of
+from host.graph import GraphStore, Guards, Principal, can_change, guarded_upsert_many
 from host.log import log
+from host.principal import resolve
 from host.state import StateKey
 from host.types import Tool
 from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
@@ -116,10 +117,10 @@ class Preferences:
     def __init__(self, store: GraphStore, embedder: Embedder | None, env: Mapping[str, str],
                  principal: Principal | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
-        self.principal = principal or principal_of(env)  # the process's call context, built once
+        self.principal = principal or resolve(env)  # the call's principal, resolved once
 
     def _guards(self) -> Guards:
-        if self.principal is None:
+        if not self.principal.account:
             raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; preferences need the process's account")
         return self.principal.guards
 
@@ -141,9 +142,9 @@ class Preferences:
         guards = self._guards()
         account = guards.account_id
         call.labels, call.name = ["Preference"], key
-        if guards.narrowed:  # standing rules steer every admin turn: only an admin process writes them
-            raise WriteRejected("account-isolation", "profile-update: admin only; this process is narrowed "
-                                "(ALLOWED_SCOPES / AGENT_SLUG), and preferences are the owner's standing rules")
+        if not self.principal.is_admin:  # standing rules steer every admin turn: only an admin writes them
+            raise WriteRejected("account-isolation", f"profile-update: admin only; this process runs as "
+                                f"{self.principal.describe()}, and preferences are the owner's standing rules")
         for name, text in (("category", category), ("key", key), ("value", value)):
             if not isinstance(text, str) or not text.strip():
                 raise WriteRejected("invalid-input", f"{name}: expected non-empty text")

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from host.embedding import Embedder
 from host.errors import UserError
-from host.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many, principal_of
+from host.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many
 from host.log import log
+from host.principal import resolve
 from host.state import StateKey
 from host.times import parse_time
 from host.types import Tool
@@ -31,7 +32,7 @@ SCAN_MAX = 100_000
 
 
 def _principal(principal: Principal | None) -> Principal:
-    if principal is None:
+    if principal is None or not principal.account:
         raise UserError("ACCOUNT_ID: not set; reports need the process's account")
     return principal
 
@@ -67,7 +68,7 @@ class Reports:
     def __init__(self, store: GraphStore, embedder: Embedder | None, env: Mapping[str, str],
                  principal: Principal | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
-        self.principal = principal or principal_of(env)  # the process's call context, built once
+        self.principal = principal or resolve(env)  # the call's principal, resolved once
 
     def guards(self) -> Guards:
         return _principal(self.principal).guards

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from host.errors import UserError
-from host.graph import CONVERSATION_LABEL, Guards, Principal, WriteDenied, guarded_upsert_many
+from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many
 from host.log import log
 from plugins.memory.audit import clip, redact
 
@@ -43,7 +43,7 @@ def _now() -> str:
 class Tasks:
     def __init__(self, host: Host) -> None:
         self.host = host
-        self.principal = Principal.from_env(host.env)
+        self.principal = host.principal
         self.guards: Guards = self.principal.guards
         self.store = host.store()
 
@@ -60,8 +60,7 @@ class Tasks:
             if node is None or CONVERSATION_LABEL not in node.labels:
                 raise UserError(f"conversationId: no Conversation '{conversation_id}' this process can read")
             return node.id
-        env = self.host.env
-        for sid in (self.principal.session_node, self.principal.session, (env.get("PLUGHOST_SESSION_ID") or "").strip()):
+        for sid in (self.principal.session_node, self.principal.session, self.principal.session_key):
             if not sid:
                 continue
             node = self.store.get(sid, guards=self.guards)

@@ -44,14 +44,15 @@ def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSiz
                limit: int | None = None) -> dict[str, Any]:
     from plugins.memory.reindex import reindex
 
-    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    principal = host.principal
+    account = principal.account
     if not account:
         raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; reindex needs the process's account")
     call.labels = labels or ()
     w = writer(host)
-    if w.guards().narrowed:  # it embeds every node of the account missing a vector, seen or not
-        raise WriteRejected("account-isolation", "memory-reindex: admin only; this process is narrowed "
-                            "(ALLOWED_SCOPES / AGENT_SLUG)")
+    if not principal.is_admin:  # it embeds every node of the account missing a vector, seen or not
+        raise WriteRejected("account-isolation", f"memory-reindex: admin only; this process runs as "
+                            f"{principal.describe()}")
     if labels:
         w.check_labels(labels)
     if w.embedder is None:

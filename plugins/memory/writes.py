@@ -25,10 +25,10 @@ from host.graph import (
     Guards,
     Principal,
     guarded_upsert_many,
-    principal_of,
 )
 from host.jsonl import LONE_SURROGATE
 from host.log import log
+from host.principal import resolve
 from plugins.memory import sectioniser
 from plugins.memory.embed_text import embedding_text, is_vector_label
 from plugins.memory.outcome import Call, WriteRejected
@@ -64,7 +64,7 @@ class MemoryWriter:
         self.embedder = embedder
         self.env = env
         self.labels_known = known_labels(env)
-        self.principal = principal or principal_of(env)  # the process's call context, built once
+        self.principal = principal or resolve(env)  # the call's principal, resolved once
 
     # ------------------------------------------------------------------ context
     @property
@@ -72,7 +72,7 @@ class MemoryWriter:
         return self._principal().account_id
 
     def _principal(self) -> Principal:
-        if self.principal is None:
+        if not self.principal.account:
             raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; writes need the process's account")
         return self.principal
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.graph import Guards
 from host.log import log
 from plugins.memory.collections import registry
 from plugins.memory.collections.running import sync_lock
@@ -20,7 +19,7 @@ from plugins.memory.collections.state import State
 def remove(host: Any, account_id: str, name: str) -> int:
     """Remove collection ``name``; the number of documents soft-deleted."""
     registry.remove(host.home, account_id, name)
-    guards = Guards.from_env(host.env)
+    guards = host.principal.guards
 
     def waiting() -> None:
         log("collections", "op=remove-wait", collection=name, reason="sync-stopping")

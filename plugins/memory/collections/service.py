@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from host import hooktable
 from host.errors import UserError
-from host.graph import Guards, require_admin
+from host.graph import require_admin
 from host.log import log
 from plugins.memory.collections import registry
 from plugins.memory.collections.sync import SyncStats, sync
@@ -54,8 +54,8 @@ def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True
     """Sync the named collections (all when None) of the process's account: admin only (the
     registry and a collection's scope are account-wide). An explicit sync ends ``--no-sync``'s
     registered-only state."""
-    require_admin(host.env, "collection sync")
-    guards = Guards.from_env(host.env)
+    require_admin(host.principal, "collection sync")
+    guards = host.principal.guards
     known = registry.load(host.home, guards.account_id)
     if names is not None and not all(names):
         raise UserError("NAME: empty (name a collection, or leave NAME out to sync them all)")

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from host import state
-from host.graph import Guards
 from host.log import log
 from host.state import StateKey
 
@@ -73,7 +72,7 @@ class Watcher:
         from plugins.memory.collections import registry, service
         from plugins.memory.collections.sync import sync
 
-        guards = Guards.from_env({**self.host.env, "ACCOUNT_ID": self.account})
+        guards = self.host.principal.for_account(self.account).guards
         known = self._wanted(registry.load(self.host.home, self.account))
         for name in names:
             if name not in known or self.stop_event.is_set():
@@ -165,10 +164,11 @@ def start(host: Host) -> None:
     """Under ``plughost serve`` with an ``ACCOUNT_ID`` (an admin process): watch that account's collections."""
     if host.env.get("PLUGHOST_COLLECTIONS_WATCH", "1").strip() == "0" or STATE_KEY in host.state:
         return
-    account = (host.env.get("ACCOUNT_ID") or "").strip()
+    principal = host.principal
+    account = principal.account
     if not account or (state.RUNTIME not in host.state and host.env.get("PLUGHOST_COLLECTIONS_WATCH") != "1"):
         return
-    if Guards.from_env({**host.env, "ACCOUNT_ID": account}).narrowed:
+    if not principal.is_admin:
         log("collections", "op=watch-off", reason="narrowed-process")
         return
     host.state.set(STATE_KEY, Watcher(host, account).start())

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     from plugins.memory.embedder import check_dimensions
 
     acct = account(host)
-    require_admin(host.env, "memory import")  # it writes rows without per-row guards
+    require_admin(host.principal, "memory import")  # it writes rows without per-row guards
     if not args.file.is_file():
         raise UserError(f"{args.file}: no such file (expected a JSON-lines file)")
     store = host.store()

@@ -57,13 +57,13 @@ def _print_stats(name: str, stats: Any, coll: Any = None) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from host.graph import Guards, can_change, require_admin
+    from host.graph import can_change, require_admin
     from plugins.memory.collections import registry, service
 
     acct = account(host)
     action = args.collection_action
     if action in ("add", "remove", "sync"):
-        require_admin(host.env, f"collection {action}")  # the registry and its scopes are account-wide
+        require_admin(host.principal, f"collection {action}")  # the registry and its scopes are account-wide
     if action == "add":
         service.source(host, args.source)
         old = registry.load(host.home, acct).get(args.name) if args.replace else None
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     if action == "list":
         from plugins.memory.collections.state import State
 
-        guards = Guards.from_env(host.env)
+        guards = host.principal.guards
         rows = []
         for coll in registry.load(host.home, acct).values():
             if not can_change(guards, {"scope": coll.scope, "agents": coll.agents}):

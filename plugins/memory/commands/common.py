@@ -12,10 +12,7 @@ from host.jsonl import BadLine, parse_line
 
 def account(host: Any, needs: str = "the id of the account to write to") -> str:
     """``ACCOUNT_ID``, or a one-line UserError saying what the command needs it for."""
-    value = (host.env.get("ACCOUNT_ID") or "").strip()
-    if not value:
-        raise UserError(f"ACCOUNT_ID: not set; expected {needs}")
-    return value
+    return str(host.principal.require_account(needs))
 
 
 def json_arg(text: str | None, option: str, kind: type = dict) -> Any:

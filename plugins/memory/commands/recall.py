@@ -37,7 +37,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
             if getattr(args, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')}: expected a positive integer")
         acct = account(host, "the id of the account whose recall history to list")
-        guards = Guards.from_env(host.env)
+        guards = host.principal.guards
         found = recall.candidates(host.home, acct, min_surfaced=args.min_surfaced, min_used=args.min_used,
                                   limit=args.limit, visible=recall.visible_filter(host.store(), guards))
         if args.json:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
             return 0
         print_listing(found, args)
         return 0
-    require_admin(host.env, f"memory recall {args.action}")  # the account's ranking, for every session
+    require_admin(host.principal, f"memory recall {args.action}")  # the account's ranking, for every session
     acct = account(host, f"the id of the account whose items to {args.action}")
     if not args.ids:
         raise UserError(f"recall {args.action}: expected one or more node ids")

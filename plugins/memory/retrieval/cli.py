@@ -31,12 +31,10 @@ def run(args: argparse.Namespace, host: Host) -> int:
     from plugins.memory.retrieval.pipeline import SearchRequest
     from plugins.memory.retrieval.service import run_search
 
-    env = dict(host.env)
-    if args.account:
-        env["ACCOUNT_ID"] = args.account
+    principal = host.principal.for_account(args.account) if args.account else host.principal
     request = SearchRequest(args.query, args.limit, config.csv_list(args.labels), config.csv_list(args.fields),
                             args.expand_hops, args.retrieval_class)
-    outcome = run_search(host, request, env)
+    outcome = run_search(host, request, principal=principal)
     if args.json:
         json.dump(outcome.as_json(), sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")

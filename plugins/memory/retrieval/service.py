@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from host import hooktable
-from host.graph import Guards
+from host.principal import Principal, resolve
 from plugins.memory.conversations import Conversations
 from plugins.memory.retrieval.flags import SearchFlags
 from plugins.memory.retrieval.keywords import agent_keywords
@@ -19,11 +19,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
 
 
-def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None = None) -> SearchOutcome:
-    """One search with the process's guards (``ACCOUNT_ID``, ``ALLOWED_SCOPES``, ``AGENT_SLUG``)."""
+def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None = None,
+               principal: Principal | None = None) -> SearchOutcome:
+    """One search as ``principal`` (the call's: ``host.principal``; ``env`` an environment to
+    resolve one from instead, as a test or a command's ``--account`` does)."""
+    if principal is None:
+        principal = host.principal if env is None else resolve(env)
     env = host.env if env is None else env
     request = request.checked()
-    guards = Guards.from_env(env)
+    guards = principal.guards
     flags = SearchFlags.from_env(env)
 
     def expander(query: str, retrieval_class: str | None) -> list[str] | None:
@@ -34,7 +38,7 @@ def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None
 
     boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []
     keywords = agent_keywords(host.home, guards.account_id, guards.agent_slug)
-    visible = Conversations(host.store(), None, env).visible()  # narrowed: own conversation only
+    visible = Conversations(host.store(), None, env, principal).visible()  # narrowed: own conversation only
     return search(
         host.store(), request, guards=guards, embedder=host.embedder(), flags=flags,
         expander=expander if flags.expansion else None, reranker=reranker, extra_boosts=boosts,

@@ -26,7 +26,7 @@ import posix  # noqa: E402
 MAX_STDIN = 1 << 20
 WARM_TIMEOUT_MS = 3000
 SENT_KEYS = ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG", "PLUGHOST_SESSION_ROLE", "PLUGHOST_SESSION_ID",
-             "PLUGHOST_HOME", "PLUGHOST_SURFACE_BUDGET", "PLUGHOST_SURFACE_LIMIT")
+             "SESSION_ID", "SESSION_NODE_ID", "PLUGHOST_HOME", "PLUGHOST_SURFACE_BUDGET", "PLUGHOST_SURFACE_LIMIT")
 """What ``context.from_merged`` reads: the server resolves the call's guards (and the hook's budget
 and limit, which it honours) from these."""
 _ACCOUNT_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")

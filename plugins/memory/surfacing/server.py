@@ -144,7 +144,7 @@ class SurfaceServer:
         from plugins.memory.surfacing.search import surface_items
 
         started = time.perf_counter()
-        account = (self.host.env.get("ACCOUNT_ID") or "").strip()
+        account = self.host.principal.account or ""
         try:
             if account:
                 surface_items(self.host, "warm up", Guards(account), 1, ())

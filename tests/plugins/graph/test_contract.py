@@ -167,14 +167,16 @@ def test_primary_reads_apply_scope_and_agent_layers(store):
 
 
 def test_guards_from_env_narrow_never_widen():
+    from host.principal import resolve
+
     env = {"ACCOUNT_ID": "a1", "ALLOWED_SCOPES": "public,shared", "AGENT_SLUG": "bot"}
-    assert Guards.from_env(env) == Guards("a1", ("public", "shared"), "bot")
-    assert Guards.from_env(env, scopes=["public", "admin"]).allowed_scopes == ("public",)
+    assert resolve(env).guards == Guards("a1", ("public", "shared"), "bot")
+    assert resolve(env).guards.narrow(["public", "admin"]).allowed_scopes == ("public",)
     with pytest.raises(UserError, match="AGENT_SLUG"):
-        Guards.from_env(env, agent="other")
-    assert Guards.from_env({"ACCOUNT_ID": "a1"}, scopes=["admin"]).allowed_scopes == ("admin",)
+        resolve(env).guards.narrow(agent="other")
+    assert resolve({"ACCOUNT_ID": "a1"}).guards.narrow(["admin"]).allowed_scopes == ("admin",)
     with pytest.raises(UserError, match="ACCOUNT_ID"):
-        Guards.from_env({})
+        resolve({}).guards  # noqa: B018
 
 
 def test_vector_search_is_exact_and_returns_k_after_guards(store):

@@ -205,7 +205,7 @@ def test_store_env_guards_roundtrip(make_host, monkeypatch: pytest.MonkeyPatch, 
     wipe(store, ACCOUNT)
     store.upsert_node(["Question"], {"name": "visible", "scope": "public"}, account_id=ACCOUNT, node_id="v")
     store.upsert_node(["Question"], {"name": "hidden", "scope": "admin"}, account_id=ACCOUNT, node_id="h")
-    g = Guards.from_env(host.env)
+    g = host.principal.guards
     assert [n.id for n in store.find(guards=g, labels=["Question"])] == ["v"]
     wipe(store, ACCOUNT)
 

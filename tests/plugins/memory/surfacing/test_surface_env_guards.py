@@ -23,11 +23,11 @@ def _ids(text: str) -> set[str]:
 
 
 def test_empty_allowed_scopes_parses_like_the_host() -> None:
-    from host.graph import Guards
+    from host.principal import resolve
 
     env = {"ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "", "PLUGHOST_HOME": "/nonexistent"}
     ctx = context.from_merged(env)
-    assert ctx is not None and ctx.scopes == () == Guards.from_env(env).allowed_scopes
+    assert ctx is not None and ctx.scopes == () == resolve(env).guards.allowed_scopes
     assert context.from_merged({**env, "ALLOWED_SCOPES": " , "}).scopes == ()  # type: ignore[union-attr]
     assert context.from_merged({"ACCOUNT_ID": ACCOUNT}).scopes is None  # type: ignore[union-attr]
     # a runner session without a role confines (the narrower reading, as host.graph.Principal)
