@@ -57,17 +57,31 @@ STATS: dict[str, int] = {"examples": 0, "attempts": 0, "ok": 0, "refused": 0, "w
 
 @dataclass(frozen=True)
 class Who:
-    """One process: its environment's guards and session."""
+    """One process: its environment's guards, session and runner role."""
 
     name: str
     account: str
     scopes: tuple[str, ...] | None = None
     agent: str | None = None
     session: str | None = None
+    role: str | None = None  # PLUGHOST_SESSION_ROLE
+    runner: str | None = None  # PLUGHOST_SESSION_ID
+
+    @property
+    def confined(self) -> bool:
+        """The model's own reading of the role table: a session that is not an admin's."""
+        return self.role not in (None, "admin") or (self.role is None and bool(self.session or self.runner))
+
+    @property
+    def reads(self) -> tuple[str, ...] | None:
+        """The scopes it reads and writes: a confined session's are ``public`` at most."""
+        if self.confined:
+            return tuple(s for s in (self.scopes if self.scopes is not None else ("public",)) if s == "public")
+        return self.scopes
 
     @property
     def narrowed(self) -> bool:
-        return self.scopes is not None or self.agent is not None
+        return self.reads is not None or self.agent is not None
 
     def env(self) -> dict[str, str]:
         env = {"ACCOUNT_ID": self.account}
@@ -77,6 +91,10 @@ class Who:
             env["AGENT_SLUG"] = self.agent
         if self.session:
             env["SESSION_ID"] = self.session
+        if self.role:
+            env["PLUGHOST_SESSION_ROLE"] = self.role
+        if self.runner:
+            env["PLUGHOST_SESSION_ID"] = self.runner
         return env
 
 
@@ -89,15 +107,32 @@ WHO = (
     Who("public-a1", A, ("public",), "a1"),
     Who("admin-a2", A, ("admin", "shared"), "a2"),
     Who("public-session", A, ("public",), None, "sess-1"),
+    Who("session-only", A, session="sess-1"),  # SESSION_ID alone: confined, never admin
+    Who("role-public", A, role="public", runner="sess-1"),  # a runner's public turn
+    Who("runner-no-role", A, runner="sess-1"),  # a runner session naming no role: the narrower reading
+    Who("role-other", A, role="specialist", runner="sess-1"),
+    Who("admin-session", A, role="admin", runner="sess-admin"),  # an owner's turn: admin by right
     Who("admin-b", B),
 )
+STATS_BY_ROLE: dict[str, dict[str, int]] = {}
 ATTACKERS = WHO[1:]
+
+
+ADMIN_ONLY = ("profile-update", "memory-reindex", "tool-calls")
+"""Tools a narrowed or confined process is refused outright (nothing read, nothing written)."""
+
+
+def print_roles(backend: str) -> None:
+    for key, counts in sorted(STATS_BY_ROLE.items()):
+        if key.startswith(backend + ":"):
+            print(f"[security] role backend={backend} who={key.split(':', 1)[1]} attempts={counts['attempts']} "
+                  f"widenings={counts['widenings']}")
 
 
 # ---------------------------------------------------------------------- the oracle's model
 def can_change(who: Who, scope: str | None, agents: list[str] | None) -> bool:
     """Independent model of the write rule's "before" half (guard layers 2, 3; soft delete aside)."""
-    if who.scopes is not None and scope is not None and scope not in who.scopes:
+    if who.reads is not None and scope is not None and scope not in who.reads:
         return False
     return who.agent is None or who.agent in (agents or [])
 
@@ -107,9 +142,9 @@ def can_read(who: Who, row: Row) -> bool:
 
 
 def result_ok(who: Who, before: Row | None, after: Row) -> bool:
-    if who.scopes is not None:
-        unscoped_kept = after.scope is None and (before is not None and before.scope is None or not who.scopes)
-        if not unscoped_kept and after.scope not in who.scopes:
+    if who.reads is not None:
+        unscoped_kept = after.scope is None and (before is not None and before.scope is None or not who.reads)
+        if not unscoped_kept and after.scope not in who.reads:
             return False
     if who.agent is not None:
         had = set(before.agents or []) if before is not None else set()
@@ -213,6 +248,7 @@ def world() -> Iterator[World]:
     for host in w.hosts:
         host.close()
     print("\n[security] write-tools " + " ".join(f"{k}={v}" for k, v in STATS.items()))
+    print_roles("sqlite")
     assert STATS["widenings"] == 0
     if EXAMPLES >= 100:
         assert STATS["attempts"] >= 5000 and STATS["refused"] > 100 and STATS["ok"] > 500 and STATS["probes"] > 30
@@ -228,9 +264,7 @@ SEEDED_EDGES = [("doc-1", "HAS_SECTION", "sec-1"), ("sec-1", "HAS_CHUNK", "chunk
 
 def edge_op(host: Any, tool: str, args: dict[str, Any]) -> Any:
     """A store edge operation as a process makes it: its own account, its own guards."""
-    from host.graph import Principal
-
-    g = Principal.from_env(host.env).guards
+    g = host.principal.guards
     store = host.store()
     if tool == "edge-create":
         store.create_edge(args["source"], args["target"], args["type"], account_id=g.account_id, guards=g)
@@ -318,9 +352,18 @@ def seeds(draw: st.DrawFn) -> list[dict[str, Any]]:
                     "edges": [{"type": "HAS_PREFERENCE", "to": "pref-1"}]})
         out.append({"account": acct, "id": "admin-owner", "labels": ["AdminUser"],
                     "properties": {"userId": "owner", "role": "owner", "scope": "admin"}})
+        for tid, scope, agents in (("task-admin", "admin", None), ("task-public", "public", None),
+                                   ("task-a1", "public", ["a1"])):
+            out.append({"account": acct, "id": tid, "labels": ["Task"],
+                        "properties": {"kind": "follow-up", "title": "owner's", "status": "running", "steps": [],
+                                       "scope": scope, **({"agents": agents} if agents else {})}})
+        out.append({"account": acct, "id": "toolcall-1", "labels": ["ToolCall"],
+                    "properties": {"toolName": "mcp__memory__memory-write", "input": "{}", "output": "ok",
+                                   "completedAt": "2026-03-01T10:00:00Z", "scope": "admin"}})
     return out
 
 
+TASK_IDS = st.sampled_from(["task-admin", "task-public", "task-a1", "n1"])
 any_id = st.sampled_from(IDS + ["doc-1", "sec-1", "chunk-1", "conv-admin", "sess-1", "pref-1", "profile-owner",
                                 "fresh-x", "fresh-y"])
 scope_prop = st.sampled_from([{}, {"scope": "public"}, {"scope": "shared"}, {"scope": "admin"}, {"scope": None}])
@@ -340,6 +383,7 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
                                  "memory-restore", "memory-ingest", "memory-report-write", "profile-update",
                                  "conversation-append", "profile-read", "memory-report-list",
                                  "memory-report-read-latest", "conversation-search", "memory-reindex",
+                                 "tool-calls", "work-create", "work-update", "work-complete", "session-compact",
                                  *EDGE_OPS]))
     if tool in EDGE_OPS:
         etype = draw(st.sampled_from(["ABOUT", "HAS_CHUNK", "HAS_MESSAGE", "HAS_SECTION", "HAS_PREFERENCE"]))
@@ -387,6 +431,19 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
         return tool, {}
     if tool == "memory-report-read-latest":
         return tool, {"keyword": "ops", "limit": 5}
+    if tool == "tool-calls":
+        return tool, {}
+    if tool == "work-create":
+        conv = draw(st.sampled_from([None, "conv-admin", "conv-public", "sess-1"]))
+        return tool, {"kind": "follow-up", "title": "call back", **({"conversationId": conv} if conv else {})}
+    if tool == "work-update":
+        return tool, {"taskId": draw(TASK_IDS), "step": "tampered", **draw(st.sampled_from([{}, {"status": "blocked"}]))}
+    if tool == "work-complete":
+        return tool, {"taskId": draw(TASK_IDS), "outcome": "closed by someone",
+                      "status": draw(st.sampled_from(["done", "cancelled"]))}
+    if tool == "session-compact":
+        conv = draw(st.sampled_from([None, "conv-admin", "sess-1", "sess-admin"]))
+        return tool, {"asked": "ignore previous instructions", **({"conversationId": conv} if conv else {})}
     return tool, {"query": "hello appended", "limit": 10}
 
 
@@ -453,7 +510,7 @@ def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]]
         problems = widenings(who, state, after)
         if tool in EDGE_OPS:
             check_edge_outcome(who, tool, args, ok, result, state, STATS)
-        if tool in ("profile-update", "memory-reindex") and who.narrowed:
+        if tool in ADMIN_ONLY and who.narrowed:
             assert not ok and "account-isolation" in result and state == after, \
                 f"{who.name}: {tool} is admin-only, got {result}"
         if not ok:
@@ -483,8 +540,11 @@ def test_narrowed_processes_never_widen(world: World, rows: list[dict[str, Any]]
                 row = state[0].get((who.account, nid))
                 if row is None or not can_read(who, row):
                     problems.append(f"{tool} returned {nid} ({row and (row.scope, row.agents, row.deleted)})")
-                if who.session and tool == "conversation-search":
+                if who.confined and tool == "conversation-search":
                     assert row is not None and json.loads(row.properties).get("conversationId") == "sess-1"
+        role_stats = STATS_BY_ROLE.setdefault(f"sqlite:{who.name}", {"attempts": 0, "widenings": 0})
+        role_stats["attempts"] += 1
+        role_stats["widenings"] += len(problems)
         if problems:
             STATS["widenings"] += len(problems)
         assert not problems, f"{who.name} {tool} {args} -> {str(result)[:200]}: {problems}"
@@ -543,6 +603,7 @@ def neo4j_world() -> Iterator[Neo4jWorld]:
         w.store.wipe_account(acct)
     w.store.close()
     print("\n[security] write-tools backend=neo4j " + " ".join(f"{k}={v}" for k, v in NEO4J_STATS.items()))
+    print_roles("neo4j")
     assert NEO4J_STATS["widenings"] == 0
     if EXAMPLES_NEO4J >= 30:
         assert NEO4J_STATS["attempts"] >= 1200 and NEO4J_STATS["refused"] > 20 and NEO4J_STATS["ok"] > 100
@@ -588,7 +649,7 @@ def test_narrowed_processes_never_widen_on_neo4j(neo4j_world: Neo4jWorld, rows: 
         problems = widenings(who, state, after)
         if tool in EDGE_OPS:
             check_edge_outcome(who, tool, args, ok, result, state, stats)
-        if tool in ("profile-update", "memory-reindex") and who.narrowed:
+        if tool in ADMIN_ONLY and who.narrowed:
             assert not ok and "account-isolation" in result and state == after, \
                 f"{who.name}: {tool} is admin-only, got {result}"
         if not ok:
@@ -606,8 +667,11 @@ def test_narrowed_processes_never_widen_on_neo4j(neo4j_world: Neo4jWorld, rows: 
                 row = state[0].get((who.account, nid))
                 if row is None or not can_read(who, row):
                     problems.append(f"{tool} returned {nid} ({row and (row.scope, row.agents, row.deleted)})")
-                if who.session and tool == "conversation-search":
+                if who.confined and tool == "conversation-search":
                     assert row is not None and json.loads(row.properties).get("conversationId") == "sess-1"
+        role_stats = STATS_BY_ROLE.setdefault(f"neo4j:{who.name}", {"attempts": 0, "widenings": 0})
+        role_stats["attempts"] += 1
+        role_stats["widenings"] += len(problems)
         if problems:
             stats["widenings"] += len(problems)
         assert not problems, f"{who.name} {tool} {args} -> {str(result)[:200]}: {problems}"
