@@ -36,6 +36,8 @@ FIELDS = ("asked", "done", "decisions", "inProgress", "aboutPerson")
 FIELD_MAX = 2000
 FRESH_MINUTES = 30
 CONTEXT_MAX = 6000
+ADMIN_WRITERS = ("owner", "admin-session", "operator")
+"""Writer roles whose briefings an admin session is given back (``host.principal.Role`` values)."""
 
 
 def _now() -> datetime:
@@ -67,7 +69,8 @@ def store_briefing(host: Host, guards: Guards, conversation: str, briefing: dict
     conv: dict[str, Any] = {"id": conversation, "labels": [CONVERSATION_LABEL],
                             "properties": {"lastBriefingAt": when}, "edges": [{"type": HAS_BRIEFING, "to": node_id}]}
     if not exists:
-        conv["properties"].update(sessionId=session_id or conversation, scope="admin", startedAt=when)
+        conv["properties"].update(sessionId=session_id or conversation, startedAt=when,
+                                  **({} if guards.narrowed else {"scope": "admin"}))  # else its own scope
     rows.append(conv)
     try:
         guarded_upsert_many(host.store(), rows, guards=guards)
@@ -79,9 +82,17 @@ def store_briefing(host: Host, guards: Guards, conversation: str, briefing: dict
 
 
 def latest(host: Host, guards: Guards, conversation: str) -> Any:
+    """The conversation's newest briefing an admin wrote (for an admin reader: a briefing a
+    confined role wrote neither comes back nor stands in for the owner's fallback)."""
     found = host.store().find(guards=guards, labels=[BRIEFING_LABEL], where={"conversationId": conversation},
-                              order_by="capturedAt", descending=True, limit=1)
-    return found[0] if found else None
+                              order_by="capturedAt", descending=True, limit=50)
+    if guards.narrowed:
+        return found[0] if found else None
+    return next((n for n in found if by_admin(n.properties)), None)
+
+
+def by_admin(p: dict[str, Any]) -> bool:
+    return p.get("writerRole", "owner") in ADMIN_WRITERS and p.get("scope") == "admin"
 
 
 def conversation_for(host: Host, guards: Guards, session_id: str) -> str:
@@ -144,8 +155,10 @@ def on_pre_compact(host: Host, account: str, session_id: str, transcript: str | 
     return {"stored": True, "id": node}
 
 
-ADMIN_WRITERS = ("owner", "admin-session", "operator")
-"""Writer roles whose briefings an admin session is given back (``host.principal.Role`` values)."""
+def _planted(host: Host, guards: Guards, conversation: str) -> bool:
+    """Whether the conversation holds briefings, none an admin's (logged as ``result=not-admin``)."""
+    return bool(host.store().find(guards=guards, labels=[BRIEFING_LABEL], where={"conversationId": conversation},
+                                  limit=1))
 
 
 def on_session_start(host: Host, account: str, session_id: str, source: str) -> dict[str, Any]:
@@ -153,10 +166,11 @@ def on_session_start(host: Host, account: str, session_id: str, source: str) -> 
     conversation = conversation_for(host, guards, session_id)
     node = latest(host, guards, conversation)
     p = node.properties if node is not None else {}
-    why = ("none" if node is None else "already-injected" if p.get("injectedAt")
-           else "other-session" if p.get("sessionId") not in (None, session_id)
-           else "not-admin" if p.get("writerRole", "owner") not in ADMIN_WRITERS or p.get("scope") != "admin"
-           else None)
+    if node is None:
+        why: str | None = "not-admin" if _planted(host, guards, conversation) else "none"
+    else:
+        why = ("already-injected" if p.get("injectedAt")
+               else "other-session" if p.get("sessionId") not in (None, session_id) else None)
     if node is None or why is not None:
         log("compaction", "op=injected", conversation=conversation[:8], result=why, source=source)
         return {"output": None}
