@@ -14,7 +14,7 @@ from mcp import Client
 
 from host import hooktable
 from host.errors import UserError
-from host.graph import VECTOR_LABELS, Guards
+from host.graph import VECTOR_LABELS
 from host.mcp_server import EAGER_META_KEY, build_server
 from host.types import GateContext
 from plugins.graph import gates
