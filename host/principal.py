@@ -87,6 +87,17 @@ ROLES: dict[Role, Rights] = {
                         "public nodes it reads; its own conversation; no admin-only tool"),
 }
 """The one table of what each role may read and change (rendered in the README by ``docs``)."""
+
+
+def role_table() -> str:
+    """:data:`ROLES` as the README's markdown table (a test pins the README to it)."""
+    rows = ["| role | who | reads | may change | admin-only tools |", "|---|---|---|---|---|"]
+    for role, r in ROLES.items():
+        rows.append(f"| `{role.value}` | {r.who} | {r.reads} | {r.changes} | {'yes' if r.admin else 'no'} |")
+    rows.append("| another account | any principal of account B | nothing of account A | nothing of account A | no |")
+    return "\n".join(rows)
+
+
 # Another account is no role: a principal's account bounds every read and write, so account B's
 # principal sees nothing of account A whatever its role.
 

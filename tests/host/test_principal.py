@@ -1,0 +1,90 @@
+"""The one resolver (host/principal.py): every input, every role of the table, narrowing only."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from host.errors import UserError
+from host.principal import ROLES, Role, child_env, resolve
+
+A = "acct-a"
+
+
+@pytest.mark.parametrize(("env", "role", "scopes", "admin", "session"), [
+    ({}, Role.OPERATOR, None, True, None),
+    ({"ACCOUNT_ID": A}, Role.OWNER, None, True, None),
+    ({"ACCOUNT_ID": A, "ALLOWED_SCOPES": "public,shared"}, Role.SCOPED, ("public", "shared"), False, None),
+    ({"ACCOUNT_ID": A, "ALLOWED_SCOPES": ""}, Role.SCOPED, (), False, None),
+    ({"ACCOUNT_ID": A, "AGENT_SLUG": "bot"}, Role.AGENT, None, False, None),
+    # the holes: a session alone, or a runner's public turn, acted as admin
+    ({"ACCOUNT_ID": A, "SESSION_ID": "s1"}, Role.SESSION, ("public",), False, "s1"),
+    ({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ID": "r1"}, Role.SESSION, ("public",), False, "r1"),
+    ({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ROLE": "public", "PLUGHOST_SESSION_ID": "r1"}, Role.PUBLIC, ("public",),
+     False, "r1"),
+    ({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ROLE": "Public"}, Role.PUBLIC, ("public",), False, None),
+    ({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ROLE": "specialist", "PLUGHOST_SESSION_ID": "r1"}, Role.SESSION,
+     ("public",), False, "r1"),
+    ({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ROLE": "public", "ALLOWED_SCOPES": "shared"}, Role.PUBLIC, (), False, None),
+    # an owner's session: admin, its conversation tools confined only when SESSION_ID says so
+    ({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ROLE": "admin", "PLUGHOST_SESSION_ID": "r1"}, Role.ADMIN_SESSION, None,
+     True, None),
+    ({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ROLE": "admin", "SESSION_ID": "s1"}, Role.ADMIN_SESSION, None, True, "s1"),
+    ({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ROLE": "admin", "PLUGHOST_SESSION_ID": "r1", "ALLOWED_SCOPES": "public"},
+     Role.ADMIN_SESSION, ("public",), False, None),
+])
+def test_every_role_of_the_table(env: dict[str, str], role: Role, scopes: tuple[str, ...] | None, admin: bool,
+                                 session: str | None) -> None:
+    p = resolve(env)
+    assert (p.role, p.scopes, p.is_admin, p.session) == (role, scopes, admin, session)
+    assert p.rights is ROLES[role]
+    if not admin:
+        with pytest.raises(UserError, match="admin only"):
+            p.require_admin("tool-calls")
+
+
+def test_account_option_and_missing_account() -> None:
+    assert resolve({"ACCOUNT_ID": A}, account="acct-b").account == "acct-b"
+    with pytest.raises(UserError, match="ACCOUNT_ID: not set"):
+        resolve({}).guards  # noqa: B018
+    assert resolve({"ACCOUNT_ID": "  "}).account is None
+
+
+narrowing = st.fixed_dictionaries({}, optional={
+    "ALLOWED_SCOPES": st.sampled_from(["", "public", "shared", "public,admin", " , "]),
+    "AGENT_SLUG": st.sampled_from(["", "bot", "other"]),
+    "SESSION_ID": st.sampled_from(["", "s1"]),
+    "PLUGHOST_SESSION_ID": st.sampled_from(["", "r1"]),
+    "PLUGHOST_SESSION_ROLE": st.sampled_from(["", "admin", "public", "x"]),
+})
+
+
+@given(env=narrowing, scopes=st.none() | st.lists(st.sampled_from(["public", "shared", "admin"])),
+       role=st.sampled_from(["admin", "public", "x"]))
+def test_nothing_widens(env: dict[str, str], scopes: list[str] | None, role: str) -> None:
+    """Tool parameters, a visitor and a runner turn only narrow; a child resolves the same principal."""
+    p = resolve({"ACCOUNT_ID": A, **env})
+
+    def within(q: object) -> bool:
+        qs, qa = q.scopes, q.agent  # type: ignore[attr-defined]
+        return (p.scopes is None or (qs is not None and set(qs) <= set(p.scopes))) and (p.agent is None or qa == p.agent)
+
+    for q in (p.narrowed_to(scopes=scopes), p.visitor("v1"), p.for_turn(role, "t1")):
+        assert within(q), (p, q)
+        assert not q.is_admin or p.is_admin
+    assert p.visitor().is_public and p.visitor().scopes in (("public",), ())
+    again = resolve(child_env({"PATH": "/usr/bin", **env, "ACCOUNT_ID": A}, p))
+    assert (again.account, again.role, again.scopes, again.agent, again.is_admin) == \
+        (p.account, p.role, p.scopes, p.agent, p.is_admin)
+    assert again.session_key == p.session_key and again.session == p.session
+
+
+def test_role_table_is_the_readmes() -> None:
+    """The README's role table is rendered from :data:`host.principal.ROLES` (``docs/roles.md`` too)."""
+    from pathlib import Path
+
+    from host.principal import role_table
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert role_table() in readme
