@@ -153,8 +153,10 @@ def edge_denied(source_id: str, edge_type: str, target_id: str) -> WriteDenied:
 
 def require_admin(principal: Principal, what: str) -> None:
     """Refuse an admin-only operation for anyone but an unnarrowed admin (:data:`host.principal.ROLES`)."""
-    if not principal.is_admin:
-        raise WriteDenied(f"{what}: admin only; this process runs as {principal.describe()} ({ISOLATION})")
+    try:
+        principal.require_admin(what)
+    except principal_module.AdminOnly as exc:
+        raise WriteDenied(str(exc)) from None
 
 
 def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards: Guards) -> int:

@@ -194,7 +194,7 @@ class Principal:
     def require_admin(self, what: str) -> None:
         """Refuse (:class:`AdminOnly`) an admin-only operation for anyone but an unnarrowed admin."""
         if not self.is_admin:
-            raise AdminOnly(f"{what}: admin only; this process runs as {self.describe()} ({ISOLATION})")
+            raise AdminOnly(f"{what}: admin only; this process is narrowed ({self.describe()}) ({ISOLATION})")
 
     def require_account(self, needs: str) -> str:
         if not self.account:

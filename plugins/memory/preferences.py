@@ -143,8 +143,8 @@ class Preferences:
         account = guards.account_id
         call.labels, call.name = ["Preference"], key
         if not self.principal.is_admin:  # standing rules steer every admin turn: only an admin writes them
-            raise WriteRejected("account-isolation", f"profile-update: admin only; this process runs as "
-                                f"{self.principal.describe()}, and preferences are the owner's standing rules")
+            raise WriteRejected("account-isolation", f"profile-update: admin only; this process is narrowed "
+                                f"({self.principal.describe()}), and preferences are the owner's standing rules")
         for name, text in (("category", category), ("key", key), ("value", value)):
             if not isinstance(text, str) or not text.strip():
                 raise WriteRejected("invalid-input", f"{name}: expected non-empty text")

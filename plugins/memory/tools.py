@@ -51,8 +51,8 @@ def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSiz
     call.labels = labels or ()
     w = writer(host)
     if not principal.is_admin:  # it embeds every node of the account missing a vector, seen or not
-        raise WriteRejected("account-isolation", f"memory-reindex: admin only; this process runs as "
-                            f"{principal.describe()}")
+        raise WriteRejected("account-isolation", f"memory-reindex: admin only; this process is narrowed "
+                            f"({principal.describe()})")
     if labels:
         w.check_labels(labels)
     if w.embedder is None:
