@@ -32,7 +32,9 @@ OWNER_SESSION = "owner-sess"
 def _serve(home: Path, script: list[tuple[str, dict]], **env: str) -> list[tuple[bool, str]]:
     from mcp import Client, StdioServerParameters
 
-    full = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
+    # the embedded store of ``home`` whatever the run exports (the module fixture runs before the
+    # per-test environment is cleaned)
+    full = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "PLUGHOST_STORE") and not k.startswith("NEO4J_")}
     full.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="0", **env)
     params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=full)
 
