@@ -86,9 +86,11 @@ def boot_context_extras(*, account: str | None = None, config_dir: Path | str | 
             "excluded": excluded}
 
 
-def command_env(env: Mapping[str, str], account: str | None, brand: str | None = None) -> dict[str, str]:
+def command_env(env: Mapping[str, str], account: str | None, brand: str | None = None,
+                config_dir: Path | str | None = None) -> dict[str, str]:
     """The environment a command boots with: the loaded configuration, `--account` as `ACCOUNT_ID`,
-    `--brand` as `PLUGHOST_BRAND` (so the host leaves out what that brand excludes)."""
+    `--brand` as `PLUGHOST_BRAND` (so the host leaves out what that brand excludes), `--config-dir`
+    as `PLUGHOST_CLAUDE_CONFIG_DIR` (so the claude runner runs in the folder the gates check)."""
     from host.accounts import check_id
     from host.principal import set_account
 
@@ -97,6 +99,10 @@ def command_env(env: Mapping[str, str], account: str | None, brand: str | None =
         set_account(out, check_id(account, "--account"))
     if brand:
         out["PLUGHOST_BRAND"] = brand
+    if config_dir:
+        from host.install_record import OVERRIDE_KEY, config_dir_source
+
+        out[OVERRIDE_KEY] = str(config_dir_source(out, config_dir)[0])
     return out
 
 

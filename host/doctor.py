@@ -7,7 +7,8 @@ from the folder Claude Code resolves (:mod:`host.launch`), with Claude Code's en
 user's machine (minimal PATH, ``settings.json`` ``env``, the entry's own ``env``) in a scratch
 working directory, then asked ``initialize`` and ``tools/list`` over stdio (newline-delimited
 JSON-RPC, no MCP SDK import). One line per finding; the caller exits 1 on any. It also reports the
-hooks each plugin registers, a missing hook command file being a finding (:mod:`host.doctor_hooks`).
+hooks each plugin registers and runs each hook command once in Claude Code's hook environment, a
+missing command file or a failing run being a finding (:mod:`host.doctor_hooks`).
 """
 
 from __future__ import annotations
@@ -258,7 +259,7 @@ def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, wor
     from host import doctor_hooks
 
     launches, problems = installed_launches(config_dir, home)
-    hooks, hook_problems = doctor_hooks.report(config_dir)
+    hooks, hook_problems = doctor_hooks.report(config_dir, home=home, timeout=timeout)
     report = DoctorReport(config_dir, problems=problems + hook_problems, hooks=hooks)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         report.checks = list(pool.map(lambda launch: check_server(launch, timeout), launches))

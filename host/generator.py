@@ -22,6 +22,8 @@ data root and the account; the default keeps the CLI's own ``marketplace add`` +
 working on the machine that built the payload), and the payload's plugin folders
 are anchored on ``${CLAUDE_PLUGIN_ROOT}``, which Claude Code expands to the plugin folder it
 starts, so a moved payload works once installed again. No per-session values in the entry.
+A plugin with hooks also gets ``.claude-plugin/python`` (:data:`HOOK_PYTHON_FILE`), the same
+default for its hook scripts.
 
 Every document is computed (and every defect raised) before the first byte is written, and
 files are only written when their bytes change: a rerun writes nothing.
@@ -345,16 +347,33 @@ def marketplace_json(market: Marketplace, payload: Payload) -> dict[str, Any]:
     }
 
 
+HOOK_PYTHON_FILE = Path(".claude-plugin", "python")
+"""The hooks' fallback interpreter, one line: what ``${PLUGHOST_PYTHON:-...}`` is to a server entry.
+
+A hook command is a shell line in ``hooks/hooks.json`` (a source file, copied verbatim), so the
+default it needs cannot be spliced into it; the hook scripts read this generated file when
+``PLUGHOST_PYTHON`` is not in their environment (the CLI's own ``marketplace add`` + ``install``,
+or a settings.json without it). It names the building interpreter and nothing of the payload's
+location, so a moved payload keeps it."""
+
+
+def has_hooks(plugin: PayloadPlugin) -> bool:
+    return (plugin.folder / plugin.manifest.hooks / "hooks.json").is_file()
+
+
 def plan(payload: Payload, python: str | None = None) -> dict[Path, str]:
     """Every file generation would write (path → text); raises before anything is written.
 
-    ``python`` is the default interpreter the servers name when ``PLUGHOST_PYTHON`` is unset.
+    ``python`` is the default interpreter the servers (and hooks) name when ``PLUGHOST_PYTHON`` is unset.
     """
-    python = interpreter_ref(python)
+    default = python or sys.executable
+    python = interpreter_ref(default)
     out: dict[Path, str] = {}
     for market in payload.marketplaces:
         for plugin in market.plugins:
             out[plugin.dest / ".claude-plugin" / "plugin.json"] = render(plugin_json(plugin, payload, python))
+            if has_hooks(plugin):
+                out[plugin.dest / HOOK_PYTHON_FILE] = default + "\n"
         out[market.root / ".claude-plugin" / "marketplace.json"] = render(marketplace_json(market, payload))
     return out
 

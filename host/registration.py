@@ -20,20 +20,15 @@ SURFACES = ("known_marketplaces", "installed_plugins", "enabledPlugins")
 
 
 def config_dir(env: Mapping[str, str], explicit: Path | str | None = None) -> Path:
-    """`--config-dir`, else `$CLAUDE_CONFIG_DIR`, else the config dir of the last `plughost install`
-    (`PLUGHOST_CONFIG_DIR` in `<PLUGHOST_HOME>/.env`), else `~/.claude`."""
-    chosen = config_dir_source(env, explicit)[0]
-    return chosen
+    """The Claude Code config dir plughost runs in (:func:`host.install_record.config_dir_source`)."""
+    return config_dir_source(env, explicit)[0]
 
 
 def config_dir_source(env: Mapping[str, str], explicit: Path | str | None = None) -> tuple[Path, str]:
-    """(config dir, where it came from: flag | CLAUDE_CONFIG_DIR | install | default)."""
-    if explicit:
-        return Path(explicit).expanduser(), "flag"
-    for key, source in (("CLAUDE_CONFIG_DIR", "CLAUDE_CONFIG_DIR"), ("PLUGHOST_CONFIG_DIR", "install")):
-        if env.get(key):
-            return Path(env[key]).expanduser(), source
-    return Path(env.get("HOME") or Path.home()) / ".claude", "default"
+    """(config dir, where it came from); one precedence for the gates, doctor and the runner."""
+    from host.install_record import config_dir_source as resolve
+
+    return resolve(env, explicit)
 
 
 def _load(path: Path, errors: list[str]) -> dict[str, Any]:

@@ -16,8 +16,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print a JSON report (gate, status, inspected, defects) on stdout")
     parser.add_argument("--config-dir", type=Path, default=None,
-                        help="Claude Code config dir to check registrations in (default: $CLAUDE_CONFIG_DIR "
-                             "or ~/.claude)")
+                        help="Claude Code config dir to check registrations in (default: the one plughost "
+                             "install recorded; see README)")
     parser.add_argument("--account", default=None,
                         help="boot as this account: sets ACCOUNT_ID and limits account gates to it "
                              "(default: $ACCOUNT_ID for the env gate, every account for the others)")
@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from host import boot
 
-    ctx.env = boot.command_env(ctx.env, args.account, args.brand)
+    ctx.env = boot.command_env(ctx.env, args.account, args.brand, args.config_dir)
     t0 = time.perf_counter()
     host = ctx.host()
     load_ms = (time.perf_counter() - t0) * 1000

@@ -40,7 +40,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="seconds in-flight requests get to finish on SIGTERM/SIGINT (default 10)")
     parser.add_argument("--account", default=None, help="serve as this account (sets ACCOUNT_ID)")
     parser.add_argument("--config-dir", type=Path, default=None,
-                        help="Claude Code config dir the registration gates check (default: $CLAUDE_CONFIG_DIR)")
+                        help="Claude Code config dir the gates check and the claude runner runs in "
+                             "(default: the one plughost install recorded; see README)")
     parser.add_argument("--brand", default=None, help="brand for the specialist strip-list (default: $PLUGHOST_BRAND)")
     parser.add_argument("--open-local", action="store_true", default=None,
                         help="development: serve /mcp/* and admin routes to loopback requests without a credential "
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     from host import app as host_app
     from host import boot
 
-    ctx.env = boot.command_env(ctx.env, args.account, args.brand)
+    ctx.env = boot.command_env(ctx.env, args.account, args.brand, args.config_dir)
     host = ctx.host()
     if host_app.open_local_requested(host, args.open_local) and not host_app.is_loopback_bind(args.host):
         raise UserError(f"--host {args.host}: refusing a non-loopback bind while MCP and admin routes are open "

@@ -8,9 +8,11 @@ with ``--resume <uuid>``; the sessions started are remembered in
 ``<home>/accounts/<id>/claude-sessions.json``, and a CLI that disagrees ("no conversation
 found" / "already in use") gets the other flag once.
 
-The CLI runs with ``CLAUDE_CONFIG_DIR`` set to the account's config dir (``plughost install``'s
-target: ``PLUGHOST_CLAUDE_CONFIG_DIR``, else ``CLAUDE_CONFIG_DIR``, else
-``<home>/claude-config``), so the installed plugins' MCP servers are an admin's tools, limited to
+The CLI runs with ``CLAUDE_CONFIG_DIR`` set to the config dir of the install
+(:func:`host.install_record.config_dir_source`: ``serve --config-dir``, else
+``PLUGHOST_CLAUDE_CONFIG_DIR``, else the ``PLUGHOST_CONFIG_DIR`` ``plughost install`` recorded in
+``<home>/.env``, else ``CLAUDE_CONFIG_DIR``, else ``~/.claude``: the folder the gates check), so
+the installed plugins' MCP servers are an admin's tools, limited to
 the admin allowlist (``--allowedTools`` with ``--permission-mode dontAsk``: anything else is
 denied). A public turn is toolless by construction: ``--safe-mode`` (no plugins, hooks or
 skills), ``--strict-mcp-config`` with an empty ``--mcp-config`` (no MCP server at all),
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from host.errors import UserError
+from host.install_record import config_dir_source
 from host.log import log
 from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
 
@@ -73,8 +76,9 @@ class ClaudeRunner:
             raise UserError("PLUGHOST_AGENT_TIMEOUT: expected a number of seconds") from None
         principal = host.principal
         account = principal.require_account("the account the claude runner answers for (it runs in its config dir)")
-        config = env.get("PLUGHOST_CLAUDE_CONFIG_DIR") or env.get("CLAUDE_CONFIG_DIR") or str(host.home / "claude-config")
-        return cls(shlex.split(raw), config_dir=Path(config), home=host.home, account=account,
+        config, source = config_dir_source(env)
+        log("channels", "op=claude-config", config_dir=str(config), source=source)
+        return cls(shlex.split(raw), config_dir=config, home=host.home, account=account,
                    admin_tools=list(host.surface.admin), timeout=timeout, env=env,
                    knowledge=_public_knowledge(host), principal=principal)
 

@@ -4,6 +4,11 @@ Without it a misspelt ``PLUGHOST_AGENT`` (or timeout) booted a server whose ever
 failed, the reason only in the log. A configuration error refuses boot; a runner whose
 executable is not on PATH (``claude``, the ``command``'s program) is said loudly but boots,
 since it may be installed before the first turn.
+
+For ``claude`` it also checks the config dir the runner will run in (the same
+:func:`host.install_record.config_dir_source` the runner and the registration gates use): a
+folder where nothing is installed means an admin's turn has none of plughost's tools, so it is
+said loudly (``WARN``) with where that folder came from.
 """
 
 from __future__ import annotations
@@ -53,13 +58,41 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
     except UserError as exc:
         line = format_line("channels", "agent-runner", "FATAL", reason=str(exc))
         return GateResult("fail", 1, [line], [{"reason": "agent-config", "detail": str(exc)}])
+    extra: dict[str, str] = {}
+    warnings: list[tuple[str, dict[str, str]]] = []  # (line, defect)
+    if choice == "claude":
+        try:
+            warnings += _claude_config(ctx, extra)
+        except UserError as exc:  # an unreadable install record
+            line = format_line("channels", "agent-runner", "FATAL", reason=str(exc))
+            return GateResult("fail", 1, [line], [{"reason": "agent-config", "detail": str(exc)}])
     if spawned is not None:
         var, program = spawned
         if shutil.which(program, path=env.get("PATH")) is None:
             detail = f"{var}: {program!r} is not an executable on PATH; every turn will get the polite fallback"
             line = format_line("channels", "agent-runner", "WARN", agent=choice, reason=detail)
-            return GateResult("warn", 1, [line], [{"reason": "agent-missing", "detail": detail}])
-    return GateResult("ok", 1, [format_line(None, "startup-self-test", **{NAME: "ok"}, inspected=1, agent=choice)])
+            warnings.append((line, {"reason": "agent-missing", "detail": detail}))
+    if warnings:
+        return GateResult("warn", 1, [w[0] for w in warnings], [w[1] for w in warnings])
+    return GateResult("ok", 1, [format_line(None, "startup-self-test", **{NAME: "ok"}, inspected=1, agent=choice,
+                                            **extra)])
+
+
+def _claude_config(ctx: GateContext, extra: dict[str, str]) -> list[tuple[str, dict[str, str]]]:
+    """The claude runner's config dir into ``extra``; a warning when no plugin is installed there."""
+    from host.install_record import config_dir_source
+    from host.registration import Registration
+
+    folder, source = config_dir_source(ctx.env, ctx.extras.get("config_dir"))
+    extra.update({"config-dir": str(folder), "source": source})
+    reg = Registration.load(folder)
+    if any(on is True and reg.user_row(key) is not None for key, on in reg.enabled.items()):
+        return []
+    detail = (f"the claude runner runs in {folder} (from {source}) where no plugin is installed; an admin's "
+              f"turn has no plughost tools: plughost install PAYLOAD --config-dir {folder}")
+    line = format_line("channels", "agent-runner", "WARN", agent="claude", reason="no-install",
+                       **{"config-dir": str(folder), "source": source})
+    return [(line, {"reason": "agent-no-install", "detail": detail})]
 
 
 def agent_runner_gate() -> Gate:

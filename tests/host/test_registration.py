@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from host.errors import UserError
 from host.registration import Registration, config_dir_source
 
 
@@ -18,11 +21,27 @@ def _write(config: Path, *, marketplaces=None, installed=None, settings=None) ->
 
 
 def test_config_dir_precedence(tmp_path: Path) -> None:
-    env = {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "c"), "PLUGHOST_CONFIG_DIR": str(tmp_path / "i")}
+    """flag, the runner's override, the install record, CLAUDE_CONFIG_DIR, ~/.claude (host.install_record)."""
+    home = tmp_path / "ph"
+    env = {"HOME": str(tmp_path), "PLUGHOST_HOME": str(home), "CLAUDE_CONFIG_DIR": str(tmp_path / "c"),
+           "PLUGHOST_CONFIG_DIR": str(tmp_path / "i"), "PLUGHOST_CLAUDE_CONFIG_DIR": str(tmp_path / "o")}
     assert config_dir_source(env, tmp_path / "flag") == (tmp_path / "flag", "flag")
+    assert config_dir_source(env) == (tmp_path / "o", "PLUGHOST_CLAUDE_CONFIG_DIR")
+    env["PLUGHOST_CLAUDE_CONFIG_DIR"] = ""
+    assert config_dir_source(env) == (tmp_path / "i", "install")  # over an exported CLAUDE_CONFIG_DIR
+    del env["PLUGHOST_CONFIG_DIR"]
     assert config_dir_source(env) == (tmp_path / "c", "CLAUDE_CONFIG_DIR")
-    assert config_dir_source({**env, "CLAUDE_CONFIG_DIR": ""}) == (tmp_path / "i", "install")
-    assert config_dir_source({"HOME": str(tmp_path)}) == (tmp_path / ".claude", "default")
+    home.mkdir()
+    (home / ".env").write_text(f"PLUGHOST_CONFIG_DIR={tmp_path / 'recorded'}\n", encoding="utf-8")
+    assert config_dir_source(env) == (tmp_path / "recorded", "install")  # read from the record itself
+    (home / ".env").unlink()
+    assert config_dir_source({"HOME": str(tmp_path), "PLUGHOST_HOME": str(home)}) == (tmp_path / ".claude", "default")
+
+
+def test_a_relative_recorded_config_dir_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("PLUGHOST_CONFIG_DIR=claude-config\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"\.env: PLUGHOST_CONFIG_DIR: expected an absolute folder"):
+        config_dir_source({"HOME": str(tmp_path), "PLUGHOST_HOME": str(tmp_path)})
 
 
 def test_a_fully_registered_plugin_misses_nothing(tmp_path: Path) -> None:

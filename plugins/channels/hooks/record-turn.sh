@@ -1,13 +1,16 @@
 #!/bin/sh
 # Claude Code Stop hook: `plughost record-turn` (SPEC 10.6). Claude Code spawns hooks with a
-# minimal environment, so find the install's interpreter explicitly. Never fails the session.
-here="$(cd "$(dirname "$0")" 2>/dev/null && pwd)"
-repo="$(cd "$here/../../.." 2>/dev/null && pwd)"
-if [ -n "$PLUGHOST_PYTHON" ]; then py="$PLUGHOST_PYTHON"
-elif [ -n "$PLATFORM_ROOT" ] && [ -x "$PLATFORM_ROOT/.venv/bin/python" ]; then py="$PLATFORM_ROOT/.venv/bin/python"
-elif [ -x "$repo/.venv/bin/python" ]; then py="$repo/.venv/bin/python"
-elif command -v plughost >/dev/null 2>&1; then plughost record-turn >/dev/null 2>&1; exit 0
-else py=python3
+# minimal environment; the interpreter is found as the MCP servers find theirs: PLUGHOST_PYTHON
+# (the config dir's settings.json env, written by `plughost install`), else the one generation
+# recorded in ../.claude-plugin/python, else a checkout's .venv, else python3.
+# Never blocks the session: a failure (an interpreter that cannot import host) leaves its
+# stderr and exit 1, a non-blocking hook error that `plughost doctor` reports.
+case "$0" in */*) here="${0%/*}" ;; *) here=. ;; esac
+py="$PLUGHOST_PYTHON"
+if [ -z "$py" ] && [ -r "$here/../.claude-plugin/python" ]; then read -r py <"$here/../.claude-plugin/python"; fi
+if [ -z "$py" ]; then
+  if [ -x "$here/../../../.venv/bin/python" ]; then py="$here/../../../.venv/bin/python"; else py=python3; fi
 fi
-PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}" "$py" -m host.cli record-turn >/dev/null 2>&1
-exit 0
+"$py" -m host.cli record-turn >/dev/null && exit 0
+echo "[channels] op=record-turn-failed python=$py" >&2
+exit 1

@@ -54,12 +54,48 @@ def test_a_broken_interpreter_path_is_named_for_every_server(installed: tuple[Pa
     (config / "settings.json").write_text(json.dumps(settings))
     code, lines = _doctor(config)
     assert code == 1
-    fails = [line for line in lines if line.startswith("[doctor] FAIL ")]
+    fails = [line for line in lines if line.startswith("[doctor] FAIL ") and " server=" in line]
     assert len(fails) == 4, lines
     for plugin in ("greeter", "notes", "memory"):
         assert any(f"server={plugin} reason=start-failed" in f and "/nonexistent/bin/python" in f for f in fails), lines
     [graph] = [f for f in fails if "server=graph" in f]
     assert "PLUGHOST_PYTHON-missing" in graph, graph  # its launcher says so on stderr, no fallback python3
+    # every hook command fails too, named by plugin, event and command (they run the same interpreter)
+    hooks = [line for line in lines if "reason=hook-failed" in line]
+    memory = sorted(f.split(" event=")[1].split()[0] for f in hooks if f.startswith("[doctor] FAIL plugin=memory@"))
+    assert memory == ["PostToolUse", "PostToolUseFailure", "PreCompact", "SessionStart", "Stop",
+                      "UserPromptSubmit"], lines
+    for line in hooks:
+        assert line.startswith(("[doctor] FAIL plugin=memory@", "[doctor] FAIL plugin=channels@")), line
+        assert 'command="sh \\"${CLAUDE_PLUGIN_ROOT}/hooks/' in line and "/nonexistent/bin/python" in line, line
+    assert lines[-1] == f"[doctor] op=done servers=4 findings={4 + len(hooks)} exit=1", lines
+
+
+def test_a_good_install_runs_every_hook_and_reports_none(installed: tuple[Path, Path]) -> None:
+    """Each hook ran as Claude Code runs it (a visitor's probe: nothing recorded), exit 0, no traceback."""
+    code, lines = _doctor(installed[1])
+    assert code == 0, lines
+    assert not [line for line in lines if line.startswith("[doctor] FAIL ")], lines
+    assert lines[-1] == "[doctor] op=done servers=4 findings=0 exit=0", lines
+
+
+def test_a_hook_that_cannot_import_host_is_a_finding(installed: tuple[Path, Path], tmp_path: Path) -> None:
+    """A python3 without plughost (what every hook ran before its fallback): ModuleNotFoundError on
+    stderr is the finding, whatever the exit code."""
+    from host.doctor_hooks import hook_env, run_command
+
+    fake = tmp_path / "bin" / "python3"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                    "echo \"ModuleNotFoundError: No module named 'host'\" >&2\nexit 0\n")
+    fake.chmod(0o755)
+    payload, config = installed
+    root = next(p.parent.parent for p in payload.rglob("memory/hooks/hooks.json"))
+    env = {**hook_env(config, root, tmp_path, None), "PLUGHOST_PYTHON": str(fake)}
+    found = run_command("memory@studio-platform", "UserPromptSubmit", 'sh "${CLAUDE_PLUGIN_ROOT}/hooks/surface-prompt.sh"',
+                        env, tmp_path, 30)
+    assert found is not None and "reason=hook-failed event=UserPromptSubmit" in found, found
+    assert "exit=0" in found and "stderr=\"ModuleNotFoundError: No module named 'host'\"" in found, found
 
 
 def test_no_config_dir_is_one_line(tmp_path: Path) -> None:
