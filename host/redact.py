@@ -39,7 +39,7 @@ _STRONG = ("password", "passwd", "passphrase", "passcode", "secret", "credential
            "accesskey", "secretkey", "authtoken", "accesstoken", "refreshtoken", "sessiontoken", "clientsecret")
 """Substrings of a lower-cased, separator-free name (``PGPASSWORD``, ``clientSecret``, ``x-api-key``)."""
 _WORDS = {"pwd", "pw", "pass", "token", "auth", "authorization", "cookie", "cookies", "credentials", "creds",
-          "secrets", "pin", "otp", "totp", "bearer", "jwt", "dsn", "sid"}
+          "secrets", "pin", "otp", "totp", "bearer", "jwt", "sid"}
 _KEY_QUALIFIERS = {"api", "private", "secret", "access", "signing", "encryption", "master", "client", "app",
                    "license", "ssh", "gpg", "auth", "session", "shared", "service", "account", "storage",
                    "subscription", "deploy", "webhook", "hmac", "aes", "rsa", "jwt", "consumer"}
@@ -49,7 +49,8 @@ _NOT_SECRET_TAIL = {"count", "counts", "limit", "limits", "max", "min", "type", 
                     "id", "ids", "method", "methods", "mode", "enabled", "required", "policy", "expiry", "expires",
                     "expiration", "ttl", "usage", "used", "total", "format", "field", "fields", "prompt", "hint",
                     "label", "schema", "env", "var", "stdin", "hash", "algorithm", "provider", "scheme", "header",
-                    "version", "source", "status", "strategy", "reset", "changed", "set"}
+                    "version", "source", "status", "strategy", "reset", "changed", "set", "warning", "error",
+                    "exception", "manager"}
 _WORD_SPLIT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
@@ -89,7 +90,7 @@ _KV = re.compile(
     r"(?<![\w.\-])(?P<q>\\?[\"']|)(?P<key>[A-Za-z_][\w.\-]{0,63})(?P=q)"
     r"(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*)"
     r"(?P<scheme>(?i:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?"
-    r"(?=(?P<val>\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|`[^`\n]*`"
+    r"(?=(?P<val>\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
     r"|[^\s\"'`,;&<>(){}\[\]\\]+))")
 """``name<sep>value``: the value is in a lookahead, so a pair inside a value (``name=password=…``) is seen too."""
 _PAIR = re.compile(
@@ -276,7 +277,7 @@ def _vendor(text: str) -> str:
 
 def _quoted(value: str) -> tuple[str, str, str]:
     """``(open, inner, close)`` of a value as written (quotes kept, so JSON stays JSON)."""
-    for q in ('\\"', '"', "'", "`"):
+    for q in ('\\"', '"', "'"):
         if len(value) >= 2 * len(q) and value.startswith(q) and value.endswith(q):
             return q, value[len(q):-len(q)], q
     return "", value, ""
@@ -300,8 +301,11 @@ def _kv(text: str) -> str:
         end = m.end() + len(val)
         if not inner or _plain_value(inner) or inner.lower() == m.group("key").lower():
             continue
-        if not opened and text[end:end + 1] in ("(", "["):
+        if not opened and text[end:end + 1] in ("(", "[", "{"):
             continue
+        if "=" not in m.group("sep") and inner.isalpha() and text[end:end + 1] == " " \
+                and text[end + 1:end + 2].isalpha():
+            continue  # prose: "password: The password for ..."
         spans.append((m.end() + len(opened), end - len(closed)))
         last = end
     return _splice(text, spans)
