@@ -80,19 +80,20 @@ _PRIVATE_BLOCK = re.compile(r"(-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}PRIVATE KEY(?:
                             r"(?P<body>.*?)(?:(?P<end>-----END (?P=kind)-----)|\Z)", re.DOTALL)
 _PUTTY = re.compile(r"(Private-Lines: *\d+)((?:\r?\n|\\n)[A-Za-z0-9+/=]+)+|(Private-MAC: *)[0-9a-fA-F]+")
 _URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@'\"<>]*:)([^\s/'\"<>]+)(?=@)")
-_MYSQL = re.compile(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]*?\s-p)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
-_CURL_USER = re.compile(r"(\b(?:curl|wget)\b[^\n|;&]*?\s(?:-u|--user|--proxy-user|--http-user)(?:\s*|=)['\"]?"
+_MYSQL = re.compile(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_CURL_USER = re.compile(r"(\b(?:curl|wget)\b[^\n|;&]{0,400}?\s(?:-u|--user|--proxy-user|--http-user)(?:\s*|=)['\"]?"
                         r"[^\s:'\"]*:)([^\s'\"]+)")
-_PASS_TOOLS = re.compile(r"(\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]*?\s-a)\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_PASS_TOOLS = re.compile(r"(\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]{0,400}?\s-a)\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 _FLAG = re.compile(r"((?<!\S)--?(?P<flag>[A-Za-z][\w-]{0,40})(?:=|\s+))(?P<val>'[^']*'|\"[^\"]*\"|[^\s'\"\-][^\s'\"]*)")
 _COOKIE = re.compile(r"(?i)((?<![\w-])(?:set-)?cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\n\"'\\]+)")
-_KV = re.compile(
-    r"(?<![\w.\-])(?P<q>\\?[\"']|)(?P<key>[A-Za-z_][\w.\-]{0,63})(?P=q)"
-    r"(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*)"
-    r"(?P<scheme>(?i:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?"
-    r"(?=(?P<val>\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
-    r"|[^\s\"'`,;&<>(){}\[\]\\]+))")
-"""``name<sep>value``: the value is in a lookahead, so a pair inside a value (``name=password=…``) is seen too."""
+_KEY = re.compile(
+    r"(?<![\w.\-])(?P<q>\\?[\"']|)"
+    r"(?=[\w.\-]{0,63}?(?i:pass|pw|secret|token|key|auth|cred|cookie|pin|otp|bearer|jwt|sid))"
+    r"(?P<key>[A-Za-z_][\w.\-]{0,63})(?P=q)(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*)"
+    r"(?P<scheme>(?i:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?")
+"""``name<sep>``, for a name holding a fragment of a secret name (the value is read after it, so a
+pair inside another's value, ``name=password=…``, is found too)."""
+_VALUE = re.compile(r"\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"'`,;&<>(){}\[\]\\]+")
 _PAIR = re.compile(
     r"(?P<q>\\?\")(?:name|key|header)(?P=q)\s*:\s*(?P=q)(?P<name>[^\"\\]{1,80})(?P=q)\s*,\s*"
     r"(?P=q)value(?P=q)\s*:\s*(?P=q)(?P<val>(?:[^\"\\]|\\[^\"])*)(?P=q)")
@@ -136,9 +137,11 @@ _SKIPPED_PLUGINS = {
 }
 """detect-secrets plugins whose regexes are not used as they are, and why."""
 _GATES = {"artifactory": ("AKC", "AP"), "mailchimp": ("-us",), "telegram_token": (":",), "discord": (".",),
-          "stripe": ("k_live_",), "slack": ("xox", "hooks.slack"), "aws": ("A",), "twilio": ("AC", "SK")}
+          "stripe": ("k_live_",), "slack": ("xox", "hooks.slack"), "aws": ("A",), "twilio": ("AC", "SK"),
+          "npm": ("_authToken",)}
 """Cheap substring tests before a detect-secrets regex without a literal prefix runs over a text."""
-_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/=.")
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+"""What a vendor match extends over: the rest of its token (a JWT's signature, a longer Stripe key)."""
 _TRIM = " \t\r\n=:\"'"
 _CACHE_VERSION = 1
 
@@ -258,8 +261,11 @@ def _vendor(text: str) -> str:
     for pattern, gates in vendor_formats():
         if gates and not any(g in text for g in gates):
             continue
+        reach = 0
         for m in pattern.finditer(text):
             start, end = m.span()
+            if start < reach:
+                continue
             group = next((i for i in range(pattern.groups, 0, -1) if m.group(i) and len(m.group(i)) >= 4), 0)
             if group and m.start(group) > start:
                 start, end = m.span(group)
@@ -268,10 +274,10 @@ def _vendor(text: str) -> str:
                     start += 1
                 while end > start and text[end - 1] in _TRIM:
                     end -= 1
-                while end < len(text) and text[end] in _TOKEN_CHARS:
-                    end += 1
+                end = _TOKEN_TAIL.match(text, end).end()  # type: ignore[union-attr]  # matches ""
             if end > start:
                 spans.append((start, end))
+                reach = end
     return _splice(text, spans)
 
 
@@ -293,10 +299,13 @@ def _kv(text: str) -> str:
     placeholders (``str``, ``${TOKEN}``, ``***``) stay."""
     spans: list[tuple[int, int]] = []
     last = 0
-    for m in _KV.finditer(text):
+    for m in _KEY.finditer(text):
         if m.start() < last or not secret_name(m.group("key")):
             continue
-        val = m.group("val")
+        found = _VALUE.match(text, m.end())
+        if found is None:
+            continue
+        val = found.group(0)
         opened, inner, closed = _quoted(val)
         end = m.end() + len(val)
         if not inner or _plain_value(inner) or inner.lower() == m.group("key").lower():
