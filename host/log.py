@@ -1,7 +1,10 @@
 """The one helper that emits `[tag] key=value` lines (SPEC 12).
 
 Lines go to stderr and are appended to `<PLUGHOST_HOME>/logs/server.log`. Operators grep
-them and tests assert them: the lines named in SPEC.md are contracts.
+them and tests assert them: the lines named in SPEC.md are contracts. Every value (and every
+line handed to :func:`emit` as it is) passes :func:`host.redact.redact_text` first, and a field
+whose name says secret (``password=``, ``token=``) is written ``[redacted]``: this is the one
+choke point for server.log and, through stderr, run.log.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import threading
 from typing import Any
 
 from host import config
+from host.redact import MARKER, redact_text, secret_name
 
 _lock = threading.Lock()
 # what str.splitlines() breaks on, the other C0/C1 controls (ESC starts ANSI sequences), DEL
@@ -44,15 +48,15 @@ _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/
 
 
 def fmt_value(value: Any) -> str:
-    """Render one value: bare when safe, else double-quoted with escapes."""
+    """Render one value, redacted: bare when safe, else double-quoted with escapes."""
     if value is None:
         text = "—"
     elif isinstance(value, bool):
         text = "true" if value else "false"
     elif isinstance(value, (list, tuple)):
-        text = "[" + ",".join(str(v) for v in value) + "]"
+        text = redact_text("[" + ",".join(str(v) for v in value) + "]")
     else:
-        text = str(value)
+        text = redact_text(str(value))
     if text and all(ch in _SAFE or ord(ch) > 127 and not ch.isspace() and ord(ch) not in _UNSAFE
                     and not 0xD800 <= ord(ch) <= 0xDFFF for ch in text):
         return text
@@ -63,8 +67,9 @@ def fmt_value(value: Any) -> str:
 def format_line(tag: str | None, *tokens: str, **fields: Any) -> str:
     """`[tag] token token key=value ...`; tag None gives an untagged line."""
     parts: list[str] = [f"[{tag}]"] if tag else []
-    parts.extend(tokens)
-    parts.extend(f"{key}={fmt_value(value)}" for key, value in fields.items())
+    parts.extend(redact_text(str(t)) for t in tokens)
+    parts.extend(f"{key}={fmt_value(MARKER if secret_name(key) and value not in (None, '') else value)}"
+                 for key, value in fields.items())
     return " ".join(parts)
 
 
@@ -72,8 +77,13 @@ def emit(line: str) -> str:
     """Write one line to stderr and the server log; return it as written.
 
     Whatever the caller passed (an ingested line included), the written line is one physical
-    line of well-formed text: :func:`escape_unsafe` applies to it.
+    line of well-formed text with no secret in clear: :func:`redact_text` and
+    :func:`escape_unsafe` apply to it.
     """
+    return _write(redact_text(line))
+
+
+def _write(line: str) -> str:
     line = escape_unsafe(line)
     with _lock:
         try:
@@ -94,4 +104,4 @@ def emit(line: str) -> str:
 
 def log(tag: str | None, *tokens: str, **fields: Any) -> str:
     """Emit one `[tag] ... key=value` line and return it (handy for tests and reports)."""
-    return emit(format_line(tag, *tokens, **fields))
+    return _write(format_line(tag, *tokens, **fields))  # format_line redacted each value

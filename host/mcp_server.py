@@ -192,7 +192,7 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
     door.http_token  # noqa: B018  (created now: the client reads it from the file)
     app.add_middleware(GuardMiddleware, door=door)
     log("mcp", "op=serve-http", plugin=plugin, url=f"http://{bind}:{port}/mcp",
-        auth="open-local" if opened else "bearer-token")
+        access="open-local" if opened else "bearer-token")  # a field named auth= would be redacted
     uvicorn.run(app, host=bind, port=port, log_level="warning")
 
 

@@ -8,10 +8,9 @@ no server listens), so native tools (Bash, Read ...) count as well as plughost's
         input, output, inputTruncated, outputTruncated, isError, startedAt, completedAt,
         sessionId, conversationId, toolUseId, source, scope: admin})
 
-Before anything is stored or logged the input passes :func:`redact`: keys the tool's input
-schema marks secret (``secret: true``, ``writeOnly: true``, ``format: password``), keys whose
-name looks like a token/password/key, and ``token=...``-style runs inside strings become
-``[redacted]``. ``input`` and ``output`` are JSON text cut to a budget (``PLUGHOST_AUDIT_INPUT_CHARS``,
+Before anything is stored or logged the input and the output pass :func:`host.redact.redact_value`
+(with the tool's input schema, whose ``secret: true`` / ``writeOnly: true`` / ``format: password``
+keys go too): secrets become ``[redacted]`` (docs/redaction.md). ``input`` and ``output`` are JSON text cut to a budget (``PLUGHOST_AUDIT_INPUT_CHARS``,
 ``PLUGHOST_AUDIT_OUTPUT_CHARS``, 4,000 characters each by default) with a ``…[+N chars]`` tail.
 Public (non-admin or narrowed) sessions are never recorded. One line per call:
 ``[persist] tool-call persisted tool=.. conversation=<8>`` (or ``tool-call skipped reason=..``).
@@ -21,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -30,6 +28,8 @@ from host.config import env_int
 from host.errors import UserError
 from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many, require_admin
 from host.log import log
+from host.redact import MARKER as REDACTED  # noqa: F401 - the audit trail's marker, by its old name
+from host.redact import redact_text, redact_value, schema_secret_keys  # noqa: F401
 from host.times import parse_time, read_time
 from plugins.memory.transcript_tail import read_tail
 
@@ -43,13 +43,6 @@ INPUT_BUDGET = 4000
 """``PLUGHOST_AUDIT_INPUT_CHARS``: characters of a ToolCall's ``input`` JSON kept."""
 OUTPUT_BUDGET = 4000
 """``PLUGHOST_AUDIT_OUTPUT_CHARS``: characters of a ToolCall's ``output`` kept."""
-REDACTED = "[redacted]"
-SECRET_KEY = re.compile(r"(?i)(pass(word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|access[_-]?key|"
-                        r"(^|[_-])key$|authori[sz]ation|credential|cookie|session[_-]?key|pin$)")
-SECRET_RUN = re.compile(r"(?i)\b([A-Za-z0-9_-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|authorization)"
-                        r"[A-Za-z0-9_-]*)(\s*[=:]\s*|\s+)(bearer\s+)?(['\"]?)[^\s'\"&,;]{4,}\4")
-SECRET_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|"
-                           r"AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,})")
 MAX_LIST = 100
 
 
@@ -57,46 +50,9 @@ def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-# redaction ---------------------------------------------------------------------------------
-def secret_keys(schema: Mapping[str, Any] | None) -> set[str]:
-    """Property names a JSON schema marks secret, at any depth (``secret``/``writeOnly``/``format: password``)."""
-    found: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, Mapping):
-            props = node.get("properties")
-            if isinstance(props, Mapping):
-                for name, sub in props.items():
-                    if isinstance(sub, Mapping) and (sub.get("secret") is True or sub.get("writeOnly") is True
-                                                     or sub.get("format") == "password"):
-                        found.add(str(name))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(schema)
-    return found
-
-
-def redact_text(text: str) -> str:
-    """``password=...``/``token: ...``/``Authorization: Bearer ...`` runs and well-known token shapes."""
-    text = SECRET_RUN.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-    return SECRET_SHAPES.sub(REDACTED, text)
-
-
-def redact(value: Any, schema: Mapping[str, Any] | None = None, _keys: set[str] | None = None) -> Any:
-    """``value`` with every secret replaced (a new value; the input is not changed)."""
-    keys = secret_keys(schema) if _keys is None else _keys
-    if isinstance(value, Mapping):
-        return {str(k): (REDACTED if (str(k) in keys or SECRET_KEY.search(str(k))) and v not in (None, "")
-                         else redact(v, None, keys)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, None, keys) for v in value]
-    if isinstance(value, str):
-        return redact_text(value)
-    return value
+# redaction: host/redact.py, the one implementation (these names stay for callers) ------------
+redact = redact_value
+secret_keys = schema_secret_keys
 
 
 def clip(value: Any, budget: int) -> tuple[str, bool]:
@@ -192,8 +148,8 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
         log("persist", "tool-call", "skipped", reason=reason, tool=tool_name[:80] or None)
         return {"recorded": False, "reason": reason}
     plugin, _, schema = identify(host, tool_name)
-    clean_input = redact(tool_input, schema)
-    clean_output = redact(tool_response)
+    clean_input = redact_value(tool_input, schema)
+    clean_output = redact_value(tool_response)
     input_text, input_cut = clip(clean_input, env_int(host.env, "PLUGHOST_AUDIT_INPUT_CHARS", INPUT_BUDGET))
     output_text, output_cut = clip(clean_output if clean_output is not None else "",
                                    env_int(host.env, "PLUGHOST_AUDIT_OUTPUT_CHARS", OUTPUT_BUDGET))

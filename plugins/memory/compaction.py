@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from host.errors import UserError
 from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many
 from host.log import log
+from host.redact import redact_text
 from host.times import read_time
-from plugins.memory.audit import TOOL_CALL_LABEL, redact
+from plugins.memory.audit import TOOL_CALL_LABEL
 from plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,7 +52,7 @@ def _iso(when: datetime) -> str:
 def _text(value: Any) -> str:
     if isinstance(value, list):
         value = "\n".join(f"- {v}" for v in value if isinstance(v, str) and v.strip())
-    return redact(value.strip())[:FIELD_MAX] if isinstance(value, str) else ""
+    return redact_text(value.strip())[:FIELD_MAX] if isinstance(value, str) else ""
 
 
 def store_briefing(host: Host, guards: Guards, conversation: str, briefing: dict[str, Any], source: str,

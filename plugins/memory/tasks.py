@@ -3,9 +3,10 @@
 A Task is the unit of work a turn raised; ``memory-write``'s ``producedByTaskId`` then hangs
 every entity it made from it, so "what did this turn produce" is
 ``(c:Conversation)<-[:RAISED_DURING]-(t:Task)-[:PRODUCED]->(e)``. The Task stores ``kind``,
-``inputs`` (JSON text, redacted like the audit trail: keys ``inputSchema`` marks secret, plus
-token/password/key names and runs) and ``inputSchema``, ``status`` (running → done|failed|
-cancelled), ``steps`` (``<ISO time> <text>``), ``outcome``, ``startedAt``/``completedAt``.
+``title``, ``inputs`` (JSON text) and ``inputSchema``, ``status`` (running → done|failed|
+cancelled), ``steps`` (``<ISO time> <text>``), ``outcome``, ``startedAt``/``completedAt``; every
+text of them passes :mod:`host.redact` first (``inputs`` with the schema's secret keys, the
+schema without the ``default``/``examples`` of its secret properties).
 Every read and write runs under the process's guards (``check_write`` inside the store), so a
 public or narrowed process cannot see, update or complete another role's Task. Lines:
 ``[task] action-start|step|done task=<8> kind=.. conversation=<8>``.
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from host.errors import UserError
 from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many
 from host.log import log
-from plugins.memory.audit import clip, redact
+from host.redact import redact_schema, redact_text, redact_value
+from plugins.memory.audit import clip
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -82,12 +84,14 @@ class Tasks:
         if not isinstance(kind, str) or not kind.strip():
             raise UserError("kind: expected a non-empty string")
         conversation = self._conversation(conversationId)
-        text, cut = clip(redact(inputs or {}, inputSchema), INPUTS_BUDGET)
+        kind = redact_text(kind.strip())
+        text, cut = clip(redact_value(inputs or {}, inputSchema), INPUTS_BUDGET)
         task_id = f"task-{uuid.uuid4().hex}"
-        props: dict[str, Any] = {"kind": kind.strip(), "title": title or kind.strip(), "inputs": text,
-                                 "inputsTruncated": cut, "status": "running", "startedAt": _now(), "steps": []}
+        props: dict[str, Any] = {"kind": kind, "title": redact_text(title) if isinstance(title, str) and title
+                                 else kind, "inputs": text, "inputsTruncated": cut, "status": "running",
+                                 "startedAt": _now(), "steps": []}
         if inputSchema:
-            props["inputSchema"] = json.dumps(inputSchema, ensure_ascii=False)[:INPUTS_BUDGET]
+            props["inputSchema"] = json.dumps(redact_schema(inputSchema), ensure_ascii=False)[:INPUTS_BUDGET]
         if conversation:
             props["conversationId"] = conversation
         if not self.guards.narrowed:
@@ -96,7 +100,7 @@ class Tasks:
         if conversation:
             row["edges"] = [{"type": RAISED_DURING, "to": conversation}]
         self._write([row], "work-create")
-        log("task", "action-start", task=task_id[5:13], kind=kind.strip()[:60],
+        log("task", "action-start", task=task_id[5:13], kind=kind[:60],
             conversation=(conversation or "")[:8] or None)
         return {"taskId": task_id, "status": "running", "conversationId": conversation}
 
@@ -113,7 +117,7 @@ class Tasks:
                 raise UserError("step: expected a non-empty string")
             if len(steps) >= MAX_STEPS:
                 raise UserError(f"step: the task already has {MAX_STEPS} steps")
-            steps.append(f"{_now()} {redact(step.strip())[:STEP_MAX_CHARS]}")
+            steps.append(f"{_now()} {redact_text(step.strip())[:STEP_MAX_CHARS]}")
         change = {"steps": steps, **({"status": status} if status else {})}
         self._write([{"id": node.id, "labels": [TASK_LABEL], "properties": change}], "work-update")
         log("task", "step", task=node.id[5:13], steps=len(steps), status=status or props.get("status"))
@@ -129,7 +133,7 @@ class Tasks:
             raise UserError(f"taskId: Task '{taskId}' is already {node.properties['status']}")
         done = _now()
         self._write([{"id": node.id, "labels": [TASK_LABEL], "properties": {
-            "status": status, "outcome": redact(outcome.strip())[:INPUTS_BUDGET], "completedAt": done}}],
+            "status": status, "outcome": redact_text(outcome.strip())[:INPUTS_BUDGET], "completedAt": done}}],
             "work-complete")
         produced = sorted(n.node.id for n in self.store.expand([node.id], guards=self.guards, limit=1000)
                           .get(node.id, []) if n.type == "PRODUCED" and n.direction == "out")

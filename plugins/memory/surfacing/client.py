@@ -244,6 +244,17 @@ def outcome(hook: Mapping[str, Any], request: Mapping[str, Any], reply: Mapping[
     return output, {"path": path, "result": "ok", "reason": reply.get("reason"), "items": reply.get("items", 0)}
 
 
+def _error_text(exc: BaseException) -> str:
+    """The cold path's failure for the log line, redacted (the host is importable once it ran)."""
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc).strip() else type(exc).__name__
+    try:
+        from host.redact import redact_text
+
+        return redact_text(text)[:120]
+    except Exception:  # noqa: BLE001 - no host to redact with: the exception's type only
+        return type(exc).__name__
+
+
 def fields_text(fields: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
 
@@ -280,7 +291,7 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
             try:
                 box["reply"] = run_cold(request, env, ctx.home)
             except BaseException as exc:  # noqa: BLE001 - reported below, never raised
-                box["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:120]
+                box["error"] = _error_text(exc)
 
         worker = threading.Thread(target=cold, daemon=True)
         worker.start()

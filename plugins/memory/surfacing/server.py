@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from host import state
 from host.log import log
+from host.redact import redact_text
 from host.state import StateKey
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -206,7 +207,8 @@ def answer_hook(host: Host, hook: Any, env: Any) -> bytes:
     if request is not None and parsed is not None:
         output, fields = client.outcome(parsed, request, dispatch(host, request), "warm")
     text = json.dumps(output, ensure_ascii=False) if output is not None else ""
-    return (client.fields_text(fields).replace("\n", " ") + "\n" + text + "\n").encode("utf-8")
+    line = redact_text(client.fields_text(fields).replace("\n", " "))  # the hook writes it to server.log
+    return (line + "\n" + text + "\n").encode("utf-8")
 
 
 def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
