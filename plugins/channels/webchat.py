@@ -30,6 +30,7 @@ from typing import Any
 from host.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id
 from host.http import int_param, parse_json, read_body
 from host.state import StateKey
+from host.stopping import stop_of
 from host.types import ChannelAdapter, Route
 from plugins.channels.pipeline import (
     DELIVERING,
@@ -57,6 +58,13 @@ class Sessions:
     def __init__(self) -> None:
         self.events: dict[str, list[dict[str, Any]]] = {}
         self.waiters: dict[str, list[asyncio.Future[None]]] = {}
+
+    def wake_all(self) -> None:
+        """The server is stopping: every long poll and stream answers now (the client reconnects)."""
+        for waiting in list(self.waiters.values()):
+            for fut in waiting:
+                if not fut.done():
+                    fut.set_result(None)
 
     def push(self, session: str, role: str, text: str, message_id: str | None = None) -> dict[str, Any]:
         log = self.events.pop(session, [])
@@ -133,7 +141,12 @@ SESSIONS: StateKey[Sessions] = StateKey("channels.webchat")
 
 
 def sessions(host: Any) -> Sessions:
-    return host.state.setdefault(SESSIONS, Sessions)
+    def make() -> Sessions:
+        made = Sessions()
+        stop_of(host).on_stop(made.wake_all)
+        return made
+
+    return host.state.setdefault(SESSIONS, make)
 
 
 def _error(status: int, error: str, detail: str) -> Any:
@@ -228,7 +241,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(400, "invalid-wait", f"wait: expected a non-negative integer of seconds (at most {MAX_WAIT_S})")
         store = await hydrate(host, session)
         events = store.after(session, after)
-        if not events and wait > 0:
+        if not events and wait > 0 and not stop_of(host).is_set:
             await store.wait(session, wait)
             events = store.after(session, after)
         return JSONResponse({"session": session, "events": _public(events)})
@@ -247,12 +260,13 @@ def routes(host: Any) -> tuple[Route, ...]:
             last = after
             ends = time.monotonic() + STREAM_MAX_S
             yield "retry: 1000\n\n"
-            while time.monotonic() < ends:
+            stop = stop_of(host)
+            while time.monotonic() < ends and not stop.is_set:
                 for event in store.after(session, last):
                     last = event["seq"]
                     data = json.dumps(_public([event])[0], ensure_ascii=False)
                     yield f"id: {event['seq']}\nevent: message\ndata: {data}\n\n"
-                if await request.is_disconnected():
+                if await request.is_disconnected() or stop.is_set:
                     return
                 before = len(store.events.get(session, []))
                 await store.wait(session, max(0.0, min(KEEPALIVE_S, ends - time.monotonic())))
