@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MCP_PREFIX = "/mcp/"
 _STATUS_SLUGS = {400: "bad-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",
-                 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type",
+                 405: "method-not-allowed", 408: "request-timeout", 413: "payload-too-large", 415: "unsupported-media-type",
                  429: "too-many-requests"}
 
 
@@ -269,9 +269,12 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
     host.state.set(state.RUNTIME, runtime)
     max_body = host.env.get("PLUGHOST_HTTP_MAX_BODY", "")
     principal = host.principal  # resolved once, where HTTP calls enter; every request carries it
+    from host.http_timeouts import DEFAULT_BODY_TIMEOUT, seconds_setting
+
     door = Door(home=host.home, account_id=principal.account, open_local=opened,
                 default_max_body=int(max_body) if max_body.isascii() and max_body.isdigit() else DEFAULT_MAX_BODY,
-                principal=principal)
+                principal=principal,
+                body_timeout=seconds_setting(host.env, "PLUGHOST_HTTP_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT))
     app.add_middleware(GuardMiddleware, door=door)
     app.add_middleware(_CountRequests, runtime=runtime)
     app.state.door = door
@@ -347,9 +350,20 @@ def make_server(host: Host, *, bind: str = "127.0.0.1", port: int = 8787, grace:
     """A configured (not yet running) uvicorn server for the host's app."""
     import uvicorn
 
+    from host.http_timeouts import (
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_MAX_CONNECTIONS,
+        protocol_class,
+        seconds_setting,
+    )
+
     app = app or build_app(host, bind=bind, port=port, open_local=open_local)
+    header_timeout = seconds_setting(host.env, "PLUGHOST_HTTP_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT)
+    max_conn = host.env.get("PLUGHOST_HTTP_MAX_CONNECTIONS", "")
     config = uvicorn.Config(app, host=bind, port=port, log_level="warning", access_log=False, lifespan="on",
-                            proxy_headers=False, server_header=False,
+                            proxy_headers=False, server_header=False, http=protocol_class(header_timeout),
+                            limit_concurrency=int(max_conn) if max_conn.isascii() and max_conn.isdigit()
+                            and int(max_conn) > 0 else DEFAULT_MAX_CONNECTIONS,
                             timeout_graceful_shutdown=grace)  # type: ignore[arg-type]  # a float works
     return _uvicorn_server_class()(config, app.state.runtime, grace, on_ready)
 

@@ -42,6 +42,7 @@ from plugins.channels.screening import screen
 
 REFUSAL = "Sorry, I can't help with that request."
 AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
+BUSY = "I'm still answering your earlier messages; please wait for those replies before sending more."
 DELIVERING: contextvars.ContextVar[str | None] = contextvars.ContextVar("channels_delivering", default=None)
 """The stored reply Message an adapter's ``send`` is delivering (webchat keys its events on it)."""
 
@@ -295,15 +296,22 @@ class Gateway:
         return rid
 
     # ---------------------------------------------------------------- entry point
-    async def accept(self, msg: Inbound) -> tuple[str, bool, asyncio.Task[Turn] | None]:
-        """Persist, then queue the turn in the sender's lane. Returns (message id, duplicate, task)."""
+    async def accept(self, msg: Inbound, *, max_turns: int | None = None) -> tuple[str, bool, asyncio.Task[Turn] | None]:
+        """Persist, then queue the turn in the sender's lane. Returns (message id, duplicate, task).
+
+        ``max_turns`` bounds the sender's queued turns: a message beyond it is stored and answered
+        once, in order, with :data:`BUSY` and no agent run (``op=turn-capped``)."""
         if msg.phone and self.aliases is not None and msg.channel != "whatsapp":
             self.aliases.remember(msg.channel, msg.sender, msg.phone)
         self.loop = asyncio.get_running_loop()
         mid, duplicate = await self.loop.run_in_executor(self._persist_pool, self.persist, msg)
         if duplicate:
             return mid, True, None
-        task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
+        if max_turns is not None and self.lanes.queued(msg.sender_key) >= max_turns:
+            log("channels", "op=turn-capped", channel=msg.channel, messageId=mid, queued=max_turns)
+            task = self.lanes.submit(msg.sender_key, lambda: self.answer_busy(msg, mid))
+        else:
+            task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
         self.queued += 1
         task.add_done_callback(self._turn_done)
         return mid, False, task
@@ -369,6 +377,22 @@ class Gateway:
             self.interrupted += 1
             return Turn(mid, "unknown", "interrupted")  # still `received`: the next start resumes it
         except Exception as exc:  # a turn's failure is logged and recorded, never lost
+            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
+            await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
+            return Turn(mid, "unknown", "failed")
+
+    async def answer_busy(self, msg: Inbound, mid: str) -> Turn:
+        """The sender has enough turns queued: this message gets the fixed :data:`BUSY` reply, no agent."""
+        try:
+            who = await asyncio.to_thread(ident.resolve, self.host.home, self.account_id, channel=msg.channel,
+                                          sender=msg.sender, phone=msg.phone, aliases=self.aliases)
+            if who.role != "admin":
+                await asyncio.to_thread(self.set_public, msg, mid)
+            delivery = await self.reply(msg, mid, BUSY, kind="busy", role=who.role,
+                                        status={"status": "answered", "capped": True})
+            return Turn(mid, who.role, "capped", BUSY, None, delivery)
+        except Exception as exc:
             reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
