@@ -38,6 +38,7 @@ from host import config, hooktable, state
 from host.errors import DuplicateNameError, PlughostError, StoreUnavailable, UserError
 from host.http import json_error
 from host.log import log
+from host.stopping import Stop, stop_of
 from host.types import Route
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MCP_PREFIX = "/mcp/"
 _STATUS_SLUGS = {400: "bad-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",
-                 405: "method-not-allowed", 413: "payload-too-large", 415: "unsupported-media-type",
+                 405: "method-not-allowed", 408: "request-timeout", 413: "payload-too-large", 415: "unsupported-media-type",
                  429: "too-many-requests"}
 
 
@@ -69,6 +70,7 @@ class Runtime:
     inflight: InFlight = field(default_factory=InFlight)
     routes: list[str] = field(default_factory=list)
     started_at: float = field(default_factory=time.time)
+    stop: Stop = field(default_factory=Stop)
     refused: str | None = None  # why a startup hook refused to serve (a FatalError), else None
 
     @property
@@ -86,14 +88,22 @@ class Runtime:
         return ended
 
 
+STOPPING_RETRY_AFTER = "5"
+
+
 class _CountRequests:
-    """ASGI middleware: keep ``Runtime.inflight`` current."""
+    """ASGI middleware: keep ``Runtime.inflight`` current; once the stop began, a request that
+    starts is answered 503 with ``Retry-After`` (nothing new is accepted by a stopping process)."""
 
     def __init__(self, app: Any, runtime: Runtime) -> None:
         self.app = app
         self.runtime = runtime
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and self.runtime.stop.is_set:
+            await json_error(503, "stopping", "the server is stopping; send it again in a few seconds",
+                             headers={"Retry-After": STOPPING_RETRY_AFTER, "Connection": "close"})(scope, receive, send)
+            return
         if scope["type"] != "http" or self.runtime.inflight.is_streaming(scope):
             await self.app(scope, receive, send)
             return
@@ -219,7 +229,7 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
 
     if not config.flag("PLUGHOST_DEBUG", host.env):
         logging.getLogger("mcp").setLevel(logging.WARNING)  # session-manager chatter is not a contract line
-    runtime = Runtime(host=host)
+    runtime = Runtime(host=host, stop=stop_of(host))
     routes: list[BaseRoute] = []
     for plugin, route in plugin_routes(host):
         routes.append(_starlette_route(route))
@@ -259,9 +269,12 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
     host.state.set(state.RUNTIME, runtime)
     max_body = host.env.get("PLUGHOST_HTTP_MAX_BODY", "")
     principal = host.principal  # resolved once, where HTTP calls enter; every request carries it
+    from host.http_timeouts import DEFAULT_BODY_TIMEOUT, seconds_setting
+
     door = Door(home=host.home, account_id=principal.account, open_local=opened,
                 default_max_body=int(max_body) if max_body.isascii() and max_body.isdigit() else DEFAULT_MAX_BODY,
-                principal=principal)
+                principal=principal,
+                body_timeout=seconds_setting(host.env, "PLUGHOST_HTTP_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT))
     app.add_middleware(GuardMiddleware, door=door)
     app.add_middleware(_CountRequests, runtime=runtime)
     app.state.door = door
@@ -289,14 +302,18 @@ def _uvicorn_server_class() -> type:
             self.on_ready = on_ready
             self.stop_signal: str | None = None
             self.bound: tuple[str, int] | None = None
+            self.loop: asyncio.AbstractEventLoop | None = None
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             if self.should_exit and sig == signal.SIGINT:
                 self.force_exit = True
             self.should_exit = True
             self.stop_signal = signal.Signals(sig).name
+            # from now on requests are refused and running work has until the deadline
+            self.runtime.stop.begin(self.grace, self.stop_signal, self.loop)
 
         async def startup(self, sockets: Any = None) -> None:
+            self.loop = asyncio.get_running_loop()
             await super().startup(sockets=sockets)
             if self.runtime.refused:
                 self.should_exit = True  # stop at once (shutdown still runs: hooks, store close)
@@ -308,17 +325,20 @@ def _uvicorn_server_class() -> type:
                     self.on_ready(addr[0], addr[1])
 
         async def shutdown(self, sockets: Any = None) -> None:
+            """One deadline for the whole stop (``grace`` from the signal): requests drain, plugins'
+            work winds down (their ``on_stop`` listeners) and the lifespan ends within it."""
+            stop = self.runtime.stop
+            stop.begin(self.grace, self.stop_signal or "none", asyncio.get_running_loop())
             log("serve", "op=stopping", signal=self.stop_signal or "none",
-                inflight=self.runtime.inflight.count)
+                inflight=self.runtime.inflight.count, grace=f"{stop.grace:g}")
             for server in self.servers:
                 server.close()
             for connection in list(self.server_state.connections):
                 connection.shutdown()
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + self.grace
-            while self.runtime.inflight.count > 0 and loop.time() < deadline and not self.force_exit:
+            while self.runtime.inflight.count > 0 and stop.remaining() > 0 and not self.force_exit:
                 await asyncio.sleep(0.02)
             await self.runtime.end_mcp_sessions()
+            self.config.timeout_graceful_shutdown = max(0.5, stop.remaining())  # type: ignore[assignment]
             await super().shutdown(sockets=sockets)
 
     return PlughostServer
@@ -330,9 +350,20 @@ def make_server(host: Host, *, bind: str = "127.0.0.1", port: int = 8787, grace:
     """A configured (not yet running) uvicorn server for the host's app."""
     import uvicorn
 
+    from host.http_timeouts import (
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_MAX_CONNECTIONS,
+        protocol_class,
+        seconds_setting,
+    )
+
     app = app or build_app(host, bind=bind, port=port, open_local=open_local)
+    header_timeout = seconds_setting(host.env, "PLUGHOST_HTTP_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT)
+    max_conn = host.env.get("PLUGHOST_HTTP_MAX_CONNECTIONS", "")
     config = uvicorn.Config(app, host=bind, port=port, log_level="warning", access_log=False, lifespan="on",
-                            proxy_headers=False, server_header=False,
+                            proxy_headers=False, server_header=False, http=protocol_class(header_timeout),
+                            limit_concurrency=int(max_conn) if max_conn.isascii() and max_conn.isdigit()
+                            and int(max_conn) > 0 else DEFAULT_MAX_CONNECTIONS,
                             timeout_graceful_shutdown=grace)  # type: ignore[arg-type]  # a float works
     return _uvicorn_server_class()(config, app.state.runtime, grace, on_ready)
 

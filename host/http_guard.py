@@ -26,6 +26,7 @@ re-reads the environment for them. There is no narrowed credential: a narrowed s
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ class Door:
     open_local: bool = False
     default_max_body: int = DEFAULT_MAX_BODY
     principal: Principal | None = None
+    body_timeout: float = 30.0  # seconds for a whole request body (``PLUGHOST_HTTP_BODY_TIMEOUT``)
 
     def limit(self, path: str) -> int:
         return MCP_MAX_BODY if path.startswith("/mcp") else self.default_max_body
@@ -102,6 +104,11 @@ class BodyTooLarge(HTTPException):
         super().__init__(413, f"body: larger than {limit} bytes")
 
 
+class BodyTooSlow(HTTPException):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"body: not received within {seconds:g} s", headers={"Connection": "close"})
+
+
 class GuardMiddleware:
     """ASGI middleware applying :class:`Door` to every HTTP request."""
 
@@ -140,14 +147,26 @@ class GuardMiddleware:
                              headers={"Connection": "close"})(scope, receive, send)
             return
         seen = 0
+        body_done = False
+        timeout = self.door.body_timeout
+        loop = asyncio.get_running_loop()
+        body_deadline = loop.time() + timeout
 
         async def counted() -> Any:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, body_done
+            if body_done:  # the body is in: what the app waits for now is the disconnect, untimed
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, body_deadline - loop.time()))
+            except TimeoutError:
+                raise BodyTooSlow(timeout) from None
             if message.get("type") == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
                     raise BodyTooLarge(limit)
+                body_done = not message.get("more_body", False)
+            else:
+                body_done = True
             return message
 
         await self.app(scope, counted, send)

@@ -36,8 +36,9 @@ def _port(text: str) -> int:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8787, help="port (default 8787; 0 picks a free one)")
-    parser.add_argument("--grace", type=float, default=10.0,
-                        help="seconds in-flight requests get to finish on SIGTERM/SIGINT (default 10)")
+    parser.add_argument("--grace", type=float, default=None,
+                        help="seconds requests and running agent turns get to finish on SIGTERM/SIGINT; the rest "
+                             "is left for the next start (default: PLUGHOST_SHUTDOWN_GRACE, else 10)")
     parser.add_argument("--account", default=None, help="serve as this account (sets ACCOUNT_ID)")
     parser.add_argument("--config-dir", type=Path, default=None,
                         help="Claude Code config dir the gates check and the claude runner runs in "
@@ -133,7 +134,10 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         print(f"  {'mcp auth:':<14} {hint}", flush=True)
         log("serve", "op=listening", url=base, mcp=sorted(runtime.mcp), routes=len(runtime.routes))
 
-    server = host_app.make_server(host, bind=args.host, port=port, grace=args.grace, on_ready=ready, app=app)
+    from host.stopping import shutdown_grace
+
+    grace = args.grace if args.grace is not None and args.grace >= 0 else shutdown_grace(host.env)
+    server = host_app.make_server(host, bind=args.host, port=port, grace=grace, on_ready=ready, app=app)
     try:
         server.run()
     except SystemExit:  # uvicorn exits when binding or the lifespan startup fails

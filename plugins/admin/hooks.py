@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @hookimpl
 def plughost_routes(host: Host) -> list[Route]:
+    from host.throttle import Rate, per_address
     from host.types import Route
     from plugins.admin import health, logingest, session_routes, sites
 
@@ -28,8 +29,13 @@ def plughost_routes(host: Host) -> list[Route]:
         return host.principal.account
 
     mint, check = session_routes.make_endpoints(home_of, account_of)
+    # per client address, before any body is read: PLUGHOST_RATE_PIN_ADDRESS, PLUGHOST_RATE_LOG_INGEST
+    mint = per_address(host, "pin-address", Rate(per_minute=12, burst=10), mint,
+                       "too many PIN attempts from this address; try again in a minute")
+    ingest = per_address(host, "log-ingest", Rate(per_minute=6000, burst=500), logingest.log_ingest,
+                         "too many log lines from this address; send them in batches ({\"lines\": [...]})")
     return [
-        Route("/api/admin/log-ingest", endpoint=logingest.log_ingest, methods=("POST",), name="admin-log-ingest"),
+        Route("/api/admin/log-ingest", endpoint=ingest, methods=("POST",), name="admin-log-ingest"),
         Route("/api/admin/session", endpoint=mint, methods=("POST",), name="admin-session-mint"),
         Route("/api/admin/session", endpoint=check, methods=("GET",), name="admin-session-check"),
         Route("/healthz", endpoint=health.make_endpoint(host), methods=("GET",), name="healthz"),

@@ -179,6 +179,9 @@ class ClaudeRunner:
             kill_group(proc.pid)  # the CLI and the MCP servers it started
             await proc.wait()
             raise RunnerError(f"timeout after {self.timeout:g}s") from None
+        except asyncio.CancelledError:
+            kill_group(proc.pid)  # a stopping server ended the turn
+            raise
         return int(proc.returncode or 0), out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 

@@ -24,7 +24,10 @@ def _run_record_turn(args: argparse.Namespace, host: Any) -> int:
 def _configure_channels(parser: argparse.ArgumentParser) -> None:
     subs = parser.add_subparsers(dest="channels_command", metavar="ACTION")
     retry = subs.add_parser("retry", help="re-send failed replies; resume the turns a stopped process left")
-    retry.add_argument("--limit", type=int, default=500, help="at most this many of each (default 500)")
+    retry.add_argument("--limit", type=int, default=500, help="failed replies re-sent at most (default 500); "
+                       "unfinished turns are all resumed, oldest first, in batches")
+    retry.add_argument("--batch", type=int, default=None,
+                       help="unfinished turns taken per batch (default PLUGHOST_RESUME_BATCH, else 100)")
     retry.add_argument("--json", action="store_true", help="print the outcome as JSON")
     retry.add_argument("--unanswered", action="store_true",
                        help="(the default now) run the turns of stored inbound messages never answered")
@@ -43,7 +46,7 @@ def _run_channels(args: argparse.Namespace, host: Any) -> int:
         if not args.failed_only:
             from plugins.channels.delivery import resume_unanswered
 
-            outcome["unanswered"] = asyncio.run(resume_unanswered(host, limit=args.limit))
+            outcome["unanswered"] = asyncio.run(resume_unanswered(host, batch=args.batch))
         if args.json:
             print(json.dumps(outcome, sort_keys=True))
         else:

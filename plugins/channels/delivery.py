@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from typing import Any
 
 from host.log import log
@@ -37,39 +38,110 @@ async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
     return {"retried": len(rows), "sent": sent, "failed": failed}
 
 
-def claim_unfinished(host: Any, *, limit: int = 500) -> tuple[list[Any], list[Any], int]:
-    """Take over the turns and replies left by processes that are gone: (inbound, pending replies, busy).
+DEFAULT_BATCH = 100
+COUNT_PAGE = 500
 
-    Inbound Messages still ``status=received`` and replies still ``deliveryStatus=pending`` whose
-    ``claimedBy`` process no longer holds its claim are re-claimed by this process (under the
-    resume lock, so a starting server and ``channels retry`` never take the same one); those of a
-    live process are left to it and counted as busy.
+
+def batch_size(env: Any) -> int:
+    """``PLUGHOST_RESUME_BATCH``: turns taken per batch (default 100, 1..10000)."""
+    raw = str(env.get("PLUGHOST_RESUME_BATCH") or "")
+    return min(10_000, max(1, int(raw))) if raw.isascii() and raw.isdigit() else DEFAULT_BATCH
+
+
+INBOUND = ({"role": "user", "status": "received"}, "receivedNs")
+PENDING = ({"deliveryStatus": "pending"}, "createdNs")
+
+
+class Backlog:
+    """The turns and replies left by processes that are gone, taken oldest first a batch at a time.
+
+    Only what was stored before ``started_ns`` is backlog: this process's own traffic is newer
+    (it starts serving after the resume began) and a live process's turns are left to it and
+    counted as busy. Picking and re-claiming happens under the resume lock, so a starting server
+    and ``channels retry`` never take the same one. Every read is one bounded page: nothing
+    holds the whole backlog in memory, and no cap leaves part of it behind.
     """
-    gw = gateway(host)
-    claims = gw.claims
-    with claims.resume_lock():
-        inbound = gw.store.find(guards=gw.guards(), labels=["Message"], where={"role": "user", "status": "received"},
-                                order_by="receivedNs", descending=False, limit=limit)
-        replies = gw.store.find(guards=gw.guards(), labels=["Message"], where={"deliveryStatus": "pending"},
-                                order_by="createdNs", descending=False, limit=limit)
-        taken: tuple[list[Any], list[Any]] = ([], [])
+
+    def __init__(self, gw: Any, started_ns: int) -> None:
+        self.gw = gw
+        self.started_ns = started_ns
+        self.skip: set[str] = set()  # never taken here: busy, scheduled, or a reply its turn re-records
+        self.inflight: set[str] = set()  # taken and not finished
+        self.taken: set[str] = set()  # taken once: never again, whatever the store says
+        self.busy = 0
+        self._alive: dict[str, bool] = {}
+
+    def _owner_alive(self, token: Any) -> bool:
+        if token == self.gw.claims.token:
+            return False
+        key = str(token)
+        if key not in self._alive:
+            self._alive[key] = self.gw.claims.alive(token)
+        return self._alive[key]
+
+    def count(self) -> tuple[int, int, int]:
+        """(unanswered turns, pending replies, busy) to do, read page by page (no batch taken yet)."""
+        out = []
         busy = 0
-        rerun: set[str] = set()
-        for rows, out in ((inbound, taken[0]), (replies, taken[1])):
+        for where, order in (INBOUND, PENDING):
+            n, offset = 0, 0
+            while True:
+                rows = self.gw.store.find(guards=self.gw.guards(), labels=["Message"], where=where, order_by=order,
+                                          descending=False, limit=COUNT_PAGE, offset=offset)
+                offset += len(rows)
+                for node in rows:
+                    p = node.properties
+                    if (p.get(order) or 0) >= self.started_ns or p.get("scheduledEvent"):
+                        continue
+                    if self._owner_alive(p.get("claimedBy")):
+                        busy += 1
+                    else:
+                        n += 1
+                if len(rows) < COUNT_PAGE:
+                    break
+            out.append(n)
+        self._alive.clear()  # a busy process may be gone by the time its turns come up
+        return out[0], out[1], busy
+
+    def take(self, want: int, which: tuple[dict[str, Any], str]) -> list[Any]:
+        """Claim up to ``want`` rows of ``which`` (oldest first) for this process."""
+        where, order = which
+        gw = self.gw
+        out: list[Any] = []
+        with gw.claims.resume_lock():
+            rows = gw.store.find(guards=gw.guards(), labels=["Message"], where=where, order_by=order,
+                                 descending=False, limit=want + len(self.skip) + len(self.inflight))
             for node in rows:
-                if node.properties.get("scheduledEvent"):
-                    continue  # provenance is never re-created
-                if node.properties.get("inReplyTo") in rerun:
-                    continue  # its turn runs again and records this same reply: sending it here too would double it
-                if claims.alive(node.properties.get("claimedBy")):
-                    busy += 1
+                if len(out) >= want:
+                    break
+                p = node.properties
+                if (p.get(order) or 0) >= self.started_ns:
+                    break  # newer than the resume: not backlog
+                if node.id in self.skip or node.id in self.inflight:
                     continue
-                gw.store.upsert_node(["Message"], {"claimedBy": claims.token}, account_id=gw.account_id,
+                if node.id in self.taken or p.get("scheduledEvent"):
+                    self.skip.add(node.id)  # provenance is never re-created; a taken one is not taken twice
+                    continue
+                if self._owner_alive(p.get("claimedBy")):
+                    self.busy += 1
+                    self.skip.add(node.id)
+                    continue
+                if which is PENDING and self._rerun(p.get("inReplyTo")):
+                    self.skip.add(node.id)  # its turn runs again and records this same reply: sending it too doubles it
+                    continue
+                gw.store.upsert_node(["Message"], {"claimedBy": gw.claims.token}, account_id=gw.account_id,
                                      node_id=node.id)
+                self.taken.add(node.id)
+                self.inflight.add(node.id)
                 out.append(node)
-                if out is taken[0]:
-                    rerun.add(node.id)
-    return taken[0], taken[1], busy
+        self._alive.clear()
+        return out
+
+    def _rerun(self, inbound_id: Any) -> bool:
+        if not isinstance(inbound_id, str):
+            return False
+        node = self.gw.store.get(inbound_id, guards=self.gw.guards())
+        return node is not None and node.properties.get("status") == "received"
 
 
 def _reply_inbound(node: Any) -> Inbound:
@@ -78,43 +150,92 @@ def _reply_inbound(node: Any) -> Inbound:
                    platform_id=f"resume:{node.id}", target=dict(p.get("target") or {}))
 
 
-async def resume(host: Any, *, limit: int = 500) -> tuple[list[asyncio.Future[Any]], dict[str, Any]]:
-    """Queue every unfinished turn of a gone process in its sender's lane; (tasks, counts).
+def _status(task: asyncio.Future[Any]) -> str:
+    if task.cancelled():
+        return "not-started"  # the process is stopping: the next start resumes it
+    if task.exception() is not None:
+        return "failed"
+    outcome = task.result()
+    return getattr(outcome, "status", None) or ("sent" if outcome.get("ok") else "send-failed")
 
-    Called on startup (``plughost_startup``) and by ``plughost channels retry``; a turn runs
-    from the start (identity, screening, the agent), a pending reply is only delivered.
+
+async def resume(host: Any, *, batch: int | None = None) -> dict[str, Any]:
+    """Run every unfinished turn of a gone process, oldest first, ``batch`` at a time; the counts.
+
+    Pending replies are delivered first (only delivered), then the turns run from the start
+    (identity, screening, the agent), each in its sender's lane so a sender's turns keep their
+    order. The next batch is taken once at most half a batch is still running, so a backlog
+    of any size goes through while the server takes new traffic; a stopping process takes no
+    more (what it took and did not start stays ``received`` for the next start).
+    Lines: ``op=resume`` (what is to do) at the start, ``op=resume-batch`` per batch with what is
+    ``left``, ``op=resumed`` with the outcomes at the end.
     """
+    from host.stopping import stop_of
+
     gw = gateway(host)
-    inbound, replies, busy = await asyncio.to_thread(claim_unfinished, host, limit=limit)
-    tasks: list[asyncio.Future[Any]] = []
-    for node in inbound:
-        msg = inbound_from_node(node.properties)
-        tasks.append(gw.lanes.submit(msg.sender_key, functools.partial(gw.process, msg, node.id)))
-    for node in replies:
-        msg = _reply_inbound(node)
-        key = f"{msg.channel}:{msg.sender}"
-        tasks.append(gw.lanes.submit(key, functools.partial(gw.deliver, msg, node.id,
-                                                             str(node.properties.get("text") or ""))))
-    counts = {"resumed": len(inbound), "delivered": len(replies), "busy": busy}
-    if inbound or replies or busy:
-        log("channels", "op=resume", **counts)
-    return tasks, counts
-
-
-async def resume_unanswered(host: Any, *, limit: int = 500) -> dict[str, Any]:
-    """Resume and wait: every taken turn runs (each sender's in receipt order), then the lanes drain."""
+    stop = stop_of(host)
+    size = batch or batch_size(host.env)
+    started = time.monotonic()
+    backlog = Backlog(gw, time.time_ns())
+    unanswered, pending, busy = await asyncio.to_thread(backlog.count)
+    if not (unanswered or pending or busy):
+        return {"resumed": 0, "delivered": 0, "busy": 0, "statuses": {}}
+    log("channels", "op=resume", unanswered=unanswered, pending=pending, busy=busy, batch=size)
+    counts = {"resumed": 0, "delivered": 0}
     statuses: dict[str, int] = {}
+    tasks: set[asyncio.Future[Any]] = set()
+    room = asyncio.Event()
+
+    def finished(node_id: str, task: asyncio.Future[Any]) -> None:
+        backlog.inflight.discard(node_id)
+        tasks.discard(task)
+        status = _status(task)
+        statuses[status] = statuses.get(status, 0) + 1
+        if len(backlog.inflight) <= size // 2:
+            room.set()
+
+    batches = 0
+    for which in (PENDING, INBOUND):
+        while not stop.is_set and not gw.stopping:
+            while len(backlog.inflight) > size // 2:
+                room.clear()
+                await room.wait()
+            if stop.is_set or gw.stopping:
+                break
+            nodes = await asyncio.to_thread(backlog.take, size, which)
+            if not nodes:
+                break
+            batches += 1
+            for node in nodes:
+                if which is INBOUND:
+                    msg = inbound_from_node(node.properties)
+                    task = gw.lanes.submit(msg.sender_key, functools.partial(gw.process, msg, node.id))
+                else:
+                    msg = _reply_inbound(node)
+                    task = gw.lanes.submit(f"{msg.channel}:{msg.sender}", functools.partial(
+                        gw.deliver, msg, node.id, str(node.properties.get("text") or "")))
+                tasks.add(task)
+                task.add_done_callback(functools.partial(finished, node.id))
+            key = "resumed" if which is INBOUND else "delivered"
+            counts[key] += len(nodes)
+            log("channels", "op=resume-batch", batch=batches, **{key: len(nodes)},
+                left=max(0, (unanswered if which is INBOUND else pending) - counts[key]))
+    if tasks:
+        await asyncio.wait(list(tasks))
+    outcome = {**counts, "busy": backlog.busy or busy}
+    log("channels", "op=resumed", **outcome, **dict(sorted(statuses.items())), batches=batches,
+        ms=round((time.monotonic() - started) * 1000))
+    return {**outcome, "statuses": statuses}
+
+
+async def resume_unanswered(host: Any, *, batch: int | None = None) -> dict[str, Any]:
+    """``plughost channels retry``: resume and wait until every taken turn ran and the lanes drained."""
     try:
-        tasks, counts = await resume(host, limit=limit)
-        for outcome in await asyncio.gather(*tasks):
-            status = getattr(outcome, "status", None) or ("sent" if outcome.get("ok") else "send-failed")
-            statuses[status] = statuses.get(status, 0) + 1
+        return await resume(host, batch=batch)
     finally:
         from plugins.channels.server import drain
 
         await drain(host)
-    log("channels", "op=resumed", **counts, **statuses)
-    return {**counts, "statuses": statuses}
 
 
 RESUME: StateKey[Any] = StateKey("channels.resume")

@@ -42,12 +42,22 @@ from plugins.channels.screening import screen
 
 REFUSAL = "Sorry, I can't help with that request."
 AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
+BUSY = "I'm still answering your earlier messages; please wait for those replies before sending more."
 DELIVERING: contextvars.ContextVar[str | None] = contextvars.ContextVar("channels_delivering", default=None)
 """The stored reply Message an adapter's ``send`` is delivering (webchat keys its events on it)."""
 
 
 class NotConfigured(Exception):
     """The gateway lacks what it needs (ACCOUNT_ID)."""
+
+
+class TurnInterrupted(Exception):
+    """The process is stopping: the turn's agent did not run (or was ended at the grace deadline).
+    The inbound stays ``received`` under this process's claim, released at exit: the next start
+    resumes it."""
+
+
+POST_AGENT_S = 1.5  # after the grace, how long interrupted and finishing turns get to record their outcome
 
 
 MAX_REPLY_CHARS = 16_000  # about four Telegram messages; a runaway agent must not flood a chat
@@ -149,6 +159,14 @@ class Gateway:
         self._slots: asyncio.Semaphore | None = None
         # the webhook's critical path (persist) never queues behind turn work in the default pool
         self._persist_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="channels-persist")
+        self.stopping = False
+        self._agents: set[asyncio.Future[Any]] = set()  # agent runs in progress
+        self._interrupting = False
+        self.interrupted = 0  # turns a stopping process left `received`
+        self.wound_down: asyncio.Future[Any] | None = None
+        from host.stopping import stop_of
+
+        stop_of(host).on_stop(self._on_stop)
 
     @property
     def agent_slots(self) -> asyncio.Semaphore:
@@ -278,15 +296,22 @@ class Gateway:
         return rid
 
     # ---------------------------------------------------------------- entry point
-    async def accept(self, msg: Inbound) -> tuple[str, bool, asyncio.Task[Turn] | None]:
-        """Persist, then queue the turn in the sender's lane. Returns (message id, duplicate, task)."""
+    async def accept(self, msg: Inbound, *, max_turns: int | None = None) -> tuple[str, bool, asyncio.Task[Turn] | None]:
+        """Persist, then queue the turn in the sender's lane. Returns (message id, duplicate, task).
+
+        ``max_turns`` bounds the sender's queued turns: a message beyond it is stored and answered
+        once, in order, with :data:`BUSY` and no agent run (``op=turn-capped``)."""
         if msg.phone and self.aliases is not None and msg.channel != "whatsapp":
             self.aliases.remember(msg.channel, msg.sender, msg.phone)
         self.loop = asyncio.get_running_loop()
         mid, duplicate = await self.loop.run_in_executor(self._persist_pool, self.persist, msg)
         if duplicate:
             return mid, True, None
-        task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
+        if max_turns is not None and self.lanes.queued(msg.sender_key) >= max_turns:
+            log("channels", "op=turn-capped", channel=msg.channel, messageId=mid, queued=max_turns)
+            task = self.lanes.submit(msg.sender_key, lambda: self.answer_busy(msg, mid))
+        else:
+            task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
         self.queued += 1
         task.add_done_callback(self._turn_done)
         return mid, False, task
@@ -294,11 +319,80 @@ class Gateway:
     def _turn_done(self, _task: Any) -> None:
         self.queued -= 1
 
+    # ---------------------------------------------------------------- bounded stop
+    def _on_stop(self) -> None:
+        """The host began its stop (on the loop): start no turn, wind the running ones down by the deadline."""
+        self.stopping = True
+        if self._lanes is not None:
+            self._lanes.stopping = True
+        if self.wound_down is None:
+            self.wound_down = asyncio.ensure_future(self._wind_down())
+
+    async def _wind_down(self) -> None:
+        """Let running turns finish until the grace deadline, then end their agents (the turns stay
+        ``received``); every turn not started stays ``received`` too. One ``op=stop-turns`` line."""
+        from host.stopping import stop_of
+
+        stop = stop_of(self.host)
+        started, queued, running = time.monotonic(), self.queued, len(self._agents)
+        interrupted = 0
+        if self._lanes is not None:
+            try:
+                await asyncio.wait_for(self._lanes.drain(), stop.remaining())
+            except TimeoutError:
+                self._interrupting = True
+                interrupted = len(self._agents)
+                for task in list(self._agents):
+                    task.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._lanes.drain(), POST_AGENT_S)
+        skipped = self._lanes.skipped if self._lanes is not None else 0
+        log("channels", "op=stop-turns", queued=queued, running=running, interrupted=interrupted,
+            left=self.interrupted + skipped, ms=round((time.monotonic() - started) * 1000))
+
+    async def _run_agent(self, session: str, payload: Mapping[str, Any]) -> str:
+        """One agent run in a slot; a stopping process starts none, and ends its own at the deadline."""
+        if self.stopping:
+            raise TurnInterrupted("stopping")
+        async with self.agent_slots:
+            if self.stopping:
+                raise TurnInterrupted("stopping")
+            task = asyncio.ensure_future(get_runner(self.host).run(session, payload))
+            self._agents.add(task)
+            try:
+                return str(await task or "")
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if self._interrupting and task.cancelled() and not (current and current.cancelling()):
+                    raise TurnInterrupted("grace-deadline") from None
+                raise
+            finally:
+                self._agents.discard(task)
+
     async def process(self, msg: Inbound, mid: str) -> Turn:
         """identity → screening → route → compose → run → reply, for one stored message."""
         try:
             return await self._process(msg, mid)
+        except TurnInterrupted:
+            self.interrupted += 1
+            return Turn(mid, "unknown", "interrupted")  # still `received`: the next start resumes it
         except Exception as exc:  # a turn's failure is logged and recorded, never lost
+            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
+            await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
+            return Turn(mid, "unknown", "failed")
+
+    async def answer_busy(self, msg: Inbound, mid: str) -> Turn:
+        """The sender has enough turns queued: this message gets the fixed :data:`BUSY` reply, no agent."""
+        try:
+            who = await asyncio.to_thread(ident.resolve, self.host.home, self.account_id, channel=msg.channel,
+                                          sender=msg.sender, phone=msg.phone, aliases=self.aliases)
+            if who.role != "admin":
+                await asyncio.to_thread(self.set_public, msg, mid)
+            delivery = await self.reply(msg, mid, BUSY, kind="busy", role=who.role,
+                                        status={"status": "answered", "capped": True})
+            return Turn(mid, who.role, "capped", BUSY, None, delivery)
+        except Exception as exc:
             reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
@@ -331,8 +425,7 @@ class Gateway:
             "text": msg.text, "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
         }
         try:
-            async with self.agent_slots:
-                answer = (await get_runner(self.host).run(session, payload) or "").strip()
+            answer = (await self._run_agent(session, payload)).strip()
             if not answer:  # a person waiting on nothing is worse than the polite fallback
                 raise RunnerError("empty-reply: the agent answered nothing")
         except (RunnerError, OSError) as exc:
@@ -393,7 +486,13 @@ class Gateway:
     def stop_turns(self, timeout: float = 30) -> None:
         """From a shutdown hook's thread: start no new turn, and let the running ones finish and
         record their outcome before the store closes (a reply sent but not recorded as sent would
-        be sent again by the next start). Turns not yet started stay ``received`` for the resume."""
+        be sent again by the next start). Turns not yet started stay ``received`` for the resume.
+
+        Under ``plughost serve`` the host's stop already began the wind-down (bounded by the
+        grace); this waits for it. Otherwise (a channels-only server, a test) the running turns
+        get ``timeout`` seconds."""
+        from host.stopping import stop_of
+
         loop, lanes = self.loop, self._lanes
         if loop is None or lanes is None or not loop.is_running():
             return
@@ -403,9 +502,21 @@ class Gateway:
             current = None
         if current is loop:
             return
+        stop = stop_of(self.host)
+        if stop.is_set:
+            budget = stop.remaining() + POST_AGENT_S + 1
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self._await_wind_down(), loop).result(budget)
+            return
         lanes.stopping = True
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(asyncio.wait_for(lanes.drain(), timeout), loop).result(timeout + 5)
+
+    async def _await_wind_down(self) -> None:
+        if self.wound_down is None:
+            self._on_stop()
+        if self.wound_down is not None:
+            await self.wound_down
 
     def close(self) -> None:
         self._persist_pool.shutdown(wait=False)

@@ -90,6 +90,9 @@ class CommandRunner:
             kill_group(proc.pid)  # the agent and whatever it started (MCP servers, tools)
             await proc.wait()
             raise RunnerError(f"timeout after {self.timeout:g}s") from None
+        except asyncio.CancelledError:
+            kill_group(proc.pid)  # a stopping server ended the turn: its own session outlives us otherwise
+            raise
         if proc.returncode != 0:
             tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
             raise RunnerError(f"exit {proc.returncode}: {tail[0][:200]}")
@@ -190,7 +193,13 @@ class KeyedSerializer:
 
     def __init__(self) -> None:
         self._tails: dict[str, asyncio.Future[Any]] = {}
+        self._counts: dict[str, int] = {}  # jobs submitted and not finished, per key
         self.stopping = False
+        self.skipped = 0  # jobs a stopping process did not start
+
+    def queued(self, key: str) -> int:
+        """Jobs of ``key`` waiting or running."""
+        return self._counts.get(key, 0)
 
     def submit(self, key: str, factory: Callable[[], Awaitable[T]]) -> asyncio.Task[T]:
         prev = self._tails.get(key)
@@ -199,15 +208,22 @@ class KeyedSerializer:
             if prev is not None:
                 await asyncio.wait([prev])  # the previous turn's outcome is its own business
             if self.stopping:  # a stopping process starts no turn: the next start resumes it
+                self.skipped += 1
                 raise asyncio.CancelledError
             return await factory()
 
         task = asyncio.ensure_future(job())
         self._tails[key] = task
+        self._counts[key] = self._counts.get(key, 0) + 1
 
         def done(_: Any) -> None:
             if self._tails.get(key) is task:
                 del self._tails[key]
+            left = self._counts.get(key, 1) - 1
+            if left > 0:
+                self._counts[key] = left
+            else:
+                self._counts.pop(key, None)
 
         task.add_done_callback(done)
         return task

@@ -30,9 +30,12 @@ def build_app(host: Any) -> Any:
     async def lifespan(app: Any) -> Any:
         from plugins.channels.delivery import resume
 
+        task = None
         if host.principal.account and host.env.get("PLUGHOST_CHANNELS_RESUME", "1") != "0":
-            await resume(host)
+            task = asyncio.ensure_future(resume(host))  # in batches while the routes serve
         yield
+        if task is not None and not task.done():
+            task.cancel()
         await drain(host)
 
     return Starlette(routes=routes, lifespan=lifespan)

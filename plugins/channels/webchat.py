@@ -30,6 +30,8 @@ from typing import Any
 from host.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id
 from host.http import int_param, parse_json, read_body
 from host.state import StateKey
+from host.stopping import stop_of
+from host.throttle import Rate, check, client_address
 from host.types import ChannelAdapter, Route
 from plugins.channels.pipeline import (
     DELIVERING,
@@ -49,6 +51,9 @@ MAX_BODY = 64 * 1024
 MAX_CACHED_EVENTS = 20_000  # over all sessions: the cache stays a few MB whatever visitors do
 DEFAULT_MAX_QUEUED = 2_000  # turns waiting in this process beyond which webchat answers 429 (before storing)
 MAX_WAIT_S = 30
+VISITOR_RATE = Rate(per_minute=30, burst=20)  # PLUGHOST_RATE_WEBCHAT_VISITOR: one session's messages
+ADDRESS_RATE = Rate(per_minute=120, burst=60)  # PLUGHOST_RATE_WEBCHAT_ADDRESS: every session from one address
+DEFAULT_MAX_TURNS = 8  # PLUGHOST_WEBCHAT_MAX_TURNS: a visitor's turns queued at once; beyond, a fixed reply
 
 
 class Sessions:
@@ -57,6 +62,13 @@ class Sessions:
     def __init__(self) -> None:
         self.events: dict[str, list[dict[str, Any]]] = {}
         self.waiters: dict[str, list[asyncio.Future[None]]] = {}
+
+    def wake_all(self) -> None:
+        """The server is stopping: every long poll and stream answers now (the client reconnects)."""
+        for waiting in list(self.waiters.values()):
+            for fut in waiting:
+                if not fut.done():
+                    fut.set_result(None)
 
     def push(self, session: str, role: str, text: str, message_id: str | None = None) -> dict[str, Any]:
         log = self.events.pop(session, [])
@@ -133,7 +145,12 @@ SESSIONS: StateKey[Sessions] = StateKey("channels.webchat")
 
 
 def sessions(host: Any) -> Sessions:
-    return host.state.setdefault(SESSIONS, Sessions)
+    def make() -> Sessions:
+        made = Sessions()
+        stop_of(host).on_stop(made.wake_all)
+        return made
+
+    return host.state.setdefault(SESSIONS, make)
 
 
 def _error(status: int, error: str, detail: str) -> Any:
@@ -183,6 +200,10 @@ def routes(host: Any) -> tuple[Route, ...]:
     async def post_message(request: Any) -> Any:
         from starlette.responses import JSONResponse
 
+        refused = check(host, "webchat-address", ADDRESS_RATE, client_address(request),
+                        "too many messages from this address; wait a little before sending more")
+        if refused is not None:
+            return refused
         raw = await read_body(request, MAX_BODY)
         if raw is None:
             return _error(413, "payload-too-large", f"body: larger than {MAX_BODY} bytes")
@@ -201,14 +222,19 @@ def routes(host: Any) -> tuple[Route, ...]:
         client_id = body.get("id") or uuid.uuid4().hex
         if not isinstance(client_id, str) or len(client_id) > 128:
             return _error(400, "invalid-id", "id: expected a string of at most 128 characters")
+        refused = check(host, "webchat-visitor", VISITOR_RATE, session,
+                        "too many messages in this chat; wait a little before sending more")
+        if refused is not None:
+            return refused
         msg = Inbound(channel=CHANNEL, sender=session, text=text, platform_id=f"{session}:{client_id}",
                       target={"session": session})
         limit = int_param(host.env.get("PLUGHOST_CHANNELS_MAX_QUEUED"), default=DEFAULT_MAX_QUEUED)
         if gateway(host).queued >= (limit if limit is not None else DEFAULT_MAX_QUEUED):
             return JSONResponse({"error": "too-many-requests", "detail": "the chat is busy; try again shortly"},
                                 status_code=429, headers={"Retry-After": "5"})
+        max_turns = int_param(host.env.get("PLUGHOST_WEBCHAT_MAX_TURNS"), default=DEFAULT_MAX_TURNS)
         try:
-            mid, duplicate, _task = await gateway(host).accept(msg)
+            mid, duplicate, _task = await gateway(host).accept(msg, max_turns=max_turns or DEFAULT_MAX_TURNS)
         except NotConfigured as exc:
             return _error(503, "not-configured", str(exc))
         if not duplicate:
@@ -228,7 +254,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(400, "invalid-wait", f"wait: expected a non-negative integer of seconds (at most {MAX_WAIT_S})")
         store = await hydrate(host, session)
         events = store.after(session, after)
-        if not events and wait > 0:
+        if not events and wait > 0 and not stop_of(host).is_set:
             await store.wait(session, wait)
             events = store.after(session, after)
         return JSONResponse({"session": session, "events": _public(events)})
@@ -247,12 +273,13 @@ def routes(host: Any) -> tuple[Route, ...]:
             last = after
             ends = time.monotonic() + STREAM_MAX_S
             yield "retry: 1000\n\n"
-            while time.monotonic() < ends:
+            stop = stop_of(host)
+            while time.monotonic() < ends and not stop.is_set:
                 for event in store.after(session, last):
                     last = event["seq"]
                     data = json.dumps(_public([event])[0], ensure_ascii=False)
                     yield f"id: {event['seq']}\nevent: message\ndata: {data}\n\n"
-                if await request.is_disconnected():
+                if await request.is_disconnected() or stop.is_set:
                     return
                 before = len(store.events.get(session, []))
                 await store.wait(session, max(0.0, min(KEEPALIVE_S, ends - time.monotonic())))

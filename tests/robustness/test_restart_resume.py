@@ -1,6 +1,7 @@
 """Nothing accepted is lost (SPEC 10.1): `plughost serve` stopped under webchat, Telegram and WhatsApp
 load, then restarted (or `plughost channels retry`): every accepted message is stored, and answered
-exactly once — one reply Message per inbound, one send to the platform, one reply event in webchat."""
+exactly once — one reply Message per inbound, one send to the platform, one reply event in webchat.
+A backlog of any size is resumed (no cap), oldest first, in batches while the server serves."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import json
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 from channels_support import telegram_update, wa_signed, whatsapp_payload
-from robust_support import cli, fakes, serve_env, start, store_messages
+from robust_support import NO_LIMITS, cli, fakes, serve_env, start, store_messages
 
 TG = {"X-Telegram-Bot-Api-Secret-Token": "tg-secret"}
 PER_CHANNEL = 24  # messages per channel, from 6 senders each
@@ -161,7 +163,8 @@ def test_sigterm_under_load_then_restart_answers_every_accepted_message_once(plu
         _assert_exactly_once(rows, accepted, fake, second.base)
         code, _, err = second.terminate()
         assert code == 0
-        assert f"[channels] op=resume resumed={len(left)}" in err
+        assert f"[channels] op=resume unanswered={len(left)} pending=0 busy=0" in err
+        assert f"[channels] op=resumed resumed={len(left)} delivered=0 busy=0 answered={len(left)}" in err
 
 
 def test_sigkill_under_load_then_channels_retry_then_restart_sends_nothing_twice(plughost_home: Path,
@@ -180,3 +183,70 @@ def test_sigkill_under_load_then_channels_retry_then_restart_sends_nothing_twice
         _assert_exactly_once(rows, accepted, fake, second.base)
         code, _, err = second.terminate()
         assert code == 0 and "op=resume " not in err and len(fake.sent()) == sent_before
+
+
+BACKLOG = 2_000  # four times the cap a restart used to resume at most (500)
+
+
+def post_backlog(base: str, n: int, sessions: int) -> list[dict[str, Any]]:
+    """``n`` webchat messages over ``sessions`` visitors (each visitor's in order); the accepted ones."""
+
+    def visitor(v: int) -> list[dict[str, Any]]:
+        session, out = f"backlog-visitor-{v:04d}", []
+        with httpx.Client(base_url=base, timeout=60) as c:
+            for i in range(v, n, sessions):
+                text = f"q {v} {i}"
+                r = c.post("/channels/webchat/messages", json={"session": session, "text": text, "id": f"b{i}"})
+                assert r.status_code == 202, r.text
+                out.append({"channel": "webchat", "id": r.json()["messageId"], "text": text, "session": session})
+        return out
+
+    with ThreadPoolExecutor(8) as pool:
+        return [a for chunk in pool.map(visitor, range(sessions)) for a in chunk]
+
+
+def test_a_backlog_above_the_old_cap_is_resumed_whole_in_batches_while_serving(plughost_home: Path,
+                                                                                tmp_path: Path) -> None:
+    with fakes(plughost_home) as (fake, api_base):
+        # the first server stores every message and answers none (its agent takes a minute), then dies
+        env = serve_env(plughost_home, tmp_path, api_base, fake, AGENT_DELAY="60", PLUGHOST_AGENT_CONCURRENCY="1",
+                        **NO_LIMITS)
+        first = start(env)
+        t0 = time.monotonic()
+        accepted = post_backlog(first.base, BACKLOG, sessions=200)
+        posted_s = time.monotonic() - t0
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(timeout=60)
+        assert len(accepted) == BACKLOG
+
+        env = {**env, "AGENT_DELAY": "0", "PLUGHOST_AGENT_CONCURRENCY": "8", "PLUGHOST_RESUME_BATCH": "100"}
+        second = start(env)
+        t1 = time.monotonic()
+        # new traffic is taken while the backlog is being resumed, and answered
+        with httpx.Client(base_url=second.base, timeout=30) as c:
+            fresh = c.post("/channels/webchat/messages", json={"session": "fresh-visitor-01", "text": "new one"})
+            assert fresh.status_code == 202
+            assert c.get("/healthz").status_code == 200
+        fresh_id = fresh.json()["messageId"]
+        rows = _wait_answered(plughost_home, [*accepted, {"id": fresh_id}], second, timeout=900)
+        resumed_s = time.monotonic() - t1
+        by_id = {m.id: m for m in rows}
+        assert by_id[fresh_id].properties["status"] == "answered"
+        _assert_exactly_once(rows, [*accepted, {"channel": "webchat", "id": fresh_id, "text": "new one",
+                                                "session": "fresh-visitor-01"}], fake, second.base)
+        code, _, err = second.terminate()
+    assert code == 0 and "Traceback" not in err
+    assert f"[channels] op=resume unanswered={BACKLOG} pending=0 busy=0 batch=100" in err
+    batches = [ln for ln in err.splitlines() if ln.startswith("[channels] op=resume-batch ")]
+    assert len(batches) == BACKLOG // 100 and batches[-1].endswith(" left=0"), batches[-3:]
+    assert f"[channels] op=resumed resumed={BACKLOG} delivered=0 busy=0 answered={BACKLOG} batches=20" in err
+    # oldest first: each visitor's replies were recorded in the order the messages were received
+    replies = sorted((m for m in rows if m.properties.get("role") == "assistant"),
+                     key=lambda m: m.properties["createdNs"])
+    order: dict[str, list[str]] = collections.defaultdict(list)
+    for m in replies:
+        order[m.properties["recipient"]].append(m.properties["text"])
+    for a in accepted[:50]:
+        texts = order[a["session"]]
+        assert texts == sorted(texts, key=lambda t: int(t.rsplit(" ", 1)[1])), a["session"]
+    print(f"\n[test] backlog={BACKLOG} posted_s={posted_s:.1f} resumed_s={resumed_s:.1f}")

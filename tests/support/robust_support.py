@@ -15,6 +15,9 @@ from channels_support import ACCOUNT, FakeApis, agent_command, serve, write_acco
 from serve_helpers import ServeProcess, start_serve
 
 STARTED: list[ServeProcess] = []
+NO_LIMITS = {"PLUGHOST_RATE_WEBCHAT_ADDRESS": "0", "PLUGHOST_RATE_WEBCHAT_VISITOR": "0",
+             "PLUGHOST_WEBCHAT_MAX_TURNS": "100000", "PLUGHOST_CHANNELS_MAX_QUEUED": "100000"}
+"""Flood limits off: a test that is one client posting a backlog as fast as it can."""
 
 
 def serve_env(home: Path, tmp: Path, api_base: str, fake: FakeApis, *, backend: str = "sqlite",

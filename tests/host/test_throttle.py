@@ -1,0 +1,34 @@
+"""Token buckets (host.throttle): the burst, the refill, the Retry-After, bounded keys, settings."""
+
+from __future__ import annotations
+
+from host.throttle import Buckets, Rate, rate_setting
+
+
+def test_a_bucket_admits_its_burst_then_refills_at_its_rate() -> None:
+    buckets = Buckets("t", Rate(per_minute=60, burst=3))
+    assert [buckets.take("a", now=0.0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    wait = buckets.take("a", now=0.0)
+    assert 0.99 < wait <= 1.0  # one token a second
+    assert buckets.take("b", now=0.0) == 0.0  # another key has its own bucket
+    assert buckets.take("a", now=1.0) == 0.0 and buckets.take("a", now=1.0) > 0
+
+
+def test_refused_requests_do_not_spend_tokens_and_keys_are_bounded() -> None:
+    buckets = Buckets("t", Rate(per_minute=60, burst=1), max_keys=100)
+    buckets.take("a", now=0.0)
+    for _ in range(50):
+        buckets.take("a", now=0.5)  # a flood while empty does not push the refill further away
+    assert buckets.take("a", now=1.0) == 0.0
+    for i in range(1_000):
+        buckets.take(f"k{i}", now=2.0)
+    assert len(buckets._buckets) == 100
+
+
+def test_rate_settings(capfd) -> None:
+    default = Rate(30, 20)
+    assert rate_setting({}, "webchat-visitor", default) == default
+    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "600/100"}, "webchat-visitor", default) == Rate(600, 100)
+    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "0"}, "webchat-visitor", default) is None
+    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "lots"}, "webchat-visitor", default) == default
+    assert "[http] op=bad-setting name=PLUGHOST_RATE_WEBCHAT_VISITOR" in capfd.readouterr().err
