@@ -663,7 +663,7 @@ class Neo4jStore(StoreEnv):
     def _check_guards(tx: Any, guards: Guards, ids: list[str], props_of: list[dict[str, Any]],
                       account_id: str) -> None:
         """Every node of one write, from its stored state (read in this transaction) to the merged
-        one, under the guards; a narrowed process's new node gets its own scope / agent."""
+        one, under the guards; a new node gets its default scope / agent when it names none."""
         stored = {r["id"]: {k: v for k, v in dict(r["props"]).items() if v is not None}
                   for r in tx.run(Q_STORED, {"accountId": account_id, "ids": list(dict.fromkeys(ids))})}
         after: dict[str, dict[str, Any]] = {}

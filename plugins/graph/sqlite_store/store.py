@@ -266,10 +266,11 @@ class SqliteStore(StoreEnv, VectorSearch):
 
         ``edges`` are ``(item index, edge index, type, to, properties)``; returns the node ids and
         the positions in ``edges`` whose target was not found (the importer retries them later).
+        It writes as the account's admin: a new node naming no scope is stored ``admin``.
         """
         check_account(self.account_id, account_id)
         with self._write() as conn:
-            ids, rids = self._upsert(conn, items, account_id)
+            ids, rids = self._upsert(conn, items, account_id, Guards(account_id))
             missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
         return ids, missing
 
