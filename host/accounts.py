@@ -71,17 +71,65 @@ def check_id(account_id: str, what: str = "ID") -> str:
     return account_id
 
 
-def _read_json(path: Path) -> Any:
+MAX_DEPTH = 32
+"""How deeply an account file may nest: far more than its schema needs, far less than a parser's
+recursion limit (a file of 100,000 ``[`` is refused by this, not by a ``RecursionError``)."""
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (iteratively: a deep value must not exhaust the stack here)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                todo.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _read_json(path: Path, expected: str = "JSON") -> Any:
+    """A JSON file, or one UserError line naming it and what was expected (never a traceback)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UserError(f"{path}: file is missing") from None
+        raise UserError(f"{path}: file is missing; expected {expected}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
+        raise UserError(f"{path}: cannot read ({exc}); expected {expected}") from None
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise UserError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg}); "
+                        f"expected {expected}") from None
+    except RecursionError:
+        data = None
+    else:
+        if _depth(data) <= MAX_DEPTH:
+            return data
+    raise UserError(f"{path}: nested more than {MAX_DEPTH} levels deep; expected {expected}")
+
+
+ACCOUNT_EXPECTED = "a JSON object of account settings (account.schema.json)"
+
+
+def read_account_json(path: Path, *, missing_ok: bool = False) -> dict[str, Any]:
+    """The one reader of an ``account.json``: every command and plugin reads the file through it.
+
+    The file must be a JSON object, at most :data:`MAX_DEPTH` deep, whose fields have the types
+    ``account.schema.json`` gives them; its required fields are :func:`load_account`'s business
+    (a stub ``plughost install`` left may lack them). Any defect is one ``UserError`` line naming
+    the file, the field and what was expected (exit 2). ``missing_ok``: a missing file is ``{}``.
+    """
+    from host.manifest import validate
+
+    if missing_ok and not path.exists():
+        return {}
+    data = _read_json(path, ACCOUNT_EXPECTED)
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+        raise UserError(f"{path}: (top level): expected {ACCOUNT_EXPECTED}, got {kind}")
+    validate(data, "account", str(path), partial=True)
+    return data
 
 
 def load_account(account_id: str, home: Path | None = None) -> dict[str, Any]:
@@ -89,7 +137,7 @@ def load_account(account_id: str, home: Path | None = None) -> dict[str, Any]:
     from host.manifest import validate
 
     path = account_dir(account_id, home) / "account.json"
-    data = _read_json(path)
+    data = read_account_json(path)
     validate(data, "account", str(path))
     if data["accountId"] != account_id:
         raise UserError(f"{path}: accountId: expected '{account_id}' (the folder name), got '{data['accountId']}'")
@@ -103,7 +151,7 @@ def load_users(account_id: str, home: Path | None = None) -> list[dict[str, Any]
     path = account_dir(account_id, home) / "users.json"
     if not path.exists():
         return []
-    data = _read_json(path)
+    data = _read_json(path, "a JSON array of users (users.schema.json)")
     validate(data, "users", str(path))
     return data
 
@@ -186,7 +234,7 @@ def create_account(account_id: str, home: Path | None = None, *, force: bool = F
         if (folder / "users.json").exists() and not force:
             raise UserError(f"ID: account '{account_id}' already exists at {folder} (use --force to rewrite it)")
         try:
-            existing = _read_json(folder / "account.json")
+            existing = read_account_json(folder / "account.json")
         except UserError:
             if not force:
                 raise

@@ -82,15 +82,41 @@ def can_change(g: Guards, properties: Mapping[str, Any]) -> bool:
     return g.agent_slug is None or g.agent_slug in _agents(properties.get("agents"))
 
 
-def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:
-    """What a narrowed process's new node gets when it names no scope / agents: its own.
+OWNER_SCOPE = "admin"
+"""The scope of knowledge an admin process writes without one: private to the owner. An
+unscoped node is readable by every scope (the legacy read rule), so nothing new is stored
+unscoped; public content says ``scope: public``."""
 
-    A process with ``ALLOWED_SCOPES`` writes into its first scope (an unscoped node would be
-    visible to every scope: a declassification); one with ``AGENT_SLUG`` tags its own agent.
+
+def default_scope(g: Guards | None) -> str | None:
+    """The scope a new node that names none is stored in.
+
+    A narrowed process's first allowed scope; an admin process's (or a write without guards,
+    the admin-only imports) :data:`OWNER_SCOPE`; None only for ``ALLOWED_SCOPES=""``, which can
+    read (so write) unscoped nodes alone.
+    """
+    if g is None or g.allowed_scopes is None:
+        return OWNER_SCOPE
+    return g.allowed_scopes[0] if g.allowed_scopes else None
+
+
+def with_scope(properties: Mapping[str, Any], scope: str | None = OWNER_SCOPE) -> dict[str, Any]:
+    """``properties`` with ``scope`` set when they name none (a bulk import's line)."""
+    if properties.get("scope") is not None or scope is None:
+        return dict(properties)
+    return {**properties, "scope": scope}
+
+
+def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:
+    """What a new node gets when it names no scope / agents (:func:`default_scope`; its own agent).
+
+    Never unscoped: an unscoped node would be visible to every scope (a declassification). A
+    process with ``AGENT_SLUG`` tags its own agent.
     """
     extra: dict[str, Any] = {}
-    if g.allowed_scopes and properties.get("scope") is None:
-        extra["scope"] = g.allowed_scopes[0]
+    scope = default_scope(g)
+    if scope is not None and properties.get("scope") is None:
+        extra["scope"] = scope
     if g.agent_slug is not None and properties.get("agents") is None:
         extra["agents"] = [g.agent_slug]
     return extra

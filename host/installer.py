@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from host import config
-from host.accounts import check_id
+from host.accounts import check_id, read_account_json
 from host.errors import UserError
 from host.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
 from host.jsonio import read_json, render, write_if_changed
@@ -350,7 +350,7 @@ def _account(plan: InstallPlan) -> None:
     if not path.is_file():
         raise UserError(f"--account: account '{plan.account}' does not exist ({path} is missing); create it first: "
                         f"plughost account create {plan.account}")
-    data = _load(path, {})
+    data = read_account_json(path)
     current = data.get("enabledPlugins")
     if current is not None and not (isinstance(current, list) and all(isinstance(x, str) for x in current)):
         raise UserError(f"{path}: enabledPlugins: expected a list of plugin names")

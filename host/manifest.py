@@ -107,8 +107,11 @@ def _fast(name: str) -> Any:
     return fastjsonschema.compile(schema)
 
 
-def validate(data: Any, schema: str, source: str) -> None:
-    """Raise UserError(`<source>: <field>: <expected>`) for the first (stable-ordered) defect."""
+def validate(data: Any, schema: str, source: str, *, partial: bool = False) -> None:
+    """Raise UserError(`<source>: <field>: <expected>`) for the first (stable-ordered) defect.
+
+    ``partial``: a missing top-level required field is no defect (the fields present are checked).
+    """
     import fastjsonschema
 
     try:
@@ -116,7 +119,9 @@ def validate(data: Any, schema: str, source: str) -> None:
         return
     except fastjsonschema.JsonSchemaException:
         pass
-    errors = sorted(_validator(schema).iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errors = sorted((e for e in _validator(schema).iter_errors(data)
+                     if not (partial and e.validator == "required" and not e.absolute_path)),
+                    key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
         where, what = describe_error(errors[0])
         raise UserError(f"{source}: {where or '(top level)'}: {what}")

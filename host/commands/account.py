@@ -55,7 +55,7 @@ def run_create(args: argparse.Namespace, ctx: Any) -> int:
         args.id, home, force=args.force, enabled_plugins=enabled,
         admin_phones=args.admin_phone, owner_id=args.owner, owner_name=args.owner_name,
         default_agent=args.default_agent, brand=args.brand)
-    written = json.loads((folder / "account.json").read_text(encoding="utf-8"))
+    written = accounts.read_account_json(folder / "account.json")
     failed = bootstrap(ctx, args.id, json.loads((folder / "users.json").read_text(encoding="utf-8")))
     if args.json:
         print(json.dumps(written, indent=2))

@@ -24,11 +24,14 @@ HELP = "seed a demo account and knowledge graph through the memory tools and run
 
 DEMO_ACCOUNT = "demo"
 
+# The demo is a shop's public knowledge: every document and entity says ``scope: public`` (a write
+# without a scope is stored admin, private to the owner), so the webchat's visitors are answered.
 DOCUMENTS: list[dict[str, Any]] = [
     {
         "attachmentId": "demo-handbook",
         "title": "Harbour Street Bakery handbook",
         "keywords": ["handbook", "bakery"],
+        "scope": "public",
         "content": """# Harbour Street Bakery handbook
 
 Harbour Street Bakery is a neighbourhood bakery and café at 12 Harbour Street.
@@ -57,6 +60,7 @@ We deliver cakes within 5 km for a flat fee of 8 euros; orders above 60 euros ar
         "attachmentId": "demo-faq",
         "title": "Frequently asked questions",
         "keywords": ["faq"],
+        "scope": "public",
         "content": """# Frequently asked questions
 
 ## Can I pay by card?
@@ -77,13 +81,14 @@ There is a public car park 200 metres away on Quay Road; the first hour is free.
 ENTITIES: list[dict[str, Any]] = [
     {"id": "demo-bakery", "labels": ["LocalBusiness"],
      "properties": {"name": "Harbour Street Bakery", "description": "Neighbourhood bakery and café",
-                    "telephone": "+44 20 7946 0000", "keywords": ["bakery", "cafe"]}},
+                    "telephone": "+44 20 7946 0000", "keywords": ["bakery", "cafe"], "scope": "public"}},
     {"id": "demo-service-cakes", "labels": ["Service"],
-     "properties": {"name": "Wedding cakes", "description": "Made-to-order wedding and celebration cakes"},
+     "properties": {"name": "Wedding cakes", "description": "Made-to-order wedding and celebration cakes",
+                    "scope": "public"},
      "relationships": [{"type": "OFFERED_BY", "targetId": "demo-bakery"}]},
     {"id": "demo-price-delivery", "labels": ["PriceSpecification"],
      "properties": {"name": "Cake delivery", "price": 8, "priceCurrency": "EUR",
-                    "description": "Flat delivery fee within 5 km; free above 60 euros"},
+                    "description": "Flat delivery fee within 5 km; free above 60 euros", "scope": "public"},
      "relationships": [{"type": "PRICE_OF", "targetId": "demo-service-cakes"}]},
 ]
 

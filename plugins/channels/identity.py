@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from host.accounts import admin_ids
+from host.accounts import admin_ids, read_account_json
 from host.errors import UserError
 from host.log import log
 
@@ -52,18 +52,13 @@ def _read_json(path: Path, what: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise UserError(f"{path}: invalid {what}: {str(exc).splitlines()[0]}") from None
 
 
 def load_account(home: Path, account_id: str) -> dict[str, Any]:
-    data = _read_json(account_dir(home, account_id) / "account.json", "account.json") or {}
-    if not isinstance(data, dict):
-        raise UserError(f"{account_dir(home, account_id) / 'account.json'}: expected a JSON object")
-    for key in ("adminPhones", "admins"):
-        if key in data and not isinstance(data[key], list):
-            raise UserError(f"{account_dir(home, account_id) / 'account.json'}: {key}: expected a list")
-    return data
+    """The account's settings through the host's one account.json reader (a missing file: none)."""
+    return read_account_json(account_dir(home, account_id) / "account.json", missing_ok=True)
 
 
 def load_users(home: Path, account_id: str) -> list[dict[str, Any]]:

@@ -16,6 +16,9 @@ key (one seek and one ``backlinkCount`` update per target, not per edge). Ids th
 (and the merge path's edges to later lines) MERGE by key then, a batch at a time, and are
 reported by line when their target never appeared.
 
+Every write runs as the account's admin (``Guards(account)``), so a new node whose line names no
+``scope`` is stored ``admin`` (:data:`host.graph.OWNER_SCOPE`) and a re-imported one keeps its own.
+
 Session state changes only after a batch's transaction has committed (``execute_write`` may run
 the transaction function more than once).
 """
@@ -28,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from host.graph import OWNER_SCOPE, Guards
 from host.log import log
 from plugins.graph.common import Prepared, check_name, iso, keywords_of
 from plugins.graph.neo4j_store import BASE_LABEL, _clean_props
@@ -153,7 +157,7 @@ class Neo4jImport:
     # ------------------------------------------------------------------ one batch
     def _merge(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
                lines: list[int]) -> _Plan:
-        ids, missing = self.store._batch(tx, items, edges, self.account_id)
+        ids, missing = self.store._batch(tx, items, edges, self.account_id, Guards(self.account_id))
         plan = _Plan(made=len(edges) - len(missing))
         for pos in missing:
             i, _, etype, to, props = edges[pos]
@@ -177,6 +181,8 @@ class Neo4jImport:
                 continue
             pos_of[nid] = len(nodes)
             props = _clean_props(item.properties)
+            if props.get("scope") is None:
+                props["scope"] = OWNER_SCOPE  # as write_defaults gives a new node under Guards(account)
             props.update(accountId=account, id=nid, createdAt=now, updatedAt=now, backlinkCount=0)
             keywords = keywords_of(item.properties)
             if keywords:
@@ -243,7 +249,7 @@ class Neo4jImport:
                                 [lines[edges[p][0]] for p in (e["pos"], *repeats)]))
             self._came(tx, incoming, came, nodes, plan)
         if rest:
-            self.store._upsert(tx, rest, account)
+            self.store._upsert(tx, rest, account, Guards(account))
         if merged:
             lost = self.store._edges(tx, [edge for _, edge in merged], account, known=ids)
             plan.made += len(merged) - len(lost)

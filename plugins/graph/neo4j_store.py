@@ -185,6 +185,12 @@ WITH n, collect(m) AS targets
 FOREACH (m IN targets | SET m.backlinkCount = coalesce(m.backlinkCount, 1) - 1)
 DETACH DELETE n
 RETURN count(*) AS purged"""
+Q_UNSCOPED = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.scope IS NULL
+WITH coalesce(head([l IN labels(n) WHERE l <> '{BASE_LABEL}']), '{BASE_LABEL}') AS label, n.id AS id ORDER BY id
+RETURN label, count(*) AS total, collect(id)[..$sample] AS ids ORDER BY label"""
+Q_STAMP_SCOPE = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.scope IS NULL
+SET n.scope = $scope
+RETURN count(n) AS stamped"""
 Q_SET_EMBEDDINGS = f"""UNWIND $rows AS row
 MATCH (n:{BASE_LABEL} {{accountId: $accountId, id: row.id}})
 SET n.embedding = row.embedding
@@ -663,7 +669,7 @@ class Neo4jStore(StoreEnv):
     def _check_guards(tx: Any, guards: Guards, ids: list[str], props_of: list[dict[str, Any]],
                       account_id: str) -> None:
         """Every node of one write, from its stored state (read in this transaction) to the merged
-        one, under the guards; a narrowed process's new node gets its own scope / agent."""
+        one, under the guards; a new node gets its default scope / agent when it names none."""
         stored = {r["id"]: {k: v for k, v in dict(r["props"]).items() if v is not None}
                   for r in tx.run(Q_STORED, {"accountId": account_id, "ids": list(dict.fromkeys(ids))})}
         after: dict[str, dict[str, Any]] = {}
@@ -774,6 +780,19 @@ class Neo4jStore(StoreEnv):
         cutoff = iso(time.time() - older_than_days * 86400.0)
         rows = self._rows(Q_PURGE, {"cutoff": cutoff, "accountId": account_id}, read=False)
         return rows[0]["purged"] if rows else 0
+
+    def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
+        """The account's nodes without a scope (soft-deleted too): a label → (count, up to
+        ``sample`` ids). Legacy nodes every scope can read; ``plughost memory audit`` lists them."""
+        check_account(self.account_id, account_id)
+        rows = self._rows(Q_UNSCOPED, {"accountId": account_id, "sample": sample})
+        return {r["label"]: (r["total"], list(r["ids"])) for r in rows}
+
+    def stamp_scope(self, scope: str, *, account_id: str) -> int:
+        """Give every unscoped node of the account ``scope`` (``memory audit --fix-scope``); returns how many."""
+        check_account(self.account_id, account_id)
+        rows = self._rows(Q_STAMP_SCOPE, {"accountId": account_id, "scope": scope}, read=False)
+        return rows[0]["stamped"] if rows else 0
 
     def wipe_account(self, account_id: str) -> None:
         """Remove every node of an account (tests and account deletion), in batches of 10,000."""

@@ -8,7 +8,9 @@ line is reported by its number and skipped without losing the others; edges are 
 batch by batch as soon as both ends are in (an edge to a later line waits for it), so a target
 may appear later in the file. An id-less line gets an id from its content and line number, so
 re-running an interrupted import lands on the rows it wrote. Lines are checked by the one line
-validator (:func:`host.jsonl.check_line`), with memory's camelCase property names on top. Message nodes get their indexed form
+validator (:func:`host.jsonl.check_line`), with memory's camelCase property names on top. Rows
+are written as the account's admin, so a new node whose line names no ``scope`` is stored
+``admin`` (a re-imported one keeps its scope), as in the graph import. Message nodes get their indexed form
 (``searchContext`` from the turns before them, :mod:`plugins.memory.retrieval.indexed_form`)
 once every node is written, and are embedded with it then.
 """
@@ -22,7 +24,7 @@ from typing import Any, TextIO
 
 from host.embedding import Embedder
 from host.errors import UserError
-from host.graph import GraphStore
+from host.graph import GraphStore, Guards
 from host.jsonl import ImportSummary, JsonLines, check_line, line_id, line_text
 from host.log import log
 from host.progress import Progress
@@ -44,6 +46,7 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
     seen: set[str] = set()  # ids of the file's lines written so far
     tried: set[int] = set()  # id() of waiting edges already looked up in the store once
     dims = getattr(store, "dimensions", None)
+    owner = Guards(account_id)  # an admin's write: a new node naming no scope is stored admin (write_defaults)
 
     def skip(lineno: int, message: str) -> None:
         summary.skipped += 1
@@ -101,12 +104,12 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
         embed(batch)
         rows = [row for _, row in batch]
         try:
-            store.upsert_many(rows, account_id=account_id)
+            store.upsert_many(rows, account_id=account_id, guards=owner)
             summary.nodes += len(rows)
         except UserError:
             for lineno, row in batch:  # find the offending line(s); the rest still land
                 try:
-                    store.upsert_many([row], account_id=account_id)
+                    store.upsert_many([row], account_id=account_id, guards=owner)
                     summary.nodes += 1
                 except UserError as exc:
                     skip(lineno, str(exc))

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from host.graph import OWNER_SCOPE, Guards
 from plugins.graph.common import Prepared
 from plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edges
 from plugins.graph.staging import FINAL_BATCH, KEY_BITS
@@ -119,8 +120,10 @@ class BulkImport:
         conn.execute("INSERT OR REPLACE INTO temp.import_base (batch, base) VALUES (?, ?)", (batch, base))
         nodes = conn.execute(
             "INSERT INTO main.nodes (rid, id, account_id, labels, properties, scope, agents, created_at, updated_at, "
-            "dims) SELECT ? + n.seq, n.id, ?, n.labels, n.properties, nullif(n.scope, 0), nullif(n.agents, 0), ?, ?, "
-            f"NULL FROM stage.nodes n WHERE {fast} ORDER BY n.seq", (base, account_id, now, now)).rowcount
+            "dims) SELECT ? + n.seq, n.id, ?, n.labels, CASE WHEN n.scope = 0 THEN json_set(n.properties, '$.scope', "
+            "?) ELSE n.properties END, coalesce(nullif(n.scope, 0), ?), nullif(n.agents, 0), ?, ?, "
+            f"NULL FROM stage.nodes n WHERE {fast} ORDER BY n.seq",
+            (base, account_id, OWNER_SCOPE, OWNER_SCOPE, now, now)).rowcount
         conn.execute("INSERT OR IGNORE INTO main.node_labels (label, node) SELECT j.value, ? + n.seq "
                      f"FROM stage.nodes n, json_each(n.labels) j WHERE {fast}", (base,))
         conn.execute("INSERT OR IGNORE INTO main.node_agents (agent, node) SELECT j.value, ? + n.seq "
@@ -140,7 +143,7 @@ class BulkImport:
                 items.append(Prepared(nid or None, tuple(json.loads(labels)), props,
                                       json.loads(embedding) if embedding else None,
                                       None if None in props.values() else properties))
-            ids, rids = store._upsert(conn, items, account_id)
+            ids, rids = store._upsert(conn, items, account_id, Guards(account_id))  # new ids: OWNER_SCOPE
             conn.executemany("INSERT OR REPLACE INTO temp.import_moved (key, rid) VALUES (?, ?)",
                              [(batch << KEY_BITS | row[0], rids[nid]) for nid, row in zip(ids, slow, strict=True)])
             self.moved = True

@@ -266,10 +266,11 @@ class SqliteStore(StoreEnv, VectorSearch):
 
         ``edges`` are ``(item index, edge index, type, to, properties)``; returns the node ids and
         the positions in ``edges`` whose target was not found (the importer retries them later).
+        It writes as the account's admin: a new node naming no scope is stored ``admin``.
         """
         check_account(self.account_id, account_id)
         with self._write() as conn:
-            ids, rids = self._upsert(conn, items, account_id)
+            ids, rids = self._upsert(conn, items, account_id, Guards(account_id))
             missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
         return ids, missing
 
@@ -548,6 +549,30 @@ class SqliteStore(StoreEnv, VectorSearch):
             params.append(account_id)
         with self._write() as conn:
             return conn.execute(sql, params).rowcount
+
+    def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
+        """The account's nodes without a scope (soft-deleted too): first label → (count, up to
+        ``sample`` ids). Legacy nodes every scope can read; ``plughost memory audit`` lists them."""
+        check_account(self.account_id, account_id)
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT label, id, total FROM (SELECT json_extract(labels, '$[0]') AS label, id, "
+                "row_number() OVER (PARTITION BY json_extract(labels, '$[0]') ORDER BY rid) AS k, "
+                "count(*) OVER (PARTITION BY json_extract(labels, '$[0]')) AS total "
+                "FROM nodes WHERE account_id = ? AND scope IS NULL) WHERE k <= ? ORDER BY label, k",
+                (account_id, sample)).fetchall()
+        out: dict[str, tuple[int, list[str]]] = {}
+        for label, nid, total in rows:
+            out.setdefault(label, (total, []))[1].append(nid)
+        return out
+
+    def stamp_scope(self, scope: str, *, account_id: str) -> int:
+        """Give every unscoped node of the account ``scope`` (``memory audit --fix-scope``); returns
+        how many. ``updatedAt`` stays: the content did not change."""
+        check_account(self.account_id, account_id)
+        with self._write() as conn:
+            return conn.execute("UPDATE nodes SET scope = ?, properties = json_set(properties, '$.scope', ?) "
+                                "WHERE account_id = ? AND scope IS NULL", (scope, scope, account_id)).rowcount
 
     # ------------------------------------------------------------------ reads
     def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None:

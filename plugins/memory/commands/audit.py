@@ -1,4 +1,8 @@
-"""`plughost memory audit`: the counts operators need (issue 8): backlog and drift, healthy at 0."""
+"""`plughost memory audit`: the counts operators need (issue 8): backlog and drift, healthy at 0.
+
+Also the legacy nodes without a scope (written before every write path stamped one): every
+scope reads them, a public visitor included. ``--fix-scope admin`` stamps them (admin only).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,43 @@ from host.graph import VECTOR_LABELS, GraphStore, Guards
 from host.log import log
 from plugins.memory.commands.common import account
 
-HELP = "count nodes without embeddings per label, orphaned Sections/Chunks, stored vs injected active rules"
+HELP = ("count nodes without embeddings or without a scope per label, orphaned Sections/Chunks, stored vs "
+        "injected active rules; --fix-scope stamps the unscoped ones")
 SCAN = 1_000_000
+SAMPLE_IDS = 5
+"""Ids listed per label of the unscoped nodes."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+    parser.add_argument("--fix-scope", metavar="SCOPE",
+                        help="give every node without a scope this one (e.g. admin: private; admin only)")
+
+
+def _unscoped(store: Any, acct: str) -> dict[str, Any] | None:
+    """Label → {count, ids} of the nodes without a scope; None on a store that cannot list them."""
+    if not hasattr(store, "unscoped"):
+        return None
+    return {label: {"count": n, "ids": ids} for label, (n, ids) in store.unscoped(account_id=acct,
+                                                                                   sample=SAMPLE_IDS).items()}
+
+
+def fix_scope(host: Any, scope: str) -> int:
+    """Stamp ``scope`` on every unscoped node of the account; returns how many (logged)."""
+    from host.errors import UserError
+    from host.graph import require_admin
+    from plugins.memory.collections.registry import SCOPE
+
+    acct = account(host, "the id of the account whose memory to audit")
+    require_admin(host.env, "memory audit --fix-scope")  # it rewrites nodes of every scope's reach
+    if not SCOPE.match(scope):
+        raise UserError(f"--fix-scope: '{scope}' is not a scope name (letters, digits, '-', '_'; e.g. admin)")
+    store = host.store()
+    if not hasattr(store, "stamp_scope"):
+        raise UserError(f"--fix-scope: the {getattr(store, 'backend', '?')} store cannot stamp scopes")
+    stamped = int(store.stamp_scope(scope, account_id=acct))
+    log("memory-audit", "op=fix-scope", accountId=acct[:8], scope=scope, stamped=stamped)
+    return stamped
 
 
 def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
@@ -42,27 +77,35 @@ def audit(host: Any) -> dict[str, Any]:
         stored = sum(float(p.properties.get("confidence", 0)) >= ACTIVE_FLOOR
                      for p in profile_preferences(store, guards, profile.id))
     rules = active_rules(store, acct)
-    report = {
+    report: dict[str, Any] = {
         "account": acct,
         "nullEmbedding": missing,
         "nullAccount": 0 if store.backend == "sqlite" else None,  # the embedded schema makes accountId NOT NULL
         "orphanSections": _orphans(store, guards, "Section", "HAS_SECTION"),
         "orphanChunks": _orphans(store, guards, "Chunk", "HAS_CHUNK"),
         "activeRules": {"stored": stored, "injected": len(rules["rules"]), "source": rules["source"]},
+        "unscoped": _unscoped(store, acct),
     }
     log("embed-audit", "null-embedding", labels=",".join(missing) or None, count=sum(missing.values()))
     log("account-audit", "null-account", labels=None, count=report["nullAccount"])
     log("memory-audit", "orphans", sections=report["orphanSections"], chunks=report["orphanChunks"])
+    unscoped = report["unscoped"] or {}
+    log("memory-audit", "unscoped", labels=",".join(unscoped) or None, count=sum(u["count"] for u in unscoped.values()))
     log("preference-inject", "op=reconcile", accountId=acct[:8], stored=stored, injected=len(rules["rules"]),
         drifted=int(stored != len(rules["rules"])))
     return report
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    stamped = fix_scope(host, args.fix_scope) if args.fix_scope is not None else None
     report = audit(host)
     if args.json:
+        if stamped is not None:
+            report["fixScope"] = {"scope": args.fix_scope, "stamped": stamped}
         print(json.dumps(report, indent=2))
         return 0
+    if stamped is not None:
+        print(f"fix-scope: {stamped} node{'' if stamped == 1 else 's'} without a scope now scope {args.fix_scope}")
     print(f"account {report['account']}")
     print(f"  nodes without embeddings: {sum(report['nullEmbedding'].values())}"
           + "".join(f"\n    {label}: {n}" for label, n in report["nullEmbedding"].items()))
@@ -70,4 +113,11 @@ def run(args: argparse.Namespace, host: Any) -> int:
     print(f"  orphaned Sections: {report['orphanSections']}  orphaned Chunks: {report['orphanChunks']}")
     rules = report["activeRules"]
     print(f"  active rules: stored={rules['stored']} injected={rules['injected']} source={rules['source']}")
+    unscoped = report["unscoped"]
+    if unscoped is None:
+        print("  nodes without a scope: n/a")
+    else:
+        print(f"  nodes without a scope (every scope reads them): {sum(u['count'] for u in unscoped.values())}"
+              + "".join(f"\n    {label}: {u['count']} (e.g. {', '.join(u['ids'])})" for label, u in unscoped.items())
+              + ("\n    fix: plughost memory audit --fix-scope admin" if unscoped else ""))
     return 0

@@ -10,11 +10,10 @@ soft-delete filter and the account (the store applies those from the narrowed :c
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from host.accounts import read_account_json
 from host.errors import UserError
 from host.graph import GraphStore, Guards
 from plugins.memory.retrieval.fuse import RankedList
@@ -31,13 +30,8 @@ def agent_keywords(home: Path, account_id: str, agent_slug: str | None) -> list[
     if not agent_slug:
         return []
     path = account_file(home, account_id)
-    if not path.is_file():
-        return []
-    try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: not readable JSON ({exc})") from None
-    agents = data.get("agents") if isinstance(data, dict) else None
+    data = read_account_json(path, missing_ok=True)  # a bad file: one line naming it (exit 2)
+    agents = data.get("agents")
     agent = agents.get(agent_slug) if isinstance(agents, dict) else None
     if not isinstance(agent, dict) or agent.get("knowledgeKeywords") is None:
         return []

@@ -31,7 +31,8 @@ from plugins.channels.runner import get_runner
 
 HANDBOOK = {"attachmentId": "hb", "title": "Shop handbook", "content": (
     "# Shop handbook\n\n## Opening hours\n\nWe are open Monday to Friday from 9:00 to 17:00. "
-    "On Saturdays we open at 10:00.\n\n## Delivery\n\nWe deliver flowers within the city for 5 euros.\n")}
+    "On Saturdays we open at 10:00.\n\n## Delivery\n\nWe deliver flowers within the city for 5 euros.\n"),
+    "scope": "public"}
 SECRET = {"labels": ["Note"], "properties": {"name": "Staff opening hours code",
                                              "description": "The staff door code for opening hours is 4711.",
                                              "scope": "admin"}}

@@ -125,7 +125,8 @@ def _reference(db: Path, lines: list[Any], batch_size: int, own: bool = True) ->
                 continue
             if has_lone_surrogate(line if isinstance(line, bytes) else line.encode(), row):
                 continue
-            store.upsert_many([{k: v for k, v in row.items() if k != "edges"}], account_id=ACCOUNT)
+            store.upsert_many([{k: v for k, v in row.items() if k != "edges"}], account_id=ACCOUNT,
+                              guards=Guards(ACCOUNT))  # the import writes as the account's admin
             nid = item.id or store.conn.execute("SELECT id FROM nodes ORDER BY updated_at DESC, rid DESC "
                                                 "LIMIT 1").fetchone()[0]
             own.extend((nid, t, to, p) for t, to, p in row_edges)
@@ -208,7 +209,9 @@ def test_staged_import_semantics(imported: dict[str, Any]) -> None:
     assert ("d", "KNOWS", "zz", {"w": 1}) in edges  # a forward reference, with properties
     assert ("b", "LIKES", "zz", {"v": 3}) in edges and ("d", "LIKES", "zz", {"v": 2}) in edges
     assert ("b", "LIKES", "stored", None) in edges  # found in the store, then upserted by the file
-    assert nodes["s0"]["scope"] == "0" and nodes["s1"]["scope"] == "" and nodes["z"]["scope"] is None
+    assert nodes["s0"]["scope"] == "0" and nodes["s1"]["scope"] == ""
+    assert nodes["z"]["scope"] == "admin" and nodes["z"]["properties"]["scope"] == "admin"  # a line naming no scope
+    assert nodes["stored"]["scope"] is None  # a re-imported node keeps its own (here a legacy unscoped one)
     assert "big" not in nodes  # integers past 64 bits: refused by line, as memory-write refuses them
     assert "sur" not in nodes  # a lone surrogate: no UTF-8 text can hold it
     assert nodes["a"]["backlinks"] == 2 and nodes["stored"]["backlinks"] == 2

@@ -65,6 +65,9 @@ def test_a_registration_from_before_the_default_is_rescoped_on_sync(tmp_path: Pa
     reg.write_text(json.dumps(data))
     with sqlite3.connect(registry.state_path(plughost_home, ACCOUNT, "old")) as conn:
         conn.execute("DELETE FROM meta WHERE key = 'tags'")
+    with sqlite3.connect(plughost_home / "graph.sqlite") as conn:  # today's writes stamp admin: unscope by hand
+        conn.execute("UPDATE nodes SET scope = NULL, properties = json_remove(properties, '$.scope') "
+                     "WHERE account_id = ?", (ACCOUNT,))
     assert len(_visible(plughost_home, "old", ("public",))) == 12  # the defect: public
     out = _cli("sync", "old", "--json")
     assert out.returncode == 0, out.stderr

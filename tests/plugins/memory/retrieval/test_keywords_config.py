@@ -38,5 +38,5 @@ def test_bad_types_and_bad_json_name_the_file(plughost_home):
         agent_keywords(plughost_home, "acct1", "sales")
     path = plughost_home / "accounts" / "acct1" / "account.json"
     path.write_text("{nope")
-    with pytest.raises(UserError, match="account.json: not readable JSON"):
+    with pytest.raises(UserError, match="account.json: invalid JSON at line 1 column 2"):
         agent_keywords(plughost_home, "acct1", "sales")
