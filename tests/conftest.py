@@ -13,6 +13,10 @@ import pytest
 
 import tests.backends  # noqa: F401  (captures NEO4J_* before any test clears them)
 
+for _var in [v for v in os.environ if v.startswith("NEO4J_") or v == "PLUGHOST_STORE"]:
+    del os.environ[_var]  # a test reaches the shared Neo4j server only by asking (tests.backends.neo4j_env):
+    # a module fixture built from the process environment would otherwise write there unasked
+
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = Path(os.environ.get("PLUGHOST_TOOLS_DIR", REPO / ".tools"))
 REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
@@ -21,6 +25,14 @@ REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         tests.backends.record(report.nodeid, report.outcome)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``scripts/test.sh`` runs ``--dist loadgroup``) every test of the shared
+    Neo4j server runs on one worker: they wipe and reuse fixed account ids on the one database."""
+    for item in items:
+        if "neo4j" in item.nodeid.lower():
+            item.add_marker(pytest.mark.xdist_group("neo4j"))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 — pytest's reporter

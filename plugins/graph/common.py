@@ -321,7 +321,7 @@ def fts_terms(text: str, max_terms: int = 32) -> list[list[str]]:
 
 def guards_ok(guards: Any) -> Guards:
     if not isinstance(guards, Guards):
-        raise TypeError("guards: expected a host.graph.Guards (use Guards.from_env)")
+        raise TypeError("guards: expected a host.graph.Guards (from the call's principal)")
     return guards
 
 

@@ -42,7 +42,7 @@ def fix_scope(host: Any, scope: str) -> int:
     from plugins.memory.collections.registry import SCOPE
 
     acct = account(host, "the id of the account whose memory to audit")
-    require_admin(host.env, "memory audit --fix-scope")  # it rewrites nodes of every scope's reach
+    require_admin(host.principal, "memory audit --fix-scope")  # it rewrites nodes of every scope's reach
     if not SCOPE.match(scope):
         raise UserError(f"--fix-scope: '{scope}' is not a scope name (letters, digits, '-', '_'; e.g. admin)")
     store = host.store()

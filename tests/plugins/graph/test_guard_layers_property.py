@@ -267,11 +267,13 @@ def property_test(backend: str):
 
 
 @pytest.mark.timeout(1200)  # a loaded machine slows the Neo4j round trips; CI's is not shared
+@pytest.mark.xdist_group("neo4j")  # with the report below, on one worker
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_no_row_violates_a_guard_layer_and_top_k_is_full(backend: str) -> None:
     property_test(backend)()
 
 
+@pytest.mark.xdist_group("neo4j")  # the property test's worker: it reports that run's counts
 def test_zz_report_property_run_size() -> None:
     """Runs after the property test (file order): say how much it exercised, per backend."""
     for backend, st_ in STATS.items():
