@@ -8,13 +8,18 @@ Imported by ``tests/conftest.py`` at collection, before the autouse home fixture
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
 
 import pytest
 
-NEO4J_ENV = {k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
+STASH = "PLUGHOST_TESTS_NEO4J_ENV"
+"""Where the conftest keeps the run's NEO4J_* once it drops them from the environment (the
+pytest-xdist workers it starts inherit that environment, not the variables)."""
+NEO4J_ENV = ({k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
+             or json.loads(os.environ.get(STASH, "{}")))
 REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
 BACKENDS = ["sqlite"] + (["neo4j"] if NEO4J_ENV.get("NEO4J_URI") or REQUIRE_EXTERNAL else [])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 
 import tests.backends  # noqa: F401  (captures NEO4J_* before any test clears them)
 
+os.environ[tests.backends.STASH] = json.dumps(tests.backends.NEO4J_ENV)
 for _var in [v for v in os.environ if v.startswith("NEO4J_") or v == "PLUGHOST_STORE"]:
     del os.environ[_var]  # a test reaches the shared Neo4j server only by asking (tests.backends.neo4j_env):
     # a module fixture built from the process environment would otherwise write there unasked
