@@ -83,7 +83,8 @@ def test_webchat_messages_are_embedded_in_the_background(plughost_home: Path, tm
     finally:
         stop_process(served.proc)
     log = (plughost_home / "logs" / "server.log").read_text()
-    assert "[embed-queue] op=embedded" in log, log[-2000:]
+    assert "[embed-queue] op=start account=acct-000 embedder=local" in log and "[embed-queue] op=embedded" in log
+    assert served.proc.returncode == 0 and "Traceback" not in served.stderr_path.read_text(errors="replace")
 
     audit = run_cli("memory", "audit", "--json", env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_STORE": "sqlite"})
     assert audit.returncode == 0, audit.stderr
