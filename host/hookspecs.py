@@ -380,3 +380,22 @@ def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str
 
     **Example:** ``audit.append({"tool": tool, "error": is_error})``.
     """
+
+
+@hookspec
+def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]) -> None:
+    """Conversation Messages were stored without an embedding: make them searchable by meaning.
+
+    **Parameters:** ``account_id`` — the account they belong to; ``message_ids`` — the stored
+    ``Message`` nodes' ids (new ones; a re-delivery or an unchanged turn is not repeated).
+
+    **Combines:** notification: every implementation runs; one raising is logged and the write
+    stands (the Messages are stored whatever the hook does).
+
+    **Fires:** after the channels pipeline stores an inbound Message or a reply (on the persist
+    path, before the 2xx: an implementation must only queue work) and after the turn recorder
+    stores an admin turn. The memory plugin's implementation wakes its background embedder
+    under ``plughost serve`` and embeds the Messages in place in any other process.
+
+    **Example:** ``queue.put((account_id, message_ids))``.
+    """

@@ -94,6 +94,7 @@ SURFACE_CONTEXT: OneHook[list[dict[str, Any]]] = OneHook("plughost_surface_conte
 COLLECTION_SOURCES = ListHook("plughost_collection_sources", CollectionSource)
 RECALL_USED: OneHook[list[str]] = OneHook("plughost_recall_used")
 TOOL_CALLED = EachHook("plughost_tool_called")
+MESSAGES_STORED = EachHook("plughost_messages_stored")
 
 AnyHook = ListHook[Any] | EachHook | OneHook[Any] | ProviderHook[Any]
 
@@ -102,6 +103,6 @@ TABLE: dict[str, AnyHook] = {
     for h in (TOOLS, BOOT_GATES, ROUTES, CLI_COMMANDS, CHANNEL_ADAPTERS, RETRIEVAL_BOOSTS, STARTUP, SHUTDOWN,
               ACCOUNT_CREATED,
               STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES,
-              SURFACE_CONTEXT, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED)
+              SURFACE_CONTEXT, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED, MESSAGES_STORED)
 }
 """Every hook by name; a test pins it to the specs in :mod:`host.hookspecs`."""

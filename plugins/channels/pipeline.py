@@ -234,7 +234,13 @@ class Gateway:
             labels = ["Message", CHANNEL_MESSAGE_LABELS.get(msg.channel, "Message")]
             self._write_message(msg, mid, conv, labels, props)
         log("channels", "op=persisted", channel=msg.channel, messageId=mid)
+        self._stored(mid)
         return mid, False
+
+    def _stored(self, mid: str) -> None:
+        """Say a Message was stored (the memory plugin embeds it off this path; the write stands
+        whatever the hook does)."""
+        self.host.call_each(hooktable.MESSAGES_STORED, account_id=self.account_id, message_ids=[mid])
 
     def _write_message(self, msg: Inbound, mid: str, conv: str, labels: list[str], props: dict[str, Any]) -> None:
         """One transaction: the Message, the Conversation MERGE and the HAS_MESSAGE edge.
@@ -293,6 +299,7 @@ class Gateway:
                  "sessionId": session_id_for(account, msg.sender_key), "claimedBy": self.claims.token}
         with self._persist_lock:
             self._write_message(msg, rid, conv, ["Message", CHANNEL_MESSAGE_LABELS.get(msg.channel, "Message")], props)
+        self._stored(rid)
         return rid
 
     # ---------------------------------------------------------------- entry point

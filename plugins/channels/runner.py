@@ -68,7 +68,7 @@ class CommandRunner:
         from host.principal import child_env, resolve
 
         # the turn's principal is what the agent's own Stop hook (`plughost record-turn`) keys on:
-        # record admin turns, never a public visitor's, never the recorder's own session
+        # record admin turns, never a public visitor's
         role = payload.get("role")
         turn = resolve(self.env).for_turn(role if isinstance(role, str) and role else "public", session_id)
         env = child_env(self.env, turn)

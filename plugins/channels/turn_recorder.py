@@ -1,27 +1,27 @@
 """The turn recorder (SPEC 10.6): a Claude Code Stop hook, ``plughost record-turn``.
 
 Reads the Stop-hook stdin ``{session_id, transcript_path, ...}``, walks the JSONL transcript
-into ``{turns, conversationId, accountId, occurredAt}`` and dispatches the recorder
-specialist through the agent runner. The whole transcript goes in every time (no windowing),
-so ``turnsCount`` grows monotonically across one session. A Stop hook must never break the
+into ordered turns (user and assistant texts, each assistant turn's tool calls with their
+outputs) and stores them in the account's graph under the admin session's principal
+(:mod:`plugins.channels.turn_store`): idempotent per turn, so the whole transcript can go in
+every time (no windowing). Only admin sessions are recorded. A Stop hook must never break the
 session: every path returns exit code 0 and says why in a ``[turn-recorder]`` line.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from host.log import log
 
-RECORDER_SPECIALIST = "database-operator"
-SKIP_REASONS = ("role-not-admin", "is-recorder", "empty-stdin", "missing-transcript", "conversation-empty")
+SKIP_REASONS = ("role-not-admin", "no-account", "unknown-account", "empty-stdin", "no-session", "missing-transcript",
+                "conversation-empty")
 
 
 @dataclass
@@ -35,6 +35,7 @@ class WalkStats:
 class _Turn:
     role: str
     ts: str | None
+    key: str | None = None  # the transcript's own id for the turn: a user record's uuid, an assistant message's id
     texts: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
 
@@ -82,6 +83,12 @@ def parse_lines(raw: bytes) -> Iterable[dict[str, Any] | None]:
 
 def walk(raw: bytes) -> tuple[list[dict[str, Any]], WalkStats]:
     """Transcript bytes → ordered turns (oldest first), per SPEC 10.6."""
+    keyed, stats = walk_keyed(raw)
+    return [turn for _, turn in keyed], stats
+
+
+def walk_keyed(raw: bytes) -> tuple[list[tuple[str, dict[str, Any]]], WalkStats]:
+    """:func:`walk`'s turns, each with a key stable across re-runs (its transcript id, else its place)."""
     stats = WalkStats()
     turns: list[_Turn] = []
     by_message_id: dict[str, _Turn] = {}
@@ -102,7 +109,7 @@ def walk(raw: bytes) -> tuple[list[dict[str, Any]], WalkStats]:
             mid = msg.get("id")
             turn = by_message_id.get(mid) if isinstance(mid, str) else None
             if turn is None:
-                turn = _Turn("assistant", ts)
+                turn = _Turn("assistant", ts, mid if isinstance(mid, str) else _uuid(rec))
                 turns.append(turn)
                 if isinstance(mid, str):
                     by_message_id[mid] = turn
@@ -127,20 +134,14 @@ def walk(raw: bytes) -> tuple[list[dict[str, Any]], WalkStats]:
             elif b.get("type") == "text" and isinstance(b.get("text"), str):
                 texts.append(b["text"])
         if any(t.strip() for t in texts):
-            turns.append(_Turn("user", ts, texts))
-    rendered = [r for r in (t.render() for t in turns) if r is not None]
-    return rendered, stats
+            turns.append(_Turn("user", ts, _uuid(rec), texts))
+    keyed = [(t.key or f"{t.role}:{i}:{t.ts}", r) for i, t in enumerate(turns) if (r := t.render()) is not None]
+    return keyed, stats
 
 
-def envelope(turns: list[dict[str, Any]], session_id: str, account_id: str | None,
-             now: datetime | None = None) -> dict[str, Any]:
-    now = now or datetime.now(UTC)
-    return {
-        "turns": turns,
-        "conversationId": session_id,
-        "accountId": account_id,
-        "occurredAt": now.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-    }
+def _uuid(rec: Mapping[str, Any]) -> str | None:
+    value = rec.get("uuid")
+    return value if isinstance(value, str) and value else None
 
 
 def _skip(reason: str, **fields: Any) -> int:
@@ -148,25 +149,33 @@ def _skip(reason: str, **fields: Any) -> int:
     return 0
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
 def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
-    """The hook body. Returns 0 always; ``host`` (lazy) supplies the runner when a turn is recorded."""
+    """The hook body. Returns 0 always; ``host`` (lazy) supplies the store when a turn is recorded."""
     try:
         return _record_turn(stdin, env, host)
     except Exception as exc:  # a Stop hook never fails the session
-        log("turn-recorder", "spawn-failed", reason="internal", detail=str(exc).splitlines()[0][:200] if str(exc) else
-            type(exc).__name__)
+        log("turn-recorder", "record-failed", reason="internal", detail=_first_line(exc))
         return 0
 
 
 def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
-    specialist = env.get("PLUGHOST_RECORDER_SPECIALIST") or RECORDER_SPECIALIST
+    from host.accounts import require_existing
+    from host.errors import UserError
     from host.principal import Role, resolve
 
     principal = resolve(env)
     if principal.role is not Role.ADMIN_SESSION:
         return _skip("role-not-admin")
-    if env.get("PLUGHOST_SPECIALIST") == specialist:
-        return _skip("is-recorder")
+    if not principal.account:
+        return _skip("no-account")
+    try:
+        require_existing(principal.account, env)
+    except UserError:
+        return _skip("unknown-account", account=principal.account[:40])
     if not stdin.strip():
         return _skip("empty-stdin")
     try:
@@ -175,46 +184,44 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
         hook_input = None
     if not isinstance(hook_input, dict):
         return _skip("empty-stdin", detail="stdin-not-a-json-object")
-    session_id = str(hook_input.get("session_id") or "")
+    session_id = str(hook_input.get("session_id") or "")[:200]
     path = hook_input.get("transcript_path")
+    if not session_id:
+        return _skip("no-session")
     if not isinstance(path, str) or not path:
         return _skip("missing-transcript", sessionId=session_id)
     try:
         raw = Path(path).expanduser().read_bytes()
-    except OSError:
+    except (OSError, ValueError):
         return _skip("missing-transcript", sessionId=session_id)
-    turns, stats = walk(raw)
+    keyed, stats = walk_keyed(raw)
     if stats.malformed:
         log("turn-recorder", "malformed-lines", sessionId=session_id, count=stats.malformed)
-    if not turns:
+    if not keyed:
         return _skip("conversation-empty", sessionId=session_id)
-    env_account = principal.account
-    body = envelope(turns, session_id, env_account)
-    message = json.dumps(body, ensure_ascii=False)
-    log("turn-recorder", "trigger", sessionId=session_id, turnIndex=0, transcriptBytes=len(raw),
-        conversationBytes=len(message.encode("utf-8")))
-    log("turn-recorder", "envelope", sessionId=session_id, turnsCount=len(turns),
+    turns = [t for _, t in keyed]
+    log("turn-recorder", "trigger", sessionId=session_id, transcriptBytes=len(raw))
+    log("turn-recorder", "walked", sessionId=session_id, turnsCount=len(turns),
         userTurns=sum(1 for t in turns if t["role"] == "user"),
         assistantTurns=sum(1 for t in turns if t["role"] == "assistant"),
         toolCallTurns=sum(1 for t in turns if t.get("toolCalls")))
-    log("turn-recorder", "spawn-request", sessionId=session_id, specialist=specialist,
-        initialMessageBytes=len(message.encode("utf-8")))
     if host is None:
         return 0
     host = host() if callable(host) else host
-    from plugins.channels.runner import get_runner, session_id_for
+    from host import hooktable
+    from plugins.channels.turn_store import record
 
-    runner = get_runner(host)
-    payload = {"specialist": specialist, "role": "admin", "model": env.get("PLUGHOST_RECORDER_MODEL", "haiku"),
-               "initialMessage": message, "operatorSessionId": session_id, "accountId": env_account}
-    recorder_session = session_id_for(env_account or "-", f"recorder:{session_id}")
+    started = time.perf_counter()
     try:
-        asyncio.run(runner.run(recorder_session, payload))
+        done = record(host.store(), principal.guards, session_id, keyed, runner_session=principal.session_key)
     except Exception as exc:
-        log("turn-recorder", "spawn-failed", sessionId=session_id, reason="runner",
-            detail=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+        log("turn-recorder", "record-failed", sessionId=session_id, reason="store", detail=_first_line(exc))
         return 0
-    log("turn-recorder", "spawned", sessionId=session_id, specialist=specialist)
+    log("turn-recorder", "recorded", sessionId=session_id, conversation=done.conversation[:40],
+        created=int(done.created), new=len(done.new), changed=len(done.changed), unchanged=done.unchanged,
+        ms=round((time.perf_counter() - started) * 1000))
+    if done.new or done.changed:
+        host.call_each(hooktable.MESSAGES_STORED, account_id=principal.account, message_ids=done.new + done.changed)
     return 0
 
 

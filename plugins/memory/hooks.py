@@ -136,6 +136,22 @@ def plughost_startup_surfacing(host: Host) -> None:
     watch.start(host)
 
 
+@hookimpl(specname="plughost_startup")
+def plughost_startup_embed_queue(host: Host) -> None:
+    """Under ``plughost serve``: the background embedder of stored conversation turns."""
+    from plugins.memory import embed_queue
+
+    embed_queue.start(host)
+
+
+@hookimpl
+def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]) -> None:
+    """Stored Messages get their vector: queued under ``serve``, in place elsewhere."""
+    from plugins.memory import embed_queue
+
+    embed_queue.messages_stored(host, account_id, message_ids)
+
+
 @hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
     from plugins.memory.surfacing.settings_gate import surface_settings_gate
@@ -145,9 +161,11 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
+    from plugins.memory import embed_queue
     from plugins.memory.collections import watch
     from plugins.memory.surfacing.server import stop
 
+    embed_queue.stop(host)
     watch.stop(host)
     stop(host)
 
@@ -183,4 +201,4 @@ __all__ = ["plughost_recall_used", "plughost_retrieval_boosts_recall", "plughost
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
            "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations",
-           "plughost_tools_audit", "plughost_tool_called"]
+           "plughost_tools_audit", "plughost_tool_called", "plughost_startup_embed_queue", "plughost_messages_stored"]

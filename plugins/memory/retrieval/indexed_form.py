@@ -15,7 +15,8 @@ nDCG@10 and MRR@10 and embeds four times faster (short inputs), see the README.
 The window is causal (earlier turns only), so the form a turn gets when it is appended is the
 form a rebuild gives it later: ``conversation-append``, ``memory import`` of Message nodes and
 ``plughost memory reindex --context`` (the channels and the turn recorder write without it; the
-backfill of ``plughost memory reindex`` fills it in) all produce the same text. Search results still return the turn itself.
+background embedder of :mod:`plugins.memory.embed_queue` and the backfill of ``plughost memory
+reindex`` fill it in) all produce the same text. Search results still return the turn itself.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.channels.turn_recorder import SKIP_REASONS, envelope, record_turn, walk
-from tests.conftest import REPO, run_cli
+from plugins.channels.turn_recorder import SKIP_REASONS, record_turn, walk
+from tests.conftest import REPO, ensure_account, run_cli
 
 FIXTURE = Path(__file__).parent / "fixtures" / "transcript_admin.jsonl"
 SESSION = "6c1f7c52-0f1e-4d6a-9d0b-2f7c6a4b9e11"
@@ -38,14 +38,6 @@ def test_walk_fixture_exact() -> None:
     assert stats.malformed == 1
 
 
-def test_envelope_shape() -> None:
-    from datetime import UTC, datetime
-
-    body = envelope(EXPECTED_TURNS, SESSION, "acct-0001", datetime(2026, 11, 30, 1, 2, 3, 456000, tzinfo=UTC))
-    assert list(body) == ["turns", "conversationId", "accountId", "occurredAt"]
-    assert body["occurredAt"] == "2026-11-30T01:02:03.000Z" and body["conversationId"] == SESSION
-
-
 def test_thinking_only_and_tool_result_only_make_no_turn() -> None:
     lines = [
         {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]}},
@@ -62,21 +54,29 @@ def test_thinking_only_and_tool_result_only_make_no_turn() -> None:
 ADMIN_ENV = {"PLUGHOST_SESSION_ROLE": "admin", "ACCOUNT_ID": "acct-0001"}
 
 
-def stop_input(path: Path | str | None) -> str:
-    return json.dumps({"session_id": SESSION, "transcript_path": str(path) if path else None,
-                       "cwd": "/srv/acct", "hook_event_name": "Stop", "stop_hook_active": False})
+def stop_input(path: Path | str | None, session: str | None = SESSION) -> str:
+    """What Claude Code writes on a Stop hook's stdin."""
+    return json.dumps({"session_id": session, "transcript_path": str(path) if path else None,
+                       "cwd": "/srv/acct", "permission_mode": "default", "hook_event_name": "Stop",
+                       "stop_hook_active": False})
 
 
 @pytest.mark.parametrize("reason", SKIP_REASONS)
-def test_every_skip_reason_reachable(reason: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    env = dict(ADMIN_ENV)
+def test_every_skip_reason_reachable(reason: str, tmp_path: Path, plughost_home: Path,
+                                     capfd: pytest.CaptureFixture[str]) -> None:
+    env = {**ADMIN_ENV, "PLUGHOST_HOME": str(plughost_home)}
+    ensure_account(env)
     data = stop_input(FIXTURE).encode()
     if reason == "role-not-admin":
         env["PLUGHOST_SESSION_ROLE"] = "public"
-    elif reason == "is-recorder":
-        env["PLUGHOST_SPECIALIST"] = "database-operator"
+    elif reason == "no-account":
+        env.pop("ACCOUNT_ID")
+    elif reason == "unknown-account":
+        env["ACCOUNT_ID"] = "acct-elsewhere"
     elif reason == "empty-stdin":
         data = b"  \n"
+    elif reason == "no-session":
+        data = stop_input(FIXTURE, session=None).encode()
     elif reason == "missing-transcript":
         data = stop_input(tmp_path / "gone.jsonl").encode()
     elif reason == "conversation-empty":
@@ -85,64 +85,88 @@ def test_every_skip_reason_reachable(reason: str, tmp_path: Path, capfd: pytest.
         data = stop_input(empty).encode()
     assert record_turn(data, env, host=None) == 0
     assert f"[turn-recorder] trigger-skipped reason={reason}" in capfd.readouterr().err
+    assert not (plughost_home / "accounts" / "acct-elsewhere").exists()
 
 
-RECORDER_AGENT = """
-import json, os, subprocess, sys
-data = sys.stdin.read()
-with open(os.environ["CAPTURE"], "a") as fh:
-    fh.write(json.dumps({"session": os.environ["PLUGHOST_SESSION_ID"], "payload": json.loads(data),
-                         "specialist": os.environ.get("PLUGHOST_SPECIALIST"),
-                         "role": os.environ.get("PLUGHOST_SESSION_ROLE")}) + "\\n")
-# the recorder's own session ends: Claude Code fires the Stop hook in it too
-stop = json.dumps({"session_id": "recorder-session", "transcript_path": os.environ["TRANSCRIPT"]})
-subprocess.run([sys.executable, "-m", "host.cli", "record-turn"], input=stop, text=True, check=False)
-print("recorded")
-"""
+def recorded(home: Path) -> tuple[list, list]:
+    """(the session's Conversations, its Messages by turn), read back by a fresh host."""
+    from host.graph import Guards
+    from host.manager import Host
+
+    host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": "acct-0001"}).load()
+    try:
+        store = host.store()
+        convs = store.find(guards=Guards("acct-0001"), labels=["Conversation"], limit=100)
+        msgs = store.find(guards=Guards("acct-0001"), labels=["Message"], where={"conversationId": SESSION},
+                          limit=100)
+        linked = store.expand([SESSION], guards=Guards("acct-0001"), limit=100).get(SESSION, [])
+        assert sorted(nb.node.id for nb in linked if nb.type == "HAS_MESSAGE") == sorted(m.id for m in msgs)
+        return convs, sorted(msgs, key=lambda m: m.properties["turnIndex"])
+    finally:
+        host.close()
 
 
-def test_cli_dispatches_envelope_through_runner(tmp_path: Path, plughost_home: Path) -> None:
-    agent = tmp_path / "agent.py"
-    agent.write_text(RECORDER_AGENT)
-    capture = tmp_path / "capture.jsonl"
-    env = {**ADMIN_ENV, "PLUGHOST_AGENT_COMMAND": f"{sys.executable} {agent}", "CAPTURE": str(capture),
-           "TRANSCRIPT": str(FIXTURE)}
-    proc = run_cli("record-turn", env=env, input=stop_input(FIXTURE))
-    assert proc.returncode == 0, proc.stderr
-    sent = json.loads(capture.read_text())  # exactly one line: the recorder did not record itself
-    assert (sent["specialist"], sent["role"]) == ("database-operator", "admin")
-    log = (plughost_home / "logs" / "server.log").read_text()
-    assert "[turn-recorder] trigger-skipped reason=is-recorder" in log
-    assert sent["payload"]["specialist"] == "database-operator"
-    body = json.loads(sent["payload"]["initialMessage"])
-    assert body["turns"] == EXPECTED_TURNS and body["conversationId"] == SESSION and body["accountId"] == "acct-0001"
-    assert ("[turn-recorder] envelope sessionId=" + SESSION + " turnsCount=7 userTurns=3 assistantTurns=4 "
-            "toolCallTurns=2") in proc.stderr
-    assert "[turn-recorder] spawn-request sessionId=" + SESSION + " specialist=database-operator" in proc.stderr
-    assert "envelope sessionId=" in (plughost_home / "logs" / "server.log").read_text()
-
-
-@pytest.mark.parametrize("command", ["false", "/nonexistent/agent"])
-def test_cli_never_exits_nonzero(command: str) -> None:
-    proc = run_cli("record-turn", env={**ADMIN_ENV, "PLUGHOST_AGENT_COMMAND": command}, input=stop_input(FIXTURE))
-    assert proc.returncode == 0
-    assert "[turn-recorder] spawn-failed" in proc.stderr
-    garbage = run_cli("record-turn", env=ADMIN_ENV, input="\x00not json at all")
-    assert garbage.returncode == 0 and "trigger-skipped reason=empty-stdin" in garbage.stderr
-
-
-def test_stop_hook_registration_runs_the_recorder(tmp_path: Path, plughost_home: Path) -> None:
+def run_stop_hook(transcript: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The channels plugin's registered Stop hook command, as Claude Code runs it."""
     plugin_root = REPO / "plugins" / "channels"
     spec = json.loads((plugin_root / "hooks" / "hooks.json").read_text())
     command = spec["hooks"]["Stop"][0]["hooks"][0]["command"]
     assert "${CLAUDE_PLUGIN_ROOT}" in command
-    env = {**os.environ, **ADMIN_ENV, "CLAUDE_PLUGIN_ROOT": str(plugin_root), "PLUGHOST_PYTHON": sys.executable,
-           "PLUGHOST_AGENT_COMMAND": "true"}
-    proc = subprocess.run(["sh", "-c", command], input=stop_input(FIXTURE), text=True, env=env,
+    full = {**os.environ, **ADMIN_ENV, "CLAUDE_PLUGIN_ROOT": str(plugin_root), "PLUGHOST_PYTHON": sys.executable,
+            **(env or {})}
+    return subprocess.run(["sh", "-c", command], input=stop_input(transcript), text=True, env=full,
                           capture_output=True, timeout=60)
-    assert proc.returncode == 0
+
+
+def test_stop_hook_records_the_turns_in_the_store(tmp_path: Path, plughost_home: Path) -> None:
+    ensure_account({**ADMIN_ENV, "PLUGHOST_HOME": str(plughost_home)})
+    proc = run_stop_hook(FIXTURE)
+    assert proc.returncode == 0, proc.stderr
     log = (plughost_home / "logs" / "server.log").read_text()
-    assert "[turn-recorder] envelope sessionId=" + SESSION + " turnsCount=7" in log
+    assert ("[turn-recorder] walked sessionId=" + SESSION + " turnsCount=7 userTurns=3 assistantTurns=4 "
+            "toolCallTurns=2") in log
+    assert "[turn-recorder] recorded sessionId=" + SESSION + f" conversation={SESSION} created=1 new=7 changed=0 " \
+        "unchanged=0" in log
+    convs, msgs = recorded(plughost_home)
+    assert [(c.id, c.properties["sessionId"], c.properties["scope"]) for c in convs] == [(SESSION, SESSION, "admin")]
+    assert [(m.properties["role"], m.properties["text"], m.properties["sentAt"]) for m in msgs] == [
+        (t["role"], t["text"], t["ts"]) for t in EXPECTED_TURNS]
+    assert all(m.properties["scope"] == "admin" and m.properties["channel"] == "claude-code" for m in msgs)
+    calls = json.loads(msgs[4].properties["toolCalls"])
+    assert calls == [{"tool": "mcp__plugin_memory_memory__memory-update",
+                      "input": '{"id": "svc-1", "properties": {"price": 30}}', "output": "ok"},
+                     {"tool": "Bash", "input": '{"command": "date"}', "output": None}]
+    assert "toolCalls" not in msgs[0].properties
+
+    again = run_stop_hook(FIXTURE)  # the next Stop walks the same transcript: nothing doubles
+    assert again.returncode == 0
+    assert "created=0 new=0 changed=0 unchanged=7" in (plughost_home / "logs" / "server.log").read_text()
+    assert [m.id for m in recorded(plughost_home)[1]] == [m.id for m in msgs]
+
+    longer = tmp_path / "longer.jsonl"
+    secret = "sk-ant-api03-" + "x7Q" * 30
+    extra = [{"type": "user", "uuid": "u20", "timestamp": "2026-11-30T01:03:00.000Z",
+              "message": {"role": "user", "content": f"store my key ANTHROPIC_API_KEY={secret} please"}},
+             {"type": "assistant", "uuid": "a20", "timestamp": "2026-11-30T01:03:01.000Z",
+              "message": {"id": "msg_20", "role": "assistant", "content": [
+                  {"type": "tool_use", "id": "toolu_20", "name": "Bash", "input": {"command": f"echo {secret}"}}]}}]
+    longer.write_bytes(FIXTURE.read_bytes() + b"".join(json.dumps(r).encode() + b"\n" for r in extra))
+    assert run_stop_hook(longer).returncode == 0
+    assert "created=0 new=2 changed=0 unchanged=7" in (plughost_home / "logs" / "server.log").read_text()
+    msgs = recorded(plughost_home)[1]
+    assert len(msgs) == 9 and msgs[8].properties["text"] == "(tools: Bash)"
+    assert secret not in (plughost_home / "graph.sqlite").read_bytes().decode("latin-1")
+    assert "[redacted]" in msgs[7].properties["text"] and "[redacted]" in msgs[8].properties["toolCalls"]
+
+
+def test_cli_never_exits_nonzero(plughost_home: Path) -> None:
+    ensure_account({**ADMIN_ENV, "PLUGHOST_HOME": str(plughost_home)})
+    (plughost_home / "graph.sqlite").write_bytes(b"not a database at all" * 100)
+    broken = run_cli("record-turn", env=ADMIN_ENV, input=stop_input(FIXTURE))
+    assert broken.returncode == 0 and "[turn-recorder] record-failed" in broken.stderr
+    assert "Traceback" not in broken.stderr
+    garbage = run_cli("record-turn", env=ADMIN_ENV, input="\x00not json at all")
+    assert garbage.returncode == 0 and "trigger-skipped reason=empty-stdin" in garbage.stderr
 
 
 @pytest.mark.external
