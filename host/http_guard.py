@@ -117,12 +117,6 @@ class GuardMiddleware:
         self.door = door
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        from host.principal import acting_as
-
-        with acting_as(self.door.principal):  # host.principal answers the request's principal inside
-            await self._guarded(scope, receive, send)
-
-    async def _guarded(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

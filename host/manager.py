@@ -130,12 +130,10 @@ class Host:
 
     @property
     def principal(self) -> Principal:
-        """Who this host's calls run as: the call in progress's principal (an HTTP request, a
-        runner turn: :func:`host.principal.acting_as`), else the one resolved from this host's
-        environment (once, again only if a command changes it, e.g. ``--account``)."""
-        found = principal_module.current()
-        if found is not None:
-            return found
+        """Who this host's calls run as, resolved from this host's environment (once, again only
+        if a command changes it, e.g. ``--account``). A narrower caller gets a host of its own
+        (a visitor's: ``child_env(env, principal.visitor())``), never a per-call override that
+        would reach the narrower host's calls too."""
         key = principal_module.principal_vars(self.env)
         if self._principal is None or self._principal[0] != key:
             self._principal = (key, principal_module.resolve(self.env))

@@ -16,10 +16,8 @@ process resolves its caller with this module too.
 
 from __future__ import annotations
 
-import contextvars
 import os
-from collections.abc import Iterator, Mapping, MutableMapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -358,23 +356,3 @@ def without_principal(base: Mapping[str, str]) -> dict[str, str]:
 def principal_vars(env: Mapping[str, str]) -> tuple[str | None, ...]:
     """The raw inputs, as a cache key (a host re-resolves only when they change)."""
     return tuple(env.get(v) for v in VARS)
-
-
-# -- the call context ---------------------------------------------------------------------------
-_CALL: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("plughost_principal", default=None)
-
-
-def current() -> Principal | None:
-    """The principal of the call in progress (an HTTP request, a runner turn), if one was set."""
-    return _CALL.get()
-
-
-@contextmanager
-def acting_as(principal: Principal | None) -> Iterator[Principal | None]:
-    """Run a block as ``principal``: ``host.principal`` answers it inside (threads started with
-    a copied context, as anyio's are, inherit it)."""
-    token = _CALL.set(principal)
-    try:
-        yield principal
-    finally:
-        _CALL.reset(token)
