@@ -9,9 +9,11 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from channels_support import ACCOUNT, serve
 from run_support import ask
 
+from host.app import build_app as serve_app
 from host.graph import Guards
 from plugins.channels.memory_runner import DONT_KNOW
 from plugins.channels.runner import get_runner
@@ -22,7 +24,10 @@ WIFI = "The staff wifi password is croissant42."
 DISCOUNT = "Millbrook Flour gives us a supplier discount of 12 percent on orders above 40 sacks."
 
 
-def test_unscoped_writes_stay_private_in_the_webchat(make_host, account, tmp_path: Path) -> None:
+@pytest.mark.parametrize("front", ["channels-app", "serve-app"])
+def test_unscoped_writes_stay_private_in_the_webchat(make_host, account, tmp_path: Path, front: str) -> None:
+    """``serve-app`` is the whole app ``plughost serve`` runs, its front door included (whose
+    per-request principal once reached the visitor's host and answered as the owner)."""
     note = tmp_path / "staff.md"
     note.write_text(f"# Staff notes\n\n## Wifi\n\n{WIFI}\n")
     ingested = run_cli("memory", "ingest", str(note))  # no --scope, as a new user types it
@@ -42,7 +47,8 @@ def test_unscoped_writes_stay_private_in_the_webchat(make_host, account, tmp_pat
     docs = store.find(guards=Guards(ACCOUNT), labels=["KnowledgeDocument"], where={"title": "Staff notes"})
     assert [d.properties.get("scope") for d in docs] == ["admin"]
 
-    with serve(build_app(host)) as base:
+    app = build_app(host) if front == "channels-app" else serve_app(host, mcp=False)
+    with serve(app) as base:
         reply, session, after, _ = ask(base, "What is the staff wifi password?", None, 0)
         assert reply == DONT_KNOW and "croissant42" not in reply
         reply, session, after, _ = ask(base, "What supplier discount does Millbrook Flour give?", session, after)
