@@ -7,6 +7,12 @@ becomes an ``isError`` result with a one-line message, never a crashed server; a
 a JSON-RPC error (-32602), as the protocol says. Eager tools carry
 ``_meta["anthropic/alwaysLoad"] = true`` in ``tools/list``.
 
+A server advertises only what it serves: tools. The SDK's ``MCPServer`` registers empty prompt
+and resource handlers (and ``subscriptions/listen``) on every server, which would advertise the
+``prompts`` and ``resources`` capabilities with nothing behind them; they are unregistered, so
+``initialize`` offers ``tools`` alone and ``prompts/*`` / ``resources/*`` are "method not found"
+(-32601). The tool list never changes while a server runs, so ``listChanged`` is false.
+
 ``mcp`` is imported here only, never on the boot path.
 """
 
@@ -32,6 +38,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
 
 EAGER_META_KEY = "anthropic/alwaysLoad"
+UNSERVED_METHODS = ("prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list",
+                    "resources/subscribe", "resources/unsubscribe", "subscriptions/listen")
+"""Requests the SDK would answer with empty lists; capabilities are derived from the handlers left."""
 __all__ = ["EAGER_META_KEY", "PluginServer", "build_server", "http_app", "run_plugin_server", "serve_http",
            "serve_stdio", "served_tools"]
 
@@ -40,7 +49,10 @@ class PluginServer(MCPServer):
     """An MCPServer whose tool list and calls come from plughost's tool table."""
 
     def __init__(self, plugin: str, tools: list[ServedTool], version: str = "", host: Host | None = None) -> None:
-        super().__init__(name=plugin, version=version)
+        super().__init__(name=plugin, version=version, subscriptions=False)
+        handlers = self._lowlevel_server._request_handlers
+        for method in UNSERVED_METHODS:
+            handlers.pop(method, None)
         self.plugin = plugin
         self.tools = {t.name: t for t in tools}
         self.host = host  # set: plughost_tool_called fires after each call
