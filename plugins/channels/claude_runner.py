@@ -37,9 +37,14 @@ from host.install_record import config_dir_source
 from host.log import log
 from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
 
-NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "MultiEdit", "Write", "Read", "Glob", "Grep", "LS",
-                "NotebookEdit", "NotebookRead", "WebFetch", "WebSearch", "Task", "TodoWrite", "Skill",
-                "SlashCommand", "ExitPlanMode")
+NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit",
+                "WebFetch", "WebSearch", "Task", "TodoWrite", "Skill", "ExitPlanMode", "CronCreate", "CronDelete",
+                "CronList", "DesignSync", "EnterWorktree", "ExitWorktree", "ReportFindings", "ScheduleWakeup",
+                "SendMessage", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
+                "ToolSearch", "Workflow")
+"""The public turn's deny list: the built-in tools of the pinned CLI (``scripts/tools-package.json``),
+each one it knows (an unknown name is a "matches no known tool" warning every turn) and every one
+its ``init`` message lists by default; the test checks both against the real CLI."""
 NO_MCP_SERVERS = json.dumps({"mcpServers": {}})
 KNOWLEDGE_INTRO = ("You answer visitors of this business. Answer only from the passages below; when they do not "
                    "answer the question, say you do not know and offer to pass the question on to the team.")

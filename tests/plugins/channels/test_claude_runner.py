@@ -159,23 +159,58 @@ def real_claude() -> str:
 def test_real_cli_accepts_the_flags_and_ends_at_the_credential(make_host, account, tmp_path: Path, role: str) -> None:
     """The argv the runner builds, run by the real CLI as a user's machine would (`env -i`, another cwd)."""
     claude = real_claude()
-    node_dir = str(Path(shutil.which("node") or TOOLS / "node_modules" / ".bin" / "node").parent)
     host = make_host(PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_CONFIG_DIR=str(tmp_path / "config"))
     runner = get_runner(host)
     sid = session_id_for(ACCOUNT, f"webchat:{role}")
     argv = runner.argv(sid, role, resume=False, knowledge="You answer visitors.\n\n[1] We open at 7.")
     argv[0:len(runner.command)] = [claude]
-    env = {"PATH": f"{node_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
-           "CLAUDE_CODE_TMPDIR": str(tmp_path), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
-           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    (tmp_path / "config").mkdir()
+    env = real_cli_env(tmp_path)
     done = subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv], input="hello",
                           capture_output=True, text=True, timeout=120, cwd="/tmp")
     assert "unknown option" not in done.stderr and "error: option" not in done.stderr, done.stderr
+    assert "matches no known tool" not in done.stderr, done.stderr  # a warning per turn otherwise
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["type"] == "result" and result["is_error"] is True
     assert "logged in" in result["result"].lower() or "api key" in result["result"].lower(), result
     assert result["session_id"] == sid
+
+
+def real_cli_env(tmp_path: Path) -> dict[str, str]:
+    node_dir = str(Path(shutil.which("node") or TOOLS / "node_modules" / ".bin" / "node").parent)
+    (tmp_path / "config").mkdir(exist_ok=True)
+    return {"PATH": f"{node_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+            "CLAUDE_CODE_TMPDIR": str(tmp_path), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+
+def init_message(argv: list[str], env: dict[str, str]) -> tuple[dict, str]:
+    """The real CLI's ``init`` message (``stream-json``: it lists the tools the session has) and its stderr."""
+    i = argv.index("--output-format")
+    argv = [*argv[:i], "--output-format", "stream-json", "--verbose", *argv[i + 2:]]
+    done = subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv], input="hello",
+                          capture_output=True, text=True, timeout=120, cwd="/tmp")
+    for line in done.stdout.splitlines():
+        message = json.loads(line)
+        if message.get("type") == "system" and message.get("subtype") == "init":
+            return message, done.stderr
+    raise AssertionError(f"no init message: {done.stdout[-500:]} {done.stderr[-500:]}")
+
+
+def test_the_deny_list_is_the_real_clis_own_tools(make_host, account, tmp_path: Path) -> None:
+    """Every denied name is one the pinned CLI knows (no "matches no known tool" warning), every tool it
+    has by default is denied, and the public turn's session has no tool at all."""
+    claude = real_claude()
+    env = real_cli_env(tmp_path)
+    default, _ = init_message([claude, "-p", "--output-format", "json"], env)
+    assert set(default["tools"]) and set(default["tools"]) <= set(NATIVE_TOOLS), set(default["tools"]) - set(NATIVE_TOOLS)
+    _, typo = init_message([claude, "-p", "--output-format", "json", "--disallowedTools", "NoSuchTool,Bash"], env)
+    assert 'deny rule "NoSuchTool" matches no known tool' in typo and '"Bash"' not in typo  # the CLI's own check
+    runner = get_runner(make_host(PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_CONFIG_DIR=env["CLAUDE_CONFIG_DIR"]))
+    argv = runner.argv(session_id_for(ACCOUNT, "webchat:deny"), "public", resume=False)
+    argv[0:len(runner.command)] = [claude]
+    public, stderr = init_message(argv, env)
+    assert "matches no known tool" not in stderr, stderr
+    assert public["tools"] == [] and public["mcp_servers"] == []
 
 
 @pytest.mark.parametrize(("served", "child"), [("shared", ""), ("public,shared", "public"), ("", "")])
