@@ -203,8 +203,9 @@ def _result(out: str) -> dict[str, Any] | None:
 
 
 def _public_knowledge(host: Any) -> Any:
-    """The memory runner's public-scope search as ``question -> [(text, source)]``."""
-    from plugins.channels.memory_runner import MemoryRunner
+    """The memory runner's public-scope search as ``question -> [(text, source)]``: at most
+    :data:`MAX_PASSAGES`, each a different text (a document's Section and its Chunk are one)."""
+    from plugins.channels.memory_runner import MemoryRunner, distinct
 
     memory = MemoryRunner(host)
 
@@ -214,6 +215,6 @@ def _public_knowledge(host: Any) -> Any:
         except Exception as exc:  # no memory: the agent answers without passages
             log("channels", "op=claude-knowledge-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else "")
             return []
-        return [(p.text, p.source) for cover, p in ranked if cover > 0][:MAX_PASSAGES]
+        return [(p.text, p.source) for _, p in distinct([r for r in ranked if r[0] > 0], MAX_PASSAGES)]
 
     return find

@@ -28,7 +28,9 @@ from plugins.channels.runner import RunnerError
 
 FOLLOW_UP_TOOL = "work-create"
 SEARCH_TOOL = "memory-search"
-FIELDS = ["title", "body", "content", "name", "description", "path"]
+PART_FIELDS = ["attachmentId", "sectionIndex", "index", "searchContext"]
+"""Where a document passage sits: a Chunk and the Section it was cut from are one part."""
+FIELDS = ["title", "body", "content", "name", "description", "path", *PART_FIELDS]
 # conversation records are memory too, but never an answer to a visitor's question
 NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessage", "Conversation",
                  "Preference", "Outcome", "Session", "Turn"}
@@ -94,7 +96,41 @@ class Passage:
                 parts = []
             if parts:
                 return " › ".join(parts)
-        return self.props.get("title") or self.props.get("name") or self.node_id
+        return (self.props.get("title") or self.props.get("name") or self.props.get("searchContext")
+                or self.node_id)
+
+    @property
+    def part(self) -> str:
+        """The document section this passage is (a Chunk and its Section share it), else the node itself."""
+        doc = self.props.get("attachmentId")
+        index = self.props.get("sectionIndex" if "Chunk" in self.labels else "index")
+        if doc and index is not None and {"Chunk", "Section"} & set(self.labels):
+            return f"{doc}#{index.strip()}"
+        return self.node_id
+
+
+def normalised(text: str) -> str:
+    """Words only, case-folded: two passages that differ in spacing, case or punctuation are one text."""
+    return " ".join(WORD.findall(text.casefold()))
+
+
+def distinct(ranked: list[tuple[float, Passage]], limit: int) -> list[tuple[float, Passage]]:
+    """The best ``limit`` passages, none repeating another: not the same document part (a Section
+    and its Chunk, a re-ingested copy) and not the same text, nor text inside a passage kept
+    before it (a chunk of a section already given)."""
+    kept: list[tuple[float, Passage]] = []
+    parts: set[str] = set()
+    texts: list[str] = []
+    for cover, passage in ranked:
+        text = normalised(passage.text)
+        if not text or passage.part in parts or any(text in t or t in text for t in texts):
+            continue
+        kept.append((cover, passage))
+        parts.add(passage.part)
+        texts.append(text)
+        if len(kept) == limit:
+            break
+    return kept
 
 
 def parse_results(text: str) -> list[Passage]:

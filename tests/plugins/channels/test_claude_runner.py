@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,48 @@ def test_public_turn_is_toolless_by_construction(make_host, account, tmp_path: P
     assert call["env"]["PLUGHOST_SESSION_ID"] == sid and call["env"]["ACCOUNT_ID"] == ACCOUNT
     assert call["stdin"].endswith("What are your opening hours?")  # the composed payload, on stdin
     assert Path(call["cwd"]) == Path(os.environ["PLUGHOST_HOME"]) / "accounts" / ACCOUNT / "agent"
+
+
+HANDBOOK = {"attachmentId": "hb", "title": "Bike shop handbook", "content": (
+    "# Bike shop handbook\n\n## Repairs\n\nWe repair bikes of every brand within two days.\n\n"
+    "## Rentals\n\nWe rent city bikes for 15 euros a day; bikes for children are free.\n\n"
+    "## Parts\n\nSpare parts for bikes are ordered within a week.\n")}
+
+
+def test_the_public_prompts_passages_are_distinct(make_host, account, tmp_path: Path, stand_in) -> None:
+    """Each Section of the handbook is also its one Chunk, and a note repeats a section's text: the
+    three passage slots still hold three different texts."""
+    from host.tooltable import call_tool
+
+    host = make_host(**stand_in)
+    call_tool(host, "memory", "memory-ingest", HANDBOOK)
+    call_tool(host, "memory", "memory-ingest", {**HANDBOOK, "attachmentId": "hb-copy"})  # the same file twice
+    call_tool(host, "memory", "memory-write", {"labels": ["Note"], "properties": {
+        "name": "Repairs", "description": "We  repair bikes of every brand within two days!", "scope": "public"}})
+    runner = get_runner(host)
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:bikes"), payload("public", "Do you repair or rent bikes?")))
+    argv = calls(tmp_path)[0]["argv"]
+    prompt = argv[argv.index("--append-system-prompt") + 1]
+    passages = re.findall(r"^\[(\d)\] (.+)$", prompt, re.M)
+    texts = [text for _, text in passages]
+    assert [n for n, _ in passages] == ["1", "2", "3"], prompt
+    assert len({re.sub(r"\W+", " ", t).lower().strip() for t in texts}) == 3, prompt
+    assert sum("repair bikes" in t for t in texts) == 1 and sum("rent city bikes" in t for t in texts) == 1, prompt
+    assert "(Source: Bike shop handbook › " in prompt and "_c0000" not in prompt, prompt
+
+
+def test_distinct_keeps_one_passage_per_part_and_text() -> None:
+    from plugins.channels.memory_runner import Passage, distinct
+
+    section = Passage(("Section",), "s1", 1.0, {"body": "Open at 9.", "attachmentId": "a", "index": "1"})
+    chunk = Passage(("Chunk",), "s1_c0", 0.9, {"content": "Open at 9.", "attachmentId": "a", "sectionIndex": "1"})
+    copy = Passage(("Note",), "n1", 0.8, {"description": "open   AT 9"})
+    inside = Passage(("Chunk",), "s2_c1", 0.7, {"content": "at 9", "attachmentId": "b", "sectionIndex": "0"})
+    other = Passage(("Chunk",), "s3_c0", 0.6, {"content": "Closed on Sundays.", "attachmentId": "a",
+                                               "sectionIndex": "2"})
+    ranked = [(1.0, section), (1.0, chunk), (0.9, copy), (0.8, inside), (0.7, other)]
+    assert [p.node_id for _, p in distinct(ranked, 3)] == ["s1", "s3_c0"]
+    assert [p.node_id for _, p in distinct(ranked, 1)] == ["s1"]
 
 
 def test_admin_turn_gets_the_admin_allowlist(make_host, account, tmp_path: Path, stand_in) -> None:
