@@ -295,7 +295,9 @@ class MemoryRunner:
 
     def pass_on(self, session_id: str, message: str, contact: str, payload: Mapping[str, Any]) -> str:
         """The visitor left a way to reach them: the question they asked before goes to the team as a
-        follow-up Task (``work-create``, admin scope) with the contact; the visitor is told so."""
+        follow-up Task (``work-create``, admin scope) with the contact, linked to the visitor's
+        Conversation (``conversationId``, ``RAISED_DURING``) so the team can read what was said;
+        the visitor is told so."""
         from host import hooktable
         from host.tooltable import call_tool
 
@@ -307,14 +309,29 @@ class MemoryRunner:
         try:
             if not owners:
                 raise RunnerError(f"not-configured: no plugin serves {FOLLOW_UP_TOOL}")
-            call_tool(self.host, owners[0], FOLLOW_UP_TOOL,
-                      {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
-                       "inputs": inputs})
+            args: dict[str, Any] = {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
+                                    "inputs": inputs}
+            conversation = self.conversation_of(inputs["channel"], inputs["sender"])
+            if conversation is not None:
+                args["conversationId"] = conversation
+            call_tool(self.host, owners[0], FOLLOW_UP_TOOL, args)
         except Exception as exc:  # the visitor's contact must still reach a person: the log says it loudly
             log("channels", "op=follow-up-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
             raise RunnerError(f"follow-up-failed: {exc}") from None
-        log("channels", "op=follow-up", outcome="passed-on" if question else "noted", channel=inputs["channel"])
+        log("channels", "op=follow-up", outcome="passed-on" if question else "noted", channel=inputs["channel"],
+            conversation=(conversation or "")[5:13] or None)
         return (PASSED_ON if question else NOTED).format(contact=contact)
+
+    def conversation_of(self, channel: str, sender: str) -> str | None:
+        """The stored Conversation of this channel and sender, or None (webchat stores it from the
+        visitor's second message on; a turn run outside the gateway has none)."""
+        from host.graph import conversation_node_id
+
+        account = self.host.principal.account
+        if not (account and channel and sender):
+            return None
+        conv = conversation_node_id(account, channel, sender)
+        return conv if self.host.store().get(conv, guards=self.host.principal.guards) is not None else None
 
     def answer(self, question: str, role: str) -> str:
         words = content_words(question)
