@@ -29,6 +29,7 @@ from host.launch import Launch, installed_launches
 from host.log import format_line
 
 EAGER_META_KEY = "anthropic/alwaysLoad"
+WITHHELD_META_KEY = "plughost/withheld"
 PROTOCOL_VERSION = "2025-06-18"
 
 
@@ -172,7 +173,11 @@ def check_server(launch: Launch, timeout: float = 30.0) -> ServerCheck:
             if "error" in listed:
                 add("tools-list-failed", detail=json.dumps(listed["error"])[:200])
                 return check
-            served = {t.get("name"): t for t in (listed.get("result") or {}).get("tools") or [] if isinstance(t, dict)}
+            result = listed.get("result") or {}
+            served = {t.get("name"): t for t in result.get("tools") or [] if isinstance(t, dict)}
+            meta = result.get("_meta")
+            meta = meta if isinstance(meta, dict) else {}
+            withheld = {str(n) for n in meta.get(WITHHELD_META_KEY) or [] if isinstance(n, str)}
         except TimeoutError:
             add("start-failed", detail=f"no answer within {timeout:.0f}s")
             return check
@@ -184,15 +189,17 @@ def check_server(launch: Launch, timeout: float = 30.0) -> ServerCheck:
             _stop(proc)
     check.ms = (time.monotonic() - t0) * 1000
     check.tools = sorted(str(n) for n in served)
-    compare(check, served, declared(launch.root), add)
+    compare(check, served, declared(launch.root), add, withheld)
     return check
 
 
-def compare(check: ServerCheck, served: dict[Any, dict[str, Any]], decl: dict[str, bool] | None, add: Any) -> None:
-    """Missing, extra and `_meta` (eager) differences between served and declared tools."""
+def compare(check: ServerCheck, served: dict[Any, dict[str, Any]], decl: dict[str, bool] | None, add: Any,
+            withheld: set[str] | None = None) -> None:
+    """Missing, extra and `_meta` (eager) differences between served and declared tools; a declared
+    tool the server says it withholds in this configuration (``_meta["plughost/withheld"]``) is not missing."""
     if decl is None:
         return  # not a plughost plugin folder: nothing declared to compare with
-    for name in sorted(set(decl) - set(served)):
+    for name in sorted(set(decl) - set(served) - (withheld or set())):
         add("missing-tool", tool=name)
     for name in sorted(str(n) for n in set(served) - set(decl)):
         add("extra-tool", tool=name)

@@ -7,6 +7,15 @@ becomes an ``isError`` result with a one-line message, never a crashed server; a
 a JSON-RPC error (-32602), as the protocol says. Eager tools carry
 ``_meta["anthropic/alwaysLoad"] = true`` in ``tools/list``.
 
+A server advertises only what it serves: tools. The SDK's ``MCPServer`` registers empty prompt
+and resource handlers (and ``subscriptions/listen``) on every server, which would advertise the
+``prompts`` and ``resources`` capabilities with nothing behind them; they are unregistered, so
+``initialize`` offers ``tools`` alone and ``prompts/*`` / ``resources/*`` are "method not found"
+(-32601). The tool list never changes while a server runs, so ``listChanged`` is false. A
+declared tool withheld in this configuration (e.g. the Cypher tools on the embedded store) is
+named in the ``tools/list`` result's ``_meta["plughost/withheld"]``, so ``plughost doctor`` can
+tell it from a tool lost in code.
+
 ``mcp`` is imported here only, never on the boot path.
 """
 
@@ -21,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.server import MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
+from mcp_types import INVALID_PARAMS, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
 from mcp_types import Tool as MCPTool
 
 from host.errors import PlughostError
@@ -32,6 +41,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
 
 EAGER_META_KEY = "anthropic/alwaysLoad"
+WITHHELD_META_KEY = "plughost/withheld"
+UNSERVED_METHODS = ("prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list",
+                    "resources/subscribe", "resources/unsubscribe", "subscriptions/listen")
+"""Requests the SDK would answer with empty lists; capabilities are derived from the handlers left."""
 __all__ = ["EAGER_META_KEY", "PluginServer", "build_server", "http_app", "run_plugin_server", "serve_http",
            "serve_stdio", "served_tools"]
 
@@ -39,11 +52,21 @@ __all__ = ["EAGER_META_KEY", "PluginServer", "build_server", "http_app", "run_pl
 class PluginServer(MCPServer):
     """An MCPServer whose tool list and calls come from plughost's tool table."""
 
-    def __init__(self, plugin: str, tools: list[ServedTool], version: str = "", host: Host | None = None) -> None:
-        super().__init__(name=plugin, version=version)
+    def __init__(self, plugin: str, tools: list[ServedTool], version: str = "", host: Host | None = None,
+                 withheld: list[str] | None = None) -> None:
+        super().__init__(name=plugin, version=version, subscriptions=False)
+        handlers = self._lowlevel_server._request_handlers
+        for method in UNSERVED_METHODS:
+            handlers.pop(method, None)
+        self._lowlevel_server.add_request_handler("tools/list", PaginatedRequestParams, self._tools_list)
         self.plugin = plugin
         self.tools = {t.name: t for t in tools}
+        self.withheld = sorted(withheld or [])
         self.host = host  # set: plughost_tool_called fires after each call
+
+    async def _tools_list(self, ctx: Any, params: Any) -> ListToolsResult:
+        meta = {WITHHELD_META_KEY: self.withheld} if self.withheld else None
+        return ListToolsResult(tools=await self.list_tools(), _meta=meta)
 
     async def list_tools(self) -> list[MCPTool]:
         return [
@@ -122,7 +145,8 @@ def build_server(host: Host, plugin: str) -> PluginServer:
     """Build the MCP server for one loaded plugin."""
     record = host.plugin(plugin)
     version = record.manifest.version if record.manifest else ""
-    return PluginServer(plugin, served_tools(host, plugin), version=version, host=host)
+    tools = served_tools(host, plugin)
+    return PluginServer(plugin, tools, version=version, host=host, withheld=host.tools().withheld.get(plugin))
 
 
 async def run_stdio_checked(server: PluginServer) -> None:

@@ -1,5 +1,10 @@
 """The tool surface (SPEC 3): computed once from the loaded manifests; the single source of
 truth for the gates, the manifest generator and the MCP servers.
+
+A declared tool the tool table withholds in this configuration (its hook gave no handler, e.g.
+the graph plugin's Cypher tools on the embedded store) stays in ``all`` (a specialist naming it
+is not a typo) but is marked ``withheld`` and left off the admin allowlist and the eager list:
+those advertise only what the servers serve.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class SurfaceTool:
     eager: bool
     description: str = ""
     input_schema: dict[str, Any] | None = None
+    withheld: bool = False
 
 
 @dataclass
@@ -46,6 +52,7 @@ class ToolSurface:
     admin: list[str] = field(default_factory=list)
     mcp_servers: list[str] = field(default_factory=list)
     eager: list[str] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)
     namespaces: dict[str, str] = field(default_factory=dict)  # sanitized "<plugin>_<server>" -> plugin
 
     def tools_of(self, plugin: str) -> list[SurfaceTool]:
@@ -57,6 +64,7 @@ class ToolSurface:
             "admin": self.admin,
             "mcpServers": self.mcp_servers,
             "eager": self.eager,
+            "withheld": self.withheld,
         }
 
 
@@ -73,6 +81,7 @@ def declared_tools(host: Host, name: str) -> list[ToolDecl]:
 
 def compute_surface(host: Host) -> ToolSurface:
     surface = ToolSurface()
+    withheld = host.tools().withheld
     for record in sorted(host.loaded(), key=lambda r: r.name):
         manifest = record.manifest
         server = record.name
@@ -80,10 +89,14 @@ def compute_surface(host: Host) -> ToolSurface:
         surface.namespaces[f"{safe_name(record.name)}_{safe_name(server)}"] = record.name
         for decl in tools:
             canonical = canonical_name(record.name, server, decl.name)
+            off = decl.name in withheld.get(record.name, ())
             surface.all[canonical] = SurfaceTool(
                 record.name, server, decl.name, canonical, decl.admin_allowlist, decl.eager,
-                decl.description, decl.input_schema,
+                decl.description, decl.input_schema, off,
             )
+            if off:
+                surface.withheld.append(canonical)
+                continue
             if decl.admin_allowlist:
                 surface.admin.append(canonical)
             if decl.eager:

@@ -37,9 +37,14 @@ from host.install_record import config_dir_source
 from host.log import log
 from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
 
-NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "MultiEdit", "Write", "Read", "Glob", "Grep", "LS",
-                "NotebookEdit", "NotebookRead", "WebFetch", "WebSearch", "Task", "TodoWrite", "Skill",
-                "SlashCommand", "ExitPlanMode")
+NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit",
+                "WebFetch", "WebSearch", "Task", "TodoWrite", "Skill", "ExitPlanMode", "CronCreate", "CronDelete",
+                "CronList", "DesignSync", "EnterWorktree", "ExitWorktree", "ReportFindings", "ScheduleWakeup",
+                "SendMessage", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
+                "ToolSearch", "Workflow")
+"""The public turn's deny list: the built-in tools of the pinned CLI (``scripts/tools-package.json``),
+each one it knows (an unknown name is a "matches no known tool" warning every turn) and every one
+its ``init`` message lists by default; the test checks both against the real CLI."""
 NO_MCP_SERVERS = json.dumps({"mcpServers": {}})
 KNOWLEDGE_INTRO = ("You answer visitors of this business. Answer only from the passages below; when they do not "
                    "answer the question, say you do not know and offer to pass the question on to the team.")
@@ -198,8 +203,9 @@ def _result(out: str) -> dict[str, Any] | None:
 
 
 def _public_knowledge(host: Any) -> Any:
-    """The memory runner's public-scope search as ``question -> [(text, source)]``."""
-    from plugins.channels.memory_runner import MemoryRunner
+    """The memory runner's public-scope search as ``question -> [(text, source)]``: at most
+    :data:`MAX_PASSAGES`, each a different text (a document's Section and its Chunk are one)."""
+    from plugins.channels.memory_runner import MemoryRunner, distinct
 
     memory = MemoryRunner(host)
 
@@ -209,6 +215,6 @@ def _public_knowledge(host: Any) -> Any:
         except Exception as exc:  # no memory: the agent answers without passages
             log("channels", "op=claude-knowledge-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else "")
             return []
-        return [(p.text, p.source) for cover, p in ranked if cover > 0][:MAX_PASSAGES]
+        return [(p.text, p.source) for _, p in distinct([r for r in ranked if r[0] > 0], MAX_PASSAGES)]
 
     return find

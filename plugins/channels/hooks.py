@@ -37,14 +37,16 @@ def plughost_channel_adapters(host: Host) -> list[ChannelAdapter]:
 @hookimpl
 def plughost_startup(host: Host) -> None:
     """`plughost serve`: resume the turns a stopped server left unanswered (SPEC 10.1: nothing accepted
-    is lost), run the scheduler on the server's loop, warm the agent runner up in the background."""
-    from plugins.channels import scheduler
+    is lost), run the scheduler on the server's loop, warm the agent runner and screening's language
+    model up in the background."""
+    from plugins.channels import language, scheduler
     from plugins.channels.delivery import start_resume
     from plugins.channels.runner import warm_in_background
 
     start_resume(host)
     scheduler.start(host)
     warm_in_background(host)
+    language.warm_in_background()  # screening's language model, off the loop
 
 
 @hookimpl

@@ -28,7 +28,9 @@ from plugins.channels.runner import RunnerError
 
 FOLLOW_UP_TOOL = "work-create"
 SEARCH_TOOL = "memory-search"
-FIELDS = ["title", "body", "content", "name", "description", "path"]
+PART_FIELDS = ["attachmentId", "sectionIndex", "index", "searchContext"]
+"""Where a document passage sits: a Chunk and the Section it was cut from are one part."""
+FIELDS = ["title", "body", "content", "name", "description", "path", *PART_FIELDS]
 # conversation records are memory too, but never an answer to a visitor's question
 NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessage", "Conversation",
                  "Preference", "Outcome", "Session", "Turn"}
@@ -94,7 +96,41 @@ class Passage:
                 parts = []
             if parts:
                 return " › ".join(parts)
-        return self.props.get("title") or self.props.get("name") or self.node_id
+        return (self.props.get("title") or self.props.get("name") or self.props.get("searchContext")
+                or self.node_id)
+
+    @property
+    def part(self) -> str:
+        """The document section this passage is (a Chunk and its Section share it), else the node itself."""
+        doc = self.props.get("attachmentId")
+        index = self.props.get("sectionIndex" if "Chunk" in self.labels else "index")
+        if doc and index is not None and {"Chunk", "Section"} & set(self.labels):
+            return f"{doc}#{index.strip()}"
+        return self.node_id
+
+
+def normalised(text: str) -> str:
+    """Words only, case-folded: two passages that differ in spacing, case or punctuation are one text."""
+    return " ".join(WORD.findall(text.casefold()))
+
+
+def distinct(ranked: list[tuple[float, Passage]], limit: int) -> list[tuple[float, Passage]]:
+    """The best ``limit`` passages, none repeating another: not the same document part (a Section
+    and its Chunk, a re-ingested copy) and not the same text, nor text inside a passage kept
+    before it (a chunk of a section already given)."""
+    kept: list[tuple[float, Passage]] = []
+    parts: set[str] = set()
+    texts: list[str] = []
+    for cover, passage in ranked:
+        text = normalised(passage.text)
+        if not text or passage.part in parts or any(text in t or t in text for t in texts):
+            continue
+        kept.append((cover, passage))
+        parts.add(passage.part)
+        texts.append(text)
+        if len(kept) == limit:
+            break
+    return kept
 
 
 def parse_results(text: str) -> list[Passage]:
@@ -259,7 +295,9 @@ class MemoryRunner:
 
     def pass_on(self, session_id: str, message: str, contact: str, payload: Mapping[str, Any]) -> str:
         """The visitor left a way to reach them: the question they asked before goes to the team as a
-        follow-up Task (``work-create``, admin scope) with the contact; the visitor is told so."""
+        follow-up Task (``work-create``, admin scope) with the contact, linked to the visitor's
+        Conversation (``conversationId``, ``RAISED_DURING``) so the team can read what was said;
+        the visitor is told so."""
         from host import hooktable
         from host.tooltable import call_tool
 
@@ -271,14 +309,29 @@ class MemoryRunner:
         try:
             if not owners:
                 raise RunnerError(f"not-configured: no plugin serves {FOLLOW_UP_TOOL}")
-            call_tool(self.host, owners[0], FOLLOW_UP_TOOL,
-                      {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
-                       "inputs": inputs})
+            args: dict[str, Any] = {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
+                                    "inputs": inputs}
+            conversation = self.conversation_of(inputs["channel"], inputs["sender"])
+            if conversation is not None:
+                args["conversationId"] = conversation
+            call_tool(self.host, owners[0], FOLLOW_UP_TOOL, args)
         except Exception as exc:  # the visitor's contact must still reach a person: the log says it loudly
             log("channels", "op=follow-up-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
             raise RunnerError(f"follow-up-failed: {exc}") from None
-        log("channels", "op=follow-up", outcome="passed-on" if question else "noted", channel=inputs["channel"])
+        log("channels", "op=follow-up", outcome="passed-on" if question else "noted", channel=inputs["channel"],
+            conversation=(conversation or "")[5:13] or None)
         return (PASSED_ON if question else NOTED).format(contact=contact)
+
+    def conversation_of(self, channel: str, sender: str) -> str | None:
+        """The stored Conversation of this channel and sender, or None (webchat stores it from the
+        visitor's second message on; a turn run outside the gateway has none)."""
+        from host.graph import conversation_node_id
+
+        account = self.host.principal.account
+        if not (account and channel and sender):
+            return None
+        conv = conversation_node_id(account, channel, sender)
+        return conv if self.host.store().get(conv, guards=self.host.principal.guards) is not None else None
 
     def answer(self, question: str, role: str) -> str:
         words = content_words(question)

@@ -3,7 +3,8 @@
 A provider (an LLM, through ``plughost_screen_message``) may classify the message; it gets
 :data:`PROVIDER_TIMEOUT` seconds and any failure falls through with the message unmodified.
 The local check against the shared injection vocabulary always runs, including on messages
-under five words (which skip the provider), so a short payload cannot slip past screening.
+under five words (which skip the provider), so a short payload cannot slip past screening. The
+language is detected locally (:mod:`plugins.channels.language`; a provider's ``lang`` wins).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from host import hooktable
 from host.log import log
+from plugins.channels import language
 
 PROVIDER_TIMEOUT = 3.0
 SHORT_MESSAGE_WORDS = 5
@@ -95,6 +97,7 @@ def local_screen(text: str) -> Screening:
         verdict="DISCARD" if matches else "CLEAN",
         injection=bool(matches),
         intent=local_intent(text),
+        lang=language.detect(text),
         complexity="complex" if word_count(text) > 40 or text.count("\n") > 4 else "simple",
         matches=matches,
     )

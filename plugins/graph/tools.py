@@ -1,5 +1,8 @@
 """The graph plugin's MCP tools (SPEC 8.4): graph-schema, graph-neighbors, read-cypher, write-cypher.
 
+The Cypher tools are served only on a store that runs Cypher (Neo4j): on the embedded SQLite
+store they are withheld, and ``write-cypher`` also under ``PLUGHOST_GRAPH_READ_ONLY=1``.
+
 Guards come from the process environment (``Guards.from_env``); tool parameters may narrow the
 scopes or name this process's agent, never widen them. Results never carry embedding vectors
 and are capped by a character budget (``PLUGHOST_GRAPH_OUTPUT_CHARS``, default 20000).
@@ -15,6 +18,7 @@ from host import config
 from host.errors import UserError
 from host.graph import Guards
 from host.types import Tool
+from plugins.graph.hooks import backend_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host
@@ -131,13 +135,19 @@ def graph_tools(host: Host) -> list[Tool]:
         """
         return run_cypher(query, params, write=True)
 
-    write_tool = Tool.from_function(write_cypher, admin_allowlist=True)
-    if read_only:
-        write_tool = Tool(write_tool.name, write_tool.description, None, write_tool.input_schema,  # type: ignore[arg-type]
-                          admin_allowlist=True)
+    cypher = backend_name(env) == "neo4j"
     return [
-        Tool.from_function(graph_schema),
+        Tool.from_function(graph_schema, admin_allowlist=True),
         Tool.from_function(graph_neighbors),
-        Tool.from_function(read_cypher),
-        write_tool,
+        _unless(Tool.from_function(read_cypher, admin_allowlist=True), cypher),
+        _unless(Tool.from_function(write_cypher, admin_allowlist=True), cypher and not read_only),
     ]
+
+
+def _unless(tool: Tool, served: bool) -> Tool:
+    """The tool, or the same declaration without a handler: withheld (absent from ``tools/list``
+    and from the admin allowlist) where it could only fail, e.g. Cypher on the embedded store."""
+    if served:
+        return tool
+    return Tool(tool.name, tool.description, None, tool.input_schema,  # type: ignore[arg-type]
+                admin_allowlist=tool.admin_allowlist)

@@ -117,6 +117,26 @@ def test_served_and_declared_are_compared_by_name_and_eager_meta() -> None:
         "[doctor] FAIL plugin=p@m server=p reason=extra-tool tool=extra",
         "[doctor] FAIL plugin=p@m server=p reason=meta-differs tool=a expected=anthropic/alwaysLoad=false "
         "served=anthropic/alwaysLoad=true"]
+    withheld = ServerCheck(check.launch)
+    compare(withheld, {"a": {"name": "a"}}, {"a": False, "cypher": True}, lambda r, **f: withheld.findings.append(
+        Finding("p@m", "p", r, f)), {"cypher"})  # withheld in this configuration: not lost
+    assert withheld.findings == []
+
+
+def test_a_server_names_the_tools_it_withholds(make_host, plughost_home: Path) -> None:
+    """On the embedded store the graph server withholds the Cypher tools and says so in tools/list."""
+    import anyio
+    from mcp import Client
+
+    from host.mcp_server import WITHHELD_META_KEY, build_server
+
+    async def listed():
+        async with Client(build_server(make_host(), "graph")) as client:
+            return await client.list_tools()
+
+    result = anyio.run(listed)
+    assert sorted(t.name for t in result.tools) == ["graph-neighbors", "graph-schema"]
+    assert (result.meta or {}).get(WITHHELD_META_KEY) == ["read-cypher", "write-cypher"]
 
 
 def test_hooks_are_reported_per_plugin_and_a_missing_hook_command_is_a_finding(installed: tuple[Path, Path]) -> None:

@@ -4,19 +4,17 @@ and the MCP conformance suite against a served plugin."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from conformance_support import REQUIRES, advertised, run_suite, suite_scenarios
 from serve_helpers import FIXTURES, conformance_command, raw_request, start_serve
 
 from host.manifest import from_mapping
 from host.types import Tool
 
-BASELINE = Path(__file__).resolve().parent / "conformance-baseline.yml"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "t", "version": "1"}}}
@@ -94,26 +92,67 @@ def test_unknown_plugin_endpoint_is_404_json(make_host, live_app) -> None:
     assert response.status == 404 and response.json()["error"] == "not-found"
 
 
+PROJECT_SERVERS = ("conformance-fixture", "graph", "memory")
+"""The fixture serves the tools the tools-call-* scenarios call; graph and memory are the project's own."""
+
+
 @pytest.mark.external
-def test_mcp_conformance_suite(serve_env: dict[str, str], tmp_path: Path) -> None:
-    """Against a fixture plugin that really serves the tools the tools-call-* scenarios call (an
-    unknown tool is a JSON-RPC error, so a scenario cannot pass against a missing tool)."""
+def test_mcp_conformance_suite(serve_env: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The suite raw (no baseline) against each server: every scenario that applies to what the
+    server advertises passes, the others are skipped, and nothing is advertised that is not served."""
     command = conformance_command()
+    assert sorted(suite_scenarios(command)) == sorted(REQUIRES), "the pinned suite's scenarios changed"
     served = start_serve("--open-local", env=serve_env, plugins_dir=FIXTURES / "conformance")  # the documented switch
     try:
-        url = f"{served.base}/mcp/conformance-fixture"
-        result = subprocess.run([*command, "server", "--url", url, "--expected-failures", str(BASELINE),
-                                 "-o", str(tmp_path / "results")], capture_output=True, text=True, timeout=240,
-                                cwd=tmp_path, env={**os.environ, "PATH": f"{Path(command[0]).parent}:{os.environ['PATH']}"})
+        outcomes = []
+        for plugin in PROJECT_SERVERS:
+            url = f"{served.base}/mcp/{plugin}"
+            offer = anyio.run(advertised, url)
+            assert offer.capabilities == {"tools"}, (plugin, offer.capabilities)  # no empty prompts/resources
+            outcomes.append(run_suite(command, plugin, url, offer, tmp_path))
     finally:
         code, _, _ = served.terminate()
-    summary = result.stdout[result.stdout.find("=== SUMMARY ==="):]
-    assert result.returncode == 0, summary + result.stderr[-2000:]
-    for scenario in ("server-initialize", "ping", "tools-list", "dns-rebinding-protection",
-                     "server-sse-multiple-streams", "tools-call-simple-text", "tools-call-error", "tools-call-image",
-                     "tools-call-audio", "tools-call-embedded-resource", "tools-call-mixed-content"):
-        assert f"✓ {scenario}:" in summary, scenario
+    with capsys.disabled():
+        print()
+        for outcome in outcomes:
+            print(outcome.line())
+    for outcome in outcomes:
+        assert not outcome.failed, (outcome.server, outcome.failed)
+    fixture = outcomes[0]
+    assert set(fixture.passed) == {"server-initialize", "ping", "tools-list", "dns-rebinding-protection",
+                                   "server-sse-multiple-streams", "tools-call-simple-text", "tools-call-error",
+                                   "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
+                                   "tools-call-mixed-content"}, fixture
+    for outcome in outcomes[1:]:  # the project's servers: the protocol scenarios; no fixture tool, no prompts
+        assert set(outcome.passed) == {"server-initialize", "ping", "tools-list", "dns-rebinding-protection",
+                                       "server-sse-multiple-streams"}, outcome
     assert code == 0
+
+
+def test_prompts_and_resources_are_not_offered(make_host) -> None:
+    """A server advertises tools alone; prompts/* and resources/* are "method not found" (-32601)."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    from host.mcp_server import build_server
+
+    server = build_server(_plugin_host(make_host), "alpha")
+
+    async def probe() -> tuple[dict[str, Any], list[int]]:
+        async with Client(server) as client:
+            caps = client.server_capabilities.model_dump(exclude_none=True)
+            codes = []
+            for call in (client.list_prompts, client.list_resources, client.list_resource_templates,
+                         lambda: client.get_prompt("nope"), lambda: client.read_resource("test://nope")):
+                try:
+                    await call()
+                except MCPError as exc:
+                    codes.append(exc.error.code)
+            return caps, codes
+
+    caps, codes = anyio.run(probe)
+    assert set(caps) == {"tools"} and caps["tools"].get("list_changed") is False, caps
+    assert codes == [-32601] * 5
 
 
 def test_an_unknown_tool_is_a_json_rpc_invalid_params_error(make_host, live_app) -> None:

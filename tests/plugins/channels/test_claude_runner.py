@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,48 @@ def test_public_turn_is_toolless_by_construction(make_host, account, tmp_path: P
     assert Path(call["cwd"]) == Path(os.environ["PLUGHOST_HOME"]) / "accounts" / ACCOUNT / "agent"
 
 
+HANDBOOK = {"attachmentId": "hb", "title": "Bike shop handbook", "content": (
+    "# Bike shop handbook\n\n## Repairs\n\nWe repair bikes of every brand within two days.\n\n"
+    "## Rentals\n\nWe rent city bikes for 15 euros a day; bikes for children are free.\n\n"
+    "## Parts\n\nSpare parts for bikes are ordered within a week.\n")}
+
+
+def test_the_public_prompts_passages_are_distinct(make_host, account, tmp_path: Path, stand_in) -> None:
+    """Each Section of the handbook is also its one Chunk, and a note repeats a section's text: the
+    three passage slots still hold three different texts."""
+    from host.tooltable import call_tool
+
+    host = make_host(**stand_in)
+    call_tool(host, "memory", "memory-ingest", HANDBOOK)
+    call_tool(host, "memory", "memory-ingest", {**HANDBOOK, "attachmentId": "hb-copy"})  # the same file twice
+    call_tool(host, "memory", "memory-write", {"labels": ["Note"], "properties": {
+        "name": "Repairs", "description": "We  repair bikes of every brand within two days!", "scope": "public"}})
+    runner = get_runner(host)
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:bikes"), payload("public", "Do you repair or rent bikes?")))
+    argv = calls(tmp_path)[0]["argv"]
+    prompt = argv[argv.index("--append-system-prompt") + 1]
+    passages = re.findall(r"^\[(\d)\] (.+)$", prompt, re.M)
+    texts = [text for _, text in passages]
+    assert [n for n, _ in passages] == ["1", "2", "3"], prompt
+    assert len({re.sub(r"\W+", " ", t).lower().strip() for t in texts}) == 3, prompt
+    assert sum("repair bikes" in t for t in texts) == 1 and sum("rent city bikes" in t for t in texts) == 1, prompt
+    assert "(Source: Bike shop handbook › " in prompt and "_c0000" not in prompt, prompt
+
+
+def test_distinct_keeps_one_passage_per_part_and_text() -> None:
+    from plugins.channels.memory_runner import Passage, distinct
+
+    section = Passage(("Section",), "s1", 1.0, {"body": "Open at 9.", "attachmentId": "a", "index": "1"})
+    chunk = Passage(("Chunk",), "s1_c0", 0.9, {"content": "Open at 9.", "attachmentId": "a", "sectionIndex": "1"})
+    copy = Passage(("Note",), "n1", 0.8, {"description": "open   AT 9"})
+    inside = Passage(("Chunk",), "s2_c1", 0.7, {"content": "at 9", "attachmentId": "b", "sectionIndex": "0"})
+    other = Passage(("Chunk",), "s3_c0", 0.6, {"content": "Closed on Sundays.", "attachmentId": "a",
+                                               "sectionIndex": "2"})
+    ranked = [(1.0, section), (1.0, chunk), (0.9, copy), (0.8, inside), (0.7, other)]
+    assert [p.node_id for _, p in distinct(ranked, 3)] == ["s1", "s3_c0"]
+    assert [p.node_id for _, p in distinct(ranked, 1)] == ["s1"]
+
+
 def test_admin_turn_gets_the_admin_allowlist(make_host, account, tmp_path: Path, stand_in) -> None:
     host = make_host(**stand_in)
     runner = get_runner(host)
@@ -159,23 +202,58 @@ def real_claude() -> str:
 def test_real_cli_accepts_the_flags_and_ends_at_the_credential(make_host, account, tmp_path: Path, role: str) -> None:
     """The argv the runner builds, run by the real CLI as a user's machine would (`env -i`, another cwd)."""
     claude = real_claude()
-    node_dir = str(Path(shutil.which("node") or TOOLS / "node_modules" / ".bin" / "node").parent)
     host = make_host(PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_CONFIG_DIR=str(tmp_path / "config"))
     runner = get_runner(host)
     sid = session_id_for(ACCOUNT, f"webchat:{role}")
     argv = runner.argv(sid, role, resume=False, knowledge="You answer visitors.\n\n[1] We open at 7.")
     argv[0:len(runner.command)] = [claude]
-    env = {"PATH": f"{node_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
-           "CLAUDE_CODE_TMPDIR": str(tmp_path), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
-           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    (tmp_path / "config").mkdir()
+    env = real_cli_env(tmp_path)
     done = subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv], input="hello",
                           capture_output=True, text=True, timeout=120, cwd="/tmp")
     assert "unknown option" not in done.stderr and "error: option" not in done.stderr, done.stderr
+    assert "matches no known tool" not in done.stderr, done.stderr  # a warning per turn otherwise
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["type"] == "result" and result["is_error"] is True
     assert "logged in" in result["result"].lower() or "api key" in result["result"].lower(), result
     assert result["session_id"] == sid
+
+
+def real_cli_env(tmp_path: Path) -> dict[str, str]:
+    node_dir = str(Path(shutil.which("node") or TOOLS / "node_modules" / ".bin" / "node").parent)
+    (tmp_path / "config").mkdir(exist_ok=True)
+    return {"PATH": f"{node_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "config"),
+            "CLAUDE_CODE_TMPDIR": str(tmp_path), "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+
+
+def init_message(argv: list[str], env: dict[str, str]) -> tuple[dict, str]:
+    """The real CLI's ``init`` message (``stream-json``: it lists the tools the session has) and its stderr."""
+    i = argv.index("--output-format")
+    argv = [*argv[:i], "--output-format", "stream-json", "--verbose", *argv[i + 2:]]
+    done = subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv], input="hello",
+                          capture_output=True, text=True, timeout=120, cwd="/tmp")
+    for line in done.stdout.splitlines():
+        message = json.loads(line)
+        if message.get("type") == "system" and message.get("subtype") == "init":
+            return message, done.stderr
+    raise AssertionError(f"no init message: {done.stdout[-500:]} {done.stderr[-500:]}")
+
+
+def test_the_deny_list_is_the_real_clis_own_tools(make_host, account, tmp_path: Path) -> None:
+    """Every denied name is one the pinned CLI knows (no "matches no known tool" warning), every tool it
+    has by default is denied, and the public turn's session has no tool at all."""
+    claude = real_claude()
+    env = real_cli_env(tmp_path)
+    default, _ = init_message([claude, "-p", "--output-format", "json"], env)
+    assert set(default["tools"]) and set(default["tools"]) <= set(NATIVE_TOOLS), set(default["tools"]) - set(NATIVE_TOOLS)
+    _, typo = init_message([claude, "-p", "--output-format", "json", "--disallowedTools", "NoSuchTool,Bash"], env)
+    assert 'deny rule "NoSuchTool" matches no known tool' in typo and '"Bash"' not in typo  # the CLI's own check
+    runner = get_runner(make_host(PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_CONFIG_DIR=env["CLAUDE_CONFIG_DIR"]))
+    argv = runner.argv(session_id_for(ACCOUNT, "webchat:deny"), "public", resume=False)
+    argv[0:len(runner.command)] = [claude]
+    public, stderr = init_message(argv, env)
+    assert "matches no known tool" not in stderr, stderr
+    assert public["tools"] == [] and public["mcp_servers"] == []
 
 
 @pytest.mark.parametrize(("served", "child"), [("shared", ""), ("public,shared", "public"), ("", "")])

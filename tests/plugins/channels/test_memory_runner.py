@@ -131,3 +131,33 @@ def test_contact_and_thanks_recognition() -> None:
     assert contact_in("What is INV-2024-0042?") is None
     assert is_thanks("thank you very much") and is_thanks("ok, bye") and is_thanks("Cheers!")
     assert not is_thanks("ok") and not is_thanks("thanks, but when do you open?")
+
+
+def test_a_webchat_follow_up_is_linked_to_its_conversation(make_host, account, tmp_path) -> None:
+    """Through the gateway: the Task names the visitor's Conversation and hangs off it (RAISED_DURING)."""
+    import httpx
+    from channels_support import ACCOUNT, serve, wait_for
+
+    from host.graph import conversation_node_id
+    from plugins.channels.server import build_app
+
+    host = make_host(PLUGHOST_AGENT="memory", ACCOUNT_ID=ACCOUNT)
+    call_tool(host, "memory", "memory-ingest", HANDBOOK)
+    with serve(build_app(host)) as base, httpx.Client(base_url=base, timeout=30) as client:
+        first = client.post("/channels/webchat/messages", json={"text": "Do you sell wedding cakes?", "id": "m1"})
+        session = first.json()["session"]
+
+        def replies() -> list[str]:
+            events = client.get("/channels/webchat/messages", params={"session": session}).json()["events"]
+            return [e["text"] for e in events if e["role"] == "assistant"]
+
+        assert wait_for(replies) == [DONT_KNOW]
+        client.post("/channels/webchat/messages", json={"session": session, "text": "jane@example.com", "id": "m2"})
+        assert wait_for(lambda: replies()[1:]) == [PASSED_ON.format(contact="jane@example.com")]
+    store, admin = host.store(), Guards(ACCOUNT)
+    (task,) = [t for t in store.find(guards=admin, labels=["Task"]) if t.properties.get("kind") == "follow-up"]
+    (conversation,) = store.find(guards=admin, labels=["Conversation"])
+    assert conversation.id == conversation_node_id(ACCOUNT, "webchat", session)
+    assert task.properties["conversationId"] == conversation.id
+    edges = store.expand([task.id], guards=admin, limit=20)[task.id]
+    assert [(e.type, e.direction, e.node.id) for e in edges] == [("RAISED_DURING", "out", conversation.id)]

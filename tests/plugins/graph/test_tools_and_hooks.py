@@ -85,15 +85,37 @@ def test_hooks_module_imports_cheaply() -> None:
     assert json.loads(out.strip().replace("'", '"')) == []
 
 
-def test_tools_list_is_eager_and_complete(seeded) -> None:
+CYPHER = ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]
+EMBEDDED = ["graph-neighbors", "graph-schema"]
+
+
+def test_tools_list_is_eager_and_served_by_the_store(seeded, graph_backend: str) -> None:
+    """The Cypher tools are listed only on a store that runs Cypher."""
     tools = list_tools(build_server(seeded, "graph"))
-    assert sorted(t.name for t in tools) == ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]
+    assert sorted(t.name for t in tools) == (CYPHER if graph_backend == "neo4j" else EMBEDDED)
     assert all((t.meta or {}).get(EAGER_META_KEY) is True for t in tools)
+
+
+def admin_tools(host) -> list[str]:
+    return sorted(n.rsplit("__", 1)[1] for n in host.surface.admin if n.startswith("mcp__plugin_graph_graph__"))
+
+
+def test_the_admin_allowlist_matches_what_is_served(make_host, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read-cypher and graph-schema are on it when served, neither Cypher tool on the embedded store."""
+    monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
+    embedded = make_host(ACCOUNT_ID=ACCOUNT)
+    assert admin_tools(embedded) == ["graph-schema"]
+    assert sorted(n.rsplit("__", 1)[1] for n in embedded.surface.withheld) == ["read-cypher", "write-cypher"]
+    assert embedded.surface.all["mcp__plugin_graph_graph__read-cypher"].withheld  # still declared: no typo
+    neo4j = make_host(ACCOUNT_ID=ACCOUNT, NEO4J_URI="bolt://127.0.0.1:9")  # tools/list opens no connection
+    assert admin_tools(neo4j) == ["graph-schema", "read-cypher", "write-cypher"] and not neo4j.surface.withheld
+    reader = make_host(ACCOUNT_ID=ACCOUNT, NEO4J_URI="bolt://127.0.0.1:9", PLUGHOST_GRAPH_READ_ONLY="1")
+    assert admin_tools(reader) == ["graph-schema", "read-cypher"]
 
 
 def test_write_cypher_is_absent_when_read_only(make_host, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
-    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_GRAPH_READ_ONLY="1")
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_GRAPH_READ_ONLY="1", NEO4J_URI="bolt://127.0.0.1:9")
     tools = list_tools(build_server(host, "graph"))
     assert sorted(t.name for t in tools) == ["graph-neighbors", "graph-schema", "read-cypher"]
     with pytest.raises(BaseException) as info:  # a withheld tool is unknown: a JSON-RPC -32602 error
@@ -126,13 +148,13 @@ def test_graph_neighbors_never_widens_env_guards(make_host, seeded) -> None:
     assert bad.is_error and "limit" in text(bad)
 
 
-def test_read_cypher_on_embedded_says_it_needs_neo4j(seeded, graph_backend: str) -> None:
+def test_cypher_on_embedded_is_an_unknown_tool(seeded, graph_backend: str) -> None:
     if graph_backend != "sqlite":
         pytest.skip("the embedded store's answer")
-    result = call(build_server(seeded, "graph"), "read-cypher", query="MATCH (n) RETURN n")
-    assert result.is_error and "needs the Neo4j backend" in text(result)
-    missing = call(build_server(seeded, "graph"), "read-cypher")
-    assert missing.is_error and "'query' is required" in text(missing)
+    for name in ("read-cypher", "write-cypher"):
+        with pytest.raises(BaseException) as info:  # withheld: not listed, a JSON-RPC -32602 error
+            call(build_server(seeded, "graph"), name, query="MATCH (n) RETURN n")
+        assert f"Unknown tool: {name}" in "".join(traceback.format_exception(info.value))
 
 
 def test_graph_schema_reports_labels_and_indexes(seeded, graph_backend: str) -> None:
@@ -223,7 +245,7 @@ def test_shared_lib_mcp_block_serves_over_stdio(make_host, plughost_home: Path) 
            "PLUGHOST_PYTHON": sys.executable, "PLUGHOST_EMBEDDER": "none"}
     params = StdioServerParameters(command=block["command"], args=args, env=env)
     tools = list_tools(params)
-    assert sorted(t.name for t in tools) == ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]
+    assert sorted(t.name for t in tools) == EMBEDDED  # the embedded store: no Cypher tools
 
 
 def test_unreachable_neo4j_is_one_clear_error(plughost_home: Path) -> None:
