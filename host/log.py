@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from host import config
 from host.redact import MARKER, redact_text, secret_name
@@ -83,6 +84,17 @@ def emit(line: str) -> str:
     return _write(redact_text(line))
 
 
+PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
+"""Logs and the store hold every account's private memory: the owner's alone, not every local user's."""
+
+
+def private_append(path: Path, binary: bool = False) -> IO[Any]:
+    """``path`` opened for appending, created owner-only (and its folder) when new."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+    return os.fdopen(fd, "ab", buffering=0) if binary else os.fdopen(fd, "a", encoding="utf-8")
+
+
 def _write(line: str) -> str:
     line = escape_unsafe(line)
     with _lock:
@@ -93,9 +105,7 @@ def _write(line: str) -> str:
             pass
         if os.environ.get("PLUGHOST_LOG_FILE", "1") != "0":
             try:
-                logs = config.home() / "logs"
-                logs.mkdir(parents=True, exist_ok=True)
-                with open(logs / "server.log", "a", encoding="utf-8") as fh:
+                with private_append(config.home() / "logs" / "server.log") as fh:
                     fh.write(line + "\n")
             except OSError:
                 pass

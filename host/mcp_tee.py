@@ -19,12 +19,13 @@ from host import config
 
 def log_path(plugin: str) -> str:
     logs = config.home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(parents=True, exist_ok=True, mode=0o700)
     return str(logs / f"mcp-{plugin}-stderr-{_dt.date.today().isoformat()}.log")
 
 
 def _pump(src: object, path: str) -> None:
-    with open(path, "ab", buffering=0) as sink:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # the owner's alone, as server.log
+    with os.fdopen(fd, "ab", buffering=0) as sink:
         for chunk in iter(lambda: src.read1(65536), b""):  # type: ignore[attr-defined]
             sink.write(chunk)
             try:

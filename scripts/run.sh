@@ -37,6 +37,7 @@ LOG="$PLUGHOST_HOME/run.log"
 OUT="$PLUGHOST_HOME/serve-stdout.txt"
 : >"$LOG"
 : >"$OUT"
+chmod 600 "$LOG" "$OUT"  # what the server prints can name the account's private memory
 
 SERVE=""
 stop() {  # the server and everything it started (agents run in their own groups; serve ends them)

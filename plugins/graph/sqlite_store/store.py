@@ -87,7 +87,9 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.env = dict(os.environ if env is None else env)
         self.vector_threads = vector_threads(self.env)  # checked before the file is opened
         self.vector_threads_set = bool((self.env.get("PLUGHOST_VECTOR_THREADS") or "").strip())
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.path.exists():  # every account's memory: the owner's alone (-wal and -shm follow it)
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         self._lock = threading.RLock()
         self._import_lock = threading.Lock()  # one bulk import at a time per connection (its temp tables)
         self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,

@@ -57,8 +57,9 @@ def log_line(home: str | None, env: Mapping[str, str], **fields: Any) -> str:
         pass
     if home and env.get("PLUGHOST_LOG_FILE", "1") != "0":
         try:
-            os.makedirs(os.path.join(home, "logs"), exist_ok=True)
-            with open(os.path.join(home, "logs", "server.log"), "a", encoding="utf-8") as fh:
+            os.makedirs(os.path.join(home, "logs"), mode=0o700, exist_ok=True)
+            fd = os.open(os.path.join(home, "logs", "server.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as fh:
                 fh.write(line + "\n")
         except OSError:
             pass

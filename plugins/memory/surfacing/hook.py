@@ -136,10 +136,10 @@ def log(home: str, env: dict[str, str], fields: str) -> None:
     flags = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT
     try:
         try:
-            fd = posix.open(home + "/logs/server.log", flags, 0o666)
+            fd = posix.open(home + "/logs/server.log", flags, 0o600)
         except FileNotFoundError:
-            posix.mkdir(home + "/logs")
-            fd = posix.open(home + "/logs/server.log", flags, 0o666)
+            posix.mkdir(home + "/logs", 0o700)
+            fd = posix.open(home + "/logs/server.log", flags, 0o600)
         try:
             posix.write(fd, line)
         finally:
