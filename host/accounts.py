@@ -103,6 +103,9 @@ def _read_json(path: Path, expected: str = "JSON") -> Any:
                         f"expected {expected}") from None
     except RecursionError:
         data = None
+    except ValueError as exc:  # e.g. an integer past Python's 4,300-digit limit
+        why = "a number of more than 4300 digits" if "digits" in str(exc) else str(exc).splitlines()[0][:80]
+        raise UserError(f"{path}: invalid JSON ({why}); expected {expected}") from None
     else:
         if _depth(data) <= MAX_DEPTH:
             return data

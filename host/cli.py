@@ -126,9 +126,10 @@ def _require_account(args: argparse.Namespace, ctx: Context) -> None:
 
     account = option if isinstance(option, str) and option else resolve(ctx.env).account
     if account:
-        from host.accounts import require_existing
+        from host.accounts import read_account_json, require_existing
 
-        require_existing(account, ctx.env, "--account" if option else "ACCOUNT_ID")
+        folder = require_existing(account, ctx.env, "--account" if option else "ACCOUNT_ID")
+        read_account_json(folder / "account.json")  # a broken file is exit 2 from every command, one line
 
 
 def main(argv: list[str] | None = None) -> int:
