@@ -84,6 +84,15 @@ _MYSQL = re.compile(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p)('[^']
 _CURL_USER = re.compile(r"(\b(?:curl|wget)\b[^\n|;&]{0,400}?\s(?:-u|--user|--proxy-user|--http-user)(?:\s*|=)['\"]?"
                         r"[^\s:'\"]*:)([^\s'\"]+)")
 _PASS_TOOLS = re.compile(r"(\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]{0,400}?\s-a)\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\b[^\n|;&]{0,200}?\blogin\b[^\n|;&]{0,200}?"
+                      r"\s-p\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_HTPASSWD = re.compile(r"(\bhtpasswd\b(?:\s+-[A-Za-z]+)*?\s+-[A-Za-z]*b[A-Za-z]*(?:\s+-[A-Za-z]+)*"
+                       r"(?:\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)){2}\s+)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_NETRC = re.compile(r"(\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+)(\S+)")
+_XML = re.compile(r"(?i)(<(?P<tag>[\w:.-]{0,40}?(?:password|passwd|passphrase|secret|token|apikey|api_key|pwd)"
+                  r"[\w:.-]{0,40})(?:\s[^>]{0,200})?>)([^<]{1,500})(</(?P=tag)\s*>)")
+_PROSE = re.compile(r"(?i)(\b(?:password|passcode|passphrase|passwd|pwd|pin code)\s+(?:is|was)\s*:?\s*)"
+                    r"([^\s,;]{4,}?)(?=[.,;!?]?(?:\s|$))")
 _FLAG = re.compile(r"((?<!\S)--?(?P<flag>[A-Za-z][\w-]{0,40})(?:=|\s+))(?P<val>'[^']*'|\"[^\"]*\"|[^\s'\"\-][^\s'\"]*)")
 _COOKIE = re.compile(r"(?i)((?<![\w-])(?:set-)?cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\n\"'\\]+)")
 _KEY = re.compile(
@@ -341,6 +350,22 @@ def _second(m: re.Match[str]) -> str:
     return m.group(1) + opened + MARKER + closed if inner and inner != MARKER else m.group(0)
 
 
+def _xml(m: re.Match[str]) -> str:
+    value = m.group(3).strip()
+    if not value or _REFERENCE.fullmatch(value) or value.startswith(MARKER):
+        return m.group(0)
+    return m.group(1) + MARKER + m.group(4)
+
+
+def _prose(m: re.Match[str]) -> str:
+    """"the password is X" names a secret only when X looks like one (a digit or a symbol in it):
+    "the password is required" stays as written."""
+    value = m.group(2)
+    if not any(ch.isdigit() or not ch.isalnum() for ch in value) or value.startswith(MARKER):
+        return m.group(0)
+    return m.group(1) + MARKER
+
+
 def _private_block(m: re.Match[str]) -> str:
     return f"{m.group(1)}{MARKER}{m.group('end') or ''}"
 
@@ -375,6 +400,11 @@ _RULES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
     (("mysql", "mariadb"), _sub(_MYSQL, _second)),
     (("curl", "wget"), _sub(_CURL_USER, _second)),
     (("sshpass", "redis-cli"), _sub(_PASS_TOOLS, _second)),
+    (("login",), _sub(_LOGIN_P, _second)),
+    (("htpasswd",), _sub(_HTPASSWD, _second)),
+    (("machine",), _sub(_NETRC, _second)),
+    (("</",), _sub(_XML, _xml)),
+    (("assword", "ASSWORD", "asscode", "assphrase", "pwd", "PWD", "pin code", "PIN code"), _sub(_PROSE, _prose)),
     (("-",), _sub(_FLAG, _flag)),
     (("ookie", "OOKIE"), _sub(_COOKIE, _second)),
     (("value",), _sub(_PAIR, _pair)),

@@ -111,6 +111,9 @@ class Reports:
             return {**_metadata(existing), "idempotent": True}
         # Admin processes write admin reports; a narrowed one writes into its own first scope.
         scope = "admin" if guards.allowed_scopes is None else (guards.allowed_scopes or (None,))[0]
+        from host.redact import redact_text
+
+        title, body = redact_text(title), redact_text(body)  # agent-written, like a briefing: no secret kept
         props: dict[str, Any] = {"title": title, "body": body, "keywords": tags, "occurredAt": when}
         if scope is not None:
             props["scope"] = scope
