@@ -33,7 +33,8 @@ PART_FIELDS = ["attachmentId", "sectionIndex", "index", "searchContext"]
 FIELDS = ["title", "body", "content", "name", "description", "path", *PART_FIELDS]
 # conversation records are memory too, but never an answer to a visitor's question
 NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessage", "Conversation",
-                 "Preference", "Outcome", "Session", "Turn"}
+                 "Preference", "Outcome", "Session", "Turn", "Report", "Briefing", "Task", "ToolCall", "TimeEntry"}
+"""Labels never quoted to a visitor, whatever their scope: the team's records, not the business's knowledge."""
 MAX_REPLY_CHARS = 480
 _PUBLIC_HOST_LOCK = threading.Lock()
 DEFAULT_MIN_MATCH = 0.5
