@@ -29,12 +29,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         tests.backends.record(report.nodeid, report.outcome)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Under pytest-xdist (``scripts/test.sh`` runs ``--dist loadgroup``) every test of the shared
     Neo4j server runs on one worker: they wipe and reuse fixed account ids on the one database."""
-    for item in items:
-        if "neo4j" in item.nodeid.lower():
-            item.add_marker(pytest.mark.xdist_group("neo4j"))
+    if "neo4j" in item.nodeid.lower():
+        item.add_marker(pytest.mark.xdist_group("neo4j"))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 — pytest's reporter

@@ -96,7 +96,7 @@ def test_public_turn_is_toolless_by_construction(make_host, account, tmp_path: P
 HANDBOOK = {"attachmentId": "hb", "title": "Bike shop handbook", "content": (
     "# Bike shop handbook\n\n## Repairs\n\nWe repair bikes of every brand within two days.\n\n"
     "## Rentals\n\nWe rent city bikes for 15 euros a day; bikes for children are free.\n\n"
-    "## Parts\n\nSpare parts for bikes are ordered within a week.\n")}
+    "## Parts\n\nSpare parts for bikes are ordered within a week.\n"), "scope": "public"}  # visitors read it
 
 
 def test_the_public_prompts_passages_are_distinct(make_host, account, tmp_path: Path, stand_in) -> None:
