@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from host.http import forwarded_addresses, is_loopback, json_error
+from host.http import is_loopback, json_error
 from host.log import log
 from host.state import StateKey
 
@@ -101,16 +101,16 @@ def too_many(wait: float, detail: str) -> Any:
 
 def client_address(request: Any) -> str:
     """The address a client's requests are counted under: the socket peer, or, when the peer is a
-    proxy on this machine (loopback) that names the client (``X-Forwarded-For``, ``Forwarded``,
-    ``X-Real-IP``), the last address it names. A remote peer's proxy headers are not believed:
-    anyone could send them."""
+    proxy on this machine (loopback), the last ``X-Forwarded-For`` entry: the one that proxy
+    appended. No other proxy header is believed (a client could add ``X-Real-IP`` or ``Forwarded``
+    beside the proxy's and pick its own bucket); a proxy that sends none puts its clients in one
+    bucket, which fails closed. A remote peer's headers are never believed."""
     peer = request.client.host if request.client else ""
     if is_loopback(peer):
-        named = forwarded_addresses(request.headers)
-        if named:
-            last = named[-1].strip()
-            if last and len(last) <= 64:
-                return last
+        values = request.headers.getlist("x-forwarded-for")
+        last = values[-1].split(",")[-1].strip() if values else ""
+        if last and len(last) <= 64:
+            return last
     return peer or "unknown"
 
 

@@ -32,3 +32,22 @@ def test_rate_settings(capfd) -> None:
     assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "0"}, "webchat-visitor", default) is None
     assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "lots"}, "webchat-visitor", default) == default
     assert "[http] op=bad-setting name=PLUGHOST_RATE_WEBCHAT_VISITOR" in capfd.readouterr().err
+
+
+def test_only_the_proxys_x_forwarded_for_names_a_client() -> None:
+    """A client behind a local proxy cannot pick its bucket with a header of its own."""
+    from types import SimpleNamespace
+
+    from starlette.datastructures import Headers
+
+    from host.throttle import client_address
+
+    def req(peer: str, **headers: str) -> object:
+        raw = [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]
+        return SimpleNamespace(client=SimpleNamespace(host=peer), headers=Headers(raw=raw))
+
+    assert client_address(req("127.0.0.1", x_forwarded_for="1.2.3.4, 9.9.9.8")) == "9.9.9.8"
+    for spoof in ({"x_real_ip": "10.3.0.7"}, {"forwarded": "for=10.3.0.8"}):
+        assert client_address(req("127.0.0.1", x_forwarded_for="9.9.9.8", **spoof)) == "9.9.9.8"
+        assert client_address(req("127.0.0.1", **spoof)) == "127.0.0.1"
+    assert client_address(req("203.0.113.5", x_forwarded_for="9.9.9.8")) == "203.0.113.5"
