@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from host.errors import UserError
+
 HELP = "make a payload live for a Claude Code config dir and an account (marketplaces, plugins, agents, .env)"
 
 
@@ -22,6 +24,13 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     from host.installer import install
 
     config_dir = args.config_dir or Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    what = "--config-dir" if args.config_dir else "CLAUDE_CONFIG_DIR"
+    for folder in (config_dir, *config_dir.parents):  # a file on the way is one line, never a traceback
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{what}: {folder} is not a folder; expected a Claude Code config dir "
+                            f"(a folder, created when missing)")
+        if folder.exists():
+            break
     plan = install(args.payload, config_dir, args.account, dry_run=args.dry_run)
     if args.dry_run:
         print(f"plan: install {plan.payload} into {plan.config_dir} for account {plan.account}")

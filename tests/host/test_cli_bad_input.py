@@ -45,3 +45,17 @@ def test_a_deep_brand_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     assert str(brand) in done.stderr and "nested deeper" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_install_into_a_file_is_one_line(tmp_path) -> None:
+    """A --config-dir that is a file (or lies under one) is exit 2 naming it, before anything is written."""
+    from tests.conftest import REPO, run_cli
+
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    for target in (afile, afile / "sub"):
+        for extra in ([], ["--dry-run"]):
+            done = run_cli("install", str(REPO / "manifests"), "--config-dir", str(target), "--account", "acme", *extra)
+            assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+            assert done.stderr.strip() == f"plughost: --config-dir: {afile} is not a folder; expected a Claude Code " \
+                                          "config dir (a folder, created when missing)"
