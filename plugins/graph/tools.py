@@ -3,7 +3,7 @@
 The Cypher tools are served only on a store that runs Cypher (Neo4j): on the embedded SQLite
 store they are withheld, and ``write-cypher`` also under ``PLUGHOST_GRAPH_READ_ONLY=1``.
 
-Guards come from the process environment (``Guards.from_env``); tool parameters may narrow the
+Guards come from the call's principal (``host.principal``); tool parameters may narrow the
 scopes or name this process's agent, never widen them. Results never carry embedding vectors
 and are capped by a character budget (``PLUGHOST_GRAPH_OUTPUT_CHARS``, default 20000).
 """
