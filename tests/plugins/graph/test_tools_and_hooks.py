@@ -101,16 +101,18 @@ def admin_tools(host) -> list[str]:
 
 
 def test_the_admin_allowlist_matches_what_is_served(make_host, monkeypatch: pytest.MonkeyPatch) -> None:
-    """read-cypher and graph-schema are on it when served, neither Cypher tool on the embedded store."""
+    """graph-schema, graph-neighbors and read-cypher are on it when served, neither Cypher tool on
+    the embedded store."""
     monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
     embedded = make_host(ACCOUNT_ID=ACCOUNT)
-    assert admin_tools(embedded) == ["graph-schema"]
+    assert admin_tools(embedded) == ["graph-neighbors", "graph-schema"]
     assert sorted(n.rsplit("__", 1)[1] for n in embedded.surface.withheld) == ["read-cypher", "write-cypher"]
     assert embedded.surface.all["mcp__plugin_graph_graph__read-cypher"].withheld  # still declared: no typo
     neo4j = make_host(ACCOUNT_ID=ACCOUNT, NEO4J_URI="bolt://127.0.0.1:9")  # tools/list opens no connection
-    assert admin_tools(neo4j) == ["graph-schema", "read-cypher", "write-cypher"] and not neo4j.surface.withheld
+    assert admin_tools(neo4j) == ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]
+    assert not neo4j.surface.withheld
     reader = make_host(ACCOUNT_ID=ACCOUNT, NEO4J_URI="bolt://127.0.0.1:9", PLUGHOST_GRAPH_READ_ONLY="1")
-    assert admin_tools(reader) == ["graph-schema", "read-cypher"]
+    assert admin_tools(reader) == ["graph-neighbors", "graph-schema", "read-cypher"]
 
 
 def test_write_cypher_is_absent_when_read_only(make_host, monkeypatch: pytest.MonkeyPatch) -> None:
