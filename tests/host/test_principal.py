@@ -81,7 +81,7 @@ def test_nothing_widens(env: dict[str, str], scopes: list[str] | None, role: str
 
 
 def test_role_table_is_the_readmes() -> None:
-    """The README's role table is rendered from :data:`host.principal.ROLES` (``docs/roles.md`` too)."""
+    """The README's role table is rendered from :data:`host.principal.ROLES` (``docs/roles.md`` abridges it)."""
     from pathlib import Path
 
     from host.principal import role_table
