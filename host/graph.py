@@ -198,6 +198,20 @@ def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards
     return store.upsert_many(rows, account_id=guards.account_id)
 
 
+def session_conversation(store: GraphStore, guards: Guards, session_ids: Sequence[str]) -> tuple[str, bool]:
+    """The Conversation of a session: the node named by one of ``session_ids``, else the one whose
+    ``sessionId`` it is; else the first id, to be created (``True``). The audit, the turn recorder
+    and briefings hang their records from it, so one rule decides which conversation is a session's."""
+    for sid in session_ids:
+        node = store.get(sid, guards=guards)
+        if node is not None and CONVERSATION_LABEL in node.labels:
+            return node.id, False
+        found = store.find(guards=guards, labels=[CONVERSATION_LABEL], where={"sessionId": sid}, limit=1)
+        if found:
+            return found[0].id, False
+    return session_ids[0], True
+
+
 @dataclass
 class Node:
     """A node as the port returns it. ``properties`` never includes ``embedding``."""

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from host.graph import CONVERSATION_LABEL, HAS_MESSAGE, MESSAGE_LABEL, Guards, guarded_upsert_many
+from host.graph import (
+    CONVERSATION_LABEL,
+    HAS_MESSAGE,
+    MESSAGE_LABEL,
+    Guards,
+    guarded_upsert_many,
+    session_conversation,
+)
 from host.redact import redact_text, redact_value
 
 CHANNEL = "claude-code"
@@ -69,23 +76,11 @@ def turn_properties(turn: dict[str, Any], conversation: str, session_id: str, in
     return {k: v for k, v in props.items() if v is not None}
 
 
-def conversation_of(store: Any, guards: Guards, session_ids: Sequence[str]) -> tuple[str, bool]:
-    """The session's Conversation (by id, then ``sessionId``), else the first session id (to create)."""
-    for sid in session_ids:
-        node = store.get(sid, guards=guards)
-        if node is not None and CONVERSATION_LABEL in node.labels:
-            return node.id, False
-        found = store.find(guards=guards, labels=[CONVERSATION_LABEL], where={"sessionId": sid}, limit=1)
-        if found:
-            return found[0].id, False
-    return session_ids[0], True
-
-
 def record(store: Any, guards: Guards, session_id: str, turns: Sequence[tuple[str, dict[str, Any]]],
            runner_session: str | None = None) -> Recorded:
     """Write the keyed turns (oldest first) that are new or changed, in one transaction."""
     account = guards.account_id
-    conversation, created = conversation_of(store, guards, [s for s in (session_id, runner_session) if s])
+    conversation, created = session_conversation(store, guards, [s for s in (session_id, runner_session) if s])
     rows: list[dict[str, Any]] = []
     new: list[str] = []
     changed: list[str] = []

@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from host.config import env_int
 from host.errors import UserError
-from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many, require_admin
+from host.graph import (
+    CONVERSATION_LABEL,
+    Guards,
+    WriteDenied,
+    guarded_upsert_many,
+    require_admin,
+    session_conversation,
+)
 from host.log import log
 from host.redact import MARKER as REDACTED  # noqa: F401 - the audit trail's marker, by its old name
 from host.redact import redact_text, redact_value, schema_secret_keys  # noqa: F401
@@ -123,18 +130,6 @@ def recordable(role: str | None, scopes: Any, agent: str | None) -> str | None:
     return None
 
 
-def conversation_of(store: Any, guards: Guards, session_ids: list[str]) -> tuple[str, bool]:
-    """The session's Conversation id (by id, then ``sessionId``), else the first session id (created)."""
-    for sid in session_ids:
-        node = store.get(sid, guards=guards)
-        if node is not None and CONVERSATION_LABEL in node.labels:
-            return node.id, False
-        found = store.find(guards=guards, labels=[CONVERSATION_LABEL], where={"sessionId": sid}, limit=1)
-        if found:
-            return found[0].id, False
-    return session_ids[0], True
-
-
 def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool_input: Any, tool_response: Any,
            role: str | None = None, scopes: Any = None, agent: str | None = None, is_error: bool | None = None,
            tool_use_id: str | None = None, started_at: str | None = None, completed_at: str | None = None,
@@ -158,7 +153,7 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
     error = _response_error(tool_response) if is_error is None else bool(is_error)
     guards = Guards(account_id)
     store = host.store()
-    conversation, created = conversation_of(store, guards, [s for s in (session_id, runner_session) if s])
+    conversation, created = session_conversation(store, guards, [s for s in (session_id, runner_session) if s])
     key = tool_use_id or f"{tool_name}\x1f{started}\x1f{input_text}"
     node_id = "toolcall-" + hashlib.sha256("\x1f".join((account_id, session_id, key)).encode()).hexdigest()[:32]
     props = {"toolName": tool_name, "pluginName": plugin, "input": input_text, "output": output_text,

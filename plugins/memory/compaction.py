@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from host.errors import UserError
-from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many
+from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many, session_conversation
 from host.log import log
 from host.redact import redact_text
 from host.times import read_time
@@ -97,12 +97,8 @@ def by_admin(p: dict[str, Any]) -> bool:
 
 
 def conversation_for(host: Host, guards: Guards, session_id: str) -> str:
-    """The Conversation whose id or sessionId is the session (else the session id itself)."""
-    node = host.store().get(session_id, guards=guards)
-    if node is not None and CONVERSATION_LABEL in node.labels:
-        return node.id
-    found = host.store().find(guards=guards, labels=[CONVERSATION_LABEL], where={"sessionId": session_id}, limit=1)
-    return found[0].id if found else session_id
+    """The session's Conversation (:func:`host.graph.session_conversation`), else the session id itself."""
+    return session_conversation(host.store(), guards, [session_id])[0]
 
 
 def fallback_from_transcript(path: str | None) -> dict[str, Any]:
