@@ -26,12 +26,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+from serve_process import start_serve  # noqa: E402  (bench/ is the script's folder)
+
 ACCOUNT = "bench-acct"
 BIG = 10 * 1024 * 1024
 
@@ -136,20 +137,7 @@ class Prober:
 def start_server(home: Path) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_LOG_FILE": "0",
            "PLUGHOST_TELEGRAM_SECRET": "tg-secret", "PLUGHOST_WHATSAPP_APP_SECRET": "wa-secret"}
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        match = re.search(r"serving on http://127\.0\.0\.1:(\d+)", line)
-        if match:
-            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-            return proc, int(match.group(1))
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise SystemExit("serve did not start")
+    return start_serve(env)
 
 
 def make_account(home: Path) -> None:

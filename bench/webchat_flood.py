@@ -21,7 +21,6 @@ import argparse
 import collections
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -34,6 +33,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from serve_process import start_serve  # noqa: E402  (bench/ is the script's folder)
+
 ACCOUNT = "acct-bench"
 AGENT = "import sys, json; d = json.loads(sys.stdin.read()); print('echo: ' + d['text'])\n"
 
@@ -45,20 +46,7 @@ def start_server(home: Path) -> tuple[subprocess.Popen[str], int]:
     env.update({"PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_LOG_FILE": "0",
                 "PLUGHOST_STORE": "sqlite", "NEO4J_URI": "", "PLUGHOST_AGENT": "command",
                 "PLUGHOST_AGENT_COMMAND": f"{sys.executable} -S {agent}"})
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO)
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        match = re.search(r"serving on http://127\.0\.0\.1:(\d+)", line)
-        if match:
-            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-            return proc, int(match.group(1))
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise SystemExit("serve did not start")
+    return start_serve(env)
 
 
 def healthz_ms(port: int) -> float:

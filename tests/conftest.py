@@ -128,3 +128,15 @@ def which_or_skip(name: str) -> str:
 @pytest.fixture
 def tmp_tree(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path
+
+
+def require_local_model() -> None:
+    """Skip without the packaged MiniLM model (fail under ``PLUGHOST_REQUIRE_EXTERNAL=1``, as in CI)."""
+    try:
+        from plugins.memory.embed_local import check_available
+
+        check_available()
+    except Exception as exc:
+        if os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1":
+            pytest.fail(f"local embedder required: {exc}")
+        pytest.skip(f"local embedder not installed: {exc}")

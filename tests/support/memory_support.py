@@ -148,3 +148,4 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     ensure_account(full)
     return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True, env=full,
                           timeout=180, cwd=REPO)
+

@@ -10,11 +10,10 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 from channels_support import ACCOUNT, agent_command, write_account
 from serve_helpers import start_serve, stop_process
 
-from tests.conftest import run_cli
+from tests.conftest import require_local_model, run_cli
 
 VISITS = {
     "bread": ["hello there", "Do you bake gluten-free sourdough loaves?", "thanks, see you"],
@@ -25,14 +24,7 @@ SETTLE_S = 15.0
 
 
 def _require_local_model() -> None:
-    try:
-        from plugins.memory.embed_local import check_available
-
-        check_available()
-    except Exception as exc:
-        if os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1":
-            pytest.fail(f"local embedder required: {exc}")
-        pytest.skip(f"local embedder not installed: {exc}")
+    require_local_model()
 
 
 def _open(home: Path, embedder: str = "none"):  # noqa: ANN202 — a loaded Host

@@ -7,24 +7,18 @@ The fixture was computed once with sentence-transformers + torch in a throwaway 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.conftest import require_local_model
+
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference_vectors.json"
 
 
 def _require_model() -> None:
-    try:
-        from plugins.memory.embed_local import check_available
-
-        check_available()
-    except Exception as exc:
-        if os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1":
-            pytest.fail(f"local embedder required: {exc}")
-        pytest.skip(f"local embedder not installed: {exc}")
+    require_local_model()
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ embedder) and the ``plughost_messages_stored`` hook outside ``plughost serve`` (
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from conversation_support import HashEmbedder, open_store
 
 from host.graph import Guards
 from plugins.memory import embed_queue
+from tests.conftest import require_local_model
 
 ACCOUNT = "acct-one"
 
@@ -62,14 +62,7 @@ def test_an_embedder_that_is_down_leaves_the_turns_for_the_next_wake(tmp_path: P
 
 def test_hook_plughost_messages_stored(make_host, plughost_home: Path) -> None:
     """Outside ``plughost serve`` the hook embeds the named Messages in place (the local model)."""
-    try:
-        from plugins.memory.embed_local import check_available
-
-        check_available()
-    except Exception as exc:
-        if os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1":
-            pytest.fail(f"local embedder required: {exc}")
-        pytest.skip(f"local embedder not installed: {exc}")
+    require_local_model()
     from host import hooktable
 
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="local")
