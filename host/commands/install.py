@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +14,19 @@ HELP = "make a payload live for a Claude Code config dir and an account (marketp
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("payload", type=Path, metavar="PAYLOAD_DIR")
     parser.add_argument("--config-dir", type=Path, default=None, metavar="DIR",
-                        help="Claude Code config dir (default: $CLAUDE_CONFIG_DIR or ~/.claude)")
+                        help="Claude Code config dir (default: the one the install recorded, else $CLAUDE_CONFIG_DIR, else ~/.claude)")
     parser.add_argument("--account", required=True, metavar="ID", help="the account whose enabledPlugins to reconcile")
     parser.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
+    from host.install_record import config_dir_source
     from host.installer import install
 
-    config_dir = args.config_dir or Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-    what = "--config-dir" if args.config_dir else "CLAUDE_CONFIG_DIR"
+    # the one choice every process makes (host/install_record.py): a re-install without
+    # --config-dir stays in the folder the install recorded
+    config_dir, source = config_dir_source(ctx.env, args.config_dir)
+    what = "--config-dir" if source == "flag" else source
     for folder in (config_dir, *config_dir.parents):  # a file on the way is one line, never a traceback
         if folder.exists() and not folder.is_dir():
             raise UserError(f"{what}: {folder} is not a folder; expected a Claude Code config dir "
