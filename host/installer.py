@@ -422,9 +422,10 @@ def _env(plan: InstallPlan) -> None:
     if any(recorded.get(k) != v for k, v in store.items()):
         where = f" at {store['NEO4J_URI']}" if store.get("PLUGHOST_STORE") == "neo4j" else ""
         plan.actions.append(f"graph store: {store.get('PLUGHOST_STORE')}{where} (brand: {brand.get('PLUGHOST_STORE')})")
+    from host.install_record import RECORD_KEY
     from host.principal import with_account
 
-    values = with_account({**brand, **store, "PLUGHOST_CONFIG_DIR": str(plan.config_dir)}, plan.account)
+    values = with_account({**brand, **store, RECORD_KEY: str(plan.config_dir)}, plan.account)
     plan.files[path] = merge_env(drop_env(text, RETIRED_ENV), values)
 
 
