@@ -43,7 +43,7 @@ def main() -> int:
     home.mkdir()
     env = {**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
     os.environ.update(PLUGHOST_HOME=str(home))
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
 
     create_account(ACCOUNT, home)
     config = work / "cfg"

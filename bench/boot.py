@@ -26,8 +26,8 @@ PHASES = r"""
 import json, os, sys, time
 os.environ["ACCOUNT_ID"] = "acme"
 t0 = time.perf_counter()
-from host.manager import Host
-from host import boot
+from host.runtime.host import Host
+from host.runtime import boot
 t1 = time.perf_counter()
 args = json.loads(sys.argv[1])
 from pathlib import Path
@@ -93,7 +93,7 @@ def synthetic(root: Path, n_plugins: int, n_specialists: int, n_tools: int, acco
         (folder / ".claude-plugin" / "plugin.json").write_text(json.dumps({
             "name": name, "version": "1.0.0", "mcpServers": {name: {
                 "command": sys.executable,
-                "args": ["-m", "host.mcp_tee", name, "--", sys.executable, "${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py"]}}}))
+                "args": ["-m", "host.mcp.tee", name, "--", sys.executable, "${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py"]}}}))
         for k in range(per_agents):
             tools_line = ", ".join(["Read", "Grep"] + [f"mcp__plugin_{name}_{name}__tool-{(k + j) % per_plugin}"
                                                        for j in range(3)])

@@ -37,7 +37,7 @@ def make_plugin(folder: Path, name: str, *, mcp: bool, index: int) -> None:
                   "  args: [\"${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py\"]", f"python: {name.replace('-', '_')}_tools"]
         (folder / "mcp").mkdir()
         (folder / "mcp" / "__main__.py").write_text(
-            f"from host.mcp_server import run_plugin_server\n\nrun_plugin_server({name!r})\n")
+            f"from host.mcp.server import run_plugin_server\n\nrun_plugin_server({name!r})\n")
         (folder / f"{name.replace('-', '_')}_tools.py").write_text("# handlers\n")
     (folder / "PLUGIN.md").write_text("---\n" + "\n".join(front) + "\n---\n# " + name + "\n\nDocs.\n")
     skill = folder / "skills" / f"{name}-skill"
@@ -119,8 +119,8 @@ def main() -> None:
 
     os.environ.setdefault("PLUGHOST_HOME", tempfile.mkdtemp(prefix="plughost-bench-home-"))
     os.environ["PLUGHOST_LOG_FILE"] = os.environ.get("PLUGHOST_LOG_FILE", "1")
-    from host.bundler import bundle
-    from host.generator import generate
+    from host.payload.bundler import bundle
+    from host.payload.generator import generate
 
     with tempfile.TemporaryDirectory(prefix="plughost-bench-") as tmp:
         root = Path(tmp)

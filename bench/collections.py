@@ -116,8 +116,8 @@ def main() -> int:
 
     os.environ.update(PLUGHOST_HOME=str(run / "home"), PLUGHOST_LOG_FILE="0", ACCOUNT_ID=ACCOUNT,
                       PLUGHOST_EMBEDDER="none")
-    from host.graph import Guards
-    from host.manager import Host
+    from host.ports.graph import Guards
+    from host.runtime.host import Host
     from plugins.memory.collections import registry
     from plugins.memory.collections.markdown import MARKDOWN
     from plugins.memory.collections.sync import Syncer, sync

@@ -63,7 +63,7 @@ class RandomEmbedder:
 def build(store, n: int, per_conv: int, words, weights, rng: random.Random, vectors: bool) -> float:
     import numpy as np
 
-    from host.graph import HAS_MESSAGE
+    from host.ports.graph import HAS_MESSAGE
 
     started = time.perf_counter()
     np_rng = np.random.default_rng(1)

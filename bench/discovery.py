@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--tools", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from host.manager import Host
+    from host.runtime.host import Host
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "plugins"

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("PLUGHOST_LOG_FILE", "0")
 
-from host.graph import Guards  # noqa: E402
+from host.ports.graph import Guards  # noqa: E402
 from plugins.graph.importer import import_jsonl  # noqa: E402
 from plugins.graph.sqlite_store import SqliteStore  # noqa: E402
 

@@ -143,7 +143,7 @@ def start_server(home: Path) -> tuple[subprocess.Popen[str], int]:
 def make_account(home: Path) -> None:
     sys.path.insert(0, str(REPO))
     os.environ["PLUGHOST_HOME"] = str(home)
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
     from plugins.admin import sessions
 
     create_account(ACCOUNT, home)

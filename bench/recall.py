@@ -44,11 +44,10 @@ def main() -> int:
     import retrieval_quality as rq
 
     os.environ["ACCOUNT_ID"] = rq.ACCOUNT
-    from host.graph import Guards
-    from host.manager import Host
-    from plugins.memory import recall
+    from host.ports.graph import Guards
+    from host.runtime.host import Host
     from plugins.memory.retrieval import SearchFlags, SearchRequest, search
-    from plugins.memory.surfacing import sessions
+    from plugins.memory.surfacing import recall, sessions
 
     host = Host(env=dict(os.environ)).load()
     inner = host.embedder()

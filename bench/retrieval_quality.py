@@ -243,7 +243,7 @@ def manpage_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, list[
     """{name: store}, [(query, relevant id)], {id: bare text} for the man pages."""
     import manpages
 
-    from host.graph import Guards
+    from host.ports.graph import Guards
     from plugins.memory.bulk_import import import_jsonl
 
     pages = list(manpages.pages())
@@ -276,7 +276,7 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
     """One store per context setting, imported through memory import; the questions; the bare turns."""
     import conversations
 
-    from host.graph import Guards
+    from host.ports.graph import Guards
     from plugins.memory.bulk_import import import_jsonl
 
     seed = args.seed if seed is None else seed
@@ -315,7 +315,7 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
 
 def run(store, evaluated, embedder, configs, memo: bool = True) -> tuple[dict[str, dict[str, float]], MemoStore]:
     """Every configuration on every query, query by query (the store answers memoised per query)."""
-    from host.graph import Guards
+    from host.ports.graph import Guards
     from plugins.memory.retrieval import SearchFlags, SearchRequest, search
     from plugins.memory.retrieval.expand import rule_based
 
@@ -346,7 +346,7 @@ TARGETS: list[str] = []
 
 
 def shipped_form(set_name: str) -> str:
-    from plugins.memory.retrieval.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+    from plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
 
     if set_name != "conversations":
         return ""
@@ -461,9 +461,9 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     os.environ.update(PLUGHOST_HOME=str(work / "home"), PLUGHOST_LOG_FILE="0", ACCOUNT_ID=ACCOUNT)
     os.environ.setdefault("PLUGHOST_EMBEDDER", "local")
-    from host.manager import Host
+    from host.runtime.host import Host
+    from plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
     from plugins.memory.retrieval.flags import SHIPPED
-    from plugins.memory.retrieval.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
 
     args.context = args.context or sorted({0, DEFAULT_TURNS})
     args.embed = args.embed or list(dict.fromkeys([DEFAULT_EMBED, "context", "turn"]))

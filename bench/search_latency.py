@@ -104,8 +104,8 @@ def main() -> int:
 
     import numpy as np
 
-    from host.graph import Guards
-    from host.manager import Host
+    from host.ports.graph import Guards
+    from host.runtime.host import Host
     from plugins.memory.retrieval import SearchFlags, SearchRequest, search
     from plugins.memory.retrieval.expand import rule_based
 

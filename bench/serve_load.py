@@ -93,7 +93,7 @@ def setup_home(home: Path) -> dict[str, str]:
     folder = home / "accounts" / account
     try:
         sys.path.insert(0, str(REPO))
-        from host.accounts import create_account  # type: ignore[import-not-found]
+        from host.runtime.accounts import create_account  # type: ignore[import-not-found]
 
         create_account(account, home)
     except ImportError:

@@ -96,9 +96,9 @@ def main() -> int:
 
     import search_latency
 
-    from host.accounts import account_dir, create_account
-    from host.graph import Guards
-    from host.manager import Host
+    from host.ports.graph import Guards
+    from host.runtime.accounts import account_dir, create_account
+    from host.runtime.host import Host
 
     rng = random.Random(42)
     words, weights = search_latency.vocabulary()

@@ -198,8 +198,8 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def verify(home: Path, env: dict[str, str], fake: FakeApis, senders: int, per_sender: int) -> dict[str, Any]:
-    from host.graph import Guards
-    from host.manager import Host
+    from host.ports.graph import Guards
+    from host.runtime.host import Host
 
     host = Host(env=env).load()
     try:

@@ -58,7 +58,7 @@ def plughost_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 @pytest.fixture
 def make_host(plughost_home: Path):
     """Build a loaded Host with an explicit env (defaults to the test's environment)."""
-    from host.manager import Host
+    from host.runtime.host import Host
 
     made = []
 
@@ -81,7 +81,7 @@ def ensure_account(env: dict[str, str] | None = None) -> None:
     env = dict(os.environ) if env is None else env
     account, home = env.get("ACCOUNT_ID", "").strip(), env.get("PLUGHOST_HOME")
     if account and home and not (Path(home) / "accounts" / account / "account.json").is_file():
-        from host.accounts import create_account
+        from host.runtime.accounts import create_account
 
         create_account(account, Path(home))
 

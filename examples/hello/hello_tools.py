@@ -1,7 +1,7 @@
 """The hello plugin's hook implementations (PLUGIN.md names this module in `python:`)."""
 
-from host.hookspecs import hookimpl
-from host.types import Tool
+from host.runtime.hookspecs import hookimpl
+from host.runtime.types import Tool
 
 
 def greet(name: str, excited: bool = False) -> str:

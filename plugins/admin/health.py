@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from host import state
-from host.errors import PlughostError
+from host.runtime import state
+from host.util.errors import PlughostError
 
 PROBE_TIMEOUT_S = 3.0
 CACHE_S = 1.0

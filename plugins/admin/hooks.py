@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from host.hookspecs import hookimpl
+from host.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
-    from host.types import CliCommand, Route
+    from host.runtime.host import Host
+    from host.runtime.types import CliCommand, Route
 
 
 @hookimpl
 def plughost_routes(host: Host) -> list[Route]:
-    from host.throttle import Rate, per_address
-    from host.types import Route
+    from host.runtime.types import Route
+    from host.web.throttle import Rate, per_address
     from plugins.admin import health, logingest, session_routes, sites
 
     def home_of():
@@ -46,7 +46,7 @@ def plughost_routes(host: Host) -> list[Route]:
 
 @hookimpl
 def plughost_cli_commands(host: Host) -> list[CliCommand]:
-    from host.types import CliCommand
+    from host.runtime.types import CliCommand
     from plugins.admin import cli
 
     return [CliCommand("admin", cli.HELP, cli.configure, cli.run)]

@@ -24,9 +24,9 @@ from typing import Any
 
 import anyio
 
-from host.errors import UserError
-from host.http import json_error, parse_json, read_body
-from host.log import log
+from host.util.errors import UserError
+from host.util.log import log
+from host.web.http import json_error, parse_json, read_body
 from plugins.admin import sessions
 
 COOKIE = "admin_session"

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from host.accounts import admin_ids, load_account, load_users, normalize_phone, selected_accounts
-from host.errors import UserError
-from host.log import format_line
-from host.types import Gate, GateContext, GateResult
+from host.runtime.accounts import admin_ids, load_account, load_users, normalize_phone, selected_accounts
+from host.runtime.types import Gate, GateContext, GateResult
+from host.util.errors import UserError
+from host.util.log import format_line
 
 
 def binding_drift(account: Mapping[str, Any], users: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

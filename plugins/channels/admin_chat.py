@@ -28,12 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from host import credentials
-from host.graph import Principal, conversation_node_id
-from host.http import json_error, parse_json, read_body
-from host.log import log
-from host.state import StateKey
-from host.types import ChannelAdapter, Route
+from host.ports.graph import Principal, conversation_node_id
+from host.runtime.state import StateKey
+from host.runtime.types import ChannelAdapter, Route
+from host.util import credentials
+from host.util.log import log
+from host.web.http import json_error, parse_json, read_body
 from plugins.channels.pipeline import Inbound, NotConfigured, gateway
 from plugins.channels.runner import session_id_for
 
@@ -72,7 +72,7 @@ def conversation(home: Path, account: str, user: str, *, new: bool) -> int:
 
 def _principal(host: Any, request: Any) -> Principal | None:
     """The principal the request runs as: built once where HTTP calls enter (the host's front door)."""
-    from host.http_guard import request_principal
+    from host.web.http_guard import request_principal
 
     found = request_principal(request)
     return found if found is not None else host.principal
@@ -120,7 +120,7 @@ READ_LIMIT, READ_MAX = 100, 500
 def read_replies(host: Any, account: str, user: str, conversation_id: str | None, limit: int) -> dict[str, Any] | None:
     """The user's admin conversation (its current one when ``conversation_id`` is None) and its
     latest ``limit`` Messages, oldest first; None when it is not one of this user's conversations."""
-    from host.graph import MESSAGE_LABEL, Guards
+    from host.ports.graph import MESSAGE_LABEL, Guards
 
     try:  # read only: a read records no conversation
         data = json.loads((host.home / "accounts" / account / CONVERSATIONS_FILE).read_text(encoding="utf-8"))
@@ -149,7 +149,7 @@ def routes(host: Any) -> tuple[Route, ...]:
 
         from starlette.responses import JSONResponse
 
-        from host.http import int_param
+        from host.web.http import int_param
 
         caller = _admin_caller(host, request)
         if not isinstance(caller, tuple):

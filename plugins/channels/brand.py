@@ -9,7 +9,7 @@ GREETING = "Hello, and welcome to {product}! Ask me anything, for example about 
 
 def product_name(env: Mapping[str, str]) -> str:
     """The brand's ``productName`` (``PLUGHOST_BRAND``, default the default brand)."""
-    from host.bundler import load_brand, resolve_brand
+    from host.payload.bundler import load_brand, resolve_brand
 
     try:
         return load_brand(resolve_brand(env.get("PLUGHOST_BRAND") or "default")).product

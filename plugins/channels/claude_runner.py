@@ -9,7 +9,7 @@ with ``--resume <uuid>``; the sessions started are remembered in
 found" / "already in use") gets the other flag once.
 
 The CLI runs with ``CLAUDE_CONFIG_DIR`` set to the config dir of the install
-(:func:`host.install_record.config_dir_source`: ``serve --config-dir``, else
+(:func:`host.runtime.install_record.config_dir_source`: ``serve --config-dir``, else
 ``PLUGHOST_CLAUDE_CONFIG_DIR``, else the ``PLUGHOST_CONFIG_DIR`` ``plughost install`` recorded in
 ``<home>/.env``, else ``CLAUDE_CONFIG_DIR``, else ``~/.claude``: the folder the gates check), so
 the installed plugins' MCP servers are an admin's tools, limited to
@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from host.errors import UserError
-from host.install_record import config_dir_source
-from host.log import log
+from host.runtime.install_record import config_dir_source
+from host.util.errors import UserError
+from host.util.log import log
 from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
 
 NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit",
@@ -103,7 +103,7 @@ class ClaudeRunner:
         return args
 
     def child_env(self, session_id: str, payload: Mapping[str, Any]) -> dict[str, str]:
-        from host.principal import child_env, resolve
+        from host.ports.principal import child_env, resolve
 
         role = str(payload.get("role") or "public")
         # an admin's session, or a visitor confined to it (public, never wider than this process)

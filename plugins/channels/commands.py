@@ -7,8 +7,8 @@ import asyncio
 import json
 from typing import Any
 
-from host.errors import UserError
-from host.types import CliCommand
+from host.runtime.types import CliCommand
+from host.util.errors import UserError
 
 
 def _configure_record_turn(parser: argparse.ArgumentParser) -> None:
@@ -119,8 +119,8 @@ def _run_schedule(args: argparse.Namespace, host: Any) -> int:
         return _run_schedule_store(args, host)
     if args.schedule_command != "dispatch":
         raise UserError("schedule: expected an action: add | list | dispatch")
+    from plugins.channels.delivery import drain
     from plugins.channels.pipeline import dispatch_scheduled
-    from plugins.channels.server import drain
 
     target = {"chat_id": args.chat_id or args.to} if args.channel == "telegram" else {"to": args.to}
 

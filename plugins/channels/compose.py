@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from host import hooktable
-from host.log import log
+from host.runtime import hooktable
+from host.util.log import log
 
 PROVENANCE_HEADING = "## Scheduled automation (platform-verified)"
 RULES_HEADING = "## Standing rules"

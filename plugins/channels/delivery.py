@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from typing import Any
 
-from host.log import log
-from host.state import StateKey
+from host.runtime.state import StateKey
+from host.util.log import log
 from plugins.channels.pipeline import Inbound, gateway, inbound_from_node
 
 
@@ -31,8 +32,6 @@ async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
             sent += bool(outcome.get("ok"))
             failed += not outcome.get("ok")
     finally:
-        from plugins.channels.server import drain
-
         await drain(host)
     log("channels", "op=retry", retried=len(rows), sent=sent, failed=failed)
     return {"retried": len(rows), "sent": sent, "failed": failed}
@@ -170,7 +169,7 @@ async def resume(host: Any, *, batch: int | None = None) -> dict[str, Any]:
     Lines: ``op=resume`` (what is to do) at the start, ``op=resume-batch`` per batch with what is
     ``left``, ``op=resumed`` with the outcomes at the end.
     """
-    from host.stopping import stop_of
+    from host.serve.stopping import stop_of
 
     gw = gateway(host)
     stop = stop_of(host)
@@ -233,8 +232,6 @@ async def resume_unanswered(host: Any, *, batch: int | None = None) -> dict[str,
     try:
         return await resume(host, batch=batch)
     finally:
-        from plugins.channels.server import drain
-
         await drain(host)
 
 
@@ -264,3 +261,18 @@ def start_resume(host: Any) -> None:
         anyio.from_thread.run_sync(schedule)
     except RuntimeError:  # not called from a serving loop's worker thread (a one-shot command)
         log("channels", "op=resume-skipped", reason="no-event-loop")
+
+
+async def drain(host: Any) -> None:
+    """Finish queued turns and close the shared HTTP client (the loop is still running)."""
+    from plugins.channels.outbound import HTTP_CLIENT
+    from plugins.channels.pipeline import GATEWAY
+
+    gw = host.state.get(GATEWAY)
+    if gw is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(gw.drain(), 30)
+    http = host.state.pop(HTTP_CLIENT)
+    if http is not None:
+        with contextlib.suppress(Exception):
+            await http.aclose()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from host.hookspecs import hookimpl
+from host.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
-    from host.types import AgentRunner, ChannelAdapter, CliCommand, Gate
+    from host.runtime.host import Host
+    from host.runtime.types import AgentRunner, ChannelAdapter, CliCommand, Gate
 
 # --- channels: adapters, runner, CLI (heavy modules are imported inside each hook) --------
 
@@ -22,7 +22,7 @@ def plughost_cli_commands(host: Host) -> list[CliCommand]:
 
 @hookimpl
 def plughost_agent_runner(host: Host) -> AgentRunner:
-    from plugins.channels.runner import builtin_runner
+    from plugins.channels.runner_choice import builtin_runner
 
     return builtin_runner(host)
 
@@ -41,7 +41,7 @@ def plughost_startup(host: Host) -> None:
     model up in the background."""
     from plugins.channels import language, scheduler
     from plugins.channels.delivery import start_resume
-    from plugins.channels.runner import warm_in_background
+    from plugins.channels.runner_choice import warm_in_background
 
     start_resume(host)
     scheduler.start(host)

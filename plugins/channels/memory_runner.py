@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from host.errors import UserError
-from host.log import log
-from host.state import StateKey
+from host.runtime.state import StateKey
+from host.util.errors import UserError
+from host.util.log import log
 from plugins.channels.brand import GREETING, product_name
 from plugins.channels.runner import RunnerError
 
@@ -299,8 +299,8 @@ class MemoryRunner:
         follow-up Task (``work-create``, admin scope) with the contact, linked to the visitor's
         Conversation (``conversationId``, ``RAISED_DURING``) so the team can read what was said;
         the visitor is told so."""
-        from host import hooktable
-        from host.tooltable import call_tool
+        from host.runtime import hooktable
+        from host.runtime.tooltable import call_tool
 
         with self.pending_lock:
             question = self.pending.pop(session_id, None)
@@ -326,7 +326,7 @@ class MemoryRunner:
     def conversation_of(self, channel: str, sender: str) -> str | None:
         """The stored Conversation of this channel and sender, or None (webchat stores it from the
         visitor's second message on; a turn run outside the gateway has none)."""
-        from host.graph import conversation_node_id
+        from host.ports.graph import conversation_node_id
 
         account = self.host.principal.account
         if not (account and channel and sender):
@@ -358,8 +358,8 @@ class MemoryRunner:
         return [(key[0], p) for key, p in scored]
 
     def search(self, question: str, role: str) -> str:
-        from host import hooktable
-        from host.tooltable import call_tool
+        from host.runtime import hooktable
+        from host.runtime.tooltable import call_tool
 
         host = self.host if role == "admin" else public_host(self.host)
         owners = [c.plugin for c in host.collect(hooktable.TOOLS) if c.item.name == SEARCH_TOOL]
@@ -389,8 +389,8 @@ def public_host(host: Any) -> Any:
 
 
 def _build_public_host(host: Any) -> Any:
-    from host.manager import Host
-    from host.principal import child_env
+    from host.ports.principal import child_env
+    from host.runtime.host import Host
 
     env = child_env(host.env, host.principal.visitor())  # public at most, never wider than this process
     narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,

@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from host.log import log
-from host.state import StateKey
+from host.runtime.state import StateKey
+from host.util.log import log
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_ATTEMPTS = 4

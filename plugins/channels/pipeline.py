@@ -29,15 +29,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from host import hooktable
-from host.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
-from host.log import log
-from host.state import StateKey
+from host.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
+from host.runtime import hooktable
+from host.runtime.state import StateKey
+from host.util.log import log
 from plugins.channels import compose as composing
 from plugins.channels import identity as ident
 from plugins.channels.claims import Claims
 from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
-from plugins.channels.runner import KeyedSerializer, RunnerError, get_runner, session_id_for
+from plugins.channels.runner import KeyedSerializer, RunnerError, session_id_for
+from plugins.channels.runner_choice import get_runner
 from plugins.channels.screening import screen
 
 REFUSAL = "Sorry, I can't help with that request."
@@ -164,7 +165,7 @@ class Gateway:
         self._interrupting = False
         self.interrupted = 0  # turns a stopping process left `received`
         self.wound_down: asyncio.Future[Any] | None = None
-        from host.stopping import stop_of
+        from host.serve.stopping import stop_of
 
         stop_of(host).on_stop(self._on_stop)
 
@@ -338,7 +339,7 @@ class Gateway:
     async def _wind_down(self) -> None:
         """Let running turns finish until the grace deadline, then end their agents (the turns stay
         ``received``); every turn not started stays ``received`` too. One ``op=stop-turns`` line."""
-        from host.stopping import stop_of
+        from host.serve.stopping import stop_of
 
         stop = stop_of(self.host)
         started, queued, running = time.monotonic(), self.queued, len(self._agents)
@@ -498,7 +499,7 @@ class Gateway:
         Under ``plughost serve`` the host's stop already began the wind-down (bounded by the
         grace); this waits for it. Otherwise (a channels-only server, a test) the running turns
         get ``timeout`` seconds."""
-        from host.stopping import stop_of
+        from host.serve.stopping import stop_of
 
         loop, lanes = self.loop, self._lanes
         if loop is None or lanes is None or not loop.is_running():

@@ -6,7 +6,7 @@ executable is not on PATH (``claude``, the ``command``'s program) is said loudly
 since it may be installed before the first turn.
 
 For ``claude`` it also checks the config dir the runner will run in (the same
-:func:`host.install_record.config_dir_source` the runner and the registration gates use): a
+:func:`host.runtime.install_record.config_dir_source` the runner and the registration gates use): a
 folder where nothing is installed means an admin's turn has none of plughost's tools, so it is
 said loudly (``WARN``) with where that folder came from.
 """
@@ -17,9 +17,9 @@ import shlex
 import shutil
 from collections.abc import Mapping
 
-from host.errors import UserError
-from host.log import format_line
-from host.types import Gate, GateContext, GateResult
+from host.runtime.types import Gate, GateContext, GateResult
+from host.util.errors import UserError
+from host.util.log import format_line
 
 NAME = "agent-runner"
 
@@ -80,8 +80,8 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
 
 def _claude_config(ctx: GateContext, extra: dict[str, str]) -> list[tuple[str, dict[str, str]]]:
     """The claude runner's config dir into ``extra``; a warning when no plugin is installed there."""
-    from host.install_record import config_dir_source
-    from host.registration import Registration
+    from host.payload.registration import Registration
+    from host.runtime.install_record import config_dir_source
 
     folder, source = config_dir_source(ctx.env, ctx.extras.get("config_dir"))
     extra.update({"config-dir": str(folder), "source": source})

@@ -24,11 +24,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from host.accounts import account_dir
-from host.errors import UserError
-from host.log import log
-from host.state import StateKey
-from host.times import parse_time
+from host.runtime.accounts import account_dir
+from host.runtime.state import StateKey
+from host.util.errors import UserError
+from host.util.log import log
+from host.util.times import parse_time
 
 CHANNELS = ("telegram", "whatsapp")
 POLL_S = 1.0

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from host import hooktable
-from host.log import log
+from host.runtime import hooktable
+from host.util.log import log
 from plugins.channels import language
 
 PROVIDER_TIMEOUT = 3.0

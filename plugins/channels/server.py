@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from host import hooktable
+from host.runtime import hooktable
 
 
 def build_app(host: Any) -> Any:
@@ -28,7 +28,7 @@ def build_app(host: Any) -> Any:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
-        from plugins.channels.delivery import resume
+        from plugins.channels.delivery import drain, resume
 
         task = None
         if host.principal.account and host.env.get("PLUGHOST_CHANNELS_RESUME", "1") != "0":
@@ -39,21 +39,6 @@ def build_app(host: Any) -> Any:
         await drain(host)
 
     return Starlette(routes=routes, lifespan=lifespan)
-
-
-async def drain(host: Any) -> None:
-    """Finish queued turns and close the shared HTTP client (the loop is still running)."""
-    from plugins.channels.outbound import HTTP_CLIENT
-    from plugins.channels.pipeline import GATEWAY
-
-    gw = host.state.get(GATEWAY)
-    if gw is not None:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(gw.drain(), 30)
-    http = host.state.pop(HTTP_CLIENT)
-    if http is not None:
-        with contextlib.suppress(Exception):
-            await http.aclose()
 
 
 def close(host: Any) -> None:

@@ -13,9 +13,9 @@ import hmac
 from datetime import UTC, datetime
 from typing import Any
 
-from host.http import parse_json, read_body
-from host.log import log
-from host.types import ChannelAdapter, Route
+from host.runtime.types import ChannelAdapter, Route
+from host.util.log import log
+from host.web.http import parse_json, read_body
 from plugins.channels.compose import ReplyContext
 from plugins.channels.outbound import chunks, post_json, send_parts
 from plugins.channels.pipeline import Inbound, NotConfigured, gateway

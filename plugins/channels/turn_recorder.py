@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.log import log
+from host.util.log import log
 
 SKIP_REASONS = ("role-not-admin", "no-account", "unknown-account", "empty-stdin", "no-session", "missing-transcript",
                 "conversation-empty")
@@ -163,9 +163,9 @@ def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
 
 
 def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
-    from host.accounts import require_existing
-    from host.errors import UserError
-    from host.principal import Role, resolve
+    from host.ports.principal import Role, resolve
+    from host.runtime.accounts import require_existing
+    from host.util.errors import UserError
 
     principal = resolve(env)
     if principal.role is not Role.ADMIN_SESSION:
@@ -208,7 +208,7 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
     if host is None:
         return 0
     host = host() if callable(host) else host
-    from host import hooktable
+    from host.runtime import hooktable
     from plugins.channels.turn_store import record
 
     started = time.perf_counter()

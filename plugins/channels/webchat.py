@@ -27,12 +27,12 @@ import uuid
 from importlib import resources
 from typing import Any
 
-from host.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id
-from host.http import int_param, parse_json, read_body
-from host.state import StateKey
-from host.stopping import stop_of
-from host.throttle import Rate, check, client_address
-from host.types import ChannelAdapter, Route
+from host.ports.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id
+from host.runtime.state import StateKey
+from host.runtime.types import ChannelAdapter, Route
+from host.serve.stopping import stop_of
+from host.web.http import int_param, parse_json, read_body
+from host.web.throttle import Rate, check, client_address
 from plugins.channels.pipeline import (
     DELIVERING,
     Inbound,

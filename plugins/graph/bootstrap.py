@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from host.log import log
+from host.util.log import log
 
 TASK_ID = "account-bootstrap"
 

@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from host.errors import UserError
-from host.types import CliCommand
+from host.runtime.types import CliCommand
+from host.util.errors import UserError
 from plugins.graph import IMPORT_BATCH
 
 HELP = "graph store maintenance: bulk import, purge of soft-deleted nodes, vector index compaction"
@@ -49,7 +49,7 @@ def _labels(values: list[str] | None) -> list[str] | None:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     if args.action == "import":
-        from host.graph import require_admin
+        from host.ports.graph import require_admin
         from plugins.graph.importer import import_jsonl
 
         account = _account(host)
@@ -60,8 +60,8 @@ def run(args: argparse.Namespace, host: Any) -> int:
                                progress=False if args.no_progress else None)
         return 2 if summary.errors else 0
     if args.action == "purge":
-        from host.graph import require_admin
-        from host.log import log
+        from host.ports.graph import require_admin
+        from host.util.log import log
 
         require_admin(host.principal, "graph purge")  # it hard-deletes rows without per-row guards
         if args.days < 0:
@@ -75,8 +75,8 @@ def run(args: argparse.Namespace, host: Any) -> int:
         log("graph-purge", "done", purged=purged, days=args.days, account=(only or "all")[:8])
         return 0
     if args.action == "compact":
-        from host.graph import require_admin
-        from host.log import log
+        from host.ports.graph import require_admin
+        from host.util.log import log
 
         require_admin(host.principal, "graph compact")  # a schema operation: every account's index
         if args.wait_seconds < 1:

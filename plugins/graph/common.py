@@ -16,13 +16,13 @@ from datetime import UTC, datetime
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
-from host.config import flag
-from host.errors import AccountMismatch, UserError
-from host.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
-from host.jsonl import EDGE_KEYS as _EDGE_KEYS
-from host.jsonl import LINE_KEYS as _ROW_KEYS
-from host.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem
-from host.log import log
+from host.ports.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
+from host.ports.jsonl import EDGE_KEYS as _EDGE_KEYS
+from host.ports.jsonl import LINE_KEYS as _ROW_KEYS
+from host.ports.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem
+from host.util.config import flag
+from host.util.errors import AccountMismatch, UserError
+from host.util.log import log
 
 CASCADE_LABELS = ("Section", "Chunk")
 """Soft delete cascades KnowledgeDocument → Section → Chunk along outgoing edges."""
@@ -33,7 +33,7 @@ EXPAND_LIMIT = 20
 
 def env_account(env: Mapping[str, str]) -> str | None:
     """The process's account (its principal's), None when unset."""
-    from host.principal import resolve
+    from host.ports.principal import resolve
 
     return resolve(env).account
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host.hookspecs import hookimpl
+from host.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.graph import GraphStore
-    from host.manager import Host
-    from host.types import CliCommand, Gate, Tool
+    from host.ports.graph import GraphStore
+    from host.runtime.host import Host
+    from host.runtime.types import CliCommand, Gate, Tool
 
 
 def backend_name(env: Any) -> str:
@@ -21,7 +21,7 @@ def backend_name(env: Any) -> str:
     ``PLUGHOST_STORE=graph`` (this plugin's name: the host's choice among store plugins) keeps
     the default.
     """
-    from host.errors import UserError
+    from host.util.errors import UserError
 
     chosen = (env.get("PLUGHOST_STORE") or "").strip().lower()
     if chosen and chosen != "graph":

@@ -23,11 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from host.errors import UserError
-from host.gcpause import gc_paused
-from host.jsonl import ImportSummary, JsonLines, line_id, line_text
-from host.log import log
-from host.progress import Progress
+from host.ports.jsonl import ImportSummary, JsonLines, line_id, line_text
+from host.util.errors import UserError
+from host.util.gcpause import gc_paused
+from host.util.log import log
+from host.util.progress import Progress
 from plugins.graph import IMPORT_BATCH
 from plugins.graph.common import Prepared, prepare_row
 from plugins.graph.staging import staged_batches, use_worker

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from host.errors import UserError
-from host.log import log
+from host.util.errors import UserError
+from host.util.log import log
 
 HERE = Path(__file__).resolve().parent
 SCHEMA_FILE = HERE / "schema.sql"

@@ -17,7 +17,7 @@ key (one seek and one ``backlinkCount`` update per target, not per edge). Ids th
 reported by line when their target never appeared.
 
 Every write runs as the account's admin (``Guards(account)``), so a new node whose line names no
-``scope`` is stored ``admin`` (:data:`host.graph.OWNER_SCOPE`) and a re-imported one keeps its own.
+``scope`` is stored ``admin`` (:data:`host.ports.graph.OWNER_SCOPE`) and a re-imported one keeps its own.
 
 Session state changes only after a batch's transaction has committed (``execute_write`` may run
 the transaction function more than once).
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from host.graph import OWNER_SCOPE, Guards
-from host.log import log
+from host.ports.graph import OWNER_SCOPE, Guards
+from host.util.log import log
 from plugins.graph.common import Prepared, check_name, iso, keywords_of
 from plugins.graph.neo4j_store import BASE_LABEL, _clean_props
 

@@ -43,8 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from host.errors import StoreUnavailable, UserError
-from host.graph import (
+from host.ports.graph import (
     VECTOR_LABELS,
     Guards,
     Hit,
@@ -57,7 +56,8 @@ from host.graph import (
     edge_guards,
     write_defaults,
 )
-from host.log import log
+from host.util.errors import StoreUnavailable, UserError
+from host.util.log import log
 from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -446,7 +446,7 @@ def _clean_props(props: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class Neo4jStore(StoreEnv):
-    """:class:`host.graph.GraphStore` on Neo4j through the official driver."""
+    """:class:`host.ports.graph.GraphStore` on Neo4j through the official driver."""
 
     backend = "neo4j"
     import_batch_size = NEO4J_IMPORT_BATCH
@@ -601,7 +601,7 @@ class Neo4jStore(StoreEnv):
                     node_id: str | None = None, embedding: Sequence[float] | None = None,
                     guards: Guards | None = None) -> str:
         """Create or merge a node; with ``guards`` (every write tool passes the process's) the
-        write runs under them (:func:`host.graph.check_write`), checked in its transaction."""
+        write runs under them (:func:`host.ports.graph.check_write`), checked in its transaction."""
         check_account(self.account_id, account_id, node=node_id)
         _same_account(guards, account_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)

@@ -33,10 +33,11 @@ from typing import IO, Any, BinaryIO
 
 import orjson
 
-from host.errors import UserError
-from host.gcpause import gc_paused
-from host.jsonl import LONE_SURROGATE, BadLine, has_lone_surrogate, line_id, parse_line
-from host.log import log
+from host.ports.jsonl import line_id
+from host.util.errors import UserError
+from host.util.gcpause import gc_paused
+from host.util.jsonparse import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
+from host.util.log import log
 from plugins.graph.common import env_dimensions, keywords_of, labels_json, prepare_row, text_of, to_json
 
 STAGE_SCHEMA = """
@@ -111,7 +112,7 @@ def _loads(raw: bytes) -> tuple[Any, bool]:
 
 
 def _read_line(raw: bytes) -> tuple[Any, bool]:
-    """:func:`_loads` for :func:`host.jsonl.parse_line`: orjson rejects lone surrogates, so only
+    """:func:`_loads` for :func:`host.util.jsonparse.parse_line`: orjson rejects lone surrogates, so only
     the lines ``json`` parsed need that check."""
     value, plain = _loads(raw)
     if not plain and has_lone_surrogate(raw, value):

@@ -3,7 +3,7 @@
 The Cypher tools are served only on a store that runs Cypher (Neo4j): on the embedded SQLite
 store they are withheld, and ``write-cypher`` also under ``PLUGHOST_GRAPH_READ_ONLY=1``.
 
-Guards come from the call's principal (``host.principal``); tool parameters may narrow the
+Guards come from the call's principal (``host.ports.principal``); tool parameters may narrow the
 scopes or name this process's agent, never widen them. Results never carry embedding vectors
 and are capped by a character budget (``PLUGHOST_GRAPH_OUTPUT_CHARS``, default 20000).
 """
@@ -14,14 +14,14 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from host import config
-from host.errors import UserError
-from host.graph import Guards
-from host.types import Tool
+from host.ports.graph import Guards
+from host.runtime.types import Tool
+from host.util import config
+from host.util.errors import UserError
 from plugins.graph.hooks import backend_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+    from host.runtime.host import Host
 
 DEFAULT_BUDGET = 20000
 

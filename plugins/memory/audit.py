@@ -8,7 +8,7 @@ no server listens), so native tools (Bash, Read ...) count as well as plughost's
         input, output, inputTruncated, outputTruncated, isError, startedAt, completedAt,
         sessionId, conversationId, toolUseId, source, scope: admin})
 
-Before anything is stored or logged the input and the output pass :func:`host.redact.redact_value`
+Before anything is stored or logged the input and the output pass :func:`host.util.redact.redact_value`
 (with the tool's input schema, whose ``secret: true`` / ``writeOnly: true`` / ``format: password``
 keys go too): secrets become ``[redacted]`` (docs/redaction.md). ``input`` and ``output`` are JSON text cut to a budget (``PLUGHOST_AUDIT_INPUT_CHARS``,
 ``PLUGHOST_AUDIT_OUTPUT_CHARS``, 4,000 characters each by default) with a ``…[+N chars]`` tail.
@@ -24,9 +24,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.config import env_int
-from host.errors import UserError
-from host.graph import (
+from host.ports.graph import (
     CONVERSATION_LABEL,
     Guards,
     WriteDenied,
@@ -34,15 +32,17 @@ from host.graph import (
     require_admin,
     session_conversation,
 )
-from host.log import log
-from host.redact import MARKER as REDACTED  # noqa: F401 - the audit trail's marker, by its old name
-from host.redact import redact_text, redact_value, schema_secret_keys  # noqa: F401
-from host.times import parse_time, read_time
+from host.util.config import env_int
+from host.util.errors import UserError
+from host.util.log import log
+from host.util.redact import MARKER as REDACTED  # noqa: F401 - the audit trail's marker, by its old name
+from host.util.redact import redact_text, redact_value, schema_secret_keys  # noqa: F401
+from host.util.times import parse_time, read_time
 from plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
-    from host.types import Tool
+    from host.runtime.host import Host
+    from host.runtime.types import Tool
 
 TOOL_CALL_LABEL = "ToolCall"
 HAS_TOOL_CALL = "HAS_TOOL_CALL"
@@ -57,7 +57,7 @@ def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-# redaction: host/redact.py, the one implementation (these names stay for callers) ------------
+# redaction: host/util/redact.py, the one implementation (these names stay for callers) ------------
 redact = redact_value
 secret_keys = schema_secret_keys
 
@@ -74,7 +74,7 @@ def clip(value: Any, budget: int) -> tuple[str, bool]:
 def identify(host: Host, tool_name: str) -> tuple[str | None, str, dict[str, Any] | None]:
     """``(pluginName, tool, inputSchema)``: ``mcp__<server>__<tool>`` names a plughost plugin when its
     server segment ends with a loaded plugin's name; native tools have no plugin."""
-    from host.surface import declared_tools
+    from host.runtime.surface import declared_tools
 
     if not tool_name.startswith("mcp__"):
         return None, tool_name, None
@@ -176,7 +176,7 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
 def _audit_role(principal: Any) -> str | None:
     """The role :func:`recordable` judges: None for the owner, ``admin`` for an admin's session,
     the role's name for a confined one (never recorded: the audit is an admin's record)."""
-    from host.principal import Role
+    from host.ports.principal import Role
 
     if principal.role in (Role.OWNER, Role.OPERATOR, Role.ADMIN_SESSION):
         return "admin" if principal.role is Role.ADMIN_SESSION else None
@@ -193,7 +193,7 @@ def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[st
     ``PLUGHOST_AUDIT_MCP=0`` turns it off, and a reader (``PLUGHOST_GRAPH_READ_ONLY=1``, e.g. on
     a read-only database user) writes nothing.
     """
-    from host import config
+    from host.util import config
 
     env = host.env
     if (env.get("CLAUDECODE") or "").strip() or (env.get("PLUGHOST_AUDIT_MCP") or "1").strip() == "0":
@@ -260,7 +260,7 @@ def list_calls(host: Host, *, session: str | None = None, tool: str | None = Non
 
 
 def audit_tools(host: Host) -> list[Tool]:
-    from host.types import Tool
+    from host.runtime.types import Tool
 
     def tool_calls(**args: Any) -> Any:
         return list_calls(host, **args)

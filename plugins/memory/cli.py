@@ -11,7 +11,7 @@ import argparse
 import importlib
 from typing import Any
 
-from host.types import CliCommand
+from host.runtime.types import CliCommand
 
 HELP = "memory graph: write, ingest, bulk import and reindex embeddings"
 

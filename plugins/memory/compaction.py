@@ -19,17 +19,23 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from host.errors import UserError
-from host.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many, session_conversation
-from host.log import log
-from host.redact import redact_text
-from host.times import read_time
+from host.ports.graph import (
+    CONVERSATION_LABEL,
+    Guards,
+    WriteDenied,
+    guarded_upsert_many,
+    session_conversation,
+)
+from host.util.errors import UserError
+from host.util.log import log
+from host.util.redact import redact_text
+from host.util.times import read_time
 from plugins.memory.audit import TOOL_CALL_LABEL
 from plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
-    from host.types import Tool
+    from host.runtime.host import Host
+    from host.runtime.types import Tool
 
 BRIEFING_LABEL = "Briefing"
 HAS_BRIEFING = "HAS_BRIEFING"
@@ -38,7 +44,7 @@ FIELD_MAX = 2000
 FRESH_MINUTES = 30
 CONTEXT_MAX = 6000
 ADMIN_WRITERS = ("owner", "admin-session", "operator")
-"""Writer roles whose briefings an admin session is given back (``host.principal.Role`` values)."""
+"""Writer roles whose briefings an admin session is given back (``host.ports.principal.Role`` values)."""
 
 
 def _now() -> datetime:
@@ -97,7 +103,7 @@ def by_admin(p: dict[str, Any]) -> bool:
 
 
 def conversation_for(host: Host, guards: Guards, session_id: str) -> str:
-    """The session's Conversation (:func:`host.graph.session_conversation`), else the session id itself."""
+    """The session's Conversation (:func:`host.ports.graph.session_conversation`), else the session id itself."""
     return session_conversation(host.store(), guards, [session_id])[0]
 
 
@@ -200,7 +206,7 @@ def session_compact(host: Host, *, conversationId: str | None = None, **briefing
 
 
 def compaction_tools(host: Host) -> list[Tool]:
-    from host.types import Tool
+    from host.runtime.types import Tool
 
     def compact(**args: Any) -> Any:
         return session_compact(host, **args)

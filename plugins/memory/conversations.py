@@ -13,7 +13,7 @@ conversation, and none without a session: ``conversation-search`` answers empty 
 ``memory-search`` drops the others' (results and related lines) through :meth:`Conversations.visible`.
 
 ``conversation-append`` writes a Message and MERGEs its Conversation with the ``HAS_MESSAGE``
-edge in the shape the channels pipeline stores (see the conversation block of ``host/graph.py``),
+edge in the shape the channels pipeline stores (see the conversation block of ``host/ports/graph.py``),
 so channel-recorded and tool-recorded conversations are searched the same way.
 """
 
@@ -25,9 +25,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.embedding import Embedder
-from host.errors import UserError
-from host.graph import (
+from host.ports.embedding import Embedder
+from host.ports.graph import (
     CHANNEL_MESSAGE_LABELS,
     CONVERSATION_LABEL,
     HAS_MESSAGE,
@@ -40,15 +39,16 @@ from host.graph import (
     conversation_node_id,
     guarded_upsert_many,
 )
-from host.log import log
-from host.principal import resolve
-from host.times import parse_time
-from plugins.memory.retrieval.indexed_form import embedding_text as message_embedding_text
-from plugins.memory.retrieval.indexed_form import indexed_message
+from host.ports.principal import resolve
+from host.util.errors import UserError
+from host.util.log import log
+from host.util.times import parse_time
+from plugins.memory.indexed_form import embedding_text as message_embedding_text
+from plugins.memory.indexed_form import indexed_message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
-    from host.types import Tool
+    from host.runtime.host import Host
+    from host.runtime.types import Tool
 
 RRF_K = 60
 DEFAULT_LIMIT = 10
@@ -67,7 +67,7 @@ def _now_iso() -> str:
 
 def session_of(env: Mapping[str, str]) -> str | None:
     """The process's session, if any: a process with one is confined to its own conversation
-    (the rule lives in :func:`host.principal.resolve`)."""
+    (the rule lives in :func:`host.ports.principal.resolve`)."""
     return resolve(env).session
 
 
@@ -298,7 +298,7 @@ def service(host: Host) -> Conversations:
 
 
 def conversation_tools(host: Host) -> list[Tool]:
-    from host.types import Tool
+    from host.runtime.types import Tool
 
     def conversation_search(**args: Any) -> Any:
         return service(host).search(**args)

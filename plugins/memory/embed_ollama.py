@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from host.log import log
+from host.util.log import log
 from plugins.memory.embed_settings import EmbedSettings, cap
 
 

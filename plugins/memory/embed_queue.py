@@ -18,17 +18,17 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from host import state
-from host.config import env_int
-from host.graph import CONVERSATION_LABEL, MESSAGE_LABEL
-from host.log import log
-from host.state import StateKey
+from host.ports.graph import CONVERSATION_LABEL, MESSAGE_LABEL
+from host.runtime import state
+from host.runtime.state import StateKey
+from host.util.config import env_int
+from host.util.log import log
+from plugins.memory import indexed_form
 from plugins.memory.embed_text import embedding_text
-from plugins.memory.retrieval import indexed_form
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.embedding import Embedder
-    from host.manager import Host
+    from host.ports.embedding import Embedder
+    from host.runtime.host import Host
 
 LABELS = (MESSAGE_LABEL, CONVERSATION_LABEL)
 BATCH = 32
@@ -178,7 +178,7 @@ def messages_stored(host: Host, account_id: str, message_ids: Sequence[str]) -> 
     embedder = host.embedder()
     if embedder is None:
         return
-    from host.graph import Guards
+    from host.ports.graph import Guards
 
     store = host.store()
     guards = Guards(account_id)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from host.config import env_int
-from host.errors import UserError
+from host.util.config import env_int
+from host.util.errors import UserError
 
 DEFAULT_PROVIDER = "local"
 PROVIDERS = ("local", "ollama", "none")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from host.embedding import Embedder
-from host.errors import FatalError
-from host.graph import GraphStore
-from host.log import log
+from host.ports.embedding import Embedder
+from host.ports.graph import GraphStore
+from host.util.errors import FatalError
+from host.util.log import log
 from plugins.memory.embed_settings import EmbedSettings
 
 _warned: set[str] = set()

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host.hookspecs import hookimpl
+from host.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.embedding import Embedder
-    from host.graph import Guards
-    from host.manager import Host
-    from host.types import CliCommand, CollectionSource, Gate, RetrievalBoost, Tool
+    from host.ports.embedding import Embedder
+    from host.ports.graph import Guards
+    from host.runtime.host import Host
+    from host.runtime.types import CliCommand, CollectionSource, Gate, RetrievalBoost, Tool
 
 
 @hookimpl
@@ -181,7 +181,7 @@ def plughost_collection_sources(host: Host) -> list[CollectionSource]:
 @hookimpl
 def plughost_recall_used(host: Host, reply: str, items: dict[str, dict[str, str]], tool_text: str) -> list[str]:
     """Recall tracking's built-in judge: ids, titles, six-word runs, distinctive words."""
-    from plugins.memory.recall import used_items
+    from plugins.memory.surfacing.recall import used_items
 
     return used_items(reply, items, tool_text)
 
@@ -189,7 +189,7 @@ def plughost_recall_used(host: Host, reply: str, items: dict[str, dict[str, str]
 @hookimpl(specname="plughost_retrieval_boosts")
 def plughost_retrieval_boosts_recall(host: Host) -> list[RetrievalBoost]:
     """Pinned items up, snoozed items down, for the process's account (``PLUGHOST_RECALL_RANKING=1``)."""
-    from plugins.memory.recall import boost, ranking_enabled
+    from plugins.memory.surfacing.recall import boost, ranking_enabled
 
     account = host.principal.account
     if not account or not ranking_enabled(host.env):

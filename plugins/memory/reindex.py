@@ -14,13 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from host.embedding import Embedder
-from host.errors import UserError
-from host.graph import MESSAGE_LABEL, GraphStore, Guards
-from host.log import log
-from host.progress import Progress
+from host.ports.embedding import Embedder
+from host.ports.graph import MESSAGE_LABEL, GraphStore, Guards
+from host.util.errors import UserError
+from host.util.log import log
+from host.util.progress import Progress
+from plugins.memory import indexed_form
 from plugins.memory.embed_text import embedding_text
-from plugins.memory.retrieval import indexed_form
 
 DEFAULT_BATCH = 32
 

@@ -14,17 +14,17 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.embedding import Embedder
-from host.errors import UserError
-from host.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many
-from host.log import log
-from host.principal import resolve
-from host.state import StateKey
-from host.times import parse_time
-from host.types import Tool
+from host.ports.embedding import Embedder
+from host.ports.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many
+from host.ports.principal import resolve
+from host.runtime.state import StateKey
+from host.runtime.types import Tool
+from host.util.errors import UserError
+from host.util.log import log
+from host.util.times import parse_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+    from host.runtime.host import Host
 
 BODY_MAX = 10_000
 TITLE_MAX = 300
@@ -111,7 +111,7 @@ class Reports:
             return {**_metadata(existing), "idempotent": True}
         # Admin processes write admin reports; a narrowed one writes into its own first scope.
         scope = "admin" if guards.allowed_scopes is None else (guards.allowed_scopes or (None,))[0]
-        from host.redact import redact_text
+        from host.util.redact import redact_text
 
         title, body = redact_text(title), redact_text(body)  # agent-written, like a briefing: no secret kept
         props: dict[str, Any] = {"title": title, "body": body, "keywords": tags, "occurredAt": when}
@@ -272,6 +272,6 @@ def run_cli(args: Any, host: Host) -> int:
 
 
 def report_commands() -> list[Any]:
-    from host.types import CliCommand
+    from host.runtime.types import CliCommand
 
     return [CliCommand("report", REPORT_HELP, configure_cli, run_cli)]

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host.state import StateKey
-from host.types import Tool
+from host.runtime.state import StateKey
+from host.runtime.types import Tool
 from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+    from host.runtime.host import Host
 
 WRITE_TOOLS = ("memory-write", "memory-update", "memory-delete", "memory-restore", "memory-ingest",
                "memory-reindex")

@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from host import config
-from host.embedding import Embedder
-from host.graph import (
+from host.ports.embedding import Embedder
+from host.ports.graph import (
     FULLTEXT_EXTRA_LABELS,
     RESERVED_PROPERTIES,
     VECTOR_LABELS,
@@ -26,13 +25,14 @@ from host.graph import (
     Principal,
     guarded_upsert_many,
 )
-from host.jsonl import LONE_SURROGATE
-from host.log import log
-from host.principal import resolve
+from host.ports.principal import resolve
+from host.util import config
+from host.util.jsonparse import LONE_SURROGATE
+from host.util.log import log
 from plugins.memory import sectioniser
 from plugins.memory.embed_text import embedding_text, is_vector_label
+from plugins.memory.indexed_form import chunk_context
 from plugins.memory.outcome import Call, WriteRejected
-from plugins.memory.retrieval.indexed_form import chunk_context
 
 EXTRA_LABELS = ("Project", "Note", "Topic", "Tag", "Attachment", "Document", "Skill", "Offer")
 PROVENANCE_LABELS = ("Person", "UserProfile", "AdminUser", "Organization", "LocalBusiness")

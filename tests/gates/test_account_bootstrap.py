@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from host.graph import Guards
-from host.manager import Host
+from host.ports.graph import Guards
+from host.runtime.host import Host
 
 
 def _nodes(home: Path, label: str) -> list:
@@ -76,8 +76,8 @@ def test_fresh_account_has_an_owner_and_standing_rules_reach_the_admin_turn(plug
 def test_hook_plughost_account_created(make_host) -> None:
     """Combines: every implementation runs, one raising is returned against its plugin; the graph
     plugin's implementation is idempotent."""
-    from host import hooktable
-    from host.hookspecs import hookimpl
+    from host.runtime import hooktable
+    from host.runtime.hookspecs import hookimpl
 
     seen: list[tuple[str, str]] = []
 

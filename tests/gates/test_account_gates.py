@@ -27,9 +27,9 @@ def test_account_id_env_malformed_refuses_boot(install):
 
 
 def test_account_id_env_gate_logic_rejects_an_invalid_account_json(install):
-    """host.accounts' version of the gate also validates account.json against its schema."""
-    from host.accounts import check_account_id_env
-    from host.types import GateContext
+    """host.runtime.accounts' version of the gate also validates account.json against its schema."""
+    from host.runtime.accounts import check_account_id_env
+    from host.runtime.types import GateContext
 
     write(install.home / "accounts" / "broken" / "account.json", '{"accountId": "broken"}')
     host = install.host()

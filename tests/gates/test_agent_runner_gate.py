@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from channels_support import ACCOUNT, write_account
 
-from host.types import GateContext
+from host.runtime.types import GateContext
 from plugins.channels.runner_gate import check_agent_runner
 
 

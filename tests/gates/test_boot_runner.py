@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from gates_support import ALL_GATES, assert_all_ran
 
-from host import hooktable
-from host.hookspecs import hookimpl
-from host.types import Gate, GateResult
+from host.runtime import hooktable
+from host.runtime.hookspecs import hookimpl
+from host.runtime.types import Gate, GateResult
 
 
 def test_clean_fixture_install_every_gate_ok(install):

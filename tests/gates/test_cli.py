@@ -6,7 +6,7 @@ import json
 
 from gates_support import HOST_GATES, write
 
-from host.manifest import validate
+from host.runtime.manifest import validate
 from plugins.channels.admin_binding import binding_drift
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from gates_support import assert_all_ran, write
 
-from host import specialists
-from host.errors import UserError
-from host.state import STRIP_LIST
+from host.runtime import specialists
+from host.runtime.state import STRIP_LIST
+from host.util.errors import UserError
 
 TYPO = "mcp__plugin_notes_notes__note-ad"
 

@@ -42,7 +42,7 @@ def test_unknown_account_is_refused_and_nothing_is_created(tmp_path: Path, args:
 
 
 def test_named_home_lists_the_accounts_it_has(tmp_path: Path) -> None:
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
 
     home = tmp_path / "data"
     create_account("bakery", home)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from host import cli
-from host.config import REPO_ROOT
+from host.cli import main as cli
+from host.util.config import REPO_ROOT
 
 
 def _main(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from serve_helpers import make_account, start_serve
 
-HOOKS = """from host.errors import FatalError
-from host.hookspecs import hookimpl
+HOOKS = """from host.util.errors import FatalError
+from host.runtime.hookspecs import hookimpl
 
 
 @hookimpl

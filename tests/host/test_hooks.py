@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from host import hookdocs, hooktable
-from host.errors import DuplicateNameError
-from host.hookspecs import hookimpl
-from host.types import ChannelAdapter, CliCommand, Gate, GateResult, RetrievalBoost, Route, Tool
+from host.runtime import hookdocs, hooktable
+from host.runtime.hookspecs import hookimpl
+from host.runtime.types import ChannelAdapter, CliCommand, Gate, GateResult, RetrievalBoost, Route, Tool
+from host.util.errors import DuplicateNameError
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def test_every_hook_is_documented_with_the_template(name: str) -> None:
         assert part in doc, f"{name}: docstring lacks {part}"
     rendered = (TESTS.parent / "docs" / "hooks.md").read_text(encoding="utf-8")
     assert f"## {name}" in rendered and hookdocs.signature(fn) in rendered, (
-        "docs/hooks.md is stale: run python -m host.hookdocs")
+        "docs/hooks.md is stale: run python -m host.runtime.hookdocs")
 
 
 @pytest.mark.parametrize("name", sorted(hookdocs.hook_functions()))
@@ -199,9 +199,11 @@ def test_each_hook_result_type_is_the_one_its_spec_returns() -> None:
     table (what the host checks and a type checker sees): this keeps the two one fact."""
     import typing
 
-    from host import embedding, graph, hookspecs, manager, types
+    from host.ports import embedding, graph
+    from host.runtime import hookspecs, types
+    from host.runtime.host import Host
 
-    names = {**vars(typing), **vars(types), **vars(graph), **vars(embedding), "Host": manager.Host}
+    names = {**vars(typing), **vars(types), **vars(graph), **vars(embedding), "Host": Host}
     table_types = typing.get_type_hints(hooktable, globalns={**vars(hooktable), **names})
     for name, hook in hooktable.TABLE.items():
         returned = typing.get_type_hints(getattr(hookspecs, name), globalns=names)["return"]
@@ -217,7 +219,7 @@ def test_each_hook_result_type_is_the_one_its_spec_returns() -> None:
 
 # --------------------------------------------------------------------------- Combines: unique names
 def _source(name: str):
-    from host.types import CollectionSource
+    from host.runtime.types import CollectionSource
 
     return CollectionSource(name, ("*.txt",), lambda text, rel: {})
 
@@ -246,7 +248,7 @@ def test_a_name_two_plugins_claim_is_an_error_naming_both(make_host, name: str) 
 
 def test_cli_commands_fire_only_for_a_command_that_is_not_core(make_host) -> None:
     """*Fires: when the CLI is asked for a command that is not a core one (or for --help).*"""
-    from host import cli
+    from host.cli import main as cli
 
     host = make_host()
     calls: list[str] = []

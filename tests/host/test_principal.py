@@ -1,4 +1,4 @@
-"""The one resolver (host/principal.py): every input, every role of the table, narrowing only."""
+"""The one resolver (host/ports/principal.py): every input, every role of the table, narrowing only."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.errors import UserError
-from host.principal import ROLES, Role, child_env, resolve
+from host.ports.principal import ROLES, Role, child_env, resolve
+from host.util.errors import UserError
 
 A = "acct-a"
 
@@ -81,10 +81,10 @@ def test_nothing_widens(env: dict[str, str], scopes: list[str] | None, role: str
 
 
 def test_role_table_is_the_readmes() -> None:
-    """The README's role table is rendered from :data:`host.principal.ROLES` (``docs/roles.md`` abridges it)."""
+    """The README's role table is rendered from :data:`host.ports.principal.ROLES` (``docs/roles.md`` abridges it)."""
     from pathlib import Path
 
-    from host.principal import role_table
+    from host.ports.principal import role_table
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert role_table() in readme

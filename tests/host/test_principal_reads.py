@@ -1,4 +1,4 @@
-"""Who is acting is decided in one place: no module but ``host/principal.py`` names the
+"""Who is acting is decided in one place: no module but ``host/ports/principal.py`` names the
 principal's variables (``ACCOUNT_ID``, ``ALLOWED_SCOPES``, ``AGENT_SLUG``, the session ones).
 
 A read (``env.get("ACCOUNT_ID")``), a test (``"AGENT_SLUG" in env``) or a splice
@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from host.principal import VARS
+from host.ports.principal import VARS
 
 REPO = Path(__file__).resolve().parents[2]
 RESOLVER = REPO / "host" / "principal.py"
@@ -66,7 +66,7 @@ raise UserError("ACCOUNT_ID: not set")
 
 def test_no_module_but_the_resolver_names_the_principals_variables() -> None:
     found = reads_outside_resolver()
-    assert not found, "the principal is resolved in host/principal.py only; these re-decide it:\n" + "\n".join(found)
+    assert not found, "the principal is resolved in host/ports/principal.py only; these re-decide it:\n" + "\n".join(found)
 
 
 def test_hook_forwards_every_principal_var() -> None:

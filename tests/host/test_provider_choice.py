@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from host import hooktable
+from host.runtime import hooktable
 from tests.conftest import run_cli
 
-PROVIDER = """from host.hookspecs import hookimpl
+PROVIDER = """from host.runtime.hookspecs import hookimpl
 
 
 @hookimpl

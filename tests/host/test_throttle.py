@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from host.throttle import Buckets, Rate, rate_setting
+from host.web.throttle import Buckets, Rate, rate_setting
 
 
 def test_a_bucket_admits_its_burst_then_refills_at_its_rate() -> None:
@@ -40,7 +40,7 @@ def test_only_the_proxys_x_forwarded_for_names_a_client() -> None:
 
     from starlette.datastructures import Headers
 
-    from host.throttle import client_address
+    from host.web.throttle import client_address
 
     def req(peer: str, **headers: str) -> object:
         raw = [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]

@@ -1,4 +1,4 @@
-"""``host.times``: the one reader of ISO 8601 times (tool arguments, commands, stored records)."""
+"""``host.util.times``: the one reader of ISO 8601 times (tool arguments, commands, stored records)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from host.errors import UserError
-from host.times import parse_time, read_time
+from host.util.errors import UserError
+from host.util.times import parse_time, read_time
 
 
 def test_z_offsets_and_naive_times() -> None:

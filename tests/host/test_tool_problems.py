@@ -24,9 +24,9 @@ tools:
 
 MODULES = {
     "no-hook": "X = 1\n",
-    "raises": ("from host.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n"
+    "raises": ("from host.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n"
                "    raise RuntimeError('tools table broke')\n"),
-    "not-a-list": "from host.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n    return 42\n",
+    "not-a-list": "from host.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n    return 42\n",
 }
 
 
@@ -46,7 +46,7 @@ def _listed(plugins_dir: Path) -> dict[str, dict]:
 
 def test_an_invalid_input_schema_is_a_tool_problem_not_a_crash(tmp_path: Path) -> None:
     folder = _plugin(tmp_path / "bad4", "sch", BAD_SCHEMA,
-                     "from host.hookspecs import hookimpl\nfrom host.types import Tool\n\n"
+                     "from host.runtime.hookspecs import hookimpl\nfrom host.runtime.types import Tool\n\n"
                      "def t1(a):\n    return a\n\n@hookimpl\ndef plughost_tools(host):\n"
                      "    return [Tool('t1', 'Takes a.', t1)]\n")
     plugins = _listed(tmp_path / "bad4")

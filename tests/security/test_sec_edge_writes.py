@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from host.graph import Guards, WriteDenied
+from host.ports.graph import Guards, WriteDenied
 from plugins.graph.sqlite_store import SqliteStore
 from tests.backends import BACKENDS, neo4j_env
 

@@ -44,7 +44,7 @@ def env(home: Path, account: str = A, **extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def home(plughost_home: Path) -> Path:
-    from host.accounts import account_dir, build_account, write_json_atomic
+    from host.runtime.accounts import account_dir, build_account, write_json_atomic
     from plugins.graph.sqlite_store import SqliteStore
 
     for acct in (A, B):

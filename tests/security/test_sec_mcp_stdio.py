@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 
-from host.accounts import account_dir, build_account, write_json_atomic
-from host.graph import Guards
+from host.ports.graph import Guards
+from host.runtime.accounts import account_dir, build_account, write_json_atomic
 from plugins.graph.sqlite_store import SqliteStore
 from plugins.memory.reports import report_id
 

@@ -61,7 +61,7 @@ def _rows(home: Path) -> dict[str, tuple[str | None, str]]:
 @pytest.fixture(scope="module")
 def owned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """An account whose owner ran a turn: an admin Task, a ToolCall row, the owner's conversation."""
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
 
     home = tmp_path_factory.mktemp("roles-home")
     create_account(ACCOUNT, home)
@@ -71,7 +71,7 @@ def owned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                  PLUGHOST_SESSION_ROLE="admin", PLUGHOST_SESSION_ID=OWNER_SESSION)
     assert not any(err for err, _ in out), out
     task = json.loads(out[0][1])["taskId"]
-    from host.graph import Guards
+    from host.ports.graph import Guards
     from plugins.graph.sqlite_store import SqliteStore
 
     store = SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})

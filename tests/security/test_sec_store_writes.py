@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from graph_support import CASCADE_ROWS
 
-from host.graph import Guards, WriteDenied, check_write
+from host.ports.graph import Guards, WriteDenied, check_write
 from plugins.graph.sqlite_store import SqliteStore
 
 A, B = "acct-a", "acct-b"

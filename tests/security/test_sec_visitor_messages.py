@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from host.accounts import account_dir, build_account, write_json_atomic
-from host.graph import HAS_MESSAGE
+from host.ports.graph import HAS_MESSAGE
+from host.runtime.accounts import account_dir, build_account, write_json_atomic
 from plugins.graph.sqlite_store import SqliteStore
 from tests.backends import BACKENDS, neo4j_env
 from tests.security.test_sec_mcp_stdio import A

@@ -41,7 +41,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from host.errors import UserError
+from host.util.errors import UserError
 from tests.backends import BACKENDS, neo4j_env
 
 A, B = "acct-a", "acct-b"
@@ -216,7 +216,7 @@ class World:
         return f"World({self.db})"
 
     def call(self, who: Who, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
-        from host.tooltable import checked_call
+        from host.runtime.tooltable import checked_call
 
         try:
             if tool in EDGE_OPS:
@@ -229,8 +229,8 @@ class World:
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    from host.manager import Host
-    from host.tooltable import served_tools
+    from host.runtime.host import Host
+    from host.runtime.tooltable import served_tools
 
     home = Path(tempfile.mkdtemp(prefix="plughost-sec-"))
     base = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG",
@@ -448,7 +448,7 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 
 
 def seed(world: World, rows: list[dict[str, Any]]) -> None:
-    from host.graph import Guards
+    from host.ports.graph import Guards
     from plugins.graph.sqlite_store import SqliteStore
     from plugins.graph.sqlite_store.sql import register_functions
 
@@ -583,8 +583,8 @@ def neo4j_snapshot(world: Neo4jWorld) -> tuple[dict[tuple[str, str], Row], set]:
 
 @pytest.fixture(scope="module")
 def neo4j_world() -> Iterator[Neo4jWorld]:
-    from host.manager import Host
-    from host.tooltable import served_tools
+    from host.runtime.host import Host
+    from host.runtime.tooltable import served_tools
     from plugins.graph.neo4j_store import Neo4jStore
 
     home = Path(tempfile.mkdtemp(prefix="plughost-sec-neo4j-"))
@@ -610,7 +610,7 @@ def neo4j_world() -> Iterator[Neo4jWorld]:
 
 
 def neo4j_seed(world: Neo4jWorld, rows: list[dict[str, Any]]) -> None:
-    from host.graph import Guards
+    from host.ports.graph import Guards
     from plugins.graph.neo4j_store import Neo4jStore
     from plugins.memory import conversations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.graph import Hit, Neighbor, Node
+from host.ports.graph import Hit, Neighbor, Node
 from plugins.memory.retrieval.rows import Row
 
 ACCOUNT = "acct0001-aaaa"

@@ -31,7 +31,7 @@ NOTES = [
 
 
 def seed(home: Path, account: str = ACCOUNT, notes: list[tuple[str, list[str], dict[str, Any]]] = NOTES) -> None:
-    from host.manager import Host
+    from host.runtime.host import Host
 
     host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": account,
                      "PLUGHOST_EMBEDDER": "none"}).load()

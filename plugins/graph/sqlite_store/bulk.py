@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from host.graph import OWNER_SCOPE, Guards
+from host.ports.graph import OWNER_SCOPE, Guards
 from plugins.graph.common import Prepared
 from plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edges
 from plugins.graph.staging import FINAL_BATCH, KEY_BITS

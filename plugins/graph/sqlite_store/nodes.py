@@ -1,4 +1,4 @@
-"""Stored rows (``NODE_COLS``) → :class:`host.graph.Node`: built at once, or lazily for search hits.
+"""Stored rows (``NODE_COLS``) → :class:`host.ports.graph.Node`: built at once, or lazily for search hits.
 
 A search path returns a pool of candidates (100 per path by default) of which only the requested
 few survive fusion; building every candidate's ``properties`` (a JSON parse and three ISO
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from host.graph import Node
+from host.ports.graph import Node
 from plugins.graph.common import iso
 
 

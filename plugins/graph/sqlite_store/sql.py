@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from plugins.graph.common import check_labels, check_name, text_of
 
 BUSY_TIMEOUT_S = 15.0

@@ -9,7 +9,7 @@ keeps every rule of an upsert: a staged row is *fast* (one plain insert) only wh
 new to the account and to the write, it has no null property and the guards add nothing to
 it; any other row goes through the store's ordinary upsert in the same transaction. The write
 guards run in the transaction, once per distinct (scope, agents) of the fast rows
-(:func:`host.graph.check_write` on a new node reads nothing else). A sync's usual batch (every
+(:func:`host.ports.graph.check_write` on a new node reads nothing else). A sync's usual batch (every
 row new, every edge inside the batch) reads nothing before it writes (:func:`_write_new`).
 """
 
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from host.errors import UserError
-from host.graph import Guards, check_write, write_defaults
+from host.ports.graph import Guards, check_write, write_defaults
+from host.util.errors import UserError
 from plugins.graph.common import (
     Prepared,
     check_embedding,

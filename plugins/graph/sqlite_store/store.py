@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from host.errors import UserError
-from host.graph import (
+from host.ports.graph import (
     VECTOR_LABELS,
     Guards,
     Hit,
@@ -33,6 +32,7 @@ from host.graph import (
     edge_denied,
     edge_guards,
 )
+from host.util.errors import UserError
 from plugins.graph import migrations
 from plugins.graph.common import (
     EXPAND_LIMIT,
@@ -78,7 +78,7 @@ from plugins.graph.sqlite_store.vectors import (
 
 
 class SqliteStore(StoreEnv, VectorSearch):
-    """:class:`host.graph.GraphStore` on one SQLite file."""
+    """:class:`host.ports.graph.GraphStore` on one SQLite file."""
 
     backend = "sqlite"
 
@@ -182,7 +182,7 @@ class SqliteStore(StoreEnv, VectorSearch):
 
         Ids are per account: another account's node with the same id is another node. With
         ``guards`` (every write tool passes the process's), the write runs under them
-        (:func:`host.graph.check_write`): a stored node outside them, or a result outside them,
+        (:func:`host.ports.graph.check_write`): a stored node outside them, or a result outside them,
         raises ``WriteDenied`` and nothing is written.
 
         Upserting a soft-deleted node revives it. A ``KnowledgeDocument`` written without
@@ -280,7 +280,7 @@ class SqliteStore(StoreEnv, VectorSearch):
                 guards: Guards | None = None) -> tuple[list[str], dict[str, int]]:
         """Write prepared nodes inside the caller's transaction; returns their ids and rids.
 
-        With ``guards``, every node is checked (:func:`host.graph.check_write`) against its
+        With ``guards``, every node is checked (:func:`host.ports.graph.check_write`) against its
         stored state read here, in the write transaction, before anything is written.
         """
         now = time.time()

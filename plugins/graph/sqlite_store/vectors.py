@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from host.graph import Guards, Hit, Node
+from host.ports.graph import Guards, Hit, Node
 from plugins.graph.common import check_embedding, guards_ok, vector_threads  # noqa: F401 (re-exported)
 from plugins.graph.sqlite_store.sql import guard_sql, label_sql, where_sql, within_sql
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.log import log
+from host.util.log import log
 from plugins.memory.collections import registry
 from plugins.memory.collections.running import sync_lock
 from plugins.memory.collections.state import State

@@ -5,18 +5,18 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from host import hooktable
-from host.errors import UserError
-from host.graph import require_admin
-from host.log import log
+from host.ports.graph import require_admin
+from host.runtime import hooktable
+from host.util.errors import UserError
+from host.util.log import log
 from plugins.memory.collections import registry
 from plugins.memory.collections.sync import SyncStats, sync
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
-    from host.manager import Host
-    from host.types import CollectionSource
+    from host.runtime.host import Host
+    from host.runtime.types import CollectionSource
 
 
 def sources(host: Host) -> dict[str, CollectionSource]:

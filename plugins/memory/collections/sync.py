@@ -35,17 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.errors import UserError
-from host.gcpause import gc_paused
-from host.graph import Guards
-from host.log import log
+from host.ports.graph import Guards
+from host.util.errors import UserError
+from host.util.gcpause import gc_paused
+from host.util.log import log
 from plugins.memory import sectioniser
 from plugins.memory.collections.registry import Collection, state_path
 from plugins.memory.collections.state import NoteState, State
 from plugins.memory.embed_text import embedding_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.types import CollectionSource
+    from host.runtime.types import CollectionSource
 
 JUNK_DIRS = frozenset({
     "node_modules", "__pycache__", "venv", "build", "dist", "out", "target", "_site", "site-packages",

@@ -21,14 +21,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host import state
-from host.log import log
-from host.state import StateKey
+from host.runtime import state
+from host.runtime.state import StateKey
+from host.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-    from host.manager import Host
+    from host.runtime.host import Host
     from plugins.memory.collections.registry import Collection
 
 STATE_KEY: StateKey[Any] = StateKey("memory.collection-watcher")

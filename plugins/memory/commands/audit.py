@@ -10,8 +10,8 @@ import argparse
 import json
 from typing import Any
 
-from host.graph import VECTOR_LABELS, GraphStore, Guards
-from host.log import log
+from host.ports.graph import VECTOR_LABELS, GraphStore, Guards
+from host.util.log import log
 from plugins.memory.commands.common import account
 
 HELP = ("count nodes without embeddings or without a scope per label, orphaned Sections/Chunks, stored vs "
@@ -37,8 +37,8 @@ def _unscoped(store: Any, acct: str) -> dict[str, Any] | None:
 
 def fix_scope(host: Any, scope: str) -> int:
     """Stamp ``scope`` on every unscoped node of the account; returns how many (logged)."""
-    from host.errors import UserError
-    from host.graph import require_admin
+    from host.ports.graph import require_admin
+    from host.util.errors import UserError
     from plugins.memory.collections.registry import SCOPE
 
     acct = account(host, "the id of the account whose memory to audit")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from host.errors import UserError
+from host.util.errors import UserError
 from plugins.memory.commands.common import account
 
 HELP = "import nodes from a JSON-lines file (graph import format), embedding as it goes"
@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from host.graph import require_admin
+    from host.ports.graph import require_admin
     from plugins.memory.bulk_import import import_jsonl
     from plugins.memory.embedder import check_dimensions
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from host.errors import UserError
+from host.util.errors import UserError
 from plugins.memory.commands.common import account, print_json
 
 HELP = "folder collections: register a notes folder, sync it incrementally, list them"
@@ -57,7 +57,7 @@ def _print_stats(name: str, stats: Any, coll: Any = None) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from host.graph import can_change, require_admin
+    from host.ports.graph import can_change, require_admin
     from plugins.memory.collections import registry, service
 
     acct = account(host)

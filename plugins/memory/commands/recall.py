@@ -25,9 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from host.errors import UserError
-    from host.graph import Guards, require_admin
-    from plugins.memory import recall
+    from host.ports.graph import Guards, require_admin
+    from host.util.errors import UserError
+    from plugins.memory.surfacing import recall
 
     if args.action == "list":
         if args.ids:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from host.errors import UserError
+from host.util.errors import UserError
 from plugins.memory.commands.common import account
 
 HELP = "embed every node of ACCOUNT_ID that has no embedding yet (skip-and-continue)"

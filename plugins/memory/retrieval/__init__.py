@@ -2,7 +2,7 @@
 
 EXPAND → ROUTE → per query {EMBED → VECTOR, BM25} → FUSE → BOOST → DEDUP → THRESHOLD + SORT +
 SLICE → GRAPH EXPAND → FORMAT. Each stage is a small pure module here; :mod:`.pipeline` wires
-them to a :class:`host.graph.GraphStore`. Nothing in this package imports numpy or mcp.
+them to a :class:`host.ports.graph.GraphStore`. Nothing in this package imports numpy or mcp.
 """
 
 from plugins.memory.retrieval.flags import SearchFlags

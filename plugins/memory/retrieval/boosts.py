@@ -11,8 +11,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from host.log import log
-from host.types import RetrievalBoost
+from host.runtime.types import RetrievalBoost
+from host.util.log import log
 from plugins.memory.retrieval.rows import Row
 
 COMPILED_TRUTH_BUMP = 0.15

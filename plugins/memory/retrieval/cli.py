@@ -7,11 +7,11 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from host import config
+from host.util import config
 from plugins.memory.retrieval.route import RETRIEVAL_CLASSES
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+    from host.runtime.host import Host
 
 HELP = "search memory (hybrid vector + BM25, SPEC 9.4)"
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from host.log import log
+from host.util.log import log
 
 MAX_EXPANSIONS = 5
 CACHE_TTL_S = 3600.0

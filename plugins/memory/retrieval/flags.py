@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from host.config import env_int
-from host.errors import UserError
+from host.util.config import env_int
+from host.util.errors import UserError
 from plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
 from plugins.memory.retrieval.rank import RERANK_DEPTH
 

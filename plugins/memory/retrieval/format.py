@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from host.graph import Neighbor
+from host.ports.graph import Neighbor
 from plugins.memory.retrieval.rows import HIDDEN_PROPERTIES, Row
 
 OUTPUT_BUDGET = 80_000

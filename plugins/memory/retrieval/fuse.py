@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from host.graph import Hit
+from host.ports.graph import Hit
 from plugins.memory.retrieval.rows import Row
 from plugins.memory.retrieval.scores import min_max
 

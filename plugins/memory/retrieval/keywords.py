@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from host.accounts import read_account_json
-from host.errors import UserError
-from host.graph import GraphStore, Guards
+from host.ports.graph import GraphStore, Guards
+from host.runtime.accounts import read_account_json
+from host.util.errors import UserError
 from plugins.memory.retrieval.fuse import RankedList
 
 MAX_KEYWORDS = 5

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plugins.memory.retrieval.indexed_form import CONTEXT_PROPERTY, context_line, is_message, order_key
+from plugins.memory.indexed_form import CONTEXT_PROPERTY, context_line, is_message, order_key
 from plugins.memory.retrieval.rows import Row
 
 

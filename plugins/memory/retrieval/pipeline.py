@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from host.embedding import Embedder
-from host.errors import UserError
-from host.graph import GraphStore, Guards, Node
-from host.log import log
-from host.types import RetrievalBoost
+from host.ports.embedding import Embedder
+from host.ports.graph import GraphStore, Guards, Node
+from host.runtime.types import RetrievalBoost
+from host.util.errors import UserError
+from host.util.log import log
 from plugins.memory.retrieval import boosts as boost_stage
 from plugins.memory.retrieval import expand as expand_stage
 from plugins.memory.retrieval import fuse, rank, route

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from host.log import log
+from host.util.log import log
 from plugins.memory.retrieval.dedup import by_score
 from plugins.memory.retrieval.rows import Row
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host.types import Tool
+from host.runtime.types import Tool
 from plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest
 from plugins.memory.retrieval.route import RETRIEVAL_CLASSES
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+    from host.runtime.host import Host
 
 DESCRIPTION = (
     "Search memory: hybrid vector + BM25 retrieval over the knowledge graph, with 1-hop related "

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host import hooktable
-from host.config import env_int
-from host.errors import UserError
-from host.graph import Guards
-from host.log import log
+from host.ports.graph import Guards
+from host.runtime import hooktable
+from host.util.config import env_int
+from host.util.errors import UserError
+from host.util.log import log
 from plugins.memory.surfacing import rules, sessions
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+    from host.runtime.host import Host
 
 EVENT = "UserPromptSubmit"
 DEFAULT_BUDGET = 2000

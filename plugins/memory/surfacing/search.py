@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from host import hooktable
-from host.graph import Guards
-from host.log import log
-from plugins.memory.recall import boost as recall_boost
-from plugins.memory.recall import cached_decisions, ranking_enabled
+from host.ports.graph import Guards
+from host.runtime import hooktable
+from host.util.log import log
 from plugins.memory.surfacing import rules
+from plugins.memory.surfacing.recall import boost as recall_boost
+from plugins.memory.surfacing.recall import cached_decisions, ranking_enabled
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+    from host.runtime.host import Host
 
 SKIPPED_LABELS = frozenset({"Message", "Conversation", "WebchatMessage", "TelegramMessage", "WhatsAppMessage"})
 TITLE_KEYS = ("title", "name", "headline", "subject", "key")

@@ -24,16 +24,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host import state
-from host.log import log
-from host.redact import redact_text
-from host.state import StateKey
+from host.runtime import state
+from host.runtime.state import StateKey
+from host.util.log import log
+from host.util.redact import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.manager import Host
+    from host.runtime.host import Host
 
 MAX_REQUEST = (1 << 20) + (64 << 10)
-"""A hook input (at most 1 MiB, ``client.MAX_STDIN``) with its token and environment."""
+"""A hook input (at most 1 MiB, ``decide.MAX_STDIN``) with its token and environment."""
 STATE_KEY: StateKey[Any] = StateKey("memory.surface-server")
 
 
@@ -141,7 +141,7 @@ class SurfaceServer:
 
     def warm(self) -> None:
         """Load the store's matrix and the embedder before the first prompt needs them."""
-        from host.graph import Guards
+        from host.ports.graph import Guards
         from plugins.memory.surfacing.search import surface_items
 
         started = time.perf_counter()
@@ -193,21 +193,21 @@ class SurfaceServer:
 def answer_hook(host: Host, hook: Any, env: Any) -> bytes:
     """The hook's first stage's request (``hook.py``): Claude Code's hook input as it came, and the
     environment merged with the config dir's settings. Everything the hook process would decide is
-    decided here, by the same functions (``client.plan`` / ``client.outcome``), so the process
+    decided here, by the same functions (``decide.plan`` / ``decide.outcome``), so the process
     imports nothing but builtins. The reply is two lines: the ``[surface] op=hook`` fields (the
     process adds its ``ms``) and what the hook prints (empty: nothing).
     """
-    from plugins.memory.surfacing import client, context
+    from plugins.memory.surfacing import context, decide
 
     merged = {str(k): v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
     ctx = context.from_merged(merged)
     parsed = hook if isinstance(hook, dict) else None
-    request, fields = client.plan(parsed, ctx)
+    request, fields = decide.plan(parsed, ctx)
     output = None
     if request is not None and parsed is not None:
-        output, fields = client.outcome(parsed, request, dispatch(host, request), "warm")
+        output, fields = decide.outcome(parsed, request, dispatch(host, request), "warm")
     text = json.dumps(output, ensure_ascii=False) if output is not None else ""
-    line = redact_text(client.fields_text(fields).replace("\n", " "))  # the hook writes it to server.log
+    line = redact_text(decide.fields_text(fields).replace("\n", " "))  # the hook writes it to server.log
     return (line + "\n" + text + "\n").encode("utf-8")
 
 
@@ -232,7 +232,7 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "error": "bad-request", "detail": f"request.{exc}"[:200]}
     try:
         if op == "recall":
-            from plugins.memory.recall import mark
+            from plugins.memory.surfacing.recall import mark
 
             return {"ok": True, **mark(host, parsed.account_id, parsed.session_id, request["transcriptPath"])}
         result = surface(host, parsed)
@@ -294,7 +294,7 @@ def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 def start(host: Host) -> None:
     """Start the listener once per serving host (``PLUGHOST_SURFACE_SERVER=0`` turns it off).
 
-    Only under ``plughost serve`` (its app put ``host.state.RUNTIME`` in ``host.state``): ``plughost boot``
+    Only under ``plughost serve`` (its app put ``host.runtime.state.RUNTIME`` in ``host.runtime.state``): ``plughost boot``
     runs the startup hooks too, and a listener that lives for one boot is of no use.
     """
     if host.env.get("PLUGHOST_SURFACE_SERVER", "1").strip() == "0" or STATE_KEY in host.state:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.log import format_line
-from host.types import Gate, GateContext, GateResult
+from host.runtime.types import Gate, GateContext, GateResult
+from host.util.log import format_line
 
 NAME = "surface-settings"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from host.config import REPO_ROOT
-from host.manifest import validate
+from host.runtime.manifest import validate
+from host.util.config import REPO_ROOT
 from tests.host.manifests.conftest import BUILTIN, bundle, snapshot
 
 BRANDS = REPO_ROOT / "manifests" / "brands"

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from host import accounts
-from host.doctor_hooks import hook_env, plugin_hooks, run_command
-from host.generator import HOOK_PYTHON_FILE
-from host.launch import MINIMAL_PATH
-from host.manager import Host
-from host.types import GateContext
+from host.payload.doctor_hooks import hook_env, plugin_hooks, run_command
+from host.payload.generator import HOOK_PYTHON_FILE
+from host.payload.launch import MINIMAL_PATH
+from host.runtime import accounts
+from host.runtime.host import Host
+from host.runtime.types import GateContext
 from plugins.channels.claude_runner import ClaudeRunner
 from plugins.channels.runner import session_id_for
 from plugins.channels.runner_gate import check_agent_runner
@@ -50,7 +50,7 @@ def _runner_host(plughost_home: Path, tmp_path: Path, **extra: str) -> Host:
     """A host as a user's `plughost serve` has it: only the data root (no config dir exported)."""
     env = {"PATH": MINIMAL_PATH, "HOME": str(tmp_path / "home"), "PLUGHOST_HOME": str(plughost_home),
            "PLUGHOST_AGENT": "claude", "PLUGHOST_EMBEDDER": "none", **extra}
-    from host.config import load_env
+    from host.util.config import load_env
 
     return Host(env=load_env(env)).load()
 
@@ -69,7 +69,7 @@ def test_after_install_the_runner_and_the_gates_use_the_installed_config_dir(ins
         gate = check_agent_runner(GateContext(host=host, env=host.env))
         assert gate.status == "warn"  # only: the `claude` program is not on this bare PATH
         assert [d["reason"] for d in gate.defects] == ["agent-missing"], gate.lines
-        from host.registration import config_dir
+        from host.payload.registration import config_dir
 
         assert config_dir(host.env) == config  # the registration gates' folder is the runner's
     finally:

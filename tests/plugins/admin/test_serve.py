@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from serve_helpers import FIXTURES, raw_request, start_serve
 
-from host.errors import DuplicateNameError
-from host.manifest import from_mapping
-from host.types import ChannelAdapter, Route
+from host.runtime.manifest import from_mapping
+from host.runtime.types import ChannelAdapter, Route
+from host.util.errors import DuplicateNameError
 
 
 def test_serve_prints_urls_reports_health_and_stops_on_sigterm(serve_env: dict[str, str],
@@ -140,7 +140,7 @@ def test_sigterm_during_load_every_accepted_request_completes(serve_env: dict[st
 
 
 def test_lifespan_runs_hooks_and_closes_the_store(make_host, live_app) -> None:
-    from host.hookspecs import hookimpl
+    from host.runtime.hookspecs import hookimpl
 
     events: list[str] = []
 
@@ -175,7 +175,7 @@ def test_lifespan_runs_hooks_and_closes_the_store(make_host, live_app) -> None:
 
 
 def test_health_reports_a_failing_store_as_degraded(make_host, live_app) -> None:
-    from host.hookspecs import hookimpl
+    from host.runtime.hookspecs import hookimpl
 
     class Broken:
         def vector_indexes(self) -> dict[str, int]:
@@ -197,7 +197,7 @@ def test_health_reports_a_failing_store_as_degraded(make_host, live_app) -> None
 def test_routes_from_plugins_and_channel_adapters(make_host, live_app) -> None:
     from starlette.responses import PlainTextResponse
 
-    from host.hookspecs import hookimpl
+    from host.runtime.hookspecs import hookimpl
 
     async def hello(request: Any) -> Any:
         return PlainTextResponse("hello")
@@ -215,8 +215,8 @@ def test_routes_from_plugins_and_channel_adapters(make_host, live_app) -> None:
 
 
 def test_duplicate_route_names_both_plugins(make_host) -> None:
-    from host.app import build_app
-    from host.hookspecs import hookimpl
+    from host.runtime.hookspecs import hookimpl
+    from host.serve.app import build_app
 
     class Clash:
         @hookimpl
@@ -230,7 +230,7 @@ def test_duplicate_route_names_both_plugins(make_host) -> None:
 
 
 def test_unexpected_error_is_json_500(make_host, live_app) -> None:
-    from host.hookspecs import hookimpl
+    from host.runtime.hookspecs import hookimpl
 
     async def boom(request: Any) -> Any:
         raise RuntimeError("kaput")
@@ -314,8 +314,8 @@ def test_sigterm_lets_an_in_flight_mcp_tool_call_finish(serve_env: dict[str, str
 def test_a_store_that_does_not_answer_is_503_without_a_traceback(make_host, live_app, caplog) -> None:
     """A database down mid-serve: one ``[http] op=error`` line and a quick 503, not a 500 and a
     traceback in the log (the catch-all handler's path re-raises into the server's logger)."""
-    from host.errors import StoreUnavailable
-    from host.hookspecs import hookimpl
+    from host.runtime.hookspecs import hookimpl
+    from host.util.errors import StoreUnavailable
 
     async def down(request: Any) -> Any:
         raise StoreUnavailable("graph store: Neo4j does not answer (connection refused)")
@@ -337,8 +337,8 @@ def test_a_store_that_does_not_answer_is_503_without_a_traceback(make_host, live
 
 def test_health_asks_a_store_that_can_ping(make_host, live_app) -> None:
     """Discovery is cached; a network store's ``ping()`` says whether the server still answers."""
-    from host.errors import StoreUnavailable
-    from host.hookspecs import hookimpl
+    from host.runtime.hookspecs import hookimpl
+    from host.util.errors import StoreUnavailable
 
     class Gone:
         def ping(self) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from serve_helpers import make_account
 
-from host.errors import UserError
+from host.util.errors import UserError
 from plugins.admin import sessions
 
 ACCOUNT = "acct-demo-01"

@@ -20,7 +20,7 @@ from channels_support import (
     whatsapp_payload,
 )
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from plugins.channels.compose import CONTEXT_HEADING, PROVENANCE_HEADING, RULES_HEADING
 from plugins.channels.identity import normalize_phone
 from plugins.channels.pipeline import REFUSAL

@@ -18,7 +18,8 @@ import pytest
 from channels_support import ACCOUNT
 
 from plugins.channels.claude_runner import NATIVE_TOOLS, NO_MCP_SERVERS, ClaudeRunner
-from plugins.channels.runner import RunnerError, get_runner, session_id_for
+from plugins.channels.runner import RunnerError, session_id_for
+from plugins.channels.runner_choice import get_runner
 from tests.conftest import TOOLS
 
 # prints the shape `claude -p --output-format json` really prints (captured from 2.1.x)
@@ -102,7 +103,7 @@ HANDBOOK = {"attachmentId": "hb", "title": "Bike shop handbook", "content": (
 def test_the_public_prompts_passages_are_distinct(make_host, account, tmp_path: Path, stand_in) -> None:
     """Each Section of the handbook is also its one Chunk, and a note repeats a section's text: the
     three passage slots still hold three different texts."""
-    from host.tooltable import call_tool
+    from host.runtime.tooltable import call_tool
 
     host = make_host(**stand_in)
     call_tool(host, "memory", "memory-ingest", HANDBOOK)

@@ -7,7 +7,7 @@ import json
 import pytest
 from channels_support import ACCOUNT, ADMIN_PHONE, OWNER_PHONE, STRAY_ADMIN_PHONE, write_account
 
-from host.errors import UserError
+from host.util.errors import UserError
 from plugins.channels.identity import AliasCache, Identity, normalize_phone, resolve
 
 

@@ -28,7 +28,7 @@ def _require_local_model() -> None:
 
 
 def _open(home: Path, embedder: str = "none"):  # noqa: ANN202 — a loaded Host
-    from host.manager import Host
+    from host.runtime.host import Host
 
     return Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_STORE": "sqlite",
                      "PLUGHOST_EMBEDDER": embedder}).load()
@@ -36,7 +36,7 @@ def _open(home: Path, embedder: str = "none"):  # noqa: ANN202 — a loaded Host
 
 def _pending(home: Path) -> tuple[int, int]:
     """(stored Messages, those without an embedding), read by a fresh host from the server's file."""
-    from host.graph import Guards
+    from host.ports.graph import Guards
 
     host = _open(home)
     try:

@@ -13,10 +13,10 @@ import pytest
 from channels_support import ACCOUNT, serve
 from run_support import ask
 
-from host.app import build_app as serve_app
-from host.graph import Guards
+from host.ports.graph import Guards
+from host.serve.app import build_app as serve_app
 from plugins.channels.memory_runner import DONT_KNOW
-from plugins.channels.runner import get_runner
+from plugins.channels.runner_choice import get_runner
 from plugins.channels.server import build_app
 from tests.conftest import run_cli
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from host import hooktable
-from host.hookspecs import hookimpl
+from host.runtime import hooktable
+from host.runtime.hookspecs import hookimpl
 from plugins.channels.compose import TurnInput, fetch_rules
-from plugins.channels.runner import CommandRunner, KeyedSerializer, RunnerError, get_runner, session_id_for
+from plugins.channels.runner import CommandRunner, KeyedSerializer, RunnerError, session_id_for
+from plugins.channels.runner_choice import get_runner
 
 TIMED_AGENT = r'''
 IFS= read -r line || true

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from host import hooktable
-from host.hookspecs import hookimpl
+from host.runtime import hooktable
+from host.runtime.hookspecs import hookimpl
 from plugins.channels.screening import local_screen, screen
 
 

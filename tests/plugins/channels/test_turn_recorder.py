@@ -90,8 +90,8 @@ def test_every_skip_reason_reachable(reason: str, tmp_path: Path, plughost_home:
 
 def recorded(home: Path) -> tuple[list, list]:
     """(the session's Conversations, its Messages by turn), read back by a fresh host."""
-    from host.graph import Guards
-    from host.manager import Host
+    from host.ports.graph import Guards
+    from host.runtime.host import Host
 
     host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": "acct-0001"}).load()
     try:

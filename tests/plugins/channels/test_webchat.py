@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from channels_support import ACCOUNT, agent_calls, channel_host, serve, wait_for
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from plugins.channels.server import build_app
 
 

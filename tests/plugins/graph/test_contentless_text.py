@@ -16,8 +16,8 @@ from graph_support import expected_terms, indexed_terms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.errors import UserError
-from host.graph import Guards
+from host.ports.graph import Guards
+from host.util.errors import UserError
 from plugins.graph import migrations
 from plugins.graph.importer import import_jsonl
 from plugins.graph.sqlite_store import SqliteStore

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from host.errors import UserError
-from host.graph import VECTOR_LABELS, GraphStore, Guards
+from host.ports.graph import VECTOR_LABELS, GraphStore, Guards
+from host.util.errors import UserError
 
 
 def acct(store) -> str:
@@ -167,7 +167,7 @@ def test_primary_reads_apply_scope_and_agent_layers(store):
 
 
 def test_guards_from_env_narrow_never_widen():
-    from host.principal import resolve
+    from host.ports.principal import resolve
 
     env = {"ACCOUNT_ID": "a1", "ALLOWED_SCOPES": "public,shared", "AGENT_SLUG": "bot"}
     assert resolve(env).guards == Guards("a1", ("public", "shared"), "bot")

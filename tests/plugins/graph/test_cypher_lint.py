@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from host.graph import TEXT_PROPERTIES, VECTOR_LABELS
+from host.ports.graph import TEXT_PROPERTIES, VECTOR_LABELS
 from plugins.graph import neo4j_store
 from plugins.graph.cypher import check_text
 from tests.conftest import node_tool
@@ -89,7 +89,7 @@ def test_index_options_are_pinned() -> None:
     "FOREACH (x IN [1] | CREATE (:A))",
 ])
 def test_read_cypher_rejects_write_clauses(query: str) -> None:
-    from host.errors import UserError
+    from host.util.errors import UserError
 
     with pytest.raises(UserError, match="write clause|not allowed"):
         check_text(query, "read-cypher", read_only=True)

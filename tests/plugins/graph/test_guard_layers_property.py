@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from plugins.graph.sqlite_store import SqliteStore
 from tests.backends import BACKENDS, neo4j_env
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from graph_support import MIXED_LINES, big_file, kill_once_committed, write_jsonl
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from tests.conftest import ensure_account, run_cli
 
 ACCOUNT = "acct-imp"

@@ -25,7 +25,7 @@ ACCOUNT = "demo-neo4j"
 
 
 def test_run_script_on_neo4j(tmp_path: Path) -> None:
-    from host.graph import Guards
+    from host.ports.graph import Guards
     from plugins.graph.neo4j_store import Neo4jStore
 
     store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
@@ -73,7 +73,7 @@ def _mcp_search(config_dir: Path, cwd: Path, query: str) -> tuple[str, str]:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from host.launch import installed_launches
+    from host.payload.launch import installed_launches
 
     launches, problems = installed_launches(config_dir, str(cwd))
     assert not problems, problems

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from graph_support import MIXED_LINES, big_file, write_jsonl
 
-from host.errors import UserError
-from host.graph import Guards
+from host.ports.graph import Guards
+from host.util.errors import UserError
 from tests.backends import BACKENDS, neo4j_env
 from tests.conftest import run_cli
 

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from graph_support import CASCADE_ROWS
 
-from host.graph import Guards, WriteDenied
+from host.ports.graph import Guards, WriteDenied
 from tests.backends import BACKENDS, neo4j_env
 
 pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from tests.backends import BACKENDS, neo4j_env, wipe
 from tests.conftest import run_cli
 

@@ -1,4 +1,4 @@
-"""The import pieces both bulk importers share (host/jsonl.py, host/progress.py)."""
+"""The import pieces both bulk importers share (host/ports/jsonl.py, host/util/progress.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from host.errors import UserError
-from host.jsonl import JsonLines, check_line
-from host.progress import Progress
+from host.ports.jsonl import JsonLines, check_line
+from host.util.errors import UserError
+from host.util.progress import Progress
 
 
 def test_json_lines_yields_rows_and_reports_bad_lines_by_number(tmp_path: Path) -> None:

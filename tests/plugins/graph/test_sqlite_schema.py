@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from host.errors import UserError
-from host.graph import Guards
+from host.ports.graph import Guards
+from host.util.errors import UserError
 from plugins.graph import migrations
 from plugins.graph.sqlite_store import SqliteStore
 
@@ -48,7 +48,7 @@ def test_vector_cache_follows_writes_from_this_and_other_processes(tmp_path: Pat
     """Interleaved writes and searches match a store opened cold on the same file."""
     import random
 
-    from host.graph import Guards
+    from host.ports.graph import Guards
 
     rng = random.Random(3)
     path = tmp_path / "g.sqlite"
@@ -85,7 +85,7 @@ def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
     scored on one thread or in uneven slices on three."""
     import random
 
-    from host.graph import Guards
+    from host.ports.graph import Guards
 
     rng = random.Random(9)
     store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from host.graph import Guards, Node
+from host.ports.graph import Guards, Node
 from plugins.graph.sqlite_store import SqliteStore
 from plugins.graph.sqlite_store import store as store_module
 from plugins.graph.sqlite_store.nodes import LazyNode

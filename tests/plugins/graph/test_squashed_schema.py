@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from host.errors import UserError
+from host.util.errors import UserError
 from plugins.graph import migrations
 from plugins.graph.sqlite_store import SqliteStore
 
@@ -54,7 +54,7 @@ def test_a_new_file_gets_the_current_schema_in_one_step(tmp_path: Path) -> None:
 
 
 def store_guards():
-    from host.graph import Guards
+    from host.ports.graph import Guards
 
     return Guards("acc")
 

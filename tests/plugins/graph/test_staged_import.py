@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from graph_support import big_file, indexed_terms, kill_once_committed
 
-from host.errors import UserError
-from host.graph import Guards
-from host.jsonl import has_lone_surrogate
+from host.ports.graph import Guards
+from host.util.errors import UserError
+from host.util.jsonparse import has_lone_surrogate
 from plugins.graph.common import prepare_row
 from plugins.graph.importer import import_jsonl
 from plugins.graph.sqlite_store import SqliteStore

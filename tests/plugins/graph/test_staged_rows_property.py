@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.errors import UserError
-from host.graph import Guards, WriteDenied
+from host.ports.graph import Guards, WriteDenied
+from host.util.errors import UserError
 from plugins.graph.sqlite_store import SqliteStore
 
 A, B = "acct-a", "acct-b"

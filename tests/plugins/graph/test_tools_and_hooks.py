@@ -12,11 +12,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from host import hooktable
-from host.errors import UserError
-from host.graph import VECTOR_LABELS
-from host.mcp_server import EAGER_META_KEY, build_server
-from host.types import GateContext
+from host.mcp.server import EAGER_META_KEY, build_server
+from host.ports.graph import VECTOR_LABELS
+from host.runtime import hooktable
+from host.runtime.types import GateContext
+from host.util.errors import UserError
 from plugins.graph import gates
 from plugins.graph.hooks import backend_name
 from tests.backends import wipe
@@ -192,8 +192,8 @@ def test_schema_labels_gate_ok_and_drift(tmp_path: Path) -> None:
 
 
 def test_account_id_env_gate(make_host, plughost_home: Path) -> None:
-    """The graph plugin contributes the host's one account-id-env gate (host/accounts.py)."""
-    from host.accounts import create_account
+    """The graph plugin contributes the host's one account-id-env gate (host/runtime/accounts.py)."""
+    from host.runtime.accounts import create_account
 
     host = make_host()
     [gate] = [g for g in gates.gates() if g.name == "account-id-env"]

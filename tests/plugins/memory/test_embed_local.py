@@ -73,7 +73,7 @@ def test_memory_write_embeds_with_the_local_model(make_host) -> None:
     _require_model()
     from memory_support import call_tool
 
-    from host.graph import Guards
+    from host.ports.graph import Guards
 
     host = make_host(ACCOUNT_ID="a1", PLUGHOST_EMBEDDER="local", EMBED_DIMENSIONS="384")
     is_error, text = call_tool(host, "memory-write", {"labels": ["Person"], "properties": {"name": "Ada"}})

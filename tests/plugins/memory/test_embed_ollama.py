@@ -131,7 +131,7 @@ def test_plan_next_pure() -> None:
 
 
 def test_bad_env_values_are_one_line_errors() -> None:
-    from host.errors import UserError
+    from host.util.errors import UserError
 
     with pytest.raises(UserError, match="EMBED_SUBBATCH_SIZE: expected an integer >= 1"):
         EmbedSettings.from_env({"EMBED_SUBBATCH_SIZE": "0"})

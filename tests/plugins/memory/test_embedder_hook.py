@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from host import hooktable
+from host.runtime import hooktable
 from plugins.memory import embedder as embedder_mod
 
 
@@ -60,7 +60,7 @@ def test_hooks_module_is_cheap_to_import() -> None:
 
 
 def test_dimension_mismatch_is_fatal_at_startup(make_host) -> None:
-    from host.errors import FatalError
+    from host.util.errors import FatalError
 
     host = make_host(ACCOUNT_ID="a1", PLUGHOST_EMBEDDER="ollama", EMBED_DIMENSIONS="768",
                      PLUGHOST_EMBED_DIMENSIONS="384")
@@ -78,4 +78,4 @@ def test_dimension_mismatch_refuses_the_write_tools(make_host, plughost_home) ->
                      PLUGHOST_EMBED_DIMENSIONS="384")
     is_error, text = call_tool(host, "memory-write", {"labels": ["Event"], "properties": {"name": "x"}})
     assert is_error and "768-dimension vectors" in text and text.endswith("(gate-blocked)")
-    assert host.store().count(guards=__import__("host.graph").graph.Guards("a1")) == 0
+    assert host.store().count(guards=__import__("host.ports.graph").ports.graph.Guards("a1")) == 0

@@ -6,7 +6,7 @@ import json
 
 from memory_support import ACCOUNT, cli, server_log
 
-from host.graph import Guards
+from host.ports.graph import Guards
 
 
 def test_memory_write_cli_ok_and_bad_input(plughost_home) -> None:
@@ -56,7 +56,7 @@ def test_memory_import_embeds_and_reports_bad_lines(plughost_home, tmp_path, fak
     assert "import: nodes=4 edges=1 skipped=2 embedded=2" in done.stdout
     sent = sorted(t for r in fake_ollama.requests for t in r.body["input"])
     assert sent == ["Person\nname: Ann", "Person\nname: Ben"]  # Company is not vector-indexed; e1 came with one
-    from host.manager import Host
+    from host.runtime.host import Host
 
     host = Host(env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_HOME": str(plughost_home), "EMBED_DIMENSIONS": "8",
                      "PLUGHOST_EMBEDDER": "none"}).load()
@@ -97,7 +97,7 @@ def test_memory_stdio_server_serves_write_tools(plughost_home) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from host.config import REPO_ROOT
+    from host.util.config import REPO_ROOT
 
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none")
     params = StdioServerParameters(command=sys.executable,

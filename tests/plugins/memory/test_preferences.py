@@ -8,8 +8,8 @@ import os
 import pytest
 from memory_support import ACCOUNT, call_tool, server_log
 
-from host import hooktable
-from host.graph import Guards
+from host.ports.graph import Guards
+from host.runtime import hooktable
 
 
 def seed_people(store) -> None:

@@ -7,8 +7,8 @@ from collections import Counter
 
 from memory_support import ACCOUNT, server_log
 
-from host.graph import Guards
-from host.hookspecs import hookimpl
+from host.ports.graph import Guards
+from host.runtime.hookspecs import hookimpl
 
 
 class PickyEmbedder:

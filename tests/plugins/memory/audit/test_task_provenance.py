@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 from audit_support import ACCOUNT, PLANTED
 
-from host.graph import Guards
+from host.ports.graph import Guards
 
 
 def session(home: Path, script: list[tuple[str, dict]], **env: str) -> list[tuple[bool, str]]:
@@ -42,7 +42,7 @@ def store(home: Path):
 
 
 def test_work_create_then_three_writes_are_what_the_conversation_produced(plughost_home: Path) -> None:
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     task = lambda out: json.loads(out[1][1])["taskId"]  # noqa: E731

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from collections_support import ACCOUNT, documents, host_for, write_notes
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from tests.conftest import run_cli
 
 ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}

@@ -38,7 +38,7 @@ def _wait(predicate, timeout: float = 60) -> bool:
 
 
 def test_serve_watches_registered_collections(tmp_path: Path, plughost_home: Path) -> None:
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     notes = tmp_path / "vault"
@@ -77,7 +77,7 @@ def test_the_watcher_keeps_its_promises(tmp_path: Path, plughost_home: Path) -> 
     watcher; refused folders (PLUGHOST_HOME, /) registered by an older version are never walked."""
     import json
 
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
     from plugins.memory.collections import registry
 
     create_account(ACCOUNT, plughost_home)
@@ -146,7 +146,7 @@ def _arrive(folder: Path, staging: Path) -> None:
 
 
 def test_remove_and_shutdown_stop_a_running_sync(tmp_path: Path, plughost_home: Path) -> None:
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
     from plugins.memory.collections import registry
 
     create_account(ACCOUNT, plughost_home)
@@ -187,7 +187,7 @@ def test_an_edit_seen_through_another_collections_folder_symlink_syncs_its_own(t
                                                                               plughost_home: Path) -> None:
     """``odd`` holds a folder symlink to ``notes``: an edit in ``notes`` re-syncs ``notes`` (by the
     file's real path), and serve's startup syncs each collection once."""
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     notes, odd = tmp_path / "notes", tmp_path / "odd"

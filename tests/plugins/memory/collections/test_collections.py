@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from collections_support import ACCOUNT, documents, host_for, write_notes
 
-from host.graph import Guards
-from host.hookspecs import hookimpl
-from host.types import CollectionSource
+from host.ports.graph import Guards
+from host.runtime.hookspecs import hookimpl
+from host.runtime.types import CollectionSource
 from tests.conftest import run_cli
 
 ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}

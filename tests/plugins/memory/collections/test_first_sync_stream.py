@@ -22,7 +22,7 @@ import pytest
 from collections_support import ACCOUNT, host_for, write_notes
 from graph_support import indexed_terms
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from plugins.memory.collections import registry
 from plugins.memory.collections import sync as sync_module
 from plugins.memory.collections.markdown import MARKDOWN

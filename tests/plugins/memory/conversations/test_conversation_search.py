@@ -12,7 +12,7 @@ from conversation_support import HashEmbedder, open_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
+from host.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
 from plugins.memory.conversations import Conversations
 
 ACCOUNTS = ("acct-one", "acct-two")
@@ -21,7 +21,7 @@ WORDS = ("invoice", "delivery", "refund", "pizza", "schedule", "garden")
 
 def store_like_channels(store: Any, account: str, channel: str, sender: str, texts: list[tuple[str, str]],
                         session: str) -> str:
-    """Write a conversation exactly in the channels pipeline's stored shape (host/graph.py)."""
+    """Write a conversation exactly in the channels pipeline's stored shape (host/ports/graph.py)."""
     conv = conversation_node_id(account, channel, sender)
     rows = []
     for i, (role, text) in enumerate(texts):
@@ -102,7 +102,7 @@ def test_filter_applies_before_the_top_k_cut(store) -> None:
 def call(host: Any, tool: str, args: dict) -> tuple[bool, Any]:
     from mcp import Client
 
-    from host.mcp_server import build_server
+    from host.mcp.server import build_server
 
     async def go() -> tuple[bool, Any]:
         async with Client(build_server(host, "memory")) as client:
@@ -229,7 +229,7 @@ def test_backend_without_filters_refuses_instead_of_leaking(store) -> None:
     """A store that cannot apply ``where`` / ``within`` (Neo4j today) refuses them: a session gets a clear error."""
     import pytest
 
-    from host.errors import UserError
+    from host.util.errors import UserError
 
     def _no_filters(where: Any, within: Any) -> None:
         if where or within:

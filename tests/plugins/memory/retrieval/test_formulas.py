@@ -7,7 +7,7 @@ import math
 import pytest
 from retrieval_support import hit, row
 
-from host.types import RetrievalBoost
+from host.runtime.types import RetrievalBoost
 from plugins.memory.retrieval import boosts, fuse, route
 from plugins.memory.retrieval.fuse import RankedList
 from plugins.memory.retrieval.scores import min_max

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from plugins.memory.retrieval import SearchRequest, search
 
 V = [1.0, 0.0, 0.0, 0.0]

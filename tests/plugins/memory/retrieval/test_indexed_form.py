@@ -8,13 +8,14 @@ import json
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
-from host.errors import UserError
-from host.graph import Guards
+from host.ports.graph import Guards
+from host.util.errors import UserError
+from plugins.memory import indexed_form
 from plugins.memory.bulk_import import import_jsonl
 from plugins.memory.conversations import Conversations
 from plugins.memory.embed_text import embedding_text
 from plugins.memory.reindex import reindex_contexts
-from plugins.memory.retrieval import SearchFlags, SearchRequest, indexed_form, search
+from plugins.memory.retrieval import SearchFlags, SearchRequest, search
 
 G = Guards(ACCOUNT)
 TURNS = [  # (sender, text, sentAt)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from host.errors import UserError
+from host.util.errors import UserError
 from plugins.memory.retrieval.keywords import agent_keywords
 
 

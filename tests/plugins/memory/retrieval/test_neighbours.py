@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from retrieval_support import row
 
-from plugins.memory.retrieval import indexed_form, neighbours
+from plugins.memory import indexed_form
+from plugins.memory.retrieval import neighbours
 from plugins.memory.retrieval.flags import SearchFlags
 
 TOPIC = {"sender": "Tom", "text": "You're back from Lisbon! How was it?", "sentAt": "2025-03-04T10:00:00Z",
@@ -50,7 +51,7 @@ def test_baseline_flags_keep_the_stage_off():
 def test_the_pipeline_runs_the_stage_on_appended_turns(store, monkeypatch):
     from retrieval_support import ACCOUNT, LookupEmbedder
 
-    from host.graph import Guards
+    from host.ports.graph import Guards
     from plugins.memory.conversations import Conversations
     from plugins.memory.retrieval import SearchRequest, search
 

@@ -7,8 +7,8 @@ import re
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
-from host.errors import UserError
-from host.graph import Guards
+from host.ports.graph import Guards
+from host.util.errors import UserError
 from plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plugins.memory.retrieval.scores import min_max
 
@@ -133,7 +133,7 @@ def test_normalize_flag_changes_only_the_vector_term(graph):
 def test_boosts_flag_uses_compiled_truth_backlinks_and_plugin_boosts(graph, capsys):
     graph.upsert_node(["Concept"], {"compiledTruth": "hair care means washing"}, account_id=ACCOUNT, node_id="n5")
     base = {r.id: r.score for r in run(graph, limit=8).rows}
-    from host.types import RetrievalBoost
+    from host.runtime.types import RetrievalBoost
     boosted = run(graph, limit=8, flags=SearchFlags(boosts=True),
                   extra_boosts=[RetrievalBoost("tasks", lambda v: 0.5 if "Task" in v["labels"] else 0.0)])
     got = {r.id: r.score for r in boosted.rows}
@@ -189,7 +189,7 @@ def test_expansion_flag_unions_paraphrases_and_degrades(graph, capsys):
 
 
 def test_bad_parameters_are_one_line_user_errors(graph):
-    from host.errors import UserError
+    from host.util.errors import UserError
 
     for kwargs, needle in [({"query": " "}, "'query'"), ({"query": "x", "limit": 0}, "'limit'"),
                            ({"query": "x", "expand_hops": 2}, "'expandHops'"),
@@ -200,7 +200,7 @@ def test_bad_parameters_are_one_line_user_errors(graph):
 
 
 def test_paths_flag_runs_one_path_alone(graph):
-    from host.errors import UserError
+    from host.util.errors import UserError
 
     vec = run(graph, flags=SearchFlags(paths="vector"), limit=8)
     assert vec.stats["bm25"] == 0 and all(r.bm25 == 0 for r in vec.rows)

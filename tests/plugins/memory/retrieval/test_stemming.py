@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 from retrieval_support import ACCOUNT
 
-from host.graph import Guards
+from host.ports.graph import Guards
 from plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plugins.memory.retrieval.keyterms import strip_stop_words
 

@@ -9,9 +9,9 @@ import sys
 import anyio
 import pytest
 
-from host import hooktable
-from host.hookspecs import hookimpl
-from host.types import RetrievalBoost
+from host.runtime import hooktable
+from host.runtime.hookspecs import hookimpl
+from host.runtime.types import RetrievalBoost
 
 ACCOUNT = "acct0001-tool"
 ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
@@ -32,7 +32,7 @@ def seed(host):
 def call(host, name, args):
     import mcp
 
-    from host.mcp_server import build_server
+    from host.mcp.server import build_server
 
     async def go():
         async with mcp.Client(build_server(host, "memory")) as client:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from surfacing_support import ACCOUNT, config_dir, hook_input, run_hook, seed
 
-from host import hooktable
-from host.graph import Guards
-from host.hookspecs import hookimpl
-from plugins.memory import recall
+from host.ports.graph import Guards
+from host.runtime import hooktable
+from host.runtime.hookspecs import hookimpl
+from plugins.memory.surfacing import recall
 from tests.conftest import run_cli
 
 PROMPT = "What budget did the board approve for Project Falcon?"

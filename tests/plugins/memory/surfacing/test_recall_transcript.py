@@ -66,7 +66,7 @@ def test_read_tail_takes_only_a_regular_files_end(tmp_path: Path) -> None:
 
 
 def test_serve_reads_no_device_fifo_or_whole_huge_file(tmp_path: Path, plughost_home: Path) -> None:
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
 
     seed(plughost_home)
     create_account(ACCOUNT, plughost_home)

@@ -1,4 +1,4 @@
-"""Property: whatever strings a hook input spells (lone surrogates included), ``client.clean`` makes it
+"""Property: whatever strings a hook input spells (lone surrogates included), ``decide.clean`` makes it
 encodable, leaves valid input untouched and is idempotent; the JSON text Claude Code sends is the oracle."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugins.memory.surfacing.client import clean, parse_input
+from plugins.memory.surfacing.client import parse_input
+from plugins.memory.surfacing.decide import clean
 
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=())
 TEXT = st.text(ANY_CHAR, max_size=20)

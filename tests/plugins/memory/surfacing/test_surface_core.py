@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from surfacing_support import ACCOUNT, seed
 
-from host import hooktable
-from host.graph import Guards
-from host.hookspecs import hookimpl
+from host.ports.graph import Guards
+from host.runtime import hooktable
+from host.runtime.hookspecs import hookimpl
 from plugins.memory.surfacing import rules
 from plugins.memory.surfacing.core import SurfaceRequest, render, surface
 
@@ -75,7 +75,7 @@ def test_render_respects_the_budget_with_whole_items_first() -> None:
 
 def test_the_hook_path_account_rule_is_the_hosts() -> None:
     """``context`` is stdlib only (the warm hook runs without the host), so it restates the rule."""
-    from host.accounts import ACCOUNT_ID
+    from host.runtime.accounts import ACCOUNT_ID
     from plugins.memory.surfacing import context
 
     assert context._ACCOUNT.pattern == ACCOUNT_ID.pattern

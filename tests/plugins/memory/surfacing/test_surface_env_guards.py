@@ -23,7 +23,7 @@ def _ids(text: str) -> set[str]:
 
 
 def test_empty_allowed_scopes_parses_like_the_host() -> None:
-    from host.principal import resolve
+    from host.ports.principal import resolve
 
     env = {"ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "", "PLUGHOST_HOME": "/nonexistent"}
     ctx = context.from_merged(env)
@@ -46,7 +46,7 @@ def test_empty_allowed_scopes_never_surfaces_scoped_memory(tmp_path: Path, plugh
                            PLUGHOST_EMBEDDER="none", PLUGHOST_SURFACE_MIN_BM25="0", ALLOWED_SCOPES="admin,public")
     proc = None
     if served:
-        from host.accounts import create_account
+        from host.runtime.accounts import create_account
 
         create_account(ACCOUNT, plughost_home)
         proc = start_serve(plughost_home)

@@ -24,7 +24,7 @@ def test_the_hooks_budget_and_limit_apply_and_bad_ones_fall_back(tmp_path: Path,
     seed(plughost_home)
     proc = None
     if served:
-        from host.accounts import create_account
+        from host.runtime.accounts import create_account
 
         create_account(ACCOUNT, plughost_home)
         proc = start_serve(plughost_home)  # serve's own env sets neither

@@ -19,7 +19,7 @@ PROMPT = "What budget did the board approve for Project Falcon?"
 
 @pytest.fixture
 def served(tmp_path: Path, plughost_home: Path) -> Iterator[dict[str, object]]:
-    from host.accounts import create_account
+    from host.runtime.accounts import create_account
 
     seed(plughost_home)
     create_account(ACCOUNT, plughost_home)

@@ -1,0 +1,1 @@
+"""The ``plughost`` command: argument parsing, the principal of the call, one subcommand module each."""

@@ -1,0 +1,28 @@
+"""`plughost bundle BRAND --out DIR`: assemble a brand's payload and generate its manifests (SPEC 5)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+HELP = "assemble a brand's payload (platform plugins minus exclusions, allowlisted premium bundles) and generate its manifests"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("brand", metavar="BRAND", help="a brand name in manifests/brands/ or a path to a brand JSON file")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the payload folder to build")
+    parser.add_argument("--premium-dir", dest="bundle_premium_dir", type=Path, default=None, metavar="DIR",
+                        help="premium bundles folder (default: --premium-dir before the command, "
+                             "$PLUGHOST_PREMIUM_DIR, or premium-plugins/ of the install)")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    from host.payload.bundler import bundle
+
+    report = bundle(args.brand, args.out, plugins_dir=ctx.plugins_dir,
+                    premium_dir=args.bundle_premium_dir or ctx.premium_dir)
+    state = "built" if report.changed else "unchanged"
+    print(f"{state}: {report.out} brand={report.brand} platform={len(report.platform)} "
+          f"excluded=[{','.join(report.excluded)}] premium=[{','.join(report.shipped)}] files={report.files}")
+    return 0

@@ -1,0 +1,39 @@
+"""`plughost doctor [--config-dir DIR] [--json]`: start every installed MCP server as Claude Code
+would and compare its `tools/list` with the declared surface (SPEC 16)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+HELP = ("start every installed MCP server exactly as Claude Code would; compare initialize + tools/list "
+        "with the declared tools (one line per finding, exit 1 on any)")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config-dir", type=Path, default=None, metavar="DIR",
+                        help="Claude Code config dir (default: the one plughost install recorded; see README)")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                        help="seconds each server gets to answer initialize and tools/list (default 30)")
+    parser.add_argument("--json", action="store_true", help="print a JSON report on stdout")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    from host.payload import doctor
+    from host.payload.registration import config_dir
+    from host.util.errors import UserError
+
+    folder = config_dir(ctx.env, args.config_dir)
+    if not folder.is_dir():
+        raise UserError(f"--config-dir: '{folder}' is not a folder (no Claude Code config dir to check)")
+    if args.timeout <= 0:
+        raise UserError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
+    report = doctor.run(folder, home=ctx.env.get("HOME"), timeout=args.timeout)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        for line in report.lines():
+            print(line, flush=True)
+    return report.exit_code

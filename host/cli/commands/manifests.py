@@ -1,0 +1,100 @@
+"""`plughost manifests check PATH` (validate PLUGIN.md files) and `plughost manifests generate PAYLOAD_DIR`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from host.util.errors import UserError
+
+HELP = "validate PLUGIN.md files (check) and generate Claude Code manifests (generate)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    check = sub.add_parser("check", help="validate one plugin folder or a tree; exit 2 with one line per defect")
+    check.add_argument("path", type=Path)
+    check.set_defaults(_action=run_check)
+    gen = sub.add_parser("generate", help="write .claude-plugin/plugin.json and marketplace.json over a payload tree")
+    gen.add_argument("payload", type=Path, metavar="PAYLOAD_DIR")
+    gen.add_argument("--brand", default=None, help="brand name for marketplace names (default: PAYLOAD_DIR/brand.json)")
+    gen.set_defaults(_action=run_generate)
+
+
+def find_manifests(path: Path) -> list[Path]:
+    if path.is_file() and path.name == "PLUGIN.md":
+        return [path]
+    if (path / "PLUGIN.md").is_file():
+        return [path / "PLUGIN.md"]
+    skip = {".git", "node_modules", ".venv", "__pycache__"}
+    return sorted(p for p in path.rglob("PLUGIN.md") if not skip.intersection(p.parts))
+
+
+def run_check(args: argparse.Namespace, ctx: Any) -> int:
+    from host.runtime.manifest import manifest_errors
+
+    if not args.path.exists():
+        raise UserError(f"PATH: '{args.path}' does not exist; expected a plugin folder or a tree of them")
+    manifests = find_manifests(args.path)
+    if not manifests:
+        raise UserError(f"PATH: no PLUGIN.md found under '{args.path}'")
+    defects = [line for md in manifests for line in manifest_errors(md)]
+    if not defects:
+        defects = tool_defects(manifests, ctx.env)
+    for line in defects:
+        print(line, file=sys.stderr)
+    if not defects:
+        print(f"ok: {len(manifests)} PLUGIN.md file(s) valid")
+    return 2 if defects else 0
+
+
+def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
+    """Load the plugins with a ``python:`` module and join their tools (the host's tool table):
+    a handler PLUGIN.md does not declare, a declaration without handler or an ``inputSchema``
+    the handler cannot take is a defect of that PLUGIN.md."""
+    import os
+
+    from host.runtime.host import Host
+    from host.runtime.manifest import load_manifest
+
+    by_parent: dict[Path, dict[str, Path]] = {}
+    for md in manifests:
+        manifest = load_manifest(md)
+        if manifest.python:
+            by_parent.setdefault(md.parent.parent, {})[manifest.name] = md
+    out: list[str] = []
+    for parent, named in sorted(by_parent.items()):
+        full = dict(os.environ if env is None else env)
+        full["PLUGHOST_LOAD_PLUGINS"] = ",".join(sorted(named))
+        full.pop("PLUGHOST_DISABLE_PLUGINS", None)
+        host = Host(plugins_dir=parent, premium_dir=None, env=full).load()
+        table = host.tools()
+        for name, md in sorted(named.items()):
+            record = host.records.get(name)
+            if record is None or not record.loaded:
+                out.append(f"{md}: python: {record.reason if record else 'not loaded'}")
+                continue
+            problems = [f"{md}: tools: '{p.tool}' {p.detail}" for p in table.problems_of(name)]
+            out.extend(problems)
+            if not any("plughost_tools failed" in line for line in problems):  # not already named above
+                out.extend(f"{md}: tools: plughost_tools failed: {e.reason}" for e in table.hook_errors
+                           if e.plugin == name)
+    return out
+
+
+def run_generate(args: argparse.Namespace, ctx: Any) -> int:
+    from host.payload.generator import generate
+    from host.util.log import log
+
+    report = generate(args.payload, brand=args.brand)
+    log("manifests", "op=generate", payload=str(args.payload.resolve()), plugins=report.plugins,
+        marketplaces=report.marketplaces, written=len(report.written), unchanged=report.unchanged)
+    print(f"generated: {report.plugins} plugin(s), {report.marketplaces} marketplace(s); "
+          f"{len(report.written)} file(s) written, {report.unchanged} unchanged")
+    return 0
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    return args._action(args, ctx)

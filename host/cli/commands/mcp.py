@@ -1,0 +1,32 @@
+"""`plughost mcp serve PLUGIN [--http PORT]`: serve one plugin's tools over stdio or HTTP."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+HELP = "serve a plugin's MCP tools (stdio by default, streamable HTTP with --http PORT)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    serve = sub.add_parser("serve", help="serve one plugin's tools")
+    serve.add_argument("plugin")
+    serve.add_argument("--http", type=int, metavar="PORT", default=None,
+                       help="serve streamable HTTP on 127.0.0.1:PORT at /mcp instead of stdio")
+    serve.add_argument("--bind", default="127.0.0.1", help="address for --http (default 127.0.0.1)")
+
+
+def run(args: argparse.Namespace, ctx: Any) -> int:
+    from host.mcp import server as mcp_server
+    from host.util.errors import UserError
+
+    host = ctx.host()
+    record = host.plugin(args.plugin)
+    if not record.loaded:
+        raise UserError(f"plugin: '{args.plugin}' is {record.status} ({record.reason}); it serves nothing here")
+    if args.http is not None:
+        mcp_server.serve_http(host, args.plugin, port=args.http, bind=args.bind)
+    else:
+        mcp_server.serve_stdio(host, args.plugin)
+    return 0

@@ -1,0 +1,167 @@
+"""`plughost` command line (SPEC 16). Exit codes: 0 ok, 1 gate/fatal failure, 2 usage or bad input.
+
+Core commands live in ``host/cli/commands/<name>.py`` (each has ``HELP``, ``configure(parser)`` and
+``run(args, ctx) -> int``) and are imported only when used. Plugins add top-level commands
+through the ``plughost_cli_commands`` hook; those are looked up only when the command is not a
+core one, so ``plughost --version`` and core commands never pay for loading plugins they skip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from host import __version__
+from host.runtime import hooktable
+from host.util import config
+from host.util.errors import PlughostError
+from host.util.log import log
+
+CORE_COMMANDS: dict[str, str] = {
+    "plugins": "host.cli.commands.plugins",
+    "manifests": "host.cli.commands.manifests",
+    "mcp": "host.cli.commands.mcp",
+    "bundle": "host.cli.commands.bundle",
+    "install": "host.cli.commands.install",
+    "boot": "host.cli.commands.boot",
+    "account": "host.cli.commands.account",
+    "serve": "host.cli.commands.serve",
+    "demo": "host.cli.commands.demo",
+    "doctor": "host.cli.commands.doctor",
+}
+"""The one table of core commands: name → module."""
+
+ACCOUNT_FREE = frozenset({"plugins", "manifests", "mcp", "bundle", "install", "account", "demo", "record-turn"})
+"""Commands that run without an existing account: the rest refuse a ``ACCOUNT_ID`` / ``--account``
+that names no account under ``PLUGHOST_HOME`` (exit 2, nothing created). ``demo`` and ``account``
+create one; ``install`` writes the stub it reconciles; ``mcp`` servers are checked by the
+``account-id-env`` boot gate; ``record-turn`` is a Claude Code Stop hook and always exits 0."""
+
+
+@dataclass
+class Context:
+    """What a command needs: global options and a lazily built host."""
+
+    plugins_dir: Path | None = None
+    premium_dir: Path | None = None
+    env: dict[str, str] = field(default_factory=lambda: config.load_env(os.environ))
+    _host: Any = None
+
+    def host(self) -> Any:
+        if self._host is None:
+            from host.runtime.host import Host
+
+            self._host = Host(plugins_dir=self.plugins_dir, premium_dir=self.premium_dir, env=self.env).load()
+            self._host.check_plugin_lists()  # a misspelt block/allow list: exit 2, not a silent host
+            self._host.check_provider_choices()
+        return self._host
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in one line with exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _base_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="plughost", description="plughost: a plugin host for AI-agent platforms.")
+    parser.add_argument("--version", action="version", version=f"plughost {__version__}")
+    parser.add_argument("--plugins-dir", type=Path, default=None,
+                        help="a folder of more platform plugins, added to the built-ins (default: $PLUGHOST_PLUGINS_DIR)")
+    parser.add_argument("--premium-dir", type=Path, default=None,
+                        help="premium bundles folder (default: $PLUGHOST_PREMIUM_DIR)")
+    return parser
+
+
+def _command_name(argv: list[str]) -> str | None:
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--plugins-dir", "--premium-dir"):
+            skip = True
+            continue
+        if arg.startswith("-"):
+            continue
+        return arg
+    return None
+
+
+def build_parser(argv: list[str], ctx: Context) -> argparse.ArgumentParser:
+    parser = _base_parser()
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    wanted = _command_name(argv)
+    for name, module_name in CORE_COMMANDS.items():
+        if wanted in (None, name) or wanted not in CORE_COMMANDS:
+            module = importlib.import_module(module_name)
+            sub = subs.add_parser(name, help=module.HELP, description=module.HELP)
+            module.configure(sub)
+            sub.set_defaults(_run=module.run)
+    listing = wanted is None and "--version" not in argv  # `plughost --help` lists plugin commands too
+    if listing or (wanted is not None and wanted not in CORE_COMMANDS):
+
+        for contribution in ctx.host().collect(hooktable.CLI_COMMANDS):
+            cmd = contribution.item
+            if cmd.name in CORE_COMMANDS:
+                log("plugins", "op=hook-error", plugin=contribution.plugin, hook=hooktable.CLI_COMMANDS.name,
+                    reason=f"command '{cmd.name}' would shadow a core command; ignored")
+                continue
+            sub = subs.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+            cmd.configure(sub)
+            sub.set_defaults(_run=lambda args, c, _cmd=cmd: _cmd.run(args, c.host()))
+    return parser
+
+
+def _require_account(args: argparse.Namespace, ctx: Context) -> None:
+    """Refuse a command aimed at an account that does not exist (see :data:`ACCOUNT_FREE`)."""
+    if args.command in ACCOUNT_FREE:
+        return
+    option = getattr(args, "account", None)
+    from host.ports.principal import resolve
+
+    account = option if isinstance(option, str) and option else resolve(ctx.env).account
+    if account:
+        from host.runtime.accounts import read_account_json, require_existing
+
+        folder = require_existing(account, ctx.env, "--account" if option else "ACCOUNT_ID")
+        read_account_json(folder / "account.json")  # a broken file is exit 2 from every command, one line
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ctx = Context()
+    try:
+        pre, _ = _base_parser().parse_known_args([a for a in argv if a not in ("-h", "--help", "--version")])
+        ctx.plugins_dir, ctx.premium_dir = pre.plugins_dir, pre.premium_dir
+        parser = build_parser(argv, ctx)
+        args = parser.parse_args(argv)
+        if not getattr(args, "_run", None):
+            parser.print_help(sys.stderr)
+            return 2
+        _require_account(args, ctx)
+        code = args._run(args, ctx)
+        return int(code or 0)
+    except PlughostError as exc:
+        print(f"plughost: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    finally:
+        if ctx._host is not None:
+            try:
+                ctx._host.close()
+            except Exception:
+                pass
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Plugins' tools over MCP: the stdio and HTTP servers, the stdio tee, frame checks."""

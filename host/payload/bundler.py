@@ -1,0 +1,304 @@
+"""Brand bundling: assemble a payload for one brand, then generate its manifests (SPEC 5).
+
+The payload is ``OUT/brand.json``, ``OUT/plugins/`` (the platform plugins minus the brand's
+``plugins.excluded``) and ``OUT/premium-plugins/`` (only the bundles the brand allowlists in
+``shipsPremiumBundles``), with every ``.claude-plugin/`` manifest generated.
+
+Nothing is half-written: the brand, the exclusions, the premium gate and every PLUGIN.md are
+checked first; the whole desired tree (copied files and generated manifests) is then planned in
+memory. When ``OUT`` already holds exactly that tree nothing is written at all (a rerun is
+idempotent: no byte, no mtime changes). Otherwise the payload is built in a temp folder beside
+``OUT`` and renamed into place at the end.
+
+A rerun must be fast on a large tree, so the build leaves a stamp (``.plughost-bundle.json``):
+a digest of every input (each source file's path, size and mtime, the brand, the interpreter,
+the output location, the plughost version) and the size and mtime of every file it wrote.
+When the digest and the output's listing both match, nothing changed and nothing is parsed
+(like rsync's quick check); otherwise the full path runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from host import __version__
+from host.payload.generator import (
+    BRAND_FILE,
+    PLATFORM_FOLDER,
+    PREMIUM_FOLDER,
+    Payload,
+    assemble,
+    plan,
+    plugin_folders,
+    premium_bundles,
+)
+from host.runtime.manifest import load_manifest, validate
+from host.util import config
+from host.util.errors import FatalError, UserError
+from host.util.jsonio import read_json, render, write_if_changed
+from host.util.log import log
+from host.util.trees import CACHE_NAMES, CACHE_SUFFIXES, build_and_swap, materialize, tree_matches, walk_files
+
+IGNORED_NAMES = CACHE_NAMES | {".claude-plugin"}  # manifests are regenerated for the payload
+STAMP = ".plughost-bundle.json"
+STAMP_FORMAT = 1
+
+
+@dataclass
+class Brand:
+    """A validated brand file."""
+
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.data["name"])
+
+    @property
+    def product(self) -> str:
+        return str(self.data["productName"])
+
+    @property
+    def excluded(self) -> list[str]:
+        return list((self.data.get("plugins") or {}).get("excluded") or [])
+
+    @property
+    def premium(self) -> list[str] | None:
+        """The allowlist, or None when the brand ships no premium bundle."""
+        value = self.data.get("shipsPremiumBundles")
+        return None if value is None else list(value)
+
+
+@dataclass
+class BundleReport:
+    out: Path
+    brand: str
+    platform: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+    shipped: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    files: int = 0
+    changed: bool = False
+    payload: Payload | None = None
+
+
+def brands_dir() -> Path:
+    return config.manifests_dir() / "brands"
+
+
+def resolve_brand(ref: str) -> Path:
+    """A brand name in ``manifests/brands/`` or a path to a brand JSON file."""
+    candidate = Path(ref)
+    if ref.endswith(".json") or os.sep in ref or candidate.is_file():
+        if not candidate.is_file():
+            raise UserError(f"BRAND: file '{ref}' does not exist")
+        return candidate.resolve()
+    shipped = brands_dir() / f"{ref}.json"
+    if not shipped.is_file():
+        known = ", ".join(sorted(p.stem for p in brands_dir().glob("*.json"))) or "none"
+        raise UserError(f"BRAND: no brand named '{ref}' in {brands_dir()} (known: {known}); or pass a path to a brand JSON file")
+    return shipped
+
+
+_MISSING = object()
+
+
+def load_brand(path: Path) -> Brand:
+    """Parse and validate a brand file; the legacy boolean premium form is the FATAL the SPEC names."""
+    try:
+        data = read_json(path, default=_MISSING)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    if data is _MISSING:
+        raise UserError(f"{path}: cannot read: no such file")
+    if isinstance(data, dict) and isinstance(data.get("shipsPremiumBundles"), bool):
+        raise FatalError(
+            "FATAL: brand.shipsPremiumBundles must be a string[] "
+            f"(boolean 'true' no longer accepted; enumerate bundles in {path})"
+        )
+    validate(data, "brand", str(path))
+    return Brand(path, data)
+
+
+def default_premium_dir() -> Path | None:
+    value = os.environ.get("PLUGHOST_PREMIUM_DIR")
+    if value:
+        return Path(value)
+    candidate = config.REPO_ROOT / PREMIUM_FOLDER
+    return candidate if candidate.is_dir() else None
+
+
+def _platform_folders(plugins_dir: Path) -> list[Path]:
+    """The built-in plugin folders plus those of ``plugins_dir`` (``--plugins-dir`` adds to the
+    built-ins, as it does for the host); another plugin named like a built-in is a usage error."""
+    builtin_dir = config.builtin_plugins_dir()
+    folders = plugin_folders(builtin_dir)
+    if plugins_dir.resolve() == builtin_dir.resolve():
+        return folders
+    taken = {f.name: f for f in folders}
+    for folder in plugin_folders(plugins_dir):
+        if folder.name in taken:
+            if (load_manifest(folder / "PLUGIN.md").python or "").startswith("plugins."):
+                continue  # a payload's copy of the built-in (bundling from an installed payload)
+            raise UserError(f"--plugins-dir: '{folder}' has the name of the built-in plugin '{taken[folder.name]}' "
+                            "(rename the folder and its PLUGIN.md name)")
+        folders.append(folder)
+    return sorted(folders, key=lambda f: f.name)
+
+
+def _platform_sources(plugins_dir: Path, brand: Brand) -> tuple[list[Path], list[str]]:
+    """Platform plugin folders to ship, and the excluded names (each must name a platform plugin).
+
+    A platform plugin's folder is named after it (SPEC 3), so exclusions match folder names;
+    only a name that matches no folder is looked up in the PLUGIN.md files.
+    """
+    folders = _platform_folders(plugins_dir)
+    drop: set[Path] = set()
+    by_folder = {f.name: f for f in folders}
+    by_manifest: dict[str, Path] | None = None
+    for i, name in enumerate(brand.excluded):
+        if name in by_folder:
+            drop.add(by_folder[name])
+            continue
+        if by_manifest is None:
+            by_manifest = {load_manifest(f / "PLUGIN.md").name: f for f in folders}
+        if name not in by_manifest:
+            raise UserError(
+                f"{brand.path}: plugins.excluded[{i}]: no platform plugin named '{name}' in {plugins_dir} "
+                f"(available: {', '.join(sorted(by_folder)) or 'none'})"
+            )
+        drop.add(by_manifest[name])
+    return [f for f in folders if f not in drop], list(brand.excluded)
+
+
+def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str, Path], list[str]]:
+    """(mode, shipped bundles, skipped bundle names) by SPEC 5's premium-bundle gate."""
+    available = premium_bundles(premium_dir)
+    allow = brand.premium
+    if allow is None:
+        return "none", {}, sorted(available)
+    missing = [b for b in allow if b not in available]
+    if missing:
+        where = str(premium_dir) if premium_dir else "(no premium bundles folder; pass --premium-dir)"
+        raise FatalError(
+            f"FATAL: brand.shipsPremiumBundles names bundle '{missing[0]}' that is missing on disk in {where} "
+            f"({brand.path})"
+        )
+    shipped = {b: available[b] for b in sorted(allow)}
+    return "allowlist", shipped, sorted(b for b in available if b not in shipped)
+
+
+def source_files(platform: list[Path], bundles: dict[str, Path]) -> dict[Path, Path]:
+    """Relative payload path → source file, for every file the payload copies."""
+    tree: dict[Path, Path] = {}
+    for top, name, folder in [(PLATFORM_FOLDER, f.name, f) for f in platform] + [
+            (PREMIUM_FOLDER, n, f) for n, f in bundles.items()]:
+        for rel in walk_files(folder, IGNORED_NAMES):
+            tree[Path(f"{top}/{name}/{rel}")] = Path(f"{folder}/{rel}")
+    return tree
+
+
+def inputs_digest(copies: dict[Path, Path], brand: Brand, out: Path, python: str) -> str:
+    """A digest of everything the payload is built from (file identity by path, size, mtime)."""
+    h = hashlib.sha256()
+    h.update(json.dumps([STAMP_FORMAT, __version__, python, str(out), render(brand.data)]).encode())
+    for rel, src in sorted(copies.items()):
+        st = src.stat()
+        h.update(f"\0{rel.as_posix()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def _listing(out: Path) -> dict[str, list[int]]:
+    """Every file under ``out`` (caches aside) with its size and mtime, the stamp excluded."""
+    listing: dict[str, list[int]] = {}
+    for dirpath, dirnames, filenames in os.walk(out):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        rel_dir = os.path.relpath(dirpath, out)
+        for name in filenames:
+            if name.endswith(CACHE_SUFFIXES) or (name == STAMP and rel_dir == "."):
+                continue
+            st = os.stat(os.path.join(dirpath, name))
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            listing[rel] = [st.st_size, st.st_mtime_ns]
+    return listing
+
+
+def quick_unchanged(out: Path, digest: str) -> int | None:
+    """The file count when ``out`` is the untouched result of a build from the same inputs."""
+    try:
+        stamp = json.loads((out / STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("inputs") != digest:
+        return None
+    files = stamp.get("files")
+    if not isinstance(files, dict) or _listing(out) != files:
+        return None
+    return len(files)
+
+
+def desired_tree(payload: Payload, brand: Brand, copies: dict[Path, Path],
+                 python: str | None) -> dict[Path, Path | str]:
+    """Relative path → source file to copy, or text to write (generated manifests, brand.json)."""
+    root = payload.root
+    tree: dict[Path, Path | str] = dict(copies)
+    for path, text in plan(payload, python).items():
+        tree[path.relative_to(root)] = text
+    tree[Path(BRAND_FILE)] = render(brand.data)
+    return tree
+
+
+def _write_stamp(root: Path, digest: str) -> None:
+    write_if_changed(root / STAMP, render({"format": STAMP_FORMAT, "inputs": digest, "files": _listing(root)}))
+
+
+def _looks_like_payload(out: Path) -> bool:
+    return not any(out.iterdir()) or (out / BRAND_FILE).is_file()
+
+
+def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premium_dir: Path | None = None,
+           python: str | None = None) -> BundleReport:
+    """Build (or confirm) the payload for ``brand_ref`` at ``out``."""
+    brand = load_brand(resolve_brand(brand_ref))
+    plugins_dir = plugins_dir or (Path(os.environ["PLUGHOST_PLUGINS_DIR"]) if os.environ.get("PLUGHOST_PLUGINS_DIR")
+                                  else config.builtin_plugins_dir())
+    premium_dir = premium_dir if premium_dir is not None else default_premium_dir()
+    out = out.resolve()
+    if out.exists() and (not out.is_dir() or not _looks_like_payload(out)):
+        raise UserError(f"--out: '{out}' exists and is not a plughost payload (no {BRAND_FILE}); "
+                        "choose a new or empty folder")
+    python = python or sys.executable
+    platform, excluded = _platform_sources(plugins_dir, brand)
+    mode, bundles, skipped = premium_gate(brand, premium_dir)
+    log("bundler", "premium-bundle-gate", brand=brand.name, mode=mode, shipped=sorted(bundles), skipped=skipped)
+    report = BundleReport(out=out, brand=brand.name, platform=[f.name for f in platform], excluded=excluded,
+                          shipped=sorted(bundles), skipped=skipped)
+    copies = source_files(platform, bundles)
+    digest = inputs_digest(copies, brand, out, python)
+    count = quick_unchanged(out, digest)
+    if count is not None:
+        report.files = count
+        return report
+    payload = assemble(out, brand.name, brand.product, platform=platform, bundles=bundles)
+    tree = desired_tree(payload, brand, copies, python)
+    report.files, report.payload = len(tree), payload
+    if tree_matches(out, tree, root_extras={STAMP}):
+        _write_stamp(out, digest)  # same content from touched sources: refresh the quick check only
+        return report
+
+    def fill(tmp: Path) -> None:
+        materialize(tmp, tree)
+        _write_stamp(tmp, digest)
+
+    build_and_swap(out, fill)
+    report.changed = True
+    return report

@@ -1,0 +1,25 @@
+"""The host's built-in gate plugin (entry point `selftest`): the registration gates and the single-provider check."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from host.runtime.hookspecs import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.runtime.host import Host
+    from host.runtime.types import Gate
+
+
+@hookimpl
+def plughost_boot_gates(host: Host) -> list[Gate]:
+    from host.payload.selftest import checks
+    from host.runtime.types import Gate
+
+    return [
+        Gate("single-provider", check=checks.single_provider, fatal=True, order=5),
+        Gate("mcp-allowlist-coverage", check=checks.mcp_allowlist_coverage, fatal=True, order=20),
+        Gate("specialist-tool-drift", check=checks.specialist_tool_drift, fatal=True, order=30),
+        Gate("skill-registration", check=checks.skill_registration, fatal=False, order=40),
+        Gate("tool-registration", check=checks.tool_registration, fatal=False, order=50),
+    ]

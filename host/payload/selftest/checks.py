@@ -1,0 +1,312 @@
+"""The registration gates (SPEC 7). Each reads, never writes, and returns its lines verbatim.
+
+Why they exist: a tool can be declared yet never callable. The admin allowlist can name a tool
+whose plugin has no server (mcp-allowlist-coverage); a specialist can name a renamed tool
+(specialist-tool-drift); a premium plugin can be enabled for an account but missing from one
+Claude Code surface, so its skills never load (skill-registration); a tool-plugin's generated
+manifest can carry no server or point at a missing one, so its tools never mount
+(tool-registration). None of these emit anything at run time, so boot makes them loud.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from host.payload import launch
+from host.payload.launch import MINIMAL_PATH, Launch
+from host.payload.registration import Registration, config_dir, config_dir_source
+from host.runtime import accounts, specialists, state
+from host.runtime.types import GateContext, GateResult
+from host.util.errors import UserError
+from host.util.log import format_line
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
+
+
+def _ok(gate: str, inspected: int, **extra: Any) -> str:
+    return format_line(None, "startup-self-test", **{gate: "ok"}, inspected=inspected, **extra)
+
+
+def severity(ctx: GateContext) -> str:
+    """`FATAL` (SPEC 7's word for a registration defect) when the config dir was named (flag,
+    `CLAUDE_CONFIG_DIR`, or the one `plughost install` recorded); `WARN` when boot only guessed
+    `~/.claude`: a guess is no install to find defects in, and boot does not refuse on it."""
+    return "WARN" if config_dir_source(ctx.env, ctx.extras.get("config_dir"))[1] == "default" else "FATAL"
+
+
+def _registration(ctx: GateContext) -> Registration:
+    reg = ctx.extras.get("registration")
+    if reg is None:
+        reg = Registration.load(config_dir(ctx.env, ctx.extras.get("config_dir")))
+        ctx.extras["registration"] = reg
+    return reg
+
+
+def _enabled_by_account(ctx: GateContext, tag: str, result: GateResult) -> list[tuple[str, list[str]]]:
+    """(accountId, enabledPlugins) for the inspected accounts; an unreadable account is a defect line."""
+    out = []
+    for account_id in accounts.selected_accounts(ctx):
+        try:
+            account = accounts.load_account(account_id, ctx.host.home)
+        except UserError as exc:
+            result.lines.append(format_line(tag, "op=drift", severity(ctx), accountId=account_id,
+                                            reason="account-unreadable", detail=str(exc)))
+            result.defects.append({"accountId": account_id, "reason": "account-unreadable", "detail": str(exc)})
+            continue
+        out.append((account_id, list(account.get("enabledPlugins") or [])))
+    return out
+
+
+# ---------------------------------------------------------------------------- mcp-allowlist-coverage
+def mcp_allowlist_coverage(ctx: GateContext) -> GateResult:
+    """Every admin-allowlisted tool's plugin has an `mcp` block (a server the allowlist can reach)."""
+    surface = ctx.host.surface
+    with_server = set(surface.mcp_servers)
+    result = GateResult(status="ok", inspected=len(surface.admin))
+    registered = 0
+    for canonical in surface.admin:
+        tool = surface.all[canonical]
+        if tool.plugin in with_server:
+            registered += 1
+            continue
+        result.lines.append(format_line(None, "boot-failed", reason="mcp-allowlist-without-server",
+                                        plugin=tool.plugin, tool=canonical))
+        result.defects.append({"plugin": tool.plugin, "tool": canonical, "reason": "mcp-allowlist-without-server"})
+    result.lines.append(format_line(None, "mcp-config-allowlist-coverage", **{"admin-tools": len(surface.admin),
+                                                                                "admin-registered": registered}))
+    result.data = {"admin-tools": len(surface.admin), "admin-registered": registered}
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok("mcp-allowlist-coverage", result.inspected))
+    return result
+
+
+# ---------------------------------------------------------------------------- specialist-tool-drift
+def specialist_tool_drift(ctx: GateContext) -> GateResult:
+    """Classify every specialist tool name; refuse boot on typos, unknown namespaces, malformed names."""
+    host = ctx.host
+    excluded = list(ctx.extras.get("excluded") or [])
+    report = specialists.check_drift(host, excluded=excluded, accounts=accounts.selected_accounts(ctx),
+                                     config_dir=config_dir(ctx.env, ctx.extras.get("config_dir")))
+    host.state.set(state.STRIP_LIST, report.strips)
+    result = GateResult(status="ok", inspected=len(report.specialists), data={"strip-list": report.strips})
+    for path, error in report.unreadable:
+        result.lines.append(format_line(None, "boot-failed", reason="specialist-unreadable", path=str(path),
+                                        detail=error))
+        result.defects.append({"path": str(path), "drift": "unreadable", "detail": error})
+    for spec, c in report.refusals:
+        result.lines.append(format_line(None, "boot-failed", reason="specialist-tool-drift", specialist=spec.name,
+                                        tool=c.tool, drift=c.drift, path=str(spec.path)))
+        result.defects.append({"specialist": spec.name, "tool": c.tool, "drift": c.drift, "path": str(spec.path)})
+    for name in sorted(report.strips):
+        for plugin, tools in sorted(report.strips[name].items()):
+            result.lines.append(format_line(None, "specialist-tool-strip", specialist=name, plugin=plugin,
+                                            tools=",".join(tools), reason="brand-excluded"))
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok("specialist-tool-drift", result.inspected,
+                                **{"stripped-specialists": len(report.strips)}))
+    return result
+
+
+# ---------------------------------------------------------------------------- skill-registration
+def _marketplace_name(record: Any, brand_name: str) -> str:
+    """The marketplace a premium plugin registers under: its generated marketplace.json's name, else
+    `<brand>-premium-<bundle>` (nested sub) / `<brand>-premium` (standalone)."""
+    folder = Path(record.folder) if record.folder is not None else None
+    if folder is not None:
+        try:
+            data = json.loads((folder.parent / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
+            if isinstance(data, dict) and isinstance(data.get("name"), str):
+                return data["name"]
+        except (OSError, ValueError):
+            pass
+    return f"{brand_name}-premium-{record.bundle}" if record.nested else f"{brand_name}-premium"
+
+
+def _brand_name(ctx: GateContext, reg: Registration) -> str:
+    name = ctx.extras.get("brand_name")
+    if name:
+        return name
+    platform = sorted(k for k in reg.marketplaces if k.endswith("-platform"))
+    return platform[0][: -len("-platform")] if platform else "plughost"
+
+
+def skill_registration(ctx: GateContext) -> GateResult:
+    """Every premium plugin an account enables is registered in all three Claude Code surfaces."""
+    tag = "skill-registration"
+    result = GateResult(status="ok")
+    reg = _registration(ctx)
+    brand = _brand_name(ctx, reg)
+    records = ctx.host.records
+    for account_id, enabled in _enabled_by_account(ctx, tag, result):
+        for name in enabled:
+            record = records.get(name)
+            if record is None or record.source != "premium":
+                continue
+            result.inspected += 1
+            expected = f"{name}@{_marketplace_name(record, brand)}"
+            missing = reg.missing(expected)
+            if missing:
+                fields = {"accountId": account_id, "plugin": name, "expected": expected, "missing": ",".join(missing)}
+                result.lines.append(format_line(tag, "op=drift", severity(ctx), **fields))
+                result.defects.append(fields)
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok(tag, result.inspected))
+    return result
+
+
+# ---------------------------------------------------------------------------- tool-registration
+def _module_exists(name: str) -> bool:
+    if name == "host" or name.startswith("host."):
+        return True  # the host itself: always there when boot runs
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def server_missing(entry: Launch, plugin_local: bool) -> str | None:
+    """What a server, as Claude Code will start it, names that is absent on disk (None: all there).
+
+    Tokens with a variable nothing defines cannot be checked here (`plughost doctor` starts them).
+    """
+    if not entry.command:
+        return "no command"
+    if plugin_local and not any((entry.root / "mcp" / f).is_file() for f in ("__main__.py", "server.py")):
+        return f"{entry.root / 'mcp'}/__main__.py"
+    tokens = [entry.command, *entry.args]
+    for i, token in enumerate(tokens):
+        if _VAR.search(token):
+            continue
+        if i == 0 and not os.path.isabs(token):
+            if shutil.which(token, path=entry.env.get("PATH") or MINIMAL_PATH) is None:
+                return token
+        elif os.path.isabs(token) and not os.path.exists(token):
+            return token
+        elif i > 0 and tokens[i - 1] == "-m" and not _module_exists(token):
+            return f"-m {token}"
+    return None
+
+
+def stale_paths(entry: Launch, payload_root: Path | None) -> list[str]:
+    """Payload folders an entry's env points at outside the payload Claude Code starts it from:
+    a generated manifest left from where the payload was built or first installed."""
+    if payload_root is None:
+        return []
+    out = []
+    for key in ("PLUGHOST_PLUGINS_DIR", "PLUGHOST_PREMIUM_DIR"):
+        value = entry.env.get(key)
+        if value and os.path.isabs(value) and not Path(os.path.normpath(value)).is_relative_to(payload_root):
+            out.append(f"{key}={value}")
+    return out
+
+
+def tool_registration(ctx: GateContext) -> GateResult:
+    """Every tool-plugin an account enables has a generated manifest whose MCP server exists, checked
+    in the folder Claude Code starts it from (a directory marketplace's source, not the cache)."""
+    tag = "tool-registration"
+    host = ctx.host
+    result = GateResult(status="ok")
+    reg = _registration(ctx)
+    tool_plugins = set(host.surface.mcp_servers)
+    excluded = set(ctx.extras.get("excluded") or [])
+    always_on = sorted(r.name for r in host.loaded()
+                       if r.manifest is not None and r.manifest.surface == "platform" and r.name not in excluded)
+    base = {**{k: v for k, v in ctx.env.items() if isinstance(v, str)},
+            **launch.claude_env(reg.config_dir, ctx.env.get("HOME"))}
+    base["PATH"] = launch.MINIMAL_PATH
+    for account_id, enabled in _enabled_by_account(ctx, tag, result):
+        for name in dict.fromkeys([*enabled, *always_on]):  # platform plugins are on for every account
+            if name not in tool_plugins:
+                continue
+            result.inspected += 1
+            reason, server, detail = _tool_plugin_defect(host, reg, name, base)
+            if reason:
+                fields = {"accountId": account_id, "plugin": name, "expected-server": server, "reason": reason}
+                if reason == "stale-path":
+                    fields["path"] = detail.split(": ", 1)[0]
+                result.lines.append(format_line(tag, "op=drift", severity(ctx), **fields))
+                result.defects.append({**fields, "detail": detail})
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok(tag, result.inspected))
+    return result
+
+
+def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str, str]) -> tuple[str | None, str, str]:
+    """(reason or None, expected server name, detail) for one enabled tool-plugin."""
+    installed = reg.find_installed(name)
+    if installed is None:
+        return "not-installed", name, f"no user-scope {name}@<marketplace> row in installed_plugins.json"
+    key, install_path = installed
+    source = launch.directory_source(reg, key)
+    if source is not None and not source.is_dir():
+        return "dist-missing", name, (f"marketplace folder {source} does not exist (payload moved or removed? "
+                                      "run plughost install again)")
+    root = launch.plugin_root(reg, key) or install_path
+    manifest_path = root / ".claude-plugin" / "plugin.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "not-installed", name, f"{manifest_path} missing or unreadable"
+    servers = launch.server_entries(manifest if isinstance(manifest, dict) else {}, root)
+    if not servers:
+        return "no-mcpServers-manifest", name, f"{manifest_path} has no mcpServers"
+    server = name if name in servers else sorted(servers)[0]
+    entry = servers[server]
+    if not isinstance(entry, dict):
+        return "dist-missing", server, f"{manifest_path}: mcpServers.{server}: expected an object"
+    record = host.records.get(name)
+    plugin_local = bool(record and record.manifest and record.manifest.mcp_manifest != "shared-lib")
+    resolved = launch.resolve(name, key, server, entry, root, manifest_path, base)
+    missing = server_missing(resolved, plugin_local)
+    if missing:
+        return "dist-missing", server, f"{missing} does not exist (from {manifest_path})"
+    stale = stale_paths(resolved, _payload_root(reg, key))
+    if stale:
+        return "stale-path", server, f"{manifest_path}: {', '.join(stale)} is outside the installed payload"
+    return None, server, ""
+
+
+def single_provider(ctx: GateContext) -> GateResult:
+    """The store and the embedder each have one provider: two installed plugins offering one refuse boot."""
+    from host.runtime import hooktable
+
+    result = GateResult("ok")
+    for hook in (hooktable.STORE, hooktable.EMBEDDER):
+        try:
+            order = ctx.host.provider_order(hook)
+        except UserError as exc:
+            result.status = "fail"
+            result.lines.append(format_line(None, "boot-failed", reason="two-providers", hook=hook.name,
+                                            error=str(exc)))
+            result.defects.append({"reason": "two-providers", "hook": hook.name, "detail": str(exc)})
+            continue
+        result.inspected += 1
+        result.data[hook.name] = order
+    if result.status == "ok":
+        result.lines.append(_ok("single-provider", result.inspected))
+    return result
+
+
+def _payload_root(reg: Registration, key: str) -> Path | None:
+    """The payload a directory marketplace belongs to (the folder holding brand.json above it)."""
+    folder = launch.directory_source(reg, key)
+    if folder is None:
+        return None
+    for candidate in (folder, *folder.parents):
+        if (candidate / "brand.json").is_file():
+            return candidate.resolve()
+    return None

@@ -1,0 +1,440 @@
+"""The graph store port (SPEC 8.1): the one interface the memory and channels plugins use.
+
+The port lives in ``host/`` because plugins never import each other: the graph plugin
+provides an implementation through the ``plughost_store`` hook, and every other plugin types
+against this protocol. ``Guards`` come from the call's principal (:mod:`host.ports.principal`) and are
+applied by the store *inside* each query, before any top-k cut.
+
+Reserved node properties: ``accountId`` (set by the store from the write's account),
+``scope``, ``agents`` (list of agent slugs), ``deletedAt``, ``createdAt``, ``updatedAt``,
+``backlinkCount``. Every other property is the caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from host.ports import principal as principal_module
+from host.ports.principal import Guards, Principal  # noqa: F401  (their home is host.principal; the port re-exports them)
+from host.util.errors import UserError
+
+VECTOR_LABELS: tuple[str, ...] = (
+    "Question", "DefinedTerm", "Review", "Service", "Person", "LocalBusiness",
+    "PriceSpecification", "Task", "CreativeWork", "DigitalDocument", "KnowledgeDocument",
+    "Section", "Chunk", "Conversation", "Message", "Event", "Workflow", "Preference", "Report",
+)
+"""Vector-indexed labels (SPEC 8.3). The schema-labels gate pins the schema files to this."""
+
+FULLTEXT_EXTRA_LABELS: tuple[str, ...] = (
+    "Organization", "Company", "Concept", "UserProfile", "AdminUser", "Product", "Place",
+    "WebchatMessage", "TelegramMessage", "WhatsAppMessage",
+)
+"""Labels SPEC 8.3 names for full-text search on top of the vector-indexed ones (both stores'
+full-text search covers every label; the memory tools write these)."""
+
+TEXT_PROPERTIES: tuple[str, ...] = (
+    "name", "firstName", "lastName", "givenName", "familyName", "title", "summary", "body",
+    "content", "description", "headline", "email", "subject", "bodyPreview", "compiledTruth",
+    "keywords", "text", "value", "key", "category", "searchContext",
+)
+"""The canonical text-property union indexed for BM25 (SPEC 8.2)."""
+
+RESERVED_PROPERTIES = frozenset({"accountId", "createdAt", "updatedAt", "deletedAt", "backlinkCount", "embedding"})
+"""Properties the store sets (the module docstring says which); a caller's value is dropped or refused."""
+
+
+# write guards ------------------------------------------------------------------------------
+# A process can change only what it can read, and only into something it can still read
+# (SPEC 8.1). These functions are the one definition both store backends apply inside their
+# write transaction, on the stored state they read there (so nothing changes between the check
+# and the write). They look at the guarded properties only: ``scope`` and ``agents``.
+
+ISOLATION = principal_module.ISOLATION
+"""The outcome reason (SPEC 9.1) of a write the guards refuse."""
+
+
+class WriteDenied(UserError):
+    """A write outside what the process can read, or one that would move a node out of it.
+
+    Raised before anything is written; ``reason`` is the outcome slug (``account-isolation``).
+    """
+
+    reason = ISOLATION
+
+
+def _agents(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else [str(a) for a in value]
+
+
+def can_change(g: Guards, properties: Mapping[str, Any]) -> bool:
+    """Whether a stored node (its properties) is within the guards, soft delete aside.
+
+    The read guard layers 2 and 3 (scope, agent tag); deletion is the operation's business
+    (restore acts on deleted nodes it could otherwise read).
+    """
+    scope = properties.get("scope")
+    if g.allowed_scopes is not None and scope is not None and scope not in g.allowed_scopes:
+        return False
+    return g.agent_slug is None or g.agent_slug in _agents(properties.get("agents"))
+
+
+OWNER_SCOPE = "admin"
+"""The scope of knowledge an admin process writes without one: private to the owner. An
+unscoped node is readable by every scope (the legacy read rule), so nothing new is stored
+unscoped; public content says ``scope: public``."""
+
+
+def default_scope(g: Guards | None) -> str | None:
+    """The scope a new node that names none is stored in.
+
+    A narrowed process's first allowed scope; an admin process's (or a write without guards,
+    the admin-only imports) :data:`OWNER_SCOPE`; None only for ``ALLOWED_SCOPES=""``, which can
+    read (so write) unscoped nodes alone.
+    """
+    if g is None or g.allowed_scopes is None:
+        return OWNER_SCOPE
+    return g.allowed_scopes[0] if g.allowed_scopes else None
+
+
+def with_scope(properties: Mapping[str, Any], scope: str | None = OWNER_SCOPE) -> dict[str, Any]:
+    """``properties`` with ``scope`` set when they name none (a bulk import's line)."""
+    if properties.get("scope") is not None or scope is None:
+        return dict(properties)
+    return {**properties, "scope": scope}
+
+
+def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:
+    """What a new node gets when it names no scope / agents (:func:`default_scope`; its own agent).
+
+    Never unscoped: an unscoped node would be visible to every scope (a declassification). A
+    process with ``AGENT_SLUG`` tags its own agent.
+    """
+    extra: dict[str, Any] = {}
+    scope = default_scope(g)
+    if scope is not None and properties.get("scope") is None:
+        extra["scope"] = scope
+    if g.agent_slug is not None and properties.get("agents") is None:
+        extra["agents"] = [g.agent_slug]
+    return extra
+
+
+def _reject(node_id: str, rule: str) -> None:
+    from host.util.log import log
+
+    log("graph-write", "reject", reason=ISOLATION, node=node_id[:64], rule=rule)
+
+
+def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> None:
+    """Refuse (``WriteDenied``) a write of node ``node_id`` from ``before`` (None: a new node) to ``after``.
+
+    - ``before`` must be within the guards (:func:`can_change`);
+    - with ``ALLOWED_SCOPES``, ``after.scope`` must be one of them (unscoped only if it was);
+    - with ``AGENT_SLUG``, ``after.agents`` must hold it and gain no other agent's tag.
+    """
+    if before is not None and not can_change(g, before):
+        _reject(node_id, "outside")
+        raise WriteDenied(f"id: node '{node_id}' is outside what this process can read (ALLOWED_SCOPES / "
+                          "AGENT_SLUG); nothing was written")
+    if g.allowed_scopes is not None:
+        scope = after.get("scope")
+        kept_unscoped = scope is None and (before is not None and before.get("scope") is None
+                                           or not g.allowed_scopes)  # ALLOWED_SCOPES="": unscoped only
+        if not kept_unscoped and scope not in g.allowed_scopes:
+            _reject(node_id, "scope")
+            raise WriteDenied(f"properties.scope: {scope!r} is outside this process's ALLOWED_SCOPES "
+                              f"({','.join(g.allowed_scopes) or 'none'}); nothing was written")
+    if g.agent_slug is not None:
+        agents = _agents(after.get("agents"))
+        had = set(_agents(before.get("agents"))) if before is not None else set()
+        gained = [a for a in agents if a != g.agent_slug and a not in had]
+        if g.agent_slug not in agents or gained:
+            _reject(node_id, "agents")
+            raise WriteDenied(f"properties.agents: {agents!r} must keep this process's agent '{g.agent_slug}' "
+                              "and add no other agent; nothing was written")
+
+
+def edge_guards(g: Guards | None) -> Guards | None:
+    """The guards an edge write applies: a narrowed process's (None for an admin process, whose
+    edge writes keep their account-only reach: the importers link soft-deleted nodes too)."""
+    return g if g is not None and g.narrowed else None
+
+
+def edge_denied(source_id: str, edge_type: str, target_id: str) -> WriteDenied:
+    """The refusal of an edge write (create or delete) with an end the process cannot read.
+
+    An absent end answers exactly as a hidden one, so an edge write never tells whether a node
+    exists outside the guards (or in another account).
+    """
+    from host.util.log import log
+
+    log("graph-write", "reject", reason=ISOLATION, edge=edge_type[:64], source=source_id[:64],
+        target=target_id[:64], rule="edge")
+    return WriteDenied(f"edge: {source_id!r} -[{edge_type}]-> {target_id!r}: both ends must be nodes this process "
+                       "can read (ALLOWED_SCOPES / AGENT_SLUG); nothing was written")
+
+
+def require_admin(principal: Principal, what: str) -> None:
+    """Refuse an admin-only operation for anyone but an unnarrowed admin (:data:`host.ports.principal.ROLES`)."""
+    try:
+        principal.require_admin(what)
+    except principal_module.AdminOnly as exc:
+        raise WriteDenied(str(exc)) from None
+
+
+def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards: Guards) -> int:
+    """``store.upsert_many`` under ``guards``; fails closed on a backend that cannot apply write
+    guards yet: an admin process (nothing to narrow) writes, a narrowed one is refused."""
+    import inspect
+
+    if "guards" in inspect.signature(store.upsert_many).parameters:
+        return store.upsert_many(rows, account_id=guards.account_id, guards=guards)
+    if guards.narrowed:
+        raise WriteDenied(f"the {getattr(store, 'backend', '?')} store cannot apply write guards; a narrowed "
+                          "process (ALLOWED_SCOPES / AGENT_SLUG) cannot write through it")
+    return store.upsert_many(rows, account_id=guards.account_id)
+
+
+def session_conversation(store: GraphStore, guards: Guards, session_ids: Sequence[str]) -> tuple[str, bool]:
+    """The Conversation of a session: the node named by one of ``session_ids``, else the one whose
+    ``sessionId`` it is; else the first id, to be created (``True``). The audit, the turn recorder
+    and briefings hang their records from it, so one rule decides which conversation is a session's."""
+    for sid in session_ids:
+        node = store.get(sid, guards=guards)
+        if node is not None and CONVERSATION_LABEL in node.labels:
+            return node.id, False
+        found = store.find(guards=guards, labels=[CONVERSATION_LABEL], where={"sessionId": sid}, limit=1)
+        if found:
+            return found[0].id, False
+    return session_ids[0], True
+
+
+@dataclass
+class Node:
+    """A node as the port returns it. ``properties`` never includes ``embedding``."""
+
+    id: str
+    labels: tuple[str, ...]
+    properties: dict[str, Any]
+    account_id: str
+    has_embedding: bool = False
+
+    @property
+    def deleted(self) -> bool:
+        return self.properties.get("deletedAt") is not None
+
+
+@dataclass
+class Hit:
+    """One search result: a node and the raw score of the path that found it."""
+
+    node: Node
+    score: float
+
+
+@dataclass
+class Neighbor:
+    """One 1-hop neighbour: the edge type, its direction seen from the origin, and the node."""
+
+    node: Node
+    type: str
+    direction: Literal["out", "in"]
+    properties: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """What a store backend provides. Every read applies all guard layers inside the query."""
+
+    backend: str
+
+    # writes --------------------------------------------------------------------------
+    def upsert_node(
+        self,
+        labels: Sequence[str],
+        properties: Mapping[str, Any],
+        *,
+        account_id: str,
+        node_id: str | None = None,
+        embedding: Sequence[float] | None = None,
+        guards: Guards | None = None,
+    ) -> str:
+        """Create or merge a node (properties merge, labels union); returns its id.
+
+        Ids are per account. With ``guards`` the write runs under them: :func:`check_write` on the
+        stored state read inside the write transaction, :func:`write_defaults` for a new node,
+        ``WriteDenied`` and nothing written otherwise.
+        """
+        ...
+
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
+        """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
+
+        With ``guards``: every row as in :meth:`upsert_node`, edges only to nodes they can read.
+        """
+        ...
+
+    def create_edge(
+        self,
+        source_id: str,
+        target_id: str,
+        edge_type: str,
+        properties: Mapping[str, Any] | None = None,
+        *,
+        account_id: str,
+        guards: Guards | None = None,
+    ) -> None:
+        """MERGE a typed edge between two nodes of the account; maintains ``backlinkCount``.
+
+        With narrowed ``guards`` both ends must be nodes they can read (live, in scope, tagged):
+        else :func:`edge_denied` (``account-isolation``) and nothing written.
+        """
+        ...
+
+    def create_edges(
+        self,
+        edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]],
+        *,
+        account_id: str,
+        validated: bool = False,
+        guards: Guards | None = None,
+    ) -> list[int]:
+        """Bulk MERGE of ``(source id, type, target id, properties)``; returns the positions whose end is unknown.
+
+        With narrowed ``guards`` an end they cannot read refuses the whole batch (as in :meth:`create_edge`).
+        """
+        ...
+
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str,
+                    guards: Guards | None = None) -> int:
+        """Remove a typed edge; returns how many went. Narrowed ``guards``: as in :meth:`create_edge`."""
+        ...
+
+    def set_embedding(self, node_id: str, vector: Sequence[float], *, account_id: str) -> None: ...
+
+    def set_embeddings(self, items: Iterable[tuple[str, Sequence[float]]], *, account_id: str) -> int:
+        """Bulk embedding write (reindex); returns how many nodes of the account were updated."""
+        ...
+
+    def soft_delete(self, node_id: str, *, guards: Guards) -> int:
+        """Set ``deletedAt``, cascading KnowledgeDocument → Section → Chunk; returns nodes touched."""
+        ...
+
+    def restore(self, node_id: str, *, guards: Guards) -> int: ...
+
+    def purge(self, *, older_than_days: float = 7.0, account_id: str | None = None) -> int:
+        """Hard-delete nodes soft-deleted longer ago than the grace period; returns the count."""
+        ...
+
+    # reads ---------------------------------------------------------------------------
+    def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None: ...
+
+    def get_embedding(self, node_id: str, *, guards: Guards) -> list[float] | None: ...
+
+    def find(
+        self,
+        *,
+        guards: Guards,
+        labels: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
+        order_by: str | None = None,
+        descending: bool = True,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Node]:
+        """Exact-property lookup (``where`` is equality on properties), guarded and paginated."""
+        ...
+
+    def vector_search(
+        self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None,
+    ) -> list[Hit]:
+        """Cosine top-k; ``where`` / ``within`` (optional, as in ``fulltext_search``) filter before the cut."""
+        ...
+
+    def fulltext_search(
+        self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None, stemmed: bool = False,
+    ) -> list[Hit]:
+        """BM25 over the text-property union; user text is escaped, never raises on syntax.
+
+        Optional filters applied before the top-k cut: ``where`` (property equality) and
+        ``within`` (``(node id, edge type)``: only targets of that node's outgoing edges of that
+        type, e.g. a Conversation's ``HAS_MESSAGE`` Messages). A backend that cannot apply
+        them raises ``UserError`` when they are given (the Neo4j store today). ``stemmed`` ranks on
+        a stemmed index where the backend keeps one (the embedded store); a backend whose analyzer
+        is its own (Neo4j) ignores it.
+        """
+        ...
+
+    def keyword_search(
+        self, keyword: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None
+    ) -> list[Hit]:
+        """Nodes whose ``keywords`` property holds ``keyword`` (case-insensitive), scored 1.0."""
+        ...
+
+    def expand(
+        self, node_ids: Sequence[str], *, guards: Guards, limit: int = 20
+    ) -> dict[str, list[Neighbor]]:
+        """1-hop neighbours per node, both directions, at most ``limit`` per node, guard layer 4."""
+        ...
+
+    def missing_embeddings(
+        self,
+        *,
+        account_id: str,
+        labels: Sequence[str] | None = None,
+        exclude: Iterable[str] = (),
+        limit: int = 100,
+    ) -> list[Node]: ...
+
+    def vector_indexes(self) -> dict[str, int]:
+        """Index discovery: vector-indexed label → dimensions (cached per process)."""
+        ...
+
+    def clear_index_cache(self) -> None:
+        """Forget discovered indexes (``clearIndexCache``: after a reindex or a schema change)."""
+        ...
+
+    def schema(self, *, guards: Guards) -> dict[str, Any]:
+        """Labels, relationship types and property keys in use in the account, and the vector indexes."""
+        ...
+
+    def query(
+        self, text: str, params: Mapping[str, Any] | None = None, *, guards: Guards, read_only: bool = True
+    ) -> Any:
+        """Query passthrough for the graph tool: ``{"rows": [...], "warnings": [...]}`` on Neo4j
+        (``$accountId`` is always the guards' account); the embedded store raises ``UserError``."""
+        ...
+
+    def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int: ...
+
+    def close(self) -> None: ...
+
+
+# conversations ---------------------------------------------------------------------------
+# The stored shape shared by the channels pipeline and the memory plugin's conversation tools
+# (plugins never import each other, so the shape lives here):
+#   (:Conversation {id, channel, sender, sessionId, scope, title, startedAt, lastMessageAt})
+#     -[:HAS_MESSAGE]->
+#   (:Message:<Channel>Message {role, text, conversationId, channel, sender, sessionId, scope,
+#                               sentAt | receivedAt})
+# ``conversationId`` on every Message is what conversation search filters on, inside the query.
+CONVERSATION_LABEL = "Conversation"
+MESSAGE_LABEL = "Message"
+HAS_MESSAGE = "HAS_MESSAGE"
+CHANNEL_MESSAGE_LABELS: dict[str, str] = {
+    "webchat": "WebchatMessage", "telegram": "TelegramMessage", "whatsapp": "WhatsAppMessage",
+}
+
+
+def conversation_node_id(account_id: str, channel: str, sender: str) -> str:
+    """Deterministic Conversation id from account + channel + sender (the channels pipeline's rule)."""
+    import hashlib
+
+    joined = "\x1f".join((account_id, channel, sender))
+    digest = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:32]  # never raises
+    return f"conv-{digest}"

@@ -1,0 +1,333 @@
+"""Plugin discovery: entry points, PLUGIN.md folders and premium bundles, filtered by name first.
+
+Block and allow lists and the brand's exclusions are applied by *name* before anything is
+imported, so a disabled plugin's module never runs. Each plugin is registered with pluggy alone
+and checked alone (``check_pending`` for that plugin), so one plugin's typo fails that plugin.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata
+import importlib.util
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from host.runtime import hooktable
+from host.runtime.hooktable import EachHook, ListHook
+from host.runtime.isolation import isolate, isolate_wrapper, one_line
+from host.runtime.manifest import PluginManifest, from_mapping, load_manifest
+from host.util import config
+from host.util.errors import DuplicateNameError, UserError
+from host.util.log import log
+
+ENTRY_POINT_GROUP = "plughost.plugins"
+
+
+@dataclass
+class PluginRecord:
+    """One plugin the host found, loaded or not, with where it came from and why it failed."""
+
+    name: str
+    source: str  # entry-point | platform | premium | registered
+    origin: str  # "module:<dotted>" or the PLUGIN.md folder
+    folder: Path | None = None
+    manifest: PluginManifest | None = None
+    module: ModuleType | Any | None = None
+    status: str = "loaded"  # loaded | failed | disabled | excluded (by the install's brand)
+    reason: str | None = None
+    bundle: str | None = None  # premium bundle name
+    nested: bool = False  # nested-marketplace premium sub-plugin
+    builtin: bool = False
+
+    @property
+    def loaded(self) -> bool:
+        return self.status == "loaded"
+
+    def describe(self) -> dict[str, Any]:
+        m = self.manifest
+        return {
+            "name": self.name,
+            "source": self.source,
+            "origin": self.origin,
+            "version": m.version if m else None,
+            "surface": m.surface if m else None,
+            "tools": [t.name for t in m.tools] if m else [],
+            "status": self.status,
+            "reason": self.reason,
+            "bundle": self.bundle,
+        }
+
+
+class Discovery:
+    """What one host found and loaded: its records by name and the modules they came from."""
+
+    def __init__(self, pm: pluggy.PluginManager, env: Mapping[str, str], *, plugins_dir: Path | None,
+                 premium_dir: Path | None, entry_points: bool) -> None:
+        self.pm, self.env = pm, env
+        self.plugins_dir, self.premium_dir, self.entry_points = plugins_dir, premium_dir, entry_points
+        self.records: dict[str, PluginRecord] = {}
+        self._loaded = False
+        self._modules: dict[str, str] = {}  # dotted module -> plugin name
+        self._brand: tuple[str | None, list[str]] | None = None
+
+    def _filters(self) -> tuple[set[str], list[str] | None, bool]:
+        disabled = set(config.csv_list(self.env.get("PLUGHOST_DISABLE_PLUGINS")) or [])
+        allow = config.csv_list(self.env.get("PLUGHOST_LOAD_PLUGINS"))
+        return disabled, allow, config.flag("PLUGHOST_NO_EXTERNAL_PLUGINS", self.env)
+
+    def check_plugin_lists(self) -> None:
+        """A UserError naming the first block/allow-list entry that no discovered plugin has.
+
+        The lists are applied by name before any import, so a misspelt name would otherwise block
+        nothing (``PLUGHOST_DISABLE_PLUGINS``) or everything (``PLUGHOST_LOAD_PLUGINS``) in silence.
+        ``PLUGHOST_LOAD_PLUGINS=none`` loads no plugin.
+        """
+        self.load()
+        known = sorted(self.records)
+        for var in ("PLUGHOST_LOAD_PLUGINS", "PLUGHOST_DISABLE_PLUGINS"):
+            for name in config.csv_list(self.env.get(var)) or []:
+                if name in self.records or (var == "PLUGHOST_LOAD_PLUGINS" and name == "none"):
+                    continue
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"did you mean '{close[0]}'? " if close else ""
+                raise UserError(f"{var}: no plugin named '{name}' ({hint}known: {', '.join(known) or 'none'})")
+
+    def brand_exclusions(self) -> tuple[str | None, list[str]]:
+        """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
+        `brand.json` beside the plugins folder. What a brand excludes does not load (SPEC 5)."""
+        if self._brand is None:
+            from host.runtime.specialists import find_brand
+
+            payload_root = Path(self.plugins_dir).parent if self.plugins_dir is not None else None
+            self._brand = find_brand(self.env.get("PLUGHOST_BRAND") or None, self.env, payload_root)
+        return self._brand
+
+    def _blocked_reason(self, name: str, builtin: bool) -> str | None:
+        disabled, allow, no_external = self._filters()
+        brand, excluded = self.brand_exclusions()
+        if name in excluded:
+            return f"excluded by brand '{brand}' (plugins.excluded)"
+        if name in disabled:
+            return "disabled by PLUGHOST_DISABLE_PLUGINS"
+        if allow is not None and name not in allow:
+            return "not in PLUGHOST_LOAD_PLUGINS"
+        if no_external and not builtin:
+            return "external plugin skipped (PLUGHOST_NO_EXTERNAL_PLUGINS=1)"
+        return None
+
+    def load(self) -> Discovery:
+        """Discover and load every plugin once."""
+        if self._loaded:
+            return self
+        self._loaded = True
+        if self.entry_points:
+            for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+                self._load_entry_point(ep)
+        if self.plugins_dir and self.plugins_dir.is_dir():
+            for folder in sorted(p for p in self.plugins_dir.iterdir() if (p / "PLUGIN.md").is_file()):
+                self._load_folder(folder, source="platform")
+        if self.premium_dir and self.premium_dir.is_dir():
+            for top in sorted(p for p in self.premium_dir.iterdir() if p.is_dir()):
+                if (top / "PLUGIN.md").is_file():
+                    self._load_folder(top, source="premium", bundle=top.name)
+                elif (top / "plugins").is_dir():
+                    for sub in sorted(p for p in (top / "plugins").iterdir() if (p / "PLUGIN.md").is_file()):
+                        self._load_folder(sub, source="premium", bundle=top.name, nested=True)
+        if config.flag("PLUGHOST_VERBOSE", self.env):
+            statuses = [r.status for r in self.records.values()]
+            log("plugins", "op=loaded", count=statuses.count("loaded"), failed=statuses.count("failed"),
+                disabled=statuses.count("disabled"))
+        return self
+
+    def _claim(self, record: PluginRecord) -> PluginRecord | None:
+        """Register a record under its name; the same plugin reached twice merges, two different ones raise."""
+        existing = self.records.get(record.name)
+        if existing is None:
+            self.records[record.name] = record
+            return None
+        same_folder = existing.folder and record.folder and existing.folder.resolve() == record.folder.resolve()
+        same_module = (
+            record.manifest is not None
+            and record.manifest.python
+            and existing.origin == f"module:{record.manifest.python}"
+        )
+        if same_folder or same_module:
+            return existing
+        raise DuplicateNameError(
+            f"plugin name '{record.name}' is claimed by two sources: {existing.origin} and {record.origin}"
+        )
+
+    def _load_entry_point(self, ep: importlib.metadata.EntryPoint) -> None:
+        dist = getattr(ep, "dist", None)
+        builtin = bool(dist and dist.name == "plughost")
+        record = PluginRecord(name=ep.name, source="entry-point", origin=f"module:{ep.value}", builtin=builtin)
+        self._claim(record)
+        reason = self._blocked_reason(ep.name, builtin)
+        if reason:
+            record.status, record.reason = ("excluded" if reason.startswith("excluded by brand") else "disabled"), reason
+            self.pm.set_blocked(ep.name)
+            return
+        try:
+            spec = importlib.util.find_spec(ep.module)
+        except Exception as exc:  # a broken parent package
+            record.status, record.reason = "failed", f"import failed: {one_line(exc)}"
+            return
+        if spec and spec.origin and spec.origin not in ("built-in", "frozen"):
+            record.folder = Path(spec.origin).resolve().parent
+            md = record.folder / "PLUGIN.md"
+            if md.is_file():
+                try:
+                    record.manifest = load_manifest(md)
+                except UserError as exc:
+                    record.status, record.reason = "failed", str(exc)
+                    return
+        self._import_and_register(record, ep.module, loader=ep.load, dist=dist)
+
+    def _load_folder(self, folder: Path, *, source: str, bundle: str | None = None, nested: bool = False) -> None:
+        md = folder / "PLUGIN.md"
+        try:
+            found = load_manifest(md)
+            manifest: PluginManifest | None = found
+            name, reason = found.name, None
+        except UserError as exc:
+            manifest, name, reason = None, folder.name, str(exc)
+        builtin = folder.resolve().is_relative_to(config.builtin_plugins_dir().resolve()) or bool(
+            manifest and manifest.python and manifest.python.startswith("plugins.")
+        )
+        record = PluginRecord(
+            name=name, source=source, origin=str(folder), folder=folder, manifest=manifest,
+            bundle=bundle, nested=nested, builtin=builtin and source == "platform",
+        )
+        existing = self._claim(record)
+        if existing is not None:
+            # A built-in reached as an entry point and as a folder: one plugin. The folder's
+            # manifest (the payload's copy) describes the files; the module stays the entry point's.
+            if manifest is not None and existing.status != "failed":
+                existing.manifest = manifest
+                existing.folder = folder
+            return
+        if reason:
+            record.status, record.reason = "failed", reason
+            return
+        blocked = self._blocked_reason(name, record.builtin)
+        if blocked:
+            record.status, record.reason = ("excluded" if blocked.startswith("excluded by brand") else "disabled"), blocked
+            self.pm.set_blocked(name)
+            return
+        if manifest and manifest.python:
+            self._import_and_register(record, manifest.python, folder=folder)
+        # else: a declarative plugin (a shared-lib MCP server, skills, agents): nothing to import.
+
+    def _import_and_register(self, record: PluginRecord, module_name: str, *, loader: Any = None,
+                             folder: Path | None = None, dist: Any = None) -> None:
+        try:
+            if loader is not None:
+                module = loader()
+            else:
+                module = self._import_from_folder(module_name, folder) if folder else importlib.import_module(
+                    module_name)
+        except Exception as exc:
+            record.status, record.reason = "failed", f"import failed: {one_line(exc)}"
+            log("plugins", "op=load-failed", plugin=record.name, reason=record.reason)
+            return
+        record.module = module
+        if record.manifest is None:
+            record.manifest = from_mapping({"name": record.name, "version": dist_version(module, dist)}, None)
+        problem = self._register_checked(module, record.name)
+        if problem:
+            record.status, record.reason = "failed", problem
+            record.module = None
+            log("plugins", "op=load-failed", plugin=record.name, reason=problem)
+            return
+        self._modules[getattr(module, "__name__", module_name)] = record.name
+
+    def _register_checked(self, module: Any, name: str) -> str | None:
+        """Register one plugin with pluggy; its failure reason, or None once registered and isolated.
+
+        pluggy validates signatures at register time; a hook name with no spec (a misspelling)
+        is only caught by ``check_pending``, which we run for this plugin alone so one plugin's
+        typo fails that plugin, not the host.
+        """
+        try:
+            self.pm.register(module, name=name)
+        except Exception as exc:  # pluggy validation: bad signature, wrapper not a generator
+            return f"hook validation failed: {one_line(exc)}"
+        callers = self.pm.get_hookcallers(module) or []
+        unknown = sorted(c.name for c in callers if c.spec is None
+                         and not all(i.optionalhook for i in c.get_hookimpls() if i.plugin is module))
+        if unknown:
+            self.pm.unregister(module)
+            hints = []
+            for hook_name in unknown:
+                close = difflib.get_close_matches(hook_name, list(hooktable.TABLE), n=1)
+                hints.append(f"'{hook_name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            return f"hook validation failed: unknown hook {', '.join(hints)}"
+        for caller in callers:
+            kind = hooktable.TABLE.get(caller.name)
+            if not isinstance(kind, (ListHook, EachHook)):
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.plugin is not module or impl.hookwrapper:
+                    continue
+                wrap = isolate_wrapper if impl.wrapper else isolate
+                # pluggy types HookImpl.function as Final; replacing it once, right after
+                # registration and before any call, is what puts isolation inside pluggy's loop.
+                impl.function = wrap(impl.function, name, caller.name, self.env)  # type: ignore[misc]
+        return None
+
+    @staticmethod
+    def _import_from_folder(module_name: str, folder: Path) -> ModuleType:
+        """Import ``module_name`` from a plugin folder, falling back to the normal import system."""
+        rel = Path(*module_name.split("."))
+        for candidate in (folder / rel.with_suffix(".py"), folder / rel / "__init__.py"):
+            if candidate.is_file():
+                unique = f"plughost_ext_{folder.name.replace('-', '_')}_{module_name.replace('.', '_')}"
+                spec = importlib.util.spec_from_file_location(unique, candidate)
+                assert spec and spec.loader
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[unique] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    sys.modules.pop(unique, None)
+                    raise
+                return module
+        return importlib.import_module(module_name)
+
+    def register(self, plugin: Any, name: str, manifest: PluginManifest | None = None) -> PluginRecord:
+        """Register an in-process plugin object (tests, embedding apps)."""
+        record = PluginRecord(name=name, source="registered", origin=f"object:{name}", module=plugin,
+                              manifest=manifest or from_mapping({"name": name}, None))
+        self._claim(record)
+        problem = self._register_checked(plugin, name)
+        if problem:
+            self.records.pop(name, None)
+            raise UserError(f"plugin '{name}': {problem}")
+        return record
+
+    def unregister(self, name: str) -> None:
+        record = self.records.pop(name, None)
+        if record and record.module is not None and self.pm.is_registered(record.module):
+            self.pm.unregister(record.module)
+
+
+def dist_version(module: Any, dist: Any = None) -> str:
+    """The version of the distribution that declares the entry point (a module's name need not be
+    its distribution's); else the distribution owning the module's top package; else ``__version__``."""
+    if dist is not None and getattr(dist, "version", None):
+        return str(dist.version)
+    top = getattr(module, "__name__", "").split(".")[0]
+    for name in importlib.metadata.packages_distributions().get(top, []):
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return getattr(module, "__version__", "0.0.0")

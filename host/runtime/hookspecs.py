@@ -1,0 +1,401 @@
+"""Every hook a plughost plugin may implement (SPEC 2.3).
+
+Each spec is documented with one template: what it is for, **Parameters**, **Combines**
+(how results from several plugins are combined), **Fires** (when the host calls it) and
+**Example**. `tests/host/test_hooks.py` checks the template and that every hook has a
+``test_hook_<name>`` test; `docs/hooks.md` is generated from these docstrings.
+
+Implement a hook with ``@host.hookimpl`` in the module named by the plugin's entry point or
+PLUGIN.md ``python`` field. Hook implementations may accept any subset of the parameters. The
+host calls every hook through pluggy, so ``tryfirst``/``trylast`` and ``wrapper=True`` work;
+:mod:`host.runtime.hooktable` says how each hook's answers are combined and their type. A hook name
+with no spec here fails its plugin at load, with a did-you-mean.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.ports.embedding import Embedder
+    from host.ports.graph import GraphStore, Guards
+    from host.runtime.host import Host
+    from host.runtime.types import (
+        AgentRunner,
+        ChannelAdapter,
+        CliCommand,
+        CollectionSource,
+        Gate,
+        RetrievalBoost,
+        Route,
+        Tool,
+    )
+
+PROJECT = "plughost"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def plughost_tools(host: Host) -> list[Tool]:
+    """The MCP tools this plugin serves: their handlers, and for a plugin without PLUGIN.md their
+    declaration too.
+
+    **Parameters:** ``host`` — the loaded host (store, embedder, env guards through it).
+
+    **Combines:** lists from every plugin are flattened; each tool is attributed to the plugin
+    that returned it; two tools with one name in one plugin are an error naming both. The host
+    joins them once with the declarations (:class:`host.runtime.tooltable.ToolTable`): a plugin with a
+    PLUGIN.md declares its tools there (``tools:``; name, description, flags, ``inputSchema``),
+    and a handler it does not declare is not served but reported (``plugins list``,
+    ``manifests check``, ``[mcp] op=undeclared-tool``); without a PLUGIN.md the returned
+    ``Tool`` objects are the declaration.
+
+    **Fires:** when a plugin's MCP server is built (``plughost mcp serve``, ``/mcp/<plugin>``)
+    and when the tool surface needs handlers; never at import.
+
+    **Example:**
+    ``return [Tool.from_function(echo)]`` where ``def echo(text: str) -> str``.
+    """
+
+
+@hookspec
+def plughost_boot_gates(host: Host) -> list[Gate]:
+    """Self-test gates run by ``plughost boot`` (SPEC 7).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened across plugins; gate names are unique; gates run in ``order``,
+    each isolated (one raising is reported as that gate's failure, the others still run).
+
+    **Fires:** once per ``plughost boot`` / ``plughost serve``, after the tool surface is computed.
+
+    **Example:** ``return [Gate("schema-labels", check=check_labels)]``.
+    """
+
+
+@hookspec
+def plughost_routes(host: Host) -> list[Route]:
+    """HTTP routes to mount on the host's ASGI app.
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; a (methods, path) pair claimed twice is an error naming both plugins.
+
+    **Fires:** once when ``plughost serve`` assembles the app.
+
+    **Example:** ``return [Route("/healthz", endpoint=health)]``.
+    """
+
+
+@hookspec
+def plughost_cli_commands(host: Host) -> list[CliCommand]:
+    """Top-level ``plughost`` subcommands a plugin adds (``plughost graph import ...``).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; names are unique and may not shadow a core command.
+
+    **Fires:** when the CLI is asked for a command that is not a core one (or for ``--help``).
+
+    **Example:** ``return [CliCommand("graph", "graph store tools", configure, run)]``.
+    """
+
+
+@hookspec
+def plughost_startup(host: Host) -> None:
+    """Open what the plugin needs for a long-running process.
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** every implementation runs; one raising is logged against its plugin and the
+    others still run, except a ``host.util.errors.FatalError`` (a check meant to refuse boot, e.g. an
+    embedder whose dimensions differ from the store's): ``serve`` then stops, exit 1, with one
+    line naming the plugin and the reason.
+
+    **Fires:** once when ``plughost serve`` starts, after the gates passed.
+
+    **Example:** ``host.runtime.state.set(SCHEDULER, start_scheduler())`` with
+    ``SCHEDULER: StateKey[Scheduler] = StateKey("my.scheduler")`` in the plugin's module.
+    """
+
+
+@hookspec
+def plughost_shutdown(host: Host) -> None:
+    """Release what ``plughost_startup`` opened (stores, threads, clients).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** every implementation runs, in registration order (the reverse of
+    ``plughost_startup``, which pluggy calls newest first); one raising is logged against its
+    plugin and the others still run.
+
+    **Fires:** once on graceful shutdown (SIGTERM/SIGINT) and at the end of ``Host.close()``.
+
+    **Example:** ``(scheduler := host.state.pop(SCHEDULER)) and scheduler.stop()``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_store(host: Host) -> GraphStore | None:
+    """The graph store (a :class:`host.ports.graph.GraphStore`).
+
+    **Parameters:** ``host`` — the loaded host; read configuration from ``host.env``.
+
+    **Combines:** one provider answers. ``PLUGHOST_STORE=<plugin>`` names it; ``sqlite`` or
+    ``neo4j`` (the built-in graph plugin's backends) pick the built-in (when it is loaded), even
+    when a third-party store is installed; unset, an installed (external) plugin is asked before the built-in,
+    whatever the names sort to, and None passes to the next. Two external providers refuse boot
+    (gate ``single-provider``) naming both, until ``PLUGHOST_STORE`` names one. Any other value
+    is a usage error (exit 2) naming the built-in options and the provider plugins.
+
+    **Fires:** lazily, the first time ``host.store()`` is called; the host caches the answer.
+
+    **Example:** ``return SqliteStore(home / "graph.sqlite")``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_embedder(host: Host) -> Embedder | None:
+    """The text embedder (a :class:`host.ports.embedding.Embedder`).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** one provider answers, chosen as for ``plughost_store`` with
+    ``PLUGHOST_EMBEDDER=<plugin>``; ``local``, ``ollama`` and ``none`` pick the built-in memory
+    plugin's embedder (``none``: no embedder, even when a third-party one is installed); any
+    other value is a usage error. None means no usable embedder.
+
+    **Fires:** lazily, the first time ``host.embedder()`` is called; cached.
+
+    **Example:** ``return OllamaEmbedder(url, model)`` when ``PLUGHOST_EMBEDDER=ollama``.
+    """
+
+
+@hookspec
+def plughost_channel_adapters(host: Host) -> list[ChannelAdapter]:
+    """Messaging channels (webchat, Telegram, WhatsApp ...).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; channel names are unique.
+
+    **Fires:** when ``plughost serve`` assembles the app (their routes are mounted) and when a
+    reply must be sent (``plughost channels retry``).
+
+    **Example:** ``return [ChannelAdapter("telegram", routes=(...), send=send_message)]``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_query_expansions(host: Host, query: str, retrieval_class: str | None) -> list[str] | None:
+    """Paraphrases of a search query (``PLUGHOST_GS_EXPANSION``).
+
+    **Parameters:** ``query`` — the user's query; ``retrieval_class`` — entity / temporal /
+    event / general / none or None.
+
+    **Combines:** firstresult; None means "no opinion". A raising provider degrades the search
+    to the original query.
+
+    **Fires:** once per ``memory-search`` call with expansion on (results cached 1 h).
+
+    **Example:** ``return [query, query.replace("price", "cost")]``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_rerank(host: Host, query: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Reorder fused search rows (a cross-encoder or an LLM may plug in here).
+
+    **Parameters:** ``query`` — the query; ``rows`` — the best ``PLUGHOST_GS_RERANK_DEPTH`` (30)
+    fused rows with ``score`` keys (the rest follow the answer in fused order).
+
+    **Combines:** firstresult; None keeps the order.
+
+    **Fires:** after BOOST and DEDUP, before the slice, on every ``memory-search`` call.
+
+    **Example:** ``return sorted(rows, key=my_score, reverse=True)``.
+    """
+
+
+@hookspec
+def plughost_retrieval_boosts(host: Host) -> list[RetrievalBoost]:
+    """Extra score bumps for the BOOST stage (``PLUGHOST_GS_BOOSTS``).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; names unique; bumps add up.
+
+    **Fires:** once per search with boosts on.
+
+    **Example:** ``return [RetrievalBoost("pinned", lambda row: 0.1 if row["props"].get("pinned") else 0)]``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_screen_message(host: Host, message: dict[str, Any]) -> dict[str, Any] | None:
+    """Classify an inbound message (verdict, injection flag, intent, language, complexity).
+
+    **Parameters:** ``message`` — ``{channel, text, sender, role}``.
+
+    **Combines:** firstresult; None or a raise or more than 3 s falls through to the local check.
+
+    **Fires:** once per inbound message, before routing.
+
+    **Example:** ``return {"verdict": "CLEAN", "intent": "question", "lang": "en"}``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_agent_runner(host: Host) -> AgentRunner | None:
+    """The agent runner that turns a composed payload into a reply.
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** firstresult; the channels plugin answers with its built-in runner chosen by
+    ``PLUGHOST_AGENT`` (``memory``, the default; ``claude``; ``command``), and a plugin
+    registered after it (any external plugin) is asked first.
+
+    **Fires:** once per host, when ``plughost serve`` starts (the runner warms up) or on the
+    first message that needs an agent; the answer is cached.
+
+    **Example:** ``return HttpRunner(url)`` (an object with ``async run(session_id, payload) -> str``).
+    """
+
+
+@hookspec
+def plughost_account_created(host: Host, account_id: str, users: list[dict[str, Any]]) -> None:
+    """An account's folder was written (``plughost account create``): seed what it needs in the graph.
+
+    **Parameters:** ``account_id`` — the account; ``users`` — its ``users.json`` entries (entry 0
+    is the owner, ``role: owner``; others ``role: admin``), each with ``userId`` and ``name``.
+
+    **Combines:** every implementation runs; one raising is reported against its plugin (the
+    command exits 1 naming it) and the others still run. Must be idempotent: the command runs it
+    again on ``--force`` or when it completes a stub account.
+
+    **Fires:** once per ``plughost account create``, after the files are written.
+
+    **Example:** the graph plugin upserts ``AdminUser {role: owner}`` + ``UserProfile`` per admin,
+    produced by an ``account-bootstrap`` Task.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
+    """The account owner's standing rules, injected into every admin turn (SPEC 9.7).
+
+    **Parameters:** ``account_id`` — the account.
+
+    **Combines:** firstresult; returns ``{"rules": [...], "source": "owner"|"no-owner", "owner": id}``.
+
+    **Fires:** once per admin turn, while the payload is composed.
+
+    **Example:** ``return {"rules": [], "source": "no-owner", "owner": None}``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
+                             exclude: list[str]) -> list[dict[str, Any]] | None:
+    """The memory items to surface into a Claude Code prompt (the ``UserPromptSubmit`` hook).
+
+    **Parameters:** ``query`` — the prompt, or the session's previous query folded with a short
+    follow-up; ``guards`` — the account, scopes and agent of the prompt's config dir (a public
+    session's guards allow ``public`` only); every read must carry them; ``limit`` — items
+    wanted; ``exclude`` — ids already surfaced in this session (return others).
+
+    **Combines:** firstresult: the first non-None list wins (a brand's plugin overrides the
+    memory plugin's guarded ``memory-search``). Items are ``{id, label, title, text, score,
+    source}``; the caller drops repeats, fits them into the character budget and records them.
+    A raise surfaces nothing for that prompt (``[surface] op=error``), never blocks it.
+
+    **Fires:** once per prompt worth a search (greetings, acknowledgements, commands and very
+    short prompts are skipped first), in ``plughost serve``'s loopback listener or in the hook
+    process when no server runs.
+
+    **Example:** ``return [{"id": n.id, "label": "Note", "title": n.title, "text": n.body, "score": 1.0}]``.
+    """
+
+
+@hookspec
+def plughost_collection_sources(host: Host) -> list[CollectionSource]:
+    """Kinds of files a folder collection can index (``plughost memory collection add --source``).
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened; source names are unique. The memory plugin contributes
+    ``markdown`` (frontmatter, title, ``[[wikilinks]]`` and relative links, ``**/*.md``).
+    A source's ``parse(text, relpath)`` returns ``{title, body, frontmatter, links, aliases,
+    keywords}``; the sync sections ``body`` into Section/Chunk nodes, turns ``links`` into
+    ``LINKS_TO`` edges and keeps the collection incremental by content hash whatever the source.
+
+    **Fires:** when a collection is added or synced (CLI, and ``plughost serve``'s watcher).
+
+    **Example:** ``return [CollectionSource("org", ("**/*.org",), parse_org)]``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_recall_used(host: Host, reply: str, items: dict[str, dict[str, str]],
+                         tool_text: str) -> list[str] | None:
+    """Which surfaced memory items an assistant reply actually used (recall tracking).
+
+    **Parameters:** ``reply`` — the text of the reply that just finished; ``items`` — the
+    session's surfaced items not yet marked used, ``{id: {title, text}}`` as they were shown;
+    ``tool_text`` — the reply's tool-call inputs, as JSON text (a ``memory-search`` or a lookup
+    naming an id counts as use).
+
+    **Combines:** firstresult: the first non-None list of ids wins (an LLM judge may plug in).
+    The built-in answer counts an item used when the reply names its id, quotes its title,
+    repeats six words of it in a row or echoes most of its distinctive words. Ids outside
+    ``items`` are ignored.
+
+    **Fires:** once per finished reply, from the memory plugin's Claude Code ``Stop`` hook,
+    only when the session surfaced something not yet marked.
+
+    **Example:** ``return [i for i in items if judge(reply, items[i]["text"])]``.
+    """
+
+
+@hookspec
+def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str, Any], result: str,
+                         is_error: bool, started_at: str, completed_at: str) -> None:
+    """One plughost-served MCP tool call has finished (the audit trail outside Claude Code).
+
+    **Parameters:** ``plugin`` / ``tool`` — who served what; ``arguments`` — the call's arguments
+    as received (not redacted: an implementation that stores them redacts first); ``result`` —
+    the result's text content; ``is_error`` — whether the result is an ``isError`` one;
+    ``started_at`` / ``completed_at`` — ISO-8601 UTC.
+
+    **Combines:** notification: every implementation runs; one raising is logged and does not
+    change the call's result.
+
+    **Fires:** after every ``tools/call`` a plughost MCP server answered (stdio or ``/mcp/<plugin>``),
+    unknown tools aside, off the event loop. The memory plugin's implementation stores a
+    ``ToolCall`` node unless the process was started by Claude Code (``CLAUDECODE`` set: its
+    ``PostToolUse`` hook records those) or is a public or narrowed one.
+
+    **Example:** ``audit.append({"tool": tool, "error": is_error})``.
+    """
+
+
+@hookspec
+def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]) -> None:
+    """Conversation Messages were stored without an embedding: make them searchable by meaning.
+
+    **Parameters:** ``account_id`` — the account they belong to; ``message_ids`` — the stored
+    ``Message`` nodes' ids (new ones; a re-delivery or an unchanged turn is not repeated).
+
+    **Combines:** notification: every implementation runs; one raising is logged and the write
+    stands (the Messages are stored whatever the hook does).
+
+    **Fires:** after the channels pipeline stores an inbound Message or a reply (on the persist
+    path, before the 2xx: an implementation must only queue work) and after the turn recorder
+    stores an admin turn. The memory plugin's implementation wakes its background embedder
+    under ``plughost serve`` and embeds the Messages in place in any other process.
+
+    **Example:** ``queue.put((account_id, message_ids))``.
+    """

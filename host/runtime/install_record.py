@@ -1,0 +1,83 @@
+"""Where the install is: the one reader of the install record and of "which config dir".
+
+``plughost install`` records the Claude Code config dir it made live as ``PLUGHOST_CONFIG_DIR``
+in ``<PLUGHOST_HOME>/.env`` (:func:`host.payload.installer._env`). Every process that needs that folder
+asks :func:`config_dir_source`: the claude runner (each turn's ``CLAUDE_CONFIG_DIR``), the
+registration gates, ``plughost doctor`` and ``serve``; so a gate checks the folder the runner
+uses, and the runner finds the servers the install registered. The scheduler's turns go
+through the runner; the MCP servers and hooks run inside Claude Code, whose own
+``CLAUDE_CONFIG_DIR`` is that folder.
+
+Precedence, first set wins (an empty value is unset):
+
+1. ``--config-dir`` (``serve`` and ``boot`` also pass it on as ``PLUGHOST_CLAUDE_CONFIG_DIR``,
+   so the runner they start agrees with their gates);
+2. ``PLUGHOST_CLAUDE_CONFIG_DIR``: an explicit override, for the runner and the gates alike;
+3. ``PLUGHOST_CONFIG_DIR``: the install record (an exported value over the ``.env`` line, as in
+   :func:`host.util.config.load_env`);
+4. ``CLAUDE_CONFIG_DIR``: Claude Code's own choice, for a folder plughost did not install into;
+5. ``~/.claude``: where Claude Code and a default ``plughost install`` put it.
+
+The install record wins over an exported ``CLAUDE_CONFIG_DIR``: a shell that exports one for the
+user's own Claude Code must not send the runner to a folder without plughost's servers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from host.util import config
+from host.util.errors import UserError
+
+RECORD_KEY = "PLUGHOST_CONFIG_DIR"
+OVERRIDE_KEY = "PLUGHOST_CLAUDE_CONFIG_DIR"
+
+
+@dataclass(frozen=True)
+class InstallRecord:
+    """What ``<PLUGHOST_HOME>/.env`` says about the install (``config_dir`` None: never installed)."""
+
+    path: Path
+    config_dir: Path | None
+
+    @classmethod
+    def read(cls, env: Mapping[str, str] | None = None) -> InstallRecord:
+        """The record of the data root ``env`` names; a relative recorded folder is bad input."""
+        path = config.home(env) / ".env"
+        raw = (config.read_dotenv(path).get(RECORD_KEY) or "").strip()
+        if raw and not os.path.isabs(os.path.expanduser(raw)):
+            raise UserError(f"{path}: {RECORD_KEY}: expected an absolute folder (got {raw!r}); "
+                            "rerun plughost install --config-dir DIR")
+        return cls(path, Path(os.path.normpath(os.path.expanduser(raw))) if raw else None)
+
+
+def _absolute(value: str | Path, env: Mapping[str, str]) -> Path:
+    text = str(value)
+    if text == "~" or text.startswith("~/"):
+        text = (env.get("HOME") or str(Path.home())) + text[1:]
+    return Path(os.path.abspath(text))  # a runner turn's cwd is not the caller's
+
+
+def config_dir_source(env: Mapping[str, str], explicit: Path | str | None = None) -> tuple[Path, str]:
+    """(config dir, where it came from: flag | PLUGHOST_CLAUDE_CONFIG_DIR | install |
+    CLAUDE_CONFIG_DIR | default); see the module docstring for why in this order."""
+    if explicit:
+        return _absolute(explicit, env), "flag"
+    if (env.get(OVERRIDE_KEY) or "").strip():
+        return _absolute(env[OVERRIDE_KEY].strip(), env), OVERRIDE_KEY
+    if (env.get(RECORD_KEY) or "").strip():
+        return _absolute(env[RECORD_KEY].strip(), env), "install"
+    recorded = InstallRecord.read(env).config_dir
+    if recorded is not None:
+        return recorded, "install"
+    if (env.get("CLAUDE_CONFIG_DIR") or "").strip():
+        return _absolute(env["CLAUDE_CONFIG_DIR"].strip(), env), "CLAUDE_CONFIG_DIR"
+    return Path(env.get("HOME") or Path.home()) / ".claude", "default"
+
+
+def config_dir(env: Mapping[str, str], explicit: Path | str | None = None) -> Path:
+    """The config dir alone (:func:`config_dir_source`)."""
+    return config_dir_source(env, explicit)[0]

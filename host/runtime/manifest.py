@@ -1,0 +1,224 @@
+"""PLUGIN.md: YAML frontmatter validated against `manifests/schemas/plugin.schema.json` (SPEC 2.1).
+
+Errors are one line naming the file, the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from host.util import config
+from host.util.errors import UserError
+
+_LOADER: Any = None
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+@dataclass(frozen=True)
+class ToolDecl:
+    """A tool as PLUGIN.md declares it."""
+
+    name: str
+    description: str = ""
+    admin_allowlist: bool = False
+    eager: bool = False
+    input_schema: dict[str, Any] | None = None
+
+
+@dataclass
+class PluginManifest:
+    """A parsed, validated PLUGIN.md (or one synthesised for an entry point without one)."""
+
+    name: str
+    path: Path | None
+    description: str = ""
+    version: str = "0.0.0"
+    surface: str = "feature"
+    author: str | None = None
+    tools: list[ToolDecl] = field(default_factory=list)
+    mcp: dict[str, Any] | None = None
+    mcp_manifest: str = "auto"
+    python: str | None = None
+    skills: str = "skills"
+    agents: str = "agents"
+    hooks: str = "hooks"
+    body: str = ""
+
+    @property
+    def folder(self) -> Path | None:
+        return self.path.parent if self.path else None
+
+    @property
+    def has_mcp(self) -> bool:
+        """A plugin-local MCP server: `mcp/__main__.py` or `mcp/server.py` (SPEC 2.1)."""
+        folder = self.folder
+        return folder is not None and any((folder / "mcp" / f).is_file() for f in ("__main__.py", "server.py"))
+
+
+@cache
+def _validator(name: str) -> Any:
+    import jsonschema
+
+    schema = json.loads(config.schema_path(name).read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def json_path(parts: Any) -> str:
+    """`tools[0].name` style path for a jsonschema error location."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def describe_error(err: Any) -> tuple[str, str]:
+    """(field, expectation) for a jsonschema ValidationError, phrased for humans."""
+    where = json_path(err.absolute_path)
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        key = extra[0] if extra else "?"
+        return (f"{where}.{key}" if where else key), "unknown key; allowed: " + ", ".join(
+            sorted(err.schema.get("properties", {}))
+        )
+    if err.validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        return (f"{where}.{missing}" if where else missing), "required field is missing"
+    if err.validator == "pattern":
+        return where, f"expected a value matching {err.validator_value} (got {err.instance!r})"
+    if err.validator == "type":
+        return where, f"expected {err.validator_value} (got {type(err.instance).__name__} {err.instance!r})"
+    if err.validator == "enum":
+        return where, f"expected one of {', '.join(map(str, err.validator_value))} (got {err.instance!r})"
+    return where, err.message
+
+
+@cache
+def _fast(name: str) -> Any:
+    """A compiled validator (fastjsonschema) used to accept valid input quickly; jsonschema explains failures."""
+    import fastjsonschema
+
+    schema = json.loads(config.schema_path(name).read_text(encoding="utf-8"))
+    schema = {k: v for k, v in schema.items() if k != "$schema"}  # compiled as draft-07: same keywords here
+    return fastjsonschema.compile(schema)
+
+
+def validate(data: Any, schema: str, source: str, *, partial: bool = False) -> None:
+    """Raise UserError(`<source>: <field>: <expected>`) for the first (stable-ordered) defect.
+
+    ``partial``: a missing top-level required field is no defect (the fields present are checked).
+    """
+    import fastjsonschema
+
+    try:
+        _fast(schema)(data)
+        return
+    except fastjsonschema.JsonSchemaException:
+        pass
+    errors = sorted((e for e in _validator(schema).iter_errors(data)
+                     if not (partial and e.validator == "required" and not e.absolute_path)),
+                    key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        where, what = describe_error(errors[0])
+        raise UserError(f"{source}: {where or '(top level)'}: {what}")
+
+
+def all_errors(data: Any, schema: str, source: str) -> list[str]:
+    """Every defect as a one-line message (for `plughost manifests check`)."""
+    out = []
+    for err in sorted(_validator(schema).iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+        where, what = describe_error(err)
+        out.append(f"{source}: {where or '(top level)'}: {what}")
+    return out
+
+
+def _yaml_loader() -> Any:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster when present
+
+
+def split_frontmatter(path: Path) -> tuple[str, str]:
+    """(YAML text between the leading `---` lines, Markdown body) of PLUGIN.md or an agent file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    match = _FRONTMATTER.match(text)
+    if not match:
+        raise UserError(f"{path}: frontmatter: expected a YAML block between '---' lines at the top")
+    return match.group(1), text[match.end():]
+
+
+def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
+    """Split PLUGIN.md into (frontmatter mapping, body). Raises UserError on bad YAML."""
+    import yaml
+
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = _yaml_loader()
+
+    head, body = split_frontmatter(path)
+    try:
+        data = yaml.load(head, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 2}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UserError(f"{path}: frontmatter: invalid YAML{line}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: frontmatter: expected a mapping of fields (got {type(data).__name__})")
+    return data, body
+
+
+def manifest_errors(path: Path) -> list[str]:
+    """All defects of one PLUGIN.md, one line each (empty when valid)."""
+    try:
+        data, _ = read_frontmatter(path)
+    except UserError as exc:
+        return [str(exc)]
+    return all_errors(data, "plugin", str(path))
+
+
+def load_manifest(path: Path) -> PluginManifest:
+    """Parse and validate one PLUGIN.md."""
+    data, body = read_frontmatter(path)
+    validate(data, "plugin", str(path))
+    return from_mapping(data, path, body)
+
+
+def from_mapping(data: dict[str, Any], path: Path | None, body: str = "") -> PluginManifest:
+    tools = []
+    for t in data.get("tools") or []:
+        admin = bool(t.get("adminAllowlist", False))
+        tools.append(
+            ToolDecl(
+                name=t["name"],
+                description=t.get("description", ""),
+                admin_allowlist=admin,
+                eager=bool(t.get("eager", admin)),
+                input_schema=t.get("inputSchema"),
+            )
+        )
+    return PluginManifest(
+        name=data["name"],
+        path=path,
+        description=data.get("description", ""),
+        version=str(data.get("version", "0.0.0")),
+        surface=data.get("surface", "feature"),
+        author=data.get("author"),
+        tools=tools,
+        mcp=data.get("mcp"),
+        mcp_manifest=data.get("mcp-manifest", "auto"),
+        python=data.get("python"),
+        skills=data.get("skills", "skills"),
+        agents=data.get("agents", "agents"),
+        hooks=data.get("hooks", "hooks"),
+        body=body,
+    )

@@ -1,0 +1,269 @@
+"""The tool table: declarations joined with handlers once per host, argument checks, in-process calls.
+
+The MCP server builder (:mod:`host.mcp.server`) serves these over the wire; in-process callers
+(``plughost demo``, the CLI, tests) call :func:`call_tool` and pay no MCP import.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from host.runtime import hooktable
+from host.runtime.manifest import ToolDecl, json_path
+from host.runtime.types import Tool
+from host.util.errors import UserError
+from host.util.log import log
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.runtime.host import Host
+
+DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+NO_HANDLER = "is declared in PLUGIN.md but no plughost_tools implementation provides it"
+
+
+@dataclass(frozen=True)
+class ServedTool:
+    name: str
+    description: str
+    schema: dict[str, Any]
+    eager: bool
+    handler: Any
+    validator: Any
+    plugin: str = ""
+    admin: bool = False
+
+
+@dataclass(frozen=True)
+class ToolProblem:
+    """A tool whose declaration and handler do not meet: reported, never silently dropped.
+
+    ``reason``: ``undeclared`` (a handler PLUGIN.md does not declare: not served),
+    ``no-handler`` (declared, but the plugin's ``plughost_tools`` does not provide it) or
+    ``signature`` (the declared ``inputSchema`` and the handler's parameters disagree) or
+    ``schema`` (the ``inputSchema`` is not a valid JSON Schema: not served).
+    """
+
+    plugin: str
+    tool: str
+    reason: str
+    detail: str
+
+    def line(self) -> str:
+        return f"plugin '{self.plugin}': tool '{self.tool}' {self.detail}"
+
+
+@dataclass
+class ToolTable:
+    """Every plugin's declarations joined with its handlers, built once per host (``host.tools()``).
+
+    The one join used by the tool surface, the MCP servers (stdio and ``/mcp/<plugin>``),
+    ``plugins list``, ``manifests check`` and in-process calls. A plugin's tools are declared once:
+    in its PLUGIN.md ``tools:`` when it has a PLUGIN.md, else by the ``Tool`` objects its
+    ``plughost_tools`` returns. The handler always comes from ``plughost_tools``.
+    """
+
+    declared: dict[str, list[ToolDecl]] = field(default_factory=dict)
+    served: dict[str, dict[str, ServedTool]] = field(default_factory=dict)
+    withheld: dict[str, list[str]] = field(default_factory=dict)
+    problems: list[ToolProblem] = field(default_factory=list)
+    hook_errors: list[Any] = field(default_factory=list)
+
+    def has_handlers(self, plugin: str) -> bool:
+        """Whether the host serves this plugin's tools (else its own MCP server does, if any)."""
+        return plugin in self.served
+
+    def of(self, plugin: str) -> dict[str, ServedTool]:
+        """The tools one plugin serves; a UserError when a declared tool has no handler."""
+        for problem in self.problems:
+            if problem.plugin == plugin and problem.reason == "no-handler":
+                raise UserError(problem.line())
+        if plugin not in self.served and self.declared.get(plugin):  # no handler at all: not ours to serve
+            raise UserError(ToolProblem(plugin, self.declared[plugin][0].name, "no-handler", NO_HANDLER).line())
+        return self.served.get(plugin, {})
+
+    def problems_of(self, plugin: str) -> list[ToolProblem]:
+        return [p for p in self.problems if p.plugin == plugin]
+
+
+def build_tool_table(host: Host) -> ToolTable:
+    """Call ``plughost_tools`` once and join each loaded plugin's handlers with its declarations."""
+    import jsonschema
+
+    table = ToolTable()
+    collected = host.collect(hooktable.TOOLS)
+    table.hook_errors = list(collected.errors)
+    for record in sorted(host.loaded(), key=lambda r: r.name):
+        plugin = record.name
+        impls = collected.items(plugin)
+        manifest = record.manifest
+        if manifest is not None and manifest.path is not None:
+            decls = list(manifest.tools)
+        else:
+            decls = [_decl_of(t) for t in impls]
+        table.declared[plugin] = decls
+        if not impls:
+            # No handlers: a declarative plugin, or one whose own MCP server serves it. A plugin
+            # whose own ``python:`` module should provide them (none, raised, wrong type) is a defect.
+            if decls and manifest is not None and manifest.python and not _own_server(record):
+                failed = [e.reason for e in collected.errors if e.plugin == plugin]
+                detail = f"cannot be served: plughost_tools failed: {failed[0]}" if failed else NO_HANDLER
+                table.problems.extend(ToolProblem(plugin, d.name, "no-handler", detail) for d in decls)
+            continue
+        handlers = {t.name: t for t in impls}
+        served: dict[str, ServedTool] = {}
+        for decl in decls:
+            impl = handlers.pop(decl.name, None)
+            if impl is None:
+                table.problems.append(ToolProblem(plugin, decl.name, "no-handler", NO_HANDLER))
+                continue
+            if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
+                table.withheld.setdefault(plugin, []).append(decl.name)
+                continue
+            schema = dict(decl.input_schema or impl.input_schema or DEFAULT_SCHEMA)
+            schema.setdefault("type", "object")
+            invalid = _schema_error(schema)
+            if invalid:
+                table.problems.append(ToolProblem(plugin, decl.name, "schema", invalid))
+                continue
+            mismatch = _signature_mismatch(schema, impl.handler)
+            if mismatch:
+                table.problems.append(ToolProblem(plugin, decl.name, "signature", mismatch))
+            served[decl.name] = ServedTool(decl.name, decl.description or impl.description, schema, decl.eager,
+                                           impl.handler, jsonschema.Draft202012Validator(schema), plugin,
+                                           decl.admin_allowlist)
+        for extra in sorted(handlers):
+            table.problems.append(ToolProblem(plugin, extra, "undeclared",
+                                              "is provided by plughost_tools but not declared in PLUGIN.md "
+                                              "tools: (declare it there to serve it)"))
+        table.served[plugin] = served
+    return table
+
+
+def _own_server(record: Any) -> bool:
+    """Whether the plugin names its own MCP server (its tools are served there, not by the host)."""
+    manifest = record.manifest
+    return manifest is not None and (bool(manifest.mcp) or manifest.has_mcp)
+
+
+def _schema_error(schema: Mapping[str, Any]) -> str | None:
+    """One line naming the field of an ``inputSchema`` that is not a valid JSON Schema, or None."""
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        where = json_path(exc.path) or "(root)"
+        return f"has an invalid inputSchema at '{where}': {exc.message:.120}"
+    return None
+
+
+def _decl_of(tool: Tool) -> ToolDecl:
+    eager = tool.admin_allowlist if tool.eager is None else tool.eager
+    return ToolDecl(tool.name, tool.description, tool.admin_allowlist, eager,
+                    dict(tool.input_schema) if tool.input_schema else None)
+
+
+def _signature_mismatch(schema: Mapping[str, Any], handler: Any) -> str | None:
+    """Why the schema's properties and the handler's parameters cannot meet, or None."""
+    try:
+        params = inspect.signature(handler).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    accepted = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    declared = set(schema.get("properties") or {})
+    unknown = sorted(declared - accepted)
+    if unknown:
+        return f"has an inputSchema property '{unknown[0]}' that is not a parameter of its handler"
+    needed = sorted(n for n in accepted if params[n].default is inspect.Parameter.empty and n not in declared)
+    if needed:
+        return f"has a handler parameter '{needed[0]}' without default that is not in inputSchema"
+    return None
+
+
+def served_tools(host: Host, plugin: str) -> list[ServedTool]:
+    """The tools one plugin serves (from the host's tool table); a UserError naming a declared tool
+    without handler."""
+    record = host.plugin(plugin)
+    if not record.loaded:
+        raise UserError(f"plugin '{plugin}': not loaded ({record.reason})")
+    table = host.tools()
+    for name in table.withheld.get(plugin, []):
+        log("mcp", "op=tool-withheld", plugin=plugin, tool=name)
+    for problem in table.problems_of(plugin):
+        if problem.reason == "undeclared":
+            log("mcp", "op=undeclared-tool", plugin=plugin, tool=problem.tool)
+    return list(table.of(plugin).values())
+
+
+def argument_error(tool: str, validator: Any, arguments: Mapping[str, Any]) -> str | None:
+    """One line naming the first bad parameter, or None when the arguments are valid."""
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
+    if not errors:
+        return None
+    err = errors[0]
+    path = json_path(err.absolute_path)
+    if err.validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else "?"
+        return f"{tool}: parameter '{missing}' is required"
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        return f"{tool}: parameter '{(path + '.' if path else '') + (extra[0] if extra else '?')}' is not accepted"
+    expected = err.schema.get("type") or err.validator
+    if err.validator == "enum":
+        expected = "one of " + ", ".join(map(str, err.validator_value))
+    elif err.validator == "type":
+        expected = str(err.validator_value)
+    elif err.validator in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern"):
+        expected = f"{err.validator} {err.validator_value}"
+    return f"{tool}: parameter '{path or '(arguments)'}': expected {expected} (got {err.instance!r:.60})"
+
+
+def render(value: Any) -> str:
+    """Tool results as text: strings verbatim, anything else as indented JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False, default=str)
+
+
+
+def checked_call(tools: Mapping[str, ServedTool], name: str,
+                 arguments: Mapping[str, Any] | None) -> tuple[ServedTool, dict[str, Any]]:
+    """The tool and its arguments once both are valid; a UserError naming the tool or parameter otherwise.
+
+    The one check shared by MCP calls and in-process calls.
+    """
+    tool = tools.get(name)
+    if tool is None:
+        raise UserError(f"unknown tool '{name}' (this server has: {', '.join(sorted(tools)) or 'none'})")
+    args = dict(arguments or {})
+    problem = argument_error(name, tool.validator, args)
+    if problem:
+        raise UserError(problem)
+    return tool, args
+
+
+def call_tool(host: Host, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+    """Call one plugin tool in-process with the same argument checks as over MCP.
+
+    A bad argument raises :class:`UserError` naming the parameter.
+    """
+    record = host.plugin(plugin)
+    if not record.loaded:
+        raise UserError(f"plugin '{plugin}': not loaded ({record.reason})")
+    tool, args = checked_call(host.tools().of(plugin), name, arguments)
+    value = tool.handler(**args)
+    if inspect.isawaitable(value):
+        import asyncio
+
+        value = asyncio.run(_awaited(value))
+    return value
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value

@@ -1,0 +1,246 @@
+"""Typed values that hooks return (SPEC 2.3).
+
+Every extension-point hook returns a list of one of these; :func:`host.runtime.host.Host.collect`
+flattens the lists, checks each item's type and rejects two items with one ``key``, naming both
+plugins. Capabilities with a single provider (the store, the embedder) return protocol objects
+described in :mod:`host.ports.graph` and :mod:`host.ports.embedding`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    import argparse
+
+    from host.runtime.host import Host
+
+ToolHandler = Callable[..., Any]
+"""Called with the validated arguments as keyword arguments; sync or async; returns str or JSON."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool a plugin serves. PLUGIN.md declares it; the hook supplies the handler.
+
+    A ``handler`` of None withholds a declared tool in this configuration: it is absent from
+    ``tools/list`` (e.g. the graph plugin's ``write-cypher`` under ``PLUGHOST_GRAPH_READ_ONLY=1``).
+    """
+
+    name: str
+    description: str
+    handler: ToolHandler
+    input_schema: Mapping[str, Any] | None = None
+    admin_allowlist: bool = False
+    eager: bool | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: ToolHandler,
+        *,
+        name: str | None = None,
+        admin_allowlist: bool = False,
+        eager: bool | None = None,
+    ) -> Tool:
+        """Build a tool from a function: its signature gives the schema, its docstring the text.
+
+        ``snake_case`` names become ``kebab-case`` tool names unless ``name`` is given.
+        """
+        doc = inspect.getdoc(fn) or ""
+        description = doc.split("\n\n")[0].replace("\n", " ").strip() or fn.__name__
+        return cls(
+            name=name or fn.__name__.replace("_", "-"),
+            description=description,
+            handler=fn,
+            input_schema=schema_from_signature(fn),
+            admin_allowlist=admin_allowlist,
+            eager=eager,
+        )
+
+
+_PARAM_DOC = re.compile(r"^\s*:param\s+(\w+):\s*(.+)$|^\s*(\w+)\s*(?:\([^)]*\))?:\s+(.+)$", re.M)
+
+
+def _json_type(annotation: Any) -> dict[str, Any]:
+    """Map a Python annotation to a JSON Schema fragment (the common cases only)."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if annotation in (inspect.Parameter.empty, Any):
+        return {}
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return _json_type(options[0])
+        return {"anyOf": [_json_type(a) for a in options]}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if annotation is str:
+        return {"type": "string"}
+    if annotation is bool:
+        return {"type": "boolean"}
+    if annotation is int:
+        return {"type": "integer"}
+    if annotation is float:
+        return {"type": "number"}
+    if annotation is dict or origin in (dict, Mapping):
+        return {"type": "object"}
+    if annotation in (list, tuple) or origin in (list, tuple, Sequence):
+        item = _json_type(args[0]) if args else {}
+        return {"type": "array", "items": item} if item else {"type": "array"}
+    return {}
+
+
+def schema_from_signature(fn: ToolHandler) -> dict[str, Any]:
+    """JSON Schema (object) for a function's keyword parameters; docstring `name: text` lines describe them."""
+    hints = typing.get_type_hints(fn)
+    docs: dict[str, str] = {}
+    for m in _PARAM_DOC.finditer(inspect.getdoc(fn) or ""):
+        key, text = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        docs[key] = text.strip()
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for pname, param in inspect.signature(fn).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        prop = _json_type(hints.get(pname, param.annotation))
+        if pname in docs:
+            prop["description"] = docs[pname]
+        if param.default is inspect.Parameter.empty:
+            required.append(pname)
+        elif param.default is not None and isinstance(param.default, (str, int, float, bool)):
+            prop["default"] = param.default
+        properties[pname] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+GateStatus = Literal["ok", "fail", "warn", "error"]
+
+
+@dataclass
+class GateResult:
+    """What one gate found. ``lines`` are printed verbatim, in order."""
+
+    status: GateStatus
+    inspected: int = 0
+    lines: list[str] = field(default_factory=list)
+    defects: list[dict[str, Any]] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class GateContext:
+    """Everything a gate may look at; gates read, never write."""
+
+    host: Host
+    env: Mapping[str, str]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A boot self-test. ``fatal`` gates refuse boot on a defect; the others say it loudly."""
+
+    name: str
+    check: Callable[[GateContext], GateResult]
+    fatal: bool = True
+    order: int = 100
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Route:
+    """An HTTP route on the host's ASGI app: an endpoint, or a mounted ASGI ``app``."""
+
+    path: str
+    endpoint: Callable[..., Any] | None = None
+    methods: tuple[str, ...] = ("GET",)
+    name: str | None = None
+    app: Any = None
+
+    @property
+    def key(self) -> str:
+        if self.app is not None:
+            return f"MOUNT {self.path}"
+        return f"{','.join(sorted(self.methods))} {self.path}"
+
+
+@dataclass(frozen=True)
+class CliCommand:
+    """A top-level `plughost <name>` subcommand contributed by a plugin."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Host], int]
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class ChannelAdapter:
+    """A messaging channel: its inbound routes and how a reply goes out."""
+
+    name: str
+    routes: tuple[Route, ...] = ()
+    send: Callable[..., Awaitable[Any] | Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class RetrievalBoost:
+    """A score bump applied in the BOOST stage: returns the fractional bump for one result row."""
+
+    name: str
+    bump: Callable[[Mapping[str, Any]], float]
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+class AgentRunner(Protocol):
+    """Turns a composed payload into a reply (the ``plughost_agent_runner`` hook's answer)."""
+
+    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str: ...
+
+
+@dataclass(frozen=True)
+class CollectionSource:
+    """A kind of file a folder collection indexes (the ``plughost_collection_sources`` hook).
+
+    ``parse(text, relpath)`` returns ``{title, body, frontmatter, links, aliases, keywords}``:
+    ``body`` is Markdown (what the sectioniser splits), ``links`` a list of ``(kind, target)``
+    (``wikilink`` targets are note names, ``markdown`` targets relative paths); an optional
+    ``warnings`` list names what was indexed other than written (broken frontmatter), for the
+    sync report.
+    """
+
+    name: str
+    patterns: tuple[str, ...]
+    parse: Callable[[str, str], Mapping[str, Any]]
+
+    @property
+    def key(self) -> str:
+        return self.name

@@ -1,0 +1,1 @@
+"""The serving app (``plughost serve``): routes, MCP mounts, the front door and the bounded stop."""

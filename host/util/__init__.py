@@ -1,0 +1,1 @@
+"""Small utilities with no knowledge of plugins: errors, logs and redaction, settings, files, times."""

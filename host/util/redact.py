@@ -1,0 +1,506 @@
+"""The one redaction: what plughost stores (ToolCall, Task, Briefing) or logs never holds a secret in clear.
+
+:func:`redact_text` for a string, :func:`redact_value` for JSON-like data (with the tool's input
+schema's hints), :func:`redact_schema` for a JSON schema kept as data (its ``default``/``examples``
+of secret properties). A secret becomes :data:`MARKER`; its name, quotes and scheme stay, so
+``password=[redacted]`` still says what was there.
+
+Rules, in order: private key blocks (PEM, OpenSSH, PGP, PuTTY); passwords in URLs; command-line
+passwords (``mysql -p…``, ``curl -u user:pw``, ``sshpass -p``, ``redis-cli -a``, ``--password=…``
+and other secret-named flags); ``Cookie:`` headers; ``name: value`` / ``NAME=value`` /
+``"name": "value"`` pairs whose name looks secret (:func:`secret_name`); name/value pair objects
+(``{"name": "Authorization", "value": …}``); ``Bearer …`` and ``Basic <base64 user:pw>``; and the
+vendor key formats of ``detect-secrets`` (its plugins' regexes: AWS, Stripe, GitHub, GitLab,
+Slack, Twilio, JWT, SendGrid ...) plus the few it lacks (``github_pat_``, Google ``AIza``/``ya29.``,
+OpenAI/Anthropic ``sk-…``, Hugging Face, npm, Shopify ...).
+
+Importing ``detect_secrets`` costs ~50 ms (it pulls ``requests``), and every process that logs a
+line redacts it: the patterns' sources are read from the package once and kept in
+``<PLUGHOST_HOME>/cache/redact-patterns.json`` (keyed by its version and files), compiled on the
+first redaction; a missing or broken package leaves the built-in formats.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any
+
+MARKER = "[redacted]"
+
+# names --------------------------------------------------------------------------------------
+_STRONG = ("password", "passwd", "passphrase", "passcode", "secret", "credential", "apikey", "privatekey",
+           "accesskey", "secretkey", "authtoken", "accesstoken", "refreshtoken", "sessiontoken", "clientsecret")
+"""Substrings of a lower-cased, separator-free name (``PGPASSWORD``, ``clientSecret``, ``x-api-key``)."""
+_WORDS = {"pwd", "pw", "pass", "token", "auth", "authorization", "cookie", "cookies", "credentials", "creds",
+          "secrets", "pin", "otp", "totp", "bearer", "jwt", "sid"}
+_KEY_QUALIFIERS = {"api", "private", "secret", "access", "signing", "encryption", "master", "client", "app",
+                   "license", "ssh", "gpg", "auth", "session", "shared", "service", "account", "storage",
+                   "subscription", "deploy", "webhook", "hmac", "aes", "rsa", "jwt", "consumer"}
+_SESSION_SECRETS = {"key", "token", "secret", "cookie"}
+_NOT_SECRET_TAIL = {"count", "counts", "limit", "limits", "max", "min", "type", "types", "kind", "length", "len",
+                    "size", "budget", "url", "uri", "urls", "endpoint", "path", "file", "dir", "name", "names",
+                    "id", "ids", "method", "methods", "mode", "enabled", "required", "policy", "expiry", "expires",
+                    "expiration", "ttl", "usage", "used", "total", "format", "field", "fields", "prompt", "hint",
+                    "label", "schema", "env", "var", "stdin", "hash", "algorithm", "provider", "scheme", "header",
+                    "version", "source", "status", "strategy", "reset", "changed", "set", "warning", "error",
+                    "exception", "manager"}
+_WORD_SPLIT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+@lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """Whether a key, header, flag or variable name says its value is a secret.
+
+    ``password``, ``PGPASSWORD``, ``api_key``, ``X-Auth-Token``, ``Authorization``, ``client_secret``,
+    ``session_token``, ``pwd``, ``auth`` are; ``author``, ``max_tokens``, ``token_url``, ``sessionId``,
+    ``secretary`` and ``password_file`` are not.
+    """
+    words = [w.lower() for w in _WORD_SPLIT.findall(name)]
+    if not words or words[0] == "no" or words[-1] in _NOT_SECRET_TAIL:
+        return False
+    flat = "".join(words)
+    if any(s in flat for s in _STRONG) and "secretar" not in flat:
+        return True
+    if any(w in _WORDS for w in words) or flat.endswith("token"):
+        return True
+    if words[-1] in ("key", "keys"):
+        return len(words) > 1 and words[-2] in _KEY_QUALIFIERS
+    return len(words) > 1 and words[-2] == "session" and words[-1] in _SESSION_SECRETS
+
+
+# the text rules ------------------------------------------------------------------------------
+_PRIVATE_BLOCK = re.compile(r"(-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----)"
+                            r"(?P<body>.*?)(?:(?P<end>-----END (?P=kind)-----)|\Z)", re.DOTALL)
+_PUTTY = re.compile(r"(Private-Lines: *\d+)((?:\r?\n|\\n)[A-Za-z0-9+/=]+)+|(Private-MAC: *)[0-9a-fA-F]+")
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@'\"<>]*:)([^\s/'\"<>]+)(?=@)")
+_MYSQL = re.compile(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_CURL_USER = re.compile(r"(\b(?:curl|wget)\b[^\n|;&]{0,400}?\s(?:-u|--user|--proxy-user|--http-user)(?:\s*|=)['\"]?"
+                        r"[^\s:'\"]*:)([^\s'\"]+)")
+_PASS_TOOLS = re.compile(r"(\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]{0,400}?\s-a)\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\b[^\n|;&]{0,200}?\blogin\b[^\n|;&]{0,200}?"
+                      r"\s-p\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_HTPASSWD = re.compile(r"(\bhtpasswd\b(?:\s+-[A-Za-z]+)*?\s+-[A-Za-z]*b[A-Za-z]*(?:\s+-[A-Za-z]+)*"
+                       r"(?:\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)){2}\s+)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_NETRC = re.compile(r"(\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+)(\S+)")
+_XML = re.compile(r"(?i)(<(?P<tag>[\w:.-]{0,40}?(?:password|passwd|passphrase|secret|token|apikey|api_key|pwd)"
+                  r"[\w:.-]{0,40})(?:\s[^>]{0,200})?>)([^<]{1,500})(</(?P=tag)\s*>)")
+_PROSE = re.compile(r"(?i)(\b(?:password|passcode|passphrase|passwd|pwd|pin code)\s+(?:is|was)\s*:?\s*)"
+                    r"([^\s,;]{4,}?)(?=[.,;!?]?(?:\s|$))")
+_FLAG = re.compile(r"((?<!\S)--?(?P<flag>[A-Za-z][\w-]{0,40})(?:=|\s+))(?P<val>'[^']*'|\"[^\"]*\"|[^\s'\"\-][^\s'\"]*)")
+_COOKIE = re.compile(r"(?i)((?<![\w-])(?:set-)?cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\n\"'\\]+)")
+_KEY = re.compile(
+    r"(?<![\w.\-])(?P<q>\\?[\"']|)"
+    r"(?=[\w.\-]{0,63}?(?i:pass|pw|secret|token|key|auth|cred|cookie|pin|otp|bearer|jwt|sid))"
+    r"(?P<key>[A-Za-z_][\w.\-]{0,63})(?P=q)(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*)"
+    r"(?P<scheme>(?i:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?")
+"""``name<sep>``, for a name holding a fragment of a secret name (the value is read after it, so a
+pair inside another's value, ``name=password=…``, is found too)."""
+_VALUE = re.compile(r"\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"'`,;&<>(){}\[\]\\]+")
+_PAIR = re.compile(
+    r"(?P<q>\\?\")(?:name|key|header)(?P=q)\s*:\s*(?P=q)(?P<name>[^\"\\]{1,80})(?P=q)\s*,\s*"
+    r"(?P=q)value(?P=q)\s*:\s*(?P=q)(?P<val>(?:[^\"\\]|\\[^\"])*)(?P=q)")
+_PAIR_REVERSED = re.compile(
+    r"(?P<q>\\?\")value(?P=q)\s*:\s*(?P=q)(?P<val>(?:[^\"\\]|\\[^\"])*)(?P=q)\s*,\s*"
+    r"(?P=q)(?:name|key|header)(?P=q)\s*:\s*(?P=q)(?P<name>[^\"\\]{1,80})(?P=q)")
+_BEARER = re.compile(r"(?i)(?<![\w-])(bearer[ \t]+)([A-Za-z0-9._~+/\-]{12,}=*)")
+_BASIC = re.compile(r"(?<![\w-])([Bb]asic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])")
+_NOT_VALUES = {"str", "int", "bool", "bytes", "none", "null", "nil", "true", "false", "string", "optional",
+               "any", "undefined", "required", "redacted", "secret", "password", "self", "object", "number",
+               "boolean", "integer", "float", "list", "dict"}
+_REFERENCE = re.compile(r"\$\{?[A-Za-z_][\w.]*\}?|%\([\w]+\)s|\{\{[^}]*\}\}|<[^>]*>|\*+|x{3,}|\.{3}|…")
+
+_EXTRA_FORMATS = (
+    r"github_pat_[A-Za-z0-9_]{22,}",
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
+    r"AIza[0-9A-Za-z_\-]{35}",
+    r"\bya29\.[0-9A-Za-z_\-]{20,}",
+    r"\bsk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+    r"\b(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,}",
+    r"\bwhsec_[A-Za-z0-9]{24,}",
+    r"\bxox[abposre]-[A-Za-z0-9-]{10,}",
+    r"\bxapp-\d-[A-Za-z0-9-]{20,}",
+    r"\bhf_[A-Za-z0-9]{30,}",
+    r"\bnpm_[A-Za-z0-9]{36}",
+    r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+    r"\bdo[por]_v1_[a-f0-9]{64}",
+    r"\bkey-[0-9a-f]{32}\b",
+    r"\bAKIA[0-9A-Z]{16}",
+    r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{4,}",
+)
+"""Formats ``detect-secrets`` 1.5 lacks (and the old built-ins, kept when it is missing)."""
+_SKIPPED_PLUGINS = {
+    "private_key": "the block rule takes the whole key, not only its header",
+    "basic_auth": "the URL rule",
+    "ip_public": "an address is not a secret",
+    "cloudant": "its name=value forms are the pair rule's",
+    "ibm_cloud_iam": "its name=value forms are the pair rule's",
+    "ibm_cos_hmac": "its name=value forms are the pair rule's",
+    "softlayer": "its name=value forms are the pair rule's",
+}
+"""detect-secrets plugins whose regexes are not used as they are, and why."""
+_GATES = {"artifactory": ("AKC", "AP"), "mailchimp": ("-us",), "telegram_token": (":",), "discord": (".",),
+          "stripe": ("k_live_",), "slack": ("xox", "hooks.slack"), "aws": ("A",), "twilio": ("AC", "SK"),
+          "npm": ("_authToken",)}
+"""Cheap substring tests before a detect-secrets regex without a literal prefix runs over a text."""
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+"""What a vendor match extends over: the rest of its token (a JWT's signature, a longer Stripe key)."""
+_TRIM = " \t\r\n=:\"'"
+_CACHE_VERSION = 1
+
+
+def _detect_secrets_key() -> str | None:
+    """The installed detect-secrets' identity (its version and plugin files), without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("detect_secrets")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = list(spec.submodule_search_locations)[0]
+    try:
+        with open(os.path.join(root, "__version__.py"), encoding="utf-8") as fh:
+            version = fh.read().strip()
+        plugins = os.path.join(root, "plugins")
+        stamp = sorted((n, os.stat(os.path.join(plugins, n)).st_mtime_ns) for n in os.listdir(plugins)
+                       if n.endswith(".py"))
+    except OSError:
+        return None
+    return json.dumps([_CACHE_VERSION, root, version, stamp])
+
+
+def detect_secrets_patterns() -> list[tuple[str, str, int]]:
+    """``(plugin, pattern, flags)`` of every regex-based detect-secrets plugin (imports the package)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import detect_secrets.plugins as plugins
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    found: list[tuple[str, str, int]] = []
+    for info in pkgutil.iter_modules(plugins.__path__):
+        module = importlib.import_module(f"detect_secrets.plugins.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and issubclass(cls, RegexBasedDetector) \
+                    and not inspect.isabstract(cls):
+                found.extend((info.name, p.pattern, p.flags) for p in getattr(cls, "denylist", ()))
+    return found
+
+
+def _cached_patterns() -> list[tuple[str, str, int]]:
+    """The detect-secrets patterns from the cache file, refreshed when the package changed."""
+    key = _detect_secrets_key()
+    if key is None:
+        return []
+    from host.util import config
+
+    path = config.home() / "cache" / "redact-patterns.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("key") == key:
+            return [(str(n), str(p), int(f)) for n, p, f in data["patterns"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        patterns = detect_secrets_patterns()
+    except Exception:  # noqa: BLE001 - a broken install leaves the built-in formats
+        return []
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "patterns": patterns}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return patterns
+
+
+Formats = list[tuple[re.Pattern[str], tuple[str, ...]]]
+_formats: Formats | None = None
+_formats_lock = threading.Lock()
+
+
+def vendor_formats() -> Formats:
+    """The compiled vendor key formats and their substring gates (built once per process)."""
+    global _formats
+    if _formats is None:
+        with _formats_lock:
+            if _formats is None:
+                built: Formats = []
+                for plugin, pattern, flags in _cached_patterns():
+                    if plugin in _SKIPPED_PLUGINS:
+                        continue
+                    try:
+                        built.append((re.compile(pattern, flags), _GATES.get(plugin, ())))
+                    except re.error:
+                        continue
+                built.extend((re.compile(p), ()) for p in _EXTRA_FORMATS)
+                _formats = built
+    return _formats
+
+
+def _splice(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each (merged) span replaced by :data:`MARKER`."""
+    if not spans:
+        return text
+    spans.sort()
+    out, last = [], 0
+    for start, end in spans:
+        if start < last:
+            last = max(last, end)
+            continue
+        out.append(text[last:start])
+        out.append(MARKER)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _vendor(text: str) -> str:
+    spans: list[tuple[int, int]] = []
+    for pattern, gates in vendor_formats():
+        if gates and not any(g in text for g in gates):
+            continue
+        reach = 0
+        for m in pattern.finditer(text):
+            start, end = m.span()
+            if start < reach:
+                continue
+            group = next((i for i in range(pattern.groups, 0, -1) if m.group(i) and len(m.group(i)) >= 4), 0)
+            if group and m.start(group) > start:
+                start, end = m.span(group)
+            else:
+                while start < end and text[start] in _TRIM:
+                    start += 1
+                while end > start and text[end - 1] in _TRIM:
+                    end -= 1
+                end = _TOKEN_TAIL.match(text, end).end()  # type: ignore[union-attr]  # matches ""
+            if end > start:
+                spans.append((start, end))
+                reach = end
+    return _splice(text, spans)
+
+
+def _quoted(value: str) -> tuple[str, str, str]:
+    """``(open, inner, close)`` of a value as written (quotes kept, so JSON stays JSON)."""
+    for q in ('\\"', '"', "'"):
+        if len(value) >= 2 * len(q) and value.startswith(q) and value.endswith(q):
+            return q, value[len(q):-len(q)], q
+    return "", value, ""
+
+
+def _plain_value(inner: str) -> bool:
+    """A value that is a type, placeholder or reference, not a secret (``str``, ``${TOKEN}``, ``***``)."""
+    return inner.lower() in _NOT_VALUES or bool(_REFERENCE.fullmatch(inner)) or inner == MARKER
+
+
+def _kv(text: str) -> str:
+    """Every secret-named pair's value replaced (quotes kept); code (``os.environ[...]``), types and
+    placeholders (``str``, ``${TOKEN}``, ``***``) stay."""
+    spans: list[tuple[int, int]] = []
+    last = 0
+    for m in _KEY.finditer(text):
+        if m.start() < last or not secret_name(m.group("key")):
+            continue
+        found = _VALUE.match(text, m.end())
+        if found is None:
+            continue
+        val = found.group(0)
+        opened, inner, closed = _quoted(val)
+        end = m.end() + len(val)
+        if not inner or _plain_value(inner) or inner.lower() == m.group("key").lower():
+            continue
+        if not opened and text[end:end + 1] in ("(", "[", "{"):
+            continue
+        if "=" not in m.group("sep") and inner.isalpha() and text[end:end + 1] == " " \
+                and text[end + 1:end + 2].isalpha():
+            continue  # prose: "password: The password for ..."
+        spans.append((m.end() + len(opened), end - len(closed)))
+        last = end
+    return _splice(text, spans)
+
+
+def _pair(m: re.Match[str]) -> str:
+    if not secret_name(m.group("name").strip()) or not m.group("val"):
+        return m.group(0)
+    s, e = m.start("val") - m.start(), m.end("val") - m.start()
+    return m.group(0)[:s] + MARKER + m.group(0)[e:]
+
+
+def _flag(m: re.Match[str]) -> str:
+    if not secret_name(m.group("flag")):
+        return m.group(0)
+    opened, inner, closed = _quoted(m.group("val"))
+    if _plain_value(inner):
+        return m.group(0)
+    return m.group(1) + opened + MARKER + closed
+
+
+def _second(m: re.Match[str]) -> str:
+    opened, inner, closed = _quoted(m.group(2))
+    return m.group(1) + opened + MARKER + closed if inner and inner != MARKER else m.group(0)
+
+
+def _xml(m: re.Match[str]) -> str:
+    value = m.group(3).strip()
+    if not value or _REFERENCE.fullmatch(value) or value.startswith(MARKER):
+        return m.group(0)
+    return m.group(1) + MARKER + m.group(4)
+
+
+def _prose(m: re.Match[str]) -> str:
+    """"the password is X" names a secret only when X looks like one (a digit or a symbol in it):
+    "the password is required" stays as written."""
+    value = m.group(2)
+    if not any(ch.isdigit() or not ch.isalnum() for ch in value) or value.startswith(MARKER):
+        return m.group(0)
+    return m.group(1) + MARKER
+
+
+def _private_block(m: re.Match[str]) -> str:
+    return f"{m.group(1)}{MARKER}{m.group('end') or ''}"
+
+
+def _putty(m: re.Match[str]) -> str:
+    return f"{m.group(1)} {MARKER}" if m.group(1) else f"{m.group(3)}{MARKER}"
+
+
+def _basic(m: re.Match[str]) -> str:
+    try:
+        decoded = base64.b64decode(m.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        return m.group(0)
+    return m.group(1) + MARKER if b":" in decoded else m.group(0)
+
+
+def _bearer(m: re.Match[str]) -> str:
+    token = m.group(2)
+    if not any(ch.isdigit() or ch in "._~+/-" for ch in token) or token.startswith(MARKER):
+        return m.group(0)
+    return m.group(1) + MARKER
+
+
+def _sub(pattern: re.Pattern[str], fix: Callable[[re.Match[str]], str]) -> Callable[[str], str]:
+    return lambda text: pattern.sub(fix, text)
+
+
+_RULES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
+    (("PRIVATE KEY",), _sub(_PRIVATE_BLOCK, _private_block)),
+    (("Private-",), _sub(_PUTTY, _putty)),
+    (("://",), _sub(_URL_PASSWORD, _second)),
+    (("mysql", "mariadb"), _sub(_MYSQL, _second)),
+    (("curl", "wget"), _sub(_CURL_USER, _second)),
+    (("sshpass", "redis-cli"), _sub(_PASS_TOOLS, _second)),
+    (("login",), _sub(_LOGIN_P, _second)),
+    (("htpasswd",), _sub(_HTPASSWD, _second)),
+    (("machine",), _sub(_NETRC, _second)),
+    (("</",), _sub(_XML, _xml)),
+    (("assword", "ASSWORD", "asscode", "assphrase", "pwd", "PWD", "pin code", "PIN code"), _sub(_PROSE, _prose)),
+    (("-",), _sub(_FLAG, _flag)),
+    (("ookie", "OOKIE"), _sub(_COOKIE, _second)),
+    (("value",), _sub(_PAIR, _pair)),
+    (("value",), _sub(_PAIR_REVERSED, _pair)),
+    ((":", "="), _kv),
+    (("earer", "EARER"), _sub(_BEARER, _bearer)),
+    (("asic",), _sub(_BASIC, _basic)),
+    ((), _vendor),
+)
+"""``(gates, rule)``: a rule runs only on a text holding one of its gates (none: always)."""
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret it holds replaced by :data:`MARKER` (the rules in the module doc)."""
+    if not isinstance(text, str) or len(text) < 8:
+        return text
+    for gates, rule in _RULES:
+        if not gates or any(g in text for g in gates):
+            text = rule(text)
+    return text
+
+
+# values ----------------------------------------------------------------------------------------
+def _marks_secret(sub: Any) -> bool:
+    return isinstance(sub, Mapping) and (sub.get("secret") is True or sub.get("writeOnly") is True
+                                         or sub.get("format") == "password")
+
+
+def schema_secret_keys(schema: Mapping[str, Any] | None) -> set[str]:
+    """Property names a JSON schema marks secret, at any depth (``secret``/``writeOnly``/``format: password``)."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            props = node.get("properties")
+            if isinstance(props, Mapping):
+                found.update(str(name) for name, sub in props.items() if _marks_secret(sub))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return found
+
+
+def _hidden(value: Any) -> bool:
+    """Whether a secret-named value is hidden: empty values and flags say nothing and stay."""
+    return value not in (None, "") and not isinstance(value, bool)
+
+
+def redact_value(value: Any, schema: Mapping[str, Any] | None = None, _keys: set[str] | None = None) -> Any:
+    """``value`` (JSON-like) with every secret replaced: a new value, the input is not changed.
+
+    Keys ``schema`` marks secret and keys :func:`secret_name` flags lose their value; a
+    ``{"name": <secret name>, "value": …}`` pair loses its value; every string passes
+    :func:`redact_text`.
+    """
+    keys = schema_secret_keys(schema) if _keys is None else _keys
+    if isinstance(value, Mapping):
+        label = value.get("name", value.get("key", value.get("header")))
+        pair = isinstance(label, str) and secret_name(label)
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = str(k)
+            if (name in keys or secret_name(name) or pair and name in ("value", "values")) and _hidden(v):
+                out[name] = MARKER
+            else:
+                out[name] = redact_value(v, None, keys)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v, None, keys) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+_SCHEMA_VALUES = ("default", "examples", "example", "const", "enum")
+
+
+def redact_schema(schema: Any, _secret: bool = False) -> Any:
+    """A JSON schema kept as data: the structure stays, the ``default``/``examples``/``const``/``enum``
+    of a property that is marked or named secret go, and every other string passes :func:`redact_text`."""
+    if isinstance(schema, Mapping):
+        out: dict[str, Any] = {}
+        secret = _secret or _marks_secret(schema)
+        for k, v in schema.items():
+            name = str(k)
+            if name in ("properties", "patternProperties") and isinstance(v, Mapping):
+                out[name] = {str(p): redact_schema(sub, secret_name(str(p))) for p, sub in v.items()}
+            elif secret and name in _SCHEMA_VALUES and v not in (None, ""):
+                out[name] = MARKER
+            else:
+                out[name] = redact_schema(v, False) if isinstance(v, (Mapping, list)) else redact_value(v)
+        return out
+    if isinstance(schema, list):
+        return [redact_schema(v, _secret) for v in schema]
+    return redact_value(schema)

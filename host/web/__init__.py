@@ -1,0 +1,1 @@
+"""HTTP pieces every server shares: JSON bodies and errors, the request guard, throttles and timeouts."""

@@ -1,0 +1,129 @@
+"""Small HTTP helpers shared by the host app and plugin routes (SPEC 13: 4xx JSON `{error, detail}`).
+
+Starlette is imported inside the functions: this module may be imported from a plugin's
+``hooks.py`` without putting the web stack on the boot path.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_FORWARDED_FOR = re.compile(r'for\s*=\s*"?([^;,"]+)"?', re.I)
+
+
+def json_error(status: int, error: str, detail: str, headers: Mapping[str, str] | None = None) -> Any:
+    """A JSON error response: ``{"error": <slug>, "detail": <one line>}``."""
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"error": error, "detail": detail}, status_code=status, headers=dict(headers or {}))
+
+
+def is_loopback(address: str | None) -> bool:
+    """True for 127.0.0.0/8, ::1 and IPv4-mapped loopback; False for anything unparseable."""
+    if not address:
+        return False
+    text = address.strip()
+    if text.startswith("[") and "]" in text:  # "[::1]:port" / "[::1]"
+        text = text[1:text.index("]")]
+    elif text.count(":") == 1:  # "127.0.0.1:port"
+        text = text.split(":", 1)[0]
+    try:
+        ip = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+MAX_DIGITS = 18
+"""Integer parameters (cursors, waits, ids) longer than this are refused before ``int()`` sees them."""
+
+
+def int_param(text: str | None, *, default: int = 0, maximum: int | None = None) -> int | None:
+    """A non-negative ASCII-decimal integer, or None when ``text`` is not one.
+
+    ``str.isdigit`` is true for ``"²"`` and other Unicode digits ``int()`` refuses, and a
+    5,000-digit number costs quadratic time to convert: only ``[0-9]{1,18}`` is read.
+    """
+    if text is None or text == "":
+        return default
+    if not (text.isascii() and text.isdigit()) or len(text) > MAX_DIGITS:
+        return None
+    value = int(text)
+    return min(value, maximum) if maximum is not None else value
+
+
+async def read_body(request: Any, limit: int) -> bytes | None:
+    """The request body, or None as soon as it passes ``limit`` bytes (never buffered past it)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and len(declared) <= MAX_DIGITS and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_json(raw: bytes | str, what: str = "body") -> Any:
+    """A request body as JSON, or ValueError with one line naming ``what`` and the reason.
+
+    :func:`host.util.jsonparse.parse_line` decides what is unreadable (deep nesting included); a lone
+    surrogate escape is left to the caller (``host.util.log`` and the stores make text well formed).
+    """
+    from host.util.jsonparse import BadLine, parse_line
+
+    try:
+        return parse_line(raw or b"null", surrogates=False)
+    except BadLine as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def forwarded_addresses(headers: Any) -> list[str] | None:
+    """Every address named by proxy headers, or None when no proxy header is present."""
+    found: list[str] = []
+    present = False
+    for value in headers.getlist("x-forwarded-for"):
+        present = True
+        found.extend(part.strip() for part in value.split(","))
+    for value in headers.getlist("forwarded"):
+        present = True
+        matches = _FORWARDED_FOR.findall(value)
+        found.extend(m.strip() for m in matches) if matches else found.append(value)
+    for value in headers.getlist("x-real-ip"):
+        present = True
+        found.append(value.strip())
+    return found if present else None
+
+
+def _loopback_name(host: str) -> bool:
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[1:name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    return name == "localhost" or is_loopback(name)
+
+
+def loopback_refusal(request: Any) -> str | None:
+    """Why this request may not ingest (a reason slug), or None when it may."""
+    peer = request.client.host if request.client else None
+    if not is_loopback(peer):
+        return "non-loopback-peer"
+    forwarded = forwarded_addresses(request.headers)
+    if forwarded is not None and (not forwarded or not all(is_loopback(a) for a in forwarded)):
+        return "non-loopback-forwarded"
+    if not _loopback_name(request.headers.get("host", "")):
+        return "non-loopback-host"
+    origin = request.headers.get("origin")
+    if origin is not None:
+        scheme, _, rest = origin.partition("://")
+        if scheme not in ("http", "https") or not rest or not _loopback_name(rest.split("/", 1)[0]):
+            return "cross-origin"
+    return None
