@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
         Route,
         Tool,
     )
+    from host.util.settings import Setting
 
 PROJECT = "plughost"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -398,4 +399,24 @@ def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]
     under ``plughost serve`` and embeds the Messages in place in any other process.
 
     **Example:** ``queue.put((account_id, message_ids))``.
+    """
+
+
+@hookspec
+def plughost_settings(host: Host) -> list[Setting]:
+    """The ``PLUGHOST_*`` variables this plugin reads, each a :class:`host.util.settings.Setting`
+    (name, type, default, one-line doc), declared in the plugin's ``settings.py``.
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** flattened with the host's own settings (:data:`host.util.settings.HOST`); a name
+    declared twice (by two plugins, or by a plugin and the host) is an error naming both. The
+    plugin reads each through its own object (``SEARCH_STEM.read(host.env)``): the typed value,
+    the default when unset, a one-line error naming the variable when the value is bad.
+
+    **Fires:** when ``plughost settings`` lists them (and ``docs/configuration.md`` is generated
+    from that table), and once per process when a command loads the host, to warn about a
+    ``PLUGHOST_*`` variable nobody declares (``[settings] op=unknown``, with a did-you-mean).
+
+    **Example:** ``return [Setting("PLUGHOST_HELLO_GREETING", "str", "hello", "what hello says")]``.
     """

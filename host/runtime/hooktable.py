@@ -32,6 +32,7 @@ from host.runtime.types import (
     Route,
     Tool,
 )
+from host.util.settings import Setting
 
 T = TypeVar("T")
 
@@ -77,6 +78,7 @@ ROUTES = ListHook("plughost_routes", Route)
 CLI_COMMANDS = ListHook("plughost_cli_commands", CliCommand)
 CHANNEL_ADAPTERS = ListHook("plughost_channel_adapters", ChannelAdapter)
 RETRIEVAL_BOOSTS = ListHook("plughost_retrieval_boosts", RetrievalBoost)
+SETTINGS = ListHook("plughost_settings", Setting)
 STARTUP = EachHook("plughost_startup")
 SHUTDOWN = EachHook("plughost_shutdown", reverse=True)
 ACCOUNT_CREATED = EachHook("plughost_account_created")
@@ -103,6 +105,6 @@ TABLE: dict[str, AnyHook] = {
     for h in (TOOLS, BOOT_GATES, ROUTES, CLI_COMMANDS, CHANNEL_ADAPTERS, RETRIEVAL_BOOSTS, STARTUP, SHUTDOWN,
               ACCOUNT_CREATED,
               STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES,
-              SURFACE_CONTEXT, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED, MESSAGES_STORED)
+              SURFACE_CONTEXT, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED, MESSAGES_STORED, SETTINGS)
 }
 """Every hook by name; a test pins it to the specs in :mod:`host.runtime.hookspecs`."""

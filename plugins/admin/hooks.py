@@ -13,6 +13,7 @@ from host.runtime.hookspecs import hookimpl
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
     from host.runtime.types import CliCommand, Route
+    from host.util.settings import Setting
 
 
 @hookimpl
@@ -50,3 +51,10 @@ def plughost_cli_commands(host: Host) -> list[CliCommand]:
     from plugins.admin import cli
 
     return [CliCommand("admin", cli.HELP, cli.configure, cli.run)]
+
+
+@hookimpl
+def plughost_settings() -> list[Setting]:
+    from plugins.admin.settings import ALL
+
+    return list(ALL)

@@ -9,6 +9,7 @@ from host.runtime.hookspecs import hookimpl
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
     from host.runtime.types import AgentRunner, ChannelAdapter, CliCommand, Gate
+    from host.util.settings import Setting
 
 # --- channels: adapters, runner, CLI (heavy modules are imported inside each hook) --------
 
@@ -69,3 +70,10 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
     from plugins.channels.runner_gate import agent_runner_gate
 
     return [admin_identity_binding_gate(), agent_runner_gate()]
+
+
+@hookimpl
+def plughost_settings() -> list[Setting]:
+    from plugins.channels.settings import ALL
+
+    return list(ALL)

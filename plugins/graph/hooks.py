@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from host.ports.graph import GraphStore
     from host.runtime.host import Host
     from host.runtime.types import CliCommand, Gate, Tool
+    from host.util.settings import Setting
 
 
 def backend_name(env: Any) -> str:
@@ -76,3 +77,10 @@ def plughost_account_created(host: Host, account_id: str, users: list[dict[str, 
     from plugins.graph.bootstrap import seed_account
 
     seed_account(host.store(), account_id, users)
+
+
+@hookimpl
+def plughost_settings() -> list[Setting]:
+    from plugins.graph.settings import ALL
+
+    return list(ALL)

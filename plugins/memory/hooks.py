@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from host.ports.graph import Guards
     from host.runtime.host import Host
     from host.runtime.types import CliCommand, CollectionSource, Gate, RetrievalBoost, Tool
+    from host.util.settings import Setting
 
 
 @hookimpl
@@ -197,8 +198,16 @@ def plughost_retrieval_boosts_recall(host: Host) -> list[RetrievalBoost]:
     return [boost(host.home, account)]
 
 
+@hookimpl
+def plughost_settings() -> list[Setting]:
+    from plugins.memory.settings import ALL
+
+    return list(ALL)
+
+
 __all__ = ["plughost_recall_used", "plughost_retrieval_boosts_recall", "plughost_collection_sources", "plughost_surface_context", "plughost_startup_surfacing", "plughost_shutdown",
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
            "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations",
-           "plughost_tools_audit", "plughost_tool_called", "plughost_startup_embed_queue", "plughost_messages_stored"]
+           "plughost_tools_audit", "plughost_tool_called", "plughost_startup_embed_queue", "plughost_messages_stored",
+           "plughost_settings"]

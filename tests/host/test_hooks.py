@@ -194,6 +194,25 @@ def test_hook_plughost_active_rules(make_host) -> None:
     assert host.first(hooktable.ACTIVE_RULES, account_id="acme")["rules"] == ["acme"]
 
 
+def test_hook_plughost_settings(make_host) -> None:
+    from host.runtime import settings as registry
+    from host.util.settings import Setting
+
+    host = make_host()
+    greeting = Setting("PLUGHOST_UNIT_GREETING", "str", "hello", "what the unit plugin says")
+    with host.temporary_plugin(_plugin(plughost_settings=lambda: [greeting]), "settings-x"):
+        (got,) = [c.item for c in host.collect(hooktable.SETTINGS) if c.plugin == "settings-x"]
+        assert got is greeting and got.read({"PLUGHOST_UNIT_GREETING": "hi"}) == "hi"
+        rows = {d.setting.name: d.plugin for d in registry.table(host)}
+        assert rows["PLUGHOST_UNIT_GREETING"] == "settings-x" and rows["PLUGHOST_HOME"] == "host"
+        assert rows["PLUGHOST_GS_STEM"] == "memory"  # the built-ins publish theirs the same way
+        clash = Setting("PLUGHOST_HOME", "path", None, "a plugin may not redeclare the host's")
+        with host.temporary_plugin(_plugin(plughost_settings=lambda: [clash]), "settings-y"), \
+                pytest.raises(DuplicateNameError, match="'PLUGHOST_HOME' is declared twice: by 'host' and by plugin "
+                                                        "'settings-y'"):
+            registry.table(host)
+
+
 def test_each_hook_result_type_is_the_one_its_spec_returns() -> None:
     """A hook's result type stands in its spec (the signature docs/hooks.md shows) and in the hook
     table (what the host checks and a type checker sees): this keeps the two one fact."""
@@ -202,8 +221,9 @@ def test_each_hook_result_type_is_the_one_its_spec_returns() -> None:
     from host.ports import embedding, graph
     from host.runtime import hookspecs, types
     from host.runtime.host import Host
+    from host.util.settings import Setting
 
-    names = {**vars(typing), **vars(types), **vars(graph), **vars(embedding), "Host": Host}
+    names = {**vars(typing), **vars(types), **vars(graph), **vars(embedding), "Host": Host, "Setting": Setting}
     table_types = typing.get_type_hints(hooktable, globalns={**vars(hooktable), **names})
     for name, hook in hooktable.TABLE.items():
         returned = typing.get_type_hints(getattr(hookspecs, name), globalns=names)["return"]

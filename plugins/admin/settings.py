@@ -1,0 +1,20 @@
+"""The admin plugin's ``PLUGHOST_*`` settings (published through ``plughost_settings``): its flood limits.
+
+Each is read through its object: see :mod:`host.util.settings` and :mod:`host.web.throttle`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from host.util.settings import Setting, declared
+
+RATE_PIN_ADDRESS: Setting[str] = Setting(
+    "PLUGHOST_RATE_PIN_ADDRESS", "str", "12/10",
+    "PIN attempts (POST /api/admin/session) from one client address, beside the server-wide PIN limit: "
+    "PER_MINUTE/BURST, 0 off")
+RATE_LOG_INGEST: Setting[str] = Setting(
+    "PLUGHOST_RATE_LOG_INGEST", "str", "6000/500",
+    "log lines (POST /api/admin/log-ingest) from one client address: PER_MINUTE/BURST, 0 off")
+
+ALL: tuple[Setting[Any], ...] = declared(vars())

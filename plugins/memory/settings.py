@@ -1,0 +1,113 @@
+"""The memory plugin's ``PLUGHOST_*`` settings (published through ``plughost_settings``).
+
+Each is read through its object (``SEARCH_STEM.read(host.env)``): see :mod:`host.util.settings`.
+The search stages' defaults are the shipped ones, the stages the quality benchmark kept
+(``bench/retrieval_quality.py``, figures in the README); :class:`plugins.memory.retrieval.flags.SearchFlags`
+takes its defaults from here. The hook process's builtins-only stages (``surfacing/hook.py``,
+``client.py``, ``context.py``) read the surfacing variables without the host; a test pins their
+defaults to these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from host.util.settings import Setting, declared
+
+# ---------------------------------------------------------------------- memory-search stages
+SEARCH_EXPANSION: Setting[bool] = Setting(
+    "PLUGHOST_GS_EXPANSION", "bool", False, "search 3-5 paraphrases of the query too (plughost_query_expansions)")
+SEARCH_ROUTE: Setting[bool] = Setting(
+    "PLUGHOST_GS_ROUTE", "bool", False, "a label filter and fusion weights per retrieval class")
+SEARCH_RRF: Setting[bool] = Setting(
+    "PLUGHOST_GS_RRF", "bool", False, "fuse the ranked lists by reciprocal rank instead of weighted scores")
+SEARCH_BOOSTS: Setting[bool] = Setting(
+    "PLUGHOST_GS_BOOSTS", "bool", False, "fractional score bumps (plughost_retrieval_boosts, recall ranking)")
+SEARCH_DEDUP: Setting[bool] = Setting(
+    "PLUGHOST_GS_DEDUP", "bool", False, "drop repeats by node id, slug, title and text, not node id alone")
+SEARCH_NORMALIZE: Setting[bool] = Setting(
+    "PLUGHOST_GS_NORMALIZE", "bool", True, "min-max normalise the vector list too before the weighted fusion (0: SPEC 9.4)")
+SEARCH_CANDIDATES: Setting[int] = Setting(
+    "PLUGHOST_GS_CANDIDATES", "int", 200, "hits fetched per path and per query before fusion (SPEC 9.4: 50)",
+    minimum=1, maximum=1000)
+SEARCH_MIN_SCORE: Setting[float] = Setting(
+    "PLUGHOST_GS_MIN_SCORE", "float", 0.0, "fused rows scoring below this are dropped")
+SEARCH_PATHS: Setting[str] = Setting(
+    "PLUGHOST_GS_PATHS", "choice", "hybrid", "both search paths, or one alone (diagnosis, the quality benchmark)",
+    choices=("hybrid", "vector", "bm25"))
+SEARCH_STEM: Setting[bool] = Setting(
+    "PLUGHOST_GS_STEM", "bool", True, "BM25 over the stemmed shadow of the text (0: SPEC 9.4)")
+SEARCH_STOPWORDS: Setting[bool] = Setting(
+    "PLUGHOST_GS_STOPWORDS", "bool", True, "drop question and function words from the BM25 query (0: SPEC 9.4)")
+SEARCH_VECTOR_WEIGHT: Setting[float] = Setting(
+    "PLUGHOST_GS_VECTOR_WEIGHT", "float", 0.5, "the vector share of the weighted fusion; BM25 has the rest (SPEC 9.4: 0.7)",
+    minimum=0, maximum=1)
+SEARCH_RRF_K: Setting[int] = Setting(
+    "PLUGHOST_GS_RRF_K", "int", 60, "the k of reciprocal rank fusion", minimum=1, maximum=1000)
+SEARCH_RERANK_DEPTH: Setting[int] = Setting(
+    "PLUGHOST_GS_RERANK_DEPTH", "int", 30, "fused rows a plughost_rerank provider sees", minimum=1, maximum=1000)
+SEARCH_NEIGHBOURS: Setting[float] = Setting(
+    "PLUGHOST_GS_NEIGHBOURS", "float", 0.3, "the share of a candidate turn's fused score the turn after it inherits (0: SPEC 9.4)",
+    minimum=0, maximum=1)
+SEARCH_NEIGHBOURS_BACK: Setting[float] = Setting(
+    "PLUGHOST_GS_NEIGHBOURS_BACK", "float", 0.0, "the share a turn passes back to the candidate turns before it",
+    minimum=0, maximum=1)
+RECALL_RANKING: Setting[bool] = Setting(
+    "PLUGHOST_RECALL_RANKING", "bool", False,
+    "pinned recall items up, snoozed ones down (with PLUGHOST_GS_BOOSTS=1), and snoozed ones never surfaced")
+
+# ---------------------------------------------------------------------- prompt-time surfacing
+SURFACE: Setting[bool] = Setting(
+    "PLUGHOST_SURFACE", "bool", True, "surface memory into Claude Code prompts (the UserPromptSubmit hook)")
+SURFACE_COLD: Setting[bool] = Setting(
+    "PLUGHOST_SURFACE_COLD", "bool", True, "without a listening serve, load the host in the hook process")
+SURFACE_TIMEOUT_MS: Setting[int] = Setting(
+    "PLUGHOST_SURFACE_TIMEOUT_MS", "int", 3000, "milliseconds the hook waits for serve's answer (50 at least)")
+SURFACE_COLD_TIMEOUT_MS: Setting[int] = Setting(
+    "PLUGHOST_SURFACE_COLD_TIMEOUT_MS", "int", 8000, "milliseconds the hook's in-process fallback may take (50 at least)")
+SURFACE_BUDGET: Setting[int] = Setting(
+    "PLUGHOST_SURFACE_BUDGET", "int", 2000, "characters surfaced into one prompt at most (a bad value: the default, logged)",
+    minimum=200, maximum=100_000)
+SURFACE_LIMIT: Setting[int] = Setting(
+    "PLUGHOST_SURFACE_LIMIT", "int", 4, "items surfaced into one prompt at most (a bad value: the default, logged)",
+    minimum=1, maximum=20)
+SURFACE_MIN_SIMILARITY: Setting[float] = Setting(
+    "PLUGHOST_SURFACE_MIN_SIMILARITY", "float", 0.3, "the vector similarity an item needs to be surfaced",
+    minimum=0, maximum=1)
+SURFACE_MIN_BM25: Setting[float] = Setting(
+    "PLUGHOST_SURFACE_MIN_BM25", "float", 0.5, "the normalised BM25 score an item found by BM25 alone needs",
+    minimum=0, maximum=1)
+SURFACE_SERVER: Setting[bool | None] = Setting(
+    "PLUGHOST_SURFACE_SERVER", "bool", None, "serve's loopback listener for the hooks (unset: under plughost serve only)")
+
+# ---------------------------------------------------------------------- what is stored and embedded
+MESSAGE_CONTEXT_TURNS: Setting[int] = Setting(
+    "PLUGHOST_MESSAGE_CONTEXT_TURNS", "int", 1, "preceding turns in a Message's indexed form (0: the bare turn)",
+    minimum=0, maximum=10)
+MESSAGE_EMBED: Setting[str] = Setting(
+    "PLUGHOST_MESSAGE_EMBED", "choice", "turn", "what a Message embeds: the bare turn, or the turn and its context",
+    choices=("context", "turn"))
+MEMORY_EXTRA_LABELS: Setting[list[str] | None] = Setting(
+    "PLUGHOST_MEMORY_EXTRA_LABELS", "csv", None, "more node labels the memory write tools accept")
+AUDIT_MCP: Setting[bool] = Setting(
+    "PLUGHOST_AUDIT_MCP", "bool", True, "store a ToolCall node for every tool call plughost's MCP servers answer")
+AUDIT_INPUT_CHARS: Setting[int] = Setting(
+    "PLUGHOST_AUDIT_INPUT_CHARS", "int", 4000, "characters of a ToolCall's input JSON kept", minimum=0)
+AUDIT_OUTPUT_CHARS: Setting[int] = Setting(
+    "PLUGHOST_AUDIT_OUTPUT_CHARS", "int", 4000, "characters of a ToolCall's output kept", minimum=0)
+EMBED_QUEUE: Setting[bool] = Setting(
+    "PLUGHOST_EMBED_QUEUE", "bool", True, "under plughost serve, embed stored Messages in a background thread")
+EMBED_QUEUE_POLL_S: Setting[int] = Setting(
+    "PLUGHOST_EMBED_QUEUE_POLL_S", "int", 10, "seconds between the embed queue's looks for Messages without a vector",
+    minimum=1, maximum=3600)
+
+# ---------------------------------------------------------------------- folder collections
+COLLECTIONS_WATCH: Setting[bool | None] = Setting(
+    "PLUGHOST_COLLECTIONS_WATCH", "bool", None, "watch the synced collections' folders (unset: under plughost serve only)")
+COLLECTIONS_REHASH: Setting[bool] = Setting(
+    "PLUGHOST_COLLECTIONS_REHASH", "bool", False, "hash every file of a collection sync, unchanged size and times too")
+COLLECTIONS_WORKERS: Setting[int | None] = Setting(
+    "PLUGHOST_COLLECTIONS_WORKERS", "int", None, "parse processes of a big sync (unset: the cores less one, at most 4; 0: parse in process)",
+    minimum=0, maximum=16)
+
+ALL: tuple[Setting[Any], ...] = declared(vars())
