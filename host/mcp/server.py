@@ -202,12 +202,12 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
     """One plugin over streamable HTTP, behind the same front door as ``plughost serve`` (host.http_guard)."""
     import uvicorn
 
-    from host.util import config
+    from host.util import settings
     from host.util.errors import UserError
     from host.web.http import is_loopback
     from host.web.http_guard import Door, GuardMiddleware
 
-    opened = config.flag("PLUGHOST_OPEN_LOCAL", host.env)
+    opened = settings.OPEN_LOCAL.read(host.env)
     if opened and not (bind == "localhost" or is_loopback(bind)):
         raise UserError(f"--bind {bind}: refusing a non-loopback bind while PLUGHOST_OPEN_LOCAL=1 opens /mcp")
     server = build_server(host, plugin)

@@ -39,7 +39,7 @@ from host.payload.generator import (
     premium_bundles,
 )
 from host.runtime.manifest import load_manifest, validate
-from host.util import config
+from host.util import config, settings
 from host.util.errors import FatalError, UserError
 from host.util.jsonio import read_json, render, write_if_changed
 from host.util.log import log
@@ -130,9 +130,9 @@ def load_brand(path: Path) -> Brand:
 
 
 def default_premium_dir() -> Path | None:
-    value = os.environ.get("PLUGHOST_PREMIUM_DIR")
+    value = settings.PREMIUM_DIR.read()
     if value:
-        return Path(value)
+        return value
     candidate = config.REPO_ROOT / PREMIUM_FOLDER
     return candidate if candidate.is_dir() else None
 
@@ -269,8 +269,7 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
            python: str | None = None) -> BundleReport:
     """Build (or confirm) the payload for ``brand_ref`` at ``out``."""
     brand = load_brand(resolve_brand(brand_ref))
-    plugins_dir = plugins_dir or (Path(os.environ["PLUGHOST_PLUGINS_DIR"]) if os.environ.get("PLUGHOST_PLUGINS_DIR")
-                                  else config.builtin_plugins_dir())
+    plugins_dir = plugins_dir or settings.PLUGINS_DIR.read() or config.builtin_plugins_dir()
     premium_dir = premium_dir if premium_dir is not None else default_premium_dir()
     out = out.resolve()
     if out.exists() and (not out.is_dir() or not _looks_like_payload(out)):

@@ -43,7 +43,7 @@ from typing import Any
 
 from host.payload.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
 from host.runtime.accounts import check_id, read_account_json
-from host.util import config
+from host.util import config, settings
 from host.util.errors import UserError
 from host.util.jsonio import read_json, render, write_if_changed
 from host.util.log import log
@@ -420,8 +420,9 @@ def _env(plan: InstallPlan) -> None:
     recorded = config.read_dotenv(path)
     store = store_settings(brand, recorded, os.environ)
     if any(recorded.get(k) != v for k, v in store.items()):
-        where = f" at {store['NEO4J_URI']}" if store.get("PLUGHOST_STORE") == "neo4j" else ""
-        plan.actions.append(f"graph store: {store.get('PLUGHOST_STORE')}{where} (brand: {brand.get('PLUGHOST_STORE')})")
+        chosen = settings.STORE.read(store)
+        where = f" at {store['NEO4J_URI']}" if chosen == "neo4j" else ""
+        plan.actions.append(f"graph store: {chosen}{where} (brand: {settings.STORE.read(brand)})")
     from host.ports.principal import with_account
     from host.runtime.install_record import RECORD_KEY
 
@@ -442,9 +443,8 @@ def store_settings(brand: dict[str, str], recorded: dict[str, str], environ: Map
     install's environment, else as recorded, else the brand's ``uri``: the later commands, the
     rerun a user pastes and the MCP servers Claude Code starts all read this ``.env``.
     """
-    chosen = ((environ.get("PLUGHOST_STORE") or "").strip() or (recorded.get("PLUGHOST_STORE") or "").strip()
-              or brand.get("PLUGHOST_STORE", ""))
-    out = {"PLUGHOST_STORE": chosen} if chosen else {}
+    chosen = settings.STORE.read(environ) or settings.STORE.read(recorded) or settings.STORE.read(brand) or ""
+    out = {settings.STORE.name: chosen} if chosen else {}
     if chosen.lower() != "neo4j":
         return out
     for key in NEO4J_KEYS:
@@ -460,7 +460,7 @@ def store_settings(brand: dict[str, str], recorded: dict[str, str], environ: Map
     return out
 
 
-RETIRED_ENV = ("PLATFORM_ROOT", "PLUGHOST_PYTHON")
+RETIRED_ENV = ("PLATFORM_ROOT", settings.PYTHON.name)
 """Keys earlier installs wrote to .env; the servers get them from settings.json ``env`` now."""
 
 

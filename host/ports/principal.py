@@ -10,7 +10,7 @@ The rule every role follows is one table, :data:`ROLES`; the narrower reading al
 session that does not say it is an admin's reads public memory only and is never admin, and
 ``ALLOWED_SCOPES`` / ``AGENT_SLUG`` only ever narrow.
 
-Only the standard library and ``host.util.config`` / ``host.util.errors`` are imported: the hook
+Only the standard library and ``host.util.settings`` / ``host.util.errors`` are imported: the hook
 process resolves its caller with this module too.
 """
 
@@ -21,16 +21,17 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from host.util.config import csv_list
+from host.util import settings
 from host.util.errors import UserError
+from host.util.settings import csv_list
 
 ACCOUNT = "ACCOUNT_ID"
 SCOPES = "ALLOWED_SCOPES"
 AGENT = "AGENT_SLUG"
 SESSION = "SESSION_ID"
 SESSION_NODE = "SESSION_NODE_ID"
-RUNNER_ROLE = "PLUGHOST_SESSION_ROLE"
-RUNNER_SESSION = "PLUGHOST_SESSION_ID"
+RUNNER_ROLE = settings.SESSION_ROLE.name
+RUNNER_SESSION = settings.SESSION_ID.name
 VARS: tuple[str, ...] = (ACCOUNT, SCOPES, AGENT, SESSION, SESSION_NODE, RUNNER_ROLE, RUNNER_SESSION)
 """The principal's inputs in a process environment; nothing outside this module reads them."""
 
@@ -284,9 +285,9 @@ def resolve(env: Mapping[str, str] | None = None, *, account: str | None = None)
     scopes_list = csv_list(env.get(SCOPES))
     scopes = tuple(scopes_list) if scopes_list is not None else None
     agent = _clean(env, AGENT)
-    runner_role = (_clean(env, RUNNER_ROLE) or "").lower() or None
+    runner_role = (settings.SESSION_ROLE.read(env) or "").lower() or None
     explicit = _clean(env, SESSION)
-    runner = _clean(env, RUNNER_SESSION)
+    runner = settings.SESSION_ID.read(env)
     node = _clean(env, SESSION_NODE)
     key = explicit or runner
     if runner_role is not None and runner_role != "admin":

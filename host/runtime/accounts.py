@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.util import config
+from host.util import config, settings
 from host.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,7 +56,7 @@ def require_existing(account_id: str, env: Mapping[str, str], what: str = "ACCOU
     folder = account_dir(account_id, home)
     if (folder / "account.json").is_file():
         return folder
-    where = f"PLUGHOST_HOME={home}" if env.get("PLUGHOST_HOME") else f"PLUGHOST_HOME is not set, so {home}"
+    where = f"PLUGHOST_HOME={home}" if settings.HOME.is_set(env) else f"PLUGHOST_HOME is not set, so {home}"
     known = list_accounts(home)
     also = f"; accounts there: {', '.join(known[:10])}" if known else ""
     raise UserError(f"{what}: no account '{account_id}' under {home / 'accounts'} ({where}{also}). "

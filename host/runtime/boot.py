@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from host.runtime import hooktable, state
+from host.util import settings
 from host.util.errors import PlughostError
 from host.util.log import emit, format_line
 
@@ -98,7 +99,7 @@ def command_env(env: Mapping[str, str], account: str | None, brand: str | None =
     if account:
         set_account(out, check_id(account, "--account"))
     if brand:
-        out["PLUGHOST_BRAND"] = brand
+        out[settings.BRAND.name] = brand
     if config_dir:
         from host.runtime.install_record import OVERRIDE_KEY, config_dir_source
 
@@ -114,7 +115,7 @@ def check_install(host: Host, env: Mapping[str, str], *, account: str | None = N
     `start` also runs the startup hooks when no fatal gate refused (what `boot` without
     `--check` does; `serve` leaves that to its app's lifespan).
     """
-    brand = brand or env.get("PLUGHOST_BRAND") or None
+    brand = brand or settings.BRAND.read(env)
     payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None
     extras = boot_context_extras(account=account, config_dir=config_dir, brand=brand, env=env,
                                  payload_root=payload_root)

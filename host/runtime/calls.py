@@ -18,7 +18,7 @@ import pluggy
 from host.runtime import hooktable
 from host.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
 from host.runtime.isolation import Answer, HookError, collecting
-from host.util import config
+from host.util import settings
 from host.util.errors import DuplicateNameError, UserError
 from host.util.log import log
 
@@ -60,14 +60,14 @@ class HookCalls:
     def __init__(self, pm: pluggy.PluginManager, host: Host) -> None:
         self.pm, self.host, self.env = pm, host, host.env
         self._trace_t0: list[float] = []
-        if config.flag("PLUGHOST_TRACE_HOOKS", self.env):
+        if settings.TRACE_HOOKS.read(self.env):
             pm.add_hookcall_monitoring(self._trace_before, self._trace_after)
 
     def check_provider_choices(self) -> None:
         """A UserError when ``PLUGHOST_STORE`` / ``PLUGHOST_EMBEDDER`` names neither a provider
         plugin nor a built-in option (checked at boot, not first at the first store call)."""
         for hook in hooktable.PROVIDERS:
-            chosen = (self.env.get(hook.env) or "").strip()
+            chosen = hook.setting.read(self.env) or ""
             providers = sorted(i.plugin_name for i in self.providers(hook))
             if not chosen or chosen in providers or chosen.lower() in hook.builtin_options:
                 continue
@@ -149,7 +149,7 @@ class HookCalls:
     def provider_order(self, hook: ProviderHook[Any]) -> list[str]:
         """The plugins :meth:`provide` asks, in order; a UserError naming both when two externals compete."""
         providers = [i.plugin_name for i in self.providers(hook)]
-        chosen = (self.env.get(hook.env) or "").strip()
+        chosen = hook.setting.read(self.env) or ""
         if chosen in providers:
             return [chosen]
         builtin = [name for name in providers if self._is_builtin(name)]
@@ -172,7 +172,7 @@ class HookCalls:
         return bool(record and record.builtin)
 
     def _verbose(self) -> bool:
-        return config.flag("PLUGHOST_VERBOSE", self.env)
+        return settings.VERBOSE.read(self.env)
 
     def _trace_before(self, hook_name: str, impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         self._trace_t0.append(time.perf_counter())

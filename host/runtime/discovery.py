@@ -24,7 +24,7 @@ from host.runtime import hooktable
 from host.runtime.hooktable import EachHook, ListHook
 from host.runtime.isolation import isolate, isolate_wrapper, one_line
 from host.runtime.manifest import PluginManifest, from_mapping, load_manifest
-from host.util import config
+from host.util import config, settings
 from host.util.errors import DuplicateNameError, UserError
 from host.util.log import log
 
@@ -79,9 +79,9 @@ class Discovery:
         self._brand: tuple[str | None, list[str]] | None = None
 
     def _filters(self) -> tuple[set[str], list[str] | None, bool]:
-        disabled = set(config.csv_list(self.env.get("PLUGHOST_DISABLE_PLUGINS")) or [])
-        allow = config.csv_list(self.env.get("PLUGHOST_LOAD_PLUGINS"))
-        return disabled, allow, config.flag("PLUGHOST_NO_EXTERNAL_PLUGINS", self.env)
+        disabled = set(settings.DISABLE_PLUGINS.read(self.env) or [])
+        allow = settings.LOAD_PLUGINS.read(self.env)
+        return disabled, allow, settings.NO_EXTERNAL_PLUGINS.read(self.env)
 
     def check_plugin_lists(self) -> None:
         """A UserError naming the first block/allow-list entry that no discovered plugin has.
@@ -92,13 +92,13 @@ class Discovery:
         """
         self.load()
         known = sorted(self.records)
-        for var in ("PLUGHOST_LOAD_PLUGINS", "PLUGHOST_DISABLE_PLUGINS"):
-            for name in config.csv_list(self.env.get(var)) or []:
-                if name in self.records or (var == "PLUGHOST_LOAD_PLUGINS" and name == "none"):
+        for setting in (settings.LOAD_PLUGINS, settings.DISABLE_PLUGINS):
+            for name in setting.read(self.env) or []:
+                if name in self.records or (setting is settings.LOAD_PLUGINS and name == "none"):
                     continue
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"did you mean '{close[0]}'? " if close else ""
-                raise UserError(f"{var}: no plugin named '{name}' ({hint}known: {', '.join(known) or 'none'})")
+                raise UserError(f"{setting.name}: no plugin named '{name}' ({hint}known: {', '.join(known) or 'none'})")
 
     def brand_exclusions(self) -> tuple[str | None, list[str]]:
         """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
@@ -107,7 +107,7 @@ class Discovery:
             from host.runtime.specialists import find_brand
 
             payload_root = Path(self.plugins_dir).parent if self.plugins_dir is not None else None
-            self._brand = find_brand(self.env.get("PLUGHOST_BRAND") or None, self.env, payload_root)
+            self._brand = find_brand(settings.BRAND.read(self.env), self.env, payload_root)
         return self._brand
 
     def _blocked_reason(self, name: str, builtin: bool) -> str | None:
@@ -141,7 +141,7 @@ class Discovery:
                 elif (top / "plugins").is_dir():
                     for sub in sorted(p for p in (top / "plugins").iterdir() if (p / "PLUGIN.md").is_file()):
                         self._load_folder(sub, source="premium", bundle=top.name, nested=True)
-        if config.flag("PLUGHOST_VERBOSE", self.env):
+        if settings.VERBOSE.read(self.env):
             statuses = [r.status for r in self.records.values()]
             log("plugins", "op=loaded", count=statuses.count("loaded"), failed=statuses.count("failed"),
                 disabled=statuses.count("disabled"))

@@ -32,6 +32,7 @@ from host.runtime.types import (
     Route,
     Tool,
 )
+from host.util import settings
 from host.util.settings import Setting
 
 T = TypeVar("T")
@@ -63,13 +64,18 @@ class OneHook(Generic[T]):
 
 @dataclass(frozen=True)
 class ProviderHook(Generic[T]):
-    """A capability with one provider. ``env`` names the operator's choice: a provider plugin's
+    """A capability with one provider. ``setting`` is the operator's choice: a provider plugin's
     name, or one of ``builtin_options`` (the built-in provider's own settings, which pick it)."""
 
     name: str
-    env: str
+    setting: Setting[str | None]
     what: str
     builtin_options: tuple[str, ...] = ()
+
+    @property
+    def env(self) -> str:
+        """The variable that names the choice."""
+        return self.setting.name
 
 
 TOOLS = ListHook("plughost_tools", Tool, unique="plugin")
@@ -82,9 +88,9 @@ SETTINGS = ListHook("plughost_settings", Setting)
 STARTUP = EachHook("plughost_startup")
 SHUTDOWN = EachHook("plughost_shutdown", reverse=True)
 ACCOUNT_CREATED = EachHook("plughost_account_created")
-STORE: ProviderHook[GraphStore] = ProviderHook("plughost_store", env="PLUGHOST_STORE", what="graph store",
+STORE: ProviderHook[GraphStore] = ProviderHook("plughost_store", settings.STORE, what="graph store",
                                                builtin_options=("sqlite", "neo4j"))
-EMBEDDER: ProviderHook[Embedder] = ProviderHook("plughost_embedder", env="PLUGHOST_EMBEDDER", what="embedder",
+EMBEDDER: ProviderHook[Embedder] = ProviderHook("plughost_embedder", settings.EMBEDDER, what="embedder",
                                                 builtin_options=("local", "ollama", "none"))
 PROVIDERS = (STORE, EMBEDDER)
 QUERY_EXPANSIONS: OneHook[list[str]] = OneHook("plughost_query_expansions")

@@ -26,7 +26,7 @@ from host.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, Provide
 from host.runtime.isolation import HookError
 from host.runtime.manifest import PluginManifest
 from host.runtime.state import PluginState
-from host.util import config
+from host.util import config, settings
 from host.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,10 +49,9 @@ class Host:
 
     def __post_init__(self) -> None:
         if self.plugins_dir is None:
-            value = self.env.get("PLUGHOST_PLUGINS_DIR")
-            self.plugins_dir = Path(value) if value else config.builtin_plugins_dir()
-        if self.premium_dir is None and self.env.get("PLUGHOST_PREMIUM_DIR"):
-            self.premium_dir = Path(self.env["PLUGHOST_PREMIUM_DIR"])
+            self.plugins_dir = settings.PLUGINS_DIR.read(self.env) or config.builtin_plugins_dir()
+        if self.premium_dir is None:
+            self.premium_dir = settings.PREMIUM_DIR.read(self.env)
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.state = PluginState()

@@ -29,11 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from host.util import config
+from host.util import config, settings
 from host.util.errors import UserError
 
-RECORD_KEY = "PLUGHOST_CONFIG_DIR"
-OVERRIDE_KEY = "PLUGHOST_CLAUDE_CONFIG_DIR"
+RECORD_KEY = settings.CONFIG_DIR.name
+OVERRIDE_KEY = settings.CLAUDE_CONFIG_DIR.name
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class InstallRecord:
     def read(cls, env: Mapping[str, str] | None = None) -> InstallRecord:
         """The record of the data root ``env`` names; a relative recorded folder is bad input."""
         path = config.home(env) / ".env"
-        raw = (config.read_dotenv(path).get(RECORD_KEY) or "").strip()
+        raw = settings.CONFIG_DIR.raw(config.read_dotenv(path)) or ""
         if raw and not os.path.isabs(os.path.expanduser(raw)):
             raise UserError(f"{path}: {RECORD_KEY}: expected an absolute folder (got {raw!r}); "
                             "rerun plughost install --config-dir DIR")
@@ -66,10 +66,11 @@ def config_dir_source(env: Mapping[str, str], explicit: Path | str | None = None
     CLAUDE_CONFIG_DIR | default); see the module docstring for why in this order."""
     if explicit:
         return _absolute(explicit, env), "flag"
-    if (env.get(OVERRIDE_KEY) or "").strip():
-        return _absolute(env[OVERRIDE_KEY].strip(), env), OVERRIDE_KEY
-    if (env.get(RECORD_KEY) or "").strip():
-        return _absolute(env[RECORD_KEY].strip(), env), "install"
+    override, record = settings.CLAUDE_CONFIG_DIR.raw(env), settings.CONFIG_DIR.raw(env)
+    if override:
+        return _absolute(override, env), OVERRIDE_KEY
+    if record:
+        return _absolute(record, env), "install"
     recorded = InstallRecord.read(env).config_dir
     if recorded is not None:
         return recorded, "install"

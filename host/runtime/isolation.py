@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from host.util import config
+from host.util import settings
 from host.util.errors import FatalError
 from host.util.log import log
 
@@ -61,7 +61,7 @@ class CallSink:
         kind = FatalHookError if isinstance(exc, FatalError) else HookError
         self.errors.append(kind(plugin, hook_name, reason))
         log("plugins", "op=hook-error", plugin=plugin, hook=hook_name, reason=reason)
-        if config.flag("PLUGHOST_DEBUG", env):
+        if settings.DEBUG.read_or_default(env):  # reporting a failure must not fail
             traceback.print_exception(exc)
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from host.runtime import state
 from host.runtime.manifest import split_frontmatter
 from host.runtime.surface import safe_name
-from host.util import config
+from host.util import config, settings
 from host.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,9 +147,9 @@ def template_dirs(host: Host) -> list[Path]:
     dirs = [root / "templates" / "specialists" / "agents" for root in roots]
     if host.plugins_dir is not None:
         dirs.append(Path(host.plugins_dir).parent / "agents")  # a payload's own agents (the installer links them)
-    extra = host.env.get("PLUGHOST_TEMPLATES_DIR")
+    extra = settings.TEMPLATES_DIR.read(host.env)
     if extra:
-        dirs.append(Path(extra))
+        dirs.append(extra)
     return dirs
 
 

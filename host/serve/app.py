@@ -37,7 +37,7 @@ from starlette.routing import Route as StarletteRoute
 from host.runtime import hooktable, state
 from host.runtime.types import Route
 from host.serve.stopping import Stop, stop_of
-from host.util import config
+from host.util import settings
 from host.util.errors import DuplicateNameError, PlughostError, StoreUnavailable, UserError
 from host.util.log import log
 from host.web.http import json_error
@@ -210,7 +210,7 @@ async def _server_error(request: Request, exc: Exception) -> Any:
 
 def open_local_requested(host: Host, open_local: bool | None = None) -> bool:
     """The development switch: ``--open-local`` (passed in) or ``PLUGHOST_OPEN_LOCAL=1``."""
-    return bool(open_local) if open_local is not None else config.flag("PLUGHOST_OPEN_LOCAL", host.env)
+    return bool(open_local) if open_local is not None else settings.OPEN_LOCAL.read(host.env)
 
 
 def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, mcp: bool = True,
@@ -221,14 +221,14 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
     requests without a credential (:mod:`host.web.http_guard`); it is refused for a non-loopback bind.
     """
     from host.mcp.server import build_server, http_app
-    from host.web.http_guard import DEFAULT_MAX_BODY, Door, GuardMiddleware
+    from host.web.http_guard import Door, GuardMiddleware
 
     opened = open_local_requested(host, open_local)
     if opened and not is_loopback_bind(bind):
         raise UserError(f"--host {bind}: MCP and admin routes are open (--open-local / PLUGHOST_OPEN_LOCAL=1); "
                         "open them only on a loopback bind (127.0.0.1, ::1), or drop the switch")
 
-    if not config.flag("PLUGHOST_DEBUG", host.env):
+    if not settings.DEBUG.read(host.env):
         logging.getLogger("mcp").setLevel(logging.WARNING)  # session-manager chatter is not a contract line
     runtime = Runtime(host=host, stop=stop_of(host))
     routes: list[BaseRoute] = []
@@ -268,14 +268,10 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
                                         PlughostError: _plughost_error, Exception: _server_error})
     app.state.runtime = runtime
     host.state.set(state.RUNTIME, runtime)
-    max_body = host.env.get("PLUGHOST_HTTP_MAX_BODY", "")
     principal = host.principal  # resolved once, where HTTP calls enter; every request carries it
-    from host.web.http_timeouts import DEFAULT_BODY_TIMEOUT, seconds_setting
-
     door = Door(home=host.home, account_id=principal.account, open_local=opened,
-                default_max_body=int(max_body) if max_body.isascii() and max_body.isdigit() else DEFAULT_MAX_BODY,
-                principal=principal,
-                body_timeout=seconds_setting(host.env, "PLUGHOST_HTTP_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT))
+                default_max_body=settings.HTTP_MAX_BODY.read(host.env), principal=principal,
+                body_timeout=settings.HTTP_BODY_TIMEOUT.read(host.env))
     app.add_middleware(GuardMiddleware, door=door)
     app.add_middleware(_CountRequests, runtime=runtime)
     app.state.door = door
@@ -351,20 +347,13 @@ def make_server(host: Host, *, bind: str = "127.0.0.1", port: int = 8787, grace:
     """A configured (not yet running) uvicorn server for the host's app."""
     import uvicorn
 
-    from host.web.http_timeouts import (
-        DEFAULT_HEADER_TIMEOUT,
-        DEFAULT_MAX_CONNECTIONS,
-        protocol_class,
-        seconds_setting,
-    )
+    from host.web.http_timeouts import protocol_class
 
     app = app or build_app(host, bind=bind, port=port, open_local=open_local)
-    header_timeout = seconds_setting(host.env, "PLUGHOST_HTTP_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT)
-    max_conn = host.env.get("PLUGHOST_HTTP_MAX_CONNECTIONS", "")
+    header_timeout = settings.HTTP_HEADER_TIMEOUT.read(host.env)
     config = uvicorn.Config(app, host=bind, port=port, log_level="warning", access_log=False, lifespan="on",
                             proxy_headers=False, server_header=False, http=protocol_class(header_timeout),
-                            limit_concurrency=int(max_conn) if max_conn.isascii() and max_conn.isdigit()
-                            and int(max_conn) > 0 else DEFAULT_MAX_CONNECTIONS,
+                            limit_concurrency=settings.HTTP_MAX_CONNECTIONS.read(host.env),
                             timeout_graceful_shutdown=grace)  # type: ignore[arg-type]  # a float works
     return _uvicorn_server_class()(config, app.state.runtime, grace, on_ready)
 

@@ -16,27 +16,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from host.runtime.state import StateKey
+from host.util import settings
 
-DEFAULT_GRACE = 10.0
-MAX_GRACE = 3600.0
+DEFAULT_GRACE = settings.SHUTDOWN_GRACE.default
 
 
 def shutdown_grace(env: Mapping[str, str]) -> float:
     """``PLUGHOST_SHUTDOWN_GRACE`` in seconds (default 10); a value that is not a number in
-    0..3600 is a ``[serve] op=bad-setting`` line and the default applies."""
-    raw = (env.get("PLUGHOST_SHUTDOWN_GRACE") or "").strip()
-    if not raw:
-        return DEFAULT_GRACE
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= MAX_GRACE:
-        from host.util.log import log
-
-        log("serve", "op=bad-setting", name="PLUGHOST_SHUTDOWN_GRACE", value=raw[:40], default=DEFAULT_GRACE)
-        return DEFAULT_GRACE
-    return value
+    0..3600 is a one-line error naming it."""
+    return settings.SHUTDOWN_GRACE.read(env)
 
 
 class Stop:

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from host.util import config
+from host.util import config, settings
 from host.util.redact import MARKER, redact_text, secret_name
 
 _lock = threading.Lock()
@@ -103,7 +103,7 @@ def _write(line: str) -> str:
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
-        if os.environ.get("PLUGHOST_LOG_FILE", "1") != "0":
+        if settings.LOG_FILE.read_or_default():  # the log writer never fails on a setting
             try:
                 with private_append(config.home() / "logs" / "server.log") as fh:
                     fh.write(line + "\n")

@@ -34,10 +34,10 @@ from typing import Any
 from starlette.exceptions import HTTPException
 
 from host.ports.graph import Principal
-from host.util import credentials
+from host.util import credentials, settings
 from host.web.http import MAX_DIGITS, json_error, loopback_refusal
 
-DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_MAX_BODY = settings.HTTP_MAX_BODY.default
 MCP_MAX_BODY = 4 * 1024 * 1024
 OPEN_PATHS = ("/api/admin/session",)  # the PIN exchange: how a credential is obtained in the first place
 COOKIE = "admin_session"
@@ -59,7 +59,7 @@ class Door:
     open_local: bool = False
     default_max_body: int = DEFAULT_MAX_BODY
     principal: Principal | None = None
-    body_timeout: float = 30.0  # seconds for a whole request body (``PLUGHOST_HTTP_BODY_TIMEOUT``)
+    body_timeout: float = settings.HTTP_BODY_TIMEOUT.default  # seconds for a whole request body
 
     def limit(self, path: str) -> int:
         return MCP_MAX_BODY if path.startswith("/mcp") else self.default_max_body

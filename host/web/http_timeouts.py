@@ -13,29 +13,14 @@ last response, is closed. The body has its own deadline in :class:`host.web.http
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
+from host.util import settings
 from host.util.log import log
 
-DEFAULT_HEADER_TIMEOUT = 5.0
-DEFAULT_BODY_TIMEOUT = 30.0
-DEFAULT_MAX_CONNECTIONS = 1000
-
-
-def seconds_setting(env: Mapping[str, str], name: str, default: float, maximum: float = 3600.0) -> float:
-    """A positive number of seconds from ``name``; a bad one is an ``op=bad-setting`` line and the default."""
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= maximum:
-        log("http", "op=bad-setting", name=name, value=raw[:40], default=f"{default:g}")
-        return default
-    return value
+DEFAULT_HEADER_TIMEOUT = settings.HTTP_HEADER_TIMEOUT.default
+DEFAULT_BODY_TIMEOUT = settings.HTTP_BODY_TIMEOUT.default
+DEFAULT_MAX_CONNECTIONS = settings.HTTP_MAX_CONNECTIONS.default
 
 
 class _Closed:

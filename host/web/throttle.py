@@ -1,12 +1,12 @@
 """Token buckets for the public routes (SPEC 13): a flood is answered 429 before it costs a
 store write or an agent turn.
 
-A route names its buckets (:func:`limiter`) and takes one token per request from each key it
-cares about (the client's address, a webchat visitor); an empty bucket is 429
-``{error: "too-many-requests", detail}`` with ``Retry-After`` (:func:`too_many`). Rates are
-``PLUGHOST_RATE_<NAME>=PER_MINUTE/BURST`` (``0`` turns one off; a bad value is one
-``[http] op=bad-setting`` line and the default applies); the defaults are far above what a
-person does. At most :data:`MAX_KEYS` keys are remembered per bucket set, least recently seen
+A route names its buckets by a ``PLUGHOST_RATE_<NAME>`` :class:`~host.util.settings.Setting` it
+declares (:func:`limiter`; the buckets are called ``<name>``, lower case) and takes one token per
+request from each key it cares about (the client's address, a webchat visitor); an empty bucket
+is 429 ``{error: "too-many-requests", detail}`` with ``Retry-After`` (:func:`too_many`). A rate is
+``PER_MINUTE/BURST`` (``0`` turns one off; a bad value is one ``[http] op=bad-setting`` line and
+the setting's default applies); the defaults are far above what a person does. At most :data:`MAX_KEYS` keys are remembered per bucket set, least recently seen
 forgotten first, so a spray of addresses costs bounded memory. Generic on purpose: the host
 knows no plugin, plugins import this.
 """
@@ -23,6 +23,7 @@ from typing import Any
 
 from host.runtime.state import StateKey
 from host.util.log import log
+from host.util.settings import Setting
 from host.web.http import is_loopback, json_error
 
 MAX_KEYS = 20_000
@@ -43,23 +44,30 @@ class Rate:
         return f"{self.per_minute:g}/{self.burst:g}"
 
 
-def rate_setting(env: Mapping[str, str], name: str, default: Rate) -> Rate | None:
-    """``PLUGHOST_RATE_<NAME>``: ``PER_MINUTE/BURST`` (``30/20``), ``0`` (off: None), or the default."""
-    var = f"PLUGHOST_RATE_{name.upper().replace('-', '_')}"
-    raw = (env.get(var) or "").strip()
-    if not raw:
-        return default
-    if raw == "0":
+def parse_rate(raw: str) -> Rate | None:
+    """``PER_MINUTE/BURST`` (``30/20``; ``30`` alone is ``30/30``), ``0`` (off: None); ValueError when neither."""
+    if raw.strip() == "0":
         return None
-    per, _, burst = raw.partition("/")
-    try:
-        rate = Rate(float(per), float(burst or per))
-    except ValueError:
-        rate = Rate(-1, -1)
+    per, _, burst = raw.strip().partition("/")
+    rate = Rate(float(per), float(burst or per))
     if not (0 < rate.per_minute <= 1e7 and 1 <= rate.burst <= 1e7):
-        log("http", "op=bad-setting", name=var, value=raw[:40], default=str(default))
-        return default
+        raise ValueError(raw)
     return rate
+
+
+def bucket_name(setting: Setting[str]) -> str:
+    """``PLUGHOST_RATE_WEBCHAT_VISITOR`` → ``webchat-visitor``."""
+    return setting.name.removeprefix("PLUGHOST_RATE_").lower().replace("_", "-")
+
+
+def rate_setting(env: Mapping[str, str], setting: Setting[str]) -> Rate | None:
+    """A ``PLUGHOST_RATE_<NAME>`` setting's rate: as set, None when off (``0``), else its default."""
+    default = parse_rate(setting.default)
+    try:
+        return parse_rate(setting.read(env))
+    except ValueError:
+        log("http", "op=bad-setting", name=setting.name, value=(setting.raw(env) or "")[:40], default=str(default))
+        return default
 
 
 class Buckets:
@@ -117,31 +125,32 @@ def client_address(request: Any) -> str:
 _LIMITERS: StateKey[dict[str, Buckets | None]] = StateKey("host.web.throttle")
 
 
-def limiter(host: Any, name: str, default: Rate) -> Buckets | None:
-    """The host's buckets called ``name`` (rate from ``PLUGHOST_RATE_<NAME>``), None when turned off."""
+def limiter(host: Any, setting: Setting[str]) -> Buckets | None:
+    """The host's buckets of a ``PLUGHOST_RATE_<NAME>`` setting, None when turned off."""
     table = host.state.setdefault(_LIMITERS, dict)
+    name = bucket_name(setting)
     if name not in table:
-        rate = rate_setting(host.env, name, default)
+        rate = rate_setting(host.env, setting)
         table[name] = Buckets(name, rate) if rate is not None else None
     return table[name]
 
 
-def check(host: Any, name: str, default: Rate, key: str, detail: str) -> Any | None:
-    """A 429 response when ``key`` is over the ``name`` limit, else None (the token is taken)."""
-    buckets = limiter(host, name, default)
+def check(host: Any, setting: Setting[str], key: str, detail: str) -> Any | None:
+    """A 429 response when ``key`` is over the ``setting``'s limit, else None (the token is taken)."""
+    buckets = limiter(host, setting)
     if buckets is None:
         return None
     wait = buckets.take(key)
     return too_many(wait, detail) if wait else None
 
 
-def per_address(host: Any, name: str, default: Rate, endpoint: Any, detail: str) -> Any:
-    """``endpoint`` behind the ``name`` limit keyed on the client's address (429 before it runs)."""
+def per_address(host: Any, setting: Setting[str], endpoint: Any, detail: str) -> Any:
+    """``endpoint`` behind the ``setting``'s limit keyed on the client's address (429 before it runs)."""
 
     async def limited(request: Any) -> Any:
-        refused = check(host, name, default, client_address(request), detail)
+        refused = check(host, setting, client_address(request), detail)
         return refused if refused is not None else await endpoint(request)
 
-    limited.__name__ = getattr(endpoint, "__name__", name)
+    limited.__name__ = getattr(endpoint, "__name__", bucket_name(setting))
     limited.__doc__ = endpoint.__doc__
     return limited

@@ -19,8 +19,9 @@ if TYPE_CHECKING:  # pragma: no cover
 @hookimpl
 def plughost_routes(host: Host) -> list[Route]:
     from host.runtime.types import Route
-    from host.web.throttle import Rate, per_address
+    from host.web.throttle import per_address
     from plugins.admin import health, logingest, session_routes, sites
+    from plugins.admin.settings import RATE_LOG_INGEST, RATE_PIN_ADDRESS
 
     def home_of():
         return host.home
@@ -30,10 +31,9 @@ def plughost_routes(host: Host) -> list[Route]:
         return host.principal.account
 
     mint, check = session_routes.make_endpoints(home_of, account_of)
-    # per client address, before any body is read: PLUGHOST_RATE_PIN_ADDRESS, PLUGHOST_RATE_LOG_INGEST
-    mint = per_address(host, "pin-address", Rate(per_minute=12, burst=10), mint,
-                       "too many PIN attempts from this address; try again in a minute")
-    ingest = per_address(host, "log-ingest", Rate(per_minute=6000, burst=500), logingest.log_ingest,
+    # per client address, before any body is read
+    mint = per_address(host, RATE_PIN_ADDRESS, mint, "too many PIN attempts from this address; try again in a minute")
+    ingest = per_address(host, RATE_LOG_INGEST, logingest.log_ingest,
                          "too many log lines from this address; send them in batches ({\"lines\": [...]})")
     return [
         Route("/api/admin/log-ingest", endpoint=ingest, methods=("POST",), name="admin-log-ingest"),

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from host.runtime.install_record import config_dir_source
-from host.util.errors import UserError
 from host.util.log import log
 from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
+from plugins.channels.settings import AGENT_TIMEOUT, CLAUDE_BIN
 
 NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit",
                 "WebFetch", "WebSearch", "Task", "TodoWrite", "Skill", "ExitPlanMode", "CronCreate", "CronDelete",
@@ -74,11 +74,8 @@ class ClaudeRunner:
     @classmethod
     def from_host(cls, host: Any) -> ClaudeRunner:
         env = host.env
-        raw = (env.get("PLUGHOST_CLAUDE_BIN") or "claude").strip()
-        try:
-            timeout = float(env.get("PLUGHOST_AGENT_TIMEOUT") or DEFAULT_TIMEOUT)
-        except ValueError:
-            raise UserError("PLUGHOST_AGENT_TIMEOUT: expected a number of seconds") from None
+        raw = CLAUDE_BIN.read(env)
+        timeout = AGENT_TIMEOUT.read(env)
         principal = host.principal
         account = principal.require_account("the account the claude runner answers for (it runs in its config dir)")
         config, source = config_dir_source(env)

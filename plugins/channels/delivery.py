@@ -14,6 +14,7 @@ from typing import Any
 from host.runtime.state import StateKey
 from host.util.log import log
 from plugins.channels.pipeline import Inbound, gateway, inbound_from_node
+from plugins.channels.settings import CHANNELS_RESUME, RESUME_BATCH
 
 
 async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
@@ -37,14 +38,13 @@ async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
     return {"retried": len(rows), "sent": sent, "failed": failed}
 
 
-DEFAULT_BATCH = 100
+DEFAULT_BATCH = RESUME_BATCH.default
 COUNT_PAGE = 500
 
 
 def batch_size(env: Any) -> int:
     """``PLUGHOST_RESUME_BATCH``: turns taken per batch (default 100, 1..10000)."""
-    raw = str(env.get("PLUGHOST_RESUME_BATCH") or "")
-    return min(10_000, max(1, int(raw))) if raw.isascii() and raw.isdigit() else DEFAULT_BATCH
+    return RESUME_BATCH.read(env)
 
 
 INBOUND = ({"role": "user", "status": "received"}, "receivedNs")
@@ -244,7 +244,7 @@ def start_resume(host: Any) -> None:
 
     if not host.principal.account:
         return
-    if host.env.get("PLUGHOST_CHANNELS_RESUME", "1") == "0":
+    if not CHANNELS_RESUME.read(host.env):
         log("channels", "op=resume-skipped", reason="PLUGHOST_CHANNELS_RESUME=0")
         return
 

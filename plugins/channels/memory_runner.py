@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from host.runtime.state import StateKey
-from host.util.errors import UserError
 from host.util.log import log
 from plugins.channels.brand import GREETING, product_name
 from plugins.channels.runner import RunnerError
+from plugins.channels.settings import AGENT_MIN_MATCH
 
 FOLLOW_UP_TOOL = "work-create"
 SEARCH_TOOL = "memory-search"
@@ -37,7 +37,6 @@ NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessag
 """Labels never quoted to a visitor, whatever their scope: the team's records, not the business's knowledge."""
 MAX_REPLY_CHARS = 480
 _PUBLIC_HOST_LOCK = threading.Lock()
-DEFAULT_MIN_MATCH = 0.5
 
 DONT_KNOW = ("Sorry, I don't know the answer to that. I can pass your question on to the team: "
              "reply with your email or phone number and they will get back to you.")
@@ -259,11 +258,7 @@ class MemoryRunner:
 
     def __init__(self, host: Any) -> None:
         self.host = host
-        raw = host.env.get("PLUGHOST_AGENT_MIN_MATCH") or str(DEFAULT_MIN_MATCH)
-        try:
-            self.min_match = float(raw)
-        except ValueError:
-            raise UserError(f"PLUGHOST_AGENT_MIN_MATCH: expected a number between 0 and 1 (got {raw!r})") from None
+        self.min_match = AGENT_MIN_MATCH.read(host.env)
         self.product = product_name(host.env)
         self.pending: OrderedDict[str, str] = OrderedDict()  # session -> its last unanswered question
         self.pending_lock = threading.Lock()

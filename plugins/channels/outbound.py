@@ -16,11 +16,12 @@ from typing import Any
 
 from host.runtime.state import StateKey
 from host.util.log import log
+from plugins.channels.settings import CHANNELS_HTTP_TIMEOUT, CHANNELS_MAX_RETRY_DELAY, CHANNELS_SEND_ATTEMPTS
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
-MAX_ATTEMPTS = 4
+MAX_ATTEMPTS = CHANNELS_SEND_ATTEMPTS.default
 BASE_DELAY = 0.5
-MAX_DELAY = 30.0
+MAX_DELAY = CHANNELS_MAX_RETRY_DELAY.default
 
 
 def retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -101,7 +102,7 @@ def client(host: Any) -> Any:
     existing = host.state.get(HTTP_CLIENT)
     if existing is not None and not existing.is_closed:
         return existing
-    seconds = float(host.env.get("PLUGHOST_CHANNELS_HTTP_TIMEOUT") or 10)
+    seconds = CHANNELS_HTTP_TIMEOUT.read(host.env)
     made = httpx.AsyncClient(timeout=httpx.Timeout(seconds, connect=min(seconds, 5.0)))
     return host.state.set(HTTP_CLIENT, made)
 
@@ -111,8 +112,8 @@ async def post_json(host: Any, url: str, payload: Mapping[str, Any], *, channel:
     """POST JSON with retries. Never raises for HTTP or transport failures: returns the outcome."""
     import httpx
 
-    attempts = attempts or int(host.env.get("PLUGHOST_CHANNELS_SEND_ATTEMPTS") or MAX_ATTEMPTS)
-    max_delay = float(host.env.get("PLUGHOST_CHANNELS_MAX_RETRY_DELAY") or MAX_DELAY)
+    attempts = attempts or CHANNELS_SEND_ATTEMPTS.read(host.env)
+    max_delay = CHANNELS_MAX_RETRY_DELAY.read(host.env)
     http = client(host)
     reason = "unknown"
     status: int | None = None

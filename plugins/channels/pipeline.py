@@ -40,6 +40,7 @@ from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput
 from plugins.channels.runner import KeyedSerializer, RunnerError, session_id_for
 from plugins.channels.runner_choice import get_runner
 from plugins.channels.screening import screen
+from plugins.channels.settings import AGENT_CONCURRENCY
 
 REFUSAL = "Sorry, I can't help with that request."
 AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
@@ -173,8 +174,7 @@ class Gateway:
     def agent_slots(self) -> asyncio.Semaphore:
         """At most ``PLUGHOST_AGENT_CONCURRENCY`` agent runs at once (default 8): agents are heavy processes."""
         if self._slots is None:
-            raw = self.host.env.get("PLUGHOST_AGENT_CONCURRENCY") or "8"
-            self._slots = asyncio.Semaphore(max(1, int(raw)) if raw.isdigit() else 8)
+            self._slots = asyncio.Semaphore(AGENT_CONCURRENCY.read(self.host.env))
         return self._slots
 
     # ---------------------------------------------------------------- plumbing

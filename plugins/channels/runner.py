@@ -23,11 +23,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from host.util.errors import UserError
+from plugins.channels.settings import AGENT, AGENT_COMMAND, AGENT_TIMEOUT
 
 T = TypeVar("T")
 SESSION_NAMESPACE = uuid.UUID("5b0d8f4e-6a51-4c1e-9a57-0c3f1f2b7d10")
-DEFAULT_TIMEOUT = 120.0
+DEFAULT_TIMEOUT = AGENT_TIMEOUT.default
 
 
 class RunnerError(Exception):
@@ -52,12 +52,8 @@ class CommandRunner:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> CommandRunner:
-        raw = env.get("PLUGHOST_AGENT_COMMAND", "").strip()
-        try:
-            timeout = float(env.get("PLUGHOST_AGENT_TIMEOUT") or DEFAULT_TIMEOUT)
-        except ValueError:
-            raise UserError("PLUGHOST_AGENT_TIMEOUT: expected a number of seconds") from None
-        return cls(shlex.split(raw) if raw else None, timeout=timeout, env=env)
+        raw = AGENT_COMMAND.read(env)
+        return cls(shlex.split(raw) if raw else None, timeout=AGENT_TIMEOUT.read(env), env=env)
 
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
         if not self.command:
@@ -104,7 +100,7 @@ def kill_group(pid: int) -> None:
         pass
 
 
-AGENTS = ("memory", "claude", "command")
+AGENTS = AGENT.choices
 
 
 class BrokenRunner:
@@ -121,12 +117,10 @@ class BrokenRunner:
 
 def agent_choice(env: Mapping[str, str]) -> str:
     """``PLUGHOST_AGENT``; unset means ``command`` when ``PLUGHOST_AGENT_COMMAND`` is set, else ``memory``."""
-    raw = (env.get("PLUGHOST_AGENT") or "").strip().lower()
-    if not raw:
-        return "command" if (env.get("PLUGHOST_AGENT_COMMAND") or "").strip() else "memory"
-    if raw not in AGENTS:
-        raise UserError(f"PLUGHOST_AGENT: expected one of {' | '.join(AGENTS)} (got {raw!r})")
-    return raw
+    chosen = AGENT.read(env)
+    if chosen is None:
+        return "command" if AGENT_COMMAND.is_set(env) else "memory"
+    return chosen
 
 
 class KeyedSerializer:

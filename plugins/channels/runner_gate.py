@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from host.runtime.types import Gate, GateContext, GateResult
 from host.util.errors import UserError
 from host.util.log import format_line
+from plugins.channels.settings import AGENT_COMMAND, AGENT_TIMEOUT, CLAUDE_BIN
 
 NAME = "agent-runner"
 
@@ -27,16 +28,16 @@ NAME = "agent-runner"
 def _executable(env: Mapping[str, str], choice: str) -> tuple[str, str] | None:
     """(variable, program) the runner spawns per turn, or None for the in-process memory runner."""
     if choice == "claude":
-        return "PLUGHOST_CLAUDE_BIN", (env.get("PLUGHOST_CLAUDE_BIN") or "claude").strip()
+        return CLAUDE_BIN.name, CLAUDE_BIN.read(env)
     if choice == "command":
-        raw = (env.get("PLUGHOST_AGENT_COMMAND") or "").strip()
+        raw = AGENT_COMMAND.read(env) or ""
         try:
             argv = shlex.split(raw)
         except ValueError as exc:
             raise UserError(f"PLUGHOST_AGENT_COMMAND: {exc} (got {raw!r})") from None
         if not argv:
             raise UserError("PLUGHOST_AGENT_COMMAND: expected a command line for PLUGHOST_AGENT=command")
-        return "PLUGHOST_AGENT_COMMAND", argv[0]
+        return AGENT_COMMAND.name, argv[0]
     return None
 
 
@@ -46,14 +47,7 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
     env = ctx.env
     try:
         choice = agent_choice(env)
-        raw_timeout = (env.get("PLUGHOST_AGENT_TIMEOUT") or "").strip()
-        if raw_timeout:
-            try:
-                ok = float(raw_timeout) > 0
-            except ValueError:
-                ok = False
-            if not ok:
-                raise UserError(f"PLUGHOST_AGENT_TIMEOUT: expected a number of seconds > 0 (got {raw_timeout!r})")
+        AGENT_TIMEOUT.read(env)
         spawned = _executable(env, choice)
     except UserError as exc:
         line = format_line("channels", "agent-runner", "FATAL", reason=str(exc))

@@ -29,9 +29,10 @@ def build_app(host: Any) -> Any:
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
         from plugins.channels.delivery import drain, resume
+        from plugins.channels.settings import CHANNELS_RESUME
 
         task = None
-        if host.principal.account and host.env.get("PLUGHOST_CHANNELS_RESUME", "1") != "0":
+        if host.principal.account and CHANNELS_RESUME.read(host.env):
             task = asyncio.ensure_future(resume(host))  # in batches while the routes serve
         yield
         if task is not None and not task.done():

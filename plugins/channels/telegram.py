@@ -19,10 +19,10 @@ from host.web.http import parse_json, read_body
 from plugins.channels.compose import ReplyContext
 from plugins.channels.outbound import chunks, post_json, send_parts
 from plugins.channels.pipeline import Inbound, NotConfigured, gateway
+from plugins.channels.settings import TELEGRAM_API_BASE, TELEGRAM_SECRET, TELEGRAM_TOKEN
 
 CHANNEL = "telegram"
 SECRET_HEADER = "x-telegram-bot-api-secret-token"
-DEFAULT_BASE = "https://api.telegram.org"
 
 
 def _error(status: int, error: str, detail: str) -> Any:
@@ -118,7 +118,7 @@ def routes(host: Any) -> tuple[Route, ...]:
     async def webhook(request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        secret = host.env.get("PLUGHOST_TELEGRAM_SECRET", "")
+        secret = TELEGRAM_SECRET.read(host.env) or ""
         if not secret:
             return _error(503, "not-configured", "PLUGHOST_TELEGRAM_SECRET is not set")
         given = request.headers.get(SECRET_HEADER, "")
@@ -145,10 +145,10 @@ def routes(host: Any) -> tuple[Route, ...]:
 
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     """``sendMessage``; a reply longer than Telegram's 4096-unit limit goes out in parts, in order."""
-    token = host.env.get("PLUGHOST_TELEGRAM_TOKEN", "")
+    token = TELEGRAM_TOKEN.read(host.env) or ""
     if not token:
         return {"ok": False, "reason": "not-configured: PLUGHOST_TELEGRAM_TOKEN"}
-    base = (host.env.get("PLUGHOST_TELEGRAM_API_BASE") or DEFAULT_BASE).rstrip("/")
+    base = TELEGRAM_API_BASE.read(host.env).rstrip("/")
     chat_id = msg.target.get("chat_id", msg.sender)
 
     async def one(part: str) -> dict[str, Any]:

@@ -32,12 +32,18 @@ from host.runtime.state import StateKey
 from host.runtime.types import ChannelAdapter, Route
 from host.serve.stopping import stop_of
 from host.web.http import int_param, parse_json, read_body
-from host.web.throttle import Rate, check, client_address
+from host.web.throttle import check, client_address
 from plugins.channels.pipeline import (
     DELIVERING,
     Inbound,
     NotConfigured,
     gateway,
+)
+from plugins.channels.settings import (
+    CHANNELS_MAX_QUEUED,
+    RATE_WEBCHAT_ADDRESS,
+    RATE_WEBCHAT_VISITOR,
+    WEBCHAT_MAX_TURNS,
 )
 
 CHANNEL = "webchat"
@@ -49,11 +55,7 @@ MAX_EVENTS = 200  # per session, in memory (older ones are still in the store)
 MAX_SESSIONS = 2_000  # least recently active sessions are forgotten beyond this (and re-read on demand)
 MAX_BODY = 64 * 1024
 MAX_CACHED_EVENTS = 20_000  # over all sessions: the cache stays a few MB whatever visitors do
-DEFAULT_MAX_QUEUED = 2_000  # turns waiting in this process beyond which webchat answers 429 (before storing)
 MAX_WAIT_S = 30
-VISITOR_RATE = Rate(per_minute=30, burst=20)  # PLUGHOST_RATE_WEBCHAT_VISITOR: one session's messages
-ADDRESS_RATE = Rate(per_minute=120, burst=60)  # PLUGHOST_RATE_WEBCHAT_ADDRESS: every session from one address
-DEFAULT_MAX_TURNS = 8  # PLUGHOST_WEBCHAT_MAX_TURNS: a visitor's turns queued at once; beyond, a fixed reply
 
 
 class Sessions:
@@ -200,7 +202,7 @@ def routes(host: Any) -> tuple[Route, ...]:
     async def post_message(request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        refused = check(host, "webchat-address", ADDRESS_RATE, client_address(request),
+        refused = check(host, RATE_WEBCHAT_ADDRESS, client_address(request),
                         "too many messages from this address; wait a little before sending more")
         if refused is not None:
             return refused
@@ -222,19 +224,17 @@ def routes(host: Any) -> tuple[Route, ...]:
         client_id = body.get("id") or uuid.uuid4().hex
         if not isinstance(client_id, str) or len(client_id) > 128:
             return _error(400, "invalid-id", "id: expected a string of at most 128 characters")
-        refused = check(host, "webchat-visitor", VISITOR_RATE, session,
+        refused = check(host, RATE_WEBCHAT_VISITOR, session,
                         "too many messages in this chat; wait a little before sending more")
         if refused is not None:
             return refused
         msg = Inbound(channel=CHANNEL, sender=session, text=text, platform_id=f"{session}:{client_id}",
                       target={"session": session})
-        limit = int_param(host.env.get("PLUGHOST_CHANNELS_MAX_QUEUED"), default=DEFAULT_MAX_QUEUED)
-        if gateway(host).queued >= (limit if limit is not None else DEFAULT_MAX_QUEUED):
+        if gateway(host).queued >= CHANNELS_MAX_QUEUED.read(host.env):
             return JSONResponse({"error": "too-many-requests", "detail": "the chat is busy; try again shortly"},
                                 status_code=429, headers={"Retry-After": "5"})
-        max_turns = int_param(host.env.get("PLUGHOST_WEBCHAT_MAX_TURNS"), default=DEFAULT_MAX_TURNS)
         try:
-            mid, duplicate, _task = await gateway(host).accept(msg, max_turns=max_turns or DEFAULT_MAX_TURNS)
+            mid, duplicate, _task = await gateway(host).accept(msg, max_turns=WEBCHAT_MAX_TURNS.read(host.env))
         except NotConfigured as exc:
             return _error(503, "not-configured", str(exc))
         if not duplicate:

@@ -24,9 +24,15 @@ from host.web.http import parse_json, read_body
 from plugins.channels.compose import ReplyContext
 from plugins.channels.outbound import chunks, post_json, send_parts
 from plugins.channels.pipeline import Inbound, NotConfigured, gateway
+from plugins.channels.settings import (
+    WHATSAPP_API_BASE,
+    WHATSAPP_APP_SECRET,
+    WHATSAPP_PHONE_ID,
+    WHATSAPP_TOKEN,
+    WHATSAPP_VERIFY_TOKEN,
+)
 
 CHANNEL = "whatsapp"
-DEFAULT_BASE = "https://graph.facebook.com/v21.0"
 MEDIA_TYPES = ("image", "audio", "video", "document", "sticker", "voice")
 
 
@@ -142,7 +148,7 @@ def routes(host: Any) -> tuple[Route, ...]:
     async def verify(request: Any) -> Any:
         from starlette.responses import PlainTextResponse
 
-        expected = host.env.get("PLUGHOST_WHATSAPP_VERIFY_TOKEN", "")
+        expected = WHATSAPP_VERIFY_TOKEN.read(host.env) or ""
         q = request.query_params
         given = q.get("hub.verify_token", "")
         if (q.get("hub.mode") == "subscribe" and expected
@@ -153,7 +159,7 @@ def routes(host: Any) -> tuple[Route, ...]:
     async def webhook(request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        secret = host.env.get("PLUGHOST_WHATSAPP_APP_SECRET", "")
+        secret = WHATSAPP_APP_SECRET.read(host.env) or ""
         if not secret:
             return _error(503, "not-configured", "PLUGHOST_WHATSAPP_APP_SECRET is not set")
         raw = await read_body(request, MAX_BODY)
@@ -187,11 +193,11 @@ def routes(host: Any) -> tuple[Route, ...]:
 
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     """The Cloud API messages endpoint; a reply over the 4096-character body limit goes out in parts."""
-    token = host.env.get("PLUGHOST_WHATSAPP_TOKEN", "")
-    phone_id = host.env.get("PLUGHOST_WHATSAPP_PHONE_ID", "")
+    token = WHATSAPP_TOKEN.read(host.env) or ""
+    phone_id = WHATSAPP_PHONE_ID.read(host.env) or ""
     if not token or not phone_id:
         return {"ok": False, "reason": "not-configured: PLUGHOST_WHATSAPP_TOKEN / PLUGHOST_WHATSAPP_PHONE_ID"}
-    base = (host.env.get("PLUGHOST_WHATSAPP_API_BASE") or DEFAULT_BASE).rstrip("/")
+    base = WHATSAPP_API_BASE.read(host.env).rstrip("/")
 
     async def one(part: str) -> dict[str, Any]:
         body: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual",

@@ -20,9 +20,10 @@ from host.ports.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
 from host.ports.jsonl import EDGE_KEYS as _EDGE_KEYS
 from host.ports.jsonl import LINE_KEYS as _ROW_KEYS
 from host.ports.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem
-from host.util.config import flag
 from host.util.errors import AccountMismatch, UserError
 from host.util.log import log
+from host.util.settings import GRAPH_READ_ONLY
+from plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
 
 CASCADE_LABELS = ("Section", "Chunk")
 """Soft delete cascades KnowledgeDocument → Section → Chunk along outgoing edges."""
@@ -40,7 +41,10 @@ def env_account(env: Mapping[str, str]) -> str | None:
 
 def env_dimensions(env: Mapping[str, str]) -> int:
     """Vector dimensions the store indexes: ``PLUGHOST_EMBED_DIMENSIONS``, else ``EMBED_DIMENSIONS``, else 384."""
-    raw = env.get("PLUGHOST_EMBED_DIMENSIONS") or env.get("EMBED_DIMENSIONS") or "384"
+    dims = EMBED_DIMENSIONS.read(env)
+    if dims is not None:
+        return dims
+    raw = env.get("EMBED_DIMENSIONS") or "384"
     try:
         return int(raw)
     except ValueError:
@@ -63,17 +67,12 @@ class StoreEnv:
 
     @property
     def read_only(self) -> bool:
-        return flag("PLUGHOST_GRAPH_READ_ONLY", self.env)
+        return GRAPH_READ_ONLY.read(self.env)
 
 
 def vector_threads(env: Mapping[str, str]) -> int:
     """``PLUGHOST_VECTOR_THREADS``: threads that score one vector query (default: the cores, at most 4)."""
-    raw = (env.get("PLUGHOST_VECTOR_THREADS") or "").strip()
-    if not raw:
-        return max(1, min(os.cpu_count() or 1, 4))
-    if not raw.isdigit() or int(raw) < 1:
-        raise UserError(f"PLUGHOST_VECTOR_THREADS: expected a whole number of threads (1 or more), got {raw!r}")
-    return int(raw)
+    return VECTOR_THREADS.read(env) or max(1, min(os.cpu_count() or 1, 4))
 
 
 def new_id() -> str:

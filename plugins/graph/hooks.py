@@ -23,8 +23,9 @@ def backend_name(env: Any) -> str:
     the default.
     """
     from host.util.errors import UserError
+    from host.util.settings import STORE
 
-    chosen = (env.get("PLUGHOST_STORE") or "").strip().lower()
+    chosen = (STORE.read(env) or "").lower()
     if chosen and chosen != "graph":
         if chosen not in ("sqlite", "neo4j"):
             raise UserError(f"PLUGHOST_STORE: expected 'sqlite' or 'neo4j', got '{chosen}'")
@@ -33,10 +34,9 @@ def backend_name(env: Any) -> str:
 
 
 def sqlite_path(host: Host) -> Any:
-    from pathlib import Path
+    from plugins.graph.settings import GRAPH_DB
 
-    value = (host.env.get("PLUGHOST_GRAPH_DB") or "").strip()
-    return Path(value) if value else host.home / "graph.sqlite"
+    return GRAPH_DB.read(host.env) or host.home / "graph.sqlite"
 
 
 @hookimpl

@@ -75,6 +75,7 @@ from plugins.graph.common import (
     prepare_rows,
     vector_threads,
 )
+from plugins.graph.settings import VECTOR_THREADS
 
 SCHEMA_FILE = Path(__file__).resolve().parent / "schema.cypher"
 BASE_LABEL = "GraphNode"
@@ -467,7 +468,7 @@ class Neo4jStore(StoreEnv):
         self._executor: Any = None
         # One query per search unless PLUGHOST_VECTOR_THREADS asks for more: on the shared 2-core
         # bench machine the split was slower (20k, load 2.6: 34.7 ms against 17.6 ms p50).
-        self.vector_threads = vector_threads(self.env) if (self.env.get("PLUGHOST_VECTOR_THREADS") or "").strip() else 1
+        self.vector_threads = vector_threads(self.env) if VECTOR_THREADS.is_set(self.env) else 1
         if apply_schema:
             self.ensure_schema()
 

@@ -38,7 +38,9 @@ from host.util.errors import UserError
 from host.util.gcpause import gc_paused
 from host.util.jsonparse import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
 from host.util.log import log
+from host.util.settings import FALSE, TRUE
 from plugins.graph.common import env_dimensions, keywords_of, labels_json, prepare_row, text_of, to_json
+from plugins.graph.settings import IMPORT_WORKER
 
 STAGE_SCHEMA = """
 -- Every accepted row. seq is its position in the batch from 1, given by insert order (not bound);
@@ -319,13 +321,11 @@ def _batches(fh: BinaryIO, account_id: str, batch_size: int, *, lookup: bool = T
 def use_worker(path: Path, env: dict[str, str] | os._Environ[str] | None = None) -> bool:
     """``PLUGHOST_IMPORT_WORKER``: ``1`` always, ``0`` never, unset/``auto``: files of
     ``WORKER_MIN_BYTES`` or more on a machine with 2+ cores."""
-    mode = ((env if env is not None else os.environ).get("PLUGHOST_IMPORT_WORKER") or "auto").strip().lower()
-    if mode in ("1", "true", "yes", "on"):
+    mode = IMPORT_WORKER.read(env)
+    if mode in TRUE:
         return True
-    if mode in ("0", "false", "no", "off"):
+    if mode in FALSE:
         return False
-    if mode != "auto":
-        raise UserError(f"PLUGHOST_IMPORT_WORKER: expected 1, 0 or auto, got {mode!r}")
     return (os.cpu_count() or 1) > 1 and path.stat().st_size >= WORKER_MIN_BYTES
 
 

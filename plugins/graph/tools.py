@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from host.ports.graph import Guards
 from host.runtime.types import Tool
-from host.util import config
 from host.util.errors import UserError
+from host.util.settings import GRAPH_READ_ONLY
 from plugins.graph.hooks import backend_name
+from plugins.graph.settings import GRAPH_OUTPUT_CHARS
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
 
-DEFAULT_BUDGET = 20000
+DEFAULT_BUDGET = GRAPH_OUTPUT_CHARS.default
 
 
 def strip_embeddings(value: Any) -> Any:
@@ -60,8 +61,8 @@ def node_json(node: Any) -> dict[str, Any]:
 
 def graph_tools(host: Host) -> list[Tool]:
     env = host.env
-    budget = int(env.get("PLUGHOST_GRAPH_OUTPUT_CHARS") or DEFAULT_BUDGET)
-    read_only = config.flag("PLUGHOST_GRAPH_READ_ONLY", env)
+    budget = GRAPH_OUTPUT_CHARS.read(env)
+    read_only = GRAPH_READ_ONLY.read(env)
 
     def guards(scopes: list[str] | None = None, agent: str | None = None) -> Guards:
         return host.principal.guards.narrow(scopes, agent)

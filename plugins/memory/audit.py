@@ -32,12 +32,12 @@ from host.ports.graph import (
     require_admin,
     session_conversation,
 )
-from host.util.config import env_int
 from host.util.errors import UserError
 from host.util.log import log
 from host.util.redact import MARKER as REDACTED  # noqa: F401 - the audit trail's marker, by its old name
 from host.util.redact import redact_text, redact_value, schema_secret_keys  # noqa: F401
 from host.util.times import parse_time, read_time
+from plugins.memory.settings import AUDIT_INPUT_CHARS, AUDIT_MCP, AUDIT_OUTPUT_CHARS
 from plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,9 +46,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TOOL_CALL_LABEL = "ToolCall"
 HAS_TOOL_CALL = "HAS_TOOL_CALL"
-INPUT_BUDGET = 4000
+INPUT_BUDGET = AUDIT_INPUT_CHARS.default
 """``PLUGHOST_AUDIT_INPUT_CHARS``: characters of a ToolCall's ``input`` JSON kept."""
-OUTPUT_BUDGET = 4000
+OUTPUT_BUDGET = AUDIT_OUTPUT_CHARS.default
 """``PLUGHOST_AUDIT_OUTPUT_CHARS``: characters of a ToolCall's ``output`` kept."""
 MAX_LIST = 100
 
@@ -145,9 +145,9 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
     plugin, _, schema = identify(host, tool_name)
     clean_input = redact_value(tool_input, schema)
     clean_output = redact_value(tool_response)
-    input_text, input_cut = clip(clean_input, env_int(host.env, "PLUGHOST_AUDIT_INPUT_CHARS", INPUT_BUDGET))
+    input_text, input_cut = clip(clean_input, AUDIT_INPUT_CHARS.read(host.env))
     output_text, output_cut = clip(clean_output if clean_output is not None else "",
-                                   env_int(host.env, "PLUGHOST_AUDIT_OUTPUT_CHARS", OUTPUT_BUDGET))
+                                   AUDIT_OUTPUT_CHARS.read(host.env))
     completed = completed_at or _now_iso()
     started = started_at or _tool_use_time(transcript_path, tool_use_id) or completed
     error = _response_error(tool_response) if is_error is None else bool(is_error)
@@ -193,16 +193,16 @@ def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[st
     ``PLUGHOST_AUDIT_MCP=0`` turns it off, and a reader (``PLUGHOST_GRAPH_READ_ONLY=1``, e.g. on
     a read-only database user) writes nothing.
     """
-    from host.util import config
+    from host.util.settings import GRAPH_READ_ONLY
 
     env = host.env
-    if (env.get("CLAUDECODE") or "").strip() or (env.get("PLUGHOST_AUDIT_MCP") or "1").strip() == "0":
+    if (env.get("CLAUDECODE") or "").strip() or not AUDIT_MCP.read(env):
         return None
     principal = host.principal
     account = principal.account
     if not account:
         return None
-    if config.flag("PLUGHOST_GRAPH_READ_ONLY", env):
+    if GRAPH_READ_ONLY.read(env):
         log("persist", "tool-call", "skipped", reason="read-only", tool=f"mcp__{plugin}__{tool}")
         return None
 

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from host.ports.graph import CONVERSATION_LABEL, MESSAGE_LABEL
 from host.runtime import state
 from host.runtime.state import StateKey
-from host.util.config import env_int
 from host.util.log import log
 from plugins.memory import indexed_form
 from plugins.memory.embed_text import embedding_text
+from plugins.memory.settings import EMBED_QUEUE, EMBED_QUEUE_POLL_S
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.ports.embedding import Embedder
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 LABELS = (MESSAGE_LABEL, CONVERSATION_LABEL)
 BATCH = 32
-POLL_S = 10
+POLL_S = EMBED_QUEUE_POLL_S.default
 RETRY_S = 5.0  # after the embedder failed a whole batch (an Ollama that is down): wait, then retry
 STATE_KEY: StateKey[EmbedQueue] = StateKey("memory.embed-queue")
 
@@ -144,7 +144,7 @@ def start(host: Host) -> None:
     """Under ``plughost serve`` for an account, with an embedder, not narrowed: start the thread."""
     if STATE_KEY in host.state or state.RUNTIME not in host.state:
         return
-    if (host.env.get("PLUGHOST_EMBED_QUEUE") or "1").strip() == "0":
+    if not EMBED_QUEUE.read(host.env):
         log("embed-queue", "op=off", reason="PLUGHOST_EMBED_QUEUE=0")
         return
     principal = host.principal
@@ -157,7 +157,7 @@ def start(host: Host) -> None:
     if embedder is None:
         log("embed-queue", "op=off", reason="no-embedder")
         return
-    poll = env_int(host.env, "PLUGHOST_EMBED_QUEUE_POLL_S", POLL_S, low=1, high=3600)
+    poll = EMBED_QUEUE_POLL_S.read(host.env)
     host.state.set(STATE_KEY, EmbedQueue(host, principal.account, embedder, poll).start())
 
 

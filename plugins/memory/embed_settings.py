@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from host.util.config import env_int
 from host.util.errors import UserError
+from host.util.settings import EMBEDDER, Setting
 
 DEFAULT_PROVIDER = "local"
 PROVIDERS = ("local", "ollama", "none")
 
 
 def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
-    return env_int(env, name, default, low=minimum)
+    return Setting(name, "int", default, "", minimum=minimum).read(env)
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class EmbedSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> EmbedSettings:
-        provider = (env.get("PLUGHOST_EMBEDDER") or DEFAULT_PROVIDER).strip().lower()
+        provider = (EMBEDDER.read(env) or DEFAULT_PROVIDER).lower()
         if provider == "memory":  # this plugin's name: the host's choice among embedder plugins
             provider = DEFAULT_PROVIDER
         if provider not in PROVIDERS:

@@ -21,20 +21,18 @@ reindex`` fill it in) all produce the same text. Search results still return the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from host.ports.graph import MESSAGE_LABEL, Guards
-from host.util.config import env_int
-from host.util.errors import UserError
 from host.util.times import read_time
+from plugins.memory.settings import MESSAGE_CONTEXT_TURNS, MESSAGE_EMBED
 
 CONTEXT_PROPERTY = "searchContext"
-EMBED_MODES = ("context", "turn")
-DEFAULT_EMBED = "turn"
-DEFAULT_TURNS = 1
-MAX_TURNS = 10
+EMBED_MODES = MESSAGE_EMBED.choices
+DEFAULT_EMBED = MESSAGE_EMBED.default
+DEFAULT_TURNS = MESSAGE_CONTEXT_TURNS.default
+MAX_TURNS = int(MESSAGE_CONTEXT_TURNS.maximum or 10)
 TURN_CHARS = 200
 CONTEXT_CHARS = 600
 TEXT_KEYS = ("text", "content", "body")
@@ -45,8 +43,7 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 
 def context_turns(env: Mapping[str, str] | None = None) -> int:
     """``PLUGHOST_MESSAGE_CONTEXT_TURNS``: preceding turns in a Message's indexed form (0: no context)."""
-    return env_int(os.environ if env is None else env, "PLUGHOST_MESSAGE_CONTEXT_TURNS", DEFAULT_TURNS,
-                   low=0, high=MAX_TURNS)
+    return MESSAGE_CONTEXT_TURNS.read(env)
 
 
 def turn_text(props: Mapping[str, Any]) -> str:
@@ -117,10 +114,7 @@ def search_context(props: Mapping[str, Any], previous: Sequence[Mapping[str, Any
 def embed_mode(env: Mapping[str, str] | None = None) -> str:
     """``PLUGHOST_MESSAGE_EMBED``: ``context`` (the turn, then its context) or ``turn`` (the bare turn;
     the context then reaches BM25 only)."""
-    raw = (os.environ if env is None else env).get("PLUGHOST_MESSAGE_EMBED", "").strip().lower() or DEFAULT_EMBED
-    if raw not in EMBED_MODES:
-        raise UserError(f"PLUGHOST_MESSAGE_EMBED: expected one of {', '.join(EMBED_MODES)}, got {raw!r:.40}")
-    return raw
+    return MESSAGE_EMBED.read(env)
 
 
 def embedding_text(props: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str | None:

@@ -26,7 +26,6 @@ from host.ports.graph import (
     guarded_upsert_many,
 )
 from host.ports.principal import resolve
-from host.util import config
 from host.util.jsonparse import LONE_SURROGATE
 from host.util.log import log
 from plugins.memory import sectioniser
@@ -43,7 +42,9 @@ EDGE_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
 def known_labels(env: Mapping[str, str]) -> frozenset[str]:
     """The writable labels: the indexed ones plus a few structural ones, extendable by env."""
-    extra = config.csv_list(env.get("PLUGHOST_MEMORY_EXTRA_LABELS")) or []
+    from plugins.memory.settings import MEMORY_EXTRA_LABELS
+
+    extra = MEMORY_EXTRA_LABELS.read(env) or []
     return frozenset((*VECTOR_LABELS, *FULLTEXT_EXTRA_LABELS, *EXTRA_LABELS, *extra))
 
 

@@ -21,9 +21,9 @@ def check(make_host, **env: str):
 
 
 @pytest.mark.parametrize(("env", "says"), [
-    ({"PLUGHOST_AGENT": "bogus"}, "PLUGHOST_AGENT: expected one of memory | claude | command (got 'bogus')"),
-    ({"PLUGHOST_AGENT_TIMEOUT": "soon"}, "PLUGHOST_AGENT_TIMEOUT: expected a number of seconds > 0 (got 'soon')"),
-    ({"PLUGHOST_AGENT_TIMEOUT": "-1"}, "PLUGHOST_AGENT_TIMEOUT: expected a number of seconds > 0 (got '-1')"),
+    ({"PLUGHOST_AGENT": "bogus"}, "PLUGHOST_AGENT: expected one of memory, claude, command (got 'bogus')"),
+    ({"PLUGHOST_AGENT_TIMEOUT": "soon"}, "PLUGHOST_AGENT_TIMEOUT: expected a number > 0 (got 'soon')"),
+    ({"PLUGHOST_AGENT_TIMEOUT": "-1"}, "PLUGHOST_AGENT_TIMEOUT: expected a number > 0 (got '-1')"),
     ({"PLUGHOST_AGENT": "command"}, "PLUGHOST_AGENT_COMMAND: expected a command line"),
     ({"PLUGHOST_AGENT_COMMAND": "agent 'unclosed"}, "PLUGHOST_AGENT_COMMAND: No closing quotation"),
 ])

@@ -26,11 +26,16 @@ def test_refused_requests_do_not_spend_tokens_and_keys_are_bounded() -> None:
 
 
 def test_rate_settings(capfd) -> None:
+    from host.util.settings import Setting
+    from host.web.throttle import bucket_name
+
+    visitor = Setting("PLUGHOST_RATE_WEBCHAT_VISITOR", "str", "30/20", "one session's messages")
     default = Rate(30, 20)
-    assert rate_setting({}, "webchat-visitor", default) == default
-    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "600/100"}, "webchat-visitor", default) == Rate(600, 100)
-    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "0"}, "webchat-visitor", default) is None
-    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "lots"}, "webchat-visitor", default) == default
+    assert bucket_name(visitor) == "webchat-visitor"
+    assert rate_setting({}, visitor) == default
+    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "600/100"}, visitor) == Rate(600, 100)
+    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "0"}, visitor) is None
+    assert rate_setting({"PLUGHOST_RATE_WEBCHAT_VISITOR": "lots"}, visitor) == default
     assert "[http] op=bad-setting name=PLUGHOST_RATE_WEBCHAT_VISITOR" in capfd.readouterr().err
 
 

@@ -58,6 +58,7 @@ def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
 
     from host.runtime.host import Host
     from host.runtime.manifest import load_manifest
+    from host.util import settings
 
     by_parent: dict[Path, dict[str, Path]] = {}
     for md in manifests:
@@ -67,8 +68,8 @@ def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
     out: list[str] = []
     for parent, named in sorted(by_parent.items()):
         full = dict(os.environ if env is None else env)
-        full["PLUGHOST_LOAD_PLUGINS"] = ",".join(sorted(named))
-        full.pop("PLUGHOST_DISABLE_PLUGINS", None)
+        full[settings.LOAD_PLUGINS.name] = ",".join(sorted(named))
+        full.pop(settings.DISABLE_PLUGINS.name, None)
         host = Host(plugins_dir=parent, premium_dir=None, env=full).load()
         table = host.tools()
         for name, md in sorted(named.items()):

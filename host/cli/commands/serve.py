@@ -164,7 +164,9 @@ def fast_exit() -> None:
     import os
     import threading
 
-    if os.environ.get("PLUGHOST_SERVE_NO_FAST_EXIT") == "1" or threading.current_thread() is not threading.main_thread():
+    from host.util import settings
+
+    if settings.SERVE_NO_FAST_EXIT.read_or_default() or threading.current_thread() is not threading.main_thread():
         return
     if "serve" not in sys.argv[1:]:
         return  # called in-process (an embedding app or a test), not as the `plughost serve` command

@@ -23,6 +23,7 @@ from host.payload.launch import MINIMAL_PATH, Launch
 from host.payload.registration import Registration, config_dir, config_dir_source
 from host.runtime import accounts, specialists, state
 from host.runtime.types import GateContext, GateResult
+from host.util import settings
 from host.util.errors import UserError
 from host.util.log import format_line
 
@@ -205,10 +206,10 @@ def stale_paths(entry: Launch, payload_root: Path | None) -> list[str]:
     if payload_root is None:
         return []
     out = []
-    for key in ("PLUGHOST_PLUGINS_DIR", "PLUGHOST_PREMIUM_DIR"):
-        value = entry.env.get(key)
+    for setting in (settings.PLUGINS_DIR, settings.PREMIUM_DIR):
+        value = setting.raw(entry.env)
         if value and os.path.isabs(value) and not Path(os.path.normpath(value)).is_relative_to(payload_root):
-            out.append(f"{key}={value}")
+            out.append(f"{setting.name}={value}")
     return out
 
 

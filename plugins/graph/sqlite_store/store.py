@@ -49,6 +49,7 @@ from plugins.graph.common import (
     prepare,
     prepare_rows,
 )
+from plugins.graph.settings import VECTOR_THREADS
 from plugins.graph.sqlite_store import staged, writes
 from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
 from plugins.graph.sqlite_store.nodes import LazyNode, stored_node
@@ -86,7 +87,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.path = Path(path)
         self.env = dict(os.environ if env is None else env)
         self.vector_threads = vector_threads(self.env)  # checked before the file is opened
-        self.vector_threads_set = bool((self.env.get("PLUGHOST_VECTOR_THREADS") or "").strip())
+        self.vector_threads_set = VECTOR_THREADS.is_set(self.env)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():  # every account's memory: the owner's alone (-wal and -shm follow it)
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))

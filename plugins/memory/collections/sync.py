@@ -43,6 +43,7 @@ from plugins.memory import sectioniser
 from plugins.memory.collections.registry import Collection, state_path
 from plugins.memory.collections.state import NoteState, State
 from plugins.memory.embed_text import embedding_text
+from plugins.memory.settings import COLLECTIONS_REHASH, COLLECTIONS_WORKERS
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.types import CollectionSource
@@ -287,7 +288,7 @@ class Syncer:
         self.state = State(state_path(home, account_id, collection.name))
         self.stats = SyncStats()
         self.on_batch = on_batch
-        self.rehash = os.environ.get("PLUGHOST_COLLECTIONS_REHASH") == "1"
+        self.rehash = COLLECTIONS_REHASH.read()
         # a store that can stage rows has them validated and encoded where they are parsed
         self._staged = hasattr(store, "stage_rows") and hasattr(store, "write_staged")
         self._names_changed = False
@@ -719,11 +720,8 @@ class Syncer:
         """Parse processes for ``notes`` notes (``PLUGHOST_COLLECTIONS_WORKERS``; 0 = parse here)."""
         if notes < PARALLEL_MIN_NOTES or "fork" not in multiprocessing.get_all_start_methods():
             return 0
-        default = min(4, max(1, (os.cpu_count() or 1) - 1))
-        try:
-            return max(0, min(16, int(os.environ.get("PLUGHOST_COLLECTIONS_WORKERS", "") or default)))
-        except ValueError:
-            return default
+        workers = COLLECTIONS_WORKERS.read()
+        return min(4, max(1, (os.cpu_count() or 1) - 1)) if workers is None else workers
 
     def _read_one(self, rel: str, size: int, mtime_ns: int, ctime_ns: int, skipped: str | None) -> _Read:
         """A new file of a first sync, read and parsed (in a parse worker)."""

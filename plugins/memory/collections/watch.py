@@ -162,11 +162,14 @@ class Watcher:
 
 def start(host: Host) -> None:
     """Under ``plughost serve`` with an ``ACCOUNT_ID`` (an admin process): watch that account's collections."""
-    if host.env.get("PLUGHOST_COLLECTIONS_WATCH", "1").strip() == "0" or STATE_KEY in host.state:
+    from plugins.memory.settings import COLLECTIONS_WATCH
+
+    wanted = COLLECTIONS_WATCH.read(host.env)  # None: only under plughost serve
+    if wanted is False or STATE_KEY in host.state:
         return
     principal = host.principal
     account = principal.account
-    if not account or (state.RUNTIME not in host.state and host.env.get("PLUGHOST_COLLECTIONS_WATCH") != "1"):
+    if not account or (state.RUNTIME not in host.state and wanted is not True):
         return
     if not principal.is_admin:
         log("collections", "op=watch-off", reason="narrowed-process")

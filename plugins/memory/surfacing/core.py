@@ -16,22 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 from host.ports.graph import Guards
 from host.runtime import hooktable
-from host.util.config import env_int
-from host.util.errors import UserError
 from host.util.log import log
+from host.util.settings import Setting
+from plugins.memory.settings import SURFACE_BUDGET, SURFACE_LIMIT
 from plugins.memory.surfacing import rules, sessions
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
 
 EVENT = "UserPromptSubmit"
-DEFAULT_BUDGET = 2000
+DEFAULT_BUDGET = SURFACE_BUDGET.default
 """``PLUGHOST_SURFACE_BUDGET``: characters of ``additionalContext`` at most."""
-DEFAULT_LIMIT = 4
+DEFAULT_LIMIT = SURFACE_LIMIT.default
 """``PLUGHOST_SURFACE_LIMIT``: items at most per prompt."""
-SETTINGS = {"PLUGHOST_SURFACE_BUDGET": (DEFAULT_BUDGET, 200, 100_000), "PLUGHOST_SURFACE_LIMIT": (DEFAULT_LIMIT, 1, 20)}
-"""name -> (default, lowest, highest). The hook sends its own values with each request (``budget``,
-``limit``), so ``serve`` answers with the hook's settings, as the cold path does."""
+SETTINGS = (SURFACE_BUDGET, SURFACE_LIMIT)
+"""The hook sends its own values with each request (``budget``, ``limit``), so ``serve`` answers
+with the hook's settings, as the cold path does."""
 ITEM_MAX_CHARS = 500
 HEADER = "Relevant memory (surfaced by plughost for this prompt; ids work with memory-search):"
 
@@ -145,28 +145,29 @@ def item_line(item: Mapping[str, Any], room: int = ITEM_MAX_CHARS) -> str | None
     return line + tail
 
 
-def setting(env: Mapping[str, str], name: str) -> tuple[int, str | None]:
+def setting(env: Mapping[str, str], which: Setting[int]) -> tuple[int, str | None]:
     """One of :data:`SETTINGS`: its value, or its default and the problem (an out-of-range or
     non-integer value must not turn surfacing off)."""
-    default, low, high = SETTINGS[name]
-    try:
-        return env_int(env, name, default, low=low, high=high), None
-    except UserError as exc:
-        return default, str(exc)
+    problem = which.problem(env)
+    return (which.default, problem) if problem is not None else (which.read(env), None)
+
+
+def expected_range(which: Setting[Any]) -> str:
+    """``200..100000``: what the ``bad-setting`` line says was expected."""
+    return f"{which.minimum:g}..{which.maximum:g}"
 
 
 def settings(env: Mapping[str, str], request: SurfaceRequest | None = None) -> tuple[int, int]:
     """``(budget, limit)``: the hook's values when it sent them, else this process's; a bad value
     logs one ``[surface] op=error reason=bad-setting`` line and the default applies."""
     values = []
-    for name, sent in (("PLUGHOST_SURFACE_BUDGET", None if request is None else request.budget),
-                       ("PLUGHOST_SURFACE_LIMIT", None if request is None else request.limit)):
-        value, problem = setting({name: sent} if sent is not None else env, name)
+    for which, sent in ((SURFACE_BUDGET, None if request is None else request.budget),
+                        (SURFACE_LIMIT, None if request is None else request.limit)):
+        source = {which.name: sent} if sent is not None else env
+        value, problem = setting(source, which)
         if problem is not None:
-            default, low, high = SETTINGS[name]
-            got = (sent if sent is not None else env.get(name, "")).strip()[:40]
-            log("surface", "op=error", reason="bad-setting", name=name, expected=f"{low}..{high}", got=got,
-                using=default)
+            log("surface", "op=error", reason="bad-setting", name=which.name, expected=expected_range(which),
+                got=(which.raw(source) or "")[:40], using=which.default)
         values.append(value)
     return values[0], values[1]
 

@@ -243,7 +243,9 @@ def cached_decisions(home: Path, account_id: str) -> dict[str, str]:
 
 
 def ranking_enabled(env: Mapping[str, str]) -> bool:
-    return env.get("PLUGHOST_RECALL_RANKING", "").strip().lower() in ("1", "true", "yes", "on")
+    from plugins.memory.settings import RECALL_RANKING
+
+    return RECALL_RANKING.read(env)
 
 
 def boost(home: Path, account_id: str, enabled: bool = True) -> RetrievalBoost:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from host.ports.graph import Guards
 from host.runtime import hooktable
 from host.util.log import log
+from host.util.settings import Setting
+from plugins.memory.settings import SURFACE_MIN_BM25, SURFACE_MIN_SIMILARITY
 from plugins.memory.surfacing import rules
 from plugins.memory.surfacing.recall import boost as recall_boost
 from plugins.memory.surfacing.recall import cached_decisions, ranking_enabled
@@ -29,23 +31,17 @@ if TYPE_CHECKING:  # pragma: no cover
 SKIPPED_LABELS = frozenset({"Message", "Conversation", "WebchatMessage", "TelegramMessage", "WhatsAppMessage"})
 TITLE_KEYS = ("title", "name", "headline", "subject", "key")
 TEXT_KEYS = ("compiledTruth", "summary", "body", "content", "text", "description", "value", "bodyPreview")
-BM25_ONLY_FLOOR = 0.5
-DEFAULT_MIN_SIMILARITY = 0.3
+BM25_ONLY_FLOOR = SURFACE_MIN_BM25.default
+DEFAULT_MIN_SIMILARITY = SURFACE_MIN_SIMILARITY.default
 
 
-def _float(env: Any, name: str, default: float) -> float:
+def _float(env: Any, which: Setting[float]) -> float:
     """A floor setting; a value that is no number between 0 and 1 is one ``bad-setting`` line and the default."""
-    raw = str(env.get(name, "") or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-        if 0.0 <= value <= 1.0:
-            return value
-    except ValueError:
-        pass
-    log("surface", "op=error", reason="bad-setting", name=name, expected="0..1", got=raw[:40], using=default)
-    return default
+    if which.problem(env) is None:
+        return which.read(env)
+    log("surface", "op=error", reason="bad-setting", name=which.name, expected="0..1", got=(which.raw(env) or "")[:40],
+        using=which.default)
+    return which.default
 
 
 def item_of(row: Any) -> dict[str, Any]:
@@ -71,8 +67,8 @@ def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: S
     want = min(MAX_LIMIT, 3 * limit + len(exclude))
     outcome = search(host.store(), SearchRequest(rules.search_terms(query), want, expand_hops=0), guards=guards, embedder=embedder,
                      flags=flags, extra_boosts=boosts, emit_log=False)
-    floor = _float(host.env, "PLUGHOST_SURFACE_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY)
-    bm25_floor = _float(host.env, "PLUGHOST_SURFACE_MIN_BM25", BM25_ONLY_FLOOR)
+    floor = _float(host.env, SURFACE_MIN_SIMILARITY)
+    bm25_floor = _float(host.env, SURFACE_MIN_BM25)
     skip = set(exclude)
     if ranking_enabled(host.env):  # snoozed: not offered unprompted (memory-search still finds them)
         skip |= {i for i, d in cached_decisions(host.home, guards.account_id).items() if d == "snoozed"}

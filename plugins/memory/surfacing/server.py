@@ -297,9 +297,12 @@ def start(host: Host) -> None:
     Only under ``plughost serve`` (its app put ``host.runtime.state.RUNTIME`` in ``host.runtime.state``): ``plughost boot``
     runs the startup hooks too, and a listener that lives for one boot is of no use.
     """
-    if host.env.get("PLUGHOST_SURFACE_SERVER", "1").strip() == "0" or STATE_KEY in host.state:
+    from plugins.memory.settings import SURFACE_SERVER
+
+    wanted = SURFACE_SERVER.read(host.env)  # None: only under plughost serve
+    if wanted is False or STATE_KEY in host.state:
         return
-    if state.RUNTIME not in host.state and host.env.get("PLUGHOST_SURFACE_SERVER") != "1":
+    if state.RUNTIME not in host.state and wanted is not True:
         return
     host.state.set(STATE_KEY, SurfaceServer(host).start())
 

@@ -18,7 +18,7 @@ NAME = "surface-settings"
 
 def check_surface_settings(ctx: GateContext) -> GateResult:
     from plugins.memory.surfacing import context
-    from plugins.memory.surfacing.core import SETTINGS, setting
+    from plugins.memory.surfacing.core import SETTINGS, expected_range, setting
 
     sources: list[tuple[str, dict[str, Any]]] = [("env", dict(ctx.env))]
     config_dir = ctx.extras.get("config_dir")
@@ -26,14 +26,15 @@ def check_surface_settings(ctx: GateContext) -> GateResult:
         sources.append((f"{config_dir}/settings.json", context.settings_env(str(config_dir))))
     result = GateResult(status="ok")
     for where, env in sources:
-        for name, (default, low, high) in SETTINGS.items():
-            if not str(env.get(name, "")).strip():
+        for which in SETTINGS:
+            raw = which.raw({k: str(v) for k, v in env.items()})
+            if raw is None:
                 continue
             result.inspected += 1
-            _, problem = setting({name: str(env[name])}, name)
+            _, problem = setting({which.name: raw}, which)
             if problem is not None:
-                fields = {"reason": "bad-setting", "name": name, "expected": f"{low}..{high}",
-                          "got": str(env[name]).strip()[:40], "using": default, "where": where}
+                fields = {"reason": "bad-setting", "name": which.name, "expected": expected_range(which),
+                          "got": raw[:40], "using": which.default, "where": where}
                 result.lines.append(format_line("surface", "op=error", **fields))
                 result.defects.append(fields)
     if result.defects:

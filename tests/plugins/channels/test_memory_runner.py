@@ -76,7 +76,7 @@ def test_threshold_is_configurable_and_checked(make_host, account) -> None:
     with pytest.raises(Exception, match="not-configured: PLUGHOST_AGENT_MIN_MATCH: expected a number"):
         ask(broken, "When are you open?")
     unknown = make_host(PLUGHOST_AGENT="gpt")
-    with pytest.raises(Exception, match=r"PLUGHOST_AGENT: expected one of memory \| claude \| command"):
+    with pytest.raises(Exception, match=r"PLUGHOST_AGENT: expected one of memory, claude, command"):
         ask(unknown, "hi")
 
 

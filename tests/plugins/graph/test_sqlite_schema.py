@@ -123,7 +123,7 @@ def test_vector_threads_setting_is_checked(tmp_path: Path) -> None:
 
     assert vector_threads({"PLUGHOST_VECTOR_THREADS": "1"}) == 1 and 1 <= vector_threads({}) <= 4
     for bad in ("0", "two", "-1", "1.5"):
-        with pytest.raises(UserError, match=f"PLUGHOST_VECTOR_THREADS: expected a whole number of threads .*'{bad}'"):
+        with pytest.raises(UserError, match=f"PLUGHOST_VECTOR_THREADS: expected an integer >= 1 .*'{bad}'"):
             SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a", "PLUGHOST_VECTOR_THREADS": bad})
 
 

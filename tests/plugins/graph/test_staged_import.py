@@ -304,7 +304,7 @@ def test_worker_setting_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
     src = _write(tmp_path / "x.jsonl", [{"labels": ["Person"], "properties": {}}])
     monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "sometimes")
-    with pytest.raises(UserError, match="PLUGHOST_IMPORT_WORKER: expected 1, 0 or auto"):
+    with pytest.raises(UserError, match="PLUGHOST_IMPORT_WORKER: expected one of auto, 1, 0"):
         import_jsonl(store, src, account_id=ACCOUNT, progress=False)
     monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "1")
     assert import_jsonl(store, src, account_id=ACCOUNT, progress=False).nodes == 1
