@@ -1,10 +1,11 @@
 """The ``PLUGHOST_GS_*`` switches, one per stage.
 
-``SearchFlags()`` (every stage off) is the SPEC 9.4 baseline, bit for bit. The process defaults
-(:data:`SHIPPED`, what :meth:`SearchFlags.from_env` gives for an unset variable) are the stages
-the quality benchmark kept (``bench/retrieval_quality.py``, figures in the README), declared in
-:mod:`plugins.memory.settings`; setting a variable to 0 (or 0.7 / 50 / 60 for the numbers) gives
-the baseline back.
+``SearchFlags()`` is what the plugin ships: each field's default is its setting's
+(:mod:`plugins.memory.settings`, the one home of name, default and doc), the stages the quality
+benchmark kept (``bench/retrieval_quality.py``, figures in the README), and
+:meth:`SearchFlags.from_env` gives it for unset variables. :meth:`SearchFlags.baseline` (every
+stage off) is the SPEC 9.4 baseline, bit for bit; setting the variables to 0 (or 0.7 / 50 for
+the numbers) gives it back.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
 from plugins.memory.retrieval.rank import RERANK_DEPTH
 
 DEFAULT_CANDIDATES = 50
-"""Hits fetched per path and per query before fusion (never fewer than the requested limit)."""
+"""Hits fetched per path and per query before fusion in the SPEC 9.4 baseline (never fewer than the requested limit)."""
 PATHS = s.SEARCH_PATHS.choices
 """``PLUGHOST_GS_PATHS``: both paths (default) or one alone, for diagnosis and the quality benchmark."""
 SETTINGS: dict[str, Setting[Any]] = {
@@ -31,28 +32,37 @@ SETTINGS: dict[str, Setting[Any]] = {
     "neighbours": s.SEARCH_NEIGHBOURS, "neighbours_back": s.SEARCH_NEIGHBOURS_BACK,
 }
 """Each field's setting."""
+BASELINE: dict[str, Any] = {
+    "expansion": False, "route": False, "rrf": False, "boosts": False, "dedup": False, "normalize": False,
+    "candidates": DEFAULT_CANDIDATES, "min_score": 0.0, "paths": "hybrid", "stem": False, "stopwords": False,
+    "vector_weight": VECTOR_WEIGHT, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH, "neighbours": 0.0,
+    "neighbours_back": 0.0,
+}
+"""The SPEC 9.4 baseline: every stage off, the spec's constants."""
+SHIPPED: dict[str, Any] = {k: v.default for k, v in SETTINGS.items() if v.default != BASELINE[k]}
+"""Where the shipped defaults differ from the baseline (the README's retrieval table)."""
 
 
 @dataclass(frozen=True)
 class SearchFlags:
-    """Which enhancements run. All False is the baseline of SPEC 9.4, exactly."""
+    """Which enhancements run: by default the shipped stages; :meth:`baseline` is SPEC 9.4's, exactly."""
 
-    expansion: bool = False
-    route: bool = False
-    rrf: bool = False
-    boosts: bool = False
-    dedup: bool = False
-    normalize: bool = False
-    candidates: int = DEFAULT_CANDIDATES
-    min_score: float = 0.0
-    paths: str = "hybrid"
-    stem: bool = False
-    stopwords: bool = False
-    vector_weight: float = VECTOR_WEIGHT
-    rrf_k: int = RRF_K
-    rerank_depth: int | None = RERANK_DEPTH
-    neighbours: float = 0.0
-    neighbours_back: float = 0.0
+    expansion: bool = s.SEARCH_EXPANSION.default
+    route: bool = s.SEARCH_ROUTE.default
+    rrf: bool = s.SEARCH_RRF.default
+    boosts: bool = s.SEARCH_BOOSTS.default
+    dedup: bool = s.SEARCH_DEDUP.default
+    normalize: bool = s.SEARCH_NORMALIZE.default
+    candidates: int = s.SEARCH_CANDIDATES.default
+    min_score: float = s.SEARCH_MIN_SCORE.default
+    paths: str = s.SEARCH_PATHS.default
+    stem: bool = s.SEARCH_STEM.default
+    stopwords: bool = s.SEARCH_STOPWORDS.default
+    vector_weight: float = s.SEARCH_VECTOR_WEIGHT.default
+    rrf_k: int = s.SEARCH_RRF_K.default
+    rerank_depth: int | None = s.SEARCH_RERANK_DEPTH.default
+    neighbours: float = s.SEARCH_NEIGHBOURS.default
+    neighbours_back: float = s.SEARCH_NEIGHBOURS_BACK.default
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:
@@ -60,14 +70,11 @@ class SearchFlags:
         return cls(**{field: setting.read(env) for field, setting in SETTINGS.items()})
 
     @classmethod
-    def baseline(cls) -> SearchFlags:
-        """Every stage off: the SPEC 9.4 baseline, bit for bit, whatever the shipped defaults are."""
-        return cls()
+    def baseline(cls, **changes: Any) -> SearchFlags:
+        """Every stage off: the SPEC 9.4 baseline, bit for bit, whatever the shipped defaults are
+        (``changes``: the stages to turn on over it, ``baseline(rrf=True)``)."""
+        return cls(**{**BASELINE, **changes})
 
     @property
     def mode(self) -> str:
         return "rrf" if self.rrf else "weighted"
-
-
-SHIPPED: dict[str, Any] = {k: v.default for k, v in SETTINGS.items() if v.default != getattr(SearchFlags(), k)}
-"""Defaults chosen by the measurements (the README's retrieval table); unlisted stages stay off."""

@@ -133,7 +133,7 @@ def search(
     ``public`` Messages, see ``plugins/memory/conversations.py``).
     """
     request = request.checked()
-    flags = flags or SearchFlags()
+    flags = flags or SearchFlags.baseline()  # no flags: the SPEC 9.4 baseline (callers pass from_env's)
     started = time.perf_counter()
     stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0}
 

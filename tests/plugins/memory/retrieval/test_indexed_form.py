@@ -101,7 +101,7 @@ def test_append_import_and_reindex_give_the_same_indexed_form(appended, tmp_path
 def test_context_makes_the_turn_findable_and_results_show_the_turn(appended):
     store, _ = appended
     out = search(store, SearchRequest("how many nights in Lisbon for Maya", limit=2, expand_hops=0), guards=G,
-                 flags=SearchFlags(stem=True, stopwords=True), emit_log=False)
+                 flags=SearchFlags.baseline(stem=True, stopwords=True), emit_log=False)
     assert out.rows[0].props["text"].startswith("Wonderful.")
     assert "searchContext" not in out.text and "searchContext" not in out.as_json()["results"][0]["properties"]
 

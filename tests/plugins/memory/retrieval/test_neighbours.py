@@ -44,7 +44,7 @@ def test_only_the_same_conversation_and_only_candidates_take_part():
 
 
 def test_baseline_flags_keep_the_stage_off():
-    assert SearchFlags().neighbours == 0.0 and SearchFlags.baseline().neighbours_back == 0.0
+    assert SearchFlags.baseline().neighbours == 0.0 and SearchFlags().neighbours_back == 0.0
     assert SearchFlags.from_env({"PLUGHOST_GS_NEIGHBOURS": "0"}).neighbours == 0.0
 
 
@@ -61,9 +61,9 @@ def test_the_pipeline_runs_the_stage_on_appended_turns(store, monkeypatch):
         svc.append(role="user", content=props["text"], conversationId="c1", sender=props["sender"],
                    timestamp=props["sentAt"])
     req = SearchRequest("Lisbon", limit=5, expand_hops=0)
-    flags = SearchFlags(stem=True, stopwords=True)
+    flags = SearchFlags.baseline(stem=True, stopwords=True)
     off = search(store, req, guards=Guards(ACCOUNT), flags=flags, emit_log=False)
-    on = search(store, req, guards=Guards(ACCOUNT), flags=SearchFlags(stem=True, stopwords=True, neighbours=0.5),
+    on = search(store, req, guards=Guards(ACCOUNT), flags=SearchFlags.baseline(stem=True, stopwords=True, neighbours=0.5),
                 emit_log=False)
     score = {r.props["text"]: r.score for r in off.rows}
     score_on = {r.props["text"]: r.score for r in on.rows}

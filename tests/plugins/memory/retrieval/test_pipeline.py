@@ -41,7 +41,7 @@ def run(store, query="haircut", embedder=None, flags=None, guards=G, **kw):
     req_fields = {k: kw.pop(k) for k in ("limit", "labels", "fields", "expand_hops", "retrieval_class") if k in kw}
     return search(store, SearchRequest(query, **req_fields), guards=guards,
                   embedder=embedder if embedder is not None else LookupEmbedder({query: QVEC}),
-                  flags=flags or SearchFlags(), **kw)
+                  flags=flags or SearchFlags.baseline(), **kw)
 
 
 def reference(store, query, vector, limit, k=50):
@@ -69,13 +69,27 @@ def test_env_flags_default_to_the_shipped_stages_and_zero_gives_the_baseline():
     off = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMALIZE": "off",
            "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_RRF": "no",
            "PLUGHOST_GS_NEIGHBOURS": "0"}
-    assert SearchFlags.from_env(off) == SearchFlags() == SearchFlags.baseline()
+    assert SearchFlags.from_env(off) == SearchFlags.baseline()
     for bad in ({"PLUGHOST_GS_STEM": "maybe"}, {"PLUGHOST_GS_VECTOR_WEIGHT": "1.5"}, {"PLUGHOST_GS_RRF_K": "0"}):
         with pytest.raises(UserError, match=next(iter(bad))):
             SearchFlags.from_env(bad)
     on = SearchFlags.from_env({f"PLUGHOST_GS_{n}": "1" for n in
                                ("EXPANSION", "ROUTE", "RRF", "BOOSTS", "DEDUP", "NORMALIZE")})
     assert all((on.expansion, on.route, on.rrf, on.boosts, on.dedup, on.normalize))
+
+
+def test_search_flags_defaults_are_the_settings_defaults():
+    """One home: ``SearchFlags()``, what the process ships (``from_env`` of an empty environment)
+    and the memory plugin's declared settings agree, field by field."""
+    from dataclasses import fields
+
+    from plugins.memory.retrieval.flags import SETTINGS
+
+    assert SearchFlags() == SearchFlags.from_env({})
+    assert {f.name for f in fields(SearchFlags)} == set(SETTINGS)
+    for field in fields(SearchFlags):
+        assert field.default == SETTINGS[field.name].default, field.name
+    assert SearchFlags().stem is True and SearchFlags.baseline().stem is False
 
 
 def test_hybrid_log_line(graph, capsys):
@@ -118,14 +132,14 @@ def test_no_embedder_is_bm25_only_and_a_failing_embedder_degrades(graph, capsys)
 
 
 def test_rrf_flag(graph, capsys):
-    out = run(graph, flags=SearchFlags(rrf=True), limit=3)
+    out = run(graph, flags=SearchFlags.baseline(rrf=True), limit=3)
     assert "mode=rrf" in capsys.readouterr().err
     assert all(r.score <= 2 / 61 + 1e-12 for r in out.rows)
 
 
 def test_normalize_flag_changes_only_the_vector_term(graph):
     base = {r.id: r for r in run(graph, limit=8).rows}
-    norm = {r.id: r for r in run(graph, limit=8, flags=SearchFlags(normalize=True)).rows}
+    norm = {r.id: r for r in run(graph, limit=8, flags=SearchFlags.baseline(normalize=True)).rows}
     assert max(r.vector for r in norm.values()) == 1.0
     assert {i: r.bm25 for i, r in base.items()} == {i: norm[i].bm25 for i in base if i in norm}
 
@@ -134,7 +148,7 @@ def test_boosts_flag_uses_compiled_truth_backlinks_and_plugin_boosts(graph, caps
     graph.upsert_node(["Concept"], {"compiledTruth": "hair care means washing"}, account_id=ACCOUNT, node_id="n5")
     base = {r.id: r.score for r in run(graph, limit=8).rows}
     from host.runtime.types import RetrievalBoost
-    boosted = run(graph, limit=8, flags=SearchFlags(boosts=True),
+    boosted = run(graph, limit=8, flags=SearchFlags.baseline(boosts=True),
                   extra_boosts=[RetrievalBoost("tasks", lambda v: 0.5 if "Task" in v["labels"] else 0.0)])
     got = {r.id: r.score for r in boosted.rows}
     assert got["n5"] == pytest.approx(base["n5"] * 1.15)
@@ -150,7 +164,7 @@ def test_dedup_flag_collapses_same_slug(graph):
     graph.upsert_node(["Service"], {"slug": "haircut"}, account_id=ACCOUNT, node_id="n1")
     graph.upsert_node(["Review"], {"slug": "haircut"}, account_id=ACCOUNT, node_id="n6")
     plain = [r.id for r in run(graph, limit=8).rows]
-    layered = run(graph, limit=8, flags=SearchFlags(dedup=True))
+    layered = run(graph, limit=8, flags=SearchFlags.baseline(dedup=True))
     assert "n1" in plain and "n6" in plain
     ids = [r.id for r in layered.rows]
     assert ("n1" in ids) != ("n6" in ids)
@@ -159,11 +173,11 @@ def test_dedup_flag_collapses_same_slug(graph):
 
 def test_route_flag(graph):
     embedder = LookupEmbedder({"haircut": QVEC})
-    none = run(graph, retrieval_class="none", flags=SearchFlags(route=True), embedder=embedder)
+    none = run(graph, retrieval_class="none", flags=SearchFlags.baseline(route=True), embedder=embedder)
     assert none.rows == [] and none.text == "No results." and not embedder.calls
-    event = run(graph, retrieval_class="event", flags=SearchFlags(route=True), embedder=embedder)
+    event = run(graph, retrieval_class="event", flags=SearchFlags.baseline(route=True), embedder=embedder)
     assert [r.id for r in event.rows] == ["n4"] and event.stats["vector"] == 0 and not embedder.calls
-    entity = run(graph, retrieval_class="entity", flags=SearchFlags(route=True))
+    entity = run(graph, retrieval_class="entity", flags=SearchFlags.baseline(route=True))
     assert {lab for r in entity.rows for lab in r.node.labels} <= {"Person", "Company", "Concept"}
     off = run(graph, retrieval_class="event")  # routing off: the class changes nothing
     assert len(off.rows) > 1
@@ -173,7 +187,7 @@ def test_expansion_flag_unions_paraphrases_and_degrades(graph, capsys):
     from plugins.memory.retrieval.expand import ExpansionCache
 
     embedder = LookupEmbedder({})
-    out = run(graph, query="salon party", embedder=embedder, flags=SearchFlags(expansion=True),
+    out = run(graph, query="salon party", embedder=embedder, flags=SearchFlags.baseline(expansion=True),
               expander=lambda q, c: ["shampoo", "stylist", "colouring"], cache=ExpansionCache())
     ids = {r.id for r in out.rows}
     assert {"n4", "n7", "n3", "n2"} <= ids
@@ -183,7 +197,7 @@ def test_expansion_flag_unions_paraphrases_and_degrades(graph, capsys):
     def broken(q, c):
         raise RuntimeError("no llm")
 
-    out = run(graph, query="salon party", flags=SearchFlags(expansion=True), expander=broken,
+    out = run(graph, query="salon party", flags=SearchFlags.baseline(expansion=True), expander=broken,
               cache=ExpansionCache())
     assert out.queries == ["salon party"] and out.stats["expansions"] == 0
 
@@ -202,9 +216,9 @@ def test_bad_parameters_are_one_line_user_errors(graph):
 def test_paths_flag_runs_one_path_alone(graph):
     from host.util.errors import UserError
 
-    vec = run(graph, flags=SearchFlags(paths="vector"), limit=8)
+    vec = run(graph, flags=SearchFlags.baseline(paths="vector"), limit=8)
     assert vec.stats["bm25"] == 0 and all(r.bm25 == 0 for r in vec.rows)
-    bm = run(graph, flags=SearchFlags(paths="bm25"), limit=8)
+    bm = run(graph, flags=SearchFlags.baseline(paths="bm25"), limit=8)
     assert bm.stats["vector"] == 0 and all(r.vector == 0 for r in bm.rows)
     assert SearchFlags.from_env({"PLUGHOST_GS_PATHS": "vector"}).paths == "vector"
     with pytest.raises(UserError, match="PLUGHOST_GS_PATHS: expected one of hybrid, vector, bm25"):
@@ -216,9 +230,9 @@ def test_fusion_weights_are_the_spec_constants_unless_set():
     from plugins.memory.retrieval.pipeline import weights
 
     plan = route.plan(None, enabled=False)
-    assert weights(plan, SearchFlags()) == (0.7, 0.3)  # the constants themselves, not 1 - 0.7
-    assert weights(plan, SearchFlags(vector_weight=0.4)) == (0.4, 0.6)
-    assert weights(route.plan("temporal", enabled=True), SearchFlags(vector_weight=0.4)) == (0.3, 0.7)
+    assert weights(plan, SearchFlags.baseline()) == (0.7, 0.3)  # the constants themselves, not 1 - 0.7
+    assert weights(plan, SearchFlags.baseline(vector_weight=0.4)) == (0.4, 0.6)
+    assert weights(route.plan("temporal", enabled=True), SearchFlags.baseline(vector_weight=0.4)) == (0.3, 0.7)
 
 
 def test_baseline_flags_match_the_baseline_bit_for_bit(graph):

@@ -56,11 +56,11 @@ def test_stop_words_go_identifiers_and_all_stop_queries_stay():
 def test_pipeline_flags_rank_on_the_stemmed_index_without_question_words(docs):
     request = SearchRequest("When is Maya moving?", limit=3, expand_hops=0)
     plain = search(docs, request, guards=G, flags=SearchFlags.baseline(), emit_log=False)
-    stemmed = search(docs, request, guards=G, flags=SearchFlags(stem=True, stopwords=True), emit_log=False)
+    stemmed = search(docs, request, guards=G, flags=SearchFlags.baseline(stem=True, stopwords=True), emit_log=False)
     assert [r.id for r in stemmed.rows] == ["m1"]
     assert "m1" in [r.id for r in plain.rows]
     exact = search(docs, SearchRequest("what about INV-2024-0042", limit=3, expand_hops=0), guards=G,
-                   flags=SearchFlags(stem=True, stopwords=True), emit_log=False)
+                   flags=SearchFlags.baseline(stem=True, stopwords=True), emit_log=False)
     assert [r.id for r in exact.rows] == ["m2"]
 
 
