@@ -33,10 +33,12 @@ CORE_COMMANDS: dict[str, str] = {
     "serve": "host.cli.commands.serve",
     "demo": "host.cli.commands.demo",
     "doctor": "host.cli.commands.doctor",
+    "settings": "host.cli.commands.settings",
 }
 """The one table of core commands: name → module."""
 
-ACCOUNT_FREE = frozenset({"plugins", "manifests", "mcp", "bundle", "install", "account", "demo", "record-turn"})
+ACCOUNT_FREE = frozenset({"plugins", "manifests", "mcp", "bundle", "install", "account", "demo", "record-turn",
+                          "settings"})
 """Commands that run without an existing account: the rest refuse a ``ACCOUNT_ID`` / ``--account``
 that names no account under ``PLUGHOST_HOME`` (exit 2, nothing created). ``demo`` and ``account``
 create one; ``install`` writes the stub it reconciles; ``mcp`` servers are checked by the
@@ -59,6 +61,9 @@ class Context:
             self._host = Host(plugins_dir=self.plugins_dir, premium_dir=self.premium_dir, env=self.env).load()
             self._host.check_plugin_lists()  # a misspelt block/allow list: exit 2, not a silent host
             self._host.check_provider_choices()
+            from host.runtime.settings import warn_unknown
+
+            warn_unknown(self._host)  # a misspelt PLUGHOST_* variable: one line, never fatal
         return self._host
 
 

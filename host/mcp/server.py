@@ -230,6 +230,9 @@ def run_plugin_server(plugin: str) -> None:
 
     try:
         host = Host(env=config.load_env()).load()
+        from host.runtime.settings import warn_unknown
+
+        warn_unknown(host)
         serve_stdio(host, plugin)
     except PlughostError as exc:
         print(f"plughost mcp: {exc}", file=sys.stderr)
