@@ -41,6 +41,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -455,6 +457,7 @@ def main() -> int:
     ap.add_argument("--grid", action="store_true",
                     help="also sweep fusion weight, pool, neighbour share and RRF k on the tuning conversation set")
     ap.add_argument("--no-memo", action="store_true", help="run every store search for real (slow; for checking)")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
 
     work = args.work or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "plughost" / "bench-quality"
@@ -503,4 +506,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("retrieval_quality", main))

@@ -30,6 +30,8 @@ import time
 from contextlib import redirect_stderr
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -94,7 +96,9 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true", help="build the store and stop")
     ap.add_argument("--pool", type=int, default=100, help="another candidate pool to compare "
                     "(PLUGHOST_GS_CANDIDATES; the shipped one is 200; default 100, the earlier default)")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("the store's own two calls alone (fulltext_search + vector_search at the pool size), and bare FTS5 (MATCH + bm25() + LIMIT) plus bare numpy (matrix · q + top-k) on the same data; " + bench_results.numpy_kernels())
 
     work = args.work or Path(tempfile.mkdtemp(prefix="plughost-bench-latency-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -256,4 +260,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("search_latency", main))
