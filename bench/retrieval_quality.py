@@ -13,7 +13,7 @@
   edges), which gives each turn its indexed form (``PLUGHOST_MESSAGE_CONTEXT_TURNS``,
   ``PLUGHOST_MESSAGE_EMBED``); one store per form. The first seed is the tuning set (the stages
   one by one, ``--grid``); the others are built the same way with other sessions, speakers and
-  questions and are held out: only the single paths, the SPEC baseline and the defaults run
+  questions and are held out: only the single paths, the baseline and the defaults run
   there, then every seed together.
 
 Each query runs through the real memory-search pipeline once per configuration, in this process,
@@ -69,7 +69,7 @@ def _pool() -> str:
 def single_configs(set_name: str) -> list[tuple[str, dict[str, str]]]:
     """One retrieval path, no fusion. On conversations the neighbour stage on one path counts as
     single too (over the shipped pool, so a hybrid is never compared with a smaller pool)."""
-    out = [("BM25 (SPEC)", {"PLUGHOST_GS_PATHS": "bm25"}),
+    out = [("BM25 (baseline)", {"PLUGHOST_GS_PATHS": "bm25"}),
            ("BM25 stemmed + stop words", {"PLUGHOST_GS_PATHS": "bm25", **STEM}),
            ("vector", {"PLUGHOST_GS_PATHS": "vector"})]
     if set_name == "conversations":
@@ -80,16 +80,16 @@ def single_configs(set_name: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def hybrid_configs(set_name: str, tuning: bool) -> list[tuple[str, dict[str, str] | None]]:
-    """The SPEC baseline and the defaults everywhere; on the tuning conversation set, the stages one
+    """The baseline and the defaults everywhere; on the tuning conversation set, the stages one
     by one on top of the baseline too."""
     out: list[tuple[str, dict[str, str] | None]] = [
-        ("SPEC baseline: weighted 0.7/0.3, pool 50", {}),
+        ("baseline: weighted 0.7/0.3, pool 50", {}),
         # the alternative the defaults were weighed against: the same stages, RRF instead of the weighted sum
         ("defaults with RRF k=60 (PLUGHOST_GS_RRF=1)", {**STEM, "PLUGHOST_GS_RRF": "1", "PLUGHOST_GS_CANDIDATES": _pool(),
                                                         "PLUGHOST_GS_NEIGHBOURS": _shipped("neighbours")})]
     if set_name == "conversations" and tuning:
         last = {**STEM, "PLUGHOST_GS_NORMALIZE": "1", "PLUGHOST_GS_VECTOR_WEIGHT": "0.5"}
-        out += [("SPEC flag: RRF k=60, pool 50", {"PLUGHOST_GS_RRF": "1"}),
+        out += [("baseline flag: RRF k=60, pool 50", {"PLUGHOST_GS_RRF": "1"}),
                 ("stem+stop, weighted 0.7/0.3, pool 50", {**STEM}),
                 ("stem+stop, normalised 0.5/0.5, pool 100", {**last, "PLUGHOST_GS_CANDIDATES": "100"}),
                 ("stem+stop, normalised 0.5/0.5, pool 100, neighbours 0.3 (last round's defaults)",
@@ -446,7 +446,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=22, help="the man-page sampling seed")
     ap.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[22, 23],
                     help="conversation sets to build: the first is the tuning set (every configuration, "
-                         "--grid), the others are held out (single paths, SPEC baseline, defaults)")
+                         "--grid), the others are held out (single paths, baseline, defaults)")
     ap.add_argument("--context", type=lambda s: [int(x) for x in s.split(",")], default=None,
                     help="conversation context settings to compare, e.g. 0,2 (default: 0 and the shipped default)")
     ap.add_argument("--embed", type=lambda s: s.split(","), default=None,

@@ -8,7 +8,7 @@ not depend on the vector values), two typed edges per node. Then times the memor
 pipeline per call — guards, vector + BM25, fusion, dedup, slice, 1-hop graph expansion and
 formatting — with the shipped defaults (``SearchFlags.from_env``: stemmed BM25, stop words,
 normalised fusion over the shipped candidate pool), expansion off and on, with the wider pool
-``--pool`` (``PLUGHOST_GS_CANDIDATES``), and with the SPEC baseline flags (query embedding
+``--pool`` (``PLUGHOST_GS_CANDIDATES``), and with the baseline flags (query embedding
 excluded: the vectors are precomputed), and times the real query embedding separately. The main
 variant is split per stage (the pipeline's ``stats``: store vector, store BM25, fusion, graph
 expansion, hydrate, format) and its process time is printed beside the wall time. Two floors run
@@ -151,7 +151,7 @@ def main() -> int:
         ("memory-search, expansion off (public scopes)", shipped, public),
         (f"memory-search, expansion off, candidate pool {pool} (admin)", wide, admin),
         ("memory-search, expansion on (admin)", SearchFlags.from_env({"PLUGHOST_GS_EXPANSION": "1"}), admin),
-        ("memory-search, SPEC baseline flags (admin)", SearchFlags.baseline(), admin),
+        ("memory-search, baseline flags (admin)", SearchFlags.baseline(), admin),
     ]
     runs: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     cpu: list[float] = []  # process time of the main variant (every thread's), steadier than wall under load
