@@ -1,4 +1,4 @@
-"""Benchmark `plughost boot --check` (SPEC 14): the default install and a synthetic large one.
+"""Benchmark `plughost boot --check` (bench/RESULTS.md#boot): the default install and a synthetic large one.
 
 Prints wall times of the real console path (process start included) against a raw baseline
 (`python -c pass`, and `python -c "import host.cli"`), plus where the time goes inside one

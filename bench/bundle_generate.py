@@ -1,4 +1,4 @@
-"""Bundle + manifest generation over a synthetic tree (SPEC 14): 500 plugins, 200 with MCP
+"""Bundle + manifest generation over a synthetic tree (bench/RESULTS.md#bundle_generate): 500 plugins, 200 with MCP
 servers, 20 premium bundles. Targets: bundle + generate < 3 s wall; the rerun < 1 s and
 writes no file. Prints figures and ratios to a raw baseline measured in the same run
 (``shutil.copytree`` of the same sources: the cost of just copying the files).

@@ -1,4 +1,4 @@
-"""Unauthenticated pressure on a real `plughost serve` (SPEC 14, issue: no input exhausts the server).
+"""Unauthenticated pressure on a real `plughost serve` (bench/RESULTS.md#pin_flood, issue: no input exhausts the server).
 
 Two floods against one server, each while a prober polls ``/healthz``:
 

@@ -6,7 +6,7 @@
 
 * ``manpages``: known-item search over the installed manual pages (query = a page's NAME line,
   the one relevant document = its DESCRIPTION, <= 1,200 chars), see ``bench/manpages.py``; every
-  page and every query. Measured: the single paths, the SPEC 9.4 baseline and the defaults.
+  page and every query. Measured: the single paths, the baseline (docs/retrieval.md#baseline) and the defaults.
 * ``conversations``: turn-level evidence retrieval over generated multi-session, multi-speaker
   conversations with planted facts and paraphrased questions, see ``bench/conversations.py``.
   The sessions go in through ``memory import`` (Conversation + Message nodes, HAS_MESSAGE
@@ -51,7 +51,7 @@ OFF = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMA
        "PLUGHOST_GS_DEDUP": "0", "PLUGHOST_GS_BOOSTS": "0", "PLUGHOST_GS_EXPANSION": "0", "PLUGHOST_GS_ROUTE": "0",
        "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_RRF_K": "60",
        "PLUGHOST_GS_NEIGHBOURS": "0", "PLUGHOST_GS_NEIGHBOURS_BACK": "0"}
-"""The SPEC 9.4 baseline, spelled out: configurations below change only what they name."""
+"""The baseline (docs/retrieval.md#baseline), spelled out: configurations below change only what they name."""
 STEM = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1"}
 DEFAULTS = "defaults (no PLUGHOST_GS_* set)"
 

@@ -1,4 +1,4 @@
-"""One client flooding webchat, then slow request heads, against a real `plughost serve` (SPEC 13).
+"""One client flooding webchat, then slow request heads, against a real `plughost serve` (docs/channels.md#flood-limits).
 
 With the shipped limits (no PLUGHOST_RATE_* set), on loopback only:
 

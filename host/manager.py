@@ -1,4 +1,4 @@
-"""The plugin manager: discovery, guarded loading and the one hook-result collector (SPEC 2.2, 2.3).
+"""The plugin manager: discovery, guarded loading and the one hook-result collector (docs/architecture.md#discovery, docs/architecture.md#hooks).
 
 There is no global instance and nothing loads at import time: ``Host(...).load()`` builds one,
 and tests build their own. Block and allow lists are applied by *name* before anything is
@@ -176,7 +176,7 @@ class Host:
 
     def brand_exclusions(self) -> tuple[str | None, list[str]]:
         """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
-        `brand.json` beside the plugins folder. What a brand excludes does not load (SPEC 5)."""
+        `brand.json` beside the plugins folder. What a brand excludes does not load (docs/payload.md#brands)."""
         if self._brand is None:
             from host.specialists import find_brand
 
@@ -418,7 +418,7 @@ class Host:
 
     @property
     def surface(self) -> ToolSurface:
-        """The tool surface (SPEC 3), computed once from the loaded manifests."""
+        """The tool surface (docs/architecture.md#tool-surface), computed once from the loaded manifests."""
         if self._surface is None:
             from host.surface import compute_surface
 
