@@ -1,4 +1,4 @@
-"""Every hook a plughost plugin may implement (SPEC 2.3).
+"""Every hook a plughost plugin may implement (docs/architecture.md#hooks).
 
 Each spec is documented with one template: what it is for, **Parameters**, **Combines**
 (how results from several plugins are combined), **Fires** (when the host calls it) and
@@ -63,7 +63,7 @@ def plughost_tools(host: Host) -> list[Tool]:
 
 @hookspec
 def plughost_boot_gates(host: Host) -> list[Gate]:
-    """Self-test gates run by ``plughost boot`` (SPEC 7).
+    """Self-test gates run by ``plughost boot`` (docs/gates.md).
 
     **Parameters:** ``host`` — the loaded host.
 
@@ -285,7 +285,7 @@ def plughost_account_created(host: Host, account_id: str, users: list[dict[str, 
 
 @hookspec(firstresult=True)
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
-    """The account owner's standing rules, injected into every admin turn (SPEC 9.7).
+    """The account owner's standing rules, injected into every admin turn (docs/memory.md#preferences).
 
     **Parameters:** ``account_id`` — the account.
 

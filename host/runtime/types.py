@@ -1,4 +1,4 @@
-"""Typed values that hooks return (SPEC 2.3).
+"""Typed values that hooks return (docs/architecture.md#hooks).
 
 Every extension-point hook returns a list of one of these; :func:`host.runtime.host.Host.collect`
 flattens the lists, checks each item's type and rejects two items with one ``key``, naming both

@@ -1,4 +1,4 @@
-"""The host's ASGI app: every plugin's HTTP surface and MCP server in one Starlette app (SPEC 11).
+"""The host's ASGI app: every plugin's HTTP surface and MCP server in one Starlette app (docs/http.md#routes).
 
 ``build_app(host)`` assembles
 - the routes of the ``plughost_routes`` hook and of every ``plughost_channel_adapters`` adapter

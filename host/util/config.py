@@ -1,4 +1,4 @@
-"""Process configuration: the data root and `PLUGHOST_*` environment switches (SPEC 1)."""
+"""Process configuration: the data root and `PLUGHOST_*` environment switches (docs/configuration.md#data-root)."""
 
 from __future__ import annotations
 

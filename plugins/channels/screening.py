@@ -1,4 +1,4 @@
-"""Inbound screening (SPEC 10.3): verdict, injection flag, intent, language, complexity.
+"""Inbound screening (docs/channels.md#screening): verdict, injection flag, intent, language, complexity.
 
 A provider (an LLM, through ``plughost_screen_message``) may classify the message; it gets
 :data:`PROVIDER_TIMEOUT` seconds and any failure falls through with the message unmodified.

@@ -115,7 +115,7 @@ def check_labels(labels: Any, what: str = "labels") -> tuple[str, ...]:
 
 
 def check_account(expected: str | None, account_id: str, *, node: str | None = None) -> None:
-    """Writes must name the process's account (SPEC 8.1); anything else is logged and rejected."""
+    """Writes must name the process's account (docs/guards.md#write-guards); anything else is logged and rejected."""
     if not expected or account_id != expected:
         log("graph-write", "reject", reason="invalid-account-id", accountId=(account_id or "")[:8],
             **({"node": node} if node else {}))

@@ -1,4 +1,4 @@
-"""The graph plugin's boot gates (SPEC 7): ``schema-labels``, and ``account-id-env`` (its logic
+"""The graph plugin's boot gates (docs/gates.md#the-gates): ``schema-labels``, and ``account-id-env`` (its logic
 lives in :mod:`host.runtime.accounts`, shared with the channels plugin's account gate).
 
 Gates read files and the environment only; they never open the store.
@@ -61,7 +61,7 @@ def check_schema_labels(ctx: GateContext | None = None, *, sources: dict[str, li
 
 
 def gates() -> list[Gate]:
-    from host.runtime.accounts import account_id_env_gate  # the one home of that gate's logic (SPEC 7)
+    from host.runtime.accounts import account_id_env_gate  # the one home of that gate's logic (docs/gates.md)
 
     return [
         account_id_env_gate(),

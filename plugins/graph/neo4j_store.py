@@ -1,4 +1,4 @@
-"""The Neo4j graph store (SPEC 8.2): the official driver, ``schema.cypher``, index discovery.
+"""The Neo4j graph store (docs/graph.md#stores): the official driver, ``schema.cypher``, index discovery.
 
 Every node the store writes carries the ``GraphNode`` label (the ``(accountId, id)`` uniqueness
 constraint and the account index hang off it; it is hidden from the labels the port returns).

@@ -1,9 +1,9 @@
--- Embedded store schema, version 6 (SPEC 8.2): the current schema, applied whole to a new file
+-- Embedded store schema, version 6 (docs/graph.md#stores): the current schema, applied whole to a new file
 -- by plugins/graph/migrations.py. (Versions 1-5 were never released; they were squashed into
 -- this file. A later change is a new numbered file appended to migrations.SCHEMA_FILES.)
 --
 -- nodes.rid is the integer key every side table and the FTS5 rowid use; nodes.id is the
--- public id, unique per account (SPEC 8.1). Guarded columns (account_id, scope, agents,
+-- public id, unique per account (docs/guards.md#the-guards). Guarded columns (account_id, scope, agents,
 -- deleted_at) are real columns so every guard layer is a WHERE clause.
 
 CREATE TABLE nodes (
@@ -72,7 +72,7 @@ CREATE INDEX node_vectors_seq ON node_vectors (seq);
 CREATE VIRTUAL TABLE node_text USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2');
 -- Its stemmed shadow (memory-search PLUGHOST_GS_STEM): same rows and text; the porter tokenizer
 -- wraps the same unicode61 one, so English words fold to their stems ("moved", "moving" ->
--- "move") while tokens stay as above. node_text itself is the SPEC 9.4 baseline, bit for bit.
+-- "move") while tokens stay as above. node_text itself is the baseline (docs/retrieval.md#baseline), bit for bit.
 CREATE VIRTUAL TABLE node_text_stem USING fts5 (text, tokenize = 'porter unicode61 remove_diacritics 2');
 
 -- Hard delete removes everything hanging off a node.
@@ -87,7 +87,7 @@ CREATE TRIGGER nodes_purge AFTER DELETE ON nodes BEGIN
   DELETE FROM node_vectors WHERE node = OLD.rid;
 END;
 
--- The vector-indexed labels (SPEC 8.3); the schema-labels gate pins this list to the code.
+-- The vector-indexed labels (docs/graph.md#labels); the schema-labels gate pins this list to the code.
 CREATE TABLE vector_labels (label TEXT PRIMARY KEY) WITHOUT ROWID;
 INSERT INTO vector_labels (label) VALUES
   ('Question'), ('DefinedTerm'), ('Review'), ('Service'), ('Person'), ('LocalBusiness'),

@@ -1,4 +1,4 @@
-"""The graph plugin's MCP tools (SPEC 8.4): graph-schema, graph-neighbors, read-cypher, write-cypher.
+"""The graph plugin's MCP tools (docs/graph.md#tools): graph-schema, graph-neighbors, read-cypher, write-cypher.
 
 The Cypher tools are served only on a store that runs Cypher (Neo4j): on the embedded SQLite
 store they are withheld, and ``write-cypher`` also under ``PLUGHOST_GRAPH_READ_ONLY=1``.

@@ -1,4 +1,4 @@
-"""Conversation search and conversation writes (SPEC 9.6).
+"""Conversation search and conversation writes (docs/memory.md#conversations).
 
 ``conversation-search`` runs BM25 (and cosine, when an embedder exists) over Message nodes. A
 process with a session (``SESSION_ID``, or the channels runner's ``PLUGHOST_SESSION_ID`` on a

@@ -1,4 +1,4 @@
-"""Preferences and active rules (SPEC 9.7): ``profile-update``, ``profile-read``, ``plughost_active_rules``.
+"""Preferences and active rules (docs/memory.md#preferences): ``profile-update``, ``profile-read``, ``plughost_active_rules``.
 
 ``profile-update`` reconciles by meaning so a rephrased rule never forks: an exact
 ``(category, key)`` match first, else the nearest admin-scope Preference of the account by

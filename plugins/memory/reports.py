@@ -1,4 +1,4 @@
-"""Reports: durable workflow output (SPEC 9.5) — ``memory-report-write|read-latest|list``.
+"""Reports: durable workflow output (docs/memory.md#reports) — ``memory-report-write|read-latest|list``.
 
 A report is a ``Report`` node embedded on title + body. Writes are idempotent on
 (accountId, title, minute of occurredAt) by construction: the node id is derived from that

@@ -1,4 +1,4 @@
-"""The memory write tools served over MCP (SPEC 9.1, 9.3); schemas live in PLUGIN.md.
+"""The memory write tools served over MCP (docs/memory.md#writes, docs/memory.md#reindex); schemas live in PLUGIN.md.
 
 Each handler builds a :class:`MemoryWriter` over the host's store and embedder and runs the
 operation through :func:`run_with_outcome`, which logs the one outcome line per call.

@@ -1,4 +1,4 @@
-"""A SIGTERM ends `plughost serve` in bounded time whatever is queued (SPEC 10.1, 11): requests that
+"""A SIGTERM ends `plughost serve` in bounded time whatever is queued (docs/channels.md#stopping, docs/http.md#stopping): requests that
 start after it are refused 503 with Retry-After, running turns get PLUGHOST_SHUTDOWN_GRACE, turns not
 started stay `received` under a released claim, and the next start answers each exactly once."""
 

@@ -1,4 +1,4 @@
-"""Flood limits on a real `plughost serve` (SPEC 13): one client's flood of webchat messages is answered
+"""Flood limits on a real `plughost serve` (docs/channels.md#flood-limits): one client's flood of webchat messages is answered
 429 with Retry-After and a JSON {error, detail} beyond its visitor's and its address's buckets, every
 2xx is stored and answered exactly once, a visitor's queued agent turns are capped (the rest get one
 fixed reply), the PIN and log-ingest routes have per-address buckets, and slow request heads and

@@ -1,4 +1,4 @@
-"""Nothing accepted is lost (SPEC 10.1): `plughost serve` stopped under webchat, Telegram and WhatsApp
+"""Nothing accepted is lost (docs/channels.md#resume): `plughost serve` stopped under webchat, Telegram and WhatsApp
 load, then restarted (or `plughost channels retry`): every accepted message is stored, and answered
 exactly once — one reply Message per inbound, one send to the platform, one reply event in webchat.
 A backlog of any size is resumed (no cap), oldest first, in batches while the server serves."""

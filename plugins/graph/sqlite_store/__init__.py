@@ -1,4 +1,4 @@
-"""The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
+"""The embedded graph store (docs/graph.md#stores): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
 
 ``store`` (the :class:`SqliteStore` class: reads, edges, deletes, the write transaction),
 ``sql`` (guard layers and filters as SQL), ``writes`` (the steps of a node upsert),

@@ -1,6 +1,6 @@
-"""The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
+"""The embedded graph store (docs/graph.md#stores): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
 
-Every read builds its guard layers (SPEC 8.1) into the SQL WHERE clause (:mod:`.sql`), so the
+Every read builds its guard layers (docs/guards.md#guard-layers) into the SQL WHERE clause (:mod:`.sql`), so the
 top-k cut happens after them; vector search is :mod:`.vectors`, node writes :mod:`.writes`,
 staged bulk import :mod:`.bulk`. One connection per store object, serialised by a lock (MCP
 handlers run in threads); several processes share the file through WAL and the busy timeout.

@@ -1,8 +1,8 @@
 """The ``PLUGHOST_GS_*`` switches, one per stage.
 
-``SearchFlags()`` (every stage off) is the SPEC 9.4 baseline, bit for bit. The process defaults
+``SearchFlags()`` (every stage off) is the baseline (docs/retrieval.md#baseline), bit for bit. The process defaults
 (:data:`SHIPPED`, what :meth:`SearchFlags.from_env` gives for an unset variable) are the stages
-the quality benchmark kept (``bench/retrieval_quality.py``, figures in the README); setting a
+the quality benchmark kept (``bench/retrieval_quality.py``, figures in bench/RESULTS.md); setting a
 variable to 0 (or 0.7 / 50 / 60 for the numbers) gives the baseline back.
 """
 
@@ -21,7 +21,7 @@ from plugins.memory.retrieval.rank import RERANK_DEPTH
 DEFAULT_CANDIDATES = 50
 SHIPPED: dict[str, Any] = {"stem": True, "stopwords": True, "normalize": True, "vector_weight": 0.5,
                            "candidates": 200, "neighbours": 0.3}
-"""Defaults chosen by the measurements (the README's retrieval table); unlisted stages stay off."""
+"""Defaults chosen by the measurements (docs/retrieval.md#defaults); unlisted stages stay off."""
 PATHS = ("hybrid", "vector", "bm25")
 """``PLUGHOST_GS_PATHS``: both paths (default) or one alone, for diagnosis and the quality benchmark."""
 """Hits fetched per path and per query before fusion (never fewer than the requested limit)."""
@@ -29,7 +29,7 @@ PATHS = ("hybrid", "vector", "bm25")
 
 @dataclass(frozen=True)
 class SearchFlags:
-    """Which enhancements run. All False is the baseline of SPEC 9.4, exactly."""
+    """Which enhancements run. All False is the baseline of docs/retrieval.md#baseline, exactly."""
 
     expansion: bool = False
     route: bool = False
@@ -75,7 +75,7 @@ class SearchFlags:
 
     @classmethod
     def baseline(cls) -> SearchFlags:
-        """Every stage off: the SPEC 9.4 baseline, bit for bit, whatever the shipped defaults are."""
+        """Every stage off: the baseline (docs/retrieval.md#baseline), bit for bit, whatever the shipped defaults are."""
         return cls()
 
     @property

@@ -1,4 +1,4 @@
-"""The ``memory-search`` MCP tool (SPEC 9.4)."""
+"""The ``memory-search`` MCP tool (docs/retrieval.md)."""
 
 from __future__ import annotations
 

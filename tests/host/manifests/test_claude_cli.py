@@ -1,4 +1,4 @@
-"""Acceptance by the real Claude Code CLI (SPEC 15), started as on a user's machine: `env -i
+"""Acceptance by the real Claude Code CLI (docs/testing.md#external-checks), started as on a user's machine: `env -i
 PATH=/usr/bin:/bin HOME=<tmp>` from `/tmp`, nothing exported by hand.
 
 - `claude plugin validate --strict` accepts every generated plugin and marketplace;

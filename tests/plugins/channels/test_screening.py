@@ -1,4 +1,4 @@
-"""Screening (SPEC 10.3): local vocabulary always, provider with timeout and fall-through."""
+"""Screening (docs/channels.md#screening): local vocabulary always, provider with timeout and fall-through."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provider choice through the plughost_embedder hook (SPEC 9.2)."""
+"""Provider choice through the plughost_embedder hook (docs/memory.md#embeddings)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reports (SPEC 9.5): idempotency per minute, body limit, latest per keyword, stable pagination."""
+"""Reports (docs/memory.md#reports): idempotency per minute, body limit, latest per keyword, stable pagination."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conversation search (SPEC 9.6): a session sees only its own conversation, admin its account's."""
+"""Conversation search (docs/memory.md#conversations): a session sees only its own conversation, admin its account's."""
 
 from __future__ import annotations
 
