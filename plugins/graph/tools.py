@@ -80,8 +80,6 @@ def graph_tools(host: Host) -> list[Tool]:
         scopes: narrow the allowed scopes (never widens ALLOWED_SCOPES)
         agent: filter by this agent slug (must equal AGENT_SLUG when that is set)
         """
-        if not 1 <= limit <= 20:
-            raise UserError(f"graph-neighbors: parameter 'limit': expected 1-20 (got {limit})")
         g = guards(scopes, agent)
         store = host.store()
         node = store.get(node_id, guards=g)
