@@ -63,7 +63,9 @@ class ToolTable:
     The one join used by the tool surface, the MCP servers (stdio and ``/mcp/<plugin>``),
     ``plugins list``, ``manifests check`` and in-process calls. A plugin's tools are declared once:
     in its PLUGIN.md ``tools:`` when it has a PLUGIN.md, else by the ``Tool`` objects its
-    ``plughost_tools`` returns. The handler always comes from ``plughost_tools``.
+    ``plughost_tools`` returns. The handler always comes from ``plughost_tools``; for a tool PLUGIN.md
+    declares, the ``inputSchema`` comes from the handler's signature only when PLUGIN.md has none
+    and the tool was made by ``Tool.from_function``.
     """
 
     declared: dict[str, list[ToolDecl]] = field(default_factory=dict)
@@ -123,7 +125,8 @@ def build_tool_table(host: Host) -> ToolTable:
             if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
                 table.withheld.setdefault(plugin, []).append(decl.name)
                 continue
-            schema = dict(decl.input_schema or impl.input_schema or DEFAULT_SCHEMA)
+            derived = impl.input_schema if impl.from_signature else None  # PLUGIN.md gives none: the signature's
+            schema = dict(decl.input_schema or derived or DEFAULT_SCHEMA)
             schema.setdefault("type", "object")
             invalid = _schema_error(schema)
             if invalid:
@@ -132,7 +135,7 @@ def build_tool_table(host: Host) -> ToolTable:
             mismatch = _signature_mismatch(schema, impl.handler)
             if mismatch:
                 table.problems.append(ToolProblem(plugin, decl.name, "signature", mismatch))
-            served[decl.name] = ServedTool(decl.name, decl.description or impl.description, schema, decl.eager,
+            served[decl.name] = ServedTool(decl.name, decl.description, schema, decl.eager,
                                            impl.handler, jsonschema.Draft202012Validator(schema), plugin,
                                            decl.admin_allowlist)
         for extra in sorted(handlers):
@@ -162,8 +165,10 @@ def _schema_error(schema: Mapping[str, Any]) -> str | None:
 
 
 def _decl_of(tool: Tool) -> ToolDecl:
-    eager = tool.admin_allowlist if tool.eager is None else tool.eager
-    return ToolDecl(tool.name, tool.description, tool.admin_allowlist, eager,
+    """The declaration of a tool no PLUGIN.md declares: its ``Tool`` object's fields."""
+    admin = bool(tool.admin_allowlist)
+    eager = admin if tool.eager is None else tool.eager
+    return ToolDecl(tool.name, tool.description or "", admin, eager,
                     dict(tool.input_schema) if tool.input_schema else None)
 
 

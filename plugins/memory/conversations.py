@@ -306,5 +306,5 @@ def conversation_tools(host: Host) -> list[Tool]:
     def conversation_append(**args: Any) -> Any:
         return service(host).append(**args)
 
-    return [Tool("conversation-search", "conversation-search", conversation_search),
-            Tool("conversation-append", "conversation-append", conversation_append)]
+    return [Tool("conversation-search", conversation_search),
+            Tool("conversation-append", conversation_append)]

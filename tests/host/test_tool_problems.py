@@ -48,7 +48,7 @@ def test_an_invalid_input_schema_is_a_tool_problem_not_a_crash(tmp_path: Path) -
     folder = _plugin(tmp_path / "bad4", "sch", BAD_SCHEMA,
                      "from host.runtime.hookspecs import hookimpl\nfrom host.runtime.types import Tool\n\n"
                      "def t1(a):\n    return a\n\n@hookimpl\ndef plughost_tools(host):\n"
-                     "    return [Tool('t1', 'Takes a.', t1)]\n")
+                     "    return [Tool('t1', t1)]\n")
     plugins = _listed(tmp_path / "bad4")
     assert plugins["sch"]["status"] == "loaded" and "t1" not in plugins["sch"]["tools"]
     (problem,) = plugins["sch"]["toolProblems"]
