@@ -32,7 +32,8 @@ class Tool:
     A tool declared in its plugin's PLUGIN.md (``tools:``) takes its description, input schema,
     admin flag and eager flag from there only: the code gives ``Tool(name, handler)`` and nothing
     else. The optional fields are the declaration of a tool no PLUGIN.md declares (an entry-point
-    plugin without one, a plugin registered in process).
+    plugin without one, a plugin registered in process); for a declared tool, a value given here
+    that differs from PLUGIN.md is one of the plugin's tool problems (PLUGIN.md's is served).
 
     A ``handler`` of None withholds a declared tool in this configuration: it is absent from
     ``tools/list`` (e.g. the graph plugin's ``write-cypher`` under ``PLUGHOST_GRAPH_READ_ONLY=1``).
