@@ -80,8 +80,6 @@ def graph_tools(host: Host) -> list[Tool]:
         scopes: narrow the allowed scopes (never widens ALLOWED_SCOPES)
         agent: filter by this agent slug (must equal AGENT_SLUG when that is set)
         """
-        if not 1 <= limit <= 20:
-            raise UserError(f"graph-neighbors: parameter 'limit': expected 1-20 (got {limit})")
         g = guards(scopes, agent)
         store = host.store()
         node = store.get(node_id, guards=g)
@@ -135,19 +133,12 @@ def graph_tools(host: Host) -> list[Tool]:
         """
         return run_cypher(query, params, write=True)
 
+    # PLUGIN.md declares the four (text, schema, flags); here are their handlers. A handler of None
+    # withholds a tool (absent from tools/list and the admin allowlist) where it could only fail.
     cypher = backend_name(env) == "neo4j"
     return [
-        Tool.from_function(graph_schema, admin_allowlist=True),
-        Tool.from_function(graph_neighbors),
-        _unless(Tool.from_function(read_cypher, admin_allowlist=True), cypher),
-        _unless(Tool.from_function(write_cypher, admin_allowlist=True), cypher and not read_only),
+        Tool("graph-schema", graph_schema),
+        Tool("graph-neighbors", graph_neighbors),
+        Tool("read-cypher", read_cypher if cypher else None),
+        Tool("write-cypher", write_cypher if cypher and not read_only else None),
     ]
-
-
-def _unless(tool: Tool, served: bool) -> Tool:
-    """The tool, or the same declaration without a handler: withheld (absent from ``tools/list``
-    and from the admin allowlist) where it could only fail, e.g. Cypher on the embedded store."""
-    if served:
-        return tool
-    return Tool(tool.name, tool.description, None, tool.input_schema,  # type: ignore[arg-type]
-                admin_allowlist=tool.admin_allowlist)

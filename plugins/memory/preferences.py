@@ -244,5 +244,5 @@ def preference_tools(host: Host) -> list[Tool]:
 
             raise UserError(f"profile-read: {exc.detail}") from None
 
-    return [Tool("profile-update", "profile-update", profile_update),
-            Tool("profile-read", "profile-read", profile_read)]
+    return [Tool("profile-update", profile_update),
+            Tool("profile-read", profile_read)]

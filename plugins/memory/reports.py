@@ -208,9 +208,9 @@ def report_tools(host: Host) -> list[Tool]:
     def memory_report_list(**args: Any) -> Any:
         return service(host).list(**args)
 
-    return [Tool("memory-report-write", "memory-report-write", memory_report_write),
-            Tool("memory-report-read-latest", "memory-report-read-latest", memory_report_read_latest),
-            Tool("memory-report-list", "memory-report-list", memory_report_list)]
+    return [Tool("memory-report-write", memory_report_write),
+            Tool("memory-report-read-latest", memory_report_read_latest),
+            Tool("memory-report-list", memory_report_list)]
 
 
 # ---------------------------------------------------------------------- `plughost report`

@@ -85,4 +85,4 @@ def write_tools(host: Host) -> list[Tool]:
 
     handlers = {"memory-write": memory_write, "memory-update": memory_update, "memory-delete": memory_delete,
                 "memory-restore": memory_restore, "memory-ingest": memory_ingest, "memory-reindex": memory_reindex}
-    return [Tool(name=name, description=name, handler=fn) for name, fn in handlers.items()]
+    return [Tool(name, fn) for name, fn in handlers.items()]

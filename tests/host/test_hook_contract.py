@@ -62,7 +62,7 @@ def test_a_misspelled_hookimpl_fails_its_plugin_with_a_did_you_mean(tmp_path: Pa
 
         @hookimpl
         def plughost_tools(host):
-            return [Tool("ping", "ping", lambda: "pong")]
+            return [Tool("ping", lambda: "pong", description="ping")]
     """)
     result = run_cli("--plugins-dir", str(plugins), "plugins", "list", "--json")
     assert result.returncode == 0, result.stderr
@@ -103,7 +103,7 @@ def test_a_wrapper_on_a_collected_hook_runs_through_pluggy(tmp_path: Path, make_
             answers = yield
             for answer in answers:
                 answer[:] = [t for t in answer if t.name != "secret"]
-            return answers + [[Tool("added", "added by a wrapper", lambda: "from-wrapper")]]
+            return answers + [[Tool("added", lambda: "from-wrapper", description="added by a wrapper")]]
     """, tools="tools:\n  - name: added\n    description: added by a wrapper\n")
     _folder_plugin(plugins, "plain", """
         from host.runtime.hookspecs import hookimpl
@@ -111,7 +111,7 @@ def test_a_wrapper_on_a_collected_hook_runs_through_pluggy(tmp_path: Path, make_
 
         @hookimpl
         def plughost_tools(host):
-            return [Tool("ping", "ping", lambda: "pong"), Tool("secret", "hidden", lambda: "no")]
+            return [Tool("ping", lambda: "pong", description="ping"), Tool("secret", lambda: "no", description="hidden")]
     """, tools="tools:\n  - name: ping\n    description: ping\n")
     host = make_host(plugins_dir=plugins)
     assert host.records["wrapping"].loaded, host.records["wrapping"].reason
@@ -180,10 +180,10 @@ def test_a_raising_wrapper_leaves_the_answers_alone(make_host) -> None:
 
 def test_tools_may_repeat_across_plugins_but_not_within_one(make_host) -> None:
     host = make_host(PLUGHOST_LOAD_PLUGINS="none")
-    host.register(_plugin(plughost_tools=lambda host: [Tool("t", "t", str)]), "t-a")
-    host.register(_plugin(plughost_tools=lambda host: [Tool("t", "t", str)]), "t-b")
+    host.register(_plugin(plughost_tools=lambda host: [Tool("t", str)]), "t-a")
+    host.register(_plugin(plughost_tools=lambda host: [Tool("t", str)]), "t-b")
     assert len(host.collect(hooktable.TOOLS)) == 2
-    host.register(_plugin(plughost_tools=lambda host: [Tool("t", "t", str), Tool("t", "u", str)]), "t-twice")
+    host.register(_plugin(plughost_tools=lambda host: [Tool("t", str), Tool("t", str, description="u")]), "t-twice")
     with pytest.raises(DuplicateNameError, match="'t' is provided twice: by plugin 't-twice' and by plugin 't-twice'"):
         host.collect(hooktable.TOOLS)
 
@@ -429,7 +429,7 @@ def test_the_tool_table_is_joined_once_and_used_everywhere(make_host) -> None:
 
     def plughost_tools(host):
         calls.append(1)
-        return [Tool("ping", "ping", lambda: "pong")]
+        return [Tool("ping", lambda: "pong", description="ping")]
 
     host.register(_plugin(plughost_tools=plughost_tools), "once")
     assert "mcp__plugin_once_once__ping" in host.surface.all

@@ -59,8 +59,8 @@ def _plugin(**impls):
 
 def test_hook_plughost_tools(make_host) -> None:
     host = make_host()
-    a = _plugin(plughost_tools=lambda host: [Tool("ping", "ping", lambda: "pong")])
-    b = _plugin(plughost_tools=lambda host: [Tool("ping", "ping", lambda: "pong")])
+    a = _plugin(plughost_tools=lambda host: [Tool("ping", lambda: "pong")])
+    b = _plugin(plughost_tools=lambda host: [Tool("ping", lambda: "pong")])
     with host.temporary_plugin(a, "tool-a"), host.temporary_plugin(b, "tool-b"):
         got = host.collect(hooktable.TOOLS)
         assert {(c.plugin, c.item.name) for c in got} >= {("tool-a", "ping"), ("tool-b", "ping")}
