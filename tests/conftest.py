@@ -86,15 +86,31 @@ def ensure_account(env: dict[str, str] | None = None) -> None:
         create_account(account, Path(home))
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
-            timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `python -m host.cli ...` in a real subprocess (the console script's code path)."""
+def _cli_env(args: tuple[str, ...], env: dict[str, str] | None) -> dict[str, str]:
     full = dict(os.environ)
     full.update(env or {})
     if args and args[0] not in ("account", "demo") and os.environ.get("PLUGHOST_TEST_NO_ACCOUNT") != "1":
         ensure_account(full)
+    return full
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
+            timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`plughost ...` in this process (``host.cli.main``), isolated as a process would be
+    (tests/support/cli_support.py): the same exit code, stdout and stderr, without the ~1.4 s
+    interpreter start. ``env`` is added to the test's environment. ``timeout`` is a process's:
+    in process, pytest-timeout bounds the run."""
+    from cli_support import run_in_process
+
+    return run_in_process(args, _cli_env(args, env), input=input, cwd=cwd)
+
+
+def run_cli_process(*args: str, env: dict[str, str] | None = None, input: str | None = None,
+                    timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m host.cli ...` in a real subprocess (the console script's code path): for
+    what only a process shows (interpreter start, signals, stdio servers, PYTHONPATH)."""
     return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True,
-                          env=full, input=input, timeout=timeout, cwd=cwd)
+                          env=_cli_env(args, env), input=input, timeout=timeout, cwd=cwd)
 
 
 def node_tool(*parts: str) -> Path:
@@ -113,7 +129,14 @@ def npx_bin(name: str) -> Path:
 
 @pytest.fixture
 def cli() -> object:
+    """``cli("plugins", "list", env={...})``: :func:`run_cli`, the in-process ``plughost``."""
     return run_cli
+
+
+@pytest.fixture
+def cli_process() -> object:
+    """:func:`run_cli_process`: ``plughost`` in a real ``python -m host.cli`` process."""
+    return run_cli_process
 
 
 def which_or_skip(name: str) -> str:
