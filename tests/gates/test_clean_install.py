@@ -1,5 +1,6 @@
 """Acceptance: on a clean install made by `plughost bundle` + `plughost account create` +
-`plughost install`, `plughost boot --check` prints an ok line for every gate and exits 0 (real subprocesses)."""
+`plughost install`, `plughost boot --check` prints an ok line for every gate and exits 0 (the CLI in
+process, isolated; `serve` a real process)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`plughost memory write|ingest|import|reindex` in real subprocesses (SPEC 16)."""
+"""`plughost memory write|ingest|import|reindex` through the CLI, isolated as a fresh process (SPEC 16)."""
 
 from __future__ import annotations
 
