@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from gates_support import assert_every_gate_ok, write
 
+pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
+
 REPO = Path(__file__).resolve().parents[2]
 
 
