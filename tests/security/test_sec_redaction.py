@@ -9,6 +9,7 @@ installed with the environment (package descriptions, the standard library's doc
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import json
 import os
@@ -192,9 +193,11 @@ def test_a_secret_in_a_log_value_is_redacted_in_server_log(plughost_home: Path) 
     assert "count=3 session=s-1 tokens=12" in written  # not secrets: names alone never hide a count or id
 
 
-def sentences() -> list[str]:
+@functools.cache
+def sentences() -> tuple[str, ...]:
     """Ordinary sentences of text nobody here wrote: the installed packages' descriptions and the
-    standard library's docstrings (plughost's own README left out)."""
+    standard library's docstrings (plughost's own README left out). Gathered once per session:
+    parsing the standard library takes seconds."""
     split = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
     seen: set[str] = set()
     found: list[str] = []
@@ -218,7 +221,7 @@ def sentences() -> list[str]:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 take(ast.get_docstring(node) or "")
-    return found
+    return tuple(found)
 
 
 def test_ordinary_sentences_are_left_alone(capsys: pytest.CaptureFixture[str]) -> None:
