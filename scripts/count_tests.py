@@ -39,8 +39,8 @@ def count_assertions(path: Path) -> tuple[int, int]:
 
 
 def collected_tests() -> int:
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly",
-                           "-p", "no:xdist"], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly"],
+                          cwd=REPO, capture_output=True, text=True)
     match = re.search(r"(\d+) tests? collected", proc.stdout) or re.search(r"^(\d+) tests?", proc.stdout, re.M)
     if proc.returncode != 0 or not match:
         sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-2000:])
