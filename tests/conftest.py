@@ -31,9 +31,25 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Under pytest-xdist (``scripts/test.sh`` runs ``--dist loadgroup``) every test of the shared
-    Neo4j server runs on one worker: they wipe and reuse fixed account ids on the one database."""
+    Neo4j server runs on one worker: they wipe and reuse fixed account ids on the one database.
+    The tests sharing a module-scoped fixture of their module run on one worker too, so its setup
+    (a bundle, a pip install, a served process, a Node run) is paid once, not once per worker."""
     if "neo4j" in item.nodeid.lower():
         item.add_marker(pytest.mark.xdist_group("neo4j"))
+    elif item.get_closest_marker("xdist_group") is None and _shares_a_module_fixture(item):
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    module = item.nodeid.split("::", 1)[0]
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name) or ()
+        if defs and defs[-1].scope in ("module", "class") and defs[-1].baseid == module:
+            return True
+    return False
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 — pytest's reporter
