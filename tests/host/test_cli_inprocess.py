@@ -34,6 +34,7 @@ def configure(parser):
     parser.add_argument("--leave-thread", metavar="STOPFILE")
     parser.add_argument("--exit", dest="code")
     parser.add_argument("--crash", action="store_true")
+    parser.add_argument("--os-exit", type=int)
 
 
 def run(args, host):
@@ -54,6 +55,9 @@ def run(args, host):
         raise SystemExit(int(args.code) if args.code.isdigit() else args.code)
     if args.crash:
         raise RuntimeError("probe crashed")
+    if args.os_exit is not None:
+        print("flushed before the exit", flush=True)
+        os._exit(args.os_exit)
     print(json.dumps({"value": os.environ.get("PROBE_VALUE"), "home": os.environ.get("HOME"), "cwd": os.getcwd(),
                       "argv": sys.argv[1:], "stdin": sys.stdin.read(), "tty": sys.stdin.isatty()}))
     print("probe to stderr\\r\\nsecond line", file=sys.stderr)
@@ -111,6 +115,9 @@ def test_exit_codes_are_what_the_interpreter_makes_of_them(probe: Path) -> None:
     crashed = run_cli("--plugins-dir", str(probe), "probe", "--crash")
     assert crashed.returncode == 1 and "Traceback" in crashed.stderr and "RuntimeError: probe crashed" in crashed.stderr
     assert run_cli("--version").returncode == 0 and run_cli("no-such-command").returncode == 2
+    ended = run_cli("--plugins-dir", str(probe), "probe", "--os-exit", "4")  # as `serve` ends after a stop
+    assert ended.returncode == 4 and ended.stdout == "flushed before the exit\n"
+    assert os._exit is cli_support._REAL_EXIT  # and the test's process still has the real one
 
 
 def test_a_thread_left_running_fails_the_run_by_name(probe: Path, tmp_path: Path, monkeypatch) -> None:

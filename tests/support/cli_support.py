@@ -14,7 +14,8 @@ have isolated is isolated here, and put back afterwards:
   command sets are undone), signal handlers, the garbage collector switch, context variables
   (``main`` runs in a copy of the context);
 * ``SystemExit`` is an exit code, an escaping exception a traceback on stderr and exit 1, as
-  the interpreter would do;
+  the interpreter would do; ``os._exit`` from the run's main thread ends the run, not the test
+  process (forked children and other threads get the real one);
 * module-level state the CLI keeps between calls in one process (:data:`MODULE_STATE`) is reset
   before and after every run; ``plughost_ext_*`` modules a run imported from plugin folders are
   dropped;
@@ -60,6 +61,29 @@ _LOCK = threading.RLock()
 
 class LeftBehind(AssertionError):
     """An in-process run left a thread or a child process running."""
+
+
+class _ProcessExit(BaseException):
+    """``os._exit(code)`` called by the run in this process's main thread: the process ends here."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+_REAL_EXIT = os._exit
+
+
+def _exit_in_process(code: int) -> None:
+    """``os._exit`` during a run: in the test's own process and main thread it ends the run with
+    ``code`` (``plughost serve`` ends so after a graceful stop) instead of the test process; in a
+    forked child or another thread it is the real one."""
+    if os.getpid() == _PID and threading.current_thread() is threading.main_thread():
+        raise _ProcessExit(code)
+    _REAL_EXIT(code)
+
+
+_PID = os.getpid()
 
 
 def _clear_caches(module: Any, *names: str) -> None:
@@ -220,9 +244,11 @@ def _process_state(env: Mapping[str, str], argv: list[str], cwd: Path | str | No
         sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict", write_through=True)
         sys.stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+        os._exit = _exit_in_process
         with _logging_as_fresh(), _warnings_as_fresh():
             yield out, err
     finally:
+        os._exit = _REAL_EXIT
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(ValueError, OSError):
                 stream.flush()
@@ -294,6 +320,8 @@ def run_in_process(args: Sequence[str], env: Mapping[str, str], *, input: str | 
                     code = contextvars.copy_context().run(host.cli.main, argv)
                 except SystemExit as exc:
                     code = _exit_code(exc, sys.stderr)
+                except _ProcessExit as exc:
+                    code = exc.code
                 except Exception:  # what the interpreter prints for an uncaught exception (a test's
                     # own outcome exceptions, e.g. pytest-timeout's, still end the test)
                     traceback.print_exc(file=sys.stderr)
