@@ -18,7 +18,7 @@ have isolated is isolated here, and put back afterwards:
   process (forked children and other threads get the real one);
 * module-level state the CLI keeps between calls in one process (:data:`MODULE_STATE`) is reset
   before and after every run; ``plughost_ext_*`` modules a run imported from plugin folders are
-  dropped;
+  dropped (the test's own are put back as they were);
 * a run must not leave threads or child processes behind: it waits a little for them to end,
   then fails the test naming them (a real process would have taken them down at exit).
 
@@ -230,7 +230,7 @@ def _process_state(env: Mapping[str, str], argv: list[str], cwd: Path | str | No
     saved_signals = {sig: signal.getsignal(sig) for sig in signal.valid_signals()
                      if sig not in (signal.SIGKILL, signal.SIGSTOP)}
     saved_tempdir = tempfile.tempdir
-    saved_modules = set(sys.modules)
+    saved_ext = {name: module for name, module in sys.modules.items() if name.startswith("plughost_ext_")}
     out, err = _Captured(), _Captured()
     try:
         os.environ.clear()
@@ -265,9 +265,9 @@ def _process_state(env: Mapping[str, str], argv: list[str], cwd: Path | str | No
                 with contextlib.suppress(OSError, ValueError):
                     signal.signal(sig, handler)
         (gc.enable if saved_gc else gc.disable)()
-        for name in set(sys.modules) - saved_modules:
-            if name.startswith("plughost_ext_"):
-                del sys.modules[name]
+        for name in [name for name in sys.modules if name.startswith("plughost_ext_")]:
+            del sys.modules[name]
+        sys.modules.update(saved_ext)  # the test's own plugin-folder imports, as they were
 
 
 def _exit_code(exc: SystemExit, stderr: Any) -> int:
