@@ -23,7 +23,7 @@ from host.runtime.hookspecs import hookimpl
 from host.runtime.tooltable import call_tool
 from host.runtime.types import Gate, GateResult, RetrievalBoost, Route, Tool
 from host.util.errors import DuplicateNameError, UserError
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 
 
 class _P:
@@ -358,7 +358,7 @@ def test_two_installed_stores_refuse_boot_naming_both(installed, tmp_path: Path)
 
     path = os.pathsep.join([str(installed["aa-provider"]), str(installed["zz-provider"])])
     env = {"PYTHONPATH": path, "ACCOUNT_ID": "acct"}
-    result = run_cli("boot", env=env)
+    result = run_cli_process("boot", env=env)  # entry points on PYTHONPATH: a process of their own
     assert result.returncode != 0
     assert "'aa-provider' and 'zz-provider' both provide one" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
@@ -415,11 +415,11 @@ def test_an_entry_point_plugin_lists_and_serves_what_it_declares_in_python(tmp_p
                     "--disable-pip-version-check", "--target", str(target),
                     str(_wheel(tmp_path, "ep-tools", _TOOLS_MODULE))],
                    check=True, capture_output=True, text=True, timeout=120)
-    env = {"PYTHONPATH": str(target)}
-    listed = run_cli("plugins", "list", "--json", env=env)
+    env = {"PYTHONPATH": str(target)}  # entry points on PYTHONPATH: processes of their own
+    listed = run_cli_process("plugins", "list", "--json", env=env)
     row = {r["name"]: r for r in json.loads(listed.stdout)["plugins"]}["ep-tools"]
     assert row["tools"] == ["echo", "extra"] and row["toolProblems"] == []
-    text = run_cli("plugins", "list", env=env).stdout
+    text = run_cli_process("plugins", "list", env=env).stdout
     assert "tools=echo,extra" in text
 
 

@@ -8,7 +8,10 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from serve_helpers import FIXTURES, make_account, raw_request, start_serve
+
+pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
 PIN = "4821-blue"
 

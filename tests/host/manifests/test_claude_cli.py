@@ -23,7 +23,7 @@ from host.runtime import accounts
 from tests.conftest import npx_bin, run_cli
 from tests.host.manifests.conftest import EXAMPLES, Claude, bundle, connected_servers
 
-pytestmark = pytest.mark.external
+pytestmark = [pytest.mark.external, pytest.mark.e2e]
 
 VARIANTS = {"default": ("default", None), "default+premium": ("default", EXAMPLES), "studio+premium": ("studio", EXAMPLES)}
 """The installable builds of the shipped brands (studio without its premium bundles is refused

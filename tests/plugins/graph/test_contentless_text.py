@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from host.ports.graph import Guards
 from host.util.errors import UserError
-from plugins.graph import migrations
+from plugins.graph import migrations, sqlite_store
 from plugins.graph.importer import import_jsonl
 from plugins.graph.sqlite_store import SqliteStore
 
@@ -186,6 +186,7 @@ def test_an_upgrade_kept_waiting_too_long_is_one_line(tmp_path: Path, monkeypatc
     con = _v6_file(tmp_path / "g.sqlite")
     con.execute("BEGIN IMMEDIATE")
     monkeypatch.setattr(migrations, "UPGRADE_WAIT_S", 0.0)
+    monkeypatch.setattr(sqlite_store.store, "BUSY_TIMEOUT_S", 0.2)  # each BEGIN waits this long first (15 s)
     with pytest.raises(UserError, match=r"g\.sqlite: another process has held the write lock for over 0 s while "
                                         r"this one waits to upgrade the schema from version 6"):
         SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": ACCOUNT})
