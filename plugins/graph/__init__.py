@@ -1,4 +1,4 @@
-"""The graph plugin. Hook implementations live in :mod:`plugins.graph.hooks` (the entry point)."""
+"""The graph plugin. Hook implementations live in :mod:`plugins.graph.hookimpls` (the entry point)."""
 
 IMPORT_BATCH = 10000
 """Nodes per committed transaction in ``plughost graph import`` unless ``--batch-size`` says otherwise

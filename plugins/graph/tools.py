@@ -18,7 +18,7 @@ from host import config
 from host.errors import UserError
 from host.graph import Guards
 from host.types import Tool
-from plugins.graph.hooks import backend_name
+from plugins.graph.hookimpls import backend_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.manager import Host

@@ -18,7 +18,7 @@ from host.graph import VECTOR_LABELS
 from host.mcp_server import EAGER_META_KEY, build_server
 from host.types import GateContext
 from plugins.graph import gates
-from plugins.graph.hooks import backend_name
+from plugins.graph.hookimpls import backend_name
 from tests.backends import wipe
 
 ACCOUNT = "acct-tools"
@@ -79,7 +79,7 @@ def test_backend_selection() -> None:
 
 
 def test_hooks_module_imports_cheaply() -> None:
-    code = ("import sys, plugins.graph.hooks; "
+    code = ("import sys, plugins.graph.hookimpls; "
             "print(sorted(m for m in ('numpy', 'neo4j', 'mcp', 'sqlite3') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().replace("'", '"')) == []
