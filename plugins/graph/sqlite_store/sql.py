@@ -26,7 +26,7 @@ PAGE_SIZE = 16384
 """Database page size of a new file (an existing file keeps its own): about a third fewer page
 writes than SQLite's 4096 for the text-heavy rows of notes, sections and chunks."""
 TEXT_INDEXES = ("node_text", "node_text_stem")
-"""The two contentless full-text indexes (schema_7.sql): plain and stemmed, the same rows and text."""
+"""The two contentless full-text indexes (``schema.sql``): plain and stemmed, the same rows and text."""
 FTS_WINDOW = 2
 """The first BM25 window is ``k × FTS_WINDOW`` best matches, widened fourfold until k rows pass the
 guards: most guards pass most rows, and the window's size is most of the query's cost."""

@@ -33,7 +33,6 @@ from host.graph import (
     edge_denied,
     edge_guards,
 )
-from plugins.graph import migrations
 from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -52,6 +51,7 @@ from plugins.graph.common import (
 from plugins.graph.sqlite_store import staged, writes
 from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
 from plugins.graph.sqlite_store.nodes import LazyNode, stored_node
+from plugins.graph.sqlite_store.schema import ensure_schema
 from plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
@@ -101,7 +101,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = OFF")
         self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
-        migrations.migrate(self.conn, self.path)
+        ensure_schema(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
         self._staged_sessions = 0  # open staged_session()s, and the cache size they restore
         self._staged_cache = 0
