@@ -429,7 +429,7 @@ def _storable_list(value: list[Any]) -> bool:
     return len(kinds) <= 1 and kinds <= _ARRAY_ITEMS
 
 
-def _clean_props(props: Mapping[str, Any]) -> dict[str, Any]:
+def clean_props(props: Mapping[str, Any]) -> dict[str, Any]:
     """Neo4j properties hold scalars and arrays of one scalar type only: nested objects, and lists
     of mixed types or with nulls (which the embedded store keeps as they are), are stored as JSON
     text rather than failing the whole write."""
@@ -605,7 +605,7 @@ class Neo4jStore(StoreEnv):
         check_account(self.account_id, account_id, node=node_id)
         _same_account(guards, account_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
-        return self.write(lambda tx: self._upsert(tx, [item], account_id, guards))[0]
+        return self.write(lambda tx: self.write_nodes(tx, [item], account_id, guards))[0]
 
     def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
         """All rows and their edges in one transaction: an invalid row, an unknown (or, with
@@ -617,7 +617,7 @@ class Neo4jStore(StoreEnv):
             return 0
 
         def work(tx: Any) -> list[str]:
-            ids, missing = self._batch(tx, items, edges, account_id, guards)
+            ids, missing = self.write_batch(tx, items, edges, account_id, guards)
             if missing:
                 i, j, _, to, _ = edges[missing[0]]
                 raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
@@ -632,14 +632,18 @@ class Neo4jStore(StoreEnv):
         check_account(self.account_id, account_id)
         return Neo4jImport(self, account_id)
 
-    def _batch(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
-               account_id: str, guards: Guards | None = None) -> tuple[list[str], list[int]]:
-        ids = self._upsert(tx, items, account_id, guards)
-        missing = self._edges(tx, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, guards,
-                              known=ids)
+    def write_batch(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
+                    account_id: str, guards: Guards | None = None) -> tuple[list[str], list[int]]:
+        """Prepared nodes and their edges ``(item, edge, type, to, properties)`` in the caller's
+        transaction ``tx``; returns the node ids and the positions in ``edges`` with an unknown end."""
+        ids = self.write_nodes(tx, items, account_id, guards)
+        missing = self.write_edges(tx, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, guards,
+                                   known=ids)
         return ids, missing
 
-    def _upsert(self, tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None) -> list[str]:
+    def write_nodes(self, tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None) -> list[str]:
+        """MERGE prepared nodes in the caller's transaction ``tx`` (a re-ingest replaces its document's
+        hierarchy); with ``guards`` every node is checked against its stored state first. Returns their ids."""
         now = iso(time.time())
         for item in items:
             if item.id is None and "KnowledgeDocument" in item.labels and item.properties.get("attachmentId"):
@@ -652,7 +656,7 @@ class Neo4jStore(StoreEnv):
                 rows = list(tx.run(Q_REINGEST, params))
                 item.id = rows[0]["id"] if rows else None
         ids = [item.id or new_id() for item in items]
-        props_of = [_clean_props(item.properties) for item in items]
+        props_of = [clean_props(item.properties) for item in items]
         if guards is not None:
             self._check_guards(tx, guards, ids, props_of, account_id)
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -706,7 +710,7 @@ class Neo4jStore(StoreEnv):
             wanted.append((src, t, d, p))
         if g is not None:
             def guarded(tx: Any) -> list[int]:
-                missing = self._edges(tx, wanted, account_id, g)
+                missing = self.write_edges(tx, wanted, account_id, g)
                 if missing:
                     src, etype, dst, _ = wanted[missing[0]]
                     raise edge_denied(src, etype, dst)
@@ -714,22 +718,22 @@ class Neo4jStore(StoreEnv):
 
             return self.write(guarded)
         if not validated:
-            return self.write(lambda tx: self._edges(tx, wanted, account_id))
+            return self.write(lambda tx: self.write_edges(tx, wanted, account_id))
         missing: list[int] = []  # an import's late edges: committed a batch at a time, like its nodes
         for start in range(0, len(wanted), self.import_batch_size):
             part = wanted[start:start + self.import_batch_size]
-            missing += [start + pos for pos in self.write(functools.partial(self._edges, wanted=part,
+            missing += [start + pos for pos in self.write(functools.partial(self.write_edges, wanted=part,
                                                                              account_id=account_id))]
         return missing
 
-    def _edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str,
-               guards: Guards | None = None, known: Sequence[str] = ()) -> list[int]:
+    def write_edges(self, tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: str,
+                    guards: Guards | None = None, known: Sequence[str] = ()) -> list[int]:
         """MERGE edges by node ids in ``tx``; returns the positions with an unknown end (with
         ``guards``, an end this write did not make counts only if the guards can read it)."""
         by_shape: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         for pos, (src, etype, dst, props) in enumerate(wanted):
             by_shape.setdefault((etype, bool(props)), []).append(
-                {"pos": pos, "source": src, "target": dst, "props": _clean_props(props or {})})
+                {"pos": pos, "source": src, "target": dst, "props": clean_props(props or {})})
         done: set[int] = set()
         params: dict[str, Any] = {"accountId": account_id}
         if guards is not None:

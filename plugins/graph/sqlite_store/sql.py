@@ -138,3 +138,14 @@ def merge_edges(conn: sqlite3.Connection, select: str, params: Sequence[Any] = (
     conn.execute(f"INSERT INTO edges (source, type, target, properties, created_at) {select} "
                  "ON CONFLICT (source, type, target) DO UPDATE SET properties = excluded.properties "
                  "WHERE excluded.properties IS NOT NULL", params)
+
+
+def merge_edge_batch(conn: sqlite3.Connection) -> int:
+    """MERGE the resolved rows of ``temp.edge_batch`` (:data:`EDGE_BATCH_TABLE`) into ``edges`` in
+    order and empty it; returns how many rows there were (see :func:`merge_edges`)."""
+    rows = conn.execute("SELECT count(target) FROM temp.edge_batch").fetchone()[0]
+    if rows:
+        merge_edges(conn, "SELECT source, type, target, properties, created_at FROM temp.edge_batch "
+                          "WHERE target IS NOT NULL ORDER BY rowid")
+    conn.execute("DELETE FROM temp.edge_batch")
+    return rows

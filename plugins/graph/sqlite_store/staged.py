@@ -153,7 +153,7 @@ def write_staged(store: SqliteStore, conn: sqlite3.Connection, parts: Sequence[S
         for _, _, item in slow:
             if item.id in vectors:
                 item.embedding = vectors[item.id]
-        slow_ids, rids = store._upsert(conn, [s[2] for s in slow], account_id, guards)
+        slow_ids, rids = store.write_nodes(conn, [s[2] for s in slow], account_id, guards)
         ids.update(((k, i), nid) for (k, i, _), nid in zip(slow, slow_ids, strict=True))
     if fast:
         _insert_fast(conn, [f for _, f in fast], account_id, vectors, fresh)
@@ -161,7 +161,7 @@ def write_staged(store: SqliteStore, conn: sqlite3.Connection, parts: Sequence[S
         ids.update(((k, f[0]), f[1]) for k, f in fast)
     wanted = [(ids[(k, i)], t, to, p) for k, part in enumerate(parts) for i, _, t, to, p in part.edges]
     rest = _insert_fresh_edges(conn, wanted, fresh, rids)
-    missing = [rest[m] for m in store._edges(conn, [wanted[i] for i in rest], account_id, rids, guards)]
+    missing = [rest[m] for m in store.write_edges(conn, [wanted[i] for i in rest], account_id, rids, guards)]
     if missing:
         where = [(k, i, j, to) for k, part in enumerate(parts) for i, j, _, to, _ in part.edges][missing[0]]
         prefix = f"parts[{where[0]}]." if len(parts) > 1 else ""
