@@ -6,6 +6,7 @@ bash scripts/setup.sh
 bash scripts/install-tools.sh
 .venv/bin/python -m ruff check host plugins tests bench
 .venv/bin/python -m mypy  # host/ and plugins/, configured in pyproject.toml
+.venv/bin/python -m vulture host plugins --min-confidence 80  # dead code: none in host/ or plugins/
 # Two workers on the 2-core CI (PLUGHOST_TEST_WORKERS=0 runs in one process); the shared Neo4j
 # server's tests stay on one worker (tests/conftest.py groups them).
 exec .venv/bin/python -m pytest -q -n "${PLUGHOST_TEST_WORKERS:-auto}" --dist loadgroup "$@"

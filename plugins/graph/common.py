@@ -24,9 +24,6 @@ from host.jsonl import LINE_KEYS as _ROW_KEYS
 from host.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem
 from host.log import log
 
-CASCADE_LABELS = ("Section", "Chunk")
-"""Soft delete cascades KnowledgeDocument → Section → Chunk along outgoing edges."""
-
 GRACE_DAYS = 7.0
 EXPAND_LIMIT = 20
 

@@ -118,7 +118,6 @@ RETURN name, labelsOrTypes, properties, options ORDER BY name"""
 Q_LABELS_PRESENT = "CALL db.labels() YIELD label RETURN collect(label) AS labels"
 Q_AWAIT_INDEXES = "CALL db.awaitIndexes($seconds)"
 Q_CONSTRAINT_NAMES = "SHOW CONSTRAINTS YIELD name RETURN name"
-Q_EXPLAIN_PREFIX = "EXPLAIN "
 Q_SCHEMA_LABELS = f"""MATCH (n:{BASE_LABEL}) WHERE {GUARD}
 UNWIND labels(n) AS label WITH label WHERE label <> '{BASE_LABEL}'
 RETURN label, count(*) AS c ORDER BY label"""

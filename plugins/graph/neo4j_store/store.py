@@ -144,8 +144,6 @@ class Neo4jStore(StoreEnv, Search):
             self.clear_index_cache()
         return created
 
-    apply_schema = ensure_schema
-
     # ------------------------------------------------------------------ writes
     def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, account_id: str,
                     node_id: str | None = None, embedding: Sequence[float] | None = None,

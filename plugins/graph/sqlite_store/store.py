@@ -262,20 +262,6 @@ class SqliteStore(StoreEnv, VectorSearch):
                         self._staged_checkpoints.stop()
                         self._staged_checkpoints = None
 
-    def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
-                     account_id: str) -> tuple[list[str], list[int]]:
-        """One committed import batch: nodes, then the edges whose targets exist.
-
-        ``edges`` are ``(item index, edge index, type, to, properties)``; returns the node ids and
-        the positions in ``edges`` whose target was not found (the importer retries them later).
-        It writes as the account's admin: a new node naming no scope is stored ``admin``.
-        """
-        check_account(self.account_id, account_id)
-        with self.write_transaction() as conn:
-            ids, rids = self.write_nodes(conn, items, account_id, Guards(account_id))
-            missing = self.write_edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
-        return ids, missing
-
     def write_nodes(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str,
                     guards: Guards | None = None) -> tuple[list[str], dict[str, int]]:
         """Write prepared nodes inside the caller's transaction; returns their ids and rids.
