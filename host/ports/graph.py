@@ -100,13 +100,6 @@ def default_scope(g: Guards | None) -> str | None:
     return g.allowed_scopes[0] if g.allowed_scopes else None
 
 
-def with_scope(properties: Mapping[str, Any], scope: str | None = OWNER_SCOPE) -> dict[str, Any]:
-    """``properties`` with ``scope`` set when they name none (a bulk import's line)."""
-    if properties.get("scope") is not None or scope is None:
-        return dict(properties)
-    return {**properties, "scope": scope}
-
-
 def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:
     """What a new node gets when it names no scope / agents (:func:`default_scope`; its own agent).
 

@@ -348,11 +348,6 @@ def set_account(env: MutableMapping[str, str], account: str) -> None:
     env[ACCOUNT] = account
 
 
-def without_principal(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` with none of the principal's variables (a child that resolves its own)."""
-    return child_env(base, None)
-
-
 def principal_vars(env: Mapping[str, str]) -> tuple[str | None, ...]:
     """The raw inputs, as a cache key (a host re-resolves only when they change)."""
     return tuple(env.get(v) for v in VARS)

@@ -305,7 +305,7 @@ def _uvicorn_server_class() -> type:
             self.bound: tuple[str, int] | None = None
             self.loop: asyncio.AbstractEventLoop | None = None
 
-        def handle_exit(self, sig: int, frame: Any) -> None:
+        def handle_exit(self, sig: int, _frame: Any) -> None:
             if self.should_exit and sig == signal.SIGINT:
                 self.force_exit = True
             self.should_exit = True

@@ -27,12 +27,9 @@ def cypher_vector_labels(path: Path = CYPHER_SCHEMA) -> list[str]:
     return _CYPHER_VECTOR.findall(text)
 
 
-def sqlite_vector_labels(path: Path | None = None) -> list[str]:
-    """Labels the embedded schema (every migration file, in order) inserts into ``vector_labels``."""
-    from plugins.graph.migrations import SCHEMA_FILES
-
-    paths = [path] if path is not None else list(SCHEMA_FILES)
-    text = "\n".join(line.split("--", 1)[0] for p in paths for line in p.read_text(encoding="utf-8").splitlines())
+def sqlite_vector_labels(path: Path = SQLITE_SCHEMA) -> list[str]:
+    """Labels the embedded schema (``schema.sql``) inserts into ``vector_labels``."""
+    text = "\n".join(line.split("--", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
     return [label for block in _SQL_INSERT.findall(text) for label in re.findall(r"\(\s*'([^']+)'\s*\)", block)]
 
 

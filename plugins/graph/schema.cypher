@@ -1,4 +1,4 @@
-// Neo4j schema (docs/graph.md#stores): plugins/graph/neo4j_store.py creates, by name, what the database lacks.
+// Neo4j schema (docs/graph.md#stores): plugins/graph/neo4j_store/schema.py creates, by name, what the database lacks.
 // {{dimensions}} is replaced by the configured embedding dimensions before execution;
 // statements are separated by ';' at the end of a line. Every statement here is linted by
 // tests/plugins/graph/test_cypher_lint.py with Neo4j's own Cypher analyser.

@@ -18,7 +18,7 @@ from host.ports.graph import Guards
 from host.runtime.types import Tool
 from host.util import config
 from host.util.errors import UserError
-from plugins.graph.hooks import backend_name
+from plugins.graph.backend import backend_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host

@@ -15,10 +15,6 @@ from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
 
-WRITE_TOOLS = ("memory-write", "memory-update", "memory-delete", "memory-restore", "memory-ingest",
-               "memory-reindex")
-
-
 WRITER: StateKey[Any] = StateKey("memory.writer")
 
 

@@ -2,7 +2,8 @@
 
 ``store`` (the :class:`SqliteStore` class: reads, edges, deletes, the write transaction),
 ``sql`` (guard layers and filters as SQL), ``writes`` (the steps of a node upsert),
-``vectors`` (exact vector search and its caches), ``bulk`` (staged bulk import).
+``vectors`` (exact vector search and its caches), ``bulk`` (staged bulk import), ``schema``
+(``schema.sql`` on a new file; any other version refused).
 """
 
 from plugins.graph.sqlite_store.bulk import TYPES_INLINE, BulkImport, StagedBatch
