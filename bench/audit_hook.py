@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 HOOK = REPO / "plugins" / "memory" / "hooks" / "surface-prompt.sh"
@@ -37,7 +39,9 @@ def pct(values: list[float], q: float) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=100)
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("sh + python -S -c pass, the interpreter start every hook process pays (measured in the same run)")
     work = Path(tempfile.mkdtemp(prefix="plughost-bench-audit-"))
     home = work / "home"
     home.mkdir()
@@ -90,4 +94,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("audit_hook", main))

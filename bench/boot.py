@@ -1,4 +1,4 @@
-"""Benchmark `plughost boot --check` (SPEC 14): the default install and a synthetic large one.
+"""Benchmark `plughost boot --check` (bench/RESULTS.md#boot): the default install and a synthetic large one.
 
 Prints wall times of the real console path (process start included) against a raw baseline
 (`python -c pass`, and `python -c "import host.cli"`), plus where the time goes inside one
@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import results as bench_results  # bench/RESULTS.md, with --write-results
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -123,7 +125,9 @@ def main() -> None:
     ap.add_argument("--plugins", type=int, default=500)
     ap.add_argument("--specialists", type=int, default=2000)
     ap.add_argument("--tools", type=int, default=10000)
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("python -c pass and python -c 'import host.cli' (process start, measured in the same run)")
     plughost = [sys.executable, "-m", "host.cli"]
     # An installed package has its bytecode compiled; this checkout may run with PYTHONDONTWRITEBYTECODE.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "host"), str(REPO / "plugins")],
@@ -176,4 +180,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(bench_results.run("boot", main))

@@ -1,4 +1,4 @@
-"""Bundle + manifest generation over a synthetic tree (SPEC 14): 500 plugins, 200 with MCP
+"""Bundle + manifest generation over a synthetic tree (bench/RESULTS.md#bundle_generate): 500 plugins, 200 with MCP
 servers, 20 premium bundles. Targets: bundle + generate < 3 s wall; the rerun < 1 s and
 writes no file. Prints figures and ratios to a raw baseline measured in the same run
 (``shutil.copytree`` of the same sources: the cost of just copying the files).
@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import results as bench_results  # bench/RESULTS.md, with --write-results
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -115,7 +117,9 @@ def main() -> None:
     parser.add_argument("--plugins", type=int, default=500)
     parser.add_argument("--mcp", type=int, default=200)
     parser.add_argument("--bundles", type=int, default=20)
+    bench_results.add_flag(parser)
     args = parser.parse_args()
+    bench_results.floor("shutil.copytree of the same source trees (measured in the same run)")
 
     os.environ.setdefault("PLUGHOST_HOME", tempfile.mkdtemp(prefix="plughost-bench-home-"))
     os.environ["PLUGHOST_LOG_FILE"] = os.environ.get("PLUGHOST_LOG_FILE", "1")
@@ -175,4 +179,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(bench_results.run("bundle_generate", main))

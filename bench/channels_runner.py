@@ -18,6 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 from plugins.channels.runner import CommandRunner, KeyedSerializer, session_id_for  # noqa: E402
 
 AGENT = """IFS= read -r line || true
@@ -51,6 +53,7 @@ def main() -> int:
     parser.add_argument("--senders", type=int, default=20)
     parser.add_argument("--messages", type=int, default=10)
     parser.add_argument("--delay", type=float, default=0.2, help="seconds each agent turn takes")
+    bench_results.add_flag(parser)
     args = parser.parse_args()
     script = Path(tempfile.mkdtemp(prefix="plughost-runner-bench-")) / "agent.sh"
     script.write_text(AGENT)
@@ -73,4 +76,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("channels_runner", main))

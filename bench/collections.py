@@ -34,6 +34,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -97,7 +99,9 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=None, help="keep (and reuse) the notes folder here")
     ap.add_argument("--initial-only", action="store_true",
                     help="measure only the initial sync without embeddings (skip the re-syncs and the embedded sync)")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("a bare read + sha256 of every file; with embeddings, the bare embedder on the same texts")
 
     work = (args.work or Path(tempfile.mkdtemp(prefix="plughost-bench-collections-"))).resolve()
     notes = work / f"notes-{args.notes}"
@@ -280,4 +284,4 @@ def _initial_report(rows: list[tuple[str, float, str]], cpu: dict[str, tuple[flo
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("collections", main))

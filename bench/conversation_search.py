@@ -25,6 +25,8 @@ import time
 from contextlib import redirect_stderr
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ACCOUNT = "bench-conversations"
@@ -110,7 +112,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--no-vectors", action="store_true")
     ap.add_argument("--work", help="directory for the store (reused if it exists)")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("a bare FTS5 query with the same escaped MATCH expression the store builds")
 
     from plugins.graph.common import fts_terms
     from plugins.graph.sqlite_store import SqliteStore
@@ -168,4 +172,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(bench_results.run("conversation_search", main))

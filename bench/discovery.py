@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
@@ -48,7 +50,9 @@ def main() -> None:
     ap.add_argument("--plugins", type=int, default=500)
     ap.add_argument("--tools", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("a bare YAML parse of the same PLUGIN.md files")
     from host.runtime.host import Host
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,4 +79,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(bench_results.run("discovery", main))

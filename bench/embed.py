@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -135,7 +137,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--skip-import", action="store_true")
     parser.add_argument("--skip-local", action="store_true")
+    bench_results.add_flag(parser)
     args = parser.parse_args()
+    bench_results.floor("bare onnxruntime session.run on the same batches, pre-tokenised (library default intra-op threads); plughost graph import without embeddings as the store floor")
     rng = random.Random(6)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     if not args.skip_local:
@@ -145,4 +149,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(bench_results.run("embed", main))

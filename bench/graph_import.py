@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("PLUGHOST_LOG_FILE", "0")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results as bench_results  # noqa: E402  (bench/RESULTS.md, with --write-results)
 from graph_store import ACCOUNT, build_file  # noqa: E402
 
 from plugins.graph import IMPORT_BATCH  # noqa: E402
@@ -41,7 +42,9 @@ def main() -> int:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--runs", type=int, default=1, help="repeat the import (fresh store each time); prints the median")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("a bare FTS5 insert of the raw lines into a fresh file right after each import")
     tmp = Path(tempfile.mkdtemp(dir=args.dir))
     data = tmp / "nodes.jsonl"
     build_file(data, args.nodes, args.edges, random.Random(42))
@@ -83,4 +86,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("graph_import", main))

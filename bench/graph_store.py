@@ -42,6 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import results as bench_results  # bench/RESULTS.md, with --write-results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -525,7 +526,9 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=20_000,
                     help="Neo4j: lines imported (and floored) into a scratch account before the measured import")
     ap.add_argument("--dir", type=Path, default=None, help="where to put the database (default: a temp dir)")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("bare FTS5 MATCH + bm25(); bare numpy matrix · q + top-k on one thread, and sliced on the store's scoring threads (PLUGHOST_VECTOR_THREADS, printed in the run); a bare edge lookup; on Neo4j the bare procedures and UNWIND statements; " + bench_results.numpy_kernels())
     rng = random.Random(42)
     tmp = Path(tempfile.mkdtemp(dir=args.dir))
     data = tmp / "nodes.jsonl"
@@ -552,4 +555,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("graph_store", main))

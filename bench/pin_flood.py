@@ -1,4 +1,4 @@
-"""Unauthenticated pressure on a real `plughost serve` (SPEC 14, issue: no input exhausts the server).
+"""Unauthenticated pressure on a real `plughost serve` (bench/RESULTS.md#pin_flood, issue: no input exhausts the server).
 
 Two floods against one server, each while a prober polls ``/healthz``:
 
@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+import results as bench_results  # noqa: E402  (bench/RESULTS.md, with --write-results)
 from serve_process import start_serve  # noqa: E402  (bench/ is the script's folder)
 
 ACCOUNT = "bench-acct"
@@ -155,7 +156,9 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=120, help="concurrent PIN attempts (default 120)")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--body-clients", type=int, default=20, help="concurrent 10 MB uploads (default 20)")
+    bench_results.add_flag(parser)
     args = parser.parse_args()
+    bench_results.floor("/healthz p50/p95 while idle, measured first in the same run")
     with tempfile.TemporaryDirectory(prefix="plughost-flood-") as tmp:
         home = Path(tmp)
         make_account(home)
@@ -228,4 +231,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("pin_flood", main))

@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,6 +36,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--work", type=Path, default=None, help="keep the store and embeddings here between runs")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
 
     work = (args.work or Path(tempfile.mkdtemp(prefix="plughost-bench-recall-"))).resolve()
@@ -113,4 +116,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("recall", main))

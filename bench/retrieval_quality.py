@@ -6,14 +6,14 @@
 
 * ``manpages``: known-item search over the installed manual pages (query = a page's NAME line,
   the one relevant document = its DESCRIPTION, <= 1,200 chars), see ``bench/manpages.py``; every
-  page and every query. Measured: the single paths, the SPEC 9.4 baseline and the defaults.
+  page and every query. Measured: the single paths, the baseline (docs/retrieval.md#baseline) and the defaults.
 * ``conversations``: turn-level evidence retrieval over generated multi-session, multi-speaker
   conversations with planted facts and paraphrased questions, see ``bench/conversations.py``.
   The sessions go in through ``memory import`` (Conversation + Message nodes, HAS_MESSAGE
   edges), which gives each turn its indexed form (``PLUGHOST_MESSAGE_CONTEXT_TURNS``,
   ``PLUGHOST_MESSAGE_EMBED``); one store per form. The first seed is the tuning set (the stages
   one by one, ``--grid``); the others are built the same way with other sessions, speakers and
-  questions and are held out: only the single paths, the SPEC baseline and the defaults run
+  questions and are held out: only the single paths, the baseline and the defaults run
   there, then every seed together.
 
 Each query runs through the real memory-search pipeline once per configuration, in this process,
@@ -41,6 +41,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -49,7 +51,7 @@ OFF = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMA
        "PLUGHOST_GS_DEDUP": "0", "PLUGHOST_GS_BOOSTS": "0", "PLUGHOST_GS_EXPANSION": "0", "PLUGHOST_GS_ROUTE": "0",
        "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_RRF_K": "60",
        "PLUGHOST_GS_NEIGHBOURS": "0", "PLUGHOST_GS_NEIGHBOURS_BACK": "0"}
-"""The SPEC 9.4 baseline, spelled out: configurations below change only what they name."""
+"""The baseline (docs/retrieval.md#baseline), spelled out: configurations below change only what they name."""
 STEM = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1"}
 DEFAULTS = "defaults (no PLUGHOST_GS_* set)"
 
@@ -67,7 +69,7 @@ def _pool() -> str:
 def single_configs(set_name: str) -> list[tuple[str, dict[str, str]]]:
     """One retrieval path, no fusion. On conversations the neighbour stage on one path counts as
     single too (over the shipped pool, so a hybrid is never compared with a smaller pool)."""
-    out = [("BM25 (SPEC)", {"PLUGHOST_GS_PATHS": "bm25"}),
+    out = [("BM25 (baseline)", {"PLUGHOST_GS_PATHS": "bm25"}),
            ("BM25 stemmed + stop words", {"PLUGHOST_GS_PATHS": "bm25", **STEM}),
            ("vector", {"PLUGHOST_GS_PATHS": "vector"})]
     if set_name == "conversations":
@@ -78,16 +80,16 @@ def single_configs(set_name: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def hybrid_configs(set_name: str, tuning: bool) -> list[tuple[str, dict[str, str] | None]]:
-    """The SPEC baseline and the defaults everywhere; on the tuning conversation set, the stages one
+    """The baseline and the defaults everywhere; on the tuning conversation set, the stages one
     by one on top of the baseline too."""
     out: list[tuple[str, dict[str, str] | None]] = [
-        ("SPEC baseline: weighted 0.7/0.3, pool 50", {}),
+        ("baseline: weighted 0.7/0.3, pool 50", {}),
         # the alternative the defaults were weighed against: the same stages, RRF instead of the weighted sum
         ("defaults with RRF k=60 (PLUGHOST_GS_RRF=1)", {**STEM, "PLUGHOST_GS_RRF": "1", "PLUGHOST_GS_CANDIDATES": _pool(),
                                                         "PLUGHOST_GS_NEIGHBOURS": _shipped("neighbours")})]
     if set_name == "conversations" and tuning:
         last = {**STEM, "PLUGHOST_GS_NORMALIZE": "1", "PLUGHOST_GS_VECTOR_WEIGHT": "0.5"}
-        out += [("SPEC flag: RRF k=60, pool 50", {"PLUGHOST_GS_RRF": "1"}),
+        out += [("baseline flag: RRF k=60, pool 50", {"PLUGHOST_GS_RRF": "1"}),
                 ("stem+stop, weighted 0.7/0.3, pool 50", {**STEM}),
                 ("stem+stop, normalised 0.5/0.5, pool 100", {**last, "PLUGHOST_GS_CANDIDATES": "100"}),
                 ("stem+stop, normalised 0.5/0.5, pool 100, neighbours 0.3 (last round's defaults)",
@@ -444,7 +446,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=22, help="the man-page sampling seed")
     ap.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[22, 23],
                     help="conversation sets to build: the first is the tuning set (every configuration, "
-                         "--grid), the others are held out (single paths, SPEC baseline, defaults)")
+                         "--grid), the others are held out (single paths, baseline, defaults)")
     ap.add_argument("--context", type=lambda s: [int(x) for x in s.split(",")], default=None,
                     help="conversation context settings to compare, e.g. 0,2 (default: 0 and the shipped default)")
     ap.add_argument("--embed", type=lambda s: s.split(","), default=None,
@@ -455,6 +457,7 @@ def main() -> int:
     ap.add_argument("--grid", action="store_true",
                     help="also sweep fusion weight, pool, neighbour share and RRF k on the tuning conversation set")
     ap.add_argument("--no-memo", action="store_true", help="run every store search for real (slow; for checking)")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
 
     work = args.work or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "plughost" / "bench-quality"
@@ -503,4 +506,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("retrieval_quality", main))

@@ -24,6 +24,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 REPO = Path(__file__).resolve().parent.parent
 PY = str(REPO / ".venv" / "bin" / "python")
 
@@ -77,7 +79,9 @@ def floor(cmd: list[str], env: dict[str, str], until: str | None = None) -> floa
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--warm", type=int, default=3)
+    bench_results.add_flag(parser)
     args = parser.parse_args()
+    bench_results.floor("plughost --version, and a bare plughost serve on the same home (measured in the same run)")
     env = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "PLUGHOST_AGENT", "PLUGHOST_EMBEDDER")}
     env["PORT"] = "0"
     subprocess.run(["bash", str(REPO / "scripts" / "setup.sh")], check=True, capture_output=True)
@@ -106,4 +110,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(bench_results.run("run_start", main))

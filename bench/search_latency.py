@@ -8,7 +8,7 @@ not depend on the vector values), two typed edges per node. Then times the memor
 pipeline per call — guards, vector + BM25, fusion, dedup, slice, 1-hop graph expansion and
 formatting — with the shipped defaults (``SearchFlags.from_env``: stemmed BM25, stop words,
 normalised fusion over the shipped candidate pool), expansion off and on, with the wider pool
-``--pool`` (``PLUGHOST_GS_CANDIDATES``), and with the SPEC baseline flags (query embedding
+``--pool`` (``PLUGHOST_GS_CANDIDATES``), and with the baseline flags (query embedding
 excluded: the vectors are precomputed), and times the real query embedding separately. The main
 variant is split per stage (the pipeline's ``stats``: store vector, store BM25, fusion, graph
 expansion, hydrate, format) and its process time is printed beside the wall time. Two floors run
@@ -29,6 +29,8 @@ import tempfile
 import time
 from contextlib import redirect_stderr
 from pathlib import Path
+
+import results as bench_results  # bench/RESULTS.md, with --write-results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -94,7 +96,9 @@ def main() -> int:
     ap.add_argument("--build-only", action="store_true", help="build the store and stop")
     ap.add_argument("--pool", type=int, default=100, help="another candidate pool to compare "
                     "(PLUGHOST_GS_CANDIDATES; the shipped one is 200; default 100, the earlier default)")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("the store's own two calls alone (fulltext_search + vector_search at the pool size), and bare FTS5 (MATCH + bm25() + LIMIT) plus bare numpy (matrix · q + top-k) on the same data; " + bench_results.numpy_kernels())
 
     work = args.work or Path(tempfile.mkdtemp(prefix="plughost-bench-latency-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -147,7 +151,7 @@ def main() -> int:
         ("memory-search, expansion off (public scopes)", shipped, public),
         (f"memory-search, expansion off, candidate pool {pool} (admin)", wide, admin),
         ("memory-search, expansion on (admin)", SearchFlags.from_env({"PLUGHOST_GS_EXPANSION": "1"}), admin),
-        ("memory-search, SPEC baseline flags (admin)", SearchFlags.baseline(), admin),
+        ("memory-search, baseline flags (admin)", SearchFlags.baseline(), admin),
     ]
     runs: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     cpu: list[float] = []  # process time of the main variant (every thread's), steadier than wall under load
@@ -256,4 +260,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("search_latency", main))

@@ -26,6 +26,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 REPO = Path(__file__).resolve().parent.parent
 
 RAW_APP = textwrap.dedent("""
@@ -153,7 +155,9 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-sigterm", action="store_true", help="skip the SIGTERM-during-load run")
+    bench_results.add_flag(parser)
     args = parser.parse_args()
+    bench_results.floor("a bare Starlette + uvicorn app serving the same content, under the same wrk load")
     if not shutil.which("wrk"):
         print("wrk not found (apt-get install -y wrk)", file=sys.stderr)
         return 2
@@ -194,4 +198,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("serve_load", main))

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -83,7 +85,9 @@ def main() -> int:
     ap.add_argument("--cold", type=int, default=10, help="cold calls (each loads the host and the store)")
     ap.add_argument("--work", type=Path, default=None, help="keep (and reuse) the store here")
     ap.add_argument("--embedder", default="local", help="PLUGHOST_EMBEDDER for serve and the cold hook")
+    bench_results.add_flag(ap)
     args = ap.parse_args()
+    bench_results.floor("sh + python -S -I -c pass (the interpreter start every hook pays); memory-search in process on the same prompts")
 
     work = (args.work or Path(tempfile.mkdtemp(prefix="plughost-bench-surfacing-"))).resolve()
     home = work / "home"
@@ -201,4 +205,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("surfacing", main))

@@ -1,4 +1,4 @@
-"""One client flooding webchat, then slow request heads, against a real `plughost serve` (SPEC 13).
+"""One client flooding webchat, then slow request heads, against a real `plughost serve` (docs/channels.md#flood-limits).
 
 With the shipped limits (no PLUGHOST_RATE_* set), on loopback only:
 
@@ -33,6 +33,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+import results as bench_results  # noqa: E402  (bench/RESULTS.md, with --write-results)
 from serve_process import start_serve  # noqa: E402  (bench/ is the script's folder)
 
 ACCOUNT = "acct-bench"
@@ -180,7 +181,9 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=50, help="visitor sessions the flood rotates (default 50)")
     parser.add_argument("--slow", type=int, default=300, help="slow-head connections (default 300)")
     parser.add_argument("--settle", type=float, default=120.0, help="seconds to wait for the answers (default 120)")
+    bench_results.add_flag(parser)
     args = parser.parse_args()
+    bench_results.floor("/healthz p50/p95 while idle, measured first in the same run")
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="plughost-webchat-flood-") as tmp:
         home = Path(tmp)
@@ -225,4 +228,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("webchat_flood", main))

@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import results as bench_results  # bench/RESULTS.md, with --write-results
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -228,7 +230,9 @@ def main() -> int:
     parser.add_argument("--senders", type=int, default=50)
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--redeliver-every", type=int, default=20, help="re-send every Nth delivery (0: never)")
+    bench_results.add_flag(parser)
     args = parser.parse_args()
+    bench_results.floor("a bare Starlette endpoint that parses the body and answers 200, same uvicorn, same load")
     per_sender = args.messages // args.senders
 
     work = Path(tempfile.mkdtemp(prefix="plughost-webhook-load-"))
@@ -294,4 +298,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(bench_results.run("webhook_load", main))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the external validators the test suite runs (SPEC 15) into .tools/ (npm packages
+# Install the external validators the test suite runs (docs/testing.md#external-checks) into .tools/ (npm packages
 # only; nothing global). Idempotent: skips when the pinned versions are already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."

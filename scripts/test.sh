@@ -7,6 +7,8 @@ bash scripts/install-tools.sh
 .venv/bin/python -m ruff check host plugins tests bench
 .venv/bin/python -m mypy  # host/ and plugins/, configured in pyproject.toml
 .venv/bin/lint-imports --no-cache  # the layers of host/, the plugins' independence, no cycles (pyproject.toml)
+.venv/bin/python -m vulture host plugins --min-confidence 80  # dead code: none in host/ or plugins/
 # Two workers on the 2-core CI (PLUGHOST_TEST_WORKERS=0 runs in one process); the shared Neo4j
-# server's tests stay on one worker (tests/conftest.py groups them).
+# server's tests stay on one worker (tests/conftest.py groups them). Every test runs, the end-to-end
+# ones too; locally `bash scripts/test.sh -m "not e2e"` leaves those out.
 exec .venv/bin/python -m pytest -q -n "${PLUGHOST_TEST_WORKERS:-auto}" --dist loadgroup "$@"

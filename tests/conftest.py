@@ -31,9 +31,25 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Under pytest-xdist (``scripts/test.sh`` runs ``--dist loadgroup``) every test of the shared
-    Neo4j server runs on one worker: they wipe and reuse fixed account ids on the one database."""
+    Neo4j server runs on one worker: they wipe and reuse fixed account ids on the one database.
+    The tests sharing a module-scoped fixture of their module run on one worker too, so its setup
+    (a bundle, a pip install, a served process, a Node run) is paid once, not once per worker."""
     if "neo4j" in item.nodeid.lower():
         item.add_marker(pytest.mark.xdist_group("neo4j"))
+    elif item.get_closest_marker("xdist_group") is None and _shares_a_module_fixture(item):
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    module = item.nodeid.split("::", 1)[0]
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name) or ()
+        if defs and defs[-1].scope in ("module", "class") and defs[-1].baseid == module:
+            return True
+    return False
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 — pytest's reporter
@@ -86,15 +102,31 @@ def ensure_account(env: dict[str, str] | None = None) -> None:
         create_account(account, Path(home))
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
-            timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `python -m host.cli ...` in a real subprocess (the console script's code path)."""
+def _cli_env(args: tuple[str, ...], env: dict[str, str] | None) -> dict[str, str]:
     full = dict(os.environ)
     full.update(env or {})
     if args and args[0] not in ("account", "demo") and os.environ.get("PLUGHOST_TEST_NO_ACCOUNT") != "1":
         ensure_account(full)
+    return full
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
+            timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`plughost ...` in this process (``host.cli.main``), isolated as a process would be
+    (tests/support/cli_support.py): the same exit code, stdout and stderr, without the ~1.4 s
+    interpreter start. ``env`` is added to the test's environment. ``timeout`` is a process's:
+    in process, pytest-timeout bounds the run."""
+    from cli_support import run_in_process
+
+    return run_in_process(args, _cli_env(args, env), input=input, cwd=cwd)
+
+
+def run_cli_process(*args: str, env: dict[str, str] | None = None, input: str | None = None,
+                    timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m host.cli ...` in a real subprocess (the console script's code path): for
+    what only a process shows (interpreter start, signals, stdio servers, PYTHONPATH)."""
     return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True,
-                          env=full, input=input, timeout=timeout, cwd=cwd)
+                          env=_cli_env(args, env), input=input, timeout=timeout, cwd=cwd)
 
 
 def node_tool(*parts: str) -> Path:
@@ -113,7 +145,14 @@ def npx_bin(name: str) -> Path:
 
 @pytest.fixture
 def cli() -> object:
+    """``cli("plugins", "list", env={...})``: :func:`run_cli`, the in-process ``plughost``."""
     return run_cli
+
+
+@pytest.fixture
+def cli_process() -> object:
+    """:func:`run_cli_process`: ``plughost`` in a real ``python -m host.cli`` process."""
+    return run_cli_process
 
 
 def which_or_skip(name: str) -> str:

@@ -1,4 +1,4 @@
-"""`plughost` command line (SPEC 16). Exit codes: 0 ok, 1 gate/fatal failure, 2 usage or bad input.
+"""`plughost` command line (docs/cli.md). Exit codes: 0 ok, 1 gate/fatal failure, 2 usage or bad input.
 
 Core commands live in ``host/cli/commands/<name>.py`` (each has ``HELP``, ``configure(parser)`` and
 ``run(args, ctx) -> int``) and are imported only when used. Plugins add top-level commands

@@ -1,4 +1,4 @@
-"""Stdio frames the MCP SDK cannot read get a JSON-RPC error, never silence (SPEC 13).
+"""Stdio frames the MCP SDK cannot read get a JSON-RPC error, never silence (docs/http.md#mcp-servers).
 
 The SDK's stdio transport hands a frame it cannot validate (a lone surrogate escape such as
 ``"\\ud800"``, 20,000-deep nesting, broken JSON) to the session as an exception, which logs it

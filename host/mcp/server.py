@@ -79,10 +79,6 @@ class PluginServer(MCPServer):
             for t in self.tools.values()
         ]
 
-    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        tool = self.tools.get(name)
-        return tool.schema if tool else None
-
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
         if name not in self.tools:  # a protocol error, not a tool result (MCP: unknown tool -> -32602)
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}",

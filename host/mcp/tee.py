@@ -1,4 +1,4 @@
-"""Stdio tee launcher: ``python -m host.mcp.tee <plugin> -- <command...>`` (SPEC 4).
+"""Stdio tee launcher: ``python -m host.mcp.tee <plugin> -- <command...>`` (docs/payload.md#tee-launcher).
 
 Starts the plugin's MCP server with stdin/stdout passed through untouched (the child inherits
 them: no copying, no buffering, no re-framing) and copies the child's stderr both to our stderr

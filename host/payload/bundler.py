@@ -1,4 +1,4 @@
-"""Brand bundling: assemble a payload for one brand, then generate its manifests (SPEC 5).
+"""Brand bundling: assemble a payload for one brand, then generate its manifests (docs/payload.md#brands).
 
 The payload is ``OUT/brand.json``, ``OUT/plugins/`` (the platform plugins minus the brand's
 ``plugins.excluded``) and ``OUT/premium-plugins/`` (only the bundles the brand allowlists in
@@ -111,7 +111,7 @@ _MISSING = object()
 
 
 def load_brand(path: Path) -> Brand:
-    """Parse and validate a brand file; the legacy boolean premium form is the FATAL the SPEC names."""
+    """Parse and validate a brand file; the legacy boolean premium form is the FATAL docs/payload.md#brands names."""
     try:
         data = read_json(path, default=_MISSING)
     except ValueError as exc:
@@ -158,7 +158,7 @@ def _platform_folders(plugins_dir: Path) -> list[Path]:
 def _platform_sources(plugins_dir: Path, brand: Brand) -> tuple[list[Path], list[str]]:
     """Platform plugin folders to ship, and the excluded names (each must name a platform plugin).
 
-    A platform plugin's folder is named after it (SPEC 3), so exclusions match folder names;
+    A platform plugin's folder is named after it (docs/architecture.md#plugin-folders), so exclusions match folder names;
     only a name that matches no folder is looked up in the PLUGIN.md files.
     """
     folders = _platform_folders(plugins_dir)
@@ -181,7 +181,7 @@ def _platform_sources(plugins_dir: Path, brand: Brand) -> tuple[list[Path], list
 
 
 def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str, Path], list[str]]:
-    """(mode, shipped bundles, skipped bundle names) by SPEC 5's premium-bundle gate."""
+    """(mode, shipped bundles, skipped bundle names) by the premium-bundle gate of docs/payload.md#brands."""
     available = premium_bundles(premium_dir)
     allow = brand.premium
     if allow is None:

@@ -1,5 +1,5 @@
 """`plughost doctor`: start every installed MCP server exactly as Claude Code would and compare what
-it serves with what its plugin declares (SPEC 16).
+it serves with what its plugin declares (docs/gates.md#doctor).
 
 Boot's gates read files; only a real start shows an interpreter that cannot import ``host``, a
 server file that is gone, or a tool renamed in code but not in PLUGIN.md. Each server is started

@@ -1,4 +1,4 @@
-"""Claude Code manifest generation over a payload tree (SPEC 4).
+"""Claude Code manifest generation over a payload tree (docs/payload.md#manifests).
 
 A payload is what the bundler produces and the installer makes live::
 

@@ -1,4 +1,4 @@
-"""The installer: make a generated payload live for a Claude Code config dir and an account (SPEC 6).
+"""The installer: make a generated payload live for a Claude Code config dir and an account (docs/payload.md#installer).
 
 It writes what ``claude plugin marketplace add`` + ``claude plugin install --scope user`` would
 (the shapes were taken from what the real CLI writes):

@@ -1,4 +1,4 @@
-"""Read the three Claude Code registration surfaces of a config dir (SPEC 6, 7).
+"""Read the three Claude Code registration surfaces of a config dir (docs/payload.md#installer, docs/gates.md#registration-severity).
 
 `plugins/known_marketplaces.json` (marketplace registered), `plugins/installed_plugins.json`
 (version 2: a `scope: "user"` row per `name@marketplace`) and `settings.json` `enabledPlugins`.

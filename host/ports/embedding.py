@@ -1,4 +1,4 @@
-"""The embedder port (SPEC 9.2). Providers come through the ``plughost_embedder`` hook."""
+"""The embedder port (docs/memory.md#embeddings). Providers come through the ``plughost_embedder`` hook."""
 
 from __future__ import annotations
 

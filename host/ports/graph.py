@@ -1,4 +1,4 @@
-"""The graph store port (SPEC 8.1): the one interface the memory and channels plugins use.
+"""The graph store port (docs/graph.md): the one interface the memory and channels plugins use.
 
 The port lives in ``host/`` because plugins never import each other: the graph plugin
 provides an implementation through the ``plughost_store`` hook, and every other plugin types
@@ -25,13 +25,13 @@ VECTOR_LABELS: tuple[str, ...] = (
     "PriceSpecification", "Task", "CreativeWork", "DigitalDocument", "KnowledgeDocument",
     "Section", "Chunk", "Conversation", "Message", "Event", "Workflow", "Preference", "Report",
 )
-"""Vector-indexed labels (SPEC 8.3). The schema-labels gate pins the schema files to this."""
+"""Vector-indexed labels (docs/graph.md#labels). The schema-labels gate pins the schema files to this."""
 
 FULLTEXT_EXTRA_LABELS: tuple[str, ...] = (
     "Organization", "Company", "Concept", "UserProfile", "AdminUser", "Product", "Place",
     "WebchatMessage", "TelegramMessage", "WhatsAppMessage",
 )
-"""Labels SPEC 8.3 names for full-text search on top of the vector-indexed ones (both stores'
+"""Labels docs/graph.md#labels names for full-text search on top of the vector-indexed ones (both stores'
 full-text search covers every label; the memory tools write these)."""
 
 TEXT_PROPERTIES: tuple[str, ...] = (
@@ -39,7 +39,7 @@ TEXT_PROPERTIES: tuple[str, ...] = (
     "content", "description", "headline", "email", "subject", "bodyPreview", "compiledTruth",
     "keywords", "text", "value", "key", "category", "searchContext",
 )
-"""The canonical text-property union indexed for BM25 (SPEC 8.2)."""
+"""The canonical text-property union indexed for BM25 (docs/graph.md#full-text-search)."""
 
 RESERVED_PROPERTIES = frozenset({"accountId", "createdAt", "updatedAt", "deletedAt", "backlinkCount", "embedding"})
 """Properties the store sets (the module docstring says which); a caller's value is dropped or refused."""
@@ -47,12 +47,12 @@ RESERVED_PROPERTIES = frozenset({"accountId", "createdAt", "updatedAt", "deleted
 
 # write guards ------------------------------------------------------------------------------
 # A process can change only what it can read, and only into something it can still read
-# (SPEC 8.1). These functions are the one definition both store backends apply inside their
+# (docs/guards.md#write-guards). These functions are the one definition both store backends apply inside their
 # write transaction, on the stored state they read there (so nothing changes between the check
 # and the write). They look at the guarded properties only: ``scope`` and ``agents``.
 
 ISOLATION = principal_module.ISOLATION
-"""The outcome reason (SPEC 9.1) of a write the guards refuse."""
+"""The outcome reason (docs/memory.md#writes) of a write the guards refuse."""
 
 
 class WriteDenied(UserError):
@@ -98,13 +98,6 @@ def default_scope(g: Guards | None) -> str | None:
     if g is None or g.allowed_scopes is None:
         return OWNER_SCOPE
     return g.allowed_scopes[0] if g.allowed_scopes else None
-
-
-def with_scope(properties: Mapping[str, Any], scope: str | None = OWNER_SCOPE) -> dict[str, Any]:
-    """``properties`` with ``scope`` set when they name none (a bulk import's line)."""
-    if properties.get("scope") is not None or scope is None:
-        return dict(properties)
-    return {**properties, "scope": scope}
 
 
 def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:

@@ -85,11 +85,11 @@ ROLES: dict[Role, Rights] = {
                         "public nodes and legacy unscoped ones; its own conversation and briefings",
                         "public nodes it reads; its own conversation; no admin-only tool"),
 }
-"""The one table of what each role may read and change (rendered in the README by ``docs``)."""
+"""The one table of what each role may read and change (rendered in ``docs/roles.md`` by :func:`role_table`)."""
 
 
 def role_table() -> str:
-    """:data:`ROLES` as the README's markdown table (a test pins the README to it)."""
+    """:data:`ROLES` as the markdown table of ``docs/roles.md`` (a test pins the page to it)."""
     rows = ["| role | who | reads | may change | admin-only tools |", "|---|---|---|---|---|"]
     for role, r in ROLES.items():
         rows.append(f"| `{role.value}` | {r.who} | {r.reads} | {r.changes} | {'yes' if r.admin else 'no'} |")
@@ -347,11 +347,6 @@ def with_account(base: Mapping[str, str], account: str) -> dict[str, str]:
 def set_account(env: MutableMapping[str, str], account: str) -> None:
     """Make a command's own environment (its call context, never ``os.environ``) act as ``account``."""
     env[ACCOUNT] = account
-
-
-def without_principal(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` with none of the principal's variables (a child that resolves its own)."""
-    return child_env(base, None)
 
 
 def principal_vars(env: Mapping[str, str]) -> tuple[str | None, ...]:

@@ -1,4 +1,4 @@
-"""Accounts on disk: `<PLUGHOST_HOME>/accounts/<id>/account.json` + `users.json` (SPEC 1, 7, 10.2).
+"""Accounts on disk: `<PLUGHOST_HOME>/accounts/<id>/account.json` + `users.json` (docs/configuration.md#accounts, docs/gates.md, docs/channels.md#identity).
 
 Also the logic of the ``account-id-env`` gate (the graph plugin contributes it) and the account
 readers the channels plugin's ``admin-identity-binding`` gate (``plugins/channels/admin_binding.py``)

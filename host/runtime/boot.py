@@ -1,4 +1,4 @@
-"""The gate runner behind `plughost boot` (SPEC 7).
+"""The gate runner behind `plughost boot` (docs/gates.md).
 
 Gates are plugins: every gate comes from the `plughost_boot_gates` hook. Each runs on its own
 in `order` (then name); one raising is reported as that gate's failure, by name, and the rest

@@ -102,7 +102,7 @@ class Discovery:
 
     def brand_exclusions(self) -> tuple[str | None, list[str]]:
         """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
-        `brand.json` beside the plugins folder. What a brand excludes does not load (SPEC 5)."""
+        `brand.json` beside the plugins folder. What a brand excludes does not load (docs/payload.md#brands)."""
         if self._brand is None:
             from host.runtime.specialists import find_brand
 

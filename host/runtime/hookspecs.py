@@ -1,4 +1,4 @@
-"""Every hook a plughost plugin may implement (SPEC 2.3).
+"""Every hook a plughost plugin may implement (docs/architecture.md#hooks).
 
 Each spec is documented with one template: what it is for, **Parameters**, **Combines**
 (how results from several plugins are combined), **Fires** (when the host calls it) and
@@ -48,23 +48,30 @@ def plughost_tools(host: Host) -> list[Tool]:
 
     **Combines:** lists from every plugin are flattened; each tool is attributed to the plugin
     that returned it; two tools with one name in one plugin are an error naming both. The host
-    joins them once with the declarations (:class:`host.runtime.tooltable.ToolTable`): a plugin with a
-    PLUGIN.md declares its tools there (``tools:``; name, description, flags, ``inputSchema``),
-    and a handler it does not declare is not served but reported (``plugins list``,
-    ``manifests check``, ``[mcp] op=undeclared-tool``); without a PLUGIN.md the returned
-    ``Tool`` objects are the declaration.
+    joins them once with the declarations (:class:`host.runtime.tooltable.ToolTable`). A plugin
+    with a PLUGIN.md declares its tools there, each fact once (``tools:``; name, description,
+    ``adminAllowlist``, ``eager``, ``inputSchema``), and returns ``Tool(name, handler)``: the
+    handler and nothing PLUGIN.md declares. A description, schema or flag the code still gives
+    that differs from PLUGIN.md, a placeholder description in PLUGIN.md (empty, or the tool's
+    name), and a handler PLUGIN.md does not declare (not served) are that plugin's tool problems
+    (``plugins list``, ``manifests check``, ``[mcp] op=tool-problem`` / ``op=undeclared-tool``);
+    PLUGIN.md's values are what is served. ``Tool.from_function`` derives a schema from the
+    handler's signature: it is the schema only when PLUGIN.md gives none, else a check of it.
+    Without a PLUGIN.md (an entry-point plugin alone, a plugin registered in process) the
+    returned ``Tool`` objects are the declaration, and their optional fields its one home.
 
     **Fires:** when a plugin's MCP server is built (``plughost mcp serve``, ``/mcp/<plugin>``)
     and when the tool surface needs handlers; never at import.
 
     **Example:**
-    ``return [Tool.from_function(echo)]`` where ``def echo(text: str) -> str``.
+    ``return [Tool("echo", echo)]`` where PLUGIN.md declares ``echo``, or
+    ``return [Tool.from_function(echo)]`` where ``def echo(text: str) -> str`` and no PLUGIN.md.
     """
 
 
 @hookspec
 def plughost_boot_gates(host: Host) -> list[Gate]:
-    """Self-test gates run by ``plughost boot`` (SPEC 7).
+    """Self-test gates run by ``plughost boot`` (docs/gates.md).
 
     **Parameters:** ``host`` — the loaded host.
 
@@ -286,7 +293,7 @@ def plughost_account_created(host: Host, account_id: str, users: list[dict[str, 
 
 @hookspec(firstresult=True)
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
-    """The account owner's standing rules, injected into every admin turn (SPEC 9.7).
+    """The account owner's standing rules, injected into every admin turn (docs/memory.md#preferences).
 
     **Parameters:** ``account_id`` — the account.
 

@@ -1,4 +1,4 @@
-"""PLUGIN.md: YAML frontmatter validated against `manifests/schemas/plugin.schema.json` (SPEC 2.1).
+"""PLUGIN.md: YAML frontmatter validated against `manifests/schemas/plugin.schema.json` (docs/architecture.md#plugin-folders).
 
 Errors are one line naming the file, the field and what was expected.
 """
@@ -55,7 +55,7 @@ class PluginManifest:
 
     @property
     def has_mcp(self) -> bool:
-        """A plugin-local MCP server: `mcp/__main__.py` or `mcp/server.py` (SPEC 2.1)."""
+        """A plugin-local MCP server: `mcp/__main__.py` or `mcp/server.py` (docs/architecture.md#plugin-folders)."""
         folder = self.folder
         return folder is not None and any((folder / "mcp" / f).is_file() for f in ("__main__.py", "server.py"))
 

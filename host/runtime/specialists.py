@@ -3,7 +3,7 @@
 Specialists bind to tools by name, so a renamed or typo'd tool silently disarms them. This
 module finds every specialist file (templates, each plugin's `agents/`, premium bundle roots,
 each account's `specialists/agents/`), classifies every tool name into one of seven classes
-(SPEC 7) and computes the brand strip-list that whatever spawns a specialist must apply:
+(docs/gates.md#specialist-tool-drift) and computes the brand strip-list that whatever spawns a specialist must apply:
 :func:`strip_list` / :func:`spawn_tools`.
 """
 
@@ -33,7 +33,7 @@ CC_NATIVE: frozenset[str] = frozenset({
 })
 """Claude Code's built-in tools: the ONE list every gate and spawner uses."""
 
-# Classes, in classification order (SPEC 7).
+# Classes, in classification order (docs/gates.md#specialist-tool-drift).
 CC_NATIVE_CLASS = "cc-native"
 SERVED = "served"
 BRIDGE = "third-party-bridge"
@@ -42,7 +42,6 @@ UNKNOWN_NAMESPACE = "unknown-plugin-namespace"
 BRAND_EXCLUDED = "brand-excluded-plugin"
 MALFORMED = "malformed-name"
 CLASSES = (CC_NATIVE_CLASS, SERVED, BRIDGE, UNKNOWN_TOOL, UNKNOWN_NAMESPACE, BRAND_EXCLUDED, MALFORMED)
-PASSING = frozenset({CC_NATIVE_CLASS, SERVED, BRIDGE, BRAND_EXCLUDED})
 REFUSING = frozenset({UNKNOWN_TOOL, UNKNOWN_NAMESPACE, MALFORMED})
 
 _MCP_NAME = re.compile(r"^mcp__([A-Za-z0-9_-]+?)__([A-Za-z0-9_*-]+)$")
@@ -214,7 +213,7 @@ def known_plugins(host: Host) -> set[str]:
 
 
 def classify(tool: str, surface: ToolSurface, plughost_plugins: set[str], excluded: set[str]) -> Classified:
-    """One tool name → one of the seven classes (SPEC 7), in order.
+    """One tool name → one of the seven classes (docs/gates.md#specialist-tool-drift), in order.
 
     `mcp__plugin_<plugin>_<server>__<tool>` is the canonical plugin form; `mcp__<server>__<tool>` the
     short form. A `*` tool segment names every tool of a served namespace.

@@ -1,4 +1,4 @@
-"""The tool surface (SPEC 3): computed once from the loaded manifests; the single source of
+"""The tool surface (docs/architecture.md#tool-surface): computed once from the loaded manifests; the single source of
 truth for the gates, the manifest generator and the MCP servers.
 
 A declared tool the tool table withholds in this configuration (its hook gave no handler, e.g.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from host.runtime import hooktable
 from host.runtime.manifest import ToolDecl, json_path
-from host.runtime.types import Tool
+from host.runtime.types import Tool, schema_from_signature
 from host.util.errors import UserError
 from host.util.log import log
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 NO_HANDLER = "is declared in PLUGIN.md but no plughost_tools implementation provides it"
+PLACEHOLDER = "has a placeholder description in PLUGIN.md (empty, or just its name): say what the tool does"
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,17 @@ class ServedTool:
 
 @dataclass(frozen=True)
 class ToolProblem:
-    """A tool whose declaration and handler do not meet: reported, never silently dropped.
+    """A tool whose declaration is defective or does not meet its handler: reported, never
+    silently dropped or resolved.
 
     ``reason``: ``undeclared`` (a handler PLUGIN.md does not declare: not served),
-    ``no-handler`` (declared, but the plugin's ``plughost_tools`` does not provide it) or
-    ``signature`` (the declared ``inputSchema`` and the handler's parameters disagree) or
-    ``schema`` (the ``inputSchema`` is not a valid JSON Schema: not served).
+    ``no-handler`` (declared, but the plugin's ``plughost_tools`` does not provide it),
+    ``signature`` (the declared ``inputSchema`` and the handler's parameters disagree: their
+    names, or a property's type and its parameter's annotation),
+    ``schema`` (the ``inputSchema`` is not a valid JSON Schema: not served),
+    ``disagrees`` (the code's ``Tool`` gives a description, ``inputSchema``, admin or eager flag
+    other than PLUGIN.md's: served as PLUGIN.md declares it) or
+    ``placeholder`` (PLUGIN.md's description is empty or the tool's name).
     """
 
     plugin: str
@@ -63,7 +69,10 @@ class ToolTable:
     The one join used by the tool surface, the MCP servers (stdio and ``/mcp/<plugin>``),
     ``plugins list``, ``manifests check`` and in-process calls. A plugin's tools are declared once:
     in its PLUGIN.md ``tools:`` when it has a PLUGIN.md, else by the ``Tool`` objects its
-    ``plughost_tools`` returns. The handler always comes from ``plughost_tools``.
+    ``plughost_tools`` returns. The handler always comes from ``plughost_tools``; for a tool PLUGIN.md
+    declares, the code gives nothing else (a value it does give is checked, never used), and
+    the ``inputSchema`` comes from the handler's signature only when PLUGIN.md has none and the
+    tool was made by ``Tool.from_function``.
     """
 
     declared: dict[str, list[ToolDecl]] = field(default_factory=dict)
@@ -100,8 +109,11 @@ def build_tool_table(host: Host) -> ToolTable:
         plugin = record.name
         impls = collected.items(plugin)
         manifest = record.manifest
+        in_manifest = manifest is not None and manifest.path is not None
         if manifest is not None and manifest.path is not None:
             decls = list(manifest.tools)
+            table.problems.extend(ToolProblem(plugin, d.name, "placeholder", PLACEHOLDER)
+                                  for d in decls if _placeholder(d))
         else:
             decls = [_decl_of(t) for t in impls]
         table.declared[plugin] = decls
@@ -120,10 +132,14 @@ def build_tool_table(host: Host) -> ToolTable:
             if impl is None:
                 table.problems.append(ToolProblem(plugin, decl.name, "no-handler", NO_HANDLER))
                 continue
+            differs = _disagreement(decl, impl) if in_manifest else []
+            if differs:
+                table.problems.append(ToolProblem(plugin, decl.name, "disagrees", _disagrees(differs)))
             if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
                 table.withheld.setdefault(plugin, []).append(decl.name)
                 continue
-            schema = dict(decl.input_schema or impl.input_schema or DEFAULT_SCHEMA)
+            derived = impl.input_schema if impl.from_signature else None  # PLUGIN.md gives none: the signature's
+            schema = dict(decl.input_schema or derived or DEFAULT_SCHEMA)
             schema.setdefault("type", "object")
             invalid = _schema_error(schema)
             if invalid:
@@ -132,7 +148,7 @@ def build_tool_table(host: Host) -> ToolTable:
             mismatch = _signature_mismatch(schema, impl.handler)
             if mismatch:
                 table.problems.append(ToolProblem(plugin, decl.name, "signature", mismatch))
-            served[decl.name] = ServedTool(decl.name, decl.description or impl.description, schema, decl.eager,
+            served[decl.name] = ServedTool(decl.name, decl.description, schema, decl.eager,
                                            impl.handler, jsonschema.Draft202012Validator(schema), plugin,
                                            decl.admin_allowlist)
         for extra in sorted(handlers):
@@ -162,9 +178,40 @@ def _schema_error(schema: Mapping[str, Any]) -> str | None:
 
 
 def _decl_of(tool: Tool) -> ToolDecl:
-    eager = tool.admin_allowlist if tool.eager is None else tool.eager
-    return ToolDecl(tool.name, tool.description, tool.admin_allowlist, eager,
+    """The declaration of a tool no PLUGIN.md declares: its ``Tool`` object's fields."""
+    admin = bool(tool.admin_allowlist)
+    eager = admin if tool.eager is None else tool.eager
+    return ToolDecl(tool.name, tool.description or "", admin, eager,
                     dict(tool.input_schema) if tool.input_schema else None)
+
+
+def _placeholder(decl: ToolDecl) -> bool:
+    text = decl.description.strip()
+    return not text or text == decl.name
+
+
+def _disagreement(decl: ToolDecl, impl: Tool) -> list[str]:
+    """The PLUGIN.md fields a declared tool's ``Tool`` in code gives another value for.
+
+    What ``Tool.from_function`` derived from the handler (docstring, signature) is no value given
+    here: the signature is checked by :func:`_signature_mismatch`.
+    """
+    fields = []
+    if not impl.from_signature:
+        if impl.description is not None and impl.description != decl.description:
+            fields.append("description")
+        if impl.input_schema is not None and dict(impl.input_schema) != decl.input_schema:
+            fields.append("inputSchema")
+    if impl.admin_allowlist is not None and impl.admin_allowlist != decl.admin_allowlist:
+        fields.append("adminAllowlist")
+    if impl.eager is not None and impl.eager != decl.eager:
+        fields.append("eager")
+    return fields
+
+
+def _disagrees(fields: list[str]) -> str:
+    return (f"differs between PLUGIN.md and its Tool in code ({', '.join(fields)}): PLUGIN.md's is served; "
+            "declare it in PLUGIN.md only and give the code the name and handler")
 
 
 def _signature_mismatch(schema: Mapping[str, Any], handler: Any) -> str | None:
@@ -183,6 +230,25 @@ def _signature_mismatch(schema: Mapping[str, Any], handler: Any) -> str | None:
     needed = sorted(n for n in accepted if params[n].default is inspect.Parameter.empty and n not in declared)
     if needed:
         return f"has a handler parameter '{needed[0]}' without default that is not in inputSchema"
+    return _type_mismatch(schema, handler)
+
+
+def _type_mismatch(schema: Mapping[str, Any], handler: Any) -> str | None:
+    """A property whose declared ``type`` the handler's annotation for it contradicts, or None.
+
+    The signature is a check of the declared schema, never a second declaration: only simple
+    ``type`` words are compared (an integer may go to a parameter annotated ``float``).
+    """
+    try:
+        derived = schema_from_signature(handler)["properties"]
+    except Exception:  # noqa: BLE001 — an annotation that does not resolve checks nothing
+        return None
+    for name, prop in sorted((schema.get("properties") or {}).items()):
+        want = prop.get("type") if isinstance(prop, Mapping) else None
+        have = derived.get(name, {}).get("type")
+        if isinstance(want, str) and isinstance(have, str) and want != have \
+                and not (want == "integer" and have == "number"):
+            return f"has an inputSchema property '{name}' of type {want}, but its handler's parameter takes {have}"
     return None
 
 
@@ -198,6 +264,9 @@ def served_tools(host: Host, plugin: str) -> list[ServedTool]:
     for problem in table.problems_of(plugin):
         if problem.reason == "undeclared":
             log("mcp", "op=undeclared-tool", plugin=plugin, tool=problem.tool)
+        else:
+            log("mcp", "op=tool-problem", plugin=plugin, tool=problem.tool, reason=problem.reason,
+                detail=problem.detail)
     return list(table.of(plugin).values())
 
 

@@ -1,4 +1,4 @@
-"""Typed values that hooks return (SPEC 2.3).
+"""Typed values that hooks return (docs/architecture.md#hooks).
 
 Every extension-point hook returns a list of one of these; :func:`host.runtime.host.Host.collect`
 flattens the lists, checks each item's type and rejects two items with one ``key``, naming both
@@ -27,18 +27,27 @@ ToolHandler = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Tool:
-    """One MCP tool a plugin serves. PLUGIN.md declares it; the hook supplies the handler.
+    """One MCP tool a plugin serves: its name and its handler.
+
+    A tool declared in its plugin's PLUGIN.md (``tools:``) takes its description, input schema,
+    admin flag and eager flag from there only: the code gives ``Tool(name, handler)`` and nothing
+    else. The optional fields are the declaration of a tool no PLUGIN.md declares (an entry-point
+    plugin without one, a plugin registered in process); for a declared tool, a value given here
+    that differs from PLUGIN.md is one of the plugin's tool problems (PLUGIN.md's is served).
 
     A ``handler`` of None withholds a declared tool in this configuration: it is absent from
     ``tools/list`` (e.g. the graph plugin's ``write-cypher`` under ``PLUGHOST_GRAPH_READ_ONLY=1``).
+    ``from_signature`` marks the description and schema :meth:`from_function` derived from the
+    handler: a declaration without PLUGIN.md, a check against it with one.
     """
 
     name: str
-    description: str
-    handler: ToolHandler
-    input_schema: Mapping[str, Any] | None = None
-    admin_allowlist: bool = False
-    eager: bool | None = None
+    handler: ToolHandler | None
+    description: str | None = field(default=None, kw_only=True)
+    input_schema: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    admin_allowlist: bool | None = field(default=None, kw_only=True)
+    eager: bool | None = field(default=None, kw_only=True)
+    from_signature: bool = field(default=False, kw_only=True)
 
     @property
     def key(self) -> str:
@@ -50,22 +59,25 @@ class Tool:
         fn: ToolHandler,
         *,
         name: str | None = None,
-        admin_allowlist: bool = False,
+        admin_allowlist: bool | None = None,
         eager: bool | None = None,
     ) -> Tool:
         """Build a tool from a function: its signature gives the schema, its docstring the text.
 
-        ``snake_case`` names become ``kebab-case`` tool names unless ``name`` is given.
+        ``snake_case`` names become ``kebab-case`` tool names unless ``name`` is given. For a tool
+        PLUGIN.md declares, its ``inputSchema`` (when given) is checked against the signature and
+        the docstring is not used.
         """
         doc = inspect.getdoc(fn) or ""
         description = doc.split("\n\n")[0].replace("\n", " ").strip() or fn.__name__
         return cls(
-            name=name or fn.__name__.replace("_", "-"),
+            name or fn.__name__.replace("_", "-"),
+            fn,
             description=description,
-            handler=fn,
             input_schema=schema_from_signature(fn),
             admin_allowlist=admin_allowlist,
             eager=eager,
+            from_signature=True,
         )
 
 

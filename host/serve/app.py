@@ -1,4 +1,4 @@
-"""The host's ASGI app: every plugin's HTTP surface and MCP server in one Starlette app (SPEC 11).
+"""The host's ASGI app: every plugin's HTTP surface and MCP server in one Starlette app (docs/http.md#routes).
 
 ``build_app(host)`` assembles
 - the routes of the ``plughost_routes`` hook and of every ``plughost_channel_adapters`` adapter
@@ -301,7 +301,7 @@ def _uvicorn_server_class() -> type:
             self.bound: tuple[str, int] | None = None
             self.loop: asyncio.AbstractEventLoop | None = None
 
-        def handle_exit(self, sig: int, frame: Any) -> None:
+        def handle_exit(self, sig: int, _frame: Any) -> None:
             if self.should_exit and sig == signal.SIGINT:
                 self.force_exit = True
             self.should_exit = True

@@ -1,4 +1,4 @@
-"""The serving process's stop, shared by the host and the plugins it serves (SPEC 10.1, 11).
+"""The serving process's stop, shared by the host and the plugins it serves (docs/channels.md#stopping, docs/http.md#stopping).
 
 A SIGTERM must end ``plughost serve`` in bounded time whatever is queued: requests that start
 after it are refused (503 with ``Retry-After``), work already running gets until

@@ -1,4 +1,5 @@
-"""Process configuration: the data root, the `.env` loader and where the shipped files are (SPEC 1).
+"""Process configuration: the data root, the `.env` loader and where the shipped files are
+(docs/configuration.md#data-root).
 
 Every `PLUGHOST_*` variable is a :class:`host.util.settings.Setting`, read through it.
 """

@@ -1,4 +1,4 @@
-"""Credentials the host's HTTP app checks (SPEC 11): admin session tokens and the per-account HTTP token.
+"""Credentials the host's HTTP app checks (docs/http.md#credentials): admin session tokens and the per-account HTTP token.
 
 Admin session token: ``v1.<base64url(payload)>.<base64url(hmac-sha256(secret, payload))>`` with
 payload ``{"v":"adm","a":accountId,"u":userId,"c":createdAtMs,"n":<16-byte hex nonce>}``. The

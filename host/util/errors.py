@@ -1,4 +1,4 @@
-"""Error types that the CLI turns into one-line messages and exit codes (SPEC 13, 16)."""
+"""Error types that the CLI turns into one-line messages and exit codes (docs/cli.md#bad-input, docs/cli.md#exit-codes)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The one helper that emits `[tag] key=value` lines (SPEC 12).
+"""The one helper that emits `[tag] key=value` lines (docs/logs.md).
 
 Lines go to stderr and are appended to `<PLUGHOST_HOME>/logs/server.log`. Operators grep
-them and tests assert them: the lines named in SPEC.md are contracts. Every value (and every
+them and tests assert them: the lines docs/logs.md names are contracts. Every value (and every
 line handed to :func:`emit` as it is) passes :func:`host.util.redact.redact_text` first, and a field
 whose name says secret (``password=``, ``token=``) is written ``[redacted]``: this is the one
 choke point for server.log and, through stderr, run.log.

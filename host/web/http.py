@@ -1,7 +1,7 @@
-"""Small HTTP helpers shared by the host app and plugin routes (SPEC 13: 4xx JSON `{error, detail}`).
+"""Small HTTP helpers shared by the host app and plugin routes (docs/http.md#errors: 4xx JSON `{error, detail}`).
 
 Starlette is imported inside the functions: this module may be imported from a plugin's
-``hooks.py`` without putting the web stack on the boot path.
+``hookimpls.py`` without putting the web stack on the boot path.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The host app's front door: body limits on every route, a credential on MCP and admin routes.
 
-Body limits (SPEC 13): a request whose ``Content-Length`` passes the route's limit is answered
+Body limits (docs/http.md#limits): a request whose ``Content-Length`` passes the route's limit is answered
 413 before the route runs; a body without a length is counted as it is read and cut at the
 limit. ``/mcp/*`` may carry :data:`MCP_MAX_BODY` bytes, every other route
 :data:`DEFAULT_MAX_BODY` (``PLUGHOST_HTTP_MAX_BODY`` overrides the default); routes may be
 stricter themselves.
 
-Credentials (SPEC 11): ``/mcp/<plugin>`` and every ``/api/admin/*`` route except the PIN
+Credentials (docs/http.md#credentials): ``/mcp/<plugin>`` and every ``/api/admin/*`` route except the PIN
 exchange (``/api/admin/session``) require ``Authorization: Bearer <token>`` (the admin routes also
 take the ``admin_session`` cookie): the serving account's HTTP token
 (:func:`host.util.credentials.http_token`) or an admin session token minted for that same account.
@@ -17,7 +17,7 @@ opens them without a credential, and only for requests that are loopback on ever
 peer, ``Host``, ``Origin``, proxy headers), so a tunnel on the same machine does not open them;
 ``serve`` refuses a non-loopback ``--host`` while it is on.
 
-Principal (SPEC 8.1): the serving process's :class:`host.ports.graph.Principal` is built once, when the
+Principal (docs/roles.md#a-credential-never-widens-the-guards): the serving process's :class:`host.ports.graph.Principal` is built once, when the
 app is, and every request carries it (``scope["state"]["principal"]``, read with
 :func:`request_principal`): a credential opens the door, it never widens the guards, and no route
 re-reads the environment for them. There is no narrowed credential: a narrowed server (its

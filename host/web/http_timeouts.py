@@ -1,4 +1,4 @@
-"""How long a client may take to send a request: the head, then the body (SPEC 13).
+"""How long a client may take to send a request: the head, then the body (docs/http.md#slow-clients).
 
 uvicorn (0.55 here) bounds an idle keep-alive connection (``timeout_keep_alive``), the size of a
 request head (h11's 16 KiB incomplete-event limit) and the connections it serves at once

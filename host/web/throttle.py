@@ -1,4 +1,4 @@
-"""Token buckets for the public routes (SPEC 13): a flood is answered 429 before it costs a
+"""Token buckets for the public routes (docs/channels.md#flood-limits): a flood is answered 429 before it costs a
 store write or an agent turn.
 
 A route names its buckets by a ``PLUGHOST_RATE_<NAME>`` :class:`~host.util.settings.Setting` it

@@ -1,1 +1,1 @@
-"""The admin plugin. Hook implementations live in :mod:`plugins.admin.hooks` (the entry point)."""
+"""The admin plugin. Hook implementations live in :mod:`plugins.admin.hookimpls` (the entry point)."""

@@ -1,4 +1,4 @@
-"""`POST /api/admin/log-ingest`: loopback helpers append their lines to `logs/server.log` (SPEC 11).
+"""`POST /api/admin/log-ingest`: loopback helpers append their lines to `logs/server.log` (docs/http.md#log-ingest).
 
 Loopback only, on both counts: the socket peer must be a loopback address, and when a proxy
 header is present (``X-Forwarded-For``, ``Forwarded``, ``X-Real-IP``) every address it names must

@@ -1,4 +1,4 @@
-"""Admin PINs (SPEC 11); the session tokens they are exchanged for live in :mod:`host.util.credentials`.
+"""Admin PINs (docs/http.md#credentials); the session tokens they are exchanged for live in :mod:`host.util.credentials`.
 
 PIN: ``accounts/<id>/credentials/admin-pin`` holds a scrypt hash (JSON: scheme, n, r, p, salt,
 hash, userId), written 0600 through a temp file and ``os.replace``; set with ``plughost admin

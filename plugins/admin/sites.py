@@ -1,4 +1,4 @@
-"""`/sites/<...>`: static publishing from `<PLUGHOST_HOME>/sites/` with URL = disk mirroring (SPEC 11).
+"""`/sites/<...>`: static publishing from `<PLUGHOST_HOME>/sites/` with URL = disk mirroring (docs/http.md#sites).
 
 The checks work on the raw request path, not Starlette's decoded one, so an encoded ``..``
 (``%2e%2e``, ``%252e``, ``%5c``) is seen for what it is. Every segment must match

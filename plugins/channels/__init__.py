@@ -1,1 +1,1 @@
-"""The channels plugin. Hook implementations live in :mod:`plugins.channels.hooks` (the entry point)."""
+"""The channels plugin. Hook implementations live in :mod:`plugins.channels.hookimpls` (the entry point)."""

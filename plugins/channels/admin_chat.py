@@ -45,11 +45,6 @@ SEEN: StateKey[set[str]] = StateKey("channels.admin-chat.seen")
 _lock = threading.Lock()
 
 
-def admin_user(sender: str) -> str:
-    """The userId an admin-chat sender (``<userId>~<n>``) belongs to."""
-    return sender.rsplit("~", 1)[0]
-
-
 def conversation(home: Path, account: str, user: str, *, new: bool) -> int:
     """The user's current conversation number; ``new`` starts (and records) the next one."""
     path = home / "accounts" / account / CONVERSATIONS_FILE

@@ -1,4 +1,4 @@
-"""Payload composition: what the agent receives for one turn (SPEC 10.4).
+"""Payload composition: what the agent receives for one turn (docs/channels.md#composition).
 
 The payload has at most three sections, always in this order:
 

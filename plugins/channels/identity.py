@@ -1,4 +1,4 @@
-"""Sender identity and role (SPEC 10.2).
+"""Sender identity and role (docs/channels.md#identity).
 
 Per account: ``accounts/<id>/account.json`` (``adminPhones``, ``admins[]``) and ``users.json``
 (``[{userId, phone, ...}]``; looked up beside account.json, then at the data root). A sender

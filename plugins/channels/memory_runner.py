@@ -390,6 +390,6 @@ def _build_public_host(host: Any) -> Any:
     env = child_env(host.env, host.principal.visitor())  # public at most, never wider than this process
     narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,
                     entry_points=host.entry_points).load()
-    narrowed._embedder = host.embedder() or False  # one model per process
+    narrowed.share_embedder(host)  # one model per process
     host.state.set(PUBLIC_HOST, narrowed)
     return narrowed

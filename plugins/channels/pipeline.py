@@ -1,4 +1,4 @@
-"""The inbound pipeline (SPEC 10.1): one entry point per message, each step a small function.
+"""The inbound pipeline (docs/channels.md#pipeline): one entry point per message, each step a small function.
 
 adapter parses → :meth:`Gateway.accept` persists first (MERGE the Conversation, write the
 channel's Message label, idempotent on the platform message id) → in the sender's ordered lane:

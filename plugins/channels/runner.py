@@ -1,4 +1,4 @@
-"""The agent runner (SPEC 10.5) and per-sender ordering.
+"""The agent runner (docs/channels.md#runners) and per-sender ordering.
 
 A runner is any object with ``async run(session_id, payload) -> str``; the
 ``plughost_agent_runner`` hook supplies one. The channels plugin's own provider picks one of

@@ -1,4 +1,4 @@
-"""Inbound screening (SPEC 10.3): verdict, injection flag, intent, language, complexity.
+"""Inbound screening (docs/channels.md#screening): verdict, injection flag, intent, language, complexity.
 
 A provider (an LLM, through ``plughost_screen_message``) may classify the message; it gets
 :data:`PROVIDER_TIMEOUT` seconds and any failure falls through with the message unmodified.
@@ -9,7 +9,6 @@ language is detected locally (:mod:`plugins.channels.language`; a provider's ``l
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
 import time
@@ -166,7 +165,3 @@ def screen(host: Any, *, channel: str, text: str, sender: str, role: str,
         complexity=result.complexity, ms=result.ms, fallthrough=result.fallthrough, role=role,
         injection=result.injection)
     return result
-
-
-async def screen_async(host: Any, **kwargs: Any) -> Screening:
-    return await asyncio.to_thread(screen, host, **kwargs)

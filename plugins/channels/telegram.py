@@ -1,4 +1,4 @@
-"""The Telegram adapter (SPEC 10.5): Bot API webhook in, ``sendMessage`` out.
+"""The Telegram adapter (docs/channels.md#telegram): Bot API webhook in, ``sendMessage`` out.
 
 Configuration (env): ``PLUGHOST_TELEGRAM_TOKEN`` (bot token), ``PLUGHOST_TELEGRAM_SECRET``
 (the ``secret_token`` given to ``setWebhook``; every update must carry it in

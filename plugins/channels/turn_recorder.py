@@ -1,4 +1,4 @@
-"""The turn recorder (SPEC 10.6): a Claude Code Stop hook, ``plughost record-turn``.
+"""The turn recorder (docs/channels.md#turn-recorder): a Claude Code Stop hook, ``plughost record-turn``.
 
 Reads the Stop-hook stdin ``{session_id, transcript_path, ...}``, walks the JSONL transcript
 into ordered turns (user and assistant texts, each assistant turn's tool calls with their
@@ -82,7 +82,7 @@ def parse_lines(raw: bytes) -> Iterable[dict[str, Any] | None]:
 
 
 def walk(raw: bytes) -> tuple[list[dict[str, Any]], WalkStats]:
-    """Transcript bytes → ordered turns (oldest first), per SPEC 10.6."""
+    """Transcript bytes → ordered turns (oldest first), per docs/channels.md#turn-recorder."""
     keyed, stats = walk_keyed(raw)
     return [turn for _, turn in keyed], stats
 

@@ -1,4 +1,4 @@
-"""The webchat adapter (SPEC 10.5): send a message, poll for replies, or stream them with SSE.
+"""The webchat adapter (docs/channels.md#webchat): send a message, poll for replies, or stream them with SSE.
 
 Routes (mounted on the host's ASGI app through the channel-adapter hook):
 

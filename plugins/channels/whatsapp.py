@@ -1,4 +1,4 @@
-"""The WhatsApp Cloud API adapter (SPEC 10.5).
+"""The WhatsApp Cloud API adapter (docs/channels.md#whatsapp).
 
 - ``GET /channels/whatsapp/webhook``: verification (``hub.mode=subscribe``,
   ``hub.verify_token`` equal to ``PLUGHOST_WHATSAPP_VERIFY_TOKEN``) answers ``hub.challenge``.

@@ -1,6 +1,6 @@
 """An account's seed in the graph: its owner and admins as ``AdminUser`` + ``UserProfile`` nodes.
 
-Why: the standing rules (SPEC 9.7) hang off the owner's ``UserProfile`` (``AdminUser {role:
+Why: the standing rules (docs/memory.md#preferences) hang off the owner's ``UserProfile`` (``AdminUser {role:
 owner}`` → ``UserProfile`` with the same ``userId`` → ``HAS_PREFERENCE``), and reports fall back
 to the owner as their parent. A fresh account without them can store no rule and injects none.
 

@@ -25,9 +25,6 @@ from host.util.log import log
 from host.util.settings import GRAPH_READ_ONLY
 from plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
 
-CASCADE_LABELS = ("Section", "Chunk")
-"""Soft delete cascades KnowledgeDocument → Section → Chunk along outgoing edges."""
-
 GRACE_DAYS = 7.0
 EXPAND_LIMIT = 20
 
@@ -114,7 +111,7 @@ def check_labels(labels: Any, what: str = "labels") -> tuple[str, ...]:
 
 
 def check_account(expected: str | None, account_id: str, *, node: str | None = None) -> None:
-    """Writes must name the process's account (SPEC 8.1); anything else is logged and rejected."""
+    """Writes must name the process's account (docs/guards.md#write-guards); anything else is logged and rejected."""
     if not expected or account_id != expected:
         log("graph-write", "reject", reason="invalid-account-id", accountId=(account_id or "")[:8],
             **({"node": node} if node else {}))
@@ -207,63 +204,105 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
     :mod:`plugins.graph.staging`). ``small_ints``: the parser already guarantees integers of
     at most 18 digits, so the 64-bit check is skipped. ``strict`` (imports): a store-set key is
     an error naming it; otherwise it is dropped.
+
+    One check per concern, in this order (the first problem is the one reported): labels, the
+    properties object and the id, reserved keys (:func:`_own_properties`), key names, integers,
+    the scope and agent tags, the encoding, the embedding.
     """
+    lab = _node_labels(labels, what)
+    properties = _properties_object(properties, what)
+    _check_node_id(node_id, what)
+    props, embedding = _own_properties(properties, account_id, node_id, embedding, what, parsed=parsed,
+                                       strict=strict)
+    _check_keys(props, what)
+    if not small_ints:
+        _check_ints(props, what)
+    _check_tags(props, what)
+    text = _encoded(props, encode, what)
+    vector = _node_vector(embedding, dims, what)
+    return Prepared(node_id, lab, props, vector, None if None in props.values() else text)
+
+
+def _node_labels(labels: Any, what: str) -> tuple[str, ...]:
     if type(labels) is list and len(labels) == 1 and type(labels[0]) is str and labels[0] in _GOOD_NAMES:
-        lab: tuple[str, ...] = (labels[0],)  # the common case, without building the error prefix
-    else:
-        lab = check_labels(labels, f"{what}.labels")
+        return (labels[0],)  # the common case, without building the error prefix
+    return check_labels(labels, f"{what}.labels")
+
+
+def _properties_object(properties: Any, what: str) -> Mapping[str, Any]:
     if properties is None:
-        properties = {}
+        return {}
     if type(properties) is not dict and not isinstance(properties, Mapping):
         raise UserError(f"{what}.properties: expected an object, got {type(properties).__name__}")
+    return properties
+
+
+def _check_node_id(node_id: Any, what: str) -> None:
     if node_id is not None and (not isinstance(node_id, str) or not node_id.strip() or len(node_id) > 200):
         raise UserError(f"{what}.id: expected a non-empty string of at most 200 characters")
-    props: dict[str, Any] = {}
+
+
+def _own_properties(properties: Mapping[str, Any], account_id: str, node_id: Any, embedding: Any, what: str, *,
+                    parsed: bool, strict: bool) -> tuple[dict[str, Any], Any]:
+    """The node's own properties and its embedding: ``accountId`` checked against the write's and
+    dropped, an ``embedding`` property taken as the embedding (unless one is given), a store-set
+    key dropped (``strict``: refused)."""
     if parsed and type(properties) is dict and "" not in properties and RESERVED_PROPERTIES.isdisjoint(properties):
-        props, properties = properties, {}  # nothing to check or drop key by key
+        return properties, embedding  # nothing to check or drop key by key
+    props: dict[str, Any] = {}
     for key, value in properties.items():
         if type(key) is not str or not key:
             raise UserError(f"{what}.properties: keys must be non-empty strings")
         if key not in RESERVED_PROPERTIES:
             props[key] = value
-            continue
-        if key == "accountId":
+        elif key == "accountId":
             if value != account_id:
                 check_account(account_id, str(value), node=node_id)
-            continue
-        if key == "embedding":
+        elif key == "embedding":
             if embedding is None:
                 embedding = value
-            continue
-        if strict and key in STORE_SET_KEYS:
+        elif strict and key in STORE_SET_KEYS:
             raise UserError(f"{what}.properties.{key}: reserved; the store sets it")
-    _check_keys(props, what)
-    if not small_ints:
-        for key, value in props.items():
-            if type(value) is int or type(value) is list:
-                problem = int_problem(value, f"{what}.properties.{key}")
-                if problem:
-                    raise UserError(problem)
+    return props, embedding
+
+
+def _check_ints(props: Mapping[str, Any], what: str) -> None:
+    """Integers (and integers in lists) fit in 64 bits (``host.ports.jsonl.int_problem``)."""
+    for key, value in props.items():
+        if type(value) is int or type(value) is list:
+            problem = int_problem(value, f"{what}.properties.{key}")
+            if problem:
+                raise UserError(problem)
+
+
+def _check_tags(props: dict[str, Any], what: str) -> None:
+    """``scope`` a string, ``agents`` a list of slugs (one slug becomes a list of it)."""
     scope = props.get("scope")
     if scope is not None and not isinstance(scope, str):
         raise UserError(f"{what}.properties.scope: expected a string or null")
     agents = props.get("agents")
-    if agents is not None:
-        if isinstance(agents, str):
-            agents = [agents]
-        if not isinstance(agents, list) or not (len(agents) == 1 and type(agents[0]) is str
-                                                or all(isinstance(a, str) for a in agents)):
-            raise UserError(f"{what}.properties.agents: expected a list of agent slugs")
-        props["agents"] = agents
+    if agents is None:
+        return
+    if isinstance(agents, str):
+        agents = [agents]
+    if not isinstance(agents, list) or not (len(agents) == 1 and type(agents[0]) is str
+                                            or all(isinstance(a, str) for a in agents)):
+        raise UserError(f"{what}.properties.agents: expected a list of agent slugs")
+    props["agents"] = agents
+
+
+def _encoded(props: Mapping[str, Any], encode: Callable[[Any], str], what: str) -> str:
     try:
-        text = encode(props)
+        return encode(props)
     except (TypeError, ValueError, RecursionError) as exc:
         raise UserError(f"{what}.properties: not JSON-serialisable ({exc})") from None
-    has_none = None in props.values()
+
+
+def _node_vector(embedding: Any, dims: int | None, what: str) -> list[float] | None:
     vector = None if embedding is None else check_embedding(embedding, f"{what}.embedding")
     if vector is not None and dims is not None and len(vector) != dims:
         raise UserError(f"{what}.embedding: {len(vector)} numbers; this store indexes {dims}-dimension vectors")
-    return Prepared(node_id, lab, props, vector, None if has_none else text)
+    return vector
 
 
 _TEXT_KEYS = frozenset(TEXT_PROPERTIES)

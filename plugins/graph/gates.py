@@ -1,4 +1,4 @@
-"""The graph plugin's boot gates (SPEC 7): ``schema-labels``, and ``account-id-env`` (its logic
+"""The graph plugin's boot gates (docs/gates.md#the-gates): ``schema-labels``, and ``account-id-env`` (its logic
 lives in :mod:`host.runtime.accounts`, shared with the channels plugin's account gate).
 
 Gates read files and the environment only; they never open the store.
@@ -27,12 +27,9 @@ def cypher_vector_labels(path: Path = CYPHER_SCHEMA) -> list[str]:
     return _CYPHER_VECTOR.findall(text)
 
 
-def sqlite_vector_labels(path: Path | None = None) -> list[str]:
-    """Labels the embedded schema (every migration file, in order) inserts into ``vector_labels``."""
-    from plugins.graph.migrations import SCHEMA_FILES
-
-    paths = [path] if path is not None else list(SCHEMA_FILES)
-    text = "\n".join(line.split("--", 1)[0] for p in paths for line in p.read_text(encoding="utf-8").splitlines())
+def sqlite_vector_labels(path: Path = SQLITE_SCHEMA) -> list[str]:
+    """Labels the embedded schema (``schema.sql``) inserts into ``vector_labels``."""
+    text = "\n".join(line.split("--", 1)[0] for line in path.read_text(encoding="utf-8").splitlines())
     return [label for block in _SQL_INSERT.findall(text) for label in re.findall(r"\(\s*'([^']+)'\s*\)", block)]
 
 
@@ -61,7 +58,7 @@ def check_schema_labels(ctx: GateContext | None = None, *, sources: dict[str, li
 
 
 def gates() -> list[Gate]:
-    from host.runtime.accounts import account_id_env_gate  # the one home of that gate's logic (SPEC 7)
+    from host.runtime.accounts import account_id_env_gate  # the one home of that gate's logic (docs/gates.md)
 
     return [
         account_id_env_gate(),

@@ -1,4 +1,4 @@
-// Neo4j schema (SPEC 8.2): plugins/graph/neo4j_store.py creates, by name, what the database lacks.
+// Neo4j schema (docs/graph.md#stores): plugins/graph/neo4j_store/schema.py creates, by name, what the database lacks.
 // {{dimensions}} is replaced by the configured embedding dimensions before execution;
 // statements are separated by ';' at the end of a line. Every statement here is linted by
 // tests/plugins/graph/test_cypher_lint.py with Neo4j's own Cypher analyser.
@@ -10,7 +10,7 @@ CREATE CONSTRAINT graph_node_account_id IF NOT EXISTS FOR (n:GraphNode) REQUIRE 
 CREATE INDEX graph_node_account IF NOT EXISTS FOR (n:GraphNode) ON (n.accountId, n.deletedAt);
 CREATE INDEX graph_node_keywords IF NOT EXISTS FOR (n:GraphNode) ON (n.keywordsLower);
 
-// One HNSW cosine vector index per vector-indexed label (SPEC 8.3; pinned by the schema-labels gate).
+// One HNSW cosine vector index per vector-indexed label (docs/graph.md#labels; pinned by the schema-labels gate).
 CREATE VECTOR INDEX question_embedding IF NOT EXISTS FOR (n:Question) ON (n.embedding)
 OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
 CREATE VECTOR INDEX defined_term_embedding IF NOT EXISTS FOR (n:DefinedTerm) ON (n.embedding)

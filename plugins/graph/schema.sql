@@ -1,9 +1,9 @@
--- Embedded store schema, version 6 (SPEC 8.2): the current schema, applied whole to a new file
--- by plugins/graph/migrations.py. (Versions 1-5 were never released; they were squashed into
--- this file. A later change is a new numbered file appended to migrations.SCHEMA_FILES.)
+-- Embedded store schema, version 7 (docs/graph.md#stores): applied whole to a new file by
+-- plugins/graph/sqlite_store/schema.py, which refuses a file at any other version. There are no
+-- migrations before the first release: until then this file is edited in place.
 --
 -- nodes.rid is the integer key every side table and the FTS5 rowid use; nodes.id is the
--- public id, unique per account (SPEC 8.1). Guarded columns (account_id, scope, agents,
+-- public id, unique per account (docs/guards.md#the-guards). Guarded columns (account_id, scope, agents,
 -- deleted_at) are real columns so every guard layer is a WHERE clause.
 
 CREATE TABLE nodes (
@@ -69,11 +69,18 @@ CREATE INDEX node_vectors_seq ON node_vectors (seq);
 
 -- BM25 over the canonical text-property union. unicode61 treats letters AND digits as token
 -- characters, so `w5` is one token and `INV-2024-0042` / `3.12` are adjacent-token phrases.
-CREATE VIRTUAL TABLE node_text USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2');
+-- Both full-text indexes are contentless (content=''): BM25 needs only the terms and document
+-- sizes, and nodes.properties already holds the text. A contentless index cannot read back what
+-- it was given, so removing a node's terms needs the same text again: node_text_of(properties),
+-- the store's text_of registered on each of its connections, gives it from the node row, before
+-- the row changes (plugins/graph/sqlite_store/writes.py) or goes (the purge trigger below). A
+-- connection without that function cannot delete nodes: the trigger fails rather than leaving
+-- stale terms behind.
+CREATE VIRTUAL TABLE node_text USING fts5 (text, content = '', tokenize = 'unicode61 remove_diacritics 2');
 -- Its stemmed shadow (memory-search PLUGHOST_GS_STEM): same rows and text; the porter tokenizer
 -- wraps the same unicode61 one, so English words fold to their stems ("moved", "moving" ->
--- "move") while tokens stay as above. node_text itself is the SPEC 9.4 baseline, bit for bit.
-CREATE VIRTUAL TABLE node_text_stem USING fts5 (text, tokenize = 'porter unicode61 remove_diacritics 2');
+-- "move") while tokens stay as above. node_text itself is the baseline (docs/retrieval.md#baseline), bit for bit.
+CREATE VIRTUAL TABLE node_text_stem USING fts5 (text, content = '', tokenize = 'porter unicode61 remove_diacritics 2');
 
 -- Hard delete removes everything hanging off a node.
 CREATE TRIGGER nodes_purge AFTER DELETE ON nodes BEGIN
@@ -82,12 +89,14 @@ CREATE TRIGGER nodes_purge AFTER DELETE ON nodes BEGIN
   DELETE FROM node_labels WHERE node = OLD.rid;
   DELETE FROM node_agents WHERE node = OLD.rid;
   DELETE FROM node_keywords WHERE node = OLD.rid;
-  DELETE FROM node_text WHERE rowid = OLD.rid;
-  DELETE FROM node_text_stem WHERE rowid = OLD.rid;
+  INSERT INTO node_text (node_text, rowid, text)
+    SELECT 'delete', OLD.rid, t FROM (SELECT node_text_of(OLD.properties) AS t) WHERE t IS NOT NULL;
+  INSERT INTO node_text_stem (node_text_stem, rowid, text)
+    SELECT 'delete', OLD.rid, t FROM (SELECT node_text_of(OLD.properties) AS t) WHERE t IS NOT NULL;
   DELETE FROM node_vectors WHERE node = OLD.rid;
 END;
 
--- The vector-indexed labels (SPEC 8.3); the schema-labels gate pins this list to the code.
+-- The vector-indexed labels (docs/graph.md#labels); the schema-labels gate pins this list to the code.
 CREATE TABLE vector_labels (label TEXT PRIMARY KEY) WITHOUT ROWID;
 INSERT INTO vector_labels (label) VALUES
   ('Question'), ('DefinedTerm'), ('Review'), ('Service'), ('Person'), ('LocalBusiness'),

@@ -1,4 +1,4 @@
-"""The graph plugin's MCP tools (SPEC 8.4): graph-schema, graph-neighbors, read-cypher, write-cypher.
+"""The graph plugin's MCP tools (docs/graph.md#tools): graph-schema, graph-neighbors, read-cypher, write-cypher.
 
 The Cypher tools are served only on a store that runs Cypher (Neo4j): on the embedded SQLite
 store they are withheld, and ``write-cypher`` also under ``PLUGHOST_GRAPH_READ_ONLY=1``.
@@ -18,7 +18,7 @@ from host.ports.graph import Guards
 from host.runtime.types import Tool
 from host.util.errors import UserError
 from host.util.settings import GRAPH_READ_ONLY
-from plugins.graph.hooks import backend_name
+from plugins.graph.backend import backend_name
 from plugins.graph.settings import GRAPH_OUTPUT_CHARS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,8 +81,6 @@ def graph_tools(host: Host) -> list[Tool]:
         scopes: narrow the allowed scopes (never widens ALLOWED_SCOPES)
         agent: filter by this agent slug (must equal AGENT_SLUG when that is set)
         """
-        if not 1 <= limit <= 20:
-            raise UserError(f"graph-neighbors: parameter 'limit': expected 1-20 (got {limit})")
         g = guards(scopes, agent)
         store = host.store()
         node = store.get(node_id, guards=g)
@@ -136,19 +134,12 @@ def graph_tools(host: Host) -> list[Tool]:
         """
         return run_cypher(query, params, write=True)
 
+    # PLUGIN.md declares the four (text, schema, flags); here are their handlers. A handler of None
+    # withholds a tool (absent from tools/list and the admin allowlist) where it could only fail.
     cypher = backend_name(env) == "neo4j"
     return [
-        Tool.from_function(graph_schema, admin_allowlist=True),
-        Tool.from_function(graph_neighbors),
-        _unless(Tool.from_function(read_cypher, admin_allowlist=True), cypher),
-        _unless(Tool.from_function(write_cypher, admin_allowlist=True), cypher and not read_only),
+        Tool("graph-schema", graph_schema),
+        Tool("graph-neighbors", graph_neighbors),
+        Tool("read-cypher", read_cypher if cypher else None),
+        Tool("write-cypher", write_cypher if cypher and not read_only else None),
     ]
-
-
-def _unless(tool: Tool, served: bool) -> Tool:
-    """The tool, or the same declaration without a handler: withheld (absent from ``tools/list``
-    and from the admin allowlist) where it could only fail, e.g. Cypher on the embedded store."""
-    if served:
-        return tool
-    return Tool(tool.name, tool.description, None, tool.input_schema,  # type: ignore[arg-type]
-                admin_allowlist=tool.admin_allowlist)

@@ -265,4 +265,4 @@ def audit_tools(host: Host) -> list[Tool]:
     def tool_calls(**args: Any) -> Any:
         return list_calls(host, **args)
 
-    return [Tool("tool-calls", "tool-calls", tool_calls)]
+    return [Tool("tool-calls", tool_calls)]

@@ -211,4 +211,4 @@ def compaction_tools(host: Host) -> list[Tool]:
     def compact(**args: Any) -> Any:
         return session_compact(host, **args)
 
-    return [Tool("session-compact", "session-compact", compact)]
+    return [Tool("session-compact", compact)]

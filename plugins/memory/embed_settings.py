@@ -1,4 +1,4 @@
-"""Embedding knobs read from the environment (SPEC 9.2), one place for every provider.
+"""Embedding knobs read from the environment (docs/memory.md#embeddings), one place for every provider.
 
 All of them are env-overridable so a slow device can be tuned on site without a release.
 """
@@ -60,5 +60,5 @@ class EmbedSettings:
 
 
 def cap(text: str, max_chars: int) -> str:
-    """Oversized input is truncated, never an error (SPEC 9.2)."""
+    """Oversized input is truncated, never an error (docs/memory.md#embeddings)."""
     return text if len(text) <= max_chars else text[:max_chars]

@@ -1,4 +1,4 @@
-"""What text a node embeds (SPEC 9.1): one bounded representation for every write path and reindex.
+"""What text a node embeds (docs/memory.md#writes): one bounded representation for every write path and reindex.
 
 Small entities embed a bounded properties text (labels, then the canonical text properties in
 their fixed order, then the others sorted); documents embed their ``summary``, sections their

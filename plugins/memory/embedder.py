@@ -1,4 +1,4 @@
-"""Provider selection for the ``plughost_embedder`` hook (SPEC 9.2).
+"""Provider selection for the ``plughost_embedder`` hook (docs/memory.md#embeddings).
 
 ``PLUGHOST_EMBEDDER=local|ollama|none`` (default ``local``). ``local`` falls back to ``none``
 when the optional model package is not installed; ``none`` means nodes are stored without

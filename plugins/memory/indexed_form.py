@@ -10,7 +10,7 @@ at :data:`TURN_CHARS` characters, the whole context at :data:`CONTEXT_CHARS`.
 What is embedded is ``PLUGHOST_MESSAGE_EMBED``: ``turn`` (default) the bare turn, so the vector
 path scores what was said while BM25 scores who, when and around what; ``context`` the turn
 then its context. On the conversational set the two tie on R@5 with fusion, ``turn`` is ahead on
-nDCG@10 and MRR@10 and embeds four times faster (short inputs), see the README.
+nDCG@10 and MRR@10 and embeds four times faster (short inputs), see bench/RESULTS.md.
 
 The window is causal (earlier turns only), so the form a turn gets when it is appended is the
 form a rebuild gives it later: ``conversation-append``, ``memory import`` of Message nodes and

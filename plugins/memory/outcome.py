@@ -1,4 +1,4 @@
-"""The one outcome line every memory write tool logs per call (SPEC 9.1).
+"""The one outcome line every memory write tool logs per call (docs/memory.md#writes).
 
 ``[mcp:memory] <tool> account=<id|—> session=<id|—> labels=<csv|—> name=<v|—> result=ok
 elementId=<id> ms=<n>`` or ``... result=error reason=<slug> detail=<≤120 chars> ms=<n>``.

@@ -1,4 +1,4 @@
-"""Preferences and active rules (SPEC 9.7): ``profile-update``, ``profile-read``, ``plughost_active_rules``.
+"""Preferences and active rules (docs/memory.md#preferences): ``profile-update``, ``profile-read``, ``plughost_active_rules``.
 
 ``profile-update`` reconciles by meaning so a rephrased rule never forks: an exact
 ``(category, key)`` match first, else the nearest admin-scope Preference of the account by
@@ -76,7 +76,7 @@ def owner_user(store: GraphStore, guards: Guards) -> Any:
     return _first_admin_written(store, guards, "AdminUser", {"role": "owner"})
 
 
-def _owner_profile(store: GraphStore, guards: Guards) -> tuple[Any, Any]:
+def owner_profile(store: GraphStore, guards: Guards) -> tuple[Any, Any]:
     """(owner AdminUser or None, owner's UserProfile or None)."""
     owner = owner_user(store, guards)
     if owner is None:
@@ -102,7 +102,7 @@ def active_rules(store: GraphStore, account_id: str, guards: Guards | None = Non
     admin turn reads them as the account's admin.
     """
     guards = guards or Guards(account_id)
-    owner, profile = _owner_profile(store, guards)
+    owner, profile = owner_profile(store, guards)
     if owner is None:
         return {"rules": [], "source": "no-owner", "owner": None}
     prefs = profile_preferences(store, guards, profile.id) if profile is not None else []
@@ -130,7 +130,7 @@ class Preferences:
             if not found:
                 raise WriteRejected("invalid-target-node-id", f"userId: no UserProfile for '{user_id}' in this account")
             return found[0]
-        _, profile = _owner_profile(self.store, guards)
+        _, profile = owner_profile(self.store, guards)
         if profile is None:
             raise WriteRejected("invalid-target-node-id",
                                 "no owner UserProfile in this account (give userId, or seed the owner's AdminUser "
@@ -244,5 +244,5 @@ def preference_tools(host: Host) -> list[Tool]:
 
             raise UserError(f"profile-read: {exc.detail}") from None
 
-    return [Tool("profile-update", "profile-update", profile_update),
-            Tool("profile-read", "profile-read", profile_read)]
+    return [Tool("profile-update", profile_update),
+            Tool("profile-read", profile_read)]

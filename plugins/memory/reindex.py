@@ -1,4 +1,4 @@
-"""Backfill missing embeddings (SPEC 9.3): ``memory-reindex`` and ``plughost memory reindex``.
+"""Backfill missing embeddings (docs/memory.md#reindex): ``memory-reindex`` and ``plughost memory reindex``.
 
 Batches with a per-node fallback after a batch error; a node that still fails is skipped and
 kept in an exclude set so the next fetch never returns it again; the run always finishes with

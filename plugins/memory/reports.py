@@ -1,4 +1,4 @@
-"""Reports: durable workflow output (SPEC 9.5) — ``memory-report-write|read-latest|list``.
+"""Reports: durable workflow output (docs/memory.md#reports) — ``memory-report-write|read-latest|list``.
 
 A report is a ``Report`` node embedded on title + body. Writes are idempotent on
 (accountId, title, minute of occurredAt) by construction: the node id is derived from that
@@ -208,9 +208,9 @@ def report_tools(host: Host) -> list[Tool]:
     def memory_report_list(**args: Any) -> Any:
         return service(host).list(**args)
 
-    return [Tool("memory-report-write", "memory-report-write", memory_report_write),
-            Tool("memory-report-read-latest", "memory-report-read-latest", memory_report_read_latest),
-            Tool("memory-report-list", "memory-report-list", memory_report_list)]
+    return [Tool("memory-report-write", memory_report_write),
+            Tool("memory-report-read-latest", memory_report_read_latest),
+            Tool("memory-report-list", memory_report_list)]
 
 
 # ---------------------------------------------------------------------- `plughost report`

@@ -1,4 +1,4 @@
-"""The deterministic sectioniser for ``memory-ingest`` (SPEC 9.1).
+"""The deterministic sectioniser for ``memory-ingest`` (docs/memory.md#writes).
 
 No model decides anything here: the same text always gives the same sections, chunks,
 summaries and ids, so re-ingesting a document replaces its hierarchy node for node.

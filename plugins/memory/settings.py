@@ -26,9 +26,9 @@ SEARCH_BOOSTS: Setting[bool] = Setting(
 SEARCH_DEDUP: Setting[bool] = Setting(
     "PLUGHOST_GS_DEDUP", "bool", False, "drop repeats by node id, slug, title and text, not node id alone")
 SEARCH_NORMALIZE: Setting[bool] = Setting(
-    "PLUGHOST_GS_NORMALIZE", "bool", True, "min-max normalise the vector list too before the weighted fusion (0: SPEC 9.4)")
+    "PLUGHOST_GS_NORMALIZE", "bool", True, "min-max normalise the vector list too before the weighted fusion (0: the baseline)")
 SEARCH_CANDIDATES: Setting[int] = Setting(
-    "PLUGHOST_GS_CANDIDATES", "int", 200, "hits fetched per path and per query before fusion (SPEC 9.4: 50)",
+    "PLUGHOST_GS_CANDIDATES", "int", 200, "hits fetched per path and per query before fusion (the baseline: 50)",
     minimum=1, maximum=1000)
 SEARCH_MIN_SCORE: Setting[float] = Setting(
     "PLUGHOST_GS_MIN_SCORE", "float", 0.0, "fused rows scoring below this are dropped")
@@ -36,18 +36,18 @@ SEARCH_PATHS: Setting[str] = Setting(
     "PLUGHOST_GS_PATHS", "choice", "hybrid", "both search paths, or one alone (diagnosis, the quality benchmark)",
     choices=("hybrid", "vector", "bm25"))
 SEARCH_STEM: Setting[bool] = Setting(
-    "PLUGHOST_GS_STEM", "bool", True, "BM25 over the stemmed shadow of the text (0: SPEC 9.4)")
+    "PLUGHOST_GS_STEM", "bool", True, "BM25 over the stemmed shadow of the text (0: the baseline)")
 SEARCH_STOPWORDS: Setting[bool] = Setting(
-    "PLUGHOST_GS_STOPWORDS", "bool", True, "drop question and function words from the BM25 query (0: SPEC 9.4)")
+    "PLUGHOST_GS_STOPWORDS", "bool", True, "drop question and function words from the BM25 query (0: the baseline)")
 SEARCH_VECTOR_WEIGHT: Setting[float] = Setting(
-    "PLUGHOST_GS_VECTOR_WEIGHT", "float", 0.5, "the vector share of the weighted fusion; BM25 has the rest (SPEC 9.4: 0.7)",
+    "PLUGHOST_GS_VECTOR_WEIGHT", "float", 0.5, "the vector share of the weighted fusion; BM25 has the rest (the baseline: 0.7)",
     minimum=0, maximum=1)
 SEARCH_RRF_K: Setting[int] = Setting(
     "PLUGHOST_GS_RRF_K", "int", 60, "the k of reciprocal rank fusion", minimum=1, maximum=1000)
 SEARCH_RERANK_DEPTH: Setting[int] = Setting(
     "PLUGHOST_GS_RERANK_DEPTH", "int", 30, "fused rows a plughost_rerank provider sees", minimum=1, maximum=1000)
 SEARCH_NEIGHBOURS: Setting[float] = Setting(
-    "PLUGHOST_GS_NEIGHBOURS", "float", 0.3, "the share of a candidate turn's fused score the turn after it inherits (0: SPEC 9.4)",
+    "PLUGHOST_GS_NEIGHBOURS", "float", 0.3, "the share of a candidate turn's fused score the turn after it inherits (0: the baseline)",
     minimum=0, maximum=1)
 SEARCH_NEIGHBOURS_BACK: Setting[float] = Setting(
     "PLUGHOST_GS_NEIGHBOURS_BACK", "float", 0.0, "the share a turn passes back to the candidate turns before it",

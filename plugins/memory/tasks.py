@@ -153,5 +153,5 @@ def task_tools(host: Host) -> list[Tool]:
     def work_complete(**args: Any) -> Any:
         return Tasks(host).complete(**args)
 
-    return [Tool("work-create", "work-create", work_create), Tool("work-update", "work-update", work_update),
-            Tool("work-complete", "work-complete", work_complete)]
+    return [Tool("work-create", work_create), Tool("work-update", work_update),
+            Tool("work-complete", work_complete)]

@@ -1,4 +1,4 @@
-"""The memory write tools served over MCP (SPEC 9.1, 9.3); schemas live in PLUGIN.md.
+"""The memory write tools served over MCP (docs/memory.md#writes, docs/memory.md#reindex); schemas live in PLUGIN.md.
 
 Each handler builds a :class:`MemoryWriter` over the host's store and embedder and runs the
 operation through :func:`run_with_outcome`, which logs the one outcome line per call.
@@ -14,10 +14,6 @@ from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
-
-WRITE_TOOLS = ("memory-write", "memory-update", "memory-delete", "memory-restore", "memory-ingest",
-               "memory-reindex")
-
 
 WRITER: StateKey[Any] = StateKey("memory.writer")
 
@@ -85,4 +81,4 @@ def write_tools(host: Host) -> list[Tool]:
 
     handlers = {"memory-write": memory_write, "memory-update": memory_update, "memory-delete": memory_delete,
                 "memory-restore": memory_restore, "memory-ingest": memory_ingest, "memory-reindex": memory_reindex}
-    return [Tool(name=name, description=name, handler=fn) for name, fn in handlers.items()]
+    return [Tool(name, fn) for name, fn in handlers.items()]

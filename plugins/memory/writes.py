@@ -1,4 +1,4 @@
-"""The memory write path (SPEC 9.1): write, update, delete, restore, ingest.
+"""The memory write path (docs/memory.md#writes): write, update, delete, restore, ingest.
 
 Every entry point validates its input against the memory schema (known labels, camelCase
 property names, Neo4j-compatible values), resolves provenance for people and organisations,
@@ -78,7 +78,7 @@ class MemoryWriter:
         return self.principal
 
     def guards(self) -> Guards:
-        """The process's guards: every read and write of a tool call runs under them (SPEC 8.1)."""
+        """The process's guards: every read and write of a tool call runs under them (docs/guards.md#write-guards)."""
         return self._principal().guards
 
     # ------------------------------------------------------------------ validation

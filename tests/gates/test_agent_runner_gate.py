@@ -4,12 +4,12 @@ executable is said loudly, and a good configuration is one ok line."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from channels_support import ACCOUNT, write_account
+from cli_support import run_in_process
 
 from host.runtime.types import GateContext
 from plugins.channels.runner_gate import check_agent_runner
@@ -45,8 +45,7 @@ def test_a_missing_executable_warns_and_a_good_one_is_ok(make_host) -> None:
 def test_serve_refuses_to_boot_on_a_bogus_agent(plughost_home: Path, tmp_path: Path) -> None:
     write_account(plughost_home)
     env = {**os.environ, "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT": "bogus"}
-    proc = subprocess.run([sys.executable, "-m", "host.cli", "serve", "--host", "127.0.0.1", "--port", "0"],
-                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = run_in_process(["serve", "--host", "127.0.0.1", "--port", "0"], env, cwd=tmp_path)  # refused before serving
     assert proc.returncode != 0
     assert "[channels] agent-runner FATAL reason=\"PLUGHOST_AGENT: expected one of" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -1,5 +1,6 @@
 """Acceptance: on a clean install made by `plughost bundle` + `plughost account create` +
-`plughost install`, `plughost boot --check` prints an ok line for every gate and exits 0 (real subprocesses)."""
+`plughost install`, `plughost boot --check` prints an ok line for every gate and exits 0 (the CLI in
+process, isolated; `serve` a real process)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from gates_support import assert_every_gate_ok, write
+
+pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
 REPO = Path(__file__).resolve().parents[2]
 

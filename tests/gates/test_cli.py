@@ -1,4 +1,5 @@
-"""`plughost boot` and `plughost account` through the real console path (subprocess)."""
+"""`plughost boot` and `plughost account` through the CLI's ``main`` (in process, isolated; the
+first test runs the real command in a process of its own)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from host.runtime.manifest import validate
 from plugins.channels.admin_binding import binding_drift
 
 
-def test_account_create_writes_a_consistent_valid_account(plughost_home, cli):
-    proc = cli("account", "create", "acme", "--admin-phone", "+15550001", "--admin-phone", "+15550002",
-                   "--enable", "graph,memory")
+def test_account_create_writes_a_consistent_valid_account(plughost_home, cli_process):
+    proc = cli_process("account", "create", "acme", "--admin-phone", "+15550001", "--admin-phone", "+15550002",
+                           "--enable", "graph,memory")
     assert proc.returncode == 0, proc.stderr
     folder = plughost_home / "accounts" / "acme"
     account = json.loads((folder / "account.json").read_text())

@@ -196,7 +196,7 @@ def test_fast_frontmatter_path_agrees_with_yaml_or_defers(block):
 
 
 def test_a_loaded_plugin_that_serves_nothing_is_an_unknown_namespace(notes):
-    """SPEC 7: the admin plugin loads (routes) but serves no MCP tools, so its namespace is served by
+    """docs/gates.md#specialist-tool-drift: the admin plugin loads (routes) but serves no MCP tools, so its namespace is served by
     nothing: unknown-plugin-namespace, not unknown-tool-in-plugin."""
     path = notes.agent(notes.plugins / "notes", "purger", "mcp__plugin_admin_admin__purge")
     host = notes.host()

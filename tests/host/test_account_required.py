@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import REPO
+from cli_support import run_in_process
 
 COMMANDS = [
     ("memory", "search", "opening hours"),
@@ -22,8 +20,8 @@ COMMANDS = [
 
 
 def plughost(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=120)
+    """``plughost *args`` with exactly ``env``, in this process as a fresh one would run it (cli_support)."""
+    return run_in_process(args, env, cwd=cwd)
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a))
@@ -31,7 +29,7 @@ def test_unknown_account_is_refused_and_nothing_is_created(tmp_path: Path, args:
     fake_home = tmp_path / "user"
     fake_home.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PLUGHOST_HOME"}
-    env.update(HOME=str(fake_home), ACCOUNT_ID="demo", PYTHONPATH=str(REPO))
+    env.update(HOME=str(fake_home), ACCOUNT_ID="demo")
     done = plughost(*args, env=env, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     line = done.stderr.strip().splitlines()[-1]

@@ -1,4 +1,4 @@
-"""Hostile CLI input (SPEC 13): deep JSON and lone surrogates are one line and exit 2, never a
+"""Hostile CLI input (docs/cli.md#bad-input): deep JSON and lone surrogates are one line and exit 2, never a
 traceback, and nothing is written."""
 
 from __future__ import annotations

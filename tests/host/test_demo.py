@@ -5,18 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 
 
 def test_demo_seeds_searches_and_is_idempotent(plughost_home: Path) -> None:
-    first = run_cli("demo", "--json", "--query", "opening hours")
+    """Smoke test of the real command (scripts/run.sh's demo step), in processes of its own."""
+    first = run_cli_process("demo", "--json", "--query", "opening hours")
     assert first.returncode == 0, first.stderr
     summary = json.loads(first.stdout)
     assert summary["account"] == "demo" and summary["documents"] == 2 and summary["entitiesWritten"] == 3
     assert "Opening hours" in summary["result"]
     assert (plughost_home / "accounts" / "demo" / "account.json").is_file()
     assert "[graph-search:hybrid] accountId=demo" in first.stderr
-    again = json.loads(run_cli("demo", "--json").stdout)
+    again = json.loads(run_cli_process("demo", "--json").stdout)
     assert again["entitiesWritten"] == 0 and "Opening hours" in again["result"]
 
 

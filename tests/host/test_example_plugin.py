@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
+
+pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from serve_helpers import make_account, start_serve
 
+from tests.conftest import REPO, run_cli
+
 HOOKS = """from host.util.errors import FatalError
 from host.runtime.hookspecs import hookimpl
 
@@ -26,19 +28,15 @@ def _plugin(root: Path, exc: str) -> Path:
 
 def test_a_fatal_startup_error_refuses_to_serve(plughost_home: Path, tmp_path: Path) -> None:
     make_account(plughost_home, "acct-a")
-    served = start_serve(env={"ACCOUNT_ID": "acct-a", "PLUGHOST_HOME": str(plughost_home)},
-                         plugins_dir=_plugin(tmp_path / "p", "FatalError"), wait=False)
-    try:
-        assert served.proc.wait(timeout=90) == 1
-    finally:
-        served.proc.kill()
-        served.proc.wait()
-    err = served.stderr_path.read_text()
+    refused = run_cli("--plugins-dir", str(_plugin(tmp_path / "p", "FatalError")), "serve", "--port", "0",
+                      env={"ACCOUNT_ID": "acct-a", "PLUGHOST_HOME": str(plughost_home)}, cwd=REPO)
+    assert refused.returncode == 1  # the app's startup refuses: in process, the server never listens for long
+    err = refused.stderr
     assert "Traceback" not in err, err
     (line,) = [x for x in err.splitlines() if x.startswith("plughost serve: refusing to serve")]
     assert "plugin 'guard'" in line and "8 dimensions" in line, line
     assert "[serve] op=refused reason=fatal-startup plugin=guard" in err
-    assert "serving on" not in "".join(served.stdout_lines)
+    assert "serving on" not in refused.stdout
 
 
 def test_another_startup_error_stays_isolated(plughost_home: Path, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from host.runtime.hookspecs import hookimpl
 from host.runtime.tooltable import call_tool
 from host.runtime.types import Gate, GateResult, RetrievalBoost, Route, Tool
 from host.util.errors import DuplicateNameError, UserError
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 
 
 class _P:
@@ -62,7 +62,7 @@ def test_a_misspelled_hookimpl_fails_its_plugin_with_a_did_you_mean(tmp_path: Pa
 
         @hookimpl
         def plughost_tools(host):
-            return [Tool("ping", "ping", lambda: "pong")]
+            return [Tool("ping", lambda: "pong", description="ping")]
     """)
     result = run_cli("--plugins-dir", str(plugins), "plugins", "list", "--json")
     assert result.returncode == 0, result.stderr
@@ -103,7 +103,7 @@ def test_a_wrapper_on_a_collected_hook_runs_through_pluggy(tmp_path: Path, make_
             answers = yield
             for answer in answers:
                 answer[:] = [t for t in answer if t.name != "secret"]
-            return answers + [[Tool("added", "added by a wrapper", lambda: "from-wrapper")]]
+            return answers + [[Tool("added", lambda: "from-wrapper", description="added by a wrapper")]]
     """, tools="tools:\n  - name: added\n    description: added by a wrapper\n")
     _folder_plugin(plugins, "plain", """
         from host.runtime.hookspecs import hookimpl
@@ -111,7 +111,7 @@ def test_a_wrapper_on_a_collected_hook_runs_through_pluggy(tmp_path: Path, make_
 
         @hookimpl
         def plughost_tools(host):
-            return [Tool("ping", "ping", lambda: "pong"), Tool("secret", "hidden", lambda: "no")]
+            return [Tool("ping", lambda: "pong", description="ping"), Tool("secret", lambda: "no", description="hidden")]
     """, tools="tools:\n  - name: ping\n    description: ping\n")
     host = make_host(plugins_dir=plugins)
     assert host.records["wrapping"].loaded, host.records["wrapping"].reason
@@ -180,10 +180,10 @@ def test_a_raising_wrapper_leaves_the_answers_alone(make_host) -> None:
 
 def test_tools_may_repeat_across_plugins_but_not_within_one(make_host) -> None:
     host = make_host(PLUGHOST_LOAD_PLUGINS="none")
-    host.register(_plugin(plughost_tools=lambda host: [Tool("t", "t", str)]), "t-a")
-    host.register(_plugin(plughost_tools=lambda host: [Tool("t", "t", str)]), "t-b")
+    host.register(_plugin(plughost_tools=lambda host: [Tool("t", str)]), "t-a")
+    host.register(_plugin(plughost_tools=lambda host: [Tool("t", str)]), "t-b")
     assert len(host.collect(hooktable.TOOLS)) == 2
-    host.register(_plugin(plughost_tools=lambda host: [Tool("t", "t", str), Tool("t", "u", str)]), "t-twice")
+    host.register(_plugin(plughost_tools=lambda host: [Tool("t", str), Tool("t", str, description="u")]), "t-twice")
     with pytest.raises(DuplicateNameError, match="'t' is provided twice: by plugin 't-twice' and by plugin 't-twice'"):
         host.collect(hooktable.TOOLS)
 
@@ -358,7 +358,7 @@ def test_two_installed_stores_refuse_boot_naming_both(installed, tmp_path: Path)
 
     path = os.pathsep.join([str(installed["aa-provider"]), str(installed["zz-provider"])])
     env = {"PYTHONPATH": path, "ACCOUNT_ID": "acct"}
-    result = run_cli("boot", env=env)
+    result = run_cli_process("boot", env=env)  # entry points on PYTHONPATH: a process of their own
     assert result.returncode != 0
     assert "'aa-provider' and 'zz-provider' both provide one" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
@@ -415,11 +415,11 @@ def test_an_entry_point_plugin_lists_and_serves_what_it_declares_in_python(tmp_p
                     "--disable-pip-version-check", "--target", str(target),
                     str(_wheel(tmp_path, "ep-tools", _TOOLS_MODULE))],
                    check=True, capture_output=True, text=True, timeout=120)
-    env = {"PYTHONPATH": str(target)}
-    listed = run_cli("plugins", "list", "--json", env=env)
+    env = {"PYTHONPATH": str(target)}  # entry points on PYTHONPATH: processes of their own
+    listed = run_cli_process("plugins", "list", "--json", env=env)
     row = {r["name"]: r for r in json.loads(listed.stdout)["plugins"]}["ep-tools"]
     assert row["tools"] == ["echo", "extra"] and row["toolProblems"] == []
-    text = run_cli("plugins", "list", env=env).stdout
+    text = run_cli_process("plugins", "list", env=env).stdout
     assert "tools=echo,extra" in text
 
 
@@ -429,7 +429,7 @@ def test_the_tool_table_is_joined_once_and_used_everywhere(make_host) -> None:
 
     def plughost_tools(host):
         calls.append(1)
-        return [Tool("ping", "ping", lambda: "pong")]
+        return [Tool("ping", lambda: "pong", description="ping")]
 
     host.register(_plugin(plughost_tools=plughost_tools), "once")
     assert "mcp__plugin_once_once__ping" in host.surface.all

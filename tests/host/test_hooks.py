@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import inspect
 from pathlib import Path
 
@@ -17,12 +18,14 @@ from host.util.errors import DuplicateNameError
 TESTS = Path(__file__).resolve().parents[1]
 
 
-def _all_test_names() -> set[str]:
+@functools.cache
+def _all_test_names() -> frozenset[str]:
+    """Every function name in the test files, parsed once per session (not once per hook)."""
     names: set[str] = set()
     for path in TESTS.rglob("test_*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         names |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return names
+    return frozenset(names)
 
 
 @pytest.mark.parametrize("name", sorted(hookdocs.hook_functions()))
@@ -59,8 +62,8 @@ def _plugin(**impls):
 
 def test_hook_plughost_tools(make_host) -> None:
     host = make_host()
-    a = _plugin(plughost_tools=lambda host: [Tool("ping", "ping", lambda: "pong")])
-    b = _plugin(plughost_tools=lambda host: [Tool("ping", "ping", lambda: "pong")])
+    a = _plugin(plughost_tools=lambda host: [Tool("ping", lambda: "pong")])
+    b = _plugin(plughost_tools=lambda host: [Tool("ping", lambda: "pong")])
     with host.temporary_plugin(a, "tool-a"), host.temporary_plugin(b, "tool-b"):
         got = host.collect(hooktable.TOOLS)
         assert {(c.plugin, c.item.name) for c in got} >= {("tool-a", "ping"), ("tool-b", "ping")}

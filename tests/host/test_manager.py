@@ -12,7 +12,7 @@ import pytest
 
 from host.runtime import hooktable
 from host.util.errors import DuplicateNameError
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -144,7 +144,8 @@ def third_party(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_third_party_entry_point_plugin(third_party: str) -> None:
-    result = run_cli("plugins", "list", "--json")
+    # processes: an entry point is imported once per process, and this import must be a fresh one
+    result = run_cli_process("plugins", "list", "--json")
     rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
     assert rows["weather"]["status"] == "loaded" and rows["weather"]["version"] == "2.0.1"
     assert rows["weather"]["tools"] == ["forecast"]  # no PLUGIN.md: the hook's Tool objects declare, and are served
@@ -152,15 +153,15 @@ def test_third_party_entry_point_plugin(third_party: str) -> None:
             "print(sorted(h.surface.all)); print(h.surface.admin); print(h.surface.mcp_servers)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "mcp__plugin_weather_weather__forecast" in out
-    disabled = run_cli("plugins", "list", "--json",
-                       env={"PLUGHOST_DISABLE_PLUGINS": "weather", "WEATHER_EXPLODE_ON_IMPORT": "1"})
+    disabled = run_cli_process("plugins", "list", "--json",
+                               env={"PLUGHOST_DISABLE_PLUGINS": "weather", "WEATHER_EXPLODE_ON_IMPORT": "1"})
     rows = {r["name"]: r for r in json.loads(disabled.stdout)["plugins"]}
     assert rows["weather"]["status"] == "disabled"
-    external = run_cli("plugins", "list", "--json", env={"PLUGHOST_NO_EXTERNAL_PLUGINS": "1",
-                                                          "WEATHER_EXPLODE_ON_IMPORT": "1"})
+    external = run_cli_process("plugins", "list", "--json", env={"PLUGHOST_NO_EXTERNAL_PLUGINS": "1",
+                                                                  "WEATHER_EXPLODE_ON_IMPORT": "1"})
     rows = {r["name"]: r for r in json.loads(external.stdout)["plugins"]}
     assert rows["weather"]["status"] == "disabled" and rows["graph"]["status"] == "loaded"
-    broken = run_cli("plugins", "list", "--json", env={"WEATHER_EXPLODE_ON_IMPORT": "1"})
+    broken = run_cli_process("plugins", "list", "--json", env={"WEATHER_EXPLODE_ON_IMPORT": "1"})
     rows = {r["name"]: r for r in json.loads(broken.stdout)["plugins"]}
     assert rows["weather"]["status"] == "failed" and "weather imported although disabled" in rows["weather"]["reason"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 
 CASES = {
     "bad-yaml": ("name: [unclosed\n", "frontmatter: invalid YAML"),
@@ -50,5 +50,6 @@ def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_version_and_usage() -> None:
-    assert run_cli("--version").stdout.strip().startswith("plughost ")
-    assert run_cli("no-such-command").returncode == 2
+    """Smoke test of the real command: two interpreter starts, the console path's exit codes."""
+    assert run_cli_process("--version").stdout.strip().startswith("plughost ")
+    assert run_cli_process("no-such-command").returncode == 2

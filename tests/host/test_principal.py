@@ -80,11 +80,11 @@ def test_nothing_widens(env: dict[str, str], scopes: list[str] | None, role: str
     assert again.session_key == p.session_key and again.session == p.session
 
 
-def test_role_table_is_the_readmes() -> None:
-    """The README's role table is rendered from :data:`host.ports.principal.ROLES` (``docs/roles.md`` abridges it)."""
+def test_the_role_table_of_the_docs_is_rendered_from_roles() -> None:
+    """The role table of ``docs/roles.md`` is rendered from :data:`host.ports.principal.ROLES`."""
     from pathlib import Path
 
     from host.ports.principal import role_table
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert role_table() in readme
+    page = (Path(__file__).resolve().parents[2] / "docs" / "roles.md").read_text(encoding="utf-8")
+    assert role_table() in page

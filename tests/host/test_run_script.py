@@ -15,7 +15,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
 from run_support import ask, group_alive, read_until_serving, start_run_script
+
+pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
 MCP_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}

@@ -197,7 +197,7 @@ def test_the_settings_command_lists_name_type_default_plugin_and_doc(cli) -> Non
     assert done.returncode == 0, done.stderr
     rows = {r["name"]: r for r in json.loads(done.stdout)["settings"]}
     assert rows["PLUGHOST_GS_STEM"] == {"name": "PLUGHOST_GS_STEM", "type": "bool", "default": "1", "plugin": "memory",
-                                        "doc": "BM25 over the stemmed shadow of the text (0: SPEC 9.4)"}
+                                        "doc": "BM25 over the stemmed shadow of the text (0: the baseline)"}
     assert rows["PLUGHOST_AGENT"]["choices"] == ["memory", "claude", "command"] and rows["PLUGHOST_HOME"]["plugin"] == "host"
     assert rows["PLUGHOST_RESUME_BATCH"]["minimum"] == 1 and rows["PLUGHOST_RESUME_BATCH"]["maximum"] == 10_000
     text = cli("settings")

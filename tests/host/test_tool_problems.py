@@ -48,7 +48,7 @@ def test_an_invalid_input_schema_is_a_tool_problem_not_a_crash(tmp_path: Path) -
     folder = _plugin(tmp_path / "bad4", "sch", BAD_SCHEMA,
                      "from host.runtime.hookspecs import hookimpl\nfrom host.runtime.types import Tool\n\n"
                      "def t1(a):\n    return a\n\n@hookimpl\ndef plughost_tools(host):\n"
-                     "    return [Tool('t1', 'Takes a.', t1)]\n")
+                     "    return [Tool('t1', t1)]\n")
     plugins = _listed(tmp_path / "bad4")
     assert plugins["sch"]["status"] == "loaded" and "t1" not in plugins["sch"]["tools"]
     (problem,) = plugins["sch"]["toolProblems"]
@@ -77,3 +77,126 @@ def test_a_declared_tool_without_handler_is_reported(tmp_path: Path, case: str) 
     assert check.returncode == 2 and "Traceback" not in check.stderr, check.stderr
     lines = [line for line in check.stderr.strip().splitlines() if not line.startswith("[")]
     assert len(lines) == 1 and lines[0].startswith(f"{folder / 'PLUGIN.md'}: tools: 't1'"), check.stderr
+
+
+TOLD_TWICE = """---
+name: twice
+description: "Tools whose facts the code states again, and placeholder descriptions."
+python: twice_tools
+tools:
+  - name: t-desc
+    description: "Said in PLUGIN.md."
+  - name: t-schema
+    description: "Takes a string."
+    inputSchema: {type: object, properties: {a: {type: string}}}
+  - name: t-admin
+    description: "Not on the admin allowlist."
+  - name: t-eager
+    description: "Loaded on demand."
+    adminAllowlist: true
+    eager: false
+  - name: t-typed
+    description: "Takes a count."
+    inputSchema: {type: object, properties: {a: {type: integer}}}
+  - name: t-named
+    description: "t-named"
+  - name: t-empty
+  - name: t-ok
+    description: "Declared once, in PLUGIN.md."
+  - name: t-fn
+    description: "Greets by name; its schema comes from the signature."
+---
+"""
+
+TWICE_MODULE = """\
+from host.runtime.hookspecs import hookimpl
+from host.runtime.types import Tool
+
+
+def answer(a: str = "") -> str:
+    return a
+
+
+def count(a: str) -> str:
+    return a
+
+
+def greet(name: str) -> str:
+    \"\"\"Say hello (the docstring documents the handler; PLUGIN.md describes the tool).\"\"\"
+    return "hello " + name
+
+
+@hookimpl
+def plughost_tools(host):
+    return [Tool("t-desc", answer, description="Said in code."),
+            Tool("t-schema", answer, input_schema={"type": "object", "properties": {"a": {"type": "integer"}}}),
+            Tool("t-admin", answer, admin_allowlist=True),
+            Tool("t-eager", answer, eager=True),
+            Tool("t-typed", count), Tool("t-named", answer), Tool("t-empty", answer), Tool("t-ok", answer),
+            Tool.from_function(greet, name="t-fn")]
+"""
+
+TWICE = {  # tool -> (reason, what its problem line names)
+    "t-desc": ("disagrees", "(description)"),
+    "t-schema": ("disagrees", "(inputSchema)"),
+    "t-admin": ("disagrees", "(adminAllowlist)"),
+    "t-eager": ("disagrees", "(eager)"),
+    "t-typed": ("signature", "property 'a' of type integer, but its handler's parameter takes string"),
+    "t-named": ("placeholder", "placeholder description in PLUGIN.md"),
+    "t-empty": ("placeholder", "placeholder description in PLUGIN.md"),
+}
+
+
+def _tool_of(line: str) -> str:
+    return line.split("'")[3]  # plugin '<plugin>': tool '<tool>' ...
+
+
+def test_a_fact_stated_again_in_code_or_a_placeholder_is_a_tool_problem(tmp_path: Path) -> None:
+    """Never silently resolved: each one is listed, and `manifests check` exits 2 naming it; the
+    tools are still served, as PLUGIN.md declares them."""
+    folder = _plugin(tmp_path / "tw", "twice", TOLD_TWICE, TWICE_MODULE)
+    plugins = _listed(tmp_path / "tw")
+    row = plugins["twice"]
+    assert row["status"] == "loaded" and row["tools"] == sorted([*TWICE, "t-ok", "t-fn"])
+    problems = {_tool_of(line): line for line in row["toolProblems"]}
+    assert sorted(problems) == sorted(TWICE) and len(row["toolProblems"]) == len(TWICE), row["toolProblems"]
+    for tool, (_, needle) in TWICE.items():
+        assert needle in problems[tool], problems[tool]
+    assert "PLUGIN.md's is served" in problems["t-desc"]
+    for builtin in ("admin", "channels", "graph", "memory"):
+        assert plugins[builtin]["toolProblems"] == [], plugins[builtin]
+    check = run_cli("--plugins-dir", str(tmp_path / "tw"), "manifests", "check", str(folder))
+    lines = [line for line in check.stderr.strip().splitlines() if not line.startswith("[")]
+    assert check.returncode == 2 and sorted(line.split("'")[1] for line in lines) == sorted(TWICE), check.stderr
+    assert all(line.startswith(f"{folder / 'PLUGIN.md'}: tools: 't-") for line in lines)
+
+
+def test_tools_list_serves_what_plugin_md_declares_and_logs_each_problem(tmp_path: Path, make_host,
+                                                                         plughost_home: Path) -> None:
+    import anyio
+    from mcp import Client
+
+    from host.mcp.server import EAGER_META_KEY, build_server
+
+    _plugin(tmp_path / "tw", "twice", TOLD_TWICE, TWICE_MODULE)
+    host = make_host(plugins_dir=tmp_path / "tw")
+
+    async def listed():
+        async with Client(build_server(host, "twice")) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    tools = anyio.run(listed)
+    assert sorted(tools) == sorted([*TWICE, "t-ok", "t-fn"])
+    assert tools["t-fn"].description == "Greets by name; its schema comes from the signature."
+    assert tools["t-fn"].input_schema["required"] == ["name"]  # PLUGIN.md gives none: the signature's
+    assert tools["t-desc"].description == "Said in PLUGIN.md."
+    assert tools["t-schema"].input_schema["properties"] == {"a": {"type": "string"}}
+    assert (tools["t-eager"].meta or {}).get(EAGER_META_KEY) is None
+    assert tools["t-named"].description == "t-named" and not tools["t-empty"].description
+    admin = [n.rsplit("__", 1)[1] for n in host.surface.admin if "_twice_twice__" in n]
+    assert admin == ["t-eager"]  # t-admin's flag in code is not PLUGIN.md's
+    log = (plughost_home / "logs" / "server.log").read_text(encoding="utf-8").splitlines()
+    for tool, (reason, _) in TWICE.items():
+        assert [line for line in log if line.startswith("[mcp] op=tool-problem plugin=twice ")
+                and f" tool={tool} reason={reason} " in line], (tool, log)
+    assert not [line for line in log if "op=tool-problem" in line and ("tool=t-ok" in line or "tool=t-fn" in line)]

@@ -67,9 +67,9 @@ def test_withheld_and_mismatched_tools_are_reported_not_served(host) -> None:
     def takes_a(a: str) -> str:
         return a
 
-    withheld = Tool("off", "withheld here", None)  # type: ignore[arg-type]
-    mismatched = Tool("bad", "schema and handler disagree", takes_a,
-                      {"type": "object", "properties": {"b": {"type": "string"}}})
+    withheld = Tool("off", None, description="withheld here")
+    mismatched = Tool("bad", takes_a, description="schema and handler disagree",
+                      input_schema={"type": "object", "properties": {"b": {"type": "string"}}})
     host.register(_Tools(withheld, mismatched), "unit")
     table = host.tools()
     assert table.withheld["unit"] == ["off"] and "off" not in table.of("unit")

@@ -1,4 +1,4 @@
-"""A SIGTERM ends `plughost serve` in bounded time whatever is queued (SPEC 10.1, 11): requests that
+"""A SIGTERM ends `plughost serve` in bounded time whatever is queued (docs/channels.md#stopping, docs/http.md#stopping): requests that
 start after it are refused 503 with Retry-After, running turns get PLUGHOST_SHUTDOWN_GRACE, turns not
 started stay `received` under a released claim, and the next start answers each exactly once."""
 
@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from robust_support import NO_LIMITS, fakes, serve_env, start, store_messages
 from test_restart_resume import _assert_exactly_once, _wait_answered
+
+pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
 
 def _post_one_each(base: str, n: int, prefix: str) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""An exposed server is not an open admin door (SPEC 11): `/mcp/<plugin>` and the admin API need the
+"""An exposed server is not an open admin door (docs/http.md#credentials): `/mcp/<plugin>` and the admin API need the
 serving account's credential; `--open-local` opens them to loopback requests only and refuses a
 non-loopback bind; public routes stay open; one account's tokens open no other account's server."""
 

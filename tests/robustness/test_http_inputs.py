@@ -1,4 +1,4 @@
-"""No input is a 500 or a traceback (SPEC 13), against one real `plughost serve`: the cases found by
+"""No input is a 500 or a traceback (docs/http.md#errors), against one real `plughost serve`: the cases found by
 hand (Unicode digits, 5,000-digit cursors, 100,000-deep JSON, 1e20 dates, 30-digit timestamps, lone
 surrogates, 10 MB bodies), log lines that try to forge lines or drive a terminal, and a hypothesis
 fuzz pass over every route's parameters, headers and bodies.

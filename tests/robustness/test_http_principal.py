@@ -1,4 +1,4 @@
-"""A narrowed server is a narrowed caller on every HTTP entry (SPEC 8.1): the principal is built once
+"""A narrowed server is a narrowed caller on every HTTP entry (docs/roles.md#a-credential-never-widens-the-guards): the principal is built once
 where HTTP calls enter and a credential never widens it. Against a real `plughost serve` started with
 ``ALLOWED_SCOPES=public`` on loopback: MCP over HTTP (a real MCP client with the account's HTTP
 token) writes and reads only inside ``public`` (on each backend); the admin chat, whose turns and transcripts are

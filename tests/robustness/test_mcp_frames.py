@@ -1,4 +1,4 @@
-"""MCP over stdio never leaves a client hanging (SPEC 13): a frame the SDK cannot read (a lone
+"""MCP over stdio never leaves a client hanging (docs/http.md#mcp-servers): a frame the SDK cannot read (a lone
 surrogate escape, 20,000-deep nesting, broken JSON) is answered with a JSON-RPC parse error carrying
 the frame's id, and the server keeps serving."""
 

@@ -1,4 +1,4 @@
-"""PIN attempts are bounded for the whole server (SPEC 11, 13): a flood of made-up accounts is
+"""PIN attempts are bounded for the whole server (docs/http.md#credentials, docs/channels.md#flood-limits): a flood of made-up accounts is
 answered 401 or 429 (never 5xx), /healthz keeps answering, and the owner signs in once it passes.
 Figures (RSS, /healthz p95) come from bench/pin_flood.py, not from this test."""
 
@@ -8,7 +8,10 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from serve_helpers import FIXTURES, make_account, raw_request, start_serve
+
+pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
 PIN = "4821-blue"
 

@@ -1,4 +1,4 @@
-"""Edge writes under the guards (SPEC 8.1), on each backend, read back from the store itself.
+"""Edge writes under the guards (docs/guards.md#write-guards), on each backend, read back from the store itself.
 
 ``create_edge`` / ``create_edges`` / ``delete_edge`` from a narrowed process (ALLOWED_SCOPES,
 AGENT_SLUG) touch only edges whose two ends it can read, in its own account; anything else is

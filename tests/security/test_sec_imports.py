@@ -1,5 +1,5 @@
-"""The JSONL imports at the trust boundary (issue items 8, 12 and 17), through real ``plughost``
-processes; the store file is read directly.
+"""The JSONL imports at the trust boundary (issue items 8, 12 and 17), through ``plughost`` (a real
+process where one is killed mid-import, else the CLI in process, isolated); the store file is read directly.
 
 - another account's id in a line is this account's own new node: nothing aborts, nothing tells;
 - a bad line (a 5,000-digit integer, 10,000 labels, a key outside the naming rule, a store-set key,
@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_in_process
 from graph_support import kill_once_committed
 
 A, B = "acct-a", "acct-b"
@@ -95,8 +96,7 @@ def test_graph_import_of_id_less_lines_reruns_idempotently(home: Path, tmp_path:
                             stderr=subprocess.DEVNULL)
     seen = kill_once_committed(proc, db, before + 10_000)
     assert before < seen < before + n
-    done = subprocess.run([sys.executable, "-m", "host.cli", "graph", "import", str(src), "--no-progress"],
-                          env={**os.environ, **env(home)}, capture_output=True, text=True, timeout=600)
+    done = run_in_process(["graph", "import", str(src), "--no-progress"], {**os.environ, **env(home)})
     assert done.returncode == 0, done.stderr[-500:]
     assert count(db, "SELECT count(*) FROM nodes WHERE account_id = ?", A) == n  # nothing duplicated
 
@@ -119,8 +119,7 @@ def test_memory_import_writes_edges_as_it_goes_and_reruns_idempotently(home: Pat
     seen = kill_once_committed(proc, db, 3000)
     assert seen < n
     assert count(db, "SELECT count(*) FROM edges") > 0  # committed batches' edges are in already
-    done = subprocess.run(cmd, env={**os.environ, **env(home)}, capture_output=True, text=True,
-                          timeout=600)
+    done = run_in_process(cmd[3:], {**os.environ, **env(home)})  # the rerun: in process, isolated
     assert done.returncode == 0, done.stderr[-500:]
     assert count(db, "SELECT count(*) FROM nodes WHERE account_id = ?", A) == n
     assert count(db, "SELECT count(*) FROM edges") == n // 2

@@ -192,7 +192,13 @@ def test_a_secret_in_a_log_value_is_redacted_in_server_log(plughost_home: Path) 
     assert "count=3 session=s-1 tokens=12" in written  # not secrets: names alone never hide a count or id
 
 
-def sentences() -> list[str]:
+@pytest.fixture(scope="module")
+def corpus() -> tuple[str, ...]:
+    """:func:`sentences`, gathered once for the module's tests: parsing the standard library takes seconds."""
+    return sentences()
+
+
+def sentences() -> tuple[str, ...]:
     """Ordinary sentences of text nobody here wrote: the installed packages' descriptions and the
     standard library's docstrings (plughost's own README left out)."""
     split = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
@@ -218,11 +224,10 @@ def sentences() -> list[str]:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 take(ast.get_docstring(node) or "")
-    return found
+    return tuple(found)
 
 
-def test_ordinary_sentences_are_left_alone(capsys: pytest.CaptureFixture[str]) -> None:
-    corpus = sentences()
+def test_ordinary_sentences_are_left_alone(corpus: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
     assert len(corpus) >= 1000, len(corpus)
     changed = [s for s in corpus if redact_text(s) != s]
     rate = len(changed) / len(corpus)
@@ -231,8 +236,8 @@ def test_ordinary_sentences_are_left_alone(capsys: pytest.CaptureFixture[str]) -
     assert rate < 0.01
 
 
-def test_redacting_a_2kb_text_takes_well_under_a_millisecond_or_two(capsys: pytest.CaptureFixture[str]) -> None:
-    corpus = sentences()
+def test_redacting_a_2kb_text_takes_well_under_a_millisecond_or_two(corpus: tuple[str, ...],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     texts = []
     for i in range(0, len(corpus), 15):
         chunk = " ".join(corpus[i:i + 15])

@@ -1,4 +1,4 @@
-"""The store's write guards (SPEC 8.1), on the embedded store, read back from the file itself.
+"""The store's write guards (docs/guards.md#write-guards), on the embedded store, read back from the file itself.
 
 A process can change only what it can read, and only into something it can still read; ids are
 per account. These are the examples the property suite (``test_sec_write_tools_property``)

@@ -1,4 +1,4 @@
-"""Adversarial property test of the write side (SPEC 8.1, 9.1, 9.5–9.7): narrowed processes try
+"""Adversarial property test of the write side (docs/guards.md#write-guards, docs/memory.md#writes, docs/memory.md#reports, docs/memory.md#conversations, docs/memory.md#preferences): narrowed processes try
 to create, overwrite, re-scope, re-tag, delete, restore, append and probe through every memory
 write tool; the oracle is the SQLite store file, read directly before and after each call.
 

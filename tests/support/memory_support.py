@@ -12,7 +12,6 @@ import json
 import math
 import os
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -142,10 +141,11 @@ def call_tool(host, tool: str, args: dict) -> tuple[bool, str]:
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """`python -m host.cli ...` in a real subprocess for account ``acct-a``."""
+    """``plughost ...`` for account ``acct-a``, in this process as a fresh one would run it (cli_support)."""
+    from cli_support import run_in_process
+
     full = dict(os.environ)
     full.update({"ACCOUNT_ID": ACCOUNT, "EMBED_DIMENSIONS": "8", **env})
     ensure_account(full)
-    return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True, env=full,
-                          timeout=180, cwd=REPO)
+    return run_in_process(args, full, cwd=REPO)
 

@@ -6,7 +6,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,8 +57,10 @@ def fakes(home: Path) -> Iterator[tuple[FakeApis, str]]:
 
 
 def cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=timeout)
+    """``plughost *args`` in this process (cli_support; ``timeout`` is pytest-timeout's there)."""
+    from cli_support import run_in_process
+
+    return run_in_process(args, {**os.environ, **env})
 
 
 def store_messages(home: Path, backend: str = "sqlite") -> list[Any]:

@@ -1,4 +1,4 @@
-"""`plughost account create ID` / `account list`: accounts under `<PLUGHOST_HOME>/accounts/` (SPEC 1, 10.2)."""
+"""`plughost account create ID` / `account list`: accounts under `<PLUGHOST_HOME>/accounts/` (docs/configuration.md#accounts, docs/channels.md#identity)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`plughost boot [--check] [--json] [--config-dir DIR] [--account ID] [--brand BRAND]` (SPEC 7, 16)."""
+"""`plughost boot [--check] [--json] [--config-dir DIR] [--account ID] [--brand BRAND]` (docs/gates.md, docs/cli.md)."""
 
 from __future__ import annotations
 

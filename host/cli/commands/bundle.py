@@ -1,4 +1,4 @@
-"""`plughost bundle BRAND --out DIR`: assemble a brand's payload and generate its manifests (SPEC 5)."""
+"""`plughost bundle BRAND --out DIR`: assemble a brand's payload and generate its manifests (docs/payload.md#brands)."""
 
 from __future__ import annotations
 

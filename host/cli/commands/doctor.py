@@ -1,5 +1,5 @@
 """`plughost doctor [--config-dir DIR] [--json]`: start every installed MCP server as Claude Code
-would and compare its `tools/list` with the declared surface (SPEC 16)."""
+would and compare its `tools/list` with the declared surface (docs/gates.md#doctor)."""
 
 from __future__ import annotations
 

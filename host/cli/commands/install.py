@@ -1,4 +1,4 @@
-"""`plughost install PAYLOAD_DIR --config-dir DIR --account ID [--dry-run]` (SPEC 6)."""
+"""`plughost install PAYLOAD_DIR --config-dir DIR --account ID [--dry-run]` (docs/payload.md#installer)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The registration gates (SPEC 7). Each reads, never writes, and returns its lines verbatim.
+"""The registration gates (docs/gates.md#the-gates). Each reads, never writes, and returns its lines verbatim.
 
 Why they exist: a tool can be declared yet never callable. The admin allowlist can name a tool
 whose plugin has no server (mcp-allowlist-coverage); a specialist can name a renamed tool
@@ -35,7 +35,7 @@ def _ok(gate: str, inspected: int, **extra: Any) -> str:
 
 
 def severity(ctx: GateContext) -> str:
-    """`FATAL` (SPEC 7's word for a registration defect) when the config dir was named (flag,
+    """`FATAL` (the word docs/gates.md#registration-severity uses for a registration defect) when the config dir was named (flag,
     `CLAUDE_CONFIG_DIR`, or the one `plughost install` recorded); `WARN` when boot only guessed
     `~/.claude`: a guess is no install to find defects in, and boot does not refuse on it."""
     return "WARN" if config_dir_source(ctx.env, ctx.extras.get("config_dir"))[1] == "default" else "FATAL"

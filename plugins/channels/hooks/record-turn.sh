@@ -1,5 +1,5 @@
 #!/bin/sh
-# Claude Code Stop hook: `plughost record-turn` (SPEC 10.6). Claude Code spawns hooks with a
+# Claude Code Stop hook: `plughost record-turn` (docs/channels.md#turn-recorder). Claude Code spawns hooks with a
 # minimal environment; the interpreter is found as the MCP servers find theirs: PLUGHOST_PYTHON
 # (the config dir's settings.json env, written by `plughost install`), else the one generation
 # recorded in ../.claude-plugin/python, else a checkout's .venv, else python3.

@@ -1,8 +1,9 @@
-"""The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
+"""The embedded graph store (docs/graph.md#stores): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
 
 ``store`` (the :class:`SqliteStore` class: reads, edges, deletes, the write transaction),
 ``sql`` (guard layers and filters as SQL), ``writes`` (the steps of a node upsert),
-``vectors`` (exact vector search and its caches), ``bulk`` (staged bulk import).
+``vectors`` (exact vector search and its caches), ``bulk`` (staged bulk import), ``schema``
+(``schema.sql`` on a new file; any other version refused).
 """
 
 from plugins.graph.sqlite_store.bulk import TYPES_INLINE, BulkImport, StagedBatch

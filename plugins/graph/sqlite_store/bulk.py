@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from host.ports.graph import OWNER_SCOPE, Guards
 from plugins.graph.common import Prepared
-from plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edges
+from plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edge_batch, merge_edges
 from plugins.graph.staging import FINAL_BATCH, KEY_BITS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,7 +74,7 @@ class BulkImport:
         self.created = 0  # what the final frame's lookups did (finish)
         self.unresolved: list[Any] = []
         self.type_name: Callable[[str], str] = str  # the attached frame's (set by add)
-        with store._lock:
+        with store.lock:
             for ddl in ("CREATE TEMP TABLE IF NOT EXISTS import_base (batch INTEGER PRIMARY KEY, base INTEGER)",
                         "CREATE TEMP TABLE IF NOT EXISTS import_moved (key INTEGER PRIMARY KEY, rid INTEGER)",
                         "CREATE TEMP TABLE IF NOT EXISTS import_hit (pid INTEGER PRIMARY KEY)",
@@ -88,7 +88,7 @@ class BulkImport:
     def add(self, data: bytes) -> StagedBatch:
         """Write one serialised frame (:class:`plugins.graph.staging.Stager`)."""
         store = self.store
-        with store._lock:
+        with store.lock:
             conn = store.conn
             conn.deserialize(data, name="stage")
             batch, lines, size = conn.execute("SELECT batch, lines, bytes FROM stage.meta").fetchone()
@@ -96,12 +96,12 @@ class BulkImport:
             skips = conn.execute("SELECT lineno, message FROM stage.skips ORDER BY rowid").fetchall()
             if batch == FINAL_BATCH:
                 if conn.execute("SELECT EXISTS (SELECT 1 FROM stage.unresolved)").fetchone()[0]:
-                    with store._write() as conn:
+                    with store.write_transaction() as conn:
                         self._write_unresolved(conn)
                 return StagedBatch(0, 0, skips, lines, size)
             if not conn.execute("SELECT EXISTS (SELECT 1 FROM stage.nodes)").fetchone()[0]:
                 return StagedBatch(0, 0, skips, lines, size)
-            with store._write() as conn:
+            with store.write_transaction() as conn:
                 nodes, edges = self._write_batch(conn, batch)
             return StagedBatch(nodes, edges, skips, lines, size)
 
@@ -143,7 +143,7 @@ class BulkImport:
                 items.append(Prepared(nid or None, tuple(json.loads(labels)), props,
                                       json.loads(embedding) if embedding else None,
                                       None if None in props.values() else properties))
-            ids, rids = store._upsert(conn, items, account_id, Guards(account_id))  # new ids: OWNER_SCOPE
+            ids, rids = store.write_nodes(conn, items, account_id, Guards(account_id))  # new ids: OWNER_SCOPE
             conn.executemany("INSERT OR REPLACE INTO temp.import_moved (key, rid) VALUES (?, ?)",
                              [(batch << KEY_BITS | row[0], rids[nid]) for nid, row in zip(ids, slow, strict=True)])
             self.moved = True
@@ -171,12 +171,12 @@ class BulkImport:
                              (now,))
             conn.execute("DELETE FROM temp.edge_batch WHERE source NOT IN (SELECT rid FROM main.nodes) "
                          "OR target NOT IN (SELECT rid FROM main.nodes)")
-            return self.store._merge_edge_batch(conn)
+            return merge_edge_batch(conn)
         # The usual case: every key names a row this import wrote where it said, so both ends exist.
         merge_edges(conn, keyed, (now,))
         written = conn.execute("SELECT count(*) FROM stage.edges").fetchone()[0]
         self._stage_by_id(conn, source, now)
-        written += self.store._merge_edge_batch(conn)
+        written += merge_edge_batch(conn)
         if has_late:
             merge_edges(conn, late, (now,))
             written += conn.execute(f"SELECT count(*) FROM stage.late l {self._not_hit('l.pid')}").fetchone()[0]
@@ -213,7 +213,7 @@ class BulkImport:
             (self.account_id, time.time()))
         self.unresolved = conn.execute("SELECT lineno, type, dst FROM temp.edge_batch WHERE target IS NULL "
                                        "ORDER BY rowid").fetchall()
-        self.created = self.store._merge_edge_batch(conn)
+        self.created = merge_edge_batch(conn)
 
     def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
         """After the final frame: how many edges its lookups wrote, and ``(line, type, target id)``

@@ -26,7 +26,7 @@ PAGE_SIZE = 16384
 """Database page size of a new file (an existing file keeps its own): about a third fewer page
 writes than SQLite's 4096 for the text-heavy rows of notes, sections and chunks."""
 TEXT_INDEXES = ("node_text", "node_text_stem")
-"""The two contentless full-text indexes (schema_7.sql): plain and stemmed, the same rows and text."""
+"""The two contentless full-text indexes (``schema.sql``): plain and stemmed, the same rows and text."""
 FTS_WINDOW = 2
 """The first BM25 window is ``k × FTS_WINDOW`` best matches, widened fourfold until k rows pass the
 guards: most guards pass most rows, and the window's size is most of the query's cost."""
@@ -138,3 +138,14 @@ def merge_edges(conn: sqlite3.Connection, select: str, params: Sequence[Any] = (
     conn.execute(f"INSERT INTO edges (source, type, target, properties, created_at) {select} "
                  "ON CONFLICT (source, type, target) DO UPDATE SET properties = excluded.properties "
                  "WHERE excluded.properties IS NOT NULL", params)
+
+
+def merge_edge_batch(conn: sqlite3.Connection) -> int:
+    """MERGE the resolved rows of ``temp.edge_batch`` (:data:`EDGE_BATCH_TABLE`) into ``edges`` in
+    order and empty it; returns how many rows there were (see :func:`merge_edges`)."""
+    rows = conn.execute("SELECT count(target) FROM temp.edge_batch").fetchone()[0]
+    if rows:
+        merge_edges(conn, "SELECT source, type, target, properties, created_at FROM temp.edge_batch "
+                          "WHERE target IS NOT NULL ORDER BY rowid")
+    conn.execute("DELETE FROM temp.edge_batch")
+    return rows

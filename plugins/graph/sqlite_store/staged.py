@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -41,9 +42,51 @@ from plugins.graph.sqlite_store.sql import chunks, marks
 if TYPE_CHECKING:  # pragma: no cover
     from plugins.graph.sqlite_store.store import SqliteStore
 
-FastRow = tuple[int, str, tuple[str, ...], str, Any, Any, str, list[str], list[str], bytes | None]
-"""``(position, id, labels, properties JSON, scope, agents JSON, BM25 text, agents,
-keywords, float32 embedding bytes)``; scope and agents are None when absent."""
+
+class FastRow(NamedTuple):
+    """A staged row a plain insert can write: everything its node row and side rows need, encoded."""
+
+    pos: int  # the row's position in its part
+    id: str
+    labels: tuple[str, ...]
+    props_json: str
+    scope: Any  # None when absent
+    agents_json: Any  # None when absent
+    text: str  # what BM25 indexes
+    agents: list[str]
+    keywords: list[str]
+    vector: bytes | None  # float32 embedding bytes
+
+    @property
+    def tags(self) -> tuple[Any, Any]:
+        """``(scope, agents JSON)``: rows with the same tags pass or fail the write guards alike."""
+        return self.scope, self.agents_json
+
+    def prepared(self) -> Prepared:
+        """The row back as an ordinary upsert item."""
+        embedding = np.frombuffer(self.vector, dtype=np.float32).tolist() if self.vector is not None else None
+        return Prepared(self.id, self.labels, json.loads(self.props_json), embedding, self.props_json)
+
+
+class SlowRow(NamedTuple):
+    """A staged row for the store's ordinary upsert (no id, a null property, a repeated id)."""
+
+    pos: int
+    item: Prepared
+
+
+class StagedEdge(NamedTuple):
+    row: int  # the position of the row that names it
+    in_row: int  # its position in the row's ``edges``
+    type: str
+    to: str
+    props: Any
+
+
+Tags = tuple[Any, Any]
+"""``(scope, agents JSON)`` of fast rows."""
+Head = tuple[str, list[str]]
+"""The first fast row of some tags: its id and agents (what the write guards check)."""
 
 
 @dataclass
@@ -54,11 +97,23 @@ class StagedRows:
     size: int = 0
     ids: list[str | None] = field(default_factory=list)  # each row's id as given, in order
     fast: list[FastRow] = field(default_factory=list)
-    slow: list[tuple[int, Prepared]] = field(default_factory=list)
-    edges: list[tuple[int, int, str, str, Any]] = field(default_factory=list)  # (row, edge, type, to, props)
-    groups: dict[tuple[Any, Any], tuple[str, list[str]]] = field(default_factory=dict)
-    """The fast rows' distinct ``(scope, agents JSON)``, each with its first row's id and agents."""
+    slow: list[SlowRow] = field(default_factory=list)
+    edges: list[StagedEdge] = field(default_factory=list)
+    groups: dict[Tags, Head] = field(default_factory=dict)
+    """The fast rows' distinct tags, each with its first row's id and agents."""
     vectors: bool = False  # a fast row carries an embedding
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Rows cross as plain tuples: a named tuple's pickle costs a Python call per row each way."""
+        return {**self.__dict__, "fast": list(map(tuple, self.fast)), "slow": list(map(tuple, self.slow)),
+                "edges": list(map(tuple, self.edges))}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        new = tuple.__new__
+        state["fast"] = [new(FastRow, row) for row in state["fast"]]
+        state["slow"] = [new(SlowRow, row) for row in state["slow"]]
+        state["edges"] = [new(StagedEdge, edge) for edge in state["edges"]]
+        self.__dict__.update(state)
 
 
 def stage_rows(rows: Sequence[Mapping[str, Any]], account_id: str, *, owned: bool = False) -> StagedRows:
@@ -73,101 +128,158 @@ def stage_rows(rows: Sequence[Mapping[str, Any]], account_id: str, *, owned: boo
     for i, row in enumerate(rows):
         item, row_edges = prepare_row(row, account_id, f"rows[{i}]", parsed=owned)
         out.ids.append(item.id)
-        out.edges.extend((i, j, t, to, p) for j, (t, to, p) in enumerate(row_edges))
+        out.edges.extend(StagedEdge(i, j, t, to, p) for j, (t, to, p) in enumerate(row_edges))
         if item.id is not None:
             if item.id in seen:
                 repeated.add(item.id)
             seen.add(item.id)
         if item.id is None or item.props_json is None:
-            out.slow.append((i, item))
-            continue
-        props = item.properties
-        agents = props.get("agents")
-        vector = None if item.embedding is None else np.asarray(item.embedding, dtype=np.float32).tobytes()
-        agents_json = to_json(agents) if agents is not None else None
-        tagged = list(dict.fromkeys(agents or ()))
-        out.fast.append((i, item.id, item.labels, item.props_json, props.get("scope"), agents_json, text_of(props),
-                         tagged, keywords_of(props) if props.get("keywords") is not None else [], vector))
+            out.slow.append(SlowRow(i, item))
+        else:
+            out.fast.append(_fast_row(i, item.id, item))
     out.size = len(out.ids)
     if repeated:  # a repeated id merges, in row order: the ordinary upsert does that
-        keep = [f for f in out.fast if f[1] not in repeated]
-        out.slow.extend((f[0], _prepared(f)) for f in out.fast if f[1] in repeated)
-        out.slow.sort(key=lambda s: s[0])
-        out.fast = keep
+        out.slow.extend(SlowRow(f.pos, f.prepared()) for f in out.fast if f.id in repeated)
+        out.slow.sort(key=lambda s: s.pos)
+        out.fast = [f for f in out.fast if f.id not in repeated]
     for f in out.fast:
-        out.groups.setdefault((f[4], f[5]), (f[1], f[7]))
-        out.vectors = out.vectors or f[9] is not None
+        out.groups.setdefault(f.tags, (f.id, f.agents))
+        out.vectors = out.vectors or f.vector is not None
     return out
 
 
-def _prepared(row: FastRow) -> Prepared:
-    """A fast row back as an ordinary upsert item."""
-    _, nid, labels, props_json, *_, vector = row
-    embedding = np.frombuffer(vector, dtype=np.float32).tolist() if vector is not None else None
-    return Prepared(nid, labels, json.loads(props_json), embedding, props_json)
+def _fast_row(pos: int, nid: str, item: Prepared) -> FastRow:
+    assert item.props_json is not None
+    props = item.properties
+    agents = props.get("agents")
+    vector = None if item.embedding is None else np.asarray(item.embedding, dtype=np.float32).tobytes()
+    return FastRow(pos, nid, item.labels, item.props_json, props.get("scope"),
+                   to_json(agents) if agents is not None else None, text_of(props), list(dict.fromkeys(agents or ())),
+                   keywords_of(props) if props.get("keywords") is not None else [], vector)
+
+
+class _Fast(NamedTuple):
+    part: int
+    row: FastRow
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.part, self.row.pos
+
+
+class _Slow(NamedTuple):
+    part: int
+    pos: int
+    item: Prepared
 
 
 def write_staged(store: SqliteStore, conn: sqlite3.Connection, parts: Sequence[StagedRows], account_id: str,
                  guards: Guards | None, embeddings: Mapping[str, Sequence[float]] | None) -> int:
-    """Write staged parts inside the caller's transaction; returns how many rows were written."""
+    """Write staged parts inside the caller's transaction; returns how many rows were written.
+
+    A batch of new rows whose edges stay inside it is written without a read (:func:`_write_new`);
+    otherwise the fast rows that cannot stay fast join the slow ones (:func:`_sorted_rows`), the
+    rows are written (:func:`_write_rows`), then the edges (:func:`_write_edges`)."""
     for k, part in enumerate(parts):
         if not isinstance(part, StagedRows) or part.account_id != account_id:
             raise UserError(f"parts[{k}]: expected rows staged by stage_rows for account '{account_id}'")
     vectors = {nid: check_embedding(vec, f"embeddings.{nid}") for nid, vec in (embeddings or {}).items()}
-    if not vectors and _write_new(conn, parts, account_id, guards):
-        return sum(part.size for part in parts)
-    fast: list[tuple[int, FastRow]] = [(k, f) for k, part in enumerate(parts) for f in part.fast]
-    slow: list[tuple[int, int, Prepared]] = [(k, i, item) for k, part in enumerate(parts) for i, item in part.slow]
+    if vectors or not _write_new(conn, parts, account_id, guards):
+        fast, slow = _sorted_rows(conn, parts, account_id, guards)
+        ids, rids, fresh = _write_rows(store, conn, fast, slow, account_id, guards, vectors)
+        _write_edges(store, conn, parts, ids, rids, fresh, account_id, guards)
+    return sum(part.size for part in parts)
+
+
+def _sorted_rows(conn: sqlite3.Connection, parts: Sequence[StagedRows], account_id: str,
+                 guards: Guards | None) -> tuple[list[_Fast], list[_Slow]]:
+    """The parts' rows as written: fast ones stay plain inserts unless :func:`_demoted` says
+    otherwise; slow ones (with the demoted) go through the ordinary upsert, in part and row order."""
+    fast = [_Fast(k, f) for k, part in enumerate(parts) for f in part.fast]
+    slow = [_Slow(k, s.pos, s.item) for k, part in enumerate(parts) for s in part.slow]
+    demote = _demoted(conn, parts, fast, account_id, guards)
+    if not demote:
+        return fast, slow
+    slow.extend(_Slow(k, f.pos, f.prepared()) for k, f in fast if (k, f.pos) in demote)
+    slow.sort(key=lambda s: (s.part, s.pos))
+    return [f for f in fast if f.key not in demote], slow
+
+
+def _demoted(conn: sqlite3.Connection, parts: Sequence[StagedRows], fast: list[_Fast], account_id: str,
+             guards: Guards | None) -> set[tuple[int, int]]:
+    """The fast rows (``(part, position)``) the ordinary upsert writes instead: an id in two parts
+    (they merge in order), an id the account has, and tags the guards add to (the store adds the
+    process's own tags). The others' tags are checked against the guards here (``WriteDenied``)."""
     demote: set[tuple[int, int]] = set()
-    if len(parts) > 1:  # an id in two parts merges in order
-        counts: dict[str, int] = {}
-        for part in parts:
-            for nid in part.ids:
-                if nid is not None:
-                    counts[nid] = counts.get(nid, 0) + 1
-        demote.update((k, f[0]) for k, f in fast if counts[f[1]] > 1)
-    for part_ids in chunks([f[1] for _, f in fast]):
+    if len(parts) > 1:
+        counts = Counter(nid for part in parts for nid in part.ids if nid is not None)
+        demote.update(f.key for f in fast if counts[f.row.id] > 1)
+    for part_ids in chunks([f.row.id for f in fast]):
         stored = {r[0] for r in conn.execute(f"SELECT id FROM nodes WHERE id IN ({marks(len(part_ids))}) "
                                              "AND account_id = ?", [*part_ids, account_id])}
         if stored:
-            demote.update((k, f[0]) for k, f in fast if f[1] in stored)
-    groups: dict[tuple[Any, Any], tuple[str, list[str]]] = {}
-    for k, f in fast:
-        if (k, f[0]) not in demote:
-            groups.setdefault((f[4], f[5]), (f[1], f[7]))
+            demote.update(f.key for f in fast if f.row.id in stored)
     if guards is not None:
-        for (scope, agents_json), (first, agents) in groups.items():
-            after = {"scope": scope, "agents": agents if agents_json is not None else None}
-            if write_defaults(guards, after):  # the store adds the process's own tags: an ordinary upsert
-                demote.update((k, f[0]) for k, f in fast if (f[4], f[5]) == (scope, agents_json))
-            else:
-                check_write(guards, first, None, after)
-    if demote:
-        slow.extend((k, f[0], _prepared(f)) for k, f in fast if (k, f[0]) in demote)
-        slow.sort(key=lambda s: (s[0], s[1]))
-        fast = [(k, f) for k, f in fast if (k, f[0]) not in demote]
+        demote.update(_checked_tags(guards, [f for f in fast if f.key not in demote]))
+    return demote
+
+
+def _checked_tags(guards: Guards, fast: list[_Fast]) -> set[tuple[int, int]]:
+    """Check each distinct tags of ``fast`` under the guards once (its first row); returns the rows
+    whose tags the guards would add to (those take the ordinary upsert)."""
+    groups: dict[Tags, Head] = {}
+    for f in fast:
+        groups.setdefault(f.row.tags, (f.row.id, f.row.agents))
+    added: set[tuple[int, int]] = set()
+    for tags, head in groups.items():
+        after = _after(tags, head)
+        if write_defaults(guards, after):
+            added.update(f.key for f in fast if f.row.tags == tags)
+        else:
+            check_write(guards, head[0], None, after)
+    return added
+
+
+def _after(tags: Tags, head: Head) -> dict[str, Any]:
+    """The guarded properties of a new node with these tags, as :func:`host.ports.graph.check_write` reads them."""
+    scope, agents_json = tags
+    return {"scope": scope, "agents": head[1] if agents_json is not None else None}
+
+
+def _write_rows(store: SqliteStore, conn: sqlite3.Connection, fast: list[_Fast], slow: list[_Slow],
+                account_id: str, guards: Guards | None, vectors: Mapping[str, list[float] | None]
+                ) -> tuple[dict[tuple[int, int], str], dict[str, int], dict[str, int]]:
+    """The slow rows through the store's upsert, the fast ones as plain inserts; returns each row's
+    id by ``(part, position)``, every written id's rid, and the rids of the nodes inserted here."""
     ids: dict[tuple[int, int], str] = {}
     rids: dict[str, int] = {}
     fresh: dict[str, int] = {}
     if slow:
-        for _, _, item in slow:
-            if item.id in vectors:
-                item.embedding = vectors[item.id]
-        slow_ids, rids = store._upsert(conn, [s[2] for s in slow], account_id, guards)
-        ids.update(((k, i), nid) for (k, i, _), nid in zip(slow, slow_ids, strict=True))
+        for s in slow:
+            if s.item.id is not None and s.item.id in vectors:
+                s.item.embedding = vectors[s.item.id]
+        slow_ids, rids = store.write_nodes(conn, [s.item for s in slow], account_id, guards)
+        ids.update(((s.part, s.pos), nid) for s, nid in zip(slow, slow_ids, strict=True))
     if fast:
-        _insert_fast(conn, [f for _, f in fast], account_id, vectors, fresh)
+        _insert_fast(conn, [f.row for f in fast], account_id, vectors, fresh)
         rids.update(fresh)
-        ids.update(((k, f[0]), f[1]) for k, f in fast)
-    wanted = [(ids[(k, i)], t, to, p) for k, part in enumerate(parts) for i, _, t, to, p in part.edges]
+        ids.update((f.key, f.row.id) for f in fast)
+    return ids, rids, fresh
+
+
+def _write_edges(store: SqliteStore, conn: sqlite3.Connection, parts: Sequence[StagedRows],
+                 ids: Mapping[tuple[int, int], str], rids: dict[str, int], fresh: Mapping[str, int],
+                 account_id: str, guards: Guards | None) -> None:
+    """The parts' edges: plain inserts from a node inserted here, the store's edge MERGE for the
+    rest; an edge to an unknown node refuses the write, naming it."""
+    wanted = [(ids[(k, e.row)], e.type, e.to, e.props) for k, part in enumerate(parts) for e in part.edges]
     rest = _insert_fresh_edges(conn, wanted, fresh, rids)
-    missing = [rest[m] for m in store._edges(conn, [wanted[i] for i in rest], account_id, rids, guards)]
+    missing = [rest[m] for m in store.write_edges(conn, [wanted[i] for i in rest], account_id, rids, guards)]
     if missing:
-        where = [(k, i, j, to) for k, part in enumerate(parts) for i, j, _, to, _ in part.edges][missing[0]]
-        prefix = f"parts[{where[0]}]." if len(parts) > 1 else ""
-        raise UserError(f"{prefix}rows[{where[1]}].edges[{where[2]}].to: node '{where[3]}' not found in account "
+        k, e = [(k, e) for k, part in enumerate(parts) for e in part.edges][missing[0]]
+        prefix = f"parts[{k}]." if len(parts) > 1 else ""
+        raise UserError(f"{prefix}rows[{e.row}].edges[{e.in_row}].to: node '{e.to}' not found in account "
                         f"'{account_id}'")
-    return sum(part.size for part in parts)
 
 
 def _write_new(conn: sqlite3.Connection, parts: Sequence[StagedRows], account_id: str, guards: Guards | None) -> bool:
@@ -178,61 +290,91 @@ def _write_new(conn: sqlite3.Connection, parts: Sequence[StagedRows], account_id
     :func:`write_staged` takes the general path. The result is the general path's, row for row."""
     if any(part.slow or part.vectors for part in parts):
         return False
-    groups: dict[tuple[Any, Any], tuple[str, list[str]]] = {}
-    for part in parts:
-        for tags, head in part.groups.items():
-            groups.setdefault(tags, head)
-    checks = [(head_id, {"scope": scope, "agents": agents if agents_json is not None else None})
-              for (scope, agents_json), (head_id, agents) in groups.items()]
+    checks = _tag_checks(parts)
     if guards is not None and any(write_defaults(guards, after) for _, after in checks):
         return False
     fast = [f for part in parts for f in part.fast]
     base = conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0] + 1
-    rids = dict(zip([f[1] for f in fast], range(base, base + len(fast)), strict=True))
+    rids = dict(zip([f.id for f in fast], range(base, base + len(fast)), strict=True))
     if len(rids) < len(fast):
         return False  # an id in two parts merges in order: the general path
+    edges = _new_edges(parts, rids, base)
+    now = time.time()
+    if edges is None or not _insert_new_nodes(conn, fast, base, account_id, now):
+        return False
+    if guards is not None:
+        for head_id, after in checks:
+            check_write(guards, head_id, None, after)  # a new node's check reads nothing else
+    _insert_new_side_rows(conn, fast, base)
+    if edges:
+        conn.executemany("INSERT INTO edges (source, type, target, properties, created_at) VALUES (?,?,?,?,?)",
+                         [(s, etype, d, json.dumps(p) if p else None, now) for (s, etype, d), p in edges.items()])
+    return True
+
+
+def _tag_checks(parts: Sequence[StagedRows]) -> list[tuple[str, dict[str, Any]]]:
+    """What the write guards check of the parts' fast rows: per distinct tags, its first row's id
+    and the guarded properties."""
+    groups: dict[Tags, Head] = {}
+    for part in parts:
+        for tags, head in part.groups.items():
+            groups.setdefault(tags, head)
+    return [(head[0], _after(tags, head)) for tags, head in groups.items()]
+
+
+def _new_edges(parts: Sequence[StagedRows], rids: Mapping[str, int], base: int
+               ) -> dict[tuple[int, str, int], Any] | None:
+    """The parts' edges by ``(source rid, type, target rid)`` when every target is a row of the
+    write (the last properties given win, as in the edge MERGE); None when one is not."""
     edges: dict[tuple[int, str, int], Any] = {}
     start = base
     for part in parts:
-        for i, _, etype, to, props in part.edges:
-            dst = rids.get(to)
+        for e in part.edges:
+            dst = rids.get(e.to)
             if dst is None:
-                return False
-            key = (start + i, etype, dst)  # without slow rows, a row's position is its fast index
-            if props or key not in edges:
-                edges[key] = props  # as the edge MERGE: the last properties given win
+                return None
+            key = (start + e.row, e.type, dst)  # without slow rows, a row's position is its fast index
+            if e.props or key not in edges:
+                edges[key] = e.props
         start += len(part.fast)
-    now = time.time()
+    return edges
+
+
+def _insert_new_nodes(conn: sqlite3.Connection, fast: list[FastRow], base: int, account_id: str, now: float) -> bool:
+    """The node rows at ``base`` on; False, with nothing inserted, when an id is stored already."""
     conn.execute("SAVEPOINT staged_new")
     try:
         conn.executemany("INSERT INTO nodes (rid, id, account_id, labels, properties, scope, agents, created_at, "
                          "updated_at, dims) VALUES (?,?,?,?,?,?,?,?,?,NULL)",
-                         [(rid, f[1], account_id, labels_json(f[2]), f[3], f[4], f[5], now, now)
+                         [(rid, f.id, account_id, labels_json(f.labels), f.props_json, f.scope, f.agents_json, now, now)
                           for rid, f in enumerate(fast, base)])
     except sqlite3.IntegrityError:  # a stored id: merged by the general path
         conn.execute("ROLLBACK TO staged_new")
         conn.execute("RELEASE staged_new")
         return False
     conn.execute("RELEASE staged_new")
-    if guards is not None:
-        for head_id, after in checks:
-            check_write(guards, head_id, None, after)  # a new node's check reads nothing else
-    conn.executemany("INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)",
-                     [(lab, rid) for rid, f in enumerate(fast, base) for lab in f[2]])
-    agents = [(ag, rid) for rid, f in enumerate(fast, base) if f[7] for ag in f[7]]
-    if agents:
-        conn.executemany("INSERT OR IGNORE INTO node_agents (agent, node) VALUES (?, ?)", agents)
-    keywords = [(kw, rid) for rid, f in enumerate(fast, base) if f[8] for kw in f[8]]
-    if keywords:
-        conn.executemany("INSERT OR IGNORE INTO node_keywords (keyword, node) VALUES (?, ?)", keywords)
-    texts = [(rid, f[6]) for rid, f in enumerate(fast, base) if f[6]]
+    return True
+
+
+def _insert_new_side_rows(conn: sqlite3.Connection, fast: list[FastRow], base: int) -> None:
+    """Labels, agents, keywords and BM25 text of the nodes :func:`_insert_new_nodes` wrote."""
+    numbered = list(enumerate(fast, base))
+    _insert_many(conn, "INSERT OR IGNORE INTO node_labels (label, node) VALUES (?, ?)",
+                 ((lab, rid) for rid, f in numbered for lab in f.labels), always=True)
+    _insert_many(conn, "INSERT OR IGNORE INTO node_agents (agent, node) VALUES (?, ?)",
+                 ((ag, rid) for rid, f in numbered for ag in f.agents))
+    _insert_many(conn, "INSERT OR IGNORE INTO node_keywords (keyword, node) VALUES (?, ?)",
+                 ((kw, rid) for rid, f in numbered for kw in f.keywords))
+    texts = [(rid, f.text) for rid, f in numbered if f.text]
     if texts:
         conn.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", texts)
         conn.executemany("INSERT INTO node_text_stem (rowid, text) VALUES (?, ?)", texts)
-    if edges:
-        conn.executemany("INSERT INTO edges (source, type, target, properties, created_at) VALUES (?,?,?,?,?)",
-                         [(s, etype, d, json.dumps(p) if p else None, now) for (s, etype, d), p in edges.items()])
-    return True
+
+
+def _insert_many(conn: sqlite3.Connection, sql: str, rows: Iterable[tuple[Any, ...]], *, always: bool = False) -> None:
+    batch = list(rows)
+    if batch or always:
+        conn.executemany(sql, batch)
 
 
 def _insert_fresh_edges(conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], fresh: Mapping[str, int],
@@ -261,22 +403,19 @@ def _insert_fast(conn: sqlite3.Connection, fast: list[FastRow], account_id: str,
     rid = conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0]
     now = time.time()
     rows = writes.NodeRows()
-    for _, nid, labels, props_json, scope, agents_json, text, agents, keywords, blob in fast:
+    for f in fast:
         rid += 1
-        rids[nid] = rid
-        vec = vectors.get(nid)
-        if vec is not None:
-            blob = np.asarray(vec, dtype=np.float32).tobytes()
+        rids[f.id] = rid
+        vec = vectors.get(f.id)
+        blob = np.asarray(vec, dtype=np.float32).tobytes() if vec is not None else f.vector
         dims = len(blob) // 4 if blob is not None else None
-        rows.inserts.append((rid, nid, account_id, labels_json(labels), props_json, scope, agents_json, now, now,
-                             dims))
-        rows.labels.extend((lab, rid) for lab in labels)
-        if agents:
-            rows.agents.extend((ag, rid) for ag in agents)
-        if keywords:
-            rows.keywords.extend((kw, rid) for kw in keywords)
-        if text:
-            rows.texts.append((rid, text))
+        rows.inserts.append((rid, f.id, account_id, labels_json(f.labels), f.props_json, f.scope, f.agents_json, now,
+                             now, dims))
+        rows.labels.extend((lab, rid) for lab in f.labels)
+        rows.agents.extend((ag, rid) for ag in f.agents)
+        rows.keywords.extend((kw, rid) for kw in f.keywords)
+        if f.text:
+            rows.texts.append((rid, f.text))
         if blob is not None:
-            rows.vectors.append((blob, dims, rid))  # type: ignore[arg-type]
+            rows.vectors.append((blob, len(blob) // 4, rid))
     writes.write_rows(conn, rows)

@@ -1,6 +1,6 @@
-"""The embedded graph store (SPEC 8.2): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
+"""The embedded graph store (docs/graph.md#stores): one SQLite file, WAL, FTS5 BM25, exact numpy vectors.
 
-Every read builds its guard layers (SPEC 8.1) into the SQL WHERE clause (:mod:`.sql`), so the
+Every read builds its guard layers (docs/guards.md#guard-layers) into the SQL WHERE clause (:mod:`.sql`), so the
 top-k cut happens after them; vector search is :mod:`.vectors`, node writes :mod:`.writes`,
 staged bulk import :mod:`.bulk`. One connection per store object, serialised by a lock (MCP
 handlers run in threads); several processes share the file through WAL and the busy timeout.
@@ -33,7 +33,6 @@ from host.ports.graph import (
     edge_guards,
 )
 from host.util.errors import UserError
-from plugins.graph import migrations
 from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -53,6 +52,7 @@ from plugins.graph.settings import VECTOR_THREADS
 from plugins.graph.sqlite_store import staged, writes
 from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
 from plugins.graph.sqlite_store.nodes import LazyNode, stored_node
+from plugins.graph.sqlite_store.schema import ensure_schema
 from plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
@@ -63,7 +63,7 @@ from plugins.graph.sqlite_store.sql import (
     guard_sql,
     label_sql,
     marks,
-    merge_edges,
+    merge_edge_batch,
     prop_expr,
     register_functions,
     where_sql,
@@ -91,7 +91,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():  # every account's memory: the owner's alone (-wal and -shm follow it)
             os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self._import_lock = threading.Lock()  # one bulk import at a time per connection (its temp tables)
         self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                     check_same_thread=False)
@@ -102,7 +102,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.conn.execute("PRAGMA synchronous = NORMAL")
         self.conn.execute("PRAGMA foreign_keys = OFF")
         self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
-        migrations.migrate(self.conn, self.path)
+        ensure_schema(self.conn, self.path)
         self._writes = 0  # bumped by every local commit
         self._staged_sessions = 0  # open staged_session()s, and the cache size they restore
         self._staged_cache = 0
@@ -126,9 +126,9 @@ class SqliteStore(StoreEnv, VectorSearch):
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def write_transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction holding the database write lock from its start."""
-        with self._lock:
+        with self.lock:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
@@ -145,7 +145,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         """One read transaction (under the lock): every statement inside sees one state of the file,
         so the rows a guarded statement selected are read as they were when the guards passed them;
         another process's write in between (a node narrowed to ``admin``) cannot leak its new state."""
-        with self._lock:
+        with self.lock:
             if self.conn.in_transaction:
                 yield
                 return
@@ -194,8 +194,8 @@ class SqliteStore(StoreEnv, VectorSearch):
         check_account(self.account_id, account_id, node=node_id)
         _same_account(guards, account_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
-        with self._write() as conn:
-            return self._upsert(conn, [item], account_id, guards)[0][0]
+        with self.write_transaction() as conn:
+            return self.write_nodes(conn, [item], account_id, guards)[0][0]
 
     def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
         """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
@@ -209,9 +209,9 @@ class SqliteStore(StoreEnv, VectorSearch):
         items, edges = prepare_rows(rows, account_id)
         if not items:
             return 0
-        with self._write() as conn:
-            ids, rids = self._upsert(conn, items, account_id, guards)
-            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids,
+        with self.write_transaction() as conn:
+            ids, rids = self.write_nodes(conn, items, account_id, guards)
+            missing = self.write_edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids,
                                   guards)
             if missing:
                 i, j, _, to, _ = edges[missing[0]]
@@ -236,7 +236,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         """
         check_account(self.account_id, account_id)
         _same_account(guards, account_id)
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             return staged.write_staged(self, conn, parts, account_id, guards, embeddings)
 
     @contextmanager
@@ -246,7 +246,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         and each batch would re-read what the last one evicted), and the WAL checkpointed by a
         thread of its own instead of inside the commits (the writer neither copies the pages
         again nor waits for the fsyncs; SQLite's own passive checkpoint, safe at any kill)."""
-        with self._lock:
+        with self.lock:
             if not self._staged_sessions:
                 self._staged_cache = int(self.conn.execute("PRAGMA cache_size").fetchone()[0])
                 self.conn.execute(f"PRAGMA cache_size = {-IMPORT_CACHE_KIB}")
@@ -255,7 +255,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         try:
             yield
         finally:
-            with self._lock:
+            with self.lock:
                 self._staged_sessions -= 1
                 if not self._staged_sessions:
                     self.conn.execute(f"PRAGMA cache_size = {self._staged_cache}")
@@ -263,22 +263,8 @@ class SqliteStore(StoreEnv, VectorSearch):
                         self._staged_checkpoints.stop()
                         self._staged_checkpoints = None
 
-    def import_batch(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], *,
-                     account_id: str) -> tuple[list[str], list[int]]:
-        """One committed import batch: nodes, then the edges whose targets exist.
-
-        ``edges`` are ``(item index, edge index, type, to, properties)``; returns the node ids and
-        the positions in ``edges`` whose target was not found (the importer retries them later).
-        It writes as the account's admin: a new node naming no scope is stored ``admin``.
-        """
-        check_account(self.account_id, account_id)
-        with self._write() as conn:
-            ids, rids = self._upsert(conn, items, account_id, Guards(account_id))
-            missing = self._edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids)
-        return ids, missing
-
-    def _upsert(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str,
-                guards: Guards | None = None) -> tuple[list[str], dict[str, int]]:
+    def write_nodes(self, conn: sqlite3.Connection, items: list[Prepared], account_id: str,
+                    guards: Guards | None = None) -> tuple[list[str], dict[str, int]]:
         """Write prepared nodes inside the caller's transaction; returns their ids and rids.
 
         With ``guards``, every node is checked (:func:`host.ports.graph.check_write`) against its
@@ -368,16 +354,16 @@ class SqliteStore(StoreEnv, VectorSearch):
         _same_account(guards, account_id)
         g = edge_guards(guards)
         etype, to, props = check_edge({"type": edge_type, "to": target_id, "properties": properties}, "edge")
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             if g is not None:
-                if self._edges(conn, [(source_id, etype, to, props)], account_id, guards=g):
+                if self.write_edges(conn, [(source_id, etype, to, props)], account_id, guards=g):
                     raise edge_denied(source_id, etype, to)
                 return
             src = conn.execute("SELECT rid FROM nodes WHERE id = ? AND +account_id = ?",
                                (source_id, account_id)).fetchone()
             if src is None:
                 raise UserError(f"edge.source: node '{source_id}' not found in account '{account_id}'")
-            if self._edges(conn, [(source_id, etype, to, props)], account_id):
+            if self.write_edges(conn, [(source_id, etype, to, props)], account_id):
                 raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
@@ -395,15 +381,15 @@ class SqliteStore(StoreEnv, VectorSearch):
             if not validated:
                 etype, dst, props = check_edge({"type": etype, "to": dst, "properties": props}, f"edges[{i}]")
             wanted.append((src, etype, dst, props))
-        with self._write() as conn:
-            missing = self._edges(conn, wanted, account_id, guards=g)
+        with self.write_transaction() as conn:
+            missing = self.write_edges(conn, wanted, account_id, guards=g)
             if g is not None and missing:
                 src, etype, dst, _ = wanted[missing[0]]
                 raise edge_denied(src, etype, dst)  # rolls the batch back
             return missing
 
-    def _edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str,
-               known: Mapping[str, int] | None = None, guards: Guards | None = None) -> list[int]:
+    def write_edges(self, conn: sqlite3.Connection, wanted: list[tuple[str, str, str, Any]], account_id: str,
+                    known: Mapping[str, int] | None = None, guards: Guards | None = None) -> list[int]:
         """MERGE edges given by node ids; returns the positions in ``wanted`` with an unknown end.
 
         With ``guards``, an end outside ``known`` counts only if the guards can read it (live):
@@ -434,19 +420,8 @@ class SqliteStore(StoreEnv, VectorSearch):
         conn.execute("DELETE FROM temp.edge_batch")
         conn.executemany("INSERT INTO temp.edge_batch (source, type, target, properties, created_at) "
                          "VALUES (?,?,?,?,?)", rows)
-        self._merge_edge_batch(conn)
+        merge_edge_batch(conn)
         return missing
-
-    @staticmethod
-    def _merge_edge_batch(conn: sqlite3.Connection) -> int:
-        """MERGE the resolved rows of ``temp.edge_batch`` into ``edges`` in order; returns how many
-        there were (see :func:`merge_edges`)."""
-        rows = conn.execute("SELECT count(target) FROM temp.edge_batch").fetchone()[0]
-        if rows:
-            merge_edges(conn, "SELECT source, type, target, properties, created_at FROM temp.edge_batch "
-                               "WHERE target IS NOT NULL ORDER BY rowid")
-        conn.execute("DELETE FROM temp.edge_batch")
-        return rows
 
     # ------------------------------------------------------------------ bulk import
     @contextmanager
@@ -459,14 +434,14 @@ class SqliteStore(StoreEnv, VectorSearch):
     @contextmanager
     def _bulk_session(self) -> Iterator[None]:
         """The attached ``stage`` schema and a bigger page cache, for the length of one import."""
-        with self._lock:
+        with self.lock:
             cache = self.conn.execute("PRAGMA cache_size").fetchone()[0]
             self.conn.execute(f"PRAGMA cache_size = {-IMPORT_CACHE_KIB}")
             self.conn.execute("ATTACH ':memory:' AS stage")
         try:
             yield
         finally:
-            with self._lock:
+            with self.lock:
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_base")
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_moved")
                 self.conn.execute("DROP TABLE IF EXISTS temp.import_hit")
@@ -479,7 +454,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         check_account(self.account_id, account_id)
         _same_account(guards, account_id)
         g = edge_guards(guards)
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             if g is not None:
                 cond, params = guard_sql(g)
                 ends = [conn.execute(f"SELECT n.rid FROM nodes n WHERE n.id = ? AND {cond}",
@@ -506,7 +481,7 @@ class SqliteStore(StoreEnv, VectorSearch):
             vec = check_embedding(vector, f"embeddings[{i}]")
             arr = np.asarray(vec, dtype=np.float32)
             rows.append((nid, arr.tobytes(), len(arr)))
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             rids: dict[str, int] = {}
             ids = list(dict.fromkeys(r[0] for r in rows))
             for part in chunks(ids):
@@ -529,7 +504,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         check_account(self.account_id, g.account_id, node=node_id)
         cond, params = guard_sql(g)
         cond = cond.replace("n.deleted_at IS NULL", "1")  # the node itself may be deleted (restore)
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             row = conn.execute(f"SELECT n.rid FROM nodes n WHERE n.id = ? AND {cond}", [node_id, *params]).fetchone()
             if row is None:
                 return 0
@@ -550,14 +525,14 @@ class SqliteStore(StoreEnv, VectorSearch):
         if account_id is not None:
             sql += " AND account_id = ?"
             params.append(account_id)
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             return conn.execute(sql, params).rowcount
 
     def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
         """The account's nodes without a scope (soft-deleted too): first label → (count, up to
         ``sample`` ids). Legacy nodes every scope can read; ``plughost memory audit`` lists them."""
         check_account(self.account_id, account_id)
-        with self._lock:
+        with self.lock:
             rows = self.conn.execute(
                 "SELECT label, id, total FROM (SELECT json_extract(labels, '$[0]') AS label, id, "
                 "row_number() OVER (PARTITION BY json_extract(labels, '$[0]') ORDER BY rid) AS k, "
@@ -573,7 +548,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         """Give every unscoped node of the account ``scope`` (``memory audit --fix-scope``); returns
         how many. ``updatedAt`` stays: the content did not change."""
         check_account(self.account_id, account_id)
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             return conn.execute("UPDATE nodes SET scope = ?, properties = json_set(properties, '$.scope', ?) "
                                 "WHERE account_id = ? AND scope IS NULL", (scope, scope, account_id)).rowcount
 
@@ -582,14 +557,14 @@ class SqliteStore(StoreEnv, VectorSearch):
         cond, params = guard_sql(guards_ok(guards))
         if include_deleted:
             cond = cond.replace("n.deleted_at IS NULL", "1")
-        with self._lock:
+        with self.lock:
             row = self.conn.execute(f"SELECT {NODE_COLS} FROM nodes n WHERE n.id = ? AND {cond}",
                                     [node_id, *params]).fetchone()
         return self._node(row) if row else None
 
     def get_embedding(self, node_id: str, *, guards: Guards) -> list[float] | None:
         cond, params = guard_sql(guards_ok(guards))
-        with self._lock:
+        with self.lock:
             row = self.conn.execute(f"SELECT v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
                                     f"WHERE n.id = ? AND {cond}",
                                     [node_id, *params]).fetchone()
@@ -610,13 +585,13 @@ class SqliteStore(StoreEnv, VectorSearch):
         order = prop_expr(order_by) if order_by else "n.updated_at"
         sql += f" ORDER BY {order} {'DESC' if descending else 'ASC'}, n.rid LIMIT ? OFFSET ?"
         params += [max(0, int(limit)), max(0, int(offset))]
-        with self._lock:
+        with self.lock:
             return [self._node(r) for r in self.conn.execute(sql, params)]
 
     def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int:
         cond, params = guard_sql(guards_ok(guards))
         lab, lparams = label_sql(labels)
-        with self._lock:
+        with self.lock:
             return self.conn.execute(f"SELECT count(*) FROM nodes n WHERE {cond}{lab}", params + lparams).fetchone()[0]
 
     def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
@@ -688,7 +663,7 @@ class SqliteStore(StoreEnv, VectorSearch):
                f"WHERE e.target = ? AND {cond}) LIMIT ?")
         out: dict[str, list[Neighbor]] = {}
         ids = list(dict.fromkeys(node_ids))
-        with self._lock:
+        with self.lock:
             origins: dict[str, int] = {}  # every origin's rid in one statement (per 500)
             for part in chunks(ids):
                 origins.update(self.conn.execute(f"SELECT id, rid FROM nodes WHERE id IN ({marks(len(part))}) "
@@ -715,12 +690,12 @@ class SqliteStore(StoreEnv, VectorSearch):
             params.append(json.dumps(skip))
         sql += " ORDER BY n.rid LIMIT ?"
         params.append(max(0, int(limit)))
-        with self._lock:
+        with self.lock:
             return [self._node(r) for r in self.conn.execute(sql, params)]
 
     def vector_indexes(self) -> dict[str, int]:
         """Index discovery: every vector-indexed label of the schema, at the configured dimensions."""
-        with self._lock:
+        with self.lock:
             labels = [r[0] for r in self.conn.execute("SELECT label FROM vector_labels ORDER BY label")]
         return {label: self.dimensions for label in labels}
 
@@ -736,7 +711,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         """Labels, edge types and property keys in use in the account, with counts."""
         g = guards_ok(guards)
         cond, params = guard_sql(g)
-        with self._lock:
+        with self.lock:
             labels = self.conn.execute(
                 f"SELECT nl.label, count(*) FROM node_labels nl JOIN nodes n ON n.rid = nl.node WHERE {cond} "
                 "GROUP BY nl.label ORDER BY nl.label", params).fetchall()
@@ -755,11 +730,11 @@ class SqliteStore(StoreEnv, VectorSearch):
         }
 
     def integrity_check(self) -> str:
-        with self._lock:
+        with self.lock:
             return self.conn.execute("PRAGMA integrity_check").fetchone()[0]
 
     def close(self) -> None:
-        with self._lock:
+        with self.lock:
             try:
                 self.conn.close()
             except sqlite3.Error:

@@ -55,7 +55,7 @@ class VectorSearch:
 
     if TYPE_CHECKING:  # provided by SqliteStore
         conn: sqlite3.Connection
-        _lock: threading.RLock
+        lock: threading.RLock
         _pool: Any
         _matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray, int]]
         _candidates: OrderedDict[Any, np.ndarray]

@@ -1,7 +1,7 @@
 """Node writes of the embedded store, in the steps of one upsert: read what is stored, merge the
 prepared items into it, check the write guards, turn the result into rows, write the rows.
 
-Every step runs inside the caller's write transaction (:meth:`SqliteStore._upsert`).
+Every step runs inside the caller's write transaction (:meth:`SqliteStore.write_nodes`).
 """
 
 from __future__ import annotations

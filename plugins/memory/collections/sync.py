@@ -33,7 +33,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from host.ports.graph import Guards
 from host.util.errors import UserError
@@ -64,8 +64,20 @@ MAX_FILE_BYTES = 8 << 20
 PARALLEL_MIN_NOTES = 256
 """From this many notes to parse, worker processes parse them (a process start costs less than it saves)."""
 
-_Parsed = tuple[Any, list[str], list[str] | None, list[tuple[str, str]], list[str], int, int, list[str]] | str
-"""``(rows to write, their ids, their embedding texts, links, names, sections, chunks, warnings)`` or an error."""
+
+class Parsed(NamedTuple):
+    """A note parsed in a worker (or here), ready to write; a note that failed is its error text instead."""
+
+    rows: Any  # the store's staged rows (``stage_rows``), or the row dicts for ``upsert_many``
+    ids: list[str]
+    texts: list[str] | None  # what each row embeds (None: no embedder)
+    links: list[tuple[str, str]]
+    names: list[str]  # aliases, then the title
+    sections: int
+    chunks: int
+    warnings: list[str]
+
+
 _FORKED: Syncer | None = None
 """The syncer a forked parse worker works for (set before the fork)."""
 
@@ -98,13 +110,13 @@ def _orphan_watch(parent: int) -> None:
     threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
-def _parse_piece(items: list[tuple[NoteState, str]]) -> list[_Parsed]:
+def _parse_piece(items: list[tuple[NoteState, str]]) -> list[Parsed | str]:
     """In a parse worker: each note's rows, links and names, or its error."""
     assert _FORKED is not None
     return [_FORKED._parse_one(st, text) for st, text in items]
 
 
-_Read = tuple[str, str] | tuple[NoteState, str | None, _Parsed]
+_Read = tuple[str, str] | tuple[NoteState, str | None, Parsed | str]
 """A file of a first sync as a worker read it: ``(kind, message)`` for a file skipped (``skip``:
 binary, too large, a symlink leaving the folder) or unreadable (``failed``), else ``(its state,
 how it was decoded, its parse result)``."""
@@ -258,6 +270,54 @@ def decode(raw: bytes) -> tuple[str | None, str | None]:
         return raw.decode("cp1252"), "cp1252"
     except UnicodeDecodeError:
         return raw.decode("latin-1"), "latin-1"
+
+
+def _restated(old: NoteState, rel: str, digest: str, stat: os.stat_result) -> NoteState:
+    """A known note at ``rel`` with the content ``digest`` and the file's new stat."""
+    return NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title, old.aliases,
+                     old.links, old.edges, stat.st_ctime_ns)
+
+
+@dataclass
+class Change:
+    """One note a sync (re)writes: the state to record once the store has it, the text to parse,
+    whether its document may exist already (then what it had beyond the new hierarchy is dropped)
+    and whether its stored vectors are kept (same content: a rename, or new tags)."""
+
+    state: NoteState
+    text: str
+    existing: bool
+    reuse_vectors: bool = False
+
+
+@dataclass
+class _Fresh:
+    """A file at a path the state does not know: a new note, or one that moved here."""
+
+    rel: str
+    stat: os.stat_result
+    digest: str
+    text: str
+
+
+@dataclass
+class Scan:
+    """What a walk found against the state."""
+
+    seen: set[str] = field(default_factory=set)  # the notes' paths (a skipped file is none)
+    changes: list[Change] = field(default_factory=list)  # known notes with new content or new tags
+    fresh: list[_Fresh] = field(default_factory=list)  # paths the state does not know
+    touched: list[NoteState] = field(default_factory=list)  # same content, new stat: the state only
+
+
+@dataclass
+class Plan:
+    """What a sync writes, in order (:meth:`Syncer._apply`)."""
+
+    changes: list[Change]
+    revive: list[str] = field(default_factory=list)  # soft-deleted documents whose file is back
+    renamed_from: list[str] = field(default_factory=list)  # old paths of renamed notes
+    deleted: list[NoteState] = field(default_factory=list)  # notes whose file is gone
 
 
 @dataclass
@@ -442,6 +502,9 @@ class Syncer:
 
     # ------------------------------------------------------------------ the sync
     def run(self) -> SyncStats:
+        """Sync the folder: :meth:`_scan` it against the state, :meth:`_plan` what that means for the
+        store (renames, documents to revive, notes gone), :meth:`_apply` the plan. A collection's
+        first sync streams the walk into the parse workers instead (:meth:`_first_sync`)."""
         started = time.perf_counter()
         dirty = self.state.meta("syncing") is not None
         self.stats.repaired = dirty
@@ -449,161 +512,183 @@ class Syncer:
         known = self.state.notes()
         tags = json.dumps({"scope": self.coll.scope, "agents": sorted(self.coll.agents), "path": self.coll.path},
                           sort_keys=True)
-        recorded = self.state.meta("tags")
-        # the nodes carry other tags than the collection now has (re-scoped, re-pointed, or
-        # registered before the default scope when its nodes were unscoped): every note is rewritten
-        self._rescope = bool(known) and recorded != tags and (recorded is not None or self.coll.unscoped_before)
-        if self._rescope:
-            was = json.loads(recorded).get("scope") if recorded else "-"
-            before = json.loads(recorded) if recorded else {}
-            what = [k for k in ("scope", "agents", "path") if before.get(k) != json.loads(tags)[k]]
-            log("collections", "op=rescope", collection=self.coll.name, scope=self.coll.scope, was=was,
-                notes=len(known), reason=f"{'-'.join(what) or 'tags'}-changed" if recorded else "registered-without-scope")
+        self._rescope = self._retagged(known, tags)
         patterns = (self.coll.pattern,) if self.coll.pattern else tuple(self.source.patterns)
         if not known and not dirty and not self.state.gone() and self._first_sync(patterns):
             self.stop()
             self._link()
-            self.state.set_meta("tags", tags)
-            self.state.set_meta("syncing", None)
-            self.stats.ms = (time.perf_counter() - started) * 1000
-            return self.stats
-        seen: set[str] = set()
-        todo: list[tuple[NoteState, str, bool, bool]] = []  # state, text, existing, reuse vectors
-        fresh: list[tuple[str, os.stat_result, str, str]] = []  # rel, stat, hash, text
-        touched: list[NoteState] = []  # same content, new mtime: remember the stat
-
-        def skip(rel: str, reason: str) -> None:
-            self.stats.skipped += 1
-            self.stats.errors.append(f"{rel}: {reason}")
-            seen.discard(rel)  # a note that became binary or too large is a note no more
-
-        for rel, stat in walk(self.root, patterns, stop=self.stop, on_skip=skip):
-            self.stop()
-            self.stats.scanned += 1
-            seen.add(rel)
-            old = known.get(rel)
-            if old is not None and not self.rehash and not self._rescope and old.same_stat(stat):
-                self.stats.unchanged += 1  # same size, nanosecond mtime and ctime: not read again
-                continue
-            if stat.st_size > MAX_FILE_BYTES:
-                skip(rel, "too-large")
-                continue
-            try:
-                raw = (self.root / rel).read_bytes()
-            except OSError as exc:
-                self.stats.failed += 1
-                self.stats.errors.append(f"{rel}: {exc.strerror or exc}")
-                continue
-            digest = hashlib.sha256(raw).hexdigest()
-            if old is not None and old.hash == digest and not self._rescope:
-                self.stats.unchanged += 1
-                touched.append(NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns,
-                                         old.title, old.aliases, old.links, old.edges, stat.st_ctime_ns))
-                continue
-            text, how = decode(raw)
-            if text is None:
-                skip(rel, how or "binary")
-                continue
-            if how:
-                self.stats.warnings.append(f"{rel}: not UTF-8; read as {how}")
-            if old is not None and old.hash == digest:  # same content, new tags: keep its vectors
-                self.stats.rescoped += 1
-                st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
-                               old.aliases, old.links, old.edges, stat.st_ctime_ns)
-                todo.append((st, text, True, True))
-                continue
-            if old is not None:
-                self.stats.changed += 1
-                st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
-                               old.aliases, old.links, old.edges, stat.st_ctime_ns)
-                todo.append((st, text, True, False))
-            else:
-                fresh.append((rel, stat, digest, text))
-        if known and self.stats.scanned == 0 and not self.allow_empty:
-            # an unmounted drive or a cloud folder not yet filled looks like this: keep the notes
-            if not dirty:
-                self.state.set_meta("syncing", None)
-            raise UserError(f"PATH: no file under {self.root} matches {', '.join(patterns)} any more; the "
-                            f"{len(known)} notes of collection '{self.coll.name}' were kept (an unmounted or not yet "
-                            "filled folder looks like this). Sync with --allow-empty to delete them, "
-                            "or remove the collection")
-        gone = {rel: n for rel, n in known.items() if rel not in seen}
-        by_hash: dict[str, list[NoteState]] = {}
-        for n in gone.values():
-            by_hash.setdefault(n.hash, []).append(n)
-        renamed_from: list[str] = []
-        buried = self.state.gone() if fresh else set()
-        # a new note's document may exist soft-deleted: its file came back, or the collection was
-        # removed and added again (ids are stable); a first sync probes once for the latter
-        probe = not known and not dirty
-        revive: list[str] = []
-        for rel, stat, digest, text in fresh:
-            moved = by_hash.get(digest)
-            if moved:
-                old = moved.pop(0)
-                renamed_from.append(old.relpath)
-                self.stats.renamed += 1
-                st = NoteState(rel, old.note_id, old.doc_id, digest, stat.st_size, stat.st_mtime_ns, old.title,
-                               old.aliases, old.links, old.edges, stat.st_ctime_ns)
-                todo.append((st, text, True, True))
-                continue
-            note_id = note_id_for(self.coll.name, rel)
-            doc_id = sectioniser.document_id(self.account, f"collection:{self.coll.name}:{note_id}")
-            exists = False
-            if dirty or probe or rel in buried:
-                node = self.store.get(doc_id, guards=self.guards, include_deleted=True)
-                exists = node is not None
-                if node is not None and node.deleted:
-                    revive.append(doc_id)
-                if probe:
-                    probe = False
-                    if exists:  # removed and added again: look at every note's document
-                        buried = _Everything()
-            self.stats.new += 1
-            todo.append((NoteState(rel, note_id, doc_id, digest, stat.st_size, stat.st_mtime_ns, "", [], [], [],
-                                   stat.st_ctime_ns),
-                         text, exists, False))
-        self.stats.scan_ms = (time.perf_counter() - started) * 1000
-        if touched:
-            self.state.put(touched)
-
-        for doc_id in revive:  # live again before its new content is written over it
-            self.store.restore(doc_id, guards=self.guards)
-        with gc_paused(), self._session():
-            self._write_all(((todo[i][0], todo[i][2], todo[i][3], result) for i, result in self._parsed(todo)),
-                            embed=self.embedder is not None or any(reuse for *_, reuse in todo))
-        if renamed_from:
-            self.state.drop(renamed_from)
-        deleted = [n for n in gone.values() if n.relpath not in renamed_from]
-        for n in deleted:
-            self.store.soft_delete(n.doc_id, guards=self.guards)
-        if deleted:
-            self.state.bury(deleted)
-            self.state.drop(n.relpath for n in deleted)
-        self.stats.deleted = len(deleted)
-        self.stop()
-        if self.stats.new or self.stats.renamed or deleted or dirty or self._names_changed:
-            self._link()  # the set of names changed: any note's link may resolve differently now
-        elif todo:
-            self._link(only={st.relpath for st, *_ in todo})
+        else:
+            scan = self._scan(known, patterns)
+            if known and self.stats.scanned == 0 and not self.allow_empty:
+                self._refuse_empty(known, patterns, dirty)
+            plan = self._plan(known, scan, dirty)
+            self.stats.scan_ms = (time.perf_counter() - started) * 1000
+            if scan.touched:
+                self.state.put(scan.touched)
+            self._apply(plan, dirty)
         self.state.set_meta("tags", tags)
         self.state.set_meta("syncing", None)
         self.stats.ms = (time.perf_counter() - started) * 1000
         return self.stats
 
-    def _parsed(self, todo: list[tuple[NoteState, str, bool, bool]]) -> Iterator[tuple[int, _Parsed]]:
-        """``(position in todo, parse result)`` in order: in this process, or, for a big sync, in
-        forked worker processes (parsing and sectioning are pure Python: a thread would take turns
-        with the writer on the GIL, a process runs beside it on another core)."""
-        workers = self._workers(len(todo))
+    def _retagged(self, known: dict[str, NoteState], tags: str) -> bool:
+        """Whether the nodes carry other tags than the collection now has (re-scoped, re-pointed, or
+        registered before the default scope when its nodes were unscoped): every note is rewritten."""
+        recorded = self.state.meta("tags")
+        if not (known and recorded != tags and (recorded is not None or self.coll.unscoped_before)):
+            return False
+        before = json.loads(recorded) if recorded else {}
+        what = [k for k in ("scope", "agents", "path") if before.get(k) != json.loads(tags)[k]]
+        log("collections", "op=rescope", collection=self.coll.name, scope=self.coll.scope,
+            was=before.get("scope") if recorded else "-", notes=len(known),
+            reason=f"{'-'.join(what) or 'tags'}-changed" if recorded else "registered-without-scope")
+        return True
+
+    def _scan(self, known: dict[str, NoteState], patterns: Sequence[str]) -> Scan:
+        """Walk the folder and sort each matching file against the state (:meth:`_scan_file`)."""
+        scan = Scan()
+        for rel, stat in walk(self.root, patterns, stop=self.stop,
+                              on_skip=lambda rel, reason: self._skip(scan, rel, reason)):
+            self.stop()
+            self.stats.scanned += 1
+            scan.seen.add(rel)
+            self._scan_file(scan, rel, stat, known.get(rel))
+        return scan
+
+    def _skip(self, scan: Scan, rel: str, reason: str) -> None:
+        self.stats.skipped += 1
+        self.stats.errors.append(f"{rel}: {reason}")
+        scan.seen.discard(rel)  # a note that became binary or too large is a note no more
+
+    def _scan_file(self, scan: Scan, rel: str, stat: os.stat_result, old: NoteState | None) -> None:
+        """One file: unchanged (by its stat, or by its hash: ``touched``), a change of a known note,
+        fresh (a path the state does not know), or skipped (too large, unreadable, binary)."""
+        if old is not None and not self.rehash and not self._rescope and old.same_stat(stat):
+            self.stats.unchanged += 1  # same size, nanosecond mtime and ctime: not read again
+            return
+        if stat.st_size > MAX_FILE_BYTES:
+            self._skip(scan, rel, "too-large")
+            return
+        try:
+            raw = (self.root / rel).read_bytes()
+        except OSError as exc:
+            self.stats.failed += 1
+            self.stats.errors.append(f"{rel}: {exc.strerror or exc}")
+            return
+        digest = hashlib.sha256(raw).hexdigest()
+        if old is not None and old.hash == digest and not self._rescope:
+            self.stats.unchanged += 1
+            scan.touched.append(_restated(old, rel, digest, stat))
+            return
+        text, how = decode(raw)
+        if text is None:
+            self._skip(scan, rel, how or "binary")
+            return
+        if how:
+            self.stats.warnings.append(f"{rel}: not UTF-8; read as {how}")
+        if old is None:
+            scan.fresh.append(_Fresh(rel, stat, digest, text))
+        elif old.hash == digest:  # same content, new tags: keep its vectors
+            self.stats.rescoped += 1
+            scan.changes.append(Change(_restated(old, rel, digest, stat), text, existing=True, reuse_vectors=True))
+        else:
+            self.stats.changed += 1
+            scan.changes.append(Change(_restated(old, rel, digest, stat), text, existing=True))
+
+    def _refuse_empty(self, known: dict[str, NoteState], patterns: Sequence[str], dirty: bool) -> None:
+        """No file matches any more: an unmounted drive or a cloud folder not yet filled looks like
+        this, so the notes are kept and the sync refused (``allow_empty`` deletes them)."""
+        if not dirty:
+            self.state.set_meta("syncing", None)
+        raise UserError(f"PATH: no file under {self.root} matches {', '.join(patterns)} any more; the "
+                        f"{len(known)} notes of collection '{self.coll.name}' were kept (an unmounted or not yet "
+                        "filled folder looks like this). Sync with --allow-empty to delete them, "
+                        "or remove the collection")
+
+    def _plan(self, known: dict[str, NoteState], scan: Scan, dirty: bool) -> Plan:
+        """What the scan means for the store: a fresh file holding a vanished note's content is that
+        note renamed (its id, links and vectors kept), any other fresh file a new note; a vanished
+        note nothing took over is deleted.
+
+        A new note's document may exist soft-deleted: its file came back (the state's ``gone``
+        remembers it), or the collection was removed and added again (ids are stable), which a
+        first sync's probe of its first new note finds out; then every new note is looked up."""
+        gone = {rel: n for rel, n in known.items() if rel not in scan.seen}
+        by_hash: dict[str, list[NoteState]] = {}
+        for n in gone.values():
+            by_hash.setdefault(n.hash, []).append(n)
+        plan = Plan(list(scan.changes))
+        buried = self.state.gone() if scan.fresh else set()
+        probe = not known and not dirty
+        for f in scan.fresh:
+            moved = by_hash.get(f.digest)
+            if moved:
+                old = moved.pop(0)
+                plan.renamed_from.append(old.relpath)
+                self.stats.renamed += 1
+                plan.changes.append(Change(_restated(old, f.rel, f.digest, f.stat), f.text, existing=True,
+                                           reuse_vectors=True))
+                continue
+            change = self._new_note(f)
+            if dirty or probe or f.rel in buried:
+                change.existing = self._stored(change.state.doc_id, plan)
+                if probe:
+                    probe = False
+                    if change.existing:  # removed and added again: look at every note's document
+                        buried = _Everything()
+            self.stats.new += 1
+            plan.changes.append(change)
+        plan.deleted = [n for n in gone.values() if n.relpath not in plan.renamed_from]
+        return plan
+
+    def _new_note(self, f: _Fresh) -> Change:
+        note_id = note_id_for(self.coll.name, f.rel)
+        doc_id = sectioniser.document_id(self.account, f"collection:{self.coll.name}:{note_id}")
+        return Change(NoteState(f.rel, note_id, doc_id, f.digest, f.stat.st_size, f.stat.st_mtime_ns, "", [], [], [],
+                                f.stat.st_ctime_ns), f.text, existing=False)
+
+    def _stored(self, doc_id: str, plan: Plan) -> bool:
+        """Whether the store holds the document (a soft-deleted one is revived first: ``plan.revive``)."""
+        node = self.store.get(doc_id, guards=self.guards, include_deleted=True)
+        if node is not None and node.deleted:
+            plan.revive.append(doc_id)
+        return node is not None
+
+    def _apply(self, plan: Plan, dirty: bool) -> None:
+        """Write the plan: revive, write the changed and new notes, forget the renamed paths, delete
+        the notes gone, then resolve the links that may have changed."""
+        for doc_id in plan.revive:  # live again before its new content is written over it
+            self.store.restore(doc_id, guards=self.guards)
+        with gc_paused(), self._session():
+            self._write_all(((c.state, c.existing, c.reuse_vectors, result) for c, result in self._parsed(plan.changes)),
+                            embed=self.embedder is not None or any(c.reuse_vectors for c in plan.changes))
+        if plan.renamed_from:
+            self.state.drop(plan.renamed_from)
+        for n in plan.deleted:
+            self.store.soft_delete(n.doc_id, guards=self.guards)
+        if plan.deleted:
+            self.state.bury(plan.deleted)
+            self.state.drop(n.relpath for n in plan.deleted)
+        self.stats.deleted = len(plan.deleted)
+        self.stop()
+        if self.stats.new or self.stats.renamed or plan.deleted or dirty or self._names_changed:
+            self._link()  # the set of names changed: any note's link may resolve differently now
+        elif plan.changes:
+            self._link(only={c.state.relpath for c in plan.changes})
+
+    def _parsed(self, changes: list[Change]) -> Iterator[tuple[Change, Parsed | str]]:
+        """``(change, parse result)`` in order: in this process, or, for a big sync, in forked
+        worker processes (parsing and sectioning are pure Python: a thread would take turns with
+        the writer on the GIL, a process runs beside it on another core)."""
+        workers = self._workers(len(changes))
         if not workers:
-            for i, (st, text, *_) in enumerate(todo):
+            for change in changes:
                 self.stop()
-                yield i, self._parse_one(st, text)
+                yield change, self._parse_one(change.state, change.text)
             return
         step = min(self.batch_notes, PIECE_NOTES)
-        pieces = (list(range(start, min(start + step, len(todo)))) for start in range(0, len(todo), step))
-        with closing(self._pooled(workers, pieces, lambda piece: (_parse_piece, [todo[i][:2] for i in piece]))) \
+        pieces = (changes[start:start + step] for start in range(0, len(changes), step))
+        with closing(self._pooled(workers, pieces, lambda piece: (_parse_piece, [(c.state, c.text) for c in piece]))) \
                 as parsed:
             for piece, results in parsed:
                 yield from zip(piece, results, strict=True)
@@ -676,7 +761,7 @@ class Syncer:
         scan_errors: list[str] = []
         scan_warnings: list[str] = []
 
-        def results(read: Iterator[tuple[list[Any], list[_Read]]]) -> Iterator[tuple[NoteState, bool, bool, _Parsed]]:
+        def results(read: Iterator[tuple[list[Any], list[_Read]]]) -> Iterator[tuple[NoteState, bool, bool, Parsed | str]]:
             probe = True
             for _, items in read:
                 for item in items:
@@ -740,7 +825,7 @@ class Syncer:
         st = NoteState(rel, note_id, doc_id, digest, size, mtime_ns, "", [], [], [], ctime_ns)
         return st, how, self._parse_one(st, text)
 
-    def _parse_one(self, st: NoteState, text: str) -> _Parsed:
+    def _parse_one(self, st: NoteState, text: str) -> Parsed | str:
         """The note's rows (staged by the store when it can), links and names, or the error as text;
         counts are added by the caller."""
         sections, chunks = self.stats.sections, self.stats.chunks
@@ -754,9 +839,9 @@ class Syncer:
             return f"{st.relpath}: {type(exc).__name__}: {exc}"[:200]
         added = (self.stats.sections - sections, self.stats.chunks - chunks)
         self.stats.sections, self.stats.chunks = sections, chunks
-        return payload, ids, texts, links, names, added[0], added[1], self._warnings
+        return Parsed(payload, ids, texts, links, names, added[0], added[1], self._warnings)
 
-    def _write_all(self, parsed: Iterator[tuple[NoteState, bool, bool, _Parsed]], *, embed: bool) -> None:
+    def _write_all(self, parsed: Iterator[tuple[NoteState, bool, bool, Parsed | str]], *, embed: bool) -> None:
         """Write the notes ``(state, document may exist, reuse its vectors, parse result)`` in batches."""
         def batches() -> Iterator[list[_Work]]:
             batch: list[_Work] = []
@@ -767,14 +852,14 @@ class Syncer:
                     self.stats.failed += 1
                     self.stats.errors.append(result)
                     continue
-                rows, ids, texts, links, names = result[:5]
-                self.stats.sections += result[5]
-                self.stats.chunks += result[6]
-                self.stats.warnings.extend(result[7])
+                names = result.names
+                self.stats.sections += result.sections
+                self.stats.chunks += result.chunks
+                self.stats.warnings.extend(result.warnings)
                 if st.title and (st.title, sorted(st.aliases)) != (names[-1], sorted(names[:-1])):
                     self._names_changed = True  # notes linking to its old title resolve elsewhere now
-                st.links, st.title, st.aliases = links, names[-1], names[:-1]
-                batch.append(_Work(st, rows, ids, texts, existing, reuse))
+                st.links, st.title, st.aliases = result.links, names[-1], names[:-1]
+                batch.append(_Work(st, result.rows, result.ids, result.texts, existing, reuse))
                 if len(batch) >= limit:
                     yield batch
                     batch = []

@@ -62,7 +62,7 @@ def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
 
 
 def audit(host: Any) -> dict[str, Any]:
-    from plugins.memory.preferences import ACTIVE_FLOOR, _owner_profile, active_rules, profile_preferences
+    from plugins.memory.preferences import ACTIVE_FLOOR, active_rules, owner_profile, profile_preferences
 
     acct = account(host, "the id of the account whose memory to audit")
     store, guards = host.store(), Guards(acct)
@@ -71,7 +71,7 @@ def audit(host: Any) -> dict[str, Any]:
         count = len(store.missing_embeddings(account_id=acct, labels=[label], limit=SCAN))
         if count:
             missing[label] = count
-    _, profile = _owner_profile(store, guards)
+    _, profile = owner_profile(store, guards)
     stored = 0
     if profile is not None:
         stored = sum(float(p.properties.get("confidence", 0)) >= ACTIVE_FLOOR

@@ -1,4 +1,4 @@
-"""The hybrid retrieval pipeline behind ``memory-search`` (SPEC 9.4).
+"""The hybrid retrieval pipeline behind ``memory-search`` (docs/retrieval.md).
 
 EXPAND → ROUTE → per query {EMBED → VECTOR, BM25} → FUSE → BOOST → DEDUP → THRESHOLD + SORT +
 SLICE → GRAPH EXPAND → FORMAT. Each stage is a small pure module here; :mod:`.pipeline` wires

@@ -13,7 +13,7 @@ from plugins.memory.retrieval.route import RETRIEVAL_CLASSES
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
 
-HELP = "search memory (hybrid vector + BM25, SPEC 9.4)"
+HELP = "search memory (hybrid vector + BM25, docs/retrieval.md)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

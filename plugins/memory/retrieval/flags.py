@@ -2,9 +2,9 @@
 
 ``SearchFlags()`` is what the plugin ships: each field's default is its setting's
 (:mod:`plugins.memory.settings`, the one home of name, default and doc), the stages the quality
-benchmark kept (``bench/retrieval_quality.py``, figures in the README), and
+benchmark kept (``bench/retrieval_quality.py``, figures in bench/RESULTS.md), and
 :meth:`SearchFlags.from_env` gives it for unset variables. :meth:`SearchFlags.baseline` (every
-stage off) is the SPEC 9.4 baseline, bit for bit; setting the variables to 0 (or 0.7 / 50 for
+stage off) is the baseline (docs/retrieval.md#baseline), bit for bit; setting the variables to 0 (or 0.7 / 50 for
 the numbers) gives it back.
 """
 
@@ -21,7 +21,7 @@ from plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
 from plugins.memory.retrieval.rank import RERANK_DEPTH
 
 DEFAULT_CANDIDATES = 50
-"""Hits fetched per path and per query before fusion in the SPEC 9.4 baseline (never fewer than the requested limit)."""
+"""Hits fetched per path and per query before fusion in the baseline (docs/retrieval.md#baseline) (never fewer than the requested limit)."""
 PATHS = s.SEARCH_PATHS.choices
 """``PLUGHOST_GS_PATHS``: both paths (default) or one alone, for diagnosis and the quality benchmark."""
 SETTINGS: dict[str, Setting[Any]] = {
@@ -38,14 +38,14 @@ BASELINE: dict[str, Any] = {
     "vector_weight": VECTOR_WEIGHT, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH, "neighbours": 0.0,
     "neighbours_back": 0.0,
 }
-"""The SPEC 9.4 baseline: every stage off, the spec's constants."""
+"""The baseline (docs/retrieval.md#baseline): every stage off, the spec's constants."""
 SHIPPED: dict[str, Any] = {k: v.default for k, v in SETTINGS.items() if v.default != BASELINE[k]}
 """Where the shipped defaults differ from the baseline (the README's retrieval table)."""
 
 
 @dataclass(frozen=True)
 class SearchFlags:
-    """Which enhancements run: by default the shipped stages; :meth:`baseline` is SPEC 9.4's, exactly."""
+    """Which enhancements run: by default the shipped stages; :meth:`baseline` is docs/retrieval.md#baseline's, exactly."""
 
     expansion: bool = s.SEARCH_EXPANSION.default
     route: bool = s.SEARCH_ROUTE.default
@@ -71,7 +71,7 @@ class SearchFlags:
 
     @classmethod
     def baseline(cls, **changes: Any) -> SearchFlags:
-        """Every stage off: the SPEC 9.4 baseline, bit for bit, whatever the shipped defaults are
+        """Every stage off: the baseline (docs/retrieval.md#baseline), bit for bit, whatever the shipped defaults are
         (``changes``: the stages to turn on over it, ``baseline(rrf=True)``)."""
         return cls(**{**BASELINE, **changes})
 

@@ -1,4 +1,4 @@
-"""FORMAT: the text an agent reads, within an 80,000-character budget (SPEC 9.4).
+"""FORMAT: the text an agent reads, within an 80,000-character budget (docs/retrieval.md#format).
 
 Each result is ``[Label1, Label2] (id: <id>) (score: 0.XXX)``, then ``key: value`` lines, then a
 ``Related:`` block of ``--[TYPE]--> [Label] {k: v}`` / ``<--[TYPE]-- ...`` lines; results are

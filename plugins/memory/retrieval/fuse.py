@@ -1,6 +1,6 @@
 """FUSE: merge the ranked lists of every path and query into one row per node, then score.
 
-Baseline (SPEC 9.4): a node found by several lists keeps the max vector score and the max BM25
+Baseline (docs/retrieval.md#baseline): a node found by several lists keeps the max vector score and the max BM25
 score; BM25 scores are min-max normalised within each result list; ``0.7 × vector + 0.3 ×
 bm25``. ``PLUGHOST_GS_NORMALIZE`` min-max normalises vector lists too (raw cosines of some
 models are bunched, which lets the vector term drown BM25). ``PLUGHOST_GS_RRF`` replaces the

@@ -4,7 +4,7 @@ An OR query over every word lets "what", "did", "the" match nearly every turn of
 their IDF is low but not zero, and over hundreds of short turns they decide the ranking among
 the weakly matching ones. A chunk (whitespace-separated word) is dropped only when it is a stop
 word as a whole; anything holding a digit or punctuation inside (``INV-2024-0042``, ``w5``,
-``3.12``) is kept as typed, so exact identifiers match exactly (SPEC 8.2). A query made of stop
+``3.12``) is kept as typed, so exact identifiers match exactly (docs/graph.md#full-text-search). A query made of stop
 words only is kept whole.
 """
 

@@ -38,7 +38,7 @@ _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 
 @dataclass
 class SearchRequest:
-    """The parameters of SPEC 9.4, validated by :meth:`checked`."""
+    """The parameters of docs/retrieval.md#request, validated by :meth:`checked`."""
 
     query: str
     limit: int = 10
@@ -103,7 +103,7 @@ class SearchOutcome:
 
 def weights(plan: route.RoutePlan, flags: SearchFlags) -> tuple[float, float]:
     """The weighted-fusion weights: a routed class's own, else ``PLUGHOST_GS_VECTOR_WEIGHT`` when set
-    (the SPEC constants, untouched, otherwise: the baseline stays bit for bit)."""
+    (the baseline constants of docs/retrieval.md#fusion, untouched, otherwise: the baseline stays bit for bit)."""
     if flags.vector_weight != fuse.VECTOR_WEIGHT and (plan.vector_weight, plan.bm25_weight) == (
             fuse.VECTOR_WEIGHT, fuse.BM25_WEIGHT):
         return flags.vector_weight, 1.0 - flags.vector_weight
@@ -133,7 +133,7 @@ def search(
     ``public`` Messages, see ``plugins/memory/conversations.py``).
     """
     request = request.checked()
-    flags = flags or SearchFlags.baseline()  # no flags: the SPEC 9.4 baseline (callers pass from_env's)
+    flags = flags or SearchFlags.baseline()  # no flags: the baseline (docs/retrieval.md#baseline); callers pass from_env's
     started = time.perf_counter()
     stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0}
 

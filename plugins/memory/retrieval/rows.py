@@ -8,7 +8,7 @@ from typing import Any
 from host.ports.graph import Neighbor, Node
 
 HIDDEN_PROPERTIES = frozenset({"embedding", "accountId", "searchContext"})
-"""Never shown to the agent (SPEC 9.4 format; ``searchContext`` is derived from the neighbouring turns)."""
+"""Never shown to the agent (docs/retrieval.md#format; ``searchContext`` is derived from the neighbouring turns)."""
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Score normalisation (SPEC 9.4 baseline fusion)."""
+"""Score normalisation (the baseline fusion of docs/retrieval.md#fusion)."""
 
 from __future__ import annotations
 

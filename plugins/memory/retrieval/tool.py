@@ -1,39 +1,16 @@
-"""The ``memory-search`` MCP tool (SPEC 9.4)."""
+"""The ``memory-search`` MCP tool (docs/retrieval.md): its handler. PLUGIN.md declares it (description,
+``inputSchema``: the limit's maximum is :data:`~plugins.memory.retrieval.pipeline.MAX_LIMIT`, the
+``retrievalClass`` values :data:`~plugins.memory.retrieval.route.RETRIEVAL_CLASSES`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from host.runtime.types import Tool
-from plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest
-from plugins.memory.retrieval.route import RETRIEVAL_CLASSES
+from plugins.memory.retrieval.pipeline import SearchRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
-
-DESCRIPTION = (
-    "Search memory: hybrid vector + BM25 retrieval over the knowledge graph, with 1-hop related "
-    "nodes. Returns labels, id, score and properties per result."
-)
-
-SEARCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["query"],
-    "properties": {
-        "query": {"type": "string", "minLength": 1, "description": "What to look for, in natural language or exact terms."},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 10,
-                  "description": "How many results to return."},
-        "labels": {"type": "array", "items": {"type": "string"},
-                   "description": "Only nodes carrying one of these labels."},
-        "fields": {"type": "array", "items": {"type": "string"},
-                   "description": "Return only these property keys per result ([] for none)."},
-        "expandHops": {"type": "integer", "enum": [0, 1], "default": 1,
-                       "description": "1 attaches related nodes; 0 gives compact results."},
-        "retrievalClass": {"type": "string", "enum": list(RETRIEVAL_CLASSES),
-                           "description": "Routing hint: entity, temporal, event, general or none."},
-    },
-}
 
 
 def search_tool(host: Host) -> Tool:
@@ -47,4 +24,4 @@ def search_tool(host: Host) -> Tool:
         request = SearchRequest(query, limit, labels, fields, expandHops, retrievalClass)
         return run_search(host, request).text
 
-    return Tool("memory-search", DESCRIPTION, memory_search, SEARCH_SCHEMA, admin_allowlist=True)
+    return Tool("memory-search", memory_search)

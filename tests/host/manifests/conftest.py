@@ -59,7 +59,7 @@ def example_payload(tmp_path: Path) -> Path:
 
 
 class Claude:
-    """The real Claude Code CLI as a user's machine starts it (SPEC 15, REAL-CHECKS): `env -i` with
+    """The real Claude Code CLI as a user's machine starts it (docs/testing.md#external-checks): `env -i` with
     only `PATH=/usr/bin:/bin`, a throwaway HOME/config dir/temp dir, run from `/tmp`. No virtualenv,
     no `PLATFORM_ROOT`, no `PLUGHOST_*`: whatever a server needs must come from the install."""
 

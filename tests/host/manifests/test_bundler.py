@@ -1,5 +1,5 @@
 """`plughost bundle BRAND --out DIR`: exclusions, the premium-bundle gate, idempotent rebuilds and
-bad brand files that leave the output folder untouched (SPEC 5)."""
+bad brand files that leave the output folder untouched (docs/payload.md#brands)."""
 
 from __future__ import annotations
 

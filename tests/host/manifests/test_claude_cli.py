@@ -1,4 +1,4 @@
-"""Acceptance by the real Claude Code CLI (SPEC 15), started as on a user's machine: `env -i
+"""Acceptance by the real Claude Code CLI (docs/testing.md#external-checks), started as on a user's machine: `env -i
 PATH=/usr/bin:/bin HOME=<tmp>` from `/tmp`, nothing exported by hand.
 
 - `claude plugin validate --strict` accepts every generated plugin and marketplace;
@@ -23,7 +23,7 @@ from host.runtime import accounts
 from tests.conftest import npx_bin, run_cli
 from tests.host.manifests.conftest import EXAMPLES, Claude, bundle, connected_servers
 
-pytestmark = pytest.mark.external
+pytestmark = [pytest.mark.external, pytest.mark.e2e]
 
 VARIANTS = {"default": ("default", None), "default+premium": ("default", EXAMPLES), "studio+premium": ("studio", EXAMPLES)}
 """The installable builds of the shipped brands (studio without its premium bundles is refused

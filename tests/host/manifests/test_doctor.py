@@ -1,6 +1,6 @@
 """`plughost doctor`: every installed server started as Claude Code would (minimal PATH, the config
 dir's settings.json env, the folder a directory marketplace resolves to, another cwd), its
-`tools/list` compared with PLUGIN.md; one line per finding, exit 1 on any (SPEC 16)."""
+`tools/list` compared with PLUGIN.md; one line per finding, exit 1 on any (docs/gates.md#doctor)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`plughost manifests generate`: plugin.json / marketplace.json shapes, the mcp-manifest rule,
-determinism, idempotence and the FATAL for an mcp block without a server (SPEC 4)."""
+determinism, idempotence and the FATAL for an mcp block without a server (docs/payload.md#manifests)."""
 
 from __future__ import annotations
 

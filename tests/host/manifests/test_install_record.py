@@ -144,6 +144,7 @@ def test_every_hook_runs_without_plughost_python_from_a_payload_outside_the_chec
 
 
 @pytest.mark.external
+@pytest.mark.e2e
 def test_the_real_cli_in_the_runners_environment_connects_the_installed_servers(installed, plughost_home: Path,
                                                                               tmp_path: Path) -> None:
     claude = str(npx_bin("claude"))

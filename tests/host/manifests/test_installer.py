@@ -1,5 +1,5 @@
 """`plughost install PAYLOAD_DIR --config-dir DIR --account ID`: the shapes the real CLI writes,
-merging, idempotence, dry runs, stale entries, agent links, account reconcile and .env (SPEC 6)."""
+merging, idempotence, dry runs, stale entries, agent links, account reconcile and .env (docs/payload.md#installer)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`POST /api/admin/log-ingest` over real HTTP: loopback peer and X-Forwarded-For rules (SPEC 11)."""
+"""`POST /api/admin/log-ingest` over real HTTP: loopback peer and X-Forwarded-For rules (docs/http.md#log-ingest)."""
 
 from __future__ import annotations
 

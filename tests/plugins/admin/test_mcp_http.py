@@ -97,6 +97,7 @@ PROJECT_SERVERS = ("conformance-fixture", "graph", "memory")
 
 
 @pytest.mark.external
+@pytest.mark.e2e
 def test_mcp_conformance_suite(serve_env: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The suite raw (no baseline) against each server: every scenario that applies to what the
     server advertises passes, the others are skipped, and nothing is advertised that is not served."""

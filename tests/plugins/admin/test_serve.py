@@ -15,6 +15,7 @@ from serve_helpers import FIXTURES, raw_request, start_serve
 from host.runtime.manifest import from_mapping
 from host.runtime.types import ChannelAdapter, Route
 from host.util.errors import DuplicateNameError
+from tests.conftest import REPO
 
 
 def test_serve_prints_urls_reports_health_and_stops_on_sigterm(serve_env: dict[str, str],
@@ -50,9 +51,9 @@ def test_sigint_also_stops_gracefully(serve_env: dict[str, str]) -> None:
     assert "[serve] op=stopped signal=SIGINT" in err
 
 
-def test_fatal_gate_refuses_to_serve(serve_env: dict[str, str]) -> None:
-    served = start_serve(env=serve_env, plugins_dir=FIXTURES / "fatal", wait=False)
-    code, out, err = served.finish(timeout=60)
+def test_fatal_gate_refuses_to_serve(serve_env: dict[str, str], cli) -> None:
+    refused = cli("--plugins-dir", str(FIXTURES / "fatal"), "serve", "--port", "0", env=serve_env, cwd=REPO)
+    code, out, err = refused.returncode, refused.stdout, refused.stderr  # refused before serving: in process
     assert code == 1
     assert "boot-failed reason=probe-always-fails" in err
     assert "serve: refusing to serve: fatal boot gate(s) failed: probe-always-fails" in err

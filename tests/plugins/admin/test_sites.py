@@ -1,4 +1,4 @@
-"""`/sites/...` over real HTTP: the traversal corpus never escapes; redirects, index, headers (SPEC 11)."""
+"""`/sites/...` over real HTTP: the traversal corpus never escapes; redirects, index, headers (docs/http.md#sites)."""
 
 from __future__ import annotations
 

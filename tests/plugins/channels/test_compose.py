@@ -1,4 +1,4 @@
-"""Payload composition (SPEC 10.4): section order, provenance, rules for admins only, reply-note cap."""
+"""Payload composition (docs/channels.md#composition): section order, provenance, rules for admins only, reply-note cap."""
 
 from __future__ import annotations
 

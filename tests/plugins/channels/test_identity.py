@@ -1,4 +1,4 @@
-"""Identity (SPEC 10.2): adminPhones / admins[] / users.json, owner fallback, alias cache."""
+"""Identity (docs/channels.md#identity): adminPhones / admins[] / users.json, owner fallback, alias cache."""
 
 from __future__ import annotations
 

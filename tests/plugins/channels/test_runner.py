@@ -1,4 +1,4 @@
-"""The agent runner (SPEC 10.5): command runner, deterministic sessions, per-sender order, parallel senders."""
+"""The agent runner (docs/channels.md#runners): command runner, deterministic sessions, per-sender order, parallel senders."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Screening (SPEC 10.3): local vocabulary always, provider with timeout and fall-through."""
+"""Screening (docs/channels.md#screening): local vocabulary always, provider with timeout and fall-through."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_the_language_model_is_off_the_boot_path() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, plugins.channels.hooks, plugins.channels.screening, plugins.channels.pipeline; "
+    code = ("import sys, plugins.channels.hookimpls, plugins.channels.screening, plugins.channels.pipeline; "
             "print('py3langid' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -1,4 +1,4 @@
-"""Turn recorder (SPEC 10.6): transcript walk, envelope, skip gates, Stop-hook wiring; never non-zero."""
+"""Turn recorder (docs/channels.md#turn-recorder): transcript walk, envelope, skip gates, Stop-hook wiring; never non-zero."""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ from channels_support import channel_host, serve
 from plugins.channels.server import build_app
 from tests.conftest import which_or_skip
 
+pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
+
 
 def dump_dom(chromium: str, url: str, tmp_path: Path) -> str:
     proc = subprocess.run(

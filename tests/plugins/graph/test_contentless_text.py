@@ -1,12 +1,11 @@
-"""Both full-text indexes are contentless (schema_7.sql): they keep terms, not text, so removing
+"""Both full-text indexes are contentless (schema.sql): they keep terms, not text, so removing
 a node's terms takes its text again, derived from the node row. The oracle is the store file:
 after any sequence of writes, each index holds exactly the terms a fresh index of the live rows'
-``text_of`` would hold, position for position. And a version-6 file upgrades in place."""
+``text_of`` would hold, position for position."""
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from hypothesis import strategies as st
 
 from host.ports.graph import Guards
 from host.util.errors import UserError
-from plugins.graph import migrations
 from plugins.graph.importer import import_jsonl
 from plugins.graph.sqlite_store import SqliteStore
 
@@ -102,50 +100,6 @@ def test_each_index_holds_exactly_the_live_rows_terms(tmp_path_factory: pytest.T
         store.close()
 
 
-def test_a_version_6_file_upgrades_to_contentless_indexes_with_the_same_hits(tmp_path: Path,
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "v6.sqlite"
-    con = sqlite3.connect(path, isolation_level=None)
-    con.execute("BEGIN")
-    for statement in migrations.split_statements(migrations.SCHEMA_FILE.read_text(encoding="utf-8")):
-        con.execute(statement)
-    con.execute("PRAGMA user_version = 6")
-    rows = [(1, "a", {"title": "Moving graphs", "body": "the café w5"}), (2, "b", {"name": "INV-2024-0042"}),
-            (3, "c", {"index": 4}), (4, "d", {"content": ["naïve", "moved"]})]
-    from plugins.graph.common import text_of
-
-    for rid, nid, p in rows:
-        con.execute("INSERT INTO nodes (rid, id, account_id, labels, properties, created_at, updated_at) "
-                    "VALUES (?, ?, ?, '[\"Chunk\"]', ?, 0, 0)", (rid, nid, ACCOUNT, json.dumps(p)))
-        con.execute("INSERT INTO node_labels (label, node) VALUES ('Chunk', ?)", (rid,))
-        if text_of(p):
-            for table in ("node_text", "node_text_stem"):
-                con.execute(f"INSERT INTO {table} (rowid, text) VALUES (?, ?)", (rid, text_of(p)))
-    con.execute("COMMIT")
-    before = {q: [r[0] for r in con.execute("SELECT rowid FROM node_text_stem WHERE node_text_stem MATCH ? "
-                                            "ORDER BY bm25(node_text_stem), rowid", (q,))]
-              for q in ("move", "cafe", "w5", '"INV 2024 0042"', "naive")}
-    con.close()
-    store = SqliteStore(path, env={"ACCOUNT_ID": ACCOUNT})
-    try:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 7
-        assert re.search(rf"\[graph\] op=migrate file={re.escape(str(path))} to=7 nodes=4 ms=\d+", capsys.readouterr().err)
-        names = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
-        assert "node_text_content" not in names and "node_text_stem_content" not in names
-        after = {q: [r[0] for r in store.conn.execute(
-            "SELECT rowid FROM node_text_stem WHERE node_text_stem MATCH ? ORDER BY bm25(node_text_stem), rowid",
-            (q,))] for q in before}
-        assert after == before and sorted(after["move"]) == [1, 4]
-        assert_index_matches_rows(store)
-        store.upsert_node(["Chunk"], {"title": "replaced"}, account_id=ACCOUNT, node_id="a")
-        store.soft_delete("d", guards=Guards(ACCOUNT))
-        store.purge(older_than_days=0)
-        assert_index_matches_rows(store)
-        assert [h.node.id for h in store.fulltext_search("replaced", 5, guards=Guards(ACCOUNT))] == ["a"]
-    finally:
-        store.close()
-
-
 def test_a_connection_without_the_store_cannot_delete_a_node_half_way(tmp_path: Path) -> None:
     """The purge trigger needs ``node_text_of``: a bare connection's delete fails whole, naming it."""
     store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": ACCOUNT})
@@ -156,39 +110,4 @@ def test_a_connection_without_the_store_cannot_delete_a_node_half_way(tmp_path: 
         con.execute("DELETE FROM nodes")
     con.rollback()
     assert con.execute("SELECT count(*) FROM nodes").fetchone()[0] == 1
-    con.close()
-
-
-def _v6_file(path: Path) -> sqlite3.Connection:
-    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    con.execute("PRAGMA journal_mode = WAL")
-    con.execute("BEGIN")
-    for statement in migrations.split_statements(migrations.SCHEMA_FILE.read_text(encoding="utf-8")):
-        con.execute(statement)
-    con.execute("PRAGMA user_version = 6")
-    con.execute("COMMIT")
-    return con
-
-
-def test_an_upgrade_waits_for_another_writer_then_runs(tmp_path: Path) -> None:
-    import threading
-
-    con = _v6_file(tmp_path / "g.sqlite")
-    con.execute("BEGIN IMMEDIATE")  # another process mid-write (or mid-upgrade)
-    threading.Timer(1.0, lambda: con.execute("COMMIT")).start()
-    store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": ACCOUNT})
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 7
-    store.close()
-    con.close()
-
-
-def test_an_upgrade_kept_waiting_too_long_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    con = _v6_file(tmp_path / "g.sqlite")
-    con.execute("BEGIN IMMEDIATE")
-    monkeypatch.setattr(migrations, "UPGRADE_WAIT_S", 0.0)
-    with pytest.raises(UserError, match=r"g\.sqlite: another process has held the write lock for over 0 s while "
-                                        r"this one waits to upgrade the schema from version 6"):
-        SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": ACCOUNT})
-    con.execute("ROLLBACK")
-    assert con.execute("PRAGMA user_version").fetchone()[0] == 6  # nothing half-upgraded
     con.close()

@@ -333,7 +333,7 @@ def test_a_term_every_node_holds_gives_k_rows_in_one_order(store):
 
 
 def test_bm25_finds_a_brands_own_label(store):
-    """Full-text search covers every label, not only those SPEC 8.3 names (Neo4j indexed 29)."""
+    """Full-text search covers every label, not only those docs/graph.md#labels names (Neo4j indexed 29)."""
     a = acct(store)
     store.upsert_node(["Widget"], {"name": "zanzibar gizmo"}, account_id=a, node_id="w1")
     store.upsert_node(["Person"], {"name": "zanzibar person"}, account_id=a, node_id="p1")

@@ -1,4 +1,4 @@
-"""Property test of the five guard layers (SPEC 8.1) on every backend (embedded; Neo4j in CI).
+"""Property test of the five guard layers (docs/guards.md#guard-layers) on every backend (embedded; Neo4j in CI).
 
 Hypothesis builds random graphs over several accounts, scopes, agent tags and soft-deleted
 nodes, then runs random vector, BM25, keyword-tag and expansion queries with random guards.

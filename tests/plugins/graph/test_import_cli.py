@@ -150,11 +150,11 @@ def test_two_processes_writing_at_once_both_succeed(tmp_path: Path, plughost_hom
     store.close()
 
 
-def test_the_readme_import_example_imports_as_documented(tmp_path: Path, plughost_home: Path) -> None:
-    """The README's `plughost graph import` line format is the one the command takes."""
+def test_the_import_example_of_the_docs_imports_as_documented(tmp_path: Path, plughost_home: Path) -> None:
+    """The `plughost graph import` line format of ``docs/graph.md`` is the one the command takes."""
     from tests.conftest import REPO
 
-    section = (REPO / "README.md").read_text(encoding="utf-8").split("### Graph import", 1)[1]
+    section = (REPO / "docs" / "graph.md").read_text(encoding="utf-8").split("\n## Import\n", 1)[1]
     block = section.split("```jsonl\n", 1)[1].split("```", 1)[0]
     assert all(key in section for key in ("`labels`", "`properties`", "`id`", "`embedding`", "`edges`"))
     f = tmp_path / "readme.jsonl"

@@ -148,8 +148,7 @@ def test_graph_import_creating_new_nodes_writes_what_merging_writes(tmp_path: Pa
     takes, over the same file in two accounts: the same nodes, labels, properties,
     ``backlinkCount``s, edges and the same report."""
     from plugins.graph.importer import import_jsonl
-    from plugins.graph.neo4j_import import Neo4jImport
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plugins.graph.neo4j_store import Neo4jImport, Neo4jStore
 
     class MergeOnly(Neo4jStore):
         def import_session(self, account_id):

@@ -1,4 +1,4 @@
-"""The store's write guards (SPEC 8.1) on a real Neo4j, read back from the database itself.
+"""The store's write guards (docs/guards.md#write-guards) on a real Neo4j, read back from the database itself.
 
 The same examples as ``tests/security/test_sec_store_writes.py`` (the embedded store): a process
 can change only what it can read, and only into something it can still read; ids are per

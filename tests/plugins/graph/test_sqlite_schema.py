@@ -1,7 +1,9 @@
-"""Embedded store file: migrations with a version number, WAL, busy timeout."""
+"""Embedded store file: the one schema with its version number, WAL, busy timeout; a file at another
+version is refused with one line (no migrations before the first release)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -9,39 +11,103 @@ import pytest
 
 from host.ports.graph import Guards
 from host.util.errors import UserError
-from plugins.graph import migrations
 from plugins.graph.sqlite_store import SqliteStore
+from plugins.graph.sqlite_store.schema import SCHEMA_FILE, SCHEMA_VERSION, split_statements
+
+OBJECTS = {
+    ("table", "nodes"), ("table", "node_labels"), ("table", "node_agents"), ("table", "node_keywords"),
+    ("table", "edges"), ("table", "node_vectors"), ("table", "node_text"), ("table", "node_text_stem"),
+    ("table", "vector_labels"), ("index", "nodes_account"), ("index", "nodes_deleted"),
+    ("index", "nodes_vector_guard"), ("index", "node_labels_node"), ("index", "node_agents_node"),
+    ("index", "node_keywords_node"), ("index", "edges_target"), ("index", "node_vectors_seq"),
+    ("trigger", "nodes_purge"),
+}
 
 
-def test_fresh_file_is_migrated_to_the_latest_version_in_wal_mode(tmp_path: Path) -> None:
+def test_fresh_file_gets_the_schema_at_its_version_in_wal_mode(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST
+    assert SCHEMA_VERSION == 7
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
     tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"nodes", "edges", "node_text", "node_vectors", "vector_labels"} <= tables
-    assert "backlinks" not in tables  # v4: backlinkCount is counted on edges_target when read
+    assert "backlinks" not in tables  # backlinkCount is counted on edges_target when read
     store.close()
     again = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})  # reopening changes nothing
-    assert again.conn.execute("PRAGMA user_version").fetchone()[0] == migrations.LATEST
+    assert again.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     again.close()
 
 
-def test_a_newer_schema_is_refused_with_one_line(tmp_path: Path) -> None:
-    path = tmp_path / "g.sqlite"
-    con = sqlite3.connect(path)
-    con.execute(f"PRAGMA user_version = {migrations.LATEST + 1}")
-    con.close()
-    with pytest.raises(UserError, match="newer than this plughost supports"):
-        SqliteStore(path, env={"ACCOUNT_ID": "a"})
+def test_a_new_file_holds_exactly_the_schemas_objects(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "acc"})
+    try:
+        conn = store.conn
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 16384
+        shadow = re.compile(r"^node_text(_stem)?_(data|idx|docsize|config)$")  # FTS5's own (contentless: no _content)
+        found = {(t, n) for t, n in conn.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+                 if not shadow.match(n)}
+        assert found == OBJECTS
+        assert [c[1] for c in conn.execute("PRAGMA table_info(nodes)")] == [
+            "rid", "id", "account_id", "labels", "properties", "scope", "agents", "deleted_at", "created_at",
+            "updated_at", "dims"]
+        # ids are per account: the same id in two accounts is two nodes
+        store.upsert_node(["Chunk"], {"content": "a"}, account_id="acc", node_id="same", embedding=[1.0, 0.0])
+        conn.execute("INSERT INTO nodes (id, account_id, labels, properties, created_at, updated_at) "
+                     "VALUES ('same', 'other', '[]', '{}', 0, 0)")
+        assert store.soft_delete("same", guards=Guards("acc")) == 1
+        assert store.purge(older_than_days=0) == 1
+        left = conn.execute("SELECT (SELECT count(*) FROM node_vectors), (SELECT count(*) FROM node_text), "
+                            "(SELECT count(*) FROM node_text_stem), (SELECT count(*) FROM nodes)").fetchone()
+        assert left == (0, 0, 0, 1)  # the purge trigger cleared every side table of the purged node
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        store.close()
+
+
+def _refusal(path: Path, version: int) -> str:
+    return (f"{path}: schema version {version}, but this plughost reads only version {SCHEMA_VERSION} "
+            "(no migrations before the first release); move the file aside and re-import its data")
+
+
+@pytest.mark.parametrize("version", [1, 6, SCHEMA_VERSION + 1])
+def test_a_file_at_another_version_is_refused_with_one_line_and_left_alone(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE nodes (rid INTEGER PRIMARY KEY)")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.close()
+    with pytest.raises(UserError) as err:
+        SqliteStore(path, env={"ACCOUNT_ID": "acc"})
+    assert str(err.value) == _refusal(path, version)
+    assert "\n" not in str(err.value)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == version
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["nodes"]
+    conn.close()
+
+
+def test_a_file_with_tables_but_no_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(UserError) as err:
+        SqliteStore(path, env={"ACCOUNT_ID": "acc"})
+    assert str(err.value) == _refusal(path, 0)
+    conn = sqlite3.connect(path)
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["notes"]
+    conn.close()
 
 
 def test_split_statements_keeps_trigger_bodies_whole() -> None:
-    stmts = migrations.split_statements(migrations.SCHEMA_FILE.read_text())
+    stmts = split_statements(SCHEMA_FILE.read_text())
     triggers = [s for s in stmts if s.startswith("CREATE TRIGGER")]
     assert len(triggers) == 1 and all(s.rstrip().endswith("END;") for s in triggers)
     with pytest.raises(ValueError, match="incomplete"):
-        migrations.split_statements("CREATE TABLE x (a")
+        split_statements("CREATE TABLE x (a")
 
 
 def test_vector_cache_follows_writes_from_this_and_other_processes(tmp_path: Path) -> None:

@@ -284,7 +284,7 @@ def test_worker_runs_this_code_whatever_the_working_directory(tmp_path: Path, mo
 
 @pytest.mark.parametrize("worker", [False, True])
 def test_another_accounts_id_is_a_new_node_of_this_account(tmp_path: Path, worker: bool) -> None:
-    """Ids are per account (SPEC 8.1): a line naming an id another account uses imports as this
+    """Ids are per account (docs/guards.md#the-guards): a line naming an id another account uses imports as this
     account's own node; the other account's node is untouched, and nothing says it exists."""
     db = tmp_path / "g.sqlite"
     store = _seed(db)

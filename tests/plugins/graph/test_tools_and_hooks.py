@@ -18,7 +18,7 @@ from host.runtime import hooktable
 from host.runtime.types import GateContext
 from host.util.errors import UserError
 from plugins.graph import gates
-from plugins.graph.hooks import backend_name
+from plugins.graph.backend import backend_name
 from tests.backends import wipe
 
 ACCOUNT = "acct-tools"
@@ -79,10 +79,19 @@ def test_backend_selection() -> None:
 
 
 def test_hooks_module_imports_cheaply() -> None:
-    code = ("import sys, plugins.graph.hooks; "
+    code = ("import sys, plugins.graph.hookimpls; "
             "print(sorted(m for m in ('numpy', 'neo4j', 'mcp', 'sqlite3') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().replace("'", '"')) == []
+
+
+def test_the_neo4j_store_package_imports_without_the_driver() -> None:
+    """``plugins.graph.neo4j_store`` (every module of it) leaves ``neo4j`` to the calls that reach a server."""
+    code = ("import sys, pkgutil, importlib, plugins.graph.neo4j_store as p; "
+            "[importlib.import_module(f'{p.__name__}.{m.name}') for m in pkgutil.iter_modules(p.__path__)]; "
+            "print(p.Neo4jStore.__module__, 'neo4j' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["plugins.graph.neo4j_store.store", "False"]
 
 
 CYPHER = ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]

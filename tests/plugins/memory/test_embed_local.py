@@ -1,4 +1,4 @@
-"""The local MiniLM embedder against reference vectors of the full-precision model (SPEC 9.2).
+"""The local MiniLM embedder against reference vectors of the full-precision model (docs/memory.md#embeddings).
 
 The fixture was computed once with sentence-transformers + torch in a throwaway environment
 (``data/make_reference_vectors.py``); here only onnxruntime + tokenizers run.

@@ -1,4 +1,4 @@
-"""The Ollama embedder's pacing contract against a fake Ollama on loopback (SPEC 9.2)."""
+"""The Ollama embedder's pacing contract against a fake Ollama on loopback (docs/memory.md#embeddings)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provider choice through the plughost_embedder hook (SPEC 9.2)."""
+"""Provider choice through the plughost_embedder hook (docs/memory.md#embeddings)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_default_provider_is_local(make_host, monkeypatch) -> None:
 def test_hooks_module_is_cheap_to_import() -> None:
     import subprocess
 
-    code = ("import sys, plugins.memory.hooks; heavy = [m for m in ('numpy', 'onnxruntime', 'httpx', 'mcp', "
+    code = ("import sys, plugins.memory.hookimpls; heavy = [m for m in ('numpy', 'onnxruntime', 'httpx', 'mcp', "
             "'tokenizers') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

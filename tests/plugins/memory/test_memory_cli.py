@@ -1,4 +1,4 @@
-"""`plughost memory write|ingest|import|reindex` in real subprocesses (SPEC 16)."""
+"""`plughost memory write|ingest|import|reindex` through the CLI, isolated as a fresh process (docs/cli.md)."""
 
 from __future__ import annotations
 

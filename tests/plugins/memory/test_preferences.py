@@ -1,4 +1,4 @@
-"""Preferences and active rules (SPEC 9.7)."""
+"""Preferences and active rules (docs/memory.md#preferences)."""
 
 from __future__ import annotations
 

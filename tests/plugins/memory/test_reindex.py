@@ -1,4 +1,4 @@
-"""Reindex (SPEC 9.3): skip-and-continue past failing nodes, never refetching them."""
+"""Reindex (docs/memory.md#reindex): skip-and-continue past failing nodes, never refetching them."""
 
 from __future__ import annotations
 

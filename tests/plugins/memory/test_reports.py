@@ -1,4 +1,4 @@
-"""Reports (SPEC 9.5): idempotency per minute, body limit, latest per keyword, stable pagination."""
+"""Reports (docs/memory.md#reports): idempotency per minute, body limit, latest per keyword, stable pagination."""
 
 from __future__ import annotations
 
@@ -97,8 +97,8 @@ def test_read_latest_and_list_pagination(memory_host, plughost_home) -> None:
 def test_report_cli_write_from_stdin_latest_and_list(plughost_home, tmp_path) -> None:
     import os
     import subprocess
-    import sys
 
+    from cli_support import run_in_process
     from memory_support import REPO
 
     from tests.conftest import ensure_account
@@ -107,8 +107,7 @@ def test_report_cli_write_from_stdin_latest_and_list(plughost_home, tmp_path) ->
     ensure_account(env)
 
     def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "host.cli", "report", *args], input=stdin, capture_output=True,
-                              text=True, env=env, cwd=REPO, timeout=120)
+        return run_in_process(("report", *args), env, input=stdin, cwd=REPO)
 
     done = run("write", "--title", "Nightly", "--keywords", "nightly,ops", stdin="Everything green.\n")
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""The deterministic sectioniser and the embedding text (SPEC 9.1)."""
+"""The deterministic sectioniser and the embedding text (docs/memory.md#writes)."""
 
 from __future__ import annotations
 

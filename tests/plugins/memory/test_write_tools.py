@@ -1,4 +1,4 @@
-"""The memory write tools over a real MCP client and the real SQLite store (SPEC 9.1).
+"""The memory write tools over a real MCP client and the real SQLite store (docs/memory.md#writes).
 
 Every tool: a happy path and error paths, each asserting the one outcome line.
 """

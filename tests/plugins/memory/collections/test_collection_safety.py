@@ -1,5 +1,5 @@
 """What a collection may be and who may change it: the private default scope, refused folders,
-admin-only changes, name and folder clashes, bad patterns (real CLI processes, the store file)."""
+admin-only changes, name and folder clashes, bad patterns (the CLI as a fresh process runs it, the store file)."""
 
 from __future__ import annotations
 

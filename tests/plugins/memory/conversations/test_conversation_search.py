@@ -1,4 +1,4 @@
-"""Conversation search (SPEC 9.6): a session sees only its own conversation, admin its account's."""
+"""Conversation search (docs/memory.md#conversations): a session sees only its own conversation, admin its account's."""
 
 from __future__ import annotations
 
@@ -174,6 +174,24 @@ def test_other_account_and_bad_input(make_host) -> None:
     err, text = call(one, "conversation-append", {"conversationId": "c2", "role": "user", "content": "x",
                                                   "messageId": c1_message(one)})
     assert err and text.startswith("messageId: ") and "outside this conversation" in text
+    assert one.store().count(guards=Guards("acct-one"), labels=["Message"]) == 1
+
+
+def test_append_limits_are_the_schemas(make_host) -> None:
+    """PLUGIN.md's inputSchema holds conversation-append's limits and the host checks them before
+    the handler runs (one line naming the parameter); the handler keeps what a schema cannot say."""
+    one = make_host(ACCOUNT_ID="acct-one")
+    err, text = call(one, "conversation-append", {"conversationId": "c1", "role": "user", "content": "x" * 20_001})
+    assert err and text.startswith("conversation-append: parameter 'content': expected maxLength 20000"), text
+    assert "\n" not in text
+    err, text = call(one, "conversation-append", {"conversationId": "c1", "role": "owner", "content": "x"})
+    assert err and text.startswith("conversation-append: parameter 'role': expected one of user, assistant, "
+                                   "system, tool"), text
+    err, text = call(one, "conversation-append", {"conversationId": "c1", "role": "user", "content": ""})
+    assert err and text.startswith("conversation-append: parameter 'content': expected minLength 1"), text
+    err, text = call(one, "conversation-append", {"conversationId": "c1", "role": "user", "content": "  \n "})
+    assert err and text == "content: expected a non-empty string"
+    assert not call(one, "conversation-append", {"conversationId": "c1", "role": "user", "content": "x" * 20_000})[0]
     assert one.store().count(guards=Guards("acct-one"), labels=["Message"]) == 1
 
 

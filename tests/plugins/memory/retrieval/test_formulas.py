@@ -1,4 +1,4 @@
-"""Every formula of SPEC 9.4 pinned: min-max, max-merge, 0.7/0.3, RRF k=60, boosts, routing."""
+"""Every formula of docs/retrieval.md#fusion pinned: min-max, max-merge, 0.7/0.3, RRF k=60, boosts, routing."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def run(store, query="haircut", embedder=None, flags=None, guards=G, **kw):
 
 
 def reference(store, query, vector, limit, k=50):
-    """The baseline of SPEC 9.4 computed independently of the pipeline modules."""
+    """The baseline of docs/retrieval.md#baseline computed independently of the pipeline modules."""
     vec = {h.node.id: h.score for h in store.vector_search(vector, k, guards=G)}
     bm = store.fulltext_search(query, k, guards=G)
     bm_norm = dict(zip([h.node.id for h in bm], min_max([h.score for h in bm]), strict=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -55,6 +56,21 @@ def test_tool_listed_eager_and_answers(make_host):
     text = result.content[0].text
     assert "[Service] (id: n1) (score: " in text and "(id: n2)" in text
     assert "--[HAS_PRICE]--> [PriceSpecification] {" in text
+
+
+def test_the_declared_schema_meets_the_pipelines_limits() -> None:
+    """PLUGIN.md is the schema's one home; the pipeline's own bounds are what it must say."""
+    from host.runtime.manifest import load_manifest
+    from plugins.memory.retrieval.pipeline import MAX_LIMIT
+    from plugins.memory.retrieval.route import RETRIEVAL_CLASSES
+    from plugins.memory.retrieval.tool import search_tool
+
+    manifest = load_manifest(Path(__file__).resolve().parents[4] / "plugins" / "memory" / "PLUGIN.md")
+    (decl,) = [t for t in manifest.tools if t.name == "memory-search"]
+    props = decl.input_schema["properties"]
+    assert props["limit"]["maximum"] == MAX_LIMIT and props["retrievalClass"]["enum"] == list(RETRIEVAL_CLASSES)
+    tool = search_tool(None)  # the handler only: nothing PLUGIN.md declares
+    assert (tool.description, tool.input_schema, tool.admin_allowlist, tool.eager) == (None, None, None, None)
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -13,7 +13,7 @@ from surfacing_support import ACCOUNT, hook_input, seed
 from tests.conftest import run_cli
 from tests.host.manifests.conftest import Claude, bundle
 
-pytestmark = pytest.mark.external
+pytestmark = [pytest.mark.external, pytest.mark.e2e]
 
 
 def test_generated_hook_config_passes_claude_validate_and_runs_installed(tmp_path: Path, plughost_home: Path) -> None:

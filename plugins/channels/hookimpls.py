@@ -37,7 +37,7 @@ def plughost_channel_adapters(host: Host) -> list[ChannelAdapter]:
 
 @hookimpl
 def plughost_startup(host: Host) -> None:
-    """`plughost serve`: resume the turns a stopped server left unanswered (SPEC 10.1: nothing accepted
+    """`plughost serve`: resume the turns a stopped server left unanswered (docs/channels.md#resume: nothing accepted
     is lost), run the scheduler on the server's loop, warm the agent runner and screening's language
     model up in the background."""
     from plugins.channels import language, scheduler

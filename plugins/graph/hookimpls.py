@@ -8,29 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from host.runtime.hookspecs import hookimpl
+from plugins.graph.backend import backend_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.ports.graph import GraphStore
     from host.runtime.host import Host
     from host.runtime.types import CliCommand, Gate, Tool
     from host.util.settings import Setting
-
-
-def backend_name(env: Any) -> str:
-    """``PLUGHOST_STORE`` (sqlite|neo4j) wins; otherwise Neo4j when ``NEO4J_URI`` is set.
-
-    ``PLUGHOST_STORE=graph`` (this plugin's name: the host's choice among store plugins) keeps
-    the default.
-    """
-    from host.util.errors import UserError
-    from host.util.settings import STORE
-
-    chosen = (STORE.read(env) or "").lower()
-    if chosen and chosen != "graph":
-        if chosen not in ("sqlite", "neo4j"):
-            raise UserError(f"PLUGHOST_STORE: expected 'sqlite' or 'neo4j', got '{chosen}'")
-        return chosen
-    return "neo4j" if (env.get("NEO4J_URI") or "").strip() else "sqlite"
 
 
 def sqlite_path(host: Host) -> Any:

@@ -50,7 +50,7 @@ def plughost_startup(host: Host) -> None:
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
-    """Reports (SPEC 9.5) and preferences (SPEC 9.7), kept apart from the write tools."""
+    """Reports (docs/memory.md#reports) and preferences (docs/memory.md#preferences), kept apart from the write tools."""
     from plugins.memory.preferences import preference_tools
     from plugins.memory.reports import report_tools
 
@@ -67,7 +67,7 @@ def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_search(host: Host) -> list[Tool]:
-    """memory-search (SPEC 9.4): the hybrid retrieval pipeline in plugins/memory/retrieval/."""
+    """memory-search (docs/retrieval.md): the hybrid retrieval pipeline in plugins/memory/retrieval/."""
     from plugins.memory.retrieval.tool import search_tool
 
     return [search_tool(host)]
@@ -83,7 +83,7 @@ def plughost_query_expansions(host: Host, query: str, retrieval_class: str | Non
 
 @hookimpl
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
-    """The account owner's active standing rules (SPEC 9.7), for the channels plugin."""
+    """The account owner's active standing rules (docs/memory.md#preferences), for the channels plugin."""
     from plugins.memory.preferences import active_rules
 
     return active_rules(host.store(), account_id)
@@ -91,7 +91,7 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_conversations(host: Host) -> list[Tool]:
-    """Conversation search and append (SPEC 9.6)."""
+    """Conversation search and append (docs/memory.md#conversations)."""
     from plugins.memory.conversations import conversation_tools
 
     return conversation_tools(host)

@@ -1,4 +1,4 @@
-"""`plughost graph import` into Neo4j: one :class:`Neo4jImport` per import, a transaction a batch.
+"""`plughost graph import` into Neo4j (the store's ``import_session``): one :class:`Neo4jImport` per import, a transaction a batch.
 
 Why a session rather than independent batches: an edge whose target is a line of a later batch
 *waits* for that target, with its source's ``elementId`` (returned by the statement that
@@ -12,7 +12,7 @@ A batch's ids that the account lacks are created in one statement (``q_import_cr
 their edges: to a node of the same statement by position, to any other node of the account by
 key (one seek and one ``backlinkCount`` update per target, not per edge). Ids the account holds
 (a re-import) and repeats in the batch take the MERGE path every other write takes
-(``Neo4jStore._batch``), so re-importing converges. Edges that still have no target at the end
+(:func:`.writes.write_batch`), so re-importing converges. Edges that still have no target at the end
 (and the merge path's edges to later lines) MERGE by key then, a batch at a time, and are
 reported by line when their target never appeared.
 
@@ -34,10 +34,18 @@ from typing import TYPE_CHECKING, Any
 from host.ports.graph import OWNER_SCOPE, Guards
 from host.util.log import log
 from plugins.graph.common import Prepared, check_name, iso, keywords_of
-from plugins.graph.neo4j_store import BASE_LABEL, _clean_props
+from plugins.graph.neo4j_store.queries import BASE_LABEL
+from plugins.graph.neo4j_store.writes import clean_props, write_batch, write_edges, write_nodes
 
 if TYPE_CHECKING:
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plugins.graph.neo4j_store.store import Neo4jStore
+
+NEO4J_IMPORT_BATCH = 50000
+"""Nodes per import transaction on Neo4j unless ``--batch-size`` says otherwise: an edge between two
+batches changes a node an earlier transaction stored (its relationship chain, and its
+``backlinkCount`` when it is the target), where an edge inside a batch only adds to the new nodes,
+so fewer, bigger batches (this module; at 20k nodes / 60k edges one batch
+cost 4-6 server CPU-seconds, two 6-8, four 9-11, ten 11-13)."""
 
 Q_PRESENT = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
 RETURN collect(n.id) AS ids"""
@@ -157,7 +165,7 @@ class Neo4jImport:
     # ------------------------------------------------------------------ one batch
     def _merge(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
                lines: list[int]) -> _Plan:
-        ids, missing = self.store._batch(tx, items, edges, self.account_id, Guards(self.account_id))
+        ids, missing = write_batch(tx, items, edges, self.account_id, Guards(self.account_id))
         plan = _Plan(made=len(edges) - len(missing))
         for pos in missing:
             i, _, etype, to, props = edges[pos]
@@ -167,7 +175,8 @@ class Neo4jImport:
     def _create(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
                 lines: list[int]) -> _Plan:
         """The ids the account lacks are created with their edges and the edges waiting for
-        them; ids it holds (or repeated in the batch) and their edges MERGE as in ``_batch``."""
+        them; ids it holds (or repeated in the batch) and their edges MERGE as in
+        :func:`.writes.write_batch`."""
         account = self.account_id
         now = iso(time.time())
         ids = [item.id or "" for item in items]  # add() sends only items with ids here
@@ -180,7 +189,7 @@ class Neo4jImport:
                 rest.append(item)
                 continue
             pos_of[nid] = len(nodes)
-            props = _clean_props(item.properties)
+            props = clean_props(item.properties)
             if props.get("scope") is None:
                 props["scope"] = OWNER_SCOPE  # as write_defaults gives a new node under Guards(account)
             props.update(accountId=account, id=nid, createdAt=now, updatedAt=now, backlinkCount=0)
@@ -205,17 +214,17 @@ class Neo4jImport:
             t = pos_of.get(to)
             found = inner.get((etype, s, t)) if t is not None else outer.get((etype, s, to))
             if found is not None:
-                found["p"].update(_clean_props(props or {}))
+                found["p"].update(clean_props(props or {}))
                 if t is None:
                     also.setdefault(found["pos"], []).append(pos)
                 else:
                     plan.made += 1
             elif t is not None:
-                inner[(etype, s, t)] = {"s": s, "t": t, "p": _clean_props(props or {})}
+                inner[(etype, s, t)] = {"s": s, "t": t, "p": clean_props(props or {})}
                 nodes[t]["props"]["backlinkCount"] += 1
                 plan.made += 1
             else:
-                outer[(etype, s, to)] = {"pos": pos, "s": s, "type": etype, "p": _clean_props(props or {})}
+                outer[(etype, s, to)] = {"pos": pos, "s": s, "type": etype, "p": clean_props(props or {})}
         incoming: list[dict[str, Any]] = []
         for target, t in pos_of.items():
             for k, w in enumerate(self.waiting.get(target, ())):
@@ -249,9 +258,9 @@ class Neo4jImport:
                                 [lines[edges[p][0]] for p in (e["pos"], *repeats)]))
             self._came(tx, incoming, came, nodes, plan)
         if rest:
-            self.store._upsert(tx, rest, account, Guards(account))
+            write_nodes(tx, rest, account, Guards(account))
         if merged:
-            lost = self.store._edges(tx, [edge for _, edge in merged], account, known=ids)
+            lost = write_edges(tx, [edge for _, edge in merged], account, known=ids)
             plan.made += len(merged) - len(lost)
             for j in lost:
                 pos = merged[j][0]

@@ -1,0 +1,22 @@
+"""Which graph backend this install runs: the one place ``PLUGHOST_STORE`` and ``NEO4J_URI`` are decided."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def backend_name(env: Any) -> str:
+    """``PLUGHOST_STORE`` (sqlite|neo4j) wins; otherwise Neo4j when ``NEO4J_URI`` is set.
+
+    ``PLUGHOST_STORE=graph`` (this plugin's name: the host's choice among store plugins) keeps
+    the default.
+    """
+    from host.util.errors import UserError
+    from host.util.settings import STORE
+
+    chosen = (STORE.read(env) or "").lower()
+    if chosen and chosen != "graph":
+        if chosen not in ("sqlite", "neo4j"):
+            raise UserError(f"PLUGHOST_STORE: expected 'sqlite' or 'neo4j', got '{chosen}'")
+        return chosen
+    return "neo4j" if (env.get("NEO4J_URI") or "").strip() else "sqlite"

@@ -1,0 +1,76 @@
+"""The Neo4j store's schema: ``plugins/graph/schema.cypher``, created by name for what
+``SHOW INDEXES`` / ``SHOW CONSTRAINTS`` lack, never from a reader (``PLUGHOST_GRAPH_READ_ONLY=1``),
+which only logs what is missing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from host.util.log import log
+from plugins.graph.neo4j_store.queries import FULLTEXT_INDEX, Q_CONSTRAINT_NAMES, Q_INDEX_NAMES
+
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema.cypher"
+LEGACY_CONSTRAINT = "graph_node_id"
+"""The old store-wide id constraint; a writer drops it once the per-account one is in place."""
+
+
+def schema_statements(dimensions: int) -> list[str]:
+    """``schema.cypher`` split into statements, with the configured dimensions filled in."""
+    text = "\n".join(line for line in SCHEMA_FILE.read_text(encoding="utf-8").splitlines()
+                     if not line.strip().startswith("//"))
+    text = text.replace("{{dimensions}}", str(int(dimensions)))
+    return [s.strip() for s in re.split(r";\s*$", text, flags=re.M) if s.strip()]
+
+
+def statement_name(statement: str) -> str:
+    """The index or constraint name a schema statement creates."""
+    found = re.match(r"CREATE\s+(?:\w+\s+)*?(?:INDEX|CONSTRAINT)\s+(\w+)", statement, re.I)
+    if not found:
+        raise ValueError(f"schema.cypher: statement without a name: {statement[:60]}")
+    return found.group(1)
+
+
+def fulltext_shape(statement: str) -> tuple[list[str], list[str]]:
+    """(labels, properties) a CREATE FULLTEXT INDEX statement names, sorted (for drift checks)."""
+    labels = re.search(r"FOR \(n:([\w|]+)\)", statement)
+    props = re.findall(r"n\.(\w+)", statement.split("ON EACH", 1)[-1])
+    return sorted(labels.group(1).split("|")) if labels else [], sorted(props)
+
+
+
+def ensure_schema(rows: Callable[[str], list[Any]], auto: Callable[[str], None], *, dimensions: int,
+                  read_only: bool) -> list[str]:
+    """Create what ``schema.cypher`` names and the database lacks; returns the names created.
+
+    ``rows`` runs a read query, ``auto`` a statement that manages its own transaction (DDL).
+    Nothing runs when everything is there, so a read-only database user can start a store;
+    a reader (``read_only``) never runs DDL and only logs what is missing.
+    """
+    indexes = {r["name"]: (sorted(r["labelsOrTypes"] or []), sorted(r["properties"] or []))
+               for r in rows(Q_INDEX_NAMES)}
+    present = set(indexes) | {r["name"] for r in rows(Q_CONSTRAINT_NAMES)}
+    wanted = [(statement_name(s), s) for s in schema_statements(dimensions)]
+    missing = [(name, s) for name, s in wanted if name not in present]
+    changed = [(name, s) for name, s in wanted if name in indexes and name == FULLTEXT_INDEX
+               and indexes[name] != fulltext_shape(s)]
+    if changed and not read_only:  # the text-property union grew: rebuild the BM25 index
+        for name, _ in changed:
+            auto(f"DROP INDEX {name} IF EXISTS")
+            log("graph-store", "schema-dropped", name=name, reason="definition-changed")
+        missing += changed
+    if missing and read_only:
+        log("graph-store", "schema-missing", count=len(missing), names=",".join(n for n, _ in missing[:5]),
+            action="none", reason="read-only")
+        return []
+    for name, statement in missing:
+        auto(statement)
+        log("graph-store", "schema-created", name=name)
+    if LEGACY_CONSTRAINT in present and not read_only:
+        auto(f"DROP CONSTRAINT {LEGACY_CONSTRAINT} IF EXISTS")
+        log("graph-store", "schema-dropped", name=LEGACY_CONSTRAINT, reason="ids are per account")
+    if missing:
+        auto("CALL db.awaitIndexes(300)")  # new indexes answer queries once online
+    return [name for name, _ in missing]
