@@ -106,6 +106,7 @@ MODULE_STATE: dict[str, tuple[tuple[str, ...], Callable[..., None], str]] = {
                       "validators keyed by schema name, read from PLUGHOST_MANIFESTS_DIR's folder"),
     "host.util.redact": (("_formats",), _set_none,
                     "a fresh process builds them from <PLUGHOST_HOME>/cache/redact-patterns.json (and writes it)"),
+    "host.runtime.settings": (("_warned",), _clear, "an unknown PLUGHOST_* variable is warned once per process"),
     "plugins.memory.embedder": (("_warned",), _clear, "`[embed] warn provider=none ...` is logged once per process"),
     "plugins.memory.conversations": (("_SESSION_CONVERSATIONS",), _clear,
                                      "(store, guards, session) → Conversation id, found once per process"),
