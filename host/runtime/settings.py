@@ -122,6 +122,15 @@ def warn_unknown(host: Host) -> list[str]:
     return lines
 
 
+def check_values(host: Host) -> None:
+    """A UserError naming the first declared setting set to a value its type refuses: ``serve`` and
+    ``boot`` check every one before they start, so a bad value read only later (a resume batch, a
+    route's limit) stops the start instead of switching something off in a log line."""
+    for declared in table(host):
+        if (host.env.get(declared.setting.name) or "").strip():
+            declared.setting.read(host.env)
+
+
 # ---------------------------------------------------------------------- rendering
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "\\<").replace("\n", " ")

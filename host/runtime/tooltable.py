@@ -120,8 +120,9 @@ def build_tool_table(host: Host) -> ToolTable:
         if not impls:
             # No handlers: a declarative plugin, or one whose own MCP server serves it. A plugin
             # whose own ``python:`` module should provide them (none, raised, wrong type) is a defect.
-            if decls and manifest is not None and manifest.python and not _own_server(record):
-                failed = [e.reason for e in collected.errors if e.plugin == plugin]
+            # A failure of the plugin's own plughost_tools is a defect whoever serves the tools.
+            failed = [e.reason for e in collected.errors if e.plugin == plugin]
+            if decls and manifest is not None and manifest.python and (failed or not _own_server(record)):
                 detail = f"cannot be served: plughost_tools failed: {failed[0]}" if failed else NO_HANDLER
                 table.problems.extend(ToolProblem(plugin, d.name, "no-handler", detail) for d in decls)
             continue
@@ -138,7 +139,14 @@ def build_tool_table(host: Host) -> ToolTable:
             if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
                 table.withheld.setdefault(plugin, []).append(decl.name)
                 continue
-            derived = impl.input_schema if impl.from_signature else None  # PLUGIN.md gives none: the signature's
+            if not callable(impl.handler):  # e.g. the old Tool(name, description) form: text where the handler goes
+                table.problems.append(ToolProblem(plugin, decl.name, "no-handler",
+                                                  f"has a handler that is not callable ({type(impl.handler).__name__}); "
+                                                  "expected Tool(name, handler)"))
+                continue
+            # PLUGIN.md gives no inputSchema: the handler's signature is the schema (llm-style tools from signatures)
+            derived = (impl.input_schema if impl.from_signature else None) or (
+                None if decl.input_schema else _signature_schema(impl.handler))
             schema = dict(decl.input_schema or derived or DEFAULT_SCHEMA)
             schema.setdefault("type", "object")
             invalid = _schema_error(schema)
@@ -157,6 +165,16 @@ def build_tool_table(host: Host) -> ToolTable:
                                               "tools: (declare it there to serve it)"))
         table.served[plugin] = served
     return table
+
+
+def _signature_schema(handler: Any) -> Mapping[str, Any] | None:
+    """The schema a handler's signature gives, or None when the signature cannot say (``**kwargs``)."""
+    from host.runtime.types import schema_from_signature
+
+    try:
+        return schema_from_signature(handler)
+    except Exception:  # an annotation that does not resolve: the declaration's own default applies
+        return None
 
 
 def _own_server(record: Any) -> bool:

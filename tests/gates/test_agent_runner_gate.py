@@ -46,6 +46,8 @@ def test_serve_refuses_to_boot_on_a_bogus_agent(plughost_home: Path, tmp_path: P
     write_account(plughost_home)
     env = {**os.environ, "ACCOUNT_ID": ACCOUNT, "PLUGHOST_AGENT": "bogus"}
     proc = run_in_process(["serve", "--host", "127.0.0.1", "--port", "0"], env, cwd=tmp_path)  # refused before serving
-    assert proc.returncode != 0
-    assert "[channels] agent-runner FATAL reason=\"PLUGHOST_AGENT: expected one of" in proc.stderr
+    # the settings check refuses it before the gates run: one line naming the variable, exit 2
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == \
+        "plughost: PLUGHOST_AGENT: expected one of memory, claude, command (got 'bogus')", proc.stderr
     assert "Traceback" not in proc.stderr

@@ -192,6 +192,16 @@ def test_an_unknown_variable_is_warned_with_a_did_you_mean_never_fatal(cli) -> N
     assert quiet.returncode == 0 and "[settings]" not in quiet.stderr
 
 
+@pytest.mark.parametrize("command", [("boot", "--check"), ("serve", "--port", "0")])
+def test_serve_and_boot_refuse_a_bad_value_of_any_setting_before_they_start(cli, command) -> None:
+    """A value read only later (the resume batch, a route's limit) stops the start, not a feature."""
+    done = cli(*command, env={"PLUGHOST_RESUME_BATCH": "x"})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == \
+        "plughost: PLUGHOST_RESUME_BATCH: expected an integer from 1 to 10000 (got 'x')", done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_the_settings_command_lists_name_type_default_plugin_and_doc(cli) -> None:
     done = cli("settings", "--json")
     assert done.returncode == 0, done.stderr

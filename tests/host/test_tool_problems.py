@@ -200,3 +200,47 @@ def test_tools_list_serves_what_plugin_md_declares_and_logs_each_problem(tmp_pat
         assert [line for line in log if line.startswith("[mcp] op=tool-problem plugin=twice ")
                 and f" tool={tool} reason={reason} " in line], (tool, log)
     assert not [line for line in log if "op=tool-problem" in line and ("tool=t-ok" in line or "tool=t-fn" in line)]
+
+
+def test_a_failing_tools_hook_is_reported_even_beside_the_plugins_own_server(tmp_path: Path) -> None:
+    """A plugin with an ``mcp/`` folder (its server runs ``plughost mcp serve``) whose ``plughost_tools``
+    raises cannot serve anything: the problem is listed, not only found when the server starts."""
+    manifest = BAD_SCHEMA.replace("    inputSchema: {type: object, properties: {a: {type: wat}}}\n", "")
+    folder = _plugin(tmp_path / "pl", "sch", manifest, MODULES["raises"])
+    (folder / "mcp").mkdir()
+    (folder / "mcp" / "__main__.py").write_text("raise SystemExit(0)\n", encoding="utf-8")
+    (problem,) = _listed(tmp_path / "pl")["sch"]["toolProblems"]
+    assert "plughost_tools failed: RuntimeError: tools table broke" in problem, problem
+    check = run_cli("--plugins-dir", str(tmp_path / "pl"), "manifests", "check", str(folder))
+    assert check.returncode == 2 and "Traceback" not in check.stderr, check.stderr
+
+
+SIGNED = """---
+name: signed
+description: "Tools whose input schema PLUGIN.md leaves to the handler's signature."
+python: signed_tools
+tools:
+  - name: greet
+    description: "Greet someone by name."
+  - name: text-handler
+    description: "Declared with the old two-argument form: text where the handler goes."
+---
+"""
+
+
+def test_the_signature_is_the_schema_when_plugin_md_gives_none_and_a_text_handler_is_a_problem(tmp_path: Path) -> None:
+    module = ("from host.runtime.hookspecs import hookimpl\nfrom host.runtime.types import Tool\n\n"
+              "def greet(name: str) -> str:\n    return f'Hello, {name}!'\n\n@hookimpl\ndef plughost_tools(host):\n"
+              "    return [Tool('greet', greet), Tool('text-handler', 'Greets.')]\n")
+    folder = _plugin(tmp_path / "pl", "signed", SIGNED, module)
+    (problem,) = _listed(tmp_path / "pl")["signed"]["toolProblems"]
+    assert "'text-handler'" in problem and "not callable (str)" in problem, problem
+    check = run_cli("--plugins-dir", str(tmp_path / "pl"), "manifests", "check", str(folder))
+    assert check.returncode == 2 and "text-handler" in check.stderr and "greet" not in check.stderr, check.stderr
+    from host.runtime.host import Host
+
+    host = Host(plugins_dir=tmp_path / "pl", env={"PLUGHOST_HOME": str(tmp_path / "home"), "PLUGHOST_LOAD_PLUGINS": "signed"})
+    served = host.load().tools().served["signed"]
+    assert set(served) == {"greet"}
+    assert served["greet"].schema["properties"] == {"name": {"type": "string"}}
+    assert served["greet"].schema["required"] == ["name"]

@@ -17,7 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="print a JSON report (gate, status, inspected, defects) on stdout")
     parser.add_argument("--config-dir", type=Path, default=None,
                         help="Claude Code config dir to check registrations in (default: the one plughost "
-                             "install recorded; see README)")
+                             "install recorded; see docs/payload.md#install-record)")
     parser.add_argument("--account", default=None,
                         help="boot as this account: sets ACCOUNT_ID and limits account gates to it "
                              "(default: $ACCOUNT_ID for the env gate, every account for the others)")
@@ -32,6 +32,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     ctx.env = boot.command_env(ctx.env, args.account, args.brand, args.config_dir)
     t0 = time.perf_counter()
     host = ctx.host()
+    from host.runtime.settings import check_values
+
+    check_values(host)  # a set value its setting refuses: one line, exit 2, before anything starts
     load_ms = (time.perf_counter() - t0) * 1000
     report = boot.check_install(host, ctx.env, account=args.account, config_dir=args.config_dir, brand=args.brand,
                                 start=not args.check)

@@ -14,7 +14,7 @@ HELP = ("start every installed MCP server exactly as Claude Code would; compare 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-dir", type=Path, default=None, metavar="DIR",
-                        help="Claude Code config dir (default: the one plughost install recorded; see README)")
+                        help="Claude Code config dir (default: the one plughost install recorded; see docs/payload.md#install-record)")
     parser.add_argument("--timeout", type=float, default=30.0, metavar="S",
                         help="seconds each server gets to answer initialize and tools/list (default 30)")
     parser.add_argument("--json", action="store_true", help="print a JSON report on stdout")

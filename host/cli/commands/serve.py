@@ -42,7 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--account", default=None, help="serve as this account (sets ACCOUNT_ID)")
     parser.add_argument("--config-dir", type=Path, default=None,
                         help="Claude Code config dir the gates check and the claude runner runs in "
-                             "(default: the one plughost install recorded; see README)")
+                             "(default: the one plughost install recorded; see docs/payload.md#install-record)")
     parser.add_argument("--brand", default=None, help="brand for the specialist strip-list (default: $PLUGHOST_BRAND)")
     parser.add_argument("--open-local", action="store_true", default=None,
                         help="development: serve /mcp/* and admin routes to loopback requests without a credential "
@@ -111,6 +111,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
 
     ctx.env = boot.command_env(ctx.env, args.account, args.brand, args.config_dir)
     host = ctx.host()
+    from host.runtime.settings import check_values
+
+    check_values(host)  # a set value its setting refuses: one line, exit 2, before anything starts
     if host_app.open_local_requested(host, args.open_local) and not host_app.is_loopback_bind(args.host):
         raise UserError(f"--host {args.host}: refusing a non-loopback bind while MCP and admin routes are open "
                         "(--open-local / PLUGHOST_OPEN_LOCAL=1); drop the switch to require a credential")

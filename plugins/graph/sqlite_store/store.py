@@ -88,21 +88,27 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.env = dict(os.environ if env is None else env)
         self.vector_threads = vector_threads(self.env)  # checked before the file is opened
         self.vector_threads_set = VECTOR_THREADS.is_set(self.env)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not self.path.exists():  # every account's memory: the owner's alone (-wal and -shm follow it)
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
-        self.lock = threading.RLock()
-        self._import_lock = threading.Lock()  # one bulk import at a time per connection (its temp tables)
-        self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                    check_same_thread=False)
-        self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file only (WAL fixes it at the first write)
-        register_functions(self.conn)
-        self._set_wal()
-        self.conn.execute("PRAGMA synchronous = NORMAL")
-        self.conn.execute("PRAGMA foreign_keys = OFF")
-        self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
-        ensure_schema(self.conn, self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not self.path.exists():  # every account's memory: the owner's alone (-wal and -shm follow it)
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+            self.lock = threading.RLock()
+            self._import_lock = threading.Lock()  # one bulk import at a time per connection (its temp tables)
+            self.conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                        check_same_thread=False)
+            self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            self.conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file only (WAL fixes it at the first write)
+            register_functions(self.conn)
+            self._set_wal()
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA foreign_keys = OFF")
+            self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
+            ensure_schema(self.conn, self.path)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise  # another writer: the busy timeout's, not a bad file
+            raise UserError(f"{self.path}: cannot open the graph store ({exc}); expected a plughost store "
+                            "file (PLUGHOST_GRAPH_DB, or graph.sqlite under PLUGHOST_HOME)") from None
         self._writes = 0  # bumped by every local commit
         self._staged_sessions = 0  # open staged_session()s, and the cache size they restore
         self._staged_cache = 0

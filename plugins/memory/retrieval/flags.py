@@ -38,7 +38,7 @@ BASELINE: dict[str, Any] = {
     "vector_weight": VECTOR_WEIGHT, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH, "neighbours": 0.0,
     "neighbours_back": 0.0,
 }
-"""The baseline (docs/retrieval.md#baseline): every stage off, the spec's constants."""
+"""The baseline (docs/retrieval.md#baseline): every stage off, the baseline's constants."""
 SHIPPED: dict[str, Any] = {k: v.default for k, v in SETTINGS.items() if v.default != BASELINE[k]}
 """Where the shipped defaults differ from the baseline (the README's retrieval table)."""
 

@@ -217,3 +217,17 @@ def test_backlink_counts_match_the_edges_after_batches_repeats_and_deletes(tmp_p
     assert store.conn.execute("SELECT e.properties FROM edges e JOIN nodes s ON s.rid = e.source "
                               "JOIN nodes t ON t.rid = e.target WHERE s.id = 'n3' AND t.id = 'n1'").fetchone()[0] \
         == '{"w": 1}'
+
+
+@pytest.mark.parametrize("make", ["junk", "directory"])
+def test_a_file_that_is_no_store_is_one_line_naming_it(tmp_path: Path, make: str) -> None:
+    path = tmp_path / "graph.sqlite"
+    if make == "junk":
+        path.write_bytes(b"junk that is no SQLite file\n" * 10)
+    else:
+        path.mkdir()
+    with pytest.raises(UserError, match=rf"^{re.escape(str(path))}: cannot open the graph store \(") as caught:
+        SqliteStore(path, env={"ACCOUNT_ID": "a1"})
+    assert "\n" not in str(caught.value)
+    if make == "junk":
+        assert path.read_bytes().startswith(b"junk")  # left as it was
