@@ -127,7 +127,7 @@ def check_values(host: Host) -> None:
     ``boot`` check every one before they start, so a bad value read only later (a resume batch, a
     route's limit) stops the start instead of switching something off in a log line."""
     for declared in table(host):
-        if (host.env.get(declared.setting.name) or "").strip():
+        if not declared.setting.fallback and (host.env.get(declared.setting.name) or "").strip():
             declared.setting.read(host.env)
 
 

@@ -63,6 +63,9 @@ class Setting(Generic[T]):
     minimum: float | None = None
     maximum: float | None = None
     above: float | None = None
+    fallback: bool = False
+    """A bad value is logged by its reader and the default applies (the surfacing hook's values, which
+    the builtins-only hook stages read the same way), so the start check leaves it to the reader."""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Z][A-Z0-9_]*", self.name) or self.type not in KINDS:

@@ -67,16 +67,16 @@ SURFACE_COLD_TIMEOUT_MS: Setting[int] = Setting(
     "PLUGHOST_SURFACE_COLD_TIMEOUT_MS", "int", 8000, "milliseconds the hook's in-process fallback may take (50 at least)")
 SURFACE_BUDGET: Setting[int] = Setting(
     "PLUGHOST_SURFACE_BUDGET", "int", 2000, "characters surfaced into one prompt at most (a bad value: the default, logged)",
-    minimum=200, maximum=100_000)
+    minimum=200, maximum=100_000, fallback=True)
 SURFACE_LIMIT: Setting[int] = Setting(
     "PLUGHOST_SURFACE_LIMIT", "int", 4, "items surfaced into one prompt at most (a bad value: the default, logged)",
-    minimum=1, maximum=20)
+    minimum=1, maximum=20, fallback=True)
 SURFACE_MIN_SIMILARITY: Setting[float] = Setting(
     "PLUGHOST_SURFACE_MIN_SIMILARITY", "float", 0.3, "the vector similarity an item needs to be surfaced",
-    minimum=0, maximum=1)
+    minimum=0, maximum=1, fallback=True)
 SURFACE_MIN_BM25: Setting[float] = Setting(
     "PLUGHOST_SURFACE_MIN_BM25", "float", 0.5, "the normalised BM25 score an item found by BM25 alone needs",
-    minimum=0, maximum=1)
+    minimum=0, maximum=1, fallback=True)
 SURFACE_SERVER: Setting[bool | None] = Setting(
     "PLUGHOST_SURFACE_SERVER", "bool", None, "serve's loopback listener for the hooks (unset: under plughost serve only)")
 
