@@ -193,7 +193,8 @@ def flush(host: Host) -> None:
 
 
 def stop(host: Host) -> None:
-    """``plughost_shutdown``: write every queued call, then end the thread."""
-    current = host.state.pop(STATE_KEY)
+    """``plughost_shutdown``: write every queued call, then end the thread (it stays the host's, stopped:
+    a call after the shutdown is written inline)."""
+    current = host.state.get(STATE_KEY)
     if current is not None:
         current.stop()
