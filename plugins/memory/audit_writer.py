@@ -4,7 +4,8 @@
 the ToolCall (redaction, the Conversation look-up, the upsert) cost more than a BM25 search
 itself, so the hook only checks the process may record (the same checks as before, read at
 call time: the principal, ``PLUGHOST_AUDIT_MCP``, a reader) and enqueues the call. One
-background thread per host takes what is queued, prepares each call
+background thread per host takes what is queued once the calls pause (:data:`LINGER_S`) or a
+batch is full (:data:`BATCH`), prepares each call
 (:func:`plugins.memory.audit.prepare`) and writes the batch through the store in one guarded
 upsert per account, under the account's guards as the inline write did.
 
@@ -36,6 +37,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_QUEUED = 1024
 BATCH = 64
+LINGER_S = 0.05
+"""The writer waits this long for the next call before writing what it holds: a burst of calls is
+written after the burst (in one transaction), not between its calls, where it would compete for
+the interpreter and the cores with the next reply."""
 STATE_KEY: StateKey[AuditWriter] = StateKey("memory.audit-writer")
 _START_LOCK = threading.Lock()
 
@@ -129,11 +134,10 @@ class AuditWriter:
 
     def _run(self) -> None:
         while True:
-            first = self.queue.get()
-            batch: list[dict[str, Any] | None] = [first]
-            while len(batch) < BATCH:
-                try:
-                    batch.append(self.queue.get_nowait())
+            batch: list[dict[str, Any] | None] = [self.queue.get()]
+            while len(batch) < BATCH and batch[-1] is not None:
+                try:  # calls in quick succession: write once they pause (or a batch is full)
+                    batch.append(self.queue.get(timeout=LINGER_S))
                 except queue.Empty:
                     break
             calls = [c for c in batch if c is not None]
