@@ -212,10 +212,12 @@ def _audit_role(principal: Any) -> str | None:
     return principal.role.value if principal.role in (Role.PUBLIC, Role.SESSION) else None
 
 
-def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any], result: str,
-                       is_error: bool, started_at: str, completed_at: str) -> dict[str, Any] | None:
-    """``plughost_tool_called``: a plughost MCP call outside Claude Code (its PostToolUse hook
-    records the calls it makes, so a process it started, ``CLAUDECODE`` set, records nothing here).
+def served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any], result: str,
+                is_error: bool, started_at: str, completed_at: str) -> dict[str, Any] | None:
+    """``plughost_tool_called``: the :func:`record` arguments of a plughost MCP call outside Claude
+    Code, or None when this process records nothing (Claude Code's PostToolUse hook records the
+    calls it makes, so a process it started, ``CLAUDECODE`` set, records nothing here). The hook
+    queues them for plugins/memory/audit_writer.py; the checks below are made at call time.
 
     The session is the process's (``SESSION_ID`` / ``PLUGHOST_SESSION_ID``), else one
     conversation per day, ``mcp-<plugin>-<YYYY-MM-DD>``, so an auditor finds a day's calls together.
@@ -235,14 +237,12 @@ def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[st
         log("persist", "tool-call", "skipped", reason="read-only", tool=f"mcp__{plugin}__{tool}")
         return None
 
-    from plugins.memory import audit_writer
-
     role = _audit_role(principal)
     session = principal.session_key or f"mcp-{plugin}-{completed_at[:10]}"
-    return audit_writer.submit(host, dict(
-        account_id=account, session_id=session, tool_name=f"mcp__{plugin}__{tool}", tool_input=arguments,
-        tool_response=result, role=role, scopes=list(principal.scopes) if principal.scopes is not None else None,
-        agent=principal.agent, is_error=is_error, started_at=started_at, completed_at=completed_at, source="mcp"))
+    return dict(account_id=account, session_id=session, tool_name=f"mcp__{plugin}__{tool}", tool_input=arguments,
+                tool_response=result, role=role,
+                scopes=list(principal.scopes) if principal.scopes is not None else None, agent=principal.agent,
+                is_error=is_error, started_at=started_at, completed_at=completed_at, source="mcp")
 
 
 # the listing tool ------------------------------------------------------------------------------

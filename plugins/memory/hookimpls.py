@@ -112,10 +112,13 @@ def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str
                          is_error: bool, started_at: str, completed_at: str) -> None:
     """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/audit.py),
     queued for the background writer (plugins/memory/audit_writer.py)."""
-    from plugins.memory.audit import record_served_call
+    from plugins.memory import audit_writer
+    from plugins.memory.audit import served_call
 
-    record_served_call(host, plugin=plugin, tool=tool, arguments=arguments, result=result, is_error=is_error,
+    call = served_call(host, plugin=plugin, tool=tool, arguments=arguments, result=result, is_error=is_error,
                        started_at=started_at, completed_at=completed_at)
+    if call is not None:
+        audit_writer.submit(host, call)
 
 
 @hookimpl
