@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import threading
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -171,8 +172,29 @@ async def run_stdio_checked(server: PluginServer) -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(relay)
+            if server.host is not None and threading.current_thread() is threading.main_thread():
+                tg.start_soon(_close_on_sigterm, server)
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
             tg.cancel_scope.cancel()
+
+
+async def _close_on_sigterm(server: PluginServer) -> None:
+    """SIGTERM ends a stdio server after ``host.close()``: the shutdown hooks write what is queued
+    (the tool-call audit) and the store closes. The process then exits at once (status 0): the
+    thread blocked reading stdin would keep an ordinary exit waiting for the client's next line."""
+    import os
+    import signal
+    import sys
+
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            log("mcp", "op=stopping", plugin=server.plugin, signal="SIGTERM")
+            try:
+                await anyio.to_thread.run_sync(server.host.close)  # type: ignore[union-attr]
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
 
 
 def serve_stdio(host: Host, plugin: str) -> None:
@@ -229,7 +251,10 @@ def run_plugin_server(plugin: str) -> None:
         from host.runtime.settings import warn_unknown
 
         warn_unknown(host)
-        serve_stdio(host, plugin)
+        try:
+            serve_stdio(host, plugin)
+        finally:
+            host.close()  # the shutdown hooks: the tool-call audit's queue is written
     except PlughostError as exc:
         print(f"plughost mcp: {exc}", file=sys.stderr)
         raise SystemExit(exc.exit_code) from None

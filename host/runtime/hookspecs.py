@@ -384,7 +384,8 @@ def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str
     **Fires:** after every ``tools/call`` a plughost MCP server answered (stdio or ``/mcp/<plugin>``),
     unknown tools aside, off the event loop. The memory plugin's implementation stores a
     ``ToolCall`` node unless the process was started by Claude Code (``CLAUDECODE`` set: its
-    ``PostToolUse`` hook records those) or is a public or narrowed one.
+    ``PostToolUse`` hook records those) or is a public or narrowed one; it only queues the call, and
+    a background writer stores it (every queued call is stored by ``plughost_shutdown``).
 
     **Example:** ``audit.append({"tool": tool, "error": is_error})``.
     """

@@ -136,6 +136,36 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
            transcript_path: str | None = None, runner_session: str | None = None,
            source: str = "claude-code") -> dict[str, Any]:
     """Store one ToolCall (idempotent per tool-use id) and link it to its Conversation."""
+    prepared = prepare(host, account_id=account_id, session_id=session_id, tool_name=tool_name,
+                       tool_input=tool_input, tool_response=tool_response, role=role, scopes=scopes, agent=agent,
+                       is_error=is_error, tool_use_id=tool_use_id, started_at=started_at,
+                       completed_at=completed_at, transcript_path=transcript_path,
+                       runner_session=runner_session, source=source)
+    if isinstance(prepared, dict):
+        return prepared
+    guarded_upsert_many(host.store(), prepared.rows, guards=prepared.guards)
+    prepared.logged()
+    return prepared.result
+
+
+class Prepared:
+    """One ToolCall ready to write: its rows (the ToolCall, its Conversation's link), its guards,
+    and the ``[persist]`` line to log once they are stored."""
+
+    def __init__(self, rows: list[dict[str, Any]], guards: Guards, result: dict[str, Any],
+                 line: dict[str, Any]) -> None:
+        self.rows, self.guards, self.result, self.line = rows, guards, result, line
+
+    def logged(self) -> None:
+        log("persist", "tool-call", "persisted", **self.line)
+
+
+def prepare(host: Host, *, account_id: str, session_id: str, tool_name: str, tool_input: Any, tool_response: Any,
+            role: str | None = None, scopes: Any = None, agent: str | None = None, is_error: bool | None = None,
+            tool_use_id: str | None = None, started_at: str | None = None, completed_at: str | None = None,
+            transcript_path: str | None = None, runner_session: str | None = None,
+            source: str = "claude-code") -> Prepared | dict[str, Any]:
+    """The rows :func:`record` writes (redacted, clipped, their Conversation found), or the skip result."""
     reason = recordable(role, scopes, agent)
     if reason is None and not (session_id and tool_name):
         reason = "no-session-or-tool"
@@ -152,8 +182,8 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
     started = started_at or _tool_use_time(transcript_path, tool_use_id) or completed
     error = _response_error(tool_response) if is_error is None else bool(is_error)
     guards = Guards(account_id)
-    store = host.store()
-    conversation, created = session_conversation(store, guards, [s for s in (session_id, runner_session) if s])
+    conversation, created = session_conversation(host.store(), guards,
+                                                 [s for s in (session_id, runner_session) if s])
     key = tool_use_id or f"{tool_name}\x1f{started}\x1f{input_text}"
     node_id = "toolcall-" + hashlib.sha256("\x1f".join((account_id, session_id, key)).encode()).hexdigest()[:32]
     props = {"toolName": tool_name, "pluginName": plugin, "input": input_text, "output": output_text,
@@ -167,10 +197,9 @@ def record(host: Host, *, account_id: str, session_id: str, tool_name: str, tool
     rows: list[dict[str, Any]] = [{"id": node_id, "labels": [TOOL_CALL_LABEL], "properties": {k: v for k, v in props.items() if v is not None}},
             {"id": conversation, "labels": [CONVERSATION_LABEL], "properties": conv_props,
              "edges": [{"type": HAS_TOOL_CALL, "to": node_id}]}]
-    guarded_upsert_many(store, rows, guards=guards)
-    log("persist", "tool-call", "persisted", tool=tool_name[:80], plugin=plugin, conversation=conversation[:8],
-        isError=error, inputTruncated=input_cut, outputTruncated=output_cut)
-    return {"recorded": True, "id": node_id, "conversationId": conversation}
+    line = {"tool": tool_name[:80], "plugin": plugin, "conversation": conversation[:8], "isError": error,
+            "inputTruncated": input_cut, "outputTruncated": output_cut}
+    return Prepared(rows, guards, {"recorded": True, "id": node_id, "conversationId": conversation}, line)
 
 
 def _audit_role(principal: Any) -> str | None:
@@ -183,10 +212,12 @@ def _audit_role(principal: Any) -> str | None:
     return principal.role.value if principal.role in (Role.PUBLIC, Role.SESSION) else None
 
 
-def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any], result: str,
-                       is_error: bool, started_at: str, completed_at: str) -> dict[str, Any] | None:
-    """``plughost_tool_called``: a plughost MCP call outside Claude Code (its PostToolUse hook
-    records the calls it makes, so a process it started, ``CLAUDECODE`` set, records nothing here).
+def served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any], result: str,
+                is_error: bool, started_at: str, completed_at: str) -> dict[str, Any] | None:
+    """``plughost_tool_called``: the :func:`record` arguments of a plughost MCP call outside Claude
+    Code, or None when this process records nothing (Claude Code's PostToolUse hook records the
+    calls it makes, so a process it started, ``CLAUDECODE`` set, records nothing here). The hook
+    queues them for plugins/memory/audit_writer.py; the checks below are made at call time.
 
     The session is the process's (``SESSION_ID`` / ``PLUGHOST_SESSION_ID``), else one
     conversation per day, ``mcp-<plugin>-<YYYY-MM-DD>``, so an auditor finds a day's calls together.
@@ -208,10 +239,10 @@ def record_served_call(host: Host, *, plugin: str, tool: str, arguments: dict[st
 
     role = _audit_role(principal)
     session = principal.session_key or f"mcp-{plugin}-{completed_at[:10]}"
-    return record(host, account_id=account, session_id=session, tool_name=f"mcp__{plugin}__{tool}",
-                  tool_input=arguments, tool_response=result, role=role,
-                  scopes=list(principal.scopes) if principal.scopes is not None else None, agent=principal.agent,
-                  is_error=is_error, started_at=started_at, completed_at=completed_at, source="mcp")
+    return dict(account_id=account, session_id=session, tool_name=f"mcp__{plugin}__{tool}", tool_input=arguments,
+                tool_response=result, role=role,
+                scopes=list(principal.scopes) if principal.scopes is not None else None, agent=principal.agent,
+                is_error=is_error, started_at=started_at, completed_at=completed_at, source="mcp")
 
 
 # the listing tool ------------------------------------------------------------------------------

@@ -110,11 +110,15 @@ def plughost_tools_audit(host: Host) -> list[Tool]:
 @hookimpl
 def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str, Any], result: str,
                          is_error: bool, started_at: str, completed_at: str) -> None:
-    """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/audit.py)."""
-    from plugins.memory.audit import record_served_call
+    """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/audit.py),
+    queued for the background writer (plugins/memory/audit_writer.py)."""
+    from plugins.memory import audit_writer
+    from plugins.memory.audit import served_call
 
-    record_served_call(host, plugin=plugin, tool=tool, arguments=arguments, result=result, is_error=is_error,
+    call = served_call(host, plugin=plugin, tool=tool, arguments=arguments, result=result, is_error=is_error,
                        started_at=started_at, completed_at=completed_at)
+    if call is not None:
+        audit_writer.submit(host, call)
 
 
 @hookimpl
@@ -162,10 +166,11 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plugins.memory import embed_queue
+    from plugins.memory import audit_writer, embed_queue
     from plugins.memory.collections import watch
     from plugins.memory.surfacing.server import stop
 
+    audit_writer.stop(host)  # every queued tool call stored before the store closes
     embed_queue.stop(host)
     watch.stop(host)
     stop(host)
