@@ -225,7 +225,15 @@ def start_serve(*args: str, env: dict[str, str] | None = None, plugins_dir: Path
     if not sp.port:
         proc.kill()
         proc.wait()
-        raise AssertionError(f"serve did not start: {''.join(lines)}\n{stderr_path.read_text(errors='replace')}")
+        err_text = stderr_path.read_text(errors='replace')
+        if "address already in use" in err_text and "--port" not in args and not getattr(start_serve, "_retrying", False):
+            # --port 0 probes a free port before uvicorn binds it: another worker's server took it in between
+            start_serve._retrying = True  # type: ignore[attr-defined]
+            try:
+                return start_serve(*args, env=env, plugins_dir=plugins_dir, wait=wait, timeout=timeout)
+            finally:
+                start_serve._retrying = False  # type: ignore[attr-defined]
+        raise AssertionError(f"serve did not start: {''.join(lines)}\n{err_text}")
     sp.reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
     sp.reader.start()
     return sp
