@@ -116,3 +116,12 @@ def test_a_greeting_is_not_searched_when_classified(store, capsys):
     out = search(store, SearchRequest("hi", limit=5, retrieval_class="general"), guards=Guards(ACCOUNT), flags=flags,
                  emit_log=False)
     assert out.rows and out.stats["retrievalClass"] == "general"
+
+
+@pytest.mark.parametrize("query", ["What did Caroline research?", "When did Ana move to Porto?", "copy files",
+                                   "opening hours", "How do I list open network sockets"])
+def test_expansion_gives_three_to_five_variants_for_two_content_words_or_more(query):
+    from plugins.memory.retrieval.expand import rule_based
+
+    variants = rule_based(query)
+    assert 3 <= len(variants) <= 5 and query.lower() not in variants and len(set(variants)) == len(variants)
