@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from retrieval_support import ACCOUNT, LookupEmbedder, row
 
 from host.ports.graph import Guards
@@ -125,3 +127,13 @@ def test_expansion_gives_three_to_five_variants_for_two_content_words_or_more(qu
 
     variants = rule_based(query)
     assert 3 <= len(variants) <= 5 and query.lower() not in variants and len(set(variants)) == len(variants)
+
+_TEXT = st.text(alphabet=st.sampled_from(list("AaBb and or vs Ana Ben when did she ?,'’-\u00e9\u4e2d ")), max_size=300)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT)
+def test_the_question_stages_never_raise_on_any_text(query):
+    parts = decompose(query)
+    assert len(parts) <= 3 and all(p and p.casefold() != query.strip().casefold() for p in parts)
+    assert classify(query) in ("none", "temporal", None)
