@@ -10,7 +10,8 @@ permission notice (/usr/share/doc/debian-faq/copyright); the bench reads it in p
 Passages: every numbered section (``7.4. What is a Debian control file?``) is cut into its
 paragraphs; a bullet list, an indented example or a very short paragraph joins the paragraph
 before it (up to :data:`PASSAGE_CAP` characters), so a passage is about one paragraph or one
-short answer. A passage id is ``faq:<section>#<n>``, n counting from 1 within the section: stable
+short answer. A passage id is ``faq:<section>#<n>`` (``faq:ch<chapter>#<n>`` for the
+paragraphs before a chapter's first section), n counting from 1 within the section: stable
 for a given package version. The FAQ is not threaded, so the passages go in as
 KnowledgeDocument nodes (title = the section heading, content = the paragraph), not as Messages.
 
@@ -36,7 +37,7 @@ SHORT = 80
 TYPES = ("single", "multi-hop", "temporal", "open-domain")
 
 _HEADING = re.compile(r"^(\d+(?:\.\d+)+)\.\s+(\S.*)$")
-_CHAPTER = re.compile(r"^Chapter \d+\.")
+_CHAPTER = re.compile(r"^Chapter\s+(\d+)\.\s+(\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Passage:
     @property
     def document(self) -> str:
         """What is embedded and what the bench's own BM25 reads: the heading, then the paragraph."""
-        return f"{self.section}. {self.heading}\n{self.text}"
+        return f"{self.heading}\n{self.text}"
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,8 @@ def _flat(block: list[str]) -> str:
 
 
 def split(source: str) -> list[Passage]:
-    """The numbered sections of the FAQ's text rendering, cut into passages (the table of contents,
-    indented, and the chapter title lines are not sections)."""
+    """The numbered sections of the FAQ's text rendering, and each chapter's introduction, cut into
+    passages (the table of contents, indented, is not read)."""
     sections: list[tuple[str, list[str], list[str]]] = []  # (number, heading lines, body lines)
     in_heading = False
     for line in source.splitlines():
@@ -101,9 +102,10 @@ def split(source: str) -> list[Passage]:
             sections.append((m.group(1), [m.group(2)], []))
             in_heading = True
             continue
-        if _CHAPTER.match(line):
-            sections.append(("", [], []))  # closes the section before; dropped below
-            in_heading = False
+        c = _CHAPTER.match(line)
+        if c:  # a chapter's own introduction, before its first section: "faq:ch3#1"
+            sections.append((f"ch{c.group(1)}", [c.group(2)], []))
+            in_heading = True
             continue
         if not sections:
             continue
@@ -114,8 +116,6 @@ def split(source: str) -> list[Passage]:
         sections[-1][2].append(line)
     passages: list[Passage] = []
     for number, heading_lines, body in sections:
-        if not number:
-            continue
         heading = _flat(heading_lines)
         texts: list[str] = []
         for block in _blocks(body):
