@@ -533,6 +533,7 @@ def type_table(title: str, typed: dict[str, dict[str, tuple[int, dict]]]) -> Non
             if t == "all" and len(per) == 2:
                 continue  # one type only: its row is the whole set
             print(f"| {name} | {t} | {n} | {m['R@5']:.4f} | {m['R@10']:.4f} | {m['all@5']:.4f} |")
+    print()
 
 
 def target_line(title: str, set_name: str, results: dict[str, dict[str, float]], ref: dict[str, float],

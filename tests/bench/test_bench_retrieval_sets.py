@@ -121,3 +121,8 @@ def test_per_type_rows_and_the_one_evidence_row() -> None:
     assert typed[rq.ONE][0] == 2 and typed[rq.ONE][1]["R@5"] == pytest.approx(0.5)
     assert typed["all"][1]["R@5"] == pytest.approx((1 + 0 + 0.5) / 3)
     assert list(rq.by_type([[1], [2]], ["single", "single"])) == ["single", "all"]
+
+
+def test_realtext_says_what_to_install_when_the_package_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(realtext.MissingSource, match="apt-get install -y debian-faq"):
+        realtext.passages(tmp_path / "debian-faq.en.txt.gz")
