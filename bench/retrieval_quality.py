@@ -258,11 +258,11 @@ def by_type(ranked: list[Ranks], types: list[str]) -> dict[str, tuple[int, dict[
         out[ONE] = (len(one), metrics(one))
     out["all"] = (len(ranked), metrics(ranked))
     return out
-ONE = "one evidence item"
-"""On conversations, the questions the set had before it had multi-hop ones: the acceptance line's."""
 
 
 TYPE_ORDER = ["single", "temporal", "multi-hop", "open-domain"]
+ONE = "one evidence item"
+"""On conversations, the questions the set had before it had multi-hop ones: the acceptance line's."""
 
 
 class OkapiBM25:
