@@ -111,7 +111,27 @@ def hybrid_configs(set_name: str, tuning: bool) -> list[tuple[str, dict[str, str
                 ("stem+stop, normalised 0.5/0.5, pool 100", {**last, "PLUGHOST_GS_CANDIDATES": "100"}),
                 ("stem+stop, normalised 0.5/0.5, pool 100, neighbours 0.3 (last round's defaults)",
                  {**last, "PLUGHOST_GS_CANDIDATES": "100", "PLUGHOST_GS_NEIGHBOURS": "0.3"})]
-    return out + [(DEFAULTS, None)]
+    return out + stage_configs() + [(DEFAULTS, None)]
+
+
+BEFORE = {**STEM, "PLUGHOST_GS_NORMALIZE": "1", "PLUGHOST_GS_VECTOR_WEIGHT": "0.5", "PLUGHOST_GS_CANDIDATES": "200",
+          "PLUGHOST_GS_NEIGHBOURS": "0.3"}
+"""The defaults before this round's stages (issue #34), spelled out: the "before" of every set."""
+STAGES = (
+    ("MMR λ 0.85", {"PLUGHOST_GS_MMR": "0.85"}),
+    ("MMR λ 0.7", {"PLUGHOST_GS_MMR": "0.7"}),
+    ("MMR λ 0.7, same conversation 0.5", {"PLUGHOST_GS_MMR": "0.7", "PLUGHOST_GS_MMR_SESSION": "0.5"}),
+    ("compound questions", {"PLUGHOST_GS_COMPOUND": "1"}),
+    ("classify, dated turns 0.3", {"PLUGHOST_GS_CLASSIFY": "1", "PLUGHOST_GS_DATED": "0.3"}),
+    ("recency 0.1", {"PLUGHOST_GS_RECENCY": "0.1"}),
+    ("expansion (rule-based, 3-5 variants)", {"PLUGHOST_GS_EXPANSION": "1"}),
+)
+"""This round's stages, each alone on top of :data:`BEFORE`, on every set (the ablation)."""
+
+
+def stage_configs() -> list[tuple[str, dict[str, str]]]:
+    return [("before: last round's defaults", BEFORE)] + [(f"before + {name}", {**BEFORE, **env})
+                                                           for name, env in STAGES]
 
 
 def grid_configs() -> list[tuple[str, dict[str, str]]]:
