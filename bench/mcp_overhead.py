@@ -8,8 +8,8 @@ memory-search is BM25 only). Then times the same queries three ways: in process
 (``tooltable.call_tool``, the argument checks MCP makes, no transport), and through a real
 ``python -m host.cli mcp serve memory`` with the SDK's client over stdio, once with the
 tool-call audit on (the shipped default: each call's ToolCall queued for the background writer,
-plugins/memory/audit_writer.py) and once with ``PLUGHOST_AUDIT_MCP=0``, with a ``ping`` round
-trip before each of those calls (the transport alone). The floor in the same
+plugins/memory/audit_writer.py) and once with ``PLUGHOST_AUDIT_MCP=0``, with a ``tools/list``
+round trip before each of those calls (the transport alone). The floor in the same
 run is bare FTS5 (``MATCH`` + ``bm25()`` + ``LIMIT``) on the same store file. Prints p50/p95, the
 ratio to the floor, the overhead of MCP over the in-process call in ms, and checks the audited
 server stored exactly one ToolCall per call once it exited.
@@ -75,8 +75,8 @@ def tool_call_rows(db: Path) -> int:
 
 def over_mcp(env: dict[str, str], queries: list[str], pings: list[float] | None = None) -> list[float]:
     """Each query's client-side wall time over a fresh stdio server (after WARMUP calls); with
-    ``pings``, a ``ping`` round trip before each call too (the transport alone: JSON-RPC both ways,
-    the SDK's dispatch, no tool, no thread, no audit)."""
+    ``pings``, a ``tools/list`` round trip (the client's cache bypassed) before each call too: the
+    transport alone, JSON-RPC both ways and the SDK's dispatch, no tool, no thread, no audit."""
     import anyio
     from mcp import Client, StdioServerParameters
 
@@ -90,7 +90,7 @@ def over_mcp(env: dict[str, str], queries: list[str], pings: list[float] | None 
             for q in queries:
                 if pings is not None:
                     t = time.perf_counter()
-                    await client.send_ping()
+                    await client.list_tools(cache_mode="bypass")
                     pings.append((time.perf_counter() - t) * 1000)
                 t = time.perf_counter()
                 result = await client.call_tool("memory-search", {"query": q})
@@ -166,7 +166,7 @@ def main() -> int:
     runs = {"raw floor: bare FTS5": fts, "memory-search in process (tooltable.call_tool)": inproc,
             "memory-search over stdio MCP, audit queued (default)": audited,
             "memory-search over stdio MCP, PLUGHOST_AUDIT_MCP=0": unaudited,
-            "MCP ping round trip over the same stdio server (the transport alone)": pings}
+            "tools/list round trip over the same stdio server (the transport alone)": pings}
     floor50, floor95 = pct(fts, 0.5), pct(fts, 0.95)
     print(f"\n{args.nodes} nodes, {len(queries)} queries (BM25 only, no embedder), after {WARMUP} warm-up calls each\n")
     print("| measurement | p50 ms | p95 ms | p50 / floor | p95 / floor |")
@@ -180,7 +180,7 @@ def main() -> int:
         print(f"MCP overhead over the in-process call ({name}): p50 +{pct(values, 0.5) - base50:.2f} ms, "
               f"p95 +{pct(values, 0.95) - base95:.2f} ms ({pct(values, 0.5) / base50:.2f}x in process at p50)")
     print(f"the audit's cost on the reply path: p50 {pct(audited, 0.5) - pct(unaudited, 0.5):+.2f} ms")
-    print(f"the transport alone (ping round trip): p50 {pct(pings, 0.5):.2f} ms; the rest of the overhead (tools/call "
+    print(f"the transport alone (tools/list round trip): p50 {pct(pings, 0.5):.2f} ms; the rest of the overhead (tools/call "
           f"dispatch, argument check, the handler's thread, the result): p50 "
           f"{pct(unaudited, 0.5) - base50 - pct(pings, 0.5):+.2f} ms")
     expected = len(queries) + WARMUP
