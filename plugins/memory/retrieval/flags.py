@@ -30,13 +30,14 @@ SETTINGS: dict[str, Setting[Any]] = {
     "min_score": s.SEARCH_MIN_SCORE, "paths": s.SEARCH_PATHS, "stem": s.SEARCH_STEM, "stopwords": s.SEARCH_STOPWORDS,
     "vector_weight": s.SEARCH_VECTOR_WEIGHT, "rrf_k": s.SEARCH_RRF_K, "rerank_depth": s.SEARCH_RERANK_DEPTH,
     "neighbours": s.SEARCH_NEIGHBOURS, "neighbours_back": s.SEARCH_NEIGHBOURS_BACK,
+    "entities": s.SEARCH_ENTITIES, "entity_weight": s.SEARCH_ENTITY_WEIGHT,
 }
 """Each field's setting."""
 BASELINE: dict[str, Any] = {
     "expansion": False, "route": False, "rrf": False, "boosts": False, "dedup": False, "normalize": False,
     "candidates": DEFAULT_CANDIDATES, "min_score": 0.0, "paths": "hybrid", "stem": False, "stopwords": False,
     "vector_weight": VECTOR_WEIGHT, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH, "neighbours": 0.0,
-    "neighbours_back": 0.0,
+    "neighbours_back": 0.0, "entities": False, "entity_weight": s.SEARCH_ENTITY_WEIGHT.default,
 }
 """The baseline (docs/retrieval.md#baseline): every stage off, the baseline's constants."""
 SHIPPED: dict[str, Any] = {k: v.default for k, v in SETTINGS.items() if v.default != BASELINE[k]}
@@ -63,6 +64,8 @@ class SearchFlags:
     rerank_depth: int | None = s.SEARCH_RERANK_DEPTH.default
     neighbours: float = s.SEARCH_NEIGHBOURS.default
     neighbours_back: float = s.SEARCH_NEIGHBOURS_BACK.default
+    entities: bool = s.SEARCH_ENTITIES.default
+    entity_weight: float = s.SEARCH_ENTITY_WEIGHT.default
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:

@@ -19,7 +19,9 @@ from host.ports.graph import GraphStore, Guards, Node
 from host.runtime.types import RetrievalBoost
 from host.util.errors import UserError
 from host.util.log import log
+from plugins.memory.entities.graph import DERIVED_LABELS
 from plugins.memory.retrieval import boosts as boost_stage
+from plugins.memory.retrieval import entities as entity_stage
 from plugins.memory.retrieval import expand as expand_stage
 from plugins.memory.retrieval import fuse, rank, route
 from plugins.memory.retrieval import neighbours as neighbour_stage
@@ -85,6 +87,7 @@ class SearchOutcome:
                     "score": r.score,
                     "vector": r.vector,
                     "bm25": r.bm25,
+                    "entity": r.entity,
                     "properties": r.visible_properties(),
                     "related": [
                         {"type": nb.type, "direction": nb.direction, "id": nb.node.id,
@@ -135,7 +138,7 @@ def search(
     request = request.checked()
     flags = flags or SearchFlags.baseline()  # no flags: the baseline (docs/retrieval.md#baseline); callers pass from_env's
     started = time.perf_counter()
-    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0}
+    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0, "entity_ms": 0.0}
 
     # EXPAND
     queries = [request.query]
@@ -149,7 +152,7 @@ def search(
     plan = route.plan(request.retrieval_class, enabled=flags.route, labels=request.labels)
     k = max(flags.candidates, request.limit)
     lists: list[fuse.RankedList] = []
-    vector_hits = bm25_hits = 0
+    vector_hits = bm25_hits = entity_hits = 0
 
     if not plan.skip:
         # EMBED → VECTOR
@@ -181,7 +184,21 @@ def search(
             bm25_hits += sum(len(x.hits) for x in extra)
             lists.extend(extra)
         stats["bm25_ms"] = (time.perf_counter() - t) * 1000
+        # ENTITIES (the question's entities -> the nodes that mention them, one hop)
+        if flags.entities and flags.paths == "hybrid":
+            t = time.perf_counter()
+            ranked, entity_stats = entity_stage.entity_list(store, request.query, guards, k, plan.labels)
+            stats.update(entity_stats)
+            if ranked is not None:
+                entity_hits = len(ranked.hits)
+                lists.append(ranked)
+            stats["entity_ms"] = (time.perf_counter() - t) * 1000
 
+    # Entity and Fact nodes index the Messages that mention them; they are no results of their own
+    if not DERIVED_LABELS.intersection(request.labels or ()):
+        lists = [x if not any(DERIVED_LABELS.intersection(h.node.labels) for h in x.hits) else
+                 fuse.RankedList(x.channel, [h for h in x.hits if not DERIVED_LABELS.intersection(h.node.labels)],
+                                 x.source) for x in lists]
     if visible is not None:
         lists = [fuse.RankedList(x.channel, [h for h in x.hits if visible(h.node)], x.source) for x in lists]
 
@@ -191,7 +208,7 @@ def search(
     if flags.rrf:
         fuse.rrf(merged, lists, k=flags.rrf_k, weights=plan.rrf_weights())
     else:
-        fuse.weighted(merged, *weights(plan, flags))
+        fuse.weighted(merged, *weights(plan, flags), entity_weight=flags.entity_weight if flags.entities else 0.0)
 
     # NEIGHBOURS (a turn inherits part of the score of the candidate turns before it)
     propagated = neighbour_stage.propagate(list(merged.values()), flags.neighbours, flags.neighbours_back)
@@ -235,11 +252,12 @@ def search(
     stats["format_ms"] = (time.perf_counter() - t) * 1000
 
     ms = (time.perf_counter() - started) * 1000
-    stats.update(expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, fused=len(merged),
-                 boosted=boosted, neighbours=propagated, deduped=deduped, final=len(rows), mode=flags.mode,
+    stats.update(expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, entity=entity_hits,
+                 fused=len(merged), boosted=boosted, neighbours=propagated, deduped=deduped, final=len(rows), mode=flags.mode,
                  ms=ms, compact=compact)
     if emit_log:
         log("graph-search:hybrid", accountId=guards.account_id[:8], retrievalClass=request.retrieval_class,
-            expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, fused=len(merged),
-            boosted=boosted, deduped=deduped, final=len(rows), mode=flags.mode, ms=f"{ms:.1f}")
+            expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits,
+            **({"entity": entity_hits} if flags.entities else {}), fused=len(merged), boosted=boosted,
+            deduped=deduped, final=len(rows), mode=flags.mode, ms=f"{ms:.1f}")
     return SearchOutcome(rows, text, compact, queries, stats)
