@@ -54,6 +54,9 @@ OFF = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMA
 """The baseline (docs/retrieval.md#baseline), spelled out: configurations below change only what they name."""
 STEM = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1"}
 DEFAULTS = "defaults (no PLUGHOST_GS_* set)"
+ENTITY_FORM = " + entities"
+"""The store name suffix of the form whose turns' entities were written (``--entities``)."""
+ENTITIES = "defaults + entities (PLUGHOST_GS_ENTITIES=1)"
 
 
 def _shipped(key: str) -> str:
@@ -95,6 +98,25 @@ def hybrid_configs(set_name: str, tuning: bool) -> list[tuple[str, dict[str, str
                 ("stem+stop, normalised 0.5/0.5, pool 100, neighbours 0.3 (last round's defaults)",
                  {**last, "PLUGHOST_GS_CANDIDATES": "100", "PLUGHOST_GS_NEIGHBOURS": "0.3"})]
     return out + [(DEFAULTS, None)]
+
+
+def entity_configs(tuning: bool) -> list[tuple[str, dict[str, str] | None]]:
+    """On the store whose entities were written: the defaults (the path off: Entity nodes change
+    nothing) and the defaults with the entity path; on the tuning seed, its weight and RRF too."""
+    out: list[tuple[str, dict[str, str] | None]] = [(DEFAULTS, None),
+                                                    (ENTITIES, OverDefaults(PLUGHOST_GS_ENTITIES="1"))]
+    if tuning:
+        out += [(f"defaults + entities, weight {w}", OverDefaults(PLUGHOST_GS_ENTITIES="1", PLUGHOST_GS_ENTITY_WEIGHT=w))
+                for w in ENTITY_WEIGHTS]
+        out.append(("defaults with RRF + entities", OverDefaults(PLUGHOST_GS_ENTITIES="1", PLUGHOST_GS_RRF="1")))
+    return out
+
+
+class OverDefaults(dict):
+    """A configuration's variables over the shipped defaults (the others are over the baseline)."""
+
+
+ENTITY_WEIGHTS = ("0.1", "0.2", "0.4", "0.5")
 
 
 def grid_configs() -> list[tuple[str, dict[str, str]]]:
@@ -286,9 +308,14 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
     digest = hashlib.sha256("\x00".join(t.id + t.speaker + t.text + t.at.isoformat()
                                       for t in data.turns).encode()).hexdigest()[:8]
     stores = {}
-    settings = [(turns, mode) for turns in args.context for mode in (args.embed if turns else ["turn"])]
-    for turns, mode in settings:
-        store = open_store(work / f"conversations-{digest}-c{turns}-{mode}.sqlite", embedder.dimensions)
+    settings = [(turns, mode, False) for turns in args.context for mode in (args.embed if turns else ["turn"])]
+    if args.entities:  # the shipped form once more, its turns' entities and facts written (PLUGHOST_MEMORY_ENTITIES=1)
+        from plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+
+        settings.append((DEFAULT_TURNS, DEFAULT_EMBED, True))
+    for turns, mode, with_entities in settings:
+        suffix = "-entities" if with_entities else ""
+        store = open_store(work / f"conversations-{digest}-c{turns}-{mode}{suffix}.sqlite", embedder.dimensions)
         if store.count(guards=Guards(ACCOUNT), labels=["Message"]) != len(data.turns):
             jsonl = work / "conversations.jsonl"
             with open(jsonl, "w", encoding="utf-8") as fh:
@@ -302,13 +329,16 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
                                          "edges": [{"type": "HAS_MESSAGE", "to": t.id} for t in session]}) + "\n")
             os.environ["PLUGHOST_MESSAGE_CONTEXT_TURNS"] = str(turns)
             os.environ["PLUGHOST_MESSAGE_EMBED"] = mode
+            os.environ["PLUGHOST_MEMORY_ENTITIES"] = "1" if with_entities else "0"
             started = time.perf_counter()
             import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
             embedder.save()
-            print(f"  imported {len(data.turns)} turns (context {turns}, embed {mode}) in "
-                  f"{time.perf_counter() - started:.1f} s")
+            os.environ.pop("PLUGHOST_MEMORY_ENTITIES")
+            print(f"  imported {len(data.turns)} turns (context {turns}, embed {mode}{', entities' if with_entities else ''}) "
+                  f"in {time.perf_counter() - started:.1f} s")
             jsonl.unlink()
-        stores[f"context {turns}, embed {mode}" if turns else "context 0"] = store
+        name = f"context {turns}, embed {mode}" if turns else "context 0"
+        stores[name + (ENTITY_FORM if with_entities else "")] = store
     kinds = Counter(q.kind for q in data.questions)
     print(f"conversations: {len(data.sessions)} sessions, {len(data.turns)} turns, {len(data.questions)} questions "
           f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}); seed {seed}")
@@ -321,7 +351,8 @@ def run(store, evaluated, embedder, configs, memo: bool = True) -> tuple[dict[st
     from plugins.memory.retrieval import SearchFlags, SearchRequest, search
     from plugins.memory.retrieval.expand import rule_based
 
-    flags = [(name, SearchFlags.from_env({} if env is None else {**OFF, **env})) for name, env in configs]
+    flags = [(name, SearchFlags.from_env({} if env is None else env if isinstance(env, OverDefaults) else {**OFF, **env}))
+             for name, env in configs]
     cached = MemoStore(store, memo)
     guards = Guards(ACCOUNT)
     ranks: dict[str, list[int | None]] = {name: [] for name, _ in flags}
@@ -375,7 +406,9 @@ def evaluate(set_name: str, stores: dict, evaluated, docs: dict[str, str], embed
     main_form = shipped_form(set_name)
     for store_name, store in stores.items():
         configs: list[tuple[str, dict[str, str] | None]] = [*single_configs(set_name)]
-        if store_name == main_form:
+        if store_name == main_form + ENTITY_FORM:
+            configs = entity_configs(tuning)
+        elif store_name == main_form:
             configs += hybrid_configs(set_name, tuning)
             if args.grid and tuning:
                 configs += grid_configs()
@@ -456,6 +489,8 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=None, help="keep the stores and embeddings here between runs")
     ap.add_argument("--grid", action="store_true",
                     help="also sweep fusion weight, pool, neighbour share and RRF k on the tuning conversation set")
+    ap.add_argument("--entities", action="store_true",
+                    help="also build the shipped form with its entities written and measure the entity path on it")
     ap.add_argument("--no-memo", action="store_true", help="run every store search for real (slow; for checking)")
     bench_results.add_flag(ap)
     args = ap.parse_args()

@@ -56,7 +56,7 @@ SEARCH_ENTITIES: Setting[bool] = Setting(
     "PLUGHOST_GS_ENTITIES", "bool", False,
     "a third retrieval path: the turns and notes that mention the question's entities (PLUGHOST_MEMORY_ENTITIES writes them)")
 SEARCH_ENTITY_WEIGHT: Setting[float] = Setting(
-    "PLUGHOST_GS_ENTITY_WEIGHT", "float", 0.2, "the entity path's weight in the weighted fusion, on top of vector and BM25",
+    "PLUGHOST_GS_ENTITY_WEIGHT", "float", 0.3, "the entity path's weight in the weighted fusion, on top of vector and BM25",
     minimum=0, maximum=1)
 RECALL_RANKING: Setting[bool] = Setting(
     "PLUGHOST_RECALL_RANKING", "bool", False,

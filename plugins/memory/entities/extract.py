@@ -80,8 +80,7 @@ _WORD = re.compile(r"[^\W_][\w'’\-]*|&")
 _ISO = re.compile(r"\b(\d{4})-(\d{2})(?:-(\d{2}))?\b")
 _MONTH_NAMES = "|".join([*MONTHS, *sorted(_MONTH_ABBR, key=len, reverse=True)])
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_NAMES})\.?(?:,?\s+(\d{{4}}))?\b", re.I)
-_MONTH_DAY = re.compile(rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b(?!\s*(?:%|[a-z]))",
-                        re.I)
+_MONTH_DAY = re.compile(rf"\b({_MONTH_NAMES})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.I)
 _MONTH_YEAR = re.compile(rf"\b({'|'.join(MONTHS)})\s+(\d{{4}})\b", re.I)
 _IN_MONTH = re.compile(rf"\b(?:in|since|until|by|last|next|this|early|late|mid|end of|of)\s+({'|'.join(MONTHS)})\b",
                        re.I)
@@ -93,15 +92,17 @@ _RELATIVE = re.compile(r"\b(yesterday|today|tonight|tomorrow|this morning|this e
                        re.I)
 _NUMBER_UNIT = re.compile(r"(?<![\w.-])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?(%|[A-Za-z]+)\b")
 _CURRENCY_NUMBER = re.compile(r"([€$£])\s?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)")
-_CODE_HYPHEN = re.compile(r"\b(?=[A-Za-z0-9]*[A-Za-z])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:[-/][A-Za-z0-9]+)+\b")
+_CODE_HYPHEN = re.compile(r"(?<![\w/-])(?=[A-Za-z0-9-]{0,60}[A-Za-z])(?=[A-Za-z0-9-]{0,60}\d)"
+                          r"[A-Za-z0-9]{1,20}(?:[-/][A-Za-z0-9]{1,20}){1,5}(?![\w/-])")
 _CODE_FLIGHT = re.compile(r"\b([A-Z]{2})\s?(\d{2,4})\b")
 _CODE_VERSION = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*)(?![\w.]*\d)\b")
 _CODE_HASH = re.compile(r"(?<!\w)(\d{3,})#")
 _WORD_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "eight": 8, "nine": 9, "ten": 10}
 
-_BREAK = r"\s(?:and|but|because|so|which|who|when|while|after|before|since|though|then|with|at|on|from|in|for|near)\s"
-_SUBJECT = r"(?P<subj>I|I'm|I've|we|We|we're|we've|[A-Z][\w'’\-]+(?:\s[A-Z][\w'’\-]+)?)"
+_BREAK = (r"\s(?:and|but|because|so|which|who|when|while|after|before|since|though|then|with|at|on|from|in|for|near|"
+          r"yesterday|today|tonight|tomorrow|last|next|this|every|ago|again|too|now|already|soon|anymore)\b")
+_SUBJECT = r"(?P<subj>I|I'm|I've|we|We|we're|we've|[A-Z][\w'’\-]{1,30}(?:\s[A-Z][\w'’\-]{1,30})?)(?![\w'’\-])"
 _PREDICATES: tuple[tuple[str, str], ...] = (
     (r"(?:live|lives|lived|living|am living|are living)\s+in", "livesIn"),
     (r"(?:moved|moving|am moving|are moving|relocated|relocating|move)\s+to", "livesIn"),
@@ -114,7 +115,7 @@ _PREDICATES: tuple[tuple[str, str], ...] = (
     (r"(?:like|likes|liked|love|loves|loved|enjoy|enjoys|adore)", "likes"),
     (r"(?:got|get|received)", "got"),
 )
-_FACT = re.compile(rf"(?<![\w'’]){_SUBJECT}\s+(?:(?:really|just|finally|also|recently|have|has|had|will|'ve|just)\s+)*"
+_FACT = re.compile(rf"(?<![\w'’\-]){_SUBJECT}\s+(?:(?:really|just|finally|also|recently|have|has|had|will|'ve|just)\s+)*"
                    rf"(?P<pred>{'|'.join(f'(?P<p{i}>{p})' for i, (p, _) in enumerate(_PREDICATES))})\s+"
                    rf"(?P<obj>(?:(?!{_BREAK})[^.,;:!?\n]){{1,120}})")
 _MY_IS = re.compile(r"(?<![\w'’])[Mm]y\s+(?P<thing>(?:favou?rite\s+)?[a-z]+)\s+(?:is|was)\s+(?P<obj>[^.,;:!?\n]{1,120})")
@@ -205,6 +206,8 @@ def _names(sentence: str, known: frozenset[str], out: Extraction, *, at_start: b
             i = j + 1
             continue  # a capitalised first word of a sentence is most often just a word
         prev = words[i - 1][0].casefold() if i > 0 else ""
+        if prev == "the" and i > 1:
+            prev = words[i - 2][0].casefold()
         kind = "person" if key in known else "place" if prev in _PLACE_WORDS else "name"
         out.add(kind, name, key)
         i = j + 1

@@ -2,10 +2,15 @@
 
 Shapes::
 
-    (:Message)-[:MENTIONS]->(:Entity {name, key, kind, scope, agents})
-    (:Message)-[:STATES]->(:Fact {subject, predicate, object, subjectKey, objectKey,
+    (:Message)-[:MENTIONS]->(:Entity {entityName, entityKey, kind, scope, agents})
+    (:Message)-[:STATES]->(:Fact {subjectName, predicate, objectName, subjectKey, objectKey,
                                   validFrom, validTo?, supersededBy?, sourceId, scope, agents})
     (:Fact)-[:ABOUT]->(:Entity)              (the subject)
+
+No property of either is in the full-text union (``host.ports.graph.TEXT_PROPERTIES``): the
+derived nodes are an index, and short documents named "Maya" or "Lisbon" in the BM25 index
+would change every turn's BM25 scores (document frequencies and lengths), so writing them
+changes nothing for a search that does not take the entity path.
 
 An Entity's id is derived from the account, its kind and key *and the source Message's scope and
 agents*: repeats merge, and an Entity (or Fact) is always exactly as visible as every Message that
@@ -112,7 +117,8 @@ def plan(account_id: str, messages: Iterable[tuple[str, Mapping[str, Any]]], kno
             kinds.setdefault(m.key, m.kind)
             if eid not in out.rows:
                 out.rows[eid] = {"id": eid, "labels": [ENTITY_LABEL],
-                                 "properties": _guarded({"name": m.name, "key": m.key, "kind": m.kind}, scope, agents)}
+                                 "properties": _guarded({"entityName": m.name, "entityKey": m.key, "kind": m.kind},
+                                                        scope, agents)}
             out.edges.append((msg_id, MENTIONS, eid, None))
         valid_from = indexed_form.when(props) or None
         for f in found.facts:
@@ -120,8 +126,8 @@ def plan(account_id: str, messages: Iterable[tuple[str, Mapping[str, Any]]], kno
             subject = entity_id(account_id, kinds.get(f.subject_key, "name"), f.subject_key, scope, agents)
             if subject not in out.rows:
                 out.rows[subject] = {"id": subject, "labels": [ENTITY_LABEL], "properties": _guarded(
-                    {"name": f.subject, "key": f.subject_key, "kind": kinds.get(f.subject_key, "name")}, scope, agents)}
-            props_f = _guarded({"subject": f.subject, "predicate": f.predicate, "object": f.object,
+                    {"entityName": f.subject, "entityKey": f.subject_key, "kind": kinds.get(f.subject_key, "name")}, scope, agents)}
+            props_f = _guarded({"subjectName": f.subject, "predicate": f.predicate, "objectName": f.object,
                                 "subjectKey": f.subject_key, "objectKey": f.object_key, "sourceId": msg_id,
                                 **({"validFrom": valid_from} if valid_from else {})}, scope, agents)
             prior = out.facts.get(fid)

@@ -44,7 +44,7 @@ def entity_list(store: GraphStore, query: str, guards: Guards, k: int,
         return None, stats
     by_key: dict[str, list[str]] = {}
     for key in keys:
-        found = store.find(guards=guards, labels=[ENTITY_LABEL], where={"key": key}, limit=ENTITIES_PER_KEY)
+        found = store.find(guards=guards, labels=[ENTITY_LABEL], where={"entityKey": key}, limit=ENTITIES_PER_KEY)
         if found:
             by_key[key] = [n.id for n in found]
     stats["entity_nodes"] = sum(len(v) for v in by_key.values())
