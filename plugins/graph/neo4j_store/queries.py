@@ -277,7 +277,8 @@ RETURN {NODE_RETURN}, score"""
 
 
 def q_find(where_keys: Sequence[str], order_by: str | None, descending: bool) -> str:
-    conds = "".join(f" AND n[$k{i}] = $v{i}" for i in range(len(where_keys)))
+    # static property names (validated identifiers, backtick-quoted) so a property index can serve them
+    conds = "".join(f" AND n.`{check_name(k, 'property')}` = $v{i}" for i, k in enumerate(where_keys))
     order = "n[$orderKey]" if order_by else "n.updatedAt"
     return (f"MATCH (n:{BASE_LABEL}) WHERE {GUARD} AND {LABEL_FILTER}{conds}\n"
             f"RETURN {NODE_RETURN} ORDER BY {order} {'DESC' if descending else 'ASC'}, n.id SKIP $offset LIMIT $limit")

@@ -291,7 +291,6 @@ class Neo4jStore(StoreEnv, Search):
         params = {**guard_params(g), "labels": list(check_labels(labels)) if labels else [],
                   "limit": max(0, int(limit)), "offset": max(0, int(offset))}
         for i, key in enumerate(keys):
-            params[f"k{i}"] = key
             params[f"v{i}"] = (where or {})[key]
         if order_by:
             params["orderKey"] = check_name(order_by, "order_by")

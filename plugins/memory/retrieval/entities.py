@@ -7,8 +7,8 @@ up among the ``Entity`` nodes under the caller's guards (every kind: "Maya" is t
 turns and a name in others), and the nodes with a ``MENTIONS`` edge into them are read with
 :meth:`GraphStore.linked`, under the same guards. A node's score is the IDF-weighted share of the
 question's found keys it mentions, ``Σ idf(key) / Σ idf(every found key)`` with
-``idf = ln(1 + N / df)`` (``N`` the Messages the caller can read, ``df`` the nodes mentioning the
-key): a turn naming every entity of the question scores 1, a name mentioned by thousands of turns
+``idf = ln(1 + N / df)`` (``N`` the Messages the caller can read, recounted every few minutes,
+``df`` the nodes mentioning the key): a turn naming every entity of the question scores 1, a name mentioned by thousands of turns
 counts little next to a rare one. Pure over the store it is given; no store call when the question
 names nothing.
 """
@@ -16,6 +16,7 @@ names nothing.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,22 @@ from plugins.memory.retrieval.fuse import RankedList
 MAX_KEYS = 8
 ENTITIES_PER_KEY = 50
 SOURCES_PER_ENTITY = 5000
+COUNT_TTL_S = 300.0
+_COUNTS: dict[tuple[Any, ...], tuple[float, int]] = {}  # (store, guards) -> (when, Messages readable)
+
+
+def readable_messages(store: GraphStore, guards: Guards) -> int:
+    """The IDF's ``N``: the Messages the caller can read, counted at most every :data:`COUNT_TTL_S`
+    seconds per store and guards (a count scans the account; ``N`` only sets the scale)."""
+    scopes = tuple(guards.allowed_scopes) if guards.allowed_scopes is not None else None
+    key = (id(store), guards.account_id, scopes, guards.agent_slug)
+    now = time.monotonic()
+    hit = _COUNTS.get(key)
+    if hit is None or now - hit[0] > COUNT_TTL_S:
+        if len(_COUNTS) > 256:
+            _COUNTS.clear()
+        hit = _COUNTS[key] = (now, store.count(guards=guards, labels=[MESSAGE_LABEL]))
+    return hit[1]
 
 
 def query_keys(query: str) -> list[str]:
@@ -64,7 +81,7 @@ def entity_list(store: GraphStore, query: str, guards: Guards, k: int,
                 mentions.setdefault(key, set()).add(node.id)
     if not mentions:
         return None, stats
-    total = max(store.count(guards=guards, labels=[MESSAGE_LABEL]), max(len(v) for v in mentions.values()), 1)
+    total = max(readable_messages(store, guards), max(len(v) for v in mentions.values()), 1)
     idf = {key: math.log(1 + total / len(mentioning)) for key, mentioning in mentions.items()}
     norm = sum(idf.values())
     scores: dict[str, float] = {}

@@ -129,3 +129,16 @@ def test_memory_import_and_conversation_append_write_entities_behind_the_flag(st
     found = entity(store, "valparaiso")
     assert found and store.linked([found[0].id], MENTIONS, guards=Guards(account))[found[0].id][0].id == out["messageId"]
     assert facts(store, "livesIn")["valparaiso"]["subjectName"] == "Aiko"
+
+
+def test_the_backfill_writes_what_the_flag_would_have(store: Any) -> None:
+    from plugins.memory.entities.graph import backfill
+
+    account = store.test_account
+    store.upsert_many([message(2, "We're moving to Kyoto.", at="2025-06-01T09:00:00Z"),
+                       message(1, "I live in Oslo.", at="2025-01-01T09:00:00Z")], account_id=account)
+    first = backfill(store, account)
+    assert first["messages"] == 2 and first["closed"] == 1
+    assert facts(store, "livesIn")["oslo"]["validTo"] == "2025-06-01T09:00:00Z"
+    again = backfill(store, account)
+    assert again["entities"] == first["entities"] and len(entity(store, "kyoto")) == 1
