@@ -275,24 +275,33 @@ def manpage_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, list[
         pages = random.Random(args.seed).sample(pages, args.pages)
     ids = [f"man:{p.name}.{p.section}" for p in pages]
     digest = hashlib.sha256("\x00".join(i + p.document for i, p in zip(ids, pages, strict=True)).encode()).hexdigest()[:8]
-    store = open_store(work / f"manpages-{len(pages)}-{digest}.sqlite", embedder.dimensions)
-    if store.count(guards=Guards(ACCOUNT)) != len(pages):
-        jsonl = work / "pages.jsonl"
-        # a KnowledgeDocument embeds its summary (else its title): a page is embedded by its text
-        vectors = embedder.embed([p.document for p in pages])
-        embedder.save()
-        with open(jsonl, "w", encoding="utf-8") as fh:
-            for nid, page, vector in zip(ids, pages, vectors, strict=True):
-                fh.write(json.dumps({"id": nid, "labels": ["KnowledgeDocument"],
-                                     "properties": {"title": f"{page.name}({page.section})",
-                                                    "content": page.document}, "embedding": vector}) + "\n")
-        import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
-        jsonl.unlink()
+    stores = {}
+    for with_entities in (False, True) if args.entities else (False,):
+        suffix = "-entities" if with_entities else ""
+        store = open_store(work / f"manpages-{len(pages)}-{digest}{suffix}.sqlite", embedder.dimensions)
+        if store.count(guards=Guards(ACCOUNT), labels=["KnowledgeDocument"]) != len(pages):
+            jsonl = work / "pages.jsonl"
+            # a KnowledgeDocument embeds its summary (else its title): a page is embedded by its text
+            vectors = embedder.embed([p.document for p in pages])
+            embedder.save()
+            with open(jsonl, "w", encoding="utf-8") as fh:
+                for nid, page, vector in zip(ids, pages, vectors, strict=True):
+                    fh.write(json.dumps({"id": nid, "labels": ["KnowledgeDocument"],
+                                         "properties": {"title": f"{page.name}({page.section})",
+                                                        "content": page.document}, "embedding": vector}) + "\n")
+            os.environ["PLUGHOST_MEMORY_ENTITIES"] = "1" if with_entities else "0"
+            started = time.perf_counter()
+            import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
+            os.environ.pop("PLUGHOST_MEMORY_ENTITIES")
+            print(f"  imported {len(pages)} pages{' with entities' if with_entities else ''} in "
+                  f"{time.perf_counter() - started:.1f} s")
+            jsonl.unlink()
+        stores[ENTITY_FORM.lstrip() if with_entities else ""] = store
     evaluated = list(zip((p.query for p in pages), ids, strict=True))
     if args.queries and args.queries < len(evaluated):
         evaluated = random.Random(args.seed + 1).sample(evaluated, args.queries)
     print(f"manpages: {len(pages)} pages from {manpages.MAN_ROOT}, {len(evaluated)} queries")
-    return {"": store}, evaluated, {nid: f"{p.name}({p.section}) {p.document}" for nid, p in zip(ids, pages, strict=True)}
+    return stores, evaluated, {nid: f"{p.name}({p.section}) {p.document}" for nid, p in zip(ids, pages, strict=True)}
 
 
 def conversation_set(work: Path, embedder: CachedEmbedder, args,
@@ -406,7 +415,7 @@ def evaluate(set_name: str, stores: dict, evaluated, docs: dict[str, str], embed
     main_form = shipped_form(set_name)
     for store_name, store in stores.items():
         configs: list[tuple[str, dict[str, str] | None]] = [*single_configs(set_name)]
-        if store_name == main_form + ENTITY_FORM:
+        if store_name == (main_form + ENTITY_FORM).lstrip():
             configs = entity_configs(tuning)
         elif store_name == main_form:
             configs += hybrid_configs(set_name, tuning)

@@ -119,7 +119,7 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
         summary.batches += 1
         seen.update(row["id"] for _, row in batch)
         if extract_entities:
-            write_entities([row for _, row in batch if indexed_form.is_message(row["labels"])])
+            write_entities([row for _, row in batch if entities.extractable(row["labels"], row["properties"])])
         batch.clear()
         bar.update(reader.done_bytes)
         write_edges()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from host.ports.graph import MESSAGE_LABEL, GraphStore, Guards, write_defaults
+from host.ports.graph import GraphStore, Guards, write_defaults
 from host.util.log import log
 from host.util.times import read_time
 from plugins.memory import indexed_form
@@ -50,6 +50,12 @@ DERIVED_LABELS = frozenset({ENTITY_LABEL, FACT_LABEL})
 def enabled(env: Mapping[str, str] | None = None) -> bool:
     """``PLUGHOST_MEMORY_ENTITIES``: whether Message writes extract entities and facts."""
     return bool(MEMORY_ENTITIES.read(env))
+
+
+def extractable(labels: Iterable[str], props: Mapping[str, Any]) -> bool:
+    """Whether a written node is read for entities: a turn, a note or a chunk with text (``text``,
+    ``content`` or ``body``), never an Entity or Fact itself."""
+    return not DERIVED_LABELS.intersection(labels) and bool(indexed_form.turn_text(props))
 
 
 def speaker_of(props: Mapping[str, Any]) -> str | None:
@@ -202,21 +208,22 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
 
 
 def backfill(store: GraphStore, account_id: str, *, batch_size: int = 500) -> dict[str, int]:
-    """Extract the entities and facts of every live Message of the account (``plughost memory
-    reindex --entities``): every turn read first (writes reorder the pages), then written by batch;
-    re-running it changes nothing (ids are derived, repeats merge)."""
+    """Extract the entities and facts of every live node of the account with text (turns, notes,
+    chunks: :func:`extractable`; ``plughost memory reindex --entities``): every node read first
+    (writes reorder the pages), then written by batch, oldest first; re-running it changes nothing
+    (ids are derived, repeats merge)."""
     guards = Guards(account_id)
     turns: list[tuple[str, dict[str, Any]]] = []
     offset = 0
     while True:
-        page = store.find(guards=guards, labels=[MESSAGE_LABEL], limit=1000, offset=offset)
-        turns += [(n.id, dict(n.properties)) for n in page]
+        page = store.find(guards=guards, limit=1000, offset=offset)
+        turns += [(n.id, dict(n.properties)) for n in page if extractable(n.labels, n.properties)]
         if len(page) < 1000:
             break
         offset += len(page)
     turns.sort(key=lambda t: indexed_form.order_key(t[0], t[1]))  # oldest first: facts close in their order
     known = list(dict.fromkeys(name for _, props in turns if (name := speaker_of(props))))
-    total = {"messages": len(turns), "entities": 0, "facts": 0, "edges": 0, "closed": 0}
+    total = {"nodes": len(turns), "entities": 0, "facts": 0, "edges": 0, "closed": 0}
     for start in range(0, len(turns), max(1, batch_size)):
         counts = write(store, account_id, turns[start:start + batch_size], guards=guards, known=known)
         for key, value in counts.items():

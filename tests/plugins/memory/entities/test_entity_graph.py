@@ -138,7 +138,28 @@ def test_the_backfill_writes_what_the_flag_would_have(store: Any) -> None:
     store.upsert_many([message(2, "We're moving to Kyoto.", at="2025-06-01T09:00:00Z"),
                        message(1, "I live in Oslo.", at="2025-01-01T09:00:00Z")], account_id=account)
     first = backfill(store, account)
-    assert first["messages"] == 2 and first["closed"] == 1
+    assert first["nodes"] == 2 and first["closed"] == 1
     assert facts(store, "livesIn")["oslo"]["validTo"] == "2025-06-01T09:00:00Z"
     again = backfill(store, account)
     assert again["entities"] == first["entities"] and len(entity(store, "kyoto")) == 1
+
+
+def test_notes_and_ingested_chunks_get_entities_behind_the_flag(store: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    from plugins.memory.outcome import Call
+    from plugins.memory.writes import MemoryWriter
+
+    account = store.test_account
+    env = {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"}
+    writes = MemoryWriter(store, None, env)
+    note = writes.write(Call("memory-write", env), labels=["Concept"],
+                        properties={"name": "Travel", "body": "Maya flew to Reykjavik for the ORD-77 launch."})
+    doc = writes.ingest(Call("memory-ingest", env), content="# Trips\n\nThe team met in Reykjavik in June 2024.",
+                        title="Trips")
+    g = Guards(account)
+    found = entity(store, "reykjavik")
+    assert found
+    sources = {n.id for e in found for n in store.linked([e.id], MENTIONS, guards=g)[e.id]}
+    assert note["elementId"] in sources and any(s != note["elementId"] for s in sources)
+    assert doc["chunks"] >= 1 and entity(store, "ord-77") and entity(store, "2024-06")
+    ranked, _ = entity_list(store, "Who went to Reykjavik?", g, 10)
+    assert ranked is not None and note["elementId"] in {h.node.id for h in ranked.hits}
