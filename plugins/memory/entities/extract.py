@@ -367,25 +367,32 @@ def _facts(text: str, speaker: str | None, out: Extraction) -> None:
             out.facts.append(Triple(speaker, predicate, obj, normalise(speaker), normalise(obj)))
 
 
+def known_keys(names: Iterable[str]) -> frozenset[str]:
+    """The keys of speakers' names, for :func:`extract`'s ``known`` (computed once per batch)."""
+    return frozenset(k for k in (normalise(n) for n in names if n) if k)
+
+
 def extract(text: str, *, speaker: str | None = None, when: datetime | None = None,
             known: Iterable[str] = (), at_start: bool = False) -> Extraction:
     """Everything :mod:`this module <plugins.memory.entities.extract>` finds in ``text``.
 
     ``speaker`` is the turn's sender (a ``person`` mention, and what "I" / "my" resolve to);
     ``when`` the turn's time (relative dates are resolved against it); ``known`` the names of the
-    conversation's speakers (a capitalised first word of a sentence counts only when it is one);
+    conversation's speakers, or a frozenset of their keys (:func:`known_keys`; a capitalised first
+    word of a sentence counts only when it is one);
     ``at_start`` takes capitalised first words of sentences too (for questions, whose names are
     often their first word).
     """
     out = Extraction()
     text = str(text or "")[:MAX_TEXT]
-    known_keys = frozenset(normalise(k) for k in known if k) | ({normalise(speaker)} if speaker else frozenset())
+    keys = known if isinstance(known, frozenset) else known_keys(known)  # a frozenset: keys already
     if speaker and normalise(speaker):
+        keys = keys | {normalise(speaker)}
         out.add("person", speaker, normalise(speaker))
     _dates(text, when, out)
     for sentence in _SENTENCE.split(_numbers_and_codes(text, out)):
         if len(out.mentions) >= MAX_MENTIONS:
             break
-        _names(sentence, known_keys, out, at_start=at_start)
+        _names(sentence, keys, out, at_start=at_start)
     _facts(text, speaker, out)
     return out

@@ -35,7 +35,7 @@ from host.ports.graph import GraphStore, Guards, write_defaults
 from host.util.log import log
 from host.util.times import read_time
 from plugins.memory import indexed_form
-from plugins.memory.entities.extract import SINGLE_VALUED, Extraction, extract, normalise
+from plugins.memory.entities.extract import SINGLE_VALUED, Extraction, extract, known_keys, normalise
 from plugins.memory.settings import MEMORY_ENTITIES
 
 ENTITY_LABEL = "Entity"
@@ -109,13 +109,13 @@ class Planned:
 
 def plan(account_id: str, messages: Iterable[tuple[str, Mapping[str, Any]]], known: Iterable[str] = ()) -> Planned:
     """The rows and edges for ``(message id, properties)`` pairs; pure."""
-    known = list(known)
+    speakers = known_keys(known)
     out = Planned({}, [], {})
     for msg_id, props in messages:
         speaker = speaker_of(props)
         at = read_time(indexed_form.when(props)) if indexed_form.when(props) else None
         found: Extraction = extract(indexed_form.turn_text(props), speaker=speaker,
-                                    when=at.replace(tzinfo=None) if isinstance(at, datetime) else None, known=known)
+                                    when=at.replace(tzinfo=None) if isinstance(at, datetime) else None, known=speakers)
         scope, agents = _visibility(props)
         kinds: dict[str, str] = {}
         for m in found.mentions:
