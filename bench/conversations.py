@@ -12,7 +12,19 @@ for it in other words, naming the owner (and in some the month), never quoting t
 * ``identifier`` facts carry an order number, a code or a version the question repeats exactly.
 
 The same kinds of fact recur for several people (everyone travels, several people adopt pets),
-so a question is answered by one turn among many near misses. ``build(seed)`` is deterministic:
+so a question is answered by one turn among many near misses.
+
+Every question has a ``type``: ``single`` (one turn answers it), ``temporal`` (it names the month,
+or asks when or on what day) or ``multi-hop``. Multi-hop questions come after the others and need
+two planted facts said in two different sessions, both turns being the evidence:
+
+* two people, the same kind of fact: "Who finished their run faster, Maya or Tom?";
+* one person, two kinds of fact: "Which came first for Maya: adopting a pet or joining the club?"
+  (the sessions' dates answer it).
+
+They are drawn with a random stream of their own after the rest is built, from facts whose
+(person, kind) is planted once only, so the sessions, the turns and the other questions of a seed
+are the same as before they existed. ``build(seed)`` is deterministic:
 the same seed gives the same sessions, turns and questions, on any machine. Everything is
 written here by this module (no external material, so no licence to carry).
 """
@@ -20,6 +32,7 @@ written here by this module (no external material, so no licence to carry).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -214,9 +227,68 @@ class Turn:
 @dataclass
 class Question:
     text: str
-    answer: str  # the id of the turn that holds the fact
+    answer: str  # the id of the turn that holds the fact (the first one, for a multi-hop question)
     kind: str
     owner: str
+    type: str = "single"
+    also: tuple[str, ...] = ()  # the other evidence turns of a multi-hop question
+    fact: int = -1  # which template of _facts planted it (single and temporal questions)
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        return (self.answer, *self.also)
+
+
+_TEMPORAL = re.compile(r"^(In (" + "|".join(MONTHS) + r") \d{4}, |When |On what day |What time )")
+
+
+def question_type(text: str) -> str:
+    """``temporal`` for a question that names the month or asks when, else ``single``."""
+    return "temporal" if _TEMPORAL.match(text) else "single"
+
+
+# multi-hop wording, by the index of the fact template in _facts: the same fact of two people ...
+COMPARE = {
+    0: "Who spent more nights away on their trip, {a} or {b}?",
+    1: "What names did {a} and {b} give the animals they took home?",
+    2: "Are {a} and {b} learning the same instrument?",
+    3: "Did {a} and {b} make the same meal for their big dinners?",
+    4: "Did {a} and {b} get hired by the same employer?",
+    5: "Do {a} and {b} have to avoid the same food?",
+    6: "Who completed their run in less time, {a} or {b}?",
+    7: "Are {a} and {b} relocating to the same city?",
+    8: "What party themes did {a}'s and {b}'s daughters ask for?",
+    11: "Which vehicles did {a} and {b} end up buying?",
+    12: "Did {a} and {b} take up the same sport?",
+    13: "Are {a} and {b} hooked on the same novel?",
+    16: "What anniversary presents did {a} and {b} pick?",
+    18: "Which plants finally blossomed for {a} and {b}?",
+    19: "Are {a} and {b} studying the same language?",
+    20: "Whose renovation has the larger spending limit, {a}'s or {b}'s?",
+    21: "Did {a} and {b} get hurt playing the same game?",
+    22: "Did {a} and {b} go to the same concert?",
+    24: "Who has the higher monthly housing cost, {a} or {b}?",
+    25: "Do {a} and {b} like the same time of year best?",
+    26: "Were {a}'s and {b}'s bicycles taken from the same place?",
+    27: "Will {a}'s and {b}'s kids attend the same school?",
+}
+# ... and two facts of one person, put in order by the sessions' dates
+EVENTS = {
+    0: "coming back from the guesthouse trip",
+    1: "taking the new pet home",
+    3: "cooking for a dozen guests",
+    4: "accepting the job offer",
+    6: "finishing the race",
+    7: "telling everyone about the move",
+    11: "buying the used car",
+    12: "joining the sports club",
+    16: "finding the anniversary present",
+    18: "the balcony plant blooming",
+    21: "hurting an ankle",
+    22: "going to the concert",
+    23: "upgrading the build server",
+    26: "having the bike stolen",
+}
 
 
 @dataclass
@@ -235,8 +307,9 @@ def _echo(r: random.Random) -> str:
 
 
 def build(seed: int = 22, sessions: int = 48, questions: int = 300, facts_per_session: int = 7,
-          filler: tuple[int, int] = (22, 34)) -> ConversationSet:
-    """The whole set, deterministic for a seed."""
+          filler: tuple[int, int] = (22, 34), multi_hop: int = 60) -> ConversationSet:
+    """The whole set, deterministic for a seed: ``questions`` single and temporal questions, then
+    up to ``multi_hop`` multi-hop ones."""
     r = random.Random(seed)
     out = ConversationSet()
     start = datetime(2025, 1, 6, 9, 0)
@@ -274,7 +347,7 @@ def build(seed: int = 22, sessions: int = 48, questions: int = 300, facts_per_se
             block: list[tuple[str, str, Question | None]] = []
             if fact.setup:
                 block.append((other, fact.setup, None))
-            question = Question(q, "", fact.kind, owner)
+            question = Question(q, "", fact.kind, owner, question_type(q), fact=pick)
             block.append((owner, fact.fact, question))
             block.append((r.choice(people), r.choice(SMALL_TALK), None))
             pos = r.randint(0, len(script))
@@ -298,4 +371,42 @@ def build(seed: int = 22, sessions: int = 48, questions: int = 300, facts_per_se
         out.questions.append(q)
         if len(out.questions) >= questions:
             break
+    out.questions += multi_hop_questions(seed, out, pending, multi_hop)
     return out
+
+
+def multi_hop_questions(seed: int, data: ConversationSet, planted: list[Question], n: int) -> list[Question]:
+    """Up to ``n`` questions over two planted facts in two sessions (half comparing two people, half
+    ordering two facts of one person), from a random stream of their own."""
+    r = random.Random(f"multi-hop {seed}")
+    at = {t.id: t.at for t in data.turns}
+    session = {t.id: t.session for t in data.turns}
+    count: dict[tuple[str, int], int] = {}
+    for q in planted:
+        count[(q.owner, q.fact)] = count.get((q.owner, q.fact), 0) + 1
+    once = {(q.owner, q.fact): q for q in planted if count[(q.owner, q.fact)] == 1}
+    pairs: list[tuple[Question, Question, str]] = []
+    for fact, wording in COMPARE.items():
+        owners = sorted(o for o, f in once if f == fact)
+        for i, a in enumerate(owners):
+            for b in owners[i + 1:]:
+                qa, qb = once[(a, fact)], once[(b, fact)]
+                if session[qa.answer] != session[qb.answer]:
+                    first, second = r.sample([qa, qb], 2)
+                    pairs.append((first, second, wording.format(a=first.owner, b=second.owner)))
+    ordered: list[tuple[Question, Question, str]] = []
+    for owner in sorted({o for o, _ in once}):
+        facts = sorted(f for o, f in once if o == owner and f in EVENTS)
+        for i, fa in enumerate(facts):
+            for fb in facts[i + 1:]:
+                qa, qb = once[(owner, fa)], once[(owner, fb)]
+                if session[qa.answer] != session[qb.answer] and at[qa.answer].date() != at[qb.answer].date():
+                    first, second = r.sample([qa, qb], 2)
+                    ordered.append((first, second, f"Which came first for {owner}: {EVENTS[first.fact]} "
+                                                   f"or {EVENTS[second.fact]}?"))
+    r.shuffle(pairs)
+    r.shuffle(ordered)
+    half = min(len(ordered), n // 2)
+    chosen = ordered[:half] + pairs[:n - half]
+    return [Question(text, a.answer, "multi-hop", a.owner, "multi-hop", also=(b.answer,))
+            for a, b, text in chosen]

@@ -58,6 +58,27 @@ SEARCH_ENTITIES: Setting[bool] = Setting(
 SEARCH_ENTITY_WEIGHT: Setting[float] = Setting(
     "PLUGHOST_GS_ENTITY_WEIGHT", "float", 0.3, "the entity path's weight in the weighted fusion, on top of vector and BM25",
     minimum=0, maximum=1)
+SEARCH_MMR: Setting[float] = Setting(
+    "PLUGHOST_GS_MMR", "float", 1.0, "the relevance share λ of maximal marginal relevance over the best fused rows (1: off)",
+    minimum=0, maximum=1)
+SEARCH_MMR_SESSION: Setting[float] = Setting(
+    "PLUGHOST_GS_MMR_SESSION", "float", 0.0, "the similarity MMR gives two turns of the same conversation (0: words only)",
+    minimum=0, maximum=1)
+SEARCH_COMPOUND: Setting[bool] = Setting(
+    "PLUGHOST_GS_COMPOUND", "bool", False, "search each part of a compound question too and interleave the results")
+SEARCH_CLASSIFY: Setting[bool] = Setting(
+    "PLUGHOST_GS_CLASSIFY", "bool", False, "classify a query the caller gave no retrievalClass (greetings: none; when: temporal)")
+SEARCH_DATED: Setting[float] = Setting(
+    "PLUGHOST_GS_DATED", "float", 0.0, "the bump of turns that say when, for a temporal question (0: off)",
+    minimum=0, maximum=10)
+SEARCH_RECENCY: Setting[float] = Setting(
+    "PLUGHOST_GS_RECENCY", "float", 0.0, "the weight of recency in the score, from the newest row of the pool (0: off)",
+    minimum=0, maximum=10)
+SEARCH_RECENCY_HALF_LIFE: Setting[float] = Setting(
+    "PLUGHOST_GS_RECENCY_HALF_LIFE", "float", 90.0, "the recency half-life in days", minimum=0.01, maximum=36500)
+SEARCH_CONFIDENCE: Setting[float] = Setting(
+    "PLUGHOST_GS_CONFIDENCE", "float", 0.0, "how much a row's confidence below 1 lowers its score (0: off)",
+    minimum=0, maximum=1)
 RECALL_RANKING: Setting[bool] = Setting(
     "PLUGHOST_RECALL_RANKING", "bool", False,
     "pinned recall items up, snoozed ones down (with PLUGHOST_GS_BOOSTS=1), and snoozed ones never surfaced")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from host.util.log import log
 
 MAX_EXPANSIONS = 5
+MIN_EXPANSIONS = 3
 CACHE_TTL_S = 3600.0
 
 Provider = Callable[[str, str | None], list[str] | None]
@@ -80,7 +81,9 @@ def rule_based(query: str, retrieval_class: str | None = None) -> list[str]:
 
     In order: the keyword form (question and stop words dropped), one synonym swap per word
     (from :data:`SYNONYMS`, looked up by singular), every word's number flipped, and, for three
-    words or more, the last two words moved to the front.
+    words or more, the last two words moved to the front; then, while there are fewer than
+    :data:`MIN_EXPANSIONS`, the keyword form with one word left out (last word first: the head
+    of a question is usually its first content words).
     """
     words = _words(query)
     content = [w for w in words if w not in STOP_WORDS] or words
@@ -99,6 +102,10 @@ def rule_based(query: str, retrieval_class: str | None = None) -> list[str]:
     add([_variant(w) or w for w in content])
     if len(content) > 2:
         add(content[-2:] + content[:-2])
+    for i in reversed(range(len(content))):
+        if len(out) >= MIN_EXPANSIONS or len(content) < 2:
+            break
+        add(content[:i] + content[i + 1:])
     return out[:MAX_EXPANSIONS]
 
 

@@ -21,9 +21,10 @@ from host.util.errors import UserError
 from host.util.log import log
 from plugins.memory.entities.graph import DERIVED_LABELS
 from plugins.memory.retrieval import boosts as boost_stage
+from plugins.memory.retrieval import classify as classify_stage
+from plugins.memory.retrieval import composite, compound, diversity, fuse, rank, route
 from plugins.memory.retrieval import entities as entity_stage
 from plugins.memory.retrieval import expand as expand_stage
-from plugins.memory.retrieval import fuse, rank, route
 from plugins.memory.retrieval import neighbours as neighbour_stage
 from plugins.memory.retrieval.dedup import dedup
 from plugins.memory.retrieval.flags import SearchFlags
@@ -138,95 +139,22 @@ def search(
     request = request.checked()
     flags = flags or SearchFlags.baseline()  # no flags: the baseline (docs/retrieval.md#baseline); callers pass from_env's
     started = time.perf_counter()
-    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0, "entity_ms": 0.0}
+    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0, "entity_ms": 0.0, "fuse_ms": 0.0,
+                             "rerank_ms": 0.0, "expansions": 0, "vector": 0, "bm25": 0, "entity": 0, "fused": 0, "boosted": 0,
+                             "neighbours": 0, "deduped": 0, "composite": 0}
 
-    # EXPAND
-    queries = [request.query]
-    if flags.expansion:
-        t = time.perf_counter()
-        queries += expand_stage.expansions(request.query, request.retrieval_class, guards.account_id,
-                                           expander, cache)
-        stats["expand_ms"] = (time.perf_counter() - t) * 1000
-
-    # ROUTE
-    plan = route.plan(request.retrieval_class, enabled=flags.route, labels=request.labels)
-    k = max(flags.candidates, request.limit)
-    lists: list[fuse.RankedList] = []
-    vector_hits = bm25_hits = entity_hits = 0
-
-    if not plan.skip:
-        # EMBED → VECTOR
-        if plan.use_vector and embedder is not None and flags.paths != "bm25":
-            t = time.perf_counter()
-            try:
-                vectors = embedder.embed(queries)
-            except Exception as exc:
-                vectors = []
-                log("graph-search:hybrid", "warn", reason="embed-failed", detail=f"{type(exc).__name__}: {exc}"[:120])
-            stats["embed_ms"] = (time.perf_counter() - t) * 1000
-            t = time.perf_counter()
-            for q, vec in zip(queries, vectors, strict=False):
-                hits = store.vector_search(vec, k, guards=guards, labels=plan.labels)
-                vector_hits += len(hits)
-                lists.append(fuse.RankedList("vector", hits, q))
-            stats["vector_ms"] = (time.perf_counter() - t) * 1000
-        # BM25
-        t = time.perf_counter()
-        if plan.use_bm25 and flags.paths != "vector":
-            for q in queries:
-                text = strip_stop_words(q) if flags.stopwords else q
-                hits = store.fulltext_search(text, k, guards=guards, labels=plan.labels, stemmed=flags.stem)
-                bm25_hits += len(hits)
-                lists.append(fuse.RankedList("bm25", hits, q))
-        # keyword subscriptions (merged into the BM25 channel)
-        if keywords and flags.paths != "vector":
-            extra = keyword_lists(store, keywords, guards, k, plan.labels)
-            bm25_hits += sum(len(x.hits) for x in extra)
-            lists.extend(extra)
-        stats["bm25_ms"] = (time.perf_counter() - t) * 1000
-        # ENTITIES (the question's entities -> the nodes that mention them, one hop)
-        if flags.entities and flags.paths == "hybrid":
-            t = time.perf_counter()
-            ranked, entity_stats = entity_stage.entity_list(store, request.query, guards, k, plan.labels)
-            stats.update(entity_stats)
-            if ranked is not None:
-                entity_hits = len(ranked.hits)
-                lists.append(ranked)
-            stats["entity_ms"] = (time.perf_counter() - t) * 1000
-
-    # Entity and Fact nodes index the Messages that mention them; they are no results of their own
-    if not DERIVED_LABELS.intersection(request.labels or ()):
-        lists = [x if not any(DERIVED_LABELS.intersection(h.node.labels) for h in x.hits) else
-                 fuse.RankedList(x.channel, [h for h in x.hits if not DERIVED_LABELS.intersection(h.node.labels)],
-                                 x.source) for x in lists]
-    if visible is not None:
-        lists = [fuse.RankedList(x.channel, [h for h in x.hits if visible(h.node)], x.source) for x in lists]
-
-    # FUSE
-    t_fuse = time.perf_counter()
-    merged = fuse.merge(lists, normalise_vector=flags.normalize)
-    if flags.rrf:
-        fuse.rrf(merged, lists, k=flags.rrf_k, weights=plan.rrf_weights())
-    else:
-        fuse.weighted(merged, *weights(plan, flags), entity_weight=flags.entity_weight if flags.entities else 0.0)
-
-    # NEIGHBOURS (a turn inherits part of the score of the candidate turns before it)
-    propagated = neighbour_stage.propagate(list(merged.values()), flags.neighbours, flags.neighbours_back)
-
-    # BOOST
-    boosted = boost_stage.apply(merged.values(), extra_boosts) if flags.boosts else 0
-
-    # DEDUP
-    rows = dedup(list(merged.values()), layered=flags.dedup)
-    deduped = len(rows)
-
-    # THRESHOLD + (rerank) + SORT + SLICE
-    rows = rank.threshold(rows, flags.min_score)
-    t = time.perf_counter()
-    reranked = rank.rerank(rows, reranker, flags.rerank_depth)
-    stats["rerank_ms"] = (time.perf_counter() - t) * 1000 if reranker is not None else 0.0
-    rows = rank.sort_and_slice(reranked, request.limit, keep_order=reranked is not rows)
-    stats["fuse_ms"] = (time.perf_counter() - t_fuse) * 1000 - stats["rerank_ms"]
+    # CLASSIFY (the caller's class wins)
+    klass = request.retrieval_class
+    if klass is None and flags.classify:
+        klass = classify_stage.classify(request.query)
+    stage = _Stage(store, guards, embedder, flags, expander, reranker, extra_boosts, keywords, cache, visible, stats)
+    queries: list[str] = []
+    parts = compound.decompose(request.query) if flags.compound and klass != "none" else []
+    rows = stage.ranked(request, request.query, klass, queries)
+    if parts:
+        # COMPOUND: every part searched alone, interleaved after the whole question's best
+        lists = [rows] + [stage.ranked(request, part, klass, queries) for part in parts]
+        rows = compound.interleave(lists, request.limit)
 
     # GRAPH EXPAND
     t = time.perf_counter()
@@ -252,12 +180,145 @@ def search(
     stats["format_ms"] = (time.perf_counter() - t) * 1000
 
     ms = (time.perf_counter() - started) * 1000
-    stats.update(expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits, entity=entity_hits,
-                 fused=len(merged), boosted=boosted, neighbours=propagated, deduped=deduped, final=len(rows), mode=flags.mode,
-                 ms=ms, compact=compact)
+    stats.update(final=len(rows), mode=flags.mode, ms=ms, compact=compact, retrievalClass=klass, parts=len(parts))
     if emit_log:
-        log("graph-search:hybrid", accountId=guards.account_id[:8], retrievalClass=request.retrieval_class,
-            expansions=len(queries) - 1, vector=vector_hits, bm25=bm25_hits,
-            **({"entity": entity_hits} if flags.entities else {}), fused=len(merged), boosted=boosted,
-            deduped=deduped, final=len(rows), mode=flags.mode, ms=f"{ms:.1f}")
+        extra: dict[str, Any] = {"parts": len(parts)} if parts else {}
+        log("graph-search:hybrid", accountId=guards.account_id[:8], retrievalClass=klass, **extra,
+            expansions=stats["expansions"], vector=stats["vector"], bm25=stats["bm25"],
+            **({"entity": stats["entity"]} if flags.entities else {}), fused=stats["fused"],
+            boosted=stats["boosted"], deduped=stats["deduped"], final=len(rows), mode=flags.mode, ms=f"{ms:.1f}")
     return SearchOutcome(rows, text, compact, queries, stats)
+
+
+@dataclass
+class _Stage:
+    """One call's fixed inputs, so the whole question and each compound part rank the same way."""
+
+    store: GraphStore
+    guards: Guards
+    embedder: Embedder | None
+    flags: SearchFlags
+    expander: expand_stage.Provider | None
+    reranker: rank.Reranker | None
+    extra_boosts: Sequence[RetrievalBoost]
+    keywords: Sequence[str]
+    cache: expand_stage.ExpansionCache | None
+    visible: Callable[[Node], bool] | None
+    stats: dict[str, Any]
+
+    def _add(self, key: str, value: float) -> None:
+        self.stats[key] += value
+
+    def ranked(self, request: SearchRequest, query: str, klass: str | None, seen: list[str]) -> list[Row]:
+        """EXPAND → ROUTE → paths → FUSE → NEIGHBOURS → BOOST → COMPOSITE → DEDUP → THRESHOLD →
+        RERANK → SORT (or MMR) → SLICE for one query; ``seen`` collects the queries searched."""
+        flags, store, guards = self.flags, self.store, self.guards
+
+        # EXPAND
+        queries = [query]
+        if flags.expansion and klass != "none":
+            t = time.perf_counter()
+            queries += expand_stage.expansions(query, request.retrieval_class, guards.account_id,
+                                               self.expander, self.cache)
+            self._add("expand_ms", (time.perf_counter() - t) * 1000)
+        self._add("expansions", len(queries) - 1)
+        seen.extend(queries)
+
+        # ROUTE (the caller's class only: a classified class never sets a label filter)
+        plan = route.plan(request.retrieval_class, enabled=flags.route, labels=request.labels)
+        if klass == "none":
+            plan = route.RoutePlan(plan.labels, plan.vector_weight, plan.bm25_weight, skip=True)
+        k = max(flags.candidates, request.limit)
+        lists: list[fuse.RankedList] = []
+
+        if not plan.skip:
+            # EMBED → VECTOR
+            if plan.use_vector and self.embedder is not None and flags.paths != "bm25":
+                t = time.perf_counter()
+                try:
+                    vectors = self.embedder.embed(queries)
+                except Exception as exc:
+                    vectors = []
+                    log("graph-search:hybrid", "warn", reason="embed-failed",
+                        detail=f"{type(exc).__name__}: {exc}"[:120])
+                self._add("embed_ms", (time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                for q, vec in zip(queries, vectors, strict=False):
+                    hits = store.vector_search(vec, k, guards=guards, labels=plan.labels)
+                    self._add("vector", len(hits))
+                    lists.append(fuse.RankedList("vector", hits, q))
+                self._add("vector_ms", (time.perf_counter() - t) * 1000)
+            # BM25
+            t = time.perf_counter()
+            if plan.use_bm25 and flags.paths != "vector":
+                for q in queries:
+                    text = strip_stop_words(q) if flags.stopwords else q
+                    hits = store.fulltext_search(text, k, guards=guards, labels=plan.labels, stemmed=flags.stem)
+                    self._add("bm25", len(hits))
+                    lists.append(fuse.RankedList("bm25", hits, q))
+            # keyword subscriptions (merged into the BM25 channel)
+            if self.keywords and flags.paths != "vector":
+                extra = keyword_lists(store, self.keywords, guards, k, plan.labels)
+                self._add("bm25", sum(len(x.hits) for x in extra))
+                lists.extend(extra)
+            self._add("bm25_ms", (time.perf_counter() - t) * 1000)
+            # ENTITIES (the question's entities -> the nodes that mention them, one hop)
+            if flags.entities and flags.paths == "hybrid":
+                t = time.perf_counter()
+                ranked, entity_stats = entity_stage.entity_list(store, query, guards, k, plan.labels)
+                for key, value in entity_stats.items():
+                    self.stats[key] = self.stats.get(key, 0) + value
+                if ranked is not None:
+                    self._add("entity", len(ranked.hits))
+                    lists.append(ranked)
+                self._add("entity_ms", (time.perf_counter() - t) * 1000)
+
+        # Entity and Fact nodes index the nodes that mention them; they are no results of their own
+        if not DERIVED_LABELS.intersection(request.labels or ()):
+            lists = [x if not any(DERIVED_LABELS.intersection(h.node.labels) for h in x.hits) else
+                     fuse.RankedList(x.channel, [h for h in x.hits if not DERIVED_LABELS.intersection(h.node.labels)],
+                                     x.source) for x in lists]
+        visible = self.visible
+        if visible is not None:
+            lists = [fuse.RankedList(x.channel, [h for h in x.hits if visible(h.node)], x.source) for x in lists]
+
+        # FUSE
+        t_fuse = time.perf_counter()
+        merged = fuse.merge(lists, normalise_vector=flags.normalize)
+        if flags.rrf:
+            fuse.rrf(merged, lists, k=flags.rrf_k, weights=plan.rrf_weights())
+        else:
+            fuse.weighted(merged, *weights(plan, flags), entity_weight=flags.entity_weight if flags.entities else 0.0)
+        self._add("fused", len(merged))
+
+        # NEIGHBOURS (a turn inherits part of the score of the candidate turns before it)
+        self._add("neighbours", neighbour_stage.propagate(list(merged.values()), flags.neighbours,
+                                                          flags.neighbours_back))
+
+        # BOOST
+        self._add("boosted", boost_stage.apply(merged.values(), self.extra_boosts) if flags.boosts else 0)
+
+        # COMPOSITE (recency, confidence, the turns that say when for a temporal question)
+        pool = list(merged.values())
+        moved = composite.recency(pool, flags.recency, flags.recency_half_life)
+        moved += composite.confidence(pool, flags.confidence)
+        if klass == "temporal":
+            moved += composite.dated(pool, flags.dated)
+        self._add("composite", moved)
+
+        # DEDUP
+        rows = dedup(pool, layered=flags.dedup)
+        self._add("deduped", len(rows))
+
+        # THRESHOLD + (rerank) + SORT (or MMR) + SLICE
+        rows = rank.threshold(rows, flags.min_score)
+        t = time.perf_counter()
+        reranked = rank.rerank(rows, self.reranker, flags.rerank_depth)
+        rerank_ms = (time.perf_counter() - t) * 1000 if self.reranker is not None else 0.0
+        self._add("rerank_ms", rerank_ms)
+        if reranked is rows and flags.mmr < 1:
+            rows = diversity.mmr(rows, flags.mmr, session=flags.mmr_session)[:request.limit]
+        else:
+            rows = rank.sort_and_slice(reranked, request.limit, keep_order=reranked is not rows)
+        self._add("fuse_ms", (time.perf_counter() - t_fuse) * 1000 - rerank_ms)
+        return rows
