@@ -71,6 +71,9 @@ OFF = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMA
 """The baseline (docs/retrieval.md#baseline), spelled out: configurations below change only what they name."""
 STEM = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1"}
 DEFAULTS = "defaults (no PLUGHOST_GS_* set)"
+ENTITY_FORM = " + entities"
+"""The store name suffix of the form whose turns' entities were written (``--entities``)."""
+ENTITIES = "defaults + entities (PLUGHOST_GS_ENTITIES=1)"
 
 
 def _shipped(key: str) -> str:
@@ -132,6 +135,25 @@ STAGES = (
 def stage_configs() -> list[tuple[str, dict[str, str]]]:
     return [("before: last round's defaults", BEFORE)] + [(f"before + {name}", {**BEFORE, **env})
                                                            for name, env in STAGES]
+
+
+def entity_configs(tuning: bool) -> list[tuple[str, dict[str, str] | None]]:
+    """On the store whose entities were written: the defaults (the path off: Entity nodes change
+    nothing) and the defaults with the entity path; on the tuning seed, its weight and RRF too."""
+    out: list[tuple[str, dict[str, str] | None]] = [(DEFAULTS, None),
+                                                    (ENTITIES, OverDefaults(PLUGHOST_GS_ENTITIES="1"))]
+    if tuning:
+        out += [(f"defaults + entities, weight {w}", OverDefaults(PLUGHOST_GS_ENTITIES="1", PLUGHOST_GS_ENTITY_WEIGHT=w))
+                for w in ENTITY_WEIGHTS]
+        out.append(("defaults with RRF + entities", OverDefaults(PLUGHOST_GS_ENTITIES="1", PLUGHOST_GS_RRF="1")))
+    return out
+
+
+class OverDefaults(dict):
+    """A configuration's variables over the shipped defaults (the others are over the baseline)."""
+
+
+ENTITY_WEIGHTS = ("0.1", "0.2", "0.4", "0.5")
 
 
 def grid_configs() -> list[tuple[str, dict[str, str]]]:
@@ -346,24 +368,33 @@ def manpage_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, Evalu
         pages = random.Random(args.seed).sample(pages, args.pages)
     ids = [f"man:{p.name}.{p.section}" for p in pages]
     digest = hashlib.sha256("\x00".join(i + p.document for i, p in zip(ids, pages, strict=True)).encode()).hexdigest()[:8]
-    store = open_store(work / f"manpages-{len(pages)}-{digest}.sqlite", embedder.dimensions)
-    if store.count(guards=Guards(ACCOUNT)) != len(pages):
-        jsonl = work / "pages.jsonl"
-        # a KnowledgeDocument embeds its summary (else its title): a page is embedded by its text
-        vectors = embedder.embed([p.document for p in pages])
-        embedder.save()
-        with open(jsonl, "w", encoding="utf-8") as fh:
-            for nid, page, vector in zip(ids, pages, vectors, strict=True):
-                fh.write(json.dumps({"id": nid, "labels": ["KnowledgeDocument"],
-                                     "properties": {"title": f"{page.name}({page.section})",
-                                                    "content": page.document}, "embedding": vector}) + "\n")
-        import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
-        jsonl.unlink()
+    stores = {}
+    for with_entities in (False, True) if args.entities else (False,):
+        suffix = "-entities" if with_entities else ""
+        store = open_store(work / f"manpages-{len(pages)}-{digest}{suffix}.sqlite", embedder.dimensions)
+        if store.count(guards=Guards(ACCOUNT), labels=["KnowledgeDocument"]) != len(pages):
+            jsonl = work / "pages.jsonl"
+            # a KnowledgeDocument embeds its summary (else its title): a page is embedded by its text
+            vectors = embedder.embed([p.document for p in pages])
+            embedder.save()
+            with open(jsonl, "w", encoding="utf-8") as fh:
+                for nid, page, vector in zip(ids, pages, vectors, strict=True):
+                    fh.write(json.dumps({"id": nid, "labels": ["KnowledgeDocument"],
+                                         "properties": {"title": f"{page.name}({page.section})",
+                                                        "content": page.document}, "embedding": vector}) + "\n")
+            os.environ["PLUGHOST_MEMORY_ENTITIES"] = "1" if with_entities else "0"
+            started = time.perf_counter()
+            import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
+            os.environ.pop("PLUGHOST_MEMORY_ENTITIES")
+            print(f"  imported {len(pages)} pages{' with entities' if with_entities else ''} in "
+                  f"{time.perf_counter() - started:.1f} s")
+            jsonl.unlink()
+        stores[ENTITY_FORM.lstrip() if with_entities else ""] = store
     evaluated = [(p.query, (nid,), "single") for p, nid in zip(pages, ids, strict=True)]
     if args.queries and args.queries < len(evaluated):
         evaluated = random.Random(args.seed + 1).sample(evaluated, args.queries)
     print(f"manpages: {len(pages)} pages from {manpages.MAN_ROOT}, {len(evaluated)} queries")
-    return {"": store}, evaluated, {nid: f"{p.name}({p.section}) {p.document}" for nid, p in zip(ids, pages, strict=True)}
+    return stores, evaluated, {nid: f"{p.name}({p.section}) {p.document}" for nid, p in zip(ids, pages, strict=True)}
 
 
 def conversation_set(work: Path, embedder: CachedEmbedder, args,
@@ -379,9 +410,14 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
     digest = hashlib.sha256("\x00".join(t.id + t.speaker + t.text + t.at.isoformat()
                                       for t in data.turns).encode()).hexdigest()[:8]
     stores = {}
-    settings = [(turns, mode) for turns in args.context for mode in (args.embed if turns else ["turn"])]
-    for turns, mode in settings:
-        store = open_store(work / f"conversations-{digest}-c{turns}-{mode}.sqlite", embedder.dimensions)
+    settings = [(turns, mode, False) for turns in args.context for mode in (args.embed if turns else ["turn"])]
+    if args.entities:  # the shipped form once more, its turns' entities and facts written (PLUGHOST_MEMORY_ENTITIES=1)
+        from plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+
+        settings.append((DEFAULT_TURNS, DEFAULT_EMBED, True))
+    for turns, mode, with_entities in settings:
+        suffix = "-entities" if with_entities else ""
+        store = open_store(work / f"conversations-{digest}-c{turns}-{mode}{suffix}.sqlite", embedder.dimensions)
         if store.count(guards=Guards(ACCOUNT), labels=["Message"]) != len(data.turns):
             jsonl = work / "conversations.jsonl"
             with open(jsonl, "w", encoding="utf-8") as fh:
@@ -395,13 +431,16 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
                                          "edges": [{"type": "HAS_MESSAGE", "to": t.id} for t in session]}) + "\n")
             os.environ["PLUGHOST_MESSAGE_CONTEXT_TURNS"] = str(turns)
             os.environ["PLUGHOST_MESSAGE_EMBED"] = mode
+            os.environ["PLUGHOST_MEMORY_ENTITIES"] = "1" if with_entities else "0"
             started = time.perf_counter()
             import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
             embedder.save()
-            print(f"  imported {len(data.turns)} turns (context {turns}, embed {mode}) in "
-                  f"{time.perf_counter() - started:.1f} s")
+            os.environ.pop("PLUGHOST_MEMORY_ENTITIES")
+            print(f"  imported {len(data.turns)} turns (context {turns}, embed {mode}{', entities' if with_entities else ''}) "
+                  f"in {time.perf_counter() - started:.1f} s")
             jsonl.unlink()
-        stores[f"context {turns}, embed {mode}" if turns else "context 0"] = store
+        name = f"context {turns}, embed {mode}" if turns else "context 0"
+        stores[name + (ENTITY_FORM if with_entities else "")] = store
     kinds = Counter(q.kind for q in data.questions)
     types = Counter(q.type for q in data.questions)
     print(f"conversations: {len(data.sessions)} sessions, {len(data.turns)} turns, {len(data.questions)} questions "
@@ -420,23 +459,32 @@ def realtext_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, Eval
 
     passages, questions, source = realtext.load()
     digest = hashlib.sha256("\x00".join(p.id + p.document for p in passages).encode()).hexdigest()[:8]
-    store = open_store(work / f"realtext-{len(passages)}-{digest}.sqlite", embedder.dimensions)
-    if store.count(guards=Guards(ACCOUNT)) != len(passages):
-        jsonl = work / "realtext.jsonl"
-        # like a chunk, a passage is embedded with its heading (the FAQ question it answers)
-        vectors = embedder.embed([p.document for p in passages])
-        embedder.save()
-        with open(jsonl, "w", encoding="utf-8") as fh:
-            for p, vector in zip(passages, vectors, strict=True):
-                fh.write(json.dumps({"id": p.id, "labels": ["KnowledgeDocument"],
-                                     "properties": {"title": p.heading, "content": p.text},
-                                     "embedding": vector}) + "\n")
-        import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
-        jsonl.unlink()
+    stores = {}
+    for with_entities in (False, True) if args.entities else (False,):
+        suffix = "-entities" if with_entities else ""
+        store = open_store(work / f"realtext-{len(passages)}-{digest}{suffix}.sqlite", embedder.dimensions)
+        if store.count(guards=Guards(ACCOUNT), labels=["KnowledgeDocument"]) != len(passages):
+            jsonl = work / "realtext.jsonl"
+            # like a chunk, a passage is embedded with its heading (the FAQ question it answers)
+            vectors = embedder.embed([p.document for p in passages])
+            embedder.save()
+            with open(jsonl, "w", encoding="utf-8") as fh:
+                for p, vector in zip(passages, vectors, strict=True):
+                    fh.write(json.dumps({"id": p.id, "labels": ["KnowledgeDocument"],
+                                         "properties": {"title": p.heading, "content": p.text},
+                                         "embedding": vector}) + "\n")
+            os.environ["PLUGHOST_MEMORY_ENTITIES"] = "1" if with_entities else "0"
+            started = time.perf_counter()
+            import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
+            os.environ.pop("PLUGHOST_MEMORY_ENTITIES")
+            print(f"  imported {len(passages)} passages{' with entities' if with_entities else ''} in "
+                  f"{time.perf_counter() - started:.1f} s")
+            jsonl.unlink()
+        stores[ENTITY_FORM.lstrip() if with_entities else ""] = store
     types = Counter(q.type for q in questions)
     print(f"realtext: {len(passages)} passages of {source}, {len(questions)} questions "
           f"({', '.join(f'{k} {v}' for k, v in sorted(types.items()))})")
-    return {"": store}, [(q.text, q.evidence, q.type) for q in questions], {p.id: p.document for p in passages}
+    return stores, [(q.text, q.evidence, q.type) for q in questions], {p.id: p.document for p in passages}
 
 
 def run(store, evaluated: Evaluated, embedder, configs,
@@ -447,7 +495,8 @@ def run(store, evaluated: Evaluated, embedder, configs,
     from plugins.memory.retrieval import SearchFlags, SearchRequest, search
     from plugins.memory.retrieval.expand import rule_based
 
-    flags = [(name, SearchFlags.from_env({} if env is None else {**OFF, **env})) for name, env in configs]
+    flags = [(name, SearchFlags.from_env({} if env is None else env if isinstance(env, OverDefaults) else {**OFF, **env}))
+             for name, env in configs]
     cached = MemoStore(store, memo)
     guards = Guards(ACCOUNT)
     ranks: dict[str, list[Ranks]] = {name: [] for name, _ in flags}
@@ -507,7 +556,9 @@ def evaluate(set_name: str, stores: dict, evaluated: Evaluated, docs: dict[str, 
     main_form = shipped_form(set_name)
     for store_name, store in stores.items():
         configs: list[tuple[str, dict[str, str] | None]] = [*single_configs(set_name)]
-        if store_name == main_form:
+        if store_name == (main_form + ENTITY_FORM).lstrip():
+            configs = entity_configs(tuning)
+        elif store_name == main_form:
             configs += hybrid_configs(set_name, tuning)
             if args.grid and tuning:
                 configs += grid_configs()
@@ -629,6 +680,8 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=None, help="keep the stores and embeddings here between runs")
     ap.add_argument("--grid", action="store_true",
                     help="also sweep fusion weight, pool, neighbour share and RRF k on the tuning conversation set")
+    ap.add_argument("--entities", action="store_true",
+                    help="also build the shipped form with its entities written and measure the entity path on it")
     ap.add_argument("--no-memo", action="store_true", help="run every store search for real (slow; for checking)")
     bench_results.add_flag(ap)
     args = ap.parse_args()

@@ -375,6 +375,17 @@ class GraphStore(Protocol):
         """1-hop neighbours per node, both directions, at most ``limit`` per node, guard layer 4."""
         ...
 
+    def linked(
+        self, node_ids: Sequence[str], edge_type: str, *, guards: Guards, limit: int = 5000
+    ) -> dict[str, list[Node]]:
+        """Per origin, the nodes with an ``edge_type`` edge *into* it (e.g. the Messages that
+        ``MENTIONS`` an Entity), ordered by id, at most ``limit`` (5,000 at most) each.
+
+        Origin and sources are both read under the primary guard layers (1, 2, 3, 5): a source is
+        returned exactly when the caller could ``get`` it; an origin outside the guards has none.
+        """
+        ...
+
     def missing_embeddings(
         self,
         *,

@@ -27,6 +27,8 @@ from plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
 
 GRACE_DAYS = 7.0
 EXPAND_LIMIT = 20
+LINKED_LIMIT = 5000
+"""The most sources :meth:`GraphStore.linked` returns per origin."""
 
 
 def env_account(env: Mapping[str, str]) -> str | None:

@@ -9,6 +9,8 @@
 CREATE CONSTRAINT graph_node_account_id IF NOT EXISTS FOR (n:GraphNode) REQUIRE (n.accountId, n.id) IS UNIQUE;
 CREATE INDEX graph_node_account IF NOT EXISTS FOR (n:GraphNode) ON (n.accountId, n.deletedAt);
 CREATE INDEX graph_node_keywords IF NOT EXISTS FOR (n:GraphNode) ON (n.keywordsLower);
+// The entity path's lookup (find where entityKey = $v): only Entity nodes carry the property.
+CREATE INDEX graph_node_entity_key IF NOT EXISTS FOR (n:GraphNode) ON (n.entityKey);
 
 // One HNSW cosine vector index per vector-indexed label (docs/graph.md#labels; pinned by the schema-labels gate).
 CREATE VECTOR INDEX question_embedding IF NOT EXISTS FOR (n:Question) ON (n.embedding)

@@ -24,6 +24,10 @@ CREATE INDEX nodes_account ON nodes (account_id, deleted_at);
 CREATE INDEX nodes_deleted ON nodes (deleted_at) WHERE deleted_at IS NOT NULL;
 -- Vector candidates (account, vector length, guards) come from this index alone.
 CREATE INDEX nodes_vector_guard ON nodes (account_id, dims, deleted_at, scope);
+-- The memory plugin's entity lookup (find where entityKey = ?, docs/retrieval.md#entities); partial:
+-- only Entity nodes carry the property. Files made before it get it when a store opens them.
+CREATE INDEX nodes_entity_key ON nodes (json_extract(properties, '$."entityKey"'))
+  WHERE json_extract(properties, '$."entityKey"') IS NOT NULL;
 
 CREATE TABLE node_labels (
   label TEXT    NOT NULL,

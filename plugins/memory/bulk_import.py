@@ -28,7 +28,7 @@ from host.ports.jsonl import ImportSummary, JsonLines, check_line, line_id, line
 from host.util.errors import UserError
 from host.util.log import log
 from host.util.progress import Progress
-from plugins.memory import indexed_form
+from plugins.memory import entities, indexed_form
 from plugins.memory.embed_text import embedding_text
 from plugins.memory.reindex import reindex_contexts
 
@@ -59,6 +59,9 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
     started = time.perf_counter()
 
     turns = indexed_form.context_turns()
+    extract_entities = entities.enabled()
+    entity_seconds = [0.0]
+    speakers: dict[str, None] = {}  # every speaker seen so far: a capitalised first word that is one is a name
     conversations: dict[str, None] = {}  # Messages get their indexed form (and vectors) after the nodes
 
     def embed(rows: list[tuple[int, dict[str, Any]]]) -> None:
@@ -115,9 +118,24 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
                     skip(lineno, str(exc))
         summary.batches += 1
         seen.update(row["id"] for _, row in batch)
+        if extract_entities:
+            write_entities([row for _, row in batch if entities.extractable(row["labels"], row["properties"])])
         batch.clear()
         bar.update(reader.done_bytes)
         write_edges()
+
+    def write_entities(rows: list[dict[str, Any]]) -> None:
+        """The batch's turns' entities and facts (``PLUGHOST_MEMORY_ENTITIES``), once the turns are in."""
+        if not rows:
+            return
+        for row in rows:
+            name = entities.graph.speaker_of(row["properties"])
+            if name:
+                speakers[name] = None
+        t0 = time.perf_counter()
+        entities.write(store, account_id, [(row["id"], row["properties"]) for row in rows], guards=owner,
+                       known=list(speakers))
+        entity_seconds[0] += time.perf_counter() - t0
 
     def write_edges() -> None:
         """The waiting edges whose target the file has had, or that the store may have (once each)."""
@@ -158,7 +176,7 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
     log("memory-import", "done", file=path.name, nodes=summary.nodes, edges=summary.edges,
         skipped=summary.skipped, embedded=summary.embedded, embedFailed=summary.embed_failed,
         batches=summary.batches, seconds=f"{summary.seconds:.2f}", embedSeconds=f"{summary.embed_seconds:.2f}",
-        rate=f"{summary.rate:.0f}")
+        rate=f"{summary.rate:.0f}", **({"entitySeconds": f"{entity_seconds[0]:.2f}"} if extract_entities else {}))
     return summary
 
 

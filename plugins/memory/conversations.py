@@ -47,6 +47,7 @@ from host.ports.principal import resolve
 from host.util.errors import UserError
 from host.util.log import log
 from host.util.times import parse_time
+from plugins.memory import entities
 from plugins.memory.indexed_form import embedding_text as message_embedding_text
 from plugins.memory.indexed_form import indexed_message
 
@@ -141,6 +142,8 @@ class Conversations:
         own = self.session_conversation()
 
         def visible(node: Node) -> bool:
+            if entities.DERIVED_LABELS.intersection(node.labels):
+                return False  # an Entity or Fact links every conversation of its scope that mentions it
             if not CONVERSATION_LABELS.intersection(node.labels):
                 return True
             return own is not None and (node.id == own or node.properties.get("conversationId") == own)
@@ -276,6 +279,12 @@ class Conversations:
             guarded_upsert_many(self.store, [row, conv_row], guards=guards)
         except WriteDenied as exc:
             raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
+        if entities.enabled(self.env):
+            try:
+                entities.write(self.store, account, [(msg_id, row["properties"])], guards=guards,
+                               known=[s for s in (sender, existing.properties.get("sender") if existing else None) if s])
+            except Exception as exc:  # noqa: BLE001 — the turn is stored; a reindex --entities extracts it later
+                log("memory-entities", "warn", reason="extract-failed", node=msg_id, error=type(exc).__name__)
         self._log("append", guards, started, conversationId=conversationId, messageId=msg_id, embedded=int(embedded))
         return {"messageId": msg_id, "conversationId": conversationId, "created": existing is None,
                 "embedded": embedded, "timestamp": when}

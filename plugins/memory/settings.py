@@ -52,6 +52,12 @@ SEARCH_NEIGHBOURS: Setting[float] = Setting(
 SEARCH_NEIGHBOURS_BACK: Setting[float] = Setting(
     "PLUGHOST_GS_NEIGHBOURS_BACK", "float", 0.0, "the share a turn passes back to the candidate turns before it",
     minimum=0, maximum=1)
+SEARCH_ENTITIES: Setting[bool] = Setting(
+    "PLUGHOST_GS_ENTITIES", "bool", False,
+    "a third retrieval path: the turns and notes that mention the question's entities (PLUGHOST_MEMORY_ENTITIES writes them)")
+SEARCH_ENTITY_WEIGHT: Setting[float] = Setting(
+    "PLUGHOST_GS_ENTITY_WEIGHT", "float", 0.3, "the entity path's weight in the weighted fusion, on top of vector and BM25",
+    minimum=0, maximum=1)
 SEARCH_MMR: Setting[float] = Setting(
     "PLUGHOST_GS_MMR", "float", 1.0, "the relevance share λ of maximal marginal relevance over the best fused rows (1: off)",
     minimum=0, maximum=1)
@@ -108,6 +114,9 @@ MESSAGE_CONTEXT_TURNS: Setting[int] = Setting(
 MESSAGE_EMBED: Setting[str] = Setting(
     "PLUGHOST_MESSAGE_EMBED", "choice", "turn", "what a Message embeds: the bare turn, or the turn and its context",
     choices=("context", "turn"))
+MEMORY_ENTITIES: Setting[bool] = Setting(
+    "PLUGHOST_MEMORY_ENTITIES", "bool", False,
+    "extract speakers, names, places, dates, numbers, codes and simple facts from written Messages into Entity and Fact nodes")
 MEMORY_EXTRA_LABELS: Setting[list[str] | None] = Setting(
     "PLUGHOST_MEMORY_EXTRA_LABELS", "csv", None, "more node labels the memory write tools accept")
 AUDIT_MCP: Setting[bool] = Setting(

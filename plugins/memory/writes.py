@@ -28,7 +28,7 @@ from host.ports.graph import (
 from host.ports.principal import resolve
 from host.util.jsonparse import LONE_SURROGATE
 from host.util.log import log
-from plugins.memory import sectioniser
+from plugins.memory import entities, sectioniser
 from plugins.memory.embed_text import embedding_text, is_vector_label
 from plugins.memory.indexed_form import chunk_context
 from plugins.memory.outcome import Call, WriteRejected
@@ -255,6 +255,7 @@ class MemoryWriter:
         rows = [row] + self._inbound_rows(node_id, [r for r in rels if r.direction == "in"] + (
             [Relationship("PRODUCED", source, "in", None)] if source else []))
         guarded_upsert_many(self.store, rows, guards=self.guards())
+        self._entities([(node_id, props)])
         call.element_id = node_id
         return {"elementId": node_id, "labels": labs, "embedded": vector is not None,
                 "relationships": len(rels) + (1 if source else 0), "provenance": provenance}
@@ -371,11 +372,23 @@ class MemoryWriter:
         # children first so the document's edges find their targets in the same transaction
         rows = [*chunk_rows, *section_rows, doc_row]
         guarded_upsert_many(self.store, rows, guards=self.guards())
+        self._entities([(r["id"], r["properties"]) for r in chunk_rows])
         doc_id = doc_row.get("id") or self._document_by_attachment(attachment)
         call.element_id = doc_id
         return {"elementId": doc_id, "title": doc.title, "attachmentId": attachment, "format": doc.format,
                 "sections": len(section_rows), "chunks": len(chunk_rows),
                 "embedded": sum(v is not None for v in vectors)}
+
+    def _entities(self, written: list[tuple[str, Mapping[str, Any]]]) -> None:
+        """The entities and facts of what was just written (``PLUGHOST_MEMORY_ENTITIES``); a failure
+        leaves the write as it is (``plughost memory reindex --entities`` extracts it later)."""
+        if not entities.enabled(self.env):
+            return
+        try:
+            entities.write(self.store, self.account_id, written, guards=self.guards())
+        except Exception as exc:  # noqa: BLE001
+            log("memory-entities", "warn", reason="extract-failed", node=written[0][0] if written else "",
+                error=type(exc).__name__)
 
     def _document_by_attachment(self, attachment: str) -> str | None:
         found = self.store.find(guards=self.guards(), labels=["KnowledgeDocument"], where={"attachmentId": attachment},

@@ -21,6 +21,7 @@ from plugins.graph.neo4j_store.queries import (
     Q_INDEXES,
     Q_KEYWORD,
     Q_LABELS_PRESENT,
+    Q_LINKED,
     Q_MISSING,
     Q_PURGE,
     Q_REINGEST,
@@ -51,7 +52,7 @@ def lint_statements() -> list[str]:
     """Every statement the store can issue (templated ones with sample names), for the linter."""
     where, _ = where_cypher({"conversationId": "c", "role": None})
     within, _ = within_cypher(("c", "HAS_MESSAGE"))
-    stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_MISSING,
+    stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_LINKED, Q_MISSING,
              Q_REINGEST_TREE, Q_STORED, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
              Q_VECTOR_DEFS, Q_LABELS_PRESENT, Q_AWAIT_INDEXES, *q_rebuild_vector_index("chunk_embedding", "Chunk", "embedding"),
              Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,

@@ -56,6 +56,17 @@ CALL (o) {{
 RETURN oid, type(r) AS type, CASE WHEN startNode(r) = o THEN 'out' ELSE 'in' END AS direction,
        properties(r) AS rel, m.id AS id, labels(m) AS labels, m {{.*, embedding: null}} AS props,
        m.embedding IS NOT NULL AS hasEmbedding"""
+Q_LINKED = f"""UNWIND $ids AS oid
+MATCH (o:{BASE_LABEL} {{accountId: $accountId, id: oid}})
+WHERE o.deletedAt IS NULL
+  AND ($allowedScopes IS NULL OR o.scope IS NULL OR o.scope IN $allowedScopes)
+  AND ($agentSlug IS NULL OR (o.agents IS NOT NULL AND $agentSlug IN o.agents))
+CALL (o) {{
+  MATCH (o)<-[r]-(n:{BASE_LABEL}) WHERE type(r) = $type AND {GUARD}
+  RETURN n ORDER BY n.id LIMIT $limit
+}}
+RETURN oid, {NODE_RETURN}"""
+"""The primary-guarded sources of one edge type into each guarded origin (:meth:`GraphStore.linked`)."""
 Q_MISSING = f"""MATCH (n:{BASE_LABEL})
 WHERE n.accountId = $accountId AND n.deletedAt IS NULL AND n.embedding IS NULL
   AND any(l IN labels(n) WHERE l IN $labels) AND NOT n.id IN $exclude
@@ -266,7 +277,8 @@ RETURN {NODE_RETURN}, score"""
 
 
 def q_find(where_keys: Sequence[str], order_by: str | None, descending: bool) -> str:
-    conds = "".join(f" AND n[$k{i}] = $v{i}" for i in range(len(where_keys)))
+    # static property names (validated identifiers, backtick-quoted) so a property index can serve them
+    conds = "".join(f" AND n.`{check_name(k, 'property')}` = $v{i}" for i, k in enumerate(where_keys))
     order = "n[$orderKey]" if order_by else "n.updatedAt"
     return (f"MATCH (n:{BASE_LABEL}) WHERE {GUARD} AND {LABEL_FILTER}{conds}\n"
             f"RETURN {NODE_RETURN} ORDER BY {order} {'DESC' if descending else 'ASC'}, n.id SKIP $offset LIMIT $limit")

@@ -19,6 +19,7 @@ from host.util.errors import UserError
 from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
+    LINKED_LIMIT,
     StoreEnv,
     check_account,
     check_edge,
@@ -50,6 +51,7 @@ from plugins.graph.neo4j_store.queries import (
     Q_GET,
     Q_GET_ANY,
     Q_HIERARCHY_SET,
+    Q_LINKED,
     Q_MISSING,
     Q_PURGE,
     Q_SCHEMA_KEYS,
@@ -289,7 +291,6 @@ class Neo4jStore(StoreEnv, Search):
         params = {**guard_params(g), "labels": list(check_labels(labels)) if labels else [],
                   "limit": max(0, int(limit)), "offset": max(0, int(offset))}
         for i, key in enumerate(keys):
-            params[f"k{i}"] = key
             params[f"v{i}"] = (where or {})[key]
         if order_by:
             params["orderKey"] = check_name(order_by, "order_by")
@@ -309,6 +310,20 @@ class Neo4jStore(StoreEnv, Search):
             return out
         for r in self._rows(Q_EXPAND, {**guard_params(g), "ids": ids, "limit": limit}):
             out[r["oid"]].append(Neighbor(node_of(r), r["type"], r["direction"], dict(r["rel"])))
+        return out
+
+    def linked(self, node_ids: Sequence[str], edge_type: str, *, guards: Guards,
+               limit: int = LINKED_LIMIT) -> dict[str, list[Node]]:
+        """The guarded nodes with an ``edge_type`` edge into each guarded origin, in one query."""
+        g = guards_ok(guards)
+        check_name(edge_type, "edge type")
+        limit = max(0, min(int(limit), LINKED_LIMIT))
+        ids = list(dict.fromkeys(node_ids))
+        out: dict[str, list[Node]] = {nid: [] for nid in ids}
+        if not ids or limit == 0:
+            return out
+        for r in self._rows(Q_LINKED, {**guard_params(g), "ids": ids, "type": edge_type, "limit": limit}):
+            out[r["oid"]].append(node_of(r))
         return out
 
     def missing_embeddings(self, *, account_id: str, labels: Sequence[str] | None = None,

@@ -40,12 +40,28 @@ def refusal(path: str | Path, found: int) -> UserError:
                      "(no migrations before the first release); move the file aside and re-import its data")
 
 
+ADDED_INDEXES = {
+    "nodes_entity_key": "CREATE INDEX IF NOT EXISTS nodes_entity_key ON nodes (json_extract(properties, '$.\"entityKey\"')) "
+                        "WHERE json_extract(properties, '$.\"entityKey\"') IS NOT NULL",
+}
+"""Indexes ``schema.sql`` gained at this version after files were made with it: created when a
+store opens a file that lacks one (an index changes no stored data, so the version stays)."""
+
+
+def ensure_indexes(conn: sqlite3.Connection) -> None:
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    for name, statement in ADDED_INDEXES.items():
+        if name not in have:
+            conn.execute(statement)
+
+
 def ensure_schema(conn: sqlite3.Connection, path: str | Path) -> None:
     """Give a new (empty) file the schema, in one ``BEGIN IMMEDIATE`` transaction, so two processes
     opening it at once create it exactly once (the second waits on the lock, then sees the version);
     a file at the schema's version opens as it is, and any other file is refused (:func:`refusal`)."""
     found = conn.execute("PRAGMA user_version").fetchone()[0]
     if found == SCHEMA_VERSION:
+        ensure_indexes(conn)
         return
     if found != 0:
         raise refusal(path, found)

@@ -36,12 +36,14 @@ from host.util.errors import UserError
 from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
+    LINKED_LIMIT,
     Prepared,
     StoreEnv,
     check_account,
     check_edge,
     check_embedding,
     check_labels,
+    check_name,
     fts_terms,
     guards_ok,
     new_id,
@@ -681,6 +683,27 @@ class SqliteStore(StoreEnv, VectorSearch):
                     continue
                 rows = self.conn.execute(sql, [rid, *params, rid, *params, limit]).fetchall()
                 out[nid] = [Neighbor(self._node(r[3:]), r[0], r[1], json.loads(r[2]) if r[2] else {}) for r in rows]
+        return out
+
+    def linked(self, node_ids: Sequence[str], edge_type: str, *, guards: Guards,
+               limit: int = LINKED_LIMIT) -> dict[str, list[Node]]:
+        """The guarded nodes with an ``edge_type`` edge into each guarded origin (``edges_target``)."""
+        g = guards_ok(guards)
+        check_name(edge_type, "edge type")
+        limit = max(0, min(int(limit), LINKED_LIMIT))
+        ocond, oparams = guard_sql(g, "o")
+        cond, params = guard_sql(g)
+        sql = (f"SELECT {NODE_COLS} FROM edges e JOIN nodes n ON n.rid = e.source "
+               f"WHERE e.target = ? AND e.type = ? AND {cond} ORDER BY n.id LIMIT ?")
+        ids = list(dict.fromkeys(node_ids))
+        out: dict[str, list[Node]] = {nid: [] for nid in ids}
+        with self.lock:
+            origins: dict[str, int] = {}
+            for part in chunks(ids):
+                origins.update(self.conn.execute(f"SELECT o.id, o.rid FROM nodes o WHERE o.id IN ({marks(len(part))}) "
+                                                 f"AND {ocond}", [*part, *oparams]))
+            for nid, rid in origins.items():
+                out[nid] = [self._node(r) for r in self.conn.execute(sql, [rid, edge_type, *params, limit])]
         return out
 
     def missing_embeddings(self, *, account_id: str, labels: Sequence[str] | None = None,

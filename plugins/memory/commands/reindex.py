@@ -19,6 +19,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", action="store_true",
                         help="first rebuild every Message's indexed form (speaker, day, preceding turns: "
                              "PLUGHOST_MESSAGE_CONTEXT_TURNS) and re-embed the turns it changes")
+    parser.add_argument("--entities", action="store_true",
+                        help="first extract every Message's entities and facts into Entity and Fact nodes "
+                             "(what PLUGHOST_MEMORY_ENTITIES=1 writes with each new turn)")
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
@@ -30,6 +33,13 @@ def run(args: argparse.Namespace, host: Any) -> int:
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit: expected a positive integer, got {args.limit}")
     store, embedder = host.store(), host.embedder()
+    if args.entities:
+        from plugins.memory.entities.graph import backfill
+
+        counts = backfill(store, acct)
+        print("reindex: entities " + " ".join(f"{k}={v}" for k, v in counts.items()))
+        if embedder is None and not args.context:
+            return 0
     if args.context:
         if embedder is not None:
             check_dimensions(store, embedder)

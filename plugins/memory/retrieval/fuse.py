@@ -4,7 +4,9 @@ Baseline (docs/retrieval.md#baseline): a node found by several lists keeps the m
 score; BM25 scores are min-max normalised within each result list; ``0.7 × vector + 0.3 ×
 bm25``. ``PLUGHOST_GS_NORMALIZE`` min-max normalises vector lists too (raw cosines of some
 models are bunched, which lets the vector term drown BM25). ``PLUGHOST_GS_RRF`` replaces the
-weighted sum with Reciprocal Rank Fusion, ``Σ w / (k + rank)``.
+weighted sum with Reciprocal Rank Fusion, ``Σ w / (k + rank)``. The entity path
+(``PLUGHOST_GS_ENTITIES``, :mod:`.entities`) is a third channel: its scores arrive in 0..1 and are
+kept as they are, and the weighted sum adds ``entity_weight × entity`` on top of the pair.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ VECTOR_WEIGHT = 0.7
 BM25_WEIGHT = 0.3
 RRF_K = 60
 
-Channel = Literal["vector", "bm25"]
+Channel = Literal["vector", "bm25", "entity"]
 
 
 @dataclass
@@ -38,7 +40,7 @@ def merge(lists: Iterable[RankedList], *, normalise_vector: bool = False) -> dic
     rows: dict[str, Row] = {}
     for ranked in lists:
         raw = [h.score for h in ranked.hits]
-        normalise = ranked.channel == "bm25" or normalise_vector
+        normalise = ranked.channel == "bm25" or (ranked.channel == "vector" and normalise_vector)
         scores = min_max(raw) if normalise else raw
         for hit, score in zip(ranked.hits, scores, strict=True):
             row = rows.get(hit.node.id)
@@ -46,16 +48,20 @@ def merge(lists: Iterable[RankedList], *, normalise_vector: bool = False) -> dic
                 row = rows[hit.node.id] = Row(hit.node)
             if ranked.channel == "vector":
                 row.vector = max(row.vector, score)
+            elif ranked.channel == "entity":
+                row.entity = max(row.entity, score)
             else:
                 row.bm25 = max(row.bm25, score)
     return rows
 
 
 def weighted(rows: Mapping[str, Row], vector_weight: float = VECTOR_WEIGHT,
-             bm25_weight: float = BM25_WEIGHT) -> None:
-    """``score = vector_weight × vector + bm25_weight × bm25`` for every row."""
+             bm25_weight: float = BM25_WEIGHT, entity_weight: float = 0.0) -> None:
+    """``score = vector_weight × vector + bm25_weight × bm25 (+ entity_weight × entity)`` for every row."""
     for row in rows.values():
         row.score = vector_weight * row.vector + bm25_weight * row.bm25
+        if entity_weight:
+            row.score += entity_weight * row.entity
 
 
 def rrf(rows: Mapping[str, Row], lists: Iterable[RankedList], *, k: int = RRF_K,

@@ -19,9 +19,11 @@ from host.ports.graph import GraphStore, Guards, Node
 from host.runtime.types import RetrievalBoost
 from host.util.errors import UserError
 from host.util.log import log
+from plugins.memory.entities.graph import DERIVED_LABELS
 from plugins.memory.retrieval import boosts as boost_stage
 from plugins.memory.retrieval import classify as classify_stage
 from plugins.memory.retrieval import composite, compound, diversity, fuse, rank, route
+from plugins.memory.retrieval import entities as entity_stage
 from plugins.memory.retrieval import expand as expand_stage
 from plugins.memory.retrieval import neighbours as neighbour_stage
 from plugins.memory.retrieval.dedup import dedup
@@ -86,6 +88,7 @@ class SearchOutcome:
                     "score": r.score,
                     "vector": r.vector,
                     "bm25": r.bm25,
+                    "entity": r.entity,
                     "properties": r.visible_properties(),
                     "related": [
                         {"type": nb.type, "direction": nb.direction, "id": nb.node.id,
@@ -136,8 +139,8 @@ def search(
     request = request.checked()
     flags = flags or SearchFlags.baseline()  # no flags: the baseline (docs/retrieval.md#baseline); callers pass from_env's
     started = time.perf_counter()
-    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0, "fuse_ms": 0.0,
-                             "rerank_ms": 0.0, "expansions": 0, "vector": 0, "bm25": 0, "fused": 0, "boosted": 0,
+    stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0, "entity_ms": 0.0, "fuse_ms": 0.0,
+                             "rerank_ms": 0.0, "expansions": 0, "vector": 0, "bm25": 0, "entity": 0, "fused": 0, "boosted": 0,
                              "neighbours": 0, "deduped": 0, "composite": 0}
 
     # CLASSIFY (the caller's class wins)
@@ -181,7 +184,8 @@ def search(
     if emit_log:
         extra: dict[str, Any] = {"parts": len(parts)} if parts else {}
         log("graph-search:hybrid", accountId=guards.account_id[:8], retrievalClass=klass, **extra,
-            expansions=stats["expansions"], vector=stats["vector"], bm25=stats["bm25"], fused=stats["fused"],
+            expansions=stats["expansions"], vector=stats["vector"], bm25=stats["bm25"],
+            **({"entity": stats["entity"]} if flags.entities else {}), fused=stats["fused"],
             boosted=stats["boosted"], deduped=stats["deduped"], final=len(rows), mode=flags.mode, ms=f"{ms:.1f}")
     return SearchOutcome(rows, text, compact, queries, stats)
 
@@ -258,7 +262,22 @@ class _Stage:
                 self._add("bm25", sum(len(x.hits) for x in extra))
                 lists.extend(extra)
             self._add("bm25_ms", (time.perf_counter() - t) * 1000)
+            # ENTITIES (the question's entities -> the nodes that mention them, one hop)
+            if flags.entities and flags.paths == "hybrid":
+                t = time.perf_counter()
+                ranked, entity_stats = entity_stage.entity_list(store, query, guards, k, plan.labels)
+                for key, value in entity_stats.items():
+                    self.stats[key] = self.stats.get(key, 0) + value
+                if ranked is not None:
+                    self._add("entity", len(ranked.hits))
+                    lists.append(ranked)
+                self._add("entity_ms", (time.perf_counter() - t) * 1000)
 
+        # Entity and Fact nodes index the nodes that mention them; they are no results of their own
+        if not DERIVED_LABELS.intersection(request.labels or ()):
+            lists = [x if not any(DERIVED_LABELS.intersection(h.node.labels) for h in x.hits) else
+                     fuse.RankedList(x.channel, [h for h in x.hits if not DERIVED_LABELS.intersection(h.node.labels)],
+                                     x.source) for x in lists]
         visible = self.visible
         if visible is not None:
             lists = [fuse.RankedList(x.channel, [h for h in x.hits if visible(h.node)], x.source) for x in lists]
@@ -269,7 +288,7 @@ class _Stage:
         if flags.rrf:
             fuse.rrf(merged, lists, k=flags.rrf_k, weights=plan.rrf_weights())
         else:
-            fuse.weighted(merged, *weights(plan, flags))
+            fuse.weighted(merged, *weights(plan, flags), entity_weight=flags.entity_weight if flags.entities else 0.0)
         self._add("fused", len(merged))
 
         # NEIGHBOURS (a turn inherits part of the score of the candidate turns before it)

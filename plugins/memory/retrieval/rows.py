@@ -18,6 +18,7 @@ class Row:
     node: Node
     vector: float = 0.0
     bm25: float = 0.0
+    entity: float = 0.0
     score: float = 0.0
     bump: float = 0.0
     related: list[Neighbor] = field(default_factory=list)
@@ -45,4 +46,5 @@ class Row:
             "score": self.score,
             "vector": self.vector,
             "bm25": self.bm25,
+            "entity": self.entity,
         }
