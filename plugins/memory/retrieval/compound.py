@@ -58,9 +58,9 @@ def decompose(query: str) -> list[str]:
             parts = [_tidy(head + a + tail), _tidy(head + b + tail)]
             break
     if not parts:
-        match = _BETWEEN.search(text)
-        if match:
-            a, b = match.group("a").strip(), match.group("b").strip()
+        between = _BETWEEN.search(text)
+        if between:
+            a, b = between.group("a").strip(), between.group("b").strip()
             if a and b and a.casefold() != b.casefold():
                 parts = [a, b]
     if not parts:
