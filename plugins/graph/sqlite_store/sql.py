@@ -17,6 +17,8 @@ BACKLINK_COUNT = "(SELECT count(*) FROM edges b WHERE b.target = n.rid)"
 free to maintain)."""
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
              f"n.updated_at, n.dims, {BACKLINK_COUNT}")
+ROW_EXTRA = 10
+"""Where a statement's own column (a rank, a window position) sits after ``NODE_COLS``."""
 CHUNK = 500  # bound on SQL variables per statement
 EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
                     "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, pid INTEGER)")

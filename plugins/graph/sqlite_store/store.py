@@ -59,6 +59,7 @@ from plugins.graph.sqlite_store.sql import (
     FTS_WINDOW,
     NODE_COLS,
     PAGE_SIZE,
+    ROW_EXTRA,
     chunks,
     guard_sql,
     label_sql,
@@ -625,8 +626,9 @@ class SqliteStore(StoreEnv, VectorSearch):
         # without FTS5's rank sorter, which seeks every row it returns once more); when fewer than
         # k rows survive and the window was full, it widens fourfold. Ties keep the scan's rowid
         # order, so the guarded rows come out in one order whatever the window, and any k of them
-        # taken from a window prefix are exactly the guarded top-k.
-        sql = (f"SELECT n.rid, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
+        # taken from a window prefix are exactly the guarded top-k. The hits' rows come out of the
+        # statement whose guards passed them (no second read of the rows).
+        sql = (f"SELECT {NODE_COLS}, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
                f"MATCH ?{inside} ORDER BY r LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.r LIMIT ?")
         window = max(int(k) * FTS_WINDOW, 64)
@@ -640,8 +642,7 @@ class SqliteStore(StoreEnv, VectorSearch):
                 if total <= window:
                     break
                 window *= 4
-            nodes = self._rows_by_rid([r[0] for r in ranked])
-        return [Hit(nodes[rid], -float(rank)) for rid, rank in ranked if rid in nodes]
+        return [Hit(LazyNode(row), -float(row[ROW_EXTRA])) for row in ranked]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:

@@ -21,7 +21,8 @@ import numpy as np
 
 from host.ports.graph import Guards, Hit, Node
 from plugins.graph.common import check_embedding, guards_ok, vector_threads  # noqa: F401 (re-exported)
-from plugins.graph.sqlite_store.sql import guard_sql, label_sql, where_sql, within_sql
+from plugins.graph.sqlite_store.nodes import LazyNode
+from plugins.graph.sqlite_store.sql import NODE_COLS, ROW_EXTRA, guard_sql, label_sql, where_sql, within_sql
 
 VECTOR_SPLIT_ROWS = 16384
 """Matrices at least this tall are scored in slices on parallel threads (numpy releases the GIL in
@@ -97,25 +98,26 @@ class VectorSearch:
             if len(rids) == 0:
                 return []
             cands = self._candidates.get(candidate_key(g, labels, dims, where, within))
+            if cands is None and self.vector_window_max > 0 and not (where or within):
+                hits = self._window_top_k(rids, self._scores(matrix, q), int(k), g, labels, dims)
+                if hits is not None:
+                    return hits
             if cands is None:
-                ranked = None
-                if self.vector_window_max > 0 and not (where or within):
-                    ranked = self._window_top_k(rids, self._scores(matrix, q), int(k), g, labels, dims)
-                if ranked is None:
-                    cands = self._candidate_rids(g, labels, dims, where, within)
-            if cands is not None:
-                ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
-            assert ranked is not None  # the window answered, or the candidates did
+                cands = self._candidate_rids(g, labels, dims, where, within)
+            ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
             nodes = self._rows_by_rid([rid for rid, _ in ranked])
         return [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
 
     def _window_top_k(self, rids: np.ndarray, scores: np.ndarray, k: int, g: Guards,
-                      labels: Sequence[str] | None, dims: int) -> list[tuple[int, float]] | None:
-        """Guarded top-k from a widening window of the best scores; None when it grows too wide."""
+                      labels: Sequence[str] | None, dims: int) -> list[Hit] | None:
+        """Guarded top-k from a widening window of the best scores; None when it grows too wide.
+
+        The window's guarded rows come out of the statement that applies the guards, in window
+        (score) order, at most k of them."""
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT n.rid FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? "
-               f"AND {cond}{lab}")  # CROSS JOIN: walk the window, never the account's index
+        sql = (f"SELECT {NODE_COLS}, w.key FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value "
+               f"WHERE n.dims = ? AND {cond}{lab} ORDER BY w.key LIMIT ?")  # CROSS JOIN: walk the window
         n = len(scores)
         window = min(n, max(k * 2, 64))  # most rows pass most guards; a selective one widens it ×4
         while True:
@@ -124,11 +126,11 @@ class VectorSearch:
             else:
                 part = np.argpartition(-scores, window - 1)[:window]
                 top = part[np.argsort(-scores[part], kind="stable")]
-            ids = rids[top].tolist()
-            passed = {r[0] for r in self.conn.execute(sql, [json.dumps(ids), dims, *params, *lparams])}
-            chosen = [(rid, float(scores[i])) for rid, i in zip(ids, top.tolist(), strict=True) if rid in passed][:k]
-            if len(chosen) >= k or window >= n:
-                return chosen
+            ids = "[" + ",".join(map(str, rids[top].tolist())) + "]"
+            rows = self.conn.execute(sql, [ids, dims, *params, *lparams, k]).fetchall()
+            if len(rows) >= k or window >= n:
+                best = scores[top[[row[ROW_EXTRA] for row in rows]]].tolist()
+                return [Hit(LazyNode(row), score) for row, score in zip(rows, best, strict=True)]
             if window * 4 > self.vector_window_max:
                 return None
             window = min(n, window * 4)

@@ -85,30 +85,39 @@ def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monk
     assert isinstance(vectors.cores_busy(), bool)
 
 
-@pytest.mark.parametrize("path", ["bm25", "vector", "keyword"])
+@pytest.mark.parametrize("path", ["bm25", "vector", "vector-candidates", "keyword"])
 def test_a_write_between_the_guard_and_the_read_never_shows_what_the_guards_refuse(store, tmp_path, monkeypatch,
                                                                                     path) -> None:
     """The guarded statement and the read of its rows see one state of the file: another process
-    that narrows a node in between cannot have its new (refused) properties shown."""
+    that narrows a node in between cannot have its new (refused) properties shown. BM25 and the
+    vector window read the rows in the guarded statement itself: there is no in between."""
     store.upsert_many([{"id": "x", "labels": ["Chunk"], "embedding": [1.0, 0.0, 0.0],
                         "properties": {"content": "opening hours", "scope": "public", "keywords": ["hours"]}}],
                       account_id=ACCOUNT)
     writer = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": "3"})
     real = store._rows_by_rid
+    one_statement = path in ("bm25", "vector")
 
     def narrowed_meanwhile(rids):
+        assert not one_statement, "the rows are read apart from the statement that guarded them"
         writer.upsert_node(["Chunk"], {"content": "opening hours: the safe code is 4711", "scope": "admin"},
                            account_id=ACCOUNT, node_id="x")
         return real(rids)
 
+    if path == "vector-candidates":
+        store.vector_window_max = 0  # the guarded candidate set, then the hits' rows by rid
     monkeypatch.setattr(store, "_rows_by_rid", narrowed_meanwhile)
     public = Guards(ACCOUNT, ("public",))
     search = {"bm25": lambda: store.fulltext_search("opening hours", 5, guards=public),
               "vector": lambda: store.vector_search([1.0, 0.0, 0.0], 5, guards=public),
+              "vector-candidates": lambda: store.vector_search([1.0, 0.0, 0.0], 5, guards=public),
               "keyword": lambda: store.keyword_search("hours", 5, guards=public)}[path]
     hits = search()
     assert [(h.node.id, h.node.properties["scope"], h.node.properties["content"]) for h in hits] == [
         ("x", "public", "opening hours")]
+    if one_statement:  # the same write, now between two calls
+        writer.upsert_node(["Chunk"], {"content": "opening hours: the safe code is 4711", "scope": "admin"},
+                           account_id=ACCOUNT, node_id="x")
     monkeypatch.setattr(store, "_rows_by_rid", real)
     assert search() == []  # the next call sees the write, and the guards refuse the node
     writer.close()
