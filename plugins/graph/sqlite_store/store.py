@@ -57,6 +57,7 @@ from plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
     FTS_WINDOW,
+    MMAP_BYTES,
     NODE_COLS,
     PAGE_SIZE,
     ROW_EXTRA,
@@ -104,6 +105,7 @@ class SqliteStore(StoreEnv, VectorSearch):
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = OFF")
             self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
+            self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             ensure_schema(self.conn, self.path)
         except (sqlite3.DatabaseError, OSError) as exc:
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):

@@ -116,8 +116,11 @@ class VectorSearch:
         (score) order, at most k of them."""
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT {NODE_COLS}, w.key FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value "
-               f"WHERE n.dims = ? AND {cond}{lab} ORDER BY w.key LIMIT ?")  # CROSS JOIN: walk the window
+        # the first k guarded rids of the window (CROSS JOIN: walk the window, never the account's
+        # index), then their rows: the columns of the rows past the k-th are never read
+        sql = (f"SELECT {NODE_COLS}, g.key FROM (SELECT w.key AS key, n.rid AS rid FROM json_each(?) w "
+               f"CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? AND {cond}{lab} ORDER BY w.key LIMIT ?) g "
+               f"CROSS JOIN nodes n ON n.rid = g.rid")
         n = len(scores)
         window = min(n, max(k * 2, 64))  # most rows pass most guards; a selective one widens it ×4
         while True:
@@ -127,7 +130,7 @@ class VectorSearch:
                 part = np.argpartition(-scores, window - 1)[:window]
                 top = part[np.argsort(-scores[part], kind="stable")]
             ids = "[" + ",".join(map(str, rids[top].tolist())) + "]"
-            rows = self.conn.execute(sql, [ids, dims, *params, *lparams, k]).fetchall()
+            rows = sorted(self.conn.execute(sql, [ids, dims, *params, *lparams, k]), key=lambda row: row[ROW_EXTRA])
             if len(rows) >= k or window >= n:
                 best = scores[top[[row[ROW_EXTRA] for row in rows]]].tolist()
                 return [Hit(LazyNode(row), score) for row, score in zip(rows, best, strict=True)]
