@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from host.ports.embedding import Embedder
-from host.ports.graph import GraphStore, Guards, Node
+from host.ports.graph import GraphStore, Guards, Hit, Node
 from host.runtime.types import RetrievalBoost
 from host.util.errors import UserError
 from host.util.log import log
@@ -162,17 +162,26 @@ def search(
                 log("graph-search:hybrid", "warn", reason="embed-failed", detail=f"{type(exc).__name__}: {exc}"[:120])
             stats["embed_ms"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            for q, vec in zip(queries, vectors, strict=False):
-                hits = store.vector_search(vec, k, guards=guards, labels=plan.labels)
+            vectors = list(vectors)[:len(queries)]
+            many = getattr(store, "vector_search_many", None)  # the paraphrases' vectors in one call, where offered
+            if many is not None and len(vectors) > 1:
+                found = many(vectors, k, guards=guards, labels=plan.labels)
+            else:
+                found = [store.vector_search(vec, k, guards=guards, labels=plan.labels) for vec in vectors]
+            for q, hits in zip(queries, found, strict=False):
                 vector_hits += len(hits)
                 lists.append(fuse.RankedList("vector", hits, q))
             stats["vector_ms"] = (time.perf_counter() - t) * 1000
         # BM25
         t = time.perf_counter()
         if plan.use_bm25 and flags.paths != "vector":
+            searched: dict[str, list[Hit]] = {}  # paraphrases that strip to one text: one store call
             for q in queries:
                 text = strip_stop_words(q) if flags.stopwords else q
-                hits = store.fulltext_search(text, k, guards=guards, labels=plan.labels, stemmed=flags.stem)
+                hits = searched.get(text)
+                if hits is None:
+                    hits = searched[text] = store.fulltext_search(text, k, guards=guards, labels=plan.labels,
+                                                                  stemmed=flags.stem)
                 bm25_hits += len(hits)
                 lists.append(fuse.RankedList("bm25", hits, q))
         # keyword subscriptions (merged into the BM25 channel)

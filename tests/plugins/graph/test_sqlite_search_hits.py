@@ -9,6 +9,7 @@ import pytest
 from host.ports.graph import Guards, Node
 from plugins.graph.sqlite_store import SqliteStore
 from plugins.graph.sqlite_store import store as store_module
+from plugins.graph.sqlite_store import vectors as vectors_module
 from plugins.graph.sqlite_store.nodes import LazyNode
 
 ACCOUNT = "acct-hits"
@@ -121,3 +122,66 @@ def test_a_write_between_the_guard_and_the_read_never_shows_what_the_guards_refu
     monkeypatch.setattr(store, "_rows_by_rid", real)
     assert search() == []  # the next call sees the write, and the guards refuse the node
     writer.close()
+
+
+def _vector_corpus(store, n: int = 3000, dims: int = 3):
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    vecs = rng.standard_normal((n, dims)).astype(np.float32)
+    rows = []
+    for i in range(n):
+        props = {"content": f"row {i}", "scope": ("public", "admin", "shared")[i % 3]}
+        if i % 7 == 0:
+            props["agents"] = ["scout"]
+        rows.append({"id": f"v{i}", "labels": ["Chunk" if i % 2 else "Note"], "properties": props,
+                     "embedding": vecs[i].tolist()})
+    store.upsert_many(rows, account_id=ACCOUNT)
+    for i in range(0, n, 13):
+        store.soft_delete(f"v{i}", guards=Guards(ACCOUNT))
+    return vecs, rng.standard_normal((6, dims)).astype(np.float32)
+
+
+GUARD_CASES = [(Guards(ACCOUNT), None), (Guards(ACCOUNT, ("public",)), None), (Guards(ACCOUNT, ("shared",), "scout"), None),
+               (Guards(ACCOUNT, ("public", "shared")), ["Chunk"]), (Guards(ACCOUNT, ()), None)]
+
+
+def test_vector_window_rows_are_the_guarded_top_k_of_an_exact_oracle(store) -> None:
+    """The window's hits (rows read in its guarded statement) equal the candidate path's and a
+    numpy top-k over what the guards allow (account, scope, agent, deletedAt, labels)."""
+    import numpy as np
+
+    vecs, queries = _vector_corpus(store)
+    for g, labels in GUARD_CASES:
+        allowed = {n.id for n in store.find(guards=g, labels=labels, limit=10_000)}
+        for q in queries:
+            store._candidates.clear()
+            window = [(h.node.id, h.score) for h in store.vector_search(q.tolist(), 25, guards=g, labels=labels)]
+            store.vector_window_max = 0  # the full guarded candidate set: the other path
+            cands = [(h.node.id, h.score) for h in store.vector_search(q.tolist(), 25, guards=g, labels=labels)]
+            store.vector_window_max = vectors_module.VECTOR_WINDOW_MAX
+            unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+            scores = unit @ (q / np.linalg.norm(q))
+            oracle = sorted((s, f"v{i}") for i, s in enumerate(scores.tolist()) if f"v{i}" in allowed)[::-1][:25]
+            assert [i for i, _ in window] == [i for i, _ in cands] == [i for _, i in oracle]
+            assert [s for _, s in window] == pytest.approx([s for s, _ in oracle], abs=1e-5)
+            assert all(store.get(i, guards=g) is not None for i, _ in window)
+
+
+def test_vector_search_many_is_vector_search_of_each(store) -> None:
+    """The paraphrases' vectors in one call (one matmul): each one's hits are vector_search's,
+    ids and order, scores up to float rounding; a zero vector finds nothing, as alone."""
+    _, queries = _vector_corpus(store)
+    batch = [q.tolist() for q in queries] + [[0.0, 0.0, 0.0]]
+    for g, labels in GUARD_CASES:
+        for window_max in (vectors_module.VECTOR_WINDOW_MAX, 0):
+            store.vector_window_max = window_max
+            store._candidates.clear()
+            many = store.vector_search_many(batch, 40, guards=g, labels=labels)
+            store._candidates.clear()
+            each = [store.vector_search(v, 40, guards=g, labels=labels) for v in batch]
+            assert [[h.node.id for h in hits] for hits in many] == [[h.node.id for h in hits] for hits in each]
+            for a, b in zip(many, each, strict=True):
+                assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-6)
+            assert many[-1] == [] and len(many[0]) == (0 if g.allowed_scopes == () else 40)
+    assert store.vector_search_many([[1.0, 0.0, 0.0]], 0, guards=Guards(ACCOUNT)) == [[]]
