@@ -82,63 +82,30 @@ class VectorSearch:
         cache the full candidate set instead. ``where`` / ``within`` (as in
         :meth:`fulltext_search`) always take the candidate path: they are selective by intent.
         """
-        return self._search_vectors([vector], k, guards, labels, where, within)[0]
-
-    def vector_search_many(self, vectors: Sequence[Sequence[float]], k: int, *, guards: Guards,
-                           labels: Sequence[str] | None = None) -> list[list[Hit]]:
-        """:meth:`vector_search` of each of ``vectors`` (a search's paraphrases), in one snapshot,
-        the window paths scored by one matmul of the matrix with every vector of a length: the
-        hits of one call per vector, their scores up to float rounding (a matrix-matrix product
-        sums in another order than a matrix-vector one)."""
-        return self._search_vectors(vectors, k, guards, labels)
-
-    def _search_vectors(self, vectors: Sequence[Sequence[float]], k: int, guards: Guards,
-                        labels: Sequence[str] | None, where: Mapping[str, Any] | None = None,
-                        within: tuple[str, str] | None = None) -> list[list[Hit]]:
         g = guards_ok(guards)
-        units: list[np.ndarray | None] = []
-        for vector in vectors:
-            q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
-            norm = float(np.linalg.norm(q64))
-            units.append((q64 / norm).astype(np.float32) if norm != 0.0 else None)
-        out: list[list[Hit]] = [[] for _ in units]
+        q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
         if k <= 0:
-            return out
-        by_dims: dict[int, list[int]] = {}
-        for i, q in enumerate(units):
-            if q is not None:
-                by_dims.setdefault(len(q), []).append(i)
-        with self._snapshot():  # the guard windows and the hits' rows: one state of the file
+            return []
+        norm = float(np.linalg.norm(q64))
+        if norm == 0.0:
+            return []
+        q = (q64 / norm).astype(np.float32)
+        dims = len(q)
+        with self._snapshot():  # the guard window and the hits' rows: one state of the file
             self._fresh_caches()
-            for dims, which in by_dims.items():
-                rids, matrix = self._matrix(g.account_id, dims)
-                if len(rids) == 0:
-                    continue
-                cands = self._candidates.get(candidate_key(g, labels, dims, where, within))
-                windowed = cands is None and self.vector_window_max > 0 and not (where or within)
-                scores = self._scores_many(matrix, [units[i] for i in which]) if windowed else []
-                for j, i in enumerate(which):
-                    q = units[i]
-                    assert q is not None
-                    hits = self._window_top_k(rids, scores[j], int(k), g, labels, dims) if windowed else None
-                    if hits is None:
-                        if cands is None:
-                            cands = self._candidate_rids(g, labels, dims, where, within)
-                        ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
-                        nodes = self._rows_by_rid([rid for rid, _ in ranked])
-                        hits = [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
-                        windowed = False  # the candidates are cached now: the next vector's call would use them
-                    out[i] = hits
-        return out
-
-    def _scores_many(self, matrix: np.ndarray, qs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-        """``matrix @ q`` for each of ``qs`` (unit vectors of one length): one vector as
-        :meth:`_scores`, several in one matrix-matrix product (one read of the matrix)."""
-        if len(qs) == 1:
-            assert qs[0] is not None
-            return [self._scores(matrix, qs[0])]
-        product = matrix @ np.stack(qs, axis=1)
-        return [product[:, j] for j in range(len(qs))]
+            rids, matrix = self._matrix(g.account_id, dims)
+            if len(rids) == 0:
+                return []
+            cands = self._candidates.get(candidate_key(g, labels, dims, where, within))
+            if cands is None and self.vector_window_max > 0 and not (where or within):
+                hits = self._window_top_k(rids, self._scores(matrix, q), int(k), g, labels, dims)
+                if hits is not None:
+                    return hits
+            if cands is None:
+                cands = self._candidate_rids(g, labels, dims, where, within)
+            ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
+            nodes = self._rows_by_rid([rid for rid, _ in ranked])
+        return [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
 
     def _window_top_k(self, rids: np.ndarray, scores: np.ndarray, k: int, g: Guards,
                       labels: Sequence[str] | None, dims: int) -> list[Hit] | None:

@@ -162,13 +162,8 @@ def search(
                 log("graph-search:hybrid", "warn", reason="embed-failed", detail=f"{type(exc).__name__}: {exc}"[:120])
             stats["embed_ms"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            vectors = list(vectors)[:len(queries)]
-            many = getattr(store, "vector_search_many", None)  # the paraphrases' vectors in one call, where offered
-            if many is not None and len(vectors) > 1:
-                found = many(vectors, k, guards=guards, labels=plan.labels)
-            else:
-                found = [store.vector_search(vec, k, guards=guards, labels=plan.labels) for vec in vectors]
-            for q, hits in zip(queries, found, strict=False):
+            for q, vec in zip(queries, vectors, strict=False):
+                hits = store.vector_search(vec, k, guards=guards, labels=plan.labels)
                 vector_hits += len(hits)
                 lists.append(fuse.RankedList("vector", hits, q))
             stats["vector_ms"] = (time.perf_counter() - t) * 1000

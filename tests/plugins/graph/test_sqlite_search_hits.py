@@ -167,21 +167,3 @@ def test_vector_window_rows_are_the_guarded_top_k_of_an_exact_oracle(store) -> N
             assert [s for _, s in window] == pytest.approx([s for s, _ in oracle], abs=1e-5)
             assert all(store.get(i, guards=g) is not None for i, _ in window)
 
-
-def test_vector_search_many_is_vector_search_of_each(store) -> None:
-    """The paraphrases' vectors in one call (one matmul): each one's hits are vector_search's,
-    ids and order, scores up to float rounding; a zero vector finds nothing, as alone."""
-    _, queries = _vector_corpus(store)
-    batch = [q.tolist() for q in queries] + [[0.0, 0.0, 0.0]]
-    for g, labels in GUARD_CASES:
-        for window_max in (vectors_module.VECTOR_WINDOW_MAX, 0):
-            store.vector_window_max = window_max
-            store._candidates.clear()
-            many = store.vector_search_many(batch, 40, guards=g, labels=labels)
-            store._candidates.clear()
-            each = [store.vector_search(v, 40, guards=g, labels=labels) for v in batch]
-            assert [[h.node.id for h in hits] for hits in many] == [[h.node.id for h in hits] for hits in each]
-            for a, b in zip(many, each, strict=True):
-                assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-6)
-            assert many[-1] == [] and len(many[0]) == (0 if g.allowed_scopes == () else 40)
-    assert store.vector_search_many([[1.0, 0.0, 0.0]], 0, guards=Guards(ACCOUNT)) == [[]]
