@@ -76,6 +76,7 @@ from plugins.graph.sqlite_store.vectors import (
     VECTOR_SPLIT_ROWS,
     VECTOR_WINDOW_MAX,
     VectorSearch,
+    blas_one_thread,
     vector_threads,
 )
 
@@ -90,6 +91,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.env = dict(os.environ if env is None else env)
         self.vector_threads = vector_threads(self.env)  # checked before the file is opened
         self.vector_threads_set = VECTOR_THREADS.is_set(self.env)
+        self.vector_split = self.vector_threads_set or blas_one_thread()  # else the BLAS threads the matmul
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not self.path.exists():  # every account's memory: the owner's alone (-wal and -shm follow it)

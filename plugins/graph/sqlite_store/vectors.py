@@ -25,8 +25,12 @@ from plugins.graph.sqlite_store.sql import NODE_COLS, ROW_EXTRA, guard_sql, labe
 
 VECTOR_SPLIT_ROWS = 16384
 """Matrices at least this tall are scored in slices on parallel threads (numpy releases the GIL in
-BLAS). Scoring reads the whole matrix once per query, and one core cannot draw all of the
-machine's memory bandwidth: on 2 cores, 100k × 384 scores in about 13.5 ms against 24 ms."""
+BLAS) when numpy's BLAS runs one thread (:func:`blas_one_thread`) or ``PLUGHOST_VECTOR_THREADS``
+is set. Scoring reads the whole matrix once per query, and one core cannot draw all of the
+machine's memory bandwidth: on 2 cores, 100k × 384 scores in about 13.5 ms against 24 ms. A
+threaded BLAS (OpenBLAS's default: a thread per core) already splits the one matmul: slices on
+top of it ran 4 threads on 2 cores, and at 100k rows one matmul took 21.4 ms p50 against 24.0 ms
+for two slices in turn and 28.1 ms for two on threads (load 3.5)."""
 VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
 
 
@@ -37,6 +41,16 @@ def candidate_key(g: Guards, labels: Sequence[str] | None, dims: int, where: Map
     if where or within:
         key += (tuple(sorted((where or {}).items())), tuple(within) if within else None)
     return key
+
+
+def blas_one_thread(env: Mapping[str, str] | None = None) -> bool:
+    """Whether numpy's BLAS was told to run one thread (``OPENBLAS_NUM_THREADS``,
+    ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS`` = 1 in the process environment it loaded with)."""
+    env = os.environ if env is None else env
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if env.get(name, "").strip():
+            return env[name].strip() == "1"
+    return False
 
 
 def cores_busy() -> bool:
@@ -61,6 +75,7 @@ class VectorSearch:
         _candidates: OrderedDict[Any, np.ndarray]
         vector_threads: int
         vector_threads_set: bool
+        vector_split: bool
         vector_window_max: int
         vector_split_rows: int
 
@@ -138,9 +153,10 @@ class VectorSearch:
             window = min(n, window * 4)
 
     def _scores(self, matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """``matrix @ q``, in ``vector_threads`` slices at once when the matrix is tall enough."""
+        """``matrix @ q``, in ``vector_threads`` slices at once when the matrix is tall enough and
+        the store splits it (``vector_split``: see :data:`VECTOR_SPLIT_ROWS`)."""
         n, threads = len(matrix), self.vector_threads
-        if threads < 2 or n < self.vector_split_rows:
+        if threads < 2 or n < self.vector_split_rows or not self.vector_split:
             return matrix @ q
         out = np.empty(n, dtype=np.result_type(matrix, q))
         step = -(-n // threads)

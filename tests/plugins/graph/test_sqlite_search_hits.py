@@ -73,7 +73,7 @@ def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monk
 
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((5003, 384)).astype(np.float32)
-    store.vector_threads, store.vector_split_rows = 3, 1
+    store.vector_threads, store.vector_split_rows, store.vector_split = 3, 1, True
     for q in rng.standard_normal((5, 384)).astype(np.float32):
         monkeypatch.setattr(vectors, "cores_busy", lambda: False)
         threaded = store._scores(matrix, q)
@@ -84,6 +84,16 @@ def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monk
         store.vector_threads_set = False
         assert in_turn.tobytes() == threaded.tobytes()
     assert isinstance(vectors.cores_busy(), bool)
+    store.vector_split = False  # a threaded BLAS: one matmul (a slice's edge rows may round apart)
+    assert np.allclose(store._scores(matrix, q), threaded, rtol=0, atol=1e-5)
+
+
+def test_the_store_splits_the_matmul_only_over_a_one_thread_blas() -> None:
+    from plugins.graph.sqlite_store.vectors import blas_one_thread
+
+    assert blas_one_thread({"OPENBLAS_NUM_THREADS": "1"}) and blas_one_thread({"OMP_NUM_THREADS": " 1 "})
+    assert not blas_one_thread({}) and not blas_one_thread({"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "1"})
+    assert blas_one_thread({"MKL_NUM_THREADS": "1"})
 
 
 @pytest.mark.parametrize("path", ["bm25", "vector", "vector-candidates", "keyword"])
