@@ -173,10 +173,10 @@ def search(
             searched: dict[str, list[Hit]] = {}  # paraphrases that strip to one text: one store call
             for q in queries:
                 text = strip_stop_words(q) if flags.stopwords else q
-                hits = searched.get(text)
-                if hits is None:
-                    hits = searched[text] = store.fulltext_search(text, k, guards=guards, labels=plan.labels,
-                                                                  stemmed=flags.stem)
+                if text not in searched:
+                    searched[text] = store.fulltext_search(text, k, guards=guards, labels=plan.labels,
+                                                           stemmed=flags.stem)
+                hits = searched[text]
                 bm25_hits += len(hits)
                 lists.append(fuse.RankedList("bm25", hits, q))
         # keyword subscriptions (merged into the BM25 channel)
