@@ -73,7 +73,20 @@ def numpy_kernels() -> str:
         kernels = f"numpy kernels unknown ({type(exc).__name__})"
     threads = ", ".join(f"{k}={os.environ[k]}" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                                           "PLUGHOST_VECTOR_THREADS") if os.environ.get(k))
-    return kernels + f"; threads: {threads or 'library defaults'}"
+    return kernels + f"; threads: {threads or 'library defaults'}; {blas_pools()}"
+
+
+def blas_pools() -> str:
+    """The BLAS thread pools numpy runs on now, as threadpoolctl finds them loaded: library,
+    kernel (architecture), threads. Call it after numpy is imported (and used)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "BLAS pools unknown (threadpoolctl not installed)"
+    pools = [f"{p.get('internal_api')} {p.get('version') or ''} kernel {p.get('architecture') or '?'}, "
+             f"{p.get('num_threads')} threads ({p.get('threading_layer') or p.get('user_api')})"
+             for p in threadpool_info()]
+    return "BLAS pools: " + ("; ".join(pools) or "none loaded")
 
 
 def cpu_model() -> str:

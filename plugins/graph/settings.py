@@ -19,7 +19,8 @@ EMBED_DIMENSIONS: Setting[int | None] = Setting(
     minimum=1)
 VECTOR_THREADS: Setting[int | None] = Setting(
     "PLUGHOST_VECTOR_THREADS", "int", None,
-    "threads one vector search uses (unset: the cores, at most 4; the Neo4j store then asks in one query)", minimum=1)
+    "threads one vector search uses (unset: the cores, at most 4; the Neo4j store then asks in one query, the "
+    "embedded one leaves a threaded BLAS to split its matmul)", minimum=1)
 IMPORT_WORKER: Setting[str] = Setting(
     "PLUGHOST_IMPORT_WORKER", "choice", "auto",
     "stage a graph import in a worker process: 1 always, 0 never, auto for big files on 2+ cores",

@@ -17,6 +17,8 @@ BACKLINK_COUNT = "(SELECT count(*) FROM edges b WHERE b.target = n.rid)"
 free to maintain)."""
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
              f"n.updated_at, n.dims, {BACKLINK_COUNT}")
+ROW_EXTRA = 10
+"""Where a statement's own column (a rank, a window position) sits after ``NODE_COLS``."""
 CHUNK = 500  # bound on SQL variables per statement
 EDGE_BATCH_TABLE = ("CREATE TEMP TABLE IF NOT EXISTS edge_batch (source INTEGER, type TEXT, target INTEGER, "
                     "properties TEXT, created_at REAL, dst TEXT, lineno INTEGER, pid INTEGER)")
@@ -25,6 +27,11 @@ edge for its report; ``pid`` numbers an edge a bulk import staged by id)."""
 PAGE_SIZE = 16384
 """Database page size of a new file (an existing file keeps its own): about a third fewer page
 writes than SQLite's 4096 for the text-heavy rows of notes, sections and chunks."""
+MMAP_BYTES = 256 << 20
+"""``PRAGMA mmap_size`` of a store connection: reads map (the first 256 MiB of) the file instead of
+copying its pages through the 2 MiB page cache. A search reads its hits' rows, a few hundred
+scattered over the file: at 100k nodes the vector window's statement went from 2.1 to 0.7 ms of
+CPU and the BM25 one from 4.4 to 3.4 ms. Address space only: the pages are the OS page cache's."""
 TEXT_INDEXES = ("node_text", "node_text_stem")
 """The two contentless full-text indexes (``schema.sql``): plain and stemmed, the same rows and text."""
 FTS_WINDOW = 2

@@ -59,8 +59,10 @@ from plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
     FTS_WINDOW,
+    MMAP_BYTES,
     NODE_COLS,
     PAGE_SIZE,
+    ROW_EXTRA,
     chunks,
     guard_sql,
     label_sql,
@@ -76,6 +78,7 @@ from plugins.graph.sqlite_store.vectors import (
     VECTOR_SPLIT_ROWS,
     VECTOR_WINDOW_MAX,
     VectorSearch,
+    blas_one_thread,
     vector_threads,
 )
 
@@ -90,6 +93,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         self.env = dict(os.environ if env is None else env)
         self.vector_threads = vector_threads(self.env)  # checked before the file is opened
         self.vector_threads_set = VECTOR_THREADS.is_set(self.env)
+        self.vector_split = self.vector_threads_set or blas_one_thread()  # else the BLAS threads the matmul
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not self.path.exists():  # every account's memory: the owner's alone (-wal and -shm follow it)
@@ -105,6 +109,7 @@ class SqliteStore(StoreEnv, VectorSearch):
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self.conn.execute("PRAGMA foreign_keys = OFF")
             self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
+            self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             ensure_schema(self.conn, self.path)
         except (sqlite3.DatabaseError, OSError) as exc:
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
@@ -627,8 +632,9 @@ class SqliteStore(StoreEnv, VectorSearch):
         # without FTS5's rank sorter, which seeks every row it returns once more); when fewer than
         # k rows survive and the window was full, it widens fourfold. Ties keep the scan's rowid
         # order, so the guarded rows come out in one order whatever the window, and any k of them
-        # taken from a window prefix are exactly the guarded top-k.
-        sql = (f"SELECT n.rid, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
+        # taken from a window prefix are exactly the guarded top-k. The hits' rows come out of the
+        # statement whose guards passed them (no second read of the rows).
+        sql = (f"SELECT {NODE_COLS}, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
                f"MATCH ?{inside} ORDER BY r LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.r LIMIT ?")
         window = max(int(k) * FTS_WINDOW, 64)
@@ -642,8 +648,7 @@ class SqliteStore(StoreEnv, VectorSearch):
                 if total <= window:
                     break
                 window *= 4
-            nodes = self._rows_by_rid([r[0] for r in ranked])
-        return [Hit(nodes[rid], -float(rank)) for rid, rank in ranked if rid in nodes]
+        return [Hit(LazyNode(row), -float(row[ROW_EXTRA])) for row in ranked]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:

@@ -8,7 +8,6 @@ guards run on a score-ordered window or on the full guarded candidate set (see
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -21,12 +20,17 @@ import numpy as np
 
 from host.ports.graph import Guards, Hit, Node
 from plugins.graph.common import check_embedding, guards_ok, vector_threads  # noqa: F401 (re-exported)
-from plugins.graph.sqlite_store.sql import guard_sql, label_sql, where_sql, within_sql
+from plugins.graph.sqlite_store.nodes import LazyNode
+from plugins.graph.sqlite_store.sql import NODE_COLS, ROW_EXTRA, guard_sql, label_sql, where_sql, within_sql
 
 VECTOR_SPLIT_ROWS = 16384
 """Matrices at least this tall are scored in slices on parallel threads (numpy releases the GIL in
-BLAS). Scoring reads the whole matrix once per query, and one core cannot draw all of the
-machine's memory bandwidth: on 2 cores, 100k × 384 scores in about 13.5 ms against 24 ms."""
+BLAS) when numpy's BLAS runs one thread (:func:`blas_one_thread`) or ``PLUGHOST_VECTOR_THREADS``
+is set. Scoring reads the whole matrix once per query, and one core cannot draw all of the
+machine's memory bandwidth: on 2 cores, 100k × 384 scores in about 13.5 ms against 24 ms. A
+threaded BLAS (OpenBLAS's default: a thread per core) already splits the one matmul: slices on
+top of it ran 4 threads on 2 cores, and at 100k rows one matmul took 21.4 ms p50 against 24.0 ms
+for two slices in turn and 28.1 ms for two on threads (load 3.5)."""
 VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
 
 
@@ -37,6 +41,16 @@ def candidate_key(g: Guards, labels: Sequence[str] | None, dims: int, where: Map
     if where or within:
         key += (tuple(sorted((where or {}).items())), tuple(within) if within else None)
     return key
+
+
+def blas_one_thread(env: Mapping[str, str] | None = None) -> bool:
+    """Whether numpy's BLAS was told to run one thread (``OPENBLAS_NUM_THREADS``,
+    ``OMP_NUM_THREADS`` or ``MKL_NUM_THREADS`` = 1 in the process environment it loaded with)."""
+    env = os.environ if env is None else env
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if env.get(name, "").strip():
+            return env[name].strip() == "1"
+    return False
 
 
 def cores_busy() -> bool:
@@ -61,6 +75,7 @@ class VectorSearch:
         _candidates: OrderedDict[Any, np.ndarray]
         vector_threads: int
         vector_threads_set: bool
+        vector_split: bool
         vector_window_max: int
         vector_split_rows: int
 
@@ -97,25 +112,29 @@ class VectorSearch:
             if len(rids) == 0:
                 return []
             cands = self._candidates.get(candidate_key(g, labels, dims, where, within))
+            if cands is None and self.vector_window_max > 0 and not (where or within):
+                hits = self._window_top_k(rids, self._scores(matrix, q), int(k), g, labels, dims)
+                if hits is not None:
+                    return hits
             if cands is None:
-                ranked = None
-                if self.vector_window_max > 0 and not (where or within):
-                    ranked = self._window_top_k(rids, self._scores(matrix, q), int(k), g, labels, dims)
-                if ranked is None:
-                    cands = self._candidate_rids(g, labels, dims, where, within)
-            if cands is not None:
-                ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
-            assert ranked is not None  # the window answered, or the candidates did
+                cands = self._candidate_rids(g, labels, dims, where, within)
+            ranked = self._candidate_top_k(rids, matrix, q, cands, int(k))
             nodes = self._rows_by_rid([rid for rid, _ in ranked])
         return [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
 
     def _window_top_k(self, rids: np.ndarray, scores: np.ndarray, k: int, g: Guards,
-                      labels: Sequence[str] | None, dims: int) -> list[tuple[int, float]] | None:
-        """Guarded top-k from a widening window of the best scores; None when it grows too wide."""
+                      labels: Sequence[str] | None, dims: int) -> list[Hit] | None:
+        """Guarded top-k from a widening window of the best scores; None when it grows too wide.
+
+        The window's guarded rows come out of the statement that applies the guards, in window
+        (score) order, at most k of them."""
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        sql = (f"SELECT n.rid FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? "
-               f"AND {cond}{lab}")  # CROSS JOIN: walk the window, never the account's index
+        # the first k guarded rids of the window (CROSS JOIN: walk the window, never the account's
+        # index), then their rows: the columns of the rows past the k-th are never read
+        sql = (f"SELECT {NODE_COLS}, g.key FROM (SELECT w.key AS key, n.rid AS rid FROM json_each(?) w "
+               f"CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? AND {cond}{lab} ORDER BY w.key LIMIT ?) g "
+               f"CROSS JOIN nodes n ON n.rid = g.rid")
         n = len(scores)
         window = min(n, max(k * 2, 64))  # most rows pass most guards; a selective one widens it ×4
         while True:
@@ -124,19 +143,20 @@ class VectorSearch:
             else:
                 part = np.argpartition(-scores, window - 1)[:window]
                 top = part[np.argsort(-scores[part], kind="stable")]
-            ids = rids[top].tolist()
-            passed = {r[0] for r in self.conn.execute(sql, [json.dumps(ids), dims, *params, *lparams])}
-            chosen = [(rid, float(scores[i])) for rid, i in zip(ids, top.tolist(), strict=True) if rid in passed][:k]
-            if len(chosen) >= k or window >= n:
-                return chosen
+            ids = "[" + ",".join(map(str, rids[top].tolist())) + "]"
+            rows = sorted(self.conn.execute(sql, [ids, dims, *params, *lparams, k]), key=lambda row: row[ROW_EXTRA])
+            if len(rows) >= k or window >= n:
+                best = scores[top[[row[ROW_EXTRA] for row in rows]]].tolist()
+                return [Hit(LazyNode(row), score) for row, score in zip(rows, best, strict=True)]
             if window * 4 > self.vector_window_max:
                 return None
             window = min(n, window * 4)
 
     def _scores(self, matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """``matrix @ q``, in ``vector_threads`` slices at once when the matrix is tall enough."""
+        """``matrix @ q``, in ``vector_threads`` slices at once when the matrix is tall enough and
+        the store splits it (``vector_split``: see :data:`VECTOR_SPLIT_ROWS`)."""
         n, threads = len(matrix), self.vector_threads
-        if threads < 2 or n < self.vector_split_rows:
+        if threads < 2 or n < self.vector_split_rows or not self.vector_split:
             return matrix @ q
         out = np.empty(n, dtype=np.result_type(matrix, q))
         step = -(-n // threads)

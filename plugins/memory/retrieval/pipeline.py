@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from host.ports.embedding import Embedder
-from host.ports.graph import GraphStore, Guards, Node
+from host.ports.graph import GraphStore, Guards, Hit, Node
 from host.runtime.types import RetrievalBoost
 from host.util.errors import UserError
 from host.util.log import log
@@ -251,9 +251,13 @@ class _Stage:
             # BM25
             t = time.perf_counter()
             if plan.use_bm25 and flags.paths != "vector":
+                searched: dict[str, list[Hit]] = {}  # paraphrases that strip to one text: one store call
                 for q in queries:
                     text = strip_stop_words(q) if flags.stopwords else q
-                    hits = store.fulltext_search(text, k, guards=guards, labels=plan.labels, stemmed=flags.stem)
+                    if text not in searched:
+                        searched[text] = store.fulltext_search(text, k, guards=guards, labels=plan.labels,
+                                                               stemmed=flags.stem)
+                    hits = searched[text]
                     self._add("bm25", len(hits))
                     lists.append(fuse.RankedList("bm25", hits, q))
             # keyword subscriptions (merged into the BM25 channel)

@@ -9,6 +9,7 @@ import pytest
 from host.ports.graph import Guards, Node
 from plugins.graph.sqlite_store import SqliteStore
 from plugins.graph.sqlite_store import store as store_module
+from plugins.graph.sqlite_store import vectors as vectors_module
 from plugins.graph.sqlite_store.nodes import LazyNode
 
 ACCOUNT = "acct-hits"
@@ -72,7 +73,7 @@ def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monk
 
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((5003, 384)).astype(np.float32)
-    store.vector_threads, store.vector_split_rows = 3, 1
+    store.vector_threads, store.vector_split_rows, store.vector_split = 3, 1, True
     for q in rng.standard_normal((5, 384)).astype(np.float32):
         monkeypatch.setattr(vectors, "cores_busy", lambda: False)
         threaded = store._scores(matrix, q)
@@ -83,32 +84,96 @@ def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monk
         store.vector_threads_set = False
         assert in_turn.tobytes() == threaded.tobytes()
     assert isinstance(vectors.cores_busy(), bool)
+    store.vector_split = False  # a threaded BLAS: one matmul (a slice's edge rows may round apart)
+    assert np.allclose(store._scores(matrix, q), threaded, rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("path", ["bm25", "vector", "keyword"])
+def test_the_store_splits_the_matmul_only_over_a_one_thread_blas() -> None:
+    from plugins.graph.sqlite_store.vectors import blas_one_thread
+
+    assert blas_one_thread({"OPENBLAS_NUM_THREADS": "1"}) and blas_one_thread({"OMP_NUM_THREADS": " 1 "})
+    assert not blas_one_thread({}) and not blas_one_thread({"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "1"})
+    assert blas_one_thread({"MKL_NUM_THREADS": "1"})
+
+
+@pytest.mark.parametrize("path", ["bm25", "vector", "vector-candidates", "keyword"])
 def test_a_write_between_the_guard_and_the_read_never_shows_what_the_guards_refuse(store, tmp_path, monkeypatch,
                                                                                     path) -> None:
     """The guarded statement and the read of its rows see one state of the file: another process
-    that narrows a node in between cannot have its new (refused) properties shown."""
+    that narrows a node in between cannot have its new (refused) properties shown. BM25 and the
+    vector window read the rows in the guarded statement itself: there is no in between."""
     store.upsert_many([{"id": "x", "labels": ["Chunk"], "embedding": [1.0, 0.0, 0.0],
                         "properties": {"content": "opening hours", "scope": "public", "keywords": ["hours"]}}],
                       account_id=ACCOUNT)
     writer = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": "3"})
     real = store._rows_by_rid
+    one_statement = path in ("bm25", "vector")
 
     def narrowed_meanwhile(rids):
+        assert not one_statement, "the rows are read apart from the statement that guarded them"
         writer.upsert_node(["Chunk"], {"content": "opening hours: the safe code is 4711", "scope": "admin"},
                            account_id=ACCOUNT, node_id="x")
         return real(rids)
 
+    if path == "vector-candidates":
+        store.vector_window_max = 0  # the guarded candidate set, then the hits' rows by rid
     monkeypatch.setattr(store, "_rows_by_rid", narrowed_meanwhile)
     public = Guards(ACCOUNT, ("public",))
     search = {"bm25": lambda: store.fulltext_search("opening hours", 5, guards=public),
               "vector": lambda: store.vector_search([1.0, 0.0, 0.0], 5, guards=public),
+              "vector-candidates": lambda: store.vector_search([1.0, 0.0, 0.0], 5, guards=public),
               "keyword": lambda: store.keyword_search("hours", 5, guards=public)}[path]
     hits = search()
     assert [(h.node.id, h.node.properties["scope"], h.node.properties["content"]) for h in hits] == [
         ("x", "public", "opening hours")]
+    if one_statement:  # the same write, now between two calls
+        writer.upsert_node(["Chunk"], {"content": "opening hours: the safe code is 4711", "scope": "admin"},
+                           account_id=ACCOUNT, node_id="x")
     monkeypatch.setattr(store, "_rows_by_rid", real)
     assert search() == []  # the next call sees the write, and the guards refuse the node
     writer.close()
+
+
+def _vector_corpus(store, n: int = 3000, dims: int = 3):
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    vecs = rng.standard_normal((n, dims)).astype(np.float32)
+    rows = []
+    for i in range(n):
+        props = {"content": f"row {i}", "scope": ("public", "admin", "shared")[i % 3]}
+        if i % 7 == 0:
+            props["agents"] = ["scout"]
+        rows.append({"id": f"v{i}", "labels": ["Chunk" if i % 2 else "Note"], "properties": props,
+                     "embedding": vecs[i].tolist()})
+    store.upsert_many(rows, account_id=ACCOUNT)
+    for i in range(0, n, 13):
+        store.soft_delete(f"v{i}", guards=Guards(ACCOUNT))
+    return vecs, rng.standard_normal((6, dims)).astype(np.float32)
+
+
+GUARD_CASES = [(Guards(ACCOUNT), None), (Guards(ACCOUNT, ("public",)), None), (Guards(ACCOUNT, ("shared",), "scout"), None),
+               (Guards(ACCOUNT, ("public", "shared")), ["Chunk"]), (Guards(ACCOUNT, ()), None)]
+
+
+def test_vector_window_rows_are_the_guarded_top_k_of_an_exact_oracle(store) -> None:
+    """The window's hits (rows read in its guarded statement) equal the candidate path's and a
+    numpy top-k over what the guards allow (account, scope, agent, deletedAt, labels)."""
+    import numpy as np
+
+    vecs, queries = _vector_corpus(store)
+    for g, labels in GUARD_CASES:
+        allowed = {n.id for n in store.find(guards=g, labels=labels, limit=10_000)}
+        for q in queries:
+            store._candidates.clear()
+            window = [(h.node.id, h.score) for h in store.vector_search(q.tolist(), 25, guards=g, labels=labels)]
+            store.vector_window_max = 0  # the full guarded candidate set: the other path
+            cands = [(h.node.id, h.score) for h in store.vector_search(q.tolist(), 25, guards=g, labels=labels)]
+            store.vector_window_max = vectors_module.VECTOR_WINDOW_MAX
+            unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+            scores = unit @ (q / np.linalg.norm(q))
+            oracle = sorted((s, f"v{i}") for i, s in enumerate(scores.tolist()) if f"v{i}" in allowed)[::-1][:25]
+            assert [i for i, _ in window] == [i for i, _ in cands] == [i for _, i in oracle]
+            assert [s for _, s in window] == pytest.approx([s for s, _ in oracle], abs=1e-5)
+            assert all(store.get(i, guards=g) is not None for i, _ in window)
+

@@ -202,6 +202,21 @@ def test_expansion_flag_unions_paraphrases_and_degrades(graph, capsys):
     assert out.queries == ["salon party"] and out.stats["expansions"] == 0
 
 
+def test_expansion_searches_each_bm25_text_once(graph, monkeypatch):
+    """Paraphrases that strip to one BM25 text are searched once; each still counts as a list."""
+    from plugins.memory.retrieval.expand import ExpansionCache
+
+    flags = SearchFlags.from_env({"PLUGHOST_GS_EXPANSION": "1"})
+    calls = []
+    real_bm25 = graph.fulltext_search
+    monkeypatch.setattr(graph, "fulltext_search", lambda text, k, **kw: calls.append(text) or real_bm25(text, k, **kw))
+    out = run(graph, query="salon party", embedder=LookupEmbedder({}), flags=flags,
+              expander=lambda q, c: ["the salon party", "shampoo"], cache=ExpansionCache())
+    assert calls == ["salon party", "shampoo"]  # "the salon party" strips to the first
+    assert out.stats["bm25"] == 2 * len(real_bm25("salon party", 200, guards=G, stemmed=True)) + len(
+        real_bm25("shampoo", 200, guards=G, stemmed=True))
+    assert {"n4", "n7"} <= {r.id for r in out.rows}
+
 def test_bad_parameters_are_one_line_user_errors(graph):
     from host.util.errors import UserError
 
