@@ -25,10 +25,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    from host.ports.graph import require_admin
     from plugins.memory.embedder import check_dimensions
     from plugins.memory.reindex import reindex, reindex_contexts
 
     acct = account(host)
+    # every form reads (and rewrites) every node of the account, seen or not, as memory-reindex does
+    require_admin(host.principal, "memory reindex")
     labels = [x.strip() for x in args.labels.split(",") if x.strip()] if args.labels else None
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit: expected a positive integer, got {args.limit}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memory_support import ACCOUNT, cli, server_log
 
 from host.ports.graph import Guards
@@ -87,6 +89,15 @@ def test_reindex_cli_without_account_is_one_line(plughost_home) -> None:
     done = cli("memory", "reindex", ACCOUNT_ID="")
     assert done.returncode == 2
     assert done.stderr.strip() == "plughost: ACCOUNT_ID: not set; expected the id of the account to write to"
+
+
+@pytest.mark.parametrize("narrowed", [{"PLUGHOST_SESSION_ROLE": "public", "SESSION_ID": "visitor-1"},
+                                      {"ALLOWED_SCOPES": "public"}, {"AGENT_SLUG": "support"}])
+@pytest.mark.parametrize("form", [[], ["--context"], ["--entities"]])
+def test_reindex_cli_is_admin_only_as_the_tool_is(plughost_home, narrowed, form) -> None:
+    done = cli("memory", "reindex", *form, PLUGHOST_EMBEDDER="none", **narrowed)
+    assert done.returncode != 0 and "memory reindex" in done.stderr and "Traceback" not in done.stderr
+    assert "reindex:" not in done.stdout  # nothing read, nothing counted
 
 
 def test_memory_stdio_server_serves_write_tools(plughost_home) -> None:
