@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from memory_support import ACCOUNT, cli, server_log
 
 from host.ports.graph import Guards
