@@ -12,7 +12,7 @@ Reserved node properties: ``accountId`` (set by the store from the write's accou
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -442,3 +442,29 @@ def conversation_node_id(account_id: str, channel: str, sender: str) -> str:
     joined = "\x1f".join((account_id, channel, sender))
     digest = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:32]  # never raises
     return f"conv-{digest}"
+
+
+CONFINED_LABELS = frozenset({CONVERSATION_LABEL, MESSAGE_LABEL, *CHANNEL_MESSAGE_LABELS.values()})
+"""Nodes a narrowed process sees only of its own session's conversation (scope cannot keep visitors apart:
+every webchat Message is ``public``)."""
+DERIVED_LABELS = frozenset({"Entity", "Fact"})
+"""Nodes derived from what was said (the memory plugin's entities and facts): each links every
+conversation of its scope that mentions it, so a narrowed process is never shown one directly."""
+
+
+def confined_view(narrowed: bool, own_conversation: str | None) -> Callable[[Node], bool] | None:
+    """Whether a narrowed process may be shown a node: a Conversation or Message only of its own
+    conversation (none without one), never an Entity or Fact, anything else as its guards allow.
+    None for an unnarrowed process (nothing to confine). One rule for every read tool."""
+    if not narrowed:
+        return None
+
+    def visible(node: Node) -> bool:
+        if DERIVED_LABELS.intersection(node.labels):
+            return False
+        if not CONFINED_LABELS.intersection(node.labels):
+            return True
+        return own_conversation is not None and (
+            node.id == own_conversation or node.properties.get("conversationId") == own_conversation)
+
+    return visible

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import Guards
+from host.ports.graph import Guards, confined_view, session_conversation
 from host.runtime.types import Tool
 from host.util.errors import UserError
 from host.util.settings import GRAPH_READ_ONLY
@@ -67,6 +67,19 @@ def graph_tools(host: Host) -> list[Tool]:
     def guards(scopes: list[str] | None = None, agent: str | None = None) -> Guards:
         return host.principal.guards.narrow(scopes, agent)
 
+    def confinement() -> Any:
+        """A narrowed process's view (:func:`host.ports.graph.confined_view`): other sessions'
+        conversations and the derived Entity / Fact nodes are not shown, as in memory-search (an
+        admin narrowing one call with ``scopes`` is still the admin: not confined)."""
+        p = host.principal
+        if not p.guards.narrowed:
+            return None
+        own = None
+        if p.session is not None:
+            found, missing = session_conversation(host.store(), Guards(p.account_id, None, p.agent), [p.session])
+            own = None if missing else found
+        return confined_view(True, own)
+
     def graph_schema() -> str:
         """Labels, relationship types, property keys and vector indexes of this account's graph."""
         g = guards()
@@ -84,9 +97,12 @@ def graph_tools(host: Host) -> list[Tool]:
         g = guards(scopes, agent)
         store = host.store()
         node = store.get(node_id, guards=g)
-        if node is None:
+        visible = confinement()
+        if node is None or (visible is not None and not visible(node)):
             raise UserError(f"graph-neighbors: parameter 'node_id': no visible node '{node_id}' in this account")
         related = store.expand([node_id], guards=g, limit=limit).get(node_id, [])
+        if visible is not None:
+            related = [n for n in related if visible(n.node)]
         return budgeted([{
             "node": node_json(node),
             "neighbors": [{"direction": n.direction, "type": n.type, "edge": n.properties, "node": node_json(n.node)}

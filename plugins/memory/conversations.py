@@ -40,6 +40,7 @@ from host.ports.graph import (
     Node,
     Principal,
     WriteDenied,
+    confined_view,
     conversation_node_id,
     guarded_upsert_many,
 )
@@ -59,7 +60,6 @@ RRF_K = 60
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 OVERFETCH = 3  # each path fetches limit × 3 before fusion
-CONVERSATION_LABELS = frozenset({CONVERSATION_LABEL, MESSAGE_LABEL, *CHANNEL_MESSAGE_LABELS.values()})
 """Labels of the nodes that belong to one conversation (a narrowed process sees only its own)."""
 _SESSION_CONVERSATIONS: dict[tuple[str, Guards, str], str] = {}  # (store, guards, session) -> Conversation id
 
@@ -134,21 +134,12 @@ class Conversations:
         return found_id
 
     def visible(self) -> Callable[[Node], bool] | None:
-        """For a narrowed process, whether a node may be shown: a Message or Conversation only
-        when it is (of) the session's own conversation, none without one; other nodes pass.
+        """For a narrowed process, whether a node may be shown (:func:`host.ports.graph.confined_view`:
+        a Message or Conversation only of the session's own conversation, never an Entity or Fact);
         None for an admin process (nothing to confine)."""
         if not self.guards().narrowed:
             return None
-        own = self.session_conversation()
-
-        def visible(node: Node) -> bool:
-            if entities.DERIVED_LABELS.intersection(node.labels):
-                return False  # an Entity or Fact links every conversation of its scope that mentions it
-            if not CONVERSATION_LABELS.intersection(node.labels):
-                return True
-            return own is not None and (node.id == own or node.properties.get("conversationId") == own)
-
-        return visible
+        return confined_view(True, self.session_conversation())
 
     # ------------------------------------------------------------------ search
     def search(self, *, query: str, limit: int = DEFAULT_LIMIT, conversationId: str | None = None,  # noqa: N803

@@ -108,6 +108,8 @@ MODULE_STATE: dict[str, tuple[tuple[str, ...], Callable[..., None], str]] = {
                     "a fresh process builds them from <PLUGHOST_HOME>/cache/redact-patterns.json (and writes it)"),
     "host.runtime.settings": (("_warned",), _clear, "an unknown PLUGHOST_* variable is warned once per process"),
     "plugins.memory.embedder": (("_warned",), _clear, "`[embed] warn provider=none ...` is logged once per process"),
+    "plugins.memory.retrieval.entities": (("_COUNTS",), _clear,
+                                          "the entity path's Message counts per store and guards, for a minute"),
     "plugins.memory.conversations": (("_SESSION_CONVERSATIONS",), _clear,
                                      "(store, guards, session) → Conversation id, found once per process"),
     "plugins.memory.surfacing.recall": (("_CACHE",), _clear,

@@ -1,8 +1,9 @@
 """COMPOSITE: score factors beyond the match, each behind its own weight (0 = off).
 
 * ``PLUGHOST_GS_RECENCY`` (weight) and ``PLUGHOST_GS_RECENCY_HALF_LIFE`` (days): ``score × (1 +
-  w × 0.5^(age / half-life))``, age measured from the newest row of the pool, so a store imported
-  from an archive ranks its own recent past first, not the import date.
+  w × 0.5^(age / half-life))``, age measured from the newest row of its kind in the pool (turns
+  among turns, other nodes among theirs), so a store imported from an archive ranks its own
+  recent past first, and a note written today does not outrank every imported turn.
 * ``PLUGHOST_GS_CONFIDENCE`` (weight): a row with a ``confidence`` in [0, 1] (a Fact, a
   Preference) scores ``× (1 − w × (1 − confidence))``; rows without one are untouched.
 * ``PLUGHOST_GS_DATED`` (bump): for a ``temporal`` question (:mod:`.classify`, or the caller's
@@ -47,16 +48,17 @@ def recency(rows: Sequence[Row], weight: float, half_life_days: float) -> int:
     if weight <= 0 or half_life_days <= 0 or not rows:
         return 0
     times = {r.id: _time(r) for r in rows}
-    known = [t for t in times.values() if t is not None]
-    if not known:
-        return 0
-    newest = max(known)
+    newest: dict[bool, datetime] = {}  # per kind: turns are aged among turns, other nodes among theirs
+    for row in rows:
+        at, kind = times[row.id], is_message(row.node.labels)
+        if at is not None and (kind not in newest or at > newest[kind]):
+            newest[kind] = at
     moved = 0
     for row in rows:
         at = times[row.id]
         if at is None:
             continue
-        age = max((newest - at).total_seconds() / 86400, 0.0)
+        age = max((newest[is_message(row.node.labels)] - at).total_seconds() / 86400, 0.0)
         row.score *= 1 + weight * 0.5 ** (age / half_life_days)
         moved += 1
     return moved

@@ -18,6 +18,7 @@ from host.util.log import log
 
 MAX_EXPANSIONS = 5
 MIN_EXPANSIONS = 3
+MAX_WORDS = 32
 CACHE_TTL_S = 3600.0
 
 Provider = Callable[[str, str | None], list[str] | None]
@@ -77,7 +78,7 @@ def _singular(word: str) -> str:
 
 
 def rule_based(query: str, retrieval_class: str | None = None) -> list[str]:
-    """Up to five paraphrases of ``query``, never the query itself, never a network call.
+    """Up to five paraphrases of ``query`` (its first :data:`MAX_WORDS` words), never the query itself, never a network call.
 
     In order: the keyword form (question and stop words dropped), one synonym swap per word
     (from :data:`SYNONYMS`, looked up by singular), every word's number flipped, and, for three
@@ -85,7 +86,7 @@ def rule_based(query: str, retrieval_class: str | None = None) -> list[str]:
     :data:`MIN_EXPANSIONS`, the keyword form with one word left out (last word first: the head
     of a question is usually its first content words).
     """
-    words = _words(query)
+    words = _words(query)[:MAX_WORDS]  # a paraphrase of a page of text is not a query: the head of it
     content = [w for w in words if w not in STOP_WORDS] or words
     out: list[str] = []
     original = " ".join(words)

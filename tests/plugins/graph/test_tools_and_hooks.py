@@ -274,3 +274,30 @@ def test_unreachable_neo4j_is_one_clear_error(plughost_home: Path) -> None:
     assert "plughost: graph store: Neo4j does not answer (" in res.stderr, res.stderr
     assert f"check that the server at bolt://127.0.0.1:{port} (NEO4J_URI) is running" in res.stderr
     assert "Traceback" not in res.stderr and "PLUGHOST_STORE=sqlite" not in res.stderr  # an empty store
+
+
+def test_graph_neighbors_confines_a_narrowed_process_as_memory_search_does(make_host, seeded) -> None:
+    """A public Entity links every conversation that mentions it: a narrowed process never opens one,
+    and sees Messages of its own session's conversation only (admin sees all)."""
+    store = seeded.store()
+    for conv, sender in (("conv-a", "ana"), ("conv-b", "ben")):
+        store.upsert_node(["Conversation"], {"sessionId": f"s-{sender}", "scope": "public"}, account_id=ACCOUNT,
+                          node_id=conv)
+        store.upsert_node(["Message"], {"text": f"{sender} loves Lisbon", "conversationId": conv, "scope": "public"},
+                          account_id=ACCOUNT, node_id=f"m-{sender}")
+        store.create_edge(conv, f"m-{sender}", "HAS_MESSAGE", account_id=ACCOUNT)
+        store.create_edge(f"m-{sender}", "svc", "MENTIONS", account_id=ACCOUNT)
+    store.upsert_node(["Entity"], {"entityName": "Lisbon", "scope": "public"}, account_id=ACCOUNT, node_id="ent")
+    store.create_edge("m-ana", "ent", "MENTIONS", account_id=ACCOUNT)
+    store.create_edge("m-ben", "ent", "MENTIONS", account_id=ACCOUNT)
+    admin = json.loads(text(call(build_server(seeded, "graph"), "graph-neighbors", node_id="ent")))[0]
+    assert sorted(n["node"]["id"] for n in admin["neighbors"]) == ["m-ana", "m-ben"]
+    for env in ({"PLUGHOST_SESSION_ROLE": "public", "SESSION_ID": "s-ana"}, {"ALLOWED_SCOPES": "public"}):
+        server = build_server(make_host(ACCOUNT_ID=ACCOUNT, **env), "graph")
+        refused = call(server, "graph-neighbors", node_id="ent")
+        assert refused.is_error and "no visible node 'ent'" in text(refused)
+        seen = json.loads(text(call(server, "graph-neighbors", node_id="svc")))[0]
+        ids = {n["node"]["id"] for n in seen["neighbors"]}
+        assert "m-ben" not in ids and ("m-ana" in ids) == ("SESSION_ID" in env)
+        other = call(server, "graph-neighbors", node_id="m-ben")
+        assert other.is_error

@@ -67,6 +67,12 @@ def test_composite_factors():
     new = row("n", 1.0, "Message", text="x", sentAt="2025-06-01T00:00:00Z")
     old = row("o", 1.0, "Message", text="x", sentAt="2025-03-03T00:00:00Z")
     assert recency([new, old], 1.0, 90) == 2 and new.score == 2.0 and 1.49 < old.score < 1.51
+    # a note written today is aged among notes, not against the imported turns
+    note_today = row("t", 1.0, "Note", createdAt="2026-12-01T00:00:00Z")
+    turn_old, turn_new = (row(i, 1.0, "Message", sentAt=at) for i, at in (("a", "2023-01-01T00:00:00Z"),
+                                                                          ("b", "2023-04-01T00:00:00Z")))
+    assert recency([note_today, turn_old, turn_new], 1.0, 90) == 3
+    assert note_today.score == turn_new.score == 2.0 and turn_old.score < 1.51
     sure = row("s", 1.0, "Fact", confidence=1.0)
     unsure = row("u", 1.0, "Fact", confidence=0.5)
     bare = row("b", 1.0, "Fact")
