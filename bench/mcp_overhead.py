@@ -183,6 +183,9 @@ def main() -> int:
     print(f"the transport alone (tools/list round trip): p50 {pct(pings, 0.5):.2f} ms; the rest of the overhead (tools/call "
           f"dispatch, argument check, the handler's thread, the result): p50 "
           f"{pct(unaudited, 0.5) - base50 - pct(pings, 0.5):+.2f} ms")
+    over = pct(audited, 0.5) - base50
+    print(f"target (MCP overhead <= 2 ms p50 over the in-process call, audit queued): +{over:.2f} ms -> "
+          f"{'PASS' if over <= 2 else 'MISS'} (its floor here: the transport alone, {pct(pings, 0.5):.2f} ms)")
     expected = len(queries) + WARMUP
     print(f"ToolCall rows the audited server stored by its exit: {stored} of {expected} calls -> "
           f"{'PASS' if stored == expected else 'MISS'}")
