@@ -49,6 +49,7 @@ MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augus
 _MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"sept": 9}
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _PLACE_WORDS = frozenset({"in", "to", "from", "at", "near", "visit", "visited", "visiting", "around", "across"})
+_WORK_WORDS = frozenset({"work", "works", "worked", "working", "job", "employed", "intern", "interning"})
 _CONNECTORS = frozenset({"of", "de", "da", "del", "van", "von", "la", "le", "&"})
 _FUNCTION_WORDS = frozenset("""
 a about after all also am an and any are as at be because been before being both but by can could did do does
@@ -118,6 +119,9 @@ _PREDICATES: tuple[tuple[str, str], ...] = (
 _FACT = re.compile(rf"(?<![\w'’\-]){_SUBJECT}\s+(?:(?:really|just|finally|also|recently|have|has|had|will|'ve|just)\s+)*"
                    rf"(?P<pred>{'|'.join(f'(?P<p{i}>{p})' for i, (p, _) in enumerate(_PREDICATES))})\s+"
                    rf"(?P<obj>(?:(?!{_BREAK})[^.,;:!?\n]){{1,120}})")
+_CONTINUED = re.compile(rf"(?:\band|,)\s+(?:(?:then|later|also|finally|eventually)\s+)?"
+                        rf"(?P<pred>{'|'.join(f'(?P<p{i}>{p})' for i, (p, _) in enumerate(_PREDICATES))})\s+"
+                        rf"(?P<obj>(?:(?!{_BREAK})[^.,;:!?\n]){{1,120}})")
 _MY_IS = re.compile(r"(?<![\w'’])[Mm]y\s+(?P<thing>(?:favou?rite\s+)?[a-z]+)\s+(?:is|was)\s+(?P<obj>[^.,;:!?\n]{1,120})")
 _OBJ_STOP = re.compile(_BREAK, re.I)
 _ARTICLE = re.compile(r"^(?:(?:as|a|an|the|my|our|his|her|their|some|new)\s+)+", re.I)
@@ -181,6 +185,10 @@ def _cap(word: str) -> bool:
 
 def _names(sentence: str, known: frozenset[str], out: Extraction, *, at_start: bool) -> None:
     words = [(m.group(), m.start()) for m in _WORD.finditer(sentence)]
+    ends = [m.end() for m in _WORD.finditer(sentence)]
+
+    def joined(j: int) -> bool:  # no comma, dash or other mark between word j and the next: one name
+        return not sentence[ends[j]:words[j + 1][1]].strip()
     i = 0
     while i < len(words) and len(out.mentions) < MAX_MENTIONS:
         word, _ = words[i]
@@ -190,10 +198,12 @@ def _names(sentence: str, known: frozenset[str], out: Extraction, *, at_start: b
         j, run = i, [word]
         while j + 1 < len(words) and len(run) < MAX_NAME_WORDS:
             nxt = words[j + 1][0]
+            if not joined(j):
+                break
             if _cap(nxt) and normalise(nxt) not in _NOT_NAMES:
                 run.append(nxt)
                 j += 1
-            elif (nxt.casefold() in _CONNECTORS and j + 2 < len(words) and _cap(words[j + 2][0])
+            elif (nxt.casefold() in _CONNECTORS and j + 2 < len(words) and joined(j + 1) and _cap(words[j + 2][0])
                   and normalise(words[j + 2][0]) not in _NOT_NAMES):
                 run += [nxt, words[j + 2][0]]
                 j += 2
@@ -208,7 +218,9 @@ def _names(sentence: str, known: frozenset[str], out: Extraction, *, at_start: b
         prev = words[i - 1][0].casefold() if i > 0 else ""
         if prev == "the" and i > 1:
             prev = words[i - 2][0].casefold()
-        kind = "person" if key in known else "place" if prev in _PLACE_WORDS else "name"
+        before = words[i - 2][0].casefold() if i > 1 else ""
+        at_work = prev in ("at", "for") and before in _WORK_WORDS  # "works at Google": an employer, not a place
+        kind = "person" if key in known else "place" if prev in _PLACE_WORDS and not at_work else "name"
         out.add(kind, name, key)
         i = j + 1
 
@@ -356,6 +368,15 @@ def _facts(text: str, speaker: str | None, out: Extraction) -> None:
         obj = _object(m.group("obj"))
         if subject and obj and normalise(obj) not in _NOT_NAMES:
             out.facts.append(Triple(subject, predicate, obj, normalise(subject), normalise(obj)))
+        if subject:  # "... and then moved to Munich": the same subject, another fact
+            rest = _SENTENCE.split(text[m.end():m.end() + 240], maxsplit=1)[0]
+            for c in _CONTINUED.finditer(rest):
+                if len(out.facts) >= MAX_FACTS:
+                    return
+                predicate = next(name for i, (_, name) in enumerate(_PREDICATES) if c.group(f"p{i}"))
+                obj = _object(c.group("obj"))
+                if obj and normalise(obj) not in _NOT_NAMES:
+                    out.facts.append(Triple(subject, predicate, obj, normalise(subject), normalise(obj)))
     for m in _MY_IS.finditer(text):
         if len(out.facts) >= MAX_FACTS or not speaker:
             return
@@ -384,7 +405,7 @@ def extract(text: str, *, speaker: str | None = None, when: datetime | None = No
     often their first word).
     """
     out = Extraction()
-    text = str(text or "")[:MAX_TEXT]
+    text = unicodedata.normalize("NFKC", str(text or "")[:MAX_TEXT])
     keys = known if isinstance(known, frozenset) else known_keys(known)  # a frozenset: keys already
     if speaker and normalise(speaker):
         keys = keys | {normalise(speaker)}

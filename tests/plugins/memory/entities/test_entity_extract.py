@@ -90,3 +90,17 @@ def test_hostile_input_is_bounded_and_never_raises(text: str) -> None:
 def test_non_strings() -> None:
     assert extract(None).mentions == []  # type: ignore[arg-type]
     assert extract("x", speaker="   ").mentions == []
+
+
+def test_names_split_at_commas_employers_are_not_places_and_a_second_fact_keeps_its_subject():
+    from plugins.memory.entities.extract import extract
+
+    names = extract("I met Alan Smith, Beth Jones and Carla yesterday.", speaker="Tom")
+    assert [m.name for m in names.mentions if m.kind == "name"] == ["Alan Smith", "Beth Jones", "Carla"]
+    work = extract("Ben works at Google now.", speaker="Tom")
+    assert [(m.kind, m.name) for m in work.mentions if m.name == "Google"] == [("name", "Google")]
+    moves = extract("I moved to Berlin in 2019 and then moved to Munich in 2021.", speaker="Tom")
+    assert [(f.subject, f.predicate, f.object) for f in moves.facts] == [
+        ("Tom", "livesIn", "Berlin"), ("Tom", "livesIn", "Munich")]
+    wide = extract("We met \uff30\uff52\uff49\uff59\uff41 at the market.", speaker="Tom")  # full-width letters
+    assert "priya" in {m.key for m in wide.mentions}
