@@ -9,7 +9,10 @@ from plugins.memory.entities.graph import (
     MENTIONS,
     enabled,
     extractable,
+    sweep,
+    withdraw,
     write,
 )
 
-__all__ = ["DERIVED_LABELS", "ENTITY_LABEL", "FACT_LABEL", "MENTIONS", "enabled", "extractable", "write"]
+__all__ = ["DERIVED_LABELS", "ENTITY_LABEL", "FACT_LABEL", "MENTIONS", "enabled", "extractable", "sweep", "withdraw",
+           "write"]
