@@ -296,7 +296,7 @@ class MemoryWriter:
         guarded_upsert_many(self.store, [{"id": id, "labels": labels, "properties": props,
                                           **({"embedding": vector} if vector is not None else {})}],
                             guards=self.guards())
-        if _derivation(node.properties) != _derivation(merged):
+        if entities.derivation(node.properties) != entities.derivation(merged):
             after = self.store.get(id, guards=self.guards())
             self._rederive([(id, node.properties)], after=[(id, after.properties)] if after is not None else [])
         return {"elementId": id, "labels": labels, "changed": sorted(props), "embedded": vector is not None}
@@ -432,15 +432,6 @@ class MemoryWriter:
         found = self.store.find(guards=self.guards(), labels=["KnowledgeDocument"], where={"attachmentId": attachment},
                                 limit=1)
         return found[0].id if found else None
-
-
-def _derivation(props: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What a node's derived entities and facts follow from: scope, agents, text, speaker and time."""
-    from plugins.memory.indexed_form import turn_text, when
-
-    agents = props.get("agents")
-    return (props.get("scope"), sorted(agents) if isinstance(agents, list) else agents, turn_text(props),
-            entities.graph.speaker_of(props), when(props))
 
 
 def _storable(text: str) -> bool:

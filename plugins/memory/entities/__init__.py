@@ -7,6 +7,7 @@ from plugins.memory.entities.graph import (
     ENTITY_LABEL,
     FACT_LABEL,
     MENTIONS,
+    derivation,
     enabled,
     extractable,
     sweep,
@@ -14,5 +15,5 @@ from plugins.memory.entities.graph import (
     write,
 )
 
-__all__ = ["DERIVED_LABELS", "ENTITY_LABEL", "FACT_LABEL", "MENTIONS", "enabled", "extractable", "sweep", "withdraw",
-           "write"]
+__all__ = ["DERIVED_LABELS", "ENTITY_LABEL", "FACT_LABEL", "MENTIONS", "derivation", "enabled", "extractable",
+           "sweep", "withdraw", "write"]

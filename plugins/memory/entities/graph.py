@@ -71,6 +71,12 @@ def speaker_of(props: Mapping[str, Any]) -> str | None:
     return None
 
 
+def derivation(props: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a node's derived entities and facts follow from: scope, agents, text, speaker and time
+    (a change of any of them withdraws them, :func:`withdraw`)."""
+    return (*_visibility(props), indexed_form.turn_text(props), speaker_of(props), indexed_form.when(props))
+
+
 def _visibility(props: Mapping[str, Any]) -> tuple[str | None, list[str] | None]:
     scope = props.get("scope")
     agents = props.get("agents")

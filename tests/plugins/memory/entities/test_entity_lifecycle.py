@@ -116,6 +116,19 @@ def test_an_edit_rederives_and_a_withdrawn_fact_reopens_the_one_it_closed(store:
     assert [f.id for f in facts(store, g, predicate="livesIn")] == [porto.id]
 
 
+def test_a_turn_appended_again_with_new_text_withdraws_the_old_facts(store: Any) -> None:
+    from plugins.memory.conversations import Conversations
+
+    account = store.test_account
+    convs = Conversations(store, None, {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"})
+    args = {"role": "user", "conversationId": "conv-x", "sender": "Aiko", "timestamp": "2025-05-02T10:00:00Z",
+            "messageId": "turn-1"}
+    convs.append(content="I live in Oslo.", **args)
+    convs.append(content="I live in Bergen.", **args)
+    assert [f.properties["objectKey"] for f in facts(store, Guards(account), predicate="livesIn")] == ["bergen"]
+    assert store.find(guards=Guards(account), labels=[ENTITY_LABEL], where={"entityKey": "oslo"}) == []
+
+
 def test_reindex_entities_sweeps_what_earlier_changes_left(store: Any, tmp_path: Path, monkeypatch: Any) -> None:
     account = store.test_account
     imported(store, tmp_path, monkeypatch)
