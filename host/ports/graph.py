@@ -322,6 +322,11 @@ class GraphStore(Protocol):
         """Hard-delete nodes soft-deleted longer ago than the grace period; returns the count."""
         ...
 
+    def delete_nodes(self, node_ids: Sequence[str], *, guards: Guards) -> int:
+        """Hard-delete the nodes (live or soft-deleted) within ``guards`` and their edges at once;
+        returns how many went. For derived data (the entity graph), never a user's delete."""
+        ...
+
     # reads ---------------------------------------------------------------------------
     def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None: ...
 

@@ -240,6 +240,7 @@ class Conversations:
         conv_channel = channel or (existing.properties.get("channel") if existing else None)
         msg_id = messageId or "msg-" + hashlib.sha256(
             "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]
+        prior = None
         if messageId is not None:
             prior = self.store.get(msg_id, guards=guards, include_deleted=True)
             if prior is not None and (MESSAGE_LABEL not in prior.labels
@@ -270,6 +271,11 @@ class Conversations:
             guarded_upsert_many(self.store, [row, conv_row], guards=guards)
         except WriteDenied as exc:
             raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
+        if prior is not None and entities.derivation(prior.properties) != entities.derivation(row["properties"]):
+            try:  # a turn appended again, changed: what it said before goes (docs/graph.md#entities)
+                entities.withdraw(self.store, account, [msg_id], guards=guards, before={msg_id: prior.properties})
+            except Exception as exc:  # noqa: BLE001 — reindex --entities sweeps it later
+                log("memory-entities", "warn", reason="withdraw-failed", node=msg_id, error=type(exc).__name__)
         if entities.enabled(self.env):
             try:
                 entities.write(self.store, account, [(msg_id, row["properties"])], guards=guards,

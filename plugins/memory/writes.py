@@ -296,6 +296,9 @@ class MemoryWriter:
         guarded_upsert_many(self.store, [{"id": id, "labels": labels, "properties": props,
                                           **({"embedding": vector} if vector is not None else {})}],
                             guards=self.guards())
+        if entities.derivation(node.properties) != entities.derivation(merged):
+            after = self.store.get(id, guards=self.guards())
+            self._rederive([(id, node.properties)], after=[(id, after.properties)] if after is not None else [])
         return {"elementId": id, "labels": labels, "changed": sorted(props), "embedded": vector is not None}
 
     def delete(self, call: Call, *, id: str) -> dict[str, Any]:  # noqa: A002
@@ -303,7 +306,9 @@ class MemoryWriter:
         self.account_id  # noqa: B018 - raises when unset
         node = self._live(id, "id")
         call.labels, call.name = node.labels, node.properties.get("name") or node.properties.get("title")
+        sources = self._sources(node)
         touched = self.store.soft_delete(id, guards=self.guards())
+        self._rederive(sources)
         return {"elementId": id, "deleted": touched, "graceDays": 7}
 
     def restore(self, call: Call, *, id: str) -> dict[str, Any]:  # noqa: A002
@@ -315,7 +320,12 @@ class MemoryWriter:
         call.labels, call.name = node.labels, node.properties.get("name") or node.properties.get("title")
         if not node.deleted:
             return {"elementId": id, "restored": 0, "note": "node was not deleted"}
-        return {"elementId": id, "restored": self.store.restore(id, guards=self.guards())}
+        restored = self.store.restore(id, guards=self.guards())
+        live = self.store.get(id, guards=self.guards())
+        if live is not None:
+            self._entities([(sid, props) for sid, props in self._sources(live)
+                            if entities.extractable((), props)])
+        return {"elementId": id, "restored": restored}
 
     def ingest(self, call: Call, *, content: str, title: str | None = None, format: str = "auto",  # noqa: A002
                attachmentId: str | None = None, summary: str | None = None, scope: str | None = None,  # noqa: N803
@@ -389,6 +399,34 @@ class MemoryWriter:
         except Exception as exc:  # noqa: BLE001
             log("memory-entities", "warn", reason="extract-failed", node=written[0][0] if written else "",
                 error=type(exc).__name__)
+
+    def _sources(self, node: Any) -> list[tuple[str, dict[str, Any]]]:
+        """A node and, for a document or section, the chunks a delete or restore cascades to: the
+        sources whose derived entities follow it."""
+        out = [(node.id, dict(node.properties))]
+        attachment = node.properties.get("attachmentId")
+        if attachment is not None and {"KnowledgeDocument", "Section"}.intersection(node.labels):
+            where: dict[str, Any] = {"attachmentId": attachment}
+            if "Section" in node.labels and "KnowledgeDocument" not in node.labels:
+                where["sectionIndex"] = node.properties.get("index")
+            out += [(c.id, dict(c.properties)) for c in self.store.find(
+                guards=self.guards(), labels=["Chunk"], where=where, limit=10000)]
+        return out
+
+    def _rederive(self, before: Sequence[tuple[str, Mapping[str, Any]]],
+                  after: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
+        """Withdraw the entities and facts derived from sources that changed how they read (scope,
+        agents, text, speaker, time) or were deleted (whatever the flag: they copy the source's
+        words), then extract the still-live ones again under ``PLUGHOST_MEMORY_ENTITIES``."""
+        try:
+            entities.withdraw(self.store, self.account_id, [sid for sid, _ in before], guards=self.guards(),
+                              before=dict(before))
+        except Exception as exc:  # noqa: BLE001
+            log("memory-entities", "warn", reason="withdraw-failed", node=before[0][0] if before else "",
+                error=type(exc).__name__)
+        written = [(sid, props) for sid, props in after if entities.extractable((), props)]
+        if written:
+            self._entities(written)
 
     def _document_by_attachment(self, attachment: str) -> str | None:
         found = self.store.find(guards=self.guards(), labels=["KnowledgeDocument"], where={"attachmentId": attachment},

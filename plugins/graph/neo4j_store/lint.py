@@ -12,6 +12,7 @@ from plugins.graph.neo4j_store.queries import (
     Q_CONSTRAINT_NAMES,
     Q_COUNT,
     Q_DELETE_EDGE_TMPL,
+    Q_DELETE_NODES,
     Q_EMBEDDING,
     Q_EXPAND,
     Q_GET,
@@ -53,7 +54,7 @@ def lint_statements() -> list[str]:
     where, _ = where_cypher({"conversationId": "c", "role": None})
     within, _ = within_cypher(("c", "HAS_MESSAGE"))
     stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_LINKED, Q_MISSING,
-             Q_REINGEST_TREE, Q_STORED, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
+             Q_REINGEST_TREE, Q_STORED, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_DELETE_NODES, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
              Q_VECTOR_DEFS, Q_LABELS_PRESENT, Q_AWAIT_INDEXES, *q_rebuild_vector_index("chunk_embedding", "Chunk", "embedding"),
              Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
              Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type="MENTIONS"), q_delete_edge_guarded("MENTIONS"),

@@ -110,6 +110,13 @@ WITH n, collect(m) AS targets
 FOREACH (m IN targets | SET m.backlinkCount = coalesce(m.backlinkCount, 1) - 1)
 DETACH DELETE n
 RETURN count(*) AS purged"""
+Q_DELETE_NODES = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.id IN $ids
+  AND {GUARD.replace("AND n.deletedAt IS NULL", "")}
+OPTIONAL MATCH (n)-->(m:{BASE_LABEL}) WHERE NOT m.id IN $ids
+WITH n, collect(m) AS targets
+FOREACH (m IN targets | SET m.backlinkCount = coalesce(m.backlinkCount, 1) - 1)
+DETACH DELETE n
+RETURN count(*) AS deleted"""
 Q_UNSCOPED = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.scope IS NULL
 WITH coalesce(head([l IN labels(n) WHERE l <> '{BASE_LABEL}']), '{BASE_LABEL}') AS label, n.id AS id ORDER BY id
 RETURN label, count(*) AS total, collect(id)[..$sample] AS ids ORDER BY label"""

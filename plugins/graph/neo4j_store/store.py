@@ -46,6 +46,7 @@ from plugins.graph.neo4j_store.queries import (
     BASE_LABEL,
     Q_COUNT,
     Q_DELETE_EDGE_TMPL,
+    Q_DELETE_NODES,
     Q_EMBEDDING,
     Q_EXPAND,
     Q_GET,
@@ -257,6 +258,16 @@ class Neo4jStore(StoreEnv, Search):
         cutoff = iso(time.time() - older_than_days * 86400.0)
         rows = self._rows(Q_PURGE, {"cutoff": cutoff, "accountId": account_id}, read=False)
         return rows[0]["purged"] if rows else 0
+
+    def delete_nodes(self, node_ids: Sequence[str], *, guards: Guards) -> int:
+        """Hard-delete the nodes within the guards, soft delete aside, with their edges (``backlinkCount`` follows)."""
+        g = guards_ok(guards)
+        check_account(self.account_id, g.account_id)
+        ids = list(dict.fromkeys(node_ids))
+        if not ids:
+            return 0
+        rows = self._rows(Q_DELETE_NODES, {**guard_params(g), "ids": ids}, read=False)
+        return rows[0]["deleted"] if rows else 0
 
     def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
         """The account's nodes without a scope (soft-deleted too): a label → (count, up to

@@ -541,6 +541,20 @@ class SqliteStore(StoreEnv, VectorSearch):
         with self.write_transaction() as conn:
             return conn.execute(sql, params).rowcount
 
+    def delete_nodes(self, node_ids: Sequence[str], *, guards: Guards) -> int:
+        """Hard-delete the nodes within the guards, soft delete aside (edges go with them: the purge trigger)."""
+        g = guards_ok(guards)
+        check_account(self.account_id, g.account_id)
+        cond, params = guard_sql(g)
+        cond = cond.replace("n.deleted_at IS NULL", "1")
+        ids = list(dict.fromkeys(node_ids))
+        gone = 0
+        with self.write_transaction() as conn:
+            for part in chunks(ids):
+                gone += conn.execute(f"DELETE FROM nodes AS n WHERE n.id IN ({marks(len(part))}) AND {cond}",
+                                     [*part, *params]).rowcount
+        return gone
+
     def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
         """The account's nodes without a scope (soft-deleted too): first label → (count, up to
         ``sample`` ids). Legacy nodes every scope can read; ``plughost memory audit`` lists them."""

@@ -20,8 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="first rebuild every Message's indexed form (speaker, day, preceding turns: "
                              "PLUGHOST_MESSAGE_CONTEXT_TURNS) and re-embed the turns it changes")
     parser.add_argument("--entities", action="store_true",
-                        help="first extract every Message's entities and facts into Entity and Fact nodes "
-                             "(what PLUGHOST_MEMORY_ENTITIES=1 writes with each new turn)")
+                        help="first remove the Entity and Fact nodes no live source of their scope and agents "
+                             "reaches, then extract every Message's entities and facts into Entity and Fact "
+                             "nodes (what PLUGHOST_MEMORY_ENTITIES=1 writes with each new turn)")
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
@@ -37,8 +38,10 @@ def run(args: argparse.Namespace, host: Any) -> int:
         raise UserError(f"--limit: expected a positive integer, got {args.limit}")
     store, embedder = host.store(), host.embedder()
     if args.entities:
-        from plugins.memory.entities.graph import backfill
+        from plugins.memory.entities.graph import backfill, sweep
 
+        swept = sweep(store, acct)  # derived nodes no live source of their visibility reaches go first
+        print("reindex: withdrawn " + " ".join(f"{k}={v}" for k, v in swept.items()))
         counts = backfill(store, acct)
         print("reindex: entities " + " ".join(f"{k}={v}" for k, v in counts.items()))
         if embedder is None and not args.context:

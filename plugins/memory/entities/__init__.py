@@ -7,9 +7,13 @@ from plugins.memory.entities.graph import (
     ENTITY_LABEL,
     FACT_LABEL,
     MENTIONS,
+    derivation,
     enabled,
     extractable,
+    sweep,
+    withdraw,
     write,
 )
 
-__all__ = ["DERIVED_LABELS", "ENTITY_LABEL", "FACT_LABEL", "MENTIONS", "enabled", "extractable", "write"]
+__all__ = ["DERIVED_LABELS", "ENTITY_LABEL", "FACT_LABEL", "MENTIONS", "derivation", "enabled", "extractable",
+           "sweep", "withdraw", "write"]

@@ -18,8 +18,12 @@ reaches it, so the store's guards confine it as they confine the Message. A Fact
 from its subject, predicate and object the same way, so a fact said twice is one node (its
 ``validFrom`` the earliest). For a single-valued predicate (:data:`~.extract.SINGLE_VALUED`: lives
 in, works at, "my name is") the facts of one subject are ordered by ``validFrom`` and each but the
-latest is closed: ``validTo`` is the next one's ``validFrom`` and ``supersededBy`` its id. Nothing
-is ever deleted.
+latest is closed: ``validTo`` is the next one's ``validFrom`` and ``supersededBy`` its id.
+
+A derived node lives as long as a live source of its own scope and agents links to it:
+:func:`withdraw` removes a source's edges when it is re-scoped, re-tagged, its text changes or it is
+deleted, hard-deletes what no such source reaches any more (and reopens the fact a withdrawn one had
+closed); :func:`sweep` does the same for the whole account (``reindex --entities``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from host.ports.graph import GraphStore, Guards, write_defaults
+from host.ports.graph import GraphStore, Guards, Node, write_defaults
 from host.util.log import log
 from host.util.times import read_time
 from plugins.memory import indexed_form
@@ -65,6 +69,12 @@ def speaker_of(props: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value.strip() and normalise(value):
             return value.strip()[:120]
     return None
+
+
+def derivation(props: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a node's derived entities and facts follow from: scope, agents, text, speaker and time
+    (a change of any of them withdraws them, :func:`withdraw`)."""
+    return (*_visibility(props), indexed_form.turn_text(props), speaker_of(props), indexed_form.when(props))
 
 
 def _visibility(props: Mapping[str, Any]) -> tuple[str | None, list[str] | None]:
@@ -230,3 +240,146 @@ def backfill(store: GraphStore, account_id: str, *, batch_size: int = 500) -> di
             total[key] += value
     log("memory-entities", "op=backfill", **total)
     return total
+
+
+# lifecycle ---------------------------------------------------------------------------------
+LINK_BATCH = 500
+
+
+def _candidates(store: GraphStore, account_id: str, source_id: str, versions: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ids of the derived nodes a source may link to: what its extraction gives for each of its
+    ``versions`` (the known speakers as the account's person entities), the facts naming it as
+    their ``sourceId``, and its derived 1-hop neighbours."""
+    acct = Guards(account_id)
+    known = [str(n.properties.get("entityName")) for n in store.find(guards=acct, labels=[ENTITY_LABEL],
+                                                                      where={"kind": "person"}, limit=1000)]
+    out: set[str] = set()
+    for props in versions:
+        planned = plan(account_id, [(source_id, {**write_defaults(acct, props), **props})], known)
+        out.update(planned.rows, planned.facts)
+    out.update(n.id for n in store.find(guards=acct, labels=[FACT_LABEL], where={"sourceId": source_id}, limit=1000))
+    for nb in store.expand([source_id], guards=acct).get(source_id, []):
+        if nb.direction == "out" and nb.type in (MENTIONS, STATES):
+            out.add(nb.node.id)
+    return out
+
+
+def withdraw(store: GraphStore, account_id: str, source_ids: Iterable[str], *, guards: Guards,
+             before: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, int]:
+    """Unlink sources (re-scoped, re-tagged, changed or deleted) from their derived nodes and remove
+    what no other live source of the same scope and agents still reaches (:func:`prune`).
+
+    Only sources within ``guards`` (the caller's, soft delete aside) are withdrawn; ``before`` gives
+    a source's properties before the change (its derived ids follow from them). The cleanup runs
+    under the account's own guards: it only removes.
+    """
+    acct = Guards(account_id)
+    candidates: set[str] = set()
+    unlinked = 0
+    for sid in dict.fromkeys(source_ids):
+        node = store.get(sid, guards=guards, include_deleted=True)
+        if node is None or DERIVED_LABELS.intersection(node.labels):
+            continue
+        versions = [node.properties, *([(before or {})[sid]] if sid in (before or {}) else [])]
+        found = _candidates(store, account_id, sid, versions)
+        for cid in sorted(found):
+            for etype in (MENTIONS, STATES):
+                unlinked += store.delete_edge(sid, cid, etype, account_id=account_id, guards=acct)
+        candidates |= found
+    nodes = [n for cid in sorted(candidates) if (n := store.get(cid, guards=acct, include_deleted=True)) is not None]
+    counts = {"unlinked": unlinked, **prune(store, account_id, nodes)}
+    log("memory-entities", "op=withdraw", **counts)
+    return counts
+
+
+def _reaching(store: GraphStore, acct: Guards, nodes: Sequence[Node], edge_type: str) -> dict[str, list[Node]]:
+    out: dict[str, list[Node]] = {}
+    for start in range(0, len(nodes), LINK_BATCH):
+        out.update(store.linked([n.id for n in nodes[start:start + LINK_BATCH]], edge_type, guards=acct))
+    return out
+
+
+def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str, int]:
+    """Of the derived ``nodes``, hard-delete those no live source of their own scope and agents
+    reaches (a Fact: a ``STATES`` source; an Entity: a ``MENTIONS`` source or a kept Fact ``ABOUT``
+    it), unlink the sources whose visibility no longer matches, point a kept Fact's ``sourceId`` at
+    a source it still has, and reopen the facts a removed one had closed."""
+    acct = Guards(account_id)
+    unlinked = 0
+
+    def live(node: Node, sources: list[Node], edge_type: str) -> list[Node]:
+        nonlocal unlinked
+        vis = _visibility(node.properties)
+        keep = []
+        for src in sources:
+            if _visibility(src.properties) == vis:
+                keep.append(src)
+            elif edge_type != ABOUT:  # a source now of another visibility: its edge is stale
+                unlinked += store.delete_edge(src.id, node.id, edge_type, account_id=account_id, guards=acct)
+        return keep
+
+    facts = [n for n in nodes if FACT_LABEL in n.labels]
+    gone_facts: list[Node] = []
+    moved: list[dict[str, Any]] = []
+    states = _reaching(store, acct, facts, STATES)
+    for fact in facts:
+        sources = live(fact, states.get(fact.id, []), STATES) if not fact.deleted else []
+        if not sources:
+            gone_facts.append(fact)
+        elif fact.properties.get("sourceId") not in {s.id for s in sources}:
+            moved.append({"id": fact.id, "labels": [FACT_LABEL], "properties": {"sourceId": sources[0].id}})
+    if gone_facts:
+        store.delete_nodes([f.id for f in gone_facts], guards=acct)
+    if moved:
+        store.upsert_many(moved, account_id=account_id, guards=acct)
+    ents = [n for n in nodes if ENTITY_LABEL in n.labels]
+    mentions, about = _reaching(store, acct, ents, MENTIONS), _reaching(store, acct, ents, ABOUT)
+    gone_ents = [e for e in ents if e.deleted or not (live(e, mentions.get(e.id, []), MENTIONS)
+                                                        or live(e, about.get(e.id, []), ABOUT))]
+    if gone_ents:
+        store.delete_nodes([e.id for e in gone_ents], guards=acct)
+    reopened = _reopen(store, account_id, gone_facts)
+    return {"unlinked": unlinked, "facts_removed": len(gone_facts), "entities_removed": len(gone_ents),
+            "reopened": reopened}
+
+
+def _reopen(store: GraphStore, account_id: str, removed: Sequence[Node]) -> int:
+    """Re-order the single-valued facts of the subjects whose facts were removed: a fact a removed
+    one had closed is open again when nothing later is left (``validTo`` / ``supersededBy`` follow)."""
+    acct = Guards(account_id)
+    groups = {(str(f.properties.get("subjectKey")), str(f.properties.get("predicate")),
+               repr(_visibility(f.properties))): f for f in removed
+              if f.properties.get("predicate") in SINGLE_VALUED}
+    changed: list[dict[str, Any]] = []
+    for (subject_key, predicate, _), gone in groups.items():
+        vis = _visibility(gone.properties)
+        members = sorted(((n.id, n.properties) for n in store.find(
+            guards=acct, labels=[FACT_LABEL], where={"subjectKey": subject_key, "predicate": predicate}, limit=1000)
+            if _visibility(n.properties) == vis), key=lambda f: (str(f[1].get("validFrom") or ""), f[0]))
+        for i, (fid, props) in enumerate(members):
+            nxt = members[i + 1] if i + 1 < len(members) else None
+            want = {"validTo": nxt[1].get("validFrom"), "supersededBy": nxt[0]} if nxt else \
+                {"validTo": None, "supersededBy": None}
+            if any(props.get(k) != v for k, v in want.items()):
+                changed.append({"id": fid, "labels": [FACT_LABEL], "properties": want})
+    if changed:
+        store.upsert_many(changed, account_id=account_id, guards=acct)
+    return len(changed)
+
+
+def sweep(store: GraphStore, account_id: str) -> dict[str, int]:
+    """:func:`prune` over every Entity and Fact of the account (``plughost memory reindex --entities``,
+    before the backfill): what only deleted, re-scoped or re-tagged sources reached goes."""
+    acct = Guards(account_id)
+    nodes: list[Node] = []
+    for label in (FACT_LABEL, ENTITY_LABEL):
+        offset = 0
+        while True:
+            page = store.find(guards=acct, labels=[label], limit=1000, offset=offset)
+            nodes += page
+            if len(page) < 1000:
+                break
+            offset += len(page)
+    counts = prune(store, account_id, nodes)
+    log("memory-entities", "op=sweep", nodes=len(nodes), **counts)
+    return counts
