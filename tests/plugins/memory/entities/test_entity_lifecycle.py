@@ -56,7 +56,10 @@ def test_a_rescoped_turn_takes_its_fact_out_of_public_view(store: Any, tmp_path:
     public, admin = Guards(account, ["public"]), Guards(account)
     public_env = {"ACCOUNT_ID": account, "ALLOWED_SCOPES": "public"}
     priya = entity_id(account, "person", "priya", "public", None)
-    before = json.loads(tools(store, public_env)["graph-neighbors"](node_id=priya))
+    owner_env = {"ACCOUNT_ID": account}  # a narrowed process is never shown an Entity (graph-neighbors refuses it)
+    with pytest.raises(UserError):
+        tools(store, public_env)["graph-neighbors"](node_id=priya)
+    before = json.loads(tools(store, owner_env)["graph-neighbors"](node_id=priya))
     assert any(n["node"]["properties"].get("sourceId") == "m1" for n in (before[0] if isinstance(before, list)
                                                                           else before)["neighbors"])
     assert [f.properties["objectKey"] for f in facts(store, public, predicate="livesIn")] == ["porto"]
@@ -64,8 +67,8 @@ def test_a_rescoped_turn_takes_its_fact_out_of_public_view(store: Any, tmp_path:
     writer.update(Call("memory-update", writer.env), id="m1", properties={"scope": "admin"})
 
     assert facts(store, public, predicate="livesIn") == [] and facts(store, public, sourceId="m1") == []
-    with pytest.raises(UserError):  # the public Priya entity had m1 alone: gone
-        tools(store, public_env)["graph-neighbors"](node_id=priya)
+    with pytest.raises(UserError):  # the public Priya entity had m1 alone: gone, for the owner too
+        tools(store, owner_env)["graph-neighbors"](node_id=priya)
     schema = json.loads(tools(store, public_env)["graph-schema"]())
     schema = schema[0] if isinstance(schema, list) else schema
     assert schema["labels"].get(FACT_LABEL, 0) == 1  # Ben's puppy only
