@@ -258,3 +258,54 @@ def test_erase_a_visitor_takes_the_whole_conversation(backend: str, plughost_hom
     finally:
         wipe(store, ACCOUNT)
         store.close()
+
+
+@pytest.mark.parametrize(("value", "text", "found"), [
+    ("+49 170 1234567", "call me on 0170 1234567 tomorrow", True),
+    ("+49 170 1234567", "or 0049-170-123 4567", True),
+    ("0170/1234567", "my number is +49 (170) 123-4567", True),
+    ("+49 170 1234567", "order 4917012345678 shipped", False),
+    ("+49 170 1234567", "call 0170 7654321", False),
+    ("Ann@Example.com", "mail ann@example.COM.", True),
+    ("ann@example.com", "mail joann@example.com", False),
+    ("ann@example.com", "mail ann@example.com.au", False),
+])
+def test_contact_matching(value: str, text: str, found: bool) -> None:
+    import argparse
+
+    from plugins.memory.erase import request_of
+
+    request = request_of(argparse.Namespace(contact=value, visitor=None, conversation=None))
+    assert request.holds(text) is found
+
+
+def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
+    """An Entity (or Fact) that only erased nodes link is erased with them; one another node still
+    mentions stays. By phone number, digits matched whatever the format."""
+    import argparse
+
+    from plugins.graph.sqlite_store import SqliteStore
+    from plugins.memory.erase import erase, request_of
+
+    store = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
+    try:
+        store.upsert_many([
+            {"id": "m1", "labels": ["Message"], "properties": {"text": "ring me on +44 7700 900123, Ada Baker"}},
+            {"id": "m2", "labels": ["Message"], "properties": {"text": "Ada Baker again"}},
+            {"id": "e-phone", "labels": ["Entity"], "properties": {"entityName": "+44 7700 900123", "kind": "number"}},
+            {"id": "e-name", "labels": ["Entity"], "properties": {"entityName": "Ada Baker", "kind": "person"}},
+            {"id": "e-only", "labels": ["Entity"], "properties": {"entityName": "ring", "kind": "name"}},
+            {"id": "f1", "labels": ["Fact"], "properties": {"subjectName": "Ada Baker", "predicate": "says"}},
+        ], account_id=ACCOUNT)
+        store.create_edges([("m1", "MENTIONS", "e-phone", None), ("m1", "MENTIONS", "e-name", None),
+                            ("m2", "MENTIONS", "e-name", None), ("m1", "MENTIONS", "e-only", None),
+                            ("m1", "STATES", "f1", None), ("f1", "ABOUT", "e-only", None)], account_id=ACCOUNT)
+        request = request_of(argparse.Namespace(contact="07700 900123", visitor=None, conversation=None))
+        dry = erase(store, ACCOUNT, request, dry_run=True)
+        result = erase(store, ACCOUNT, request, dry_run=False)
+        assert result == dry == {"nodes": 4, "labels": {"Entity": 2, "Fact": 1, "Message": 1}, "edges": 5,
+                                 "embeddings": 0, "fulltext": 1}
+        left = {n.id for n in store.scan_nodes(account_id=ACCOUNT)}
+        assert left == {"m2", "e-name"}
+    finally:
+        store.close()
