@@ -309,3 +309,51 @@ def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
         assert left == {"m2", "e-name"}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_erase_what_the_real_writers_stored(backend: str, plughost_home: Path, make_host: Any) -> None:
+    """The conversation, the lead and the audit row written by conversation-append, work-create and
+    the tool-call audit (not hand-made rows): the receipt equals the dry run, no search finds the email."""
+    from host.runtime.tooltable import call_tool
+    from plugins.memory.audit import record
+
+    store = _store(backend, plughost_home)
+    wipe(store, ACCOUNT)
+    try:
+        host = make_host(**_env(backend))
+        for role, text in (("user", "Do you deliver wedding cakes to Lindau?"),
+                           ("user", f"Please answer me at {EMAIL}"),
+                           ("assistant", f"Thank you. The team will get back to you at {EMAIL}.")):
+            call_tool(host, "memory", "conversation-append", {"role": role, "content": text, "channel": "webchat",
+                                                               "sender": VISITOR})
+        conv = conversation_node_id(ACCOUNT, "webchat", VISITOR)
+        args = {"kind": "follow-up", "title": "Answer a visitor: Do you deliver wedding cakes to Lindau?",
+                "inputs": {"question": "Do you deliver wedding cakes to Lindau?", "contact": EMAIL,
+                           "channel": "webchat", "sender": VISITOR}, "conversationId": conv}
+        created = call_tool(host, "memory", "work-create", args)
+        record(host, account_id=ACCOUNT, session_id=conv, tool_name="mcp__plugin_memory_memory__work-create",
+               tool_input=args, tool_response=created, role="admin", tool_use_id="toolu-erase-1")
+        host.close()
+        assert "zyxq" in _searches(backend, make_host).lower()
+
+        res = run_cli("erase", "--contact", EMAIL, "--dry-run", "--json", env=_env(backend))
+        assert res.returncode == 0, res.stderr
+        dry = json.loads(res.stdout)
+        # the two messages holding it, the lead, its audit row; their four edges (two HAS_MESSAGE, RAISED_DURING,
+        # HAS_TOOL_CALL); the messages and the lead's title are indexed text; no embedder here, so no vector
+        assert dry == {"dryRun": True, "nodes": 4, "labels": {"Message": 2, "Task": 1, "ToolCall": 1}, "edges": 4,
+                       "embeddings": 0, "fulltext": 3}, dry
+        res = run_cli("erase", "--contact", EMAIL, "--json", env=_env(backend))
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout) == {**dry, "dryRun": False}
+        assert "zyxq" not in _searches(backend, make_host).lower()
+        if backend == "sqlite":
+            raw = _raw_sqlite(plughost_home).lower()
+            assert b"zyxq" not in raw and b"erasetest" not in raw
+            assert not set(TERMS) & _vocabulary(plughost_home)
+        else:
+            assert _neo4j_contains(store) == 0
+    finally:
+        wipe(store, ACCOUNT)
+        store.close()
