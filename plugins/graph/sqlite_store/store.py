@@ -578,7 +578,13 @@ class SqliteStore(StoreEnv, VectorSearch):
                     conn.execute("DELETE FROM temp.erase_rids")
                     for table in TEXT_INDEXES:
                         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if busy and busy[0]:  # a reader held the WAL past the busy timeout: its old frames may stay
+                    from host.util.log import log
+
+                    log("graph-store", "warn", reason="wal-checkpoint-busy", op="delete-nodes",
+                        detail="another connection kept reading: the WAL may hold the deleted text until the next "
+                        "checkpoint (stop plughost serve, then PRAGMA wal_checkpoint(TRUNCATE) on the file)")
             finally:
                 self.conn.execute(f"PRAGMA secure_delete = {secure}")
         return counts
