@@ -241,6 +241,15 @@ def test_erase_a_visitor_takes_the_whole_conversation(backend: str, plughost_hom
     wipe(store, ACCOUNT)
     try:
         seeded = _seed(store)
+        res = run_cli("export", "--visitor", VISITOR, env=_env(backend))  # to stdout
+        assert res.returncode == 0, res.stderr
+        exported = json.loads(res.stdout)
+        assert exported["request"] == "visitor" and len(exported["nodes"]) == 8 and EMAIL in res.stdout
+        assert all("embedding" not in n["properties"] for n in exported["nodes"])
+        taken = plughost_home / "taken.json"
+        taken.write_text("{}")
+        res = run_cli("export", "--visitor", VISITOR, "--out", str(taken), env=_env(backend))
+        assert res.returncode == 2 and res.stderr.startswith("plughost: --out:") and taken.read_text() == "{}"
         res = run_cli("erase", "--visitor", VISITOR, "--json", env=_env(backend))
         assert res.returncode == 0, res.stderr
         receipt = json.loads(res.stdout)
