@@ -327,6 +327,25 @@ class GraphStore(Protocol):
         returns how many went. For derived data (the entity graph), never a user's delete."""
         ...
 
+    def erase_nodes(self, node_ids: Sequence[str], *, account_id: str) -> dict[str, int]:
+        """Hard-delete these nodes of the account now, soft-deleted or not, with their edges, embeddings
+        and full-text terms (an erase request: no grace, no guards, so admin-only callers); returns
+        ``{"nodes", "edges", "embeddings", "fulltext"}`` counts of what went (``fulltext``: nodes whose
+        text left the full-text index). The embedded store also rewrites its full-text index and
+        checkpoints its WAL, so the file keeps no copy of the text."""
+        ...
+
+    def scan_nodes(self, *, account_id: str, contains: str | None = None, after: str = "",
+                   limit: int = 1000) -> list[Node]:
+        """Every node of the account, soft-deleted too, by id after ``after``, at most ``limit``:
+        one page of a full scan (admin-only callers: no guards). ``contains`` (lower-case ASCII) keeps
+        only nodes whose stored properties hold it, ignoring case: a prefilter, callers match exactly."""
+        ...
+
+    def node_edges(self, node_ids: Sequence[str], *, account_id: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """Every edge touching these nodes, whatever their state: ``(source id, type, target id, properties)``."""
+        ...
+
     # reads ---------------------------------------------------------------------------
     def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None: ...
 

@@ -65,6 +65,14 @@ def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
     return report_commands()
 
 
+@hookimpl(specname="plughost_cli_commands")
+def plughost_cli_commands_erase(host: Host) -> list[CliCommand]:
+    """`plughost erase` and `plughost export` (plugins/memory/erase.py)."""
+    from plugins.memory.erase import commands
+
+    return commands()
+
+
 @hookimpl(specname="plughost_tools")
 def plughost_tools_search(host: Host) -> list[Tool]:
     """memory-search (docs/retrieval.md): the hybrid retrieval pipeline in plugins/memory/retrieval/."""

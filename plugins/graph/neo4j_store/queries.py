@@ -117,6 +117,24 @@ WITH n, collect(m) AS targets
 FOREACH (m IN targets | SET m.backlinkCount = coalesce(m.backlinkCount, 1) - 1)
 DETACH DELETE n
 RETURN count(*) AS deleted"""
+Q_ERASE_COUNTS = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.id IN $ids
+OPTIONAL MATCH (n)-[r]-()
+WITH collect(DISTINCT n) AS ns, collect(DISTINCT r) AS rs
+RETURN size(ns) AS nodes, size(rs) AS edges, size([x IN ns WHERE x.embedding IS NOT NULL]) AS embeddings,
+  size([x IN ns WHERE any(k IN $textKeys WHERE x[k] IS NOT NULL)]) AS fulltext"""
+Q_ERASE_BACKLINKS = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}})-->(m:{BASE_LABEL})
+WHERE n.id IN $ids AND NOT m.id IN $ids
+SET m.backlinkCount = coalesce(m.backlinkCount, 1) - 1"""
+Q_ERASE = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.id IN $ids
+DETACH DELETE n"""
+Q_SCAN = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.id > $after
+  AND ($contains IS NULL OR toLower(n.id) CONTAINS $contains OR any(k IN keys(n) WHERE k <> 'embedding'
+    AND any(x IN CASE WHEN n[k] IS :: LIST<ANY> THEN n[k] ELSE [n[k]] END
+            WHERE x IS :: STRING AND toLower(x) CONTAINS $contains)))
+RETURN {NODE_RETURN} ORDER BY n.id LIMIT $limit"""
+Q_NODE_EDGES = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}})-[r]-(:{BASE_LABEL}) WHERE n.id IN $ids
+WITH DISTINCT r
+RETURN startNode(r).id AS source, type(r) AS type, endNode(r).id AS target, properties(r) AS props"""
 Q_UNSCOPED = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.scope IS NULL
 WITH coalesce(head([l IN labels(n) WHERE l <> '{BASE_LABEL}']), '{BASE_LABEL}') AS label, n.id AS id ORDER BY id
 RETURN label, count(*) AS total, collect(id)[..$sample] AS ids ORDER BY label"""

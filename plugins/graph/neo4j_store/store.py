@@ -48,13 +48,18 @@ from plugins.graph.neo4j_store.queries import (
     Q_DELETE_EDGE_TMPL,
     Q_DELETE_NODES,
     Q_EMBEDDING,
+    Q_ERASE,
+    Q_ERASE_BACKLINKS,
+    Q_ERASE_COUNTS,
     Q_EXPAND,
     Q_GET,
     Q_GET_ANY,
     Q_HIERARCHY_SET,
     Q_LINKED,
     Q_MISSING,
+    Q_NODE_EDGES,
     Q_PURGE,
+    Q_SCAN,
     Q_SCHEMA_KEYS,
     Q_SCHEMA_LABELS,
     Q_SCHEMA_RELS,
@@ -268,6 +273,41 @@ class Neo4jStore(StoreEnv, Search):
             return 0
         rows = self._rows(Q_DELETE_NODES, {**guard_params(g), "ids": ids}, read=False)
         return rows[0]["deleted"] if rows else 0
+
+    def erase_nodes(self, node_ids: Sequence[str], *, account_id: str) -> dict[str, int]:
+        """Hard-delete these nodes of the account now (an erase request), whatever their state:
+        ``DETACH DELETE`` in one write transaction per 1,000, so the full-text and vector indexes
+        forget them; surviving targets' ``backlinkCount`` follows."""
+        from host.ports.graph import TEXT_PROPERTIES
+
+        check_account(self.account_id, account_id)
+        ids = list(dict.fromkeys(str(i) for i in node_ids))
+        counts = {"nodes": 0, "edges": 0, "embeddings": 0, "fulltext": 0}
+        for start in range(0, len(ids), 1000):
+            params = {"accountId": account_id, "ids": ids[start:start + 1000], "textKeys": list(TEXT_PROPERTIES)}
+
+            def work(tx: Any, params: dict[str, Any] = params) -> dict[str, int]:
+                row = tx.run(Q_ERASE_COUNTS, params).single()
+                tx.run(Q_ERASE_BACKLINKS, params).consume()
+                tx.run(Q_ERASE, params).consume()
+                return {k: int(row[k]) for k in counts}
+
+            for key, value in self.write(work).items():
+                counts[key] += value
+        return counts
+
+    def scan_nodes(self, *, account_id: str, contains: str | None = None, after: str = "",
+                   limit: int = 1000) -> list[Node]:
+        """One page of every node of the account (soft-deleted too) by id; ``contains``: a prefilter on
+        the string properties and the id, case folded."""
+        rows = self._rows(Q_SCAN, {"accountId": account_id, "after": after, "contains": contains or None,
+                                   "limit": max(0, int(limit))})
+        return [node_of(r) for r in rows]
+
+    def node_edges(self, node_ids: Sequence[str], *, account_id: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """Every edge touching these nodes of the account, whatever their state."""
+        rows = self._rows(Q_NODE_EDGES, {"accountId": account_id, "ids": list(dict.fromkeys(node_ids))})
+        return sorted((r["source"], r["type"], r["target"], dict(r["props"])) for r in rows)
 
     def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
         """The account's nodes without a scope (soft-deleted too): a label → (count, up to

@@ -63,6 +63,7 @@ from plugins.graph.sqlite_store.sql import (
     NODE_COLS,
     PAGE_SIZE,
     ROW_EXTRA,
+    TEXT_INDEXES,
     chunks,
     guard_sql,
     label_sql,
@@ -554,6 +555,80 @@ class SqliteStore(StoreEnv, VectorSearch):
                 gone += conn.execute(f"DELETE FROM nodes AS n WHERE n.id IN ({marks(len(part))}) AND {cond}",
                                      [*part, *params]).rowcount
         return gone
+
+    def erase_nodes(self, node_ids: Sequence[str], *, account_id: str) -> dict[str, int]:
+        """Hard-delete these nodes of the account now (an erase request), whatever their state.
+
+        The purge trigger takes their edges, labels, keywords, vectors and full-text terms; with
+        ``secure_delete`` on the freed content is zeroed, both full-text indexes are merged into one
+        segment each (``optimize``: a contentless index otherwise keeps the old terms in its older
+        segments until a merge), and the WAL is checkpointed and truncated, so no byte of the
+        deleted text stays in the file or its WAL.
+        """
+        check_account(self.account_id, account_id)
+        counts = {"nodes": 0, "edges": 0, "embeddings": 0, "fulltext": 0}
+        ids = list(dict.fromkeys(str(i) for i in node_ids))
+        if not ids:
+            return counts
+        with self.lock:
+            secure = int(self.conn.execute("PRAGMA secure_delete").fetchone()[0])
+            self.conn.execute("PRAGMA secure_delete = ON")
+            try:
+                with self.write_transaction() as conn:
+                    conn.execute("CREATE TEMP TABLE IF NOT EXISTS erase_rids (rid INTEGER PRIMARY KEY)")
+                    conn.execute("DELETE FROM temp.erase_rids")
+                    for part in chunks(ids):
+                        conn.execute(f"INSERT OR IGNORE INTO temp.erase_rids SELECT rid FROM nodes WHERE "
+                                     f"+account_id = ? AND id IN ({marks(len(part))})", [account_id, *part])
+                    doomed = "SELECT rid FROM temp.erase_rids"
+                    counts["edges"] = conn.execute(f"SELECT count(*) FROM edges WHERE source IN ({doomed}) "
+                                                   f"OR target IN ({doomed})").fetchone()[0]
+                    counts["embeddings"] = conn.execute(
+                        f"SELECT count(*) FROM node_vectors WHERE node IN ({doomed})").fetchone()[0]
+                    counts["fulltext"] = conn.execute(
+                        f"SELECT count(*) FROM nodes WHERE rid IN ({doomed}) AND node_text_of(properties) IS NOT NULL"
+                    ).fetchone()[0]
+                    counts["nodes"] = conn.execute(f"DELETE FROM nodes WHERE rid IN ({doomed})").rowcount
+                    conn.execute("DELETE FROM temp.erase_rids")
+                    for table in TEXT_INDEXES:
+                        conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+                busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if busy and busy[0]:  # a reader held the WAL past the busy timeout: its old frames may stay
+                    from host.util.log import log
+
+                    log("graph-store", "warn", reason="wal-checkpoint-busy", op="delete-nodes",
+                        detail="another connection kept reading: the WAL may hold the deleted text until the next "
+                        "checkpoint (stop plughost serve, then PRAGMA wal_checkpoint(TRUNCATE) on the file)")
+            finally:
+                self.conn.execute(f"PRAGMA secure_delete = {secure}")
+        return counts
+
+    def scan_nodes(self, *, account_id: str, contains: str | None = None, after: str = "",
+                   limit: int = 1000) -> list[Node]:
+        """One page of every node of the account (soft-deleted too) by id; ``contains``: a prefilter on
+        the stored row (properties and id, ASCII case folded)."""
+        sql = f"SELECT {NODE_COLS} FROM nodes n WHERE n.account_id = ? AND n.id > ?"
+        params: list[Any] = [account_id, after]
+        if contains:
+            sql += " AND (instr(lower(n.properties), ?) > 0 OR instr(lower(n.id), ?) > 0)"
+            params += [contains, contains]
+        sql += " ORDER BY n.id LIMIT ?"
+        params.append(max(0, int(limit)))
+        with self.lock:
+            return [self._node(r) for r in self.conn.execute(sql, params)]
+
+    def node_edges(self, node_ids: Sequence[str], *, account_id: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """Every edge touching these nodes of the account, whatever their state."""
+        out: dict[tuple[str, str, str], dict[str, Any]] = {}
+        with self.lock:
+            for part in chunks(list(dict.fromkeys(node_ids))):
+                rids = f"SELECT rid FROM nodes WHERE +account_id = ? AND id IN ({marks(len(part))})"
+                for src, etype, dst, props in self.conn.execute(
+                        f"SELECT s.id, e.type, t.id, e.properties FROM edges e JOIN nodes s ON s.rid = e.source "
+                        f"JOIN nodes t ON t.rid = e.target WHERE e.source IN ({rids}) OR e.target IN ({rids})",
+                        [account_id, *part, account_id, *part]):
+                    out[(src, etype, dst)] = json.loads(props) if props else {}
+        return [(s, t, d, p) for (s, t, d), p in sorted(out.items())]
 
     def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
         """The account's nodes without a scope (soft-deleted too): first label → (count, up to

@@ -1,0 +1,306 @@
+"""Erase on request and export: ``plughost erase`` and ``plughost export`` (docs/cli.md#erase-and-export).
+
+A request names a person one of three ways: ``--contact`` (an email address, matched ignoring case,
+or a phone number, matched by its digits: ``+49 170 1234567``, ``0049-170-1234567`` and
+``0170 1234567`` are one number), ``--visitor`` (a channel sender id) or ``--conversation`` (a
+Conversation id). What it reaches, in the account of ``ACCOUNT_ID``, soft-deleted nodes included:
+
+- every node that holds the value: in its id or any property (a Message's ``text``, a follow-up
+  Task's ``inputs``, a ToolCall's ``input`` / ``output``, a Briefing, an Entity, a profile ...);
+- for a visitor, its Conversations (``sender``); for every Conversation reached, its Messages and
+  every node hanging from it (``HAS_MESSAGE``, ``HAS_BRIEFING``, ``HAS_TOOL_CALL``, a Task
+  ``RAISED_DURING`` it) or naming it (``conversationId``);
+- the Entity and Fact nodes derived only from what is erased (no other node links them).
+
+The store's ``erase_nodes`` removes them with their edges, embeddings and full-text terms at
+once (no grace period). The receipt counts what went (nodes per label, edges, embeddings,
+full-text documents) and holds no personal data; ``--dry-run`` counts the same and removes nothing.
+Admin only: it reads and deletes without per-row guards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from host.ports.graph import (
+    CONVERSATION_LABEL,
+    DERIVED_LABELS,
+    HAS_MESSAGE,
+    TEXT_PROPERTIES,
+    GraphStore,
+    Guards,
+    Node,
+    require_admin,
+)
+from host.runtime.types import CliCommand
+from host.util.errors import UserError
+from host.util.log import log
+
+ATTACHED = frozenset({HAS_MESSAGE, "HAS_BRIEFING", "HAS_TOOL_CALL", "RAISED_DURING"})
+"""Edges between a Conversation and what hangs from it (either direction)."""
+PAGE = 1000
+EMAIL = re.compile(r"[^\s@]{1,64}@[^\s@]{1,253}\.[^\s@]{1,63}")
+PHONE_CHARS = re.compile(r"\+?[\d ().\-/]+")
+PHONE_RUN = re.compile(r"\+?\d[\d ().\-/]{4,24}\d")
+MIN_PHONE_DIGITS = 7
+ID_CHARS = re.compile(r"[^\x00-\x1f\x7f]{1,512}")
+
+
+def _phone_key(text: str) -> str:
+    """A phone number's digits, an international ``00`` prefix dropped."""
+    digits = re.sub(r"\D", "", text)
+    return digits[2:] if digits.startswith("00") else digits
+
+
+def _same_phone(a: str, b: str) -> bool:
+    """Equal digits, or a national form (leading 0) whose rest ends the other (``0170…`` / ``49170…``)."""
+    if a == b:
+        return True
+    for short, other in ((a, b), (b, a)):
+        rest = short.lstrip("0")
+        if short.startswith("0") and len(rest) >= MIN_PHONE_DIGITS and other.endswith(rest):
+            return True
+    return False
+
+
+@dataclass
+class Request:
+    """What to erase: the kind of request and how a stored string holds it."""
+
+    kind: str  # contact | visitor | conversation
+    value: str
+    prefilter: str | None  # lower-case ASCII the store may prefilter rows by
+    holds: Callable[[str], bool]
+
+
+def _token_test(value: str) -> Callable[[str], bool]:
+    """Whether a string holds ``value`` as a whole token (not inside a longer id)."""
+    token = re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])")
+    return lambda s: token.search(s) is not None
+
+
+def request_of(args: argparse.Namespace) -> Request:
+    """The one request the flags name; bad input is one line naming the flag (exit 2)."""
+    given = [(flag, getattr(args, flag)) for flag in ("contact", "visitor", "conversation")
+             if getattr(args, flag, None) is not None]
+    if len(given) != 1:
+        raise UserError("--contact / --visitor / --conversation: expected exactly one of them"
+                        + (f", got {len(given)}" if given else ""))
+    flag, raw = given[0]
+    value = str(raw).strip()
+    if flag == "contact":
+        if "@" in value:
+            if not EMAIL.fullmatch(value):
+                raise UserError("--contact: expected an email address (name@example.com) or a phone number")
+            pattern = re.compile(rf"(?<![\w.+-]){re.escape(value)}(?![\w-])(?!\.[\w-])", re.IGNORECASE)
+            return Request("contact", value, value.lower() if value.isascii() else None,
+                           lambda s: pattern.search(s) is not None)
+        key = _phone_key(value)
+        if not PHONE_CHARS.fullmatch(value) or len(key) < MIN_PHONE_DIGITS:
+            raise UserError(f"--contact: expected an email address or a phone number of at least "
+                            f"{MIN_PHONE_DIGITS} digits")
+
+        def holds_phone(s: str) -> bool:
+            return any(_same_phone(key, _phone_key(m.group())) for m in PHONE_RUN.finditer(s))
+
+        return Request("contact", value, None, holds_phone)
+    if not value or not ID_CHARS.fullmatch(value):
+        raise UserError(f"--{flag}: expected a non-empty id without control characters")
+    return Request(flag, value, value.lower() if value.isascii() else None, _token_test(value))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+def holds(node: Node, test: Callable[[str], bool]) -> bool:
+    return test(node.id) or any(test(s) for s in _strings(node.properties))
+
+
+def _scan(store: GraphStore, account: str, prefilter: str | None, test: Callable[[str], bool]) -> dict[str, Node]:
+    found: dict[str, Node] = {}
+    after = ""
+    while True:
+        page = store.scan_nodes(account_id=account, contains=prefilter, after=after, limit=PAGE)
+        for node in page:
+            if holds(node, test):
+                found[node.id] = node
+        if len(page) < PAGE:
+            return found
+        after = page[-1].id
+
+
+def _get(store: GraphStore, account: str, node_id: str) -> Node | None:
+    return store.get(node_id, guards=Guards(account), include_deleted=True)
+
+
+def collect(store: GraphStore, account: str, request: Request) -> dict[str, Node]:
+    """Every node the request reaches (the module docstring says which), by id."""
+    found = _scan(store, account, request.prefilter, request.holds)
+    if request.kind == "conversation" and request.value not in found:
+        node = _get(store, account, request.value)
+        if node is not None:
+            found[node.id] = node
+    done: set[str] = set()
+    while True:  # conversations reached: what hangs from them or names them
+        todo = [n.id for n in found.values() if CONVERSATION_LABEL in n.labels and n.id not in done]
+        if not todo:
+            break
+        done.update(todo)
+        for conv in todo:
+            found.update(_scan(store, account, conv.lower() if conv.isascii() else None, _token_test(conv)))
+        for src, etype, dst, _ in store.node_edges(todo, account_id=account):
+            other = dst if src in done else src
+            if etype in ATTACHED and other not in found and (node := _get(store, account, other)) is not None:
+                found[node.id] = node
+    while True:  # derived nodes no surviving node links
+        edges = store.node_edges(list(found), account_id=account)
+        targets = {dst for src, _, dst, _ in edges if src in found and dst not in found}
+        derived = [n for n in (_get(store, account, t) for t in sorted(targets))
+                   if n is not None and DERIVED_LABELS.intersection(n.labels)]
+        if not derived:
+            return found
+        sources: dict[str, set[str]] = {n.id: set() for n in derived}
+        for src, _, dst, _ in store.node_edges([n.id for n in derived], account_id=account):
+            if dst in sources:
+                sources[dst].add(src)
+        orphans = [n for n in derived if sources[n.id] <= found.keys()]
+        if not orphans:
+            return found
+        found.update((n.id, n) for n in orphans)
+
+
+def _indexed(node: Node) -> bool:
+    """Whether the node has text in the full-text union (what the stores index)."""
+    for key in TEXT_PROPERTIES:
+        value = node.properties.get(key)
+        if isinstance(value, (list, tuple)):
+            if any(v is not None and str(v) for v in value):
+                return True
+        elif value is not None and str(value):
+            return True
+    return False
+
+
+def _label(node: Node) -> str:
+    return node.labels[0] if node.labels else "(none)"
+
+
+def receipt(found: dict[str, Node], counts: dict[str, int]) -> dict[str, Any]:
+    labels = Counter(_label(n) for n in found.values())
+    return {"nodes": counts["nodes"], "labels": dict(sorted(labels.items())), "edges": counts["edges"],
+            "embeddings": counts["embeddings"], "fulltext": counts["fulltext"]}
+
+
+def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool) -> dict[str, Any]:
+    """Collect and (unless ``dry_run``) delete; the receipt of counts."""
+    found = collect(store, account, request)
+    if dry_run:
+        counts = {"nodes": len(found), "edges": len(store.node_edges(list(found), account_id=account)),
+                  "embeddings": sum(n.has_embedding for n in found.values()),
+                  "fulltext": sum(_indexed(n) for n in found.values())}
+    else:
+        counts = store.erase_nodes(list(found), account_id=account)
+    return receipt(found, counts)
+
+
+def export(store: GraphStore, account: str, request: Request) -> dict[str, Any]:
+    """Every node the request reaches: id, labels, properties (never an embedding), deleted or not,
+    and every edge touching them."""
+    found = collect(store, account, request)
+    nodes = [{"id": n.id, "labels": list(n.labels), "properties": n.properties, "deleted": n.deleted}
+             for n in sorted(found.values(), key=lambda n: n.id)]
+    edges = [{"source": s, "type": t, "target": d, "properties": p}
+             for s, t, d, p in store.node_edges(list(found), account_id=account)]
+    return {"request": request.kind, "account": account, "nodes": nodes, "edges": edges}
+
+
+def _line(result: dict[str, Any]) -> str:
+    labels = ",".join(f"{k}:{v}" for k, v in result["labels"].items()) or "none"
+    return (f"nodes={result['nodes']} labels={labels} edges={result['edges']} embeddings={result['embeddings']} "
+            f"fulltext={result['fulltext']}")
+
+
+def _target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--contact", metavar="VALUE", help="an email address or phone number the person left")
+    parser.add_argument("--visitor", metavar="ID", help="a channel sender id (a webchat visitor's id)")
+    parser.add_argument("--conversation", metavar="ID", help="a Conversation id")
+
+
+def configure_erase(parser: argparse.ArgumentParser) -> None:
+    _target(parser)
+    parser.add_argument("--dry-run", action="store_true", help="count what would go; remove nothing")
+    parser.add_argument("--json", action="store_true", help="the receipt as JSON")
+
+
+def configure_export(parser: argparse.ArgumentParser) -> None:
+    _target(parser)
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON to this new file (mode 0600)")
+
+
+def _setup(args: argparse.Namespace, host: Any, what: str) -> tuple[GraphStore, str, Request]:
+    request = request_of(args)
+    account = str(host.principal.require_account(f"the id of the account to {what} from"))
+    require_admin(host.principal, what)  # it reads and deletes without per-row guards
+    store = host.store()
+    if not hasattr(store, "erase_nodes"):
+        raise UserError(f"{what}: the {getattr(store, 'backend', '?')} store cannot erase nodes (no erase_nodes)")
+    return store, account, request
+
+
+def run_erase(args: argparse.Namespace, host: Any) -> int:
+    store, account, request = _setup(args, host, "erase")
+    result = erase(store, account, request, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps({"dryRun": bool(args.dry_run), **result}, sort_keys=True))
+    else:
+        print(("erase dry-run (nothing removed): " if args.dry_run else "erased: ") + _line(result))
+    log("erase", "op=dry-run" if args.dry_run else "op=done", request=request.kind, account=account[:8],
+        nodes=result["nodes"], labels=",".join(f"{k}:{v}" for k, v in result["labels"].items()) or None,
+        edges=result["edges"], embeddings=result["embeddings"], fulltext=result["fulltext"])
+    return 0
+
+
+def run_export(args: argparse.Namespace, host: Any) -> int:
+    store, account, request = _setup(args, host, "export")
+    data = export(store, account, request)
+    text = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True, default=str) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except FileExistsError:
+            raise UserError(f"--out: {args.out} exists; expected a new file") from None
+        except OSError as exc:
+            raise UserError(f"--out: cannot create {args.out} ({exc.strerror})") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    log("export", "op=done", request=request.kind, account=account[:8], nodes=len(data["nodes"]),
+        edges=len(data["edges"]), out="file" if args.out is not None else "stdout")
+    return 0
+
+
+def commands() -> list[CliCommand]:
+    return [CliCommand("erase", "remove every node holding a person's contact, visitor id or conversation, "
+                       "with its edges, embeddings and full-text terms (admin only)", configure_erase, run_erase),
+            CliCommand("export", "a person's data (what erase would remove) as JSON (admin only)",
+                       configure_export, run_export)]
