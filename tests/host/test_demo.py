@@ -25,3 +25,14 @@ def test_demo_without_memory_is_one_clear_line() -> None:
     result = run_cli("demo", env={"PLUGHOST_DISABLE_PLUGINS": "memory"})
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("plughost: demo: the memory plugin is not loaded")
+
+
+def test_demo_knowledge_reads_as_the_shop_tells_customers() -> None:
+    """What the demo seeds is public: no internal-looking codes or formats a customer would be shown."""
+    import re
+
+    from host.cli.commands.demo import DOCUMENTS, site_html
+
+    for text in [site_html(), *(d["content"] for d in DOCUMENTS)]:
+        assert "format:" not in text.lower()
+        assert not re.search(r"\b[A-Z]{2,}-\d{4}-\d+\b", text), "an internal code in the demo's public text"
