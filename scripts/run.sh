@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job in one command: demo account and brand site -> default brand bundled + installed
+# The main job in one command: demo account and brand site -> the demo's brand bundled + installed
 # into a local Claude Code config dir -> boot gates -> `plughost serve` on 127.0.0.1 -> the URLs,
 # a chat that answers from the demo's memory, and the sample search to paste.
 #
@@ -22,7 +22,7 @@ mkdir -p "$PLUGHOST_HOME"
 PLUGHOST_HOME="$(cd "$PLUGHOST_HOME" && pwd)"  # absolute: the commands below run from the checkout
 export PLUGHOST_HOME
 export ACCOUNT_ID="${ACCOUNT_ID:-demo}"
-BRAND="${BRAND:-default}"
+BRAND="${BRAND:-bakery}"  # the demo bakery's brand: its productName is the name the webchat greets with
 export PLUGHOST_BRAND="$BRAND"
 PORT="${PORT:-8787}"
 CONFIG_DIR="${CONFIG_DIR:-$PLUGHOST_HOME/claude-config}"

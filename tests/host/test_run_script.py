@@ -68,6 +68,8 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
             assert status == 200, (label, url, status)
         with urllib.request.urlopen(urls["sites"], timeout=10) as resp:
             assert "Harbour Street Bakery" in resp.read().decode()
+        with urllib.request.urlopen(urls["webchat"], timeout=10) as resp:  # greets as the demo's business
+            assert '<h1 id="product">Harbour Street Bakery</h1>' in resp.read().decode()
 
         session, after = None, 0
         reply, session, after, took = ask(base, "What are your opening hours?", session, after)
