@@ -9,7 +9,7 @@
 #   PLUGHOST_AGENT=claude scripts/run.sh   # the webchat's agent: memory (default) | claude | command
 #   NEO4J_URI=bolt://127.0.0.1:7687 scripts/run.sh   # the graph on Neo4j (scripts/neo4j/neo4j.sh starts one)
 #
-# Details go to $PLUGHOST_HOME/run.log. Ctrl-C (or SIGTERM) stops the server and everything it started.
+# Details go to $PLUGHOST_HOME/run.log (the previous start's in run.log.1). Ctrl-C (or SIGTERM) stops the server and everything it started.
 set -euo pipefail
 
 T0=$(date +%s%N)
@@ -35,6 +35,8 @@ fi
 cd "$ROOT"
 LOG="$PLUGHOST_HOME/run.log"
 OUT="$PLUGHOST_HOME/serve-stdout.txt"
+# the previous start's log is kept beside it (one generation): what went wrong last time survives a restart
+if [[ -s "$LOG" ]]; then mv -f "$LOG" "$LOG.1"; fi
 : >"$LOG"
 : >"$OUT"
 chmod 600 "$LOG" "$OUT"  # what the server prints can name the account's private memory

@@ -43,6 +43,8 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
     env = dict(os.environ, PLUGHOST_HOME=str(tmp_path / "home"), PORT="0")
     for var in ("ACCOUNT_ID", "PLUGHOST_EMBEDDER", "PLUGHOST_AGENT", "PLUGHOST_AGENT_COMMAND"):
         env.pop(var, None)  # the defaults a new user gets
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "run.log").write_text("the previous start's last line\n")
     proc = start_run_script(env, tmp_path)
     port = None
     try:
@@ -86,6 +88,8 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
         rerun = subprocess.run(["bash", "-c", command], cwd="/", env=clean, capture_output=True, text=True, timeout=120)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert "Opening hours" in rerun.stdout
+        assert (tmp_path / "home" / "run.log.1").read_text() == "the previous start's last line\n"  # kept, not wiped
+        assert "the previous start" not in (tmp_path / "home" / "run.log").read_text()
     finally:
         proc.send_signal(signal.SIGTERM)  # to run.sh alone, as `kill -TERM <pid>` would
         try:
