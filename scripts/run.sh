@@ -115,11 +115,19 @@ if [[ -n "$DEMO" ]]; then
 fi
 cat "$OUT"
 BASE="$(grep -o 'http://127.0.0.1:[0-9]*' "$OUT" | head -1)"
-echo "  (the mcp URLs speak MCP over streamable HTTP: point an MCP client at them, e.g."
-echo "   npx @modelcontextprotocol/inspector --cli $BASE/mcp/memory --transport http --method tools/list"
-echo "   with --header \"Authorization: Bearer \$(cat $PLUGHOST_HOME/accounts/$ACCOUNT_ID/credentials/http-token)\")"
-echo "rerun the sample search:"
 q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }  # single-quoted for the shell
+# the MCP Inspector pinned in scripts/tools-package.json, run by the Node pinned beside it: a bare
+# npx resolves whichever Inspector it finds (an old one that fails on Node 20)
+TOOLS_BIN="$ROOT/.tools/node_modules/.bin"
+echo "  the mcp URLs speak MCP over streamable HTTP; the pinned MCP Inspector lists a server's tools"
+if [[ ! -x "$TOOLS_BIN/mcp-inspector" ]]; then
+  echo "  (once bash $(q "$ROOT/scripts/install-tools.sh") installed it):"
+else
+  echo "  (any MCP client with the header works too):"
+fi
+echo "  PATH=$(q "$TOOLS_BIN"):\"\$PATH\" mcp-inspector --cli $BASE/mcp/memory --transport http" \
+     "--header \"Authorization: Bearer \$(cat $PLUGHOST_HOME/accounts/$ACCOUNT_ID/credentials/http-token)\" --method tools/list"
+echo "rerun the sample search:"
 echo "  PLUGHOST_HOME=$(q "$PLUGHOST_HOME") ACCOUNT_ID=$(q "$ACCOUNT_ID") $(q "$ROOT/.venv/bin/plughost") memory search $(q "$QUERY")"
 echo "ready in $(elapsed); chat at $BASE/channels/webchat; log: $LOG"
 echo "serving at $BASE (Ctrl-C to stop)"

@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from run_support import ask, group_alive, read_until_serving, start_run_script
+from run_support import REPO, ask, group_alive, read_until_serving, start_run_script
 
 pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
@@ -72,6 +72,13 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
             assert "Harbour Street Bakery" in resp.read().decode()
         with urllib.request.urlopen(urls["webchat"], timeout=10) as resp:  # greets as the demo's business
             assert '<h1 id="product">Harbour Street Bakery</h1>' in resp.read().decode()
+
+        inspector = next(line.strip() for line in lines if "mcp-inspector --cli" in line)  # as pasted
+        assert "npx" not in inspector and "/.tools/node_modules/.bin" in inspector
+        if (REPO / ".tools" / "node_modules" / ".bin" / "mcp-inspector").exists():
+            listed = subprocess.run(["bash", "-c", inspector], cwd=tmp_path, capture_output=True, text=True,
+                                    timeout=120, env=dict(env, HOME=str(tmp_path)))
+            assert listed.returncode == 0 and '"memory-search"' in listed.stdout, listed.stderr[-2000:]
 
         session, after = None, 0
         reply, session, after, took = ask(base, "What are your opening hours?", session, after)
