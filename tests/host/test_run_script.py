@@ -95,6 +95,7 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
         rerun = subprocess.run(["bash", "-c", command], cwd="/", env=clean, capture_output=True, text=True, timeout=120)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert "Opening hours" in rerun.stdout
+        assert len(rerun.stdout.splitlines()) <= 25, rerun.stdout  # compact: two lines a result, --full for all
         assert (tmp_path / "home" / "run.log.1").read_text() == "the previous start's last line\n"  # kept, not wiped
         assert "the previous start" not in (tmp_path / "home" / "run.log").read_text()
     finally:
