@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job in one command: demo account and brand site -> default brand bundled + installed
+# The main job in one command: demo account and brand site -> the demo's brand bundled + installed
 # into a local Claude Code config dir -> boot gates -> `plughost serve` on 127.0.0.1 -> the URLs,
 # a chat that answers from the demo's memory, and the sample search to paste.
 #
@@ -9,7 +9,7 @@
 #   PLUGHOST_AGENT=claude scripts/run.sh   # the webchat's agent: memory (default) | claude | command
 #   NEO4J_URI=bolt://127.0.0.1:7687 scripts/run.sh   # the graph on Neo4j (scripts/neo4j/neo4j.sh starts one)
 #
-# Details go to $PLUGHOST_HOME/run.log. Ctrl-C (or SIGTERM) stops the server and everything it started.
+# Details go to $PLUGHOST_HOME/run.log (the previous start's in run.log.1). Ctrl-C (or SIGTERM) stops the server and everything it started.
 set -euo pipefail
 
 T0=$(date +%s%N)
@@ -22,7 +22,7 @@ mkdir -p "$PLUGHOST_HOME"
 PLUGHOST_HOME="$(cd "$PLUGHOST_HOME" && pwd)"  # absolute: the commands below run from the checkout
 export PLUGHOST_HOME
 export ACCOUNT_ID="${ACCOUNT_ID:-demo}"
-BRAND="${BRAND:-default}"
+BRAND="${BRAND:-bakery}"  # the demo bakery's brand: its productName is the name the webchat greets with
 export PLUGHOST_BRAND="$BRAND"
 PORT="${PORT:-8787}"
 CONFIG_DIR="${CONFIG_DIR:-$PLUGHOST_HOME/claude-config}"
@@ -35,6 +35,8 @@ fi
 cd "$ROOT"
 LOG="$PLUGHOST_HOME/run.log"
 OUT="$PLUGHOST_HOME/serve-stdout.txt"
+# the previous start's log is kept beside it (one generation): what went wrong last time survives a restart
+if [[ -s "$LOG" ]]; then mv -f "$LOG" "$LOG.1"; fi
 : >"$LOG"
 : >"$OUT"
 chmod 600 "$LOG" "$OUT"  # what the server prints can name the account's private memory
@@ -113,11 +115,19 @@ if [[ -n "$DEMO" ]]; then
 fi
 cat "$OUT"
 BASE="$(grep -o 'http://127.0.0.1:[0-9]*' "$OUT" | head -1)"
-echo "  (the mcp URLs speak MCP over streamable HTTP: point an MCP client at them, e.g."
-echo "   npx @modelcontextprotocol/inspector --cli $BASE/mcp/memory --transport http --method tools/list"
-echo "   with --header \"Authorization: Bearer \$(cat $PLUGHOST_HOME/accounts/$ACCOUNT_ID/credentials/http-token)\")"
-echo "rerun the sample search:"
 q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }  # single-quoted for the shell
+# the MCP Inspector pinned in scripts/tools-package.json, run by the Node pinned beside it: a bare
+# npx resolves whichever Inspector it finds (an old one that fails on Node 20)
+TOOLS_BIN="$ROOT/.tools/node_modules/.bin"
+echo "  the mcp URLs speak MCP over streamable HTTP; the pinned MCP Inspector lists a server's tools"
+if [[ ! -x "$TOOLS_BIN/mcp-inspector" ]]; then
+  echo "  (once bash $(q "$ROOT/scripts/install-tools.sh") installed it):"
+else
+  echo "  (any MCP client with the header works too):"
+fi
+echo "  PATH=$(q "$TOOLS_BIN"):\"\$PATH\" mcp-inspector --cli $BASE/mcp/memory --transport http" \
+     "--header \"Authorization: Bearer \$(cat $PLUGHOST_HOME/accounts/$ACCOUNT_ID/credentials/http-token)\" --method tools/list"
+echo "rerun the sample search:"
 echo "  PLUGHOST_HOME=$(q "$PLUGHOST_HOME") ACCOUNT_ID=$(q "$ACCOUNT_ID") $(q "$ROOT/.venv/bin/plughost") memory search $(q "$QUERY")"
 echo "ready in $(elapsed); chat at $BASE/channels/webchat; log: $LOG"
 echo "serving at $BASE (Ctrl-C to stop)"

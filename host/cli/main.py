@@ -19,7 +19,7 @@ from typing import Any
 from host import __version__
 from host.runtime import hooktable
 from host.util import config
-from host.util.errors import PlughostError
+from host.util.errors import PlughostError, UserError
 from host.util.log import log
 
 CORE_COMMANDS: dict[str, str] = {
@@ -139,12 +139,22 @@ def _require_account(args: argparse.Namespace, ctx: Context) -> None:
         read_account_json(folder / "account.json")  # a broken file is exit 2 from every command, one line
 
 
+def _require_folders(pre: argparse.Namespace) -> None:
+    """A global folder option names an existing folder: a typo is one line naming the flag (exit 2), not a
+    run that silently loads none of its plugins."""
+    for flag, folder in (("--plugins-dir", pre.plugins_dir), ("--premium-dir", pre.premium_dir)):
+        if folder is not None and not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise UserError(f"{flag}: '{folder}' {what}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ctx = Context()
     try:
         pre, _ = _base_parser().parse_known_args([a for a in argv if a not in ("-h", "--help", "--version")])
         ctx.plugins_dir, ctx.premium_dir = pre.plugins_dir, pre.premium_dir
+        _require_folders(pre)
         parser = build_parser(argv, ctx)
         args = parser.parse_args(argv)
         if not getattr(args, "_run", None):

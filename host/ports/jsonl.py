@@ -46,6 +46,7 @@ class ImportSummary:
     skipped: int = 0
     embedded: int = 0
     embed_failed: int = 0
+    not_embedded: dict[str, int] = field(default_factory=dict)  # why a node got no vector: reason -> nodes
     batches: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0

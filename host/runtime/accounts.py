@@ -297,7 +297,9 @@ def check_account_id_env(ctx: GateContext) -> GateResult:
         return GateResult(status="fail", inspected=len(on_disk), lines=[line], defects=[fields])
 
     if not value:
-        return fatal("unset")
+        named = ", ".join(on_disk[:5]) + (", ..." if len(on_disk) > 5 else "")
+        return fatal("unset", fix=f"set ACCOUNT_ID (or --account) to an account's id: {named}" if on_disk else
+                     "create an account (plughost account create ID), then set ACCOUNT_ID to its id")
     short = value[:8]
     if not ACCOUNT_ID.match(value):
         return fatal("malformed", id=short)

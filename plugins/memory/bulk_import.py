@@ -29,7 +29,7 @@ from host.util.errors import UserError
 from host.util.log import log
 from host.util.progress import Progress
 from plugins.memory import entities, indexed_form
-from plugins.memory.embed_text import embedding_text
+from plugins.memory.embed_text import embedding_text, is_vector_label
 from plugins.memory.reindex import reindex_contexts
 
 DEFAULT_BATCH = 500
@@ -74,16 +74,24 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
                     later.add(i)
                 else:  # a turn of no conversation: its context is the header alone
                     row["properties"] = indexed_form.with_context(row["properties"], [], turns)
-        if embedder is None:
-            return
         todo = []
         for i, (_, row) in enumerate(rows):
             if i in later:
                 continue
-            if row.get("embedding") is None:
-                text = embedding_text(row["labels"], row["properties"])
-                if text:
-                    todo.append((row, text))
+            if row.get("embedding") is not None:
+                reason = "own-embedding"
+            elif not is_vector_label(row["labels"]):
+                reason = "label:" + ",".join(row["labels"])
+            elif not (text := embedding_text(row["labels"], row["properties"])):
+                reason = "no-text"
+            elif embedder is None:
+                reason = "embedding-off"
+            else:
+                todo.append((row, text))
+                continue
+            summary.not_embedded[reason] = summary.not_embedded.get(reason, 0) + 1
+        if embedder is None:
+            return
         if not todo:
             return
         t0 = time.perf_counter()

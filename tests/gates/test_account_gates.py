@@ -7,7 +7,9 @@ from gates_support import assert_all_ran, write
 
 def test_account_id_env_unset_refuses_boot(install):
     report = install.boot(ACCOUNT_ID="")
-    assert report.outcome("account-id-env").lines == ["[graph-health] account-id-env FATAL reason=unset"]
+    [line] = report.outcome("account-id-env").lines
+    assert line.startswith("[graph-health] account-id-env FATAL reason=unset fix=")  # and it says what to do
+    assert "ACCOUNT_ID" in line
     assert report.exit_code == 1
     assert_all_ran(report)
 

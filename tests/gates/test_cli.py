@@ -107,7 +107,8 @@ def test_boot_check_exit_1_and_json_report_when_fatal(plughost_home, tmp_path, c
     assert by_gate["skill-registration"]["status"] == "ok"  # the others still ran
     if "account-id-env" in by_gate:  # ACCOUNT_ID is unset here
         assert by_gate["account-id-env"]["status"] == "fail"
-        assert "[graph-health] account-id-env FATAL reason=unset" in proc.stderr.splitlines()
+        assert any(line.startswith("[graph-health] account-id-env FATAL reason=unset fix=")
+                   for line in proc.stderr.splitlines())
 
 
 def test_boot_without_check_runs_startup_after_gates(plughost_home, tmp_path, cli):

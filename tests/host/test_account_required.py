@@ -56,3 +56,19 @@ def test_named_home_lists_the_accounts_it_has(tmp_path: Path) -> None:
     assert not (tmp_path / "none").exists()
     ok = plughost("memory", "search", "x", env=dict(env, ACCOUNT_ID="bakery"), cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_boot_check_without_account_id_says_to_set_it(tmp_path: Path) -> None:
+    """A newcomer's `boot --check` with no ACCOUNT_ID: the FATAL line says what to do, not only `unset`."""
+    from host.runtime.accounts import create_account
+
+    home = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "PLUGHOST_ACCOUNT_ID")}
+    empty = run_in_process(["boot", "--check"], dict(env, PLUGHOST_HOME=str(home)))
+    assert empty.returncode == 1 and "Traceback" not in empty.stderr
+    assert ('[graph-health] account-id-env FATAL reason=unset fix="create an account (plughost account create ID), '
+            'then set ACCOUNT_ID to its id"') in empty.stderr.splitlines()
+    create_account("bakery", home)
+    named = run_in_process(["boot", "--check"], dict(env, PLUGHOST_HOME=str(home)))
+    assert ('[graph-health] account-id-env FATAL reason=unset fix="set ACCOUNT_ID (or --account) to an account\'s '
+            'id: bakery"') in named.stderr.splitlines()

@@ -59,3 +59,15 @@ def test_install_into_a_file_is_one_line(tmp_path) -> None:
             assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
             assert done.stderr.strip() == f"plughost: --config-dir: {afile} is not a folder; expected a Claude Code " \
                                           "config dir (a folder, created when missing)"
+
+
+def test_a_missing_plugins_folder_is_one_line_naming_the_flag(tmp_path: Path) -> None:
+    for flag in ("--plugins-dir", "--premium-dir"):
+        done = run_cli(flag, str(tmp_path / "no-such-folder"), "plugins", "list")
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip().splitlines() == [f"plughost: {flag}: '{tmp_path / 'no-such-folder'}' does not exist"]
+        assert done.stdout == ""
+    (tmp_path / "a-file").write_text("x")
+    done = run_cli("--plugins-dir", str(tmp_path / "a-file"), "plugins", "list")
+    assert done.returncode == 2 and done.stderr.strip().endswith("is not a folder")
+    assert run_cli("--plugins-dir", str(tmp_path), "plugins", "list").returncode == 0

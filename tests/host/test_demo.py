@@ -25,3 +25,27 @@ def test_demo_without_memory_is_one_clear_line() -> None:
     result = run_cli("demo", env={"PLUGHOST_DISABLE_PLUGINS": "memory"})
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("plughost: demo: the memory plugin is not loaded")
+
+
+def test_demo_knowledge_reads_as_the_shop_tells_customers() -> None:
+    """What the demo seeds is public: no internal-looking codes or formats a customer would be shown."""
+    import re
+
+    from host.cli.commands.demo import DOCUMENTS, site_html
+
+    for text in [site_html(), *(d["content"] for d in DOCUMENTS)]:
+        assert "format:" not in text.lower()
+        assert not re.search(r"\b[A-Z]{2,}-\d{4}-\d+\b", text), "an internal code in the demo's public text"
+
+
+def test_run_script_brand_greets_as_the_demo_business() -> None:
+    """scripts/run.sh bundles the demo's brand, whose productName (the webchat's header) is the seeded business."""
+    import re
+
+    from host.cli.commands.demo import ENTITIES
+    from host.payload.bundler import load_brand, resolve_brand
+
+    repo = Path(__file__).resolve().parents[2]
+    default = re.search(r'^BRAND="\$\{BRAND:-([a-z-]+)\}"', (repo / "scripts" / "run.sh").read_text(), re.M)
+    assert default, "run.sh names a default brand"
+    assert load_brand(resolve_brand(default.group(1))).product == ENTITIES[0]["properties"]["name"]

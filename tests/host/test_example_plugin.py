@@ -61,10 +61,19 @@ def test_found_beside_the_builtins_and_served_by_the_readme_client(tmp_path: Pat
     assert check.returncode == 0, check.stdout + check.stderr
 
     (work / "client.py").write_text(_readme_block("StdioServerParameters"))
-    run = subprocess.run([sys.executable, "client.py"], cwd=work, env=env, capture_output=True, text=True,
+    bare = dict(env, PATH="/usr/bin:/bin")  # run with the install's Python: plughost need not be on PATH
+    run = subprocess.run([sys.executable, "client.py"], cwd=work, env=bare, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == ["['greet']", "Hello, Ada!"]
+
+
+def test_readme_says_how_to_reach_the_install_plughost() -> None:
+    """`plughost` is not on a newcomer's PATH: the section says where it is before its first use."""
+    section = (REPO / "README.md").read_text().split("## Writing a plugin", 1)[1].split("\n## ", 1)[0]
+    first_use = section.index("plughost --plugins-dir")
+    assert ".venv/bin/plughost" in section[:first_use] and ". .venv/bin/activate" in section[:first_use]
+    assert 'command="plughost"' not in section
 
 
 def test_mcp_main_through_the_tee_launcher(tmp_path: Path) -> None:

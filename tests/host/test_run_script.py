@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from run_support import ask, group_alive, read_until_serving, start_run_script
+from run_support import REPO, ask, group_alive, read_until_serving, start_run_script
 
 pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
@@ -43,6 +43,8 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
     env = dict(os.environ, PLUGHOST_HOME=str(tmp_path / "home"), PORT="0")
     for var in ("ACCOUNT_ID", "PLUGHOST_EMBEDDER", "PLUGHOST_AGENT", "PLUGHOST_AGENT_COMMAND"):
         env.pop(var, None)  # the defaults a new user gets
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "run.log").write_text("the previous start's last line\n")
     proc = start_run_script(env, tmp_path)
     port = None
     try:
@@ -68,6 +70,15 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
             assert status == 200, (label, url, status)
         with urllib.request.urlopen(urls["sites"], timeout=10) as resp:
             assert "Harbour Street Bakery" in resp.read().decode()
+        with urllib.request.urlopen(urls["webchat"], timeout=10) as resp:  # greets as the demo's business
+            assert '<h1 id="product">Harbour Street Bakery</h1>' in resp.read().decode()
+
+        inspector = next(line.strip() for line in lines if "mcp-inspector --cli" in line)  # as pasted
+        assert "npx" not in inspector and "/.tools/node_modules/.bin" in inspector
+        if (REPO / ".tools" / "node_modules" / ".bin" / "mcp-inspector").exists():
+            listed = subprocess.run(["bash", "-c", inspector], cwd=tmp_path, capture_output=True, text=True,
+                                    timeout=120, env=dict(env, HOME=str(tmp_path)))
+            assert listed.returncode == 0 and '"memory-search"' in listed.stdout, listed.stderr[-2000:]
 
         session, after = None, 0
         reply, session, after, took = ask(base, "What are your opening hours?", session, after)
@@ -84,6 +95,9 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
         rerun = subprocess.run(["bash", "-c", command], cwd="/", env=clean, capture_output=True, text=True, timeout=120)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert "Opening hours" in rerun.stdout
+        assert len(rerun.stdout.splitlines()) <= 25, rerun.stdout  # compact: two lines a result, --full for all
+        assert (tmp_path / "home" / "run.log.1").read_text() == "the previous start's last line\n"  # kept, not wiped
+        assert "the previous start" not in (tmp_path / "home" / "run.log").read_text()
     finally:
         proc.send_signal(signal.SIGTERM)  # to run.sh alone, as `kill -TERM <pid>` would
         try:

@@ -44,7 +44,7 @@ The bakery is closed on Mondays and on public holidays.
 ## Wedding and celebration cakes
 
 Celebration cakes are made to order. Wedding cakes need at least six weeks' notice and a
-tasting appointment; a deposit of 30% confirms the date. Order code format: CAKE-2025-0042.
+tasting appointment; a deposit of 30% confirms the date, and the confirmation gives your order number.
 
 ## Allergens
 

@@ -35,4 +35,28 @@ def run(args: argparse.Namespace, host: Any) -> int:
                            progress=False if args.no_progress else None)
     print(f"import: nodes={summary.nodes} edges={summary.edges} skipped={summary.skipped} "
           f"embedded={summary.embedded} seconds={summary.seconds:.2f} embedSeconds={summary.embed_seconds:.2f}")
+    why = not_embedded_line(summary.not_embedded, summary.embed_failed,
+                            "--no-embed" if args.no_embed else "there is no embedder (PLUGHOST_EMBEDDER; the [embed] warn line says why)")
+    if why:
+        print(why)
     return 2 if summary.errors else 0
+
+
+def not_embedded_line(reasons: dict[str, int], failed: int, off: str) -> str | None:
+    """Why nodes of the import got no vector, in one line (None when every node that could be was)."""
+    labels = {k.split(":", 1)[1]: n for k, n in reasons.items() if k.startswith("label:")}
+    parts = []
+    if labels:
+        named = ", ".join(f"{label}={n}" for label, n in sorted(labels.items()))
+        parts.append(f"{sum(labels.values())} whose labels have no vector index ({named}; "
+                     "the vector-indexed labels: docs/graph.md#labels)")
+    if reasons.get("embedding-off"):
+        parts.append(f"{reasons['embedding-off']} not embedded because {off} (plughost memory reindex embeds them later)")
+    if failed:
+        parts.append(f"{failed} whose embedding failed (see the [graph-write] warn line; plughost memory reindex "
+                     "retries them)")
+    if reasons.get("no-text"):
+        parts.append(f"{reasons['no-text']} with no text to embed")
+    if reasons.get("own-embedding"):
+        parts.append(f"{reasons['own-embedding']} with their own embedding (stored as given)")
+    return "import: not embedded: " + "; ".join(parts) if parts else None

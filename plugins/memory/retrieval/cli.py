@@ -1,4 +1,7 @@
-"""``plughost memory search QUERY [--json]``: the same pipeline as the tool, from a shell."""
+"""``plughost memory search QUERY [--full | --json]``: the same pipeline as the tool, from a shell.
+
+A person reads two lines a result by default; ``--full`` prints the text the ``memory-search`` tool
+returns (every property, the related nodes), ``--json`` the rows."""
 
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expand-hops", type=int, choices=(0, 1), default=1, help="attach related nodes (1) or not (0)")
     parser.add_argument("--retrieval-class", choices=RETRIEVAL_CLASSES, default=None, help="routing hint")
     parser.add_argument("--account", default=None, help="account id (default: $ACCOUNT_ID)")
+    parser.add_argument("--full", action="store_true",
+                        help="every property and the related nodes, as the memory-search tool returns them")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -38,6 +43,12 @@ def run(args: argparse.Namespace, host: Host) -> int:
     if args.json:
         json.dump(outcome.as_json(), sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")
-    else:
+    elif args.full:
         print(outcome.text)
+    else:
+        from plugins.memory.retrieval.format import brief_results
+
+        print(brief_results(outcome.rows))
+        if outcome.rows:
+            print(f"({len(outcome.rows)} results; --full for every property and the related nodes, --json for the rows)")
     return 0

@@ -83,3 +83,37 @@ def format_results(rows: Sequence[Row], budget: int = OUTPUT_BUDGET) -> tuple[st
         cut = "\n… (cut to fit the output budget)"
         text = text[: max(0, budget - len(cut) - len(tail))] + cut
     return text + tail, True
+
+
+BRIEF_TITLE_KEYS = ("title", "name", "headline")
+BRIEF_BODY_KEYS = ("body", "content", "description", "summary", "text")
+BRIEF_BODY_CAP = 160
+
+
+def _first(props: Mapping[str, Any], keys: Sequence[str]) -> str:
+    for key in keys:
+        value = props.get(key)
+        if value not in (None, "", [], {}):
+            return " ".join(value_text(value).split())
+    return ""
+
+
+def brief_results(rows: Sequence[Row]) -> str:
+    """Two lines a result for a person at a shell: rank, labels, title (or the title of the node it
+    belongs to), score and id; then the start of its text. The full form is :func:`format_results`."""
+    if not rows:
+        return NO_RESULTS
+    lines: list[str] = []
+    for rank, row in enumerate(rows, 1):
+        props = row.visible_properties()
+        title = _first(props, BRIEF_TITLE_KEYS)
+        if not title:
+            owner = next((_first(nb.node.properties, BRIEF_TITLE_KEYS) for nb in row.related
+                          if nb.direction != "out" and _first(nb.node.properties, BRIEF_TITLE_KEYS)), "")
+            title = f"(in {owner})" if owner else ""
+        lines.append(f"{rank}. [{', '.join(row.node.labels)}] {title} (score {row.score:.3f}, id {row.id})"
+                     .replace("]  (", "] ("))
+        body = _first(props, BRIEF_BODY_KEYS)
+        if body:
+            lines.append("   " + (body if len(body) <= BRIEF_BODY_CAP else body[: BRIEF_BODY_CAP - 1] + "…"))
+    return "\n".join(lines)

@@ -115,7 +115,9 @@ def test_index_html_with_html_headers(site) -> None:
     response = site.get("/sites/pub/?x=1")
     assert response.status == 200
     assert response.body == b"<h1>published</h1>"
-    assert response.headers["content-security-policy"] == "default-src 'self' https: data:; script-src 'none'"
+    assert response.headers["content-security-policy"] == (
+        "default-src 'self' https: data:; style-src 'self' https:; script-src 'none'; "
+        "object-src 'none'; base-uri 'self'; frame-ancestors 'self'")
     assert response.headers["cache-control"] == "no-cache"
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["content-type"].startswith("text/html")
@@ -177,3 +179,66 @@ def test_split_raw_path_never_yields_an_escaping_path(tmp_path: Path) -> None:
         assert joined == root or joined.startswith(root + os.sep)
 
     check()
+
+
+def _style_sources(csp: str) -> list[str]:
+    directives = dict(d.strip().split(" ", 1) for d in csp.split(";") if d.strip())
+    return directives["style-src"].split()
+
+
+def test_demo_page_style_is_allowed_by_its_policy(plughost_home: Path, live_app) -> None:
+    """The demo's page over real HTTP: the header names the hash of exactly the page's inline style."""
+    import base64
+    import hashlib
+    import re
+
+    from host.cli.commands.demo import publish_site
+
+    publish_site(plughost_home)
+    response = live_app().get("/sites/")
+    assert response.status == 200
+    styles = re.findall(rb"<style>(.*?)</style>", response.body, re.DOTALL)
+    assert len(styles) == 1 and b"background" in styles[0]
+    digest = base64.b64encode(hashlib.sha256(styles[0]).digest()).decode()
+    csp = response.headers["content-security-policy"]
+    assert _style_sources(csp) == ["'self'", "https:", f"'sha256-{digest}'"]
+    assert "unsafe-inline" not in csp and "script-src 'none'" in csp
+
+
+def test_style_hashes_follow_the_html_parser(tmp_path: Path) -> None:
+    """CR LF is hashed as LF (what the browser hashes); attributes and case do not hide an element; each once."""
+    import base64
+    import hashlib
+
+    from plugins.admin.sites import html_csp, style_hashes
+
+    def source(text: bytes) -> str:
+        return f"'sha256-{base64.b64encode(hashlib.sha256(text).digest()).decode()}'"
+
+    page = b"<STYLE media='print'>a{}\r\nb{}</style ><style>c{}</style><style>c{}</style>"
+    assert style_hashes(page) == [source(b"a{}\nb{}"), source(b"c{}")]
+    assert style_hashes(b"<p style='x'>no element</p>") == []
+    page_file = tmp_path / "p.html"
+    page_file.write_bytes(b"<style>c{}</style>")
+    assert f"style-src 'self' https: {source(b'c{}')};" in html_csp(page_file)
+    assert "style-src 'self' https:;" in html_csp(tmp_path / "missing.html")
+
+
+@pytest.mark.e2e
+def test_demo_page_is_styled_in_chromium(plughost_home: Path, live_app, tmp_path: Path) -> None:
+    """A real browser applies the page's inline style under the header's policy (no violation)."""
+    from cdp import Browser
+
+    from host.cli.commands.demo import publish_site
+    from tests.conftest import which_or_skip
+
+    chromium = which_or_skip("chromium")
+    publish_site(plughost_home)
+    server = live_app()
+    browser = Browser(chromium, tmp_path / "profile")
+    try:
+        browser.open(f"{server.base}/sites/")
+        background = browser.wait("document.readyState === 'complete' && getComputedStyle(document.body).backgroundColor")
+    finally:
+        browser.close()
+    assert background == "rgb(251, 247, 241)"

@@ -55,6 +55,8 @@ def test_memory_import_embeds_and_reports_bad_lines(plughost_home, tmp_path, fak
     assert "[memory-import] skip line=4 reason=\"labels: expected a non-empty list of identifiers\"" in done.stderr
     assert "[memory-import] skip line=5 reason=\"edge OWNS -> 'ghost'" in done.stderr
     assert "import: nodes=4 edges=1 skipped=2 embedded=2" in done.stdout
+    assert ("import: not embedded: 1 whose labels have no vector index (Company=1; the vector-indexed labels: "
+            "docs/graph.md#labels); 1 with their own embedding (stored as given)") in done.stdout
     sent = sorted(t for r in fake_ollama.requests for t in r.body["input"])
     assert sent == ["Person\nname: Ann", "Person\nname: Ben"]  # Company is not vector-indexed; e1 came with one
     from host.runtime.host import Host
@@ -76,12 +78,27 @@ def test_memory_import_without_embedder_then_reindex(plughost_home, tmp_path, fa
                             for i in range(7)))
     done = cli("memory", "import", str(path), "--no-embed")
     assert done.returncode == 0 and "embedded=0" in done.stdout, done.stderr
+    assert ("import: not embedded: 7 not embedded because --no-embed (plughost memory reindex embeds them later)"
+            in done.stdout)
     again = cli("memory", "reindex", "--batch-size", "3", PLUGHOST_EMBEDDER="ollama", OLLAMA_URL=fake_ollama.url,
                 EMBED_SUBBATCH_COOLDOWN_MS="0")
     assert again.returncode == 0, again.stderr
     assert "reindex: processed=7 skipped=0" in again.stdout
     assert "[reindex] op=done processed=7 skipped=0" in again.stderr
     assert sum("[reindex] op=embedded" in line for line in server_log(plughost_home)) == 7
+
+
+def test_memory_import_says_why_nothing_was_embedded(plughost_home, tmp_path) -> None:
+    """embedded=0 is explained: the labels without a vector index by name, and no embedder configured."""
+    path = tmp_path / "nodes.jsonl"
+    path.write_text("".join(json.dumps({"labels": [label], "properties": {"name": f"n{i}"}}) + "\n"
+                            for i, label in enumerate(["Widget", "Widget", "Gadget", "Person"])))
+    done = cli("memory", "import", str(path), PLUGHOST_EMBEDDER="none")
+    assert done.returncode == 0 and "embedded=0" in done.stdout, done.stderr
+    why = [line for line in done.stdout.splitlines() if line.startswith("import: not embedded: ")]
+    assert why == ["import: not embedded: 3 whose labels have no vector index (Gadget=1, Widget=2; the vector-indexed "
+                   "labels: docs/graph.md#labels); 1 not embedded because there is no embedder "
+                   "(PLUGHOST_EMBEDDER; the [embed] warn line says why) (plughost memory reindex embeds them later)"]
 
 
 def test_reindex_cli_without_account_is_one_line(plughost_home) -> None:

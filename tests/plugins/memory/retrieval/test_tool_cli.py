@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -130,11 +131,31 @@ def test_cli_search_text_json_and_bad_input(make_host):
     assert [r["id"] for r in data["results"]] == ["n1", "n2"] or len(data["results"]) == 2
     assert data["stats"]["final"] == 2 and data["stats"]["mode"] == "weighted"
     assert "accountId" not in data["results"][0]["properties"]
-    res = run_cli("memory", "search", "haircut", "--expand-hops", "0", "--fields", "name", env=ENV)
+    res = run_cli("memory", "search", "haircut", "--expand-hops", "0", "--fields", "name", "--full", env=ENV)
     assert res.returncode == 0 and "name: Haircut" in res.stdout and "Related:" not in res.stdout
     bad = run_cli("memory", "search", "haircut", "--limit", "500", env=ENV)
     assert bad.returncode == 2 and "'limit'" in bad.stderr and "Traceback" not in bad.stderr
     assert len([x for x in bad.stderr.splitlines() if x.startswith("plughost:")]) == 1
+
+
+def test_cli_search_is_compact_by_default_and_full_behind_a_flag(make_host):
+    """A person at a shell: two lines a result and a footer; --full is the tool's whole text."""
+    from tests.conftest import run_cli
+
+    host = make_host(**ENV)
+    seed(host)
+    host.close()
+    brief = run_cli("memory", "search", "haircut", env=ENV)
+    full = run_cli("memory", "search", "haircut", "--full", env=ENV)
+    assert brief.returncode == 0 and full.returncode == 0, brief.stderr + full.stderr
+    lines = brief.stdout.splitlines()
+    results = [line for line in lines if re.match(r"^\d+\. \[", line)]
+    assert results and results[0].startswith("1. [") and "(score " in results[0] and ", id " in results[0]
+    assert len(lines) <= 2 * len(results) + 1 and all(len(line) < 240 for line in lines)
+    assert lines[-1] == f"({len(results)} results; --full for every property and the related nodes, --json for the rows)"
+    assert "Related:" in full.stdout and "(id: " in full.stdout and len(full.stdout.splitlines()) > len(lines)
+    nothing = run_cli("memory", "search", "zzzqqq-nothing-like-it", "--labels", "Nope", env=ENV)
+    assert nothing.returncode == 0 and nothing.stdout.strip() == "No results."
 
 
 class Reverser:
