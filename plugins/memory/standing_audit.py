@@ -47,10 +47,12 @@ def _error(exc: BaseException) -> str:
 def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
     from plugins.memory.reindex import reindex
 
-    embedder = host.embedder()
+    embedder, store = host.embedder(), host.store()
     if embedder is None:
         return {}
-    summary = reindex(host.store(), embedder, account_id=account_id, limit=limit)
+    if not store.missing_embeddings(account_id=account_id, limit=1):
+        return {"embedded": 0, "embedSkipped": 0}  # an idle run logs its one line, no reindex lines
+    summary = reindex(store, embedder, account_id=account_id, limit=limit)
     return {"embedded": summary.processed, "embedSkipped": summary.skipped}
 
 

@@ -87,6 +87,7 @@ def test_a_message_without_an_embedding_gets_one_within_a_period(plughost_home: 
         stop_process(served.proc)
     assert time.monotonic() - stopping < 8 and served.proc.returncode == 0
     assert any("embedded=1" in line for line in _lines(plughost_home, "[audit] op=run"))
+    assert len(_lines(plughost_home, "[reindex] op=done")) == 1  # the idle runs log their one line only
     assert "Traceback" not in served.stderr_path.read_text(errors="replace")
     assert not _lines(plughost_home, "[audit] warn")
     record = json.loads((plughost_home / "accounts" / ACCOUNT / "audit-last.json").read_text())
