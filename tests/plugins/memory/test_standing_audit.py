@@ -140,3 +140,17 @@ def test_one_failing_audit_does_not_stop_the_others(make_host, plughost_home: Pa
     assert audit_record.last_run(plughost_home, ACCOUNT) == record
     assert "warnings=embed" in audit_record.describe(record)
     assert audit_record.describe(None).startswith("never")
+
+
+def test_the_run_purges_past_the_grace_only(make_host, plughost_home: Path, monkeypatch) -> None:
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_STORE="sqlite", PLUGHOST_EMBEDDER="none")
+    store, guards = host.store(), Guards(ACCOUNT)
+    for node in ("old", "fresh"):
+        store.upsert_node(["Person"], {"name": node}, account_id=ACCOUNT, node_id=node)
+    store.soft_delete("old", guards=guards)
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 8 * 86400)  # a week and a day later
+    store.soft_delete("fresh", guards=guards)
+    assert standing_audit.run_once(host, ACCOUNT, 10)["counts"]["purged"] == 1
+    assert store.get("old", guards=guards, include_deleted=True) is None
+    assert store.get("fresh", guards=guards, include_deleted=True) is not None
