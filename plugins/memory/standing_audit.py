@@ -78,12 +78,17 @@ AUDITS = (("embed", _embed), ("count", _count), ("purge", _purge))
 """In order: the count sees what the embed left."""
 
 
-def run_once(host: Host, account_id: str, limit: int) -> dict[str, Any]:
-    """Every standing audit once (a failing one is logged and skipped); logs the run, writes its record."""
+def run_once(host: Host, account_id: str, limit: int,
+             stop: threading.Event | None = None) -> dict[str, Any] | None:
+    """Every standing audit once (a failing one is logged and skipped); logs the run, writes its record.
+    None when ``stop`` was set between two audits (a stopping server): no record, the next start runs."""
     started_wall, started = time.time(), time.perf_counter()
     found: dict[str, int] = {}
     warnings: list[str] = []
     for name, audit in AUDITS:
+        if stop is not None and stop.is_set():
+            log("audit", "op=interrupted", before=name)
+            return None
         try:
             found.update(audit(host, account_id, limit))
         except Exception as exc:  # one audit never stops the others
@@ -130,7 +135,7 @@ class StandingAudit:
                 continue
             self.ran_at = time.time()
             try:
-                run_once(self.host, self.account, self.limit)
+                run_once(self.host, self.account, self.limit, self.stop_event)
             except Exception as exc:  # the log failed: the thread keeps its period
                 log("audit", "warn", audit="run", error=_error(exc))
 

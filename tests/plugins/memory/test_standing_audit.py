@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -136,9 +137,13 @@ def test_one_failing_audit_does_not_stop_the_others(make_host, plughost_home: Pa
 
     monkeypatch.setattr(standing_audit, "AUDITS", (("embed", broken), *standing_audit.AUDITS[1:]))
     record = standing_audit.run_once(host, ACCOUNT, 10)
-    assert record["warnings"] == ["embed"] and record["counts"]["purged"] == 0 and "missing" in record["counts"]
+    assert record is not None and record["warnings"] == ["embed"] and record["counts"]["purged"] == 0 and "missing" in record["counts"]
     assert audit_record.last_run(plughost_home, ACCOUNT) == record
     assert "warnings=embed" in audit_record.describe(record)
+    stopped = threading.Event()
+    stopped.set()
+    assert standing_audit.run_once(host, ACCOUNT, 10, stopped) is None  # a stopping server writes no record
+    assert audit_record.last_run(plughost_home, ACCOUNT) == record
     assert audit_record.describe(None).startswith("never")
 
 
@@ -151,6 +156,7 @@ def test_the_run_purges_past_the_grace_only(make_host, plughost_home: Path, monk
     real = time.time
     monkeypatch.setattr(time, "time", lambda: real() + 8 * 86400)  # a week and a day later
     store.soft_delete("fresh", guards=guards)
-    assert standing_audit.run_once(host, ACCOUNT, 10)["counts"]["purged"] == 1
+    record = standing_audit.run_once(host, ACCOUNT, 10)
+    assert record is not None and record["counts"]["purged"] == 1
     assert store.get("old", guards=guards, include_deleted=True) is None
     assert store.get("fresh", guards=guards, include_deleted=True) is not None
