@@ -157,6 +157,14 @@ def plughost_startup_embed_queue(host: Host) -> None:
     embed_queue.start(host)
 
 
+@hookimpl(specname="plughost_startup")
+def plughost_startup_standing_audit(host: Host) -> None:
+    """Under ``plughost serve``: the standing audits every ``PLUGHOST_AUDIT_PERIOD`` seconds."""
+    from plugins.memory import standing_audit
+
+    standing_audit.start(host)
+
+
 @hookimpl
 def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]) -> None:
     """Stored Messages get their vector: queued under ``serve``, in place elsewhere."""
@@ -174,10 +182,11 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plugins.memory import audit_writer, embed_queue
+    from plugins.memory import audit_writer, embed_queue, standing_audit
     from plugins.memory.collections import watch
     from plugins.memory.surfacing.server import stop
 
+    standing_audit.stop(host)  # before the store closes
     audit_writer.stop(host)  # every queued tool call stored before the store closes
     embed_queue.stop(host)
     watch.stop(host)
@@ -222,5 +231,5 @@ __all__ = ["plughost_recall_used", "plughost_retrieval_boosts_recall", "plughost
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
            "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations",
-           "plughost_tools_audit", "plughost_tool_called", "plughost_startup_embed_queue", "plughost_messages_stored",
+           "plughost_tools_audit", "plughost_tool_called", "plughost_startup_embed_queue", "plughost_startup_standing_audit", "plughost_messages_stored",
            "plughost_settings"]

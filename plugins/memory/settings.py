@@ -130,6 +130,13 @@ EMBED_QUEUE: Setting[bool] = Setting(
 EMBED_QUEUE_POLL_S: Setting[int] = Setting(
     "PLUGHOST_EMBED_QUEUE_POLL_S", "int", 10, "seconds between the embed queue's looks for Messages without a vector",
     minimum=1, maximum=3600)
+AUDIT_PERIOD: Setting[int] = Setting(
+    "PLUGHOST_AUDIT_PERIOD", "int", 300,
+    "seconds between plughost serve's standing audits (embed the backlog, count, purge past the grace; 0: off)",
+    minimum=0, maximum=86400)
+AUDIT_EMBED_LIMIT: Setting[int] = Setting(
+    "PLUGHOST_AUDIT_EMBED_LIMIT", "int", 500, "nodes without an embedding one standing audit embeds at most",
+    minimum=1, maximum=100000)
 
 # ---------------------------------------------------------------------- folder collections
 COLLECTIONS_WATCH: Setting[bool | None] = Setting(

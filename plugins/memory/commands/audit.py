@@ -61,7 +61,8 @@ def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
     return sum(not any(nb.type == edge and nb.direction == "in" for nb in around.get(n.id, [])) for n in nodes)
 
 
-def audit(host: Any) -> dict[str, Any]:
+def counts(host: Any) -> dict[str, Any]:
+    """The audit's report, unlogged (the standing audit logs its own one line per run)."""
     from plugins.memory.preferences import ACTIVE_FLOOR, active_rules, owner_profile, profile_preferences
 
     acct = account(host, "the id of the account whose memory to audit")
@@ -86,22 +87,34 @@ def audit(host: Any) -> dict[str, Any]:
         "activeRules": {"stored": stored, "injected": len(rules["rules"]), "source": rules["source"]},
         "unscoped": _unscoped(store, acct),
     }
+    return report
+
+
+def audit(host: Any) -> dict[str, Any]:
+    """:func:`counts`, each count logged on its own line (``plughost memory audit``)."""
+    report = counts(host)
+    missing, rules = report["nullEmbedding"], report["activeRules"]
+    acct, stored = report["account"], rules["stored"]
     log("embed-audit", "null-embedding", labels=",".join(missing) or None, count=sum(missing.values()))
     log("account-audit", "null-account", labels=None, count=report["nullAccount"])
     log("memory-audit", "orphans", sections=report["orphanSections"], chunks=report["orphanChunks"])
     unscoped = report["unscoped"] or {}
     log("memory-audit", "unscoped", labels=",".join(unscoped) or None, count=sum(u["count"] for u in unscoped.values()))
-    log("preference-inject", "op=reconcile", accountId=acct[:8], stored=stored, injected=len(rules["rules"]),
-        drifted=int(stored != len(rules["rules"])))
+    log("preference-inject", "op=reconcile", accountId=acct[:8], stored=stored, injected=rules["injected"],
+        drifted=int(stored != rules["injected"]))
     return report
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
     stamped = fix_scope(host, args.fix_scope) if args.fix_scope is not None else None
+    from plugins.memory.audit_record import describe, last_run
+
     report = audit(host)
+    last = last_run(host.home, report["account"])
     if args.json:
         if stamped is not None:
             report["fixScope"] = {"scope": args.fix_scope, "stamped": stamped}
+        report["lastStandingRun"] = last
         print(json.dumps(report, indent=2))
         return 0
     if stamped is not None:
@@ -120,4 +133,5 @@ def run(args: argparse.Namespace, host: Any) -> int:
         print(f"  nodes without a scope (every scope reads them): {sum(u['count'] for u in unscoped.values())}"
               + "".join(f"\n    {label}: {u['count']} (e.g. {', '.join(u['ids'])})" for label, u in unscoped.items())
               + ("\n    fix: plughost memory audit --fix-scope admin" if unscoped else ""))
+    print(f"  last standing run: {describe(last)}")
     return 0
