@@ -55,8 +55,13 @@ def budgeted(rows: list[Any], budget: int, warnings: list[str] | None = None) ->
     return text if len(text) <= budget else text[: budget - 40] + "\n(truncated at the output budget)"
 
 
+HIDDEN = frozenset({"searchContext"})
+"""Derived from other nodes (a turn's indexed form holds the turns before it): never shown."""
+
+
 def node_json(node: Any) -> dict[str, Any]:
-    return {"id": node.id, "labels": list(node.labels), "properties": strip_embeddings(node.properties)}
+    props = {k: v for k, v in node.properties.items() if k not in HIDDEN}
+    return {"id": node.id, "labels": list(node.labels), "properties": strip_embeddings(props)}
 
 
 def graph_tools(host: Host) -> list[Tool]:

@@ -35,6 +35,7 @@ from host.ports.graph import (
     CONVERSATION_LABEL,
     DERIVED_LABELS,
     HAS_MESSAGE,
+    MESSAGE_LABEL,
     TEXT_PROPERTIES,
     GraphStore,
     Guards,
@@ -62,14 +63,10 @@ def _phone_key(text: str) -> str:
 
 
 def _same_phone(a: str, b: str) -> bool:
-    """Equal digits, or a national form (leading 0) whose rest ends the other (``0170…`` / ``49170…``)."""
-    if a == b:
-        return True
-    for short, other in ((a, b), (b, a)):
-        rest = short.lstrip("0")
-        if short.startswith("0") and len(rest) >= MIN_PHONE_DIGITS and other.endswith(rest):
-            return True
-    return False
+    """The same digits (``+49`` and ``0049`` are one prefix). A national form (``0170 …``) is not
+    matched to an international one: the country it dropped is unknown, and a guess erases other
+    people's numbers ending alike; the person's other form is a second request."""
+    return a == b
 
 
 @dataclass
@@ -131,8 +128,14 @@ def _strings(value: Any) -> Iterator[str]:
         yield str(value)
 
 
+DERIVED_PROPERTIES = frozenset({"searchContext"})
+"""Properties built from other nodes (a turn's indexed form holds the turns before it): they never
+make a node the person's; :func:`erase` rebuilds them once the nodes they copied are gone."""
+
+
 def holds(node: Node, test: Callable[[str], bool]) -> bool:
-    return test(node.id) or any(test(s) for s in _strings(node.properties))
+    return test(node.id) or any(test(s) for k, v in node.properties.items() if k not in DERIVED_PROPERTIES
+                                for s in _strings(v))
 
 
 def _scan(store: GraphStore, account: str, prefilter: str | None, test: Callable[[str], bool]) -> dict[str, Node]:
@@ -218,7 +221,16 @@ def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool) -
                   "embeddings": sum(n.has_embedding for n in found.values()),
                   "fulltext": sum(_indexed(n) for n in found.values())}
     else:
+        # the conversations that keep turns after an erased one: their indexed form is rebuilt
+        kept = sorted({str(n.properties["conversationId"]) for n in found.values()
+                       if MESSAGE_LABEL in n.labels and n.properties.get("conversationId")
+                       and str(n.properties["conversationId"]) not in found})
         counts = store.erase_nodes(list(found), account_id=account)
+        if kept:
+            from plugins.memory.reindex import reindex_contexts
+
+            reindex_contexts(store, None, account_id=account, conversation_ids=kept)
+            store.erase_nodes([], account_id=account)  # no node: the full-text merge and the WAL truncation again
     return receipt(found, counts)
 
 

@@ -92,6 +92,16 @@ def context_line(props: Mapping[str, Any]) -> str | None:
     return f"{speaker(props)}: {_cut(text, TURN_CHARS)}" if text else None
 
 
+def same_view(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two turns are visible to the same principals (scope and agents), so one's words may
+    stand in the other's indexed form."""
+    def agents(p: Mapping[str, Any]) -> tuple[str, ...]:
+        value = p.get("agents")
+        return tuple(sorted(str(x) for x in value)) if isinstance(value, (list, tuple)) else ()
+
+    return a.get("scope") == b.get("scope") and agents(a) == agents(b)
+
+
 def search_context(props: Mapping[str, Any], previous: Sequence[Mapping[str, Any]], turns: int) -> str | None:
     """The ``searchContext`` of a turn given the turns before it (oldest first); None when off."""
     if turns <= 0:
@@ -102,7 +112,7 @@ def search_context(props: Mapping[str, Any], previous: Sequence[Mapping[str, Any
     before: list[str] = []
     for prior in reversed(list(previous)[-turns:]):  # nearest first, so the budget keeps the closest turns
         line = context_line(prior)
-        if not line:
+        if not line or not same_view(prior, props):  # a private turn's words never index a public one
             continue
         if len(line) + 1 > budget:
             break

@@ -325,6 +325,7 @@ class MemoryWriter:
         if live is not None:
             self._entities([(sid, props) for sid, props in self._sources(live)
                             if entities.extractable((), props)])
+            self._recontext([live.properties])
         return {"elementId": id, "restored": restored}
 
     def ingest(self, call: Call, *, content: str, title: str | None = None, format: str = "auto",  # noqa: A002
@@ -427,6 +428,21 @@ class MemoryWriter:
         written = [(sid, props) for sid, props in after if entities.extractable((), props)]
         if written:
             self._entities(written)
+        self._recontext([props for _, props in before])
+
+    def _recontext(self, changed: Sequence[Mapping[str, Any]]) -> None:
+        """Rebuild the indexed form of the conversations whose turns changed how they read or went:
+        a later turn's ``searchContext`` holds the words of the turns before it, and must not keep
+        those of a turn now private, edited or deleted."""
+        conversations = sorted({str(p["conversationId"]) for p in changed if p.get("conversationId")})
+        if not conversations:
+            return
+        from plugins.memory.reindex import reindex_contexts
+
+        try:
+            reindex_contexts(self.store, self.embedder, account_id=self.account_id, conversation_ids=conversations)
+        except Exception as exc:  # noqa: BLE001 - the write stands; `plughost memory reindex --context` repairs
+            log("reindex", "warn", reason="context-failed", conversations=len(conversations), error=type(exc).__name__)
 
     def _document_by_attachment(self, attachment: str) -> str | None:
         found = self.store.find(guards=self.guards(), labels=["KnowledgeDocument"], where={"attachmentId": attachment},

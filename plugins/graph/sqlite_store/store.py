@@ -567,9 +567,7 @@ class SqliteStore(StoreEnv, VectorSearch):
         """
         check_account(self.account_id, account_id)
         counts = {"nodes": 0, "edges": 0, "embeddings": 0, "fulltext": 0}
-        ids = list(dict.fromkeys(str(i) for i in node_ids))
-        if not ids:
-            return counts
+        ids = list(dict.fromkeys(str(i) for i in node_ids))  # none: only the merge and the truncation (a scrub)
         with self.lock:
             secure = int(self.conn.execute("PRAGMA secure_delete").fetchone()[0])
             self.conn.execute("PRAGMA secure_delete = ON")

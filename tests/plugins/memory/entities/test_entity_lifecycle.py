@@ -150,3 +150,36 @@ def test_reindex_entities_sweeps_what_earlier_changes_left(store: Any, tmp_path:
     again = sweep(store, account)
     assert again["facts_removed"] == 0 and again["entities_removed"] == 0
     assert entities.withdraw(store, account, ["m-unknown"], guards=g)["facts_removed"] == 0
+
+
+def test_a_turn_made_private_or_deleted_leaves_the_next_turns_indexed_form(store: Any, tmp_path: Path,
+                                                                           monkeypatch: Any) -> None:
+    """A later turn's ``searchContext`` holds the turns before it: a turn re-scoped to admin, or
+    deleted, leaves it (rebuilt at once), a restore brings it back; graph-neighbors never shows it."""
+    account = store.test_account
+    monkeypatch.setenv("PLUGHOST_MESSAGE_CONTEXT_TURNS", "1")
+    rows = [{"id": f"s{i}", "labels": ["Message"], "properties": {
+        "text": text, "sender": "Ana", "conversationId": "cv", "scope": "public", "sentAt": f"2025-03-0{i}T10:00:00Z"}}
+        for i, text in ((1, "the vault code is XQZ-7781-SECRET"), (2, "ok noted"), (3, "bye"))]
+    rows.append({"id": "cv", "labels": ["Conversation"], "properties": {"scope": "public"},
+                 "edges": [{"type": "HAS_MESSAGE", "to": f"s{i}"} for i in (1, 2, 3)]})
+    writer = imported(store, tmp_path, monkeypatch, rows)
+
+    def context() -> str:
+        node = store.get("s2", guards=Guards(account))
+        return str(node.properties.get("searchContext", ""))
+
+    assert "XQZ-7781-SECRET" in context()
+    writer.update(Call("memory-update", writer.env), id="s1", properties={"scope": "admin"})
+    assert "XQZ" not in context()
+    out = search(store, SearchRequest("XQZ-7781-SECRET", limit=5, expand_hops=0), guards=Guards(account, ["public"]),
+                 emit_log=False)
+    assert not out.rows
+    writer.update(Call("memory-update", writer.env), id="s1", properties={"scope": "public"})
+    assert "XQZ-7781-SECRET" in context()
+    writer.delete(Call("memory-delete", writer.env), id="s1")
+    assert "XQZ" not in context()
+    writer.restore(Call("memory-restore", writer.env), id="s1")
+    assert "XQZ-7781-SECRET" in context()
+    owner = json.loads(tools(store, {"ACCOUNT_ID": account})["graph-neighbors"](node_id="cv"))
+    assert all("searchContext" not in n["node"]["properties"] for n in owner[0]["neighbors"])
