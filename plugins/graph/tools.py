@@ -14,7 +14,14 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import Guards, confined_view, session_conversation
+from host.ports.graph import (
+    CONFINED_LABELS,
+    DERIVED_LABELS,
+    HAS_MESSAGE,
+    Guards,
+    confined_view,
+    session_conversation,
+)
 from host.runtime.types import Tool
 from host.util.errors import UserError
 from host.util.settings import GRAPH_READ_ONLY
@@ -55,6 +62,8 @@ def budgeted(rows: list[Any], budget: int, warnings: list[str] | None = None) ->
     return text if len(text) <= budget else text[: budget - 40] + "\n(truncated at the output budget)"
 
 
+CONFINED_EDGES = frozenset({HAS_MESSAGE, "MENTIONS", "STATES", "ABOUT"})
+"""Edges whose counts would tell a narrowed process about conversations and derived nodes it is not shown."""
 HIDDEN = frozenset({"searchContext"})
 """Derived from other nodes (a turn's indexed form holds the turns before it): never shown."""
 
@@ -88,7 +97,14 @@ def graph_tools(host: Host) -> list[Tool]:
     def graph_schema() -> str:
         """Labels, relationship types, property keys and vector indexes of this account's graph."""
         g = guards()
-        return budgeted([host.store().schema(guards=g)], budget)
+        schema = host.store().schema(guards=g)
+        if host.principal.guards.narrowed:  # the confined view: no counts of what it cannot be shown
+            schema = dict(schema)
+            schema["labels"] = {k: v for k, v in schema.get("labels", {}).items()
+                                if k not in CONFINED_LABELS and k not in DERIVED_LABELS}
+            schema["relationshipTypes"] = {k: v for k, v in schema.get("relationshipTypes", {}).items()
+                                           if k not in CONFINED_EDGES}
+        return budgeted([schema], budget)
 
     def graph_neighbors(node_id: str, limit: int = 20, scopes: list[str] | None = None,
                         agent: str | None = None) -> str:

@@ -71,7 +71,11 @@ def test_a_rescoped_turn_takes_its_fact_out_of_public_view(store: Any, tmp_path:
         tools(store, owner_env)["graph-neighbors"](node_id=priya)
     schema = json.loads(tools(store, public_env)["graph-schema"]())
     schema = schema[0] if isinstance(schema, list) else schema
-    assert schema["labels"].get(FACT_LABEL, 0) == 1  # Ben's puppy only
+    assert FACT_LABEL not in schema["labels"] and "Message" not in schema["labels"]  # a narrowed view: no counts
+    assert "MENTIONS" not in schema["relationshipTypes"]
+    owned_schema = json.loads(tools(store, owner_env)["graph-schema"]())
+    owned_schema = owned_schema[0] if isinstance(owned_schema, list) else owned_schema
+    assert owned_schema["labels"].get(FACT_LABEL, 0) == 2  # Ben's puppy, public, and Priya's re-derived at admin
     out = search(store, SearchRequest("Where does Priya live? Porto", limit=10, expand_hops=1), guards=public,
                  flags=SearchFlags(entities=True), emit_log=False)
     assert not any(r.id == "m1" or {ENTITY_LABEL, FACT_LABEL} & set(r.node.labels) for r in out.rows)
