@@ -74,12 +74,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _folder(value: str) -> Path:
+    """A folder option's value; an empty one is refused (``Path("")`` would be the current folder)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("expected a folder, got an empty value")
+    return Path(value)
+
+
 def _base_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="plughost", description="plughost: a plugin host for AI-agent platforms.")
     parser.add_argument("--version", action="version", version=f"plughost {__version__}")
-    parser.add_argument("--plugins-dir", type=Path, default=None,
+    parser.add_argument("--plugins-dir", type=_folder, default=None,
                         help="a folder of more platform plugins, added to the built-ins (default: $PLUGHOST_PLUGINS_DIR)")
-    parser.add_argument("--premium-dir", type=Path, default=None,
+    parser.add_argument("--premium-dir", type=_folder, default=None,
                         help="premium bundles folder (default: $PLUGHOST_PREMIUM_DIR)")
     return parser
 

@@ -71,3 +71,7 @@ def test_a_missing_plugins_folder_is_one_line_naming_the_flag(tmp_path: Path) ->
     done = run_cli("--plugins-dir", str(tmp_path / "a-file"), "plugins", "list")
     assert done.returncode == 2 and done.stderr.strip().endswith("is not a folder")
     assert run_cli("--plugins-dir", str(tmp_path), "plugins", "list").returncode == 0
+    for flag in ("--plugins-dir", "--premium-dir"):  # an empty value is not the current folder
+        done = run_cli(flag, "", "plugins", "list")
+        assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+            f"plughost: error: argument {flag}: expected a folder, got an empty value"], done.stderr
