@@ -110,8 +110,8 @@ def request_of(args: argparse.Namespace) -> Request:
             return any(_same_phone(key, _phone_key(m.group())) for m in PHONE_RUN.finditer(s))
 
         return Request("contact", value, None, holds_phone)
-    if not value or not ID_CHARS.fullmatch(value):
-        raise UserError(f"--{flag}: expected a non-empty id without control characters")
+    if not value or not ID_CHARS.fullmatch(str(raw)):  # the id as given: a trailing newline is not trimmed away
+        raise UserError(f"--{flag}: expected a non-empty id of at most 512 characters, without control characters")
     return Request(flag, value, value.lower() if value.isascii() else None, _token_test(value))
 
 

@@ -399,3 +399,16 @@ def test_a_contact_erase_keeps_the_next_turn_and_forgets_it_in_its_indexed_form(
         store.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.glob("graph.sqlite*"))
     assert b"zed.q" not in raw and b"mailz" not in raw
+
+
+@pytest.mark.parametrize(("flag", "value"), [("visitor", "v" * 10_000), ("conversation", "c\n"),
+                                             ("visitor", ""), ("conversation", "a\x00b")])
+def test_a_bad_id_is_one_line_naming_the_flag(flag: str, value: str) -> None:
+    import argparse
+
+    from host.util.errors import UserError
+    from plugins.memory.erase import request_of
+
+    args = {"contact": None, "visitor": None, "conversation": None, flag: value}
+    with pytest.raises(UserError, match=rf"^--{flag}: expected a non-empty id of at most 512 characters"):
+        request_of(argparse.Namespace(**args))
