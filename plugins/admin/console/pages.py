@@ -1,0 +1,450 @@
+"""The console's pages (docs/console.md): login, leads, conversations, replies as the owner.
+
+Every page is rendered from a Jinja2 template (autoescaped) and carries a policy with no inline
+script or style (``/admin/static/console.css`` is the only stylesheet). A page without a valid
+admin session redirects to ``/admin/login``; a POST also needs the form's CSRF token (an HMAC of
+the session token) and, when the browser sends one, a same-origin ``Origin``. Lists and
+conversations are paged (``?page=``, :data:`PAGE_SIZE` rows).
+
+An owner's reply is stored as a channel Message (``sender=owner``, ``kind=owner-reply``) and sent
+through the channel adapter's ``send`` that the channels plugin publishes through
+``plughost_channel_adapters``, the same send an agent's reply takes; the lead's Task gets a step.
+Log lines: ``[console] op=login|reply|lead-done ...``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import parse_qs, quote, urlparse
+
+from host.ports.graph import CHANNEL_MESSAGE_LABELS, conversation_node_id
+from host.runtime import hooktable
+from host.runtime.types import Route
+from host.util.errors import UserError
+from host.util.log import log
+from host.web.http import int_param, read_body
+from plugins.admin import sessions
+from plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
+
+HERE = Path(__file__).parent
+PAGE_SIZE = 25
+MESSAGE_PAGE = 50
+MAX_SCAN = 2000  # stored rows read for one page at most
+MAX_FORM = 16 * 1024
+MAX_REPLY = 4000
+CSP = ("default-src 'self'; style-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; "
+       "form-action 'self'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
+           "Referrer-Policy": "same-origin"}
+NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"))
+FINAL = ("done", "failed", "cancelled")
+
+
+def templates() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True,
+                              undefined=jinja2.StrictUndefined)
+
+
+def csrf_of(secret: bytes, token: str) -> str:
+    return hmac.new(secret, b"console-csrf:" + token.encode("utf-8"), hashlib.sha256).hexdigest()[:40]
+
+
+def _stamp(props: dict[str, Any]) -> int:
+    return int(props.get("receivedNs") or props.get("createdNs") or 0)
+
+
+def _when(ns: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ns / 1e9)) if ns else ""
+
+
+def _inputs(props: dict[str, Any]) -> dict[str, Any]:
+    try:
+        data = json.loads(str(props.get("inputs") or "{}"))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def safe_next(target: str | None) -> str:
+    """Only a console path is a place to go back to after login."""
+    if not target or not target.startswith("/admin") or target.startswith("//") or "\\" in target:
+        return "/admin"
+    return target
+
+
+class Console:
+    def __init__(self, host: Any, login: PinLogin) -> None:
+        self.host = host
+        self.login = login
+        self.env = templates()
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def account(self) -> str | None:
+        return self.host.principal.account
+
+    def guards(self) -> Any:
+        return self.host.principal.guards
+
+    def store(self) -> Any:
+        return self.host.store()
+
+    def render(self, name: str, status: int = 200, **context: Any) -> Any:
+        from starlette.responses import HTMLResponse
+
+        context.setdefault("session", None)
+        context.setdefault("notice", None)
+        context.setdefault("current", "")
+        html = self.env.get_template(name).render(nav=NAV, **context)
+        return HTMLResponse(html, status_code=status, headers=HEADERS)
+
+    def session_of(self, request: Any) -> tuple[Any, str | None]:
+        secret = sessions.load_secret(self.host.home)
+        token = token_of(request)
+        session, _ = sessions.validate(secret, token)
+        if session is not None and self.account and session.account_id != self.account:
+            session = None
+        return session, token
+
+    def to_login(self, request: Any) -> Any:
+        from starlette.responses import RedirectResponse
+
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/admin/login?next={quote(safe_next(target))}", status_code=303, headers=HEADERS)
+
+    async def form(self, request: Any) -> dict[str, str] | None:
+        body = await read_body(request, MAX_FORM)
+        if body is None:
+            return None
+        parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=20)
+        return {k: v[0] for k, v in parsed.items()}
+
+    def same_origin(self, request: Any) -> bool:
+        origin = request.headers.get("origin")
+        if origin is None:
+            return True
+        return urlparse(origin).netloc == request.headers.get("host", "")
+
+    async def guarded_post(self, request: Any) -> tuple[Any, dict[str, str] | None, Any]:
+        """``(session, form, None)`` or ``(None, None, refusal response)``."""
+        session, token = self.session_of(request)
+        if session is None or token is None:
+            return None, None, self.render("error.html", 401, title="Signed out",
+                                           detail="Your admin session ended; sign in again.")
+        form = await self.form(request)
+        if form is None:
+            return None, None, self.render("error.html", 413, title="Too large", detail="The form is too large.",
+                                           session=session)
+        secret = sessions.load_secret(self.host.home)
+        if not self.same_origin(request) or not hmac.compare_digest(form.get("csrf", ""), csrf_of(secret, token)):
+            log("console", "op=csrf-rejected", path=request.url.path[:80])
+            return None, None, self.render("error.html", 403, title="Refused",
+                                           detail="The form's check did not match; reload the page and try again.",
+                                           session=session)
+        return session, form, None
+
+    def page_of(self, request: Any) -> int:
+        value = int_param(request.query_params.get("page"), default=1, maximum=10_000)
+        return max(1, value or 1)
+
+    # ------------------------------------------------------------------ reads
+    def lead_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["Task"], where={"kind": "follow-up"},
+                                 order_by="startedAt", descending=True, limit=PAGE_SIZE + 1,
+                                 offset=(page - 1) * PAGE_SIZE)
+        return [self.lead_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
+
+    def lead_view(self, node: Any) -> dict[str, Any]:
+        p = dict(node.properties)
+        inputs = _inputs(p)
+        return {"id": node.id, "title": str(p.get("title") or "Lead"), "status": str(p.get("status") or ""),
+                "contact": str(inputs.get("contact") or ""), "question": str(inputs.get("question") or ""),
+                "channel": str(inputs.get("channel") or ""), "sender": str(inputs.get("sender") or ""),
+                "started": str(p.get("startedAt") or "")[:16].replace("T", " "), "outcome": p.get("outcome"),
+                "conversationId": p.get("conversationId")}
+
+    def lead(self, lead_id: str) -> dict[str, Any] | None:
+        node = self.store().get(lead_id, guards=self.guards())
+        if node is None or "Task" not in node.labels or node.properties.get("kind") != "follow-up":
+            return None
+        return self.lead_view(node)
+
+    def messages(self, conversation: str, page: int = 1) -> tuple[list[dict[str, Any]], bool]:
+        """One page of a conversation's Messages, oldest first (the last page when ``page`` is 0)."""
+        rows = self.store().find(guards=self.guards(), labels=["Message"], where={"conversationId": conversation},
+                                 limit=MAX_SCAN)
+        rows.sort(key=lambda n: _stamp(n.properties))
+        start = (page - 1) * MESSAGE_PAGE if page else max(0, len(rows) - MESSAGE_PAGE)
+        chosen = rows[start:start + MESSAGE_PAGE]
+        out = []
+        for n in chosen:
+            p = n.properties
+            role = str(p.get("role") or "")
+            who = "visitor" if role == "user" else ("owner" if p.get("sender") == "owner" else "agent")
+            out.append({"role": role, "who": who, "text": str(p.get("text") or ""), "at": _when(_stamp(p))})
+        return out, start + MESSAGE_PAGE < len(rows)
+
+    def conversation_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["Conversation"], limit=PAGE_SIZE + 1,
+                                 offset=(page - 1) * PAGE_SIZE)
+        return [self.conversation_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
+
+    def conversation_view(self, node: Any) -> dict[str, Any]:
+        p = node.properties
+        channel = str(p.get("channel") or "")
+        sender = str(p.get("sender") or p.get("senderId") or "")
+        return {"id": node.id, "channel": channel, "sender": sender[:24], "fullSender": sender,
+                "scope": str(p.get("scope") or ""), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+
+    # ------------------------------------------------------------------ writes
+    def _record(self, channel: str, sender: str, text: str) -> tuple[str, str, dict[str, Any]]:
+        account = self.account
+        if not account:
+            raise UserError("no account is served")
+        conv = conversation_node_id(account, channel, sender)
+        earlier = self.store().find(guards=self.guards(), labels=["Message"], where={"conversationId": conv},
+                                    limit=MAX_SCAN)
+        earlier.sort(key=lambda n: _stamp(n.properties))
+        target: dict[str, Any] = {}
+        scope = "public"
+        for n in earlier:
+            if isinstance(n.properties.get("target"), dict):
+                target = dict(n.properties["target"])
+            if n.properties.get("role") == "user" and n.properties.get("scope"):
+                scope = str(n.properties["scope"])
+        rid = f"msg-owner-{uuid.uuid4().hex}"
+        props = {"role": "assistant", "channel": channel, "sender": "owner", "recipient": sender, "text": text,
+                 "conversationId": conv, "kind": "owner-reply", "createdNs": time.time_ns(),
+                 "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "deliveryStatus": "pending",
+                 "scope": scope, **({"target": target} if target else {})}
+        row: dict[str, Any] = {"id": rid, "labels": ["Message", CHANNEL_MESSAGE_LABELS.get(channel, "Message")],
+                               "properties": props}
+        rows = [row]
+        if self.store().get(conv, guards=self.guards()) is not None:
+            rows.append({"id": conv, "labels": ["Conversation"], "properties": {},
+                         "edges": [{"type": "HAS_MESSAGE", "to": rid}]})
+        self.store().upsert_many(rows, account_id=account)
+        self.host.call_each(hooktable.MESSAGES_STORED, account_id=account, message_ids=[rid])
+        return rid, conv, target
+
+    async def reply(self, channel: str, sender: str, text: str) -> dict[str, Any]:
+        """Store the owner's reply and send it through the channel's adapter."""
+        rid, _conv, target = await asyncio.to_thread(self._record, channel, sender, text)
+        send = next((a.send for a in self.host.collect(hooktable.CHANNEL_ADAPTERS).items() if a.name == channel), None)
+        msg = SimpleNamespace(channel=channel, sender=sender, target=target or {"session": sender}, text="",
+                              platform_id=f"owner:{rid}", reply=None, phone=None, name=None)
+        if send is None:
+            outcome: dict[str, Any] = {"ok": False, "reason": f"no-adapter:{channel}"}
+        else:
+            try:
+                result = send(self.host, msg, text)
+                outcome = await result if asyncio.iscoroutine(result) else result
+            except Exception as exc:  # the stored reply says it failed; the page says so too
+                outcome = {"ok": False, "reason": f"send-error:{str(exc).splitlines()[0][:200] if str(exc) else ''}"}
+        outcome = outcome if isinstance(outcome, dict) else {"ok": bool(outcome)}
+        status = {"deliveryStatus": "sent" if outcome.get("ok") else "failed",
+                  "platformMessageId": outcome.get("platformId"),
+                  "failureReason": None if outcome.get("ok") else outcome.get("reason", "unknown")}
+        clean = {k: v for k, v in status.items() if v is not None}
+        await asyncio.to_thread(self.store().upsert_node, ["Message"], clean, account_id=self.account, node_id=rid)
+        log("console", "op=reply", channel=channel, messageId=rid, ok=bool(outcome.get("ok")))
+        return outcome
+
+    def task_tool(self, name: str, args: dict[str, Any]) -> Any:
+        from host.runtime.tooltable import call_tool
+
+        owners = [c.plugin for c in self.host.collect(hooktable.TOOLS) if c.item.name == name]
+        if not owners:
+            raise UserError(f"no plugin serves {name}")
+        return call_tool(self.host, owners[0], name, args)
+
+
+def make_routes(host: Any, login: PinLogin) -> list[Route]:
+    from starlette.responses import FileResponse, RedirectResponse
+
+    console = Console(host, login)
+
+    async def login_page(request: Any) -> Any:
+        session, _ = console.session_of(request)
+        nxt = safe_next(request.query_params.get("next"))
+        if session is not None:
+            return RedirectResponse(nxt, status_code=303, headers=HEADERS)
+        return console.render("login.html", title="Sign in", account=console.account or "(none)", next=nxt,
+                              error=None)
+
+    async def login_post(request: Any) -> Any:
+        form = await console.form(request)
+        nxt = safe_next((form or {}).get("next"))
+        account = console.account
+        if not account:
+            return console.render("error.html", 503, title="No account",
+                                  detail="This server serves no account (set ACCOUNT_ID).")
+        if not console.same_origin(request):
+            return console.render("error.html", 403, title="Refused", detail="Cross-origin sign-in refused.")
+        try:
+            pin = sessions.check_pin((form or {}).get("pin"))
+        except UserError:
+            return console.render("login.html", 400, title="Sign in", account=account, next=nxt,
+                                  error="The PIN is 4 to 64 characters without spaces.")
+        token, _user, refused = await login.attempt(account, pin)
+        if token is None:
+            status = int(getattr(refused, "status_code", 401))
+            error = ("Too many attempts; wait a few minutes." if status == 429 else "That PIN is not right.")
+            return console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error)
+        log("console", "op=login", accountId=account[:8])
+        response = RedirectResponse(nxt, status_code=303, headers=HEADERS)
+        set_cookie(response, token)
+        return response
+
+    async def logout(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None:
+            return refused
+        response = RedirectResponse("/admin/login", status_code=303, headers=HEADERS)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    def signed_in(view: Any) -> Any:
+        async def endpoint(request: Any) -> Any:
+            session, token = console.session_of(request)
+            if session is None or token is None:
+                return console.to_login(request)
+            csrf = csrf_of(sessions.load_secret(host.home), token)
+            return await view(request, session, csrf)
+
+        return endpoint
+
+    async def home(request: Any, session: Any, csrf: str) -> Any:
+        rows = await asyncio.to_thread(host.store().find, guards=console.guards(), labels=["Task"],
+                                       where={"kind": "follow-up", "status": "running"}, limit=1000)
+        return console.render("home.html", title="Console", session=session, current="/admin", open_leads=len(rows))
+
+    async def leads(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        rows, more = await asyncio.to_thread(console.lead_rows, page)
+        return console.render("leads.html", title="Leads", session=session, current="/admin/leads", rows=rows,
+                              page=page, more=more)
+
+    def lead_context(lead: dict[str, Any]) -> dict[str, Any]:
+        conv = lead["conversationId"] or (conversation_node_id(console.account or "", lead["channel"], lead["sender"])
+                                          if lead["channel"] and lead["sender"] else None)
+        messages = console.messages(conv, 0)[0] if conv else []
+        return {"messages": messages, "can_reply": bool(lead["channel"] and lead["sender"]),
+                "reply_action": f"/admin/leads/{lead['id']}/reply"}
+
+    async def lead_page(request: Any, session: Any, csrf: str) -> Any:
+        lead = await asyncio.to_thread(console.lead, request.path_params["lead"])
+        if lead is None:
+            return console.render("error.html", 404, title="No such lead", detail="That lead does not exist.",
+                                  session=session)
+        context = await asyncio.to_thread(lead_context, lead)
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+                  "done": "Marked done."}.get(request.query_params.get("notice", ""))
+        return console.render("lead.html", title=lead["title"], session=session, current="/admin/leads", lead=lead,
+                              csrf=csrf, notice=notice, **context)
+
+    async def lead_reply(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        lead = await asyncio.to_thread(console.lead, request.path_params["lead"])
+        if lead is None or not (lead["channel"] and lead["sender"]):
+            return console.render("error.html", 404, title="No such lead", detail="That lead cannot be answered here.",
+                                  session=session)
+        text = form.get("text", "").strip()[:MAX_REPLY]
+        if not text:
+            return RedirectResponse(f"/admin/leads/{lead['id']}", status_code=303, headers=HEADERS)
+        outcome = await console.reply(lead["channel"], lead["sender"], text)
+        if lead["status"] not in FINAL:
+            try:
+                await asyncio.to_thread(console.task_tool, "work-update",
+                                        {"taskId": lead["id"], "step": "the owner replied from the console"})
+            except UserError:
+                pass
+        notice = "sent" if outcome.get("ok") else "failed"
+        return RedirectResponse(f"/admin/leads/{lead['id']}?notice={notice}", status_code=303, headers=HEADERS)
+
+    async def lead_done(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        lead = await asyncio.to_thread(console.lead, request.path_params["lead"])
+        if lead is None:
+            return console.render("error.html", 404, title="No such lead", detail="That lead does not exist.",
+                                  session=session)
+        if lead["status"] not in FINAL:
+            outcome = form.get("outcome", "").strip()[:500] or "done from the console"
+            await asyncio.to_thread(console.task_tool, "work-complete", {"taskId": lead["id"], "outcome": outcome})
+            log("console", "op=lead-done", task=lead["id"][5:13])
+        return RedirectResponse(f"/admin/leads/{lead['id']}?notice=done", status_code=303, headers=HEADERS)
+
+    async def conversations(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        rows, more = await asyncio.to_thread(console.conversation_rows, page)
+        return console.render("conversations.html", title="Conversations", session=session,
+                              current="/admin/conversations", rows=rows, page=page, more=more)
+
+    def conversation_of(conv_id: str) -> dict[str, Any] | None:
+        node = host.store().get(conv_id, guards=console.guards())
+        return console.conversation_view(node) if node is not None and "Conversation" in node.labels else None
+
+    async def conversation_page(request: Any, session: Any, csrf: str) -> Any:
+        conv = await asyncio.to_thread(conversation_of, request.path_params["conversation"])
+        if conv is None:
+            return console.render("error.html", 404, title="No such conversation",
+                                  detail="That conversation does not exist.", session=session)
+        page = console.page_of(request)
+        messages, more = await asyncio.to_thread(console.messages, conv["id"], page)
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent."}.get(
+            request.query_params.get("notice", ""))
+        return console.render("conversation.html", title=conv["label"], session=session,
+                              current="/admin/conversations", conversation=conv, messages=messages, page=page,
+                              more=more, csrf=csrf, notice=notice, can_reply=bool(conv["channel"] and conv["fullSender"]),
+                              reply_action=f"/admin/conversations/{conv['id']}/reply")
+
+    async def conversation_reply(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        conv = await asyncio.to_thread(conversation_of, request.path_params["conversation"])
+        if conv is None or not (conv["channel"] and conv["fullSender"]):
+            return console.render("error.html", 404, title="No such conversation",
+                                  detail="That conversation cannot be answered here.", session=session)
+        text = form.get("text", "").strip()[:MAX_REPLY]
+        notice = ""
+        if text:
+            outcome = await console.reply(conv["channel"], conv["fullSender"], text)
+            notice = "?notice=" + ("sent" if outcome.get("ok") else "failed")
+        return RedirectResponse(f"/admin/conversations/{conv['id']}{notice}", status_code=303, headers=HEADERS)
+
+    async def stylesheet(request: Any) -> Any:
+        return FileResponse(HERE / "static" / "console.css", media_type="text/css; charset=utf-8",
+                            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=3600"})
+
+    return [
+        Route("/admin", endpoint=signed_in(home), methods=("GET",), name="console-home"),
+        Route("/admin/login", endpoint=login_page, methods=("GET",), name="console-login"),
+        Route("/admin/login", endpoint=login_post, methods=("POST",), name="console-login-post"),
+        Route("/admin/logout", endpoint=logout, methods=("POST",), name="console-logout"),
+        Route("/admin/static/console.css", endpoint=stylesheet, methods=("GET",), name="console-css"),
+        Route("/admin/leads", endpoint=signed_in(leads), methods=("GET",), name="console-leads"),
+        Route("/admin/leads/{lead}", endpoint=signed_in(lead_page), methods=("GET",), name="console-lead"),
+        Route("/admin/leads/{lead}/reply", endpoint=lead_reply, methods=("POST",), name="console-lead-reply"),
+        Route("/admin/leads/{lead}/done", endpoint=lead_done, methods=("POST",), name="console-lead-done"),
+        Route("/admin/conversations", endpoint=signed_in(conversations), methods=("GET",),
+              name="console-conversations"),
+        Route("/admin/conversations/{conversation}", endpoint=signed_in(conversation_page), methods=("GET",),
+              name="console-conversation"),
+        Route("/admin/conversations/{conversation}/reply", endpoint=conversation_reply, methods=("POST",),
+              name="console-conversation-reply"),
+    ]

@@ -1,0 +1,138 @@
+"""The owner console (docs/console.md) on a real `plughost serve`: the PIN login, a webchat
+visitor's lead answered from the console and read back in the visitor's webchat, in headless
+Chromium (screenshots under the test's tmp output); the policy, the session and CSRF checks."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plugins.admin import sessions
+from tests.support.serve_helpers import start_serve
+
+PIN = "482913"
+REPLY = "Yes, we deliver on Saturdays. The owner here."
+
+
+def _post(base: str, path: str, data: Any) -> Any:
+    req = urllib.request.Request(base + path, data=json.dumps(data).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.load(resp)
+
+
+def _events(base: str, session: str) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(f"{base}/channels/webchat/messages?session={session}&after=0", timeout=30) as resp:
+        return list(json.load(resp)["events"])
+
+
+def _wait_events(base: str, session: str, count: int, timeout: float = 60) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = _events(base, session)
+        if sum(e["role"] == "assistant" for e in events) >= count:
+            return events
+        time.sleep(0.2)
+    raise AssertionError(f"no reply {count} in the webchat: {_events(base, session)}")
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _raw(url: str, data: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+    opener = urllib.request.build_opener(NoRedirect)
+    req = urllib.request.Request(url, data=data, headers=headers or {}, method="POST" if data is not None else "GET")
+    try:
+        with opener.open(req, timeout=30) as resp:
+            return resp.status, dict(resp.headers), resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read().decode()
+
+
+@pytest.fixture
+def console(plughost_home: Path, serve_env: dict[str, str]) -> Any:
+    sessions.set_pin(plughost_home, serve_env["ACCOUNT_ID"], PIN, "owner")
+    server = start_serve(env={**serve_env, "PLUGHOST_AGENT": "memory"})
+    yield server
+    server.terminate()
+
+
+def _leave_lead(base: str) -> str:
+    visitor = "visitor-" + secrets.token_hex(6)
+    _post(base, "/channels/webchat/messages", {"session": visitor, "text": "Do you deliver wedding cakes on Saturdays?"})
+    _wait_events(base, visitor, 1)
+    _post(base, "/channels/webchat/messages", {"session": visitor, "text": "Please write to me at ana@example.com"})
+    _wait_events(base, visitor, 2)
+    return visitor
+
+
+def test_signed_out_pages_redirect_to_login_and_posts_need_the_form_check(console) -> None:
+    base = console.base
+    status, headers, _ = _raw(f"{base}/admin/leads?page=2")
+    assert status == 303 and headers["location"] == "/admin/login?next=/admin/leads%3Fpage%3D2"
+    status, headers, body = _raw(f"{base}/admin/login")
+    assert status == 200 and "script-src 'none'" in headers["content-security-policy"]
+    assert "style-src 'self';" in headers["content-security-policy"] and "<style" not in body and "style=" not in body
+    assert '<label for="pin">' in body and 'href="#main"' in body
+    status, headers, _ = _raw(f"{base}/admin/static/console.css")
+    assert status == 200 and headers["content-type"].startswith("text/css")
+    status, _, body = _raw(f"{base}/admin/login", b"pin=000000&next=/admin")
+    assert status == 401 and "not right" in body
+    status, headers, _ = _raw(f"{base}/admin/login", b"pin=" + PIN.encode() + b"&next=//evil.example/")
+    assert status == 303 and headers["location"] == "/admin"
+    cookie = headers["set-cookie"].split(";", 1)[0]
+    status, _, body = _raw(f"{base}/admin/leads", headers={"Cookie": cookie})
+    assert status == 200 and "<h1>Follow-up leads</h1>" in body
+    status, _, _ = _raw(f"{base}/admin/leads/x/done", b"csrf=wrong", headers={"Cookie": cookie})
+    assert status == 403
+    status, _, _ = _raw(f"{base}/admin/leads/x/done", b"csrf=wrong")
+    assert status == 401
+
+
+@pytest.mark.e2e
+def test_owner_answers_a_webchat_lead_from_the_console_in_chromium(console, tmp_path: Path) -> None:
+    from cdp import Browser
+
+    from tests.conftest import which_or_skip
+
+    chromium = which_or_skip("chromium")
+    base = console.base
+    visitor = _leave_lead(base)
+    screens = tmp_path / "screens"
+    screens.mkdir()
+    browser = Browser(chromium, tmp_path / "profile", width=1000, height=900)
+    try:
+        browser.open(f"{base}/admin/leads")
+        browser.wait("location.pathname === '/admin/login' && document.activeElement.id === 'pin'")
+        browser.wait("getComputedStyle(document.body).backgroundColor === 'rgb(251, 247, 241)'")
+        browser.screenshot(screens / "1-login.png")
+        browser.type(PIN)
+        browser.press_enter()
+        browser.wait("location.pathname === '/admin/leads' && !!document.querySelector('tbody a')")
+        assert "ana@example.com" in browser.eval("document.querySelector('tbody').innerText")
+        browser.screenshot(screens / "2-leads.png")
+        browser.eval("document.querySelector('tbody a').click()")
+        browser.wait("location.pathname.startsWith('/admin/leads/task-') && !!document.getElementById('reply')")
+        page = browser.eval("document.querySelector('main').innerText")
+        assert "wedding cakes" in page and "ana@example.com" in page
+        browser.screenshot(screens / "3-lead.png")
+        browser.eval("document.getElementById('reply').focus()")
+        browser.type(REPLY)
+        browser.eval("document.getElementById('reply').form.querySelector('button').click()")
+        browser.wait("new URLSearchParams(location.search).get('notice') === 'sent'")
+        assert REPLY in browser.eval("document.querySelector('.messages').innerText")
+        browser.screenshot(screens / "4-replied.png")
+    finally:
+        browser.close()
+    events = _wait_events(base, visitor, 3)
+    assert events[-1]["role"] == "assistant" and events[-1]["text"] == REPLY
+    assert sorted(p.name for p in screens.iterdir()) == ["1-login.png", "2-leads.png", "3-lead.png", "4-replied.png"]
