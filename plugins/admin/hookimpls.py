@@ -39,7 +39,10 @@ def plughost_routes(host: Host) -> list[Route]:
     ingest = per_address(host, RATE_LOG_INGEST, logingest.log_ingest,
                          "too many log lines from this address; send them in batches ({\"lines\": [...]})")
     return [
-        *pages.make_routes(host, login),
+        *[Route(r.path, endpoint=per_address(host, RATE_PIN_ADDRESS, r.endpoint, "too many PIN attempts from this "
+                                                                    "address; try again in a minute"),
+                methods=r.methods, name=r.name) if r.name == "console-login-post" else r
+          for r in pages.make_routes(host, login)],
         Route("/api/admin/log-ingest", endpoint=ingest, methods=("POST",), name="admin-log-ingest"),
         Route("/api/admin/session", endpoint=mint, methods=("POST",), name="admin-session-mint"),
         Route("/api/admin/session", endpoint=check, methods=("GET",), name="admin-session-check"),
