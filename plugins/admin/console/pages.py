@@ -44,7 +44,10 @@ CSP = ("default-src 'self'; style-src 'self'; script-src 'none'; object-src 'non
        "form-action 'self'; frame-ancestors 'none'")
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
            "Referrer-Policy": "same-origin"}
-NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"))
+NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"),
+       ("/admin/tasks", "Tasks"), ("/admin/audit", "Tool calls"), ("/admin/logs", "Logs"))
+LOG_WINDOW = 256 * 1024  # bytes of the log's tail the logs page reads
+LOG_PAGE = 100
 FINAL = ("done", "failed", "cancelled")
 
 
@@ -205,6 +208,61 @@ class Console:
         sender = str(p.get("sender") or p.get("senderId") or "")
         return {"id": node.id, "channel": channel, "sender": sender[:24], "fullSender": sender,
                 "scope": str(p.get("scope") or ""), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+
+    def task_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["Task"], order_by="startedAt", descending=True,
+                                 limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+        out = [{"href": f"/admin/tasks/{n.id}",
+                "cells": [str(n.properties.get("title") or n.id), str(n.properties.get("kind") or ""),
+                          str(n.properties.get("status") or ""),
+                          str(n.properties.get("startedAt") or "")[:16].replace("T", " ")]}
+               for n in rows[:PAGE_SIZE]]
+        return out, len(rows) > PAGE_SIZE
+
+    def task(self, task_id: str) -> tuple[dict[str, Any], list[dict[str, str]]] | None:
+        node = self.store().get(task_id, guards=self.guards())
+        if node is None or "Task" not in node.labels:
+            return None
+        p = node.properties
+        view = {"title": str(p.get("title") or node.id), "kind": str(p.get("kind") or ""),
+                "status": str(p.get("status") or ""), "started": str(p.get("startedAt") or ""),
+                "completed": p.get("completedAt"), "outcome": p.get("outcome"),
+                "conversation": p.get("conversationId"), "steps": [str(x) for x in (p.get("steps") or [])][:200]}
+        near = self.store().expand([node.id], guards=self.guards(), limit=PAGE_SIZE * 4).get(node.id, [])
+        produced = [{"id": n.node.id, "label": ",".join(n.node.labels),
+                     "name": str(n.node.properties.get("name") or n.node.properties.get("title") or "")}
+                    for n in near if n.type == "PRODUCED" and n.direction == "out"][:PAGE_SIZE * 4]
+        return view, produced
+
+    def audit_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["ToolCall"], order_by="startedAt", descending=True,
+                                 limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+        out = []
+        for n in rows[:PAGE_SIZE]:
+            p = n.properties
+            conv = p.get("conversationId")
+            out.append({"href": f"/admin/conversations/{conv}" if conv else None,
+                        "cells": [str(p.get("startedAt") or "")[:19].replace("T", " "), str(p.get("toolName") or ""),
+                                  str(p.get("pluginName") or ""), "error" if p.get("isError") else "ok",
+                                  str(p.get("input") or "")[:200]]})
+        return out, len(rows) > PAGE_SIZE
+
+    def log_lines(self, page: int) -> tuple[list[str], bool]:
+        path = self.host.home / "logs" / "server.log"
+        try:
+            with path.open("rb") as fh:
+                fh.seek(0, 2)
+                size = fh.tell()
+                fh.seek(max(0, size - LOG_WINDOW))
+                tail = fh.read(LOG_WINDOW)
+        except OSError:
+            return [], False
+        lines = tail.decode("utf-8", "replace").splitlines()
+        if len(tail) >= LOG_WINDOW and lines:
+            lines = lines[1:]  # the first one is cut
+        lines.reverse()
+        start = (page - 1) * LOG_PAGE
+        return [line[:1000] for line in lines[start:start + LOG_PAGE]], start + LOG_PAGE < len(lines)
 
     # ------------------------------------------------------------------ writes
     def _record(self, channel: str, sender: str, text: str) -> tuple[str, str, dict[str, Any]]:
@@ -427,6 +485,35 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
             notice = "?notice=" + ("sent" if outcome.get("ok") else "failed")
         return RedirectResponse(f"/admin/conversations/{conv['id']}{notice}", status_code=303, headers=HEADERS)
 
+    async def tasks(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        rows, more = await asyncio.to_thread(console.task_rows, page)
+        return console.render("table.html", title="Tasks", session=session, current="/admin/tasks", rows=rows,
+                              columns=("Task", "Kind", "Status", "Started"), page=page, more=more,
+                              intro="Work the agents and visitors raised, newest first.")
+
+    async def task_page(request: Any, session: Any, csrf: str) -> Any:
+        found = await asyncio.to_thread(console.task, request.path_params["task"])
+        if found is None:
+            return console.render("error.html", 404, title="No such task", detail="That task does not exist.",
+                                  session=session)
+        task, produced = found
+        return console.render("task.html", title=task["title"], session=session, current="/admin/tasks", task=task,
+                              produced=produced)
+
+    async def audit(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        rows, more = await asyncio.to_thread(console.audit_rows, page)
+        return console.render("table.html", title="Tool calls", session=session, current="/admin/audit", rows=rows,
+                              columns=("When", "Tool", "Plugin", "Result", "Input (redacted)"), page=page, more=more,
+                              intro="The tool-call audit of admin sessions, newest first; the time links to its conversation.")
+
+    async def logs(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        lines, more = await asyncio.to_thread(console.log_lines, page)
+        return console.render("logs.html", title="Logs", session=session, current="/admin/logs", lines=lines,
+                              page=page, more=more, size=LOG_PAGE, window=LOG_WINDOW // 1024)
+
     async def stylesheet(request: Any) -> Any:
         return FileResponse(HERE / "static" / "console.css", media_type="text/css; charset=utf-8",
                             headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=3600"})
@@ -441,6 +528,10 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         Route("/admin/leads/{lead}", endpoint=signed_in(lead_page), methods=("GET",), name="console-lead"),
         Route("/admin/leads/{lead}/reply", endpoint=lead_reply, methods=("POST",), name="console-lead-reply"),
         Route("/admin/leads/{lead}/done", endpoint=lead_done, methods=("POST",), name="console-lead-done"),
+        Route("/admin/tasks", endpoint=signed_in(tasks), methods=("GET",), name="console-tasks"),
+        Route("/admin/tasks/{task}", endpoint=signed_in(task_page), methods=("GET",), name="console-task"),
+        Route("/admin/audit", endpoint=signed_in(audit), methods=("GET",), name="console-audit"),
+        Route("/admin/logs", endpoint=signed_in(logs), methods=("GET",), name="console-logs"),
         Route("/admin/conversations", endpoint=signed_in(conversations), methods=("GET",),
               name="console-conversations"),
         Route("/admin/conversations/{conversation}", endpoint=signed_in(conversation_page), methods=("GET",),

@@ -136,3 +136,28 @@ def test_owner_answers_a_webchat_lead_from_the_console_in_chromium(console, tmp_
     events = _wait_events(base, visitor, 3)
     assert events[-1]["role"] == "assistant" and events[-1]["text"] == REPLY
     assert sorted(p.name for p in screens.iterdir()) == ["1-login.png", "2-leads.png", "3-lead.png", "4-replied.png"]
+
+
+def _cookie(base: str) -> str:
+    status, headers, _ = _raw(f"{base}/admin/login", b"pin=" + PIN.encode() + b"&next=/admin")
+    assert status == 303
+    return headers["set-cookie"].split(";", 1)[0]
+
+
+def test_tasks_audit_and_logs_pages_are_paged_and_read_only(console) -> None:
+    base = console.base
+    _leave_lead(base)
+    cookie = {"Cookie": _cookie(base)}
+    status, _, body = _raw(f"{base}/admin/tasks", headers=cookie)
+    assert status == 200 and "Answer a visitor: Do you deliver wedding cakes" in body and "follow-up" in body
+    task = body.split('href="/admin/tasks/', 1)[1].split('"', 1)[0]
+    status, _, body = _raw(f"{base}/admin/tasks/{task}", headers=cookie)
+    assert status == 200 and "<h2>What it produced</h2>" in body and "running" in body
+    status, _, body = _raw(f"{base}/admin/tasks?page=2", headers=cookie)
+    assert status == 200 and "Nothing on this page." in body and 'rel="prev"' in body
+    status, _, body = _raw(f"{base}/admin/audit", headers=cookie)
+    assert status == 200 and "<h1>Tool calls</h1>" in body
+    status, _, body = _raw(f"{base}/admin/logs", headers=cookie)
+    assert status == 200 and "[console] op=login" in body
+    assert _raw(f"{base}/admin/tasks/task-nope", headers=cookie)[0] == 404
+    assert _raw(f"{base}/admin/logs?page=x%C2%B2", headers=cookie)[0] == 200
