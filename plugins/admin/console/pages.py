@@ -207,7 +207,7 @@ class Console:
         channel = str(p.get("channel") or "")
         sender = str(p.get("sender") or p.get("senderId") or "")
         return {"id": node.id, "channel": channel, "sender": sender[:24], "fullSender": sender,
-                "scope": str(p.get("scope") or ""), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+                "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
 
     def task_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
         rows = self.store().find(guards=self.guards(), labels=["Task"], order_by="startedAt", descending=True,
@@ -288,8 +288,8 @@ class Console:
         row: dict[str, Any] = {"id": rid, "labels": ["Message", CHANNEL_MESSAGE_LABELS.get(channel, "Message")],
                                "properties": props}
         rows = [row]
-        if self.store().get(conv, guards=self.guards()) is not None:
-            rows.append({"id": conv, "labels": ["Conversation"], "properties": {},
+        if self.store().get(conv, guards=self.guards()) is not None:  # the owner holds it until handed back
+            rows.append({"id": conv, "labels": ["Conversation"], "properties": {"ownerHolds": True},
                          "edges": [{"type": "HAS_MESSAGE", "to": rid}]})
         self.store().upsert_many(rows, account_id=account)
         self.host.call_each(hooktable.MESSAGES_STORED, account_id=account, message_ids=[rid])
@@ -317,6 +317,13 @@ class Console:
         await asyncio.to_thread(self.store().upsert_node, ["Message"], clean, account_id=self.account, node_id=rid)
         log("console", "op=reply", channel=channel, messageId=rid, ok=bool(outcome.get("ok")))
         return outcome
+
+    def hand_back(self, conv: str) -> bool:
+        if self.store().get(conv, guards=self.guards()) is None:
+            return False
+        self.store().upsert_node(["Conversation"], {"ownerHolds": False}, account_id=self.account, node_id=conv)
+        log("console", "op=hand-back", conversation=conv[5:13])
+        return True
 
     def task_tool(self, name: str, args: dict[str, Any]) -> Any:
         from host.runtime.tooltable import call_tool
@@ -397,7 +404,9 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         conv = lead["conversationId"] or (conversation_node_id(console.account or "", lead["channel"], lead["sender"])
                                           if lead["channel"] and lead["sender"] else None)
         messages = console.messages(conv, 0)[0] if conv else []
+        node = host.store().get(conv, guards=console.guards()) if conv else None
         return {"messages": messages, "can_reply": bool(lead["channel"] and lead["sender"]),
+                "held": bool(node is not None and node.properties.get("ownerHolds")), "conversation_id": conv,
                 "reply_action": f"/admin/leads/{lead['id']}/reply"}
 
     async def lead_page(request: Any, session: Any, csrf: str) -> Any:
@@ -409,6 +418,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
                   "done": "Marked done."}.get(request.query_params.get("notice", ""))
         return console.render("lead.html", title=lead["title"], session=session, current="/admin/leads", lead=lead,
+                              back_to=f"/admin/leads/{lead['id']}",
                               csrf=csrf, notice=notice, **context)
 
     async def lead_reply(request: Any) -> Any:
@@ -468,6 +478,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         return console.render("conversation.html", title=conv["label"], session=session,
                               current="/admin/conversations", conversation=conv, messages=messages, page=page,
                               more=more, csrf=csrf, notice=notice, can_reply=bool(conv["channel"] and conv["fullSender"]),
+                              held=conv["held"], conversation_id=conv["id"], back_to=f"/admin/conversations/{conv['id']}",
                               reply_action=f"/admin/conversations/{conv['id']}/reply")
 
     async def conversation_reply(request: Any) -> Any:
@@ -514,6 +525,15 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         return console.render("logs.html", title="Logs", session=session, current="/admin/logs", lines=lines,
                               page=page, more=more, size=LOG_PAGE, window=LOG_WINDOW // 1024)
 
+    async def hand_back(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        conv = request.path_params["conversation"]
+        await asyncio.to_thread(console.hand_back, conv)
+        back = safe_next(form.get("back")) if form.get("back") else f"/admin/conversations/{conv}"
+        return RedirectResponse(back, status_code=303, headers=HEADERS)
+
     async def stylesheet(request: Any) -> Any:
         return FileResponse(HERE / "static" / "console.css", media_type="text/css; charset=utf-8",
                             headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=3600"})
@@ -523,6 +543,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         Route("/admin/login", endpoint=login_page, methods=("GET",), name="console-login"),
         Route("/admin/login", endpoint=login_post, methods=("POST",), name="console-login-post"),
         Route("/admin/logout", endpoint=logout, methods=("POST",), name="console-logout"),
+        Route("/admin/conversations/{conversation}/hand-back", endpoint=hand_back, methods=("POST",),
+              name="console-hand-back"),
         Route("/admin/static/console.css", endpoint=stylesheet, methods=("GET",), name="console-css"),
         Route("/admin/leads", endpoint=signed_in(leads), methods=("GET",), name="console-leads"),
         Route("/admin/leads/{lead}", endpoint=signed_in(lead_page), methods=("GET",), name="console-lead"),

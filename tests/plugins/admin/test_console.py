@@ -161,3 +161,33 @@ def test_tasks_audit_and_logs_pages_are_paged_and_read_only(console) -> None:
     assert status == 200 and "[console] op=login" in body
     assert _raw(f"{base}/admin/tasks/task-nope", headers=cookie)[0] == 404
     assert _raw(f"{base}/admin/logs?page=x%C2%B2", headers=cookie)[0] == 200
+
+
+def test_an_owner_reply_holds_the_conversation_until_handed_back(console, plughost_home: Path) -> None:
+    base = console.base
+    visitor = _leave_lead(base)
+    cookie = {"Cookie": _cookie(base)}
+    _, _, body = _raw(f"{base}/admin/leads", headers=cookie)
+    lead = body.split('href="/admin/leads/task-', 1)[1].split('"', 1)[0]
+    _, _, page = _raw(f"{base}/admin/leads/task-{lead}", headers=cookie)
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    status, headers, _ = _raw(f"{base}/admin/leads/task-{lead}/reply", f"csrf={csrf}&text=Hello+from+the+owner".encode(),
+                              headers=cookie)
+    assert status == 303 and headers["location"].endswith("?notice=sent")
+    _, _, page = _raw(f"{base}/admin/leads/task-{lead}", headers=cookie)
+    assert "Hand back to the agent" in page
+    conv = page.split('action="/admin/conversations/', 1)[1].split('/hand-back"', 1)[0]
+    _post(base, "/channels/webchat/messages", {"session": visitor, "text": "Great, and on Sundays?"})
+    log = plughost_home / "logs" / "server.log"
+    deadline = time.monotonic() + 30
+    while "op=held-by-owner" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "op=held-by-owner" in log.read_text()
+    assert sum(e["role"] == "assistant" for e in _events(base, visitor)) == 3  # two agent replies, the owner's
+    status, headers, _ = _raw(f"{base}/admin/conversations/{conv}/hand-back",
+                              f"csrf={csrf}&back=/admin/leads/task-{lead}".encode(), headers=cookie)
+    assert status == 303 and headers["location"] == f"/admin/leads/task-{lead}"
+    _post(base, "/channels/webchat/messages", {"session": visitor, "text": "And on Mondays?"})
+    _wait_events(base, visitor, 4)
+    _, _, page = _raw(f"{base}/admin/conversations/{conv}", headers=cookie)
+    assert "Hand back to the agent" not in page and "Hello from the owner" in page
