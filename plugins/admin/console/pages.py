@@ -25,6 +25,8 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, quote, urlparse
 
+import anyio
+
 from host.ports.graph import CHANNEL_MESSAGE_LABELS, conversation_node_id
 from host.runtime import hooktable
 from host.runtime.types import Route
@@ -45,7 +47,10 @@ CSP = ("default-src 'self'; style-src 'self'; script-src 'none'; object-src 'non
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
            "Referrer-Policy": "same-origin"}
 NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"),
-       ("/admin/tasks", "Tasks"), ("/admin/audit", "Tool calls"), ("/admin/logs", "Logs"))
+       ("/admin/tasks", "Tasks"), ("/admin/memory", "Memory"), ("/admin/audit", "Tool calls"),
+       ("/admin/health", "Gates"), ("/admin/logs", "Logs"))
+SEARCH_PAGE = 10
+SEARCH_MAX_PAGE = 10
 LOG_WINDOW = 256 * 1024  # bytes of the log's tail the logs page reads
 LOG_PAGE = 100
 FINAL = ("done", "failed", "cancelled")
@@ -246,6 +251,25 @@ class Console:
                                   str(p.get("pluginName") or ""), "error" if p.get("isError") else "ok",
                                   str(p.get("input") or "")[:200]]})
         return out, len(rows) > PAGE_SIZE
+
+    def search(self, query: str, page: int) -> tuple[list[dict[str, Any]], bool]:
+        """The owner's finds and a public visitor's (the guards narrowed to the public scope), one page each."""
+        owner = self.guards()
+        views = []
+        more = False
+        for title, intro, guards in (
+                ("As the owner", "Everything the account's memory holds for this text.", owner),
+                ("As a public visitor would see it", "Only what the public scope lets a visitor's turn read.",
+                 owner.narrow(scopes=["public"]))):
+            hits = self.store().fulltext_search(query, SEARCH_PAGE * page + 1, guards=guards)
+            more = more or len(hits) > SEARCH_PAGE * page
+            chosen = hits[(page - 1) * SEARCH_PAGE:page * SEARCH_PAGE]
+            views.append({"title": title, "intro": intro, "hits": [
+                {"text": str(h.node.properties.get("text") or h.node.properties.get("name")
+                             or h.node.properties.get("title") or h.node.id)[:300],
+                 "label": ",".join(h.node.labels), "scope": str(h.node.properties.get("scope") or ""),
+                 "score": round(float(h.score), 3)} for h in chosen]})
+        return views, more
 
     def log_lines(self, page: int) -> tuple[list[str], bool]:
         path = self.host.home / "logs" / "server.log"
@@ -534,6 +558,24 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         back = safe_next(form.get("back")) if form.get("back") else f"/admin/conversations/{conv}"
         return RedirectResponse(back, status_code=303, headers=HEADERS)
 
+    async def memory(request: Any, session: Any, csrf: str) -> Any:
+        query = (request.query_params.get("q") or "").strip()[:200]
+        page = min(console.page_of(request), SEARCH_MAX_PAGE)
+        views, more = await asyncio.to_thread(console.search, query, page) if query else ([], False)
+        return console.render("memory.html", title="Memory", session=session, current="/admin/memory", q=query,
+                              views=views, page=page, more=more and page < SEARCH_MAX_PAGE)
+
+    async def health_page(request: Any, session: Any, csrf: str) -> Any:
+        from plugins.admin import health
+
+        with anyio.move_on_after(health.PROBE_TIMEOUT_S):
+            _status, body = await anyio.to_thread.run_sync(health.snapshot, host, abandon_on_cancel=True)
+            gates = [(k, v if isinstance(v, str) else json.dumps(v, indent=1, default=str)[:4000])
+                     for k, v in sorted(body.get("gates", {}).items())]
+            return console.render("health.html", title="Gates", session=session, current="/admin/health", body=body,
+                                  gates=gates)
+        return console.render("error.html", 503, title="Gates", detail="The health probe timed out.", session=session)
+
     async def stylesheet(request: Any) -> Any:
         return FileResponse(HERE / "static" / "console.css", media_type="text/css; charset=utf-8",
                             headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=3600"})
@@ -553,6 +595,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         Route("/admin/tasks", endpoint=signed_in(tasks), methods=("GET",), name="console-tasks"),
         Route("/admin/tasks/{task}", endpoint=signed_in(task_page), methods=("GET",), name="console-task"),
         Route("/admin/audit", endpoint=signed_in(audit), methods=("GET",), name="console-audit"),
+        Route("/admin/memory", endpoint=signed_in(memory), methods=("GET",), name="console-memory"),
+        Route("/admin/health", endpoint=signed_in(health_page), methods=("GET",), name="console-health"),
         Route("/admin/logs", endpoint=signed_in(logs), methods=("GET",), name="console-logs"),
         Route("/admin/conversations", endpoint=signed_in(conversations), methods=("GET",),
               name="console-conversations"),

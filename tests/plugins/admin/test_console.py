@@ -191,3 +191,16 @@ def test_an_owner_reply_holds_the_conversation_until_handed_back(console, plugho
     _wait_events(base, visitor, 4)
     _, _, page = _raw(f"{base}/admin/conversations/{conv}", headers=cookie)
     assert "Hand back to the agent" not in page and "Hello from the owner" in page
+
+
+def test_memory_search_shows_the_owner_view_and_the_public_view(console) -> None:
+    base = console.base
+    _leave_lead(base)
+    cookie = {"Cookie": _cookie(base)}
+    status, _, body = _raw(f"{base}/admin/memory?q=wedding+cakes", headers=cookie)
+    assert status == 200 and "As the owner" in body and "As a public visitor would see it" in body
+    owner, public = body.split("As a public visitor would see it", 1)
+    assert "admin" in owner.split("As the owner", 1)[1]  # the lead's Task, admin-scoped
+    assert ">admin<" not in public and "wedding cakes" in public  # the visitor's own public messages only
+    status, _, body = _raw(f"{base}/admin/health", headers=cookie)
+    assert status == 200 and "<h2>Boot gates</h2>" in body and "admin" in body
