@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -48,12 +49,14 @@ HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", 
            "Referrer-Policy": "same-origin"}
 NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"),
        ("/admin/tasks", "Tasks"), ("/admin/memory", "Memory"), ("/admin/audit", "Tool calls"),
-       ("/admin/health", "Gates"), ("/admin/logs", "Logs"))
+       ("/admin/health", "Gates"), ("/admin/logs", "Logs"), ("/admin/people", "Erase / export"))
+PERSON_KINDS = ("contact", "visitor", "conversation")
 SEARCH_PAGE = 10
 SEARCH_MAX_PAGE = 10
 LOG_WINDOW = 256 * 1024  # bytes of the log's tail the logs page reads
 LOG_PAGE = 100
 FINAL = ("done", "failed", "cancelled")
+PERSON_LOCK = threading.Lock()  # one erase at a time captures the command's printed receipt
 
 
 def templates() -> Any:
@@ -349,6 +352,28 @@ class Console:
         log("console", "op=hand-back", conversation=conv[5:13])
         return True
 
+    def person_command(self, name: str, argv: list[str]) -> str:
+        """Run the ``erase`` / ``export`` command a plugin publishes (``plughost_cli_commands``), its output as text."""
+        import argparse
+        import contextlib
+        import io
+        import tempfile
+
+        command = next((c for c in self.host.collect(hooktable.CLI_COMMANDS).items() if c.name == name), None)
+        if command is None:
+            raise UserError(f"no plugin serves `plughost {name}`")
+        parser = argparse.ArgumentParser(prog=f"plughost {name}", exit_on_error=False)
+        command.configure(parser)
+        if name == "export":
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "export.json"
+                command.run(parser.parse_args([*argv, "--out", str(out)]), self.host)
+                return out.read_text(encoding="utf-8")
+        buffer = io.StringIO()
+        with PERSON_LOCK, contextlib.redirect_stdout(buffer):
+            command.run(parser.parse_args(argv), self.host)
+        return buffer.getvalue()
+
     def task_tool(self, name: str, args: dict[str, Any]) -> Any:
         from host.runtime.tooltable import call_tool
 
@@ -576,6 +601,42 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                   gates=gates)
         return console.render("error.html", 503, title="Gates", detail="The health probe timed out.", session=session)
 
+    async def people(request: Any, session: Any, csrf: str) -> Any:
+        return console.render("people.html", title="Erase / export", session=session, current="/admin/people",
+                              csrf=csrf, receipt=None, error=None, value="")
+
+    async def people_post(request: Any) -> Any:
+        from starlette.responses import Response
+
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        token = token_of(request) or ""
+        csrf = csrf_of(sessions.load_secret(host.home), token)
+        kind, value, mode = form.get("kind", ""), form.get("value", "").strip()[:200], form.get("mode", "")
+
+        def again(status: int, error: str | None = None, receipt: Any = None) -> Any:
+            return console.render("people.html", status, title="Erase / export", session=session,
+                                  current="/admin/people", csrf=csrf, receipt=receipt, error=error, value=value)
+
+        if kind not in PERSON_KINDS or not value or mode not in ("export", "dry-run", "erase"):
+            return again(400, "Choose how to find the person, give a value and an action.")
+        if mode == "erase" and form.get("confirm") != "yes":
+            return again(400, "Tick the box to confirm the erase.")
+        argv = [f"--{kind}", value]
+        try:
+            if mode == "export":
+                text = await asyncio.to_thread(console.person_command, "export", argv)
+                return Response(text, media_type="application/json", headers={
+                    **HEADERS, "Content-Disposition": 'attachment; filename="export.json"'})
+            out = await asyncio.to_thread(console.person_command, "erase",
+                                          [*argv, "--json", *(["--dry-run"] if mode == "dry-run" else [])])
+            receipt = json.loads(out.strip().splitlines()[-1])
+        except (UserError, ValueError, IndexError, SystemExit) as exc:
+            return again(400, str(exc).splitlines()[0][:300] if str(exc) else "The request was refused.")
+        log("console", "op=erase" if mode == "erase" else "op=erase-dry-run", nodes=receipt.get("nodes"))
+        return again(200, receipt=receipt)
+
     async def stylesheet(request: Any) -> Any:
         return FileResponse(HERE / "static" / "console.css", media_type="text/css; charset=utf-8",
                             headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=3600"})
@@ -597,6 +658,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         Route("/admin/audit", endpoint=signed_in(audit), methods=("GET",), name="console-audit"),
         Route("/admin/memory", endpoint=signed_in(memory), methods=("GET",), name="console-memory"),
         Route("/admin/health", endpoint=signed_in(health_page), methods=("GET",), name="console-health"),
+        Route("/admin/people", endpoint=signed_in(people), methods=("GET",), name="console-people"),
+        Route("/admin/people", endpoint=people_post, methods=("POST",), name="console-people-post"),
         Route("/admin/logs", endpoint=signed_in(logs), methods=("GET",), name="console-logs"),
         Route("/admin/conversations", endpoint=signed_in(conversations), methods=("GET",),
               name="console-conversations"),

@@ -204,3 +204,22 @@ def test_memory_search_shows_the_owner_view_and_the_public_view(console) -> None
     assert ">admin<" not in public and "wedding cakes" in public  # the visitor's own public messages only
     status, _, body = _raw(f"{base}/admin/health", headers=cookie)
     assert status == 200 and "<h2>Boot gates</h2>" in body and "admin" in body
+
+
+def test_export_and_erase_a_person_from_the_console(console) -> None:
+    base = console.base
+    _leave_lead(base)
+    cookie = {"Cookie": _cookie(base)}
+    _, _, page = _raw(f"{base}/admin/people", headers=cookie)
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    form = f"csrf={csrf}&kind=contact&value=ana%40example.com"
+    status, headers, body = _raw(f"{base}/admin/people", f"{form}&mode=export".encode(), headers=cookie)
+    assert status == 200 and headers["content-disposition"].startswith("attachment")
+    assert "ana@example.com" in body and json.loads(body)["nodes"]
+    status, _, body = _raw(f"{base}/admin/people", f"{form}&mode=dry-run".encode(), headers=cookie)
+    assert status == 200 and "Dry run (nothing removed)" in body
+    assert _raw(f"{base}/admin/people", f"{form}&mode=erase".encode(), headers=cookie)[0] == 400  # not confirmed
+    status, _, body = _raw(f"{base}/admin/people", f"{form}&mode=erase&confirm=yes".encode(), headers=cookie)
+    assert status == 200 and "<h2 id=\"receipt-heading\">Erased</h2>" in body
+    _, _, body = _raw(f"{base}/admin/leads", headers=cookie)
+    assert "ana@example.com" not in body
