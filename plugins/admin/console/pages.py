@@ -50,6 +50,7 @@ HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", 
 NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"),
        ("/admin/tasks", "Tasks"), ("/admin/memory", "Memory"), ("/admin/audit", "Tool calls"),
        ("/admin/health", "Gates"), ("/admin/logs", "Logs"), ("/admin/people", "Erase / export"))
+CHANNELS = {"webchat": "Webchat", "telegram": "Telegram", "whatsapp": "WhatsApp"}
 PERSON_KINDS = ("contact", "visitor", "conversation")
 SEARCH_PAGE = 10
 SEARCH_MAX_PAGE = 10
@@ -205,9 +206,10 @@ class Console:
             out.append({"role": role, "who": who, "text": str(p.get("text") or ""), "at": _when(_stamp(p))})
         return out, start + MESSAGE_PAGE < len(rows)
 
-    def conversation_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
-        rows = self.store().find(guards=self.guards(), labels=["Conversation"], limit=PAGE_SIZE + 1,
-                                 offset=(page - 1) * PAGE_SIZE)
+    def conversation_rows(self, page: int, channel: str = "") -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["Conversation"],
+                                 where={"channel": channel} if channel else None, order_by="lastMessageAt",
+                                 descending=True, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
         return [self.conversation_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
 
     def conversation_view(self, node: Any) -> dict[str, Any]:
@@ -215,7 +217,8 @@ class Console:
         channel = str(p.get("channel") or "")
         sender = str(p.get("sender") or p.get("senderId") or "")
         return {"id": node.id, "channel": channel, "sender": sender[:24], "fullSender": sender,
-                "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+                "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")),
+                "last": str(p.get("lastMessageAt") or "")[:16].replace("T", " "), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
 
     def task_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
         rows = self.store().find(guards=self.guards(), labels=["Task"], order_by="startedAt", descending=True,
@@ -316,7 +319,8 @@ class Console:
                                "properties": props}
         rows = [row]
         if self.store().get(conv, guards=self.guards()) is not None:  # the owner holds it until handed back
-            rows.append({"id": conv, "labels": ["Conversation"], "properties": {"ownerHolds": True},
+            rows.append({"id": conv, "labels": ["Conversation"],
+                         "properties": {"ownerHolds": True, "lastMessageAt": props["createdAt"]},
                          "edges": [{"type": "HAS_MESSAGE", "to": rid}]})
         self.store().upsert_many(rows, account_id=account)
         self.host.call_each(hooktable.MESSAGES_STORED, account_id=account, message_ids=[rid])
@@ -507,9 +511,13 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
 
     async def conversations(request: Any, session: Any, csrf: str) -> Any:
         page = console.page_of(request)
-        rows, more = await asyncio.to_thread(console.conversation_rows, page)
+        channel = request.query_params.get("channel", "")
+        channel = channel if channel in CHANNELS else ""
+        rows, more = await asyncio.to_thread(console.conversation_rows, page, channel)
         return console.render("conversations.html", title="Conversations", session=session,
-                              current="/admin/conversations", rows=rows, page=page, more=more)
+                              current="/admin/conversations", rows=rows, page=page, more=more, channel=channel,
+                              channels=(("", "All"), *((c, CHANNELS[c]) for c in CHANNELS)),
+                              pager_query=f"channel={channel}&" if channel else "")
 
     def conversation_of(conv_id: str) -> dict[str, Any] | None:
         node = host.store().get(conv_id, guards=console.guards())

@@ -223,3 +223,17 @@ def test_export_and_erase_a_person_from_the_console(console) -> None:
     assert status == 200 and "<h2 id=\"receipt-heading\">Erased</h2>" in body
     _, _, body = _raw(f"{base}/admin/leads", headers=cookie)
     assert "ana@example.com" not in body
+
+
+def test_conversations_are_listed_by_channel_with_who_answers(console) -> None:
+    base = console.base
+    _leave_lead(base)
+    cookie = {"Cookie": _cookie(base)}
+    status, _, body = _raw(f"{base}/admin/conversations", headers=cookie)
+    assert status == 200 and "webchat" in body and "the agent" in body
+    conv = body.split('href="/admin/conversations/conv-', 1)[1].split('"', 1)[0]
+    _, _, page = _raw(f"{base}/admin/conversations/conv-{conv}", headers=cookie)
+    assert "Please write to me at ana@example.com" in page and 'id="reply"' in page
+    assert "webchat" in _raw(f"{base}/admin/conversations?channel=webchat", headers=cookie)[2].split("<tbody>", 1)[1]
+    status, _, body = _raw(f"{base}/admin/conversations?channel=telegram&page=1", headers=cookie)
+    assert status == 200 and "No conversations on this page." in body
