@@ -117,6 +117,7 @@ class Console:
         context.setdefault("session", None)
         context.setdefault("notice", None)
         context.setdefault("current", "")
+        context.setdefault("csrf", "")
         html = self.env.get_template(name).render(nav=NAV, **context)
         return HTMLResponse(html, status_code=status, headers=HEADERS)
 
@@ -445,12 +446,12 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
     async def home(request: Any, session: Any, csrf: str) -> Any:
         rows = await asyncio.to_thread(host.store().find, guards=console.guards(), labels=["Task"],
                                        where={"kind": "follow-up", "status": "running"}, limit=1000)
-        return console.render("home.html", title="Console", session=session, current="/admin", open_leads=len(rows))
+        return console.render("home.html", title="Console", session=session, csrf=csrf, current="/admin", open_leads=len(rows))
 
     async def leads(request: Any, session: Any, csrf: str) -> Any:
         page = console.page_of(request)
         rows, more = await asyncio.to_thread(console.lead_rows, page)
-        return console.render("leads.html", title="Leads", session=session, current="/admin/leads", rows=rows,
+        return console.render("leads.html", title="Leads", session=session, csrf=csrf, current="/admin/leads", rows=rows,
                               page=page, more=more)
 
     def lead_context(lead: dict[str, Any]) -> dict[str, Any]:
@@ -514,7 +515,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         channel = request.query_params.get("channel", "")
         channel = channel if channel in CHANNELS else ""
         rows, more = await asyncio.to_thread(console.conversation_rows, page, channel)
-        return console.render("conversations.html", title="Conversations", session=session,
+        return console.render("conversations.html", title="Conversations", session=session, csrf=csrf,
                               current="/admin/conversations", rows=rows, page=page, more=more, channel=channel,
                               channels=(("", "All"), *((c, CHANNELS[c]) for c in CHANNELS)),
                               pager_query=f"channel={channel}&" if channel else "")
@@ -556,7 +557,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
     async def tasks(request: Any, session: Any, csrf: str) -> Any:
         page = console.page_of(request)
         rows, more = await asyncio.to_thread(console.task_rows, page)
-        return console.render("table.html", title="Tasks", session=session, current="/admin/tasks", rows=rows,
+        return console.render("table.html", title="Tasks", session=session, csrf=csrf, current="/admin/tasks", rows=rows,
                               columns=("Task", "Kind", "Status", "Started"), page=page, more=more,
                               intro="Work the agents and visitors raised, newest first.")
 
@@ -566,20 +567,20 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
             return console.render("error.html", 404, title="No such task", detail="That task does not exist.",
                                   session=session)
         task, produced = found
-        return console.render("task.html", title=task["title"], session=session, current="/admin/tasks", task=task,
+        return console.render("task.html", title=task["title"], session=session, csrf=csrf, current="/admin/tasks", task=task,
                               produced=produced)
 
     async def audit(request: Any, session: Any, csrf: str) -> Any:
         page = console.page_of(request)
         rows, more = await asyncio.to_thread(console.audit_rows, page)
-        return console.render("table.html", title="Tool calls", session=session, current="/admin/audit", rows=rows,
+        return console.render("table.html", title="Tool calls", session=session, csrf=csrf, current="/admin/audit", rows=rows,
                               columns=("When", "Tool", "Plugin", "Result", "Input (redacted)"), page=page, more=more,
                               intro="The tool-call audit of admin sessions, newest first; the time links to its conversation.")
 
     async def logs(request: Any, session: Any, csrf: str) -> Any:
         page = console.page_of(request)
         lines, more = await asyncio.to_thread(console.log_lines, page)
-        return console.render("logs.html", title="Logs", session=session, current="/admin/logs", lines=lines,
+        return console.render("logs.html", title="Logs", session=session, csrf=csrf, current="/admin/logs", lines=lines,
                               page=page, more=more, size=LOG_PAGE, window=LOG_WINDOW // 1024)
 
     async def hand_back(request: Any) -> Any:
@@ -595,7 +596,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         query = (request.query_params.get("q") or "").strip()[:200]
         page = min(console.page_of(request), SEARCH_MAX_PAGE)
         views, more = await asyncio.to_thread(console.search, query, page) if query else ([], False)
-        return console.render("memory.html", title="Memory", session=session, current="/admin/memory", q=query,
+        return console.render("memory.html", title="Memory", session=session, csrf=csrf, current="/admin/memory", q=query,
                               views=views, page=page, more=more and page < SEARCH_MAX_PAGE)
 
     async def health_page(request: Any, session: Any, csrf: str) -> Any:
@@ -605,7 +606,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
             _status, body = await anyio.to_thread.run_sync(health.snapshot, host, abandon_on_cancel=True)
             gates = [(k, v if isinstance(v, str) else json.dumps(v, indent=1, default=str)[:4000])
                      for k, v in sorted(body.get("gates", {}).items())]
-            return console.render("health.html", title="Gates", session=session, current="/admin/health", body=body,
+            return console.render("health.html", title="Gates", session=session, csrf=csrf, current="/admin/health", body=body,
                                   gates=gates)
         return console.render("error.html", 503, title="Gates", detail="The health probe timed out.", session=session)
 

@@ -263,3 +263,14 @@ def test_conversations_are_listed_by_channel_with_who_answers(console) -> None:
     assert "webchat" in _raw(f"{base}/admin/conversations?channel=webchat", headers=cookie)[2].split("<tbody>", 1)[1]
     status, _, body = _raw(f"{base}/admin/conversations?channel=telegram&page=1", headers=cookie)
     assert status == 200 and "No conversations on this page." in body
+
+
+def test_sign_out_needs_the_form_check_and_ends_the_console_session(console) -> None:
+    base = console.base
+    cookie = {"Cookie": _cookie(base)}
+    _, _, page = _raw(f"{base}/admin", headers=cookie)
+    assert 'action="/admin/logout"' in page
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    assert csrf and _raw(f"{base}/admin/logout", b"csrf=nope", headers=cookie)[0] == 403
+    status, headers, _ = _raw(f"{base}/admin/logout", f"csrf={csrf}".encode(), headers=cookie)
+    assert status == 303 and headers["location"] == "/admin/login" and 'admin_session=""' in headers["set-cookie"]
