@@ -30,12 +30,19 @@ def plughost_routes(host: Host) -> list[Route]:
     def account_of():
         return host.principal.account
 
-    mint, check = session_routes.make_endpoints(home_of, account_of)
+    from plugins.admin.console import pages
+
+    login = session_routes.PinLogin(home_of, account_of)
+    mint, check = session_routes.make_endpoints(home_of, account_of, login)
     # per client address, before any body is read
     mint = per_address(host, RATE_PIN_ADDRESS, mint, "too many PIN attempts from this address; try again in a minute")
     ingest = per_address(host, RATE_LOG_INGEST, logingest.log_ingest,
                          "too many log lines from this address; send them in batches ({\"lines\": [...]})")
     return [
+        *[Route(r.path, endpoint=per_address(host, RATE_PIN_ADDRESS, r.endpoint, "too many PIN attempts from this "
+                                                                    "address; try again in a minute"),
+                methods=r.methods, name=r.name) if r.name == "console-login-post" else r
+          for r in pages.make_routes(host, login)],
         Route("/api/admin/log-ingest", endpoint=ingest, methods=("POST",), name="admin-log-ingest"),
         Route("/api/admin/session", endpoint=mint, methods=("POST",), name="admin-session-mint"),
         Route("/api/admin/session", endpoint=check, methods=("GET",), name="admin-session-check"),

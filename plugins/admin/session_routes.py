@@ -120,12 +120,55 @@ def token_of(request: Any) -> str | None:
     return request.cookies.get(COOKIE) or None
 
 
-def make_endpoints(home_of: Callable[[], Path], account_of: Callable[[], str | None] = lambda: None) -> tuple[Any, Any]:
+class PinLogin:
+    """PIN → signed session token under the per-account lockout and the server-wide gate (shared by the
+    JSON route and the console's login form)."""
+
+    def __init__(self, home_of: Callable[[], Path], account_of: Callable[[], str | None] = lambda: None) -> None:
+        self.home_of, self.account_of = home_of, account_of
+        self.failures = FailureWindow()
+        self.gate = PinGate()
+
+    async def attempt(self, account: str, pin: str) -> tuple[str | None, str | None, Any]:
+        """``(token, user, None)`` or ``(None, None, error response)``."""
+        serving = self.account_of()
+        failures, gate = self.failures, self.gate
+        if failures.locked(account):
+            log("admin-session", "op=locked", accountId=account[:8])
+            return None, None, json_error(429, "too-many-requests", "too many wrong PINs; try again in a few minutes",
+                                          headers={"Retry-After": str(int(WINDOW_S))})
+        if not gate.admit():
+            gate.note_throttled()
+            return None, None, json_error(429, "too-many-requests",
+                                          "too many PIN attempts on this server; try again shortly",
+                                          headers={"Retry-After": "1"})
+        home = self.home_of()
+        if serving and account != serving:
+            await asyncio.sleep(gate.scrypt_s)  # another account's PIN is no business of this server
+            user = None
+        else:
+            user = await gate.verify(home, account, pin)
+        if user is None:
+            failures.fail(account)
+            log("admin-session", "op=pin-rejected", accountId=account[:8])
+            return None, None, json_error(401, "invalid-pin", "the account or PIN is not right")
+        failures.clear(account)
+        secret = sessions.load_secret(home)
+        token = sessions.mint(secret, account, user, now_ms=int(time.time() * 1000))
+        log("admin-session", "op=minted", accountId=account[:8], userId=user)
+        return token, user, None
+
+
+def set_cookie(response: Any, token: str) -> None:
+    response.set_cookie(COOKIE, token, max_age=sessions.TTL_MS // 1000, httponly=True, samesite="strict", path="/")
+
+
+def make_endpoints(home_of: Callable[[], Path], account_of: Callable[[], str | None] = lambda: None,
+                   login: PinLogin | None = None) -> tuple[Any, Any]:
     """The mint and check endpoints; a server serving an account mints and accepts that account's tokens only."""
     from starlette.responses import JSONResponse
 
-    failures = FailureWindow()
-    gate = PinGate()
+    pins = login or PinLogin(home_of, account_of)
 
     async def mint_session(request: Any) -> Any:
         body = await read_body(request, 4096)
@@ -143,34 +186,13 @@ def make_endpoints(home_of: Callable[[], Path], account_of: Callable[[], str | N
         except UserError as exc:
             field = str(exc).split(":", 1)[0]
             return json_error(400, "bad-request", f"body.{field}:{str(exc).split(':', 1)[1]}")
-        serving = account_of()
-        if failures.locked(account):
-            log("admin-session", "op=locked", accountId=account[:8])
-            return json_error(429, "too-many-requests", "too many wrong PINs; try again in a few minutes",
-                              headers={"Retry-After": str(int(WINDOW_S))})
-        if not gate.admit():
-            gate.note_throttled()
-            return json_error(429, "too-many-requests", "too many PIN attempts on this server; try again shortly",
-                              headers={"Retry-After": "1"})
-        home = home_of()
-        if serving and account != serving:
-            await asyncio.sleep(gate.scrypt_s)  # another account's PIN is no business of this server
-            user = None
-        else:
-            user = await gate.verify(home, account, pin)
-        if user is None:
-            failures.fail(account)
-            log("admin-session", "op=pin-rejected", accountId=account[:8])
-            return json_error(401, "invalid-pin", "the account or PIN is not right")
-        failures.clear(account)
-        secret = sessions.load_secret(home)
+        token, user, refused = await pins.attempt(account, pin)
+        if token is None:
+            return refused
         now = int(time.time() * 1000)
-        token = sessions.mint(secret, account, user, now_ms=now)
-        log("admin-session", "op=minted", accountId=account[:8], userId=user)
         response = JSONResponse({"token": token, "accountId": account, "userId": user,
                                  "expiresAt": now + sessions.TTL_MS})
-        response.set_cookie(COOKIE, token, max_age=sessions.TTL_MS // 1000, httponly=True, samesite="strict",
-                            path="/")
+        set_cookie(response, token)
         return response
 
     async def check_session(request: Any) -> Any:

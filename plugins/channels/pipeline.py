@@ -113,7 +113,7 @@ class Turn:
 
     message_id: str
     role: str
-    status: str  # answered | refused | agent-failed
+    status: str  # answered | refused | agent-failed | held (the owner holds the conversation)
     reply: str | None = None
     payload: str | None = None
     delivery: Any = None
@@ -289,6 +289,12 @@ class Gateway:
             if node is not None and node.properties.get("scope") != "public":
                 self.store.upsert_node(["Conversation"], {"scope": "public"}, account_id=self.account_id, node_id=conv)
 
+    def held_by_owner(self, msg: Inbound) -> bool:
+        """The owner took this conversation over (the console sets ``ownerHolds`` on its Conversation
+        when replying and clears it on "hand back"): the agent does not answer it meanwhile."""
+        conv = self.store.get(conversation_node_id(self.account_id, msg.channel, msg.sender), guards=self.guards())
+        return bool(conv is not None and conv.properties.get("ownerHolds"))
+
     def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, role: str = "admin") -> str:
         account = self.require_account()
         rid = message_id(account, msg.channel, f"reply:{msg.platform_id}")
@@ -422,6 +428,10 @@ class Gateway:
             delivery = await self.reply(msg, mid, REFUSAL, kind="refusal", role=who.role,
                                         status={"status": "refused", "verdict": verdict.verdict})
             return Turn(mid, who.role, "refused", REFUSAL, None, delivery)
+        if who.role != "admin" and await asyncio.to_thread(self.held_by_owner, msg):
+            await asyncio.to_thread(self.update_message, msg, mid, {"status": "held", "heldBy": "owner"})
+            log("channels", "op=held-by-owner", channel=msg.channel, messageId=mid)
+            return Turn(mid, who.role, "held")
         turn = TurnInput(channel=msg.channel, role=who.role, text=msg.text, account_id=self.account_id,
                          media_notes=tuple(msg.media_notes), reply=msg.reply, provenance=msg.provenance)
         rules = await asyncio.to_thread(composing.fetch_rules, self.host, turn)

@@ -1,0 +1,679 @@
+"""The console's pages (docs/console.md): login, leads, conversations, replies as the owner.
+
+Every page is rendered from a Jinja2 template (autoescaped) and carries a policy with no inline
+script or style (``/admin/static/console.css`` is the only stylesheet). A page without a valid
+admin session redirects to ``/admin/login``; a POST also needs the form's CSRF token (an HMAC of
+the session token) and, when the browser sends one, a same-origin ``Origin``. Lists and
+conversations are paged (``?page=``, :data:`PAGE_SIZE` rows).
+
+An owner's reply is stored as a channel Message (``sender=owner``, ``kind=owner-reply``) and sent
+through the channel adapter's ``send`` that the channels plugin publishes through
+``plughost_channel_adapters``, the same send an agent's reply takes; the lead's Task gets a step.
+Log lines: ``[console] op=login|reply|lead-done ...``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import parse_qs, quote, urlparse
+
+import anyio
+
+from host.ports.graph import CHANNEL_MESSAGE_LABELS, conversation_node_id
+from host.runtime import hooktable
+from host.runtime.types import Route
+from host.util.errors import UserError
+from host.util.log import log
+from host.web.http import int_param, read_body
+from plugins.admin import sessions
+from plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
+
+HERE = Path(__file__).parent
+PAGE_SIZE = 25
+MESSAGE_PAGE = 50
+MAX_SCAN = 2000  # stored rows read for one page at most
+MAX_FORM = 16 * 1024
+MAX_REPLY = 4000
+CSP = ("default-src 'self'; style-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; "
+       "form-action 'self'; frame-ancestors 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
+           "Referrer-Policy": "same-origin"}
+NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"),
+       ("/admin/tasks", "Tasks"), ("/admin/memory", "Memory"), ("/admin/audit", "Tool calls"),
+       ("/admin/health", "Gates"), ("/admin/logs", "Logs"), ("/admin/people", "Erase / export"))
+CHANNELS = {"webchat": "Webchat", "telegram": "Telegram", "whatsapp": "WhatsApp"}
+PERSON_KINDS = ("contact", "visitor", "conversation")
+SEARCH_PAGE = 10
+SEARCH_MAX_PAGE = 10
+LOG_WINDOW = 256 * 1024  # bytes of the log's tail the logs page reads
+LOG_PAGE = 100
+FINAL = ("done", "failed", "cancelled")
+PERSON_LOCK = threading.Lock()  # one erase at a time captures the command's printed receipt
+
+
+def templates() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True,
+                              undefined=jinja2.StrictUndefined)
+
+
+def csrf_of(secret: bytes, token: str) -> str:
+    return hmac.new(secret, b"console-csrf:" + token.encode("utf-8"), hashlib.sha256).hexdigest()[:40]
+
+
+def _stamp(props: dict[str, Any]) -> int:
+    return int(props.get("receivedNs") or props.get("createdNs") or 0)
+
+
+def _when(ns: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ns / 1e9)) if ns else ""
+
+
+def _inputs(props: dict[str, Any]) -> dict[str, Any]:
+    try:
+        data = json.loads(str(props.get("inputs") or "{}"))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def safe_next(target: str | None) -> str:
+    """Only a console path is a place to go back to after login."""
+    if not target or not target.startswith("/admin") or target.startswith("//") or "\\" in target:
+        return "/admin"
+    return target
+
+
+class Console:
+    def __init__(self, host: Any, login: PinLogin) -> None:
+        self.host = host
+        self.login = login
+        self.env = templates()
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def account(self) -> str | None:
+        return self.host.principal.account
+
+    def guards(self) -> Any:
+        return self.host.principal.guards
+
+    def store(self) -> Any:
+        return self.host.store()
+
+    def render(self, name: str, status: int = 200, **context: Any) -> Any:
+        from starlette.responses import HTMLResponse
+
+        context.setdefault("session", None)
+        context.setdefault("notice", None)
+        context.setdefault("current", "")
+        context.setdefault("csrf", "")
+        html = self.env.get_template(name).render(nav=NAV, **context)
+        return HTMLResponse(html, status_code=status, headers=HEADERS)
+
+    def session_of(self, request: Any) -> tuple[Any, str | None]:
+        secret = sessions.load_secret(self.host.home)
+        token = token_of(request)
+        session, _ = sessions.validate(secret, token)
+        if session is not None and self.account and session.account_id != self.account:
+            session = None
+        return session, token
+
+    def to_login(self, request: Any) -> Any:
+        from starlette.responses import RedirectResponse
+
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/admin/login?next={quote(safe_next(target))}", status_code=303, headers=HEADERS)
+
+    async def form(self, request: Any) -> dict[str, str] | None:
+        body = await read_body(request, MAX_FORM)
+        if body is None:
+            return None
+        parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=20)
+        return {k: v[0] for k, v in parsed.items()}
+
+    def same_origin(self, request: Any) -> bool:
+        origin = request.headers.get("origin")
+        if origin is None:
+            return True
+        return urlparse(origin).netloc == request.headers.get("host", "")
+
+    async def guarded_post(self, request: Any) -> tuple[Any, dict[str, str] | None, Any]:
+        """``(session, form, None)`` or ``(None, None, refusal response)``."""
+        session, token = self.session_of(request)
+        if session is None or token is None:
+            return None, None, self.render("error.html", 401, title="Signed out",
+                                           detail="Your admin session ended; sign in again.")
+        form = await self.form(request)
+        if form is None:
+            return None, None, self.render("error.html", 413, title="Too large", detail="The form is too large.",
+                                           session=session)
+        secret = sessions.load_secret(self.host.home)
+        if not self.same_origin(request) or not hmac.compare_digest(form.get("csrf", ""), csrf_of(secret, token)):
+            log("console", "op=csrf-rejected", path=request.url.path[:80])
+            return None, None, self.render("error.html", 403, title="Refused",
+                                           detail="The form's check did not match; reload the page and try again.",
+                                           session=session)
+        return session, form, None
+
+    def page_of(self, request: Any) -> int:
+        value = int_param(request.query_params.get("page"), default=1, maximum=10_000)
+        return max(1, value or 1)
+
+    # ------------------------------------------------------------------ reads
+    def lead_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["Task"], where={"kind": "follow-up"},
+                                 order_by="startedAt", descending=True, limit=PAGE_SIZE + 1,
+                                 offset=(page - 1) * PAGE_SIZE)
+        return [self.lead_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
+
+    def lead_view(self, node: Any) -> dict[str, Any]:
+        p = dict(node.properties)
+        inputs = _inputs(p)
+        return {"id": node.id, "title": str(p.get("title") or "Lead"), "status": str(p.get("status") or ""),
+                "contact": str(inputs.get("contact") or ""), "question": str(inputs.get("question") or ""),
+                "channel": str(inputs.get("channel") or ""), "sender": str(inputs.get("sender") or ""),
+                "started": str(p.get("startedAt") or "")[:16].replace("T", " "), "outcome": p.get("outcome"),
+                "conversationId": p.get("conversationId")}
+
+    def lead(self, lead_id: str) -> dict[str, Any] | None:
+        node = self.store().get(lead_id, guards=self.guards())
+        if node is None or "Task" not in node.labels or node.properties.get("kind") != "follow-up":
+            return None
+        return self.lead_view(node)
+
+    def messages(self, conversation: str, page: int = 1) -> tuple[list[dict[str, Any]], bool]:
+        """One page of a conversation's Messages, oldest first (the last page when ``page`` is 0)."""
+        rows = self.store().find(guards=self.guards(), labels=["Message"], where={"conversationId": conversation},
+                                 limit=MAX_SCAN)
+        rows.sort(key=lambda n: _stamp(n.properties))
+        start = (page - 1) * MESSAGE_PAGE if page else max(0, len(rows) - MESSAGE_PAGE)
+        chosen = rows[start:start + MESSAGE_PAGE]
+        out = []
+        for n in chosen:
+            p = n.properties
+            role = str(p.get("role") or "")
+            who = "visitor" if role == "user" else ("owner" if p.get("sender") == "owner" else "agent")
+            out.append({"role": role, "who": who, "text": str(p.get("text") or ""), "at": _when(_stamp(p))})
+        return out, start + MESSAGE_PAGE < len(rows)
+
+    def conversation_rows(self, page: int, channel: str = "") -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["Conversation"],
+                                 where={"channel": channel} if channel else None, order_by="lastMessageAt",
+                                 descending=True, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+        return [self.conversation_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
+
+    def conversation_view(self, node: Any) -> dict[str, Any]:
+        p = node.properties
+        channel = str(p.get("channel") or "")
+        sender = str(p.get("sender") or p.get("senderId") or "")
+        return {"id": node.id, "channel": channel, "sender": sender[:24], "fullSender": sender,
+                "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")),
+                "last": str(p.get("lastMessageAt") or "")[:16].replace("T", " "), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+
+    def task_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["Task"], order_by="startedAt", descending=True,
+                                 limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+        out = [{"href": f"/admin/tasks/{n.id}",
+                "cells": [str(n.properties.get("title") or n.id), str(n.properties.get("kind") or ""),
+                          str(n.properties.get("status") or ""),
+                          str(n.properties.get("startedAt") or "")[:16].replace("T", " ")]}
+               for n in rows[:PAGE_SIZE]]
+        return out, len(rows) > PAGE_SIZE
+
+    def task(self, task_id: str) -> tuple[dict[str, Any], list[dict[str, str]]] | None:
+        node = self.store().get(task_id, guards=self.guards())
+        if node is None or "Task" not in node.labels:
+            return None
+        p = node.properties
+        view = {"title": str(p.get("title") or node.id), "kind": str(p.get("kind") or ""),
+                "status": str(p.get("status") or ""), "started": str(p.get("startedAt") or ""),
+                "completed": p.get("completedAt"), "outcome": p.get("outcome"),
+                "conversation": p.get("conversationId"), "steps": [str(x) for x in (p.get("steps") or [])][:200]}
+        near = self.store().expand([node.id], guards=self.guards(), limit=PAGE_SIZE * 4).get(node.id, [])
+        produced = [{"id": n.node.id, "label": ",".join(n.node.labels),
+                     "name": str(n.node.properties.get("name") or n.node.properties.get("title") or "")}
+                    for n in near if n.type == "PRODUCED" and n.direction == "out"][:PAGE_SIZE * 4]
+        return view, produced
+
+    def audit_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
+        rows = self.store().find(guards=self.guards(), labels=["ToolCall"], order_by="startedAt", descending=True,
+                                 limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+        out = []
+        for n in rows[:PAGE_SIZE]:
+            p = n.properties
+            conv = p.get("conversationId")
+            out.append({"href": f"/admin/conversations/{conv}" if conv else None,
+                        "cells": [str(p.get("startedAt") or "")[:19].replace("T", " "), str(p.get("toolName") or ""),
+                                  str(p.get("pluginName") or ""), "error" if p.get("isError") else "ok",
+                                  str(p.get("input") or "")[:200]]})
+        return out, len(rows) > PAGE_SIZE
+
+    def search(self, query: str, page: int) -> tuple[list[dict[str, Any]], bool]:
+        """The owner's finds and a public visitor's (the guards narrowed to the public scope), one page each."""
+        owner = self.guards()
+        views = []
+        more = False
+        for title, intro, guards in (
+                ("As the owner", "Everything the account's memory holds for this text.", owner),
+                ("As a public visitor would see it", "Only what the public scope lets a visitor's turn read.",
+                 owner.narrow(scopes=["public"]))):
+            hits = self.store().fulltext_search(query, SEARCH_PAGE * page + 1, guards=guards)
+            more = more or len(hits) > SEARCH_PAGE * page
+            chosen = hits[(page - 1) * SEARCH_PAGE:page * SEARCH_PAGE]
+            views.append({"title": title, "intro": intro, "hits": [
+                {"text": str(h.node.properties.get("text") or h.node.properties.get("name")
+                             or h.node.properties.get("title") or h.node.id)[:300],
+                 "label": ",".join(h.node.labels), "scope": str(h.node.properties.get("scope") or ""),
+                 "score": round(float(h.score), 3)} for h in chosen]})
+        return views, more
+
+    def log_lines(self, page: int) -> tuple[list[str], bool]:
+        path = self.host.home / "logs" / "server.log"
+        try:
+            with path.open("rb") as fh:
+                fh.seek(0, 2)
+                size = fh.tell()
+                fh.seek(max(0, size - LOG_WINDOW))
+                tail = fh.read(LOG_WINDOW)
+        except OSError:
+            return [], False
+        lines = tail.decode("utf-8", "replace").splitlines()
+        if len(tail) >= LOG_WINDOW and lines:
+            lines = lines[1:]  # the first one is cut
+        lines.reverse()
+        start = (page - 1) * LOG_PAGE
+        return [line[:1000] for line in lines[start:start + LOG_PAGE]], start + LOG_PAGE < len(lines)
+
+    # ------------------------------------------------------------------ writes
+    def _record(self, channel: str, sender: str, text: str) -> tuple[str, str, dict[str, Any]]:
+        account = self.account
+        if not account:
+            raise UserError("no account is served")
+        conv = conversation_node_id(account, channel, sender)
+        earlier = self.store().find(guards=self.guards(), labels=["Message"], where={"conversationId": conv},
+                                    limit=MAX_SCAN)
+        earlier.sort(key=lambda n: _stamp(n.properties))
+        target: dict[str, Any] = {}
+        scope = "public"
+        for n in earlier:
+            if isinstance(n.properties.get("target"), dict):
+                target = dict(n.properties["target"])
+            if n.properties.get("role") == "user" and n.properties.get("scope"):
+                scope = str(n.properties["scope"])
+        rid = f"msg-owner-{uuid.uuid4().hex}"
+        props = {"role": "assistant", "channel": channel, "sender": "owner", "recipient": sender, "text": text,
+                 "conversationId": conv, "kind": "owner-reply", "createdNs": time.time_ns(),
+                 "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "deliveryStatus": "pending",
+                 "scope": scope, **({"target": target} if target else {})}
+        row: dict[str, Any] = {"id": rid, "labels": ["Message", CHANNEL_MESSAGE_LABELS.get(channel, "Message")],
+                               "properties": props}
+        rows = [row]
+        if self.store().get(conv, guards=self.guards()) is not None:  # the owner holds it until handed back
+            rows.append({"id": conv, "labels": ["Conversation"],
+                         "properties": {"ownerHolds": True, "lastMessageAt": props["createdAt"]},
+                         "edges": [{"type": "HAS_MESSAGE", "to": rid}]})
+        self.store().upsert_many(rows, account_id=account)
+        self.host.call_each(hooktable.MESSAGES_STORED, account_id=account, message_ids=[rid])
+        return rid, conv, target
+
+    async def reply(self, channel: str, sender: str, text: str) -> dict[str, Any]:
+        """Store the owner's reply and send it through the channel's adapter."""
+        rid, _conv, target = await asyncio.to_thread(self._record, channel, sender, text)
+        send = next((a.send for a in self.host.collect(hooktable.CHANNEL_ADAPTERS).items() if a.name == channel), None)
+        msg = SimpleNamespace(channel=channel, sender=sender, target=target or {"session": sender}, text="",
+                              platform_id=f"owner:{rid}", reply=None, phone=None, name=None)
+        if send is None:
+            outcome: dict[str, Any] = {"ok": False, "reason": f"no-adapter:{channel}"}
+        else:
+            try:
+                result = send(self.host, msg, text)
+                outcome = await result if asyncio.iscoroutine(result) else result
+            except Exception as exc:  # the stored reply says it failed; the page says so too
+                outcome = {"ok": False, "reason": f"send-error:{str(exc).splitlines()[0][:200] if str(exc) else ''}"}
+        outcome = outcome if isinstance(outcome, dict) else {"ok": bool(outcome)}
+        status = {"deliveryStatus": "sent" if outcome.get("ok") else "failed",
+                  "platformMessageId": outcome.get("platformId"),
+                  "failureReason": None if outcome.get("ok") else outcome.get("reason", "unknown")}
+        clean = {k: v for k, v in status.items() if v is not None}
+        await asyncio.to_thread(self.store().upsert_node, ["Message"], clean, account_id=self.account, node_id=rid)
+        log("console", "op=reply", channel=channel, messageId=rid, ok=bool(outcome.get("ok")))
+        return outcome
+
+    def hand_back(self, conv: str) -> bool:
+        if self.store().get(conv, guards=self.guards()) is None:
+            return False
+        self.store().upsert_node(["Conversation"], {"ownerHolds": False}, account_id=self.account, node_id=conv)
+        log("console", "op=hand-back", conversation=conv[5:13])
+        return True
+
+    def person_command(self, name: str, argv: list[str]) -> str:
+        """Run the ``erase`` / ``export`` command a plugin publishes (``plughost_cli_commands``), its output as text."""
+        import argparse
+        import contextlib
+        import io
+        import tempfile
+
+        command = next((c for c in self.host.collect(hooktable.CLI_COMMANDS).items() if c.name == name), None)
+        if command is None:
+            raise UserError(f"no plugin serves `plughost {name}`")
+        parser = argparse.ArgumentParser(prog=f"plughost {name}", exit_on_error=False)
+        command.configure(parser)
+        if name == "export":
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "export.json"
+                command.run(parser.parse_args([*argv, "--out", str(out)]), self.host)
+                return out.read_text(encoding="utf-8")
+        buffer = io.StringIO()
+        with PERSON_LOCK, contextlib.redirect_stdout(buffer):
+            command.run(parser.parse_args(argv), self.host)
+        return buffer.getvalue()
+
+    def task_tool(self, name: str, args: dict[str, Any]) -> Any:
+        from host.runtime.tooltable import call_tool
+
+        owners = [c.plugin for c in self.host.collect(hooktable.TOOLS) if c.item.name == name]
+        if not owners:
+            raise UserError(f"no plugin serves {name}")
+        return call_tool(self.host, owners[0], name, args)
+
+
+def make_routes(host: Any, login: PinLogin) -> list[Route]:
+    from starlette.responses import FileResponse, RedirectResponse
+
+    console = Console(host, login)
+
+    async def login_page(request: Any) -> Any:
+        session, _ = console.session_of(request)
+        nxt = safe_next(request.query_params.get("next"))
+        if session is not None:
+            return RedirectResponse(nxt, status_code=303, headers=HEADERS)
+        return console.render("login.html", title="Sign in", account=console.account or "(none)", next=nxt,
+                              error=None)
+
+    async def login_post(request: Any) -> Any:
+        form = await console.form(request)
+        nxt = safe_next((form or {}).get("next"))
+        account = console.account
+        if not account:
+            return console.render("error.html", 503, title="No account",
+                                  detail="This server serves no account (set ACCOUNT_ID).")
+        if not console.same_origin(request):
+            return console.render("error.html", 403, title="Refused", detail="Cross-origin sign-in refused.")
+        try:
+            pin = sessions.check_pin((form or {}).get("pin"))
+        except UserError:
+            return console.render("login.html", 400, title="Sign in", account=account, next=nxt,
+                                  error="The PIN is 4 to 64 characters without spaces.")
+        token, _user, refused = await login.attempt(account, pin)
+        if token is None:
+            status = int(getattr(refused, "status_code", 401))
+            error = ("Too many attempts; wait a few minutes." if status == 429 else "That PIN is not right.")
+            return console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error)
+        log("console", "op=login", accountId=account[:8])
+        response = RedirectResponse(nxt, status_code=303, headers=HEADERS)
+        set_cookie(response, token)
+        return response
+
+    async def logout(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None:
+            return refused
+        response = RedirectResponse("/admin/login", status_code=303, headers=HEADERS)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    def signed_in(view: Any) -> Any:
+        async def endpoint(request: Any) -> Any:
+            session, token = console.session_of(request)
+            if session is None or token is None:
+                return console.to_login(request)
+            csrf = csrf_of(sessions.load_secret(host.home), token)
+            return await view(request, session, csrf)
+
+        return endpoint
+
+    async def home(request: Any, session: Any, csrf: str) -> Any:
+        rows = await asyncio.to_thread(host.store().find, guards=console.guards(), labels=["Task"],
+                                       where={"kind": "follow-up", "status": "running"}, limit=1000)
+        return console.render("home.html", title="Console", session=session, csrf=csrf, current="/admin", open_leads=len(rows))
+
+    async def leads(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        rows, more = await asyncio.to_thread(console.lead_rows, page)
+        return console.render("leads.html", title="Leads", session=session, csrf=csrf, current="/admin/leads", rows=rows,
+                              page=page, more=more)
+
+    def lead_context(lead: dict[str, Any]) -> dict[str, Any]:
+        conv = lead["conversationId"] or (conversation_node_id(console.account or "", lead["channel"], lead["sender"])
+                                          if lead["channel"] and lead["sender"] else None)
+        messages = console.messages(conv, 0)[0] if conv else []
+        node = host.store().get(conv, guards=console.guards()) if conv else None
+        return {"messages": messages, "can_reply": bool(lead["channel"] and lead["sender"]),
+                "held": bool(node is not None and node.properties.get("ownerHolds")), "conversation_id": conv,
+                "reply_action": f"/admin/leads/{lead['id']}/reply"}
+
+    async def lead_page(request: Any, session: Any, csrf: str) -> Any:
+        lead = await asyncio.to_thread(console.lead, request.path_params["lead"])
+        if lead is None:
+            return console.render("error.html", 404, title="No such lead", detail="That lead does not exist.",
+                                  session=session)
+        context = await asyncio.to_thread(lead_context, lead)
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+                  "done": "Marked done."}.get(request.query_params.get("notice", ""))
+        return console.render("lead.html", title=lead["title"], session=session, current="/admin/leads", lead=lead,
+                              back_to=f"/admin/leads/{lead['id']}",
+                              csrf=csrf, notice=notice, **context)
+
+    async def lead_reply(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        lead = await asyncio.to_thread(console.lead, request.path_params["lead"])
+        if lead is None or not (lead["channel"] and lead["sender"]):
+            return console.render("error.html", 404, title="No such lead", detail="That lead cannot be answered here.",
+                                  session=session)
+        text = form.get("text", "").strip()[:MAX_REPLY]
+        if not text:
+            return RedirectResponse(f"/admin/leads/{lead['id']}", status_code=303, headers=HEADERS)
+        outcome = await console.reply(lead["channel"], lead["sender"], text)
+        if lead["status"] not in FINAL:
+            try:
+                await asyncio.to_thread(console.task_tool, "work-update",
+                                        {"taskId": lead["id"], "step": "the owner replied from the console"})
+            except UserError:
+                pass
+        notice = "sent" if outcome.get("ok") else "failed"
+        return RedirectResponse(f"/admin/leads/{lead['id']}?notice={notice}", status_code=303, headers=HEADERS)
+
+    async def lead_done(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        lead = await asyncio.to_thread(console.lead, request.path_params["lead"])
+        if lead is None:
+            return console.render("error.html", 404, title="No such lead", detail="That lead does not exist.",
+                                  session=session)
+        if lead["status"] not in FINAL:
+            outcome = form.get("outcome", "").strip()[:500] or "done from the console"
+            await asyncio.to_thread(console.task_tool, "work-complete", {"taskId": lead["id"], "outcome": outcome})
+            log("console", "op=lead-done", task=lead["id"][5:13])
+        return RedirectResponse(f"/admin/leads/{lead['id']}?notice=done", status_code=303, headers=HEADERS)
+
+    async def conversations(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        channel = request.query_params.get("channel", "")
+        channel = channel if channel in CHANNELS else ""
+        rows, more = await asyncio.to_thread(console.conversation_rows, page, channel)
+        return console.render("conversations.html", title="Conversations", session=session, csrf=csrf,
+                              current="/admin/conversations", rows=rows, page=page, more=more, channel=channel,
+                              channels=(("", "All"), *((c, CHANNELS[c]) for c in CHANNELS)),
+                              pager_query=f"channel={channel}&" if channel else "")
+
+    def conversation_of(conv_id: str) -> dict[str, Any] | None:
+        node = host.store().get(conv_id, guards=console.guards())
+        return console.conversation_view(node) if node is not None and "Conversation" in node.labels else None
+
+    async def conversation_page(request: Any, session: Any, csrf: str) -> Any:
+        conv = await asyncio.to_thread(conversation_of, request.path_params["conversation"])
+        if conv is None:
+            return console.render("error.html", 404, title="No such conversation",
+                                  detail="That conversation does not exist.", session=session)
+        page = console.page_of(request)
+        messages, more = await asyncio.to_thread(console.messages, conv["id"], page)
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent."}.get(
+            request.query_params.get("notice", ""))
+        return console.render("conversation.html", title=conv["label"], session=session,
+                              current="/admin/conversations", conversation=conv, messages=messages, page=page,
+                              more=more, csrf=csrf, notice=notice, can_reply=bool(conv["channel"] and conv["fullSender"]),
+                              held=conv["held"], conversation_id=conv["id"], back_to=f"/admin/conversations/{conv['id']}",
+                              reply_action=f"/admin/conversations/{conv['id']}/reply")
+
+    async def conversation_reply(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        conv = await asyncio.to_thread(conversation_of, request.path_params["conversation"])
+        if conv is None or not (conv["channel"] and conv["fullSender"]):
+            return console.render("error.html", 404, title="No such conversation",
+                                  detail="That conversation cannot be answered here.", session=session)
+        text = form.get("text", "").strip()[:MAX_REPLY]
+        notice = ""
+        if text:
+            outcome = await console.reply(conv["channel"], conv["fullSender"], text)
+            notice = "?notice=" + ("sent" if outcome.get("ok") else "failed")
+        return RedirectResponse(f"/admin/conversations/{conv['id']}{notice}", status_code=303, headers=HEADERS)
+
+    async def tasks(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        rows, more = await asyncio.to_thread(console.task_rows, page)
+        return console.render("table.html", title="Tasks", session=session, csrf=csrf, current="/admin/tasks", rows=rows,
+                              columns=("Task", "Kind", "Status", "Started"), page=page, more=more,
+                              intro="Work the agents and visitors raised, newest first.")
+
+    async def task_page(request: Any, session: Any, csrf: str) -> Any:
+        found = await asyncio.to_thread(console.task, request.path_params["task"])
+        if found is None:
+            return console.render("error.html", 404, title="No such task", detail="That task does not exist.",
+                                  session=session)
+        task, produced = found
+        return console.render("task.html", title=task["title"], session=session, csrf=csrf, current="/admin/tasks", task=task,
+                              produced=produced)
+
+    async def audit(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        rows, more = await asyncio.to_thread(console.audit_rows, page)
+        return console.render("table.html", title="Tool calls", session=session, csrf=csrf, current="/admin/audit", rows=rows,
+                              columns=("When", "Tool", "Plugin", "Result", "Input (redacted)"), page=page, more=more,
+                              intro="The tool-call audit of admin sessions, newest first; the time links to its conversation.")
+
+    async def logs(request: Any, session: Any, csrf: str) -> Any:
+        page = console.page_of(request)
+        lines, more = await asyncio.to_thread(console.log_lines, page)
+        return console.render("logs.html", title="Logs", session=session, csrf=csrf, current="/admin/logs", lines=lines,
+                              page=page, more=more, size=LOG_PAGE, window=LOG_WINDOW // 1024)
+
+    async def hand_back(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        conv = request.path_params["conversation"]
+        await asyncio.to_thread(console.hand_back, conv)
+        back = safe_next(form.get("back")) if form.get("back") else f"/admin/conversations/{conv}"
+        return RedirectResponse(back, status_code=303, headers=HEADERS)
+
+    async def memory(request: Any, session: Any, csrf: str) -> Any:
+        query = (request.query_params.get("q") or "").strip()[:200]
+        page = min(console.page_of(request), SEARCH_MAX_PAGE)
+        views, more = await asyncio.to_thread(console.search, query, page) if query else ([], False)
+        return console.render("memory.html", title="Memory", session=session, csrf=csrf, current="/admin/memory", q=query,
+                              views=views, page=page, more=more and page < SEARCH_MAX_PAGE)
+
+    async def health_page(request: Any, session: Any, csrf: str) -> Any:
+        from plugins.admin import health
+
+        with anyio.move_on_after(health.PROBE_TIMEOUT_S):
+            _status, body = await anyio.to_thread.run_sync(health.snapshot, host, abandon_on_cancel=True)
+            gates = [(k, v if isinstance(v, str) else json.dumps(v, indent=1, default=str)[:4000])
+                     for k, v in sorted(body.get("gates", {}).items())]
+            return console.render("health.html", title="Gates", session=session, csrf=csrf, current="/admin/health", body=body,
+                                  gates=gates)
+        return console.render("error.html", 503, title="Gates", detail="The health probe timed out.", session=session)
+
+    async def people(request: Any, session: Any, csrf: str) -> Any:
+        return console.render("people.html", title="Erase / export", session=session, current="/admin/people",
+                              csrf=csrf, receipt=None, error=None, value="")
+
+    async def people_post(request: Any) -> Any:
+        from starlette.responses import Response
+
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        token = token_of(request) or ""
+        csrf = csrf_of(sessions.load_secret(host.home), token)
+        kind, value, mode = form.get("kind", ""), form.get("value", "").strip()[:200], form.get("mode", "")
+
+        def again(status: int, error: str | None = None, receipt: Any = None) -> Any:
+            return console.render("people.html", status, title="Erase / export", session=session,
+                                  current="/admin/people", csrf=csrf, receipt=receipt, error=error, value=value)
+
+        if kind not in PERSON_KINDS or not value or mode not in ("export", "dry-run", "erase"):
+            return again(400, "Choose how to find the person, give a value and an action.")
+        if mode == "erase" and form.get("confirm") != "yes":
+            return again(400, "Tick the box to confirm the erase.")
+        argv = [f"--{kind}", value]
+        try:
+            if mode == "export":
+                text = await asyncio.to_thread(console.person_command, "export", argv)
+                return Response(text, media_type="application/json", headers={
+                    **HEADERS, "Content-Disposition": 'attachment; filename="export.json"'})
+            out = await asyncio.to_thread(console.person_command, "erase",
+                                          [*argv, "--json", *(["--dry-run"] if mode == "dry-run" else [])])
+            receipt = json.loads(out.strip().splitlines()[-1])
+        except (UserError, ValueError, IndexError, SystemExit) as exc:
+            return again(400, str(exc).splitlines()[0][:300] if str(exc) else "The request was refused.")
+        log("console", "op=erase" if mode == "erase" else "op=erase-dry-run", nodes=receipt.get("nodes"))
+        return again(200, receipt=receipt)
+
+    async def stylesheet(request: Any) -> Any:
+        return FileResponse(HERE / "static" / "console.css", media_type="text/css; charset=utf-8",
+                            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=3600"})
+
+    return [
+        Route("/admin", endpoint=signed_in(home), methods=("GET",), name="console-home"),
+        Route("/admin/login", endpoint=login_page, methods=("GET",), name="console-login"),
+        Route("/admin/login", endpoint=login_post, methods=("POST",), name="console-login-post"),
+        Route("/admin/logout", endpoint=logout, methods=("POST",), name="console-logout"),
+        Route("/admin/conversations/{conversation}/hand-back", endpoint=hand_back, methods=("POST",),
+              name="console-hand-back"),
+        Route("/admin/static/console.css", endpoint=stylesheet, methods=("GET",), name="console-css"),
+        Route("/admin/leads", endpoint=signed_in(leads), methods=("GET",), name="console-leads"),
+        Route("/admin/leads/{lead}", endpoint=signed_in(lead_page), methods=("GET",), name="console-lead"),
+        Route("/admin/leads/{lead}/reply", endpoint=lead_reply, methods=("POST",), name="console-lead-reply"),
+        Route("/admin/leads/{lead}/done", endpoint=lead_done, methods=("POST",), name="console-lead-done"),
+        Route("/admin/tasks", endpoint=signed_in(tasks), methods=("GET",), name="console-tasks"),
+        Route("/admin/tasks/{task}", endpoint=signed_in(task_page), methods=("GET",), name="console-task"),
+        Route("/admin/audit", endpoint=signed_in(audit), methods=("GET",), name="console-audit"),
+        Route("/admin/memory", endpoint=signed_in(memory), methods=("GET",), name="console-memory"),
+        Route("/admin/health", endpoint=signed_in(health_page), methods=("GET",), name="console-health"),
+        Route("/admin/people", endpoint=signed_in(people), methods=("GET",), name="console-people"),
+        Route("/admin/people", endpoint=people_post, methods=("POST",), name="console-people-post"),
+        Route("/admin/logs", endpoint=signed_in(logs), methods=("GET",), name="console-logs"),
+        Route("/admin/conversations", endpoint=signed_in(conversations), methods=("GET",),
+              name="console-conversations"),
+        Route("/admin/conversations/{conversation}", endpoint=signed_in(conversation_page), methods=("GET",),
+              name="console-conversation"),
+        Route("/admin/conversations/{conversation}/reply", endpoint=conversation_reply, methods=("POST",),
+              name="console-conversation-reply"),
+    ]
