@@ -24,6 +24,7 @@ from host.runtime.state import StateKey
 from host.util.log import log
 from plugins.memory import indexed_form
 from plugins.memory.embed_text import embedding_text
+from plugins.memory.serving import serving_account
 from plugins.memory.settings import EMBED_QUEUE, EMBED_QUEUE_POLL_S
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,18 +148,15 @@ def start(host: Host) -> None:
     if not EMBED_QUEUE.read(host.env):
         log("embed-queue", "op=off", reason="PLUGHOST_EMBED_QUEUE=0")
         return
-    principal = host.principal
-    if not principal.account:
-        return
-    if not principal.is_admin:
-        log("embed-queue", "op=off", reason="narrowed-process")
+    account = serving_account(host, "embed-queue")
+    if account is None:
         return
     embedder = host.embedder()
     if embedder is None:
         log("embed-queue", "op=off", reason="no-embedder")
         return
     poll = EMBED_QUEUE_POLL_S.read(host.env)
-    host.state.set(STATE_KEY, EmbedQueue(host, principal.account, embedder, poll).start())
+    host.state.set(STATE_KEY, EmbedQueue(host, account, embedder, poll).start())
 
 
 def stop(host: Host) -> None:

@@ -32,6 +32,7 @@ from host.util.jsonio import write_atomic
 from host.util.log import log
 from plugins.memory.audit_record import iso as _iso
 from plugins.memory.audit_record import last_run, parse, record_path
+from plugins.memory.serving import serving_account
 from plugins.memory.settings import AUDIT_EMBED_LIMIT, AUDIT_PERIOD
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -152,13 +153,9 @@ def start(host: Host) -> None:
     if period <= 0:
         log("audit", "op=off", reason="PLUGHOST_AUDIT_PERIOD=0")
         return
-    principal = host.principal
-    if not principal.account:
-        return
-    if not principal.is_admin:
-        log("audit", "op=off", reason="narrowed-process")
-        return
-    host.state.set(STATE_KEY, StandingAudit(host, principal.account, period, AUDIT_EMBED_LIMIT.read(host.env)).start())
+    account = serving_account(host, "audit")
+    if account is not None:
+        host.state.set(STATE_KEY, StandingAudit(host, account, period, AUDIT_EMBED_LIMIT.read(host.env)).start())
 
 
 def stop(host: Host) -> None:
