@@ -33,6 +33,7 @@ from host.ports.graph import (
     edge_guards,
 )
 from host.util.errors import UserError
+from plugins.graph.sqlite_store.leases import SqliteLeases
 from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -84,7 +85,7 @@ from plugins.graph.sqlite_store.vectors import (
 )
 
 
-class SqliteStore(StoreEnv, VectorSearch):
+class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
     """:class:`host.ports.graph.GraphStore` on one SQLite file."""
 
     backend = "sqlite"
