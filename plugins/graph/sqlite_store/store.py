@@ -33,7 +33,6 @@ from host.ports.graph import (
     edge_guards,
 )
 from host.util.errors import UserError
-from plugins.graph.sqlite_store.leases import SqliteLeases
 from plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -54,6 +53,7 @@ from plugins.graph.common import (
 from plugins.graph.settings import VECTOR_THREADS
 from plugins.graph.sqlite_store import staged, writes
 from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
+from plugins.graph.sqlite_store.leases import SqliteLeases
 from plugins.graph.sqlite_store.nodes import LazyNode, stored_node
 from plugins.graph.sqlite_store.schema import ensure_schema
 from plugins.graph.sqlite_store.sql import (
