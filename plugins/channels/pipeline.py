@@ -35,7 +35,7 @@ from host.runtime.state import StateKey
 from host.util.log import log
 from plugins.channels import compose as composing
 from plugins.channels import identity as ident
-from plugins.channels.claims import Claims
+from plugins.channels.claims import Claims, LeaseClaims
 from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
 from plugins.channels.runner import KeyedSerializer, RunnerError, session_id_for
 from plugins.channels.runner_choice import get_runner
@@ -152,7 +152,7 @@ class Gateway:
         self.host = host
         self.account_id = host.principal.account or ""
         self._persist_lock = threading.Lock()
-        self._claims: Claims | None = None
+        self._claims: Claims | LeaseClaims | None = None
         self.queued = 0  # turns accepted by this process and not finished yet
         self._lanes: KeyedSerializer | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # where the turns run (set by the first accept)
@@ -191,10 +191,15 @@ class Gateway:
         return Guards(self.require_account())
 
     @property
-    def claims(self) -> Claims:
-        """This process's claim on the turns it accepts (taken on first use)."""
+    def claims(self) -> Claims | LeaseClaims:
+        """This process's claim on the turns it accepts (taken on first use): a lease per turn on a
+        shared store (several servers on one Neo4j), else the local claim file."""
         if self._claims is None:
-            self._claims = Claims(self.host.home, self.require_account())
+            from host.runtime.leases import leases
+
+            account = self.require_account()
+            shared = leases(self.host)
+            self._claims = LeaseClaims(shared) if shared is not None else Claims(self.host.home, account)
         return self._claims
 
     @property
@@ -216,8 +221,14 @@ class Gateway:
         account = self.require_account()
         mid = message_id(account, msg.channel, msg.platform_id)
         conv = conversation_node_id(account, msg.channel, msg.sender)
+        claims = self.claims
+        if not claims.take_turn(mid, lambda: self.store.get(mid, guards=self.guards(), include_deleted=True)
+                                is not None):  # a shared store: another server took it (or it is ours in flight)
+            log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
+            return mid, True
         with self._persist_lock:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
+                claims.finish_turn(mid)
                 log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
                 return mid, True
             props = {
@@ -230,7 +241,7 @@ class Gateway:
                 "target": dict(msg.target) or None, "senderPhone": msg.phone, "senderName": msg.name,
                 "scheduledEvent": msg.provenance.event if msg.provenance else None,
                 "mediaNotes": list(msg.media_notes) or None,
-                "sessionId": session_id_for(account, msg.sender_key), "claimedBy": self.claims.token,
+                "sessionId": session_id_for(account, msg.sender_key), "claimedBy": claims.token,
             }
             labels = ["Message", CHANNEL_MESSAGE_LABELS.get(msg.channel, "Message")]
             self._write_message(msg, mid, conv, labels, props)
@@ -395,6 +406,14 @@ class Gateway:
             log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
             return Turn(mid, "unknown", "failed")
+        finally:
+            await self.finish_turn(mid)
+
+    async def finish_turn(self, mid: str) -> None:
+        """The turn is over (or left ``received`` for the next resumer): its lease, on a shared store, goes."""
+        if self.claims.shared:
+            with contextlib.suppress(Exception):  # a store gone: the lease expires on its own
+                await asyncio.to_thread(self.claims.finish_turn, mid)
 
     async def answer_busy(self, msg: Inbound, mid: str) -> Turn:
         """The sender has enough turns queued: this message gets the fixed :data:`BUSY` reply, no agent."""
@@ -411,6 +430,8 @@ class Gateway:
             log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
             return Turn(mid, "unknown", "failed")
+        finally:
+            await self.finish_turn(mid)
 
     async def _process(self, msg: Inbound, mid: str) -> Turn:
         who = await asyncio.to_thread(
