@@ -152,7 +152,8 @@ class Leases:
                 return kept
             for lost in sorted(set(names) - set(kept)):
                 with self._lock:
-                    self._held.pop(lost, None)
+                    if self._held.pop(lost, None) is None:
+                        continue  # released while this pass ran
                 log("lease", "op=lost", name=lost, owner=self.owner)
         if kept:
             log("lease", "op=renew", name=kept[0], count=len(kept), owner=self.owner)

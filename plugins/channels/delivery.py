@@ -13,7 +13,7 @@ from typing import Any
 
 from host.runtime.state import StateKey
 from host.util.log import log
-from plugins.channels.pipeline import Inbound, gateway, inbound_from_node
+from plugins.channels.pipeline import Inbound, gateway, inbound_from_node, stored_target
 from plugins.channels.settings import CHANNELS_RESUME, RESUME_BATCH
 
 
@@ -28,7 +28,7 @@ async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
         for node in rows:
             p = node.properties
             msg = Inbound(channel=str(p.get("channel")), sender=str(p.get("recipient")), text="",
-                          platform_id=f"retry:{node.id}", target=dict(p.get("target") or {}))
+                          platform_id=f"retry:{node.id}", target=stored_target(p.get("target")))
             outcome = await gw.deliver(msg, node.id, str(p.get("text") or ""))
             sent += bool(outcome.get("ok"))
             failed += not outcome.get("ok")
@@ -180,7 +180,7 @@ class Backlog:
 def _reply_inbound(node: Any) -> Inbound:
     p = node.properties
     return Inbound(channel=str(p.get("channel")), sender=str(p.get("recipient")), text="",
-                   platform_id=f"resume:{node.id}", target=dict(p.get("target") or {}))
+                   platform_id=f"resume:{node.id}", target=stored_target(p.get("target")))
 
 
 async def _deliver_taken(gw: Any, msg: Inbound, node: Any, turn: str) -> Any:

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -341,6 +342,41 @@ class Gateway:
         task.add_done_callback(self._turn_done)
         return mid, False, task
 
+    async def rerun_stored(self, msg: Inbound, mid: str) -> asyncio.Task[Turn] | None:
+        """Run a stored turn left ``received`` (a stop interrupted it) that nobody alive holds, for the
+        scheduler's dispatcher, which alone may stamp its provenance again (the resume skips those)."""
+        if not await asyncio.to_thread(self._claim_stored, mid):
+            return None
+        log("channels", "op=rerun", channel=msg.channel, messageId=mid)
+        task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
+        self.queued += 1
+        task.add_done_callback(self._turn_done)
+        return task
+
+    def _claim_stored(self, mid: str) -> bool:
+        claims = self.claims
+
+        def todo() -> bool:
+            node = self.store.get(mid, guards=self.guards())
+            return node is not None and node.properties.get("status") == "received" and (
+                claims.shared or not (node.properties.get("claimedBy") == claims.token
+                                      or claims.alive(node.properties.get("claimedBy"))))
+
+        with claims.resume_lock():
+            if not todo():
+                return False
+            if claims.shared and not claims.take_backlog(mid):
+                return False
+            if not todo():
+                claims.finish_turn(mid)
+                return False
+            self.update_message_by_id(mid, {"claimedBy": claims.token})
+        return True
+
+    def update_message_by_id(self, mid: str, props: Mapping[str, Any]) -> None:
+        with self._persist_lock:
+            self.store.upsert_node(["Message"], dict(props), account_id=self.account_id, node_id=mid)
+
     def _turn_done(self, _task: Any) -> None:
         self.queued -= 1
 
@@ -563,6 +599,17 @@ class Gateway:
             self._claims.release()
 
 
+def stored_target(value: Any) -> dict[str, Any]:
+    """A stored Message's ``target`` as a map: Neo4j keeps a nested map as JSON text (the embedded
+    store keeps the map), so a turn resumed from Neo4j still knows where its reply goes."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
     """Rebuild a stored inbound Message as an :class:`Inbound` (to resume a turn that never ran)."""
     reply = None
@@ -571,7 +618,7 @@ def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
     return Inbound(channel=str(props.get("channel")), sender=str(props.get("sender")), text=str(props.get("text") or ""),
                    platform_id=str(props.get("platformMessageId")), sent_at=props.get("sentAt"),
                    phone=props.get("senderPhone"), name=props.get("senderName"), reply=reply,
-                   media_notes=tuple(props.get("mediaNotes") or ()), target=dict(props.get("target") or {}))
+                   media_notes=tuple(props.get("mediaNotes") or ()), target=stored_target(props.get("target")))
 
 
 GATEWAY: StateKey[Gateway] = StateKey("channels.gateway")
@@ -599,5 +646,7 @@ async def dispatch_scheduled(host: Any, *, channel: str, sender: str, event: str
     log("channels", "op=schedule-dispatch", channel=channel, event=event)
     mid, duplicate, task = await gw.accept(msg)
     if duplicate or task is None:
-        return Turn(mid, "admin", "duplicate")
+        task = await gw.rerun_stored(msg, mid)
+        if task is None:
+            return Turn(mid, "admin", "duplicate")
     return await task
