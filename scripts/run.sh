@@ -129,6 +129,7 @@ echo "  PATH=$(q "$TOOLS_BIN"):\"\$PATH\" mcp-inspector --cli $BASE/mcp/memory -
      "--header \"Authorization: Bearer \$(cat $PLUGHOST_HOME/accounts/$ACCOUNT_ID/credentials/http-token)\" --method tools/list"
 echo "rerun the sample search:"
 echo "  PLUGHOST_HOME=$(q "$PLUGHOST_HOME") ACCOUNT_ID=$(q "$ACCOUNT_ID") $(q "$ROOT/.venv/bin/plughost") memory search $(q "$QUERY")"
+echo "the owner's console: $BASE/admin (set its PIN once: PLUGHOST_HOME=$(q "$PLUGHOST_HOME") $(q "$ROOT/.venv/bin/plughost") admin set-pin $(q "$ACCOUNT_ID"))"
 echo "ready in $(elapsed); chat at $BASE/channels/webchat; log: $LOG"
 echo "serving at $BASE (Ctrl-C to stop)"
 wait "$SERVE" || true

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,10 +147,17 @@ def _require_account(args: argparse.Namespace, ctx: Context) -> None:
         read_account_json(folder / "account.json")  # a broken file is exit 2 from every command, one line
 
 
-def _require_folders(pre: argparse.Namespace) -> None:
-    """A global folder option names an existing folder: a typo is one line naming the flag (exit 2), not a
-    run that silently loads none of its plugins."""
-    for flag, folder in (("--plugins-dir", pre.plugins_dir), ("--premium-dir", pre.premium_dir)):
+def _require_folders(pre: argparse.Namespace, env: Mapping[str, str]) -> None:
+    """A global folder option (or its variable, as typed in the environment) names an existing folder: a
+    typo is one line naming the flag or variable (exit 2), not a run that silently loads none of its
+    plugins. The folders ``plughost install`` recorded are the boot gates' to check: a moved payload is
+    reported there, and doctor and boot must still run to say so."""
+    from host.util import settings
+
+    for flag, folder, setting in (("--plugins-dir", pre.plugins_dir, settings.PLUGINS_DIR),
+                                  ("--premium-dir", pre.premium_dir, settings.PREMIUM_DIR)):
+        if folder is None and (env.get(setting.name) or "").strip():
+            flag, folder = setting.name, Path(env[setting.name].strip()).expanduser()
         if folder is not None and not folder.is_dir():
             what = "is not a folder" if folder.exists() else "does not exist"
             raise UserError(f"{flag}: '{folder}' {what}")
@@ -161,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         pre, _ = _base_parser().parse_known_args([a for a in argv if a not in ("-h", "--help", "--version")])
         ctx.plugins_dir, ctx.premium_dir = pre.plugins_dir, pre.premium_dir
-        _require_folders(pre)
+        _require_folders(pre, os.environ)
         parser = build_parser(argv, ctx)
         args = parser.parse_args(argv)
         if not getattr(args, "_run", None):

@@ -153,6 +153,71 @@ def validate(secret: bytes, token: str | None, *, now_ms: int | None = None) -> 
 
 
 
+# ---------------------------------------------------------------------------------- revocation
+REVOKED_FILE = "revoked-sessions.json"
+_ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+
+
+def revoked_path(home: Path, account_id: str) -> Path:
+    """``accounts/<id>/credentials/revoked-sessions.json``: ``{"notBefore": ms, "nonces": {nonce: expiresMs}}``."""
+    return home / "accounts" / account_id / "credentials" / REVOKED_FILE
+
+
+def _revocations(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_revocations(path: Path, data: dict[str, object]) -> None:
+    _private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, path)
+
+
+def revoke(home: Path, session: Session, *, now_ms: int | None = None) -> None:
+    """Sign one session out for good (its nonce is kept until the token would have expired anyway)."""
+    if not _ACCOUNT.match(session.account_id):
+        return
+    now = now_ms if now_ms is not None else _now_ms()
+    path = revoked_path(home, session.account_id)
+    data = _revocations(path)
+    nonces = data.get("nonces")
+    kept = {n: e for n, e in nonces.items() if isinstance(e, int) and e > now} if isinstance(nonces, dict) else {}
+    kept[session.nonce] = session.created_ms + TTL_MS + CLOCK_SKEW_MS
+    _write_revocations(path, {**data, "nonces": kept})
+
+
+def revoke_all(home: Path, account_id: str, *, now_ms: int | None = None) -> None:
+    """Every session of the account minted until now stops working (a new PIN, a lost device)."""
+    path = revoked_path(home, account_id)
+    _write_revocations(path, {"notBefore": now_ms if now_ms is not None else _now_ms(), "nonces": {}})
+
+
+def is_revoked(home: Path, session: Session) -> bool:
+    if not _ACCOUNT.match(session.account_id):
+        return True
+    data = _revocations(revoked_path(home, session.account_id))
+    not_before = data.get("notBefore")
+    nonces = data.get("nonces")
+    return (isinstance(not_before, int) and session.created_ms < not_before) or \
+        (isinstance(nonces, dict) and session.nonce in nonces)
+
+
+def check_session(home: Path, token: str | None) -> tuple[Session | None, str]:
+    """:func:`validate` under this home's secret, then revocation (reason ``revoked``): what every
+    surface that accepts an admin session calls."""
+    session, reason = validate(load_secret(home), token)
+    if session is not None and is_revoked(home, session):
+        return None, "revoked"
+    return session, reason
+
+
 # ---------------------------------------------------------------------------------- HTTP token
 HTTP_TOKEN_FILE = "http-token"
 _HTTP_TOKEN = re.compile(r"^pht_[0-9a-f]{64}$")

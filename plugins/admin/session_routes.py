@@ -37,7 +37,7 @@ MAX_WAITING = 8
 RATE_PER_S = 10.0
 BURST = 20.0
 REJECT_CODES = {"missing": "session-missing", "invalid-token": "session-invalid", "expired": "session-expired-age",
-                "wrong-account": "session-wrong-account"}
+                "wrong-account": "session-wrong-account", "revoked": "session-revoked"}
 
 
 class FailureWindow:
@@ -196,8 +196,7 @@ def make_endpoints(home_of: Callable[[], Path], account_of: Callable[[], str | N
         return response
 
     async def check_session(request: Any) -> Any:
-        secret = sessions.load_secret(home_of())
-        session, reason = sessions.validate(secret, token_of(request))
+        session, reason = sessions.check_session(home_of(), token_of(request))
         serving = account_of()
         if session is not None and serving and session.account_id != serving:
             session, reason = None, "wrong-account"

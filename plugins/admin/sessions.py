@@ -24,8 +24,11 @@ from host.util.credentials import (  # noqa: F401  (the token API, re-exported f
     Session,
     _private_dir,
     b64url,
+    check_session,
     load_secret,
     mint,
+    revoke,
+    revoke_all,
     secret_path,
     unb64url,
     validate,
@@ -74,6 +77,7 @@ def set_pin(home: Path, account_id: str, pin: str, user_id: str) -> Path:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(record, fh)
     os.replace(tmp, path)
+    revoke_all(home, account_id)  # a new PIN signs every earlier session out
     return path
 
 

@@ -79,7 +79,7 @@ def _admin_session(host: Any, request: Any) -> tuple[str, credentials.Session] |
     account = principal.account or "" if principal is not None else ""
     auth = request.headers.get("authorization", "")
     token = auth[7:].strip() if auth[:7].lower() == "bearer " else request.cookies.get("admin_session")
-    session, _reason = credentials.validate(credentials.load_secret(host.home), token)
+    session, _reason = credentials.check_session(host.home, token)
     if session is None or not account or session.account_id != account:
         return None
     return account, session

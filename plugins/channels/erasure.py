@@ -102,3 +102,9 @@ def erase(host: Any, account: str, senders: list[str], holds: Callable[[str], bo
     records, files = sessions(host.home, account, folder, who, dry_run)
     tally["sessions"] += records
     tally["transcripts"] += files
+    if not dry_run:  # this process's webchat cache (a server's other processes check theirs on the next read)
+        from plugins.channels.webchat import forget
+
+        dropped = forget(host, who)
+        if dropped:
+            tally["webchat-cache"] += dropped

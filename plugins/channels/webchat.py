@@ -31,6 +31,7 @@ from host.ports.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_i
 from host.runtime.state import StateKey
 from host.runtime.types import ChannelAdapter, Route
 from host.serve.stopping import stop_of
+from host.util.log import log
 from host.web.http import int_param, parse_json, read_body
 from host.web.throttle import check, client_address
 from plugins.channels.pipeline import (
@@ -129,9 +130,40 @@ def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
     return events
 
 
-async def hydrate(host: Any, session: str) -> Sessions:
-    """The session cache, read back from the store when this process has not seen the session yet."""
+def forget(host: Any, senders: set[str]) -> int:
+    """Drop erased visitors' cached events (``plughost erase`` in this process); how many sessions went."""
+    store = host.state.get(SESSIONS)
+    if store is None:
+        return 0
+    gone = [s for s in list(store.events) if s in senders]
+    for session in gone:
+        store.events.pop(session, None)
+    return len(gone)
+
+
+def _still_stored(events: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cached events a store read still backs: an event naming a Message the store no longer
+    holds was erased (by another process) and goes; one naming none is kept (an owner's reply
+    whose id the adapter was not told)."""
+    ids = {e["id"] for e in stored}
+    return [e for e in events if not e.get("id") or e["id"] in ids]
+
+
+async def hydrate(host: Any, session: str, fresh: bool = False) -> Sessions:
+    """The session cache, read back from the store when this process has not seen the session yet;
+    ``fresh`` (a reader starting from the beginning) checks the cached events against the store."""
     store = sessions(host)
+    if fresh and store.events.get(session):  # nothing cached, nothing to check
+        try:
+            stored = await asyncio.to_thread(stored_events, host, session)
+        except NotConfigured:
+            stored = []
+        if session in store.events:
+            cached = store.events[session]
+            kept = _still_stored(cached, stored)
+            if len(kept) != len(cached):
+                store.events[session] = kept
+                log("webchat", "op=cache-dropped", events=len(cached) - len(kept))
     if session not in store.events:
         try:
             events = await asyncio.to_thread(stored_events, host, session)
@@ -252,7 +284,7 @@ def routes(host: Any) -> tuple[Route, ...]:
         wait = int_param(request.query_params.get("wait"), maximum=MAX_WAIT_S)
         if wait is None:
             return _error(400, "invalid-wait", f"wait: expected a non-negative integer of seconds (at most {MAX_WAIT_S})")
-        store = await hydrate(host, session)
+        store = await hydrate(host, session, fresh=after == 0)
         events = store.after(session, after)
         if not events and wait > 0 and not stop_of(host).is_set:
             await store.wait(session, wait)
@@ -267,7 +299,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(400, "invalid-session", "session: expected 8-64 characters of [A-Za-z0-9_-]")
         if after is None:
             return _error(400, "invalid-after", "after / Last-Event-ID: expected a non-negative integer")
-        store = await hydrate(host, session)
+        store = await hydrate(host, session, fresh=after == 0)
 
         async def events() -> Any:
             last = after
@@ -300,7 +332,8 @@ def routes(host: Any) -> tuple[Route, ...]:
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     """Deliver a reply to the visitor's session (poll and SSE read it)."""
     session = str(msg.target.get("session") or msg.sender)
-    event = (await hydrate(host, session)).push(session, "assistant", text, DELIVERING.get())
+    owner = msg.platform_id[6:] if msg.platform_id.startswith("owner:") else None  # the console's reply id
+    event = (await hydrate(host, session)).push(session, "assistant", text, DELIVERING.get() or owner)
     return {"ok": True, "attempts": 1, "platformId": f"{session}:reply:{event['seq']}"}
 
 

@@ -94,6 +94,8 @@ def request_of(args: argparse.Namespace) -> Request:
                         + (f", got {len(given)}" if given else ""))
     flag, raw = given[0]
     value = str(raw).strip()
+    if flag == "contact" and any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UserError("--contact: expected an email address or a phone number, without control characters")
     if flag == "contact":
         if "@" in value:
             if not EMAIL.fullmatch(value):

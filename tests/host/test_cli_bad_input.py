@@ -67,6 +67,10 @@ def test_a_missing_plugins_folder_is_one_line_naming_the_flag(tmp_path: Path) ->
         assert done.returncode == 2, done.stderr
         assert done.stderr.strip().splitlines() == [f"plughost: {flag}: '{tmp_path / 'no-such-folder'}' does not exist"]
         assert done.stdout == ""
+    for name in ("PLUGHOST_PLUGINS_DIR", "PLUGHOST_PREMIUM_DIR"):  # the variables, as their flags
+        done = run_cli("plugins", "list", env={name: str(tmp_path / "no-such-folder")})
+        assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+            f"plughost: {name}: '{tmp_path / 'no-such-folder'}' does not exist"], done.stderr
     (tmp_path / "a-file").write_text("x")
     done = run_cli("--plugins-dir", str(tmp_path / "a-file"), "plugins", "list")
     assert done.returncode == 2 and done.stderr.strip().endswith("is not a folder")

@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import re
 import threading
 import time
 import uuid
@@ -38,6 +39,7 @@ from plugins.admin import sessions
 from plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
 
 HERE = Path(__file__).parent
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 PAGE_SIZE = 25
 MESSAGE_PAGE = 50
 MAX_SCAN = 2000  # stored rows read for one page at most
@@ -89,6 +91,22 @@ def _inputs(props: dict[str, Any]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def readable(value: Any) -> str:
+    """A gate summary's value as lines a person reads: ``key: value`` for an object, one line per
+    item of a list (an item that is an object as ``key=value`` pairs), text as it is."""
+    def flat(item: Any) -> str:
+        if isinstance(item, dict):
+            return " ".join(f"{k}={v}" for k, v in item.items() if v not in (None, "", [], {}))
+        return str(item)
+
+    if isinstance(value, dict):
+        return "\n".join(f"{k}: {flat(v) if not isinstance(v, list) else ', '.join(map(flat, v)) or 'none'}"
+                         for k, v in value.items())
+    if isinstance(value, list):
+        return "\n".join(flat(v) for v in value) or "none"
+    return str(value)
+
+
 def safe_next(target: str | None) -> str:
     """Only a console path is a place to go back to after login."""
     if not target or not target.startswith("/admin") or target.startswith("//") or "\\" in target:
@@ -124,9 +142,8 @@ class Console:
         return HTMLResponse(html, status_code=status, headers=HEADERS)
 
     def session_of(self, request: Any) -> tuple[Any, str | None]:
-        secret = sessions.load_secret(self.host.home)
         token = token_of(request)
-        session, _ = sessions.validate(secret, token)
+        session, _ = sessions.check_session(self.host.home, token)
         if session is not None and self.account and session.account_id != self.account:
             session = None
         return session, token
@@ -142,7 +159,7 @@ class Console:
         if body is None:
             return None
         parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=20)
-        return {k: v[0] for k, v in parsed.items()}
+        return {k: CONTROL.sub("", v[0]) for k, v in parsed.items()}  # NUL and kin never reach a page or the store
 
     def same_origin(self, request: Any) -> bool:
         origin = request.headers.get("origin")
@@ -150,8 +167,20 @@ class Console:
             return True
         return urlparse(origin).netloc == request.headers.get("host", "")
 
+    def narrowed(self) -> Any:
+        """A refusal when this server is narrowed (``ALLOWED_SCOPES`` / ``AGENT_SLUG``): the console
+        reads the whole account, wider than the process may (as the admin chat refuses), else None."""
+        if not self.host.principal.narrowed:
+            return None
+        return self.render("error.html", 403, title="Not in this server",
+                           detail="This server is narrowed (ALLOWED_SCOPES or AGENT_SLUG is set), and the console "
+                                  "reads the whole account; open it on a server started without them.")
+
     async def guarded_post(self, request: Any) -> tuple[Any, dict[str, str] | None, Any]:
         """``(session, form, None)`` or ``(None, None, refusal response)``."""
+        refused = self.narrowed()
+        if refused is not None:
+            return None, None, refused
         session, token = self.session_of(request)
         if session is None or token is None:
             return None, None, self.render("error.html", 401, title="Signed out",
@@ -418,6 +447,9 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
     console = Console(host, login)
 
     async def login_page(request: Any) -> Any:
+        refused = console.narrowed()
+        if refused is not None:
+            return refused
         session, _ = console.session_of(request)
         nxt = safe_next(request.query_params.get("next"))
         if session is not None:
@@ -426,6 +458,9 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                               error=None)
 
     async def login_post(request: Any) -> Any:
+        refused = console.narrowed()
+        if refused is not None:
+            return refused
         form = await console.form(request)
         nxt = safe_next((form or {}).get("next"))
         account = console.account
@@ -442,7 +477,9 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         token, _user, refused = await login.attempt(account, pin)
         if token is None:
             status = int(getattr(refused, "status_code", 401))
-            error = ("Too many attempts; wait a few minutes." if status == 429 else "That PIN is not right.")
+            error = ("Too many attempts; wait a few minutes." if status == 429
+                     else "That PIN is not right." if sessions.has_pin(host.home, account)
+                     else f"No admin PIN is set for this account yet: run `plughost admin set-pin {account}`.")
             return console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error)
         log("console", "op=login", accountId=account[:8])
         response = RedirectResponse(nxt, status_code=303, headers=HEADERS)
@@ -453,12 +490,18 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         session, form, refused = await console.guarded_post(request)
         if refused is not None:
             return refused
+        if session is not None:  # the token itself stops working, not only this browser's cookie
+            sessions.revoke(host.home, session)
+            log("console", "op=logout")
         response = RedirectResponse("/admin/login", status_code=303, headers=HEADERS)
         response.delete_cookie(COOKIE, path="/")
         return response
 
     def signed_in(view: Any) -> Any:
         async def endpoint(request: Any) -> Any:
+            refused = console.narrowed()
+            if refused is not None:
+                return refused
             session, token = console.session_of(request)
             if session is None or token is None:
                 return console.to_login(request)
@@ -494,6 +537,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                   session=session)
         context = await asyncio.to_thread(lead_context, lead)
         notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+                  "empty": "Write a reply first: nothing was sent.",
                   "done": "Marked done."}.get(request.query_params.get("notice", ""))
         return console.render("lead.html", title=lead["title"], session=session, current="/admin/leads", lead=lead,
                               back_to=f"/admin/leads/{lead['id']}",
@@ -509,7 +553,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                   session=session)
         text = form.get("text", "").strip()[:MAX_REPLY]
         if not text:
-            return RedirectResponse(f"/admin/leads/{lead['id']}", status_code=303, headers=HEADERS)
+            return RedirectResponse(f"/admin/leads/{lead['id']}?notice=empty", status_code=303, headers=HEADERS)
         outcome = await console.reply(lead["channel"], lead["sender"], text)
         if lead["status"] not in FINAL:
             try:
@@ -555,7 +599,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                   detail="That conversation does not exist.", session=session)
         page = console.page_of(request)
         messages, more = await asyncio.to_thread(console.messages, conv["id"], page)
-        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent."}.get(
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+                  "empty": "Write a reply first: nothing was sent."}.get(
             request.query_params.get("notice", ""))
         return console.render("conversation.html", title=conv["label"], session=session,
                               current="/admin/conversations", conversation=conv, messages=messages, page=page,
@@ -572,7 +617,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
             return console.render("error.html", 404, title="No such conversation",
                                   detail="That conversation cannot be answered here.", session=session)
         text = form.get("text", "").strip()[:MAX_REPLY]
-        notice = ""
+        notice = "?notice=empty"
         if text:
             outcome = await console.reply(conv["channel"], conv["fullSender"], text)
             notice = "?notice=" + ("sent" if outcome.get("ok") else "failed")
@@ -612,7 +657,9 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         if refused is not None or form is None:
             return refused
         conv = request.path_params["conversation"]
-        await asyncio.to_thread(console.hand_back, conv)
+        if not await asyncio.to_thread(console.hand_back, conv):
+            return console.render("error.html", 404, title="No such conversation",
+                                  detail="That conversation does not exist (erased, or never started).", session=session)
         back = safe_next(form.get("back")) if form.get("back") else f"/admin/conversations/{conv}"
         return RedirectResponse(back, status_code=303, headers=HEADERS)
 
@@ -633,8 +680,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
 
         with anyio.move_on_after(health.PROBE_TIMEOUT_S):
             _status, body = await anyio.to_thread.run_sync(health.snapshot, host, abandon_on_cancel=True)
-            gates = [(k, v if isinstance(v, str) else json.dumps(v, indent=1, default=str)[:4000])
-                     for k, v in sorted(body.get("gates", {}).items())]
+            gates = [(k, readable(v)[:4000]) for k, v in sorted(body.get("gates", {}).items())]
             return console.render("health.html", title="Gates", session=session, csrf=csrf, current="/admin/health", body=body,
                                   gates=gates, doctor=report, notice=notice)
         return console.render("error.html", 503, title="Gates", detail="The health probe timed out.", session=session)
@@ -682,9 +728,17 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                           [*argv, "--json", *(["--dry-run"] if mode == "dry-run" else [])])
             receipt = json.loads(out.strip().splitlines()[-1])
         except (UserError, ValueError, IndexError, SystemExit) as exc:
-            return again(400, str(exc).splitlines()[0][:300] if str(exc) else "The request was refused.")
+            said = str(exc).splitlines()[0][:300] if str(exc) else "The request was refused."
+            for flag, word in (("--contact: ", "Contact: "), ("--visitor: ", "Visitor id: "),
+                               ("--conversation: ", "Conversation id: ")):
+                said = said.replace(flag, word)  # the command's flags are the form's fields here
+            return again(400, said)
         log("console", "op=erase" if mode == "erase" else "op=erase-dry-run", nodes=receipt.get("nodes"))
         return again(200, receipt=receipt)
+
+    async def not_found(request: Any, session: Any, csrf: str) -> Any:
+        return console.render("error.html", 404, title="Not found", detail="There is no such console page.",
+                              session=session, csrf=csrf)
 
     async def stylesheet(request: Any) -> Any:
         return FileResponse(HERE / "static" / "console.css", media_type="text/css; charset=utf-8",
@@ -717,4 +771,5 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
               name="console-conversation"),
         Route("/admin/conversations/{conversation}/reply", endpoint=conversation_reply, methods=("POST",),
               name="console-conversation-reply"),
+        Route("/admin/{rest:path}", endpoint=signed_in(not_found), methods=("GET",), name="console-not-found"),
     ]

@@ -283,9 +283,10 @@ def test_the_gates_page_shows_doctor_findings_and_runs_doctor(console, plughost_
     assert status == 409 and "run `plughost install` first" in body  # this serve has no install to check
 
 
-def test_export_and_erase_a_person_from_the_console(console) -> None:
+def test_export_and_erase_a_person_from_the_console(console, serve_env) -> None:
     base = console.base
-    _leave_lead(base)
+    visitor = _leave_lead(base)
+    other = _leave_lead(base)
     cookie = {"Cookie": _cookie(base)}
     _, _, page = _raw(f"{base}/admin/people", headers=cookie)
     csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
@@ -300,6 +301,17 @@ def test_export_and_erase_a_person_from_the_console(console) -> None:
     assert status == 200 and "<h2 id=\"receipt-heading\">Erased</h2>" in body
     _, _, body = _raw(f"{base}/admin/leads", headers=cookie)
     assert "ana@example.com" not in body
+    assert "ana@example.com" not in json.dumps(_events(base, visitor))  # the running webchat forgot it too
+    status, _, body = _raw(f"{base}/admin/people", f"csrf={csrf}&kind=visitor&value={visitor}&mode=erase"
+                                                   "&confirm=yes".encode(), headers=cookie)
+    assert status == 200 and _events(base, visitor) == []
+    # an erase from a shell (another process): the server's next fresh read drops what the store lost
+    assert _events(base, other)
+    from tests.conftest import run_cli_process
+
+    res = run_cli_process("erase", "--visitor", other, env=serve_env)
+    assert res.returncode == 0 and res.stdout.startswith("erased: nodes="), res.stderr
+    assert _events(base, other) == []
 
 
 def test_conversations_are_listed_by_channel_with_who_answers(console) -> None:
@@ -325,3 +337,65 @@ def test_sign_out_needs_the_form_check_and_ends_the_console_session(console) -> 
     assert csrf and _raw(f"{base}/admin/logout", b"csrf=nope", headers=cookie)[0] == 403
     status, headers, _ = _raw(f"{base}/admin/logout", f"csrf={csrf}".encode(), headers=cookie)
     assert status == 303 and headers["location"] == "/admin/login" and 'admin_session=""' in headers["set-cookie"]
+    status, headers, _ = _raw(f"{base}/admin/leads", headers=cookie)  # the old cookie, kept by someone
+    assert status == 303 and headers["location"].startswith("/admin/login")
+
+
+def test_a_new_pin_ends_every_earlier_session(console, plughost_home: Path, serve_env) -> None:
+    base = console.base
+    first, second = {"Cookie": _cookie(base)}, {"Cookie": _cookie(base)}
+    assert _raw(f"{base}/admin/leads", headers=first)[0] == 200
+    time.sleep(0.01)
+    sessions.set_pin(plughost_home, serve_env["ACCOUNT_ID"], "731904", "owner")
+    for cookie in (first, second):
+        status, headers, _ = _raw(f"{base}/admin/leads", headers=cookie)
+        assert status == 303 and headers["location"].startswith("/admin/login")
+    token = first["Cookie"].split("=", 1)[1]
+    status, _, body = _raw(f"{base}/api/admin/session", headers={"Authorization": f"Bearer {token}"})
+    assert status == 401 and "session-revoked" in body
+    status, headers, _ = _raw(f"{base}/admin/login", b"pin=731904&next=/admin")
+    assert status == 303 and _raw(f"{base}/admin", headers={"Cookie": headers["set-cookie"].split(";", 1)[0]})[0] == 200
+
+
+def test_rough_input_gets_a_page_that_says_what_happened(console, plughost_home: Path) -> None:
+    """An empty reply, a NUL in a reply, a hand-back of no conversation, a page that does not exist."""
+    base = console.base
+    visitor = _leave_lead(base)
+    cookie = {"Cookie": _cookie(base)}
+    _, _, body = _raw(f"{base}/admin/leads", headers=cookie)
+    lead = "task-" + body.split('href="/admin/leads/task-', 1)[1].split('"', 1)[0]
+    _, _, page = _raw(f"{base}/admin/leads/{lead}", headers=cookie)
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    status, headers, _ = _raw(f"{base}/admin/leads/{lead}/reply", f"csrf={csrf}&text=+%0A+".encode(), headers=cookie)
+    assert status == 303 and headers["location"].endswith("?notice=empty")
+    assert "Write a reply first" in _raw(base + headers["location"], headers=cookie)[2]
+    status, _, _ = _raw(f"{base}/admin/leads/{lead}/reply", f"csrf={csrf}&text=hi%00there%07".encode(), headers=cookie)
+    assert status == 303
+    assert [e["text"] for e in _events(base, visitor)][-1] == "hithere"
+    status, _, body = _raw(f"{base}/admin/conversations/conv-nope/hand-back", f"csrf={csrf}".encode(), headers=cookie)
+    assert status == 404 and "does not exist" in body
+    status, headers, body = _raw(f"{base}/admin/nope/deeper", headers=cookie)
+    assert status == 404 and "There is no such console page." in body and "script-src 'none'" in headers[
+        "content-security-policy"]
+    assert _raw(f"{base}/admin/nope")[0] == 303  # signed out: the login first, as every page
+
+
+def test_the_console_refuses_a_narrowed_server_and_names_a_missing_pin(plughost_home: Path, serve_env) -> None:
+    from host.runtime import accounts
+
+    narrowed = start_serve(env={**serve_env, "ALLOWED_SCOPES": "public", "PLUGHOST_AGENT": "memory"})
+    try:
+        base = narrowed.base
+        for path in ("/admin/login", "/admin/conversations", "/admin"):
+            status, _, body = _raw(base + path)
+            assert status == 403 and "This server is narrowed" in body, path
+        assert _raw(f"{base}/admin/login", b"pin=" + PIN.encode())[0] == 403
+    finally:
+        narrowed.terminate()
+    accounts.create_account("nopin", plughost_home)
+    server = start_serve(env={**serve_env, "ACCOUNT_ID": "nopin", "PLUGHOST_AGENT": "memory"})
+    try:
+        status, _, body = _raw(f"{server.base}/admin/login", b"pin=123456&next=/admin")
+        assert status == 401 and "run `plughost admin set-pin nopin`" in body
+    finally:
+        server.terminate()

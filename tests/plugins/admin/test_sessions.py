@@ -59,7 +59,7 @@ def test_pin_is_stored_hashed_private_and_atomic(account_with_pin: Path) -> None
     assert PIN not in text
     record = json.loads(text)
     assert record["scheme"] == "scrypt" and record["userId"] == "owner"
-    assert not [p for p in path.parent.iterdir() if p.name != "admin-pin"]  # no temp file left
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp file left
 
 
 def test_set_pin_bad_input(plughost_home: Path, run_admin_cli) -> None:

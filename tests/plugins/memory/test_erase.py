@@ -416,6 +416,16 @@ def test_a_bad_id_is_one_line_naming_the_flag(flag: str, value: str) -> None:
         request_of(argparse.Namespace(**args))
 
 
+def test_a_contact_with_control_characters_is_refused() -> None:
+    import argparse
+
+    from host.util.errors import UserError
+    from plugins.memory.erase import request_of
+
+    with pytest.raises(UserError, match=r"^--contact: .* without control characters"):
+        request_of(argparse.Namespace(contact="a\x01b@example.com", visitor=None, conversation=None))
+
+
 def _files(home: Path, config: Path) -> dict[str, Path]:
     """What the channels plugin keeps about the visitor outside the store, and someone else's beside it."""
     from plugins.channels.runner import session_id_for
