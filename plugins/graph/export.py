@@ -18,13 +18,14 @@ plugin) is a different thing: one person's data, for a subject access request.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from host.ports.graph import RESERVED_PROPERTIES
 from host.util.errors import UserError
@@ -106,8 +107,7 @@ def export_jsonl(store: Any, account_id: str, out: Path | None, stdout: IO[str])
     nodes = edges = vectors = 0
     with output(out, stdout) as fh:
         for row in export_rows(store, account_id):
-            fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
-            fh.write("\n")
+            fh.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode())
             nodes += 1
             edges += len(row.get("edges", ()))
             vectors += "embedding" in row

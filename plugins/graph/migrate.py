@@ -9,7 +9,8 @@ starts after the last recorded batch, and the batch it redoes lands on the same 
 
 Then it verifies, per account: the node count per label and the edge count equal on both
 sides, and a sample of searches (full-text on a node's own words, vector on its own embedding)
-finds the node on Neo4j wherever it does on the embedded store. Only then does it record the
+finds the node on Neo4j wherever it does on the embedded store (vectors: on the labels Neo4j
+indexes, ``VECTOR_LABELS``; the embedded store scores every label's). Only then does it record the
 install's store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE=neo4j`` and the ``NEO4J_*`` connection,
 :func:`host.runtime.install_record.record_store`), which every later process reads (serve, the
 MCP servers, the CLI). The embedded file is left as it was: ``PLUGHOST_STORE=sqlite`` in that
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from host.ports.graph import Guards
+from host.ports.graph import VECTOR_LABELS, Guards
 from host.util.errors import UserError
 from host.util.log import log
 from plugins.graph.common import prepare_row, text_of
@@ -186,11 +187,12 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
                 problems.append(f"search '{query[:40]}': {node.id} found embedded, not on neo4j")
             else:
                 found += 1
-        if node.has_embedding:
+        indexed = [label for label in node.labels if label in VECTOR_LABELS]
+        if node.has_embedding and indexed:  # Neo4j searches vectors of the indexed labels only
             vector = source.export_embeddings([node.id], account_id=account).get(node.id)
             if vector is not None:
-                here_v = source.vector_search(vector, 1, guards=g)
-                there_v = store.vector_search(vector, 1, guards=g)
+                here_v = source.vector_search(vector, 1, guards=g, labels=indexed[:1])
+                there_v = store.vector_search(vector, 1, guards=g, labels=indexed[:1])
                 searched += 1
                 if here_v and (not there_v or abs(there_v[0].score - here_v[0].score) > 1e-3):
                     problems.append(f"vector search of {node.id}: best score {here_v[0].score:.4f} embedded, "
