@@ -165,7 +165,7 @@ def _migrate(args: argparse.Namespace, host: Any) -> int:
     from host.ports.graph import require_admin
     from host.runtime.install_record import record_store
     from host.util.log import log
-    from plugins.graph.hookimpls import sqlite_path
+    from plugins.graph.backend import sqlite_path
     from plugins.graph.migrate import CONNECTION_KEYS, migrate
 
     require_admin(host.principal, "graph migrate")  # it copies every account, past any guard

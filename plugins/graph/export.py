@@ -64,7 +64,7 @@ def export_rows(store: Any, account_id: str, *, page: int = PAGE, after: str = "
         after = nodes[-1].id
 
 
-def line_of(node: Any, vector: list[float] | None, edges: list[dict[str, Any]] | None) -> dict[str, Any]:
+def line_of(node: Any, vector: Any, edges: list[dict[str, Any]] | None) -> dict[str, Any]:
     props = node.properties
     row: dict[str, Any] = {"id": node.id, "labels": list(node.labels),
                            "properties": {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}}
@@ -107,7 +107,7 @@ def export_jsonl(store: Any, account_id: str, out: Path | None, stdout: IO[str])
     nodes = edges = vectors = 0
     with output(out, stdout) as fh:
         for row in export_rows(store, account_id):
-            fh.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode())
+            fh.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY).decode())
             nodes += 1
             edges += len(row.get("edges", ()))
             vectors += "embedding" in row

@@ -189,8 +189,9 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
                 found += 1
         indexed = [label for label in node.labels if label in VECTOR_LABELS]
         if node.has_embedding and indexed:  # Neo4j searches vectors of the indexed labels only
-            vector = source.export_embeddings([node.id], account_id=account).get(node.id)
-            if vector is not None:
+            stored = source.export_embeddings([node.id], account_id=account).get(node.id)
+            if stored is not None:
+                vector = [float(v) for v in stored]
                 here_v = source.vector_search(vector, 1, guards=g, labels=indexed[:1])
                 there_v = store.vector_search(vector, 1, guards=g, labels=indexed[:1])
                 searched += 1

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from host.util.errors import UserError
 from host.util.log import log
 from plugins.graph.common import keywords_of
@@ -91,6 +93,9 @@ def field(value: Any, kind: str) -> str:
     if kind == "string":
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         return '"' + text.replace('"', '""') + '"'
+    if kind == "float[]" and hasattr(value, "dtype"):  # a stored float32 vector: its shortest digits
+        return '"' + orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].replace(
+            ",", ARRAY_DELIMITER) + '"'
     if kind.endswith("[]"):
         item = kind[:-2]
         if not isinstance(value, list):

@@ -153,7 +153,7 @@ def store_snapshot(store, account: str) -> tuple[list[tuple[object, ...]], list[
         for node in page:
             props = {k: v for k, v in node.properties.items() if k != "accountId"}
             vec = vectors.get(node.id)
-            nodes.append((node.id, tuple(sorted(node.labels)), props, [round(v, 5) for v in vec] if vec else None))
+            nodes.append((node.id, tuple(sorted(node.labels)), props, [round(float(v), 5) for v in vec] if vec is not None else None))
         mine = {n.id for n in page}
         edges += [(s, t, d, p) for s, t, d, p in store.node_edges(sorted(mine), account_id=account) if s in mine]
         after = page[-1].id

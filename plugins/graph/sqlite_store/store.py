@@ -628,16 +628,17 @@ class SqliteStore(StoreEnv, VectorSearch):
                     out[(src, etype, dst)] = json.loads(props) if props else {}
         return [(s, t, d, p) for (s, t, d), p in sorted(out.items())]
 
-    def export_embeddings(self, node_ids: Sequence[str], *, account_id: str) -> dict[str, list[float]]:
-        """The stored vectors of these nodes of the account, whatever their state (export and migrate)."""
-        out: dict[str, list[float]] = {}
+    def export_embeddings(self, node_ids: Sequence[str], *, account_id: str) -> dict[str, Any]:
+        """The stored vectors of these nodes of the account, whatever their state (export and migrate),
+        as float32 arrays: orjson writes each value in the fewest digits that read back the same."""
+        out: dict[str, Any] = {}
         with self.lock:
             for part in chunks(list(dict.fromkeys(node_ids))):
                 for nid, blob in self.conn.execute(
                         f"SELECT n.id, v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
                         f"WHERE n.account_id = ? AND n.id IN ({marks(len(part))})", [account_id, *part]):
                     if blob is not None:
-                        out[nid] = np.frombuffer(blob, dtype=np.float32).tolist()
+                        out[nid] = np.frombuffer(blob, dtype=np.float32)
         return out
 
     def restore_stamps(self, rows: Sequence[tuple[str, float, float, float | None]], *, account_id: str) -> int:
