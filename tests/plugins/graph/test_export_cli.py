@@ -17,7 +17,10 @@ from host.ports.graph import Guards
 from tests.backends import BACKENDS, use_backend, wipe
 from tests.conftest import ensure_account, run_cli
 
-DIMS = "8"
+DIMS = "384"
+"""The vector length of the round trip: the shared Neo4j server's indexes are made at the default, 384."""
+SMALL_DIMS = "8"
+"""The embedded store's own file only (the memory test)."""
 
 
 def _env(home: Path, account: str) -> dict[str, str]:
@@ -94,8 +97,8 @@ def test_export_streams_in_constant_memory(tmp_path: Path, plughost_home: Path) 
 
     peaks = {}
     for account, n in (("acct-small", 2000), ("acct-big", 20000)):
-        f = write_jsonl(tmp_path / f"{account}.jsonl", graph_rows(n, int(DIMS), prefix=account[-3:]))
-        res = run_cli("graph", "import", str(f), env={"ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": DIMS})
+        f = write_jsonl(tmp_path / f"{account}.jsonl", graph_rows(n, int(SMALL_DIMS), prefix=account[-3:]))
+        res = run_cli("graph", "import", str(f), env={"ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": SMALL_DIMS})
         assert res.returncode == 0, res.stderr
         store = SqliteStore(plughost_home / "graph.sqlite", env={"ACCOUNT_ID": account})
         out = tmp_path / f"{account}.out.jsonl"
@@ -131,6 +134,9 @@ def test_export_is_admin_only_and_for_the_process_account(tmp_path: Path, plugho
     res = run_cli("graph", "export", "--account", "acct-x", "--out", str(out), env={"ACCOUNT_ID": ""})
     assert res.returncode == 0, res.stderr  # the install's operator names the account
     assert len(out.read_text().splitlines()) == 5
+    res = run_cli("graph", "export", env={"ACCOUNT_ID": "acct-x"})  # no --out: standard output
+    assert res.returncode == 0 and [json.loads(line)["id"] for line in res.stdout.splitlines()] == \
+        [json.loads(line)["id"] for line in out.read_text().splitlines()]
     assert not list(tmp_path.glob(".*.partial"))
 
 

@@ -19,7 +19,8 @@ from host.ports.graph import Guards
 from tests.backends import neo4j_env
 from tests.conftest import ensure_account, run_cli
 
-DIMS = "8"
+DIMS = "384"
+"""The shared server's vector indexes are made at the default length: a test never makes them at another."""
 
 
 def _kill_when(proc: subprocess.Popen, state: Path, phase: str, at_least: int) -> dict:
