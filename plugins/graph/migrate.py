@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from host.ports.graph import VECTOR_LABELS, Guards
+from host.ports.jsonl import stamps_of
 from host.util.errors import UserError
 from host.util.log import log
 from plugins.graph.common import prepare_row, text_of
@@ -44,6 +45,7 @@ class Checkpoint:
         self.path = path
         self.target = target
         self.accounts: dict[str, dict[str, Any]] = {}
+        self.resumed = False
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -53,8 +55,6 @@ class Checkpoint:
         if isinstance(data, dict) and data.get("target") == target and isinstance(data.get("accounts"), dict):
             self.accounts = data["accounts"]
             self.resumed = True
-
-    resumed = False
 
     def of(self, account: str) -> dict[str, Any]:
         return self.accounts.setdefault(account, {"nodes": "", "nodes_done": False, "edges": "",
@@ -72,7 +72,8 @@ class Checkpoint:
 def migrate(source: Any, target_for: Callable[[str], Any], *, home: Path, target: str, batch: int,
             only: str | None = None, sample: int = SAMPLE) -> dict[str, Any]:
     """Copy every account of ``source`` (the embedded store) into the Neo4j stores ``target_for(account)``
-    gives, resuming from ``home``'s checkpoint; returns ``{accounts, nodes, edges, mismatches}``."""
+    gives, resuming from ``home``'s checkpoint; returns ``{accounts, nodes, edges, mismatches}`` (the
+    nodes and edges this run wrote: a resumed run counts what it did, not what an earlier one did)."""
     accounts = source.accounts()
     if only is not None and any(a != only for a in accounts):
         others = [a for a in accounts if a != only]
@@ -118,7 +119,7 @@ def _nodes(source: Any, store: Any, account: str, done: dict[str, Any], state: C
             row = line_of(node, vectors.get(node.id), None)
             item, _ = prepare_row(row, account, f"node {node.id}", dims=dims)
             items.append(item)
-            stamps.append((node.id, *_stamps(row["stamps"])))
+            stamps.append((node.id, *stamps_of(row["stamps"])))
         session.add(items, [], list(range(len(items))))
         store.restore_stamps(stamps, account_id=account)  # its own transaction: a kill between the two is
         done["nodes"] = nodes[-1].id                       # redone from the checkpoint, both idempotent
@@ -156,12 +157,6 @@ def _edges(source: Any, store: Any, account: str, done: dict[str, Any], state: C
     done["edges_done"] = True
     state.save()
     return written
-
-
-def _stamps(stamps: Mapping[str, Any]) -> tuple[float, float, float | None]:
-    from host.ports.jsonl import stamps_of
-
-    return stamps_of(dict(stamps))
 
 
 def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> list[str]:

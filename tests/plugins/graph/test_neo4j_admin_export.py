@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from graph_support import graph_rows, write_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from host.ports.graph import Guards
 from tests.backends import REQUIRE_EXTERNAL
@@ -122,3 +124,32 @@ def test_neo4j_admin_export_refuses_a_folder_it_did_not_write(tmp_path: Path, pl
     res = run_cli("graph", "export", "--format", "neo4j-admin", str(tmp_path / "x"),
                   env={"ACCOUNT_ID": ACCOUNT, "AGENT_SLUG": "bot"})
     assert res.returncode == 2 and "graph export: admin only" in res.stderr and not (tmp_path / "x").exists()
+
+
+_text = st.text(st.characters(blacklist_characters="\x1f", blacklist_categories=("Cs",)), max_size=40)
+_value = st.one_of(_text, st.integers(-(2 ** 63), 2 ** 63 - 1), st.floats(allow_nan=False, allow_infinity=False),
+                   st.booleans(), st.lists(_text, max_size=4), st.lists(st.integers(-10 ** 6, 10 ** 6), max_size=4))
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_value, min_size=1, max_size=6))
+def test_a_field_reads_back_as_written(values: list) -> None:
+    """Any value of a column's type, quoted and joined as the export writes it, reads back from the CSV
+    (``csv`` with the export's quoting, the way the import tool reads ``""`` and quoted new lines)."""
+    import io
+
+    from plugins.graph.neo4j_admin import ARRAY_DELIMITER, field, kind_of
+
+    kinds = [kind_of(v) for v in values]
+    line = ",".join(field(v, k) for v, k in zip(values, kinds, strict=True)) + "\n"
+    (parsed,) = list(csv.reader(io.StringIO(line, newline="")))
+    for value, kind, text in zip(values, kinds, parsed, strict=True):
+        if kind == "string":
+            assert text == value
+        elif kind == "boolean":
+            assert text == ("true" if value else "false")
+        elif kind in ("long", "double"):
+            assert float(text) == float(value)
+        elif value:  # an array
+            items = text.split(ARRAY_DELIMITER)
+            assert items == ([str(v) for v in value] if kind == "long[]" else value)
