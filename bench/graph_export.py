@@ -111,7 +111,13 @@ def main() -> int:
         if not args.no_admin:
             admin_route(store, tmp, args, floor)
         if not args.no_neo4j:
-            migrate_route(store, tmp, args, data)
+            plain = None
+            if args.dims:  # the floor writes no vectors: migrate a vector-less copy too, like for like
+                plain = SqliteStore(tmp / "plain.sqlite", env={"ACCOUNT_ID": ACCOUNT})
+                import_jsonl(plain, data, account_id=ACCOUNT, progress=False)
+            migrate_route(store, tmp, args, data, plain)
+            if plain is not None:
+                plain.close()
         store.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -155,8 +161,9 @@ def admin_route(store: SqliteStore, tmp: Path, args: argparse.Namespace, floor: 
           f"built after the database starts, not timed ({where()})")
 
 
-def migrate_route(store: SqliteStore, tmp: Path, args: argparse.Namespace, data: Path) -> None:
-    from plugins.graph.migrate import migrate
+def migrate_route(store: SqliteStore, tmp: Path, args: argparse.Namespace, data: Path,
+                  plain: SqliteStore | None) -> None:
+    from plugins.graph.migrate import STATE_FILE, migrate
     from plugins.graph.neo4j_store import Neo4jStore
 
     neo_env, run_dir = start_neo4j()
@@ -165,15 +172,20 @@ def migrate_route(store: SqliteStore, tmp: Path, args: argparse.Namespace, data:
         target = Neo4jStore.from_env({**env, "ACCOUNT_ID": ACCOUNT})
         target.wipe_account(ACCOUNT)
         ix_s = neo4j_import_floor(target, data, target.import_batch_size, indexed=True)[0]
-        t0 = time.perf_counter()
-        totals = migrate(store, lambda a: Neo4jStore.from_env({**env, "ACCOUNT_ID": a}), home=tmp,
-                         target=neo_env["NEO4J_URI"], batch=args.batch, sample=20)
-        seconds = time.perf_counter() - t0
-        print(f"graph migrate --to neo4j {totals['nodes']:,} nodes, {totals['edges']:,} edges, verified "
-              f"(mismatches={totals['mismatches']}): {totals['nodes'] / seconds:,.0f} nodes/s with the edges and the "
-              f"verification; indexed floor {args.nodes / ix_s:,.0f} nodes/s; ratio {seconds / ix_s:.1f}x; "
-              f"{args.batch:,} nodes a transaction ({where()})")
-        target.wipe_account(ACCOUNT)
+        for source, what in ((store, f"{args.dims}-dimension vectors" if args.dims else "no vectors"),
+                             (plain, "no vectors")):
+            if source is None:
+                continue
+            (tmp / STATE_FILE).unlink(missing_ok=True)  # each migration from the start
+            t0 = time.perf_counter()
+            totals = migrate(source, lambda a: Neo4jStore.from_env({**env, "ACCOUNT_ID": a}), home=tmp,
+                             target=neo_env["NEO4J_URI"], batch=args.batch, sample=20)
+            seconds = time.perf_counter() - t0
+            print(f"graph migrate --to neo4j {totals['nodes']:,} nodes ({what}), {totals['edges']:,} edges, verified "
+                  f"(mismatches={totals['mismatches']}): {totals['nodes'] / seconds:,.0f} nodes/s with the edges and "
+                  f"the verification; indexed floor (no vectors) {args.nodes / ix_s:,.0f} nodes/s; ratio "
+                  f"{seconds / ix_s:.1f}x; {args.batch:,} nodes a transaction ({where()})")
+            target.wipe_account(ACCOUNT)
         target.close()
     finally:
         if run_dir:
