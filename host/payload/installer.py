@@ -44,6 +44,7 @@ from typing import Any
 from host.payload.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
 from host.runtime.accounts import check_id, read_account_json
 from host.util import config, settings
+from host.util.config import merge_env
 from host.util.errors import UserError
 from host.util.jsonio import read_json, render, write_if_changed
 from host.util.log import log
@@ -391,19 +392,6 @@ def env_settings(payload: Path) -> dict[str, str]:
     if brand.get("name"):
         out["PLUGHOST_BRAND"] = str(brand["name"])
     return out
-
-
-def merge_env(text: str, values: dict[str, str]) -> str:
-    """Update ``KEY=value`` lines in place, append new keys in sorted order, keep everything else."""
-    lines = text.splitlines()
-    seen = set()
-    for i, line in enumerate(lines):
-        key = line.split("=", 1)[0].strip()
-        if "=" in line and not line.lstrip().startswith("#") and key in values:
-            lines[i] = f"{key}={values[key]}"
-            seen.add(key)
-    lines += [f"{k}={values[k]}" for k in sorted(values) if k not in seen]
-    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _env(plan: InstallPlan) -> None:

@@ -1,7 +1,9 @@
 """The bulk-import line format, read one line at a time (``graph import``, ``memory import``).
 
 One node per line: ``{"id"?: str, "labels": [str], "properties": {...}, "embedding"?: [float],
-"edges"?: [{"type": str, "to": str, "properties"?: {...}}]}``. A line that is not UTF-8 or not
+"edges"?: [{"type": str, "to": str, "properties"?: {...}}], "stamps"?: {"createdAt": ISO, "updatedAt": ISO,
+"deletedAt"?: ISO}}``. ``stamps`` (what ``plughost graph export`` writes) are the store-set times of an
+exported node: ``graph import`` sets them on the node once it is written, so a round trip keeps them. A line that is not UTF-8 or not
 JSON is reported by its number and skipped; the others still import. :func:`check_line` is
 the format check (stores validate deeper on write); :class:`ImportSummary` is what an import
 reports.
@@ -22,7 +24,9 @@ from host.util.jsonparse import BadLine, parse_line
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 """Labels, edge types and property keys: identifier-safe in SQL and Cypher."""
 
-LINE_KEYS = frozenset({"id", "labels", "properties", "embedding", "edges"})
+LINE_KEYS = frozenset({"id", "labels", "properties", "embedding", "edges", "stamps"})
+STAMP_KEYS = ("createdAt", "updatedAt", "deletedAt")
+"""An exported node's ``stamps``: ``createdAt`` and ``updatedAt`` required, ``deletedAt`` when soft-deleted."""
 EDGE_KEYS = frozenset({"type", "to", "properties"})
 MAX_LABELS = 32
 """Labels per node, at most (a line with thousands is an attack on every label index)."""
@@ -112,6 +116,30 @@ def line_text(row: Any) -> bytes:
     return json.dumps(row, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8", "replace")
 
 
+def stamps_of(value: Any, what: str = "stamps") -> tuple[float, float, float | None]:
+    """An exported line's ``stamps`` as epoch seconds ``(created, updated, deleted or None)``;
+    raises :class:`UserError` naming the key when one is not an ISO 8601 time."""
+    from datetime import UTC, datetime
+
+    if not isinstance(value, dict) or not set(value) <= set(STAMP_KEYS):
+        raise UserError(f"{what}: expected an object {{createdAt, updatedAt, deletedAt?}}")
+    out: list[float | None] = []
+    for key in STAMP_KEYS:
+        raw = value.get(key)
+        if raw is None and key == "deletedAt":
+            out.append(None)
+            continue
+        try:
+            when = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+        except ValueError:
+            when = None
+        if when is None:
+            raise UserError(f"{what}.{key}: expected an ISO 8601 time such as 2026-01-31T12:00:00.000Z, "
+                            f"got {raw!r:.60}")
+        out.append((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
+    return out[0], out[1], out[2]  # type: ignore[return-value]
+
+
 def int_problem(value: Any, what: str) -> str | None:
     """The first integer outside 64 bits in a property value (a scalar or a list), or None."""
     items = value if isinstance(value, list) else (value,)
@@ -132,7 +160,7 @@ def check_line(row: Any, dims: int | None = None) -> str | None:
         return "expected an object {id?, labels, properties, edges?}"
     unknown = sorted(set(row) - LINE_KEYS)
     if unknown:
-        return f"unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)"
+        return f"unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges, stamps)"
     if "id" in row and (not isinstance(row["id"], str) or not row["id"].strip()):
         return "id: expected a non-empty string"
     labels = row.get("labels")
@@ -156,6 +184,11 @@ def check_line(row: Any, dims: int | None = None) -> str | None:
         return "embedding: expected a list of numbers"
     if emb is not None and dims is not None and len(emb) != dims:
         return f"embedding: {len(emb)} numbers; this store indexes {dims}-dimension vectors"
+    if row.get("stamps") is not None:
+        try:
+            stamps_of(row["stamps"])
+        except UserError as exc:
+            return str(exc)
     edges = row.get("edges", [])
     if not isinstance(edges, list):
         return "edges: expected a list of {type, to, properties?}"

@@ -18,6 +18,11 @@ Precedence, first set wins (an empty value is unset):
 4. ``CLAUDE_CONFIG_DIR``: Claude Code's own choice, for a folder plughost did not install into;
 5. ``~/.claude``: where Claude Code and a default ``plughost install`` put it.
 
+The same ``.env`` records the install's graph store (``PLUGHOST_STORE`` and the ``NEO4J_*``
+connection): ``plughost install`` writes it from the brand, and ``plughost graph migrate`` rewrites it
+once the embedded store is in Neo4j (:func:`record_store`); the graph plugin's
+``plugins/graph/backend.py`` reads it through :func:`host.util.config.load_env` in every process.
+
 The install record wins over an exported ``CLAUDE_CONFIG_DIR``: a shell that exports one for the
 user's own Claude Code must not send the runner to a folder without plughost's servers.
 """
@@ -82,3 +87,18 @@ def config_dir_source(env: Mapping[str, str], explicit: Path | str | None = None
 def config_dir(env: Mapping[str, str], explicit: Path | str | None = None) -> Path:
     """The config dir alone (:func:`config_dir_source`)."""
     return config_dir_source(env, explicit)[0]
+
+
+def record_store(env: Mapping[str, str], values: Mapping[str, str]) -> Path:
+    """Record the install's graph store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE`` and its
+    connection keys, updated in place, every other line kept), atomically; returns the file."""
+    from host.util.jsonio import write_atomic
+
+    path = config.home(env) / ".env"
+    try:
+        text, mode = path.read_text(encoding="utf-8"), path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        text, mode = "", 0o600  # it may hold NEO4J_PASSWORD
+    write_atomic(path, config.merge_env(text, dict(values)))
+    os.chmod(path, mode)
+    return path

@@ -79,3 +79,16 @@ def schema_path(name: str) -> Path:
 def builtin_plugins_dir() -> Path:
     """The installed `plugins/` package: the default platform plugins folder."""
     return REPO_ROOT / "plugins"
+
+
+def merge_env(text: str, values: dict[str, str]) -> str:
+    """Update ``KEY=value`` lines in place, append new keys in sorted order, keep everything else."""
+    lines = text.splitlines()
+    seen = set()
+    for i, line in enumerate(lines):
+        key = line.split("=", 1)[0].strip()
+        if "=" in line and not line.lstrip().startswith("#") and key in values:
+            lines[i] = f"{key}={values[key]}"
+            seen.add(key)
+    lines += [f"{k}={values[k]}" for k in sorted(values) if k not in seen]
+    return "\n".join(lines) + "\n" if lines else ""

@@ -20,3 +20,10 @@ def backend_name(env: Any) -> str:
             raise UserError(f"PLUGHOST_STORE: expected 'sqlite' or 'neo4j', got '{chosen}'")
         return chosen
     return "neo4j" if (env.get("NEO4J_URI") or "").strip() else "sqlite"
+
+
+def sqlite_path(host: Any) -> Any:
+    """The embedded store's file: ``PLUGHOST_GRAPH_DB``, else ``<PLUGHOST_HOME>/graph.sqlite``."""
+    from plugins.graph.settings import GRAPH_DB
+
+    return GRAPH_DB.read(host.env) or host.home / "graph.sqlite"

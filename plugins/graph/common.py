@@ -19,7 +19,7 @@ from typing import Any
 from host.ports.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
 from host.ports.jsonl import EDGE_KEYS as _EDGE_KEYS
 from host.ports.jsonl import LINE_KEYS as _ROW_KEYS
-from host.ports.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem
+from host.ports.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem, stamps_of
 from host.util.errors import AccountMismatch, UserError
 from host.util.log import log
 from host.util.settings import GRAPH_READ_ONLY
@@ -383,7 +383,10 @@ def prepare_row(row: Any, account_id: str, what: str, parsed: bool = False,
         raise UserError(f"{what}: expected an object {{id?, labels, properties, edges?}}")
     if not row.keys() <= _ROW_KEYS:
         unknown = sorted(set(row) - _ROW_KEYS)
-        raise UserError(f"{what}: unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges)")
+        raise UserError(f"{what}: unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges, "
+                        "stamps)")
+    if "stamps" in row and row["stamps"] is not None:
+        stamps_of(row["stamps"], f"{what}.stamps")
     item = prepare(row.get("labels"), row.get("properties"), account_id=account_id, node_id=row.get("id"),
                    embedding=row.get("embedding"), what=what, parsed=parsed, encode=encode, small_ints=small_ints,
                    dims=dims, strict=strict)

@@ -8,19 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from host.runtime.hookspecs import hookimpl
-from plugins.graph.backend import backend_name
+from plugins.graph.backend import backend_name, sqlite_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.ports.graph import GraphStore
     from host.runtime.host import Host
     from host.runtime.types import CliCommand, Gate, Tool
     from host.util.settings import Setting
-
-
-def sqlite_path(host: Host) -> Any:
-    from plugins.graph.settings import GRAPH_DB
-
-    return GRAPH_DB.read(host.env) or host.home / "graph.sqlite"
 
 
 @hookimpl

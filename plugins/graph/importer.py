@@ -68,6 +68,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
         started = time.perf_counter()
         _import_staged(store, path, account_id, batch_size, use_worker(path) if worker is None else worker,
                        summary, skip, bar)
+        restore_stamps(store, path, account_id)
         return _done(summary, path, bar, started)
     reader = JsonLines(path, lambda lineno, message: skipped.append((lineno, message)))
     skipped: list[tuple[int, str]] = []  # the reader thread's skips, reported as their batch is written
@@ -116,7 +117,42 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
     for lineno, etype, to in unresolved:
         skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
     summary.skipped -= len(unresolved)  # the node itself was imported; only its edge was dropped
+    restore_stamps(store, path, account_id)
     return _done(summary, path, bar, started)
+
+
+STAMPS_BATCH = 5000
+
+
+def restore_stamps(store: Any, path: Path, account_id: str) -> int:
+    """Give the imported nodes of exported lines (``stamps``, :mod:`plugins.graph.export`) their recorded
+    ``createdAt``/``updatedAt``/``deletedAt``: one more pass over the file, reading only the lines
+    that carry ``stamps`` and a valid shape (a skipped line's node was never written). Returns the
+    nodes updated."""
+    from host.ports.jsonl import check_line, stamps_of
+    from host.util.jsonparse import BadLine, parse_line
+
+    done, batch = 0, []
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if b'"stamps"' not in raw:
+                continue
+            try:
+                row = parse_line(raw)
+            except BadLine:
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str) or row.get("stamps") is None \
+                    or check_line(row) is not None:
+                continue
+            batch.append((row["id"], *stamps_of(row["stamps"])))
+            if len(batch) >= STAMPS_BATCH:
+                done += store.restore_stamps(batch, account_id=account_id)
+                batch = []
+    if batch:
+        done += store.restore_stamps(batch, account_id=account_id)
+    if done:
+        log("graph-import", "stamps", nodes=done)
+    return done
 
 
 def _take(pending: list[Any]) -> list[Any]:

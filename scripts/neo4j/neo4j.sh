@@ -5,6 +5,8 @@
 #   eval "$(bash scripts/neo4j/neo4j.sh start)"   # prints NEO4J_URI=… NEO4J_VERSION=… NEO4J_PID=… NEO4J_RUN_DIR=…
 #   bash scripts/neo4j/neo4j.sh stop "$NEO4J_RUN_DIR"
 #   bash scripts/neo4j/neo4j.sh fetch             # only fetch the jars (Maven, cached in ~/.m2)
+#   bash scripts/neo4j/neo4j.sh lib               # fetch, then print the jars' folder (it holds
+#                                                 # neo4j-admin's import tool: org.neo4j.cli.AdminTool)
 #
 # The jars and the compiled launcher live in the ignored cache folder .cache/neo4j/<version>-<key>
 # (PLUGHOST_NEO4J_CACHE overrides it). NEO4J_HEAP (default 1g; initial = maximum, as Neo4j's
@@ -86,5 +88,6 @@ case "${1:-}" in
   fetch) fetch ;;
   start) start ;;
   stop) stop "${2:-}" ;;
-  *) echo "usage: neo4j.sh fetch | start | stop RUN_DIR" >&2; exit 2 ;;
+  lib) fetch; echo "$CACHE/lib" ;;
+  *) echo "usage: neo4j.sh fetch | lib | start | stop RUN_DIR" >&2; exit 2 ;;
 esac

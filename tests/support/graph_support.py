@@ -100,3 +100,61 @@ def expected_terms(con: sqlite3.Connection, tokenize: str) -> dict[int, list[tup
     for doc, term, offset in con.execute("SELECT doc, term, offset FROM temp.vocab_oracle ORDER BY doc, offset, term"):
         out.setdefault(doc, []).append((term, offset))
     return out
+
+
+WORDS = ("oven", "sourdough", "rye", "croissant", "opening", "hours", "delivery", "gluten", "vegan", "cake",
+         "wedding", "price", "butter", "flour", "monday", "sunday", "catering", "order", "birthday", "tart",
+         "almond", "seeds", "loaf", "baguette", "coffee", "tea", "holiday", "closed", "parking", "allergy")
+LABELS = ("Chunk", "Person", "Task", "KnowledgeDocument", "Question", "Concept")
+
+
+def graph_rows(n: int, dims: int, seed: int = 7, prefix: str = "g") -> list[dict[str, object]]:
+    """``n`` varied import lines: several labels, scopes and agents, text from ``WORDS``, a
+    ``dims``-long embedding on most, edges to earlier and later lines, awkward property values
+    (quotes, commas, new lines, a nested object, lists, booleans, floats)."""
+    import random
+
+    rnd = random.Random(seed)
+    rows: list[dict[str, object]] = []
+    for i in range(n):
+        words = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(3, 9)))
+        props: dict[str, object] = {"name": f"{prefix} {i} {words[:20]}", "content": words,
+                                    "scope": rnd.choice(("public", "admin", "team")), "rank": i,
+                                    "weight": round(rnd.random(), 6), "flag": i % 3 == 0}
+        if i % 5 == 0:
+            props["agents"] = [rnd.choice(("bot", "sales"))]
+        if i % 7 == 0:
+            props["note"] = f'say "hi", then\nleave; {words}'
+            props["meta"] = {"k": i, "tags": ["x", "y"]}
+            props["keywords"] = ["Bread", "oven"]
+        row: dict[str, object] = {"id": f"{prefix}{i:05d}", "labels": [LABELS[i % len(LABELS)]], "properties": props}
+        if i % 4:
+            row["embedding"] = [round(rnd.uniform(-1, 1), 4) for _ in range(dims)]
+        edges = []
+        if i:
+            edges.append({"type": "NEXT", "to": f"{prefix}{i - 1:05d}"})
+        if i + 3 < n and i % 2:
+            edges.append({"type": "MENTIONS", "to": f"{prefix}{i + 3:05d}", "properties": {"w": i}})
+        if edges:
+            row["edges"] = edges
+        rows.append(row)
+    return rows
+
+
+def store_snapshot(store, account: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """Every node of the account (id, labels, properties with the store-set ones, embedding) and every edge,
+    read through the port's scan: what a round trip must keep."""
+    nodes, edges, after = [], [], ""
+    while True:
+        page = store.scan_nodes(account_id=account, after=after, limit=500)
+        if not page:
+            break
+        vectors = store.export_embeddings([n.id for n in page], account_id=account)
+        for node in page:
+            props = {k: v for k, v in node.properties.items() if k != "accountId"}
+            vec = vectors.get(node.id)
+            nodes.append((node.id, tuple(sorted(node.labels)), props, [round(float(v), 5) for v in vec] if vec is not None else None))
+        mine = {n.id for n in page}
+        edges += [(s, t, d, p) for s, t, d, p in store.node_edges(sorted(mine), account_id=account) if s in mine]
+        after = page[-1].id
+    return nodes, sorted(edges, key=lambda e: (e[0], e[1], e[2]))

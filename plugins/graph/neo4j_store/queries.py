@@ -135,6 +135,18 @@ RETURN {NODE_RETURN} ORDER BY n.id LIMIT $limit"""
 Q_NODE_EDGES = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}})-[r]-(:{BASE_LABEL}) WHERE n.id IN $ids
 WITH DISTINCT r
 RETURN startNode(r).id AS source, type(r) AS type, endNode(r).id AS target, properties(r) AS props"""
+Q_EXPORT_EMBEDDINGS = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.id IN $ids AND n.embedding IS NOT NULL
+RETURN n.id AS id, n.embedding AS embedding"""
+Q_RESTORE_STAMPS = f"""UNWIND $rows AS row
+MATCH (n:{BASE_LABEL} {{accountId: $accountId, id: row.id}})
+SET n.createdAt = row.c, n.updatedAt = row.u, n.deletedAt = row.d
+RETURN count(n) AS updated"""
+Q_LABEL_COUNTS = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}})
+UNWIND labels(n) AS label
+WITH label WHERE label <> '{BASE_LABEL}'
+RETURN label, count(*) AS n ORDER BY label"""
+Q_EDGE_COUNT = f"""MATCH (:{BASE_LABEL} {{accountId: $accountId}})-[r]->(:{BASE_LABEL})
+RETURN count(r) AS n"""
 Q_UNSCOPED = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.scope IS NULL
 WITH coalesce(head([l IN labels(n) WHERE l <> '{BASE_LABEL}']), '{BASE_LABEL}') AS label, n.id AS id ORDER BY id
 RETURN label, count(*) AS total, collect(id)[..$sample] AS ids ORDER BY label"""

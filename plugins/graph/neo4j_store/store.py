@@ -48,18 +48,22 @@ from plugins.graph.neo4j_store.queries import (
     Q_COUNT,
     Q_DELETE_EDGE_TMPL,
     Q_DELETE_NODES,
+    Q_EDGE_COUNT,
     Q_EMBEDDING,
     Q_ERASE,
     Q_ERASE_BACKLINKS,
     Q_ERASE_COUNTS,
     Q_EXPAND,
+    Q_EXPORT_EMBEDDINGS,
     Q_GET,
     Q_GET_ANY,
     Q_HIERARCHY_SET,
+    Q_LABEL_COUNTS,
     Q_LINKED,
     Q_MISSING,
     Q_NODE_EDGES,
     Q_PURGE,
+    Q_RESTORE_STAMPS,
     Q_SCAN,
     Q_SCHEMA_KEYS,
     Q_SCHEMA_LABELS,
@@ -309,6 +313,29 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         """Every edge touching these nodes of the account, whatever their state."""
         rows = self._rows(Q_NODE_EDGES, {"accountId": account_id, "ids": list(dict.fromkeys(node_ids))})
         return sorted((r["source"], r["type"], r["target"], dict(r["props"])) for r in rows)
+
+    def export_embeddings(self, node_ids: Sequence[str], *, account_id: str) -> dict[str, list[float]]:
+        """The stored vectors of these nodes of the account, whatever their state (export)."""
+        rows = self._rows(Q_EXPORT_EMBEDDINGS, {"accountId": account_id, "ids": list(dict.fromkeys(node_ids))})
+        return {r["id"]: list(r["embedding"]) for r in rows}
+
+    def restore_stamps(self, rows: Sequence[tuple[str, float, float, float | None]], *, account_id: str) -> int:
+        """Set ``(id, createdAt, updatedAt, deletedAt)`` (epoch seconds) on nodes of the account, as an
+        export recorded them; returns the nodes updated."""
+        check_account(self.account_id, account_id)
+        params = {"accountId": account_id,
+                  "rows": [{"id": nid, "c": iso(c), "u": iso(u), "d": iso(d)} for nid, c, u, d in rows]}
+        found = self._rows(Q_RESTORE_STAMPS, params, read=False)
+        return int(found[0]["updated"]) if found else 0
+
+    def label_counts(self, *, account_id: str) -> dict[str, int]:
+        """Nodes of the account per label, soft-deleted too (``graph migrate`` verifies them)."""
+        return {r["label"]: r["n"] for r in self._rows(Q_LABEL_COUNTS, {"accountId": account_id})}
+
+    def edge_count(self, *, account_id: str) -> int:
+        """Edges from nodes of the account."""
+        rows = self._rows(Q_EDGE_COUNT, {"accountId": account_id})
+        return int(rows[0]["n"]) if rows else 0
 
     def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
         """The account's nodes without a scope (soft-deleted too): a label → (count, up to

@@ -629,6 +629,54 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
                     out[(src, etype, dst)] = json.loads(props) if props else {}
         return [(s, t, d, p) for (s, t, d), p in sorted(out.items())]
 
+    def export_embeddings(self, node_ids: Sequence[str], *, account_id: str) -> dict[str, Any]:
+        """The stored vectors of these nodes of the account, whatever their state (export and migrate),
+        as float32 arrays: orjson writes each value in the fewest digits that read back the same."""
+        out: dict[str, Any] = {}
+        with self.lock:
+            for part in chunks(list(dict.fromkeys(node_ids))):
+                for nid, blob in self.conn.execute(
+                        f"SELECT n.id, v.embedding FROM nodes n JOIN node_vectors v ON v.node = n.rid "
+                        f"WHERE n.account_id = ? AND n.id IN ({marks(len(part))})", [account_id, *part]):
+                    if blob is not None:
+                        out[nid] = np.frombuffer(blob, dtype=np.float32)
+        return out
+
+    def restore_stamps(self, rows: Sequence[tuple[str, float, float, float | None]], *, account_id: str) -> int:
+        """Set ``(id, createdAt, updatedAt, deletedAt)`` (epoch seconds) on nodes of the account, as an
+        export recorded them (an import or a migrate of exported lines); returns the nodes updated."""
+        check_account(self.account_id, account_id)
+        with self.write_transaction() as conn:
+            before = conn.total_changes
+            conn.executemany("UPDATE nodes SET created_at = ?, updated_at = ?, deleted_at = ? "
+                             "WHERE account_id = ? AND id = ?",
+                             [(c, u, d, account_id, nid) for nid, c, u, d in rows])
+            return conn.total_changes - before
+
+    def accounts(self) -> list[str]:
+        """Every account holding a node in this file (``graph migrate`` moves them all)."""
+        with self.lock:
+            return [r[0] for r in self.conn.execute("SELECT DISTINCT account_id FROM nodes ORDER BY 1")]
+
+    def scan_count(self, *, account_id: str) -> int:
+        """Nodes of the account, soft-deleted too (what a full :meth:`scan_nodes` returns)."""
+        with self.lock:
+            return int(self.conn.execute("SELECT count(*) FROM nodes WHERE account_id = ?",
+                                         (account_id,)).fetchone()[0])
+
+    def label_counts(self, *, account_id: str) -> dict[str, int]:
+        """Nodes of the account per label, soft-deleted too (``graph migrate`` verifies them)."""
+        with self.lock:
+            return dict(self.conn.execute(
+                "SELECT l.label, count(*) FROM node_labels l JOIN nodes n ON n.rid = l.node "
+                "WHERE n.account_id = ? GROUP BY l.label ORDER BY 1", (account_id,)).fetchall())
+
+    def edge_count(self, *, account_id: str) -> int:
+        """Edges from nodes of the account."""
+        with self.lock:
+            return int(self.conn.execute("SELECT count(*) FROM edges e JOIN nodes n ON n.rid = e.source "
+                                         "WHERE n.account_id = ?", (account_id,)).fetchone()[0])
+
     def unscoped(self, *, account_id: str, sample: int = 5) -> dict[str, tuple[int, list[str]]]:
         """The account's nodes without a scope (soft-deleted too): first label → (count, up to
         ``sample`` ids). Legacy nodes every scope can read; ``plughost memory audit`` lists them."""

@@ -1,0 +1,220 @@
+"""`plughost graph migrate --to neo4j`: the embedded store into Neo4j, then the install on Neo4j.
+
+Every account in the embedded file is copied in batches, each batch one Neo4j transaction: first
+the nodes (labels, properties, scope, agents, embeddings, then their ``createdAt``/``updatedAt``/
+``deletedAt``), then the edges (``MERGE``: a repeat makes none). After each committed batch the
+position (the last node id, per account and phase) is written to ``<PLUGHOST_HOME>/graph-migrate.json``,
+so a run killed at any point (kill -9 included) is continued by running the command again: it
+starts after the last recorded batch, and the batch it redoes lands on the same ids.
+
+Then it verifies, per account: the node count per label and the edge count equal on both
+sides, and a sample of searches (full-text on a node's own words, vector on its own embedding)
+finds the node on Neo4j wherever it does on the embedded store (vectors: on the labels Neo4j
+indexes, ``VECTOR_LABELS``; the embedded store scores every label's). Only then does it record the
+install's store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE=neo4j`` and the ``NEO4J_*`` connection,
+:func:`host.runtime.install_record.record_store`), which every later process reads (serve, the
+MCP servers, the CLI). The embedded file is left as it was: ``PLUGHOST_STORE=sqlite`` in that
+``.env`` goes back to it (without what was written to Neo4j since).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from host.ports.graph import VECTOR_LABELS, Guards
+from host.ports.jsonl import stamps_of
+from host.util.errors import UserError
+from host.util.log import log
+from plugins.graph.common import prepare_row, text_of
+from plugins.graph.export import line_of
+
+STATE_FILE = "graph-migrate.json"
+SAMPLE = 20
+"""Searches compared per account (full-text and vector each)."""
+CONNECTION_KEYS = ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE")
+
+
+class Checkpoint:
+    """What a run has committed, per account and phase (``<home>/graph-migrate.json``)."""
+
+    def __init__(self, path: Path, target: str) -> None:
+        self.path = path
+        self.target = target
+        self.accounts: dict[str, dict[str, Any]] = {}
+        self.resumed = False
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{path}: unreadable ({exc}); remove it to start the migration over") from None
+        if isinstance(data, dict) and data.get("target") == target and isinstance(data.get("accounts"), dict):
+            self.accounts = data["accounts"]
+            self.resumed = True
+
+    def of(self, account: str) -> dict[str, Any]:
+        return self.accounts.setdefault(account, {"nodes": "", "nodes_done": False, "edges": "",
+                                                  "edges_done": False})
+
+    def save(self) -> None:
+        from host.util.jsonio import write_atomic
+
+        write_atomic(self.path, json.dumps({"target": self.target, "accounts": self.accounts}, indent=1))
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def migrate(source: Any, target_for: Callable[[str], Any], *, home: Path, target: str, batch: int,
+            only: str | None = None, sample: int = SAMPLE) -> dict[str, Any]:
+    """Copy every account of ``source`` (the embedded store) into the Neo4j stores ``target_for(account)``
+    gives, resuming from ``home``'s checkpoint; returns ``{accounts, nodes, edges, mismatches}`` (the
+    nodes and edges this run wrote: a resumed run counts what it did, not what an earlier one did)."""
+    accounts = source.accounts()
+    if only is not None and any(a != only for a in accounts):
+        others = [a for a in accounts if a != only]
+        raise UserError(f"graph migrate: the embedded store holds {len(others)} other account(s) besides '{only}' "
+                        "(ACCOUNT_ID) and the whole install moves; run it as the install's operator with ACCOUNT_ID "
+                        "unset (ACCOUNT_ID= plughost graph migrate --to neo4j)")
+    state = Checkpoint(home / STATE_FILE, target)
+    log("graph-migrate", "start", accounts=len(accounts), batch=batch, target=target,
+        resumed=str(state.resumed).lower())
+    totals = {"accounts": len(accounts), "nodes": 0, "edges": 0, "mismatches": 0}
+    for account in accounts:
+        store = target_for(account)
+        try:
+            done = state.of(account)
+            totals["nodes"] += _nodes(source, store, account, done, state, batch)
+            totals["edges"] += _edges(source, store, account, done, state, batch)
+            totals["mismatches"] += len(verify(source, store, account, sample=sample))
+        finally:
+            store.close()
+    return totals
+
+
+def _progress(phase: str, account: str, done: int, total: int, started: float) -> None:
+    seconds = time.perf_counter() - started
+    log("graph-migrate", "progress", account=account[:8], phase=phase, done=done, total=total,
+        rate=f"{done / seconds:.0f}" if seconds > 0 else "0")
+
+
+def _nodes(source: Any, store: Any, account: str, done: dict[str, Any], state: Checkpoint, batch: int) -> int:
+    if done["nodes_done"]:
+        return 0
+    total = source.scan_count(account_id=account)
+    session = store.import_session(account)
+    dims = getattr(store, "dimensions", None)
+    written, started = 0, time.perf_counter()
+    while True:
+        nodes = source.scan_nodes(account_id=account, after=done["nodes"], limit=batch)
+        if not nodes:
+            break
+        vectors = source.export_embeddings([n.id for n in nodes if n.has_embedding], account_id=account)
+        items, stamps = [], []
+        for node in nodes:
+            row = line_of(node, vectors.get(node.id), None)
+            item, _ = prepare_row(row, account, f"node {node.id}", dims=dims)
+            items.append(item)
+            stamps.append((node.id, *stamps_of(row["stamps"])))
+        session.add(items, [], list(range(len(items))))
+        store.restore_stamps(stamps, account_id=account)  # its own transaction: a kill between the two is
+        done["nodes"] = nodes[-1].id                       # redone from the checkpoint, both idempotent
+        done["nodes_count"] = int(done.get("nodes_count", 0)) + len(nodes)
+        written += len(nodes)
+        state.save()
+        _progress("nodes", account, int(done["nodes_count"]), total, started)
+    session.finish()
+    done["nodes_done"] = True
+    state.save()
+    return written
+
+
+def _edges(source: Any, store: Any, account: str, done: dict[str, Any], state: Checkpoint, batch: int) -> int:
+    if done["edges_done"]:
+        return 0
+    total = source.edge_count(account_id=account)
+    written, lost, started = 0, 0, time.perf_counter()
+    while True:
+        nodes = source.scan_nodes(account_id=account, after=done["edges"], limit=batch)
+        if not nodes:
+            break
+        mine = {n.id for n in nodes}
+        edges = [(s, t, d, p or None) for s, t, d, p in source.node_edges(sorted(mine), account_id=account)
+                 if s in mine]
+        if edges:
+            lost += len(store.create_edges(edges, account_id=account, validated=True))
+        done["edges"] = nodes[-1].id
+        done["edges_count"] = int(done.get("edges_count", 0)) + len(edges)
+        written += len(edges)
+        state.save()
+        _progress("edges", account, int(done["edges_count"]), total, started)
+    if lost:
+        log("graph-migrate", "edges-lost", account=account[:8], edges=lost, reason="an end not found in Neo4j")
+    done["edges_done"] = True
+    state.save()
+    return written
+
+
+def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> list[str]:
+    """What differs between the two sides for ``account`` (each also logged); empty when they agree."""
+    problems: list[str] = []
+    ours, theirs = source.label_counts(account_id=account), store.label_counts(account_id=account)
+    for label in sorted(set(ours) | set(theirs)):
+        if ours.get(label, 0) != theirs.get(label, 0):
+            problems.append(f"label {label}: {ours.get(label, 0)} embedded, {theirs.get(label, 0)} neo4j")
+    e_ours, e_theirs = source.edge_count(account_id=account), store.edge_count(account_id=account)
+    if e_ours != e_theirs:
+        problems.append(f"edges: {e_ours} embedded, {e_theirs} neo4j")
+    searched = found = 0
+    g = Guards(account)
+    for node in _sample(source, account, sample):
+        words = text_of(node.properties).split()[:4]
+        if words:
+            query = " ".join(words)
+            here = {h.node.id for h in source.fulltext_search(query, 10, guards=g)}
+            there = {h.node.id for h in store.fulltext_search(query, 10, guards=g)}
+            searched += 1
+            if node.id in here and node.id not in there:
+                problems.append(f"search '{query[:40]}': {node.id} found embedded, not on neo4j")
+            else:
+                found += 1
+        indexed = [label for label in node.labels if label in VECTOR_LABELS]
+        if node.has_embedding and indexed:  # Neo4j searches vectors of the indexed labels only
+            stored = source.export_embeddings([node.id], account_id=account).get(node.id)
+            if stored is not None:
+                vector = [float(v) for v in stored]
+                here_v = source.vector_search(vector, 1, guards=g, labels=indexed[:1])
+                there_v = store.vector_search(vector, 1, guards=g, labels=indexed[:1])
+                searched += 1
+                if here_v and (not there_v or abs(there_v[0].score - here_v[0].score) > 1e-3):
+                    problems.append(f"vector search of {node.id}: best score {here_v[0].score:.4f} embedded, "
+                                    f"{there_v[0].score if there_v else 'none'} neo4j")
+                else:
+                    found += 1
+    for problem in problems:
+        log("graph-migrate", "mismatch", account=account[:8], detail=problem)
+    log("graph-migrate", "verified", account=account[:8], labels=len(ours), nodes=sum(ours.values()),
+        edges=e_ours, searches=searched, agreed=found, mismatches=len(problems))
+    return problems
+
+
+def _sample(source: Any, account: str, size: int) -> list[Any]:
+    """Up to ``size`` live nodes spread over the account (every n-th by id)."""
+    total = source.scan_count(account_id=account)
+    step = max(1, total // max(1, size))
+    out: list[Any] = []
+    after, seen = "", 0
+    while len(out) < size:
+        page = source.scan_nodes(account_id=account, after=after, limit=1000)
+        if not page:
+            break
+        for node in page:
+            if seen % step == 0 and not node.deleted and len(out) < size:
+                out.append(node)
+            seen += 1
+        after = page[-1].id
+    return out
