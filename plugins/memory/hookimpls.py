@@ -107,12 +107,14 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_audit(host: Host) -> list[Tool]:
-    """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)."""
+    """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)
+    and time on tasks (plugins/memory/worktime.py)."""
     from plugins.memory.audit import audit_tools
     from plugins.memory.compaction import compaction_tools
     from plugins.memory.tasks import task_tools
+    from plugins.memory.worktime import worktime_tools
 
-    return [*audit_tools(host), *task_tools(host), *compaction_tools(host)]
+    return [*audit_tools(host), *task_tools(host), *worktime_tools(host), *compaction_tools(host)]
 
 
 @hookimpl
