@@ -11,6 +11,8 @@ the serving process, for its account:
 - **census** the time on tasks (:func:`plugins.memory.worktime.census`): every Task's
   ``secondsLogged`` against its TimeEntries' seconds plus its TimeAdjustments' deltas, each
   drifted task logged (``[timeentry-census] op=drift``), counted as ``timeDrifted``;
+- **end** the visitors' conversations idle past ``PLUGHOST_VISITOR_IDLE_S``, writing their
+  per-visitor memory slices (:func:`plugins.memory.visitor_memory.sweep`), counted as ``visitorSlices``;
 - **purge** the nodes soft-deleted longer ago than the grace (the store port's ``purge`` with its
   default grace, the one ``plughost graph purge`` uses: 7 days).
 
@@ -81,11 +83,18 @@ def _census(host: Host, account_id: str, limit: int) -> dict[str, int]:
     return {"timeDrifted": len(found["drifted"]), "timersRunning": int(found["running"])}
 
 
+def _visitors(host: Host, account_id: str, limit: int) -> dict[str, int]:
+    from plugins.memory.visitor_memory import sweep
+
+    return {"visitorSlices": sweep(host, account_id)}
+
+
 def _purge(host: Host, account_id: str, limit: int) -> dict[str, int]:
     return {"purged": int(host.store().purge(account_id=account_id))}  # the port's default grace
 
 
-AUDITS = (("embed", _embed), ("count", _count), ("census", _census), ("purge", _purge))
+AUDITS = (("embed", _embed), ("count", _count), ("census", _census), ("visitors", _visitors),
+          ("purge", _purge))
 """In order: the count sees what the embed left."""
 
 
