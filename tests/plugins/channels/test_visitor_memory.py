@@ -112,10 +112,14 @@ def test_the_idle_sweep_ends_a_conversation_and_telegram_visitors_are_keyed_by_n
     assert slices(host) == [] and "ORD-2027-0042" not in (plughost_home / "graph.sqlite").read_bytes().decode("latin-1")
 
 
-def test_erase_by_visitor_token_removes_their_slices_messages_and_conversations(make_host, account) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_erase_by_visitor_token_removes_their_slices_messages_and_conversations(backend, make_host, account,
+                                                                               monkeypatch) -> None:
     from plugins.channels.pipeline import Inbound
 
+    use_backend(monkeypatch, backend)
     host = make_host(ACCOUNT_ID=ACCOUNT)
+    wipe(host.store(), ACCOUNT)
     token, other = "tok-" + "a" * 20, "tok-" + "b" * 20
     for n, (who, session, text) in enumerate([(token, "sess-a-0001", "My dog is called Rex."),
                                               (token, "sess-a-0002", "Hello again"),
