@@ -240,3 +240,12 @@ def test_state_machine_keeps_the_invariant(backend, make_host, monkeypatch) -> N
     run_state_machine_as_test(Machine, settings=settings(
         max_examples=EXAMPLES if backend == "sqlite" else max(5, EXAMPLES // 3), stateful_step_count=20,
         deadline=None, suppress_health_check=list(HealthCheck)))
+
+
+def test_the_cli_refuses_in_one_line_in_a_real_process(owner) -> None:
+    from tests.conftest import run_cli_process
+
+    out = run_cli_process("memory", "work-time", "stop", "task-nope", env={"ACCOUNT_ID": ACCOUNT})
+    assert out.returncode != 0 and out.stdout == ""
+    assert out.stderr.strip().splitlines()[-1].endswith("taskId: no Task 'task-nope' this process can read")
+    assert "Traceback" not in out.stderr
