@@ -20,7 +20,7 @@ from channels_support import ACCOUNT, agent_calls, channel_host, serve, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import VISITOR_SLICE_LABEL, Guards, visitor_key
+from host.ports.graph import VISITOR_SLICE_LABEL, Guards, conversation_node_id, visitor_key
 from tests.backends import BACKENDS, use_backend, wipe
 from tests.conftest import run_cli
 
@@ -196,6 +196,10 @@ def test_a_slice_reaches_only_its_own_visitor(backend, make_host, plughost_home:
             assert all(m in payload for m in mine), (mine, payload)  # their ended conversations reach them
             assert not any(m in payload for m in others), payload  # nobody else's ever does
             said[v].setdefault(session[v], set()).add(marker)
+            waiting = store.find(guards=Guards(ACCOUNT), labels=["Message"], where={"visitorKey": keys[v],
+                                                                                   "slicePending": True}, limit=100)
+            assert {m.properties["conversationId"] for m in waiting} <= \
+                {conversation_node_id(ACCOUNT, "webchat", session[v])}  # every other conversation of theirs ended
             # the store as oracle: every slice is one visitor's, scope user, holding only their words
             for node in store.find(guards=Guards(ACCOUNT), labels=[VISITOR_SLICE_LABEL], limit=1000):
                 owner = keys.index(node.properties["sliceToken"])
