@@ -262,6 +262,31 @@ class DoctorReport:
                             for c in self.checks]}
 
 
+LAST_RUN = "doctor-last.json"
+
+
+def record(plughost_home: Path, report: DoctorReport) -> None:
+    """Keep the last run's report (``<PLUGHOST_HOME>/doctor-last.json``) for the owner's console."""
+    from host.util.jsonio import write_atomic
+
+    body = {**report.to_json(), "finishedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "findings": report.findings, "lines": report.lines()}
+    try:
+        plughost_home.mkdir(parents=True, exist_ok=True)
+        write_atomic(plughost_home / LAST_RUN, json.dumps(body, indent=1, default=str))
+    except OSError:
+        pass  # the report was printed; keeping it is a convenience
+
+
+def last(plughost_home: Path) -> dict[str, Any] | None:
+    """The last recorded run, or None when doctor never ran (or its record is unreadable)."""
+    try:
+        body = json.loads((plughost_home / LAST_RUN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
 def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, workers: int = 4) -> DoctorReport:
     from host.payload import doctor_hooks
 

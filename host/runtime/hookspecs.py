@@ -19,8 +19,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections import Counter
+    from collections.abc import Callable
+
     from host.ports.embedding import Embedder
     from host.ports.graph import GraphStore, Guards
+    from host.ports.principal import Principal
     from host.runtime.host import Host
     from host.runtime.types import (
         AgentRunner,
@@ -344,6 +348,47 @@ def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
     process when no server runs.
 
     **Example:** ``return [{"id": n.id, "label": "Note", "title": n.title, "text": n.body, "score": 1.0}]``.
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_memory_search(host: Host, query: str, principal: Principal, limit: int) -> list[dict[str, Any]] | None:
+    """A ranked memory search as ``principal`` would run it, for a plugin that shows results
+    (the owner's console shows the owner's view beside a public visitor's).
+
+    **Parameters:** ``query`` — the text searched; ``principal`` — who the search runs as (its
+    guards bound every read: a visitor's principal sees ``public`` and its own conversation only);
+    ``limit`` — rows wanted (the implementation may cap it).
+
+    **Combines:** firstresult: the first non-None list wins (the memory plugin's hybrid
+    ``memory-search`` pipeline, the same stages the tool runs). Rows are ``{id, labels, score,
+    properties}``, best first, the properties a reader of that principal may see.
+
+    **Fires:** when a plugin asks; nothing in the host calls it on its own.
+
+    **Example:** ``return [{"id": n.id, "labels": ["Note"], "score": 1.0, "properties": {"text": n.body}}]``.
+    """
+
+
+@hookspec
+def plughost_person_erased(host: Host, account_id: str, senders: list[str], holds: Callable[[str], bool],
+                           dry_run: bool, tally: Counter[str]) -> None:
+    """Remove an erased person from what a plugin keeps outside the graph store (caches, schedules,
+    agent transcripts), after ``plughost erase`` removed them from the store.
+
+    **Parameters:** ``account_id`` — the account erased from; ``senders`` — the channel sender ids
+    the erase reached (the visitor asked for, the senders of the Conversations and Messages
+    removed); ``holds`` — whether a string holds the request's value (the same test the store's
+    erase used); ``dry_run`` — count, remove nothing; ``tally`` — add ``{what: count}`` of what
+    went (file entries, files), never personal data.
+
+    **Combines:** every implementation runs; one raising does not stop the others, and the erase
+    command names it and exits 1 (the store's part is done; a re-run finds nothing there and
+    retries the files).
+
+    **Fires:** once per ``plughost erase`` (and the console's erase), after the store's erase.
+
+    **Example:** ``tally["notes-cache"] += drop(lambda line: holds(line) or any(s in line for s in senders))``.
     """
 
 

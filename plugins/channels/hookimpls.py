@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 from host.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections import Counter
+    from collections.abc import Callable
+
     from host.runtime.host import Host
     from host.runtime.types import AgentRunner, ChannelAdapter, CliCommand, Gate
     from host.util.settings import Setting
@@ -70,6 +73,15 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
     from plugins.channels.runner_gate import agent_runner_gate
 
     return [admin_identity_binding_gate(), agent_runner_gate()]
+
+
+@hookimpl
+def plughost_person_erased(host: Host, account_id: str, senders: list[str], holds: Callable[[str], bool],
+                           dry_run: bool, tally: Counter[str]) -> None:
+    """The erased person's alias, schedule entries and agent sessions (plugins/channels/erasure.py)."""
+    from plugins.channels.erasure import erase
+
+    erase(host, account_id, senders, holds, dry_run, tally)
 
 
 @hookimpl

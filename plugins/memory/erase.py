@@ -251,8 +251,33 @@ def receipt(found: dict[str, Node], counts: dict[str, int]) -> dict[str, Any]:
             "embeddings": counts["embeddings"], "fulltext": counts["fulltext"]}
 
 
-def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool) -> dict[str, Any]:
-    """Collect and (unless ``dry_run``) delete; the receipt of counts."""
+def senders_of(found: dict[str, Node], request: Request) -> list[str]:
+    """The channel sender ids an erase reached: the visitor asked for, the Conversations' senders and
+    the user Messages' (what other plugins key their files by)."""
+    out = {request.value} if request.kind == "visitor" else set()
+    for n in found.values():
+        if CONVERSATION_LABEL in n.labels or (MESSAGE_LABEL in n.labels and n.properties.get("role") == "user"):
+            sender = n.properties.get("sender")
+            if isinstance(sender, str) and sender and sender != "owner":
+                out.add(sender)
+    return sorted(out)
+
+
+def erase_outside(host: Any, account: str, request: Request, found: dict[str, Node], *,
+                  dry_run: bool) -> tuple[dict[str, int], list[str]]:
+    """Each plugin's files outside the store (``plughost_person_erased``): counts, and the plugins that failed."""
+    from host.runtime import hooktable
+
+    tally: Counter[str] = Counter()
+    errors = host.call_each(hooktable.PERSON_ERASED, account_id=account, senders=senders_of(found, request),
+                            holds=request.holds, dry_run=dry_run, tally=tally)
+    return dict(sorted((k, v) for k, v in tally.items())), sorted({e.plugin for e in errors})
+
+
+def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool,
+          host: Any = None) -> dict[str, Any]:
+    """Collect and (unless ``dry_run``) delete; the receipt of counts (``files``: what other plugins
+    removed outside the store, when ``host`` is given)."""
     found = collect(store, account, request)
     if dry_run:
         counts = {"nodes": len(found), "edges": len(store.node_edges(list(found), account_id=account)),
@@ -269,7 +294,10 @@ def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool) -
 
             reindex_contexts(store, None, account_id=account, conversation_ids=kept)
             store.erase_nodes([], account_id=account)  # no node: the full-text merge and the WAL truncation again
-    return receipt(found, counts)
+    result = receipt(found, counts)
+    if host is not None:
+        result["files"], result["failed"] = erase_outside(host, account, request, found, dry_run=dry_run)
+    return result
 
 
 def export(store: GraphStore, account: str, request: Request) -> dict[str, Any]:
@@ -285,8 +313,9 @@ def export(store: GraphStore, account: str, request: Request) -> dict[str, Any]:
 
 def _line(result: dict[str, Any]) -> str:
     labels = ",".join(f"{k}:{v}" for k, v in result["labels"].items()) or "none"
+    files = ",".join(f"{k}:{v}" for k, v in result.get("files", {}).items() if v) or "none"
     return (f"nodes={result['nodes']} labels={labels} edges={result['edges']} embeddings={result['embeddings']} "
-            f"fulltext={result['fulltext']}")
+            f"fulltext={result['fulltext']}" + (f" files={files}" if "files" in result else ""))
 
 
 def _target(parser: argparse.ArgumentParser) -> None:
@@ -318,15 +347,20 @@ def _setup(args: argparse.Namespace, host: Any, what: str) -> tuple[GraphStore, 
 
 def run_erase(args: argparse.Namespace, host: Any) -> int:
     store, account, request = _setup(args, host, "erase")
-    result = erase(store, account, request, dry_run=args.dry_run)
+    result = erase(store, account, request, dry_run=args.dry_run, host=host)
+    failed = result.pop("failed", [])
     if args.json:
         print(json.dumps({"dryRun": bool(args.dry_run), **result}, sort_keys=True))
     else:
         print(("erase dry-run (nothing removed): " if args.dry_run else "erased: ") + _line(result))
+    files = ",".join(f"{k}:{v}" for k, v in result.get("files", {}).items() if v) or None
     log("erase", "op=dry-run" if args.dry_run else "op=done", request=request.kind, account=account[:8],
         nodes=result["nodes"], labels=",".join(f"{k}:{v}" for k, v in result["labels"].items()) or None,
-        edges=result["edges"], embeddings=result["embeddings"], fulltext=result["fulltext"])
-    return 0
+        edges=result["edges"], embeddings=result["embeddings"], fulltext=result["fulltext"], files=files)
+    for plugin in failed:
+        print(f"plughost erase: plugin '{plugin}' could not erase its files outside the store (see the log); "
+              "run the same erase again", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def run_export(args: argparse.Namespace, host: Any) -> int:

@@ -13,6 +13,7 @@ from host.runtime.hookspecs import hookimpl
 if TYPE_CHECKING:  # pragma: no cover
     from host.ports.embedding import Embedder
     from host.ports.graph import Guards
+    from host.ports.principal import Principal
     from host.runtime.host import Host
     from host.runtime.types import CliCommand, CollectionSource, Gate, RetrievalBoost, Tool
     from host.util.settings import Setting
@@ -79,6 +80,17 @@ def plughost_tools_search(host: Host) -> list[Tool]:
     from plugins.memory.retrieval.tool import search_tool
 
     return [search_tool(host)]
+
+
+@hookimpl
+def plughost_memory_search(host: Host, query: str, principal: Principal, limit: int) -> list[dict[str, Any]] | None:
+    """memory-search's pipeline as ``principal`` (plugins/memory/retrieval/service.py), rows not text."""
+    from plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest
+    from plugins.memory.retrieval.service import run_search
+
+    outcome = run_search(host, SearchRequest(query, max(1, min(limit, MAX_LIMIT)), expand_hops=0), principal=principal)
+    return [{"id": r.id, "labels": list(r.node.labels), "score": float(r.score), "properties": r.visible_properties()}
+            for r in outcome.rows]
 
 
 @hookimpl

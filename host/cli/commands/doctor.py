@@ -23,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from host.payload import doctor
     from host.payload.registration import config_dir
+    from host.util import config
     from host.util.errors import UserError
 
     folder = config_dir(ctx.env, args.config_dir)
@@ -31,6 +32,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     if args.timeout <= 0:
         raise UserError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
     report = doctor.run(folder, home=ctx.env.get("HOME"), timeout=args.timeout)
+    doctor.record(config.home(ctx.env), report)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -58,6 +58,8 @@ LOG_WINDOW = 256 * 1024  # bytes of the log's tail the logs page reads
 LOG_PAGE = 100
 FINAL = ("done", "failed", "cancelled")
 PERSON_LOCK = threading.Lock()  # one erase at a time captures the command's printed receipt
+DOCTOR_LOCK = threading.Lock()  # one doctor run at a time: it starts every installed MCP server
+DOCTOR_TIMEOUT_S = 20.0  # per server; the page waits for the whole run
 
 
 def templates() -> Any:
@@ -263,22 +265,23 @@ class Console:
         return out, len(rows) > PAGE_SIZE
 
     def search(self, query: str, page: int) -> tuple[list[dict[str, Any]], bool]:
-        """The owner's finds and a public visitor's (the guards narrowed to the public scope), one page each."""
-        owner = self.guards()
+        """memory-search (``plughost_memory_search``) as the owner and as a public visitor, one page each."""
+        owner = self.host.principal
         views = []
         more = False
-        for title, intro, guards in (
+        for title, intro, principal in (
                 ("As the owner", "Everything the account's memory holds for this text.", owner),
-                ("As a public visitor would see it", "Only what the public scope lets a visitor's turn read.",
-                 owner.narrow(scopes=["public"]))):
-            hits = self.store().fulltext_search(query, SEARCH_PAGE * page + 1, guards=guards)
+                ("As a public visitor would see it", "Only what a visitor's turn may read: the public scope, "
+                 "no one else's conversation.", owner.visitor())):
+            hits = self.host.first(hooktable.MEMORY_SEARCH, query=query, principal=principal,
+                                   limit=SEARCH_PAGE * page + 1) or []
             more = more or len(hits) > SEARCH_PAGE * page
             chosen = hits[(page - 1) * SEARCH_PAGE:page * SEARCH_PAGE]
             views.append({"title": title, "intro": intro, "hits": [
-                {"text": str(h.node.properties.get("text") or h.node.properties.get("name")
-                             or h.node.properties.get("title") or h.node.id)[:300],
-                 "label": ",".join(h.node.labels), "scope": str(h.node.properties.get("scope") or ""),
-                 "score": round(float(h.score), 3)} for h in chosen]})
+                {"text": str(h["properties"].get("text") or h["properties"].get("name")
+                             or h["properties"].get("title") or h["id"])[:300],
+                 "label": ",".join(h["labels"]), "scope": str(h["properties"].get("scope") or ""),
+                 "score": round(float(h["score"]), 4)} for h in chosen]})
         return views, more
 
     def log_lines(self, page: int) -> tuple[list[str], bool]:
@@ -321,11 +324,14 @@ class Console:
                  "scope": scope, **({"target": target} if target else {})}
         row: dict[str, Any] = {"id": rid, "labels": ["Message", CHANNEL_MESSAGE_LABELS.get(channel, "Message")],
                                "properties": props}
-        rows = [row]
-        if self.store().get(conv, guards=self.guards()) is not None:  # the owner holds it until handed back
-            rows.append({"id": conv, "labels": ["Conversation"],
-                         "properties": {"ownerHolds": True, "lastMessageAt": props["createdAt"]},
-                         "edges": [{"type": "HAS_MESSAGE", "to": rid}]})
+        conv_props: dict[str, Any] = {"ownerHolds": True, "lastMessageAt": props["createdAt"]}  # held until handed back
+        linked = [rid]
+        if self.store().get(conv, guards=self.guards()) is None:  # a one-message visitor has no Conversation yet
+            conv_props.update(channel=channel, sender=sender, startedAt=props["createdAt"], scope=scope,
+                              title=f"{channel} {sender}")
+            linked += [n.id for n in earlier]
+        rows = [row, {"id": conv, "labels": ["Conversation"], "properties": conv_props,
+                      "edges": [{"type": "HAS_MESSAGE", "to": m} for m in linked]}]
         self.store().upsert_many(rows, account_id=account)
         self.host.call_each(hooktable.MESSAGES_STORED, account_id=account, message_ids=[rid])
         return rid, conv, target
@@ -359,6 +365,24 @@ class Console:
         self.store().upsert_node(["Conversation"], {"ownerHolds": False}, account_id=self.account, node_id=conv)
         log("console", "op=hand-back", conversation=conv[5:13])
         return True
+
+    def doctor(self) -> dict[str, Any] | None:
+        """Run ``plughost doctor`` on the install this server was started from and record it; None when one runs."""
+        from host.payload import doctor
+        from host.payload.registration import config_dir_source
+
+        if not DOCTOR_LOCK.acquire(blocking=False):
+            return None
+        try:
+            folder, source = config_dir_source(self.host.env)
+            if source == "default" or not folder.is_dir():  # never a ~/.claude plughost did not install into
+                raise UserError("no install is recorded for this server: run `plughost install` first")
+            report = doctor.run(folder, home=self.host.env.get("HOME"), timeout=DOCTOR_TIMEOUT_S, workers=2)
+            doctor.record(self.host.home, report)
+            log("console", "op=doctor", servers=len(report.checks), findings=report.findings)
+            return doctor.last(self.host.home)
+        finally:
+            DOCTOR_LOCK.release()
 
     def person_command(self, name: str, argv: list[str]) -> str:
         """Run the ``erase`` / ``export`` command a plugin publishes (``plughost_cli_commands``), its output as text."""
@@ -603,15 +627,31 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                               views=views, page=page, more=more and page < SEARCH_MAX_PAGE)
 
     async def health_page(request: Any, session: Any, csrf: str) -> Any:
+        from host.payload import doctor
         from plugins.admin import health
+
+        notice = {"busy": "A doctor run is already in progress; its report shows here when it ends.",
+                  "ran": "Doctor ran."}.get(request.query_params.get("notice", ""))
+        report = await asyncio.to_thread(doctor.last, host.home)
 
         with anyio.move_on_after(health.PROBE_TIMEOUT_S):
             _status, body = await anyio.to_thread.run_sync(health.snapshot, host, abandon_on_cancel=True)
             gates = [(k, v if isinstance(v, str) else json.dumps(v, indent=1, default=str)[:4000])
                      for k, v in sorted(body.get("gates", {}).items())]
             return console.render("health.html", title="Gates", session=session, csrf=csrf, current="/admin/health", body=body,
-                                  gates=gates)
+                                  gates=gates, doctor=report, notice=notice)
         return console.render("error.html", 503, title="Gates", detail="The health probe timed out.", session=session)
+
+    async def doctor_post(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        try:
+            ran = await asyncio.to_thread(console.doctor)
+        except UserError as exc:
+            return console.render("error.html", 409, title="Doctor", detail=str(exc), session=session)
+        return RedirectResponse(f"/admin/health?notice={'ran' if ran is not None else 'busy'}", status_code=303,
+                                headers=HEADERS)
 
     async def people(request: Any, session: Any, csrf: str) -> Any:
         return console.render("people.html", title="Erase / export", session=session, current="/admin/people",
@@ -670,6 +710,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         Route("/admin/audit", endpoint=signed_in(audit), methods=("GET",), name="console-audit"),
         Route("/admin/memory", endpoint=signed_in(memory), methods=("GET",), name="console-memory"),
         Route("/admin/health", endpoint=signed_in(health_page), methods=("GET",), name="console-health"),
+        Route("/admin/health/doctor", endpoint=doctor_post, methods=("POST",), name="console-doctor"),
         Route("/admin/people", endpoint=signed_in(people), methods=("GET",), name="console-people"),
         Route("/admin/people", endpoint=people_post, methods=("POST",), name="console-people-post"),
         Route("/admin/logs", endpoint=signed_in(logs), methods=("GET",), name="console-logs"),

@@ -45,6 +45,11 @@ def test_a_deleted_server_and_a_renamed_tool_are_named_the_rest_is_ok(installed:
     ok = sorted(line.split()[2] for line in lines if line.startswith("[doctor] ok "))
     assert ok == ["plugin=graph@studio-platform", "plugin=memory@studio-platform"], lines
     assert lines[-1].startswith("[doctor] op=done servers=4 findings=")
+    from host.payload import doctor
+    from host.util import config as host_config
+
+    kept = doctor.last(host_config.home())  # the owner's console shows the last run
+    assert kept is not None and kept["lines"] == lines and kept["findings"] >= 2 and kept["finishedAt"]
 
 
 def test_a_broken_interpreter_path_is_named_for_every_server(installed: tuple[Path, Path]) -> None:

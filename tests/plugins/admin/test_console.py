@@ -116,7 +116,7 @@ def _visitor_says(visitor: Any, text: str) -> None:
 def test_owner_answers_a_webchat_lead_from_the_console_in_chromium(console, tmp_path: Path) -> None:
     """The visitor chats in the webchat page (one Chromium) and leaves an email; the owner (another
     Chromium) signs in with the PIN, opens the lead, replies; the visitor's page shows the reply."""
-    from cdp import Browser
+    from browser import Browser
 
     from tests.conftest import which_or_skip
 
@@ -226,17 +226,68 @@ def test_an_owner_reply_holds_the_conversation_until_handed_back(console, plugho
     assert "Hand back to the agent" not in page and "Hello from the owner" in page
 
 
-def test_memory_search_shows_the_owner_view_and_the_public_view(console) -> None:
+def test_a_reply_to_a_one_message_visitor_holds_their_conversation(console, plughost_home: Path) -> None:
+    """A visitor's first message leaves the email: no Conversation exists yet, the reply makes one."""
+    base = console.base
+    visitor = "visitor-" + secrets.token_hex(6)
+    _post(base, "/channels/webchat/messages", {"session": visitor,
+                                               "text": "Please write to me at bo@example.com about a birthday cake"})
+    _wait_events(base, visitor, 1)
+    cookie = {"Cookie": _cookie(base)}
+    _, _, body = _raw(f"{base}/admin/leads", headers=cookie)
+    lead = body.split('href="/admin/leads/task-', 1)[1].split('"', 1)[0]
+    _, _, page = _raw(f"{base}/admin/leads/task-{lead}", headers=cookie)
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    status, headers, _ = _raw(f"{base}/admin/leads/task-{lead}/reply", f"csrf={csrf}&text=Hello+Bo".encode(),
+                              headers=cookie)
+    assert status == 303 and headers["location"].endswith("?notice=sent")
+    _, _, page = _raw(f"{base}/admin/leads/task-{lead}", headers=cookie)
+    assert "Hand back to the agent" in page and "birthday cake" in page and "Hello Bo" in page
+    _post(base, "/channels/webchat/messages", {"session": visitor, "text": "Thanks! Chocolate please."})
+    log = plughost_home / "logs" / "server.log"
+    deadline = time.monotonic() + 30
+    while "op=held-by-owner" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "op=held-by-owner" in log.read_text()
+    assert sum(e["role"] == "assistant" for e in _events(base, visitor)) == 2  # the agent's first reply, the owner's
+    _, _, body = _raw(f"{base}/admin/conversations", headers=cookie)
+    assert "the owner" in body  # listed, and who answers it
+
+
+def test_memory_search_shows_the_owner_view_and_the_public_view(console, make_host, serve_env) -> None:
+    """memory-search's ranking as the owner and as a visitor: a visitor sees the public menu, never
+    the admin lead nor another visitor's conversation."""
     base = console.base
     _leave_lead(base)
+    store = make_host(ACCOUNT_ID=serve_env["ACCOUNT_ID"], PLUGHOST_EMBEDDER="none").store()
+    store.upsert_node(["Service"], {"name": "Wedding cakes", "description": "Three-tier wedding cakes, delivered "
+                                    "on Saturdays", "scope": "public"}, account_id=serve_env["ACCOUNT_ID"],
+                      node_id="svc-wedding")
     cookie = {"Cookie": _cookie(base)}
     status, _, body = _raw(f"{base}/admin/memory?q=wedding+cakes", headers=cookie)
     assert status == 200 and "As the owner" in body and "As a public visitor would see it" in body
     owner, public = body.split("As a public visitor would see it", 1)
-    assert "admin" in owner.split("As the owner", 1)[1]  # the lead's Task, admin-scoped
-    assert ">admin<" not in public and "wedding cakes" in public  # the visitor's own public messages only
+    assert "admin" in owner.split("As the owner", 1)[1] and ">Service<" in owner  # the lead's Task, admin-scoped
+    assert ">Service<" in public and ">admin<" not in public  # the public menu only
+    assert "Do you deliver wedding cakes" not in public  # a visitor never reads another's conversation
     status, _, body = _raw(f"{base}/admin/health", headers=cookie)
     assert status == 200 and "<h2>Boot gates</h2>" in body and "admin" in body
+
+
+def test_the_gates_page_shows_doctor_findings_and_runs_doctor(console, plughost_home: Path) -> None:
+    from host.payload import doctor
+
+    base = console.base
+    cookie = {"Cookie": _cookie(base)}
+    _, _, body = _raw(f"{base}/admin/health", headers=cookie)
+    assert "Doctor has not run on this install yet." in body
+    doctor.record(plughost_home, doctor.DoctorReport(plughost_home / "claude", problems=["settings.json: unreadable"]))
+    _, _, body = _raw(f"{base}/admin/health", headers=cookie)
+    assert "[doctor] FAIL settings.json: unreadable" in body and "1 finding</strong>" in body
+    csrf = body.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    assert _raw(f"{base}/admin/health/doctor", b"csrf=nope", headers=cookie)[0] == 403
+    status, _, body = _raw(f"{base}/admin/health/doctor", f"csrf={csrf}".encode(), headers=cookie)
+    assert status == 409 and "run `plughost install` first" in body  # this serve has no install to check
 
 
 def test_export_and_erase_a_person_from_the_console(console) -> None:

@@ -227,7 +227,7 @@ def test_style_hashes_follow_the_html_parser(tmp_path: Path) -> None:
 @pytest.mark.e2e
 def test_demo_page_is_styled_in_chromium(plughost_home: Path, live_app, tmp_path: Path) -> None:
     """A real browser applies the page's inline style under the header's policy (no violation)."""
-    from cdp import Browser
+    from browser import Browser
 
     from host.cli.commands.demo import publish_site
     from tests.conftest import which_or_skip

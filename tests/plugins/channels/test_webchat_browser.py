@@ -48,7 +48,7 @@ print("Our menu: https://example.com/menu?cake=1&size=2.\nSecond line <b>not bol
 def test_product_page_on_a_phone_by_keyboard(make_host, account, tmp_path: Path) -> None:
     """A person on a phone: the brand and greeting, Enter sends, a typing indicator, a safely rendered
     reply (a link, a line break, markup shown as text), a visible error once the server is gone."""
-    from cdp import Browser
+    from browser import Browser
 
     chromium = which_or_skip("chromium")
     agent = tmp_path / "hostile_agent.py"

@@ -100,7 +100,8 @@ def _seed(store: Any) -> dict[str, Any]:
     kept = [conv, msgs[0], msgs[1], keep_conv, *keep_msgs, "note-keep", "note-lookalike"]
     return {"conv": conv, "gone": gone, "kept": kept,
             "receipt": {"nodes": 6, "labels": {"Briefing": 1, "Message": 2, "Note": 1, "Task": 1, "ToolCall": 1},
-                        "edges": 5, "embeddings": 2, "fulltext": 5}}
+                        "edges": 5, "embeddings": 2, "fulltext": 5,
+                        "files": {"aliases": 0, "scheduled": 0, "sessions": 0, "transcripts": 0}}}
 
 
 def _present(store: Any, ids: list[str]) -> set[str]:
@@ -356,7 +357,8 @@ def test_erase_what_the_real_writers_stored(backend: str, plughost_home: Path, m
         # the two messages holding it, the lead, its audit row; their four edges (two HAS_MESSAGE, RAISED_DURING,
         # HAS_TOOL_CALL); the messages and the lead's title are indexed text; no embedder here, so no vector
         assert dry == {"dryRun": True, "nodes": 4, "labels": {"Message": 2, "Task": 1, "ToolCall": 1}, "edges": 4,
-                       "embeddings": 0, "fulltext": 3}, dry
+                       "embeddings": 0, "fulltext": 3, "files": {"aliases": 0, "scheduled": 0, "sessions": 0,
+                                                                 "transcripts": 0}}, dry
         res = run_cli("erase", "--contact", EMAIL, "--json", env=_env(backend))
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout) == {**dry, "dryRun": False}
@@ -412,3 +414,94 @@ def test_a_bad_id_is_one_line_naming_the_flag(flag: str, value: str) -> None:
     args = {"contact": None, "visitor": None, "conversation": None, flag: value}
     with pytest.raises(UserError, match=rf"^--{flag}: expected a non-empty id of at most 512 characters"):
         request_of(argparse.Namespace(**args))
+
+
+def _files(home: Path, config: Path) -> dict[str, Path]:
+    """What the channels plugin keeps about the visitor outside the store, and someone else's beside it."""
+    from plugins.channels.runner import session_id_for
+
+    acct = home / "accounts" / ACCOUNT
+    (acct / "channels").mkdir(parents=True, exist_ok=True)
+    (acct / "channels" / "aliases.json").write_text(json.dumps(
+        {f"telegram:{VISITOR}": "+491701234567", "telegram:keep-1": "+441234567890"}))
+    (acct / "schedule.json").write_text(json.dumps([
+        {"id": "sch-1", "channel": "telegram", "to": VISITOR, "text": "Your cake is ready", "status": "pending"},
+        {"id": "sch-2", "channel": "telegram", "to": "keep-1", "text": f"tell {EMAIL} hello", "status": "pending"},
+        {"id": "sch-3", "channel": "telegram", "to": "keep-1", "text": "Your bread is ready", "status": "pending"}]))
+    mine, theirs = session_id_for(ACCOUNT, f"webchat:{VISITOR}"), session_id_for(ACCOUNT, "webchat:keep-1")
+    (acct / "claude-sessions.json").write_text(json.dumps({mine: {}, theirs: {}}))
+    project = config / "projects" / "-srv-agent"
+    (project / mine).mkdir(parents=True)  # a session's subagent folder
+    (project / f"{mine}.jsonl").write_text(json.dumps({"type": "user", "message": {"content": EMAIL}}) + "\n")
+    (project / f"{theirs}.jsonl").write_text("{}\n")
+    return {"aliases": acct / "channels" / "aliases.json", "schedule": acct / "schedule.json",
+            "sessions": acct / "claude-sessions.json", "mine": project / f"{mine}.jsonl",
+            "side": project / mine, "theirs": project / f"{theirs}.jsonl"}
+
+
+def test_erase_reaches_the_files_outside_the_store(plughost_home: Path, tmp_path: Path) -> None:
+    """The alias cache, the schedule, the agent session record and Claude Code's transcripts of the
+    visitor's session go too (``plughost_person_erased``); a dry run counts them and keeps them."""
+    store = _store("sqlite", plughost_home)
+    _seed(store)
+    store.close()
+    config = tmp_path / "claude"
+    files = _files(plughost_home, config)
+    env = _env("sqlite", PLUGHOST_CLAUDE_CONFIG_DIR=str(config))
+    res = run_cli("erase", "--visitor", VISITOR, "--dry-run", "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    want = {"aliases": 1, "scheduled": 1, "sessions": 1, "transcripts": 2}
+    assert json.loads(res.stdout)["files"] == want and files["mine"].exists()
+    res = run_cli("erase", "--visitor", VISITOR, "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["files"] == want
+    assert json.loads(files["aliases"].read_text()) == {"telegram:keep-1": "+441234567890"}
+    assert [e["id"] for e in json.loads(files["schedule"].read_text())] == ["sch-2", "sch-3"]
+    assert len(json.loads(files["sessions"].read_text())) == 1
+    assert not files["mine"].exists() and not files["side"].exists() and files["theirs"].exists()
+    res = run_cli("erase", "--contact", EMAIL, env=env)  # the entry that names the email, to someone else
+    assert res.returncode == 0 and "files=scheduled:1" in res.stdout, res.stdout
+    assert [e["id"] for e in json.loads(files["schedule"].read_text())] == ["sch-3"]
+    res = run_cli("erase", "--visitor", VISITOR, env=env)
+    assert res.returncode == 0 and res.stdout.startswith("erased: nodes=0 ") and "files=none" in res.stdout
+
+
+def test_hook_plughost_person_erased(plughost_home: Path, make_host: Any, capsys: Any) -> None:
+    """Every plugin's part runs; one that raises is named and the command exits 1 (a re-run retries it)."""
+    from collections import Counter
+
+    from host.runtime import hooktable
+    from host.runtime.hookspecs import hookimpl
+
+    seen: list[tuple[str, list[str], bool]] = []
+
+    class Notes:
+        @hookimpl
+        def plughost_person_erased(self, account_id: str, senders: list[str], holds: Any, dry_run: bool,
+                                   tally: Counter[str]) -> None:
+            seen.append((account_id, senders, dry_run))
+            tally["notes"] += sum(holds(line) for line in ("mail " + EMAIL.lower(), "nothing here"))
+
+    class Broken:
+        @hookimpl
+        def plughost_person_erased(self) -> None:
+            raise OSError("disk full")
+
+    host = make_host(**_env("sqlite"))
+    _seed(host.store())
+    with host.temporary_plugin(Notes(), "notes-files"):
+        tally: Counter[str] = Counter()
+        assert host.call_each(hooktable.PERSON_ERASED, account_id=ACCOUNT, senders=[VISITOR], holds=lambda s: True,
+                              dry_run=True, tally=tally) == []
+        assert tally["notes"] == 2 and seen == [(ACCOUNT, [VISITOR], True)]
+        with host.temporary_plugin(Broken(), "broken-files"):
+            import argparse
+
+            from plugins.memory.erase import run_erase
+
+            code = run_erase(argparse.Namespace(contact=EMAIL, visitor=None, conversation=None, dry_run=False,
+                                                json=True), host)
+    out, err = capsys.readouterr()
+    assert code == 1 and "plugin 'broken-files' could not erase its files" in err, err
+    assert json.loads(out.splitlines()[0])["files"]["notes"] == 1
+    assert seen[-1][1] == [VISITOR]  # the sender of the user message that held the email

@@ -226,3 +226,24 @@ def test_cli_memory_without_subcommand_is_usage_error():
     assert listed.returncode == 0 and "search" in listed.stdout
     helped = run_cli("memory", "search", "--help", env=ENV)
     assert helped.returncode == 0 and "--retrieval-class" in helped.stdout
+
+
+def test_hook_plughost_memory_search(make_host) -> None:
+    """The pipeline's rows for a plugin that shows them: the owner's view and a visitor's differ
+    by the guards alone, and a brand's provider registered first wins."""
+    host = make_host(**ENV)
+    seed(host)
+    owner = host.first(hooktable.MEMORY_SEARCH, query="haircut", principal=host.principal, limit=5)
+    assert [r["id"] for r in owner][:2] == ["n1", "n2"] or {"n1", "n2"} <= {r["id"] for r in owner}
+    assert set(owner[0]) == {"id", "labels", "score", "properties"} and owner[0]["labels"] == ["Service"]
+    public = host.first(hooktable.MEMORY_SEARCH, query="haircut", principal=host.principal.visitor(), limit=5)
+    assert [r["id"] for r in public] == ["n1"]  # the admin-scoped deluxe service is not a visitor's
+    assert all(r["properties"].get("scope") == "public" for r in public)
+
+    class Brand:
+        @hookimpl
+        def plughost_memory_search(self, query, principal, limit):
+            return [{"id": "brand", "labels": ["Note"], "score": 1.0, "properties": {"text": query}}]
+
+    with host.temporary_plugin(Brand(), "brand-search"):
+        assert host.first(hooktable.MEMORY_SEARCH, query="q", principal=host.principal, limit=1)[0]["id"] == "brand"
