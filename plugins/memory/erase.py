@@ -14,6 +14,7 @@ Conversation id). What it reaches, in the account of ``ACCOUNT_ID``, soft-delete
   token or a sender id) and ``--contact`` (their number), the Messages and ``VisitorSlice`` nodes
   keyed by its hash (for ``--visitor`` their Conversations too, and every Message and slice of
   the visitor key of any Message reached; for ``--conversation``, that conversation's slices);
+- for every Task reached, its time records (``TimeEntry``, ``TimeAdjustment``);
 - the Entity and Fact nodes derived only from what is erased (no other node links them).
 
 The store's ``erase_nodes`` removes them with their edges, embeddings and full-text terms at
@@ -212,6 +213,10 @@ def collect(store: GraphStore, account: str, request: Request) -> dict[str, Node
             other = dst if src in done else src
             if etype in ATTACHED and other not in found and (node := _get(store, account, other)) is not None:
                 found[node.id] = node
+    for task in [n.id for n in found.values() if "Task" in n.labels]:  # its time records go with it
+        for label in ("TimeEntry", "TimeAdjustment"):
+            found.update((n.id, n) for n in store.find(guards=Guards(account), labels=[label],
+                                                       where={"taskId": task}, limit=1_000_000))
     while True:  # derived nodes no surviving node links
         edges = store.node_edges(list(found), account_id=account)
         targets = {dst for src, _, dst, _ in edges if src in found and dst not in found}

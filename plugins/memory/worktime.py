@@ -194,8 +194,9 @@ class WorkTime:
 
 
 def census(store: GraphStore, account_id: str) -> dict[str, Any]:
-    """Every Task with logged time or a timer against the invariant; logs one line per drifted task
-    and one for the run. ``{"tasks", "running", "drifted": [{taskId, secondsLogged, expected}]}``."""
+    """Every live Task with logged time or a timer against the invariant; logs one line per drifted
+    task and one for the run. ``{"tasks", "running", "drifted": [{taskId, secondsLogged, expected}],
+    "orphaned"}`` (``orphaned``: Tasks deleted or gone that still have time records)."""
     guards = Guards(account_id)
     sums: dict[str, int] = {}
     open_timers = 0
@@ -209,6 +210,12 @@ def census(store: GraphStore, account_id: str) -> dict[str, Any]:
     logged = {n.id: int(n.properties.get("secondsLogged") or 0)
               for n in store.find(guards=guards, labels=[TASK_LABEL], limit=SCAN)
               if n.properties.get("secondsLogged") is not None}
+    orphaned = 0  # time records of a Task that is deleted or gone: nothing to disagree with
+    for task in sorted(set(sums) - set(logged)):
+        node = store.get(task, guards=guards, include_deleted=True)
+        if node is None or node.deleted:
+            orphaned += 1
+            del sums[task]
     drifted = []
     for task in sorted(set(sums) | set(logged)):
         have, expected = logged.get(task, 0), sums.get(task, 0)
@@ -216,8 +223,8 @@ def census(store: GraphStore, account_id: str) -> dict[str, Any]:
             drifted.append({"taskId": task, "secondsLogged": have, "expected": expected})
             log("timeentry-census", "op=drift", task=task[5:13], secondsLogged=have, expected=expected)
     tasks = len(set(sums) | set(logged))
-    log("timeentry-census", "op=run", tasks=tasks, running=open_timers, drifted=len(drifted))
-    return {"tasks": tasks, "running": open_timers, "drifted": drifted}
+    log("timeentry-census", "op=run", tasks=tasks, running=open_timers, drifted=len(drifted), orphaned=orphaned)
+    return {"tasks": tasks, "running": open_timers, "drifted": drifted, "orphaned": orphaned}
 
 
 def worktime_tools(host: Host) -> list[Tool]:

@@ -141,6 +141,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     found = report["timeCensus"]
     print(f"  time on tasks: {found['tasks']} task{'' if found['tasks'] == 1 else 's'}, {found['running']} timer"
           f"{'' if found['running'] == 1 else 's'} running, {len(found['drifted'])} drifted"
+          + (f", {found['orphaned']} deleted with time records" if found.get("orphaned") else "")
           + "".join(f"\n    {d['taskId']}: secondsLogged={d['secondsLogged']} expected={d['expected']}"
                     for d in found["drifted"]))
     print(f"  last standing run: {describe(last)}")

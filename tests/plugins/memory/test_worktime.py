@@ -249,3 +249,25 @@ def test_the_cli_refuses_in_one_line_in_a_real_process(owner) -> None:
     assert out.returncode != 0 and out.stdout == ""
     assert out.stderr.strip().splitlines()[-1].endswith("taskId: no Task 'task-nope' this process can read")
     assert "Traceback" not in out.stderr
+
+
+def test_a_deleted_task_is_no_drift_and_erase_takes_its_time_records(owner) -> None:
+    from plugins.memory.worktime import WorkTime, census
+
+    kept, gone = _task(owner, "kept"), _task(owner, "a lead for ana@example.com")
+    owner.store().upsert_many([{"id": gone, "labels": ["Task"], "properties": {"inputs": "ana@example.com"}}],
+                              account_id=ACCOUNT)
+    for task in (kept, gone):
+        WorkTime(owner).adjust(taskId=task, delta=60, reason="call")
+    WorkTime(owner).start(taskId=gone)
+    WorkTime(owner).stop(taskId=gone)
+    owner.store().soft_delete(gone, guards=Guards(ACCOUNT))
+    found = census(owner.store(), ACCOUNT)
+    assert found["drifted"] == [] and found["orphaned"] == 1 and found["tasks"] == 1
+    out = cli("erase", "--contact", "ana@example.com", "--json")
+    assert out.returncode == 0, out.stderr
+    labels = json.loads(out.stdout)["labels"]
+    assert labels["TimeEntry"] == 1 and labels["TimeAdjustment"] == 1 and labels["Task"] == 1
+    left = owner.store().find(guards=Guards(ACCOUNT), labels=["TimeAdjustment"], limit=10)
+    assert [a.properties["taskId"] for a in left] == [kept]
+    assert census(owner.store(), ACCOUNT) == {"tasks": 1, "running": 0, "drifted": [], "orphaned": 0}
