@@ -212,8 +212,8 @@ def census(store: GraphStore, account_id: str) -> dict[str, Any]:
               if n.properties.get("secondsLogged") is not None}
     orphaned = 0  # time records of a Task that is deleted or gone: nothing to disagree with
     for task in sorted(set(sums) - set(logged)):
-        node = store.get(task, guards=guards, include_deleted=True)
-        if node is None or node.deleted:
+        held = store.get(task, guards=guards, include_deleted=True)
+        if held is None or held.deleted:
             orphaned += 1
             del sums[task]
     drifted = []
