@@ -97,6 +97,7 @@ def test_the_idle_sweep_ends_a_conversation_and_telegram_visitors_are_keyed_by_n
     record = run_once(host, ACCOUNT, 10)
     assert record is not None and record["counts"]["visitorSlices"] == 1
     assert "[visitor-memory] op=slice" in _log(plughost_home) and "reason=idle" in _log(plughost_home)
+    assert "[visitor-memory] op=sweep slices=1" in _log(plughost_home)
     (found,) = slices(host)
     assert found.properties["sliceToken"] == visitor_key(ACCOUNT, "phone:351912345678")
     turn = _turn(host, Inbound("telegram", "31", "Any news on my order?", "31:2", phone=phone, target={"chat_id": 31}))
