@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from host.ports import principal as principal_module
+from host.ports.lease import Lease
 from host.ports.principal import Guards, Principal  # noqa: F401  (their home is host.principal; the port re-exports them)
 from host.util.errors import UserError
 
@@ -439,6 +440,18 @@ class GraphStore(Protocol):
         ...
 
     def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int: ...
+
+    # leases (host/ports/lease.py: who does a piece of work when several processes share the store)
+    shared: bool
+    """True when processes on other machines may use this store too (Neo4j); False for the embedded one."""
+
+    def take_lease(self, name: str, owner: str, ttl_s: float) -> Lease | None: ...
+
+    def renew_leases(self, names: Sequence[str], owner: str, ttl_s: float) -> list[str]: ...
+
+    def release_leases(self, names: Sequence[str], owner: str) -> int: ...
+
+    def lease_holders(self, names: Sequence[str]) -> dict[str, Lease]: ...
 
     def close(self) -> None: ...
 

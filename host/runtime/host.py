@@ -19,7 +19,7 @@ import pluggy
 
 from host.ports import principal as principal_module
 from host.ports.principal import Principal
-from host.runtime import hookspecs, hooktable
+from host.runtime import hookspecs, hooktable, leases
 from host.runtime.calls import Collected, HookCalls
 from host.runtime.discovery import Discovery, PluginRecord
 from host.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
@@ -187,6 +187,7 @@ class Host:
     def close(self) -> None:
         """Run shutdown hooks and close the store."""
         self.call_each(hooktable.SHUTDOWN)
+        leases.close(self)  # what is still held goes back to the other servers at once
         if self._store is not None and hasattr(self._store, "close"):
             try:
                 self._store.close()

@@ -266,6 +266,10 @@ SHUTDOWN_GRACE: Setting[float] = Setting(
     "PLUGHOST_SHUTDOWN_GRACE", "float", 10.0,
     "seconds a SIGTERM gives requests and running agent turns; the rest is resumed by the next start",
     minimum=0, maximum=3600)
+LEASE_TTL: Setting[float] = Setting(
+    "PLUGHOST_LEASE_TTL", "float", 30.0,
+    "seconds a lease on a shared store (Neo4j) lasts unrenewed: a dead serve's turns are taken over after it "
+    "(renewed every third of it while the work runs)", minimum=2, maximum=3600)
 SERVE_NO_FAST_EXIT: Setting[bool] = Setting(
     "PLUGHOST_SERVE_NO_FAST_EXIT", "bool", False,
     "let plughost serve end through the interpreter's teardown instead of exiting at once after its stop")

@@ -6,6 +6,12 @@ Message it stores carries ``claimedBy: <token>``. The kernel drops the lock when
 ends, however it ends (SIGTERM, SIGKILL, a crash), so "is the claim alive" is one non-blocking
 ``flock`` attempt, with no heartbeat and no pid reuse to worry about. Resumers take
 ``resume.lock`` while they pick and re-claim turns, so two of them never take the same one.
+
+On a shared store (several ``plughost serve`` on one Neo4j, :func:`host.ports.lease.is_shared`)
+:class:`LeaseClaims` replaces the files: a turn is a lease ``turn:<message id>`` on the store,
+taken before the message is stored, held (renewed) while its turn runs and released when it is
+over; a process that dies leaves it to expire, and the next resumer (another server's periodic
+sweep, or its own restart) takes it over. Both kinds answer the same calls.
 """
 
 from __future__ import annotations
@@ -14,9 +20,16 @@ import contextlib
 import fcntl
 import os
 import re
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from host.util.errors import StoreUnavailable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.ports.lease import Leases
 
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 
@@ -25,8 +38,18 @@ def claims_dir(home: Path, account_id: str) -> Path:
     return Path(home) / "accounts" / account_id / "channels" / "claims"
 
 
+TURN = "turn:"
+"""A turn's lease name on a shared store: ``turn:<inbound message id>`` (its reply's delivery too)."""
+
+
+def turn_lease(message_id: str) -> str:
+    return f"{TURN}{message_id}"
+
+
 class Claims:
     """This process's claim token, held by an open, locked file until :meth:`release`."""
+
+    shared = False
 
     def __init__(self, home: Path, account_id: str) -> None:
         self.folder = claims_dir(home, account_id)
@@ -73,3 +96,68 @@ class Claims:
             (self.folder / f"{self.token}.lock").unlink()
         os.close(self._fd)
         self._fd = None
+
+    # the turn calls LeaseClaims answers too (locally the persist lock and the resume lock decide)
+    def take_turn(self, message_id: str, exists: Callable[[], bool]) -> bool:
+        return True
+
+    def finish_turn(self, message_id: str) -> None:
+        return None
+
+    def busy(self, message_ids: Sequence[str]) -> set[str]:
+        return set()
+
+    def take_backlog(self, message_id: str) -> bool:
+        return True
+
+
+class LeaseClaims:
+    """This process's claims on a shared store: one lease per turn (:func:`turn_lease`)."""
+
+    shared = True
+
+    def __init__(self, leases: Leases) -> None:
+        self.leases = leases
+        self.token = leases.owner  # what stored Messages carry as ``claimedBy``
+
+    def alive(self, token: object) -> bool:
+        return token == self.token  # liveness is per turn here (:meth:`busy`)
+
+    @contextlib.contextmanager
+    def resume_lock(self) -> Iterator[None]:
+        yield  # each turn's lease is taken atomically: resumers on any machine never take one twice
+
+    def take_turn(self, message_id: str, exists: Callable[[], bool]) -> bool:
+        """Take the lease of a message about to be stored. False when it is someone's already: stored
+        (a re-delivery, or the other server took it), or ours in flight. While another process holds it
+        and the message is not stored yet (it is between its take and its write) wait for either; one
+        that died there leaves the lease to expire and this process takes it over."""
+        name = turn_lease(message_id)
+        if self.leases.holds(name):
+            return False
+        deadline = time.monotonic() + self.leases.ttl_s + 5
+        while True:
+            if self.leases.take(name) is not None:
+                return True
+            if exists():
+                return False
+            if time.monotonic() > deadline:
+                raise StoreUnavailable(f"channels: the lease {name} stays taken and its message is not stored; "
+                                       "try again")
+            time.sleep(0.05)
+
+    def finish_turn(self, message_id: str) -> None:
+        self.leases.release(turn_lease(message_id))
+
+    def busy(self, message_ids: Sequence[str]) -> set[str]:
+        """Which of these turns a live process (this one included) holds."""
+        held = self.leases.holders([turn_lease(m) for m in message_ids])
+        return {m for m in message_ids if turn_lease(m) in held}
+
+    def take_backlog(self, message_id: str) -> bool:
+        """Take a stored turn for a resume (a takeover when its holder's lease ran out)."""
+        name = turn_lease(message_id)
+        return not self.leases.holds(name) and self.leases.take(name) is not None
+
+    def release(self) -> None:
+        return None  # what is still held is released when the host closes (host.runtime.leases)

@@ -13,7 +13,7 @@ from typing import Any
 
 from host.runtime.state import StateKey
 from host.util.log import log
-from plugins.channels.pipeline import Inbound, gateway, inbound_from_node
+from plugins.channels.pipeline import Inbound, gateway, inbound_from_node, stored_target
 from plugins.channels.settings import CHANNELS_RESUME, RESUME_BATCH
 
 
@@ -28,7 +28,7 @@ async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
         for node in rows:
             p = node.properties
             msg = Inbound(channel=str(p.get("channel")), sender=str(p.get("recipient")), text="",
-                          platform_id=f"retry:{node.id}", target=dict(p.get("target") or {}))
+                          platform_id=f"retry:{node.id}", target=stored_target(p.get("target")))
             outcome = await gw.deliver(msg, node.id, str(p.get("text") or ""))
             sent += bool(outcome.get("ok"))
             failed += not outcome.get("ok")
@@ -78,21 +78,38 @@ class Backlog:
             self._alive[key] = self.gw.claims.alive(token)
         return self._alive[key]
 
+    @staticmethod
+    def turn_of(node: Any, which: tuple[dict[str, Any], str]) -> str:
+        """The inbound whose turn a row belongs to (a pending reply's is the one it answers)."""
+        return str(node.properties.get("inReplyTo") or node.id) if which is PENDING else str(node.id)
+
+    def _held(self, rows: list[Any], which: tuple[dict[str, Any], str]) -> set[str]:
+        """On a shared store, the turns among ``rows`` a live process holds (its lease)."""
+        claims = self.gw.claims
+        return claims.busy([self.turn_of(n, which) for n in rows]) if claims.shared else set()
+
+    def _busy(self, node: Any, which: tuple[dict[str, Any], str], held: set[str]) -> bool:
+        if self.gw.claims.shared:
+            return self.turn_of(node, which) in held
+        return self._owner_alive(node.properties.get("claimedBy"))
+
     def count(self) -> tuple[int, int, int]:
         """(unanswered turns, pending replies, busy) to do, read page by page (no batch taken yet)."""
         out = []
         busy = 0
-        for where, order in (INBOUND, PENDING):
+        for which in (INBOUND, PENDING):
+            where, order = which
             n, offset = 0, 0
             while True:
                 rows = self.gw.store.find(guards=self.gw.guards(), labels=["Message"], where=where, order_by=order,
                                           descending=False, limit=COUNT_PAGE, offset=offset)
                 offset += len(rows)
+                held = self._held(rows, which)
                 for node in rows:
                     p = node.properties
                     if (p.get(order) or 0) >= self.started_ns or p.get("scheduledEvent"):
                         continue
-                    if self._owner_alive(p.get("claimedBy")):
+                    if self._busy(node, which, held):
                         busy += 1
                     else:
                         n += 1
@@ -110,6 +127,7 @@ class Backlog:
         with gw.claims.resume_lock():
             rows = gw.store.find(guards=gw.guards(), labels=["Message"], where=where, order_by=order,
                                  descending=False, limit=want + len(self.skip) + len(self.inflight))
+            held = self._held(rows, which)
             for node in rows:
                 if len(out) >= want:
                     break
@@ -121,12 +139,16 @@ class Backlog:
                 if node.id in self.taken or p.get("scheduledEvent"):
                     self.skip.add(node.id)  # provenance is never re-created; a taken one is not taken twice
                     continue
-                if self._owner_alive(p.get("claimedBy")):
+                if self._busy(node, which, held):
                     self.busy += 1
                     self.skip.add(node.id)
                     continue
                 if which is PENDING and self._rerun(p.get("inReplyTo")):
                     self.skip.add(node.id)  # its turn runs again and records this same reply: sending it too doubles it
+                    continue
+                if gw.claims.shared and not self._take_shared(node, which):
+                    self.busy += 1
+                    self.skip.add(node.id)
                     continue
                 gw.store.upsert_node(["Message"], {"claimedBy": gw.claims.token}, account_id=gw.account_id,
                                      node_id=node.id)
@@ -135,6 +157,18 @@ class Backlog:
                 out.append(node)
         self._alive.clear()
         return out
+
+    def _take_shared(self, node: Any, which: tuple[dict[str, Any], str]) -> bool:
+        """Take the turn's lease (a takeover when its holder's ran out), then check the row is still
+        to do: another server may have finished it between the read and the take."""
+        gw, turn = self.gw, self.turn_of(node, which)
+        if not gw.claims.take_backlog(turn):
+            return False
+        fresh = gw.store.get(node.id, guards=gw.guards())
+        if fresh is None or any(fresh.properties.get(k) != v for k, v in which[0].items()):
+            gw.claims.finish_turn(turn)
+            return False
+        return True
 
     def _rerun(self, inbound_id: Any) -> bool:
         if not isinstance(inbound_id, str):
@@ -146,7 +180,15 @@ class Backlog:
 def _reply_inbound(node: Any) -> Inbound:
     p = node.properties
     return Inbound(channel=str(p.get("channel")), sender=str(p.get("recipient")), text="",
-                   platform_id=f"resume:{node.id}", target=dict(p.get("target") or {}))
+                   platform_id=f"resume:{node.id}", target=stored_target(p.get("target")))
+
+
+async def _deliver_taken(gw: Any, msg: Inbound, node: Any, turn: str) -> Any:
+    """Deliver a pending reply the resume took; on a shared store its turn's lease then goes."""
+    try:
+        return await gw.deliver(msg, node.id, str(node.properties.get("text") or ""))
+    finally:
+        await gw.finish_turn(turn)
 
 
 def _status(task: asyncio.Future[Any]) -> str:
@@ -158,7 +200,7 @@ def _status(task: asyncio.Future[Any]) -> str:
     return getattr(outcome, "status", None) or ("sent" if outcome.get("ok") else "send-failed")
 
 
-async def resume(host: Any, *, batch: int | None = None) -> dict[str, Any]:
+async def resume(host: Any, *, batch: int | None = None, quiet: bool = False) -> dict[str, Any]:
     """Run every unfinished turn of a gone process, oldest first, ``batch`` at a time; the counts.
 
     Pending replies are delivered first (only delivered), then the turns run from the start
@@ -167,7 +209,8 @@ async def resume(host: Any, *, batch: int | None = None) -> dict[str, Any]:
     of any size goes through while the server takes new traffic; a stopping process takes no
     more (what it took and did not start stays ``received`` for the next start).
     Lines: ``op=resume`` (what is to do) at the start, ``op=resume-batch`` per batch with what is
-    ``left``, ``op=resumed`` with the outcomes at the end.
+    ``left``, ``op=resumed`` with the outcomes at the end. ``quiet`` (a shared store's periodic
+    sweep): no lines when there is nothing to take, only turns other live servers hold.
     """
     from host.serve.stopping import stop_of
 
@@ -177,8 +220,8 @@ async def resume(host: Any, *, batch: int | None = None) -> dict[str, Any]:
     started = time.monotonic()
     backlog = Backlog(gw, time.time_ns())
     unanswered, pending, busy = await asyncio.to_thread(backlog.count)
-    if not (unanswered or pending or busy):
-        return {"resumed": 0, "delivered": 0, "busy": 0, "statuses": {}}
+    if not (unanswered or pending or (busy and not quiet)):
+        return {"resumed": 0, "delivered": 0, "busy": busy, "statuses": {}}
     log("channels", "op=resume", unanswered=unanswered, pending=pending, busy=busy, batch=size)
     counts = {"resumed": 0, "delivered": 0}
     statuses: dict[str, int] = {}
@@ -212,7 +255,7 @@ async def resume(host: Any, *, batch: int | None = None) -> dict[str, Any]:
                 else:
                     msg = _reply_inbound(node)
                     task = gw.lanes.submit(f"{msg.channel}:{msg.sender}", functools.partial(
-                        gw.deliver, msg, node.id, str(node.properties.get("text") or "")))
+                        _deliver_taken, gw, msg, node, Backlog.turn_of(node, PENDING)))
                 tasks.add(task)
                 task.add_done_callback(functools.partial(finished, node.id))
             key = "resumed" if which is INBOUND else "delivered"
@@ -253,6 +296,7 @@ def start_resume(host: Any) -> None:
             await resume(host)
         except Exception as exc:  # a resume that fails is a line, never a server that does not start
             log("channels", "op=resume-failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
+        await sweep(host)
 
     def schedule() -> None:
         host.state.set(RESUME, asyncio.ensure_future(go()))
@@ -261,6 +305,34 @@ def start_resume(host: Any) -> None:
         anyio.from_thread.run_sync(schedule)
     except RuntimeError:  # not called from a serving loop's worker thread (a one-shot command)
         log("channels", "op=resume-skipped", reason="no-event-loop")
+
+
+SWEEP_POLL_S = 0.5
+
+
+async def sweep(host: Any) -> None:
+    """On a shared store, resume again every half lease: turns a dead server held are taken over once
+    their lease ran out, by whichever server sweeps first (``[lease] op=takeover``). Ends with the server."""
+    from host.runtime.leases import leases
+    from host.serve.stopping import stop_of
+
+    shared = await asyncio.to_thread(leases, host)
+    if shared is None:
+        return
+    gw, stop = gateway(host), stop_of(host)
+    period = max(1.0, shared.ttl_s / 2)
+    log("channels", "op=sweep-started", periodS=f"{period:g}", owner=shared.owner)
+    while True:
+        waited = 0.0
+        while waited < period:
+            if stop.is_set or gw.stopping:
+                return
+            await asyncio.sleep(SWEEP_POLL_S)
+            waited += SWEEP_POLL_S
+        try:
+            await resume(host, quiet=True)
+        except Exception as exc:  # the next sweep tries again
+            log("channels", "op=resume-failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
 
 
 async def drain(host: Any) -> None:

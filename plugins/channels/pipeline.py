@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
+import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -35,7 +36,7 @@ from host.runtime.state import StateKey
 from host.util.log import log
 from plugins.channels import compose as composing
 from plugins.channels import identity as ident
-from plugins.channels.claims import Claims
+from plugins.channels.claims import Claims, LeaseClaims
 from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
 from plugins.channels.runner import KeyedSerializer, RunnerError, session_id_for
 from plugins.channels.runner_choice import get_runner
@@ -153,7 +154,7 @@ class Gateway:
         self.host = host
         self.account_id = host.principal.account or ""
         self._persist_lock = threading.Lock()
-        self._claims: Claims | None = None
+        self._claims: Claims | LeaseClaims | None = None
         self.queued = 0  # turns accepted by this process and not finished yet
         self._lanes: KeyedSerializer | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # where the turns run (set by the first accept)
@@ -192,10 +193,15 @@ class Gateway:
         return Guards(self.require_account())
 
     @property
-    def claims(self) -> Claims:
-        """This process's claim on the turns it accepts (taken on first use)."""
+    def claims(self) -> Claims | LeaseClaims:
+        """This process's claim on the turns it accepts (taken on first use): a lease per turn on a
+        shared store (several servers on one Neo4j), else the local claim file."""
         if self._claims is None:
-            self._claims = Claims(self.host.home, self.require_account())
+            from host.runtime.leases import leases
+
+            account = self.require_account()
+            shared = leases(self.host)
+            self._claims = LeaseClaims(shared) if shared is not None else Claims(self.host.home, account)
         return self._claims
 
     @property
@@ -217,8 +223,14 @@ class Gateway:
         account = self.require_account()
         mid = message_id(account, msg.channel, msg.platform_id)
         conv = conversation_node_id(account, msg.channel, msg.sender)
+        claims = self.claims
+        if not claims.take_turn(mid, lambda: self.store.get(mid, guards=self.guards(), include_deleted=True)
+                                is not None):  # a shared store: another server took it (or it is ours in flight)
+            log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
+            return mid, True
         with self._persist_lock:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
+                claims.finish_turn(mid)
                 log("channels", "op=duplicate", channel=msg.channel, platformId=msg.platform_id)
                 return mid, True
             props = {
@@ -231,7 +243,7 @@ class Gateway:
                 "target": dict(msg.target) or None, "senderPhone": msg.phone, "senderName": msg.name,
                 "scheduledEvent": msg.provenance.event if msg.provenance else None,
                 "mediaNotes": list(msg.media_notes) or None,
-                "sessionId": session_id_for(account, msg.sender_key), "claimedBy": self.claims.token,
+                "sessionId": session_id_for(account, msg.sender_key), "claimedBy": claims.token,
                 "visitorKey": msg.visitor_key,
             }
             labels = ["Message", CHANNEL_MESSAGE_LABELS.get(msg.channel, "Message")]
@@ -343,6 +355,41 @@ class Gateway:
         task.add_done_callback(self._turn_done)
         return mid, False, task
 
+    async def rerun_stored(self, msg: Inbound, mid: str) -> asyncio.Task[Turn] | None:
+        """Run a stored turn left ``received`` (a stop interrupted it) that nobody alive holds, for the
+        scheduler's dispatcher, which alone may stamp its provenance again (the resume skips those)."""
+        if not await asyncio.to_thread(self._claim_stored, mid):
+            return None
+        log("channels", "op=rerun", channel=msg.channel, messageId=mid)
+        task = self.lanes.submit(msg.sender_key, lambda: self.process(msg, mid))
+        self.queued += 1
+        task.add_done_callback(self._turn_done)
+        return task
+
+    def _claim_stored(self, mid: str) -> bool:
+        claims = self.claims
+
+        def todo() -> bool:
+            node = self.store.get(mid, guards=self.guards())
+            return node is not None and node.properties.get("status") == "received" and (
+                claims.shared or not (node.properties.get("claimedBy") == claims.token
+                                      or claims.alive(node.properties.get("claimedBy"))))
+
+        with claims.resume_lock():
+            if not todo():
+                return False
+            if claims.shared and not claims.take_backlog(mid):
+                return False
+            if not todo():
+                claims.finish_turn(mid)
+                return False
+            self.update_message_by_id(mid, {"claimedBy": claims.token})
+        return True
+
+    def update_message_by_id(self, mid: str, props: Mapping[str, Any]) -> None:
+        with self._persist_lock:
+            self.store.upsert_node(["Message"], dict(props), account_id=self.account_id, node_id=mid)
+
     def _turn_done(self, _task: Any) -> None:
         self.queued -= 1
 
@@ -408,6 +455,14 @@ class Gateway:
             log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
             return Turn(mid, "unknown", "failed")
+        finally:
+            await self.finish_turn(mid)
+
+    async def finish_turn(self, mid: str) -> None:
+        """The turn is over (or left ``received`` for the next resumer): its lease, on a shared store, goes."""
+        if self.claims.shared:
+            with contextlib.suppress(Exception):  # a store gone: the lease expires on its own
+                await asyncio.to_thread(self.claims.finish_turn, mid)
 
     async def answer_busy(self, msg: Inbound, mid: str) -> Turn:
         """The sender has enough turns queued: this message gets the fixed :data:`BUSY` reply, no agent."""
@@ -424,6 +479,8 @@ class Gateway:
             log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "failed", "error": reason})
             return Turn(mid, "unknown", "failed")
+        finally:
+            await self.finish_turn(mid)
 
     async def _process(self, msg: Inbound, mid: str) -> Turn:
         who = await asyncio.to_thread(
@@ -562,6 +619,17 @@ class Gateway:
             self._claims.release()
 
 
+def stored_target(value: Any) -> dict[str, Any]:
+    """A stored Message's ``target`` as a map: Neo4j keeps a nested map as JSON text (the embedded
+    store keeps the map), so a turn resumed from Neo4j still knows where its reply goes."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
     """Rebuild a stored inbound Message as an :class:`Inbound` (to resume a turn that never ran)."""
     reply = None
@@ -570,7 +638,7 @@ def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
     return Inbound(channel=str(props.get("channel")), sender=str(props.get("sender")), text=str(props.get("text") or ""),
                    platform_id=str(props.get("platformMessageId")), sent_at=props.get("sentAt"),
                    phone=props.get("senderPhone"), name=props.get("senderName"), reply=reply,
-                   media_notes=tuple(props.get("mediaNotes") or ()), target=dict(props.get("target") or {}),
+                   media_notes=tuple(props.get("mediaNotes") or ()), target=stored_target(props.get("target")),
                    visitor_key=props.get("visitorKey") if isinstance(props.get("visitorKey"), str) else None)
 
 
@@ -599,5 +667,7 @@ async def dispatch_scheduled(host: Any, *, channel: str, sender: str, event: str
     log("channels", "op=schedule-dispatch", channel=channel, event=event)
     mid, duplicate, task = await gw.accept(msg)
     if duplicate or task is None:
-        return Turn(mid, "admin", "duplicate")
+        task = await gw.rerun_stored(msg, mid)
+        if task is None:
+            return Turn(mid, "admin", "duplicate")
     return await task

@@ -179,6 +179,10 @@ async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
         log("schedule", "op=failed", id=entry["id"], reason=reason)
         await asyncio.to_thread(finish, path, entry["id"], status=FAILED, error=reason)
         return
+    if turn.status == "interrupted":  # the server is stopping: the entry fires again at the next start
+        log("schedule", "op=interrupted", id=entry["id"], messageId=turn.message_id)
+        await asyncio.to_thread(finish, path, entry["id"], status=PENDING)
+        return
     if turn.status == "duplicate":  # claimed before a stop, its message already stored: not a second turn
         log("schedule", "op=already-dispatched", id=entry["id"], messageId=turn.message_id)
         await asyncio.to_thread(finish, path, entry["id"], status=DONE, messageId=turn.message_id)
@@ -203,9 +207,12 @@ async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
         log("schedule", "op=unreadable", reason=str(exc)[:200])
     log("schedule", "op=started", account=account[:8], reclaimed=reclaimed)
     running: set[asyncio.Task[None]] = set()
+    from host.serve.stopping import stop_of
+
+    stopping = stop_of(host)
     while not stop.is_set():
         try:
-            for entry in await asyncio.to_thread(claim_due, path, datetime.now(UTC)):
+            for entry in [] if stopping.is_set else await asyncio.to_thread(claim_due, path, datetime.now(UTC)):
                 task = asyncio.ensure_future(fire(host, path, entry))
                 running.add(task)
                 task.add_done_callback(running.discard)

@@ -62,3 +62,7 @@ OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_f
 // index of an older label list is dropped and rebuilt by the first writer that starts).
 CREATE FULLTEXT INDEX entity_search IF NOT EXISTS FOR (n:GraphNode)
 ON EACH [n.name, n.firstName, n.lastName, n.givenName, n.familyName, n.title, n.summary, n.body, n.content, n.description, n.headline, n.email, n.subject, n.bodyPreview, n.compiledTruth, n.keywords, n.text, n.value, n.key, n.category, n.searchContext];
+
+// Leases of the serve processes sharing this database (plugins/graph/neo4j_store/leases.py): one
+// node per name, taken by MERGE, so the name is unique. No GraphNode label: no account reads them.
+CREATE CONSTRAINT lease_name IF NOT EXISTS FOR (l:Lease) REQUIRE l.name IS UNIQUE;

@@ -22,6 +22,11 @@ and writes its record (time, counts, duration) atomically to ``<home>/accounts/<
 ``plughost memory audit`` prints it. The next run is due a period after the recorded one, so a
 restart within the period does not run again early. The thread waits on an event: a shutdown
 stops it at once, not a period later.
+
+On a shared store (several servers on one Neo4j, docs/channels.md#several-servers-on-one-store)
+a run also takes the lease ``audit:<account>`` for one period (renewed while it runs, then left to
+expire): the servers' audits run once a period between them, and a server that died mid-run
+leaves the next one to its lease's expiry (``[audit] op=skipped reason=lease-held holder=..``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from host.runtime import state
+from host.runtime.leases import leases
 from host.runtime.state import StateKey
 from host.util.jsonio import write_atomic
 from host.util.log import log
@@ -147,17 +153,42 @@ class StandingAudit:
         self.thread.start()
         return self
 
+    def _shared_turn(self) -> tuple[Any, str] | float | None:
+        """On a shared store: (leases, name) when this server runs now, else seconds until the holder's
+        lease runs out; None on a store that is not shared."""
+        shared = leases(self.host)
+        if shared is None:
+            return None
+        name = f"audit:{self.account}"
+        if shared.take(name, ttl_s=self.period) is not None:
+            return shared, name
+        holder = shared.holder(name)
+        log("audit", "op=skipped", reason="lease-held", holder=holder.owner if holder else "?")
+        return max(1.0, (holder.expires_ms / 1000 - time.time()) if holder else 1.0)
+
     def _run(self) -> None:
         while not self.stop_event.is_set():
             wait = self.due(time.time()) - time.time()
             if wait > 0:
                 self.stop_event.wait(wait)
                 continue
+            try:
+                turn = self._shared_turn()
+            except Exception as exc:  # the store did not answer: try again in a period
+                log("audit", "warn", audit="lease", error=_error(exc))
+                self.ran_at = time.time()
+                continue
+            if isinstance(turn, float):
+                self.stop_event.wait(min(turn, self.period))
+                continue
             self.ran_at = time.time()
             try:
                 run_once(self.host, self.account, self.limit, self.stop_event)
             except Exception as exc:  # the log failed: the thread keeps its period
                 log("audit", "warn", audit="run", error=_error(exc))
+            finally:
+                if turn is not None:
+                    turn[0].keep(turn[1])  # no more renewal: it expires a period after this run
 
     def stop(self) -> None:
         self.stop_event.set()

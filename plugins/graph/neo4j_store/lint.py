@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from plugins.graph.neo4j_store import bulk
+from plugins.graph.neo4j_store import bulk, leases
 from plugins.graph.neo4j_store.queries import (
     BASE_LABEL,
     Q_AWAIT_INDEXES,
@@ -70,7 +70,8 @@ def lint_statements() -> list[str]:
              q_edges("MENTIONS", props=False), q_edges("PART_OF", guarded=True, props=False),
              q_find([], None, True), q_find(["name", "channel"], "rank", False),
              bulk.Q_PRESENT, bulk.Q_FIX_BACKLINKS, bulk.q_import_create([]),
-             bulk.q_import_create([("MENTIONS", False), ("PART_OF", True)])]
+             bulk.q_import_create([("MENTIONS", False), ("PART_OF", True)]),
+             leases.Q_TAKE, leases.Q_RENEW, leases.Q_RELEASE, leases.Q_HOLDERS]
     schema, shapes = [], set()
     for stmt in schema_statements(384):  # one vector index per label: lint each shape once
         shape = re.sub(r"CREATE VECTOR INDEX \w+ IF NOT EXISTS FOR \(n:\w+\)", "CREATE VECTOR INDEX", stmt)

@@ -41,6 +41,7 @@ from plugins.graph.neo4j_store.connection import (
     unavailable,
     unavailable_errors,
 )
+from plugins.graph.neo4j_store.leases import Neo4jLeases
 from plugins.graph.neo4j_store.nodes import node_of
 from plugins.graph.neo4j_store.queries import (
     BASE_LABEL,
@@ -76,7 +77,7 @@ from plugins.graph.neo4j_store.writes import write_batch, write_edges, write_nod
 from plugins.graph.settings import VECTOR_THREADS
 
 
-class Neo4jStore(StoreEnv, Search):
+class Neo4jStore(StoreEnv, Search, Neo4jLeases):
     """:class:`host.ports.graph.GraphStore` on Neo4j through the official driver."""
 
     backend = "neo4j"

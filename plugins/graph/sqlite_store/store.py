@@ -53,6 +53,7 @@ from plugins.graph.common import (
 from plugins.graph.settings import VECTOR_THREADS
 from plugins.graph.sqlite_store import staged, writes
 from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
+from plugins.graph.sqlite_store.leases import SqliteLeases
 from plugins.graph.sqlite_store.nodes import LazyNode, stored_node
 from plugins.graph.sqlite_store.schema import ensure_schema
 from plugins.graph.sqlite_store.sql import (
@@ -84,7 +85,7 @@ from plugins.graph.sqlite_store.vectors import (
 )
 
 
-class SqliteStore(StoreEnv, VectorSearch):
+class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
     """:class:`host.ports.graph.GraphStore` on one SQLite file."""
 
     backend = "sqlite"

@@ -126,3 +126,22 @@ def test_schedule_add_refuses_a_time_it_could_not_mean(account, flag: str, value
     assert lines[-1].startswith(f"plughost: {says}"), bad.stderr
     assert "Traceback" not in bad.stderr
     assert not (Path(os.environ["PLUGHOST_HOME"]) / "accounts" / ACCOUNT / "schedule.json").exists()
+
+
+def test_a_scheduled_turn_a_stop_interrupted_runs_at_the_next_dispatch(make_host, account, tmp_path: Path,
+                                                                       capfd) -> None:
+    """A stop between storing a scheduled turn and running it leaves the Message ``received``: the
+    entry's next dispatch (the next start re-fires it) runs that turn, once, instead of calling it a duplicate."""
+    from plugins.channels.pipeline import dispatch_scheduled, gateway
+
+    kw = {"channel": "telegram", "sender": "9", "event": "e", "text": "go", "platform_id": "schedule:sch-2"}
+    first = channel_host(make_host, tmp_path)
+    gateway(first).stopping = True  # the server began its stop: no agent runs
+    assert asyncio.run(dispatch_scheduled(first, **kw)).status == "interrupted"
+    assert agent_calls(tmp_path) == []
+    first.close()  # its claim goes with it
+    second = channel_host(make_host, tmp_path)
+    assert asyncio.run(dispatch_scheduled(second, **kw)).status == "answered"
+    assert asyncio.run(dispatch_scheduled(second, **kw)).status == "duplicate"
+    assert len(agent_calls(tmp_path)) == 1
+    assert "[channels] op=rerun channel=telegram" in capfd.readouterr().err

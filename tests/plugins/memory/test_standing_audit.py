@@ -160,3 +160,41 @@ def test_the_run_purges_past_the_grace_only(make_host, plughost_home: Path, monk
     assert record is not None and record["counts"]["purged"] == 1
     assert store.get("old", guards=guards, include_deleted=True) is None
     assert store.get("fresh", guards=guards, include_deleted=True) is not None
+
+
+def test_on_a_shared_store_the_audits_run_once_a_period_between_servers(tmp_path: Path, capfd) -> None:
+    """Two servers' audit threads on one Neo4j: the first takes ``audit:<account>`` for a period, the
+    other waits for its expiry (``op=skipped reason=lease-held``); on the embedded store nothing is leased."""
+    import uuid
+
+    import pytest
+
+    from host.runtime.host import Host
+    from tests.backends import BACKENDS, neo4j_env
+
+    if "neo4j" not in BACKENDS:
+        pytest.skip("needs Neo4j (NEO4J_URI; CI starts one)")
+    account = f"acct-audit-{uuid.uuid4().hex[:8]}"
+    hosts = [Host(env={**os.environ, **neo4j_env(), "PLUGHOST_HOME": str(tmp_path / name), "ACCOUNT_ID": account,
+                       "PLUGHOST_STORE": "neo4j", "PLUGHOST_EMBEDDER": "none"}).load() for name in "ab"]
+    try:
+        audits = [standing_audit.StandingAudit(h, account, period=2, limit=10) for h in hosts]
+        first = audits[0]._shared_turn()
+        assert isinstance(first, tuple) and first[1] == f"audit:{account}"
+        first[0].keep(first[1])  # the run is over: the lease stays until the period ends
+        wait = audits[1]._shared_turn()
+        assert isinstance(wait, float) and 1.0 <= wait <= 2.0
+        time.sleep(wait + 0.2)
+        second = audits[1]._shared_turn()
+        assert isinstance(second, tuple)  # a period later it is the other server's turn
+        second[0].release(second[1])
+    finally:
+        for h in hosts:
+            h.close()
+    assert "[audit] op=skipped reason=lease-held holder=" in capfd.readouterr().err
+    sqlite = Host(env={**os.environ, "PLUGHOST_HOME": str(tmp_path / "c"), "ACCOUNT_ID": account,
+                       "PLUGHOST_STORE": "sqlite", "PLUGHOST_EMBEDDER": "none"}).load()
+    try:
+        assert standing_audit.StandingAudit(sqlite, account, period=2, limit=10)._shared_turn() is None
+    finally:
+        sqlite.close()
