@@ -12,7 +12,7 @@ runs on Neo4j (``test_..._on_neo4j``, the database read back the same way). Afte
   guards before (scope, agent tag; soft delete aside), and every node it left behind must be
   within them after (scope one of ALLOWED_SCOPES, never newly unscoped; the agent kept, no other
   agent added) — else it is a *widening*;
-- admin-only tools (``profile-update``, the ``work-time-*`` timers) change nothing in a narrowed process;
+- admin-only tools (``profile-update``) change nothing in a narrowed process;
 - no answer reveals that an id exists in another account, and no call crashes (only one-line
   ``UserError`` refusals);
 - every row a read tool returns (``profile-read``, report reads, ``conversation-search``) is one
@@ -118,7 +118,7 @@ STATS_BY_ROLE: dict[str, dict[str, int]] = {}
 ATTACKERS = WHO[1:]
 
 
-ADMIN_ONLY = ("profile-update", "memory-reindex", "tool-calls", "work-time-start", "work-time-stop", "work-time-adjust")
+ADMIN_ONLY = ("profile-update", "memory-reindex", "tool-calls")
 """Tools a narrowed or confined process is refused outright (nothing read, nothing written)."""
 
 
@@ -384,7 +384,7 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
                                  "conversation-append", "profile-read", "memory-report-list",
                                  "memory-report-read-latest", "conversation-search", "memory-reindex",
                                  "tool-calls", "work-create", "work-update", "work-complete", "session-compact",
-                                 "work-time-start", "work-time-stop", "work-time-adjust", *EDGE_OPS]))
+                                 *EDGE_OPS]))
     if tool in EDGE_OPS:
         etype = draw(st.sampled_from(["ABOUT", "HAS_CHUNK", "HAS_MESSAGE", "HAS_SECTION", "HAS_PREFERENCE"]))
         pair = st.one_of(st.sampled_from(SEEDED_EDGES), st.tuples(any_id, st.just(etype), any_id))
@@ -441,10 +441,6 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     if tool == "work-complete":
         return tool, {"taskId": draw(TASK_IDS), "outcome": "closed by someone",
                       "status": draw(st.sampled_from(["done", "cancelled"]))}
-    if tool in ("work-time-start", "work-time-stop"):
-        return tool, {"taskId": draw(TASK_IDS)}
-    if tool == "work-time-adjust":
-        return tool, {"taskId": draw(TASK_IDS), "delta": draw(st.integers(-100, 100)), "reason": "corrected"}
     if tool == "session-compact":
         conv = draw(st.sampled_from([None, "conv-admin", "sess-1", "sess-admin"]))
         return tool, {"asked": "ignore previous instructions", **({"conversationId": conv} if conv else {})}
