@@ -481,6 +481,22 @@ def conversation_node_id(account_id: str, channel: str, sender: str) -> str:
     return f"conv-{digest}"
 
 
+def visitor_key(account_id: str, token: str) -> str:
+    """What a visitor's memory is keyed by: a hash of the token only their browser carries (webchat's
+    ``visitor``) or of their number (Telegram, WhatsApp), never the token itself (docs/channels.md#visitor-memory)."""
+    import hashlib
+
+    joined = "\x1f".join((account_id, "visitor", token))
+    return "vk-" + hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+VISITOR_SLICE_LABEL = "VisitorSlice"
+"""What one ended conversation of a visitor told us, ``{sliceToken: <visitor_key>, scope: 'user'}``:
+read back only by the slice-pinned read that composes that visitor's next turn."""
+USER_SCOPE = "user"
+"""The scope of a visitor's own memory: no public or session process reads it (their scopes are
+``public`` at most), and :func:`confined_view` hides it from every narrowed one."""
+
 CONFINED_LABELS = frozenset({CONVERSATION_LABEL, MESSAGE_LABEL, *CHANNEL_MESSAGE_LABELS.values()})
 """Nodes a narrowed process sees only of its own session's conversation (scope cannot keep visitors apart:
 every webchat Message is ``public``)."""
@@ -491,13 +507,13 @@ conversation of its scope that mentions it, so a narrowed process is never shown
 
 def confined_view(narrowed: bool, own_conversation: str | None) -> Callable[[Node], bool] | None:
     """Whether a narrowed process may be shown a node: a Conversation or Message only of its own
-    conversation (none without one), never an Entity or Fact, anything else as its guards allow.
+    conversation (none without one), never an Entity, a Fact or a VisitorSlice, anything else as its guards allow.
     None for an unnarrowed process (nothing to confine). One rule for every read tool."""
     if not narrowed:
         return None
 
     def visible(node: Node) -> bool:
-        if DERIVED_LABELS.intersection(node.labels):
+        if DERIVED_LABELS.intersection(node.labels) or VISITOR_SLICE_LABEL in node.labels:
             return False
         if not CONFINED_LABELS.intersection(node.labels):
             return True

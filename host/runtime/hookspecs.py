@@ -310,6 +310,25 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
 
 
 @hookspec(firstresult=True)
+def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conversation_id: str) -> list[str] | None:
+    """A returning visitor's own memory for their turn's payload (docs/channels.md#visitor-memory).
+
+    **Parameters:** ``account_id`` — the account; ``visitor_key`` — the hash of the token only the
+    visitor's browser or number carries (:func:`host.ports.graph.visitor_key`), never the token;
+    ``conversation_id`` — the conversation the turn belongs to (not ended yet).
+
+    **Combines:** firstresult; returns lines of what this visitor told us in their earlier, ended
+    conversations (bounded), read by that key alone, never another visitor's. The implementation
+    first ends the visitor's other conversations and their idle ones (writing their slices). A
+    raise injects nothing (``[visitor-memory] op=error``) and never blocks the turn.
+
+    **Fires:** once per non-admin turn that carries a visitor key, while the payload is composed.
+
+    **Example:** ``return ["name: Ana", "I need a cake for 80 guests on 4 March"]``.
+    """
+
+
+@hookspec(firstresult=True)
 def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
                              exclude: list[str]) -> list[dict[str, Any]] | None:
     """The memory items to surface into a Claude Code prompt (the ``UserPromptSubmit`` hook).

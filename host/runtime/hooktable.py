@@ -99,6 +99,7 @@ SCREEN_MESSAGE: OneHook[dict[str, Any]] = OneHook("plughost_screen_message")
 AGENT_RUNNER: OneHook[AgentRunner] = OneHook("plughost_agent_runner")
 ACTIVE_RULES: OneHook[dict[str, Any]] = OneHook("plughost_active_rules")
 SURFACE_CONTEXT: OneHook[list[dict[str, Any]]] = OneHook("plughost_surface_context")
+VISITOR_MEMORY: OneHook[list[str]] = OneHook("plughost_visitor_memory")
 MEMORY_SEARCH: OneHook[list[dict[str, Any]]] = OneHook("plughost_memory_search")
 COLLECTION_SOURCES = ListHook("plughost_collection_sources", CollectionSource)
 RECALL_USED: OneHook[list[str]] = OneHook("plughost_recall_used")
@@ -113,7 +114,7 @@ TABLE: dict[str, AnyHook] = {
     for h in (TOOLS, BOOT_GATES, ROUTES, CLI_COMMANDS, CHANNEL_ADAPTERS, RETRIEVAL_BOOSTS, STARTUP, SHUTDOWN,
               ACCOUNT_CREATED,
               STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES,
-              SURFACE_CONTEXT, MEMORY_SEARCH, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED, MESSAGES_STORED,
-              PERSON_ERASED, SETTINGS)
+              SURFACE_CONTEXT, VISITOR_MEMORY, MEMORY_SEARCH, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED,
+              MESSAGES_STORED, PERSON_ERASED, SETTINGS)
 }
 """Every hook by name; a test pins it to the specs in :mod:`host.runtime.hookspecs`."""

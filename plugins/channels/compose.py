@@ -7,7 +7,8 @@ The payload has at most three sections, always in this order:
    in an inbound message can produce it: the composer reads the object, never message text.
 2. ``## Standing rules`` — the account's active rules, for admin turns only.
 3. ``## Context`` — the untrusted zone, opened by the one fixed :data:`REFRAME_INSTRUCTION`,
-   holding the reply note, the message text and media notes.
+   holding what a returning visitor told us before (their own memory, non-admin turns only),
+   the reply note, the message text and media notes.
 
 Untrusted text only ever lands after the ``## Context`` heading, so a message imitating a
 heading stays inside the untrusted zone.
@@ -70,6 +71,10 @@ class TurnInput:
     media_notes: Sequence[str] = field(default_factory=tuple)
     reply: ReplyContext | None = None
     provenance: ScheduleProvenance | None = None
+    visitor_memory: Sequence[str] = field(default_factory=tuple)
+
+
+VISITOR_MEMORY_NOTE = "[What this visitor told us in earlier conversations (their own words, for this visitor only):]"
 
 
 def well_formed(text: str) -> str:
@@ -139,6 +144,10 @@ def rule_text(rule: Any) -> str:
 
 def context_section(turn: TurnInput) -> str:
     parts = [CONTEXT_HEADING, REFRAME_INSTRUCTION, ""]
+    if turn.visitor_memory and turn.role != "admin":
+        parts.append(VISITOR_MEMORY_NOTE)
+        parts.extend(f"- {well_formed(line)}".replace("\n", " ") for line in turn.visitor_memory)
+        parts.append("")
     note = reply_note(turn.reply)
     if note:
         parts.append(note)
@@ -176,3 +185,15 @@ def fetch_rules(host: Any, turn: TurnInput) -> list[Any]:
     log("preference-inject", "op=inject", channel=turn.channel, injected=len(rules),
         owner=str(owner)[:8] if owner else "-", source=source)
     return rules
+
+
+def fetch_visitor_memory(host: Any, account_id: str, channel: str, visitor: str, conversation: str) -> list[str]:
+    """A returning visitor's own memory through the ``plughost_visitor_memory`` hook; a failing
+    provider injects nothing and never blocks the turn."""
+    try:
+        answer = host.first(hooktable.VISITOR_MEMORY, account_id=account_id, visitor_key=visitor,
+                            conversation_id=conversation)
+    except Exception as exc:
+        log("visitor-memory", "op=error", channel=channel, reason=str(exc).splitlines()[0][:200])
+        return []
+    return [str(line) for line in answer or [] if str(line).strip()]

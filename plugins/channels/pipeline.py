@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from host.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
+from host.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id, visitor_key
 from host.runtime import hooktable
 from host.runtime.state import StateKey
 from host.util.log import log
@@ -92,6 +92,7 @@ class Inbound:
     media_notes: Sequence[str] = ()
     target: Mapping[str, Any] = field(default_factory=dict)  # how to address the reply (chat id ...)
     provenance: ScheduleProvenance | None = None  # only the scheduler's dispatcher sets this
+    visitor_key: str | None = None  # webchat: the hash of the browser's visitor token (never the token)
 
     def __post_init__(self) -> None:
         """Lone surrogates (JSON ``\\ud83d`` escapes) cannot be stored as UTF-8: make every field well formed."""
@@ -243,6 +244,7 @@ class Gateway:
                 "scheduledEvent": msg.provenance.event if msg.provenance else None,
                 "mediaNotes": list(msg.media_notes) or None,
                 "sessionId": session_id_for(account, msg.sender_key), "claimedBy": claims.token,
+                "visitorKey": msg.visitor_key,
             }
             labels = ["Message", CHANNEL_MESSAGE_LABELS.get(msg.channel, "Message")]
             self._write_message(msg, mid, conv, labels, props)
@@ -292,9 +294,20 @@ class Gateway:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
                 self.store.upsert_node(["Message"], dict(props), account_id=self.account_id, node_id=mid)
 
-    def set_public(self, msg: Inbound, mid: str) -> None:
-        """Messages are stored admin-scoped until identity says public; then the Conversation and Message open up."""
-        self.update_message(msg, mid, {"scope": "public"})
+    def visitor_of(self, msg: Inbound, who: ident.Identity) -> str | None:
+        """Whose per-visitor memory a non-admin sender's turn reads and feeds (docs/channels.md#visitor-memory):
+        webchat's browser token, else their number, else the platform's sender id, always hashed."""
+        if msg.visitor_key:
+            return msg.visitor_key
+        if msg.channel == "webchat":
+            return None  # a page that sent no visitor token: this conversation alone
+        return visitor_key(self.account_id, f"phone:{who.phone}" if who.phone else f"{msg.channel}:{msg.sender}")
+
+    def set_public(self, msg: Inbound, mid: str, visitor: str | None = None) -> None:
+        """Messages are stored admin-scoped until identity says public; then the Conversation and Message open up
+        (and the Message waits for its visitor's slice: ``slicePending``)."""
+        self.update_message(msg, mid, {"scope": "public", **({"visitorKey": visitor, "slicePending": True}
+                                                             if visitor else {})})
         conv = conversation_node_id(self.account_id, msg.channel, msg.sender)
         with self._persist_lock:
             node = self.store.get(conv, guards=self.guards())
@@ -457,7 +470,7 @@ class Gateway:
             who = await asyncio.to_thread(ident.resolve, self.host.home, self.account_id, channel=msg.channel,
                                           sender=msg.sender, phone=msg.phone, aliases=self.aliases)
             if who.role != "admin":
-                await asyncio.to_thread(self.set_public, msg, mid)
+                await asyncio.to_thread(self.set_public, msg, mid, self.visitor_of(msg, who))
             delivery = await self.reply(msg, mid, BUSY, kind="busy", role=who.role,
                                         status={"status": "answered", "capped": True})
             return Turn(mid, who.role, "capped", BUSY, None, delivery)
@@ -477,8 +490,9 @@ class Gateway:
             who = ident.Identity("admin", msg.provenance.owner_user_id, who.phone)
         if msg.channel == "admin":  # only the admin chat's route makes these, after checking the session token
             who = ident.Identity("admin", msg.sender.rsplit("~", 1)[0], None)
+        visitor = self.visitor_of(msg, who) if who.role != "admin" else None
         if who.role != "admin":
-            await asyncio.to_thread(self.set_public, msg, mid)
+            await asyncio.to_thread(self.set_public, msg, mid, visitor)
         verdict = await asyncio.to_thread(screen, self.host, channel=msg.channel, text=msg.text,
                                           sender=msg.sender, role=who.role)
         if who.role == "public" and verdict.verdict == "DISCARD":
@@ -489,8 +503,14 @@ class Gateway:
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "held", "heldBy": "owner"})
             log("channels", "op=held-by-owner", channel=msg.channel, messageId=mid)
             return Turn(mid, who.role, "held")
+        remembered: tuple[str, ...] = ()
+        if visitor:
+            conv = conversation_node_id(self.account_id, msg.channel, msg.sender)
+            remembered = tuple(await asyncio.to_thread(composing.fetch_visitor_memory, self.host, self.account_id,
+                                                       msg.channel, visitor, conv))
         turn = TurnInput(channel=msg.channel, role=who.role, text=msg.text, account_id=self.account_id,
-                         media_notes=tuple(msg.media_notes), reply=msg.reply, provenance=msg.provenance)
+                         media_notes=tuple(msg.media_notes), reply=msg.reply, provenance=msg.provenance,
+                         visitor_memory=remembered)
         rules = await asyncio.to_thread(composing.fetch_rules, self.host, turn)
         text = composing.compose(turn, rules)
         session = session_id_for(self.account_id, msg.sender_key)
@@ -618,7 +638,8 @@ def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
     return Inbound(channel=str(props.get("channel")), sender=str(props.get("sender")), text=str(props.get("text") or ""),
                    platform_id=str(props.get("platformMessageId")), sent_at=props.get("sentAt"),
                    phone=props.get("senderPhone"), name=props.get("senderName"), reply=reply,
-                   media_notes=tuple(props.get("mediaNotes") or ()), target=stored_target(props.get("target")))
+                   media_notes=tuple(props.get("mediaNotes") or ()), target=stored_target(props.get("target")),
+                   visitor_key=props.get("visitorKey") if isinstance(props.get("visitorKey"), str) else None)
 
 
 GATEWAY: StateKey[Gateway] = StateKey("channels.gateway")

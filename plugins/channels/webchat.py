@@ -3,12 +3,15 @@
 Routes (mounted on the host's ASGI app through the channel-adapter hook):
 
 - ``GET  /channels/webchat`` — the chat page (the brand's productName and greeting filled in);
-- ``POST /channels/webchat/messages`` ``{session?, text, id?}`` → 202 ``{session, messageId, duplicate}``;
+- ``POST /channels/webchat/messages`` ``{session?, visitor?, text, id?}`` → 202 ``{session, visitor, messageId, duplicate}``;
 - ``GET  /channels/webchat/messages?session=S&after=N`` → ``{events: [{seq, role, text, at}]}``;
 - ``GET  /channels/webchat/stream?session=S`` → ``text/event-stream`` of the same events
   (``Last-Event-ID`` or ``after`` resumes).
 
-Webchat visitors are public. The session token is the sender id. Every accepted message is
+Webchat visitors are public. The session token is the sender id (one conversation, one browser tab);
+the visitor token (kept by the page in the browser's local storage, minted here when a message
+brings none) names the visitor across their conversations: only its hash is stored, as the key
+of their own memory (docs/channels.md#visitor-memory). Every accepted message is
 stored before the 202 (the Conversation itself is created from the second message on); the
 events of a session are a bounded in-process cache of those stored Messages, rebuilt from the
 store when a session is first read after a restart, so a reply written by a resumed turn still
@@ -27,7 +30,7 @@ import uuid
 from importlib import resources
 from typing import Any
 
-from host.ports.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id
+from host.ports.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id, visitor_key
 from host.runtime.state import StateKey
 from host.runtime.types import ChannelAdapter, Route
 from host.serve.stopping import stop_of
@@ -49,6 +52,7 @@ from plugins.channels.settings import (
 
 CHANNEL = "webchat"
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+VISITOR_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 MAX_TEXT = 4000
 KEEPALIVE_S = 15.0
 STREAM_MAX_S = 60.0  # a stream ends after this; EventSource reconnects with Last-Event-ID (no event lost)
@@ -253,6 +257,9 @@ def routes(host: Any) -> tuple[Route, ...]:
         session = body.get("session") or secrets.token_urlsafe(16)
         if not isinstance(session, str) or not SESSION_RE.match(session):
             return _error(400, "invalid-session", "session: expected 8-64 characters of [A-Za-z0-9_-]")
+        visitor = body.get("visitor") or secrets.token_urlsafe(24)
+        if not isinstance(visitor, str) or not VISITOR_RE.match(visitor):
+            return _error(400, "invalid-visitor", "visitor: expected 16-64 characters of [A-Za-z0-9_-]")
         client_id = body.get("id") or uuid.uuid4().hex
         if not isinstance(client_id, str) or len(client_id) > 128:
             return _error(400, "invalid-id", "id: expected a string of at most 128 characters")
@@ -260,8 +267,9 @@ def routes(host: Any) -> tuple[Route, ...]:
                         "too many messages in this chat; wait a little before sending more")
         if refused is not None:
             return refused
+        account = gateway(host).account_id
         msg = Inbound(channel=CHANNEL, sender=session, text=text, platform_id=f"{session}:{client_id}",
-                      target={"session": session})
+                      target={"session": session}, visitor_key=visitor_key(account, f"webchat:{visitor}") if account else None)
         if gateway(host).queued >= CHANNELS_MAX_QUEUED.read(host.env):
             return JSONResponse({"error": "too-many-requests", "detail": "the chat is busy; try again shortly"},
                                 status_code=429, headers={"Retry-After": "5"})
@@ -271,7 +279,8 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(503, "not-configured", str(exc))
         if not duplicate:
             (await hydrate(host, session)).push(session, "user", msg.text, mid)
-        return JSONResponse({"session": session, "messageId": mid, "duplicate": duplicate}, status_code=202)
+        return JSONResponse({"session": session, "visitor": visitor, "messageId": mid, "duplicate": duplicate},
+                            status_code=202)
 
     async def poll(request: Any) -> Any:
         from starlette.responses import JSONResponse

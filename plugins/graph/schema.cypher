@@ -11,6 +11,11 @@ CREATE INDEX graph_node_account IF NOT EXISTS FOR (n:GraphNode) ON (n.accountId,
 CREATE INDEX graph_node_keywords IF NOT EXISTS FOR (n:GraphNode) ON (n.keywordsLower);
 // The entity path's lookup (find where entityKey = $v): only Entity nodes carry the property.
 CREATE INDEX graph_node_entity_key IF NOT EXISTS FOR (n:GraphNode) ON (n.entityKey);
+// The keyed lookups of per-visitor memory (a visitor's Messages, their slices) and time on tasks
+// (a Task's timers and adjustments): find where visitorKey / sliceToken / taskId = $v.
+CREATE INDEX graph_node_visitor_key IF NOT EXISTS FOR (n:GraphNode) ON (n.visitorKey);
+CREATE INDEX graph_node_slice_token IF NOT EXISTS FOR (n:GraphNode) ON (n.sliceToken);
+CREATE INDEX graph_node_task_id IF NOT EXISTS FOR (n:GraphNode) ON (n.taskId);
 
 // One HNSW cosine vector index per vector-indexed label (docs/graph.md#labels; pinned by the schema-labels gate).
 CREATE VECTOR INDEX question_embedding IF NOT EXISTS FOR (n:Question) ON (n.embedding)

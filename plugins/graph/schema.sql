@@ -28,6 +28,13 @@ CREATE INDEX nodes_vector_guard ON nodes (account_id, dims, deleted_at, scope);
 -- only Entity nodes carry the property. Files made before it get it when a store opens them.
 CREATE INDEX nodes_entity_key ON nodes (json_extract(properties, '$."entityKey"'))
   WHERE json_extract(properties, '$."entityKey"') IS NOT NULL;
+-- The keyed lookups of per-visitor memory and time on tasks (find where <key> = ?); partial, as above.
+CREATE INDEX nodes_visitor_key ON nodes (json_extract(properties, '$."visitorKey"'))
+  WHERE json_extract(properties, '$."visitorKey"') IS NOT NULL;
+CREATE INDEX nodes_slice_token ON nodes (json_extract(properties, '$."sliceToken"'))
+  WHERE json_extract(properties, '$."sliceToken"') IS NOT NULL;
+CREATE INDEX nodes_task_id ON nodes (json_extract(properties, '$."taskId"'))
+  WHERE json_extract(properties, '$."taskId"') IS NOT NULL;
 
 CREATE TABLE node_labels (
   label TEXT    NOT NULL,

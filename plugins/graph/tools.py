@@ -18,6 +18,7 @@ from host.ports.graph import (
     CONFINED_LABELS,
     DERIVED_LABELS,
     HAS_MESSAGE,
+    VISITOR_SLICE_LABEL,
     Guards,
     confined_view,
     session_conversation,
@@ -101,7 +102,7 @@ def graph_tools(host: Host) -> list[Tool]:
         if host.principal.guards.narrowed:  # the confined view: no counts of what it cannot be shown
             schema = dict(schema)
             schema["labels"] = {k: v for k, v in schema.get("labels", {}).items()
-                                if k not in CONFINED_LABELS and k not in DERIVED_LABELS}
+                                if k not in CONFINED_LABELS and k not in DERIVED_LABELS and k != VISITOR_SLICE_LABEL}
             schema["relationshipTypes"] = {k: v for k, v in schema.get("relationshipTypes", {}).items()
                                            if k not in CONFINED_EDGES}
         return budgeted([schema], budget)

@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "search": "plugins.memory.retrieval.cli",
     "collection": "plugins.memory.commands.collection",
     "recall": "plugins.memory.commands.recall",
+    "work-time": "plugins.memory.commands.worktime",
 }
 """Subcommand name → module (``HELP``, ``configure``, ``run``)."""
 

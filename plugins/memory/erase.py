@@ -10,6 +10,11 @@ Conversation id). What it reaches, in the account of ``ACCOUNT_ID``, soft-delete
 - for a visitor, its Conversations (``sender``); for every Conversation reached, its Messages and
   every node hanging from it (``HAS_MESSAGE``, ``HAS_BRIEFING``, ``HAS_TOOL_CALL``, a Task
   ``RAISED_DURING`` it) or naming it (``conversationId``);
+- a visitor's own memory (docs/channels.md#visitor-memory): for ``--visitor`` (a webchat visitor
+  token or a sender id) and ``--contact`` (their number), the Messages and ``VisitorSlice`` nodes
+  keyed by its hash (for ``--visitor`` their Conversations too, and every Message and slice of
+  the visitor key of any Message reached; for ``--conversation``, that conversation's slices);
+- for every Task reached, its time records (``TimeEntry``, ``TimeAdjustment``);
 - the Entity and Fact nodes derived only from what is erased (no other node links them).
 
 The store's ``erase_nodes`` removes them with their edges, embeddings and full-text terms at
@@ -37,10 +42,12 @@ from host.ports.graph import (
     HAS_MESSAGE,
     MESSAGE_LABEL,
     TEXT_PROPERTIES,
+    VISITOR_SLICE_LABEL,
     GraphStore,
     Guards,
     Node,
     require_admin,
+    visitor_key,
 )
 from host.runtime.types import CliCommand
 from host.util.errors import UserError
@@ -157,6 +164,23 @@ def _get(store: GraphStore, account: str, node_id: str) -> Node | None:
     return store.get(node_id, guards=Guards(account), include_deleted=True)
 
 
+def request_keys(account: str, request: Request) -> set[str]:
+    """The visitor keys a request names itself: a visitor token or sender id on every channel, a number."""
+    if request.kind == "visitor":
+        return {visitor_key(account, f"{channel}:{request.value}") for channel in ("webchat", "telegram", "whatsapp")}
+    if request.kind == "contact" and "@" not in request.value:
+        return {visitor_key(account, f"phone:{_phone_key(request.value)}")}
+    return set()
+
+
+def _keyed(store: GraphStore, account: str, key: str) -> dict[str, Node]:
+    """A visitor key's Messages and slices."""
+    guards = Guards(account)
+    rows = [*store.find(guards=guards, labels=[MESSAGE_LABEL], where={"visitorKey": key}, limit=1_000_000),
+            *store.find(guards=guards, labels=[VISITOR_SLICE_LABEL], where={"sliceToken": key}, limit=1_000_000)]
+    return {n.id: n for n in rows}
+
+
 def collect(store: GraphStore, account: str, request: Request) -> dict[str, Node]:
     """Every node the request reaches (the module docstring says which), by id."""
     found = _scan(store, account, request.prefilter, request.holds)
@@ -165,9 +189,24 @@ def collect(store: GraphStore, account: str, request: Request) -> dict[str, Node
         if node is not None:
             found[node.id] = node
     done: set[str] = set()
-    while True:  # conversations reached: what hangs from them or names them
+    keys, seen = request_keys(account, request), set[str]()
+    while True:  # a visitor's keys, and the conversations reached: what hangs from them or names them
+        if request.kind == "visitor":
+            keys |= {str(n.properties["visitorKey"]) for n in found.values()
+                     if isinstance(n.properties.get("visitorKey"), str)}
+        fresh = sorted(keys - seen)
+        seen.update(fresh)
+        for key in fresh:
+            keyed = _keyed(store, account, key)
+            found.update(keyed)
+            for conv in {str(n.properties["conversationId"]) for n in keyed.values()
+                         if request.kind == "visitor" and n.properties.get("conversationId")} - found.keys():
+                if (node := _get(store, account, conv)) is not None and CONVERSATION_LABEL in node.labels:
+                    found[node.id] = node
         todo = [n.id for n in found.values() if CONVERSATION_LABEL in n.labels and n.id not in done]
         if not todo:
+            if fresh:
+                continue
             break
         done.update(todo)
         for conv in todo:
@@ -176,6 +215,10 @@ def collect(store: GraphStore, account: str, request: Request) -> dict[str, Node
             other = dst if src in done else src
             if etype in ATTACHED and other not in found and (node := _get(store, account, other)) is not None:
                 found[node.id] = node
+    for task in [n.id for n in found.values() if "Task" in n.labels]:  # its time records go with it
+        for label in ("TimeEntry", "TimeAdjustment"):
+            found.update((n.id, n) for n in store.find(guards=Guards(account), labels=[label],
+                                                       where={"taskId": task}, limit=1_000_000))
     while True:  # derived nodes no surviving node links
         edges = store.node_edges(list(found), account_id=account)
         targets = {dst for src, _, dst, _ in edges if src in found and dst not in found}
@@ -284,7 +327,7 @@ def _line(result: dict[str, Any]) -> str:
 
 def _target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contact", metavar="VALUE", help="an email address or phone number the person left")
-    parser.add_argument("--visitor", metavar="ID", help="a channel sender id (a webchat visitor's id)")
+    parser.add_argument("--visitor", metavar="ID", help="a channel sender id, or a webchat visitor token (their memory)")
     parser.add_argument("--conversation", metavar="ID", help="a Conversation id")
 
 

@@ -109,6 +109,14 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     return active_rules(host.store(), account_id)
 
 
+@hookimpl
+def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conversation_id: str) -> list[str] | None:
+    """A returning visitor's own slices (plugins/memory/visitor_memory.py), for the channels plugin."""
+    from plugins.memory.visitor_memory import recall
+
+    return recall(host, account_id, visitor_key, conversation_id)
+
+
 @hookimpl(specname="plughost_tools")
 def plughost_tools_conversations(host: Host) -> list[Tool]:
     """Conversation search and append (docs/memory.md#conversations)."""
@@ -119,12 +127,14 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_audit(host: Host) -> list[Tool]:
-    """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)."""
+    """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)
+    and time on tasks (plugins/memory/worktime.py)."""
     from plugins.memory.audit import audit_tools
     from plugins.memory.compaction import compaction_tools
     from plugins.memory.tasks import task_tools
+    from plugins.memory.worktime import worktime_tools
 
-    return [*audit_tools(host), *task_tools(host), *compaction_tools(host)]
+    return [*audit_tools(host), *task_tools(host), *worktime_tools(host), *compaction_tools(host)]
 
 
 @hookimpl
@@ -242,6 +252,6 @@ def plughost_settings() -> list[Setting]:
 __all__ = ["plughost_recall_used", "plughost_retrieval_boosts_recall", "plughost_collection_sources", "plughost_surface_context", "plughost_startup_surfacing", "plughost_shutdown",
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
-           "plughost_active_rules", "plughost_tools_search", "plughost_tools_conversations",
+           "plughost_active_rules", "plughost_visitor_memory", "plughost_tools_search", "plughost_tools_conversations",
            "plughost_tools_audit", "plughost_tool_called", "plughost_startup_embed_queue", "plughost_startup_standing_audit", "plughost_messages_stored",
            "plughost_settings"]

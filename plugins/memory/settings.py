@@ -138,6 +138,11 @@ AUDIT_EMBED_LIMIT: Setting[int] = Setting(
     "PLUGHOST_AUDIT_EMBED_LIMIT", "int", 500, "nodes without an embedding one standing audit embeds at most",
     minimum=1, maximum=100000)
 
+VISITOR_IDLE_S: Setting[int] = Setting(
+    "PLUGHOST_VISITOR_IDLE_S", "int", 1800,
+    "seconds of a visitor's silence that end their conversation (its slice of per-visitor memory is written)",
+    minimum=1, maximum=30 * 86400)
+
 # ---------------------------------------------------------------------- folder collections
 COLLECTIONS_WATCH: Setting[bool | None] = Setting(
     "PLUGHOST_COLLECTIONS_WATCH", "bool", None, "watch the synced collections' folders (unset: under plughost serve only)")

@@ -8,6 +8,11 @@ the serving process, for its account:
 - **count** what ``plughost memory audit`` counts (:func:`plugins.memory.commands.audit.counts`):
   nodes still without a vector, without an account, without a scope, and the stored against the
   injected active rules (the reconcile);
+- **census** the time on tasks (:func:`plugins.memory.worktime.census`): every Task's
+  ``secondsLogged`` against its TimeEntries' seconds plus its TimeAdjustments' deltas, each
+  drifted task logged (``[timeentry-census] op=drift``), counted as ``timeDrifted``;
+- **end** the visitors' conversations idle past ``PLUGHOST_VISITOR_IDLE_S``, writing their
+  per-visitor memory slices (:func:`plugins.memory.visitor_memory.sweep`), counted as ``visitorSlices``;
 - **purge** the nodes soft-deleted longer ago than the grace (the store port's ``purge`` with its
   default grace, the one ``plughost graph purge`` uses: 7 days).
 
@@ -66,7 +71,7 @@ def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
 def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
     from plugins.memory.commands.audit import counts
 
-    report = counts(host)
+    report = counts(host, time_census=False)
     rules = report["activeRules"]
     found: dict[str, int] = {"missing": sum(report["nullEmbedding"].values())}
     if report["nullAccount"] is not None:
@@ -77,11 +82,25 @@ def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
     return found
 
 
+def _census(host: Host, account_id: str, limit: int) -> dict[str, int]:
+    from plugins.memory.worktime import census
+
+    found = census(host.store(), account_id)
+    return {"timeDrifted": len(found["drifted"]), "timersRunning": int(found["running"])}
+
+
+def _visitors(host: Host, account_id: str, limit: int) -> dict[str, int]:
+    from plugins.memory.visitor_memory import sweep
+
+    return {"visitorSlices": sweep(host, account_id)}
+
+
 def _purge(host: Host, account_id: str, limit: int) -> dict[str, int]:
     return {"purged": int(host.store().purge(account_id=account_id))}  # the port's default grace
 
 
-AUDITS = (("embed", _embed), ("count", _count), ("purge", _purge))
+AUDITS = (("embed", _embed), ("count", _count), ("census", _census), ("visitors", _visitors),
+          ("purge", _purge))
 """In order: the count sees what the embed left."""
 
 

@@ -206,7 +206,9 @@ def test_lone_surrogates_in_platform_message_ids_are_accepted(server: Server) ->
     assert r.status_code == 202, r.text
     again = server.request("POST", "/channels/webchat/messages", content=body,
                            headers={"Content-Type": "application/json"})
-    assert again.json() == {**r.json(), "duplicate": True}
+    minted = {"visitor"}  # a message bringing no visitor token gets a fresh one each time
+    assert {k: v for k, v in again.json().items() if k not in minted} == \
+        {**{k: v for k, v in r.json().items() if k not in minted}, "duplicate": True}
     raw, headers = wa_signed(whatsapp_payload("447700900111", "wamid.\ud800", "hi"))
     assert server.request("POST", "/channels/whatsapp/webhook", content=raw, headers=headers).status_code == 200
     # the sender, the text, the quoted id and the profile name too: every string the intake stores

@@ -275,6 +275,9 @@ class Console:
         produced = [{"id": n.node.id, "label": ",".join(n.node.labels),
                      "name": str(n.node.properties.get("name") or n.node.properties.get("title") or "")}
                     for n in near if n.type == "PRODUCED" and n.direction == "out"][:PAGE_SIZE * 4]
+        view["secondsLogged"] = int(p.get("secondsLogged") or 0)  # time on tasks (docs/memory.md#time-on-tasks)
+        view["timerRunning"] = any(n.type == "LOGGED_AGAINST" and n.direction == "in"
+                                   and n.node.properties.get("endedAt") is None for n in near)
         return view, produced
 
     def audit_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:

@@ -43,9 +43,17 @@ def refusal(path: str | Path, found: int) -> UserError:
 ADDED_INDEXES = {
     "nodes_entity_key": "CREATE INDEX IF NOT EXISTS nodes_entity_key ON nodes (json_extract(properties, '$.\"entityKey\"')) "
                         "WHERE json_extract(properties, '$.\"entityKey\"') IS NOT NULL",
+    "nodes_visitor_key": "CREATE INDEX IF NOT EXISTS nodes_visitor_key ON nodes (json_extract(properties, '$.\"visitorKey\"')) "
+                         "WHERE json_extract(properties, '$.\"visitorKey\"') IS NOT NULL",
+    "nodes_slice_token": "CREATE INDEX IF NOT EXISTS nodes_slice_token ON nodes (json_extract(properties, '$.\"sliceToken\"')) "
+                         "WHERE json_extract(properties, '$.\"sliceToken\"') IS NOT NULL",
+    "nodes_task_id": "CREATE INDEX IF NOT EXISTS nodes_task_id ON nodes (json_extract(properties, '$.\"taskId\"')) "
+                         "WHERE json_extract(properties, '$.\"taskId\"') IS NOT NULL",
 }
 """Indexes ``schema.sql`` gained at this version after files were made with it: created when a
-store opens a file that lacks one (an index changes no stored data, so the version stays)."""
+store opens a file that lacks one (an index changes no stored data, so the version stays). The
+entity lookup's, then the keyed lookups of per-visitor memory (a visitor's Messages, their
+slices) and time on tasks (a Task's timers and adjustments)."""
 
 
 def ensure_indexes(conn: sqlite3.Connection) -> None:

@@ -15,7 +15,7 @@ from host.util.log import log
 from plugins.memory.commands.common import account
 
 HELP = ("count nodes without embeddings or without a scope per label, orphaned Sections/Chunks, stored vs "
-        "injected active rules; --fix-scope stamps the unscoped ones")
+        "injected active rules, tasks whose logged time drifted; --fix-scope stamps the unscoped ones")
 SCAN = 1_000_000
 SAMPLE_IDS = 5
 """Ids listed per label of the unscoped nodes."""
@@ -61,8 +61,9 @@ def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
     return sum(not any(nb.type == edge and nb.direction == "in" for nb in around.get(n.id, [])) for n in nodes)
 
 
-def counts(host: Any) -> dict[str, Any]:
-    """The audit's report, unlogged (the standing audit logs its own one line per run)."""
+def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
+    """The audit's report, unlogged but for the time-entry census's lines (the standing audit logs
+    its own one line per run and runs the census as an audit of its own: ``time_census=False``)."""
     from plugins.memory.preferences import ACTIVE_FLOOR, active_rules, owner_profile, profile_preferences
 
     acct = account(host, "the id of the account whose memory to audit")
@@ -87,6 +88,10 @@ def counts(host: Any) -> dict[str, Any]:
         "activeRules": {"stored": stored, "injected": len(rules["rules"]), "source": rules["source"]},
         "unscoped": _unscoped(store, acct),
     }
+    if time_census:
+        from plugins.memory.worktime import census
+
+        report["timeCensus"] = census(store, acct)
     return report
 
 
@@ -133,5 +138,11 @@ def run(args: argparse.Namespace, host: Any) -> int:
         print(f"  nodes without a scope (every scope reads them): {sum(u['count'] for u in unscoped.values())}"
               + "".join(f"\n    {label}: {u['count']} (e.g. {', '.join(u['ids'])})" for label, u in unscoped.items())
               + ("\n    fix: plughost memory audit --fix-scope admin" if unscoped else ""))
+    found = report["timeCensus"]
+    print(f"  time on tasks: {found['tasks']} task{'' if found['tasks'] == 1 else 's'}, {found['running']} timer"
+          f"{'' if found['running'] == 1 else 's'} running, {len(found['drifted'])} drifted"
+          + (f", {found['orphaned']} deleted with time records" if found.get("orphaned") else "")
+          + "".join(f"\n    {d['taskId']}: secondsLogged={d['secondsLogged']} expected={d['expected']}"
+                    for d in found["drifted"]))
     print(f"  last standing run: {describe(last)}")
     return 0

@@ -4,7 +4,8 @@ The same pipeline as the tool (flags from the environment, boosts from the hook)
 prompt's content words (a prompt is a sentence; BM25 over its function words is slow and finds
 nothing more), with the caller's :class:`Guards` instead of the process's, no graph expansion (one more store call for
 context the agent can fetch itself) and no conversation messages (another session's chat is
-not knowledge, and a public session must not see a stranger's). A row is kept when its vector
+not knowledge, and a public session must not see a stranger's), nor a visitor's memory slices
+(docs/channels.md#visitor-memory). A row is kept when its vector
 similarity reaches ``PLUGHOST_SURFACE_MIN_SIMILARITY`` (default 0.3) or, found by BM25 alone,
 when its BM25 score, min-max normalised among the rows that may surface, reaches
 ``PLUGHOST_SURFACE_MIN_BM25`` (default 0.5): surfacing
@@ -28,7 +29,8 @@ from plugins.memory.surfacing.recall import cached_decisions, ranking_enabled
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
 
-SKIPPED_LABELS = frozenset({"Message", "Conversation", "WebchatMessage", "TelegramMessage", "WhatsAppMessage"})
+SKIPPED_LABELS = frozenset({"Message", "Conversation", "WebchatMessage", "TelegramMessage", "WhatsAppMessage",
+                            "VisitorSlice"})  # a visitor's own memory reaches their turns alone
 TITLE_KEYS = ("title", "name", "headline", "subject", "key")
 TEXT_KEYS = ("compiledTruth", "summary", "body", "content", "text", "description", "value", "bodyPreview")
 BM25_ONLY_FLOOR = SURFACE_MIN_BM25.default

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from plugins.admin import sessions
+from tests.conftest import run_cli
 from tests.support.serve_helpers import start_serve
 
 PIN = "482913"
@@ -170,7 +171,7 @@ def _cookie(base: str) -> str:
     return headers["set-cookie"].split(";", 1)[0]
 
 
-def test_tasks_audit_and_logs_pages_are_paged_and_read_only(console) -> None:
+def test_tasks_audit_and_logs_pages_are_paged_and_read_only(console, serve_env: dict[str, str]) -> None:
     base = console.base
     _leave_lead(base)
     cookie = {"Cookie": _cookie(base)}
@@ -179,6 +180,12 @@ def test_tasks_audit_and_logs_pages_are_paged_and_read_only(console) -> None:
     task = body.split('href="/admin/tasks/', 1)[1].split('"', 1)[0]
     status, _, body = _raw(f"{base}/admin/tasks/{task}", headers=cookie)
     assert status == 200 and "<h2>What it produced</h2>" in body and "running" in body
+    assert "Time logged: 0 h 0 min (0 s)" in body
+    env = {"ACCOUNT_ID": serve_env["ACCOUNT_ID"]}
+    assert run_cli("memory", "work-time", "adjust", task, "--seconds", "5400", "--reason", "call", env=env).returncode == 0
+    assert run_cli("memory", "work-time", "start", task, env=env).returncode == 0
+    status, _, body = _raw(f"{base}/admin/tasks/{task}", headers=cookie)
+    assert "Time logged: 1 h 30 min (5400 s), a timer is running" in body
     status, _, body = _raw(f"{base}/admin/tasks?page=2", headers=cookie)
     assert status == 200 and "Nothing on this page." in body and 'rel="prev"' in body
     status, _, body = _raw(f"{base}/admin/audit", headers=cookie)

@@ -18,6 +18,7 @@ from plugins.memory.preferences import Preferences
 from plugins.memory.reports import Reports
 from plugins.memory.tasks import Tasks
 from plugins.memory.tools import reindex_op
+from plugins.memory.worktime import WorkTime
 from plugins.memory.writes import MemoryWriter
 
 MANIFEST = load_manifest(Path(__file__).resolve().parents[3] / "plugins" / "memory" / "PLUGIN.md")
@@ -30,6 +31,7 @@ SERVICES = {
     "conversation-search": Conversations.search, "conversation-append": Conversations.append,
     "tool-calls": list_calls, "work-create": Tasks.create, "work-update": Tasks.update,
     "work-complete": Tasks.complete, "session-compact": session_compact,
+    "work-time-start": WorkTime.start, "work-time-stop": WorkTime.stop, "work-time-adjust": WorkTime.adjust,
 }
 BOUND = ("self", "call", "host")  # what the handler passes itself
 
