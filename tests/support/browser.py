@@ -4,6 +4,7 @@ used: the system `chromium` is launched through `executable_path`."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,21 @@ class Browser:
         return self.page.evaluate(expression)
 
     def wait(self, expression: str, timeout: float = 20.0) -> Any:
-        handle = self.page.wait_for_function(expression, timeout=timeout * 1000, polling=50)
-        return handle.json_value()
+        """Poll ``expression`` until truthy. Evaluated from outside the page (as ``eval`` does), not by
+        ``wait_for_function``, whose in-page ``eval`` a page's ``script-src 'none'`` policy refuses."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                value = self.page.evaluate(expression)
+            except Exception as exc:  # a navigation in flight destroys the context: ask again
+                if "context was destroyed" not in str(exc) and "navigation" not in str(exc).lower():
+                    raise
+                value = None
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"page never satisfied: {expression}")
+            time.sleep(0.05)
 
     def open(self, url: str) -> None:
         self.page.goto(url, wait_until="load")
