@@ -107,6 +107,15 @@ SURFACE_MIN_BM25: Setting[float] = Setting(
 SURFACE_SERVER: Setting[bool | None] = Setting(
     "PLUGHOST_SURFACE_SERVER", "bool", None, "serve's loopback listener for the hooks (unset: under plughost serve only)")
 
+CONSULT_GATE: Setting[bool] = Setting(
+    "PLUGHOST_CONSULT_GATE", "bool", True,
+    "refuse a document deliverable when no profile-read ran since the user's last message (the PreToolUse gate)",
+    fallback=True)
+CONSULT_GATE_TOOLS: Setting[str] = Setting(
+    "PLUGHOST_CONSULT_GATE_TOOLS", "str", "Write,SendUserFile,mcp__*__*send*,mcp__*__*email*,mcp__*__*mail*",
+    "the deliverable tools the gate checks, comma-separated names, * any run of characters (within the hooks.json matcher)",
+    fallback=True)
+
 # ---------------------------------------------------------------------- what is stored and embedded
 MESSAGE_CONTEXT_TURNS: Setting[int] = Setting(
     "PLUGHOST_MESSAGE_CONTEXT_TURNS", "int", 1, "preceding turns in a Message's indexed form (0: the bare turn)",

@@ -63,7 +63,7 @@ def test_a_broken_interpreter_path_is_named_for_every_server(installed: tuple[Pa
     # every hook command fails too, named by plugin, event and command (they run the same interpreter)
     hooks = [line for line in lines if "reason=hook-failed" in line]
     memory = sorted(f.split(" event=")[1].split()[0] for f in hooks if f.startswith("[doctor] FAIL plugin=memory@"))
-    assert memory == ["PostToolUse", "PostToolUseFailure", "PreCompact", "SessionStart", "Stop",
+    assert memory == ["PostToolUse", "PostToolUseFailure", "PreCompact", "PreToolUse", "SessionStart", "Stop",
                       "UserPromptSubmit"], lines
     for line in hooks:
         assert line.startswith(("[doctor] FAIL plugin=memory@", "[doctor] FAIL plugin=channels@")), line
