@@ -116,6 +116,13 @@ CONSULT_GATE_TOOLS: Setting[str] = Setting(
     "the deliverable tools the gate checks, comma-separated names, * any run of characters (within the hooks.json matcher)",
     fallback=True)
 
+SESSION_CONTEXT: Setting[bool] = Setting(
+    "PLUGHOST_SESSION_CONTEXT", "bool", True,
+    "an owner's new or resumed Claude Code session is told its open tasks, leads, audit findings and alerts")
+SESSION_CONTEXT_CHARS: Setting[int] = Setting(
+    "PLUGHOST_SESSION_CONTEXT_CHARS", "int", 3000, "characters of that session context at most (whole lines)",
+    minimum=300, maximum=50_000)
+
 # ---------------------------------------------------------------------- what is stored and embedded
 MESSAGE_CONTEXT_TURNS: Setting[int] = Setting(
     "PLUGHOST_MESSAGE_CONTEXT_TURNS", "int", 1, "preceding turns in a Message's indexed form (0: the bare turn)",
