@@ -11,14 +11,15 @@ in the transcript and do not count as messages; neither do Claude Code's meta re
 (command caveats, compaction summaries) or a subagent's sidechain.
 
 Everything else passes (exit 0): any other tool, a listed tool that delivers no document (a
-casual reply), a narrowed session (a visitor's, an agent's: it cannot read the owner's
-preferences anyway), the gate turned off (``PLUGHOST_CONSULT_GATE=0``), and anything the gate
+casual reply), a session that is not the owner's (a visitor's, an agent's, one with scopes, as
+:func:`host.ports.principal.resolve` decides: it cannot read the owner's preferences anyway), the gate turned off (``PLUGHOST_CONSULT_GATE=0``), and anything the gate
 cannot read (no input, a transcript that is missing, not a regular file, or without a user message
 in its last ``TAIL_BYTES``). Each call logs one ``[consult-gate] op=block|pass tool=.. reason=..``
 line on stderr and in ``<PLUGHOST_HOME>/logs/server.log``.
 
 It runs on every call the ``hooks.json`` matcher lets through, so like ``hook.py`` it imports
-nothing but builtins (``python -S -I``; ``hook.py``'s C-level JSON scanner and settings merge).
+nothing but builtins (``python -S -I``; ``hook.py``'s C-level JSON scanner and settings merge) until a document is
+at stake; only then does it ask the one resolver whose session this is.
 """
 
 import posix
@@ -146,14 +147,23 @@ def consulted(data: bytes) -> str:
     return "no-user-message"
 
 
-def narrowed(env: dict[str, str]) -> bool:
-    """A visitor's or an agent's session (``host.ports.principal``'s narrowing, as ``hook.py`` merges it)."""
-    role = env.get("PLUGHOST_SESSION_ROLE", "").strip().lower()
-    return bool(role and role != "admin") or "ALLOWED_SCOPES" in env or bool(env.get("AGENT_SLUG", "").strip())
+def owner_session(env: dict[str, str]) -> bool | None:
+    """Whether the session is an owner's (admin, unnarrowed), as :func:`host.ports.principal.resolve`
+    decides it (``context.resolve``; None: no account named). Imported only here, for a document
+    about to be delivered: every other call stays builtins-only."""
+    if __package__:
+        from plugins.memory.surfacing import context
+    else:
+        import context  # type: ignore[no-redef,import-not-found,unused-ignore]
+    ctx = context.resolve(env)
+    if ctx is None:
+        return None
+    return ctx.role in (None, "admin") and ctx.scopes is None and not ctx.agent
 
 
-def decide(raw: bytes, env: dict[str, str]) -> tuple[str, str, str]:
-    """``(op, tool, reason)``: op ``block`` or ``pass``."""
+def decide(raw: bytes, env: dict[str, str], process_env: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """``(op, tool, reason)``: op ``block`` or ``pass``. ``env`` is the process env merged with the
+    config dir's settings (the gate's own settings), ``process_env`` the process env as it came."""
     try:
         data = hook.loads(raw.decode("utf-8", "replace"))
     except hook.Slow:
@@ -170,7 +180,10 @@ def decide(raw: bytes, env: dict[str, str]) -> tuple[str, str, str]:
         return "pass", tool, "not-a-deliverable"
     if not is_document(data.get("tool_input")):
         return "pass", tool, "not-a-document"
-    if narrowed(env):
+    owner = owner_session(env if process_env is None else process_env)
+    if owner is None:
+        return "pass", tool, "no-account"
+    if not owner:
         return "pass", tool, "not-owner"
     transcript, why = tail(data.get("transcript_path"))
     if transcript is None:
@@ -209,13 +222,13 @@ def main() -> None:
                 chunks.append(chunk)
                 size += len(chunk)
             raw = b"".join(chunks)
-        env = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
-               for k, v in posix.environ.items()}
+        process = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+                   for k, v in posix.environ.items()}
         try:
-            env = hook.merged_env(env)
+            env = hook.merged_env(process)
         except hook.Slow:
-            pass
-        op, tool, reason = ("pass", "", "input-too-large") if len(raw) > hook.MAX_STDIN else decide(raw, env)
+            env = process
+        op, tool, reason = ("pass", "", "input-too-large") if len(raw) > hook.MAX_STDIN else decide(raw, env, process)
         ms = f"{(time.perf_counter() - _STARTED) * 1000:.1f}"
         line = f"[consult-gate] op={op} tool={tool or '-'} reason={reason}"
         if op == "block":
