@@ -115,3 +115,27 @@ def test_nothing_open_injects_nothing(admin: dict[str, Path]) -> None:
     assert run.returncode == 0 and run.stdout == "" and "injected=false" in run.line("hook")
     assert "[session-context] op=skip session=0b5c9a2e source=startup reason=nothing-open" in (
         home / "logs" / "server.log").read_text()
+
+
+def test_the_warm_path_through_plughost_serve_gives_the_same(admin: dict[str, Path]) -> None:
+    """With a real ``plughost serve`` listening, the hook's builtins-only first stage hands SessionStart
+    to serve, which answers for the owner and skips a visitor."""
+    from serve_helpers import stop_process
+    from surfacing_support import start_serve
+
+    cfg, cwd, transcript, home = admin["cfg"], admin["cwd"], admin["transcript"], admin["home"]
+    ids = _seed(home)
+    proc = start_serve(home, ACCOUNT)
+    try:
+        run = run_hook(recorded("session_start_compact", transcript, source="startup"), cfg, cwd,
+                       PLUGHOST_SURFACE_COLD="0")
+        assert run.returncode == 0, run.stderr
+        assert "path=warm" in run.line("hook") and "injected=true" in run.line("hook")
+        ctx = json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert ids["task"] in ctx and ids["lead"] in ctx
+        public = run_hook(recorded("session_start_compact", transcript, source="startup"), cfg, cwd,
+                          PLUGHOST_SESSION_ROLE="public", PLUGHOST_SURFACE_COLD="0")
+        assert public.stdout == "" and "reason=not-admin" in public.line("hook")
+    finally:
+        stop_process(proc)
+    assert "[session-context] op=injected session=0b5c9a2e source=startup" in (home / "logs" / "server.log").read_text()

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import run_cli
 from tests.host.manifests.conftest import bundle
@@ -233,3 +235,44 @@ def test_glob() -> None:
     assert glob("Write", "Write") and not glob("Write", "WriteX")
     assert not glob("mcp__*__*send*", "mcp__plugin_memory_memory__memory-search")
     assert glob("a*a", "aa") and not glob("ab*ba", "aba")
+
+
+KINDS = ("typed", "tool-result", "profile-read", "other-tool", "meta", "sidechain", "garbage")
+
+
+def _line(kind: str, n: int) -> bytes:
+    if kind == "garbage":
+        return b'{"type": "user", "message": {"content": "torn'
+    rec = {"typed": lambda: user(f"message {n}", f"u{n}"),
+           "tool-result": lambda: tool_result(f"t{n}", f"u{n}", "p"),
+           "profile-read": lambda: tool_use(READ, f"t{n}", f"u{n}", "p"),
+           "other-tool": lambda: tool_use("Bash", f"t{n}", f"u{n}", "p", command="ls"),
+           "meta": lambda: {**user("caveat", f"u{n}"), "isMeta": True},
+           "sidechain": lambda: {**user("subagent prompt", f"u{n}"), "isSidechain": True}}[kind]()
+    return json.dumps(rec).encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(KINDS), max_size=30))
+def test_the_gate_blocks_exactly_when_no_profile_read_follows_the_last_typed_message(kinds: list[str]) -> None:
+    """Against a model of the rule: walk back to the last typed user message; a profile-read after it passes."""
+    from plugins.memory.surfacing import gate
+
+    data = b"\n".join(_line(k, i) for i, k in enumerate(kinds)) + b"\n"
+    want = "no-user-message"
+    for kind in reversed(kinds):
+        if kind == "profile-read":
+            want = "consulted"
+            break
+        if kind == "typed":
+            want = "not-consulted"
+            break
+    assert gate.consulted(data) == want
+    env = {"ACCOUNT_ID": ACCOUNT, "HOME": "/nonexistent", "CLAUDE_CONFIG_DIR": "/nonexistent"}
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl") as fh:
+        fh.write(data)
+        fh.flush()
+        op, _, reason = gate.decide(pre_tool_use(fh.name), env, env)
+    assert (op, reason) == (("block", "no-profile-read") if want == "not-consulted" else ("pass", want))
