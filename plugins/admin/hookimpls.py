@@ -12,7 +12,7 @@ from host.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
     from host.runtime.host import Host
-    from host.runtime.types import CliCommand, Route
+    from host.runtime.types import CliCommand, Route, Tool
     from host.util.settings import Setting
 
 
@@ -65,3 +65,11 @@ def plughost_settings() -> list[Setting]:
     from plugins.admin.settings import ALL
 
     return list(ALL)
+
+
+@hookimpl
+def plughost_tools(host: Host) -> list[Tool]:
+    """``public-hostname`` and ``admin-hostname`` (declared in PLUGIN.md)."""
+    from plugins.admin.hostnames import hostname_tools
+
+    return hostname_tools(host)

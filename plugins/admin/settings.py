@@ -1,4 +1,4 @@
-"""The admin plugin's ``PLUGHOST_*`` settings (published through ``plughost_settings``): its flood limits.
+"""The admin plugin's ``PLUGHOST_*`` settings (published through ``plughost_settings``): its flood limits and the hostnames.
 
 Each is read through its object: see :mod:`host.util.settings` and :mod:`host.web.throttle`.
 """
@@ -16,5 +16,12 @@ RATE_PIN_ADDRESS: Setting[str] = Setting(
 RATE_LOG_INGEST: Setting[str] = Setting(
     "PLUGHOST_RATE_LOG_INGEST", "str", "6000/500",
     "log lines (POST /api/admin/log-ingest) from one client address: PER_MINUTE/BURST, 0 off")
+
+PUBLIC_HOSTNAME: Setting[str | None] = Setting(
+    "PLUGHOST_PUBLIC_HOSTNAME", "str", None,
+    "the install's public hostname (public-hostname; unset: the brand's hostnames.public)")
+ADMIN_HOSTNAME: Setting[str | None] = Setting(
+    "PLUGHOST_ADMIN_HOSTNAME", "str", None,
+    "the install's admin hostname (admin-hostname; unset: the brand's hostnames.admin)")
 
 ALL: tuple[Setting[Any], ...] = declared(vars())

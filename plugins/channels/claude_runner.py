@@ -60,7 +60,8 @@ class ClaudeRunner:
 
     def __init__(self, command: list[str], *, config_dir: Path, home: Path, account: str,
                  admin_tools: list[str], timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None,
-                 knowledge: Any = None, principal: Any = None) -> None:
+                 knowledge: Any = None, principal: Any = None, listed_tools: list[str] | None = None,
+                 eager_tools: list[str] | None = None) -> None:
         self.command = command
         self.config_dir = config_dir
         self.home = home
@@ -70,6 +71,10 @@ class ClaudeRunner:
         self.env = dict(env if env is not None else os.environ)
         self.principal = principal  # the serving process's; each turn narrows it (for_turn)
         self.knowledge = knowledge  # (question) -> list of (text, source), public scope; None: none
+        # what the installed MCP servers list (tools/list: the surface's served tools, the withheld left
+        # out) and the eager ones among them: the spawn lines compare the argv against them
+        self.listed_tools = list(listed_tools if listed_tools is not None else admin_tools)
+        self.eager_tools = list(eager_tools or [])
 
     @classmethod
     def from_host(cls, host: Any) -> ClaudeRunner:
@@ -80,9 +85,13 @@ class ClaudeRunner:
         account = principal.require_account("the account the claude runner answers for (it runs in its config dir)")
         config, source = config_dir_source(env)
         log("channels", "op=claude-config", config_dir=str(config), source=source)
+        surface = host.surface
+        listed = sorted(name for name, tool in surface.all.items()
+                        if tool.plugin in surface.mcp_servers and name not in surface.withheld)
         return cls(shlex.split(raw), config_dir=config, home=host.home, account=account,
-                   admin_tools=list(host.surface.admin), timeout=timeout, env=env,
-                   knowledge=_public_knowledge(host), principal=principal)
+                   admin_tools=list(surface.admin), timeout=timeout, env=env,
+                   knowledge=_public_knowledge(host), principal=principal, listed_tools=listed,
+                   eager_tools=[t for t in surface.eager if t in listed])
 
     # ------------------------------------------------------------------ what one turn runs
     def argv(self, session_id: str, role: str, *, resume: bool, knowledge: str = "") -> list[str]:
@@ -119,6 +128,23 @@ class ClaudeRunner:
         blocks = [f"[{i}] {text}\n(Source: {source})" for i, (text, source) in enumerate(found[:MAX_PASSAGES], 1)]
         return KNOWLEDGE_INTRO + "\n\n" + ("\n\n".join(blocks) if blocks else "(no passages)")
 
+    def log_surface(self, session_id: str, role: str, argv: list[str], specialist: str | None) -> None:
+        """The turn's tool surface, from the argv the CLI is spawned with: ``[tool-surface]`` (how many
+        tools the permission allowlist grants, how many of them are eager, of how many eager tools) and
+        ``[pty-spawn-tool-inventory]`` (the argv's tools against what the MCP servers list: exposed, the
+        listed tools the turn may call; not-exposed, the listed ones it may not)."""
+        allowed = argv_tools(argv)
+        listed = [] if "--strict-mcp-config" in argv else self.listed_tools  # a public turn mounts no server
+        exposed = [t for t in listed if t in allowed]
+        hidden = [t for t in listed if t not in allowed]
+        sid = session_id[:8]
+        log("tool-surface", session=sid, role=role, permission_allowed=len(allowed),
+            eager_intent=len([t for t in allowed if t in self.eager_tools]), eager_set_size=len(self.eager_tools))
+        unlisted = [t for t in allowed if t not in listed]  # allowed, yet no server lists it
+        log("pty-spawn-tool-inventory", session=sid, role=role, specialist=specialist or None,
+            **{"argv-tools": len(allowed), "mcp-listed-tools": len(listed), "exposed": ",".join(exposed) or None,
+               "not-exposed": ",".join(hidden) or None, **({"argv-unlisted": ",".join(unlisted)} if unlisted else {})})
+
     # ------------------------------------------------------------------ sessions across restarts
     @property
     def sessions_file(self) -> Path:
@@ -148,6 +174,8 @@ class ClaudeRunner:
         resume = session_id in await asyncio.to_thread(self._sessions)
         prompt = str(payload.get("payload") or "")
         env = self.child_env(session_id, payload)
+        self.log_surface(session_id, role, self.argv(session_id, role, resume=resume, knowledge=knowledge),
+                         env.get("PLUGHOST_SPECIALIST"))
         code, out, err = await self._spawn(self.argv(session_id, role, resume=resume, knowledge=knowledge), env, prompt)
         said = (out + err).lower()
         if code != 0 and ((resume and NOT_FOUND in said) or (not resume and IN_USE in said)):
@@ -185,6 +213,15 @@ class ClaudeRunner:
             kill_group(proc.pid)  # a stopping server ended the turn
             raise
         return int(proc.returncode or 0), out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def argv_tools(argv: list[str]) -> list[str]:
+    """The tools an argv's ``--allowedTools`` grants (comma- or space-separated, as the CLI reads them)."""
+    tools: list[str] = []
+    for i, arg in enumerate(argv[:-1]):
+        if arg in ("--allowedTools", "--allowed-tools"):
+            tools += [t for t in argv[i + 1].replace(" ", ",").split(",") if t]
+    return tools
 
 
 def _result(out: str) -> dict[str, Any] | None:

@@ -31,18 +31,23 @@ class ReindexSummary:
     skipped: int = 0
     skipped_ids: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    summarised: int = 0
 
 
 def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, labels: Sequence[str] | None = None,
             batch_size: int = DEFAULT_BATCH, limit: int | None = None, progress: bool | None = False,
-            stream: TextIO | None = None) -> ReindexSummary:
-    """Embed every live node of the account that lacks an embedding; returns the counts."""
+            stream: TextIO | None = None, summaries: bool = True) -> ReindexSummary:
+    """Embed every live node of the account that lacks an embedding; returns the counts. With
+    ``summaries`` (not the standing audit's runs: a scan of every Chunk), the Chunks stored before
+    chunks had summaries get theirs first (:func:`backfill_chunk_summaries`)."""
     if embedder is None:
         raise UserError("reindex: no embedder is usable (PLUGHOST_EMBEDDER=none or the model is not installed)")
     if batch_size < 1:
         raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
     started = time.perf_counter()
     summary = ReindexSummary()
+    if summaries and (not labels or "Chunk" in labels):
+        summary.summarised = backfill_chunk_summaries(store, account_id)
     summary.processed += _contexts_of_pending(store, embedder, account_id, labels, batch_size)
     exclude: set[str] = set()
     bar = Progress(0, stream or sys.stderr, progress, unit="nodes")
@@ -91,6 +96,30 @@ def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, la
     log("reindex", "op=done", processed=summary.processed, skipped=summary.skipped)
     store.clear_index_cache()
     return summary
+
+
+def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> int:
+    """Give every live Chunk of the account without a ``summary`` its extractive one (the
+    sectioniser's, from its ``content``); the embedding is left as it is (a Chunk embeds its
+    content). Logs ``[reindex] op=chunk-summaries backfilled=N``; returns N."""
+    from plugins.memory.sectioniser import chunk_summary
+
+    guards = Guards(account_id)
+    rows: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        nodes = store.find(guards=guards, labels=["Chunk"], order_by="id", descending=False, limit=page, offset=offset)
+        for node in nodes:
+            content = node.properties.get("content")
+            if not node.properties.get("summary") and isinstance(content, str) and content.strip():
+                rows.append({"id": node.id, "labels": ["Chunk"], "properties": {"summary": chunk_summary(content)}})
+        if len(nodes) < page:
+            break
+        offset += page
+    for start in range(0, len(rows), page):
+        store.upsert_many(rows[start:start + page], account_id=account_id, guards=guards)
+    log("reindex", "op=chunk-summaries", backfilled=len(rows))
+    return len(rows)
 
 
 def _contexts_of_pending(store: Any, embedder: Any, account_id: str, labels: Sequence[str] | None,

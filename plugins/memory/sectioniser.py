@@ -4,6 +4,8 @@ No model decides anything here: the same text always gives the same sections, ch
 summaries and ids, so re-ingesting a document replaces its hierarchy node for node.
 Markdown splits at headings (ignoring fenced code); plain text packs paragraphs into sections.
 Chunks pack paragraphs up to a character budget, splitting long paragraphs at sentence ends.
+Summaries are extractive: a section's is its first sentence, a chunk's (:func:`chunk_summary`) the
+chunk itself when it is short, else its most telling sentences in their own order.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 class ChunkPart:
     index: int
     content: str
+    summary: str = ""
 
 
 @dataclass
@@ -122,7 +125,47 @@ def _pack(paragraphs: list[str], limit: int) -> list[str]:
 
 
 def chunk(body: str, limit: int = CHUNK_MAX_CHARS) -> list[ChunkPart]:
-    return [ChunkPart(i, text) for i, text in enumerate(_pack(_paragraphs(body), limit))]
+    return [ChunkPart(i, text, chunk_summary(text)) for i, text in enumerate(_pack(_paragraphs(body), limit))]
+
+
+_WORD = re.compile(r"[^\W_]{3,}")
+_STOPWORDS = frozenset(
+    "the and for are but not you all any can her was one our out day get has him his how its may new now old see "
+    "two way who did let put say she too use that with have this will your from they know want been good much some "
+    "time very when come here just like long make many more only over such take than them well were what into "
+    "also each other which their there these those would could should about after again being below between "
+    "both during every further most same then through under until while where why yet own off once".split())
+
+
+def chunk_summary(text: str, limit: int = SUMMARY_MAX_CHARS) -> str:
+    """A chunk's summary, extractive and deterministic (no model): the chunk itself when it fits
+    ``limit``; else its sentences scored by how often the chunk uses their content words (each word's
+    count, averaged over the sentence's words, the first sentence a little ahead), the best taken
+    while they fit and given in their own order; a first choice longer than ``limit`` is clipped."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    sentences = [x for x in _SENTENCE_END.split(flat) if x]
+    counts: dict[str, int] = {}
+    words_of = []
+    for sentence in sentences:
+        words = [w for w in (m.group(0).lower() for m in _WORD.finditer(sentence)) if w not in _STOPWORDS]
+        words_of.append(words)
+        for w in set(words):
+            counts[w] = counts.get(w, 0) + 1
+    scores = [(sum(counts[w] for w in words) / (len(words) ** 0.5) if words else 0.0) * (1.2 if i == 0 else 1.0)
+              for i, words in enumerate(words_of)]
+    order = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    picked: list[int] = []
+    used = 0
+    for i in order:
+        extra = len(sentences[i]) + (1 if picked else 0)
+        if used + extra <= limit:
+            picked.append(i)
+            used += extra
+    if not picked:
+        return _clip(sentences[order[0]], limit)
+    return " ".join(sentences[i] for i in sorted(picked))
 
 
 def is_markdown(text: str) -> bool:

@@ -107,6 +107,22 @@ SURFACE_MIN_BM25: Setting[float] = Setting(
 SURFACE_SERVER: Setting[bool | None] = Setting(
     "PLUGHOST_SURFACE_SERVER", "bool", None, "serve's loopback listener for the hooks (unset: under plughost serve only)")
 
+CONSULT_GATE: Setting[bool] = Setting(
+    "PLUGHOST_CONSULT_GATE", "bool", True,
+    "refuse a document deliverable when no profile-read ran since the user's last message (the PreToolUse gate)",
+    fallback=True)
+CONSULT_GATE_TOOLS: Setting[str] = Setting(
+    "PLUGHOST_CONSULT_GATE_TOOLS", "str", "Write,SendUserFile,mcp__*__*send*,mcp__*__*email*,mcp__*__*mail*",
+    "the deliverable tools the gate checks, comma-separated names, * any run of characters (within the hooks.json matcher)",
+    fallback=True)
+
+SESSION_CONTEXT: Setting[bool] = Setting(
+    "PLUGHOST_SESSION_CONTEXT", "bool", True,
+    "an owner's new or resumed Claude Code session is told its open tasks, leads, audit findings and alerts")
+SESSION_CONTEXT_CHARS: Setting[int] = Setting(
+    "PLUGHOST_SESSION_CONTEXT_CHARS", "int", 3000, "characters of that session context at most (whole lines)",
+    minimum=300, maximum=50_000)
+
 # ---------------------------------------------------------------------- what is stored and embedded
 MESSAGE_CONTEXT_TURNS: Setting[int] = Setting(
     "PLUGHOST_MESSAGE_CONTEXT_TURNS", "int", 1, "preceding turns in a Message's indexed form (0: the bare turn)",

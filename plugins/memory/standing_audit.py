@@ -64,7 +64,7 @@ def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
         return {}
     if not store.missing_embeddings(account_id=account_id, limit=1):
         return {"embedded": 0, "embedSkipped": 0}  # an idle run logs its one line, no reindex lines
-    summary = reindex(store, embedder, account_id=account_id, limit=limit)
+    summary = reindex(store, embedder, account_id=account_id, limit=limit, summaries=False)
     return {"embedded": summary.processed, "embedSkipped": summary.skipped}
 
 

@@ -56,7 +56,7 @@ def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSiz
                             "is not installed); nothing to reindex with")
     summary = reindex(w.store, w.embedder, account_id=account, labels=labels, batch_size=batchSize, limit=limit)
     return {"processed": summary.processed, "skipped": summary.skipped, "skippedIds": summary.skipped_ids[:50],
-            "seconds": round(summary.seconds, 3)}
+            "chunkSummaries": summary.summarised, "seconds": round(summary.seconds, 3)}
 
 
 def write_tools(host: Host) -> list[Tool]:

@@ -363,7 +363,7 @@ class MemoryWriter:
                 cid = sectioniser.chunk_id(stable_id, sec.index, ch.index)
                 srow["edges"].append({"type": "HAS_CHUNK", "to": cid})
                 chunk_rows.append({"id": cid, "labels": ["Chunk"],
-                                   "properties": {"content": ch.content, "index": ch.index,
+                                   "properties": {"content": ch.content, "summary": ch.summary, "index": ch.index,
                                                   "sectionIndex": sec.index, "attachmentId": attachment,
                                                   **chunk_context(doc.title, sec.path or (sec.title,)), **shared}})
             section_rows.append(srow)

@@ -196,13 +196,13 @@ def test_fast_frontmatter_path_agrees_with_yaml_or_defers(block):
 
 
 def test_a_loaded_plugin_that_serves_nothing_is_an_unknown_namespace(notes):
-    """docs/gates.md#specialist-tool-drift: the admin plugin loads (routes) but serves no MCP tools, so its namespace is served by
-    nothing: unknown-plugin-namespace, not unknown-tool-in-plugin."""
-    path = notes.agent(notes.plugins / "notes", "purger", "mcp__plugin_admin_admin__purge")
+    """docs/gates.md#specialist-tool-drift: the channels plugin loads (routes, adapters) but serves no MCP tools, so its
+    namespace is served by nothing: unknown-plugin-namespace, not unknown-tool-in-plugin."""
+    path = notes.agent(notes.plugins / "notes", "purger", "mcp__plugin_channels_channels__purge")
     host = notes.host()
-    assert host.plugin("admin").loaded and "admin" not in host.surface.mcp_servers
+    assert host.plugin("channels").loaded and "channels" not in host.surface.mcp_servers
     assert _drift_lines(notes.boot(host=host)) == [
-        "boot-failed reason=specialist-tool-drift specialist=purger tool=mcp__plugin_admin_admin__purge "
+        "boot-failed reason=specialist-tool-drift specialist=purger tool=mcp__plugin_channels_channels__purge "
         f"drift=unknown-plugin-namespace path={path}"]
 
 

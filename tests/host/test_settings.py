@@ -28,6 +28,8 @@ EXEMPT = {
     REPO / "plugins/memory/surfacing/client.py":
         "the hook process run as a script (python -S): it reads its switches and timeouts before the host is on "
         "the path, and stays standard library on its warm path",
+    REPO / "plugins/memory/surfacing/gate.py":
+        "the consult gate, the PreToolUse hook's process: started with python -S -I and builtins only, like hook.py",
     REPO / "plugins/memory/surfacing/context.py":
         "imported by client.py as a script: forwards PLUGHOST_HOME and the hook's budget and limit raw to serve, "
         "which reads them through the registry",
@@ -131,6 +133,9 @@ def test_the_hook_stages_defaults_are_the_declared_ones() -> None:
     assert client.COLD_TIMEOUT_MS == memory.SURFACE_COLD_TIMEOUT_MS.default
     assert memory.SURFACE.default is True and memory.SURFACE_COLD.default is True and settings.LOG_FILE.default
     assert {k for k in hook.SENT_KEYS if k.startswith("PLUGHOST_")} <= _declared()
+    from plugins.memory.surfacing import gate
+
+    assert gate.DEFAULT_TOOLS == memory.CONSULT_GATE_TOOLS.default and memory.CONSULT_GATE.default is True
 
 
 # ---------------------------------------------------------------------- reading

@@ -396,7 +396,8 @@ class Syncer:
                 cid = sectioniser.chunk_id(st.doc_id, sec.index, ch.index)
                 srow["edges"].append({"type": "HAS_CHUNK", "to": cid})
                 chunks.append({"id": cid, "labels": ["Chunk"], "properties": {
-                    "content": ch.content, "index": ch.index, "sectionIndex": sec.index, **shared}})
+                    "content": ch.content, "summary": ch.summary, "index": ch.index, "sectionIndex": sec.index,
+                    **shared}})
             sections.append(srow)
         doc_row = {"id": st.doc_id, "labels": ["KnowledgeDocument"], "properties": doc_props,
                    "edges": [{"type": "HAS_SECTION", "to": r["id"]} for r in sections]}

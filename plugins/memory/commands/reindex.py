@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, host: Any) -> int:
     from host.ports.graph import require_admin
     from plugins.memory.embedder import check_dimensions
-    from plugins.memory.reindex import reindex, reindex_contexts
+    from plugins.memory.reindex import backfill_chunk_summaries, reindex, reindex_contexts
 
     acct = account(host)
     # every form reads (and rewrites) every node of the account, seen or not, as memory-reindex does
@@ -37,6 +37,8 @@ def run(args: argparse.Namespace, host: Any) -> int:
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit: expected a positive integer, got {args.limit}")
     store, embedder = host.store(), host.embedder()
+    if not labels or "Chunk" in labels:  # Chunks stored before chunks had summaries: no embedder needed
+        print(f"reindex: chunk-summaries backfilled={backfill_chunk_summaries(store, acct)}")
     if args.entities:
         from plugins.memory.entities.graph import backfill, sweep
 
@@ -55,6 +57,6 @@ def run(args: argparse.Namespace, host: Any) -> int:
             return 0
     check_dimensions(store, embedder)
     summary = reindex(store, embedder, account_id=acct, labels=labels, batch_size=args.batch_size,
-                      limit=args.limit, progress=False if args.no_progress else None)
+                      limit=args.limit, progress=False if args.no_progress else None, summaries=False)
     print(f"reindex: processed={summary.processed} skipped={summary.skipped} seconds={summary.seconds:.2f}")
     return 0

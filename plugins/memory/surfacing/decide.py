@@ -22,6 +22,9 @@ else:  # run as a script: the sibling stdlib-only modules, without the host on s
 MAX_STDIN = 1 << 20
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")  # the audit trail (plugins/memory/audit.py)
 COMPACT_EVENTS = ("PreCompact", "SessionStart")  # compaction briefings (plugins/memory/compaction.py)
+SESSION_SOURCES = ("startup", "compact", "resume")
+"""SessionStart sources answered: compact|resume inject the briefing, startup|resume the owner's open
+work (plugins/memory/session_context.py)."""
 
 _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@,[]()+*#%<>=!?~^|&'")
 
@@ -89,7 +92,7 @@ def plan(hook: Mapping[str, Any] | None, ctx: context.Context | None) -> tuple[d
     if event in TOOL_EVENTS or event in COMPACT_EVENTS:  # admin sessions only, decided before any round trip
         if ctx.role not in (None, "admin") or ctx.scopes is not None or ctx.agent:
             return None, {"path": "skip", "event": event, "reason": "not-admin"}
-        if event == "SessionStart" and hook.get("source") not in ("compact", "resume"):
+        if event == "SessionStart" and hook.get("source") not in SESSION_SOURCES:
             return None, {"path": "skip", "event": event, "reason": "source"}
     elif event == "Stop":  # recall tracking: only sessions that were shown memory
         sid = hook.get("session_id")

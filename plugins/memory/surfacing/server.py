@@ -274,8 +274,10 @@ def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
-    """PreCompact (fallback briefing) and SessionStart compact|resume (inject the latest)."""
+    """PreCompact (fallback briefing), SessionStart compact|resume (inject the latest briefing) and
+    startup|resume (the owner's open work, :mod:`plugins.memory.session_context`)."""
     from plugins.memory import compaction
+    from plugins.memory.session_context import session_context
 
     account, session = request.get("accountId"), request.get("sessionId")
     if not (isinstance(account, str) and account and isinstance(session, str) and session):
@@ -285,7 +287,17 @@ def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
             path = request.get("transcriptPath")
             return {"ok": True, **compaction.on_pre_compact(host, account, session, path if isinstance(path, str)
                                                             else None)}
-        return {"ok": True, **compaction.on_session_start(host, account, session, str(request.get("source")))}
+        source = str(request.get("source"))
+        answer = compaction.on_session_start(host, account, session, source) if source in ("compact", "resume") \
+            else {"output": None}
+        briefing: Any = answer.get("output")
+        texts = [briefing["hookSpecificOutput"]["additionalContext"]] if briefing else []
+        if (context := session_context(host, account, session, source, request)) is not None:
+            texts.append(context)
+        if not texts:
+            return {"ok": True, **answer}
+        return {"ok": True, **answer, "output": {"hookSpecificOutput": {
+            "hookEventName": "SessionStart", "additionalContext": "\n\n".join(texts)}}}
     except Exception as exc:
         log("compaction", "op=error", reason="internal", detail=type(exc).__name__)
         return {"ok": False, "error": "internal", "detail": type(exc).__name__}

@@ -43,8 +43,8 @@ def test_a_deleted_server_and_a_renamed_tool_are_named_the_rest_is_ok(installed:
     [greeter] = [f for f in fails if "server=greeter" in f]
     assert "reason=start-failed" in greeter and "tool 'greet-person' is declared in PLUGIN.md" in greeter, greeter
     ok = sorted(line.split()[2] for line in lines if line.startswith("[doctor] ok "))
-    assert ok == ["plugin=graph@studio-platform", "plugin=memory@studio-platform"], lines
-    assert lines[-1].startswith("[doctor] op=done servers=4 findings=")
+    assert ok == ["plugin=admin@studio-platform", "plugin=graph@studio-platform", "plugin=memory@studio-platform"], lines
+    assert lines[-1].startswith("[doctor] op=done servers=5 findings=")
     from host.payload import doctor
     from host.util import config as host_config
 
@@ -60,20 +60,20 @@ def test_a_broken_interpreter_path_is_named_for_every_server(installed: tuple[Pa
     code, lines = _doctor(config)
     assert code == 1
     fails = [line for line in lines if line.startswith("[doctor] FAIL ") and " server=" in line]
-    assert len(fails) == 4, lines
-    for plugin in ("greeter", "notes", "memory"):
+    assert len(fails) == 5, lines
+    for plugin in ("greeter", "notes", "memory", "admin"):
         assert any(f"server={plugin} reason=start-failed" in f and "/nonexistent/bin/python" in f for f in fails), lines
     [graph] = [f for f in fails if "server=graph" in f]
     assert "PLUGHOST_PYTHON-missing" in graph, graph  # its launcher says so on stderr, no fallback python3
     # every hook command fails too, named by plugin, event and command (they run the same interpreter)
     hooks = [line for line in lines if "reason=hook-failed" in line]
     memory = sorted(f.split(" event=")[1].split()[0] for f in hooks if f.startswith("[doctor] FAIL plugin=memory@"))
-    assert memory == ["PostToolUse", "PostToolUseFailure", "PreCompact", "SessionStart", "Stop",
+    assert memory == ["PostToolUse", "PostToolUseFailure", "PreCompact", "PreToolUse", "SessionStart", "Stop",
                       "UserPromptSubmit"], lines
     for line in hooks:
         assert line.startswith(("[doctor] FAIL plugin=memory@", "[doctor] FAIL plugin=channels@")), line
         assert 'command="sh \\"${CLAUDE_PLUGIN_ROOT}/hooks/' in line and "/nonexistent/bin/python" in line, line
-    assert lines[-1] == f"[doctor] op=done servers=4 findings={4 + len(hooks)} exit=1", lines
+    assert lines[-1] == f"[doctor] op=done servers=5 findings={5 + len(hooks)} exit=1", lines
 
 
 def test_a_good_install_runs_every_hook_and_reports_none(installed: tuple[Path, Path]) -> None:
@@ -81,7 +81,7 @@ def test_a_good_install_runs_every_hook_and_reports_none(installed: tuple[Path, 
     code, lines = _doctor(installed[1])
     assert code == 0, lines
     assert not [line for line in lines if line.startswith("[doctor] FAIL ")], lines
-    assert lines[-1] == "[doctor] op=done servers=4 findings=0 exit=0", lines
+    assert lines[-1] == "[doctor] op=done servers=5 findings=0 exit=0", lines
 
 
 def test_a_hook_that_cannot_import_host_is_a_finding(installed: tuple[Path, Path], tmp_path: Path) -> None:

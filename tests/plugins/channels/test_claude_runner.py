@@ -190,6 +190,42 @@ def test_missing_binary_is_a_clear_reason(make_host, account, tmp_path: Path, st
         asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "x"), payload("public", "hi")))
 
 
+def test_each_turn_logs_its_tool_surface_and_spawn_inventory(make_host, account, tmp_path: Path, stand_in,
+                                                             capfd) -> None:
+    """``[tool-surface]`` and ``[pty-spawn-tool-inventory]`` from the argv the CLI really got, against what
+    the MCP servers list (the served tools; the Cypher tools withheld on the embedded store are not)."""
+    host = make_host(**stand_in)
+    runner = get_runner(host)
+    sid = session_id_for(ACCOUNT, "telegram:7")
+    capfd.readouterr()
+    asyncio.run(runner.run(sid, payload("admin", "list my rules")))
+    err = capfd.readouterr().err
+    argv = calls(tmp_path)[0]["argv"]
+    allowed = argv[argv.index("--allowedTools") + 1].split(",")
+    surface = host.surface
+    listed = sorted(n for n, t in surface.all.items() if t.plugin in surface.mcp_servers and n not in surface.withheld)
+    eager = [t for t in surface.eager if t in listed]
+    [line] = [ln for ln in err.splitlines() if ln.startswith("[tool-surface] ")]
+    assert line == (f"[tool-surface] session={sid[:8]} role=admin permission_allowed={len(allowed)} "
+                    f"eager_intent={len([t for t in allowed if t in eager])} eager_set_size={len(eager)}")
+    [inv] = [ln for ln in err.splitlines() if ln.startswith("[pty-spawn-tool-inventory] ")]
+    fields = dict(tok.split("=", 1) for tok in inv.split()[1:])
+    assert fields["session"] == sid[:8] and fields["role"] == "admin"
+    assert int(fields["argv-tools"]) == len(allowed) and int(fields["mcp-listed-tools"]) == len(listed)
+    exposed = fields["exposed"].split(",")
+    assert "mcp__plugin_memory_memory__memory-search" in exposed and "mcp__plugin_admin_admin__public-hostname" in exposed
+    assert set(exposed) == set(allowed) & set(listed)
+    hidden = set(listed) - set(allowed)
+    assert fields["not-exposed"] == (",".join(t for t in listed if t in hidden) or "—")
+    assert "mcp__plugin_graph_graph__write-cypher" not in inv  # withheld on SQLite: no server lists it
+    # a visitor's turn: nothing allowed, no server mounted
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:v"), payload("public", "hours?")))
+    err = capfd.readouterr().err
+    assert "[tool-surface] session=" in err and " role=public permission_allowed=0 eager_intent=0 " in err
+    [inv] = [ln for ln in err.splitlines() if ln.startswith("[pty-spawn-tool-inventory] ")]
+    assert " role=public specialist=— argv-tools=0 mcp-listed-tools=0 exposed=— not-exposed=—" in inv
+
+
 def real_claude() -> str:
     path = TOOLS / "node_modules" / ".bin" / "claude"
     if not path.exists():

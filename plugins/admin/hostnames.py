@@ -1,0 +1,84 @@
+"""``public-hostname`` / ``admin-hostname``: where a visitor, or the owner and operators, should be pointed.
+
+Each answers from the install first (``PLUGHOST_PUBLIC_HOSTNAME`` / ``PLUGHOST_ADMIN_HOSTNAME``,
+the environment over ``<PLUGHOST_HOME>/.env``), else from the install's brand (``hostnames.public``
+/ ``hostnames.admin`` of ``PLUGHOST_BRAND``'s file, else of the payload's ``brand.json``), and
+says which it was. None configured is an ``isError`` naming both places. The public hostname is
+public information: any principal may ask. The admin hostname leads to the owner's console, so
+only an unnarrowed (admin) process gets it; a visitor's or an agent's session is refused.
+Lines: ``[hostnames] op=answer which=public|admin source=install|brand`` and ``op=refused``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from host.util.errors import UserError
+from host.util.log import log
+
+if TYPE_CHECKING:  # pragma: no cover
+    from host.runtime.host import Host
+    from host.runtime.types import Tool
+
+HOSTNAME = re.compile(r"^(?=.{1,253}(?::|$))[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
+                      r"(?::[1-9][0-9]{0,4})?$")
+"""A DNS name in lower case (labels of 1-63 letters, digits and inner hyphens), an optional ``:port``;
+the brand schema's ``hostnames`` pattern is the same (a test pins the two)."""
+
+
+def _brand(host: Host) -> tuple[str | None, dict[str, Any]]:
+    """(the brand's name, its ``hostnames`` block) of this install's brand, or (None, {})."""
+    from host.payload.bundler import load_brand, resolve_brand
+    from host.util.settings import BRAND
+
+    named = BRAND.read(host.env)
+    if named:
+        path = resolve_brand(named)
+    else:
+        candidate = Path(host.plugins_dir).parent / "brand.json" if host.plugins_dir is not None else None
+        if candidate is None or not candidate.is_file():
+            return None, {}
+        path = candidate
+    brand = load_brand(path)  # validated: hostnames match the schema's pattern
+    block = brand.data.get("hostnames")
+    return brand.name, block if isinstance(block, dict) else {}
+
+
+def resolve(host: Host, which: str) -> dict[str, Any]:
+    from plugins.admin.settings import ADMIN_HOSTNAME, PUBLIC_HOSTNAME
+
+    setting = PUBLIC_HOSTNAME if which == "public" else ADMIN_HOSTNAME
+    value = (setting.read(host.env) or "").strip()
+    if value:
+        if not HOSTNAME.match(value):
+            raise UserError(f"{setting.name}: expected a host name such as shop.example.com (lower case, an optional "
+                            f":port), got {value[:80]!r}")
+        log("hostnames", "op=answer", which=which, source="install")
+        return {"hostname": value, "url": f"https://{value}", "source": "install"}
+    name, block = _brand(host)
+    brand_value = block.get(which)
+    if isinstance(brand_value, str) and brand_value:
+        log("hostnames", "op=answer", which=which, source="brand", brand=name)
+        return {"hostname": brand_value, "url": f"https://{brand_value}", "source": "brand", "brand": name}
+    log("hostnames", "op=none", which=which, brand=name)
+    raise UserError(f"{which}-hostname: no {which} hostname is configured: set {setting.name} in the install's "
+                    f".env, or hostnames.{which} in the brand file ({name or 'no brand'})")
+
+
+def hostname_tools(host: Host) -> list[Tool]:
+    from host.runtime.types import Tool
+
+    def public_hostname() -> dict[str, Any]:
+        return resolve(host, "public")
+
+    def admin_hostname() -> dict[str, Any]:
+        principal = host.principal
+        if not principal.is_admin:
+            log("hostnames", "op=refused", which="admin", role=principal.role.value)
+            raise UserError(f"admin-hostname: admin only; this process is narrowed ({principal.role.value}); "
+                            "public-hostname answers any caller")
+        return resolve(host, "admin")
+
+    return [Tool("public-hostname", public_hostname), Tool("admin-hostname", admin_hostname)]
