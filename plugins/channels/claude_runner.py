@@ -175,7 +175,7 @@ class ClaudeRunner:
         prompt = str(payload.get("payload") or "")
         env = self.child_env(session_id, payload)
         self.log_surface(session_id, role, self.argv(session_id, role, resume=resume, knowledge=knowledge),
-                         env.get("PLUGHOST_SPECIALIST"))
+                         payload.get("specialist") if isinstance(payload.get("specialist"), str) else None)
         code, out, err = await self._spawn(self.argv(session_id, role, resume=resume, knowledge=knowledge), env, prompt)
         said = (out + err).lower()
         if code != 0 and ((resume and NOT_FOUND in said) or (not resume and IN_USE in said)):

@@ -176,6 +176,7 @@ def _migrate(args: argparse.Namespace, host: Any) -> int:
     path = sqlite_path(host)
     if not path.is_file():
         raise UserError(f"{path}: no embedded store here (expected the install's graph.sqlite, or PLUGHOST_GRAPH_DB)")
+    from host.ports.principal import child_env
     from plugins.graph.neo4j_store import Neo4jStore
     from plugins.graph.neo4j_store.connection import driver_settings
     from plugins.graph.sqlite_store import SqliteStore
@@ -184,7 +185,7 @@ def _migrate(args: argparse.Namespace, host: Any) -> int:
     database = (host.env.get("NEO4J_DATABASE") or "").strip()
     source = SqliteStore(path, env=host.env)
     try:
-        totals = migrate(source, lambda account: Neo4jStore.from_env({**host.env, "ACCOUNT_ID": account}),
+        totals = migrate(source, lambda account: Neo4jStore.from_env(child_env(host.env, host.principal.for_account(account))),
                          home=host.home, target=f"{uri}/{database}" if database else uri, batch=args.batch_size,
                          only=host.principal.account, sample=args.sample)
     finally:
