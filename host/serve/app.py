@@ -230,6 +230,9 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
 
     if not settings.DEBUG.read(host.env):
         logging.getLogger("mcp").setLevel(logging.WARNING)  # session-manager chatter is not a contract line
+    # httpx logs every request's URL at INFO, and a Telegram URL carries the bot token: never in the log
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     runtime = Runtime(host=host, stop=stop_of(host))
     routes: list[BaseRoute] = []
     for plugin, route in plugin_routes(host):

@@ -193,9 +193,7 @@ def _migrate(args: argparse.Namespace, host: Any) -> int:
     if totals["mismatches"]:
         log("graph-migrate", "done", **totals, recorded="no", reason="verify-failed")
         return 2
-    from plugins.graph.migrate import STATE_FILE
-
-    (host.home / STATE_FILE).unlink(missing_ok=True)
+    # the checkpoint stays (every account done): a re-run knows the data there is this install's own
     if args.no_record:
         log("graph-migrate", "done", **totals, recorded="no", reason="--no-record")
         return 0

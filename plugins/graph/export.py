@@ -88,11 +88,19 @@ def output(out: Path | None, stdout: IO[str]) -> Iterator[IO[str]]:
         return
     if out.is_dir():
         raise UserError(f"--out: {out} is a folder; expected a file name")
+    if out.is_symlink() or (out.exists() and not out.is_file()):
+        raise UserError(f"--out: {out} is not a regular file (a link, a device or a pipe); expected a new file "
+                        "or one an earlier export wrote")
     if not out.parent.is_dir():
         raise UserError(f"--out: {out.parent}: no such folder")
     partial = out.with_name(f".{out.name}.partial")
     try:
-        with open(partial, "w", encoding="utf-8") as fh:
+        try:
+            partial.unlink(missing_ok=True)
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError as exc:  # admin-scope data: never world-readable, never through a link
+            raise UserError(f"--out: {out}: cannot write here ({exc.strerror or exc})") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

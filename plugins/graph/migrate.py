@@ -81,6 +81,22 @@ def migrate(source: Any, target_for: Callable[[str], Any], *, home: Path, target
                         "(ACCOUNT_ID) and the whole install moves; run it as the install's operator with ACCOUNT_ID "
                         "unset (ACCOUNT_ID= plughost graph migrate --to neo4j)")
     state = Checkpoint(home / STATE_FILE, target)
+    for account in accounts:  # before anything is written: never over another install's data
+        progress = state.of(account)
+        if progress.get("started") or progress["nodes"] or progress["nodes_done"]:
+            continue  # this install's own earlier run: resume it
+        store = target_for(account)
+        try:
+            held = sum(store.label_counts(account_id=account).values())
+        finally:
+            store.close()
+        if held:
+            raise UserError(f"graph migrate: {target} already holds {held} node(s) of account '{account}' that this "
+                            "install did not migrate; nothing was written (migrate into a database without that "
+                            "account, or erase it there first)")
+    for account in accounts:
+        state.of(account)["started"] = True  # saved before the first write: a kill -9 after it resumes
+    state.save()
     log("graph-migrate", "start", accounts=len(accounts), batch=batch, target=target,
         resumed=str(state.resumed).lower())
     totals = {"accounts": len(accounts), "nodes": 0, "edges": 0, "mismatches": 0}

@@ -157,10 +157,13 @@ def export_neo4j_admin(store: Any, account_id: str, folder: Path, *, dimensions:
     started = time.perf_counter()
     node_columns, edge_columns = scan_columns(store, account_id)
     columns = list(FIXED_NODE_COLUMNS) + node_columns
-    folder.mkdir(parents=True, exist_ok=True)
     partial = folder.with_name(f".{folder.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(mode=0o700)
+    except OSError as exc:
+        raise UserError(f"{folder}: cannot write here ({exc.strerror or exc})") from None
     nodes = edges = 0
     try:
         with open(partial / "nodes.csv", "w", encoding="utf-8", newline="") as nf, \

@@ -134,6 +134,16 @@ def test_export_is_admin_only_and_for_the_process_account(tmp_path: Path, plugho
     res = run_cli("graph", "export", "--account", "acct-x", "--out", str(out), env={"ACCOUNT_ID": ""})
     assert res.returncode == 0, res.stderr  # the install's operator names the account
     assert len(out.read_text().splitlines()) == 5
+    assert (out.stat().st_mode & 0o777) == 0o600  # admin-scope data is the owner's to read
+    link, victim = tmp_path / "link.jsonl", tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link.symlink_to(victim)
+    for target in (link, Path("/dev/null")):  # a link or a device is never replaced
+        res = run_cli("graph", "export", "--out", str(target), env={"ACCOUNT_ID": "acct-x"})
+        assert res.returncode == 2 and "is not a regular file" in res.stderr and "Traceback" not in res.stderr
+    assert link.is_symlink() and victim.read_text() == "keep me" and Path("/dev/null").is_char_device()
+    res = run_cli("graph", "export", "--out", "/proc/nope.jsonl", env={"ACCOUNT_ID": "acct-x"})
+    assert res.returncode == 2 and "cannot write here" in res.stderr and "Traceback" not in res.stderr
     res = run_cli("graph", "export", env={"ACCOUNT_ID": "acct-x"})  # no --out: standard output
     assert res.returncode == 0 and [json.loads(line)["id"] for line in res.stdout.splitlines()] == \
         [json.loads(line)["id"] for line in out.read_text().splitlines()]

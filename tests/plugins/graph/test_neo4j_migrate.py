@@ -87,7 +87,7 @@ def test_migrate_survives_kill_9_converges_and_records_the_store(tmp_path: Path,
         assert err.count("] verified account=") == 2 and "mismatches=0 recorded=neo4j" in err, err[-3000:]
         assert "[graph-migrate] done accounts=2" in err and "recorded=neo4j" in err
         assert "revert=\"PLUGHOST_STORE=sqlite in" in err or "revert=PLUGHOST_STORE=sqlite" in err
-        assert not state.exists()
+        assert all(a["nodes_done"] and a["edges_done"] for a in json.loads(state.read_text())["accounts"].values())
 
         for account in (big, small):  # the same nodes (times, vectors, deletions) and edges, no duplicate
             nodes_s, edges_s = store_snapshot(source if account == big else
@@ -115,3 +115,30 @@ def test_migrate_survives_kill_9_converges_and_records_the_store(tmp_path: Path,
             store.wipe_account(account)
             store.close()
         source.close()
+
+
+def test_migrate_never_writes_over_an_account_it_did_not_put_there(tmp_path: Path, plughost_home: Path) -> None:
+    """Another install's live data under the same account id: refused before anything is written."""
+    from plugins.graph.neo4j_store import Neo4jStore
+
+    account = f"acct-own-{uuid.uuid4().hex[:6]}"
+    env = {**neo4j_env(), "ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": DIMS}
+    live = Neo4jStore.from_env({**os.environ, **env})
+    try:
+        live.upsert_node(["Note"], {"name": "the other install's note", "scope": "admin"}, account_id=account,
+                         node_id="shared-id")
+        ensure_account({**os.environ, "ACCOUNT_ID": account})
+        f = write_jsonl(tmp_path / "in.jsonl", [{"id": "shared-id", "labels": ["Chunk"],
+                                                 "properties": {"text": "this install's chunk", "scope": "admin"}}])
+        assert run_cli("graph", "import", str(f), env={"ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": DIMS}
+                       ).returncode == 0
+        res = run_cli("graph", "migrate", "--to", "neo4j", env=env)
+        assert res.returncode == 2 and "already holds 1 node(s) of account" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr and not (plughost_home / "graph-migrate.json").exists()
+        node = live.get("shared-id", guards=Guards(account))
+        assert node is not None and list(node.labels) == ["Note"] and node.properties["name"] == "the other install's note"
+        assert "PLUGHOST_STORE=neo4j" not in ((plughost_home / ".env").read_text()
+                                              if (plughost_home / ".env").exists() else "")
+    finally:
+        live.erase_nodes(["shared-id"], account_id=account)
+        live.close()
