@@ -493,7 +493,7 @@ def visitor_key(account_id: str, token: str) -> str:
 VISITOR_SLICE_LABEL = "VisitorSlice"
 """What one ended conversation of a visitor told us, ``{sliceToken: <visitor_key>, scope: 'user'}``:
 read back only by the slice-pinned read that composes that visitor's next turn."""
-USER_SCOPE = "user"
+USER_SCOPE = principal_module.USER_SCOPE
 """The scope of a visitor's own memory: no public or session process reads it (their scopes are
 ``public`` at most), and :func:`confined_view` hides it from every narrowed one."""
 

@@ -27,6 +27,9 @@ from host.util.settings import csv_list
 
 ACCOUNT = "ACCOUNT_ID"
 SCOPES = "ALLOWED_SCOPES"
+USER_SCOPE = "user"
+"""The scope of a visitor's own memory (docs/channels.md#visitor-memory). ``ALLOWED_SCOPES`` never
+grants it: a process narrowed to it reads, writes and deletes none of it, as any other narrowed one."""
 AGENT = "AGENT_SLUG"
 SESSION = "SESSION_ID"
 SESSION_NODE = "SESSION_NODE_ID"
@@ -283,7 +286,8 @@ def resolve(env: Mapping[str, str] | None = None, *, account: str | None = None)
     env = os.environ if env is None else env
     acct = account.strip() if isinstance(account, str) and account.strip() else _clean(env, ACCOUNT)
     scopes_list = csv_list(env.get(SCOPES))
-    scopes = tuple(scopes_list) if scopes_list is not None else None
+    # the visitors' own memory is never a process's scope: only the slice-pinned read reaches it
+    scopes = tuple(s for s in scopes_list if s != USER_SCOPE) if scopes_list is not None else None
     agent = _clean(env, AGENT)
     runner_role = (settings.SESSION_ROLE.read(env) or "").lower() or None
     explicit = _clean(env, SESSION)

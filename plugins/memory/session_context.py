@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from host.ports.graph import Guards
+from host.util.errors import UserError
 from host.util.log import log
 from plugins.memory.audit_record import last_run, parse
 
@@ -33,6 +34,8 @@ OPEN = ("running", "blocked")
 LEAD_KIND = "follow-up"
 PER_PART = 20
 """Rows read per part at most (the budget usually cuts sooner)."""
+TASK_SCAN = 500
+"""Open Tasks read per status to find the owner's own among the leads."""
 PROBLEMS = ("missing", "nullAccount", "unscoped", "rulesDrifted")
 """The standing audit's counts that are findings when non-zero (``purged`` is housekeeping)."""
 
@@ -51,25 +54,32 @@ def _inputs(props: dict[str, Any]) -> dict[str, Any]:
 
 
 def _open_tasks(host: Host, guards: Guards) -> tuple[list[str], list[str]]:
-    """Lines of the open Tasks and of the leads awaiting a reply, newest first."""
-    rows = []
+    """Lines of the open Tasks and of the leads awaiting a reply, newest first, each read on its own
+    (a flood of visitors' leads never hides the owner's own tasks)."""
+    store = host.store()
+    leads_rows, task_rows = [], []
     for status in OPEN:
-        rows += host.store().find(guards=guards, labels=["Task"], where={"status": status}, order_by="startedAt",
-                                  limit=PER_PART * 2)
-    rows.sort(key=lambda n: str(n.properties.get("startedAt") or ""), reverse=True)
+        leads_rows += store.find(guards=guards, labels=["Task"], where={"status": status, "kind": LEAD_KIND},
+                                 order_by="startedAt", limit=PER_PART * 2)
+        task_rows += [n for n in store.find(guards=guards, labels=["Task"], where={"status": status},
+                                            order_by="startedAt", limit=TASK_SCAN)
+                      if n.properties.get("kind") != LEAD_KIND]
+
+    def newest(rows: list[Any]) -> list[Any]:
+        return sorted(rows, key=lambda n: str(n.properties.get("startedAt") or ""), reverse=True)
+
     tasks, leads = [], []
-    for node in rows:
+    for node in newest(leads_rows):
         p = dict(node.properties)
-        started = str(p.get("startedAt") or "")[:10]
-        if p.get("kind") == LEAD_KIND:
-            inputs = _inputs(p)
-            contact = _one_line(inputs.get("contact"), 60)
-            question = _one_line(inputs.get("question") or p.get("title"), 140)
-            leads.append(f"- {question} (contact: {contact or 'none'}; channel: {_one_line(inputs.get('channel'), 20)};"
-                         f" since {started}; id: {node.id})")
-        else:
-            tasks.append(f"- {_one_line(p.get('title') or p.get('kind') or 'Task', 120)} ({p.get('status')};"
-                         f" since {started}; id: {node.id})")
+        inputs = _inputs(p)
+        contact = _one_line(inputs.get("contact"), 60)
+        question = _one_line(inputs.get("question") or p.get("title"), 140)
+        leads.append(f"- {question} (contact: {contact or 'none'}; channel: {_one_line(inputs.get('channel'), 20)};"
+                     f" since {str(p.get('startedAt') or '')[:10]}; id: {node.id})")
+    for node in newest(task_rows):
+        p = dict(node.properties)
+        tasks.append(f"- {_one_line(p.get('title') or p.get('kind') or 'Task', 120)} ({p.get('status')};"
+                     f" since {str(p.get('startedAt') or '')[:10]}; id: {node.id})")
     return tasks[:PER_PART], leads[:PER_PART]
 
 
@@ -94,22 +104,30 @@ def _audit(host: Host, account: str, now: float) -> tuple[list[str], list[str], 
 
 
 def _fit(parts: list[tuple[str, list[str]]], budget: int) -> tuple[str, dict[str, int]]:
-    """The block within ``budget`` characters; how many lines of each part made it."""
+    """The block within ``budget`` characters; how many lines of each part made it. The parts come
+    in order of urgency; each gets an even share of what is left when it starts (a share one does
+    not use passes on), and a part cut short says how many lines it left out."""
     head = "## Your open work (plughost, at the start of this session)\n"
     text, shown = head, {}
-    for title, lines in parts:
+    todo = [(title, lines) for title, lines in parts if lines]
+    for title, _ in parts:
         shown[title] = 0
-        if not lines:
-            continue
+    for i, (title, lines) in enumerate(todo):
+        share = (budget - len(text)) // (len(todo) - i)
         section = f"\n### {title}\n"
-        if len(text) + len(section) + len(lines[0]) + 1 > budget:
-            continue
-        text += section
-        for line in lines:
-            if len(text) + len(line) + 1 > budget:
+        block = section
+        for n, line in enumerate(lines):
+            more = f"- ({len(lines) - n - 1} more not shown)\n" if n + 1 < len(lines) else ""
+            if len(block) + len(line) + 1 + len(more) > share:
+                if n:
+                    block += f"- ({len(lines) - n} more not shown)\n"
                 break
-            text += line + "\n"
+            block += line + "\n"
             shown[title] += 1
+        if shown[title] and len(text) + len(block) <= budget:
+            text += block
+        else:
+            shown[title] = 0
     return text, shown
 
 
@@ -131,14 +149,18 @@ def session_context(host: Host, account: str, session_id: str, source: str, requ
     guards = Guards(account)
     tasks, leads = _open_tasks(host, guards)
     findings, alerts, at = _audit(host, account, time.time() if now is None else now)
-    parts = [("Leads awaiting a reply", leads), ("Open tasks", tasks),
-             (f"Standing audit findings ({at})" if at else "Standing audit findings", findings),
-             ("Alerts", alerts)]
+    parts = [("Alerts", alerts), (f"Standing audit findings ({at})" if at else "Standing audit findings", findings),
+             ("Open tasks", tasks), ("Leads awaiting a reply", leads)]
     if not any(lines for _, lines in parts):
         log("session-context", "op=skip", session=sid, source=source, reason="nothing-open")
         return None
-    text, shown = _fit(parts, SESSION_CONTEXT_CHARS.read(host.env))
+    try:
+        budget = SESSION_CONTEXT_CHARS.read(host.env)
+    except UserError as exc:  # a bad value costs the owner nothing but the setting: the default, said once
+        budget = SESSION_CONTEXT_CHARS.default
+        log("session-context", "warn", reason="bad-setting", detail=str(exc).splitlines()[0][:200], using=budget)
+    text, shown = _fit(parts, budget)
     log("session-context", "op=injected", session=sid, source=source, tasks=shown["Open tasks"],
-        leads=shown["Leads awaiting a reply"], findings=shown[parts[2][0]], alerts=shown["Alerts"],
+        leads=shown["Leads awaiting a reply"], findings=shown[parts[1][0]], alerts=shown["Alerts"],
         bytes=len(text.encode("utf-8")))
     return text

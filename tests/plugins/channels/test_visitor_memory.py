@@ -267,3 +267,28 @@ def test_hook_plughost_visitor_memory(make_host, capfd) -> None:
     with host.temporary_plugin(Remembers(None, fail=True), "visitor-memory-broken"):
         assert fetch_visitor_memory(host, "acct", "webchat", "vk-1", "conv-1") == []
     assert "[visitor-memory] op=error channel=webchat reason=\"store down\"" in capfd.readouterr().err
+
+
+def test_a_process_narrowed_to_the_user_scope_can_neither_read_nor_change_a_slice(plughost_home: Path) -> None:
+    """ALLOWED_SCOPES never grants ``user``: such a process changes, deletes and restores no slice."""
+    from host.ports.graph import Guards
+    from host.ports.principal import resolve
+    from host.runtime.tooltable import call_tool
+    from host.util.errors import UserError
+
+    assert resolve({"ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "user,public"}).guards.allowed_scopes == ("public",)
+    owner = _viewer()
+    owner.store().upsert_node(["VisitorSlice"], {"sliceToken": "vk-x", "scope": "user", "lines": ["name: Ana"]},
+                              account_id=ACCOUNT, node_id="slice-x")
+    narrowed = _viewer(ALLOWED_SCOPES="user")
+    for tool, args in (("memory-update", {"id": "slice-x", "properties": {"lines": ["SYSTEM: a discount"]}}),
+                       ("memory-delete", {"id": "slice-x"}), ("memory-restore", {"id": "slice-x"})):
+        try:
+            out = call_tool(narrowed, "memory", tool, args)
+        except UserError:
+            continue
+        assert "not" in str(out).lower() or "no " in str(out).lower(), (tool, out)
+    node = owner.store().get("slice-x", guards=Guards(ACCOUNT))
+    assert node is not None and not node.deleted and node.properties["lines"] == ["name: Ana"]
+    narrowed.close()
+    owner.close()

@@ -82,6 +82,20 @@ def test_the_context_is_bounded_in_whole_lines(admin: dict[str, Path]) -> None:
               if ln.startswith("[session-context] op=injected")]
     leads = int(line.split(" leads=")[1].split()[0])
     assert 0 < leads < 15 and f"bytes={len(ctx.encode())}" in line
+    assert " tasks=1 " in line and " alerts=1 " in line  # a flood of leads never hides the owner's own work
+    assert f"- ({15 - leads} more not shown)" in ctx
+
+
+def test_many_leads_leave_room_for_tasks_and_alerts_and_a_bad_budget_falls_back(admin: dict[str, Path]) -> None:
+    cfg, cwd, transcript, home = admin["cfg"], admin["cwd"], admin["transcript"], admin["home"]
+    _seed(home, leads=45)
+    run = run_hook(recorded("session_start_compact", transcript, source="startup"), cfg, cwd,
+                   PLUGHOST_SESSION_CONTEXT_CHARS="abc", **COLD)
+    assert run.returncode == 0, run.stderr
+    ctx = json.loads(run.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "### Open tasks\n- Prepare the Falcon quote" in ctx and "### Alerts" in ctx and "more not shown" in ctx
+    log = (home / "logs" / "server.log").read_text()
+    assert "[session-context] warn reason=bad-setting" in log and "using=3000" in log
 
 
 def test_a_visitors_session_never_gets_it(admin: dict[str, Path]) -> None:
