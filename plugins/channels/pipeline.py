@@ -656,7 +656,9 @@ async def dispatch_scheduled(host: Any, *, channel: str, sender: str, event: str
     """The scheduler's dispatcher: the only code that stamps a :class:`ScheduleProvenance`.
 
     ``platform_id`` names the dispatch (the schedule entry's id): dispatching it again maps onto
-    the stored message and runs no second turn (status ``duplicate``).
+    the stored message and runs no second turn (status ``duplicate``), unless that turn was never
+    answered: then it runs again when nobody holds it, and is ``held`` while somebody does (a
+    server that died holding it keeps its lease until the lease expires).
     """
     gw = gateway(host)
     account = gw.require_account()
@@ -669,5 +671,8 @@ async def dispatch_scheduled(host: Any, *, channel: str, sender: str, event: str
     if duplicate or task is None:
         task = await gw.rerun_stored(msg, mid)
         if task is None:
+            node = await asyncio.to_thread(gw.store.get, mid, guards=gw.guards())
+            if node is not None and node.properties.get("status") == "received":
+                return Turn(mid, "admin", "held")  # unanswered, its turn held by another (perhaps dead) server
             return Turn(mid, "admin", "duplicate")
     return await task

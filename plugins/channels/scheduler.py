@@ -32,6 +32,7 @@ from host.util.times import parse_time
 
 CHANNELS = ("telegram", "whatsapp")
 POLL_S = 1.0
+HELD_RETRY_S = 2.0  # a held turn is asked again this often (its entry stays pending meanwhile)
 PENDING, DISPATCHING, DONE, FAILED = "pending", "dispatching", "done", "failed"
 
 
@@ -182,6 +183,13 @@ async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
     if turn.status == "interrupted":  # the server is stopping: the entry fires again at the next start
         log("schedule", "op=interrupted", id=entry["id"], messageId=turn.message_id)
         await asyncio.to_thread(finish, path, entry["id"], status=PENDING)
+        return
+    if turn.status == "held":  # unanswered and held elsewhere: fire again once its holder's lease expires
+        if not entry.get("waitingSince"):
+            log("schedule", "op=waiting", id=entry["id"], messageId=turn.message_id, reason="held")
+        await asyncio.sleep(HELD_RETRY_S)  # still ``dispatching`` meanwhile: no second task picks it up
+        await asyncio.to_thread(finish, path, entry["id"], status=PENDING,
+                                waitingSince=entry.get("waitingSince") or iso(datetime.now(UTC)))
         return
     if turn.status == "duplicate":  # claimed before a stop, its message already stored: not a second turn
         log("schedule", "op=already-dispatched", id=entry["id"], messageId=turn.message_id)

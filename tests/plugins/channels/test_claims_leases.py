@@ -74,3 +74,35 @@ def test_two_servers_on_neo4j_store_one_update_once(make_host, tmp_path: Path,
     err = capfd.readouterr().err
     assert err.count("[lease] op=owner ") == 2
     assert err.count("[lease] op=take name=turn:") >= 10
+
+
+def test_a_scheduled_turn_a_dead_server_held_runs_once_its_lease_expires(make_host, tmp_path: Path) -> None:
+    """A server died holding a scheduled turn's lease (stored, never answered): the entry's dispatch on
+    another server is ``held`` until the lease expires, then runs it, once."""
+    import asyncio
+    import time
+
+    from plugins.channels.pipeline import dispatch_scheduled
+    from tests.support.channels_support import agent_calls
+
+    account = f"acct-sched-{uuid.uuid4().hex[:8]}"
+    home = tmp_path / "home"
+    write_account(home, account)
+    host = channel_host(make_host, tmp_path, **neo4j_env(), PLUGHOST_STORE="neo4j", PLUGHOST_HOME=str(home),
+                        ACCOUNT_ID=account, PLUGHOST_LEASE_TTL="2")
+    kw = {"channel": "telegram", "sender": "9", "event": "e", "text": "go", "platform_id": "schedule:sch-dead"}
+    try:
+        gw = gateway(host)
+        gw.stopping = True  # store it without a turn, as a server killed after storing leaves it
+        mid = asyncio.run(dispatch_scheduled(host, **kw)).message_id
+        gw.stopping = False
+        gw.claims.finish_turn(mid)
+        assert host.store().take_lease(f"turn:{mid}", "dead-server", 2.0) is not None  # the dead one's
+        assert asyncio.run(dispatch_scheduled(host, **kw)).status == "held"
+        assert agent_calls(tmp_path) == []
+        time.sleep(2.3)
+        assert asyncio.run(dispatch_scheduled(host, **kw)).status == "answered"
+        assert asyncio.run(dispatch_scheduled(host, **kw)).status == "duplicate"
+        assert len(agent_calls(tmp_path)) == 1
+    finally:
+        wipe(host.store(), account)
