@@ -124,6 +124,7 @@ _CONTINUED = re.compile(rf"(?:\band|,)\s+(?:(?:then|later|also|finally|eventuall
                         rf"(?P<obj>(?:(?!{_BREAK})[^.,;:!?\n]){{1,120}})")
 _MY_IS = re.compile(r"(?<![\w'’])[Mm]y\s+(?P<thing>(?:favou?rite\s+)?[a-z]+)\s+(?:is|was)\s+(?P<obj>[^.,;:!?\n]{1,120})")
 _OBJ_STOP = re.compile(_BREAK, re.I)
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|www\.\S+")
 _ARTICLE = re.compile(r"^(?:(?:as|a|an|the|my|our|his|her|their|some|new)\s+)+", re.I)
 SINGLE_VALUED = frozenset({"livesIn", "worksAt", "name", "favouriteColour", "favouriteSeason"})
 """Predicates a subject holds one object of at a time: a new object closes the old fact (validTo)."""
@@ -383,7 +384,8 @@ def _facts(text: str, speaker: str | None, out: Extraction) -> None:
         thing = m.group("thing").split()
         predicate = thing[0] + "".join(w.capitalize() for w in thing[1:]) if len(thing) > 1 else thing[0]
         predicate = predicate.replace("favorite", "favourite")
-        obj = _object(m.group("obj"))
+        whole = _ADDRESS.match(text, m.start("obj"))  # an address's dots are not the sentence's end
+        obj = whole.group().rstrip(".,;:!?)") if whole else _object(m.group("obj"))
         if obj:
             out.facts.append(Triple(speaker, predicate, obj, normalise(speaker), normalise(obj)))
 

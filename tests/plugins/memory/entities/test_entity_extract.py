@@ -104,3 +104,14 @@ def test_names_split_at_commas_employers_are_not_places_and_a_second_fact_keeps_
         ("Tom", "livesIn", "Berlin"), ("Tom", "livesIn", "Munich")]
     wide = extract("We met \uff30\uff52\uff49\uff59\uff41 at the market.", speaker="Tom")  # full-width letters
     assert "priya" in {m.key for m in wide.mentions}
+
+
+def test_an_address_is_kept_whole_in_a_my_thing_is_fact() -> None:
+    """'my email is ana.silva@example.com': the address's dots are not the sentence's end."""
+    from plugins.memory.entities.extract import extract
+
+    got = {(f.predicate, f.object) for text in ("My email is ana.silva@example.com", "my email is bob@example.com.",
+                                                "My website is www.ana.example.org, thanks")
+           for f in extract(text, speaker="visitor").facts}
+    assert got == {("email", "ana.silva@example.com"), ("email", "bob@example.com"),
+                   ("website", "www.ana.example.org")}
