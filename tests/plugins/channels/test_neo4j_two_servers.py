@@ -179,6 +179,10 @@ def test_two_servers_on_one_neo4j_answer_each_message_once(neo4j_account: Any, t
             assert killed is not None
             killed_owner = _owner(killed.stderr_path)
             pair.stop("a", signal.SIGKILL)
+            # the turns it died holding: its leases stay until they expire (what the survivor takes over)
+            in_flight = {str(r["text"]) for r in store._rows(
+                "MATCH (l:Lease) WHERE l.owner = $o AND l.name STARTS WITH 'turn:' "
+                "MATCH (m:Message {id: substring(l.name, 5)}) RETURN m.text AS text", {"o": killed_owner})}
             stream(60, 70)  # the survivor alone
             entries.append(entry(2, 1))
             _schedule(pair.homes["b"], account, entries[2])  # the survivor's alone
@@ -200,11 +204,15 @@ def test_two_servers_on_one_neo4j_answer_each_message_once(neo4j_account: Any, t
     fired = Counter(re.search(r"id=(\S+)", line).group(1) for line in pair.lines(r"\[schedule\] op=fired"))
     audits = pair.lines(r"\[audit\] op=run ")
     print(f"[two-servers] accepted={len(expected)} answered={len(answered)} answered-twice={len(twice)} "
-          f"takeovers={len(takeovers)} from-killed={len(from_killed)} scheduled-fired={sum(fired.values())} "
+          f"in-flight-at-kill={len(in_flight)} takeovers={len(takeovers)} from-killed={len(from_killed)} scheduled-fired={sum(fired.values())} "
           f"audit-runs={len(audits)} posted={len(accepted)}")
     assert len(expected) == 70, {t: g for t, g in accepted.items() if 200 not in g}
     assert answered == expected, sorted(expected - answered)
-    assert twice == [], twice
+    # Exactly once, except where no store can tell: a turn the killed server held whose reply reached
+    # Telegram (sendMessage has no idempotency key) in the instant before it recorded the send. Those
+    # are answered again by the server that takes the turn over; nothing else ever is.
+    assert set(twice) <= in_flight, (twice, sorted(in_flight))
+    assert all(replies[f"echo: {t}"] == 2 for t in twice), twice
     assert not [t for t in replies if t.startswith("echo: question") and t[6:] not in expected]
     assert from_killed, takeovers  # the dead server's turns went to the other once their leases ran out
     assert fired == {e["id"]: 1 for e in entries}, fired
