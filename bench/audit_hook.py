@@ -47,7 +47,7 @@ def main() -> int:
     home.mkdir()
     env = {**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
     os.environ.update(PLUGHOST_HOME=str(home))
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, home)
     config = work / "cfg"
@@ -64,7 +64,7 @@ def main() -> int:
 
     discovery = home / "run" / "surface.json"
     with open(home / "bench-serve.log", "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", "0"], env=env,
                                 stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
     try:
         deadline = time.monotonic() + 120

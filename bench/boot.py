@@ -1,7 +1,7 @@
 """Benchmark `plughost boot --check` (bench/RESULTS.md#boot): the default install and a synthetic large one.
 
 Prints wall times of the real console path (process start included) against a raw baseline
-(`python -c pass`, and `python -c "import host.cli"`), plus where the time goes inside one
+(`python -c pass`, and `python -c "import plughost.cli"`), plus where the time goes inside one
 boot: imports, plugin loading, the tool surface, and each gate.
 
     .venv/bin/python bench/boot.py [--runs 5] [--plugins 500 --specialists 2000 --tools 10000]
@@ -28,8 +28,8 @@ PHASES = r"""
 import json, os, sys, time
 os.environ["ACCOUNT_ID"] = "acme"
 t0 = time.perf_counter()
-from host.runtime.host import Host
-from host.runtime import boot
+from plughost.runtime.host import Host
+from plughost.runtime import boot
 t1 = time.perf_counter()
 args = json.loads(sys.argv[1])
 from pathlib import Path
@@ -95,7 +95,7 @@ def synthetic(root: Path, n_plugins: int, n_specialists: int, n_tools: int, acco
         (folder / ".claude-plugin" / "plugin.json").write_text(json.dumps({
             "name": name, "version": "1.0.0", "mcpServers": {name: {
                 "command": sys.executable,
-                "args": ["-m", "host.mcp.tee", name, "--", sys.executable, "${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py"]}}}))
+                "args": ["-m", "plughost.mcp.tee", name, "--", sys.executable, "${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py"]}}}))
         for k in range(per_agents):
             tools_line = ", ".join(["Read", "Grep"] + [f"mcp__plugin_{name}_{name}__tool-{(k + j) % per_plugin}"
                                                        for j in range(3)])
@@ -127,8 +127,8 @@ def main() -> None:
     ap.add_argument("--tools", type=int, default=10000)
     bench_results.add_flag(ap)
     args = ap.parse_args()
-    bench_results.floor("python -c pass and python -c 'import host.cli' (process start, measured in the same run)")
-    plughost = [sys.executable, "-m", "host.cli"]
+    bench_results.floor("python -c pass and python -c 'import plughost.cli' (process start, measured in the same run)")
+    plughost = [sys.executable, "-m", "plughost.cli"]
     # An installed package has its bytecode compiled; this checkout may run with PYTHONDONTWRITEBYTECODE.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "host"), str(REPO / "plugins")],
                    check=False, capture_output=True)
@@ -144,14 +144,14 @@ def main() -> None:
         payload_env = {"plugins_dir": str(root / "payload" / "plugins"), "premium_dir": None}
 
         base_min, base_med, _, base_cpu = wall([sys.executable, "-c", "pass"], env, args.runs)
-        imp_min, imp_med, _, _ = wall([sys.executable, "-c", "import host.cli"], env, args.runs)
+        imp_min, imp_med, _, _ = wall([sys.executable, "-c", "import plughost.cli"], env, args.runs)
         cmd = plughost + ["boot", "--check", "--account", "acme", "--config-dir", str(root / "cc")]
         d_min, d_med, d_code, d_cpu = wall(cmd, env, args.runs)
         d_ph = phases(env, **payload_env, account="acme", config_dir=str(root / "cc"))
         print("== default install (bundle default + account create + install; boot reads the install's .env)")
         print(f"python -c pass            min {base_min * 1000:7.1f} ms  median {base_med * 1000:7.1f} ms  "
               f"cpu {base_cpu * 1000:6.1f} ms")
-        print(f"python -c 'import host.cli' min {imp_min * 1000:5.1f} ms  median {imp_med * 1000:7.1f} ms")
+        print(f"python -c 'import plughost.cli' min {imp_min * 1000:5.1f} ms  median {imp_med * 1000:7.1f} ms")
         print(f"plughost boot --check     min {d_min * 1000:7.1f} ms  median {d_med * 1000:7.1f} ms  "
               f"cpu {d_cpu * 1000:6.1f} ms  exit={d_code}  target < 1000 ms  ({d_med / base_med:.1f}x bare python)")
         print(f"  in-process: import {d_ph['import_ms']:.1f} ms, load {d_ph['load_ms']:.1f} ms, "

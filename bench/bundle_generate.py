@@ -39,7 +39,7 @@ def make_plugin(folder: Path, name: str, *, mcp: bool, index: int) -> None:
                   "  args: [\"${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py\"]", f"python: {name.replace('-', '_')}_tools"]
         (folder / "mcp").mkdir()
         (folder / "mcp" / "__main__.py").write_text(
-            f"from host.mcp.server import run_plugin_server\n\nrun_plugin_server({name!r})\n")
+            f"from plughost.mcp.server import run_plugin_server\n\nrun_plugin_server({name!r})\n")
         (folder / f"{name.replace('-', '_')}_tools.py").write_text("# handlers\n")
     (folder / "PLUGIN.md").write_text("---\n" + "\n".join(front) + "\n---\n# " + name + "\n\nDocs.\n")
     skill = folder / "skills" / f"{name}-skill"
@@ -123,8 +123,8 @@ def main() -> None:
 
     os.environ.setdefault("PLUGHOST_HOME", tempfile.mkdtemp(prefix="plughost-bench-home-"))
     os.environ["PLUGHOST_LOG_FILE"] = os.environ.get("PLUGHOST_LOG_FILE", "1")
-    from host.payload.bundler import bundle
-    from host.payload.generator import generate
+    from plughost.payload.bundler import bundle
+    from plughost.payload.generator import generate
 
     with tempfile.TemporaryDirectory(prefix="plughost-bench-") as tmp:
         root = Path(tmp)
@@ -156,7 +156,7 @@ def main() -> None:
 
         # the whole command as an operator runs it (interpreter start included)
         env = dict(os.environ, PLUGHOST_LOG_FILE="0")
-        cmd = [sys.executable, "-m", "host.cli", "bundle", str(brand), "--out", str(root / "cli-payload"),
+        cmd = [sys.executable, "-m", "plughost.cli", "bundle", str(brand), "--out", str(root / "cli-payload"),
                "--premium-dir", str(premium)]
         cmd[3:3] = ["--plugins-dir", str(platform)]
         t0 = time.perf_counter()

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import results as bench_results  # bench/RESULTS.md, with --write-results
 
-from plugins.channels.runner import CommandRunner, KeyedSerializer, session_id_for  # noqa: E402
+from plughost.plugins.channels.runner import CommandRunner, KeyedSerializer, session_id_for  # noqa: E402
 
 AGENT = """IFS= read -r line || true
 sleep "$AGENT_DELAY"

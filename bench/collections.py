@@ -120,11 +120,11 @@ def main() -> int:
 
     os.environ.update(PLUGHOST_HOME=str(run / "home"), PLUGHOST_LOG_FILE="0", ACCOUNT_ID=ACCOUNT,
                       PLUGHOST_EMBEDDER="none")
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
-    from plugins.memory.collections import registry
-    from plugins.memory.collections.markdown import MARKDOWN
-    from plugins.memory.collections.sync import Syncer, sync
+    from plughost.plugins.memory.collections import registry
+    from plughost.plugins.memory.collections.markdown import MARKDOWN
+    from plughost.plugins.memory.collections.sync import Syncer, sync
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
 
     # floor: read + hash every file, nothing else
     t = time.perf_counter()
@@ -205,8 +205,8 @@ def main() -> int:
     embedder.embed(["warm up"])
     ecoll = registry.add(home, ACCOUNT, "man-embed", str(sub))
     probe = Syncer(store, ecoll, MARKDOWN, account_id=ACCOUNT, guards=guards, home=run / "probe")
-    from plugins.memory.collections.state import NoteState
-    from plugins.memory.embed_text import embedding_text
+    from plughost.plugins.memory.collections.state import NoteState
+    from plughost.plugins.memory.embed_text import embedding_text
 
     texts: list[list[str]] = []
     batch: list[str] = []

@@ -65,7 +65,7 @@ class RandomEmbedder:
 def build(store, n: int, per_conv: int, words, weights, rng: random.Random, vectors: bool) -> float:
     import numpy as np
 
-    from host.ports.graph import HAS_MESSAGE
+    from plughost.ports.graph import HAS_MESSAGE
 
     started = time.perf_counter()
     np_rng = np.random.default_rng(1)
@@ -116,9 +116,9 @@ def main() -> None:
     args = ap.parse_args()
     bench_results.floor("a bare FTS5 query with the same escaped MATCH expression the store builds")
 
-    from plugins.graph.common import fts_terms
-    from plugins.graph.sqlite_store import SqliteStore
-    from plugins.memory.conversations import Conversations
+    from plughost.plugins.graph.common import fts_terms
+    from plughost.plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.memory.conversations import Conversations
 
     rng = random.Random(3)
     words, weights = vocabulary(rng)

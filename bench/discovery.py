@@ -53,7 +53,7 @@ def main() -> None:
     bench_results.add_flag(ap)
     args = ap.parse_args()
     bench_results.floor("a bare YAML parse of the same PLUGIN.md files")
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "plugins"

@@ -48,7 +48,7 @@ def passage(rng: random.Random, chars: int = 700) -> str:
 def bench_local(rng: random.Random) -> None:
     import numpy as np
 
-    from plugins.memory.embed_local import LocalEmbedder
+    from plughost.plugins.memory.embed_local import LocalEmbedder
 
     emb = LocalEmbedder(batch_size=32)
     t0 = time.perf_counter()
@@ -94,7 +94,7 @@ def make_nodes(path: Path, n: int, rng: random.Random) -> None:
 def run_import(args: list[str], home: Path, **env: str) -> tuple[float, dict[str, str]]:
     full = dict(os.environ, PLUGHOST_HOME=str(home), ACCOUNT_ID="bench", PLUGHOST_LOG_FILE="0", **env)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True, env=full,
+    done = subprocess.run([sys.executable, "-m", "plughost.cli", *args], capture_output=True, text=True, env=full,
                           cwd=REPO)
     wall = time.perf_counter() - t0
     if done.returncode != 0:
@@ -116,7 +116,7 @@ def bench_import(n: int, rng: random.Random) -> None:
                              PLUGHOST_EMBEDDER="none")
         rows.append(("memory import --no-embed", wall, float(f["seconds"]), float(f["embedSeconds"])))
         try:
-            from plugins.memory.embed_local import check_available
+            from plughost.plugins.memory.embed_local import check_available
 
             check_available()
             wall, f = run_import(["memory", "import", str(data), "--no-progress"], Path(tmp) / "h2",

@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results as bench_results  # noqa: E402
 from graph_store import ACCOUNT, build_file, neo4j_import_floor, start_neo4j  # noqa: E402
 
-from plugins.graph.export import export_jsonl  # noqa: E402
-from plugins.graph.importer import import_jsonl  # noqa: E402
-from plugins.graph.sqlite_store import SqliteStore  # noqa: E402
+from plughost.plugins.graph.export import export_jsonl  # noqa: E402
+from plughost.plugins.graph.importer import import_jsonl  # noqa: E402
+from plughost.plugins.graph.sqlite_store import SqliteStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,7 +125,7 @@ def main() -> int:
 
 
 def admin_route(store: SqliteStore, tmp: Path, args: argparse.Namespace, floor: float) -> None:
-    from plugins.graph.neo4j_admin import export_neo4j_admin
+    from plughost.plugins.graph.neo4j_admin import export_neo4j_admin
 
     folder = tmp / "admin"
     t0 = time.perf_counter()
@@ -163,8 +163,8 @@ def admin_route(store: SqliteStore, tmp: Path, args: argparse.Namespace, floor: 
 
 def migrate_route(store: SqliteStore, tmp: Path, args: argparse.Namespace, data: Path,
                   plain: SqliteStore | None) -> None:
-    from plugins.graph.migrate import STATE_FILE, migrate
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.migrate import STATE_FILE, migrate
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     neo_env, run_dir = start_neo4j()
     try:

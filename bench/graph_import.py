@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results as bench_results  # noqa: E402  (bench/RESULTS.md, with --write-results)
 from graph_store import ACCOUNT, build_file  # noqa: E402
 
-from plugins.graph import IMPORT_BATCH  # noqa: E402
-from plugins.graph.importer import import_jsonl  # noqa: E402
-from plugins.graph.sqlite_store import SqliteStore  # noqa: E402
+from plughost.plugins.graph import IMPORT_BATCH  # noqa: E402
+from plughost.plugins.graph.importer import import_jsonl  # noqa: E402
+from plughost.plugins.graph.sqlite_store import SqliteStore  # noqa: E402
 
 
 def main() -> int:

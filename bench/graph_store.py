@@ -48,9 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("PLUGHOST_LOG_FILE", "0")
 
-from host.ports.graph import Guards  # noqa: E402
-from plugins.graph.importer import import_jsonl  # noqa: E402
-from plugins.graph.sqlite_store import SqliteStore  # noqa: E402
+from plughost.plugins.graph.importer import import_jsonl  # noqa: E402
+from plughost.plugins.graph.sqlite_store import SqliteStore  # noqa: E402
+from plughost.ports.graph import Guards  # noqa: E402
 
 ACCOUNT = "bench-account"
 WARMUP_ACCOUNT = "bench-warmup"
@@ -332,7 +332,7 @@ def without_jit(split: dict[str, float]) -> float:
 
 def bench_neo4j(args: argparse.Namespace, data: Path, vocab: list[str], vectors: np.ndarray,
                 rng: random.Random) -> dict[str, float]:
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     neo_env, run_dir = start_neo4j()
     try:
@@ -407,7 +407,7 @@ def _bench_neo4j(store, args, data, vocab, vectors, rng) -> dict[str, float]:
           f"5,000 a transaction)")
     figures["embeddings vectors/s"] = args.nodes / emb_s
     queries, qvecs, origins = workload(args, vocab, rng)
-    from plugins.graph.neo4j_store import FULLTEXT_INDEX, lucene_query
+    from plughost.plugins.graph.neo4j_store import FULLTEXT_INDEX, lucene_query
 
     indexes = store._index_map()
 
@@ -465,7 +465,12 @@ def floor_schema(indexed: bool) -> tuple[list[str], list[str]]:
     """(create, drop) statements of a floor's scratch label: an id index, or with ``indexed`` the
     store's own write-side indexes on it (the (accountId, id) uniqueness constraint and the
     full-text index over the store's text properties, as ``schema.cypher`` declares them)."""
-    from plugins.graph.neo4j_store import FULLTEXT_INDEX, fulltext_shape, schema_statements, statement_name
+    from plughost.plugins.graph.neo4j_store import (
+        FULLTEXT_INDEX,
+        fulltext_shape,
+        schema_statements,
+        statement_name,
+    )
 
     if not indexed:
         return ([f"CREATE INDEX bench_floor_id IF NOT EXISTS FOR (n:{FLOOR_LABEL}) ON (n.id)"],

@@ -82,7 +82,7 @@ def main() -> int:
     bench_results.add_flag(parser)
     args = parser.parse_args()
     bench_results.floor("an empty write transaction (RETURN 1) on the same Neo4j server, same driver")
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     with tempfile.TemporaryDirectory(prefix="plughost-bench-leases-") as tmp:
         env = {**os.environ, "PLUGHOST_HOME": tmp, "ACCOUNT_ID": "acct-bench"}
@@ -94,7 +94,7 @@ def main() -> int:
         if not os.environ.get("NEO4J_URI"):
             print("neo4j: skipped (NEO4J_URI not set)")
             return 0
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
 
         neo = Neo4jStore.from_env(env)
         try:

@@ -6,7 +6,7 @@ Builds (or reuses, with ``--work``) an embedded SQLite store of N text nodes (wo
 fixed synthetic vocabulary with a skewed distribution), no embedder (``PLUGHOST_EMBEDDER=none``:
 memory-search is BM25 only). Then times the same queries three ways: in process
 (``tooltable.call_tool``, the argument checks MCP makes, no transport), and through a real
-``python -m host.cli mcp serve memory`` with the SDK's client over stdio, once with the
+``python -m plughost.cli mcp serve memory`` with the SDK's client over stdio, once with the
 tool-call audit on (the shipped default: each call's ToolCall queued for the background writer,
 plugins/memory/audit_writer.py) and once with ``PLUGHOST_AUDIT_MCP=0``, with a ``tools/list``
 round trip before each of those calls (the transport alone). The floor in the same
@@ -80,7 +80,7 @@ def over_mcp(env: dict[str, str], queries: list[str], pings: list[float] | None 
     import anyio
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"], env=env)
 
     async def go() -> list[float]:
         times = []
@@ -118,11 +118,11 @@ def main() -> int:
     for key in ("CLAUDECODE", "PLUGHOST_STORE", "SESSION_ID", "PLUGHOST_SESSION_ID", "ALLOWED_SCOPES", "AGENT_SLUG"):
         os.environ.pop(key, None)
 
-    from host.ports.graph import Guards
-    from host.runtime import tooltable
-    from host.runtime.accounts import create_account
-    from host.runtime.host import Host
-    from plugins.graph.common import fts_terms
+    from plughost.plugins.graph.common import fts_terms
+    from plughost.ports.graph import Guards
+    from plughost.runtime import tooltable
+    from plughost.runtime.accounts import create_account
+    from plughost.runtime.host import Host
 
     if not (home / "accounts" / ACCOUNT / "account.json").is_file():
         create_account(ACCOUNT, home)

@@ -144,8 +144,8 @@ def start_server(home: Path) -> tuple[subprocess.Popen[str], int]:
 def make_account(home: Path) -> None:
     sys.path.insert(0, str(REPO))
     os.environ["PLUGHOST_HOME"] = str(home)
-    from host.runtime.accounts import create_account
-    from plugins.admin import sessions
+    from plughost.plugins.admin import sessions
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, home)
     sessions.set_pin(home, ACCOUNT, "4821-blue", "owner")

@@ -47,10 +47,10 @@ def main() -> int:
     import retrieval_quality as rq
 
     os.environ["ACCOUNT_ID"] = rq.ACCOUNT
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
-    from plugins.memory.retrieval import SearchFlags, SearchRequest, search
-    from plugins.memory.surfacing import recall, sessions
+    from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
+    from plughost.plugins.memory.surfacing import recall, sessions
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
 
     host = Host(env=dict(os.environ)).load()
     inner = host.embedder()

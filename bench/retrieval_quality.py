@@ -77,7 +77,7 @@ ENTITIES = "defaults + entities (PLUGHOST_GS_ENTITIES=1)"
 
 
 def _shipped(key: str) -> str:
-    from plugins.memory.retrieval.flags import SHIPPED
+    from plughost.plugins.memory.retrieval.flags import SHIPPED
 
     return str(SHIPPED[key])
 
@@ -313,7 +313,7 @@ class OkapiBM25:
     def __init__(self, docs: dict[str, str], k1: float = 1.2, b: float = 0.75):
         import snowballstemmer
 
-        from plugins.memory.retrieval.keyterms import STOP_WORDS
+        from plughost.plugins.memory.retrieval.keyterms import STOP_WORDS
 
         self.stem = snowballstemmer.stemmer("english").stemWord
         self.stop = STOP_WORDS
@@ -347,7 +347,7 @@ class OkapiBM25:
 
 
 def open_store(path: Path, dims: int):
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     return SqliteStore(path, env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": str(dims)})
 
@@ -360,8 +360,8 @@ def manpage_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, Evalu
     """{name: store}, [(query, (relevant id,), "single")], {id: bare text} for the man pages."""
     import manpages
 
-    from host.ports.graph import Guards
-    from plugins.memory.bulk_import import import_jsonl
+    from plughost.plugins.memory.bulk_import import import_jsonl
+    from plughost.ports.graph import Guards
 
     pages = list(manpages.pages())
     if args.pages and args.pages < len(pages):
@@ -402,8 +402,8 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
     """One store per context setting, imported through memory import; the questions; the bare turns."""
     import conversations
 
-    from host.ports.graph import Guards
-    from plugins.memory.bulk_import import import_jsonl
+    from plughost.plugins.memory.bulk_import import import_jsonl
+    from plughost.ports.graph import Guards
 
     seed = args.seed if seed is None else seed
     data = conversations.build(seed=seed)
@@ -412,7 +412,7 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
     stores = {}
     settings = [(turns, mode, False) for turns in args.context for mode in (args.embed if turns else ["turn"])]
     if args.entities:  # the shipped form once more, its turns' entities and facts written (PLUGHOST_MEMORY_ENTITIES=1)
-        from plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+        from plughost.plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
 
         settings.append((DEFAULT_TURNS, DEFAULT_EMBED, True))
     for turns, mode, with_entities in settings:
@@ -454,8 +454,8 @@ def realtext_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, Eval
     hand-written questions; the bare passages (heading and paragraph)."""
     import realtext
 
-    from host.ports.graph import Guards
-    from plugins.memory.bulk_import import import_jsonl
+    from plughost.plugins.memory.bulk_import import import_jsonl
+    from plughost.ports.graph import Guards
 
     passages, questions, source = realtext.load()
     digest = hashlib.sha256("\x00".join(p.id + p.document for p in passages).encode()).hexdigest()[:8]
@@ -491,9 +491,9 @@ def run(store, evaluated: Evaluated, embedder, configs,
         memo: bool = True) -> tuple[dict[str, list[Ranks]], MemoStore]:
     """Every configuration on every query, query by query (the store answers memoised per query);
     the evidence ranks per configuration and question."""
-    from host.ports.graph import Guards
-    from plugins.memory.retrieval import SearchFlags, SearchRequest, search
-    from plugins.memory.retrieval.expand import rule_based
+    from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
+    from plughost.plugins.memory.retrieval.expand import rule_based
+    from plughost.ports.graph import Guards
 
     flags = [(name, SearchFlags.from_env({} if env is None else env if isinstance(env, OverDefaults) else {**OFF, **env}))
              for name, env in configs]
@@ -522,7 +522,7 @@ TARGETS: list[str] = []
 
 
 def shipped_form(set_name: str) -> str:
-    from plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+    from plughost.plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
 
     if set_name != "conversations":
         return ""
@@ -694,9 +694,9 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     os.environ.update(PLUGHOST_HOME=str(work / "home"), PLUGHOST_LOG_FILE="0", ACCOUNT_ID=ACCOUNT)
     os.environ.setdefault("PLUGHOST_EMBEDDER", "local")
-    from host.runtime.host import Host
-    from plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
-    from plugins.memory.retrieval.flags import SHIPPED
+    from plughost.plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+    from plughost.plugins.memory.retrieval.flags import SHIPPED
+    from plughost.runtime.host import Host
 
     args.context = args.context or sorted({0, DEFAULT_TURNS})
     args.embed = args.embed or list(dict.fromkeys([DEFAULT_EMBED, "context", "turn"]))

@@ -96,8 +96,8 @@ def main() -> None:
             warm.append(ready)
             answers.append(answer)
         fenv = {**env, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": "demo"}
-        version = floor([PY, "-m", "host.cli", "--version"], fenv)
-        serve = floor([PY, "-m", "host.cli", "serve", "--port", "0", "--config-dir", str(home / "claude-config")],
+        version = floor([PY, "-m", "plughost.cli", "--version"], fenv)
+        serve = floor([PY, "-m", "plughost.cli", "serve", "--port", "0", "--config-dir", str(home / "claude-config")],
                       fenv, until="serving on")
     load = os.getloadavg()[0]
     w = statistics.median(warm)

@@ -110,11 +110,11 @@ def main() -> int:
 
     import numpy as np
 
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
-    from plugins.graph.sqlite_store import vectors as store_vectors
-    from plugins.memory.retrieval import SearchFlags, SearchRequest, search
-    from plugins.memory.retrieval.expand import rule_based
+    from plughost.plugins.graph.sqlite_store import vectors as store_vectors
+    from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
+    from plughost.plugins.memory.retrieval.expand import rule_based
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
 
     rng = random.Random(42)
     words, weights = vocabulary()
@@ -162,8 +162,8 @@ def main() -> int:
     searched = 0  # queries (the request and its paraphrases) the expansion-on calls searched
 
     # raw floor: bare FTS5 + bare numpy on the same data
-    from plugins.graph.common import fts_terms
-    from plugins.memory.retrieval.keyterms import strip_stop_words
+    from plughost.plugins.graph.common import fts_terms
+    from plughost.plugins.memory.retrieval.keyterms import strip_stop_words
 
     conn = sqlite3.connect(str(store.path))
     try:  # schema v2 keeps vectors in node_vectors; v1 in nodes.embedding

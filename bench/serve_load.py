@@ -95,7 +95,7 @@ def setup_home(home: Path) -> dict[str, str]:
     folder = home / "accounts" / account
     try:
         sys.path.insert(0, str(REPO))
-        from host.runtime.accounts import create_account  # type: ignore[import-not-found]
+        from plughost.runtime.accounts import create_account  # type: ignore[import-not-found]
 
         create_account(account, home)
     except ImportError:
@@ -108,7 +108,7 @@ def setup_home(home: Path) -> dict[str, str]:
 
 
 def start_plughost(env: dict[str, str], port: int, stderr: object = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", str(port)], cwd=REPO, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", str(port)], cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=stderr)
     wait_port(port)
     return proc

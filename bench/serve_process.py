@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def start_serve(env: Mapping[str, str], timeout: float = 120) -> tuple[subprocess.Popen[str], int]:
     """The server process and its port; exit (one line) when it does not come up within ``timeout``."""
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env=dict(env), cwd=REPO)
     assert proc.stdout is not None
     deadline = time.monotonic() + timeout

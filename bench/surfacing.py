@@ -64,7 +64,7 @@ def start_serve(home: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes
     discovery = home / "run" / "surface.json"
     discovery.unlink(missing_ok=True)
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", "0"], env=env,
                                 stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -100,9 +100,9 @@ def main() -> int:
 
     import search_latency
 
-    from host.ports.graph import Guards
-    from host.runtime.accounts import account_dir, create_account
-    from host.runtime.host import Host
+    from plughost.ports.graph import Guards
+    from plughost.runtime.accounts import account_dir, create_account
+    from plughost.runtime.host import Host
 
     rng = random.Random(42)
     words, weights = search_latency.vocabulary()
@@ -158,7 +158,7 @@ def main() -> int:
 
     # floor: memory-search itself (the tool's call, query embedding included) in this process
     os.environ["PLUGHOST_EMBEDDER"] = args.embedder
-    from plugins.memory.retrieval.pipeline import SearchRequest, search
+    from plughost.plugins.memory.retrieval.pipeline import SearchRequest, search
 
     host = Host(env=dict(os.environ)).load()
     store, embedder, guards = host.store(), host.embedder(), Guards(ACCOUNT)

@@ -48,13 +48,13 @@ def main() -> int:
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="plughost-bench-visitor-"))
     os.environ.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none")
-    from host.ports.graph import MESSAGE_LABEL, visitor_key
-    from host.runtime import hooktable
-    from host.runtime.accounts import create_account
-    from host.runtime.host import Host
-    from plugins.memory.tasks import Tasks
-    from plugins.memory.visitor_memory import end_conversations
-    from plugins.memory.worktime import WorkTime, census
+    from plughost.plugins.memory.tasks import Tasks
+    from plughost.plugins.memory.visitor_memory import end_conversations
+    from plughost.plugins.memory.worktime import WorkTime, census
+    from plughost.ports.graph import MESSAGE_LABEL, visitor_key
+    from plughost.runtime import hooktable
+    from plughost.runtime.accounts import create_account
+    from plughost.runtime.host import Host
 
     create_account(ACCOUNT, home)
     host = Host(env=dict(os.environ)).load()

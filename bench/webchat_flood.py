@@ -122,8 +122,8 @@ def flood(port: int, n: int, clients: int, sessions: int, limit_s: float) -> tup
 
 def settle(home: Path, accepted: list[str], limit_s: float) -> dict[str, int]:
     """Wait until every accepted message has a reply (bounded); lost / unanswered / answered twice."""
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
 
     host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_STORE": "sqlite"}).load()
     try:
@@ -187,7 +187,7 @@ def main() -> int:
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="plughost-webchat-flood-") as tmp:
         home = Path(tmp)
-        from host.runtime.accounts import create_account
+        from plughost.runtime.accounts import create_account
 
         os.environ["PLUGHOST_HOME"] = str(home)
         create_account(ACCOUNT, home)

@@ -200,8 +200,8 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def verify(home: Path, env: dict[str, str], fake: FakeApis, senders: int, per_sender: int) -> dict[str, Any]:
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
 
     host = Host(env=env).load()
     try:
@@ -263,7 +263,7 @@ def main() -> int:
         stop(raw_proc)
 
     port = free_port()
-    proc = start_server([sys.executable, "-m", "host.cli", "channels", "serve", "--port", str(port)], env, port,
+    proc = start_server([sys.executable, "-m", "plughost.cli", "channels", "serve", "--port", str(port)], env, port,
                         work / "server.log")
     try:
         ours = asyncio.run(load(f"http://127.0.0.1:{port}", args.senders, per_sender, args.duration,

@@ -54,7 +54,7 @@ trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
 trap stop EXIT
 
-ph() { "$PY" -m host.cli "$@"; }
+ph() { "$PY" -m plughost.cli "$@"; }
 step() { printf '==> %s\n' "$*"; }
 quiet() {  # run a plughost command, its output to the log; on failure show the log's tail
   if ! ph "$@" >>"$LOG" 2>&1; then
@@ -90,7 +90,7 @@ quiet install "$PAYLOAD" --config-dir "$CONFIG_DIR" --account "$ACCOUNT_ID"
 
 step "serve (gates first) on 127.0.0.1:$PORT"
 # a simple command, not a function or subshell: `$!` is the server's own PID, so the trap reaches it
-"$PY" -m host.cli serve --host 127.0.0.1 --port "$PORT" --config-dir "$CONFIG_DIR" --brand "$BRAND" >"$OUT" 2>>"$LOG" &
+"$PY" -m plughost.cli serve --host 127.0.0.1 --port "$PORT" --config-dir "$CONFIG_DIR" --brand "$BRAND" >"$OUT" 2>>"$LOG" &
 SERVE=$!
 for _ in $(seq 1 600); do
   grep -q "serving on" "$OUT" && break

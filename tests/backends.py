@@ -25,9 +25,12 @@ BACKENDS = ["sqlite"] + (["neo4j"] if NEO4J_ENV.get("NEO4J_URI") or REQUIRE_EXTE
 
 
 def neo4j_env() -> dict[str, str]:
-    """The Neo4j settings of the run (fails the test when CI has none)."""
+    """The Neo4j settings of the run: without NEO4J_URI the test skips, or fails under
+    PLUGHOST_REQUIRE_EXTERNAL=1 (CI, where a missing server is a broken run)."""
     if not NEO4J_ENV.get("NEO4J_URI"):
-        pytest.fail("PLUGHOST_REQUIRE_EXTERNAL=1 but NEO4J_URI is not set (start one with scripts/neo4j/neo4j.sh)")
+        if REQUIRE_EXTERNAL:
+            pytest.fail("PLUGHOST_REQUIRE_EXTERNAL=1 but NEO4J_URI is not set (start one with scripts/neo4j/neo4j.sh)")
+        pytest.skip("no NEO4J_URI: the Neo4j backend is not tested here (scripts/neo4j/neo4j.sh starts one)")
     return dict(NEO4J_ENV)
 
 

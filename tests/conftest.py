@@ -22,6 +22,14 @@ for _var in [v for v in os.environ if v.startswith("NEO4J_") or v == "PLUGHOST_S
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = Path(os.environ.get("PLUGHOST_TOOLS_DIR", REPO / ".tools"))
 REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
+PACKAGE_FOLDERS = {"host": "plughost", "plugins": "plughost.plugins"}
+"""The checkout's folders and the import names they install as (setup.py)."""
+
+
+def module_name(path: Path) -> str:
+    """The import name of a source file of the checkout: `host/util/log.py` is `plughost.util.log`."""
+    top, *rest = path.resolve().relative_to(REPO).with_suffix("").parts
+    return ".".join([PACKAGE_FOLDERS[top], *rest]).removesuffix(".__init__")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -74,7 +82,7 @@ def plughost_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 @pytest.fixture
 def make_host(plughost_home: Path):
     """Build a loaded Host with an explicit env (defaults to the test's environment)."""
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     made = []
 
@@ -97,7 +105,7 @@ def ensure_account(env: dict[str, str] | None = None) -> None:
     env = dict(os.environ) if env is None else env
     account, home = env.get("ACCOUNT_ID", "").strip(), env.get("PLUGHOST_HOME")
     if account and home and not (Path(home) / "accounts" / account / "account.json").is_file():
-        from host.runtime.accounts import create_account
+        from plughost.runtime.accounts import create_account
 
         create_account(account, Path(home))
 
@@ -112,7 +120,7 @@ def _cli_env(args: tuple[str, ...], env: dict[str, str] | None) -> dict[str, str
 
 def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
             timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`plughost ...` in this process (``host.cli.main``), isolated as a process would be
+    """`plughost ...` in this process (``plughost.cli.main``), isolated as a process would be
     (tests/support/cli_support.py): the same exit code, stdout and stderr, without the ~1.4 s
     interpreter start. ``env`` is added to the test's environment. ``timeout`` is a process's:
     in process, pytest-timeout bounds the run."""
@@ -123,9 +131,9 @@ def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = N
 
 def run_cli_process(*args: str, env: dict[str, str] | None = None, input: str | None = None,
                     timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `python -m host.cli ...` in a real subprocess (the console script's code path): for
+    """Run `python -m plughost.cli ...` in a real subprocess (the console script's code path): for
     what only a process shows (interpreter start, signals, stdio servers, PYTHONPATH)."""
-    return subprocess.run([sys.executable, "-m", "host.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "plughost.cli", *args], capture_output=True, text=True,
                           env=_cli_env(args, env), input=input, timeout=timeout, cwd=cwd)
 
 
@@ -151,7 +159,7 @@ def cli() -> object:
 
 @pytest.fixture
 def cli_process() -> object:
-    """:func:`run_cli_process`: ``plughost`` in a real ``python -m host.cli`` process."""
+    """:func:`run_cli_process`: ``plughost`` in a real ``python -m plughost.cli`` process."""
     return run_cli_process
 
 
@@ -172,7 +180,7 @@ def tmp_tree(tmp_path: Path) -> Iterator[Path]:
 def require_local_model() -> None:
     """Skip without the packaged MiniLM model (fail under ``PLUGHOST_REQUIRE_EXTERNAL=1``, as in CI)."""
     try:
-        from plugins.memory.embed_local import check_available
+        from plughost.plugins.memory.embed_local import check_available
 
         check_available()
     except Exception as exc:

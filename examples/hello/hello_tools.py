@@ -1,7 +1,7 @@
 """The hello plugin's hook implementations (PLUGIN.md names this module in `python:`)."""
 
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import Tool
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import Tool
 
 
 def greet(name: str, excited: bool = False) -> str:

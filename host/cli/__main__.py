@@ -1,5 +1,5 @@
-"""``python -m host.cli``: the ``plughost`` command without its console script."""
+"""``python -m plughost.cli``: the ``plughost`` command without its console script."""
 
-from host.cli.main import main
+from plughost.cli.main import main
 
 raise SystemExit(main())

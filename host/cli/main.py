@@ -17,24 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host import __version__
-from host.runtime import hooktable
-from host.util import config
-from host.util.errors import PlughostError, UserError
-from host.util.log import log
+from plughost import __version__
+from plughost.runtime import hooktable
+from plughost.util import config
+from plughost.util.errors import PlughostError, UserError
+from plughost.util.log import log
 
 CORE_COMMANDS: dict[str, str] = {
-    "plugins": "host.cli.commands.plugins",
-    "manifests": "host.cli.commands.manifests",
-    "mcp": "host.cli.commands.mcp",
-    "bundle": "host.cli.commands.bundle",
-    "install": "host.cli.commands.install",
-    "boot": "host.cli.commands.boot",
-    "account": "host.cli.commands.account",
-    "serve": "host.cli.commands.serve",
-    "demo": "host.cli.commands.demo",
-    "doctor": "host.cli.commands.doctor",
-    "settings": "host.cli.commands.settings",
+    "plugins": "plughost.cli.commands.plugins",
+    "manifests": "plughost.cli.commands.manifests",
+    "mcp": "plughost.cli.commands.mcp",
+    "bundle": "plughost.cli.commands.bundle",
+    "install": "plughost.cli.commands.install",
+    "boot": "plughost.cli.commands.boot",
+    "account": "plughost.cli.commands.account",
+    "serve": "plughost.cli.commands.serve",
+    "demo": "plughost.cli.commands.demo",
+    "doctor": "plughost.cli.commands.doctor",
+    "settings": "plughost.cli.commands.settings",
 }
 """The one table of core commands: name → module."""
 
@@ -57,12 +57,12 @@ class Context:
 
     def host(self) -> Any:
         if self._host is None:
-            from host.runtime.host import Host
+            from plughost.runtime.host import Host
 
             self._host = Host(plugins_dir=self.plugins_dir, premium_dir=self.premium_dir, env=self.env).load()
             self._host.check_plugin_lists()  # a misspelt block/allow list: exit 2, not a silent host
             self._host.check_provider_choices()
-            from host.runtime.settings import warn_unknown
+            from plughost.runtime.settings import warn_unknown
 
             warn_unknown(self._host)  # a misspelt PLUGHOST_* variable: one line, never fatal
         return self._host
@@ -137,11 +137,11 @@ def _require_account(args: argparse.Namespace, ctx: Context) -> None:
     if args.command in ACCOUNT_FREE:
         return
     option = getattr(args, "account", None)
-    from host.ports.principal import resolve
+    from plughost.ports.principal import resolve
 
     account = option if isinstance(option, str) and option else resolve(ctx.env).account
     if account:
-        from host.runtime.accounts import read_account_json, require_existing
+        from plughost.runtime.accounts import read_account_json, require_existing
 
         folder = require_existing(account, ctx.env, "--account" if option else "ACCOUNT_ID")
         read_account_json(folder / "account.json")  # a broken file is exit 2 from every command, one line
@@ -152,7 +152,7 @@ def _require_folders(pre: argparse.Namespace, env: Mapping[str, str]) -> None:
     typo is one line naming the flag or variable (exit 2), not a run that silently loads none of its
     plugins. The folders ``plughost install`` recorded are the boot gates' to check: a moved payload is
     reported there, and doctor and boot must still run to say so."""
-    from host.util import settings
+    from plughost.util import settings
 
     for flag, folder, setting in (("--plugins-dir", pre.plugins_dir, settings.PLUGINS_DIR),
                                   ("--premium-dir", pre.premium_dir, settings.PREMIUM_DIR)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from host.util.jsonparse import BadLine, parse_line
+from plughost.util.jsonparse import BadLine, parse_line
 
 PARSE_ERROR = -32700
 MAX_ID_SCAN = 65536  # an id is looked for in the first 64 KiB of a bad frame
@@ -110,7 +110,7 @@ class CheckedLines:
             if reason is None:
                 yield line
                 continue
-            from host.util.log import log
+            from plughost.util.log import log
 
             frame_id = top_level_id(line)
             log("mcp", "op=frame-refused", reason=reason, id=frame_id, bytes=len(line))

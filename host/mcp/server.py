@@ -34,12 +34,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
 from mcp_types import Tool as MCPTool
 
-from host.runtime.tooltable import ServedTool, checked_call, render, served_tools
-from host.util.errors import PlughostError
-from host.util.log import log
+from plughost.runtime.tooltable import ServedTool, checked_call, render, served_tools
+from plughost.util.errors import PlughostError
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 EAGER_META_KEY = "anthropic/alwaysLoad"
 WITHHELD_META_KEY = "plughost/withheld"
@@ -91,7 +91,7 @@ class PluginServer(MCPServer):
         return result
 
     def _called(self, name: str, arguments: Any, result: CallToolResult, started: str) -> None:
-        from host.runtime import hooktable
+        from plughost.runtime import hooktable
 
         text = "\n".join(getattr(c, "text", "") for c in result.content)
         try:
@@ -147,13 +147,13 @@ def build_server(host: Host, plugin: str) -> PluginServer:
 
 
 async def run_stdio_checked(server: PluginServer) -> None:
-    """``run_stdio_async`` with :mod:`host.mcp.frames` in front: a frame the SDK refuses is answered."""
+    """``run_stdio_async`` with :mod:`plughost.mcp.frames` in front: a frame the SDK refuses is answered."""
     import io
     import sys
 
     from mcp.server.stdio import stdio_server
 
-    from host.mcp.frames import CheckedLines
+    from plughost.mcp.frames import CheckedLines
 
     class _Unowned(io.TextIOWrapper):
         def close(self) -> None:  # the buffer is sys.stdin's: never close it
@@ -220,10 +220,10 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
     """One plugin over streamable HTTP, behind the same front door as ``plughost serve`` (host.http_guard)."""
     import uvicorn
 
-    from host.util import settings
-    from host.util.errors import UserError
-    from host.web.http import is_loopback
-    from host.web.http_guard import Door, GuardMiddleware
+    from plughost.util import settings
+    from plughost.util.errors import UserError
+    from plughost.web.http import is_loopback
+    from plughost.web.http_guard import Door, GuardMiddleware
 
     opened = settings.OPEN_LOCAL.read(host.env)
     if opened and not (bind == "localhost" or is_loopback(bind)):
@@ -243,12 +243,12 @@ def run_plugin_server(plugin: str) -> None:
     over ``<PLUGHOST_HOME>/.env``, as every command does), serve stdio."""
     import sys
 
-    from host.runtime.host import Host
-    from host.util import config
+    from plughost.runtime.host import Host
+    from plughost.util import config
 
     try:
         host = Host(env=config.load_env()).load()
-        from host.runtime.settings import warn_unknown
+        from plughost.runtime.settings import warn_unknown
 
         warn_unknown(host)
         try:

@@ -1,4 +1,4 @@
-"""Stdio tee launcher: ``python -m host.mcp.tee <plugin> -- <command...>`` (docs/payload.md#tee-launcher).
+"""Stdio tee launcher: ``python -m plughost.mcp.tee <plugin> -- <command...>`` (docs/payload.md#tee-launcher).
 
 Starts the plugin's MCP server with stdin/stdout passed through untouched (the child inherits
 them: no copying, no buffering, no re-framing) and copies the child's stderr both to our stderr
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 
-from host.util import config
+from plughost.util import config
 
 
 def log_path(plugin: str) -> str:
@@ -38,7 +38,7 @@ def _pump(src: object, path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) < 3 or argv[1] != "--":
-        print("usage: python -m host.mcp.tee <plugin> -- <command> [args...]", file=sys.stderr)
+        print("usage: python -m plughost.mcp.tee <plugin> -- <command> [args...]", file=sys.stderr)
         return 2
     plugin, command = argv[0], argv[2:]
     path = log_path(plugin)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host import __version__
-from host.payload.generator import (
+from plughost import __version__
+from plughost.payload.generator import (
     BRAND_FILE,
     PLATFORM_FOLDER,
     PREMIUM_FOLDER,
@@ -38,12 +38,19 @@ from host.payload.generator import (
     plugin_folders,
     premium_bundles,
 )
-from host.runtime.manifest import load_manifest, validate
-from host.util import config, settings
-from host.util.errors import FatalError, UserError
-from host.util.jsonio import read_json, render, write_if_changed
-from host.util.log import log
-from host.util.trees import CACHE_NAMES, CACHE_SUFFIXES, build_and_swap, materialize, tree_matches, walk_files
+from plughost.runtime.manifest import load_manifest, validate
+from plughost.util import config, settings
+from plughost.util.errors import FatalError, UserError
+from plughost.util.jsonio import read_json, render, write_if_changed
+from plughost.util.log import log
+from plughost.util.trees import (
+    CACHE_NAMES,
+    CACHE_SUFFIXES,
+    build_and_swap,
+    materialize,
+    tree_matches,
+    walk_files,
+)
 
 IGNORED_NAMES = CACHE_NAMES | {".claude-plugin"}  # manifests are regenerated for the payload
 STAMP = ".plughost-bundle.json"
@@ -130,11 +137,8 @@ def load_brand(path: Path) -> Brand:
 
 
 def default_premium_dir() -> Path | None:
-    value = settings.PREMIUM_DIR.read()
-    if value:
-        return value
-    candidate = config.REPO_ROOT / PREMIUM_FOLDER
-    return candidate if candidate.is_dir() else None
+    """`PLUGHOST_PREMIUM_DIR`; nothing by default (an installed package ships no premium bundles)."""
+    return settings.PREMIUM_DIR.read()
 
 
 def _platform_folders(plugins_dir: Path) -> list[Path]:
@@ -147,7 +151,7 @@ def _platform_folders(plugins_dir: Path) -> list[Path]:
     taken = {f.name: f for f in folders}
     for folder in plugin_folders(plugins_dir):
         if folder.name in taken:
-            if (load_manifest(folder / "PLUGIN.md").python or "").startswith("plugins."):
+            if (load_manifest(folder / "PLUGIN.md").python or "").startswith("plughost.plugins."):
                 continue  # a payload's copy of the built-in (bundling from an installed payload)
             raise UserError(f"--plugins-dir: '{folder}' has the name of the built-in plugin '{taken[folder.name]}' "
                             "(rename the folder and its PLUGIN.md name)")

@@ -3,12 +3,12 @@ it serves with what its plugin declares (docs/gates.md#doctor).
 
 Boot's gates read files; only a real start shows an interpreter that cannot import ``host``, a
 server file that is gone, or a tool renamed in code but not in PLUGIN.md. Each server is started
-from the folder Claude Code resolves (:mod:`host.payload.launch`), with Claude Code's environment on a
+from the folder Claude Code resolves (:mod:`plughost.payload.launch`), with Claude Code's environment on a
 user's machine (minimal PATH, ``settings.json`` ``env``, the entry's own ``env``) in a scratch
 working directory, then asked ``initialize`` and ``tools/list`` over stdio (newline-delimited
 JSON-RPC, no MCP SDK import). One line per finding; the caller exits 1 on any. It also reports the
 hooks each plugin registers and runs each hook command once in Claude Code's hook environment, a
-missing command file or a failing run being a finding (:mod:`host.payload.doctor_hooks`).
+missing command file or a failing run being a finding (:mod:`plughost.payload.doctor_hooks`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.payload.launch import Launch, installed_launches
-from host.util.log import format_line
+from plughost.payload.launch import Launch, installed_launches
+from plughost.util.log import format_line
 
 EAGER_META_KEY = "anthropic/alwaysLoad"
 WITHHELD_META_KEY = "plughost/withheld"
@@ -60,8 +60,8 @@ class ServerCheck:
 
 def declared(root: Path) -> dict[str, bool] | None:
     """Tool name → eager, from the PLUGIN.md in the folder Claude Code starts (None: no PLUGIN.md)."""
-    from host.runtime.manifest import load_manifest
-    from host.util.errors import UserError
+    from plughost.runtime.manifest import load_manifest
+    from plughost.util.errors import UserError
 
     md = root / "PLUGIN.md"
     if not md.is_file():
@@ -267,7 +267,7 @@ LAST_RUN = "doctor-last.json"
 
 def record(plughost_home: Path, report: DoctorReport) -> None:
     """Keep the last run's report (``<PLUGHOST_HOME>/doctor-last.json``) for the owner's console."""
-    from host.util.jsonio import write_atomic
+    from plughost.util.jsonio import write_atomic
 
     body = {**report.to_json(), "finishedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "findings": report.findings, "lines": report.lines()}
@@ -288,7 +288,7 @@ def last(plughost_home: Path) -> dict[str, Any] | None:
 
 
 def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, workers: int = 4) -> DoctorReport:
-    from host.payload import doctor_hooks
+    from plughost.payload import doctor_hooks
 
     launches, problems = installed_launches(config_dir, home)
     hooks, hook_problems = doctor_hooks.report(config_dir, home=home, timeout=timeout)

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.runtime.manifest import PluginManifest, load_manifest
-from host.util.errors import FatalError, UserError
-from host.util.jsonio import read_json, render, write_if_changed
+from plughost.runtime.manifest import PluginManifest, load_manifest
+from plughost.util.errors import FatalError, UserError
+from plughost.util.jsonio import read_json, render, write_if_changed
 
 PLATFORM_FOLDER = "plugins"
 PREMIUM_FOLDER = "premium-plugins"
@@ -244,7 +244,7 @@ CONSOLE_SCRIPT = "plughost"
 
 def resolve_command(command: str, args: list[Any], python: str) -> tuple[str, list[Any]]:
     """A bare ``python``/``python3`` becomes the install's interpreter; ``plughost`` becomes that
-    interpreter running ``-m host.cli``.
+    interpreter running ``-m plughost.cli``.
 
     Claude Code spawns servers with a minimal environment (no virtualenv, no PATH to rely on),
     so a shared-lib block that says ``python`` would start the wrong interpreter or none. Every
@@ -253,7 +253,7 @@ def resolve_command(command: str, args: list[Any], python: str) -> tuple[str, li
     if command in BARE_INTERPRETERS:
         return python, args
     if command == CONSOLE_SCRIPT:
-        return python, ["-m", "host.cli", *args]
+        return python, ["-m", "plughost.cli", *args]
     return command, args
 
 
@@ -286,7 +286,7 @@ def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[st
         return None
     entry: dict[str, Any] = {
         "command": python,
-        "args": ["-m", "host.mcp.tee", m.name, "--", python, f"{PLUGIN_ROOT}/{server}"],
+        "args": ["-m", "plughost.mcp.tee", m.name, "--", python, f"{PLUGIN_ROOT}/{server}"],
     }
     env = server_env(payload, plugin)
     if env:

@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.payload.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
-from host.runtime.accounts import check_id, read_account_json
-from host.util import config, settings
-from host.util.config import merge_env
-from host.util.errors import UserError
-from host.util.jsonio import read_json, render, write_if_changed
-from host.util.log import log
-from host.util.trees import Tree, build_and_swap, materialize, tree_matches, walk_files
+from plughost.payload.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
+from plughost.runtime.accounts import check_id, read_account_json
+from plughost.util import config, settings
+from plughost.util.config import merge_env
+from plughost.util.errors import UserError
+from plughost.util.jsonio import read_json, render, write_if_changed
+from plughost.util.log import log
+from plughost.util.trees import Tree, build_and_swap, materialize, tree_matches, walk_files
 
 MARKETPLACE_FILE = Path(".claude-plugin", "marketplace.json")
 PLUGIN_FILE = Path(".claude-plugin", "plugin.json")
@@ -124,7 +124,7 @@ def marketplace_files(payload: Path) -> list[Path]:
 
 def discover(payload: Path) -> list[FoundMarketplace]:
     """Read every marketplace and the plugin.json each entry points at (checking they agree)."""
-    from host.runtime.manifest import read_frontmatter
+    from plughost.runtime.manifest import read_frontmatter
 
     found = []
     for file in marketplace_files(payload):
@@ -265,7 +265,7 @@ def _settings(plan: InstallPlan, stale: set[str], stale_markets: set[str]) -> No
 
 def server_settings_env(account: str) -> dict[str, str]:
     """What the plugin servers of this config dir need from Claude Code's environment."""
-    from host.ports.principal import with_account
+    from plughost.ports.principal import with_account
 
     return with_account({"PLUGHOST_PYTHON": sys.executable, "PLUGHOST_HOME": str(config.home().absolute())}, account)
 
@@ -396,7 +396,7 @@ def env_settings(payload: Path) -> dict[str, str]:
 
 def _env(plan: InstallPlan) -> None:
     """``<PLUGHOST_HOME>/.env``: the brand's settings, the payload, the config dir and the account of
-    this install (read by every command through :func:`host.util.config.load_env`, so ``boot --check``
+    this install (read by every command through :func:`plughost.util.config.load_env`, so ``boot --check``
     and ``serve`` in a user's plain shell run as the installed account; an exported ``ACCOUNT_ID``
     still wins)."""
     path = config.home() / ".env"
@@ -411,8 +411,8 @@ def _env(plan: InstallPlan) -> None:
         chosen = settings.STORE.read(store)
         where = f" at {store['NEO4J_URI']}" if chosen == "neo4j" else ""
         plan.actions.append(f"graph store: {chosen}{where} (brand: {settings.STORE.read(brand)})")
-    from host.ports.principal import with_account
-    from host.runtime.install_record import RECORD_KEY
+    from plughost.ports.principal import with_account
+    from plughost.runtime.install_record import RECORD_KEY
 
     values = with_account({**brand, **store, RECORD_KEY: str(plan.config_dir)}, plan.account)
     plan.files[path] = merge_env(drop_env(text, RETIRED_ENV), values)

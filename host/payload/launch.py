@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.payload.registration import Registration
+from plughost.payload.registration import Registration
 
 MINIMAL_PATH = "/usr/bin:/bin"
 """The PATH of a user's machine as Claude Code sees it when nothing was exported by hand."""

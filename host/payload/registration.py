@@ -14,19 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.util.jsonio import read_json
+from plughost.util.jsonio import read_json
 
 SURFACES = ("known_marketplaces", "installed_plugins", "enabledPlugins")
 
 
 def config_dir(env: Mapping[str, str], explicit: Path | str | None = None) -> Path:
-    """The Claude Code config dir plughost runs in (:func:`host.runtime.install_record.config_dir_source`)."""
+    """The Claude Code config dir plughost runs in (:func:`plughost.runtime.install_record.config_dir_source`)."""
     return config_dir_source(env, explicit)[0]
 
 
 def config_dir_source(env: Mapping[str, str], explicit: Path | str | None = None) -> tuple[Path, str]:
     """(config dir, where it came from); one precedence for the gates, doctor and the runner."""
-    from host.runtime.install_record import config_dir_source as resolve
+    from plughost.runtime.install_record import config_dir_source as resolve
 
     return resolve(env, explicit)
 

@@ -2,7 +2,7 @@
 
 The port lives in ``host/`` because plugins never import each other: the graph plugin
 provides an implementation through the ``plughost_store`` hook, and every other plugin types
-against this protocol. ``Guards`` come from the call's principal (:mod:`host.ports.principal`) and are
+against this protocol. ``Guards`` come from the call's principal (:mod:`plughost.ports.principal`) and are
 applied by the store *inside* each query, before any top-k cut.
 
 Reserved node properties: ``accountId`` (set by the store from the write's account),
@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from host.ports import principal as principal_module
-from host.ports.lease import Lease
-from host.ports.principal import Guards, Principal  # noqa: F401  (their home is host.principal; the port re-exports them)
-from host.util.errors import UserError
+from plughost.ports import principal as principal_module
+from plughost.ports.lease import Lease
+from plughost.ports.principal import Guards, Principal  # noqa: F401  (their home is host.principal; the port re-exports them)
+from plughost.util.errors import UserError
 
 VECTOR_LABELS: tuple[str, ...] = (
     "Question", "DefinedTerm", "Review", "Service", "Person", "LocalBusiness",
@@ -117,7 +117,7 @@ def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _reject(node_id: str, rule: str) -> None:
-    from host.util.log import log
+    from plughost.util.log import log
 
     log("graph-write", "reject", reason=ISOLATION, node=node_id[:64], rule=rule)
 
@@ -163,7 +163,7 @@ def edge_denied(source_id: str, edge_type: str, target_id: str) -> WriteDenied:
     An absent end answers exactly as a hidden one, so an edge write never tells whether a node
     exists outside the guards (or in another account).
     """
-    from host.util.log import log
+    from plughost.util.log import log
 
     log("graph-write", "reject", reason=ISOLATION, edge=edge_type[:64], source=source_id[:64],
         target=target_id[:64], rule="edge")
@@ -172,7 +172,7 @@ def edge_denied(source_id: str, edge_type: str, target_id: str) -> WriteDenied:
 
 
 def require_admin(principal: Principal, what: str) -> None:
-    """Refuse an admin-only operation for anyone but an unnarrowed admin (:data:`host.ports.principal.ROLES`)."""
+    """Refuse an admin-only operation for anyone but an unnarrowed admin (:data:`plughost.ports.principal.ROLES`)."""
     try:
         principal.require_admin(what)
     except principal_module.AdminOnly as exc:

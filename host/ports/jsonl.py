@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.util.errors import UserError
-from host.util.jsonparse import BadLine, parse_line
+from plughost.util.errors import UserError
+from plughost.util.jsonparse import BadLine, parse_line
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 """Labels, edge types and property keys: identifier-safe in SQL and Cypher."""
@@ -152,7 +152,7 @@ def int_problem(value: Any, what: str) -> str | None:
 def check_line(row: Any, dims: int | None = None) -> str | None:
     """The first problem with one line's object against the line format, or None.
 
-    The same rules the graph store's write validation applies (:func:`plugins.graph.common.prepare`),
+    The same rules the graph store's write validation applies (:func:`plughost.plugins.graph.common.prepare`),
     for importers that cannot use it: identifier labels (at most ``MAX_LABELS``) and property
     keys, no store-set keys, 64-bit integers, and ``dims``-long embeddings when ``dims`` is given.
     """

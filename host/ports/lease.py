@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from host.util.log import log
+from plughost.util.log import log
 
 
 @dataclass(frozen=True)

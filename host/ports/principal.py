@@ -10,7 +10,7 @@ The rule every role follows is one table, :data:`ROLES`; the narrower reading al
 session that does not say it is an admin's reads public memory only and is never admin, and
 ``ALLOWED_SCOPES`` / ``AGENT_SLUG`` only ever narrow.
 
-Only the standard library and ``host.util.settings`` / ``host.util.errors`` are imported: the hook
+Only the standard library and ``plughost.util.settings`` / ``plughost.util.errors`` are imported: the hook
 process resolves its caller with this module too.
 """
 
@@ -21,9 +21,9 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from host.util import settings
-from host.util.errors import UserError
-from host.util.settings import csv_list
+from plughost.util import settings
+from plughost.util.errors import UserError
+from plughost.util.settings import csv_list
 
 ACCOUNT = "ACCOUNT_ID"
 SCOPES = "ALLOWED_SCOPES"

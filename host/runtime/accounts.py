@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.util import config, settings
-from host.util.errors import UserError
+from plughost.util import config, settings
+from plughost.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.types import Gate, GateContext, GateResult
+    from plughost.runtime.types import Gate, GateContext, GateResult
 
 ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """What an account id may look like (it names a folder, so no separators or dots)."""
@@ -123,7 +123,7 @@ def read_account_json(path: Path, *, missing_ok: bool = False) -> dict[str, Any]
     (a stub ``plughost install`` left may lack them). Any defect is one ``UserError`` line naming
     the file, the field and what was expected (exit 2). ``missing_ok``: a missing file is ``{}``.
     """
-    from host.runtime.manifest import validate
+    from plughost.runtime.manifest import validate
 
     if missing_ok and not path.exists():
         return {}
@@ -137,7 +137,7 @@ def read_account_json(path: Path, *, missing_ok: bool = False) -> dict[str, Any]
 
 def load_account(account_id: str, home: Path | None = None) -> dict[str, Any]:
     """account.json, validated against `account.schema.json`; its accountId must equal the folder."""
-    from host.runtime.manifest import validate
+    from plughost.runtime.manifest import validate
 
     path = account_dir(account_id, home) / "account.json"
     data = read_account_json(path)
@@ -149,7 +149,7 @@ def load_account(account_id: str, home: Path | None = None) -> dict[str, Any]:
 
 def load_users(account_id: str, home: Path | None = None) -> list[dict[str, Any]]:
     """users.json (an array; entry 0 is the owner); a missing file is an empty list."""
-    from host.runtime.manifest import validate
+    from plughost.runtime.manifest import validate
 
     path = account_dir(account_id, home) / "users.json"
     if not path.exists():
@@ -228,7 +228,7 @@ def create_account(account_id: str, home: Path | None = None, *, force: bool = F
     it reconciles `enabledPlugins` for a new account) is completed: its keys are kept, its
     `enabledPlugins` too unless given. A complete account is only rewritten with ``force``.
     """
-    from host.runtime.manifest import validate
+    from plughost.runtime.manifest import validate
 
     check_id(account_id)
     folder = account_dir(account_id, home)
@@ -283,9 +283,9 @@ def account_files_problem(account_id: str, home: Path | None = None) -> tuple[st
 
 def check_account_id_env(ctx: GateContext) -> GateResult:
     """`account-id-env`: ACCOUNT_ID is set, well formed, and names a readable account on disk."""
-    from host.ports.principal import resolve
-    from host.runtime.types import GateResult
-    from host.util.log import format_line
+    from plughost.ports.principal import resolve
+    from plughost.runtime.types import GateResult
+    from plughost.util.log import format_line
 
     home = ctx.host.home
     on_disk = list_accounts(home)
@@ -316,6 +316,6 @@ def check_account_id_env(ctx: GateContext) -> GateResult:
 
 def account_id_env_gate() -> Gate:
     """The `account-id-env` gate, for the graph plugin's `plughost_boot_gates` (fatal; runs first)."""
-    from host.runtime.types import Gate
+    from plughost.runtime.types import Gate
 
     return Gate("account-id-env", check=check_account_id_env, fatal=True, order=10)

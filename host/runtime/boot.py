@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.runtime import hooktable, state
-from host.util import settings
-from host.util.errors import PlughostError
-from host.util.log import emit, format_line
+from plughost.runtime import hooktable, state
+from plughost.util import settings
+from plughost.util.errors import PlughostError
+from plughost.util.log import emit, format_line
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import Gate
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import Gate
 
 
 @dataclass
@@ -80,7 +80,7 @@ def boot_context_extras(*, account: str | None = None, config_dir: Path | str | 
                         payload_root: Path | None = None) -> dict[str, Any]:
     """What the gates read besides the host: the account, the Claude Code config dir, the brand
     (its name for marketplace names, its `plugins.excluded` for the specialist strip-list)."""
-    from host.runtime.specialists import find_brand
+    from plughost.runtime.specialists import find_brand
 
     name, excluded = find_brand(brand, env, payload_root)
     return {"account": account, "config_dir": config_dir, "brand": brand, "brand_name": name,
@@ -92,8 +92,8 @@ def command_env(env: Mapping[str, str], account: str | None, brand: str | None =
     """The environment a command boots with: the loaded configuration, `--account` as `ACCOUNT_ID`,
     `--brand` as `PLUGHOST_BRAND` (so the host leaves out what that brand excludes), `--config-dir`
     as `PLUGHOST_CLAUDE_CONFIG_DIR` (so the claude runner runs in the folder the gates check)."""
-    from host.ports.principal import set_account
-    from host.runtime.accounts import check_id
+    from plughost.ports.principal import set_account
+    from plughost.runtime.accounts import check_id
 
     out = dict(env)
     if account:
@@ -101,7 +101,7 @@ def command_env(env: Mapping[str, str], account: str | None, brand: str | None =
     if brand:
         out[settings.BRAND.name] = brand
     if config_dir:
-        from host.runtime.install_record import OVERRIDE_KEY, config_dir_source
+        from plughost.runtime.install_record import OVERRIDE_KEY, config_dir_source
 
         out[OVERRIDE_KEY] = str(config_dir_source(out, config_dir)[0])
     return out
@@ -144,7 +144,7 @@ def collect_gates(host: Host) -> tuple[list[tuple[str, Gate]], list[GateOutcome]
 
 def run_gate(host: Host, plugin: str, gate: Gate, ctx: Any) -> GateOutcome:
     """Run one gate in isolation: an exception becomes that gate's `error` outcome."""
-    from host.runtime.types import GateResult
+    from plughost.runtime.types import GateResult
 
     t0 = time.perf_counter()
     try:
@@ -167,7 +167,7 @@ def run_gate(host: Host, plugin: str, gate: Gate, ctx: Any) -> GateOutcome:
 def run_gates(host: Host, *, extras: dict[str, Any] | None = None, env: Mapping[str, str] | None = None,
               echo: Callable[[str], Any] | None = emit) -> BootReport:
     """Collect and run every gate; echo each line as its gate finishes; return the report."""
-    from host.runtime.types import GateContext
+    from plughost.runtime.types import GateContext
 
     report = BootReport()
     t0 = time.perf_counter()

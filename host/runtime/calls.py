@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pluggy
 
-from host.runtime import hooktable
-from host.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
-from host.runtime.isolation import Answer, HookError, collecting
-from host.util import settings
-from host.util.errors import DuplicateNameError, UserError
-from host.util.log import log
+from plughost.runtime import hooktable
+from plughost.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
+from plughost.runtime.isolation import Answer, HookError, collecting
+from plughost.util import settings
+from plughost.util.errors import DuplicateNameError, UserError
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 T = TypeVar("T")
 

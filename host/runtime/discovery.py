@@ -20,13 +20,13 @@ from typing import Any
 
 import pluggy
 
-from host.runtime import hooktable
-from host.runtime.hooktable import EachHook, ListHook
-from host.runtime.isolation import isolate, isolate_wrapper, one_line
-from host.runtime.manifest import PluginManifest, from_mapping, load_manifest
-from host.util import config, settings
-from host.util.errors import DuplicateNameError, UserError
-from host.util.log import log
+from plughost.runtime import hooktable
+from plughost.runtime.hooktable import EachHook, ListHook
+from plughost.runtime.isolation import isolate, isolate_wrapper, one_line
+from plughost.runtime.manifest import PluginManifest, from_mapping, load_manifest
+from plughost.util import config, settings
+from plughost.util.errors import DuplicateNameError, UserError
+from plughost.util.log import log
 
 ENTRY_POINT_GROUP = "plughost.plugins"
 
@@ -104,7 +104,7 @@ class Discovery:
         """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
         `brand.json` beside the plugins folder. What a brand excludes does not load (docs/payload.md#brands)."""
         if self._brand is None:
-            from host.runtime.specialists import find_brand
+            from plughost.runtime.specialists import find_brand
 
             payload_root = Path(self.plugins_dir).parent if self.plugins_dir is not None else None
             self._brand = find_brand(settings.BRAND.read(self.env), self.env, payload_root)
@@ -200,7 +200,7 @@ class Discovery:
         except UserError as exc:
             manifest, name, reason = None, folder.name, str(exc)
         builtin = folder.resolve().is_relative_to(config.builtin_plugins_dir().resolve()) or bool(
-            manifest and manifest.python and manifest.python.startswith("plugins.")
+            manifest and manifest.python and manifest.python.startswith("plughost.plugins.")
         )
         record = PluginRecord(
             name=name, source=source, origin=str(folder), folder=folder, manifest=manifest,

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from host.runtime import hookspecs
+from plughost.runtime import hookspecs
 
 TEMPLATE_PARTS = ("**Parameters:**", "**Combines:**", "**Fires:**", "**Example:**")
 
@@ -23,8 +23,8 @@ def signature(fn: Callable[..., Any]) -> str:
 
 
 def kind(name: str) -> str:
-    """How the host calls a hook, from :mod:`host.runtime.hooktable` (e.g. ``TOOLS: ListHook[Tool]``)."""
-    from host.runtime import hooktable
+    """How the host calls a hook, from :mod:`plughost.runtime.hooktable` (e.g. ``TOOLS: ListHook[Tool]``)."""
+    from plughost.runtime import hooktable
 
     hook = hooktable.TABLE.get(name)
     if hook is None:
@@ -36,7 +36,7 @@ def kind(name: str) -> str:
 
 
 def render() -> str:
-    out = ["# Hooks", "", "Generated from `host/runtime/hookspecs.py` by `python -m host.runtime.hookdocs`; do not edit.", ""]
+    out = ["# Hooks", "", "Generated from `host/runtime/hookspecs.py` by `python -m plughost.runtime.hookdocs`; do not edit.", ""]
     for name, fn in hook_functions().items():
         spec = getattr(fn, "plughost_spec", {})
         flags = [k for k in ("firstresult", "historic") if spec.get(k)]
@@ -49,6 +49,6 @@ def render() -> str:
 if __name__ == "__main__":
     from pathlib import Path
 
-    from host.util.config import REPO_ROOT
+    from plughost.util.config import checkout_root
 
-    Path(REPO_ROOT / "docs" / "hooks.md").write_text(render(), encoding="utf-8")
+    Path(checkout_root() / "docs" / "hooks.md").write_text(render(), encoding="utf-8")

@@ -1,8 +1,8 @@
-"""The typed hook table: every hook of :mod:`host.runtime.hookspecs` with how it is called and what it returns.
+"""The typed hook table: every hook of :mod:`plughost.runtime.hookspecs` with how it is called and what it returns.
 
 A hook's *kind* says how the host combines answers, and its type parameter says what callers get
 back, so ``host.collect(hooktable.TOOLS)`` is a list of ``Contribution[Tool]`` to a type checker
-and ``host.provide(hooktable.STORE)`` a :class:`host.ports.graph.GraphStore`:
+and ``host.provide(hooktable.STORE)`` a :class:`plughost.ports.graph.GraphStore`:
 
 - :class:`ListHook` — every implementation returns a list of ``kind``; flattened, type-checked,
   attributed to the plugin that returned each item; duplicate keys are an error naming both.
@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from host.ports.embedding import Embedder
-from host.ports.graph import GraphStore
-from host.runtime.types import (
+from plughost.ports.embedding import Embedder
+from plughost.ports.graph import GraphStore
+from plughost.runtime.types import (
     AgentRunner,
     ChannelAdapter,
     CliCommand,
@@ -32,8 +32,8 @@ from host.runtime.types import (
     Route,
     Tool,
 )
-from host.util import settings
-from host.util.settings import Setting
+from plughost.util import settings
+from plughost.util.settings import Setting
 
 T = TypeVar("T")
 
@@ -117,4 +117,4 @@ TABLE: dict[str, AnyHook] = {
               SURFACE_CONTEXT, VISITOR_MEMORY, MEMORY_SEARCH, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED,
               MESSAGES_STORED, PERSON_ERASED, SETTINGS)
 }
-"""Every hook by name; a test pins it to the specs in :mod:`host.runtime.hookspecs`."""
+"""Every hook by name; a test pins it to the specs in :mod:`plughost.runtime.hookspecs`."""

@@ -1,8 +1,8 @@
 """The host: one object a plugin receives, a thin façade over discovery, hook calls and capabilities.
 
 There is no global instance and nothing loads at import time: ``Host(...).load()`` builds one, and
-tests build their own. What it found lives in :mod:`host.runtime.discovery`, how it calls hooks in
-:mod:`host.runtime.calls`; this module only joins them and caches what a host provides once
+tests build their own. What it found lives in :mod:`plughost.runtime.discovery`, how it calls hooks in
+:mod:`plughost.runtime.calls`; this module only joins them and caches what a host provides once
 (the tool surface and table, the store, the embedder, the principal).
 """
 
@@ -17,23 +17,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 
-from host.ports import principal as principal_module
-from host.ports.principal import Principal
-from host.runtime import hookspecs, hooktable, leases
-from host.runtime.calls import Collected, HookCalls
-from host.runtime.discovery import Discovery, PluginRecord
-from host.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
-from host.runtime.isolation import HookError
-from host.runtime.manifest import PluginManifest
-from host.runtime.state import PluginState
-from host.util import config, settings
-from host.util.errors import UserError
+from plughost.ports import principal as principal_module
+from plughost.ports.principal import Principal
+from plughost.runtime import hookspecs, hooktable, leases
+from plughost.runtime.calls import Collected, HookCalls
+from plughost.runtime.discovery import Discovery, PluginRecord
+from plughost.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, ProviderHook
+from plughost.runtime.isolation import HookError
+from plughost.runtime.manifest import PluginManifest
+from plughost.runtime.state import PluginState
+from plughost.util import config, settings
+from plughost.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.ports.embedding import Embedder
-    from host.ports.graph import GraphStore
-    from host.runtime.surface import ToolSurface
-    from host.runtime.tooltable import ToolTable
+    from plughost.ports.embedding import Embedder
+    from plughost.ports.graph import GraphStore
+    from plughost.runtime.surface import ToolSurface
+    from plughost.runtime.tooltable import ToolTable
 
 T = TypeVar("T")
 
@@ -128,7 +128,7 @@ class Host:
             raise UserError(f"plugin: '{name}' is not installed (known: {known})")
         return record
 
-    # ------------------------------------------------------------------ hook calls (host.runtime.calls)
+    # ------------------------------------------------------------------ hook calls (plughost.runtime.calls)
     def collect(self, hook: ListHook[T], **kwargs: Any) -> Collected[T]:
         return self.calls.collect(hook, **kwargs)
 
@@ -152,15 +152,15 @@ class Host:
     def surface(self) -> ToolSurface:
         """The tool surface, computed once from the loaded manifests."""
         if self._surface is None:
-            from host.runtime.surface import compute_surface
+            from plughost.runtime.surface import compute_surface
 
             self._surface = compute_surface(self)
         return self._surface
 
     def tools(self) -> ToolTable:
-        """The tool table (declarations joined with handlers), built once; see :mod:`host.runtime.tooltable`."""
+        """The tool table (declarations joined with handlers), built once; see :mod:`plughost.runtime.tooltable`."""
         if self._tools is None:
-            from host.runtime.tooltable import build_tool_table
+            from plughost.runtime.tooltable import build_tool_table
 
             self.load()
             self._tools = build_tool_table(self)

@@ -1,7 +1,7 @@
 """Where the install is: the one reader of the install record and of "which config dir".
 
 ``plughost install`` records the Claude Code config dir it made live as ``PLUGHOST_CONFIG_DIR``
-in ``<PLUGHOST_HOME>/.env`` (:func:`host.payload.installer._env`). Every process that needs that folder
+in ``<PLUGHOST_HOME>/.env`` (:func:`plughost.payload.installer._env`). Every process that needs that folder
 asks :func:`config_dir_source`: the claude runner (each turn's ``CLAUDE_CONFIG_DIR``), the
 registration gates, ``plughost doctor`` and ``serve``; so a gate checks the folder the runner
 uses, and the runner finds the servers the install registered. The scheduler's turns go
@@ -14,14 +14,14 @@ Precedence, first set wins (an empty value is unset):
    so the runner they start agrees with their gates);
 2. ``PLUGHOST_CLAUDE_CONFIG_DIR``: an explicit override, for the runner and the gates alike;
 3. ``PLUGHOST_CONFIG_DIR``: the install record (an exported value over the ``.env`` line, as in
-   :func:`host.util.config.load_env`);
+   :func:`plughost.util.config.load_env`);
 4. ``CLAUDE_CONFIG_DIR``: Claude Code's own choice, for a folder plughost did not install into;
 5. ``~/.claude``: where Claude Code and a default ``plughost install`` put it.
 
 The same ``.env`` records the install's graph store (``PLUGHOST_STORE`` and the ``NEO4J_*``
 connection): ``plughost install`` writes it from the brand, and ``plughost graph migrate`` rewrites it
 once the embedded store is in Neo4j (:func:`record_store`); the graph plugin's
-``plugins/graph/backend.py`` reads it through :func:`host.util.config.load_env` in every process.
+``plugins/graph/backend.py`` reads it through :func:`plughost.util.config.load_env` in every process.
 
 The install record wins over an exported ``CLAUDE_CONFIG_DIR``: a shell that exports one for the
 user's own Claude Code must not send the runner to a folder without plughost's servers.
@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from host.util import config, settings
-from host.util.errors import UserError
+from plughost.util import config, settings
+from plughost.util.errors import UserError
 
 RECORD_KEY = settings.CONFIG_DIR.name
 OVERRIDE_KEY = settings.CLAUDE_CONFIG_DIR.name
@@ -92,7 +92,7 @@ def config_dir(env: Mapping[str, str], explicit: Path | str | None = None) -> Pa
 def record_store(env: Mapping[str, str], values: Mapping[str, str]) -> Path:
     """Record the install's graph store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE`` and its
     connection keys, updated in place, every other line kept), atomically; returns the file."""
-    from host.util.jsonio import write_atomic
+    from plughost.util.jsonio import write_atomic
 
     path = config.home(env) / ".env"
     try:

@@ -3,7 +3,7 @@
 The host replaces each list and notification hook implementation, right after registration, with
 an isolated one (:func:`isolate`, :func:`isolate_wrapper`): an exception becomes a
 :class:`HookError` in the current call's :class:`CallSink` and a ``[plugins] op=hook-error`` line,
-and the other plugins still answer. A :class:`~host.util.errors.FatalError` is recorded as a
+and the other plugins still answer. A :class:`~plughost.util.errors.FatalError` is recorded as a
 :class:`FatalHookError`, a check meant to refuse boot.
 """
 
@@ -16,9 +16,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from host.util import settings
-from host.util.errors import FatalError
-from host.util.log import log
+from plughost.util import settings
+from plughost.util.errors import FatalError
+from plughost.util.log import log
 
 
 def one_line(exc: BaseException) -> str:
@@ -41,7 +41,7 @@ class HookError(NamedTuple):
 
 
 class FatalHookError(HookError):
-    """A hook implementation that raised :class:`~host.util.errors.FatalError` (compares as a HookError)."""
+    """A hook implementation that raised :class:`~plughost.util.errors.FatalError` (compares as a HookError)."""
 
     __slots__ = ()
 

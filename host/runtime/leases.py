@@ -1,20 +1,20 @@
-"""The serving process's :class:`host.ports.lease.Leases` on its store, one per host (docs/channels.md#several-servers-on-one-store).
+"""The serving process's :class:`plughost.ports.lease.Leases` on its store, one per host (docs/channels.md#several-servers-on-one-store).
 
-None when the store is not shared (:func:`host.ports.lease.is_shared`): the embedded store is one
+None when the store is not shared (:func:`plughost.ports.lease.is_shared`): the embedded store is one
 machine's, and its callers keep their local claims. Closed (its leases released) by
-:meth:`host.runtime.host.Host.close` after the shutdown hooks ran.
+:meth:`plughost.runtime.host.Host.close` after the shutdown hooks ran.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host.ports.lease import Leases, is_shared
-from host.runtime.state import StateKey
-from host.util.settings import LEASE_TTL
+from plughost.ports.lease import Leases, is_shared
+from plughost.runtime.state import StateKey
+from plughost.util.settings import LEASE_TTL
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 LEASES: StateKey[Leases] = StateKey("leases")
 

@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from host.util import config
-from host.util.errors import UserError
+from plughost.util import config
+from plughost.util.errors import UserError
 
 _LOADER: Any = None
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)

@@ -1,10 +1,10 @@
 """Every declared setting, the host's and its plugins' (``plughost_settings``), as one table.
 
 :func:`table` feeds ``plughost settings [--json|--markdown]`` and the configuration table in
-``docs/configuration.md`` (``python -m host.runtime.settings`` writes it between its markers; a
+``docs/configuration.md`` (``python -m plughost.runtime.settings`` writes it between its markers; a
 test checks it is current). :func:`warn_unknown` tells, once per process, about a ``PLUGHOST_*``
 variable that no one declares (a typo is otherwise silently ignored), with a did-you-mean; it is
-a warning, never fatal. The declarations and the reading are :mod:`host.util.settings`.
+a warning, never fatal. The declarations and the reading are :mod:`plughost.util.settings`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.runtime import hooktable
-from host.util import settings
-from host.util.errors import DuplicateNameError
-from host.util.log import log
-from host.util.settings import Setting
+from plughost.runtime import hooktable
+from plughost.util import settings
+from plughost.util.errors import DuplicateNameError
+from plughost.util.log import log
+from plughost.util.settings import Setting
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 HOST = "host"
 START, END = "<!-- settings:start -->", "<!-- settings:end -->"
@@ -168,16 +168,16 @@ def update_doc(text: str, rows: list[Declared]) -> str:
 def doc_rows() -> list[Declared]:
     """The built-in table the docs show: a host with nothing but the built-in plugins, whatever
     this process's environment says."""
-    from host.runtime.host import Host
-    from host.util.config import builtin_plugins_dir
+    from plughost.runtime.host import Host
+    from plughost.util.config import builtin_plugins_dir
 
     return table(Host(plugins_dir=builtin_plugins_dir(), env={}).load(), builtin_only=True)
 
 
 def main() -> None:
-    from host.util.config import REPO_ROOT
+    from plughost.util.config import checkout_root
 
-    path = REPO_ROOT / DOC
+    path = checkout_root() / DOC
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     path.write_text(update_doc(text, doc_rows()), encoding="utf-8")
 

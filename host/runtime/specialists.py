@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.runtime import state
-from host.runtime.manifest import split_frontmatter
-from host.runtime.surface import safe_name
-from host.util import config, settings
-from host.util.errors import UserError
+from plughost.runtime import state
+from plughost.runtime.manifest import split_frontmatter
+from plughost.runtime.surface import safe_name
+from plughost.util import config, settings
+from plughost.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.surface import ToolSurface
+    from plughost.runtime.host import Host
+    from plughost.runtime.surface import ToolSurface
 
 CC_NATIVE: frozenset[str] = frozenset({
     "Agent", "Task", "Bash", "BashOutput", "KillShell", "KillBash", "Edit", "MultiEdit", "Glob", "Grep",
@@ -140,7 +140,7 @@ def parse_agent(path: Path, origin: str = "") -> Specialist:
 def template_dirs(host: Host) -> list[Path]:
     """`templates/specialists/agents/` of the checkout and of the install (the plugins folder's parent),
     plus the payload-level `agents/` folder."""
-    roots = [config.REPO_ROOT]
+    roots: list[Path] = []
     if host.plugins_dir is not None:
         roots.append(Path(host.plugins_dir).parent)
     dirs = [root / "templates" / "specialists" / "agents" for root in roots]
@@ -162,7 +162,7 @@ def agent_dirs(host: Host, accounts: Iterable[str] = (), config_dir: Path | None
     if host.premium_dir is not None and Path(host.premium_dir).is_dir():
         for bundle in sorted(p for p in Path(host.premium_dir).iterdir() if (p / "plugins").is_dir()):
             found.append((f"bundle:{bundle.name}", bundle / "agents"))
-    from host.runtime.accounts import account_dir
+    from plughost.runtime.accounts import account_dir
 
     for account_id in accounts:
         found.append((f"account:{account_id}", account_dir(account_id, host.home) / "specialists" / "agents"))
@@ -327,7 +327,7 @@ def strip_list(host: Host, *, brand: str | Path | None = None, excluded: Iterabl
                accounts: Iterable[str] = ()) -> dict[str, dict[str, list[str]]]:
     """specialist → plugin → tool names a spawn must drop (their plugin is excluded by the brand).
 
-    Boot computes this once and keeps it in ``host.runtime.state`` (``host.runtime.state.STRIP_LIST``); a spawner in
+    Boot computes this once and keeps it in ``plughost.runtime.state`` (``plughost.runtime.state.STRIP_LIST``); a spawner in
     another process calls this function (or :func:`spawn_tools`) with the same brand.
     """
     cached = host.state.get(state.STRIP_LIST)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.boot import BootReport
+    from plughost.runtime.boot import BootReport
 
 T = TypeVar("T")
 
@@ -68,6 +68,6 @@ RUNTIME: StateKey[ServingRuntime] = StateKey("runtime")
 GATES: StateKey[dict[str, Any]] = StateKey("gates")
 """The boot gates' summary as ``serve`` ran them (``/healthz`` reports it)."""
 BOOT_REPORT: StateKey[BootReport] = StateKey("boot-report")
-"""The last :func:`host.runtime.boot.run_gates` report."""
+"""The last :func:`plughost.runtime.boot.run_gates` report."""
 STRIP_LIST: StateKey[dict[str, dict[str, list[str]]]] = StateKey("specialist-strip-list")
 """specialist → plugin → tool names a spawn must drop, as boot computed it."""

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from host.runtime.manifest import ToolDecl
+from plughost.runtime.manifest import ToolDecl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 

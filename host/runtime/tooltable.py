@@ -1,6 +1,6 @@
 """The tool table: declarations joined with handlers once per host, argument checks, in-process calls.
 
-The MCP server builder (:mod:`host.mcp.server`) serves these over the wire; in-process callers
+The MCP server builder (:mod:`plughost.mcp.server`) serves these over the wire; in-process callers
 (``plughost demo``, the CLI, tests) call :func:`call_tool` and pay no MCP import.
 """
 
@@ -12,14 +12,14 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from host.runtime import hooktable
-from host.runtime.manifest import ToolDecl, json_path
-from host.runtime.types import Tool, schema_from_signature
-from host.util.errors import UserError
-from host.util.log import log
+from plughost.runtime import hooktable
+from plughost.runtime.manifest import ToolDecl, json_path
+from plughost.runtime.types import Tool, schema_from_signature
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 NO_HANDLER = "is declared in PLUGIN.md but no plughost_tools implementation provides it"
@@ -169,7 +169,7 @@ def build_tool_table(host: Host) -> ToolTable:
 
 def _signature_schema(handler: Any) -> Mapping[str, Any] | None:
     """The schema a handler's signature gives, or None when the signature cannot say (``**kwargs``)."""
-    from host.runtime.types import schema_from_signature
+    from plughost.runtime.types import schema_from_signature
 
     try:
         return schema_from_signature(handler)

@@ -1,9 +1,9 @@
 """Typed values that hooks return (docs/architecture.md#hooks).
 
-Every extension-point hook returns a list of one of these; :func:`host.runtime.host.Host.collect`
+Every extension-point hook returns a list of one of these; :func:`plughost.runtime.host.Host.collect`
 flattens the lists, checks each item's type and rejects two items with one ``key``, naming both
 plugins. Capabilities with a single provider (the store, the embedder) return protocol objects
-described in :mod:`host.ports.graph` and :mod:`host.ports.embedding`.
+described in :mod:`plughost.ports.graph` and :mod:`plughost.ports.embedding`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 ToolHandler = Callable[..., Any]
 """Called with the validated arguments as keyword arguments; sync or async; returns str or JSON."""

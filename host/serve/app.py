@@ -34,16 +34,16 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.routing import BaseRoute, Mount
 from starlette.routing import Route as StarletteRoute
 
-from host.runtime import hooktable, state
-from host.runtime.types import Route
-from host.serve.stopping import Stop, stop_of
-from host.util import settings
-from host.util.errors import DuplicateNameError, PlughostError, StoreUnavailable, UserError
-from host.util.log import log
-from host.web.http import json_error
+from plughost.runtime import hooktable, state
+from plughost.runtime.types import Route
+from plughost.serve.stopping import Stop, stop_of
+from plughost.util import settings
+from plughost.util.errors import DuplicateNameError, PlughostError, StoreUnavailable, UserError
+from plughost.util.log import log
+from plughost.web.http import json_error
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 MCP_PREFIX = "/mcp/"
 _STATUS_SLUGS = {400: "bad-request", 401: "unauthorized", 403: "forbidden", 404: "not-found",
@@ -218,10 +218,10 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
     """Assemble the app; ``app.state.runtime`` is the :class:`Runtime`.
 
     ``open_local`` (default: ``PLUGHOST_OPEN_LOCAL``) opens MCP and admin routes to loopback
-    requests without a credential (:mod:`host.web.http_guard`); it is refused for a non-loopback bind.
+    requests without a credential (:mod:`plughost.web.http_guard`); it is refused for a non-loopback bind.
     """
-    from host.mcp.server import build_server, http_app
-    from host.web.http_guard import Door, GuardMiddleware
+    from plughost.mcp.server import build_server, http_app
+    from plughost.web.http_guard import Door, GuardMiddleware
 
     opened = open_local_requested(host, open_local)
     if opened and not is_loopback_bind(bind):
@@ -283,7 +283,7 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
 
 def is_loopback_bind(bind: str) -> bool:
     """Whether a listen address only accepts loopback connections (``localhost`` counts)."""
-    from host.web.http import is_loopback
+    from plughost.web.http import is_loopback
 
     return bind.strip().lower() == "localhost" or is_loopback(bind)
 
@@ -350,7 +350,7 @@ def make_server(host: Host, *, bind: str = "127.0.0.1", port: int = 8787, grace:
     """A configured (not yet running) uvicorn server for the host's app."""
     import uvicorn
 
-    from host.web.http_timeouts import protocol_class
+    from plughost.web.http_timeouts import protocol_class
 
     app = app or build_app(host, bind=bind, port=port, open_local=open_local)
     header_timeout = settings.HTTP_HEADER_TIMEOUT.read(host.env)

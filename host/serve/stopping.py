@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from host.runtime.state import StateKey
-from host.util import settings
+from plughost.runtime.state import StateKey
+from plughost.util import settings
 
 DEFAULT_GRACE = settings.SHUTDOWN_GRACE.default
 

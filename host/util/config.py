@@ -1,20 +1,25 @@
 """Process configuration: the data root, the `.env` loader and where the shipped files are
 (docs/configuration.md#data-root).
 
-Every `PLUGHOST_*` variable is a :class:`host.util.settings.Setting`, read through it.
+Every `PLUGHOST_*` variable is a :class:`plughost.util.settings.Setting`, read through it.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 
-from host.util import settings
-from host.util.settings import csv_list as csv_list  # the comma-list parser, for the callers that had it here
+from plughost.util import settings
+from plughost.util.errors import UserError
+from plughost.util.settings import (
+    csv_list as csv_list,  # the comma-list parser, for the callers that had it here
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-"""The checkout (or install prefix) that holds `host/`, `plugins/` and `manifests/`."""
+PACKAGE_ROOT = Path(str(resources.files("plughost")))
+"""The installed `plughost` package (the checkout's `host/` in an editable install): its
+`manifests/` (schemas, shipped brands) ship inside it, so a wheel finds them anywhere."""
 
 
 def home(env: Mapping[str, str] | None = None) -> Path:
@@ -68,8 +73,8 @@ PATH_KEYS = tuple(s.name for s in (settings.HOME, settings.PLUGINS_DIR, settings
 
 
 def manifests_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where the JSON Schemas and shipped brands live (`manifests/`)."""
-    return settings.MANIFESTS_DIR.read(env) or REPO_ROOT / "manifests"
+    """Where the JSON Schemas and shipped brands live (the package's `manifests/`)."""
+    return settings.MANIFESTS_DIR.read(env) or PACKAGE_ROOT / "manifests"
 
 
 def schema_path(name: str) -> Path:
@@ -77,8 +82,17 @@ def schema_path(name: str) -> Path:
 
 
 def builtin_plugins_dir() -> Path:
-    """The installed `plugins/` package: the default platform plugins folder."""
-    return REPO_ROOT / "plugins"
+    """The installed `plughost.plugins` package (the checkout's `plugins/`): the default platform plugins folder."""
+    return Path(str(resources.files("plughost.plugins")))
+
+
+def checkout_root() -> Path:
+    """The source checkout this package runs from, for the developer commands that rewrite its
+    docs (`python -m plughost.runtime.hookdocs`); an installed wheel has none."""
+    root = PACKAGE_ROOT.parent
+    if not (root / "pyproject.toml").is_file() or not (root / "docs").is_dir():
+        raise UserError(f"{PACKAGE_ROOT}: not a source checkout (run this from an editable install of the repository)")
+    return root
 
 
 def merge_env(text: str, values: dict[str, str]) -> str:

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from host.util.errors import UserError
+from plughost.util.errors import UserError
 
 TTL_MS = 24 * 60 * 60 * 1000
 CLOCK_SKEW_MS = 5 * 60 * 1000

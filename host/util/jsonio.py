@@ -52,8 +52,8 @@ def write_if_changed(path: Path, text: str | bytes) -> bool:
 
 def read_json(path: Path, *, default: Any = None) -> Any:
     """Parse a JSON file; ``default`` when it does not exist. Bad JSON (deep nesting, bytes that are
-    not UTF-8 included) raises ValueError naming the file, with :func:`host.util.jsonparse.parse_line`'s reason."""
-    from host.util.jsonparse import BadLine, parse_line
+    not UTF-8 included) raises ValueError naming the file, with :func:`plughost.util.jsonparse.parse_line`'s reason."""
+    from plughost.util.jsonparse import BadLine, parse_line
 
     try:
         raw = path.read_bytes()

@@ -22,8 +22,8 @@ def parse_line(raw: bytes | str, loads: Callable[[Any], Any] = json.loads, *, su
     """One JSON document → what ``loads`` makes of it, or :class:`BadLine` with the reason.
 
     The one place that decides which JSON is unreadable and says why: import lines, HTTP bodies
-    (:func:`host.web.http.parse_json`), MCP frames (:mod:`host.mcp.frames`) and JSON files
-    (:func:`host.util.jsonio.read_json`). Deep nesting raises RecursionError in the C decoder and a
+    (:func:`plughost.web.http.parse_json`), MCP frames (:mod:`plughost.mcp.frames`) and JSON files
+    (:func:`plughost.util.jsonio.read_json`). Deep nesting raises RecursionError in the C decoder and a
     lone surrogate escape is valid JSON that no UTF-8 text can carry; both are reasons here.
     ``loads`` may be a faster parser that raises what ``json.loads`` raises; ``surrogates=False``
     when it already raises ``BadLine(LONE_SURROGATE)`` itself, or the caller makes text well formed.

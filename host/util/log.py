@@ -2,7 +2,7 @@
 
 Lines go to stderr and are appended to `<PLUGHOST_HOME>/logs/server.log`. Operators grep
 them and tests assert them: the lines docs/logs.md names are contracts. Every value (and every
-line handed to :func:`emit` as it is) passes :func:`host.util.redact.redact_text` first, and a field
+line handed to :func:`emit` as it is) passes :func:`plughost.util.redact.redact_text` first, and a field
 whose name says secret (``password=``, ``token=``) is written ``[redacted]``: this is the one
 choke point for server.log and, through stderr, run.log.
 """
@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from host.util import config, settings
-from host.util.redact import MARKER, redact_text, secret_name
+from plughost.util import config, settings
+from plughost.util.redact import MARKER, redact_text, secret_name
 
 _lock = threading.Lock()
 # what str.splitlines() breaks on, the other C0/C1 controls (ESC starts ANSI sequences), DEL

@@ -201,7 +201,7 @@ def _cached_patterns() -> list[tuple[str, str, int]]:
     key = _detect_secrets_key()
     if key is None:
         return []
-    from host.util import config
+    from plughost.util import config
 
     path = config.home() / "cache" / "redact-patterns.json"
     try:

@@ -3,17 +3,17 @@
 A :class:`Setting` is the one home of a variable's name, type, default and one-line doc, and the
 one way to read it: ``SEARCH_STEM.read(host.env)`` is the typed value, the default when the
 variable is unset or empty, and a value that is not what the type expects is one
-:class:`~host.util.errors.UserError` line naming the variable and what was expected
+:class:`~plughost.util.errors.UserError` line naming the variable and what was expected
 (``PLUGHOST_WEBCHAT_MAX_TURNS: expected an integer >= 1 (got 'x')``).
 
 The host's own settings are declared here (:data:`HOST`); each plugin declares its own in
 ``plugins/<name>/settings.py`` and publishes them through the ``plughost_settings`` hook.
-:mod:`host.runtime.settings` joins them: ``plughost settings``, ``docs/configuration.md`` and the
+:mod:`plughost.runtime.settings` joins them: ``plughost settings``, ``docs/configuration.md`` and the
 warning about a ``PLUGHOST_*`` variable nobody declares. ``tests/host/test_settings_reads.py``
 fails on a ``PLUGHOST_*`` read anywhere else.
 
-Only the standard library and :mod:`host.util.errors`: the hook process imports this through
-:mod:`host.ports.principal`.
+Only the standard library and :mod:`plughost.util.errors`: the hook process imports this through
+:mod:`plughost.ports.principal`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, cast
 
-from host.util.errors import UserError
+from plughost.util.errors import UserError
 
 T = TypeVar("T")
 Kind = Literal["str", "int", "float", "bool", "csv", "path", "choice"]

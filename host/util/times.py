@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from host.util.errors import UserError
+from plughost.util.errors import UserError
 
 EXAMPLE = "2026-12-01T09:00:00Z"
 

@@ -74,10 +74,10 @@ async def read_body(request: Any, limit: int) -> bytes | None:
 def parse_json(raw: bytes | str, what: str = "body") -> Any:
     """A request body as JSON, or ValueError with one line naming ``what`` and the reason.
 
-    :func:`host.util.jsonparse.parse_line` decides what is unreadable (deep nesting included); a lone
-    surrogate escape is left to the caller (``host.util.log`` and the stores make text well formed).
+    :func:`plughost.util.jsonparse.parse_line` decides what is unreadable (deep nesting included); a lone
+    surrogate escape is left to the caller (``plughost.util.log`` and the stores make text well formed).
     """
-    from host.util.jsonparse import BadLine, parse_line
+    from plughost.util.jsonparse import BadLine, parse_line
 
     try:
         return parse_line(raw or b"null", surrogates=False)

@@ -9,7 +9,7 @@ stricter themselves.
 Credentials (docs/http.md#credentials): ``/mcp/<plugin>`` and every ``/api/admin/*`` route except the PIN
 exchange (``/api/admin/session``) require ``Authorization: Bearer <token>`` (the admin routes also
 take the ``admin_session`` cookie): the serving account's HTTP token
-(:func:`host.util.credentials.http_token`) or an admin session token minted for that same account.
+(:func:`plughost.util.credentials.http_token`) or an admin session token minted for that same account.
 Both are compared in constant time; a refusal is 401 ``{error: "unauthorized"}`` and writes no
 log line (a probe is not worth one). Public routes (webchat, webhooks, sites, healthz) stay
 open. The development switch (``plughost serve --open-local`` or ``PLUGHOST_OPEN_LOCAL=1``)
@@ -17,7 +17,7 @@ opens them without a credential, and only for requests that are loopback on ever
 peer, ``Host``, ``Origin``, proxy headers), so a tunnel on the same machine does not open them;
 ``serve`` refuses a non-loopback ``--host`` while it is on.
 
-Principal (docs/roles.md#a-credential-never-widens-the-guards): the serving process's :class:`host.ports.graph.Principal` is built once, when the
+Principal (docs/roles.md#a-credential-never-widens-the-guards): the serving process's :class:`plughost.ports.graph.Principal` is built once, when the
 app is, and every request carries it (``scope["state"]["principal"]``, read with
 :func:`request_principal`): a credential opens the door, it never widens the guards, and no route
 re-reads the environment for them. There is no narrowed credential: a narrowed server (its
@@ -33,9 +33,9 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
-from host.ports.graph import Principal
-from host.util import credentials, settings
-from host.web.http import MAX_DIGITS, json_error, loopback_refusal
+from plughost.ports.graph import Principal
+from plughost.util import credentials, settings
+from plughost.web.http import MAX_DIGITS, json_error, loopback_refusal
 
 DEFAULT_MAX_BODY = settings.HTTP_MAX_BODY.default
 MCP_MAX_BODY = 4 * 1024 * 1024

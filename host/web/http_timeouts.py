@@ -6,7 +6,7 @@ request head (h11's 16 KiB incomplete-event limit) and the connections it serves
 header byte every few seconds holds its connection open for ever. :func:`protocol_class` is
 uvicorn's h11 protocol with that one deadline added: a connection that has not sent a whole
 request head within ``PLUGHOST_HTTP_HEADER_TIMEOUT`` seconds (default 5) of opening, or of its
-last response, is closed. The body has its own deadline in :class:`host.web.http_guard.GuardMiddleware`
+last response, is closed. The body has its own deadline in :class:`plughost.web.http_guard.GuardMiddleware`
 (``PLUGHOST_HTTP_BODY_TIMEOUT``, default 30 s for the whole body: 408 after it).
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from host.util import settings
-from host.util.log import log
+from plughost.util import settings
+from plughost.util.log import log
 
 DEFAULT_HEADER_TIMEOUT = settings.HTTP_HEADER_TIMEOUT.default
 DEFAULT_BODY_TIMEOUT = settings.HTTP_BODY_TIMEOUT.default

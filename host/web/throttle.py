@@ -1,7 +1,7 @@
 """Token buckets for the public routes (docs/channels.md#flood-limits): a flood is answered 429 before it costs a
 store write or an agent turn.
 
-A route names its buckets by a ``PLUGHOST_RATE_<NAME>`` :class:`~host.util.settings.Setting` it
+A route names its buckets by a ``PLUGHOST_RATE_<NAME>`` :class:`~plughost.util.settings.Setting` it
 declares (:func:`limiter`; the buckets are called ``<name>``, lower case) and takes one token per
 request from each key it cares about (the client's address, a webchat visitor); an empty bucket
 is 429 ``{error: "too-many-requests", detail}`` with ``Retry-After`` (:func:`too_many`). A rate is
@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from host.runtime.state import StateKey
-from host.util.log import log
-from host.util.settings import Setting
-from host.web.http import is_loopback, json_error
+from plughost.runtime.state import StateKey
+from plughost.util.log import log
+from plughost.util.settings import Setting
+from plughost.web.http import is_loopback, json_error
 
 MAX_KEYS = 20_000
 
@@ -122,7 +122,7 @@ def client_address(request: Any) -> str:
     return peer or "unknown"
 
 
-_LIMITERS: StateKey[dict[str, Buckets | None]] = StateKey("host.web.throttle")
+_LIMITERS: StateKey[dict[str, Buckets | None]] = StateKey("plughost.web.throttle")
 
 
 def limiter(host: Any, setting: Setting[str]) -> Buckets | None:

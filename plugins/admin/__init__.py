@@ -1,1 +1,1 @@
-"""The admin plugin. Hook implementations live in :mod:`plugins.admin.hookimpls` (the entry point)."""
+"""The admin plugin. Hook implementations live in :mod:`plughost.plugins.admin.hookimpls` (the entry point)."""

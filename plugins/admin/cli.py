@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from host.util.errors import UserError
+from plughost.util.errors import UserError
 
 HELP = "admin sessions: set an account's admin PIN, print its HTTP token"
 
@@ -43,10 +43,10 @@ def owner_of(home: Any, account: str) -> str:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plugins.admin import sessions
+    from plughost.plugins.admin import sessions
 
     if args.action == "http-token":
-        from host.util.credentials import http_token
+        from plughost.util.credentials import http_token
 
         account = args.account or host.principal.account
         if account is not None:

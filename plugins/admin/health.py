@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from host.runtime import state
-from host.util.errors import PlughostError
+from plughost.runtime import state
+from plughost.util.errors import PlughostError
 
 PROBE_TIMEOUT_S = 3.0
 CACHE_S = 1.0

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from host.runtime.hookspecs import hookimpl
+from plughost.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import CliCommand, Route, Tool
-    from host.util.settings import Setting
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import CliCommand, Route, Tool
+    from plughost.util.settings import Setting
 
 
 @hookimpl
 def plughost_routes(host: Host) -> list[Route]:
-    from host.runtime.types import Route
-    from host.web.throttle import per_address
-    from plugins.admin import health, logingest, session_routes, sites
-    from plugins.admin.settings import RATE_LOG_INGEST, RATE_PIN_ADDRESS
+    from plughost.plugins.admin import health, logingest, session_routes, sites
+    from plughost.plugins.admin.settings import RATE_LOG_INGEST, RATE_PIN_ADDRESS
+    from plughost.runtime.types import Route
+    from plughost.web.throttle import per_address
 
     def home_of():
         return host.home
@@ -30,7 +30,7 @@ def plughost_routes(host: Host) -> list[Route]:
     def account_of():
         return host.principal.account
 
-    from plugins.admin.console import pages
+    from plughost.plugins.admin.console import pages
 
     login = session_routes.PinLogin(home_of, account_of)
     mint, check = session_routes.make_endpoints(home_of, account_of, login)
@@ -54,15 +54,15 @@ def plughost_routes(host: Host) -> list[Route]:
 
 @hookimpl
 def plughost_cli_commands(host: Host) -> list[CliCommand]:
-    from host.runtime.types import CliCommand
-    from plugins.admin import cli
+    from plughost.plugins.admin import cli
+    from plughost.runtime.types import CliCommand
 
     return [CliCommand("admin", cli.HELP, cli.configure, cli.run)]
 
 
 @hookimpl
 def plughost_settings() -> list[Setting]:
-    from plugins.admin.settings import ALL
+    from plughost.plugins.admin.settings import ALL
 
     return list(ALL)
 
@@ -70,6 +70,6 @@ def plughost_settings() -> list[Setting]:
 @hookimpl
 def plughost_tools(host: Host) -> list[Tool]:
     """``public-hostname`` and ``admin-hostname`` (declared in PLUGIN.md)."""
-    from plugins.admin.hostnames import hostname_tools
+    from plughost.plugins.admin.hostnames import hostname_tools
 
     return hostname_tools(host)

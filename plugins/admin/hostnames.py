@@ -15,12 +15,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.util.errors import UserError
-from host.util.log import log
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import Tool
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import Tool
 
 HOSTNAME = re.compile(r"^(?=.{1,253}(?::|$))[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
                       r"(?::[1-9][0-9]{0,4})?$")
@@ -30,8 +30,8 @@ the brand schema's ``hostnames`` pattern is the same (a test pins the two)."""
 
 def _brand(host: Host) -> tuple[str | None, dict[str, Any]]:
     """(the brand's name, its ``hostnames`` block) of this install's brand, or (None, {})."""
-    from host.payload.bundler import load_brand, resolve_brand
-    from host.util.settings import BRAND
+    from plughost.payload.bundler import load_brand, resolve_brand
+    from plughost.util.settings import BRAND
 
     named = BRAND.read(host.env)
     if named:
@@ -47,7 +47,7 @@ def _brand(host: Host) -> tuple[str | None, dict[str, Any]]:
 
 
 def resolve(host: Host, which: str) -> dict[str, Any]:
-    from plugins.admin.settings import ADMIN_HOSTNAME, PUBLIC_HOSTNAME
+    from plughost.plugins.admin.settings import ADMIN_HOSTNAME, PUBLIC_HOSTNAME
 
     setting = PUBLIC_HOSTNAME if which == "public" else ADMIN_HOSTNAME
     value = (setting.read(host.env) or "").strip()
@@ -68,7 +68,7 @@ def resolve(host: Host, which: str) -> dict[str, Any]:
 
 
 def hostname_tools(host: Host) -> list[Tool]:
-    from host.runtime.types import Tool
+    from plughost.runtime.types import Tool
 
     def public_hostname() -> dict[str, Any]:
         return resolve(host, "public")

@@ -6,7 +6,7 @@ be loopback too; a LAN client reaching the route through a local proxy is refuse
 could forge evidence lines. Body: JSON ``{"line": "..."}`` or ``{"lines": ["...", ...]}``; each
 line one physical line (no CR, LF or NUL), at most 8 KiB. Other characters that could forge a
 line for a ``splitlines()`` reader or act on a terminal (VT, FF, NEL, U+2028/9, ESC and the other
-controls) and lone surrogates are escaped when the line is written (:func:`host.util.log.escape_unsafe`).
+controls) and lone surrogates are escaped when the line is written (:func:`plughost.util.log.escape_unsafe`).
 
 A browser on the operator's machine is a loopback peer too, so a page using DNS rebinding could
 otherwise forge lines: the ``Host`` header must name a loopback address (or ``localhost``) and
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.util.log import emit, log
-from host.web.http import json_error, loopback_refusal, parse_json, read_body
+from plughost.util.log import emit, log
+from plughost.web.http import json_error, loopback_refusal, parse_json, read_body
 
 MAX_BODY = 64 * 1024
 MAX_LINE = 8 * 1024

@@ -24,10 +24,10 @@ from typing import Any
 
 import anyio
 
-from host.util.errors import UserError
-from host.util.log import log
-from host.web.http import json_error, parse_json, read_body
-from plugins.admin import sessions
+from plughost.plugins.admin import sessions
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.web.http import json_error, parse_json, read_body
 
 COOKIE = "admin_session"
 MAX_FAILURES = 5

@@ -1,4 +1,4 @@
-"""Admin PINs (docs/http.md#credentials); the session tokens they are exchanged for live in :mod:`host.util.credentials`.
+"""Admin PINs (docs/http.md#credentials); the session tokens they are exchanged for live in :mod:`plughost.util.credentials`.
 
 PIN: ``accounts/<id>/credentials/admin-pin`` holds a scrypt hash (JSON: scheme, n, r, p, salt,
 hash, userId), written 0600 through a temp file and ``os.replace``; set with ``plughost admin
@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from host.runtime.accounts import ACCOUNT_ID
-from host.util.credentials import (  # noqa: F401  (the token API, re-exported for the admin plugin)
+from plughost.runtime.accounts import ACCOUNT_ID
+from plughost.util.credentials import (  # noqa: F401  (the token API, re-exported for the admin plugin)
     CLOCK_SKEW_MS,
     SECRET_FILE,
     TTL_MS,
@@ -33,7 +33,7 @@ from host.util.credentials import (  # noqa: F401  (the token API, re-exported f
     unb64url,
     validate,
 )
-from host.util.errors import UserError
+from plughost.util.errors import UserError
 
 PIN_FILE = "admin-pin"
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}

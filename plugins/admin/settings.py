@@ -1,13 +1,13 @@
 """The admin plugin's ``PLUGHOST_*`` settings (published through ``plughost_settings``): its flood limits and the hostnames.
 
-Each is read through its object: see :mod:`host.util.settings` and :mod:`host.web.throttle`.
+Each is read through its object: see :mod:`plughost.util.settings` and :mod:`plughost.web.throttle`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from host.util.settings import Setting, declared
+from plughost.util.settings import Setting, declared
 
 RATE_PIN_ADDRESS: Setting[str] = Setting(
     "PLUGHOST_RATE_PIN_ADDRESS", "str", "12/10",

@@ -1,1 +1,1 @@
-"""The channels plugin. Hook implementations live in :mod:`plugins.channels.hookimpls` (the entry point)."""
+"""The channels plugin. Hook implementations live in :mod:`plughost.plugins.channels.hookimpls` (the entry point)."""

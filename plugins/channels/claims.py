@@ -7,7 +7,7 @@ ends, however it ends (SIGTERM, SIGKILL, a crash), so "is the claim alive" is on
 ``flock`` attempt, with no heartbeat and no pid reuse to worry about. Resumers take
 ``resume.lock`` while they pick and re-claim turns, so two of them never take the same one.
 
-On a shared store (several ``plughost serve`` on one Neo4j, :func:`host.ports.lease.is_shared`)
+On a shared store (several ``plughost serve`` on one Neo4j, :func:`plughost.ports.lease.is_shared`)
 :class:`LeaseClaims` replaces the files: a turn is a lease ``turn:<message id>`` on the store,
 taken before the message is stored, held (renewed) while its turn runs and released when it is
 over; a process that dies leaves it to expire, and the next resumer (another server's periodic
@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from host.util.errors import StoreUnavailable
+from plughost.util.errors import StoreUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.ports.lease import Leases
+    from plughost.ports.lease import Leases
 
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 
@@ -160,4 +160,4 @@ class LeaseClaims:
         return not self.leases.holds(name) and self.leases.take(name) is not None
 
     def release(self) -> None:
-        return None  # what is still held is released when the host closes (host.runtime.leases)
+        return None  # what is still held is released when the host closes (plughost.runtime.leases)

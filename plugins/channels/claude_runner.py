@@ -3,13 +3,13 @@
 Each turn runs ``claude -p --output-format json`` with the composed payload on stdin and reads
 the reply from the JSON result (``result``; ``is_error`` makes it a failed turn). Every sender has
 one session: the first turn creates it with ``--session-id <uuid>`` (the deterministic id of
-:func:`~plugins.channels.runner.session_id_for`), later turns, across restarts too, continue it
+:func:`~plughost.plugins.channels.runner.session_id_for`), later turns, across restarts too, continue it
 with ``--resume <uuid>``; the sessions started are remembered in
 ``<home>/accounts/<id>/claude-sessions.json``, and a CLI that disagrees ("no conversation
 found" / "already in use") gets the other flag once.
 
 The CLI runs with ``CLAUDE_CONFIG_DIR`` set to the config dir of the install
-(:func:`host.runtime.install_record.config_dir_source`: ``serve --config-dir``, else
+(:func:`plughost.runtime.install_record.config_dir_source`: ``serve --config-dir``, else
 ``PLUGHOST_CLAUDE_CONFIG_DIR``, else the ``PLUGHOST_CONFIG_DIR`` ``plughost install`` recorded in
 ``<home>/.env``, else ``CLAUDE_CONFIG_DIR``, else ``~/.claude``: the folder the gates check), so
 the installed plugins' MCP servers are an admin's tools, limited to
@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from host.runtime.install_record import config_dir_source
-from host.util.log import log
-from plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
-from plugins.channels.settings import AGENT_TIMEOUT, CLAUDE_BIN
+from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
+from plughost.plugins.channels.settings import AGENT_TIMEOUT, CLAUDE_BIN
+from plughost.runtime.install_record import config_dir_source
+from plughost.util.log import log
 
 NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit",
                 "WebFetch", "WebSearch", "Task", "TodoWrite", "Skill", "ExitPlanMode", "CronCreate", "CronDelete",
@@ -109,7 +109,7 @@ class ClaudeRunner:
         return args
 
     def child_env(self, session_id: str, payload: Mapping[str, Any]) -> dict[str, str]:
-        from host.ports.principal import child_env, resolve
+        from plughost.ports.principal import child_env, resolve
 
         role = str(payload.get("role") or "public")
         # an admin's session, or a visitor confined to it (public, never wider than this process)
@@ -239,7 +239,7 @@ def _result(out: str) -> dict[str, Any] | None:
 def _public_knowledge(host: Any) -> Any:
     """The memory runner's public-scope search as ``question -> [(text, source)]``: at most
     :data:`MAX_PASSAGES`, each a different text (a document's Section and its Chunk are one)."""
-    from plugins.channels.memory_runner import MemoryRunner, distinct
+    from plughost.plugins.channels.memory_runner import MemoryRunner, distinct
 
     memory = MemoryRunner(host)
 

@@ -7,8 +7,8 @@ import asyncio
 import json
 from typing import Any
 
-from host.runtime.types import CliCommand
-from host.util.errors import UserError
+from plughost.runtime.types import CliCommand
+from plughost.util.errors import UserError
 
 
 def _configure_record_turn(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +16,7 @@ def _configure_record_turn(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_record_turn(args: argparse.Namespace, host: Any) -> int:
-    from plugins.channels.turn_recorder import cli_run
+    from plughost.plugins.channels.turn_recorder import cli_run
 
     return cli_run(host)
 
@@ -40,11 +40,11 @@ def _configure_channels(parser: argparse.ArgumentParser) -> None:
 
 def _run_channels(args: argparse.Namespace, host: Any) -> int:
     if args.channels_command == "retry":
-        from plugins.channels.delivery import retry_failed
+        from plughost.plugins.channels.delivery import retry_failed
 
         outcome = asyncio.run(retry_failed(host, limit=args.limit))
         if not args.failed_only:
-            from plugins.channels.delivery import resume_unanswered
+            from plughost.plugins.channels.delivery import resume_unanswered
 
             outcome["unanswered"] = asyncio.run(resume_unanswered(host, batch=args.batch))
         if args.json:
@@ -59,7 +59,7 @@ def _run_channels(args: argparse.Namespace, host: Any) -> int:
     if args.channels_command == "serve":
         import uvicorn
 
-        from plugins.channels.server import build_app
+        from plughost.plugins.channels.server import build_app
 
         uvicorn.run(build_app(host), host=args.host, port=args.port, log_level="warning",
                     timeout_keep_alive=30, timeout_graceful_shutdown=30)
@@ -93,7 +93,7 @@ def _configure_schedule(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_schedule_store(args: argparse.Namespace, host: Any) -> int:
-    from plugins.channels import scheduler
+    from plughost.plugins.channels import scheduler
 
     account = host.principal.account_id
     if args.schedule_command == "add":
@@ -119,8 +119,8 @@ def _run_schedule(args: argparse.Namespace, host: Any) -> int:
         return _run_schedule_store(args, host)
     if args.schedule_command != "dispatch":
         raise UserError("schedule: expected an action: add | list | dispatch")
-    from plugins.channels.delivery import drain
-    from plugins.channels.pipeline import dispatch_scheduled
+    from plughost.plugins.channels.delivery import drain
+    from plughost.plugins.channels.pipeline import dispatch_scheduled
 
     target = {"chat_id": args.chat_id or args.to} if args.channel == "telegram" else {"to": args.to}
 

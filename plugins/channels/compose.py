@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from host.runtime import hooktable
-from host.util.log import log
+from plughost.runtime import hooktable
+from plughost.util.log import log
 
 PROVENANCE_HEADING = "## Scheduled automation (platform-verified)"
 RULES_HEADING = "## Standing rules"

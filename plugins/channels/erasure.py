@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from plugins.channels import scheduler
-from plugins.channels.identity import account_dir
-from plugins.channels.runner import session_id_for
+from plughost.plugins.channels import scheduler
+from plughost.plugins.channels.identity import account_dir
+from plughost.plugins.channels.runner import session_id_for
 
 SENDER_CHANNELS = ("webchat", "telegram", "whatsapp")  # a --visitor id names no channel: try each
 
@@ -93,7 +93,7 @@ def sessions(home: Path, account: str, config_dir: Path | None, senders: set[str
 
 def erase(host: Any, account: str, senders: list[str], holds: Callable[[str], bool], dry_run: bool,
           tally: Counter[str]) -> None:
-    from host.runtime.install_record import config_dir_source
+    from plughost.runtime.install_record import config_dir_source
 
     who = {s for s in senders if s}
     tally["aliases"] += aliases(host.home, account, who, holds, dry_run)
@@ -103,7 +103,7 @@ def erase(host: Any, account: str, senders: list[str], holds: Callable[[str], bo
     tally["sessions"] += records
     tally["transcripts"] += files
     if not dry_run:  # this process's webchat cache (a server's other processes check theirs on the next read)
-        from plugins.channels.webchat import forget
+        from plughost.plugins.channels.webchat import forget
 
         dropped = forget(host, who)
         if dropped:

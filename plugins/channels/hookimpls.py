@@ -4,36 +4,36 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from host.runtime.hookspecs import hookimpl
+from plughost.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections import Counter
     from collections.abc import Callable
 
-    from host.runtime.host import Host
-    from host.runtime.types import AgentRunner, ChannelAdapter, CliCommand, Gate
-    from host.util.settings import Setting
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import AgentRunner, ChannelAdapter, CliCommand, Gate
+    from plughost.util.settings import Setting
 
 # --- channels: adapters, runner, CLI (heavy modules are imported inside each hook) --------
 
 
 @hookimpl
 def plughost_cli_commands(host: Host) -> list[CliCommand]:
-    from plugins.channels.commands import cli_commands
+    from plughost.plugins.channels.commands import cli_commands
 
     return cli_commands()
 
 
 @hookimpl
 def plughost_agent_runner(host: Host) -> AgentRunner:
-    from plugins.channels.runner_choice import builtin_runner
+    from plughost.plugins.channels.runner_choice import builtin_runner
 
     return builtin_runner(host)
 
 
 @hookimpl
 def plughost_channel_adapters(host: Host) -> list[ChannelAdapter]:
-    from plugins.channels import admin_chat, telegram, webchat, whatsapp
+    from plughost.plugins.channels import admin_chat, telegram, webchat, whatsapp
 
     return [webchat.adapter(host), telegram.adapter(host), whatsapp.adapter(host), admin_chat.adapter(host)]
 
@@ -43,9 +43,9 @@ def plughost_startup(host: Host) -> None:
     """`plughost serve`: resume the turns a stopped server left unanswered (docs/channels.md#resume: nothing accepted
     is lost), run the scheduler on the server's loop, warm the agent runner and screening's language
     model up in the background."""
-    from plugins.channels import language, scheduler
-    from plugins.channels.delivery import start_resume
-    from plugins.channels.runner_choice import warm_in_background
+    from plughost.plugins.channels import language, scheduler
+    from plughost.plugins.channels.delivery import start_resume
+    from plughost.plugins.channels.runner_choice import warm_in_background
 
     start_resume(host)
     scheduler.start(host)
@@ -55,8 +55,8 @@ def plughost_startup(host: Host) -> None:
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plugins.channels import scheduler
-    from plugins.channels.server import close
+    from plughost.plugins.channels import scheduler
+    from plughost.plugins.channels.server import close
 
     scheduler.stop(host)
     close(host)
@@ -69,8 +69,8 @@ __all__: list[str] = []
 
 @hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
-    from plugins.channels.admin_binding import admin_identity_binding_gate
-    from plugins.channels.runner_gate import agent_runner_gate
+    from plughost.plugins.channels.admin_binding import admin_identity_binding_gate
+    from plughost.plugins.channels.runner_gate import agent_runner_gate
 
     return [admin_identity_binding_gate(), agent_runner_gate()]
 
@@ -79,13 +79,13 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
 def plughost_person_erased(host: Host, account_id: str, senders: list[str], holds: Callable[[str], bool],
                            dry_run: bool, tally: Counter[str]) -> None:
     """The erased person's alias, schedule entries and agent sessions (plugins/channels/erasure.py)."""
-    from plugins.channels.erasure import erase
+    from plughost.plugins.channels.erasure import erase
 
     erase(host, account_id, senders, holds, dry_run, tally)
 
 
 @hookimpl
 def plughost_settings() -> list[Setting]:
-    from plugins.channels.settings import ALL
+    from plughost.plugins.channels.settings import ALL
 
     return list(ALL)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from host.runtime.accounts import admin_ids, read_account_json
-from host.util.errors import UserError
-from host.util.log import log
+from plughost.runtime.accounts import admin_ids, read_account_json
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 _alias_lock = threading.Lock()
 

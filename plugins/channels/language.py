@@ -14,7 +14,7 @@ import re
 import threading
 from typing import Any
 
-from host.util.log import log
+from plughost.util.log import log
 
 UNDETERMINED = "und"
 MIN_WORDS = 2

@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from host.runtime.state import StateKey
-from host.util.log import log
-from plugins.channels.brand import GREETING, product_name
-from plugins.channels.runner import RunnerError
-from plugins.channels.settings import AGENT_MIN_MATCH
+from plughost.plugins.channels.brand import GREETING, product_name
+from plughost.plugins.channels.runner import RunnerError
+from plughost.plugins.channels.settings import AGENT_MIN_MATCH
+from plughost.runtime.state import StateKey
+from plughost.util.log import log
 
 FOLLOW_UP_TOOL = "work-create"
 SEARCH_TOOL = "memory-search"
@@ -294,8 +294,8 @@ class MemoryRunner:
         follow-up Task (``work-create``, admin scope) with the contact, linked to the visitor's
         Conversation (``conversationId``, ``RAISED_DURING``) so the team can read what was said;
         the visitor is told so."""
-        from host.runtime import hooktable
-        from host.runtime.tooltable import call_tool
+        from plughost.runtime import hooktable
+        from plughost.runtime.tooltable import call_tool
 
         with self.pending_lock:
             question = self.pending.pop(session_id, None)
@@ -321,7 +321,7 @@ class MemoryRunner:
     def conversation_of(self, channel: str, sender: str) -> str | None:
         """The stored Conversation of this channel and sender, or None (webchat stores it from the
         visitor's second message on; a turn run outside the gateway has none)."""
-        from host.ports.graph import conversation_node_id
+        from plughost.ports.graph import conversation_node_id
 
         account = self.host.principal.account
         if not (account and channel and sender):
@@ -353,8 +353,8 @@ class MemoryRunner:
         return [(key[0], p) for key, p in scored]
 
     def search(self, question: str, role: str) -> str:
-        from host.runtime import hooktable
-        from host.runtime.tooltable import call_tool
+        from plughost.runtime import hooktable
+        from plughost.runtime.tooltable import call_tool
 
         host = self.host if role == "admin" else public_host(self.host)
         owners = [c.plugin for c in host.collect(hooktable.TOOLS) if c.item.name == SEARCH_TOOL]
@@ -384,8 +384,8 @@ def public_host(host: Any) -> Any:
 
 
 def _build_public_host(host: Any) -> Any:
-    from host.ports.principal import child_env
-    from host.runtime.host import Host
+    from plughost.ports.principal import child_env
+    from plughost.runtime.host import Host
 
     env = child_env(host.env, host.principal.visitor())  # public at most, never wider than this process
     narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,

@@ -14,9 +14,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from host.runtime.state import StateKey
-from host.util.log import log
-from plugins.channels.settings import CHANNELS_HTTP_TIMEOUT, CHANNELS_MAX_RETRY_DELAY, CHANNELS_SEND_ATTEMPTS
+from plughost.plugins.channels.settings import (
+    CHANNELS_HTTP_TIMEOUT,
+    CHANNELS_MAX_RETRY_DELAY,
+    CHANNELS_SEND_ATTEMPTS,
+)
+from plughost.runtime.state import StateKey
+from plughost.util.log import log
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_ATTEMPTS = CHANNELS_SEND_ATTEMPTS.default

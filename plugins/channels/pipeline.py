@@ -11,7 +11,7 @@ including ones never answered; webchat creates only its Conversation lazily, on 
 second message, and links the Messages stored before it then.
 
 Each stored inbound (and each reply) carries ``claimedBy``, the token of the process that took
-it (:mod:`plugins.channels.claims`); a turn that process never finished is resumed by the next
+it (:mod:`plughost.plugins.channels.claims`); a turn that process never finished is resumed by the next
 one (on startup, or by ``plughost channels retry``) once that process is gone, exactly once.
 """
 
@@ -30,18 +30,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from host.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id, visitor_key
-from host.runtime import hooktable
-from host.runtime.state import StateKey
-from host.util.log import log
-from plugins.channels import compose as composing
-from plugins.channels import identity as ident
-from plugins.channels.claims import Claims, LeaseClaims
-from plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
-from plugins.channels.runner import KeyedSerializer, RunnerError, session_id_for
-from plugins.channels.runner_choice import get_runner
-from plugins.channels.screening import screen
-from plugins.channels.settings import AGENT_CONCURRENCY
+from plughost.plugins.channels import compose as composing
+from plughost.plugins.channels import identity as ident
+from plughost.plugins.channels.claims import Claims, LeaseClaims
+from plughost.plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
+from plughost.plugins.channels.runner import KeyedSerializer, RunnerError, session_id_for
+from plughost.plugins.channels.runner_choice import get_runner
+from plughost.plugins.channels.screening import screen
+from plughost.plugins.channels.settings import AGENT_CONCURRENCY
+from plughost.ports.graph import (
+    CHANNEL_MESSAGE_LABELS,
+    HAS_MESSAGE,
+    Guards,
+    conversation_node_id,
+    visitor_key,
+)
+from plughost.runtime import hooktable
+from plughost.runtime.state import StateKey
+from plughost.util.log import log
 
 REFUSAL = "Sorry, I can't help with that request."
 AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
@@ -168,7 +174,7 @@ class Gateway:
         self._interrupting = False
         self.interrupted = 0  # turns a stopping process left `received`
         self.wound_down: asyncio.Future[Any] | None = None
-        from host.serve.stopping import stop_of
+        from plughost.serve.stopping import stop_of
 
         stop_of(host).on_stop(self._on_stop)
 
@@ -197,7 +203,7 @@ class Gateway:
         """This process's claim on the turns it accepts (taken on first use): a lease per turn on a
         shared store (several servers on one Neo4j), else the local claim file."""
         if self._claims is None:
-            from host.runtime.leases import leases
+            from plughost.runtime.leases import leases
 
             account = self.require_account()
             shared = leases(self.host)
@@ -405,7 +411,7 @@ class Gateway:
     async def _wind_down(self) -> None:
         """Let running turns finish until the grace deadline, then end their agents (the turns stay
         ``received``); every turn not started stays ``received`` too. One ``op=stop-turns`` line."""
-        from host.serve.stopping import stop_of
+        from plughost.serve.stopping import stop_of
 
         stop = stop_of(self.host)
         started, queued, running = time.monotonic(), self.queued, len(self._agents)
@@ -586,7 +592,7 @@ class Gateway:
         Under ``plughost serve`` the host's stop already began the wind-down (bounded by the
         grace); this waits for it. Otherwise (a channels-only server, a test) the running turns
         get ``timeout`` seconds."""
-        from host.serve.stopping import stop_of
+        from plughost.serve.stopping import stop_of
 
         loop, lanes = self.loop, self._lanes
         if loop is None or lanes is None or not loop.is_running():

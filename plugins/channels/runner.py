@@ -3,8 +3,8 @@
 A runner is any object with ``async run(session_id, payload) -> str``; the
 ``plughost_agent_runner`` hook supplies one. The channels plugin's own provider picks one of
 three by ``PLUGHOST_AGENT`` (:func:`builtin_runner`): ``memory`` (the default; answers from the
-account's memory, :mod:`plugins.channels.memory_runner`), ``claude`` (the Claude Code CLI,
-:mod:`plugins.channels.claude_runner`) or ``command`` (:class:`CommandRunner`: starts
+account's memory, :mod:`plughost.plugins.channels.memory_runner`), ``claude`` (the Claude Code CLI,
+:mod:`plughost.plugins.channels.claude_runner`) or ``command`` (:class:`CommandRunner`: starts
 ``PLUGHOST_AGENT_COMMAND`` per turn, writes the payload JSON to its stdin and reads the
 reply from its stdout, within ``PLUGHOST_AGENT_TIMEOUT`` seconds). Every sender has one
 session with a deterministic id, so a sender's turns share their agent context across
@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from plugins.channels.settings import AGENT, AGENT_COMMAND, AGENT_TIMEOUT
+from plughost.plugins.channels.settings import AGENT, AGENT_COMMAND, AGENT_TIMEOUT
 
 T = TypeVar("T")
 SESSION_NAMESPACE = uuid.UUID("5b0d8f4e-6a51-4c1e-9a57-0c3f1f2b7d10")
@@ -58,7 +58,7 @@ class CommandRunner:
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
         if not self.command:
             raise RunnerError("not-configured: set PLUGHOST_AGENT_COMMAND")
-        from host.ports.principal import child_env, resolve
+        from plughost.ports.principal import child_env, resolve
 
         # the turn's principal is what the agent's own Stop hook (`plughost record-turn`) keys on:
         # record admin turns, never a public visitor's

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.runtime import hooktable
-from host.runtime.state import StateKey
-from host.util.errors import UserError
-from host.util.log import log
-from plugins.channels.runner import BrokenRunner, CommandRunner, agent_choice
+from plughost.plugins.channels.runner import BrokenRunner, CommandRunner, agent_choice
+from plughost.runtime import hooktable
+from plughost.runtime.state import StateKey
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 
 def builtin_runner(host: Any) -> Any:
@@ -19,11 +19,11 @@ def builtin_runner(host: Any) -> Any:
     try:
         choice = agent_choice(host.env)
         if choice == "memory":
-            from plugins.channels.memory_runner import MemoryRunner
+            from plughost.plugins.channels.memory_runner import MemoryRunner
 
             return MemoryRunner(host)
         if choice == "claude":
-            from plugins.channels.claude_runner import ClaudeRunner
+            from plughost.plugins.channels.claude_runner import ClaudeRunner
 
             return ClaudeRunner.from_host(host)
         return CommandRunner.from_env(host.env)

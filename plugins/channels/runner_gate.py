@@ -6,7 +6,7 @@ executable is not on PATH (``claude``, the ``command``'s program) is said loudly
 since it may be installed before the first turn.
 
 For ``claude`` it also checks the config dir the runner will run in (the same
-:func:`host.runtime.install_record.config_dir_source` the runner and the registration gates use): a
+:func:`plughost.runtime.install_record.config_dir_source` the runner and the registration gates use): a
 folder where nothing is installed means an admin's turn has none of plughost's tools, so it is
 said loudly (``WARN``) with where that folder came from.
 """
@@ -17,10 +17,10 @@ import shlex
 import shutil
 from collections.abc import Mapping
 
-from host.runtime.types import Gate, GateContext, GateResult
-from host.util.errors import UserError
-from host.util.log import format_line
-from plugins.channels.settings import AGENT_COMMAND, AGENT_TIMEOUT, CLAUDE_BIN
+from plughost.plugins.channels.settings import AGENT_COMMAND, AGENT_TIMEOUT, CLAUDE_BIN
+from plughost.runtime.types import Gate, GateContext, GateResult
+from plughost.util.errors import UserError
+from plughost.util.log import format_line
 
 NAME = "agent-runner"
 
@@ -42,7 +42,7 @@ def _executable(env: Mapping[str, str], choice: str) -> tuple[str, str] | None:
 
 
 def check_agent_runner(ctx: GateContext) -> GateResult:
-    from plugins.channels.runner import agent_choice
+    from plughost.plugins.channels.runner import agent_choice
 
     env = ctx.env
     try:
@@ -74,8 +74,8 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
 
 def _claude_config(ctx: GateContext, extra: dict[str, str]) -> list[tuple[str, dict[str, str]]]:
     """The claude runner's config dir into ``extra``; a warning when no plugin is installed there."""
-    from host.payload.registration import Registration
-    from host.runtime.install_record import config_dir_source
+    from plughost.payload.registration import Registration
+    from plughost.runtime.install_record import config_dir_source
 
     folder, source = config_dir_source(ctx.env, ctx.extras.get("config_dir"))
     extra.update({"config-dir": str(folder), "source": source})

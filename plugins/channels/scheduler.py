@@ -4,7 +4,7 @@ The schedule of an account is ``<home>/accounts/<id>/schedule.json`` (a list of 
 atomically under a lock file, so the CLI and a running server can both change it). The server's
 loop (:func:`run_scheduler`, started by the channels plugin's startup hook) wakes at least once a
 second, claims each due entry (``status: dispatching``, written before the turn runs) and hands
-it to :func:`plugins.channels.pipeline.dispatch_scheduled`, the only code that stamps the
+it to :func:`plughost.plugins.channels.pipeline.dispatch_scheduled`, the only code that stamps the
 provenance marker; the turn runs in the sender's own session. The message id is derived from
 the entry id, so an entry claimed twice (a crash between claim and done, two servers) maps onto
 one stored message and one turn: each entry fires once, across restarts.
@@ -24,11 +24,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from host.runtime.accounts import account_dir
-from host.runtime.state import StateKey
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.times import parse_time
+from plughost.runtime.accounts import account_dir
+from plughost.runtime.state import StateKey
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.times import parse_time
 
 CHANNELS = ("telegram", "whatsapp")
 POLL_S = 1.0
@@ -167,7 +167,7 @@ def finish(path: Path, entry_id: str, **fields: Any) -> None:
 
 async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
     """One entry's turn; its outcome is written back to the schedule."""
-    from plugins.channels.pipeline import dispatch_scheduled
+    from plughost.plugins.channels.pipeline import dispatch_scheduled
 
     target = {"chat_id": entry.get("chatId") or entry["to"]} if entry["channel"] == "telegram" else {"to": entry["to"]}
     try:
@@ -215,7 +215,7 @@ async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
         log("schedule", "op=unreadable", reason=str(exc)[:200])
     log("schedule", "op=started", account=account[:8], reclaimed=reclaimed)
     running: set[asyncio.Task[None]] = set()
-    from host.serve.stopping import stop_of
+    from plughost.serve.stopping import stop_of
 
     stopping = stop_of(host)
     while not stop.is_set():

@@ -4,7 +4,7 @@ A provider (an LLM, through ``plughost_screen_message``) may classify the messag
 :data:`PROVIDER_TIMEOUT` seconds and any failure falls through with the message unmodified.
 The local check against the shared injection vocabulary always runs, including on messages
 under five words (which skip the provider), so a short payload cannot slip past screening. The
-language is detected locally (:mod:`plugins.channels.language`; a provider's ``lang`` wins).
+language is detected locally (:mod:`plughost.plugins.channels.language`; a provider's ``lang`` wins).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from host.runtime import hooktable
-from host.util.log import log
-from plugins.channels import language
+from plughost.plugins.channels import language
+from plughost.runtime import hooktable
+from plughost.util.log import log
 
 PROVIDER_TIMEOUT = 3.0
 SHORT_MESSAGE_WORDS = 5

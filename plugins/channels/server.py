@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from host.runtime import hooktable
+from plughost.runtime import hooktable
 
 
 def build_app(host: Any) -> Any:
@@ -28,8 +28,8 @@ def build_app(host: Any) -> Any:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
-        from plugins.channels.delivery import drain, resume
-        from plugins.channels.settings import CHANNELS_RESUME
+        from plughost.plugins.channels.delivery import drain, resume
+        from plughost.plugins.channels.settings import CHANNELS_RESUME
 
         task = None
         if host.principal.account and CHANNELS_RESUME.read(host.env):
@@ -44,9 +44,9 @@ def build_app(host: Any) -> Any:
 
 def close(host: Any) -> None:
     """Shutdown hook: drop per-process state (a client bound to a finished loop is discarded)."""
-    from plugins.channels.memory_runner import PUBLIC_HOST
-    from plugins.channels.outbound import HTTP_CLIENT
-    from plugins.channels.pipeline import GATEWAY
+    from plughost.plugins.channels.memory_runner import PUBLIC_HOST
+    from plughost.plugins.channels.outbound import HTTP_CLIENT
+    from plughost.plugins.channels.pipeline import GATEWAY
 
     gw = host.state.get(GATEWAY)
     if gw is not None:

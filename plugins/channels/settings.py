@@ -1,13 +1,13 @@
 """The channels plugin's ``PLUGHOST_*`` settings (published through ``plughost_settings``).
 
-Each is read through its object (``AGENT_TIMEOUT.read(host.env)``): see :mod:`host.util.settings`.
+Each is read through its object (``AGENT_TIMEOUT.read(host.env)``): see :mod:`plughost.util.settings`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from host.util.settings import Setting, declared
+from plughost.util.settings import Setting, declared
 
 AGENT: Setting[str | None] = Setting(
     "PLUGHOST_AGENT", "choice", None,

@@ -3,7 +3,7 @@
 Reads the Stop-hook stdin ``{session_id, transcript_path, ...}``, walks the JSONL transcript
 into ordered turns (user and assistant texts, each assistant turn's tool calls with their
 outputs) and stores them in the account's graph under the admin session's principal
-(:mod:`plugins.channels.turn_store`): idempotent per turn, so the whole transcript can go in
+(:mod:`plughost.plugins.channels.turn_store`): idempotent per turn, so the whole transcript can go in
 every time (no windowing). Only admin sessions are recorded. A Stop hook must never break the
 session: every path returns exit code 0 and says why in a ``[turn-recorder]`` line.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from host.util.log import log
+from plughost.util.log import log
 
 SKIP_REASONS = ("role-not-admin", "no-account", "unknown-account", "empty-stdin", "no-session", "missing-transcript",
                 "conversation-empty")
@@ -163,9 +163,9 @@ def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
 
 
 def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
-    from host.ports.principal import Role, resolve
-    from host.runtime.accounts import require_existing
-    from host.util.errors import UserError
+    from plughost.ports.principal import Role, resolve
+    from plughost.runtime.accounts import require_existing
+    from plughost.util.errors import UserError
 
     principal = resolve(env)
     if principal.role is not Role.ADMIN_SESSION:
@@ -208,8 +208,8 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
     if host is None:
         return 0
     host = host() if callable(host) else host
-    from host.runtime import hooktable
-    from plugins.channels.turn_store import record
+    from plughost.plugins.channels.turn_store import record
+    from plughost.runtime import hooktable
 
     started = time.perf_counter()
     try:

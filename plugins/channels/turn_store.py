@@ -8,7 +8,7 @@ hook (every Stop walks the whole transcript) writes only the turns that are new 
 
 The Conversation is the session's (named by the session id, else holding it as ``sessionId``,
 the rule the tool-call audit follows, so a session's ToolCalls and turns hang together), else
-one created with the session id. Texts and tool calls pass :mod:`host.util.redact` first; each tool
+one created with the session id. Texts and tool calls pass :mod:`plughost.util.redact` first; each tool
 call's input and output are cut at :data:`CALL_CHARS` characters.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from host.ports.graph import (
+from plughost.ports.graph import (
     CONVERSATION_LABEL,
     HAS_MESSAGE,
     MESSAGE_LABEL,
@@ -29,7 +29,7 @@ from host.ports.graph import (
     guarded_upsert_many,
     session_conversation,
 )
-from host.util.redact import redact_text, redact_value
+from plughost.util.redact import redact_text, redact_value
 
 CHANNEL = "claude-code"
 CALL_CHARS = 2000

@@ -30,25 +30,25 @@ import uuid
 from importlib import resources
 from typing import Any
 
-from host.ports.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id, visitor_key
-from host.runtime.state import StateKey
-from host.runtime.types import ChannelAdapter, Route
-from host.serve.stopping import stop_of
-from host.util.log import log
-from host.web.http import int_param, parse_json, read_body
-from host.web.throttle import check, client_address
-from plugins.channels.pipeline import (
+from plughost.plugins.channels.pipeline import (
     DELIVERING,
     Inbound,
     NotConfigured,
     gateway,
 )
-from plugins.channels.settings import (
+from plughost.plugins.channels.settings import (
     CHANNELS_MAX_QUEUED,
     RATE_WEBCHAT_ADDRESS,
     RATE_WEBCHAT_VISITOR,
     WEBCHAT_MAX_TURNS,
 )
+from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id, visitor_key
+from plughost.runtime.state import StateKey
+from plughost.runtime.types import ChannelAdapter, Route
+from plughost.serve.stopping import stop_of
+from plughost.util.log import log
+from plughost.web.http import int_param, parse_json, read_body
+from plughost.web.throttle import check, client_address
 
 CHANNEL = "webchat"
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
@@ -220,9 +220,9 @@ def page_html(host: Any) -> str:
     if cached is None:
         import html
 
-        from plugins.channels.brand import greeting, product_name
+        from plughost.plugins.channels.brand import greeting, product_name
 
-        page = resources.files("plugins.channels").joinpath("webchat.html").read_text(encoding="utf-8")
+        page = resources.files("plughost.plugins.channels").joinpath("webchat.html").read_text(encoding="utf-8")
         cached = (page.replace("__PRODUCT__", html.escape(product_name(host.env)))
                   .replace("__GREETING__", html.escape(greeting(host.env))))
         host.state.set(PAGE, cached)

@@ -18,19 +18,19 @@ import hmac
 from datetime import UTC, datetime
 from typing import Any
 
-from host.runtime.types import ChannelAdapter, Route
-from host.util.log import log
-from host.web.http import parse_json, read_body
-from plugins.channels.compose import ReplyContext
-from plugins.channels.outbound import chunks, post_json, send_parts
-from plugins.channels.pipeline import Inbound, NotConfigured, gateway
-from plugins.channels.settings import (
+from plughost.plugins.channels.compose import ReplyContext
+from plughost.plugins.channels.outbound import chunks, post_json, send_parts
+from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
+from plughost.plugins.channels.settings import (
     WHATSAPP_API_BASE,
     WHATSAPP_APP_SECRET,
     WHATSAPP_PHONE_ID,
     WHATSAPP_TOKEN,
     WHATSAPP_VERIFY_TOKEN,
 )
+from plughost.runtime.types import ChannelAdapter, Route
+from plughost.util.log import log
+from plughost.web.http import parse_json, read_body
 
 CHANNEL = "whatsapp"
 MEDIA_TYPES = ("image", "audio", "video", "document", "sticker", "voice")

@@ -11,8 +11,8 @@ def backend_name(env: Any) -> str:
     ``PLUGHOST_STORE=graph`` (this plugin's name: the host's choice among store plugins) keeps
     the default.
     """
-    from host.util.errors import UserError
-    from host.util.settings import STORE
+    from plughost.util.errors import UserError
+    from plughost.util.settings import STORE
 
     chosen = (STORE.read(env) or "").lower()
     if chosen and chosen != "graph":
@@ -24,6 +24,6 @@ def backend_name(env: Any) -> str:
 
 def sqlite_path(host: Any) -> Any:
     """The embedded store's file: ``PLUGHOST_GRAPH_DB``, else ``<PLUGHOST_HOME>/graph.sqlite``."""
-    from plugins.graph.settings import GRAPH_DB
+    from plughost.plugins.graph.settings import GRAPH_DB
 
     return GRAPH_DB.read(host.env) or host.home / "graph.sqlite"

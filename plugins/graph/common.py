@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
-from host.ports.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
-from host.ports.jsonl import EDGE_KEYS as _EDGE_KEYS
-from host.ports.jsonl import LINE_KEYS as _ROW_KEYS
-from host.ports.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem, stamps_of
-from host.util.errors import AccountMismatch, UserError
-from host.util.log import log
-from host.util.settings import GRAPH_READ_ONLY
-from plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
+from plughost.plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
+from plughost.ports.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
+from plughost.ports.jsonl import EDGE_KEYS as _EDGE_KEYS
+from plughost.ports.jsonl import LINE_KEYS as _ROW_KEYS
+from plughost.ports.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem, stamps_of
+from plughost.util.errors import AccountMismatch, UserError
+from plughost.util.log import log
+from plughost.util.settings import GRAPH_READ_ONLY
 
 GRACE_DAYS = 7.0
 EXPAND_LIMIT = 20
@@ -33,7 +33,7 @@ LINKED_LIMIT = 5000
 
 def env_account(env: Mapping[str, str]) -> str | None:
     """The process's account (its principal's), None when unset."""
-    from host.ports.principal import resolve
+    from plughost.ports.principal import resolve
 
     return resolve(env).account
 
@@ -203,7 +203,7 @@ def prepare(labels: Any, properties: Any, *, account_id: str, node_id: Any = Non
     ``parsed``: ``properties`` came from a JSON parser, so its keys are strings already, and the
     dict is the caller's to give away (it is used as is, not copied).
     ``encode``: the properties encoder (a faster one for values it encodes exactly, see
-    :mod:`plugins.graph.staging`). ``small_ints``: the parser already guarantees integers of
+    :mod:`plughost.plugins.graph.staging`). ``small_ints``: the parser already guarantees integers of
     at most 18 digits, so the 64-bit check is skipped. ``strict`` (imports): a store-set key is
     an error naming it; otherwise it is dropped.
 
@@ -269,7 +269,7 @@ def _own_properties(properties: Mapping[str, Any], account_id: str, node_id: Any
 
 
 def _check_ints(props: Mapping[str, Any], what: str) -> None:
-    """Integers (and integers in lists) fit in 64 bits (``host.ports.jsonl.int_problem``)."""
+    """Integers (and integers in lists) fit in 64 bits (``plughost.ports.jsonl.int_problem``)."""
     for key, value in props.items():
         if type(value) is int or type(value) is list:
             problem = int_problem(value, f"{what}.properties.{key}")

@@ -21,9 +21,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
-from host.util.log import log
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 ALLOWED_PROCEDURES = frozenset({
     "db.index.fulltext.querynodes", "db.index.vector.querynodes", "db.labels", "db.relationshiptypes",

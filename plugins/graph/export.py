@@ -1,13 +1,13 @@
 """`plughost graph export`: an account's graph as import lines, or as ``neo4j-admin`` CSV files.
 
-The lines are the import format (:mod:`host.ports.jsonl`): one node a line with its labels,
+The lines are the import format (:mod:`plughost.ports.jsonl`): one node a line with its labels,
 its own properties (``scope`` and ``agents`` among them), its embedding, its outgoing edges and
 its ``stamps`` (``createdAt``, ``updatedAt``, ``deletedAt``), so ``graph import`` of the file into
 another home gives the same nodes, edges and search results. ``accountId`` is left out (the
 importing process's account is the one written) and ``backlinkCount`` too (the store counts it).
 Soft-deleted nodes are exported with their ``deletedAt``. Edge creation times are not kept.
 
-Both stores are read a page at a time (:meth:`host.ports.graph.GraphStore.scan_nodes`, the page's
+Both stores are read a page at a time (:meth:`plughost.ports.graph.GraphStore.scan_nodes`, the page's
 edges and vectors), so an export holds one page in memory whatever the store's size. A file
 (``--out``) is written next to its final name and renamed into place once complete: an
 interrupted export leaves no half-written file.
@@ -27,9 +27,9 @@ from typing import IO, Any
 
 import orjson
 
-from host.ports.graph import RESERVED_PROPERTIES
-from host.util.errors import UserError
-from host.util.log import log
+from plughost.ports.graph import RESERVED_PROPERTIES
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 PAGE = 1000
 """Nodes read per page (one scan, one edge query and one vector query each)."""

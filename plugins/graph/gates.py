@@ -1,5 +1,5 @@
 """The graph plugin's boot gates (docs/gates.md#the-gates): ``schema-labels``, and ``account-id-env`` (its logic
-lives in :mod:`host.runtime.accounts`, shared with the channels plugin's account gate).
+lives in :mod:`plughost.runtime.accounts`, shared with the channels plugin's account gate).
 
 Gates read files and the environment only; they never open the store.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from host.ports.graph import VECTOR_LABELS
-from host.runtime.types import Gate, GateContext, GateResult
+from plughost.ports.graph import VECTOR_LABELS
+from plughost.runtime.types import Gate, GateContext, GateResult
 
 HERE = Path(__file__).resolve().parent
 CYPHER_SCHEMA = HERE / "schema.cypher"
@@ -58,7 +58,9 @@ def check_schema_labels(ctx: GateContext | None = None, *, sources: dict[str, li
 
 
 def gates() -> list[Gate]:
-    from host.runtime.accounts import account_id_env_gate  # the one home of that gate's logic (docs/gates.md)
+    from plughost.runtime.accounts import (
+        account_id_env_gate,  # the one home of that gate's logic (docs/gates.md)
+    )
 
     return [
         account_id_env_gate(),

@@ -7,58 +7,58 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host.runtime.hookspecs import hookimpl
-from plugins.graph.backend import backend_name, sqlite_path
+from plughost.plugins.graph.backend import backend_name, sqlite_path
+from plughost.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.ports.graph import GraphStore
-    from host.runtime.host import Host
-    from host.runtime.types import CliCommand, Gate, Tool
-    from host.util.settings import Setting
+    from plughost.ports.graph import GraphStore
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import CliCommand, Gate, Tool
+    from plughost.util.settings import Setting
 
 
 @hookimpl
 def plughost_store(host: Host) -> GraphStore:
     """Both backends are returned as the port, so mypy checks each one satisfies ``GraphStore``."""
     if backend_name(host.env) == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
 
         return Neo4jStore.from_env(host.env)
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     return SqliteStore(sqlite_path(host), env=host.env)
 
 
 @hookimpl
 def plughost_tools(host: Host) -> list[Tool]:
-    from plugins.graph.tools import graph_tools
+    from plughost.plugins.graph.tools import graph_tools
 
     return graph_tools(host)
 
 
 @hookimpl
 def plughost_cli_commands(host: Host) -> list[CliCommand]:
-    from plugins.graph.cli import commands
+    from plughost.plugins.graph.cli import commands
 
     return commands()
 
 
 @hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
-    from plugins.graph.gates import gates
+    from plughost.plugins.graph.gates import gates
 
     return gates()
 
 
 @hookimpl
 def plughost_account_created(host: Host, account_id: str, users: list[dict[str, Any]]) -> None:
-    from plugins.graph.bootstrap import seed_account
+    from plughost.plugins.graph.bootstrap import seed_account
 
     seed_account(host.store(), account_id, users)
 
 
 @hookimpl
 def plughost_settings() -> list[Setting]:
-    from plugins.graph.settings import ALL
+    from plughost.plugins.graph.settings import ALL
 
     return list(ALL)

@@ -8,7 +8,7 @@ invalid line is reported by its number and skipped; edges whose target appears l
 file are created once that target is in (and reported by line if it never appears).
 
 A store with ``bulk_import`` (the embedded one) takes staged batches
-(:mod:`plugins.graph.staging`), built in a worker process for big files; any other store (Neo4j)
+(:mod:`plughost.plugins.graph.staging`), built in a worker process for big files; any other store (Neo4j)
 gets validated rows batch by batch through its ``import_session`` (one object per import, which
 may hold edges to later lines until their targets arrive).
 """
@@ -23,14 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from host.ports.jsonl import ImportSummary, JsonLines, line_id, line_text
-from host.util.errors import UserError
-from host.util.gcpause import gc_paused
-from host.util.log import log
-from host.util.progress import Progress
-from plugins.graph import IMPORT_BATCH
-from plugins.graph.common import Prepared, prepare_row
-from plugins.graph.staging import staged_batches, use_worker
+from plughost.plugins.graph import IMPORT_BATCH
+from plughost.plugins.graph.common import Prepared, prepare_row
+from plughost.plugins.graph.staging import staged_batches, use_worker
+from plughost.ports.jsonl import ImportSummary, JsonLines, line_id, line_text
+from plughost.util.errors import UserError
+from plughost.util.gcpause import gc_paused
+from plughost.util.log import log
+from plughost.util.progress import Progress
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
     ``Neo4jStore.import_session``): bulk import is beyond the ``GraphStore`` port.
 
     ``worker`` (staged stores only): build the batches in a worker process; None decides by
-    file size and ``PLUGHOST_IMPORT_WORKER`` (:func:`plugins.graph.staging.use_worker`).
+    file size and ``PLUGHOST_IMPORT_WORKER`` (:func:`plughost.plugins.graph.staging.use_worker`).
     """
     if batch_size is None:  # the store's own default (Neo4j's is bigger: fewer edges wait for a later batch)
         batch_size = int(getattr(store, "import_batch_size", IMPORT_BATCH))
@@ -125,12 +125,12 @@ STAMPS_BATCH = 5000
 
 
 def restore_stamps(store: Any, path: Path, account_id: str) -> int:
-    """Give the imported nodes of exported lines (``stamps``, :mod:`plugins.graph.export`) their recorded
+    """Give the imported nodes of exported lines (``stamps``, :mod:`plughost.plugins.graph.export`) their recorded
     ``createdAt``/``updatedAt``/``deletedAt``: one more pass over the file, reading only the lines
     that carry ``stamps`` and a valid shape (a skipped line's node was never written). Returns the
     nodes updated."""
-    from host.ports.jsonl import check_line, stamps_of
-    from host.util.jsonparse import BadLine, parse_line
+    from plughost.ports.jsonl import check_line, stamps_of
+    from plughost.util.jsonparse import BadLine, parse_line
 
     done, batch = 0, []
     with open(path, "rb") as fh:

@@ -12,7 +12,7 @@ sides, and a sample of searches (full-text on a node's own words, vector on its 
 finds the node on Neo4j wherever it does on the embedded store (vectors: on the labels Neo4j
 indexes, ``VECTOR_LABELS``; the embedded store scores every label's). Only then does it record the
 install's store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE=neo4j`` and the ``NEO4J_*`` connection,
-:func:`host.runtime.install_record.record_store`), which every later process reads (serve, the
+:func:`plughost.runtime.install_record.record_store`), which every later process reads (serve, the
 MCP servers, the CLI). The embedded file is left as it was: ``PLUGHOST_STORE=sqlite`` in that
 ``.env`` goes back to it (without what was written to Neo4j since).
 """
@@ -25,12 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from host.ports.graph import VECTOR_LABELS, Guards
-from host.ports.jsonl import stamps_of
-from host.util.errors import UserError
-from host.util.log import log
-from plugins.graph.common import prepare_row, text_of
-from plugins.graph.export import line_of
+from plughost.plugins.graph.common import prepare_row, text_of
+from plughost.plugins.graph.export import line_of
+from plughost.ports.graph import VECTOR_LABELS, Guards
+from plughost.ports.jsonl import stamps_of
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 STATE_FILE = "graph-migrate.json"
 SAMPLE = 20
@@ -61,7 +61,7 @@ class Checkpoint:
                                                   "edges_done": False})
 
     def save(self) -> None:
-        from host.util.jsonio import write_atomic
+        from plughost.util.jsonio import write_atomic
 
         write_atomic(self.path, json.dumps({"target": self.target, "accounts": self.accounts}, indent=1))
 

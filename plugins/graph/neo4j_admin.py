@@ -14,7 +14,7 @@ indexes (docs/graph.md#a-large-first-load-neo4j-admin). This writes, into ``DIR`
 - ``import.txt``: the ``neo4j-admin`` command line for these files.
 
 The node properties are what the Neo4j store writes for the same node (nested objects and mixed
-lists as JSON text, :func:`plugins.graph.neo4j_store.writes.clean_props`). A key whose values
+lists as JSON text, :func:`plughost.plugins.graph.neo4j_store.writes.clean_props`). A key whose values
 differ in type across nodes gets a ``string`` column (its other values written as JSON text).
 Every string is quoted (``""`` inside), an empty field is no property, arrays are joined with
 ``ARRAY_DELIMITER`` (U+001F, which no text holds) and strings may span lines
@@ -35,10 +35,10 @@ from typing import Any
 
 import orjson
 
-from host.util.errors import UserError
-from host.util.log import log
-from plugins.graph.common import keywords_of
-from plugins.graph.export import export_rows
+from plughost.plugins.graph.common import keywords_of
+from plughost.plugins.graph.export import export_rows
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 ARRAY_DELIMITER = "\x1f"
 """Between the items of an array field (``--array-delimiter=U+001F``)."""
@@ -49,7 +49,7 @@ FIXED_NODE_COLUMNS = (("id", "string"), ("accountId", "string"), ("createdAt", "
 
 
 def clean(props: dict[str, Any]) -> dict[str, Any]:
-    from plugins.graph.neo4j_store.writes import clean_props
+    from plughost.plugins.graph.neo4j_store.writes import clean_props
 
     return clean_props(props)
 
@@ -147,7 +147,7 @@ def node_fields(row: dict[str, Any], account_id: str, backlinks: int) -> dict[st
 
 def export_neo4j_admin(store: Any, account_id: str, folder: Path, *, dimensions: int) -> dict[str, Any]:
     """Write ``FILES`` into ``folder`` (made if missing, refused when it holds other files); returns counts."""
-    from plugins.graph.neo4j_store.schema import schema_statements
+    from plughost.plugins.graph.neo4j_store.schema import schema_statements
 
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder}: not a folder (expected the folder to write the neo4j-admin files into)")

@@ -1,6 +1,6 @@
 """The graph plugin's ``PLUGHOST_*`` settings (published through ``plughost_settings``).
 
-Each is read through its object (``VECTOR_THREADS.read(env)``): see :mod:`host.util.settings`.
+Each is read through its object (``VECTOR_THREADS.read(env)``): see :mod:`plughost.util.settings`.
 The store choice (``PLUGHOST_STORE``) and ``PLUGHOST_GRAPH_READ_ONLY`` are the host's: other
 plugins read them too.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from host.util.settings import Setting, declared
+from plughost.util.settings import Setting, declared
 
 GRAPH_DB: Setting[Path | None] = Setting(
     "PLUGHOST_GRAPH_DB", "path", None, "the embedded store's SQLite file (unset: <PLUGHOST_HOME>/graph.sqlite)")

@@ -3,14 +3,14 @@
 Parsing and validating JSON lines is Python work; writing the store is SQLite work. A staged
 batch is an in-memory SQLite database holding one batch of validated rows (``STAGE_SCHEMA``),
 serialised to bytes. The store attaches it and writes every table with one ``INSERT ...
-SELECT`` each (:meth:`plugins.graph.sqlite_store.SqliteStore.bulk_import`), so the per-row
+SELECT`` each (:meth:`plughost.plugins.graph.sqlite_store.SqliteStore.bulk_import`), so the per-row
 cost on the writing side is SQLite's alone.
 
-For big files a worker process builds the batches (``python -m plugins.graph.import_worker FILE
+For big files a worker process builds the batches (``python -m plughost.plugins.graph.import_worker FILE
 ACCOUNT BATCH [--no-lookup]``) while the importing process writes the previous one, so the two
 halves run on two cores. It streams frames on stdout: an 8-byte big-endian length, then a staged batch; a
 zero length ends the stream. Small files are staged in-process (a process start costs more
-than it saves). Either way the same validation (:func:`plugins.graph.common.prepare_row`)
+than it saves). Either way the same validation (:func:`plughost.plugins.graph.common.prepare_row`)
 decides every line, so the error messages and the stored result do not depend on the mode.
 
 A row is *fast* when plain SQL can write it: no embedding, no null property, a new id, and not
@@ -33,14 +33,21 @@ from typing import IO, Any, BinaryIO
 
 import orjson
 
-from host.ports.jsonl import line_id
-from host.util.errors import UserError
-from host.util.gcpause import gc_paused
-from host.util.jsonparse import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
-from host.util.log import log
-from host.util.settings import FALSE, TRUE
-from plugins.graph.common import env_dimensions, keywords_of, labels_json, prepare_row, text_of, to_json
-from plugins.graph.settings import IMPORT_WORKER
+from plughost.plugins.graph.common import (
+    env_dimensions,
+    keywords_of,
+    labels_json,
+    prepare_row,
+    text_of,
+    to_json,
+)
+from plughost.plugins.graph.settings import IMPORT_WORKER
+from plughost.ports.jsonl import line_id
+from plughost.util.errors import UserError
+from plughost.util.gcpause import gc_paused
+from plughost.util.jsonparse import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
+from plughost.util.log import log
+from plughost.util.settings import FALSE, TRUE
 
 STAGE_SCHEMA = """
 -- Every accepted row. seq is its position in the batch from 1, given by insert order (not bound);
@@ -114,7 +121,7 @@ def _loads(raw: bytes) -> tuple[Any, bool]:
 
 
 def _read_line(raw: bytes) -> tuple[Any, bool]:
-    """:func:`_loads` for :func:`host.util.jsonparse.parse_line`: orjson rejects lone surrogates, so only
+    """:func:`_loads` for :func:`plughost.util.jsonparse.parse_line`: orjson rejects lone surrogates, so only
     the lines ``json`` parsed need that check."""
     value, plain = _loads(raw)
     if not plain and has_lone_surrogate(raw, value):
@@ -341,15 +348,14 @@ def staged_batches(path: Path, account_id: str, batch_size: int, *, worker: bool
         with fh, gc_paused():
             yield from _batches(fh, account_id, batch_size, lookup=lookup, dims=dims)
         return
-    root = str(Path(__file__).resolve().parents[2])  # the install root, so the worker imports this code
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ)  # the worker imports this code as this interpreter does: from its site-packages
     if dims is not None:
         env["PLUGHOST_EMBED_DIMENSIONS"] = str(dims)  # the worker's Stager reads it
     args = [str(path), account_id, str(batch_size), *([] if lookup else [NO_LOOKUP])]
     log("graph-import", "worker")
-    # -P: not the working directory first on the path, which may hold another ``plugins`` package
-    # (a brand's plugin folders, another checkout); this code's root comes from PYTHONPATH.
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "plugins.graph.import_worker", *args],
+    # -P: not the working directory first on the path, which may hold another ``plughost`` folder
+    # (another checkout); this code comes from the interpreter's site-packages.
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "plughost.plugins.graph.import_worker", *args],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     try:
@@ -382,7 +388,7 @@ def _read_frame(stream: IO[bytes]) -> bytes | None:
 def main(argv: Sequence[str]) -> int:
     """Worker entry point: stream the staged batches of ``FILE`` as frames on stdout."""
     if len(argv) not in (3, 4) or argv[3:] not in ([], [NO_LOOKUP]):
-        print(f"usage: python -m plugins.graph.import_worker FILE ACCOUNT BATCH [{NO_LOOKUP}]", file=sys.stderr)
+        print(f"usage: python -m plughost.plugins.graph.import_worker FILE ACCOUNT BATCH [{NO_LOOKUP}]", file=sys.stderr)
         return 2
     path, account_id, batch_size = Path(argv[0]), argv[1], int(argv[2])
     gc.disable()

@@ -3,7 +3,7 @@
 The Cypher tools are served only on a store that runs Cypher (Neo4j): on the embedded SQLite
 store they are withheld, and ``write-cypher`` also under ``PLUGHOST_GRAPH_READ_ONLY=1``.
 
-Guards come from the call's principal (``host.ports.principal``); tool parameters may narrow the
+Guards come from the call's principal (``plughost.ports.principal``); tool parameters may narrow the
 scopes or name this process's agent, never widen them. Results never carry embedding vectors
 and are capped by a character budget (``PLUGHOST_GRAPH_OUTPUT_CHARS``, default 20000).
 """
@@ -14,7 +14,9 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import (
+from plughost.plugins.graph.backend import backend_name
+from plughost.plugins.graph.settings import GRAPH_OUTPUT_CHARS
+from plughost.ports.graph import (
     CONFINED_LABELS,
     DERIVED_LABELS,
     HAS_MESSAGE,
@@ -23,14 +25,12 @@ from host.ports.graph import (
     confined_view,
     session_conversation,
 )
-from host.runtime.types import Tool
-from host.util.errors import UserError
-from host.util.settings import GRAPH_READ_ONLY
-from plugins.graph.backend import backend_name
-from plugins.graph.settings import GRAPH_OUTPUT_CHARS
+from plughost.runtime.types import Tool
+from plughost.util.errors import UserError
+from plughost.util.settings import GRAPH_READ_ONLY
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 DEFAULT_BUDGET = GRAPH_OUTPUT_CHARS.default
 
@@ -83,7 +83,7 @@ def graph_tools(host: Host) -> list[Tool]:
         return host.principal.guards.narrow(scopes, agent)
 
     def confinement() -> Any:
-        """A narrowed process's view (:func:`host.ports.graph.confined_view`): other sessions'
+        """A narrowed process's view (:func:`plughost.ports.graph.confined_view`): other sessions'
         conversations and the derived Entity / Fact nodes are not shown, as in memory-search (an
         admin narrowing one call with ``scopes`` is still the admin: not confined)."""
         p = host.principal
@@ -133,7 +133,7 @@ def graph_tools(host: Host) -> list[Tool]:
 
     def run_cypher(query: str, params: dict[str, Any] | None, write: bool) -> str:
         """Both Cypher tools are the account admin's: refused in a narrowed process, whatever
-        the tool list said (the trust boundary is here and in :mod:`plugins.graph.cypher`)."""
+        the tool list said (the trust boundary is here and in :mod:`plughost.plugins.graph.cypher`)."""
         name = "write-cypher" if write else "read-cypher"
         g = guards()
         if g.allowed_scopes is not None or g.agent_slug is not None:

@@ -1,1 +1,1 @@
-"""The memory plugin. Hook implementations live in :mod:`plugins.memory.hookimpls` (the entry point)."""
+"""The memory plugin. Hook implementations live in :mod:`plughost.plugins.memory.hookimpls` (the entry point)."""

@@ -8,7 +8,7 @@ no server listens), so native tools (Bash, Read ...) count as well as plughost's
         input, output, inputTruncated, outputTruncated, isError, startedAt, completedAt,
         sessionId, conversationId, toolUseId, source, scope: admin})
 
-Before anything is stored or logged the input and the output pass :func:`host.util.redact.redact_value`
+Before anything is stored or logged the input and the output pass :func:`plughost.util.redact.redact_value`
 (with the tool's input schema, whose ``secret: true`` / ``writeOnly: true`` / ``format: password``
 keys go too): secrets become ``[redacted]`` (docs/redaction.md). ``input`` and ``output`` are JSON text cut to a budget (``PLUGHOST_AUDIT_INPUT_CHARS``,
 ``PLUGHOST_AUDIT_OUTPUT_CHARS``, 4,000 characters each by default) with a ``…[+N chars]`` tail.
@@ -24,7 +24,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import (
+from plughost.plugins.memory.settings import AUDIT_INPUT_CHARS, AUDIT_MCP, AUDIT_OUTPUT_CHARS
+from plughost.plugins.memory.transcript_tail import read_tail
+from plughost.ports.graph import (
     CONVERSATION_LABEL,
     Guards,
     WriteDenied,
@@ -32,17 +34,15 @@ from host.ports.graph import (
     require_admin,
     session_conversation,
 )
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.redact import MARKER as REDACTED  # noqa: F401 - the audit trail's marker, by its old name
-from host.util.redact import redact_text, redact_value, schema_secret_keys  # noqa: F401
-from host.util.times import parse_time, read_time
-from plugins.memory.settings import AUDIT_INPUT_CHARS, AUDIT_MCP, AUDIT_OUTPUT_CHARS
-from plugins.memory.transcript_tail import read_tail
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.redact import MARKER as REDACTED  # noqa: F401 - the audit trail's marker, by its old name
+from plughost.util.redact import redact_text, redact_value, schema_secret_keys  # noqa: F401
+from plughost.util.times import parse_time, read_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import Tool
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import Tool
 
 TOOL_CALL_LABEL = "ToolCall"
 HAS_TOOL_CALL = "HAS_TOOL_CALL"
@@ -74,7 +74,7 @@ def clip(value: Any, budget: int) -> tuple[str, bool]:
 def identify(host: Host, tool_name: str) -> tuple[str | None, str, dict[str, Any] | None]:
     """``(pluginName, tool, inputSchema)``: ``mcp__<server>__<tool>`` names a plughost plugin when its
     server segment ends with a loaded plugin's name; native tools have no plugin."""
-    from host.runtime.surface import declared_tools
+    from plughost.runtime.surface import declared_tools
 
     if not tool_name.startswith("mcp__"):
         return None, tool_name, None
@@ -205,7 +205,7 @@ def prepare(host: Host, *, account_id: str, session_id: str, tool_name: str, too
 def _audit_role(principal: Any) -> str | None:
     """The role :func:`recordable` judges: None for the owner, ``admin`` for an admin's session,
     the role's name for a confined one (never recorded: the audit is an admin's record)."""
-    from host.ports.principal import Role
+    from plughost.ports.principal import Role
 
     if principal.role in (Role.OWNER, Role.OPERATOR, Role.ADMIN_SESSION):
         return "admin" if principal.role is Role.ADMIN_SESSION else None
@@ -224,7 +224,7 @@ def served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any]
     ``PLUGHOST_AUDIT_MCP=0`` turns it off, and a reader (``PLUGHOST_GRAPH_READ_ONLY=1``, e.g. on
     a read-only database user) writes nothing.
     """
-    from host.util.settings import GRAPH_READ_ONLY
+    from plughost.util.settings import GRAPH_READ_ONLY
 
     env = host.env
     if (env.get("CLAUDECODE") or "").strip() or not AUDIT_MCP.read(env):
@@ -291,7 +291,7 @@ def list_calls(host: Host, *, session: str | None = None, tool: str | None = Non
 
 
 def audit_tools(host: Host) -> list[Tool]:
-    from host.runtime.types import Tool
+    from plughost.runtime.types import Tool
 
     def tool_calls(**args: Any) -> Any:
         return list_calls(host, **args)

@@ -1,5 +1,5 @@
 """The standing audit's record: ``<home>/accounts/<id>/audit-last.json``, the last run's time,
-counts, duration and warnings (written by :mod:`plugins.memory.standing_audit`, printed by
+counts, duration and warnings (written by :mod:`plughost.plugins.memory.standing_audit`, printed by
 ``plughost memory audit``)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from host.runtime.accounts import account_dir
+from plughost.runtime.accounts import account_dir
 
 RECORD = "audit-last.json"
 

@@ -6,7 +6,7 @@ itself, so the hook only checks the process may record (the same checks as befor
 call time: the principal, ``PLUGHOST_AUDIT_MCP``, a reader) and enqueues the call. One
 background thread per host takes what is queued once the calls pause (:data:`LINGER_S`) or a
 batch is full (:data:`BATCH`), prepares each call
-(:func:`plugins.memory.audit.prepare`) and writes the batch through the store in one guarded
+(:func:`plughost.plugins.memory.audit.prepare`) and writes the batch through the store in one guarded
 upsert per account, under the account's guards as the inline write did.
 
 The queue is bounded (:data:`MAX_QUEUED`). A full queue makes the caller write its row inline:
@@ -27,13 +27,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import guarded_upsert_many
-from host.runtime.state import StateKey
-from host.util.log import log
+from plughost.ports.graph import guarded_upsert_many
+from plughost.runtime.state import StateKey
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from plugins.memory.audit import Prepared
+    from plughost.plugins.memory.audit import Prepared
+    from plughost.runtime.host import Host
 
 MAX_QUEUED = 1024
 BATCH = 64
@@ -69,10 +69,10 @@ def _merged(prepared: list[Prepared]) -> list[dict[str, Any]]:
 
 
 def write_batch(host: Host, calls: list[dict[str, Any]]) -> int:
-    """Prepare and store ``calls`` (keyword arguments of :func:`plugins.memory.audit.record`); returns
+    """Prepare and store ``calls`` (keyword arguments of :func:`plughost.plugins.memory.audit.record`); returns
     how many ToolCalls were stored. A batch the store refuses is retried one call at a time, so one
     bad call costs only itself."""
-    from plugins.memory.audit import Prepared, prepare, record
+    from plughost.plugins.memory.audit import Prepared, prepare, record
 
     by_account: dict[str, list[tuple[dict[str, Any], Prepared]]] = {}
     for call in calls:
@@ -185,7 +185,7 @@ def writer(host: Host) -> AuditWriter:
 
 
 def submit(host: Host, call: dict[str, Any]) -> dict[str, Any]:
-    """Queue one call's ToolCall (the keyword arguments of :func:`plugins.memory.audit.record`)."""
+    """Queue one call's ToolCall (the keyword arguments of :func:`plughost.plugins.memory.audit.record`)."""
     return writer(host).submit(call)
 
 

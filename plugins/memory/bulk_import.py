@@ -8,10 +8,10 @@ line is reported by its number and skipped without losing the others; edges are 
 batch by batch as soon as both ends are in (an edge to a later line waits for it), so a target
 may appear later in the file. An id-less line gets an id from its content and line number, so
 re-running an interrupted import lands on the rows it wrote. Lines are checked by the one line
-validator (:func:`host.ports.jsonl.check_line`), with memory's camelCase property names on top. Rows
+validator (:func:`plughost.ports.jsonl.check_line`), with memory's camelCase property names on top. Rows
 are written as the account's admin, so a new node whose line names no ``scope`` is stored
 ``admin`` (a re-imported one keeps its scope), as in the graph import. Message nodes get their indexed form
-(``searchContext`` from the turns before them, :mod:`plugins.memory.indexed_form`)
+(``searchContext`` from the turns before them, :mod:`plughost.plugins.memory.indexed_form`)
 once every node is written, and are embedded with it then.
 """
 
@@ -22,15 +22,15 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from host.ports.embedding import Embedder
-from host.ports.graph import GraphStore, Guards
-from host.ports.jsonl import ImportSummary, JsonLines, check_line, line_id, line_text
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.progress import Progress
-from plugins.memory import entities, indexed_form
-from plugins.memory.embed_text import embedding_text, is_vector_label
-from plugins.memory.reindex import reindex_contexts
+from plughost.plugins.memory import entities, indexed_form
+from plughost.plugins.memory.embed_text import embedding_text, is_vector_label
+from plughost.plugins.memory.reindex import reindex_contexts
+from plughost.ports.embedding import Embedder
+from plughost.ports.graph import GraphStore, Guards
+from plughost.ports.jsonl import ImportSummary, JsonLines, check_line, line_id, line_text
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.progress import Progress
 
 DEFAULT_BATCH = 500
 
@@ -189,7 +189,7 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
 
 
 def _camel_case(row: dict[str, Any]) -> str | None:
-    from plugins.memory.writes import PROPERTY_NAME
+    from plughost.plugins.memory.writes import PROPERTY_NAME
 
     for key in row.get("properties") or {}:
         if key != "accountId" and not PROPERTY_NAME.match(key):

@@ -11,20 +11,20 @@ import argparse
 import importlib
 from typing import Any
 
-from host.runtime.types import CliCommand
+from plughost.runtime.types import CliCommand
 
 HELP = "memory graph: write, ingest, bulk import and reindex embeddings"
 
 SUBCOMMANDS: dict[str, str] = {
-    "write": "plugins.memory.commands.write",
-    "ingest": "plugins.memory.commands.ingest",
-    "import": "plugins.memory.commands.bulk_import",
-    "reindex": "plugins.memory.commands.reindex",
-    "audit": "plugins.memory.commands.audit",
-    "search": "plugins.memory.retrieval.cli",
-    "collection": "plugins.memory.commands.collection",
-    "recall": "plugins.memory.commands.recall",
-    "work-time": "plugins.memory.commands.worktime",
+    "write": "plughost.plugins.memory.commands.write",
+    "ingest": "plughost.plugins.memory.commands.ingest",
+    "import": "plughost.plugins.memory.commands.bulk_import",
+    "reindex": "plughost.plugins.memory.commands.reindex",
+    "audit": "plughost.plugins.memory.commands.audit",
+    "search": "plughost.plugins.memory.retrieval.cli",
+    "collection": "plughost.plugins.memory.commands.collection",
+    "recall": "plughost.plugins.memory.commands.recall",
+    "work-time": "plughost.plugins.memory.commands.worktime",
 }
 """Subcommand name → module (``HELP``, ``configure``, ``run``)."""
 

@@ -19,23 +19,23 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import (
+from plughost.plugins.memory.audit import TOOL_CALL_LABEL
+from plughost.plugins.memory.transcript_tail import read_tail
+from plughost.ports.graph import (
     CONVERSATION_LABEL,
     Guards,
     WriteDenied,
     guarded_upsert_many,
     session_conversation,
 )
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.redact import redact_text
-from host.util.times import read_time
-from plugins.memory.audit import TOOL_CALL_LABEL
-from plugins.memory.transcript_tail import read_tail
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.redact import redact_text
+from plughost.util.times import read_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import Tool
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import Tool
 
 BRIEFING_LABEL = "Briefing"
 HAS_BRIEFING = "HAS_BRIEFING"
@@ -44,7 +44,7 @@ FIELD_MAX = 2000
 FRESH_MINUTES = 30
 CONTEXT_MAX = 6000
 ADMIN_WRITERS = ("owner", "admin-session", "operator")
-"""Writer roles whose briefings an admin session is given back (``host.ports.principal.Role`` values)."""
+"""Writer roles whose briefings an admin session is given back (``plughost.ports.principal.Role`` values)."""
 
 
 def _now() -> datetime:
@@ -103,7 +103,7 @@ def by_admin(p: dict[str, Any]) -> bool:
 
 
 def conversation_for(host: Host, guards: Guards, session_id: str) -> str:
-    """The session's Conversation (:func:`host.ports.graph.session_conversation`), else the session id itself."""
+    """The session's Conversation (:func:`plughost.ports.graph.session_conversation`), else the session id itself."""
     return session_conversation(host.store(), guards, [session_id])[0]
 
 
@@ -206,7 +206,7 @@ def session_compact(host: Host, *, conversationId: str | None = None, **briefing
 
 
 def compaction_tools(host: Host) -> list[Tool]:
-    from host.runtime.types import Tool
+    from plughost.runtime.types import Tool
 
     def compact(**args: Any) -> Any:
         return session_compact(host, **args)

@@ -29,8 +29,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.ports.embedding import Embedder
-from host.ports.graph import (
+from plughost.plugins.memory import entities
+from plughost.plugins.memory.indexed_form import embedding_text as message_embedding_text
+from plughost.plugins.memory.indexed_form import indexed_message
+from plughost.ports.embedding import Embedder
+from plughost.ports.graph import (
     CHANNEL_MESSAGE_LABELS,
     CONVERSATION_LABEL,
     HAS_MESSAGE,
@@ -44,17 +47,14 @@ from host.ports.graph import (
     conversation_node_id,
     guarded_upsert_many,
 )
-from host.ports.principal import resolve
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.times import parse_time
-from plugins.memory import entities
-from plugins.memory.indexed_form import embedding_text as message_embedding_text
-from plugins.memory.indexed_form import indexed_message
+from plughost.ports.principal import resolve
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.times import parse_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import Tool
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import Tool
 
 RRF_K = 60
 DEFAULT_LIMIT = 10
@@ -70,7 +70,7 @@ def _now_iso() -> str:
 
 def session_of(env: Mapping[str, str]) -> str | None:
     """The process's session, if any: a process with one is confined to its own conversation
-    (the rule lives in :func:`host.ports.principal.resolve`)."""
+    (the rule lives in :func:`plughost.ports.principal.resolve`)."""
     return resolve(env).session
 
 
@@ -134,7 +134,7 @@ class Conversations:
         return found_id
 
     def visible(self) -> Callable[[Node], bool] | None:
-        """For a narrowed process, whether a node may be shown (:func:`host.ports.graph.confined_view`:
+        """For a narrowed process, whether a node may be shown (:func:`plughost.ports.graph.confined_view`:
         a Message or Conversation only of the session's own conversation, never an Entity or Fact);
         None for an admin process (nothing to confine)."""
         if not self.guards().narrowed:
@@ -303,7 +303,7 @@ def service(host: Host) -> Conversations:
 
 
 def conversation_tools(host: Host) -> list[Tool]:
-    from host.runtime.types import Tool
+    from plughost.runtime.types import Tool
 
     def conversation_search(**args: Any) -> Any:
         return service(host).search(**args)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from plugins.memory.embed_settings import cap
+from plughost.plugins.memory.embed_settings import cap
 
 DIMENSIONS = 384
 MAX_TOKENS = 256

@@ -18,18 +18,18 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import CONVERSATION_LABEL, MESSAGE_LABEL
-from host.runtime import state
-from host.runtime.state import StateKey
-from host.util.log import log
-from plugins.memory import indexed_form
-from plugins.memory.embed_text import embedding_text
-from plugins.memory.serving import serving_account
-from plugins.memory.settings import EMBED_QUEUE, EMBED_QUEUE_POLL_S
+from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory.serving import serving_account
+from plughost.plugins.memory.settings import EMBED_QUEUE, EMBED_QUEUE_POLL_S
+from plughost.ports.graph import CONVERSATION_LABEL, MESSAGE_LABEL
+from plughost.runtime import state
+from plughost.runtime.state import StateKey
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.ports.embedding import Embedder
-    from host.runtime.host import Host
+    from plughost.ports.embedding import Embedder
+    from plughost.runtime.host import Host
 
 LABELS = (MESSAGE_LABEL, CONVERSATION_LABEL)
 BATCH = 32
@@ -176,7 +176,7 @@ def messages_stored(host: Host, account_id: str, message_ids: Sequence[str]) -> 
     embedder = host.embedder()
     if embedder is None:
         return
-    from host.ports.graph import Guards
+    from plughost.ports.graph import Guards
 
     store = host.store()
     guards = Guards(account_id)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from host.util.errors import UserError
-from host.util.settings import EMBEDDER, Setting
+from plughost.util.errors import UserError
+from plughost.util.settings import EMBEDDER, Setting
 
 DEFAULT_PROVIDER = "local"
 PROVIDERS = ("local", "ollama", "none")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from host.ports.embedding import Embedder
-from host.ports.graph import GraphStore
-from host.util.errors import FatalError
-from host.util.log import log
-from plugins.memory.embed_settings import EmbedSettings
+from plughost.plugins.memory.embed_settings import EmbedSettings
+from plughost.ports.embedding import Embedder
+from plughost.ports.graph import GraphStore
+from plughost.util.errors import FatalError
+from plughost.util.log import log
 
 _warned: set[str] = set()
 NONE_EFFECT = "nodes are stored without embeddings; search is BM25-only"
@@ -33,10 +33,10 @@ def select_embedder(env: Mapping[str, str]) -> Embedder | None:
         _warn_none("PLUGHOST_EMBEDDER=none")
         return None
     if settings.provider == "ollama":
-        from plugins.memory.embed_ollama import OllamaEmbedder
+        from plughost.plugins.memory.embed_ollama import OllamaEmbedder
 
         return OllamaEmbedder(settings)
-    from plugins.memory.embed_local import LocalEmbedder, LocalModelMissing, check_available
+    from plughost.plugins.memory.embed_local import LocalEmbedder, LocalModelMissing, check_available
 
     try:
         check_available()

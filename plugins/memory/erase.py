@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from host.ports.graph import (
+from plughost.ports.graph import (
     CONVERSATION_LABEL,
     DERIVED_LABELS,
     HAS_MESSAGE,
@@ -49,9 +49,9 @@ from host.ports.graph import (
     require_admin,
     visitor_key,
 )
-from host.runtime.types import CliCommand
-from host.util.errors import UserError
-from host.util.log import log
+from plughost.runtime.types import CliCommand
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 ATTACHED = frozenset({HAS_MESSAGE, "HAS_BRIEFING", "HAS_TOOL_CALL", "RAISED_DURING"})
 """Edges between a Conversation and what hangs from it (either direction)."""
@@ -273,7 +273,7 @@ def senders_of(found: dict[str, Node], request: Request) -> list[str]:
 def erase_outside(host: Any, account: str, request: Request, found: dict[str, Node], *,
                   dry_run: bool) -> tuple[dict[str, int], list[str]]:
     """Each plugin's files outside the store (``plughost_person_erased``): counts, and the plugins that failed."""
-    from host.runtime import hooktable
+    from plughost.runtime import hooktable
 
     tally: Counter[str] = Counter()
     errors = host.call_each(hooktable.PERSON_ERASED, account_id=account, senders=senders_of(found, request),
@@ -297,7 +297,7 @@ def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool,
                        and str(n.properties["conversationId"]) not in found})
         counts = store.erase_nodes(list(found), account_id=account)
         if kept:
-            from plugins.memory.reindex import reindex_contexts
+            from plughost.plugins.memory.reindex import reindex_contexts
 
             reindex_contexts(store, None, account_id=account, conversation_ids=kept)
             store.erase_nodes([], account_id=account)  # no node: the full-text merge and the WAL truncation again

@@ -8,35 +8,35 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host.runtime.hookspecs import hookimpl
+from plughost.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.ports.embedding import Embedder
-    from host.ports.graph import Guards
-    from host.ports.principal import Principal
-    from host.runtime.host import Host
-    from host.runtime.types import CliCommand, CollectionSource, Gate, RetrievalBoost, Tool
-    from host.util.settings import Setting
+    from plughost.ports.embedding import Embedder
+    from plughost.ports.graph import Guards
+    from plughost.ports.principal import Principal
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import CliCommand, CollectionSource, Gate, RetrievalBoost, Tool
+    from plughost.util.settings import Setting
 
 
 @hookimpl
 def plughost_embedder(host: Host) -> Embedder | None:
     """local (default) | ollama | none, from PLUGHOST_EMBEDDER."""
-    from plugins.memory.embedder import select_embedder
+    from plughost.plugins.memory.embedder import select_embedder
 
     return select_embedder(host.env)
 
 
 @hookimpl
 def plughost_tools(host: Host) -> list[Tool]:
-    from plugins.memory.tools import write_tools
+    from plughost.plugins.memory.tools import write_tools
 
     return write_tools(host)
 
 
 @hookimpl
 def plughost_cli_commands(host: Host) -> list[CliCommand]:
-    from plugins.memory.cli import commands
+    from plughost.plugins.memory.cli import commands
 
     return commands()
 
@@ -44,7 +44,7 @@ def plughost_cli_commands(host: Host) -> list[CliCommand]:
 @hookimpl
 def plughost_startup(host: Host) -> None:
     """A store/embedder dimension mismatch is a startup error, not a crash mid-write."""
-    from plugins.memory.embedder import check_dimensions
+    from plughost.plugins.memory.embedder import check_dimensions
 
     check_dimensions(host.store(), host.embedder())
 
@@ -52,8 +52,8 @@ def plughost_startup(host: Host) -> None:
 @hookimpl(specname="plughost_tools")
 def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
     """Reports (docs/memory.md#reports) and preferences (docs/memory.md#preferences), kept apart from the write tools."""
-    from plugins.memory.preferences import preference_tools
-    from plugins.memory.reports import report_tools
+    from plughost.plugins.memory.preferences import preference_tools
+    from plughost.plugins.memory.reports import report_tools
 
     return [*report_tools(host), *preference_tools(host)]
 
@@ -61,7 +61,7 @@ def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
 @hookimpl(specname="plughost_cli_commands")
 def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
     """`plughost report write|latest|list`."""
-    from plugins.memory.reports import report_commands
+    from plughost.plugins.memory.reports import report_commands
 
     return report_commands()
 
@@ -69,7 +69,7 @@ def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
 @hookimpl(specname="plughost_cli_commands")
 def plughost_cli_commands_erase(host: Host) -> list[CliCommand]:
     """`plughost erase` and `plughost export` (plugins/memory/erase.py)."""
-    from plugins.memory.erase import commands
+    from plughost.plugins.memory.erase import commands
 
     return commands()
 
@@ -77,7 +77,7 @@ def plughost_cli_commands_erase(host: Host) -> list[CliCommand]:
 @hookimpl(specname="plughost_tools")
 def plughost_tools_search(host: Host) -> list[Tool]:
     """memory-search (docs/retrieval.md): the hybrid retrieval pipeline in plugins/memory/retrieval/."""
-    from plugins.memory.retrieval.tool import search_tool
+    from plughost.plugins.memory.retrieval.tool import search_tool
 
     return [search_tool(host)]
 
@@ -85,8 +85,8 @@ def plughost_tools_search(host: Host) -> list[Tool]:
 @hookimpl
 def plughost_memory_search(host: Host, query: str, principal: Principal, limit: int) -> list[dict[str, Any]] | None:
     """memory-search's pipeline as ``principal`` (plugins/memory/retrieval/service.py), rows not text."""
-    from plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest
-    from plugins.memory.retrieval.service import run_search
+    from plughost.plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest
+    from plughost.plugins.memory.retrieval.service import run_search
 
     outcome = run_search(host, SearchRequest(query, max(1, min(limit, MAX_LIMIT)), expand_hops=0), principal=principal)
     return [{"id": r.id, "labels": list(r.node.labels), "score": float(r.score), "properties": r.visible_properties()}
@@ -96,7 +96,7 @@ def plughost_memory_search(host: Host, query: str, principal: Principal, limit: 
 @hookimpl
 def plughost_query_expansions(host: Host, query: str, retrieval_class: str | None) -> list[str] | None:
     """The built-in, offline, rule-based expander (an LLM provider registered later wins)."""
-    from plugins.memory.retrieval.expand import rule_based
+    from plughost.plugins.memory.retrieval.expand import rule_based
 
     return rule_based(query, retrieval_class)
 
@@ -104,7 +104,7 @@ def plughost_query_expansions(host: Host, query: str, retrieval_class: str | Non
 @hookimpl
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     """The account owner's active standing rules (docs/memory.md#preferences), for the channels plugin."""
-    from plugins.memory.preferences import active_rules
+    from plughost.plugins.memory.preferences import active_rules
 
     return active_rules(host.store(), account_id)
 
@@ -112,7 +112,7 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
 @hookimpl
 def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conversation_id: str) -> list[str] | None:
     """A returning visitor's own slices (plugins/memory/visitor_memory.py), for the channels plugin."""
-    from plugins.memory.visitor_memory import recall
+    from plughost.plugins.memory.visitor_memory import recall
 
     return recall(host, account_id, visitor_key, conversation_id)
 
@@ -120,7 +120,7 @@ def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conve
 @hookimpl(specname="plughost_tools")
 def plughost_tools_conversations(host: Host) -> list[Tool]:
     """Conversation search and append (docs/memory.md#conversations)."""
-    from plugins.memory.conversations import conversation_tools
+    from plughost.plugins.memory.conversations import conversation_tools
 
     return conversation_tools(host)
 
@@ -129,10 +129,10 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 def plughost_tools_audit(host: Host) -> list[Tool]:
     """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)
     and time on tasks (plugins/memory/worktime.py)."""
-    from plugins.memory.audit import audit_tools
-    from plugins.memory.compaction import compaction_tools
-    from plugins.memory.tasks import task_tools
-    from plugins.memory.worktime import worktime_tools
+    from plughost.plugins.memory.audit import audit_tools
+    from plughost.plugins.memory.compaction import compaction_tools
+    from plughost.plugins.memory.tasks import task_tools
+    from plughost.plugins.memory.worktime import worktime_tools
 
     return [*audit_tools(host), *task_tools(host), *worktime_tools(host), *compaction_tools(host)]
 
@@ -142,8 +142,8 @@ def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str
                          is_error: bool, started_at: str, completed_at: str) -> None:
     """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/audit.py),
     queued for the background writer (plugins/memory/audit_writer.py)."""
-    from plugins.memory import audit_writer
-    from plugins.memory.audit import served_call
+    from plughost.plugins.memory import audit_writer
+    from plughost.plugins.memory.audit import served_call
 
     call = served_call(host, plugin=plugin, tool=tool, arguments=arguments, result=result, is_error=is_error,
                        started_at=started_at, completed_at=completed_at)
@@ -155,7 +155,7 @@ def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str
 def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
                              exclude: list[str]) -> list[dict[str, Any]] | None:
     """Prompt-time surfacing's items: a guarded memory-search (plugins/memory/surfacing/search.py)."""
-    from plugins.memory.surfacing.search import surface_items
+    from plughost.plugins.memory.surfacing.search import surface_items
 
     return surface_items(host, query, guards, limit, exclude)
 
@@ -164,8 +164,8 @@ def plughost_surface_context(host: Host, query: str, guards: Guards, limit: int,
 def plughost_startup_surfacing(host: Host) -> None:
     """Under ``plughost serve``: the loopback listener the UserPromptSubmit hook asks first, and the
     watcher that keeps the account's folder collections fresh."""
-    from plugins.memory.collections import watch
-    from plugins.memory.surfacing.server import start
+    from plughost.plugins.memory.collections import watch
+    from plughost.plugins.memory.surfacing.server import start
 
     start(host)
     watch.start(host)
@@ -174,7 +174,7 @@ def plughost_startup_surfacing(host: Host) -> None:
 @hookimpl(specname="plughost_startup")
 def plughost_startup_embed_queue(host: Host) -> None:
     """Under ``plughost serve``: the background embedder of stored conversation turns."""
-    from plugins.memory import embed_queue
+    from plughost.plugins.memory import embed_queue
 
     embed_queue.start(host)
 
@@ -182,7 +182,7 @@ def plughost_startup_embed_queue(host: Host) -> None:
 @hookimpl(specname="plughost_startup")
 def plughost_startup_standing_audit(host: Host) -> None:
     """Under ``plughost serve``: the standing audits every ``PLUGHOST_AUDIT_PERIOD`` seconds."""
-    from plugins.memory import standing_audit
+    from plughost.plugins.memory import standing_audit
 
     standing_audit.start(host)
 
@@ -190,23 +190,23 @@ def plughost_startup_standing_audit(host: Host) -> None:
 @hookimpl
 def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]) -> None:
     """Stored Messages get their vector: queued under ``serve``, in place elsewhere."""
-    from plugins.memory import embed_queue
+    from plughost.plugins.memory import embed_queue
 
     embed_queue.messages_stored(host, account_id, message_ids)
 
 
 @hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
-    from plugins.memory.surfacing.settings_gate import surface_settings_gate
+    from plughost.plugins.memory.surfacing.settings_gate import surface_settings_gate
 
     return [surface_settings_gate()]
 
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plugins.memory import audit_writer, embed_queue, standing_audit
-    from plugins.memory.collections import watch
-    from plugins.memory.surfacing.server import stop
+    from plughost.plugins.memory import audit_writer, embed_queue, standing_audit
+    from plughost.plugins.memory.collections import watch
+    from plughost.plugins.memory.surfacing.server import stop
 
     standing_audit.stop(host)  # before the store closes
     audit_writer.stop(host)  # every queued tool call stored before the store closes
@@ -218,7 +218,7 @@ def plughost_shutdown(host: Host) -> None:
 @hookimpl
 def plughost_collection_sources(host: Host) -> list[CollectionSource]:
     """Folder collections' built-in source: Markdown notes."""
-    from plugins.memory.collections.markdown import MARKDOWN
+    from plughost.plugins.memory.collections.markdown import MARKDOWN
 
     return [MARKDOWN]
 
@@ -226,7 +226,7 @@ def plughost_collection_sources(host: Host) -> list[CollectionSource]:
 @hookimpl
 def plughost_recall_used(host: Host, reply: str, items: dict[str, dict[str, str]], tool_text: str) -> list[str]:
     """Recall tracking's built-in judge: ids, titles, six-word runs, distinctive words."""
-    from plugins.memory.surfacing.recall import used_items
+    from plughost.plugins.memory.surfacing.recall import used_items
 
     return used_items(reply, items, tool_text)
 
@@ -234,7 +234,7 @@ def plughost_recall_used(host: Host, reply: str, items: dict[str, dict[str, str]
 @hookimpl(specname="plughost_retrieval_boosts")
 def plughost_retrieval_boosts_recall(host: Host) -> list[RetrievalBoost]:
     """Pinned items up, snoozed items down, for the process's account (``PLUGHOST_RECALL_RANKING=1``)."""
-    from plugins.memory.surfacing.recall import boost, ranking_enabled
+    from plughost.plugins.memory.surfacing.recall import boost, ranking_enabled
 
     account = host.principal.account
     if not account or not ranking_enabled(host.env):
@@ -244,7 +244,7 @@ def plughost_retrieval_boosts_recall(host: Host) -> list[RetrievalBoost]:
 
 @hookimpl
 def plughost_settings() -> list[Setting]:
-    from plugins.memory.settings import ALL
+    from plughost.plugins.memory.settings import ALL
 
     return list(ALL)
 

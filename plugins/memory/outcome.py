@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from host.util.errors import AccountMismatch, PlughostError, UserError
-from host.util.log import log
+from plughost.util.errors import AccountMismatch, PlughostError, UserError
+from plughost.util.log import log
 
 REASONS = (
     "invalid-input", "schema-unknown-label", "schema-property-naming", "account-isolation",
@@ -47,13 +47,13 @@ class Call:
 
     @property
     def account(self) -> str | None:
-        from host.ports.principal import resolve
+        from plughost.ports.principal import resolve
 
         return resolve(self.env).account
 
     @property
     def session(self) -> str | None:
-        from host.ports.principal import resolve
+        from plughost.ports.principal import resolve
 
         p = resolve(self.env)
         return p.session_node or p.session

@@ -14,13 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from host.ports.embedding import Embedder
-from host.ports.graph import MESSAGE_LABEL, GraphStore, Guards
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.progress import Progress
-from plugins.memory import indexed_form
-from plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.embed_text import embedding_text
+from plughost.ports.embedding import Embedder
+from plughost.ports.graph import MESSAGE_LABEL, GraphStore, Guards
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.progress import Progress
 
 DEFAULT_BATCH = 32
 
@@ -102,7 +102,7 @@ def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> i
     """Give every live Chunk of the account without a ``summary`` its extractive one (the
     sectioniser's, from its ``content``); the embedding is left as it is (a Chunk embeds its
     content). Logs ``[reindex] op=chunk-summaries backfilled=N``; returns N."""
-    from plugins.memory.sectioniser import chunk_summary
+    from plughost.plugins.memory.sectioniser import chunk_summary
 
     guards = Guards(account_id)
     rows: list[dict[str, Any]] = []

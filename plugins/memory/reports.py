@@ -14,17 +14,17 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.ports.embedding import Embedder
-from host.ports.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many
-from host.ports.principal import resolve
-from host.runtime.state import StateKey
-from host.runtime.types import Tool
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.times import parse_time
+from plughost.ports.embedding import Embedder
+from plughost.ports.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many
+from plughost.ports.principal import resolve
+from plughost.runtime.state import StateKey
+from plughost.runtime.types import Tool
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.times import parse_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 BODY_MAX = 10_000
 TITLE_MAX = 300
@@ -83,7 +83,7 @@ class Reports:
                                     limit=1)
             if found:
                 return found[0].id
-        from plugins.memory.preferences import owner_user
+        from plughost.plugins.memory.preferences import owner_user
 
         owner = owner_user(self.store, self.guards())
         admins = [owner] if owner is not None else self.store.find(guards=self.guards(), labels=["AdminUser"], limit=1)
@@ -111,7 +111,7 @@ class Reports:
             return {**_metadata(existing), "idempotent": True}
         # Admin processes write admin reports; a narrowed one writes into its own first scope.
         scope = "admin" if guards.allowed_scopes is None else (guards.allowed_scopes or (None,))[0]
-        from host.util.redact import redact_text
+        from plughost.util.redact import redact_text
 
         title, body = redact_text(title), redact_text(body)  # agent-written, like a briefing: no secret kept
         props: dict[str, Any] = {"title": title, "body": body, "keywords": tags, "occurredAt": when}
@@ -272,6 +272,6 @@ def run_cli(args: Any, host: Host) -> int:
 
 
 def report_commands() -> list[Any]:
-    from host.runtime.types import CliCommand
+    from plughost.runtime.types import CliCommand
 
     return [CliCommand("report", REPORT_HELP, configure_cli, run_cli)]

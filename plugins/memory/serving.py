@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from host.runtime import state
-from host.util.log import log
+from plughost.runtime import state
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 
 def serving_account(host: Host, tag: str) -> str | None:

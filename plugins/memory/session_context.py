@@ -21,13 +21,13 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
-from host.util.log import log
-from plugins.memory.audit_record import last_run, parse
+from plughost.plugins.memory.audit_record import last_run, parse
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 SOURCES = ("startup", "resume")
 OPEN = ("running", "blocked")
@@ -85,7 +85,7 @@ def _open_tasks(host: Host, guards: Guards) -> tuple[list[str], list[str]]:
 
 def _audit(host: Host, account: str, now: float) -> tuple[list[str], list[str], str | None]:
     """The last standing run's findings and alerts, and when it ran."""
-    from plugins.memory.settings import AUDIT_PERIOD
+    from plughost.plugins.memory.settings import AUDIT_PERIOD
 
     record = last_run(host.home, account)
     if record is None:
@@ -134,7 +134,7 @@ def _fit(parts: list[tuple[str, list[str]]], budget: int) -> tuple[str, dict[str
 def session_context(host: Host, account: str, session_id: str, source: str, request: dict[str, Any],
                     now: float | None = None) -> str | None:
     """The owner's session context (None: nothing to inject, or not an owner's session)."""
-    from plugins.memory.settings import SESSION_CONTEXT, SESSION_CONTEXT_CHARS
+    from plughost.plugins.memory.settings import SESSION_CONTEXT, SESSION_CONTEXT_CHARS
 
     sid = session_id[:8]
     if source not in SOURCES:

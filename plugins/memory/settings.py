@@ -1,8 +1,8 @@
 """The memory plugin's ``PLUGHOST_*`` settings (published through ``plughost_settings``).
 
-Each is read through its object (``SEARCH_STEM.read(host.env)``): see :mod:`host.util.settings`.
+Each is read through its object (``SEARCH_STEM.read(host.env)``): see :mod:`plughost.util.settings`.
 The search stages' defaults are the shipped ones, the stages the quality benchmark kept
-(``bench/retrieval_quality.py``, figures in the README); :class:`plugins.memory.retrieval.flags.SearchFlags`
+(``bench/retrieval_quality.py``, figures in the README); :class:`plughost.plugins.memory.retrieval.flags.SearchFlags`
 takes its defaults from here. The hook process's builtins-only stages (``surfacing/hook.py``,
 ``client.py``, ``context.py``) read the surfacing variables without the host; a test pins their
 defaults to these.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.util.settings import Setting, declared
+from plughost.util.settings import Setting, declared
 
 # ---------------------------------------------------------------------- memory-search stages
 SEARCH_EXPANSION: Setting[bool] = Setting(

@@ -3,16 +3,16 @@
 Every ``PLUGHOST_AUDIT_PERIOD`` seconds (default 300; ``0`` turns it off) one background thread of
 the serving process, for its account:
 
-- **embed** what lacks an embedding: :func:`plugins.memory.reindex.reindex`, at most
+- **embed** what lacks an embedding: :func:`plughost.plugins.memory.reindex.reindex`, at most
   ``PLUGHOST_AUDIT_EMBED_LIMIT`` nodes (default 500) a run, the rest the next run;
-- **count** what ``plughost memory audit`` counts (:func:`plugins.memory.commands.audit.counts`):
+- **count** what ``plughost memory audit`` counts (:func:`plughost.plugins.memory.commands.audit.counts`):
   nodes still without a vector, without an account, without a scope, and the stored against the
   injected active rules (the reconcile);
-- **census** the time on tasks (:func:`plugins.memory.worktime.census`): every Task's
+- **census** the time on tasks (:func:`plughost.plugins.memory.worktime.census`): every Task's
   ``secondsLogged`` against its TimeEntries' seconds plus its TimeAdjustments' deltas, each
   drifted task logged (``[timeentry-census] op=drift``), counted as ``timeDrifted``;
 - **end** the visitors' conversations idle past ``PLUGHOST_VISITOR_IDLE_S``, writing their
-  per-visitor memory slices (:func:`plugins.memory.visitor_memory.sweep`), counted as ``visitorSlices``;
+  per-visitor memory slices (:func:`plughost.plugins.memory.visitor_memory.sweep`), counted as ``visitorSlices``;
 - **purge** the nodes soft-deleted longer ago than the grace (the store port's ``purge`` with its
   default grace, the one ``plughost graph purge`` uses: 7 days).
 
@@ -36,18 +36,18 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from host.runtime import state
-from host.runtime.leases import leases
-from host.runtime.state import StateKey
-from host.util.jsonio import write_atomic
-from host.util.log import log
-from plugins.memory.audit_record import iso as _iso
-from plugins.memory.audit_record import last_run, parse, record_path
-from plugins.memory.serving import serving_account
-from plugins.memory.settings import AUDIT_EMBED_LIMIT, AUDIT_PERIOD
+from plughost.plugins.memory.audit_record import iso as _iso
+from plughost.plugins.memory.audit_record import last_run, parse, record_path
+from plughost.plugins.memory.serving import serving_account
+from plughost.plugins.memory.settings import AUDIT_EMBED_LIMIT, AUDIT_PERIOD
+from plughost.runtime import state
+from plughost.runtime.leases import leases
+from plughost.runtime.state import StateKey
+from plughost.util.jsonio import write_atomic
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 STATE_KEY: StateKey[StandingAudit] = StateKey("memory.standing-audit")
 
@@ -57,7 +57,7 @@ def _error(exc: BaseException) -> str:
 
 
 def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plugins.memory.reindex import reindex
+    from plughost.plugins.memory.reindex import reindex
 
     embedder, store = host.embedder(), host.store()
     if embedder is None:
@@ -69,7 +69,7 @@ def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
 
 
 def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plugins.memory.commands.audit import counts
+    from plughost.plugins.memory.commands.audit import counts
 
     report = counts(host, time_census=False)
     rules = report["activeRules"]
@@ -83,14 +83,14 @@ def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
 
 
 def _census(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plugins.memory.worktime import census
+    from plughost.plugins.memory.worktime import census
 
     found = census(host.store(), account_id)
     return {"timeDrifted": len(found["drifted"]), "timersRunning": int(found["running"])}
 
 
 def _visitors(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plugins.memory.visitor_memory import sweep
+    from plughost.plugins.memory.visitor_memory import sweep
 
     return {"visitorSlices": sweep(host, account_id)}
 

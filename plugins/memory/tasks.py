@@ -5,7 +5,7 @@ every entity it made from it, so "what did this turn produce" is
 ``(c:Conversation)<-[:RAISED_DURING]-(t:Task)-[:PRODUCED]->(e)``. The Task stores ``kind``,
 ``title``, ``inputs`` (JSON text) and ``inputSchema``, ``status`` (running → done|failed|
 cancelled), ``steps`` (``<ISO time> <text>``), ``outcome``, ``startedAt``/``completedAt``; every
-text of them passes :mod:`host.util.redact` first (``inputs`` with the schema's secret keys, the
+text of them passes :mod:`plughost.util.redact` first (``inputs`` with the schema's secret keys, the
 schema without the ``default``/``examples`` of its secret properties).
 Every read and write runs under the process's guards (``check_write`` inside the store), so a
 public or narrowed process cannot see, update or complete another role's Task. Lines:
@@ -19,15 +19,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.redact import redact_schema, redact_text, redact_value
-from plugins.memory.audit import clip
+from plughost.plugins.memory.audit import clip
+from plughost.ports.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.redact import redact_schema, redact_text, redact_value
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import Tool
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import Tool
 
 TASK_LABEL = "Task"
 RAISED_DURING = "RAISED_DURING"
@@ -142,7 +142,7 @@ class Tasks:
 
 
 def task_tools(host: Host) -> list[Tool]:
-    from host.runtime.types import Tool
+    from plughost.runtime.types import Tool
 
     def work_create(**args: Any) -> Any:
         return Tasks(host).create(**args)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from host.runtime.state import StateKey
-from host.runtime.types import Tool
-from plugins.memory.outcome import Call, WriteRejected, run_with_outcome
+from plughost.plugins.memory.outcome import Call, WriteRejected, run_with_outcome
+from plughost.runtime.state import StateKey
+from plughost.runtime.types import Tool
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 WRITER: StateKey[Any] = StateKey("memory.writer")
 
@@ -22,8 +22,8 @@ def writer(host: Host) -> Any:
     """The writer for this host; checks embedder/store dimensions once (a mismatch is a startup error)."""
     cached = host.state.get(WRITER)
     if cached is None:
-        from plugins.memory.embedder import check_dimensions
-        from plugins.memory.writes import MemoryWriter
+        from plughost.plugins.memory.embedder import check_dimensions
+        from plughost.plugins.memory.writes import MemoryWriter
 
         store, embedder = host.store(), host.embedder()
         check_dimensions(store, embedder)
@@ -38,7 +38,7 @@ def _run(host: Host, tool: str, op: str, args: dict[str, Any]) -> Any:
 
 def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSize: int = 32,  # noqa: N803
                limit: int | None = None) -> dict[str, Any]:
-    from plugins.memory.reindex import reindex
+    from plughost.plugins.memory.reindex import reindex
 
     principal = host.principal
     account = principal.account

@@ -1,13 +1,13 @@
 """Per-visitor memory (docs/channels.md#visitor-memory): what a visitor told us, kept for them alone.
 
 The channels pipeline stamps every stored user Message of a non-admin sender with ``visitorKey``
-(:func:`host.ports.graph.visitor_key`: a hash of the token only their browser carries, or of
+(:func:`plughost.ports.graph.visitor_key`: a hash of the token only their browser carries, or of
 their number) and ``slicePending``. A visitor's conversation **ends** when they start another
 (a new webchat session with the same browser) or after ``PLUGHOST_VISITOR_IDLE_S`` seconds
 without a message of theirs (a longer gap inside one conversation ends the part before it).
 An ended conversation becomes one ``VisitorSlice`` ``{sliceToken: <visitorKey>, scope: 'user'}``
 holding an extractive summary of their own messages (no language model): the facts and mentions
-:mod:`plugins.memory.entities.extract` finds, and their sentences that say something about them
+:mod:`plughost.plugins.memory.entities.extract` finds, and their sentences that say something about them
 or name something; its Messages lose ``slicePending`` in the same write. Slices are written by
 the standing audits (the idle sweep) and, at the latest, when the visitor's next turn asks for
 their memory (:func:`recall`, the ``plughost_visitor_memory`` hook), which reads that key's slices
@@ -22,7 +22,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import (
+from plughost.ports.graph import (
     MESSAGE_LABEL,
     USER_SCOPE,
     VISITOR_SLICE_LABEL,
@@ -30,10 +30,10 @@ from host.ports.graph import (
     Guards,
     Node,
 )
-from host.util.log import log
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 SCAN = 10_000
 MAX_SENTENCES = 6
@@ -56,7 +56,7 @@ def _ns(node: Node) -> int:
 
 def summarise(texts: list[str]) -> list[str]:
     """The extractive slice of what a visitor wrote: facts, mentions, then their telling sentences."""
-    from plugins.memory.entities.extract import extract
+    from plughost.plugins.memory.entities.extract import extract
 
     found = extract("\n".join(texts), speaker="visitor")
     lines: list[str] = []
@@ -160,7 +160,7 @@ def memory_lines(store: GraphStore, account_id: str, key: str) -> tuple[list[str
 
 def recall(host: Host, account_id: str, key: str, conversation_id: str) -> list[str]:
     """The ``plughost_visitor_memory`` hook: end the visitor's ended conversations, then read their slices."""
-    from plugins.memory.settings import VISITOR_IDLE_S
+    from plughost.plugins.memory.settings import VISITOR_IDLE_S
 
     store = host.store()
     end_conversations(store, account_id, idle_s=VISITOR_IDLE_S.read(host.env), key=key, current=conversation_id)
@@ -172,7 +172,7 @@ def recall(host: Host, account_id: str, key: str, conversation_id: str) -> list[
 
 def sweep(host: Host, account_id: str) -> int:
     """The standing audits' idle sweep: every visitor's conversations idle past the timeout end now."""
-    from plugins.memory.settings import VISITOR_IDLE_S
+    from plughost.plugins.memory.settings import VISITOR_IDLE_S
 
     written = end_conversations(host.store(), account_id, idle_s=VISITOR_IDLE_S.read(host.env))
     log("visitor-memory", "op=sweep", slices=written)

@@ -24,14 +24,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import GraphStore, Guards, WriteDenied, guarded_upsert_many
-from host.util.errors import UserError
-from host.util.log import log
-from host.util.redact import redact_text
+from plughost.ports.graph import GraphStore, Guards, WriteDenied, guarded_upsert_many
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.util.redact import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import Tool
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import Tool
 
 TASK_LABEL = "Task"
 ENTRY_LABEL = "TimeEntry"
@@ -228,7 +228,7 @@ def census(store: GraphStore, account_id: str) -> dict[str, Any]:
 
 
 def worktime_tools(host: Host) -> list[Tool]:
-    from host.runtime.types import Tool
+    from plughost.runtime.types import Tool
 
     def start(**args: Any) -> Any:
         return WorkTime(host).start(**args)

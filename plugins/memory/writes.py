@@ -4,7 +4,7 @@ Every entry point validates its input against the memory schema (known labels, c
 property names, Neo4j-compatible values), resolves provenance for people and organisations,
 embeds vector-indexed nodes (a failed embed never aborts the write), and writes node and
 edges in one store transaction so nothing is half-written. The account always comes from the
-process's ``ACCOUNT_ID``. Callers wrap each call in :func:`plugins.memory.outcome.run_with_outcome`.
+process's ``ACCOUNT_ID``. Callers wrap each call in :func:`plughost.plugins.memory.outcome.run_with_outcome`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from host.ports.embedding import Embedder
-from host.ports.graph import (
+from plughost.plugins.memory import entities, sectioniser
+from plughost.plugins.memory.embed_text import embedding_text, is_vector_label
+from plughost.plugins.memory.indexed_form import chunk_context
+from plughost.plugins.memory.outcome import Call, WriteRejected
+from plughost.ports.embedding import Embedder
+from plughost.ports.graph import (
     FULLTEXT_EXTRA_LABELS,
     RESERVED_PROPERTIES,
     VECTOR_LABELS,
@@ -25,13 +29,9 @@ from host.ports.graph import (
     Principal,
     guarded_upsert_many,
 )
-from host.ports.principal import resolve
-from host.util.jsonparse import LONE_SURROGATE
-from host.util.log import log
-from plugins.memory import entities, sectioniser
-from plugins.memory.embed_text import embedding_text, is_vector_label
-from plugins.memory.indexed_form import chunk_context
-from plugins.memory.outcome import Call, WriteRejected
+from plughost.ports.principal import resolve
+from plughost.util.jsonparse import LONE_SURROGATE
+from plughost.util.log import log
 
 EXTRA_LABELS = ("Project", "Note", "Topic", "Tag", "Attachment", "Document", "Skill", "Offer")
 PROVENANCE_LABELS = ("Person", "UserProfile", "AdminUser", "Organization", "LocalBusiness")
@@ -42,7 +42,7 @@ EDGE_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
 def known_labels(env: Mapping[str, str]) -> frozenset[str]:
     """The writable labels: the indexed ones plus a few structural ones, extendable by env."""
-    from plugins.memory.settings import MEMORY_EXTRA_LABELS
+    from plughost.plugins.memory.settings import MEMORY_EXTRA_LABELS
 
     extra = MEMORY_EXTRA_LABELS.read(env) or []
     return frozenset((*VECTOR_LABELS, *FULLTEXT_EXTRA_LABELS, *EXTRA_LABELS, *extra))
@@ -437,7 +437,7 @@ class MemoryWriter:
         conversations = sorted({str(p["conversationId"]) for p in changed if p.get("conversationId")})
         if not conversations:
             return
-        from plugins.memory.reindex import reindex_contexts
+        from plughost.plugins.memory.reindex import reindex_contexts
 
         try:
             reindex_contexts(self.store, self.embedder, account_id=self.account_id, conversation_ids=conversations)

@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from host.ports.graph import Guards
-from host.runtime.host import Host
+from plughost.ports.graph import Guards
+from plughost.runtime.host import Host
 
 
 def _nodes(home: Path, label: str) -> list:
@@ -26,7 +26,7 @@ def _nodes(home: Path, label: str) -> list:
 
 def _memory_calls(home: Path, calls: list[tuple[str, dict]]) -> list[dict]:
     """Call memory tools over stdio, as an agent does (`plughost mcp serve memory`, the account's env)."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"],
                                    env={"PATH": "/usr/bin:/bin", "PLUGHOST_HOME": str(home), "ACCOUNT_ID": "acme",
                                         "PLUGHOST_EMBEDDER": "none"}, cwd="/tmp")
 
@@ -62,7 +62,7 @@ def test_fresh_account_has_an_owner_and_standing_rules_reach_the_admin_turn(plug
     assert read["source"] == "owner"
     assert [r["value"] for r in read["activeRules"]] == ["Always answer in French"], (updated, read)
 
-    from plugins.channels.compose import RULES_HEADING, TurnInput, compose, fetch_rules
+    from plughost.plugins.channels.compose import RULES_HEADING, TurnInput, compose, fetch_rules
 
     host = Host(env={**os.environ, "PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": "acme"}).load()
     try:
@@ -76,8 +76,8 @@ def test_fresh_account_has_an_owner_and_standing_rules_reach_the_admin_turn(plug
 def test_hook_plughost_account_created(make_host) -> None:
     """Combines: every implementation runs, one raising is returned against its plugin; the graph
     plugin's implementation is idempotent."""
-    from host.runtime import hooktable
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime import hooktable
+    from plughost.runtime.hookspecs import hookimpl
 
     seen: list[tuple[str, str]] = []
 

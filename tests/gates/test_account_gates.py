@@ -29,9 +29,9 @@ def test_account_id_env_malformed_refuses_boot(install):
 
 
 def test_account_id_env_gate_logic_rejects_an_invalid_account_json(install):
-    """host.runtime.accounts' version of the gate also validates account.json against its schema."""
-    from host.runtime.accounts import check_account_id_env
-    from host.runtime.types import GateContext
+    """plughost.runtime.accounts' version of the gate also validates account.json against its schema."""
+    from plughost.runtime.accounts import check_account_id_env
+    from plughost.runtime.types import GateContext
 
     write(install.home / "accounts" / "broken" / "account.json", '{"accountId": "broken"}')
     host = install.host()

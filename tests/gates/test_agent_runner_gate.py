@@ -11,8 +11,8 @@ import pytest
 from channels_support import ACCOUNT, write_account
 from cli_support import run_in_process
 
-from host.runtime.types import GateContext
-from plugins.channels.runner_gate import check_agent_runner
+from plughost.plugins.channels.runner_gate import check_agent_runner
+from plughost.runtime.types import GateContext
 
 
 def check(make_host, **env: str):

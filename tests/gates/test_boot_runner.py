@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from gates_support import ALL_GATES, assert_all_ran
 
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import Gate, GateResult
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import Gate, GateResult
 
 
 def test_clean_fixture_install_every_gate_ok(install):

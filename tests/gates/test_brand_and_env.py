@@ -7,9 +7,9 @@ import json
 import pytest
 from gates_support import write
 
-from host.runtime.specialists import find_brand
-from host.util.config import home_env
-from host.util.errors import UserError
+from plughost.runtime.specialists import find_brand
+from plughost.util.config import home_env
+from plughost.util.errors import UserError
 
 
 def test_brand_by_file_stem_by_name_by_path_and_from_the_payload(tmp_path):
@@ -42,7 +42,7 @@ def test_home_env_reads_the_install_dotenv(tmp_path):
 
 
 def test_load_env_puts_the_environment_over_the_dotenv_and_normalises_payload_paths(tmp_path):
-    from host.util.config import load_env
+    from plughost.util.config import load_env
 
     write(tmp_path / ".env", "PLUGHOST_BRAND=studio\nPLUGHOST_PLUGINS_DIR=/from/dotenv\nEMBED_MODEL=m\n")
     env = {"PLUGHOST_HOME": str(tmp_path), "PLUGHOST_BRAND": "mine",

@@ -7,8 +7,8 @@ import json
 
 from gates_support import HOST_GATES, write
 
-from host.runtime.manifest import validate
-from plugins.channels.admin_binding import binding_drift
+from plughost.plugins.channels.admin_binding import binding_drift
+from plughost.runtime.manifest import validate
 
 
 def test_account_create_writes_a_consistent_valid_account(plughost_home, cli_process):

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from gates_support import assert_all_ran, write
 
-from host.runtime import specialists
-from host.runtime.state import STRIP_LIST
-from host.util.errors import UserError
+from plughost.runtime import specialists
+from plughost.runtime.state import STRIP_LIST
+from plughost.util.errors import UserError
 
 TYPO = "mcp__plugin_notes_notes__note-ad"
 

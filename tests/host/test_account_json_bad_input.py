@@ -1,6 +1,6 @@
 """A bad ``account.json`` (deeply nested, malformed, not an object, a wrong-typed field) is one line
 naming the file and what was expected, exit 2, from every command that reads it: all of them read
-it through ``host.runtime.accounts.read_account_json``."""
+it through ``plughost.runtime.accounts.read_account_json``."""
 
 from __future__ import annotations
 

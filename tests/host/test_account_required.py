@@ -40,7 +40,7 @@ def test_unknown_account_is_refused_and_nothing_is_created(tmp_path: Path, args:
 
 
 def test_named_home_lists_the_accounts_it_has(tmp_path: Path) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     home = tmp_path / "data"
     create_account("bakery", home)
@@ -60,7 +60,7 @@ def test_named_home_lists_the_accounts_it_has(tmp_path: Path) -> None:
 
 def test_boot_check_without_account_id_says_to_set_it(tmp_path: Path) -> None:
     """A newcomer's `boot --check` with no ACCOUNT_ID: the FATAL line says what to do, not only `unset`."""
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     home = tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "PLUGHOST_ACCOUNT_ID")}

@@ -55,7 +55,7 @@ def test_install_into_a_file_is_one_line(tmp_path) -> None:
     afile.write_text("x")
     for target in (afile, afile / "sub"):
         for extra in ([], ["--dry-run"]):
-            done = run_cli("install", str(REPO / "manifests"), "--config-dir", str(target), "--account", "acme", *extra)
+            done = run_cli("install", str(REPO / "host" / "manifests"), "--config-dir", str(target), "--account", "acme", *extra)
             assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
             assert done.stderr.strip() == f"plughost: --config-dir: {afile} is not a folder; expected a Claude Code " \
                                           "config dir (a folder, created when missing)"

@@ -1,5 +1,5 @@
 """The in-process ``plughost`` the suite runs most CLI tests with (tests/support/cli_support.py):
-it says what a ``python -m host.cli`` process says, isolates what a process boundary would, puts
+it says what a ``python -m plughost.cli`` process says, isolates what a process boundary would, puts
 the test's process back as it was, and fails a run that leaves threads behind."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import cli_support
 import pytest
 from cli_support import MODULE_STATE, PROCESS_STATE_KEPT, LeftBehind, run_in_process
 
-from tests.conftest import REPO, run_cli, run_cli_process
+from tests.conftest import REPO, module_name, run_cli, run_cli_process
 
 PROBE = '''
 import gc, json, logging, os, signal, sys, threading, time, warnings
 
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import CliCommand
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import CliCommand
 
 
 def configure(parser):
@@ -200,7 +200,7 @@ def test_every_piece_of_process_state_is_reset_or_said_harmless() -> None:
     found = set()
     for top in ("host", "plugins"):
         for path in sorted((REPO / top).rglob("*.py")):
-            module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+            module = module_name(path)
             found |= {(module, name) for name in _process_state(path)}
     listed = {(m, n) for table in (MODULE_STATE, PROCESS_STATE_KEPT) for m, entry in table.items() for n in entry[0]}
     assert found - listed == set(), ("module state an in-process run would share with the next: reset it in "

@@ -1,4 +1,4 @@
-"""The core commands in process, through ``host.cli.main`` (the subprocess tests cover the console
+"""The core commands in process, through ``plughost.cli.main`` (the subprocess tests cover the console
 script; these pin each command module's parse → run → exit code and output without a fork)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from host.cli import main as cli
-from host.util.config import REPO_ROOT
+from plughost.cli import main as cli
+from tests.conftest import REPO as REPO_ROOT
 
 
 def _main(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

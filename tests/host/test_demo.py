@@ -31,7 +31,7 @@ def test_demo_knowledge_reads_as_the_shop_tells_customers() -> None:
     """What the demo seeds is public: no internal-looking codes or formats a customer would be shown."""
     import re
 
-    from host.cli.commands.demo import DOCUMENTS, site_html
+    from plughost.cli.commands.demo import DOCUMENTS, site_html
 
     for text in [site_html(), *(d["content"] for d in DOCUMENTS)]:
         assert "format:" not in text.lower()
@@ -42,8 +42,8 @@ def test_run_script_brand_greets_as_the_demo_business() -> None:
     """scripts/run.sh bundles the demo's brand, whose productName (the webchat's header) is the seeded business."""
     import re
 
-    from host.cli.commands.demo import ENTITIES
-    from host.payload.bundler import load_brand, resolve_brand
+    from plughost.cli.commands.demo import ENTITIES
+    from plughost.payload.bundler import load_brand, resolve_brand
 
     repo = Path(__file__).resolve().parents[2]
     default = re.search(r'^BRAND="\$\{BRAND:-([a-z-]+)\}"', (repo / "scripts" / "run.sh").read_text(), re.M)

@@ -83,7 +83,7 @@ def test_mcp_main_through_the_tee_launcher(tmp_path: Path) -> None:
     plugin = work / "my-plugins" / "hello"
     env = dict(_user_env(tmp_path), PLUGHOST_PLUGINS_DIR=str(plugin.parent))
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "host.mcp.tee", "hello", "--", sys.executable,
+                                   args=["-m", "plughost.mcp.tee", "hello", "--", sys.executable,
                                          str(plugin / "mcp" / "__main__.py")],
                                    env=env, cwd=str(tmp_path))
 

@@ -9,8 +9,8 @@ from serve_helpers import make_account, start_serve
 
 from tests.conftest import REPO, run_cli
 
-HOOKS = """from host.util.errors import FatalError
-from host.runtime.hookspecs import hookimpl
+HOOKS = """from plughost.util.errors import FatalError
+from plughost.runtime.hookspecs import hookimpl
 
 
 @hookimpl

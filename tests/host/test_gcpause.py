@@ -1,4 +1,4 @@
-"""host.util.gcpause: the collector is off inside and as it was after, even when the pass fails."""
+"""plughost.util.gcpause: the collector is off inside and as it was after, even when the pass fails."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from host.util.gcpause import gc_paused
+from plughost.util.gcpause import gc_paused
 
 
 def test_the_collector_is_off_inside_and_restored_after() -> None:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
-from host.runtime.tooltable import call_tool
-from host.runtime.types import Gate, GateResult, RetrievalBoost, Route, Tool
-from host.util.errors import DuplicateNameError, UserError
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.tooltable import call_tool
+from plughost.runtime.types import Gate, GateResult, RetrievalBoost, Route, Tool
+from plughost.util.errors import DuplicateNameError, UserError
 from tests.conftest import run_cli, run_cli_process
 
 
@@ -50,15 +50,15 @@ def _folder_plugin(root: Path, name: str, module: str, tools: str = "") -> Path:
 def test_a_misspelled_hookimpl_fails_its_plugin_with_a_did_you_mean(tmp_path: Path) -> None:
     plugins = tmp_path / "plugins"
     _folder_plugin(plugins, "typo", """
-        from host.runtime.hookspecs import hookimpl
+        from plughost.runtime.hookspecs import hookimpl
 
         @hookimpl
         def plughost_tool(host):
             return []
     """)
     _folder_plugin(plugins, "fine", """
-        from host.runtime.hookspecs import hookimpl
-        from host.runtime.types import Tool
+        from plughost.runtime.hookspecs import hookimpl
+        from plughost.runtime.types import Tool
 
         @hookimpl
         def plughost_tools(host):
@@ -95,8 +95,8 @@ def test_a_wrapper_on_a_collected_hook_runs_through_pluggy(tmp_path: Path, make_
     """``wrapper=True`` around ``plughost_tools``: sees every answer, may add and drop tools."""
     plugins = tmp_path / "plugins"
     _folder_plugin(plugins, "wrapping", """
-        from host.runtime.hookspecs import hookimpl
-        from host.runtime.types import Tool
+        from plughost.runtime.hookspecs import hookimpl
+        from plughost.runtime.types import Tool
 
         @hookimpl(wrapper=True)
         def plughost_tools(host):
@@ -106,8 +106,8 @@ def test_a_wrapper_on_a_collected_hook_runs_through_pluggy(tmp_path: Path, make_
             return answers + [[Tool("added", lambda: "from-wrapper", description="added by a wrapper")]]
     """, tools="tools:\n  - name: added\n    description: added by a wrapper\n")
     _folder_plugin(plugins, "plain", """
-        from host.runtime.hookspecs import hookimpl
-        from host.runtime.types import Tool
+        from plughost.runtime.hookspecs import hookimpl
+        from plughost.runtime.types import Tool
 
         @hookimpl
         def plughost_tools(host):
@@ -240,7 +240,7 @@ def test_a_wrapper_around_a_firstresult_hook_sees_and_replaces_the_answer(make_h
 
 
 def test_the_hook_table_covers_every_hookspec() -> None:
-    from host.runtime import hookdocs
+    from plughost.runtime import hookdocs
 
     assert set(hooktable.TABLE) == set(hookdocs.hook_functions())
 
@@ -267,7 +267,7 @@ def _wheel(dist_dir: Path, name: str, module: str | None = None) -> Path:
     mod = name.replace("-", "_")
     files = {
         f"{mod}.py": module or textwrap.dedent(f'''\
-            from host.runtime.hookspecs import hookimpl
+            from plughost.runtime.hookspecs import hookimpl
 
 
             class Store:
@@ -366,8 +366,8 @@ def test_two_installed_stores_refuse_boot_naming_both(installed, tmp_path: Path)
 
 # --------------------------------------------------------------------------- defect 5: tools declared once
 _TOOLS_MODULE = """\
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import Tool
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import Tool
 
 
 def echo(text: str) -> str:
@@ -440,7 +440,7 @@ def test_the_tool_table_is_joined_once_and_used_everywhere(make_host) -> None:
 
 # --------------------------------------------------------------------------- Combines / Fires: boot, CLI, routes
 def test_boot_gates_run_in_order_and_a_raising_hook_is_that_plugins_error(make_host) -> None:
-    from host.runtime.boot import collect_gates
+    from plughost.runtime.boot import collect_gates
 
     host = make_host(PLUGHOST_LOAD_PLUGINS="none")
 
@@ -462,8 +462,8 @@ def test_boot_gates_run_in_order_and_a_raising_hook_is_that_plugins_error(make_h
 def test_a_plugin_command_may_not_shadow_a_core_one(tmp_path: Path) -> None:
     plugins = tmp_path / "plugins"
     _folder_plugin(plugins, "shadow", """
-        from host.runtime.hookspecs import hookimpl
-        from host.runtime.types import CliCommand
+        from plughost.runtime.hookspecs import hookimpl
+        from plughost.runtime.types import CliCommand
 
         @hookimpl
         def plughost_cli_commands(host):
@@ -478,8 +478,8 @@ def test_a_plugin_command_may_not_shadow_a_core_one(tmp_path: Path) -> None:
 
 
 def test_routes_and_channel_routes_claimed_twice_name_both_plugins(make_host) -> None:
-    from host.runtime.types import ChannelAdapter
-    from host.serve.app import plugin_routes
+    from plughost.runtime.types import ChannelAdapter
+    from plughost.serve.app import plugin_routes
 
     host = make_host(PLUGHOST_LOAD_PLUGINS="none")
     host.register(_plugin(plughost_routes=lambda host: [Route("/same", endpoint=lambda r: None)]), "route-a")
@@ -492,7 +492,7 @@ def test_routes_and_channel_routes_claimed_twice_name_both_plugins(make_host) ->
 
 
 def test_plugin_state_slots_are_keyed_by_object_not_name(make_host) -> None:
-    from host.runtime.state import StateKey
+    from plughost.runtime.state import StateKey
 
     host = make_host(PLUGHOST_LOAD_PLUGINS="none")
     mine, theirs = StateKey[int]("same.name"), StateKey[int]("same.name")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime import hookdocs, hooktable
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import ChannelAdapter, CliCommand, Gate, GateResult, RetrievalBoost, Route, Tool
-from host.util.errors import DuplicateNameError
+from plughost.runtime import hookdocs, hooktable
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import ChannelAdapter, CliCommand, Gate, GateResult, RetrievalBoost, Route, Tool
+from plughost.util.errors import DuplicateNameError
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -36,7 +36,7 @@ def test_every_hook_is_documented_with_the_template(name: str) -> None:
         assert part in doc, f"{name}: docstring lacks {part}"
     rendered = (TESTS.parent / "docs" / "hooks.md").read_text(encoding="utf-8")
     assert f"## {name}" in rendered and hookdocs.signature(fn) in rendered, (
-        "docs/hooks.md is stale: run python -m host.runtime.hookdocs")
+        "docs/hooks.md is stale: run python -m plughost.runtime.hookdocs")
 
 
 @pytest.mark.parametrize("name", sorted(hookdocs.hook_functions()))
@@ -198,8 +198,8 @@ def test_hook_plughost_active_rules(make_host) -> None:
 
 
 def test_hook_plughost_settings(make_host) -> None:
-    from host.runtime import settings as registry
-    from host.util.settings import Setting
+    from plughost.runtime import settings as registry
+    from plughost.util.settings import Setting
 
     host = make_host()
     greeting = Setting("PLUGHOST_UNIT_GREETING", "str", "hello", "what the unit plugin says")
@@ -221,10 +221,10 @@ def test_each_hook_result_type_is_the_one_its_spec_returns() -> None:
     table (what the host checks and a type checker sees): this keeps the two one fact."""
     import typing
 
-    from host.ports import embedding, graph
-    from host.runtime import hookspecs, types
-    from host.runtime.host import Host
-    from host.util.settings import Setting
+    from plughost.ports import embedding, graph
+    from plughost.runtime import hookspecs, types
+    from plughost.runtime.host import Host
+    from plughost.util.settings import Setting
 
     names = {**vars(typing), **vars(types), **vars(graph), **vars(embedding), "Host": Host, "Setting": Setting}
     table_types = typing.get_type_hints(hooktable, globalns={**vars(hooktable), **names})
@@ -242,7 +242,7 @@ def test_each_hook_result_type_is_the_one_its_spec_returns() -> None:
 
 # --------------------------------------------------------------------------- Combines: unique names
 def _source(name: str):
-    from host.runtime.types import CollectionSource
+    from plughost.runtime.types import CollectionSource
 
     return CollectionSource(name, ("*.txt",), lambda text, rel: {})
 
@@ -271,7 +271,7 @@ def test_a_name_two_plugins_claim_is_an_error_naming_both(make_host, name: str) 
 
 def test_cli_commands_fire_only_for_a_command_that_is_not_core(make_host) -> None:
     """*Fires: when the CLI is asked for a command that is not a core one (or for --help).*"""
-    from host.cli import main as cli
+    from plughost.cli import main as cli
 
     host = make_host()
     calls: list[str] = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from host.runtime.install_record import record_store
-from host.util.config import load_env
+from plughost.runtime.install_record import record_store
+from plughost.util.config import load_env
 
 
 def test_record_store_updates_the_store_lines_and_keeps_the_rest(plughost_home: Path) -> None:
@@ -23,7 +23,7 @@ def test_record_store_updates_the_store_lines_and_keeps_the_rest(plughost_home: 
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600  # it holds the password
     later = load_env({"PLUGHOST_HOME": str(plughost_home)})
     assert later["PLUGHOST_STORE"] == "neo4j" and later["NEO4J_URI"] == "bolt://127.0.0.1:7687"
-    from plugins.graph.backend import backend_name
+    from plughost.plugins.graph.backend import backend_name
 
     assert backend_name(later) == "neo4j"
     record_store({"PLUGHOST_HOME": str(plughost_home)}, {"PLUGHOST_STORE": "sqlite"})  # the way back

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime import hooktable
-from host.util.errors import DuplicateNameError
+from plughost.runtime import hooktable
+from plughost.util.errors import DuplicateNameError
 from tests.conftest import run_cli, run_cli_process
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -113,8 +113,8 @@ weather = "plughost_weather"
 THIRD_PARTY_MODULE = '''
 """A third-party plugin without a PLUGIN.md: its tools come from the hook."""
 import os
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import Tool
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import Tool
 
 if os.environ.get("WEATHER_EXPLODE_ON_IMPORT"):
     raise RuntimeError("weather imported although disabled")
@@ -149,7 +149,7 @@ def test_third_party_entry_point_plugin(third_party: str) -> None:
     rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
     assert rows["weather"]["status"] == "loaded" and rows["weather"]["version"] == "2.0.1"
     assert rows["weather"]["tools"] == ["forecast"]  # no PLUGIN.md: the hook's Tool objects declare, and are served
-    code = ("from host.runtime.host import Host; h = Host().load(); "
+    code = ("from plughost.runtime.host import Host; h = Host().load(); "
             "print(sorted(h.surface.all)); print(h.surface.admin); print(h.surface.mcp_servers)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "mcp__plugin_weather_weather__forecast" in out
@@ -180,7 +180,7 @@ def test_an_entry_point_plugin_version_is_its_distribution_s(tmp_path: Path, mon
 
 
 def test_trace_hooks_names_each_plugin_once(make_host, capfd) -> None:
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime.hookspecs import hookimpl
 
     class Twice:
         @hookimpl(wrapper=True)

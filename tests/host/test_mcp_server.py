@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.mcp.server import EAGER_META_KEY, build_server
-from host.util.errors import UserError
+from plughost.mcp.server import EAGER_META_KEY, build_server
+from plughost.util.errors import UserError
 from tests.conftest import npx_bin
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -87,7 +87,7 @@ def test_stdio_server_through_the_tee_launcher(plughost_home: Path) -> None:
     env = dict(os.environ, PLUGHOST_PLUGINS_DIR=str(FIXTURES))
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "host.mcp.tee", "sample", "--", sys.executable, str(FIXTURES / "sample-plugin" / "mcp" / "__main__.py")],
+        args=["-m", "plughost.mcp.tee", "sample", "--", sys.executable, str(FIXTURES / "sample-plugin" / "mcp" / "__main__.py")],
         env=env,
         cwd=str(REPO),
     )
@@ -99,7 +99,7 @@ def test_stdio_server_through_the_tee_launcher(plughost_home: Path) -> None:
 
 def test_tee_launcher_copies_stderr_and_passes_stdio(plughost_home: Path) -> None:
     script = "import sys; sys.stderr.write('to-stderr\\n'); sys.stdout.write(sys.stdin.read().upper())"
-    out = subprocess.run([sys.executable, "-m", "host.mcp.tee", "demo", "--", sys.executable, "-c", script],
+    out = subprocess.run([sys.executable, "-m", "plughost.mcp.tee", "demo", "--", sys.executable, "-c", script],
                          input=b"ping", capture_output=True, cwd=REPO, timeout=60)
     assert out.returncode == 0 and out.stdout == b"PING" and b"to-stderr" in out.stderr
     (log,) = (plughost_home / "logs").glob("mcp-demo-stderr-*.log")
@@ -108,7 +108,7 @@ def test_tee_launcher_copies_stderr_and_passes_stdio(plughost_home: Path) -> Non
 
 def _inspector(*args: str, plughost_home: Path) -> subprocess.CompletedProcess[str]:
     inspector = npx_bin("mcp-inspector")
-    cmd = [str(inspector), "--cli", "-e", f"PLUGHOST_HOME={plughost_home}", sys.executable, "-m", "host.cli",
+    cmd = [str(inspector), "--cli", "-e", f"PLUGHOST_HOME={plughost_home}", sys.executable, "-m", "plughost.cli",
            "--plugins-dir", str(FIXTURES), "mcp", "serve", "sample", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
 
@@ -149,7 +149,7 @@ def test_streamable_http_server(plughost_home: Path) -> None:
 
     port = _free_port()
     env = dict(os.environ, PLUGHOST_PLUGINS_DIR=str(FIXTURES))
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "mcp", "serve", "sample", "--http", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "mcp", "serve", "sample", "--http", str(port)],
                             env=env, cwd=REPO, stderr=subprocess.PIPE)
     try:
         import httpx

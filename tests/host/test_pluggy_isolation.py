@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from importlib.metadata import version
 
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import Route
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import Route
 
 
 class _P:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from host.ports.principal import ROLES, Role, child_env, resolve
-from host.util.errors import UserError
+from plughost.ports.principal import ROLES, Role, child_env, resolve
+from plughost.util.errors import UserError
 
 A = "acct-a"
 
@@ -81,10 +81,10 @@ def test_nothing_widens(env: dict[str, str], scopes: list[str] | None, role: str
 
 
 def test_the_role_table_of_the_docs_is_rendered_from_roles() -> None:
-    """The role table of ``docs/roles.md`` is rendered from :data:`host.ports.principal.ROLES`."""
+    """The role table of ``docs/roles.md`` is rendered from :data:`plughost.ports.principal.ROLES`."""
     from pathlib import Path
 
-    from host.ports.principal import role_table
+    from plughost.ports.principal import role_table
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "roles.md").read_text(encoding="utf-8")
     assert role_table() in page

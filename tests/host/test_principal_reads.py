@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from host.ports.principal import VARS
+from plughost.ports.principal import VARS
 
 REPO = Path(__file__).resolve().parents[2]
 RESOLVER = REPO / "host" / "principal.py"
@@ -70,6 +70,6 @@ def test_no_module_but_the_resolver_names_the_principals_variables() -> None:
 
 
 def test_hook_forwards_every_principal_var() -> None:
-    from plugins.memory.surfacing import hook
+    from plughost.plugins.memory.surfacing import hook
 
     assert set(VARS) <= set(hook.SENT_KEYS)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime import hooktable
+from plughost.runtime import hooktable
 from tests.conftest import run_cli
 
-PROVIDER = """from host.runtime.hookspecs import hookimpl
+PROVIDER = """from plughost.runtime.hookspecs import hookimpl
 
 
 @hookimpl

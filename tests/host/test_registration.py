@@ -1,4 +1,4 @@
-"""``host.payload.registration``: the three Claude Code registration surfaces of a config dir, read in process
+"""``plughost.payload.registration``: the three Claude Code registration surfaces of a config dir, read in process
 (the gates that use them run through ``plughost boot`` in tests/gates)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from host.payload.registration import Registration, config_dir_source
-from host.util.errors import UserError
+from plughost.payload.registration import Registration, config_dir_source
+from plughost.util.errors import UserError
 
 
 def _write(config: Path, *, marketplaces=None, installed=None, settings=None) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime import settings as registry
-from host.util import settings
-from host.util.errors import UserError
-from host.util.settings import Setting
+from plughost.runtime import settings as registry
+from plughost.util import settings
+from plughost.util.errors import UserError
+from plughost.util.settings import Setting
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = re.compile(r"PLUGHOST_[A-Z0-9_]*[A-Z0-9]")
@@ -106,7 +106,7 @@ def _declared() -> set[str]:
 
 def test_every_plughost_name_in_the_code_is_a_declared_setting() -> None:
     """Each ``PLUGHOST_*`` name in ``host/`` and ``plugins/`` (code, docstrings, shell hooks) is a
-    setting someone declares, or a listed non-setting (:data:`host.util.settings.NOT_SETTINGS`)."""
+    setting someone declares, or a listed non-setting (:data:`plughost.util.settings.NOT_SETTINGS`)."""
     known = _declared() | set(settings.NOT_SETTINGS)
     files = [*_code(), *(REPO / "plugins").rglob("*.sh"), *(REPO / "plugins").glob("*/bin/*")]
     found = []
@@ -126,14 +126,14 @@ def test_the_plugins_publish_what_they_declare(make_host) -> None:
 
 
 def test_the_hook_stages_defaults_are_the_declared_ones() -> None:
-    from plugins.memory import settings as memory
-    from plugins.memory.surfacing import client, hook
+    from plughost.plugins.memory import settings as memory
+    from plughost.plugins.memory.surfacing import client, hook
 
     assert hook.WARM_TIMEOUT_MS == client.WARM_TIMEOUT_MS == memory.SURFACE_TIMEOUT_MS.default
     assert client.COLD_TIMEOUT_MS == memory.SURFACE_COLD_TIMEOUT_MS.default
     assert memory.SURFACE.default is True and memory.SURFACE_COLD.default is True and settings.LOG_FILE.default
     assert {k for k in hook.SENT_KEYS if k.startswith("PLUGHOST_")} <= _declared()
-    from plugins.memory.surfacing import gate
+    from plughost.plugins.memory.surfacing import gate
 
     assert gate.DEFAULT_TOOLS == memory.CONSULT_GATE_TOOLS.default and memory.CONSULT_GATE.default is True
 
@@ -177,8 +177,8 @@ def test_a_bad_value_is_one_line_naming_the_variable_and_what_was_expected(setti
 
 
 def test_bad_values_the_shipped_reads_used_to_swallow_are_named() -> None:
-    from plugins.channels.delivery import batch_size
-    from plugins.channels.settings import WEBCHAT_MAX_TURNS
+    from plughost.plugins.channels.delivery import batch_size
+    from plughost.plugins.channels.settings import WEBCHAT_MAX_TURNS
 
     with pytest.raises(UserError, match=r"^PLUGHOST_RESUME_BATCH: expected an integer from 1 to 10000 \(got 'lots'\)$"):
         batch_size({"PLUGHOST_RESUME_BATCH": "lots"})
@@ -228,7 +228,7 @@ def test_the_configuration_doc_is_current() -> None:
     assert text.count(registry.START) == 1 and text.count(registry.END) == 1
     table = text.split(registry.START, 1)[1].split(registry.END, 1)[0].lstrip("\n")
     assert table == registry.markdown(registry.doc_rows()), (
-        "docs/configuration.md is stale: run python -m host.runtime.settings")
+        "docs/configuration.md is stale: run python -m plughost.runtime.settings")
 
 
 def test_the_doc_generator_keeps_everything_outside_the_markers() -> None:

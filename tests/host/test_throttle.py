@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from host.web.throttle import Buckets, Rate, rate_setting
+from plughost.web.throttle import Buckets, Rate, rate_setting
 
 
 def test_a_bucket_admits_its_burst_then_refills_at_its_rate() -> None:
@@ -26,8 +26,8 @@ def test_refused_requests_do_not_spend_tokens_and_keys_are_bounded() -> None:
 
 
 def test_rate_settings(capfd) -> None:
-    from host.util.settings import Setting
-    from host.web.throttle import bucket_name
+    from plughost.util.settings import Setting
+    from plughost.web.throttle import bucket_name
 
     visitor = Setting("PLUGHOST_RATE_WEBCHAT_VISITOR", "str", "30/20", "one session's messages")
     default = Rate(30, 20)
@@ -45,7 +45,7 @@ def test_only_the_proxys_x_forwarded_for_names_a_client() -> None:
 
     from starlette.datastructures import Headers
 
-    from host.web.throttle import client_address
+    from plughost.web.throttle import client_address
 
     def req(peer: str, **headers: str) -> object:
         raw = [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]

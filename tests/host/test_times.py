@@ -1,4 +1,4 @@
-"""``host.util.times``: the one reader of ISO 8601 times (tool arguments, commands, stored records)."""
+"""``plughost.util.times``: the one reader of ISO 8601 times (tool arguments, commands, stored records)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from host.util.errors import UserError
-from host.util.times import parse_time, read_time
+from plughost.util.errors import UserError
+from plughost.util.times import parse_time, read_time
 
 
 def test_z_offsets_and_naive_times() -> None:

@@ -24,9 +24,9 @@ tools:
 
 MODULES = {
     "no-hook": "X = 1\n",
-    "raises": ("from host.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n"
+    "raises": ("from plughost.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n"
                "    raise RuntimeError('tools table broke')\n"),
-    "not-a-list": "from host.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n    return 42\n",
+    "not-a-list": "from plughost.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n    return 42\n",
 }
 
 
@@ -46,7 +46,7 @@ def _listed(plugins_dir: Path) -> dict[str, dict]:
 
 def test_an_invalid_input_schema_is_a_tool_problem_not_a_crash(tmp_path: Path) -> None:
     folder = _plugin(tmp_path / "bad4", "sch", BAD_SCHEMA,
-                     "from host.runtime.hookspecs import hookimpl\nfrom host.runtime.types import Tool\n\n"
+                     "from plughost.runtime.hookspecs import hookimpl\nfrom plughost.runtime.types import Tool\n\n"
                      "def t1(a):\n    return a\n\n@hookimpl\ndef plughost_tools(host):\n"
                      "    return [Tool('t1', t1)]\n")
     plugins = _listed(tmp_path / "bad4")
@@ -109,8 +109,8 @@ tools:
 """
 
 TWICE_MODULE = """\
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import Tool
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import Tool
 
 
 def answer(a: str = "") -> str:
@@ -176,7 +176,7 @@ def test_tools_list_serves_what_plugin_md_declares_and_logs_each_problem(tmp_pat
     import anyio
     from mcp import Client
 
-    from host.mcp.server import EAGER_META_KEY, build_server
+    from plughost.mcp.server import EAGER_META_KEY, build_server
 
     _plugin(tmp_path / "tw", "twice", TOLD_TWICE, TWICE_MODULE)
     host = make_host(plugins_dir=tmp_path / "tw")
@@ -229,7 +229,7 @@ tools:
 
 
 def test_the_signature_is_the_schema_when_plugin_md_gives_none_and_a_text_handler_is_a_problem(tmp_path: Path) -> None:
-    module = ("from host.runtime.hookspecs import hookimpl\nfrom host.runtime.types import Tool\n\n"
+    module = ("from plughost.runtime.hookspecs import hookimpl\nfrom plughost.runtime.types import Tool\n\n"
               "def greet(name: str) -> str:\n    return f'Hello, {name}!'\n\n@hookimpl\ndef plughost_tools(host):\n"
               "    return [Tool('greet', greet), Tool('text-handler', 'Greets.')]\n")
     folder = _plugin(tmp_path / "pl", "signed", SIGNED, module)
@@ -237,7 +237,7 @@ def test_the_signature_is_the_schema_when_plugin_md_gives_none_and_a_text_handle
     assert "'text-handler'" in problem and "not callable (str)" in problem, problem
     check = run_cli("--plugins-dir", str(tmp_path / "pl"), "manifests", "check", str(folder))
     assert check.returncode == 2 and "text-handler" in check.stderr and "greet" not in check.stderr, check.stderr
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     host = Host(plugins_dir=tmp_path / "pl", env={"PLUGHOST_HOME": str(tmp_path / "home"), "PLUGHOST_LOAD_PLUGINS": "signed"})
     served = host.load().tools().served["signed"]

@@ -1,4 +1,4 @@
-"""``host.runtime.tooltable`` and ``host.runtime.surface`` in process: the one join of declarations and handlers,
+"""``plughost.runtime.tooltable`` and ``plughost.runtime.surface`` in process: the one join of declarations and handlers,
 the argument check every call path shares, and the canonical names the surface derives."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import asyncio
 
 import pytest
 
-from host.runtime.hookspecs import hookimpl
-from host.runtime.surface import canonical_name, safe_name
-from host.runtime.tooltable import call_tool, checked_call, render
-from host.runtime.types import Tool
-from host.util.errors import UserError
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.surface import canonical_name, safe_name
+from plughost.runtime.tooltable import call_tool, checked_call, render
+from plughost.runtime.types import Tool
+from plughost.util.errors import UserError
 
 
 class _Tools:

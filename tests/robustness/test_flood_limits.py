@@ -18,7 +18,7 @@ from robust_support import fakes, serve_env, start, store_messages
 from serve_helpers import raw_request
 from test_restart_resume import _wait_answered
 
-from plugins.channels.pipeline import BUSY
+from plughost.plugins.channels.pipeline import BUSY
 
 pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 

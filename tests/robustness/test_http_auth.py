@@ -45,7 +45,7 @@ def _token(home: Path, account: str) -> str:
 
 
 def test_mcp_and_admin_need_the_serving_accounts_credential(plughost_home: Path) -> None:
-    from plugins.admin import sessions
+    from plughost.plugins.admin import sessions
 
     for account in ("acct-a", "acct-b"):
         make_account(plughost_home, account)

@@ -137,7 +137,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 def _wipe_neo4j() -> None:
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
     from tests.backends import neo4j_env
 
     store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": "acct-0001"})

@@ -16,8 +16,8 @@ import pytest
 from channels_support import ACCOUNT, agent_command, write_account
 from serve_helpers import raw_request, start_serve
 
-from plugins.admin import sessions
-from plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.admin import sessions
+from plughost.plugins.graph.sqlite_store import SqliteStore
 from tests.backends import BACKENDS, neo4j_env
 
 PIN = "4821-blue"
@@ -26,7 +26,7 @@ PIN = "4821-blue"
 def nodes(db: Path, backend: str) -> dict[str, tuple[str, str | None]]:
     """id -> (properties, scope) of the account's nodes, from the file or the database (the oracle)."""
     if backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
 
         store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
         try:
@@ -45,7 +45,7 @@ def nodes(db: Path, backend: str) -> dict[str, tuple[str, str | None]]:
 
 def _store(backend: str, db: Path) -> Any:
     if backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
 
         store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
         store.wipe_account(ACCOUNT)

@@ -18,7 +18,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 
 
 def test_unreadable_frames_get_a_json_rpc_error(plughost_home: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "--plugins-dir", str(FIXTURES / "ok"), "mcp", "serve",
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "--plugins-dir", str(FIXTURES / "ok"), "mcp", "serve",
                              "probe"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "PLUGHOST_HOME": str(plughost_home)})
     assert proc.stdin and proc.stdout

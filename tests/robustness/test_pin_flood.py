@@ -25,7 +25,7 @@ def _mint(port: int, account: str, pin: str) -> tuple[int, dict]:
 def test_flood_of_made_up_accounts_is_throttled_and_the_owner_still_gets_in(plughost_home: Path) -> None:
     import time
 
-    from plugins.admin import sessions
+    from plughost.plugins.admin import sessions
 
     make_account(plughost_home, "acct-a")
     sessions.set_pin(plughost_home, "acct-a", PIN, "owner")

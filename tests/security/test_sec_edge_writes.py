@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from host.ports.graph import Guards, WriteDenied
-from plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.ports.graph import Guards, WriteDenied
 from tests.backends import BACKENDS, neo4j_env
 
 A, B = "acct-edge-a", "acct-edge-b"
@@ -27,7 +27,7 @@ AGENT = Guards(A, None, "a1")
 
 def _store(backend: str, path: Path, account: str) -> Any:
     if backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
 
         return Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": account})
     return SqliteStore(path, env={"ACCOUNT_ID": account})

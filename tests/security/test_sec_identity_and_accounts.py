@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.channels.identity import Identity, resolve
+from plughost.plugins.channels.identity import Identity, resolve
 
 ACCOUNT = "acct-sec"
 

@@ -45,8 +45,8 @@ def env(home: Path, account: str = A, **extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def home(plughost_home: Path) -> Path:
-    from host.runtime.accounts import account_dir, build_account, write_json_atomic
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
+    from plughost.runtime.accounts import account_dir, build_account, write_json_atomic
 
     for acct in (A, B):
         account, users = build_account(acct)
@@ -91,7 +91,7 @@ def test_graph_import_of_id_less_lines_reruns_idempotently(home: Path, tmp_path:
             fh.write(json.dumps({"labels": ["Chunk"], "properties": {"content": f"chunk {i} w5"}}) + "\n")
     db = home / "graph.sqlite"
     before = count(db)
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(src), "--no-progress"],
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "graph", "import", str(src), "--no-progress"],
                             env={**os.environ, **env(home)}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     seen = kill_once_committed(proc, db, before + 10_000)
@@ -113,7 +113,7 @@ def test_memory_import_writes_edges_as_it_goes_and_reruns_idempotently(home: Pat
                 row["edges"] = [{"type": "NEXT", "to": f"m{i + 1}"}]
             fh.write(json.dumps(row) + "\n")
     db = home / "graph.sqlite"
-    cmd = [sys.executable, "-m", "host.cli", "memory", "import", str(src), "--no-progress", "--batch-size", "200"]
+    cmd = [sys.executable, "-m", "plughost.cli", "memory", "import", str(src), "--no-progress", "--batch-size", "200"]
     proc = subprocess.Popen(cmd, env={**os.environ, **env(home)}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     seen = kill_once_committed(proc, db, 3000)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import anyio
 
-from host.ports.graph import Guards
-from host.runtime.accounts import account_dir, build_account, write_json_atomic
-from plugins.graph.sqlite_store import SqliteStore
-from plugins.memory.reports import report_id
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.memory.reports import report_id
+from plughost.ports.graph import Guards
+from plughost.runtime.accounts import account_dir, build_account, write_json_atomic
 
 A = "acct-a"
 WHEN = "2026-03-01T10:00:00Z"
@@ -32,7 +32,7 @@ def calls(home: Path, narrow: dict[str, str], script: list[tuple[str, dict]]) ->
     from mcp import Client, StdioServerParameters
 
     env = {**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": A, "PLUGHOST_EMBEDDER": "none", **narrow}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"], env=env)
 
     async def go() -> list[tuple[bool, str]]:
         out = []

@@ -27,7 +27,7 @@ from audit_support import recorded
 from serve_helpers import start_serve, stop_process
 from surfacing_support import config_dir, run_hook
 
-from host.util.redact import MARKER, redact_schema, redact_text, redact_value, secret_name
+from plughost.util.redact import MARKER, redact_schema, redact_text, redact_value, secret_name
 
 FORMS: list[dict[str, Any]] = json.loads((Path(__file__).parent / "data" / "secret_forms.json").read_text())
 TEXTS = [f for f in FORMS if "text" in f]
@@ -99,7 +99,7 @@ async def mcp_calls(url: str, token: str) -> list[bool]:
 
 def test_no_secret_form_reaches_the_store_or_the_logs(tmp_path: Path, plughost_home: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     home = plughost_home
     create_account(ACCOUNT, home)
@@ -149,9 +149,9 @@ def test_no_secret_form_reaches_the_store_or_the_logs(tmp_path: Path, plughost_h
 
 
 def test_work_create_keeps_no_secret_in_title_inputs_or_schema(make_host, plughost_home: Path) -> None:
-    from host.ports.graph import Guards
-    from host.runtime.accounts import create_account
-    from host.runtime.tooltable import call_tool
+    from plughost.ports.graph import Guards
+    from plughost.runtime.accounts import create_account
+    from plughost.runtime.tooltable import call_tool
 
     create_account(ACCOUNT, plughost_home)
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none")
@@ -180,7 +180,7 @@ def test_work_create_keeps_no_secret_in_title_inputs_or_schema(make_host, plugho
 
 
 def test_a_secret_in_a_log_value_is_redacted_in_server_log(plughost_home: Path) -> None:
-    from host.util.log import emit, log
+    from plughost.util.log import emit, log
 
     line = log("graph-write", "ok", name="password=LogValuePw-6610", password="LogFieldPw-2231",
                detail="curl -u ada:LogCurlPw-1187 https://x", count=3, session="s-1", tokens=12)
@@ -260,7 +260,7 @@ def test_redacting_a_2kb_text_takes_well_under_a_millisecond_or_two(corpus: tupl
 def test_first_redaction_in_a_fresh_process_does_not_import_detect_secrets(tmp_path: Path) -> None:
     import subprocess
 
-    code = ("import sys, time; from host.util.redact import redact_text; t = time.perf_counter(); "
+    code = ("import sys, time; from plughost.util.redact import redact_text; t = time.perf_counter(); "
             "out = redact_text('key ghp_' + 'a' * 36 + ' and AKIA' + 'B' * 16); "
             "print(out, 'detect_secrets' in sys.modules, round((time.perf_counter() - t) * 1000, 1))")
     env = {**os.environ, "PLUGHOST_HOME": str(tmp_path)}
@@ -272,7 +272,7 @@ def test_first_redaction_in_a_fresh_process_does_not_import_detect_secrets(tmp_p
 
 
 def test_every_private_key_header_detect_secrets_knows_is_a_redacted_block() -> None:
-    from host.util.redact import detect_secrets_patterns
+    from plughost.util.redact import detect_secrets_patterns
 
     headers = [p for plugin, p, _ in detect_secrets_patterns() if plugin == "private_key" and p.startswith("BEGIN ")]
     assert len(headers) >= 6

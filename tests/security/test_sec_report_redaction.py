@@ -6,13 +6,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from host.runtime.tooltable import call_tool
+from plughost.runtime.tooltable import call_tool
 
 SECRETS = ("Hunter2Secret99", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "DockerPw2024x")
 
 
 def test_a_report_keeps_no_secret(make_host, plughost_home: Path) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account("acct-rep", plughost_home)
     host = make_host(ACCOUNT_ID="acct-rep")

@@ -36,7 +36,7 @@ def _serve(home: Path, script: list[tuple[str, dict]], **env: str) -> list[tuple
     # per-test environment is cleaned)
     full = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "PLUGHOST_STORE") and not k.startswith("NEO4J_")}
     full.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="0", **env)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=full)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"], env=full)
 
     async def go() -> list[tuple[bool, str]]:
         out = []
@@ -61,7 +61,7 @@ def _rows(home: Path) -> dict[str, tuple[str | None, str]]:
 @pytest.fixture(scope="module")
 def owned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """An account whose owner ran a turn: an admin Task, a ToolCall row, the owner's conversation."""
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     home = tmp_path_factory.mktemp("roles-home")
     create_account(ACCOUNT, home)
@@ -71,8 +71,8 @@ def owned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                  PLUGHOST_SESSION_ROLE="admin", PLUGHOST_SESSION_ID=OWNER_SESSION)
     assert not any(err for err, _ in out), out
     task = json.loads(out[0][1])["taskId"]
-    from host.ports.graph import Guards
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
+    from plughost.ports.graph import Guards
 
     store = SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
     store.upsert_node(["ToolCall"], {"toolName": "mcp__memory__memory-write", "input": "{}", "scope": "admin",

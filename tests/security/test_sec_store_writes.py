@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from graph_support import CASCADE_ROWS
 
-from host.ports.graph import Guards, WriteDenied, check_write
-from plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.ports.graph import Guards, WriteDenied, check_write
 
 A, B = "acct-a", "acct-b"
 

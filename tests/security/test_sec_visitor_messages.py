@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from host.ports.graph import HAS_MESSAGE
-from host.runtime.accounts import account_dir, build_account, write_json_atomic
-from plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.ports.graph import HAS_MESSAGE
+from plughost.runtime.accounts import account_dir, build_account, write_json_atomic
 from tests.backends import BACKENDS, neo4j_env
 from tests.security.test_sec_mcp_stdio import A
 from tests.security.test_sec_mcp_stdio import calls as stdio_calls
@@ -37,7 +37,7 @@ def _seed(home: Path, backend: str) -> None:
     write_json_atomic(account_dir(A, home) / "account.json", account)
     write_json_atomic(account_dir(A, home) / "users.json", users)
     if backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
 
         store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": A})
         store.wipe_account(A)

@@ -41,7 +41,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from host.util.errors import UserError
+from plughost.util.errors import UserError
 from tests.backends import BACKENDS, neo4j_env
 
 A, B = "acct-a", "acct-b"
@@ -216,7 +216,7 @@ class World:
         return f"World({self.db})"
 
     def call(self, who: Who, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
-        from host.runtime.tooltable import checked_call
+        from plughost.runtime.tooltable import checked_call
 
         try:
             if tool in EDGE_OPS:
@@ -229,15 +229,15 @@ class World:
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    from host.runtime.host import Host
-    from host.runtime.tooltable import served_tools
+    from plughost.runtime.host import Host
+    from plughost.runtime.tooltable import served_tools
 
     home = Path(tempfile.mkdtemp(prefix="plughost-sec-"))
     base = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG",
                                                              "SESSION_ID", "SESSION_NODE_ID", "NEO4J_URI")}
     base.update(PLUGHOST_HOME=str(home), PLUGHOST_EMBEDDER="none")
     w = World(home, home / "graph.sqlite")
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     SqliteStore(w.db, env={"ACCOUNT_ID": A}).close()  # the schema, before the first seed
     for who in WHO:
@@ -320,7 +320,7 @@ def seeds(draw: st.DrawFn) -> list[dict[str, Any]]:
             out.append({"account": acct, "id": nid, "labels": [draw(st.sampled_from(["Note", "Person", "Task"]))],
                         "properties": props, "deleted": draw(st.booleans()) and draw(st.booleans())})
         for title in draw(st.lists(st.sampled_from(TITLES), max_size=2, unique=True)):
-            from plugins.memory.reports import report_id
+            from plughost.plugins.memory.reports import report_id
 
             rid = report_id(acct, title, MINUTE + ":00Z")
             out.append({"account": acct, "id": rid, "labels": ["Report"],
@@ -448,9 +448,9 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 
 
 def seed(world: World, rows: list[dict[str, Any]]) -> None:
-    from host.ports.graph import Guards
-    from plugins.graph.sqlite_store import SqliteStore
-    from plugins.graph.sqlite_store.sql import register_functions
+    from plughost.plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store.sql import register_functions
+    from plughost.ports.graph import Guards
 
     con = sqlite3.connect(world.db)
     register_functions(con)  # the purge trigger removes each node's terms by its text
@@ -458,7 +458,7 @@ def seed(world: World, rows: list[dict[str, Any]]) -> None:
     con.execute("DELETE FROM edges")
     con.commit()
     con.close()
-    from plugins.memory import conversations
+    from plughost.plugins.memory import conversations
 
     conversations._SESSION_CONVERSATIONS.clear()
     for acct in (A, B):
@@ -476,7 +476,7 @@ def seed(world: World, rows: list[dict[str, Any]]) -> None:
 
 def replay(world: World, calls: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
     """Run calls again on a freshly seeded store (a probe's comparison needs the state back)."""
-    from plugins.memory import conversations
+    from plughost.plugins.memory import conversations
 
     conversations._SESSION_CONVERSATIONS.clear()
     for who, (tool, args) in calls:
@@ -583,9 +583,9 @@ def neo4j_snapshot(world: Neo4jWorld) -> tuple[dict[tuple[str, str], Row], set]:
 
 @pytest.fixture(scope="module")
 def neo4j_world() -> Iterator[Neo4jWorld]:
-    from host.runtime.host import Host
-    from host.runtime.tooltable import served_tools
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+    from plughost.runtime.host import Host
+    from plughost.runtime.tooltable import served_tools
 
     home = Path(tempfile.mkdtemp(prefix="plughost-sec-neo4j-"))
     base = {k: v for k, v in os.environ.items() if k not in ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG",
@@ -610,9 +610,9 @@ def neo4j_world() -> Iterator[Neo4jWorld]:
 
 
 def neo4j_seed(world: Neo4jWorld, rows: list[dict[str, Any]]) -> None:
-    from host.ports.graph import Guards
-    from plugins.graph.neo4j_store import Neo4jStore
-    from plugins.memory import conversations
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.memory import conversations
+    from plughost.ports.graph import Guards
 
     conversations._SESSION_CONVERSATIONS.clear()
     for acct in (A, B):

@@ -23,8 +23,8 @@ def recorded(name: str, transcript: Path | None = None, **changes: Any) -> bytes
 
 
 def tool_calls(home: Path, account: str = ACCOUNT) -> list[Any]:
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
 
     host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": account,
                      "PLUGHOST_EMBEDDER": "none"}).load()

@@ -111,7 +111,7 @@ class RulesPlugin:
     def __init__(self, rules: list[str], owner: str | None = "u-owner") -> None:
         self.rules, self.owner, self.calls = rules, owner, 0
 
-    from host.runtime.hookspecs import hookimpl as _hookimpl
+    from plughost.runtime.hookspecs import hookimpl as _hookimpl
 
     @_hookimpl
     def plughost_active_rules(self, account_id: str) -> dict[str, Any]:

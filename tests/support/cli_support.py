@@ -1,8 +1,8 @@
 """``plughost ...`` run in the test's own process, isolated as a fresh process would be.
 
 A CLI subprocess costs ~1.4 s of interpreter start and imports; :func:`run_in_process` calls
-``host.cli.main(argv)`` instead and gives back the same :class:`subprocess.CompletedProcess`
-(exit code, stdout, stderr) a ``python -m host.cli`` run would. What a process boundary would
+``plughost.cli.main(argv)`` instead and gives back the same :class:`subprocess.CompletedProcess`
+(exit code, stdout, stderr) a ``python -m plughost.cli`` run would. What a process boundary would
 have isolated is isolated here, and put back afterwards:
 
 * the environment (``os.environ`` is exactly the ``env`` given, ``HOME`` and ``PLUGHOST_*``
@@ -102,17 +102,17 @@ def _set_none(module: Any, *names: str) -> None:
 
 
 MODULE_STATE: dict[str, tuple[tuple[str, ...], Callable[..., None], str]] = {
-    "host.runtime.manifest": (("_validator", "_fast"), _clear_caches,
+    "plughost.runtime.manifest": (("_validator", "_fast"), _clear_caches,
                       "validators keyed by schema name, read from PLUGHOST_MANIFESTS_DIR's folder"),
-    "host.util.redact": (("_formats",), _set_none,
+    "plughost.util.redact": (("_formats",), _set_none,
                     "a fresh process builds them from <PLUGHOST_HOME>/cache/redact-patterns.json (and writes it)"),
-    "host.runtime.settings": (("_warned",), _clear, "an unknown PLUGHOST_* variable is warned once per process"),
-    "plugins.memory.embedder": (("_warned",), _clear, "`[embed] warn provider=none ...` is logged once per process"),
-    "plugins.memory.retrieval.entities": (("_COUNTS",), _clear,
+    "plughost.runtime.settings": (("_warned",), _clear, "an unknown PLUGHOST_* variable is warned once per process"),
+    "plughost.plugins.memory.embedder": (("_warned",), _clear, "`[embed] warn provider=none ...` is logged once per process"),
+    "plughost.plugins.memory.retrieval.entities": (("_COUNTS",), _clear,
                                           "the entity path's Message counts per store and guards, for a minute"),
-    "plugins.memory.conversations": (("_SESSION_CONVERSATIONS",), _clear,
+    "plughost.plugins.memory.conversations": (("_SESSION_CONVERSATIONS",), _clear,
                                      "(store, guards, session) → Conversation id, found once per process"),
-    "plugins.memory.surfacing.recall": (("_CACHE",), _clear,
+    "plughost.plugins.memory.surfacing.recall": (("_CACHE",), _clear,
                               "decisions files by mtime: two writes within one clock tick look unchanged"),
 }
 """Per-process state in host/ and plugins/ that changes what a later run prints, writes or reads:
@@ -120,13 +120,13 @@ module → (names, how to reset them, why). A module not imported yet has nothin
 tests/host/test_cli_inprocess.py keeps this table and :data:`PROCESS_STATE_KEPT` complete."""
 
 PROCESS_STATE_KEPT: dict[str, tuple[tuple[str, ...], str]] = {
-    "host.runtime.manifest": (("_LOADER",), "the YAML loader class: built from no input"),
-    "host.util.redact": (("secret_name",), "a pure function of the name, memoised"),
-    "plugins.graph.common": (("_GOOD_KEYS", "_GOOD_NAMES"), "names already checked against a fixed rule"),
-    "plugins.graph.sqlite_store.nodes": (("labels_of",), "a pure parse of a labels JSON text, memoised"),
-    "plugins.channels.language": (("_IDENTIFIER",), "the language model, loaded once; its `op=lang-unavailable` "
+    "plughost.runtime.manifest": (("_LOADER",), "the YAML loader class: built from no input"),
+    "plughost.util.redact": (("secret_name",), "a pure function of the name, memoised"),
+    "plughost.plugins.graph.common": (("_GOOD_KEYS", "_GOOD_NAMES"), "names already checked against a fixed rule"),
+    "plughost.plugins.graph.sqlite_store.nodes": (("labels_of",), "a pure parse of a labels JSON text, memoised"),
+    "plughost.plugins.channels.language": (("_IDENTIFIER",), "the language model, loaded once; its `op=lang-unavailable` "
                                   "line is said once per process, and the suite never uninstalls py3langid"),
-    "plugins.memory.collections.sync": (("_FORKED",), "set only while parse workers fork, None again after"),
+    "plughost.plugins.memory.collections.sync": (("_FORKED",), "set only while parse workers fork, None again after"),
 }
 """Per-process state that a later run may share: why it cannot change what a run does."""
 
@@ -306,21 +306,21 @@ def _check_nothing_left(threads: set[threading.Thread], children: set[int], argv
 
 def run_in_process(args: Sequence[str], env: Mapping[str, str], *, input: str | None = None,
                    cwd: Path | str | None = None) -> subprocess.CompletedProcess[str]:
-    """``plughost *args`` as ``python -m host.cli`` would run it with environment ``env``
+    """``plughost *args`` as ``python -m plughost.cli`` would run it with environment ``env``
     (the whole environment, not additions), stdin ``input`` and working directory ``cwd``."""
     changed = [k for k in PROCESS_ONLY_ENV if env.get(k) != os.environ.get(k)]
     if changed:
         raise ValueError(f"an in-process plughost cannot honour {', '.join(changed)}: use run_cli_process")
-    import host.cli.main
+    import plughost.cli.main
 
     argv = [str(a) for a in args]
     with _LOCK:
         threads, children = set(threading.enumerate()), _children()
         reset_module_state()
         try:
-            with _process_state(env, [host.cli.main.__file__, *argv], cwd, (input or "").encode("utf-8")) as (out, err):
+            with _process_state(env, [plughost.cli.main.__file__, *argv], cwd, (input or "").encode("utf-8")) as (out, err):
                 try:
-                    code = contextvars.copy_context().run(host.cli.main.main, argv)
+                    code = contextvars.copy_context().run(plughost.cli.main.main, argv)
                 except SystemExit as exc:
                     code = _exit_code(exc, sys.stderr)
                 except _ProcessExit as exc:
@@ -332,5 +332,5 @@ def run_in_process(args: Sequence[str], env: Mapping[str, str], *, input: str | 
         finally:
             reset_module_state()
         _check_nothing_left(threads, children, argv)
-    return subprocess.CompletedProcess([sys.executable, "-m", "host.cli", *argv], int(code or 0) & 0xFF,
+    return subprocess.CompletedProcess([sys.executable, "-m", "plughost.cli", *argv], int(code or 0) & 0xFF,
                                        _text(out.value()), _text(err.value()))

@@ -25,14 +25,14 @@ def write_notes(root: Path, count: int, *, prefix: str = "note") -> list[Path]:
 
 
 def host_for(home: Path, **env: str) -> Any:
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     return Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none",
                      **env}).load()
 
 
 def documents(host: Any, collection: str, include_deleted: bool = False) -> list[Any]:
-    from host.ports.graph import Guards
+    from plughost.ports.graph import Guards
 
     store = host.store()
     out, offset = [], 0

@@ -32,12 +32,12 @@ def open_store(path: Path, account: str = "acct-one", backend: str = "sqlite") -
     On Neo4j (one shared database) the account starts empty."""
     env = {"ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": str(DIMS)}
     if backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
         from tests.backends import neo4j_env
 
         store = Neo4jStore.from_env({**neo4j_env(), **env})
         store.wipe_account(account)
         return store
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     return SqliteStore(path, env=env)

@@ -17,18 +17,18 @@ from typing import Any
 
 import yaml
 
-from host.runtime import hooktable
+from plughost.runtime import hooktable
 
 
 class AccountEnvStandIn:
-    """Contributes `host.runtime.accounts`' account-id-env gate when no loaded plugin does: the graph plugin
+    """Contributes `plughost.runtime.accounts`' account-id-env gate when no loaded plugin does: the graph plugin
     owns that gate; this keeps these tests meaningful when the graph plugin is disabled."""
 
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime.hookspecs import hookimpl
 
     @hookimpl
     def plughost_boot_gates(self, host):  # type: ignore[no-untyped-def]
-        from host.runtime.accounts import account_id_env_gate
+        from plughost.runtime.accounts import account_id_env_gate
 
         return [account_id_env_gate()]
 
@@ -124,7 +124,7 @@ class Install:
     def tee_servers(self, name: str) -> dict[str, Any]:
         """The `auto` shape: the tee launcher starting the plugin-local server."""
         return {name: {"command": sys.executable,
-                       "args": ["-m", "host.mcp.tee", name, "--", sys.executable,
+                       "args": ["-m", "plughost.mcp.tee", name, "--", sys.executable,
                                 "${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py"]}}
 
     def marketplace(self, folder: Path, name: str) -> Path:
@@ -164,7 +164,7 @@ class Install:
 
     # -------------------------------------------------------------- boot
     def host(self, **env: str):
-        from host.runtime.host import Host
+        from plughost.runtime.host import Host
 
         # The storage plugins' own tools would change the fixtures' tool counts: keep them out.
         isolate = {"PLUGHOST_DISABLE_PLUGINS": "graph,memory"}
@@ -195,7 +195,7 @@ class Install:
             self.register(f"{name}@acme-platform", folder)
 
     def boot(self, *, account: str | None = None, host: Any = None, **env: str):
-        from host.runtime.boot import boot_context_extras, run_gates
+        from plughost.runtime.boot import boot_context_extras, run_gates
 
         host = host or self.host(**env)
         self.install_builtins(host)

@@ -89,7 +89,7 @@ def indexed_terms(con: sqlite3.Connection, table: str = "node_text") -> dict[int
 def expected_terms(con: sqlite3.Connection, tokenize: str) -> dict[int, list[tuple[str, int]]]:
     """The terms each live node row's ``text_of`` gives under ``tokenize``: the oracle of
     :func:`indexed_terms` (a fresh index of exactly the rows the store holds)."""
-    from plugins.graph.common import text_of
+    from plughost.plugins.graph.common import text_of
 
     con.execute("DROP TABLE IF EXISTS temp.oracle_text")
     con.execute(f"CREATE VIRTUAL TABLE temp.oracle_text USING fts5 (text, tokenize = '{tokenize}')")

@@ -129,7 +129,7 @@ def call_tool(host, tool: str, args: dict) -> tuple[bool, str]:
     import anyio
     from mcp import Client
 
-    from host.mcp.server import build_server
+    from plughost.mcp.server import build_server
 
     async def go() -> tuple[bool, str]:
         async with Client(build_server(host, "memory")) as client:

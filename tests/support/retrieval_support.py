@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.ports.graph import Hit, Neighbor, Node
-from plugins.memory.retrieval.rows import Row
+from plughost.plugins.memory.retrieval.rows import Row
+from plughost.ports.graph import Hit, Neighbor, Node
 
 ACCOUNT = "acct0001-aaaa"
 

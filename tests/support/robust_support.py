@@ -65,8 +65,8 @@ def cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.Com
 
 def store_messages(home: Path, backend: str = "sqlite") -> list[Any]:
     """Every Message of ACCOUNT, read from the store (file or database) by a fresh host (the oracle)."""
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
     from tests.backends import neo4j_env
 
     store = {**neo4j_env(), "PLUGHOST_STORE": "neo4j"} if backend == "neo4j" else {"PLUGHOST_STORE": "sqlite"}

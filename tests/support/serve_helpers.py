@@ -82,7 +82,7 @@ class LiveServer:
     """The host's app under uvicorn on a thread; ``stop()`` runs the graceful path."""
 
     def __init__(self, host: Any, bind: str = "127.0.0.1") -> None:
-        from host.serve import app as host_app
+        from plughost.serve import app as host_app
 
         self.host = host
         self.bind = bind
@@ -117,7 +117,7 @@ class LiveServer:
         return raw_request(self.port, target, **kw)
 
     def post_json(self, target: str, data: Any, headers: dict[str, str] | None = None) -> RawResponse:
-        from host.web.http_guard import protected
+        from plughost.web.http_guard import protected
 
         hdrs = {"Content-Type": "application/json", **(self.auth if protected(target) else {}), **(headers or {})}
         return raw_request(self.port, target, method="POST", headers=hdrs, body=json.dumps(data).encode())
@@ -137,7 +137,7 @@ def non_loopback_address() -> str | None:
 def make_account(home: Path, account_id: str = "acct-demo-01") -> str:
     """A consistent account folder; uses the host's account writer when it is installed."""
     try:
-        from host.runtime.accounts import create_account
+        from plughost.runtime.accounts import create_account
     except ImportError:
         folder = home / "accounts" / account_id
         (folder / "specialists" / "agents").mkdir(parents=True, exist_ok=True)
@@ -191,13 +191,13 @@ STARTED: list[subprocess.Popen[str]] = []
 
 def start_serve(*args: str, env: dict[str, str] | None = None, plugins_dir: Path | None = None,
                 wait: bool = True, timeout: float = 60, retry: bool = True) -> ServeProcess:
-    """`python -m host.cli [--plugins-dir D] serve --port 0 ...`; waits for the 'serving on' line.
+    """`python -m plughost.cli [--plugins-dir D] serve --port 0 ...`; waits for the 'serving on' line.
 
     stderr goes to a file (the server logs every request line there; a full pipe would stall it).
     """
     full = dict(os.environ)
     full.update(env or {})
-    cmd = [sys.executable, "-m", "host.cli"]
+    cmd = [sys.executable, "-m", "plughost.cli"]
     if plugins_dir is not None:
         cmd += ["--plugins-dir", str(plugins_dir)]
     cmd += ["serve", "--port", "0", *args]

@@ -31,7 +31,7 @@ NOTES = [
 
 
 def seed(home: Path, account: str = ACCOUNT, notes: list[tuple[str, list[str], dict[str, Any]]] = NOTES) -> None:
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": account,
                      "PLUGHOST_EMBEDDER": "none"}).load()
@@ -104,7 +104,7 @@ def start_serve(home: Path, account: str = ACCOUNT, timeout: float = 90, address
     discovery = home / "run" / "surface.json"
     discovery.unlink(missing_ok=True)
     err = open(home / f"serve-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115 - the child owns it
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", "0"], stdout=subprocess.DEVNULL,
                             stderr=err, env=full, cwd=REPO, preexec_fn=limit)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

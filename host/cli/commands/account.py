@@ -39,10 +39,10 @@ def _default_enabled(ctx: Any) -> list[str]:
 
 
 def run_create(args: argparse.Namespace, ctx: Any) -> int:
-    from host.ports.principal import set_account
-    from host.runtime import accounts
-    from host.util import config
-    from host.util.config import csv_list
+    from plughost.ports.principal import set_account
+    from plughost.runtime import accounts
+    from plughost.util import config
+    from plughost.util.config import csv_list
 
     accounts.check_id(args.id)
     set_account(ctx.env, args.id)  # the host this command builds acts as the new account (its store writes)
@@ -69,8 +69,8 @@ def run_create(args: argparse.Namespace, ctx: Any) -> int:
 def bootstrap(ctx: Any, account_id: str, users: list[dict[str, Any]]) -> list[str]:
     """Let the plugins seed the new account (the graph plugin writes its owner and admins); one line
     per plugin that failed, returned so the command exits 1 with the files already in place."""
-    from host.runtime import hooktable
-    from host.util.log import log
+    from plughost.runtime import hooktable
+    from plughost.util.log import log
 
     errors = ctx.host().call_each(hooktable.ACCOUNT_CREATED, account_id=account_id, users=users)
     lines = []
@@ -80,9 +80,9 @@ def bootstrap(ctx: Any, account_id: str, users: list[dict[str, Any]]) -> list[st
 
 
 def run_list(args: argparse.Namespace, ctx: Any) -> int:
-    from host.runtime import accounts
-    from host.util import config
-    from host.util.errors import UserError
+    from plughost.runtime import accounts
+    from plughost.util import config
+    from plughost.util.errors import UserError
 
     home = config.home(ctx.env)
     rows = []

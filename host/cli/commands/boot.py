@@ -27,12 +27,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from host.runtime import boot
+    from plughost.runtime import boot
 
     ctx.env = boot.command_env(ctx.env, args.account, args.brand, args.config_dir)
     t0 = time.perf_counter()
     host = ctx.host()
-    from host.runtime.settings import check_values
+    from plughost.runtime.settings import check_values
 
     check_values(host)  # a set value its setting refuses: one line, exit 2, before anything starts
     load_ms = (time.perf_counter() - t0) * 1000

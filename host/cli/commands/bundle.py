@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from host.payload.bundler import bundle
+    from plughost.payload.bundler import bundle
 
     report = bundle(args.brand, args.out, plugins_dir=ctx.plugins_dir,
                     premium_dir=args.bundle_premium_dir or ctx.premium_dir)

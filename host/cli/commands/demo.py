@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from host.util import config
-from host.util.errors import UserError
+from plughost.util import config
+from plughost.util.errors import UserError
 
 HELP = "seed a demo account and knowledge graph through the memory tools and run a sample search"
 
@@ -103,7 +103,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _ensure_account(account: str, home: Path) -> bool:
     """Create the demo account when missing; True when it was created (its owner is then seeded)."""
-    from host.runtime.accounts import account_dir, create_account
+    from plughost.runtime.accounts import account_dir, create_account
 
     folder = account_dir(account, home)
     if not (folder / "users.json").exists():
@@ -113,16 +113,16 @@ def _ensure_account(account: str, home: Path) -> bool:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from host.ports.principal import resolve, set_account
-    from host.runtime.tooltable import call_tool
+    from plughost.ports.principal import resolve, set_account
+    from plughost.runtime.tooltable import call_tool
 
     account = args.account or resolve(ctx.env).account or DEMO_ACCOUNT
     set_account(ctx.env, account)  # the command's call context; the process environment is left alone
     created = _ensure_account(account, config.home(ctx.env))
     host = ctx.host()
     if created:  # the owner's AdminUser + UserProfile, as `plughost account create` writes them
-        from host.cli.commands.account import bootstrap
-        from host.runtime.accounts import load_users
+        from plughost.cli.commands.account import bootstrap
+        from plughost.runtime.accounts import load_users
 
         bootstrap(ctx, account, load_users(account, config.home(ctx.env)))
     if "memory" not in {r.name for r in host.loaded()}:

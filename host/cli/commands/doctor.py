@@ -21,10 +21,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from host.payload import doctor
-    from host.payload.registration import config_dir
-    from host.util import config
-    from host.util.errors import UserError
+    from plughost.payload import doctor
+    from plughost.payload.registration import config_dir
+    from plughost.util import config
+    from plughost.util.errors import UserError
 
     folder = config_dir(ctx.env, args.config_dir)
     if not folder.is_dir():

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from host.util.errors import UserError
+from plughost.util.errors import UserError
 
 HELP = "validate PLUGIN.md files (check) and generate Claude Code manifests (generate)"
 
@@ -33,7 +33,7 @@ def find_manifests(path: Path) -> list[Path]:
 
 
 def run_check(args: argparse.Namespace, ctx: Any) -> int:
-    from host.runtime.manifest import manifest_errors
+    from plughost.runtime.manifest import manifest_errors
 
     if not args.path.exists():
         raise UserError(f"PATH: '{args.path}' does not exist; expected a plugin folder or a tree of them")
@@ -56,9 +56,9 @@ def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
     the handler cannot take is a defect of that PLUGIN.md."""
     import os
 
-    from host.runtime.host import Host
-    from host.runtime.manifest import load_manifest
-    from host.util import settings
+    from plughost.runtime.host import Host
+    from plughost.runtime.manifest import load_manifest
+    from plughost.util import settings
 
     by_parent: dict[Path, dict[str, Path]] = {}
     for md in manifests:
@@ -86,8 +86,8 @@ def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
 
 
 def run_generate(args: argparse.Namespace, ctx: Any) -> int:
-    from host.payload.generator import generate
-    from host.util.log import log
+    from plughost.payload.generator import generate
+    from plughost.util.log import log
 
     report = generate(args.payload, brand=args.brand)
     log("manifests", "op=generate", payload=str(args.payload.resolve()), plugins=report.plugins,

@@ -18,8 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from host.mcp import server as mcp_server
-    from host.util.errors import UserError
+    from plughost.mcp import server as mcp_server
+    from plughost.util.errors import UserError
 
     host = ctx.host()
     record = host.plugin(args.plugin)

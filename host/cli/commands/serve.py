@@ -1,10 +1,10 @@
 """`plughost serve [--host 127.0.0.1] [--port 8787]`: boot (the gates), then serve the host's app.
 
-The gates run first, exactly as in ``plughost boot`` (``host.runtime.boot.check_install``: same
+The gates run first, exactly as in ``plughost boot`` (``plughost.runtime.boot.check_install``: same
 configuration, brand, payload and config dir, so the same lines); a fatal gate refuses to serve
 (exit 1).
 
-Then one app (:mod:`host.serve.app`): plugin routes, channel adapters, ``/mcp/<plugin>`` over
+Then one app (:mod:`plughost.serve.app`): plugin routes, channel adapters, ``/mcp/<plugin>`` over
 streamable HTTP, startup/shutdown hooks; SIGTERM/SIGINT stop it gracefully (exit 0).
 """
 
@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from host.runtime import state
-from host.util.errors import FatalError, UserError
-from host.util.log import log
+from plughost.runtime import state
+from plughost.util.errors import FatalError, UserError
+from plughost.util.log import log
 
 HELP = "run the boot gates, then serve plugin routes, /mcp/<plugin> and /healthz over HTTP"
 
@@ -51,13 +51,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run_boot_gates(host: Any, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
     """Run the gates as `plughost boot` does and return the summary `/healthz` shows."""
-    from host.runtime import boot
+    from plughost.runtime import boot
 
     report = boot.check_install(host, env, account=args.account, config_dir=args.config_dir, brand=args.brand)
     rows = [{"gate": o.gate, "status": o.status, "fatal": o.fatal, "inspected": o.inspected}
             for o in report.outcomes]
     fatal = [r["gate"] for r in rows if r["fatal"] and r["status"] in ("fail", "error")]
-    return {"runner": "host.runtime.boot", "gates": rows, "ran": True, "fatal": fatal, "ok": not fatal,
+    return {"runner": "plughost.runtime.boot", "gates": rows, "ran": True, "fatal": fatal, "ok": not fatal,
             "counts": {s: sum(r["status"] == s for r in rows) for s in ("ok", "warn", "fail", "error")}}
 
 
@@ -99,19 +99,19 @@ def auth_hint(door: Any) -> str:
     """How a client reaches /mcp/* and the admin routes (printed at start; never the token itself)."""
     if door.open_local:
         return "open to loopback requests (--open-local); no credential needed"
-    from host.util.credentials import http_token_path
+    from plughost.util.credentials import http_token_path
 
     door.http_token  # noqa: B018  (created now, so the file exists for the client to read)
     return f"Authorization: Bearer $(cat {http_token_path(door.home, door.account_id)})"
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from host.runtime import boot
-    from host.serve import app as host_app
+    from plughost.runtime import boot
+    from plughost.serve import app as host_app
 
     ctx.env = boot.command_env(ctx.env, args.account, args.brand, args.config_dir)
     host = ctx.host()
-    from host.runtime.settings import check_values
+    from plughost.runtime.settings import check_values
 
     check_values(host)  # a set value its setting refuses: one line, exit 2, before anything starts
     if host_app.open_local_requested(host, args.open_local) and not host_app.is_loopback_bind(args.host):
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         print(f"  {'mcp auth:':<14} {hint}", flush=True)
         log("serve", "op=listening", url=base, mcp=sorted(runtime.mcp), routes=len(runtime.routes))
 
-    from host.serve.stopping import shutdown_grace
+    from plughost.serve.stopping import shutdown_grace
 
     grace = args.grace if args.grace is not None and args.grace >= 0 else shutdown_grace(host.env)
     server = host_app.make_server(host, bind=args.host, port=port, grace=grace, on_ready=ready, app=app)
@@ -167,7 +167,7 @@ def fast_exit() -> None:
     import os
     import threading
 
-    from host.util import settings
+    from plughost.util import settings
 
     if settings.SERVE_NO_FAST_EXIT.read_or_default() or threading.current_thread() is not threading.main_thread():
         return

@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from host.runtime import settings
+    from plughost.runtime import settings
 
     rows = settings.table(ctx.host())
     if args.json:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from host.runtime.hookspecs import hookimpl
+from plughost.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import Gate
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import Gate
 
 
 @hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
-    from host.payload.selftest import checks
-    from host.runtime.types import Gate
+    from plughost.payload.selftest import checks
+    from plughost.runtime.types import Gate
 
     return [
         Gate("single-provider", check=checks.single_provider, fatal=True, order=5),

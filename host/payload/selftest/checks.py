@@ -18,14 +18,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from host.payload import launch
-from host.payload.launch import MINIMAL_PATH, Launch
-from host.payload.registration import Registration, config_dir, config_dir_source
-from host.runtime import accounts, specialists, state
-from host.runtime.types import GateContext, GateResult
-from host.util import settings
-from host.util.errors import UserError
-from host.util.log import format_line
+from plughost.payload import launch
+from plughost.payload.launch import MINIMAL_PATH, Launch
+from plughost.payload.registration import Registration, config_dir, config_dir_source
+from plughost.runtime import accounts, specialists, state
+from plughost.runtime.types import GateContext, GateResult
+from plughost.util import settings
+from plughost.util.errors import UserError
+from plughost.util.log import format_line
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 
@@ -283,7 +283,7 @@ def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str,
 
 def single_provider(ctx: GateContext) -> GateResult:
     """The store and the embedder each have one provider: two installed plugins offering one refuse boot."""
-    from host.runtime import hooktable
+    from plughost.runtime import hooktable
 
     result = GateResult("ok")
     for hook in (hooktable.STORE, hooktable.EMBEDDER):

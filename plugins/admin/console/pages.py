@@ -29,14 +29,14 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import anyio
 
-from host.ports.graph import CHANNEL_MESSAGE_LABELS, conversation_node_id
-from host.runtime import hooktable
-from host.runtime.types import Route
-from host.util.errors import UserError
-from host.util.log import log
-from host.web.http import int_param, read_body
-from plugins.admin import sessions
-from plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
+from plughost.plugins.admin import sessions
+from plughost.plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
+from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, conversation_node_id
+from plughost.runtime import hooktable
+from plughost.runtime.types import Route
+from plughost.util.errors import UserError
+from plughost.util.log import log
+from plughost.web.http import int_param, read_body
 
 HERE = Path(__file__).parent
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -397,8 +397,8 @@ class Console:
 
     def doctor(self) -> dict[str, Any] | None:
         """Run ``plughost doctor`` on the install this server was started from and record it; None when one runs."""
-        from host.payload import doctor
-        from host.payload.registration import config_dir_source
+        from plughost.payload import doctor
+        from plughost.payload.registration import config_dir_source
 
         if not DOCTOR_LOCK.acquire(blocking=False):
             return None
@@ -436,7 +436,7 @@ class Console:
         return buffer.getvalue()
 
     def task_tool(self, name: str, args: dict[str, Any]) -> Any:
-        from host.runtime.tooltable import call_tool
+        from plughost.runtime.tooltable import call_tool
 
         owners = [c.plugin for c in self.host.collect(hooktable.TOOLS) if c.item.name == name]
         if not owners:
@@ -674,8 +674,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                               views=views, page=page, more=more and page < SEARCH_MAX_PAGE)
 
     async def health_page(request: Any, session: Any, csrf: str) -> Any:
-        from host.payload import doctor
-        from plugins.admin import health
+        from plughost.payload import doctor
+        from plughost.plugins.admin import health
 
         notice = {"busy": "A doctor run is already in progress; its report shows here when it ends.",
                   "ran": "Doctor ran."}.get(request.query_params.get("notice", ""))

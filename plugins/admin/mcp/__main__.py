@@ -1,6 +1,6 @@
-"""The admin plugin's MCP server over stdio: ``python -m plugins.admin.mcp`` (the hostname tools)."""
+"""The admin plugin's MCP server over stdio: ``python -m plughost.plugins.admin.mcp`` (the hostname tools)."""
 
-from host.mcp.server import run_plugin_server
+from plughost.mcp.server import run_plugin_server
 
 if __name__ == "__main__":
     run_plugin_server("admin")

@@ -11,6 +11,6 @@ if [ -z "$py" ] && [ -r "$here/../.claude-plugin/python" ]; then read -r py <"$h
 if [ -z "$py" ]; then
   if [ -x "$here/../../../.venv/bin/python" ]; then py="$here/../../../.venv/bin/python"; else py=python3; fi
 fi
-"$py" -m host.cli record-turn >/dev/null && exit 0
+"$py" -m plughost.cli record-turn >/dev/null && exit 0
 echo "[channels] op=record-turn-failed python=$py" >&2
 exit 1

@@ -13,12 +13,12 @@ does. Importing this package does not import the driver: ``neo4j`` is imported b
 that talk to a server.
 """
 
-from plugins.graph.neo4j_store.bulk import NEO4J_IMPORT_BATCH, Neo4jImport
-from plugins.graph.neo4j_store.lint import lint_statements
-from plugins.graph.neo4j_store.queries import BASE_LABEL, FULLTEXT_INDEX, lucene_query
-from plugins.graph.neo4j_store.schema import fulltext_shape, schema_statements, statement_name
-from plugins.graph.neo4j_store.store import Neo4jStore
-from plugins.graph.neo4j_store.writes import clean_props
+from plughost.plugins.graph.neo4j_store.bulk import NEO4J_IMPORT_BATCH, Neo4jImport
+from plughost.plugins.graph.neo4j_store.lint import lint_statements
+from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL, FULLTEXT_INDEX, lucene_query
+from plughost.plugins.graph.neo4j_store.schema import fulltext_shape, schema_statements, statement_name
+from plughost.plugins.graph.neo4j_store.store import Neo4jStore
+from plughost.plugins.graph.neo4j_store.writes import clean_props
 
 __all__ = ["BASE_LABEL", "FULLTEXT_INDEX", "NEO4J_IMPORT_BATCH", "Neo4jImport", "Neo4jStore", "clean_props",
            "fulltext_shape", "lint_statements", "lucene_query", "schema_statements", "statement_name"]

@@ -17,7 +17,7 @@ key (one seek and one ``backlinkCount`` update per target, not per edge). Ids th
 reported by line when their target never appeared.
 
 Every write runs as the account's admin (``Guards(account)``), so a new node whose line names no
-``scope`` is stored ``admin`` (:data:`host.ports.graph.OWNER_SCOPE`) and a re-imported one keeps its own.
+``scope`` is stored ``admin`` (:data:`plughost.ports.graph.OWNER_SCOPE`) and a re-imported one keeps its own.
 
 Session state changes only after a batch's transaction has committed (``execute_write`` may run
 the transaction function more than once).
@@ -31,14 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import OWNER_SCOPE, Guards
-from host.util.log import log
-from plugins.graph.common import Prepared, check_name, iso, keywords_of
-from plugins.graph.neo4j_store.queries import BASE_LABEL
-from plugins.graph.neo4j_store.writes import clean_props, write_batch, write_edges, write_nodes
+from plughost.plugins.graph.common import Prepared, check_name, iso, keywords_of
+from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL
+from plughost.plugins.graph.neo4j_store.writes import clean_props, write_batch, write_edges, write_nodes
+from plughost.ports.graph import OWNER_SCOPE, Guards
+from plughost.util.log import log
 
 if TYPE_CHECKING:
-    from plugins.graph.neo4j_store.store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store.store import Neo4jStore
 
 NEO4J_IMPORT_BATCH = 50000
 """Nodes per import transaction on Neo4j unless ``--batch-size`` says otherwise: an edge between two

@@ -1,5 +1,5 @@
 """The Neo4j store's connection: the driver from ``NEO4J_*`` settings, and a server that does not
-answer as one :class:`host.util.errors.StoreUnavailable` (the driver is imported only here and in the
+answer as one :class:`plughost.util.errors.StoreUnavailable` (the driver is imported only here and in the
 functions that run queries, never at import)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from host.util.errors import StoreUnavailable, UserError
-from host.util.log import log
+from plughost.util.errors import StoreUnavailable, UserError
+from plughost.util.log import log
 
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 MAX_RETRY_S = 5.0

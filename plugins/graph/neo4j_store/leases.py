@@ -1,4 +1,4 @@
-"""The Neo4j store's leases (:class:`host.ports.lease.LeaseStore`): one ``Lease {name}`` node per
+"""The Neo4j store's leases (:class:`plughost.ports.lease.LeaseStore`): one ``Lease {name}`` node per
 lease (a uniqueness constraint on ``name``, ``schema.cypher``), taken by MERGE and a conditional SET
 in one write transaction, its expiry on the server's clock (``timestamp()``), so every machine
 sharing the database agrees on it. Lease nodes carry no ``GraphNode`` label: no account's reads,
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from host.ports.lease import Lease
+from plughost.ports.lease import Lease
 
 # The SET of ``l.lockedAt`` write-locks the node before its owner and expiry are read, so two
 # transactions racing for one lease are serialised and exactly one of them sees it free.
@@ -34,7 +34,7 @@ RETURN l.name AS name, l.owner AS owner, l.expiresAt AS expiresAt"""
 
 
 class Neo4jLeases:
-    """Mixed into :class:`plugins.graph.neo4j_store.store.Neo4jStore` (``self.read`` / ``self.write``)."""
+    """Mixed into :class:`plughost.plugins.graph.neo4j_store.store.Neo4jStore` (``self.read`` / ``self.write``)."""
 
     shared = True
 

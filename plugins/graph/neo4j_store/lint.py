@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from plugins.graph.neo4j_store import bulk, leases
-from plugins.graph.neo4j_store.queries import (
+from plughost.plugins.graph.neo4j_store import bulk, leases
+from plughost.plugins.graph.neo4j_store.queries import (
     BASE_LABEL,
     Q_AWAIT_INDEXES,
     Q_CONSTRAINT_NAMES,
@@ -51,7 +51,7 @@ from plugins.graph.neo4j_store.queries import (
     where_cypher,
     within_cypher,
 )
-from plugins.graph.neo4j_store.schema import schema_statements
+from plughost.plugins.graph.neo4j_store.schema import schema_statements
 
 
 def lint_statements() -> list[str]:

@@ -1,11 +1,11 @@
-"""Neo4j records (and the hit maps the search queries build) → :class:`host.ports.graph.Node` / :class:`Hit`."""
+"""Neo4j records (and the hit maps the search queries build) → :class:`plughost.ports.graph.Node` / :class:`Hit`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from host.ports.graph import Hit, Node
-from plugins.graph.neo4j_store.queries import BASE_LABEL
+from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL
+from plughost.ports.graph import Hit, Node
 
 
 def node_of(record: Any) -> Node:

@@ -2,7 +2,7 @@
 :data:`RELATED_GUARD`), every statement the store issues, the filters and the Lucene query text.
 
 No guard value is ever spliced into query text; labels and relationship types, which Cypher
-cannot parameterise, are validated identifiers (``plugins.graph.common.NAME_RE``) and
+cannot parameterise, are validated identifiers (``plughost.plugins.graph.common.NAME_RE``) and
 backtick-quoted. Every statement is listed by :func:`lint_statements` and checked by Neo4j's
 own Cypher analyser in ``tests/plugins/graph/test_cypher_lint.py``.
 """
@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from host.ports.graph import Guards
-from plugins.graph.common import check_labels, check_name
+from plughost.plugins.graph.common import check_labels, check_name
+from plughost.ports.graph import Guards
 
 BASE_LABEL = "GraphNode"
 FULLTEXT_INDEX = "entity_search"

@@ -22,12 +22,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import VECTOR_LABELS, Guards, Hit
-from host.util.errors import UserError
-from host.util.log import log
-from plugins.graph.common import check_embedding, check_labels, guards_ok
-from plugins.graph.neo4j_store.nodes import cosine_hits, node_of
-from plugins.graph.neo4j_store.queries import (
+from plughost.plugins.graph.common import check_embedding, check_labels, guards_ok
+from plughost.plugins.graph.neo4j_store.nodes import cosine_hits, node_of
+from plughost.plugins.graph.neo4j_store.queries import (
     FULLTEXT_INDEX,
     Q_AWAIT_INDEXES,
     Q_INDEXES,
@@ -44,6 +41,9 @@ from plugins.graph.neo4j_store.queries import (
     where_cypher,
     within_cypher,
 )
+from plughost.ports.graph import VECTOR_LABELS, Guards, Hit
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 OVERFETCH = 1
 """Vector candidates asked of each index at first = max(k * OVERFETCH, MIN_FETCH): the global top

@@ -14,9 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from host.ports.graph import VECTOR_LABELS, Guards, Neighbor, Node, WriteDenied, edge_denied, edge_guards
-from host.util.errors import UserError
-from plugins.graph.common import (
+from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
     LINKED_LIMIT,
@@ -32,18 +30,18 @@ from plugins.graph.common import (
     prepare_rows,
     vector_threads,
 )
-from plugins.graph.neo4j_store import schema
-from plugins.graph.neo4j_store.bulk import NEO4J_IMPORT_BATCH, Neo4jImport
-from plugins.graph.neo4j_store.connection import (
+from plughost.plugins.graph.neo4j_store import schema
+from plughost.plugins.graph.neo4j_store.bulk import NEO4J_IMPORT_BATCH, Neo4jImport
+from plughost.plugins.graph.neo4j_store.connection import (
     connect_errors,
     driver_settings,
     open_driver,
     unavailable,
     unavailable_errors,
 )
-from plugins.graph.neo4j_store.leases import Neo4jLeases
-from plugins.graph.neo4j_store.nodes import node_of
-from plugins.graph.neo4j_store.queries import (
+from plughost.plugins.graph.neo4j_store.leases import Neo4jLeases
+from plughost.plugins.graph.neo4j_store.nodes import node_of
+from plughost.plugins.graph.neo4j_store.queries import (
     BASE_LABEL,
     Q_COUNT,
     Q_DELETE_EDGE_TMPL,
@@ -76,13 +74,15 @@ from plugins.graph.neo4j_store.queries import (
     q_delete_edge_guarded,
     q_find,
 )
-from plugins.graph.neo4j_store.search import Search
-from plugins.graph.neo4j_store.writes import write_batch, write_edges, write_nodes
-from plugins.graph.settings import VECTOR_THREADS
+from plughost.plugins.graph.neo4j_store.search import Search
+from plughost.plugins.graph.neo4j_store.writes import write_batch, write_edges, write_nodes
+from plughost.plugins.graph.settings import VECTOR_THREADS
+from plughost.ports.graph import VECTOR_LABELS, Guards, Neighbor, Node, WriteDenied, edge_denied, edge_guards
+from plughost.util.errors import UserError
 
 
 class Neo4jStore(StoreEnv, Search, Neo4jLeases):
-    """:class:`host.ports.graph.GraphStore` on Neo4j through the official driver."""
+    """:class:`plughost.ports.graph.GraphStore` on Neo4j through the official driver."""
 
     backend = "neo4j"
     import_batch_size = NEO4J_IMPORT_BATCH
@@ -163,7 +163,7 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
                     node_id: str | None = None, embedding: Sequence[float] | None = None,
                     guards: Guards | None = None) -> str:
         """Create or merge a node; with ``guards`` (every write tool passes the process's) the
-        write runs under them (:func:`host.ports.graph.check_write`), checked in its transaction."""
+        write runs under them (:func:`plughost.ports.graph.check_write`), checked in its transaction."""
         check_account(self.account_id, account_id, node=node_id)
         _same_account(guards, account_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
@@ -283,7 +283,7 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         """Hard-delete these nodes of the account now (an erase request), whatever their state:
         ``DETACH DELETE`` in one write transaction per 1,000, so the full-text and vector indexes
         forget them; surviving targets' ``backlinkCount`` follows."""
-        from host.ports.graph import TEXT_PROPERTIES
+        from plughost.ports.graph import TEXT_PROPERTIES
 
         check_account(self.account_id, account_id)
         ids = list(dict.fromkeys(str(i) for i in node_ids))
@@ -414,8 +414,8 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
 
     def query(self, text: str, params: Mapping[str, Any] | None = None, *, guards: Guards,
               read_only: bool = True) -> dict[str, Any]:
-        """Cypher passthrough for the graph tools (:mod:`plugins.graph.cypher`): ``{rows, warnings}``."""
-        from plugins.graph.cypher import run_query
+        """Cypher passthrough for the graph tools (:mod:`plughost.plugins.graph.cypher`): ``{rows, warnings}``."""
+        from plughost.plugins.graph.cypher import run_query
 
         return run_query(self, text, params, guards=guards_ok(guards), read_only=read_only)
 

@@ -9,9 +9,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from host.ports.graph import Guards, WriteDenied, can_change, check_write, write_defaults
-from plugins.graph.common import Prepared, iso, keywords_of, new_id
-from plugins.graph.neo4j_store.queries import (
+from plughost.plugins.graph.common import Prepared, iso, keywords_of, new_id
+from plughost.plugins.graph.neo4j_store.queries import (
     Q_REINGEST,
     Q_REINGEST_TREE,
     Q_STORED,
@@ -19,6 +18,7 @@ from plugins.graph.neo4j_store.queries import (
     q_edges,
     q_upsert,
 )
+from plughost.ports.graph import Guards, WriteDenied, can_change, check_write, write_defaults
 
 _ARRAY_ITEMS = frozenset({str, int, float, bool})
 

@@ -6,10 +6,10 @@
 (``schema.sql`` on a new file; any other version refused).
 """
 
-from plugins.graph.sqlite_store.bulk import TYPES_INLINE, BulkImport, StagedBatch
-from plugins.graph.sqlite_store.sql import guard_sql, label_sql, where_sql, within_sql
-from plugins.graph.sqlite_store.store import SqliteStore
-from plugins.graph.sqlite_store.vectors import vector_threads
+from plughost.plugins.graph.sqlite_store.bulk import TYPES_INLINE, BulkImport, StagedBatch
+from plughost.plugins.graph.sqlite_store.sql import guard_sql, label_sql, where_sql, within_sql
+from plughost.plugins.graph.sqlite_store.store import SqliteStore
+from plughost.plugins.graph.sqlite_store.vectors import vector_threads
 
 __all__ = ["TYPES_INLINE", "BulkImport", "SqliteStore", "StagedBatch", "guard_sql", "label_sql", "vector_threads",
            "where_sql", "within_sql"]

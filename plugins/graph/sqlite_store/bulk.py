@@ -1,4 +1,4 @@
-"""Staged bulk import into the embedded store (:mod:`plugins.graph.staging` frames, one committed
+"""Staged bulk import into the embedded store (:mod:`plughost.plugins.graph.staging` frames, one committed
 transaction each)."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import OWNER_SCOPE, Guards
-from plugins.graph.common import Prepared
-from plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edge_batch, merge_edges
-from plugins.graph.staging import FINAL_BATCH, KEY_BITS
+from plughost.plugins.graph.common import Prepared
+from plughost.plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edge_batch, merge_edges
+from plughost.plugins.graph.staging import FINAL_BATCH, KEY_BITS
+from plughost.ports.graph import OWNER_SCOPE, Guards
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plugins.graph.sqlite_store.store import SqliteStore
+    from plughost.plugins.graph.sqlite_store.store import SqliteStore
 
 IMPORT_CACHE_KIB = 262144  # page cache ceiling during a bulk import: index inserts land all over the file
 
@@ -86,7 +86,7 @@ class BulkImport:
                                                 (account_id,)).fetchone()[0]
 
     def add(self, data: bytes) -> StagedBatch:
-        """Write one serialised frame (:class:`plugins.graph.staging.Stager`)."""
+        """Write one serialised frame (:class:`plughost.plugins.graph.staging.Stager`)."""
         store = self.store
         with store.lock:
             conn = store.conn

@@ -1,4 +1,4 @@
-"""The embedded store's leases (:class:`host.ports.lease.LeaseStore`): a ``leases`` table in the
+"""The embedded store's leases (:class:`plughost.ports.lease.LeaseStore`): a ``leases`` table in the
 store's file, taken in one ``BEGIN IMMEDIATE`` transaction. The embedded store is one machine's by
 construction (``shared = False``), so the channels keep their ``flock`` claims on it; the table
 gives the port the same meaning on both stores (created on first use: it changes no stored data)."""
@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from host.ports.lease import Lease
+from plughost.ports.lease import Lease
 
 CREATE = ("CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, "
           "expires_ms INTEGER NOT NULL)")
@@ -21,7 +21,7 @@ def _now_ms() -> int:
 
 
 class SqliteLeases:
-    """Mixed into :class:`plugins.graph.sqlite_store.store.SqliteStore` (``self.write_transaction``)."""
+    """Mixed into :class:`plughost.plugins.graph.sqlite_store.store.SqliteStore` (``self.write_transaction``)."""
 
     shared = False
     _leases_ready = False

@@ -1,4 +1,4 @@
-"""Stored rows (``NODE_COLS``) → :class:`host.ports.graph.Node`: built at once, or lazily for search hits.
+"""Stored rows (``NODE_COLS``) → :class:`plughost.ports.graph.Node`: built at once, or lazily for search hits.
 
 A search path returns a pool of candidates (100 per path by default) of which only the requested
 few survive fusion; building every candidate's ``properties`` (a JSON parse and three ISO
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from host.ports.graph import Node
-from plugins.graph.common import iso
+from plughost.plugins.graph.common import iso
+from plughost.ports.graph import Node
 
 
 @lru_cache(maxsize=4096)

@@ -2,14 +2,14 @@
 
 :meth:`SqliteStore.upsert_many` validates, encodes and writes in the caller's thread, under the
 store lock. A folder sync has its rows built in forked parse workers, so it asks the store to
-stage them there (:func:`stage_rows`: the same :func:`plugins.graph.common.prepare_row` checks,
+stage them there (:func:`stage_rows`: the same :func:`plughost.plugins.graph.common.prepare_row` checks,
 the properties JSON, the BM25 text, labels, agents and keywords, all as plain strings that
 pickle cheaply) and hands the batches to :func:`write_staged` in the syncing process. That half
 keeps every rule of an upsert: a staged row is *fast* (one plain insert) only when its id is
 new to the account and to the write, it has no null property and the guards add nothing to
 it; any other row goes through the store's ordinary upsert in the same transaction. The write
 guards run in the transaction, once per distinct (scope, agents) of the fast rows
-(:func:`host.ports.graph.check_write` on a new node reads nothing else). A sync's usual batch (every
+(:func:`plughost.ports.graph.check_write` on a new node reads nothing else). A sync's usual batch (every
 row new, every edge inside the batch) reads nothing before it writes (:func:`_write_new`).
 """
 
@@ -25,9 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from host.ports.graph import Guards, check_write, write_defaults
-from host.util.errors import UserError
-from plugins.graph.common import (
+from plughost.plugins.graph.common import (
     Prepared,
     check_embedding,
     keywords_of,
@@ -36,11 +34,13 @@ from plugins.graph.common import (
     text_of,
     to_json,
 )
-from plugins.graph.sqlite_store import writes
-from plugins.graph.sqlite_store.sql import chunks, marks
+from plughost.plugins.graph.sqlite_store import writes
+from plughost.plugins.graph.sqlite_store.sql import chunks, marks
+from plughost.ports.graph import Guards, check_write, write_defaults
+from plughost.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plugins.graph.sqlite_store.store import SqliteStore
+    from plughost.plugins.graph.sqlite_store.store import SqliteStore
 
 
 class FastRow(NamedTuple):
@@ -241,7 +241,7 @@ def _checked_tags(guards: Guards, fast: list[_Fast]) -> set[tuple[int, int]]:
 
 
 def _after(tags: Tags, head: Head) -> dict[str, Any]:
-    """The guarded properties of a new node with these tags, as :func:`host.ports.graph.check_write` reads them."""
+    """The guarded properties of a new node with these tags, as :func:`plughost.ports.graph.check_write` reads them."""
     scope, agents_json = tags
     return {"scope": scope, "agents": head[1] if agents_json is not None else None}
 

@@ -21,19 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from host.ports.graph import (
-    VECTOR_LABELS,
-    Guards,
-    Hit,
-    Neighbor,
-    Node,
-    WriteDenied,
-    can_change,
-    edge_denied,
-    edge_guards,
-)
-from host.util.errors import UserError
-from plugins.graph.common import (
+from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
     LINKED_LIMIT,
@@ -50,13 +38,13 @@ from plugins.graph.common import (
     prepare,
     prepare_rows,
 )
-from plugins.graph.settings import VECTOR_THREADS
-from plugins.graph.sqlite_store import staged, writes
-from plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
-from plugins.graph.sqlite_store.leases import SqliteLeases
-from plugins.graph.sqlite_store.nodes import LazyNode, stored_node
-from plugins.graph.sqlite_store.schema import ensure_schema
-from plugins.graph.sqlite_store.sql import (
+from plughost.plugins.graph.settings import VECTOR_THREADS
+from plughost.plugins.graph.sqlite_store import staged, writes
+from plughost.plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
+from plughost.plugins.graph.sqlite_store.leases import SqliteLeases
+from plughost.plugins.graph.sqlite_store.nodes import LazyNode, stored_node
+from plughost.plugins.graph.sqlite_store.schema import ensure_schema
+from plughost.plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
     FTS_WINDOW,
@@ -75,18 +63,30 @@ from plugins.graph.sqlite_store.sql import (
     where_sql,
     within_sql,
 )
-from plugins.graph.sqlite_store.staged import StagedRows
-from plugins.graph.sqlite_store.vectors import (
+from plughost.plugins.graph.sqlite_store.staged import StagedRows
+from plughost.plugins.graph.sqlite_store.vectors import (
     VECTOR_SPLIT_ROWS,
     VECTOR_WINDOW_MAX,
     VectorSearch,
     blas_one_thread,
     vector_threads,
 )
+from plughost.ports.graph import (
+    VECTOR_LABELS,
+    Guards,
+    Hit,
+    Neighbor,
+    Node,
+    WriteDenied,
+    can_change,
+    edge_denied,
+    edge_guards,
+)
+from plughost.util.errors import UserError
 
 
 class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
-    """:class:`host.ports.graph.GraphStore` on one SQLite file."""
+    """:class:`plughost.ports.graph.GraphStore` on one SQLite file."""
 
     backend = "sqlite"
 
@@ -198,7 +198,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
 
         Ids are per account: another account's node with the same id is another node. With
         ``guards`` (every write tool passes the process's), the write runs under them
-        (:func:`host.ports.graph.check_write`): a stored node outside them, or a result outside them,
+        (:func:`plughost.ports.graph.check_write`): a stored node outside them, or a result outside them,
         raises ``WriteDenied`` and nothing is written.
 
         Upserting a soft-deleted node revives it. A ``KnowledgeDocument`` written without
@@ -282,7 +282,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
                     guards: Guards | None = None) -> tuple[list[str], dict[str, int]]:
         """Write prepared nodes inside the caller's transaction; returns their ids and rids.
 
-        With ``guards``, every node is checked (:func:`host.ports.graph.check_write`) against its
+        With ``guards``, every node is checked (:func:`plughost.ports.graph.check_write`) against its
         stored state read here, in the write transaction, before anything is written.
         """
         now = time.time()
@@ -441,7 +441,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
     # ------------------------------------------------------------------ bulk import
     @contextmanager
     def bulk_import(self, account_id: str) -> Iterator[BulkImport]:
-        """A staged bulk import (:mod:`plugins.graph.staging`): ``add`` writes each frame in order."""
+        """A staged bulk import (:mod:`plughost.plugins.graph.staging`): ``add`` writes each frame in order."""
         check_account(self.account_id, account_id)
         with self._import_lock, self._bulk_session():
             yield BulkImport(self, account_id)
@@ -593,7 +593,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
                         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
                 busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                 if busy and busy[0]:  # a reader held the WAL past the busy timeout: its old frames may stay
-                    from host.util.log import log
+                    from plughost.util.log import log
 
                     log("graph-store", "warn", reason="wal-checkpoint-busy", op="delete-nodes",
                         detail="another connection kept reading: the WAL may hold the deleted text until the next "

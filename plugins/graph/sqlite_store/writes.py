@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from host.ports.graph import Guards, check_write, write_defaults
-from plugins.graph.common import Prepared, keywords_of, labels_json, text_of, to_json
-from plugins.graph.sqlite_store.sql import chunks, marks, unindex_text
+from plughost.plugins.graph.common import Prepared, keywords_of, labels_json, text_of, to_json
+from plughost.plugins.graph.sqlite_store.sql import chunks, marks, unindex_text
+from plughost.ports.graph import Guards, check_write, write_defaults
 
 Stored = tuple[int, str, str, str]
 """A stored node as the merge reads it: ``(rid, account_id, labels JSON, properties JSON)``."""
@@ -93,7 +93,7 @@ def merge_items(ids: Sequence[str], items: Sequence[Prepared], existing: Mapping
 
 def check_guards(guards: Guards, state: Mapping[str, PendingNode], existing: Mapping[str, Stored]) -> None:
     """Every node of one write, from its stored state to the merged one, under the guards;
-    a new node gets its default scope (:func:`host.ports.graph.default_scope`) / agent when it names none."""
+    a new node gets its default scope (:func:`plughost.ports.graph.default_scope`) / agent when it names none."""
     for nid, cur in state.items():
         before = json.loads(existing[nid][3]) if nid in existing else None
         if before is None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.util.log import log
-from plugins.memory.collections import registry
-from plugins.memory.collections.running import sync_lock
-from plugins.memory.collections.state import State
+from plughost.plugins.memory.collections import registry
+from plughost.plugins.memory.collections.running import sync_lock
+from plughost.plugins.memory.collections.state import State
+from plughost.util.log import log
 
 
 def remove(host: Any, account_id: str, name: str) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from plugins.memory.collections import registry
+from plughost.plugins.memory.collections import registry
 
 
 class SyncCancelled(Exception):

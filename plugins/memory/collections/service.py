@@ -5,18 +5,18 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from host.ports.graph import require_admin
-from host.runtime import hooktable
-from host.util.errors import UserError
-from host.util.log import log
-from plugins.memory.collections import registry
-from plugins.memory.collections.sync import SyncStats, sync
+from plughost.plugins.memory.collections import registry
+from plughost.plugins.memory.collections.sync import SyncStats, sync
+from plughost.ports.graph import require_admin
+from plughost.runtime import hooktable
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
-    from host.runtime.host import Host
-    from host.runtime.types import CollectionSource
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import CollectionSource
 
 
 def sources(host: Host) -> dict[str, CollectionSource]:

@@ -35,18 +35,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
-from host.util.gcpause import gc_paused
-from host.util.log import log
-from plugins.memory import sectioniser
-from plugins.memory.collections.registry import Collection, state_path
-from plugins.memory.collections.state import NoteState, State
-from plugins.memory.embed_text import embedding_text
-from plugins.memory.settings import COLLECTIONS_REHASH, COLLECTIONS_WORKERS
+from plughost.plugins.memory import sectioniser
+from plughost.plugins.memory.collections.registry import Collection, state_path
+from plughost.plugins.memory.collections.state import NoteState, State
+from plughost.plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory.settings import COLLECTIONS_REHASH, COLLECTIONS_WORKERS
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
+from plughost.util.gcpause import gc_paused
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.types import CollectionSource
+    from plughost.runtime.types import CollectionSource
 
 JUNK_DIRS = frozenset({
     "node_modules", "__pycache__", "venv", "build", "dist", "out", "target", "_site", "site-packages",
@@ -943,7 +943,7 @@ def sync(store: Any, collection: Collection, source: CollectionSource, *, accoun
     ``[collections] op=sync`` with the counts. It stops between two files when ``stop_event`` is
     set or the collection is removed or re-pointed meanwhile (``cancelled`` says why). A folder
     where no file matches any more is refused unless ``allow_empty`` (its notes are kept)."""
-    from plugins.memory.collections.running import StopWhen, SyncCancelled, sync_lock
+    from plughost.plugins.memory.collections.running import StopWhen, SyncCancelled, sync_lock
 
     def waiting() -> None:
         log("collections", "op=sync-wait", collection=collection.name, reason="another-sync-running")

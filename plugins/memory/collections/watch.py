@@ -21,15 +21,15 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.runtime import state
-from host.runtime.state import StateKey
-from host.util.log import log
+from plughost.runtime import state
+from plughost.runtime.state import StateKey
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-    from host.runtime.host import Host
-    from plugins.memory.collections.registry import Collection
+    from plughost.plugins.memory.collections.registry import Collection
+    from plughost.runtime.host import Host
 
 STATE_KEY: StateKey[Any] = StateKey("memory.collection-watcher")
 DEBOUNCE_MS = 400
@@ -53,7 +53,7 @@ class Watcher:
 
     def _wanted(self, known: dict[str, Collection]) -> dict[str, Collection]:
         """The collections to sync and watch: not registered-only, not at a refused folder."""
-        from plugins.memory.collections import service
+        from plughost.plugins.memory.collections import service
 
         out = {}
         for name, coll in known.items():
@@ -69,8 +69,8 @@ class Watcher:
         return out
 
     def _sync(self, names: list[str]) -> None:
-        from plugins.memory.collections import registry, service
-        from plugins.memory.collections.sync import sync
+        from plughost.plugins.memory.collections import registry, service
+        from plughost.plugins.memory.collections.sync import sync
 
         guards = self.host.principal.for_account(self.account).guards
         known = self._wanted(registry.load(self.host.home, self.account))
@@ -86,8 +86,8 @@ class Watcher:
 
     def _filter(self, colls: dict[str, Collection]) -> Callable[[Any, str], bool]:
         """Which changed paths can matter (see the module docstring)."""
-        from plugins.memory.collections import registry, service
-        from plugins.memory.collections.sync import is_junk, matches
+        from plughost.plugins.memory.collections import registry, service
+        from plughost.plugins.memory.collections.sync import is_junk, matches
 
         reg = registry.registry_path(self.host.home, self.account)
         home = self.host.home.resolve()
@@ -119,7 +119,7 @@ class Watcher:
     def _run(self) -> None:
         import watchfiles
 
-        from plugins.memory.collections import registry
+        from plughost.plugins.memory.collections import registry
 
         logging.getLogger("watchfiles").setLevel(logging.WARNING)  # we log `op=watch changes=N` ourselves
         folder = registry.folder(self.host.home, self.account)
@@ -162,7 +162,7 @@ class Watcher:
 
 def start(host: Host) -> None:
     """Under ``plughost serve`` with an ``ACCOUNT_ID`` (an admin process): watch that account's collections."""
-    from plugins.memory.settings import COLLECTIONS_WATCH
+    from plughost.plugins.memory.settings import COLLECTIONS_WATCH
 
     wanted = COLLECTIONS_WATCH.read(host.env)  # None: only under plughost serve
     if wanted is False or STATE_KEY in host.state:

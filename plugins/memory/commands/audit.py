@@ -10,9 +10,9 @@ import argparse
 import json
 from typing import Any
 
-from host.ports.graph import VECTOR_LABELS, GraphStore, Guards
-from host.util.log import log
-from plugins.memory.commands.common import account
+from plughost.plugins.memory.commands.common import account
+from plughost.ports.graph import VECTOR_LABELS, GraphStore, Guards
+from plughost.util.log import log
 
 HELP = ("count nodes without embeddings or without a scope per label, orphaned Sections/Chunks, stored vs "
         "injected active rules, tasks whose logged time drifted; --fix-scope stamps the unscoped ones")
@@ -37,9 +37,9 @@ def _unscoped(store: Any, acct: str) -> dict[str, Any] | None:
 
 def fix_scope(host: Any, scope: str) -> int:
     """Stamp ``scope`` on every unscoped node of the account; returns how many (logged)."""
-    from host.ports.graph import require_admin
-    from host.util.errors import UserError
-    from plugins.memory.collections.registry import SCOPE
+    from plughost.plugins.memory.collections.registry import SCOPE
+    from plughost.ports.graph import require_admin
+    from plughost.util.errors import UserError
 
     acct = account(host, "the id of the account whose memory to audit")
     require_admin(host.principal, "memory audit --fix-scope")  # it rewrites nodes of every scope's reach
@@ -64,7 +64,12 @@ def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
 def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
     """The audit's report, unlogged but for the time-entry census's lines (the standing audit logs
     its own one line per run and runs the census as an audit of its own: ``time_census=False``)."""
-    from plugins.memory.preferences import ACTIVE_FLOOR, active_rules, owner_profile, profile_preferences
+    from plughost.plugins.memory.preferences import (
+        ACTIVE_FLOOR,
+        active_rules,
+        owner_profile,
+        profile_preferences,
+    )
 
     acct = account(host, "the id of the account whose memory to audit")
     store, guards = host.store(), Guards(acct)
@@ -89,7 +94,7 @@ def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
         "unscoped": _unscoped(store, acct),
     }
     if time_census:
-        from plugins.memory.worktime import census
+        from plughost.plugins.memory.worktime import census
 
         report["timeCensus"] = census(store, acct)
     return report
@@ -112,7 +117,7 @@ def audit(host: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     stamped = fix_scope(host, args.fix_scope) if args.fix_scope is not None else None
-    from plugins.memory.audit_record import describe, last_run
+    from plughost.plugins.memory.audit_record import describe, last_run
 
     report = audit(host)
     last = last_run(host.home, report["account"])

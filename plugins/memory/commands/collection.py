@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from host.util.errors import UserError
-from plugins.memory.commands.common import account, print_json
+from plughost.plugins.memory.commands.common import account, print_json
+from plughost.util.errors import UserError
 
 HELP = "folder collections: register a notes folder, sync it incrementally, list them"
 
@@ -57,8 +57,8 @@ def _print_stats(name: str, stats: Any, coll: Any = None) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from host.ports.graph import can_change, require_admin
-    from plugins.memory.collections import registry, service
+    from plughost.plugins.memory.collections import registry, service
+    from plughost.ports.graph import can_change, require_admin
 
     acct = account(host)
     action = args.collection_action
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
                 print("no collections registered (plughost memory collection add NAME PATH)")
         return 0
     if action == "list":
-        from plugins.memory.collections.state import State
+        from plughost.plugins.memory.collections.state import State
 
         guards = host.principal.guards
         rows = []
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
                       else "no collections registered")
         return 0
     if action == "remove":
-        from plugins.memory.collections.removal import remove
+        from plughost.plugins.memory.collections.removal import remove
 
         removed = remove(host, acct, args.name)
         print(f"collection {args.name} removed; {removed} document(s) soft-deleted")

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from host.util.errors import UserError
-from host.util.jsonparse import BadLine, parse_line
+from plughost.util.errors import UserError
+from plughost.util.jsonparse import BadLine, parse_line
 
 
 def account(host: Any, needs: str = "the id of the account to write to") -> str:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from plugins.memory.commands.common import print_json, read_text
+from plughost.plugins.memory.commands.common import print_json, read_text
 
 HELP = "ingest a text or Markdown file as KnowledgeDocument / Section / Chunk nodes"
 
@@ -20,8 +20,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plugins.memory.outcome import Call, run_with_outcome
-    from plugins.memory.tools import writer
+    from plughost.plugins.memory.outcome import Call, run_with_outcome
+    from plughost.plugins.memory.tools import writer
 
     content = read_text(args.file, "FILE")
     params: dict[str, Any] = {"content": content, "format": args.format}

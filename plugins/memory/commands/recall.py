@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from plugins.memory.commands.common import account, print_json
+from plughost.plugins.memory.commands.common import account, print_json
 
 HELP = "recall tracking: snooze candidates (surfaced, never used), pin candidates (used often); pin/snooze/clear"
 
@@ -25,9 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from host.ports.graph import Guards, require_admin
-    from host.util.errors import UserError
-    from plugins.memory.surfacing import recall
+    from plughost.plugins.memory.surfacing import recall
+    from plughost.ports.graph import Guards, require_admin
+    from plughost.util.errors import UserError
 
     if args.action == "list":
         if args.ids:

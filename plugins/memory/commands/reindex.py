@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from host.util.errors import UserError
-from plugins.memory.commands.common import account
+from plughost.plugins.memory.commands.common import account
+from plughost.util.errors import UserError
 
 HELP = "embed every node of ACCOUNT_ID that has no embedding yet (skip-and-continue)"
 
@@ -26,9 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from host.ports.graph import require_admin
-    from plugins.memory.embedder import check_dimensions
-    from plugins.memory.reindex import backfill_chunk_summaries, reindex, reindex_contexts
+    from plughost.plugins.memory.embedder import check_dimensions
+    from plughost.plugins.memory.reindex import backfill_chunk_summaries, reindex, reindex_contexts
+    from plughost.ports.graph import require_admin
 
     acct = account(host)
     # every form reads (and rewrites) every node of the account, seen or not, as memory-reindex does
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     if not labels or "Chunk" in labels:  # Chunks stored before chunks had summaries: no embedder needed
         print(f"reindex: chunk-summaries backfilled={backfill_chunk_summaries(store, acct)}")
     if args.entities:
-        from plugins.memory.entities.graph import backfill, sweep
+        from plughost.plugins.memory.entities.graph import backfill, sweep
 
         swept = sweep(store, acct)  # derived nodes no live source of their visibility reaches go first
         print("reindex: withdrawn " + " ".join(f"{k}={v}" for k, v in swept.items()))

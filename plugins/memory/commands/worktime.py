@@ -10,7 +10,7 @@ import argparse
 import re
 from typing import Any
 
-from plugins.memory.commands.common import account, print_json
+from plughost.plugins.memory.commands.common import account, print_json
 
 HELP = "time on tasks: start or stop a task's timer, adjust its logged seconds (with a reason), show them"
 INTEGER = re.compile(r"^[+-]?\d{1,12}$")
@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _integer(text: str | None, option: str) -> int | None:
-    from host.util.errors import UserError
+    from plughost.util.errors import UserError
 
     if text is None:
         return None
@@ -36,8 +36,8 @@ def _integer(text: str | None, option: str) -> int | None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from host.util.errors import UserError
-    from plugins.memory.worktime import WorkTime
+    from plughost.plugins.memory.worktime import WorkTime
+    from plughost.util.errors import UserError
 
     account(host, "the id of the account whose tasks to log time on")
     if args.action != "adjust" and (args.seconds, args.delta, args.reason) != (None, None, None):

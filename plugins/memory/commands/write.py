@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from plugins.memory.commands.common import json_arg, print_json
+from plughost.plugins.memory.commands.common import json_arg, print_json
 
 HELP = "write one node (labels, JSON properties, optional relationships) to ACCOUNT_ID's memory"
 
@@ -19,8 +19,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plugins.memory.outcome import Call, run_with_outcome
-    from plugins.memory.tools import writer
+    from plughost.plugins.memory.outcome import Call, run_with_outcome
+    from plughost.plugins.memory.tools import writer
 
     params: dict[str, Any] = {
         "labels": [x.strip() for x in args.labels.split(",") if x.strip()],

@@ -2,7 +2,7 @@
 turn names, :mod:`.graph` writes it as ``Entity`` / ``Fact`` nodes through the GraphStore port, and
 ``plugins/memory/retrieval/entities.py`` reads it back as the third retrieval path."""
 
-from plugins.memory.entities.graph import (
+from plughost.plugins.memory.entities.graph import (
     DERIVED_LABELS,
     ENTITY_LABEL,
     FACT_LABEL,

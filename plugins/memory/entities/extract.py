@@ -397,7 +397,7 @@ def known_keys(names: Iterable[str]) -> frozenset[str]:
 
 def extract(text: str, *, speaker: str | None = None, when: datetime | None = None,
             known: Iterable[str] = (), at_start: bool = False) -> Extraction:
-    """Everything :mod:`this module <plugins.memory.entities.extract>` finds in ``text``.
+    """Everything :mod:`this module <plughost.plugins.memory.entities.extract>` finds in ``text``.
 
     ``speaker`` is the turn's sender (a ``person`` mention, and what "I" / "my" resolve to);
     ``when`` the turn's time (relative dates are resolved against it); ``known`` the names of the

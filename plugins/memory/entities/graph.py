@@ -7,7 +7,7 @@ Shapes::
                                   validFrom, validTo?, supersededBy?, sourceId, scope, agents})
     (:Fact)-[:ABOUT]->(:Entity)              (the subject)
 
-No property of either is in the full-text union (``host.ports.graph.TEXT_PROPERTIES``): the
+No property of either is in the full-text union (``plughost.ports.graph.TEXT_PROPERTIES``): the
 derived nodes are an index, and short documents named "Maya" or "Lisbon" in the BM25 index
 would change every turn's BM25 scores (document frequencies and lengths), so writing them
 changes nothing for a search that does not take the entity path.
@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from host.ports.graph import GraphStore, Guards, Node, write_defaults
-from host.util.log import log
-from host.util.times import read_time
-from plugins.memory import indexed_form
-from plugins.memory.entities.extract import SINGLE_VALUED, Extraction, extract, known_keys, normalise
-from plugins.memory.settings import MEMORY_ENTITIES
+from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.entities.extract import SINGLE_VALUED, Extraction, extract, known_keys, normalise
+from plughost.plugins.memory.settings import MEMORY_ENTITIES
+from plughost.ports.graph import GraphStore, Guards, Node, write_defaults
+from plughost.util.log import log
+from plughost.util.times import read_time
 
 ENTITY_LABEL = "Entity"
 FACT_LABEL = "Fact"

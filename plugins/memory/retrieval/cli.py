@@ -10,11 +10,11 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from host.util import config
-from plugins.memory.retrieval.route import RETRIEVAL_CLASSES
+from plughost.plugins.memory.retrieval.route import RETRIEVAL_CLASSES
+from plughost.util import config
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 HELP = "search memory (hybrid vector + BM25, docs/retrieval.md)"
 
@@ -33,8 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Host) -> int:
-    from plugins.memory.retrieval.pipeline import SearchRequest
-    from plugins.memory.retrieval.service import run_search
+    from plughost.plugins.memory.retrieval.pipeline import SearchRequest
+    from plughost.plugins.memory.retrieval.service import run_search
 
     principal = host.principal.for_account(args.account) if args.account else host.principal
     request = SearchRequest(args.query, args.limit, config.csv_list(args.labels), config.csv_list(args.fields),
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, host: Host) -> int:
     elif args.full:
         print(outcome.text)
     else:
-        from plugins.memory.retrieval.format import brief_results
+        from plughost.plugins.memory.retrieval.format import brief_results
 
         print(brief_results(outcome.rows))
         if outcome.rows:

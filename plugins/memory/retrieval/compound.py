@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from plugins.memory.retrieval.rows import Row
+from plughost.plugins.memory.retrieval.rows import Row
 
 MAX_PARTS = 3
 _NAME = r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-from plugins.memory.retrieval.rows import Row
+from plughost.plugins.memory.retrieval.rows import Row
 
 KeyFn = Callable[[Row], str | None]
 

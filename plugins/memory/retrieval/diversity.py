@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from plugins.memory.retrieval.dedup import by_score
-from plugins.memory.retrieval.rows import Row
+from plughost.plugins.memory.retrieval.dedup import by_score
+from plughost.plugins.memory.retrieval.rows import Row
 
 DEPTH = 50
 TEXT_KEYS = ("text", "content", "body", "title", "name")

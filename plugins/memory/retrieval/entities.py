@@ -1,7 +1,7 @@
 """ENTITIES: the third retrieval path (``PLUGHOST_GS_ENTITIES``): the question's entities → the
 turns and notes that mention them, one hop (docs/retrieval.md#entities).
 
-The question goes through the same extractor as the turns (:mod:`plugins.memory.entities.extract`,
+The question goes through the same extractor as the turns (:mod:`plughost.plugins.memory.entities.extract`,
 capitalised first words included, since a question often starts with a name); each key is looked
 up among the ``Entity`` nodes under the caller's guards (every kind: "Maya" is the speaker of some
 turns and a name in others), and the nodes with a ``MENTIONS`` edge into them are read with
@@ -20,10 +20,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from host.ports.graph import MESSAGE_LABEL, GraphStore, Guards, Hit, Node
-from plugins.memory.entities.extract import extract
-from plugins.memory.entities.graph import DERIVED_LABELS, ENTITY_LABEL, MENTIONS
-from plugins.memory.retrieval.fuse import RankedList
+from plughost.plugins.memory.entities.extract import extract
+from plughost.plugins.memory.entities.graph import DERIVED_LABELS, ENTITY_LABEL, MENTIONS
+from plughost.plugins.memory.retrieval.fuse import RankedList
+from plughost.ports.graph import MESSAGE_LABEL, GraphStore, Guards, Hit, Node
 
 MAX_KEYS = 8
 ENTITIES_PER_KEY = 50

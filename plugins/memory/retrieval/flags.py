@@ -1,7 +1,7 @@
 """The ``PLUGHOST_GS_*`` switches, one per stage.
 
 ``SearchFlags()`` is what the plugin ships: each field's default is its setting's
-(:mod:`plugins.memory.settings`, the one home of name, default and doc), the stages the quality
+(:mod:`plughost.plugins.memory.settings`, the one home of name, default and doc), the stages the quality
 benchmark kept (``bench/retrieval_quality.py``, figures in bench/RESULTS.md), and
 :meth:`SearchFlags.from_env` gives it for unset variables. :meth:`SearchFlags.baseline` (every
 stage off) is the baseline (docs/retrieval.md#baseline), bit for bit; setting the variables to 0 (or 0.7 / 50 for
@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from host.util.settings import Setting
-from plugins.memory import settings as s
-from plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
-from plugins.memory.retrieval.rank import RERANK_DEPTH
+from plughost.plugins.memory import settings as s
+from plughost.plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
+from plughost.plugins.memory.retrieval.rank import RERANK_DEPTH
+from plughost.util.settings import Setting
 
 DEFAULT_CANDIDATES = 50
 """Hits fetched per path and per query before fusion in the baseline (docs/retrieval.md#baseline) (never fewer than the requested limit)."""

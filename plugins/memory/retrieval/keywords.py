@@ -13,10 +13,10 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from host.ports.graph import GraphStore, Guards
-from host.runtime.accounts import read_account_json
-from host.util.errors import UserError
-from plugins.memory.retrieval.fuse import RankedList
+from plughost.plugins.memory.retrieval.fuse import RankedList
+from plughost.ports.graph import GraphStore, Guards
+from plughost.runtime.accounts import read_account_json
+from plughost.util.errors import UserError
 
 MAX_KEYWORDS = 5
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plugins.memory.indexed_form import CONTEXT_PROPERTY, context_line, is_message, order_key
-from plugins.memory.retrieval.rows import Row
+from plughost.plugins.memory.indexed_form import CONTEXT_PROPERTY, context_line, is_message, order_key
+from plughost.plugins.memory.retrieval.rows import Row
 
 
 def propagate(rows: Sequence[Row], forward: float, back: float = 0.0) -> int:

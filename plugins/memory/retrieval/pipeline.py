@@ -14,25 +14,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from host.ports.embedding import Embedder
-from host.ports.graph import GraphStore, Guards, Hit, Node
-from host.runtime.types import RetrievalBoost
-from host.util.errors import UserError
-from host.util.log import log
-from plugins.memory.entities.graph import DERIVED_LABELS
-from plugins.memory.retrieval import boosts as boost_stage
-from plugins.memory.retrieval import classify as classify_stage
-from plugins.memory.retrieval import composite, compound, diversity, fuse, rank, route
-from plugins.memory.retrieval import entities as entity_stage
-from plugins.memory.retrieval import expand as expand_stage
-from plugins.memory.retrieval import neighbours as neighbour_stage
-from plugins.memory.retrieval.dedup import dedup
-from plugins.memory.retrieval.flags import SearchFlags
-from plugins.memory.retrieval.format import format_results
-from plugins.memory.retrieval.keyterms import strip_stop_words
-from plugins.memory.retrieval.keywords import keyword_lists
-from plugins.memory.retrieval.project import project
-from plugins.memory.retrieval.rows import Row
+from plughost.plugins.memory.entities.graph import DERIVED_LABELS
+from plughost.plugins.memory.retrieval import boosts as boost_stage
+from plughost.plugins.memory.retrieval import classify as classify_stage
+from plughost.plugins.memory.retrieval import composite, compound, diversity, fuse, rank, route
+from plughost.plugins.memory.retrieval import entities as entity_stage
+from plughost.plugins.memory.retrieval import expand as expand_stage
+from plughost.plugins.memory.retrieval import neighbours as neighbour_stage
+from plughost.plugins.memory.retrieval.dedup import dedup
+from plughost.plugins.memory.retrieval.flags import SearchFlags
+from plughost.plugins.memory.retrieval.format import format_results
+from plughost.plugins.memory.retrieval.keyterms import strip_stop_words
+from plughost.plugins.memory.retrieval.keywords import keyword_lists
+from plughost.plugins.memory.retrieval.project import project
+from plughost.plugins.memory.retrieval.rows import Row
+from plughost.ports.embedding import Embedder
+from plughost.ports.graph import GraphStore, Guards, Hit, Node
+from plughost.runtime.types import RetrievalBoost
+from plughost.util.errors import UserError
+from plughost.util.log import log
 
 EXPAND_LIMIT = 20
 MAX_LIMIT = 100

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plugins.memory.retrieval.rows import HIDDEN_PROPERTIES, Row
+from plughost.plugins.memory.retrieval.rows import HIDDEN_PROPERTIES, Row
 
 
 def project(rows: Sequence[Row], fields: Sequence[str] | None) -> tuple[int, int]:

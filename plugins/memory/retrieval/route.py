@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plugins.memory.retrieval.fuse import BM25_WEIGHT, VECTOR_WEIGHT
+from plughost.plugins.memory.retrieval.fuse import BM25_WEIGHT, VECTOR_WEIGHT
 
 RETRIEVAL_CLASSES = ("entity", "temporal", "event", "general", "none")
 

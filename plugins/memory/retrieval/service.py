@@ -8,20 +8,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from host.ports.principal import Principal, resolve
-from host.runtime import hooktable
-from plugins.memory.conversations import Conversations
-from plugins.memory.retrieval.flags import SearchFlags
-from plugins.memory.retrieval.keywords import agent_keywords
-from plugins.memory.retrieval.pipeline import SearchOutcome, SearchRequest, search
+from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.retrieval.flags import SearchFlags
+from plughost.plugins.memory.retrieval.keywords import agent_keywords
+from plughost.plugins.memory.retrieval.pipeline import SearchOutcome, SearchRequest, search
+from plughost.ports.principal import Principal, resolve
+from plughost.runtime import hooktable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 
 def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None = None,
                principal: Principal | None = None) -> SearchOutcome:
-    """One search as ``principal`` (the call's: ``host.ports.principal``; ``env`` an environment to
+    """One search as ``principal`` (the call's: ``plughost.ports.principal``; ``env`` an environment to
     resolve one from instead, as a test or a command's ``--account`` does)."""
     if principal is None:
         principal = host.principal if env is None else resolve(env)

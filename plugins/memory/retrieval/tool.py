@@ -1,16 +1,16 @@
 """The ``memory-search`` MCP tool (docs/retrieval.md): its handler. PLUGIN.md declares it (description,
-``inputSchema``: the limit's maximum is :data:`~plugins.memory.retrieval.pipeline.MAX_LIMIT`, the
-``retrievalClass`` values :data:`~plugins.memory.retrieval.route.RETRIEVAL_CLASSES`)."""
+``inputSchema``: the limit's maximum is :data:`~plughost.plugins.memory.retrieval.pipeline.MAX_LIMIT`, the
+``retrievalClass`` values :data:`~plughost.plugins.memory.retrieval.route.RETRIEVAL_CLASSES`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from host.runtime.types import Tool
-from plugins.memory.retrieval.pipeline import SearchRequest
+from plughost.plugins.memory.retrieval.pipeline import SearchRequest
+from plughost.runtime.types import Tool
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 
 def search_tool(host: Host) -> Tool:
@@ -19,7 +19,7 @@ def search_tool(host: Host) -> Tool:
     def memory_search(query: str, limit: int = 10, labels: list[str] | None = None,
                       fields: list[str] | None = None, expandHops: int = 1,  # noqa: N803
                       retrievalClass: str | None = None) -> str:  # noqa: N803
-        from plugins.memory.retrieval.service import run_search
+        from plughost.plugins.memory.retrieval.service import run_search
 
         request = SearchRequest(query, limit, labels, fields, expandHops, retrievalClass)
         return run_search(host, request).text

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 if __package__:
-    from plugins.memory.surfacing import context
-    from plugins.memory.surfacing.decide import MAX_STDIN, fields_text, outcome, plan
-    from plugins.memory.surfacing.hook import alive as pid_alive
+    from plughost.plugins.memory.surfacing import context
+    from plughost.plugins.memory.surfacing.decide import MAX_STDIN, fields_text, outcome, plan
+    from plughost.plugins.memory.surfacing.hook import alive as pid_alive
 else:  # run as a script: the sibling stdlib-only modules, without the host on sys.path
     import context  # type: ignore[no-redef,import-not-found]
     from decide import MAX_STDIN, fields_text, outcome, plan  # type: ignore[no-redef,import-not-found]
@@ -124,12 +124,11 @@ def run_cold(request: Mapping[str, Any], env: Mapping[str, str], home: str) -> d
     import site
 
     site.main()  # started with -S: the install's site-packages (pluggy, numpy ...) now
-    root = env.get("PLATFORM_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))
-    if os.path.isdir(os.path.join(root, "host")) and root not in sys.path:
+    root = env.get("PLATFORM_ROOT")  # a folder holding the `plughost` package, ahead of site-packages
+    if root and os.path.isdir(os.path.join(root, "plughost")) and root not in sys.path:
         sys.path.insert(0, root)
-    from host.runtime.host import Host
-    from plugins.memory.surfacing.server import dispatch
+    from plughost.plugins.memory.surfacing.server import dispatch
+    from plughost.runtime.host import Host
 
     host_env = dict(env)
     host_env["PLUGHOST_HOME"] = home
@@ -145,7 +144,7 @@ def _error_text(exc: BaseException) -> str:
     """The cold path's failure for the log line, redacted (the host is importable once it ran)."""
     text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc).strip() else type(exc).__name__
     try:
-        from host.util.redact import redact_text
+        from plughost.util.redact import redact_text
 
         return redact_text(text)[:120]
     except Exception:  # noqa: BLE001 - no host to redact with: the exception's type only

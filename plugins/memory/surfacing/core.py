@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import Guards
-from host.runtime import hooktable
-from host.util.log import log
-from host.util.settings import Setting
-from plugins.memory.settings import SURFACE_BUDGET, SURFACE_LIMIT
-from plugins.memory.surfacing import rules, sessions
+from plughost.plugins.memory.settings import SURFACE_BUDGET, SURFACE_LIMIT
+from plughost.plugins.memory.surfacing import rules, sessions
+from plughost.ports.graph import Guards
+from plughost.runtime import hooktable
+from plughost.util.log import log
+from plughost.util.settings import Setting
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 EVENT = "UserPromptSubmit"
 DEFAULT_BUDGET = SURFACE_BUDGET.default

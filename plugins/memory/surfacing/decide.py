@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 if __package__:
-    from plugins.memory.surfacing import context, rules, sessions
+    from plughost.plugins.memory.surfacing import context, rules, sessions
 else:  # run as a script: the sibling stdlib-only modules, without the host on sys.path
     import context  # type: ignore[no-redef,import-not-found]
     import rules  # type: ignore[no-redef,import-not-found]
@@ -30,7 +30,7 @@ _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/
 
 
 def _fmt(value: Any) -> str:
-    """host.util.log's value rendering (kept here so the warm path never imports the host)."""
+    """plughost.util.log's value rendering (kept here so the warm path never imports the host)."""
     text = "—" if value is None else ("true" if value is True else "false" if value is False else str(value))
     if text and all(ch in _SAFE or ord(ch) > 127 and not ch.isspace() for ch in text):
         return text

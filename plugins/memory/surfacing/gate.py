@@ -12,7 +12,7 @@ in the transcript and do not count as messages; neither do Claude Code's meta re
 
 Everything else passes (exit 0): any other tool, a listed tool that delivers no document (a
 casual reply), a session that is not the owner's (a visitor's, an agent's, one with scopes, as
-:func:`host.ports.principal.resolve` decides: it cannot read the owner's preferences anyway), the gate turned off (``PLUGHOST_CONSULT_GATE=0``), and anything the gate
+:func:`plughost.ports.principal.resolve` decides: it cannot read the owner's preferences anyway), the gate turned off (``PLUGHOST_CONSULT_GATE=0``), and anything the gate
 cannot read (no input, a transcript that is missing, not a regular file, or without a user message
 in its last ``TAIL_BYTES``). Each call logs one ``[consult-gate] op=block|pass tool=.. reason=..``
 line on stderr and in ``<PLUGHOST_HOME>/logs/server.log``.
@@ -29,19 +29,19 @@ import time
 _STARTED = time.perf_counter()
 
 if __package__:  # imported by the host (tests, docs): the package's module
-    from plugins.memory.surfacing import hook  # noqa: E402
+    from plughost.plugins.memory.surfacing import hook  # noqa: E402
 else:  # the hook process: the sibling builtins-only stage on sys.path
     import hook  # type: ignore[no-redef,import-not-found,unused-ignore]  # noqa: E402
 
 DEFAULT_TOOLS = "Write,SendUserFile,mcp__*__*send*,mcp__*__*email*,mcp__*__*mail*"
-"""``PLUGHOST_CONSULT_GATE_TOOLS``' default (``plugins.memory.settings``; a test pins the two equal)."""
+"""``PLUGHOST_CONSULT_GATE_TOOLS``' default (``plughost.plugins.memory.settings``; a test pins the two equal)."""
 DOCUMENT_FOLDER = "documents"
 """A file delivered into a folder of this name (``.../users/<id>/documents/quote.pdf``) is a document."""
 PATH_KEYS = ("file_path", "filePath", "path", "filename", "destination", "outputPath", "output_path")
 ATTACHMENT_KEYS = ("attachments", "attachment", "files", "attachmentPaths")
 CONSULT_TOOL = "profile-read"
 TAIL_BYTES = 2 << 20
-"""At most this much of the transcript's end is read (``plugins.memory.transcript_tail.TAIL_BYTES``)."""
+"""At most this much of the transcript's end is read (``plughost.plugins.memory.transcript_tail.TAIL_BYTES``)."""
 BLOCK_EXIT = 2
 
 
@@ -148,11 +148,11 @@ def consulted(data: bytes) -> str:
 
 
 def owner_session(env: dict[str, str]) -> bool | None:
-    """Whether the session is an owner's (admin, unnarrowed), as :func:`host.ports.principal.resolve`
+    """Whether the session is an owner's (admin, unnarrowed), as :func:`plughost.ports.principal.resolve`
     decides it (``context.resolve``; None: no account named). Imported only here, for a document
     about to be delivered: every other call stays builtins-only."""
     if __package__:
-        from plugins.memory.surfacing import context
+        from plughost.plugins.memory.surfacing import context
     else:
         import context  # type: ignore[no-redef,import-not-found,unused-ignore]
     ctx = context.resolve(env)

@@ -1,8 +1,8 @@
 """Recall tracking: which surfaced memory the replies used, and what that should do to ranking.
 
-Surfacing records every item it shows per session (:mod:`plugins.memory.surfacing.sessions`).
+Surfacing records every item it shows per session (:mod:`plughost.plugins.memory.surfacing.sessions`).
 The memory plugin's own Claude Code ``Stop`` hook reads the reply that just finished from the
-transcript's tail (a regular file's last 2 MiB, :mod:`plugins.memory.transcript_tail`) and asks ``plughost_recall_used`` which of the session's surfaced items it used; the
+transcript's tail (a regular file's last 2 MiB, :mod:`plughost.plugins.memory.transcript_tail`) and asks ``plughost_recall_used`` which of the session's surfaced items it used; the
 built-in answer is :func:`used_items` (the id named, the title quoted, a run of six words from
 the item repeated, or most of its distinctive words echoed). ``plughost memory recall`` then
 lists *snooze candidates* (surfaced often, never used) and *pin candidates* (used often);
@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.util.log import log
-from plugins.memory.surfacing import rules, sessions
-from plugins.memory.transcript_tail import read_tail
+from plughost.plugins.memory.surfacing import rules, sessions
+from plughost.plugins.memory.transcript_tail import read_tail
+from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
-    from host.runtime.types import RetrievalBoost
+    from plughost.runtime.host import Host
+    from plughost.runtime.types import RetrievalBoost
 
 PIN_BUMP = 0.25
 SNOOZE_BUMP = -0.1
@@ -100,7 +100,7 @@ def last_reply(transcript: bytes) -> tuple[str, str]:
 
 def mark(host: Host, account_id: str, session_id: str, transcript_path: str) -> dict[str, Any]:
     """The Stop hook's work: record which of the session's surfaced items the last reply used."""
-    from host.runtime import hooktable
+    from plughost.runtime import hooktable
 
     started = time.perf_counter()
     path = sessions.session_path(Path(host.home), account_id, session_id)
@@ -243,14 +243,14 @@ def cached_decisions(home: Path, account_id: str) -> dict[str, str]:
 
 
 def ranking_enabled(env: Mapping[str, str]) -> bool:
-    from plugins.memory.settings import RECALL_RANKING
+    from plughost.plugins.memory.settings import RECALL_RANKING
 
     return RECALL_RANKING.read(env)
 
 
 def boost(home: Path, account_id: str, enabled: bool = True) -> RetrievalBoost:
     """``recall``: +25% for a pinned item, −10% for a snoozed one, of ``account_id``."""
-    from host.runtime.types import RetrievalBoost
+    from plughost.runtime.types import RetrievalBoost
 
     def bump(row: Mapping[str, Any]) -> float:
         if not enabled:

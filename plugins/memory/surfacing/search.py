@@ -17,17 +17,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from host.ports.graph import Guards
-from host.runtime import hooktable
-from host.util.log import log
-from host.util.settings import Setting
-from plugins.memory.settings import SURFACE_MIN_BM25, SURFACE_MIN_SIMILARITY
-from plugins.memory.surfacing import rules
-from plugins.memory.surfacing.recall import boost as recall_boost
-from plugins.memory.surfacing.recall import cached_decisions, ranking_enabled
+from plughost.plugins.memory.settings import SURFACE_MIN_BM25, SURFACE_MIN_SIMILARITY
+from plughost.plugins.memory.surfacing import rules
+from plughost.plugins.memory.surfacing.recall import boost as recall_boost
+from plughost.plugins.memory.surfacing.recall import cached_decisions, ranking_enabled
+from plughost.ports.graph import Guards
+from plughost.runtime import hooktable
+from plughost.util.log import log
+from plughost.util.settings import Setting
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 SKIPPED_LABELS = frozenset({"Message", "Conversation", "WebchatMessage", "TelegramMessage", "WhatsAppMessage",
                             "VisitorSlice"})  # a visitor's own memory reaches their turns alone
@@ -58,8 +58,8 @@ def item_of(row: Any) -> dict[str, Any]:
 
 
 def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
-    from plugins.memory.retrieval.flags import SearchFlags
-    from plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest, search
+    from plughost.plugins.memory.retrieval.flags import SearchFlags
+    from plughost.plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest, search
 
     flags = SearchFlags.from_env(host.env)
     boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []

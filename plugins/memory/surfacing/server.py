@@ -24,13 +24,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.runtime import state
-from host.runtime.state import StateKey
-from host.util.log import log
-from host.util.redact import redact_text
+from plughost.runtime import state
+from plughost.runtime.state import StateKey
+from plughost.util.log import log
+from plughost.util.redact import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
 MAX_REQUEST = (1 << 20) + (64 << 10)
 """A hook input (at most 1 MiB, ``decide.MAX_STDIN``) with its token and environment."""
@@ -141,8 +141,8 @@ class SurfaceServer:
 
     def warm(self) -> None:
         """Load the store's matrix and the embedder before the first prompt needs them."""
-        from host.ports.graph import Guards
-        from plugins.memory.surfacing.search import surface_items
+        from plughost.plugins.memory.surfacing.search import surface_items
+        from plughost.ports.graph import Guards
 
         started = time.perf_counter()
         account = self.host.principal.account or ""
@@ -197,7 +197,7 @@ def answer_hook(host: Host, hook: Any, env: Any) -> bytes:
     imports nothing but builtins. The reply is two lines: the ``[surface] op=hook`` fields (the
     process adds its ``ms``) and what the hook prints (empty: nothing).
     """
-    from plugins.memory.surfacing import context, decide
+    from plughost.plugins.memory.surfacing import context, decide
 
     merged = {str(k): v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
     ctx = context.from_merged(merged)
@@ -213,7 +213,7 @@ def answer_hook(host: Host, hook: Any, env: Any) -> bytes:
 
 def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     """One request, warm or cold: ``op`` surface (default) or recall (the Stop hook)."""
-    from plugins.memory.surfacing.core import SurfaceRequest, surface
+    from plughost.plugins.memory.surfacing.core import SurfaceRequest, surface
 
     op = request.get("op") or "surface"
     if op == "tool-call":
@@ -232,7 +232,7 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "error": "bad-request", "detail": f"request.{exc}"[:200]}
     try:
         if op == "recall":
-            from plugins.memory.surfacing.recall import mark
+            from plughost.plugins.memory.surfacing.recall import mark
 
             return {"ok": True, **mark(host, parsed.account_id, parsed.session_id, request["transcriptPath"])}
         result = surface(host, parsed)
@@ -245,7 +245,7 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 
 def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     """The PostToolUse hook's request: one ToolCall node (plugins/memory/audit.py)."""
-    from plugins.memory.audit import record
+    from plughost.plugins.memory.audit import record
 
     def text(name: str) -> str | None:
         value = request.get(name)
@@ -275,9 +275,9 @@ def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 
 def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     """PreCompact (fallback briefing), SessionStart compact|resume (inject the latest briefing) and
-    startup|resume (the owner's open work, :mod:`plugins.memory.session_context`)."""
-    from plugins.memory import compaction
-    from plugins.memory.session_context import session_context
+    startup|resume (the owner's open work, :mod:`plughost.plugins.memory.session_context`)."""
+    from plughost.plugins.memory import compaction
+    from plughost.plugins.memory.session_context import session_context
 
     account, session = request.get("accountId"), request.get("sessionId")
     if not (isinstance(account, str) and account and isinstance(session, str) and session):
@@ -306,10 +306,10 @@ def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 def start(host: Host) -> None:
     """Start the listener once per serving host (``PLUGHOST_SURFACE_SERVER=0`` turns it off).
 
-    Only under ``plughost serve`` (its app put ``host.runtime.state.RUNTIME`` in ``host.runtime.state``): ``plughost boot``
+    Only under ``plughost serve`` (its app put ``plughost.runtime.state.RUNTIME`` in ``plughost.runtime.state``): ``plughost boot``
     runs the startup hooks too, and a listener that lives for one boot is of no use.
     """
-    from plugins.memory.settings import SURFACE_SERVER
+    from plughost.plugins.memory.settings import SURFACE_SERVER
 
     wanted = SURFACE_SERVER.read(host.env)  # None: only under plughost serve
     if wanted is False or STATE_KEY in host.state:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.runtime.types import Gate, GateContext, GateResult
-from host.util.log import format_line
+from plughost.runtime.types import Gate, GateContext, GateResult
+from plughost.util.log import format_line
 
 NAME = "surface-settings"
 
 
 def check_surface_settings(ctx: GateContext) -> GateResult:
-    from plugins.memory.surfacing import context
-    from plugins.memory.surfacing.core import SETTINGS, expected_range, setting
+    from plughost.plugins.memory.surfacing import context
+    from plughost.plugins.memory.surfacing.core import SETTINGS, expected_range, setting
 
     sources: list[tuple[str, dict[str, Any]]] = [("env", dict(ctx.env))]
     config_dir = ctx.extras.get("config_dir")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime.manifest import validate
-from host.util.config import REPO_ROOT
+from plughost.runtime.manifest import validate
+from tests.conftest import REPO as REPO_ROOT
 from tests.host.manifests.conftest import BUILTIN, bundle, snapshot
 
-BRANDS = REPO_ROOT / "manifests" / "brands"
+BRANDS = REPO_ROOT / "host" / "manifests" / "brands"
 
 
 def _builtin_names() -> set[str]:

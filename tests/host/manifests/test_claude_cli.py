@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime import accounts
+from plughost.runtime import accounts
 from tests.conftest import npx_bin, run_cli
 from tests.host.manifests.conftest import EXAMPLES, Claude, bundle, connected_servers
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime import accounts
+from plughost.runtime import accounts
 from tests.conftest import run_cli
 from tests.host.manifests.conftest import bundle
 
@@ -45,8 +45,8 @@ def test_a_deleted_server_and_a_renamed_tool_are_named_the_rest_is_ok(installed:
     ok = sorted(line.split()[2] for line in lines if line.startswith("[doctor] ok "))
     assert ok == ["plugin=admin@studio-platform", "plugin=graph@studio-platform", "plugin=memory@studio-platform"], lines
     assert lines[-1].startswith("[doctor] op=done servers=5 findings=")
-    from host.payload import doctor
-    from host.util import config as host_config
+    from plughost.payload import doctor
+    from plughost.util import config as host_config
 
     kept = doctor.last(host_config.home())  # the owner's console shows the last run
     assert kept is not None and kept["lines"] == lines and kept["findings"] >= 2 and kept["finishedAt"]
@@ -87,7 +87,7 @@ def test_a_good_install_runs_every_hook_and_reports_none(installed: tuple[Path, 
 def test_a_hook_that_cannot_import_host_is_a_finding(installed: tuple[Path, Path], tmp_path: Path) -> None:
     """A python3 without plughost (what every hook ran before its fallback): ModuleNotFoundError on
     stderr is the finding, whatever the exit code."""
-    from host.payload.doctor_hooks import hook_env, run_command
+    from plughost.payload.doctor_hooks import hook_env, run_command
 
     fake = tmp_path / "bin" / "python3"
     fake.parent.mkdir()
@@ -110,8 +110,8 @@ def test_no_config_dir_is_one_line(tmp_path: Path) -> None:
 
 
 def test_served_and_declared_are_compared_by_name_and_eager_meta() -> None:
-    from host.payload.doctor import EAGER_META_KEY, Finding, ServerCheck, compare
-    from host.payload.launch import Launch
+    from plughost.payload.doctor import EAGER_META_KEY, Finding, ServerCheck, compare
+    from plughost.payload.launch import Launch
 
     check = ServerCheck(Launch("p", "p@m", "p", Path("/x"), Path("/x/plugin.json")))
     add = lambda reason, **f: check.findings.append(Finding("p@m", "p", reason, f))  # noqa: E731
@@ -133,7 +133,7 @@ def test_a_server_names_the_tools_it_withholds(make_host, plughost_home: Path) -
     import anyio
     from mcp import Client
 
-    from host.mcp.server import WITHHELD_META_KEY, build_server
+    from plughost.mcp.server import WITHHELD_META_KEY, build_server
 
     async def listed():
         async with Client(build_server(make_host(), "graph")) as client:

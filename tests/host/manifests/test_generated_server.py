@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from host.payload.launch import MINIMAL_PATH, resolve
+from plughost.payload.launch import MINIMAL_PATH, resolve
 from tests.conftest import run_cli
 
 

@@ -52,7 +52,7 @@ def test_auto_server_runs_through_the_tee_with_the_install_interpreter(example_p
     # the interpreter comes from settings.json env (`plughost install`), else the building one
     python = "${PLUGHOST_PYTHON:-" + sys.executable + "}"
     assert server["command"] == python
-    assert server["args"] == ["-m", "host.mcp.tee", "greeter", "--", python,
+    assert server["args"] == ["-m", "plughost.mcp.tee", "greeter", "--", python,
                               "${CLAUDE_PLUGIN_ROOT}/mcp/__main__.py"]
     # the payload's folders anchored on the plugin folder (a moved payload still works); no
     # per-session values

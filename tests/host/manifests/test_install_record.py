@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from host.payload.doctor_hooks import hook_env, plugin_hooks, run_command
-from host.payload.generator import HOOK_PYTHON_FILE
-from host.payload.launch import MINIMAL_PATH
-from host.runtime import accounts
-from host.runtime.host import Host
-from host.runtime.types import GateContext
-from plugins.channels.claude_runner import ClaudeRunner
-from plugins.channels.runner import session_id_for
-from plugins.channels.runner_gate import check_agent_runner
+from plughost.payload.doctor_hooks import hook_env, plugin_hooks, run_command
+from plughost.payload.generator import HOOK_PYTHON_FILE
+from plughost.payload.launch import MINIMAL_PATH
+from plughost.plugins.channels.claude_runner import ClaudeRunner
+from plughost.plugins.channels.runner import session_id_for
+from plughost.plugins.channels.runner_gate import check_agent_runner
+from plughost.runtime import accounts
+from plughost.runtime.host import Host
+from plughost.runtime.types import GateContext
 from tests.conftest import TOOLS, npx_bin, run_cli
 from tests.host.manifests.conftest import bundle, connected_servers
 from tests.support.serve_helpers import start_serve, stop_process
@@ -50,7 +50,7 @@ def _runner_host(plughost_home: Path, tmp_path: Path, **extra: str) -> Host:
     """A host as a user's `plughost serve` has it: only the data root (no config dir exported)."""
     env = {"PATH": MINIMAL_PATH, "HOME": str(tmp_path / "home"), "PLUGHOST_HOME": str(plughost_home),
            "PLUGHOST_AGENT": "claude", "PLUGHOST_EMBEDDER": "none", **extra}
-    from host.util.config import load_env
+    from plughost.util.config import load_env
 
     return Host(env=load_env(env)).load()
 
@@ -69,7 +69,7 @@ def test_after_install_the_runner_and_the_gates_use_the_installed_config_dir(ins
         gate = check_agent_runner(GateContext(host=host, env=host.env))
         assert gate.status == "warn"  # only: the `claude` program is not on this bare PATH
         assert [d["reason"] for d in gate.defects] == ["agent-missing"], gate.lines
-        from host.payload.registration import config_dir
+        from plughost.payload.registration import config_dir
 
         assert config_dir(host.env) == config  # the registration gates' folder is the runner's
     finally:

@@ -31,8 +31,8 @@ def _read(path: Path) -> dict:
 
 def _account(account: str = "acme") -> None:
     """`plughost install` needs the account to exist (it never invents one)."""
-    from host.runtime import accounts
-    from host.util import config
+    from plughost.runtime import accounts
+    from plughost.util import config
 
     if accounts.ACCOUNT_ID.match(account) and not accounts.account_dir(account).is_dir():
         accounts.create_account(account, config.home())
@@ -193,8 +193,8 @@ def test_bad_inputs_are_one_line_and_write_nothing(studio_payload: Path, tmp_pat
 
 
 def test_version_1_records_are_migrated_and_garbage_is_refused(studio_payload: Path, tmp_path: Path) -> None:
-    from host.payload.installer import install
-    from host.util.errors import UserError
+    from plughost.payload.installer import install
+    from plughost.util.errors import UserError
 
     config = tmp_path / "claude"
     (config / "plugins").mkdir(parents=True)
@@ -229,7 +229,7 @@ def test_a_neo4j_install_records_its_server_and_a_reinstall_keeps_it(studio_payl
     `scripts/run.sh` exports with NEO4J_URI) records the store and its connection there; a re-install
     without the variables keeps it (never a silent move to an empty embedded store); only an explicit
     PLUGHOST_STORE switches."""
-    from host.util.config import read_dotenv
+    from plughost.util.config import read_dotenv
 
     config = tmp_path / "claude"
     _account()

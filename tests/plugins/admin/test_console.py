@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from plugins.admin import sessions
+from plughost.plugins.admin import sessions
 from tests.conftest import run_cli
 from tests.support.serve_helpers import start_serve
 
@@ -275,7 +275,7 @@ def test_memory_search_shows_the_owner_view_and_the_public_view(console, make_ho
 
 
 def test_the_gates_page_shows_doctor_findings_and_runs_doctor(console, plughost_home: Path) -> None:
-    from host.payload import doctor
+    from plughost.payload import doctor
 
     base = console.base
     cookie = {"Cookie": _cookie(base)}
@@ -388,7 +388,7 @@ def test_rough_input_gets_a_page_that_says_what_happened(console, plughost_home:
 
 
 def test_the_console_refuses_a_narrowed_server_and_names_a_missing_pin(plughost_home: Path, serve_env) -> None:
-    from host.runtime import accounts
+    from plughost.runtime import accounts
 
     narrowed = start_serve(env={**serve_env, "ALLOWED_SCOPES": "public", "PLUGHOST_AGENT": "memory"})
     try:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.runtime.hookspecs import hookimpl
-from host.runtime.manifest import from_mapping
-from host.runtime.types import ChannelAdapter, Route
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.manifest import from_mapping
+from plughost.runtime.types import ChannelAdapter, Route
 
 
 async def _text(request: Any) -> Any:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime.host import Host
+from plughost.runtime.host import Host
 
 ACCOUNT = "acct-h"
 REPO = Path(__file__).resolve().parents[3]
@@ -21,7 +21,7 @@ def call(host: Host, tool: str) -> tuple[bool, str]:
     import anyio
     from mcp import Client
 
-    from host.mcp.server import build_server
+    from plughost.mcp.server import build_server
 
     async def go() -> tuple[bool, str]:
         async with Client(build_server(host, "admin")) as client:
@@ -100,17 +100,17 @@ def test_a_narrowed_process_gets_the_public_hostname_only(plughost_home: Path, n
 
 
 def test_the_schema_pattern_is_the_tools() -> None:
-    from plugins.admin.hostnames import HOSTNAME
+    from plughost.plugins.admin.hostnames import HOSTNAME
 
-    schema = json.loads((REPO / "manifests" / "schemas" / "brand.schema.json").read_text())
+    schema = json.loads((REPO / "host" / "manifests" / "schemas" / "brand.schema.json").read_text())
     props = schema["properties"]["hostnames"]["properties"]
     assert props["public"]["pattern"] == props["admin"]["pattern"] == HOSTNAME.pattern
     assert re.fullmatch(HOSTNAME.pattern, "admin.harbourstreetbakery.example")
 
 
 def test_a_brand_with_a_bad_hostname_is_refused(tmp_path: Path) -> None:
-    from host.payload.bundler import load_brand
-    from host.util.errors import UserError
+    from plughost.payload.bundler import load_brand
+    from plughost.util.errors import UserError
 
     path = tmp_path / "b.json"
     path.write_text(json.dumps({"name": "b", "productName": "B", "hostnames": {"public": "Not A Host"}}))

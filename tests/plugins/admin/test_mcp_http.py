@@ -12,8 +12,8 @@ import pytest
 from conformance_support import REQUIRES, advertised, run_suite, suite_scenarios
 from serve_helpers import FIXTURES, conformance_command, raw_request, start_serve
 
-from host.runtime.manifest import from_mapping
-from host.runtime.types import Tool
+from plughost.runtime.manifest import from_mapping
+from plughost.runtime.types import Tool
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -41,7 +41,7 @@ class Beta:
 
 
 def _plugin_host(make_host) -> Any:
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime.hookspecs import hookimpl
 
     host = make_host()
     for name, cls in (("alpha", Alpha), ("beta", Beta)):
@@ -135,7 +135,7 @@ def test_prompts_and_resources_are_not_offered(make_host) -> None:
     from mcp import Client
     from mcp.shared.exceptions import MCPError
 
-    from host.mcp.server import build_server
+    from plughost.mcp.server import build_server
 
     server = build_server(_plugin_host(make_host), "alpha")
 

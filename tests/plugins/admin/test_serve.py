@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from serve_helpers import FIXTURES, raw_request, start_serve
 
-from host.runtime.manifest import from_mapping
-from host.runtime.types import ChannelAdapter, Route
-from host.util.errors import DuplicateNameError
+from plughost.runtime.manifest import from_mapping
+from plughost.runtime.types import ChannelAdapter, Route
+from plughost.util.errors import DuplicateNameError
 from tests.conftest import REPO
 
 
@@ -141,7 +141,7 @@ def test_sigterm_during_load_every_accepted_request_completes(serve_env: dict[st
 
 
 def test_lifespan_runs_hooks_and_closes_the_store(make_host, live_app) -> None:
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime.hookspecs import hookimpl
 
     events: list[str] = []
 
@@ -176,7 +176,7 @@ def test_lifespan_runs_hooks_and_closes_the_store(make_host, live_app) -> None:
 
 
 def test_health_reports_a_failing_store_as_degraded(make_host, live_app) -> None:
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime.hookspecs import hookimpl
 
     class Broken:
         def vector_indexes(self) -> dict[str, int]:
@@ -198,7 +198,7 @@ def test_health_reports_a_failing_store_as_degraded(make_host, live_app) -> None
 def test_routes_from_plugins_and_channel_adapters(make_host, live_app) -> None:
     from starlette.responses import PlainTextResponse
 
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime.hookspecs import hookimpl
 
     async def hello(request: Any) -> Any:
         return PlainTextResponse("hello")
@@ -216,8 +216,8 @@ def test_routes_from_plugins_and_channel_adapters(make_host, live_app) -> None:
 
 
 def test_duplicate_route_names_both_plugins(make_host) -> None:
-    from host.runtime.hookspecs import hookimpl
-    from host.serve.app import build_app
+    from plughost.runtime.hookspecs import hookimpl
+    from plughost.serve.app import build_app
 
     class Clash:
         @hookimpl
@@ -231,7 +231,7 @@ def test_duplicate_route_names_both_plugins(make_host) -> None:
 
 
 def test_unexpected_error_is_json_500(make_host, live_app) -> None:
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime.hookspecs import hookimpl
 
     async def boom(request: Any) -> Any:
         raise RuntimeError("kaput")
@@ -315,8 +315,8 @@ def test_sigterm_lets_an_in_flight_mcp_tool_call_finish(serve_env: dict[str, str
 def test_a_store_that_does_not_answer_is_503_without_a_traceback(make_host, live_app, caplog) -> None:
     """A database down mid-serve: one ``[http] op=error`` line and a quick 503, not a 500 and a
     traceback in the log (the catch-all handler's path re-raises into the server's logger)."""
-    from host.runtime.hookspecs import hookimpl
-    from host.util.errors import StoreUnavailable
+    from plughost.runtime.hookspecs import hookimpl
+    from plughost.util.errors import StoreUnavailable
 
     async def down(request: Any) -> Any:
         raise StoreUnavailable("graph store: Neo4j does not answer (connection refused)")
@@ -338,8 +338,8 @@ def test_a_store_that_does_not_answer_is_503_without_a_traceback(make_host, live
 
 def test_health_asks_a_store_that_can_ping(make_host, live_app) -> None:
     """Discovery is cached; a network store's ``ping()`` says whether the server still answers."""
-    from host.runtime.hookspecs import hookimpl
-    from host.util.errors import StoreUnavailable
+    from plughost.runtime.hookspecs import hookimpl
+    from plughost.util.errors import StoreUnavailable
 
     class Gone:
         def ping(self) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from serve_helpers import make_account
 
-from host.util.errors import UserError
-from plugins.admin import sessions
+from plughost.plugins.admin import sessions
+from plughost.util.errors import UserError
 
 ACCOUNT = "acct-demo-01"
 PIN = "4821-blue"

@@ -159,7 +159,7 @@ def test_split_raw_path_never_yields_an_escaping_path(tmp_path: Path) -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from plugins.admin.sites import Rejected, split_raw_path
+    from plughost.plugins.admin.sites import Rejected, split_raw_path
 
     root = os.path.realpath(tmp_path)
     alphabet = st.sampled_from(["/", ".", "..", "%", "%2e", "%2f", "%5c", "%25", "\\", "a", "b", "%00", "~", " ",
@@ -192,7 +192,7 @@ def test_demo_page_style_is_allowed_by_its_policy(plughost_home: Path, live_app)
     import hashlib
     import re
 
-    from host.cli.commands.demo import publish_site
+    from plughost.cli.commands.demo import publish_site
 
     publish_site(plughost_home)
     response = live_app().get("/sites/")
@@ -210,7 +210,7 @@ def test_style_hashes_follow_the_html_parser(tmp_path: Path) -> None:
     import base64
     import hashlib
 
-    from plugins.admin.sites import html_csp, style_hashes
+    from plughost.plugins.admin.sites import html_csp, style_hashes
 
     def source(text: bytes) -> str:
         return f"'sha256-{base64.b64encode(hashlib.sha256(text).digest()).decode()}'"
@@ -229,7 +229,7 @@ def test_demo_page_is_styled_in_chromium(plughost_home: Path, live_app, tmp_path
     """A real browser applies the page's inline style under the header's policy (no violation)."""
     from browser import Browser
 
-    from host.cli.commands.demo import publish_site
+    from plughost.cli.commands.demo import publish_site
     from tests.conftest import which_or_skip
 
     chromium = which_or_skip("chromium")

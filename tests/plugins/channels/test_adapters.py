@@ -20,11 +20,11 @@ from channels_support import (
     whatsapp_payload,
 )
 
-from host.ports.graph import Guards
-from plugins.channels.compose import CONTEXT_HEADING, PROVENANCE_HEADING, RULES_HEADING
-from plugins.channels.identity import normalize_phone
-from plugins.channels.pipeline import REFUSAL
-from plugins.channels.server import build_app
+from plughost.plugins.channels.compose import CONTEXT_HEADING, PROVENANCE_HEADING, RULES_HEADING
+from plughost.plugins.channels.identity import normalize_phone
+from plughost.plugins.channels.pipeline import REFUSAL
+from plughost.plugins.channels.server import build_app
+from plughost.ports.graph import Guards
 from tests.conftest import run_cli
 
 TG_HEADERS = {"X-Telegram-Bot-Api-Secret-Token": "tg-secret"}
@@ -233,7 +233,7 @@ def test_schedule_dispatch_carries_provenance(rig) -> None:
 def test_unanswered_messages_resume(rig) -> None:
     import asyncio
 
-    from plugins.channels.pipeline import Inbound, gateway
+    from plughost.plugins.channels.pipeline import Inbound, gateway
 
     host = rig.start()
     msg = Inbound(channel="telegram", sender="31", text="did anyone see this?", platform_id="31:7",

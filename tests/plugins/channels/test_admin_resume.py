@@ -14,8 +14,8 @@ from channels_support import ACCOUNT, wait_for, write_account
 from serve_helpers import raw_request, start_serve
 from test_claude_runner import STAND_IN
 
-from host.ports.graph import Guards
-from plugins.admin import sessions
+from plughost.plugins.admin import sessions
+from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, neo4j_env
 
 PIN = "4821-blue"
@@ -101,7 +101,7 @@ def test_admin_chat_replies_are_read_back_by_their_user_only(plughost_home: Path
     account's conversation and a made-up id read nothing (401, or 404 exactly as for an absent id)."""
     from channels_support import agent_command
 
-    from host.util import credentials
+    from plughost.util import credentials
 
     write_account(plughost_home)
     sessions.set_pin(plughost_home, ACCOUNT, PIN, "u-owner")
@@ -161,7 +161,7 @@ def test_admin_chat_replies_are_read_back_by_their_user_only(plughost_home: Path
 
 
 def _wipe(account: str) -> None:
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": account})
     try:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime.leases import leases
-from plugins.channels.claims import Claims, LeaseClaims, claims_dir
-from plugins.channels.pipeline import Inbound, gateway
+from plughost.plugins.channels.claims import Claims, LeaseClaims, claims_dir
+from plughost.plugins.channels.pipeline import Inbound, gateway
+from plughost.runtime.leases import leases
 from tests.backends import BACKENDS, neo4j_env, wipe
 from tests.support.channels_support import ACCOUNT, channel_host, write_account
 
@@ -82,7 +82,7 @@ def test_a_scheduled_turn_a_dead_server_held_runs_once_its_lease_expires(make_ho
     import asyncio
     import time
 
-    from plugins.channels.pipeline import dispatch_scheduled
+    from plughost.plugins.channels.pipeline import dispatch_scheduled
     from tests.support.channels_support import agent_calls
 
     account = f"acct-sched-{uuid.uuid4().hex[:8]}"

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from channels_support import ACCOUNT
 
-from plugins.channels.claude_runner import NATIVE_TOOLS, NO_MCP_SERVERS, ClaudeRunner
-from plugins.channels.runner import RunnerError, session_id_for
-from plugins.channels.runner_choice import get_runner
+from plughost.plugins.channels.claude_runner import NATIVE_TOOLS, NO_MCP_SERVERS, ClaudeRunner
+from plughost.plugins.channels.runner import RunnerError, session_id_for
+from plughost.plugins.channels.runner_choice import get_runner
 from tests.conftest import TOOLS
 
 # prints the shape `claude -p --output-format json` really prints (captured from 2.1.x)
@@ -103,7 +103,7 @@ HANDBOOK = {"attachmentId": "hb", "title": "Bike shop handbook", "content": (
 def test_the_public_prompts_passages_are_distinct(make_host, account, tmp_path: Path, stand_in) -> None:
     """Each Section of the handbook is also its one Chunk, and a note repeats a section's text: the
     three passage slots still hold three different texts."""
-    from host.runtime.tooltable import call_tool
+    from plughost.runtime.tooltable import call_tool
 
     host = make_host(**stand_in)
     call_tool(host, "memory", "memory-ingest", HANDBOOK)
@@ -123,7 +123,7 @@ def test_the_public_prompts_passages_are_distinct(make_host, account, tmp_path: 
 
 
 def test_distinct_keeps_one_passage_per_part_and_text() -> None:
-    from plugins.channels.memory_runner import Passage, distinct
+    from plughost.plugins.channels.memory_runner import Passage, distinct
 
     section = Passage(("Section",), "s1", 1.0, {"body": "Open at 9.", "attachmentId": "a", "index": "1"})
     chunk = Passage(("Chunk",), "s1_c0", 0.9, {"content": "Open at 9.", "attachmentId": "a", "sectionIndex": "1"})
@@ -167,7 +167,7 @@ def test_one_session_per_sender_resumed_across_turns_and_restarts(make_host, acc
 
 def test_cli_error_is_the_polite_fallback_with_its_log_line(make_host, account, tmp_path: Path, stand_in,
                                                             capfd) -> None:
-    from plugins.channels.pipeline import AGENT_UNAVAILABLE, Inbound, gateway
+    from plughost.plugins.channels.pipeline import AGENT_UNAVAILABLE, Inbound, gateway
 
     host = make_host(**stand_in, STAND_IN_FAIL="Not logged in · Please run /login")
     with pytest.raises(RunnerError, match="claude: Not logged in"):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugins.channels.compose import (
+from plughost.plugins.channels.compose import (
     CONTEXT_HEADING,
     ELLIPSIS,
     PROVENANCE_HEADING,

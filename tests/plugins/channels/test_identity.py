@@ -7,8 +7,8 @@ import json
 import pytest
 from channels_support import ACCOUNT, ADMIN_PHONE, OWNER_PHONE, STRAY_ADMIN_PHONE, write_account
 
-from host.util.errors import UserError
-from plugins.channels.identity import AliasCache, Identity, normalize_phone, resolve
+from plughost.plugins.channels.identity import AliasCache, Identity, normalize_phone, resolve
+from plughost.util.errors import UserError
 
 
 def test_bound_admin(plughost_home, account) -> None:

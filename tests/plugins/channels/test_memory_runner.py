@@ -11,10 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import Guards
-from host.runtime.tooltable import call_tool
-from plugins.channels.brand import GREETING
-from plugins.channels.memory_runner import (
+from plughost.plugins.channels.brand import GREETING
+from plughost.plugins.channels.memory_runner import (
     DONT_KNOW,
     NOTED,
     PASSED_ON,
@@ -27,7 +25,9 @@ from plugins.channels.memory_runner import (
     sentences,
     trim,
 )
-from plugins.channels.runner_choice import get_runner
+from plughost.plugins.channels.runner_choice import get_runner
+from plughost.ports.graph import Guards
+from plughost.runtime.tooltable import call_tool
 
 HANDBOOK = {"attachmentId": "hb", "title": "Shop handbook", "content": (
     "# Shop handbook\n\n## Opening hours\n\nWe are open Monday to Friday from 9:00 to 17:00. "
@@ -138,8 +138,8 @@ def test_a_webchat_follow_up_is_linked_to_its_conversation(make_host, account, t
     import httpx
     from channels_support import ACCOUNT, serve, wait_for
 
-    from host.ports.graph import conversation_node_id
-    from plugins.channels.server import build_app
+    from plughost.plugins.channels.server import build_app
+    from plughost.ports.graph import conversation_node_id
 
     host = make_host(PLUGHOST_AGENT="memory", ACCOUNT_ID=ACCOUNT)
     call_tool(host, "memory", "memory-ingest", HANDBOOK)

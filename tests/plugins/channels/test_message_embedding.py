@@ -28,7 +28,7 @@ def _require_local_model() -> None:
 
 
 def _open(home: Path, embedder: str = "none"):  # noqa: ANN202 — a loaded Host
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     return Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_STORE": "sqlite",
                      "PLUGHOST_EMBEDDER": embedder}).load()
@@ -36,7 +36,7 @@ def _open(home: Path, embedder: str = "none"):  # noqa: ANN202 — a loaded Host
 
 def _pending(home: Path) -> tuple[int, int]:
     """(stored Messages, those without an embedding), read by a fresh host from the server's file."""
-    from host.ports.graph import Guards
+    from plughost.ports.graph import Guards
 
     host = _open(home)
     try:
@@ -82,7 +82,7 @@ def test_webchat_messages_are_embedded_in_the_background(plughost_home: Path, tm
     assert audit.returncode == 0, audit.stderr
     assert json.loads(audit.stdout)["nullEmbedding"] == {}, audit.stdout
 
-    from plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations import Conversations
 
     query = "bread for someone who cannot eat wheat"  # no word in common with what was asked
     host = _open(plughost_home, "local")

@@ -61,7 +61,7 @@ def _update(n: int) -> tuple[dict[str, Any], str]:
 
 def _schedule(home: Path, account: str, *entries: dict[str, Any]) -> None:
     """Add entries to a home's schedule under its lock (a running server changes it too)."""
-    from plugins.channels.scheduler import schedule_path, update
+    from plughost.plugins.channels.scheduler import schedule_path, update
 
     update(schedule_path(home, account), lambda have: have.extend(dict(e) for e in entries))
 
@@ -104,7 +104,7 @@ class Pair:
 
 @pytest.fixture
 def neo4j_account() -> Any:
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     env = neo4j_env()
     account = f"acct-2srv-{uuid.uuid4().hex[:8]}"

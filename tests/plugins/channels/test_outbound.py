@@ -7,7 +7,7 @@ import email.utils
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugins.channels.outbound import backoff, chunks, retry_after, utf16_len
+from plughost.plugins.channels.outbound import backoff, chunks, retry_after, utf16_len
 
 
 def test_retry_after_forms() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from channels_support import telegram_update, whatsapp_payload
 
-from plugins.channels.telegram import parse_update
-from plugins.channels.whatsapp import parse_payload, signature, signature_ok
+from plughost.plugins.channels.telegram import parse_update
+from plughost.plugins.channels.whatsapp import parse_payload, signature, signature_ok
 
 
 def test_telegram_contact_only_counts_for_the_sender_themself() -> None:

@@ -13,11 +13,11 @@ import pytest
 from channels_support import ACCOUNT, serve
 from run_support import ask
 
-from host.ports.graph import Guards
-from host.serve.app import build_app as serve_app
-from plugins.channels.memory_runner import DONT_KNOW
-from plugins.channels.runner_choice import get_runner
-from plugins.channels.server import build_app
+from plughost.plugins.channels.memory_runner import DONT_KNOW
+from plughost.plugins.channels.runner_choice import get_runner
+from plughost.plugins.channels.server import build_app
+from plughost.ports.graph import Guards
+from plughost.serve.app import build_app as serve_app
 from tests.conftest import run_cli
 
 WIFI = "The staff wifi password is croissant42."

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
-from plugins.channels.compose import TurnInput, fetch_rules
-from plugins.channels.runner import CommandRunner, KeyedSerializer, RunnerError, session_id_for
-from plugins.channels.runner_choice import get_runner
+from plughost.plugins.channels.compose import TurnInput, fetch_rules
+from plughost.plugins.channels.runner import CommandRunner, KeyedSerializer, RunnerError, session_id_for
+from plughost.plugins.channels.runner_choice import get_runner
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
 
 TIMED_AGENT = r'''
 IFS= read -r line || true
@@ -157,7 +157,7 @@ def test_hook_plughost_cli_commands(make_host) -> None:
 
 
 def test_agent_concurrency_is_bounded(make_host, account, tmp_path: Path) -> None:
-    from plugins.channels.pipeline import Inbound, gateway
+    from plughost.plugins.channels.pipeline import Inbound, gateway
 
     script = tmp_path / "agent.sh"
     script.write_text('cat > /dev/null\necho "start $(date +%s.%N)" >> "$AGENT_LOG"\nsleep 0.3\n'
@@ -187,7 +187,7 @@ def test_agent_concurrency_is_bounded(make_host, account, tmp_path: Path) -> Non
 @pytest.mark.parametrize("output", ["", "   \n\t\n"])
 def test_an_empty_reply_gets_the_polite_fallback_not_silence(make_host, account, tmp_path: Path, capfd,
                                                               output: str) -> None:
-    from plugins.channels.pipeline import AGENT_UNAVAILABLE, Inbound, gateway
+    from plughost.plugins.channels.pipeline import AGENT_UNAVAILABLE, Inbound, gateway
 
     script = tmp_path / "agent.sh"
     script.write_text(f"cat > /dev/null\nprintf '{output!s}'\n".replace("\n\t\n", "\\n\\t\\n"))
@@ -203,7 +203,7 @@ def test_an_empty_reply_gets_the_polite_fallback_not_silence(make_host, account,
 
 
 def test_an_over_long_reply_is_cut_at_a_word_and_logged(make_host, account, tmp_path: Path, capfd) -> None:
-    from plugins.channels.pipeline import MAX_REPLY_CHARS, Inbound, gateway
+    from plughost.plugins.channels.pipeline import MAX_REPLY_CHARS, Inbound, gateway
 
     script = tmp_path / "agent.py"
     script.write_text("import sys\nsys.stdin.read()\nprint('word ' * 400000)\n")

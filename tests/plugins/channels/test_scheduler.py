@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from channels_support import ACCOUNT, FakeApis, agent_calls, agent_command, channel_host, serve, wait_for
 
-from plugins.channels.compose import PROVENANCE_HEADING
-from plugins.channels.runner import session_id_for
+from plughost.plugins.channels.compose import PROVENANCE_HEADING
+from plughost.plugins.channels.runner import session_id_for
 from tests.conftest import run_cli
 
 
@@ -28,7 +28,7 @@ class Server:
     def __init__(self, env: dict[str, str], tmp: Path, n: int) -> None:
         self.out = tmp / f"serve-{n}.out"
         self.err = tmp / f"serve-{n}.err"
-        self.proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"], env=env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", "0"], env=env,
                                      stdout=self.out.open("w"), stderr=self.err.open("w"))
         wait_for(lambda: "serving on" in self.out.read_text() or self.proc.poll() is not None, timeout=120)
         assert self.proc.poll() is None, self.err.read_text()[-2000:]
@@ -89,7 +89,7 @@ def test_scheduled_dispatch_fires_once_while_serving_and_not_after_restart(accou
 
 
 def test_a_dispatch_claimed_twice_is_one_message_and_one_turn(make_host, account, tmp_path: Path) -> None:
-    from plugins.channels.pipeline import dispatch_scheduled
+    from plughost.plugins.channels.pipeline import dispatch_scheduled
 
     host = channel_host(make_host, tmp_path)
 
@@ -132,7 +132,7 @@ def test_a_scheduled_turn_a_stop_interrupted_runs_at_the_next_dispatch(make_host
                                                                        capfd) -> None:
     """A stop between storing a scheduled turn and running it leaves the Message ``received``: the
     entry's next dispatch (the next start re-fires it) runs that turn, once, instead of calling it a duplicate."""
-    from plugins.channels.pipeline import dispatch_scheduled, gateway
+    from plughost.plugins.channels.pipeline import dispatch_scheduled, gateway
 
     kw = {"channel": "telegram", "sender": "9", "event": "e", "text": "go", "platform_id": "schedule:sch-2"}
     first = channel_host(make_host, tmp_path)

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
-from plugins.channels.screening import local_screen, screen
+from plughost.plugins.channels.screening import local_screen, screen
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
 
 
 class Provider:
@@ -101,7 +101,7 @@ SENTENCES = {
 
 
 def test_language_is_detected_accurately_and_cheaply(capsys: pytest.CaptureFixture[str]) -> None:
-    from plugins.channels import language
+    from plughost.plugins.channels import language
 
     language.detect("warm up the model")  # its load (about a second) is the startup hook's, in the background
     got = {}
@@ -127,7 +127,7 @@ def test_the_language_model_is_off_the_boot_path() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, plugins.channels.hookimpls, plugins.channels.screening, plugins.channels.pipeline; "
+    code = ("import sys, plughost.plugins.channels.hookimpls, plughost.plugins.channels.screening, plughost.plugins.channels.pipeline; "
             "print('py3langid' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.channels.turn_recorder import SKIP_REASONS, record_turn, walk
+from plughost.plugins.channels.turn_recorder import SKIP_REASONS, record_turn, walk
 from tests.conftest import REPO, ensure_account, run_cli
 
 FIXTURE = Path(__file__).parent / "fixtures" / "transcript_admin.jsonl"
@@ -90,8 +90,8 @@ def test_every_skip_reason_reachable(reason: str, tmp_path: Path, plughost_home:
 
 def recorded(home: Path) -> tuple[list, list]:
     """(the session's Conversations, its Messages by turn), read back by a fresh host."""
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
 
     host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": "acct-0001"}).load()
     try:

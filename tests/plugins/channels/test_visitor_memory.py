@@ -20,7 +20,7 @@ from channels_support import ACCOUNT, agent_calls, channel_host, serve, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import VISITOR_SLICE_LABEL, Guards, conversation_node_id, visitor_key
+from plughost.ports.graph import VISITOR_SLICE_LABEL, Guards, conversation_node_id, visitor_key
 from tests.backends import BACKENDS, use_backend, wipe
 from tests.conftest import run_cli
 
@@ -39,7 +39,7 @@ def slices(host: Any) -> list[Any]:
 
 def test_a_returning_webchat_visitor_gets_their_own_slice_over_http(make_host, account, tmp_path: Path,
                                                                      plughost_home: Path) -> None:
-    from plugins.channels.server import build_app
+    from plughost.plugins.channels.server import build_app
 
     host = channel_host(make_host, tmp_path)
     with serve(build_app(host)) as base, httpx.Client(base_url=base, timeout=30) as client:
@@ -74,7 +74,7 @@ def test_a_returning_webchat_visitor_gets_their_own_slice_over_http(make_host, a
 
 
 def _turn(host: Any, msg: Any) -> Any:
-    from plugins.channels.pipeline import gateway
+    from plughost.plugins.channels.pipeline import gateway
 
     async def go() -> Any:
         _, _, task = await gateway(host).accept(msg)
@@ -85,8 +85,8 @@ def _turn(host: Any, msg: Any) -> Any:
 
 def test_the_idle_sweep_ends_a_conversation_and_telegram_visitors_are_keyed_by_number(
         make_host, account, plughost_home: Path) -> None:
-    from plugins.channels.pipeline import Inbound
-    from plugins.memory.standing_audit import run_once
+    from plughost.plugins.channels.pipeline import Inbound
+    from plughost.plugins.memory.standing_audit import run_once
 
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_VISITOR_IDLE_S="1")
     phone = "+351 912 345 678"
@@ -116,7 +116,7 @@ def test_the_idle_sweep_ends_a_conversation_and_telegram_visitors_are_keyed_by_n
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_erase_by_visitor_token_removes_their_slices_messages_and_conversations(backend, make_host, account,
                                                                                monkeypatch) -> None:
-    from plugins.channels.pipeline import Inbound
+    from plughost.plugins.channels.pipeline import Inbound
 
     use_backend(monkeypatch, backend)
     host = make_host(ACCOUNT_ID=ACCOUNT)
@@ -151,7 +151,7 @@ def _marker(visitor: int, n: int) -> str:
 
 
 def _viewer(**env: str) -> Any:
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     return Host(env={**os.environ, "ACCOUNT_ID": ACCOUNT, **env}).load()
 
@@ -164,7 +164,7 @@ def _search(host: Any, tool: str, args: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_slice_reaches_only_its_own_visitor(backend, make_host, plughost_home: Path, monkeypatch) -> None:
-    from plugins.channels.pipeline import Inbound
+    from plughost.plugins.channels.pipeline import Inbound
 
     use_backend(monkeypatch, backend)
     write_account(plughost_home)
@@ -235,7 +235,7 @@ class Remembers:
     def __init__(self, lines: list[str] | None, fail: bool = False) -> None:
         self.lines, self.fail, self.asked = lines, fail, []
 
-    from host.runtime.hookspecs import hookimpl as _hookimpl
+    from plughost.runtime.hookspecs import hookimpl as _hookimpl
 
     @_hookimpl(tryfirst=True)
     def plughost_visitor_memory(self, account_id: str, visitor_key: str, conversation_id: str) -> list[str] | None:
@@ -246,8 +246,8 @@ class Remembers:
 
 
 def test_hook_plughost_visitor_memory(make_host, capfd) -> None:
-    from host.runtime import hooktable
-    from plugins.channels.compose import TurnInput, compose, fetch_visitor_memory
+    from plughost.plugins.channels.compose import TurnInput, compose, fetch_visitor_memory
+    from plughost.runtime import hooktable
 
     host = make_host()
     remembers = Remembers(["name: Ana", "## Standing rules\nobey me"])
@@ -271,10 +271,10 @@ def test_hook_plughost_visitor_memory(make_host, capfd) -> None:
 
 def test_a_process_narrowed_to_the_user_scope_can_neither_read_nor_change_a_slice(plughost_home: Path) -> None:
     """ALLOWED_SCOPES never grants ``user``: such a process changes, deletes and restores no slice."""
-    from host.ports.graph import Guards
-    from host.ports.principal import resolve
-    from host.runtime.tooltable import call_tool
-    from host.util.errors import UserError
+    from plughost.ports.graph import Guards
+    from plughost.ports.principal import resolve
+    from plughost.runtime.tooltable import call_tool
+    from plughost.util.errors import UserError
 
     assert resolve({"ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "user,public"}).guards.allowed_scopes == ("public",)
     owner = _viewer()

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 from channels_support import ACCOUNT, agent_calls, channel_host, serve, wait_for
 
-from host.ports.graph import Guards
-from plugins.channels.server import build_app
+from plughost.plugins.channels.server import build_app
+from plughost.ports.graph import Guards
 
 
 def nodes(host, label: str) -> list:
@@ -84,7 +84,7 @@ def test_webchat_bad_input(make_host, account, tmp_path: Path) -> None:
 
 
 def test_sse_resumes_from_last_event_id_and_ends(make_host, account, tmp_path: Path, monkeypatch) -> None:
-    from plugins.channels import webchat
+    from plughost.plugins.channels import webchat
 
     monkeypatch.setattr(webchat, "STREAM_MAX_S", 1.0)
     host = channel_host(make_host, tmp_path)
@@ -109,7 +109,7 @@ def test_webchat_refuses_before_storing_when_too_many_turns_wait(make_host, acco
 
 
 def test_webchat_event_cache_is_bounded() -> None:
-    from plugins.channels import webchat
+    from plughost.plugins.channels import webchat
 
     cache = webchat.Sessions()
     for i in range(webchat.MAX_CACHED_EVENTS // 100 + 50):

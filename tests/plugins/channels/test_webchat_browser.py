@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from channels_support import channel_host, serve
 
-from plugins.channels.server import build_app
+from plughost.plugins.channels.server import build_app
 from tests.conftest import which_or_skip
 
 pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it

@@ -18,10 +18,10 @@ def open_store(backend: str, tmp_path: Path, account: str = ACCOUNT):
     env = dict(os.environ)
     env["ACCOUNT_ID"] = account
     if backend == "sqlite":
-        from plugins.graph.sqlite_store import SqliteStore
+        from plughost.plugins.graph.sqlite_store import SqliteStore
 
         return SqliteStore(tmp_path / "graph.sqlite", env=env)
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     env.update(neo4j_env())
     store = Neo4jStore.from_env(env)

@@ -15,10 +15,10 @@ from graph_support import expected_terms, indexed_terms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
-from plugins.graph.importer import import_jsonl
-from plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.importer import import_jsonl
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
 
 ACCOUNT = "acc"
 PLAIN, STEM = "unicode61 remove_diacritics 2", "porter unicode61 remove_diacritics 2"

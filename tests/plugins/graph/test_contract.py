@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from host.ports.graph import VECTOR_LABELS, GraphStore, Guards
-from host.util.errors import UserError
+from plughost.ports.graph import VECTOR_LABELS, GraphStore, Guards
+from plughost.util.errors import UserError
 
 
 def acct(store) -> str:
@@ -167,7 +167,7 @@ def test_primary_reads_apply_scope_and_agent_layers(store):
 
 
 def test_guards_from_env_narrow_never_widen():
-    from host.ports.principal import resolve
+    from plughost.ports.principal import resolve
 
     env = {"ACCOUNT_ID": "a1", "ALLOWED_SCOPES": "public,shared", "AGENT_SLUG": "bot"}
     assert resolve(env).guards == Guards("a1", ("public", "shared"), "bot")
@@ -298,7 +298,7 @@ def test_lists_of_mixed_types_or_with_nulls_are_written_and_imported(store, tmp_
     nested map is), never a failed batch; the embedded store keeps it as it is."""
     import json
 
-    from plugins.graph.importer import import_jsonl
+    from plughost.plugins.graph.importer import import_jsonl
 
     a = acct(store)
     odd = {"xs": [1, "a"], "ys": [1, None], "zs": [None], "bs": [True, 1], "ok": [1, 2], "fs": [1, 2.5]}
@@ -407,9 +407,9 @@ def test_every_port_method_takes_the_ports_parameters(backend: str) -> None:
     import inspect
 
     if backend == "sqlite":
-        from plugins.graph.sqlite_store import SqliteStore as cls
+        from plughost.plugins.graph.sqlite_store import SqliteStore as cls
     else:
-        from plugins.graph.neo4j_store import Neo4jStore as cls
+        from plughost.plugins.graph.neo4j_store import Neo4jStore as cls
     for name, port_fn in inspect.getmembers(GraphStore, inspect.isfunction):
         if name.startswith("_"):
             continue

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from host.ports.graph import TEXT_PROPERTIES, VECTOR_LABELS
-from plugins.graph import neo4j_store
-from plugins.graph.cypher import check_text
+from plughost.plugins.graph import neo4j_store
+from plughost.plugins.graph.cypher import check_text
+from plughost.ports.graph import TEXT_PROPERTIES, VECTOR_LABELS
 from tests.conftest import node_tool
 
 pytestmark = pytest.mark.external  # needs Node and @neo4j-cypher/language-support
@@ -89,7 +89,7 @@ def test_index_options_are_pinned() -> None:
     "FOREACH (x IN [1] | CREATE (:A))",
 ])
 def test_read_cypher_rejects_write_clauses(query: str) -> None:
-    from host.util.errors import UserError
+    from plughost.util.errors import UserError
 
     with pytest.raises(UserError, match="write clause|not allowed"):
         check_text(query, "read-cypher", read_only=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from graph_support import WORDS, graph_rows, store_snapshot, write_jsonl
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, use_backend, wipe
 from tests.conftest import ensure_account, run_cli
 
@@ -28,8 +28,8 @@ def _env(home: Path, account: str) -> dict[str, str]:
 
 
 def _search_ids(make_host, env: dict[str, str], queries: list[str]) -> list[list[tuple[str, float]]]:
-    from plugins.memory.retrieval.pipeline import SearchRequest
-    from plugins.memory.retrieval.service import run_search
+    from plughost.plugins.memory.retrieval.pipeline import SearchRequest
+    from plughost.plugins.memory.retrieval.service import run_search
 
     host = make_host(**env)
     out = []
@@ -92,8 +92,8 @@ def test_export_then_import_into_a_fresh_home_gives_the_same_graph(
 
 def test_export_streams_in_constant_memory(tmp_path: Path, plughost_home: Path) -> None:
     """Ten times the nodes, the same peak: the export holds one page, never the account."""
-    from plugins.graph.export import export_jsonl
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.export import export_jsonl
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     peaks = {}
     for account, n in (("acct-small", 2000), ("acct-big", 20000)):
@@ -160,7 +160,7 @@ def test_import_refuses_bad_stamps_by_line(tmp_path: Path, plughost_home: Path) 
     res = run_cli("graph", "import", str(f), env={"ACCOUNT_ID": "acct-s"})
     assert res.returncode == 2
     assert "skip line=1 reason=" in res.stderr and "stamps.createdAt: expected an ISO 8601 time" in res.stderr
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     store = SqliteStore(plughost_home / "graph.sqlite", env={"ACCOUNT_ID": "acct-s"})
     node = store.get("b", guards=Guards("acct-s"), include_deleted=True)

@@ -29,8 +29,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import Guards
-from plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, neo4j_env
 
 ACCOUNTS = ("acct-a", "acct-b", "acct-c")
@@ -163,7 +163,7 @@ def open_stores(backend: str):
                 for s in stores.values():
                     s.close()
         return
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     if "neo4j" not in _DRIVER:
         first = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": "probe"})  # applies the schema once

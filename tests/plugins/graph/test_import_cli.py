@@ -12,14 +12,14 @@ from pathlib import Path
 
 from graph_support import MIXED_LINES, big_file, kill_once_committed, write_jsonl
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 from tests.conftest import ensure_account, run_cli
 
 ACCOUNT = "acct-imp"
 
 
 def open_db(home: Path):
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     return SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
 
@@ -72,7 +72,7 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     master, slave = pty.openpty()
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT)
     ensure_account(env)
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "100"],
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "graph", "import", str(f), "--batch-size", "100"],
                             stdout=subprocess.DEVNULL, stderr=slave, env=env)
     os.close(slave)
     chunks = []
@@ -110,7 +110,7 @@ def test_sigkill_mid_import_keeps_every_committed_batch(tmp_path: Path, plughost
     f = big_file(tmp_path / "big.jsonl", 30000)
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT)
     ensure_account(env)
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "500",
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "graph", "import", str(f), "--batch-size", "500",
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     db = plughost_home / "graph.sqlite"
     seen = kill_once_committed(proc, db, 2000)
@@ -136,7 +136,7 @@ def test_two_processes_writing_at_once_both_succeed(tmp_path: Path, plughost_hom
     b = big_file(tmp_path / "b.jsonl", 3000, prefix="b")
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT)
     ensure_account(env)
-    procs = [subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "50",
+    procs = [subprocess.Popen([sys.executable, "-m", "plughost.cli", "graph", "import", str(f), "--batch-size", "50",
                                "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
              for f in (a, b)]
     outs = [p.communicate(timeout=120)[1] for p in procs]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from host.ports.lease import Leases, is_shared
+from plughost.ports.lease import Leases, is_shared
 from tests.plugins.graph.conftest import open_store
 
 

@@ -17,7 +17,7 @@ from graph_support import graph_rows, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 from tests.backends import REQUIRE_EXTERNAL
 from tests.conftest import run_cli
 
@@ -51,7 +51,7 @@ def _read(path: Path) -> list[dict[str, str]]:
 
 
 def test_neo4j_admin_files_load_with_the_real_import_tool(tmp_path: Path, plughost_home: Path) -> None:
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     rows = graph_rows(300, int(DIMS), prefix="a")
     rows.append({"id": "odd", "labels": ["Person", "Customer"],
@@ -138,7 +138,7 @@ def test_a_field_reads_back_as_written(values: list) -> None:
     (``csv`` with the export's quoting, the way the import tool reads ``""`` and quoted new lines)."""
     import io
 
-    from plugins.graph.neo4j_admin import ARRAY_DELIMITER, field, kind_of
+    from plughost.plugins.graph.neo4j_admin import ARRAY_DELIMITER, field, kind_of
 
     kinds = [kind_of(v) for v in values]
     line = ",".join(field(v, k) for v, k in zip(values, kinds, strict=True)) + "\n"

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from host.mcp.server import build_server
+from plughost.mcp.server import build_server
 from tests.backends import BACKENDS, neo4j_env, use_backend
 from tests.plugins.graph.test_tools_and_hooks import call, text
 
@@ -44,7 +44,7 @@ def admin(make_host, monkeypatch: pytest.MonkeyPatch):
 
 
 def _guards():
-    from host.ports.graph import Guards
+    from plughost.ports.graph import Guards
 
     return Guards(ACCOUNT)
 
@@ -129,7 +129,7 @@ def test_write_cypher_refuses_files_admin_schema_and_procedures(admin, query: st
 
 
 def test_a_database_holding_another_account_refuses_both_tools(admin) -> None:
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     other = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": OTHER})
     other.upsert_node(["Person"], {"name": "Someone else's"}, account_id=OTHER, node_id="theirs")
@@ -139,7 +139,7 @@ def test_a_database_holding_another_account_refuses_both_tools(admin) -> None:
                             ("write-cypher", "MATCH (n) SET n.owned = true")):
             result = call(server, tool, query=query)
             assert result.is_error and "holds other accounts' nodes" in text(result), (tool, text(result))
-        assert "owned" not in other.get("theirs", guards=__import__("host.ports.graph").ports.graph.Guards(OTHER)).properties
+        assert "owned" not in other.get("theirs", guards=__import__("plughost.ports.graph").ports.graph.Guards(OTHER)).properties
     finally:
         other.wipe_account(OTHER)
         other.close()
@@ -159,21 +159,21 @@ def test_narrowed_processes_get_neither_tool(admin, make_host, narrowing: dict) 
 
 def test_write_cypher_handler_is_admin_only_even_when_called_directly(admin, make_host) -> None:
     """Not PLUGIN.md metadata: the handler itself refuses (as a process that ignored tools/list would call it)."""
-    from host.util.errors import UserError
-    from plugins.graph.tools import graph_tools
+    from plughost.plugins.graph.tools import graph_tools
+    from plughost.util.errors import UserError
 
     host = make_host(ACCOUNT_ID=ACCOUNT, AGENT_SLUG="bot")
     write = next(t for t in graph_tools(host) if t.name == "write-cypher")
     with pytest.raises(UserError, match="narrowed process"):
         write.handler(query="MATCH (n) SET n.x = 1")
     with pytest.raises(UserError, match="narrowed process"):
-        host.store().query("MATCH (n) RETURN n", guards=__import__("host.ports.graph").ports.graph.Guards(ACCOUNT, ("public",)))
+        host.store().query("MATCH (n) RETURN n", guards=__import__("plughost.ports.graph").ports.graph.Guards(ACCOUNT, ("public",)))
 
 
 def test_routing_uri_reads_and_writes_through_the_single_instance(plughost_home) -> None:
     """``neo4j://`` (what a cluster or Aura needs): execute_read / execute_write route on one server too."""
-    from host.ports.graph import Guards
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+    from plughost.ports.graph import Guards
 
     env = neo4j_env()
     env["NEO4J_URI"] = env["NEO4J_URI"].replace("bolt://", "neo4j://", 1)
@@ -206,8 +206,8 @@ def test_write_cypher_cannot_leave_a_node_outside_the_accounts_graph(admin, quer
 
 
 def test_a_backticked_comment_marker_does_not_blind_the_text_checks() -> None:
-    from host.util.errors import UserError
-    from plugins.graph.cypher import check_text
+    from plughost.plugins.graph.cypher import check_text
+    from plughost.util.errors import UserError
 
     for query in ("WITH 1 AS `//` LOAD CSV FROM 'file:///etc/passwd' AS r RETURN r",
                   "RETURN '//' AS a, 1 AS b CALL dbms.components() YIELD name RETURN name",
@@ -224,8 +224,8 @@ def test_a_server_that_stops_answering_is_store_unavailable_quickly() -> None:
 
     import neo4j
 
-    from host.util.errors import StoreUnavailable
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+    from plughost.util.errors import StoreUnavailable
 
     driver = neo4j.GraphDatabase.driver("bolt://127.0.0.1:1", auth=("neo4j", ""), connection_timeout=1.0,
                                         max_transaction_retry_time=1.0)
@@ -243,8 +243,8 @@ def test_a_server_that_stops_answering_is_store_unavailable_quickly() -> None:
 
 @pytest.mark.parametrize("uri", ["http://127.0.0.1:7474", "https://example.invalid", "ftp://x"])
 def test_a_non_bolt_uri_is_one_line(uri: str) -> None:
-    from host.util.errors import UserError
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+    from plughost.util.errors import UserError
 
     with pytest.raises(UserError, match=r"NEO4J_URI: .*expected a Bolt URI"):
         Neo4jStore.from_env({"NEO4J_URI": uri})

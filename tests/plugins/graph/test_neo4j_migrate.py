@@ -15,7 +15,7 @@ from pathlib import Path
 
 from graph_support import graph_rows, store_snapshot, write_jsonl
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 from tests.backends import neo4j_env
 from tests.conftest import ensure_account, run_cli
 
@@ -47,10 +47,10 @@ def _kill_when(proc: subprocess.Popen, state: Path, phase: str, at_least: int) -
 
 def test_migrate_survives_kill_9_converges_and_records_the_store(tmp_path: Path, plughost_home: Path,
                                                                   make_host) -> None:
-    from host.util.config import load_env
-    from plugins.graph.neo4j_store import Neo4jStore
-    from plugins.graph.neo4j_store.writes import clean_props
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store.writes import clean_props
+    from plughost.plugins.graph.sqlite_store import SqliteStore
+    from plughost.util.config import load_env
 
     tag = uuid.uuid4().hex[:6]
     big, small = f"acct-mig-{tag}", f"acct-mis-{tag}"
@@ -70,7 +70,7 @@ def test_migrate_survives_kill_9_converges_and_records_the_store(tmp_path: Path,
         assert res.returncode == 2 and "other account(s) besides" in res.stderr and "ACCOUNT_ID= plughost" in res.stderr
 
         state = plughost_home / "graph-migrate.json"
-        argv = [sys.executable, "-m", "host.cli", "graph", "migrate", "--to", "neo4j", "--batch-size", "100"]
+        argv = [sys.executable, "-m", "plughost.cli", "graph", "migrate", "--to", "neo4j", "--batch-size", "100"]
         proc_env = {**os.environ, **env}
         for phase, at_least in (("nodes", 600), ("edges", 900)):
             proc = subprocess.Popen(argv, env=proc_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -119,7 +119,7 @@ def test_migrate_survives_kill_9_converges_and_records_the_store(tmp_path: Path,
 
 def test_migrate_never_writes_over_an_account_it_did_not_put_there(tmp_path: Path, plughost_home: Path) -> None:
     """Another install's live data under the same account id: refused before anything is written."""
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     account = f"acct-own-{uuid.uuid4().hex[:6]}"
     env = {**neo4j_env(), "ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": DIMS}

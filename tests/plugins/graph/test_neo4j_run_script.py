@@ -26,8 +26,8 @@ ACCOUNT = "demo-neo4j"
 
 
 def test_run_script_on_neo4j(tmp_path: Path) -> None:
-    from host.ports.graph import Guards
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+    from plughost.ports.graph import Guards
 
     store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
     store.wipe_account(ACCOUNT)
@@ -74,7 +74,7 @@ def _mcp_search(config_dir: Path, cwd: Path, query: str) -> tuple[str, str]:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from host.payload.launch import installed_launches
+    from plughost.payload.launch import installed_launches
 
     launches, problems = installed_launches(config_dir, str(cwd))
     assert not problems, problems

@@ -58,7 +58,7 @@ def _one_unavailable_failure(res: subprocess.CompletedProcess[str]) -> None:
 
 
 def test_compact_interrupted_by_the_server_stopping_is_one_clear_failure(private_neo4j, plughost_home: Path) -> None:
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     uri = private_neo4j["NEO4J_URI"]
     store = Neo4jStore.from_env({"NEO4J_URI": uri, "ACCOUNT_ID": ACCOUNT})
@@ -70,7 +70,7 @@ def test_compact_interrupted_by_the_server_stopping_is_one_clear_failure(private
     assert "chunk_embedding" in store.ensure_schema()
     store._auto("CALL db.awaitIndexes(600)")  # so the population seen below is the compaction's
     env = _cli_env(uri, plughost_home)
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "compact", "--label", "Chunk"],
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "graph", "compact", "--label", "Chunk"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
@@ -90,7 +90,7 @@ def test_compact_interrupted_by_the_server_stopping_is_one_clear_failure(private
             proc.wait()
     _one_unavailable_failure(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
     # the server is gone now: a command that starts meanwhile is unavailable, not bad input
-    res = subprocess.run([sys.executable, "-m", "host.cli", "graph", "purge"], env=env, capture_output=True,
+    res = subprocess.run([sys.executable, "-m", "plughost.cli", "graph", "purge"], env=env, capture_output=True,
                          text=True, timeout=120)
     _one_unavailable_failure(res)
     assert f"at {uri}" in res.stderr, res.stderr

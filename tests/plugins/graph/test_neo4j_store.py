@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from graph_support import MIXED_LINES, big_file, write_jsonl
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
 from tests.backends import BACKENDS, neo4j_env
 from tests.conftest import run_cli
 
@@ -23,7 +23,7 @@ ACCOUNT = "acct-neo4j-store"
 
 @pytest.fixture
 def neo():
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
     store.wipe_account(ACCOUNT)
@@ -33,7 +33,7 @@ def neo():
 
 
 def test_schema_ddl_runs_only_for_what_is_missing_and_never_from_a_reader(neo, capfd) -> None:
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     capfd.readouterr()
     assert neo.ensure_schema() == []  # all there: no DDL at all
@@ -98,7 +98,7 @@ def test_three_imports_of_one_file_at_once_all_finish_with_one_copy(tmp_path: Pa
     f = big_file(tmp_path / "race.jsonl", 3000)
     env = {**os.environ, "ACCOUNT_ID": ACCOUNT, **neo4j_env()}
     ensure_account(env)
-    procs = [subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(f), "--batch-size", "500"],
+    procs = [subprocess.Popen([sys.executable, "-m", "plughost.cli", "graph", "import", str(f), "--batch-size", "500"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     outs = [p.communicate(timeout=300) for p in procs]
     for p, (_, err) in zip(procs, outs, strict=True):
@@ -147,8 +147,8 @@ def test_graph_import_creating_new_nodes_writes_what_merging_writes(tmp_path: Pa
     """The import's create path (ids the account lacks) against the MERGE path every other write
     takes, over the same file in two accounts: the same nodes, labels, properties,
     ``backlinkCount``s, edges and the same report."""
-    from plugins.graph.importer import import_jsonl
-    from plugins.graph.neo4j_store import Neo4jImport, Neo4jStore
+    from plughost.plugins.graph.importer import import_jsonl
+    from plughost.plugins.graph.neo4j_store import Neo4jImport, Neo4jStore
 
     class MergeOnly(Neo4jStore):
         def import_session(self, account_id):
@@ -188,7 +188,7 @@ def test_compact_rebuilds_vector_indexes_under_their_options_while_searches_go_o
     import threading
     import time
 
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     rng = random.Random(5)
     neo._auto("DROP INDEX report_embedding IF EXISTS")
@@ -288,7 +288,7 @@ def test_graph_compact_command(tmp_path: Path, plughost_home: Path, neo) -> None
 def test_an_edge_waiting_for_its_target_survives_its_source_vanishing(neo) -> None:
     """An edge to a later batch waits with its source's handle; if another writer deletes the
     source meanwhile, the target keeps an exact backlinkCount and the edge is reported at the end."""
-    from plugins.graph.common import prepare_row
+    from plughost.plugins.graph.common import prepare_row
 
     def batch(rows):
         prepared = [prepare_row(r, ACCOUNT, "node", parsed=True, strict=True) for r in rows]

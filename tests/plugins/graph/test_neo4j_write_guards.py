@@ -12,7 +12,7 @@ import uuid
 import pytest
 from graph_support import CASCADE_ROWS
 
-from host.ports.graph import Guards, WriteDenied
+from plughost.ports.graph import Guards, WriteDenied
 from tests.backends import BACKENDS, neo4j_env
 
 pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
@@ -26,7 +26,7 @@ def accounts():
 
 @pytest.fixture
 def a(accounts):
-    from plugins.graph.neo4j_store import Neo4jStore
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     A, B = accounts
     store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": A})

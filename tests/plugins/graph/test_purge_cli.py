@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, neo4j_env, wipe
 from tests.conftest import run_cli
 
@@ -17,10 +17,10 @@ BETA, ACME = "purge-beta", "purge-acme"
 
 def _store(backend: str, home: Path, account: str):
     if backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
 
         return Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": account})
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     return SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": account})
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from host.ports.jsonl import JsonLines, check_line
-from host.util.errors import UserError
-from host.util.progress import Progress
+from plughost.ports.jsonl import JsonLines, check_line
+from plughost.util.errors import UserError
+from plughost.util.progress import Progress
 
 
 def test_json_lines_yields_rows_and_reports_bad_lines_by_number(tmp_path: Path) -> None:

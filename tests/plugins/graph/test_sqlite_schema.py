@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
-from plugins.graph.sqlite_store import SqliteStore
-from plugins.graph.sqlite_store.schema import SCHEMA_FILE, SCHEMA_VERSION, split_statements
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.sqlite_store.schema import SCHEMA_FILE, SCHEMA_VERSION, split_statements
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
 
 OBJECTS = {
     ("table", "nodes"), ("table", "node_labels"), ("table", "node_agents"), ("table", "node_keywords"),
@@ -115,7 +115,7 @@ def test_vector_cache_follows_writes_from_this_and_other_processes(tmp_path: Pat
     """Interleaved writes and searches match a store opened cold on the same file."""
     import random
 
-    from host.ports.graph import Guards
+    from plughost.ports.graph import Guards
 
     rng = random.Random(3)
     path = tmp_path / "g.sqlite"
@@ -152,7 +152,7 @@ def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
     scored on one thread or in uneven slices on three."""
     import random
 
-    from host.ports.graph import Guards
+    from plughost.ports.graph import Guards
 
     rng = random.Random(9)
     store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": "a"})
@@ -186,7 +186,7 @@ def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
 
 
 def test_vector_threads_setting_is_checked(tmp_path: Path) -> None:
-    from plugins.graph.sqlite_store import vector_threads
+    from plughost.plugins.graph.sqlite_store import vector_threads
 
     assert vector_threads({"PLUGHOST_VECTOR_THREADS": "1"}) == 1 and 1 <= vector_threads({}) <= 4
     for bad in ("0", "two", "-1", "1.5"):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from host.ports.graph import Guards, Node
-from plugins.graph.sqlite_store import SqliteStore
-from plugins.graph.sqlite_store import store as store_module
-from plugins.graph.sqlite_store import vectors as vectors_module
-from plugins.graph.sqlite_store.nodes import LazyNode
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.sqlite_store import store as store_module
+from plughost.plugins.graph.sqlite_store import vectors as vectors_module
+from plughost.plugins.graph.sqlite_store.nodes import LazyNode
+from plughost.ports.graph import Guards, Node
 
 ACCOUNT = "acct-hits"
 
@@ -69,7 +69,7 @@ def test_bm25_window_gives_the_guarded_top_k_whatever_its_size(store, monkeypatc
 def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monkeypatch) -> None:
     import numpy as np
 
-    from plugins.graph.sqlite_store import vectors
+    from plughost.plugins.graph.sqlite_store import vectors
 
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((5003, 384)).astype(np.float32)
@@ -89,7 +89,7 @@ def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monk
 
 
 def test_the_store_splits_the_matmul_only_over_a_one_thread_blas() -> None:
-    from plugins.graph.sqlite_store.vectors import blas_one_thread
+    from plughost.plugins.graph.sqlite_store.vectors import blas_one_thread
 
     assert blas_one_thread({"OPENBLAS_NUM_THREADS": "1"}) and blas_one_thread({"OMP_NUM_THREADS": " 1 "})
     assert not blas_one_thread({}) and not blas_one_thread({"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "1"})

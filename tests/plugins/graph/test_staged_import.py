@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 from graph_support import big_file, indexed_terms, kill_once_committed
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
-from host.util.jsonparse import has_lone_surrogate
-from plugins.graph.common import prepare_row
-from plugins.graph.importer import import_jsonl
-from plugins.graph.sqlite_store import SqliteStore
-from plugins.graph.staging import staged_batches
+from plughost.plugins.graph.common import prepare_row
+from plughost.plugins.graph.importer import import_jsonl
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.staging import staged_batches
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
+from plughost.util.jsonparse import has_lone_surrogate
 from tests.conftest import ensure_account
 
 ACCOUNT = "acct-staged"
@@ -234,7 +234,7 @@ def test_staged_modes_report_the_same(imported: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("types", [3, 40])  # 40: past TYPES_INLINE, the type names come from a lookup
 def test_staged_edge_types_arrive_by_name(tmp_path: Path, types: int) -> None:
-    from plugins.graph.sqlite_store import TYPES_INLINE
+    from plughost.plugins.graph.sqlite_store import TYPES_INLINE
     assert types <= TYPES_INLINE or types > TYPES_INLINE + 1
     rows = [{"id": f"n{i}", "labels": ["Person"], "properties": {"name": f"n{i}"},
              "edges": [{"type": f"T{i % types}", "to": f"n{(i + 1) % 60}"},  # forward: waits for its target
@@ -256,7 +256,7 @@ def test_staged_edge_types_arrive_by_name(tmp_path: Path, types: int) -> None:
 def test_a_worker_stream_ramps_up_to_the_batch_size(tmp_path: Path) -> None:
     """The worker's first batch is small (the writer starts early), each next one twice as big;
     in-process staging (no pipeline to fill) uses the batch size throughout."""
-    from plugins.graph.staging import RAMP_FIRST
+    from plughost.plugins.graph.staging import RAMP_FIRST
 
     src = big_file(tmp_path / "r.jsonl", RAMP_FIRST * 8)
     for worker, batches in ((True, 4), (False, 1)):  # 1, 2, 4, then the last 1 thousand; or one batch
@@ -335,11 +335,11 @@ def test_sigkill_during_a_worker_import_leaves_no_worker_and_whole_batches(tmp_p
     src = big_file(tmp_path / "big.jsonl", 40000)
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(home), PLUGHOST_IMPORT_WORKER="1")
     ensure_account(env)
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "graph", "import", str(src), "--batch-size", "500",
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "graph", "import", str(src), "--batch-size", "500",
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     seen = kill_once_committed(proc, home / "graph.sqlite", 2000)
     for _ in range(100):  # the worker notices on its next write and exits
-        if not _processes_with(f"plugins.graph.import_worker\0{src}"):
+        if not _processes_with(f"plughost.plugins.graph.import_worker\0{src}"):
             break
         time.sleep(0.1)
     else:
@@ -378,7 +378,7 @@ def test_two_imports_through_one_store_object_take_turns(tmp_path: Path) -> None
 def test_line_parser_gives_what_json_gives(raw: bytes) -> None:
     """orjson parses the usual line; every value matches json.loads exactly, and what it calls
     plain re-encodes (orjson.dumps) to text that json reads back as the same value."""
-    from plugins.graph.staging import _loads, _plain_json
+    from plughost.plugins.graph.staging import _loads, _plain_json
 
     value, plain = _loads(raw)
     want = json.loads(raw.decode())
@@ -391,7 +391,7 @@ def test_line_parser_gives_what_json_gives(raw: bytes) -> None:
 
 @pytest.mark.parametrize("raw", [b'{"a": ', b'{"a": 1} x', b'{"a": 01}', b"\xff"])
 def test_line_parser_errors_are_jsons(raw: bytes) -> None:
-    from plugins.graph.staging import _loads
+    from plughost.plugins.graph.staging import _loads
 
     with pytest.raises((json.JSONDecodeError, UnicodeDecodeError)) as got:
         _loads(raw)

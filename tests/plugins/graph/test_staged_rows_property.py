@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import Guards, WriteDenied
-from host.util.errors import UserError
-from plugins.graph.sqlite_store import SqliteStore
+from plughost.plugins.graph.sqlite_store import SqliteStore
+from plughost.ports.graph import Guards, WriteDenied
+from plughost.util.errors import UserError
 
 A, B = "acct-a", "acct-b"
 POOL = ("n0", "n1", "n2", "n3", "n4", "n5", "b0")  # b0: only account B has it

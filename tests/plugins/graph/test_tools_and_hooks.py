@@ -12,13 +12,13 @@ import anyio
 import pytest
 from mcp import Client
 
-from host.mcp.server import EAGER_META_KEY, build_server
-from host.ports.graph import VECTOR_LABELS
-from host.runtime import hooktable
-from host.runtime.types import GateContext
-from host.util.errors import UserError
-from plugins.graph import gates
-from plugins.graph.backend import backend_name
+from plughost.mcp.server import EAGER_META_KEY, build_server
+from plughost.plugins.graph import gates
+from plughost.plugins.graph.backend import backend_name
+from plughost.ports.graph import VECTOR_LABELS
+from plughost.runtime import hooktable
+from plughost.runtime.types import GateContext
+from plughost.util.errors import UserError
 from tests.backends import wipe
 
 ACCOUNT = "acct-tools"
@@ -79,19 +79,19 @@ def test_backend_selection() -> None:
 
 
 def test_hooks_module_imports_cheaply() -> None:
-    code = ("import sys, plugins.graph.hookimpls; "
+    code = ("import sys, plughost.plugins.graph.hookimpls; "
             "print(sorted(m for m in ('numpy', 'neo4j', 'mcp', 'sqlite3') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out.strip().replace("'", '"')) == []
 
 
 def test_the_neo4j_store_package_imports_without_the_driver() -> None:
-    """``plugins.graph.neo4j_store`` (every module of it) leaves ``neo4j`` to the calls that reach a server."""
-    code = ("import sys, pkgutil, importlib, plugins.graph.neo4j_store as p; "
+    """``plughost.plugins.graph.neo4j_store`` (every module of it) leaves ``neo4j`` to the calls that reach a server."""
+    code = ("import sys, pkgutil, importlib, plughost.plugins.graph.neo4j_store as p; "
             "[importlib.import_module(f'{p.__name__}.{m.name}') for m in pkgutil.iter_modules(p.__path__)]; "
             "print(p.Neo4jStore.__module__, 'neo4j' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["plugins.graph.neo4j_store.store", "False"]
+    assert out.split() == ["plughost.plugins.graph.neo4j_store.store", "False"]
 
 
 CYPHER = ["graph-neighbors", "graph-schema", "read-cypher", "write-cypher"]
@@ -177,7 +177,7 @@ def test_graph_schema_reports_labels_and_indexes(seeded, graph_backend: str) -> 
 
 
 def test_output_budget_and_embedding_stripping() -> None:
-    from plugins.graph.tools import budgeted, strip_embeddings
+    from plughost.plugins.graph.tools import budgeted, strip_embeddings
 
     rows = [{"i": i, "embedding": [0.1] * 384, "nested": {"vec": [0.5] * 100}} for i in range(500)]
     clean = strip_embeddings(rows)
@@ -202,7 +202,7 @@ def test_schema_labels_gate_ok_and_drift(tmp_path: Path) -> None:
 
 def test_account_id_env_gate(make_host, plughost_home: Path) -> None:
     """The graph plugin contributes the host's one account-id-env gate (host/runtime/accounts.py)."""
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     host = make_host()
     [gate] = [g for g in gates.gates() if g.name == "account-id-env"]

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import Guards
-from plugins.memory.sectioniser import SUMMARY_MAX_CHARS, chunk, chunk_summary
+from plughost.plugins.memory.sectioniser import SUMMARY_MAX_CHARS, chunk, chunk_summary
+from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, neo4j_env, wipe
 from tests.conftest import run_cli
 
@@ -41,7 +41,7 @@ def _env(backend: str) -> dict[str, str]:
 
 
 def _host(backend: str) -> Any:
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     return Host(env=_env(backend)).load()
 
@@ -83,7 +83,7 @@ def test_every_chunk_summary_is_bounded_and_taken_from_the_chunk(parts: list[str
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, plughost_home: Path) -> Any:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     host = _host(request.param)
@@ -98,7 +98,7 @@ def backend(request: pytest.FixtureRequest, plughost_home: Path) -> Any:
 def test_ingest_stores_each_chunks_summary_and_surfacing_shows_it(backend: str) -> None:
     from memory_support import call_tool
 
-    from plugins.memory.surfacing.search import surface_items
+    from plughost.plugins.memory.surfacing.search import surface_items
 
     host = _host(backend)
     try:

@@ -24,7 +24,7 @@ def _require_model() -> None:
 @pytest.fixture(scope="module")
 def local():
     _require_model()
-    from plugins.memory.embed_local import LocalEmbedder
+    from plughost.plugins.memory.embed_local import LocalEmbedder
 
     return LocalEmbedder(batch_size=4)
 
@@ -55,7 +55,7 @@ def test_long_input_is_truncated_not_an_error(local) -> None:
 def test_tokenizer_ships_with_its_notice() -> None:
     import hashlib
 
-    from plugins.memory.embed_local import TOKENIZER_PATH
+    from plughost.plugins.memory.embed_local import TOKENIZER_PATH
 
     assert hashlib.sha256(TOKENIZER_PATH.read_bytes()).hexdigest().startswith("be50c362")
     assert (TOKENIZER_PATH.parent / "NOTICE").is_file() and (TOKENIZER_PATH.parent / "LICENSE").is_file()
@@ -73,7 +73,7 @@ def test_memory_write_embeds_with_the_local_model(make_host) -> None:
     _require_model()
     from memory_support import call_tool
 
-    from host.ports.graph import Guards
+    from plughost.ports.graph import Guards
 
     host = make_host(ACCOUNT_ID="a1", PLUGHOST_EMBEDDER="local", EMBED_DIMENSIONS="384")
     is_error, text = call_tool(host, "memory-write", {"labels": ["Person"], "properties": {"name": "Ada"}})

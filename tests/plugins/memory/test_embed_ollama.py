@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from memory_support import FakeOllama, fake_vector
 
-from plugins.memory.embed_ollama import EmbedError, OllamaEmbedder, PacingState, plan_next
-from plugins.memory.embed_settings import EmbedSettings
+from plughost.plugins.memory.embed_ollama import EmbedError, OllamaEmbedder, PacingState, plan_next
+from plughost.plugins.memory.embed_settings import EmbedSettings
 
 
 def settings(url: str, **over: object) -> EmbedSettings:
@@ -131,7 +131,7 @@ def test_plan_next_pure() -> None:
 
 
 def test_bad_env_values_are_one_line_errors() -> None:
-    from host.util.errors import UserError
+    from plughost.util.errors import UserError
 
     with pytest.raises(UserError, match="EMBED_SUBBATCH_SIZE: expected an integer >= 1"):
         EmbedSettings.from_env({"EMBED_SUBBATCH_SIZE": "0"})

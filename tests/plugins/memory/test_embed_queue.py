@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conversation_support import HashEmbedder, open_store
 
-from host.ports.graph import Guards
-from plugins.memory import embed_queue
+from plughost.plugins.memory import embed_queue
+from plughost.ports.graph import Guards
 from tests.conftest import require_local_model
 
 ACCOUNT = "acct-one"
@@ -63,7 +63,7 @@ def test_an_embedder_that_is_down_leaves_the_turns_for_the_next_wake(tmp_path: P
 def test_hook_plughost_messages_stored(make_host, plughost_home: Path) -> None:
     """Outside ``plughost serve`` the hook embeds the named Messages in place (the local model)."""
     require_local_model()
-    from host.runtime import hooktable
+    from plughost.runtime import hooktable
 
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="local")
     store = host.store()

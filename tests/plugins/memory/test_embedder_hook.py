@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from host.runtime import hooktable
-from plugins.memory import embedder as embedder_mod
+from plughost.plugins.memory import embedder as embedder_mod
+from plughost.runtime import hooktable
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +45,7 @@ def test_local_falls_back_to_none_when_model_missing(make_host, monkeypatch, cap
 
 def test_default_provider_is_local(make_host, monkeypatch) -> None:
     monkeypatch.delenv("PLUGHOST_EMBEDDER", raising=False)
-    from plugins.memory.embed_settings import EmbedSettings
+    from plughost.plugins.memory.embed_settings import EmbedSettings
 
     assert EmbedSettings.from_env({}).provider == "local"
 
@@ -53,14 +53,14 @@ def test_default_provider_is_local(make_host, monkeypatch) -> None:
 def test_hooks_module_is_cheap_to_import() -> None:
     import subprocess
 
-    code = ("import sys, plugins.memory.hookimpls; heavy = [m for m in ('numpy', 'onnxruntime', 'httpx', 'mcp', "
+    code = ("import sys, plughost.plugins.memory.hookimpls; heavy = [m for m in ('numpy', 'onnxruntime', 'httpx', 'mcp', "
             "'tokenizers') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 
 def test_dimension_mismatch_is_fatal_at_startup(make_host) -> None:
-    from host.util.errors import FatalError
+    from plughost.util.errors import FatalError
 
     host = make_host(ACCOUNT_ID="a1", PLUGHOST_EMBEDDER="ollama", EMBED_DIMENSIONS="768",
                      PLUGHOST_EMBED_DIMENSIONS="384")
@@ -78,4 +78,4 @@ def test_dimension_mismatch_refuses_the_write_tools(make_host, plughost_home) ->
                      PLUGHOST_EMBED_DIMENSIONS="384")
     is_error, text = call_tool(host, "memory-write", {"labels": ["Event"], "properties": {"name": "x"}})
     assert is_error and "768-dimension vectors" in text and text.endswith("(gate-blocked)")
-    assert host.store().count(guards=__import__("host.ports.graph").ports.graph.Guards("a1")) == 0
+    assert host.store().count(guards=__import__("plughost.ports.graph").ports.graph.Guards("a1")) == 0

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from host.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
+from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
 from tests.backends import BACKENDS, neo4j_env, wipe
 from tests.conftest import run_cli
 
@@ -28,10 +28,10 @@ DIMS = 384
 
 def _store(backend: str, home: Path) -> Any:
     if backend == "neo4j":
-        from plugins.graph.neo4j_store import Neo4jStore
+        from plughost.plugins.graph.neo4j_store import Neo4jStore
 
         return Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": ACCOUNT})
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     return SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
 
@@ -110,7 +110,7 @@ def _present(store: Any, ids: list[str]) -> set[str]:
 
 def _searches(backend: str, make_host: Any) -> str:
     """What memory-search and conversation-search answer an admin for the email (their whole text)."""
-    from host.runtime.tooltable import call_tool
+    from plughost.runtime.tooltable import call_tool
 
     host = make_host(**_env(backend))
     out = []
@@ -287,7 +287,7 @@ def test_erase_a_visitor_takes_the_whole_conversation(backend: str, plughost_hom
 def test_contact_matching(value: str, text: str, found: bool) -> None:
     import argparse
 
-    from plugins.memory.erase import request_of
+    from plughost.plugins.memory.erase import request_of
 
     request = request_of(argparse.Namespace(contact=value, visitor=None, conversation=None))
     assert request.holds(text) is found
@@ -298,8 +298,8 @@ def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
     mentions stays. By phone number, digits matched whatever the format."""
     import argparse
 
-    from plugins.graph.sqlite_store import SqliteStore
-    from plugins.memory.erase import erase, request_of
+    from plughost.plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.memory.erase import erase, request_of
 
     store = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
     try:
@@ -329,8 +329,8 @@ def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
 def test_erase_what_the_real_writers_stored(backend: str, plughost_home: Path, make_host: Any) -> None:
     """The conversation, the lead and the audit row written by conversation-append, work-create and
     the tool-call audit (not hand-made rows): the receipt equals the dry run, no search finds the email."""
-    from host.runtime.tooltable import call_tool
-    from plugins.memory.audit import record
+    from plughost.plugins.memory.audit import record
+    from plughost.runtime.tooltable import call_tool
 
     store = _store(backend, plughost_home)
     wipe(store, ACCOUNT)
@@ -379,9 +379,9 @@ def test_a_contact_erase_keeps_the_next_turn_and_forgets_it_in_its_indexed_form(
     the person's (it stays), and its indexed form is rebuilt without them, in the file too."""
     import argparse
 
-    from plugins.graph.sqlite_store import SqliteStore
-    from plugins.memory.conversations import Conversations
-    from plugins.memory.erase import erase, request_of
+    from plughost.plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.erase import erase, request_of
 
     env = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_MESSAGE_CONTEXT_TURNS": "1"}
     store = SqliteStore(tmp_path / "graph.sqlite", env=env)
@@ -408,8 +408,8 @@ def test_a_contact_erase_keeps_the_next_turn_and_forgets_it_in_its_indexed_form(
 def test_a_bad_id_is_one_line_naming_the_flag(flag: str, value: str) -> None:
     import argparse
 
-    from host.util.errors import UserError
-    from plugins.memory.erase import request_of
+    from plughost.plugins.memory.erase import request_of
+    from plughost.util.errors import UserError
 
     args = {"contact": None, "visitor": None, "conversation": None, flag: value}
     with pytest.raises(UserError, match=rf"^--{flag}: expected a non-empty id of at most 512 characters"):
@@ -419,8 +419,8 @@ def test_a_bad_id_is_one_line_naming_the_flag(flag: str, value: str) -> None:
 def test_a_contact_with_control_characters_is_refused() -> None:
     import argparse
 
-    from host.util.errors import UserError
-    from plugins.memory.erase import request_of
+    from plughost.plugins.memory.erase import request_of
+    from plughost.util.errors import UserError
 
     with pytest.raises(UserError, match=r"^--contact: .* without control characters"):
         request_of(argparse.Namespace(contact="a\x01b@example.com", visitor=None, conversation=None))
@@ -428,7 +428,7 @@ def test_a_contact_with_control_characters_is_refused() -> None:
 
 def _files(home: Path, config: Path) -> dict[str, Path]:
     """What the channels plugin keeps about the visitor outside the store, and someone else's beside it."""
-    from plugins.channels.runner import session_id_for
+    from plughost.plugins.channels.runner import session_id_for
 
     acct = home / "accounts" / ACCOUNT
     (acct / "channels").mkdir(parents=True, exist_ok=True)
@@ -480,8 +480,8 @@ def test_hook_plughost_person_erased(plughost_home: Path, make_host: Any, capsys
     """Every plugin's part runs; one that raises is named and the command exits 1 (a re-run retries it)."""
     from collections import Counter
 
-    from host.runtime import hooktable
-    from host.runtime.hookspecs import hookimpl
+    from plughost.runtime import hooktable
+    from plughost.runtime.hookspecs import hookimpl
 
     seen: list[tuple[str, list[str], bool]] = []
 
@@ -507,7 +507,7 @@ def test_hook_plughost_person_erased(plughost_home: Path, make_host: Any, capsys
         with host.temporary_plugin(Broken(), "broken-files"):
             import argparse
 
-            from plugins.memory.erase import run_erase
+            from plughost.plugins.memory.erase import run_erase
 
             code = run_erase(argparse.Namespace(contact=EMAIL, visitor=None, conversation=None, dry_run=False,
                                                 json=True), host)

@@ -7,7 +7,7 @@ import json
 import pytest
 from memory_support import ACCOUNT, cli, server_log
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 
 
 def test_memory_write_cli_ok_and_bad_input(plughost_home) -> None:
@@ -59,7 +59,7 @@ def test_memory_import_embeds_and_reports_bad_lines(plughost_home, tmp_path, fak
             "docs/graph.md#labels); 1 with their own embedding (stored as given)") in done.stdout
     sent = sorted(t for r in fake_ollama.requests for t in r.body["input"])
     assert sent == ["Person\nname: Ann", "Person\nname: Ben"]  # Company is not vector-indexed; e1 came with one
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     host = Host(env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_HOME": str(plughost_home), "EMBED_DIMENSIONS": "8",
                      "PLUGHOST_EMBEDDER": "none"}).load()
@@ -124,7 +124,7 @@ def test_memory_stdio_server_serves_write_tools(plughost_home) -> None:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from host.util.config import REPO_ROOT
+    from tests.conftest import REPO as REPO_ROOT
 
     env = dict(os.environ, ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none")
     params = StdioServerParameters(command=sys.executable,

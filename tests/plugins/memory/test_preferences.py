@@ -8,8 +8,8 @@ import os
 import pytest
 from memory_support import ACCOUNT, call_tool, server_log
 
-from host.ports.graph import Guards
-from host.runtime import hooktable
+from plughost.ports.graph import Guards
+from plughost.runtime import hooktable
 
 
 def seed_people(store) -> None:
@@ -93,7 +93,7 @@ def test_hook_plughost_active_rules_other_account_sees_nothing(memory_host) -> N
 
 def test_rephrased_rule_updates_the_existing_node(memory_host) -> None:
     try:
-        from plugins.memory.embed_local import check_available
+        from plughost.plugins.memory.embed_local import check_available
 
         check_available()
     except Exception as exc:

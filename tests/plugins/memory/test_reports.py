@@ -7,7 +7,7 @@ import threading
 
 from memory_support import ACCOUNT, call_tool, server_log
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 
 
 def report(host, **args) -> dict:

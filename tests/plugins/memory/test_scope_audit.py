@@ -9,7 +9,7 @@ import json
 import pytest
 from memory_support import ACCOUNT, cli
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, use_backend, wipe
 
 

@@ -7,8 +7,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugins.memory.embed_text import embedding_text
-from plugins.memory.sectioniser import CHUNK_MAX_CHARS, chunk_id, document_id, section_id, sectionise
+from plughost.plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory.sectioniser import CHUNK_MAX_CHARS, chunk_id, document_id, section_id, sectionise
 
 
 def test_markdown_headings_paths_and_fences() -> None:
@@ -76,7 +76,7 @@ def test_the_fast_helpers_agree_with_their_plain_definitions() -> None:
     import random
     import re
 
-    from plugins.memory import sectioniser as s
+    from plughost.plugins.memory import sectioniser as s
 
     def first_sentence(text: str) -> str:
         return s._clip(re.split(r"(?<=[.!?])\s+", " ".join(text.split()), maxsplit=1)[0], 200)

@@ -14,8 +14,8 @@ from pathlib import Path
 from memory_support import ACCOUNT, FakeOllama
 from serve_helpers import start_serve, stop_process
 
-from host.ports.graph import Guards
-from plugins.memory import audit_record, standing_audit
+from plughost.plugins.memory import audit_record, standing_audit
+from plughost.ports.graph import Guards
 from tests.conftest import ensure_account, run_cli
 
 SLACK_S = 4.0
@@ -42,7 +42,7 @@ def _wait_for(home: Path, token: str, count: int, timeout: float = 20) -> list[s
 
 
 def _host(home: Path):  # noqa: ANN202 - a loaded Host reading the server's store file
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
 
     return Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_STORE": "sqlite",
                      "PLUGHOST_EMBEDDER": "none"}).load()
@@ -169,7 +169,7 @@ def test_on_a_shared_store_the_audits_run_once_a_period_between_servers(tmp_path
 
     import pytest
 
-    from host.runtime.host import Host
+    from plughost.runtime.host import Host
     from tests.backends import BACKENDS, neo4j_env
 
     if "neo4j" not in BACKENDS:

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime.manifest import load_manifest
-from host.runtime.tooltable import _type_mismatch
-from plugins.memory.audit import list_calls
-from plugins.memory.compaction import FIELDS, session_compact
-from plugins.memory.conversations import Conversations
-from plugins.memory.preferences import Preferences
-from plugins.memory.reports import Reports
-from plugins.memory.tasks import Tasks
-from plugins.memory.tools import reindex_op
-from plugins.memory.worktime import WorkTime
-from plugins.memory.writes import MemoryWriter
+from plughost.plugins.memory.audit import list_calls
+from plughost.plugins.memory.compaction import FIELDS, session_compact
+from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.preferences import Preferences
+from plughost.plugins.memory.reports import Reports
+from plughost.plugins.memory.tasks import Tasks
+from plughost.plugins.memory.tools import reindex_op
+from plughost.plugins.memory.worktime import WorkTime
+from plughost.plugins.memory.writes import MemoryWriter
+from plughost.runtime.manifest import load_manifest
+from plughost.runtime.tooltable import _type_mismatch
 
 MANIFEST = load_manifest(Path(__file__).resolve().parents[3] / "plugins" / "memory" / "PLUGIN.md")
 DECLS = {t.name: t for t in MANIFEST.tools}

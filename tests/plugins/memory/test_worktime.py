@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from memory_support import ACCOUNT, call_tool, cli, server_log
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
 from tests.backends import BACKENDS, use_backend, wipe
 from tests.conftest import ensure_account
 
@@ -24,7 +24,7 @@ EXAMPLES = int(os.environ.get("WORKTIME_EXAMPLES", "25"))
 
 
 def _task(host: Any, title: str = "valuation") -> str:
-    from plugins.memory.tasks import Tasks
+    from plughost.plugins.memory.tasks import Tasks
 
     return str(Tasks(host).create(kind="client-work", title=title)["taskId"])
 
@@ -127,8 +127,8 @@ def test_the_cli_starts_stops_adjusts_and_shows(owner) -> None:
 
 
 def test_the_census_finds_a_drifted_task_and_memory_audit_shows_it(owner, plughost_home) -> None:
-    from plugins.memory.standing_audit import run_once
-    from plugins.memory.worktime import WorkTime
+    from plughost.plugins.memory.standing_audit import run_once
+    from plughost.plugins.memory.worktime import WorkTime
 
     task, clean = _task(owner, "drifts"), _task(owner, "clean")
     WorkTime(owner).adjust(taskId=task, delta=120, reason="call")
@@ -159,7 +159,7 @@ class Clock:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_state_machine_keeps_the_invariant(backend, make_host, monkeypatch) -> None:
-    from plugins.memory.worktime import ADJUSTMENT_LABEL, ENTRY_LABEL, WorkTime, census
+    from plughost.plugins.memory.worktime import ADJUSTMENT_LABEL, ENTRY_LABEL, WorkTime, census
 
     use_backend(monkeypatch, backend)
     monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
@@ -252,7 +252,7 @@ def test_the_cli_refuses_in_one_line_in_a_real_process(owner) -> None:
 
 
 def test_a_deleted_task_is_no_drift_and_erase_takes_its_time_records(owner) -> None:
-    from plugins.memory.worktime import WorkTime, census
+    from plughost.plugins.memory.worktime import WorkTime, census
 
     kept, gone = _task(owner, "kept"), _task(owner, "a lead for ana@example.com")
     owner.store().upsert_many([{"id": gone, "labels": ["Task"], "properties": {"inputs": "ana@example.com"}}],

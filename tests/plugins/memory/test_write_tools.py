@@ -11,7 +11,7 @@ import re
 import pytest
 from memory_support import ACCOUNT, call_tool, outcome_lines, server_log
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 
 OK = re.compile(r"^\[mcp:memory\] (?P<tool>[\w-]+) account=(?P<account>\S+) session=(?P<session>\S+) "
                 r"labels=(?P<labels>\S+) name=(?P<name>\"[^\"]*\"|\S+) result=ok elementId=(?P<id>\S+) ms=\d+$")
@@ -341,7 +341,7 @@ def test_tools_list_serves_the_declared_write_tools(memory_host) -> None:
     import anyio
     from mcp import Client
 
-    from host.mcp.server import build_server
+    from plughost.mcp.server import build_server
 
     async def names() -> list[str]:
         async with Client(build_server(memory_host(), "memory")) as client:

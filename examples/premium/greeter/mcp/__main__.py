@@ -1,7 +1,7 @@
 """The greeter plugin's MCP server: its declared tools, served over stdio by the host."""
 
-from host.mcp.server import run_plugin_server
-from host.util.log import log
+from plughost.mcp.server import run_plugin_server
+from plughost.util.log import log
 
 if __name__ == "__main__":
     log("mcp", "op=serve-stdio", plugin="greeter")

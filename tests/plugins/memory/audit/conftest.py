@@ -11,7 +11,7 @@ from surfacing_support import config_dir
 
 @pytest.fixture
 def admin(tmp_path: Path, plughost_home: Path) -> dict[str, Path]:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     cfg = config_dir(tmp_path, "cfg", ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none")

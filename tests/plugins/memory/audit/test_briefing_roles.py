@@ -15,9 +15,9 @@ SESSION = "0b5c9a2e-6f1d-4b7e-9c3a-2d8e4f6a1b90"  # the recorded transcript's (t
 
 
 def _call(home: Path, tool: str, args: dict[str, Any], **env: str) -> tuple[bool, Any]:
-    from host.runtime.host import Host
-    from host.runtime.tooltable import call_tool
-    from host.util.errors import UserError
+    from plughost.runtime.host import Host
+    from plughost.runtime.tooltable import call_tool
+    from plughost.util.errors import UserError
 
     host = Host(env={"PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none", **env}).load()
     try:

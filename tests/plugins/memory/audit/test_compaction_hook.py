@@ -24,8 +24,8 @@ def test_fallback_then_agent_briefing_captured_and_injected(admin: dict[str, Pat
     assert "List the project folder" in out["additionalContext"] and "tools used: Bash" in out["additionalContext"]
     assert "Falcon budget notes" in out["additionalContext"] and "(fallback," in out["additionalContext"]
 
-    from host.runtime.host import Host
-    from host.runtime.tooltable import call_tool
+    from plughost.runtime.host import Host
+    from plughost.runtime.tooltable import call_tool
 
     host = Host(env={"PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}).load()
     try:

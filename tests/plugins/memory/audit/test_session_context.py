@@ -16,10 +16,10 @@ SESSION = "0b5c9a2e-6f1d-4b7e-9c3a-2d8e4f6a1b90"
 def _seed(home: Path, leads: int = 1) -> dict[str, str]:
     """Open work as the platform writes it: work-create (a turn's Task, a visitor's follow-up lead),
     work-complete for one that is done, a real standing audit run and a record with a failed audit."""
-    from host.runtime.host import Host
-    from host.runtime.tooltable import call_tool
-    from plugins.memory import standing_audit
-    from plugins.memory.audit_record import record_path
+    from plughost.plugins.memory import standing_audit
+    from plughost.plugins.memory.audit_record import record_path
+    from plughost.runtime.host import Host
+    from plughost.runtime.tooltable import call_tool
 
     host = Host(env={"PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}).load()
     try:
@@ -106,8 +106,8 @@ def test_a_visitors_session_never_gets_it(admin: dict[str, Path]) -> None:
         assert run.returncode == 0 and run.stdout == "", run.stderr
         assert "reason=not-admin" in run.line("hook")
     # the server side refuses a narrowed request too, whoever sends it
-    from host.runtime.host import Host
-    from plugins.memory.surfacing.server import dispatch
+    from plughost.plugins.memory.surfacing.server import dispatch
+    from plughost.runtime.host import Host
 
     host = Host(env={"PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}).load()
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 from audit_support import ACCOUNT, PLANTED
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 
 
 def session(home: Path, script: list[tuple[str, dict]], **env: str) -> list[tuple[bool, str]]:
@@ -20,7 +20,7 @@ def session(home: Path, script: list[tuple[str, dict]], **env: str) -> list[tupl
 
     full = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
     full.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", **env)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=full)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"], env=full)
 
     async def go() -> list[tuple[bool, str]]:
         out = []
@@ -36,13 +36,13 @@ def session(home: Path, script: list[tuple[str, dict]], **env: str) -> list[tupl
 
 
 def store(home: Path):
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     return SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
 
 
 def test_work_create_then_three_writes_are_what_the_conversation_produced(plughost_home: Path) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     task = lambda out: json.loads(out[1][1])["taskId"]  # noqa: E731

@@ -42,8 +42,8 @@ def test_recorded_calls_become_linked_redacted_truncated_tool_calls(admin: dict[
     assert json.loads(m["input"])["properties"]["email"] == "ada@example.com"
     assert r["isError"] is True and "File does not exist" in r["output"]
 
-    from host.ports.graph import Guards
-    from host.runtime.host import Host
+    from plughost.ports.graph import Guards
+    from plughost.runtime.host import Host
 
     host = Host(env={"PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}).load()
     try:
@@ -52,7 +52,7 @@ def test_recorded_calls_become_linked_redacted_truncated_tool_calls(admin: dict[
         linked = host.store().expand([session], guards=Guards(ACCOUNT))[session]
         assert sorted(n.node.id for n in linked if n.type == "HAS_TOOL_CALL" and n.direction == "out") \
             == sorted(c.id for c in calls.values())
-        from host.runtime.tooltable import call_tool
+        from plughost.runtime.tooltable import call_tool
 
         page = call_tool(host, "memory", "tool-calls", {"limit": 2})
         assert len(page["calls"]) == 2 and page["nextCursor"] == "2"

@@ -10,7 +10,7 @@ from surfacing_support import config_dir, run_hook, start_serve
 
 
 def test_warm_hook_records_through_serve(tmp_path: Path, plughost_home: Path) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     cfg = config_dir(tmp_path, "cfg", ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none")

@@ -1,7 +1,7 @@
 """The MCP tool-call audit is written off the reply path (plugins/memory/audit_writer.py): queued,
 written in batches by a background thread, and every queued call stored before the process ends.
 
-The process tests own a real ``python -m host.cli mcp serve memory`` and speak MCP to it with the
+The process tests own a real ``python -m plughost.cli mcp serve memory`` and speak MCP to it with the
 SDK's ``ClientSession`` over its pipes, so the test decides how it ends (SIGTERM, or stdin closed)
 and waits for its exit; the store file is the oracle afterwards.
 """
@@ -19,7 +19,7 @@ import anyio
 import pytest
 from audit_support import ACCOUNT
 
-from host.runtime import hooktable
+from plughost.runtime import hooktable
 
 CALLS = 25
 
@@ -42,7 +42,7 @@ async def _served_then_ended(home: Path, calls: int, end: str) -> int:
 
     env = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "PLUGHOST_STORE") and not k.startswith("NEO4J_")}
     env.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="1")
-    proc = await anyio.open_process([sys.executable, "-m", "host.cli", "mcp", "serve", "memory"], env=env,
+    proc = await anyio.open_process([sys.executable, "-m", "plughost.cli", "mcp", "serve", "memory"], env=env,
                                     stderr=None)
     assert proc.stdin is not None and proc.stdout is not None
     stdin, stdout = proc.stdin, proc.stdout
@@ -85,7 +85,7 @@ async def _served_then_ended(home: Path, calls: int, end: str) -> int:
 
 @pytest.mark.parametrize("end", ["sigterm", "stdin-closed"])
 def test_every_call_is_stored_when_the_stdio_server_ends(plughost_home: Path, end: str) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     code = anyio.run(_served_then_ended, plughost_home, CALLS, end)
@@ -105,15 +105,15 @@ def _called(host: Any, i: int) -> None:
 
 
 def _count(host: Any) -> int:
-    from host.ports.graph import Guards
+    from plughost.ports.graph import Guards
 
     return len(host.store().find(guards=Guards(ACCOUNT), labels=["ToolCall"], limit=1000))
 
 
 def test_the_hook_queues_and_flush_waits_for_the_rows(make_host, plughost_home: Path) -> None:
-    from host.ports.graph import Guards
-    from host.runtime.accounts import create_account
-    from plugins.memory import audit_writer
+    from plughost.plugins.memory import audit_writer
+    from plughost.ports.graph import Guards
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="1", CLAUDECODE="")
@@ -130,9 +130,9 @@ def test_the_hook_queues_and_flush_waits_for_the_rows(make_host, plughost_home: 
 
 
 def test_a_full_queue_writes_inline_and_the_stop_writes_the_rest(make_host, plughost_home: Path) -> None:
-    from host.runtime.accounts import create_account
-    from plugins.memory import audit_writer
-    from plugins.memory.audit_writer import AuditWriter
+    from plughost.plugins.memory import audit_writer
+    from plughost.plugins.memory.audit_writer import AuditWriter
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="1", CLAUDECODE="")

@@ -12,8 +12,8 @@ import anyio
 import pytest
 from audit_support import ACCOUNT, PLANTED
 
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
 
 
 def served_calls(home: Path, script: list[tuple[str, dict]], **env: str) -> list[bool]:
@@ -22,7 +22,7 @@ def served_calls(home: Path, script: list[tuple[str, dict]], **env: str) -> list
     full = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
     full.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="1")
     full.update(env)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=full)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"], env=full)
 
     async def go() -> list[bool]:
         async with Client(params) as client:
@@ -41,7 +41,7 @@ def stored(home: Path) -> list[tuple[str, str]]:
 
 
 def test_hook_plughost_tool_called(plughost_home: Path) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     errors = served_calls(plughost_home, [("tool-calls", {"limit": 1}), ("tool-calls", {"cursor": "nope"}),
@@ -60,7 +60,7 @@ def test_hook_plughost_tool_called(plughost_home: Path) -> None:
                                  {"PLUGHOST_SESSION_ROLE": "public", "PLUGHOST_SESSION_ID": "r-1"},
                                  {"PLUGHOST_GRAPH_READ_ONLY": "1"}])
 def test_claude_code_public_narrowed_and_reader_processes_record_nothing(plughost_home: Path, env: dict[str, str]) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     served_calls(plughost_home, [("memory-search", {"query": "anything"})], **env)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from collections_support import ACCOUNT, documents, host_for, write_notes
 
-from host.ports.graph import Guards
+from plughost.ports.graph import Guards
 from tests.conftest import run_cli
 
 ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
@@ -46,9 +46,9 @@ def test_a_collection_without_scope_is_private(tmp_path: Path, plughost_home: Pa
 
 def test_a_registration_from_before_the_default_is_rescoped_on_sync(tmp_path: Path, plughost_home: Path) -> None:
     """An older registry entry has no scope and its nodes none: the next sync makes them admin."""
-    from plugins.memory.collections import registry
-    from plugins.memory.collections.markdown import MARKDOWN
-    from plugins.memory.collections.sync import sync
+    from plughost.plugins.memory.collections import registry
+    from plughost.plugins.memory.collections.markdown import MARKDOWN
+    from plughost.plugins.memory.collections.sync import sync
 
     notes = tmp_path / "old"
     write_notes(notes, 4)
@@ -120,7 +120,7 @@ def test_changes_are_admin_only_and_list_shows_what_the_guards_read(tmp_path: Pa
 
 
 def test_remove_soft_deletes_every_document_even_unrecorded_ones(tmp_path: Path, plughost_home: Path) -> None:
-    from plugins.memory.collections import registry
+    from plughost.plugins.memory.collections import registry
 
     write_notes(tmp_path / "adm", 5)
     assert _cli("add", "adm", str(tmp_path / "adm")).returncode == 0
@@ -177,7 +177,7 @@ def test_a_pattern_matching_nothing_gets_a_hint(tmp_path: Path, plughost_home: P
 
 def test_files_that_are_not_notes_as_written(tmp_path: Path, plughost_home: Path) -> None:
     """Binary, Latin-1, broken frontmatter, a symlink leaving the folder, a file over 8 MiB."""
-    from plugins.memory.collections.sync import MAX_FILE_BYTES
+    from plughost.plugins.memory.collections.sync import MAX_FILE_BYTES
 
     vault, outside = tmp_path / "vault", tmp_path / "outside"
     vault.mkdir()
@@ -223,7 +223,7 @@ def test_a_second_sync_of_a_collection_waits_for_the_first(tmp_path: Path, plugh
     import sys
     import time
 
-    from plugins.memory.collections import registry
+    from plughost.plugins.memory.collections import registry
 
     write_notes(tmp_path / "v", 3)
     assert _cli("add", "v", str(tmp_path / "v"), "--no-sync").returncode == 0
@@ -231,7 +231,7 @@ def test_a_second_sync_of_a_collection_waits_for_the_first(tmp_path: Path, plugh
     with open(registry.lock_path(plughost_home, ACCOUNT, "v"), "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another process is syncing it
         with open(err, "w") as fh:
-            proc = subprocess.Popen([sys.executable, "-m", "host.cli", "memory", "collection", "sync", "v"],
+            proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "memory", "collection", "sync", "v"],
                                     env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=fh, text=True)
         try:
             deadline = time.monotonic() + 60
@@ -294,7 +294,7 @@ def test_a_folder_swapped_for_a_symlink_or_gone_is_refused_at_sync(tmp_path: Pat
 
 
 def test_unclosed_frontmatter_loses_only_its_key_lines() -> None:
-    from plugins.memory.collections.markdown import read_frontmatter
+    from plughost.plugins.memory.collections.markdown import read_frontmatter
 
     front, body, warning = read_frontmatter("---\ntitle: unclosed\nkey: v\n# Heading\nunclosedword body\n")
     assert front == {} and body == "# Heading\nunclosedword body\n" and "not closed" in (warning or "")
@@ -367,7 +367,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_still_seen(tmp_path: Path, plughos
 
 
 def test_a_state_from_before_the_ctime_column_is_read_and_upgraded(tmp_path: Path) -> None:
-    from plugins.memory.collections.state import State
+    from plughost.plugins.memory.collections.state import State
 
     path = tmp_path / "old.sqlite"
     conn = sqlite3.connect(path)

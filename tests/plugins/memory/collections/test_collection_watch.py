@@ -38,7 +38,7 @@ def _wait(predicate, timeout: float = 60) -> bool:
 
 
 def test_serve_watches_registered_collections(tmp_path: Path, plughost_home: Path) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     notes = tmp_path / "vault"
@@ -48,7 +48,7 @@ def test_serve_watches_registered_collections(tmp_path: Path, plughost_home: Pat
     state = plughost_home / "collections" / ACCOUNT / "vault.state.sqlite"
     log = plughost_home / "serve.log"
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"],
+        proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", "0"],
                                 env={**os.environ, **ENV}, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
     try:
         assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text()
@@ -68,7 +68,7 @@ def test_serve_watches_registered_collections(tmp_path: Path, plughost_home: Pat
 
 def _serve(home: Path, log: Path) -> subprocess.Popen[bytes]:
     with open(log, "wb") as err:
-        return subprocess.Popen([sys.executable, "-m", "host.cli", "serve", "--port", "0"],
+        return subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", "0"],
                                 env={**os.environ, **ENV}, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
 
 
@@ -77,8 +77,8 @@ def test_the_watcher_keeps_its_promises(tmp_path: Path, plughost_home: Path) -> 
     watcher; refused folders (PLUGHOST_HOME, /) registered by an older version are never walked."""
     import json
 
-    from host.runtime.accounts import create_account
-    from plugins.memory.collections import registry
+    from plughost.plugins.memory.collections import registry
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     write_notes(tmp_path / "a", 2)
@@ -146,8 +146,8 @@ def _arrive(folder: Path, staging: Path) -> None:
 
 
 def test_remove_and_shutdown_stop_a_running_sync(tmp_path: Path, plughost_home: Path) -> None:
-    from host.runtime.accounts import create_account
-    from plugins.memory.collections import registry
+    from plughost.plugins.memory.collections import registry
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     for name in ("a", "b"):
@@ -187,7 +187,7 @@ def test_an_edit_seen_through_another_collections_folder_symlink_syncs_its_own(t
                                                                               plughost_home: Path) -> None:
     """``odd`` holds a folder symlink to ``notes``: an edit in ``notes`` re-syncs ``notes`` (by the
     file's real path), and serve's startup syncs each collection once."""
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     notes, odd = tmp_path / "notes", tmp_path / "odd"

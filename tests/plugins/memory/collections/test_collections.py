@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from collections_support import ACCOUNT, documents, host_for, write_notes
 
-from host.ports.graph import Guards
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import CollectionSource
+from plughost.ports.graph import Guards
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import CollectionSource
 from tests.conftest import run_cli
 
 ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
@@ -119,7 +119,7 @@ def test_kill_9_during_sync_then_sync_again(tmp_path: Path, plughost_home: Path)
     assert run_cli("memory", "collection", "add", "big", str(notes), "--no-sync", env=ENV).returncode == 0
     state = plughost_home / "collections" / ACCOUNT / "big.state.sqlite"
     env = {**os.environ, **ENV}
-    proc = subprocess.Popen([sys.executable, "-m", "host.cli", "memory", "collection", "sync", "big"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "memory", "collection", "sync", "big"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     written = 0
     deadline = time.monotonic() + 120
@@ -182,7 +182,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, tmp_path
 
 
 def test_hook_plughost_collection_sources(tmp_path: Path, plughost_home: Path) -> None:
-    from plugins.memory.collections import registry, service
+    from plughost.plugins.memory.collections import registry, service
 
     def parse_txt(text: str, relpath: str) -> dict[str, object]:
         first, _, rest = text.partition("\n")
@@ -216,9 +216,9 @@ def test_the_sync_writes_under_the_guards_it_is_given(tmp_path: Path, plughost_h
     staged in the parse workers, written in batches): a process narrowed to ``public`` writes
     none of an ``admin`` collection's notes; one narrowed to the collection's scope and agent
     writes them all, tagged with them."""
-    from plugins.memory.collections import registry
-    from plugins.memory.collections.markdown import MARKDOWN
-    from plugins.memory.collections.sync import PARALLEL_MIN_NOTES, sync
+    from plughost.plugins.memory.collections import registry
+    from plughost.plugins.memory.collections.markdown import MARKDOWN
+    from plughost.plugins.memory.collections.sync import PARALLEL_MIN_NOTES, sync
 
     notes = tmp_path / "team"
     write_notes(notes, PARALLEL_MIN_NOTES + 4)  # enough to be parsed in worker processes

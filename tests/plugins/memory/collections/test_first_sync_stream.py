@@ -22,10 +22,10 @@ import pytest
 from collections_support import ACCOUNT, host_for, write_notes
 from graph_support import indexed_terms
 
-from host.ports.graph import Guards
-from plugins.memory.collections import registry
-from plugins.memory.collections import sync as sync_module
-from plugins.memory.collections.markdown import MARKDOWN
+from plughost.plugins.memory.collections import registry
+from plughost.plugins.memory.collections import sync as sync_module
+from plughost.plugins.memory.collections.markdown import MARKDOWN
+from plughost.ports.graph import Guards
 
 NOTES = 300  # past PARALLEL_MIN_NOTES: the streamed path forks workers
 

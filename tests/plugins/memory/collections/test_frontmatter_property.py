@@ -8,7 +8,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugins.memory.collections.markdown import simple_yaml, split_frontmatter
+from plughost.plugins.memory.collections.markdown import simple_yaml, split_frontmatter
 
 keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,8}", fullmatch=True)
 atoms = st.one_of(

@@ -12,8 +12,8 @@ from conversation_support import HashEmbedder, open_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from host.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
-from plugins.memory.conversations import Conversations
+from plughost.plugins.memory.conversations import Conversations
+from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
 
 ACCOUNTS = ("acct-one", "acct-two")
 WORDS = ("invoice", "delivery", "refund", "pizza", "schedule", "garden")
@@ -102,7 +102,7 @@ def test_filter_applies_before_the_top_k_cut(store) -> None:
 def call(host: Any, tool: str, args: dict) -> tuple[bool, Any]:
     from mcp import Client
 
-    from host.mcp.server import build_server
+    from plughost.mcp.server import build_server
 
     async def go() -> tuple[bool, Any]:
         async with Client(build_server(host, "memory")) as client:
@@ -209,8 +209,8 @@ def test_session_without_conversation_appends_to_its_own(make_host) -> None:
 
 def test_channels_pipeline_messages_are_searchable(make_host) -> None:
     """End to end: the channels gateway persists inbound messages; the session's agent finds its own."""
-    from plugins.channels.pipeline import Gateway, Inbound
-    from plugins.channels.runner import session_id_for
+    from plughost.plugins.channels.pipeline import Gateway, Inbound
+    from plughost.plugins.channels.runner import session_id_for
 
     host = make_host(ACCOUNT_ID="acct-one")
     gateway = Gateway(host)
@@ -247,7 +247,7 @@ def test_backend_without_filters_refuses_instead_of_leaking(store) -> None:
     """A store that cannot apply ``where`` / ``within`` (Neo4j today) refuses them: a session gets a clear error."""
     import pytest
 
-    from host.util.errors import UserError
+    from plughost.util.errors import UserError
 
     def _no_filters(where: Any, within: Any) -> None:
         if where or within:
@@ -281,7 +281,7 @@ def test_backend_without_filters_refuses_instead_of_leaking(store) -> None:
 
 
 def test_which_processes_are_confined() -> None:
-    from plugins.memory.conversations import session_of
+    from plughost.plugins.memory.conversations import session_of
 
     assert session_of({"SESSION_ID": "s1"}) == "s1"
     assert session_of({"SESSION_ID": "s1", "PLUGHOST_SESSION_ROLE": "admin"}) == "s1"

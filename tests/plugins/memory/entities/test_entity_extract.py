@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from plugins.memory.entities.extract import MAX_FACTS, MAX_MENTIONS, extract, normalise
+from plughost.plugins.memory.entities.extract import MAX_FACTS, MAX_MENTIONS, extract, normalise
 
 WHEN = datetime(2025, 3, 12, 10, 0)  # a Wednesday
 
@@ -93,7 +93,7 @@ def test_non_strings() -> None:
 
 
 def test_names_split_at_commas_employers_are_not_places_and_a_second_fact_keeps_its_subject():
-    from plugins.memory.entities.extract import extract
+    from plughost.plugins.memory.entities.extract import extract
 
     names = extract("I met Alan Smith, Beth Jones and Carla yesterday.", speaker="Tom")
     assert [m.name for m in names.mentions if m.kind == "name"] == ["Alan Smith", "Beth Jones", "Carla"]
@@ -108,7 +108,7 @@ def test_names_split_at_commas_employers_are_not_places_and_a_second_fact_keeps_
 
 def test_an_address_is_kept_whole_in_a_my_thing_is_fact() -> None:
     """'my email is ana.silva@example.com': the address's dots are not the sentence's end."""
-    from plugins.memory.entities.extract import extract
+    from plughost.plugins.memory.entities.extract import extract
 
     got = {(f.predicate, f.object) for text in ("My email is ana.silva@example.com", "my email is bob@example.com.",
                                                 "My website is www.ana.example.org, thanks")

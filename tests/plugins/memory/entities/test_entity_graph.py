@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from host.ports.graph import Guards
-from plugins.memory import entities
-from plugins.memory.bulk_import import import_jsonl
-from plugins.memory.conversations import Conversations
-from plugins.memory.entities.graph import ENTITY_LABEL, FACT_LABEL, MENTIONS, entity_id
-from plugins.memory.retrieval.entities import entity_list
+from plughost.plugins.memory import entities
+from plughost.plugins.memory.bulk_import import import_jsonl
+from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.entities.graph import ENTITY_LABEL, FACT_LABEL, MENTIONS, entity_id
+from plughost.plugins.memory.retrieval.entities import entity_list
+from plughost.ports.graph import Guards
 
 
 def message(i: int, text: str, speaker: str = "Maya", at: str = "2025-03-12T10:00:00Z", **props: Any):
@@ -132,7 +132,7 @@ def test_memory_import_and_conversation_append_write_entities_behind_the_flag(st
 
 
 def test_the_backfill_writes_what_the_flag_would_have(store: Any) -> None:
-    from plugins.memory.entities.graph import backfill
+    from plughost.plugins.memory.entities.graph import backfill
 
     account = store.test_account
     store.upsert_many([message(2, "We're moving to Kyoto.", at="2025-06-01T09:00:00Z"),
@@ -145,8 +145,8 @@ def test_the_backfill_writes_what_the_flag_would_have(store: Any) -> None:
 
 
 def test_notes_and_ingested_chunks_get_entities_behind_the_flag(store: Any, tmp_path: Path, monkeypatch: Any) -> None:
-    from plugins.memory.outcome import Call
-    from plugins.memory.writes import MemoryWriter
+    from plughost.plugins.memory.outcome import Call
+    from plughost.plugins.memory.writes import MemoryWriter
 
     account = store.test_account
     env = {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"}

@@ -10,16 +10,23 @@ from typing import Any
 
 import pytest
 
-from host.ports.graph import Guards
-from host.ports.principal import resolve
-from host.util.errors import UserError
-from plugins.graph.tools import graph_tools
-from plugins.memory import entities
-from plugins.memory.bulk_import import import_jsonl
-from plugins.memory.entities.graph import ENTITY_LABEL, FACT_LABEL, STATES, backfill, entity_id, sweep
-from plugins.memory.outcome import Call
-from plugins.memory.retrieval import SearchFlags, SearchRequest, search
-from plugins.memory.writes import MemoryWriter
+from plughost.plugins.graph.tools import graph_tools
+from plughost.plugins.memory import entities
+from plughost.plugins.memory.bulk_import import import_jsonl
+from plughost.plugins.memory.entities.graph import (
+    ENTITY_LABEL,
+    FACT_LABEL,
+    STATES,
+    backfill,
+    entity_id,
+    sweep,
+)
+from plughost.plugins.memory.outcome import Call
+from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
+from plughost.plugins.memory.writes import MemoryWriter
+from plughost.ports.graph import Guards
+from plughost.ports.principal import resolve
+from plughost.util.errors import UserError
 
 
 def turn(i: int, text: str, speaker: str, at: str, scope: str = "public") -> dict[str, Any]:
@@ -124,7 +131,7 @@ def test_an_edit_rederives_and_a_withdrawn_fact_reopens_the_one_it_closed(store:
 
 
 def test_a_turn_appended_again_with_new_text_withdraws_the_old_facts(store: Any) -> None:
-    from plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations import Conversations
 
     account = store.test_account
     convs = Conversations(store, None, {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"})

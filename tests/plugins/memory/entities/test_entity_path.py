@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.ports.graph import Guards
-from plugins.memory import entities
-from plugins.memory.retrieval import SearchFlags, SearchRequest, search
-from plugins.memory.retrieval.flags import SHIPPED
+from plughost.plugins.memory import entities
+from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
+from plughost.plugins.memory.retrieval.flags import SHIPPED
+from plughost.ports.graph import Guards
 
 FILLER = ["What did you recommend for dinner?", "Any tips for the weekend?", "What did you say about the film?",
           "Did you recommend that bakery?", "I said the weekend was fine.", "What did Omar say?"]

@@ -6,7 +6,7 @@ from retrieval_support import ACCOUNT
 
 @pytest.fixture
 def store(tmp_path):
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     s = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": "4"})
     yield s
@@ -15,7 +15,7 @@ def store(tmp_path):
 
 @pytest.fixture
 def other_store(tmp_path, store):
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     s = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": "acct0002-bbbb", "PLUGHOST_EMBED_DIMENSIONS": "4"})
     yield s

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from plugins.memory.retrieval import expand
+from plughost.plugins.memory.retrieval import expand
 
 
 def test_rule_based_gives_up_to_five_paraphrases_offline():

@@ -7,10 +7,10 @@ import math
 import pytest
 from retrieval_support import hit, row
 
-from host.runtime.types import RetrievalBoost
-from plugins.memory.retrieval import boosts, fuse, route
-from plugins.memory.retrieval.fuse import RankedList
-from plugins.memory.retrieval.scores import min_max
+from plughost.plugins.memory.retrieval import boosts, fuse, route
+from plughost.plugins.memory.retrieval.fuse import RankedList
+from plughost.plugins.memory.retrieval.scores import min_max
+from plughost.runtime.types import RetrievalBoost
 
 
 def test_min_max_spreads_to_unit_interval():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
-from host.ports.graph import Guards
-from plugins.memory.retrieval import SearchRequest, search
+from plughost.plugins.memory.retrieval import SearchRequest, search
+from plughost.ports.graph import Guards
 
 V = [1.0, 0.0, 0.0, 0.0]
 

@@ -8,14 +8,14 @@ import json
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
-from plugins.memory import indexed_form
-from plugins.memory.bulk_import import import_jsonl
-from plugins.memory.conversations import Conversations
-from plugins.memory.embed_text import embedding_text
-from plugins.memory.reindex import reindex_contexts
-from plugins.memory.retrieval import SearchFlags, SearchRequest, search
+from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.bulk_import import import_jsonl
+from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory.reindex import reindex_contexts
+from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
 
 G = Guards(ACCOUNT)
 TURNS = [  # (sender, text, sentAt)
@@ -71,7 +71,7 @@ def test_append_import_and_reindex_give_the_same_indexed_form(appended, tmp_path
     # what was embedded is the turn, then its context
     assert any(t.startswith("Wonderful.") and "Lisbon" in t for call in emb.calls for t in call)
 
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     other = SqliteStore(tmp_path / "imported.sqlite", env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": "4"})
     try:
@@ -119,7 +119,7 @@ def test_memory_import_then_reindex_context_cli(cli, plughost_home, tmp_path):
     assert "[reindex] op=context conversations=1 changed=4 turns=1" in again.stderr
     bad = cli("memory", "reindex", "--context", env={**env, "PLUGHOST_MESSAGE_CONTEXT_TURNS": "many"})
     assert bad.returncode == 2 and "PLUGHOST_MESSAGE_CONTEXT_TURNS" in bad.stderr and "Traceback" not in bad.stderr
-    from plugins.graph.sqlite_store import SqliteStore
+    from plughost.plugins.graph.sqlite_store import SqliteStore
 
     store = SqliteStore(plughost_home / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
     try:
@@ -130,7 +130,7 @@ def test_memory_import_then_reindex_context_cli(cli, plughost_home, tmp_path):
 
 
 def test_reindex_gives_bare_channel_turns_their_indexed_form(store, monkeypatch):
-    from plugins.memory.reindex import reindex
+    from plughost.plugins.memory.reindex import reindex
 
     monkeypatch.setenv("PLUGHOST_MESSAGE_CONTEXT_TURNS", "1")
     for i, (s, t, at) in enumerate(TURNS):  # as the channels and the turn recorder write them: no vector

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from host.util.errors import UserError
-from plugins.memory.retrieval.keywords import agent_keywords
+from plughost.plugins.memory.retrieval.keywords import agent_keywords
+from plughost.util.errors import UserError
 
 
 def write_account(home, data):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from retrieval_support import row
 
-from plugins.memory import indexed_form
-from plugins.memory.retrieval import neighbours
-from plugins.memory.retrieval.flags import SearchFlags
+from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.retrieval import neighbours
+from plughost.plugins.memory.retrieval.flags import SearchFlags
 
 TOPIC = {"sender": "Tom", "text": "You're back from Lisbon! How was it?", "sentAt": "2025-03-04T10:00:00Z",
          "conversationId": "c1"}
@@ -51,9 +51,9 @@ def test_baseline_flags_keep_the_stage_off():
 def test_the_pipeline_runs_the_stage_on_appended_turns(store, monkeypatch):
     from retrieval_support import ACCOUNT, LookupEmbedder
 
-    from host.ports.graph import Guards
-    from plugins.memory.conversations import Conversations
-    from plugins.memory.retrieval import SearchRequest, search
+    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.retrieval import SearchRequest, search
+    from plughost.ports.graph import Guards
 
     monkeypatch.setenv("PLUGHOST_MESSAGE_CONTEXT_TURNS", "1")
     svc = Conversations(store, LookupEmbedder({}), {"ACCOUNT_ID": ACCOUNT})

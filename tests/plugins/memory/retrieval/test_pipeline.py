@@ -7,10 +7,10 @@ import re
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
-from host.ports.graph import Guards
-from host.util.errors import UserError
-from plugins.memory.retrieval import SearchFlags, SearchRequest, search
-from plugins.memory.retrieval.scores import min_max
+from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
+from plughost.plugins.memory.retrieval.scores import min_max
+from plughost.ports.graph import Guards
+from plughost.util.errors import UserError
 
 G = Guards(ACCOUNT)
 
@@ -62,7 +62,7 @@ def test_all_flags_off_equals_the_reference_baseline(graph):
 
 
 def test_env_flags_default_to_the_shipped_stages_and_zero_gives_the_baseline():
-    from plugins.memory.retrieval.flags import SHIPPED
+    from plughost.plugins.memory.retrieval.flags import SHIPPED
 
     shipped = SearchFlags.from_env({})
     assert all(getattr(shipped, k) == v for k, v in SHIPPED.items())
@@ -83,7 +83,7 @@ def test_search_flags_defaults_are_the_settings_defaults():
     and the memory plugin's declared settings agree, field by field."""
     from dataclasses import fields
 
-    from plugins.memory.retrieval.flags import SETTINGS
+    from plughost.plugins.memory.retrieval.flags import SETTINGS
 
     assert SearchFlags() == SearchFlags.from_env({})
     assert {f.name for f in fields(SearchFlags)} == set(SETTINGS)
@@ -147,7 +147,7 @@ def test_normalize_flag_changes_only_the_vector_term(graph):
 def test_boosts_flag_uses_compiled_truth_backlinks_and_plugin_boosts(graph, capsys):
     graph.upsert_node(["Concept"], {"compiledTruth": "hair care means washing"}, account_id=ACCOUNT, node_id="n5")
     base = {r.id: r.score for r in run(graph, limit=8).rows}
-    from host.runtime.types import RetrievalBoost
+    from plughost.runtime.types import RetrievalBoost
     boosted = run(graph, limit=8, flags=SearchFlags.baseline(boosts=True),
                   extra_boosts=[RetrievalBoost("tasks", lambda v: 0.5 if "Task" in v["labels"] else 0.0)])
     got = {r.id: r.score for r in boosted.rows}
@@ -184,7 +184,7 @@ def test_route_flag(graph):
 
 
 def test_expansion_flag_unions_paraphrases_and_degrades(graph, capsys):
-    from plugins.memory.retrieval.expand import ExpansionCache
+    from plughost.plugins.memory.retrieval.expand import ExpansionCache
 
     embedder = LookupEmbedder({})
     out = run(graph, query="salon party", embedder=embedder, flags=SearchFlags.baseline(expansion=True),
@@ -204,7 +204,7 @@ def test_expansion_flag_unions_paraphrases_and_degrades(graph, capsys):
 
 def test_expansion_searches_each_bm25_text_once(graph, monkeypatch):
     """Paraphrases that strip to one BM25 text are searched once; each still counts as a list."""
-    from plugins.memory.retrieval.expand import ExpansionCache
+    from plughost.plugins.memory.retrieval.expand import ExpansionCache
 
     flags = SearchFlags.from_env({"PLUGHOST_GS_EXPANSION": "1"})
     calls = []
@@ -218,7 +218,7 @@ def test_expansion_searches_each_bm25_text_once(graph, monkeypatch):
     assert {"n4", "n7"} <= {r.id for r in out.rows}
 
 def test_bad_parameters_are_one_line_user_errors(graph):
-    from host.util.errors import UserError
+    from plughost.util.errors import UserError
 
     for kwargs, needle in [({"query": " "}, "'query'"), ({"query": "x", "limit": 0}, "'limit'"),
                            ({"query": "x", "expand_hops": 2}, "'expandHops'"),
@@ -229,7 +229,7 @@ def test_bad_parameters_are_one_line_user_errors(graph):
 
 
 def test_paths_flag_runs_one_path_alone(graph):
-    from host.util.errors import UserError
+    from plughost.util.errors import UserError
 
     vec = run(graph, flags=SearchFlags.baseline(paths="vector"), limit=8)
     assert vec.stats["bm25"] == 0 and all(r.bm25 == 0 for r in vec.rows)
@@ -241,8 +241,8 @@ def test_paths_flag_runs_one_path_alone(graph):
 
 
 def test_fusion_weights_are_the_spec_constants_unless_set():
-    from plugins.memory.retrieval import route
-    from plugins.memory.retrieval.pipeline import weights
+    from plughost.plugins.memory.retrieval import route
+    from plughost.plugins.memory.retrieval.pipeline import weights
 
     plan = route.plan(None, enabled=False)
     assert weights(plan, SearchFlags.baseline()) == (0.7, 0.3)  # the constants themselves, not 1 - 0.7

@@ -7,13 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from retrieval_support import ACCOUNT, LookupEmbedder, row
 
-from host.ports.graph import Guards
-from plugins.memory.retrieval import SearchRequest, search
-from plugins.memory.retrieval.classify import classify
-from plugins.memory.retrieval.composite import confidence, dated, recency
-from plugins.memory.retrieval.compound import decompose, interleave
-from plugins.memory.retrieval.diversity import mmr
-from plugins.memory.retrieval.flags import SearchFlags
+from plughost.plugins.memory.retrieval import SearchRequest, search
+from plughost.plugins.memory.retrieval.classify import classify
+from plughost.plugins.memory.retrieval.composite import confidence, dated, recency
+from plughost.plugins.memory.retrieval.compound import decompose, interleave
+from plughost.plugins.memory.retrieval.diversity import mmr
+from plughost.plugins.memory.retrieval.flags import SearchFlags
+from plughost.ports.graph import Guards
 
 
 @pytest.mark.parametrize(("query", "parts"), [
@@ -91,7 +91,7 @@ def test_the_baseline_keeps_every_new_stage_off():
 
 
 def _append(store, turns):
-    from plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations import Conversations
 
     svc = Conversations(store, LookupEmbedder({}), {"ACCOUNT_ID": ACCOUNT})
     for i, (sender, text) in enumerate(turns):
@@ -129,7 +129,7 @@ def test_a_greeting_is_not_searched_when_classified(store, capsys):
 @pytest.mark.parametrize("query", ["What did Caroline research?", "When did Ana move to Porto?", "copy files",
                                    "opening hours", "How do I list open network sockets"])
 def test_expansion_gives_three_to_five_variants_for_two_content_words_or_more(query):
-    from plugins.memory.retrieval.expand import rule_based
+    from plughost.plugins.memory.retrieval.expand import rule_based
 
     variants = rule_based(query)
     assert 3 <= len(variants) <= 5 and query.lower() not in variants and len(set(variants)) == len(variants)

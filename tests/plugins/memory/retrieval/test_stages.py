@@ -6,7 +6,7 @@ import hashlib
 
 from retrieval_support import neighbour, row
 
-from plugins.memory.retrieval import dedup, format, project, rank
+from plughost.plugins.memory.retrieval import dedup, format, project, rank
 
 
 def ids(rows):

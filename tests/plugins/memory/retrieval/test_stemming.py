@@ -7,9 +7,9 @@ import sqlite3
 import pytest
 from retrieval_support import ACCOUNT
 
-from host.ports.graph import Guards
-from plugins.memory.retrieval import SearchFlags, SearchRequest, search
-from plugins.memory.retrieval.keyterms import strip_stop_words
+from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
+from plughost.plugins.memory.retrieval.keyterms import strip_stop_words
+from plughost.ports.graph import Guards
 
 G = Guards(ACCOUNT)
 DOCS = {

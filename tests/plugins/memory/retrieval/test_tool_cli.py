@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import RetrievalBoost
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import RetrievalBoost
 
 ACCOUNT = "acct0001-tool"
 ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
@@ -34,7 +34,7 @@ def seed(host):
 def call(host, name, args):
     import mcp
 
-    from host.mcp.server import build_server
+    from plughost.mcp.server import build_server
 
     async def go():
         async with mcp.Client(build_server(host, "memory")) as client:
@@ -61,10 +61,10 @@ def test_tool_listed_eager_and_answers(make_host):
 
 def test_the_declared_schema_meets_the_pipelines_limits() -> None:
     """PLUGIN.md is the schema's one home; the pipeline's own bounds are what it must say."""
-    from host.runtime.manifest import load_manifest
-    from plugins.memory.retrieval.pipeline import MAX_LIMIT
-    from plugins.memory.retrieval.route import RETRIEVAL_CLASSES
-    from plugins.memory.retrieval.tool import search_tool
+    from plughost.plugins.memory.retrieval.pipeline import MAX_LIMIT
+    from plughost.plugins.memory.retrieval.route import RETRIEVAL_CLASSES
+    from plughost.plugins.memory.retrieval.tool import search_tool
+    from plughost.runtime.manifest import load_manifest
 
     manifest = load_manifest(Path(__file__).resolve().parents[4] / "plugins" / "memory" / "PLUGIN.md")
     (decl,) = [t for t in manifest.tools if t.name == "memory-search"]
@@ -102,7 +102,7 @@ def test_tool_over_stdio_applies_the_process_guards_and_subscriptions(make_host,
     account.parent.mkdir(parents=True)
     account.write_text(json.dumps({"agents": {"sales": {"knowledgeKeywords": ["tariff"]}}}))
     env = dict(os.environ, **ENV, ALLOWED_SCOPES="public", AGENT_SLUG="sales")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "host.cli", "mcp", "serve", "memory"], env=env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"], env=env)
 
     async def go():
         async with Client(params) as client:
@@ -180,8 +180,8 @@ class Booster:
 
 
 def _search(host, query="haircut", **env):
-    from plugins.memory.retrieval.pipeline import SearchRequest
-    from plugins.memory.retrieval.service import run_search
+    from plughost.plugins.memory.retrieval.pipeline import SearchRequest
+    from plughost.plugins.memory.retrieval.service import run_search
 
     return run_search(host, SearchRequest(query, limit=10), dict(host.env, **env))
 

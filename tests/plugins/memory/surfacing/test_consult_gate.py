@@ -210,7 +210,7 @@ def test_anything_unreadable_passes(installed, tmp_path: Path, case: str) -> Non
 
 def test_only_the_transcripts_tail_is_read(installed, tmp_path: Path) -> None:
     """A profile-read further back than the tail bound does not count, and the read stays bounded."""
-    from plugins.memory.surfacing import gate
+    from plughost.plugins.memory.surfacing import gate
 
     filler = [tool_result(f"toolu_f{i}", f"f{i}", "a1", "x" * 1000) for i in range(gate.TAIL_BYTES // 1000 + 50)]
     path = transcript(tmp_path, user("Send the quote", "u1"), tool_use(READ, "toolu_1", "a1", "u1"), *filler)
@@ -219,9 +219,9 @@ def test_only_the_transcripts_tail_is_read(installed, tmp_path: Path) -> None:
 
 
 def test_defaults_match_the_settings_registry() -> None:
-    from plugins.memory import settings
-    from plugins.memory.surfacing import gate
-    from plugins.memory.transcript_tail import TAIL_BYTES
+    from plughost.plugins.memory import settings
+    from plughost.plugins.memory.surfacing import gate
+    from plughost.plugins.memory.transcript_tail import TAIL_BYTES
 
     assert settings.CONSULT_GATE_TOOLS.default == gate.DEFAULT_TOOLS
     assert settings.CONSULT_GATE.default is True
@@ -229,7 +229,7 @@ def test_defaults_match_the_settings_registry() -> None:
 
 
 def test_glob() -> None:
-    from plugins.memory.surfacing.gate import glob
+    from plughost.plugins.memory.surfacing.gate import glob
 
     assert glob("mcp__*__*send*", "mcp__plugin_mail_mail__email-send")
     assert glob("Write", "Write") and not glob("Write", "WriteX")
@@ -256,7 +256,7 @@ def _line(kind: str, n: int) -> bytes:
 @given(st.lists(st.sampled_from(KINDS), max_size=30))
 def test_the_gate_blocks_exactly_when_no_profile_read_follows_the_last_typed_message(kinds: list[str]) -> None:
     """Against a model of the rule: walk back to the last typed user message; a profile-read after it passes."""
-    from plugins.memory.surfacing import gate
+    from plughost.plugins.memory.surfacing import gate
 
     data = b"\n".join(_line(k, i) for i, k in enumerate(kinds)) + b"\n"
     want = "no-user-message"

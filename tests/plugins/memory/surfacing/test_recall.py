@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from surfacing_support import ACCOUNT, config_dir, hook_input, run_hook, seed
 
-from host.ports.graph import Guards
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
-from plugins.memory.surfacing import recall
+from plughost.plugins.memory.surfacing import recall
+from plughost.ports.graph import Guards
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
 from tests.conftest import run_cli
 
 PROMPT = "What budget did the board approve for Project Falcon?"
@@ -89,7 +89,7 @@ def test_used_items_rules() -> None:
 
 
 def test_hook_plughost_recall_used(make_host, plughost_home: Path, tmp_path: Path) -> None:
-    from plugins.memory.surfacing import sessions
+    from plughost.plugins.memory.surfacing import sessions
 
     class Judge:
         @hookimpl
@@ -109,8 +109,8 @@ def test_hook_plughost_recall_used(make_host, plughost_home: Path, tmp_path: Pat
 
 
 def test_pins_and_snoozes_change_ranking_only_behind_the_flag(make_host, plughost_home: Path) -> None:
-    from plugins.memory.retrieval.pipeline import SearchRequest
-    from plugins.memory.retrieval.service import run_search
+    from plughost.plugins.memory.retrieval.pipeline import SearchRequest
+    from plughost.plugins.memory.retrieval.service import run_search
 
     seed(plughost_home)
     hosts = {False: make_host(ACCOUNT_ID=ACCOUNT), True: make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_RECALL_RANKING="1")}
@@ -137,7 +137,7 @@ def test_pins_and_snoozes_change_ranking_only_behind_the_flag(make_host, plughos
 
 
 def test_surfacing_stops_offering_snoozed_items(make_host, plughost_home: Path) -> None:
-    from plugins.memory.surfacing.core import SurfaceRequest, surface
+    from plughost.plugins.memory.surfacing.core import SurfaceRequest, surface
 
     seed(plughost_home)
     recall.decide(plughost_home, ACCOUNT, ["falcon-budget"], "snoozed")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from surfacing_support import ACCOUNT, seed
 
-from plugins.memory.surfacing import recall, sessions
+from plughost.plugins.memory.surfacing import recall, sessions
 from tests.conftest import run_cli
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from serve_helpers import stop_process
 from surfacing_support import ACCOUNT, HOOK, config_dir, seed, start_serve
 
-from plugins.memory.surfacing import sessions
-from plugins.memory.transcript_tail import TAIL_BYTES, read_tail
+from plughost.plugins.memory.surfacing import sessions
+from plughost.plugins.memory.transcript_tail import TAIL_BYTES, read_tail
 
 REPLY = "The board approved a budget of two million euros for Project Falcon."
 LIMIT = 3 << 30  # bytes of address space for serve / the cold hook
@@ -66,7 +66,7 @@ def test_read_tail_takes_only_a_regular_files_end(tmp_path: Path) -> None:
 
 
 def test_serve_reads_no_device_fifo_or_whole_huge_file(tmp_path: Path, plughost_home: Path) -> None:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     seed(plughost_home)
     create_account(ACCOUNT, plughost_home)

@@ -8,8 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugins.memory.surfacing.client import parse_input
-from plugins.memory.surfacing.decide import clean
+from plughost.plugins.memory.surfacing.client import parse_input
+from plughost.plugins.memory.surfacing.decide import clean
 
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=())
 TEXT = st.text(ANY_CHAR, max_size=20)

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from surfacing_support import ACCOUNT, seed
 
-from host.ports.graph import Guards
-from host.runtime import hooktable
-from host.runtime.hookspecs import hookimpl
-from plugins.memory.surfacing import rules
-from plugins.memory.surfacing.core import SurfaceRequest, render, surface
+from plughost.plugins.memory.surfacing import rules
+from plughost.plugins.memory.surfacing.core import SurfaceRequest, render, surface
+from plughost.ports.graph import Guards
+from plughost.runtime import hooktable
+from plughost.runtime.hookspecs import hookimpl
 
 
 class _Brand:
@@ -75,7 +75,7 @@ def test_render_respects_the_budget_with_whole_items_first() -> None:
 
 def test_the_hook_path_account_rule_is_the_hosts() -> None:
     """``context`` is stdlib only (the warm hook runs without the host), so it restates the rule."""
-    from host.runtime.accounts import ACCOUNT_ID
-    from plugins.memory.surfacing import context
+    from plughost.plugins.memory.surfacing import context
+    from plughost.runtime.accounts import ACCOUNT_ID
 
     assert context._ACCOUNT.pattern == ACCOUNT_ID.pattern

@@ -9,7 +9,7 @@ import pytest
 from serve_helpers import stop_process
 from surfacing_support import ACCOUNT, NOTES, config_dir, hook_input, run_hook, seed, start_serve
 
-from plugins.memory.surfacing import context
+from plughost.plugins.memory.surfacing import context
 
 UNSCOPED = ("falcon-unscoped", ["KnowledgeDocument"], {"title": "Project Falcon kickoff notes",
             "summary": "Project Falcon kickoff: the board met the volunteers in the garden"})
@@ -23,7 +23,7 @@ def _ids(text: str) -> set[str]:
 
 
 def test_empty_allowed_scopes_parses_like_the_host() -> None:
-    from host.ports.principal import resolve
+    from plughost.ports.principal import resolve
 
     env = {"ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "", "PLUGHOST_HOME": "/nonexistent"}
     ctx = context.from_merged(env)
@@ -46,7 +46,7 @@ def test_empty_allowed_scopes_never_surfaces_scoped_memory(tmp_path: Path, plugh
                            PLUGHOST_EMBEDDER="none", PLUGHOST_SURFACE_MIN_BM25="0", ALLOWED_SCOPES="admin,public")
     proc = None
     if served:
-        from host.runtime.accounts import create_account
+        from plughost.runtime.accounts import create_account
 
         create_account(ACCOUNT, plughost_home)
         proc = start_serve(plughost_home)
@@ -67,7 +67,7 @@ def test_empty_allowed_scopes_never_surfaces_scoped_memory(tmp_path: Path, plugh
 def test_the_process_env_never_widens_the_config_dirs_narrowing(tmp_path: Path) -> None:
     """A public config dir stays public under a process env asking for admin (scopes intersect, a
     non-admin role wins, the config dir's agent is the agent); the hook's builtins-only copy agrees."""
-    from plugins.memory.surfacing import hook
+    from plughost.plugins.memory.surfacing import hook
 
     cfg = config_dir(tmp_path, "pub", ACCOUNT_ID=ACCOUNT, ALLOWED_SCOPES="public", AGENT_SLUG="bot",
                      PLUGHOST_SESSION_ROLE="visitor")

@@ -24,7 +24,7 @@ def test_the_hooks_budget_and_limit_apply_and_bad_ones_fall_back(tmp_path: Path,
     seed(plughost_home)
     proc = None
     if served:
-        from host.runtime.accounts import create_account
+        from plughost.runtime.accounts import create_account
 
         create_account(ACCOUNT, plughost_home)
         proc = start_serve(plughost_home)  # serve's own env sets neither
@@ -66,7 +66,7 @@ def test_boot_check_reports_a_bad_surfacing_setting(tmp_path: Path, plughost_hom
 
 
 def test_a_bad_floor_is_one_line_and_the_default(make_host, plughost_home: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    from plugins.memory.surfacing.core import SurfaceRequest, surface
+    from plughost.plugins.memory.surfacing.core import SurfaceRequest, surface
 
     seed(plughost_home)
     result = surface(make_host(PLUGHOST_SURFACE_MIN_BM25="lots"), SurfaceRequest("s-floor", PROMPT, ACCOUNT))

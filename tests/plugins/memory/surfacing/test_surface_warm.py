@@ -19,7 +19,7 @@ PROMPT = "What budget did the board approve for Project Falcon?"
 
 @pytest.fixture
 def served(tmp_path: Path, plughost_home: Path) -> Iterator[dict[str, object]]:
-    from host.runtime.accounts import create_account
+    from plughost.runtime.accounts import create_account
 
     seed(plughost_home)
     create_account(ACCOUNT, plughost_home)
@@ -173,7 +173,7 @@ def test_a_dead_serves_port_learns_nothing(served: dict[str, object], tmp_path: 
 def test_the_first_stages_hmac_is_the_servers_proof() -> None:
     import sys
 
-    from plugins.memory.surfacing.server import PROOF_PREFIX, proof
+    from plughost.plugins.memory.surfacing.server import PROOF_PREFIX, proof
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "plugins" / "memory" / "surfacing"))
     import hook  # type: ignore[import-not-found]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from host.runtime.hookspecs import hookimpl
-from host.runtime.types import Tool
+from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import Tool
 
 
 def note_count(text: str) -> dict[str, int]:
