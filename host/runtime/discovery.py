@@ -20,7 +20,7 @@ from typing import Any
 
 import pluggy
 
-from plughost.runtime import hooktable
+from plughost.runtime import hooktable, legacy
 from plughost.runtime.hooktable import EachHook, ListHook
 from plughost.runtime.isolation import isolate, isolate_wrapper, one_line
 from plughost.runtime.manifest import PluginManifest, from_mapping, load_manifest
@@ -128,6 +128,7 @@ class Discovery:
         if self._loaded:
             return self
         self._loaded = True
+        legacy.install()  # plugins written for 0.1 import `host...`: served, with a warning, until 0.3
         if self.entry_points:
             for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
                 self._load_entry_point(ep)
@@ -229,11 +230,12 @@ class Discovery:
     def _import_and_register(self, record: PluginRecord, module_name: str, *, loader: Any = None,
                              folder: Path | None = None, dist: Any = None) -> None:
         try:
-            if loader is not None:
-                module = loader()
-            else:
-                module = self._import_from_folder(module_name, folder) if folder else importlib.import_module(
-                    module_name)
+            with legacy.loading(record.name):
+                if loader is not None:
+                    module = loader()
+                else:
+                    module = self._import_from_folder(module_name, folder) if folder else importlib.import_module(
+                        module_name)
         except Exception as exc:
             record.status, record.reason = "failed", f"import failed: {one_line(exc)}"
             log("plugins", "op=load-failed", plugin=record.name, reason=record.reason)
@@ -248,6 +250,7 @@ class Discovery:
             log("plugins", "op=load-failed", plugin=record.name, reason=problem)
             return
         self._modules[getattr(module, "__name__", module_name)] = record.name
+        legacy.claim(getattr(module, "__name__", module_name), record.name)
 
     def _register_checked(self, module: Any, name: str) -> str | None:
         """Register one plugin with pluggy; its failure reason, or None once registered and isolated.
