@@ -20,7 +20,7 @@ from typing import Any
 
 import pluggy
 
-from plughost.runtime import hooktable, legacy
+from plughost.runtime import hooktable, hostrange, legacy
 from plughost.runtime.hooktable import EachHook, ListHook
 from plughost.runtime.isolation import isolate, isolate_wrapper, one_line
 from plughost.runtime.manifest import PluginManifest, from_mapping, load_manifest
@@ -190,6 +190,8 @@ class Discovery:
                 except UserError as exc:
                     record.status, record.reason = "failed", str(exc)
                     return
+        if not builtin and self._refused_host(record, dist):
+            return
         self._import_and_register(record, ep.module, loader=ep.load, dist=dist)
 
     def _load_folder(self, folder: Path, *, source: str, bundle: str | None = None, nested: bool = False) -> None:
@@ -225,10 +227,29 @@ class Discovery:
             return
         if manifest and manifest.python:
             self._import_and_register(record, manifest.python, folder=folder)
+        elif manifest:
+            self._refused_host(record)
         # else: a declarative plugin (a shared-lib MCP server, skills, agents): nothing to import.
+
+    def _refused_host(self, record: PluginRecord, dist: Any = None) -> bool:
+        """Fail ``record`` alone, before its import, when PLUGIN.md's ``requires-plughost`` or its
+        distribution's requirement on plughost excludes this host; True when refused."""
+        try:
+            problem = hostrange.problem(record.manifest.requires_plughost if record.manifest else None)
+            if problem is None and dist is not None:
+                problem = hostrange.problem(hostrange.of_distribution(dist))
+        except UserError as exc:  # a Requires-Dist on plughost that does not parse
+            problem = str(exc)
+        if problem is None:
+            return False
+        record.status, record.reason = "failed", problem
+        log("plugins", "op=load-failed", plugin=record.name, reason=problem)
+        return True
 
     def _import_and_register(self, record: PluginRecord, module_name: str, *, loader: Any = None,
                              folder: Path | None = None, dist: Any = None) -> None:
+        if folder is not None and self._refused_host(record):
+            return
         try:
             with legacy.loading(record.name):
                 if loader is not None:

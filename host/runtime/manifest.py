@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from plughost.runtime.hostrange import FIELD as HOST_RANGE
+from plughost.runtime.hostrange import check_specifier
 from plughost.util import config
 from plughost.util.errors import UserError
 
@@ -47,6 +49,7 @@ class PluginManifest:
     skills: str = "skills"
     agents: str = "agents"
     hooks: str = "hooks"
+    requires_plughost: str | None = None  # a PEP 440 specifier of the host versions it works with
     body: str = ""
 
     @property
@@ -183,13 +186,21 @@ def manifest_errors(path: Path) -> list[str]:
         data, _ = read_frontmatter(path)
     except UserError as exc:
         return [str(exc)]
-    return all_errors(data, "plugin", str(path))
+    errors = all_errors(data, "plugin", str(path))
+    if not errors and isinstance(data.get(HOST_RANGE), str):
+        try:
+            check_specifier(data[HOST_RANGE], str(path))
+        except UserError as exc:
+            errors.append(str(exc))
+    return errors
 
 
 def load_manifest(path: Path) -> PluginManifest:
     """Parse and validate one PLUGIN.md."""
     data, body = read_frontmatter(path)
     validate(data, "plugin", str(path))
+    if HOST_RANGE in data:
+        check_specifier(data[HOST_RANGE], str(path))
     return from_mapping(data, path, body)
 
 
@@ -220,5 +231,6 @@ def from_mapping(data: dict[str, Any], path: Path | None, body: str = "") -> Plu
         skills=data.get("skills", "skills"),
         agents=data.get("agents", "agents"),
         hooks=data.get("hooks", "hooks"),
+        requires_plughost=data.get(HOST_RANGE),
         body=body,
     )

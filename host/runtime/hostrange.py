@@ -1,0 +1,74 @@
+"""The host versions a plugin says it works with: PLUGIN.md's ``requires-plughost`` or, for an entry
+point, its distribution's ``Requires-Dist: plughost ...``, both PEP 440 specifiers.
+
+Checked before the plugin's module is imported, so a plugin needing a newer host fails alone with one
+line naming both versions instead of an ImportError from deep inside it (CHANGELOG.md, 0.2.0).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from plughost.util.errors import UserError
+
+FIELD = "requires-plughost"
+_EXAMPLE = "'>=0.2,<1'"
+
+
+def host_version() -> str:
+    import plughost
+
+    return plughost.__version__
+
+
+def check_specifier(text: str, source: str) -> None:
+    """Raise UserError(`<source>: requires-plughost: ...`) unless ``text`` is a PEP 440 specifier."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        raise UserError(f"{source}: {FIELD}: expected a PEP 440 version specifier such as {_EXAMPLE} "
+                        f"(got {text!r})") from None
+
+
+def of_distribution(dist: Any) -> str | None:
+    """The specifier ``dist`` requires plughost at ('' for any version), None when it names no plughost.
+
+    A requirement with a marker counts when the marker holds here without extras. An unparsable
+    requirement is one line naming the distribution's METADATA and the field.
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    if dist is None:
+        return None
+    for line in dist.requires or []:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            name = re.match(r"\s*([A-Za-z0-9._-]*)", line)
+            if not name or canonicalize_name(name.group(1)) != "plughost":
+                continue  # not ours to judge
+            where = getattr(dist, "_path", None) or f"{dist.name} {dist.version}"
+            raise UserError(f"{where}/METADATA: Requires-Dist: expected a PEP 508 requirement such as "
+                            f"'plughost>=0.2,<1' (got {line!r})") from None
+        if canonicalize_name(req.name) != "plughost":
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        return str(req.specifier)
+    return None
+
+
+def problem(specifier: str | None) -> str | None:
+    """``needs plughost >=0.3 (this is 0.2.0)`` when ``specifier`` excludes the running host, else None."""
+    from packaging.specifiers import SpecifierSet
+
+    if not specifier:
+        return None
+    version = host_version()
+    if SpecifierSet(specifier).contains(version, prereleases=True):
+        return None
+    return f"needs plughost {specifier} (this is {version})"
