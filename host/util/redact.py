@@ -182,17 +182,24 @@ def detect_secrets_patterns() -> list[tuple[str, str, int]]:
     import importlib
     import inspect
     import pkgutil
+    import warnings
 
-    import detect_secrets.plugins as plugins
-    from detect_secrets.plugins.base import RegexBasedDetector
+    # detect-secrets' logger turns on logging.captureWarnings(True) when imported, which would hide
+    # every later warning of this process (a plugin's DeprecationWarning among them): put it back
+    shown = warnings.showwarning
+    try:
+        import detect_secrets.plugins as plugins
+        from detect_secrets.plugins.base import RegexBasedDetector
 
-    found: list[tuple[str, str, int]] = []
-    for info in pkgutil.iter_modules(plugins.__path__):
-        module = importlib.import_module(f"detect_secrets.plugins.{info.name}")
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if cls.__module__ == module.__name__ and issubclass(cls, RegexBasedDetector) \
-                    and not inspect.isabstract(cls):
-                found.extend((info.name, p.pattern, p.flags) for p in getattr(cls, "denylist", ()))
+        found: list[tuple[str, str, int]] = []
+        for info in pkgutil.iter_modules(plugins.__path__):
+            module = importlib.import_module(f"detect_secrets.plugins.{info.name}")
+            for _, cls in inspect.getmembers(module, inspect.isclass):
+                if cls.__module__ == module.__name__ and issubclass(cls, RegexBasedDetector) \
+                        and not inspect.isabstract(cls):
+                    found.extend((info.name, p.pattern, p.flags) for p in getattr(cls, "denylist", ()))
+    finally:
+        warnings.showwarning = shown
     return found
 
 
