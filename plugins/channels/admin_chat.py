@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
-from plughost.plugins.channels.runner import session_id_for
+from plughost.plugins.channels.runner import agent_session_for
 from plughost.ports.graph import Principal, conversation_node_id
 from plughost.runtime.state import StateKey
 from plughost.runtime.types import ChannelAdapter, Route
@@ -197,7 +197,7 @@ def routes(host: Any) -> tuple[Route, ...]:
         except NotConfigured as exc:
             return json_error(503, "not-configured", str(exc))
         return JSONResponse({"conversation": number, "conversationId": conversation_node_id(account, CHANNEL, sender),
-                             "sessionId": session_id_for(account, msg.sender_key),
+                             "sessionId": agent_session_for(account, msg.sender_key, "admin"),  # the agent session its turns run in
                              "messageId": mid, "duplicate": duplicate}, status_code=202)
 
     return (Route("/api/admin/chat", endpoint=chat, methods=("POST",), name="admin-chat"),

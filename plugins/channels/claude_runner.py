@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
+from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, TURN_KINDS, RunnerError, kill_group, turn_kind
 from plughost.plugins.channels.settings import AGENT_TIMEOUT, CLAUDE_BIN
 from plughost.runtime.install_record import config_dir_source
 from plughost.util.log import log
@@ -112,8 +112,10 @@ class ClaudeRunner:
         from plughost.ports.principal import child_env, resolve
 
         role = str(payload.get("role") or "public")
-        # an admin's session, or a visitor confined to it (public, never wider than this process)
-        turn = (self.principal or resolve(self.env).for_account(self.account)).for_turn(role, session_id)
+        # an admin's session, or a visitor confined to it (public, never wider than this process); the
+        # principal's session is the sender's conversation key, which its stored messages carry
+        conversation = payload.get("sessionId") if isinstance(payload.get("sessionId"), str) else None
+        turn = (self.principal or resolve(self.env).for_account(self.account)).for_turn(role, conversation or session_id)
         env = {**child_env(self.env, turn), "CLAUDE_CONFIG_DIR": str(self.config_dir)}
         env.pop("PLUGHOST_SPECIALIST", None)
         if isinstance(payload.get("specialist"), str) and payload["specialist"]:
@@ -157,11 +159,14 @@ class ClaudeRunner:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _remember(self, session_id: str) -> None:
+    def _remember(self, session_id: str, kind: str, role: str, user: str | None) -> None:
+        """Record the session with the kind of turn and the principal it was made for: it is
+        resumed only by a turn of that kind (:meth:`run`)."""
         data = self._sessions()
         if session_id in data:
             return
-        data[session_id] = {"startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        data[session_id] = {"startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "kind": kind,
+                            "role": role, **({"userId": user} if user else {})}
         self.sessions_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.sessions_file.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -170,8 +175,15 @@ class ClaudeRunner:
     # ------------------------------------------------------------------ the turn
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
         role = str(payload.get("role") or "public")
+        kind = turn_kind_of(payload)
+        recorded = (await asyncio.to_thread(self._sessions)).get(session_id)
+        if recorded is not None and (not isinstance(recorded, dict) or recorded.get("kind") != kind):
+            made_for = recorded.get("kind") if isinstance(recorded, dict) else None
+            log("channels", "op=session-refused", session=session_id[:8], kind=kind, recorded=made_for or "none")
+            raise RunnerError(f"session-kind: session {session_id[:8]} was made for {made_for or 'no recorded kind'}, "
+                              f"not a {kind} turn")
+        resume = recorded is not None
         knowledge = "" if role == "admin" else await asyncio.to_thread(self.knowledge_prompt, payload)
-        resume = session_id in await asyncio.to_thread(self._sessions)
         prompt = str(payload.get("payload") or "")
         env = self.child_env(session_id, payload)
         self.log_surface(session_id, role, self.argv(session_id, role, resume=resume, knowledge=knowledge),
@@ -188,8 +200,9 @@ class ClaudeRunner:
             raise RunnerError(f"claude exit {code}: {tail[:200]}")
         if result.get("is_error") or result.get("subtype") not in (None, "success"):
             raise RunnerError(f"claude: {str(result.get('result') or result.get('subtype'))[:200]}")
-        await asyncio.to_thread(self._remember, session_id)
-        log("channels", "op=claude-turn", role=role, session=session_id[:8], resumed="true" if resume else "false",
+        user = payload.get("userId") if isinstance(payload.get("userId"), str) else None
+        await asyncio.to_thread(self._remember, session_id, kind, role, user)
+        log("channels", "op=claude-turn", role=role, kind=kind, session=session_id[:8], resumed="true" if resume else "false",
             turns=result.get("num_turns"), ms=result.get("duration_ms"))
         return str(result.get("result") or "").strip()
 
@@ -213,6 +226,14 @@ class ClaudeRunner:
             kill_group(proc.pid)  # a stopping server ended the turn
             raise
         return int(proc.returncode or 0), out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def turn_kind_of(payload: Mapping[str, Any]) -> str:
+    """The payload's kind of turn (the pipeline sets it); a payload without one, by its role."""
+    kind = payload.get("turnKind")
+    if isinstance(kind, str) and kind in TURN_KINDS:
+        return kind
+    return turn_kind(str(payload.get("role") or "public"), bool(payload.get("scheduled")))
 
 
 def argv_tools(argv: list[str]) -> list[str]:

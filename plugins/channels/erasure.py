@@ -16,7 +16,7 @@ from typing import Any
 
 from plughost.plugins.channels import scheduler
 from plughost.plugins.channels.identity import account_dir
-from plughost.plugins.channels.runner import session_id_for
+from plughost.plugins.channels.runner import agent_sessions_of
 
 SENDER_CHANNELS = ("webchat", "telegram", "whatsapp")  # a --visitor id names no channel: try each
 
@@ -70,7 +70,8 @@ def schedule(home: Path, account: str, senders: set[str], holds: Callable[[str],
 def sessions(home: Path, account: str, config_dir: Path | None, senders: set[str],
              dry_run: bool) -> tuple[int, int]:
     """(session records, transcript files) of the senders' agent sessions."""
-    ids = {session_id_for(account, f"{channel}:{sender}") for sender in senders for channel in SENDER_CHANNELS}
+    ids = {sid for sender in senders for channel in SENDER_CHANNELS
+           for sid in agent_sessions_of(account, f"{channel}:{sender}")}
     record = home / "accounts" / account / "claude-sessions.json"
     data = _read_json(record)
     gone = [k for k in data if k in ids] if isinstance(data, dict) else []

@@ -34,7 +34,13 @@ from plughost.plugins.channels import compose as composing
 from plughost.plugins.channels import identity as ident
 from plughost.plugins.channels.claims import Claims, LeaseClaims
 from plughost.plugins.channels.compose import ReplyContext, ScheduleProvenance, TurnInput, well_formed
-from plughost.plugins.channels.runner import KeyedSerializer, RunnerError, session_id_for
+from plughost.plugins.channels.runner import (
+    KeyedSerializer,
+    RunnerError,
+    agent_session_for,
+    session_id_for,
+    turn_kind,
+)
 from plughost.plugins.channels.runner_choice import get_runner
 from plughost.plugins.channels.screening import screen
 from plughost.plugins.channels.settings import AGENT_CONCURRENCY
@@ -519,9 +525,10 @@ class Gateway:
                          visitor_memory=remembered)
         rules = await asyncio.to_thread(composing.fetch_rules, self.host, turn)
         text = composing.compose(turn, rules)
-        session = session_id_for(self.account_id, msg.sender_key)
+        kind = turn_kind(who.role, msg.provenance is not None)
+        session = agent_session_for(self.account_id, msg.sender_key, kind)
         payload = {
-            "sessionId": session, "accountId": self.account_id, "channel": msg.channel, "sender": msg.sender,
+            "sessionId": session_id_for(self.account_id, msg.sender_key), "agentSession": session, "turnKind": kind, "accountId": self.account_id, "channel": msg.channel, "sender": msg.sender,
             "role": who.role, "userId": who.user_id, "messageId": mid, "payload": text,
             "text": msg.text, "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
         }

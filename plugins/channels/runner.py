@@ -35,8 +35,34 @@ class RunnerError(Exception):
 
 
 def session_id_for(account_id: str, sender_key: str) -> str:
-    """One deterministic session per (account, sender): a UUID, as Claude Code's ``--session-id`` wants."""
+    """The sender's conversation key (a UUID): the ``sessionId`` its stored messages carry."""
     return str(uuid.uuid5(SESSION_NAMESPACE, f"{account_id}\x1f{sender_key}"))
+
+
+TURN_KINDS = ("visitor", "admin", "scheduled")
+"""Who a turn runs for, each with agent sessions of its own: a visitor's public turn, an admin
+writing in, and an owner's scheduled message to a sender (an owner turn whose reply alone reaches
+the sender). A session is never shared between kinds, so a visitor's next turn cannot resume a
+session that held the owner's rules or an admin tool's results."""
+
+
+def turn_kind(role: str, scheduled: bool) -> str:
+    """The kind of a turn: scheduled (an owner's message to the sender), else by the sender's role."""
+    return "scheduled" if scheduled else ("admin" if role == "admin" else "visitor")
+
+
+def agent_session_for(account_id: str, sender_key: str, kind: str) -> str:
+    """One deterministic agent session per (account, kind of turn, sender): a UUID, as Claude Code's
+    ``--session-id`` wants. Distinct from :func:`session_id_for`, so no session made before turns
+    carried their kind is ever resumed."""
+    if kind not in TURN_KINDS:
+        raise ValueError(f"kind: expected one of {', '.join(TURN_KINDS)}, got {kind!r}")
+    return str(uuid.uuid5(SESSION_NAMESPACE, f"{account_id}\x1f{kind}\x1f{sender_key}"))
+
+
+def agent_sessions_of(account_id: str, sender_key: str) -> set[str]:
+    """Every agent session a sender may have (each kind, and the one from before kinds): erasure's set."""
+    return {session_id_for(account_id, sender_key), *(agent_session_for(account_id, sender_key, k) for k in TURN_KINDS)}
 
 
 class CommandRunner:
@@ -63,7 +89,9 @@ class CommandRunner:
         # the turn's principal is what the agent's own Stop hook (`plughost record-turn`) keys on:
         # record admin turns, never a public visitor's
         role = payload.get("role")
-        turn = resolve(self.env).for_turn(role if isinstance(role, str) and role else "public", session_id)
+        conversation = payload.get("sessionId") if isinstance(payload.get("sessionId"), str) else None
+        turn = resolve(self.env).for_turn(role if isinstance(role, str) and role else "public",
+                                          conversation or session_id)
         env = child_env(self.env, turn)
         specialist = payload.get("specialist")
         if isinstance(specialist, str) and specialist:

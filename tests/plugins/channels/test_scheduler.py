@@ -18,7 +18,7 @@ import pytest
 from channels_support import ACCOUNT, FakeApis, agent_calls, agent_command, channel_host, serve, wait_for
 
 from plughost.plugins.channels.compose import PROVENANCE_HEADING
-from plughost.plugins.channels.runner import session_id_for
+from plughost.plugins.channels.runner import agent_session_for, session_id_for
 from tests.conftest import run_cli
 
 
@@ -68,7 +68,11 @@ def test_scheduled_dispatch_fires_once_while_serving_and_not_after_restart(accou
         call = calls[0]
         assert call["scheduled"] is True and call["role"] == "admin"
         assert PROVENANCE_HEADING in call["payload"] and "event=daily-report owner=u-owner" in call["payload"]
-        assert call["env_session"] == session_id_for(ACCOUNT, "telegram:777")  # the sender's own session
+        # an owner session of its own: never the visitor's session, never a plain admin one
+        assert call["turnKind"] == "scheduled" and call["agentSession"] == agent_session_for(ACCOUNT, "telegram:777",
+                                                                                             "scheduled")
+        assert call["agentSession"] not in {agent_session_for(ACCOUNT, "telegram:777", k) for k in ("visitor", "admin")}
+        assert call["env_session"] == session_id_for(ACCOUNT, "telegram:777")  # the conversation's key
         assert fake.sent("telegram")[0]["json"]["chat_id"] == "777"
         assert f"[schedule] op=fired id={entry['id']} event=daily-report status=answered delivered=true" in log1
         done = entries(plughost_home)[0]
