@@ -42,6 +42,21 @@ TEXT_PROPERTIES: tuple[str, ...] = (
 )
 """The canonical text-property union indexed for BM25 (docs/graph.md#full-text-search)."""
 
+RESERVED_LABELS = frozenset({"GraphNode", "Lease"})
+"""Labels the system owns: ``GraphNode`` marks every stored node, ``Lease`` the leases of servers
+sharing a store. No write, import or tool may put them on a node (a ``Lease`` node one account
+made would stop another's work)."""
+
+
+def reserved_label_problem(labels: Iterable[Any], what: str = "labels") -> str | None:
+    """The one line that refuses a reserved label among ``labels``, or None."""
+    for i, label in enumerate(labels):
+        if isinstance(label, str) and label in RESERVED_LABELS:
+            return (f"{what}[{i}]: '{label}' is reserved for the system's own nodes "
+                    f"(reserved: {', '.join(sorted(RESERVED_LABELS))})")
+    return None
+
+
 RESERVED_PROPERTIES = frozenset({"accountId", "createdAt", "updatedAt", "deletedAt", "backlinkCount", "embedding"})
 """Properties the store sets (the module docstring says which); a caller's value is dropped or refused."""
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plughost.ports.graph import reserved_label_problem
 from plughost.util.errors import UserError
 from plughost.util.jsonparse import BadLine, parse_line
 
@@ -168,6 +169,9 @@ def check_line(row: Any, dims: int | None = None) -> str | None:
         return "labels: expected a non-empty list of identifiers"
     if len(labels) > MAX_LABELS:
         return f"labels: {len(labels)} labels; expected at most {MAX_LABELS}"
+    reserved = reserved_label_problem(labels)
+    if reserved:
+        return reserved
     props = row.get("properties", {})
     if not isinstance(props, dict):
         return "properties: expected an object"

@@ -27,7 +27,8 @@ def leases(host: Host | Any) -> Leases | None:
     store = host.store()
     if not is_shared(store):
         return None
-    return host.state.setdefault(LEASES, lambda: Leases(store, LEASE_TTL.read(host.env)))
+    account = getattr(getattr(host, "principal", None), "account", None) or ""
+    return host.state.setdefault(LEASES, lambda: Leases(store, LEASE_TTL.read(host.env), account=account))
 
 
 def close(host: Host | Any) -> None:

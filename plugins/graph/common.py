@@ -17,7 +17,13 @@ from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore
 from typing import Any
 
 from plughost.plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
-from plughost.ports.graph import RESERVED_PROPERTIES, TEXT_PROPERTIES, Guards
+from plughost.ports.graph import (
+    RESERVED_LABELS,
+    RESERVED_PROPERTIES,
+    TEXT_PROPERTIES,
+    Guards,
+    reserved_label_problem,
+)
 from plughost.ports.jsonl import EDGE_KEYS as _EDGE_KEYS
 from plughost.ports.jsonl import LINE_KEYS as _ROW_KEYS
 from plughost.ports.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem, stamps_of
@@ -98,12 +104,16 @@ def check_name(value: Any, what: str) -> str:
 
 
 def check_labels(labels: Any, what: str = "labels") -> tuple[str, ...]:
-    if type(labels) is list and len(labels) == 1 and type(labels[0]) is str and labels[0] in _GOOD_NAMES:  # the common case, fast
+    if (type(labels) is list and len(labels) == 1 and type(labels[0]) is str and labels[0] in _GOOD_NAMES
+            and labels[0] not in RESERVED_LABELS):  # the common case, fast
         return (labels[0],)
     if isinstance(labels, str) or not isinstance(labels, Sequence) or not labels:
         raise UserError(f"{what}: expected a non-empty list of labels, got {labels!r:.60}")
     if len(labels) > MAX_LABELS:
         raise UserError(f"{what}: {len(labels)} labels; expected at most {MAX_LABELS}")
+    reserved = reserved_label_problem(labels, what)
+    if reserved:
+        raise UserError(reserved)
     out: list[str] = []
     for i, label in enumerate(labels):
         check_name(label, f"{what}[{i}]")

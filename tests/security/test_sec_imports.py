@@ -133,3 +133,21 @@ def test_imports_are_admin_only(home: Path, cli, tmp_path: Path, command: str, n
     done = cli(command, "import", str(src), "--no-progress", env=env(home, **narrow))
     assert done.returncode == 2 and "admin only" in done.stderr and "Traceback" not in done.stderr
     assert count(home / "graph.sqlite") == before
+
+
+@pytest.mark.parametrize("command", ["graph", "memory"])
+@pytest.mark.parametrize("label", ["Lease", "GraphNode"])
+def test_an_import_never_makes_a_node_with_a_label_the_system_owns(home: Path, cli, tmp_path: Path, command: str,
+                                                                   label: str) -> None:
+    """Six ``Lease`` lines from one account once skipped another's audits on a shared store: a
+    reserved label is a bad line (its number and one reason), the rest imports."""
+    rows = [{"id": "ok-1", "labels": ["Person"], "properties": {"name": "fine"}},
+            {"labels": [label], "properties": {"name": "audit:acct-b", "owner": "x", "expiresAt": 9 ** 15}},
+            {"labels": ["Person", label], "properties": {"name": "two labels"}}]
+    done = cli(command, "import", str(lines(tmp_path / "l.jsonl", rows)), "--no-progress", env=env(home))
+    out = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in out, out
+    assert "line=2" in out and "line=3" in out and f"'{label}' is reserved" in out, out
+    db = home / "graph.sqlite"
+    assert count(db, "SELECT count(*) FROM nodes WHERE account_id = ?", A) == 1
+    assert count(db, "SELECT count(*) FROM nodes WHERE labels LIKE ?", f"%{label}%") == 0
