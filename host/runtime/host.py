@@ -201,10 +201,6 @@ class Host:
         rows = self.first(hooktable.MEMORY_SEARCH, query=query, principal=principal, limit=limit) or []
         return [MemoryHit.from_row(row) for row in rows[:limit]]
 
-    def share_embedder(self, other: Host) -> None:
-        """Use ``other``'s embedder (or its absence) instead of asking the hook: one model per process."""
-        self._embedder = other.embedder() or False
-
     def close(self) -> None:
         """Run shutdown hooks and close the store."""
         self.call_each(hooktable.SHUTDOWN)
