@@ -6,7 +6,8 @@ This module is the public API, the one thing a plugin imports (docs/plugin-api.m
 
 Every other module under ``plughost.`` (``plughost.runtime``, ``plughost.ports``, ...) is the
 host's own and may change in any release. Importing this package is cheap on purpose: the names
-below load on first use, and nothing here loads plugins, MCP or Neo4j.
+below load on first use, and nothing here loads plugins, MCP or Neo4j. What serves one kind of
+plugin only (a store provider, HTTP routes, ...) is in the submodules of ``plughost.api``.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.2.0"
 """The host's version, and the version of this API (semantic versioning: CHANGELOG.md)."""
 
-# name -> the module that defines it (loaded on first access, PEP 562)
+# name -> "module" (the same name there) or "module:attr" (loaded on first access, PEP 562)
 _EXPORTS: dict[str, str] = {
     "hookimpl": "plughost.runtime.hookspecs",
+    "Host": "plughost.runtime.plugin_host:PluginHost",
+    "load_host": "plughost.runtime.plugin_host",
     "Tool": "plughost.runtime.types",
     "Gate": "plughost.runtime.types",
     "GateContext": "plughost.runtime.types",
@@ -30,8 +33,8 @@ _EXPORTS: dict[str, str] = {
     "AgentRunner": "plughost.runtime.types",
     "CollectionSource": "plughost.runtime.types",
     "RetrievalBoost": "plughost.runtime.types",
+    "MemoryHit": "plughost.runtime.types",
     "StateKey": "plughost.runtime.state",
-    "Host": "plughost.runtime.host",
     "Principal": "plughost.ports.principal",
     "Role": "plughost.ports.principal",
     "Guards": "plughost.ports.principal",
@@ -47,11 +50,15 @@ _EXPORTS: dict[str, str] = {
     "UserError": "plughost.util.errors",
     "FatalError": "plughost.util.errors",
     "StoreUnavailable": "plughost.util.errors",
+    "AccountMismatch": "plughost.util.errors",
+    "run_plugin_server": "plughost.mcp.server",
 }
 
 __all__ = [
     "__version__",
     "hookimpl",
+    "Host",
+    "load_host",
     "Tool",
     "Gate",
     "GateContext",
@@ -62,8 +69,8 @@ __all__ = [
     "AgentRunner",
     "CollectionSource",
     "RetrievalBoost",
+    "MemoryHit",
     "StateKey",
-    "Host",
     "Principal",
     "Role",
     "Guards",
@@ -79,14 +86,18 @@ __all__ = [
     "UserError",
     "FatalError",
     "StoreUnavailable",
+    "AccountMismatch",
+    "run_plugin_server",
 ]
 
 if TYPE_CHECKING:
+    from plughost.mcp.server import run_plugin_server
     from plughost.ports.embedding import Embedder
     from plughost.ports.graph import GraphStore, Hit, Neighbor, Node, WriteDenied
     from plughost.ports.principal import Guards, Principal, Role
     from plughost.runtime.hookspecs import hookimpl
-    from plughost.runtime.host import Host
+    from plughost.runtime.plugin_host import PluginHost as Host
+    from plughost.runtime.plugin_host import load_host
     from plughost.runtime.state import StateKey
     from plughost.runtime.types import (
         AgentRunner,
@@ -96,11 +107,12 @@ if TYPE_CHECKING:
         Gate,
         GateContext,
         GateResult,
+        MemoryHit,
         RetrievalBoost,
         Route,
         Tool,
     )
-    from plughost.util.errors import FatalError, PlughostError, StoreUnavailable, UserError
+    from plughost.util.errors import AccountMismatch, FatalError, PlughostError, StoreUnavailable, UserError
     from plughost.util.log import log
     from plughost.util.settings import Setting
 
@@ -109,7 +121,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'plughost' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    module, _, attr = module.partition(":")
+    value = getattr(import_module(module), attr or name)
     globals()[name] = value  # once loaded, a plain attribute
     return value
 

@@ -1,7 +1,6 @@
 """The hello plugin's hook implementations (PLUGIN.md names this module in `python:`)."""
 
-from plughost.runtime.hookspecs import hookimpl
-from plughost.runtime.types import Tool
+from plughost import Tool, hookimpl
 
 
 def greet(name: str, excited: bool = False) -> str:

@@ -23,16 +23,17 @@ def signature(fn: Callable[..., Any]) -> str:
 
 
 def kind(name: str) -> str:
-    """How the host calls a hook, from :mod:`plughost.runtime.hooktable` (e.g. ``TOOLS: ListHook[Tool]``)."""
+    """How a plugin names a hook (its handle in :mod:`plughost.api.hooks`, the same objects as the
+    host's :mod:`plughost.runtime.hooktable`) and its kind, e.g. ``TOOLS: ListHook[Tool]``."""
     from plughost.runtime import hooktable
 
     hook = hooktable.TABLE.get(name)
     if hook is None:
-        return "not in host.hooktable"
+        return "not in plughost.api.hooks"
     const = next(k for k, v in vars(hooktable).items() if v is hook and k.isupper() and k != "TABLE")
     if isinstance(hook, hooktable.ListHook):
-        return f"hooktable.{const}: ListHook[{hook.kind.__name__}]"
-    return f"hooktable.{const}: {type(hook).__name__}"
+        return f"plughost.api.hooks.{const}: ListHook[{hook.kind.__name__}]"
+    return f"plughost.api.hooks.{const}: {type(hook).__name__}"
 
 
 def render() -> str:

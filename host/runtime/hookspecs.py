@@ -5,10 +5,12 @@ Each spec is documented with one template: what it is for, **Parameters**, **Com
 **Example**. `tests/host/test_hooks.py` checks the template and that every hook has a
 ``test_hook_<name>`` test; `docs/hooks.md` is generated from these docstrings.
 
-Implement a hook with ``@host.hookimpl`` in the module named by the plugin's entry point or
-PLUGIN.md ``python`` field. Hook implementations may accept any subset of the parameters. The
+Implement a hook with ``@plughost.hookimpl`` (``from plughost import hookimpl``) in the module
+named by the plugin's entry point or PLUGIN.md ``python`` field; everything a plugin may use is in
+``plughost`` and ``plughost.api`` (docs/plugin-api.md), and ``host`` is a ``plughost.Host``. Hook implementations may accept any subset of the parameters. The
 host calls every hook through pluggy, so ``tryfirst``/``trylast`` and ``wrapper=True`` work;
-:mod:`plughost.runtime.hooktable` says how each hook's answers are combined and their type. A hook name
+:mod:`plughost.api.hooks` has each hook's handle for ``host.collect`` / ``host.first`` /
+``host.call_each``, which says how its answers are combined and their type. A hook name
 with no spec here fails its plugin at load, with a did-you-mean.
 """
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from plughost.ports.embedding import Embedder
     from plughost.ports.graph import GraphStore, Guards
     from plughost.ports.principal import Principal
-    from plughost.runtime.host import Host
+    from plughost.runtime.plugin_host import PluginHost as Host  # what plugins get: plughost.Host
     from plughost.runtime.types import (
         AgentRunner,
         ChannelAdapter,
@@ -52,7 +54,7 @@ def plughost_tools(host: Host) -> list[Tool]:
 
     **Combines:** lists from every plugin are flattened; each tool is attributed to the plugin
     that returned it; two tools with one name in one plugin are an error naming both. The host
-    joins them once with the declarations (:class:`plughost.runtime.tooltable.ToolTable`). A plugin
+    joins them once with the declarations (the tool table ``plugins list`` shows). A plugin
     with a PLUGIN.md declares its tools there, each fact once (``tools:``; name, description,
     ``adminAllowlist``, ``eager``, ``inputSchema``), and returns ``Tool(name, handler)``: the
     handler and nothing PLUGIN.md declares. A description, schema or flag the code still gives
@@ -123,13 +125,13 @@ def plughost_startup(host: Host) -> None:
     **Parameters:** ``host`` — the loaded host.
 
     **Combines:** every implementation runs; one raising is logged against its plugin and the
-    others still run, except a ``plughost.util.errors.FatalError`` (a check meant to refuse boot, e.g. an
+    others still run, except a ``plughost.FatalError`` (a check meant to refuse boot, e.g. an
     embedder whose dimensions differ from the store's): ``serve`` then stops, exit 1, with one
     line naming the plugin and the reason.
 
     **Fires:** once when ``plughost serve`` starts, after the gates passed.
 
-    **Example:** ``plughost.runtime.state.set(SCHEDULER, start_scheduler())`` with
+    **Example:** ``host.state.set(SCHEDULER, start_scheduler())`` with
     ``SCHEDULER: StateKey[Scheduler] = StateKey("my.scheduler")`` in the plugin's module.
     """
 
@@ -152,7 +154,7 @@ def plughost_shutdown(host: Host) -> None:
 
 @hookspec(firstresult=True)
 def plughost_store(host: Host) -> GraphStore | None:
-    """The graph store (a :class:`plughost.ports.graph.GraphStore`).
+    """The graph store (a :class:`plughost.GraphStore`).
 
     **Parameters:** ``host`` — the loaded host; read configuration from ``host.env``.
 
@@ -171,7 +173,7 @@ def plughost_store(host: Host) -> GraphStore | None:
 
 @hookspec(firstresult=True)
 def plughost_embedder(host: Host) -> Embedder | None:
-    """The text embedder (a :class:`plughost.ports.embedding.Embedder`).
+    """The text embedder (a :class:`plughost.Embedder`).
 
     **Parameters:** ``host`` — the loaded host.
 
@@ -314,7 +316,7 @@ def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conve
     """A returning visitor's own memory for their turn's payload (docs/channels.md#visitor-memory).
 
     **Parameters:** ``account_id`` — the account; ``visitor_key`` — the hash of the token only the
-    visitor's browser or number carries (:func:`plughost.ports.graph.visitor_key`), never the token;
+    visitor's browser or number carries (:func:`plughost.api.store.visitor_key`), never the token;
     ``conversation_id`` — the conversation the turn belongs to (not ended yet).
 
     **Combines:** firstresult; returns lines of what this visitor told us in their earlier, ended
@@ -362,9 +364,11 @@ def plughost_memory_search(host: Host, query: str, principal: Principal, limit: 
 
     **Combines:** firstresult: the first non-None list wins (the memory plugin's hybrid
     ``memory-search`` pipeline, the same stages the tool runs). Rows are ``{id, labels, score,
-    properties}``, best first, the properties a reader of that principal may see.
+    properties}``, best first, the properties a reader of that principal may see. A plugin that
+    wants results calls ``host.memory_search(query, principal, limit=...)``, which returns them as
+    typed ``plughost.MemoryHit`` rows (a malformed row is one error naming the field).
 
-    **Fires:** when a plugin asks; nothing in the host calls it on its own.
+    **Fires:** when a plugin calls ``host.memory_search``; nothing in the host calls it on its own.
 
     **Example:** ``return [{"id": n.id, "labels": ["Note"], "score": 1.0, "properties": {"text": n.body}}]``.
     """
@@ -476,12 +480,12 @@ def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]
 
 @hookspec
 def plughost_settings(host: Host) -> list[Setting]:
-    """The ``PLUGHOST_*`` variables this plugin reads, each a :class:`plughost.util.settings.Setting`
+    """The ``PLUGHOST_*`` variables this plugin reads, each a :class:`plughost.Setting`
     (name, type, default, one-line doc), declared in the plugin's ``settings.py``.
 
     **Parameters:** ``host`` — the loaded host.
 
-    **Combines:** flattened with the host's own settings (:data:`plughost.util.settings.HOST`); a name
+    **Combines:** flattened with the host's own settings (``plughost settings`` lists them all); a name
     declared twice (by two plugins, or by a plugin and the host) is an error naming both. The
     plugin reads each through its own object (``SEARCH_STEM.read(host.env)``): the typed value,
     the default when unset, a one-line error naming the variable when the value is bad.

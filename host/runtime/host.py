@@ -32,8 +32,10 @@ from plughost.util.errors import UserError
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.ports.embedding import Embedder
     from plughost.ports.graph import GraphStore
+    from plughost.runtime.plugin_host import PluginHost
     from plughost.runtime.surface import ToolSurface
     from plughost.runtime.tooltable import ToolTable
+    from plughost.runtime.types import MemoryHit
 
 T = TypeVar("T")
 
@@ -166,6 +168,12 @@ class Host:
             self._tools = build_tool_table(self)
         return self._tools
 
+    def call_tool(self, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+        """One plugin tool in process (:func:`plughost.runtime.tooltable.call_tool`)."""
+        from plughost.runtime.tooltable import call_tool
+
+        return call_tool(self, plugin, name, arguments)
+
     def store(self) -> GraphStore:
         """The graph store from the ``plughost_store`` hook (cached)."""
         if self._store is None:
@@ -180,9 +188,18 @@ class Host:
             self._embedder = self.provide(hooktable.EMBEDDER) or False
         return self._embedder if self._embedder is not False and self._embedder is not True else None
 
-    def share_embedder(self, other: Host) -> None:
-        """Use ``other``'s embedder (or its absence) instead of asking the hook: one model per process."""
-        self._embedder = other.embedder() or False
+    def memory_search(self, query: str, principal: Principal, limit: int = 10) -> list[MemoryHit]:
+        """``plughost_memory_search`` as typed rows: the first plugin that searches answers, under
+        ``principal``'s guards (a visitor's sees public memory only); ``[]`` when none does."""
+        from plughost.runtime.types import MemoryHit
+
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise UserError(f"memory_search: parameter 'limit': expected a positive integer, got {limit!r}")
+        if not isinstance(principal, Principal):
+            raise UserError("memory_search: parameter 'principal': expected a plughost.Principal (host.principal, "
+                            "or host.principal.visitor() for what a visitor may see)")
+        rows = self.first(hooktable.MEMORY_SEARCH, query=query, principal=principal, limit=limit) or []
+        return [MemoryHit.from_row(row) for row in rows[:limit]]
 
     def close(self) -> None:
         """Run shutdown hooks and close the store."""
@@ -193,3 +210,10 @@ class Host:
                 self._store.close()
             finally:
                 self._store = None
+
+
+if TYPE_CHECKING:  # pragma: no cover
+
+    def _satisfies_the_plugin_api(host: Host) -> PluginHost:
+        """mypy's check that the concrete host is everything ``plughost.Host`` promises plugins."""
+        return host

@@ -256,3 +256,36 @@ class CollectionSource:
     @property
     def key(self) -> str:
         return self.name
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One row of ``host.memory_search``: a node a reader of the call's principal may see, best first.
+
+    ``properties`` are what that principal may read of the node (reserved and hidden keys left
+    out); ``score`` is the pipeline's fused score, comparable within one search only.
+    """
+
+    id: str
+    labels: tuple[str, ...]
+    score: float
+    properties: Mapping[str, Any]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], source: str = "plughost_memory_search") -> MemoryHit:
+        """A ``plughost_memory_search`` row (``{id, labels, score, properties}``); a malformed one
+        is one :class:`UserError` line naming the field."""
+        from plughost.util.errors import UserError
+
+        if not isinstance(row, Mapping):
+            raise UserError(f"{source}: row: expected an object with id, labels, score, properties")
+        node_id, labels, score, props = row.get("id"), row.get("labels"), row.get("score"), row.get("properties")
+        if not isinstance(node_id, str) or not node_id:
+            raise UserError(f"{source}: row field 'id': expected a non-empty string, got {node_id!r:.40}")
+        if not isinstance(labels, list | tuple) or not all(isinstance(x, str) for x in labels):
+            raise UserError(f"{source}: row field 'labels': expected a list of strings")
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            raise UserError(f"{source}: row field 'score': expected a number, got {score!r:.40}")
+        if not isinstance(props, Mapping):
+            raise UserError(f"{source}: row field 'properties': expected an object")
+        return cls(node_id, tuple(labels), float(score), dict(props))

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from plughost.util.errors import UserError
+from plughost import UserError
 
 HELP = "admin sessions: set an account's admin PIN, print its HTTP token"
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     from plughost.plugins.admin import sessions
 
     if args.action == "http-token":
-        from plughost.util.credentials import http_token
+        from plughost.api.credentials import http_token
 
         account = args.account or host.principal.account
         if account is not None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from plughost.runtime import state
-from plughost.util.errors import PlughostError
+from plughost import PlughostError
+from plughost.api import serving
 
 PROBE_TIMEOUT_S = 3.0
 CACHE_S = 1.0
@@ -53,7 +53,7 @@ def probe_embedder(host: Any) -> dict[str, Any]:
 
 
 def gate_summary(host: Any) -> dict[str, Any]:
-    return dict(host.state.get(state.GATES) or {"ran": False})
+    return dict(host.state.get(serving.GATES) or {"ran": False})
 
 
 def snapshot(host: Any) -> tuple[int, dict[str, Any]]:
@@ -61,7 +61,7 @@ def snapshot(host: Any) -> tuple[int, dict[str, Any]]:
     gates = gate_summary(host)
     fatal = bool(gates.get("fatal"))
     status = "fail" if fatal else ("degraded" if store["status"] == "error" else "ok")
-    runtime = host.state.get(state.RUNTIME)
+    runtime = host.state.get(serving.RUNTIME)
     body = {
         "status": status,
         "gates": gates,

@@ -8,20 +8,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plughost.runtime.hookspecs import hookimpl
+from plughost import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import CliCommand, Route, Tool
-    from plughost.util.settings import Setting
+    from plughost import CliCommand, Host, Route, Setting, Tool
 
 
 @hookimpl
 def plughost_routes(host: Host) -> list[Route]:
+    from plughost import Route
+    from plughost.api.http import per_address
     from plughost.plugins.admin import health, logingest, session_routes, sites
     from plughost.plugins.admin.settings import RATE_LOG_INGEST, RATE_PIN_ADDRESS
-    from plughost.runtime.types import Route
-    from plughost.web.throttle import per_address
 
     def home_of():
         return host.home
@@ -54,8 +52,8 @@ def plughost_routes(host: Host) -> list[Route]:
 
 @hookimpl
 def plughost_cli_commands(host: Host) -> list[CliCommand]:
+    from plughost import CliCommand
     from plughost.plugins.admin import cli
-    from plughost.runtime.types import CliCommand
 
     return [CliCommand("admin", cli.HELP, cli.configure, cli.run)]
 

@@ -15,12 +15,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost.util.errors import UserError
-from plughost.util.log import log
+from plughost import UserError, log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import Tool
+    from plughost import Host, Tool
 
 HOSTNAME = re.compile(r"^(?=.{1,253}(?::|$))[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
                       r"(?::[1-9][0-9]{0,4})?$")
@@ -30,8 +28,8 @@ the brand schema's ``hostnames`` pattern is the same (a test pins the two)."""
 
 def _brand(host: Host) -> tuple[str | None, dict[str, Any]]:
     """(the brand's name, its ``hostnames`` block) of this install's brand, or (None, {})."""
-    from plughost.payload.bundler import load_brand, resolve_brand
-    from plughost.util.settings import BRAND
+    from plughost.api.payload import load_brand, resolve_brand
+    from plughost.api.settings import BRAND
 
     named = BRAND.read(host.env)
     if named:
@@ -68,7 +66,7 @@ def resolve(host: Host, which: str) -> dict[str, Any]:
 
 
 def hostname_tools(host: Host) -> list[Tool]:
-    from plughost.runtime.types import Tool
+    from plughost import Tool
 
     def public_hostname() -> dict[str, Any]:
         return resolve(host, "public")

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from plughost.util.log import emit, log
-from plughost.web.http import json_error, loopback_refusal, parse_json, read_body
+from plughost import log
+from plughost.api.http import json_error, loopback_refusal, parse_json, read_body
+from plughost.api.util import emit
 
 MAX_BODY = 64 * 1024
 MAX_LINE = 8 * 1024

@@ -24,10 +24,9 @@ from typing import Any
 
 import anyio
 
+from plughost import UserError, log
+from plughost.api.http import json_error, parse_json, read_body
 from plughost.plugins.admin import sessions
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.web.http import json_error, parse_json, read_body
 
 COOKIE = "admin_session"
 MAX_FAILURES = 5

@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plughost.runtime.accounts import ACCOUNT_ID
-from plughost.util.credentials import (  # noqa: F401  (the token API, re-exported for the admin plugin)
+from plughost import UserError
+from plughost.api.accounts import ACCOUNT_ID
+from plughost.api.credentials import (  # noqa: F401
     CLOCK_SKEW_MS,
     SECRET_FILE,
     TTL_MS,
     Session,
-    _private_dir,
     b64url,
     check_session,
     load_secret,
@@ -33,7 +33,7 @@ from plughost.util.credentials import (  # noqa: F401  (the token API, re-export
     unb64url,
     validate,
 )
-from plughost.util.errors import UserError
+from plughost.api.credentials import private_dir as _private_dir
 
 PIN_FILE = "admin-pin"
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from plughost.util.settings import Setting, declared
+from plughost import Setting
+from plughost.api.settings import declared
 
 RATE_PIN_ADDRESS: Setting[str] = Setting(
     "PLUGHOST_RATE_PIN_ADDRESS", "str", "12/10",

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from plughost.util.log import log
-from plughost.web.http import json_error
+from plughost import log
+from plughost.api.http import json_error
 
 PREFIX = "/sites"
 SAFE_SEGMENT = re.compile(r"^[A-Za-z0-9_~+@=,(-][A-Za-z0-9._~+@=,() -]{0,254}$")

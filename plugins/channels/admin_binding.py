@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from plughost.runtime.accounts import admin_ids, load_account, load_users, normalize_phone, selected_accounts
-from plughost.runtime.types import Gate, GateContext, GateResult
-from plughost.util.errors import UserError
-from plughost.util.log import format_line
+from plughost import Gate, GateContext, GateResult, UserError
+from plughost.api.accounts import admin_ids, load_account, load_users, normalize_phone, selected_accounts
+from plughost.api.util import format_line
 
 
 def binding_drift(account: Mapping[str, Any], users: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

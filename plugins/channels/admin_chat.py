@@ -28,14 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from plughost import ChannelAdapter, Principal, Route, StateKey, log
+from plughost.api import credentials
+from plughost.api.http import json_error, parse_json, read_body
+from plughost.api.store import conversation_node_id
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
 from plughost.plugins.channels.runner import agent_session_for
-from plughost.ports.graph import Principal, conversation_node_id
-from plughost.runtime.state import StateKey
-from plughost.runtime.types import ChannelAdapter, Route
-from plughost.util import credentials
-from plughost.util.log import log
-from plughost.web.http import json_error, parse_json, read_body
 
 CHANNEL = "admin"
 MAX_BODY = 64 * 1024
@@ -67,7 +65,7 @@ def conversation(home: Path, account: str, user: str, *, new: bool) -> int:
 
 def _principal(host: Any, request: Any) -> Principal | None:
     """The principal the request runs as: built once where HTTP calls enter (the host's front door)."""
-    from plughost.web.http_guard import request_principal
+    from plughost.api.http import request_principal
 
     found = request_principal(request)
     return found if found is not None else host.principal
@@ -115,7 +113,8 @@ READ_LIMIT, READ_MAX = 100, 500
 def read_replies(host: Any, account: str, user: str, conversation_id: str | None, limit: int) -> dict[str, Any] | None:
     """The user's admin conversation (its current one when ``conversation_id`` is None) and its
     latest ``limit`` Messages, oldest first; None when it is not one of this user's conversations."""
-    from plughost.ports.graph import MESSAGE_LABEL, Guards
+    from plughost import Guards
+    from plughost.api.store import MESSAGE_LABEL
 
     try:  # read only: a read records no conversation
         data = json.loads((host.home / "accounts" / account / CONVERSATIONS_FILE).read_text(encoding="utf-8"))
@@ -144,7 +143,7 @@ def routes(host: Any) -> tuple[Route, ...]:
 
         from starlette.responses import JSONResponse
 
-        from plughost.web.http import int_param
+        from plughost.api.http import int_param
 
         caller = _admin_caller(host, request)
         if not isinstance(caller, tuple):

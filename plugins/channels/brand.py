@@ -9,8 +9,8 @@ GREETING = "Hello, and welcome to {product}! Ask me anything, for example about 
 
 def product_name(env: Mapping[str, str]) -> str:
     """The brand's ``productName`` (``PLUGHOST_BRAND``, default the default brand)."""
-    from plughost.payload.bundler import load_brand, resolve_brand
-    from plughost.util.settings import BRAND
+    from plughost.api.payload import load_brand, resolve_brand
+    from plughost.api.settings import BRAND
 
     try:
         return load_brand(resolve_brand(BRAND.read(env) or "default")).product

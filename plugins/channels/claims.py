@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from plughost.util.errors import StoreUnavailable
+from plughost import StoreUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.ports.lease import Leases
+    from plughost.api.serving import Leases
 
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 

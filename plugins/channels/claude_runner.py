@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from plughost import log
+from plughost.api.payload import config_dir_source
 from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, TURN_KINDS, RunnerError, kill_group, turn_kind
 from plughost.plugins.channels.settings import AGENT_TIMEOUT, CLAUDE_BIN
-from plughost.runtime.install_record import config_dir_source
-from plughost.util.log import log
 
 NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit",
                 "WebFetch", "WebSearch", "Task", "TodoWrite", "Skill", "ExitPlanMode", "CronCreate", "CronDelete",
@@ -109,7 +109,7 @@ class ClaudeRunner:
         return args
 
     def child_env(self, session_id: str, payload: Mapping[str, Any]) -> dict[str, str]:
-        from plughost.ports.principal import child_env, resolve
+        from plughost.api.principals import child_env, resolve
 
         role = str(payload.get("role") or "public")
         # an admin's session, or a visitor confined to it (public, never wider than this process); the

@@ -7,8 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from plughost.runtime.types import CliCommand
-from plughost.util.errors import UserError
+from plughost import CliCommand, UserError
 
 
 def _configure_record_turn(parser: argparse.ArgumentParser) -> None:

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from plughost.runtime import hooktable
-from plughost.util.log import log
+from plughost import log
+from plughost.api import hooks
 
 PROVENANCE_HEADING = "## Scheduled automation (platform-verified)"
 RULES_HEADING = "## Standing rules"
@@ -175,7 +175,7 @@ def fetch_rules(host: Any, turn: TurnInput) -> list[Any]:
         return []
     answer: dict[str, Any] | None = None
     try:
-        answer = host.first(hooktable.ACTIVE_RULES, account_id=turn.account_id)
+        answer = host.first(hooks.ACTIVE_RULES, account_id=turn.account_id)
     except Exception as exc:  # a failing provider never blocks the turn
         log("preference-inject", "op=error", channel=turn.channel, reason=str(exc).splitlines()[0][:200])
     answer = answer or {}
@@ -191,7 +191,7 @@ def fetch_visitor_memory(host: Any, account_id: str, channel: str, visitor: str,
     """A returning visitor's own memory through the ``plughost_visitor_memory`` hook; a failing
     provider injects nothing and never blocks the turn."""
     try:
-        answer = host.first(hooktable.VISITOR_MEMORY, account_id=account_id, visitor_key=visitor,
+        answer = host.first(hooks.VISITOR_MEMORY, account_id=account_id, visitor_key=visitor,
                             conversation_id=conversation)
     except Exception as exc:
         log("visitor-memory", "op=error", channel=channel, reason=str(exc).splitlines()[0][:200])

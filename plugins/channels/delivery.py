@@ -11,10 +11,9 @@ import functools
 import time
 from typing import Any
 
+from plughost import StateKey, log
 from plughost.plugins.channels.pipeline import Inbound, gateway, inbound_from_node, stored_target
 from plughost.plugins.channels.settings import CHANNELS_RESUME, RESUME_BATCH
-from plughost.runtime.state import StateKey
-from plughost.util.log import log
 
 
 async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
@@ -212,7 +211,7 @@ async def resume(host: Any, *, batch: int | None = None, quiet: bool = False) ->
     ``left``, ``op=resumed`` with the outcomes at the end. ``quiet`` (a shared store's periodic
     sweep): no lines when there is nothing to take, only turns other live servers hold.
     """
-    from plughost.serve.stopping import stop_of
+    from plughost.api.serving import stop_of
 
     gw = gateway(host)
     stop = stop_of(host)
@@ -313,8 +312,7 @@ SWEEP_POLL_S = 0.5
 async def sweep(host: Any) -> None:
     """On a shared store, resume again every half lease: turns a dead server held are taken over once
     their lease ran out, by whichever server sweeps first (``[lease] op=takeover``). Ends with the server."""
-    from plughost.runtime.leases import leases
-    from plughost.serve.stopping import stop_of
+    from plughost.api.serving import leases, stop_of
 
     shared = await asyncio.to_thread(leases, host)
     if shared is None:

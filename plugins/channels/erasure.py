@@ -94,7 +94,7 @@ def sessions(home: Path, account: str, config_dir: Path | None, senders: set[str
 
 def erase(host: Any, account: str, senders: list[str], holds: Callable[[str], bool], dry_run: bool,
           tally: Counter[str]) -> None:
-    from plughost.runtime.install_record import config_dir_source
+    from plughost.api.payload import config_dir_source
 
     who = {s for s in senders if s}
     tally["aliases"] += aliases(host.home, account, who, holds, dry_run)

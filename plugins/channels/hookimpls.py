@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plughost.runtime.hookspecs import hookimpl
+from plughost import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections import Counter
     from collections.abc import Callable
 
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import AgentRunner, ChannelAdapter, CliCommand, Gate
-    from plughost.util.settings import Setting
+    from plughost import AgentRunner, ChannelAdapter, CliCommand, Gate, Host, Setting
 
 # --- channels: adapters, runner, CLI (heavy modules are imported inside each hook) --------
 

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plughost.runtime.accounts import admin_ids, read_account_json
-from plughost.util.errors import UserError
-from plughost.util.log import log
+from plughost import UserError, log
+from plughost.api.accounts import admin_ids, read_account_json
 
 _alias_lock = threading.Lock()
 

@@ -14,7 +14,7 @@ import re
 import threading
 from typing import Any
 
-from plughost.util.log import log
+from plughost import log
 
 UNDETERMINED = "und"
 MIN_WORDS = 2

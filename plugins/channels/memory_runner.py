@@ -1,8 +1,8 @@
 """The ``memory`` agent runner (``PLUGHOST_AGENT=memory``, the default): answers from the account's memory.
 
-No language model: the visitor's question goes through the same ``memory-search`` tool the
-agents call, under the role's guards (a public visitor's search runs in a host narrowed to
-``ALLOWED_SCOPES=public``), and the reply is the best-matching passage, cut to whole sentences,
+No language model: the visitor's question goes through the same hybrid search the
+``memory-search`` tool runs (``host.memory_search``, typed rows), as the sender's principal (a
+public visitor's is ``host.principal.visitor()``: public memory only), and the reply is the best-matching passage, cut to whole sentences,
 with its source named. A passage counts as an answer only when it covers at least
 ``PLUGHOST_AGENT_MIN_MATCH`` (default 0.5) of the question's content words; below that the
 reply says so and offers to pass the question on. Every word of a reply is either the stored
@@ -13,6 +13,7 @@ naming the brand's ``productName``.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -20,14 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from plughost import Host, MemoryHit, log
 from plughost.plugins.channels.brand import GREETING, product_name
 from plughost.plugins.channels.runner import RunnerError
 from plughost.plugins.channels.settings import AGENT_MIN_MATCH
-from plughost.runtime.state import StateKey
-from plughost.util.log import log
 
 FOLLOW_UP_TOOL = "work-create"
-SEARCH_TOOL = "memory-search"
+SEARCH_LIMIT = 30
 PART_FIELDS = ["attachmentId", "sectionIndex", "index", "searchContext"]
 """Where a document passage sits: a Chunk and the Section it was cut from are one part."""
 FIELDS = ["title", "body", "content", "name", "description", "path", *PART_FIELDS]
@@ -36,7 +36,6 @@ NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessag
                  "Preference", "Outcome", "Session", "Turn", "Report", "Briefing", "Task", "ToolCall", "TimeEntry"}
 """Labels never quoted to a visitor, whatever their scope: the team's records, not the business's knowledge."""
 MAX_REPLY_CHARS = 480
-_PUBLIC_HOST_LOCK = threading.Lock()
 
 DONT_KNOW = ("Sorry, I don't know the answer to that. I can pass your question on to the team: "
              "reply with your email or phone number and they will get back to you.")
@@ -52,8 +51,6 @@ EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
 PHONE = re.compile(r"\+?\d[\d ().-]{6,18}\d")
 PENDING_MAX = 1000  # unanswered questions remembered per process, oldest forgotten first
 
-HEADER = re.compile(r"^\[(?P<labels>[^\]]*)\] \(id: (?P<id>[^)]*)\) \(score: (?P<score>[0-9.]+)\)$")
-KEY = re.compile(r"^(?P<key>[a-z][A-Za-z0-9]*): (?P<value>.*)$")
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 GREETINGS = {"hi", "hello", "hey", "hiya", "howdy", "hallo", "hola", "bonjour", "ciao", "salut", "moin",
@@ -70,12 +67,18 @@ want was we were what when where which while who whom why will with would yes yo
 
 @dataclass
 class Passage:
-    """One search result as the runner reads it from the tool's text."""
+    """One search result as the runner reads it: the fields it quotes from, as text."""
 
     labels: tuple[str, ...]
     node_id: str
     score: float
     props: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, hit: MemoryHit) -> Passage:
+        props = {key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+                 for key in FIELDS if (value := hit.properties.get(key)) is not None}
+        return cls(hit.labels, hit.id, hit.score, props)
 
     @property
     def text(self) -> str:
@@ -88,8 +91,6 @@ class Passage:
     def source(self) -> str:
         raw = self.props.get("path", "")
         if raw.startswith("["):
-            import json
-
             try:
                 parts = [str(p) for p in json.loads(raw) if p]
             except ValueError:
@@ -131,35 +132,6 @@ def distinct(ranked: list[tuple[float, Passage]], limit: int) -> list[tuple[floa
         if len(kept) == limit:
             break
     return kept
-
-
-def parse_results(text: str) -> list[Passage]:
-    """The tool's text format (``[Labels] (id: ..) (score: ..)`` then ``key: value`` lines) as passages.
-
-    Only keys the runner asked for start a property, so a passage line that happens to look like
-    ``word: value`` stays part of the value above it.
-    """
-    out: list[Passage] = []
-    current: Passage | None = None
-    key: str | None = None
-    for line in text.splitlines():
-        head = HEADER.match(line)
-        if head:
-            labels = tuple(s.strip() for s in head["labels"].split(",") if s.strip())
-            current = Passage(labels, head["id"], float(head["score"]))
-            out.append(current)
-            key = None
-            continue
-        if current is None or line == "---":
-            key = None if line == "---" else key
-            continue
-        prop = KEY.match(line)
-        if prop and prop["key"] in FIELDS:
-            key = prop["key"]
-            current.props[key] = prop["value"]
-        elif key is not None:
-            current.props[key] += "\n" + line
-    return out
 
 
 def _words(text: str) -> list[str]:
@@ -256,7 +228,7 @@ class MemoryRunner:
 
     name = "memory"
 
-    def __init__(self, host: Any) -> None:
+    def __init__(self, host: Host) -> None:
         self.host = host
         self.min_match = AGENT_MIN_MATCH.read(host.env)
         self.product = product_name(host.env)
@@ -264,8 +236,7 @@ class MemoryRunner:
         self.pending_lock = threading.Lock()
 
     def warm(self) -> None:
-        """Build the public-scope host and load the embedding model before the first visitor asks."""
-        public_host(self.host)
+        """Load the embedding model before the first visitor asks."""
         embedder = self.host.embedder()
         if embedder is not None:
             embedder.embed(["hello"])
@@ -294,14 +265,13 @@ class MemoryRunner:
         follow-up Task (``work-create``, admin scope) with the contact, linked to the visitor's
         Conversation (``conversationId``, ``RAISED_DURING``) so the team can read what was said;
         the visitor is told so."""
-        from plughost.runtime import hooktable
-        from plughost.runtime.tooltable import call_tool
+        from plughost.api import hooks
 
         with self.pending_lock:
             question = self.pending.pop(session_id, None)
         inputs = {"question": question or message, "contact": contact, "message": message,
                   "channel": str(payload.get("channel") or ""), "sender": str(payload.get("sender") or "")}
-        owners = [c.plugin for c in self.host.collect(hooktable.TOOLS) if c.item.name == FOLLOW_UP_TOOL]
+        owners = [c.plugin for c in self.host.collect(hooks.TOOLS) if c.item.name == FOLLOW_UP_TOOL]
         try:
             if not owners:
                 raise RunnerError(f"not-configured: no plugin serves {FOLLOW_UP_TOOL}")
@@ -310,7 +280,7 @@ class MemoryRunner:
             conversation = self.conversation_of(inputs["channel"], inputs["sender"])
             if conversation is not None:
                 args["conversationId"] = conversation
-            call_tool(self.host, owners[0], FOLLOW_UP_TOOL, args)
+            self.host.call_tool(owners[0], FOLLOW_UP_TOOL, args)
         except Exception as exc:  # the visitor's contact must still reach a person: the log says it loudly
             log("channels", "op=follow-up-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
             raise RunnerError(f"follow-up-failed: {exc}") from None
@@ -321,7 +291,7 @@ class MemoryRunner:
     def conversation_of(self, channel: str, sender: str) -> str | None:
         """The stored Conversation of this channel and sender, or None (webchat stores it from the
         visitor's second message on; a turn run outside the gateway has none)."""
-        from plughost.ports.graph import conversation_node_id
+        from plughost.api.store import conversation_node_id
 
         account = self.host.principal.account
         if not (account and channel and sender):
@@ -344,7 +314,7 @@ class MemoryRunner:
         """Knowledge passages for the question under the role's guards, best first, with their coverage."""
         words = content_words(question)
         scored = []
-        for p in parse_results(self.search(question, role)):
+        for p in map(Passage.of, self.search(question, role)):
             if set(p.labels) & NOT_KNOWLEDGE or not p.text:
                 continue
             cover = coverage(words, f"{p.props.get('title', '')} {p.text}")
@@ -352,44 +322,11 @@ class MemoryRunner:
         scored.sort(key=lambda item: item[0], reverse=True)
         return [(key[0], p) for key, p in scored]
 
-    def search(self, question: str, role: str) -> str:
-        from plughost.runtime import hooktable
-        from plughost.runtime.tooltable import call_tool
+    def search(self, question: str, role: str) -> list[MemoryHit]:
+        """The question searched as the sender: the owner's principal for an admin, else a visitor's."""
+        from plughost.api import hooks
 
-        host = self.host if role == "admin" else public_host(self.host)
-        owners = [c.plugin for c in host.collect(hooktable.TOOLS) if c.item.name == SEARCH_TOOL]
-        if not owners:
-            raise RunnerError(f"not-configured: no plugin serves {SEARCH_TOOL} (is the memory plugin disabled?)")
-        result = call_tool(host, owners[0], SEARCH_TOOL,
-                           {"query": question[:1000], "limit": 30, "expandHops": 0, "fields": FIELDS})
-        return result if isinstance(result, str) else ""
-
-
-
-PUBLIC_HOST: StateKey[Any] = StateKey("channels.public-host")
-"""The public-scope host visitors' searches run in (closed by the shutdown hook)."""
-
-def public_host(host: Any) -> Any:
-    """A host like ``host`` whose guards allow public scope only (built once, closed at shutdown).
-
-    The search tool reads its guards from its host's environment, so a visitor's search runs in
-    a host whose ``ALLOWED_SCOPES`` is ``public`` (narrowed further if the process already is).
-    It shares the process's embedder, so the model is loaded once.
-    """
-    narrowed = host.state.get(PUBLIC_HOST)
-    if narrowed is not None:
-        return narrowed
-    with _PUBLIC_HOST_LOCK:  # turns run in threads: build it once
-        return host.state.get(PUBLIC_HOST) or _build_public_host(host)
-
-
-def _build_public_host(host: Any) -> Any:
-    from plughost.ports.principal import child_env
-    from plughost.runtime.host import Host
-
-    env = child_env(host.env, host.principal.visitor())  # public at most, never wider than this process
-    narrowed = Host(plugins_dir=host.plugins_dir, premium_dir=host.premium_dir, env=env,
-                    entry_points=host.entry_points).load()
-    narrowed.share_embedder(host)  # one model per process
-    host.state.set(PUBLIC_HOST, narrowed)
-    return narrowed
+        if not self.host.has_implementations(hooks.MEMORY_SEARCH):
+            raise RunnerError("not-configured: no plugin searches memory (is the memory plugin disabled?)")
+        principal = self.host.principal if role == "admin" else self.host.principal.visitor()
+        return self.host.memory_search(question[:1000], principal, limit=SEARCH_LIMIT)

@@ -14,13 +14,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from plughost import StateKey, log
 from plughost.plugins.channels.settings import (
     CHANNELS_HTTP_TIMEOUT,
     CHANNELS_MAX_RETRY_DELAY,
     CHANNELS_SEND_ATTEMPTS,
 )
-from plughost.runtime.state import StateKey
-from plughost.util.log import log
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_ATTEMPTS = CHANNELS_SEND_ATTEMPTS.default

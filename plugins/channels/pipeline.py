@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from plughost import Guards, StateKey, log
+from plughost.api import hooks
+from plughost.api.store import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, conversation_node_id, visitor_key
 from plughost.plugins.channels import compose as composing
 from plughost.plugins.channels import identity as ident
 from plughost.plugins.channels.claims import Claims, LeaseClaims
@@ -44,16 +47,6 @@ from plughost.plugins.channels.runner import (
 from plughost.plugins.channels.runner_choice import get_runner
 from plughost.plugins.channels.screening import screen
 from plughost.plugins.channels.settings import AGENT_CONCURRENCY
-from plughost.ports.graph import (
-    CHANNEL_MESSAGE_LABELS,
-    HAS_MESSAGE,
-    Guards,
-    conversation_node_id,
-    visitor_key,
-)
-from plughost.runtime import hooktable
-from plughost.runtime.state import StateKey
-from plughost.util.log import log
 
 REFUSAL = "Sorry, I can't help with that request."
 AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
@@ -180,7 +173,7 @@ class Gateway:
         self._interrupting = False
         self.interrupted = 0  # turns a stopping process left `received`
         self.wound_down: asyncio.Future[Any] | None = None
-        from plughost.serve.stopping import stop_of
+        from plughost.api.serving import stop_of
 
         stop_of(host).on_stop(self._on_stop)
 
@@ -209,7 +202,7 @@ class Gateway:
         """This process's claim on the turns it accepts (taken on first use): a lease per turn on a
         shared store (several servers on one Neo4j), else the local claim file."""
         if self._claims is None:
-            from plughost.runtime.leases import leases
+            from plughost.api.serving import leases
 
             account = self.require_account()
             shared = leases(self.host)
@@ -225,7 +218,7 @@ class Gateway:
     def sender_for(self, channel: str) -> Any:
         if channel not in self.senders:
 
-            for c in self.host.collect(hooktable.CHANNEL_ADAPTERS):
+            for c in self.host.collect(hooks.CHANNEL_ADAPTERS):
                 self.senders.setdefault(c.item.name, c.item.send)
         return self.senders.get(channel)
 
@@ -267,7 +260,7 @@ class Gateway:
     def _stored(self, mid: str) -> None:
         """Say a Message was stored (the memory plugin embeds it off this path; the write stands
         whatever the hook does)."""
-        self.host.call_each(hooktable.MESSAGES_STORED, account_id=self.account_id, message_ids=[mid])
+        self.host.call_each(hooks.MESSAGES_STORED, account_id=self.account_id, message_ids=[mid])
 
     def _write_message(self, msg: Inbound, mid: str, conv: str, labels: list[str], props: dict[str, Any]) -> None:
         """One transaction: the Message, the Conversation MERGE and the HAS_MESSAGE edge.
@@ -417,7 +410,7 @@ class Gateway:
     async def _wind_down(self) -> None:
         """Let running turns finish until the grace deadline, then end their agents (the turns stay
         ``received``); every turn not started stays ``received`` too. One ``op=stop-turns`` line."""
-        from plughost.serve.stopping import stop_of
+        from plughost.api.serving import stop_of
 
         stop = stop_of(self.host)
         started, queued, running = time.monotonic(), self.queued, len(self._agents)
@@ -599,7 +592,7 @@ class Gateway:
         Under ``plughost serve`` the host's stop already began the wind-down (bounded by the
         grace); this waits for it. Otherwise (a channels-only server, a test) the running turns
         get ``timeout`` seconds."""
-        from plughost.serve.stopping import stop_of
+        from plughost.api.serving import stop_of
 
         loop, lanes = self.loop, self._lanes
         if loop is None or lanes is None or not loop.is_running():

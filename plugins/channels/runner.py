@@ -84,7 +84,7 @@ class CommandRunner:
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
         if not self.command:
             raise RunnerError("not-configured: set PLUGHOST_AGENT_COMMAND")
-        from plughost.ports.principal import child_env, resolve
+        from plughost.api.principals import child_env, resolve
 
         # the turn's principal is what the agent's own Stop hook (`plughost record-turn`) keys on:
         # record admin turns, never a public visitor's

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from plughost import StateKey, UserError, log
+from plughost.api import hooks
 from plughost.plugins.channels.runner import BrokenRunner, CommandRunner, agent_choice
-from plughost.runtime import hooktable
-from plughost.runtime.state import StateKey
-from plughost.util.errors import UserError
-from plughost.util.log import log
 
 
 def builtin_runner(host: Any) -> Any:
@@ -42,7 +40,7 @@ def get_runner(host: Any) -> Any:
     """The runner from the ``plughost_agent_runner`` hook (cached on the host)."""
     runner = host.state.get(RUNNER)
     if runner is None:
-        runner = host.state.set(RUNNER, host.first(hooktable.AGENT_RUNNER) or builtin_runner(host))
+        runner = host.state.set(RUNNER, host.first(hooks.AGENT_RUNNER) or builtin_runner(host))
         extra = {"reason": runner.reason} if isinstance(runner, BrokenRunner) else {}
         log("channels", "op=runner", agent=runner_name(runner), **extra)
     return runner

@@ -17,10 +17,9 @@ import shlex
 import shutil
 from collections.abc import Mapping
 
+from plughost import Gate, GateContext, GateResult, UserError
+from plughost.api.util import format_line
 from plughost.plugins.channels.settings import AGENT_COMMAND, AGENT_TIMEOUT, CLAUDE_BIN
-from plughost.runtime.types import Gate, GateContext, GateResult
-from plughost.util.errors import UserError
-from plughost.util.log import format_line
 
 NAME = "agent-runner"
 
@@ -74,8 +73,7 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
 
 def _claude_config(ctx: GateContext, extra: dict[str, str]) -> list[tuple[str, dict[str, str]]]:
     """The claude runner's config dir into ``extra``; a warning when no plugin is installed there."""
-    from plughost.payload.registration import Registration
-    from plughost.runtime.install_record import config_dir_source
+    from plughost.api.payload import Registration, config_dir_source
 
     folder, source = config_dir_source(ctx.env, ctx.extras.get("config_dir"))
     extra.update({"config-dir": str(folder), "source": source})

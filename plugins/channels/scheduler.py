@@ -24,11 +24,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from plughost.runtime.accounts import account_dir
-from plughost.runtime.state import StateKey
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.times import parse_time
+from plughost import StateKey, UserError, log
+from plughost.api.accounts import account_dir
+from plughost.api.util import parse_time
 
 CHANNELS = ("telegram", "whatsapp")
 POLL_S = 1.0
@@ -215,7 +213,7 @@ async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
         log("schedule", "op=unreadable", reason=str(exc)[:200])
     log("schedule", "op=started", account=account[:8], reclaimed=reclaimed)
     running: set[asyncio.Task[None]] = set()
-    from plughost.serve.stopping import stop_of
+    from plughost.api.serving import stop_of
 
     stopping = stop_of(host)
     while not stop.is_set():

@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from plughost import log
+from plughost.api import hooks
 from plughost.plugins.channels import language
-from plughost.runtime import hooktable
-from plughost.util.log import log
 
 PROVIDER_TIMEOUT = 3.0
 SHORT_MESSAGE_WORDS = 5
@@ -125,7 +125,7 @@ def _call_provider(host: Any, message: dict[str, Any], timeout: float) -> tuple[
 
     def target() -> None:
         try:
-            box["answer"] = host.first(hooktable.SCREEN_MESSAGE, message=message)
+            box["answer"] = host.first(hooks.SCREEN_MESSAGE, message=message)
         except BaseException as exc:  # noqa: BLE001 - any provider failure falls through
             box["error"] = exc
 
@@ -144,7 +144,7 @@ def _call_provider(host: Any, message: dict[str, Any], timeout: float) -> tuple[
 
 def has_provider(host: Any) -> bool:
     try:
-        return bool(host.has_implementations(hooktable.SCREEN_MESSAGE))
+        return bool(host.has_implementations(hooks.SCREEN_MESSAGE))
     except AttributeError:
         return False
 

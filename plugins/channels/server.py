@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from plughost.runtime import hooktable
+from plughost.api import hooks
 
 
 def build_app(host: Any) -> Any:
@@ -19,7 +19,7 @@ def build_app(host: Any) -> Any:
     from starlette.routing import Route as StarletteRoute
 
     routes: list[Any] = []
-    for contribution in host.collect(hooktable.CHANNEL_ADAPTERS):
+    for contribution in host.collect(hooks.CHANNEL_ADAPTERS):
         for r in contribution.item.routes:
             if r.app is not None:
                 routes.append(Mount(r.path, app=r.app))
@@ -44,7 +44,6 @@ def build_app(host: Any) -> Any:
 
 def close(host: Any) -> None:
     """Shutdown hook: drop per-process state (a client bound to a finished loop is discarded)."""
-    from plughost.plugins.channels.memory_runner import PUBLIC_HOST
     from plughost.plugins.channels.outbound import HTTP_CLIENT
     from plughost.plugins.channels.pipeline import GATEWAY
 
@@ -55,7 +54,3 @@ def close(host: Any) -> None:
     gw = host.state.pop(GATEWAY)
     if gw is not None:
         gw.close()
-    narrowed = host.state.pop(PUBLIC_HOST)
-    if narrowed is not None:
-        with contextlib.suppress(Exception):
-            narrowed.close()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plughost.util.log import log
+from plughost import log
 
 SKIP_REASONS = ("role-not-admin", "no-account", "unknown-account", "empty-stdin", "no-session", "missing-transcript",
                 "conversation-empty")
@@ -163,9 +163,9 @@ def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
 
 
 def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
-    from plughost.ports.principal import Role, resolve
-    from plughost.runtime.accounts import require_existing
-    from plughost.util.errors import UserError
+    from plughost import Role, UserError
+    from plughost.api.accounts import require_existing
+    from plughost.api.principals import resolve
 
     principal = resolve(env)
     if principal.role is not Role.ADMIN_SESSION:
@@ -208,8 +208,8 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
     if host is None:
         return 0
     host = host() if callable(host) else host
+    from plughost.api import hooks
     from plughost.plugins.channels.turn_store import record
-    from plughost.runtime import hooktable
 
     started = time.perf_counter()
     try:
@@ -221,7 +221,7 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
         created=int(done.created), new=len(done.new), changed=len(done.changed), unchanged=done.unchanged,
         ms=round((time.perf_counter() - started) * 1000))
     if done.new or done.changed:
-        host.call_each(hooktable.MESSAGES_STORED, account_id=principal.account, message_ids=done.new + done.changed)
+        host.call_each(hooks.MESSAGES_STORED, account_id=principal.account, message_ids=done.new + done.changed)
     return 0
 
 

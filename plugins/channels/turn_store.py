@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from plughost.ports.graph import (
+from plughost import Guards
+from plughost.api.store import (
     CONVERSATION_LABEL,
     HAS_MESSAGE,
     MESSAGE_LABEL,
-    Guards,
     guarded_upsert_many,
     session_conversation,
 )
-from plughost.util.redact import redact_text, redact_value
+from plughost.api.util import redact_text, redact_value
 
 CHANNEL = "claude-code"
 CALL_CHARS = 2000

@@ -30,6 +30,11 @@ import uuid
 from importlib import resources
 from typing import Any
 
+from plughost import ChannelAdapter, Guards, Route, StateKey, log
+from plughost.api.http import client_address, int_param, parse_json, read_body
+from plughost.api.http import throttle_check as check
+from plughost.api.serving import stop_of
+from plughost.api.store import CHANNEL_MESSAGE_LABELS, conversation_node_id, visitor_key
 from plughost.plugins.channels.pipeline import (
     DELIVERING,
     Inbound,
@@ -42,13 +47,6 @@ from plughost.plugins.channels.settings import (
     RATE_WEBCHAT_VISITOR,
     WEBCHAT_MAX_TURNS,
 )
-from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, Guards, conversation_node_id, visitor_key
-from plughost.runtime.state import StateKey
-from plughost.runtime.types import ChannelAdapter, Route
-from plughost.serve.stopping import stop_of
-from plughost.util.log import log
-from plughost.web.http import int_param, parse_json, read_body
-from plughost.web.throttle import check, client_address
 
 CHANNEL = "webchat"
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")

@@ -18,6 +18,8 @@ import hmac
 from datetime import UTC, datetime
 from typing import Any
 
+from plughost import ChannelAdapter, Route, log
+from plughost.api.http import parse_json, read_body
 from plughost.plugins.channels.compose import ReplyContext
 from plughost.plugins.channels.outbound import chunks, post_json, send_parts
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
@@ -28,9 +30,6 @@ from plughost.plugins.channels.settings import (
     WHATSAPP_TOKEN,
     WHATSAPP_VERIFY_TOKEN,
 )
-from plughost.runtime.types import ChannelAdapter, Route
-from plughost.util.log import log
-from plughost.web.http import parse_json, read_body
 
 CHANNEL = "whatsapp"
 MEDIA_TYPES = ("image", "audio", "video", "document", "sticker", "voice")

@@ -11,8 +11,8 @@ def backend_name(env: Any) -> str:
     ``PLUGHOST_STORE=graph`` (this plugin's name: the host's choice among store plugins) keeps
     the default.
     """
-    from plughost.util.errors import UserError
-    from plughost.util.settings import STORE
+    from plughost import UserError
+    from plughost.api.settings import STORE
 
     chosen = (STORE.read(env) or "").lower()
     if chosen and chosen != "graph":

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from plughost.util.log import log
+from plughost import log
 
 TASK_ID = "account-bootstrap"
 

@@ -7,9 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plughost import CliCommand, UserError
 from plughost.plugins.graph import IMPORT_BATCH
-from plughost.runtime.types import CliCommand
-from plughost.util.errors import UserError
 
 HELP = ("graph store maintenance: bulk import and export, migration to Neo4j, purge of soft-deleted nodes, "
         "vector index compaction")
@@ -66,8 +65,8 @@ def _labels(values: list[str] | None) -> list[str] | None:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     if args.action == "import":
+        from plughost.api.store import require_admin
         from plughost.plugins.graph.importer import import_jsonl
-        from plughost.ports.graph import require_admin
 
         account = _account(host)
         require_admin(host.principal, "graph import")  # it writes rows without per-row guards
@@ -81,8 +80,8 @@ def run(args: argparse.Namespace, host: Any) -> int:
     if args.action == "migrate":
         return _migrate(args, host)
     if args.action == "purge":
-        from plughost.ports.graph import require_admin
-        from plughost.util.log import log
+        from plughost import log
+        from plughost.api.store import require_admin
 
         require_admin(host.principal, "graph purge")  # it hard-deletes rows without per-row guards
         if args.days < 0:
@@ -96,8 +95,8 @@ def run(args: argparse.Namespace, host: Any) -> int:
         log("graph-purge", "done", purged=purged, days=args.days, account=(only or "all")[:8])
         return 0
     if args.action == "compact":
-        from plughost.ports.graph import require_admin
-        from plughost.util.log import log
+        from plughost import log
+        from plughost.api.store import require_admin
 
         require_admin(host.principal, "graph compact")  # a schema operation: every account's index
         if args.wait_seconds < 1:
@@ -123,7 +122,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
 
 def _export_account(args: argparse.Namespace, host: Any) -> str:
     """``--account`` or ACCOUNT_ID; an account's process exports only its own account."""
-    from plughost.runtime.accounts import check_id
+    from plughost.api.accounts import check_id
 
     own = host.principal.account
     if args.account is None:
@@ -138,7 +137,7 @@ def _export_account(args: argparse.Namespace, host: Any) -> str:
 def _export(args: argparse.Namespace, host: Any) -> int:
     import sys
 
-    from plughost.ports.graph import require_admin
+    from plughost.api.store import require_admin
 
     require_admin(host.principal, "graph export")  # it reads every node of the account, past any guard
     account = _export_account(args, host)
@@ -162,11 +161,10 @@ def _export(args: argparse.Namespace, host: Any) -> int:
 
 
 def _migrate(args: argparse.Namespace, host: Any) -> int:
+    from plughost import log
+    from plughost.api.store import record_store, require_admin
     from plughost.plugins.graph.backend import sqlite_path
     from plughost.plugins.graph.migrate import CONNECTION_KEYS, migrate
-    from plughost.ports.graph import require_admin
-    from plughost.runtime.install_record import record_store
-    from plughost.util.log import log
 
     require_admin(host.principal, "graph migrate")  # it copies every account, past any guard
     if args.batch_size < 1:
@@ -176,10 +174,10 @@ def _migrate(args: argparse.Namespace, host: Any) -> int:
     path = sqlite_path(host)
     if not path.is_file():
         raise UserError(f"{path}: no embedded store here (expected the install's graph.sqlite, or PLUGHOST_GRAPH_DB)")
+    from plughost.api.principals import child_env
     from plughost.plugins.graph.neo4j_store import Neo4jStore
     from plughost.plugins.graph.neo4j_store.connection import driver_settings
     from plughost.plugins.graph.sqlite_store import SqliteStore
-    from plughost.ports.principal import child_env
 
     uri = driver_settings(host.env)[0]  # NEO4J_URI checked before anything is read
     database = (host.env.get("NEO4J_DATABASE") or "").strip()

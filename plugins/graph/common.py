@@ -16,20 +16,22 @@ from datetime import UTC, datetime
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
-from plughost.plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
-from plughost.ports.graph import (
+from plughost import AccountMismatch, Guards, UserError, log
+from plughost.api.settings import GRAPH_READ_ONLY
+from plughost.api.store import EDGE_KEYS as _EDGE_KEYS
+from plughost.api.store import LINE_KEYS as _ROW_KEYS
+from plughost.api.store import (
+    MAX_LABELS,
+    NAME_RE,
     RESERVED_LABELS,
     RESERVED_PROPERTIES,
+    STORE_SET_KEYS,
     TEXT_PROPERTIES,
-    Guards,
+    int_problem,
     reserved_label_problem,
+    stamps_of,
 )
-from plughost.ports.jsonl import EDGE_KEYS as _EDGE_KEYS
-from plughost.ports.jsonl import LINE_KEYS as _ROW_KEYS
-from plughost.ports.jsonl import MAX_LABELS, NAME_RE, STORE_SET_KEYS, int_problem, stamps_of
-from plughost.util.errors import AccountMismatch, UserError
-from plughost.util.log import log
-from plughost.util.settings import GRAPH_READ_ONLY
+from plughost.plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
 
 GRACE_DAYS = 7.0
 EXPAND_LIMIT = 20
@@ -39,7 +41,7 @@ LINKED_LIMIT = 5000
 
 def env_account(env: Mapping[str, str]) -> str | None:
     """The process's account (its principal's), None when unset."""
-    from plughost.ports.principal import resolve
+    from plughost.api.principals import resolve
 
     return resolve(env).account
 

@@ -21,9 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from plughost.ports.graph import Guards
-from plughost.util.errors import UserError
-from plughost.util.log import log
+from plughost import Guards, UserError, log
 
 ALLOWED_PROCEDURES = frozenset({
     "db.index.fulltext.querynodes", "db.index.vector.querynodes", "db.labels", "db.relationshiptypes",

@@ -27,9 +27,8 @@ from typing import IO, Any
 
 import orjson
 
-from plughost.ports.graph import RESERVED_PROPERTIES
-from plughost.util.errors import UserError
-from plughost.util.log import log
+from plughost import UserError, log
+from plughost.api.store import RESERVED_PROPERTIES
 
 PAGE = 1000
 """Nodes read per page (one scan, one edge query and one vector query each)."""

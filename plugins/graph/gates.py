@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from plughost.ports.graph import VECTOR_LABELS
-from plughost.runtime.types import Gate, GateContext, GateResult
+from plughost import Gate, GateContext, GateResult
+from plughost.api.store import VECTOR_LABELS
 
 HERE = Path(__file__).resolve().parent
 CYPHER_SCHEMA = HERE / "schema.cypher"
@@ -58,9 +58,7 @@ def check_schema_labels(ctx: GateContext | None = None, *, sources: dict[str, li
 
 
 def gates() -> list[Gate]:
-    from plughost.runtime.accounts import (
-        account_id_env_gate,  # the one home of that gate's logic (docs/gates.md)
-    )
+    from plughost.api.accounts import account_id_env_gate
 
     return [
         account_id_env_gate(),

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from plughost import hookimpl
 from plughost.plugins.graph.backend import backend_name, sqlite_path
-from plughost.runtime.hookspecs import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.ports.graph import GraphStore
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import CliCommand, Gate, Tool
-    from plughost.util.settings import Setting
+    from plughost import CliCommand, Gate, GraphStore, Host, Setting, Tool
 
 
 @hookimpl

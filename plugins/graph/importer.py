@@ -23,14 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from plughost import UserError, log
+from plughost.api.store import ImportSummary, JsonLines, line_id, line_text
+from plughost.api.util import Progress, gc_paused
 from plughost.plugins.graph import IMPORT_BATCH
 from plughost.plugins.graph.common import Prepared, prepare_row
 from plughost.plugins.graph.staging import staged_batches, use_worker
-from plughost.ports.jsonl import ImportSummary, JsonLines, line_id, line_text
-from plughost.util.errors import UserError
-from plughost.util.gcpause import gc_paused
-from plughost.util.log import log
-from plughost.util.progress import Progress
 
 T = TypeVar("T")
 
@@ -129,8 +127,7 @@ def restore_stamps(store: Any, path: Path, account_id: str) -> int:
     ``createdAt``/``updatedAt``/``deletedAt``: one more pass over the file, reading only the lines
     that carry ``stamps`` and a valid shape (a skipped line's node was never written). Returns the
     nodes updated."""
-    from plughost.ports.jsonl import check_line, stamps_of
-    from plughost.util.jsonparse import BadLine, parse_line
+    from plughost.api.store import BadLine, check_line, parse_line, stamps_of
 
     done, batch = 0, []
     with open(path, "rb") as fh:

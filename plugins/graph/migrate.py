@@ -25,12 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plughost import Guards, UserError, log
+from plughost.api.store import VECTOR_LABELS, stamps_of
 from plughost.plugins.graph.common import prepare_row, text_of
 from plughost.plugins.graph.export import line_of
-from plughost.ports.graph import VECTOR_LABELS, Guards
-from plughost.ports.jsonl import stamps_of
-from plughost.util.errors import UserError
-from plughost.util.log import log
 
 STATE_FILE = "graph-migrate.json"
 SAMPLE = 20
@@ -61,7 +59,7 @@ class Checkpoint:
                                                   "edges_done": False})
 
     def save(self) -> None:
-        from plughost.util.jsonio import write_atomic
+        from plughost.api.util import write_atomic
 
         write_atomic(self.path, json.dumps({"target": self.target, "accounts": self.accounts}, indent=1))
 

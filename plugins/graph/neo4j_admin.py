@@ -35,10 +35,9 @@ from typing import Any
 
 import orjson
 
+from plughost import UserError, log
 from plughost.plugins.graph.common import keywords_of
 from plughost.plugins.graph.export import export_rows
-from plughost.util.errors import UserError
-from plughost.util.log import log
 
 ARRAY_DELIMITER = "\x1f"
 """Between the items of an array field (``--array-delimiter=U+001F``)."""

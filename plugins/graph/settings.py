@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from plughost.util.settings import Setting, declared
+from plughost import Setting
+from plughost.api.settings import declared
 
 GRAPH_DB: Setting[Path | None] = Setting(
     "PLUGHOST_GRAPH_DB", "path", None, "the embedded store's SQLite file (unset: <PLUGHOST_HOME>/graph.sqlite)")

@@ -33,6 +33,10 @@ from typing import IO, Any, BinaryIO
 
 import orjson
 
+from plughost import UserError, log
+from plughost.api.settings import FALSE, TRUE
+from plughost.api.store import LONE_SURROGATE, BadLine, has_lone_surrogate, line_id, parse_line
+from plughost.api.util import gc_paused
 from plughost.plugins.graph.common import (
     env_dimensions,
     keywords_of,
@@ -42,12 +46,6 @@ from plughost.plugins.graph.common import (
     to_json,
 )
 from plughost.plugins.graph.settings import IMPORT_WORKER
-from plughost.ports.jsonl import line_id
-from plughost.util.errors import UserError
-from plughost.util.gcpause import gc_paused
-from plughost.util.jsonparse import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
-from plughost.util.log import log
-from plughost.util.settings import FALSE, TRUE
 
 STAGE_SCHEMA = """
 -- Every accepted row. seq is its position in the batch from 1, given by insert order (not bound);

@@ -14,23 +14,21 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from plughost.plugins.graph.backend import backend_name
-from plughost.plugins.graph.settings import GRAPH_OUTPUT_CHARS
-from plughost.ports.graph import (
+from plughost import Guards, Tool, UserError
+from plughost.api.settings import GRAPH_READ_ONLY
+from plughost.api.store import (
     CONFINED_LABELS,
     DERIVED_LABELS,
     HAS_MESSAGE,
     VISITOR_SLICE_LABEL,
-    Guards,
     confined_view,
     session_conversation,
 )
-from plughost.runtime.types import Tool
-from plughost.util.errors import UserError
-from plughost.util.settings import GRAPH_READ_ONLY
+from plughost.plugins.graph.backend import backend_name
+from plughost.plugins.graph.settings import GRAPH_OUTPUT_CHARS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 DEFAULT_BUDGET = GRAPH_OUTPUT_CHARS.default
 

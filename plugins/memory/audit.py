@@ -24,25 +24,21 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards, UserError, WriteDenied, log
+from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, require_admin, session_conversation
+from plughost.api.util import (  # noqa: F401
+    REDACTED,  # noqa: F401
+    parse_time,
+    read_time,
+    redact_text,
+    redact_value,
+    schema_secret_keys,
+)
 from plughost.plugins.memory.settings import AUDIT_INPUT_CHARS, AUDIT_MCP, AUDIT_OUTPUT_CHARS
 from plughost.plugins.memory.transcript_tail import read_tail
-from plughost.ports.graph import (
-    CONVERSATION_LABEL,
-    Guards,
-    WriteDenied,
-    guarded_upsert_many,
-    require_admin,
-    session_conversation,
-)
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.redact import MARKER as REDACTED  # noqa: F401 - the audit trail's marker, by its old name
-from plughost.util.redact import redact_text, redact_value, schema_secret_keys  # noqa: F401
-from plughost.util.times import parse_time, read_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import Tool
+    from plughost import Host, Tool
 
 TOOL_CALL_LABEL = "ToolCall"
 HAS_TOOL_CALL = "HAS_TOOL_CALL"
@@ -74,8 +70,6 @@ def clip(value: Any, budget: int) -> tuple[str, bool]:
 def identify(host: Host, tool_name: str) -> tuple[str | None, str, dict[str, Any] | None]:
     """``(pluginName, tool, inputSchema)``: ``mcp__<server>__<tool>`` names a plughost plugin when its
     server segment ends with a loaded plugin's name; native tools have no plugin."""
-    from plughost.runtime.surface import declared_tools
-
     if not tool_name.startswith("mcp__"):
         return None, tool_name, None
     parts = tool_name.split("__", 2)
@@ -84,9 +78,9 @@ def identify(host: Host, tool_name: str) -> tuple[str | None, str, dict[str, Any
         if not getattr(record, "loaded", False) or not (server == name or server.endswith(f"_{name}")):
             continue
         try:
-            for decl in declared_tools(host, name):
-                if decl.name == tool:
-                    return name, tool, dict(decl.input_schema or {})
+            for declared in host.surface.tools_of(name):  # the surface holds every loaded plugin's declarations
+                if declared.name == tool:
+                    return name, tool, dict(declared.input_schema or {})
         except Exception:  # noqa: BLE001 - an unreadable declaration only loses the schema hints
             pass
         return name, tool, None
@@ -205,7 +199,7 @@ def prepare(host: Host, *, account_id: str, session_id: str, tool_name: str, too
 def _audit_role(principal: Any) -> str | None:
     """The role :func:`recordable` judges: None for the owner, ``admin`` for an admin's session,
     the role's name for a confined one (never recorded: the audit is an admin's record)."""
-    from plughost.ports.principal import Role
+    from plughost import Role
 
     if principal.role in (Role.OWNER, Role.OPERATOR, Role.ADMIN_SESSION):
         return "admin" if principal.role is Role.ADMIN_SESSION else None
@@ -224,7 +218,7 @@ def served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any]
     ``PLUGHOST_AUDIT_MCP=0`` turns it off, and a reader (``PLUGHOST_GRAPH_READ_ONLY=1``, e.g. on
     a read-only database user) writes nothing.
     """
-    from plughost.util.settings import GRAPH_READ_ONLY
+    from plughost.api.settings import GRAPH_READ_ONLY
 
     env = host.env
     if (env.get("CLAUDECODE") or "").strip() or not AUDIT_MCP.read(env):
@@ -291,7 +285,7 @@ def list_calls(host: Host, *, session: str | None = None, tool: str | None = Non
 
 
 def audit_tools(host: Host) -> list[Tool]:
-    from plughost.runtime.types import Tool
+    from plughost import Tool
 
     def tool_calls(**args: Any) -> Any:
         return list_calls(host, **args)

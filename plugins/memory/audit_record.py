@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from plughost.runtime.accounts import account_dir
+from plughost.api.accounts import account_dir
 
 RECORD = "audit-last.json"
 

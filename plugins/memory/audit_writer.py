@@ -27,13 +27,12 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from plughost.ports.graph import guarded_upsert_many
-from plughost.runtime.state import StateKey
-from plughost.util.log import log
+from plughost import StateKey, log
+from plughost.api.store import guarded_upsert_many
 
 if TYPE_CHECKING:  # pragma: no cover
+    from plughost import Host
     from plughost.plugins.memory.audit import Prepared
-    from plughost.runtime.host import Host
 
 MAX_QUEUED = 1024
 BATCH = 64

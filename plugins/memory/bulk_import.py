@@ -22,15 +22,12 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from plughost import Embedder, GraphStore, Guards, UserError, log
+from plughost.api.store import ImportSummary, JsonLines, check_line, line_id, line_text
+from plughost.api.util import Progress
 from plughost.plugins.memory import entities, indexed_form
 from plughost.plugins.memory.embed_text import embedding_text, is_vector_label
 from plughost.plugins.memory.reindex import reindex_contexts
-from plughost.ports.embedding import Embedder
-from plughost.ports.graph import GraphStore, Guards
-from plughost.ports.jsonl import ImportSummary, JsonLines, check_line, line_id, line_text
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.progress import Progress
 
 DEFAULT_BATCH = 500
 

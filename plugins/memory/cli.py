@@ -11,7 +11,7 @@ import argparse
 import importlib
 from typing import Any
 
-from plughost.runtime.types import CliCommand
+from plughost import CliCommand
 
 HELP = "memory graph: write, ingest, bulk import and reindex embeddings"
 

@@ -19,23 +19,14 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards, UserError, WriteDenied, log
+from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, session_conversation
+from plughost.api.util import read_time, redact_text
 from plughost.plugins.memory.audit import TOOL_CALL_LABEL
 from plughost.plugins.memory.transcript_tail import read_tail
-from plughost.ports.graph import (
-    CONVERSATION_LABEL,
-    Guards,
-    WriteDenied,
-    guarded_upsert_many,
-    session_conversation,
-)
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.redact import redact_text
-from plughost.util.times import read_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import Tool
+    from plughost import Host, Tool
 
 BRIEFING_LABEL = "Briefing"
 HAS_BRIEFING = "HAS_BRIEFING"
@@ -206,7 +197,7 @@ def session_compact(host: Host, *, conversationId: str | None = None, **briefing
 
 
 def compaction_tools(host: Host) -> list[Tool]:
-    from plughost.runtime.types import Tool
+    from plughost import Tool
 
     def compact(**args: Any) -> Any:
         return session_compact(host, **args)

@@ -29,32 +29,24 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost.plugins.memory import entities
-from plughost.plugins.memory.indexed_form import embedding_text as message_embedding_text
-from plughost.plugins.memory.indexed_form import indexed_message
-from plughost.ports.embedding import Embedder
-from plughost.ports.graph import (
+from plughost import Embedder, GraphStore, Guards, Node, Principal, UserError, WriteDenied, log
+from plughost.api.principals import resolve
+from plughost.api.store import (
     CHANNEL_MESSAGE_LABELS,
     CONVERSATION_LABEL,
     HAS_MESSAGE,
     MESSAGE_LABEL,
-    GraphStore,
-    Guards,
-    Node,
-    Principal,
-    WriteDenied,
     confined_view,
     conversation_node_id,
     guarded_upsert_many,
 )
-from plughost.ports.principal import resolve
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.times import parse_time
+from plughost.api.util import parse_time
+from plughost.plugins.memory import entities
+from plughost.plugins.memory.indexed_form import embedding_text as message_embedding_text
+from plughost.plugins.memory.indexed_form import indexed_message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import Tool
+    from plughost import Host, Tool
 
 RRF_K = 60
 DEFAULT_LIMIT = 10
@@ -303,7 +295,7 @@ def service(host: Host) -> Conversations:
 
 
 def conversation_tools(host: Host) -> list[Tool]:
-    from plughost.runtime.types import Tool
+    from plughost import Tool
 
     def conversation_search(**args: Any) -> Any:
         return service(host).search(**args)

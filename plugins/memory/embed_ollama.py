@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from plughost import log
 from plughost.plugins.memory.embed_settings import EmbedSettings, cap
-from plughost.util.log import log
 
 
 class EmbedError(RuntimeError):

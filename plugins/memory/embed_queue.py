@@ -18,18 +18,16 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from plughost import StateKey, log
+from plughost.api import serving
+from plughost.api.store import CONVERSATION_LABEL, MESSAGE_LABEL
 from plughost.plugins.memory import indexed_form
 from plughost.plugins.memory.embed_text import embedding_text
 from plughost.plugins.memory.serving import serving_account
 from plughost.plugins.memory.settings import EMBED_QUEUE, EMBED_QUEUE_POLL_S
-from plughost.ports.graph import CONVERSATION_LABEL, MESSAGE_LABEL
-from plughost.runtime import state
-from plughost.runtime.state import StateKey
-from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.ports.embedding import Embedder
-    from plughost.runtime.host import Host
+    from plughost import Embedder, Host
 
 LABELS = (MESSAGE_LABEL, CONVERSATION_LABEL)
 BATCH = 32
@@ -143,7 +141,7 @@ class EmbedQueue:
 
 def start(host: Host) -> None:
     """Under ``plughost serve`` for an account, with an embedder, not narrowed: start the thread."""
-    if STATE_KEY in host.state or state.RUNTIME not in host.state:
+    if STATE_KEY in host.state or serving.RUNTIME not in host.state:
         return
     if not EMBED_QUEUE.read(host.env):
         log("embed-queue", "op=off", reason="PLUGHOST_EMBED_QUEUE=0")
@@ -171,12 +169,12 @@ def messages_stored(host: Host, account_id: str, message_ids: Sequence[str]) -> 
     if queue is not None:
         queue.notify()
         return
-    if state.RUNTIME in host.state or not message_ids:
+    if serving.RUNTIME in host.state or not message_ids:
         return  # a server whose thread is off: `plughost memory reindex` backfills
     embedder = host.embedder()
     if embedder is None:
         return
-    from plughost.ports.graph import Guards
+    from plughost import Guards
 
     store = host.store()
     guards = Guards(account_id)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from plughost.util.errors import UserError
-from plughost.util.settings import EMBEDDER, Setting
+from plughost import Setting, UserError
+from plughost.api.settings import EMBEDDER
 
 DEFAULT_PROVIDER = "local"
 PROVIDERS = ("local", "ollama", "none")

@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from plughost.api.store import TEXT_PROPERTIES, VECTOR_LABELS
 from plughost.plugins.memory import indexed_form
-from plughost.ports.graph import TEXT_PROPERTIES, VECTOR_LABELS
 
 PROPS_TEXT_MAX_CHARS = 2000
 SKIPPED = frozenset({"accountId", "scope", "agents", "deletedAt", "createdAt", "updatedAt", "embedding",

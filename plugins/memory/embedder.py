@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from plughost import Embedder, FatalError, GraphStore, log
 from plughost.plugins.memory.embed_settings import EmbedSettings
-from plughost.ports.embedding import Embedder
-from plughost.ports.graph import GraphStore
-from plughost.util.errors import FatalError
-from plughost.util.log import log
 
 _warned: set[str] = set()
 NONE_EFFECT = "nodes are stored without embeddings; search is BM25-only"

@@ -36,22 +36,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plughost.ports.graph import (
+from plughost import CliCommand, GraphStore, Guards, Node, UserError, log
+from plughost.api.store import (
     CONVERSATION_LABEL,
     DERIVED_LABELS,
     HAS_MESSAGE,
     MESSAGE_LABEL,
     TEXT_PROPERTIES,
     VISITOR_SLICE_LABEL,
-    GraphStore,
-    Guards,
-    Node,
     require_admin,
     visitor_key,
 )
-from plughost.runtime.types import CliCommand
-from plughost.util.errors import UserError
-from plughost.util.log import log
 
 ATTACHED = frozenset({HAS_MESSAGE, "HAS_BRIEFING", "HAS_TOOL_CALL", "RAISED_DURING"})
 """Edges between a Conversation and what hangs from it (either direction)."""
@@ -273,10 +268,10 @@ def senders_of(found: dict[str, Node], request: Request) -> list[str]:
 def erase_outside(host: Any, account: str, request: Request, found: dict[str, Node], *,
                   dry_run: bool) -> tuple[dict[str, int], list[str]]:
     """Each plugin's files outside the store (``plughost_person_erased``): counts, and the plugins that failed."""
-    from plughost.runtime import hooktable
+    from plughost.api import hooks
 
     tally: Counter[str] = Counter()
-    errors = host.call_each(hooktable.PERSON_ERASED, account_id=account, senders=senders_of(found, request),
+    errors = host.call_each(hooks.PERSON_ERASED, account_id=account, senders=senders_of(found, request),
                             holds=request.holds, dry_run=dry_run, tally=tally)
     return dict(sorted((k, v) for k, v in tally.items())), sorted({e.plugin for e in errors})
 

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plughost.runtime.hookspecs import hookimpl
+from plughost import hookimpl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.ports.embedding import Embedder
-    from plughost.ports.graph import Guards
-    from plughost.ports.principal import Principal
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import CliCommand, CollectionSource, Gate, RetrievalBoost, Tool
-    from plughost.util.settings import Setting
+    from plughost import (
+        CliCommand,
+        CollectionSource,
+        Embedder,
+        Gate,
+        Guards,
+        Host,
+        Principal,
+        RetrievalBoost,
+        Setting,
+        Tool,
+    )
 
 
 @hookimpl

@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from plughost import Guards
+from plughost.api.store import MESSAGE_LABEL
+from plughost.api.util import read_time
 from plughost.plugins.memory.settings import MESSAGE_CONTEXT_TURNS, MESSAGE_EMBED
-from plughost.ports.graph import MESSAGE_LABEL, Guards
-from plughost.util.times import read_time
 
 CONTEXT_PROPERTY = "searchContext"
 EMBED_MODES = MESSAGE_EMBED.choices

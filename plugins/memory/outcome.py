@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from plughost.util.errors import AccountMismatch, PlughostError, UserError
-from plughost.util.log import log
+from plughost import AccountMismatch, PlughostError, UserError, log
 
 REASONS = (
     "invalid-input", "schema-unknown-label", "schema-property-naming", "account-isolation",
@@ -47,13 +46,13 @@ class Call:
 
     @property
     def account(self) -> str | None:
-        from plughost.ports.principal import resolve
+        from plughost.api.principals import resolve
 
         return resolve(self.env).account
 
     @property
     def session(self) -> str | None:
-        from plughost.ports.principal import resolve
+        from plughost.api.principals import resolve
 
         p = resolve(self.env)
         return p.session_node or p.session

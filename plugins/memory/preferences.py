@@ -26,16 +26,13 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from plughost import Embedder, GraphStore, Guards, Principal, StateKey, Tool, log
+from plughost.api.principals import resolve
+from plughost.api.store import can_change, guarded_upsert_many
 from plughost.plugins.memory.outcome import Call, WriteRejected, run_with_outcome
-from plughost.ports.embedding import Embedder
-from plughost.ports.graph import GraphStore, Guards, Principal, can_change, guarded_upsert_many
-from plughost.ports.principal import resolve
-from plughost.runtime.state import StateKey
-from plughost.runtime.types import Tool
-from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 SAME_SUBJECT_COSINE = 0.85
 ACTIVE_FLOOR = 0.4
@@ -240,7 +237,7 @@ def preference_tools(host: Host) -> list[Tool]:
         try:
             return service(host).read(**args)
         except WriteRejected as exc:
-            from plughost.util.errors import UserError
+            from plughost import UserError
 
             raise UserError(f"profile-read: {exc.detail}") from None
 

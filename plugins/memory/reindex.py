@@ -14,13 +14,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from plughost import Embedder, GraphStore, Guards, UserError, log
+from plughost.api.store import MESSAGE_LABEL
+from plughost.api.util import Progress
 from plughost.plugins.memory import indexed_form
 from plughost.plugins.memory.embed_text import embedding_text
-from plughost.ports.embedding import Embedder
-from plughost.ports.graph import MESSAGE_LABEL, GraphStore, Guards
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.progress import Progress
 
 DEFAULT_BATCH = 32
 

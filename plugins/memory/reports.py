@@ -14,17 +14,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost.ports.embedding import Embedder
-from plughost.ports.graph import GraphStore, Guards, Principal, WriteDenied, guarded_upsert_many
-from plughost.ports.principal import resolve
-from plughost.runtime.state import StateKey
-from plughost.runtime.types import Tool
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.times import parse_time
+from plughost import Embedder, GraphStore, Guards, Principal, StateKey, Tool, UserError, WriteDenied, log
+from plughost.api.principals import resolve
+from plughost.api.store import guarded_upsert_many
+from plughost.api.util import parse_time
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 BODY_MAX = 10_000
 TITLE_MAX = 300
@@ -111,7 +107,7 @@ class Reports:
             return {**_metadata(existing), "idempotent": True}
         # Admin processes write admin reports; a narrowed one writes into its own first scope.
         scope = "admin" if guards.allowed_scopes is None else (guards.allowed_scopes or (None,))[0]
-        from plughost.util.redact import redact_text
+        from plughost.api.util import redact_text
 
         title, body = redact_text(title), redact_text(body)  # agent-written, like a briefing: no secret kept
         props: dict[str, Any] = {"title": title, "body": body, "keywords": tags, "occurredAt": when}
@@ -272,6 +268,6 @@ def run_cli(args: Any, host: Host) -> int:
 
 
 def report_commands() -> list[Any]:
-    from plughost.runtime.types import CliCommand
+    from plughost import CliCommand
 
     return [CliCommand("report", REPORT_HELP, configure_cli, run_cli)]

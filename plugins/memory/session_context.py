@@ -21,13 +21,11 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards, UserError, log
 from plughost.plugins.memory.audit_record import last_run, parse
-from plughost.ports.graph import Guards
-from plughost.util.errors import UserError
-from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 SOURCES = ("startup", "resume")
 OPEN = ("running", "blocked")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from plughost.util.settings import Setting, declared
+from plughost import Setting
+from plughost.api.settings import declared
 
 # ---------------------------------------------------------------------- memory-search stages
 SEARCH_EXPANSION: Setting[bool] = Setting(

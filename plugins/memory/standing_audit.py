@@ -36,18 +36,17 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from plughost import StateKey, log
+from plughost.api import serving
+from plughost.api.serving import leases
+from plughost.api.util import write_atomic
 from plughost.plugins.memory.audit_record import iso as _iso
 from plughost.plugins.memory.audit_record import last_run, parse, record_path
 from plughost.plugins.memory.serving import serving_account
 from plughost.plugins.memory.settings import AUDIT_EMBED_LIMIT, AUDIT_PERIOD
-from plughost.runtime import state
-from plughost.runtime.leases import leases
-from plughost.runtime.state import StateKey
-from plughost.util.jsonio import write_atomic
-from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 STATE_KEY: StateKey[StandingAudit] = StateKey("memory.standing-audit")
 
@@ -197,7 +196,7 @@ class StandingAudit:
 
 def start(host: Host) -> None:
     """Under ``plughost serve`` for an account, not narrowed, with a period: start the thread."""
-    if STATE_KEY in host.state or state.RUNTIME not in host.state:
+    if STATE_KEY in host.state or serving.RUNTIME not in host.state:
         return  # one-shot commands and stdio MCP servers never run it
     period = AUDIT_PERIOD.read(host.env)
     if period <= 0:

@@ -19,15 +19,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards, UserError, WriteDenied, log
+from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many
+from plughost.api.util import redact_schema, redact_text, redact_value
 from plughost.plugins.memory.audit import clip
-from plughost.ports.graph import CONVERSATION_LABEL, Guards, WriteDenied, guarded_upsert_many
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.redact import redact_schema, redact_text, redact_value
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import Tool
+    from plughost import Host, Tool
 
 TASK_LABEL = "Task"
 RAISED_DURING = "RAISED_DURING"
@@ -142,7 +140,7 @@ class Tasks:
 
 
 def task_tools(host: Host) -> list[Tool]:
-    from plughost.runtime.types import Tool
+    from plughost import Tool
 
     def work_create(**args: Any) -> Any:
         return Tasks(host).create(**args)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from plughost import StateKey, Tool
 from plughost.plugins.memory.outcome import Call, WriteRejected, run_with_outcome
-from plughost.runtime.state import StateKey
-from plughost.runtime.types import Tool
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 WRITER: StateKey[Any] = StateKey("memory.writer")
 

@@ -22,18 +22,11 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost.ports.graph import (
-    MESSAGE_LABEL,
-    USER_SCOPE,
-    VISITOR_SLICE_LABEL,
-    GraphStore,
-    Guards,
-    Node,
-)
-from plughost.util.log import log
+from plughost import GraphStore, Guards, Node, log
+from plughost.api.store import MESSAGE_LABEL, USER_SCOPE, VISITOR_SLICE_LABEL
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 SCAN = 10_000
 MAX_SENTENCES = 6

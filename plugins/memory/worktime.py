@@ -24,14 +24,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost.ports.graph import GraphStore, Guards, WriteDenied, guarded_upsert_many
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.util.redact import redact_text
+from plughost import GraphStore, Guards, UserError, WriteDenied, log
+from plughost.api.store import guarded_upsert_many
+from plughost.api.util import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import Tool
+    from plughost import Host, Tool
 
 TASK_LABEL = "Task"
 ENTRY_LABEL = "TimeEntry"
@@ -228,7 +226,7 @@ def census(store: GraphStore, account_id: str) -> dict[str, Any]:
 
 
 def worktime_tools(host: Host) -> list[Tool]:
-    from plughost.runtime.types import Tool
+    from plughost import Tool
 
     def start(**args: Any) -> Any:
         return WorkTime(host).start(**args)

@@ -15,23 +15,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from plughost import Embedder, GraphStore, Guards, Principal, log
+from plughost.api.principals import resolve
+from plughost.api.store import (
+    FULLTEXT_EXTRA_LABELS,
+    LONE_SURROGATE,
+    RESERVED_PROPERTIES,
+    VECTOR_LABELS,
+    guarded_upsert_many,
+)
 from plughost.plugins.memory import entities, sectioniser
 from plughost.plugins.memory.embed_text import embedding_text, is_vector_label
 from plughost.plugins.memory.indexed_form import chunk_context
 from plughost.plugins.memory.outcome import Call, WriteRejected
-from plughost.ports.embedding import Embedder
-from plughost.ports.graph import (
-    FULLTEXT_EXTRA_LABELS,
-    RESERVED_PROPERTIES,
-    VECTOR_LABELS,
-    GraphStore,
-    Guards,
-    Principal,
-    guarded_upsert_many,
-)
-from plughost.ports.principal import resolve
-from plughost.util.jsonparse import LONE_SURROGATE
-from plughost.util.log import log
 
 EXTRA_LABELS = ("Project", "Note", "Topic", "Tag", "Attachment", "Document", "Skill", "Offer")
 PROVENANCE_LABELS = ("Person", "UserProfile", "AdminUser", "Organization", "LocalBusiness")

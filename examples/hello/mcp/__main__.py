@@ -1,6 +1,6 @@
 """The hello plugin's MCP server over stdio (what the generated plugin.json starts)."""
 
-from plughost.mcp.server import run_plugin_server
+from plughost import run_plugin_server
 
 if __name__ == "__main__":
     run_plugin_server("hello")

@@ -29,14 +29,12 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import anyio
 
+from plughost import Route, UserError, log
+from plughost.api import hooks
+from plughost.api.http import int_param, read_body
+from plughost.api.store import CHANNEL_MESSAGE_LABELS, conversation_node_id
 from plughost.plugins.admin import sessions
 from plughost.plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
-from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, conversation_node_id
-from plughost.runtime import hooktable
-from plughost.runtime.types import Route
-from plughost.util.errors import UserError
-from plughost.util.log import log
-from plughost.web.http import int_param, read_body
 
 HERE = Path(__file__).parent
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -294,7 +292,7 @@ class Console:
         return out, len(rows) > PAGE_SIZE
 
     def search(self, query: str, page: int) -> tuple[list[dict[str, Any]], bool]:
-        """memory-search (``plughost_memory_search``) as the owner and as a public visitor, one page each."""
+        """memory-search (``host.memory_search``) as the owner and as a public visitor, one page each."""
         owner = self.host.principal
         views = []
         more = False
@@ -302,15 +300,14 @@ class Console:
                 ("As the owner", "Everything the account's memory holds for this text.", owner),
                 ("As a public visitor would see it", "Only what a visitor's turn may read: the public scope, "
                  "no one else's conversation.", owner.visitor())):
-            hits = self.host.first(hooktable.MEMORY_SEARCH, query=query, principal=principal,
-                                   limit=SEARCH_PAGE * page + 1) or []
+            hits = self.host.memory_search(query, principal, limit=SEARCH_PAGE * page + 1)
             more = more or len(hits) > SEARCH_PAGE * page
             chosen = hits[(page - 1) * SEARCH_PAGE:page * SEARCH_PAGE]
             views.append({"title": title, "intro": intro, "hits": [
-                {"text": str(h["properties"].get("text") or h["properties"].get("name")
-                             or h["properties"].get("title") or h["id"])[:300],
-                 "label": ",".join(h["labels"]), "scope": str(h["properties"].get("scope") or ""),
-                 "score": round(float(h["score"]), 4)} for h in chosen]})
+                {"text": str(h.properties.get("text") or h.properties.get("name")
+                             or h.properties.get("title") or h.id)[:300],
+                 "label": ",".join(h.labels), "scope": str(h.properties.get("scope") or ""),
+                 "score": round(h.score, 4)} for h in chosen]})
         return views, more
 
     def log_lines(self, page: int) -> tuple[list[str], bool]:
@@ -362,13 +359,13 @@ class Console:
         rows = [row, {"id": conv, "labels": ["Conversation"], "properties": conv_props,
                       "edges": [{"type": "HAS_MESSAGE", "to": m} for m in linked]}]
         self.store().upsert_many(rows, account_id=account)
-        self.host.call_each(hooktable.MESSAGES_STORED, account_id=account, message_ids=[rid])
+        self.host.call_each(hooks.MESSAGES_STORED, account_id=account, message_ids=[rid])
         return rid, conv, target
 
     async def reply(self, channel: str, sender: str, text: str) -> dict[str, Any]:
         """Store the owner's reply and send it through the channel's adapter."""
         rid, _conv, target = await asyncio.to_thread(self._record, channel, sender, text)
-        send = next((a.send for a in self.host.collect(hooktable.CHANNEL_ADAPTERS).items() if a.name == channel), None)
+        send = next((a.send for a in self.host.collect(hooks.CHANNEL_ADAPTERS).items() if a.name == channel), None)
         msg = SimpleNamespace(channel=channel, sender=sender, target=target or {"session": sender}, text="",
                               platform_id=f"owner:{rid}", reply=None, phone=None, name=None)
         if send is None:
@@ -397,8 +394,7 @@ class Console:
 
     def doctor(self) -> dict[str, Any] | None:
         """Run ``plughost doctor`` on the install this server was started from and record it; None when one runs."""
-        from plughost.payload import doctor
-        from plughost.payload.registration import config_dir_source
+        from plughost.api.payload import config_dir_source, doctor
 
         if not DOCTOR_LOCK.acquire(blocking=False):
             return None
@@ -420,7 +416,7 @@ class Console:
         import io
         import tempfile
 
-        command = next((c for c in self.host.collect(hooktable.CLI_COMMANDS).items() if c.name == name), None)
+        command = next((c for c in self.host.collect(hooks.CLI_COMMANDS).items() if c.name == name), None)
         if command is None:
             raise UserError(f"no plugin serves `plughost {name}`")
         parser = argparse.ArgumentParser(prog=f"plughost {name}", exit_on_error=False)
@@ -436,12 +432,10 @@ class Console:
         return buffer.getvalue()
 
     def task_tool(self, name: str, args: dict[str, Any]) -> Any:
-        from plughost.runtime.tooltable import call_tool
-
-        owners = [c.plugin for c in self.host.collect(hooktable.TOOLS) if c.item.name == name]
+        owners = [c.plugin for c in self.host.collect(hooks.TOOLS) if c.item.name == name]
         if not owners:
             raise UserError(f"no plugin serves {name}")
-        return call_tool(self.host, owners[0], name, args)
+        return self.host.call_tool(owners[0], name, args)
 
 
 def make_routes(host: Any, login: PinLogin) -> list[Route]:
@@ -674,7 +668,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                               views=views, page=page, more=more and page < SEARCH_MAX_PAGE)
 
     async def health_page(request: Any, session: Any, csrf: str) -> Any:
-        from plughost.payload import doctor
+        from plughost.api.payload import doctor
         from plughost.plugins.admin import health
 
         notice = {"busy": "A doctor run is already in progress; its report shows here when it ends.",

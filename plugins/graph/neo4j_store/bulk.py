@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards, log
+from plughost.api.store import OWNER_SCOPE
 from plughost.plugins.graph.common import Prepared, check_name, iso, keywords_of
 from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL
 from plughost.plugins.graph.neo4j_store.writes import clean_props, write_batch, write_edges, write_nodes
-from plughost.ports.graph import OWNER_SCOPE, Guards
-from plughost.util.log import log
 
 if TYPE_CHECKING:
     from plughost.plugins.graph.neo4j_store.store import Neo4jStore

@@ -9,8 +9,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from plughost.util.errors import StoreUnavailable, UserError
-from plughost.util.log import log
+from plughost import StoreUnavailable, UserError, log
 
 URI_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 MAX_RETRY_S = 5.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from plughost.ports.lease import Lease
+from plughost.api.serving import Lease
 
 # The SET of ``l.lockedAt`` write-locks the node before its owner and expiry are read, so two
 # transactions racing for one lease are serialised and exactly one of them sees it free.

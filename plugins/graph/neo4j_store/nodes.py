@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from plughost import Hit, Node
 from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL
-from plughost.ports.graph import Hit, Node
 
 
 def node_of(record: Any) -> Node:

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from plughost import Guards
 from plughost.plugins.graph.common import check_labels, check_name
-from plughost.ports.graph import Guards
 
 BASE_LABEL = "GraphNode"
 FULLTEXT_INDEX = "entity_search"

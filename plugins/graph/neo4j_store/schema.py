@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plughost import log
 from plughost.plugins.graph.neo4j_store.queries import FULLTEXT_INDEX, Q_CONSTRAINT_NAMES, Q_INDEX_NAMES
-from plughost.util.log import log
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema.cypher"
 LEGACY_CONSTRAINT = "graph_node_id"

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards, Hit, UserError, log
+from plughost.api.store import VECTOR_LABELS
 from plughost.plugins.graph.common import check_embedding, check_labels, guards_ok
 from plughost.plugins.graph.neo4j_store.nodes import cosine_hits, node_of
 from plughost.plugins.graph.neo4j_store.queries import (
@@ -41,9 +43,6 @@ from plughost.plugins.graph.neo4j_store.queries import (
     where_cypher,
     within_cypher,
 )
-from plughost.ports.graph import VECTOR_LABELS, Guards, Hit
-from plughost.util.errors import UserError
-from plughost.util.log import log
 
 OVERFETCH = 1
 """Vector candidates asked of each index at first = max(k * OVERFETCH, MIN_FETCH): the global top

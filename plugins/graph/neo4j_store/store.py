@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from plughost import Guards, Neighbor, Node, UserError, WriteDenied
+from plughost.api.store import VECTOR_LABELS, edge_denied, edge_guards
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -77,8 +79,6 @@ from plughost.plugins.graph.neo4j_store.queries import (
 from plughost.plugins.graph.neo4j_store.search import Search
 from plughost.plugins.graph.neo4j_store.writes import write_batch, write_edges, write_nodes
 from plughost.plugins.graph.settings import VECTOR_THREADS
-from plughost.ports.graph import VECTOR_LABELS, Guards, Neighbor, Node, WriteDenied, edge_denied, edge_guards
-from plughost.util.errors import UserError
 
 
 class Neo4jStore(StoreEnv, Search, Neo4jLeases):
@@ -283,7 +283,7 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         """Hard-delete these nodes of the account now (an erase request), whatever their state:
         ``DETACH DELETE`` in one write transaction per 1,000, so the full-text and vector indexes
         forget them; surviving targets' ``backlinkCount`` follows."""
-        from plughost.ports.graph import TEXT_PROPERTIES
+        from plughost.api.store import TEXT_PROPERTIES
 
         check_account(self.account_id, account_id)
         ids = list(dict.fromkeys(str(i) for i in node_ids))

@@ -9,6 +9,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from plughost import Guards, WriteDenied
+from plughost.api.store import can_change, check_write, write_defaults
 from plughost.plugins.graph.common import Prepared, iso, keywords_of, new_id
 from plughost.plugins.graph.neo4j_store.queries import (
     Q_REINGEST,
@@ -18,7 +20,6 @@ from plughost.plugins.graph.neo4j_store.queries import (
     q_edges,
     q_upsert,
 )
-from plughost.ports.graph import Guards, WriteDenied, can_change, check_write, write_defaults
 
 _ARRAY_ITEMS = frozenset({str, int, float, bool})
 

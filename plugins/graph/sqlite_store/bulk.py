@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards
+from plughost.api.store import OWNER_SCOPE
 from plughost.plugins.graph.common import Prepared
 from plughost.plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edge_batch, merge_edges
 from plughost.plugins.graph.staging import FINAL_BATCH, KEY_BITS
-from plughost.ports.graph import OWNER_SCOPE, Guards
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.plugins.graph.sqlite_store.store import SqliteStore

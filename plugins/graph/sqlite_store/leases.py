@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from plughost.ports.lease import Lease
+from plughost.api.serving import Lease
 
 CREATE = ("CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, owner TEXT NOT NULL, "
           "expires_ms INTEGER NOT NULL)")

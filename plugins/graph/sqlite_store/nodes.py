@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from plughost import Node
 from plughost.plugins.graph.common import iso
-from plughost.ports.graph import Node
 
 
 @lru_cache(maxsize=4096)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from plughost.util.errors import UserError
+from plughost import UserError
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema.sql"
 SCHEMA_VERSION = 7

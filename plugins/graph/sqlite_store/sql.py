@@ -8,8 +8,8 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from plughost import Guards
 from plughost.plugins.graph.common import check_labels, check_name, text_of
-from plughost.ports.graph import Guards
 
 BUSY_TIMEOUT_S = 15.0
 BACKLINK_COUNT = "(SELECT count(*) FROM edges b WHERE b.target = n.rid)"

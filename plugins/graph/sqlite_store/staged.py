@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from plughost import Guards, UserError
+from plughost.api.store import check_write, write_defaults
 from plughost.plugins.graph.common import (
     Prepared,
     check_embedding,
@@ -36,8 +38,6 @@ from plughost.plugins.graph.common import (
 )
 from plughost.plugins.graph.sqlite_store import writes
 from plughost.plugins.graph.sqlite_store.sql import chunks, marks
-from plughost.ports.graph import Guards, check_write, write_defaults
-from plughost.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.plugins.graph.sqlite_store.store import SqliteStore

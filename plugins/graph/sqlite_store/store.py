@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from plughost import Guards, Hit, Neighbor, Node, UserError, WriteDenied
+from plughost.api.store import VECTOR_LABELS, can_change, edge_denied, edge_guards
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -71,18 +73,6 @@ from plughost.plugins.graph.sqlite_store.vectors import (
     blas_one_thread,
     vector_threads,
 )
-from plughost.ports.graph import (
-    VECTOR_LABELS,
-    Guards,
-    Hit,
-    Neighbor,
-    Node,
-    WriteDenied,
-    can_change,
-    edge_denied,
-    edge_guards,
-)
-from plughost.util.errors import UserError
 
 
 class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
@@ -593,7 +583,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
                         conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
                 busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                 if busy and busy[0]:  # a reader held the WAL past the busy timeout: its old frames may stay
-                    from plughost.util.log import log
+                    from plughost import log
 
                     log("graph-store", "warn", reason="wal-checkpoint-busy", op="delete-nodes",
                         detail="another connection kept reading: the WAL may hold the deleted text until the next "

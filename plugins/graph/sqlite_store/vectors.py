@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from plughost import Guards, Hit, Node
 from plughost.plugins.graph.common import check_embedding, guards_ok, vector_threads  # noqa: F401 (re-exported)
 from plughost.plugins.graph.sqlite_store.nodes import LazyNode
 from plughost.plugins.graph.sqlite_store.sql import (
@@ -28,7 +29,6 @@ from plughost.plugins.graph.sqlite_store.sql import (
     where_sql,
     within_sql,
 )
-from plughost.ports.graph import Guards, Hit, Node
 
 VECTOR_SPLIT_ROWS = 16384
 """Matrices at least this tall are scored in slices on parallel threads (numpy releases the GIL in

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from plughost import Guards
+from plughost.api.store import check_write, write_defaults
 from plughost.plugins.graph.common import Prepared, keywords_of, labels_json, text_of, to_json
 from plughost.plugins.graph.sqlite_store.sql import chunks, marks, unindex_text
-from plughost.ports.graph import Guards, check_write, write_defaults
 
 Stored = tuple[int, str, str, str]
 """A stored node as the merge reads it: ``(rid, account_id, labels JSON, properties JSON)``."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from plughost.runtime.types import CollectionSource
+from plughost import CollectionSource
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plughost.util.errors import UserError
+from plughost import UserError
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 SCOPE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from plughost import log
 from plughost.plugins.memory.collections import registry
 from plughost.plugins.memory.collections.running import sync_lock
 from plughost.plugins.memory.collections.state import State
-from plughost.util.log import log
 
 
 def remove(host: Any, account_id: str, name: str) -> int:

@@ -5,22 +5,20 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from plughost import UserError, log
+from plughost.api import hooks
+from plughost.api.store import require_admin
 from plughost.plugins.memory.collections import registry
 from plughost.plugins.memory.collections.sync import SyncStats, sync
-from plughost.ports.graph import require_admin
-from plughost.runtime import hooktable
-from plughost.util.errors import UserError
-from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import CollectionSource
+    from plughost import CollectionSource, Host
 
 
 def sources(host: Host) -> dict[str, CollectionSource]:
-    return {c.item.name: c.item for c in host.collect(hooktable.COLLECTION_SOURCES)}
+    return {c.item.name: c.item for c in host.collect(hooks.COLLECTION_SOURCES)}
 
 
 def source(host: Host, name: str) -> CollectionSource:

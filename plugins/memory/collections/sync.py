@@ -35,18 +35,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from plughost import Guards, UserError, log
+from plughost.api.util import gc_paused
 from plughost.plugins.memory import sectioniser
 from plughost.plugins.memory.collections.registry import Collection, state_path
 from plughost.plugins.memory.collections.state import NoteState, State
 from plughost.plugins.memory.embed_text import embedding_text
 from plughost.plugins.memory.settings import COLLECTIONS_REHASH, COLLECTIONS_WORKERS
-from plughost.ports.graph import Guards
-from plughost.util.errors import UserError
-from plughost.util.gcpause import gc_paused
-from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.types import CollectionSource
+    from plughost import CollectionSource
 
 JUNK_DIRS = frozenset({
     "node_modules", "__pycache__", "venv", "build", "dist", "out", "target", "_site", "site-packages",

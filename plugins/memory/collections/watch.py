@@ -21,15 +21,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost.runtime import state
-from plughost.runtime.state import StateKey
-from plughost.util.log import log
+from plughost import StateKey, log
+from plughost.api import serving
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
+    from plughost import Host
     from plughost.plugins.memory.collections.registry import Collection
-    from plughost.runtime.host import Host
 
 STATE_KEY: StateKey[Any] = StateKey("memory.collection-watcher")
 DEBOUNCE_MS = 400
@@ -169,7 +168,7 @@ def start(host: Host) -> None:
         return
     principal = host.principal
     account = principal.account
-    if not account or (state.RUNTIME not in host.state and wanted is not True):
+    if not account or (serving.RUNTIME not in host.state and wanted is not True):
         return
     if not principal.is_admin:
         log("collections", "op=watch-off", reason="narrowed-process")

@@ -10,9 +10,9 @@ import argparse
 import json
 from typing import Any
 
+from plughost import GraphStore, Guards, log
+from plughost.api.store import VECTOR_LABELS
 from plughost.plugins.memory.commands.common import account
-from plughost.ports.graph import VECTOR_LABELS, GraphStore, Guards
-from plughost.util.log import log
 
 HELP = ("count nodes without embeddings or without a scope per label, orphaned Sections/Chunks, stored vs "
         "injected active rules, tasks whose logged time drifted; --fix-scope stamps the unscoped ones")
@@ -37,9 +37,9 @@ def _unscoped(store: Any, acct: str) -> dict[str, Any] | None:
 
 def fix_scope(host: Any, scope: str) -> int:
     """Stamp ``scope`` on every unscoped node of the account; returns how many (logged)."""
+    from plughost import UserError
+    from plughost.api.store import require_admin
     from plughost.plugins.memory.collections.registry import SCOPE
-    from plughost.ports.graph import require_admin
-    from plughost.util.errors import UserError
 
     acct = account(host, "the id of the account whose memory to audit")
     require_admin(host.principal, "memory audit --fix-scope")  # it rewrites nodes of every scope's reach

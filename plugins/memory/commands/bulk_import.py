@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plughost import UserError
 from plughost.plugins.memory.commands.common import account
-from plughost.util.errors import UserError
 
 HELP = "import nodes from a JSON-lines file (graph import format), embedding as it goes"
 
@@ -20,9 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    from plughost.api.store import require_admin
     from plughost.plugins.memory.bulk_import import import_jsonl
     from plughost.plugins.memory.embedder import check_dimensions
-    from plughost.ports.graph import require_admin
 
     acct = account(host)
     require_admin(host.principal, "memory import")  # it writes rows without per-row guards

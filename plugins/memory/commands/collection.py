@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from plughost import UserError
 from plughost.plugins.memory.commands.common import account, print_json
-from plughost.util.errors import UserError
 
 HELP = "folder collections: register a notes folder, sync it incrementally, list them"
 
@@ -57,8 +57,8 @@ def _print_stats(name: str, stats: Any, coll: Any = None) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    from plughost.api.store import can_change, require_admin
     from plughost.plugins.memory.collections import registry, service
-    from plughost.ports.graph import can_change, require_admin
 
     acct = account(host)
     action = args.collection_action

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plughost.util.errors import UserError
-from plughost.util.jsonparse import BadLine, parse_line
+from plughost import UserError
+from plughost.api.store import BadLine, parse_line
 
 
 def account(host: Any, needs: str = "the id of the account to write to") -> str:

@@ -25,9 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    from plughost import Guards, UserError
+    from plughost.api.store import require_admin
     from plughost.plugins.memory.surfacing import recall
-    from plughost.ports.graph import Guards, require_admin
-    from plughost.util.errors import UserError
 
     if args.action == "list":
         if args.ids:

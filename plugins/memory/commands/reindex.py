@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from plughost import UserError
 from plughost.plugins.memory.commands.common import account
-from plughost.util.errors import UserError
 
 HELP = "embed every node of ACCOUNT_ID that has no embedding yet (skip-and-continue)"
 
@@ -26,9 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    from plughost.api.store import require_admin
     from plughost.plugins.memory.embedder import check_dimensions
     from plughost.plugins.memory.reindex import backfill_chunk_summaries, reindex, reindex_contexts
-    from plughost.ports.graph import require_admin
 
     acct = account(host)
     # every form reads (and rewrites) every node of the account, seen or not, as memory-reindex does

@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _integer(text: str | None, option: str) -> int | None:
-    from plughost.util.errors import UserError
+    from plughost import UserError
 
     if text is None:
         return None
@@ -36,8 +36,8 @@ def _integer(text: str | None, option: str) -> int | None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
+    from plughost import UserError
     from plughost.plugins.memory.worktime import WorkTime
-    from plughost.util.errors import UserError
 
     account(host, "the id of the account whose tasks to log time on")
     if args.action != "adjust" and (args.seconds, args.delta, args.reason) != (None, None, None):

@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from plughost import GraphStore, Guards, Node, log
+from plughost.api.store import write_defaults
+from plughost.api.util import read_time
 from plughost.plugins.memory import indexed_form
 from plughost.plugins.memory.entities.extract import SINGLE_VALUED, Extraction, extract, known_keys, normalise
 from plughost.plugins.memory.settings import MEMORY_ENTITIES
-from plughost.ports.graph import GraphStore, Guards, Node, write_defaults
-from plughost.util.log import log
-from plughost.util.times import read_time
 
 ENTITY_LABEL = "Entity"
 FACT_LABEL = "Fact"

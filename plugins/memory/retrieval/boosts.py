@@ -11,9 +11,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from plughost import RetrievalBoost, log
 from plughost.plugins.memory.retrieval.rows import Row
-from plughost.runtime.types import RetrievalBoost
-from plughost.util.log import log
 
 COMPILED_TRUTH_BUMP = 0.15
 BACKLINK_FLOOR = 0.05

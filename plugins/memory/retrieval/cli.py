@@ -10,11 +10,11 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from plughost.api import settings
 from plughost.plugins.memory.retrieval.route import RETRIEVAL_CLASSES
-from plughost.util import config
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 HELP = "search memory (hybrid vector + BM25, docs/retrieval.md)"
 
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace, host: Host) -> int:
     from plughost.plugins.memory.retrieval.service import run_search
 
     principal = host.principal.for_account(args.account) if args.account else host.principal
-    request = SearchRequest(args.query, args.limit, config.csv_list(args.labels), config.csv_list(args.fields),
+    request = SearchRequest(args.query, args.limit, settings.csv_list(args.labels), settings.csv_list(args.fields),
                             args.expand_hops, args.retrieval_class)
     outcome = run_search(host, request, principal=principal)
     if args.json:

@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from plughost.api.util import read_time
 from plughost.plugins.memory.indexed_form import is_message
 from plughost.plugins.memory.retrieval.rows import Row
-from plughost.util.times import read_time
 
 TIME_KEYS = ("sentAt", "receivedAt", "createdAt", "timestamp", "updatedAt")
 DATED = re.compile(

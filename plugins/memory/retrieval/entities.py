@@ -20,10 +20,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from plughost import GraphStore, Guards, Hit, Node
+from plughost.api.store import MESSAGE_LABEL
 from plughost.plugins.memory.entities.extract import extract
 from plughost.plugins.memory.entities.graph import DERIVED_LABELS, ENTITY_LABEL, MENTIONS
 from plughost.plugins.memory.retrieval.fuse import RankedList
-from plughost.ports.graph import MESSAGE_LABEL, GraphStore, Guards, Hit, Node
 
 MAX_KEYS = 8
 ENTITIES_PER_KEY = 50

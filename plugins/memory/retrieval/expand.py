@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from plughost.util.log import log
+from plughost import log
 
 MAX_EXPANSIONS = 5
 MIN_EXPANSIONS = 3

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from plughost import Setting
 from plughost.plugins.memory import settings as s
 from plughost.plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
 from plughost.plugins.memory.retrieval.rank import RERANK_DEPTH
-from plughost.util.settings import Setting
 
 DEFAULT_CANDIDATES = 50
 """Hits fetched per path and per query before fusion in the baseline (docs/retrieval.md#baseline) (never fewer than the requested limit)."""

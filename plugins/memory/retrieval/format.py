@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from plughost import Neighbor
 from plughost.plugins.memory.retrieval.rows import HIDDEN_PROPERTIES, Row
-from plughost.ports.graph import Neighbor
 
 OUTPUT_BUDGET = 80_000
 SEPARATOR = "\n---\n"

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from plughost import Hit
 from plughost.plugins.memory.retrieval.rows import Row
 from plughost.plugins.memory.retrieval.scores import min_max
-from plughost.ports.graph import Hit
 
 VECTOR_WEIGHT = 0.7
 BM25_WEIGHT = 0.3

@@ -13,10 +13,9 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+from plughost import GraphStore, Guards, UserError
+from plughost.api.accounts import read_account_json
 from plughost.plugins.memory.retrieval.fuse import RankedList
-from plughost.ports.graph import GraphStore, Guards
-from plughost.runtime.accounts import read_account_json
-from plughost.util.errors import UserError
 
 MAX_KEYWORDS = 5
 

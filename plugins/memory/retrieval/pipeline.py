@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from plughost import Embedder, GraphStore, Guards, Hit, Node, RetrievalBoost, UserError, log
 from plughost.plugins.memory.entities.graph import DERIVED_LABELS
 from plughost.plugins.memory.retrieval import boosts as boost_stage
 from plughost.plugins.memory.retrieval import classify as classify_stage
@@ -28,11 +29,6 @@ from plughost.plugins.memory.retrieval.keyterms import strip_stop_words
 from plughost.plugins.memory.retrieval.keywords import keyword_lists
 from plughost.plugins.memory.retrieval.project import project
 from plughost.plugins.memory.retrieval.rows import Row
-from plughost.ports.embedding import Embedder
-from plughost.ports.graph import GraphStore, Guards, Hit, Node
-from plughost.runtime.types import RetrievalBoost
-from plughost.util.errors import UserError
-from plughost.util.log import log
 
 EXPAND_LIMIT = 20
 MAX_LIMIT = 100

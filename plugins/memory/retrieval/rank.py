@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from plughost import log
 from plughost.plugins.memory.retrieval.dedup import by_score
 from plughost.plugins.memory.retrieval.rows import Row
-from plughost.util.log import log
 
 Reranker = Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plughost.ports.graph import Neighbor, Node
+from plughost import Neighbor, Node
 
 HIDDEN_PROPERTIES = frozenset({"embedding", "accountId", "searchContext"})
 """Never shown to the agent (docs/retrieval.md#format; ``searchContext`` is derived from the neighbouring turns)."""

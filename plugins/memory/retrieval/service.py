@@ -8,15 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from plughost import Principal
+from plughost.api import hooks
+from plughost.api.principals import resolve
 from plughost.plugins.memory.conversations import Conversations
 from plughost.plugins.memory.retrieval.flags import SearchFlags
 from plughost.plugins.memory.retrieval.keywords import agent_keywords
 from plughost.plugins.memory.retrieval.pipeline import SearchOutcome, SearchRequest, search
-from plughost.ports.principal import Principal, resolve
-from plughost.runtime import hooktable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 
 def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None = None,
@@ -31,12 +32,12 @@ def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None
     flags = SearchFlags.from_env(env)
 
     def expander(query: str, retrieval_class: str | None) -> list[str] | None:
-        return host.first(hooktable.QUERY_EXPANSIONS, query=query, retrieval_class=retrieval_class)
+        return host.first(hooks.QUERY_EXPANSIONS, query=query, retrieval_class=retrieval_class)
 
     def reranker(rows: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        return host.first(hooktable.RERANK, query=request.query, rows=rows)
+        return host.first(hooks.RERANK, query=request.query, rows=rows)
 
-    boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []
+    boosts = [c.item for c in host.collect(hooks.RETRIEVAL_BOOSTS)] if flags.boosts else []
     keywords = agent_keywords(host.home, guards.account_id, guards.agent_slug)
     visible = Conversations(host.store(), None, env, principal).visible()  # narrowed: own conversation only
     return search(

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from plughost import Tool
 from plughost.plugins.memory.retrieval.pipeline import SearchRequest
-from plughost.runtime.types import Tool
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 
 def search_tool(host: Host) -> Tool:

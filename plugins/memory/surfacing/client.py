@@ -127,13 +127,13 @@ def run_cold(request: Mapping[str, Any], env: Mapping[str, str], home: str) -> d
     root = env.get("PLATFORM_ROOT")  # a folder holding the `plughost` package, ahead of site-packages
     if root and os.path.isdir(os.path.join(root, "plughost")) and root not in sys.path:
         sys.path.insert(0, root)
+    from plughost import load_host
     from plughost.plugins.memory.surfacing.server import dispatch
-    from plughost.runtime.host import Host
 
     host_env = dict(env)
     host_env["PLUGHOST_HOME"] = home
     os.environ.update(host_env)  # host.log and config read the process env (the settings' env included)
-    host = Host(env=host_env).load()
+    host = load_host(env=host_env)
     try:
         return dispatch(host, dict(request))
     finally:
@@ -144,7 +144,7 @@ def _error_text(exc: BaseException) -> str:
     """The cold path's failure for the log line, redacted (the host is importable once it ran)."""
     text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc).strip() else type(exc).__name__
     try:
-        from plughost.util.redact import redact_text
+        from plughost.api.util import redact_text
 
         return redact_text(text)[:120]
     except Exception:  # noqa: BLE001 - no host to redact with: the exception's type only

@@ -6,7 +6,7 @@ sessions, ``ALLOWED_SCOPES`` / ``AGENT_SLUG`` / ``PLUGHOST_SESSION_ROLE``) there
 environment wins, except that it can never widen the config dir's narrowing (a public config
 dir never surfaces admin memory); the config dir's settings fill what it lacks, so a hook spawned with a bare
 environment still knows its account. Who the call is, is decided by the one resolver,
-:func:`plughost.ports.principal.resolve` (a session whose role is anything but ``admin`` sees ``public``
+:func:`plughost.api.principals.resolve` (a session whose role is anything but ``admin`` sees ``public``
 memory only, whatever else it asks for); besides it only the standard library (the hook imports this).
 """
 
@@ -19,18 +19,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 try:
-    from plughost.ports import principal  # the one resolver (standard library and host.config only)
+    from plughost import Role
+    from plughost.api import principals
 except ImportError:  # client.py run as a script (python -S -I): plughost is in the interpreter's site-packages
     import site
 
     site.main()
-    from plughost.ports import principal
+    from plughost import Role
+    from plughost.api import principals
 
 _ACCOUNT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """``plughost.runtime.accounts.ACCOUNT_ID``, restated (``plughost.runtime.accounts`` imports more than the hook process
 should pay for); a test pins the two patterns equal."""
-ROLE_NAMES = {principal.Role.ADMIN_SESSION: "admin", principal.Role.PUBLIC: "public",
-              principal.Role.SESSION: "session"}
+ROLE_NAMES = {Role.ADMIN_SESSION: "admin", Role.PUBLIC: "public",
+              Role.SESSION: "session"}
 """The role a hook call reports (None: the owner, or a process narrowed by scopes / agent only)."""
 
 
@@ -72,11 +74,11 @@ def settings_env(directory: str) -> dict[str, str]:
 
 def effective_env(env: Mapping[str, str]) -> dict[str, str]:
     """The config dir's ``settings.json`` env under the process env (what Claude Code gives a
-    hook), the config dir's narrowing kept (:func:`plughost.ports.principal.narrowest`)."""
+    hook), the config dir's narrowing kept (:func:`plughost.api.principals.narrowest`)."""
     config = settings_env(config_dir(env))
     merged = dict(config)
-    merged.update({k: v for k, v in env.items() if v.strip() or k not in merged or k in principal.SET_WHEN_EMPTY})
-    return principal.narrowest(config, env, merged)
+    merged.update({k: v for k, v in env.items() if v.strip() or k not in merged or k in principals.SET_WHEN_EMPTY})
+    return principals.narrowest(config, env, merged)
 
 
 def resolve(env: Mapping[str, str]) -> Context | None:
@@ -89,9 +91,9 @@ def resolve(env: Mapping[str, str]) -> Context | None:
 
 def from_merged(merged: Mapping[str, str]) -> Context | None:
     """:func:`resolve` of an environment already merged with the config dir's settings (what the
-    hook's first stage sends ``plughost serve``): the principal as :func:`plughost.ports.principal.resolve`
+    hook's first stage sends ``plughost serve``): the principal as :func:`plughost.api.principals.resolve`
     decides it."""
-    p = principal.resolve(merged)
+    p = principals.resolve(merged)
     if not _ACCOUNT.match(p.account or ""):
         return None
     role = ROLE_NAMES.get(p.role)

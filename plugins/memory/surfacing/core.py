@@ -14,15 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards, Setting, log
+from plughost.api import hooks
 from plughost.plugins.memory.settings import SURFACE_BUDGET, SURFACE_LIMIT
 from plughost.plugins.memory.surfacing import rules, sessions
-from plughost.ports.graph import Guards
-from plughost.runtime import hooktable
-from plughost.util.log import log
-from plughost.util.settings import Setting
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 EVENT = "UserPromptSubmit"
 DEFAULT_BUDGET = SURFACE_BUDGET.default
@@ -192,7 +190,7 @@ def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
     base = decision.base
 
     def search(query: str) -> list[Any]:
-        items = host.first(hooktable.SURFACE_CONTEXT, query=query, guards=request.guards(), limit=limit,
+        items = host.first(hooks.SURFACE_CONTEXT, query=query, guards=request.guards(), limit=limit,
                            exclude=exclude)
         return list(items or [])
 

@@ -25,13 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plughost import log
 from plughost.plugins.memory.surfacing import rules, sessions
 from plughost.plugins.memory.transcript_tail import read_tail
-from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
-    from plughost.runtime.types import RetrievalBoost
+    from plughost import Host, RetrievalBoost
 
 PIN_BUMP = 0.25
 SNOOZE_BUMP = -0.1
@@ -100,7 +99,7 @@ def last_reply(transcript: bytes) -> tuple[str, str]:
 
 def mark(host: Host, account_id: str, session_id: str, transcript_path: str) -> dict[str, Any]:
     """The Stop hook's work: record which of the session's surfaced items the last reply used."""
-    from plughost.runtime import hooktable
+    from plughost.api import hooks
 
     started = time.perf_counter()
     path = sessions.session_path(Path(host.home), account_id, session_id)
@@ -115,7 +114,7 @@ def mark(host: Host, account_id: str, session_id: str, transcript_path: str) -> 
     reply, tools = last_reply(raw)
     if not reply.strip() and not tools:
         return {"used": [], "candidates": len(pending), "reason": "no-reply"}
-    used = host.first(hooktable.RECALL_USED, reply=reply, items=pending, tool_text=tools) or []
+    used = host.first(hooks.RECALL_USED, reply=reply, items=pending, tool_text=tools) or []
     used = [u for u in used if u in pending]
     sessions.append(path, {"used": used, "candidates": len(pending)})
     log("recall", "op=mark", session=session_id[:12], account=account_id[:8], candidates=len(pending),
@@ -250,7 +249,7 @@ def ranking_enabled(env: Mapping[str, str]) -> bool:
 
 def boost(home: Path, account_id: str, enabled: bool = True) -> RetrievalBoost:
     """``recall``: +25% for a pinned item, −10% for a snoozed one, of ``account_id``."""
-    from plughost.runtime.types import RetrievalBoost
+    from plughost import RetrievalBoost
 
     def bump(row: Mapping[str, Any]) -> float:
         if not enabled:

@@ -17,17 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from plughost import Guards, Setting, log
+from plughost.api import hooks
 from plughost.plugins.memory.settings import SURFACE_MIN_BM25, SURFACE_MIN_SIMILARITY
 from plughost.plugins.memory.surfacing import rules
 from plughost.plugins.memory.surfacing.recall import boost as recall_boost
 from plughost.plugins.memory.surfacing.recall import cached_decisions, ranking_enabled
-from plughost.ports.graph import Guards
-from plughost.runtime import hooktable
-from plughost.util.log import log
-from plughost.util.settings import Setting
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 SKIPPED_LABELS = frozenset({"Message", "Conversation", "WebchatMessage", "TelegramMessage", "WhatsAppMessage",
                             "VisitorSlice"})  # a visitor's own memory reaches their turns alone
@@ -62,7 +60,7 @@ def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: S
     from plughost.plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest, search
 
     flags = SearchFlags.from_env(host.env)
-    boosts = [c.item for c in host.collect(hooktable.RETRIEVAL_BOOSTS)] if flags.boosts else []
+    boosts = [c.item for c in host.collect(hooks.RETRIEVAL_BOOSTS)] if flags.boosts else []
     if boosts and ranking_enabled(host.env):  # serve answers many accounts: pins of the caller's
         boosts = [b for b in boosts if b.name != "recall"] + [recall_boost(host.home, guards.account_id)]
     embedder = host.embedder()

@@ -24,13 +24,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost.runtime import state
-from plughost.runtime.state import StateKey
-from plughost.util.log import log
-from plughost.util.redact import redact_text
+from plughost import StateKey, log
+from plughost.api import serving
+from plughost.api.util import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost.runtime.host import Host
+    from plughost import Host
 
 MAX_REQUEST = (1 << 20) + (64 << 10)
 """A hook input (at most 1 MiB, ``decide.MAX_STDIN``) with its token and environment."""
@@ -141,8 +140,8 @@ class SurfaceServer:
 
     def warm(self) -> None:
         """Load the store's matrix and the embedder before the first prompt needs them."""
+        from plughost import Guards
         from plughost.plugins.memory.surfacing.search import surface_items
-        from plughost.ports.graph import Guards
 
         started = time.perf_counter()
         account = self.host.principal.account or ""
@@ -306,7 +305,7 @@ def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 def start(host: Host) -> None:
     """Start the listener once per serving host (``PLUGHOST_SURFACE_SERVER=0`` turns it off).
 
-    Only under ``plughost serve`` (its app put ``plughost.runtime.state.RUNTIME`` in ``plughost.runtime.state``): ``plughost boot``
+    Only under ``plughost serve`` (its app put ``plughost.runtime.serving.RUNTIME`` in ``plughost.runtime.state``): ``plughost boot``
     runs the startup hooks too, and a listener that lives for one boot is of no use.
     """
     from plughost.plugins.memory.settings import SURFACE_SERVER
@@ -314,7 +313,7 @@ def start(host: Host) -> None:
     wanted = SURFACE_SERVER.read(host.env)  # None: only under plughost serve
     if wanted is False or STATE_KEY in host.state:
         return
-    if state.RUNTIME not in host.state and wanted is not True:
+    if serving.RUNTIME not in host.state and wanted is not True:
         return
     host.state.set(STATE_KEY, SurfaceServer(host).start())
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from plughost.runtime.types import Gate, GateContext, GateResult
-from plughost.util.log import format_line
+from plughost import Gate, GateContext, GateResult
+from plughost.api.util import format_line
 
 NAME = "surface-settings"
 

@@ -161,3 +161,34 @@ def test_a_webchat_follow_up_is_linked_to_its_conversation(make_host, account, t
     assert task.properties["conversationId"] == conversation.id
     edges = store.expand([task.id], guards=admin, limit=20)[task.id]
     assert [(e.type, e.direction, e.node.id) for e in edges] == [("RAISED_DURING", "out", conversation.id)]
+
+
+def test_searches_through_the_typed_call_in_this_host(seeded, monkeypatch) -> None:
+    """A visitor's search is ``host.memory_search`` as the visitor's principal, in the serving host:
+    no second Host is built and no tool text is parsed."""
+    import inspect
+
+    from plughost.plugins.channels import memory_runner
+    from plughost.runtime.host import Host
+
+    built: list[object] = []
+    searched: list[tuple[str | None, tuple[str, ...] | None]] = []
+    real_init, real_search = Host.__post_init__, Host.memory_search
+
+    def counting_init(self) -> None:
+        built.append(self)
+        real_init(self)
+
+    def recording_search(self, query, principal, limit=10):
+        searched.append((principal.role, principal.scopes))
+        return real_search(self, query, principal, limit)
+
+    monkeypatch.setattr(Host, "__post_init__", counting_init)
+    monkeypatch.setattr(Host, "memory_search", recording_search)
+    assert ask(seeded, "When are you open?").startswith("We are open Monday to Friday")
+    assert ask(seeded, "What is the staff door code?", role="admin").startswith("The staff door code")
+    assert built == []
+    assert searched[0] == (seeded.principal.visitor().role, seeded.principal.visitor().scopes)
+    assert searched[1] == (seeded.principal.role, seeded.principal.scopes)
+    source = inspect.getsource(memory_runner)
+    assert "parse_results" not in source and "call_tool(" not in source.replace("host.call_tool(", "")

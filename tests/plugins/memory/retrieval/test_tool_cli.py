@@ -247,3 +247,19 @@ def test_hook_plughost_memory_search(make_host) -> None:
 
     with host.temporary_plugin(Brand(), "brand-search"):
         assert host.first(hooktable.MEMORY_SEARCH, query="q", principal=host.principal, limit=1)[0]["id"] == "brand"
+
+
+def test_host_memory_search_typed_rows_under_a_principal(make_host) -> None:
+    """``host.memory_search`` (the plugin API's typed call over the hook): MemoryHit rows as the
+    principal given; a public visitor's principal never sees the admin-scoped node."""
+    from plughost import MemoryHit
+
+    host = make_host(**ENV)
+    seed(host)
+    owner = host.memory_search("haircut", host.principal, limit=5)
+    assert all(isinstance(h, MemoryHit) for h in owner) and {"n1", "n2"} <= {h.id for h in owner}
+    assert owner[0].labels == ("Service",) and isinstance(owner[0].score, float)
+    public = host.memory_search("haircut", host.principal.visitor(), limit=5)
+    assert [h.id for h in public] == ["n1"]
+    assert all(h.properties.get("scope") == "public" for h in public)
+    assert len(host.memory_search("haircut", host.principal, limit=1)) == 1

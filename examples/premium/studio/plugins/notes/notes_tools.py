@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from plughost.runtime.hookspecs import hookimpl
-from plughost.runtime.types import Tool
+from plughost import Tool, hookimpl
 
 
 def note_count(text: str) -> dict[str, int]:

@@ -1,7 +1,6 @@
 """The notes plugin's MCP server: its declared tools, served over stdio by the host."""
 
-from plughost.mcp.server import run_plugin_server
-from plughost.util.log import log
+from plughost import log, run_plugin_server
 
 if __name__ == "__main__":
     log("mcp", "op=serve-stdio", plugin="notes")

@@ -1,0 +1,59 @@
+"""For store providers and plugins that write the graph (docs/graph.md, docs/guards.md): the
+reserved labels and properties, the write guards both built-in stores apply, the Conversation and
+Message shape, and the JSON-lines import line checks (docs/graph.md#import)."""
+
+from plughost.ports.graph import (
+    CHANNEL_MESSAGE_LABELS,
+    CONFINED_LABELS,
+    CONVERSATION_LABEL,
+    DERIVED_LABELS,
+    FULLTEXT_EXTRA_LABELS,
+    HAS_MESSAGE,
+    MESSAGE_LABEL,
+    OWNER_SCOPE,
+    RESERVED_LABELS,
+    RESERVED_PROPERTIES,
+    TEXT_PROPERTIES,
+    USER_SCOPE,
+    VECTOR_LABELS,
+    VISITOR_SLICE_LABEL,
+    can_change,
+    check_write,
+    confined_view,
+    conversation_node_id,
+    edge_denied,
+    edge_guards,
+    guarded_upsert_many,
+    require_admin,
+    reserved_label_problem,
+    session_conversation,
+    visitor_key,
+    write_defaults,
+)
+from plughost.ports.jsonl import (
+    EDGE_KEYS,
+    LINE_KEYS,
+    MAX_LABELS,
+    NAME_RE,
+    STORE_SET_KEYS,
+    ImportSummary,
+    JsonLines,
+    check_line,
+    int_problem,
+    line_id,
+    line_text,
+    stamps_of,
+)
+from plughost.runtime.install_record import record_store
+from plughost.util.jsonparse import LONE_SURROGATE, BadLine, has_lone_surrogate, parse_line
+
+__all__ = [
+    "CHANNEL_MESSAGE_LABELS", "CONFINED_LABELS", "CONVERSATION_LABEL", "DERIVED_LABELS", "FULLTEXT_EXTRA_LABELS",
+    "HAS_MESSAGE", "MESSAGE_LABEL", "OWNER_SCOPE", "RESERVED_LABELS", "RESERVED_PROPERTIES", "TEXT_PROPERTIES", "USER_SCOPE",
+    "VECTOR_LABELS", "VISITOR_SLICE_LABEL",
+    "can_change", "check_write", "confined_view", "conversation_node_id", "edge_denied", "edge_guards",
+    "guarded_upsert_many", "require_admin", "reserved_label_problem", "session_conversation", "visitor_key", "write_defaults",
+    "EDGE_KEYS", "LINE_KEYS", "MAX_LABELS", "NAME_RE", "STORE_SET_KEYS", "ImportSummary", "JsonLines",
+    "check_line", "int_problem", "line_id", "line_text", "stamps_of",
+    "BadLine", "LONE_SURROGATE", "has_lone_surrogate", "parse_line", "record_store",
+]
