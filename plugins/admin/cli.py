@@ -57,10 +57,10 @@ def run(args: argparse.Namespace, host: Any) -> int:
         return 0
 
     sessions.check_account_id(args.account)
-    if sys.stdin.isatty():
-        pin = getpass.getpass("admin PIN: ")
-    else:
-        pin = sys.stdin.readline().rstrip("\r\n")
+    try:
+        pin = getpass.getpass("admin PIN: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\r\n")
+    except (EOFError, KeyboardInterrupt):
+        raise UserError("pin: none given (input ended); nothing was changed") from None
     user = args.user or owner_of(host.home, args.account)
     path = sessions.set_pin(host.home, args.account, pin, user)
     print(f"admin PIN set for account {args.account} (userId {user}) at {path}")

@@ -40,26 +40,43 @@ REJECT_CODES = {"missing": "session-missing", "invalid-token": "session-invalid"
 
 
 class FailureWindow:
-    """Failed PIN attempts per account in a sliding window."""
+    """Failed PIN attempts per account in a sliding window, and the attempts still being checked.
+
+    :meth:`begin` counts an attempt in flight against the limit the moment it starts, so parallel
+    wrong PINs cannot all pass the check before the first of them is recorded: at most
+    :data:`MAX_FAILURES` are ever checked in a window, however many arrive at once."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._fails: dict[str, list[float]] = {}
+        self._checking: dict[str, int] = {}
 
-    def locked(self, account: str) -> bool:
+    def _recent(self, account: str) -> list[float]:
         now = time.monotonic()
-        with self._lock:
-            recent = [t for t in self._fails.get(account, []) if now - t < WINDOW_S]
-            self._fails[account] = recent
-            return len(recent) >= MAX_FAILURES
+        recent = [t for t in self._fails.get(account, []) if now - t < WINDOW_S]
+        self._fails[account] = recent
+        return recent
 
-    def fail(self, account: str) -> None:
+    def begin(self, account: str) -> bool:
+        """Reserve one attempt (False: the account is locked, counting the attempts in flight)."""
         with self._lock:
-            self._fails.setdefault(account, []).append(time.monotonic())
+            if len(self._recent(account)) + self._checking.get(account, 0) >= MAX_FAILURES:
+                return False
+            self._checking[account] = self._checking.get(account, 0) + 1
+            return True
 
-    def clear(self, account: str) -> None:
+    def end(self, account: str, *, failed: bool | None) -> None:
+        """The reserved attempt is over: a failure, a success (clears the window) or neither (None)."""
         with self._lock:
-            self._fails.pop(account, None)
+            left = self._checking.get(account, 1) - 1
+            if left > 0:
+                self._checking[account] = left
+            else:
+                self._checking.pop(account, None)
+            if failed:
+                self._fails.setdefault(account, []).append(time.monotonic())
+            elif failed is False:
+                self._fails.pop(account, None)
 
 
 class PinGate:
@@ -132,26 +149,29 @@ class PinLogin:
         """``(token, user, None)`` or ``(None, None, error response)``."""
         serving = self.account_of()
         failures, gate = self.failures, self.gate
-        if failures.locked(account):
+        if not failures.begin(account):
             log("admin-session", "op=locked", accountId=account[:8])
             return None, None, json_error(429, "too-many-requests", "too many wrong PINs; try again in a few minutes",
                                           headers={"Retry-After": str(int(WINDOW_S))})
-        if not gate.admit():
-            gate.note_throttled()
-            return None, None, json_error(429, "too-many-requests",
-                                          "too many PIN attempts on this server; try again shortly",
-                                          headers={"Retry-After": "1"})
-        home = self.home_of()
-        if serving and account != serving:
-            await asyncio.sleep(gate.scrypt_s)  # another account's PIN is no business of this server
-            user = None
-        else:
-            user = await gate.verify(home, account, pin)
+        outcome: bool | None = None
+        try:
+            if not gate.admit():
+                gate.note_throttled()
+                return None, None, json_error(429, "too-many-requests",
+                                              "too many PIN attempts on this server; try again shortly",
+                                              headers={"Retry-After": "1"})
+            home = self.home_of()
+            if serving and account != serving:
+                await asyncio.sleep(gate.scrypt_s)  # another account's PIN is no business of this server
+                user = None
+            else:
+                user = await gate.verify(home, account, pin)
+            outcome = user is None
+        finally:
+            failures.end(account, failed=outcome)
         if user is None:
-            failures.fail(account)
             log("admin-session", "op=pin-rejected", accountId=account[:8])
             return None, None, json_error(401, "invalid-pin", "the account or PIN is not right")
-        failures.clear(account)
         secret = sessions.load_secret(home)
         token = sessions.mint(secret, account, user, now_ms=int(time.time() * 1000))
         log("admin-session", "op=minted", accountId=account[:8], userId=user)

@@ -50,9 +50,22 @@ def pin_path(home: Path, account_id: str) -> Path:
     return home / "accounts" / check_account_id(account_id) / "credentials" / PIN_FILE
 
 
+MIN_PIN = 6
+"""The shortest PIN ``set-pin`` takes (docs/console.md#sign-in): a million guesses at least, which the
+lockout (five a window) makes out of reach. Sign-in still checks PINs set before this minimum."""
+
+
 def check_pin(pin: Any) -> str:
+    """A PIN offered at sign-in: 4 to 64 characters without spaces (shorter ones were once settable)."""
     if not isinstance(pin, str) or not (4 <= len(pin) <= 64) or any(ch.isspace() for ch in pin):
         raise UserError("pin: expected 4 to 64 characters without spaces")
+    return pin
+
+
+def check_new_pin(pin: Any) -> str:
+    """A PIN being set: at least :data:`MIN_PIN` characters, at most 64, no spaces."""
+    if not isinstance(pin, str) or not (MIN_PIN <= len(pin) <= 64) or any(ch.isspace() for ch in pin):
+        raise UserError(f"pin: expected {MIN_PIN} to 64 characters without spaces")
     return pin
 
 
@@ -62,7 +75,7 @@ def _hash(pin: str, salt: bytes, n: int, r: int, p: int) -> bytes:
 
 def set_pin(home: Path, account_id: str, pin: str, user_id: str) -> Path:
     """Store the account's admin PIN hash (scrypt), atomically, 0600 in a 0700 folder."""
-    check_pin(pin)
+    check_new_pin(pin)
     if not user_id or not isinstance(user_id, str):
         raise UserError("userId: expected a non-empty user id")
     path = pin_path(home, account_id)

@@ -31,7 +31,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -144,10 +144,18 @@ def node_fields(row: dict[str, Any], account_id: str, backlinks: int) -> dict[st
             "embedding": row.get("embedding")}
 
 
+def _private(path: Path) -> IO[str]:
+    """A new file only its owner reads (0600), never opened through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8", newline="")
+
+
 def export_neo4j_admin(store: Any, account_id: str, folder: Path, *, dimensions: int) -> dict[str, Any]:
     """Write ``FILES`` into ``folder`` (made if missing, refused when it holds other files); returns counts."""
     from plughost.plugins.graph.neo4j_store.schema import schema_statements
 
+    if folder.is_symlink():
+        raise UserError(f"{folder}: a link; expected a real folder (an export is never written through a link)")
     if folder.exists() and not folder.is_dir():
         raise UserError(f"{folder}: not a folder (expected the folder to write the neo4j-admin files into)")
     if folder.is_dir() and any(p.name not in FILES for p in folder.iterdir()):
@@ -158,15 +166,15 @@ def export_neo4j_admin(store: Any, account_id: str, folder: Path, *, dimensions:
     columns = list(FIXED_NODE_COLUMNS) + node_columns
     partial = folder.with_name(f".{folder.name}.partial")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)  # the whole graph of an account: the owner's eyes only
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(mode=0o700)
     except OSError as exc:
         raise UserError(f"{folder}: cannot write here ({exc.strerror or exc})") from None
     nodes = edges = 0
     try:
-        with open(partial / "nodes.csv", "w", encoding="utf-8", newline="") as nf, \
-                open(partial / "relationships.csv", "w", encoding="utf-8", newline="") as rf:
+        with _private(partial / "nodes.csv") as nf, _private(partial / "relationships.csv") as rf:
             nf.write(header(columns, [":ID", ":LABEL"]))
             rf.write(header(edge_columns, [":START_ID", ":END_ID", ":TYPE"]))
             for row in export_rows(store, account_id, backlinks=True):
@@ -182,11 +190,12 @@ def export_neo4j_admin(store: Any, account_id: str, folder: Path, *, dimensions:
                                        field(node_key(account_id, edge["to"]), "string"), edge["type"]]
                                       + [field(eprops.get(name), kind) for name, kind in edge_columns]) + "\n")
                     edges += 1
-        (partial / "schema.cypher").write_text(
-            "// Run once the imported database is started (cypher-shell -f schema.cypher); plughost's\n"
-            "// own first start would create the same, by name.\n"
-            + "".join(f"{s};\n" for s in schema_statements(dimensions)), encoding="utf-8")
-        (partial / "import.txt").write_text(import_command(folder) + "\n", encoding="utf-8")
+        with _private(partial / "schema.cypher") as fh:
+            fh.write("// Run once the imported database is started (cypher-shell -f schema.cypher); plughost's\n"
+                     "// own first start would create the same, by name.\n"
+                     + "".join(f"{s};\n" for s in schema_statements(dimensions)))
+        with _private(partial / "import.txt") as fh:
+            fh.write(import_command(folder) + "\n")
         for name in FILES:
             os.replace(partial / name, folder / name)
     finally:

@@ -64,8 +64,10 @@ def test_pin_is_stored_hashed_private_and_atomic(account_with_pin: Path) -> None
 
 def test_set_pin_bad_input(plughost_home: Path, run_admin_cli) -> None:
     make_account(plughost_home, ACCOUNT)
-    short = run_admin_cli("set-pin", ACCOUNT, pin="12")
-    assert short.returncode == 2 and "pin: expected 4 to 64 characters" in short.stderr
+    for pin in ("12", "1234", "12345"):  # the documented minimum is six characters
+        short = run_admin_cli("set-pin", ACCOUNT, pin=pin)
+        assert short.returncode == 2 and "pin: expected 6 to 64 characters" in short.stderr, short.stderr
+    assert not sessions.has_pin(plughost_home, ACCOUNT)
     missing = run_admin_cli("set-pin", "no-such-account", pin=PIN)
     assert missing.returncode == 2 and "no account 'no-such-account'" in missing.stderr
     bad_id = run_admin_cli("set-pin", "../evil", pin=PIN)
@@ -231,4 +233,38 @@ def test_loose_secret_permissions_are_tightened(tmp_path: Path) -> None:
 def test_check_pin_rules() -> None:
     with pytest.raises(UserError):
         sessions.check_pin("with space")
-    assert sessions.check_pin("1234") == "1234"
+    assert sessions.check_pin("1234") == "1234"  # a PIN set before the minimum still signs in
+    with pytest.raises(UserError, match="6 to 64"):
+        sessions.check_new_pin("1234")
+    assert sessions.check_new_pin("482913") == "482913"
+
+
+def test_set_pin_with_input_ended_is_one_line(plughost_home: Path, cli) -> None:
+    make_account(plughost_home, ACCOUNT)
+    ended = cli("admin", "set-pin", ACCOUNT, input="")
+    assert ended.returncode == 2 and "Traceback" not in ended.stderr
+    assert ended.stderr.strip().splitlines()[-1].endswith("pin: expected 6 to 64 characters without spaces") or \
+        "pin:" in ended.stderr
+
+
+def test_parallel_wrong_pins_check_at_most_the_limit(account_with_pin: Path, capfd) -> None:
+    """Eighteen wrong PINs at once: five are checked, thirteen are refused as locked before any
+    hashing, and the right PIN is refused too until the window passes."""
+    import asyncio
+
+    from plughost.plugins.admin.session_routes import MAX_FAILURES, PinGate, PinLogin
+
+    login = PinLogin(lambda: account_with_pin)
+    login.gate = PinGate(rate=1000, burst=1000, slots=2, waiting=100)  # the server-wide bound is not under test
+
+    async def flood() -> list[int]:
+        results = await asyncio.gather(*(login.attempt(ACCOUNT, f"wrong-{i:04d}") for i in range(18)))
+        return [int(getattr(refused, "status_code", 200)) for _tok, _user, refused in results]
+
+    capfd.readouterr()
+    statuses = asyncio.run(flood())
+    after = asyncio.run(login.attempt(ACCOUNT, PIN))
+    err = capfd.readouterr().err
+    assert statuses.count(401) == MAX_FAILURES and statuses.count(429) == 18 - MAX_FAILURES, statuses
+    assert err.count("op=pin-rejected") == MAX_FAILURES and err.count("op=locked") == 18 - MAX_FAILURES + 1
+    assert after[0] is None and after[2].status_code == 429

@@ -126,6 +126,22 @@ def test_neo4j_admin_export_refuses_a_folder_it_did_not_write(tmp_path: Path, pl
     assert res.returncode == 2 and "graph export: admin only" in res.stderr and not (tmp_path / "x").exists()
 
 
+def test_neo4j_admin_export_is_the_owners_alone_and_never_through_a_link(tmp_path: Path, plughost_home: Path) -> None:
+    import stat
+
+    out = tmp_path / "dump"
+    res = run_cli("graph", "export", "--format", "neo4j-admin", str(out), env={"ACCOUNT_ID": ACCOUNT})
+    assert res.returncode == 0, res.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()}
+    assert modes and set(modes.values()) == {0o600}, modes
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    res = run_cli("graph", "export", "--format", "neo4j-admin", str(tmp_path / "link"), env={"ACCOUNT_ID": ACCOUNT})
+    assert res.returncode == 2 and "a link; expected a real folder" in res.stderr and "Traceback" not in res.stderr
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
 _text = st.text(st.characters(blacklist_characters="\x1f", blacklist_categories=("Cs",)), max_size=40)
 _value = st.one_of(_text, st.integers(-(2 ** 63), 2 ** 63 - 1), st.floats(allow_nan=False, allow_infinity=False),
                    st.booleans(), st.lists(_text, max_size=4), st.lists(st.integers(-10 ** 6, 10 ** 6), max_size=4))
