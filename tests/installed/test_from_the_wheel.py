@@ -5,8 +5,8 @@ nothing of the checkout on `PYTHONPATH`. Beside it, two third-party plugins that
 distributions: `fixtures/plughost-weather` (written by hand, no PLUGIN.md, a tool, a CLI command
 and a boot gate, importing only `plughost`) and the `plughost plugin new --package` scaffold.
 
-The venv's dependencies come from PyPI through pip's cache; the fixture takes a few tens of
-seconds once for the module.
+The sdist is installed the same way, into another fresh venv, by its own test. The venvs'
+dependencies come from PyPI through pip's cache: each venv takes about a minute, once.
 """
 
 from __future__ import annotations
@@ -69,28 +69,41 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
     [wheel] = dist.glob("plughost-*.whl")
+    weather = shutil.copytree(FIXTURE, root / "plughost-weather")  # built there, so the checkout stays clean
+    v = _fresh_venv(root, wheel, weather)
+    v.version = wheel.name.split("-")[1]
+    home = root / "setup-home"
+    # the scaffold of a plugin distribution, made by the installed plughost and installed as generated
+    _ok(v.plughost("plugin", "new", "shop-hours", "--package", "--dir", str(root / "src"), home=home, cwd=root))
+    _ok(v.run(str(v.python), "-m", "pip", "install", "-q", str(root / "src" / "shop-hours"), home=home, cwd=root,
+              timeout=900, **PIP_CACHE))
+    return v
+
+
+PIP_CACHE = {"PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))}
+
+
+def _fresh_venv(root: Path, *requirements: Path) -> Venv:
+    """A new virtualenv (not --system-site-packages) at ``root/venv`` with ``requirements`` pip-installed."""
     made = subprocess.run([sys.executable, "-c", "import sys, venv; venv.create(sys.argv[1], with_pip=True)",
                            str(root / "venv")], capture_output=True, text=True, timeout=300,
                           env={"PATH": "/usr/bin:/bin"})
     assert made.returncode == 0, made.stderr
-    weather = shutil.copytree(FIXTURE, root / "plughost-weather")  # built there, so the checkout stays clean
     v = Venv(root)
-    v.version = wheel.name.split("-")[1]
-    home = root / "setup-home"
-    pip_cache = {"PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))}
-    _ok(v.run(str(v.python), "-m", "pip", "install", "-q", str(wheel), str(weather), home=home, cwd=root,
-              timeout=900, **pip_cache))
-    # the scaffold of a plugin distribution, made by the installed plughost and installed as generated
-    _ok(v.plughost("plugin", "new", "shop-hours", "--package", "--dir", str(root / "src"), home=home, cwd=root))
-    _ok(v.run(str(v.python), "-m", "pip", "install", "-q", str(root / "src" / "shop-hours"), home=home, cwd=root,
-              timeout=900, **pip_cache))
+    _ok(v.run(str(v.python), "-m", "pip", "install", "-q", *map(str, requirements), home=root / "setup-home",
+              cwd=root, timeout=900, **PIP_CACHE))
     return v
 
 
-def test_the_wheel_claims_only_the_plughost_package(venv: Venv, tmp_path: Path) -> None:
-    shown = _ok(venv.run("pip", "show", "-f", "plughost", home=tmp_path, cwd=tmp_path))
+def _top_levels(v: Venv, home: Path) -> set[str]:
+    """The top-level names `pip show -f plughost` lists (the console script's ../../../bin aside)."""
+    shown = _ok(v.run("pip", "show", "-f", "plughost", home=home, cwd=home))
     files = [line.strip() for line in shown.split("\nFiles:\n", 1)[1].splitlines() if line.startswith("  ")]
-    tops = {f.split("/", 1)[0] for f in files if not f.startswith("..")}  # ../../../bin/plughost: the script
+    return {f.split("/", 1)[0] for f in files if not f.startswith("..")}
+
+
+def test_the_wheel_claims_only_the_plughost_package(venv: Venv, tmp_path: Path) -> None:
+    tops = _top_levels(venv, tmp_path)
     assert {t for t in tops if not t.endswith(".dist-info")} == {"plughost"}, tops
     assert [t for t in tops if t.endswith(".dist-info")] == [f"plughost-{venv.version}.dist-info"], tops
     found = _ok(venv.run("python", "-c", "import plughost, sys; print(plughost.__file__); print(sys.path)",
@@ -226,3 +239,24 @@ def test_claude_code_connects_their_servers_and_validates_their_plugins(venv: Ve
         checked = claude("plugin", "validate", "--strict", str(payload / "plugins" / name))
         assert checked.returncode == 0 and "✔ Validation passed" in checked.stdout, checked.stdout + checked.stderr
         assert "warning" not in checked.stdout.lower(), checked.stdout
+
+
+def test_the_sdist_installs_and_runs(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """The sdist (`setup.py sdist`: no `build` module needed) built into a wheel by pip in another
+    fresh venv: the same single package, and the install path of the main job works."""
+    root = tmp_path_factory.mktemp("sdist")
+    made = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(root / "dist")], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-3000:]
+    [sdist] = (root / "dist").glob("plughost-*.tar.gz")
+    v = _fresh_venv(root, sdist)
+    assert {t for t in _top_levels(v, tmp_path) if not t.endswith(".dist-info")} == {"plughost"}
+    work = tmp_path / "work"
+    work.mkdir()
+    ph = lambda *a, **kw: _ok(v.plughost(*a, home=tmp_path, cwd=work, **kw))  # noqa: E731
+    ph("account", "create", "demo")
+    ph("demo", ACCOUNT_ID="demo")
+    ph("bundle", "bakery", "--out", str(work / "payload"))
+    ph("install", str(work / "payload"), "--config-dir", str(tmp_path / "claude-config"), "--account", "demo")
+    assert "exit=0" in v.plughost("boot", "--check", home=tmp_path, cwd=work).stderr
+    assert "Opening hours" in ph("memory", "search", "opening hours", ACCOUNT_ID="demo")
