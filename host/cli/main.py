@@ -25,6 +25,7 @@ from plughost.util.log import log
 
 CORE_COMMANDS: dict[str, str] = {
     "plugins": "plughost.cli.commands.plugins",
+    "plugin": "plughost.cli.commands.plugin",
     "manifests": "plughost.cli.commands.manifests",
     "mcp": "plughost.cli.commands.mcp",
     "bundle": "plughost.cli.commands.bundle",
@@ -38,7 +39,7 @@ CORE_COMMANDS: dict[str, str] = {
 }
 """The one table of core commands: name → module."""
 
-ACCOUNT_FREE = frozenset({"plugins", "manifests", "mcp", "bundle", "install", "account", "demo", "record-turn",
+ACCOUNT_FREE = frozenset({"plugins", "plugin", "manifests", "mcp", "bundle", "install", "account", "demo", "record-turn",
                           "settings"})
 """Commands that run without an existing account: the rest refuse a ``ACCOUNT_ID`` / ``--account``
 that names no account under ``PLUGHOST_HOME`` (exit 2, nothing created). ``demo`` and ``account``

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,8 @@ class BundleReport:
     excluded: list[str] = field(default_factory=list)
     shipped: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    entry_points: list[str] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)  # entry-point plugin → why it is not shipped
     files: int = 0
     changed: bool = False
     payload: Payload | None = None
@@ -159,13 +162,17 @@ def _platform_folders(plugins_dir: Path) -> list[Path]:
     return sorted(folders, key=lambda f: f.name)
 
 
-def _platform_sources(plugins_dir: Path, brand: Brand) -> tuple[list[Path], list[str]]:
+def _platform_sources(plugins_dir: Path, brand: Brand, staged: list[Path] | None = None,
+                      replaces: set[Path] | frozenset[Path] = frozenset()) -> tuple[list[Path], list[str]]:
     """Platform plugin folders to ship, and the excluded names (each must name a platform plugin).
+    ``staged``: the entry-point plugins' staged folders (:mod:`plughost.payload.entrypoints`), which
+    take the place of the folders in ``replaces`` (an earlier payload's copies of them).
 
     A platform plugin's folder is named after it (docs/architecture.md#plugin-folders), so exclusions match folder names;
     only a name that matches no folder is looked up in the PLUGIN.md files.
     """
-    folders = _platform_folders(plugins_dir)
+    folders = sorted([f for f in _platform_folders(plugins_dir) if f not in replaces] + list(staged or []),
+                     key=lambda f: f.name)
     drop: set[Path] = set()
     by_folder = {f.name: f for f in folders}
     by_manifest: dict[str, Path] | None = None
@@ -280,11 +287,43 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
         raise UserError(f"--out: '{out}' exists and is not a plughost payload (no {BRAND_FILE}); "
                         "choose a new or empty folder")
     python = python or sys.executable
-    platform, excluded = _platform_sources(plugins_dir, brand)
+    from plughost.payload import entrypoints
+
+    if not entrypoints.third_party_entry_points():
+        return _bundle(brand, out, plugins_dir, premium_dir, python, entrypoints.Staged())
+    with tempfile.TemporaryDirectory(prefix="plughost-entry-points-") as tmp:
+        return _bundle(brand, out, plugins_dir, premium_dir, python, _staged(Path(tmp), plugins_dir))
+
+
+def _staged(tmp: Path, plugins_dir: Path) -> Any:
+    """The entry-point plugins staged as folders; one named like a folder plugin is left out."""
+    from plughost.payload import entrypoints
+
+    staged = entrypoints.stage(tmp, config.load_env())
+    taken = {f.name: f for f in _platform_folders(plugins_dir)}
+    for folder in list(staged.folders):
+        other = taken.get(folder.name)
+        if other is None:
+            continue
+        if load_manifest(other / "PLUGIN.md").python == load_manifest(folder / "PLUGIN.md").python:
+            staged.replaces.add(other)  # an earlier payload's copy of it (bundling from an install): ship it fresh
+            continue
+        staged.folders.remove(folder)
+        staged.left_out[folder.name] = f"the plugin folder '{other}' has the same name"
+    for name, reason in sorted(staged.left_out.items()):
+        log("bundler", "op=left-out", plugin=name, source="entry-point", reason=reason)
+    return staged
+
+
+def _bundle(brand: Brand, out: Path, plugins_dir: Path, premium_dir: Path | None, python: str,
+            staged: Any) -> BundleReport:
+    platform, excluded = _platform_sources(plugins_dir, brand, staged.folders, staged.replaces)
     mode, bundles, skipped = premium_gate(brand, premium_dir)
     log("bundler", "premium-bundle-gate", brand=brand.name, mode=mode, shipped=sorted(bundles), skipped=skipped)
     report = BundleReport(out=out, brand=brand.name, platform=[f.name for f in platform], excluded=excluded,
-                          shipped=sorted(bundles), skipped=skipped)
+                          shipped=sorted(bundles), skipped=skipped,
+                          entry_points=sorted(f.name for f in staged.folders if f in platform),
+                          left_out=dict(staged.left_out))
     copies = source_files(platform, bundles)
     digest = inputs_digest(copies, brand, out, python)
     count = quick_unchanged(out, digest)

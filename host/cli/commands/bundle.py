@@ -24,5 +24,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                     premium_dir=args.bundle_premium_dir or ctx.premium_dir)
     state = "built" if report.changed else "unchanged"
     print(f"{state}: {report.out} brand={report.brand} platform={len(report.platform)} "
-          f"excluded=[{','.join(report.excluded)}] premium=[{','.join(report.shipped)}] files={report.files}")
+          f"excluded=[{','.join(report.excluded)}] premium=[{','.join(report.shipped)}] "
+          f"entry-points=[{','.join(report.entry_points)}] files={report.files}")
+    if report.left_out:  # entry-point plugins the payload does not ship: Claude Code will not get them
+        print("left out: " + "; ".join(f"{name} ({why})" for name, why in sorted(report.left_out.items())))
     return 0
