@@ -104,7 +104,7 @@ def brands_dir() -> Path:
 
 
 def resolve_brand(ref: str) -> Path:
-    """A brand name in ``manifests/brands/`` or a path to a brand JSON file."""
+    """A brand name in ``host/manifests/brands/`` or a path to a brand JSON file."""
     candidate = Path(ref)
     if ref.endswith(".json") or os.sep in ref or candidate.is_file():
         if not candidate.is_file():

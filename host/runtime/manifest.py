@@ -1,4 +1,4 @@
-"""PLUGIN.md: YAML frontmatter validated against `manifests/schemas/plugin.schema.json` (docs/architecture.md#plugin-folders).
+"""PLUGIN.md: YAML frontmatter validated against `host/manifests/schemas/plugin.schema.json` (docs/architecture.md#plugin-folders).
 
 Errors are one line naming the file, the field and what was expected.
 """

@@ -282,7 +282,7 @@ def _read_brand(path: Path) -> dict[str, Any]:
 def find_brand(brand: str | Path | None, env: Mapping[str, str] | None = None,
                payload_root: Path | None = None) -> tuple[str | None, list[str]]:
     """(brand name, `plugins.excluded`) of a brand: a path to a brand JSON file, a file name or a brand
-    `name` in `manifests/brands/`, or the payload's own `brand.json`. No brand given: the payload's
+    `name` in `host/manifests/brands/`, or the payload's own `brand.json`. No brand given: the payload's
     `brand.json` when there is one, else (None, [])."""
     payload_brand = payload_root / "brand.json" if payload_root is not None else None
     if not brand:

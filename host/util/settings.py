@@ -214,7 +214,7 @@ NO_EXTERNAL_PLUGINS: Setting[bool] = Setting(
     "PLUGHOST_NO_EXTERNAL_PLUGINS", "bool", False, "load the built-in plugins only")
 BRAND: Setting[str | None] = Setting(
     "PLUGHOST_BRAND", "str", None,
-    "the install's brand (a name in manifests/brands/ or a brand JSON path): what its plugins.excluded names "
+    "the install's brand (a name in host/manifests/brands/ or a brand JSON path): what its plugins.excluded names "
     "does not load; its productName greets webchat visitors")
 STORE: Setting[str | None] = Setting(
     "PLUGHOST_STORE", "str", None,

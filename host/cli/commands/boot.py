@@ -22,7 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="boot as this account: sets ACCOUNT_ID and limits account gates to it "
                              "(default: $ACCOUNT_ID for the env gate, every account for the others)")
     parser.add_argument("--brand", default=None,
-                        help="brand name in manifests/brands/ or a brand JSON path (default: $PLUGHOST_BRAND); "
+                        help="a shipped brand's name (bakery, default, studio) or a brand JSON path (default: $PLUGHOST_BRAND); "
                              "its plugins.excluded feeds the specialist strip-list")
 
 

@@ -10,7 +10,7 @@ HELP = "assemble a brand's payload (platform plugins minus exclusions, allowlist
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("brand", metavar="BRAND", help="a brand name in manifests/brands/ or a path to a brand JSON file")
+    parser.add_argument("brand", metavar="BRAND", help="a shipped brand's name (bakery, default, studio) or a path to a brand JSON file")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the payload folder to build")
     parser.add_argument("--premium-dir", dest="bundle_premium_dir", type=Path, default=None, metavar="DIR",
                         help="premium bundles folder (default: --premium-dir before the command, "

@@ -39,14 +39,12 @@ def plughost_tools(host):
     return [Tool.from_function(greet, name="{tool}")]
 '''
 
-SERVER = '''"""The {name} plugin's MCP server over stdio (what the generated plugin.json starts): this Python
-running `plughost mcp serve {name}`."""
+SERVER = '''"""The {name} plugin's MCP server over stdio (what the generated plugin.json starts)."""
 
-import os
-import sys
+from plughost import run_plugin_server
 
 if __name__ == "__main__":
-    os.execv(sys.executable, [sys.executable, "-m", "plughost.cli", "mcp", "serve", "{name}"])
+    run_plugin_server("{name}")
 '''
 
 PLUGIN_MD = '''---
