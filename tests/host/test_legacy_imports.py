@@ -94,12 +94,12 @@ EXPECTED = [
     ("flat", "host.hookspecs.hookimpl", "from plughost import hookimpl"),
     ("flat", "host.types.Tool", "from plughost import Tool"),
     ("flat", "host.log.log", "from plughost import log"),
-    ("flat", "host.mcp_server.run_plugin_server", "from plughost.mcp.server import run_plugin_server"),
+    ("flat", "host.mcp_server.run_plugin_server", "from plughost import run_plugin_server"),
     ("bare", "host.hookimpl", "from plughost import hookimpl"),
     ("bare", "host.Tool", "from plughost import Tool"),
     ("from-package", "host.hookimpl", "from plughost import hookimpl"),
     ("from-package", "host.Tool", "from plughost import Tool"),
-    ("from-package", "host.mcp.server.run_plugin_server", "from plughost.mcp.server import run_plugin_server"),
+    ("from-package", "host.mcp.server.run_plugin_server", "from plughost import run_plugin_server"),
 ]
 
 
