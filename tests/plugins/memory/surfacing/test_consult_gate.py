@@ -177,7 +177,7 @@ def test_the_tool_list_is_a_setting(installed, tmp_path: Path) -> None:
     assert run_gate(installed, upper).returncode == 2  # a Documents folder is one too
     around = pre_tool_use(path, "Write", file_path=DOC.replace("/documents/", "/documents/../../tmp/"), content="x")
     assert "reason=not-a-document" in only_line(run_gate(installed, around))  # resolved: not in the folder
-    pdf = pre_tool_use(path, "mcp__plugin_browser_browser__browser-pdf-save", path=DOC)
+    pdf = pre_tool_use(path, "mcp__plugin_browser_browser__browser-pdf-save", outputPath=DOC)
     proc = run_gate(installed, pdf)  # the seed's own deliverable: a PDF saved into documents/
     assert proc.returncode == 2 and "op=block tool=mcp__plugin_browser_browser__browser-pdf-save" in only_line(proc)
     shouted = pre_tool_use(path, "mcp__mail__SEND_Email", attachments=["quote.pdf"])
