@@ -113,7 +113,7 @@ CONSULT_GATE: Setting[bool] = Setting(
     "refuse a document deliverable when no profile-read ran since the user's last message (the PreToolUse gate)",
     fallback=True)
 CONSULT_GATE_TOOLS: Setting[str] = Setting(
-    "PLUGHOST_CONSULT_GATE_TOOLS", "str", "Write,SendUserFile,mcp__*__*send*,mcp__*__*email*,mcp__*__*mail*",
+    "PLUGHOST_CONSULT_GATE_TOOLS", "str", "Write,Edit,MultiEdit,SendUserFile,mcp__*__*pdf-save*,mcp__*__*send*,mcp__*__*email*,mcp__*__*mail*",
     "the deliverable tools the gate checks, comma-separated names, * any run of characters (within the hooks.json matcher)",
     fallback=True)
 

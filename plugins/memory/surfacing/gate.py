@@ -33,7 +33,8 @@ if __package__:  # imported by the host (tests, docs): the package's module
 else:  # the hook process: the sibling builtins-only stage on sys.path
     import hook  # type: ignore[no-redef,import-not-found,unused-ignore]  # noqa: E402
 
-DEFAULT_TOOLS = "Write,SendUserFile,mcp__*__*send*,mcp__*__*email*,mcp__*__*mail*"
+DEFAULT_TOOLS = ("Write,Edit,MultiEdit,SendUserFile,mcp__*__*pdf-save*,mcp__*__*send*,mcp__*__*email*,"
+                 "mcp__*__*mail*")
 """``PLUGHOST_CONSULT_GATE_TOOLS``' default (``plughost.plugins.memory.settings``; a test pins the two equal)."""
 DOCUMENT_FOLDER = "documents"
 """A file delivered into a folder of this name (``.../users/<id>/documents/quote.pdf``) is a document."""
@@ -63,7 +64,7 @@ def glob(pattern: str, name: str) -> bool:
 
 def listed(tool: str, env: dict[str, str]) -> bool:
     raw = env.get("PLUGHOST_CONSULT_GATE_TOOLS", "").strip() or DEFAULT_TOOLS
-    return any(glob(p.strip(), tool) for p in raw.split(",") if p.strip())
+    return any(glob(p.strip().lower(), tool.lower()) for p in raw.split(",") if p.strip())  # names ignore case
 
 
 def is_document(tool_input: object) -> bool:
@@ -72,9 +73,21 @@ def is_document(tool_input: object) -> bool:
         return False
     for key in PATH_KEYS:
         value = tool_input.get(key)
-        if isinstance(value, str) and DOCUMENT_FOLDER in value.replace("\\", "/").split("/")[:-1]:
+        if isinstance(value, str) and DOCUMENT_FOLDER in _folders(value):
             return True
     return any(tool_input.get(key) for key in ATTACHMENT_KEYS)
+
+
+def _folders(path: str) -> list[str]:
+    """The folders of ``path`` after ``.`` and ``..`` are resolved, case folded (``Documents`` is one)."""
+    out: list[str] = []
+    for part in path.replace("\\", "/").split("/")[:-1]:
+        if part == "..":
+            if out:
+                out.pop()
+        elif part and part != ".":
+            out.append(part.casefold())
+    return out
 
 
 def is_consult(name: object) -> bool:

@@ -170,8 +170,19 @@ def test_casual_replies_and_other_tools_are_never_blocked(installed, tmp_path: P
 def test_the_tool_list_is_a_setting(installed, tmp_path: Path) -> None:
     path = transcript(tmp_path, user("Send it", "u1"))
     edit = pre_tool_use(path, "Edit", file_path=DOC, old_string="a", new_string="b")
-    assert "reason=not-a-deliverable" in only_line(run_gate(installed, edit))
-    proc = run_gate(installed, edit, PLUGHOST_CONSULT_GATE_TOOLS="Write,Edit")
+    proc = run_gate(installed, edit)  # an edit of a delivered document is gated by default too
+    assert proc.returncode == 2 and "op=block tool=Edit" in only_line(proc)
+    assert "reason=not-a-deliverable" in only_line(run_gate(installed, edit, PLUGHOST_CONSULT_GATE_TOOLS="Write"))
+    upper = pre_tool_use(path, "Write", file_path=DOC.replace("/documents/", "/Documents/"), content="x")
+    assert run_gate(installed, upper).returncode == 2  # a Documents folder is one too
+    around = pre_tool_use(path, "Write", file_path=DOC.replace("/documents/", "/documents/../../tmp/"), content="x")
+    assert "reason=not-a-document" in only_line(run_gate(installed, around))  # resolved: not in the folder
+    pdf = pre_tool_use(path, "mcp__plugin_browser_browser__browser-pdf-save", outputPath=DOC)
+    proc = run_gate(installed, pdf)  # the seed's own deliverable: a PDF saved into documents/
+    assert proc.returncode == 2 and "op=block tool=mcp__plugin_browser_browser__browser-pdf-save" in only_line(proc)
+    shouted = pre_tool_use(path, "mcp__mail__SEND_Email", attachments=["quote.pdf"])
+    assert run_gate(installed, shouted).returncode == 2  # tool names in another case
+    proc = run_gate(installed, edit, PLUGHOST_CONSULT_GATE_TOOLS="write,EDIT")  # names ignore case
     assert proc.returncode == 2 and "op=block tool=Edit" in only_line(proc)
     off = run_gate(installed, edit, PLUGHOST_CONSULT_GATE_TOOLS="Write,Edit", PLUGHOST_CONSULT_GATE="0")
     assert off.returncode == 0 and "reason=off" in only_line(off)
