@@ -12,7 +12,12 @@ and other secret-named flags); ``Cookie:`` headers; ``name: value`` / ``NAME=val
 (``{"name": "Authorization", "value": …}``); ``Bearer …`` and ``Basic <base64 user:pw>``; and the
 vendor key formats of ``detect-secrets`` (its plugins' regexes: AWS, Stripe, GitHub, GitLab,
 Slack, Twilio, JWT, SendGrid ...) plus the few it lacks (``github_pat_``, Google ``AIza``/``ya29.``,
-OpenAI/Anthropic ``sk-…``, Hugging Face, npm, Shopify ...).
+OpenAI/Anthropic ``sk-…``, Hugging Face, npm, Shopify ...); last, random-looking strings
+(:func:`_high_entropy`): base64/base64url/hex of high entropy beside a word that names a secret
+(``invalid token X``, ``my key is X``), long ones alone (a bare 64-hex, 40+ base64), and base64
+blobs whose decoded text holds a secret (a PEM key, a service-account JSON). Space-separated command
+lines (``aws configure set aws_secret_access_key …``, ``export API_KEY …``, ``echo … | … --password-stdin``)
+and JSON arrays/objects under a secret key at any depth of JSON in JSON are the pair rules'.
 
 Importing ``detect_secrets`` costs ~50 ms (it pulls ``requests``), and every process that logs a
 line redacts it: the patterns' sources are read from the package once and kept in
