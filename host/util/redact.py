@@ -12,7 +12,12 @@ and other secret-named flags); ``Cookie:`` headers; ``name: value`` / ``NAME=val
 (``{"name": "Authorization", "value": …}``); ``Bearer …`` and ``Basic <base64 user:pw>``; and the
 vendor key formats of ``detect-secrets`` (its plugins' regexes: AWS, Stripe, GitHub, GitLab,
 Slack, Twilio, JWT, SendGrid ...) plus the few it lacks (``github_pat_``, Google ``AIza``/``ya29.``,
-OpenAI/Anthropic ``sk-…``, Hugging Face, npm, Shopify ...).
+OpenAI/Anthropic ``sk-…``, Hugging Face, npm, Shopify ...); last, random-looking strings
+(:func:`_high_entropy`): base64/base64url/hex of high entropy beside a word that names a secret
+(``invalid token X``, ``my key is X``), long ones alone (a bare 64-hex, 40+ base64), and base64
+blobs whose decoded text holds a secret (a PEM key, a service-account JSON). Space-separated command
+lines (``aws configure set aws_secret_access_key …``, ``export API_KEY …``, ``echo … | … --password-stdin``)
+and JSON arrays/objects under a secret key at any depth of JSON in JSON are the pair rules'.
 
 Importing ``detect_secrets`` costs ~50 ms (it pulls ``requests``), and every process that logs a
 line redacts it: the patterns' sources are read from the package once and kept in
@@ -25,6 +30,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import re
 import threading
@@ -50,7 +56,10 @@ _NOT_SECRET_TAIL = {"count", "counts", "limit", "limits", "max", "min", "type", 
                     "expiration", "ttl", "usage", "used", "total", "format", "field", "fields", "prompt", "hint",
                     "label", "schema", "env", "var", "stdin", "hash", "algorithm", "provider", "scheme", "header",
                     "version", "source", "status", "strategy", "reset", "changed", "set", "warning", "error",
-                    "exception", "manager"}
+                    "exception", "manager", "helper"}
+_PASS_FLAGS = {"storepass", "keypass", "srcstorepass", "deststorepass", "srckeypass", "destkeypass", "passin",
+               "passout", "storepassword", "keypassword"}
+"""Password flags of keytool, jarsigner and openssl (``-storepass …``, ``-passout pass:…``)."""
 _WORD_SPLIT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
@@ -66,6 +75,8 @@ def secret_name(name: str) -> bool:
     if not words or words[0] == "no" or words[-1] in _NOT_SECRET_TAIL:
         return False
     flat = "".join(words)
+    if flat in _PASS_FLAGS:
+        return True
     if any(s in flat for s in _STRONG) and "secretar" not in flat:
         return True
     if any(w in _WORDS for w in words) or flat.endswith("token"):
@@ -84,11 +95,29 @@ _MYSQL = re.compile(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p)('[^']
 _CURL_USER = re.compile(r"(\b(?:curl|wget)\b[^\n|;&]{0,400}?\s(?:-u|--user|--proxy-user|--http-user)(?:\s*|=)['\"]?"
                         r"[^\s:'\"]*:)([^\s'\"]+)")
 _PASS_TOOLS = re.compile(r"(\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]{0,400}?\s-a)\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
-_LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|helm)\b[^\n|;&]{0,200}?\blogin\b[^\n|;&]{0,200}?"
+_LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oc|az|cf|argocd|crane|oras|regctl|apptainer|singularity)\b[^\n|;&]{0,200}?\blogin\b[^\n|;&]{0,200}?"
                       r"\s-p\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 _HTPASSWD = re.compile(r"(\bhtpasswd\b(?:\s+-[A-Za-z]+)*?\s+-[A-Za-z]*b[A-Za-z]*(?:\s+-[A-Za-z]+)*"
                        r"(?:\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)){2}\s+)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 _NETRC = re.compile(r"(\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+)(\S+)")
+_CAPITAL_P = re.compile(r"(\b(?:sqlcmd|bcp|osql|isql|zip|unzip|zipcloak)\b[^\n|;&]{0,300}?\s-P\s*)"
+                        r"('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+"""``sqlcmd -P …``, ``zip -P …``: the capital ``-P`` of these tools is the password."""
+_ATTACHED_P = re.compile(r"(\b(?:7z|7za|7zr|rar|unrar)\b[^\n|;&]{0,300}?\s-p)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_SMB_USER = re.compile(r"(\b(?:smbclient|smbmap|rpcclient|net)\b[^\n|;&]{0,300}?\s(?:-U|--user)(?:\s+|=)['\"]?[^\s%'\"]+%)"
+                       r"([^\s'\"]+)")
+_HTTPIE = re.compile(r"((?<![\w/.:-])(?:https?|xh)(?:\s[^\n|;&]{0,300}?)?\s(?:-a|--auth)(?:\s+|=)['\"]?[^\s:'\"]*:)([^\s'\"]+)")
+_CLI_SET = re.compile(
+    r"((?<![\w-])(?:export|setenv|(?:config|configure)(?:\s+--?[\w-]+)*(?:\s+set)?|config:set|secrets?\s+set)"
+    r"[ \t]+(?P<name>[^\s=\"'`]{1,160})[ \t]+)(?P<val>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"=][^\s'\"]*)")
+"""``aws configure set aws_secret_access_key …``, ``export API_KEY …``, ``setenv DB_PASSWORD …``,
+``npm config set //registry/:_authToken …``, ``git config --global hub.oauthtoken …``."""
+_STDIN = re.compile(r"(\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)('[^'\n]*'|\"[^\"\n]*\"|[^\s|'\";&]+)"
+                    r"(?=[ \t]*\|[^\n|]{0,300}?(?:--password-stdin|--with-token|--token-stdin|--stdin\b|\bchpasswd\b))")
+"""``echo '…' | docker login --password-stdin``, ``echo … | gh auth login --with-token``."""
+_HERE = re.compile(r"((?:--password-stdin|--with-token|--token-stdin|--stdin)\b[^\n|;&]{0,200}?<<<[ \t]*)"
+                   r"('[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)")
+"""``gh auth login --with-token <<< '…'`` (a here-string)."""
 _XML = re.compile(r"(?i)(<(?P<tag>[\w:.-]{0,40}?(?:password|passwd|passphrase|secret|token|apikey|api_key|pwd)"
                   r"[\w:.-]{0,40})(?:\s[^>]{0,200})?>)([^<]{1,500})(</(?P=tag)\s*>)")
 _PROSE = re.compile(r"(?i)(\b(?:password|passcode|passphrase|passwd|pwd|pin code)\s+(?:is|was)\s*:?\s*)"
@@ -96,7 +125,7 @@ _PROSE = re.compile(r"(?i)(\b(?:password|passcode|passphrase|passwd|pwd|pin code
 _FLAG = re.compile(r"((?<!\S)--?(?P<flag>[A-Za-z][\w-]{0,40})(?:=|\s+))(?P<val>'[^']*'|\"[^\"]*\"|[^\s'\"\-][^\s'\"]*)")
 _COOKIE = re.compile(r"(?i)((?<![\w-])(?:set-)?cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\n\"'\\]+)")
 _KEY = re.compile(
-    r"(?<![\w.\-])(?P<q>\\?[\"']|)"
+    r"(?<![\w.\-])(?P<q>\\*[\"']|)"
     r"(?=[\w.\-]{0,63}?(?i:pass|pw|secret|token|key|auth|cred|cookie|pin|otp|bearer|jwt|sid))"
     r"(?P<key>[A-Za-z_][\w.\-]{0,63})(?P=q)(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*)"
     r"(?P<scheme>(?i:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?")
@@ -132,6 +161,7 @@ _EXTRA_FORMATS = (
     r"\bdo[por]_v1_[a-f0-9]{64}",
     r"\bkey-[0-9a-f]{32}\b",
     r"\bAKIA[0-9A-Z]{16}",
+    r"\bhv[sbr]\.[A-Za-z0-9_\-]{20,}",
     r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{4,}",
 )
 """Formats ``detect-secrets`` 1.5 lacks (and the old built-ins, kept when it is missing)."""
@@ -310,28 +340,130 @@ def _plain_value(inner: str) -> bool:
     return inner.lower() in _NOT_VALUES or bool(_REFERENCE.fullmatch(inner)) or inner == MARKER
 
 
+_BLOCK_SCALAR = {"|", ">", "|-", ">-", "|+", ">+"}
+_BLOCK_START = re.compile(r"[|>][-+]?[ \t]*(?:\r?\n|$)")
+_YAML_ITEM = re.compile(r"[ \t]*-[ \t]+(?P<v>\S.*?)[ \t]*$|[ \t]*[\w.\-\"']{1,80}[ \t]*:[ \t]+(?P<w>\S.*?)[ \t]*$")
+_deep_values: dict[str, re.Pattern[str]] = {}
+
+
+def _deep_value(q: str) -> re.Pattern[str]:
+    """A string value quoted as ``q`` (``\\\\\\"``: JSON in JSON in JSON, any depth)."""
+    found = _deep_values.get(q)
+    if found is None:
+        e = re.escape(q)
+        found = _deep_values[q] = re.compile(rf"{e}(?:(?!{e})[^\n]){{0,4000}}{e}")
+    return found
+
+
+def _bracket_end(text: str, start: int) -> int | None:
+    """The end of the ``[…]`` / ``{…}`` opened at ``start`` (brackets counted; at most 20,000 characters)."""
+    depth = 0
+    for i in range(start, min(len(text), start + 20000)):
+        ch = text[i]
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _leaves(text: str, start: int, end: int, q: str) -> list[tuple[int, int]]:
+    """Every string and number value inside a JSON array or object (keys kept), as spans of ``text``."""
+    spans = []
+    literal = re.compile(r'"(?:[^"\\\n]|\\.)*"') if q == '"' else _deep_value(q)
+    for m in literal.finditer(text, start, end):
+        after = text[m.end():m.end() + 3].lstrip()
+        if after.startswith(":") or m.end() - m.start() == 2 * len(q):
+            continue
+        inner = text[m.start() + len(q):m.end() - len(q)]
+        if not _plain_value(inner):
+            spans.append((m.start() + len(q), m.end() - len(q)))
+    for m in re.finditer(r"(?<=[\[,:])[ \t]*(-?\d[\d.]*)(?=[ \t]*[,\]}\n])", text[start:end]):
+        spans.append((start + m.start(1), start + m.end(1)))
+    return spans
+
+
+def _yaml_children(text: str, key_start: int, pos: int, block: bool) -> list[tuple[int, int]]:
+    """The values under a secret-named YAML key with nothing after its colon: the lines of a block
+    scalar (``key: |``), or the items and values of the more-indented lines (``passwords:`` then ``- …``)."""
+    line_start = text.rfind("\n", 0, key_start) + 1
+    head = text[line_start:key_start]
+    indent = len(head) - len(head.lstrip(" \t-"))
+    spans: list[tuple[int, int]] = []
+    nl = text.find("\n", pos)
+    for _ in range(200):
+        if nl < 0:
+            break
+        begin = nl + 1
+        nl = text.find("\n", begin)
+        line = text[begin:nl if nl >= 0 else len(text)]
+        if not line.strip():
+            continue
+        if len(line) - len(line.lstrip(" \t")) <= indent:
+            break
+        if block:
+            offset = len(line) - len(line.lstrip(" \t"))
+            spans.append((begin + offset, begin + len(line.rstrip())))
+            continue
+        item = _YAML_ITEM.match(line)
+        if item is None:
+            break
+        group = "v" if item.group("v") is not None else "w"
+        opened, inner, closed = _quoted(item.group(group))
+        if inner and not _plain_value(inner) and item.group(group) not in _BLOCK_SCALAR:
+            spans.append((begin + item.start(group) + len(opened), begin + item.end(group) - len(closed)))
+    return spans
+
+
 def _kv(text: str) -> str:
-    """Every secret-named pair's value replaced (quotes kept); code (``os.environ[...]``), types and
-    placeholders (``str``, ``${TOKEN}``, ``***``) stay."""
+    """Every secret-named pair's value replaced (quotes kept): a string, a number, every value of an
+    array or object (JSON, at any depth of JSON in JSON), the lines of a YAML block; code
+    (``os.environ[...]``), types and placeholders (``str``, ``${TOKEN}``, ``***``) stay."""
     spans: list[tuple[int, int]] = []
     last = 0
     for m in _KEY.finditer(text):
         if m.start() < last or not secret_name(m.group("key")):
             continue
-        found = _VALUE.match(text, m.end())
+        q, sep, pos = m.group("q"), m.group("sep"), m.end()
+        nxt = text[pos:pos + 1]
+        if nxt in ("[", "{") and (q or ":" in sep):
+            close = _bracket_end(text, pos)
+            if close is not None:
+                spans.extend(_leaves(text, pos, close, q) if q else [(pos + 1, close - 1)])
+                last = close
+            continue
+        block = _BLOCK_START.match(text, pos) is not None
+        if not q and ":" in sep and "=" not in sep and (nxt in ("\n", "\r", "") or block):
+            found_children = _yaml_children(text, m.start(), pos, block)
+            spans.extend(found_children)
+            if found_children:
+                last = found_children[-1][1]
+            continue
+        if len(q) > 2 and q.startswith("\\\\"):
+            deep = _deep_value(q).match(text, pos)
+            if deep is None:
+                continue
+            inner = deep.group(0)[len(q):-len(q)]
+            if inner and not _plain_value(inner):
+                spans.append((pos + len(q), deep.end() - len(q)))
+                last = deep.end()
+            continue
+        found = _VALUE.match(text, pos)
         if found is None:
             continue
         val = found.group(0)
         opened, inner, closed = _quoted(val)
-        end = m.end() + len(val)
+        end = pos + len(val)
         if not inner or _plain_value(inner) or inner.lower() == m.group("key").lower():
             continue
         if not opened and text[end:end + 1] in ("(", "[", "{"):
             continue
-        if "=" not in m.group("sep") and inner.isalpha() and text[end:end + 1] == " " \
+        if "=" not in sep and inner.isalpha() and text[end:end + 1] == " " \
                 and text[end + 1:end + 2].isalpha():
             continue  # prose: "password: The password for ..."
-        spans.append((m.end() + len(opened), end - len(closed)))
+        spans.append((pos + len(opened), end - len(closed)))
         last = end
     return _splice(text, spans)
 
@@ -347,8 +479,8 @@ def _flag(m: re.Match[str]) -> str:
     if not secret_name(m.group("flag")):
         return m.group(0)
     opened, inner, closed = _quoted(m.group("val"))
-    if _plain_value(inner):
-        return m.group(0)
+    if _plain_value(inner) or inner.startswith(("env:", "file:", "fd:")) or inner == "stdin":
+        return m.group(0)  # openssl's -passin env:VAR names where the password is
     return m.group(1) + opened + MARKER + closed
 
 
@@ -396,6 +528,152 @@ def _bearer(m: re.Match[str]) -> str:
     return m.group(1) + MARKER
 
 
+def _looks_secret(inner: str) -> bool:
+    """A value that could be a password or key: not a type or placeholder, 6+ characters, and a digit or
+    a symbol in it (``store``, ``inherit`` and other words stay)."""
+    return len(inner) >= 6 and not _plain_value(inner) and not inner.startswith(MARKER) \
+        and any(ch.isdigit() or not ch.isalnum() for ch in inner)
+
+
+def _cli_set(m: re.Match[str]) -> str:
+    name = re.split(r"[:/.]", m.group("name"))[-1] or m.group("name")
+    opened, inner, closed = _quoted(m.group("val"))
+    if not secret_name(name) or not _looks_secret(inner):
+        return m.group(0)
+    return m.group(1) + opened + MARKER + closed
+
+
+def _stdin(m: re.Match[str]) -> str:
+    opened, inner, closed = _quoted(m.group(2))
+    if not inner or _plain_value(inner) or inner.startswith("$"):
+        return m.group(0)
+    return m.group(1) + opened + MARKER + closed
+
+
+# high-entropy strings and base64-wrapped key material ------------------------------------------
+_CANDIDATE = re.compile(r"(?<![\w+/=.\-\\])[A-Za-z0-9+/_\-]{20,}+={0,2}(?![\w+/=\-])")
+"""A run that could be a key: base64, base64url or hex, 20+ characters (candidates are few in prose)."""
+_WRAPPED = re.compile(r"(?:(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/]{4,}+={0,2})+")
+"""The further lines of a wrapped base64 blob (76-column ``base64`` output, a Kubernetes secret)."""
+_SECRET_WORD = re.compile(
+    r"(?i)(?:^|[^\w-])(?:api[-_ ]?keys?|access[-_ ]?keys?|private[-_ ]?keys?|signing[-_ ]?keys?|secret[-_ ]?keys?|"
+    r"client[-_ ]?secrets?|keys?|tokens?|secrets?|passwords?|passwd|pwd|pass(?:phrase|code)?|apikey|credentials?|"
+    r"creds|auth|bearer|otp)"
+    r"(?:[\s:=\"'`(\[,]+|\b(?:is|was|are|were|of|for|set|to|as|now|value|string|here|reads?|be|the|new|my|your|"
+    r"our|this|that|a|an)\b)*$")
+"""A word naming a secret just before a candidate, with only small words between (``invalid token X``,
+``my key is X``, ``the secret: X``); ``key id X``, ``key fingerprint X``, ``token count X`` do not match."""
+_HASH_CONTEXT = re.compile(r"(?i)sha|md5|blake|digest|checksum|hash|integrity|fingerprint|commit|revision|\brev\b")
+"""Words before a bare hex or base64 string that say it is a digest or a commit id, not a key."""
+_DATA_URI = re.compile(r"(?i)data:(?:image|font|audio|video)/[\w.+-]+;base64,$")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _entropy(text: str) -> float:
+    counts: dict[str, int] = {}
+    for ch in text:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _random_like(core: str, near_word: bool) -> bool:
+    """Whether a base64/base64url/hex string looks random (a key), not an identifier or a word.
+
+    Hex: 32+ characters beside a secret word, 64+ alone. Otherwise upper case, lower case and digits
+    (or two of them from 32 characters), Shannon entropy at least 0.8 of log2(length) (random base64
+    of 20-64 characters is above it 99 % of the time), and short camelCase pieces on average (an
+    identifier or a path has long ones); 20+ characters beside a secret word, 40+ alone.
+    """
+    n = len(core)
+    if all(ch in _HEX for ch in core):
+        has_digit, has_alpha = any(ch.isdigit() for ch in core), any(ch.isalpha() for ch in core)
+        return has_digit and has_alpha and n >= (32 if near_word else 64)
+    if n < (20 if near_word else 40):
+        return False
+    classes = any(ch.isupper() for ch in core) + any(ch.islower() for ch in core) + any(ch.isdigit() for ch in core)
+    if classes < 2 or classes == 2 and n < 32:
+        return False
+    if _entropy(core) < 0.8 * math.log2(min(n, 64)):
+        return False
+    parts = _WORD_SPLIT.findall(core)
+    return bool(parts) and sum(len(p) for p in parts) / len(parts) <= 3.3
+
+
+def _b64_text(blob: str) -> str | None:
+    """``blob`` decoded from base64 (or base64url) when it is text, else None."""
+    raw = re.sub(r"\\n|\s", "", blob).rstrip("=")
+    raw = raw[:len(raw) - len(raw) % 4] if len(raw) % 4 == 1 else raw
+    try:
+        data = base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=b"-_" if ("-" in raw or "_" in raw) else None)
+        text = data.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(ch.isprintable() or ch in "\r\n\t" for ch in text)
+    return text if text and printable >= 0.95 * len(text) else None
+
+
+def _wraps_secret(blob: str, depth: int) -> bool:
+    """Whether a base64 blob decodes to text holding a secret (a PEM key, a service-account JSON, a .env)."""
+    if depth > 1 or len(blob) < 40:
+        return False
+    text = _b64_text(blob)
+    if text is None:
+        return False
+    return "PRIVATE KEY" in text or _redact(text, depth + 1) != text
+
+
+def _in_url(text: str, start: int) -> bool:
+    """Whether ``start`` is inside a URL or a path (a document id in a link, a file name)."""
+    if start and text[start - 1] in "/=?&#@:":
+        return True
+    head = text[max(0, start - 300):start]
+    cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"), head.rfind('"'), head.rfind("'"))
+    return "://" in head[cut + 1:]
+
+
+def _high_entropy(text: str, depth: int = 0) -> str:
+    """Random-looking strings beside a word that names a secret, long ones alone, and base64 blobs that
+    wrap key material (:func:`_random_like`, :func:`_wraps_secret`)."""
+    spans: list[tuple[int, int]] = []
+    reach = 0
+    for m in _CANDIDATE.finditer(text):
+        start, end = m.span()
+        if start < reach:
+            continue
+        token = m.group(0)
+        wrapped = _WRAPPED.match(text, end) if len(token) >= 40 else None
+        if wrapped and wrapped.end() > end:
+            end = wrapped.end()
+        blob = text[start:end]
+        core = token.rstrip("=")
+        before = text[max(0, start - 60):start]
+        if _DATA_URI.search(before):
+            if _wraps_secret(blob, depth):
+                spans.append((start, end))
+                reach = end
+            continue
+        if core.lower().startswith(("sha1-", "sha256-", "sha384-", "sha512-")):
+            continue
+        decoded = _b64_text(blob) if len(blob) >= 40 and not all(ch in _HEX for ch in core) else None
+        if decoded is None and not _random_like(core, True):
+            continue  # not random even beside a secret word: no need to look for one
+        near_word = bool(_SECRET_WORD.search(before))
+        if decoded is not None:
+            secret = "PRIVATE KEY" in decoded or depth < 1 and _redact(decoded, depth + 1) != decoded or near_word
+        elif not _random_like(core, near_word):
+            secret = False
+        elif near_word:
+            secret = True
+        else:
+            secret = not _in_url(text, start) and not _HASH_CONTEXT.search(before[-40:]) \
+                and not (all(ch in _HEX for ch in core) and text[end:end + 2] == "  ")  # sha256sum's output
+        if secret:
+            spans.append((start, end))
+            reach = end
+    return _splice(text, spans)
+
+
 def _sub(pattern: re.Pattern[str], fix: Callable[[re.Match[str]], str]) -> Callable[[str], str]:
     return lambda text: pattern.sub(fix, text)
 
@@ -408,6 +686,13 @@ _RULES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
     (("curl", "wget"), _sub(_CURL_USER, _second)),
     (("sshpass", "redis-cli"), _sub(_PASS_TOOLS, _second)),
     (("login",), _sub(_LOGIN_P, _second)),
+    (("<<<",), _sub(_HERE, _stdin)),
+    (("-stdin", "with-token", "chpasswd"), _sub(_STDIN, _stdin)),
+    (("-P",), _sub(_CAPITAL_P, _second)),
+    (("7z", "rar"), _sub(_ATTACHED_P, _second)),
+    (("%",), _sub(_SMB_USER, _second)),
+    ((" -a", "--auth"), _sub(_HTTPIE, _second)),
+    (("export", "setenv", "config", "set"), _sub(_CLI_SET, _cli_set)),
     (("htpasswd",), _sub(_HTPASSWD, _second)),
     (("machine",), _sub(_NETRC, _second)),
     (("</",), _sub(_XML, _xml)),
@@ -424,14 +709,18 @@ _RULES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
 """``(gates, rule)``: a rule runs only on a text holding one of its gates (none: always)."""
 
 
+def _redact(text: str, depth: int) -> str:
+    for gates, rule in _RULES:
+        if not gates or any(g in text for g in gates):
+            text = rule(text)
+    return _high_entropy(text, depth)
+
+
 def redact_text(text: str) -> str:
     """``text`` with every secret it holds replaced by :data:`MARKER` (the rules in the module doc)."""
     if not isinstance(text, str) or len(text) < 8:
         return text
-    for gates, rule in _RULES:
-        if not gates or any(g in text for g in gates):
-            text = rule(text)
-    return text
+    return _redact(text, 0)
 
 
 # values ----------------------------------------------------------------------------------------
