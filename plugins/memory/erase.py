@@ -1,26 +1,28 @@
 """Erase on request and export: ``plughost erase`` and ``plughost export`` (docs/cli.md#erase-and-export).
 
-A request names a person one of three ways: ``--contact`` (an email address, matched ignoring case,
-or a phone number, matched by its digits: ``+49 170 1234567``, ``0049-170-1234567`` and
-``0170 1234567`` are one number), ``--visitor`` (a channel sender id) or ``--conversation`` (a
-Conversation id). What it reaches, in the account of ``ACCOUNT_ID``, soft-deleted nodes included:
+A request names one person by one of their identifiers: ``--contact`` (an email address, ignoring
+case, or a phone number, by its digits: ``+49 170 1234567`` and ``0049-170-1234567`` are one
+number), ``--visitor`` (a webchat visitor token or a channel sender id) or ``--conversation`` (a
+Conversation id). It is matched against :data:`IDENTIFIER_PROPERTIES` alone, never a status, role,
+scope, title or message text. What it reaches, in the account of ``ACCOUNT_ID``, soft-deleted nodes
+included, grows until nothing new is found:
 
-- every node that holds the value: in its id or any property (a Message's ``text``, a follow-up
-  Task's ``inputs``, a ToolCall's ``input`` / ``output``, a Briefing, an Entity, a profile ...);
-- for a visitor, its Conversations (``sender``); for every Conversation reached, its Messages and
-  every node hanging from it (``HAS_MESSAGE``, ``HAS_BRIEFING``, ``HAS_TOOL_CALL``, a Task
-  ``RAISED_DURING`` it) or naming it (``conversationId``);
-- a visitor's own memory (docs/channels.md#visitor-memory): for ``--visitor`` (a webchat visitor
-  token or a sender id) and ``--contact`` (their number), the Messages and ``VisitorSlice`` nodes
-  keyed by its hash (for ``--visitor`` their Conversations too, and every Message and slice of
-  the visitor key of any Message reached; for ``--conversation``, that conversation's slices);
+- the nodes whose identifier properties hold one of the person's identifiers;
+- every Conversation they took part in, and everything of it: the nodes naming it
+  (``conversationId``: its Messages, the leads raised in it, its slices) or hanging from it
+  (``HAS_MESSAGE``, ``HAS_BRIEFING``, ``HAS_TOOL_CALL``, a Task ``RAISED_DURING`` it);
+- the identifiers those hold in turn: their conversations' senders, the visitor keys of their user
+  Messages (every conversation of the same browser or number), their leads' contacts;
 - for every Task reached, its time records (``TimeEntry``, ``TimeAdjustment``);
 - the Entity and Fact nodes derived only from what is erased (no other node links them).
 
-The store's ``erase_nodes`` removes them with their edges, embeddings and full-text terms at
-once (no grace period). The receipt counts what went (nodes per label, edges, embeddings,
-full-text documents) and holds no personal data; ``--dry-run`` counts the same and removes nothing.
-Admin only: it reads and deletes without per-row guards.
+:func:`collect` computes that set for both erase and export, so the receipt and the export count
+the same nodes. The store's ``erase_nodes`` removes them with their edges, embeddings and full-text
+terms at once (no grace period). The receipt counts what went (nodes per label, edges, embeddings,
+full-text documents) and the ``mentions``: nodes left that hold one of the person's contacts in
+their text (an owner's note, another visitor's message), not theirs, listed by id in the export
+for the operator. ``--dry-run`` counts the same and removes nothing. Admin only: it reads and
+deletes without per-row guards.
 """
 
 from __future__ import annotations
