@@ -382,8 +382,8 @@ def plughost_person_erased(host: Host, account_id: str, senders: list[str], hold
 
     **Parameters:** ``account_id`` — the account erased from; ``senders`` — the channel sender ids
     the erase reached (the visitor asked for, the senders of the Conversations and Messages
-    removed); ``holds`` — whether a string holds the request's value (the same test the store's
-    erase used); ``dry_run`` — count, remove nothing; ``tally`` — add ``{what: count}`` of what
+    removed); ``holds`` — whether a string holds one of the person's contacts (an email address
+    as a whole address, a phone number by its digits), never a sender id or a status word; ``dry_run`` — count, remove nothing; ``tally`` — add ``{what: count}`` of what
     went (file entries, files), never personal data.
 
     **Combines:** every implementation runs; one raising does not stop the others, and the erase

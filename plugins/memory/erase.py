@@ -1,26 +1,28 @@
 """Erase on request and export: ``plughost erase`` and ``plughost export`` (docs/cli.md#erase-and-export).
 
-A request names a person one of three ways: ``--contact`` (an email address, matched ignoring case,
-or a phone number, matched by its digits: ``+49 170 1234567``, ``0049-170-1234567`` and
-``0170 1234567`` are one number), ``--visitor`` (a channel sender id) or ``--conversation`` (a
-Conversation id). What it reaches, in the account of ``ACCOUNT_ID``, soft-deleted nodes included:
+A request names one person by one of their identifiers: ``--contact`` (an email address, ignoring
+case, or a phone number, by its digits: ``+49 170 1234567`` and ``0049-170-1234567`` are one
+number), ``--visitor`` (a webchat visitor token or a channel sender id) or ``--conversation`` (a
+Conversation id). It is matched against :data:`IDENTIFIER_PROPERTIES` alone, never a status, role,
+scope, title or message text. What it reaches, in the account of ``ACCOUNT_ID``, soft-deleted nodes
+included, grows until nothing new is found:
 
-- every node that holds the value: in its id or any property (a Message's ``text``, a follow-up
-  Task's ``inputs``, a ToolCall's ``input`` / ``output``, a Briefing, an Entity, a profile ...);
-- for a visitor, its Conversations (``sender``); for every Conversation reached, its Messages and
-  every node hanging from it (``HAS_MESSAGE``, ``HAS_BRIEFING``, ``HAS_TOOL_CALL``, a Task
-  ``RAISED_DURING`` it) or naming it (``conversationId``);
-- a visitor's own memory (docs/channels.md#visitor-memory): for ``--visitor`` (a webchat visitor
-  token or a sender id) and ``--contact`` (their number), the Messages and ``VisitorSlice`` nodes
-  keyed by its hash (for ``--visitor`` their Conversations too, and every Message and slice of
-  the visitor key of any Message reached; for ``--conversation``, that conversation's slices);
+- the nodes whose identifier properties hold one of the person's identifiers;
+- every Conversation they took part in, and everything of it: the nodes naming it
+  (``conversationId``: its Messages, the leads raised in it, its slices) or hanging from it
+  (``HAS_MESSAGE``, ``HAS_BRIEFING``, ``HAS_TOOL_CALL``, a Task ``RAISED_DURING`` it);
+- the identifiers those hold in turn: their conversations' senders, the visitor keys of their user
+  Messages (every conversation of the same browser or number), their leads' contacts;
 - for every Task reached, its time records (``TimeEntry``, ``TimeAdjustment``);
 - the Entity and Fact nodes derived only from what is erased (no other node links them).
 
-The store's ``erase_nodes`` removes them with their edges, embeddings and full-text terms at
-once (no grace period). The receipt counts what went (nodes per label, edges, embeddings,
-full-text documents) and holds no personal data; ``--dry-run`` counts the same and removes nothing.
-Admin only: it reads and deletes without per-row guards.
+:func:`collect` computes that set for both erase and export, so the receipt and the export count
+the same nodes. The store's ``erase_nodes`` removes them with their edges, embeddings and full-text
+terms at once (no grace period). The receipt counts what went (nodes per label, edges, embeddings,
+full-text documents) and the ``mentions``: nodes left that hold one of the person's contacts in
+their text (an owner's note, another visitor's message), not theirs, listed by id in the export
+for the operator. ``--dry-run`` counts the same and removes nothing. Admin only: it reads and
+deletes without per-row guards.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,7 @@ from plughost.api.store import (
     MESSAGE_LABEL,
     TEXT_PROPERTIES,
     VISITOR_SLICE_LABEL,
+    conversation_node_id,
     require_admin,
     visitor_key,
 )
@@ -64,27 +67,14 @@ def _phone_key(text: str) -> str:
     return digits[2:] if digits.startswith("00") else digits
 
 
-def _same_phone(a: str, b: str) -> bool:
-    """The same digits (``+49`` and ``0049`` are one prefix). A national form (``0170 …``) is not
-    matched to an international one: the country it dropped is unknown, and a guess erases other
-    people's numbers ending alike; the person's other form is a second request."""
-    return a == b
-
-
 @dataclass
 class Request:
-    """What to erase: the kind of request and how a stored string holds it."""
+    """What to erase: the kind of request and its value (normalised: an email lower case, a phone
+    number its digits)."""
 
     kind: str  # contact | visitor | conversation
     value: str
-    prefilter: str | None  # lower-case ASCII the store may prefilter rows by
-    holds: Callable[[str], bool]
-
-
-def _token_test(value: str) -> Callable[[str], bool]:
-    """Whether a string holds ``value`` as a whole token (not inside a longer id)."""
-    token = re.compile(rf"(?<![\w-]){re.escape(value)}(?![\w-])")
-    return lambda s: token.search(s) is not None
+    contact: str | None = None  # email | phone, for a contact
 
 
 def request_of(args: argparse.Namespace) -> Request:
@@ -102,56 +92,137 @@ def request_of(args: argparse.Namespace) -> Request:
         if "@" in value:
             if not EMAIL.fullmatch(value):
                 raise UserError("--contact: expected an email address (name@example.com) or a phone number")
-            pattern = re.compile(rf"(?<![\w.+-]){re.escape(value)}(?![\w-])(?!\.[\w-])", re.IGNORECASE)
-            return Request("contact", value, value.lower() if value.isascii() else None,
-                           lambda s: pattern.search(s) is not None)
+            return Request("contact", value.lower(), "email")
         key = _phone_key(value)
         if not PHONE_CHARS.fullmatch(value) or len(key) < MIN_PHONE_DIGITS:
             raise UserError(f"--contact: expected an email address or a phone number of at least "
                             f"{MIN_PHONE_DIGITS} digits")
-
-        def holds_phone(s: str) -> bool:
-            return any(_same_phone(key, _phone_key(m.group())) for m in PHONE_RUN.finditer(s))
-
-        return Request("contact", value, None, holds_phone)
+        return Request("contact", key, "phone")
     if not value or not ID_CHARS.fullmatch(str(raw)):  # the id as given: a trailing newline is not trimmed away
         raise UserError(f"--{flag}: expected a non-empty id of at most 512 characters, without control characters")
-    return Request(flag, value, value.lower() if value.isascii() else None, _token_test(value))
+    return Request(flag, value)
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item)
-    elif value is not None and not isinstance(value, bool):
-        yield str(value)
+# ------------------------------------------------------------------ who the person is
+IDENTIFIER_PROPERTIES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "email": (("Task", "inputs", "contact"),),
+    "phone": (("Task", "inputs", "contact"), (MESSAGE_LABEL, "senderPhone", ""),
+              (MESSAGE_LABEL, "sender", "whatsapp"), (CONVERSATION_LABEL, "sender", "whatsapp")),
+    "visitor-key": ((MESSAGE_LABEL, "visitorKey", ""), (VISITOR_SLICE_LABEL, "sliceToken", "")),
+    "sender": ((CONVERSATION_LABEL, "sender", ""), (MESSAGE_LABEL, "sender", "user")),
+    "conversation": ((CONVERSATION_LABEL, "id", ""), ("*", "conversationId", "")),
+}
+"""The only properties a request is matched against, per kind of identifier: ``(label, property,
+qualifier)``. A contact is a follow-up lead's ``inputs.contact`` (the address or number the visitor
+left), a Message's ``senderPhone``, a WhatsApp sender (their number); a webchat visitor token, a
+Telegram or WhatsApp sender and a number are matched through their hash (``visitorKey`` on user
+Messages, ``sliceToken`` on slices); a sender id is a Conversation's ``sender`` or a user Message's
+(``qualifier``: the Message's ``role``, or for a ``sender`` the channel whose sender ids are phone
+numbers); a Conversation id is itself or any node's ``conversationId``. Never ``status``, ``role``,
+``scope``, a title or message text: a visitor named ``answered`` is one Conversation's sender, not
+every answered Message."""
+
+NOT_A_PERSON = frozenset({"", "owner", "agent", "admin", "system"})
+"""Sender values that name the system's side of a conversation, never a visitor."""
 
 
-DERIVED_PROPERTIES = frozenset({"searchContext"})
-"""Properties built from other nodes (a turn's indexed form holds the turns before it): they never
-make a node the person's; :func:`erase` rebuilds them once the nodes they copied are gone."""
+def _contact_of(node: Node) -> str | None:
+    """The contact a follow-up lead holds (``inputs.contact``), if any."""
+    inputs = node.properties.get("inputs")
+    if isinstance(inputs, str):
+        try:
+            inputs = json.loads(inputs)
+        except ValueError:
+            return None
+    value = inputs.get("contact") if isinstance(inputs, dict) else None
+    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def holds(node: Node, test: Callable[[str], bool]) -> bool:
-    return test(node.id) or any(test(s) for k, v in node.properties.items() if k not in DERIVED_PROPERTIES
-                                for s in _strings(v))
+def _norm_contact(value: str) -> tuple[str, str] | None:
+    """(email | phone, normalised value) of a stored contact."""
+    if "@" in value:
+        return ("email", value.strip().lower()) if EMAIL.fullmatch(value.strip()) else None
+    key = _phone_key(value)
+    return ("phone", key) if PHONE_CHARS.fullmatch(value.strip()) and len(key) >= MIN_PHONE_DIGITS else None
 
 
-def _scan(store: GraphStore, account: str, prefilter: str | None, test: Callable[[str], bool]) -> dict[str, Node]:
-    found: dict[str, Node] = {}
+@dataclass
+class Record:
+    """What identifies a stored node, read once from the account's scan (no text kept)."""
+
+    id: str
+    labels: tuple[str, ...]
+    conversation: str | None
+    visitor_key: str | None
+    sender: str | None  # a Conversation's or a user Message's sender id
+    contacts: frozenset[tuple[str, str]]
+    task: str | None  # a time record's taskId
+
+
+def record_of(node: Node) -> Record:
+    p = node.properties
+    labels = tuple(node.labels)
+
+    def text(key: str) -> str | None:
+        value = p.get(key)
+        return value if isinstance(value, str) and value else None
+
+    contacts: set[tuple[str, str]] = set()
+    is_msg, is_conv = MESSAGE_LABEL in labels, CONVERSATION_LABEL in labels
+    if "Task" in labels and (c := _contact_of(node)) and (n := _norm_contact(c)):
+        contacts.add(n)
+    if is_msg and (phone := text("senderPhone")) and (n := _norm_contact(phone)) and n[0] == "phone":
+        contacts.add(n)
+    sender = text("sender") if is_conv or (is_msg and p.get("role") == "user") else None
+    if (is_msg or is_conv) and sender and p.get("channel") == "whatsapp" and \
+            len(key := _phone_key(sender)) >= MIN_PHONE_DIGITS:
+        contacts.add(("phone", key))
+    key_prop = text("visitorKey") if is_msg else text("sliceToken") if VISITOR_SLICE_LABEL in labels else None
+    return Record(node.id, labels, text("conversationId"), key_prop,
+                  sender if sender not in NOT_A_PERSON else None, frozenset(contacts),
+                  text("taskId") if {"TimeEntry", "TimeAdjustment"} & set(labels) else None)
+
+
+@dataclass
+class Person:
+    """The identifiers an erase found for one person: it grows until nothing new is reached."""
+
+    contacts: set[tuple[str, str]]
+    keys: set[str]
+    senders: set[str]
+    conversations: set[str]
+
+
+def _person_of(account: str, request: Request) -> Person:
+    person = Person(set(), set(), set(), set())
+    if request.kind == "contact":
+        person.contacts.add((str(request.contact), request.value))
+    elif request.kind == "visitor":
+        person.senders.add(request.value)
+        person.keys |= {visitor_key(account, f"{channel}:{request.value}") for channel in CHANNELS}
+        person.conversations |= {conversation_node_id(account, channel, request.value) for channel in CHANNELS}
+    else:
+        person.conversations.add(request.value)
+    return person
+
+
+CHANNELS = ("webchat", "telegram", "whatsapp")
+
+
+def _phone_keys(account: str, contacts: set[tuple[str, str]]) -> set[str]:
+    return {visitor_key(account, f"phone:{v}") for kind, v in contacts if kind == "phone"}
+
+
+def _scan_records(store: GraphStore, account: str) -> dict[str, Record]:
+    """Every node of the account (soft-deleted too), as its identifiers alone."""
+    out: dict[str, Record] = {}
     after = ""
     while True:
-        page = store.scan_nodes(account_id=account, contains=prefilter, after=after, limit=PAGE)
+        page = store.scan_nodes(account_id=account, contains=None, after=after, limit=PAGE)
         for node in page:
-            if holds(node, test):
-                found[node.id] = node
+            out[node.id] = record_of(node)
         if len(page) < PAGE:
-            return found
+            return out
         after = page[-1].id
 
 
@@ -159,76 +230,79 @@ def _get(store: GraphStore, account: str, node_id: str) -> Node | None:
     return store.get(node_id, guards=Guards(account), include_deleted=True)
 
 
-def request_keys(account: str, request: Request) -> set[str]:
-    """The visitor keys a request names itself: a visitor token or sender id on every channel, a number."""
-    if request.kind == "visitor":
-        return {visitor_key(account, f"{channel}:{request.value}") for channel in ("webchat", "telegram", "whatsapp")}
-    if request.kind == "contact" and "@" not in request.value:
-        return {visitor_key(account, f"phone:{_phone_key(request.value)}")}
-    return set()
-
-
-def _keyed(store: GraphStore, account: str, key: str) -> dict[str, Node]:
-    """A visitor key's Messages and slices."""
-    guards = Guards(account)
-    rows = [*store.find(guards=guards, labels=[MESSAGE_LABEL], where={"visitorKey": key}, limit=1_000_000),
-            *store.find(guards=guards, labels=[VISITOR_SLICE_LABEL], where={"sliceToken": key}, limit=1_000_000)]
-    return {n.id: n for n in rows}
-
-
 def collect(store: GraphStore, account: str, request: Request) -> dict[str, Node]:
-    """Every node the request reaches (the module docstring says which), by id."""
-    found = _scan(store, account, request.prefilter, request.holds)
-    if request.kind == "conversation" and request.value not in found:
-        node = _get(store, account, request.value)
-        if node is not None:
-            found[node.id] = node
-    done: set[str] = set()
-    keys, seen = request_keys(account, request), set[str]()
-    while True:  # a visitor's keys, and the conversations reached: what hangs from them or names them
-        if request.kind == "visitor":
-            keys |= {str(n.properties["visitorKey"]) for n in found.values()
-                     if isinstance(n.properties.get("visitorKey"), str)}
-        fresh = sorted(keys - seen)
-        seen.update(fresh)
-        for key in fresh:
-            keyed = _keyed(store, account, key)
-            found.update(keyed)
-            for conv in {str(n.properties["conversationId"]) for n in keyed.values()
-                         if request.kind == "visitor" and n.properties.get("conversationId")} - found.keys():
-                if (node := _get(store, account, conv)) is not None and CONVERSATION_LABEL in node.labels:
-                    found[node.id] = node
-        todo = [n.id for n in found.values() if CONVERSATION_LABEL in n.labels and n.id not in done]
-        if not todo:
-            if fresh:
-                continue
+    """Every node of the one person the request names (the module docstring says which), by id: the
+    one set both erase and export use, so the receipt and the export count the same."""
+    return gather(store, account, request)[0]
+
+
+def gather(store: GraphStore, account: str, request: Request) -> tuple[dict[str, Node], Person]:
+    """:func:`collect`, and the identifiers of the person it found."""
+    records = _scan_records(store, account)
+    person = _person_of(account, request)
+    by_conv: dict[str, set[str]] = {}
+    for r in records.values():
+        if r.conversation:
+            by_conv.setdefault(r.conversation, set()).add(r.id)
+    found: set[str] = set()
+    done_convs: set[str] = set()
+    while True:
+        before = (len(found), len(person.contacts), len(person.keys), len(person.senders), len(person.conversations))
+        keys = person.keys | _phone_keys(account, person.contacts)
+        for r in records.values():  # the identifier properties of IDENTIFIER_PROPERTIES, nothing else
+            if (r.contacts & person.contacts) or (r.visitor_key is not None and r.visitor_key in keys) \
+                    or (r.sender is not None and r.sender in person.senders) or r.id in person.conversations:
+                found.add(r.id)
+        for node_id in list(found):  # what the person's nodes say about them
+            r = records[node_id]
+            if r.conversation:
+                person.conversations.add(r.conversation)
+            if CONVERSATION_LABEL in r.labels:
+                person.conversations.add(r.id)
+            if r.sender:
+                person.senders.add(r.sender)
+            if r.visitor_key and MESSAGE_LABEL in r.labels:
+                person.keys.add(r.visitor_key)
+            person.contacts |= r.contacts
+        fresh = sorted(person.conversations - done_convs)
+        done_convs.update(fresh)
+        for conv in fresh:  # everything of their conversations: what names it, what hangs from it
+            found |= by_conv.get(conv, set())
+        if fresh:
+            live = [c for c in fresh if c in records]
+            for src, etype, dst, _ in store.node_edges(live, account_id=account):
+                if etype in ATTACHED:
+                    found |= {n for n in (src, dst) if n in records}
+        after = (len(found), len(person.contacts), len(person.keys), len(person.senders), len(person.conversations))
+        if after == before and not fresh:
             break
-        done.update(todo)
-        for conv in todo:
-            found.update(_scan(store, account, conv.lower() if conv.isascii() else None, _token_test(conv)))
-        for src, etype, dst, _ in store.node_edges(todo, account_id=account):
-            other = dst if src in done else src
-            if etype in ATTACHED and other not in found and (node := _get(store, account, other)) is not None:
-                found[node.id] = node
-    for task in [n.id for n in found.values() if "Task" in n.labels]:  # its time records go with it
-        for label in ("TimeEntry", "TimeAdjustment"):
-            found.update((n.id, n) for n in store.find(guards=Guards(account), labels=[label],
-                                                       where={"taskId": task}, limit=1_000_000))
-    while True:  # derived nodes no surviving node links
+    tasks = {i for i in found if "Task" in records[i].labels}
+    found |= {r.id for r in records.values() if r.task is not None and r.task in tasks}  # their time records
+    nodes = {n.id: n for n in (_get(store, account, i) for i in sorted(found)) if n is not None}
+    nodes.update(_orphans(store, account, nodes))
+    return nodes, person
+
+
+def _orphans(store: GraphStore, account: str, found: dict[str, Node]) -> dict[str, Node]:
+    """The Entity and Fact nodes only the person's nodes link (derived from what they said)."""
+    found = dict(found)
+    out: dict[str, Node] = {}
+    while True:
         edges = store.node_edges(list(found), account_id=account)
         targets = {dst for src, _, dst, _ in edges if src in found and dst not in found}
         derived = [n for n in (_get(store, account, t) for t in sorted(targets))
                    if n is not None and DERIVED_LABELS.intersection(n.labels)]
         if not derived:
-            return found
+            return out
         sources: dict[str, set[str]] = {n.id: set() for n in derived}
         for src, _, dst, _ in store.node_edges([n.id for n in derived], account_id=account):
             if dst in sources:
                 sources[dst].add(src)
         orphans = [n for n in derived if sources[n.id] <= found.keys()]
         if not orphans:
-            return found
-        found.update((n.id, n) for n in orphans)
+            return out
+        for n in orphans:
+            found[n.id] = out[n.id] = n
 
 
 def _indexed(node: Node) -> bool:
@@ -247,32 +321,66 @@ def _label(node: Node) -> str:
     return node.labels[0] if node.labels else "(none)"
 
 
-def receipt(found: dict[str, Node], counts: dict[str, int]) -> dict[str, Any]:
+def receipt(found: dict[str, Node], counts: dict[str, int], mentions: list[str]) -> dict[str, Any]:
     labels = Counter(_label(n) for n in found.values())
     return {"nodes": counts["nodes"], "labels": dict(sorted(labels.items())), "edges": counts["edges"],
-            "embeddings": counts["embeddings"], "fulltext": counts["fulltext"]}
+            "embeddings": counts["embeddings"], "fulltext": counts["fulltext"], "mentions": len(mentions)}
 
 
-def senders_of(found: dict[str, Node], request: Request) -> list[str]:
+def mentions_of(store: GraphStore, account: str, found: dict[str, Node], person: Person) -> list[str]:
+    """The ids of the nodes erase leaves that still hold one of the person's contacts in their text
+    (an owner's note "call back ada@…", another visitor's message naming her): not the person's, so
+    never taken; counted in the receipt and listed by id in the export for the operator to review."""
+    if not person.contacts:
+        return []
+    test = contact_test(person)
+    emails = sorted(v for kind, v in person.contacts if kind == "email")
+    prefilter = emails[0] if len(emails) == 1 and len(person.contacts) == 1 and emails[0].isascii() else None
+    out: list[str] = []
+    after = ""
+    while True:
+        page = store.scan_nodes(account_id=account, contains=prefilter, after=after, limit=PAGE)
+        out += [n.id for n in page if n.id not in found and
+                test(json.dumps(n.properties, ensure_ascii=False, default=str))]
+        if len(page) < PAGE:
+            return out
+        after = page[-1].id
+
+
+def senders_of(found: dict[str, Node], person: Person) -> list[str]:
     """The channel sender ids an erase reached: the visitor asked for, the Conversations' senders and
     the user Messages' (what other plugins key their files by)."""
-    out = {request.value} if request.kind == "visitor" else set()
+    out = set(person.senders)
     for n in found.values():
         if CONVERSATION_LABEL in n.labels or (MESSAGE_LABEL in n.labels and n.properties.get("role") == "user"):
             sender = n.properties.get("sender")
-            if isinstance(sender, str) and sender and sender != "owner":
+            if isinstance(sender, str) and sender not in NOT_A_PERSON:
                 out.add(sender)
     return sorted(out)
 
 
-def erase_outside(host: Any, account: str, request: Request, found: dict[str, Node], *,
+def contact_test(person: Person) -> Callable[[str], bool]:
+    """Whether a string holds one of the person's contacts: an email address as a whole address
+    (ignoring case), a phone number by its digits in any format."""
+    emails = [re.compile(rf"(?<![\w.+-]){re.escape(v)}(?![\w-])(?!\.[\w-])", re.IGNORECASE)
+              for kind, v in sorted(person.contacts) if kind == "email"]
+    phones = {v for kind, v in person.contacts if kind == "phone"}
+
+    def holds(text: str) -> bool:
+        return any(p.search(text) for p in emails) or \
+            bool(phones and any(_phone_key(m.group()) in phones for m in PHONE_RUN.finditer(text)))
+
+    return holds
+
+
+def erase_outside(host: Any, account: str, person: Person, found: dict[str, Node], *,
                   dry_run: bool) -> tuple[dict[str, int], list[str]]:
     """Each plugin's files outside the store (``plughost_person_erased``): counts, and the plugins that failed."""
     from plughost.api import hooks
 
     tally: Counter[str] = Counter()
-    errors = host.call_each(hooks.PERSON_ERASED, account_id=account, senders=senders_of(found, request),
-                            holds=request.holds, dry_run=dry_run, tally=tally)
+    errors = host.call_each(hooks.PERSON_ERASED, account_id=account, senders=senders_of(found, person),
+                            holds=contact_test(person), dry_run=dry_run, tally=tally)
     return dict(sorted((k, v) for k, v in tally.items())), sorted({e.plugin for e in errors})
 
 
@@ -280,7 +388,7 @@ def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool,
           host: Any = None) -> dict[str, Any]:
     """Collect and (unless ``dry_run``) delete; the receipt of counts (``files``: what other plugins
     removed outside the store, when ``host`` is given)."""
-    found = collect(store, account, request)
+    found, person = gather(store, account, request)
     if dry_run:
         counts = {"nodes": len(found), "edges": len(store.node_edges(list(found), account_id=account)),
                   "embeddings": sum(n.has_embedding for n in found.values()),
@@ -296,28 +404,29 @@ def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool,
 
             reindex_contexts(store, None, account_id=account, conversation_ids=kept)
             store.erase_nodes([], account_id=account)  # no node: the full-text merge and the WAL truncation again
-    result = receipt(found, counts)
+    result = receipt(found, counts, mentions_of(store, account, found, person))
     if host is not None:
-        result["files"], result["failed"] = erase_outside(host, account, request, found, dry_run=dry_run)
+        result["files"], result["failed"] = erase_outside(host, account, person, found, dry_run=dry_run)
     return result
 
 
 def export(store: GraphStore, account: str, request: Request) -> dict[str, Any]:
     """Every node the request reaches: id, labels, properties (never an embedding), deleted or not,
     and every edge touching them."""
-    found = collect(store, account, request)
+    found, person = gather(store, account, request)
     nodes = [{"id": n.id, "labels": list(n.labels), "properties": n.properties, "deleted": n.deleted}
              for n in sorted(found.values(), key=lambda n: n.id)]
     edges = [{"source": s, "type": t, "target": d, "properties": p}
              for s, t, d, p in store.node_edges(list(found), account_id=account)]
-    return {"request": request.kind, "account": account, "nodes": nodes, "edges": edges}
+    return {"request": request.kind, "account": account, "nodes": nodes, "edges": edges,
+            "mentions": mentions_of(store, account, found, person)}
 
 
 def _line(result: dict[str, Any]) -> str:
     labels = ",".join(f"{k}:{v}" for k, v in result["labels"].items()) or "none"
     files = ",".join(f"{k}:{v}" for k, v in result.get("files", {}).items() if v) or "none"
     return (f"nodes={result['nodes']} labels={labels} edges={result['edges']} embeddings={result['embeddings']} "
-            f"fulltext={result['fulltext']}" + (f" files={files}" if "files" in result else ""))
+            f"fulltext={result['fulltext']} mentions={result['mentions']}" + (f" files={files}" if "files" in result else ""))
 
 
 def _target(parser: argparse.ArgumentParser) -> None:
@@ -358,7 +467,8 @@ def run_erase(args: argparse.Namespace, host: Any) -> int:
     files = ",".join(f"{k}:{v}" for k, v in result.get("files", {}).items() if v) or None
     log("erase", "op=dry-run" if args.dry_run else "op=done", request=request.kind, account=account[:8],
         nodes=result["nodes"], labels=",".join(f"{k}:{v}" for k, v in result["labels"].items()) or None,
-        edges=result["edges"], embeddings=result["embeddings"], fulltext=result["fulltext"], files=files)
+        edges=result["edges"], embeddings=result["embeddings"], fulltext=result["fulltext"],
+        mentions=result["mentions"], files=files)
     for plugin in failed:
         print(f"plughost erase: plugin '{plugin}' could not erase its files outside the store (see the log); "
               "run the same erase again", file=sys.stderr)

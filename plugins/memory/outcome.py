@@ -1,12 +1,16 @@
 """The one outcome line every memory write tool logs per call (docs/memory.md#writes).
 
-``[mcp:memory] <tool> account=<id|—> session=<id|—> labels=<csv|—> name=<v|—> result=ok
+``[mcp:memory] <tool> account=<id|—> session=<id|—> labels=<csv|—> nameChars=<n|—> result=ok
 elementId=<id> ms=<n>`` or ``... result=error reason=<slug> detail=<≤120 chars> ms=<n>``.
-Reasons are an enumeration: nothing falls through to a generic "unknown".
+Reasons are an enumeration: nothing falls through to a generic "unknown". The line never carries
+what was written: a node's name or title is a person's name as often as not, so it is counted
+(``nameChars``), and an email address or phone number in a refusal's detail is masked
+(``<email>``, ``<phone>``): erase cannot reach the log (docs/cli.md#erase-and-export).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +64,7 @@ class Call:
     def _fields(self) -> dict[str, Any]:
         return {"account": self.account, "session": self.session,
                 "labels": ",".join(self.labels) if self.labels else None,
-                "name": _short(self.name) if self.name else None}
+                "nameChars": len(str(self.name)) if self.name else None}
 
     def ms(self) -> int:
         return round((time.perf_counter() - self.started) * 1000)
@@ -70,7 +74,17 @@ class Call:
 
     def error(self, reason: str, detail: str) -> str:
         return log("mcp:memory", self.tool, **self._fields(), result="error", reason=reason,
-                   detail=_short(detail, DETAIL_MAX), ms=self.ms())
+                   detail=_short(mask_contacts(detail), DETAIL_MAX), ms=self.ms())
+
+
+EMAIL_IN = re.compile(r"[^\s@\"'<>(),;:]{1,64}@[^\s@\"'<>(),;:]{1,253}")
+PHONE_IN = re.compile(r"\+?\d[\d ().\-/]{5,24}\d")
+
+
+def mask_contacts(text: str) -> str:
+    """``text`` with email addresses and phone-like digit runs (7 digits or more) masked."""
+    text = EMAIL_IN.sub("<email>", text)
+    return PHONE_IN.sub(lambda m: "<phone>" if sum(c.isdigit() for c in m.group()) >= 7 else m.group(), text)
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -96,11 +96,12 @@ def _seed(store: Any) -> dict[str, Any]:
     store.set_embeddings([(msgs[2], _vector(1)), (msgs[3], _vector(2)), (msgs[0], _vector(3)),
                           (keep_msgs[0], _vector(4))], account_id=ACCOUNT)
     store.soft_delete("note-erase-deleted", guards=Guards(ACCOUNT))
-    gone = [msgs[2], msgs[3], lead, "toolcall-erase-1", "briefing-erase-1", "note-erase-deleted"]
-    kept = [conv, msgs[0], msgs[1], keep_conv, *keep_msgs, "note-keep", "note-lookalike"]
+    gone = [conv, *msgs, lead, "toolcall-erase-1", "briefing-erase-1"]
+    kept = [keep_conv, *keep_msgs, "note-keep", "note-lookalike", "note-erase-deleted"]
     return {"conv": conv, "gone": gone, "kept": kept,
-            "receipt": {"nodes": 6, "labels": {"Briefing": 1, "Message": 2, "Note": 1, "Task": 1, "ToolCall": 1},
-                        "edges": 5, "embeddings": 2, "fulltext": 5,
+            "receipt": {"nodes": 8, "labels": {"Briefing": 1, "Conversation": 1, "Message": 4, "Task": 1,
+                                               "ToolCall": 1},
+                        "edges": 7, "embeddings": 3, "fulltext": 7, "mentions": 1,
                         "files": {"aliases": 0, "scheduled": 0, "sessions": 0, "transcripts": 0}}}
 
 
@@ -185,8 +186,9 @@ def test_export_then_erase_leaves_no_trace(backend: str, plughost_home: Path, ma
         assert EMAIL in out.read_text() and "embedding" not in out.read_text()
         conv, msg = seeded["conv"], f"msg-{seeded['conv']}"
         assert {(e["source"], e["type"], e["target"]) for e in exported["edges"]} == {
-            (conv, HAS_MESSAGE, f"{msg}-2"), (conv, HAS_MESSAGE, f"{msg}-3"), ("task-erase-lead", "RAISED_DURING", conv),
+            *((conv, HAS_MESSAGE, f"{msg}-{i}") for i in range(4)), ("task-erase-lead", "RAISED_DURING", conv),
             (conv, "HAS_TOOL_CALL", "toolcall-erase-1"), (conv, "HAS_BRIEFING", "briefing-erase-1")}
+        assert exported["mentions"] == ["note-erase-deleted"]  # the owner's note naming it: listed, not taken
         assert (out.stat().st_mode & 0o777) == 0o600
 
         res = run_cli("erase", "--contact", EMAIL, "--dry-run", "--json", env=_env(backend))
@@ -198,30 +200,33 @@ def test_export_then_erase_leaves_no_trace(backend: str, plughost_home: Path, ma
 
         res = run_cli("erase", "--contact", EMAIL.lower(), env=_env(backend))
         assert res.returncode == 0, res.stderr
-        assert res.stdout.startswith("erased: nodes=6 labels=Briefing:1,Message:2,Note:1,Task:1,ToolCall:1 "
-                                     "edges=5 embeddings=2 fulltext=5"), res.stdout
+        assert res.stdout.startswith("erased: nodes=8 labels=Briefing:1,Conversation:1,Message:4,Task:1,ToolCall:1 "
+                                     "edges=7 embeddings=3 fulltext=7 mentions=1"), res.stdout
         done = [line for line in res.stderr.splitlines() if line.startswith("[erase] op=done")]
-        assert len(done) == 1 and "nodes=6" in done[0] and "edges=5" in done[0] and "embeddings=2" in done[0], done
+        assert len(done) == 1 and "nodes=8" in done[0] and "edges=7" in done[0] and "embeddings=3" in done[0], done
         assert "zyxq" not in (res.stdout + res.stderr).lower()
 
         assert _present(store, seeded["gone"]) == set()
         assert _present(store, seeded["kept"]) == set(seeded["kept"])
+        store.erase_nodes(["note-erase-deleted"], account_id=ACCOUNT)  # the owner acts on the mention
         lookalike = "xzyxq.visitor@erasetest.example.org"
         assert "zyxq.visitor@erasetest.example" not in _searches(backend, make_host).lower().replace(lookalike, "")
         if backend == "sqlite":
             raw = _raw_sqlite(plughost_home).lower()
             assert b"zyxq.visitor@erasetest.example" not in raw.replace(lookalike.encode(), b"")
             assert lookalike.encode() in raw  # another person's stays
-            assert "sourdough" in _vocabulary(plughost_home)  # the kept first message
+            assert "sundays" in _vocabulary(plughost_home)  # the other visitor's message
         else:
             rows = store._rows("MATCH (n:GraphNode {accountId: $a}) WHERE any(k IN keys(n) WHERE n[k] IS :: STRING "
                                "AND toLower(n[k]) CONTAINS $v) RETURN n.id AS id",
                                {"a": ACCOUNT, "v": "zyxq.visitor@erasetest.example"})
             assert [r["id"] for r in rows] == ["note-lookalike"]
 
-        # the look-alike is another person: erase it too, then nothing of either is left anywhere
+        # the look-alike is another person's address in the owner's note: a mention, never taken by an erase
         res = run_cli("erase", "--contact", "xzyxq.visitor@erasetest.example.org", env=_env(backend))
-        assert res.returncode == 0 and res.stdout.startswith("erased: nodes=1 labels=Note:1 "), res.stdout
+        assert res.returncode == 0 and res.stdout.startswith("erased: nodes=0 labels=none "), res.stdout
+        assert "mentions=1" in res.stdout
+        store.erase_nodes(["note-lookalike"], account_id=ACCOUNT)  # the owner acts on it
         assert "zyxq" not in _searches(backend, make_host).lower()
         if backend == "sqlite":
             raw = _raw_sqlite(plughost_home).lower()
@@ -258,8 +263,7 @@ def test_erase_a_visitor_takes_the_whole_conversation(backend: str, plughost_hom
         # briefing hanging from it; the soft-deleted note is not the visitor's
         assert receipt["labels"] == {"Briefing": 1, "Conversation": 1, "Message": 4, "Task": 1, "ToolCall": 1}, receipt
         assert receipt["embeddings"] == 3 and receipt["edges"] == 7, receipt
-        assert _present(store, seeded["gone"]) == {"note-erase-deleted"}
-        assert _present(store, [seeded["conv"]]) == set()
+        assert _present(store, seeded["gone"]) == set() and _present(store, ["note-erase-deleted"])
         keep = conversation_node_id(ACCOUNT, "webchat", OTHER)
         assert _present(store, [keep, "note-keep"]) == {keep, "note-keep"}
         res = run_cli("erase", "--conversation", keep, env=_env(backend))
@@ -287,10 +291,11 @@ def test_erase_a_visitor_takes_the_whole_conversation(backend: str, plughost_hom
 def test_contact_matching(value: str, text: str, found: bool) -> None:
     import argparse
 
-    from plughost.plugins.memory.erase import request_of
+    from plughost.plugins.memory.erase import Person, contact_test, request_of
 
     request = request_of(argparse.Namespace(contact=value, visitor=None, conversation=None))
-    assert request.holds(text) is found
+    person = Person({(str(request.contact), request.value)}, set(), set(), set())
+    assert contact_test(person)(text) is found
 
 
 def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
@@ -304,8 +309,11 @@ def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
     try:
         store.upsert_many([
-            {"id": "m1", "labels": ["Message"], "properties": {"text": "ring me on +44 7700 900123, Ada Baker"}},
-            {"id": "m2", "labels": ["Message"], "properties": {"text": "Ada Baker again"}},
+            {"id": "m1", "labels": ["Message"], "properties": {"text": "ring me on +44 7700 900123, Ada Baker",
+                                                               "role": "user", "senderPhone": "+447700900123",
+                                                               "conversationId": "cv-1"}},
+            {"id": "m2", "labels": ["Message"], "properties": {"text": "Ada Baker again", "role": "user",
+                                                               "conversationId": "cv-2"}},
             {"id": "e-phone", "labels": ["Entity"], "properties": {"entityName": "+44 7700 900123", "kind": "number"}},
             {"id": "e-name", "labels": ["Entity"], "properties": {"entityName": "Ada Baker", "kind": "person"}},
             {"id": "e-only", "labels": ["Entity"], "properties": {"entityName": "ring", "kind": "name"}},
@@ -318,7 +326,7 @@ def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
         dry = erase(store, ACCOUNT, request, dry_run=True)
         result = erase(store, ACCOUNT, request, dry_run=False)
         assert result == dry == {"nodes": 4, "labels": {"Entity": 2, "Fact": 1, "Message": 1}, "edges": 5,
-                                 "embeddings": 0, "fulltext": 1}
+                                 "embeddings": 0, "fulltext": 1, "mentions": 0}
         left = {n.id for n in store.scan_nodes(account_id=ACCOUNT)}
         assert left == {"m2", "e-name"}
     finally:
@@ -354,11 +362,12 @@ def test_erase_what_the_real_writers_stored(backend: str, plughost_home: Path, m
         res = run_cli("erase", "--contact", EMAIL, "--dry-run", "--json", env=_env(backend))
         assert res.returncode == 0, res.stderr
         dry = json.loads(res.stdout)
-        # the two messages holding it, the lead, its audit row; their four edges (two HAS_MESSAGE, RAISED_DURING,
-        # HAS_TOOL_CALL); the messages and the lead's title are indexed text; no embedder here, so no vector
-        assert dry == {"dryRun": True, "nodes": 4, "labels": {"Message": 2, "Task": 1, "ToolCall": 1}, "edges": 4,
-                       "embeddings": 0, "fulltext": 3, "files": {"aliases": 0, "scheduled": 0, "sessions": 0,
-                                                                 "transcripts": 0}}, dry
+        # the whole conversation the lead names: the Conversation, its three messages, the lead, its audit row;
+        # their five edges (three HAS_MESSAGE, RAISED_DURING, HAS_TOOL_CALL); the messages, the lead's and the
+        # conversation's titles are indexed text; no embedder here, so no vector
+        assert dry == {"dryRun": True, "nodes": 6, "labels": {"Conversation": 1, "Message": 3, "Task": 1, "ToolCall": 1},
+                       "edges": 5, "embeddings": 0, "fulltext": 5, "mentions": 0,
+                       "files": {"aliases": 0, "scheduled": 0, "sessions": 0, "transcripts": 0}}, dry
         res = run_cli("erase", "--contact", EMAIL, "--json", env=_env(backend))
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout) == {**dry, "dryRun": False}
@@ -374,9 +383,11 @@ def test_erase_what_the_real_writers_stored(backend: str, plughost_home: Path, m
         store.close()
 
 
-def test_a_contact_erase_keeps_the_next_turn_and_forgets_it_in_its_indexed_form(tmp_path: Path) -> None:
-    """The turn after the person's holds their words only in its derived ``searchContext``: it is not
-    the person's (it stays), and its indexed form is rebuilt without them, in the file too."""
+def test_a_contact_only_in_message_text_is_a_mention_and_the_visitor_erase_leaves_no_byte(tmp_path: Path) -> None:
+    """An address that only appears inside a message's text (no lead holds it as a contact) does not
+    make that message's sender the person: an erase by it takes nothing and counts the mentions (the
+    message, and the next turn's derived ``searchContext``); the erase of the visitor takes the whole
+    conversation, and no byte of it stays in the file."""
     import argparse
 
     from plughost.plugins.graph.sqlite_store import SqliteStore
@@ -394,9 +405,11 @@ def test_a_contact_erase_keeps_the_next_turn_and_forgets_it_in_its_indexed_form(
         reply = [n for n in store.find(guards=Guards(ACCOUNT), labels=["Message"]) if n.properties["role"] == "assistant"]
         assert "zed.q@mailz.org" in reply[0].properties["searchContext"]
         request = request_of(argparse.Namespace(contact="zed.q@mailz.org", visitor=None, conversation=None))
-        assert erase(store, ACCOUNT, request, dry_run=False)["labels"] == {"Message": 1}
-        left = store.find(guards=Guards(ACCOUNT), labels=["Message"])
-        assert [n.id for n in left] == [reply[0].id] and "zed.q" not in left[0].properties.get("searchContext", "")
+        result = erase(store, ACCOUNT, request, dry_run=False)
+        assert result["nodes"] == 0 and result["mentions"] == 2, result
+        request = request_of(argparse.Namespace(contact=None, visitor="visitor-z", conversation=None))
+        assert erase(store, ACCOUNT, request, dry_run=False)["labels"] == {"Conversation": 1, "Message": 2}
+        assert store.scan_nodes(account_id=ACCOUNT) == []
     finally:
         store.close()
     raw = b"".join(p.read_bytes() for p in tmp_path.glob("graph.sqlite*"))
@@ -460,18 +473,18 @@ def test_erase_reaches_the_files_outside_the_store(plughost_home: Path, tmp_path
     env = _env("sqlite", PLUGHOST_CLAUDE_CONFIG_DIR=str(config))
     res = run_cli("erase", "--visitor", VISITOR, "--dry-run", "--json", env=env)
     assert res.returncode == 0, res.stderr
-    want = {"aliases": 1, "scheduled": 1, "sessions": 1, "transcripts": 2}
+    # the schedule: the turn to them, and the one to someone else naming their email (the lead's contact)
+    want = {"aliases": 1, "scheduled": 2, "sessions": 1, "transcripts": 2}
     assert json.loads(res.stdout)["files"] == want and files["mine"].exists()
     res = run_cli("erase", "--visitor", VISITOR, "--json", env=env)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["files"] == want
     assert json.loads(files["aliases"].read_text()) == {"telegram:keep-1": "+441234567890"}
-    assert [e["id"] for e in json.loads(files["schedule"].read_text())] == ["sch-2", "sch-3"]
+    assert [e["id"] for e in json.loads(files["schedule"].read_text())] == ["sch-3"]
     assert len(json.loads(files["sessions"].read_text())) == 1
     assert not files["mine"].exists() and not files["side"].exists() and files["theirs"].exists()
-    res = run_cli("erase", "--contact", EMAIL, env=env)  # the entry that names the email, to someone else
-    assert res.returncode == 0 and "files=scheduled:1" in res.stdout, res.stdout
-    assert [e["id"] for e in json.loads(files["schedule"].read_text())] == ["sch-3"]
+    res = run_cli("erase", "--contact", EMAIL, env=env)  # the same person: nothing left
+    assert res.returncode == 0 and res.stdout.startswith("erased: nodes=0 ") and "files=none" in res.stdout
     res = run_cli("erase", "--visitor", VISITOR, env=env)
     assert res.returncode == 0 and res.stdout.startswith("erased: nodes=0 ") and "files=none" in res.stdout
 

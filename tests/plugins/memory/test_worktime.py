@@ -255,7 +255,7 @@ def test_a_deleted_task_is_no_drift_and_erase_takes_its_time_records(owner) -> N
     from plughost.plugins.memory.worktime import WorkTime, census
 
     kept, gone = _task(owner, "kept"), _task(owner, "a lead for ana@example.com")
-    owner.store().upsert_many([{"id": gone, "labels": ["Task"], "properties": {"inputs": "ana@example.com"}}],
+    owner.store().upsert_many([{"id": gone, "labels": ["Task"], "properties": {"inputs": json.dumps({"contact": "ana@example.com"})}}],
                               account_id=ACCOUNT)
     for task in (kept, gone):
         WorkTime(owner).adjust(taskId=task, delta=60, reason="call")
