@@ -20,6 +20,10 @@ for _var in [v for v in os.environ if v.startswith("NEO4J_") or v == "PLUGHOST_S
     # a module fixture built from the process environment would otherwise write there unasked
 
 REPO = Path(__file__).resolve().parent.parent
+# The suite writes nothing into the checkout or its .venv: hypothesis keeps its example database
+# (and caches) in the user's cache, not in ./.hypothesis.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                      str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "plughost" / "hypothesis"))
 TOOLS = Path(os.environ.get("PLUGHOST_TOOLS_DIR", REPO / ".tools"))
 REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
 PACKAGE_FOLDERS = {"host": "plughost", "plugins": "plughost.plugins"}
