@@ -14,10 +14,10 @@ import json
 import pytest
 
 from plughost.mcp.server import build_server
-from tests.backends import BACKENDS, neo4j_env, use_backend
+from tests.backends import needs_neo4j, neo4j_env, use_backend
 from tests.plugins.graph.test_tools_and_hooks import call, text
 
-pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
+pytestmark = needs_neo4j
 
 ACCOUNT = "acct-cypher"
 OTHER = "acct-cypher-other"

@@ -165,13 +165,9 @@ def test_on_a_shared_store_the_audits_run_once_a_period_between_servers(tmp_path
     other waits for its expiry (``op=skipped reason=lease-held``); on the embedded store nothing is leased."""
     import uuid
 
-    import pytest
-
     from plughost.runtime.host import Host
-    from tests.backends import BACKENDS, neo4j_env
+    from tests.backends import neo4j_env
 
-    if "neo4j" not in BACKENDS:
-        pytest.skip("needs Neo4j (NEO4J_URI; CI starts one)")
     account = f"acct-audit-{uuid.uuid4().hex[:8]}"
     hosts = [Host(env={**os.environ, **neo4j_env(), "PLUGHOST_HOME": str(tmp_path / name), "ACCOUNT_ID": account,
                        "PLUGHOST_STORE": "neo4j", "PLUGHOST_EMBEDDER": "none"}).load() for name in "ab"]
@@ -181,7 +177,7 @@ def test_on_a_shared_store_the_audits_run_once_a_period_between_servers(tmp_path
         assert isinstance(first, tuple) and first[1] == f"audit:{account}"
         first[0].keep(first[1])  # the run is over: the lease stays until the period ends
         wait = audits[1]._shared_turn()
-        assert isinstance(wait, float) and 1.0 <= wait <= 2.0
+        assert isinstance(wait, float) and 0 < wait <= 2.0  # what is left of the period (2 s) the lease holds
         time.sleep(wait + 0.2)
         second = audits[1]._shared_turn()
         assert isinstance(second, tuple)  # a period later it is the other server's turn
