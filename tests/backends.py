@@ -21,7 +21,16 @@ pytest-xdist workers it starts inherit that environment, not the variables)."""
 NEO4J_ENV = ({k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
              or json.loads(os.environ.get(STASH, "{}")))
 REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
-BACKENDS = ["sqlite"] + (["neo4j"] if NEO4J_ENV.get("NEO4J_URI") or REQUIRE_EXTERNAL else [])
+RUN_NEO4J = bool(NEO4J_ENV.get("NEO4J_URI")) or REQUIRE_EXTERNAL
+"""Whether this run's Neo4j tests run: with a server, or under CI (where a missing one fails them)."""
+BACKENDS = ["sqlite", "neo4j"]
+"""Every backend is always collected; without NEO4J_URI the Neo4j ones skip (tests/conftest.py), so
+the run's summary can say how many were left out."""
+SKIP_REASON = "no NEO4J_URI: the Neo4j backend is not tested here (scripts/neo4j/neo4j.sh starts one)"
+needs_neo4j = pytest.mark.skipif(not RUN_NEO4J, reason=SKIP_REASON)
+"""For a Neo4j test neither its file name (test_neo4j_*) nor a ``neo4j`` parameter says so."""
+HOW_TO_RUN = ('eval "$(bash scripts/neo4j/neo4j.sh start)" && export NEO4J_URI && bash scripts/test.sh '
+              "(Java 17 and Maven; .ci/run does it all, as CI)")
 
 
 def neo4j_env() -> dict[str, str]:
@@ -30,7 +39,7 @@ def neo4j_env() -> dict[str, str]:
     if not NEO4J_ENV.get("NEO4J_URI"):
         if REQUIRE_EXTERNAL:
             pytest.fail("PLUGHOST_REQUIRE_EXTERNAL=1 but NEO4J_URI is not set (start one with scripts/neo4j/neo4j.sh)")
-        pytest.skip("no NEO4J_URI: the Neo4j backend is not tested here (scripts/neo4j/neo4j.sh starts one)")
+        pytest.skip(SKIP_REASON)
     return dict(NEO4J_ENV)
 
 
@@ -55,10 +64,16 @@ RESULTS: dict[str, dict[str, int]] = {"sqlite": {}, "neo4j": {}}
 _PARAM = {b: re.compile(rf"[\[-]{b}[\]-]") for b in RESULTS}
 
 
-def record(nodeid: str, outcome: str) -> None:
-    """Count a test's outcome under the backend it ran on (its parameter id, or a Neo4j-only file)."""
+def is_neo4j(nodeid: str) -> bool:
+    """A test of the Neo4j backend by its id: a ``neo4j`` parameter, or a Neo4j-only file."""
+    return bool(_PARAM["neo4j"].search(nodeid)) or "/test_neo4j_" in nodeid
+
+
+def record(nodeid: str, outcome: str, reason: str = "") -> None:
+    """Count a test's outcome under the backend it ran on (its parameter id, a Neo4j-only file, or
+    a skip for want of NEO4J_URI)."""
     for backend, pattern in _PARAM.items():
-        if pattern.search(nodeid) or (backend == "neo4j" and "/test_neo4j_" in nodeid):
+        if pattern.search(nodeid) or (backend == "neo4j" and (is_neo4j(nodeid) or SKIP_REASON in reason)):
             RESULTS[backend][outcome] = RESULTS[backend].get(outcome, 0) + 1
 
 
@@ -80,6 +95,11 @@ def server_version() -> str:
 
 
 def summary_lines() -> list[str]:
+    if not RUN_NEO4J:  # one line: what ran, what was left out, why, and how to run it
+        sqlite, skipped = RESULTS["sqlite"], RESULTS["neo4j"].get("skipped", 0)
+        ran = (f"sqlite passed={sqlite.get('passed', 0)} failed={sqlite.get('failed', 0)}; " if sqlite else "")
+        return [f"[backends] {ran}neo4j skipped={skipped}: NEO4J_URI is not set; to run them: {HOW_TO_RUN}"] \
+            if skipped or sqlite else []
     lines = []
     for backend, counts in RESULTS.items():
         if counts:

@@ -20,6 +20,10 @@ for _var in [v for v in os.environ if v.startswith("NEO4J_") or v == "PLUGHOST_S
     # a module fixture built from the process environment would otherwise write there unasked
 
 REPO = Path(__file__).resolve().parent.parent
+# The suite writes nothing into the checkout or its .venv: hypothesis keeps its example database
+# (and caches) in the user's cache, not in ./.hypothesis.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                      str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "plughost" / "hypothesis"))
 TOOLS = Path(os.environ.get("PLUGHOST_TOOLS_DIR", REPO / ".tools"))
 REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
 PACKAGE_FOLDERS = {"host": "plughost", "plugins": "plughost.plugins"}
@@ -34,7 +38,30 @@ def module_name(path: Path) -> str:
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        tests.backends.record(report.nodeid, report.outcome)
+        reason = str(report.longrepr) if report.skipped else ""
+        tests.backends.record(report.nodeid, report.outcome, reason)
+        for what in MISSING_HINTS:
+            if report.skipped and f"{what} not installed" in reason:
+                MISSING[what] = MISSING.get(what, 0) + 1
+
+
+MISSING_HINTS = {
+    "chromium": "the page tests; `bash scripts/ci-system-deps.sh` installs Debian's chromium (root)",
+    "external tool": "the validators; `bash scripts/install-tools.sh` (scripts/test.sh runs it)",
+    "local embedder": "`bash scripts/setup.sh` installs the embed extra",
+}
+"""What a local run may lack and skip for (CI fails instead, PLUGHOST_REQUIRE_EXTERNAL=1), and how to get it."""
+MISSING: dict[str, int] = {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Without NEO4J_URI (and outside CI) every Neo4j test skips, before any fixture of it runs; the
+    summary's ``[backends]`` line counts them and says how to run them."""
+    if not tests.backends.RUN_NEO4J:
+        skip = pytest.mark.skip(reason=tests.backends.SKIP_REASON)
+        for item in items:
+            if tests.backends.is_neo4j(item.nodeid):
+                item.add_marker(skip)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -63,6 +90,9 @@ def _shares_a_module_fixture(item: pytest.Item) -> bool:
 def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001 — pytest's reporter
     for line in tests.backends.summary_lines():
         terminalreporter.write_line(line)
+    if MISSING:
+        terminalreporter.write_line("[external] skipped=" + str(sum(MISSING.values())) + ": " + "; ".join(
+            f"{what} not installed ({n}): {MISSING_HINTS[what]}" for what, n in MISSING.items()))
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -132,36 +133,41 @@ def plughost_tools(host):
 
 
 @pytest.fixture(scope="module")
-def third_party(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """Build and pip-install a real third-party plugin package into this environment."""
+def third_party(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Build and pip-install a real third-party plugin package into a site folder of the test's own
+    (``--target``), never the environment running the suite (a ``plughost serve`` started from it
+    meanwhile would load the plugin, and an interrupted run would leave it installed). The
+    processes that should see it get the folder on ``PYTHONPATH``, as a user's site-packages."""
     src = tmp_path_factory.mktemp("weather")
+    site = tmp_path_factory.mktemp("weather-site")
     (src / "pyproject.toml").write_text(THIRD_PARTY_PYPROJECT, encoding="utf-8")
     (src / "plughost_weather.py").write_text(textwrap.dedent(THIRD_PARTY_MODULE), encoding="utf-8")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(src)],
-                   check=True, capture_output=True)
-    yield "weather"
-    subprocess.run([sys.executable, "-m", "pip", "uninstall", "-y", "-q", "plughost-weather"], capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--target", str(site), str(src)],
+                   check=True, capture_output=True, timeout=300)
+    return {"PYTHONPATH": str(site)}
 
 
-def test_third_party_entry_point_plugin(third_party: str) -> None:
+def test_third_party_entry_point_plugin(third_party: dict[str, str]) -> None:
     # processes: an entry point is imported once per process, and this import must be a fresh one
-    result = run_cli_process("plugins", "list", "--json")
+    result = run_cli_process("plugins", "list", "--json", env=third_party)
     rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
     assert rows["weather"]["status"] == "loaded" and rows["weather"]["version"] == "2.0.1"
     assert rows["weather"]["tools"] == ["forecast"]  # no PLUGIN.md: the hook's Tool objects declare, and are served
     code = ("from plughost.runtime.host import Host; h = Host().load(); "
             "print(sorted(h.surface.all)); print(h.surface.admin); print(h.surface.mcp_servers)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, **third_party}).stdout
     assert "mcp__plugin_weather_weather__forecast" in out
     disabled = run_cli_process("plugins", "list", "--json",
-                               env={"PLUGHOST_DISABLE_PLUGINS": "weather", "WEATHER_EXPLODE_ON_IMPORT": "1"})
+                               env={**third_party, "PLUGHOST_DISABLE_PLUGINS": "weather", "WEATHER_EXPLODE_ON_IMPORT": "1"})
     rows = {r["name"]: r for r in json.loads(disabled.stdout)["plugins"]}
     assert rows["weather"]["status"] == "disabled"
-    external = run_cli_process("plugins", "list", "--json", env={"PLUGHOST_NO_EXTERNAL_PLUGINS": "1",
+    external = run_cli_process("plugins", "list", "--json", env={**third_party, "PLUGHOST_NO_EXTERNAL_PLUGINS": "1",
                                                                   "WEATHER_EXPLODE_ON_IMPORT": "1"})
     rows = {r["name"]: r for r in json.loads(external.stdout)["plugins"]}
     assert rows["weather"]["status"] == "disabled" and rows["graph"]["status"] == "loaded"
-    broken = run_cli_process("plugins", "list", "--json", env={"WEATHER_EXPLODE_ON_IMPORT": "1"})
+    broken = run_cli_process("plugins", "list", "--json", env={**third_party, "WEATHER_EXPLODE_ON_IMPORT": "1"})
     rows = {r["name"]: r for r in json.loads(broken.stdout)["plugins"]}
     assert rows["weather"]["status"] == "failed" and "weather imported although disabled" in rows["weather"]["reason"]
 

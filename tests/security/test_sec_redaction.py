@@ -254,27 +254,6 @@ def test_ordinary_look_alike_sentences_are_left_alone() -> None:
     assert len(changed) <= 5, changed[:5]
 
 
-def test_redacting_a_2kb_text_takes_well_under_a_millisecond_or_two(corpus: tuple[str, ...],
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    texts = []
-    for i in range(0, len(corpus), 15):
-        chunk = " ".join(corpus[i:i + 15])
-        texts.append((chunk * 3)[:2048])
-    texts = [t for t in texts if len(t) == 2048][:200]
-    mixed = "\n".join(f["text"] for f in TEXTS)[:2048]
-    redact_text(mixed)  # the patterns are compiled on the first call
-    started = time.perf_counter()
-    for t in texts:
-        redact_text(t)
-    plain_ms = (time.perf_counter() - started) * 1000 / len(texts)
-    started = time.perf_counter()
-    for _ in range(50):
-        redact_text(mixed)
-    secret_ms = (time.perf_counter() - started) * 1000 / 50
-    report(capsys, f"[redaction] ms-per-2KB prose={plain_ms:.3f} secrets={secret_ms:.3f} texts={len(texts)}")
-    assert plain_ms < 5 and secret_ms < 5  # ~0.5 ms here; the bound leaves room for a loaded machine
-
-
 def test_first_redaction_in_a_fresh_process_does_not_import_detect_secrets(tmp_path: Path) -> None:
     import subprocess
 
@@ -366,11 +345,17 @@ if given is not None:
         assert f"{name}{sep}{secret}" not in redact_text(text)
 
 
-@pytest.mark.parametrize("text", ["a:" * 200000, "password=" * 45000, "mysql " * 70000, "curl -u " * 50000,
-                                  "http://" + "u:p" * 130000, '"' * 400000, ("AKIA" + "A" * 16) * 20000,
-                                  "-----BEGIN RSA PRIVATE KEY-----" * 13000, '{"name": "x", "value": "y"}, ' * 14000],
-                         ids=["colons", "pairs", "mysql", "curl", "userinfo", "quotes", "akia", "begin", "pairlists"])
-def test_a_hostile_400kb_text_is_redacted_in_linear_time(text: str) -> None:
-    started = time.perf_counter()
-    redact_text(text)
-    assert time.perf_counter() - started < 5  # ~0.1-0.6 s here; quadratic would be minutes
+HOSTILE_400KB = {"colons": "a:" * 200000, "pairs": "password=" * 45000, "mysql": "mysql " * 70000,
+                 "curl": "curl -u " * 50000, "userinfo": "http://" + "u:p" * 130000, "quotes": '"' * 400000,
+                 "akia": ("AKIA" + "A" * 16) * 20000, "begin": "-----BEGIN RSA PRIVATE KEY-----" * 13000,
+                 "pairlists": '{"name": "x", "value": "y"}, ' * 14000}
+"""Texts that make a backtracking pattern quadratic; bench/text_costs.py times them against a floor."""
+
+
+@pytest.mark.timeout(120)  # a hang guard: ~0.1-0.6 s each on the 2-core machine, quadratic would be many minutes
+@pytest.mark.parametrize("name", list(HOSTILE_400KB))
+def test_a_hostile_400kb_text_is_redacted(name: str) -> None:
+    text = HOSTILE_400KB[name]
+    out = redact_text(text)
+    assert isinstance(out, str) and out
+    assert "AKIA" + "A" * 16 not in out  # the one real key shape among them is gone

@@ -42,7 +42,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from plughost.util.errors import UserError
-from tests.backends import BACKENDS, neo4j_env
+from tests.backends import needs_neo4j, neo4j_env
 
 A, B = "acct-a", "acct-b"
 SCOPES = (None, "public", "shared", "admin")
@@ -628,7 +628,7 @@ def neo4j_seed(world: Neo4jWorld, rows: list[dict[str, Any]]) -> None:
                 store.soft_delete(r["id"], guards=Guards(acct))
 
 
-@pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
+@needs_neo4j
 @pytest.mark.timeout(1200)  # a loaded machine slows the round trips; CI's is not shared
 @settings(max_examples=EXAMPLES_NEO4J, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
           phases=(Phase.explicit, Phase.generate), database=None)

@@ -12,7 +12,7 @@ import pytest
 from plughost.plugins.channels.claims import Claims, LeaseClaims, claims_dir
 from plughost.plugins.channels.pipeline import Inbound, gateway
 from plughost.runtime.leases import leases
-from tests.backends import BACKENDS, neo4j_env, wipe
+from tests.backends import needs_neo4j, neo4j_env, wipe
 from tests.support.channels_support import ACCOUNT, channel_host, write_account
 
 
@@ -30,7 +30,7 @@ def test_the_embedded_store_keeps_the_local_claims(make_host, account, tmp_path:
     assert "[lease]" not in capfd.readouterr().err
 
 
-@pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
+@needs_neo4j
 def test_two_servers_on_neo4j_store_one_update_once(make_host, tmp_path: Path,
                                                     capfd: pytest.CaptureFixture[str]) -> None:
     account = f"acct-claims-{uuid.uuid4().hex[:8]}"

@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from tests.backends import BACKENDS, neo4j_env
+from tests.backends import needs_neo4j, neo4j_env
 from tests.support.channels_support import FakeApis, agent_command, serve, write_account
 from tests.support.serve_helpers import ServeProcess, start_serve
 
 pytestmark = [pytest.mark.timeout(420),
-              pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")]
+              needs_neo4j]
 
 TTL_S = 3.0
 SENDERS = 6

@@ -103,7 +103,7 @@ def test_neo4j_admin_files_load_with_the_real_import_tool(tmp_path: Path, plugho
             f"--nodes={out / 'nodes.csv'}", f"--relationships={out / 'relationships.csv'}",
             "--array-delimiter=U+001F", "--multiline-fields=true", "--bad-tolerance=0",
             "--skip-bad-relationships=false", "--max-off-heap-memory=256m", "--overwrite-destination", "neo4j"]
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path,  # its import.report goes there
                          env={**os.environ, "NEO4J_HOME": str(neo4j_home), "NEO4J_CONF": str(neo4j_home / "conf")})
     report = res.stdout + res.stderr
     assert res.returncode == 0 and "IMPORT DONE" in report, report[-3000:]

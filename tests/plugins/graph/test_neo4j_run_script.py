@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from run_support import ask, read_until_serving, start_run_script
 
-from tests.backends import BACKENDS, neo4j_env
+from tests.backends import needs_neo4j, neo4j_env
 from tests.conftest import REPO
 
-pytestmark = [pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)"),
+pytestmark = [needs_neo4j,
               pytest.mark.e2e]
 
 ACCOUNT = "demo-neo4j"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends import BACKENDS
+from tests.backends import needs_neo4j
 from tests.conftest import REPO, ensure_account
 
-pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
+pytestmark = needs_neo4j
 
 ACCOUNT = "acct-stops"
 LAUNCHER = REPO / "scripts" / "neo4j" / "neo4j.sh"

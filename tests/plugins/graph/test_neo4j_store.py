@@ -13,10 +13,10 @@ from graph_support import MIXED_LINES, big_file, write_jsonl
 
 from plughost.ports.graph import Guards
 from plughost.util.errors import UserError
-from tests.backends import BACKENDS, neo4j_env
+from tests.backends import needs_neo4j, neo4j_env
 from tests.conftest import run_cli
 
-pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
+pytestmark = needs_neo4j
 
 ACCOUNT = "acct-neo4j-store"
 

@@ -13,9 +13,9 @@ import pytest
 from graph_support import CASCADE_ROWS
 
 from plughost.ports.graph import Guards, WriteDenied
-from tests.backends import BACKENDS, neo4j_env
+from tests.backends import needs_neo4j, neo4j_env
 
-pytestmark = pytest.mark.skipif("neo4j" not in BACKENDS, reason="needs Neo4j (NEO4J_URI; CI starts one)")
+pytestmark = needs_neo4j
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 
 import pytest
@@ -79,12 +78,11 @@ def test_normalise() -> None:
     "😀" * 10_000, "Ünïcödé Ärger in Zürich und São Paulo", "1" * 10_000, "-".join(["AB1"] * 5000), "", "   ",
     "I " + "really " * 5000 + "love cake",
 ])
+@pytest.mark.timeout(120)  # a hang guard only: the time per input, against a floor, is bench/text_costs.py's
 def test_hostile_input_is_bounded_and_never_raises(text: str) -> None:
-    started = time.perf_counter()
     out = extract(text, speaker="Maya", when=WHEN, known=["Tom"] * 1000)
     assert len(out.mentions) <= MAX_MENTIONS and len(out.facts) <= MAX_FACTS
     assert all(len(m.key) <= 120 and len(m.name) <= 120 for m in out.mentions)
-    assert time.perf_counter() - started < 5
 
 
 def test_non_strings() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from serve_helpers import stop_process
@@ -34,16 +33,15 @@ def _shown(home: Path, session: str) -> None:
                                     "text": "The board approved a budget of two million euros for Project Falcon"}}})
 
 
-def _stop(cfg: Path, cwd: Path, session: str, transcript: str, timeout: float = 60) -> tuple[str, float]:
+def _stop(cfg: Path, cwd: Path, session: str, transcript: str, timeout: float = 60) -> str:
     stdin = json.dumps({"session_id": session, "transcript_path": transcript, "hook_event_name": "Stop"}).encode()
     env = {"PATH": "/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(cfg), "HOME": str(cwd)}
-    started = time.monotonic()
     proc = subprocess.run(["sh", "-c", f'ulimit -v {LIMIT >> 10}; exec sh "{HOOK}"'], input=stdin,
                           capture_output=True, env=env, cwd=cwd, timeout=timeout)
     assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
     hook = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("[surface] op=hook")]
     assert hook, proc.stderr
-    return hook[-1], time.monotonic() - started
+    return hook[-1]
 
 
 def _hostile(tmp: Path) -> dict[str, str]:
@@ -77,11 +75,10 @@ def test_serve_reads_no_device_fifo_or_whole_huge_file(tmp_path: Path, plughost_
     try:
         for name in ("dev-zero", "fifo"):
             _shown(plughost_home, f"s-{name}")
-            line, seconds = _stop(cfg, tmp_path, f"s-{name}", paths[name])
+            line = _stop(cfg, tmp_path, f"s-{name}", paths[name])  # the hook's timeout guards a hang
             assert "path=warm event=Stop result=ok reason=not-a-regular-file" in line, line
-            assert seconds < 30
         _shown(plughost_home, "s-sparse")
-        line, _ = _stop(cfg, tmp_path, "s-sparse", paths["sparse"])
+        line = _stop(cfg, tmp_path, "s-sparse", paths["sparse"])
         assert "path=warm event=Stop result=ok reason=marked used=1" in line, line
         assert proc.poll() is None  # still serving
         log = (plughost_home / "logs" / "server.log").read_text()
@@ -98,7 +95,7 @@ def test_cold_hook_reads_no_device_or_fifo(tmp_path: Path, plughost_home: Path) 
                      PLUGHOST_SURFACE_COLD_TIMEOUT_MS="20000")
     for name in ("dev-zero", "fifo"):
         _shown(plughost_home, f"c-{name}")
-        line, _ = _stop(cfg, tmp_path, f"c-{name}", paths[name])
+        line = _stop(cfg, tmp_path, f"c-{name}", paths[name])
         assert "path=cold event=Stop result=ok reason=not-a-regular-file" in line, line
 
 

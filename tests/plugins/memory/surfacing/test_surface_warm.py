@@ -6,7 +6,6 @@ import json
 import os
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -89,11 +88,9 @@ def test_a_server_that_never_answers_does_not_block(tmp_path: Path, plughost_hom
     (plughost_home / "credentials" / "surface-token").write_text("t")
     cfg = config_dir(tmp_path, "cfg", ACCOUNT_ID=ACCOUNT, PLUGHOST_HOME=str(plughost_home), PLUGHOST_EMBEDDER="none",
                      PLUGHOST_SURFACE_TIMEOUT_MS="300")
-    started = time.monotonic()
-    run = run_hook(hook_input(PROMPT, "s-t"), cfg, tmp_path)
+    run = run_hook(hook_input(PROMPT, "s-t"), cfg, tmp_path)  # run_hook's 60 s timeout: a hook that waits for ever fails
     assert run.returncode == 0 and run.stdout == ""
-    assert "path=warm result=error reason=timeout" in run.line("hook")
-    assert time.monotonic() - started < 10
+    assert "path=warm result=error reason=timeout" in run.line("hook")  # it gave up on its own 300 ms budget
     listener.close()
 
 
