@@ -167,9 +167,61 @@ def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after
 
 
 def edge_guards(g: Guards | None) -> Guards | None:
-    """The guards an edge write applies: a narrowed process's (None for an admin process, whose
-    edge writes keep their account-only reach: the importers link soft-deleted nodes too)."""
-    return g if g is not None and g.narrowed else None
+    """The guards an edge write applies: a narrowed (or session-confined) process's (None for an
+    admin process, whose edge writes keep their account-only reach: the importers link
+    soft-deleted nodes too)."""
+    return g if g is not None and g.confined else None
+
+
+# confined writes ---------------------------------------------------------------------------
+# Write guards are read guards: a narrowed process reads Conversation and Message nodes only of
+# its own session's conversation (:func:`confined_view`), so it writes, links, deletes and
+# restores only those too. Both stores run these checks on the stored state (and the state after
+# the write) read inside their write transaction, for every node written and every edge end.
+
+
+def own_conversation(session: str | None, candidates: Iterable[tuple[str, Any, bool]]) -> str | None:
+    """The conversation a confined writer's ``session`` owns, given the account's Conversation
+    nodes ``(id, sessionId, deleted)`` whose id is the session or whose ``sessionId`` is (the rule of
+    :func:`session_conversation`): the one named by the session, else the first live one carrying
+    it, else the session itself (the conversation it would create). None without a session."""
+    if session is None:
+        return None
+    rows = list(candidates)
+    if any(cid == session for cid, _, _ in rows):
+        return session
+    live = sorted(str(cid) for cid, sid, deleted in rows if sid == session and not deleted)
+    return live[0] if live else session
+
+
+def needs_own(g: Guards | None, labels: Iterable[str]) -> bool:
+    """Whether a write of a node with ``labels`` under ``g`` is checked against the own conversation."""
+    return g is not None and g.confined and bool(CONFINED_LABELS.intersection(labels))
+
+
+def confined_ok(g: Guards | None, own: str | None, node_id: str, labels: Iterable[str],
+                properties: Mapping[str, Any]) -> bool:
+    """Whether a confined writer may write (or link to) this node: :func:`confined_view`'s rule for
+    Conversation and Message nodes (its own conversation only), anything else as its guards allow."""
+    if not needs_own(g, labels):
+        return True
+    return own is not None and (node_id == own or properties.get("conversationId") == own)
+
+
+def check_confined(g: Guards | None, own: str | None, node_id: str, labels: Iterable[str],
+                   properties: Mapping[str, Any], *, after: bool = False) -> None:
+    """Refuse (``WriteDenied``) a write of a Conversation or Message outside the writer's own
+    conversation, before (the stored node) or ``after`` (the node as it would be stored)."""
+    labels = tuple(labels)
+    if confined_ok(g, own, node_id, labels, properties):
+        return
+    _reject(node_id, "confined")
+    if after:
+        raise WriteDenied(f"properties.conversationId: node '{node_id}' would belong to a conversation this "
+                          "process cannot read; a confined process writes only its own session's conversation; "
+                          "nothing was written")
+    raise WriteDenied(f"id: node '{node_id}' is outside what this process can read (ALLOWED_SCOPES / "
+                      "AGENT_SLUG / its session's conversation); nothing was written")
 
 
 def edge_denied(source_id: str, edge_type: str, target_id: str) -> WriteDenied:

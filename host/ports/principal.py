@@ -115,11 +115,20 @@ class Guards:
     account_id: str
     allowed_scopes: tuple[str, ...] | None = None
     agent_slug: str | None = None
+    session: str | None = None
+    """A confined writer's session: the Conversation and Message nodes it writes must be its own
+    session's conversation (docs/guards.md#write-guards). Reads ignore it (the read tools confine)."""
 
     @property
     def narrowed(self) -> bool:
         """Whether anything narrows these guards (scopes or an agent): admin-only tools refuse then."""
         return self.allowed_scopes is not None or self.agent_slug is not None
+
+    @property
+    def confined(self) -> bool:
+        """Whether writes see conversations through the confined view: a narrowed process, or a
+        session writing its own conversation (``confined_view`` in :mod:`plughost.ports.graph`)."""
+        return self.narrowed or self.session is not None
 
     def narrow(self, scopes: Sequence[str] | None = None, agent: str | None = None) -> Guards:
         """These guards narrowed by tool parameters, never widened.
@@ -138,7 +147,7 @@ class Guards:
             slug = agent
         if allowed == self.allowed_scopes and slug == self.agent_slug:
             return self
-        return Guards(self.account_id, allowed, slug)
+        return replace(self, allowed_scopes=allowed, agent_slug=slug)
 
 
 class AdminOnly(UserError):
@@ -178,7 +187,8 @@ class Principal:
 
     @property
     def guards(self) -> Guards:
-        return Guards(self.account_id, self.scopes, self.agent)
+        """Its guards; a narrowed principal's carry its session, whose conversation alone it writes."""
+        return Guards(self.account_id, self.scopes, self.agent, self.session if self.narrowed else None)
 
     @property
     def narrowed(self) -> bool:

@@ -75,13 +75,19 @@ class Sessions:
                 if not fut.done():
                     fut.set_result(None)
 
-    def push(self, session: str, role: str, text: str, message_id: str | None = None) -> dict[str, Any]:
+    def push(self, session: str, role: str, text: str, message_id: str | None = None,
+             links: bool = False) -> dict[str, Any]:
+        """A new event of the session. ``links``: the business's own reply, delivered by this process
+        (the page turns its http(s) links into anchors); anything else, read back from the store
+        included, renders as plain text (docs/channels.md#webchat)."""
         log = self.events.pop(session, [])
         self.events[session] = log  # most recently active last
         for event in log:
             if message_id and event.get("id") == message_id:
                 return event  # already there (read back from the store)
         event = {"seq": (log[-1]["seq"] if log else 0) + 1, "role": role, "text": text, "at": time.time()}
+        if links and role == "assistant":
+            event["links"] = True
         if message_id:
             event["id"] = message_id
         log.append(event)
@@ -340,7 +346,7 @@ async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     """Deliver a reply to the visitor's session (poll and SSE read it)."""
     session = str(msg.target.get("session") or msg.sender)
     owner = msg.platform_id[6:] if msg.platform_id.startswith("owner:") else None  # the console's reply id
-    event = (await hydrate(host, session)).push(session, "assistant", text, DELIVERING.get() or owner)
+    event = (await hydrate(host, session)).push(session, "assistant", text, DELIVERING.get() or owner, links=True)
     return {"ok": True, "attempts": 1, "platformId": f"{session}:reply:{event['seq']}"}
 
 

@@ -96,9 +96,10 @@ class Conversations:
     def own_guards(self) -> Guards:
         """What a confined session reads and writes its own conversation under: that one
         conversation, whatever its scope (a visitor's stays admin until identity opens it), and
-        nothing else, since every use is filtered to it. Anyone else: their guards."""
+        nothing else, since every use is filtered to it (and the store refuses a write of any other:
+        the guards carry the session). Anyone else: their guards."""
         p = self.principal
-        return Guards(p.account_id, None, p.agent) if p.session is not None else p.guards
+        return Guards(p.account_id, None, p.agent, p.session) if p.session is not None else p.guards
 
     # ------------------------------------------------------------------ session
     def session_conversation(self) -> str | None:

@@ -80,7 +80,15 @@ WITH n, [n] + collect(DISTINCT s) + collect(DISTINCT c) AS tree
 RETURN n.id AS id, [x IN tree | x {{.scope, .agents}}] AS guarded"""
 """A re-ingest's document and hierarchy, for the write guards to check before it is replaced."""
 Q_STORED = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
-RETURN n.id AS id, n {{.*, embedding: null, keywordsLower: null, id: null}} AS props"""
+RETURN n.id AS id, labels(n) AS labels, n {{.*, embedding: null, keywordsLower: null, id: null}} AS props"""
+Q_OWN_CONVERSATION = f"""MATCH (n:{BASE_LABEL}:Conversation) WHERE n.accountId = $accountId
+  AND (n.id = $session OR n.sessionId = $session)
+RETURN n.id AS id, n.sessionId AS sessionId, n.deletedAt IS NOT NULL AS deleted"""
+"""The Conversation nodes a confined writer's session may own (:func:`plughost.ports.graph.own_conversation`)."""
+Q_CONFINED_ENDS = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
+  AND (n:Conversation OR n:Message OR n:WebchatMessage OR n:TelegramMessage OR n:WhatsAppMessage)
+RETURN n.id AS id, labels(n) AS labels, n.conversationId AS conversationId"""
+"""The Conversation and Message nodes among ``$ids``: what a confined write checks against its own conversation."""
 Q_REINGEST = f"""MATCH (n:{BASE_LABEL}:KnowledgeDocument)
 WHERE n.accountId = $accountId AND n.attachmentId = $attachmentId
 WITH n ORDER BY n.deletedAt IS NOT NULL, n.updatedAt DESC LIMIT 1

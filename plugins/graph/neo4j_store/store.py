@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from plughost import Guards, Neighbor, Node, UserError, WriteDenied
-from plughost.api.store import VECTOR_LABELS, edge_denied, edge_guards
+from plughost.api.store import VECTOR_LABELS, check_confined, edge_denied, edge_guards
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -77,7 +77,7 @@ from plughost.plugins.graph.neo4j_store.queries import (
     q_find,
 )
 from plughost.plugins.graph.neo4j_store.search import Search
-from plughost.plugins.graph.neo4j_store.writes import write_batch, write_edges, write_nodes
+from plughost.plugins.graph.neo4j_store.writes import confined_hidden, write_batch, write_edges, write_nodes
 from plughost.plugins.graph.settings import VECTOR_THREADS
 
 
@@ -233,11 +233,17 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         _same_account(guards, account_id)
         g = edge_guards(guards)
         if g is not None:
-            rows = self._rows(q_delete_edge_guarded(edge_type), {**guard_params(g), "source": source_id,
-                                                                "target": target_id}, read=False)
-            if not rows:
-                raise edge_denied(source_id, edge_type, target_id)
-            return rows[0]["deleted"]
+            query = q_delete_edge_guarded(edge_type)
+
+            def guarded(tx: Any) -> int:
+                if confined_hidden(tx, g, [source_id, target_id]):
+                    raise edge_denied(source_id, edge_type, target_id)
+                rows = list(tx.run(query, {**guard_params(g), "source": source_id, "target": target_id}))
+                if not rows:
+                    raise edge_denied(source_id, edge_type, target_id)
+                return int(rows[0]["deleted"])
+
+            return int(self.write(guarded))
         q = Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type=check_name(edge_type, "edge.type"))
         rows = self._rows(q, {"source": source_id, "target": target_id, "accountId": account_id}, read=False)
         return rows[0]["deleted"] if rows else 0
@@ -260,9 +266,15 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
     def _set_deleted(self, node_id: str, guards: Guards, when: str | None) -> int:
         g = guards_ok(guards)
         check_account(self.account_id, g.account_id, node=node_id)
-        rows = self._rows(Q_HIERARCHY_SET, {**guard_params(g), "id": node_id, "deletedAt": when,
-                                            "now": iso(time.time())}, read=False)
-        return rows[0]["touched"] if rows else 0
+        params = {**guard_params(g), "id": node_id, "deletedAt": when, "now": iso(time.time())}
+
+        def work(tx: Any) -> int:
+            if confined_hidden(tx, g, [node_id]):  # another conversation's node: refused, as a write into it is
+                check_confined(g, None, node_id, ["Conversation"], {})
+            rows = list(tx.run(Q_HIERARCHY_SET, params))
+            return int(rows[0]["touched"]) if rows else 0
+
+        return int(self.write(work))
 
     def purge(self, *, older_than_days: float = GRACE_DAYS, account_id: str | None = None) -> int:
         cutoff = iso(time.time() - older_than_days * 86400.0)
@@ -276,8 +288,13 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         ids = list(dict.fromkeys(node_ids))
         if not ids:
             return 0
-        rows = self._rows(Q_DELETE_NODES, {**guard_params(g), "ids": ids}, read=False)
-        return rows[0]["deleted"] if rows else 0
+        def work(tx: Any) -> int:
+            hidden = set(confined_hidden(tx, g, ids))  # only nodes it could read under its confined view
+            keep = [nid for nid in ids if nid not in hidden]
+            rows = list(tx.run(Q_DELETE_NODES, {**guard_params(g), "ids": keep})) if keep else []
+            return int(rows[0]["deleted"]) if rows else 0
+
+        return int(self.write(work))
 
     def erase_nodes(self, node_ids: Sequence[str], *, account_id: str) -> dict[str, int]:
         """Hard-delete these nodes of the account now (an erase request), whatever their state:

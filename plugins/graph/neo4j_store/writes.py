@@ -10,9 +10,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from plughost import Guards, WriteDenied
-from plughost.api.store import can_change, check_write, write_defaults
+from plughost.api.store import (
+    can_change,
+    check_confined,
+    check_write,
+    confined_ok,
+    needs_own,
+    own_conversation,
+    write_defaults,
+)
 from plughost.plugins.graph.common import Prepared, iso, keywords_of, new_id
 from plughost.plugins.graph.neo4j_store.queries import (
+    Q_CONFINED_ENDS,
+    Q_OWN_CONVERSATION,
     Q_REINGEST,
     Q_REINGEST_TREE,
     Q_STORED,
@@ -60,13 +70,40 @@ def reingest(tx: Any, account_id: str, attachment_id: Any, guards: Guards | None
     return rows[0]["id"] if rows else None
 
 
-def check_guards(tx: Any, guards: Guards, ids: list[str], props_of: list[dict[str, Any]], account_id: str) -> None:
+def own_of(tx: Any, guards: Guards) -> str | None:
+    """The conversation a confined writer's session owns (:func:`plughost.ports.graph.own_conversation`),
+    read in the write transaction."""
+    if guards.session is None:
+        return None
+    rows = tx.run(Q_OWN_CONVERSATION, {"accountId": guards.account_id, "session": guards.session})
+    return own_conversation(guards.session, [(r["id"], r["sessionId"], bool(r["deleted"])) for r in rows])
+
+
+def confined_hidden(tx: Any, guards: Guards | None, ids: Sequence[str]) -> list[str]:
+    """The ids among ``ids`` a confined writer cannot write or link to: another conversation's
+    Conversation or Message nodes (``confined_ok``), read in the write transaction."""
+    if guards is None or not guards.confined or not ids:
+        return []
+    rows = list(tx.run(Q_CONFINED_ENDS, {"accountId": guards.account_id, "ids": list(dict.fromkeys(ids))}))
+    if not rows:
+        return []
+    own = own_of(tx, guards)
+    return [r["id"] for r in rows
+            if not confined_ok(guards, own, r["id"], r["labels"], {"conversationId": r["conversationId"]})]
+
+
+def check_guards(tx: Any, guards: Guards, ids: list[str], props_of: list[dict[str, Any]], account_id: str,
+                 labels_of: Sequence[Sequence[str]] | None = None) -> None:
     """Every node of one write, from its stored state (read in this transaction) to the merged
-    one, under the guards; a new node gets its default scope / agent when it names none."""
-    stored = {r["id"]: {k: v for k, v in dict(r["props"]).items() if v is not None}
-              for r in tx.run(Q_STORED, {"accountId": account_id, "ids": list(dict.fromkeys(ids))})}
+    one, under the guards; a new node gets its default scope / agent when it names none. A
+    Conversation or Message, before and after, must be the confined writer's own (``check_confined``)."""
+    rows = list(tx.run(Q_STORED, {"accountId": account_id, "ids": list(dict.fromkeys(ids))}))
+    stored = {r["id"]: {k: v for k, v in dict(r["props"]).items() if v is not None} for r in rows}
+    stored_labels = {r["id"]: list(r["labels"]) for r in rows}
     after: dict[str, dict[str, Any]] = {}
-    for nid, props in zip(ids, props_of, strict=True):
+    after_labels: dict[str, list[str]] = {}
+    own: list[str | None] = []
+    for pos, (nid, props) in enumerate(zip(ids, props_of, strict=True)):
         before = stored.get(nid)
         merged = after.get(nid, dict(before) if before is not None else {})
         merged.update(props)
@@ -77,6 +114,14 @@ def check_guards(tx: Any, guards: Guards, ids: list[str], props_of: list[dict[st
             merged.update(extra)
         check_write(guards, nid, before, merged)
         after[nid] = merged
+        labels = after_labels.setdefault(nid, list(stored_labels.get(nid, [])))
+        labels.extend(x for x in (labels_of[pos] if labels_of is not None else ()) if x not in labels)
+        if needs_own(guards, labels):
+            if not own:
+                own.append(own_of(tx, guards))
+            if before is not None:
+                check_confined(guards, own[0], nid, stored_labels.get(nid, []), before)
+            check_confined(guards, own[0], nid, labels, merged, after=True)
 
 
 def write_nodes(tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None) -> list[str]:
@@ -90,7 +135,7 @@ def write_nodes(tx: Any, items: list[Prepared], account_id: str, guards: Guards 
     ids = [item.id or new_id() for item in items]
     props_of = [clean_props(item.properties) for item in items]
     if guards is not None:
-        check_guards(tx, guards, ids, props_of, account_id)
+        check_guards(tx, guards, ids, props_of, account_id, [item.labels for item in items])
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for nid, item, props in zip(ids, items, props_of, strict=True):
         groups.setdefault(item.labels, []).append({
@@ -115,7 +160,14 @@ def write_edges(tx: Any, wanted: list[tuple[str, str, str, Any]], account_id: st
     params: dict[str, Any] = {"accountId": account_id}
     if guards is not None:
         params.update(guard_params(guards), known=list(known))
+        written = set(known)
+        hidden = set(confined_hidden(tx, guards, [end for w in wanted for end in (w[0], w[2]) if end not in written]))
+        if hidden:  # an end outside its own conversation is an end it cannot read
+            by_shape = {shape: [r for r in rows if r["source"] not in hidden and r["target"] not in hidden]
+                        for shape, rows in by_shape.items()}
     for (etype, with_props), rows in by_shape.items():
+        if not rows:
+            continue
         query = q_edges(etype, guarded=guards is not None, props=with_props)
         done.update(tx.run(query, {**params, "rows": rows}).single()["done"])
     return [pos for pos in range(len(wanted)) if pos not in done]

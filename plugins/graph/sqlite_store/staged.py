@@ -219,6 +219,8 @@ def _demoted(conn: sqlite3.Connection, parts: Sequence[StagedRows], fast: list[_
                                              "AND account_id = ?", [*part_ids, account_id])}
         if stored:
             demote.update(f.key for f in fast if f.row.id in stored)
+    if guards is not None and guards.confined:  # every row through the checked upsert (check_confined)
+        demote.update(f.key for f in fast)
     if guards is not None:
         demote.update(_checked_tags(guards, [f for f in fast if f.key not in demote]))
     return demote
@@ -288,8 +290,8 @@ def _write_new(conn: sqlite3.Connection, parts: Sequence[StagedRows], account_id
     Then nothing is read: the nodes go in as plain inserts, and an id the account already has (or
     that two parts share) fails the unique index, which undoes the inserts; returns False, and
     :func:`write_staged` takes the general path. The result is the general path's, row for row."""
-    if any(part.slow or part.vectors for part in parts):
-        return False
+    if any(part.slow or part.vectors for part in parts) or guards is not None and guards.confined:
+        return False  # a confined writer's rows take the checked path (check_confined)
     checks = _tag_checks(parts)
     if guards is not None and any(write_defaults(guards, after) for _, after in checks):
         return False

@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from plughost import Guards, Hit, Neighbor, Node, UserError, WriteDenied
-from plughost.api.store import VECTOR_LABELS, can_change, edge_denied, edge_guards
+from plughost.api.store import (
+    VECTOR_LABELS,
+    can_change,
+    check_confined,
+    confined_ok,
+    edge_denied,
+    edge_guards,
+)
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -284,7 +291,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         next_rid = conn.execute("SELECT coalesce(max(rid), 0) FROM nodes").fetchone()[0] + 1
         state = writes.merge_items(ids, items, existing, next_rid)
         if guards is not None:
-            writes.check_guards(guards, state, existing)
+            writes.check_guards(guards, state, existing, conn)
         writes.write_rows(conn, writes.node_rows(state, account_id, now))
         return ids, {nid: cur.rid for nid, cur in state.items()}
 
@@ -405,10 +412,21 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         rids: dict[str, int] = dict(known or {})
         names = sorted(({w[0] for w in wanted} | {w[2] for w in wanted}) - rids.keys())
         cond, params = guard_sql(guards) if guards is not None else ("n.account_id = ?", [account_id])
+        confined = guards is not None and guards.confined
+        own: list[str | None] = []
         for part in chunks(names):
-            rids.update(conn.execute(
-                f"SELECT n.id, n.rid FROM nodes n WHERE n.id IN ({marks(len(part))}) AND {cond}",
-                [*part, *params]))
+            if not confined:
+                rids.update(conn.execute(
+                    f"SELECT n.id, n.rid FROM nodes n WHERE n.id IN ({marks(len(part))}) AND {cond}",
+                    [*part, *params]))
+                continue
+            for nid, rid, labels, props in conn.execute(  # an end outside its own conversation is hidden
+                    f"SELECT n.id, n.rid, n.labels, n.properties FROM nodes n WHERE n.id IN ({marks(len(part))}) "
+                    f"AND {cond}", [*part, *params]).fetchall():
+                if not own:
+                    own.append(writes.own_of(conn, guards) if guards is not None else None)
+                if confined_ok(guards, own[0], nid, json.loads(labels), json.loads(props)):
+                    rids[nid] = rid
         now = time.time()
         rows: list[Any] = []
         missing: list[Any] = []
@@ -462,9 +480,11 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         with self.write_transaction() as conn:
             if g is not None:
                 cond, params = guard_sql(g)
-                ends = [conn.execute(f"SELECT n.rid FROM nodes n WHERE n.id = ? AND {cond}",
-                                     [nid, *params]).fetchone() for nid in (source_id, target_id)]
-                if None in ends:
+                ends = [conn.execute(f"SELECT n.rid, n.id, n.labels, n.properties FROM nodes n WHERE n.id = ? "
+                                     f"AND {cond}", [nid, *params]).fetchone() for nid in (source_id, target_id)]
+                own = writes.own_of(conn, g)
+                if None in ends or not all(confined_ok(g, own, e[1], json.loads(e[2]), json.loads(e[3]))
+                                           for e in ends if e is not None):
                     raise edge_denied(source_id, edge_type, target_id)
                 return conn.execute("DELETE FROM edges WHERE type = ? AND source = ? AND target = ?",
                                     (edge_type, ends[0][0], ends[1][0])).rowcount
@@ -510,9 +530,12 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         cond, params = guard_sql(g)
         cond = cond.replace("n.deleted_at IS NULL", "1")  # the node itself may be deleted (restore)
         with self.write_transaction() as conn:
-            row = conn.execute(f"SELECT n.rid FROM nodes n WHERE n.id = ? AND {cond}", [node_id, *params]).fetchone()
+            row = conn.execute(f"SELECT n.rid, n.labels, n.properties FROM nodes n WHERE n.id = ? AND {cond}",
+                               [node_id, *params]).fetchone()
             if row is None:
                 return 0
+            if g.confined:  # another conversation's node: refused, as a write into it is
+                check_confined(g, writes.own_of(conn, g), node_id, json.loads(row[1]), json.loads(row[2]))
             rids = self._within(conn, self._hierarchy(conn, row[0], g.account_id), g)  # the cascade stays inside
             touched = 0
             for part in chunks(rids):
@@ -542,6 +565,12 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         ids = list(dict.fromkeys(node_ids))
         gone = 0
         with self.write_transaction() as conn:
+            if g.confined:  # only nodes it could read under its confined view
+                own = writes.own_of(conn, g)
+                ids = [nid for part in chunks(ids) for nid, labels, props in conn.execute(
+                    f"SELECT n.id, n.labels, n.properties FROM nodes n WHERE n.id IN ({marks(len(part))}) "
+                    f"AND {cond}", [*part, *params]).fetchall()
+                    if confined_ok(g, own, nid, json.loads(labels), json.loads(props))]
             for part in chunks(ids):
                 gone += conn.execute(f"DELETE FROM nodes AS n WHERE n.id IN ({marks(len(part))}) AND {cond}",
                                      [*part, *params]).rowcount

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from plughost import Guards
-from plughost.api.store import check_write, write_defaults
+from plughost.api.store import check_confined, check_write, needs_own, own_conversation, write_defaults
 from plughost.plugins.graph.common import Prepared, keywords_of, labels_json, text_of, to_json
 from plughost.plugins.graph.sqlite_store.sql import chunks, marks, unindex_text
 
@@ -92,9 +92,25 @@ def merge_items(ids: Sequence[str], items: Sequence[Prepared], existing: Mapping
     return state
 
 
-def check_guards(guards: Guards, state: Mapping[str, PendingNode], existing: Mapping[str, Stored]) -> None:
+def own_of(conn: sqlite3.Connection, guards: Guards) -> str | None:
+    """The conversation a confined writer's session owns (:func:`plughost.ports.graph.own_conversation`),
+    read in the write transaction."""
+    if guards.session is None:
+        return None
+    rows = conn.execute(
+        "SELECT n.id, json_extract(n.properties, '$.sessionId'), n.deleted_at IS NOT NULL FROM nodes n "
+        "JOIN node_labels l ON l.node = n.rid AND l.label = 'Conversation' WHERE n.account_id = ? "
+        "AND (n.id = ? OR json_extract(n.properties, '$.sessionId') = ?)",
+        (guards.account_id, guards.session, guards.session)).fetchall()
+    return own_conversation(guards.session, [(r[0], r[1], bool(r[2])) for r in rows])
+
+
+def check_guards(guards: Guards, state: Mapping[str, PendingNode], existing: Mapping[str, Stored],
+                 conn: sqlite3.Connection | None = None) -> None:
     """Every node of one write, from its stored state to the merged one, under the guards;
-    a new node gets its default scope (:func:`plughost.ports.graph.default_scope`) / agent when it names none."""
+    a new node gets its default scope (:func:`plughost.ports.graph.default_scope`) / agent when it names none.
+    A Conversation or Message, before and after, must be the confined writer's own (``check_confined``)."""
+    own: list[str | None] = []
     for nid, cur in state.items():
         before = json.loads(existing[nid][3]) if nid in existing else None
         if before is None:
@@ -103,6 +119,13 @@ def check_guards(guards: Guards, state: Mapping[str, PendingNode], existing: Map
                 cur.props = {**cur.props, **extra}
                 cur.props_json = None
         check_write(guards, nid, before, cur.props)
+        labels_before = json.loads(existing[nid][2]) if nid in existing else []
+        if needs_own(guards, [*labels_before, *cur.labels]):
+            if not own:
+                own.append(own_of(conn, guards) if conn is not None else None)
+            if before is not None:
+                check_confined(guards, own[0], nid, labels_before, before)
+            check_confined(guards, own[0], nid, cur.labels, cur.props, after=True)
 
 
 def node_rows(state: Mapping[str, PendingNode], account_id: str, now: float) -> NodeRows:
