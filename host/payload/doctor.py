@@ -295,8 +295,11 @@ def account_problems(launches: list[Any]) -> list[str]:
 
     if not launches or any(account_on_record(launch.env) for launch in launches):
         return []
-    env = next((launch.env for launch in launches if launch.env.get("PLUGHOST_PLUGINS_DIR")),
-               {**launches[0].env, "PLUGHOST_PLUGINS_DIR": str(launches[0].root.parent)})
+    from plughost.util import settings
+
+    name = settings.PLUGINS_DIR.name
+    env = next((launch.env for launch in launches if launch.env.get(name)),
+               {**launches[0].env, name: str(launches[0].root.parent)})
     return [format_line(None, reason="account-unset", **{"config-dir": env.get("CLAUDE_CONFIG_DIR", "")},
                         fix=account_fix(env))]
 
