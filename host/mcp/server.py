@@ -35,7 +35,7 @@ from mcp_types import INVALID_PARAMS, CallToolResult, ListToolsResult, Paginated
 from mcp_types import Tool as MCPTool
 
 from plughost.runtime.tooltable import ServedTool, checked_call, render, served_tools
-from plughost.util.errors import PlughostError
+from plughost.util.errors import AccountUnset, PlughostError
 from plughost.util.log import log
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,7 +85,8 @@ class PluginServer(MCPServer):
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}",
                            data={"tools": sorted(self.tools)})
         started = _now_iso()
-        result = await call_served_tool(self.plugin, self.tools, name, arguments)
+        result = await call_served_tool(self.plugin, self.tools, name, arguments,
+                                        env=self.host.env if self.host is not None else None)
         if self.host is not None:
             await anyio.to_thread.run_sync(self._called, name, arguments, result, started)
         return result
@@ -116,7 +117,10 @@ def _error(text: str) -> CallToolResult:
 
 
 async def call_served_tool(plugin: str, tools: Mapping[str, ServedTool], name: str,
-                           arguments: Mapping[str, Any] | None) -> CallToolResult:
+                           arguments: Mapping[str, Any] | None,
+                           env: Mapping[str, str] | None = None) -> CallToolResult:
+    """One tool call as an MCP result. A call that needs the process's account when the install has
+    none says what is missing and the command that fixes it (``env``: the server's configuration)."""
     try:
         tool, arguments = checked_call(tools, name, arguments)
     except PlughostError as exc:
@@ -127,6 +131,13 @@ async def call_served_tool(plugin: str, tools: Mapping[str, ServedTool], name: s
             value = await tool.handler(**arguments)
         else:
             value = await anyio.to_thread.run_sync(lambda: tool.handler(**arguments))
+    except AccountUnset as exc:
+        if env is None:
+            return _error(str(exc))
+        from plughost.runtime.install_record import account_fix
+
+        log("mcp", "op=account-unset", plugin=plugin, tool=name)
+        return _error(f"{exc}: {account_fix(env)}")
     except PlughostError as exc:
         return _error(str(exc))
     except Exception as exc:

@@ -287,12 +287,29 @@ def last(plughost_home: Path) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
+def account_problems(launches: list[Any]) -> list[str]:
+    """``reason=account-unset``: servers are installed but none of them would run as an account (no
+    ``ACCOUNT_ID`` in Claude Code's environment nor in the data root's ``.env``), with the one command
+    that fixes it (what every tool that needs the account answers too)."""
+    from plughost.runtime.install_record import account_fix, account_on_record
+
+    if not launches or any(account_on_record(launch.env) for launch in launches):
+        return []
+    from plughost.util import settings
+
+    name = settings.PLUGINS_DIR.name
+    env = next((launch.env for launch in launches if launch.env.get(name)),
+               {**launches[0].env, name: str(launches[0].root.parent)})
+    return [format_line(None, reason="account-unset", **{"config-dir": env.get("CLAUDE_CONFIG_DIR", "")},
+                        fix=account_fix(env))]
+
+
 def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, workers: int = 4) -> DoctorReport:
     from plughost.payload import doctor_hooks
 
     launches, problems = installed_launches(config_dir, home)
     hooks, hook_problems = doctor_hooks.report(config_dir, home=home, timeout=timeout)
-    report = DoctorReport(config_dir, problems=problems + hook_problems, hooks=hooks)
+    report = DoctorReport(config_dir, problems=problems + hook_problems + account_problems(launches), hooks=hooks)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         report.checks = list(pool.map(lambda launch: check_server(launch, timeout), launches))
     return report

@@ -370,7 +370,9 @@ def _account(plan: InstallPlan) -> None:
 
 
 def env_settings(payload: Path) -> dict[str, str]:
-    """``.env`` values from the payload's brand: embedding, store, and where the payload is."""
+    """``.env`` values from the payload's brand: embedding, store, where the payload is, and the
+    payload's ``brand.json`` as the install's brand (``PLUGHOST_BRAND_FILE``, read through
+    :func:`plughost.runtime.install_brand.install_brand`)."""
     brand = _load(payload / BRAND_FILE, {})
     embed = brand.get("embed") or {}
     store = brand.get("store") or {}
@@ -389,8 +391,8 @@ def env_settings(payload: Path) -> dict[str, str]:
         out["PLUGHOST_PLUGINS_DIR"] = str(payload / PLATFORM_FOLDER)
     if (payload / PREMIUM_FOLDER).is_dir():
         out["PLUGHOST_PREMIUM_DIR"] = str(payload / PREMIUM_FOLDER)
-    if brand.get("name"):
-        out["PLUGHOST_BRAND"] = str(brand["name"])
+    if (payload / BRAND_FILE).is_file():
+        out[settings.BRAND_FILE.name] = str(payload / BRAND_FILE)
     return out
 
 
@@ -415,7 +417,10 @@ def _env(plan: InstallPlan) -> None:
     from plughost.runtime.install_record import RECORD_KEY
 
     values = with_account({**brand, **store, RECORD_KEY: str(plan.config_dir)}, plan.account)
-    plan.files[path] = merge_env(drop_env(text, RETIRED_ENV), values)
+    retired: tuple[str, ...] = RETIRED_ENV
+    if recorded.get(settings.BRAND.name) == _load(plan.payload / BRAND_FILE, {}).get("name"):
+        retired += (settings.BRAND.name,)  # what earlier installs wrote; the record is PLUGHOST_BRAND_FILE now
+    plan.files[path] = merge_env(drop_env(text, retired), values)
 
 
 NEO4J_KEYS = ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from plughost.util import settings
-from plughost.util.errors import UserError
+from plughost.util.errors import AccountUnset, UserError
 from plughost.util.settings import csv_list
 
 ACCOUNT = "ACCOUNT_ID"
@@ -182,7 +182,7 @@ class Principal:
     def account_id(self) -> str:
         """The account every read and write is bound to; a one-line refusal when there is none."""
         if not self.account:
-            raise UserError("ACCOUNT_ID: not set; expected the id of an account under PLUGHOST_HOME/accounts/")
+            raise AccountUnset("ACCOUNT_ID: not set; expected the id of an account under PLUGHOST_HOME/accounts/")
         return self.account
 
     @property
@@ -210,7 +210,7 @@ class Principal:
 
     def require_account(self, needs: str) -> str:
         if not self.account:
-            raise UserError(f"ACCOUNT_ID: not set; expected {needs}")
+            raise AccountUnset(f"ACCOUNT_ID: not set; expected {needs}")
         return self.account
 
     def describe(self) -> str:

@@ -79,12 +79,17 @@ def boot_context_extras(*, account: str | None = None, config_dir: Path | str | 
                         brand: str | Path | None = None, env: Mapping[str, str] | None = None,
                         payload_root: Path | None = None) -> dict[str, Any]:
     """What the gates read besides the host: the account, the Claude Code config dir, the brand
-    (its name for marketplace names, its `plugins.excluded` for the specialist strip-list)."""
-    from plughost.runtime.specialists import find_brand
+    (its name for marketplace names, its `plugins.excluded` for the specialist strip-list, and the
+    resolved brand itself for the `install-brand` gate). ``brand`` is `--brand` (one that is not
+    found is a UserError naming it); without it, the install's brand
+    (:func:`plughost.runtime.install_brand.install_brand`), whose problems the gate reports."""
+    from plughost.runtime.install_brand import install_brand, require
 
-    name, excluded = find_brand(brand, env, payload_root)
-    return {"account": account, "config_dir": config_dir, "brand": brand, "brand_name": name,
-            "excluded": excluded}
+    env = env or {}
+    plugins_dir = payload_root / "plugins" if payload_root is not None else None
+    found = require(str(brand), env, plugins_dir) if brand else install_brand(env, plugins_dir)
+    return {"account": account, "config_dir": config_dir, "brand": brand, "brand_name": found.name,
+            "excluded": found.excluded, "install_brand": found}
 
 
 def command_env(env: Mapping[str, str], account: str | None, brand: str | None = None,
@@ -115,7 +120,6 @@ def check_install(host: Host, env: Mapping[str, str], *, account: str | None = N
     `start` also runs the startup hooks when no fatal gate refused (what `boot` without
     `--check` does; `serve` leaves that to its app's lifespan).
     """
-    brand = brand or settings.BRAND.read(env)
     payload_root = Path(host.plugins_dir).parent if host.plugins_dir is not None else None
     extras = boot_context_extras(account=account, config_dir=config_dir, brand=brand, env=env,
                                  payload_root=payload_root)

@@ -101,13 +101,15 @@ class Discovery:
                 raise UserError(f"{setting.name}: no plugin named '{name}' ({hint}known: {', '.join(known) or 'none'})")
 
     def brand_exclusions(self) -> tuple[str | None, list[str]]:
-        """(brand, `plugins.excluded`) of this install's brand: `PLUGHOST_BRAND`, else the payload's
-        `brand.json` beside the plugins folder. What a brand excludes does not load (docs/payload.md#brands)."""
+        """(brand, `plugins.excluded`) of this install's brand (:func:`plughost.runtime.install_brand.install_brand`:
+        `PLUGHOST_BRAND`, the payload's `brand.json`, the install record). What a brand excludes does not
+        load (docs/payload.md#brands); a brand that cannot be read excludes nothing here and is the
+        `install-brand` gate's finding."""
         if self._brand is None:
-            from plughost.runtime.specialists import find_brand
+            from plughost.runtime.install_brand import install_brand
 
-            payload_root = Path(self.plugins_dir).parent if self.plugins_dir is not None else None
-            self._brand = find_brand(settings.BRAND.read(self.env), self.env, payload_root)
+            found = install_brand(self.env, self.plugins_dir)
+            self._brand = (found.name, found.excluded)
         return self._brand
 
     def _blocked_reason(self, name: str, builtin: bool) -> str | None:

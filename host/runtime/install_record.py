@@ -102,3 +102,31 @@ def record_store(env: Mapping[str, str], values: Mapping[str, str]) -> Path:
     write_atomic(path, config.merge_env(text, dict(values)))
     os.chmod(path, mode)
     return path
+
+
+def account_on_record(env: Mapping[str, str]) -> str | None:
+    """The account a process of this environment runs as: ``ACCOUNT_ID`` in it, else in
+    ``<PLUGHOST_HOME>/.env`` (what :func:`plughost.util.config.load_env` gives every server)."""
+    value = (env.get("ACCOUNT_ID") or "").strip()
+    if value:
+        return value
+    return (config.read_dotenv(config.home(env) / ".env").get("ACCOUNT_ID") or "").strip() or None
+
+
+def account_fix(env: Mapping[str, str]) -> str:
+    """What is missing when an install has no account, and the one command that fixes it: the payload
+    (``PLUGHOST_PLUGINS_DIR``'s parent: a server's ``${CLAUDE_PLUGIN_ROOT}/..``), the config dir
+    (:func:`config_dir`) and the account (the only one on disk, else ``ID``)."""
+    plugins = settings.PLUGINS_DIR.read(env)
+    payload = os.path.dirname(os.path.normpath(str(plugins))) if plugins else "PAYLOAD"
+    home = config.home(env)
+    try:
+        accounts = sorted(d.name for d in (home / "accounts").iterdir() if (d / "account.json").is_file())
+    except OSError:
+        accounts = []
+    account = accounts[0] if len(accounts) == 1 else "ID"
+    command = f"plughost install {payload} --config-dir {config_dir(env)} --account {account}"
+    if not accounts:
+        command = f"plughost account create ID && {command}"
+    return (f"this install has no account: ACCOUNT_ID is in neither Claude Code's settings.json env nor "
+            f"{home / '.env'} (the plugins were installed without plughost install); run: {command}")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from plughost.runtime import state
 from plughost.runtime.manifest import split_frontmatter
 from plughost.runtime.surface import safe_name
-from plughost.util import config, settings
+from plughost.util import settings
 from plughost.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -267,54 +267,25 @@ def check_drift(host: Host, *, excluded: Iterable[str] = (), accounts: Iterable[
 
 
 # ---------------------------------------------------------------------------- brands and spawning
-def _read_brand(path: Path) -> dict[str, Any]:
-    import json
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: invalid brand file: {exc}") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: (top level): expected a JSON object")
-    return data
-
-
 def find_brand(brand: str | Path | None, env: Mapping[str, str] | None = None,
                payload_root: Path | None = None) -> tuple[str | None, list[str]]:
-    """(brand name, `plugins.excluded`) of a brand: a path to a brand JSON file, a file name or a brand
-    `name` in `host/manifests/brands/`, or the payload's own `brand.json`. No brand given: the payload's
-    `brand.json` when there is one, else (None, [])."""
-    payload_brand = payload_root / "brand.json" if payload_root is not None else None
-    if not brand:
-        if payload_brand is None or not payload_brand.is_file():
-            return None, []
-        path = payload_brand
-    elif str(brand).endswith(".json") or os.sep in str(brand):
-        path = Path(brand)
-        if not path.is_file():
-            raise UserError(f"--brand: brand file '{brand}' not found")
+    """(brand name, `plugins.excluded`) of a brand: ``brand`` (a brand JSON path, a shipped brand's name or
+    the payload's brand's name; one that is not found is a UserError naming `--brand`), else the install's
+    brand (:func:`plughost.runtime.install_brand.install_brand`: the payload's `brand.json`, else the
+    install record), else (None, []). An install brand that cannot be read is (None, []): the
+    `install-brand` gate reports it."""
+    from plughost.runtime.install_brand import install_brand, require
+
+    env = dict(env or {})
+    plugins_dir = payload_root / "plugins" if payload_root is not None else None
+    if brand:
+        found = require(str(brand), env, plugins_dir)
     else:
-        brands = config.manifests_dir(env) / "brands"
-        candidates = [brands / f"{brand}.json"]
-        if payload_brand is not None:
-            candidates.append(payload_brand)
-        candidates += sorted(brands.glob("*.json")) if brands.is_dir() else []
-        found = None
-        for candidate in candidates:
-            if candidate.is_file() and (candidate.stem == brand and candidate.parent == brands
-                                        or _read_brand(candidate).get("name") == brand):
-                found = candidate
-                break
-        if found is None:
-            raise UserError(f"--brand: brand '{brand}' not found (no {brands / f'{brand}.json'} and no brand "
-                            f"file named '{brand}')")
-        path = found
-    data = _read_brand(path)
-    excluded = (data.get("plugins") or {}).get("excluded", []) if isinstance(data.get("plugins"), dict) else []
-    if not isinstance(excluded, list) or not all(isinstance(x, str) for x in excluded):
-        raise UserError(f"{path}: plugins.excluded: expected a list of plugin names")
-    name = data.get("name") if isinstance(data.get("name"), str) else (str(brand) if brand else path.stem)
-    return name, excluded
+        env.pop(settings.BRAND.name, None)
+        found = install_brand(env, plugins_dir)
+    if found.problem:
+        return None, []
+    return found.name or (str(brand) if brand else None), found.excluded
 
 
 def brand_excluded(brand: str | Path | None, env: Mapping[str, str] | None = None,

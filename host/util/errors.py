@@ -35,3 +35,7 @@ class DuplicateNameError(UserError):
 class AccountMismatch(UserError):
     """A write named an account other than the process's ``ACCOUNT_ID`` (stores raise it; callers
     report it as ``account-isolation``)."""
+
+
+class AccountUnset(UserError):
+    """The process has no ``ACCOUNT_ID`` and the call needs one (an MCP server adds the install's fix)."""

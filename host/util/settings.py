@@ -214,8 +214,13 @@ NO_EXTERNAL_PLUGINS: Setting[bool] = Setting(
     "PLUGHOST_NO_EXTERNAL_PLUGINS", "bool", False, "load the built-in plugins only")
 BRAND: Setting[str | None] = Setting(
     "PLUGHOST_BRAND", "str", None,
-    "the install's brand (a name in host/manifests/brands/ or a brand JSON path): what its plugins.excluded names "
-    "does not load; its productName greets webchat visitors")
+    "the brand to run as (a name in host/manifests/brands/, the payload brand's name or a brand JSON path): what its "
+    "plugins.excluded names does not load; its productName greets webchat visitors. Unset: the payload's brand.json, "
+    "else PLUGHOST_BRAND_FILE")
+BRAND_FILE: Setting[Path | None] = Setting(
+    "PLUGHOST_BRAND_FILE", "path", None,
+    "the install's brand: the payload's brand.json, recorded by plughost install (read when no payload is beside the "
+    "plugins folder; a recorded file that is missing is the install-brand gate's finding)")
 STORE: Setting[str | None] = Setting(
     "PLUGHOST_STORE", "str", None,
     "the graph store: sqlite, neo4j (or graph: the built-in's choice) or a store plugin's name; an installed store "

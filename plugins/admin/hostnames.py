@@ -2,7 +2,7 @@
 
 Each answers from the install first (``PLUGHOST_PUBLIC_HOSTNAME`` / ``PLUGHOST_ADMIN_HOSTNAME``,
 the environment over ``<PLUGHOST_HOME>/.env``), else from the install's brand (``hostnames.public``
-/ ``hostnames.admin`` of ``PLUGHOST_BRAND``'s file, else of the payload's ``brand.json``), and
+/ ``hostnames.admin`` of the install's brand: ``plughost.api.payload.install_brand``), and
 says which it was. None configured is an ``isError`` naming both places. The public hostname is
 public information: any principal may ask. The admin hostname leads to the owner's console, so
 only an unnarrowed (admin) process gets it; a visitor's or an agent's session is refused.
@@ -12,7 +12,6 @@ Lines: ``[hostnames] op=answer which=public|admin source=install|brand`` and ``o
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plughost import UserError, log
@@ -27,21 +26,21 @@ the brand schema's ``hostnames`` pattern is the same (a test pins the two)."""
 
 
 def _brand(host: Host) -> tuple[str | None, dict[str, Any]]:
-    """(the brand's name, its ``hostnames`` block) of this install's brand, or (None, {})."""
-    from plughost.api.payload import load_brand, resolve_brand
-    from plughost.api.settings import BRAND
+    """(the brand's name, its ``hostnames`` block) of this install's brand, or (None, {}).
 
-    named = BRAND.read(host.env)
-    if named:
-        path = resolve_brand(named)
-    else:
-        candidate = Path(host.plugins_dir).parent / "brand.json" if host.plugins_dir is not None else None
-        if candidate is None or not candidate.is_file():
-            return None, {}
-        path = candidate
-    brand = load_brand(path)  # validated: hostnames match the schema's pattern
-    block = brand.data.get("hostnames")
-    return brand.name, block if isinstance(block, dict) else {}
+    The brand is the install's (``plughost.api.payload.install_brand``: ``PLUGHOST_BRAND``, the
+    payload's ``brand.json``, the install record); one that cannot be read is one error line naming it."""
+    from plughost.api.payload import install_brand
+
+    found = install_brand(host.env, host.plugins_dir)
+    if found.problem:
+        raise UserError(f"hostnames: the install's brand cannot be read: {found.problem}")
+    block = found.hostnames
+    for which, value in block.items():
+        if not HOSTNAME.match(value):
+            raise UserError(f"{found.path}: hostnames.{which}: expected a host name such as shop.example.com "
+                            f"(got {value[:80]!r})")
+    return found.name, block
 
 
 def resolve(host: Host, which: str) -> dict[str, Any]:

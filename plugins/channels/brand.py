@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 GREETING = "Hello, and welcome to {product}! Ask me anything, for example about opening hours or orders."
+GENERIC = "our service"
 
 
-def product_name(env: Mapping[str, str]) -> str:
-    """The brand's ``productName`` (``PLUGHOST_BRAND``, default the default brand)."""
-    from plughost.api.payload import load_brand, resolve_brand
-    from plughost.api.settings import BRAND
+def product_name(env: Mapping[str, str], plugins_dir: Path | str | None = None) -> str:
+    """The install's brand's ``productName`` (``plughost.api.payload.install_brand``: ``PLUGHOST_BRAND``,
+    the payload's ``brand.json``, the install record), the default brand's when there is none."""
+    from plughost.api.payload import install_brand, load_brand, resolve_brand
 
+    found = install_brand(env, plugins_dir)
+    if found.product:
+        return found.product
+    if found.source != "none":  # named or recorded but unreadable: the install-brand gate says so
+        return GENERIC
     try:
-        return load_brand(resolve_brand(BRAND.read(env) or "default")).product
-    except Exception:  # a broken brand file is the gates' business; the greeting stays generic
-        return "our service"
+        return load_brand(resolve_brand("default")).product
+    except Exception:  # a broken shipped brand is the gates' business; the greeting stays generic
+        return GENERIC
 
 
-def greeting(env: Mapping[str, str]) -> str:
-    return GREETING.format(product=product_name(env))
+def greeting(env: Mapping[str, str], plugins_dir: Path | str | None = None) -> str:
+    return GREETING.format(product=product_name(env, plugins_dir))

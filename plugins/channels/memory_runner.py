@@ -231,7 +231,7 @@ class MemoryRunner:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.min_match = AGENT_MIN_MATCH.read(host.env)
-        self.product = product_name(host.env)
+        self.product = product_name(host.env, host.plugins_dir)
         self.pending: OrderedDict[str, str] = OrderedDict()  # session -> its last unanswered question
         self.pending_lock = threading.Lock()
 

@@ -227,8 +227,8 @@ def page_html(host: Any) -> str:
         from plughost.plugins.channels.brand import greeting, product_name
 
         page = resources.files("plughost.plugins.channels").joinpath("webchat.html").read_text(encoding="utf-8")
-        cached = (page.replace("__PRODUCT__", html.escape(product_name(host.env)))
-                  .replace("__GREETING__", html.escape(greeting(host.env))))
+        cached = (page.replace("__PRODUCT__", html.escape(product_name(host.env, host.plugins_dir)))
+                  .replace("__GREETING__", html.escape(greeting(host.env, host.plugins_dir))))
         host.state.set(PAGE, cached)
     return cached
 

@@ -14,10 +14,12 @@ if TYPE_CHECKING:  # pragma: no cover
 @hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
     from plughost.payload.selftest import checks
+    from plughost.runtime.install_brand import install_brand_gate
     from plughost.runtime.types import Gate
 
     return [
         Gate("single-provider", check=checks.single_provider, fatal=True, order=5),
+        install_brand_gate(),
         Gate("mcp-allowlist-coverage", check=checks.mcp_allowlist_coverage, fatal=True, order=20),
         Gate("specialist-tool-drift", check=checks.specialist_tool_drift, fatal=True, order=30),
         Gate("skill-registration", check=checks.skill_registration, fatal=False, order=40),
