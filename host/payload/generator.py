@@ -207,10 +207,9 @@ def scan(root: Path, brand: str | None = None) -> Payload:
 
 def local_server(folder: Path) -> str | None:
     """The plugin-local MCP server file (``hasMcp``), relative to the plugin folder."""
-    for name in SERVER_FILES:
-        if (folder / "mcp" / name).is_file():
-            return f"mcp/{name}"
-    return None
+    from plughost.runtime.plugin_model import local_server as model_local_server
+
+    return model_local_server(folder)
 
 
 PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"
@@ -258,40 +257,37 @@ def resolve_command(command: str, args: list[Any], python: str) -> tuple[str, li
 
 
 def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[str, Any] | None:
-    """The ``mcpServers`` block by the ``mcp-manifest`` rule, or None for no server."""
+    """The ``mcpServers`` block: one entry per server of the plugin's model (plughost.runtime.plugin_model),
+    or None for no server. The model's defect (an ``mcp`` block nothing starts) is FATAL."""
+    from plughost.runtime.plugin_model import servers_of
+
     m = plugin.manifest
-    mode = m.mcp_manifest
-    if mode == "skip":
-        return None
-    if mode == "shared-lib":
-        if not m.mcp:
-            raise UserError(f"{plugin.folder / 'PLUGIN.md'}: mcp: required when mcp-manifest is shared-lib "
-                            "(the server block is emitted verbatim)")
-        block = dict(m.mcp)
-        command, args = resolve_command(block["command"], list(block.get("args") or []), python)
-        block["command"] = command
-        if args or "args" in block:
-            block["args"] = args
-        if m.python:  # plughost Python code behind a launcher (e.g. graph's bin/mcp-server)
-            block["env"] = {"PLUGHOST_PYTHON": python, **(block.get("env") or {})}
-        return {m.name: block}
-    server = local_server(plugin.folder)
-    if server is None:
-        if m.mcp:
-            raise FatalError(
-                f"FATAL: plugin '{m.name}' ({plugin.folder / 'PLUGIN.md'}) has an mcp block but no plugin-local "
-                "server (mcp/__main__.py or mcp/server.py) and no 'mcp-manifest: shared-lib' annotation; "
-                "add the server, annotate 'mcp-manifest: shared-lib', or set 'mcp-manifest: skip'"
-            )
-        return None
-    entry: dict[str, Any] = {
-        "command": python,
-        "args": ["-m", "plughost.mcp.tee", m.name, "--", python, f"{PLUGIN_ROOT}/{server}"],
-    }
-    env = server_env(payload, plugin)
-    if env:
-        entry["env"] = env
-    return {m.name: entry}
+    specs, defects = servers_of(m, plugin.folder, m.name)
+    if defects:
+        if m.mcp_manifest == "shared-lib":
+            raise UserError(defects[0])
+        raise FatalError(f"FATAL: plugin '{m.name}' ({plugin.folder / 'PLUGIN.md'}) {defects[0].split(': mcp: ', 1)[-1]}")
+    out: dict[str, Any] = {}
+    for spec in specs:
+        if spec.how == "shared-lib":
+            block = dict(m.mcp or {})
+            command, args = resolve_command(block["command"], list(block.get("args") or []), python)
+            block["command"] = command
+            if args or "args" in block:
+                block["args"] = args
+            if m.python:  # plughost Python code behind a launcher (e.g. graph's bin/mcp-server)
+                block["env"] = {"PLUGHOST_PYTHON": python, **(block.get("env") or {})}
+            out[spec.key] = block
+            continue
+        entry: dict[str, Any] = {
+            "command": python,
+            "args": ["-m", "plughost.mcp.tee", m.name, "--", python, f"{PLUGIN_ROOT}/{spec.file}"],
+        }
+        env = server_env(payload, plugin)
+        if env:
+            entry["env"] = env
+        out[spec.key] = entry
+    return out or None
 
 
 def _rel(path: str) -> str:
@@ -361,6 +357,22 @@ def has_hooks(plugin: PayloadPlugin) -> bool:
     return (plugin.folder / plugin.manifest.hooks / "hooks.json").is_file()
 
 
+def check_sources(payload: Payload) -> None:
+    """Refuse a plugin whose hooks, skills or agents Claude Code would refuse (one line each, naming the
+    plugin, the file and the field); a warning (a hook command file that is not there) is logged."""
+    from plughost.payload import plugin_files
+    from plughost.util.log import log
+
+    found = [f for p in payload.plugins for f in plugin_files.check_plugin(p.folder, p.name, generated=False)
+             if f.file.name != "plugin.json"]  # plugin.json is the generator's own output
+    for f in found:
+        if f.severity != "error":
+            log("manifests", "op=warning", plugin=f.plugin, file=str(f.file), field=f.field, detail=f.detail)
+    bad = plugin_files.errors(found)
+    if bad:
+        raise UserError("Claude Code would refuse these plugin files:\n" + "\n".join(f.line() for f in bad))
+
+
 def plan(payload: Payload, python: str | None = None) -> dict[Path, str]:
     """Every file generation would write (path → text); raises before anything is written.
 
@@ -369,6 +381,7 @@ def plan(payload: Payload, python: str | None = None) -> dict[Path, str]:
     default = python or sys.executable
     python = interpreter_ref(default)
     out: dict[Path, str] = {}
+    check_sources(payload)
     for market in payload.marketplaces:
         for plugin in market.plugins:
             out[plugin.dest / ".claude-plugin" / "plugin.json"] = render(plugin_json(plugin, payload, python))

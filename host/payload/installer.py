@@ -463,6 +463,18 @@ def drop_env(text: str, keys: tuple[str, ...]) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
+def _check_files(plan: InstallPlan) -> None:
+    """Refuse a payload whose Claude Code files the CLI would refuse (plughost.payload.plugin_files)."""
+    from plughost.payload import plugin_files
+
+    found = [f for m in plan.marketplaces for f in plugin_files.check_marketplace(m.root)]
+    found += [f for p in plan.plugins for f in plugin_files.check_plugin(p.path, p.name)]
+    bad = plugin_files.errors(found)
+    if bad:
+        raise UserError("the payload has files Claude Code refuses; fix them and bundle again:\n"
+                        + "\n".join(f.line() for f in bad))
+
+
 def make_plan(payload: Path, config_dir: Path, account: str) -> InstallPlan:
     """Compute every file, link and action of an install; raises before anything is written."""
     check_id(account, "--account")
@@ -471,6 +483,7 @@ def make_plan(payload: Path, config_dir: Path, account: str) -> InstallPlan:
         raise UserError(f"PAYLOAD_DIR: '{payload}' is not a folder")
     plan = InstallPlan(payload=payload, config_dir=config_dir.absolute(), account=account)
     plan.marketplaces = discover(payload)
+    _check_files(plan)
     seen: dict[str, str] = {}
     for p in plan.plugins:
         if p.key in seen:

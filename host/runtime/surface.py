@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from plughost.runtime import plugin_model
 from plughost.runtime.manifest import ToolDecl
+from plughost.runtime.plugin_model import PluginModel
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.runtime.host import Host
@@ -54,6 +56,7 @@ class ToolSurface:
     eager: list[str] = field(default_factory=list)
     withheld: list[str] = field(default_factory=list)
     namespaces: dict[str, str] = field(default_factory=dict)  # sanitized "<plugin>_<server>" -> plugin
+    models: dict[str, PluginModel] = field(default_factory=dict)  # the one reading of each loaded plugin
 
     def tools_of(self, plugin: str) -> list[SurfaceTool]:
         return [t for t in self.all.values() if t.plugin == plugin]
@@ -81,15 +84,15 @@ def declared_tools(host: Host, name: str) -> list[ToolDecl]:
 
 def compute_surface(host: Host) -> ToolSurface:
     surface = ToolSurface()
-    withheld = host.tools().withheld
+    table = host.tools()
+    withheld = table.withheld
     for record in sorted(host.loaded(), key=lambda r: r.name):
-        manifest = record.manifest
         server = record.name
         tools = declared_tools(host, record.name)
         surface.namespaces[f"{safe_name(record.name)}_{safe_name(server)}"] = record.name
         for decl in tools:
             canonical = canonical_name(record.name, server, decl.name)
-            off = decl.name in withheld.get(record.name, ())
+            off = decl.name in withheld.get(record.name, ()) or decl.name in table.broken.get(record.name, ())
             surface.all[canonical] = SurfaceTool(
                 record.name, server, decl.name, canonical, decl.admin_allowlist, decl.eager,
                 decl.description, decl.input_schema, off,
@@ -101,7 +104,8 @@ def compute_surface(host: Host) -> ToolSurface:
                 surface.admin.append(canonical)
             if decl.eager:
                 surface.eager.append(canonical)
-        has_server = bool(manifest and manifest.mcp) or bool(manifest and manifest.path is None and record.module)
-        if tools and has_server:
+        model = plugin_model.of_record(host, record, tools)
+        surface.models[record.name] = model
+        if tools and model.has_server:  # has a server: the model's rule, the generator's too
             surface.mcp_servers.append(record.name)
     return surface

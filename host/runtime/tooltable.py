@@ -78,6 +78,7 @@ class ToolTable:
     declared: dict[str, list[ToolDecl]] = field(default_factory=dict)
     served: dict[str, dict[str, ServedTool]] = field(default_factory=dict)
     withheld: dict[str, list[str]] = field(default_factory=dict)
+    broken: dict[str, list[str]] = field(default_factory=dict)  # declared, no handler: not served, not on the allowlist
     problems: list[ToolProblem] = field(default_factory=list)
     hook_errors: list[Any] = field(default_factory=list)
 
@@ -86,10 +87,9 @@ class ToolTable:
         return plugin in self.served
 
     def of(self, plugin: str) -> dict[str, ServedTool]:
-        """The tools one plugin serves; a UserError when a declared tool has no handler."""
-        for problem in self.problems:
-            if problem.plugin == plugin and problem.reason == "no-handler":
-                raise UserError(problem.line())
+        """The tools one plugin serves; a UserError when none of its declared tools has a handler. A declared
+        tool without one is withheld (the boot gate ``plugin-load`` says so): the rest of the server starts,
+        as a Claude Code session loses every tool of a server that fails to start."""
         if plugin not in self.served and self.declared.get(plugin):  # no handler at all: not ours to serve
             raise UserError(ToolProblem(plugin, self.declared[plugin][0].name, "no-handler", NO_HANDLER).line())
         return self.served.get(plugin, {})
@@ -132,6 +132,7 @@ def build_tool_table(host: Host) -> ToolTable:
             impl = handlers.pop(decl.name, None)
             if impl is None:
                 table.problems.append(ToolProblem(plugin, decl.name, "no-handler", NO_HANDLER))
+                table.broken.setdefault(plugin, []).append(decl.name)
                 continue
             differs = _disagreement(decl, impl) if in_manifest else []
             if differs:
@@ -143,6 +144,7 @@ def build_tool_table(host: Host) -> ToolTable:
                 table.problems.append(ToolProblem(plugin, decl.name, "no-handler",
                                                   f"has a handler that is not callable ({type(impl.handler).__name__}); "
                                                   "expected Tool(name, handler)"))
+                table.broken.setdefault(plugin, []).append(decl.name)
                 continue
             # PLUGIN.md gives no inputSchema: the handler's signature is the schema (llm-style tools from signatures)
             derived = (impl.input_schema if impl.from_signature else None) or (

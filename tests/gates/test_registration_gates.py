@@ -1,5 +1,5 @@
 """skill-registration and tool-registration: the generated manifests and the three Claude Code
-surfaces, one test per defect class; both say FATAL but never refuse boot."""
+surfaces, one test per defect class; both say WARN and never refuse boot."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_nested_sub_missing_from_one_surface(premium, surface):
     _register_all(install, nested, standalone, skip=("listings@acme-premium-realty", surface))
     report = install.boot()
     assert report.outcome("skill-registration").lines == [
-        f"[skill-registration] op=drift FATAL accountId=acme plugin=listings expected=listings@acme-premium-realty "
+        f"[skill-registration] op=drift WARN accountId=acme plugin=listings expected=listings@acme-premium-realty "
         f"missing={surface}"]
     assert report.outcome("skill-registration").status == "warn"
     assert report.exit_code == 0
@@ -56,7 +56,7 @@ def test_standalone_bundle_missing_from_one_surface(premium, surface):
     _register_all(install, nested, standalone, skip=("teaching@acme-premium", surface))
     report = install.boot()
     assert report.outcome("skill-registration").lines == [
-        f"[skill-registration] op=drift FATAL accountId=acme plugin=teaching expected=teaching@acme-premium "
+        f"[skill-registration] op=drift WARN accountId=acme plugin=teaching expected=teaching@acme-premium "
         f"missing={surface}"]
     assert report.exit_code == 0
     assert_all_ran(report)
@@ -67,7 +67,7 @@ def test_sub_never_installed_lists_every_surface(premium):
     install.register("teaching@acme-premium", standalone)
     report = install.boot()
     assert report.outcome("skill-registration").lines == [
-        "[skill-registration] op=drift FATAL accountId=acme plugin=listings expected=listings@acme-premium-realty "
+        "[skill-registration] op=drift WARN accountId=acme plugin=listings expected=listings@acme-premium-realty "
         "missing=known_marketplaces,installed_plugins,enabledPlugins"]
 
 
@@ -80,7 +80,7 @@ def test_sub_registered_under_the_wrong_marketplace_is_drift(premium):
         path.write_text(text)
     report = install.boot()
     assert report.outcome("skill-registration").lines == [
-        "[skill-registration] op=drift FATAL accountId=acme plugin=listings expected=listings@acme-premium-realty "
+        "[skill-registration] op=drift WARN accountId=acme plugin=listings expected=listings@acme-premium-realty "
         "missing=installed_plugins"]
 
 
@@ -115,7 +115,7 @@ def test_tool_plugin_installed_with_its_server_passes(tools):
 def test_tool_plugin_not_installed(tools):
     report = tools.boot()
     assert _tool_lines(report) == [
-        "[tool-registration] op=drift FATAL accountId=acme plugin=notes expected-server=notes reason=not-installed"]
+        "[tool-registration] op=drift WARN accountId=acme plugin=notes expected-server=notes reason=not-installed"]
     assert report.exit_code == 0
     assert_all_ran(report)
 
@@ -124,7 +124,7 @@ def test_tool_plugin_installed_row_but_no_generated_manifest(tools):
     tools.register("notes@acme-platform", tools.plugins / "notes")
     report = tools.boot()
     assert _tool_lines(report) == [
-        "[tool-registration] op=drift FATAL accountId=acme plugin=notes expected-server=notes reason=not-installed"]
+        "[tool-registration] op=drift WARN accountId=acme plugin=notes expected-server=notes reason=not-installed"]
     assert report.exit_code == 0
     assert_all_ran(report)
 
@@ -135,7 +135,7 @@ def test_tool_plugin_with_skip_manifest(tools):
     tools.register("notes@acme-platform", folder)
     report = tools.boot()
     assert _tool_lines(report) == [
-        "[tool-registration] op=drift FATAL accountId=acme plugin=notes expected-server=notes "
+        "[tool-registration] op=drift WARN accountId=acme plugin=notes expected-server=notes "
         "reason=no-mcpServers-manifest"]
     assert report.exit_code == 0
     assert_all_ran(report)
@@ -146,7 +146,7 @@ def test_tool_plugin_server_file_missing(tools):
     (folder / "mcp" / "__main__.py").unlink()
     report = tools.boot()
     assert _tool_lines(report) == [
-        "[tool-registration] op=drift FATAL accountId=acme plugin=notes expected-server=notes reason=dist-missing"]
+        "[tool-registration] op=drift WARN accountId=acme plugin=notes expected-server=notes reason=dist-missing"]
     assert report.outcome("tool-registration").defects[0]["detail"].startswith(f"{folder}/mcp/__main__.py does not exist")
     assert report.exit_code == 0
     assert_all_ran(report)
@@ -165,7 +165,7 @@ def test_shared_lib_server_binary_missing(tools, tmp_path):
     root = tmp_path / "platform"
     report = tools.boot(PLATFORM_ROOT=str(root))
     assert _tool_lines(report) == [
-        "[tool-registration] op=drift FATAL accountId=acme plugin=cypher expected-server=cypher reason=dist-missing"]
+        "[tool-registration] op=drift WARN accountId=acme plugin=cypher expected-server=cypher reason=dist-missing"]
     write(root / "bin" / "cypher-mcp", "#!/bin/sh\n")
     host = tools.host(PLATFORM_ROOT=str(root))
     builtins = len(tools.builtin_tool_plugins(host))

@@ -38,16 +38,56 @@ def run_check(args: argparse.Namespace, ctx: Any) -> int:
     if not args.path.exists():
         raise UserError(f"PATH: '{args.path}' does not exist; expected a plugin folder or a tree of them")
     manifests = find_manifests(args.path)
-    if not manifests:
+    files = claude_file_findings(args.path, manifests)
+    if not manifests and not files.checked:
         raise UserError(f"PATH: no PLUGIN.md found under '{args.path}'")
     defects = [line for md in manifests for line in manifest_errors(md)]
     if not defects:
         defects = tool_defects(manifests, ctx.env)
+    defects += [f.line() for f in files.findings if f.severity == "error"]
     for line in defects:
         print(line, file=sys.stderr)
+    for finding in files.findings:
+        if finding.severity != "error":
+            print(finding.line(), file=sys.stderr)
     if not defects:
-        print(f"ok: {len(manifests)} PLUGIN.md file(s) valid")
+        print(f"ok: {len(manifests)} PLUGIN.md file(s) valid, {files.checked} Claude Code folder(s) checked")
     return 2 if defects else 0
+
+
+class _Files:
+    def __init__(self) -> None:
+        self.findings: list[Any] = []
+        self.checked = 0
+
+
+def claude_file_findings(path: Path, manifests: list[Path]) -> _Files:
+    """The Claude Code files (plugin.json, hooks, skills, agents, marketplace.json) of every plugin folder
+    under ``path`` (one with a PLUGIN.md or a generated plugin.json) and every marketplace folder, checked
+    as the pinned Claude Code CLI checks them (:mod:`plughost.payload.plugin_files`)."""
+    from plughost.payload import plugin_files
+    from plughost.runtime.manifest import manifest_errors, read_frontmatter
+
+    out = _Files()
+    root = path.parent if path.is_file() else path
+    skip = {".git", "node_modules", ".venv", "__pycache__"}
+    folders: dict[Path, str | None] = {}
+    for md in manifests:
+        name = None
+        if not manifest_errors(md):
+            name = str(read_frontmatter(md)[0].get("name") or "") or None
+        folders[md.parent] = name
+    for pj in sorted(root.rglob(str(plugin_files.PLUGIN_JSON))):
+        if not skip.intersection(pj.parts):
+            folders.setdefault(pj.parent.parent, None)
+    for folder, name in sorted(folders.items()):
+        out.checked += 1
+        out.findings.extend(plugin_files.check_plugin(folder, name, generated=False))
+    for mj in sorted(root.rglob(str(plugin_files.MARKETPLACE_JSON))):
+        if not skip.intersection(mj.parts):
+            out.checked += 1
+            out.findings.extend(plugin_files.check_marketplace(mj.parent.parent))
+    return out
 
 
 def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:

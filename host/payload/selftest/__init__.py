@@ -18,10 +18,12 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
     from plughost.runtime.types import Gate
 
     return [
+        Gate("plugin-load", check=checks.plugin_load, fatal=False, order=1),
         Gate("single-provider", check=checks.single_provider, fatal=True, order=5),
         install_brand_gate(),
         Gate("mcp-allowlist-coverage", check=checks.mcp_allowlist_coverage, fatal=True, order=20),
         Gate("specialist-tool-drift", check=checks.specialist_tool_drift, fatal=True, order=30),
         Gate("skill-registration", check=checks.skill_registration, fatal=False, order=40),
         Gate("tool-registration", check=checks.tool_registration, fatal=False, order=50),
+        Gate("plugin-files", check=checks.plugin_files_gate, fatal=False, order=55),
     ]

@@ -20,7 +20,7 @@ from typing import Any
 
 from plughost.payload import launch
 from plughost.payload.launch import MINIMAL_PATH, Launch
-from plughost.payload.registration import Registration, config_dir, config_dir_source
+from plughost.payload.registration import Registration, config_dir
 from plughost.runtime import accounts, specialists, state
 from plughost.runtime.types import GateContext, GateResult
 from plughost.util import settings
@@ -35,10 +35,9 @@ def _ok(gate: str, inspected: int, **extra: Any) -> str:
 
 
 def severity(ctx: GateContext) -> str:
-    """`FATAL` (the word docs/gates.md#registration-severity uses for a registration defect) when the config dir was named (flag,
-    `CLAUDE_CONFIG_DIR`, or the one `plughost install` recorded); `WARN` when boot only guessed
-    `~/.claude`: a guess is no install to find defects in, and boot does not refuse on it."""
-    return "WARN" if config_dir_source(ctx.env, ctx.extras.get("config_dir"))[1] == "default" else "FATAL"
+    """The word on a registration defect line (docs/gates.md#registration-severity): `WARN`, because the
+    registration gates are not fatal (boot goes on, exit 0); `FATAL` is only ever printed where boot refuses."""
+    return "WARN"
 
 
 def _registration(ctx: GateContext) -> Registration:
@@ -227,16 +226,26 @@ def tool_registration(ctx: GateContext) -> GateResult:
     base = {**{k: v for k, v in ctx.env.items() if isinstance(v, str)},
             **launch.claude_env(reg.config_dir, ctx.env.get("HOME"))}
     base["PATH"] = launch.MINIMAL_PATH
+    bad_python = _bad_interpreter(base)
+    if bad_python:  # one finding covering every server: each is started by this interpreter
+        fields = {"reason": "bad-interpreter", "variable": settings.PYTHON.name, "value": bad_python,
+                  "servers": len(tool_plugins)}
+        result.lines.append(format_line(tag, "op=drift", severity(ctx), **fields,
+                                        fix="set PLUGHOST_PYTHON to the install's python (plughost install does)"))
+        result.defects.append(fields)
     for account_id, enabled in _enabled_by_account(ctx, tag, result):
         for name in dict.fromkeys([*enabled, *always_on]):  # platform plugins are on for every account
             if name not in tool_plugins:
                 continue
             result.inspected += 1
-            reason, server, detail = _tool_plugin_defect(host, reg, name, base)
+            reason, server, detail = _tool_plugin_defect(host, reg, name, base, bad_python)
             if reason:
                 fields = {"accountId": account_id, "plugin": name, "expected-server": server, "reason": reason}
                 if reason == "stale-path":
                     fields["path"] = detail.split(": ", 1)[0]
+                elif reason in ("plugin-json-invalid", "server-key-differs"):
+                    fields["file"], _, rest = detail.partition(": ")
+                    fields["field"] = rest.split(":", 1)[0]
                 result.lines.append(format_line(tag, "op=drift", severity(ctx), **fields))
                 result.defects.append({**fields, "detail": detail})
     if result.defects:
@@ -246,8 +255,19 @@ def tool_registration(ctx: GateContext) -> GateResult:
     return result
 
 
-def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str, str]) -> tuple[str | None, str, str]:
-    """(reason or None, expected server name, detail) for one enabled tool-plugin."""
+def _bad_interpreter(base: dict[str, str]) -> str | None:
+    """``PLUGHOST_PYTHON`` as Claude Code's environment has it, when it names no executable."""
+    value = settings.PYTHON.raw(base)
+    if not value:
+        return None
+    found = value if os.path.isabs(value) else shutil.which(value, path=base.get("PATH") or MINIMAL_PATH)
+    return None if found and os.path.isfile(found) and os.access(found, os.X_OK) else value
+
+
+def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str, str],
+                        bad_python: str | None = None) -> tuple[str | None, str, str]:
+    """(reason or None, expected server name, detail) for one enabled tool-plugin: every server its model
+    (plughost.runtime.plugin_model) has must be in the installed plugin.json under the key the allowlist names."""
     installed = reg.find_installed(name)
     if installed is None:
         return "not-installed", name, f"no user-scope {name}@<marketplace> row in installed_plugins.json"
@@ -259,26 +279,40 @@ def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str,
     root = launch.plugin_root(reg, key) or install_path
     manifest_path = root / ".claude-plugin" / "plugin.json"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = manifest_path.read_text(encoding="utf-8")
+    except OSError:
         return "not-installed", name, f"{manifest_path} missing or unreadable"
+    try:
+        manifest = json.loads(text)
+    except ValueError as exc:
+        return "plugin-json-invalid", name, f"{manifest_path}: json: invalid JSON ({exc})"
     servers = launch.server_entries(manifest if isinstance(manifest, dict) else {}, root)
     if not servers:
         return "no-mcpServers-manifest", name, f"{manifest_path} has no mcpServers"
-    server = name if name in servers else sorted(servers)[0]
-    entry = servers[server]
-    if not isinstance(entry, dict):
-        return "dist-missing", server, f"{manifest_path}: mcpServers.{server}: expected an object"
-    record = host.records.get(name)
-    plugin_local = bool(record and record.manifest and record.manifest.mcp_manifest != "shared-lib")
-    resolved = launch.resolve(name, key, server, entry, root, manifest_path, base)
-    missing = server_missing(resolved, plugin_local)
-    if missing:
-        return "dist-missing", server, f"{missing} does not exist (from {manifest_path})"
-    stale = stale_paths(resolved, _payload_root(reg, key))
-    if stale:
-        return "stale-path", server, f"{manifest_path}: {', '.join(stale)} is outside the installed payload"
-    return None, server, ""
+    model = host.surface.models.get(name)
+    expected = model.server_keys if model is not None and model.servers else [name]
+    for server in expected:
+        if server not in servers:
+            return "server-key-differs", server, (f"{manifest_path}: mcpServers: has {','.join(sorted(servers))}; "
+                                                  f"the allowlist names mcp__plugin_{name}_{server}__*")
+        entry = servers[server]
+        if not isinstance(entry, dict):
+            return "dist-missing", server, f"{manifest_path}: mcpServers.{server}: expected an object"
+        spec = next((s for s in model.servers if s.key == server), None) if model is not None else None
+        plugin_local = spec is not None and spec.how != "shared-lib"
+        resolved = launch.resolve(name, key, server, entry, root, manifest_path, base)
+        if bad_python:  # reported once for every server
+            resolved.command = "" if resolved.command == bad_python else resolved.command
+            resolved.args = [a for a in resolved.args if a != bad_python]
+            if not resolved.command:
+                resolved.command = "/bin/sh"
+        missing = server_missing(resolved, plugin_local)
+        if missing:
+            return "dist-missing", server, f"{missing} does not exist (from {manifest_path})"
+        stale = stale_paths(resolved, _payload_root(reg, key))
+        if stale:
+            return "stale-path", server, f"{manifest_path}: {', '.join(stale)} is outside the installed payload"
+    return None, expected[0], ""
 
 
 def single_provider(ctx: GateContext) -> GateResult:
@@ -311,3 +345,64 @@ def _payload_root(reg: Registration, key: str) -> Path | None:
         if (candidate / "brand.json").is_file():
             return candidate.resolve()
     return None
+
+
+# ---------------------------------------------------------------------------- plugin-files
+def plugin_files_gate(ctx: GateContext) -> GateResult:
+    """Every installed plugin's Claude Code files (plugin.json, hooks, skills, agents) and its marketplace,
+    in the folder Claude Code loads them from, checked as the pinned CLI checks them
+    (plughost.payload.plugin_files): what it refuses, Claude Code fails to load (the plugin's hooks,
+    skills and servers are gone)."""
+    from plughost.payload import plugin_files
+
+    tag = "plugin-files"
+    result = GateResult(status="ok")
+    reg = _registration(ctx)
+    markets: set[Path] = set()
+    for key, root in launch.installed_roots(reg.config_dir):
+        result.inspected += 1
+        found = plugin_files.check_plugin(root, key.rpartition("@")[0])
+        source = launch.directory_source(reg, key)
+        if source is not None and source not in markets:
+            markets.add(source)
+            found += plugin_files.check_marketplace(source)
+        for f in found:
+            word = "WARN"
+            result.lines.append(format_line(tag, "op=invalid-file", word, plugin=key if f.plugin != "-" else f.plugin,
+                                            file=str(f.file), field=f.field, detail=f.detail,
+                                            effect="plugin-fails-to-load" if f.severity == "error" else "fails-at-run"))
+            result.defects.append({"plugin": key, **f.fields()})
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok(tag, result.inspected))
+    return result
+
+
+# ---------------------------------------------------------------------------- plugin-load
+def plugin_load(ctx: GateContext) -> GateResult:
+    """Every plugin that failed to load (a bad PLUGIN.md, an import failure), one line each, and every
+    declared tool without a handler: the tool is withheld so the rest of its server starts."""
+    host = ctx.host
+    result = GateResult(status="ok", inspected=len(host.records))
+    for record in sorted(host.records.values(), key=lambda r: r.name):
+        if record.status != "failed":
+            continue
+        fields = {"plugin": record.name, "reason": "load-failed", "origin": record.origin,
+                  "detail": record.reason or "?"}
+        result.lines.append(format_line("boot", "plugin-failed", "WARN", **fields))
+        result.defects.append(fields)
+    for name, model in sorted(host.surface.models.items()):
+        manifest = model.manifest
+        for tool in model.no_handler:
+            index = next((i for i, t in enumerate(manifest.tools) if t.name == tool), None) if manifest else None
+            fields = {"plugin": name, "reason": "tool-without-handler", "tool": tool,
+                      "file": str(manifest.path) if manifest and manifest.path else name,
+                      "field": f"tools[{index}]" if index is not None else "tools", "served": "withheld"}
+            result.lines.append(format_line("boot", "tool-failed", "WARN", **fields))
+            result.defects.append(fields)
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok("plugin-load", result.inspected))
+    return result

@@ -100,16 +100,16 @@ def test_mcp_manifest_rule_skip_shared_lib_and_custom_paths(tmp_path: Path) -> N
                  "  args: ['${PLATFORM_ROOT}/lib/server.py']\n  env: {MODE: ro}")
     custom = write_plugin(plugins / "custom", "name: custom\nagents: specialists\nhooks: lifecycle\nskills: know-how")
     (custom / "specialists").mkdir()
-    (custom / "specialists" / "b.md").write_text("b")
-    (custom / "specialists" / "a.md").write_text("a")
+    (custom / "specialists" / "b.md").write_text("---\ndescription: b\n---\nb")
+    (custom / "specialists" / "a.md").write_text("---\ndescription: a\n---\na")
     (custom / "lifecycle").mkdir()
-    (custom / "lifecycle" / "hooks.json").write_text("{}")
+    (custom / "lifecycle" / "hooks.json").write_text('{"hooks": {}}')
     (custom / "know-how").mkdir()
     std = write_plugin(plugins / "standard", "name: standard\nversion: 2.0.0\ndescription: std\nauthor: me")
     for sub in ("skills", "agents", "hooks"):
         (std / sub).mkdir()
-    (std / "agents" / "x.md").write_text("x")
-    (std / "hooks" / "hooks.json").write_text("{}")
+    (std / "agents" / "x.md").write_text("---\ndescription: x\n---\nx")
+    (std / "hooks" / "hooks.json").write_text('{"hooks": {}}')
     result = run_cli("manifests", "generate", str(tmp_path / "p"), "--brand", "acme")
     assert result.returncode == 0, result.stderr
     get = lambda n: _json(plugins / n / ".claude-plugin" / "plugin.json")  # noqa: E731
