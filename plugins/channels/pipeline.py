@@ -525,6 +525,8 @@ class Gateway:
             "role": who.role, "userId": who.user_id, "messageId": mid, "payload": text,
             "text": msg.text, "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
         }
+        if visitor:  # a runner that reads no composed text (the memory runner) still knows a returning visitor
+            payload.update(visitorKey=visitor, visitorMemory=list(remembered))
         try:
             answer = (await self._run_agent(session, payload)).strip()
             if not answer:  # a person waiting on nothing is worse than the polite fallback
