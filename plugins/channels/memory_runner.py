@@ -78,8 +78,11 @@ WHERE_FILLER = {"shop", "store", "bakery", "find", "based", "situated", "exactly
                 "your", "premises", "workshop", "cafe", "café"}
 FILLER = set("""guys folks today currently actually really maybe perhaps possible possibly anyone someone
 something anything usually normally generally ever still also kind sort bit please hello hi hey thanks
-tell know wondering wonder curious question quick find out""".split())
-"""Words that never make a passage an answer nor rule one out (politeness, hedges)."""
+tell know wondering wonder curious question quick find out information info details nearby near far
+long time big large small cost costs charge charges price prices fee fees make take takes give need
+accept available""".split())
+"""Words a question asks *with* (politeness, hedges, "how much does it cost"): one the stored
+passages lack does not mean memory does not know."""
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
@@ -176,9 +179,20 @@ def content_words(text: str) -> list[str]:
     return seen
 
 
+SUFFIXES = ("ments", "ment", "ings", "ing", "ed", "es", "s", "e")
+
+
+def stem(word: str) -> str:
+    """The word without one common English ending (baking/bake, payment/pay), when three letters stay."""
+    for suffix in SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
 def same_word(a: str, b: str) -> bool:
-    """Equal, or one inflection of the other (open/opening, cake/cakes, deliver/delivery)."""
-    if a == b:
+    """Equal, or one inflection of the other (open/opening, cake/cakes, deliver/delivery, bake/baking)."""
+    if a == b or stem(a) == stem(b):
         return True
     if min(len(a), len(b)) < 4:
         return False
@@ -536,8 +550,9 @@ class MemoryRunner:
         unseen = [q for q in specific if not any(any(same_word(q, w) for w in t) for t in texts)]
         scored = []
         for p, text in zip(found, texts, strict=True):
-            hits = sum(1 for q in words if any(same_word(q, w) for w in text))
-            cover = hits / len(words) if words else 0.0
+            counted = specific or words  # filler words neither make nor break a match
+            hits = sum(1 for q in counted if any(same_word(q, w) for w in text))
+            cover = hits / len(counted) if counted else 0.0
             if unseen or (len(specific) >= 2 and hits < 2):
                 cover = min(cover, 0.0 if unseen else cover / 2)
             scored.append(((cover, int("title" in p.props), p.score), p))
