@@ -393,6 +393,8 @@ def routes(host: Any) -> tuple[Route, ...]:
         if not events and wait > 0 and not stop_of(host).is_set:
             await store.wait(session, wait)
             events = store.after(session, after)
+        if await request.is_disconnected():  # the tab closed during the long poll: nothing was seen
+            return JSONResponse({"session": session, "events": []})
         store.reading(session)
         await mark_seen(host, events)
         return JSONResponse({"session": session, "events": _public(events)})

@@ -102,3 +102,97 @@ def test_a_returning_visitor_is_known_by_the_default_runner(console) -> None:
     stranger = "visitor-" + secrets.token_hex(6)
     _say(base, stranger, "browser-" + secrets.token_hex(12), "What is my name?", 1)
     assert "Ana" not in json.dumps(_events(base, stranger))
+
+
+OWNER_REPLY = "Yes, we can bake it for 80 guests. The owner."
+LAST_OWNER = "(() => { const li = [...document.querySelectorAll('#log li.owner')].pop(); " \
+             "return li ? li.textContent : ''; })()"
+LAST_REPLY = "(() => { const li = [...document.querySelectorAll('#log li.assistant:not(.typing)')].pop(); " \
+             "return li ? li.textContent : ''; })()"
+
+
+def _types(visitor: Any, text: str) -> None:
+    before = visitor.eval("document.querySelectorAll('#log li.assistant:not(.typing):not(.greeting)').length")
+    visitor.eval("document.getElementById('text').focus()")
+    visitor.type(text)
+    visitor.press_enter()
+    visitor.wait(f"document.querySelectorAll('#log li.assistant:not(.typing):not(.greeting)').length > {before}",
+                 timeout=60)
+
+
+def _return(visitor: Any, base: str) -> None:
+    """The visitor comes back in the same browser: a new tab (no session of its own), the old one closed."""
+    old = visitor.page
+    visitor.page = visitor.context.new_page()
+    old.close()
+    visitor.open(f"{base}/channels/webchat")
+
+
+@pytest.mark.e2e
+def test_a_visitor_who_left_sees_the_owners_reply_on_return_in_chromium(console, tmp_path: Path) -> None:
+    """Chromium: the visitor asks, leaves an email and a second question, closes the tab; the owner
+    (another Chromium) answers from the lead; the visitor opens the chat again in the same browser
+    and sees the reply marked as the owner's; the console then says it was seen; after the hand-back
+    a new visit asks "What is my name?" and is answered."""
+    from browser import Browser
+
+    from tests.conftest import which_or_skip
+
+    chromium = which_or_skip("chromium")
+    base = console.base
+    screens = tmp_path / "screens"
+    screens.mkdir()
+    visitor = Browser(chromium, tmp_path / "visitor")
+    owner = None
+    try:
+        visitor.open(f"{base}/channels/webchat")
+        _types(visitor, "Hi, my name is Ana and I live in Lisbon.")
+        _types(visitor, "Can you bake a cake for 80 guests on 4 March?")
+        _types(visitor, "ana@example.com")
+        _types(visitor, "Do you also do gluten-free cupcakes for the kids?")
+        joined = visitor.eval(LAST_REPLY)
+        assert "ana@example.com" in joined and "email or phone" not in joined
+        visitor.screenshot(screens / "0-visitor-before-leaving.png")
+        visitor.page.close()  # the visitor leaves
+        visitor.page = visitor.context.new_page()
+        time.sleep(LIVE_S + 0.5)
+
+        owner = Browser(chromium, tmp_path / "owner", width=1000, height=900)
+        owner.open(f"{base}/admin/leads")
+        owner.wait("location.pathname === '/admin/login' && document.activeElement.id === 'pin'")
+        owner.type(PIN)
+        owner.press_enter()
+        owner.wait("location.pathname === '/admin/leads' && !!document.querySelector('tbody a')")
+        assert owner.eval("document.querySelectorAll('tbody a').length") == 1  # one lead for both questions
+        owner.eval("document.querySelector('tbody a').click()")
+        owner.wait("location.pathname.startsWith('/admin/leads/task-') && !!document.getElementById('reply')")
+        page = owner.eval("document.querySelector('main').innerText")
+        assert "80 guests" in page and "gluten-free cupcakes" in page
+        owner.eval("document.getElementById('reply').focus()")
+        owner.type(OWNER_REPLY)
+        owner.eval("document.getElementById('reply').form.querySelector('button').click()")
+        owner.wait("new URLSearchParams(location.search).get('notice') === 'waiting'")
+        main = owner.eval("document.querySelector('main').innerText")
+        assert "not seen by the visitor yet" in main and "ana@example.com" in main
+        owner.screenshot(screens / "1-owner-reply-waiting.png")
+
+        _return(visitor, base)
+        visitor.wait(f"{LAST_OWNER} === {json.dumps(OWNER_REPLY)}", timeout=30)
+        label = visitor.eval("document.querySelector('#log li.owner').getAttribute('data-label')")
+        assert label.startswith("From ")
+        visitor.screenshot(screens / "2-visitor-sees-the-owner.png")
+
+        owner.open(base + owner.eval("location.pathname"))
+        owner.wait("document.querySelector('main').innerText.includes('seen by the visitor 20')")
+        owner.eval("[...document.querySelectorAll('form')].find(f => f.action.endsWith('/hand-back'))"
+                   ".querySelector('button').click()")
+        owner.wait("!document.querySelector('main').innerText.includes('Hand back to the agent')")
+
+        _return(visitor, base)  # nothing waits now: a new conversation, and the runner knows them
+        _types(visitor, "What is my name?")
+        assert "Ana" in visitor.eval(LAST_REPLY)
+        visitor.screenshot(screens / "3-visitor-known-on-return.png")
+    finally:
+        visitor.close()
+        if owner is not None:
+            owner.close()
