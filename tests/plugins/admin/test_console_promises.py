@@ -96,6 +96,9 @@ def test_a_returning_visitor_is_known_by_the_default_runner(console) -> None:
     first, second = "visitor-" + secrets.token_hex(6), "visitor-" + secrets.token_hex(6)
     _say(base, first, browser, "Hi, my name is Ana and I live in Lisbon.", 1)
     assert _post(base, "/channels/webchat/resume", {"visitor": browser}) == {"session": None}  # nothing waits
+    for body in (b'{"visitor": "short"}', b"[]", b"{"):
+        status, _, text = _raw(f"{base}/channels/webchat/resume", body, {"Content-Type": "application/json"})
+        assert status == 400 and set(json.loads(text)) == {"error", "detail"}
     _say(base, second, browser, "What is my name?", 1)
     reply = [e["text"] for e in _events(base, second) if e["role"] == "assistant"][-1]
     assert "Ana" in reply, reply
