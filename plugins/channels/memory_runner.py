@@ -39,6 +39,19 @@ MAX_REPLY_CHARS = 480
 
 DONT_KNOW = ("Sorry, I don't know the answer to that. I can pass your question on to the team: "
              "reply with your email or phone number and they will get back to you.")
+JOINED = ("Sorry, I don't know the answer to that. I have passed your question on to the team, and they will "
+          "get back to you at {contact}.")
+"""A visitor whose contact the team already has is never asked for it again: the question joins their lead."""
+GREETING_AGAIN = "Hello again, {name}, and welcome back to {product}! What can I do for you today?"
+YOUR_NAME = "You told us your name is {name}."
+NO_NAME = "You haven't told me your name yet."
+YOUR_CONTACT = "Yes: the team has your contact details ({contact}) and will get back to you there."
+NO_CONTACT = ("I don't have a way to reach you yet. If you'd like the team to get back to you, reply with your "
+              "email or phone number.")
+YOU_TOLD_US = "Here is what you told us last time:"
+NOTHING_TOLD = "I don't have anything from an earlier conversation with you."
+FACT_LINES = {"telephone": "Our phone number is {value}.", "email": "Our email address is {value}.",
+              "address": "Our address is {value}.", "openingHours": "Our opening hours: {value}."}
 SOURCE = "(Source: {source})"
 PASSED_ON = ("Thank you. I have passed your question on to the team, and they will get back to you at "
              "{contact}.")
@@ -50,6 +63,26 @@ THANKING = {"thanks", "thank", "thx", "ty", "cheers", "bye", "goodbye"}
 EMAIL = re.compile(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
 PHONE = re.compile(r"\+?\d[\d ().-]{6,18}\d")
 PENDING_MAX = 1000  # unanswered questions remembered per process, oldest forgotten first
+LEAD_SCAN = 2000  # follow-up Tasks read to find a visitor's lead
+BUSINESS_LABELS = ("LocalBusiness", "Organization", "Store", "Restaurant")
+"""Entities that are the business itself: their fields answer "what is your phone number?"."""
+ADDRESS = re.compile(r"\b\d{1,5}[A-Za-z]?,?\s+(?:[A-Z][\w'’-]+\s+){1,4}(?:Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Square|"
+                     r"Sq|Place|Way|Quay|Drive|Boulevard|Blvd|Parade|Row|Terrace|Close|Court|Gardens|Hill|Walk|"
+                     r"Strasse|Straße|Rue|Calle|Via)\b\.?")
+FACT_WORDS = {
+    "telephone": {"phone", "telephone", "tel", "call", "ring", "mobile", "landline", "phoned", "calling"},
+    "email": {"email", "mail", "emails", "mailing"},
+    "address": {"address", "located", "location", "directions", "situated", "postcode", "whereabouts"},
+}
+WHERE_FILLER = {"shop", "store", "bakery", "find", "based", "situated", "exactly", "business", "place", "you",
+                "your", "premises", "workshop", "cafe", "café"}
+FILLER = set("""guys folks today currently actually really maybe perhaps possible possibly anyone someone
+something anything usually normally generally ever still also kind sort bit please hello hi hey thanks
+tell know wondering wonder curious question quick find out information info details nearby near far
+long time big large small cost costs charge charges price prices fee fees make take takes give need
+accept available""".split())
+"""Words a question asks *with* (politeness, hedges, "how much does it cost"): one the stored
+passages lack does not mean memory does not know."""
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
@@ -146,9 +179,20 @@ def content_words(text: str) -> list[str]:
     return seen
 
 
+SUFFIXES = ("ments", "ment", "ings", "ing", "ed", "es", "s", "e")
+
+
+def stem(word: str) -> str:
+    """The word without one common English ending (baking/bake, payment/pay), when three letters stay."""
+    for suffix in SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
 def same_word(a: str, b: str) -> bool:
-    """Equal, or one inflection of the other (open/opening, cake/cakes, deliver/delivery)."""
-    if a == b:
+    """Equal, or one inflection of the other (open/opening, cake/cakes, deliver/delivery, bake/baking)."""
+    if a == b or stem(a) == stem(b):
         return True
     if min(len(a), len(b)) < 4:
         return False
@@ -223,6 +267,48 @@ def is_greeting(text: str) -> bool:
     return words[0] != "good" or (len(words) > 1 and words[1] in {"morning", "afternoon", "evening", "day"})
 
 
+def remembered_name(memory: list[str]) -> str | None:
+    """The name a visitor told us in an earlier conversation (their memory's ``name:`` line)."""
+    for line in memory:
+        if line.startswith("name: ") and line[6:].strip():
+            return line[6:].strip()[:60]
+    return None
+
+
+def _inputs(node: Any) -> dict[str, Any]:
+    """A Task's ``inputs`` (stored as JSON text) as a map."""
+    if node is None:
+        return {}
+    raw = node.properties.get("inputs")
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return {}
+    return dict(data) if isinstance(data, Mapping) else {}
+
+
+def asked_step(question: str, conversation: str | None) -> str:
+    """The lead's step for a later question: what was asked, and in which conversation."""
+    where = f" (in {conversation})" if conversation else ""
+    return f"visitor asked{where}: {question[:400]}"
+
+
+def fact_kind(question: str) -> str | None:
+    """Which of the business's own facts a question asks for (its phone, email, address), if any."""
+    raw = set(_words(question))
+    words = set(content_words(question))
+    if "name" in raw and raw & {"my", "i"}:
+        return None
+    for kind, vocabulary in FACT_WORDS.items():
+        if words & vocabulary or (kind == "telephone" and words == {"number"}):
+            if kind == "telephone" and ("me" in raw and words & {"call", "ring"}) and "your" not in raw:
+                return None  # "can you call me back?" asks for a call, not for our number
+            return kind
+    if "where" in raw and words <= WHERE_FILLER | {"bakery", "shop"}:
+        return "address"
+    return None
+
+
 class MemoryRunner:
     """Replies from memory: the best passage in whole sentences and its source, or "I don't know"."""
 
@@ -244,49 +330,155 @@ class MemoryRunner:
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
         question = str(payload.get("text") or payload.get("payload") or "").strip()
         role = str(payload.get("role") or "public")
+        # what this visitor told us before (the pipeline's visitor memory), never on an owner's turn
+        memory = [str(x) for x in payload.get("visitorMemory") or ()] if role != "admin" else []
         if is_greeting(question):
-            return GREETING.format(product=self.product)
+            name = remembered_name(memory)
+            return (GREETING_AGAIN.format(name=name, product=self.product) if name
+                    else GREETING.format(product=self.product))
         if is_thanks(question):
             return WELCOME
         contact = contact_in(question)
         if contact is not None:
             return await asyncio.to_thread(self.pass_on, session_id, question, contact, payload)
+        if role != "admin":
+            personal = await asyncio.to_thread(self.about_them, question, memory, payload)
+            if personal is not None:
+                return personal
         reply = await asyncio.to_thread(self.answer, question, role)
         with self.pending_lock:
             self.pending.pop(session_id, None)
-            if reply == DONT_KNOW:
+        if reply == DONT_KNOW and role != "admin":
+            joined = await asyncio.to_thread(self.join_lead, question, payload)
+            if joined is not None:
+                return joined
+        if reply == DONT_KNOW:
+            with self.pending_lock:
                 self.pending[session_id] = question
                 while len(self.pending) > PENDING_MAX:
                     self.pending.popitem(last=False)
         return reply
 
-    def pass_on(self, session_id: str, message: str, contact: str, payload: Mapping[str, Any]) -> str:
-        """The visitor left a way to reach them: the question they asked before goes to the team as a
-        follow-up Task (``work-create``, admin scope) with the contact, linked to the visitor's
-        Conversation (``conversationId``, ``RAISED_DURING``) so the team can read what was said;
-        the visitor is told so."""
+    # ------------------------------------------------------------------ the visitor's own
+    def about_them(self, question: str, memory: list[str], payload: Mapping[str, Any]) -> str | None:
+        """A question about the visitor themself ("What is my name?", "Do you have my number?",
+        "What did I order?"), answered from their own memory and their lead, else None."""
+        words = set(_words(question))
+        if not ({"my", "i", "me"} & words):
+            return None
+        if "name" in words and words & {"what", "whats", "s", "remember", "know", "is"}:
+            name = remembered_name(memory)
+            return YOUR_NAME.format(name=name) if name else NO_NAME
+        if words & {"number", "phone", "email", "contact", "details", "address"} and words & {
+                "have", "got", "know", "remember", "keep", "kept", "still"}:
+            lead = self.lead_of(payload)
+            contact = _inputs(lead).get("contact") if lead is not None else None
+            return YOUR_CONTACT.format(contact=contact) if contact else NO_CONTACT
+        if words & {"order", "ordered", "told", "said", "asked", "booked", "booking", "last"} and words & {
+                "what", "did", "remember", "which", "when"}:
+            if not memory:
+                return NOTHING_TOLD
+            wanted = [m for m in memory if not m.startswith("name: ")]
+            return " ".join([YOU_TOLD_US, *(f"“{m}”" for m in wanted or memory)])[:MAX_REPLY_CHARS]
+        return None
+
+    def lead_of(self, payload: Mapping[str, Any]) -> Any:
+        """This visitor's latest follow-up Task (their lead), by their visitor key, else by channel
+        and sender; None when they never left a contact. Never another visitor's: the key is a hash
+        of a token only their browser (or number) carries."""
+        channel, sender = str(payload.get("channel") or ""), str(payload.get("sender") or "")
+        visitor = str(payload.get("visitorKey") or "")
+        if not (visitor or (channel and sender)):
+            return None
+        rows = self.host.store().find(guards=self.host.principal.guards, labels=["Task"],
+                                      where={"kind": "follow-up"}, limit=LEAD_SCAN)
+        mine = []
+        for node in rows:
+            inputs = _inputs(node)
+            if not inputs.get("contact"):
+                continue
+            if (visitor and inputs.get("visitorKey") == visitor) or (
+                    channel and sender and inputs.get("channel") == channel and inputs.get("sender") == sender):
+                mine.append(node)
+        mine.sort(key=lambda n: str(n.properties.get("startedAt") or ""))
+        return mine[-1] if mine else None
+
+    def join_lead(self, question: str, payload: Mapping[str, Any]) -> str | None:
+        """A visitor whose contact the team has: the unanswered question joins their open lead (a
+        step ``visitor asked …`` naming the conversation), or opens a new lead with that contact
+        when the last one is done; the visitor is told where the team will answer. None when the
+        team has no contact of theirs."""
+        lead = self.lead_of(payload)
+        if lead is None:
+            return None
+        inputs = _inputs(lead)
+        contact = str(inputs["contact"])
+        conversation = self.conversation_of(str(payload.get("channel") or ""), str(payload.get("sender") or ""))
+        if str(lead.properties.get("status")) in ("done", "failed", "cancelled"):
+            self.open_lead(question, contact, question, payload, conversation, outcome="joined-new")
+        else:
+            try:
+                self.call_task_tool("work-update", {"taskId": lead.id, "step": asked_step(question, conversation)})
+            except Exception as exc:  # the question must still reach a person: say so loudly
+                log("channels", "op=follow-up-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else
+                    type(exc).__name__)
+                raise RunnerError(f"follow-up-failed: {exc}") from None
+            log("channels", "op=follow-up", outcome="joined", task=lead.id[5:13],
+                conversation=(conversation or "")[5:13] or None)
+        return JOINED.format(contact=contact)
+
+    def call_task_tool(self, name: str, args: dict[str, Any]) -> Any:
         from plughost.api import hooks
 
+        owners = [c.plugin for c in self.host.collect(hooks.TOOLS) if c.item.name == name]
+        if not owners:
+            raise RunnerError(f"not-configured: no plugin serves {name}")
+        return self.host.call_tool(owners[0], name, args)
+
+    def pass_on(self, session_id: str, message: str, contact: str, payload: Mapping[str, Any]) -> str:
+        """The visitor left a way to reach them: the question they asked before goes to the team as a
+        follow-up Task (``work-create``, admin scope) with the contact (and the visitor's key, so
+        their later questions join it), linked to the visitor's Conversation (``conversationId``,
+        ``RAISED_DURING``) so the team can read what was said; the visitor is told so. A visitor
+        with an open lead already has their question and new contact added to it."""
         with self.pending_lock:
             question = self.pending.pop(session_id, None)
+        conversation = self.conversation_of(str(payload.get("channel") or ""), str(payload.get("sender") or ""))
+        lead = self.lead_of(payload)
+        if lead is not None and str(lead.properties.get("status")) not in ("done", "failed", "cancelled"):
+            try:
+                if question:
+                    self.call_task_tool("work-update", {"taskId": lead.id,
+                                                        "step": asked_step(question, conversation)})
+                self.call_task_tool("work-update", {"taskId": lead.id, "step": f"visitor left a contact: {contact}"})
+            except Exception as exc:
+                log("channels", "op=follow-up-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else
+                    type(exc).__name__)
+                raise RunnerError(f"follow-up-failed: {exc}") from None
+            log("channels", "op=follow-up", outcome="joined", task=lead.id[5:13],
+                conversation=(conversation or "")[5:13] or None)
+        else:
+            self.open_lead(question, contact, message, payload, conversation,
+                           outcome="passed-on" if question else "noted")
+        return (PASSED_ON if question else NOTED).format(contact=contact)
+
+    def open_lead(self, question: str | None, contact: str, message: str, payload: Mapping[str, Any],
+                  conversation: str | None, *, outcome: str) -> None:
         inputs = {"question": question or message, "contact": contact, "message": message,
                   "channel": str(payload.get("channel") or ""), "sender": str(payload.get("sender") or "")}
-        owners = [c.plugin for c in self.host.collect(hooks.TOOLS) if c.item.name == FOLLOW_UP_TOOL]
+        if payload.get("visitorKey"):
+            inputs["visitorKey"] = str(payload["visitorKey"])
         try:
-            if not owners:
-                raise RunnerError(f"not-configured: no plugin serves {FOLLOW_UP_TOOL}")
             args: dict[str, Any] = {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
                                     "inputs": inputs}
-            conversation = self.conversation_of(inputs["channel"], inputs["sender"])
             if conversation is not None:
                 args["conversationId"] = conversation
-            self.host.call_tool(owners[0], FOLLOW_UP_TOOL, args)
+            self.call_task_tool(FOLLOW_UP_TOOL, args)
         except Exception as exc:  # the visitor's contact must still reach a person: the log says it loudly
             log("channels", "op=follow-up-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
             raise RunnerError(f"follow-up-failed: {exc}") from None
-        log("channels", "op=follow-up", outcome="passed-on" if question else "noted", channel=inputs["channel"],
+        log("channels", "op=follow-up", outcome=outcome, channel=inputs["channel"],
             conversation=(conversation or "")[5:13] or None)
-        return (PASSED_ON if question else NOTED).format(contact=contact)
 
     def conversation_of(self, channel: str, sender: str) -> str | None:
         """The stored Conversation of this channel and sender, or None (webchat stores it from the
@@ -301,6 +493,11 @@ class MemoryRunner:
 
     def answer(self, question: str, role: str) -> str:
         words = content_words(question)
+        kind = fact_kind(question)
+        if kind is not None:
+            fact = self.fact(kind, question, role)
+            if fact is not None:
+                return fact
         ranked = self.passages(question, role) if words else []
         match = ranked[0][0] if ranked else 0.0
         if not ranked or match < self.min_match:
@@ -310,14 +507,54 @@ class MemoryRunner:
         log("channels", "op=memory-answer", outcome="answer", match=round(match, 2), source=chosen.node_id)
         return f"{trim(chosen.text, words)}\n{SOURCE.format(source=chosen.source)}"
 
+    def fact(self, kind: str, question: str, role: str) -> str | None:
+        """The business's own phone, email or address: its entity's field (``telephone``, ``email``,
+        ``address``), else the first stored sentence that holds one; None when memory holds none."""
+        principal = self.host.principal if role == "admin" else self.host.principal.visitor()
+        store = self.host.store()
+        for label in BUSINESS_LABELS:
+            for node in store.find(guards=principal.guards, labels=[label], limit=5):
+                value = node.properties.get(kind)
+                if isinstance(value, Mapping):
+                    value = ", ".join(str(v) for v in value.values() if v)
+                if isinstance(value, str) and value.strip():
+                    log("channels", "op=memory-answer", outcome="fact", kind=kind, source=node.id)
+                    name = str(node.properties.get("name") or node.id)
+                    return f"{FACT_LINES[kind].format(value=value.strip())}\n{SOURCE.format(source=name)}"
+        pattern = {"telephone": PHONE, "email": EMAIL, "address": ADDRESS}[kind]
+        probe = {"telephone": "phone telephone call", "email": "email", "address": "address street located"}[kind]
+        for text in (question, probe):
+            for hit in self.search(text, role):
+                p = Passage.of(hit)
+                if set(p.labels) & NOT_KNOWLEDGE or not p.text:
+                    continue
+                for sentence in sentences(p.text):
+                    if pattern.search(sentence) and (kind != "telephone" or contact_in(
+                            pattern.search(sentence).group()) is not None):  # type: ignore[union-attr]
+                        log("channels", "op=memory-answer", outcome="fact", kind=kind, source=p.node_id)
+                        return f"{sentence}\n{SOURCE.format(source=p.source)}"
+        return None
+
     def passages(self, question: str, role: str) -> list[tuple[float, Passage]]:
-        """Knowledge passages for the question under the role's guards, best first, with their coverage."""
+        """Knowledge passages for the question under the role's guards, best first, with their coverage.
+
+        A passage answers only when it covers enough of the question's content words *and* is not a
+        match on one incidental word: with two content words or more it holds at least two of them,
+        and a specific word of the question that no candidate passage holds at all ("nut-free
+        cakes" where memory knows no nuts) means memory does not know."""
         words = content_words(question)
+        found = [p for p in map(Passage.of, self.search(question, role))
+                 if not set(p.labels) & NOT_KNOWLEDGE and p.text]
+        texts = [set(_words(f"{p.props.get('title', '')} {p.text}")) for p in found]
+        specific = [q for q in words if q not in FILLER]
+        unseen = [q for q in specific if not any(any(same_word(q, w) for w in t) for t in texts)]
         scored = []
-        for p in map(Passage.of, self.search(question, role)):
-            if set(p.labels) & NOT_KNOWLEDGE or not p.text:
-                continue
-            cover = coverage(words, f"{p.props.get('title', '')} {p.text}")
+        for p, text in zip(found, texts, strict=True):
+            counted = specific or words  # filler words neither make nor break a match
+            hits = sum(1 for q in counted if any(same_word(q, w) for w in text))
+            cover = hits / len(counted) if counted else 0.0
+            if unseen or (len(specific) >= 2 and hits < 2):
+                cover = min(cover, 0.0 if unseen else cover / 2)
             scored.append(((cover, int("title" in p.props), p.score), p))
         scored.sort(key=lambda item: item[0], reverse=True)
         return [(key[0], p) for key, p in scored]

@@ -53,6 +53,10 @@ AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a litt
 BUSY = "I'm still answering your earlier messages; please wait for those replies before sending more."
 DELIVERING: contextvars.ContextVar[str | None] = contextvars.ContextVar("channels_delivering", default=None)
 """The stored reply Message an adapter's ``send`` is delivering (webchat keys its events on it)."""
+DELIVERING_KIND: contextvars.ContextVar[str | None] = contextvars.ContextVar("channels_delivering_kind", default=None)
+"""Its ``kind`` (``agent``, ``held-notice`` ...): webchat shows a notice as the page's own line, not a reply."""
+HELD_NOTICE = "A person from {business} will answer you here."
+"""Told once when a visitor writes to a conversation the owner holds (not again until it is handed back)."""
 
 
 class NotConfigured(Exception):
@@ -325,6 +329,17 @@ class Gateway:
         conv = self.store.get(conversation_node_id(self.account_id, msg.channel, msg.sender), guards=self.guards())
         return bool(conv is not None and conv.properties.get("ownerHolds"))
 
+    def hold_notice_due(self, msg: Inbound) -> bool:
+        """True once per hold: the Conversation's ``heldNoticed`` is set here and cleared when the
+        console hands the conversation back."""
+        conv = conversation_node_id(self.account_id, msg.channel, msg.sender)
+        with self._persist_lock:
+            node = self.store.get(conv, guards=self.guards())
+            if node is None or not node.properties.get("ownerHolds") or node.properties.get("heldNoticed"):
+                return False
+            self.store.upsert_node(["Conversation"], {"heldNoticed": True}, account_id=self.account_id, node_id=conv)
+        return True
+
     def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, role: str = "admin") -> str:
         account = self.require_account()
         rid = message_id(account, msg.channel, f"reply:{msg.platform_id}")
@@ -507,6 +522,12 @@ class Gateway:
         if who.role != "admin" and await asyncio.to_thread(self.held_by_owner, msg):
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "held", "heldBy": "owner"})
             log("channels", "op=held-by-owner", channel=msg.channel, messageId=mid)
+            if await asyncio.to_thread(self.hold_notice_due, msg):  # once a hold: a person answers, not the agent
+                from plughost.plugins.channels.brand import product_name
+
+                notice = HELD_NOTICE.format(business=product_name(self.host.env))
+                delivery = await self.reply(msg, mid, notice, kind="held-notice", role=who.role)
+                return Turn(mid, who.role, "held", notice, None, delivery)
             return Turn(mid, who.role, "held")
         remembered: tuple[str, ...] = ()
         if visitor:
@@ -525,6 +546,8 @@ class Gateway:
             "role": who.role, "userId": who.user_id, "messageId": mid, "payload": text,
             "text": msg.text, "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
         }
+        if visitor:  # a runner that reads no composed text (the memory runner) still knows a returning visitor
+            payload.update(visitorKey=visitor, visitorMemory=list(remembered))
         try:
             answer = (await self._run_agent(session, payload)).strip()
             if not answer:  # a person waiting on nothing is worse than the polite fallback
@@ -548,7 +571,11 @@ class Gateway:
         rid = await asyncio.to_thread(self.record_reply, msg, inbound_id, text, kind, role)
         if status:
             await asyncio.to_thread(self.update_message, msg, inbound_id, status)
-        return await self.deliver(msg, rid, text)
+        token = DELIVERING_KIND.set(kind)
+        try:
+            return await self.deliver(msg, rid, text)
+        finally:
+            DELIVERING_KIND.reset(token)
 
     async def deliver(self, msg: Inbound, rid: str, text: str) -> Any:
         send = self.sender_for(msg.channel)

@@ -37,9 +37,11 @@ from plughost.api.serving import stop_of
 from plughost.api.store import CHANNEL_MESSAGE_LABELS, conversation_node_id, visitor_key
 from plughost.plugins.channels.pipeline import (
     DELIVERING,
+    DELIVERING_KIND,
     Inbound,
     NotConfigured,
     gateway,
+    now_iso,
 )
 from plughost.plugins.channels.settings import (
     CHANNELS_MAX_QUEUED,
@@ -59,6 +61,8 @@ MAX_SESSIONS = 2_000  # least recently active sessions are forgotten beyond this
 MAX_BODY = 64 * 1024
 MAX_CACHED_EVENTS = 20_000  # over all sessions: the cache stays a few MB whatever visitors do
 MAX_WAIT_S = 30
+LIVE_S = 3.0  # a session read this recently (or being waited on) has its page open: a reply shows at once
+OWNER_SCAN = 500  # owner replies read to find the one a returning visitor has not seen
 
 
 class Sessions:
@@ -67,6 +71,17 @@ class Sessions:
     def __init__(self) -> None:
         self.events: dict[str, list[dict[str, Any]]] = {}
         self.waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self.read_at: dict[str, float] = {}  # session -> when a page last read it (monotonic)
+
+    def reading(self, session: str) -> None:
+        self.read_at[session] = time.monotonic()
+        if len(self.read_at) > MAX_SESSIONS * 2:
+            for stale in list(self.read_at)[:MAX_SESSIONS]:
+                self.read_at.pop(stale, None)
+
+    def live(self, session: str) -> bool:
+        """Is a page reading this session now (a long poll or stream open, or a read a moment ago)?"""
+        return bool(self.waiters.get(session)) or time.monotonic() - self.read_at.get(session, -1e9) < LIVE_S
 
     def wake_all(self) -> None:
         """The server is stopping: every long poll and stream answers now (the client reconnects)."""
@@ -76,7 +91,7 @@ class Sessions:
                     fut.set_result(None)
 
     def push(self, session: str, role: str, text: str, message_id: str | None = None,
-             links: bool = False) -> dict[str, Any]:
+             extra: dict[str, Any] | None = None, links: bool = False) -> dict[str, Any]:
         """A new event of the session. ``links``: the business's own reply, delivered by this process
         (the page turns its http(s) links into anchors); anything else, read back from the store
         included, renders as plain text (docs/channels.md#webchat)."""
@@ -85,7 +100,8 @@ class Sessions:
         for event in log:
             if message_id and event.get("id") == message_id:
                 return event  # already there (read back from the store)
-        event = {"seq": (log[-1]["seq"] if log else 0) + 1, "role": role, "text": text, "at": time.time()}
+        event = {"seq": (log[-1]["seq"] if log else 0) + 1, "role": role, "text": text, "at": time.time(),
+                 **(extra or {})}
         if links and role == "assistant":
             event["links"] = True
         if message_id:
@@ -134,8 +150,58 @@ def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
         p = node.properties
         stamp = (p.get("receivedNs") or p.get("createdNs") or 0) / 1e9
         events.append({"seq": seq, "role": str(p.get("role")), "text": str(p.get("text") or ""), "at": stamp,
-                       "id": node.id})
+                       "id": node.id, **marks(host, p)})
     return events
+
+
+def marks(host: Any, props: Any) -> dict[str, Any]:
+    """How the page shows a stored reply: the owner's as the owner's (``from``, ``by`` the business's
+    name; ``seen`` once a page read it), a notice as the page's own line (role ``notice``)."""
+    from plughost.plugins.channels.brand import product_name
+
+    if props.get("kind") == "held-notice":
+        return {"role": "notice"}
+    if props.get("sender") == "owner" and props.get("role") == "assistant":
+        return {"from": "owner", "by": product_name(host.env), "seen": bool(props.get("seenAt"))}
+    return {}
+
+
+async def mark_seen(host: Any, events: list[dict[str, Any]]) -> None:
+    """An owner's reply handed to the visitor's page is seen: ``seenAt`` on its Message (the console shows it)."""
+    unseen = [e for e in events if e.get("from") == "owner" and not e.get("seen") and e.get("id")]
+    for event in unseen:
+        event["seen"] = True
+    if not unseen:
+        return
+    gw = gateway(host)
+    stamp = now_iso()
+    for event in unseen:
+        await asyncio.to_thread(gw.update_message_by_id, event["id"], {"seenAt": stamp})
+    log("webchat", "op=owner-reply-seen", replies=len(unseen))
+
+
+def returning_session(host: Any, key: str) -> str | None:
+    """The conversation a returning browser (visitor key ``key``) should reopen: the one holding
+    an owner's reply it has not seen, else its latest one while the owner holds it; else None
+    (a new conversation starts)."""
+    gw = gateway(host)
+    account = gw.require_account()
+    label = [CHANNEL_MESSAGE_LABELS[CHANNEL]]
+    owner = gw.store.find(guards=Guards(account), labels=label, where={"visitorKey": key, "sender": "owner"},
+                          limit=OWNER_SCAN)
+    waiting = [n for n in owner if n.properties.get("visitorKey") == key and not n.properties.get("seenAt")]
+    if waiting:
+        newest = max(waiting, key=lambda n: n.properties.get("createdNs") or 0)
+        session = str(newest.properties.get("recipient") or "")
+        return session if SESSION_RE.match(session) else None
+    mine = gw.store.find(guards=Guards(account), labels=label, where={"visitorKey": key, "role": "user"},
+                         order_by="receivedNs", descending=True, limit=1)
+    if mine and mine[0].properties.get("visitorKey") == key:
+        session = str(mine[0].properties.get("sender") or "")
+        conv = gw.store.get(conversation_node_id(account, CHANNEL, session), guards=Guards(account))
+        if conv is not None and conv.properties.get("ownerHolds") and SESSION_RE.match(session):
+            return session
+    return None
 
 
 def forget(host: Any, senders: set[str]) -> int:
@@ -283,8 +349,37 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(503, "not-configured", str(exc))
         if not duplicate:
             (await hydrate(host, session)).push(session, "user", msg.text, mid)
-        return JSONResponse({"session": session, "visitor": visitor, "messageId": mid, "duplicate": duplicate},
-                            status_code=202)
+        held = await asyncio.to_thread(gateway(host).held_by_owner, msg)  # a person answers: no "typing…"
+        return JSONResponse({"session": session, "visitor": visitor, "messageId": mid, "duplicate": duplicate,
+                             "held": held}, status_code=202)
+
+    async def resume(request: Any) -> Any:
+        """``POST /channels/webchat/resume {visitor}``: a browser coming back (a new tab, the browser
+        reopened) learns which of its conversations to reopen, the one with the owner's reply it has
+        not seen yet ({session}, or null). The visitor token is the browser's own, so only its
+        conversations are ever named."""
+        from starlette.responses import JSONResponse
+
+        refused = check(host, RATE_WEBCHAT_ADDRESS, client_address(request),
+                        "too many requests from this address; wait a little")
+        if refused is not None:
+            return refused
+        raw = await read_body(request, MAX_BODY)
+        if raw is None:
+            return _error(413, "payload-too-large", f"body: larger than {MAX_BODY} bytes")
+        try:
+            body = parse_json(raw)
+        except ValueError as exc:
+            return _error(400, "invalid-json", f"{exc}; expected a JSON object {{visitor}}")
+        visitor = body.get("visitor") if isinstance(body, dict) else None
+        if not isinstance(visitor, str) or not VISITOR_RE.match(visitor):
+            return _error(400, "invalid-visitor", "visitor: expected 16-64 characters of [A-Za-z0-9_-]")
+        account = gateway(host).account_id
+        if not account:
+            return _error(503, "not-configured", "ACCOUNT_ID is not set")
+        session = await asyncio.to_thread(returning_session, host, visitor_key(account, f"webchat:{visitor}"))
+        log("webchat", "op=resume", reopened=session is not None)
+        return JSONResponse({"session": session})
 
     async def poll(request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -298,10 +393,15 @@ def routes(host: Any) -> tuple[Route, ...]:
         if wait is None:
             return _error(400, "invalid-wait", f"wait: expected a non-negative integer of seconds (at most {MAX_WAIT_S})")
         store = await hydrate(host, session, fresh=after == 0)
+        store.reading(session)
         events = store.after(session, after)
         if not events and wait > 0 and not stop_of(host).is_set:
             await store.wait(session, wait)
             events = store.after(session, after)
+        if await request.is_disconnected():  # the tab closed during the long poll: nothing was seen
+            return JSONResponse({"session": session, "events": []})
+        store.reading(session)
+        await mark_seen(host, events)
         return JSONResponse({"session": session, "events": _public(events)})
 
     async def stream(request: Any) -> Any:
@@ -320,7 +420,10 @@ def routes(host: Any) -> tuple[Route, ...]:
             yield "retry: 1000\n\n"
             stop = stop_of(host)
             while time.monotonic() < ends and not stop.is_set:
-                for event in store.after(session, last):
+                store.reading(session)
+                fresh = store.after(session, last)
+                await mark_seen(host, fresh)
+                for event in fresh:
                     last = event["seq"]
                     data = json.dumps(_public([event])[0], ensure_ascii=False)
                     yield f"id: {event['seq']}\nevent: message\ndata: {data}\n\n"
@@ -339,15 +442,25 @@ def routes(host: Any) -> tuple[Route, ...]:
         Route("/channels/webchat/messages", endpoint=post_message, methods=("POST",), name="webchat-send"),
         Route("/channels/webchat/messages", endpoint=poll, methods=("GET",), name="webchat-poll"),
         Route("/channels/webchat/stream", endpoint=stream, methods=("GET",), name="webchat-stream"),
+        Route("/channels/webchat/resume", endpoint=resume, methods=("POST",), name="webchat-resume"),
     )
 
 
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     """Deliver a reply to the visitor's session (poll and SSE read it)."""
+    from plughost.plugins.channels.brand import product_name
+
     session = str(msg.target.get("session") or msg.sender)
     owner = msg.platform_id[6:] if msg.platform_id.startswith("owner:") else None  # the console's reply id
-    event = (await hydrate(host, session)).push(session, "assistant", text, DELIVERING.get() or owner, links=True)
-    return {"ok": True, "attempts": 1, "platformId": f"{session}:reply:{event['seq']}"}
+    store = await hydrate(host, session)
+    live = store.live(session)  # the visitor's page is open now: the reply shows at once
+    if owner:
+        extra: dict[str, Any] = {"from": "owner", "by": product_name(host.env), "seen": False}
+    else:
+        extra = {"role": "notice"} if DELIVERING_KIND.get() == "held-notice" else {}
+    role = extra.pop("role", "assistant")
+    event = store.push(session, role, text, DELIVERING.get() or owner, extra, links=True)
+    return {"ok": True, "attempts": 1, "platformId": f"{session}:reply:{event['seq']}", "live": live}
 
 
 def adapter(host: Any) -> ChannelAdapter:

@@ -57,6 +57,8 @@ SEARCH_MAX_PAGE = 10
 LOG_WINDOW = 256 * 1024  # bytes of the log's tail the logs page reads
 LOG_PAGE = 100
 FINAL = ("done", "failed", "cancelled")
+WAITING = ("The visitor is not on the chat now: the reply is kept for them and shows when they come back from the "
+           "same browser (the conversation says when they have seen it).")
 PERSON_LOCK = threading.Lock()  # one erase at a time captures the command's printed receipt
 DOCTOR_LOCK = threading.Lock()  # one doctor run at a time: it starts every installed MCP server
 DOCTOR_TIMEOUT_S = 20.0  # per server; the page waits for the whole run
@@ -209,7 +211,20 @@ class Console:
     def lead_view(self, node: Any) -> dict[str, Any]:
         p = dict(node.properties)
         inputs = _inputs(p)
+        questions = [str(inputs.get("question") or "")]
+        conversations = [str(p["conversationId"])] if p.get("conversationId") else []
+        for step in p.get("steps") or []:
+            _stamp_, _, text = str(step).partition(" ")
+            if text.startswith("visitor asked"):
+                head, _, asked = text.partition(": ")
+                questions.append(asked)
+                if " (in conv-" in head:
+                    conv = head.split(" (in ", 1)[1].rstrip(")")
+                    if conv not in conversations:
+                        conversations.append(conv)
         return {"id": node.id, "title": str(p.get("title") or "Lead"), "status": str(p.get("status") or ""),
+                "questions": [q for q in questions if q], "conversations": conversations,
+                "visitorKey": str(inputs.get("visitorKey") or ""),
                 "contact": str(inputs.get("contact") or ""), "question": str(inputs.get("question") or ""),
                 "channel": str(inputs.get("channel") or ""), "sender": str(inputs.get("sender") or ""),
                 "started": str(p.get("startedAt") or "")[:16].replace("T", " "), "outcome": p.get("outcome"),
@@ -233,7 +248,14 @@ class Console:
             p = n.properties
             role = str(p.get("role") or "")
             who = "visitor" if role == "user" else ("owner" if p.get("sender") == "owner" else "agent")
-            out.append({"role": role, "who": who, "text": str(p.get("text") or ""), "at": _when(_stamp(p))})
+            seen = None
+            if who == "owner":
+                seen = ("seen by the visitor " + str(p.get("seenAt"))[:16].replace("T", " ") if p.get("seenAt")
+                        else "not seen by the visitor yet" if p.get("deliveryStatus") == "waiting"
+                        else "delivery failed" if p.get("deliveryStatus") == "failed" else "sent")
+            out.append({"role": role, "who": who, "text": str(p.get("text") or ""), "at": _when(_stamp(p)),
+                        "seen": seen, "unseen": who == "owner" and p.get("channel") == "webchat"
+                        and not p.get("seenAt")})
         return out, start + MESSAGE_PAGE < len(rows)
 
     def conversation_rows(self, page: int, channel: str = "") -> tuple[list[dict[str, Any]], bool]:
@@ -338,16 +360,20 @@ class Console:
         earlier.sort(key=lambda n: _stamp(n.properties))
         target: dict[str, Any] = {}
         scope = "public"
+        visitor: str | None = None  # whose browser (or number) the reply waits for, when they left
         for n in earlier:
             if isinstance(n.properties.get("target"), dict):
                 target = dict(n.properties["target"])
             if n.properties.get("role") == "user" and n.properties.get("scope"):
                 scope = str(n.properties["scope"])
+            if n.properties.get("role") == "user" and isinstance(n.properties.get("visitorKey"), str):
+                visitor = n.properties["visitorKey"]
         rid = f"msg-owner-{uuid.uuid4().hex}"
         props = {"role": "assistant", "channel": channel, "sender": "owner", "recipient": sender, "text": text,
                  "conversationId": conv, "kind": "owner-reply", "createdNs": time.time_ns(),
                  "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "deliveryStatus": "pending",
-                 "scope": scope, **({"target": target} if target else {})}
+                 "scope": scope, **({"target": target} if target else {}),
+                 **({"visitorKey": visitor} if visitor else {})}
         row: dict[str, Any] = {"id": rid, "labels": ["Message", CHANNEL_MESSAGE_LABELS.get(channel, "Message")],
                                "properties": props}
         conv_props: dict[str, Any] = {"ownerHolds": True, "lastMessageAt": props["createdAt"]}  # held until handed back
@@ -377,18 +403,32 @@ class Console:
             except Exception as exc:  # the stored reply says it failed; the page says so too
                 outcome = {"ok": False, "reason": f"send-error:{str(exc).splitlines()[0][:200] if str(exc) else ''}"}
         outcome = outcome if isinstance(outcome, dict) else {"ok": bool(outcome)}
-        status = {"deliveryStatus": "sent" if outcome.get("ok") else "failed",
+        if outcome.get("ok") and outcome.get("live") is False:  # webchat: the visitor's page is closed
+            outcome["waiting"] = True
+        status = {"deliveryStatus": ("waiting" if outcome.get("waiting") else "sent") if outcome.get("ok") else "failed",
                   "platformMessageId": outcome.get("platformId"),
                   "failureReason": None if outcome.get("ok") else outcome.get("reason", "unknown")}
         clean = {k: v for k, v in status.items() if v is not None}
         await asyncio.to_thread(self.store().upsert_node, ["Message"], clean, account_id=self.account, node_id=rid)
-        log("console", "op=reply", channel=channel, messageId=rid, ok=bool(outcome.get("ok")))
+        log("console", "op=reply", channel=channel, messageId=rid, ok=bool(outcome.get("ok")),
+            waiting=bool(outcome.get("waiting")))
         return outcome
+
+    def contact_of(self, conv: str) -> str:
+        """The contact a visitor of this conversation left (on their lead), else empty."""
+        rows = self.store().find(guards=self.guards(), labels=["Task"], where={"kind": "follow-up"}, limit=MAX_SCAN)
+        for node in sorted(rows, key=lambda n: str(n.properties.get("startedAt") or ""), reverse=True):
+            view = self.lead_view(node)
+            own = conversation_node_id(self.account or "", view["channel"], view["sender"]) if view["sender"] else None
+            if view["contact"] and (conv in view["conversations"] or conv == own):
+                return view["contact"]
+        return ""
 
     def hand_back(self, conv: str) -> bool:
         if self.store().get(conv, guards=self.guards()) is None:
             return False
-        self.store().upsert_node(["Conversation"], {"ownerHolds": False}, account_id=self.account, node_id=conv)
+        self.store().upsert_node(["Conversation"], {"ownerHolds": False, "heldNoticed": False}, account_id=self.account,
+                                 node_id=conv)
         log("console", "op=hand-back", conversation=conv[5:13])
         return True
 
@@ -523,9 +563,24 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                           if lead["channel"] and lead["sender"] else None)
         messages = console.messages(conv, 0)[0] if conv else []
         node = host.store().get(conv, guards=console.guards()) if conv else None
-        return {"messages": messages, "can_reply": bool(lead["channel"] and lead["sender"]),
+        earlier = earlier_of(lead)
+        return {"messages": messages, "can_reply": bool(lead["channel"] and lead["sender"]), "earlier": earlier,
+                "contact": lead["contact"],
                 "held": bool(node is not None and node.properties.get("ownerHolds")), "conversation_id": conv,
                 "reply_action": f"/admin/leads/{lead['id']}/reply"}
+
+    def earlier_of(lead: dict[str, Any]) -> list[dict[str, Any]]:
+        """What this visitor told us in earlier conversations (their slices, by the key on the lead):
+        an order they described last time is there for the owner to read."""
+        if not lead["visitorKey"]:
+            return []
+        rows = host.store().find(guards=console.guards(), labels=["VisitorSlice"],
+                                 where={"sliceToken": lead["visitorKey"]}, limit=50)
+        rows.sort(key=lambda n: str(n.properties.get("lastAt") or ""), reverse=True)
+        return [{"at": str(n.properties.get("lastAt") or "")[:16].replace("T", " "),
+                 "conversation": str(n.properties.get("conversationId") or ""),
+                 "lines": [str(x) for x in n.properties.get("lines") or []][:20]}
+                for n in rows if n.properties.get("sliceToken") == lead["visitorKey"]][:10]
 
     async def lead_page(request: Any, session: Any, csrf: str) -> Any:
         lead = await asyncio.to_thread(console.lead, request.path_params["lead"])
@@ -534,6 +589,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                   session=session)
         context = await asyncio.to_thread(lead_context, lead)
         notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+                  "waiting": WAITING + (f" If they don't, reach them at {lead['contact']}." if lead["contact"] else ""),
                   "empty": "Write a reply first: nothing was sent.",
                   "done": "Marked done."}.get(request.query_params.get("notice", ""))
         return console.render("lead.html", title=lead["title"], session=session, current="/admin/leads", lead=lead,
@@ -558,7 +614,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                         {"taskId": lead["id"], "step": "the owner replied from the console"})
             except UserError:
                 pass
-        notice = "sent" if outcome.get("ok") else "failed"
+        notice = ("waiting" if outcome.get("waiting") else "sent") if outcome.get("ok") else "failed"
         return RedirectResponse(f"/admin/leads/{lead['id']}?notice={notice}", status_code=303, headers=HEADERS)
 
     async def lead_done(request: Any) -> Any:
@@ -596,13 +652,17 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                                   detail="That conversation does not exist.", session=session)
         page = console.page_of(request)
         messages, more = await asyncio.to_thread(console.messages, conv["id"], page)
+        contact = await asyncio.to_thread(console.contact_of, conv["id"])
         notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+                  "waiting": WAITING + (f" If they don't, reach them at {contact}." if contact
+                                        else " They left no contact to reach them otherwise."),
                   "empty": "Write a reply first: nothing was sent."}.get(
             request.query_params.get("notice", ""))
         return console.render("conversation.html", title=conv["label"], session=session,
                               current="/admin/conversations", conversation=conv, messages=messages, page=page,
                               more=more, csrf=csrf, notice=notice, can_reply=bool(conv["channel"] and conv["fullSender"]),
                               held=conv["held"], conversation_id=conv["id"], back_to=f"/admin/conversations/{conv['id']}",
+                              contact=contact,
                               reply_action=f"/admin/conversations/{conv['id']}/reply")
 
     async def conversation_reply(request: Any) -> Any:
@@ -617,7 +677,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         notice = "?notice=empty"
         if text:
             outcome = await console.reply(conv["channel"], conv["fullSender"], text)
-            notice = "?notice=" + ("sent" if outcome.get("ok") else "failed")
+            notice = "?notice=" + (("waiting" if outcome.get("waiting") else "sent") if outcome.get("ok") else "failed")
         return RedirectResponse(f"/admin/conversations/{conv['id']}{notice}", status_code=303, headers=HEADERS)
 
     async def tasks(request: Any, session: Any, csrf: str) -> Any:
