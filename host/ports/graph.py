@@ -180,18 +180,42 @@ def edge_guards(g: Guards | None) -> Guards | None:
 # the write) read inside their write transaction, for every node written and every edge end.
 
 
+def owns(session: str | None, properties: Mapping[str, Any]) -> bool:
+    """Whether a Conversation (its stored properties) is ``session``'s: its stored ``sessionId`` is the
+    session. An id equal to the session is not enough: ids of older conversations derive from public
+    facts (a Telegram chat id, a number), and a session id may be chosen (docs/guards.md#write-guards)."""
+    return session is not None and properties.get("sessionId") == session
+
+
+def session_conversation_id(session: str, taken: bool = False) -> str:
+    """The id of the Conversation a session that has none would create: the session itself, unless
+    that is a conversation id's shape (``conv-``) or a node already holds it (``taken``); then one
+    derived from the session (``sess-`` + a hash), so a session never creates a node at an id a
+    channel's conversation may have."""
+    import hashlib
+
+    if not taken and not session.startswith("conv-"):
+        return session
+    return "sess-" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def own_conversation(session: str | None, candidates: Iterable[tuple[str, Any, bool]]) -> str | None:
     """The conversation a confined writer's ``session`` owns, given the account's Conversation
-    nodes ``(id, sessionId, deleted)`` whose id is the session or whose ``sessionId`` is (the rule of
-    :func:`session_conversation`): the one named by the session, else the first live one carrying
-    it, else the session itself (the conversation it would create). None without a session."""
+    nodes ``(id, sessionId, deleted)`` whose id is the session (or its :func:`session_conversation_id`)
+    or whose ``sessionId`` is (the rule of :func:`session_conversation`): only one whose stored
+    ``sessionId`` is the session (:func:`owns`): the one named by the session, else the first live one,
+    else the conversation it would create (:func:`session_conversation_id`). None without a session."""
     if session is None:
         return None
     rows = list(candidates)
-    if any(cid == session for cid, _, _ in rows):
-        return session
-    live = sorted(str(cid) for cid, sid, deleted in rows if sid == session and not deleted)
-    return live[0] if live else session
+    mine = [(str(cid), deleted) for cid, sid, deleted in rows if sid == session]
+    for preferred in (session, session_conversation_id(session, True)):
+        if any(cid == preferred for cid, _ in mine):
+            return preferred
+    live = sorted(cid for cid, deleted in mine if not deleted)
+    if live:
+        return live[0]
+    return session_conversation_id(session, taken=any(cid == session for cid, _, _ in rows))
 
 
 def needs_own(g: Guards | None, labels: Iterable[str]) -> bool:
@@ -259,18 +283,24 @@ def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards
     return store.upsert_many(rows, account_id=guards.account_id)
 
 
-def session_conversation(store: GraphStore, guards: Guards, session_ids: Sequence[str]) -> tuple[str, bool]:
-    """The Conversation of a session: the node named by one of ``session_ids``, else the one whose
-    ``sessionId`` it is; else the first id, to be created (``True``). The audit, the turn recorder
-    and briefings hang their records from it, so one rule decides which conversation is a session's."""
+def session_conversation(store: GraphStore, guards: Guards, session_ids: Sequence[str], *,
+                         by_id: bool = False) -> tuple[str, bool]:
+    """The Conversation of a session: the one whose stored ``sessionId`` is one of ``session_ids``
+    (the node the session names first, :func:`owns`); else the first id's
+    :func:`session_conversation_id`, to be created (``True``). The audit, the turn recorder and
+    briefings hang their records from it, so one rule decides which conversation is a session's.
+    A node whose id is the session but whose ``sessionId`` is not is someone else's, unless ``by_id``
+    (an admin's own record, the tool-call audit: an admin names the conversation it records into)."""
     for sid in session_ids:
         node = store.get(sid, guards=guards)
-        if node is not None and CONVERSATION_LABEL in node.labels:
+        if node is not None and CONVERSATION_LABEL in node.labels and (by_id or owns(sid, node.properties)):
             return node.id, False
         found = store.find(guards=guards, labels=[CONVERSATION_LABEL], where={"sessionId": sid}, limit=1)
         if found:
             return found[0].id, False
-    return session_ids[0], True
+    first = session_ids[0]
+    taken = store.get(first, guards=Guards(guards.account_id), include_deleted=True) is not None
+    return session_conversation_id(first, taken), True
 
 
 @dataclass
@@ -540,12 +570,45 @@ CHANNEL_MESSAGE_LABELS: dict[str, str] = {
 
 
 def conversation_node_id(account_id: str, channel: str, sender: str) -> str:
-    """Deterministic Conversation id from account + channel + sender (the channels pipeline's rule)."""
+    """The id conversations had before ids were keyed: derived from account + channel + sender, public
+    facts (a Telegram chat id, a WhatsApp number). Only looked up, so existing installs keep their
+    ids (:func:`resolve_conversation_id`); nothing new is stored under it."""
     import hashlib
 
     joined = "\x1f".join((account_id, channel, sender))
     digest = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:32]  # never raises
     return f"conv-{digest}"
+
+
+def keyed_conversation_id(secret: bytes, account_id: str, channel: str, sender: str) -> str:
+    """A new conversation's id: ``conv-`` + HMAC-SHA256(the account's conversation-id key,
+    account|channel|sender), so it cannot be derived from public facts (docs/channels.md#conversation-ids)."""
+    import hashlib
+    import hmac
+
+    joined = "\x1f".join((account_id, channel, sender)).encode("utf-8", "surrogatepass")
+    return "conv-" + hmac.new(secret, joined, hashlib.sha256).hexdigest()[:32]
+
+
+def resolve_conversation_id(store: GraphStore, secret: bytes, account_id: str, channel: str, sender: str) -> str:
+    """The Conversation id of ``channel`` + ``sender``: the stored one first (the keyed id, else the
+    id it had before ids were keyed, each only when the stored node's ``channel`` and ``sender`` are
+    these, or, for webchat, Messages stored before their Conversation name it), else the keyed id of
+    a new one. Existing installs keep their ids; nothing is renamed."""
+    keyed = keyed_conversation_id(secret, account_id, channel, sender)
+    legacy = conversation_node_id(account_id, channel, sender)
+    g = Guards(account_id)
+    for cid in (keyed, legacy):
+        node = store.get(cid, guards=g, include_deleted=True)
+        if node is not None and CONVERSATION_LABEL in node.labels and (
+                cid == keyed or (node.properties.get("channel"), node.properties.get("sender")) == (channel, sender)):
+            return cid
+    if store.find(guards=g, labels=[MESSAGE_LABEL], where={"conversationId": keyed}, limit=1):
+        return keyed
+    early = store.find(guards=g, labels=[MESSAGE_LABEL], where={"conversationId": legacy}, limit=1)
+    if early and (early[0].properties.get("channel"), early[0].properties.get("sender")) == (channel, sender):
+        return legacy
+    return keyed
 
 
 def visitor_key(account_id: str, token: str) -> str:

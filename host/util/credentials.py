@@ -91,10 +91,10 @@ def _read_secret(path: Path) -> bytes:
             text = fh.read().strip()
         if text:
             if len(text) < 32:
-                raise UserError(f"{path}: admin session secret is too short (expected 64 hex characters)")
+                raise UserError(f"{path}: secret is too short (expected 64 hex characters)")
             return text.encode("ascii")
         time.sleep(0.01)
-    raise UserError(f"{path}: admin session secret is empty")
+    raise UserError(f"{path}: secret is empty")
 
 
 # ---------------------------------------------------------------------------------- tokens
@@ -247,6 +247,40 @@ def http_token(home: Path, account_id: str | None) -> str:
             return text
         time.sleep(0.01)
     raise UserError(f"{path}: expected pht_ and 64 hex characters")
+
+
+# ---------------------------------------------------------------------------------- conversation ids
+CONVERSATION_SECRET_FILE = "conversation-id-secret"
+_CONVERSATION_SECRETS: dict[Path, bytes] = {}
+
+
+def conversation_secret_path(home: Path, account_id: str) -> Path:
+    return Path(home) / "accounts" / account_id / "credentials" / CONVERSATION_SECRET_FILE
+
+
+def conversation_secret(home: Path, account_id: str) -> bytes:
+    """The account's conversation-id key (docs/channels.md#conversation-ids): 64 hex characters,
+    created exclusively (0600 in a 0700 folder) on first use, so racing processes agree on one key.
+    Remembered per process: a conversation's id never changes while the file stays."""
+    if not _ACCOUNT.match(account_id):
+        raise UserError(f"account: '{account_id[:64]}' is not an account id")
+    path = conversation_secret_path(home, account_id)
+    cached = _CONVERSATION_SECRETS.get(path)
+    if cached is not None and path.exists():
+        return cached
+    _private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(secrets.token_hex(32) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    secret = _read_secret(path)
+    _CONVERSATION_SECRETS[path] = secret
+    return secret
 
 
 def token_matches(expected: str, given: str | None) -> bool:

@@ -31,8 +31,8 @@ from typing import Any
 from plughost import ChannelAdapter, Principal, Route, StateKey, log
 from plughost.api import credentials
 from plughost.api.http import json_error, parse_json, read_body
-from plughost.api.store import conversation_node_id
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
+from plughost.plugins.channels.pipeline import conversation_id as conversation_id_of
 from plughost.plugins.channels.runner import agent_session_for
 
 CHANNEL = "admin"
@@ -122,8 +122,8 @@ def read_replies(host: Any, account: str, user: str, conversation_id: str | None
         data = {}
     stored = data.get(user) if isinstance(data, dict) else None
     current = stored if isinstance(stored, int) and not isinstance(stored, bool) and 0 < stored < 1_000_000 else 0
-    owned = {conversation_node_id(account, CHANNEL, f"{user}~{n}"): n for n in range(1, current + 1)}
-    conv = conversation_id or conversation_node_id(account, CHANNEL, f"{user}~{current}")
+    owned = {conversation_id_of(host, account, CHANNEL, f"{user}~{n}"): n for n in range(1, current + 1)}
+    conv = conversation_id or conversation_id_of(host, account, CHANNEL, f"{user}~{current}")
     if conv not in owned:
         return None
     rows = host.store().find(guards=Guards(account), labels=[MESSAGE_LABEL],
@@ -195,7 +195,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             mid, duplicate, _task = await gateway(host).accept(msg)
         except NotConfigured as exc:
             return json_error(503, "not-configured", str(exc))
-        return JSONResponse({"conversation": number, "conversationId": conversation_node_id(account, CHANNEL, sender),
+        return JSONResponse({"conversation": number, "conversationId": conversation_id_of(host, account, CHANNEL, sender),
                              "sessionId": agent_session_for(account, msg.sender_key, "admin"),  # the agent session its turns run in
                              "messageId": mid, "duplicate": duplicate}, status_code=202)
 

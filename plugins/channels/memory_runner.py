@@ -483,12 +483,12 @@ class MemoryRunner:
     def conversation_of(self, channel: str, sender: str) -> str | None:
         """The stored Conversation of this channel and sender, or None (webchat stores it from the
         visitor's second message on; a turn run outside the gateway has none)."""
-        from plughost.api.store import conversation_node_id
+        from plughost.plugins.channels.pipeline import conversation_id
 
         account = self.host.principal.account
         if not (account and channel and sender):
             return None
-        conv = conversation_node_id(account, channel, sender)
+        conv = conversation_id(self.host, account, channel, sender)
         return conv if self.host.store().get(conv, guards=self.host.principal.guards) is not None else None
 
     def answer(self, question: str, role: str) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 
 from plughost import Guards, StateKey, log
 from plughost.api import hooks
-from plughost.api.store import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, conversation_node_id, visitor_key
+from plughost.api.store import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, resolve_conversation_id, visitor_key
 from plughost.plugins.channels import compose as composing
 from plughost.plugins.channels import identity as ident
 from plughost.plugins.channels.claims import Claims, LeaseClaims
@@ -156,6 +156,32 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_KEYED: dict[tuple[str, str, str, str], str] = {}
+"""Resolved keyed conversation ids, ``(home, account, channel, sender)`` → id: a keyed id never changes
+(an id from before ids were keyed is looked up each time)."""
+
+
+def conversation_id(host: Any, account: str, channel: str, sender: str) -> str:
+    """The Conversation id of a channel's sender (docs/channels.md#conversation-ids): the stored one
+    (keyed, or from before ids were keyed), else the keyed id under the account's conversation-id
+    key, created 0600 in its credentials folder on first use."""
+    from plughost.api.credentials import conversation_secret
+
+    key = (str(host.home), account, channel, sender)
+    found = _KEYED.get(key)
+    if found is not None:
+        return found
+    store = host.store()
+    conv = resolve_conversation_id(store, conversation_secret(host.home, account), account, channel, sender)
+    from plughost.api.store import conversation_node_id
+
+    if conv != conversation_node_id(account, channel, sender):
+        if len(_KEYED) > 50_000:
+            _KEYED.clear()
+        _KEYED[key] = conv
+    return conv
+
+
 class Gateway:
     """The per-host pipeline state: the store, the sender lanes, the adapters' senders."""
 
@@ -219,6 +245,10 @@ class Gateway:
             self._lanes = KeyedSerializer()
         return self._lanes
 
+    def conversation_of(self, msg: Inbound) -> str:
+        """The Conversation id of the message's channel and sender (:func:`conversation_id`)."""
+        return conversation_id(self.host, self.require_account(), msg.channel, msg.sender)
+
     def sender_for(self, channel: str) -> Any:
         if channel not in self.senders:
 
@@ -231,7 +261,7 @@ class Gateway:
         """Store the inbound Message (and MERGE its Conversation); (message id, was it a re-delivery)."""
         account = self.require_account()
         mid = message_id(account, msg.channel, msg.platform_id)
-        conv = conversation_node_id(account, msg.channel, msg.sender)
+        conv = self.conversation_of(msg)
         claims = self.claims
         if not claims.take_turn(mid, lambda: self.store.get(mid, guards=self.guards(), include_deleted=True)
                                 is not None):  # a shared store: another server took it (or it is ours in flight)
@@ -317,7 +347,7 @@ class Gateway:
         (and the Message waits for its visitor's slice: ``slicePending``)."""
         self.update_message(msg, mid, {"scope": "public", **({"visitorKey": visitor, "slicePending": True}
                                                              if visitor else {})})
-        conv = conversation_node_id(self.account_id, msg.channel, msg.sender)
+        conv = self.conversation_of(msg)
         with self._persist_lock:
             node = self.store.get(conv, guards=self.guards())
             if node is not None and node.properties.get("scope") != "public":
@@ -326,13 +356,13 @@ class Gateway:
     def held_by_owner(self, msg: Inbound) -> bool:
         """The owner took this conversation over (the console sets ``ownerHolds`` on its Conversation
         when replying and clears it on "hand back"): the agent does not answer it meanwhile."""
-        conv = self.store.get(conversation_node_id(self.account_id, msg.channel, msg.sender), guards=self.guards())
+        conv = self.store.get(self.conversation_of(msg), guards=self.guards())
         return bool(conv is not None and conv.properties.get("ownerHolds"))
 
     def hold_notice_due(self, msg: Inbound) -> bool:
         """True once per hold: the Conversation's ``heldNoticed`` is set here and cleared when the
         console hands the conversation back."""
-        conv = conversation_node_id(self.account_id, msg.channel, msg.sender)
+        conv = self.conversation_of(msg)
         with self._persist_lock:
             node = self.store.get(conv, guards=self.guards())
             if node is None or not node.properties.get("ownerHolds") or node.properties.get("heldNoticed"):
@@ -343,7 +373,7 @@ class Gateway:
     def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, role: str = "admin") -> str:
         account = self.require_account()
         rid = message_id(account, msg.channel, f"reply:{msg.platform_id}")
-        conv = conversation_node_id(account, msg.channel, msg.sender)
+        conv = self.conversation_of(msg)
         props = {"role": "assistant", "channel": msg.channel, "sender": "agent", "recipient": msg.sender,
                  "text": text, "inReplyTo": inbound_id, "conversationId": conv, "kind": kind,
                  "createdAt": now_iso(), "createdNs": time.time_ns(), "deliveryStatus": "pending",
@@ -531,7 +561,7 @@ class Gateway:
             return Turn(mid, who.role, "held")
         remembered: tuple[str, ...] = ()
         if visitor:
-            conv = conversation_node_id(self.account_id, msg.channel, msg.sender)
+            conv = self.conversation_of(msg)
             remembered = tuple(await asyncio.to_thread(composing.fetch_visitor_memory, self.host, self.account_id,
                                                        msg.channel, visitor, conv))
         turn = TurnInput(channel=msg.channel, role=who.role, text=msg.text, account_id=self.account_id,

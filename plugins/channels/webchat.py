@@ -34,12 +34,13 @@ from plughost import ChannelAdapter, Guards, Route, StateKey, log
 from plughost.api.http import client_address, int_param, parse_json, read_body
 from plughost.api.http import throttle_check as check
 from plughost.api.serving import stop_of
-from plughost.api.store import CHANNEL_MESSAGE_LABELS, conversation_node_id, visitor_key
+from plughost.api.store import CHANNEL_MESSAGE_LABELS, visitor_key
 from plughost.plugins.channels.pipeline import (
     DELIVERING,
     DELIVERING_KIND,
     Inbound,
     NotConfigured,
+    conversation_id,
     gateway,
     now_iso,
 )
@@ -143,7 +144,7 @@ def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
     gw = gateway(host)
     account = gw.require_account()
     rows = gw.store.find(guards=Guards(account), labels=[CHANNEL_MESSAGE_LABELS[CHANNEL]],
-                         where={"conversationId": conversation_node_id(account, CHANNEL, session)}, limit=MAX_EVENTS * 2)
+                         where={"conversationId": conversation_id(host, account, CHANNEL, session)}, limit=MAX_EVENTS * 2)
     rows.sort(key=lambda n: n.properties.get("receivedNs") or n.properties.get("createdNs") or 0)
     events = []
     for seq, node in enumerate(rows[-MAX_EVENTS:], start=1):
@@ -198,7 +199,7 @@ def returning_session(host: Any, key: str) -> str | None:
                          order_by="receivedNs", descending=True, limit=1)
     if mine and mine[0].properties.get("visitorKey") == key:
         session = str(mine[0].properties.get("sender") or "")
-        conv = gw.store.get(conversation_node_id(account, CHANNEL, session), guards=Guards(account))
+        conv = gw.store.get(conversation_id(host, account, CHANNEL, session), guards=Guards(account))
         if conv is not None and conv.properties.get("ownerHolds") and SESSION_RE.match(session):
             return session
     return None

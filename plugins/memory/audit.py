@@ -176,8 +176,8 @@ def prepare(host: Host, *, account_id: str, session_id: str, tool_name: str, too
     started = started_at or _tool_use_time(transcript_path, tool_use_id) or completed
     error = _response_error(tool_response) if is_error is None else bool(is_error)
     guards = Guards(account_id)
-    conversation, created = session_conversation(host.store(), guards,
-                                                 [s for s in (session_id, runner_session) if s])
+    conversation, created = session_conversation(host.store(), guards,  # recorded for admins alone
+                                                 [s for s in (session_id, runner_session) if s], by_id=True)
     key = tool_use_id or f"{tool_name}\x1f{started}\x1f{input_text}"
     node_id = "toolcall-" + hashlib.sha256("\x1f".join((account_id, session_id, key)).encode()).hexdigest()[:32]
     props = {"toolName": tool_name, "pluginName": plugin, "input": input_text, "output": output_text,

@@ -27,6 +27,7 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plughost import Embedder, GraphStore, Guards, Node, Principal, UserError, WriteDenied, log
@@ -37,8 +38,10 @@ from plughost.api.store import (
     HAS_MESSAGE,
     MESSAGE_LABEL,
     confined_view,
-    conversation_node_id,
     guarded_upsert_many,
+    owns,
+    resolve_conversation_id,
+    session_conversation_id,
 )
 from plughost.api.util import parse_time
 from plughost.plugins.memory import entities
@@ -79,9 +82,16 @@ class Conversations:
     """Search and append over one account's conversations, for one process environment."""
 
     def __init__(self, store: GraphStore, embedder: Embedder | None, env: Mapping[str, str],
-                 principal: Principal | None = None) -> None:
+                 principal: Principal | None = None, home: Path | None = None) -> None:
         self.store, self.embedder, self.env = store, embedder, env
         self._principal = principal
+        self.home = home
+
+    def conversation_secret(self, account: str) -> bytes:
+        """The account's conversation-id key (docs/channels.md#conversation-ids), from the host's home."""
+        from plughost.api.credentials import conversation_secret, home_of
+
+        return conversation_secret(self.home if self.home is not None else home_of(self.env), account)
 
     @property
     def principal(self) -> Principal:
@@ -104,7 +114,9 @@ class Conversations:
     # ------------------------------------------------------------------ session
     def session_conversation(self) -> str | None:
         """The session's Conversation id: the node named by the session, else the one whose
-        ``sessionId`` is the session; None when the session has no conversation yet.
+        ``sessionId`` is the session; None when the session has no conversation yet. A node is the
+        session's only when its stored ``sessionId`` is (:func:`plughost.ports.graph.owns`): an id
+        equal to the session is not enough.
 
         A found id is remembered for the process (a session's conversation never changes id),
         since the ``sessionId`` lookup scans the account's nodes.
@@ -117,7 +129,7 @@ class Conversations:
         if key in _SESSION_CONVERSATIONS:
             return _SESSION_CONVERSATIONS[key]
         node = self.store.get(session, guards=g)
-        if node is not None and CONVERSATION_LABEL in node.labels:
+        if node is not None and CONVERSATION_LABEL in node.labels and owns(session, node.properties):
             found_id: str | None = node.id
         else:
             found = self.store.find(guards=g, labels=[CONVERSATION_LABEL], where={"sessionId": session}, limit=1)
@@ -211,13 +223,14 @@ class Conversations:
         session = self.principal.session
         own = self.session_conversation() if session else None
         if conversationId is None and channel and sender:
-            conversationId = conversation_node_id(account, channel, sender)
+            conversationId = resolve_conversation_id(self.store, self.conversation_secret(account), account,
+                                                     channel, sender)
         if session is not None:
-            if conversationId and own and conversationId != own:
+            mine = own or session_conversation_id(session, self.store.get(
+                session, guards=Guards(account), include_deleted=True) is not None)
+            if conversationId and conversationId != mine:
                 raise UserError("conversationId: not this session's conversation; a session appends only to its own")
-            if conversationId and not own and conversationId != session:
-                raise UserError("conversationId: not this session's conversation; a session appends only to its own")
-            conversationId = own or session
+            conversationId = mine
             guards = self.own_guards()  # its own conversation only, from here on
         if not conversationId:
             raise UserError("conversationId: expected a conversation id, or channel and sender to derive one")
@@ -292,7 +305,7 @@ class Conversations:
 
 
 def service(host: Host) -> Conversations:
-    return Conversations(host.store(), host.embedder(), host.env)
+    return Conversations(host.store(), host.embedder(), host.env, home=host.home)
 
 
 def conversation_tools(host: Host) -> list[Tool]:

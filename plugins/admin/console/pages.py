@@ -32,7 +32,7 @@ import anyio
 from plughost import Route, UserError, log
 from plughost.api import hooks
 from plughost.api.http import int_param, read_body
-from plughost.api.store import CHANNEL_MESSAGE_LABELS, conversation_node_id
+from plughost.api.store import CHANNEL_MESSAGE_LABELS, resolve_conversation_id
 from plughost.plugins.admin import sessions
 from plughost.plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
 
@@ -130,6 +130,15 @@ class Console:
 
     def store(self) -> Any:
         return self.host.store()
+
+    def conversation_id(self, channel: str, sender: str) -> str:
+        """The Conversation id of a channel's sender: the stored one, else the keyed id of a new one
+        (docs/channels.md#conversation-ids)."""
+        from plughost.api.credentials import conversation_secret
+
+        account = self.account or ""
+        return resolve_conversation_id(self.store(), conversation_secret(self.host.home, account), account,
+                                       channel, sender)
 
     def render(self, name: str, status: int = 200, **context: Any) -> Any:
         from starlette.responses import HTMLResponse
@@ -354,7 +363,7 @@ class Console:
         account = self.account
         if not account:
             raise UserError("no account is served")
-        conv = conversation_node_id(account, channel, sender)
+        conv = self.conversation_id(channel, sender)
         earlier = self.store().find(guards=self.guards(), labels=["Message"], where={"conversationId": conv},
                                     limit=MAX_SCAN)
         earlier.sort(key=lambda n: _stamp(n.properties))
@@ -419,7 +428,7 @@ class Console:
         rows = self.store().find(guards=self.guards(), labels=["Task"], where={"kind": "follow-up"}, limit=MAX_SCAN)
         for node in sorted(rows, key=lambda n: str(n.properties.get("startedAt") or ""), reverse=True):
             view = self.lead_view(node)
-            own = conversation_node_id(self.account or "", view["channel"], view["sender"]) if view["sender"] else None
+            own = self.conversation_id(view["channel"], view["sender"]) if view["sender"] else None
             if view["contact"] and (conv in view["conversations"] or conv == own):
                 return view["contact"]
         return ""
@@ -559,7 +568,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                               page=page, more=more)
 
     def lead_context(lead: dict[str, Any]) -> dict[str, Any]:
-        conv = lead["conversationId"] or (conversation_node_id(console.account or "", lead["channel"], lead["sender"])
+        conv = lead["conversationId"] or (console.conversation_id(lead["channel"], lead["sender"])
                                           if lead["channel"] and lead["sender"] else None)
         messages = console.messages(conv, 0)[0] if conv else []
         node = host.store().get(conv, guards=console.guards()) if conv else None

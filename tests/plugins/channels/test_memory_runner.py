@@ -28,6 +28,7 @@ from plughost.plugins.channels.memory_runner import (
 from plughost.plugins.channels.runner_choice import get_runner
 from plughost.ports.graph import Guards
 from plughost.runtime.tooltable import call_tool
+from tests.convids import keyed_id
 
 HANDBOOK = {"attachmentId": "hb", "title": "Shop handbook", "content": (
     "# Shop handbook\n\n## Opening hours\n\nWe are open Monday to Friday from 9:00 to 17:00. "
@@ -139,7 +140,6 @@ def test_a_webchat_follow_up_is_linked_to_its_conversation(make_host, account, t
     from channels_support import ACCOUNT, serve, wait_for
 
     from plughost.plugins.channels.server import build_app
-    from plughost.ports.graph import conversation_node_id
 
     host = make_host(PLUGHOST_AGENT="memory", ACCOUNT_ID=ACCOUNT)
     call_tool(host, "memory", "memory-ingest", HANDBOOK)
@@ -157,7 +157,7 @@ def test_a_webchat_follow_up_is_linked_to_its_conversation(make_host, account, t
     store, admin = host.store(), Guards(ACCOUNT)
     (task,) = [t for t in store.find(guards=admin, labels=["Task"]) if t.properties.get("kind") == "follow-up"]
     (conversation,) = store.find(guards=admin, labels=["Conversation"])
-    assert conversation.id == conversation_node_id(ACCOUNT, "webchat", session)
+    assert conversation.id == keyed_id(ACCOUNT, "webchat", session)
     assert task.properties["conversationId"] == conversation.id
     edges = store.expand([task.id], guards=admin, limit=20)[task.id]
     assert [(e.type, e.direction, e.node.id) for e in edges] == [("RAISED_DURING", "out", conversation.id)]

@@ -20,9 +20,10 @@ from channels_support import ACCOUNT, agent_calls, channel_host, serve, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plughost.ports.graph import VISITOR_SLICE_LABEL, Guards, conversation_node_id, visitor_key
+from plughost.ports.graph import VISITOR_SLICE_LABEL, Guards, visitor_key
 from tests.backends import BACKENDS, use_backend, wipe
 from tests.conftest import run_cli
+from tests.convids import keyed_id
 
 EXAMPLES = int(os.environ.get("VISITOR_EXAMPLES", "12"))
 CITIES = ("Lisbon", "Porto", "Oslo")
@@ -200,7 +201,7 @@ def test_a_slice_reaches_only_its_own_visitor(backend, make_host, plughost_home:
             waiting = store.find(guards=Guards(ACCOUNT), labels=["Message"], where={"visitorKey": keys[v],
                                                                                    "slicePending": True}, limit=100)
             assert {m.properties["conversationId"] for m in waiting} <= \
-                {conversation_node_id(ACCOUNT, "webchat", session[v])}  # every other conversation of theirs ended
+                {keyed_id(ACCOUNT, "webchat", session[v])}  # every other conversation of theirs ended
             # the store as oracle: every slice is one visitor's, scope user, holding only their words
             for node in store.find(guards=Guards(ACCOUNT), labels=[VISITOR_SLICE_LABEL], limit=1000):
                 owner = keys.index(node.properties["sliceToken"])

@@ -17,6 +17,7 @@ import pytest
 from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
 from tests.backends import BACKENDS, neo4j_env, wipe
 from tests.conftest import run_cli
+from tests.convids import keyed_id
 
 ACCOUNT = "erase-acct"
 EMAIL = "Zyxq.Visitor@EraseTest.example"
@@ -349,7 +350,7 @@ def test_erase_what_the_real_writers_stored(backend: str, plughost_home: Path, m
                            ("assistant", f"Thank you. The team will get back to you at {EMAIL}.")):
             call_tool(host, "memory", "conversation-append", {"role": role, "content": text, "channel": "webchat",
                                                                "sender": VISITOR})
-        conv = conversation_node_id(ACCOUNT, "webchat", VISITOR)
+        conv = keyed_id(ACCOUNT, "webchat", VISITOR)
         args = {"kind": "follow-up", "title": "Answer a visitor: Do you deliver wedding cakes to Lindau?",
                 "inputs": {"question": "Do you deliver wedding cakes to Lindau?", "contact": EMAIL,
                            "channel": "webchat", "sender": VISITOR}, "conversationId": conv}

@@ -22,9 +22,10 @@ from channels_support import ACCOUNT, write_account
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plughost.ports.graph import conversation_node_id, visitor_key
+from plughost.ports.graph import visitor_key
 from tests.backends import BACKENDS, use_backend, wipe
 from tests.conftest import run_cli
+from tests.convids import keyed_id
 
 EXAMPLES = int(os.environ.get("ERASE_EXAMPLES", "10"))
 STATUS_WORDS = ("answered", "public", "received", "user", "admin")
@@ -45,7 +46,7 @@ class Person:
 
     def identifiers(self, account: str) -> list[tuple[str, str]]:
         out = [("--visitor", s) for s in self.sessions]
-        out += [("--conversation", conversation_node_id(account, self.channel, s)) for s in self.sessions]
+        out += [("--conversation", keyed_id(account, self.channel, s)) for s in self.sessions]
         if self.token:
             out.append(("--visitor", self.token))
         if self.phone:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from plughost.plugins.memory.conversations import Conversations
 from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
+from tests.convids import keyed_id
 
 ACCOUNTS = ("acct-one", "acct-two")
 WORDS = ("invoice", "delivery", "refund", "pizza", "schedule", "garden")
@@ -119,7 +120,7 @@ def test_append_then_search_through_mcp(make_host, plughost_home) -> None:
                                                  "content": "Where is my parcel delivery?",
                                                  "timestamp": "2026-02-01T10:00:00Z"})
     assert not err, a
-    assert a["conversationId"] == conversation_node_id("acct-one", "webchat", "ann") and a["created"] is True
+    assert a["conversationId"] == keyed_id("acct-one", "webchat", "ann") and a["created"] is True
     err, b = call(admin, "conversation-append", {"conversationId": a["conversationId"], "role": "assistant",
                                                  "content": "Your delivery arrives tomorrow."})
     assert not err and b["created"] is False
@@ -216,7 +217,7 @@ def test_channels_pipeline_messages_are_searchable(make_host) -> None:
     gateway = Gateway(host)
     gateway.persist(Inbound(channel="telegram", sender="111", text="my invoice is wrong", platform_id="p1"))
     gateway.persist(Inbound(channel="telegram", sender="222", text="invoice for the garden", platform_id="p2"))
-    assert host.store().get(conversation_node_id("acct-one", "telegram", "111"), guards=Guards("acct-one")) is not None
+    assert host.store().get(keyed_id("acct-one", "telegram", "111"), guards=Guards("acct-one")) is not None
     agent = make_host(ACCOUNT_ID="acct-one", SESSION_ID=session_id_for("acct-one", "telegram:111"))
     err, found = call(agent, "conversation-search", {"query": "invoice"})
     assert not err, found
