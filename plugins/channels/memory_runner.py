@@ -483,12 +483,14 @@ class MemoryRunner:
     def conversation_of(self, channel: str, sender: str) -> str | None:
         """The stored Conversation of this channel and sender, or None (webchat stores it from the
         visitor's second message on; a turn run outside the gateway has none)."""
-        from plughost.plugins.channels.pipeline import conversation_id
+        from plughost.api.credentials import conversation_secret
+        from plughost.api.store import resolve_conversation_id
 
         account = self.host.principal.account
         if not (account and channel and sender):
             return None
-        conv = conversation_id(self.host, account, channel, sender)
+        conv = resolve_conversation_id(self.host.store(), conversation_secret(self.host.home, account), account,
+                                       channel, sender)
         return conv if self.host.store().get(conv, guards=self.host.principal.guards) is not None else None
 
     def answer(self, question: str, role: str) -> str:
