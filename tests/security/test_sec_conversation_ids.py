@@ -148,3 +148,24 @@ def test_a_session_still_owns_the_conversation_it_made(plughost_home: Path, stor
     again = _conversations(store, plughost_home, "sess-mine").append(role="user", content="again")
     assert again["conversationId"] == "sess-mine"
     assert _conversations(store, plughost_home, "sess-mine").session_conversation() == "sess-mine"
+
+
+def test_the_pipeline_keys_new_conversations_and_keeps_old_ones(make_host: Any, plughost_home: Path) -> None:
+    """Through the channels gateway: a new Telegram sender's Conversation is at the keyed id (not the
+    chat id's hash); a sender whose Conversation an install stored before keeps getting it."""
+    from plughost.plugins.channels.pipeline import Gateway, Inbound
+
+    host = make_host(ACCOUNT_ID=A)
+    old = conversation_node_id(A, "telegram", "222")
+    seed(host.store(), old, "telegram", "222")
+    gateway = Gateway(host)
+    gateway.persist(Inbound(channel="telegram", sender="111", text="my invoice", platform_id="p1"))
+    gateway.persist(Inbound(channel="telegram", sender="222", text="and mine", platform_id="p2"))
+    admin = Guards(A)
+    assert host.store().get(conversation_node_id(A, "telegram", "111"), guards=admin) is None
+    new = keyed(plughost_home, "telegram", "111", host.store())
+    assert host.store().get(new, guards=admin) is not None and new != conversation_node_id(A, "telegram", "111")
+    got = {m.properties.get("sender"): m.properties.get("conversationId")
+           for m in host.store().find(guards=admin, labels=["TelegramMessage"], limit=10)
+           if m.properties.get("text") in ("my invoice", "and mine")}
+    assert got == {"111": new, "222": old}
