@@ -68,12 +68,13 @@ def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
     emls = [e for e in entries if _base(e[0]).endswith(".eml")]
     if emls:
         return "eml", emls
-    for entry in entries:
-        base = _base(entry[0])
-        if base.endswith(".mbox") or base == "mbox":
-            return "mbox", [entry]
-        if base.endswith(".txt") and (base == "_chat.txt" or base.startswith("whatsapp chat")):
-            return "whatsapp", [entry]
+    boxes = [e for e in entries if _base(e[0]).endswith(".mbox") or _base(e[0]) == "mbox"]
+    if boxes:  # a Google Takeout or Thunderbird folder: every mbox in it
+        return "mbox", boxes
+    chats_txt = [e for e in entries if _base(e[0]).endswith(".txt")
+                 and (_base(e[0]) == "_chat.txt" or _base(e[0]).startswith("whatsapp chat"))]
+    if chats_txt:  # a folder of several chat exports: each is one conversation
+        return "whatsapp", chats_txt
     if len(entries) == 1:
         name, _ = entries[0]
         head = _read(entries[0])[:4096]
@@ -107,7 +108,7 @@ def _pick(fmt: str, entries: list[Entry]) -> list[Entry]:
             entries if len(entries) == 1 else [])
     if not picked:
         raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: holds no {fmt} file")
-    return picked[:1] if fmt != "eml" else picked
+    return picked[:1] if fmt in ("claude", "chatgpt") else picked
 
 
 def _mbox_messages(entry: Entry) -> Iterator[tuple[str, bytes]]:
@@ -148,10 +149,15 @@ def load(path: Path, fmt: str = "auto") -> tuple[str, Parsed]:
             raise ArchiveError(f"{name}: a {chats.kind(items)} export, not {fmt} (--format)")
         return fmt, (chats.parse_claude if fmt == "claude" else chats.parse_chatgpt)(name, items)
     if fmt == "whatsapp":
-        name = picked[0][0]
-        title = whatsapp.chat_title(name.rsplit(":", 1)[-1]) or whatsapp.chat_title(str(path))
-        parsed = whatsapp.parse(name, _text(name, _read(picked[0])), title)
+        parsed = Parsed()
+        for entry in picked:
+            name = entry[0]
+            title = whatsapp.chat_title(name.rsplit(":", 1)[-1]) or (
+                whatsapp.chat_title(str(path)) if len(picked) == 1 else "")
+            one = whatsapp.parse(name, _text(name, _read(entry)), title)
+            parsed.threads += one.threads
+            parsed.skipped += one.skipped
         return fmt, parsed
     if fmt == "mbox":
-        return fmt, mail.thread(_mbox_messages(picked[0]), picked[0][0])
+        return fmt, mail.thread((m for entry in picked for m in _mbox_messages(entry)), str(path))
     return fmt, mail.thread(((e[0], _read(e)) for e in picked), str(path))

@@ -145,3 +145,34 @@ def test_malformed_archive_is_one_line_exit_2(plughost_home, tmp_path, name, fmt
     out = done.stdout + done.stderr
     assert re.search(expected, out), out
     assert "Traceback" not in out
+
+
+def test_edited_message_updates_and_whatsapp_zip(plughost_home, tmp_path) -> None:
+    conv = json.loads((DATA / "claude" / "conversations.json").read_text())
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(conv[:1]))
+    assert summary(cli("memory", "import-archive", str(path), **ENV).stdout)["new"] == "2"
+    conv[0]["chat_messages"][1]["text"] = "Move the Roggenbrot to 6,40 € instead."
+    path.write_text(json.dumps(conv[:1]))
+    got = summary(cli("memory", "import-archive", str(path), **ENV).stdout)
+    assert (got["new"], got["updated"], got["unchanged"]) == ("0", "1", "1")
+    assert any("6,40 €" in m.properties["text"] for m in messages(plughost_home))
+    export = tmp_path / "WhatsApp Chat - Lena Vogel.zip"  # as iOS shares it: the chat and its media
+    with zipfile.ZipFile(export, "w") as z:
+        z.write(DATA / "WhatsApp Chat - Lena Vogel" / "_chat.txt", "_chat.txt")
+        z.writestr("00000007-PHOTO-2024-03-02-09-21-10.jpg", b"\xff\xd8\xff\xe0 not really a photo")
+    first = cli("memory", "import-archive", str(export), **ENV)
+    assert summary(first.stdout)["format"] == "whatsapp" and summary(first.stdout)["new"] == "5", first.stdout
+    # the zip and the unpacked folder are the same chat ("Lena Vogel"): nothing new
+    assert summary(cli("memory", "import-archive", str(DATA / "WhatsApp Chat - Lena Vogel"), **ENV).stdout)[
+        "new"] == "0"
+
+
+def test_import_embeds_messages(plughost_home, fake_ollama) -> None:
+    fake_ollama.dims = 8
+    done = cli("memory", "import-archive", str(DATA / "eml"), PLUGHOST_EMBEDDER="ollama", OLLAMA_URL=fake_ollama.url,
+               EMBED_SUBBATCH_COOLDOWN_MS="0")
+    assert done.returncode == 0, done.stderr
+    assert summary(done.stdout)["embedded"] == "2"
+    sent = [t for r in fake_ollama.requests for t in r.body["input"]]
+    assert any(t.startswith("Hallo Lena,") and "[attached: Rechnung_0342.pdf (18 B)]" in t for t in sent), sent
