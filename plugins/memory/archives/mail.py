@@ -127,7 +127,9 @@ def read_message(where: str, raw: bytes) -> tuple[list[str], Turn] | str:
     key = own[0] if own else "hash:" + hashlib.sha256(raw).hexdigest()[:32]
     text = strip_quoted(_body(msg))
     extra = {"subject": subject, "senderAddress": address.lower() or None}
-    turn = Turn(key, name or address or "unknown sender", "user", when, text, _attachments(msg), extra)
+    everyone = getaddresses([_header(msg, h) for h in ("From", "To", "Cc", "Delivered-To") if _header(msg, h)])
+    turn = Turn(key, name or address or "unknown sender", "user", when, text, _attachments(msg), extra,
+                participants=tuple(sorted({a.lower() for _, a in everyone if "@" in a})))
     return [key, *dict.fromkeys(r for r in refs if r != key)], turn
 
 

@@ -26,6 +26,8 @@ class Turn:
     text: str
     attachments: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    owner: bool = False
+    participants: tuple[str, ...] = ()  # mail: every address the message went to or came from (not stored)
 
 
 @dataclass
@@ -67,3 +69,41 @@ def attachment(name: str, size: int | None = None) -> str:
     """An attachment as listed (never stored): ``name (12 KB)``."""
     shown = size_text(size)
     return f"{name} ({shown})" if shown else name
+
+
+def mark_owner(fmt: str, parsed: Parsed, me: list[str]) -> bool:
+    """Mark the turns the archive's owner wrote; whether the owner was found.
+
+    ``me`` (``--me``): names or addresses as the archive shows them. Without it: the human side of
+    a Claude or ChatGPT export; in a one-to-one WhatsApp chat named after the other person, the
+    other sender; in mail, the one address every message was from or to.
+    """
+    wanted = {m.strip().lower() for m in me if m.strip()}
+    turns = [t for th in parsed.threads for t in th.turns]
+    if wanted:
+        for t in turns:
+            t.owner = t.sender.lower() in wanted or str(t.extra.get("senderAddress") or "").lower() in wanted
+        return any(t.owner for t in turns)
+    if fmt in ("claude", "chatgpt"):
+        for t in turns:
+            t.owner = t.role == "user"
+        return True
+    if fmt == "whatsapp":
+        found = False
+        for th in parsed.threads:
+            senders = {t.sender for t in th.turns}
+            other = th.key
+            if len(senders) == 2 and other in senders:
+                for t in th.turns:
+                    t.owner = t.sender != other
+                found = True
+        return found
+    common: set[str] | None = None
+    for t in turns:
+        common = set(t.participants) if common is None else common & set(t.participants)
+    if common is not None and len(common) == 1:
+        address = next(iter(common))
+        for t in turns:
+            t.owner = str(t.extra.get("senderAddress") or "").lower() == address
+        return any(t.owner for t in turns)
+    return False

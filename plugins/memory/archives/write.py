@@ -78,8 +78,11 @@ def message_rows(account: str, fmt: str, conv: str, thread: Thread, scope: str) 
         family = "mail" if fmt in ("mbox", "eml") else fmt
         mid = "msg-" + _digest(account, "archive", family, conv, key)
         extra = {k: redact_text(v) if k == "subject" and isinstance(v, str) else v for k, v in turn.extra.items()}
-        props: dict[str, Any] = {"role": turn.role, "text": text, "conversationId": conv, "sentAt": when,
-                                 "channel": CHANNELS[fmt], "sender": turn.sender, "senderName": turn.sender,
+        # the owner's own turns are the business's side (the channels' assistant), sender "owner": never a
+        # person an erase could take (plughost erase --sender) and with them every conversation the owner is in
+        props: dict[str, Any] = {"role": "assistant" if turn.owner else turn.role, "text": text, "conversationId": conv,
+                                 "sentAt": when, "channel": CHANNELS[fmt],
+                                 "sender": "owner" if turn.owner else turn.sender, "senderName": turn.sender,
                                  "scope": scope, "source": "import-archive", "sourceFormat": fmt,
                                  "attachments": list(turn.attachments) or None, **extra}
         props = {k: v for k, v in props.items() if v not in (None, "")}

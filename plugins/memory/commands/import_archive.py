@@ -17,6 +17,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="what it is (default: sniffed from the files)")
     parser.add_argument("--scope", choices=("admin", "public"), default="admin",
                         help="scope of new conversations (default admin: private to the owner)")
+    parser.add_argument("--me", action="append", default=[], metavar="NAME",
+                        help="your name or address as the archive shows it (repeatable): your own messages "
+                             "(default: found when the archive says)")
     parser.add_argument("--dry-run", action="store_true", help="read and count; write nothing")
     parser.add_argument("--no-embed", action="store_true", help="store without embeddings (reindex later)")
     parser.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
@@ -25,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, host: Any) -> int:
     from plughost import log
     from plughost.api.store import require_admin
+    from plughost.plugins.memory.archives.model import mark_owner
     from plughost.plugins.memory.archives.sources import load
     from plughost.plugins.memory.archives.write import Writer
     from plughost.plugins.memory.embedder import check_dimensions
@@ -32,6 +36,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     account(host)  # a one-line error naming ACCOUNT_ID when it is unset
     require_admin(host.principal, "memory import-archive")
     fmt, parsed = load(args.path, args.format)
+    owner_known = mark_owner(fmt, parsed, args.me)
     store = host.store()
     embedder = None if args.no_embed or args.dry_run else host.embedder()
     if embedder is not None:
@@ -42,6 +47,9 @@ def run(args: argparse.Namespace, host: Any) -> int:
     summary = writer.run(parsed.threads, progress=False if args.no_progress else None)
     summary.skipped += len(parsed.skipped)
     print(summary.line(args.dry_run))
+    if not owner_known and parsed.threads:
+        print("[import-archive] note: which messages are yours was not recognised; every sender is stored as a "
+              "contact (run again with --me 'YOUR NAME' to mark yours)")
     log("import-archive", "done", file=args.path.name, format=fmt, conversations=summary.conversations,
         messages=summary.messages, new=summary.new, updated=summary.updated, unchanged=summary.unchanged,
         skipped=summary.skipped, dryRun=int(args.dry_run))

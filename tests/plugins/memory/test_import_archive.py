@@ -176,3 +176,36 @@ def test_import_embeds_messages(plughost_home, fake_ollama) -> None:
     assert summary(done.stdout)["embedded"] == "2"
     sent = [t for r in fake_ollama.requests for t in r.body["input"]]
     assert any(t.startswith("Hallo Lena,") and "[attached: Rechnung_0342.pdf (18 B)]" in t for t in sent), sent
+
+
+def test_owner_is_recognised_and_erase_takes_one_correspondent(plughost_home) -> None:
+    """The owner's own turns are the business's side (sender ``owner``), so erasing a correspondent
+    takes their threads and never, through the owner, every other conversation."""
+    for sample, me in (("eml", ["--me", "ada@baeckerei.example"]), ("bakery.mbox", []),
+                     ("WhatsApp Chat - Lena Vogel", [])):
+        done = cli("memory", "import-archive", str(DATA / sample), *me, **ENV)  # the mbox and the 1:1 chat say who
+        assert done.returncode == 0 and "note:" not in done.stdout, done.stdout
+    stored = messages(plughost_home)
+    ada = [m.properties for m in stored if m.properties["senderName"] == "Ada"]
+    assert ada and {(p["role"], p["sender"]) for p in ada} == {("assistant", "owner")}
+    assert {(m.properties["role"], m.properties["sender"]) for m in stored
+            if m.properties["senderName"] == "Ada Bäckerei"} == {("assistant", "owner")}  # the 1:1 chat's other side
+    lena = [m.properties for m in stored if m.properties["senderName"] == "Lena Vogel"]
+    assert {(p["role"], p["sender"]) for p in lena} == {("user", "Lena Vogel")}
+    erased = cli("erase", "--contact", "lena@schule.example", "--json", **ENV)
+    assert erased.returncode == 0, erased.stderr
+    left = [m.properties for m in messages(plughost_home)]
+    # her mail thread and (the same sender, Lena Vogel) her WhatsApp chat go; the supplier's mail stays whole
+    assert len(left) == 4 and {p["channel"] for p in left} == {"email"}
+    assert not any("Streuselkuchen" in p["text"] for p in left)
+
+
+def test_group_chat_needs_me(plughost_home, tmp_path) -> None:
+    chat = tmp_path / "WhatsApp Chat with Bakery team.txt"
+    chat.write_text("3/1/24, 6:00 - Ada: Oven 2 is down today\n3/1/24, 6:05 - Ben: I'll bake the rolls in oven 1\n"
+                    "3/1/24, 6:06 - Cem: ok\n")
+    first = cli("memory", "import-archive", str(chat), **ENV)
+    assert "note: which messages are yours was not recognised" in first.stdout
+    again = cli("memory", "import-archive", str(chat), "--me", "Ada", **ENV)
+    got = summary(again.stdout)
+    assert (got["updated"], got["unchanged"]) == ("1", "2") and "note:" not in again.stdout
