@@ -98,9 +98,9 @@ def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
 def _pick(fmt: str, entries: list[Entry]) -> list[Entry]:
     if fmt in ("claude", "chatgpt"):
         picked = [e for e in entries if _base(e[0]) == "conversations.json"] or [
-            e for e in entries if _base(e[0]).endswith(".json")]
+            e for e in entries if _base(e[0]).endswith(".json")] or (entries if len(entries) == 1 else [])
     elif fmt == "whatsapp":
-        picked = [e for e in entries if _base(e[0]).endswith(".txt")]
+        picked = [e for e in entries if _base(e[0]).endswith(".txt")] or (entries if len(entries) == 1 else [])
     elif fmt == "eml":
         picked = [e for e in entries if _base(e[0]).endswith(".eml")] or (entries if len(entries) == 1 else [])
     else:
@@ -115,7 +115,7 @@ def _mbox_messages(entry: Entry) -> Iterator[tuple[str, bytes]]:
     name = entry[0]
     data = _read(entry)
     if not data.lstrip().startswith(b"From "):
-        line = data[:60].split(b"\n", 1)[0].decode("utf-8", "replace")
+        line = data[:40].split(b"\n", 1)[0].decode("utf-8", "replace")
         raise ArchiveError(f"{name}:1: not an mbox (expected a 'From ' line, got {line!r})")
     fd, tmp = tempfile.mkstemp(suffix=".mbox")
     try:
