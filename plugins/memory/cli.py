@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "write": "plughost.plugins.memory.commands.write",
     "ingest": "plughost.plugins.memory.commands.ingest",
     "import": "plughost.plugins.memory.commands.bulk_import",
+    "import-archive": "plughost.plugins.memory.commands.import_archive",
     "reindex": "plughost.plugins.memory.commands.reindex",
     "audit": "plughost.plugins.memory.commands.audit",
     "search": "plughost.plugins.memory.retrieval.cli",

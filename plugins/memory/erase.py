@@ -105,7 +105,7 @@ def request_of(args: argparse.Namespace) -> Request:
 
 # ------------------------------------------------------------------ who the person is
 IDENTIFIER_PROPERTIES: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "email": (("Task", "inputs", "contact"),),
+    "email": (("Task", "inputs", "contact"), (MESSAGE_LABEL, "senderAddress", "user")),
     "phone": (("Task", "inputs", "contact"), (MESSAGE_LABEL, "senderPhone", ""),
               (MESSAGE_LABEL, "sender", "whatsapp"), (CONVERSATION_LABEL, "sender", "whatsapp")),
     "visitor-key": ((MESSAGE_LABEL, "visitorKey", ""), (VISITOR_SLICE_LABEL, "sliceToken", "")),
@@ -114,7 +114,7 @@ IDENTIFIER_PROPERTIES: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 """The only properties a request is matched against, per kind of identifier: ``(label, property,
 qualifier)``. A contact is a follow-up lead's ``inputs.contact`` (the address or number the visitor
-left), a Message's ``senderPhone``, a WhatsApp sender (their number); a webchat visitor token, a
+left), an imported mail's ``senderAddress`` (a user Message's), a Message's ``senderPhone``, a WhatsApp sender (their number); a webchat visitor token, a
 Telegram or WhatsApp sender and a number are matched through their hash (``visitorKey`` on user
 Messages, ``sliceToken`` on slices); a sender id is a Conversation's ``sender`` or a user Message's
 (``qualifier``: the Message's ``role``, or for a ``sender`` the channel whose sender ids are phone
@@ -172,6 +172,9 @@ def record_of(node: Node) -> Record:
     if "Task" in labels and (c := _contact_of(node)) and (n := _norm_contact(c)):
         contacts.add(n)
     if is_msg and (phone := text("senderPhone")) and (n := _norm_contact(phone)) and n[0] == "phone":
+        contacts.add(n)
+    if is_msg and p.get("role") == "user" and (address := text("senderAddress")) and (n := _norm_contact(address)) \
+            and n[0] == "email":  # an imported mail's sender (memory import-archive)
         contacts.add(n)
     sender = text("sender") if is_conv or (is_msg and p.get("role") == "user") else None
     if (is_msg or is_conv) and sender and p.get("channel") == "whatsapp" and \

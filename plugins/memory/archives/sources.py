@@ -1,0 +1,163 @@
+"""Find what an archive path holds and read it: a file, a folder, or the ``.zip`` an export comes as.
+
+``--format auto`` sniffs: a ``conversations.json`` whose conversations have ``chat_messages``
+(Claude) or ``mapping`` (ChatGPT); a ``.txt`` whose first line is a WhatsApp line; a file that
+starts with ``From `` (mbox); ``.eml`` files (a folder of mail).
+"""
+
+from __future__ import annotations
+
+import mailbox
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from plughost.plugins.memory.archives import chats, mail, whatsapp
+from plughost.plugins.memory.archives.model import FORMATS, ArchiveError, Parsed
+
+_FROM_QUOTED = re.compile(rb"\n>(>*From )")  # mboxrd's quoting of body lines that start "From "
+Entry = tuple[str, Callable[[], bytes]]  # a name to report, and how to read its bytes
+
+
+def _entries(path: Path) -> list[Entry]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and not any(
+            part.startswith(".") for part in p.relative_to(path).parts))
+        return [(str(p), p.read_bytes) for p in files]
+    if zipfile.is_zipfile(path):
+        try:
+            archive = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise ArchiveError(f"{path}: not a readable zip ({exc})") from None
+        return [(f"{path}:{info.filename}", (lambda n=info.filename: archive.read(n)))  # type: ignore[misc]
+                for info in archive.infolist() if not info.is_dir() and not info.filename.startswith("__MACOSX")]
+    if path.is_file():
+        return [(str(path), path.read_bytes)]
+    raise ArchiveError(f"{path}: no such file or folder")
+
+
+def _read(entry: Entry) -> bytes:
+    try:
+        return entry[1]()
+    except (OSError, zipfile.BadZipFile, KeyError) as exc:
+        raise ArchiveError(f"{entry[0]}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def _text(name: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ArchiveError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _base(name: str) -> str:
+    return name.rsplit(":", 1)[-1].replace("\\", "/").rsplit("/", 1)[-1].lower()
+
+
+def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
+    for entry in entries:
+        if _base(entry[0]) == "conversations.json":
+            found = chats.kind(chats.load_json(entry[0], _read(entry)))
+            if found is None:
+                raise ArchiveError(f"{entry[0]}: neither a Claude export (conversations with chat_messages) "
+                                   "nor a ChatGPT one (conversations with mapping)")
+            return found, [entry]
+    emls = [e for e in entries if _base(e[0]).endswith(".eml")]
+    if emls:
+        return "eml", emls
+    boxes = [e for e in entries if _base(e[0]).endswith(".mbox") or _base(e[0]) == "mbox"]
+    if boxes:  # a Google Takeout or Thunderbird folder: every mbox in it
+        return "mbox", boxes
+    chats_txt = [e for e in entries if _base(e[0]).endswith(".txt")
+                 and (_base(e[0]) == "_chat.txt" or _base(e[0]).startswith("whatsapp chat"))]
+    if chats_txt:  # a folder of several chat exports: each is one conversation
+        return "whatsapp", chats_txt
+    if len(entries) == 1:
+        name, _ = entries[0]
+        head = _read(entries[0])[:4096]
+        if head.lstrip().startswith(b"From "):
+            return "mbox", entries
+        if head.lstrip()[:1] == b"[" and _base(name).endswith(".json"):
+            found = chats.kind(chats.load_json(name, _read(entries[0])))
+            if found:
+                return found, entries
+        try:
+            if whatsapp.looks_like(head.decode("utf-8-sig", "ignore")):
+                return "whatsapp", entries
+        except UnicodeDecodeError:
+            pass
+        if head.lstrip()[:1] == b"{" or b"\nFrom:" in head or head.startswith(b"From:") or b"Message-ID:" in head:
+            return "eml", entries
+    raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: cannot tell the format (no conversations.json, "
+                       "WhatsApp chat .txt, mbox or .eml); give --format")
+
+
+def _pick(fmt: str, entries: list[Entry]) -> list[Entry]:
+    if fmt in ("claude", "chatgpt"):
+        picked = [e for e in entries if _base(e[0]) == "conversations.json"] or [
+            e for e in entries if _base(e[0]).endswith(".json")] or (entries if len(entries) == 1 else [])
+    elif fmt == "whatsapp":
+        picked = [e for e in entries if _base(e[0]).endswith(".txt")] or (entries if len(entries) == 1 else [])
+    elif fmt == "eml":
+        picked = [e for e in entries if _base(e[0]).endswith(".eml")] or (entries if len(entries) == 1 else [])
+    else:
+        picked = [e for e in entries if _base(e[0]).endswith(".mbox") or _base(e[0]) == "mbox"] or (
+            entries if len(entries) == 1 else [])
+    if not picked:
+        raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: holds no {fmt} file")
+    return picked[:1] if fmt in ("claude", "chatgpt") else picked
+
+
+def _mbox_messages(entry: Entry) -> Iterator[tuple[str, bytes]]:
+    name = entry[0]
+    data = _read(entry)
+    if not data.lstrip().startswith(b"From "):
+        line = data[:40].split(b"\n", 1)[0].decode("utf-8", "replace")
+        raise ArchiveError(f"{name}:1: not an mbox (expected a 'From ' line, got {line!r})")
+    fd, tmp = tempfile.mkstemp(suffix=".mbox")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        box = mailbox.mbox(tmp, create=False)
+        try:
+            for i, key in enumerate(box.keys(), 1):
+                yield f"{name}: message {i}", _FROM_QUOTED.sub(rb"\n\1", box.get_bytes(key))
+        finally:
+            box.close()
+    finally:
+        os.unlink(tmp)
+
+
+def load(path: Path, fmt: str = "auto") -> tuple[str, Parsed]:
+    """The archive's format and its threads (an unreadable archive raises :class:`ArchiveError`)."""
+    if fmt != "auto" and fmt not in FORMATS:
+        raise ArchiveError(f"--format: expected auto or one of {', '.join(FORMATS)}, got {fmt!r}")
+    entries = _entries(path)
+    if not entries:
+        raise ArchiveError(f"{path}: an empty folder or zip")
+    if fmt == "auto":
+        fmt, picked = _sniff(entries)
+    else:
+        picked = _pick(fmt, entries)
+    if fmt in ("claude", "chatgpt"):
+        name = picked[0][0]
+        items = chats.load_json(name, _read(picked[0]))
+        if items and chats.kind(items) not in (fmt, None):
+            raise ArchiveError(f"{name}: a {chats.kind(items)} export, not {fmt} (--format)")
+        return fmt, (chats.parse_claude if fmt == "claude" else chats.parse_chatgpt)(name, items)
+    if fmt == "whatsapp":
+        parsed = Parsed()
+        for entry in picked:
+            name = entry[0]
+            title = whatsapp.chat_title(name.rsplit(":", 1)[-1]) or (
+                whatsapp.chat_title(str(path)) if len(picked) == 1 else "")
+            one = whatsapp.parse(name, _text(name, _read(entry)), title)
+            parsed.threads += one.threads
+            parsed.skipped += one.skipped
+        return fmt, parsed
+    if fmt == "mbox":
+        return fmt, mail.thread((m for entry in picked for m in _mbox_messages(entry)), str(path))
+    return fmt, mail.thread(((e[0], _read(e)) for e in picked), str(path))

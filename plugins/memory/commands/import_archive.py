@@ -1,0 +1,56 @@
+"""`plughost memory import-archive PATH`: a chat or mail archive as Conversations (docs/memory.md#importing-archives)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from plughost.plugins.memory.commands.common import account
+
+HELP = "import a Claude or ChatGPT export, a WhatsApp chat export, an mbox or a folder of .eml as conversations"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", type=Path, help="the export: a file, a folder or the .zip as downloaded")
+    parser.add_argument("--format", choices=("auto", "claude", "chatgpt", "whatsapp", "mbox", "eml"), default="auto",
+                        help="what it is (default: sniffed from the files)")
+    parser.add_argument("--scope", choices=("admin", "public"), default="admin",
+                        help="scope of new conversations (default admin: private to the owner)")
+    parser.add_argument("--me", action="append", default=[], metavar="NAME",
+                        help="your name or address as the archive shows it (repeatable): your own messages "
+                             "(default: found when the archive says)")
+    parser.add_argument("--dry-run", action="store_true", help="read and count; write nothing")
+    parser.add_argument("--no-embed", action="store_true", help="store without embeddings (reindex later)")
+    parser.add_argument("--no-progress", action="store_true", help="never draw the progress bar")
+
+
+def run(args: argparse.Namespace, host: Any) -> int:
+    from plughost import log
+    from plughost.api.store import require_admin
+    from plughost.plugins.memory.archives.model import mark_owner
+    from plughost.plugins.memory.archives.sources import load
+    from plughost.plugins.memory.archives.write import Writer
+    from plughost.plugins.memory.embedder import check_dimensions
+
+    account(host)  # a one-line error naming ACCOUNT_ID when it is unset
+    require_admin(host.principal, "memory import-archive")
+    fmt, parsed = load(args.path, args.format)
+    owner_known = mark_owner(fmt, parsed, args.me)
+    store = host.store()
+    embedder = None if args.no_embed or args.dry_run else host.embedder()
+    if embedder is not None:
+        check_dimensions(store, embedder)
+    writer = Writer(store, embedder, host.principal.guards, fmt, scope=args.scope, dry_run=args.dry_run, env=host.env)
+    for problem in parsed.skipped:
+        print(f"[import-archive] skip {problem}")
+    summary = writer.run(parsed.threads, progress=False if args.no_progress else None)
+    summary.skipped += len(parsed.skipped)
+    print(summary.line(args.dry_run))
+    if not owner_known and parsed.threads:
+        print("[import-archive] note: which messages are yours was not recognised; every sender is stored as a "
+              "contact (run again with --me 'YOUR NAME' to mark yours)")
+    log("import-archive", "done", file=args.path.name, format=fmt, conversations=summary.conversations,
+        messages=summary.messages, new=summary.new, updated=summary.updated, unchanged=summary.unchanged,
+        skipped=summary.skipped, dryRun=int(args.dry_run))
+    return 2 if parsed.skipped else 0
