@@ -218,7 +218,7 @@ def _sealed(page: str) -> str:
 def demo_wrote(current: str) -> bool:
     """Is this exactly a page the demo wrote (its seal matches the text), so it may be replaced?"""
     found = SITE_SEAL.match(current)
-    return bool(found) and hashlib.sha256(current[found.end():].encode()).hexdigest() == found.group(1)
+    return found is not None and hashlib.sha256(current[found.end():].encode()).hexdigest() == found.group(1)
 
 
 def site_html() -> str:
