@@ -14,6 +14,10 @@ set -euo pipefail
 
 T0=$(date +%s%N)
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ -n "${PORT:-}" ]] && { ! [[ "$PORT" =~ ^[0-9]{1,5}$ ]] || (( 10#$PORT > 65535 )); }; then
+  echo "run.sh: PORT must be a number from 0 to 65535 (0: any free port), not '$PORT'" >&2
+  exit 2
+fi
 bash "$ROOT/scripts/setup.sh"
 PY="$ROOT/.venv/bin/python"
 

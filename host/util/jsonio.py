@@ -63,3 +63,27 @@ def read_json(path: Path, *, default: Any = None) -> Any:
         return parse_line(raw, surrogates=False)
     except BadLine as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def jsonl_file_problem(path: Path, sample: int = 64 * 1024) -> str | None:
+    """Why ``path`` cannot be a JSON-lines file to import, in one line; None when it may be.
+
+    Checked before a single line is read, so a folder or a binary file (an archive, a database)
+    is one clear line, not "no such file" or a skip line per chunk of bytes."""
+    if path.is_dir():
+        return f"{path}: is a folder; expected a JSON-lines file"
+    if not path.is_file():
+        return f"{path}: no such file (expected a JSON-lines file)"
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(sample)
+    except OSError as exc:
+        return f"{path}: cannot read it ({exc.strerror or exc}); expected a JSON-lines file"
+    if b"\0" in head:
+        return f"{path}: not a text JSON-lines file (it holds binary data)"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the sample's end
+            return f"{path}: not a text JSON-lines file (not UTF-8 text at byte {exc.start})"
+    return None

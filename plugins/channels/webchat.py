@@ -13,9 +13,10 @@ the visitor token (kept by the page in the browser's local storage, minted here 
 brings none) names the visitor across their conversations: only its hash is stored, as the key
 of their own memory (docs/channels.md#visitor-memory). Every accepted message is
 stored before the 202 (the Conversation itself is created from the second message on); the
-events of a session are a bounded in-process cache of those stored Messages, rebuilt from the
-store when a session is first read after a restart, so a reply written by a resumed turn still
-reaches the visitor. Bodies are capped at :data:`MAX_BODY` bytes; ``after``, ``wait`` and
+events of a session are those stored Messages, re-read from the store on every read (a bounded
+in-process cache, never the truth), numbered in the store's order, so every server sharing the
+store shows one conversation alike and a reply written by another server or a resumed turn
+reaches the visitor (docs/channels.md#several-servers-on-one-store). Bodies are capped at :data:`MAX_BODY` bytes; ``after``, ``wait`` and
 ``Last-Event-ID`` are ASCII decimals of at most 18 digits.
 """
 
@@ -63,16 +64,21 @@ MAX_BODY = 64 * 1024
 MAX_CACHED_EVENTS = 20_000  # over all sessions: the cache stays a few MB whatever visitors do
 MAX_WAIT_S = 30
 LIVE_S = 3.0  # a session read this recently (or being waited on) has its page open: a reply shows at once
+MAX_SCAN = 5_000  # a conversation's Messages read to number them (a webchat conversation stays far below)
+REFRESH_S = 1.0  # a waiting page's server re-reads the store this often (another server may have stored a reply)
 OWNER_SCAN = 500  # owner replies read to find the one a returning visitor has not seen
 
 
 class Sessions:
-    """Per-session event logs (a cache of the stored Messages) and waiters, in-process."""
+    """Per-session event logs, a cache of the stored Messages re-read from the store on every read
+    (docs/channels.md#several-servers-on-one-store: any server shows the whole conversation), and
+    the waiters this process wakes when it stores a message of the session."""
 
     def __init__(self) -> None:
         self.events: dict[str, list[dict[str, Any]]] = {}
         self.waiters: dict[str, list[asyncio.Future[None]]] = {}
         self.read_at: dict[str, float] = {}  # session -> when a page last read it (monotonic)
+        self.delivered: dict[str, None] = {}  # ids of replies this process delivered live (ordered, bounded)
 
     def reading(self, session: str) -> None:
         self.read_at[session] = time.monotonic()
@@ -91,16 +97,37 @@ class Sessions:
                 if not fut.done():
                     fut.set_result(None)
 
+    def wake(self, session: str) -> None:
+        """This process stored a message of the session: its readers re-read the store now."""
+        for fut in self.waiters.pop(session, []):
+            if not fut.done():
+                fut.set_result(None)
+
+    def mark_delivered(self, message_id: str) -> None:
+        """A reply this process delivers live: the page turns its http(s) links into anchors."""
+        self.delivered[message_id] = None
+        if len(self.delivered) > MAX_CACHED_EVENTS:
+            for old in list(self.delivered)[:MAX_CACHED_EVENTS // 2]:
+                self.delivered.pop(old, None)
+
+    def put(self, session: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The session's events as the store holds them now (the newest :data:`MAX_EVENTS`)."""
+        for event in events:
+            if event.get("id") in self.delivered and event.get("role") == "assistant":
+                event["links"] = True
+        self.events.pop(session, None)
+        self.events[session] = events[-MAX_EVENTS:]  # most recently read last
+        self.trim()
+        return self.events.get(session, [])
+
     def push(self, session: str, role: str, text: str, message_id: str | None = None,
              extra: dict[str, Any] | None = None, links: bool = False) -> dict[str, Any]:
-        """A new event of the session. ``links``: the business's own reply, delivered by this process
-        (the page turns its http(s) links into anchors); anything else, read back from the store
-        included, renders as plain text (docs/channels.md#webchat)."""
+        """An event added to the cache alone (tests and tools; the routes re-read the store)."""
         log = self.events.pop(session, [])
-        self.events[session] = log  # most recently active last
+        self.events[session] = log
         for event in log:
             if message_id and event.get("id") == message_id:
-                return event  # already there (read back from the store)
+                return event
         event = {"seq": (log[-1]["seq"] if log else 0) + 1, "role": role, "text": text, "at": time.time(),
                  **(extra or {})}
         if links and role == "assistant":
@@ -110,9 +137,7 @@ class Sessions:
         log.append(event)
         del log[:-MAX_EVENTS]
         self.trim()
-        for fut in self.waiters.pop(session, []):
-            if not fut.done():
-                fut.set_result(None)
+        self.wake(session)
         return event
 
     def trim(self) -> None:
@@ -139,19 +164,24 @@ class Sessions:
                     del self.waiters[session]
 
 
+def _stamp(props: Any) -> int:
+    return int(props.get("receivedNs") or props.get("createdNs") or 0)
+
+
 def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
-    """The session's stored Messages as events, oldest first (what a restarted process shows)."""
+    """The session's stored Messages as events in the store's order (when each was stored, then its
+    id): ``seq`` is the message's place in the conversation, so every server numbers it alike."""
     gw = gateway(host)
     account = gw.require_account()
     rows = gw.store.find(guards=Guards(account), labels=[CHANNEL_MESSAGE_LABELS[CHANNEL]],
-                         where={"conversationId": conversation_id(host, account, CHANNEL, session)}, limit=MAX_EVENTS * 2)
-    rows.sort(key=lambda n: n.properties.get("receivedNs") or n.properties.get("createdNs") or 0)
+                         where={"conversationId": conversation_id(host, account, CHANNEL, session)}, limit=MAX_SCAN)
+    rows.sort(key=lambda n: (_stamp(n.properties), n.id))
     events = []
-    for seq, node in enumerate(rows[-MAX_EVENTS:], start=1):
+    first = max(0, len(rows) - MAX_EVENTS)
+    for seq, node in enumerate(rows[first:], start=first + 1):
         p = node.properties
-        stamp = (p.get("receivedNs") or p.get("createdNs") or 0) / 1e9
-        events.append({"seq": seq, "role": str(p.get("role")), "text": str(p.get("text") or ""), "at": stamp,
-                       "id": node.id, **marks(host, p)})
+        events.append({"seq": seq, "role": str(p.get("role")), "text": str(p.get("text") or ""),
+                       "at": _stamp(p) / 1e9, "id": node.id, **marks(host, p)})
     return events
 
 
@@ -216,37 +246,15 @@ def forget(host: Any, senders: set[str]) -> int:
     return len(gone)
 
 
-def _still_stored(events: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The cached events a store read still backs: an event naming a Message the store no longer
-    holds was erased (by another process) and goes; one naming none is kept (an owner's reply
-    whose id the adapter was not told)."""
-    ids = {e["id"] for e in stored}
-    return [e for e in events if not e.get("id") or e["id"] in ids]
-
-
 async def hydrate(host: Any, session: str, fresh: bool = False) -> Sessions:
-    """The session cache, read back from the store when this process has not seen the session yet;
-    ``fresh`` (a reader starting from the beginning) checks the cached events against the store."""
+    """The session's cache, re-read from the store (every read: a message another server stored,
+    or erased, shows here too). ``fresh`` is kept for callers; every read is fresh now."""
     store = sessions(host)
-    if fresh and store.events.get(session):  # nothing cached, nothing to check
-        try:
-            stored = await asyncio.to_thread(stored_events, host, session)
-        except NotConfigured:
-            stored = []
-        if session in store.events:
-            cached = store.events[session]
-            kept = _still_stored(cached, stored)
-            if len(kept) != len(cached):
-                store.events[session] = kept
-                log("webchat", "op=cache-dropped", events=len(cached) - len(kept))
-    if session not in store.events:
-        try:
-            events = await asyncio.to_thread(stored_events, host, session)
-        except NotConfigured:
-            events = []
-        if session not in store.events:  # another request may have filled it meanwhile
-            store.events[session] = events
-            store.trim()
+    try:
+        events = await asyncio.to_thread(stored_events, host, session)
+    except NotConfigured:
+        events = list(store.events.get(session, []))
+    store.put(session, events)
     return store
 
 
@@ -349,7 +357,7 @@ def routes(host: Any) -> tuple[Route, ...]:
         except NotConfigured as exc:
             return _error(503, "not-configured", str(exc))
         if not duplicate:
-            (await hydrate(host, session)).push(session, "user", msg.text, mid)
+            sessions(host).wake(session)  # this server's readers re-read the store now
         held = await asyncio.to_thread(gateway(host).held_by_owner, msg)  # a person answers: no "typing…"
         return JSONResponse({"session": session, "visitor": visitor, "messageId": mid, "duplicate": duplicate,
                              "held": held}, status_code=202)
@@ -393,11 +401,13 @@ def routes(host: Any) -> tuple[Route, ...]:
         wait = int_param(request.query_params.get("wait"), maximum=MAX_WAIT_S)
         if wait is None:
             return _error(400, "invalid-wait", f"wait: expected a non-negative integer of seconds (at most {MAX_WAIT_S})")
-        store = await hydrate(host, session, fresh=after == 0)
+        store = await hydrate(host, session)
         store.reading(session)
         events = store.after(session, after)
-        if not events and wait > 0 and not stop_of(host).is_set:
-            await store.wait(session, wait)
+        ends = time.monotonic() + wait
+        while not events and not stop_of(host).is_set and (left := ends - time.monotonic()) > 0:
+            await store.wait(session, min(REFRESH_S, left))  # woken at once by this server's own writes
+            await hydrate(host, session)  # and re-reading the store sees the other servers'
             events = store.after(session, after)
         if await request.is_disconnected():  # the tab closed during the long poll: nothing was seen
             return JSONResponse({"session": session, "events": []})
@@ -413,7 +423,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(400, "invalid-session", "session: expected 8-64 characters of [A-Za-z0-9_-]")
         if after is None:
             return _error(400, "invalid-after", "after / Last-Event-ID: expected a non-negative integer")
-        store = await hydrate(host, session, fresh=after == 0)
+        store = await hydrate(host, session)
 
         async def events() -> Any:
             last = after
@@ -430,9 +440,13 @@ def routes(host: Any) -> tuple[Route, ...]:
                     yield f"id: {event['seq']}\nevent: message\ndata: {data}\n\n"
                 if await request.is_disconnected() or stop.is_set:
                     return
-                before = len(store.events.get(session, []))
-                await store.wait(session, max(0.0, min(KEEPALIVE_S, ends - time.monotonic())))
-                if len(store.events.get(session, [])) == before:
+                quiet = min(ends, time.monotonic() + KEEPALIVE_S)
+                while not stop.is_set and (left := quiet - time.monotonic()) > 0:
+                    await store.wait(session, min(REFRESH_S, left))
+                    await hydrate(host, session)
+                    if store.after(session, last):
+                        break
+                else:
                     yield ": keepalive\n\n"
 
         return StreamingResponse(events(), media_type="text/event-stream",
@@ -453,14 +467,21 @@ async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
 
     session = str(msg.target.get("session") or msg.sender)
     owner = msg.platform_id[6:] if msg.platform_id.startswith("owner:") else None  # the console's reply id
-    store = await hydrate(host, session)
+    store = sessions(host)
     live = store.live(session)  # the visitor's page is open now: the reply shows at once
-    if owner:
-        extra: dict[str, Any] = {"from": "owner", "by": product_name(host.env), "seen": False}
-    else:
-        extra = {"role": "notice"} if DELIVERING_KIND.get() == "held-notice" else {}
-    role = extra.pop("role", "assistant")
-    event = store.push(session, role, text, DELIVERING.get() or owner, extra, links=True)
+    rid = DELIVERING.get() or owner  # the reply is stored (pending) before it is sent
+    if rid:
+        store.mark_delivered(rid)
+    await hydrate(host, session)
+    event = next((e for e in store.events.get(session, []) if rid and e.get("id") == rid), None)
+    if event is None:  # not in the store (a caller that stored nothing): this process's page shows it
+        if owner:
+            extra: dict[str, Any] = {"from": "owner", "by": product_name(host.env), "seen": False}
+        else:
+            extra = {"role": "notice"} if DELIVERING_KIND.get() == "held-notice" else {}
+        role = extra.pop("role", "assistant")
+        event = store.push(session, role, text, rid, extra, links=True)
+    store.wake(session)
     return {"ok": True, "attempts": 1, "platformId": f"{session}:reply:{event['seq']}", "live": live}
 
 

@@ -70,8 +70,11 @@ def run(args: argparse.Namespace, host: Any) -> int:
 
         account = _account(host)
         require_admin(host.principal, "graph import")  # it writes rows without per-row guards
-        if not args.file.is_file():
-            raise UserError(f"{args.file}: no such file (expected a JSON-lines file)")
+        from plughost.api.util import jsonl_file_problem
+
+        problem = jsonl_file_problem(args.file)
+        if problem:
+            raise UserError(problem)
         summary = import_jsonl(host.store(), args.file, account_id=account, batch_size=args.batch_size,
                                progress=False if args.no_progress else None)
         return 2 if summary.errors else 0

@@ -16,6 +16,8 @@ CREATE INDEX graph_node_entity_key IF NOT EXISTS FOR (n:GraphNode) ON (n.entityK
 CREATE INDEX graph_node_visitor_key IF NOT EXISTS FOR (n:GraphNode) ON (n.visitorKey);
 CREATE INDEX graph_node_slice_token IF NOT EXISTS FOR (n:GraphNode) ON (n.sliceToken);
 CREATE INDEX graph_node_task_id IF NOT EXISTS FOR (n:GraphNode) ON (n.taskId);
+// A conversation's Messages (find where conversationId = $v): the webchat re-reads them on every poll.
+CREATE INDEX graph_node_conversation_id IF NOT EXISTS FOR (n:GraphNode) ON (n.conversationId);
 
 // One HNSW cosine vector index per vector-indexed label (docs/graph.md#labels; pinned by the schema-labels gate).
 CREATE VECTOR INDEX question_embedding IF NOT EXISTS FOR (n:Question) ON (n.embedding)

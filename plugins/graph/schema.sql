@@ -35,6 +35,9 @@ CREATE INDEX nodes_slice_token ON nodes (json_extract(properties, '$."sliceToken
   WHERE json_extract(properties, '$."sliceToken"') IS NOT NULL;
 CREATE INDEX nodes_task_id ON nodes (json_extract(properties, '$."taskId"'))
   WHERE json_extract(properties, '$."taskId"') IS NOT NULL;
+-- A conversation's Messages (find where conversationId = ?): the webchat re-reads them on every poll.
+CREATE INDEX nodes_conversation_id ON nodes (json_extract(properties, '$."conversationId"'))
+  WHERE json_extract(properties, '$."conversationId"') IS NOT NULL;
 
 CREATE TABLE node_labels (
   label TEXT    NOT NULL,

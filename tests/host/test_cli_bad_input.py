@@ -79,3 +79,30 @@ def test_a_missing_plugins_folder_is_one_line_naming_the_flag(tmp_path: Path) ->
         done = run_cli(flag, "", "plugins", "list")
         assert done.returncode == 2 and done.stderr.strip().splitlines() == [
             f"plughost: error: argument {flag}: expected a folder, got an empty value"], done.stderr
+
+
+def test_an_unknown_scope_is_one_line_naming_the_allowed_ones(plughost_home: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "prices.md"
+    doc.write_text("# Prices\n\nBread is 3 euros.\n")
+    for args in (("memory", "ingest", str(doc), "--scope", "pubic"),
+                 ("memory", "collection", "add", "notes", str(tmp_path), "--scope", "pubic")):
+        done = run_cli(*args, env={"ACCOUNT_ID": "acct-scope", "PLUGHOST_EMBEDDER": "none"})
+        assert done.returncode == 2, done.stderr
+        line = done.stderr.strip()
+        assert "\n" not in line and "'pubic'" in line and "'public', 'shared', 'admin'" in line, line
+    assert _nodes(plughost_home) == 0
+
+
+def test_import_refuses_a_folder_and_a_binary_file_in_one_line(plughost_home: Path, tmp_path: Path) -> None:
+    binary = tmp_path / "photo.jpg"
+    binary.write_bytes(b"\xff\xd8\xff\xe0\0\x10JFIF" + bytes(range(256)) * 200)
+    latin = tmp_path / "latin1.jsonl"
+    latin.write_bytes('{"id": "x", "labels": ["Note"], "properties": {"name": "caf\xe9"}}\n'.encode("latin-1") * 50)
+    for command in (("graph", "import"), ("memory", "import")):
+        for path, said in ((tmp_path, "is a folder; expected a JSON-lines file"),
+                           (binary, "not a text JSON-lines file"), (latin, "not a text JSON-lines file")):
+            done = run_cli(*command, str(path), env={"ACCOUNT_ID": "acct-import", "PLUGHOST_EMBEDDER": "none"})
+            assert done.returncode == 2, done.stderr
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and said in lines[0] and str(path) in lines[0], done.stderr
+    assert _nodes(plughost_home) == 0

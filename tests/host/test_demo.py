@@ -49,3 +49,29 @@ def test_run_script_brand_greets_as_the_demo_business() -> None:
     default = re.search(r'^BRAND="\$\{BRAND:-([a-z-]+)\}"', (repo / "scripts" / "run.sh").read_text(), re.M)
     assert default, "run.sh names a default brand"
     assert load_brand(resolve_brand(default.group(1))).product == ENTITIES[0]["properties"]["name"]
+
+
+def test_demo_never_writes_over_the_owners_edited_page(tmp_path: Path) -> None:
+    """The demo (re)writes sites/index.html only when absent or exactly its own page; an edit is kept,
+    even one that leaves the demo's comment in place, and the demo says it left the page alone."""
+    from plughost.cli.commands.demo import SITE_MARK, publish_site
+
+    target = tmp_path / "sites" / "index.html"
+    assert publish_site(tmp_path) == target and SITE_MARK in target.read_text()
+    assert publish_site(tmp_path) == target  # its own page, unedited: rewritten (the same)
+    edited = target.read_text().replace("<main>", "<main><p>Closed on Mondays.</p>")
+    target.write_text(edited)
+    assert publish_site(tmp_path) is None and target.read_text() == edited
+    target.write_text("<p>my own shop</p>")
+    assert publish_site(tmp_path) is None and target.read_text() == "<p>my own shop</p>"
+    target.unlink()
+    assert publish_site(tmp_path) == target and "Closed on Mondays" not in target.read_text()
+
+
+def test_demo_says_it_left_an_edited_page_alone(plughost_home: Path) -> None:
+    site = plughost_home / "sites" / "index.html"
+    site.parent.mkdir(parents=True, exist_ok=True)
+    site.write_text("<p>my own shop</p>")
+    done = run_cli("demo", env={"PLUGHOST_EMBEDDER": "none"})
+    assert done.returncode == 0, done.stderr
+    assert "left alone" in done.stdout and site.read_text() == "<p>my own shop</p>"

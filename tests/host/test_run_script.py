@@ -118,3 +118,14 @@ def test_run_script_as_a_new_user(tmp_path: Path) -> None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", port))
             sock.listen(1)
+
+
+def test_run_script_says_port_must_be_a_number(tmp_path: Path) -> None:
+    """`PORT=abc scripts/run.sh`: one line naming the reason, exit 2, before anything is set up."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "run.sh"
+    for bad in ("abc", "80x", "70000"):
+        done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PORT": bad, "PLUGHOST_HOME": str(tmp_path / "home")})
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip() == f"run.sh: PORT must be a number from 0 to 65535 (0: any free port), not '{bad}'"
+        assert not (tmp_path / "home").exists()

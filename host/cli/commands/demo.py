@@ -13,6 +13,7 @@ import hashlib
 import html
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,11 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     else:
         what = "already seeded" if seeded else f"{ingested} documents ingested, {written} entities written"
         print(f"demo account '{account}': {what} (embedder: {summary['embedder']})")
-        print(f"brand site: /sites/ ({site or host.home / 'sites' / 'index.html'})")
+        if site is None:
+            print(f"brand site: /sites/ (left alone: {host.home / 'sites' / 'index.html'} is not the demo's own page "
+                  "(edited, or yours); the demo writes it only when absent or unedited)")
+        else:
+            print(f"brand site: /sites/ ({site})")
         text = result if isinstance(result, str) else json.dumps(result, indent=2, default=str)
         if args.full:
             print(f"memory-search \"{args.query}\":")
@@ -200,7 +205,20 @@ def best_result(text: str) -> str:
     return f"best: {title} (score {score})\n  {body[:160]}"
 
 
-SITE_MARK = "<!-- written by plughost demo; delete this line to keep your own edits -->"
+SITE_MARK = "<!-- written by plughost demo; once you edit this page, the demo leaves it alone -->"
+SITE_SEAL = re.compile(r"<!-- plughost demo page sha256=([0-9a-f]{64}) -->\n")
+"""The demo's page names the hash of the rest of itself: a page whose text no longer matches it
+was edited by its owner, and the demo never writes over it (docs/cli.md)."""
+
+
+def _sealed(page: str) -> str:
+    return f"<!-- plughost demo page sha256={hashlib.sha256(page.encode()).hexdigest()} -->\n{page}"
+
+
+def demo_wrote(current: str) -> bool:
+    """Is this exactly a page the demo wrote (its seal matches the text), so it may be replaced?"""
+    found = SITE_SEAL.match(current)
+    return found is not None and hashlib.sha256(current[found.end():].encode()).hexdigest() == found.group(1)
 
 
 def site_html() -> str:
@@ -254,15 +272,15 @@ def site_html() -> str:
 def publish_site(home: Path) -> Path | None:
     """Write ``<home>/sites/index.html`` unless someone else's page is there; the path written (or kept)."""
     target = home / "sites" / "index.html"
-    page = site_html()
+    page = _sealed(site_html())
     try:
         current = target.read_text(encoding="utf-8")
     except FileNotFoundError:
         current = None
     except (OSError, UnicodeDecodeError):
         return None
-    if current is not None and SITE_MARK not in current:
-        return None  # the owner's own site: never overwritten
+    if current is not None and current != page and not demo_wrote(current):
+        return None  # the owner's own or edited site: never overwritten
     if current != page:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".{hashlib.sha256(page.encode()).hexdigest()[:8]}.tmp")

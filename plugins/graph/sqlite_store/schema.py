@@ -49,11 +49,15 @@ ADDED_INDEXES = {
                          "WHERE json_extract(properties, '$.\"sliceToken\"') IS NOT NULL",
     "nodes_task_id": "CREATE INDEX IF NOT EXISTS nodes_task_id ON nodes (json_extract(properties, '$.\"taskId\"')) "
                          "WHERE json_extract(properties, '$.\"taskId\"') IS NOT NULL",
+    "nodes_conversation_id": "CREATE INDEX IF NOT EXISTS nodes_conversation_id ON nodes "
+                             "(json_extract(properties, '$.\"conversationId\"')) "
+                             "WHERE json_extract(properties, '$.\"conversationId\"') IS NOT NULL",
 }
 """Indexes ``schema.sql`` gained at this version after files were made with it: created when a
 store opens a file that lacks one (an index changes no stored data, so the version stays). The
 entity lookup's, then the keyed lookups of per-visitor memory (a visitor's Messages, their
-slices) and time on tasks (a Task's timers and adjustments)."""
+slices), time on tasks (a Task's timers and adjustments) and a conversation's Messages (the webchat's
+re-read on every poll)."""
 
 
 def ensure_indexes(conn: sqlite3.Connection) -> None:

@@ -26,8 +26,11 @@ def run(args: argparse.Namespace, host: Any) -> int:
 
     acct = account(host)
     require_admin(host.principal, "memory import")  # it writes rows without per-row guards
-    if not args.file.is_file():
-        raise UserError(f"{args.file}: no such file (expected a JSON-lines file)")
+    from plughost.api.util import jsonl_file_problem
+
+    problem = jsonl_file_problem(args.file)
+    if problem:
+        raise UserError(problem)
     store = host.store()
     embedder = None if args.no_embed else host.embedder()
     check_dimensions(store, embedder)

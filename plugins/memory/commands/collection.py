@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add.add_argument("path", metavar="PATH", help="the notes folder (not /, ~ itself, a system folder or PLUGHOST_HOME)")
     add.add_argument("--pattern", help="glob of the files to index, relative to PATH (default: the source's, **/*.md and **/*.markdown)")
     add.add_argument("--source", default="markdown", help="collection source (default markdown)")
-    add.add_argument("--scope", help="scope every note gets (default admin: private; --scope public publishes "
+    add.add_argument("--scope", choices=("public", "shared", "admin"), help="scope every note gets (default admin: private; --scope public publishes "
                                      "the notes to every scope, e.g. a public webchat)")
     add.add_argument("--agent", action="append", default=[], help="agent tag every note gets (repeatable)")
     add.add_argument("--replace", action="store_true", help="re-point an existing collection NAME at PATH")

@@ -16,7 +16,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--title", help="document title (default: the first heading or line)")
     parser.add_argument("--format", choices=("auto", "markdown", "text"), default="auto")
     parser.add_argument("--attachment-id", help="stable source id (default: a hash of the content)")
-    parser.add_argument("--scope", help="scope of every node (public, shared, admin)")
+    parser.add_argument("--scope", choices=("public", "shared", "admin"),
+                        help="scope of every node (public, shared, admin)")
 
 
 def run(args: argparse.Namespace, host: Any) -> int:

@@ -19,7 +19,7 @@ OBJECTS = {
     ("table", "edges"), ("table", "node_vectors"), ("table", "node_text"), ("table", "node_text_stem"),
     ("table", "vector_labels"), ("index", "nodes_account"), ("index", "nodes_deleted"),
     ("index", "nodes_vector_guard"), ("index", "nodes_entity_key"), ("index", "nodes_visitor_key"), ("index", "nodes_slice_token"),
-    ("index", "nodes_task_id"), ("index", "node_labels_node"), ("index", "node_agents_node"),
+    ("index", "nodes_task_id"), ("index", "nodes_conversation_id"), ("index", "node_labels_node"), ("index", "node_agents_node"),
     ("index", "node_keywords_node"), ("index", "edges_target"), ("index", "node_vectors_seq"),
     ("trigger", "nodes_purge"),
 }
