@@ -164,6 +164,18 @@ def _require_folders(pre: argparse.Namespace, env: Mapping[str, str]) -> None:
             raise UserError(f"{flag}: '{folder}' {what}")
 
 
+def os_problem(exc: OSError) -> str:
+    """One line for a file-system error: the path, what went wrong, and the data root's rule when
+    the path is under it."""
+    path = exc.filename or ""
+    what = exc.strerror or type(exc).__name__
+    line = f"{path}: {what}" if path else what
+    home = str(config.home())
+    if path and str(path).startswith(home):
+        line += f" (PLUGHOST_HOME '{home}' must be a folder this user can write)"
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ctx = Context()
@@ -186,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a file system the command cannot use: one line naming the path, never a traceback
+        print(f"plughost: {os_problem(exc)}", file=sys.stderr)
+        return 2
     finally:
         if ctx._host is not None:
             try:

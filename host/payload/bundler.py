@@ -39,6 +39,7 @@ from plughost.payload.generator import (
     plugin_folders,
     premium_bundles,
 )
+from plughost.runtime import hostrange
 from plughost.runtime.manifest import load_manifest, validate
 from plughost.util import config, settings
 from plughost.util.errors import FatalError, UserError
@@ -199,11 +200,9 @@ def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str,
         return "none", {}, sorted(available)
     missing = [b for b in allow if b not in available]
     if missing:
-        where = str(premium_dir) if premium_dir else "(no premium bundles folder; pass --premium-dir)"
-        raise FatalError(
-            f"FATAL: brand.shipsPremiumBundles names bundle '{missing[0]}' that is missing on disk in {where} "
-            f"({brand.path})"
-        )
+        where = (f"is not in the premium bundles folder {premium_dir}" if premium_dir
+                 else "needs a premium bundles folder: pass --premium-dir DIR (or set PLUGHOST_PREMIUM_DIR)")
+        raise FatalError(f"FATAL: {brand.path}: shipsPremiumBundles: bundle '{missing[0]}' {where}")
     shipped = {b: available[b] for b in sorted(allow)}
     return "allowlist", shipped, sorted(b for b in available if b not in shipped)
 
@@ -318,6 +317,11 @@ def _staged(tmp: Path, plugins_dir: Path) -> Any:
 def _bundle(brand: Brand, out: Path, plugins_dir: Path, premium_dir: Path | None, python: str,
             staged: Any) -> BundleReport:
     platform, excluded = _platform_sources(plugins_dir, brand, staged.folders, staged.replaces)
+    refused = {f: p for f in platform if (p := hostrange.problem(load_manifest(f / "PLUGIN.md").requires_plughost))}
+    platform = [f for f in platform if f not in refused]  # a plugin this host never loads is not shipped
+    for folder, problem in sorted(refused.items()):
+        staged.left_out[folder.name] = problem
+        log("bundler", "op=left-out", plugin=folder.name, source="folder", reason=problem)
     mode, bundles, skipped = premium_gate(brand, premium_dir)
     log("bundler", "premium-bundle-gate", brand=brand.name, mode=mode, shipped=sorted(bundles), skipped=skipped)
     report = BundleReport(out=out, brand=brand.name, platform=[f.name for f in platform], excluded=excluded,

@@ -11,6 +11,7 @@ import difflib
 import importlib
 import importlib.metadata
 import importlib.util
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +30,24 @@ from plughost.util.errors import DuplicateNameError, UserError
 from plughost.util.log import log
 
 ENTRY_POINT_GROUP = "plughost.plugins"
+
+
+PLUGIN_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+"""A plugin's name (plugin.schema.json's ``name``): what an entry point's name must be too."""
+
+
+def shared_modules(eps: list[importlib.metadata.EntryPoint]) -> dict[str, list[str]]:
+    """Entry-point targets more than one entry point names (target → the names): ambiguous, so none
+    of them is loaded (a second distribution cannot take over an installed plugin's module)."""
+    names: dict[str, list[str]] = {}
+    for ep in eps:
+        dist = getattr(ep, "dist", None)
+        names.setdefault(ep.value, []).append(f"{ep.name} ({getattr(dist, 'name', '?')})")
+    return {value: found for value, found in names.items() if len(found) > 1}
+
+
+class _Refused(Exception):
+    """A record :meth:`Discovery._claim` refused (already recorded as failed)."""
 
 
 @dataclass
@@ -75,6 +94,7 @@ class Discovery:
         self.plugins_dir, self.premium_dir, self.entry_points = plugins_dir, premium_dir, entry_points
         self.records: dict[str, PluginRecord] = {}
         self._loaded = False
+        self._shared: dict[str, list[str]] = {}
         self._modules: dict[str, str] = {}  # dotted module -> plugin name
         self._brand: tuple[str | None, list[str]] | None = None
 
@@ -132,7 +152,9 @@ class Discovery:
         self._loaded = True
         legacy.install()  # plugins written for 0.1 import `host...`: served, with a warning, until 0.3
         if self.entry_points:
-            for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+            self._shared = shared_modules(eps)
+            for ep in eps:
                 self._load_entry_point(ep)
         if self.plugins_dir and self.plugins_dir.is_dir():
             for folder in sorted(p for p in self.plugins_dir.iterdir() if (p / "PLUGIN.md").is_file()):
@@ -151,7 +173,9 @@ class Discovery:
         return self
 
     def _claim(self, record: PluginRecord) -> PluginRecord | None:
-        """Register a record under its name; the same plugin reached twice merges, two different ones raise."""
+        """Register a record under its name; the same plugin reached twice merges. A second, different
+        plugin claiming a taken name fails alone (the first keeps it), naming both sources; the
+        :class:`DuplicateNameError` it carries is its reason."""
         existing = self.records.get(record.name)
         if existing is None:
             self.records[record.name] = record
@@ -164,15 +188,31 @@ class Discovery:
         )
         if same_folder or same_module:
             return existing
-        raise DuplicateNameError(
-            f"plugin name '{record.name}' is claimed by two sources: {existing.origin} and {record.origin}"
-        )
+        clash = DuplicateNameError(
+            f"plugin name '{record.name}' is claimed by two sources: {existing.origin} and {record.origin} "
+            f"(the second is not loaded; rename it)")
+        record.status, record.reason = "failed", str(clash)
+        self.records[f"{record.name}@{record.origin}"] = record  # listed and reported, never loaded
+        log("plugins", "op=load-failed", plugin=record.name, reason=str(clash))
+        raise _Refused from None
 
     def _load_entry_point(self, ep: importlib.metadata.EntryPoint) -> None:
         dist = getattr(ep, "dist", None)
         builtin = bool(dist and dist.name == "plughost")
         record = PluginRecord(name=ep.name, source="entry-point", origin=f"module:{ep.value}", builtin=builtin)
-        self._claim(record)
+        where = f"entry point '{ep.name} = {ep.value}' of the distribution {getattr(dist, 'name', '?')}"
+        if not PLUGIN_NAME.fullmatch(ep.name):
+            self._refuse(record, f"{where}: name: expected lower-case letters, digits and single '-' (a plugin's name)")
+            return
+        others = [n for n in self._shared.get(ep.value, ()) if not n.startswith(f"{ep.name} (")]
+        if others:
+            self._refuse(record, f"{where}: its module is also the entry point {', '.join(others)}; "
+                                 "one module is one plugin (none of them loads until one is removed)")
+            return
+        try:
+            self._claim(record)
+        except _Refused:
+            return
         reason = self._blocked_reason(ep.name, builtin)
         if reason:
             record.status, record.reason = ("excluded" if reason.startswith("excluded by brand") else "disabled"), reason
@@ -211,7 +251,10 @@ class Discovery:
             name=name, source=source, origin=str(folder), folder=folder, manifest=manifest,
             bundle=bundle, nested=nested, builtin=builtin and source == "platform",
         )
-        existing = self._claim(record)
+        try:
+            existing = self._claim(record)
+        except _Refused:
+            return
         if existing is not None:
             # A built-in reached as an entry point and as a folder: one plugin. The folder's
             # manifest (the payload's copy) describes the files; the module stays the entry point's.
@@ -232,6 +275,12 @@ class Discovery:
         elif manifest:
             self._refused_host(record)
         # else: a declarative plugin (a shared-lib MCP server, skills, agents): nothing to import.
+
+    def _refuse(self, record: PluginRecord, reason: str) -> None:
+        """Fail a plugin that cannot be registered under its own name: listed and reported, never loaded."""
+        record.status, record.reason = "failed", reason
+        self.records[record.name if record.name not in self.records else f"{record.name}@{record.origin}"] = record
+        log("plugins", "op=load-failed", plugin=record.name, reason=reason)
 
     def _refused_host(self, record: PluginRecord, dist: Any = None) -> bool:
         """Fail ``record`` alone, before its import, when PLUGIN.md's ``requires-plughost`` or its

@@ -9,6 +9,7 @@ is checked against it too (a module-level assignment below, and a test).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -112,12 +113,14 @@ class PluginHost(Protocol):
         ...
 
 
-def load_host(env: Mapping[str, str] | None = None, plugins_dir: Path | None = None) -> PluginHost:
+def load_host(env: Mapping[str, str] | None = None, plugins_dir: str | os.PathLike[str] | None = None) -> PluginHost:
     """A loaded host for a plugin's own process (a hook script run by Claude Code, a worker): the
     same plugins a ``plughost`` command would load from ``env`` (default: the process environment).
     Close it with ``host.close()``."""
-    import os
-
     from plughost.runtime.host import Host
+    from plughost.util.errors import UserError
 
-    return Host(plugins_dir=plugins_dir, env=dict(os.environ if env is None else env)).load()
+    folder = Path(plugins_dir).expanduser() if plugins_dir is not None else None
+    if folder is not None and not folder.is_dir():
+        raise UserError(f"plugins_dir: '{folder}' is not a folder")
+    return Host(plugins_dir=folder, env=dict(os.environ if env is None else env)).load()

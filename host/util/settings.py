@@ -68,8 +68,11 @@ class Setting(Generic[T]):
     the builtins-only hook stages read the same way), so the start check leaves it to the reader."""
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", self.name) or self.type not in KINDS:
-            raise ValueError(f"{self.name}: a setting is an upper-case name of a known type, got {self.type!r}")
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", self.name):
+            raise ValueError(f"{self.name!r}: a setting's name is upper case (A-Z, 0-9, _), e.g. ACME_LIMIT")
+        if self.type not in KINDS:
+            raise ValueError(f"{self.name}: type: expected one of the strings {', '.join(repr(k) for k in KINDS)}, "
+                             f"got {self.type!r}")
         if (self.type == "choice") != bool(self.choices):
             raise ValueError(f"{self.name}: choices go with type 'choice' (and only with it)")
 

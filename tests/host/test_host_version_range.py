@@ -97,3 +97,24 @@ def test_an_entry_points_distribution_requirement_on_plughost_is_read_the_same_w
         {site / 'fakebad-1.0.dist-info'}/METADATA: Requires-Dist: expected a PEP 508 requirement such as \
 'plughost>=0.2,<1' (got 'plughost >=banana')""")
     assert rows["graph"]["status"] == "loaded"
+
+
+def test_check_names_the_field_and_bundle_leaves_such_a_plugin_out(tmp_path: Path) -> None:
+    """`manifests check` says which field excludes this host (with or without a `python:` module), and
+    `bundle` ships no plugin this host would never load, saying so in its `left out:` line."""
+    plugins = tmp_path / "plugins"
+    newer = _plugin(plugins, "newer", '">=99"', NEVER)
+    decl = plugins / "decl"
+    decl.mkdir()
+    (decl / "PLUGIN.md").write_text('---\nname: decl\nversion: 0.1.0\nrequires-plughost: "<0.2"\n---\n')
+    for folder in (newer, decl):
+        check = run_cli("--plugins-dir", str(plugins), "manifests", "check", str(folder))
+        assert check.returncode == 2 and "Traceback" not in check.stderr
+        assert f"{folder / 'PLUGIN.md'}: requires-plughost: needs plughost" in check.stdout + check.stderr
+    _plugin(plugins, "current", f'">={VERSION},<99"')
+    out = tmp_path / "payload"
+    built = run_cli("--plugins-dir", str(plugins), "bundle", "default", "--out", str(out))
+    assert built.returncode == 0, built.stderr
+    assert "newer (needs plughost >=99" in built.stdout and "decl (needs plughost <0.2" in built.stdout
+    shipped = {p.name for p in (out / "plugins").iterdir()}
+    assert "current" in shipped and not {"newer", "decl"} & shipped

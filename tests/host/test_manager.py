@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from plughost.runtime import hooktable
-from plughost.util.errors import DuplicateNameError
 from tests.conftest import run_cli, run_cli_process
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -86,11 +85,23 @@ def test_two_folders_claiming_one_name_name_both(tmp_path: Path, make_host) -> N
     premium = tmp_path / "premium"
     write_plugin(plugins / "dup", "twin")
     write_plugin(premium / "other", "twin")
-    with pytest.raises(DuplicateNameError) as err:
-        make_host(plugins_dir=plugins, premium_dir=premium)
-    assert str(plugins / "dup") in str(err.value) and str(premium / "other") in str(err.value)
+    host = make_host(plugins_dir=plugins, premium_dir=premium)  # the second fails alone; the rest loads
+    failed = [r for r in host.records.values() if r.name == "twin" and r.status == "failed"]
+    assert len(failed) == 1 and str(plugins / "dup") in failed[0].reason and str(premium / "other") in failed[0].reason
+    assert host.records["twin"].status == "loaded" and host.records["graph"].status == "loaded"
     result = run_cli("--plugins-dir", str(plugins), "--premium-dir", str(premium), "plugins", "list")
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "twin" in result.stderr
+    assert result.returncode == 0 and "claimed by two sources" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_folder_named_like_a_built_in_fails_alone(tmp_path: Path) -> None:
+    plugins = tmp_path / "plugins"
+    write_plugin(plugins / "memory", "memory")
+    result = run_cli("--plugins-dir", str(plugins), "plugins", "list", "--json")
+    rows = json.loads(result.stdout)["plugins"]
+    mine = [r for r in rows if r["name"] == "memory" and r["status"] == "failed"]
+    assert result.returncode == 0 and len(mine) == 1 and "claimed by two sources" in mine[0]["reason"]
+    assert any(r["name"] == "memory" and r["status"] == "loaded" for r in rows)
 
 
 def test_trace_hooks_logs_calls(make_host, capfd) -> None:
@@ -203,3 +214,37 @@ def test_trace_hooks_names_each_plugin_once(make_host, capfd) -> None:
     host.tools()
     (line,) = [x for x in capfd.readouterr().err.splitlines() if "op=call hook=plughost_tools" in x]
     assert line.count("twice") == 1, line
+
+
+def test_a_bad_entry_point_name_or_a_second_name_for_one_module_fails_alone(tmp_path: Path) -> None:
+    """``"Bad Name" = mod``, and ``aaa-other = weather_mod`` beside ``weather = weather_mod``: each
+    refused in one line naming the distributions and entry points (a second distribution never takes
+    an installed plugin's module over); the built-ins load."""
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "weather_mod.py").write_text(
+        "from plughost import Tool, hookimpl\n\n\ndef forecast(city: str) -> str:\n    \"\"\"A forecast.\"\"\"\n"
+        "    return 'sun'\n\n\n@hookimpl\ndef plughost_tools(host):\n    return [Tool.from_function(forecast)]\n")
+    (site / "ok_mod.py").write_text("")
+    for dist, entries in (("weather-dist", "weather = weather_mod"), ("thief-dist", "aaa-other = weather_mod"),
+                          ("oddname-dist", "Bad Name = ok_mod")):
+        info = site / f"{dist}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[plughost.plugins]\n{entries}\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=str(site), PLUGHOST_HOME=str(tmp_path / "home"))
+    result = subprocess.run([sys.executable, "-m", "plughost.cli", "plugins", "list", "--json"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
+    assert rows["Bad Name"]["status"] == "failed" and "oddname-dist" in rows["Bad Name"]["reason"]
+    assert "name: expected lower-case letters" in rows["Bad Name"]["reason"]
+    for name, other in (("aaa-other", "weather (weather-dist)"), ("weather", "aaa-other (thief-dist)")):
+        assert rows[name]["status"] == "failed" and "one module is one plugin" in rows[name]["reason"], rows[name]
+        assert other in rows[name]["reason"]  # ambiguous: neither takes the module
+    assert rows["graph"]["status"] == "loaded"

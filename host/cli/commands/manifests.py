@@ -43,6 +43,8 @@ def run_check(args: argparse.Namespace, ctx: Any) -> int:
         raise UserError(f"PATH: no PLUGIN.md found under '{args.path}'")
     defects = [line for md in manifests for line in manifest_errors(md)]
     if not defects:
+        defects = host_range_defects(manifests)
+    if not defects:
         defects = tool_defects(manifests, ctx.env)
     defects += [f.line() for f in files.findings if f.severity == "error"]
     for line in defects:
@@ -87,6 +89,19 @@ def claude_file_findings(path: Path, manifests: list[Path]) -> _Files:
         if not skip.intersection(mj.parts):
             out.checked += 1
             out.findings.extend(plugin_files.check_marketplace(mj.parent.parent))
+    return out
+
+
+def host_range_defects(manifests: list[Path]) -> list[str]:
+    """A PLUGIN.md whose ``requires-plughost`` excludes this host: the plugin would never load here."""
+    from plughost.runtime import hostrange
+    from plughost.runtime.manifest import load_manifest
+
+    out = []
+    for md in manifests:
+        problem = hostrange.problem(load_manifest(md).requires_plughost)
+        if problem:
+            out.append(f"{md}: requires-plughost: {problem}")
     return out
 
 

@@ -51,6 +51,7 @@ PLUGIN_MD = '''---
 name: {name}
 description: "The {name} plugin: one tool, served over MCP."
 version: 0.1.0
+requires-plughost: ">={major_minor},<{next_major}"
 surface: feature
 python: {module}
 tools:
@@ -73,7 +74,7 @@ version = "0.1.0"
 description = "The {name} plugin for plughost: one tool, served over MCP."
 readme = "README.md"
 requires-python = ">=3.11"
-dependencies = ["plughost>={major_minor}"]
+dependencies = ["plughost>={major_minor},<{next_major}"]
 
 [project.optional-dependencies]
 test = ["pytest>=8"]
@@ -135,26 +136,28 @@ def _check_name(name: str) -> None:
 def files_for(name: str, package: bool) -> dict[str, str]:
     """Relative path → text of the scaffold."""
     snake = name.replace("-", "_")
+    major = int(__version__.split(".")[0])
+    versions = {"major_minor": ".".join(__version__.split(".")[:2]), "next_major": str(major + 1)}
     tool = f"{name}-greet"
     if not package:
         module = f"{'plugin_' if snake[0].isdigit() else ''}{snake}_tools"
         served = "`plughost mcp serve " + name + "` serves it; once bundled, Claude Code starts `mcp/__main__.py`."
         return {
-            "PLUGIN.md": PLUGIN_MD.format(name=name, module=module, tool=tool, hooks_file=f"{module}.py", served=served),
+            "PLUGIN.md": PLUGIN_MD.format(name=name, module=module, tool=tool, hooks_file=f"{module}.py", served=served,
+                                          **versions),
             f"{module}.py": HOOKS.format(name=name, tool=tool),
             "mcp/__main__.py": SERVER.format(name=name),
         }
     pkg = f"plughost_{snake}"
     dist = f"plughost-{name}"
-    major_minor = ".".join(__version__.split(".")[:2])
     served = "`plughost mcp serve " + name + "` serves it; `plughost bundle` ships it to Claude Code."
     return {
-        "pyproject.toml": PYPROJECT.format(dist=dist, name=name, package=pkg, major_minor=major_minor),
+        "pyproject.toml": PYPROJECT.format(dist=dist, name=name, package=pkg, **versions),
         "README.md": README.format(dist=dist, name=name, package=pkg, tool=tool),
         f"src/{pkg}/__init__.py": f'"""The {name} plugin for plughost (the hooks are in {pkg}.plugin)."""\n',
         f"src/{pkg}/plugin.py": HOOKS.format(name=name, tool=tool),
         f"src/{pkg}/PLUGIN.md": PLUGIN_MD.format(name=name, module=f"{pkg}.plugin", tool=tool,
-                                                 hooks_file="plugin.py", served=served),
+                                                 hooks_file="plugin.py", served=served, **versions),
         "tests/test_plugin.py": TEST.format(name=name, package=pkg, tool=tool),
     }
 

@@ -88,7 +88,7 @@ BAD_BRANDS = {
                         "FATAL: brand.shipsPremiumBundles must be a string[] (boolean 'true' no longer accepted; "
                         "enumerate bundles in {file})"),
     "unknown-bundle": ({"name": "b", "productName": "B", "shipsPremiumBundles": ["greeter", "nope"]}, 1,
-                       "FATAL: brand.shipsPremiumBundles names bundle 'nope' that is missing on disk"),
+                       "shipsPremiumBundles: bundle 'nope' is not in the premium bundles folder"),
     "excluded-missing": ({"name": "b", "productName": "B", "plugins": {"excluded": ["telegram"]}}, 2,
                          "{file}: plugins.excluded[0]: no platform plugin named 'telegram'"),
     "unknown-key": ({"name": "b", "productName": "B", "shipsBundles": ["greeter"]}, 2,
