@@ -107,10 +107,9 @@ def record_store(env: Mapping[str, str], values: Mapping[str, str]) -> Path:
 def account_on_record(env: Mapping[str, str]) -> str | None:
     """The account a process of this environment runs as: ``ACCOUNT_ID`` in it, else in
     ``<PLUGHOST_HOME>/.env`` (what :func:`plughost.util.config.load_env` gives every server)."""
-    value = (env.get("ACCOUNT_ID") or "").strip()
-    if value:
-        return value
-    return (config.read_dotenv(config.home(env) / ".env").get("ACCOUNT_ID") or "").strip() or None
+    from plughost.ports import principal  # the one resolver of who a process runs as
+
+    return principal.resolve(config.load_env(env)).account
 
 
 def account_fix(env: Mapping[str, str]) -> str:

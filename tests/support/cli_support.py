@@ -114,6 +114,10 @@ MODULE_STATE: dict[str, tuple[tuple[str, ...], Callable[..., None], str]] = {
                                           "the entity path's Message counts per store and guards, for a minute"),
     "plughost.plugins.memory.conversations": (("_SESSION_CONVERSATIONS",), _clear,
                                      "(store, guards, session) → Conversation id, found once per process"),
+    "plughost.util.credentials": (("_CONVERSATION_SECRETS",), _clear,
+                                  "an account's conversation-id key by file path: a home made anew at the same path"),
+    "plughost.plugins.channels.pipeline": (("_KEYED",), _clear,
+                                           "(home, account, channel, sender) → keyed conversation id, once found"),
     "plughost.plugins.memory.surfacing.recall": (("_CACHE",), _clear,
                               "decisions files by mtime: two writes within one clock tick look unchanged"),
 }
@@ -123,7 +127,8 @@ tests/host/test_cli_inprocess.py keeps this table and :data:`PROCESS_STATE_KEPT`
 
 PROCESS_STATE_KEPT: dict[str, tuple[tuple[str, ...], str]] = {
     "plughost.runtime.manifest": (("_LOADER",), "the YAML loader class: built from no input"),
-    "plughost.util.redact": (("secret_name",), "a pure function of the name, memoised"),
+    "plughost.util.redact": (("secret_name", "_deep_values"),
+                             "pure functions memoised: a secret name's verdict, a quote's compiled pattern"),
     "plughost.plugins.graph.common": (("_GOOD_KEYS", "_GOOD_NAMES"), "names already checked against a fixed rule"),
     "plughost.plugins.graph.sqlite_store.nodes": (("labels_of",), "a pure parse of a labels JSON text, memoised"),
     "plughost.plugins.channels.language": (("_IDENTIFIER",), "the language model, loaded once; its `op=lang-unavailable` "
