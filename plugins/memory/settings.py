@@ -72,6 +72,16 @@ SEARCH_CLASSIFY: Setting[bool] = Setting(
 SEARCH_DATED: Setting[float] = Setting(
     "PLUGHOST_GS_DATED", "float", 0.0, "the bump of turns that say when, for a temporal question (0: off)",
     minimum=0, maximum=10)
+SEARCH_SESSION: Setting[float] = Setting(
+    "PLUGHOST_GS_SESSION", "float", 0.0,
+    "the share of its conversation's session score (the mean of its best 3 candidate turns) a turn gains (0: off)",
+    minimum=0, maximum=1)
+SEARCH_SPEAKER: Setting[float] = Setting(
+    "PLUGHOST_GS_SPEAKER", "float", 0.0, "the bump of the turns of a speaker the question names (0: off)",
+    minimum=0, maximum=10)
+SEARCH_MESSAGE_WEIGHT: Setting[float] = Setting(
+    "PLUGHOST_GS_MESSAGE_WEIGHT", "float", 1.0,
+    "the factor of conversation turns' scores against documents and notes (1: the baseline)", minimum=0, maximum=1)
 SEARCH_RECENCY: Setting[float] = Setting(
     "PLUGHOST_GS_RECENCY", "float", 0.0, "the weight of recency in the score, from the newest row of the pool (0: off)",
     minimum=0, maximum=10)
