@@ -7,8 +7,9 @@ fresh home, then writes 60 chat messages through the memory tools (``conversatio
 the channels' turn recorder stores them, embedded as they are written): ten webchat visitors,
 each asking about the bakery in their own words with the assistant answering, so the chat says
 the same words the documents do (opening hours, cakes, delivery, parking, cards). Then asks the
-owner's questions through ``memory-search`` (the tool, in process, as the owner) once per
-``PLUGHOST_GS_MESSAGE_WEIGHT`` and prints, per weight: how many of the questions have a document
+owner's questions through ``memory-search`` (the tool, in process, as the owner) with the
+defaults before this round (bench/realtalk.py's ``BEFORE``) and with the shipped defaults at each
+``PLUGHOST_GS_MESSAGE_WEIGHT``, and prints, per configuration: how many of the questions have a document
 (KnowledgeDocument, Section or Chunk holding the expected words) in the top 1 and the top 3, the
 mean rank of the first such document, and how many chat messages rank above it. The same
 questions with the chat messages' own answers (what a visitor was told) are in REALTALK's figures
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import results as bench_results  # bench/RESULTS.md, with --write-results
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ACCOUNT = "demo"
@@ -109,10 +111,16 @@ def main() -> int:
     print(f"demo home {home}: the demo's documents, then {written} chat messages in {len(VISITORS)} webchat "
           f"conversations (conversation-append); embedder {os.environ['PLUGHOST_EMBEDDER']}; "
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    print("\n| PLUGHOST_GS_MESSAGE_WEIGHT | questions | document first | document in top 3 | mean rank of the document | messages above it |")
+    from realtalk import BEFORE
+
+    print("\n| configuration | questions | document first | document in top 3 | mean rank of the document | messages above it |")
     print("|---|---|---|---|---|---|")
-    for weight in args.weights:
-        host.env["PLUGHOST_GS_MESSAGE_WEIGHT"] = weight  # read per call (SearchFlags.from_env(host.env))
+    base = dict(host.env)
+    runs = [("before (the defaults before bench/realtalk.py)", BEFORE)]
+    runs += [(f"defaults, PLUGHOST_GS_MESSAGE_WEIGHT={w}", {"PLUGHOST_GS_MESSAGE_WEIGHT": w}) for w in args.weights]
+    for name, changes in runs:
+        host.env.clear()
+        host.env.update({**base, **changes})  # read per call (SearchFlags.from_env(host.env))
         first = top3 = above = 0
         ranks = []
         for query, words in QUESTIONS:
@@ -124,7 +132,7 @@ def main() -> int:
             first += rank == 1
             top3 += rank <= 3
             above += sum(1 for labels, _ in rows[:rank - 1] if "Message" in labels)
-        print(f"| {weight} | {len(QUESTIONS)} | {first} | {top3} | {sum(ranks) / len(ranks):.2f} | {above} |")
+        print(f"| {name} | {len(QUESTIONS)} | {first} | {top3} | {sum(ranks) / len(ranks):.2f} | {above} |")
     host.close()
     print(f"\n{time.perf_counter() - started:.0f} s; a rank of 11 is 'not in the top 10'")
     return 0

@@ -63,7 +63,8 @@ IMPORT_ENV = ("PLUGHOST_MESSAGE_CONTEXT_TURNS", "PLUGHOST_MESSAGE_EMBED", "PLUGH
 BEFORE = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1", "PLUGHOST_GS_NORMALIZE": "1",
           "PLUGHOST_GS_VECTOR_WEIGHT": "0.5", "PLUGHOST_GS_CANDIDATES": "200", "PLUGHOST_GS_NEIGHBOURS": "0.3",
           "PLUGHOST_GS_NEIGHBOURS_BACK": "0", "PLUGHOST_GS_RRF": "0", "PLUGHOST_GS_ENTITIES": "0",
-          "PLUGHOST_GS_CLASSIFY": "0", "PLUGHOST_GS_DATED": "0"}
+          "PLUGHOST_GS_CLASSIFY": "0", "PLUGHOST_GS_DATED": "0", "PLUGHOST_GS_SPEAKER": "0", "PLUGHOST_GS_SESSION": "0",
+          "PLUGHOST_GS_DATES": "0", "PLUGHOST_GS_MESSAGE_WEIGHT": "1"}
 """The defaults before this bench existed, spelled out (so "before" stays "before" whatever ships)."""
 DEFAULTS = "defaults (no PLUGHOST_GS_* set)"
 
@@ -263,23 +264,35 @@ HEADER = ["| configuration | half | category | questions | R@5 | R@10 | nDCG@10 
 
 
 def ablations() -> list[tuple[str, dict[str, str]]]:
-    """Each stage alone over :data:`BEFORE` (tuning half only)."""
+    """Each stage alone over :data:`BEFORE`, then each of the shipped defaults' stages taken out
+    of them (leave one out), on the tuning half only."""
     b = BEFORE
     out = [
-        ("BM25 only", {**b, "PLUGHOST_GS_PATHS": "bm25", "PLUGHOST_GS_NEIGHBOURS": "0"}),
+        ("BM25 only (stemmed, stop words)", {**b, "PLUGHOST_GS_PATHS": "bm25", "PLUGHOST_GS_NEIGHBOURS": "0"}),
         ("vector only", {**b, "PLUGHOST_GS_PATHS": "vector", "PLUGHOST_GS_NEIGHBOURS": "0"}),
-        ("before, neighbours 0", {**b, "PLUGHOST_GS_NEIGHBOURS": "0"}),
-        ("before + RRF", {**b, "PLUGHOST_GS_RRF": "1"}),
+        ("before + RRF k=60", {**b, "PLUGHOST_GS_RRF": "1"}),
     ]
-    out += [(f"before, vector weight {w}", {**b, "PLUGHOST_GS_VECTOR_WEIGHT": w}) for w in ("0.2", "0.3", "0.4")]
+    out += [(f"before, vector weight {w}", {**b, "PLUGHOST_GS_VECTOR_WEIGHT": w}) for w in ("0.3", "0.4", "0.6")]
     out += [
+        ("before, neighbours 0", {**b, "PLUGHOST_GS_NEIGHBOURS": "0"}),
         ("before + neighbours back 0.15", {**b, "PLUGHOST_GS_NEIGHBOURS_BACK": "0.15"}),
-        ("before + entities", {**b, "PLUGHOST_GS_ENTITIES": "1"}),
+        ("before + session 0.3", {**b, "PLUGHOST_GS_SESSION": "0.3"}),
+        ("before + speaker 1", {**b, "PLUGHOST_GS_SPEAKER": "1"}),
+        ("before + dates 1", {**b, "PLUGHOST_GS_DATES": "1"}),
+        ("before + entities (weight 0.3)", {**b, "PLUGHOST_GS_ENTITIES": "1"}),
         ("before + classify, dated 0.3", {**b, "PLUGHOST_GS_CLASSIFY": "1", "PLUGHOST_GS_DATED": "0.3"}),
+        ("before + compound", {**b, "PLUGHOST_GS_COMPOUND": "1"}),
+        ("defaults without speaker", {"PLUGHOST_GS_SPEAKER": "0"}),
+        ("defaults without session", {"PLUGHOST_GS_SESSION": "0"}),
+        ("defaults without dates", {"PLUGHOST_GS_DATES": "0"}),
+        ("defaults, neighbours 0.3 forward, 0 back (before's)", {"PLUGHOST_GS_NEIGHBOURS": "0.3",
+                                                               "PLUGHOST_GS_NEIGHBOURS_BACK": "0"}),
+        ("defaults, vector weight 0.4", {"PLUGHOST_GS_VECTOR_WEIGHT": "0.4"}),
+        ("defaults + entities, weight 0.15", {"PLUGHOST_GS_ENTITIES": "1", "PLUGHOST_GS_ENTITY_WEIGHT": "0.15"}),
     ]
-    extra = os.environ.get("REALTALK_ABLATIONS")  # more, as JSON {"name": {"VAR": "value"}} over BEFORE
+    extra = os.environ.get("REALTALK_ABLATIONS")  # more, as JSON {"name": {"VAR": "value"}} over the defaults
     if extra:
-        out += [(name, {**b, **env}) for name, env in json.loads(extra).items()]
+        out += list(json.loads(extra).items())
     return out
 
 

@@ -35,6 +35,7 @@ SETTINGS: dict[str, Setting[Any]] = {
     "classify": s.SEARCH_CLASSIFY, "dated": s.SEARCH_DATED, "recency": s.SEARCH_RECENCY,
     "recency_half_life": s.SEARCH_RECENCY_HALF_LIFE, "confidence": s.SEARCH_CONFIDENCE,
     "session": s.SEARCH_SESSION, "speaker": s.SEARCH_SPEAKER, "message_weight": s.SEARCH_MESSAGE_WEIGHT,
+    "dates": s.SEARCH_DATES,
 }
 """Each field's setting."""
 BASELINE: dict[str, Any] = {
@@ -44,7 +45,7 @@ BASELINE: dict[str, Any] = {
     "neighbours_back": 0.0, "entities": False, "entity_weight": s.SEARCH_ENTITY_WEIGHT.default,
     "mmr": 1.0, "mmr_session": 0.0, "compound": False, "classify": False, "dated": 0.0,
     "recency": 0.0, "recency_half_life": 90.0, "confidence": 0.0,
-    "session": 0.0, "speaker": 0.0, "message_weight": 1.0,
+    "session": 0.0, "speaker": 0.0, "message_weight": 1.0, "dates": 0.0,
 }
 """The baseline (docs/retrieval.md#baseline): every stage off, the baseline's constants."""
 SHIPPED: dict[str, Any] = {k: v.default for k, v in SETTINGS.items() if v.default != BASELINE[k]}
@@ -84,6 +85,7 @@ class SearchFlags:
     session: float = s.SEARCH_SESSION.default
     speaker: float = s.SEARCH_SPEAKER.default
     message_weight: float = s.SEARCH_MESSAGE_WEIGHT.default
+    dates: float = s.SEARCH_DATES.default
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:

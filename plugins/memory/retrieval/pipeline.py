@@ -18,7 +18,7 @@ from plughost import Embedder, GraphStore, Guards, Hit, Node, RetrievalBoost, Us
 from plughost.plugins.memory.entities.graph import DERIVED_LABELS
 from plughost.plugins.memory.retrieval import boosts as boost_stage
 from plughost.plugins.memory.retrieval import classify as classify_stage
-from plughost.plugins.memory.retrieval import composite, compound, diversity, fuse, rank, route
+from plughost.plugins.memory.retrieval import composite, compound, dates, diversity, fuse, rank, route
 from plughost.plugins.memory.retrieval import entities as entity_stage
 from plughost.plugins.memory.retrieval import expand as expand_stage
 from plughost.plugins.memory.retrieval import neighbours as neighbour_stage
@@ -303,13 +303,15 @@ class _Stage:
         # BOOST
         self._add("boosted", boost_stage.apply(merged.values(), self.extra_boosts) if flags.boosts else 0)
 
-        # COMPOSITE (recency, confidence, the turns that say when for a temporal question)
+        # COMPOSITE (recency, confidence, the turns that say when for a temporal question, the named
+        # speaker's turns, the turns of a named day, the Message weight)
         pool = list(merged.values())
         moved = composite.recency(pool, flags.recency, flags.recency_half_life)
         moved += composite.confidence(pool, flags.confidence)
         if klass == "temporal":
             moved += composite.dated(pool, flags.dated)
         moved += speaker_stage.bump(pool, query, flags.speaker)
+        moved += dates.bump(pool, query, flags.dates)
         moved += composite.message_weight(pool, flags.message_weight)
         self._add("composite", moved)
 

@@ -43,3 +43,17 @@ def test_baseline_keeps_the_stages_off():
     assert (base.session, base.speaker, base.message_weight) == (0.0, 0.0, 1.0)
     assert SearchFlags.from_env({"PLUGHOST_GS_SPEAKER": "0", "PLUGHOST_GS_SESSION": "0",
                                  "PLUGHOST_GS_MESSAGE_WEIGHT": "1"}).speaker == 0.0
+
+
+def test_dates_named_days_and_the_bump():
+    from plughost.plugins.memory.retrieval import dates
+
+    assert dates.named_days("What did Kate make on 29 Dec 2023?") == [(2023, 12, 29)]
+    assert dates.named_days("Where was she on December 31st, 2023 and 16.01.2024?") == [(2023, 12, 31), (2024, 1, 16)]
+    assert dates.named_days("Did she go before January 1st, 2024?") == []  # a bound, not a day
+    on = row("a", 0.5, "Message", text="pasta", sentAt="2023-12-29T20:00:00Z")
+    after = row("b", 0.5, "Message", text="yesterday", sentAt="2023-12-30T09:00:00Z")
+    later = row("c", 0.5, "Message", text="x", sentAt="2024-01-02T09:00:00Z")
+    assert dates.bump([on, after, later], "What did Kate make on 29 Dec?", 1.0) == 2  # no year: the pool's
+    assert (on.score, after.score, later.score) == (1.0, 1.0, 0.5)
+    assert dates.bump([later], "no day here", 1.0) == 0
