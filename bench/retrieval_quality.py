@@ -67,7 +67,8 @@ ACCOUNT = "bench-quality"
 OFF = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMALIZE": "0", "PLUGHOST_GS_RRF": "0",
        "PLUGHOST_GS_DEDUP": "0", "PLUGHOST_GS_BOOSTS": "0", "PLUGHOST_GS_EXPANSION": "0", "PLUGHOST_GS_ROUTE": "0",
        "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_RRF_K": "60",
-       "PLUGHOST_GS_NEIGHBOURS": "0", "PLUGHOST_GS_NEIGHBOURS_BACK": "0"}
+       "PLUGHOST_GS_NEIGHBOURS": "0", "PLUGHOST_GS_NEIGHBOURS_BACK": "0", "PLUGHOST_GS_SPEAKER": "0",
+       "PLUGHOST_GS_SESSION": "0", "PLUGHOST_GS_MESSAGE_WEIGHT": "1", "PLUGHOST_GS_DATES": "0"}
 """The baseline (docs/retrieval.md#baseline), spelled out: configurations below change only what they name."""
 STEM = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1"}
 DEFAULTS = "defaults (no PLUGHOST_GS_* set)"
@@ -77,9 +78,9 @@ ENTITIES = "defaults + entities (PLUGHOST_GS_ENTITIES=1)"
 
 
 def _shipped(key: str) -> str:
-    from plughost.plugins.memory.retrieval.flags import SHIPPED
+    from plughost.plugins.memory.retrieval.flags import SETTINGS
 
-    return str(SHIPPED[key])
+    return str(SETTINGS[key].default)  # the shipped value, also where it is the baseline's
 
 
 def _pool() -> str:

@@ -48,10 +48,10 @@ SEARCH_RRF_K: Setting[int] = Setting(
 SEARCH_RERANK_DEPTH: Setting[int] = Setting(
     "PLUGHOST_GS_RERANK_DEPTH", "int", 30, "fused rows a plughost_rerank provider sees", minimum=1, maximum=1000)
 SEARCH_NEIGHBOURS: Setting[float] = Setting(
-    "PLUGHOST_GS_NEIGHBOURS", "float", 0.3, "the share of a candidate turn's fused score the turn after it inherits (0: the baseline)",
+    "PLUGHOST_GS_NEIGHBOURS", "float", 0.0, "the share of a candidate turn's fused score the turn after it inherits (0: the baseline)",
     minimum=0, maximum=1)
 SEARCH_NEIGHBOURS_BACK: Setting[float] = Setting(
-    "PLUGHOST_GS_NEIGHBOURS_BACK", "float", 0.0, "the share a turn passes back to the candidate turns before it",
+    "PLUGHOST_GS_NEIGHBOURS_BACK", "float", 0.15, "the share a turn passes back to the candidate turns before it",
     minimum=0, maximum=1)
 SEARCH_ENTITIES: Setting[bool] = Setting(
     "PLUGHOST_GS_ENTITIES", "bool", False,
@@ -72,6 +72,19 @@ SEARCH_CLASSIFY: Setting[bool] = Setting(
 SEARCH_DATED: Setting[float] = Setting(
     "PLUGHOST_GS_DATED", "float", 0.0, "the bump of turns that say when, for a temporal question (0: off)",
     minimum=0, maximum=10)
+SEARCH_SESSION: Setting[float] = Setting(
+    "PLUGHOST_GS_SESSION", "float", 0.3,
+    "the share of its conversation's session score (the mean of its best 3 candidate turns) a turn gains (0: off)",
+    minimum=0, maximum=1)
+SEARCH_SPEAKER: Setting[float] = Setting(
+    "PLUGHOST_GS_SPEAKER", "float", 1.0, "the bump of the turns of a speaker the question names (0: off)",
+    minimum=0, maximum=10)
+SEARCH_DATES: Setting[float] = Setting(
+    "PLUGHOST_GS_DATES", "float", 1.0, "the bump of the turns sent on a day the question names, or the day after (0: off)",
+    minimum=0, maximum=10)
+SEARCH_MESSAGE_WEIGHT: Setting[float] = Setting(
+    "PLUGHOST_GS_MESSAGE_WEIGHT", "float", 0.5,
+    "the factor of conversation turns' scores against documents and notes (1: the baseline)", minimum=0, maximum=1)
 SEARCH_RECENCY: Setting[float] = Setting(
     "PLUGHOST_GS_RECENCY", "float", 0.0, "the weight of recency in the score, from the newest row of the pool (0: off)",
     minimum=0, maximum=10)

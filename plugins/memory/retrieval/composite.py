@@ -10,6 +10,11 @@
   class), a Message whose own text says when (a date, a month, a weekday, "last week",
   "yesterday", "ago") scores ``× (1 + bump)``.
 
+* ``PLUGHOST_GS_MESSAGE_WEIGHT`` (factor, 1 = off): a conversation turn (a Message) and a
+  Conversation score ``× factor``, so an owner's documents and notes are not crowded out by the chat history
+  (docs/retrieval.md#documents-and-conversations). Applied to every turn alike, it never
+  reorders turns among themselves.
+
 Pins are the recall ranking's (``PLUGHOST_RECALL_RANKING``, a boost). None of these costs a
 store call: they read the pool's own properties.
 """
@@ -20,6 +25,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from plughost.api.store import CONVERSATION_LABEL
 from plughost.api.util import read_time
 from plughost.plugins.memory.indexed_form import is_message
 from plughost.plugins.memory.retrieval.rows import Row
@@ -89,5 +95,17 @@ def dated(rows: Sequence[Row], bump: float) -> int:
     for row in rows:
         if is_message(row.node.labels) and says_when(row):
             row.score *= 1 + bump
+            moved += 1
+    return moved
+
+
+def message_weight(rows: Sequence[Row], factor: float) -> int:
+    """Scale the Messages' and Conversations' scores by ``factor`` in place; returns how many."""
+    if factor >= 1:
+        return 0
+    moved = 0
+    for row in rows:
+        if is_message(row.node.labels) or CONVERSATION_LABEL in row.node.labels:
+            row.score *= factor
             moved += 1
     return moved

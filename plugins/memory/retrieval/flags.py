@@ -34,6 +34,8 @@ SETTINGS: dict[str, Setting[Any]] = {
     "mmr": s.SEARCH_MMR, "mmr_session": s.SEARCH_MMR_SESSION, "compound": s.SEARCH_COMPOUND,
     "classify": s.SEARCH_CLASSIFY, "dated": s.SEARCH_DATED, "recency": s.SEARCH_RECENCY,
     "recency_half_life": s.SEARCH_RECENCY_HALF_LIFE, "confidence": s.SEARCH_CONFIDENCE,
+    "session": s.SEARCH_SESSION, "speaker": s.SEARCH_SPEAKER, "message_weight": s.SEARCH_MESSAGE_WEIGHT,
+    "dates": s.SEARCH_DATES,
 }
 """Each field's setting."""
 BASELINE: dict[str, Any] = {
@@ -43,6 +45,7 @@ BASELINE: dict[str, Any] = {
     "neighbours_back": 0.0, "entities": False, "entity_weight": s.SEARCH_ENTITY_WEIGHT.default,
     "mmr": 1.0, "mmr_session": 0.0, "compound": False, "classify": False, "dated": 0.0,
     "recency": 0.0, "recency_half_life": 90.0, "confidence": 0.0,
+    "session": 0.0, "speaker": 0.0, "message_weight": 1.0, "dates": 0.0,
 }
 """The baseline (docs/retrieval.md#baseline): every stage off, the baseline's constants."""
 SHIPPED: dict[str, Any] = {k: v.default for k, v in SETTINGS.items() if v.default != BASELINE[k]}
@@ -79,6 +82,10 @@ class SearchFlags:
     recency: float = s.SEARCH_RECENCY.default
     recency_half_life: float = s.SEARCH_RECENCY_HALF_LIFE.default
     confidence: float = s.SEARCH_CONFIDENCE.default
+    session: float = s.SEARCH_SESSION.default
+    speaker: float = s.SEARCH_SPEAKER.default
+    message_weight: float = s.SEARCH_MESSAGE_WEIGHT.default
+    dates: float = s.SEARCH_DATES.default
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SearchFlags:

@@ -18,10 +18,12 @@ from plughost import Embedder, GraphStore, Guards, Hit, Node, RetrievalBoost, Us
 from plughost.plugins.memory.entities.graph import DERIVED_LABELS
 from plughost.plugins.memory.retrieval import boosts as boost_stage
 from plughost.plugins.memory.retrieval import classify as classify_stage
-from plughost.plugins.memory.retrieval import composite, compound, diversity, fuse, rank, route
+from plughost.plugins.memory.retrieval import composite, compound, dates, diversity, fuse, rank, route
 from plughost.plugins.memory.retrieval import entities as entity_stage
 from plughost.plugins.memory.retrieval import expand as expand_stage
 from plughost.plugins.memory.retrieval import neighbours as neighbour_stage
+from plughost.plugins.memory.retrieval import session as session_stage
+from plughost.plugins.memory.retrieval import speakers as speaker_stage
 from plughost.plugins.memory.retrieval.dedup import dedup
 from plughost.plugins.memory.retrieval.flags import SearchFlags
 from plughost.plugins.memory.retrieval.format import format_results
@@ -137,7 +139,7 @@ def search(
     started = time.perf_counter()
     stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0, "entity_ms": 0.0, "fuse_ms": 0.0,
                              "rerank_ms": 0.0, "expansions": 0, "vector": 0, "bm25": 0, "entity": 0, "fused": 0, "boosted": 0,
-                             "neighbours": 0, "deduped": 0, "composite": 0}
+                             "neighbours": 0, "sessions": 0, "deduped": 0, "composite": 0}
 
     # CLASSIFY (the caller's class wins)
     klass = request.retrieval_class
@@ -295,15 +297,22 @@ class _Stage:
         self._add("neighbours", neighbour_stage.propagate(list(merged.values()), flags.neighbours,
                                                           flags.neighbours_back))
 
+        # SESSION (a turn gains part of its conversation's evidence in the pool)
+        self._add("sessions", session_stage.propagate(list(merged.values()), flags.session))
+
         # BOOST
         self._add("boosted", boost_stage.apply(merged.values(), self.extra_boosts) if flags.boosts else 0)
 
-        # COMPOSITE (recency, confidence, the turns that say when for a temporal question)
+        # COMPOSITE (recency, confidence, the turns that say when for a temporal question, the named
+        # speaker's turns, the turns of a named day, the Message weight)
         pool = list(merged.values())
         moved = composite.recency(pool, flags.recency, flags.recency_half_life)
         moved += composite.confidence(pool, flags.confidence)
         if klass == "temporal":
             moved += composite.dated(pool, flags.dated)
+        moved += speaker_stage.bump(pool, query, flags.speaker)
+        moved += dates.bump(pool, query, flags.dates)
+        moved += composite.message_weight(pool, flags.message_weight)
         self._add("composite", moved)
 
         # DEDUP

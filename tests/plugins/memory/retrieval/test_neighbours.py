@@ -44,7 +44,7 @@ def test_only_the_same_conversation_and_only_candidates_take_part():
 
 
 def test_baseline_flags_keep_the_stage_off():
-    assert SearchFlags.baseline().neighbours == 0.0 and SearchFlags().neighbours_back == 0.0
+    assert SearchFlags.baseline().neighbours == 0.0 and SearchFlags.baseline().neighbours_back == 0.0
     assert SearchFlags.from_env({"PLUGHOST_GS_NEIGHBOURS": "0"}).neighbours == 0.0
 
 

@@ -68,7 +68,8 @@ def test_env_flags_default_to_the_shipped_stages_and_zero_gives_the_baseline():
     assert all(getattr(shipped, k) == v for k, v in SHIPPED.items())
     off = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMALIZE": "off",
            "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_RRF": "no",
-           "PLUGHOST_GS_NEIGHBOURS": "0"}
+           "PLUGHOST_GS_NEIGHBOURS": "0", "PLUGHOST_GS_NEIGHBOURS_BACK": "0", "PLUGHOST_GS_SESSION": "0",
+           "PLUGHOST_GS_SPEAKER": "0", "PLUGHOST_GS_DATES": "0", "PLUGHOST_GS_MESSAGE_WEIGHT": "1"}
     assert SearchFlags.from_env(off) == SearchFlags.baseline()
     for bad in ({"PLUGHOST_GS_STEM": "maybe"}, {"PLUGHOST_GS_VECTOR_WEIGHT": "1.5"}, {"PLUGHOST_GS_RRF_K": "0"}):
         with pytest.raises(UserError, match=next(iter(bad))):
@@ -254,3 +255,13 @@ def test_baseline_flags_match_the_baseline_bit_for_bit(graph):
     exact = reference(graph, "haircut", QVEC, 5)
     out = run(graph, limit=5, flags=SearchFlags.baseline())
     assert [(r.id, r.score) for r in out.rows] == [(i, s) for i, s in exact]
+
+
+def test_the_conversation_stages_leave_a_pool_without_turns_as_it_was(graph):
+    """The stages REALTALK made defaults (speaker, session, dates, backward neighbours, the Message
+    weight) touch Messages and Conversations only: documents and entities rank exactly as before."""
+    before = SearchFlags(neighbours=0.3, neighbours_back=0.0, session=0.0, speaker=0.0, dates=0.0, message_weight=1.0)
+    for query in ("haircut", "What did Ann Smith do on 29 Dec 2023?"):
+        old = run(graph, query, flags=before, limit=7, expand_hops=0)
+        new = run(graph, query, flags=SearchFlags(), limit=7, expand_hops=0)
+        assert [(r.id, r.score) for r in new.rows] == [(r.id, r.score) for r in old.rows]
