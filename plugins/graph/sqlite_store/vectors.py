@@ -147,13 +147,14 @@ class VectorSearch:
             return [self.vector_search(v, k, guards=guards, labels=labels) for v in vectors]
         dims = sizes.pop()
         live = [j for j, q in enumerate(unit) if q is not None]
+        queries = {j: q for j, q in enumerate(unit) if q is not None}
         out: list[list[Hit]] = [[] for _ in vectors]
         with self._snapshot():
             self._fresh_caches()
             rids, matrix = self._matrix(g.account_id, dims)
             if len(rids) == 0:
                 return out
-            block = np.stack([unit[j] for j in live], axis=1)  # dims x m
+            block = np.stack([queries[j] for j in live], axis=1)  # dims x m
             scores_all = self._scores(matrix, block)  # n x m: the matrix read once
             cands = self._candidates.get(candidate_key(g, labels, dims, None, None))
             pending: list[tuple[int, list[tuple[int, float]]]] = []
@@ -166,7 +167,7 @@ class VectorSearch:
                         continue
                 if cands is None:
                     cands = self._candidate_rids(g, labels, dims, None, None)
-                pending.append((j, self._candidate_top_k(rids, matrix, unit[j], cands, int(k), scores=scores)))
+                pending.append((j, self._candidate_top_k(rids, matrix, queries[j], cands, int(k), scores=scores)))
             if pending:
                 nodes = self._rows_by_rid(list({rid for _, ranked in pending for rid, _ in ranked}))
                 for j, ranked in pending:
