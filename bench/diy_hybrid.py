@@ -66,7 +66,8 @@ def serve(folder: Path) -> None:
     db.execute("CREATE VIRTUAL TABLE docs USING fts5(text)")
     db.executemany("INSERT INTO docs(rowid, text) VALUES (?, ?)", ((i, d["text"]) for i, d in enumerate(docs)))
     tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
-    tokenizer.enable_truncation(max_length=256)
+    tokenizer.enable_truncation(max_length=256)  # as plughost: the shipped file pads to 128 and cuts at 128
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     options = ort.SessionOptions()
     options.intra_op_num_threads = max(1, min(2, os.cpu_count() or 1))
     options.inter_op_num_threads = 1
