@@ -98,11 +98,14 @@ def turn(port: int, session: str | None, text: str, timeout: float = 120) -> tup
     import httpx
 
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=timeout) as c:
+        after = 0  # the session's events so far: the reply wanted is the first assistant event after them
+        if session:
+            seen = c.get("/channels/webchat/messages", params={"session": session, "after": 0}).json()
+            after = max([int(e.get("seq", 0)) for e in seen.get("events", [])] or [0])
         t = time.perf_counter()
         r = c.post("/channels/webchat/messages", json={"text": text, **({"session": session} if session else {})})
         r.raise_for_status()
         session = r.json()["session"]
-        after = 0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             events = c.get("/channels/webchat/messages", params={"session": session, "after": after, "wait": 30})
@@ -126,19 +129,20 @@ def run_runner(name: str, home: Path, turns: int, base_url: str, floors: dict[st
     spawn = (time.perf_counter() - t) * 1000
     try:
         first, text, session = turn(port, None, "What do you know about backups?")
-        times = []
+        times, replies = [], {text}
         for i in range(turns):
             floors["claude --version"].append(wall([str(CLAUDE), "--version"]) if CLAUDE.exists() else float("nan"))
             floors["python -c 'import mcp.server'"].append(wall([sys.executable, "-c", "import mcp.server"]))
-            ms, _, _ = turn(port, session, f"And question {i}: how do I restore one?")
+            ms, reply, _ = turn(port, session, f"And question {i}: how do I restore one?")
             times.append(ms)
+            replies.add(reply)
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-    return {"spawn": spawn, "first": first, "text": text, "times": times}
+    return {"spawn": spawn, "first": first, "text": " | ".join(sorted(replies)), "times": times}
 
 
 def main() -> int:
@@ -174,7 +178,7 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|---|")
     for name, got in rows:
         print(f"| {name} | {got['spawn']:.0f} | {got['first']:.0f} | {pct(got['times'], 0.5):.0f} | "
-              f"{pct(got['times'], 0.95):.0f} | {got['text'][:60]!r} |")
+              f"{pct(got['times'], 0.95):.0f} | {got['text'][:80]!r} |")
     for label, values in floors.items():
         clean = [v for v in values if v == v]
         if clean:
