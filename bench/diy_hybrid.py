@@ -202,24 +202,29 @@ def main() -> int:
 
     env = {**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "local"}
     plug = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"], env=env)
+    quiet = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"],
+                                  env={**env, "PLUGHOST_AUDIT_MCP": "0"})
     diy = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).resolve()), "--serve", str(folder)],
                                 env=dict(os.environ))
-    runs: dict[str, list[float]] = {k: [] for k in ("plughost", "diy", "fts", "plughost_ping", "diy_ping")}
-    ranks: dict[str, list[int | None]] = {"plughost": [], "diy": []}
+    runs: dict[str, list[float]] = {k: [] for k in ("plughost", "quiet", "diy", "fts", "plughost_ping", "quiet_ping",
+                                                    "diy_ping")}
+    ranks: dict[str, list[int | None]] = {"plughost": [], "quiet": [], "diy": []}
     conn = sqlite3.connect(home / "graph.sqlite")
     fts_sql = "SELECT rowid, bm25(node_text) AS r FROM node_text WHERE node_text MATCH ? ORDER BY r LIMIT 10"
     load_start = os.getloadavg()[0]
 
     async def go() -> None:
-        async with Client(plug) as pc, Client(diy) as dc:
+        async with Client(plug) as pc, Client(quiet) as qc, Client(diy) as dc:
             for q in warmup:
                 await pc.call_tool("memory-search", {"query": q, "expandHops": 0})
+                await qc.call_tool("memory-search", {"query": q, "expandHops": 0})
                 await dc.call_tool("search", {"query": q})
             for q, wanted in evaluated:
                 order = [("plughost", pc, "memory-search", {"query": q, "expandHops": 0}),
+                         ("quiet", qc, "memory-search", {"query": q, "expandHops": 0}),
                          ("diy", dc, "search", {"query": q})]
-                if len(runs["fts"]) % 2:
-                    order.reverse()  # neither always goes first
+                shift = len(runs["fts"]) % 3
+                order = order[shift:] + order[:shift]  # none always goes first
                 for name, client, tool, arguments in order:
                     t = time.perf_counter()
                     await client.list_tools(cache_mode="bypass")
@@ -241,9 +246,11 @@ def main() -> int:
     diy50, diy95 = pct(runs["diy"], 0.5), pct(runs["diy"], 0.95)
     fts50, fts95 = pct(runs["fts"], 0.5), pct(runs["fts"], 0.95)
     labels = {"plughost": "plughost memory-search hybrid over stdio MCP (expandHops 0)",
+              "quiet": "plughost memory-search hybrid over stdio MCP, PLUGHOST_AUDIT_MCP=0 (no tool-call audit)",
               "diy": "do-it-yourself hybrid over stdio MCP (floor)",
               "fts": "bare FTS5 bm25() LIMIT 10, in process (raw floor)",
               "plughost_ping": "tools/list round trip, plughost server (transport)",
+              "quiet_ping": "tools/list round trip, plughost server with the audit off (transport)",
               "diy_ping": "tools/list round trip, DIY server (transport)"}
     print(f"\n{len(evaluated)} known-item queries over {args.pages} manual pages, limit 10, after {WARMUP} warm-up "
           f"calls each; load {load_start:.2f} at the start on {os.cpu_count()} cores")
@@ -263,6 +270,9 @@ def main() -> int:
     ok = r50 <= 1.2 and r95 <= 1.2 and mrr("plughost") >= 0.80
     print(f"\ntarget: plughost / DIY <= 1.2 at p50 and p95, MRR@10 >= 0.80: p50 {r50:.2f}x, p95 {r95:.2f}x, "
           f"MRR@10 {mrr('plughost'):.3f} (DIY {mrr('diy'):.3f}) -> {'PASS' if ok else 'MISS'}")
+    q50, q95 = pct(runs["quiet"], 0.5) / diy50, pct(runs["quiet"], 0.95) / diy95
+    print(f"the same with the tool-call audit off (the DIY keeps none): p50 {q50:.2f}x, p95 {q95:.2f}x -> "
+          f"{'PASS' if q50 <= 1.2 and q95 <= 1.2 and mrr('quiet') >= 0.80 else 'MISS'}")
     print(f"load average while measuring: {os.getloadavg()[0]:.2f} (start {load_start:.2f}) on {os.cpu_count()} "
           f"cores; work dir: {work}")
     return 0
