@@ -23,6 +23,7 @@ bare floor, MRR@10 of both hybrids, and the load.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -174,6 +175,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=22)
     ap.add_argument("--work", type=Path, default=None, help="keep (and reuse) the stores and vectors here")
     ap.add_argument("--serve", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a source tree of another plughost (a folder holding its plughost package, e.g. the "
+                         "previous commit's host/ with plugins/ linked in): its server runs interleaved too")
     bench_results.add_flag(ap)
     args = ap.parse_args()
     if args.serve:
@@ -206,16 +210,25 @@ def main() -> int:
                                   env={**env, "PLUGHOST_AUDIT_MCP": "0"})
     diy = StdioServerParameters(command=sys.executable, args=[str(Path(__file__).resolve()), "--serve", str(folder)],
                                 env=dict(os.environ))
-    runs: dict[str, list[float]] = {k: [] for k in ("plughost", "quiet", "diy", "fts", "plughost_ping", "quiet_ping",
-                                                    "diy_ping")}
-    ranks: dict[str, list[int | None]] = {"plughost": [], "quiet": [], "diy": []}
+    keys = ("plughost", "quiet", *(("before",) if args.before else ()), "diy", "fts", "plughost_ping", "quiet_ping",
+            *(("before_ping",) if args.before else ()), "diy_ping")
+    runs: dict[str, list[float]] = {k: [] for k in keys}
+    ranks: dict[str, list[int | None]] = {k: [] for k in ("plughost", "quiet", "before", "diy") if k in runs}
+    before = StdioServerParameters(command=sys.executable, args=["-m", "plughost.cli", "mcp", "serve", "memory"],
+                                   env={**env, "PYTHONPATH": str(args.before or "")}, cwd=str(args.before or "."))
     conn = sqlite3.connect(home / "graph.sqlite")
     fts_sql = "SELECT rowid, bm25(node_text) AS r FROM node_text WHERE node_text MATCH ? ORDER BY r LIMIT 10"
     load_start = os.getloadavg()[0]
 
     async def go() -> None:
-        async with Client(plug) as pc, Client(quiet) as qc, Client(diy) as dc:
+        async with contextlib.AsyncExitStack() as stack:
+            pc = await stack.enter_async_context(Client(plug))
+            qc = await stack.enter_async_context(Client(quiet))
+            dc = await stack.enter_async_context(Client(diy))
+            bc = await stack.enter_async_context(Client(before)) if args.before else None
             for q in warmup:
+                if bc is not None:
+                    await bc.call_tool("memory-search", {"query": q, "expandHops": 0})
                 await pc.call_tool("memory-search", {"query": q, "expandHops": 0})
                 await qc.call_tool("memory-search", {"query": q, "expandHops": 0})
                 await dc.call_tool("search", {"query": q})
@@ -223,7 +236,9 @@ def main() -> int:
                 order = [("plughost", pc, "memory-search", {"query": q, "expandHops": 0}),
                          ("quiet", qc, "memory-search", {"query": q, "expandHops": 0}),
                          ("diy", dc, "search", {"query": q})]
-                shift = len(runs["fts"]) % 3
+                if bc is not None:
+                    order.insert(2, ("before", bc, "memory-search", {"query": q, "expandHops": 0}))
+                shift = len(runs["fts"]) % len(order)
                 order = order[shift:] + order[:shift]  # none always goes first
                 for name, client, tool, arguments in order:
                     t = time.perf_counter()
@@ -247,6 +262,8 @@ def main() -> int:
     fts50, fts95 = pct(runs["fts"], 0.5), pct(runs["fts"], 0.95)
     labels = {"plughost": "plughost memory-search hybrid over stdio MCP (expandHops 0)",
               "quiet": "plughost memory-search hybrid over stdio MCP, PLUGHOST_AUDIT_MCP=0 (no tool-call audit)",
+              "before": f"plughost memory-search over stdio MCP, the code in {args.before} (before)",
+              "before_ping": "tools/list round trip, the before server (transport)",
               "diy": "do-it-yourself hybrid over stdio MCP (floor)",
               "fts": "bare FTS5 bm25() LIMIT 10, in process (raw floor)",
               "plughost_ping": "tools/list round trip, plughost server (transport)",
