@@ -127,7 +127,9 @@ def main() -> None:
     ap.add_argument("--tools", type=int, default=10000)
     bench_results.add_flag(ap)
     args = ap.parse_args()
-    bench_results.floor("python -c pass and python -c 'import plughost.cli' (process start, measured in the same run)")
+    bench_results.floor("python -c pass, python -c 'import plughost.cli' and the import floor python -c 'import pluggy, "
+                        "yaml, jsonschema' (process start and the libraries boot cannot do without, measured "
+                        "interleaved with the boot in the same run)")
     plughost = [sys.executable, "-m", "plughost.cli"]
     # An installed package has its bytecode compiled; this checkout may run with PYTHONDONTWRITEBYTECODE.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "host"), str(REPO / "plugins")],
@@ -143,17 +145,38 @@ def main() -> None:
             subprocess.run(plughost + step, env=env, check=True, capture_output=True)
         payload_env = {"plugins_dir": str(root / "payload" / "plugins"), "premium_dir": None}
 
-        base_min, base_med, _, base_cpu = wall([sys.executable, "-c", "pass"], env, args.runs)
-        imp_min, imp_med, _, _ = wall([sys.executable, "-c", "import plughost.cli"], env, args.runs)
         cmd = plughost + ["boot", "--check", "--account", "acme", "--config-dir", str(root / "cc")]
-        d_min, d_med, d_code, d_cpu = wall(cmd, env, args.runs)
+        floor_cmd = [sys.executable, "-c", "import pluggy, yaml, jsonschema"]
+        # interleaved: one run of each in turn, so a load swing hits them alike
+        samples: dict[str, list[tuple[float, float, int, float]]] = {"pass": [], "cli": [], "floor": [], "boot": []}
+        for _ in range(args.runs):
+            for key, argv in (("pass", [sys.executable, "-c", "pass"]),
+                              ("cli", [sys.executable, "-c", "import plughost.cli"]), ("floor", floor_cmd),
+                              ("boot", cmd)):
+                samples[key].append(wall(argv, env, 1))
+
+        def agg(key: str) -> tuple[float, float, int, float]:
+            rows = samples[key]
+            return (min(r[0] for r in rows), statistics.median(r[1] for r in rows), rows[-1][2],
+                    statistics.median(r[3] for r in rows))
+
+        base_min, base_med, _, base_cpu = agg("pass")
+        imp_min, imp_med, _, _ = agg("cli")
+        fl_min, fl_med, _, fl_cpu = agg("floor")
+        d_min, d_med, d_code, d_cpu = agg("boot")
         d_ph = phases(env, **payload_env, account="acme", config_dir=str(root / "cc"))
         print("== default install (bundle default + account create + install; boot reads the install's .env)")
         print(f"python -c pass            min {base_min * 1000:7.1f} ms  median {base_med * 1000:7.1f} ms  "
               f"cpu {base_cpu * 1000:6.1f} ms")
         print(f"python -c 'import plughost.cli' min {imp_min * 1000:5.1f} ms  median {imp_med * 1000:7.1f} ms")
+        print(f"import floor: python -c 'import pluggy, yaml, jsonschema'  min {fl_min * 1000:5.1f} ms  median "
+              f"{fl_med * 1000:7.1f} ms  cpu {fl_cpu * 1000:6.1f} ms")
         print(f"plughost boot --check     min {d_min * 1000:7.1f} ms  median {d_med * 1000:7.1f} ms  "
               f"cpu {d_cpu * 1000:6.1f} ms  exit={d_code}  target < 1000 ms  ({d_med / base_med:.1f}x bare python)")
+        ratio, cpu_ratio = d_med / fl_med, d_cpu / max(fl_cpu, 1e-9)
+        print(f"boot / import floor: median wall {ratio:.2f}x, min wall {d_min / fl_min:.2f}x, cpu {cpu_ratio:.2f}x "
+              f"-> {'PASS' if ratio <= 2 else 'MISS'} (target <= 2x; load {os.getloadavg()[0]:.2f} on "
+              f"{os.cpu_count()} cores)")
         print(f"  in-process: import {d_ph['import_ms']:.1f} ms, load {d_ph['load_ms']:.1f} ms, "
               f"surface {d_ph['surface_ms']:.1f} ms, gates {d_ph['gates_ms']:.1f} ms  {d_ph['per_gate_ms']}")
 

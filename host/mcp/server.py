@@ -64,6 +64,7 @@ class PluginServer(MCPServer):
         self.tools = {t.name: t for t in tools}
         self.withheld = sorted(withheld or [])
         self.host = host  # set: plughost_tool_called fires after each call
+        self._after: Any = None  # the one thread plughost_tool_called runs on, off the reply path
 
     async def _tools_list(self, ctx: Any, params: Any) -> ListToolsResult:
         meta = {WITHHELD_META_KEY: self.withheld} if self.withheld else None
@@ -87,9 +88,19 @@ class PluginServer(MCPServer):
         started = _now_iso()
         result = await call_served_tool(self.plugin, self.tools, name, arguments,
                                         env=self.host.env if self.host is not None else None)
-        if self.host is not None:
-            await anyio.to_thread.run_sync(self._called, name, arguments, result, started)
+        if self.host is not None:  # after the reply, in call order: the reply does not wait for the audit
+            if self._after is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._after = ThreadPoolExecutor(1, thread_name_prefix="plughost-tool-called")
+            self._after.submit(self._called, name, dict(arguments or {}), result, started)
         return result
+
+    def drain(self) -> None:
+        """Wait for the ``plughost_tool_called`` calls still queued (before ``host.close()``)."""
+        if self._after is not None:
+            self._after.shutdown(wait=True)
+            self._after = None
 
     def _called(self, name: str, arguments: Any, result: CallToolResult, started: str) -> None:
         from plughost.runtime import hooktable
@@ -201,6 +212,7 @@ async def _close_on_sigterm(server: PluginServer) -> None:
         async for _ in signals:
             log("mcp", "op=stopping", plugin=server.plugin, signal="SIGTERM")
             try:
+                await anyio.to_thread.run_sync(server.drain)
                 await anyio.to_thread.run_sync(server.host.close)  # type: ignore[union-attr]
             finally:
                 sys.stdout.flush()
@@ -210,7 +222,10 @@ async def _close_on_sigterm(server: PluginServer) -> None:
 
 def serve_stdio(host: Host, plugin: str) -> None:
     server = build_server(host, plugin)
-    anyio.run(run_stdio_checked, server)
+    try:
+        anyio.run(run_stdio_checked, server)
+    finally:
+        server.drain()  # the audit of the last calls, before the caller closes the host
 
 
 def http_app(server: PluginServer, *, path: str = "/mcp", host: str = "127.0.0.1", port: int | None = None,
@@ -246,7 +261,10 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
     app.add_middleware(GuardMiddleware, door=door)
     log("mcp", "op=serve-http", plugin=plugin, url=f"http://{bind}:{port}/mcp",
         access="open-local" if opened else "bearer-token")  # a field named auth= would be redacted
-    uvicorn.run(app, host=bind, port=port, log_level="warning")
+    try:
+        uvicorn.run(app, host=bind, port=port, log_level="warning")
+    finally:
+        server.drain()
 
 
 def run_plugin_server(plugin: str) -> None:

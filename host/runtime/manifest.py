@@ -105,9 +105,41 @@ def _fast(name: str) -> Any:
     """A compiled validator (fastjsonschema) used to accept valid input quickly; jsonschema explains failures."""
     import fastjsonschema
 
-    schema = json.loads(config.schema_path(name).read_text(encoding="utf-8"))
-    schema = {k: v for k, v in schema.items() if k != "$schema"}  # compiled as draft-07: same keywords here
-    return fastjsonschema.compile(schema)
+    text = config.schema_path(name).read_text(encoding="utf-8")
+    schema = {k: v for k, v in json.loads(text).items() if k != "$schema"}  # compiled as draft-07: same keywords
+    return _cached_validator(name, text, schema) or fastjsonschema.compile(schema)
+
+
+def _cached_validator(name: str, text: str, schema: dict[str, Any]) -> Any:
+    """The compiled validator from the user's cache (``$XDG_CACHE_HOME/plughost/validators``, the
+    generated module's bytecode, keyed by the schema, fastjsonschema's and Python's versions), written
+    there the first time: each boot otherwise generates and compiles the same code again. None when
+    the cache cannot be used (then the caller compiles in memory)."""
+    import hashlib
+    import marshal
+    import os
+    import sys
+
+    import fastjsonschema
+
+    try:
+        key = hashlib.sha256(f"{text}\0{fastjsonschema.VERSION}\0{sys.version}".encode()).hexdigest()[:24]
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "plughost" / "validators"
+        path = root / f"{name}-{key}.bin"
+        try:
+            code = marshal.loads(path.read_bytes())
+        except (OSError, ValueError, EOFError, TypeError):
+            code = compile(fastjsonschema.compile_to_code(schema), f"<validator {name}>", "exec")
+            root.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(marshal.dumps(code))
+            tmp.replace(path)
+        namespace: dict[str, Any] = {}
+        exec(code, namespace)  # noqa: S102 - code generated from the host's own schema, above
+        funcs = [v for k, v in namespace.items() if k.startswith("validate") and callable(v)]
+        return funcs[0] if len(funcs) == 1 else None
+    except Exception:  # a read-only or odd home: compile in memory as before
+        return None
 
 
 def validate(data: Any, schema: str, source: str, *, partial: bool = False) -> None:

@@ -185,8 +185,70 @@ def _own_server(record: Any) -> bool:
     return manifest is not None and (bool(manifest.mcp) or manifest.has_mcp)
 
 
+_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+_ANY = frozenset({"default", "const", "examples", "$comment"})
+_TEXT = frozenset({"description", "title", "format"})
+_NUMBER = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_COUNT = frozenset({"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"})
+_SUBSCHEMA = frozenset({"items", "additionalProperties", "not"})
+_SUBSCHEMAS = frozenset({"anyOf", "oneOf", "allOf"})
+
+
+def _plain(schema: Any, depth: int = 0) -> bool:
+    """Whether ``schema`` uses only keywords whose valid values are plain to see (type, properties,
+    items, required, enum, bounds, text) and all of them validly: then it is a valid Draft 2020-12
+    schema and the metaschema need not run. False means "not shown here", never "invalid"."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or depth > 32:
+        return False
+    for key, value in schema.items():
+        if key in _ANY:
+            if key == "examples" and not isinstance(value, list):
+                return False
+        elif key in _TEXT:
+            if not isinstance(value, str):
+                return False
+        elif key == "type":
+            kinds = [value] if isinstance(value, str) else value
+            if not isinstance(kinds, list) or not kinds or len(set(map(repr, kinds))) != len(kinds) or \
+                    any(not isinstance(k, str) or k not in _TYPES for k in kinds):
+                return False
+        elif key == "properties":
+            if not isinstance(value, dict) or not all(_plain(v, depth + 1) for v in value.values()):
+                return False
+        elif key in _SUBSCHEMA:
+            if not _plain(value, depth + 1):
+                return False
+        elif key in _SUBSCHEMAS:
+            if not isinstance(value, list) or not value or not all(_plain(v, depth + 1) for v in value):
+                return False
+        elif key == "required":
+            if not isinstance(value, list) or any(not isinstance(v, str) for v in value) or \
+                    len(set(value)) != len(value):
+                return False
+        elif key == "enum":
+            if not isinstance(value, list):
+                return False
+        elif key == "uniqueItems":
+            if not isinstance(value, bool):
+                return False
+        elif key in _NUMBER:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return False
+        elif key in _COUNT:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                return False
+        else:
+            return False
+    return True
+
+
 def _schema_error(schema: Mapping[str, Any]) -> str | None:
-    """One line naming the field of an ``inputSchema`` that is not a valid JSON Schema, or None."""
+    """One line naming the field of an ``inputSchema`` that is not a valid JSON Schema, or None.
+    A schema of plain keywords (:func:`_plain`) is seen valid without running the metaschema."""
+    if _plain(schema):
+        return None
     import jsonschema
 
     try:

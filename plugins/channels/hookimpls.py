@@ -53,11 +53,17 @@ def plughost_startup(host: Host) -> None:
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plughost.plugins.channels import scheduler
-    from plughost.plugins.channels.server import close
+    import sys
 
-    scheduler.stop(host)
-    close(host)
+    # the scheduler, a gateway and a client exist only once their modules ran: a boot check imports none
+    if "plughost.plugins.channels.scheduler" in sys.modules:
+        from plughost.plugins.channels import scheduler
+
+        scheduler.stop(host)
+    if "plughost.plugins.channels.pipeline" in sys.modules or "plughost.plugins.channels.outbound" in sys.modules:
+        from plughost.plugins.channels.server import close  # a gateway or a client to drop: something served
+
+        close(host)
 
 
 # --- end channels ---------------------------------------------------------------------------

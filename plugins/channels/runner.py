@@ -145,10 +145,9 @@ class BrokenRunner:
 
 def agent_choice(env: Mapping[str, str]) -> str:
     """``PLUGHOST_AGENT``; unset means ``command`` when ``PLUGHOST_AGENT_COMMAND`` is set, else ``memory``."""
-    chosen = AGENT.read(env)
-    if chosen is None:
-        return "command" if AGENT_COMMAND.is_set(env) else "memory"
-    return chosen
+    from plughost.plugins.channels.runner_gate import agent_choice as choice
+
+    return choice(env)
 
 
 class KeyedSerializer:

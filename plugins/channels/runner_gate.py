@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from plughost import Gate, GateContext, GateResult, UserError
 from plughost.api.util import format_line
-from plughost.plugins.channels.settings import AGENT_COMMAND, AGENT_TIMEOUT, CLAUDE_BIN
+from plughost.plugins.channels.settings import AGENT, AGENT_COMMAND, AGENT_TIMEOUT, CLAUDE_BIN
 
 NAME = "agent-runner"
 
@@ -40,9 +40,16 @@ def _executable(env: Mapping[str, str], choice: str) -> tuple[str, str] | None:
     return None
 
 
-def check_agent_runner(ctx: GateContext) -> GateResult:
-    from plughost.plugins.channels.runner import agent_choice
+def agent_choice(env: Mapping[str, str]) -> str:
+    """The runner's choice (:func:`plughost.plugins.channels.runner.agent_choice`), without importing
+    the runner (asyncio and the turn machinery) at boot."""
+    chosen = AGENT.read(env)
+    if chosen is None:
+        return "command" if AGENT_COMMAND.is_set(env) else "memory"
+    return chosen
 
+
+def check_agent_runner(ctx: GateContext) -> GateResult:
     env = ctx.env
     try:
         choice = agent_choice(env)

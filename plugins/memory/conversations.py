@@ -44,7 +44,6 @@ from plughost.api.store import (
     session_conversation_id,
 )
 from plughost.api.util import parse_time
-from plughost.plugins.memory import entities
 from plughost.plugins.memory.indexed_form import embedding_text as message_embedding_text
 from plughost.plugins.memory.indexed_form import indexed_message
 
@@ -277,6 +276,8 @@ class Conversations:
             guarded_upsert_many(self.store, [row, conv_row], guards=guards)
         except WriteDenied as exc:
             raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
+        from plughost.plugins.memory import entities  # the extractor: off the boot path (tool registration)
+
         if prior is not None and entities.derivation(prior.properties) != entities.derivation(row["properties"]):
             try:  # a turn appended again, changed: what it said before goes (docs/graph.md#entities)
                 entities.withdraw(self.store, account, [msg_id], guards=guards, before={msg_id: prior.properties})

@@ -8,7 +8,9 @@ are imported here only, and this module is imported only when the local provider
 
 from __future__ import annotations
 
+import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,34 @@ from plughost.plugins.memory.embed_settings import cap
 DIMENSIONS = 384
 MAX_TOKENS = 256
 TOKENIZER_PATH = Path(__file__).resolve().parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+CACHE_SIZE = 256
+CACHE_BATCH = 8
+"""Vectors of the texts of small calls (a query and its paraphrases: at most ``CACHE_BATCH`` texts)
+a process keeps, least recently used out: a repeated query skips the model. Bulk indexing
+batches are not kept."""
+
+
+def default_threads() -> int:
+    """onnxruntime's intra-op threads: ``PLUGHOST_EMBED_THREADS``, else the cores, at most 2 (a
+    MiniLM query is a few ms; more threads only contend with BLAS, SQLite and the event loop)."""
+    raw = os.environ.get("PLUGHOST_EMBED_THREADS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def session_options(ort: Any, threads: int) -> Any:
+    """One sequential graph on ``threads`` intra-op threads that sleep when a run ends: spinning
+    workers busy-wait after every run and take the cores the caller needs next."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return options
 
 
 class LocalModelMissing(RuntimeError):
@@ -60,6 +90,7 @@ class LocalEmbedder:
         self.input_max_chars = input_max_chars
         self.threads = threads
         self._session: Any = None
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._tokenizer: Any = None
         self._lock = threading.Lock()
 
@@ -74,27 +105,40 @@ class LocalEmbedder:
             # The shipped file pads every batch to 128 and truncates at 128: override both.
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-            options = ort.SessionOptions()
-            if self.threads:
-                options.intra_op_num_threads = self.threads
-            options.log_severity_level = 3
+            options = session_options(ort, self.threads or default_threads())
             self._session = ort.InferenceSession(str(model_path()), options, providers=["CPUExecutionProvider"])
             self._tokenizer = tokenizer
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        self._load()
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            out.extend(self._embed_batch([cap(t or "", self.input_max_chars) for t in
-                                          texts[start:start + self.batch_size]]))
-        return out
+        capped = [cap(t or "", self.input_max_chars) for t in texts]
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            for text in capped:
+                vector = self._cache.get(text)
+                if vector is not None:
+                    self._cache.move_to_end(text)
+                    found[text] = vector
+        missing = list(dict.fromkeys(t for t in capped if t not in found))  # each text once, in one batch
+        if missing:
+            self._load()
+            for start in range(0, len(missing), self.batch_size):
+                chunk = missing[start:start + self.batch_size]
+                found.update(zip(chunk, self._embed_batch(chunk), strict=True))
+            if len(capped) <= CACHE_BATCH:
+                with self._lock:
+                    for text in missing:
+                        self._cache[text] = found[text]
+                    while len(self._cache) > CACHE_SIZE:
+                        self._cache.popitem(last=False)
+        return [list(found[t]) for t in capped]
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(texts)
+        # one text: encode on this thread (encode_batch hands even one text to the tokenizer's pool)
+        encodings = [self._tokenizer.encode(texts[0])] if len(texts) == 1 else self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.array([e.type_ids for e in encodings], dtype=np.int64)

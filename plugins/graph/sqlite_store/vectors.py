@@ -129,6 +129,51 @@ class VectorSearch:
             nodes = self._rows_by_rid([rid for rid, _ in ranked])
         return [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
 
+    def vector_search_many(self, vectors: Sequence[Sequence[float]], k: int, *, guards: Guards,
+                           labels: Sequence[str] | None = None) -> list[list[Hit]]:
+        """:meth:`vector_search` for several query vectors (a question and its paraphrases) in one
+        pass over the matrix: one ``matrix @ Q`` instead of a ``matrix @ q`` each (the scoring is
+        memory-bound: the matrix is read once); each column then takes the same guarded top-k."""
+        if len(vectors) < 2 or k <= 0:
+            return [self.vector_search(v, k, guards=guards, labels=labels) for v in vectors]
+        g = guards_ok(guards)
+        unit: list[np.ndarray | None] = []
+        for vector in vectors:
+            q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
+            norm = float(np.linalg.norm(q64))
+            unit.append((q64 / norm).astype(np.float32) if norm else None)
+        sizes = {len(q) for q in unit if q is not None}
+        if len(sizes) != 1:  # no vector, or vectors of different lengths: one at a time
+            return [self.vector_search(v, k, guards=guards, labels=labels) for v in vectors]
+        dims = sizes.pop()
+        live = [j for j, q in enumerate(unit) if q is not None]
+        queries = {j: q for j, q in enumerate(unit) if q is not None}
+        out: list[list[Hit]] = [[] for _ in vectors]
+        with self._snapshot():
+            self._fresh_caches()
+            rids, matrix = self._matrix(g.account_id, dims)
+            if len(rids) == 0:
+                return out
+            block = np.stack([queries[j] for j in live], axis=1)  # dims x m
+            scores_all = self._scores(matrix, block)  # n x m: the matrix read once
+            cands = self._candidates.get(candidate_key(g, labels, dims, None, None))
+            pending: list[tuple[int, list[tuple[int, float]]]] = []
+            for col, j in enumerate(live):
+                scores = np.ascontiguousarray(scores_all[:, col])
+                if cands is None and self.vector_window_max > 0:
+                    hits = self._window_top_k(rids, scores, int(k), g, labels, dims)
+                    if hits is not None:
+                        out[j] = hits
+                        continue
+                if cands is None:
+                    cands = self._candidate_rids(g, labels, dims, None, None)
+                pending.append((j, self._candidate_top_k(rids, matrix, queries[j], cands, int(k), scores=scores)))
+            if pending:
+                nodes = self._rows_by_rid(list({rid for _, ranked in pending for rid, _ in ranked}))
+                for j, ranked in pending:
+                    out[j] = [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
+        return out
+
     def _window_top_k(self, rids: np.ndarray, scores: np.ndarray, k: int, g: Guards,
                       labels: Sequence[str] | None, dims: int) -> list[Hit] | None:
         """Guarded top-k from a widening window of the best scores; None when it grows too wide.
@@ -165,7 +210,7 @@ class VectorSearch:
         n, threads = len(matrix), self.vector_threads
         if threads < 2 or n < self.vector_split_rows or not self.vector_split:
             return matrix @ q
-        out = np.empty(n, dtype=np.result_type(matrix, q))
+        out = np.empty((n, *q.shape[1:]), dtype=np.result_type(matrix, q))  # q: one vector, or dims x m
         step = -(-n // threads)
         if not self.vector_threads_set and cores_busy():
             for i in range(0, n, step):
@@ -183,15 +228,19 @@ class VectorSearch:
         return out
 
     def _candidate_top_k(self, rids: np.ndarray, matrix: np.ndarray, q: np.ndarray, cands: np.ndarray,
-                         k: int) -> list[tuple[int, float]]:
-        """Exact top-k over a guarded candidate set (rids selected by SQL)."""
+                         k: int, scores: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """Exact top-k over a guarded candidate set (rids selected by SQL); ``scores``: the whole
+        matrix's, already computed."""
         if len(cands) == 0:
             return []
         pos = np.minimum(np.searchsorted(rids, cands), len(rids) - 1)
         pos = pos[rids[pos] == cands]
         if len(pos) == 0:
             return []
-        scores = self._scores(matrix, q)[pos] if len(pos) * 10 > len(rids) else matrix[pos] @ q
+        if scores is not None:
+            scores = scores[pos]
+        else:
+            scores = self._scores(matrix, q)[pos] if len(pos) * 10 > len(rids) else matrix[pos] @ q
         take = min(k, len(pos))
         top = np.argpartition(-scores, take - 1)[:take] if take < len(pos) else np.arange(len(pos))
         top = top[np.argsort(-scores[top], kind="stable")]

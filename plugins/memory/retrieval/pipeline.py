@@ -188,6 +188,14 @@ def search(
     return SearchOutcome(rows, text, compact, queries, stats)
 
 
+def bm25_key(text: str) -> Any:
+    """Texts with one key make one BM25 query: the store ORs the text's words, so their order is
+    no part of it (a paraphrase that moves words is the same query). Long texts keep their order
+    (the store takes the first words only)."""
+    chunks = text.lower().split()
+    return frozenset(chunks) if len(chunks) <= 24 else text
+
+
 @dataclass
 class _Stage:
     """One call's fixed inputs, so the whole question and each compound part rank the same way."""
@@ -241,21 +249,26 @@ class _Stage:
                         detail=f"{type(exc).__name__}: {exc}"[:120])
                 self._add("embed_ms", (time.perf_counter() - t) * 1000)
                 t = time.perf_counter()
-                for q, vec in zip(queries, vectors, strict=False):
-                    hits = store.vector_search(vec, k, guards=guards, labels=plan.labels)
+                many = getattr(store, "vector_search_many", None)  # paraphrases: one pass over the vectors
+                if many is not None and len(vectors) > 1:
+                    found = many(vectors, k, guards=guards, labels=plan.labels)
+                else:
+                    found = [store.vector_search(vec, k, guards=guards, labels=plan.labels) for vec in vectors]
+                for q, hits in zip(queries, found, strict=False):
                     self._add("vector", len(hits))
                     lists.append(fuse.RankedList("vector", hits, q))
                 self._add("vector_ms", (time.perf_counter() - t) * 1000)
             # BM25
             t = time.perf_counter()
             if plan.use_bm25 and flags.paths != "vector":
-                searched: dict[str, list[Hit]] = {}  # paraphrases that strip to one text: one store call
+                searched: dict[Any, list[Hit]] = {}  # paraphrases with one BM25 query: one store call
                 for q in queries:
                     text = strip_stop_words(q) if flags.stopwords else q
-                    if text not in searched:
-                        searched[text] = store.fulltext_search(text, k, guards=guards, labels=plan.labels,
-                                                               stemmed=flags.stem)
-                    hits = searched[text]
+                    key = bm25_key(text)
+                    if key not in searched:
+                        searched[key] = store.fulltext_search(text, k, guards=guards, labels=plan.labels,
+                                                              stemmed=flags.stem)
+                    hits = searched[key]
                     self._add("bm25", len(hits))
                     lists.append(fuse.RankedList("bm25", hits, q))
             # keyword subscriptions (merged into the BM25 channel)
