@@ -107,6 +107,31 @@ def readable(value: Any) -> str:
     return str(value)
 
 
+def brand_name(env: Any, plugins_dir: Any = None) -> str:
+    """The install's brand's ``productName`` (the one resolver, ``install_brand``), as the channels
+    name the business to visitors; the default brand's name when none is recorded."""
+    from plughost.api.payload import install_brand, load_brand, resolve_brand
+
+    try:
+        found = install_brand(env, plugins_dir)
+        if found.product:
+            return str(found.product)
+        if found.source != "none":  # named but unreadable: the install-brand gate says so
+            return "Your business"
+        return str(load_brand(resolve_brand("default")).product)
+    except Exception:  # a broken brand is the gates' business; the console still opens
+        return "Your business"
+
+
+def trimmed(text: str, limit: int = 90) -> str:
+    """One line of ``text``, cut at a word near ``limit`` characters with an ellipsis."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0] if " " in line[:limit] else line[:limit]
+    return cut.rstrip(",;:.") + "…"
+
+
 def safe_next(target: str | None) -> str:
     """Only a console path is a place to go back to after login."""
     if not target or not target.startswith("/admin") or target.startswith("//") or "\\" in target:
@@ -119,6 +144,13 @@ class Console:
         self.host = host
         self.login = login
         self.env = templates()
+        self._brand: str | None = None
+
+    @property
+    def brand(self) -> str:
+        if self._brand is None:
+            self._brand = brand_name(self.host.env, getattr(self.host, "plugins_dir", None))
+        return self._brand
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -147,7 +179,7 @@ class Console:
         context.setdefault("notice", None)
         context.setdefault("current", "")
         context.setdefault("csrf", "")
-        html = self.env.get_template(name).render(nav=NAV, **context)
+        html = self.env.get_template(name).render(nav=NAV, brand=self.brand, **context)
         return HTMLResponse(html, status_code=status, headers=HEADERS)
 
     def session_of(self, request: Any) -> tuple[Any, str | None]:
@@ -215,7 +247,10 @@ class Console:
         rows = self.store().find(guards=self.guards(), labels=["Task"], where={"kind": "follow-up"},
                                  order_by="startedAt", descending=True, limit=PAGE_SIZE + 1,
                                  offset=(page - 1) * PAGE_SIZE)
-        return [self.lead_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
+        views = [self.lead_view(n) for n in rows[:PAGE_SIZE]]
+        for view in views:
+            view["conversation"] = self.lead_conversation(view)
+        return views, len(rows) > PAGE_SIZE
 
     def lead_view(self, node: Any) -> dict[str, Any]:
         p = dict(node.properties)
@@ -268,18 +303,72 @@ class Console:
         return out, start + MESSAGE_PAGE < len(rows)
 
     def conversation_rows(self, page: int, channel: str = "") -> tuple[list[dict[str, Any]], bool]:
+        """One page of conversations, each with its first visitor question, message count, last
+        activity and the contact from the visitor's lead; grouped by person (a returning visitor's
+        conversations under one heading: the same visitor key, else the same channel sender)."""
         rows = self.store().find(guards=self.guards(), labels=["Conversation"],
                                  where={"channel": channel} if channel else None, order_by="lastMessageAt",
                                  descending=True, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
-        return [self.conversation_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
+        by_conv, by_visitor = self.contacts()
+        groups: dict[str, dict[str, Any]] = {}
+        for node in rows[:PAGE_SIZE]:
+            view = self.conversation_view(node)
+            messages = self.store().find(guards=self.guards(), labels=["Message"],
+                                         where={"conversationId": node.id}, limit=MAX_SCAN)
+            messages.sort(key=lambda n: _stamp(n.properties))
+            asked = next((n.properties for n in messages if n.properties.get("role") == "user"
+                          and str(n.properties.get("text") or "").strip()), None)
+            visitor = next((str(n.properties["visitorKey"]) for n in messages
+                            if isinstance(n.properties.get("visitorKey"), str) and n.properties["visitorKey"]), "")
+            view["first"] = trimmed(str(asked.get("text") or "")) if asked else ""
+            view["count"] = len(messages)
+            view["contact"] = by_conv.get(node.id) or (by_visitor.get(visitor, "") if visitor else "")
+            key = f"visitor:{visitor}" if visitor else f"sender:{view['channel']}:{view['fullSender']}"
+            group = groups.setdefault(key, {"key": key, "contact": "", "channel": view["channel"],
+                                            "sender": view["sender"], "conversations": []})
+            group["contact"] = group["contact"] or view["contact"]
+            group["conversations"].append(view)
+        out = list(groups.values())
+        for group in out:
+            if group["contact"]:
+                group["who"] = group["contact"]
+            else:
+                group["who"] = f"{CHANNELS.get(group['channel'], group['channel'] or 'A')} visitor " \
+                               f"{group['sender'][-6:] if group['channel'] == 'webchat' else group['sender']}".strip()
+        return out, len(rows) > PAGE_SIZE
+
+    def contacts(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The contacts visitors left on their leads: by conversation id and by visitor key."""
+        by_conv: dict[str, str] = {}
+        by_visitor: dict[str, str] = {}
+        rows = self.store().find(guards=self.guards(), labels=["Task"], where={"kind": "follow-up"}, limit=MAX_SCAN)
+        for node in sorted(rows, key=lambda n: str(n.properties.get("startedAt") or "")):
+            view = self.lead_view(node)
+            if not view["contact"]:
+                continue
+            for conv in view["conversations"]:
+                by_conv[conv] = view["contact"]
+            if view["visitorKey"]:
+                by_visitor[view["visitorKey"]] = view["contact"]
+        return by_conv, by_visitor
 
     def conversation_view(self, node: Any) -> dict[str, Any]:
         p = node.properties
         channel = str(p.get("channel") or "")
         sender = str(p.get("sender") or p.get("senderId") or "")
         return {"id": node.id, "channel": channel, "sender": sender[:24], "fullSender": sender,
+                "channelName": CHANNELS.get(channel, channel),
                 "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")),
                 "last": str(p.get("lastMessageAt") or "")[:16].replace("T", " "), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+
+    def lead_conversation(self, lead: dict[str, Any]) -> str | None:
+        """The stored conversation a lead was left in (for the leads list's link), else None."""
+        conv = lead["conversationId"] or (lead["conversations"][0] if lead["conversations"] else None)
+        if not conv and lead["channel"] and lead["sender"]:
+            conv = self.conversation_id(lead["channel"], lead["sender"])
+        if conv and self.store().get(str(conv), guards=self.guards()) is not None:
+            return str(conv)
+        return None
 
     def task_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
         rows = self.store().find(guards=self.guards(), labels=["Task"], order_by="startedAt", descending=True,
@@ -523,10 +612,14 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         token, _user, refused = await login.attempt(account, pin)
         if token is None:
             status = int(getattr(refused, "status_code", 401))
-            error = ("Too many attempts; wait a few minutes." if status == 429
+            error = ("Too many wrong PINs: sign-in is locked for a few minutes. Wait, then try again." if status == 429
                      else "That PIN is not right." if sessions.has_pin(host.home, account)
                      else f"No admin PIN is set for this account yet: run `plughost admin set-pin {account}`.")
-            return console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error)
+            page = console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error)
+            retry = getattr(refused, "headers", {}).get("retry-after")
+            if status == 429 and retry:  # the lockout says when to try again, as the JSON route does
+                page.headers["Retry-After"] = retry
+            return page
         log("console", "op=login", accountId=account[:8])
         response = RedirectResponse(nxt, status_code=303, headers=HEADERS)
         set_cookie(response, token)

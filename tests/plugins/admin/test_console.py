@@ -328,7 +328,7 @@ def test_conversations_are_listed_by_channel_with_who_answers(console) -> None:
     conv = body.split('href="/admin/conversations/conv-', 1)[1].split('"', 1)[0]
     _, _, page = _raw(f"{base}/admin/conversations/conv-{conv}", headers=cookie)
     assert "Please write to me at ana@example.com" in page and 'id="reply"' in page
-    assert "webchat" in _raw(f"{base}/admin/conversations?channel=webchat", headers=cookie)[2].split("<tbody>", 1)[1]
+    assert "webchat" in _raw(f"{base}/admin/conversations?channel=webchat", headers=cookie)[2].split("<tbody>", 1)[1].lower()
     status, _, body = _raw(f"{base}/admin/conversations?channel=telegram&page=1", headers=cookie)
     assert status == 200 and "No conversations on this page." in body
 

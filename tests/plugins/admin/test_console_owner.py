@@ -1,0 +1,77 @@
+"""The console as a shop owner reads it, on a real `plughost serve`: the brand's name on every
+page, conversations by their first question and contact (a returning visitor's grouped), leads
+linked to their conversation, gates and doctor in words, log lines with their times, memory
+rows by name; the login lockout says when to try again."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plughost.plugins.admin import sessions
+from tests.plugins.admin.test_console import PIN, _cookie, _post, _raw, _wait_events
+from tests.support.serve_helpers import start_serve
+
+BRAND = "Harbour Street Bakery"  # host/manifests/brands/bakery.json's productName
+
+
+@pytest.fixture
+def console(plughost_home: Path, serve_env: dict[str, str]) -> Any:
+    sessions.set_pin(plughost_home, serve_env["ACCOUNT_ID"], PIN, "owner")
+    server = start_serve(env={**serve_env, "PLUGHOST_AGENT": "memory", "PLUGHOST_EMBEDDER": "none",
+                              "PLUGHOST_BRAND": "bakery"})
+    yield server
+    server.terminate()
+
+
+def test_every_console_page_carries_the_brand_name_and_the_lockout_says_when(console) -> None:
+    base = console.base
+    _, _, body = _raw(f"{base}/admin/login")
+    assert f"<title>Sign in · {BRAND}</title>" in body and "plughost console" not in body
+    cookie = {"Cookie": _cookie(base)}
+    for path in ("/admin", "/admin/leads", "/admin/conversations", "/admin/health", "/admin/logs", "/admin/nope"):
+        body = _raw(base + path, headers=cookie)[2]
+        assert BRAND in body.split("</header>", 1)[0] and "plughost console" not in body, path
+    statuses = [_raw(f"{base}/admin/login", b"pin=000000&next=/admin")[0] for _ in range(6)]
+    assert statuses[:5] == [401] * 5 and statuses[5] == 429
+    status, headers, body = _raw(f"{base}/admin/login", b"pin=000000&next=/admin")
+    assert status == 429 and int(headers["retry-after"]) > 0 and "locked" in body
+
+
+def _say(base: str, session: str, browser: str, text: str, replies: int) -> None:
+    _post(base, "/channels/webchat/messages", {"session": session, "visitor": browser, "text": text})
+    _wait_events(base, session, replies)
+
+
+def test_conversations_read_by_first_question_contact_and_person(console) -> None:
+    """A returning visitor (the same browser, two visits) is one person with two conversations,
+    named by the contact their lead holds; another visitor stands alone; each row starts with the
+    visitor's first question and counts the messages; the lead links to its conversation."""
+    base = console.base
+    browser = "browser-" + secrets.token_hex(12)
+    first, second, other = ("visitor-" + secrets.token_hex(6) for _ in range(3))
+    _say(base, first, browser, "Can you bake a cake for 80 guests on 4 March?", 1)
+    _say(base, first, browser, "Write to me at ana@example.com", 2)
+    _say(base, second, browser, "Do you also make gluten-free cupcakes for children's parties?", 1)
+    _say(base, second, browser, "Thanks!", 2)
+    _say(base, other, "browser-" + secrets.token_hex(12), "Are you open on Sundays?", 1)
+    _say(base, other, "browser-" + secrets.token_hex(12), "ok", 2)
+    cookie = {"Cookie": _cookie(base)}
+    status, _, body = _raw(f"{base}/admin/conversations", headers=cookie)
+    assert status == 200
+    people = body.split('<section class="person"')[1:]
+    assert len(people) == 2
+    ana = next(p for p in people if "ana@example.com" in p.split("</h2>", 1)[0])
+    assert "2 conversations" in ana and ana.count('href="/admin/conversations/conv-') == 2
+    assert "Can you bake a cake for 80 guests on 4 March?" in ana and "gluten-free cupcakes" in ana
+    assert '<td data-label="Messages">4</td>' in ana
+    alone = next(p for p in people if p is not ana)
+    assert "1 conversation<" in alone and "Are you open on Sundays?" in alone and "Webchat visitor" in alone
+    assert "visitor-" not in body.split("<main", 1)[1].split("</h1>", 1)[0]
+    _, _, leads = _raw(f"{base}/admin/leads", headers=cookie)
+    conv = leads.split('href="/admin/conversations/', 1)[1].split('"', 1)[0]
+    _, _, page = _raw(f"{base}/admin/conversations/{conv}", headers=cookie)
+    assert "80 guests" in page and "ana@example.com" in page
