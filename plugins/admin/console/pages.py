@@ -61,7 +61,90 @@ WAITING = ("The visitor is not on the chat now: the reply is kept for them and s
            "same browser (the conversation says when they have seen it).")
 PERSON_LOCK = threading.Lock()  # one erase at a time captures the command's printed receipt
 DOCTOR_LOCK = threading.Lock()  # one doctor run at a time: it starts every installed MCP server
-DOCTOR_TIMEOUT_S = 20.0  # per server; the page waits for the whole run
+DOCTOR_TIMEOUT_S = 20.0  # per server; the run is in the background, the page never waits for it
+
+
+GATE_WORDS = {  # what a boot gate checks, in the owner's words
+    "account-id-env": "The server knows which business account it serves.",
+    "install-brand": "Your brand (name, greeting, settings) is installed and readable.",
+    "schema-labels": "The memory's kinds of records are ones the plugins declare.",
+    "plugin-files": "Every plugin's files are in place.",
+    "plugin-load": "Every plugin started.",
+    "tool-registration": "The assistant's tools are registered as the plugins declare them.",
+    "skill-registration": "The assistant's skills are registered.",
+    "specialist-tool-drift": "The specialist agents use only tools that exist.",
+    "mcp-allowlist-coverage": "Every tool the assistant may call is on the allow-list.",
+    "single-provider": "Each tool comes from one plugin only.",
+    "admin-identity-binding": "The admin chat is bound to your identity.",
+}
+STATUS_WORDS = {"ok": "fine", "warn": "worth a look", "fail": "needs fixing", "error": "could not be checked"}
+FINDING_WORDS = {  # a doctor finding's reason: what it means, what to do
+    "unset-variable": ("A setting the assistant's server needs is not set.",
+                       "Set the named variable (plughost install writes it), then run doctor again."),
+    "plugin-folder-missing": ("A plugin's folder is gone from the install.", "Run plughost install again."),
+    "start-failed": ("One of the assistant's servers did not start.",
+                     "Read the detail; usually running plughost install again fixes it."),
+    "initialize-failed": ("A server started but did not answer properly.", "Run plughost install again."),
+    "tools-list-failed": ("A server could not say which tools it offers.", "Run plughost install again."),
+    "missing-tool": ("A tool the plugin promises is not offered.", "Update or reinstall the plugin."),
+    "extra-tool": ("A server offers a tool its plugin does not declare.", "Update or reinstall the plugin."),
+    "meta-differs": ("A tool is set up differently from what its plugin declares.", "Reinstall the plugin."),
+    "no-servers": ("No assistant servers are installed where doctor looked.", "Run plughost install."),
+    "account-unset": ("The installed servers do not know which account to serve.",
+                      "Run plughost install with your account."),
+}
+DOCTOR_RUN: dict[str, Any] = {"running": False, "started": "", "error": ""}  # the background run, one at a time
+
+
+def gate_view(gates: dict[str, Any], body: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The boot gates in words (what each checks, how it went) and how many things need attention
+    (gates not ok, a store error, plugins that failed)."""
+    rows = []
+    for row in gates.get("gates") or []:
+        if not isinstance(row, dict):
+            continue
+        status = str(row.get("status") or "")
+        rows.append({"name": str(row.get("gate") or ""), "status": status, "ok": status == "ok",
+                     "words": GATE_WORDS.get(str(row.get("gate")), "A check the plugins run before serving."),
+                     "state": STATUS_WORDS.get(status, status or "unknown"),
+                     "todo": "" if status == "ok" else (
+                         "The server would not have started; fix this first." if row.get("fatal")
+                         else "Run `plughost boot` in a shell to read the details.")})
+    attention = sum(not r["ok"] for r in rows)
+    attention += (body.get("store") or {}).get("status") == "error"
+    attention += len((body.get("plugins") or {}).get("failed") or [])
+    return rows, attention
+
+
+def doctor_view(report: dict[str, Any] | None) -> list[dict[str, str]]:
+    """A doctor report's findings in words: what each means and what to do."""
+    if not report:
+        return []
+    out = []
+    for problem in report.get("problems") or []:
+        text = str(problem)
+        reason = next((r for r in FINDING_WORDS if f"reason={r}" in text), "")
+        means, todo = FINDING_WORDS.get(reason, (text, "Run plughost doctor in a shell for the details."))
+        out.append({"where": "the install", "means": means, "todo": todo, "detail": text})
+    for server in report.get("servers") or []:
+        for finding in server.get("findings") or []:
+            reason = str(finding.get("reason") or "")
+            means, todo = FINDING_WORDS.get(reason, (f"A problem: {reason}.", "Run plughost doctor in a shell."))
+            detail = " ".join(f"{k}={v}" for k, v in finding.items() if k != "reason" and v not in (None, ""))
+            out.append({"where": f"{server.get('plugin')} ({server.get('server')})", "means": means, "todo": todo,
+                        "detail": detail[:300]})
+    if not out and (report.get("findings") or report.get("exit")):  # a failed run is never "all good"
+        for line in report.get("lines") or []:
+            text = str(line)
+            if " FAIL " not in text:
+                continue
+            reason = next((r for r in FINDING_WORDS if f"reason={r}" in text), "")
+            means, todo = FINDING_WORDS.get(reason, ("Doctor found a problem.", "Run plughost doctor in a shell."))
+            out.append({"where": "the install", "means": means, "todo": todo, "detail": text[:300]})
+        if not out:
+            out.append({"where": "the install", "means": "Doctor did not pass.",
+                        "todo": "Run plughost doctor in a shell for the details.", "detail": ""})
+    return out
 
 
 def templates() -> Any:
@@ -89,22 +172,6 @@ def _inputs(props: dict[str, Any]) -> dict[str, Any]:
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def readable(value: Any) -> str:
-    """A gate summary's value as lines a person reads: ``key: value`` for an object, one line per
-    item of a list (an item that is an object as ``key=value`` pairs), text as it is."""
-    def flat(item: Any) -> str:
-        if isinstance(item, dict):
-            return " ".join(f"{k}={v}" for k, v in item.items() if v not in (None, "", [], {}))
-        return str(item)
-
-    if isinstance(value, dict):
-        return "\n".join(f"{k}: {flat(v) if not isinstance(v, list) else ', '.join(map(flat, v)) or 'none'}"
-                         for k, v in value.items())
-    if isinstance(value, list):
-        return "\n".join(flat(v) for v in value) or "none"
-    return str(value)
 
 
 def brand_name(env: Any, plugins_dir: Any = None) -> str:
@@ -530,22 +597,40 @@ class Console:
         log("console", "op=hand-back", conversation=conv[5:13])
         return True
 
-    def doctor(self) -> dict[str, Any] | None:
-        """Run ``plughost doctor`` on the install this server was started from and record it; None when one runs."""
-        from plughost.api.payload import config_dir_source, doctor
+    def doctor_folder(self) -> Path:
+        """The install this server was started from; a UserError when none is recorded."""
+        from plughost.api.payload import config_dir_source
 
+        folder, source = config_dir_source(self.host.env)
+        if source == "default" or not folder.is_dir():  # never a ~/.claude plughost did not install into
+            raise UserError("no install is recorded for this server: run `plughost install` first")
+        return Path(folder)
+
+    def doctor_start(self) -> bool:
+        """Start ``plughost doctor`` on the install in a background thread (it starts every MCP server
+        and can take a minute under load); False when a run is already going."""
+        folder = self.doctor_folder()
         if not DOCTOR_LOCK.acquire(blocking=False):
-            return None
-        try:
-            folder, source = config_dir_source(self.host.env)
-            if source == "default" or not folder.is_dir():  # never a ~/.claude plughost did not install into
-                raise UserError("no install is recorded for this server: run `plughost install` first")
-            report = doctor.run(folder, home=self.host.env.get("HOME"), timeout=DOCTOR_TIMEOUT_S, workers=2)
-            doctor.record(self.host.home, report)
-            log("console", "op=doctor", servers=len(report.checks), findings=report.findings)
-            return doctor.last(self.host.home)
-        finally:
-            DOCTOR_LOCK.release()
+            return False
+        DOCTOR_RUN.update(running=True, started=time.strftime("%H:%M", time.localtime()), error="")
+
+        def run() -> None:
+            from plughost.api.payload import doctor
+
+            try:
+                report = doctor.run(folder, home=self.host.env.get("HOME"), timeout=DOCTOR_TIMEOUT_S, workers=2)
+                doctor.record(self.host.home, report)
+                log("console", "op=doctor", servers=len(report.checks), findings=report.findings)
+            except Exception as exc:  # the page says it failed; the last result stays
+                DOCTOR_RUN["error"] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                log("console", "op=doctor-failed", error=DOCTOR_RUN["error"])
+            finally:
+                DOCTOR_RUN["running"] = False
+                DOCTOR_LOCK.release()
+
+        threading.Thread(target=run, name="console-doctor", daemon=True).start()
+        log("console", "op=doctor-started")
+        return True
 
     def person_command(self, name: str, argv: list[str]) -> str:
         """Run the ``erase`` / ``export`` command a plugin publishes (``plughost_cli_commands``), its output as text."""
@@ -833,15 +918,19 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         from plughost.api.payload import doctor
         from plughost.plugins.admin import health
 
-        notice = {"busy": "A doctor run is already in progress; its report shows here when it ends.",
-                  "ran": "Doctor ran."}.get(request.query_params.get("notice", ""))
+        notice = {"busy": "A doctor run is already going; its result shows here when it ends (reload the page).",
+                  "started": "Doctor is running in the background; reload this page to see the result."}.get(
+            request.query_params.get("notice", ""))
         report = await asyncio.to_thread(doctor.last, host.home)
+        findings = doctor_view(report)
 
         with anyio.move_on_after(health.PROBE_TIMEOUT_S):
             _status, body = await anyio.to_thread.run_sync(health.snapshot, host, abandon_on_cancel=True)
-            gates = [(k, readable(v)[:4000]) for k, v in sorted(body.get("gates", {}).items())]
-            return console.render("health.html", title="Gates", session=session, csrf=csrf, current="/admin/health", body=body,
-                                  gates=gates, doctor=report, notice=notice)
+            gates, attention = gate_view(body.get("gates") or {}, body)
+            return console.render("health.html", title="Gates", session=session, csrf=csrf, current="/admin/health",
+                                  body=body, gates=gates, gates_ran=bool((body.get("gates") or {}).get("ran")),
+                                  attention=attention, doctor=report, findings=findings, notice=notice,
+                                  run=dict(DOCTOR_RUN))
         return console.render("error.html", 503, title="Gates", detail="The health probe timed out.", session=session)
 
     async def doctor_post(request: Any) -> Any:
@@ -849,10 +938,10 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         if refused is not None or form is None:
             return refused
         try:
-            ran = await asyncio.to_thread(console.doctor)
+            started = await asyncio.to_thread(console.doctor_start)
         except UserError as exc:
             return console.render("error.html", 409, title="Doctor", detail=str(exc), session=session)
-        return RedirectResponse(f"/admin/health?notice={'ran' if ran is not None else 'busy'}", status_code=303,
+        return RedirectResponse(f"/admin/health?notice={'started' if started else 'busy'}", status_code=303,
                                 headers=HEADERS)
 
     async def people(request: Any, session: Any, csrf: str) -> Any:

@@ -6,6 +6,7 @@ rows by name; the login lockout says when to try again."""
 from __future__ import annotations
 
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,43 @@ def test_conversations_read_by_first_question_contact_and_person(console) -> Non
     conv = leads.split('href="/admin/conversations/', 1)[1].split('"', 1)[0]
     _, _, page = _raw(f"{base}/admin/conversations/{conv}", headers=cookie)
     assert "80 guests" in page and "ana@example.com" in page
+
+
+def test_gates_and_doctor_speak_plainly_and_doctor_runs_in_the_background(plughost_home: Path, serve_env,
+                                                                          tmp_path: Path) -> None:
+    """The state matches the findings (never "ok" above a count); each gate and finding says what
+    it means; "Run doctor now" answers at once and the page shows the run, then its result."""
+    from plughost.payload import doctor
+
+    claude = tmp_path / "claude"
+    claude.mkdir()  # an install folder with no servers in it: doctor finds that
+    sessions.set_pin(plughost_home, serve_env["ACCOUNT_ID"], PIN, "owner")
+    server = start_serve(env={**serve_env, "PLUGHOST_AGENT": "memory", "PLUGHOST_EMBEDDER": "none",
+                              "CLAUDE_CONFIG_DIR": str(claude)})
+    try:
+        base = server.base
+        cookie = {"Cookie": _cookie(base)}
+        _, _, body = _raw(f"{base}/admin/health", headers=cookie)
+        # an install folder without servers: the tool-registration gate warns, and the state says so
+        assert "State: <strong>needs attention</strong>: 1 thing to look at" in body and "Status: ok" not in body
+        assert body.count('<li class="attention">') == 1 and "(tool-registration)" in body
+        assert "<strong>Fine</strong>: Every plugin started." in body and "Doctor has not run on this install yet." in body
+        report = doctor.DoctorReport(claude, problems=["settings.json: unreadable", "a", "b"])
+        doctor.record(plughost_home, report)
+        _, _, body = _raw(f"{base}/admin/health", headers=cookie)
+        assert "State: <strong>needs attention</strong>: 4 things" in body and "all good" not in body
+        assert "needs attention: 3 problems</strong>" in body
+        csrf = body.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        status, headers, _ = _raw(f"{base}/admin/health/doctor", f"csrf={csrf}".encode(), headers=cookie)
+        assert status == 303 and headers["location"] == "/admin/health?notice=started"
+        deadline = time.monotonic() + 60
+        while True:  # the page answers while doctor runs ("running… (started HH:MM)"), then shows its result
+            _, _, body = _raw(f"{base}/admin/health", headers=cookie)
+            if "Doctor is running…" not in body and "No assistant servers are installed" in body:
+                break
+            assert "Doctor is running… (started " in body or "Doctor is running" not in body
+            assert time.monotonic() < deadline, body
+            time.sleep(0.2)
+        assert "Run plughost install." in body and "needs attention: 1 problem</strong>" in body
+    finally:
+        server.terminate()
