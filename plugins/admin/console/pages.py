@@ -199,6 +199,16 @@ def trimmed(text: str, limit: int = 90) -> str:
     return cut.rstrip(",;:.") + "…"
 
 
+def node_title(labels: Any, props: dict[str, Any]) -> str:
+    """What a person calls a memory record: its title or name, else its first words, else its kind;
+    never its id alone."""
+    for key in ("title", "name", "question", "text", "description", "summary"):
+        value = " ".join(str(props.get(key) or "").split())
+        if value:
+            return trimmed(value, 60)
+    return f"An untitled {(list(labels) or ['record'])[0]}"
+
+
 def safe_next(target: str | None) -> str:
     """Only a console path is a place to go back to after login."""
     if not target or not target.startswith("/admin") or target.startswith("//") or "\\" in target:
@@ -491,8 +501,8 @@ class Console:
             more = more or len(hits) > SEARCH_PAGE * page
             chosen = hits[(page - 1) * SEARCH_PAGE:page * SEARCH_PAGE]
             views.append({"title": title, "intro": intro, "hits": [
-                {"text": str(h.properties.get("text") or h.properties.get("name")
-                             or h.properties.get("title") or h.id)[:300],
+                {"title": node_title(h.labels, h.properties),
+                 "text": trimmed(str(h.properties.get("text") or h.properties.get("description") or ""), 200),
                  "label": ",".join(h.labels), "scope": str(h.properties.get("scope") or ""),
                  "score": round(h.score, 4)} for h in chosen]})
         return views, more

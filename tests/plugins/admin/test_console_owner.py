@@ -116,3 +116,12 @@ def test_gates_and_doctor_speak_plainly_and_doctor_runs_in_the_background(plugho
         assert "Run plughost install." in body and "needs attention: 1 problem</strong>" in body
     finally:
         server.terminate()
+
+
+def test_memory_rows_are_titled_by_what_they_say_never_by_id() -> None:
+    from plughost.plugins.admin.console.pages import node_title
+
+    assert node_title(["Service"], {"name": "Wedding cakes", "text": "x"}) == "Wedding cakes"
+    long = "Do you deliver three-tier wedding cakes to the harbour on Saturday mornings before nine o'clock?"
+    assert node_title(["Message"], {"text": long}).endswith("…") and len(node_title(["Message"], {"text": long})) <= 61
+    assert node_title(["Chunk"], {"id": "chunk-9f2"}) == "An untitled Chunk"
