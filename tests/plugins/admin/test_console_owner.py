@@ -125,3 +125,67 @@ def test_memory_rows_are_titled_by_what_they_say_never_by_id() -> None:
     long = "Do you deliver three-tier wedding cakes to the harbour on Saturday mornings before nine o'clock?"
     assert node_title(["Message"], {"text": long}).endswith("…") and len(node_title(["Message"], {"text": long})) <= 61
     assert node_title(["Chunk"], {"id": "chunk-9f2"}) == "An untitled Chunk"
+
+
+@pytest.mark.e2e
+def test_an_owner_walks_through_the_console_on_a_phone(console, tmp_path: Path) -> None:
+    """Chromium at 390×844: sign in, conversations grouped with previews, a lead linked to its
+    conversation, gates in words, logs; no page scrolls sideways. Screenshots stay under the
+    test's tmp dir, and are copied to PLUGHOST_SCREENSHOTS_DIR when it is set."""
+    import os
+    import shutil
+
+    from browser import Browser
+
+    from tests.conftest import which_or_skip
+
+    chromium = which_or_skip("chromium")
+    base = console.base
+    browser_key = "browser-" + secrets.token_hex(12)
+    first, second = ("visitor-" + secrets.token_hex(6) for _ in range(2))
+    _say(base, first, browser_key, "Can you bake a cake for 80 guests on 4 March?", 1)
+    _say(base, first, browser_key, "Write to me at ana@example.com", 2)
+    _say(base, second, browser_key, "Do you also make gluten-free cupcakes?", 1)
+    _say(base, second, browser_key, "Thanks!", 2)
+    screens = tmp_path / "screens"
+    screens.mkdir()
+    (tmp_path / "owner").mkdir()
+    owner = Browser(chromium, tmp_path / "owner", width=390, height=844)
+    fits = "document.documentElement.scrollWidth <= 390"
+    try:
+        owner.open(f"{base}/admin/conversations")
+        owner.wait("location.pathname === '/admin/login' && document.activeElement.id === 'pin'")
+        assert BRAND in owner.eval("document.title") and owner.eval(fits)
+        owner.screenshot(screens / "1-login.png")
+        owner.type(PIN)
+        owner.press_enter()
+        owner.wait("location.pathname === '/admin/conversations' && !!document.querySelector('section.person')")
+        text = owner.eval("document.querySelector('main').innerText")
+        assert "ana@example.com" in text and "2 conversations" in text and "80 guests" in text
+        assert owner.eval(fits)
+        owner.screenshot(screens / "2-conversations.png")
+        owner.open(f"{base}/admin/leads")
+        owner.wait("!!document.querySelector('td[data-label=\"Conversation\"] a')")
+        assert owner.eval(fits)
+        owner.screenshot(screens / "3-leads.png")
+        owner.eval("document.querySelector('td[data-label=\"Conversation\"] a').click()")
+        owner.wait("location.pathname.startsWith('/admin/conversations/conv-')")
+        assert "80 guests" in owner.eval("document.querySelector('main').innerText") and owner.eval(fits)
+        owner.screenshot(screens / "4-conversation.png")
+        owner.open(f"{base}/admin/health")
+        text = owner.eval("document.querySelector('main').innerText")
+        assert "State:" in text and "Status: ok" not in text and "Every plugin started." in text
+        assert owner.eval(fits)
+        owner.screenshot(screens / "5-gates.png")
+        owner.open(f"{base}/admin/logs")
+        assert "[console] op=login" in owner.eval("document.querySelector('main').innerText") and owner.eval(fits)
+        owner.screenshot(screens / "6-logs.png")
+    finally:
+        owner.close()
+    assert len(list(screens.glob("*.png"))) == 6
+    keep = os.environ.get("PLUGHOST_SCREENSHOTS_DIR")
+    if keep:
+        target = Path(keep) / "console-walkthrough"
+        target.mkdir(parents=True, exist_ok=True)
+        for shot in screens.glob("*.png"):
+            shutil.copy2(shot, target / shot.name)
