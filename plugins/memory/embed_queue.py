@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 LABELS = (MESSAGE_LABEL, CONVERSATION_LABEL)
 BATCH = 32
+STEP = 4  # nodes embedded between two looks at the stop event (a stopping server waits for one step)
+LEFT_MAX = 1000  # the unembedded nodes a stop counts at most
 POLL_S = EMBED_QUEUE_POLL_S.default
 RETRY_S = 5.0  # after the embedder failed a whole batch (an Ollama that is down): wait, then retry
 STATE_KEY: StateKey[EmbedQueue] = StateKey("memory.embed-queue")
@@ -88,17 +90,30 @@ def embed_nodes(store: Any, embedder: Embedder, account_id: str, nodes: Sequence
 
 def drain(store: Any, embedder: Embedder, account_id: str, skip: set[str],
           stop: threading.Event | None = None) -> int:
-    """Embed every live Message and Conversation of the account that lacks a vector; returns how many."""
+    """Embed every live Message and Conversation of the account that lacks a vector; returns how many.
+
+    With ``stop``, the batch is embedded :data:`STEP` nodes at a time and ``stop`` is checked between
+    them: a stopping server leaves the rest (still without a vector) for the next start's backlog and
+    says how many, ``[embed-queue] op=stopped left=N``."""
     total = 0
     while stop is None or not stop.is_set():
         nodes = store.missing_embeddings(account_id=account_id, labels=list(LABELS), exclude=skip, limit=BATCH)
         if not nodes:
             break
         started = time.perf_counter()
-        done = embed_nodes(store, embedder, account_id, nodes, skip)
+        done = 0
+        step = STEP if stop is not None else len(nodes)
+        for at in range(0, len(nodes), step):
+            if stop is not None and stop.is_set():
+                break
+            done += embed_nodes(store, embedder, account_id, nodes[at:at + step], skip)
         total += done
         if done:
             log("embed-queue", "op=embedded", count=done, ms=round((time.perf_counter() - started) * 1000))
+    if stop is not None and stop.is_set():
+        left = store.missing_embeddings(account_id=account_id, labels=list(LABELS), exclude=skip, limit=LEFT_MAX)
+        if left:
+            log("embed-queue", "op=stopped", left=len(left) if len(left) < LEFT_MAX else f"{LEFT_MAX}+")
     return total
 
 

@@ -61,7 +61,90 @@ WAITING = ("The visitor is not on the chat now: the reply is kept for them and s
            "same browser (the conversation says when they have seen it).")
 PERSON_LOCK = threading.Lock()  # one erase at a time captures the command's printed receipt
 DOCTOR_LOCK = threading.Lock()  # one doctor run at a time: it starts every installed MCP server
-DOCTOR_TIMEOUT_S = 20.0  # per server; the page waits for the whole run
+DOCTOR_TIMEOUT_S = 20.0  # per server; the run is in the background, the page never waits for it
+
+
+GATE_WORDS = {  # what a boot gate checks, in the owner's words
+    "account-id-env": "The server knows which business account it serves.",
+    "install-brand": "Your brand (name, greeting, settings) is installed and readable.",
+    "schema-labels": "The memory's kinds of records are ones the plugins declare.",
+    "plugin-files": "Every plugin's files are in place.",
+    "plugin-load": "Every plugin started.",
+    "tool-registration": "The assistant's tools are registered as the plugins declare them.",
+    "skill-registration": "The assistant's skills are registered.",
+    "specialist-tool-drift": "The specialist agents use only tools that exist.",
+    "mcp-allowlist-coverage": "Every tool the assistant may call is on the allow-list.",
+    "single-provider": "Each tool comes from one plugin only.",
+    "admin-identity-binding": "The admin chat is bound to your identity.",
+}
+STATUS_WORDS = {"ok": "fine", "warn": "worth a look", "fail": "needs fixing", "error": "could not be checked"}
+FINDING_WORDS = {  # a doctor finding's reason: what it means, what to do
+    "unset-variable": ("A setting the assistant's server needs is not set.",
+                       "Set the named variable (plughost install writes it), then run doctor again."),
+    "plugin-folder-missing": ("A plugin's folder is gone from the install.", "Run plughost install again."),
+    "start-failed": ("One of the assistant's servers did not start.",
+                     "Read the detail; usually running plughost install again fixes it."),
+    "initialize-failed": ("A server started but did not answer properly.", "Run plughost install again."),
+    "tools-list-failed": ("A server could not say which tools it offers.", "Run plughost install again."),
+    "missing-tool": ("A tool the plugin promises is not offered.", "Update or reinstall the plugin."),
+    "extra-tool": ("A server offers a tool its plugin does not declare.", "Update or reinstall the plugin."),
+    "meta-differs": ("A tool is set up differently from what its plugin declares.", "Reinstall the plugin."),
+    "no-servers": ("No assistant servers are installed where doctor looked.", "Run plughost install."),
+    "account-unset": ("The installed servers do not know which account to serve.",
+                      "Run plughost install with your account."),
+}
+DOCTOR_RUN: dict[str, Any] = {"running": False, "started": "", "error": ""}  # the background run, one at a time
+
+
+def gate_view(gates: dict[str, Any], body: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The boot gates in words (what each checks, how it went) and how many things need attention
+    (gates not ok, a store error, plugins that failed)."""
+    rows = []
+    for row in gates.get("gates") or []:
+        if not isinstance(row, dict):
+            continue
+        status = str(row.get("status") or "")
+        rows.append({"name": str(row.get("gate") or ""), "status": status, "ok": status == "ok",
+                     "words": GATE_WORDS.get(str(row.get("gate")), "A check the plugins run before serving."),
+                     "state": STATUS_WORDS.get(status, status or "unknown"),
+                     "todo": "" if status == "ok" else (
+                         "The server would not have started; fix this first." if row.get("fatal")
+                         else "Run `plughost boot` in a shell to read the details.")})
+    attention = sum(not r["ok"] for r in rows)
+    attention += (body.get("store") or {}).get("status") == "error"
+    attention += len((body.get("plugins") or {}).get("failed") or [])
+    return rows, attention
+
+
+def doctor_view(report: dict[str, Any] | None) -> list[dict[str, str]]:
+    """A doctor report's findings in words: what each means and what to do."""
+    if not report:
+        return []
+    out = []
+    for problem in report.get("problems") or []:
+        text = str(problem)
+        reason = next((r for r in FINDING_WORDS if f"reason={r}" in text), "")
+        means, todo = FINDING_WORDS.get(reason, (text, "Run plughost doctor in a shell for the details."))
+        out.append({"where": "the install", "means": means, "todo": todo, "detail": text})
+    for server in report.get("servers") or []:
+        for finding in server.get("findings") or []:
+            reason = str(finding.get("reason") or "")
+            means, todo = FINDING_WORDS.get(reason, (f"A problem: {reason}.", "Run plughost doctor in a shell."))
+            detail = " ".join(f"{k}={v}" for k, v in finding.items() if k != "reason" and v not in (None, ""))
+            out.append({"where": f"{server.get('plugin')} ({server.get('server')})", "means": means, "todo": todo,
+                        "detail": detail[:300]})
+    if not out and (report.get("findings") or report.get("exit")):  # a failed run is never "all good"
+        for line in report.get("lines") or []:
+            text = str(line)
+            if " FAIL " not in text:
+                continue
+            reason = next((r for r in FINDING_WORDS if f"reason={r}" in text), "")
+            means, todo = FINDING_WORDS.get(reason, ("Doctor found a problem.", "Run plughost doctor in a shell."))
+            out.append({"where": "the install", "means": means, "todo": todo, "detail": text[:300]})
+        if not out:
+            out.append({"where": "the install", "means": "Doctor did not pass.",
+                        "todo": "Run plughost doctor in a shell for the details.", "detail": ""})
+    return out
 
 
 def templates() -> Any:
@@ -91,20 +174,39 @@ def _inputs(props: dict[str, Any]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def readable(value: Any) -> str:
-    """A gate summary's value as lines a person reads: ``key: value`` for an object, one line per
-    item of a list (an item that is an object as ``key=value`` pairs), text as it is."""
-    def flat(item: Any) -> str:
-        if isinstance(item, dict):
-            return " ".join(f"{k}={v}" for k, v in item.items() if v not in (None, "", [], {}))
-        return str(item)
+def brand_name(env: Any, plugins_dir: Any = None) -> str:
+    """The install's brand's ``productName`` (the one resolver, ``install_brand``), as the channels
+    name the business to visitors; the default brand's name when none is recorded."""
+    from plughost.api.payload import install_brand, load_brand, resolve_brand
 
-    if isinstance(value, dict):
-        return "\n".join(f"{k}: {flat(v) if not isinstance(v, list) else ', '.join(map(flat, v)) or 'none'}"
-                         for k, v in value.items())
-    if isinstance(value, list):
-        return "\n".join(flat(v) for v in value) or "none"
-    return str(value)
+    try:
+        found = install_brand(env, plugins_dir)
+        if found.product:
+            return str(found.product)
+        if found.source != "none":  # named but unreadable: the install-brand gate says so
+            return "Your business"
+        return str(load_brand(resolve_brand("default")).product)
+    except Exception:  # a broken brand is the gates' business; the console still opens
+        return "Your business"
+
+
+def trimmed(text: str, limit: int = 90) -> str:
+    """One line of ``text``, cut at a word near ``limit`` characters with an ellipsis."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0] if " " in line[:limit] else line[:limit]
+    return cut.rstrip(",;:.") + "…"
+
+
+def node_title(labels: Any, props: dict[str, Any]) -> str:
+    """What a person calls a memory record: its title or name, else its first words, else its kind;
+    never its id alone."""
+    for key in ("title", "name", "question", "text", "description", "summary"):
+        value = " ".join(str(props.get(key) or "").split())
+        if value:
+            return trimmed(value, 60)
+    return f"An untitled {(list(labels) or ['record'])[0]}"
 
 
 def safe_next(target: str | None) -> str:
@@ -119,6 +221,13 @@ class Console:
         self.host = host
         self.login = login
         self.env = templates()
+        self._brand: str | None = None
+
+    @property
+    def brand(self) -> str:
+        if self._brand is None:
+            self._brand = brand_name(self.host.env, getattr(self.host, "plugins_dir", None))
+        return self._brand
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -147,7 +256,7 @@ class Console:
         context.setdefault("notice", None)
         context.setdefault("current", "")
         context.setdefault("csrf", "")
-        html = self.env.get_template(name).render(nav=NAV, **context)
+        html = self.env.get_template(name).render(nav=NAV, brand=self.brand, **context)
         return HTMLResponse(html, status_code=status, headers=HEADERS)
 
     def session_of(self, request: Any) -> tuple[Any, str | None]:
@@ -215,7 +324,10 @@ class Console:
         rows = self.store().find(guards=self.guards(), labels=["Task"], where={"kind": "follow-up"},
                                  order_by="startedAt", descending=True, limit=PAGE_SIZE + 1,
                                  offset=(page - 1) * PAGE_SIZE)
-        return [self.lead_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
+        views = [self.lead_view(n) for n in rows[:PAGE_SIZE]]
+        for view in views:
+            view["conversation"] = self.lead_conversation(view)
+        return views, len(rows) > PAGE_SIZE
 
     def lead_view(self, node: Any) -> dict[str, Any]:
         p = dict(node.properties)
@@ -268,18 +380,72 @@ class Console:
         return out, start + MESSAGE_PAGE < len(rows)
 
     def conversation_rows(self, page: int, channel: str = "") -> tuple[list[dict[str, Any]], bool]:
+        """One page of conversations, each with its first visitor question, message count, last
+        activity and the contact from the visitor's lead; grouped by person (a returning visitor's
+        conversations under one heading: the same visitor key, else the same channel sender)."""
         rows = self.store().find(guards=self.guards(), labels=["Conversation"],
                                  where={"channel": channel} if channel else None, order_by="lastMessageAt",
                                  descending=True, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
-        return [self.conversation_view(n) for n in rows[:PAGE_SIZE]], len(rows) > PAGE_SIZE
+        by_conv, by_visitor = self.contacts()
+        groups: dict[str, dict[str, Any]] = {}
+        for node in rows[:PAGE_SIZE]:
+            view = self.conversation_view(node)
+            messages = self.store().find(guards=self.guards(), labels=["Message"],
+                                         where={"conversationId": node.id}, limit=MAX_SCAN)
+            messages.sort(key=lambda n: _stamp(n.properties))
+            asked = next((n.properties for n in messages if n.properties.get("role") == "user"
+                          and str(n.properties.get("text") or "").strip()), None)
+            visitor = next((str(n.properties["visitorKey"]) for n in messages
+                            if isinstance(n.properties.get("visitorKey"), str) and n.properties["visitorKey"]), "")
+            view["first"] = trimmed(str(asked.get("text") or "")) if asked else ""
+            view["count"] = len(messages)
+            view["contact"] = by_conv.get(node.id) or (by_visitor.get(visitor, "") if visitor else "")
+            key = f"visitor:{visitor}" if visitor else f"sender:{view['channel']}:{view['fullSender']}"
+            group = groups.setdefault(key, {"key": key, "contact": "", "channel": view["channel"],
+                                            "sender": view["sender"], "conversations": []})
+            group["contact"] = group["contact"] or view["contact"]
+            group["conversations"].append(view)
+        out = list(groups.values())
+        for group in out:
+            if group["contact"]:
+                group["who"] = group["contact"]
+            else:
+                group["who"] = f"{CHANNELS.get(group['channel'], group['channel'] or 'A')} visitor " \
+                               f"{group['sender'][-6:] if group['channel'] == 'webchat' else group['sender']}".strip()
+        return out, len(rows) > PAGE_SIZE
+
+    def contacts(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The contacts visitors left on their leads: by conversation id and by visitor key."""
+        by_conv: dict[str, str] = {}
+        by_visitor: dict[str, str] = {}
+        rows = self.store().find(guards=self.guards(), labels=["Task"], where={"kind": "follow-up"}, limit=MAX_SCAN)
+        for node in sorted(rows, key=lambda n: str(n.properties.get("startedAt") or "")):
+            view = self.lead_view(node)
+            if not view["contact"]:
+                continue
+            for conv in view["conversations"]:
+                by_conv[conv] = view["contact"]
+            if view["visitorKey"]:
+                by_visitor[view["visitorKey"]] = view["contact"]
+        return by_conv, by_visitor
 
     def conversation_view(self, node: Any) -> dict[str, Any]:
         p = node.properties
         channel = str(p.get("channel") or "")
         sender = str(p.get("sender") or p.get("senderId") or "")
         return {"id": node.id, "channel": channel, "sender": sender[:24], "fullSender": sender,
+                "channelName": CHANNELS.get(channel, channel),
                 "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")),
                 "last": str(p.get("lastMessageAt") or "")[:16].replace("T", " "), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+
+    def lead_conversation(self, lead: dict[str, Any]) -> str | None:
+        """The stored conversation a lead was left in (for the leads list's link), else None."""
+        conv = lead["conversationId"] or (lead["conversations"][0] if lead["conversations"] else None)
+        if not conv and lead["channel"] and lead["sender"]:
+            conv = self.conversation_id(lead["channel"], lead["sender"])
+        if conv and self.store().get(str(conv), guards=self.guards()) is not None:
+            return str(conv)
+        return None
 
     def task_rows(self, page: int) -> tuple[list[dict[str, Any]], bool]:
         rows = self.store().find(guards=self.guards(), labels=["Task"], order_by="startedAt", descending=True,
@@ -335,8 +501,8 @@ class Console:
             more = more or len(hits) > SEARCH_PAGE * page
             chosen = hits[(page - 1) * SEARCH_PAGE:page * SEARCH_PAGE]
             views.append({"title": title, "intro": intro, "hits": [
-                {"text": str(h.properties.get("text") or h.properties.get("name")
-                             or h.properties.get("title") or h.id)[:300],
+                {"title": node_title(h.labels, h.properties),
+                 "text": trimmed(str(h.properties.get("text") or h.properties.get("description") or ""), 200),
                  "label": ",".join(h.labels), "scope": str(h.properties.get("scope") or ""),
                  "score": round(h.score, 4)} for h in chosen]})
         return views, more
@@ -441,22 +607,40 @@ class Console:
         log("console", "op=hand-back", conversation=conv[5:13])
         return True
 
-    def doctor(self) -> dict[str, Any] | None:
-        """Run ``plughost doctor`` on the install this server was started from and record it; None when one runs."""
-        from plughost.api.payload import config_dir_source, doctor
+    def doctor_folder(self) -> Path:
+        """The install this server was started from; a UserError when none is recorded."""
+        from plughost.api.payload import config_dir_source
 
+        folder, source = config_dir_source(self.host.env)
+        if source == "default" or not folder.is_dir():  # never a ~/.claude plughost did not install into
+            raise UserError("no install is recorded for this server: run `plughost install` first")
+        return Path(folder)
+
+    def doctor_start(self) -> bool:
+        """Start ``plughost doctor`` on the install in a background thread (it starts every MCP server
+        and can take a minute under load); False when a run is already going."""
+        folder = self.doctor_folder()
         if not DOCTOR_LOCK.acquire(blocking=False):
-            return None
-        try:
-            folder, source = config_dir_source(self.host.env)
-            if source == "default" or not folder.is_dir():  # never a ~/.claude plughost did not install into
-                raise UserError("no install is recorded for this server: run `plughost install` first")
-            report = doctor.run(folder, home=self.host.env.get("HOME"), timeout=DOCTOR_TIMEOUT_S, workers=2)
-            doctor.record(self.host.home, report)
-            log("console", "op=doctor", servers=len(report.checks), findings=report.findings)
-            return doctor.last(self.host.home)
-        finally:
-            DOCTOR_LOCK.release()
+            return False
+        DOCTOR_RUN.update(running=True, started=time.strftime("%H:%M", time.localtime()), error="")
+
+        def run() -> None:
+            from plughost.api.payload import doctor
+
+            try:
+                report = doctor.run(folder, home=self.host.env.get("HOME"), timeout=DOCTOR_TIMEOUT_S, workers=2)
+                doctor.record(self.host.home, report)
+                log("console", "op=doctor", servers=len(report.checks), findings=report.findings)
+            except Exception as exc:  # the page says it failed; the last result stays
+                DOCTOR_RUN["error"] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                log("console", "op=doctor-failed", error=DOCTOR_RUN["error"])
+            finally:
+                DOCTOR_RUN["running"] = False
+                DOCTOR_LOCK.release()
+
+        threading.Thread(target=run, name="console-doctor", daemon=True).start()
+        log("console", "op=doctor-started")
+        return True
 
     def person_command(self, name: str, argv: list[str]) -> str:
         """Run the ``erase`` / ``export`` command a plugin publishes (``plughost_cli_commands``), its output as text."""
@@ -523,10 +707,14 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         token, _user, refused = await login.attempt(account, pin)
         if token is None:
             status = int(getattr(refused, "status_code", 401))
-            error = ("Too many attempts; wait a few minutes." if status == 429
+            error = ("Too many wrong PINs: sign-in is locked for a few minutes. Wait, then try again." if status == 429
                      else "That PIN is not right." if sessions.has_pin(host.home, account)
                      else f"No admin PIN is set for this account yet: run `plughost admin set-pin {account}`.")
-            return console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error)
+            page = console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error)
+            retry = getattr(refused, "headers", {}).get("retry-after")
+            if status == 429 and retry:  # the lockout says when to try again, as the JSON route does
+                page.headers["Retry-After"] = retry
+            return page
         log("console", "op=login", accountId=account[:8])
         response = RedirectResponse(nxt, status_code=303, headers=HEADERS)
         set_cookie(response, token)
@@ -740,15 +928,19 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         from plughost.api.payload import doctor
         from plughost.plugins.admin import health
 
-        notice = {"busy": "A doctor run is already in progress; its report shows here when it ends.",
-                  "ran": "Doctor ran."}.get(request.query_params.get("notice", ""))
+        notice = {"busy": "A doctor run is already going; its result shows here when it ends (reload the page).",
+                  "started": "Doctor is running in the background; reload this page to see the result."}.get(
+            request.query_params.get("notice", ""))
         report = await asyncio.to_thread(doctor.last, host.home)
+        findings = doctor_view(report)
 
         with anyio.move_on_after(health.PROBE_TIMEOUT_S):
             _status, body = await anyio.to_thread.run_sync(health.snapshot, host, abandon_on_cancel=True)
-            gates = [(k, readable(v)[:4000]) for k, v in sorted(body.get("gates", {}).items())]
-            return console.render("health.html", title="Gates", session=session, csrf=csrf, current="/admin/health", body=body,
-                                  gates=gates, doctor=report, notice=notice)
+            gates, attention = gate_view(body.get("gates") or {}, body)
+            return console.render("health.html", title="Gates", session=session, csrf=csrf, current="/admin/health",
+                                  body=body, gates=gates, gates_ran=bool((body.get("gates") or {}).get("ran")),
+                                  attention=attention, doctor=report, findings=findings, notice=notice,
+                                  run=dict(DOCTOR_RUN))
         return console.render("error.html", 503, title="Gates", detail="The health probe timed out.", session=session)
 
     async def doctor_post(request: Any) -> Any:
@@ -756,10 +948,10 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         if refused is not None or form is None:
             return refused
         try:
-            ran = await asyncio.to_thread(console.doctor)
+            started = await asyncio.to_thread(console.doctor_start)
         except UserError as exc:
             return console.render("error.html", 409, title="Doctor", detail=str(exc), session=session)
-        return RedirectResponse(f"/admin/health?notice={'ran' if ran is not None else 'busy'}", status_code=303,
+        return RedirectResponse(f"/admin/health?notice={'started' if started else 'busy'}", status_code=303,
                                 headers=HEADERS)
 
     async def people(request: Any, session: Any, csrf: str) -> Any:

@@ -73,3 +73,31 @@ def test_hook_plughost_messages_stored(make_host, plughost_home: Path) -> None:
     missing = {n.id for n in store.missing_embeddings(account_id=ACCOUNT, limit=10)}
     assert missing == set(ids) - {"m1"}
     assert "searchContext" in store.get("m1", guards=Guards(ACCOUNT)).properties
+
+
+def test_a_stop_while_embedding_leaves_the_rest_for_the_next_start(tmp_path: Path,
+                                                                    capfd: pytest.CaptureFixture[str]) -> None:
+    """A server stopping with a backlog queued: the thread looks at the stop between small steps,
+    stops after the step in hand and says how many nodes wait for the next start."""
+    from types import SimpleNamespace
+
+    store = open_store(tmp_path / "g.sqlite", ACCOUNT)
+    _turns(store, 9)  # nine turns and their Conversation: ten nodes without a vector
+    stopping = threading.Event()
+
+    class StopsMidway(HashEmbedder):  # the shutdown arrives while the first step embeds
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            stopping.set()
+            return super().embed(texts)
+
+    queue = embed_queue.EmbedQueue(SimpleNamespace(store=lambda: store), ACCOUNT, StopsMidway(), 60.0)
+    queue.stop_event = stopping
+    queue.start()
+    assert stopping.wait(30)
+    queue.stop()
+    assert not queue.thread.is_alive()
+    left = len(store.missing_embeddings(account_id=ACCOUNT, limit=100))
+    assert left == 10 - embed_queue.STEP
+    err = capfd.readouterr().err
+    assert f"[embed-queue] op=stopped left={left}" in err
+    assert embed_queue.drain(store, HashEmbedder(), ACCOUNT, set(), threading.Event()) == left  # the next start
