@@ -19,6 +19,13 @@ skills), ``--strict-mcp-config`` with an empty ``--mcp-config`` (no MCP server a
 ``--tools ""`` (no built-in tool) and the native tools denied by name as well. What it may know
 comes with the turn: the best public-scope passages of the account's memory, found by the
 memory runner's search under public guards, in ``--append-system-prompt``.
+
+An admin turn's plugin tools are on the model's first request: ``claude -p`` connects MCP servers in
+the background by default (its ``init`` lists them ``pending`` and the first request carries none of
+their tools), so the admin turn's CLI runs with ``MCP_CONNECTION_NONBLOCKING=0`` (it waits for the
+servers before the first request) and ``MCP_CONNECT_TIMEOUT_MS`` (how long it waits; the CLI's own
+default is 5 s, less than a loaded machine's connect) at half the turn's timeout unless the
+environment sets it. A server still not connected then is left behind, as before, and the turn goes on.
 """
 
 from __future__ import annotations
@@ -49,6 +56,10 @@ NO_MCP_SERVERS = json.dumps({"mcpServers": {}})
 KNOWLEDGE_INTRO = ("You answer visitors of this business. Answer only from the passages below; when they do not "
                    "answer the question, say you do not know and offer to pass the question on to the team.")
 MAX_PASSAGES = 3
+BLOCKING_CONNECT = "MCP_CONNECTION_NONBLOCKING"
+"""The pinned CLI's switch: ``0`` makes ``claude -p`` connect its MCP servers before the first model request."""
+CONNECT_WAIT = "MCP_CONNECT_TIMEOUT_MS"
+"""How long (ms) the pinned CLI waits for them then (its default: 5000)."""
 NOT_FOUND = "no conversation found"
 IN_USE = "already in use"
 
@@ -118,9 +129,17 @@ class ClaudeRunner:
         turn = (self.principal or resolve(self.env).for_account(self.account)).for_turn(role, conversation or session_id)
         env = {**child_env(self.env, turn), "CLAUDE_CONFIG_DIR": str(self.config_dir)}
         env.pop("PLUGHOST_SPECIALIST", None)
+        if role == "admin":  # the plugin tools on the first model request (module docstring)
+            env[BLOCKING_CONNECT] = "0"
+            env[CONNECT_WAIT] = self.env.get(CONNECT_WAIT) or str(self.connect_wait_ms)
         if isinstance(payload.get("specialist"), str) and payload["specialist"]:
             env["PLUGHOST_SPECIALIST"] = payload["specialist"]
         return env
+
+    @property
+    def connect_wait_ms(self) -> int:
+        """How long an admin turn's CLI waits for its MCP servers before the first request: half the turn."""
+        return max(1000, int(self.timeout * 500))
 
     def knowledge_prompt(self, payload: Mapping[str, Any]) -> str:
         if self.knowledge is None:

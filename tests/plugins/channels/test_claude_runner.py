@@ -31,7 +31,7 @@ store = os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "stand-in-sessions")
 os.makedirs(store, exist_ok=True)
 with open(os.environ["STAND_IN_LOG"], "a", encoding="utf-8") as fh:
     fh.write(json.dumps({"argv": argv, "stdin": prompt, "cwd": os.getcwd(),
-                         "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "PLUGHOST", "ACCOUNT", "ALLOWED"))}}) + "\n")
+                         "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "PLUGHOST", "ACCOUNT", "ALLOWED", "MCP_"))}}) + "\n")
 def flag(name):
     return argv[argv.index(name) + 1] if name in argv else None
 sid = flag("--resume") or flag("--session-id")
@@ -146,6 +146,21 @@ def test_admin_turn_gets_the_admin_allowlist(make_host, account, tmp_path: Path,
     assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
     assert "--strict-mcp-config" not in argv and "--safe-mode" not in argv and "--tools" not in argv
     assert "ALLOWED_SCOPES" not in calls(tmp_path)[0]["env"]
+
+
+def test_an_admin_turns_cli_connects_its_servers_before_the_first_request(make_host, account, tmp_path: Path,
+                                                                          stand_in) -> None:
+    """``MCP_CONNECTION_NONBLOCKING=0`` for an admin turn, waiting half the turn's timeout unless the environment
+    says how long; a public turn (no server) is left as it was (the real CLI: test_claude_first_tools)."""
+    host = make_host(**stand_in, PLUGHOST_AGENT_TIMEOUT="90")
+    runner = get_runner(host)
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "telegram:1"), payload("admin", "list my rules")))
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:v1"), payload("public", "hello")))
+    admin, public = calls(tmp_path)[0]["env"], calls(tmp_path)[1]["env"]
+    assert admin["MCP_CONNECTION_NONBLOCKING"] == "0" and admin["MCP_CONNECT_TIMEOUT_MS"] == "45000"
+    assert "MCP_CONNECTION_NONBLOCKING" not in public and "MCP_CONNECT_TIMEOUT_MS" not in public
+    told = get_runner(make_host(**stand_in, MCP_CONNECT_TIMEOUT_MS="20000"))
+    assert told.child_env(session_id_for(ACCOUNT, "telegram:2"), payload("admin", "hi"))["MCP_CONNECT_TIMEOUT_MS"] == "20000"
 
 
 def test_one_session_per_sender_resumed_across_turns_and_restarts(make_host, account, tmp_path: Path,
