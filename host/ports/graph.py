@@ -590,12 +590,35 @@ def keyed_conversation_id(secret: bytes, account_id: str, channel: str, sender: 
     return "conv-" + hmac.new(secret, joined, hashlib.sha256).hexdigest()[:32]
 
 
+KEY_LEASE_S = 100 * 365 * 86400
+"""The conversation-id key's lease on the store: held by the key itself, for good."""
+
+
+def shared_key(store: Any, account_id: str, local: bytes) -> bytes:
+    """The account's conversation-id key as every server on this store uses it: the first server's
+    own key (``local``, its home's file) is put on the store as a lease whose owner is the key, and
+    every later server reads it from there, so one sender's conversation has one id on all of them
+    (docs/channels.md#several-servers-on-one-store). A store without leases: ``local``."""
+    take, holders = getattr(store, "take_lease", None), getattr(store, "lease_holders", None)
+    if take is None or holders is None:
+        return local
+    name = f"{account_id}/conversation-id-key"
+    try:
+        held = holders([name]).get(name)
+        if held is None:
+            held = take(name, local.hex(), KEY_LEASE_S) or holders([name]).get(name)
+        return bytes.fromhex(held.owner) if held is not None else local
+    except (ValueError, AttributeError):  # not a key this code put there: the home's own
+        return local
+
+
 def resolve_conversation_id(store: GraphStore, secret: bytes, account_id: str, channel: str, sender: str) -> str:
     """The Conversation id of ``channel`` + ``sender``: the stored one first (the keyed id, else the
     id it had before ids were keyed, each only when the stored node's ``channel`` and ``sender`` are
     these, or, for webchat, Messages stored before their Conversation name it), else the keyed id of
-    a new one. Existing installs keep their ids; nothing is renamed."""
-    keyed = keyed_conversation_id(secret, account_id, channel, sender)
+    a new one. Existing installs keep their ids; nothing is renamed. ``secret``: this home's key;
+    the store's shared one wins (:func:`shared_key`)."""
+    keyed = keyed_conversation_id(shared_key(store, account_id, secret), account_id, channel, sender)
     legacy = conversation_node_id(account_id, channel, sender)
     g = Guards(account_id)
     for cid in (keyed, legacy):

@@ -30,10 +30,9 @@ batches are not kept."""
 def default_threads() -> int:
     """onnxruntime's intra-op threads: ``PLUGHOST_EMBED_THREADS``, else the cores, at most 2 (a
     MiniLM query is a few ms; more threads only contend with BLAS, SQLite and the event loop)."""
-    raw = os.environ.get("PLUGHOST_EMBED_THREADS", "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return max(1, min(2, os.cpu_count() or 1))
+    from plughost.plugins.memory.settings import EMBED_THREADS
+
+    return EMBED_THREADS.read(os.environ) or max(1, min(2, os.cpu_count() or 1))
 
 
 def session_options(ort: Any, threads: int) -> Any:

@@ -114,6 +114,8 @@ MODULE_STATE: dict[str, tuple[tuple[str, ...], Callable[..., None], str]] = {
                                           "the entity path's Message counts per store and guards, for a minute"),
     "plughost.plugins.memory.conversations": (("_SESSION_CONVERSATIONS",), _clear,
                                      "(store, guards, session) → Conversation id, found once per process"),
+    "plughost.plugins.admin.console.pages": (("DOCTOR_RUN",), lambda m, *n: m.DOCTOR_RUN.update(
+        running=False, started="", error=""), "the console's background doctor run: a server's, one at a time"),
     "plughost.util.credentials": (("_CONVERSATION_SECRETS",), _clear,
                                   "an account's conversation-id key by file path: a home made anew at the same path"),
     "plughost.plugins.channels.pipeline": (("_KEYED",), _clear,
