@@ -43,7 +43,7 @@ SEARCH_STOPWORDS: Setting[bool] = Setting(
 SEARCH_VECTOR_WEIGHT: Setting[float] = Setting(
     "PLUGHOST_GS_VECTOR_WEIGHT", "float", 0.5, "the vector share of the weighted fusion; BM25 has the rest (the baseline: 0.7)",
     minimum=0, maximum=1)
-EMBED_THREADS: Setting[int] = Setting(
+EMBED_THREADS: Setting[int | None] = Setting(
     "PLUGHOST_EMBED_THREADS", "int", None, "onnxruntime's intra-op threads for the local embedder (unset: the cores, at most 2)",
     minimum=1, maximum=64, fallback=True)
 SEARCH_RRF_K: Setting[int] = Setting(
