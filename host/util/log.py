@@ -1,6 +1,8 @@
 """The one helper that emits `[tag] key=value` lines (docs/logs.md).
 
-Lines go to stderr and are appended to `<PLUGHOST_HOME>/logs/server.log`. Operators grep
+Lines go to stderr and are appended to `<PLUGHOST_HOME>/logs/server.log`; each line appended there
+gets its write time in the sidecar `logs/server.log.times` (:data:`TIMES_NAME`), never in the line
+itself, so every reader of the lines stays as it was (docs/logs.md#times). Operators grep
 them and tests assert them: the lines docs/logs.md names are contracts. Every value (and every
 line handed to :func:`emit` as it is) passes :func:`plughost.util.redact.redact_text` first, and a field
 whose name says secret (``password=``, ``token=``) is written ``[redacted]``: this is the one
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -95,6 +98,32 @@ def private_append(path: Path, binary: bool = False) -> IO[Any]:
     return os.fdopen(fd, "ab", buffering=0) if binary else os.fdopen(fd, "a", encoding="utf-8")
 
 
+TIMES_NAME = "server.log.times"
+"""The sidecar beside server.log: one ``<offset> <length> <ISO-8601 UTC>`` entry per line written.
+
+``offset`` is the byte offset where the line starts in server.log and ``length`` its byte length
+with its newline, so a reader trusts an entry only where the line it names is still there
+(docs/logs.md#times)."""
+
+
+def utc_stamp(when: float | None = None) -> str:
+    """``2026-12-05T14:31:57Z``: ISO-8601, UTC, to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+
+
+def _append_to_file(line: str) -> None:
+    folder = config.home() / "logs"
+    data = (line + "\n").encode("utf-8", "replace")
+    stamp = utc_stamp()
+    with private_append(folder / "server.log", binary=True) as fh:
+        written = fh.write(data) or 0
+        end = fh.tell()  # O_APPEND: just past this line, whoever else appends
+    if written != len(data):
+        return
+    with private_append(folder / TIMES_NAME, binary=True) as fh:
+        fh.write(f"{end - written} {written} {stamp}\n".encode("ascii"))
+
+
 def _write(line: str) -> str:
     line = escape_unsafe(line)
     with _lock:
@@ -105,8 +134,7 @@ def _write(line: str) -> str:
             pass
         if settings.LOG_FILE.read_or_default():  # the log writer never fails on a setting
             try:
-                with private_append(config.home() / "logs" / "server.log") as fh:
-                    fh.write(line + "\n")
+                _append_to_file(line)
             except OSError:
                 pass
     return line

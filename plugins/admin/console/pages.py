@@ -15,6 +15,7 @@ Log lines: ``[console] op=login|reply|lead-done ...``.
 from __future__ import annotations
 
 import asyncio
+import calendar
 import hashlib
 import hmac
 import json
@@ -56,6 +57,8 @@ SEARCH_PAGE = 10
 SEARCH_MAX_PAGE = 10
 LOG_WINDOW = 256 * 1024  # bytes of the log's tail the logs page reads
 LOG_PAGE = 100
+LOG_TIMES = "server.log.times"  # the log writer's sidecar: `<offset> <length> <UTC time>` a line (docs/logs.md#times)
+LOG_TIMES_MAX = 8 * 1024 * 1024  # bytes of the sidecar's tail read at most
 FINAL = ("done", "failed", "cancelled")
 WAITING = ("The visitor is not on the chat now: the reply is kept for them and shows when they come back from the "
            "same browser (the conversation says when they have seen it).")
@@ -507,22 +510,37 @@ class Console:
                  "score": round(h.score, 4)} for h in chosen]})
         return views, more
 
-    def log_lines(self, page: int) -> tuple[list[str], bool]:
-        path = self.host.home / "logs" / "server.log"
+    def log_lines(self, page: int) -> tuple[list[dict[str, str]], bool]:
+        """The tail's lines, newest first, each with its time from ``server.log.times`` when it has one."""
+        folder = self.host.home / "logs"
         try:
-            with path.open("rb") as fh:
+            with (folder / "server.log").open("rb") as fh:
                 fh.seek(0, 2)
                 size = fh.tell()
-                fh.seek(max(0, size - LOG_WINDOW))
+                start = max(0, size - LOG_WINDOW)
+                fh.seek(start)
                 tail = fh.read(LOG_WINDOW)
         except OSError:
             return [], False
-        lines = tail.decode("utf-8", "replace").splitlines()
-        if len(tail) >= LOG_WINDOW and lines:
-            lines = lines[1:]  # the first one is cut
+        times = log_times(folder / LOG_TIMES, start)
+        now = time.time()
+        lines: list[dict[str, str]] = []
+        offset = start
+        segments = tail.split(b"\n")
+        if segments and not segments[-1]:
+            segments.pop()  # the newline that ends the last line
+        for index, segment in enumerate(segments):
+            at = offset
+            offset += len(segment) + 1
+            if index == 0 and start > 0:
+                continue  # the first one is cut
+            stamp = times.get((at, len(segment) + 1), "")
+            shown = local_time(stamp, now) if stamp else ""
+            for text in segment.decode("utf-8", "replace").splitlines() or [""]:
+                lines.append({"text": text[:1000], "at": stamp, "time": shown})
         lines.reverse()
-        start = (page - 1) * LOG_PAGE
-        return [line[:1000] for line in lines[start:start + LOG_PAGE]], start + LOG_PAGE < len(lines)
+        first = (page - 1) * LOG_PAGE
+        return lines[first:first + LOG_PAGE], first + LOG_PAGE < len(lines)
 
     # ------------------------------------------------------------------ writes
     def _record(self, channel: str, sender: str, text: str) -> tuple[str, str, dict[str, Any]]:
@@ -669,6 +687,53 @@ class Console:
         if not owners:
             raise UserError(f"no plugin serves {name}")
         return self.host.call_tool(owners[0], name, args)
+
+
+def log_times(path: Path, start: int) -> dict[tuple[int, int], str]:
+    """``(offset, length) -> UTC time`` for the lines server.log holds from byte ``start`` on.
+
+    The sidecar is read backwards in chunks until an entry before ``start`` (or its first byte,
+    or :data:`LOG_TIMES_MAX`); a torn or foreign entry is skipped.
+    """
+    found: dict[tuple[int, int], str] = {}
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, 2)
+            end = fh.tell()
+            pos, carry = end, b""
+            while pos > 0 and end - pos < LOG_TIMES_MAX:
+                step = min(64 * 1024, pos)
+                pos -= step
+                fh.seek(pos)
+                chunk = fh.read(step) + carry
+                head, _, body = chunk.partition(b"\n") if pos > 0 else (b"", b"", chunk)
+                carry = head if pos > 0 else b""
+                earliest = None
+                for raw in body.split(b"\n"):
+                    parts = raw.split()
+                    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+                        continue
+                    at = int(parts[0])
+                    earliest = at if earliest is None else min(earliest, at)
+                    if at >= start:
+                        found[(at, int(parts[1]))] = parts[2].decode("ascii", "replace")
+                if earliest is not None and earliest < start:
+                    break
+    except OSError:
+        return {}
+    return found
+
+
+def local_time(stamp: str, now: float) -> str:
+    """A UTC ``2026-12-05T14:31:57Z`` as the server's local ``HH:MM:SS``, with the date when not today."""
+    try:
+        when = calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    except (ValueError, OverflowError):
+        return ""
+    local = time.localtime(when)
+    if time.strftime("%Y-%m-%d", local) == time.strftime("%Y-%m-%d", time.localtime(now)):
+        return time.strftime("%H:%M:%S", local)
+    return time.strftime("%Y-%m-%d %H:%M:%S", local)
 
 
 def make_routes(host: Any, login: PinLogin) -> list[Route]:
