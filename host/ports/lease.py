@@ -76,12 +76,9 @@ def new_owner() -> str:
 class Leases:
     """One process's leases on one store: take, hold (renewed by a thread), release."""
 
-    def __init__(self, store: LeaseStore, ttl_s: float, owner: str | None = None, *, account: str = "") -> None:
+    def __init__(self, store: LeaseStore, ttl_s: float, owner: str | None = None) -> None:
         self.store, self.ttl_s = store, float(ttl_s)
         self.owner = owner or new_owner()
-        # every name is the account's on the store: one account's leases never meet another's,
-        # whatever a name says (a shared Neo4j holds every account's)
-        self.prefix = f"{account}/" if account else ""
         self._held: dict[str, float] = {}  # name → its time to live, renewed while held
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -94,8 +91,7 @@ class Leases:
         """Take ``name`` (None while another live owner holds it); ``hold`` keeps renewing it until
         :meth:`release` or :meth:`keep`."""
         ttl = self.ttl_s if ttl_s is None else float(ttl_s)
-        key = self.prefix + name
-        grant = self.store.take_lease(key, self.owner, ttl)
+        grant = self.store.take_lease(name, self.owner, ttl)
         if grant is None:
             return None
         if grant.previous and grant.previous != self.owner:
@@ -105,37 +101,31 @@ class Leases:
             log("lease", "op=take", name=name, owner=self.owner)
         if hold:
             with self._lock:
-                self._held[key] = ttl
+                self._held[name] = ttl
             self._ensure_thread()
         return grant
 
     def holds(self, name: str) -> bool:
         with self._lock:
-            return self.prefix + name in self._held
+            return name in self._held
 
     def keep(self, name: str) -> None:
         """Stop renewing ``name`` but leave it in the store until it expires (a period's marker)."""
         with self._lock:
-            self._held.pop(self.prefix + name, None)
+            self._held.pop(name, None)
 
     def release(self, *names: str) -> int:
-        return self._release([self.prefix + n for n in names])
-
-    def _release(self, keys: Sequence[str]) -> int:
         with self._lock:
-            mine = [k for k in keys if self._held.pop(k, None) is not None]
+            mine = [n for n in names if self._held.pop(n, None) is not None]
         if not mine:
             return 0
         dropped = self.store.release_leases(mine, self.owner)
-        for key in mine:
-            log("lease", "op=release", name=key.removeprefix(self.prefix), owner=self.owner)
+        for name in mine:
+            log("lease", "op=release", name=name, owner=self.owner)
         return dropped
 
     def holders(self, names: Sequence[str]) -> Mapping[str, Lease]:
-        if not names:
-            return {}
-        found = self.store.lease_holders([self.prefix + n for n in names])
-        return {n: found[self.prefix + n] for n in names if self.prefix + n in found}
+        return self.store.lease_holders(list(names)) if names else {}
 
     def holder(self, name: str) -> Lease | None:
         return self.holders([name]).get(name)
@@ -186,6 +176,6 @@ class Leases:
         with self._lock:
             names = list(self._held)
         try:
-            self._release(names)
+            self.release(*names)
         except Exception as exc:  # the store is gone: the leases expire on their own
             log("lease", "op=release-failed", owner=self.owner, count=len(names), error=type(exc).__name__)

@@ -27,8 +27,7 @@ def leases(host: Host | Any) -> Leases | None:
     store = host.store()
     if not is_shared(store):
         return None
-    account = getattr(getattr(host, "principal", None), "account", None) or ""
-    return host.state.setdefault(LEASES, lambda: Leases(store, LEASE_TTL.read(host.env), account=account))
+    return host.state.setdefault(LEASES, lambda: Leases(store, LEASE_TTL.read(host.env)))
 
 
 def close(host: Host | Any) -> None:

@@ -101,15 +101,3 @@ def test_leases_helper_logs_and_renews(store, capfd: pytest.CaptureFixture[str])
     assert f"[lease] op=release name={name} owner={other.owner}" in err
     assert store.lease_holders([name]) == {}
 
-
-def test_leases_are_the_accounts_own(store) -> None:
-    """Two accounts naming the same lease (``audit:victim``, whatever the name says) never meet."""
-    name = _name()
-    victim, attacker = Leases(store, 5.0, account="victim"), Leases(store, 5.0, account="attacker")
-    assert attacker.take(name) is not None
-    assert victim.take(name) is not None  # the attacker's lease of that name is not the victim's
-    assert victim.holds(name) and victim.holder(name) is not None and victim.holder(name).owner == victim.owner
-    assert attacker.holders([name])[name].owner == attacker.owner
-    victim.close()
-    attacker.close()
-    assert store.lease_holders([f"victim/{name}", f"attacker/{name}"]) == {}

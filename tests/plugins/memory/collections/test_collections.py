@@ -173,7 +173,7 @@ def test_a_narrowed_process_cannot_sync_an_admin_collection(tmp_path: Path, plug
     (["add", "Bad Name", "."], "NAME: 'Bad Name' is not a collection name"),
     (["add", "ok", "/no/such/folder"], "PATH: '/no/such/folder' is not a folder"),
     (["add", "ok", ".", "--source", "org"], "--source: 'org' is not a collection source"),
-    (["add", "ok", ".", "--scope", "a b"], "--scope: 'a b' is not a scope name"),
+    (["add", "ok", ".", "--scope", "a b"], "argument --scope: invalid choice: 'a b' (choose from 'public', 'shared', 'admin')"),
     (["sync", "nope"], "NAME: no collection 'nope'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needle: str, tmp_path: Path) -> None:
