@@ -65,7 +65,9 @@ def write_folder_shapes(parent: Path) -> Path:
     for name, extra, server, _servers in FOLDER_SHAPES.values():
         folder = parent / name
         (folder / "mcp").mkdir(parents=True)
-        (folder / "PLUGIN.md").write_text(f"---\nname: {name}\n{extra}\n{TOOL}\n---\n# {name}\n")
+        module = f"shape_{name}_tools"  # the handler, as examples/hello has it
+        (folder / f"{module}.py").write_text(textwrap.dedent(PING))
+        (folder / "PLUGIN.md").write_text(f"---\nname: {name}\npython: {module}\n{extra}\n{TOOL}\n---\n# {name}\n")
         if server:
             (folder / "mcp" / "__main__.py").write_text("from plughost import run_plugin_server\n"
                                                         f"run_plugin_server({name!r})\n")
