@@ -20,12 +20,15 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from plughost.payload.launch import Launch, installed_launches
+from plughost.runtime import plugin_model
+from plughost.runtime.plugin_model import PluginModel
 from plughost.util.log import format_line
 
 EAGER_META_KEY = "anthropic/alwaysLoad"
@@ -58,18 +61,18 @@ class ServerCheck:
                             tools=len(self.tools), ms=f"{self.ms:.0f}")]
 
 
-def declared(root: Path) -> dict[str, bool] | None:
-    """Tool name → eager, from the PLUGIN.md in the folder Claude Code starts (None: no PLUGIN.md)."""
-    from plughost.runtime.manifest import load_manifest
-    from plughost.util.errors import UserError
+def declared(model: PluginModel | None) -> dict[str, bool] | None:
+    """Tool name → eager, as the plugin's model declares them (None: no model, not a plughost plugin)."""
+    if model is None:
+        return None
+    return {t.name: t.eager for t in model.tools}
 
-    md = root / "PLUGIN.md"
-    if not md.is_file():
-        return None
-    try:
-        return {t.name: t.eager for t in load_manifest(md).tools}
-    except UserError:
-        return None
+
+def model_of(launch: Launch, models: Mapping[str, PluginModel] | None = None) -> PluginModel | None:
+    """The model of the plugin a server belongs to: the loaded host's (``models``, what the gates read),
+    else the model of the folder Claude Code starts it from (plughost.runtime.plugin_model.of_folder)."""
+    model = (models or {}).get(launch.plugin)
+    return model if model is not None else plugin_model.of_folder(launch.root)
 
 
 def _which(command: str, env: dict[str, str]) -> str | None:
@@ -139,8 +142,8 @@ def _stderr_tail(proc: subprocess.Popen[bytes]) -> str:
     return lines[-1][:200] if lines else ""
 
 
-def check_server(launch: Launch, timeout: float = 30.0) -> ServerCheck:
-    """Start one server, list its tools, compare with PLUGIN.md; always stops the process."""
+def check_server(launch: Launch, timeout: float = 30.0, models: Mapping[str, PluginModel] | None = None) -> ServerCheck:
+    """Start one server, list its tools, compare with what its plugin's model declares; always stops the process."""
     check = ServerCheck(launch)
     add = lambda reason, **f: check.findings.append(Finding(launch.key, launch.server, reason, f))  # noqa: E731
     if launch.unset:
@@ -189,7 +192,7 @@ def check_server(launch: Launch, timeout: float = 30.0) -> ServerCheck:
             _stop(proc)
     check.ms = (time.monotonic() - t0) * 1000
     check.tools = sorted(str(n) for n in served)
-    compare(check, served, declared(launch.root), add, withheld)
+    compare(check, served, declared(model_of(launch, models)), add, withheld)
     return check
 
 
@@ -304,12 +307,15 @@ def account_problems(launches: list[Any]) -> list[str]:
                         fix=account_fix(env))]
 
 
-def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, workers: int = 4) -> DoctorReport:
+def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, workers: int = 4,
+        models: Mapping[str, PluginModel] | None = None) -> DoctorReport:
+    """``models``: the loaded host's plugin models (``host.surface.models``, what the gates read); a plugin
+    it lacks is read from the folder Claude Code starts it from."""
     from plughost.payload import doctor_hooks
 
     launches, problems = installed_launches(config_dir, home)
     hooks, hook_problems = doctor_hooks.report(config_dir, home=home, timeout=timeout)
     report = DoctorReport(config_dir, problems=problems + hook_problems + account_problems(launches), hooks=hooks)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        report.checks = list(pool.map(lambda launch: check_server(launch, timeout), launches))
+        report.checks = list(pool.map(lambda launch: check_server(launch, timeout, models), launches))
     return report

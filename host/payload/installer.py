@@ -123,8 +123,10 @@ def marketplace_files(payload: Path) -> list[Path]:
 
 
 def discover(payload: Path) -> list[FoundMarketplace]:
-    """Read every marketplace and the plugin.json each entry points at (checking they agree)."""
-    from plughost.runtime.manifest import read_frontmatter
+    """Read every marketplace and the plugin.json each entry points at (checking they agree), and each
+    plugin's model (what it ships and serves): a plugin.json whose servers are not the model's is stale."""
+    from plughost.payload.launch import server_entries
+    from plughost.runtime import plugin_model
 
     found = []
     for file in marketplace_files(payload):
@@ -147,12 +149,13 @@ def discover(payload: Path) -> list[FoundMarketplace]:
             if doc.get("name") != entry.get("name"):
                 raise UserError(f"{file}: plugins[{i}].name: '{entry.get('name')}' differs from "
                                 f"{manifest}'s name '{doc.get('name')}'")
-            surface = "feature"
-            if (folder / "PLUGIN.md").is_file():
-                try:
-                    surface = str(read_frontmatter(folder / "PLUGIN.md")[0].get("surface") or "feature")
-                except UserError:
-                    pass
+            model = plugin_model.of_folder(folder)
+            surface = model.manifest.surface if model is not None and model.manifest is not None else "feature"
+            written = sorted(server_entries(doc, folder))
+            if model is not None and written != sorted(model.server_keys):
+                raise UserError(f"{manifest}: mcpServers: has [{','.join(written)}] but the plugin serves "
+                                f"[{','.join(sorted(model.server_keys))}] (run 'plughost manifests generate' on "
+                                "the payload)")
             version = str(doc.get("version") or "0.0.0")
             for what, value in (("name", doc["name"]), ("version", version)):
                 if not isinstance(value, str) or not _SEGMENT.match(value):

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plughost.runtime.manifest import PluginManifest, ToolDecl
+from plughost.runtime.manifest import PluginManifest, ToolDecl, load_manifest
+from plughost.util.errors import UserError
 
 SERVER_FILES = ("__main__.py", "server.py")
 
@@ -126,3 +127,17 @@ def of_record(host: Any, record: Any, tools: list[ToolDecl]) -> PluginModel:
     no_handler = sorted({p.tool for p in host.tools().problems_of(record.name) if p.reason == "no-handler"})
     return build(manifest, folder, record.name, tools=tools,
                  no_handler=no_handler, generated_server=generated and bool(tools))
+
+
+def of_folder(folder: Path) -> PluginModel | None:
+    """The model of a plugin folder as a payload ships it (its PLUGIN.md, its ``mcp/`` file): what the host
+    reads when it loads that folder, for a reader that has the folder and no loaded host (``doctor`` on a
+    plugin the host did not load, the installer). None when the folder has no readable PLUGIN.md."""
+    md = folder / "PLUGIN.md"
+    if not md.is_file():
+        return None
+    try:
+        manifest = load_manifest(md)
+    except UserError:
+        return None
+    return build(manifest, folder)

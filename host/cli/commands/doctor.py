@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         raise UserError(f"--config-dir: '{folder}' is not a folder (no Claude Code config dir to check)")
     if args.timeout <= 0:
         raise UserError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
-    report = doctor.run(folder, home=ctx.env.get("HOME"), timeout=args.timeout)
+    report = doctor.run(folder, home=ctx.env.get("HOME"), timeout=args.timeout, models=_models(ctx))
     doctor.record(config.home(ctx.env), report)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
@@ -39,3 +39,14 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         for line in report.lines():
             print(line, flush=True)
     return report.exit_code
+
+
+def _models(ctx: Any) -> Any:
+    """The plugin models of the host this install loads (what the gates read); None when it cannot load
+    (doctor then reads each plugin from the folder Claude Code starts it from, and still runs)."""
+    from plughost.util.errors import PlughostError
+
+    try:
+        return ctx.host().surface.models
+    except PlughostError:
+        return None

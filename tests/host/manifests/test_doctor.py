@@ -157,3 +157,22 @@ def test_hooks_are_reported_per_plugin_and_a_missing_hook_command_is_a_finding(i
     fails = [line for line in lines if "reason=hook-command-missing" in line]
     assert fails and all(line.startswith("[doctor] FAIL plugin=memory@") for line in fails), lines
     assert any("event=PostToolUse" in f and f.endswith("surface-prompt.sh") for f in fails), fails
+
+
+def test_a_server_is_compared_with_its_plugins_model(tmp_path: Path) -> None:
+    """The loaded host's model (what the gates read) when it has the plugin, else the model of the folder
+    Claude Code starts it from; no readable PLUGIN.md there: nothing declared to compare with."""
+    from plughost.payload.doctor import declared, model_of
+    from plughost.payload.launch import Launch
+    from plughost.runtime import plugin_model
+    from plughost.runtime.manifest import ToolDecl
+    from tests.host.manifests.conftest import write_plugin
+
+    folder = write_plugin(tmp_path / "p", "name: p\ntools:\n  - name: on-disk\n    description: d\n", server=True)
+    launch = Launch("p", "p@m", "p", folder, folder / ".claude-plugin" / "plugin.json")
+    loaded = plugin_model.build(None, folder, "p", tools=[ToolDecl("from-host", "d", eager=True)])
+    assert declared(model_of(launch, {"p": loaded})) == {"from-host": True}
+    assert declared(model_of(launch, {"other": loaded})) == {"on-disk": False}
+    assert model_of(launch).server_keys == ["p"]  # type: ignore[union-attr]
+    (folder / "PLUGIN.md").unlink()
+    assert declared(model_of(launch)) is None

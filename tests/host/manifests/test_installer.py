@@ -254,3 +254,21 @@ def test_a_neo4j_install_records_its_server_and_a_reinstall_keeps_it(studio_payl
     assert "the server at neo4j://127.0.0.1:7999 (NEO4J_URI)" in res.stderr, res.stderr  # the next command's server
     assert run_cli(*args, env={"PLUGHOST_STORE": "sqlite"}).returncode == 0
     assert read_dotenv(plughost_home / ".env")["PLUGHOST_STORE"] == "sqlite"
+
+
+def test_a_plugin_json_whose_servers_are_not_the_models_is_refused(tmp_path: Path, plughost_home: Path) -> None:
+    """The installer reads each plugin's model: a manifest left from before PLUGIN.md turned its server off
+    names the file, both server lists and the command that regenerates it, and nothing is written."""
+    payload = tmp_path / "payload"
+    assert bundle("studio", payload).returncode == 0
+    notes = payload / "premium-plugins" / "studio" / "plugins" / "notes"
+    md = notes / "PLUGIN.md"
+    md.write_text(md.read_text().replace("version: 0.2.0\n", "version: 0.2.0\nmcp-manifest: skip\n", 1))
+    config = tmp_path / "claude"
+    result = _install(payload, config)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (f"{notes / '.claude-plugin' / 'plugin.json'}: mcpServers: has [notes] but the plugin serves [] "
+            "(run 'plughost manifests generate' on the payload)") in result.stderr
+    assert not config.exists()
+    assert run_cli("manifests", "generate", str(payload)).returncode == 0
+    assert _install(payload, config).returncode == 0

@@ -15,35 +15,19 @@ import pytest
 
 from plughost.payload.selftest import checks
 from plughost.runtime.host import Host
+from plughost.runtime.manifest import load_manifest
 from plughost.runtime.types import GateContext
 from tests.conftest import run_cli
+from tests.host.manifests import shapes
 
-TOOL = "tools:\n  - name: ping\n    description: Answer pong.\n    adminAllowlist: true"
-
-# shape -> (PLUGIN.md frontmatter beyond name and tools, has mcp/__main__.py, servers the generator writes)
-SHAPES = {
-    "hello: no mcp block, a server file": ("", True, ["hello"]),
-    "mcp block and a server file": ("mcp: {command: python, args: [mcp/__main__.py]}", True, ["both"]),
-    "mcp block, mcp-manifest skip": ("mcp-manifest: skip\nmcp: {command: node, args: [x.js]}", False, []),
-    "server file, mcp-manifest skip": ("mcp-manifest: skip", True, []),
-    "shared-lib block": ("mcp-manifest: shared-lib\nmcp: {command: /bin/true}", False, ["lib"]),
-    "no server at all": ("", False, []),
-}
-NAMES = {"hello: no mcp block, a server file": "hello", "mcp block and a server file": "both",
-         "mcp block, mcp-manifest skip": "skipped", "server file, mcp-manifest skip": "quiet",
-         "shared-lib block": "lib", "no server at all": "bare"}
+SHAPES = shapes.FOLDER_SHAPES
+NAMES = {shape: row[0] for shape, row in SHAPES.items()}
 
 
 @pytest.fixture(scope="module")
 def payload(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("shapes") / "payload"
-    for shape, (extra, server, _servers) in SHAPES.items():
-        folder = root / "plugins" / NAMES[shape]
-        (folder / "mcp").mkdir(parents=True)
-        (folder / "PLUGIN.md").write_text(f"---\nname: {NAMES[shape]}\n{extra}\n{TOOL}\n---\n# {shape}\n")
-        if server:
-            (folder / "mcp" / "__main__.py").write_text("from plughost import run_plugin_server\n"
-                                                        f"run_plugin_server({NAMES[shape]!r})\n")
+    shapes.write_folder_shapes(root / "plugins")
     (root / "brand.json").write_text(json.dumps({"name": "acme", "productName": "Acme"}))
     done = run_cli("manifests", "generate", str(root))
     assert done.returncode == 0, done.stderr
@@ -61,7 +45,7 @@ def test_the_generator_writes_the_servers_the_gates_check(shape: str, payload: P
     name = NAMES[shape]
     written = json.loads((payload / "plugins" / name / ".claude-plugin" / "plugin.json").read_text())
     servers = sorted(written.get("mcpServers") or {})
-    assert servers == SHAPES[shape][2], shape
+    assert servers == SHAPES[shape][3], shape
     model = host.surface.models[name]
     assert model.server_keys == servers, shape
     assert (name in host.surface.mcp_servers) == bool(servers), shape
@@ -72,3 +56,31 @@ def test_allowlist_coverage_follows_the_model(host: Host) -> None:
     refused = sorted(d["plugin"] for d in result.defects)
     # an allowlisted tool whose plugin Claude Code starts no server for is refused, the rest pass
     assert refused == ["bare", "quiet", "skipped"], result.lines
+
+
+def test_entry_point_shapes_the_generator_writes_the_servers_the_gates_check(tmp_path: Path) -> None:
+    """Entry-point plugins, with and without their own PLUGIN.md, bundled with the folder shapes by a real
+    ``plughost`` (the distributions on PYTHONPATH): each written ``mcpServers`` equals the servers of the
+    plugin's model, read from the entry point alone and from the payload the install loads."""
+    result, out, site = shapes.bundle_shapes(tmp_path)
+    assert result.returncode == 0, result.stderr
+    entry = [name for name, _md, _servers in shapes.ENTRY_SHAPES.values()]
+    assert f"entry-points=[{','.join(sorted(entry))}]" in result.stdout and "left out" not in result.stdout, \
+        result.stdout
+    written = {}
+    for name in shapes.ALL_SERVERS:
+        doc = json.loads((out / "plugins" / name / ".claude-plugin" / "plugin.json").read_text())
+        written[name] = sorted(doc.get("mcpServers") or {})
+    assert written == shapes.ALL_SERVERS
+    installed = shapes.gate_view(out / "plugins", site, list(shapes.ALL_SERVERS))
+    assert installed["models"] == written
+    assert sorted(installed["mcpServers"]) == sorted(n for n, s in written.items() if s)  # type: ignore[arg-type]
+    assert installed["tools"] == {n: ["ping"] for n in written}
+    assert installed["refused"] == ["bare", "quiet", "skipped"]  # allowlisted, but nothing starts a server
+    # before bundling, the entry points alone: the same servers (bundle generates the server a plugin
+    # loaded from code needs), the same tools (from code, or from its own PLUGIN.md)
+    alone = shapes.gate_view(None, site, entry)
+    assert alone["models"] == {n: written[n] for n in entry}
+    assert alone["tools"] == {n: ["ping"] for n in entry}
+    manifest = load_manifest(out / "plugins" / "weather" / "PLUGIN.md")  # generated: the tools from code
+    assert [t.name for t in manifest.tools] == ["ping"] and manifest.python == "acme_weather"
