@@ -8,6 +8,7 @@ serving runtime, the boot gates' summary, the specialist strip-list) has its key
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -34,6 +35,8 @@ class PluginState:
 
     def __init__(self) -> None:
         self._values: dict[StateKey[Any], Any] = {}
+        self._guard = threading.Lock()
+        self._making: dict[StateKey[Any], threading.RLock] = {}
 
     def get(self, key: StateKey[T]) -> T | None:
         return self._values.get(key)
@@ -43,10 +46,16 @@ class PluginState:
         return value
 
     def setdefault(self, key: StateKey[T], make: Callable[[], T]) -> T:
-        """The slot's value, made (once) by ``make`` when it is empty."""
-        if key not in self._values:
-            self._values[key] = make()
-        return self._values[key]
+        """The slot's value, made (once, whichever threads ask at the same time) by ``make`` when it is
+        empty: a second maker would be a second owner of what the slot holds (its leases, say)."""
+        if key in self._values:
+            return self._values[key]
+        with self._guard:
+            lock = self._making.setdefault(key, threading.RLock())
+        with lock:
+            if key not in self._values:
+                self._values[key] = make()
+            return self._values[key]
 
     def pop(self, key: StateKey[T]) -> T | None:
         return self._values.pop(key, None)

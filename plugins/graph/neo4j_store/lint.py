@@ -41,6 +41,7 @@ from plughost.plugins.graph.neo4j_store.queries import (
     Q_STORED,
     Q_VECTOR_DEFS,
     Q_WIPE,
+    Q_WIPE_KEY,
     q_delete_edge_guarded,
     q_edges,
     q_find,
@@ -61,7 +62,7 @@ def lint_statements() -> list[str]:
     where, _ = where_cypher({"conversationId": "c", "role": None})
     within, _ = within_cypher(("c", "HAS_MESSAGE"))
     stmts = [Q_GET, Q_GET_ANY, Q_EMBEDDING, Q_COUNT, Q_KEYWORD, Q_EXPAND, Q_LINKED, Q_MISSING,
-             Q_REINGEST_TREE, Q_STORED, Q_OWN_CONVERSATION, Q_CONFINED_ENDS, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_DELETE_NODES, Q_ERASE, Q_ERASE_BACKLINKS, Q_ERASE_COUNTS, Q_NODE_EDGES, Q_SCAN, Q_SET_EMBEDDINGS, Q_WIPE, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
+             Q_REINGEST_TREE, Q_STORED, Q_OWN_CONVERSATION, Q_CONFINED_ENDS, Q_REINGEST, Q_HIERARCHY_SET, Q_PURGE, Q_DELETE_NODES, Q_ERASE, Q_ERASE_BACKLINKS, Q_ERASE_COUNTS, Q_NODE_EDGES, Q_SCAN, Q_SET_EMBEDDINGS, Q_WIPE, Q_WIPE_KEY, Q_INDEXES, Q_INDEX_NAMES, Q_CONSTRAINT_NAMES,
              Q_VECTOR_DEFS, Q_LABELS_PRESENT, Q_AWAIT_INDEXES, *q_rebuild_vector_index("chunk_embedding", "Chunk", "embedding"),
              Q_SCHEMA_LABELS, Q_SCHEMA_RELS, Q_SCHEMA_KEYS,
              Q_DELETE_EDGE_TMPL.format(base=BASE_LABEL, type="MENTIONS"), q_delete_edge_guarded("MENTIONS"),

@@ -165,6 +165,8 @@ Q_SET_EMBEDDINGS = f"""UNWIND $rows AS row
 MATCH (n:{BASE_LABEL} {{accountId: $accountId, id: row.id}})
 SET n.embedding = row.embedding
 RETURN count(n) AS updated"""
+Q_WIPE_KEY = "MATCH (l:Lease {name: $name}) DELETE l"
+"""An account's conversation-id key (a lease named ``<account>/conversation-id-key``), wiped with it."""
 Q_WIPE = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}})
 CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 10000 ROWS"""
 Q_INDEXES = "SHOW INDEXES YIELD name, labelsOrTypes, type, options WHERE type = 'VECTOR' RETURN name, labelsOrTypes, options"

@@ -72,6 +72,7 @@ from plughost.plugins.graph.neo4j_store.queries import (
     Q_STAMP_SCOPE,
     Q_UNSCOPED,
     Q_WIPE,
+    Q_WIPE_KEY,
     guard_params,
     q_delete_edge_guarded,
     q_find,
@@ -368,8 +369,10 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         return rows[0]["stamped"] if rows else 0
 
     def wipe_account(self, account_id: str) -> None:
-        """Remove every node of an account (tests and account deletion), in batches of 10,000."""
+        """Remove every node of an account (tests and account deletion), in batches of 10,000, and its
+        conversation-id key (a lease): a new account of that name keys its conversations anew."""
         self._auto(Q_WIPE, {"accountId": account_id})
+        self._rows(Q_WIPE_KEY, {"name": f"{account_id}/conversation-id-key"}, read=False)
     # ------------------------------------------------------------------ reads
     def get(self, node_id: str, *, guards: Guards, include_deleted: bool = False) -> Node | None:
         g = guards_ok(guards)
