@@ -18,7 +18,6 @@ non-zero exit, a Python traceback or a timeout is a finding naming the plugin, e
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -26,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from plughost.payload.launch import claude_env, installed_roots
+from plughost.payload.plugin_files import hook_command_files
 from plughost.util.log import format_line
 
 PROBE_SESSION = "plughost-doctor-probe"
 FAILURE_MARKS = ("Traceback (most recent call last)", "ModuleNotFoundError", "ImportError")
-
-ROOT_VAR = ("${CLAUDE_PLUGIN_ROOT}", "$CLAUDE_PLUGIN_ROOT")
 
 
 def hooks_file(root: Path) -> Path:
@@ -41,23 +39,6 @@ def hooks_file(root: Path) -> Path:
         doc = {}
     named = doc.get("hooks") if isinstance(doc, dict) else None
     return root / named if isinstance(named, str) else root / "hooks" / "hooks.json"
-
-
-def command_files(command: str, root: Path) -> list[Path]:
-    """The files a hook command runs (words naming the plugin root, or absolute paths)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    files = []
-    for word in words:
-        if any(v in word for v in ROOT_VAR):
-            for v in ROOT_VAR:
-                word = word.replace(v, str(root))
-            files.append(Path(word))
-        elif word.startswith("/") and word not in ("/bin/sh", "/bin/bash", "/usr/bin/env"):
-            files.append(Path(word))
-    return files
 
 
 def plugin_hooks(key: str, root: Path, run: Any = None) -> tuple[str, list[str]]:
@@ -83,7 +64,7 @@ def plugin_hooks(key: str, root: Path, run: Any = None) -> tuple[str, list[str]]
                     continue
                 n += 1
                 missing = False
-                for file in command_files(command, root):
+                for file in hook_command_files(command, root):
                     shown = str(file.relative_to(root)) if file.is_relative_to(root) else str(file)
                     if shown not in commands:
                         commands.append(shown)

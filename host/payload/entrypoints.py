@@ -30,6 +30,7 @@ import yaml
 
 from plughost.runtime.discovery import ENTRY_POINT_GROUP
 from plughost.runtime.manifest import read_frontmatter
+from plughost.runtime.plugin_model import PluginModel
 from plughost.util import settings
 from plughost.util.errors import UserError
 from plughost.util.trees import CACHE_NAMES, walk_files
@@ -92,7 +93,8 @@ def stage(staging: Path, env: Mapping[str, str]) -> Staged:
                 staged.left_out[ep.name] = reason
                 continue
             try:
-                staged.folders.append(_stage_one(staging, ep, record, table.declared.get(ep.name, [])))
+                staged.folders.append(_stage_one(staging, ep, record, table.declared.get(ep.name, []),
+                                                 host.surface.models.get(ep.name)))
             except UserError as exc:
                 staged.left_out[ep.name] = str(exc)
     finally:
@@ -112,7 +114,10 @@ def _module_files(module: str) -> tuple[Path, list[str]]:
     return folder, [origin.name]  # a top-level module: that file alone, never its site-packages
 
 
-def _stage_one(staging: Path, ep: importlib.metadata.EntryPoint, record: Any, decls: list[Any]) -> Path:
+def _stage_one(staging: Path, ep: importlib.metadata.EntryPoint, record: Any, decls: list[Any],
+               model: PluginModel | None) -> Path:
+    """The plugin's folder under ``staging``; a server ``bundle`` generates is one its model has
+    (plughost.runtime.plugin_model: ``how == "generated"``)."""
     source, files = _module_files(ep.module)
     dest = staging / ep.name
     newest = 0
@@ -128,9 +133,10 @@ def _stage_one(staging: Path, ep: importlib.metadata.EntryPoint, record: Any, de
     else:
         md.write_text(_manifest_text(ep, record, decls), encoding="utf-8")
         generated.append(md)
-    has_server = any((dest / "mcp" / f).is_file() for f in ("__main__.py", "server.py"))
-    if decls and not has_server:
-        server = dest / "mcp" / "__main__.py"
+    for spec in model.servers if model is not None else ():
+        if spec.how != "generated" or spec.file is None:
+            continue
+        server = dest / spec.file
         server.parent.mkdir(parents=True, exist_ok=True)
         server.write_text(SERVER_MAIN.format(name=ep.name), encoding="utf-8")
         generated.append(server)

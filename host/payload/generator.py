@@ -35,10 +35,13 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from plughost.runtime import plugin_model
 from plughost.runtime.manifest import PluginManifest, load_manifest
+from plughost.runtime.plugin_model import PluginModel
 from plughost.util.errors import FatalError, UserError
 from plughost.util.jsonio import read_json, render, write_if_changed
 
@@ -46,7 +49,6 @@ PLATFORM_FOLDER = "plugins"
 PREMIUM_FOLDER = "premium-plugins"
 BRAND_FILE = "brand.json"
 DEFAULT_BRAND = "plughost"
-SERVER_FILES = ("__main__.py", "server.py")
 _BRAND_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _SKIP_DIRS = {".claude-plugin", "__pycache__", ".git", "node_modules"}
 
@@ -71,6 +73,11 @@ class PayloadPlugin:
     def key(self) -> str:
         """The ``name@marketplace`` id Claude Code uses."""
         return f"{self.name}@{self.marketplace}"
+
+    @cached_property
+    def model(self) -> PluginModel:
+        """The one reading of the plugin (plughost.runtime.plugin_model): its servers, hooks, skills, agents."""
+        return plugin_model.build(self.manifest, self.folder)
 
 
 @dataclass(frozen=True)
@@ -205,13 +212,6 @@ def scan(root: Path, brand: str | None = None) -> Payload:
     return payload
 
 
-def local_server(folder: Path) -> str | None:
-    """The plugin-local MCP server file (``hasMcp``), relative to the plugin folder."""
-    from plughost.runtime.plugin_model import local_server as model_local_server
-
-    return model_local_server(folder)
-
-
 PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"
 
 
@@ -259,10 +259,8 @@ def resolve_command(command: str, args: list[Any], python: str) -> tuple[str, li
 def mcp_servers(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[str, Any] | None:
     """The ``mcpServers`` block: one entry per server of the plugin's model (plughost.runtime.plugin_model),
     or None for no server. The model's defect (an ``mcp`` block nothing starts) is FATAL."""
-    from plughost.runtime.plugin_model import servers_of
-
-    m = plugin.manifest
-    specs, defects = servers_of(m, plugin.folder, m.name)
+    m, model = plugin.manifest, plugin.model
+    specs, defects = model.servers, model.defects
     if defects:
         if m.mcp_manifest == "shared-lib":
             raise UserError(defects[0])
@@ -303,21 +301,18 @@ def plugin_json(plugin: PayloadPlugin, payload: Payload, python: str) -> dict[st
     error), and ``agents`` must list ``.md`` files. So: ``skills`` whenever the folder exists,
     ``agents``/``hooks`` only when PLUGIN.md moves them off their default place.
     """
-    m, folder = plugin.manifest, plugin.folder
+    m, model = plugin.manifest, plugin.model
     doc: dict[str, Any] = {
         "name": m.name,
         "version": m.version,
         "description": m.description or m.name,
         "author": {"name": m.author or payload.product},
     }
-    if (folder / m.skills).is_dir():
+    if model.skills:
         doc["skills"] = _rel(m.skills)
-    agents_dir = folder / m.agents
-    if _rel(m.agents) != "./agents" and agents_dir.is_dir():
-        files = sorted(p.name for p in agents_dir.glob("*.md") if p.is_file())
-        if files:
-            doc["agents"] = [f"{_rel(m.agents)}/{f}" for f in files]
-    if _rel(m.hooks) != "./hooks" and (folder / m.hooks / "hooks.json").is_file():
+    if _rel(m.agents) != "./agents" and model.agents:
+        doc["agents"] = [f"{_rel(m.agents)}/{p.name}" for p in model.agents]
+    if _rel(m.hooks) != "./hooks" and model.hooks is not None:
         doc["hooks"] = f"{_rel(m.hooks)}/hooks.json"
     servers = mcp_servers(plugin, payload, python)
     if servers:
@@ -353,10 +348,6 @@ or a settings.json without it). It names the building interpreter and nothing of
 location, so a moved payload keeps it."""
 
 
-def has_hooks(plugin: PayloadPlugin) -> bool:
-    return (plugin.folder / plugin.manifest.hooks / "hooks.json").is_file()
-
-
 def check_sources(payload: Payload) -> None:
     """Refuse a plugin whose hooks, skills or agents Claude Code would refuse (one line each, naming the
     plugin, the file and the field); a warning (a hook command file that is not there) is logged."""
@@ -385,7 +376,7 @@ def plan(payload: Payload, python: str | None = None) -> dict[Path, str]:
     for market in payload.marketplaces:
         for plugin in market.plugins:
             out[plugin.dest / ".claude-plugin" / "plugin.json"] = render(plugin_json(plugin, payload, python))
-            if has_hooks(plugin):
+            if plugin.model.hooks is not None:
                 out[plugin.dest / HOOK_PYTHON_FILE] = default + "\n"
         out[market.root / ".claude-plugin" / "marketplace.json"] = render(marketplace_json(market, payload))
     return out

@@ -161,8 +161,12 @@ def hooks_files(folder: Path, doc: dict[str, Any]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+SHELLS = frozenset({"/bin/sh", "/bin/bash", "/usr/bin/env"})
+
+
 def hook_command_files(command: str, folder: Path) -> list[Path]:
-    """The files a hook command runs: words naming the plugin root."""
+    """The files a hook command runs: words naming the plugin root (expanded to ``folder``), and
+    absolute paths other than a shell. The one reading of it, for these checks and ``doctor``."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -172,6 +176,8 @@ def hook_command_files(command: str, folder: Path) -> list[Path]:
         if any(v in word for v in ROOT_VARS):
             for v in ROOT_VARS:
                 word = word.replace(v, str(folder))
+            files.append(Path(word))
+        elif word.startswith("/") and word not in SHELLS:
             files.append(Path(word))
     return files
 

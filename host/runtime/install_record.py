@@ -112,10 +112,10 @@ def account_on_record(env: Mapping[str, str]) -> str | None:
     return principal.resolve(config.load_env(env)).account
 
 
-def account_fix(env: Mapping[str, str]) -> str:
-    """What is missing when an install has no account, and the one command that fixes it: the payload
+def account_fix_command(env: Mapping[str, str]) -> str:
+    """The one command that gives an install without an account its account: the payload
     (``PLUGHOST_PLUGINS_DIR``'s parent: a server's ``${CLAUDE_PLUGIN_ROOT}/..``), the config dir
-    (:func:`config_dir`) and the account (the only one on disk, else ``ID``)."""
+    (:func:`config_dir`) and the account (the only one on disk, else ``ID``, created first)."""
     plugins = settings.PLUGINS_DIR.read(env)
     payload = os.path.dirname(os.path.normpath(str(plugins))) if plugins else "PAYLOAD"
     home = config.home(env)
@@ -125,7 +125,12 @@ def account_fix(env: Mapping[str, str]) -> str:
         accounts = []
     account = accounts[0] if len(accounts) == 1 else "ID"
     command = f"plughost install {payload} --config-dir {config_dir(env)} --account {account}"
-    if not accounts:
-        command = f"plughost account create ID && {command}"
+    return command if accounts else f"plughost account create ID && {command}"
+
+
+def account_fix(env: Mapping[str, str]) -> str:
+    """What is missing when an install has no account, and the one command that fixes it
+    (:func:`account_fix_command`)."""
     return (f"this install has no account: ACCOUNT_ID is in neither Claude Code's settings.json env nor "
-            f"{home / '.env'} (the plugins were installed without plughost install); run: {command}")
+            f"{config.home(env) / '.env'} (the plugins were installed without plughost install); "
+            f"run: {account_fix_command(env)}")

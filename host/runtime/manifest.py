@@ -56,12 +56,6 @@ class PluginManifest:
     def folder(self) -> Path | None:
         return self.path.parent if self.path else None
 
-    @property
-    def has_mcp(self) -> bool:
-        """A plugin-local MCP server: `mcp/__main__.py` or `mcp/server.py` (docs/architecture.md#plugin-folders)."""
-        folder = self.folder
-        return folder is not None and any((folder / "mcp" / f).is_file() for f in ("__main__.py", "server.py"))
-
 
 @cache
 def _validator(name: str) -> Any:

@@ -181,8 +181,10 @@ def _signature_schema(handler: Any) -> Mapping[str, Any] | None:
 
 def _own_server(record: Any) -> bool:
     """Whether the plugin names its own MCP server (its tools are served there, not by the host)."""
+    from plughost.runtime.plugin_model import local_server
+
     manifest = record.manifest
-    return manifest is not None and (bool(manifest.mcp) or manifest.has_mcp)
+    return manifest is not None and (bool(manifest.mcp) or local_server(manifest.folder) is not None)
 
 
 _TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})

@@ -118,28 +118,23 @@ class _CountRequests:
 
 
 def mcp_plugins(host: Host) -> list[str]:
-    """Plugins whose tools the host serves over HTTP: declared tools with ``plughost_tools`` handlers.
-
-    That is the surface's ``mcp_servers`` plus plugins whose tools are served by the host without
-    an ``mcp`` block; ``mcp-manifest: skip`` plugins and plugins without handlers (a shared-lib
-    server runs its own binary) are left out, each with a ``[serve] op=mcp-skip`` line.
-    """
+    """Plugins whose tools the host serves over HTTP at ``/mcp/<plugin>``: those whose model
+    (``host.surface.models``, plughost.runtime.plugin_model) has a server, the servers the generated
+    ``plugin.json`` starts and the gates check, when the host holds their handlers. The others are
+    left out, each with a ``[serve] op=mcp-skip`` line: ``mcp-manifest: skip`` or no server in the
+    model, or no handler here (a shared-lib server running its own binary)."""
     table = host.tools()
-    with_handlers = {r.name for r in host.loaded() if table.has_handlers(r.name)}
-    candidates = set(host.surface.mcp_servers) | {
-        r.name for r in host.loaded() if r.name in with_handlers and host.surface.tools_of(r.name)
-    }
     out = []
-    for name in sorted({p.plugin for p in table.problems if p.reason == "no-handler"} - candidates):
-        log("serve", "op=mcp-skip", plugin=name, reason="no-handler")  # its declared tools have no handler
-    for name in sorted(candidates):
+    for name, model in sorted(host.surface.models.items()):
         record = host.records.get(name)
-        if record is None or not record.loaded:
+        if record is None or not record.loaded or not model.tools:
             continue
-        if record.manifest is not None and record.manifest.mcp_manifest == "skip":
-            log("serve", "op=mcp-skip", plugin=name, reason="mcp-manifest-skip")
-        elif name not in with_handlers:
-            log("serve", "op=mcp-skip", plugin=name, reason="no-host-handlers")
+        if not model.has_server:
+            reason = "mcp-manifest-skip" if model.manifest is not None and model.manifest.mcp_manifest == "skip" \
+                else "no-server"
+            log("serve", "op=mcp-skip", plugin=name, reason=reason)
+        elif not table.has_handlers(name):
+            log("serve", "op=mcp-skip", plugin=name, reason="no-handler")
         else:
             out.append(name)
     return out

@@ -180,18 +180,40 @@ anyio.run(main)
 '''
 
 BRAND = {"name": "outside", "productName": "Outside Weather Co",
-         "plugins": {"excluded": []}, "store": {"backend": "sqlite"}}
+         "plugins": {"excluded": ["channels"]}, "store": {"backend": "sqlite"}}
+"""A brand of the test's own, outside the repo, leaving one built-in out."""
+
+
+def _hello(work: Path) -> Path:
+    """A plugin folder of the brand's own shaped like the README's ``hello`` (no ``mcp:`` block, a server
+    file, its one tool admin-allowlisted): ``--plugins-dir``."""
+    mine = work / "my-plugins"
+    shutil.copytree(REPO / "examples" / "hello", mine / "hello", ignore=shutil.ignore_patterns("__pycache__"))
+    md = mine / "hello" / "PLUGIN.md"
+    text = md.read_text()
+    assert "mcp:" not in text
+    md.write_text(text.replace('    description: "Greet someone by name."\n',
+                               '    description: "Greet someone by name."\n    adminAllowlist: true\n', 1))
+    return mine
 
 
 def _third_party_payload(venv: Venv, home: Path, work: Path, config: Path) -> Path:
-    (work / "outside.json").write_text(json.dumps(BRAND))  # a brand of the test's own, outside the repo
-    bundled = _ok(venv.plughost("bundle", str(work / "outside.json"), "--out", str(work / "payload"),
-                                home=home, cwd=work))
+    (work / "outside.json").write_text(json.dumps(BRAND))
+    bundled = _ok(venv.plughost("--plugins-dir", str(_hello(work)), "bundle", str(work / "outside.json"), "--out",
+                                str(work / "payload"), home=home, cwd=work))
     assert "entry-points=[shop-hours,weather]" in bundled and "left out" not in bundled, bundled
+    assert "excluded=[channels]" in bundled, bundled
     _ok(venv.plughost("account", "create", "acme", home=home, cwd=work))
-    _ok(venv.plughost("install", str(work / "payload"), "--config-dir", str(config), "--account", "acme",
+    return _install(venv, home, work, work / "payload", config)
+
+
+def _install(venv: Venv, home: Path, work: Path, payload: Path, config: Path) -> Path:
+    _ok(venv.plughost("install", str(payload), "--config-dir", str(config), "--account", "acme",
                       home=home, cwd=work))
-    return work / "payload"
+    boot = venv.plughost("boot", "--check", home=home, cwd=home)  # no flag, another folder: the install's record
+    assert boot.returncode == 0 and "failed=0 warned=0 errored=0 exit=0" in boot.stderr, boot.stderr[-3000:]
+    assert "[install-brand] op=resolved brand=outside source=payload" in boot.stderr, boot.stderr[-3000:]
+    return payload
 
 
 def test_third_party_distributions_are_found_served_run_bundled_and_boot(venv: Venv, tmp_path: Path) -> None:
@@ -230,15 +252,22 @@ def test_claude_code_connects_their_servers_and_validates_their_plugins(venv: Ve
     work.mkdir()
     claude = Claude(tmp_path / "claude")
     payload = _third_party_payload(venv, home, work, claude.config)
-    listing = claude("mcp", "list")
-    state = connected_servers(listing.stdout)
-    assert {s: state.get(s) for s in ("weather:weather", "shop-hours:shop-hours", "memory:memory")} == {
-        "weather:weather": True, "shop-hours:shop-hours": True, "memory:memory": True}, listing.stdout
-    assert str(venv.bin) in listing.stdout  # started with the install's Python
-    for name in ("weather", "shop-hours"):
-        checked = claude("plugin", "validate", "--strict", str(payload / "plugins" / name))
-        assert checked.returncode == 0 and "✔ Validation passed" in checked.stdout, checked.stdout + checked.stderr
-        assert "warning" not in checked.stdout.lower(), checked.stdout
+    # every server the brand ships Connected (channels left out by the brand), before and after the payload moves
+    # (then installed again from where it is), each target valid for the CLI, under env -i from /tmp
+    servers = {f"{n}:{n}": True for n in ("admin", "graph", "hello", "memory", "shop-hours", "weather")}
+    for moved in (False, True):
+        if moved:
+            payload = _install(venv, home, work, payload.rename(tmp_path / "moved-payload"), claude.config)
+        listing = claude("mcp", "list")
+        assert connected_servers(listing.stdout) == servers, (moved, listing.stdout)
+        assert str(venv.bin) in listing.stdout and str(payload) in listing.stdout  # the install's Python
+        targets = [payload / "plugins", *(p for p in sorted((payload / "plugins").iterdir())
+                                          if (p / ".claude-plugin").is_dir())]
+        assert len(targets) == 7, targets  # the marketplace and its six plugins
+        for target in targets:
+            checked = claude("plugin", "validate", "--strict", str(target))
+            assert checked.returncode == 0 and "✔ Validation passed" in checked.stdout, checked.stdout + checked.stderr
+            assert "warning" not in checked.stdout.lower(), checked.stdout
 
 
 def test_the_sdist_installs_and_runs(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from plughost.payload import launch
 from plughost.payload.launch import MINIMAL_PATH, Launch
 from plughost.payload.registration import Registration, config_dir
-from plughost.runtime import accounts, specialists, state
+from plughost.runtime import accounts, plugin_model, specialists, state
 from plughost.runtime.types import GateContext, GateResult
 from plughost.util import settings
 from plughost.util.errors import UserError
@@ -183,7 +183,7 @@ def server_missing(entry: Launch, plugin_local: bool) -> str | None:
     """
     if not entry.command:
         return "no command"
-    if plugin_local and not any((entry.root / "mcp" / f).is_file() for f in ("__main__.py", "server.py")):
+    if plugin_local and plugin_model.local_server(entry.root) is None:
         return f"{entry.root / 'mcp'}/__main__.py"
     tokens = [entry.command, *entry.args]
     for i, token in enumerate(tokens):

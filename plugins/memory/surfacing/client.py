@@ -51,6 +51,15 @@ def log_line(home: str | None, env: Mapping[str, str], **fields: Any) -> str:
     return line
 
 
+def say(line: str) -> None:
+    """One line on stderr (Claude Code shows a hook's stderr in its debug output and transcript)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def _ms(env: Mapping[str, str], name: str, default: int) -> float:
     try:
         return max(50, int(env.get(name, "") or default)) / 1000
@@ -170,6 +179,8 @@ def main(raw: bytes, env: Mapping[str, str], out: Any) -> int:
     if ctx is not None and os.path.isdir(ctx.home):
         home = ctx.home
     if request is None or hook is None or ctx is None:
+        if skipped.get("reason") == "no-account":
+            say(context.account_unset_line(env))
         return done(**skipped)
     try:
         reply = ask_warm(ctx.home, request, _ms(env, "PLUGHOST_SURFACE_TIMEOUT_MS", WARM_TIMEOUT_MS))

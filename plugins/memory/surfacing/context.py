@@ -102,3 +102,20 @@ def from_merged(merged: Mapping[str, str]) -> Context | None:
     return Context(p.account or "", p.scopes, p.agent, role, home, p.session_key,
                    merged.get("PLUGHOST_SURFACE_BUDGET", "").strip() or None,
                    merged.get("PLUGHOST_SURFACE_LIMIT", "").strip() or None)
+
+
+def account_unset_line(env: Mapping[str, str]) -> str:
+    """The one stderr line of a memory hook that skips because no account can be named (the plugins were
+    installed without ``plughost install``): ``[memory] skip=account-unset fix="<the one command>"``, the
+    command the memory tools name too. The payload is the plugin folder's parent's parent, as for the servers."""
+    merged = effective_env(env)
+    root = merged.get("CLAUDE_PLUGIN_ROOT", "").strip()
+    if root and not merged.get("PLUGHOST_PLUGINS_DIR", "").strip():
+        merged["PLUGHOST_PLUGINS_DIR"] = os.path.dirname(os.path.normpath(root))
+    try:
+        from plughost.api.accounts import account_fix_command
+
+        command = account_fix_command(merged)
+    except Exception:  # noqa: BLE001 - an odd home or setting: the command's shape still says what to run
+        command = "plughost install PAYLOAD --account ID"
+    return '[memory] skip=account-unset fix="' + command.replace('"', "'") + '"'

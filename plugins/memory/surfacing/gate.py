@@ -207,6 +207,20 @@ def decide(raw: bytes, env: dict[str, str], process_env: dict[str, str] | None =
     return "pass", tool, found
 
 
+def account_unset(env: dict[str, str], process: dict[str, str]) -> str | None:
+    """``context.account_unset_line`` when no account can be named (the gate then never blocks, so the
+    fix is said on every call); None otherwise. The check is a string test unless ``ACCOUNT_ID`` is missing."""
+    if hook.valid_account(env.get("ACCOUNT_ID", "").strip()):
+        return None
+    if __package__:
+        from plughost.plugins.memory.surfacing import context
+    else:
+        import context  # type: ignore[no-redef,import-not-found,unused-ignore]
+    if context.resolve(process) is not None:
+        return None
+    return str(context.account_unset_line(process))
+
+
 def log(env: dict[str, str], line: str) -> None:
     try:
         home = env.get("PLUGHOST_HOME", "").strip()
@@ -251,6 +265,9 @@ def main() -> None:
         line = line.replace("\n", " ").replace("\r", " ")
         hook.write_all(2, (line + f" ms={ms}\n").encode("utf-8", "replace"))
         log(env, line + f" ms={ms}")
+        unset = account_unset(env, process)
+        if unset:
+            hook.write_all(2, (unset + "\n").encode("utf-8", "replace"))
     except BaseException:  # noqa: BLE001 - a gate that cannot decide never blocks
         code = 0
     try:

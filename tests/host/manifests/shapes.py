@@ -110,6 +110,7 @@ from pathlib import Path
 from plughost.payload.selftest import checks
 from plughost.runtime.host import Host
 from plughost.runtime.types import GateContext
+from plughost.serve.app import mcp_plugins
 
 plugins = Path(sys.argv[1]) if sys.argv[1] else Path(os.devnull)
 host = Host(plugins_dir=plugins, premium_dir=Path(os.devnull), env=dict(os.environ)).load()
@@ -119,6 +120,7 @@ print(json.dumps({
     "tools": {n: [t.name for t in m.tools] for n, m in host.surface.models.items()},
     "mcpServers": host.surface.mcp_servers,
     "refused": sorted(d["plugin"] for d in coverage.defects),
+    "serve": mcp_plugins(host),
 }))
 '''
 
@@ -126,7 +128,7 @@ print(json.dumps({
 def gate_view(plugins_dir: Path | None, site: Path, names: list[str]) -> dict[str, object]:
     """What the gates read, from a real process with the distributions on ``PYTHONPATH``: each loaded
     plugin's model servers and tools, the surface's plugins with a server, ``mcp-allowlist-coverage``'s
-    refusals. ``plugins_dir`` None: the entry points alone (before bundling)."""
+    refusals, the plugins ``plughost serve`` mounts at ``/mcp/<plugin>``. ``plugins_dir`` None: the entry points alone (before bundling)."""
     env = {"PYTHONPATH": str(site), "PLUGHOST_LOAD_PLUGINS": ",".join(names)}
     done = subprocess.run([sys.executable, "-c", GATE_VIEW, str(plugins_dir or "")], capture_output=True,
                           text=True, timeout=120, env={**os.environ, **env})

@@ -104,7 +104,8 @@ def test_mcp_manifest_rule_skip_shared_lib_and_custom_paths(tmp_path: Path) -> N
     (custom / "specialists" / "a.md").write_text("---\ndescription: a\n---\na")
     (custom / "lifecycle").mkdir()
     (custom / "lifecycle" / "hooks.json").write_text('{"hooks": {}}')
-    (custom / "know-how").mkdir()
+    (custom / "know-how" / "greet").mkdir(parents=True)  # a skills folder is listed when it holds a skill
+    (custom / "know-how" / "greet" / "SKILL.md").write_text("---\ndescription: greet\n---\ngreet")
     std = write_plugin(plugins / "standard", "name: standard\nversion: 2.0.0\ndescription: std\nauthor: me")
     for sub in ("skills", "agents", "hooks"):
         (std / sub).mkdir()
@@ -122,9 +123,10 @@ def test_mcp_manifest_rule_skip_shared_lib_and_custom_paths(tmp_path: Path) -> N
     assert get("custom")["hooks"] == "./lifecycle/hooks.json"
     assert get("custom")["skills"] == "./know-how"
     # Claude Code loads agents/ and hooks/hooks.json by itself and rejects the standard hooks file
-    # listed again ("Duplicate hooks file detected"), so only skills is named for default paths.
+    # listed again ("Duplicate hooks file detected"), so only skills is named for default paths, and
+    # only when the plugin's model has a skill (an empty skills/ folder is not named)
     assert get("standard") == {"name": "standard", "version": "2.0.0", "description": "std",
-                               "author": {"name": "me"}, "skills": "./skills"}
+                               "author": {"name": "me"}}
     assert _json(plugins / ".claude-plugin" / "marketplace.json")["name"] == "acme-platform"
 
 

@@ -58,6 +58,20 @@ def test_allowlist_coverage_follows_the_model(host: Host) -> None:
     assert refused == ["bare", "quiet", "skipped"], result.lines
 
 
+def test_the_bundler_serve_and_the_gates_agree_on_the_servers(payload: Path, host: Host) -> None:
+    """Every row of the shapes table: the plugins the generated payload starts a server for, the plugins
+    ``plughost serve`` mounts at ``/mcp/<plugin>`` and the plugins the gates count as having a server are
+    one set, the table's."""
+    from plughost.serve.app import mcp_plugins
+
+    written = {name: sorted(json.loads((payload / "plugins" / name / ".claude-plugin" / "plugin.json").read_text())
+                            .get("mcpServers") or {}) for name in NAMES.values()}
+    table = sorted(name for name, _extra, _file, servers in SHAPES.values() if servers)
+    assert sorted(n for n, s in written.items() if s) == table
+    assert mcp_plugins(host) == table
+    assert sorted(host.surface.mcp_servers) == table
+
+
 def test_entry_point_shapes_the_generator_writes_the_servers_the_gates_check(tmp_path: Path) -> None:
     """Entry-point plugins, with and without their own PLUGIN.md, bundled with the folder shapes by a real
     ``plughost`` (the distributions on PYTHONPATH): each written ``mcpServers`` equals the servers of the
@@ -77,6 +91,9 @@ def test_entry_point_shapes_the_generator_writes_the_servers_the_gates_check(tmp
     assert sorted(installed["mcpServers"]) == sorted(n for n, s in written.items() if s)  # type: ignore[arg-type]
     assert installed["tools"] == {n: ["ping"] for n in written}
     assert installed["refused"] == ["bare", "quiet", "skipped"]  # allowlisted, but nothing starts a server
+    # one server set for every row: what bundle wrote, what serve mounts, what the gates check
+    with_server = sorted(n for n, s in written.items() if s)
+    assert installed["serve"] == with_server == sorted(installed["mcpServers"])  # type: ignore[arg-type]
     # before bundling, the entry points alone: the same servers (bundle generates the server a plugin
     # loaded from code needs), the same tools (from code, or from its own PLUGIN.md)
     alone = shapes.gate_view(None, site, entry)
