@@ -144,8 +144,8 @@ class Enrichment(Protocol):
 
 def is_reingest(row: dict[str, Any]) -> bool:
     """An id-less ``KnowledgeDocument`` naming an ``attachmentId``: the store finds or names its node."""
-    props = row.get("properties") or {}
-    return "KnowledgeDocument" in row["labels"] and bool(props.get("attachmentId"))
+    props = row.get("properties")
+    return "KnowledgeDocument" in row["labels"] and isinstance(props, dict) and bool(props.get("attachmentId"))
 
 
 class ImportSession:
@@ -216,19 +216,23 @@ class ImportSession:
         return s
 
     # ------------------------------------------------------------------ batching
-    def batches(self, dims: int | None = None, check: LineCheck | None = None) -> Iterator[ImportBatch]:
+    def batches(self, dims: int | None = None, check: LineCheck | None = None, *,
+                check_format: bool = True) -> Iterator[ImportBatch]:
         """The file as batches of ``batch_size`` checked lines (:func:`check_line`, then ``check``);
-        an id-less line gets an id from its content and number, so a re-run lands on its rows."""
+        an id-less line gets an id from its content and number, so a re-run lands on its rows.
+        ``check_format=False``: the writer applies the store's own write validation to each line
+        (the same rules, its messages naming the field more closely); only objects pass here."""
         pending: list[tuple[int, str]] = []
         reader = JsonLines(self.path, lambda lineno, reason: pending.append((lineno, reason)), raw=True)
         rows: list[ImportRow] = []
         with reader:
             for lineno, row, raw in reader:
-                problem = check_line(row, dims) or (check(row) if check is not None else None)
+                problem = ((check_line(row, dims) if check_format or not isinstance(row, dict) else None)
+                           or (check(row) if check is not None else None))
                 if problem:
                     pending.append((lineno, problem))
                     continue
-                if not row.get("id") and not is_reingest(row):
+                if not row.get("id") and isinstance(row.get("labels"), list) and not is_reingest(row):
                     row["id"] = line_id(lineno, raw)
                 rows.append(ImportRow(lineno, raw, row))
                 if len(rows) >= self.batch_size:
@@ -237,23 +241,23 @@ class ImportSession:
             yield ImportBatch(rows, _take(pending), reader.done_bytes, reader.lines)
 
     def run(self, writer: BatchWriter, enrich: Enrichment | None = None, *, dims: int | None = None,
-            check: LineCheck | None = None) -> ImportSummary:
+            check: LineCheck | None = None, check_format: bool = True) -> ImportSummary:
         """Read, check and write the file batch by batch (the next batch is read while this one
         is written), then the edges still waiting; returns the summary (not yet logged: :meth:`done`)."""
         with gc_paused():
-            for batch in read_ahead(self.batches(dims, check)):
-                for lineno, reason in batch.skips:
-                    self.skip(lineno, reason)
+            for batch in read_ahead(self.batches(dims, check, check_format=check_format)):
+                skips = batch.skips  # the reader's and the writer's, reported in line order
                 if batch.rows:
                     if enrich is not None:
                         enrich.before(batch.rows, self)
-                    nodes, edges = writer.write(batch.rows, self.skip)
+                    nodes, edges = writer.write(batch.rows, lambda lineno, reason: skips.append((lineno, reason)))
                     if enrich is not None:
                         enrich.after(batch.rows, self)
-                    self.wrote(nodes, edges, batch.done_bytes)
                 else:
-                    self.bar.update(batch.done_bytes, self.summary.nodes)
-                self.summary.lines = batch.lines
+                    nodes = edges = 0
+                for lineno, reason in sorted(skips, key=lambda skip: skip[0]):
+                    self.skip(lineno, reason)
+                self.wrote(nodes, edges, batch.done_bytes, lines=batch.lines)
             created, lost = writer.finish()
         self.summary.edges += created
         self.lost(lost)
