@@ -250,7 +250,7 @@ class ImportSession:
                 if batch.rows:
                     if enrich is not None:
                         enrich.before(batch.rows, self)
-                    nodes, edges = writer.write(batch.rows, lambda lineno, reason: skips.append((lineno, reason)))
+                    nodes, edges = writer.write(batch.rows, _appender(skips))
                     if enrich is not None:
                         enrich.after(batch.rows, self)
                 else:
@@ -264,6 +264,10 @@ class ImportSession:
         if enrich is not None:
             enrich.finish(self)
         return self.summary
+
+
+def _appender(skips: list[tuple[int, str]]) -> Callable[[int, str], None]:
+    return lambda lineno, reason: skips.append((lineno, reason))
 
 
 def _take(pending: list[T]) -> list[T]:
