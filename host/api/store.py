@@ -1,6 +1,6 @@
 """For store providers and plugins that write the graph (docs/graph.md, docs/guards.md): the
 reserved labels and properties, the write guards both built-in stores apply, the Conversation and
-Message shape, and the JSON-lines import line checks (docs/graph.md#import)."""
+Message shape, the JSON-lines import line checks and the import session (docs/graph.md#import)."""
 
 from plughost.ports.graph import (
     CHANNEL_MESSAGE_LABELS,
@@ -38,6 +38,15 @@ from plughost.ports.graph import (
     visitor_key,
     write_defaults,
 )
+from plughost.ports.importing import (
+    BatchWriter,
+    Enrichment,
+    ImportBatch,
+    ImportRow,
+    ImportSession,
+    WaitingEdges,
+    is_reingest,
+)
 from plughost.ports.jsonl import (
     EDGE_KEYS,
     LINE_KEYS,
@@ -63,5 +72,6 @@ __all__ = [
     "guarded_upsert_many", "require_admin", "reserved_label_problem", "session_conversation", "visitor_key", "write_defaults",
     "EDGE_KEYS", "LINE_KEYS", "MAX_LABELS", "NAME_RE", "STORE_SET_KEYS", "ImportSummary", "JsonLines",
     "check_line", "int_problem", "line_id", "line_text", "stamps_of",
+    "BatchWriter", "Enrichment", "ImportBatch", "ImportRow", "ImportSession", "WaitingEdges", "is_reingest",
     "BadLine", "LONE_SURROGATE", "has_lone_surrogate", "parse_line", "record_store",
 ]

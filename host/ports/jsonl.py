@@ -70,7 +70,8 @@ class JsonLines:
     ``size`` is the file's size in bytes.
     """
 
-    def __init__(self, path: Path, skip: Skip) -> None:
+    def __init__(self, path: Path, skip: Skip, *, raw: bool = False) -> None:
+        self.raw = raw  # yield ``(line number, value, the line's bytes)``
         try:
             self._fh = open(path, "rb")  # noqa: SIM115 - closed by close() / the context manager
         except OSError as exc:
@@ -80,8 +81,8 @@ class JsonLines:
         self.lines = 0
         self.done_bytes = 0
 
-    def __iter__(self) -> Iterator[tuple[int, Any]]:
-        skip = self.skip
+    def __iter__(self) -> Iterator[Any]:
+        skip, with_raw = self.skip, self.raw
         for lineno, raw in enumerate(self._fh, start=1):
             self.done_bytes += len(raw)
             self.lines = lineno
@@ -92,7 +93,7 @@ class JsonLines:
             except BadLine as exc:
                 skip(lineno, str(exc))
                 continue
-            yield lineno, row
+            yield (lineno, row, raw) if with_raw else (lineno, row)
 
     def close(self) -> None:
         self._fh.close()
@@ -154,8 +155,8 @@ def check_line(row: Any, dims: int | None = None) -> str | None:
     """The first problem with one line's object against the line format, or None.
 
     The same rules the graph store's write validation applies (:func:`plughost.plugins.graph.common.prepare`),
-    for importers that cannot use it: identifier labels (at most ``MAX_LABELS``) and property
-    keys, no store-set keys, 64-bit integers, and ``dims``-long embeddings when ``dims`` is given.
+    for importers that cannot use it: identifier labels (at most ``MAX_LABELS``, none reserved) and
+    property keys, no store-set keys, 64-bit integers, and ``dims``-long embeddings when ``dims`` is given.
     """
     if not isinstance(row, dict):
         return "expected an object {id?, labels, properties, edges?}"
@@ -164,15 +165,20 @@ def check_line(row: Any, dims: int | None = None) -> str | None:
         return f"unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges, stamps)"
     if "id" in row and (not isinstance(row["id"], str) or not row["id"].strip()):
         return "id: expected a non-empty string"
-    labels = row.get("labels")
+    return (_labels_problem(row.get("labels")) or _properties_problem(row.get("properties", {}))
+            or _embedding_problem(row.get("embedding"), dims) or _stamps_problem(row.get("stamps"))
+            or _edges_problem(row.get("edges", [])))
+
+
+def _labels_problem(labels: Any) -> str | None:
     if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and NAME_RE.match(x) for x in labels):
         return "labels: expected a non-empty list of identifiers"
     if len(labels) > MAX_LABELS:
         return f"labels: {len(labels)} labels; expected at most {MAX_LABELS}"
-    reserved = reserved_label_problem(labels)
-    if reserved:
-        return reserved
-    props = row.get("properties", {})
+    return reserved_label_problem(labels)
+
+
+def _properties_problem(props: Any) -> str | None:
     if not isinstance(props, dict):
         return "properties: expected an object"
     for key, value in props.items():
@@ -183,17 +189,30 @@ def check_line(row: Any, dims: int | None = None) -> str | None:
         problem = int_problem(value, f"properties.{key}")
         if problem:
             return problem
-    emb = row.get("embedding")
-    if emb is not None and (not isinstance(emb, list) or not all(isinstance(v, (int, float)) for v in emb)):
+    return None
+
+
+def _embedding_problem(emb: Any, dims: int | None) -> str | None:
+    if emb is None:
+        return None
+    if not isinstance(emb, list) or not all(isinstance(v, (int, float)) for v in emb):
         return "embedding: expected a list of numbers"
-    if emb is not None and dims is not None and len(emb) != dims:
+    if dims is not None and len(emb) != dims:
         return f"embedding: {len(emb)} numbers; this store indexes {dims}-dimension vectors"
-    if row.get("stamps") is not None:
-        try:
-            stamps_of(row["stamps"])
-        except UserError as exc:
-            return str(exc)
-    edges = row.get("edges", [])
+    return None
+
+
+def _stamps_problem(stamps: Any) -> str | None:
+    if stamps is None:
+        return None
+    try:
+        stamps_of(stamps)
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
+def _edges_problem(edges: Any) -> str | None:
     if not isinstance(edges, list):
         return "edges: expected a list of {type, to, properties?}"
     for j, edge in enumerate(edges):

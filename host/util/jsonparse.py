@@ -37,6 +37,8 @@ def parse_line(raw: bytes | str, loads: Callable[[Any], Any] = json.loads, *, su
         raise BadLine(f"invalid JSON ({exc.msg} at {where})") from None
     except RecursionError:
         raise BadLine(TOO_DEEP) from None
+    except BadLine:  # ``loads`` said why itself (a lone surrogate)
+        raise
     except ValueError as exc:  # e.g. an integer past the interpreter's digit limit (int_max_str_digits)
         raise BadLine(f"invalid JSON ({str(exc).split(';')[0][:80]})") from None
     if surrogates and has_lone_surrogate(raw, value):

@@ -65,16 +65,10 @@ def _labels(values: list[str] | None) -> list[str] | None:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     if args.action == "import":
-        from plughost.api.store import require_admin
+        from plughost.api.store import ImportSession
         from plughost.plugins.graph.importer import import_jsonl
 
-        account = _account(host)
-        require_admin(host.principal, "graph import")  # it writes rows without per-row guards
-        from plughost.api.util import jsonl_file_problem
-
-        problem = jsonl_file_problem(args.file)
-        if problem:
-            raise UserError(problem)
+        account = ImportSession.admit(host.principal, args.file, "graph import")
         summary = import_jsonl(host.store(), args.file, account_id=account, batch_size=args.batch_size,
                                progress=False if args.no_progress else None)
         return 2 if summary.errors else 0

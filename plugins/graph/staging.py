@@ -28,6 +28,7 @@ import struct
 import subprocess
 import sys
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -35,7 +36,15 @@ import orjson
 
 from plughost import UserError, log
 from plughost.api.settings import FALSE, TRUE
-from plughost.api.store import LONE_SURROGATE, BadLine, has_lone_surrogate, line_id, parse_line
+from plughost.api.store import (
+    LONE_SURROGATE,
+    BadLine,
+    ImportRow,
+    WaitingEdges,
+    has_lone_surrogate,
+    line_id,
+    parse_line,
+)
 from plughost.api.util import gc_paused
 from plughost.plugins.graph.common import (
     env_dimensions,
@@ -137,14 +146,35 @@ KEY_BITS = 32
 """A staged row's key is ``batch << KEY_BITS | seq``: the store maps it to a rid without a lookup."""
 
 
+Waiter = tuple[int, int, int, "str | int", int]
+"""An edge waiting for its target: (pid, source key, type code, properties JSON or 0, line)."""
+
+
+@dataclass
+class _Frame:
+    """One batch's staged tables as they fill, flattened (a row is its table's width of values in
+    a row): no tuple per row to build, walk and free, and each INSERT takes a slice as it is."""
+
+    shift: int  # batch << KEY_BITS: a row's key is shift | seq
+    seq: int = 0
+    nodes: list[Any] = field(default_factory=list)
+    slow: list[Any] = field(default_factory=list)
+    keywords: list[Any] = field(default_factory=list)
+    skips: list[Any] = field(default_factory=list)
+    late: list[Any] = field(default_factory=list)
+    row_edges: list[tuple[int, int, list[tuple[str, str, dict | None]]]] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+
+
 class Stager:
     """Validates lines into staged batches, resolving edges to rows seen earlier in the file.
 
     An edge whose target id appeared earlier (or anywhere in the same batch) is staged with
-    that row's key, so the store resolves it arithmetically. Any other edge waits here: the
-    batch where its target first appears carries it in its ``late`` table with both ends as
-    keys, and the final frame lists the ones whose target never appeared. Edges to later lines
-    are so written while the file is still being read, not after it.
+    that row's key, so the store resolves it arithmetically. Any other edge waits here
+    (:class:`plughost.ports.importing.WaitingEdges`): the batch where its target first appears
+    carries it in its ``late`` table with both ends as keys, and the final frame lists the ones
+    whose target never appeared. Edges to later lines are so written while the file is still
+    being read, not after it.
 
     ``lookup`` (the account had nodes when the import began): an edge to an id the file has not
     had yet is also staged by id (``edges_by_id``), so the store can write it at once when it
@@ -154,85 +184,80 @@ class Stager:
     def __init__(self, account_id: str, *, lookup: bool = True, dims: int | None = None) -> None:
         self.account_id, self.lookup = account_id, lookup
         self.dims = env_dimensions(os.environ) if dims is None else dims  # embeddings must be this long
-        # id -> key of its first accepted row (an int), or, while the file has not had that id yet,
-        # the edges waiting for it: (pid, source key, type code, properties JSON or 0, line). One
-        # dict, so an edge or a row costs one lookup in it: at 100k+ ids each lookup is a cache miss.
-        self.where: dict[str, int | list[tuple[int, int, int, str | int, int]]] = {}
+        self.waits: WaitingEdges[int, Waiter] = WaitingEdges()  # id -> key of its first accepted row
         self.codes: dict[str, int] = {}  # edge type -> its code (the ``types`` table)
 
     def stage(self, batch: int, lines: Sequence[tuple[int, bytes]], *, read_lines: int, read_bytes: int) -> bytes:
         """Validate ``(line number, raw line)`` pairs into batch number ``batch`` (from 0), serialised."""
-        shift, where, account_id = batch << KEY_BITS, self.where, self.account_id
-        loads, dumps = _read_line, json.dumps
-        # The staged tables' rows, flattened (a row is its table's width of values in a row):
-        # no tuple per row to build, walk and free, and each INSERT takes a slice as it is.
-        nodes: list[Any] = []
-        slow: list[Any] = []
-        keywords: list[Any] = []
-        skips: list[Any] = []
-        late: list[Any] = []
-        row_edges_of: list[tuple[int, int, list[tuple[str, str, dict | None]]]] = []
-        seen: set[str] = set()
-        seq = 0
+        out = _Frame(batch << KEY_BITS)
         for lineno, raw in lines:
             try:
-                row, plain = parse_line(raw, loads, surrogates=False)
+                row, plain = parse_line(raw, _read_line, surrogates=False)
             except BadLine as exc:
-                skips += (lineno, str(exc))
+                out.skips += (lineno, str(exc))
                 continue
-            try:
-                encode = _plain_json if plain else to_json
-                item, row_edges = prepare_row(row, account_id, "node", parsed=True, encode=encode, small_ints=plain,
-                                              dims=self.dims, strict=True)
-            except UserError as exc:
-                skips += (lineno, str(exc))
-                continue
-            seq, nid, props = seq + 1, item.id, item.properties
-            if nid is None and not ("KnowledgeDocument" in item.labels and props.get("attachmentId")):
-                nid = line_id(lineno, raw)  # a re-run lands on the same row
-            fast = (item.embedding is None and item.props_json is not None and nid not in seen
-                    and not (nid is None and "KnowledgeDocument" in item.labels and props.get("attachmentId")))
-            if fast:
-                row_agents = props.get("agents")
-                scope = props.get("scope")
-                nodes += (nid, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
+            self._row(out, lineno, raw, row, plain)
+        return self._frame(batch, out, read_lines, read_bytes)
+
+    def stage_rows(self, batch: int, rows: Sequence[ImportRow], *, read_lines: int, read_bytes: int) -> bytes:
+        """The lines an import session read and checked (and an enrichment may have changed), serialised."""
+        out = _Frame(batch << KEY_BITS)
+        for r in rows:
+            self._row(out, r.line, r.raw, r.row, False)
+        return self._frame(batch, out, read_lines, read_bytes)
+
+    def _row(self, out: _Frame, lineno: int, raw: bytes, row: Any, plain: bool) -> None:
+        """Stage one parsed line: a fast row (plain SQL writes it) or a slow one (the store's upsert)."""
+        encode = _plain_json if plain else to_json
+        try:
+            item, row_edges = prepare_row(row, self.account_id, "node", parsed=True, encode=encode, small_ints=plain,
+                                          dims=self.dims, strict=True)
+        except UserError as exc:
+            out.skips += (lineno, str(exc))
+            return
+        out.seq = seq = out.seq + 1
+        nid, props = item.id, item.properties
+        reingest = nid is None and "KnowledgeDocument" in item.labels and props.get("attachmentId")
+        if nid is None and not reingest:
+            nid = line_id(lineno, raw)  # a re-run lands on the same row
+        if item.embedding is None and item.props_json is not None and nid not in out.seen and not reingest:
+            row_agents, scope = props.get("agents"), props.get("scope")
+            out.nodes += (nid, labels_json(item.labels), item.props_json, 0 if scope is None else scope,
                           0 if row_agents is None else encode(row_agents), text_of(props) or 0)
-                if props.get("keywords") is not None:
-                    for kw in keywords_of(props):
-                        keywords += (kw, seq)
-            else:
-                nodes += (nid or "", dumps(list(item.labels)), dumps(props), 0, 0, 0)
-                slow += (seq, 0 if item.embedding is None else dumps(item.embedding))
-            if nid is not None:
-                seen.add(nid)
-                waiters = where.get(nid)
-                if waiters is None or type(waiters) is list:
-                    where[nid] = row_key = shift | seq
-                    if waiters:
-                        for w_pid, w_src, w_type, w_props, _ in waiters:
-                            late += (w_pid, w_src, w_type, row_key, w_props)
-            if row_edges:
-                row_edges_of.append((seq, lineno, row_edges))
+            if props.get("keywords") is not None:
+                for kw in keywords_of(props):
+                    out.keywords += (kw, seq)
+        else:
+            out.nodes += (nid or "", json.dumps(list(item.labels)), json.dumps(props), 0, 0, 0)
+            out.slow += (seq, 0 if item.embedding is None else json.dumps(item.embedding))
+        if nid is not None:
+            out.seen.add(nid)
+            row_key = out.shift | seq
+            for w_pid, w_src, w_type, w_props, _ in self.waits.arrive(nid, row_key):
+                out.late += (w_pid, w_src, w_type, row_key, w_props)
+        if row_edges:
+            out.row_edges.append((seq, lineno, row_edges))
+
+    def _frame(self, batch: int, out: _Frame, read_lines: int, read_bytes: int) -> bytes:
+        """The batch's edges (after its rows, so in-batch forward edges resolve), serialised with its rows."""
         edges: list[Any] = []
         by_id: list[Any] = []
-        get, lookup, pid, codes = where.get, self.lookup, shift, self.codes
-        for seq, lineno, row_edges in row_edges_of:  # after the batch, so in-batch forward edges resolve
+        get, wait, lookup, codes = self.waits.where.get, self.waits.wait, self.lookup, self.codes
+        pid = shift = out.shift
+        for seq, lineno, row_edges in out.row_edges:
             for etype, to, p in row_edges:
                 code = codes.get(etype) or codes.setdefault(etype, len(codes) + 1)
-                pj = dumps(p) if p else 0
-                key: Any = get(to)  # a staged row's key (int), waiting edges (list) or None
+                pj = json.dumps(p) if p else 0
+                key = get(to)  # a staged row's key (int), waiting edges (list) or None
                 if type(key) is int:
                     edges += (seq, code, key, pj)
                     continue
                 pid += 1
-                if key is None:
-                    where[to] = [(pid, shift | seq, code, pj, lineno)]
-                else:
-                    key.append((pid, shift | seq, code, pj, lineno))
+                wait(to, (pid, shift | seq, code, pj, lineno))
                 if lookup:
                     by_id += (pid, seq, code, to, pj)
-        return _serialise(batch, read_lines, read_bytes, nodes=nodes, slow=slow, keywords=keywords,
-                          types=self._types(), edges=edges, edges_by_id=by_id, late=late, skips=skips)
+        return _serialise(batch, read_lines, read_bytes, nodes=out.nodes, slow=out.slow, keywords=out.keywords,
+                          types=self._types(), edges=edges, edges_by_id=by_id, late=out.late, skips=out.skips)
 
     def _types(self) -> list[Any]:
         return [v for name, code in self.codes.items() for v in (code, name)]
@@ -241,11 +266,8 @@ class Stager:
         """The last frame: the end of this stager's stream, with the edges still waiting (their
         target ids the file never had; the store's lookup decides them)."""
         unresolved: list[Any] = []
-        for to, waiters in self.where.items():
-            if type(waiters) is list:
-                for pid, src, etype, p, lineno in waiters:
-                    unresolved += (pid, src, etype, to, p, lineno)
-        self.where = {}
+        for to, (pid, src, etype, p, lineno) in self.waits.left():
+            unresolved += (pid, src, etype, to, p, lineno)
         return _serialise(FINAL_BATCH, read_lines, read_bytes, types=self._types(), unresolved=unresolved)
 
 

@@ -1,30 +1,25 @@
-"""`plughost memory import FILE.jsonl`: the graph import's line format, embedded as it imports.
+"""`plughost memory import FILE.jsonl`: the graph import plus an enrichment step (embedding, indexed form, entities).
 
-One node per line: ``{"id"?, "labels": [...], "properties": {...}, "embedding"?: [...],
-"edges"?: [{"type", "to", "properties"?}]}``. Nodes of vector-indexed labels without an
-``embedding`` are embedded batch by batch (a failed embed stores the batch without vectors and
-warns; ``plughost memory reindex`` backfills them). Each batch commits on its own; an invalid
-line is reported by its number and skipped without losing the others; edges are created
-batch by batch as soon as both ends are in (an edge to a later line waits for it), so a target
-may appear later in the file. An id-less line gets an id from its content and line number, so
-re-running an interrupted import lands on the rows it wrote. Lines are checked by the one line
-validator (:func:`plughost.ports.jsonl.check_line`), with memory's camelCase property names on top. Rows
-are written as the account's admin, so a new node whose line names no ``scope`` is stored
-``admin`` (a re-imported one keeps its scope), as in the graph import. Message nodes get their indexed form
-(``searchContext`` from the turns before them, :mod:`plughost.plugins.memory.indexed_form`)
-once every node is written, and are embedded with it then.
+The import session (:class:`plughost.api.store.ImportSession`) reads, checks and batches the file,
+keeps the edges that wait for a later line and reports each rejected line by number; the store
+writes each batch (its ``import_writer``, as ``plughost graph import`` does). Lines are checked by
+the one line validator (:func:`plughost.api.store.check_line`), with memory's camelCase property
+names on top. :class:`Enrichment` adds, around each batch write: vectors for the nodes of
+vector-indexed labels without an ``embedding`` (a failed embed stores the batch without vectors
+and warns; ``plughost memory reindex`` backfills them), and the entities of its turns once they
+are in (``PLUGHOST_MEMORY_ENTITIES``). Message nodes get their indexed form (``searchContext``
+from the turns before them, :mod:`plughost.plugins.memory.indexed_form`) once every node is
+written, and are embedded with it then.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from plughost import Embedder, GraphStore, Guards, UserError, log
-from plughost.api.store import ImportSummary, JsonLines, check_line, line_id, line_text
-from plughost.api.util import Progress
+from plughost import Embedder, GraphStore, UserError, log
+from plughost.api.store import ImportRow, ImportSession, ImportSummary
 from plughost.plugins.memory import entities, indexed_form
 from plughost.plugins.memory.embed_text import embedding_text, is_vector_label
 from plughost.plugins.memory.reindex import reindex_contexts
@@ -34,69 +29,81 @@ DEFAULT_BATCH = 500
 
 def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
                  progress: bool | None = None, stream: TextIO | None = None) -> ImportSummary:
-    if batch_size < 1:
-        raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
-    stream = stream or sys.stderr
-    summary = ImportSummary(str(path))
-    batch: list[tuple[int, dict[str, Any]]] = []
-    edges: list[tuple[str, str, str, Any, int]] = []  # (source, type, target, properties, line), waiting
-    seen: set[str] = set()  # ids of the file's lines written so far
-    tried: set[int] = set()  # id() of waiting edges already looked up in the store once
-    dims = getattr(store, "dimensions", None)
-    owner = Guards(account_id)  # an admin's write: a new node naming no scope is stored admin (write_defaults)
+    """Import ``path`` into ``store`` for ``account_id`` with :class:`Enrichment`; returns the summary (also logged)."""
+    session = ImportSession(path, account_id, tag="memory-import", batch_size=batch_size, progress=progress,
+                            stream=stream)
+    open_writer = getattr(store, "import_writer", None)
+    if open_writer is None:
+        raise UserError(f"memory import: the graph store {type(store).__name__} has no bulk import")
+    enrich = Enrichment(store, embedder, account_id)
+    with open_writer(account_id) as writer:
+        session.run(writer, enrich, dims=getattr(store, "dimensions", None), check=_camel_case)
+    s = session.summary
+    extra: dict[str, Any] = {"embedded": s.embedded, "embedFailed": s.embed_failed,
+                             "embedSeconds": f"{s.embed_seconds:.2f}"}
+    if enrich.extract_entities:
+        extra["entitySeconds"] = f"{enrich.entity_seconds:.2f}"
+    return session.done(**extra)
 
-    def skip(lineno: int, message: str) -> None:
-        summary.skipped += 1
-        summary.errors.append(f"line {lineno}: {message}")
-        bar.interrupt()
-        log("memory-import", "skip", line=lineno, reason=message)
 
-    reader = JsonLines(path, skip)
-    bar = Progress(reader.size, stream, progress, unit="bytes")
-    started = time.perf_counter()
+class Enrichment:
+    """What ``memory import`` adds to the graph import (:class:`plughost.api.store.Enrichment`)."""
 
-    turns = indexed_form.context_turns()
-    extract_entities = entities.enabled()
-    entity_seconds = [0.0]
-    speakers: dict[str, None] = {}  # every speaker seen so far: a capitalised first word that is one is a name
-    conversations: dict[str, None] = {}  # Messages get their indexed form (and vectors) after the nodes
+    def __init__(self, store: GraphStore, embedder: Embedder | None, account_id: str) -> None:
+        self.store, self.embedder, self.account_id = store, embedder, account_id
+        self.turns = indexed_form.context_turns()
+        self.extract_entities = entities.enabled()
+        self.entity_seconds = 0.0
+        self.speakers: dict[str, None] = {}  # every speaker seen so far: a capitalised first word that is one is a name
+        self.conversations: dict[str, None] = {}  # Messages get their indexed form (and vectors) after the nodes
 
-    def embed(rows: list[tuple[int, dict[str, Any]]]) -> None:
-        later = set()
-        for i, (_, row) in enumerate(rows):
-            if turns and indexed_form.is_message(row["labels"]):
-                conv = row["properties"].get("conversationId")
-                if conv:
-                    conversations[str(conv)] = None
-                    later.add(i)
-                else:  # a turn of no conversation: its context is the header alone
-                    row["properties"] = indexed_form.with_context(row["properties"], [], turns)
+    def before(self, rows: list[ImportRow], session: ImportSession) -> None:
+        """The batch's vectors (Messages of a conversation wait for :meth:`finish`)."""
         todo = []
-        for i, (_, row) in enumerate(rows):
-            if i in later:
+        for r in rows:
+            row = r.row
+            row["properties"] = row.get("properties") or {}
+            if self._later(row):
                 continue
-            if row.get("embedding") is not None:
-                reason = "own-embedding"
-            elif not is_vector_label(row["labels"]):
-                reason = "label:" + ",".join(row["labels"])
-            elif not (text := embedding_text(row["labels"], row["properties"])):
-                reason = "no-text"
-            elif embedder is None:
-                reason = "embedding-off"
-            else:
+            reason, text = self._not_embedded(row)
+            if reason is None:
                 todo.append((row, text))
-                continue
-            summary.not_embedded[reason] = summary.not_embedded.get(reason, 0) + 1
-        if embedder is None:
-            return
-        if not todo:
-            return
+            else:
+                session.summary.not_embedded[reason] = session.summary.not_embedded.get(reason, 0) + 1
+        if self.embedder is not None and todo:
+            self._embed(todo, session)
+
+    def _later(self, row: dict[str, Any]) -> bool:
+        """A Message of a conversation: its indexed form and vector come once every node is in."""
+        if not (self.turns and indexed_form.is_message(row["labels"])):
+            return False
+        conv = row["properties"].get("conversationId")
+        if conv:
+            self.conversations[str(conv)] = None
+            return True
+        row["properties"] = indexed_form.with_context(row["properties"], [], self.turns)  # its header alone
+        return False
+
+    def _not_embedded(self, row: dict[str, Any]) -> tuple[str | None, str]:
+        """Why ``row`` gets no vector here (None: it does), and the text to embed."""
+        if row.get("embedding") is not None:
+            return "own-embedding", ""
+        if not is_vector_label(row["labels"]):
+            return "label:" + ",".join(row["labels"]), ""
+        text = embedding_text(row["labels"], row["properties"])
+        if not text:
+            return "no-text", ""
+        return ("embedding-off" if self.embedder is None else None), text
+
+    def _embed(self, todo: list[tuple[dict[str, Any], str]], session: ImportSession) -> None:
+        assert self.embedder is not None
+        summary = session.summary
         t0 = time.perf_counter()
         try:
-            vectors = embedder.embed([t for _, t in todo])
+            vectors = self.embedder.embed([t for _, t in todo])
         except Exception as exc:
             summary.embed_failed += len(todo)
-            bar.interrupt()
+            session.bar.interrupt()
             log("graph-write", "warn", reason="embed-failed", nodes=len(todo),
                 error=f"{type(exc).__name__}: {exc}"[:160])
             return
@@ -106,83 +113,31 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
             row["embedding"] = vector
         summary.embedded += len(todo)
 
-    def flush() -> None:
-        if not batch:
-            return
-        embed(batch)
-        rows = [row for _, row in batch]
-        try:
-            store.upsert_many(rows, account_id=account_id, guards=owner)
-            summary.nodes += len(rows)
-        except UserError:
-            for lineno, row in batch:  # find the offending line(s); the rest still land
-                try:
-                    store.upsert_many([row], account_id=account_id, guards=owner)
-                    summary.nodes += 1
-                except UserError as exc:
-                    skip(lineno, str(exc))
-        summary.batches += 1
-        seen.update(row["id"] for _, row in batch)
-        if extract_entities:
-            write_entities([row for _, row in batch if entities.extractable(row["labels"], row["properties"])])
-        batch.clear()
-        bar.update(reader.done_bytes)
-        write_edges()
-
-    def write_entities(rows: list[dict[str, Any]]) -> None:
+    def after(self, rows: list[ImportRow], session: ImportSession) -> None:
         """The batch's turns' entities and facts (``PLUGHOST_MEMORY_ENTITIES``), once the turns are in."""
-        if not rows:
+        if not self.extract_entities:
             return
-        for row in rows:
+        turns = [r.row for r in rows if r.row.get("id") and entities.extractable(r.row["labels"], r.row["properties"])]
+        if not turns:
+            return
+        for row in turns:
             name = entities.graph.speaker_of(row["properties"])
             if name:
-                speakers[name] = None
+                self.speakers[name] = None
         t0 = time.perf_counter()
-        entities.write(store, account_id, [(row["id"], row["properties"]) for row in rows], guards=owner,
-                       known=list(speakers))
-        entity_seconds[0] += time.perf_counter() - t0
+        entities.write(self.store, self.account_id, [(row["id"], row["properties"]) for row in turns],
+                       guards=session.guards, known=list(self.speakers))
+        self.entity_seconds += time.perf_counter() - t0
 
-    def write_edges() -> None:
-        """The waiting edges whose target the file has had, or that the store may have (once each)."""
-        nonlocal edges
-        ready = [e for e in edges if e[2] in seen or id(e) not in tried]
-        if not ready:
+    def finish(self, session: ImportSession) -> None:
+        """The Messages' indexed form, and their vectors with it."""
+        if not self.conversations:
             return
-        missing = set(store.create_edges([(s, t, d, p) for s, t, d, p, _ in ready], account_id=account_id))
-        summary.edges += len(ready) - len(missing)
-        waiting = [ready[i] for i in sorted(missing)]
-        tried.update(id(e) for e in waiting)
-        keep = {id(e) for e in ready}
-        edges = [e for e in edges if id(e) not in keep] + waiting
-
-    with reader:
-        for lineno, row in reader:
-            problem = check_line(row, dims) or _camel_case(row)
-            if problem:
-                skip(lineno, problem)
-                continue
-            node_id = row.get("id") or line_id(lineno, line_text(row))
-            edges.extend((node_id, e["type"], e["to"], e.get("properties"), lineno) for e in row.get("edges", []))
-            batch.append((lineno, {"id": node_id, "labels": row["labels"],
-                                   "properties": row.get("properties") or {},
-                                   **({"embedding": row["embedding"]} if row.get("embedding") else {})}))
-            if len(batch) >= batch_size:
-                flush()
-        flush()
-    summary.lines = reader.lines
-    _create_edges(store, edges, account_id, summary, skip)
-    if conversations:
         t0 = time.perf_counter()
-        changed = reindex_contexts(store, embedder, account_id=account_id, conversation_ids=conversations, turns=turns)
-        summary.embedded += changed if embedder is not None else 0
-        summary.embed_seconds += time.perf_counter() - t0
-    bar.finish()
-    summary.seconds = time.perf_counter() - started
-    log("memory-import", "done", file=path.name, nodes=summary.nodes, edges=summary.edges,
-        skipped=summary.skipped, embedded=summary.embedded, embedFailed=summary.embed_failed,
-        batches=summary.batches, seconds=f"{summary.seconds:.2f}", embedSeconds=f"{summary.embed_seconds:.2f}",
-        rate=f"{summary.rate:.0f}", **({"entitySeconds": f"{entity_seconds[0]:.2f}"} if extract_entities else {}))
-    return summary
+        changed = reindex_contexts(self.store, self.embedder, account_id=self.account_id,
+                                   conversation_ids=self.conversations, turns=self.turns)
+        session.summary.embedded += changed if self.embedder is not None else 0
+        session.summary.embed_seconds += time.perf_counter() - t0
 
 
 def _camel_case(row: dict[str, Any]) -> str | None:
@@ -192,15 +147,3 @@ def _camel_case(row: dict[str, Any]) -> str | None:
         if key != "accountId" and not PROPERTY_NAME.match(key):
             return f"properties.{key[:40]}: property names are camelCase ([a-z][A-Za-z0-9]*, at most 64 characters)"
     return None
-
-
-def _create_edges(store: GraphStore, edges: list[tuple[str, str, str, Any, int]], account_id: str,
-                  summary: ImportSummary, skip: Any) -> None:
-    for start in range(0, len(edges), 5000):
-        part = edges[start:start + 5000]
-        missing = set(store.create_edges([(s, t, d, p) for s, t, d, p, _ in part], account_id=account_id))
-        summary.edges += len(part) - len(missing)
-        for pos in sorted(missing):
-            _, etype, to, _, lineno = part[pos]
-            skip(lineno, f"edge {etype} -> '{to}': target node not found in the file or the store")
-            summary.skipped -= 1  # the node itself was imported; only its edge was dropped

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, log
-from plughost.api.store import OWNER_SCOPE
-from plughost.plugins.graph.common import Prepared, check_name, iso, keywords_of
+from plughost import Guards, UserError, log
+from plughost.api.store import OWNER_SCOPE, ImportRow, WaitingEdges
+from plughost.plugins.graph.common import Prepared, check_name, iso, keywords_of, prepare_row
 from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL
 from plughost.plugins.graph.neo4j_store.writes import clean_props, write_batch, write_edges, write_nodes
 
@@ -115,6 +115,74 @@ class _Plan:
     late: list[tuple[str, str, str, Any, int]] = field(default_factory=list)
 
 
+@dataclass
+class _NewNodes:
+    """A batch's nodes the account lacks (``nodes``, the statement's rows; ``pos_of``: id -> row)
+    and the rest (ids it holds, repeats in the batch), which MERGE."""
+
+    pos_of: dict[str, int] = field(default_factory=dict)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    rest: list[Prepared] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, items: list[Prepared], ids: list[str], present: set[str], account: str) -> _NewNodes:
+        out, now = cls(), iso(time.time())
+        for item, nid in zip(items, ids, strict=True):
+            if nid in present or nid in out.pos_of:
+                out.rest.append(item)
+                continue
+            out.pos_of[nid] = len(out.nodes)
+            props = clean_props(item.properties)
+            if props.get("scope") is None:
+                props["scope"] = OWNER_SCOPE  # as write_defaults gives a new node under Guards(account)
+            props.update(accountId=account, id=nid, createdAt=now, updatedAt=now, backlinkCount=0)
+            keywords = keywords_of(item.properties)
+            if keywords:
+                props["keywordsLower"] = keywords
+            if item.embedding is not None:
+                props["embedding"] = item.embedding
+            out.nodes.append({"labels": list(item.labels), "props": props})
+        return out
+
+
+@dataclass
+class _EdgeShapes:
+    """A batch's edges sorted by how they are written. A new node has no edges yet, so its edges
+    are created (once each: a repeat in the batch merges its properties, as MERGE would): to a new
+    node of the batch (``inner``) or to another node by key (``outer``; ``also``: the positions
+    repeating one); an old node's edges MERGE (``merged``)."""
+
+    inner: dict[tuple[str, int, int], dict[str, Any]] = field(default_factory=dict)
+    outer: dict[tuple[str, int, str], dict[str, Any]] = field(default_factory=dict)
+    also: dict[int, list[int]] = field(default_factory=dict)
+    merged: list[tuple[int, tuple[str, str, str, Any]]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, new: _NewNodes, ids: list[str], edges: list[tuple[int, int, str, str, Any]],
+           plan: _Plan) -> _EdgeShapes:
+        out = cls()
+        for pos, (i, _, etype, to, props) in enumerate(edges):
+            s = new.pos_of.get(ids[i])
+            if s is None:
+                out.merged.append((pos, (ids[i], etype, to, props)))
+                continue
+            t = new.pos_of.get(to)
+            found = out.inner.get((etype, s, t)) if t is not None else out.outer.get((etype, s, to))
+            if found is not None:
+                found["p"].update(clean_props(props or {}))
+                if t is None:
+                    out.also.setdefault(found["pos"], []).append(pos)
+                else:
+                    plan.made += 1
+            elif t is not None:
+                out.inner[(etype, s, t)] = {"s": s, "t": t, "p": clean_props(props or {})}
+                new.nodes[t]["props"]["backlinkCount"] += 1
+                plan.made += 1
+            else:
+                out.outer[(etype, s, to)] = {"pos": pos, "s": s, "type": etype, "p": clean_props(props or {})}
+        return out
+
+
 class Neo4jImport:
     """One import of JSON lines into ``store`` for ``account_id`` (see the module docstring).
 
@@ -126,7 +194,7 @@ class Neo4jImport:
         self.store = store
         self.account_id = account_id
         self.create = create
-        self.waiting: dict[str, list[Waiting]] = {}
+        self.waiting: WaitingEdges[None, Waiting] = WaitingEdges()  # by target id; the store resolves by id
         self.late: list[tuple[str, str, str, Any, int]] = []  # (source, type, to, props, line)
 
     def add(self, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]], lines: list[int]) -> int:
@@ -143,18 +211,36 @@ class Neo4jImport:
                 log("graph-import", op="concurrent-writer", lines=f"{lines[0]}-{lines[-1]}", action="merge")
                 plan = self.store.write(merge)  # nothing of the failed transaction was written
         for target in plan.resolved:
-            del self.waiting[target]
+            self.waiting.release(target)
         for target, found in plan.waiting.items():
-            self.waiting.setdefault(target, []).extend(found)
+            for w in found:
+                self.waiting.wait(target, w)
         self.late += plan.late
         return plan.made
 
+    def write(self, rows: list[ImportRow], skip: Callable[[int, str], None]) -> tuple[int, int]:
+        """The batch write of an import session (:class:`plughost.ports.importing.BatchWriter`):
+        each checked line prepared as any write is, then :meth:`add`."""
+        items: list[Prepared] = []
+        edges: list[tuple[int, int, str, str, Any]] = []
+        lines: list[int] = []
+        for r in rows:
+            try:
+                item, row_edges = prepare_row(r.row, self.account_id, "node", parsed=True,
+                                              dims=self.store.dimensions, strict=True)
+            except UserError as exc:
+                skip(r.line, str(exc))
+                continue
+            edges.extend([(len(items), j, t, to, p) for j, (t, to, p) in enumerate(row_edges)])
+            items.append(item)
+            lines.append(r.line)
+        return (len(items), self.add(items, edges, lines)) if items else (0, 0)
+
     def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
         """MERGE what still waits by key; returns (edges made, (line, type, to) never resolved)."""
-        rest = [(w.source, w.type, to, w.props, line) for to, found in self.waiting.items() for w in found
-                for line in w.lines]
+        rest = [(w.source, w.type, to, w.props, line) for to, w in self.waiting.left() for line in w.lines]
         rest += self.late
-        self.waiting, self.late = {}, []
+        self.late = []
         if not rest:
             return 0, []
         missing = self.store.create_edges([(s, t, to, p) for s, t, to, p, _ in rest], account_id=self.account_id,
@@ -178,95 +264,62 @@ class Neo4jImport:
         them; ids it holds (or repeated in the batch) and their edges MERGE as in
         :func:`.writes.write_batch`."""
         account = self.account_id
-        now = iso(time.time())
         ids = [item.id or "" for item in items]  # add() sends only items with ids here
         present = set(tx.run(Q_PRESENT, {"accountId": account, "ids": list(dict.fromkeys(ids))}).single()["ids"])
-        pos_of: dict[str, int] = {}
-        nodes: list[dict[str, Any]] = []
-        rest: list[Prepared] = []
-        for item, nid in zip(items, ids, strict=True):
-            if nid in present or nid in pos_of:
-                rest.append(item)
-                continue
-            pos_of[nid] = len(nodes)
-            props = clean_props(item.properties)
-            if props.get("scope") is None:
-                props["scope"] = OWNER_SCOPE  # as write_defaults gives a new node under Guards(account)
-            props.update(accountId=account, id=nid, createdAt=now, updatedAt=now, backlinkCount=0)
-            keywords = keywords_of(item.properties)
-            if keywords:
-                props["keywordsLower"] = keywords
-            if item.embedding is not None:
-                props["embedding"] = item.embedding
-            nodes.append({"labels": list(item.labels), "props": props})
+        new = _NewNodes.of(items, ids, present, account)
         plan = _Plan()
-        # A new node has no edges yet, so its edges are created (once each: a repeat in the batch
-        # merges its properties, as MERGE would); an old node's edges MERGE.
-        inner: dict[tuple[str, int, int], dict[str, Any]] = {}
-        outer: dict[tuple[str, int, str], dict[str, Any]] = {}
-        also: dict[int, list[int]] = {}  # an outer edge's position -> the positions repeating it
-        merged: list[tuple[int, tuple[str, str, str, Any]]] = []
-        for pos, (i, _, etype, to, props) in enumerate(edges):
-            s = pos_of.get(ids[i])
-            if s is None:
-                merged.append((pos, (ids[i], etype, to, props)))
-                continue
-            t = pos_of.get(to)
-            found = inner.get((etype, s, t)) if t is not None else outer.get((etype, s, to))
-            if found is not None:
-                found["p"].update(clean_props(props or {}))
-                if t is None:
-                    also.setdefault(found["pos"], []).append(pos)
-                else:
-                    plan.made += 1
-            elif t is not None:
-                inner[(etype, s, t)] = {"s": s, "t": t, "p": clean_props(props or {})}
-                nodes[t]["props"]["backlinkCount"] += 1
-                plan.made += 1
-            else:
-                outer[(etype, s, to)] = {"pos": pos, "s": s, "type": etype, "p": clean_props(props or {})}
-        incoming: list[dict[str, Any]] = []
-        for target, t in pos_of.items():
-            for k, w in enumerate(self.waiting.get(target, ())):
-                incoming.append({"a": w.handle, "src": w.source, "t": t, "type": w.type, "p": w.props,
-                                 "k": f"{target}\n{k}"})
-                nodes[t]["props"]["backlinkCount"] += 1
-        if nodes:
-            groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
-            for (etype, _, _), e in inner.items():
-                groups.setdefault((etype, bool(e["p"])), []).append(e)
-            by_target: dict[str, list[dict[str, Any]]] = {}
-            for (_, _, to), e in outer.items():
-                by_target.setdefault(to, []).append(e)
-            params: dict[str, Any] = {"nodes": nodes, "accountId": account, "incoming": incoming,
-                                      "out": [{"target": to, "edges": group} for to, group in by_target.items()]}
-            # Sorted: one statement text per set of edge shapes, whatever order a batch names them
-            # in, so the server plans it once (a new text costs a plan: about 1 s on this machine).
-            shapes = sorted(groups)
-            params.update({f"e{i}": groups[shape] for i, shape in enumerate(shapes)})
-            result = tx.run(q_import_create(shapes), params).single()
-            handles, done, came = result["handles"], set(result["done"]), set(result["came"])
-            for to, group in by_target.items():
-                for e in group:
-                    repeats = also.get(e["pos"], [])
-                    if e["pos"] in done:
-                        plan.made += 1 + len(repeats)
-                        continue
-                    nid = ids[edges[e["pos"]][0]]
-                    plan.waiting.setdefault(to, []).append(
-                        Waiting(handles[e["s"]], nid, e["type"], e["p"],
-                                [lines[edges[p][0]] for p in (e["pos"], *repeats)]))
-            self._came(tx, incoming, came, nodes, plan)
-        if rest:
-            write_nodes(tx, rest, account, Guards(account))
-        if merged:
-            lost = write_edges(tx, [edge for _, edge in merged], account, known=ids)
-            plan.made += len(merged) - len(lost)
+        shapes = _EdgeShapes.of(new, ids, edges, plan)
+        incoming = self._incoming(new)
+        if new.nodes:
+            self._create_new(tx, new, shapes, incoming, ids, edges, lines, plan)
+        if new.rest:
+            write_nodes(tx, new.rest, account, Guards(account))
+        if shapes.merged:
+            lost = write_edges(tx, [edge for _, edge in shapes.merged], account, known=ids)
+            plan.made += len(shapes.merged) - len(lost)
             for j in lost:
-                pos = merged[j][0]
-                i, _, etype, to, props = edges[pos]
+                i, _, etype, to, props = edges[shapes.merged[j][0]]
                 plan.late.append((ids[i], etype, to, props, lines[i]))
         return plan
+
+    def _incoming(self, new: _NewNodes) -> list[dict[str, Any]]:
+        """The waiting edges to the batch's new nodes (each counted in its target's backlinks)."""
+        incoming: list[dict[str, Any]] = []
+        for target, t in new.pos_of.items():
+            for k, w in enumerate(self.waiting.waiting(target)):
+                incoming.append({"a": w.handle, "src": w.source, "t": t, "type": w.type, "p": w.props,
+                                 "k": f"{target}\n{k}"})
+                new.nodes[t]["props"]["backlinkCount"] += 1
+        return incoming
+
+    def _create_new(self, tx: Any, new: _NewNodes, shapes: _EdgeShapes, incoming: list[dict[str, Any]],
+                    ids: list[str], edges: list[tuple[int, int, str, str, Any]], lines: list[int],
+                    plan: _Plan) -> None:
+        """One ``q_import_create`` statement; the outer edges it did not make start waiting."""
+        groups: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+        for (etype, _, _), e in shapes.inner.items():
+            groups.setdefault((etype, bool(e["p"])), []).append(e)
+        by_target: dict[str, list[dict[str, Any]]] = {}
+        for (_, _, to), e in shapes.outer.items():
+            by_target.setdefault(to, []).append(e)
+        params: dict[str, Any] = {"nodes": new.nodes, "accountId": self.account_id, "incoming": incoming,
+                                  "out": [{"target": to, "edges": group} for to, group in by_target.items()]}
+        # Sorted: one statement text per set of edge shapes, whatever order a batch names them
+        # in, so the server plans it once (a new text costs a plan: about 1 s on this machine).
+        ordered = sorted(groups)
+        params.update({f"e{i}": groups[shape] for i, shape in enumerate(ordered)})
+        result = tx.run(q_import_create(ordered), params).single()
+        handles, done, came = result["handles"], set(result["done"]), set(result["came"])
+        for to, group in by_target.items():
+            for e in group:
+                repeats = shapes.also.get(e["pos"], [])
+                if e["pos"] in done:
+                    plan.made += 1 + len(repeats)
+                    continue
+                plan.waiting.setdefault(to, []).append(
+                    Waiting(handles[e["s"]], ids[edges[e["pos"]][0]], e["type"], e["p"],
+                            [lines[edges[p][0]] for p in (e["pos"], *repeats)]))
+        self._came(tx, incoming, came, new.nodes, plan)
 
     def _came(self, tx: Any, incoming: list[dict[str, Any]], came: set[str], nodes: list[dict[str, Any]],
               plan: _Plan) -> None:
@@ -276,7 +329,7 @@ class Neo4jImport:
         fix: dict[str, int] = {}
         for e in incoming:
             target = nodes[e["t"]]["props"]["id"]
-            w = self.waiting[target][int(e["k"].rsplit("\n", 1)[1])]
+            w = self.waiting.waiting(target)[int(e["k"].rsplit("\n", 1)[1])]
             if e["k"] in came:
                 plan.made += len(w.lines)
             else:

@@ -9,9 +9,10 @@ Transactions: every public write is one ``execute_write`` transaction (a whole `
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from plughost import Guards, Neighbor, Node, UserError, WriteDenied
@@ -192,6 +193,11 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         """A ``plughost graph import`` into this store (:class:`.bulk.Neo4jImport`)."""
         check_account(self.account_id, account_id)
         return Neo4jImport(self, account_id)
+
+    @contextlib.contextmanager
+    def import_writer(self, account_id: str) -> Iterator[Neo4jImport]:
+        """The batch write of an import session (:class:`plughost.api.store.ImportSession`)."""
+        yield self.import_session(account_id)
 
     def create_edge(self, source_id: str, target_id: str, edge_type: str,
                     properties: Mapping[str, Any] | None = None, *, account_id: str,

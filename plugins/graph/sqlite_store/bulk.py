@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from plughost import Guards
-from plughost.api.store import OWNER_SCOPE
+from plughost.api.store import OWNER_SCOPE, ImportRow
 from plughost.plugins.graph.common import Prepared
 from plughost.plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edge_batch, merge_edges
-from plughost.plugins.graph.staging import FINAL_BATCH, KEY_BITS
+from plughost.plugins.graph.staging import FINAL_BATCH, KEY_BITS, Stager
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.plugins.graph.sqlite_store.store import SqliteStore
@@ -220,3 +220,26 @@ class BulkImport:
         """After the final frame: how many edges its lookups wrote, and ``(line, type, target id)``
         of the edges no lookup found."""
         return self.created, self.unresolved
+
+
+class StagedWriter:
+    """The embedded store's batch write for an import session (:class:`plughost.ports.importing.BatchWriter`):
+    each batch of checked lines is staged in this process (:meth:`Stager.stage_rows`) and written
+    as one frame (:meth:`BulkImport.add`)."""
+
+    def __init__(self, bulk: BulkImport, dims: int | None) -> None:
+        self.bulk = bulk
+        self.stager = Stager(bulk.account_id, lookup=not bulk.empty, dims=dims)
+        self.batch = 0
+
+    def write(self, rows: list[ImportRow], skip: Callable[[int, str], None]) -> tuple[int, int]:
+        frame = self.stager.stage_rows(self.batch, rows, read_lines=0, read_bytes=0)
+        self.batch += 1
+        done = self.bulk.add(frame)
+        for lineno, message in done.skips:
+            skip(lineno, message)
+        return done.nodes, done.edges
+
+    def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
+        self.bulk.add(self.stager.final(read_lines=0, read_bytes=0))
+        return self.bulk.finish()

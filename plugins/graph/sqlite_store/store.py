@@ -49,7 +49,7 @@ from plughost.plugins.graph.common import (
 )
 from plughost.plugins.graph.settings import VECTOR_THREADS
 from plughost.plugins.graph.sqlite_store import staged, writes
-from plughost.plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport
+from plughost.plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport, StagedWriter
 from plughost.plugins.graph.sqlite_store.leases import SqliteLeases
 from plughost.plugins.graph.sqlite_store.nodes import LazyNode, stored_node
 from plughost.plugins.graph.sqlite_store.schema import ensure_schema
@@ -453,6 +453,12 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         check_account(self.account_id, account_id)
         with self._import_lock, self._bulk_session():
             yield BulkImport(self, account_id)
+
+    @contextmanager
+    def import_writer(self, account_id: str) -> Iterator[StagedWriter]:
+        """The batch write of an import session (:class:`plughost.api.store.ImportSession`): staged batches."""
+        with self.bulk_import(account_id) as bulk:
+            yield StagedWriter(bulk, self.dimensions)
 
     @contextmanager
     def _bulk_session(self) -> Iterator[None]:

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from plughost import UserError
 from plughost.plugins.memory.commands.common import account
 
 HELP = "import nodes from a JSON-lines file (graph import format), embedding as it goes"
@@ -20,17 +19,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost.api.store import require_admin
+    from plughost.api.store import ImportSession
     from plughost.plugins.memory.bulk_import import import_jsonl
     from plughost.plugins.memory.embedder import check_dimensions
 
-    acct = account(host)
-    require_admin(host.principal, "memory import")  # it writes rows without per-row guards
-    from plughost.api.util import jsonl_file_problem
-
-    problem = jsonl_file_problem(args.file)
-    if problem:
-        raise UserError(problem)
+    account(host)  # this command's own line when ACCOUNT_ID is unset
+    acct = ImportSession.admit(host.principal, args.file, "memory import")
     store = host.store()
     embedder = None if args.no_embed else host.embedder()
     check_dimensions(store, embedder)
