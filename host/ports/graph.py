@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from plughost.ports import principal as principal_module
 from plughost.ports.lease import Lease
-from plughost.ports.principal import Guards, Principal  # noqa: F401  (their home is host.principal; the port re-exports them)
+from plughost.ports.principal import Guards, Principal  # noqa: F401  (their home is plughost.ports.principal; the port re-exports them)
 from plughost.util.errors import UserError
 
 VECTOR_LABELS: tuple[str, ...] = (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -100,73 +100,85 @@ class ToolTable:
 
 def build_tool_table(host: Host) -> ToolTable:
     """Call ``plughost_tools`` once and join each loaded plugin's handlers with its declarations."""
-    import jsonschema
-
     table = ToolTable()
     collected = host.collect(hooktable.TOOLS)
     table.hook_errors = list(collected.errors)
     for record in sorted(host.loaded(), key=lambda r: r.name):
-        plugin = record.name
-        impls = collected.items(plugin)
-        manifest = record.manifest
-        in_manifest = manifest is not None and manifest.path is not None
-        if manifest is not None and manifest.path is not None:
-            decls = list(manifest.tools)
-            table.problems.extend(ToolProblem(plugin, d.name, "placeholder", PLACEHOLDER)
-                                  for d in decls if _placeholder(d))
-        else:
-            decls = [_decl_of(t) for t in impls]
-        table.declared[plugin] = decls
-        if not impls:
-            # No handlers: a declarative plugin, or one whose own MCP server serves it. A plugin
-            # whose own ``python:`` module should provide them (none, raised, wrong type) is a defect.
-            # A failure of the plugin's own plughost_tools is a defect whoever serves the tools.
-            failed = [e.reason for e in collected.errors if e.plugin == plugin]
-            if decls and manifest is not None and manifest.python and (failed or not _own_server(record)):
-                detail = f"cannot be served: plughost_tools failed: {failed[0]}" if failed else NO_HANDLER
-                table.problems.extend(ToolProblem(plugin, d.name, "no-handler", detail) for d in decls)
-            continue
-        handlers = {t.name: t for t in impls}
-        served: dict[str, ServedTool] = {}
-        for decl in decls:
-            impl = handlers.pop(decl.name, None)
-            if impl is None:
-                table.problems.append(ToolProblem(plugin, decl.name, "no-handler", NO_HANDLER))
-                table.broken.setdefault(plugin, []).append(decl.name)
-                continue
-            differs = _disagreement(decl, impl) if in_manifest else []
-            if differs:
-                table.problems.append(ToolProblem(plugin, decl.name, "disagrees", _disagrees(differs)))
-            if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
-                table.withheld.setdefault(plugin, []).append(decl.name)
-                continue
-            if not callable(impl.handler):  # e.g. the old Tool(name, description) form: text where the handler goes
-                table.problems.append(ToolProblem(plugin, decl.name, "no-handler",
-                                                  f"has a handler that is not callable ({type(impl.handler).__name__}); "
-                                                  "expected Tool(name, handler)"))
-                table.broken.setdefault(plugin, []).append(decl.name)
-                continue
-            # PLUGIN.md gives no inputSchema: the handler's signature is the schema (llm-style tools from signatures)
-            derived = (impl.input_schema if impl.from_signature else None) or (
-                None if decl.input_schema else _signature_schema(impl.handler))
-            schema = dict(decl.input_schema or derived or DEFAULT_SCHEMA)
-            schema.setdefault("type", "object")
-            invalid = _schema_error(schema)
-            if invalid:
-                table.problems.append(ToolProblem(plugin, decl.name, "schema", invalid))
-                continue
-            mismatch = _signature_mismatch(schema, impl.handler)
-            if mismatch:
-                table.problems.append(ToolProblem(plugin, decl.name, "signature", mismatch))
-            served[decl.name] = ServedTool(decl.name, decl.description, schema, decl.eager,
-                                           impl.handler, jsonschema.Draft202012Validator(schema), plugin,
-                                           decl.admin_allowlist)
-        for extra in sorted(handlers):
-            table.problems.append(ToolProblem(plugin, extra, "undeclared",
-                                              "is provided by plughost_tools but not declared in PLUGIN.md "
-                                              "tools: (declare it there to serve it)"))
-        table.served[plugin] = served
+        _join_plugin(table, record, collected)
     return table
+
+
+def _join_plugin(table: ToolTable, record: Any, collected: Any) -> None:
+    """One plugin's declarations, problems and served tools, into ``table``."""
+    plugin = record.name
+    impls = collected.items(plugin)
+    manifest = record.manifest
+    in_manifest = manifest is not None and manifest.path is not None
+    if in_manifest:
+        decls = list(manifest.tools)
+        table.problems.extend(ToolProblem(plugin, d.name, "placeholder", PLACEHOLDER)
+                              for d in decls if _placeholder(d))
+    else:
+        decls = [_decl_of(t) for t in impls]
+    table.declared[plugin] = decls
+    if not impls:
+        # No handlers: a declarative plugin, or one whose own MCP server serves it. A plugin
+        # whose own ``python:`` module should provide them (none, raised, wrong type) is a defect.
+        # A failure of the plugin's own plughost_tools is a defect whoever serves the tools.
+        failed = [e.reason for e in collected.errors if e.plugin == plugin]
+        if decls and manifest is not None and manifest.python and (failed or not _own_server(record)):
+            detail = f"cannot be served: plughost_tools failed: {failed[0]}" if failed else NO_HANDLER
+            table.problems.extend(ToolProblem(plugin, d.name, "no-handler", detail) for d in decls)
+        return
+    handlers = {t.name: t for t in impls}
+    served: dict[str, ServedTool] = {}
+    for decl in decls:
+        impl = handlers.pop(decl.name, None)
+        if impl is None:
+            table.problems.append(ToolProblem(plugin, decl.name, "no-handler", NO_HANDLER))
+            table.broken.setdefault(plugin, []).append(decl.name)
+            continue
+        tool = _serve(table, plugin, decl, impl, in_manifest)
+        if tool is not None:
+            served[decl.name] = tool
+    for extra in sorted(handlers):
+        table.problems.append(ToolProblem(plugin, extra, "undeclared",
+                                          "is provided by plughost_tools but not declared in PLUGIN.md "
+                                          "tools: (declare it there to serve it)"))
+    table.served[plugin] = served
+
+
+def _serve(table: ToolTable, plugin: str, decl: ToolDecl, impl: Tool, in_manifest: bool) -> ServedTool | None:
+    """The served form of one declared tool with its handler, or None (withheld, broken, bad schema);
+    what is wrong with it goes into ``table``."""
+    import jsonschema
+
+    differs = _disagreement(decl, impl) if in_manifest else []
+    if differs:
+        table.problems.append(ToolProblem(plugin, decl.name, "disagrees", _disagrees(differs)))
+    if impl.handler is None:  # withheld in this configuration (e.g. write-cypher when read-only)
+        table.withheld.setdefault(plugin, []).append(decl.name)
+        return None
+    if not callable(impl.handler):  # e.g. the old Tool(name, description) form: text where the handler goes
+        table.problems.append(ToolProblem(plugin, decl.name, "no-handler",
+                                          f"has a handler that is not callable ({type(impl.handler).__name__}); "
+                                          "expected Tool(name, handler)"))
+        table.broken.setdefault(plugin, []).append(decl.name)
+        return None
+    # PLUGIN.md gives no inputSchema: the handler's signature is the schema (llm-style tools from signatures)
+    derived = (impl.input_schema if impl.from_signature else None) or (
+        None if decl.input_schema else _signature_schema(impl.handler))
+    schema = dict(decl.input_schema or derived or DEFAULT_SCHEMA)
+    schema.setdefault("type", "object")
+    invalid = _schema_error(schema)
+    if invalid:
+        table.problems.append(ToolProblem(plugin, decl.name, "schema", invalid))
+        return None
+    mismatch = _signature_mismatch(schema, impl.handler)
+    if mismatch:
+        table.problems.append(ToolProblem(plugin, decl.name, "signature", mismatch))
+    return ServedTool(decl.name, decl.description, schema, decl.eager, impl.handler,
+                      jsonschema.Draft202012Validator(schema), plugin, decl.admin_allowlist)
 
 
 def _signature_schema(handler: Any) -> Mapping[str, Any] | None:
@@ -196,6 +208,41 @@ _SUBSCHEMA = frozenset({"items", "additionalProperties", "not"})
 _SUBSCHEMAS = frozenset({"anyOf", "oneOf", "allOf"})
 
 
+def _plain_type(value: Any, depth: int) -> bool:
+    kinds = [value] if isinstance(value, str) else value
+    return isinstance(kinds, list) and bool(kinds) and len(set(map(repr, kinds))) == len(kinds) and \
+        all(isinstance(k, str) and k in _TYPES for k in kinds)
+
+
+def _plain_required(value: Any, depth: int) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value) and len(set(value)) == len(value)
+
+
+def _plain_count(value: Any, depth: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 0
+
+
+def _plain_number(value: Any, depth: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+# keyword -> whether its value is plainly valid (``depth`` bounds the nesting of subschemas)
+_PLAIN: dict[str, Callable[[Any, int], bool]] = {
+    **dict.fromkeys(_ANY, lambda v, d: True),
+    "examples": lambda v, d: isinstance(v, list),
+    **dict.fromkeys(_TEXT, lambda v, d: isinstance(v, str)),
+    "type": _plain_type,
+    "properties": lambda v, d: isinstance(v, dict) and all(_plain(s, d + 1) for s in v.values()),
+    **dict.fromkeys(_SUBSCHEMA, lambda v, d: _plain(v, d + 1)),
+    **dict.fromkeys(_SUBSCHEMAS, lambda v, d: isinstance(v, list) and bool(v) and all(_plain(s, d + 1) for s in v)),
+    "required": _plain_required,
+    "enum": lambda v, d: isinstance(v, list),
+    "uniqueItems": lambda v, d: isinstance(v, bool),
+    **dict.fromkeys(_NUMBER, _plain_number),
+    **dict.fromkeys(_COUNT, _plain_count),
+}
+
+
 def _plain(schema: Any, depth: int = 0) -> bool:
     """Whether ``schema`` uses only keywords whose valid values are plain to see (type, properties,
     items, required, enum, bounds, text) and all of them validly: then it is a valid Draft 2020-12
@@ -205,43 +252,8 @@ def _plain(schema: Any, depth: int = 0) -> bool:
     if not isinstance(schema, dict) or depth > 32:
         return False
     for key, value in schema.items():
-        if key in _ANY:
-            if key == "examples" and not isinstance(value, list):
-                return False
-        elif key in _TEXT:
-            if not isinstance(value, str):
-                return False
-        elif key == "type":
-            kinds = [value] if isinstance(value, str) else value
-            if not isinstance(kinds, list) or not kinds or len(set(map(repr, kinds))) != len(kinds) or \
-                    any(not isinstance(k, str) or k not in _TYPES for k in kinds):
-                return False
-        elif key == "properties":
-            if not isinstance(value, dict) or not all(_plain(v, depth + 1) for v in value.values()):
-                return False
-        elif key in _SUBSCHEMA:
-            if not _plain(value, depth + 1):
-                return False
-        elif key in _SUBSCHEMAS:
-            if not isinstance(value, list) or not value or not all(_plain(v, depth + 1) for v in value):
-                return False
-        elif key == "required":
-            if not isinstance(value, list) or any(not isinstance(v, str) for v in value) or \
-                    len(set(value)) != len(value):
-                return False
-        elif key == "enum":
-            if not isinstance(value, list):
-                return False
-        elif key == "uniqueItems":
-            if not isinstance(value, bool):
-                return False
-        elif key in _NUMBER:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return False
-        elif key in _COUNT:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                return False
-        else:
+        check = _PLAIN.get(key)
+        if check is None or not check(value, depth):
             return False
     return True
 

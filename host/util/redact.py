@@ -417,6 +417,66 @@ def _yaml_children(text: str, key_start: int, pos: int, block: bool) -> list[tup
     return spans
 
 
+_Found = tuple[list[tuple[int, int]], int]  # the value spans found after one key, and where they end
+
+
+def _kv_nested(text: str, pos: int, q: str) -> _Found:
+    """An array or object after the key: every leaf of it (quoted key), or its whole inside."""
+    close = _bracket_end(text, pos)
+    if close is None:
+        return [], 0
+    return (_leaves(text, pos, close, q) if q else [(pos + 1, close - 1)]), close
+
+
+def _kv_yaml(text: str, start: int, pos: int, block: bool) -> _Found:
+    """A YAML key whose value is the indented lines below it (a mapping, a list, a block scalar)."""
+    children = _yaml_children(text, start, pos, block)
+    return children, (children[-1][1] if children else 0)
+
+
+def _kv_escaped(text: str, pos: int, q: str) -> _Found:
+    """A value quoted with escaped quotes (JSON inside a JSON string, at any depth)."""
+    deep = _deep_value(q).match(text, pos)
+    if deep is None:
+        return [], 0
+    inner = deep.group(0)[len(q):-len(q)]
+    if inner and not _plain_value(inner):
+        return [(pos + len(q), deep.end() - len(q))], deep.end()
+    return [], 0
+
+
+def _kv_scalar(text: str, key: str, pos: int, sep: str) -> _Found:
+    """A plain or quoted scalar, unless it is code, a type, a placeholder, the key again or prose."""
+    found = _VALUE.match(text, pos)
+    if found is None:
+        return [], 0
+    val = found.group(0)
+    opened, inner, closed = _quoted(val)
+    end = pos + len(val)
+    if not inner or _plain_value(inner) or inner.lower() == key.lower():
+        return [], 0
+    if not opened and text[end:end + 1] in ("(", "[", "{"):
+        return [], 0
+    if "=" not in sep and inner.isalpha() and text[end:end + 1] == " " \
+            and text[end + 1:end + 2].isalpha():
+        return [], 0  # prose: "password: The password for ..."
+    return [(pos + len(opened), end - len(closed))], end
+
+
+def _kv_value(text: str, m: re.Match[str]) -> _Found:
+    """The spans of the value after one secret-named key, by the value's shape."""
+    q, sep, pos = m.group("q"), m.group("sep"), m.end()
+    nxt = text[pos:pos + 1]
+    if nxt in ("[", "{") and (q or ":" in sep):
+        return _kv_nested(text, pos, q)
+    block = _BLOCK_START.match(text, pos) is not None
+    if not q and ":" in sep and "=" not in sep and (nxt in ("\n", "\r", "") or block):
+        return _kv_yaml(text, m.start(), pos, block)
+    if len(q) > 2 and q.startswith("\\\\"):
+        return _kv_escaped(text, pos, q)
+    return _kv_scalar(text, m.group("key"), pos, sep)
+
+
 def _kv(text: str) -> str:
     """Every secret-named pair's value replaced (quotes kept): a string, a number, every value of an
     array or object (JSON, at any depth of JSON in JSON), the lines of a YAML block; code
@@ -426,45 +486,9 @@ def _kv(text: str) -> str:
     for m in _KEY.finditer(text):
         if m.start() < last or not secret_name(m.group("key")):
             continue
-        q, sep, pos = m.group("q"), m.group("sep"), m.end()
-        nxt = text[pos:pos + 1]
-        if nxt in ("[", "{") and (q or ":" in sep):
-            close = _bracket_end(text, pos)
-            if close is not None:
-                spans.extend(_leaves(text, pos, close, q) if q else [(pos + 1, close - 1)])
-                last = close
-            continue
-        block = _BLOCK_START.match(text, pos) is not None
-        if not q and ":" in sep and "=" not in sep and (nxt in ("\n", "\r", "") or block):
-            found_children = _yaml_children(text, m.start(), pos, block)
-            spans.extend(found_children)
-            if found_children:
-                last = found_children[-1][1]
-            continue
-        if len(q) > 2 and q.startswith("\\\\"):
-            deep = _deep_value(q).match(text, pos)
-            if deep is None:
-                continue
-            inner = deep.group(0)[len(q):-len(q)]
-            if inner and not _plain_value(inner):
-                spans.append((pos + len(q), deep.end() - len(q)))
-                last = deep.end()
-            continue
-        found = _VALUE.match(text, pos)
-        if found is None:
-            continue
-        val = found.group(0)
-        opened, inner, closed = _quoted(val)
-        end = pos + len(val)
-        if not inner or _plain_value(inner) or inner.lower() == m.group("key").lower():
-            continue
-        if not opened and text[end:end + 1] in ("(", "[", "{"):
-            continue
-        if "=" not in sep and inner.isalpha() and text[end:end + 1] == " " \
-                and text[end + 1:end + 2].isalpha():
-            continue  # prose: "password: The password for ..."
-        spans.append((pos + len(opened), end - len(closed)))
-        last = end
+        found, end = _kv_value(text, m)
+        spans.extend(found)
+        last = end or last
     return _splice(text, spans)
 
 

@@ -106,37 +106,54 @@ def walk_keyed(raw: bytes) -> tuple[list[tuple[str, dict[str, Any]]], WalkStats]
         ts = rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None
         blocks = _blocks(msg.get("content"))
         if kind == "assistant":
-            mid = msg.get("id")
-            turn = by_message_id.get(mid) if isinstance(mid, str) else None
-            if turn is None:
-                turn = _Turn("assistant", ts, mid if isinstance(mid, str) else _uuid(rec))
-                turns.append(turn)
-                if isinstance(mid, str):
-                    by_message_id[mid] = turn
-            for b in blocks:
-                if b.get("type") == "text" and isinstance(b.get("text"), str):
-                    turn.texts.append(b["text"])
-                elif b.get("type") == "tool_use":
-                    call = {"tool": b.get("name"), "input": b.get("input"), "output": None}
-                    turn.calls.append(call)
-                    if isinstance(b.get("id"), str):
-                        by_tool_id[b["id"]] = call
+            _assistant_blocks(_assistant_turn(rec, msg, ts, turns, by_message_id), blocks, by_tool_id)
             continue
         if rec.get("isMeta") or rec.get("isCompactSummary"):  # command caveats, compaction summaries
             stats.skipped += 1
             continue
-        texts: list[str] = []
-        for b in blocks:
-            if b.get("type") == "tool_result":
-                called = by_tool_id.get(b.get("tool_use_id"))  # type: ignore[arg-type]
-                if called is not None:
-                    called["output"] = _tool_output(b)
-            elif b.get("type") == "text" and isinstance(b.get("text"), str):
-                texts.append(b["text"])
+        texts = _user_blocks(blocks, by_tool_id)
         if any(t.strip() for t in texts):
             turns.append(_Turn("user", ts, _uuid(rec), texts))
     keyed = [(t.key or f"{t.role}:{i}:{t.ts}", r) for i, t in enumerate(turns) if (r := t.render()) is not None]
     return keyed, stats
+
+
+def _assistant_turn(rec: Mapping[str, Any], msg: Mapping[str, Any], ts: str | None, turns: list[_Turn],
+                    by_message_id: dict[str, _Turn]) -> _Turn:
+    """The assistant turn a record adds to: the one of its message id (a message spans records), else a new one."""
+    mid = msg.get("id")
+    turn = by_message_id.get(mid) if isinstance(mid, str) else None
+    if turn is None:
+        turn = _Turn("assistant", ts, mid if isinstance(mid, str) else _uuid(rec))
+        turns.append(turn)
+        if isinstance(mid, str):
+            by_message_id[mid] = turn
+    return turn
+
+
+def _assistant_blocks(turn: _Turn, blocks: list[dict[str, Any]], by_tool_id: dict[str, dict[str, Any]]) -> None:
+    """An assistant record's texts and tool calls, onto its turn (each call findable by its tool-use id)."""
+    for b in blocks:
+        if b.get("type") == "text" and isinstance(b.get("text"), str):
+            turn.texts.append(b["text"])
+        elif b.get("type") == "tool_use":
+            call = {"tool": b.get("name"), "input": b.get("input"), "output": None}
+            turn.calls.append(call)
+            if isinstance(b.get("id"), str):
+                by_tool_id[b["id"]] = call
+
+
+def _user_blocks(blocks: list[dict[str, Any]], by_tool_id: dict[str, dict[str, Any]]) -> list[str]:
+    """A user record's texts; its tool results go onto the calls they answer."""
+    texts: list[str] = []
+    for b in blocks:
+        if b.get("type") == "tool_result":
+            called = by_tool_id.get(b.get("tool_use_id"))  # type: ignore[arg-type]
+            if called is not None:
+                called["output"] = _tool_output(b)
+        elif b.get("type") == "text" and isinstance(b.get("text"), str):
+            texts.append(b["text"])
+    return texts
 
 
 def _uuid(rec: Mapping[str, Any]) -> str | None:
@@ -162,7 +179,8 @@ def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
         return 0
 
 
-def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
+def _admin(env: Mapping[str, str]) -> Any:
+    """The acting principal when it is an admin session of an existing account, else the skip's 0."""
     from plughost import Role, UserError
     from plughost.api.accounts import require_existing
     from plughost.api.principals import resolve
@@ -176,6 +194,11 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
         require_existing(principal.account, env)
     except UserError:
         return _skip("unknown-account", account=principal.account[:40])
+    return principal
+
+
+def _transcript(stdin: bytes) -> tuple[str, bytes] | int:
+    """The hook input's session id and its transcript's bytes, else the skip's 0."""
     if not stdin.strip():
         return _skip("empty-stdin")
     try:
@@ -191,9 +214,19 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
     if not isinstance(path, str) or not path:
         return _skip("missing-transcript", sessionId=session_id)
     try:
-        raw = Path(path).expanduser().read_bytes()
+        return session_id, Path(path).expanduser().read_bytes()
     except (OSError, ValueError):
         return _skip("missing-transcript", sessionId=session_id)
+
+
+def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
+    principal = _admin(env)
+    if isinstance(principal, int):
+        return principal
+    found = _transcript(stdin)
+    if isinstance(found, int):
+        return found
+    session_id, raw = found
     keyed, stats = walk_keyed(raw)
     if stats.malformed:
         log("turn-recorder", "malformed-lines", sessionId=session_id, count=stats.malformed)
@@ -207,7 +240,12 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
         toolCallTurns=sum(1 for t in turns if t.get("toolCalls")))
     if host is None:
         return 0
-    host = host() if callable(host) else host
+    _store(host() if callable(host) else host, principal, session_id, keyed)
+    return 0
+
+
+def _store(host: Any, principal: Any, session_id: str, keyed: list[tuple[str, dict[str, Any]]]) -> None:
+    """The walked turns into the store; the stored messages announced to ``messages_stored``."""
     from plughost.api import hooks
     from plughost.plugins.channels.turn_store import record
 
@@ -216,13 +254,12 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
         done = record(host.store(), principal.guards, session_id, keyed, runner_session=principal.session_key)
     except Exception as exc:
         log("turn-recorder", "record-failed", sessionId=session_id, reason="store", detail=_first_line(exc))
-        return 0
+        return
     log("turn-recorder", "recorded", sessionId=session_id, conversation=done.conversation[:40],
         created=int(done.created), new=len(done.new), changed=len(done.changed), unchanged=done.unchanged,
         ms=round((time.perf_counter() - started) * 1000))
     if done.new or done.changed:
         host.call_each(hooks.MESSAGES_STORED, account_id=principal.account, message_ids=done.new + done.changed)
-    return 0
 
 
 def cli_run(host: Any) -> int:

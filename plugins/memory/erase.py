@@ -250,40 +250,55 @@ def gather(store: GraphStore, account: str, request: Request) -> tuple[dict[str,
     found: set[str] = set()
     done_convs: set[str] = set()
     while True:
-        before = (len(found), len(person.contacts), len(person.keys), len(person.senders), len(person.conversations))
+        before = (len(found), _extent(person))
         keys = person.keys | _phone_keys(account, person.contacts)
-        for r in records.values():  # the identifier properties of IDENTIFIER_PROPERTIES, nothing else
-            if (r.contacts & person.contacts) or (r.visitor_key is not None and r.visitor_key in keys) \
-                    or (r.sender is not None and r.sender in person.senders) or r.id in person.conversations:
-                found.add(r.id)
+        found.update(r.id for r in records.values() if _names_person(r, person, keys))
         for node_id in list(found):  # what the person's nodes say about them
-            r = records[node_id]
-            if r.conversation:
-                person.conversations.add(r.conversation)
-            if CONVERSATION_LABEL in r.labels:
-                person.conversations.add(r.id)
-            if r.sender:
-                person.senders.add(r.sender)
-            if r.visitor_key and MESSAGE_LABEL in r.labels:
-                person.keys.add(r.visitor_key)
-            person.contacts |= r.contacts
+            _learn(person, records[node_id])
         fresh = sorted(person.conversations - done_convs)
         done_convs.update(fresh)
         for conv in fresh:  # everything of their conversations: what names it, what hangs from it
             found |= by_conv.get(conv, set())
         if fresh:
-            live = [c for c in fresh if c in records]
-            for src, etype, dst, _ in store.node_edges(live, account_id=account):
-                if etype in ATTACHED:
-                    found |= {n for n in (src, dst) if n in records}
-        after = (len(found), len(person.contacts), len(person.keys), len(person.senders), len(person.conversations))
-        if after == before and not fresh:
+            found |= _attached(store, account, records, fresh)
+        if (len(found), _extent(person)) == before and not fresh:
             break
     tasks = {i for i in found if "Task" in records[i].labels}
     found |= {r.id for r in records.values() if r.task is not None and r.task in tasks}  # their time records
     nodes = {n.id: n for n in (_get(store, account, i) for i in sorted(found)) if n is not None}
     nodes.update(_orphans(store, account, nodes))
     return nodes, person
+
+
+def _extent(person: Person) -> tuple[int, int, int, int]:
+    """How much is known of the person (the search ends when a round adds nothing)."""
+    return len(person.contacts), len(person.keys), len(person.senders), len(person.conversations)
+
+
+def _names_person(r: Record, person: Person, keys: set[str]) -> bool:
+    """Whether a record names the person by an identifier of IDENTIFIER_PROPERTIES, nothing else."""
+    return bool(r.contacts & person.contacts) or (r.visitor_key is not None and r.visitor_key in keys) \
+        or (r.sender is not None and r.sender in person.senders) or r.id in person.conversations
+
+
+def _learn(person: Person, r: Record) -> None:
+    """What one of the person's nodes says about them: conversations, senders, keys, contacts."""
+    if r.conversation:
+        person.conversations.add(r.conversation)
+    if CONVERSATION_LABEL in r.labels:
+        person.conversations.add(r.id)
+    if r.sender:
+        person.senders.add(r.sender)
+    if r.visitor_key and MESSAGE_LABEL in r.labels:
+        person.keys.add(r.visitor_key)
+    person.contacts |= r.contacts
+
+
+def _attached(store: GraphStore, account: str, records: dict[str, Record], conversations: list[str]) -> set[str]:
+    """The nodes hanging from the conversations by an ATTACHED edge."""
+    live = [c for c in conversations if c in records]
+    return {n for src, etype, dst, _ in store.node_edges(live, account_id=account) if etype in ATTACHED
+            for n in (src, dst) if n in records}
 
 
 def _orphans(store: GraphStore, account: str, found: dict[str, Node]) -> dict[str, Node]:

@@ -1,1 +1,1 @@
-"""Core `plughost` subcommands, one module each (see plughost.cli.CORE_COMMANDS)."""
+"""Core `plughost` subcommands, one module each (see plughost.cli.main.CORE_COMMANDS)."""

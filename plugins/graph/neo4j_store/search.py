@@ -61,6 +61,13 @@ INDEX_GONE = "no such vector schema index"
 """The procedure's error for an index dropped since discovery (or mid-swap by a compaction)."""
 
 
+def _keep_best(best: dict[str, Any], hits: list[Any]) -> None:
+    """Each hit kept under its node id when it beats the one kept (the highest index score wins)."""
+    for hit in hits:
+        if hit["id"] not in best or hit["approx"] > best[hit["id"]]["approx"]:
+            best[hit["id"]] = hit
+
+
 class Search:
     """The store's ``vector_search``, ``fulltext_search`` and ``keyword_search``, and the vector
     index discovery and compaction behind them."""
@@ -174,30 +181,20 @@ class Search:
             return cosine_hits(self._rows(q_vector_exact(filters), params))
         fetch = {indexes[lab][0]: max(k * self.overfetch, self.min_fetch) for lab in wanted}
         label_of = {indexes[lab][0]: lab for lab in wanted}
+        return self._widening(filters, params, fetch, label_of, k)
+
+    def _widening(self, filters: str, params: dict[str, Any], fetch: dict[str, int], label_of: dict[str, str],
+                  k: int) -> list[Hit]:
+        """Each index's window widened until the union of the windows holds the guarded top ``k``."""
         query = q_vector_windows(filters)
         best: dict[str, Any] = {}  # node id -> its hit (the highest index score of any window)
-
-        def windows(names: list[str]) -> list[Any]:
-            """The windows of ``names`` (their current sizes), on parallel read transactions."""
-            groups = [names[i::self.vector_threads] for i in range(min(self.vector_threads, len(names)))]
-
-            def one(group: list[str]) -> Any:
-                ixs = [{"label": label_of[n], "name": n, "fetch": fetch[n]} for n in group]
-                return self.read(lambda tx: tx.run(query, {**params, "indexes": ixs}).single())
-
-            if len(groups) == 1:
-                return [one(groups[0])]
-            return list(self._pool().map(one, groups))
-
         todo = list(fetch)
         eligible: int | None = None
         while True:
             stats = []
-            for found in windows(todo):
+            for found in self._windows(query, params, fetch, label_of, todo):
                 stats += found["stats"]
-                for hit in found["hits"]:
-                    if hit["id"] not in best or hit["approx"] > best[hit["id"]]["approx"]:
-                        best[hit["id"]] = hit
+                _keep_best(best, found["hits"])
             top = sorted(best.values(), key=lambda h: (-h["approx"], h["id"]))[:k]
             kth = top[-1]["approx"] if len(top) >= k else None
             # An index is done when its window held all it has, k of its own guarded nodes, or
@@ -207,17 +204,40 @@ class Search:
                     and (kth is None or kth <= st["floor"])]
             if len(top) < k and eligible is None:
                 eligible = self.read(lambda tx: tx.run(q_vector_count(filters), params).single()["c"])
-            if not todo:
-                if len(top) < k and eligible is not None and len(best) < eligible:  # an index returned less than it holds (HNSW
-                    return cosine_hits(self._rows(q_vector_exact(filters), params))  # after deletions)
+            settled = self._settled(len(top) < k, len(best), eligible, bool(todo))
+            if settled == "exact":
+                return cosine_hits(self._rows(q_vector_exact(filters), params))
+            if settled == "top":
                 return cosine_hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
-            if len(top) < k and eligible is not None:  # selective guards: few enough candidates are scored exactly
-                if len(best) >= eligible:
-                    return cosine_hits(sorted(top, key=lambda h: (-h["score"], h["id"])))
-                if eligible <= self.exact_max:
-                    return cosine_hits(self._rows(q_vector_exact(filters), params))
             for name in todo:
                 fetch[name] *= WIDEN
+
+    def _settled(self, short: bool, seen: int, eligible: int | None, more: bool) -> str | None:
+        """How a widening round ends: "top" (the windows' top k), "exact" (score the guarded nodes
+        exactly) or None (widen again). ``short``: fewer than k found; ``seen``: distinct hits."""
+        if not more:
+            if short and eligible is not None and seen < eligible:  # an index returned less than it holds
+                return "exact"  # (HNSW after deletions)
+            return "top"
+        if short and eligible is not None:  # selective guards: few enough candidates are scored exactly
+            if seen >= eligible:
+                return "top"
+            if eligible <= self.exact_max:
+                return "exact"
+        return None
+
+    def _windows(self, query: str, params: dict[str, Any], fetch: dict[str, int], label_of: dict[str, str],
+                 names: list[str]) -> list[Any]:
+        """The windows of ``names`` (their current sizes), on parallel read transactions."""
+        groups = [names[i::self.vector_threads] for i in range(min(self.vector_threads, len(names)))]
+
+        def one(group: list[str]) -> Any:
+            ixs = [{"label": label_of[n], "name": n, "fetch": fetch[n]} for n in group]
+            return self.read(lambda tx: tx.run(query, {**params, "indexes": ixs}).single())
+
+        if len(groups) == 1:
+            return [one(groups[0])]
+        return list(self._pool().map(one, groups))
 
     def _pool(self) -> Any:
         """Threads that run one search's index windows side by side (``PLUGHOST_VECTOR_THREADS``)."""

@@ -71,6 +71,13 @@ def cores_busy() -> bool:
         return False
 
 
+def _unit(vector: Sequence[float]) -> np.ndarray | None:
+    """The query vector scaled to length 1 (float32), or None for a zero vector."""
+    q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
+    norm = float(np.linalg.norm(q64))
+    return (q64 / norm).astype(np.float32) if norm else None
+
+
 class VectorSearch:
     """The store's ``vector_search`` and the matrix and candidate caches behind it."""
 
@@ -137,41 +144,44 @@ class VectorSearch:
         if len(vectors) < 2 or k <= 0:
             return [self.vector_search(v, k, guards=guards, labels=labels) for v in vectors]
         g = guards_ok(guards)
-        unit: list[np.ndarray | None] = []
-        for vector in vectors:
-            q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
-            norm = float(np.linalg.norm(q64))
-            unit.append((q64 / norm).astype(np.float32) if norm else None)
+        unit = [_unit(vector) for vector in vectors]
         sizes = {len(q) for q in unit if q is not None}
         if len(sizes) != 1:  # no vector, or vectors of different lengths: one at a time
             return [self.vector_search(v, k, guards=guards, labels=labels) for v in vectors]
-        dims = sizes.pop()
-        live = [j for j, q in enumerate(unit) if q is not None]
         queries = {j: q for j, q in enumerate(unit) if q is not None}
         out: list[list[Hit]] = [[] for _ in vectors]
         with self._snapshot():
             self._fresh_caches()
-            rids, matrix = self._matrix(g.account_id, dims)
-            if len(rids) == 0:
-                return out
-            block = np.stack([queries[j] for j in live], axis=1)  # dims x m
-            scores_all = self._scores(matrix, block)  # n x m: the matrix read once
-            cands = self._candidates.get(candidate_key(g, labels, dims, None, None))
-            pending: list[tuple[int, list[tuple[int, float]]]] = []
-            for col, j in enumerate(live):
-                scores = np.ascontiguousarray(scores_all[:, col])
-                if cands is None and self.vector_window_max > 0:
-                    hits = self._window_top_k(rids, scores, int(k), g, labels, dims)
-                    if hits is not None:
-                        out[j] = hits
-                        continue
-                if cands is None:
-                    cands = self._candidate_rids(g, labels, dims, None, None)
-                pending.append((j, self._candidate_top_k(rids, matrix, queries[j], cands, int(k), scores=scores)))
-            if pending:
-                nodes = self._rows_by_rid(list({rid for _, ranked in pending for rid, _ in ranked}))
-                for j, ranked in pending:
-                    out[j] = [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
+            for j, hits in self._columns_top_k(g, labels, sizes.pop(), queries, int(k)).items():
+                out[j] = hits
+        return out
+
+    def _columns_top_k(self, g: Guards, labels: Sequence[str] | None, dims: int, queries: dict[int, np.ndarray],
+                       k: int) -> dict[int, list[Hit]]:
+        """Each query's guarded top-k (by its position), from one ``matrix @ Q`` (inside a snapshot)."""
+        out: dict[int, list[Hit]] = {}
+        rids, matrix = self._matrix(g.account_id, dims)
+        if len(rids) == 0:
+            return out
+        live = list(queries)
+        block = np.stack([queries[j] for j in live], axis=1)  # dims x m
+        scores_all = self._scores(matrix, block)  # n x m: the matrix read once
+        cands = self._candidates.get(candidate_key(g, labels, dims, None, None))
+        pending: list[tuple[int, list[tuple[int, float]]]] = []
+        for col, j in enumerate(live):
+            scores = np.ascontiguousarray(scores_all[:, col])
+            if cands is None and self.vector_window_max > 0:
+                hits = self._window_top_k(rids, scores, k, g, labels, dims)
+                if hits is not None:
+                    out[j] = hits
+                    continue
+            if cands is None:
+                cands = self._candidate_rids(g, labels, dims, None, None)
+            pending.append((j, self._candidate_top_k(rids, matrix, queries[j], cands, k, scores=scores)))
+        if pending:
+            nodes = self._rows_by_rid(list({rid for _, ranked in pending for rid, _ in ranked}))
+            for j, ranked in pending:
+                out[j] = [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
         return out
 
     def _window_top_k(self, rids: np.ndarray, scores: np.ndarray, k: int, g: Guards,

@@ -57,6 +57,15 @@ def _base(name: str) -> str:
     return name.rsplit(":", 1)[-1].replace("\\", "/").rsplit("/", 1)[-1].lower()
 
 
+def _is_mbox(entry: Entry) -> bool:
+    return _base(entry[0]).endswith(".mbox") or _base(entry[0]) == "mbox"
+
+
+def _is_chat_txt(entry: Entry) -> bool:
+    base = _base(entry[0])
+    return base.endswith(".txt") and (base == "_chat.txt" or base.startswith("whatsapp chat"))
+
+
 def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
     for entry in entries:
         if _base(entry[0]) == "conversations.json":
@@ -65,47 +74,55 @@ def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
                 raise ArchiveError(f"{entry[0]}: neither a Claude export (conversations with chat_messages) "
                                    "nor a ChatGPT one (conversations with mapping)")
             return found, [entry]
-    emls = [e for e in entries if _base(e[0]).endswith(".eml")]
-    if emls:
-        return "eml", emls
-    boxes = [e for e in entries if _base(e[0]).endswith(".mbox") or _base(e[0]) == "mbox"]
-    if boxes:  # a Google Takeout or Thunderbird folder: every mbox in it
-        return "mbox", boxes
-    chats_txt = [e for e in entries if _base(e[0]).endswith(".txt")
-                 and (_base(e[0]) == "_chat.txt" or _base(e[0]).startswith("whatsapp chat"))]
-    if chats_txt:  # a folder of several chat exports: each is one conversation
-        return "whatsapp", chats_txt
-    if len(entries) == 1:
-        name, _ = entries[0]
-        head = _read(entries[0])[:4096]
-        if head.lstrip().startswith(b"From "):
-            return "mbox", entries
-        if head.lstrip()[:1] == b"[" and _base(name).endswith(".json"):
-            found = chats.kind(chats.load_json(name, _read(entries[0])))
-            if found:
-                return found, entries
-        try:
-            if whatsapp.looks_like(head.decode("utf-8-sig", "ignore")):
-                return "whatsapp", entries
-        except UnicodeDecodeError:
-            pass
-        if head.lstrip()[:1] == b"{" or b"\nFrom:" in head or head.startswith(b"From:") or b"Message-ID:" in head:
-            return "eml", entries
+    # a folder of .eml files; a Google Takeout or Thunderbird folder (every mbox in it); a folder of
+    # several chat exports (each is one conversation)
+    for fmt, wanted in (("eml", lambda e: _base(e[0]).endswith(".eml")), ("mbox", _is_mbox),
+                        ("whatsapp", _is_chat_txt)):
+        picked = [e for e in entries if wanted(e)]
+        if picked:
+            return fmt, picked
+    found = _sniff_one(entries[0]) if len(entries) == 1 else None
+    if found:
+        return found, entries
     raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: cannot tell the format (no conversations.json, "
                        "WhatsApp chat .txt, mbox or .eml); give --format")
 
 
+def _sniff_one(entry: Entry) -> str | None:
+    """The format of a lone file, by its first bytes, or None."""
+    name, _ = entry
+    head = _read(entry)[:4096]
+    if head.lstrip().startswith(b"From "):
+        return "mbox"
+    if head.lstrip()[:1] == b"[" and _base(name).endswith(".json"):
+        found = chats.kind(chats.load_json(name, _read(entry)))
+        if found:
+            return found
+    try:
+        if whatsapp.looks_like(head.decode("utf-8-sig", "ignore")):
+            return "whatsapp"
+    except UnicodeDecodeError:
+        pass
+    if head.lstrip()[:1] == b"{" or b"\nFrom:" in head or head.startswith(b"From:") or b"Message-ID:" in head:
+        return "eml"
+    return None
+
+
+_PICK = {
+    "whatsapp": lambda e: _base(e[0]).endswith(".txt"),
+    "eml": lambda e: _base(e[0]).endswith(".eml"),
+    "mbox": _is_mbox,
+}
+
+
 def _pick(fmt: str, entries: list[Entry]) -> list[Entry]:
+    lone = entries if len(entries) == 1 else []
     if fmt in ("claude", "chatgpt"):
         picked = [e for e in entries if _base(e[0]) == "conversations.json"] or [
-            e for e in entries if _base(e[0]).endswith(".json")] or (entries if len(entries) == 1 else [])
-    elif fmt == "whatsapp":
-        picked = [e for e in entries if _base(e[0]).endswith(".txt")] or (entries if len(entries) == 1 else [])
-    elif fmt == "eml":
-        picked = [e for e in entries if _base(e[0]).endswith(".eml")] or (entries if len(entries) == 1 else [])
+            e for e in entries if _base(e[0]).endswith(".json")] or lone
     else:
-        picked = [e for e in entries if _base(e[0]).endswith(".mbox") or _base(e[0]) == "mbox"] or (
-            entries if len(entries) == 1 else [])
+        wanted = _PICK.get(fmt, _is_mbox)
+        picked = [e for e in entries if wanted(e)] or lone
     if not picked:
         raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: holds no {fmt} file")
     return picked[:1] if fmt in ("claude", "chatgpt") else picked

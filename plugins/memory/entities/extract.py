@@ -184,45 +184,54 @@ def _cap(word: str) -> bool:
     return word[:1].isupper() and not word.isdigit()
 
 
+def _name_word(word: str) -> bool:
+    """A capitalised word that is no common capitalised word (``_NOT_NAMES``)."""
+    return _cap(word) and normalise(word) not in _NOT_NAMES
+
+
+def _run_end(sentence: str, words: list[tuple[str, int]], ends: list[int], i: int) -> int:
+    """The index of the last word of the name starting at word ``i``: capitalised words joined by
+    nothing but spaces, or by a connector ("of", "de") between two of them."""
+    def joined(j: int) -> bool:  # no comma, dash or other mark between word j and the next: one name
+        return not sentence[ends[j]:words[j + 1][1]].strip()
+    j, size = i, 1
+    while j + 1 < len(words) and size < MAX_NAME_WORDS and joined(j):
+        nxt = words[j + 1][0]
+        if _name_word(nxt):
+            j, size = j + 1, size + 1
+        elif nxt.casefold() in _CONNECTORS and j + 2 < len(words) and joined(j + 1) and _name_word(words[j + 2][0]):
+            j, size = j + 2, size + 2
+        else:
+            break
+    return j
+
+
+def _name_kind(words: list[tuple[str, int]], i: int, key: str, known: frozenset[str]) -> str:
+    """person (a known name), place (after "in", "from"...) or name, by the words before word ``i``."""
+    prev = words[i - 1][0].casefold() if i > 0 else ""
+    if prev == "the" and i > 1:
+        prev = words[i - 2][0].casefold()
+    before = words[i - 2][0].casefold() if i > 1 else ""
+    at_work = prev in ("at", "for") and before in _WORK_WORDS  # "works at Google": an employer, not a place
+    return "person" if key in known else "place" if prev in _PLACE_WORDS and not at_work else "name"
+
+
 def _names(sentence: str, known: frozenset[str], out: Extraction, *, at_start: bool) -> None:
     words = [(m.group(), m.start()) for m in _WORD.finditer(sentence)]
     ends = [m.end() for m in _WORD.finditer(sentence)]
-
-    def joined(j: int) -> bool:  # no comma, dash or other mark between word j and the next: one name
-        return not sentence[ends[j]:words[j + 1][1]].strip()
     i = 0
     while i < len(words) and len(out.mentions) < MAX_MENTIONS:
         word, _ = words[i]
         if not _cap(word) or (normalise(word) in _NOT_NAMES and normalise(word) not in known):
             i += 1
             continue
-        j, run = i, [word]
-        while j + 1 < len(words) and len(run) < MAX_NAME_WORDS:
-            nxt = words[j + 1][0]
-            if not joined(j):
-                break
-            if _cap(nxt) and normalise(nxt) not in _NOT_NAMES:
-                run.append(nxt)
-                j += 1
-            elif (nxt.casefold() in _CONNECTORS and j + 2 < len(words) and joined(j + 1) and _cap(words[j + 2][0])
-                  and normalise(words[j + 2][0]) not in _NOT_NAMES):
-                run += [nxt, words[j + 2][0]]
-                j += 2
-            else:
-                break
-        first = i == 0
-        name = " ".join(run)
+        j = _run_end(sentence, words, ends, i)
+        name = " ".join(w for w, _ in words[i:j + 1])
         key = normalise(name)
-        if first and not at_start and key not in known and len(run) == 1:
+        if i == 0 and not at_start and key not in known and j == i:
             i = j + 1
             continue  # a capitalised first word of a sentence is most often just a word
-        prev = words[i - 1][0].casefold() if i > 0 else ""
-        if prev == "the" and i > 1:
-            prev = words[i - 2][0].casefold()
-        before = words[i - 2][0].casefold() if i > 1 else ""
-        at_work = prev in ("at", "for") and before in _WORK_WORDS  # "works at Google": an employer, not a place
-        kind = "person" if key in known else "place" if prev in _PLACE_WORDS and not at_work else "name"
-        out.add(kind, name, key)
+        out.add(_name_kind(words, i, key, known), name, key)
         i = j + 1
 
 
@@ -245,6 +254,63 @@ def _add_months(at: datetime, delta: int) -> tuple[int, int]:
     return index // 12, index % 12 + 1
 
 
+def _day_key(m: re.Match[str], month_group: int, day_group: int, when: datetime | None) -> str | None:
+    """A day-and-month match's key (``YYYY-MM-DD``, or ``--MM-DD`` with no year known), None when no date."""
+    month, day = _month_of(m.group(month_group)), int(m.group(day_group))
+    year = int(m.group(3)) if m.group(3) else (when.year if when else None)
+    if not month or not 1 <= day <= 31:
+        return None
+    return f"{year:04d}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}"
+
+
+def _weekday_key(phrase: str, weekday: str, when: datetime) -> str:
+    """"last/next/this <weekday>": the day it names, seen from ``when``."""
+    target = WEEKDAYS.index(weekday.casefold())
+    if phrase.startswith("last"):
+        return (when - timedelta(days=(when.weekday() - target) % 7 or 7)).date().isoformat()
+    return (when + timedelta(days=(target - when.weekday()) % 7 or 7)).date().isoformat()
+
+
+def _ago_key(count: str, unit: str, when: datetime) -> str:
+    """"N units ago": the day, week, month or year it names."""
+    n = int(count) if count.isdigit() else _WORD_NUMBERS[count.casefold()]
+    unit = unit.casefold()
+    if unit == "day":
+        return (when - timedelta(days=n)).date().isoformat()
+    if unit == "week":
+        return _week_key(when - timedelta(weeks=n))
+    if unit == "month":
+        return _month_key(*reversed(_add_months(when, -n)))
+    return f"{when.year - n:04d}"
+
+
+def _step_key(phrase: str, when: datetime) -> str:
+    """"last/next/this week|weekend|month|year": the week, month or year it names."""
+    rel, unit = phrase.split()
+    step = {"last": -1, "next": 1, "this": 0}[rel]
+    if unit in ("week", "weekend"):
+        return _week_key(when + timedelta(weeks=step))
+    if unit == "month":
+        return _month_key(*reversed(_add_months(when, step)))
+    return f"{when.year + step:04d}"
+
+
+def _relative_key(m: re.Match[str], when: datetime) -> str | None:
+    """The date key a relative phrase (today, last Monday, 3 weeks ago, next month) names."""
+    phrase = m.group(1).casefold()
+    if phrase in ("today", "tonight", "this morning", "this evening"):
+        return when.date().isoformat()
+    if phrase == "yesterday":
+        return (when - timedelta(days=1)).date().isoformat()
+    if phrase == "tomorrow":
+        return (when + timedelta(days=1)).date().isoformat()
+    if m.group(2):  # last / next / this <weekday>
+        return _weekday_key(phrase, m.group(2), when)
+    if m.group(3):  # N units ago
+        return _ago_key(m.group(3), m.group(4), when)
+    return _step_key(phrase, when)
+
+
 def _dates(text: str, when: datetime | None, out: Extraction) -> None:
     spans: list[tuple[int, int]] = []
 
@@ -257,16 +323,11 @@ def _dates(text: str, when: datetime | None, out: Extraction) -> None:
     for m in _ISO.finditer(text):
         if not taken(m) and 1 <= int(m.group(2)) <= 12:
             out.add("date", m.group(), m.group())
-    for m in _DAY_MONTH.finditer(text):
-        month, day = _month_of(m.group(2)), int(m.group(1))
-        year = int(m.group(3)) if m.group(3) else (when.year if when else None)
-        if month and 1 <= day <= 31 and not taken(m):
-            out.add("date", m.group(), f"{year:04d}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}")
-    for m in _MONTH_DAY.finditer(text):
-        month, day = _month_of(m.group(1)), int(m.group(2))
-        year = int(m.group(3)) if m.group(3) else (when.year if when else None)
-        if month and 1 <= day <= 31 and not taken(m):
-            out.add("date", m.group(), f"{year:04d}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}")
+    for regex, month_group, day_group in ((_DAY_MONTH, 2, 1), (_MONTH_DAY, 1, 2)):
+        for m in regex.finditer(text):
+            key = _day_key(m, month_group, day_group, when)
+            if key and not taken(m):
+                out.add("date", m.group(), key)
     for m in _MONTH_YEAR.finditer(text):
         if not taken(m):
             out.add("date", m.group(), _month_key(_month_of(m.group(1)), int(m.group(2))))
@@ -281,42 +342,7 @@ def _dates(text: str, when: datetime | None, out: Extraction) -> None:
     for m in _RELATIVE.finditer(text):
         if taken(m):
             continue
-        phrase = m.group(1).casefold()
-        key: str | None = None
-        if phrase in ("today", "tonight", "this morning", "this evening"):
-            key = when.date().isoformat()
-        elif phrase == "yesterday":
-            key = (when - timedelta(days=1)).date().isoformat()
-        elif phrase == "tomorrow":
-            key = (when + timedelta(days=1)).date().isoformat()
-        elif m.group(2):  # last / next / this <weekday>
-            target = WEEKDAYS.index(m.group(2).casefold())
-            delta = (when.weekday() - target) % 7 or 7
-            if phrase.startswith("last"):
-                key = (when - timedelta(days=delta)).date().isoformat()
-            else:
-                ahead = (target - when.weekday()) % 7 or 7
-                key = (when + timedelta(days=ahead)).date().isoformat()
-        elif m.group(3):  # N units ago
-            n = int(m.group(3)) if m.group(3).isdigit() else _WORD_NUMBERS[m.group(3).casefold()]
-            unit = m.group(4).casefold()
-            if unit == "day":
-                key = (when - timedelta(days=n)).date().isoformat()
-            elif unit == "week":
-                key = _week_key(when - timedelta(weeks=n))
-            elif unit == "month":
-                key = _month_key(*reversed(_add_months(when, -n)))
-            else:
-                key = f"{when.year - n:04d}"
-        else:
-            rel, unit = phrase.split()
-            step = {"last": -1, "next": 1, "this": 0}[rel]
-            if unit in ("week", "weekend"):
-                key = _week_key(when + timedelta(weeks=step))
-            elif unit == "month":
-                key = _month_key(*reversed(_add_months(when, step)))
-            else:
-                key = f"{when.year + step:04d}"
+        key = _relative_key(m, when)
         if key:
             out.add("date", m.group(), key)
 
