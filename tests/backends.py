@@ -18,8 +18,18 @@ import pytest
 STASH = "PLUGHOST_TESTS_NEO4J_ENV"
 """Where the conftest keeps the run's NEO4J_* once it drops them from the environment (the
 pytest-xdist workers it starts inherit that environment, not the variables)."""
-NEO4J_ENV = ({k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
-             or json.loads(os.environ.get(STASH, "{}")))
+RUN_ENV = ({k: v for k, v in os.environ.items() if k.startswith("NEO4J_")}
+           or json.loads(os.environ.get(STASH, "{}")))
+"""The run's NEO4J_* as started (the conftest stashes this for the workers)."""
+NEO4J_ENV = {k: v for k, v in RUN_ENV.items() if k != "NEO4J_URIS"}
+SERVERS = RUN_ENV.get("NEO4J_URIS", "").split()
+"""One Neo4j server per pytest-xdist worker, when the run starts them (``.ci/run``: one per core).
+Each worker then takes its own as NEO4J_URI, and the Neo4j tests are grouped per file rather than
+all on one worker (tests/conftest.py): no two workers ever share a database."""
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+SERVER_PER_WORKER = bool(SERVERS) and len(SERVERS) >= int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if SERVER_PER_WORKER:
+    NEO4J_ENV["NEO4J_URI"] = SERVERS[_WORKER]
 REQUIRE_EXTERNAL = os.environ.get("PLUGHOST_REQUIRE_EXTERNAL") == "1"
 RUN_NEO4J = bool(NEO4J_ENV.get("NEO4J_URI")) or REQUIRE_EXTERNAL
 """Whether this run's Neo4j tests run: with a server, or under CI (where a missing one fails them)."""
@@ -31,6 +41,12 @@ needs_neo4j = pytest.mark.skipif(not RUN_NEO4J, reason=SKIP_REASON)
 """For a Neo4j test neither its file name (test_neo4j_*) nor a ``neo4j`` parameter says so."""
 HOW_TO_RUN = ('eval "$(bash scripts/neo4j/neo4j.sh start)" && export NEO4J_URI && bash scripts/test.sh '
               "(Java 17 and Maven; .ci/run does it all, as CI)")
+
+
+def xdist_group(nodeid: str) -> str:
+    """The worker group of a Neo4j test: its file's own with a server per worker, else the one
+    shared group (the tests wipe and reuse fixed account ids on the one database)."""
+    return "neo4j:" + nodeid.split("::", 1)[0] if SERVER_PER_WORKER else "neo4j"
 
 
 def neo4j_env() -> dict[str, str]:

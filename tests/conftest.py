@@ -14,7 +14,7 @@ import pytest
 
 import tests.backends  # noqa: F401  (captures NEO4J_* before any test clears them)
 
-os.environ[tests.backends.STASH] = json.dumps(tests.backends.NEO4J_ENV)
+os.environ[tests.backends.STASH] = json.dumps(tests.backends.RUN_ENV)
 for _var in [v for v in os.environ if v.startswith("NEO4J_") or v == "PLUGHOST_STORE"]:
     del os.environ[_var]  # a test reaches the shared Neo4j server only by asking (tests.backends.neo4j_env):
     # a module fixture built from the process environment would otherwise write there unasked
@@ -65,12 +65,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Under pytest-xdist (``scripts/test.sh`` runs ``--dist loadgroup``) every test of the shared
-    Neo4j server runs on one worker: they wipe and reuse fixed account ids on the one database.
+    """Under pytest-xdist (``scripts/test.sh`` runs ``--dist loadgroup``) the tests of one Neo4j
+    server run on one worker: they wipe and reuse fixed account ids on its one database (with a
+    server per worker, each file's Neo4j tests are a group of their own: tests.backends.SERVERS).
     The tests sharing a module-scoped fixture of their module run on one worker too, so its setup
     (a bundle, a pip install, a served process, a Node run) is paid once, not once per worker."""
-    if "neo4j" in item.nodeid.lower():
-        item.add_marker(pytest.mark.xdist_group("neo4j"))
+    explicit = item.get_closest_marker("xdist_group")
+    if "neo4j" in item.nodeid.lower() or (explicit is not None and explicit.args[:1] == ("neo4j",)):
+        item.add_marker(pytest.mark.xdist_group(tests.backends.xdist_group(item.nodeid)))
     elif item.get_closest_marker("xdist_group") is None and _shares_a_module_fixture(item):
         item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
