@@ -210,7 +210,7 @@ def tmp_tree(tmp_path: Path) -> Iterator[Path]:
 def require_local_model() -> None:
     """Skip without the packaged MiniLM model (fail under ``PLUGHOST_REQUIRE_EXTERNAL=1``, as in CI)."""
     try:
-        from plughost.plugins.memory.embed_local import check_available
+        from plughost.plugins.memory.embedding.local import check_available
 
         check_available()
     except Exception as exc:

@@ -11,7 +11,7 @@ re-running an interrupted import lands on the rows it wrote. Lines are checked b
 validator (:func:`plughost.ports.jsonl.check_line`), with memory's camelCase property names on top. Rows
 are written as the account's admin, so a new node whose line names no ``scope`` is stored
 ``admin`` (a re-imported one keeps its scope), as in the graph import. Message nodes get their indexed form
-(``searchContext`` from the turns before them, :mod:`plughost.plugins.memory.indexed_form`)
+(``searchContext`` from the turns before them, :mod:`plughost.plugins.memory.embedding.indexed_form`)
 once every node is written, and are embedded with it then.
 """
 
@@ -25,9 +25,10 @@ from typing import Any, TextIO
 from plughost import Embedder, GraphStore, Guards, UserError, log
 from plughost.api.store import ImportSummary, JsonLines, check_line, line_id, line_text
 from plughost.api.util import Progress
-from plughost.plugins.memory import entities, indexed_form
-from plughost.plugins.memory.embed_text import embedding_text, is_vector_label
-from plughost.plugins.memory.reindex import reindex_contexts
+from plughost.plugins.memory import entities
+from plughost.plugins.memory.embedding import indexed_form
+from plughost.plugins.memory.embedding.reindex import reindex_contexts
+from plughost.plugins.memory.embedding.text import embedding_text, is_vector_label
 
 DEFAULT_BATCH = 500
 

@@ -44,8 +44,8 @@ from plughost.api.store import (
     session_conversation_id,
 )
 from plughost.api.util import parse_time
-from plughost.plugins.memory.indexed_form import embedding_text as message_embedding_text
-from plughost.plugins.memory.indexed_form import indexed_message
+from plughost.plugins.memory.embedding.indexed_form import embedding_text as message_embedding_text
+from plughost.plugins.memory.embedding.indexed_form import indexed_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host, Tool

@@ -403,7 +403,7 @@ def erase(store: GraphStore, account: str, request: Request, *, dry_run: bool,
                        and str(n.properties["conversationId"]) not in found})
         counts = store.erase_nodes(list(found), account_id=account)
         if kept:
-            from plughost.plugins.memory.reindex import reindex_contexts
+            from plughost.plugins.memory.embedding.reindex import reindex_contexts
 
             reindex_contexts(store, None, account_id=account, conversation_ids=kept)
             store.erase_nodes([], account_id=account)  # no node: the full-text merge and the WAL truncation again

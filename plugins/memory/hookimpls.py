@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 @hookimpl
 def plughost_embedder(host: Host) -> Embedder | None:
     """local (default) | ollama | none, from PLUGHOST_EMBEDDER."""
-    from plughost.plugins.memory.embedder import select_embedder
+    from plughost.plugins.memory.embedding.provider import select_embedder
 
     return select_embedder(host.env)
 
@@ -50,7 +50,7 @@ def plughost_cli_commands(host: Host) -> list[CliCommand]:
 @hookimpl
 def plughost_startup(host: Host) -> None:
     """A store/embedder dimension mismatch is a startup error, not a crash mid-write."""
-    from plughost.plugins.memory.embedder import check_dimensions
+    from plughost.plugins.memory.embedding.provider import check_dimensions
 
     check_dimensions(host.store(), host.embedder())
 
@@ -180,7 +180,7 @@ def plughost_startup_surfacing(host: Host) -> None:
 @hookimpl(specname="plughost_startup")
 def plughost_startup_embed_queue(host: Host) -> None:
     """Under ``plughost serve``: the background embedder of stored conversation turns."""
-    from plughost.plugins.memory import embed_queue
+    from plughost.plugins.memory.embedding import queue as embed_queue
 
     embed_queue.start(host)
 
@@ -196,7 +196,7 @@ def plughost_startup_standing_audit(host: Host) -> None:
 @hookimpl
 def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]) -> None:
     """Stored Messages get their vector: queued under ``serve``, in place elsewhere."""
-    from plughost.plugins.memory import embed_queue
+    from plughost.plugins.memory.embedding import queue as embed_queue
 
     embed_queue.messages_stored(host, account_id, message_ids)
 
@@ -210,8 +210,9 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plughost.plugins.memory import audit_writer, embed_queue, standing_audit
+    from plughost.plugins.memory import audit_writer, standing_audit
     from plughost.plugins.memory.collections import watch
+    from plughost.plugins.memory.embedding import queue as embed_queue
     from plughost.plugins.memory.surfacing.server import stop
 
     standing_audit.stop(host)  # before the store closes

@@ -3,7 +3,7 @@
 Every ``PLUGHOST_AUDIT_PERIOD`` seconds (default 300; ``0`` turns it off) one background thread of
 the serving process, for its account:
 
-- **embed** what lacks an embedding: :func:`plughost.plugins.memory.reindex.reindex`, at most
+- **embed** what lacks an embedding: :func:`plughost.plugins.memory.embedding.reindex.reindex`, at most
   ``PLUGHOST_AUDIT_EMBED_LIMIT`` nodes (default 500) a run, the rest the next run;
 - **count** what ``plughost memory audit`` counts (:func:`plughost.plugins.memory.commands.audit.counts`):
   nodes still without a vector, without an account, without a scope, and the stored against the
@@ -56,7 +56,7 @@ def _error(exc: BaseException) -> str:
 
 
 def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plughost.plugins.memory.reindex import reindex
+    from plughost.plugins.memory.embedding.reindex import reindex
 
     embedder, store = host.embedder(), host.store()
     if embedder is None:

@@ -21,7 +21,7 @@ def writer(host: Host) -> Any:
     """The writer for this host; checks embedder/store dimensions once (a mismatch is a startup error)."""
     cached = host.state.get(WRITER)
     if cached is None:
-        from plughost.plugins.memory.embedder import check_dimensions
+        from plughost.plugins.memory.embedding.provider import check_dimensions
         from plughost.plugins.memory.writes import MemoryWriter
 
         store, embedder = host.store(), host.embedder()
@@ -37,7 +37,7 @@ def _run(host: Host, tool: str, op: str, args: dict[str, Any]) -> Any:
 
 def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSize: int = 32,  # noqa: N803
                limit: int | None = None) -> dict[str, Any]:
-    from plughost.plugins.memory.reindex import reindex
+    from plughost.plugins.memory.embedding.reindex import reindex
 
     principal = host.principal
     account = principal.account

@@ -25,8 +25,8 @@ from plughost.api.store import (
     guarded_upsert_many,
 )
 from plughost.plugins.memory import entities, sectioniser
-from plughost.plugins.memory.embed_text import embedding_text, is_vector_label
-from plughost.plugins.memory.indexed_form import chunk_context
+from plughost.plugins.memory.embedding.indexed_form import chunk_context
+from plughost.plugins.memory.embedding.text import embedding_text, is_vector_label
 from plughost.plugins.memory.outcome import Call, WriteRejected
 
 EXTRA_LABELS = ("Project", "Note", "Topic", "Tag", "Attachment", "Document", "Skill", "Offer")
@@ -433,7 +433,7 @@ class MemoryWriter:
         conversations = sorted({str(p["conversationId"]) for p in changed if p.get("conversationId")})
         if not conversations:
             return
-        from plughost.plugins.memory.reindex import reindex_contexts
+        from plughost.plugins.memory.embedding.reindex import reindex_contexts
 
         try:
             reindex_contexts(self.store, self.embedder, account_id=self.account_id, conversation_ids=conversations)

@@ -22,7 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, host: Any) -> int:
     from plughost.api.store import require_admin
     from plughost.plugins.memory.bulk_import import import_jsonl
-    from plughost.plugins.memory.embedder import check_dimensions
+    from plughost.plugins.memory.embedding.provider import check_dimensions
 
     acct = account(host)
     require_admin(host.principal, "memory import")  # it writes rows without per-row guards

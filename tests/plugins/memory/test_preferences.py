@@ -93,7 +93,7 @@ def test_hook_plughost_active_rules_other_account_sees_nothing(memory_host) -> N
 
 def test_rephrased_rule_updates_the_existing_node(memory_host) -> None:
     try:
-        from plughost.plugins.memory.embed_local import check_available
+        from plughost.plugins.memory.embedding.local import check_available
 
         check_available()
     except Exception as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from retrieval_support import row
 
-from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.embedding import indexed_form
 from plughost.plugins.memory.retrieval import neighbours
 from plughost.plugins.memory.retrieval.flags import SearchFlags
 

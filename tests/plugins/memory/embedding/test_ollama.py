@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from memory_support import FakeOllama, fake_vector
 
-from plughost.plugins.memory.embed_ollama import EmbedError, OllamaEmbedder, PacingState, plan_next
-from plughost.plugins.memory.embed_settings import EmbedSettings
+from plughost.plugins.memory.embedding.ollama import EmbedError, OllamaEmbedder, PacingState, plan_next
+from plughost.plugins.memory.embedding.settings import EmbedSettings
 
 
 def settings(url: str, **over: object) -> EmbedSettings:

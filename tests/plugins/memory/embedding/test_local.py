@@ -1,7 +1,7 @@
 """The local MiniLM embedder against reference vectors of the full-precision model (docs/memory.md#embeddings).
 
 The fixture was computed once with sentence-transformers + torch in a throwaway environment
-(``data/make_reference_vectors.py``); here only onnxruntime + tokenizers run.
+(``tests/plugins/memory/data/make_reference_vectors.py``); here only onnxruntime + tokenizers run.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import require_local_model
 
-REFERENCE = Path(__file__).parent / "data" / "minilm_reference_vectors.json"
+REFERENCE = Path(__file__).parents[1] / "data" / "minilm_reference_vectors.json"
 
 
 def _require_model() -> None:
@@ -24,7 +24,7 @@ def _require_model() -> None:
 @pytest.fixture(scope="module")
 def local():
     _require_model()
-    from plughost.plugins.memory.embed_local import LocalEmbedder
+    from plughost.plugins.memory.embedding.local import LocalEmbedder
 
     return LocalEmbedder(batch_size=4)
 
@@ -55,7 +55,7 @@ def test_long_input_is_truncated_not_an_error(local) -> None:
 def test_tokenizer_ships_with_its_notice() -> None:
     import hashlib
 
-    from plughost.plugins.memory.embed_local import TOKENIZER_PATH
+    from plughost.plugins.memory.embedding.local import TOKENIZER_PATH
 
     assert hashlib.sha256(TOKENIZER_PATH.read_bytes()).hexdigest().startswith("be50c362")
     assert (TOKENIZER_PATH.parent / "NOTICE").is_file() and (TOKENIZER_PATH.parent / "LICENSE").is_file()

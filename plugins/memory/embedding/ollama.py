@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plughost import log
-from plughost.plugins.memory.embed_settings import EmbedSettings, cap
+from plughost.plugins.memory.embedding.settings import EmbedSettings, cap
 
 
 class EmbedError(RuntimeError):

@@ -44,7 +44,7 @@ def seed(store, n: int, failing: set[int]) -> list[str]:
 
 
 def test_reindex_skips_failing_nodes_and_finishes(make_host, plughost_home) -> None:
-    from plughost.plugins.memory.reindex import reindex
+    from plughost.plugins.memory.embedding.reindex import reindex
 
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="picky-embedder", EMBED_DIMENSIONS="8")
     picky = PickyEmbedder()
@@ -75,7 +75,7 @@ def test_reindex_skips_failing_nodes_and_finishes(make_host, plughost_home) -> N
 
 
 def test_reindex_respects_labels_limit_and_account(make_host) -> None:
-    from plughost.plugins.memory.reindex import reindex
+    from plughost.plugins.memory.embedding.reindex import reindex
 
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="picky-embedder", EMBED_DIMENSIONS="8")
     picky = PickyEmbedder()
@@ -93,7 +93,7 @@ def test_reindex_respects_labels_limit_and_account(make_host) -> None:
 def test_reindex_progress_bar_on_a_terminal(make_host) -> None:
     import io
 
-    from plughost.plugins.memory.reindex import reindex
+    from plughost.plugins.memory.embedding.reindex import reindex
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

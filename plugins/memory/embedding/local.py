@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from plughost.plugins.memory.embed_settings import cap
+from plughost.plugins.memory.embedding.settings import cap
 
 DIMENSIONS = 384
 MAX_TOKENS = 256

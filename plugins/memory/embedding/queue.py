@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from plughost import StateKey, log
 from plughost.api import serving
 from plughost.api.store import CONVERSATION_LABEL, MESSAGE_LABEL
-from plughost.plugins.memory import indexed_form
-from plughost.plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory.embedding import indexed_form
+from plughost.plugins.memory.embedding.text import embedding_text
 from plughost.plugins.memory.serving import serving_account
 from plughost.plugins.memory.settings import EMBED_QUEUE, EMBED_QUEUE_POLL_S
 

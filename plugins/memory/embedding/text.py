@@ -3,7 +3,7 @@
 Small entities embed a bounded properties text (labels, then the canonical text properties in
 their fixed order, then the others sorted); documents embed their ``summary``, sections their
 body, chunks their document and section titles then their content, a Message its turn then its
-context (``searchContext``, see :mod:`plughost.plugins.memory.indexed_form`). Provider-level
+context (``searchContext``, see :mod:`plughost.plugins.memory.embedding.indexed_form`). Provider-level
 caps (``EMBED_INPUT_MAX_CHARS``) still apply after.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from plughost.api.store import TEXT_PROPERTIES, VECTOR_LABELS
-from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.embedding import indexed_form
 
 PROPS_TEXT_MAX_CHARS = 2000
 SKIPPED = frozenset({"accountId", "scope", "agents", "deletedAt", "createdAt", "updatedAt", "embedding",

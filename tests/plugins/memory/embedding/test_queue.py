@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conversation_support import HashEmbedder, open_store
 
-from plughost.plugins.memory import embed_queue
+from plughost.plugins.memory.embedding import queue as embed_queue
 from plughost.ports.graph import Guards
 from tests.conftest import require_local_model
 

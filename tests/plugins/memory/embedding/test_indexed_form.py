@@ -8,11 +8,11 @@ import json
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
-from plughost.plugins.memory import indexed_form
 from plughost.plugins.memory.bulk_import import import_jsonl
 from plughost.plugins.memory.conversations import Conversations
-from plughost.plugins.memory.embed_text import embedding_text
-from plughost.plugins.memory.reindex import reindex_contexts
+from plughost.plugins.memory.embedding import indexed_form
+from plughost.plugins.memory.embedding.reindex import reindex_contexts
+from plughost.plugins.memory.embedding.text import embedding_text
 from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plughost.ports.graph import Guards
 from plughost.util.errors import UserError
@@ -130,7 +130,7 @@ def test_memory_import_then_reindex_context_cli(cli, plughost_home, tmp_path):
 
 
 def test_reindex_gives_bare_channel_turns_their_indexed_form(store, monkeypatch):
-    from plughost.plugins.memory.reindex import reindex
+    from plughost.plugins.memory.embedding.reindex import reindex
 
     monkeypatch.setenv("PLUGHOST_MESSAGE_CONTEXT_TURNS", "1")
     for i, (s, t, at) in enumerate(TURNS):  # as the channels and the turn recorder write them: no vector

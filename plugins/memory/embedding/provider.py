@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from plughost import Embedder, FatalError, GraphStore, log
-from plughost.plugins.memory.embed_settings import EmbedSettings
+from plughost.plugins.memory.embedding.settings import EmbedSettings
 
 _warned: set[str] = set()
 NONE_EFFECT = "nodes are stored without embeddings; search is BM25-only"
@@ -30,10 +30,10 @@ def select_embedder(env: Mapping[str, str]) -> Embedder | None:
         _warn_none("PLUGHOST_EMBEDDER=none")
         return None
     if settings.provider == "ollama":
-        from plughost.plugins.memory.embed_ollama import OllamaEmbedder
+        from plughost.plugins.memory.embedding.ollama import OllamaEmbedder
 
         return OllamaEmbedder(settings)
-    from plughost.plugins.memory.embed_local import LocalEmbedder, LocalModelMissing, check_available
+    from plughost.plugins.memory.embedding.local import LocalEmbedder, LocalModelMissing, check_available
 
     try:
         check_available()

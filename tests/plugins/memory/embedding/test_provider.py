@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from plughost.plugins.memory import embedder as embedder_mod
+from plughost.plugins.memory.embedding import provider as embedder_mod
 from plughost.runtime import hooktable
 
 
@@ -45,7 +45,7 @@ def test_local_falls_back_to_none_when_model_missing(make_host, monkeypatch, cap
 
 def test_default_provider_is_local(make_host, monkeypatch) -> None:
     monkeypatch.delenv("PLUGHOST_EMBEDDER", raising=False)
-    from plughost.plugins.memory.embed_settings import EmbedSettings
+    from plughost.plugins.memory.embedding.settings import EmbedSettings
 
     assert EmbedSettings.from_env({}).provider == "local"
 

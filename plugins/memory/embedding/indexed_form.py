@@ -15,7 +15,7 @@ nDCG@10 and MRR@10 and embeds four times faster (short inputs), see bench/RESULT
 The window is causal (earlier turns only), so the form a turn gets when it is appended is the
 form a rebuild gives it later: ``conversation-append``, ``memory import`` of Message nodes and
 ``plughost memory reindex --context`` (the channels and the turn recorder write without it; the
-background embedder of :mod:`plughost.plugins.memory.embed_queue` and the backfill of ``plughost memory
+background embedder of :mod:`plughost.plugins.memory.embedding.queue` and the backfill of ``plughost memory
 reindex`` fill it in) all produce the same text. Search results still return the turn itself.
 """
 

@@ -17,8 +17,8 @@ from typing import Any, TextIO
 from plughost import Embedder, GraphStore, Guards, UserError, log
 from plughost.api.store import MESSAGE_LABEL
 from plughost.api.util import Progress
-from plughost.plugins.memory import indexed_form
-from plughost.plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory.embedding import indexed_form
+from plughost.plugins.memory.embedding.text import embedding_text
 
 DEFAULT_BATCH = 32
 
