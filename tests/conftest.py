@@ -105,7 +105,7 @@ def plughost_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
                 "ALLOWED_SCOPES", "AGENT_SLUG", "SESSION_ID", "NEO4J_URI", "PLUGHOST_STORE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PLUGHOST_EMBEDDER", os.environ.get("PLUGHOST_TEST_EMBEDDER", "none"))
-    monkeypatch.setenv("PLUGHOST_AUDIT_MCP", "0")  # served-call audit nodes would skew node counts; tests/plugins/memory/audit turns it on
+    monkeypatch.setenv("PLUGHOST_AUDIT_MCP", "0")  # served-call audit nodes would skew node counts; tests/plugins/memory/toolcalls turns it on
     return home
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from plughost import Guards, UserError, WriteDenied, log
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, session_conversation
 from plughost.api.util import read_time, redact_text
-from plughost.plugins.memory.audit import TOOL_CALL_LABEL
+from plughost.plugins.memory.toolcalls.trail import TOOL_CALL_LABEL
 from plughost.plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover

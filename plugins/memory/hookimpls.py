@@ -133,11 +133,11 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_audit(host: Host) -> list[Tool]:
-    """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)
+    """``tool-calls`` (plugins/memory/toolcalls/trail.py) and the task provenance tools (plugins/memory/tasks.py)
     and time on tasks (plugins/memory/worktime.py)."""
-    from plughost.plugins.memory.audit import audit_tools
     from plughost.plugins.memory.compaction import compaction_tools
     from plughost.plugins.memory.tasks import task_tools
+    from plughost.plugins.memory.toolcalls.trail import audit_tools
     from plughost.plugins.memory.worktime import worktime_tools
 
     return [*audit_tools(host), *task_tools(host), *worktime_tools(host), *compaction_tools(host)]
@@ -146,15 +146,15 @@ def plughost_tools_audit(host: Host) -> list[Tool]:
 @hookimpl
 def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str, Any], result: str,
                          is_error: bool, started_at: str, completed_at: str) -> None:
-    """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/audit.py),
-    queued for the background writer (plugins/memory/audit_writer.py)."""
-    from plughost.plugins.memory import audit_writer
-    from plughost.plugins.memory.audit import served_call
+    """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/toolcalls/trail.py),
+    queued for the background writer (plugins/memory/toolcalls/writer.py)."""
+    from plughost.plugins.memory.toolcalls import writer as toolcall_writer
+    from plughost.plugins.memory.toolcalls.trail import served_call
 
     call = served_call(host, plugin=plugin, tool=tool, arguments=arguments, result=result, is_error=is_error,
                        started_at=started_at, completed_at=completed_at)
     if call is not None:
-        audit_writer.submit(host, call)
+        toolcall_writer.submit(host, call)
 
 
 @hookimpl
@@ -188,7 +188,7 @@ def plughost_startup_embed_queue(host: Host) -> None:
 @hookimpl(specname="plughost_startup")
 def plughost_startup_standing_audit(host: Host) -> None:
     """Under ``plughost serve``: the standing audits every ``PLUGHOST_AUDIT_PERIOD`` seconds."""
-    from plughost.plugins.memory import standing_audit
+    from plughost.plugins.memory.upkeep import standing as standing_audit
 
     standing_audit.start(host)
 
@@ -210,13 +210,14 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plughost.plugins.memory import audit_writer, standing_audit
     from plughost.plugins.memory.collections import watch
     from plughost.plugins.memory.embedding import queue as embed_queue
     from plughost.plugins.memory.surfacing.server import stop
+    from plughost.plugins.memory.toolcalls import writer as toolcall_writer
+    from plughost.plugins.memory.upkeep import standing as standing_audit
 
     standing_audit.stop(host)  # before the store closes
-    audit_writer.stop(host)  # every queued tool call stored before the store closes
+    toolcall_writer.stop(host)  # every queued tool call stored before the store closes
     embed_queue.stop(host)
     watch.stop(host)
     stop(host)

@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from plughost import Guards, UserError, log
-from plughost.plugins.memory.audit_record import last_run, parse
+from plughost.plugins.memory.upkeep.record import last_run, parse
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host

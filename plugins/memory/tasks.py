@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from plughost import Guards, UserError, WriteDenied, log
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many
 from plughost.api.util import redact_schema, redact_text, redact_value
-from plughost.plugins.memory.audit import clip
+from plughost.plugins.memory.toolcalls.trail import clip
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host, Tool

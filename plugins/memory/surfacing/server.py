@@ -243,8 +243,8 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
-    """The PostToolUse hook's request: one ToolCall node (plugins/memory/audit.py)."""
-    from plughost.plugins.memory.audit import record
+    """The PostToolUse hook's request: one ToolCall node (plugins/memory/toolcalls/trail.py)."""
+    from plughost.plugins.memory.toolcalls.trail import record
 
     def text(name: str) -> str | None:
         value = request.get(name)

@@ -338,7 +338,7 @@ def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
 def test_erase_what_the_real_writers_stored(backend: str, plughost_home: Path, make_host: Any) -> None:
     """The conversation, the lead and the audit row written by conversation-append, work-create and
     the tool-call audit (not hand-made rows): the receipt equals the dry run, no search finds the email."""
-    from plughost.plugins.memory.audit import record
+    from plughost.plugins.memory.toolcalls.trail import record
     from plughost.runtime.tooltable import call_tool
 
     store = _store(backend, plughost_home)

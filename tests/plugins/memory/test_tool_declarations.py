@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from plughost.plugins.memory.audit import list_calls
 from plughost.plugins.memory.compaction import FIELDS, session_compact
 from plughost.plugins.memory.conversations import Conversations
 from plughost.plugins.memory.preferences import Preferences
 from plughost.plugins.memory.reports import Reports
 from plughost.plugins.memory.tasks import Tasks
+from plughost.plugins.memory.toolcalls.trail import list_calls
 from plughost.plugins.memory.tools import reindex_op
 from plughost.plugins.memory.worktime import WorkTime
 from plughost.plugins.memory.writes import MemoryWriter

@@ -127,7 +127,7 @@ def test_the_cli_starts_stops_adjusts_and_shows(owner) -> None:
 
 
 def test_the_census_finds_a_drifted_task_and_memory_audit_shows_it(owner, plughost_home) -> None:
-    from plughost.plugins.memory.standing_audit import run_once
+    from plughost.plugins.memory.upkeep.standing import run_once
     from plughost.plugins.memory.worktime import WorkTime
 
     task, clean = _task(owner, "drifts"), _task(owner, "clean")

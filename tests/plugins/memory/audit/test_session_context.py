@@ -16,8 +16,8 @@ SESSION = "0b5c9a2e-6f1d-4b7e-9c3a-2d8e4f6a1b90"
 def _seed(home: Path, leads: int = 1) -> dict[str, str]:
     """Open work as the platform writes it: work-create (a turn's Task, a visitor's follow-up lead),
     work-complete for one that is done, a real standing audit run and a record with a failed audit."""
-    from plughost.plugins.memory import standing_audit
-    from plughost.plugins.memory.audit_record import record_path
+    from plughost.plugins.memory.upkeep import standing as standing_audit
+    from plughost.plugins.memory.upkeep.record import record_path
     from plughost.runtime.host import Host
     from plughost.runtime.tooltable import call_tool
 

@@ -1,5 +1,5 @@
 """The standing audit's record: ``<home>/accounts/<id>/audit-last.json``, the last run's time,
-counts, duration and warnings (written by :mod:`plughost.plugins.memory.standing_audit`, printed by
+counts, duration and warnings (written by :mod:`plughost.plugins.memory.upkeep.standing`, printed by
 ``plughost memory audit``)."""
 
 from __future__ import annotations

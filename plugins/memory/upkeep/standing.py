@@ -5,7 +5,7 @@ the serving process, for its account:
 
 - **embed** what lacks an embedding: :func:`plughost.plugins.memory.embedding.reindex.reindex`, at most
   ``PLUGHOST_AUDIT_EMBED_LIMIT`` nodes (default 500) a run, the rest the next run;
-- **count** what ``plughost memory audit`` counts (:func:`plughost.plugins.memory.commands.audit.counts`):
+- **count** what ``plughost memory audit`` counts (:func:`plughost.plugins.memory.upkeep.counts.counts`):
   nodes still without a vector, without an account, without a scope, and the stored against the
   injected active rules (the reconcile);
 - **census** the time on tasks (:func:`plughost.plugins.memory.worktime.census`): every Task's
@@ -40,10 +40,10 @@ from plughost import StateKey, log
 from plughost.api import serving
 from plughost.api.serving import leases
 from plughost.api.util import write_atomic
-from plughost.plugins.memory.audit_record import iso as _iso
-from plughost.plugins.memory.audit_record import last_run, parse, record_path
 from plughost.plugins.memory.serving import serving_account
 from plughost.plugins.memory.settings import AUDIT_EMBED_LIMIT, AUDIT_PERIOD
+from plughost.plugins.memory.upkeep.record import iso as _iso
+from plughost.plugins.memory.upkeep.record import last_run, parse, record_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
@@ -68,7 +68,7 @@ def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
 
 
 def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plughost.plugins.memory.commands.audit import counts
+    from plughost.plugins.memory.upkeep.counts import counts
 
     report = counts(host, time_census=False)
     rules = report["activeRules"]

@@ -1,4 +1,4 @@
-"""The MCP tool-call audit is written off the reply path (plugins/memory/audit_writer.py): queued,
+"""The MCP tool-call audit is written off the reply path (plugins/memory/toolcalls/writer.py): queued,
 written in batches by a background thread, and every queued call stored before the process ends.
 
 The process tests own a real ``python -m plughost.cli mcp serve memory`` and speak MCP to it with the
@@ -111,7 +111,7 @@ def _count(host: Any) -> int:
 
 
 def test_the_hook_queues_and_flush_waits_for_the_rows(make_host, plughost_home: Path) -> None:
-    from plughost.plugins.memory import audit_writer
+    from plughost.plugins.memory.toolcalls import writer as toolcall_writer
     from plughost.ports.graph import Guards
     from plughost.runtime.accounts import create_account
 
@@ -119,29 +119,29 @@ def test_the_hook_queues_and_flush_waits_for_the_rows(make_host, plughost_home: 
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="1", CLAUDECODE="")
     for i in range(10):
         _called(host, i)
-    audit_writer.flush(host)
+    toolcall_writer.flush(host)
     assert _count(host) == 10
     conversations = {n.properties["conversationId"] for n in host.store().find(
         guards=Guards(ACCOUNT), labels=["ToolCall"], limit=100)}
     assert len(conversations) == 1  # one new session's calls, batched, hang from one Conversation
-    audit_writer.stop(host)
+    toolcall_writer.stop(host)
     _called(host, 11)  # after the stop: written inline
     assert _count(host) == 11
 
 
 def test_a_full_queue_writes_inline_and_the_stop_writes_the_rest(make_host, plughost_home: Path) -> None:
-    from plughost.plugins.memory import audit_writer
-    from plughost.plugins.memory.audit_writer import AuditWriter
+    from plughost.plugins.memory.toolcalls import writer as toolcall_writer
+    from plughost.plugins.memory.toolcalls.writer import AuditWriter
     from plughost.runtime.accounts import create_account
 
     create_account(ACCOUNT, plughost_home)
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", PLUGHOST_AUDIT_MCP="1", CLAUDECODE="")
     writer = AuditWriter(host, max_queued=2)  # its thread not started yet: nothing drains the queue
-    host.state.set(audit_writer.STATE_KEY, writer)
+    host.state.set(toolcall_writer.STATE_KEY, writer)
     for i in range(5):
         _called(host, i)
     assert (writer.queue.qsize(), writer.inline, _count(host)) == (2, 3, 3)
     writer.thread.start()
     writer.stop()
     assert _count(host) == 5
-    host.state.pop(audit_writer.STATE_KEY)
+    host.state.pop(toolcall_writer.STATE_KEY)

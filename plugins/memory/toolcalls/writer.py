@@ -1,4 +1,4 @@
-"""The MCP tool-call audit is written off the reply path, in batches (plugins/memory/audit.py).
+"""The MCP tool-call audit is written off the reply path, in batches (plugins/memory/toolcalls/trail.py).
 
 ``plughost_tool_called`` fires after each ``tools/call`` a plughost MCP server answered; storing
 the ToolCall (redaction, the Conversation look-up, the upsert) cost more than a BM25 search
@@ -6,7 +6,7 @@ itself, so the hook only checks the process may record (the same checks as befor
 call time: the principal, ``PLUGHOST_AUDIT_MCP``, a reader) and enqueues the call. One
 background thread per host takes what is queued once the calls pause (:data:`LINGER_S`) or a
 batch is full (:data:`BATCH`), prepares each call
-(:func:`plughost.plugins.memory.audit.prepare`) and writes the batch through the store in one guarded
+(:func:`plughost.plugins.memory.toolcalls.trail.prepare`) and writes the batch through the store in one guarded
 upsert per account, under the account's guards as the inline write did.
 
 The queue is bounded (:data:`MAX_QUEUED`). A full queue makes the caller write its row inline:
@@ -32,7 +32,7 @@ from plughost.api.store import guarded_upsert_many
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
-    from plughost.plugins.memory.audit import Prepared
+    from plughost.plugins.memory.toolcalls.trail import Prepared
 
 MAX_QUEUED = 1024
 BATCH = 64
@@ -68,10 +68,10 @@ def _merged(prepared: list[Prepared]) -> list[dict[str, Any]]:
 
 
 def write_batch(host: Host, calls: list[dict[str, Any]]) -> int:
-    """Prepare and store ``calls`` (keyword arguments of :func:`plughost.plugins.memory.audit.record`); returns
+    """Prepare and store ``calls`` (keyword arguments of :func:`plughost.plugins.memory.toolcalls.trail.record`); returns
     how many ToolCalls were stored. A batch the store refuses is retried one call at a time, so one
     bad call costs only itself."""
-    from plughost.plugins.memory.audit import Prepared, prepare, record
+    from plughost.plugins.memory.toolcalls.trail import Prepared, prepare, record
 
     by_account: dict[str, list[tuple[dict[str, Any], Prepared]]] = {}
     for call in calls:
@@ -184,7 +184,7 @@ def writer(host: Host) -> AuditWriter:
 
 
 def submit(host: Host, call: dict[str, Any]) -> dict[str, Any]:
-    """Queue one call's ToolCall (the keyword arguments of :func:`plughost.plugins.memory.audit.record`)."""
+    """Queue one call's ToolCall (the keyword arguments of :func:`plughost.plugins.memory.toolcalls.trail.record`)."""
     return writer(host).submit(call)
 
 

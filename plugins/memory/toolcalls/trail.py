@@ -211,7 +211,7 @@ def served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any]
     """``plughost_tool_called``: the :func:`record` arguments of a plughost MCP call outside Claude
     Code, or None when this process records nothing (Claude Code's PostToolUse hook records the
     calls it makes, so a process it started, ``CLAUDECODE`` set, records nothing here). The hook
-    queues them for plugins/memory/audit_writer.py; the checks below are made at call time.
+    queues them for plugins/memory/toolcalls/writer.py; the checks below are made at call time.
 
     The session is the process's (``SESSION_ID`` / ``PLUGHOST_SESSION_ID``), else one
     conversation per day, ``mcp-<plugin>-<YYYY-MM-DD>``, so an auditor finds a day's calls together.

@@ -14,7 +14,8 @@ from pathlib import Path
 from memory_support import ACCOUNT, FakeOllama
 from serve_helpers import start_serve, stop_process
 
-from plughost.plugins.memory import audit_record, standing_audit
+from plughost.plugins.memory.upkeep import record as audit_record
+from plughost.plugins.memory.upkeep import standing as standing_audit
 from plughost.ports.graph import Guards
 from tests.conftest import ensure_account, run_cli
 
