@@ -58,8 +58,8 @@ def plughost_startup(host: Host) -> None:
 @hookimpl(specname="plughost_tools")
 def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
     """Reports (docs/memory.md#reports) and preferences (docs/memory.md#preferences), kept apart from the write tools."""
-    from plughost.plugins.memory.preferences import preference_tools
-    from plughost.plugins.memory.reports import report_tools
+    from plughost.plugins.memory.work.preferences import preference_tools
+    from plughost.plugins.memory.work.reports import report_tools
 
     return [*report_tools(host), *preference_tools(host)]
 
@@ -67,7 +67,7 @@ def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
 @hookimpl(specname="plughost_cli_commands")
 def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
     """`plughost report write|latest|list`."""
-    from plughost.plugins.memory.reports import report_commands
+    from plughost.plugins.memory.work.reports import report_commands
 
     return report_commands()
 
@@ -110,7 +110,7 @@ def plughost_query_expansions(host: Host, query: str, retrieval_class: str | Non
 @hookimpl
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     """The account owner's active standing rules (docs/memory.md#preferences), for the channels plugin."""
-    from plughost.plugins.memory.preferences import active_rules
+    from plughost.plugins.memory.work.preferences import active_rules
 
     return active_rules(host.store(), account_id)
 
@@ -133,12 +133,12 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_audit(host: Host) -> list[Tool]:
-    """``tool-calls`` (plugins/memory/toolcalls/trail.py) and the task provenance tools (plugins/memory/tasks.py)
-    and time on tasks (plugins/memory/worktime.py)."""
+    """``tool-calls`` (plugins/memory/toolcalls/trail.py) and the task provenance tools (plugins/memory/work/tasks.py)
+    and time on tasks (plugins/memory/work/worktime.py)."""
     from plughost.plugins.memory.compaction import compaction_tools
-    from plughost.plugins.memory.tasks import task_tools
     from plughost.plugins.memory.toolcalls.trail import audit_tools
-    from plughost.plugins.memory.worktime import worktime_tools
+    from plughost.plugins.memory.work.tasks import task_tools
+    from plughost.plugins.memory.work.worktime import worktime_tools
 
     return [*audit_tools(host), *task_tools(host), *worktime_tools(host), *compaction_tools(host)]
 

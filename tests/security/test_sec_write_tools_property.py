@@ -320,7 +320,7 @@ def seeds(draw: st.DrawFn) -> list[dict[str, Any]]:
             out.append({"account": acct, "id": nid, "labels": [draw(st.sampled_from(["Note", "Person", "Task"]))],
                         "properties": props, "deleted": draw(st.booleans()) and draw(st.booleans())})
         for title in draw(st.lists(st.sampled_from(TITLES), max_size=2, unique=True)):
-            from plughost.plugins.memory.reports import report_id
+            from plughost.plugins.memory.work.reports import report_id
 
             rid = report_id(acct, title, MINUTE + ":00Z")
             out.append({"account": acct, "id": rid, "labels": ["Report"],

@@ -31,7 +31,7 @@ def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
 def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
     """The audit's report, unlogged but for the time-entry census's lines (the standing audit logs
     its own one line per run and runs the census as an audit of its own: ``time_census=False``)."""
-    from plughost.plugins.memory.preferences import (
+    from plughost.plugins.memory.work.preferences import (
         ACTIVE_FLOOR,
         active_rules,
         owner_profile,
@@ -61,7 +61,7 @@ def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
         "unscoped": _unscoped(store, acct),
     }
     if time_census:
-        from plughost.plugins.memory.worktime import census
+        from plughost.plugins.memory.work.worktime import census
 
         report["timeCensus"] = census(store, acct)
     return report

@@ -8,7 +8,7 @@ the serving process, for its account:
 - **count** what ``plughost memory audit`` counts (:func:`plughost.plugins.memory.upkeep.counts.counts`):
   nodes still without a vector, without an account, without a scope, and the stored against the
   injected active rules (the reconcile);
-- **census** the time on tasks (:func:`plughost.plugins.memory.worktime.census`): every Task's
+- **census** the time on tasks (:func:`plughost.plugins.memory.work.worktime.census`): every Task's
   ``secondsLogged`` against its TimeEntries' seconds plus its TimeAdjustments' deltas, each
   drifted task logged (``[timeentry-census] op=drift``), counted as ``timeDrifted``;
 - **end** the visitors' conversations idle past ``PLUGHOST_VISITOR_IDLE_S``, writing their
@@ -82,7 +82,7 @@ def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
 
 
 def _census(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plughost.plugins.memory.worktime import census
+    from plughost.plugins.memory.work.worktime import census
 
     found = census(host.store(), account_id)
     return {"timeDrifted": len(found["drifted"]), "timersRunning": int(found["running"])}

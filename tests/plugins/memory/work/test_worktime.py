@@ -1,4 +1,4 @@
-"""Time on tasks (plugins/memory/worktime.py, docs/memory.md#time-on-tasks): the work-time tools
+"""Time on tasks (plugins/memory/work/worktime.py, docs/memory.md#time-on-tasks): the work-time tools
 through the served MCP tool table, the CLI through ``cli.main``, the census in the standing audits,
 and a hypothesis state machine of starts, stops and adjustments on both backends with the store
 as the oracle of ``secondsLogged == sum(TimeEntry.seconds) + sum(TimeAdjustment.delta)``."""
@@ -24,7 +24,7 @@ EXAMPLES = int(os.environ.get("WORKTIME_EXAMPLES", "25"))
 
 
 def _task(host: Any, title: str = "valuation") -> str:
-    from plughost.plugins.memory.tasks import Tasks
+    from plughost.plugins.memory.work.tasks import Tasks
 
     return str(Tasks(host).create(kind="client-work", title=title)["taskId"])
 
@@ -128,7 +128,7 @@ def test_the_cli_starts_stops_adjusts_and_shows(owner) -> None:
 
 def test_the_census_finds_a_drifted_task_and_memory_audit_shows_it(owner, plughost_home) -> None:
     from plughost.plugins.memory.upkeep.standing import run_once
-    from plughost.plugins.memory.worktime import WorkTime
+    from plughost.plugins.memory.work.worktime import WorkTime
 
     task, clean = _task(owner, "drifts"), _task(owner, "clean")
     WorkTime(owner).adjust(taskId=task, delta=120, reason="call")
@@ -159,7 +159,7 @@ class Clock:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_state_machine_keeps_the_invariant(backend, make_host, monkeypatch) -> None:
-    from plughost.plugins.memory.worktime import ADJUSTMENT_LABEL, ENTRY_LABEL, WorkTime, census
+    from plughost.plugins.memory.work.worktime import ADJUSTMENT_LABEL, ENTRY_LABEL, WorkTime, census
 
     use_backend(monkeypatch, backend)
     monkeypatch.setenv("ACCOUNT_ID", ACCOUNT)
@@ -252,7 +252,7 @@ def test_the_cli_refuses_in_one_line_in_a_real_process(owner) -> None:
 
 
 def test_a_deleted_task_is_no_drift_and_erase_takes_its_time_records(owner) -> None:
-    from plughost.plugins.memory.worktime import WorkTime, census
+    from plughost.plugins.memory.work.worktime import WorkTime, census
 
     kept, gone = _task(owner, "kept"), _task(owner, "a lead for ana@example.com")
     owner.store().upsert_many([{"id": gone, "labels": ["Task"], "properties": {"inputs": json.dumps({"contact": "ana@example.com"})}}],

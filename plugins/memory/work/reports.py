@@ -79,7 +79,7 @@ class Reports:
                                     limit=1)
             if found:
                 return found[0].id
-        from plughost.plugins.memory.preferences import owner_user
+        from plughost.plugins.memory.work.preferences import owner_user
 
         owner = owner_user(self.store, self.guards())
         admins = [owner] if owner is not None else self.store.find(guards=self.guards(), labels=["AdminUser"], limit=1)
