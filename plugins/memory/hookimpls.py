@@ -135,7 +135,7 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 def plughost_tools_audit(host: Host) -> list[Tool]:
     """``tool-calls`` (plugins/memory/toolcalls/trail.py) and the task provenance tools (plugins/memory/work/tasks.py)
     and time on tasks (plugins/memory/work/worktime.py)."""
-    from plughost.plugins.memory.compaction import compaction_tools
+    from plughost.plugins.memory.sessions.compaction import compaction_tools
     from plughost.plugins.memory.toolcalls.trail import audit_tools
     from plughost.plugins.memory.work.tasks import task_tools
     from plughost.plugins.memory.work.worktime import worktime_tools

@@ -1,4 +1,4 @@
-"""An owner's session context (``plugins/memory/session_context.py``) through the real SessionStart
+"""An owner's session context (``plugins/memory/sessions/context.py``) through the real SessionStart
 hook command: open Tasks, leads awaiting a reply, the last standing audit's findings and alerts, on
 startup and resume, bounded; a visitor's session (a narrowed principal) never gets it."""
 
