@@ -117,8 +117,8 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
 
 @hookimpl
 def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conversation_id: str) -> list[str] | None:
-    """A returning visitor's own slices (plugins/memory/visitor_memory.py), for the channels plugin."""
-    from plughost.plugins.memory.visitor_memory import recall
+    """A returning visitor's own slices (plugins/memory/conversations/visitor_memory.py), for the channels plugin."""
+    from plughost.plugins.memory.conversations.visitor_memory import recall
 
     return recall(host, account_id, visitor_key, conversation_id)
 
@@ -126,7 +126,7 @@ def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conve
 @hookimpl(specname="plughost_tools")
 def plughost_tools_conversations(host: Host) -> list[Tool]:
     """Conversation search and append (docs/memory.md#conversations)."""
-    from plughost.plugins.memory.conversations import conversation_tools
+    from plughost.plugins.memory.conversations.service import conversation_tools
 
     return conversation_tools(host)
 

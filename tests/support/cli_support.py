@@ -112,7 +112,7 @@ MODULE_STATE: dict[str, tuple[tuple[str, ...], Callable[..., None], str]] = {
     "plughost.plugins.memory.embedding.provider": (("_warned",), _clear, "`[embed] warn provider=none ...` is logged once per process"),
     "plughost.plugins.memory.retrieval.entities": (("_COUNTS",), _clear,
                                           "the entity path's Message counts per store and guards, for a minute"),
-    "plughost.plugins.memory.conversations": (("_SESSION_CONVERSATIONS",), _clear,
+    "plughost.plugins.memory.conversations.service": (("_SESSION_CONVERSATIONS",), _clear,
                                      "(store, guards, session) → Conversation id, found once per process"),
     "plughost.plugins.admin.console.pages": (("DOCTOR_RUN",), lambda m, *n: m.DOCTOR_RUN.update(
         running=False, started="", error=""), "the console's background doctor run: a server's, one at a time"),

@@ -12,7 +12,7 @@ the serving process, for its account:
   ``secondsLogged`` against its TimeEntries' seconds plus its TimeAdjustments' deltas, each
   drifted task logged (``[timeentry-census] op=drift``), counted as ``timeDrifted``;
 - **end** the visitors' conversations idle past ``PLUGHOST_VISITOR_IDLE_S``, writing their
-  per-visitor memory slices (:func:`plughost.plugins.memory.visitor_memory.sweep`), counted as ``visitorSlices``;
+  per-visitor memory slices (:func:`plughost.plugins.memory.conversations.visitor_memory.sweep`), counted as ``visitorSlices``;
 - **purge** the nodes soft-deleted longer ago than the grace (the store port's ``purge`` with its
   default grace, the one ``plughost graph purge`` uses: 7 days).
 
@@ -89,7 +89,7 @@ def _census(host: Host, account_id: str, limit: int) -> dict[str, int]:
 
 
 def _visitors(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plughost.plugins.memory.visitor_memory import sweep
+    from plughost.plugins.memory.conversations.visitor_memory import sweep
 
     return {"visitorSlices": sweep(host, account_id)}
 

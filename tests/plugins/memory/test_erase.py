@@ -392,7 +392,7 @@ def test_a_contact_only_in_message_text_is_a_mention_and_the_visitor_erase_leave
     import argparse
 
     from plughost.plugins.graph.sqlite_store import SqliteStore
-    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations.service import Conversations
     from plughost.plugins.memory.erase import erase, request_of
 
     env = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_MESSAGE_CONTEXT_TURNS": "1"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.conversations.service import Conversations
 from plughost.plugins.memory.sessions.compaction import FIELDS, session_compact
 from plughost.plugins.memory.toolcalls.trail import list_calls
 from plughost.plugins.memory.tools import reindex_op

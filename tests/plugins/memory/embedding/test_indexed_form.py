@@ -9,7 +9,7 @@ import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
 from plughost.plugins.memory.bulk_import import import_jsonl
-from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.conversations.service import Conversations
 from plughost.plugins.memory.embedding import indexed_form
 from plughost.plugins.memory.embedding.reindex import reindex_contexts
 from plughost.plugins.memory.embedding.text import embedding_text

@@ -8,7 +8,7 @@ from typing import Any
 
 from plughost.plugins.memory import entities
 from plughost.plugins.memory.bulk_import import import_jsonl
-from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.conversations.service import Conversations
 from plughost.plugins.memory.entities.graph import ENTITY_LABEL, FACT_LABEL, MENTIONS, entity_id
 from plughost.plugins.memory.retrieval.entities import entity_list
 from plughost.ports.graph import Guards

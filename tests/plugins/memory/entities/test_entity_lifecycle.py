@@ -131,7 +131,7 @@ def test_an_edit_rederives_and_a_withdrawn_fact_reopens_the_one_it_closed(store:
 
 
 def test_a_turn_appended_again_with_new_text_withdraws_the_old_facts(store: Any) -> None:
-    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations.service import Conversations
 
     account = store.test_account
     convs = Conversations(store, None, {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"})
