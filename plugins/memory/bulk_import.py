@@ -187,7 +187,7 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
 
 
 def _camel_case(row: dict[str, Any]) -> str | None:
-    from plughost.plugins.memory.writes import PROPERTY_NAME
+    from plughost.plugins.memory.writes.writer import PROPERTY_NAME
 
     for key in row.get("properties") or {}:
         if key != "accountId" and not PROPERTY_NAME.match(key):

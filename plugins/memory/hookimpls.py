@@ -35,7 +35,7 @@ def plughost_embedder(host: Host) -> Embedder | None:
 
 @hookimpl
 def plughost_tools(host: Host) -> list[Tool]:
-    from plughost.plugins.memory.tools import write_tools
+    from plughost.plugins.memory.writes.tools import write_tools
 
     return write_tools(host)
 
@@ -74,8 +74,8 @@ def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
 
 @hookimpl(specname="plughost_cli_commands")
 def plughost_cli_commands_erase(host: Host) -> list[CliCommand]:
-    """`plughost erase` and `plughost export` (plugins/memory/erase.py)."""
-    from plughost.plugins.memory.erase import commands
+    """`plughost erase` and `plughost export` (plugins/memory/writes/erase.py)."""
+    from plughost.plugins.memory.writes.erase import commands
 
     return commands()
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from plughost import Embedder, GraphStore, Guards, Principal, StateKey, Tool, log
 from plughost.api.principals import resolve
 from plughost.api.store import can_change, guarded_upsert_many
-from plughost.plugins.memory.outcome import Call, WriteRejected, run_with_outcome
+from plughost.plugins.memory.writes.outcome import Call, WriteRejected, run_with_outcome
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host

@@ -145,8 +145,8 @@ def test_the_backfill_writes_what_the_flag_would_have(store: Any) -> None:
 
 
 def test_notes_and_ingested_chunks_get_entities_behind_the_flag(store: Any, tmp_path: Path, monkeypatch: Any) -> None:
-    from plughost.plugins.memory.outcome import Call
-    from plughost.plugins.memory.writes import MemoryWriter
+    from plughost.plugins.memory.writes.outcome import Call
+    from plughost.plugins.memory.writes.writer import MemoryWriter
 
     account = store.test_account
     env = {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"}

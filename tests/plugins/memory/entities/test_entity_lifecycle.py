@@ -21,9 +21,9 @@ from plughost.plugins.memory.entities.graph import (
     entity_id,
     sweep,
 )
-from plughost.plugins.memory.outcome import Call
 from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
-from plughost.plugins.memory.writes import MemoryWriter
+from plughost.plugins.memory.writes.outcome import Call
+from plughost.plugins.memory.writes.writer import MemoryWriter
 from plughost.ports.graph import Guards
 from plughost.ports.principal import resolve
 from plughost.util.errors import UserError

@@ -292,7 +292,7 @@ def test_erase_a_visitor_takes_the_whole_conversation(backend: str, plughost_hom
 def test_contact_matching(value: str, text: str, found: bool) -> None:
     import argparse
 
-    from plughost.plugins.memory.erase import Person, contact_test, request_of
+    from plughost.plugins.memory.writes.erase import Person, contact_test, request_of
 
     request = request_of(argparse.Namespace(contact=value, visitor=None, conversation=None))
     person = Person({(str(request.contact), request.value)}, set(), set(), set())
@@ -305,7 +305,7 @@ def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
     import argparse
 
     from plughost.plugins.graph.sqlite_store import SqliteStore
-    from plughost.plugins.memory.erase import erase, request_of
+    from plughost.plugins.memory.writes.erase import erase, request_of
 
     store = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
     try:
@@ -393,7 +393,7 @@ def test_a_contact_only_in_message_text_is_a_mention_and_the_visitor_erase_leave
 
     from plughost.plugins.graph.sqlite_store import SqliteStore
     from plughost.plugins.memory.conversations.service import Conversations
-    from plughost.plugins.memory.erase import erase, request_of
+    from plughost.plugins.memory.writes.erase import erase, request_of
 
     env = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_MESSAGE_CONTEXT_TURNS": "1"}
     store = SqliteStore(tmp_path / "graph.sqlite", env=env)
@@ -422,7 +422,7 @@ def test_a_contact_only_in_message_text_is_a_mention_and_the_visitor_erase_leave
 def test_a_bad_id_is_one_line_naming_the_flag(flag: str, value: str) -> None:
     import argparse
 
-    from plughost.plugins.memory.erase import request_of
+    from plughost.plugins.memory.writes.erase import request_of
     from plughost.util.errors import UserError
 
     args = {"contact": None, "visitor": None, "conversation": None, flag: value}
@@ -433,7 +433,7 @@ def test_a_bad_id_is_one_line_naming_the_flag(flag: str, value: str) -> None:
 def test_a_contact_with_control_characters_is_refused() -> None:
     import argparse
 
-    from plughost.plugins.memory.erase import request_of
+    from plughost.plugins.memory.writes.erase import request_of
     from plughost.util.errors import UserError
 
     with pytest.raises(UserError, match=r"^--contact: .* without control characters"):
@@ -521,7 +521,7 @@ def test_hook_plughost_person_erased(plughost_home: Path, make_host: Any, capsys
         with host.temporary_plugin(Broken(), "broken-files"):
             import argparse
 
-            from plughost.plugins.memory.erase import run_erase
+            from plughost.plugins.memory.writes.erase import run_erase
 
             code = run_erase(argparse.Namespace(contact=EMAIL, visitor=None, conversation=None, dry_run=False,
                                                 json=True), host)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from plughost import StateKey, Tool
-from plughost.plugins.memory.outcome import Call, WriteRejected, run_with_outcome
+from plughost.plugins.memory.writes.outcome import Call, WriteRejected, run_with_outcome
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
@@ -22,7 +22,7 @@ def writer(host: Host) -> Any:
     cached = host.state.get(WRITER)
     if cached is None:
         from plughost.plugins.memory.embedding.provider import check_dimensions
-        from plughost.plugins.memory.writes import MemoryWriter
+        from plughost.plugins.memory.writes.writer import MemoryWriter
 
         store, embedder = host.store(), host.embedder()
         check_dimensions(store, embedder)

@@ -4,7 +4,7 @@ Every entry point validates its input against the memory schema (known labels, c
 property names, Neo4j-compatible values), resolves provenance for people and organisations,
 embeds vector-indexed nodes (a failed embed never aborts the write), and writes node and
 edges in one store transaction so nothing is half-written. The account always comes from the
-process's ``ACCOUNT_ID``. Callers wrap each call in :func:`plughost.plugins.memory.outcome.run_with_outcome`.
+process's ``ACCOUNT_ID``. Callers wrap each call in :func:`plughost.plugins.memory.writes.outcome.run_with_outcome`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from plughost.api.store import (
 from plughost.plugins.memory import entities, sectioniser
 from plughost.plugins.memory.embedding.indexed_form import chunk_context
 from plughost.plugins.memory.embedding.text import embedding_text, is_vector_label
-from plughost.plugins.memory.outcome import Call, WriteRejected
+from plughost.plugins.memory.writes.outcome import Call, WriteRejected
 
 EXTRA_LABELS = ("Project", "Note", "Topic", "Tag", "Attachment", "Document", "Skill", "Offer")
 PROVENANCE_LABELS = ("Person", "UserProfile", "AdminUser", "Organization", "LocalBusiness")
