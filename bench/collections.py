@@ -206,7 +206,7 @@ def main() -> int:
     ecoll = registry.add(home, ACCOUNT, "man-embed", str(sub))
     probe = Syncer(store, ecoll, MARKDOWN, account_id=ACCOUNT, guards=guards, home=run / "probe")
     from plughost.plugins.memory.collections.state import NoteState
-    from plughost.plugins.memory.embed_text import embedding_text
+    from plughost.plugins.memory.embedding.text import embedding_text
 
     texts: list[list[str]] = []
     batch: list[str] = []

@@ -118,7 +118,7 @@ def main() -> None:
 
     from plughost.plugins.graph.common import fts_terms
     from plughost.plugins.graph.sqlite_store import SqliteStore
-    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations.service import Conversations
 
     rng = random.Random(3)
     words, weights = vocabulary(rng)

@@ -59,7 +59,7 @@ def serve(folder: Path) -> None:
     from mcp.server import MCPServer
     from tokenizers import Tokenizer
 
-    from plughost.plugins.memory.embed_local import TOKENIZER_PATH, model_path
+    from plughost.plugins.memory.embedding.local import TOKENIZER_PATH, model_path
 
     docs = [json.loads(line) for line in (folder / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
     matrix = np.load(folder / "vectors.npy")
@@ -127,7 +127,7 @@ def build(work: Path, pages_wanted: int, seed: int) -> tuple[Path, Path, list[tu
     import manpages
     import numpy as np
 
-    from plughost.plugins.memory.embed_local import LocalEmbedder
+    from plughost.plugins.memory.embedding.local import LocalEmbedder
 
     pages = list(manpages.pages())
     if pages_wanted and pages_wanted < len(pages):

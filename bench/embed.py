@@ -48,7 +48,7 @@ def passage(rng: random.Random, chars: int = 700) -> str:
 def bench_local(rng: random.Random) -> None:
     import numpy as np
 
-    from plughost.plugins.memory.embed_local import LocalEmbedder
+    from plughost.plugins.memory.embedding.local import LocalEmbedder
 
     emb = LocalEmbedder(batch_size=32)
     t0 = time.perf_counter()
@@ -116,7 +116,7 @@ def bench_import(n: int, rng: random.Random) -> None:
                              PLUGHOST_EMBEDDER="none")
         rows.append(("memory import --no-embed", wall, float(f["seconds"]), float(f["embedSeconds"])))
         try:
-            from plughost.plugins.memory.embed_local import check_available
+            from plughost.plugins.memory.embedding.local import check_available
 
             check_available()
             wall, f = run_import(["memory", "import", str(data), "--no-progress"], Path(tmp) / "h2",

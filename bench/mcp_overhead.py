@@ -8,7 +8,7 @@ memory-search is BM25 only). Then times the same queries three ways: in process
 (``tooltable.call_tool``, the argument checks MCP makes, no transport), and through a real
 ``python -m plughost.cli mcp serve memory`` with the SDK's client over stdio, once with the
 tool-call audit on (the shipped default: each call's ToolCall queued for the background writer,
-plugins/memory/audit_writer.py) and once with ``PLUGHOST_AUDIT_MCP=0``, with a ``tools/list``
+plugins/memory/toolcalls/writer.py) and once with ``PLUGHOST_AUDIT_MCP=0``, with a ``tools/list``
 round trip before each of those calls (the transport alone). The floor in the same
 run is bare FTS5 (``MATCH`` + ``bm25()`` + ``LIMIT``) on the same store file. Prints p50/p95, the
 ratio to the floor, the overhead of MCP over the in-process call in ms, and checks the audited

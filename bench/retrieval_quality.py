@@ -413,7 +413,7 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
     stores = {}
     settings = [(turns, mode, False) for turns in args.context for mode in (args.embed if turns else ["turn"])]
     if args.entities:  # the shipped form once more, its turns' entities and facts written (PLUGHOST_MEMORY_ENTITIES=1)
-        from plughost.plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+        from plughost.plugins.memory.embedding.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
 
         settings.append((DEFAULT_TURNS, DEFAULT_EMBED, True))
     for turns, mode, with_entities in settings:
@@ -523,7 +523,7 @@ TARGETS: list[str] = []
 
 
 def shipped_form(set_name: str) -> str:
-    from plughost.plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+    from plughost.plugins.memory.embedding.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
 
     if set_name != "conversations":
         return ""
@@ -695,7 +695,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     os.environ.update(PLUGHOST_HOME=str(work / "home"), PLUGHOST_LOG_FILE="0", ACCOUNT_ID=ACCOUNT)
     os.environ.setdefault("PLUGHOST_EMBEDDER", "local")
-    from plughost.plugins.memory.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
+    from plughost.plugins.memory.embedding.indexed_form import DEFAULT_EMBED, DEFAULT_TURNS
     from plughost.plugins.memory.retrieval.flags import SHIPPED
     from plughost.runtime.host import Host
 

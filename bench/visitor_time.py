@@ -48,9 +48,9 @@ def main() -> int:
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="plughost-bench-visitor-"))
     os.environ.update(PLUGHOST_HOME=str(home), ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none")
-    from plughost.plugins.memory.tasks import Tasks
-    from plughost.plugins.memory.visitor_memory import end_conversations
-    from plughost.plugins.memory.worktime import WorkTime, census
+    from plughost.plugins.memory.conversations.visitor_memory import end_conversations
+    from plughost.plugins.memory.work.tasks import Tasks
+    from plughost.plugins.memory.work.worktime import WorkTime, census
     from plughost.ports.graph import MESSAGE_LABEL, visitor_key
     from plughost.runtime import hooktable
     from plughost.runtime.accounts import create_account

@@ -107,7 +107,7 @@ def plughost_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
                 "ALLOWED_SCOPES", "AGENT_SLUG", "SESSION_ID", "NEO4J_URI", "PLUGHOST_STORE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PLUGHOST_EMBEDDER", os.environ.get("PLUGHOST_TEST_EMBEDDER", "none"))
-    monkeypatch.setenv("PLUGHOST_AUDIT_MCP", "0")  # served-call audit nodes would skew node counts; tests/plugins/memory/audit turns it on
+    monkeypatch.setenv("PLUGHOST_AUDIT_MCP", "0")  # served-call audit nodes would skew node counts; tests/plugins/memory/toolcalls turns it on
     return home
 
 
@@ -212,7 +212,7 @@ def tmp_tree(tmp_path: Path) -> Iterator[Path]:
 def require_local_model() -> None:
     """Skip without the packaged MiniLM model (fail under ``PLUGHOST_REQUIRE_EXTERNAL=1``, as in CI)."""
     try:
-        from plughost.plugins.memory.embed_local import check_available
+        from plughost.plugins.memory.embedding.local import check_available
 
         check_available()
     except Exception as exc:

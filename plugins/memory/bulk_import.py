@@ -8,7 +8,7 @@ names on top. :class:`Enrichment` adds, around each batch write: vectors for the
 vector-indexed labels without an ``embedding`` (a failed embed stores the batch without vectors
 and warns; ``plughost memory reindex`` backfills them), and the entities of its turns once they
 are in (``PLUGHOST_MEMORY_ENTITIES``). Message nodes get their indexed form (``searchContext``
-from the turns before them, :mod:`plughost.plugins.memory.indexed_form`) once every node is
+from the turns before them, :mod:`plughost.plugins.memory.embedding.indexed_form`) once every node is
 written, and are embedded with it then.
 """
 
@@ -20,9 +20,11 @@ from typing import Any, TextIO
 
 from plughost import Embedder, GraphStore, UserError, log
 from plughost.api.store import ImportRow, ImportSession, ImportSummary
-from plughost.plugins.memory import entities, indexed_form
-from plughost.plugins.memory.embed_text import embedding_text, is_vector_label
-from plughost.plugins.memory.reindex import reindex_contexts
+from plughost.plugins.memory import entities
+from plughost.plugins.memory.embedding import indexed_form
+from plughost.plugins.memory.embedding.reindex import reindex_contexts
+from plughost.plugins.memory.embedding.text import embedding_text, is_vector_label
+from plughost.plugins.memory.writes.writer import PROPERTY_NAME
 
 DEFAULT_BATCH = 500
 
@@ -141,8 +143,6 @@ class Enrichment:
 
 
 def _camel_case(row: dict[str, Any]) -> str | None:
-    from plughost.plugins.memory.writes import PROPERTY_NAME
-
     for key in row.get("properties") or {}:
         if key != "accountId" and not PROPERTY_NAME.match(key):
             return f"properties.{key[:40]}: property names are camelCase ([a-z][A-Za-z0-9]*, at most 64 characters)"

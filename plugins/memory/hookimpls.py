@@ -28,14 +28,14 @@ if TYPE_CHECKING:  # pragma: no cover
 @hookimpl
 def plughost_embedder(host: Host) -> Embedder | None:
     """local (default) | ollama | none, from PLUGHOST_EMBEDDER."""
-    from plughost.plugins.memory.embedder import select_embedder
+    from plughost.plugins.memory.embedding.provider import select_embedder
 
     return select_embedder(host.env)
 
 
 @hookimpl
 def plughost_tools(host: Host) -> list[Tool]:
-    from plughost.plugins.memory.tools import write_tools
+    from plughost.plugins.memory.writes.tools import write_tools
 
     return write_tools(host)
 
@@ -50,7 +50,7 @@ def plughost_cli_commands(host: Host) -> list[CliCommand]:
 @hookimpl
 def plughost_startup(host: Host) -> None:
     """A store/embedder dimension mismatch is a startup error, not a crash mid-write."""
-    from plughost.plugins.memory.embedder import check_dimensions
+    from plughost.plugins.memory.embedding.provider import check_dimensions
 
     check_dimensions(host.store(), host.embedder())
 
@@ -58,8 +58,8 @@ def plughost_startup(host: Host) -> None:
 @hookimpl(specname="plughost_tools")
 def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
     """Reports (docs/memory.md#reports) and preferences (docs/memory.md#preferences), kept apart from the write tools."""
-    from plughost.plugins.memory.preferences import preference_tools
-    from plughost.plugins.memory.reports import report_tools
+    from plughost.plugins.memory.work.preferences import preference_tools
+    from plughost.plugins.memory.work.reports import report_tools
 
     return [*report_tools(host), *preference_tools(host)]
 
@@ -67,15 +67,15 @@ def plughost_tools_reports_and_preferences(host: Host) -> list[Tool]:
 @hookimpl(specname="plughost_cli_commands")
 def plughost_cli_commands_reports(host: Host) -> list[CliCommand]:
     """`plughost report write|latest|list`."""
-    from plughost.plugins.memory.reports import report_commands
+    from plughost.plugins.memory.work.reports import report_commands
 
     return report_commands()
 
 
 @hookimpl(specname="plughost_cli_commands")
 def plughost_cli_commands_erase(host: Host) -> list[CliCommand]:
-    """`plughost erase` and `plughost export` (plugins/memory/erase.py)."""
-    from plughost.plugins.memory.erase import commands
+    """`plughost erase` and `plughost export` (plugins/memory/writes/erase.py)."""
+    from plughost.plugins.memory.writes.erase import commands
 
     return commands()
 
@@ -110,15 +110,15 @@ def plughost_query_expansions(host: Host, query: str, retrieval_class: str | Non
 @hookimpl
 def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     """The account owner's active standing rules (docs/memory.md#preferences), for the channels plugin."""
-    from plughost.plugins.memory.preferences import active_rules
+    from plughost.plugins.memory.work.preferences import active_rules
 
     return active_rules(host.store(), account_id)
 
 
 @hookimpl
 def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conversation_id: str) -> list[str] | None:
-    """A returning visitor's own slices (plugins/memory/visitor_memory.py), for the channels plugin."""
-    from plughost.plugins.memory.visitor_memory import recall
+    """A returning visitor's own slices (plugins/memory/conversations/visitor_memory.py), for the channels plugin."""
+    from plughost.plugins.memory.conversations.visitor_memory import recall
 
     return recall(host, account_id, visitor_key, conversation_id)
 
@@ -126,19 +126,19 @@ def plughost_visitor_memory(host: Host, account_id: str, visitor_key: str, conve
 @hookimpl(specname="plughost_tools")
 def plughost_tools_conversations(host: Host) -> list[Tool]:
     """Conversation search and append (docs/memory.md#conversations)."""
-    from plughost.plugins.memory.conversations import conversation_tools
+    from plughost.plugins.memory.conversations.service import conversation_tools
 
     return conversation_tools(host)
 
 
 @hookimpl(specname="plughost_tools")
 def plughost_tools_audit(host: Host) -> list[Tool]:
-    """``tool-calls`` (plugins/memory/audit.py) and the task provenance tools (plugins/memory/tasks.py)
-    and time on tasks (plugins/memory/worktime.py)."""
-    from plughost.plugins.memory.audit import audit_tools
-    from plughost.plugins.memory.compaction import compaction_tools
-    from plughost.plugins.memory.tasks import task_tools
-    from plughost.plugins.memory.worktime import worktime_tools
+    """``tool-calls`` (plugins/memory/toolcalls/trail.py) and the task provenance tools (plugins/memory/work/tasks.py)
+    and time on tasks (plugins/memory/work/worktime.py)."""
+    from plughost.plugins.memory.sessions.compaction import compaction_tools
+    from plughost.plugins.memory.toolcalls.trail import audit_tools
+    from plughost.plugins.memory.work.tasks import task_tools
+    from plughost.plugins.memory.work.worktime import worktime_tools
 
     return [*audit_tools(host), *task_tools(host), *worktime_tools(host), *compaction_tools(host)]
 
@@ -146,15 +146,15 @@ def plughost_tools_audit(host: Host) -> list[Tool]:
 @hookimpl
 def plughost_tool_called(host: Host, plugin: str, tool: str, arguments: dict[str, Any], result: str,
                          is_error: bool, started_at: str, completed_at: str) -> None:
-    """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/audit.py),
-    queued for the background writer (plugins/memory/audit_writer.py)."""
-    from plughost.plugins.memory import audit_writer
-    from plughost.plugins.memory.audit import served_call
+    """A plughost MCP call outside Claude Code becomes a ToolCall node (plugins/memory/toolcalls/trail.py),
+    queued for the background writer (plugins/memory/toolcalls/writer.py)."""
+    from plughost.plugins.memory.toolcalls import writer as toolcall_writer
+    from plughost.plugins.memory.toolcalls.trail import served_call
 
     call = served_call(host, plugin=plugin, tool=tool, arguments=arguments, result=result, is_error=is_error,
                        started_at=started_at, completed_at=completed_at)
     if call is not None:
-        audit_writer.submit(host, call)
+        toolcall_writer.submit(host, call)
 
 
 @hookimpl
@@ -180,7 +180,7 @@ def plughost_startup_surfacing(host: Host) -> None:
 @hookimpl(specname="plughost_startup")
 def plughost_startup_embed_queue(host: Host) -> None:
     """Under ``plughost serve``: the background embedder of stored conversation turns."""
-    from plughost.plugins.memory import embed_queue
+    from plughost.plugins.memory.embedding import queue as embed_queue
 
     embed_queue.start(host)
 
@@ -188,7 +188,7 @@ def plughost_startup_embed_queue(host: Host) -> None:
 @hookimpl(specname="plughost_startup")
 def plughost_startup_standing_audit(host: Host) -> None:
     """Under ``plughost serve``: the standing audits every ``PLUGHOST_AUDIT_PERIOD`` seconds."""
-    from plughost.plugins.memory import standing_audit
+    from plughost.plugins.memory.upkeep import standing as standing_audit
 
     standing_audit.start(host)
 
@@ -196,7 +196,7 @@ def plughost_startup_standing_audit(host: Host) -> None:
 @hookimpl
 def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]) -> None:
     """Stored Messages get their vector: queued under ``serve``, in place elsewhere."""
-    from plughost.plugins.memory import embed_queue
+    from plughost.plugins.memory.embedding import queue as embed_queue
 
     embed_queue.messages_stored(host, account_id, message_ids)
 
@@ -210,12 +210,14 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
 
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plughost.plugins.memory import audit_writer, embed_queue, standing_audit
     from plughost.plugins.memory.collections import watch
+    from plughost.plugins.memory.embedding import queue as embed_queue
     from plughost.plugins.memory.surfacing.server import stop
+    from plughost.plugins.memory.toolcalls import writer as toolcall_writer
+    from plughost.plugins.memory.upkeep import standing as standing_audit
 
     standing_audit.stop(host)  # before the store closes
-    audit_writer.stop(host)  # every queued tool call stored before the store closes
+    toolcall_writer.stop(host)  # every queued tool call stored before the store closes
     embed_queue.stop(host)
     watch.stop(host)
     stop(host)

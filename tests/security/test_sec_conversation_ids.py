@@ -95,7 +95,7 @@ def test_existing_conversations_keep_their_old_ids(plughost_home: Path, store: A
 
 
 def _conversations(store: Any, home: Path, session: str) -> Any:
-    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations.service import Conversations
 
     env = {"ACCOUNT_ID": A, "ALLOWED_SCOPES": "public", "SESSION_ID": session, "PLUGHOST_HOME": str(home)}
     return Conversations(store, None, env)

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 
 from plughost.plugins.graph.sqlite_store import SqliteStore
-from plughost.plugins.memory.reports import report_id
+from plughost.plugins.memory.work.reports import report_id
 from plughost.ports.graph import Guards
 from plughost.runtime.accounts import account_dir, build_account, write_json_atomic
 

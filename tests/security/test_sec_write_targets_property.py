@@ -222,7 +222,7 @@ class World:
             self.tools[who.name] = {t.name: t for t in served_tools(host, "memory")}
 
     def seed(self) -> None:
-        from plughost.plugins.memory import conversations
+        from plughost.plugins.memory.conversations import service as conversations
         from plughost.ports.graph import Guards
 
         conversations._SESSION_CONVERSATIONS.clear()

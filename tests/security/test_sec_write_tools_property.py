@@ -320,7 +320,7 @@ def seeds(draw: st.DrawFn) -> list[dict[str, Any]]:
             out.append({"account": acct, "id": nid, "labels": [draw(st.sampled_from(["Note", "Person", "Task"]))],
                         "properties": props, "deleted": draw(st.booleans()) and draw(st.booleans())})
         for title in draw(st.lists(st.sampled_from(TITLES), max_size=2, unique=True)):
-            from plughost.plugins.memory.reports import report_id
+            from plughost.plugins.memory.work.reports import report_id
 
             rid = report_id(acct, title, MINUTE + ":00Z")
             out.append({"account": acct, "id": rid, "labels": ["Report"],
@@ -458,7 +458,7 @@ def seed(world: World, rows: list[dict[str, Any]]) -> None:
     con.execute("DELETE FROM edges")
     con.commit()
     con.close()
-    from plughost.plugins.memory import conversations
+    from plughost.plugins.memory.conversations import service as conversations
 
     conversations._SESSION_CONVERSATIONS.clear()
     for acct in (A, B):
@@ -476,7 +476,7 @@ def seed(world: World, rows: list[dict[str, Any]]) -> None:
 
 def replay(world: World, calls: list[tuple[Who, tuple[str, dict[str, Any]]]]) -> None:
     """Run calls again on a freshly seeded store (a probe's comparison needs the state back)."""
-    from plughost.plugins.memory import conversations
+    from plughost.plugins.memory.conversations import service as conversations
 
     conversations._SESSION_CONVERSATIONS.clear()
     for who, (tool, args) in calls:
@@ -611,7 +611,7 @@ def neo4j_world() -> Iterator[Neo4jWorld]:
 
 def neo4j_seed(world: Neo4jWorld, rows: list[dict[str, Any]]) -> None:
     from plughost.plugins.graph.neo4j_store import Neo4jStore
-    from plughost.plugins.memory import conversations
+    from plughost.plugins.memory.conversations import service as conversations
     from plughost.ports.graph import Guards
 
     conversations._SESSION_CONVERSATIONS.clear()

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[1] / "plugins" / "memory" / "audit" / "data"
+DATA = Path(__file__).resolve().parents[1] / "plugins" / "memory" / "data" / "hooks"
 ACCOUNT = "acct-audit"
 PLANTED = "pl4nted-S3CRET-9f2c"
 COLD = {"PLUGHOST_SURFACE_COLD_TIMEOUT_MS": "90000"}

@@ -109,10 +109,10 @@ MODULE_STATE: dict[str, tuple[tuple[str, ...], Callable[..., None], str]] = {
     "plughost.runtime.settings": (("_warned",), _clear, "an unknown PLUGHOST_* variable is warned once per process"),
     "plughost.runtime.legacy": (("_owners", "_warned", "_logged"), _clear,
                                 "an old `host...` name is warned once per file and logged once per plugin"),
-    "plughost.plugins.memory.embedder": (("_warned",), _clear, "`[embed] warn provider=none ...` is logged once per process"),
+    "plughost.plugins.memory.embedding.provider": (("_warned",), _clear, "`[embed] warn provider=none ...` is logged once per process"),
     "plughost.plugins.memory.retrieval.entities": (("_COUNTS",), _clear,
                                           "the entity path's Message counts per store and guards, for a minute"),
-    "plughost.plugins.memory.conversations": (("_SESSION_CONVERSATIONS",), _clear,
+    "plughost.plugins.memory.conversations.service": (("_SESSION_CONVERSATIONS",), _clear,
                                      "(store, guards, session) → Conversation id, found once per process"),
     "plughost.plugins.admin.console.pages": (("DOCTOR_RUN",), lambda m, *n: m.DOCTOR_RUN.update(
         running=False, started="", error=""), "the console's background doctor run: a server's, one at a time"),

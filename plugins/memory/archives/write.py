@@ -18,8 +18,9 @@ from typing import Any, TextIO
 from plughost import Embedder, GraphStore, Guards, log
 from plughost.api.store import CONVERSATION_LABEL, HAS_MESSAGE, MESSAGE_LABEL, guarded_upsert_many
 from plughost.api.util import Progress, redact_text
-from plughost.plugins.memory import entities, indexed_form
+from plughost.plugins.memory import entities
 from plughost.plugins.memory.archives.model import Thread, Turn
+from plughost.plugins.memory.embedding import indexed_form
 
 CHANNELS = {"claude": "claude-export", "chatgpt": "chatgpt-export", "whatsapp": "whatsapp-export",
             "mbox": "email", "eml": "email"}

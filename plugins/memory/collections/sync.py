@@ -40,7 +40,7 @@ from plughost.api.util import gc_paused
 from plughost.plugins.memory import sectioniser
 from plughost.plugins.memory.collections.registry import Collection, state_path
 from plughost.plugins.memory.collections.state import NoteState, State
-from plughost.plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory.embedding.text import embedding_text
 from plughost.plugins.memory.settings import COLLECTIONS_REHASH, COLLECTIONS_WORKERS
 
 if TYPE_CHECKING:  # pragma: no cover

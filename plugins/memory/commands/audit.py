@@ -10,29 +10,18 @@ import argparse
 import json
 from typing import Any
 
-from plughost import GraphStore, Guards, log
-from plughost.api.store import VECTOR_LABELS
+from plughost import log
 from plughost.plugins.memory.commands.common import account
+from plughost.plugins.memory.upkeep.counts import counts
 
 HELP = ("count nodes without embeddings or without a scope per label, orphaned Sections/Chunks, stored vs "
         "injected active rules, tasks whose logged time drifted; --fix-scope stamps the unscoped ones")
-SCAN = 1_000_000
-SAMPLE_IDS = 5
-"""Ids listed per label of the unscoped nodes."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     parser.add_argument("--fix-scope", metavar="SCOPE",
                         help="give every node without a scope this one (e.g. admin: private; admin only)")
-
-
-def _unscoped(store: Any, acct: str) -> dict[str, Any] | None:
-    """Label → {count, ids} of the nodes without a scope; None on a store that cannot list them."""
-    if not hasattr(store, "unscoped"):
-        return None
-    return {label: {"count": n, "ids": ids} for label, (n, ids) in store.unscoped(account_id=acct,
-                                                                                   sample=SAMPLE_IDS).items()}
 
 
 def fix_scope(host: Any, scope: str) -> int:
@@ -53,53 +42,6 @@ def fix_scope(host: Any, scope: str) -> int:
     return stamped
 
 
-def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
-    nodes = store.find(guards=guards, labels=[label], limit=SCAN)
-    if not nodes:
-        return 0
-    around = store.expand([n.id for n in nodes], guards=guards, limit=SCAN)
-    return sum(not any(nb.type == edge and nb.direction == "in" for nb in around.get(n.id, [])) for n in nodes)
-
-
-def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
-    """The audit's report, unlogged but for the time-entry census's lines (the standing audit logs
-    its own one line per run and runs the census as an audit of its own: ``time_census=False``)."""
-    from plughost.plugins.memory.preferences import (
-        ACTIVE_FLOOR,
-        active_rules,
-        owner_profile,
-        profile_preferences,
-    )
-
-    acct = account(host, "the id of the account whose memory to audit")
-    store, guards = host.store(), Guards(acct)
-    missing: dict[str, int] = {}
-    for label in VECTOR_LABELS:
-        count = len(store.missing_embeddings(account_id=acct, labels=[label], limit=SCAN))
-        if count:
-            missing[label] = count
-    _, profile = owner_profile(store, guards)
-    stored = 0
-    if profile is not None:
-        stored = sum(float(p.properties.get("confidence", 0)) >= ACTIVE_FLOOR
-                     for p in profile_preferences(store, guards, profile.id))
-    rules = active_rules(store, acct)
-    report: dict[str, Any] = {
-        "account": acct,
-        "nullEmbedding": missing,
-        "nullAccount": 0 if store.backend == "sqlite" else None,  # the embedded schema makes accountId NOT NULL
-        "orphanSections": _orphans(store, guards, "Section", "HAS_SECTION"),
-        "orphanChunks": _orphans(store, guards, "Chunk", "HAS_CHUNK"),
-        "activeRules": {"stored": stored, "injected": len(rules["rules"]), "source": rules["source"]},
-        "unscoped": _unscoped(store, acct),
-    }
-    if time_census:
-        from plughost.plugins.memory.worktime import census
-
-        report["timeCensus"] = census(store, acct)
-    return report
-
-
 def audit(host: Any) -> dict[str, Any]:
     """:func:`counts`, each count logged on its own line (``plughost memory audit``)."""
     report = counts(host)
@@ -117,7 +59,7 @@ def audit(host: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     stamped = fix_scope(host, args.fix_scope) if args.fix_scope is not None else None
-    from plughost.plugins.memory.audit_record import describe, last_run
+    from plughost.plugins.memory.upkeep.record import describe, last_run
 
     report = audit(host)
     last = last_run(host.home, report["account"])

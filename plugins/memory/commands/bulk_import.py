@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, host: Any) -> int:
     from plughost.api.store import ImportSession
     from plughost.plugins.memory.bulk_import import import_jsonl
-    from plughost.plugins.memory.embedder import check_dimensions
+    from plughost.plugins.memory.embedding.provider import check_dimensions
 
     account(host)  # this command's own line when ACCOUNT_ID is unset
     acct = ImportSession.admit(host.principal, args.file, "memory import")

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     from plughost.plugins.memory.archives.model import mark_owner
     from plughost.plugins.memory.archives.sources import load
     from plughost.plugins.memory.archives.write import Writer
-    from plughost.plugins.memory.embedder import check_dimensions
+    from plughost.plugins.memory.embedding.provider import check_dimensions
 
     account(host)  # a one-line error naming ACCOUNT_ID when it is unset
     require_admin(host.principal, "memory import-archive")

@@ -27,8 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     from plughost.api.store import require_admin
-    from plughost.plugins.memory.embedder import check_dimensions
-    from plughost.plugins.memory.reindex import backfill_chunk_summaries, reindex, reindex_contexts
+    from plughost.plugins.memory.embedding.provider import check_dimensions
+    from plughost.plugins.memory.embedding.reindex import backfill_chunk_summaries, reindex, reindex_contexts
 
     acct = account(host)
     # every form reads (and rewrites) every node of the account, seen or not, as memory-reindex does

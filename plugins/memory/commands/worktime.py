@@ -1,4 +1,4 @@
-"""`plughost memory work-time start|stop|adjust|show TASK`: time on tasks (plugins/memory/worktime.py).
+"""`plughost memory work-time start|stop|adjust|show TASK`: time on tasks (plugins/memory/work/worktime.py).
 
 The same operations as the ``work-time-*`` tools, under the process's principal (the owner).
 ``adjust`` takes ``--seconds N`` (the new total) or ``--delta ±N`` and a ``--reason``.
@@ -37,7 +37,7 @@ def _integer(text: str | None, option: str) -> int | None:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     from plughost import UserError
-    from plughost.plugins.memory.worktime import WorkTime
+    from plughost.plugins.memory.work.worktime import WorkTime
 
     account(host, "the id of the account whose tasks to log time on")
     if args.action != "adjust" and (args.seconds, args.delta, args.reason) != (None, None, None):

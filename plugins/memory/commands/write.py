@@ -19,8 +19,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost.plugins.memory.outcome import Call, run_with_outcome
-    from plughost.plugins.memory.tools import writer
+    from plughost.plugins.memory.writes.outcome import Call, run_with_outcome
+    from plughost.plugins.memory.writes.tools import writer
 
     params: dict[str, Any] = {
         "labels": [x.strip() for x in args.labels.split(",") if x.strip()],

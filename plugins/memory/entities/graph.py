@@ -38,7 +38,7 @@ from typing import Any
 from plughost import GraphStore, Guards, Node, log
 from plughost.api.store import write_defaults
 from plughost.api.util import read_time
-from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.embedding import indexed_form
 from plughost.plugins.memory.entities.extract import SINGLE_VALUED, Extraction, extract, known_keys, normalise
 from plughost.plugins.memory.settings import MEMORY_ENTITIES
 

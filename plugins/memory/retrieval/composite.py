@@ -27,7 +27,7 @@ from datetime import datetime
 
 from plughost.api.store import CONVERSATION_LABEL
 from plughost.api.util import read_time
-from plughost.plugins.memory.indexed_form import is_message
+from plughost.plugins.memory.embedding.indexed_form import is_message
 from plughost.plugins.memory.retrieval.rows import Row
 
 TIME_KEYS = ("sentAt", "receivedAt", "createdAt", "timestamp", "updatedAt")

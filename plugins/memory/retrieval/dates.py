@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 
 from plughost.api.util import read_time
-from plughost.plugins.memory.indexed_form import is_message, when
+from plughost.plugins.memory.embedding.indexed_form import is_message, when
 from plughost.plugins.memory.retrieval.rows import Row
 
 _MONTHS = {m: i for i, name in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",

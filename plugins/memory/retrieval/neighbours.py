@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plughost.plugins.memory.indexed_form import CONTEXT_PROPERTY, context_line, is_message, order_key
+from plughost.plugins.memory.embedding.indexed_form import (
+    CONTEXT_PROPERTY,
+    context_line,
+    is_message,
+    order_key,
+)
 from plughost.plugins.memory.retrieval.rows import Row
 
 

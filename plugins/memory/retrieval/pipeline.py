@@ -132,7 +132,7 @@ def search(
 
     ``visible`` (when given) drops nodes from every path's hits before fusion and from the
     related lines: the confinement the store's guards cannot express (another visitor's
-    ``public`` Messages, see ``plugins/memory/conversations.py``).
+    ``public`` Messages, see ``plugins/memory/conversations/service.py``).
     """
     request = request.checked()
     flags = flags or SearchFlags.baseline()  # no flags: the baseline (docs/retrieval.md#baseline); callers pass from_env's

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from plughost import Principal
 from plughost.api import hooks
 from plughost.api.principals import resolve
-from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.conversations.service import Conversations
 from plughost.plugins.memory.retrieval.flags import SearchFlags
 from plughost.plugins.memory.retrieval.keywords import agent_keywords
 from plughost.plugins.memory.retrieval.pipeline import SearchOutcome, SearchRequest, search

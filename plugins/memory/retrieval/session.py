@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plughost.plugins.memory.indexed_form import is_message
+from plughost.plugins.memory.embedding.indexed_form import is_message
 from plughost.plugins.memory.retrieval.rows import Row
 
 TOP = 3

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from plughost.plugins.memory.indexed_form import is_message
+from plughost.plugins.memory.embedding.indexed_form import is_message
 from plughost.plugins.memory.retrieval.rows import Row
 
 _NAME = re.compile(r"\b([A-Z][\w-]+?)(?:'s|’s)?\b")

@@ -20,11 +20,11 @@ else:  # run as a script: the sibling stdlib-only modules, without the host on s
     import sessions  # type: ignore[no-redef,import-not-found]
 
 MAX_STDIN = 1 << 20
-TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")  # the audit trail (plugins/memory/audit.py)
-COMPACT_EVENTS = ("PreCompact", "SessionStart")  # compaction briefings (plugins/memory/compaction.py)
+TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")  # the audit trail (plugins/memory/toolcalls/trail.py)
+COMPACT_EVENTS = ("PreCompact", "SessionStart")  # compaction briefings (plugins/memory/sessions/compaction.py)
 SESSION_SOURCES = ("startup", "compact", "resume")
 """SessionStart sources answered: compact|resume inject the briefing, startup|resume the owner's open
-work (plugins/memory/session_context.py)."""
+work (plugins/memory/sessions/context.py)."""
 
 _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@,[]()+*#%<>=!?~^|&'")
 

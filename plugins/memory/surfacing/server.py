@@ -243,8 +243,8 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
-    """The PostToolUse hook's request: one ToolCall node (plugins/memory/audit.py)."""
-    from plughost.plugins.memory.audit import record
+    """The PostToolUse hook's request: one ToolCall node (plugins/memory/toolcalls/trail.py)."""
+    from plughost.plugins.memory.toolcalls.trail import record
 
     def text(name: str) -> str | None:
         value = request.get(name)
@@ -274,9 +274,9 @@ def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 
 def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     """PreCompact (fallback briefing), SessionStart compact|resume (inject the latest briefing) and
-    startup|resume (the owner's open work, :mod:`plughost.plugins.memory.session_context`)."""
-    from plughost.plugins.memory import compaction
-    from plughost.plugins.memory.session_context import session_context
+    startup|resume (the owner's open work, :mod:`plughost.plugins.memory.sessions.context`)."""
+    from plughost.plugins.memory.sessions import compaction
+    from plughost.plugins.memory.sessions.context import session_context
 
     account, session = request.get("accountId"), request.get("sessionId")
     if not (isinstance(account, str) and account and isinstance(session, str) and session):

@@ -82,7 +82,7 @@ def test_webchat_messages_are_embedded_in_the_background(plughost_home: Path, tm
     assert audit.returncode == 0, audit.stderr
     assert json.loads(audit.stdout)["nullEmbedding"] == {}, audit.stdout
 
-    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations.service import Conversations
 
     query = "bread for someone who cannot eat wheat"  # no word in common with what was asked
     host = _open(plughost_home, "local")

@@ -87,7 +87,7 @@ def _turn(host: Any, msg: Any) -> Any:
 def test_the_idle_sweep_ends_a_conversation_and_telegram_visitors_are_keyed_by_number(
         make_host, account, plughost_home: Path) -> None:
     from plughost.plugins.channels.pipeline import Inbound
-    from plughost.plugins.memory.standing_audit import run_once
+    from plughost.plugins.memory.upkeep.standing import run_once
 
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_VISITOR_IDLE_S="1")
     phone = "+351 912 345 678"

@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plughost.plugins.memory.embed_text import embedding_text
+from plughost.plugins.memory.embedding.text import embedding_text
 from plughost.plugins.memory.sectioniser import CHUNK_MAX_CHARS, chunk_id, document_id, section_id, sectionise
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from plughost.plugins.memory.audit import list_calls
-from plughost.plugins.memory.compaction import FIELDS, session_compact
-from plughost.plugins.memory.conversations import Conversations
-from plughost.plugins.memory.preferences import Preferences
-from plughost.plugins.memory.reports import Reports
-from plughost.plugins.memory.tasks import Tasks
-from plughost.plugins.memory.tools import reindex_op
-from plughost.plugins.memory.worktime import WorkTime
-from plughost.plugins.memory.writes import MemoryWriter
+from plughost.plugins.memory.conversations.service import Conversations
+from plughost.plugins.memory.sessions.compaction import FIELDS, session_compact
+from plughost.plugins.memory.toolcalls.trail import list_calls
+from plughost.plugins.memory.work.preferences import Preferences
+from plughost.plugins.memory.work.reports import Reports
+from plughost.plugins.memory.work.tasks import Tasks
+from plughost.plugins.memory.work.worktime import WorkTime
+from plughost.plugins.memory.writes.tools import reindex_op
+from plughost.plugins.memory.writes.writer import MemoryWriter
 from plughost.runtime.manifest import load_manifest
 from plughost.runtime.tooltable import _type_mismatch
 

@@ -12,7 +12,7 @@ from conversation_support import HashEmbedder, open_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.conversations.service import Conversations
 from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
 from tests.convids import keyed_id
 
@@ -282,7 +282,7 @@ def test_backend_without_filters_refuses_instead_of_leaking(store) -> None:
 
 
 def test_which_processes_are_confined() -> None:
-    from plughost.plugins.memory.conversations import session_of
+    from plughost.plugins.memory.conversations.service import session_of
 
     assert session_of({"SESSION_ID": "s1"}) == "s1"
     assert session_of({"SESSION_ID": "s1", "PLUGHOST_SESSION_ROLE": "admin"}) == "s1"

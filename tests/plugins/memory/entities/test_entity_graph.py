@@ -8,7 +8,7 @@ from typing import Any
 
 from plughost.plugins.memory import entities
 from plughost.plugins.memory.bulk_import import import_jsonl
-from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.conversations.service import Conversations
 from plughost.plugins.memory.entities.graph import ENTITY_LABEL, FACT_LABEL, MENTIONS, entity_id
 from plughost.plugins.memory.retrieval.entities import entity_list
 from plughost.ports.graph import Guards
@@ -145,8 +145,8 @@ def test_the_backfill_writes_what_the_flag_would_have(store: Any) -> None:
 
 
 def test_notes_and_ingested_chunks_get_entities_behind_the_flag(store: Any, tmp_path: Path, monkeypatch: Any) -> None:
-    from plughost.plugins.memory.outcome import Call
-    from plughost.plugins.memory.writes import MemoryWriter
+    from plughost.plugins.memory.writes.outcome import Call
+    from plughost.plugins.memory.writes.writer import MemoryWriter
 
     account = store.test_account
     env = {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"}

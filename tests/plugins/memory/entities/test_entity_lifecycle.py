@@ -21,9 +21,9 @@ from plughost.plugins.memory.entities.graph import (
     entity_id,
     sweep,
 )
-from plughost.plugins.memory.outcome import Call
 from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
-from plughost.plugins.memory.writes import MemoryWriter
+from plughost.plugins.memory.writes.outcome import Call
+from plughost.plugins.memory.writes.writer import MemoryWriter
 from plughost.ports.graph import Guards
 from plughost.ports.principal import resolve
 from plughost.util.errors import UserError
@@ -131,7 +131,7 @@ def test_an_edit_rederives_and_a_withdrawn_fact_reopens_the_one_it_closed(store:
 
 
 def test_a_turn_appended_again_with_new_text_withdraws_the_old_facts(store: Any) -> None:
-    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations.service import Conversations
 
     account = store.test_account
     convs = Conversations(store, None, {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from retrieval_support import row
 
-from plughost.plugins.memory import indexed_form
+from plughost.plugins.memory.embedding import indexed_form
 from plughost.plugins.memory.retrieval import neighbours
 from plughost.plugins.memory.retrieval.flags import SearchFlags
 
@@ -51,7 +51,7 @@ def test_baseline_flags_keep_the_stage_off():
 def test_the_pipeline_runs_the_stage_on_appended_turns(store, monkeypatch):
     from retrieval_support import ACCOUNT, LookupEmbedder
 
-    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations.service import Conversations
     from plughost.plugins.memory.retrieval import SearchRequest, search
     from plughost.ports.graph import Guards
 

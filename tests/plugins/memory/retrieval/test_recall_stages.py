@@ -91,7 +91,7 @@ def test_the_baseline_keeps_every_new_stage_off():
 
 
 def _append(store, turns):
-    from plughost.plugins.memory.conversations import Conversations
+    from plughost.plugins.memory.conversations.service import Conversations
 
     svc = Conversations(store, LookupEmbedder({}), {"ACCOUNT_ID": ACCOUNT})
     for i, (sender, text) in enumerate(turns):

@@ -1,0 +1,111 @@
+"""Reindex (docs/memory.md#reindex): skip-and-continue past failing nodes, never refetching them."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from memory_support import ACCOUNT, server_log
+
+from plughost.ports.graph import Guards
+from plughost.runtime.hookspecs import hookimpl
+
+
+class PickyEmbedder:
+    """A third-party provider that fails on any text containing 'FAIL' (a batch with one fails whole)."""
+
+    name = "picky"
+    dimensions = 8
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        if any("FAIL" in t for t in texts):
+            raise RuntimeError("model choked")
+        return [[1.0] + [0.0] * 7 for _ in texts]
+
+
+class PickyPlugin:
+    def __init__(self, embedder: PickyEmbedder) -> None:
+        self.embedder = embedder
+
+    @hookimpl
+    def plughost_embedder(self, host):
+        return self.embedder
+
+
+def seed(store, n: int, failing: set[int]) -> list[str]:
+    rows = [{"id": f"n{i:03d}", "labels": ["Event"],
+             "properties": {"name": f"event {i}" + (" FAIL" if i in failing else "")}} for i in range(n)]
+    store.upsert_many(rows, account_id=ACCOUNT)
+    return [r["id"] for r in rows]
+
+
+def test_reindex_skips_failing_nodes_and_finishes(make_host, plughost_home) -> None:
+    from plughost.plugins.memory.embedding.reindex import reindex
+
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="picky-embedder", EMBED_DIMENSIONS="8")
+    picky = PickyEmbedder()
+    host.register(PickyPlugin(picky), "picky-embedder")
+    assert host.embedder() is picky
+    failing = {3, 17, 18, 40}
+    ids = seed(host.store(), 45, failing)
+    summary = reindex(host.store(), host.embedder(), account_id=ACCOUNT, batch_size=10)
+    assert (summary.processed, summary.skipped) == (41, 4)
+    assert sorted(summary.skipped_ids) == sorted(ids[i] for i in failing)
+    # each failing text went to the provider exactly twice: once in its batch, once alone; never refetched
+    seen = Counter(t for call in picky.calls for t in call)
+    for i in failing:
+        assert seen[f"Event\nname: event {i} FAIL"] == 2
+    assert all(count <= 2 for count in seen.values())
+    log = server_log(plughost_home)
+    assert "[reindex] op=done processed=41 skipped=4" in " ".join(log)
+    done = [line for line in log if line.startswith("[reindex] op=done")]
+    assert len(done) == 1 and done[0] == "[reindex] op=done processed=41 skipped=4"
+    skips = [line for line in log if line.startswith("[reindex] op=skip-error")]
+    assert sorted(re.search(r"node=(\S+)", s)[1] for s in skips) == sorted(ids[i] for i in failing)
+    assert sum(line.startswith("[reindex] op=embedded") for line in log) == 41
+    left = {n.id for n in host.store().missing_embeddings(account_id=ACCOUNT)}
+    assert left == {ids[i] for i in failing}
+    # a second run still finishes and reports the same skips (they stay unembedded)
+    again = reindex(host.store(), host.embedder(), account_id=ACCOUNT, batch_size=10)
+    assert (again.processed, again.skipped) == (0, 4)
+
+
+def test_reindex_respects_labels_limit_and_account(make_host) -> None:
+    from plughost.plugins.memory.embedding.reindex import reindex
+
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="picky-embedder", EMBED_DIMENSIONS="8")
+    picky = PickyEmbedder()
+    host.register(PickyPlugin(picky), "picky-embedder")
+    seed(host.store(), 5, set())
+    host.store().upsert_many([{"id": "p1", "labels": ["Person"], "properties": {"name": "Ann"}}], account_id=ACCOUNT)
+    summary = reindex(host.store(), picky, account_id=ACCOUNT, labels=["Person"])
+    assert (summary.processed, summary.skipped) == (1, 0)
+    summary = reindex(host.store(), picky, account_id=ACCOUNT, limit=2)
+    assert summary.processed == 2
+    assert len(host.store().missing_embeddings(account_id=ACCOUNT)) == 3
+    assert host.store().get("p1", guards=Guards(ACCOUNT)).has_embedding
+
+
+def test_reindex_progress_bar_on_a_terminal(make_host) -> None:
+    import io
+
+    from plughost.plugins.memory.embedding.reindex import reindex
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none", EMBED_DIMENSIONS="8")
+    seed(host.store(), 12, {5})
+    out = Tty()
+    summary = reindex(host.store(), PickyEmbedder(), account_id=ACCOUNT, batch_size=4, progress=None, stream=out)
+    assert (summary.processed, summary.skipped) == (11, 1)
+    frames = out.getvalue()
+    assert "\r[" in frames and "100.0% 12 nodes" in frames and frames.endswith("\n")
+    quiet = io.StringIO()  # not a terminal: no bar
+    reindex(host.store(), PickyEmbedder(), account_id=ACCOUNT, stream=quiet)
+    assert quiet.getvalue() == ""
