@@ -380,11 +380,15 @@ def plughost_person_erased(host: Host, account_id: str, senders: list[str], hold
     """Remove an erased person from what a plugin keeps outside the graph store (caches, schedules,
     agent transcripts), after ``plughost erase`` removed them from the store.
 
-    **Parameters:** ``account_id`` — the account erased from; ``senders`` — the channel sender ids
-    the erase reached (the visitor asked for, the senders of the Conversations and Messages
-    removed); ``holds`` — whether a string holds one of the person's contacts (an email address
-    as a whole address, a phone number by its digits), never a sender id or a status word; ``dry_run`` — count, remove nothing; ``tally`` — add ``{what: count}`` of what
-    went (file entries, files), never personal data.
+    **Parameters:**
+
+    - ``account_id`` — the account erased from;
+    - ``senders`` — the channel sender ids the erase reached (the visitor asked for, the senders of
+      the Conversations and Messages removed);
+    - ``holds`` — whether a string holds one of the person's contacts (an email address as a whole
+      address, a phone number by its digits), never a sender id or a status word;
+    - ``dry_run`` — count, remove nothing;
+    - ``tally`` — add ``{what: count}`` of what went (file entries, files), never personal data.
 
     **Combines:** every implementation runs; one raising does not stop the others, and the erase
     command names it and exits 1 (the store's part is done; a re-run finds nothing there and
