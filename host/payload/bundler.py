@@ -39,7 +39,7 @@ from plughost.payload.generator import (
     plugin_folders,
     premium_bundles,
 )
-from plughost.runtime import hostrange
+from plughost.runtime import hostrange, plugin_model
 from plughost.runtime.manifest import load_manifest, validate
 from plughost.util import config, settings
 from plughost.util.errors import FatalError, UserError
@@ -207,6 +207,39 @@ def premium_gate(brand: Brand, premium_dir: Path | None) -> tuple[str, dict[str,
     return "allowlist", shipped, sorted(b for b in available if b not in shipped)
 
 
+def _premium_folders(bundles: dict[str, Path]) -> list[Path]:
+    """The plugin folders of premium bundles: ``<bundle>/PLUGIN.md`` or ``<bundle>/plugins/<sub>/``."""
+    return [f for top in bundles.values()
+            for f in ([top] if (top / "PLUGIN.md").is_file() else plugin_folders(top / PLATFORM_FOLDER))]
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working directory when under it (what a person typed), else as is."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+def check_needs(brand: Brand, platform: list[Path], bundles: dict[str, Path], plugins_dir: Path,
+                staged: list[Path] | None = None) -> None:
+    """Refuse a payload in which a plugin needs a capability no shipped plugin provides (the
+    ``plugin-needs`` rule of :mod:`plughost.runtime.plugin_model`, over the payload's folders): it would
+    install and boot, then fail every call that needs it (memory without a graph store)."""
+    models = [m for f in [*platform, *_premium_folders(bundles)] if (m := plugin_model.of_folder(f)) is not None]
+    unmet = plugin_model.unmet_needs(models)
+    if not unmet:
+        return
+    miss = unmet[0]
+    shipped = set(platform)
+    others = [m for f in [*_platform_folders(plugins_dir), *(staged or [])] if f not in shipped
+              and (m := plugin_model.of_folder(f)) is not None]
+    names = plugin_model.providers_of(others, miss.need)
+    add = f"add '{names[0]}' or a plugin that provides it" if names else "add a plugin that provides it"
+    raise UserError(f"bundle: plugin '{miss.plugin}' needs '{miss.need}' ({_shown(miss.file)} {miss.field}); no plugin in "
+                    f"brand '{brand.name}' provides it: {add}")
+
+
 def source_files(platform: list[Path], bundles: dict[str, Path]) -> dict[Path, Path]:
     """Relative payload path → source file, for every file the payload copies."""
     tree: dict[Path, Path] = {}
@@ -323,6 +356,7 @@ def _bundle(brand: Brand, out: Path, plugins_dir: Path, premium_dir: Path | None
         staged.left_out[folder.name] = problem
         log("bundler", "op=left-out", plugin=folder.name, source="folder", reason=problem)
     mode, bundles, skipped = premium_gate(brand, premium_dir)
+    check_needs(brand, platform, bundles, plugins_dir, staged.folders)
     log("bundler", "premium-bundle-gate", brand=brand.name, mode=mode, shipped=sorted(bundles), skipped=skipped)
     report = BundleReport(out=out, brand=brand.name, platform=[f.name for f in platform], excluded=excluded,
                           shipped=sorted(bundles), skipped=skipped,

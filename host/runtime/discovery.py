@@ -24,7 +24,7 @@ import pluggy
 from plughost.runtime import hooktable, hostrange, legacy
 from plughost.runtime.hooktable import EachHook, ListHook
 from plughost.runtime.isolation import isolate, isolate_wrapper, one_line
-from plughost.runtime.manifest import PluginManifest, from_mapping, load_manifest
+from plughost.runtime.manifest import PluginManifest, code_declaration, from_mapping, load_manifest
 from plughost.util import config, settings
 from plughost.util.errors import DuplicateNameError, UserError
 from plughost.util.log import log
@@ -313,8 +313,15 @@ class Discovery:
             log("plugins", "op=load-failed", plugin=record.name, reason=record.reason)
             return
         record.module = module
-        if record.manifest is None:
-            record.manifest = from_mapping({"name": record.name, "version": dist_version(module, dist)}, None)
+        if record.manifest is None:  # declared in code: its PROVIDES/NEEDS attributes are the declaration
+            try:
+                declared = code_declaration(module, record.origin)
+            except UserError as exc:
+                record.status, record.reason, record.module = "failed", str(exc), None
+                log("plugins", "op=load-failed", plugin=record.name, reason=record.reason)
+                return
+            record.manifest = from_mapping({"name": record.name, "version": dist_version(module, dist), **declared},
+                                           None)
         problem = self._register_checked(module, record.name)
         if problem:
             record.status, record.reason = "failed", problem
@@ -380,7 +387,8 @@ class Discovery:
     def register(self, plugin: Any, name: str, manifest: PluginManifest | None = None) -> PluginRecord:
         """Register an in-process plugin object (tests, embedding apps)."""
         record = PluginRecord(name=name, source="registered", origin=f"object:{name}", module=plugin,
-                              manifest=manifest or from_mapping({"name": name}, None))
+                              manifest=manifest or from_mapping(
+                                  {"name": name, **code_declaration(plugin, f"object:{name}")}, None))
         self._claim(record)
         problem = self._register_checked(plugin, name)
         if problem:

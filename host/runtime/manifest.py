@@ -18,6 +18,10 @@ from plughost.util import config
 from plughost.util.errors import UserError
 
 _LOADER: Any = None
+CAPABILITY = re.compile(r"^[a-z][a-z0-9-]*$")
+"""A capability's name in ``provides``/``needs`` (plugin.schema.json's pattern)."""
+CODE_FIELDS = {"provides": "PROVIDES", "needs": "NEEDS"}
+"""The module (or object) attributes that say ``provides``/``needs`` for a plugin without PLUGIN.md."""
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 
 
@@ -50,6 +54,8 @@ class PluginManifest:
     agents: str = "agents"
     hooks: str = "hooks"
     requires_plughost: str | None = None  # a PEP 440 specifier of the host versions it works with
+    provides: tuple[str, ...] = ()  # capabilities it provides (docs/architecture.md#needs-and-provides)
+    needs: tuple[str, ...] = ()  # capabilities a loaded plugin must provide
     body: str = ""
 
     @property
@@ -258,5 +264,27 @@ def from_mapping(data: dict[str, Any], path: Path | None, body: str = "") -> Plu
         agents=data.get("agents", "agents"),
         hooks=data.get("hooks", "hooks"),
         requires_plughost=data.get(HOST_RANGE),
+        provides=tuple(data.get("provides") or ()),
+        needs=tuple(data.get("needs") or ()),
         body=body,
     )
+
+
+def code_declaration(obj: Any, source: str) -> dict[str, Any]:
+    """``provides``/``needs`` of a plugin declared in code (an entry point without PLUGIN.md, a plugin
+    registered in process): its ``PROVIDES`` and ``NEEDS`` attributes, lists of capability names.
+    A bad value is a UserError naming ``source`` and the attribute."""
+    out: dict[str, Any] = {}
+    for key, attr in CODE_FIELDS.items():
+        value = getattr(obj, attr, None)
+        if value is None:
+            continue
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise UserError(f"{source}: {attr}: expected a list of capability names (got {type(value).__name__} {value!r})")
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not CAPABILITY.match(item):
+                raise UserError(f"{source}: {attr}[{i}]: expected a value matching {CAPABILITY.pattern} (got {item!r})")
+        if len(set(value)) != len(value):
+            raise UserError(f"{source}: {attr}: names a capability twice ({', '.join(value)})")
+        out[key] = list(value)
+    return out

@@ -75,8 +75,8 @@ def test_boot_check_with_nothing_installed_passes_with_warnings_only(plughost_ho
     FATAL for built-in tool-plugins (not installed), but they never refuse boot; the rest is ok."""
     assert cli("account", "create", "acme", "--admin-phone", "+15550001").returncode == 0
     # Nothing is installed in this config dir, so leave out the built-ins that serve tools
-    # (the full bundle + install path is tests/gates/test_clean_install.py).
-    no_servers = {"PLUGHOST_DISABLE_PLUGINS": "graph,memory"}
+    # (the full bundle + install path is tests/gates/test_clean_install.py), and those that need the graph store.
+    no_servers = {"PLUGHOST_DISABLE_PLUGINS": "graph,memory,channels,admin"}
     proc = cli("boot", "--check", "--json", "--account", "acme", "--config-dir", str(tmp_path / "cc"), env=no_servers)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)

@@ -33,7 +33,20 @@ class AccountEnvStandIn:
         return [account_id_env_gate()]
 
 
-ALL_GATES = {"account-id-env", "mcp-allowlist-coverage", "specialist-tool-drift", "skill-registration",
+class StoreStandIn:
+    """Provides the graph store the channels and admin plugins need (``needs: [graph-store]``) when the
+    graph plugin is disabled, so the ``plugin-needs`` gate passes; the gates never open the store."""
+
+    from plughost.runtime.hookspecs import hookimpl
+
+    PROVIDES = ["graph-store"]
+
+    @hookimpl
+    def plughost_store(self, host):  # type: ignore[no-untyped-def]
+        raise AssertionError("a boot gate opened the store")
+
+
+ALL_GATES = {"plugin-needs", "account-id-env", "mcp-allowlist-coverage", "specialist-tool-drift", "skill-registration",
              "tool-registration", "admin-identity-binding", "agent-runner"}
 
 
@@ -175,6 +188,8 @@ class Install:
 
         if "account-id-env" not in {c.item.name for c in host.collect(hooktable.BOOT_GATES)}:
             host.register(AccountEnvStandIn(), "account-env-stand-in")
+        if not any("graph-store" in r.manifest.provides for r in host.loaded() if r.manifest is not None):
+            host.register(StoreStandIn(), "store-stand-in")
         return host
 
     def builtin_tool_plugins(self, host: Any) -> list[str]:

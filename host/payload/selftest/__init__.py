@@ -1,4 +1,4 @@
-"""The host's built-in gate plugin (entry point `selftest`): the registration gates and the single-provider check."""
+"""The host's built-in gate plugin (entry point `selftest`): the registration gates, the plugin-needs and single-provider checks."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
 
     return [
         Gate("plugin-load", check=checks.plugin_load, fatal=False, order=1),
+        Gate("plugin-needs", check=checks.plugin_needs, fatal=True, order=3),
         Gate("single-provider", check=checks.single_provider, fatal=True, order=5),
         install_brand_gate(),
         Gate("mcp-allowlist-coverage", check=checks.mcp_allowlist_coverage, fatal=True, order=20),

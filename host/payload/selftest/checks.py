@@ -406,3 +406,50 @@ def plugin_load(ctx: GateContext) -> GateResult:
     else:
         result.lines.append(_ok("plugin-load", result.inspected))
     return result
+
+
+# ---------------------------------------------------------------------------- plugin-needs
+def plugin_needs(ctx: GateContext) -> GateResult:
+    """Every need a loaded plugin declares (``needs:``, docs/architecture.md#needs-and-provides) has a
+    loaded provider, and a plugin that says it provides a capability the host consumes implements its
+    hook: otherwise the plugin is loaded yet cannot work (memory without a graph store fails every
+    call), as if a dependency were missing."""
+    host = ctx.host
+    models = list(host.surface.models.values())
+    unloaded = [plugin_model.of_unloaded(r) for r in host.records.values() if not r.loaded]
+    result = GateResult(status="ok", inspected=len(models))
+    needs = sum(len(m.needs) for m in models)
+    unmet = plugin_model.unmet_needs(models)
+    for miss in unmet:
+        off = plugin_model.providers_of(unloaded, miss.need)
+        fields: dict[str, Any] = {"plugin": miss.plugin, "need": miss.need, "reason": "no-provider",
+                                  "file": miss.file, "field": miss.field}
+        if off:  # a provider was found but not loaded: say why
+            fields["not-loaded"] = "; ".join(f"{n}: {host.records[n].reason or host.records[n].status}" for n in off)
+        first = f"'{off[0]}' or another plugin" if off else "a plugin"
+        fields["fix"] = f"load {first} that provides '{miss.need}', or leave '{miss.plugin}' out"
+        result.lines.append(format_line("plugin-needs", "FATAL", **fields))
+        result.defects.append(fields)
+    for model in sorted(models, key=lambda m: m.name):
+        for i, cap in enumerate(model.provides):
+            hook = plugin_model.CAPABILITY_HOOKS.get(cap)
+            if hook is None or hook in model.implements:
+                continue
+            file, where = model.declared_at("provides", i)
+            fields = {"plugin": model.name, "provides": cap, "reason": "provides-without-hook", "hook": hook,
+                      "file": file, "field": where}
+            result.lines.append(format_line("plugin-needs", "FATAL", **fields))
+            result.defects.append(fields)
+        for cap in model.implied:  # counted as provided; bundle, which imports nothing, cannot see it
+            file, _ = model.declared_at("provides", 0)
+            said = (f"add 'provides: [{cap}]' to {file}" if model.manifest and model.manifest.path
+                    else f"set PROVIDES = ['{cap}'] in {file}")
+            result.lines.append(format_line("plugin-needs", "WARN", plugin=model.name, reason="undeclared-provider",
+                                            capability=cap, hook=plugin_model.CAPABILITY_HOOKS[cap], fix=said))
+    met = needs - len(unmet)
+    result.data = {"needs": needs, "met": met}
+    if result.defects:
+        result.status = "fail"
+    else:
+        result.lines.append(_ok("plugin-needs", result.inspected, needs=needs, met=met))
+    return result
