@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plughost.runtime import install_record
 from plughost.util import config, settings
 from plughost.util.errors import UserError
 
@@ -39,7 +40,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 BRAND_FILE = "brand.json"
 RECORD_KEY = settings.BRAND_FILE.name
-FIX = "rerun plughost install PAYLOAD --config-dir DIR --account ID with the payload where it is now"
+def _fix(env: Mapping[str, str]) -> str:
+    """The install to rerun: this install's config dir and account; the payload is wherever it went."""
+    account = install_record.account_on_record(env) or "ID"
+    return (f"rerun plughost install PAYLOAD --config-dir {install_record.config_dir(env)} --account {account}"
+            " with PAYLOAD the folder the payload is in now")
 
 
 @dataclass(frozen=True)
@@ -150,7 +155,7 @@ def install_brand(env: Mapping[str, str], plugins_dir: Path | str | None = None)
         if not path.is_file():
             return InstallBrand(path, source="install", problem=(
                 f"{RECORD_KEY}: the install's brand file '{path}' is missing (the payload moved or was removed); "
-                f"{FIX}"))
+                f"{_fix(env)}"))
         try:
             return InstallBrand(path, read_brand_file(path), "install")
         except UserError as exc:
@@ -187,7 +192,7 @@ def check_install_brand(ctx: GateContext) -> GateResult:
     if problem is not None:
         reason = "brand-file-missing" if found.path is not None and not found.path.is_file() else "brand-unusable"
         fields = {"reason": reason, "source": found.source, "path": str(found.path or "")}
-        fields.update({"fix": FIX} if reason == "brand-file-missing" and found.source == "install" else
+        fields.update({"fix": _fix(ctx.env)} if reason == "brand-file-missing" and found.source == "install" else
                       {"detail": problem})
         return GateResult(status="fail", inspected=1, defects=[fields],
                           lines=[format_line("install-brand", "FATAL", **fields)])

@@ -44,11 +44,13 @@ def test_a_missing_record_is_the_gates_finding_naming_the_file(tmp_path: Path) -
     gone = tmp_path / "moved-away" / "brand.json"
     found = install_brand({"PLUGHOST_BRAND_FILE": str(gone)}, None)
     assert found.problem and str(gone) in found.problem and found.data == {}
-    ctx = SimpleNamespace(extras={"install_brand": found}, env={}, host=SimpleNamespace(plugins_dir=None))
+    env = {"PLUGHOST_HOME": str(tmp_path / "home"), "ACCOUNT_ID": "acme", "CLAUDE_CONFIG_DIR": str(tmp_path / "cc")}
+    ctx = SimpleNamespace(extras={"install_brand": found}, env=env, host=SimpleNamespace(plugins_dir=None))
     result = check_install_brand(ctx)  # type: ignore[arg-type]
     assert result.status == "fail"
     assert result.lines[0].startswith(f"[install-brand] FATAL reason=brand-file-missing source=install path={gone} fix=")
-    assert "plughost install" in result.lines[0]
+    # the fix names this install's config dir and account; only the payload's new place is the user's to say
+    assert f"plughost install PAYLOAD --config-dir {tmp_path / 'cc'} --account acme" in result.lines[0], result.lines[0]
     ok = check_install_brand(SimpleNamespace(extras={"install_brand": install_brand({}, payload(tmp_path / "p") / "plugins")},
                                              env={}, host=SimpleNamespace(plugins_dir=None)))  # type: ignore[arg-type]
     assert ok.status == "ok" and ok.lines[0].startswith("[install-brand] op=resolved brand=acme-desk source=payload")
