@@ -39,7 +39,8 @@ from plughost import GraphStore, Guards, Node, log
 from plughost.api.store import write_defaults
 from plughost.api.util import read_time
 from plughost.plugins.memory.embedding import indexed_form
-from plughost.plugins.memory.entities.extract import SINGLE_VALUED, Extraction, extract, known_keys, normalise
+from plughost.plugins.memory.entities.extract import Extraction, extract, known_keys, normalise
+from plughost.plugins.memory.entities.states import single_valued
 from plughost.plugins.memory.settings import MEMORY_ENTITIES
 
 ENTITY_LABEL = "Entity"
@@ -200,7 +201,7 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
     missing = store.create_edges(planned.edges, account_id=account_id, guards=guards)
     closed: dict[str, dict[str, Any]] = {}
     for (_, predicate, _, _), fids in groups.items():
-        if predicate not in SINGLE_VALUED:
+        if not single_valued(predicate):
             continue
         members = {**{k: v for k, v in stored.items()
                       if v.get("subjectKey") == planned.facts[fids[0]]["subjectKey"]
@@ -349,7 +350,7 @@ def _reopen(store: GraphStore, account_id: str, removed: Sequence[Node]) -> int:
     acct = Guards(account_id)
     groups = {(str(f.properties.get("subjectKey")), str(f.properties.get("predicate")),
                repr(_visibility(f.properties))): f for f in removed
-              if f.properties.get("predicate") in SINGLE_VALUED}
+              if single_valued(str(f.properties.get("predicate")))}
     changed: list[dict[str, Any]] = []
     for (subject_key, predicate, _), gone in groups.items():
         vis = _visibility(gone.properties)
