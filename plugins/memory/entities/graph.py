@@ -218,6 +218,19 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
     return counts
 
 
+def write_stored(store: GraphStore, account_id: str, message_ids: Iterable[str]) -> dict[str, int]:
+    """:func:`write` for Messages another plugin stored (the turn recorder's transcripts, the
+    channels' turns: the ``plughost_messages_stored`` hook), read back under the account's guards,
+    oldest first so their facts close in order; the conversation's speakers are the known names."""
+    guards = Guards(account_id)
+    nodes = [n for n in (store.get(i, guards=guards) for i in dict.fromkeys(message_ids))
+             if n is not None and extractable(n.labels, n.properties)]
+    turns = sorted(((n.id, dict(n.properties)) for n in nodes), key=lambda t: indexed_form.order_key(t[0], t[1]))
+    known = list(dict.fromkeys(name for _, props in turns if (name := speaker_of(props))))
+    return write(store, account_id, turns, guards=guards, known=known) if turns else \
+        {"entities": 0, "facts": 0, "edges": 0, "closed": 0}
+
+
 def backfill(store: GraphStore, account_id: str, *, batch_size: int = 500) -> dict[str, int]:
     """Extract the entities and facts of every live node of the account with text (turns, notes,
     chunks: :func:`extractable`; ``plughost memory reindex --entities``): every node read first

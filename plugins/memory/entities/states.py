@@ -73,7 +73,7 @@ _POSSESSIVE = re.compile(r"(?:(?<![\w'’])(?P<my>[Mm]y)|(?P<owner>[A-Z][\w\-]{0
                          r"husband|spouse|car|email|address|name)\s+is\s+(?:now\s+)?(?P<obj>[^,;!?\n]{1,80})")
 _WHO = r"(?P<who>(?:the\s+)?[A-Z][\w'’\-]{0,30}(?:\s+[A-Z][\w'’\-]{0,30}){0,2})"
 _ITEM = (r"(?:[Tt]he\s+|[Oo]ur\s+|[Mm]y\s+)?(?P<item>(?:(?!(?:now|is|are|was|were|costs?|went|has|had|the)\b)"
-         r"[A-Za-z][\w'’\-]*\s+){0,3}(?!(?:now|is|are|was|were|costs?|the)\b)[A-Za-z][\w'’\-]*)")
+         r"[A-Za-z][\w'’\-]{0,40}\s+){0,3}(?!(?:now|is|are|was|were|costs?|the)\b)[A-Za-z][\w'’\-]{0,40})")
 _MONEY = r"(?P<money>[€$£]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:euros?|dollars?|pounds?|EUR|USD|GBP)\b)"
 _ROLE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((p, re.compile(r)) for p, r in (
     ("ownedBy", rf"{_WHO}\s+(?:now\s+)?owns\s+{_ITEM}"),
