@@ -48,3 +48,42 @@ def test_questions() -> None:
     assert question("Where did Maya live before?") is None
     assert question("Where did Maya live as of 1 July 2025?").as_of == "2025-07-01"
     assert question("What did you recommend for dinner?") is None
+
+
+def _transcript(path: Path, turns: list[tuple[str, str, str]]) -> Path:
+    lines = []
+    for i, (role, text, at) in enumerate(turns):
+        content: Any = text if role == "user" else [{"type": "text", "text": text}]
+        lines.append({"type": role, "uuid": f"{path.stem}-{i}", "timestamp": at,
+                      "message": {"role": role, "content": content,
+                                  **({"id": f"msg-{path.stem}-{i}"} if role == "assistant" else {})}})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_the_turn_recorders_transcripts_make_facts_that_answer(make_host: Any, plughost_home: Path,
+                                                               tmp_path: Path) -> None:
+    from plughost.plugins.channels.turn_recorder import record_turn
+    from plughost.plugins.memory.entities.graph import FACT_LABEL
+    from plughost.plugins.memory.retrieval.service import run_search
+    from tests.conftest import ensure_account
+
+    env = {"PLUGHOST_SESSION_ROLE": "admin", "ACCOUNT_ID": "acct-0001", "PLUGHOST_HOME": str(plughost_home),
+           "PLUGHOST_MEMORY_ENTITIES": "1", "PLUGHOST_EMBEDDER": "none"}
+    ensure_account(env)
+    host = make_host(**env)
+    old = _transcript(tmp_path / "a.jsonl", [
+        ("user", "I work at Northwind, mostly on the design system. Work at Northwind is calm.", "2025-03-01T09:00:00Z"),
+        ("assistant", "Noted: you work at Northwind.", "2025-03-01T09:00:05Z")])
+    new = _transcript(tmp_path / "b.jsonl", [
+        ("user", "Quick update: I now work at Blue Harbor Labs.", "2025-09-01T09:00:00Z"),
+        ("assistant", "Congratulations on the new job!", "2025-09-01T09:00:05Z")])
+    for session, path in (("sess-a", old), ("sess-b", new)):
+        stdin = json.dumps({"session_id": session, "transcript_path": str(path)}).encode()
+        assert record_turn(stdin, {**env}, host) == 0
+    facts = host.store().find(guards=Guards("acct-0001"), labels=[FACT_LABEL], where={"predicate": "worksAt"},
+                              limit=10)
+    current = {f.properties["objectKey"]: f.properties.get("validTo") for f in facts}
+    assert current["blue harbor labs"] is None and current["northwind"] == "2025-09-01T09:00:00Z"
+    rows = run_search(host, SearchRequest("Where do I work now?", limit=5, expand_hops=0), env=env).rows
+    assert rows[0].node.properties["text"] == "Quick update: I now work at Blue Harbor Labs."
