@@ -9,9 +9,11 @@ one. For a question that names a single-valued predicate ("live", "work", "marri
 
 * **now** (no date named, not asked in the past: "now", "currently", "these days", "still", or
   the present tense): the current fact is the one without ``validTo``;
-* **as of a date** ("as of 1 July 2025", "in March 2024"): the fact with
-  ``validFrom <= date < validTo``;
-* a past question without a date ("Where did Maya live before?") is left alone.
+* **as of a date** ("as of 1 July 2025", "Where did Maya live in March 2024?": "as of", "back in"
+  or a past question naming a date): the fact with ``validFrom <= date < validTo``; a date in
+  a present question ("In May, which car does Tom drive now?") leaves the question alone;
+* a past or future question without a date ("Where did Maya live before?", "Which city will
+  Maya live in after the move?") is left alone.
 
 The turns that state the chosen fact (``STATES`` edges, under the caller's guards) score
 ``best × (1 + bump)``, ``best`` the pool's best score: first; one missing from the pool joins it.
@@ -36,8 +38,8 @@ DEMOTE = 0.5
 """The factor of a turn that states only another (superseded) value."""
 FACTS_PER_PREDICATE = 1000
 _CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((p, re.compile(r, re.I)) for p, r in (
-    ("livesIn", r"\b(?:live|lives|living|based|reside|resides|residing|home)\b"),
-    ("worksAt", r"\b(?:work|works|working|job|employer|employed|company)\b"),
+    ("livesIn", r"(?<!see )(?<!saw )(?<!seen )(?<!watch )(?<!hear )\b(?:live|lives|living|based|reside|resides|residing)\b"),
+    ("worksAt", r"(?<!the )\b(?:work|works|working|job|employer|employed|company)\b"),
     ("marriedTo", r"\b(?:married|wife|husband|spouse)\b"),
     ("drives", r"\b(?:drive|drives|driving|car)\b"),
     ("phoneNumber", r"\b(?:phone|number|mobile)\b"),
@@ -48,7 +50,8 @@ _CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((p, re.compile(r, re.I)) 
 _FAVOURITE = re.compile(r"\bfavou?rite\s+([a-z]+)", re.I)
 _PAST = re.compile(r"\b(?:did|was|were|used to|before|previously|formerly|originally|at first|first|old|earlier)\b",
                    re.I)
-_AS_OF = re.compile(r"\b(?:as of|as at|back in|in|on|at the time of|by)\b", re.I)
+_FUTURE = re.compile(r"\b(?:will|going to|gonna|after the|next|plan|plans|planning|soon)\b", re.I)
+_AS_OF = re.compile(r"\b(?:as of|as at|back in|at the time of)\b", re.I)
 _ME = re.compile(r"\b(?:I|my|me)\b")
 _SELF_KEYS = ("user", "owner", "me")
 
@@ -71,12 +74,10 @@ def question(query: str) -> Question | None:
     predicates = [p for p in dict.fromkeys(predicates) if single_valued(p)]
     if not predicates:
         return None
-    as_of = ""
-    if _AS_OF.search(query):
-        dates = [m.key for m in extract(query).mentions if m.kind == "date" and not m.key.startswith("-")]
-        as_of = dates[0] if dates else ""
-    if not as_of and _PAST.search(query):
-        return None
+    dates = [m.key for m in extract(query).mentions if m.kind == "date" and not m.key.startswith("-")]
+    as_of = dates[0] if dates and (_AS_OF.search(query) or _PAST.search(query)) else ""
+    if not as_of and (dates or _PAST.search(query) or _FUTURE.search(query)):
+        return None  # a past or future question, or a date that is not an "as of" ("In May, ...")
     words = " " + " ".join(re.findall(r"[\w']+", normalise(query).replace("'s ", " "))) + " "
     return Question(tuple(predicates), as_of, words, bool(_ME.search(query)))
 

@@ -46,8 +46,12 @@ def test_the_current_fact_ranks_first(store: Any) -> None:
 def test_questions() -> None:
     assert question("Where does Maya live now?").predicates == ("livesIn",)
     assert question("Where did Maya live before?") is None
+    assert question("Which city will Maya live in after the move?") is None
     assert question("Where did Maya live as of 1 July 2025?").as_of == "2025-07-01"
     assert question("What did you recommend for dinner?") is None
+    assert question("Which band did Carlos see live?") is None
+    assert question("How much can Tom spend on the works?").predicates == ("price",)
+    assert question("In January 2026, which car does Jonas drive now?") is None
 
 
 def _transcript(path: Path, turns: list[tuple[str, str, str]]) -> Path:
