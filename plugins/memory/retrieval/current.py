@@ -28,10 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from plughost import GraphStore, Guards, Node
+from plughost.plugins.memory.embedding.indexed_form import is_message
 from plughost.plugins.memory.entities.extract import extract, normalise
 from plughost.plugins.memory.entities.graph import FACT_LABEL, STATES
 from plughost.plugins.memory.entities.states import single_valued, thing_predicate
-from plughost.plugins.memory.embedding.indexed_form import is_message
 from plughost.plugins.memory.retrieval.rows import Row
 
 DEMOTE = 0.5

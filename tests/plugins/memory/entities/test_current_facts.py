@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plughost.plugins.memory.conversations import Conversations
+from plughost.plugins.memory.conversations.service import Conversations
 from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plughost.plugins.memory.retrieval.current import question
 from plughost.ports.graph import Guards
