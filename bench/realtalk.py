@@ -64,9 +64,12 @@ BEFORE = {"PLUGHOST_GS_STEM": "1", "PLUGHOST_GS_STOPWORDS": "1", "PLUGHOST_GS_NO
           "PLUGHOST_GS_VECTOR_WEIGHT": "0.5", "PLUGHOST_GS_CANDIDATES": "200", "PLUGHOST_GS_NEIGHBOURS": "0.3",
           "PLUGHOST_GS_NEIGHBOURS_BACK": "0", "PLUGHOST_GS_RRF": "0", "PLUGHOST_GS_ENTITIES": "0",
           "PLUGHOST_GS_CLASSIFY": "0", "PLUGHOST_GS_DATED": "0", "PLUGHOST_GS_SPEAKER": "0", "PLUGHOST_GS_SESSION": "0",
-          "PLUGHOST_GS_DATES": "0", "PLUGHOST_GS_MESSAGE_WEIGHT": "1"}
+          "PLUGHOST_GS_DATES": "0", "PLUGHOST_GS_MESSAGE_WEIGHT": "1", "PLUGHOST_GS_FACTS": "0"}
 """The defaults before this bench existed, spelled out (so "before" stays "before" whatever ships)."""
 DEFAULTS = "defaults (no PLUGHOST_GS_* set)"
+UNDER_TEST: tuple[tuple[str, dict[str, str]], ...] = (("defaults + facts 0.2", {"PLUGHOST_GS_FACTS": "0.2"}),)
+"""Stages measured on both halves in every run, beside "before" and the defaults: the shipped
+defaults with one stage changed, so its before / after stands in one run."""
 
 
 @dataclass(frozen=True)
@@ -330,7 +333,7 @@ def main() -> int:
     configs: list[tuple[str, dict[str, str], tuple[str, ...]]] = []
     wanted = ("tune", "held") if args.half == "both" else (args.half,)
     if not args.only_ablations:
-        configs += [("before", BEFORE, wanted), (DEFAULTS, {}, wanted)]
+        configs += [("before", BEFORE, wanted), *[(name, env, wanted) for name, env in UNDER_TEST], (DEFAULTS, {}, wanted)]
     if args.ablations or args.only_ablations:
         configs += [(name, env, ("tune",)) for name, env in ablations()]
     lines = []

@@ -8,8 +8,9 @@ so a run killed at any point (kill -9 included) is continued by running the comm
 starts after the last recorded batch, and the batch it redoes lands on the same ids.
 
 Then it verifies, per account: the node count per label and the edge count equal on both
-sides, and a sample of searches (full-text on a node's own words, vector on its own embedding)
-finds the node on Neo4j wherever it does on the embedded store (vectors: on the labels Neo4j
+sides; a sample of full-text searches on a node's own words agrees on average (top-5 overlap and
+the node found, at least :data:`OVERLAP_MIN`, printed), and vector searches on a node's own
+embedding find it at the same score (vectors: on the labels Neo4j
 indexes, ``VECTOR_LABELS``; the embedded store scores every label's). Only then does it record the
 install's store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE=neo4j`` and the ``NEO4J_*`` connection,
 :func:`plughost.runtime.install_record.record_store`), which every later process reads (serve, the
@@ -33,6 +34,15 @@ from plughost.plugins.graph.export import line_of
 STATE_FILE = "graph-migrate.json"
 SAMPLE = 20
 """Searches compared per account (full-text and vector each)."""
+OVERLAP_MIN = 0.8
+"""What the full-text check promises: the two stores' top 5 for a node's own words share this much
+on average, and the node is in Neo4j's top 10 for this share of the searches that find it
+embedded (both analyse alike, English stemming, but score each its own way: Lucene per field, FTS5
+over the text union; ties may fall apart differently)."""
+STOP_WORDS = frozenset("a an and are as at be but by for if in into is it no not of on or such that the their then "
+                       "there these they this to was will with".split())
+"""Lucene's English stop words, which Neo4j's ``english`` analyzer drops and FTS5 keeps: left out
+of the sampled queries so both sides match the same words."""
 CONNECTION_KEYS = ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE")
 
 
@@ -185,16 +195,23 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
         problems.append(f"edges: {e_ours} embedded, {e_theirs} neo4j")
     searched = found = 0
     g = Guards(account)
+    overlaps: list[float] = []
+    kept: list[float] = []
     for node in _sample(source, account, sample):
-        words = text_of(node.properties).split()[:4]
+        words = [w for w in text_of(node.properties).split() if w.lower().strip(".,;:!?\"'()") not in STOP_WORDS][:4]
         if words:
             query = " ".join(words)
-            here = {h.node.id for h in source.fulltext_search(query, 10, guards=g)}
-            there = {h.node.id for h in store.fulltext_search(query, 10, guards=g)}
+            here = [h.node.id for h in source.fulltext_search(query, 10, guards=g, stemmed=True)]
+            there = [h.node.id for h in store.fulltext_search(query, 10, guards=g, stemmed=True)]
             searched += 1
-            if node.id in here and node.id not in there:
-                problems.append(f"search '{query[:40]}': {node.id} found embedded, not on neo4j")
-            else:
+            overlap = top_overlap(here, there)
+            overlaps.append(overlap)
+            if node.id in here:
+                kept.append(float(node.id in there))
+            if overlap < 1.0:
+                log("graph-migrate", "rank-differs", account=account[:8], query=repr(query[:40]), top5_overlap=f"{overlap:.2f}",
+                    node_found=node.id in there)
+            if overlap >= OVERLAP_MIN:
                 found += 1
         indexed = [label for label in node.labels if label in VECTOR_LABELS]
         if node.has_embedding and indexed:  # Neo4j searches vectors of the indexed labels only
@@ -209,11 +226,26 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
                                     f"{there_v[0].score if there_v else 'none'} neo4j")
                 else:
                     found += 1
+    overlap = sum(overlaps) / len(overlaps) if overlaps else 1.0
+    recall = sum(kept) / len(kept) if kept else 1.0
+    if overlap < OVERLAP_MIN:
+        problems.append(f"full-text: mean top-5 overlap {overlap:.2f} below {OVERLAP_MIN} over {len(overlaps)} searches")
+    if recall < OVERLAP_MIN:
+        problems.append(f"full-text: the searched node in neo4j's top 10 for {recall:.2f} of searches, below {OVERLAP_MIN}")
     for problem in problems:
         log("graph-migrate", "mismatch", account=account[:8], detail=problem)
     log("graph-migrate", "verified", account=account[:8], labels=len(ours), nodes=sum(ours.values()),
-        edges=e_ours, searches=searched, agreed=found, mismatches=len(problems))
+        edges=e_ours, searches=searched, agreed=found, top5_overlap=f"{overlap:.2f}", node_found=f"{recall:.2f}",
+        threshold=OVERLAP_MIN, mismatches=len(problems))
     return problems
+
+
+def top_overlap(here: list[str], there: list[str], k: int = 5) -> float:
+    """The share of the first list's top ``k`` that the second's top ``k`` holds (1 when both are empty)."""
+    a, b = here[:k], there[:k]
+    if not a and not b:
+        return 1.0
+    return len(set(a) & set(b)) / max(len(a), len(b))
 
 
 def _sample(source: Any, account: str, size: int) -> list[Any]:

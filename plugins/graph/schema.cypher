@@ -60,10 +60,13 @@ CREATE VECTOR INDEX report_embedding IF NOT EXISTS FOR (n:Report) ON (n.embeddin
 OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
 
 // BM25 over the canonical text-property union, on every label: the store gives each node the
-// base label GraphNode, so a brand's own labels are found too, as on the embedded store (an
-// index of an older label list is dropped and rebuilt by the first writer that starts).
+// base label GraphNode, so a brand's own labels are found too, as on the embedded store. The
+// English analyzer stems (Porter) as the embedded store's stemmed shadow does, so one query ranks
+// alike on both (an index of an older label list or analyzer is dropped and rebuilt by the
+// first writer that starts).
 CREATE FULLTEXT INDEX entity_search IF NOT EXISTS FOR (n:GraphNode)
-ON EACH [n.name, n.firstName, n.lastName, n.givenName, n.familyName, n.title, n.summary, n.body, n.content, n.description, n.headline, n.email, n.subject, n.bodyPreview, n.compiledTruth, n.keywords, n.text, n.value, n.key, n.category, n.searchContext];
+ON EACH [n.name, n.firstName, n.lastName, n.givenName, n.familyName, n.title, n.summary, n.body, n.content, n.description, n.headline, n.email, n.subject, n.bodyPreview, n.compiledTruth, n.keywords, n.text, n.value, n.key, n.category, n.searchContext]
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}};
 
 // Leases of the serve processes sharing this database (plugins/graph/neo4j_store/leases.py): one
 // node per name, taken by MERGE, so the name is unique. No GraphNode label: no account reads them.

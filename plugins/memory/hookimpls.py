@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plughost import hookimpl
+from plughost import hookimpl, log
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import (
@@ -195,9 +195,16 @@ def plughost_startup_standing_audit(host: Host) -> None:
 
 @hookimpl
 def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]) -> None:
-    """Stored Messages get their vector: queued under ``serve``, in place elsewhere."""
+    """Stored Messages get their vector (queued under ``serve``, in place elsewhere) and, with
+    ``PLUGHOST_MEMORY_ENTITIES=1``, their entities and facts (the turn recorder's transcripts too)."""
+    from plughost.plugins.memory import entities
     from plughost.plugins.memory.embedding import queue as embed_queue
 
+    if message_ids and entities.enabled(host.env):
+        try:
+            entities.write_stored(host.store(), account_id, message_ids)
+        except Exception as exc:  # noqa: BLE001 — stored all the same; reindex --entities extracts them later
+            log("memory-entities", "warn", reason="extract-failed", count=len(message_ids), error=type(exc).__name__)
     embed_queue.messages_stored(host, account_id, message_ids)
 
 

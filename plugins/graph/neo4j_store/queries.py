@@ -170,7 +170,8 @@ Q_WIPE_KEY = "MATCH (l:Lease {name: $name}) DELETE l"
 Q_WIPE = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}})
 CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 10000 ROWS"""
 Q_INDEXES = "SHOW INDEXES YIELD name, labelsOrTypes, type, options WHERE type = 'VECTOR' RETURN name, labelsOrTypes, options"
-Q_INDEX_NAMES = "SHOW INDEXES YIELD name, labelsOrTypes, properties RETURN name, labelsOrTypes, properties"
+Q_INDEX_NAMES = ("SHOW INDEXES YIELD name, labelsOrTypes, properties, options "
+                 "RETURN name, labelsOrTypes, properties, options")
 Q_VECTOR_DEFS = """SHOW INDEXES YIELD name, type, labelsOrTypes, properties, options WHERE type = 'VECTOR'
 RETURN name, labelsOrTypes, properties, options ORDER BY name"""
 Q_LABELS_PRESENT = "CALL db.labels() YIELD label RETURN collect(label) AS labels"

@@ -33,12 +33,25 @@ def statement_name(statement: str) -> str:
     return found.group(1)
 
 
-def fulltext_shape(statement: str) -> tuple[list[str], list[str]]:
-    """(labels, properties) a CREATE FULLTEXT INDEX statement names, sorted (for drift checks)."""
-    labels = re.search(r"FOR \(n:([\w|]+)\)", statement)
-    props = re.findall(r"n\.(\w+)", statement.split("ON EACH", 1)[-1])
-    return sorted(labels.group(1).split("|")) if labels else [], sorted(props)
+FULLTEXT_DEFAULT_ANALYZER = "standard-no-stop-words"
+"""Neo4j's analyzer for a full-text index created without ``fulltext.analyzer``: no stemming."""
 
+
+def fulltext_shape(statement: str) -> tuple[list[str], list[str], str]:
+    """(labels, properties, analyzer) a CREATE FULLTEXT INDEX statement names, sorted (for drift checks)."""
+    labels = re.search(r"FOR \(n:([\w|]+)\)", statement)
+    on_each = statement.split("ON EACH", 1)[-1]
+    props = re.findall(r"n\.(\w+)", on_each.split("OPTIONS", 1)[0])
+    analyzer = re.search(r"`fulltext\.analyzer`\s*:\s*'([\w-]+)'", statement)
+    return (sorted(labels.group(1).split("|")) if labels else [], sorted(props),
+            analyzer.group(1) if analyzer else FULLTEXT_DEFAULT_ANALYZER)
+
+
+def index_shape(row: Any) -> tuple[list[str], list[str], str]:
+    """(labels, properties, analyzer) of a ``SHOW INDEXES`` row (the analyzer only for full-text ones)."""
+    config = ((row.get("options") if hasattr(row, "get") else None) or {}).get("indexConfig") or {}
+    return (sorted(row["labelsOrTypes"] or []), sorted(row["properties"] or []),
+            str(config.get("fulltext.analyzer") or FULLTEXT_DEFAULT_ANALYZER))
 
 
 def ensure_schema(rows: Callable[[str], list[Any]], auto: Callable[[str], None], *, dimensions: int,
@@ -49,14 +62,13 @@ def ensure_schema(rows: Callable[[str], list[Any]], auto: Callable[[str], None],
     Nothing runs when everything is there, so a read-only database user can start a store;
     a reader (``read_only``) never runs DDL and only logs what is missing.
     """
-    indexes = {r["name"]: (sorted(r["labelsOrTypes"] or []), sorted(r["properties"] or []))
-               for r in rows(Q_INDEX_NAMES)}
+    indexes = {r["name"]: index_shape(r) for r in rows(Q_INDEX_NAMES)}
     present = set(indexes) | {r["name"] for r in rows(Q_CONSTRAINT_NAMES)}
     wanted = [(statement_name(s), s) for s in schema_statements(dimensions)]
     missing = [(name, s) for name, s in wanted if name not in present]
     changed = [(name, s) for name, s in wanted if name in indexes and name == FULLTEXT_INDEX
                and indexes[name] != fulltext_shape(s)]
-    if changed and not read_only:  # the text-property union grew: rebuild the BM25 index
+    if changed and not read_only:  # the text-property union grew or the analyzer changed: rebuild the BM25 index
         for name, _ in changed:
             auto(f"DROP INDEX {name} IF EXISTS")
             log("graph-store", "schema-dropped", name=name, reason="definition-changed")

@@ -13,7 +13,8 @@ from plughost.plugins.memory.entities.graph import (
     sweep,
     withdraw,
     write,
+    write_stored,
 )
 
 __all__ = ["DERIVED_LABELS", "ENTITY_LABEL", "FACT_LABEL", "MENTIONS", "derivation", "enabled", "extractable",
-           "sweep", "withdraw", "write"]
+           "sweep", "withdraw", "write", "write_stored"]

@@ -37,6 +37,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from plughost.plugins.memory.entities.states import ENDED, SINGLE_VALUED_PREDICATES, single_valued, states
+
 MAX_TEXT = 20_000
 MAX_MENTIONS = 40
 MAX_FACTS = 8
@@ -126,8 +128,9 @@ _MY_IS = re.compile(r"(?<![\w'’])[Mm]y\s+(?P<thing>(?:favou?rite\s+)?[a-z]+)\s
 _OBJ_STOP = re.compile(_BREAK, re.I)
 _ADDRESS = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|www\.\S+")
 _ARTICLE = re.compile(r"^(?:(?:as|a|an|the|my|our|his|her|their|some|new)\s+)+", re.I)
-SINGLE_VALUED = frozenset({"livesIn", "worksAt", "name", "favouriteColour", "favouriteSeason"})
-"""Predicates a subject holds one object of at a time: a new object closes the old fact (validTo)."""
+SINGLE_VALUED = SINGLE_VALUED_PREDICATES
+"""Predicates a subject holds one object of at a time: a new object closes the old fact (validTo);
+every ``favourite...`` too (:func:`~.states.single_valued`)."""
 _SPEAKER_WORDS = frozenset({"i", "i'm", "i've", "we", "we're", "we've", "me", "my"})
 
 
@@ -152,7 +155,7 @@ class Triple:
 
     @property
     def single_valued(self) -> bool:
-        return self.predicate in SINGLE_VALUED
+        return single_valued(self.predicate)
 
 
 @dataclass
@@ -387,6 +390,20 @@ def _subject(raw: str, speaker: str | None) -> str | None:
 
 
 def _facts(text: str, speaker: str | None, out: Extraction) -> None:
+    """The state statements first (:mod:`.states`: what changes over time), then the other verb
+    phrases; a subject and single-valued predicate a state statement gave are not read twice."""
+    for s in states(text, speaker):
+        out.facts.append(Triple(s.subject, s.predicate, s.object, normalise(s.subject),
+                                "ended" if s.object == ENDED else normalise(s.object)))
+    stated = {(f.subject_key, f.predicate) for f in out.facts}
+    first = len(out.facts)
+    _verb_facts(text, speaker, out)
+    out.facts[:] = [f for i, f in enumerate(out.facts)
+                    if not (i >= first and (f.subject_key, f.predicate) in stated and f.single_valued)
+                    and f not in out.facts[:i]][:MAX_FACTS]
+
+
+def _verb_facts(text: str, speaker: str | None, out: Extraction) -> None:
     for m in _FACT.finditer(text):
         if len(out.facts) >= MAX_FACTS:
             return

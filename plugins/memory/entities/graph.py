@@ -39,7 +39,8 @@ from plughost import GraphStore, Guards, Node, log
 from plughost.api.store import write_defaults
 from plughost.api.util import read_time
 from plughost.plugins.memory.embedding import indexed_form
-from plughost.plugins.memory.entities.extract import SINGLE_VALUED, Extraction, extract, known_keys, normalise
+from plughost.plugins.memory.entities.extract import Extraction, extract, known_keys, normalise
+from plughost.plugins.memory.entities.states import single_valued
 from plughost.plugins.memory.settings import MEMORY_ENTITIES
 
 ENTITY_LABEL = "Entity"
@@ -200,7 +201,7 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
     missing = store.create_edges(planned.edges, account_id=account_id, guards=guards)
     closed: dict[str, dict[str, Any]] = {}
     for (_, predicate, _, _), fids in groups.items():
-        if predicate not in SINGLE_VALUED:
+        if not single_valued(predicate):
             continue
         members = {**{k: v for k, v in stored.items()
                       if v.get("subjectKey") == planned.facts[fids[0]]["subjectKey"]
@@ -215,6 +216,19 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
               "closed": len(closed)}
     log("memory-entities", "op=write", **counts, ms=round((time.perf_counter() - started) * 1000, 1))
     return counts
+
+
+def write_stored(store: GraphStore, account_id: str, message_ids: Iterable[str]) -> dict[str, int]:
+    """:func:`write` for Messages another plugin stored (the turn recorder's transcripts, the
+    channels' turns: the ``plughost_messages_stored`` hook), read back under the account's guards,
+    oldest first so their facts close in order; the conversation's speakers are the known names."""
+    guards = Guards(account_id)
+    nodes = [n for n in (store.get(i, guards=guards) for i in dict.fromkeys(message_ids))
+             if n is not None and extractable(n.labels, n.properties)]
+    turns = sorted(((n.id, dict(n.properties)) for n in nodes), key=lambda t: indexed_form.order_key(t[0], t[1]))
+    known = list(dict.fromkeys(name for _, props in turns if (name := speaker_of(props))))
+    return write(store, account_id, turns, guards=guards, known=known) if turns else \
+        {"entities": 0, "facts": 0, "edges": 0, "closed": 0}
 
 
 def backfill(store: GraphStore, account_id: str, *, batch_size: int = 500) -> dict[str, int]:
@@ -349,7 +363,7 @@ def _reopen(store: GraphStore, account_id: str, removed: Sequence[Node]) -> int:
     acct = Guards(account_id)
     groups = {(str(f.properties.get("subjectKey")), str(f.properties.get("predicate")),
                repr(_visibility(f.properties))): f for f in removed
-              if f.properties.get("predicate") in SINGLE_VALUED}
+              if single_valued(str(f.properties.get("predicate")))}
     changed: list[dict[str, Any]] = []
     for (subject_key, predicate, _), gone in groups.items():
         vis = _visibility(gone.properties)

@@ -30,7 +30,7 @@ SETTINGS: dict[str, Setting[Any]] = {
     "min_score": s.SEARCH_MIN_SCORE, "paths": s.SEARCH_PATHS, "stem": s.SEARCH_STEM, "stopwords": s.SEARCH_STOPWORDS,
     "vector_weight": s.SEARCH_VECTOR_WEIGHT, "rrf_k": s.SEARCH_RRF_K, "rerank_depth": s.SEARCH_RERANK_DEPTH,
     "neighbours": s.SEARCH_NEIGHBOURS, "neighbours_back": s.SEARCH_NEIGHBOURS_BACK,
-    "entities": s.SEARCH_ENTITIES, "entity_weight": s.SEARCH_ENTITY_WEIGHT,
+    "entities": s.SEARCH_ENTITIES, "entity_weight": s.SEARCH_ENTITY_WEIGHT, "facts": s.SEARCH_FACTS,
     "mmr": s.SEARCH_MMR, "mmr_session": s.SEARCH_MMR_SESSION, "compound": s.SEARCH_COMPOUND,
     "classify": s.SEARCH_CLASSIFY, "dated": s.SEARCH_DATED, "recency": s.SEARCH_RECENCY,
     "recency_half_life": s.SEARCH_RECENCY_HALF_LIFE, "confidence": s.SEARCH_CONFIDENCE,
@@ -42,7 +42,7 @@ BASELINE: dict[str, Any] = {
     "expansion": False, "route": False, "rrf": False, "boosts": False, "dedup": False, "normalize": False,
     "candidates": DEFAULT_CANDIDATES, "min_score": 0.0, "paths": "hybrid", "stem": False, "stopwords": False,
     "vector_weight": VECTOR_WEIGHT, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH, "neighbours": 0.0,
-    "neighbours_back": 0.0, "entities": False, "entity_weight": s.SEARCH_ENTITY_WEIGHT.default,
+    "neighbours_back": 0.0, "entities": False, "entity_weight": s.SEARCH_ENTITY_WEIGHT.default, "facts": 0.0,
     "mmr": 1.0, "mmr_session": 0.0, "compound": False, "classify": False, "dated": 0.0,
     "recency": 0.0, "recency_half_life": 90.0, "confidence": 0.0,
     "session": 0.0, "speaker": 0.0, "message_weight": 1.0, "dates": 0.0,
@@ -74,6 +74,7 @@ class SearchFlags:
     neighbours_back: float = s.SEARCH_NEIGHBOURS_BACK.default
     entities: bool = s.SEARCH_ENTITIES.default
     entity_weight: float = s.SEARCH_ENTITY_WEIGHT.default
+    facts: float = s.SEARCH_FACTS.default
     mmr: float = s.SEARCH_MMR.default
     mmr_session: float = s.SEARCH_MMR_SESSION.default
     compound: bool = s.SEARCH_COMPOUND.default

@@ -18,7 +18,16 @@ from plughost import Embedder, GraphStore, Guards, Hit, Node, RetrievalBoost, Us
 from plughost.plugins.memory.entities.graph import DERIVED_LABELS
 from plughost.plugins.memory.retrieval import boosts as boost_stage
 from plughost.plugins.memory.retrieval import classify as classify_stage
-from plughost.plugins.memory.retrieval import composite, compound, dates, diversity, fuse, rank, route
+from plughost.plugins.memory.retrieval import (
+    composite,
+    compound,
+    current,
+    dates,
+    diversity,
+    fuse,
+    rank,
+    route,
+)
 from plughost.plugins.memory.retrieval import entities as entity_stage
 from plughost.plugins.memory.retrieval import expand as expand_stage
 from plughost.plugins.memory.retrieval import neighbours as neighbour_stage
@@ -139,7 +148,8 @@ def search(
     started = time.perf_counter()
     stats: dict[str, Any] = {"expand_ms": 0.0, "embed_ms": 0.0, "vector_ms": 0.0, "bm25_ms": 0.0, "entity_ms": 0.0, "fuse_ms": 0.0,
                              "rerank_ms": 0.0, "expansions": 0, "vector": 0, "bm25": 0, "entity": 0, "fused": 0, "boosted": 0,
-                             "neighbours": 0, "sessions": 0, "deduped": 0, "composite": 0}
+                             "neighbours": 0, "sessions": 0, "deduped": 0, "composite": 0, "facts": 0,
+                             "facts_ms": 0.0}
 
     # CLASSIFY (the caller's class wins)
     klass = request.retrieval_class
@@ -327,6 +337,13 @@ class _Stage:
         moved += dates.bump(pool, query, flags.dates)
         moved += composite.message_weight(pool, flags.message_weight)
         self._add("composite", moved)
+
+        # CURRENT FACTS (a state question: the turn stating the current or as-of value first)
+        if flags.facts > 0 and not plan.skip:
+            t = time.perf_counter()
+            self._add("facts", current.apply(pool, store, query, guards, flags.facts, visible=self.visible,
+                                             labels=request.labels))
+            self._add("facts_ms", (time.perf_counter() - t) * 1000)
 
         # DEDUP
         rows = dedup(pool, layered=flags.dedup)

@@ -80,6 +80,7 @@ def test_index_options_are_pinned() -> None:
     assert labels == ["GraphNode"]  # every node: the base label the store gives each one
     props = re.findall(r"n\.(\w+)", fulltext[0].split("ON EACH", 1)[1])
     assert props == list(TEXT_PROPERTIES)
+    assert "`fulltext.analyzer`: 'english'" in fulltext[0]  # stems, as the embedded store's shadow index
 
 
 @pytest.mark.parametrize("query", [

@@ -69,7 +69,8 @@ def test_env_flags_default_to_the_shipped_stages_and_zero_gives_the_baseline():
     off = {"PLUGHOST_GS_STEM": "0", "PLUGHOST_GS_STOPWORDS": "0", "PLUGHOST_GS_NORMALIZE": "off",
            "PLUGHOST_GS_VECTOR_WEIGHT": "0.7", "PLUGHOST_GS_CANDIDATES": "50", "PLUGHOST_GS_RRF": "no",
            "PLUGHOST_GS_NEIGHBOURS": "0", "PLUGHOST_GS_NEIGHBOURS_BACK": "0", "PLUGHOST_GS_SESSION": "0",
-           "PLUGHOST_GS_SPEAKER": "0", "PLUGHOST_GS_DATES": "0", "PLUGHOST_GS_MESSAGE_WEIGHT": "1"}
+           "PLUGHOST_GS_SPEAKER": "0", "PLUGHOST_GS_DATES": "0", "PLUGHOST_GS_MESSAGE_WEIGHT": "1",
+           "PLUGHOST_GS_FACTS": "0"}
     assert SearchFlags.from_env(off) == SearchFlags.baseline()
     for bad in ({"PLUGHOST_GS_STEM": "maybe"}, {"PLUGHOST_GS_VECTOR_WEIGHT": "1.5"}, {"PLUGHOST_GS_RRF_K": "0"}):
         with pytest.raises(UserError, match=next(iter(bad))):
