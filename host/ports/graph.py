@@ -299,7 +299,7 @@ def session_conversation(store: GraphStore, guards: Guards, session_ids: Sequenc
         if found:
             return found[0].id, False
     first = session_ids[0]
-    taken = store.get(first, guards=Guards(guards.account_id), include_deleted=True) is not None
+    taken = store.get(first, guards=Principal.owner(guards.account_id).guards, include_deleted=True) is not None
     return session_conversation_id(first, taken), True
 
 
@@ -620,7 +620,7 @@ def resolve_conversation_id(store: GraphStore, secret: bytes, account_id: str, c
     the store's shared one wins (:func:`shared_key`)."""
     keyed = keyed_conversation_id(shared_key(store, account_id, secret), account_id, channel, sender)
     legacy = conversation_node_id(account_id, channel, sender)
-    g = Guards(account_id)
+    g = Principal.owner(account_id).guards
     for cid in (keyed, legacy):
         node = store.get(cid, guards=g, include_deleted=True)
         if node is not None and CONVERSATION_LABEL in node.labels and (

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from plughost import Guards, StateKey, log
+from plughost import Guards, Principal, StateKey, log
 from plughost.api import hooks
 from plughost.api.store import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, resolve_conversation_id, visitor_key
 from plughost.plugins.channels import compose as composing
@@ -225,7 +225,7 @@ class Gateway:
         return self.host.store()
 
     def guards(self) -> Guards:
-        return Guards(self.require_account())
+        return Principal.owner(self.require_account()).guards
 
     @property
     def claims(self) -> Claims | LeaseClaims:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from plughost import Guards, UserError, log
+from plughost import Principal, UserError, log
 from plughost.api.store import VECTOR_LABELS, stamps_of
 from plughost.plugins.graph.common import prepare_row, text_of
 from plughost.plugins.graph.export import line_of
@@ -184,7 +184,7 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
     if e_ours != e_theirs:
         problems.append(f"edges: {e_ours} embedded, {e_theirs} neo4j")
     searched = found = 0
-    g = Guards(account)
+    g = Principal.owner(account).guards
     for node in _sample(source, account, sample):
         words = text_of(node.properties).split()[:4]
         if words:

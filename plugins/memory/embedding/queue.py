@@ -189,10 +189,10 @@ def messages_stored(host: Host, account_id: str, message_ids: Sequence[str]) -> 
     embedder = host.embedder()
     if embedder is None:
         return
-    from plughost import Guards
+    from plughost import Principal
 
     store = host.store()
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     nodes = [n for n in (store.get(i, guards=guards) for i in dict.fromkeys(message_ids)) if n is not None]
     started = time.perf_counter()
     try:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from plughost import Embedder, GraphStore, Guards, UserError, log
+from plughost import Embedder, GraphStore, Principal, UserError, log
 from plughost.api.store import MESSAGE_LABEL
 from plughost.api.util import Progress
 from plughost.plugins.memory.embedding import indexed_form
@@ -102,7 +102,7 @@ def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> i
     content). Logs ``[reindex] op=chunk-summaries backfilled=N``; returns N."""
     from plughost.plugins.memory.sectioniser import chunk_summary
 
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     rows: list[dict[str, Any]] = []
     offset = 0
     while True:
@@ -155,7 +155,7 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
     returns how many Messages changed. Without an embedder only the property (and so BM25) changes.
     """
     turns = indexed_form.context_turns() if turns is None else turns
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     conversations: dict[str, list[Any]] = defaultdict(list)
     if conversation_ids is None:
         offset = 0

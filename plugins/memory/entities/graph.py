@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from plughost import GraphStore, Guards, Node, log
+from plughost import GraphStore, Guards, Node, Principal, log
 from plughost.api.store import write_defaults
 from plughost.api.util import read_time
 from plughost.plugins.memory.embedding import indexed_form
@@ -222,7 +222,7 @@ def backfill(store: GraphStore, account_id: str, *, batch_size: int = 500) -> di
     chunks: :func:`extractable`; ``plughost memory reindex --entities``): every node read first
     (writes reorder the pages), then written by batch, oldest first; re-running it changes nothing
     (ids are derived, repeats merge)."""
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     turns: list[tuple[str, dict[str, Any]]] = []
     offset = 0
     while True:
@@ -250,7 +250,7 @@ def _candidates(store: GraphStore, account_id: str, source_id: str, versions: It
     """The ids of the derived nodes a source may link to: what its extraction gives for each of its
     ``versions`` (the known speakers as the account's person entities), the facts naming it as
     their ``sourceId``, and its derived 1-hop neighbours."""
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     known = [str(n.properties.get("entityName")) for n in store.find(guards=acct, labels=[ENTITY_LABEL],
                                                                       where={"kind": "person"}, limit=1000)]
     out: set[str] = set()
@@ -273,7 +273,7 @@ def withdraw(store: GraphStore, account_id: str, source_ids: Iterable[str], *, g
     a source's properties before the change (its derived ids follow from them). The cleanup runs
     under the account's own guards: it only removes.
     """
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     candidates: set[str] = set()
     unlinked = 0
     for sid in dict.fromkeys(source_ids):
@@ -304,7 +304,7 @@ def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str
     reaches (a Fact: a ``STATES`` source; an Entity: a ``MENTIONS`` source or a kept Fact ``ABOUT``
     it), unlink the sources whose visibility no longer matches, point a kept Fact's ``sourceId`` at
     a source it still has, and reopen the facts a removed one had closed."""
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     unlinked = 0
 
     def live(node: Node, sources: list[Node], edge_type: str) -> list[Node]:
@@ -346,7 +346,7 @@ def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str
 def _reopen(store: GraphStore, account_id: str, removed: Sequence[Node]) -> int:
     """Re-order the single-valued facts of the subjects whose facts were removed: a fact a removed
     one had closed is open again when nothing later is left (``validTo`` / ``supersededBy`` follow)."""
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     groups = {(str(f.properties.get("subjectKey")), str(f.properties.get("predicate")),
                repr(_visibility(f.properties))): f for f in removed
               if f.properties.get("predicate") in SINGLE_VALUED}
@@ -370,7 +370,7 @@ def _reopen(store: GraphStore, account_id: str, removed: Sequence[Node]) -> int:
 def sweep(store: GraphStore, account_id: str) -> dict[str, int]:
     """:func:`prune` over every Entity and Fact of the account (``plughost memory reindex --entities``,
     before the backfill): what only deleted, re-scoped or re-tagged sources reached goes."""
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     nodes: list[Node] = []
     for label in (FACT_LABEL, ENTITY_LABEL):
         offset = 0
