@@ -160,7 +160,7 @@ def _edges(source: Any, store: Any, account: str, done: dict[str, Any], state: C
         edges = [(s, t, d, p or None) for s, t, d, p in source.node_edges(sorted(mine), account_id=account)
                  if s in mine]
         if edges:
-            lost += len(store.create_edges(edges, account_id=account, validated=True))
+            lost += len(store.create_edges(edges, guards=Principal.system(account).guards, validated=True))
         done["edges"] = nodes[-1].id
         done["edges_count"] = int(done.get("edges_count", 0)) + len(edges)
         written += len(edges)

@@ -243,7 +243,8 @@ class Neo4jImport:
         self.late = []
         if not rest:
             return 0, []
-        missing = self.store.create_edges([(s, t, to, p) for s, t, to, p, _ in rest], account_id=self.account_id,
+        missing = self.store.create_edges([(s, t, to, p) for s, t, to, p, _ in rest],
+                                          guards=Principal.system(self.account_id).guards,
                                           validated=True)
         lost = [(rest[pos][4], rest[pos][1], rest[pos][2]) for pos in missing]
         return len(rest) - len(missing), lost

@@ -127,7 +127,8 @@ def _write_slice(store: GraphStore, account_id: str, visitor: str, conv: str, pa
             "channel": part[0].properties.get("channel"), "lines": lines, "text": "\n".join(lines),
             "messages": len(texts), "firstAt": _iso(_ns(part[0])), "lastAt": _iso(_ns(part[-1])),
             "createdAt": _iso(time.time_ns())}})
-    store.upsert_many(rows, account_id=account_id)  # the slice and its Messages' pending flags at once
+    # the slice and its Messages' pending flags at once
+    store.upsert_many(rows, guards=Principal.system(account_id).guards)
     log("visitor-memory", "op=slice", visitor=visitor[3:11], conversation=conv[5:13], messages=len(part),
         lines=len(lines), reason=why)
     return 1 if lines else 0

@@ -115,7 +115,7 @@ def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> i
             break
         offset += page
     for start in range(0, len(rows), page):
-        store.upsert_many(rows[start:start + page], account_id=account_id, guards=guards)
+        store.upsert_many(rows[start:start + page], guards=guards)
     log("reindex", "op=chunk-summaries", backfilled=len(rows))
     return len(rows)
 
@@ -190,6 +190,6 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
                 for row, text, vector in zip(rows, texts, vectors, strict=True):
                     if text:
                         row["embedding"] = vector
-        store.upsert_many(rows, account_id=account_id)
+        store.upsert_many(rows, guards=Principal.system(account_id).guards)
     log("reindex", "op=context", conversations=len(conversations), changed=len(changed), turns=turns)
     return len(changed)

@@ -196,8 +196,8 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
             props["sourceId"] = old.get("sourceId", props["sourceId"])
     rows = list(planned.rows.values()) + [{"id": fid, "labels": [FACT_LABEL], "properties": props}
                                           for fid, props in planned.facts.items()]
-    store.upsert_many(rows, account_id=account_id, guards=guards)
-    missing = store.create_edges(planned.edges, account_id=account_id, guards=guards)
+    store.upsert_many(rows, guards=guards)
+    missing = store.create_edges(planned.edges, guards=guards)
     closed: dict[str, dict[str, Any]] = {}
     for (_, predicate, _, _), fids in groups.items():
         if predicate not in SINGLE_VALUED:
@@ -210,7 +210,7 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
         closed.update(_order(list(members.items())))
     if closed:
         store.upsert_many([{"id": fid, "labels": [FACT_LABEL], "properties": props} for fid, props in closed.items()],
-                          account_id=account_id, guards=guards)
+                          guards=guards)
     counts = {"entities": len(planned.rows), "facts": len(planned.facts), "edges": len(planned.edges) - len(missing),
               "closed": len(closed)}
     log("memory-entities", "op=write", **counts, ms=round((time.perf_counter() - started) * 1000, 1))
@@ -284,7 +284,7 @@ def withdraw(store: GraphStore, account_id: str, source_ids: Iterable[str], *, g
         found = _candidates(store, account_id, sid, versions)
         for cid in sorted(found):
             for etype in (MENTIONS, STATES):
-                unlinked += store.delete_edge(sid, cid, etype, account_id=account_id, guards=acct)
+                unlinked += store.delete_edge(sid, cid, etype, guards=acct)
         candidates |= found
     nodes = [n for cid in sorted(candidates) if (n := store.get(cid, guards=acct, include_deleted=True)) is not None]
     counts = {"unlinked": unlinked, **prune(store, account_id, nodes)}
@@ -315,7 +315,7 @@ def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str
             if _visibility(src.properties) == vis:
                 keep.append(src)
             elif edge_type != ABOUT:  # a source now of another visibility: its edge is stale
-                unlinked += store.delete_edge(src.id, node.id, edge_type, account_id=account_id, guards=acct)
+                unlinked += store.delete_edge(src.id, node.id, edge_type, guards=acct)
         return keep
 
     facts = [n for n in nodes if FACT_LABEL in n.labels]
@@ -331,7 +331,7 @@ def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str
     if gone_facts:
         store.delete_nodes([f.id for f in gone_facts], guards=acct)
     if moved:
-        store.upsert_many(moved, account_id=account_id, guards=acct)
+        store.upsert_many(moved, guards=acct)
     ents = [n for n in nodes if ENTITY_LABEL in n.labels]
     mentions, about = _reaching(store, acct, ents, MENTIONS), _reaching(store, acct, ents, ABOUT)
     gone_ents = [e for e in ents if e.deleted or not (live(e, mentions.get(e.id, []), MENTIONS)
@@ -363,7 +363,7 @@ def _reopen(store: GraphStore, account_id: str, removed: Sequence[Node]) -> int:
             if any(props.get(k) != v for k, v in want.items()):
                 changed.append({"id": fid, "labels": [FACT_LABEL], "properties": want})
     if changed:
-        store.upsert_many(changed, account_id=account_id, guards=acct)
+        store.upsert_many(changed, guards=acct)
     return len(changed)
 
 

@@ -168,7 +168,7 @@ def on_session_start(host: Host, account: str, session_id: str, source: str) -> 
     if node is None or why is not None:
         log("compaction", "op=injected", conversation=conversation[:8], result=why, source=source)
         return {"output": None}
-    host.store().upsert_node([BRIEFING_LABEL], {"injectedAt": _iso(_now())}, account_id=account, node_id=node.id,
+    host.store().upsert_node([BRIEFING_LABEL], {"injectedAt": _iso(_now())}, node_id=node.id,
                              guards=guards)
     log("compaction", "op=injected", conversation=conversation[:8], briefing=node.id[9:17], source=source)
     return {"output": {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": render(node)}}}
