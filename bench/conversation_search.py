@@ -27,6 +27,8 @@ from pathlib import Path
 
 import results as bench_results  # bench/RESULTS.md, with --write-results
 
+from plughost import Principal
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ACCOUNT = "bench-conversations"
@@ -92,7 +94,7 @@ def build(store, n: int, per_conv: int, words, weights, rng: random.Random, vect
             rows.append({"id": conv, "labels": ["Conversation"],
                          "properties": {"channel": "webchat", "sessionId": f"session-{conv}", "scope": "admin"},
                          "edges": [{"type": HAS_MESSAGE, "to": m} for m in mids]})
-        store.upsert_many(rows, account_id=ACCOUNT)
+        store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
     return time.perf_counter() - started
 
 

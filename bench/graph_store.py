@@ -44,6 +44,8 @@ from pathlib import Path
 import numpy as np
 import results as bench_results  # bench/RESULTS.md, with --write-results
 
+from plughost import Principal
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 os.environ.setdefault("PLUGHOST_LOG_FILE", "0")
@@ -249,7 +251,8 @@ def after_write(store, qvecs, raw_vec) -> dict[str, float]:
     ms = []
     writes = min(20, len(qvecs))  # --queries below 20 has fewer query vectors to write
     for i in range(writes):
-        store.upsert_node(["Chunk"], {"content": f"fresh {i}"}, account_id=ACCOUNT, node_id=f"fresh{i}",
+        store.upsert_node(["Chunk"], {"content": f"fresh {i}"},
+                          guards=Principal.system(ACCOUNT).guards, node_id=f"fresh{i}",
                           embedding=qvecs[i].tolist())
         t0 = time.perf_counter()
         store.vector_search(qvecs[i], 10, guards=admin)

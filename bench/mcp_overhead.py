@@ -28,6 +28,8 @@ from pathlib import Path
 
 import results as bench_results  # bench/RESULTS.md, with --write-results
 
+from plughost import Principal
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ACCOUNT = "bench-mcp"
@@ -61,7 +63,7 @@ def build(store, n: int, words: list[str], weights: list[float], rng: random.Ran
             props = {"name": " ".join(rng.choices(words, weights, k=3)),
                      "content": " ".join(rng.choices(words, weights, k=rng.randint(15, 60)))}
             rows.append({"id": f"n{i}", "labels": [LABELS[i % len(LABELS)]], "properties": props})
-        store.upsert_many(rows, account_id=ACCOUNT)
+        store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
     return time.perf_counter() - started
 
 

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import results as bench_results  # bench/RESULTS.md, with --write-results
 
+from plughost import Principal
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -86,7 +88,7 @@ def build(store, n: int, words: list[str], weights: list[float], rng: random.Ran
             edges = [{"type": "RELATES_TO", "to": f"n{rng.randrange(0, max(i, 1))}"}] if i else []
             rows.append({"id": f"n{i}", "labels": [LABELS[i % len(LABELS)]], "properties": props,
                          "embedding": vecs[j].tolist(), "edges": edges})
-        store.upsert_many(rows, account_id=ACCOUNT)
+        store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
         print(f"  built {start + size}/{n} nodes ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     return time.perf_counter() - started
 

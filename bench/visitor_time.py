@@ -23,6 +23,8 @@ from pathlib import Path
 
 import results as bench_results  # bench/RESULTS.md, with --write-results
 
+from plughost import Principal
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ACCOUNT = "acct-bench"
@@ -75,7 +77,7 @@ def main() -> int:
                         "role": "user", "channel": "webchat", "conversationId": conv, "scope": "public",
                         "text": sentence.format(name=rng.choice(NAMES), city=rng.choice(CITIES), n=n),
                         "receivedNs": base_ns + (c * 3600 + i) * 10**9, "visitorKey": key, "slicePending": True}})
-                store.upsert_many(rows, account_id=ACCOUNT)
+                store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
                 started = time.perf_counter()
                 end_conversations(store, ACCOUNT, idle_s=1800, key=key, current="conv-now")
                 slice_ms.append((time.perf_counter() - started) * 1000)

@@ -37,6 +37,7 @@ from plughost.ports.graph import (
     session_conversation_id,
     visitor_key,
     write_defaults,
+    write_guards,
 )
 from plughost.ports.importing import (
     BatchWriter,
@@ -68,7 +69,7 @@ __all__ = [
     "CHANNEL_MESSAGE_LABELS", "CONFINED_LABELS", "CONVERSATION_LABEL", "DERIVED_LABELS", "FULLTEXT_EXTRA_LABELS",
     "HAS_MESSAGE", "MESSAGE_LABEL", "OWNER_SCOPE", "RESERVED_LABELS", "RESERVED_PROPERTIES", "TEXT_PROPERTIES", "USER_SCOPE",
     "VECTOR_LABELS", "VISITOR_SLICE_LABEL",
-    "can_change", "check_confined", "check_write", "confined_ok", "confined_view", "needs_own", "own_conversation", "owns", "resolve_conversation_id", "keyed_conversation_id", "session_conversation_id", "conversation_node_id", "edge_denied", "edge_guards",
+    "can_change", "check_confined", "check_write", "confined_ok", "confined_view", "needs_own", "own_conversation", "owns", "resolve_conversation_id", "keyed_conversation_id", "session_conversation_id", "conversation_node_id", "edge_denied", "edge_guards", "write_guards",
     "guarded_upsert_many", "require_admin", "reserved_label_problem", "session_conversation", "visitor_key", "write_defaults",
     "EDGE_KEYS", "LINE_KEYS", "MAX_LABELS", "NAME_RE", "STORE_SET_KEYS", "ImportSummary", "JsonLines",
     "check_line", "int_problem", "line_id", "line_text", "stamps_of",

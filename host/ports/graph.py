@@ -166,6 +166,12 @@ def check_write(g: Guards, node_id: str, before: Mapping[str, Any] | None, after
                               "and add no other agent; nothing was written")
 
 
+def write_guards(g: Guards) -> Guards | None:
+    """The guards a node write checks: None for the host's own write (:meth:`Principal.system`),
+    stored as written; any other principal's guards, applied with their defaults."""
+    return None if g.system else g
+
+
 def edge_guards(g: Guards | None) -> Guards | None:
     """The guards an edge write applies: a narrowed (or session-confined) process's (None for an
     admin process, whose edge writes keep their account-only reach: the importers link
@@ -276,11 +282,12 @@ def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards
     import inspect
 
     if "guards" in inspect.signature(store.upsert_many).parameters:
-        return store.upsert_many(rows, account_id=guards.account_id, guards=guards)
+        return store.upsert_many(rows, guards=guards)
     if guards.narrowed:
         raise WriteDenied(f"the {getattr(store, 'backend', '?')} store cannot apply write guards; a narrowed "
                           "process (ALLOWED_SCOPES / AGENT_SLUG) cannot write through it")
-    return store.upsert_many(rows, account_id=guards.account_id)
+    older: Any = store  # a backend written before the write guards: it takes the account alone
+    return int(older.upsert_many(rows, account_id=guards.account_id))
 
 
 def session_conversation(store: GraphStore, guards: Guards, session_ids: Sequence[str], *,
@@ -299,7 +306,7 @@ def session_conversation(store: GraphStore, guards: Guards, session_ids: Sequenc
         if found:
             return found[0].id, False
     first = session_ids[0]
-    taken = store.get(first, guards=Guards(guards.account_id), include_deleted=True) is not None
+    taken = store.get(first, guards=Principal.owner(guards.account_id).guards, include_deleted=True) is not None
     return session_conversation_id(first, taken), True
 
 
@@ -348,23 +355,23 @@ class GraphStore(Protocol):
         labels: Sequence[str],
         properties: Mapping[str, Any],
         *,
-        account_id: str,
+        guards: Guards,
         node_id: str | None = None,
         embedding: Sequence[float] | None = None,
-        guards: Guards | None = None,
     ) -> str:
-        """Create or merge a node (properties merge, labels union); returns its id.
+        """Create or merge a node of ``guards.account_id`` (properties merge, labels union); returns its id.
 
-        Ids are per account. With ``guards`` the write runs under them: :func:`check_write` on the
-        stored state read inside the write transaction, :func:`write_defaults` for a new node,
-        ``WriteDenied`` and nothing written otherwise.
+        Ids are per account. The write runs under ``guards``: :func:`check_write` on the stored
+        state read inside the write transaction, :func:`write_defaults` for a new node, ``WriteDenied``
+        and nothing written otherwise; the host's own write (:meth:`Principal.system`) is stored as
+        written (:func:`write_guards`).
         """
         ...
 
-    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, guards: Guards) -> int:
         """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
 
-        With ``guards``: every row as in :meth:`upsert_node`, edges only to nodes they can read.
+        Under ``guards``: every row as in :meth:`upsert_node`, edges only to nodes they can read.
         """
         ...
 
@@ -375,8 +382,7 @@ class GraphStore(Protocol):
         edge_type: str,
         properties: Mapping[str, Any] | None = None,
         *,
-        account_id: str,
-        guards: Guards | None = None,
+        guards: Guards,
     ) -> None:
         """MERGE a typed edge between two nodes of the account; maintains ``backlinkCount``.
 
@@ -389,9 +395,8 @@ class GraphStore(Protocol):
         self,
         edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]],
         *,
-        account_id: str,
+        guards: Guards,
         validated: bool = False,
-        guards: Guards | None = None,
     ) -> list[int]:
         """Bulk MERGE of ``(source id, type, target id, properties)``; returns the positions whose end is unknown.
 
@@ -399,8 +404,7 @@ class GraphStore(Protocol):
         """
         ...
 
-    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str,
-                    guards: Guards | None = None) -> int:
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, guards: Guards) -> int:
         """Remove a typed edge; returns how many went. Narrowed ``guards``: as in :meth:`create_edge`."""
         ...
 
@@ -620,7 +624,7 @@ def resolve_conversation_id(store: GraphStore, secret: bytes, account_id: str, c
     the store's shared one wins (:func:`shared_key`)."""
     keyed = keyed_conversation_id(shared_key(store, account_id, secret), account_id, channel, sender)
     legacy = conversation_node_id(account_id, channel, sender)
-    g = Guards(account_id)
+    g = Principal.owner(account_id).guards
     for cid in (keyed, legacy):
         node = store.get(cid, guards=g, include_deleted=True)
         if node is not None and CONVERSATION_LABEL in node.labels and (

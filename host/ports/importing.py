@@ -23,7 +23,7 @@ from typing import Any, Generic, Protocol, TextIO, TypeVar
 
 from plughost.ports.graph import require_admin
 from plughost.ports.jsonl import ImportSummary, JsonLines, check_line, line_id
-from plughost.ports.principal import Guards, Principal
+from plughost.ports.principal import Principal
 from plughost.util.errors import UserError
 from plughost.util.gcpause import gc_paused
 from plughost.util.jsonio import jsonl_file_problem
@@ -166,7 +166,7 @@ class ImportSession:
         except OSError as exc:
             raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
         self.path, self.account_id, self.tag, self.batch_size = path, account_id, tag, batch_size
-        self.guards = Guards(account_id)  # the account's admin: a new node naming no scope is stored admin
+        self.guards = Principal.owner(account_id).guards  # the account's admin: a new node naming no scope is stored admin
         self.summary = ImportSummary(str(path))
         self.bar = Progress(size, stream or sys.stderr, progress, unit=unit)
         self.started = time.perf_counter()

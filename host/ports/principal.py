@@ -46,6 +46,7 @@ class Role(StrEnum):
     """Who a call is, from the owner down to a stranger; :data:`ROLES` says what each may do."""
 
     OPERATOR = "operator"
+    SYSTEM = "system"
     OWNER = "owner"
     ADMIN_SESSION = "admin-session"
     SCOPED = "scoped"
@@ -70,6 +71,9 @@ class Rights:
 ROLES: dict[Role, Rights] = {
     Role.OPERATOR: Rights(True, False, "the install's operator: no ACCOUNT_ID (install-wide commands)",
                           "nothing of an account (account commands refuse)", "install-wide maintenance only"),
+    Role.SYSTEM: Rights(True, False, "the host itself for an account: imports, derived data (embeddings, entities, "
+                        "indexed forms), channel records, upkeep; never resolved from an environment",
+                        "everything in the account", "everything in the account, as written: no default scope or agent"),
     Role.OWNER: Rights(True, False, "the account's owner: the CLI, the owner's MCP servers, the HTTP token",
                        "everything in the account", "everything in the account"),
     Role.ADMIN_SESSION: Rights(True, False, "an owner's session: an admin runner turn, an admin session token",
@@ -118,6 +122,9 @@ class Guards:
     session: str | None = None
     """A confined writer's session: the Conversation and Message nodes it writes must be its own
     session's conversation (docs/guards.md#write-guards). Reads ignore it (the read tools confine)."""
+    system: bool = False
+    """The host's own write for the account (:meth:`Principal.system`): bound to the account and
+    nothing else; a new node is stored as written (no default scope or agent). Reads ignore it."""
 
     @property
     def narrowed(self) -> bool:
@@ -147,7 +154,7 @@ class Guards:
             slug = agent
         if allowed == self.allowed_scopes and slug == self.agent_slug:
             return self
-        return replace(self, allowed_scopes=allowed, agent_slug=slug)
+        return replace(self, allowed_scopes=allowed, agent_slug=slug, system=False)
 
 
 class AdminOnly(UserError):
@@ -173,6 +180,18 @@ class Principal:
     session_key: str | None = None
     session_node: str | None = None
 
+    @classmethod
+    def owner(cls, account: str) -> Principal:
+        """The account's owner: reads and changes everything in it; a new node naming no scope is
+        stored in the owner's (``admin``). The principal of an account-wide read or an owner's write."""
+        return cls(account, Role.OWNER)
+
+    @classmethod
+    def system(cls, account: str) -> Principal:
+        """The host itself acting for ``account`` (an import, derived data, a channel's record, upkeep):
+        what it writes is stored as written. A child process of it resolves as the owner."""
+        return cls(account, Role.SYSTEM)
+
     # -- what it may do -----------------------------------------------------------------------
     @property
     def rights(self) -> Rights:
@@ -188,7 +207,18 @@ class Principal:
     @property
     def guards(self) -> Guards:
         """Its guards; a narrowed principal's carry its session, whose conversation alone it writes."""
-        return Guards(self.account_id, self.scopes, self.agent, self.session if self.narrowed else None)
+        narrowed = self.narrowed
+        return Guards(self.account_id, self.scopes, self.agent, self.session if narrowed else None,
+                      system=self.role is Role.SYSTEM and not narrowed)
+
+    @property
+    def own_guards(self) -> Guards:
+        """What a confined session reads and writes its own conversation under: that one
+        conversation, whatever its scope (a visitor's stays admin until identity opens it), its
+        agent kept; anyone without a session: :attr:`guards`."""
+        if self.session is None:
+            return self.guards
+        return Guards(self.account_id, None, self.agent, self.session)
 
     @property
     def narrowed(self) -> bool:
@@ -228,7 +258,7 @@ class Principal:
         """This principal narrowed by tool parameters (never widened); the role is kept."""
         g = Guards(self.account or "-", self.scopes, self.agent).narrow(scopes, agent)
         role = self.role
-        if role in (Role.OWNER, Role.ADMIN_SESSION, Role.OPERATOR) and (g.allowed_scopes is not None or g.agent_slug):
+        if role in (Role.OWNER, Role.SYSTEM, Role.ADMIN_SESSION, Role.OPERATOR) and (g.allowed_scopes is not None or g.agent_slug):
             role = Role.AGENT if g.agent_slug else Role.SCOPED
         return replace(self, role=role, scopes=g.allowed_scopes, agent=g.agent_slug)
 

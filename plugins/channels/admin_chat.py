@@ -113,7 +113,6 @@ READ_LIMIT, READ_MAX = 100, 500
 def read_replies(host: Any, account: str, user: str, conversation_id: str | None, limit: int) -> dict[str, Any] | None:
     """The user's admin conversation (its current one when ``conversation_id`` is None) and its
     latest ``limit`` Messages, oldest first; None when it is not one of this user's conversations."""
-    from plughost import Guards
     from plughost.api.store import MESSAGE_LABEL
 
     try:  # read only: a read records no conversation
@@ -126,7 +125,7 @@ def read_replies(host: Any, account: str, user: str, conversation_id: str | None
     conv = conversation_id or conversation_id_of(host, account, CHANNEL, f"{user}~{current}")
     if conv not in owned:
         return None
-    rows = host.store().find(guards=Guards(account), labels=[MESSAGE_LABEL],
+    rows = host.store().find(guards=Principal.owner(account).guards, labels=[MESSAGE_LABEL],
                              where={"conversationId": conv, "channel": CHANNEL}, limit=10_000)
     rows.sort(key=lambda n: n.properties.get("receivedNs") or n.properties.get("createdNs") or 0)
     messages = [{"id": n.id, "role": n.properties.get("role"), "text": n.properties.get("text"),

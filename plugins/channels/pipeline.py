@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from plughost import Guards, StateKey, log
+from plughost import Guards, Principal, StateKey, log
 from plughost.api import hooks
 from plughost.api.store import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, resolve_conversation_id, visitor_key
 from plughost.plugins.channels import compose as composing
@@ -225,7 +225,7 @@ class Gateway:
         return self.host.store()
 
     def guards(self) -> Guards:
-        return Guards(self.require_account())
+        return Principal.owner(self.require_account()).guards
 
     @property
     def claims(self) -> Claims | LeaseClaims:
@@ -310,12 +310,12 @@ class Gateway:
             earlier = self.store.find(guards=self.guards(), labels=labels[-1:], where={"conversationId": conv},
                                       limit=10_000)
             if props.get("role") != "user" or not any(n.properties.get("role") == "user" for n in earlier):
-                self.store.upsert_many([row], account_id=self.account_id)
+                self.store.upsert_many([row], guards=Principal.system(self.account_id).guards)
                 return
             targets += [n.id for n in earlier if n.id != mid]
         conv_row = self._conversation_row(msg, conv)
         conv_row["edges"] = [{"type": HAS_MESSAGE, "to": target} for target in targets]
-        self.store.upsert_many([row, conv_row], account_id=self.account_id)
+        self.store.upsert_many([row, conv_row], guards=Principal.system(self.account_id).guards)
 
     def _conversation_exists(self, conv: str) -> bool:
         return self.store.get(conv, guards=self.guards()) is not None
@@ -331,7 +331,8 @@ class Gateway:
         """Change a stored Message."""
         with self._persist_lock:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
-                self.store.upsert_node(["Message"], dict(props), account_id=self.account_id, node_id=mid)
+                self.store.upsert_node(["Message"], dict(props),
+                                       guards=Principal.system(self.account_id).guards, node_id=mid)
 
     def visitor_of(self, msg: Inbound, who: ident.Identity) -> str | None:
         """Whose per-visitor memory a non-admin sender's turn reads and feeds (docs/channels.md#visitor-memory):
@@ -351,7 +352,8 @@ class Gateway:
         with self._persist_lock:
             node = self.store.get(conv, guards=self.guards())
             if node is not None and node.properties.get("scope") != "public":
-                self.store.upsert_node(["Conversation"], {"scope": "public"}, account_id=self.account_id, node_id=conv)
+                self.store.upsert_node(["Conversation"], {"scope": "public"},
+                                       guards=Principal.system(self.account_id).guards, node_id=conv)
 
     def held_by_owner(self, msg: Inbound) -> bool:
         """The owner took this conversation over (the console sets ``ownerHolds`` on its Conversation
@@ -367,7 +369,8 @@ class Gateway:
             node = self.store.get(conv, guards=self.guards())
             if node is None or not node.properties.get("ownerHolds") or node.properties.get("heldNoticed"):
                 return False
-            self.store.upsert_node(["Conversation"], {"heldNoticed": True}, account_id=self.account_id, node_id=conv)
+            self.store.upsert_node(["Conversation"], {"heldNoticed": True},
+                                   guards=Principal.system(self.account_id).guards, node_id=conv)
         return True
 
     def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, role: str = "admin") -> str:
@@ -438,7 +441,8 @@ class Gateway:
 
     def update_message_by_id(self, mid: str, props: Mapping[str, Any]) -> None:
         with self._persist_lock:
-            self.store.upsert_node(["Message"], dict(props), account_id=self.account_id, node_id=mid)
+            self.store.upsert_node(["Message"], dict(props),
+                                   guards=Principal.system(self.account_id).guards, node_id=mid)
 
     def _turn_done(self, _task: Any) -> None:
         self.queued -= 1

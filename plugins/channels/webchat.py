@@ -31,7 +31,7 @@ import uuid
 from importlib import resources
 from typing import Any
 
-from plughost import ChannelAdapter, Guards, Route, StateKey, log
+from plughost import ChannelAdapter, Principal, Route, StateKey, log
 from plughost.api.http import client_address, int_param, parse_json, read_body
 from plughost.api.http import throttle_check as check
 from plughost.api.serving import stop_of
@@ -173,7 +173,7 @@ def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
     id): ``seq`` is the message's place in the conversation, so every server numbers it alike."""
     gw = gateway(host)
     account = gw.require_account()
-    rows = gw.store.find(guards=Guards(account), labels=[CHANNEL_MESSAGE_LABELS[CHANNEL]],
+    rows = gw.store.find(guards=Principal.owner(account).guards, labels=[CHANNEL_MESSAGE_LABELS[CHANNEL]],
                          where={"conversationId": conversation_id(host, account, CHANNEL, session)}, limit=MAX_SCAN)
     rows.sort(key=lambda n: (_stamp(n.properties), n.id))
     events = []
@@ -218,18 +218,18 @@ def returning_session(host: Any, key: str) -> str | None:
     gw = gateway(host)
     account = gw.require_account()
     label = [CHANNEL_MESSAGE_LABELS[CHANNEL]]
-    owner = gw.store.find(guards=Guards(account), labels=label, where={"visitorKey": key, "sender": "owner"},
+    owner = gw.store.find(guards=Principal.owner(account).guards, labels=label, where={"visitorKey": key, "sender": "owner"},
                           limit=OWNER_SCAN)
     waiting = [n for n in owner if n.properties.get("visitorKey") == key and not n.properties.get("seenAt")]
     if waiting:
         newest = max(waiting, key=lambda n: n.properties.get("createdNs") or 0)
         session = str(newest.properties.get("recipient") or "")
         return session if SESSION_RE.match(session) else None
-    mine = gw.store.find(guards=Guards(account), labels=label, where={"visitorKey": key, "role": "user"},
+    mine = gw.store.find(guards=Principal.owner(account).guards, labels=label, where={"visitorKey": key, "role": "user"},
                          order_by="receivedNs", descending=True, limit=1)
     if mine and mine[0].properties.get("visitorKey") == key:
         session = str(mine[0].properties.get("sender") or "")
-        conv = gw.store.get(conversation_id(host, account, CHANNEL, session), guards=Guards(account))
+        conv = gw.store.get(conversation_id(host, account, CHANNEL, session), guards=Principal.owner(account).guards)
         if conv is not None and conv.properties.get("ownerHolds") and SESSION_RE.match(session):
             return session
     return None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from plughost import log
+from plughost import Principal, log
 
 TASK_ID = "account-bootstrap"
 
@@ -43,7 +43,8 @@ def seed_account(store: Any, account_id: str, users: Sequence[dict[str, Any]]) -
         rows.append({"id": profile_id, "labels": ["UserProfile"],
                      "properties": {"userId": user["userId"], "name": name, "scope": "admin"}, "edges": []})
         rows[0]["edges"] += [{"type": "PRODUCED", "to": admin_id}, {"type": "PRODUCED", "to": profile_id}]
-    store.upsert_many(rows, account_id=account_id)  # one transaction; the edges stay within the batch
+    # one transaction; the edges stay within the batch
+    store.upsert_many(rows, guards=Principal.system(account_id).guards)
     log("graph", "op=account-bootstrap", account=account_id, admins=len(admins),
         owner=admins[0]["userId"] if admins else None)
     return [r["id"] for r in rows]

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from plughost import Guards, UserError, log
+from plughost import Principal, UserError, log
 from plughost.api.store import VECTOR_LABELS, stamps_of
 from plughost.plugins.graph.common import prepare_row, text_of
 from plughost.plugins.graph.export import line_of
@@ -170,7 +170,7 @@ def _edges(source: Any, store: Any, account: str, done: dict[str, Any], state: C
         edges = [(s, t, d, p or None) for s, t, d, p in source.node_edges(sorted(mine), account_id=account)
                  if s in mine]
         if edges:
-            lost += len(store.create_edges(edges, account_id=account, validated=True))
+            lost += len(store.create_edges(edges, guards=Principal.system(account).guards, validated=True))
         done["edges"] = nodes[-1].id
         done["edges_count"] = int(done.get("edges_count", 0)) + len(edges)
         written += len(edges)
@@ -194,7 +194,7 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
     if e_ours != e_theirs:
         problems.append(f"edges: {e_ours} embedded, {e_theirs} neo4j")
     searched = found = 0
-    g = Guards(account)
+    g = Principal.owner(account).guards
     overlaps: list[float] = []
     kept: list[float] = []
     for node in _sample(source, account, sample):

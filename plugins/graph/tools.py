@@ -89,7 +89,7 @@ def graph_tools(host: Host) -> list[Tool]:
             return None
         own = None
         if p.session is not None:
-            found, missing = session_conversation(host.store(), Guards(p.account_id, None, p.agent), [p.session])
+            found, missing = session_conversation(host.store(), p.own_guards, [p.session])
             own = None if missing else found
         return confined_view(True, own)
 

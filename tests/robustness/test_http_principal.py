@@ -16,6 +16,7 @@ import pytest
 from channels_support import ACCOUNT, agent_command, write_account
 from serve_helpers import raw_request, start_serve
 
+from plughost import Principal
 from plughost.plugins.admin import sessions
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from tests.backends import BACKENDS, neo4j_env
@@ -75,8 +76,10 @@ def test_a_narrowed_server_never_widens_over_http(plughost_home: Path, tmp_path:
     sessions.set_pin(plughost_home, ACCOUNT, PIN, "u-owner")
     db = plughost_home / "graph.sqlite"
     store = _store(backend, db)
-    store.upsert_node(["Note"], {"name": "owner secret plan", "scope": "admin"}, account_id=ACCOUNT, node_id="secret")
-    store.upsert_node(["Note"], {"name": "public opening hours"}, account_id=ACCOUNT, node_id="open")
+    store.upsert_node(["Note"], {"name": "owner secret plan", "scope": "admin"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="secret")
+    store.upsert_node(["Note"], {"name": "public opening hours"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="open")
     store.close()
     env = {"PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "public",
            **({**neo4j_env(), "PLUGHOST_STORE": "neo4j"} if backend == "neo4j" else

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from plughost import Principal
 from plughost.ports.graph import HAS_MESSAGE, Guards, WriteDenied, conversation_node_id
 from plughost.util.errors import UserError
 from tests.backends import BACKENDS, neo4j_env
@@ -63,7 +64,7 @@ def seed(store: Any, conv: str, channel: str, sender: str) -> str:
         {"id": conv, "labels": ["Conversation"],
          "properties": {"channel": channel, "sender": sender, "scope": "public", "sessionId": f"s-{sender}"},
          "edges": [{"type": HAS_MESSAGE, "to": mid}]},
-    ], account_id=A)
+    ], guards=Principal.system(A).guards)
     return mid
 
 
@@ -88,7 +89,7 @@ def test_existing_conversations_keep_their_old_ids(plughost_home: Path, store: A
     store.upsert_many([{"id": "early-m", "labels": ["Message", "WebchatMessage"],
                         "properties": {"role": "user", "text": "hi", "conversationId": early,
                                        "channel": WEBCHAT[0], "sender": WEBCHAT[1], "scope": "admin"}}],
-                      account_id=A)
+                      guards=Principal.system(A).guards)
     assert keyed(plughost_home, *WEBCHAT, store) == early
     # a node at the old id that is not this sender's conversation is not taken for it
     assert keyed(plughost_home, *WHATSAPP, store) != conversation_node_id(A, *WHATSAPP)
@@ -129,9 +130,9 @@ def test_a_chosen_session_id_owns_no_one_elses_conversation(plughost_home: Path,
             with pytest.raises(WriteDenied):
                 store.upsert_node(["Message", LABEL[channel]], {"role": "assistant", "text": "pay here",
                                                                 "conversationId": conv, "scope": "public"},
-                                  account_id=A, guards=g)
+                                  guards=g)
             with pytest.raises(WriteDenied):
-                store.upsert_node(["Conversation"], {"title": "hijacked"}, account_id=A, node_id=conv, guards=g)
+                store.upsert_node(["Conversation"], {"title": "hijacked"}, node_id=conv, guards=g)
     admin = Guards(A)
     for conv, mid in ((old, old_msg), (new, new_msg)):
         node = store.get(conv, guards=admin)

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+from plughost import Principal
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.ports.graph import Guards, WriteDenied
+from plughost.util.errors import AccountMismatch
 from tests.backends import BACKENDS, neo4j_env
 
 A, B = "acct-edge-a", "acct-edge-b"
@@ -56,8 +58,8 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any,
         b.wipe_account(B)
     b.upsert_many([{"id": "theirs", "labels": ["Note"], "properties": {"name": "b", "scope": "public"}},
                    {"id": "pub", "labels": ["Note"], "properties": {"name": "b pub", "scope": "public"}}],
-                  account_id=B)
-    b.create_edge("pub", "theirs", "ABOUT", account_id=B)
+                  guards=Principal.system(B).guards)
+    b.create_edge("pub", "theirs", "ABOUT", guards=Principal.system(B).guards)
     b.close()
     a = _store(request.param, path, A)
     a.upsert_many([
@@ -66,9 +68,9 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any,
         {"id": "secret", "labels": ["Note"], "properties": {"name": "s", "scope": "admin", "agents": ["a1"]}},
         {"id": "other-agent", "labels": ["Note"], "properties": {"name": "o", "scope": "public", "agents": ["a2"]}},
         {"id": "gone", "labels": ["Note"], "properties": {"name": "g", "scope": "public", "agents": ["a1"]}},
-    ], account_id=A)
+    ], guards=Principal.system(A).guards)
     for target in ("secret", "other-agent", "gone", "pub2"):
-        a.create_edge("pub", target, "ABOUT", account_id=A)
+        a.create_edge("pub", target, "ABOUT", guards=Principal.system(A).guards)
     a.soft_delete("gone", guards=Guards(A))
     yield a, path
     if a.backend == "neo4j":
@@ -89,12 +91,12 @@ def test_an_edge_to_or_from_a_node_the_process_cannot_read_is_refused(world: tup
         pytest.skip("readable to these guards")
     before = edges(store, path)
     messages = []
-    for op in (lambda: store.create_edge("pub", end, "LINKS", account_id=A, guards=guards),
-               lambda: store.create_edge(end, "pub", "LINKS", account_id=A, guards=guards),
+    for op in (lambda: store.create_edge("pub", end, "LINKS", guards=guards),
+               lambda: store.create_edge(end, "pub", "LINKS", guards=guards),
                lambda: store.create_edges([("pub", "LINKS", "pub2", None), (end, "LINKS", "pub", None)],
-                                          account_id=A, guards=guards),
-               lambda: store.delete_edge("pub", end, "ABOUT", account_id=A, guards=guards),
-               lambda: store.delete_edge(end, "pub", "ABOUT", account_id=A, guards=guards)):
+                                          guards=guards),
+               lambda: store.delete_edge("pub", end, "ABOUT", guards=guards),
+               lambda: store.delete_edge(end, "pub", "ABOUT", guards=guards)):
         with pytest.raises(WriteDenied) as err:
             op()
         assert err.value.reason == "account-isolation"
@@ -105,28 +107,30 @@ def test_an_edge_to_or_from_a_node_the_process_cannot_read_is_refused(world: tup
     assert "rule=edge" in err_text
     # The same answer whether the end is hidden, soft-deleted, another account's or never used.
     with pytest.raises(WriteDenied) as fresh:
-        store.create_edge("pub", "fresh-id", "LINKS", account_id=A, guards=guards)
+        store.create_edge("pub", "fresh-id", "LINKS", guards=guards)
     assert str(fresh.value).replace("fresh-id", "ID") == messages[0]
 
 
 @pytest.mark.parametrize("guards", [PUBLIC, AGENT], ids=["scopes", "agent"])
 def test_edges_between_readable_nodes_are_written_and_removed(world: tuple[Any, Path], guards: Guards) -> None:
     store, path = world
-    store.create_edge("pub", "pub2", "LINKS", account_id=A, guards=guards)
-    assert store.create_edges([("pub2", "LINKS", "pub", None)], account_id=A, guards=guards) == []
+    store.create_edge("pub", "pub2", "LINKS", guards=guards)
+    assert store.create_edges([("pub2", "LINKS", "pub", None)], guards=guards) == []
     assert {(A, "pub", "LINKS", "pub2"), (A, "pub2", "LINKS", "pub")} <= edges(store, path)
-    assert store.delete_edge("pub", "pub2", "ABOUT", account_id=A, guards=guards) == 1
-    assert store.delete_edge("pub", "pub2", "ABOUT", account_id=A, guards=guards) == 0
+    assert store.delete_edge("pub", "pub2", "ABOUT", guards=guards) == 1
+    assert store.delete_edge("pub", "pub2", "ABOUT", guards=guards) == 0
     assert (A, "pub", "ABOUT", "pub2") not in edges(store, path)
     assert (B, "pub", "ABOUT", "theirs") in edges(store, path), "another account's edge of the same ids stays"
 
 
 def test_guards_of_another_account_are_refused(world: tuple[Any, Path]) -> None:
+    """A write's account is its guards' account (none is named beside them): a store bound to
+    account A refuses account B's guards before anything is read."""
     store, path = world
     before = edges(store, path)
-    for op in (lambda: store.create_edge("pub", "pub2", "LINKS", account_id=A, guards=Guards(B, ("public",))),
-               lambda: store.delete_edge("pub", "pub2", "ABOUT", account_id=A, guards=Guards(B))):
-        with pytest.raises(WriteDenied):
+    for op in (lambda: store.create_edge("pub", "pub2", "LINKS", guards=Guards(B, ("public",))),
+               lambda: store.delete_edge("pub", "pub2", "ABOUT", guards=Guards(B))):
+        with pytest.raises((WriteDenied, AccountMismatch)):
             op()
     assert edges(store, path) == before
 
@@ -136,8 +140,8 @@ def test_an_admin_process_keeps_its_account_wide_reach(world: tuple[Any, Path]) 
     (the importers and collection sync rely on it); unknown ends are still reported, not refused."""
     store, path = world
     admin = Guards(A)
-    store.create_edge("secret", "gone", "LINKS", account_id=A, guards=admin)
-    assert store.create_edges([("secret", "LINKS", "never-used", None)], account_id=A, guards=admin) == [0]
-    assert store.delete_edge("pub", "gone", "ABOUT", account_id=A, guards=admin) == 1
+    store.create_edge("secret", "gone", "LINKS", guards=admin)
+    assert store.create_edges([("secret", "LINKS", "never-used", None)], guards=admin) == [0]
+    assert store.delete_edge("pub", "gone", "ABOUT", guards=admin) == 1
     got = edges(store, path)
     assert (A, "secret", "LINKS", "gone") in got and (A, "pub", "ABOUT", "gone") not in got

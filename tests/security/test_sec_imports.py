@@ -22,6 +22,8 @@ import pytest
 from cli_support import run_in_process
 from graph_support import kill_once_committed
 
+from plughost import Principal
+
 A, B = "acct-a", "acct-b"
 
 
@@ -53,7 +55,8 @@ def home(plughost_home: Path) -> Path:
         write_json_atomic(account_dir(acct, plughost_home) / "account.json", account)
         write_json_atomic(account_dir(acct, plughost_home) / "users.json", users)
     s = SqliteStore(plughost_home / "graph.sqlite", env={"ACCOUNT_ID": B})
-    s.upsert_node(["Person"], {"name": "b's secret", "scope": "admin"}, account_id=B, node_id="b-1")
+    s.upsert_node(["Person"], {"name": "b's secret", "scope": "admin"},
+                  guards=Principal.system(B).guards, node_id="b-1")
     s.close()
     return plughost_home
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from plughost import Principal
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.plugins.memory.work.reports import report_id
 from plughost.ports.graph import Guards
@@ -59,7 +60,7 @@ def test_narrowed_mcp_server_cannot_touch_what_it_cannot_read(plughost_home: Pat
         {"id": "profile", "labels": ["UserProfile"], "properties": {"userId": "owner", "scope": "admin"}},
         {"id": "owner", "labels": ["AdminUser"], "properties": {"userId": "owner", "role": "owner", "scope": "admin"}},
         {"id": "conv-admin", "labels": ["Conversation"], "properties": {"scope": "admin"}},
-    ], account_id=A)
+    ], guards=Principal.system(A).guards)
     store.soft_delete("a1-note", guards=Guards(A))
     store.close()
     before = rows(db)

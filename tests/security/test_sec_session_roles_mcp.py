@@ -76,7 +76,7 @@ def owned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
     store = SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
     store.upsert_node(["ToolCall"], {"toolName": "mcp__memory__memory-write", "input": "{}", "scope": "admin",
-                                     "completedAt": "2026-03-01T10:00:00Z"}, account_id=ACCOUNT, node_id="tc-1",
+                                     "completedAt": "2026-03-01T10:00:00Z"}, node_id="tc-1",
                       guards=Guards(ACCOUNT))
     store.close()
     return home, task

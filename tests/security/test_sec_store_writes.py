@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from graph_support import CASCADE_ROWS
 
+from plughost import Principal
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.ports.graph import Guards, WriteDenied, check_write
 
@@ -33,12 +34,14 @@ def rows(db: Path) -> dict[tuple[str, str], tuple[str, str | None, str | None, f
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "g.sqlite"
     a = SqliteStore(path, env={"ACCOUNT_ID": A})
-    a.upsert_node(["Report"], {"title": "owner", "scope": "admin"}, account_id=A, node_id="rpt_1")
-    a.upsert_node(["Note"], {"title": "a1 note", "scope": "public", "agents": ["a1"]}, account_id=A, node_id="n1")
-    a.upsert_node(["Note"], {"title": "open"}, account_id=A, node_id="open")
+    a.upsert_node(["Report"], {"title": "owner", "scope": "admin"},
+                  guards=Principal.system(A).guards, node_id="rpt_1")
+    a.upsert_node(["Note"], {"title": "a1 note", "scope": "public", "agents": ["a1"]},
+                  guards=Principal.system(A).guards, node_id="n1")
+    a.upsert_node(["Note"], {"title": "open"}, guards=Principal.system(A).guards, node_id="open")
     a.close()
     b = SqliteStore(path, env={"ACCOUNT_ID": B})
-    b.upsert_node(["Report"], {"title": "b's"}, account_id=B, node_id="rpt_b")
+    b.upsert_node(["Report"], {"title": "b's"}, guards=Principal.system(B).guards, node_id="rpt_b")
     b.close()
     return path
 
@@ -47,9 +50,9 @@ def test_ids_are_per_account(db: Path) -> None:
     a = SqliteStore(db, env={"ACCOUNT_ID": A})
     before = rows(db)[(B, "rpt_b")]
     # Same answer as for an id nobody uses: the write creates this account's own node.
-    assert a.upsert_node(["Report"], {"title": "mine"}, account_id=A, node_id="rpt_b",
+    assert a.upsert_node(["Report"], {"title": "mine"}, node_id="rpt_b",
                          guards=Guards(A, ("public",))) == "rpt_b"
-    assert a.upsert_node(["Report"], {"title": "fresh"}, account_id=A, node_id="never-used",
+    assert a.upsert_node(["Report"], {"title": "fresh"}, node_id="never-used",
                          guards=Guards(A, ("public",))) == "never-used"
     after = rows(db)
     assert after[(B, "rpt_b")] == before
@@ -73,7 +76,7 @@ def test_a_write_outside_the_guards_is_refused_and_writes_nothing(db: Path, guar
     a = SqliteStore(db, env={"ACCOUNT_ID": A})
     before = rows(db)
     with pytest.raises(WriteDenied) as err:
-        a.upsert_many([{"id": node, "labels": ["Note"], "properties": props}], account_id=A, guards=guards)
+        a.upsert_many([{"id": node, "labels": ["Note"], "properties": props}], guards=guards)
     assert err.value.reason == "account-isolation"
     assert f"[graph-write] reject reason=account-isolation node={node} rule=" in capfd.readouterr().err
     assert rows(db) == before
@@ -82,7 +85,7 @@ def test_a_write_outside_the_guards_is_refused_and_writes_nothing(db: Path, guar
 
 def test_new_nodes_of_a_narrowed_process_get_its_scope_and_agent(db: Path) -> None:
     a = SqliteStore(db, env={"ACCOUNT_ID": A})
-    a.upsert_node(["Note"], {"title": "x"}, account_id=A, node_id="x", guards=Guards(A, ("shared", "public"), "a1"))
+    a.upsert_node(["Note"], {"title": "x"}, node_id="x", guards=Guards(A, ("shared", "public"), "a1"))
     _, scope, agents, _ = rows(db)[(A, "x")]
     assert (scope, agents) == ("shared", '["a1"]')
     a.close()
@@ -92,7 +95,7 @@ def test_edges_to_nodes_the_process_cannot_read_are_unknown(db: Path) -> None:
     a = SqliteStore(db, env={"ACCOUNT_ID": A})
     with pytest.raises(Exception, match="not found"):
         a.upsert_many([{"id": "p", "labels": ["Note"], "properties": {},
-                        "edges": [{"type": "ABOUT", "to": "rpt_1"}]}], account_id=A, guards=Guards(A, ("public",)))
+                        "edges": [{"type": "ABOUT", "to": "rpt_1"}]}], guards=Guards(A, ("public",)))
     assert (A, "p") not in rows(db)
     a.close()
 
@@ -100,7 +103,7 @@ def test_edges_to_nodes_the_process_cannot_read_are_unknown(db: Path) -> None:
 def test_soft_delete_cascades_only_inside_the_guards(tmp_path: Path) -> None:
     db = tmp_path / "g.sqlite"
     a = SqliteStore(db, env={"ACCOUNT_ID": A})
-    a.upsert_many(CASCADE_ROWS, account_id=A)
+    a.upsert_many(CASCADE_ROWS, guards=Principal.system(A).guards)
     assert a.soft_delete("d", guards=Guards(A, ("public",))) == 3
     got = rows(db)
     assert got[(A, "s2")][3] is None and all(got[(A, n)][3] is not None for n in ("d", "s1", "c1"))

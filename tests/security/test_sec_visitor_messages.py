@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from plughost import Principal
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.ports.graph import HAS_MESSAGE
 from plughost.runtime.accounts import account_dir, build_account, write_json_atomic
@@ -52,10 +53,11 @@ def _seed(home: Path, backend: str) -> None:
                  {"id": f"msg-{visitor}", "labels": ["Message", "WebchatMessage"],
                   "properties": {"role": "user", "text": text, "conversationId": f"conv-{visitor}",
                                  "sessionId": f"sess-{visitor}", "channel": "webchat", "scope": "public"}}]
-    store.upsert_many(rows, account_id=A)
+    store.upsert_many(rows, guards=Principal.system(A).guards)
     for visitor in "AB":
-        store.create_edge(f"conv-{visitor}", f"msg-{visitor}", HAS_MESSAGE, account_id=A)
-    store.create_edge("note-elm", "msg-A", "MENTIONED_IN", account_id=A)  # a related line into A's talk
+        store.create_edge(f"conv-{visitor}", f"msg-{visitor}", HAS_MESSAGE, guards=Principal.system(A).guards)
+    store.create_edge("note-elm", "msg-A", "MENTIONED_IN",
+                      guards=Principal.system(A).guards)  # a related line into A's talk
     store.close()
 
 

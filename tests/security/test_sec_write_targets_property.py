@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from plughost import Principal
 from plughost.util.errors import UserError
 from tests.backends import BACKENDS, neo4j_env
 from tests.security.test_sec_write_tools_property import (
@@ -231,9 +232,9 @@ class World:
             store = self._store(acct)
             mine = [r for r in rows if r["account"] == acct]
             store.upsert_many([{k: v for k, v in r.items() if k in ("id", "labels", "properties")} for r in mine],
-                              account_id=acct)
+                              guards=Principal.system(acct).guards)
             store.create_edges([(r["id"], e["type"], e["to"], None) for r in mine for e in r.get("edges", [])],
-                               account_id=acct)
+                               guards=Principal.system(acct).guards)
             for r in mine:
                 if r.get("deleted"):
                     store.soft_delete(r["id"], guards=Guards(acct))

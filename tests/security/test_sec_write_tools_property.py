@@ -41,6 +41,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from plughost import Principal
 from plughost.util.errors import UserError
 from tests.backends import needs_neo4j, neo4j_env
 
@@ -267,13 +268,12 @@ def edge_op(host: Any, tool: str, args: dict[str, Any]) -> Any:
     g = host.principal.guards
     store = host.store()
     if tool == "edge-create":
-        store.create_edge(args["source"], args["target"], args["type"], account_id=g.account_id, guards=g)
+        store.create_edge(args["source"], args["target"], args["type"], guards=g)
         return {"created": 1}
     if tool == "edge-create-many":
         return {"missing": store.create_edges([(s, t, d, None) for s, t, d in args["edges"]],
-                                              account_id=g.account_id, guards=g)}
-    return {"deleted": store.delete_edge(args["source"], args["target"], args["type"], account_id=g.account_id,
-                                         guards=g)}
+                                              guards=g)}
+    return {"deleted": store.delete_edge(args["source"], args["target"], args["type"], guards=g)}
 
 
 def edge_ends(tool: str, args: dict[str, Any]) -> list[str]:
@@ -465,9 +465,9 @@ def seed(world: World, rows: list[dict[str, Any]]) -> None:
         store = SqliteStore(world.db, env={"ACCOUNT_ID": acct})
         mine = [r for r in rows if r["account"] == acct]
         store.upsert_many([{k: v for k, v in r.items() if k in ("id", "labels", "properties")} for r in mine],
-                          account_id=acct)
+                          guards=Principal.system(acct).guards)
         store.create_edges([(r["id"], e["type"], e["to"], None) for r in mine for e in r.get("edges", [])],
-                           account_id=acct)
+                           guards=Principal.system(acct).guards)
         for r in mine:
             if r.get("deleted"):
                 store.soft_delete(r["id"], guards=Guards(acct))
@@ -620,9 +620,9 @@ def neo4j_seed(world: Neo4jWorld, rows: list[dict[str, Any]]) -> None:
         store = Neo4jStore(world.store.driver, env={**neo4j_env(), "ACCOUNT_ID": acct}, apply_schema=False)
         mine = [r for r in rows if r["account"] == acct]
         store.upsert_many([{k: v for k, v in r.items() if k in ("id", "labels", "properties")} for r in mine],
-                          account_id=acct)
+                          guards=Principal.system(acct).guards)
         store.create_edges([(r["id"], e["type"], e["to"], None) for r in mine for e in r.get("edges", [])],
-                           account_id=acct)
+                           guards=Principal.system(acct).guards)
         for r in mine:
             if r.get("deleted"):
                 store.soft_delete(r["id"], guards=Guards(acct))

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from plughost import Principal
+
 REPO = Path(__file__).resolve().parents[2]
 HOOK = REPO / "plugins" / "memory" / "hooks" / "surface-prompt.sh"
 RECORDED = REPO / "tests" / "plugins" / "memory" / "surfacing" / "data" / "user_prompt_submit.json"
@@ -37,7 +39,7 @@ def seed(home: Path, account: str = ACCOUNT, notes: list[tuple[str, list[str], d
                      "PLUGHOST_EMBEDDER": "none"}).load()
     try:
         rows = [{"id": i, "labels": labels, "properties": props} for i, labels, props in notes]
-        host.store().upsert_many(rows, account_id=account)
+        host.store().upsert_many(rows, guards=Principal.system(account).guards)
     finally:
         host.close()
 

@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import anyio
 
-from plughost import Route, UserError, log
+from plughost import Principal, Route, UserError, log
 from plughost.api import hooks
 from plughost.api.http import int_param, read_body
 from plughost.api.store import CHANNEL_MESSAGE_LABELS, resolve_conversation_id
@@ -577,7 +577,7 @@ class Console:
             linked += [n.id for n in earlier]
         rows = [row, {"id": conv, "labels": ["Conversation"], "properties": conv_props,
                       "edges": [{"type": "HAS_MESSAGE", "to": m} for m in linked]}]
-        self.store().upsert_many(rows, account_id=account)
+        self.store().upsert_many(rows, guards=Principal.system(account).guards)
         self.host.call_each(hooks.MESSAGES_STORED, account_id=account, message_ids=[rid])
         return rid, conv, target
 
@@ -602,7 +602,8 @@ class Console:
                   "platformMessageId": outcome.get("platformId"),
                   "failureReason": None if outcome.get("ok") else outcome.get("reason", "unknown")}
         clean = {k: v for k, v in status.items() if v is not None}
-        await asyncio.to_thread(self.store().upsert_node, ["Message"], clean, account_id=self.account, node_id=rid)
+        await asyncio.to_thread(self.store().upsert_node, ["Message"], clean, node_id=rid,
+                                guards=Principal.system(self.guards().account_id).guards)
         log("console", "op=reply", channel=channel, messageId=rid, ok=bool(outcome.get("ok")),
             waiting=bool(outcome.get("waiting")))
         return outcome
@@ -620,8 +621,8 @@ class Console:
     def hand_back(self, conv: str) -> bool:
         if self.store().get(conv, guards=self.guards()) is None:
             return False
-        self.store().upsert_node(["Conversation"], {"ownerHolds": False, "heldNoticed": False}, account_id=self.account,
-                                 node_id=conv)
+        self.store().upsert_node(["Conversation"], {"ownerHolds": False, "heldNoticed": False}, node_id=conv,
+                                 guards=Principal.system(self.guards().account_id).guards)
         log("console", "op=hand-back", conversation=conv[5:13])
         return True
 

@@ -16,7 +16,7 @@ key (one seek and one ``backlinkCount`` update per target, not per edge). Ids th
 (and the merge path's edges to later lines) MERGE by key then, a batch at a time, and are
 reported by line when their target never appeared.
 
-Every write runs as the account's admin (``Guards(account)``), so a new node whose line names no
+Every write runs as the account's owner (``Principal.owner(account)``), so a new node whose line names no
 ``scope`` is stored ``admin`` (:data:`plughost.ports.graph.OWNER_SCOPE`) and a re-imported one keeps its own.
 
 Session state changes only after a batch's transaction has committed (``execute_write`` may run
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, UserError, log
+from plughost import Principal, UserError, log
 from plughost.api.store import OWNER_SCOPE, ImportRow, WaitingEdges
 from plughost.plugins.graph.common import Prepared, check_name, iso, keywords_of, prepare_row
 from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL
@@ -134,7 +134,7 @@ class _NewNodes:
             out.pos_of[nid] = len(out.nodes)
             props = clean_props(item.properties)
             if props.get("scope") is None:
-                props["scope"] = OWNER_SCOPE  # as write_defaults gives a new node under Guards(account)
+                props["scope"] = OWNER_SCOPE  # as write_defaults gives a new node under the owner's guards
             props.update(accountId=account, id=nid, createdAt=now, updatedAt=now, backlinkCount=0)
             keywords = keywords_of(item.properties)
             if keywords:
@@ -243,7 +243,8 @@ class Neo4jImport:
         self.late = []
         if not rest:
             return 0, []
-        missing = self.store.create_edges([(s, t, to, p) for s, t, to, p, _ in rest], account_id=self.account_id,
+        missing = self.store.create_edges([(s, t, to, p) for s, t, to, p, _ in rest],
+                                          guards=Principal.system(self.account_id).guards,
                                           validated=True)
         lost = [(rest[pos][4], rest[pos][1], rest[pos][2]) for pos in missing]
         return len(rest) - len(missing), lost
@@ -251,7 +252,7 @@ class Neo4jImport:
     # ------------------------------------------------------------------ one batch
     def _merge(self, tx: Any, items: list[Prepared], edges: list[tuple[int, int, str, str, Any]],
                lines: list[int]) -> _Plan:
-        ids, missing = write_batch(tx, items, edges, self.account_id, Guards(self.account_id))
+        ids, missing = write_batch(tx, items, edges, self.account_id, Principal.owner(self.account_id).guards)
         plan = _Plan(made=len(edges) - len(missing))
         for pos in missing:
             i, _, etype, to, props = edges[pos]
@@ -273,7 +274,7 @@ class Neo4jImport:
         if new.nodes:
             self._create_new(tx, new, shapes, incoming, ids, edges, lines, plan)
         if new.rest:
-            write_nodes(tx, new.rest, account, Guards(account))
+            write_nodes(tx, new.rest, account, Principal.owner(account).guards)
         if shapes.merged:
             lost = write_edges(tx, [edge for _, edge in shapes.merged], account, known=ids)
             plan.made += len(shapes.merged) - len(lost)

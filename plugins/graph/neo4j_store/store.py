@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from plughost import Guards, Neighbor, Node, UserError, WriteDenied
-from plughost.api.store import VECTOR_LABELS, check_confined, edge_denied, edge_guards
+from plughost import Guards, Neighbor, Node, UserError
+from plughost.api.store import VECTOR_LABELS, check_confined, edge_denied, edge_guards, write_guards
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -161,27 +161,26 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         return created
 
     # ------------------------------------------------------------------ writes
-    def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, account_id: str,
-                    node_id: str | None = None, embedding: Sequence[float] | None = None,
-                    guards: Guards | None = None) -> str:
+    def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, guards: Guards,
+                    node_id: str | None = None, embedding: Sequence[float] | None = None) -> str:
         """Create or merge a node; with ``guards`` (every write tool passes the process's) the
         write runs under them (:func:`plughost.ports.graph.check_write`), checked in its transaction."""
+        account_id, checked = guards.account_id, write_guards(guards)
         check_account(self.account_id, account_id, node=node_id)
-        _same_account(guards, account_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
-        return self.write(lambda tx: write_nodes(tx, [item], account_id, guards))[0]
+        return self.write(lambda tx: write_nodes(tx, [item], account_id, checked))[0]
 
-    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, guards: Guards) -> int:
         """All rows and their edges in one transaction: an invalid row, an unknown (or, with
         ``guards``, unreadable) edge target or a guarded node rolls back everything."""
+        account_id, checked = guards.account_id, write_guards(guards)
         check_account(self.account_id, account_id)
-        _same_account(guards, account_id)
         items, edges = prepare_rows(rows, account_id)
         if not items:
             return 0
 
         def work(tx: Any) -> list[str]:
-            ids, missing = write_batch(tx, items, edges, account_id, guards)
+            ids, missing = write_batch(tx, items, edges, account_id, checked)
             if missing:
                 i, j, _, to, _ = edges[missing[0]]
                 raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
@@ -200,17 +199,16 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         yield self.import_session(account_id)
 
     def create_edge(self, source_id: str, target_id: str, edge_type: str,
-                    properties: Mapping[str, Any] | None = None, *, account_id: str,
-                    guards: Guards | None = None) -> None:
-        if self.create_edges([(source_id, edge_type, target_id, properties)], account_id=account_id, guards=guards):
-            raise UserError(f"edge: node '{source_id}' or '{target_id}' not found in account '{account_id}'")
+                    properties: Mapping[str, Any] | None = None, *, guards: Guards) -> None:
+        if self.create_edges([(source_id, edge_type, target_id, properties)], guards=guards):
+            raise UserError(f"edge: node '{source_id}' or '{target_id}' not found in account '{guards.account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str, validated: bool = False, guards: Guards | None = None) -> list[int]:
+                     guards: Guards, validated: bool = False) -> list[int]:
         """Bulk MERGE; narrowed ``guards``: an end they cannot read refuses the whole batch
         (``WriteDenied``, one transaction rolled back)."""
+        account_id = guards.account_id
         check_account(self.account_id, account_id)
-        _same_account(guards, account_id)
         g = edge_guards(guards)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
@@ -234,10 +232,9 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
                                                                              account_id=account_id))]
         return missing
 
-    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str,
-                    guards: Guards | None = None) -> int:
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, guards: Guards) -> int:
+        account_id = guards.account_id
         check_account(self.account_id, account_id)
-        _same_account(guards, account_id)
         g = edge_guards(guards)
         if g is not None:
             query = q_delete_edge_guarded(edge_type)
@@ -461,7 +458,3 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
             self._executor = None
         self.driver.close()
 
-
-def _same_account(guards: Guards | None, account_id: str) -> None:
-    if guards is not None and guards.account_id != account_id:
-        raise WriteDenied(f"accountId: '{account_id}' is not the guards' account; writes must target ACCOUNT_ID")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards
+from plughost import Principal
 from plughost.api.store import OWNER_SCOPE, ImportRow
 from plughost.plugins.graph.common import Prepared
 from plughost.plugins.graph.sqlite_store.sql import EDGE_BATCH_TABLE, merge_edge_batch, merge_edges
@@ -144,7 +144,7 @@ class BulkImport:
                 items.append(Prepared(nid or None, tuple(json.loads(labels)), props,
                                       json.loads(embedding) if embedding else None,
                                       None if None in props.values() else properties))
-            ids, rids = store.write_nodes(conn, items, account_id, Guards(account_id))  # new ids: OWNER_SCOPE
+            ids, rids = store.write_nodes(conn, items, account_id, Principal.owner(account_id).guards)  # new ids: OWNER_SCOPE
             conn.executemany("INSERT OR REPLACE INTO temp.import_moved (key, rid) VALUES (?, ?)",
                              [(batch << KEY_BITS | row[0], rids[nid]) for nid, row in zip(ids, slow, strict=True)])
             self.moved = True

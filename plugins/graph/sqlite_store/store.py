@@ -29,6 +29,7 @@ from plughost.api.store import (
     confined_ok,
     edge_denied,
     edge_guards,
+    write_guards,
 )
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
@@ -188,9 +189,8 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         return out
 
     # ------------------------------------------------------------------ writes
-    def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, account_id: str,
-                    node_id: str | None = None, embedding: Sequence[float] | None = None,
-                    guards: Guards | None = None) -> str:
+    def upsert_node(self, labels: Sequence[str], properties: Mapping[str, Any], *, guards: Guards,
+                    node_id: str | None = None, embedding: Sequence[float] | None = None) -> str:
         """Create or merge a node (properties merge, ``None`` removes a key, labels union).
 
         Ids are per account: another account's node with the same id is another node. With
@@ -203,28 +203,28 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         re-ingest: that document is reused (revived) and its Section/Chunk hierarchy is removed,
         to be replaced by what the caller writes next.
         """
+        account_id, checked = guards.account_id, write_guards(guards)
         check_account(self.account_id, account_id, node=node_id)
-        _same_account(guards, account_id)
         item = prepare(labels, properties, account_id=account_id, node_id=node_id, embedding=embedding)
         with self.write_transaction() as conn:
-            return self.write_nodes(conn, [item], account_id, guards)[0][0]
+            return self.write_nodes(conn, [item], account_id, checked)[0][0]
 
-    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, account_id: str, guards: Guards | None = None) -> int:
+    def upsert_many(self, rows: Iterable[Mapping[str, Any]], *, guards: Guards) -> int:
         """Bulk upsert of ``{id?, labels, properties, embedding?, edges?}`` rows in one transaction.
 
         ``edges`` are ``{type, to, properties?}``; ``to`` names a node of the account (in the
         batch or the store; with ``guards``, one they can read). Any invalid row, unknown edge
         target or (with ``guards``) guarded node rejects the whole batch.
         """
+        account_id, checked = guards.account_id, write_guards(guards)
         check_account(self.account_id, account_id)
-        _same_account(guards, account_id)
         items, edges = prepare_rows(rows, account_id)
         if not items:
             return 0
         with self.write_transaction() as conn:
-            ids, rids = self.write_nodes(conn, items, account_id, guards)
+            ids, rids = self.write_nodes(conn, items, account_id, checked)
             missing = self.write_edges(conn, [(ids[i], t, to, p) for i, _, t, to, p in edges], account_id, rids,
-                                  guards)
+                                       checked)
             if missing:
                 i, j, _, to, _ = edges[missing[0]]
                 raise UserError(f"rows[{i}].edges[{j}].to: node '{to}' not found in account '{account_id}'")
@@ -239,17 +239,17 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         check_account(self.account_id, account_id)
         return staged.stage_rows(rows, account_id, owned=owned)
 
-    def write_staged(self, parts: Sequence[StagedRows], *, account_id: str, guards: Guards | None = None,
+    def write_staged(self, parts: Sequence[StagedRows], *, guards: Guards,
                      embeddings: Mapping[str, Sequence[float]] | None = None) -> int:
         """:meth:`upsert_many` of staged rows, in one transaction: the same merge, guard and edge rules.
 
         ``embeddings`` (node id → vector) adds vectors to staged rows. Rows new to the account
         are plain inserts; the write guards are checked once per distinct (scope, agents).
         """
+        account_id = guards.account_id
         check_account(self.account_id, account_id)
-        _same_account(guards, account_id)
         with self.write_transaction() as conn:
-            return staged.write_staged(self, conn, parts, account_id, guards, embeddings)
+            return staged.write_staged(self, conn, parts, account_id, write_guards(guards), embeddings)
 
     @contextmanager
     def staged_session(self) -> Iterator[None]:
@@ -356,14 +356,13 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         return [r[0] for r in rows]
 
     def create_edge(self, source_id: str, target_id: str, edge_type: str,
-                    properties: Mapping[str, Any] | None = None, *, account_id: str,
-                    guards: Guards | None = None) -> None:
+                    properties: Mapping[str, Any] | None = None, *, guards: Guards) -> None:
         """MERGE a typed edge between two nodes of the account; ``backlinkCount`` follows.
 
         Narrowed ``guards``: both ends must be nodes they can read, else ``WriteDenied``.
         """
+        account_id = guards.account_id
         check_account(self.account_id, account_id)
-        _same_account(guards, account_id)
         g = edge_guards(guards)
         etype, to, props = check_edge({"type": edge_type, "to": target_id, "properties": properties}, "edge")
         with self.write_transaction() as conn:
@@ -379,14 +378,14 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
                 raise UserError(f"edge.target: node '{to}' not found in account '{account_id}'")
 
     def create_edges(self, edges: Iterable[tuple[str, str, str, Mapping[str, Any] | None]], *,
-                     account_id: str, validated: bool = False, guards: Guards | None = None) -> list[int]:
+                     guards: Guards, validated: bool = False) -> list[int]:
         """Bulk MERGE of ``(source, type, target, properties)``; returns positions with an unknown end.
 
         ``validated=True`` skips re-checking edges that already went through ``check_edge``.
         Narrowed ``guards``: an end they cannot read refuses the whole batch (``WriteDenied``).
         """
+        account_id = guards.account_id
         check_account(self.account_id, account_id)
-        _same_account(guards, account_id)
         g = edge_guards(guards)
         wanted = []
         for i, (src, etype, dst, props) in enumerate(edges):
@@ -477,11 +476,10 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
                 self.conn.execute("DETACH stage")
                 self.conn.execute(f"PRAGMA cache_size = {int(cache)}")
 
-    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, account_id: str,
-                    guards: Guards | None = None) -> int:
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str, *, guards: Guards) -> int:
         """Remove a typed edge; narrowed ``guards``: both ends must be nodes they can read."""
+        account_id = guards.account_id
         check_account(self.account_id, account_id)
-        _same_account(guards, account_id)
         g = edge_guards(guards)
         with self.write_transaction() as conn:
             if g is not None:
@@ -967,7 +965,3 @@ class _Checkpointer:
         self.own.close()
         self.conn.execute(f"PRAGMA wal_autocheckpoint = {self.auto}")
 
-
-def _same_account(guards: Guards | None, account_id: str) -> None:
-    if guards is not None and guards.account_id != account_id:
-        raise WriteDenied(f"accountId: '{account_id}' is not the guards' account; writes must target ACCOUNT_ID")

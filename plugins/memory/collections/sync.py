@@ -457,14 +457,14 @@ class Syncer:
         """One store transaction for the batch's notes, with their vectors."""
         vectors = {nid: vec for work in batch for nid, vec in work.vectors.items()}
         if self._staged:
-            self.store.write_staged([w.rows for w in batch], account_id=self.account, guards=self.guards,
+            self.store.write_staged([w.rows for w in batch], guards=self.guards,
                                     embeddings=vectors or None)
             return
         rows = [row for work in batch for row in work.rows]
         for row in rows:
             if row["id"] in vectors:
                 row["embedding"] = vectors[row["id"]]
-        self.store.upsert_many(rows, account_id=self.account, guards=self.guards)
+        self.store.upsert_many(rows, guards=self.guards)
 
     def _drop_stale(self, work: _Work) -> None:
         """Sections and chunks the note had before and no longer has: soft-deleted, unlinked.
@@ -486,7 +486,7 @@ class Syncer:
             if node is None:
                 return False
             if not node.deleted:  # unlinked first: a narrowed process may only unlink nodes it can read
-                self.store.delete_edge(parent, nid, etype, account_id=self.account, guards=self.guards)
+                self.store.delete_edge(parent, nid, etype, guards=self.guards)
                 self.store.soft_delete(nid, guards=self.guards)
             return True
 
@@ -922,11 +922,10 @@ class Syncer:
             remove.extend((n.doc_id, t) for t in old if t not in targets)
             changed.append((rel, wanted))
         if add:
-            missing = self.store.create_edges(add, account_id=self.account, guards=self.guards)
+            missing = self.store.create_edges(add, guards=self.guards)
             self.stats.edges_added += len(add) - len(missing)
         for src, dst in remove:
-            self.stats.edges_removed += self.store.delete_edge(src, dst, LINK_EDGE, account_id=self.account,
-                                                               guards=self.guards)
+            self.stats.edges_removed += self.store.delete_edge(src, dst, LINK_EDGE, guards=self.guards)
         if changed:
             self.state.set_edges(changed)
 

@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost import Guards, UserError
+    from plughost import Principal, UserError
     from plughost.api.store import require_admin
     from plughost.plugins.memory.surfacing import recall
 
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     if not args.ids:
         raise UserError(f"recall {args.action}: expected one or more node ids")
     decided = recall.load_decisions(host.home, acct)
-    guards = Guards(acct)
+    guards = Principal.owner(acct).guards
     unknown = [i for i in args.ids if host.store().get(i, guards=guards) is None
                and not (args.action == "clear" and i in decided)]
     if unknown:

@@ -107,8 +107,7 @@ class Conversations:
         conversation, whatever its scope (a visitor's stays admin until identity opens it), and
         nothing else, since every use is filtered to it (and the store refuses a write of any other:
         the guards carry the session). Anyone else: their guards."""
-        p = self.principal
-        return Guards(p.account_id, None, p.agent, p.session) if p.session is not None else p.guards
+        return self.principal.own_guards
 
     # ------------------------------------------------------------------ session
     def session_conversation(self) -> str | None:
@@ -226,7 +225,7 @@ class Conversations:
                                                      channel, sender)
         if session is not None:
             mine = own or session_conversation_id(session, self.store.get(
-                session, guards=Guards(account), include_deleted=True) is not None)
+                session, guards=Principal.owner(account).guards, include_deleted=True) is not None)
             if conversationId and conversationId != mine:
                 raise UserError("conversationId: not this session's conversation; a session appends only to its own")
             conversationId = mine

@@ -22,7 +22,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import GraphStore, Guards, Node, log
+from plughost import GraphStore, Node, Principal, log
 from plughost.api.store import MESSAGE_LABEL, USER_SCOPE, VISITOR_SLICE_LABEL
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,7 +97,7 @@ def end_conversations(store: GraphStore, account_id: str, *, idle_s: int, key: s
     now_ns = time.time_ns() if now_ns is None else now_ns
     idle_ns = idle_s * 1_000_000_000
     where: dict[str, Any] = {"slicePending": True, **({"visitorKey": key} if key else {})}
-    pending = store.find(guards=Guards(account_id), labels=[MESSAGE_LABEL], where=where, limit=SCAN)
+    pending = store.find(guards=Principal.owner(account_id).guards, labels=[MESSAGE_LABEL], where=where, limit=SCAN)
     groups: dict[tuple[str, str], list[Node]] = {}
     for node in pending:
         visitor, conv = node.properties.get("visitorKey"), node.properties.get("conversationId")
@@ -127,7 +127,8 @@ def _write_slice(store: GraphStore, account_id: str, visitor: str, conv: str, pa
             "channel": part[0].properties.get("channel"), "lines": lines, "text": "\n".join(lines),
             "messages": len(texts), "firstAt": _iso(_ns(part[0])), "lastAt": _iso(_ns(part[-1])),
             "createdAt": _iso(time.time_ns())}})
-    store.upsert_many(rows, account_id=account_id)  # the slice and its Messages' pending flags at once
+    # the slice and its Messages' pending flags at once
+    store.upsert_many(rows, guards=Principal.system(account_id).guards)
     log("visitor-memory", "op=slice", visitor=visitor[3:11], conversation=conv[5:13], messages=len(part),
         lines=len(lines), reason=why)
     return 1 if lines else 0
@@ -135,7 +136,7 @@ def _write_slice(store: GraphStore, account_id: str, visitor: str, conv: str, pa
 
 def memory_lines(store: GraphStore, account_id: str, key: str) -> tuple[list[str], int]:
     """The visitor's slices' lines, newest slice first, bounded; read by their key in scope ``user`` only."""
-    slices = store.find(guards=Guards(account_id, (USER_SCOPE,)), labels=[VISITOR_SLICE_LABEL],
+    slices = store.find(guards=Principal.owner(account_id).narrowed_to(scopes=(USER_SCOPE,)).guards, labels=[VISITOR_SLICE_LABEL],
                         where={"sliceToken": key}, limit=SCAN)
     slices = [s for s in slices if s.properties.get("sliceToken") == key]  # the oracle holds no wider read
     slices.sort(key=lambda s: str(s.properties.get("lastAt") or ""), reverse=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from plughost import Guards
+from plughost import Principal
 from plughost.api.store import MESSAGE_LABEL
 from plughost.api.util import read_time
 from plughost.plugins.memory.settings import MESSAGE_CONTEXT_TURNS, MESSAGE_EMBED
@@ -152,7 +152,7 @@ def previous_turns(store: Any, account_id: str, conversation_id: str, turns: int
     """The ``turns`` newest stored turns of a conversation sent before ``before`` (oldest first)."""
     if turns <= 0 or not conversation_id:
         return []
-    nodes = store.find(guards=Guards(account_id), labels=[MESSAGE_LABEL], where={"conversationId": conversation_id},
+    nodes = store.find(guards=Principal.owner(account_id).guards, labels=[MESSAGE_LABEL], where={"conversationId": conversation_id},
                        order_by="sentAt", descending=True, limit=turns + 8)
     kept = [n for n in nodes if n.id != exclude and order_key(n.id, n.properties) < (before, exclude or "\uffff")]
     kept.sort(key=lambda n: order_key(n.id, n.properties))

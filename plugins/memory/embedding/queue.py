@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from plughost import StateKey, log
+from plughost import Principal, StateKey, log
 from plughost.api import serving
 from plughost.api.store import CONVERSATION_LABEL, MESSAGE_LABEL
 from plughost.plugins.memory.embedding import indexed_form
@@ -84,7 +84,7 @@ def embed_nodes(store: Any, embedder: Embedder, account_id: str, nodes: Sequence
     else:
         for row, vector in zip(rows, vectors, strict=True):
             row["embedding"] = vector
-    store.upsert_many(rows, account_id=account_id)
+    store.upsert_many(rows, guards=Principal.system(account_id).guards)
     return len(rows)
 
 
@@ -189,10 +189,8 @@ def messages_stored(host: Host, account_id: str, message_ids: Sequence[str]) -> 
     embedder = host.embedder()
     if embedder is None:
         return
-    from plughost import Guards
-
     store = host.store()
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     nodes = [n for n in (store.get(i, guards=guards) for i in dict.fromkeys(message_ids)) if n is not None]
     started = time.perf_counter()
     try:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from plughost import Embedder, GraphStore, Guards, UserError, log
+from plughost import Embedder, GraphStore, Principal, UserError, log
 from plughost.api.store import MESSAGE_LABEL
 from plughost.api.util import Progress
 from plughost.plugins.memory.embedding import indexed_form
@@ -102,7 +102,7 @@ def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> i
     content). Logs ``[reindex] op=chunk-summaries backfilled=N``; returns N."""
     from plughost.plugins.memory.sectioniser import chunk_summary
 
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     rows: list[dict[str, Any]] = []
     offset = 0
     while True:
@@ -115,7 +115,7 @@ def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> i
             break
         offset += page
     for start in range(0, len(rows), page):
-        store.upsert_many(rows[start:start + page], account_id=account_id, guards=guards)
+        store.upsert_many(rows[start:start + page], guards=guards)
     log("reindex", "op=chunk-summaries", backfilled=len(rows))
     return len(rows)
 
@@ -155,7 +155,7 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
     returns how many Messages changed. Without an embedder only the property (and so BM25) changes.
     """
     turns = indexed_form.context_turns() if turns is None else turns
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     conversations: dict[str, list[Any]] = defaultdict(list)
     if conversation_ids is None:
         offset = 0
@@ -190,6 +190,6 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
                 for row, text, vector in zip(rows, texts, vectors, strict=True):
                     if text:
                         row["embedding"] = vector
-        store.upsert_many(rows, account_id=account_id)
+        store.upsert_many(rows, guards=Principal.system(account_id).guards)
     log("reindex", "op=context", conversations=len(conversations), changed=len(changed), turns=turns)
     return len(changed)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from plughost import GraphStore, Guards, Node, log
+from plughost import GraphStore, Guards, Node, Principal, log
 from plughost.api.store import write_defaults
 from plughost.api.util import read_time
 from plughost.plugins.memory.embedding import indexed_form
@@ -197,8 +197,8 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
             props["sourceId"] = old.get("sourceId", props["sourceId"])
     rows = list(planned.rows.values()) + [{"id": fid, "labels": [FACT_LABEL], "properties": props}
                                           for fid, props in planned.facts.items()]
-    store.upsert_many(rows, account_id=account_id, guards=guards)
-    missing = store.create_edges(planned.edges, account_id=account_id, guards=guards)
+    store.upsert_many(rows, guards=guards)
+    missing = store.create_edges(planned.edges, guards=guards)
     closed: dict[str, dict[str, Any]] = {}
     for (_, predicate, _, _), fids in groups.items():
         if not single_valued(predicate):
@@ -211,7 +211,7 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
         closed.update(_order(list(members.items())))
     if closed:
         store.upsert_many([{"id": fid, "labels": [FACT_LABEL], "properties": props} for fid, props in closed.items()],
-                          account_id=account_id, guards=guards)
+                          guards=guards)
     counts = {"entities": len(planned.rows), "facts": len(planned.facts), "edges": len(planned.edges) - len(missing),
               "closed": len(closed)}
     log("memory-entities", "op=write", **counts, ms=round((time.perf_counter() - started) * 1000, 1))
@@ -236,7 +236,7 @@ def backfill(store: GraphStore, account_id: str, *, batch_size: int = 500) -> di
     chunks: :func:`extractable`; ``plughost memory reindex --entities``): every node read first
     (writes reorder the pages), then written by batch, oldest first; re-running it changes nothing
     (ids are derived, repeats merge)."""
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     turns: list[tuple[str, dict[str, Any]]] = []
     offset = 0
     while True:
@@ -264,7 +264,7 @@ def _candidates(store: GraphStore, account_id: str, source_id: str, versions: It
     """The ids of the derived nodes a source may link to: what its extraction gives for each of its
     ``versions`` (the known speakers as the account's person entities), the facts naming it as
     their ``sourceId``, and its derived 1-hop neighbours."""
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     known = [str(n.properties.get("entityName")) for n in store.find(guards=acct, labels=[ENTITY_LABEL],
                                                                       where={"kind": "person"}, limit=1000)]
     out: set[str] = set()
@@ -287,7 +287,7 @@ def withdraw(store: GraphStore, account_id: str, source_ids: Iterable[str], *, g
     a source's properties before the change (its derived ids follow from them). The cleanup runs
     under the account's own guards: it only removes.
     """
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     candidates: set[str] = set()
     unlinked = 0
     for sid in dict.fromkeys(source_ids):
@@ -298,7 +298,7 @@ def withdraw(store: GraphStore, account_id: str, source_ids: Iterable[str], *, g
         found = _candidates(store, account_id, sid, versions)
         for cid in sorted(found):
             for etype in (MENTIONS, STATES):
-                unlinked += store.delete_edge(sid, cid, etype, account_id=account_id, guards=acct)
+                unlinked += store.delete_edge(sid, cid, etype, guards=acct)
         candidates |= found
     nodes = [n for cid in sorted(candidates) if (n := store.get(cid, guards=acct, include_deleted=True)) is not None]
     counts = {"unlinked": unlinked, **prune(store, account_id, nodes)}
@@ -318,7 +318,7 @@ def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str
     reaches (a Fact: a ``STATES`` source; an Entity: a ``MENTIONS`` source or a kept Fact ``ABOUT``
     it), unlink the sources whose visibility no longer matches, point a kept Fact's ``sourceId`` at
     a source it still has, and reopen the facts a removed one had closed."""
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     unlinked = 0
 
     def live(node: Node, sources: list[Node], edge_type: str) -> list[Node]:
@@ -329,7 +329,7 @@ def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str
             if _visibility(src.properties) == vis:
                 keep.append(src)
             elif edge_type != ABOUT:  # a source now of another visibility: its edge is stale
-                unlinked += store.delete_edge(src.id, node.id, edge_type, account_id=account_id, guards=acct)
+                unlinked += store.delete_edge(src.id, node.id, edge_type, guards=acct)
         return keep
 
     facts = [n for n in nodes if FACT_LABEL in n.labels]
@@ -345,7 +345,7 @@ def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str
     if gone_facts:
         store.delete_nodes([f.id for f in gone_facts], guards=acct)
     if moved:
-        store.upsert_many(moved, account_id=account_id, guards=acct)
+        store.upsert_many(moved, guards=acct)
     ents = [n for n in nodes if ENTITY_LABEL in n.labels]
     mentions, about = _reaching(store, acct, ents, MENTIONS), _reaching(store, acct, ents, ABOUT)
     gone_ents = [e for e in ents if e.deleted or not (live(e, mentions.get(e.id, []), MENTIONS)
@@ -360,7 +360,7 @@ def prune(store: GraphStore, account_id: str, nodes: Sequence[Node]) -> dict[str
 def _reopen(store: GraphStore, account_id: str, removed: Sequence[Node]) -> int:
     """Re-order the single-valued facts of the subjects whose facts were removed: a fact a removed
     one had closed is open again when nothing later is left (``validTo`` / ``supersededBy`` follow)."""
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     groups = {(str(f.properties.get("subjectKey")), str(f.properties.get("predicate")),
                repr(_visibility(f.properties))): f for f in removed
               if single_valued(str(f.properties.get("predicate")))}
@@ -377,14 +377,14 @@ def _reopen(store: GraphStore, account_id: str, removed: Sequence[Node]) -> int:
             if any(props.get(k) != v for k, v in want.items()):
                 changed.append({"id": fid, "labels": [FACT_LABEL], "properties": want})
     if changed:
-        store.upsert_many(changed, account_id=account_id, guards=acct)
+        store.upsert_many(changed, guards=acct)
     return len(changed)
 
 
 def sweep(store: GraphStore, account_id: str) -> dict[str, int]:
     """:func:`prune` over every Entity and Fact of the account (``plughost memory reindex --entities``,
     before the backfill): what only deleted, re-scoped or re-tagged sources reached goes."""
-    acct = Guards(account_id)
+    acct = Principal.owner(account_id).guards
     nodes: list[Node] = []
     for label in (FACT_LABEL, ENTITY_LABEL):
         offset = 0

@@ -19,7 +19,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, UserError, WriteDenied, log
+from plughost import Guards, Principal, UserError, WriteDenied, log
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, session_conversation
 from plughost.api.util import read_time, redact_text
 from plughost.plugins.memory.toolcalls.trail import TOOL_CALL_LABEL
@@ -136,7 +136,7 @@ def render(node: Any) -> str:
 
 
 def on_pre_compact(host: Host, account: str, session_id: str, transcript: str | None) -> dict[str, Any]:
-    guards = Guards(account)
+    guards = Principal.owner(account).guards
     conversation = conversation_for(host, guards, session_id)
     prior = latest(host, guards, conversation)
     if prior is not None and prior.properties.get("source") == "agent":
@@ -156,7 +156,7 @@ def _planted(host: Host, guards: Guards, conversation: str) -> bool:
 
 
 def on_session_start(host: Host, account: str, session_id: str, source: str) -> dict[str, Any]:
-    guards = Guards(account)
+    guards = Principal.owner(account).guards
     conversation = conversation_for(host, guards, session_id)
     node = latest(host, guards, conversation)
     p = node.properties if node is not None else {}
@@ -168,7 +168,7 @@ def on_session_start(host: Host, account: str, session_id: str, source: str) -> 
     if node is None or why is not None:
         log("compaction", "op=injected", conversation=conversation[:8], result=why, source=source)
         return {"output": None}
-    host.store().upsert_node([BRIEFING_LABEL], {"injectedAt": _iso(_now())}, account_id=account, node_id=node.id,
+    host.store().upsert_node([BRIEFING_LABEL], {"injectedAt": _iso(_now())}, node_id=node.id,
                              guards=guards)
     log("compaction", "op=injected", conversation=conversation[:8], briefing=node.id[9:17], source=source)
     return {"output": {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": render(node)}}}

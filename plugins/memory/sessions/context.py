@@ -21,7 +21,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, UserError, log
+from plughost import Guards, Principal, UserError, log
 from plughost.plugins.memory.upkeep.record import last_run, parse
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -144,7 +144,7 @@ def session_context(host: Host, account: str, session_id: str, source: str, requ
     if not SESSION_CONTEXT.read(host.env):
         log("session-context", "op=skip", session=sid, source=source, reason="off")
         return None
-    guards = Guards(account)
+    guards = Principal.owner(account).guards
     tasks, leads = _open_tasks(host, guards)
     findings, alerts, at = _audit(host, account, time.time() if now is None else now)
     parts = [("Alerts", alerts), (f"Standing audit findings ({at})" if at else "Standing audit findings", findings),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, Setting, log
+from plughost import Guards, Principal, Setting, log
 from plughost.api import hooks
 from plughost.plugins.memory.settings import SURFACE_BUDGET, SURFACE_LIMIT
 from plughost.plugins.memory.surfacing import rules, sessions
@@ -76,7 +76,7 @@ class SurfaceRequest:
         scopes = self.scopes
         if self.role and self.role != "admin":  # a narrowed session sees public memory only
             scopes = tuple(s for s in (("public",) if scopes is None else scopes) if s == "public")
-        return Guards(self.account_id, scopes, self.agent)
+        return Principal.owner(self.account_id).narrowed_to(scopes=scopes, agent=self.agent).guards
 
 
 @dataclass

@@ -140,14 +140,14 @@ class SurfaceServer:
 
     def warm(self) -> None:
         """Load the store's matrix and the embedder before the first prompt needs them."""
-        from plughost import Guards
+        from plughost import Principal
         from plughost.plugins.memory.surfacing.search import surface_items
 
         started = time.perf_counter()
         account = self.host.principal.account or ""
         try:
             if account:
-                surface_items(self.host, "warm up", Guards(account), 1, ())
+                surface_items(self.host, "warm up", Principal.owner(account).guards, 1, ())
             elif (embedder := self.host.embedder()) is not None:
                 embedder.embed(["warm up"])
         except Exception as exc:  # warming is an optimisation; the first call pays instead

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, UserError, WriteDenied, log
+from plughost import Guards, Principal, UserError, WriteDenied, log
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, require_admin, session_conversation
 from plughost.api.util import (  # noqa: F401
     REDACTED,  # noqa: F401
@@ -175,7 +175,7 @@ def prepare(host: Host, *, account_id: str, session_id: str, tool_name: str, too
     completed = completed_at or _now_iso()
     started = started_at or _tool_use_time(transcript_path, tool_use_id) or completed
     error = _response_error(tool_response) if is_error is None else bool(is_error)
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     conversation, created = session_conversation(host.store(), guards,  # recorded for admins alone
                                                  [s for s in (session_id, runner_session) if s], by_id=True)
     key = tool_use_id or f"{tool_name}\x1f{started}\x1f{input_text}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plughost import GraphStore, Guards
+from plughost import GraphStore, Guards, Principal
 from plughost.api.store import VECTOR_LABELS
 
 SCAN = 1_000_000
@@ -39,7 +39,7 @@ def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
     )
 
     acct = str(host.principal.require_account("the id of the account whose memory to audit"))
-    store, guards = host.store(), Guards(acct)
+    store, guards = host.store(), Principal.owner(acct).guards
     missing: dict[str, int] = {}
     for label in VECTOR_LABELS:
         count = len(store.missing_embeddings(account_id=acct, labels=[label], limit=SCAN))

@@ -98,7 +98,7 @@ def active_rules(store: GraphStore, account_id: str, guards: Guards | None = Non
     ``guards`` are the reader's (``profile-read`` passes the process's); the channels plugin's
     admin turn reads them as the account's admin.
     """
-    guards = guards or Guards(account_id)
+    guards = guards or Principal.owner(account_id).guards
     owner, profile = owner_profile(store, guards)
     if owner is None:
         return {"rules": [], "source": "no-owner", "owner": None}
@@ -163,7 +163,7 @@ class Preferences:
                 match, mode = node, "exact"
                 break
         if match is None and vector is not None:
-            hits = self.store.vector_search(vector, 5, guards=Guards(account, ("admin",)), labels=["Preference"])
+            hits = self.store.vector_search(vector, 5, guards=Principal.owner(account).narrowed_to(scopes=("admin",)).guards, labels=["Preference"])
             hits = [h for h in hits if h.node.properties.get("scope") == "admin"]
             neighbours = [{"id": h.node.id, "key": h.node.properties.get("key"),
                            "value": h.node.properties.get("value"), "similarity": round(h.score, 3)} for h in hits]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import GraphStore, Guards, UserError, WriteDenied, log
+from plughost import GraphStore, Guards, Principal, UserError, WriteDenied, log
 from plughost.api.store import guarded_upsert_many
 from plughost.api.util import redact_text
 
@@ -195,7 +195,7 @@ def census(store: GraphStore, account_id: str) -> dict[str, Any]:
     """Every live Task with logged time or a timer against the invariant; logs one line per drifted
     task and one for the run. ``{"tasks", "running", "drifted": [{taskId, secondsLogged, expected}],
     "orphaned"}`` (``orphaned``: Tasks deleted or gone that still have time records)."""
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     sums: dict[str, int] = {}
     open_timers = 0
     for node in store.find(guards=guards, labels=[ENTRY_LABEL], limit=SCAN):

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plughost import CliCommand, GraphStore, Guards, Node, UserError, log
+from plughost import CliCommand, GraphStore, Node, Principal, UserError, log
 from plughost.api.store import (
     CONVERSATION_LABEL,
     DERIVED_LABELS,
@@ -230,7 +230,7 @@ def _scan_records(store: GraphStore, account: str) -> dict[str, Record]:
 
 
 def _get(store: GraphStore, account: str, node_id: str) -> Node | None:
-    return store.get(node_id, guards=Guards(account), include_deleted=True)
+    return store.get(node_id, guards=Principal.owner(account).guards, include_deleted=True)
 
 
 def collect(store: GraphStore, account: str, request: Request) -> dict[str, Node]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from plughost import Principal
 from plughost.plugins.admin import sessions
 from tests.conftest import run_cli
 from tests.support.serve_helpers import start_serve
@@ -261,7 +262,7 @@ def test_memory_search_shows_the_owner_view_and_the_public_view(console, make_ho
     _leave_lead(base)
     store = make_host(ACCOUNT_ID=serve_env["ACCOUNT_ID"], PLUGHOST_EMBEDDER="none").store()
     store.upsert_node(["Service"], {"name": "Wedding cakes", "description": "Three-tier wedding cakes, delivered "
-                                    "on Saturdays", "scope": "public"}, account_id=serve_env["ACCOUNT_ID"],
+                                    "on Saturdays", "scope": "public"}, guards=Principal.system(serve_env["ACCOUNT_ID"]).guards,
                       node_id="svc-wedding")
     cookie = {"Cookie": _cookie(base)}
     status, _, body = _raw(f"{base}/admin/memory?q=wedding+cakes", headers=cookie)

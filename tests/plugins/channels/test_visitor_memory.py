@@ -20,6 +20,7 @@ from channels_support import ACCOUNT, agent_calls, channel_host, serve, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plughost import Principal
 from plughost.ports.graph import VISITOR_SLICE_LABEL, Guards, visitor_key
 from tests.backends import BACKENDS, use_backend, wipe
 from tests.conftest import run_cli
@@ -280,7 +281,7 @@ def test_a_process_narrowed_to_the_user_scope_can_neither_read_nor_change_a_slic
     assert resolve({"ACCOUNT_ID": ACCOUNT, "ALLOWED_SCOPES": "user,public"}).guards.allowed_scopes == ("public",)
     owner = _viewer()
     owner.store().upsert_node(["VisitorSlice"], {"sliceToken": "vk-x", "scope": "user", "lines": ["name: Ana"]},
-                              account_id=ACCOUNT, node_id="slice-x")
+                              guards=Principal.system(ACCOUNT).guards, node_id="slice-x")
     narrowed = _viewer(ALLOWED_SCOPES="user")
     for tool, args in (("memory-update", {"id": "slice-x", "properties": {"lines": ["SYSTEM: a discount"]}}),
                        ("memory-delete", {"id": "slice-x"}), ("memory-restore", {"id": "slice-x"})):

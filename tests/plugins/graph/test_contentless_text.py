@@ -15,6 +15,7 @@ from graph_support import expected_terms, indexed_terms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plughost import Principal
 from plughost.plugins.graph.importer import import_jsonl
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.ports.graph import Guards
@@ -57,12 +58,14 @@ op = st.one_of(
 def run(store: SqliteStore, step: tuple[Any, ...], tmp: Path) -> None:
     kind, guards = step[0], Guards(ACCOUNT)
     if kind == "upsert":
-        store.upsert_node(step[2], step[3], account_id=ACCOUNT, node_id=step[1])
+        store.upsert_node(step[2], step[3], guards=Principal.system(ACCOUNT).guards, node_id=step[1])
     elif kind == "many":
-        store.upsert_many([{"id": i, "labels": lab, "properties": p} for i, lab, p in step[1]], account_id=ACCOUNT)
+        store.upsert_many([{"id": i, "labels": lab, "properties": p} for i, lab, p in step[1]],
+                          guards=Principal.system(ACCOUNT).guards)
     elif kind == "staged":
         rows = [{"id": i, "labels": lab, "properties": dict(p)} for i, lab, p in step[1]]
-        store.write_staged([store.stage_rows(rows, account_id=ACCOUNT)], account_id=ACCOUNT)
+        store.write_staged([store.stage_rows(rows, account_id=ACCOUNT)],
+                           guards=Principal.system(ACCOUNT).guards)
     elif kind == "delete":
         store.soft_delete(step[1], guards=guards)
     elif kind == "restore":
@@ -71,11 +74,12 @@ def run(store: SqliteStore, step: tuple[Any, ...], tmp: Path) -> None:
         store.purge(older_than_days=0)
     elif kind == "ingest":  # a re-ingest replaces the document's hierarchy (the trigger removes its terms)
         doc = store.upsert_node(["KnowledgeDocument"], {"attachmentId": "att-1", "title": "doc"},
-                                account_id=ACCOUNT, node_id="doc")
+                                guards=Principal.system(ACCOUNT).guards, node_id="doc")
         for k, p in enumerate(step[1]):
             store.upsert_many([{"id": f"doc-s{k}-{len(step[1])}", "labels": ["Section"], "properties": p}],
-                              account_id=ACCOUNT)
-            store.create_edges([(doc, "HAS_SECTION", f"doc-s{k}-{len(step[1])}", None)], account_id=ACCOUNT)
+                              guards=Principal.system(ACCOUNT).guards)
+            store.create_edges([(doc, "HAS_SECTION", f"doc-s{k}-{len(step[1])}", None)],
+                               guards=Principal.system(ACCOUNT).guards)
     elif kind == "import":
         path = tmp / "rows.jsonl"
         path.write_text("".join(json.dumps({"id": i, "labels": lab, "properties": p}) + "\n" for i, lab, p in step[1]),
@@ -103,7 +107,8 @@ def test_each_index_holds_exactly_the_live_rows_terms(tmp_path_factory: pytest.T
 def test_a_connection_without_the_store_cannot_delete_a_node_half_way(tmp_path: Path) -> None:
     """The purge trigger needs ``node_text_of``: a bare connection's delete fails whole, naming it."""
     store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": ACCOUNT})
-    store.upsert_node(["Chunk"], {"content": "kept whole"}, account_id=ACCOUNT, node_id="k")
+    store.upsert_node(["Chunk"], {"content": "kept whole"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="k")
     store.close()
     con = sqlite3.connect(tmp_path / "g.sqlite")
     with pytest.raises(sqlite3.OperationalError, match="node_text_of"):

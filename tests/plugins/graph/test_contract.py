@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from plughost import Principal
 from plughost.ports.graph import VECTOR_LABELS, GraphStore, Guards
 from plughost.util.errors import UserError
 
@@ -52,23 +53,26 @@ def test_implements_the_port(store):
 
 def test_upsert_merges_properties_and_unions_labels(store):
     a = acct(store)
-    nid = store.upsert_node(["Person"], {"name": "Ada", "age": 36}, account_id=a, node_id="p1")
+    nid = store.upsert_node(["Person"], {"name": "Ada", "age": 36},
+                            guards=Principal.system(a).guards, node_id="p1")
     assert nid == "p1"
-    store.upsert_node(["Customer"], {"age": None, "email": "ada@example.com"}, account_id=a, node_id="p1")
+    store.upsert_node(["Customer"], {"age": None, "email": "ada@example.com"},
+                      guards=Principal.system(a).guards, node_id="p1")
     node = store.get("p1", guards=g(store))
     assert set(node.labels) == {"Person", "Customer"}
     assert node.properties["name"] == "Ada" and "age" not in node.properties
     assert node.properties["accountId"] == a and node.account_id == a
     assert node.properties["createdAt"] and node.properties["updatedAt"]
-    generated = store.upsert_node(["Task"], {"title": "t"}, account_id=a)
+    generated = store.upsert_node(["Task"], {"title": "t"}, guards=Principal.system(a).guards)
     assert generated and store.get(generated, guards=g(store)).properties["title"] == "t"
 
 
 def test_write_to_foreign_account_is_rejected_and_logged(store, capfd):
     with pytest.raises(UserError, match="accountId"):
-        store.upsert_node(["Person"], {"name": "x"}, account_id="someone-else")
+        store.upsert_node(["Person"], {"name": "x"}, guards=Principal.system("someone-else").guards)
     with pytest.raises(UserError):
-        store.upsert_node(["Person"], {"name": "x", "accountId": "someone-else"}, account_id=acct(store))
+        store.upsert_node(["Person"], {"name": "x", "accountId": "someone-else"},
+                          guards=Principal.system(acct(store)).guards)
     err = capfd.readouterr().err
     assert "[graph-write] reject reason=invalid-account-id" in err
     assert store.count(guards=g(store)) == 0
@@ -77,30 +81,30 @@ def test_write_to_foreign_account_is_rejected_and_logged(store, capfd):
 def test_bad_input_is_one_clear_error(store):
     a = acct(store)
     with pytest.raises(UserError, match=r"labels\[0\]"):
-        store.upsert_node(["bad label"], {}, account_id=a)
+        store.upsert_node(["bad label"], {}, guards=Principal.system(a).guards)
     with pytest.raises(UserError, match="labels"):
-        store.upsert_node([], {}, account_id=a)
+        store.upsert_node([], {}, guards=Principal.system(a).guards)
     with pytest.raises(UserError, match="agents"):
-        store.upsert_node(["Person"], {"agents": 3}, account_id=a)
+        store.upsert_node(["Person"], {"agents": 3}, guards=Principal.system(a).guards)
     with pytest.raises(UserError, match="embedding"):
-        store.upsert_node(["Person"], {}, account_id=a, embedding=[float("nan")])
+        store.upsert_node(["Person"], {}, guards=Principal.system(a).guards, embedding=[float("nan")])
     with pytest.raises(UserError, match="JSON"):
-        store.upsert_node(["Person"], {"x": float("inf")}, account_id=a)
+        store.upsert_node(["Person"], {"x": float("inf")}, guards=Principal.system(a).guards)
     with pytest.raises(UserError, match="JSON"):
-        store.upsert_node(["Person"], {"x": object()}, account_id=a)
+        store.upsert_node(["Person"], {"x": object()}, guards=Principal.system(a).guards)
     with pytest.raises(UserError, match="type"):
-        store.upsert_node(["Person"], {}, account_id=a, node_id="x")
-        store.create_edge("x", "x", "bad type", account_id=a)
+        store.upsert_node(["Person"], {}, guards=Principal.system(a).guards, node_id="x")
+        store.create_edge("x", "x", "bad type", guards=Principal.system(a).guards)
 
 
 def test_edges_backlinks_and_expansion_directions(store):
     a = acct(store)
     for nid in ("hub", "x", "y"):
-        store.upsert_node(["Concept"], {"name": nid}, account_id=a, node_id=nid)
-    store.create_edge("x", "hub", "MENTIONS", {"w": 1}, account_id=a)
-    store.create_edge("y", "hub", "MENTIONS", account_id=a)
-    store.create_edge("x", "hub", "MENTIONS", account_id=a)  # MERGE: no second edge
-    store.create_edge("hub", "y", "RELATED_TO", account_id=a)
+        store.upsert_node(["Concept"], {"name": nid}, guards=Principal.system(a).guards, node_id=nid)
+    store.create_edge("x", "hub", "MENTIONS", {"w": 1}, guards=Principal.system(a).guards)
+    store.create_edge("y", "hub", "MENTIONS", guards=Principal.system(a).guards)
+    store.create_edge("x", "hub", "MENTIONS", guards=Principal.system(a).guards)  # MERGE: no second edge
+    store.create_edge("hub", "y", "RELATED_TO", guards=Principal.system(a).guards)
     assert store.get("hub", guards=g(store)).properties["backlinkCount"] == 2
     assert store.get("y", guards=g(store)).properties["backlinkCount"] == 1
     around = store.expand(["hub"], guards=g(store))["hub"]
@@ -108,14 +112,14 @@ def test_edges_backlinks_and_expansion_directions(store):
     assert seen == [("in", "MENTIONS", "x"), ("in", "MENTIONS", "y"), ("out", "RELATED_TO", "y")]
     assert [n.properties for n in around if n.node.id == "x"] == [{"w": 1}]
     with pytest.raises(UserError, match="not found"):
-        store.create_edge("x", "nowhere", "MENTIONS", account_id=a)
+        store.create_edge("x", "nowhere", "MENTIONS", guards=Principal.system(a).guards)
 
 
 def test_expansion_cap_is_twenty(store):
     a = acct(store)
     store.upsert_many([{"id": "c", "labels": ["Concept"], "properties": {"name": "c"}}]
                       + [{"id": f"n{i}", "labels": ["Concept"], "properties": {"name": f"n{i}"},
-                          "edges": [{"type": "ABOUT", "to": "c"}]} for i in range(30)], account_id=a)
+                          "edges": [{"type": "ABOUT", "to": "c"}]} for i in range(30)], guards=Principal.system(a).guards)
     assert len(store.expand(["c"], guards=g(store))["c"]) == 20
     assert len(store.expand(["c"], guards=g(store), limit=5)["c"]) == 5
     assert store.get("c", guards=g(store)).properties["backlinkCount"] == 30
@@ -123,7 +127,8 @@ def test_expansion_cap_is_twenty(store):
 
 def test_expansion_applies_layer_four(store, other):
     a = acct(store)
-    store.upsert_node(["Service"], {"name": "root", "scope": "public", "agents": ["bot"]}, account_id=a, node_id="root")
+    store.upsert_node(["Service"], {"name": "root", "scope": "public", "agents": ["bot"]},
+                      guards=Principal.system(a).guards, node_id="root")
     rows = {
         "untagged": {"name": "untagged"},  # passes: untagged related nodes are structural
         "tagged-bot": {"name": "tb", "agents": ["bot"]},
@@ -132,8 +137,8 @@ def test_expansion_applies_layer_four(store, other):
         "gone": {"name": "gone"},  # fails: soft-deleted
     }
     for nid, props in rows.items():
-        store.upsert_node(["PriceSpecification"], props, account_id=a, node_id=nid)
-        store.create_edge("root", nid, "HAS_PRICE", account_id=a)
+        store.upsert_node(["PriceSpecification"], props, guards=Principal.system(a).guards, node_id=nid)
+        store.create_edge("root", nid, "HAS_PRICE", guards=Principal.system(a).guards)
     store.soft_delete("gone", guards=g(store))
     related = store.expand(["root"], guards=g(store, ["public"], "bot"))["root"]
     assert sorted(n.node.id for n in related) == ["tagged-bot", "untagged"]
@@ -147,13 +152,13 @@ def test_expansion_applies_layer_four(store, other):
 def test_primary_reads_apply_scope_and_agent_layers(store):
     a = acct(store)
     store.upsert_node(["Question"], {"name": "pub bot", "scope": "public", "agents": ["bot"], "keywords": ["faq"]},
-                      account_id=a, node_id="q1", embedding=unit(1, 0, 0))
+                      guards=Principal.system(a).guards, node_id="q1", embedding=unit(1, 0, 0))
     store.upsert_node(["Question"], {"name": "pub untagged", "scope": "public", "keywords": ["faq"]},
-                      account_id=a, node_id="q2", embedding=unit(1, 0.1, 0))
+                      guards=Principal.system(a).guards, node_id="q2", embedding=unit(1, 0.1, 0))
     store.upsert_node(["Question"], {"name": "admin bot", "scope": "admin", "agents": ["bot"], "keywords": ["faq"]},
-                      account_id=a, node_id="q3", embedding=unit(1, 0.2, 0))
+                      guards=Principal.system(a).guards, node_id="q3", embedding=unit(1, 0.2, 0))
     store.upsert_node(["Question"], {"name": "noscope bot", "agents": ["bot"], "keywords": ["faq"]},
-                      account_id=a, node_id="q4", embedding=unit(1, 0.3, 0))
+                      guards=Principal.system(a).guards, node_id="q4", embedding=unit(1, 0.3, 0))
     public_bot = g(store, ["public"], "bot")
     for hits in (store.vector_search(unit(1, 0, 0), 10, guards=public_bot),
                  store.fulltext_search("bot untagged", 10, guards=public_bot),
@@ -186,7 +191,7 @@ def test_vector_search_is_exact_and_returns_k_after_guards(store):
         angle = i * 0.05
         rows.append({"id": f"v{i}", "labels": ["Chunk"], "embedding": vec(math.cos(angle), math.sin(angle)),
                      "properties": {"content": f"chunk {i}", "scope": "admin" if i % 2 else "public"}})
-    store.upsert_many(rows, account_id=a)
+    store.upsert_many(rows, guards=Principal.system(a).guards)
     hits = store.vector_search(vec(1.0), 5, guards=g(store))
     assert [h.node.id for h in hits] == ["v0", "v1", "v2", "v3", "v4"]
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
@@ -215,7 +220,7 @@ def test_bm25_finds_codes_with_digits_and_punctuation(store, term, expected):
         {"id": "tyre", "labels": ["Service"], "properties": {"name": "w5 tyre fitting", "description": "all sizes"}},
         {"id": "python", "labels": ["CreativeWork"], "properties": {"body": "Upgrading to Python 3.12 is easy"}},
         {"id": "noise", "labels": ["CreativeWork"], "properties": {"body": "Python 3 and 12 monkeys"}},
-    ], account_id=a)
+    ], guards=Principal.system(a).guards)
     hits = store.fulltext_search(term, 5, guards=g(store))
     assert hits and hits[0].node.id == expected
     assert hits[0].score > 0
@@ -226,20 +231,22 @@ def test_bm25_finds_codes_with_digits_and_punctuation(store, term, expected):
     '"unbalanced', "\x00", "", "   ", "🙂", "col:* OR", "-", "a AND (", "a OR OR b",
 ])
 def test_special_characters_never_raise(store, query):
-    store.upsert_node(["Concept"], {"name": "AND OR NOT near"}, account_id=acct(store))
+    store.upsert_node(["Concept"], {"name": "AND OR NOT near"}, guards=Principal.system(acct(store)).guards)
     store.fulltext_search(query, 5, guards=g(store))
     store.keyword_search(query, 5, guards=g(store))
 
 
 def test_soft_delete_cascades_and_restore_and_purge(store):
     a = acct(store)
-    store.upsert_node(["KnowledgeDocument"], {"title": "Handbook", "attachmentId": "att-1"}, account_id=a, node_id="doc")
-    store.upsert_node(["Section"], {"title": "Intro"}, account_id=a, node_id="sec")
-    store.upsert_node(["Chunk"], {"content": "hello handbook"}, account_id=a, node_id="ch")
-    store.upsert_node(["Person"], {"name": "author"}, account_id=a, node_id="author")
-    store.create_edge("doc", "sec", "HAS_SECTION", account_id=a)
-    store.create_edge("sec", "ch", "HAS_CHUNK", account_id=a)
-    store.create_edge("doc", "author", "AUTHORED_BY", account_id=a)
+    store.upsert_node(["KnowledgeDocument"], {"title": "Handbook", "attachmentId": "att-1"},
+                      guards=Principal.system(a).guards, node_id="doc")
+    store.upsert_node(["Section"], {"title": "Intro"}, guards=Principal.system(a).guards, node_id="sec")
+    store.upsert_node(["Chunk"], {"content": "hello handbook"},
+                      guards=Principal.system(a).guards, node_id="ch")
+    store.upsert_node(["Person"], {"name": "author"}, guards=Principal.system(a).guards, node_id="author")
+    store.create_edge("doc", "sec", "HAS_SECTION", guards=Principal.system(a).guards)
+    store.create_edge("sec", "ch", "HAS_CHUNK", guards=Principal.system(a).guards)
+    store.create_edge("doc", "author", "AUTHORED_BY", guards=Principal.system(a).guards)
     assert store.soft_delete("doc", guards=g(store)) == 3
     assert store.get("ch", guards=g(store)) is None
     assert store.get("ch", guards=g(store), include_deleted=True).deleted
@@ -257,11 +264,13 @@ def test_soft_delete_cascades_and_restore_and_purge(store):
 
 def test_reingest_same_attachment_replaces_the_hierarchy(store):
     a = acct(store)
-    doc = store.upsert_node(["KnowledgeDocument"], {"title": "v1", "attachmentId": "att-9"}, account_id=a)
-    sec = store.upsert_node(["Section"], {"title": "old section"}, account_id=a)
-    store.create_edge(doc, sec, "HAS_SECTION", account_id=a)
+    doc = store.upsert_node(["KnowledgeDocument"], {"title": "v1", "attachmentId": "att-9"},
+                            guards=Principal.system(a).guards)
+    sec = store.upsert_node(["Section"], {"title": "old section"}, guards=Principal.system(a).guards)
+    store.create_edge(doc, sec, "HAS_SECTION", guards=Principal.system(a).guards)
     store.soft_delete(doc, guards=g(store))
-    again = store.upsert_node(["KnowledgeDocument"], {"title": "v2", "attachmentId": "att-9"}, account_id=a)
+    again = store.upsert_node(["KnowledgeDocument"], {"title": "v2", "attachmentId": "att-9"},
+                              guards=Principal.system(a).guards)
     assert again == doc
     node = store.get(doc, guards=g(store))
     assert node is not None and node.properties["title"] == "v2"  # deletedAt cleared
@@ -271,9 +280,11 @@ def test_reingest_same_attachment_replaces_the_hierarchy(store):
 
 def test_missing_embeddings_and_index_discovery(store):
     a = acct(store)
-    store.upsert_node(["Person"], {"name": "with"}, account_id=a, node_id="w", embedding=vec(0.1, 0.2, 0.3))
-    store.upsert_node(["Person"], {"name": "without"}, account_id=a, node_id="wo")
-    store.upsert_node(["Organization"], {"name": "not indexed"}, account_id=a, node_id="org")
+    store.upsert_node(["Person"], {"name": "with"},
+                      guards=Principal.system(a).guards, node_id="w", embedding=vec(0.1, 0.2, 0.3))
+    store.upsert_node(["Person"], {"name": "without"}, guards=Principal.system(a).guards, node_id="wo")
+    store.upsert_node(["Organization"], {"name": "not indexed"},
+                      guards=Principal.system(a).guards, node_id="org")
     assert [n.id for n in store.missing_embeddings(account_id=a)] == ["wo"]
     assert store.missing_embeddings(account_id=a, exclude=["wo"]) == []
     indexes = store.vector_indexes()
@@ -284,7 +295,7 @@ def test_find_filters_orders_and_paginates(store):
     a = acct(store)
     store.upsert_many([{"id": f"m{i}", "labels": ["Message"], "properties": {"body": f"m{i}", "rank": i,
                                                                            "channel": "web" if i < 3 else "tg"}}
-                       for i in range(5)], account_id=a)
+                       for i in range(5)], guards=Principal.system(a).guards)
     found = store.find(guards=g(store), labels=["Message"], where={"channel": "web"}, order_by="rank", descending=True)
     assert [n.id for n in found] == ["m2", "m1", "m0"]
     page = store.find(guards=g(store), labels=["Message"], order_by="rank", descending=False, limit=2, offset=1)
@@ -302,7 +313,8 @@ def test_lists_of_mixed_types_or_with_nulls_are_written_and_imported(store, tmp_
 
     a = acct(store)
     odd = {"xs": [1, "a"], "ys": [1, None], "zs": [None], "bs": [True, 1], "ok": [1, 2], "fs": [1, 2.5]}
-    store.upsert_node(["Person"], {"name": "mixed one", **odd}, account_id=a, node_id="m1")
+    store.upsert_node(["Person"], {"name": "mixed one", **odd},
+                      guards=Principal.system(a).guards, node_id="m1")
     lines = [{"id": f"m{i}", "labels": ["Person"], "properties": {"name": f"mixed {i}", **odd},
               "edges": [{"type": "KNOWS", "to": "m1", "properties": {"w": [1, "a"]}}]} for i in range(2, 6)]
     path = tmp_path / "mixed.jsonl"
@@ -325,7 +337,7 @@ def test_a_term_every_node_holds_gives_k_rows_in_one_order(store):
     a = acct(store)
     rows = [{"id": f"t{i:04d}", "labels": ["Person"], "properties": {"name": f"tied node {i}",
              "scope": "public" if i % 1000 == 7 else "admin"}} for i in range(3000)]
-    store.upsert_many(rows, account_id=a)
+    store.upsert_many(rows, guards=Principal.system(a).guards)
     first = [h.node.id for h in store.fulltext_search("tied", 10, guards=g(store))]
     assert len(first) == 10 and [h.node.id for h in store.fulltext_search("tied", 10, guards=g(store))] == first
     public = Guards(a, allowed_scopes=("public",))
@@ -335,8 +347,9 @@ def test_a_term_every_node_holds_gives_k_rows_in_one_order(store):
 def test_bm25_finds_a_brands_own_label(store):
     """Full-text search covers every label, not only those docs/graph.md#labels names (Neo4j indexed 29)."""
     a = acct(store)
-    store.upsert_node(["Widget"], {"name": "zanzibar gizmo"}, account_id=a, node_id="w1")
-    store.upsert_node(["Person"], {"name": "zanzibar person"}, account_id=a, node_id="p1")
+    store.upsert_node(["Widget"], {"name": "zanzibar gizmo"}, guards=Principal.system(a).guards, node_id="w1")
+    store.upsert_node(["Person"], {"name": "zanzibar person"},
+                      guards=Principal.system(a).guards, node_id="p1")
     assert sorted(h.node.id for h in store.fulltext_search("zanzibar", 5, guards=g(store))) == ["p1", "w1"]
     assert [h.node.id for h in store.fulltext_search("gizmo", 5, guards=g(store), labels=["Widget"])] == ["w1"]
     assert store.fulltext_search("gizmo", 5, guards=g(store), labels=["Person"]) == []
@@ -345,9 +358,11 @@ def test_bm25_finds_a_brands_own_label(store):
 def test_upsert_many_rejects_the_whole_batch_on_a_bad_row(store):
     a = acct(store)
     with pytest.raises(UserError, match=r"rows\[1\]"):
-        store.upsert_many([{"labels": ["Person"], "properties": {}}, {"labels": "Person"}], account_id=a)
+        store.upsert_many([{"labels": ["Person"], "properties": {}}, {"labels": "Person"}],
+                          guards=Principal.system(a).guards)
     with pytest.raises(UserError, match=r"rows\[0\]\.edges\[0\]\.to"):
-        store.upsert_many([{"labels": ["Person"], "edges": [{"type": "KNOWS", "to": "ghost"}]}], account_id=a)
+        store.upsert_many([{"labels": ["Person"], "edges": [{"type": "KNOWS", "to": "ghost"}]}],
+                          guards=Principal.system(a).guards)
     assert store.count(guards=g(store)) == 0
 
 
@@ -358,22 +373,25 @@ def test_upsert_many_rejects_the_whole_batch_on_a_bad_row(store):
 ])
 def test_bad_edges_name_the_row_and_edge(store, edge, message):
     with pytest.raises(UserError, match=r"rows\[0\]\.edges\[0\]") as info:
-        store.upsert_many([{"labels": ["Person"], "edges": [edge]}], account_id=acct(store))
+        store.upsert_many([{"labels": ["Person"], "edges": [edge]}],
+                          guards=Principal.system(acct(store)).guards)
     assert message in str(info.value)
 
 
 def test_ids_are_per_account(store, other):
     """Two accounts may hold the same id; neither can touch, see or learn of the other's node."""
     a, b = acct(store), acct(other)
-    store.upsert_node(["Person"], {"name": "mine"}, account_id=a, node_id="same")
-    other.upsert_node(["Person"], {"name": "theirs"}, account_id=b, node_id="same")  # no error, no oracle
-    other.upsert_many([{"id": "same", "labels": ["Task"], "properties": {"title": "t"}}], account_id=b)
+    store.upsert_node(["Person"], {"name": "mine"}, guards=Principal.system(a).guards, node_id="same")
+    other.upsert_node(["Person"], {"name": "theirs"},
+                      guards=Principal.system(b).guards, node_id="same")  # no error, no oracle
+    other.upsert_many([{"id": "same", "labels": ["Task"], "properties": {"title": "t"}}],
+                      guards=Principal.system(b).guards)
     assert store.get("same", guards=g(store)).properties["name"] == "mine"
     assert set(store.get("same", guards=g(store)).labels) == {"Person"}
     assert other.get("same", guards=g(other)).properties["name"] == "theirs"
     store.soft_delete("same", guards=g(store))
     assert other.get("same", guards=g(other)) is not None
-    other.create_edge("same", "same", "SELF", account_id=b)
+    other.create_edge("same", "same", "SELF", guards=Principal.system(b).guards)
     assert store.expand(["same"], guards=g(store))["same"] == []
 
 
@@ -383,13 +401,13 @@ def test_sparse_tenant_and_selective_agent_still_get_k(store, other):
     a, b = acct(store), acct(other)
     crowd = [{"id": f"c{i}", "labels": ["Chunk"], "embedding": vec(1.0, 0.001 * i),
               "properties": {"content": "crowd"}} for i in range(1500)]
-    other.upsert_many(crowd, account_id=b)
+    other.upsert_many(crowd, guards=Principal.system(b).guards)
     mine = [{"id": f"m{i}", "labels": ["Chunk"], "embedding": vec(0.2, 1.0, 0.1 * i),
              "properties": {"content": "mine"}} for i in range(4)]
     store.upsert_many(mine + [{"id": f"pub{i}", "labels": ["Chunk"], "embedding": vec(1.0, 0.002 * i),
                                "properties": {"content": "public", "scope": "public",
                                               "agents": ["bot"] if i % 200 == 7 else ["other"]}}
-                              for i in range(600)], account_id=a)
+                              for i in range(600)], guards=Principal.system(a).guards)
     hits = store.vector_search(vec(1.0), 10, guards=g(store, ["internal"]))  # only unscoped: the 4 of mine
     assert sorted(h.node.id for h in hits) == ["m0", "m1", "m2", "m3"]
     bot = store.vector_search(vec(1.0), 2, guards=g(store, ["public"], "bot"))

@@ -29,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plughost import Principal
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, neo4j_env
@@ -200,7 +201,7 @@ def run_example(backend: str, graph: Graph, queries) -> None:
             # targets first: an edge's target must exist (in the store or earlier in the batch)
             rows.sort(key=lambda r: bool(r["edges"]))
             if rows:
-                store.upsert_many(rows, account_id=names[acct])
+                store.upsert_many(rows, guards=Principal.system(names[acct]).guards)
         for i, spec in enumerate(graph.nodes):
             if spec.explicit_delete:
                 stores[spec.account].soft_delete(ids[i], guards=Guards(names[spec.account]))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from graph_support import MIXED_LINES, big_file, kill_once_committed, write_jsonl
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 from tests.conftest import ensure_account, run_cli
 
@@ -94,8 +95,8 @@ def test_progress_bar_on_a_terminal(tmp_path: Path) -> None:
 
 def test_purge_command(tmp_path: Path, plughost_home: Path) -> None:
     store = open_db(plughost_home)
-    store.upsert_node(["Person"], {"name": "gone"}, account_id=ACCOUNT, node_id="gone")
-    store.upsert_node(["Person"], {"name": "kept"}, account_id=ACCOUNT, node_id="kept")
+    store.upsert_node(["Person"], {"name": "gone"}, guards=Principal.system(ACCOUNT).guards, node_id="gone")
+    store.upsert_node(["Person"], {"name": "kept"}, guards=Principal.system(ACCOUNT).guards, node_id="kept")
     store.soft_delete("gone", guards=Guards(ACCOUNT))
     res = run_cli("graph", "purge", env={"ACCOUNT_ID": ACCOUNT})
     assert res.returncode == 0 and "[graph-purge] done purged=0" in res.stderr

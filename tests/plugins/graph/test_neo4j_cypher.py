@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from plughost import Principal
 from plughost.mcp.server import build_server
 from tests.backends import needs_neo4j, neo4j_env, use_backend
 from tests.plugins.graph.test_tools_and_hooks import call, text
@@ -35,9 +36,10 @@ def admin(make_host, monkeypatch: pytest.MonkeyPatch):
     host = make_host(ACCOUNT_ID=ACCOUNT)
     store = host.store()
     wipe_all(store)
-    store.upsert_node(["Person"], {"name": "Ada", "scope": "admin"}, account_id=ACCOUNT, node_id="ada")
-    store.upsert_node(["Person"], {"name": "Gone"}, account_id=ACCOUNT, node_id="gone")
-    store.create_edge("ada", "gone", "KNOWS", account_id=ACCOUNT)
+    store.upsert_node(["Person"], {"name": "Ada", "scope": "admin"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="ada")
+    store.upsert_node(["Person"], {"name": "Gone"}, guards=Principal.system(ACCOUNT).guards, node_id="gone")
+    store.create_edge("ada", "gone", "KNOWS", guards=Principal.system(ACCOUNT).guards)
     store.soft_delete("gone", guards=_guards())
     yield host
     wipe_all(store)
@@ -132,7 +134,8 @@ def test_a_database_holding_another_account_refuses_both_tools(admin) -> None:
     from plughost.plugins.graph.neo4j_store import Neo4jStore
 
     other = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": OTHER})
-    other.upsert_node(["Person"], {"name": "Someone else's"}, account_id=OTHER, node_id="theirs")
+    other.upsert_node(["Person"], {"name": "Someone else's"},
+                      guards=Principal.system(OTHER).guards, node_id="theirs")
     try:
         server = build_server(admin, "graph")
         for tool, query in (("read-cypher", "MATCH (n) RETURN n"), ("read-cypher", "MATCH (n) RETURN n.name"),
@@ -180,7 +183,7 @@ def test_routing_uri_reads_and_writes_through_the_single_instance(plughost_home)
     store = Neo4jStore.from_env({**env, "ACCOUNT_ID": "acct-routing"})
     try:
         store.upsert_many([{"id": "r1", "labels": ["Question"], "properties": {"name": "routed question"},
-                            "embedding": [1.0] + [0.0] * 383}], account_id="acct-routing")
+                            "embedding": [1.0] + [0.0] * 383}], guards=Principal.system("acct-routing").guards)
         g = Guards("acct-routing")
         assert store.get("r1", guards=g).properties["name"] == "routed question"
         assert [h.node.id for h in store.vector_search([1.0] + [0.0] * 383, 1, guards=g)] == ["r1"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from graph_support import graph_rows, store_snapshot, write_jsonl
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 from tests.backends import neo4j_env
 from tests.conftest import ensure_account, run_cli
@@ -125,7 +126,8 @@ def test_migrate_never_writes_over_an_account_it_did_not_put_there(tmp_path: Pat
     env = {**neo4j_env(), "ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": DIMS}
     live = Neo4jStore.from_env({**os.environ, **env})
     try:
-        live.upsert_node(["Note"], {"name": "the other install's note", "scope": "admin"}, account_id=account,
+        live.upsert_node(["Note"], {"name": "the other install's note", "scope": "admin"},
+                         guards=Principal.system(account).guards,
                          node_id="shared-id")
         ensure_account({**os.environ, "ACCOUNT_ID": account})
         f = write_jsonl(tmp_path / "in.jsonl", [{"id": "shared-id", "labels": ["Chunk"],

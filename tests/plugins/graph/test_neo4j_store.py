@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from graph_support import MIXED_LINES, big_file, write_jsonl
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 from plughost.util.errors import UserError
 from tests.backends import needs_neo4j, neo4j_env
@@ -56,7 +57,7 @@ def test_a_failing_multi_part_write_leaves_nothing(neo) -> None:
             {"id": "sec", "labels": ["Section"], "properties": {"title": "Intro"},
              "edges": [{"type": "HAS_CHUNK", "to": "nowhere"}]}]
     with pytest.raises(UserError, match=r"rows\[1\]\.edges\[0\]\.to: node 'nowhere' not found"):
-        neo.upsert_many(rows, account_id=ACCOUNT)
+        neo.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
     assert neo.count(guards=Guards(ACCOUNT)) == 0
 
 
@@ -200,7 +201,7 @@ def test_compact_rebuilds_vector_indexes_under_their_options_while_searches_go_o
         for batch in range(4):  # four transactions: four segments in the index
             neo.upsert_many([{"id": f"r{batch}-{i}", "labels": ["Report"],
                               "properties": {"title": f"report {batch} {i}", "scope": "public" if i % 3 else "admin"},
-                              "embedding": _unit(rng)} for i in range(15)], account_id=ACCOUNT)
+                              "embedding": _unit(rng)} for i in range(15)], guards=Principal.system(ACCOUNT).guards)
         public = Guards(ACCOUNT, ("public",), None)
         queries = [_unit(rng) for _ in range(5)]
         before = [[h.node.id for h in neo.vector_search(q, 10, guards=public, labels=["Report"])] for q in queries]
@@ -262,7 +263,8 @@ def test_compact_rebuilds_vector_indexes_under_their_options_while_searches_go_o
 def test_graph_compact_command(tmp_path: Path, plughost_home: Path, neo) -> None:
     """`plughost graph compact`: admin only; on Neo4j it rebuilds the label's index, on the
     embedded store (exact search, no index) it says there was nothing to do."""
-    neo.upsert_node(["Chunk"], {"content": "x"}, account_id=ACCOUNT, node_id="c1", embedding=[0.5] * 384)
+    neo.upsert_node(["Chunk"], {"content": "x"},
+                    guards=Principal.system(ACCOUNT).guards, node_id="c1", embedding=[0.5] * 384)
     res = run_cli("graph", "compact", "--label", "Chunk", env={"ACCOUNT_ID": ACCOUNT, **neo4j_env()})
     assert res.returncode == 0, res.stderr
     assert "[graph-store] op=vectors-compacted indexes=1 names=chunk_embedding" in res.stderr

@@ -12,6 +12,7 @@ import uuid
 import pytest
 from graph_support import CASCADE_ROWS
 
+from plughost import Principal
 from plughost.ports.graph import Guards, WriteDenied
 from tests.backends import needs_neo4j, neo4j_env
 
@@ -30,11 +31,13 @@ def a(accounts):
 
     A, B = accounts
     store = Neo4jStore.from_env({**neo4j_env(), "ACCOUNT_ID": A})
-    store.upsert_node(["Report"], {"title": "owner", "scope": "admin"}, account_id=A, node_id="rpt_1")
-    store.upsert_node(["Note"], {"title": "a1 note", "scope": "public", "agents": ["a1"]}, account_id=A, node_id="n1")
-    store.upsert_node(["Note"], {"title": "open"}, account_id=A, node_id="open")
+    store.upsert_node(["Report"], {"title": "owner", "scope": "admin"},
+                      guards=Principal.system(A).guards, node_id="rpt_1")
+    store.upsert_node(["Note"], {"title": "a1 note", "scope": "public", "agents": ["a1"]},
+                      guards=Principal.system(A).guards, node_id="n1")
+    store.upsert_node(["Note"], {"title": "open"}, guards=Principal.system(A).guards, node_id="open")
     b = Neo4jStore(store.driver, env={**neo4j_env(), "ACCOUNT_ID": B}, apply_schema=False)
-    b.upsert_node(["Report"], {"title": "b's"}, account_id=B, node_id="rpt_b")
+    b.upsert_node(["Report"], {"title": "b's"}, guards=Principal.system(B).guards, node_id="rpt_b")
     yield store
     store.wipe_account(A)
     store.wipe_account(B)
@@ -53,7 +56,7 @@ def rows(store, accounts) -> dict:
 def test_ids_are_per_account(a, accounts) -> None:
     A, B = accounts
     before = rows(a, accounts)[(B, "rpt_b")]
-    assert a.upsert_node(["Report"], {"title": "mine"}, account_id=A, node_id="rpt_b",
+    assert a.upsert_node(["Report"], {"title": "mine"}, node_id="rpt_b",
                          guards=Guards(A, ("public",))) == "rpt_b"
     after = rows(a, accounts)
     assert after[(B, "rpt_b")] == before
@@ -76,15 +79,14 @@ def test_a_write_outside_the_guards_is_refused_and_writes_nothing(a, accounts, s
     before = rows(a, accounts)
     with pytest.raises(WriteDenied) as err:
         a.upsert_many([{"id": "ok-first", "labels": ["Note"], "properties": {"title": "fine"}},
-                       {"id": node, "labels": ["Note"], "properties": props}], account_id=A,
-                      guards=Guards(A, scopes, agent))
+                       {"id": node, "labels": ["Note"], "properties": props}], guards=Guards(A, scopes, agent))
     assert err.value.reason == "account-isolation"
     assert rows(a, accounts) == before  # not even the first, allowed row: one transaction
 
 
 def test_new_nodes_of_a_narrowed_process_get_its_scope_and_agent(a, accounts) -> None:
     A, _ = accounts
-    a.upsert_node(["Note"], {"title": "x"}, account_id=A, node_id="x", guards=Guards(A, ("shared", "public"), "a1"))
+    a.upsert_node(["Note"], {"title": "x"}, node_id="x", guards=Guards(A, ("shared", "public"), "a1"))
     props = rows(a, accounts)[(A, "x")][0]
     assert (props["scope"], props["agents"]) == ("shared", ["a1"])
 
@@ -93,13 +95,13 @@ def test_edges_to_nodes_the_process_cannot_read_are_unknown(a, accounts) -> None
     A, _ = accounts
     with pytest.raises(Exception, match="not found"):
         a.upsert_many([{"id": "p", "labels": ["Note"], "properties": {},
-                        "edges": [{"type": "ABOUT", "to": "rpt_1"}]}], account_id=A, guards=Guards(A, ("public",)))
+                        "edges": [{"type": "ABOUT", "to": "rpt_1"}]}], guards=Guards(A, ("public",)))
     assert (A, "p") not in rows(a, accounts)
 
 
 def test_soft_delete_cascades_only_inside_the_guards(a, accounts) -> None:
     A, _ = accounts
-    a.upsert_many(CASCADE_ROWS, account_id=A)
+    a.upsert_many(CASCADE_ROWS, guards=Principal.system(A).guards)
     assert a.soft_delete("d", guards=Guards(A, ("public",))) == 3
     got = rows(a, accounts)
     assert got[(A, "s2")][0].get("deletedAt") is None
@@ -113,15 +115,15 @@ def test_a_reingest_over_a_hierarchy_the_process_cannot_read_is_refused(a, accou
         {"id": "doc", "labels": ["KnowledgeDocument"], "properties": {"title": "d", "attachmentId": "att",
                                                                       "scope": "public"},
          "edges": [{"type": "HAS_SECTION", "to": "sec"}]},
-    ], account_id=A)
+    ], guards=Principal.system(A).guards)
     before = rows(a, accounts)
     with pytest.raises(WriteDenied):
         a.upsert_many([{"labels": ["KnowledgeDocument"], "properties": {"title": "v2", "attachmentId": "att"}}],
-                      account_id=A, guards=Guards(A, ("public",)))
+                      guards=Guards(A, ("public",)))
     assert rows(a, accounts) == before
 
 
 def test_guards_of_another_account_are_refused(a, accounts) -> None:
     A, B = accounts
     with pytest.raises(WriteDenied):
-        a.upsert_node(["Note"], {}, account_id=A, node_id="z", guards=Guards(B))
+        a.upsert_node(["Note"], {}, node_id="z", guards=Guards(B))

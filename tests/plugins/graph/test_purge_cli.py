@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, neo4j_env, wipe
 from tests.conftest import run_cli
@@ -42,7 +43,8 @@ def test_purge_is_admin_only_and_never_reaches_another_account(backend: str, plu
         for account in (BETA, ACME):
             writer = _store(backend, plughost_home, account)
             for node in ("gone1", "gone2"):
-                writer.upsert_node(["Note"], {"title": node}, account_id=account, node_id=node)
+                writer.upsert_node(["Note"], {"title": node},
+                                   guards=Principal.system(account).guards, node_id=node)
                 writer.soft_delete(node, guards=Guards(account))
             writer.close()
         for narrowed, flags in (({"ALLOWED_SCOPES": "public", "AGENT_SLUG": "bot"}, ["--all-accounts"]),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from plughost import Principal
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.plugins.graph.sqlite_store.schema import SCHEMA_FILE, SCHEMA_VERSION, split_statements
 from plughost.ports.graph import Guards
@@ -53,7 +54,8 @@ def test_a_new_file_holds_exactly_the_schemas_objects(tmp_path: Path) -> None:
             "rid", "id", "account_id", "labels", "properties", "scope", "agents", "deleted_at", "created_at",
             "updated_at", "dims"]
         # ids are per account: the same id in two accounts is two nodes
-        store.upsert_node(["Chunk"], {"content": "a"}, account_id="acc", node_id="same", embedding=[1.0, 0.0])
+        store.upsert_node(["Chunk"], {"content": "a"},
+                          guards=Principal.system("acc").guards, node_id="same", embedding=[1.0, 0.0])
         conn.execute("INSERT INTO nodes (id, account_id, labels, properties, created_at, updated_at) "
                      "VALUES ('same', 'other', '[]', '{}', 0, 0)")
         assert store.soft_delete("same", guards=Guards("acc")) == 1
@@ -128,7 +130,8 @@ def test_vector_cache_follows_writes_from_this_and_other_processes(tmp_path: Pat
         nid = f"n{rng.randrange(25)}"
         vector = [rng.uniform(-1, 1) for _ in range(8)]
         if action < 0.6:
-            writer.upsert_node(["Chunk"], {"content": nid}, account_id="a", node_id=nid, embedding=vector)
+            writer.upsert_node(["Chunk"], {"content": nid},
+                               guards=Principal.system("a").guards, node_id=nid, embedding=vector)
         elif action < 0.75 and writer.get(nid, guards=g):
             writer.set_embedding(nid, vector, account_id="a")
         elif action < 0.85:  # hard delete: the highest rid may be handed out again
@@ -165,7 +168,7 @@ def test_vector_paths_agree_on_a_larger_graph(tmp_path: Path) -> None:
             props["agents"] = ["bot"] if rng.random() < 0.1 else ["other"]  # bot: a selective guard
         rows.append({"id": f"n{i}", "labels": [rng.choice(["Chunk", "Person"])], "properties": props,
                      "embedding": [rng.uniform(-1, 1) for _ in range(16)]})
-    store.upsert_many(rows, account_id="a")
+    store.upsert_many(rows, guards=Principal.system("a").guards)
     for i in range(0, 3000, 7):
         store.soft_delete(f"n{i}", guards=Guards("a"))
     for guards in (Guards("a"), Guards("a", ("public",)), Guards("a", ("public",), "bot"), Guards("a", (), "bot")):
@@ -202,10 +205,12 @@ def test_backlink_counts_match_the_edges_after_batches_repeats_and_deletes(tmp_p
     rows = [{"id": f"n{i}", "labels": ["Chunk"], "properties": {"content": f"c{i}"},
              "edges": [{"type": "NEXT", "to": f"n{(i + 1) % 5}"}, {"type": "NEXT", "to": f"n{(i + 1) % 5}"},
                        {"type": "ABOUT", "to": "n0"}]} for i in range(5)]
-    store.upsert_many(rows, account_id="acc")
-    store.upsert_many(rows[:2], account_id="acc")  # the same edges again: merged, not recounted
-    store.create_edges([("n3", "NEXT", "n1", {"w": 1}), ("n3", "NEXT", "n1", None)], account_id="acc")
-    store.delete_edge("n2", "n0", "ABOUT", account_id="acc")
+    store.upsert_many(rows, guards=Principal.system("acc").guards)
+    store.upsert_many(rows[:2],
+                      guards=Principal.system("acc").guards)  # the same edges again: merged, not recounted
+    store.create_edges([("n3", "NEXT", "n1", {"w": 1}), ("n3", "NEXT", "n1", None)],
+                       guards=Principal.system("acc").guards)
+    store.delete_edge("n2", "n0", "ABOUT", guards=Principal.system("acc").guards)
 
     def counts() -> tuple[dict[str, int], dict[str, int]]:
         kept = {f"n{i}": store.get(f"n{i}", guards=Guards("acc")).properties["backlinkCount"] for i in range(5)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from plughost import Principal
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.plugins.graph.sqlite_store import store as store_module
 from plughost.plugins.graph.sqlite_store import vectors as vectors_module
@@ -27,7 +28,7 @@ def test_hits_build_properties_on_first_read_and_equal_get(store) -> None:
                         "embedding": [1.0, 0.0, 0.0], "edges": []},
                        {"id": "b", "labels": ["Chunk"], "properties": {"content": "alpha"},
                         "embedding": [0.9, 0.1, 0.0], "edges": [{"type": "CITES", "to": "a"}]}],
-                      account_id=ACCOUNT)
+                      guards=Principal.system(ACCOUNT).guards)
     store.soft_delete("b", guards=Guards(ACCOUNT))
     store.restore("b", guards=Guards(ACCOUNT))
     g = Guards(ACCOUNT)
@@ -54,7 +55,7 @@ def test_bm25_window_gives_the_guarded_top_k_whatever_its_size(store, monkeypatc
         text = "alpha " * (1 + i % 3) + "filler words here"
         props = {"content": text, "scope": "public" if i % 97 == 5 else "admin"}
         rows.append({"id": f"n{i}", "labels": ["Chunk"], "properties": props})
-    store.upsert_many(rows, account_id=ACCOUNT)
+    store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
     cases = [(Guards(ACCOUNT), 10), (Guards(ACCOUNT), 150), (Guards(ACCOUNT, ("public",)), 4),
              (Guards(ACCOUNT, ("public",)), 50)]
     windowed = [[(h.node.id, h.score) for h in store.fulltext_search("alpha words", k, guards=g, stemmed=s)]
@@ -104,7 +105,7 @@ def test_a_write_between_the_guard_and_the_read_never_shows_what_the_guards_refu
     vector window read the rows in the guarded statement itself: there is no in between."""
     store.upsert_many([{"id": "x", "labels": ["Chunk"], "embedding": [1.0, 0.0, 0.0],
                         "properties": {"content": "opening hours", "scope": "public", "keywords": ["hours"]}}],
-                      account_id=ACCOUNT)
+                      guards=Principal.system(ACCOUNT).guards)
     writer = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBED_DIMENSIONS": "3"})
     real = store._rows_by_rid
     one_statement = path in ("bm25", "vector")
@@ -112,7 +113,7 @@ def test_a_write_between_the_guard_and_the_read_never_shows_what_the_guards_refu
     def narrowed_meanwhile(rids):
         assert not one_statement, "the rows are read apart from the statement that guarded them"
         writer.upsert_node(["Chunk"], {"content": "opening hours: the safe code is 4711", "scope": "admin"},
-                           account_id=ACCOUNT, node_id="x")
+                           guards=Principal.system(ACCOUNT).guards, node_id="x")
         return real(rids)
 
     if path == "vector-candidates":
@@ -128,7 +129,7 @@ def test_a_write_between_the_guard_and_the_read_never_shows_what_the_guards_refu
         ("x", "public", "opening hours")]
     if one_statement:  # the same write, now between two calls
         writer.upsert_node(["Chunk"], {"content": "opening hours: the safe code is 4711", "scope": "admin"},
-                           account_id=ACCOUNT, node_id="x")
+                           guards=Principal.system(ACCOUNT).guards, node_id="x")
     monkeypatch.setattr(store, "_rows_by_rid", real)
     assert search() == []  # the next call sees the write, and the guards refuse the node
     writer.close()
@@ -146,7 +147,7 @@ def _vector_corpus(store, n: int = 3000, dims: int = 3):
             props["agents"] = ["scout"]
         rows.append({"id": f"v{i}", "labels": ["Chunk" if i % 2 else "Note"], "properties": props,
                      "embedding": vecs[i].tolist()})
-    store.upsert_many(rows, account_id=ACCOUNT)
+    store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
     for i in range(0, n, 13):
         store.soft_delete(f"v{i}", guards=Guards(ACCOUNT))
     return vecs, rng.standard_normal((6, dims)).astype(np.float32)

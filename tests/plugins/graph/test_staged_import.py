@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from graph_support import big_file, indexed_terms, kill_once_committed
 
+from plughost import Principal
 from plughost.plugins.graph.common import prepare_row
 from plughost.plugins.graph.importer import import_jsonl
 from plughost.plugins.graph.sqlite_store import SqliteStore
@@ -95,13 +96,15 @@ def _write(path: Path, lines: list[Any]) -> Path:
 def _seed(db: Path, own: bool = True) -> SqliteStore:
     """Another account's node; with ``own``, nodes of the importing account too (stored, gone)."""
     foreign = SqliteStore(db, env={"ACCOUNT_ID": OTHER})
-    foreign.upsert_node(["Person"], {"name": "elsewhere"}, account_id=OTHER, node_id="foreign")
+    foreign.upsert_node(["Person"], {"name": "elsewhere"},
+                        guards=Principal.system(OTHER).guards, node_id="foreign")
     foreign.close()
     store = SqliteStore(db, env=ENV)
     if not own:
         return store
-    store.upsert_node(["Person"], {"name": "stored", "keep": True}, account_id=ACCOUNT, node_id="stored")
-    store.upsert_node(["Person"], {"name": "gone"}, account_id=ACCOUNT, node_id="gone")
+    store.upsert_node(["Person"], {"name": "stored", "keep": True},
+                      guards=Principal.system(ACCOUNT).guards, node_id="stored")
+    store.upsert_node(["Person"], {"name": "gone"}, guards=Principal.system(ACCOUNT).guards, node_id="gone")
     store.soft_delete("gone", guards=Guards(ACCOUNT))
     return store
 
@@ -125,15 +128,14 @@ def _reference(db: Path, lines: list[Any], batch_size: int, own: bool = True) ->
                 continue
             if has_lone_surrogate(line if isinstance(line, bytes) else line.encode(), row):
                 continue
-            store.upsert_many([{k: v for k, v in row.items() if k != "edges"}], account_id=ACCOUNT,
-                              guards=Guards(ACCOUNT))  # the import writes as the account's admin
+            store.upsert_many([{k: v for k, v in row.items() if k != "edges"}], guards=Guards(ACCOUNT))  # the import writes as the account's admin
             nid = item.id or store.conn.execute("SELECT id FROM nodes ORDER BY updated_at DESC, rid DESC "
                                                 "LIMIT 1").fetchone()[0]
             own.extend((nid, t, to, p) for t, to, p in row_edges)
         ready = [e for e in own + waiting if exists(e[2])]
         waiting = [e for e in waiting + own if not exists(e[2])]
-        store.create_edges(ready, account_id=ACCOUNT)
-    store.create_edges(waiting, account_id=ACCOUNT)
+        store.create_edges(ready, guards=Principal.system(ACCOUNT).guards)
+    store.create_edges(waiting, guards=Principal.system(ACCOUNT).guards)
     store.close()
 
 

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plughost import Principal
 from plughost.plugins.graph.sqlite_store import SqliteStore
 from plughost.ports.graph import Guards, WriteDenied
 from plughost.util.errors import UserError
@@ -56,7 +57,7 @@ who_st = st.sampled_from([Guards(A), Guards(A, allowed_scopes=("public",)), Guar
 def _seed(path: Path, seed: list[tuple[str, Any, Any, bool]]) -> SqliteStore:
     other = SqliteStore(path, env={"ACCOUNT_ID": B})
     other.upsert_many([{"id": "b0", "labels": ["Section"], "properties": {"title": "theirs", "scope": "admin"}}],
-                      account_id=B)
+                      guards=Principal.system(B).guards)
     other.close()
     store = SqliteStore(path, env={"ACCOUNT_ID": A, "PLUGHOST_EMBED_DIMENSIONS": "3"})
     rows = []
@@ -68,8 +69,9 @@ def _seed(path: Path, seed: list[tuple[str, Any, Any, bool]]) -> SqliteStore:
             props["agents"] = agents
         rows.append({"id": nid, "labels": ["Section"], "properties": props})
     if rows:
-        store.upsert_many(rows, account_id=A)
-        store.create_edges([(rows[0]["id"], "LINKS_TO", rows[-1]["id"], None)], account_id=A)
+        store.upsert_many(rows, guards=Principal.system(A).guards)
+        store.create_edges([(rows[0]["id"], "LINKS_TO", rows[-1]["id"], None)],
+                           guards=Principal.system(A).guards)
     for nid, *_, deleted in seed:
         if deleted:
             store.soft_delete(nid, guards=Guards(A))
@@ -115,9 +117,9 @@ def test_staged_rows_write_what_upsert_many_writes(seed: list[Any], rows: list[d
         ref_path, staged_path = Path(tmp) / "ref.sqlite", Path(tmp) / "staged.sqlite"
         ref, staged = _seed(ref_path, seed), _seed(staged_path, seed)
         parts = [rows[:cut], rows[cut:]] if 0 < cut < len(rows) else [rows]
-        want = _outcome(lambda: ref.upsert_many(json.loads(json.dumps(rows)), account_id=A, guards=who))
+        want = _outcome(lambda: ref.upsert_many(json.loads(json.dumps(rows)), guards=who))
         got = _outcome(lambda: staged.write_staged(
-            [staged.stage_rows(json.loads(json.dumps(p)), account_id=A) for p in parts], account_id=A, guards=who))
+            [staged.stage_rows(json.loads(json.dumps(p)), account_id=A) for p in parts], guards=who))
         ref.close()
         staged.close()
         assert got == want
@@ -128,11 +130,12 @@ def test_embeddings_by_id_and_foreign_parts(tmp_path: Path) -> None:
     """``embeddings`` adds vectors to staged rows (fast and slow alike); another account's staged
     rows, or anything that is not staged rows, are refused before anything is written."""
     store = SqliteStore(tmp_path / "g.sqlite", env={"ACCOUNT_ID": A, "PLUGHOST_EMBED_DIMENSIONS": "2"})
-    store.upsert_many([{"id": "old", "labels": ["Section"], "properties": {"title": "old"}}], account_id=A)
+    store.upsert_many([{"id": "old", "labels": ["Section"], "properties": {"title": "old"}}],
+                      guards=Principal.system(A).guards)
     part = store.stage_rows([{"id": "new", "labels": ["Section"], "properties": {"title": "new"}},
                              {"id": "old", "labels": ["Section"], "properties": {"title": "old again"}}],
                             account_id=A)
-    assert store.write_staged([part], account_id=A, guards=Guards(A),
+    assert store.write_staged([part], guards=Guards(A),
                               embeddings={"new": [1.0, 0.0], "old": [0.0, 1.0]}) == 2
     assert store.get_embedding("new", guards=Guards(A)) == [1.0, 0.0]
     assert store.get_embedding("old", guards=Guards(A)) == [0.0, 1.0]
@@ -140,7 +143,7 @@ def test_embeddings_by_id_and_foreign_parts(tmp_path: Path) -> None:
     foreign = other.stage_rows([{"id": "x", "labels": ["Section"], "properties": {}}], account_id=B)
     for bad in ([foreign], [{"id": "x"}]):
         with pytest.raises(UserError, match=r"parts\[0\]: expected rows staged by stage_rows"):
-            store.write_staged(bad, account_id=A)  # type: ignore[list-item]
+            store.write_staged(bad, guards=Principal.system(A).guards)  # type: ignore[list-item]
     with pytest.raises(UserError, match=r"rows\[0\]\.properties\.scope: expected a string"):
         store.stage_rows([{"id": "y", "labels": ["Section"], "properties": {"scope": 3}}], account_id=A)
     assert store.get("x", guards=Guards(A)) is None

@@ -12,6 +12,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from plughost import Principal
 from plughost.mcp.server import EAGER_META_KEY, build_server
 from plughost.plugins.graph import gates
 from plughost.plugins.graph.backend import backend_name
@@ -52,11 +53,13 @@ def seeded(make_host, plughost_home: Path, monkeypatch: pytest.MonkeyPatch, grap
     store = host.store()
     wipe(store, ACCOUNT)
     store.upsert_node(["Service"], {"name": "Tyre fitting", "scope": "public", "agents": ["bot"]},
-                      account_id=ACCOUNT, node_id="svc", embedding=[0.5] * 384)
-    store.upsert_node(["PriceSpecification"], {"price": 40}, account_id=ACCOUNT, node_id="price")
-    store.upsert_node(["Person"], {"name": "Admin only", "scope": "admin"}, account_id=ACCOUNT, node_id="boss")
-    store.create_edge("svc", "price", "HAS_PRICE", account_id=ACCOUNT)
-    store.create_edge("boss", "svc", "MANAGES", account_id=ACCOUNT)
+                      guards=Principal.system(ACCOUNT).guards, node_id="svc", embedding=[0.5] * 384)
+    store.upsert_node(["PriceSpecification"], {"price": 40},
+                      guards=Principal.system(ACCOUNT).guards, node_id="price")
+    store.upsert_node(["Person"], {"name": "Admin only", "scope": "admin"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="boss")
+    store.create_edge("svc", "price", "HAS_PRICE", guards=Principal.system(ACCOUNT).guards)
+    store.create_edge("boss", "svc", "MANAGES", guards=Principal.system(ACCOUNT).guards)
     yield host
     wipe(store, ACCOUNT)
 
@@ -236,8 +239,10 @@ def test_store_env_guards_roundtrip(make_host, monkeypatch: pytest.MonkeyPatch, 
     host = make_host(ACCOUNT_ID=ACCOUNT, ALLOWED_SCOPES="public")
     store = host.store()
     wipe(store, ACCOUNT)
-    store.upsert_node(["Question"], {"name": "visible", "scope": "public"}, account_id=ACCOUNT, node_id="v")
-    store.upsert_node(["Question"], {"name": "hidden", "scope": "admin"}, account_id=ACCOUNT, node_id="h")
+    store.upsert_node(["Question"], {"name": "visible", "scope": "public"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="v")
+    store.upsert_node(["Question"], {"name": "hidden", "scope": "admin"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="h")
     g = host.principal.guards
     assert [n.id for n in store.find(guards=g, labels=["Question"])] == ["v"]
     wipe(store, ACCOUNT)
@@ -281,15 +286,17 @@ def test_graph_neighbors_confines_a_narrowed_process_as_memory_search_does(make_
     and sees Messages of its own session's conversation only (admin sees all)."""
     store = seeded.store()
     for conv, sender in (("conv-a", "ana"), ("conv-b", "ben")):
-        store.upsert_node(["Conversation"], {"sessionId": f"s-{sender}", "scope": "public"}, account_id=ACCOUNT,
+        store.upsert_node(["Conversation"], {"sessionId": f"s-{sender}", "scope": "public"},
+                          guards=Principal.system(ACCOUNT).guards,
                           node_id=conv)
         store.upsert_node(["Message"], {"text": f"{sender} loves Lisbon", "conversationId": conv, "scope": "public"},
-                          account_id=ACCOUNT, node_id=f"m-{sender}")
-        store.create_edge(conv, f"m-{sender}", "HAS_MESSAGE", account_id=ACCOUNT)
-        store.create_edge(f"m-{sender}", "svc", "MENTIONS", account_id=ACCOUNT)
-    store.upsert_node(["Entity"], {"entityName": "Lisbon", "scope": "public"}, account_id=ACCOUNT, node_id="ent")
-    store.create_edge("m-ana", "ent", "MENTIONS", account_id=ACCOUNT)
-    store.create_edge("m-ben", "ent", "MENTIONS", account_id=ACCOUNT)
+                          guards=Principal.system(ACCOUNT).guards, node_id=f"m-{sender}")
+        store.create_edge(conv, f"m-{sender}", "HAS_MESSAGE", guards=Principal.system(ACCOUNT).guards)
+        store.create_edge(f"m-{sender}", "svc", "MENTIONS", guards=Principal.system(ACCOUNT).guards)
+    store.upsert_node(["Entity"], {"entityName": "Lisbon", "scope": "public"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="ent")
+    store.create_edge("m-ana", "ent", "MENTIONS", guards=Principal.system(ACCOUNT).guards)
+    store.create_edge("m-ben", "ent", "MENTIONS", guards=Principal.system(ACCOUNT).guards)
     admin = json.loads(text(call(build_server(seeded, "graph"), "graph-neighbors", node_id="ent")))[0]
     assert sorted(n["node"]["id"] for n in admin["neighbors"]) == ["m-ana", "m-ben"]
     for env in ({"PLUGHOST_SESSION_ROLE": "public", "SESSION_ID": "s-ana"}, {"ALLOWED_SCOPES": "public"}):

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from plughost import Principal
 from plughost.plugins.memory.sectioniser import SUMMARY_MAX_CHARS, chunk, chunk_summary
 from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, neo4j_env, wipe
@@ -129,7 +130,7 @@ def test_reindex_backfills_chunks_stored_without_a_summary(backend: str) -> None
              "properties": {"content": content, "index": 0, "sectionIndex": 0, "scope": "admin"}},
             {"id": "kept-chunk", "labels": ["Chunk"],
              "properties": {"content": "Kept.", "summary": "a summary of its own", "index": 0, "scope": "admin"}},
-        ], account_id=ACCOUNT)
+        ], guards=Principal.system(ACCOUNT).guards)
     finally:
         host.close()
     env = {k: v for k, v in _env(backend).items() if k.startswith(("NEO4J_", "PLUGHOST_STORE", "PLUGHOST_EMBEDDER"))}

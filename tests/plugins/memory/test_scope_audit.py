@@ -9,6 +9,7 @@ import json
 import pytest
 from memory_support import ACCOUNT, cli
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 from tests.backends import BACKENDS, use_backend, wipe
 
@@ -24,8 +25,10 @@ def test_audit_lists_and_fixes_unscoped_nodes(backend, make_host, tmp_path) -> N
     store = host.store()
     wipe(store, ACCOUNT)
     for nid, label in (("legacy-note", "Note"), ("legacy-person", "Person"), ("legacy-person-2", "Person")):
-        store.upsert_node([label], {"name": nid}, account_id=ACCOUNT, node_id=nid)  # no guards: as before
-    store.upsert_node(["Note"], {"name": "menu", "scope": "public"}, account_id=ACCOUNT, node_id="public-note")
+        store.upsert_node([label], {"name": nid},
+                          guards=Principal.system(ACCOUNT).guards, node_id=nid)  # no guards: as before
+    store.upsert_node(["Note"], {"name": "menu", "scope": "public"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="public-note")
 
     written = cli("memory", "write", "--labels", "Event", "--properties", '{"name": "Stocktake"}')
     assert written.returncode == 0, written.stderr

@@ -12,6 +12,7 @@ from conversation_support import HashEmbedder, open_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plughost import Principal
 from plughost.plugins.memory.conversations.service import Conversations
 from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
 from tests.convids import keyed_id
@@ -33,7 +34,7 @@ def store_like_channels(store: Any, account: str, channel: str, sender: str, tex
     rows.append({"id": conv, "labels": ["Conversation"],
                  "properties": {"channel": channel, "sender": sender, "sessionId": session, "scope": "admin"},
                  "edges": [{"type": HAS_MESSAGE, "to": r["id"]} for r in rows]})
-    store.upsert_many(rows, account_id=account)
+    store.upsert_many(rows, guards=Principal.system(account).guards)
     return conv
 
 
@@ -144,7 +145,8 @@ def test_append_then_search_through_mcp(make_host, plughost_home) -> None:
     assert found["results"][0]["timestamp"] == "2026-02-01T10:00:00Z"
 
     # a session (public agent) resolves its conversation by sessionId and sees nothing else
-    admin.store().upsert_node(["Conversation"], {"sessionId": "sess-ann"}, account_id="acct-one",
+    admin.store().upsert_node(["Conversation"], {"sessionId": "sess-ann"},
+                              guards=Principal.system("acct-one").guards,
                               node_id=a["conversationId"])
     session_host = make_host(ACCOUNT_ID="acct-one", SESSION_ID="sess-ann")
     err, found = call(session_host, "conversation-search", {"query": "delivery pizza"})

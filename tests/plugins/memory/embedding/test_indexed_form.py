@@ -8,6 +8,7 @@ import json
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
+from plughost import Principal
 from plughost.plugins.memory.bulk_import import import_jsonl
 from plughost.plugins.memory.conversations.service import Conversations
 from plughost.plugins.memory.embedding import indexed_form
@@ -87,7 +88,8 @@ def test_append_import_and_reindex_give_the_same_indexed_form(appended, tmp_path
 
         # the channels / turn recorder write bare turns; reindex --context gives them the same form
         for i, (_, t, _) in enumerate(TURNS):
-            other.upsert_node(["Message"], {"searchContext": None, "text": t}, account_id=ACCOUNT, node_id=f"m{i}")
+            other.upsert_node(["Message"], {"searchContext": None, "text": t},
+                              guards=Principal.system(ACCOUNT).guards, node_id=f"m{i}")
         assert set(contexts_of(other).values()) == {None}
         assert reindex_contexts(other, None, account_id=ACCOUNT, turns=2) == len(TURNS)
         assert contexts_of(other) == by_append
@@ -135,7 +137,7 @@ def test_reindex_gives_bare_channel_turns_their_indexed_form(store, monkeypatch)
     monkeypatch.setenv("PLUGHOST_MESSAGE_CONTEXT_TURNS", "1")
     for i, (s, t, at) in enumerate(TURNS):  # as the channels and the turn recorder write them: no vector
         store.upsert_node(["Message", "TelegramMessage"], {"role": "user", "sender": s, "text": t, "sentAt": at,
-                                                           "conversationId": "tg-1"}, account_id=ACCOUNT,
+                                                           "conversationId": "tg-1"}, guards=Principal.system(ACCOUNT).guards,
                           node_id=f"t{i}")
     emb = Recording({})
     summary = reindex(store, emb, account_id=ACCOUNT)
@@ -144,7 +146,8 @@ def test_reindex_gives_bare_channel_turns_their_indexed_form(store, monkeypatch)
         "Maya, 4 March 2025\nTom: You're back from Lisbon! How was it?"
     assert "Wonderful. We stayed four nights near the harbour." in [t for call in emb.calls for t in call]
     monkeypatch.setenv("PLUGHOST_MESSAGE_EMBED", "context")  # the other form: the turn, then its context
-    store.upsert_node(["Message"], {"searchContext": None}, account_id=ACCOUNT, node_id="t1")
+    store.upsert_node(["Message"], {"searchContext": None},
+                      guards=Principal.system(ACCOUNT).guards, node_id="t1")
     assert reindex_contexts(store, emb, account_id=ACCOUNT, turns=1) == 1
     assert "Wonderful. We stayed four nights near the harbour.\nMaya, 4 March 2025\nTom: You're back from " \
            "Lisbon! How was it?" in [t for call in emb.calls for t in call]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conversation_support import HashEmbedder, open_store
 
+from plughost import Principal
 from plughost.plugins.memory.embedding import queue as embed_queue
 from plughost.ports.graph import Guards
 from tests.conftest import require_local_model
@@ -22,7 +23,7 @@ def _turns(store, n: int = 3) -> list[str]:
                             "conversationId": "conv-1", "sentAt": f"2026-03-04T10:00:0{i}Z", "scope": "public"}}
             for i in range(n)]
     rows.append({"id": "conv-1", "labels": ["Conversation"], "properties": {"channel": "webchat", "sender": "v1"}})
-    store.upsert_many(rows, account_id=ACCOUNT)
+    store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
     return [r["id"] for r in rows]
 
 
@@ -31,7 +32,7 @@ def test_drain_embeds_turns_in_their_indexed_form(tmp_path: Path, capfd: pytest.
     _turns(store)
     store.upsert_many([{"id": "m-empty", "labels": ["Message"], "properties": {"role": "user", "text": " ",
                                                                                 "conversationId": "conv-1"}}],
-                      account_id=ACCOUNT)
+                      guards=Principal.system(ACCOUNT).guards)
     skip: set[str] = set()
     assert embed_queue.drain(store, HashEmbedder(), ACCOUNT, skip) == 4  # three turns and the Conversation
     assert [n.id for n in store.missing_embeddings(account_id=ACCOUNT, limit=10)] == ["m-empty"]

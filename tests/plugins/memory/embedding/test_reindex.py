@@ -7,6 +7,7 @@ from collections import Counter
 
 from memory_support import ACCOUNT, server_log
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 from plughost.runtime.hookspecs import hookimpl
 
@@ -39,7 +40,7 @@ class PickyPlugin:
 def seed(store, n: int, failing: set[int]) -> list[str]:
     rows = [{"id": f"n{i:03d}", "labels": ["Event"],
              "properties": {"name": f"event {i}" + (" FAIL" if i in failing else "")}} for i in range(n)]
-    store.upsert_many(rows, account_id=ACCOUNT)
+    store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
     return [r["id"] for r in rows]
 
 
@@ -81,7 +82,8 @@ def test_reindex_respects_labels_limit_and_account(make_host) -> None:
     picky = PickyEmbedder()
     host.register(PickyPlugin(picky), "picky-embedder")
     seed(host.store(), 5, set())
-    host.store().upsert_many([{"id": "p1", "labels": ["Person"], "properties": {"name": "Ann"}}], account_id=ACCOUNT)
+    host.store().upsert_many([{"id": "p1", "labels": ["Person"], "properties": {"name": "Ann"}}],
+                             guards=Principal.system(ACCOUNT).guards)
     summary = reindex(host.store(), picky, account_id=ACCOUNT, labels=["Person"])
     assert (summary.processed, summary.skipped) == (1, 0)
     summary = reindex(host.store(), picky, account_id=ACCOUNT, limit=2)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from plughost import Principal
 from plughost.plugins.memory import entities
 from plughost.plugins.memory.bulk_import import import_jsonl
 from plughost.plugins.memory.conversations.service import Conversations
@@ -22,7 +23,7 @@ def message(i: int, text: str, speaker: str = "Maya", at: str = "2025-03-12T10:0
 
 def write(store: Any, rows: list[dict[str, Any]], guards: Guards | None = None) -> dict[str, int]:
     account = store.test_account
-    store.upsert_many(rows, account_id=account)
+    store.upsert_many(rows, guards=Principal.system(account).guards)
     return entities.write(store, account, [(r["id"], r["properties"]) for r in rows], guards=guards or Guards(account))
 
 
@@ -136,7 +137,7 @@ def test_the_backfill_writes_what_the_flag_would_have(store: Any) -> None:
 
     account = store.test_account
     store.upsert_many([message(2, "We're moving to Kyoto.", at="2025-06-01T09:00:00Z"),
-                       message(1, "I live in Oslo.", at="2025-01-01T09:00:00Z")], account_id=account)
+                       message(1, "I live in Oslo.", at="2025-01-01T09:00:00Z")], guards=Principal.system(account).guards)
     first = backfill(store, account)
     assert first["nodes"] == 2 and first["closed"] == 1
     assert facts(store, "livesIn")["oslo"]["validTo"] == "2025-06-01T09:00:00Z"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from plughost import Principal
 from plughost.plugins.graph.tools import graph_tools
 from plughost.plugins.memory import entities
 from plughost.plugins.memory.bulk_import import import_jsonl
@@ -148,7 +149,8 @@ def test_reindex_entities_sweeps_what_earlier_changes_left(store: Any, tmp_path:
     imported(store, tmp_path, monkeypatch)
     g, public = Guards(account), Guards(account, ["public"])
     # changes that bypassed the write tools (an older build): the derived nodes stayed behind
-    store.upsert_many([{"id": "m1", "labels": ["Message"], "properties": {"scope": "admin"}}], account_id=account)
+    store.upsert_many([{"id": "m1", "labels": ["Message"], "properties": {"scope": "admin"}}],
+                      guards=Principal.system(account).guards)
     store.soft_delete("m2", guards=g)
     assert facts(store, public, sourceId="m1") and facts(store, public, sourceId="m2")
     swept = sweep(store, account)

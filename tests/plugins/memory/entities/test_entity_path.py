@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from plughost import Principal
 from plughost.plugins.memory import entities
 from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plughost.plugins.memory.retrieval.flags import SHIPPED
@@ -22,7 +23,7 @@ def seed(store: Any) -> None:
     rows.append({"id": "answer", "labels": ["Message"],
                  "properties": {"role": "user", "sender": "Priya", "text": "Go to Casa Mar, order the paella.",
                                 "conversationId": "c2", "sentAt": "2025-02-01T10:00:00Z", "scope": "admin"}})
-    store.upsert_many(rows, account_id=account)
+    store.upsert_many(rows, guards=Principal.system(account).guards)
     entities.write(store, account, [(r["id"], r["properties"]) for r in rows], guards=Guards(account))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
+from plughost import Principal
 from plughost.plugins.memory.retrieval import SearchRequest, search
 from plughost.ports.graph import Guards
 
@@ -14,7 +15,7 @@ V = [1.0, 0.0, 0.0, 0.0]
 @pytest.fixture
 def graph(store, other_store):
     def put(nid, labels, **props):
-        store.upsert_node(labels, props, account_id=ACCOUNT, node_id=nid, embedding=V)
+        store.upsert_node(labels, props, guards=Principal.system(ACCOUNT).guards, node_id=nid, embedding=V)
 
     put("pub", ["Service"], name="Pricing plan public", scope="public", agents=["sales"])
     put("adm", ["Service"], name="Pricing plan admin", scope="admin", agents=["sales"])
@@ -24,14 +25,18 @@ def graph(store, other_store):
     put("kw-tag", ["Concept"], name="Tariffs", keywords=["Pricing"], scope="shared", agents=["support"])
     put("kw-admin", ["Concept"], name="Secret tariffs", keywords=["pricing"], scope="admin")
     put("kw-text", ["Concept"], name="Discount rules", description="vat details", scope="public")
-    store.upsert_node(["PriceSpecification"], {"price": 1, "scope": "admin"}, account_id=ACCOUNT, node_id="rel-admin")
-    store.upsert_node(["PriceSpecification"], {"price": 2, "agents": ["support"]}, account_id=ACCOUNT,
+    store.upsert_node(["PriceSpecification"], {"price": 1, "scope": "admin"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="rel-admin")
+    store.upsert_node(["PriceSpecification"], {"price": 2, "agents": ["support"]},
+                      guards=Principal.system(ACCOUNT).guards,
                       node_id="rel-support")
-    store.upsert_node(["PriceSpecification"], {"price": 3}, account_id=ACCOUNT, node_id="rel-open")
+    store.upsert_node(["PriceSpecification"], {"price": 3},
+                      guards=Principal.system(ACCOUNT).guards, node_id="rel-open")
     for rel in ("rel-admin", "rel-support", "rel-open"):
-        store.create_edge("pub", rel, "HAS_PRICE", account_id=ACCOUNT)
+        store.create_edge("pub", rel, "HAS_PRICE", guards=Principal.system(ACCOUNT).guards)
     store.soft_delete("gone", guards=Guards(ACCOUNT))
-    other_store.upsert_node(["Service"], {"name": "Pricing plan foreign"}, account_id="acct0002-bbbb",
+    other_store.upsert_node(["Service"], {"name": "Pricing plan foreign"},
+                            guards=Principal.system("acct0002-bbbb").guards,
                             node_id="foreign", embedding=V)
     return store
 

@@ -7,6 +7,7 @@ import re
 import pytest
 from retrieval_support import ACCOUNT, LookupEmbedder
 
+from plughost import Principal
 from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plughost.plugins.memory.retrieval.scores import min_max
 from plughost.ports.graph import Guards
@@ -30,10 +31,11 @@ QVEC = [0.8, 0.2, 0.1, 0.1]
 @pytest.fixture
 def graph(store):
     for nid, labels, props, vec in DOCS:
-        store.upsert_node(labels, props, account_id=ACCOUNT, node_id=nid, embedding=vec)
-    store.upsert_node(["PriceSpecification"], {"price": 30, "currency": "EUR"}, account_id=ACCOUNT, node_id="p1")
-    store.create_edge("n1", "p1", "HAS_PRICE", account_id=ACCOUNT)
-    store.create_edge("n6", "n1", "REVIEWS", account_id=ACCOUNT)
+        store.upsert_node(labels, props, guards=Principal.system(ACCOUNT).guards, node_id=nid, embedding=vec)
+    store.upsert_node(["PriceSpecification"], {"price": 30, "currency": "EUR"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="p1")
+    store.create_edge("n1", "p1", "HAS_PRICE", guards=Principal.system(ACCOUNT).guards)
+    store.create_edge("n6", "n1", "REVIEWS", guards=Principal.system(ACCOUNT).guards)
     return store
 
 
@@ -147,7 +149,8 @@ def test_normalize_flag_changes_only_the_vector_term(graph):
 
 
 def test_boosts_flag_uses_compiled_truth_backlinks_and_plugin_boosts(graph, capsys):
-    graph.upsert_node(["Concept"], {"compiledTruth": "hair care means washing"}, account_id=ACCOUNT, node_id="n5")
+    graph.upsert_node(["Concept"], {"compiledTruth": "hair care means washing"},
+                      guards=Principal.system(ACCOUNT).guards, node_id="n5")
     base = {r.id: r.score for r in run(graph, limit=8).rows}
     from plughost.runtime.types import RetrievalBoost
     boosted = run(graph, limit=8, flags=SearchFlags.baseline(boosts=True),
@@ -163,8 +166,8 @@ def test_boosts_flag_uses_compiled_truth_backlinks_and_plugin_boosts(graph, caps
 
 
 def test_dedup_flag_collapses_same_slug(graph):
-    graph.upsert_node(["Service"], {"slug": "haircut"}, account_id=ACCOUNT, node_id="n1")
-    graph.upsert_node(["Review"], {"slug": "haircut"}, account_id=ACCOUNT, node_id="n6")
+    graph.upsert_node(["Service"], {"slug": "haircut"}, guards=Principal.system(ACCOUNT).guards, node_id="n1")
+    graph.upsert_node(["Review"], {"slug": "haircut"}, guards=Principal.system(ACCOUNT).guards, node_id="n6")
     plain = [r.id for r in run(graph, limit=8).rows]
     layered = run(graph, limit=8, flags=SearchFlags.baseline(dedup=True))
     assert "n1" in plain and "n6" in plain

@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 from retrieval_support import ACCOUNT
 
+from plughost import Principal
 from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plughost.plugins.memory.retrieval.keyterms import strip_stop_words
 from plughost.ports.graph import Guards
@@ -25,7 +26,7 @@ DOCS = {
 @pytest.fixture
 def docs(store):
     for nid, text in DOCS.items():
-        store.upsert_node(["Message"], {"text": text}, account_id=ACCOUNT, node_id=nid)
+        store.upsert_node(["Message"], {"text": text}, guards=Principal.system(ACCOUNT).guards, node_id=nid)
     return store
 
 
@@ -65,7 +66,8 @@ def test_pipeline_flags_rank_on_the_stemmed_index_without_question_words(docs):
 
 
 def test_both_indexes_follow_updates_and_hard_deletes(docs):
-    docs.upsert_node(["Message"], {"text": "now relocating to Oslo instead"}, account_id=ACCOUNT, node_id="m1")
+    docs.upsert_node(["Message"], {"text": "now relocating to Oslo instead"},
+                     guards=Principal.system(ACCOUNT).guards, node_id="m1")
     assert ids(docs, "moving", stemmed=True) == [] and ids(docs, "relocated", stemmed=True) == ["m1"]
     docs.soft_delete("m1", guards=G)
     assert docs.purge(older_than_days=-1, account_id=ACCOUNT) >= 1

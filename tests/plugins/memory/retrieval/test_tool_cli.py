@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from plughost import Principal
 from plughost.runtime import hooktable
 from plughost.runtime.hookspecs import hookimpl
 from plughost.runtime.types import RetrievalBoost
@@ -22,13 +23,14 @@ ENV = {"ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}
 def seed(host):
     store = host.store()
     store.upsert_node(["Service"], {"name": "Haircut", "description": "short haircut", "scope": "public",
-                                    "agents": ["sales"]}, account_id=ACCOUNT, node_id="n1")
+                                    "agents": ["sales"]}, guards=Principal.system(ACCOUNT).guards, node_id="n1")
     store.upsert_node(["Service"], {"name": "Haircut deluxe", "description": "haircut and wash", "scope": "admin"},
-                      account_id=ACCOUNT, node_id="n2")
+                      guards=Principal.system(ACCOUNT).guards, node_id="n2")
     store.upsert_node(["Concept"], {"name": "Pricing", "keywords": ["tariff"], "scope": "public"},
-                      account_id=ACCOUNT, node_id="n3")
-    store.upsert_node(["PriceSpecification"], {"price": 30}, account_id=ACCOUNT, node_id="p1")
-    store.create_edge("n1", "p1", "HAS_PRICE", account_id=ACCOUNT)
+                      guards=Principal.system(ACCOUNT).guards, node_id="n3")
+    store.upsert_node(["PriceSpecification"], {"price": 30},
+                      guards=Principal.system(ACCOUNT).guards, node_id="p1")
+    store.create_edge("n1", "p1", "HAS_PRICE", guards=Principal.system(ACCOUNT).guards)
 
 
 def call(host, name, args):

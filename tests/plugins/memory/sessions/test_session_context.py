@@ -10,6 +10,8 @@ from pathlib import Path
 from audit_support import ACCOUNT, COLD, recorded
 from surfacing_support import run_hook
 
+from plughost import Principal
+
 SESSION = "0b5c9a2e-6f1d-4b7e-9c3a-2d8e4f6a1b90"
 
 
@@ -35,7 +37,7 @@ def _seed(home: Path, leads: int = 1) -> dict[str, str]:
             lead_ids.append(lead["taskId"])
         host.store().upsert_many([{"id": "doc-unembedded", "labels": ["KnowledgeDocument"],
                                    "properties": {"title": "Prices", "summary": "Bread is 2 euros", "scope": "admin"}}],
-                                 account_id=ACCOUNT)
+                                 guards=Principal.system(ACCOUNT).guards)
         record = standing_audit.run_once(host, ACCOUNT, 0)
         assert record is not None
         path = record_path(home, ACCOUNT)

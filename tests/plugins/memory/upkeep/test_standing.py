@@ -14,6 +14,7 @@ from pathlib import Path
 from memory_support import ACCOUNT, FakeOllama
 from serve_helpers import start_serve, stop_process
 
+from plughost import Principal
 from plughost.plugins.memory.upkeep import record as audit_record
 from plughost.plugins.memory.upkeep import standing as standing_audit
 from plughost.ports.graph import Guards
@@ -66,7 +67,7 @@ def test_a_message_without_an_embedding_gets_one_within_a_period(plughost_home: 
         try:
             host.store().upsert_many([{"id": "m-late", "labels": ["Message"], "properties": {
                 "role": "user", "text": "Do you deliver birthday cakes on Sundays?", "conversationId": "c-late"}}],
-                account_id=ACCOUNT)
+                guards=Principal.system(ACCOUNT).guards)
             assert "m-late" in [n.id for n in host.store().missing_embeddings(account_id=ACCOUNT, limit=100)]
         finally:
             host.close()
@@ -150,7 +151,7 @@ def test_the_run_purges_past_the_grace_only(make_host, plughost_home: Path, monk
     host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_STORE="sqlite", PLUGHOST_EMBEDDER="none")
     store, guards = host.store(), Guards(ACCOUNT)
     for node in ("old", "fresh"):
-        store.upsert_node(["Person"], {"name": node}, account_id=ACCOUNT, node_id=node)
+        store.upsert_node(["Person"], {"name": node}, guards=Principal.system(ACCOUNT).guards, node_id=node)
     store.soft_delete("old", guards=guards)
     real = time.time
     monkeypatch.setattr(time, "time", lambda: real() + 8 * 86400)  # a week and a day later

@@ -8,6 +8,7 @@ import os
 import pytest
 from memory_support import ACCOUNT, call_tool, server_log
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 from plughost.runtime import hooktable
 
@@ -18,7 +19,7 @@ def seed_people(store) -> None:
         {"id": "op", "labels": ["AdminUser"], "properties": {"userId": "u-op", "role": "operator"}},
         {"id": "prof-owner", "labels": ["UserProfile"], "properties": {"userId": "u-owner"}},
         {"id": "prof-op", "labels": ["UserProfile"], "properties": {"userId": "u-op"}},
-    ], account_id=ACCOUNT)
+    ], guards=Principal.system(ACCOUNT).guards)
 
 
 def update(host, **args) -> dict:
@@ -60,7 +61,8 @@ def test_active_rules_owner_only_ordered_floor(memory_host, make_host) -> None:
     seed_people(host.store())
     low = update(host, category="a", key="low", value="Low rule")
     store = host.store()
-    store.upsert_node(["Preference"], {"confidence": 0.3}, account_id=ACCOUNT, node_id=low["id"])
+    store.upsert_node(["Preference"], {"confidence": 0.3},
+                      guards=Principal.system(ACCOUNT).guards, node_id=low["id"])
     high = update(host, category="a", key="high", value="High rule")
     for _ in range(2):
         update(host, category="a", key="high", value="High rule")
@@ -77,7 +79,7 @@ def test_active_rules_owner_only_ordered_floor(memory_host, make_host) -> None:
 def test_no_owner_means_no_rules(memory_host) -> None:
     host = memory_host()
     host.store().upsert_many([{"id": "p", "labels": ["UserProfile"], "properties": {"userId": "u"}}],
-                             account_id=ACCOUNT)
+                             guards=Principal.system(ACCOUNT).guards)
     assert host.first(hooktable.ACTIVE_RULES, account_id=ACCOUNT) == {"rules": [], "source": "no-owner",
                                                                       "owner": None}
     is_error, text = call_tool(host, "profile-update", {"category": "a", "key": "k", "value": "v"})

@@ -7,6 +7,7 @@ import threading
 
 from memory_support import ACCOUNT, call_tool, server_log
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 
 
@@ -61,7 +62,7 @@ def test_parented_to_conversation_else_admin_user(memory_host) -> None:
     store = host.store()
     store.upsert_many([{"id": "adm", "labels": ["AdminUser"], "properties": {"userId": "u1", "role": "owner"}},
                        {"id": "conv", "labels": ["Conversation"], "properties": {"sessionId": "s-9"}}],
-                      account_id=ACCOUNT)
+                      guards=Principal.system(ACCOUNT).guards)
     r1 = report(host, title="No session", body="b")
     assert r1["parent"] == "adm"
     r2 = report(memory_host(SESSION_NODE_ID="s-9"), title="In session", body="b")

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from memory_support import ACCOUNT, call_tool, cli, server_log
 
+from plughost import Principal
 from plughost.ports.graph import Guards
 from plughost.util.errors import UserError
 from tests.backends import BACKENDS, use_backend, wipe
@@ -135,7 +136,7 @@ def test_the_census_finds_a_drifted_task_and_memory_audit_shows_it(owner, plugho
     WorkTime(owner).adjust(taskId=clean, delta=60, reason="call")
     WorkTime(owner).start(taskId=clean)
     owner.store().upsert_many([{"id": task, "labels": ["Task"], "properties": {"secondsLogged": 999}}],
-                              account_id=ACCOUNT)  # a write around the tools: the sum no longer holds
+                              guards=Principal.system(ACCOUNT).guards)  # a write around the tools: the sum no longer holds
     record = run_once(owner, ACCOUNT, 10)
     assert record is not None and record["counts"]["timeDrifted"] == 1 and record["counts"]["timersRunning"] == 1
     logs = "\n".join(server_log(plughost_home))
@@ -256,7 +257,7 @@ def test_a_deleted_task_is_no_drift_and_erase_takes_its_time_records(owner) -> N
 
     kept, gone = _task(owner, "kept"), _task(owner, "a lead for ana@example.com")
     owner.store().upsert_many([{"id": gone, "labels": ["Task"], "properties": {"inputs": json.dumps({"contact": "ana@example.com"})}}],
-                              account_id=ACCOUNT)
+                              guards=Principal.system(ACCOUNT).guards)
     for task in (kept, gone):
         WorkTime(owner).adjust(taskId=task, delta=60, reason="call")
     WorkTime(owner).start(taskId=gone)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from plughost import Principal
 from plughost.ports.graph import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, Guards, conversation_node_id
 from tests.backends import BACKENDS, neo4j_env, wipe
 from tests.conftest import run_cli
@@ -60,7 +61,7 @@ def _conversation(store: Any, sender: str, texts: list[tuple[str, str]]) -> tupl
                  "properties": {"channel": "webchat", "sender": sender, "sessionId": f"s-{sender}",
                                 "scope": "public", "title": "Webchat visitor"},
                  "edges": [{"type": HAS_MESSAGE, "to": r["id"]} for r in rows]})
-    store.upsert_many(rows, account_id=ACCOUNT)
+    store.upsert_many(rows, guards=Principal.system(ACCOUNT).guards)
     return conv, [r["id"] for r in rows[:-1]]
 
 
@@ -91,9 +92,9 @@ def _seed(store: Any) -> dict[str, Any]:
             "title": "Opening hours", "body": "Tuesday to Sunday, 7:00 to 16:00", "scope": "public"}},
         {"id": "note-lookalike", "labels": ["Note"], "properties": {
             "title": "Another customer", "body": "write to xzyxq.visitor@erasetest.example.org", "scope": "admin"}},
-    ], account_id=ACCOUNT)
-    store.create_edge(conv, "toolcall-erase-1", "HAS_TOOL_CALL", account_id=ACCOUNT)
-    store.create_edge(conv, "briefing-erase-1", "HAS_BRIEFING", account_id=ACCOUNT)
+    ], guards=Principal.system(ACCOUNT).guards)
+    store.create_edge(conv, "toolcall-erase-1", "HAS_TOOL_CALL", guards=Principal.system(ACCOUNT).guards)
+    store.create_edge(conv, "briefing-erase-1", "HAS_BRIEFING", guards=Principal.system(ACCOUNT).guards)
     store.set_embeddings([(msgs[2], _vector(1)), (msgs[3], _vector(2)), (msgs[0], _vector(3)),
                           (keep_msgs[0], _vector(4))], account_id=ACCOUNT)
     store.soft_delete("note-erase-deleted", guards=Guards(ACCOUNT))
@@ -319,10 +320,10 @@ def test_derived_nodes_go_only_with_their_last_source(tmp_path: Path) -> None:
             {"id": "e-name", "labels": ["Entity"], "properties": {"entityName": "Ada Baker", "kind": "person"}},
             {"id": "e-only", "labels": ["Entity"], "properties": {"entityName": "ring", "kind": "name"}},
             {"id": "f1", "labels": ["Fact"], "properties": {"subjectName": "Ada Baker", "predicate": "says"}},
-        ], account_id=ACCOUNT)
+        ], guards=Principal.system(ACCOUNT).guards)
         store.create_edges([("m1", "MENTIONS", "e-phone", None), ("m1", "MENTIONS", "e-name", None),
                             ("m2", "MENTIONS", "e-name", None), ("m1", "MENTIONS", "e-only", None),
-                            ("m1", "STATES", "f1", None), ("f1", "ABOUT", "e-only", None)], account_id=ACCOUNT)
+                            ("m1", "STATES", "f1", None), ("f1", "ABOUT", "e-only", None)], guards=Principal.system(ACCOUNT).guards)
         request = request_of(argparse.Namespace(contact="+44 7700-900-123", visitor=None, conversation=None))
         dry = erase(store, ACCOUNT, request, dry_run=True)
         result = erase(store, ACCOUNT, request, dry_run=False)
