@@ -222,7 +222,7 @@ def write_stored(store: GraphStore, account_id: str, message_ids: Iterable[str])
     """:func:`write` for Messages another plugin stored (the turn recorder's transcripts, the
     channels' turns: the ``plughost_messages_stored`` hook), read back under the account's guards,
     oldest first so their facts close in order; the conversation's speakers are the known names."""
-    guards = Guards(account_id)
+    guards = Principal.owner(account_id).guards
     nodes = [n for n in (store.get(i, guards=guards) for i in dict.fromkeys(message_ids))
              if n is not None and extractable(n.labels, n.properties)]
     turns = sorted(((n.id, dict(n.properties)) for n in nodes), key=lambda t: indexed_form.order_key(t[0], t[1]))
