@@ -210,7 +210,7 @@ def decide(raw: bytes, env: dict[str, str], process_env: dict[str, str] | None =
 def account_unset(env: dict[str, str], process: dict[str, str]) -> str | None:
     """``context.account_unset_line`` when no account can be named (the gate then never blocks, so the
     fix is said on every call); None otherwise. The check is a string test unless ``ACCOUNT_ID`` is missing."""
-    if hook.valid_account(env.get("ACCOUNT_ID", "").strip()):
+    if hook.names_an_account(env):
         return None
     if __package__:
         from plughost.plugins.memory.surfacing import context

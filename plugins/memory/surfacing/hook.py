@@ -125,6 +125,12 @@ def valid_account(account: str) -> bool:
     return 0 < len(account) <= 128 and account[0] in _ACCOUNT_FIRST and all(ch in _ACCOUNT_REST for ch in account)
 
 
+def names_an_account(env: dict[str, str]) -> bool:
+    """Whether ``env`` names a well-formed account: the hooks' cheap first test (the forwarder is the
+    one hook module that reads the principal's variables; the server resolves them)."""
+    return valid_account(env.get("ACCOUNT_ID", "").strip())
+
+
 def log(home: str, env: dict[str, str], fields: str) -> None:
     line = f"[surface] op=hook {fields} ms={(time.perf_counter() - _STARTED) * 1000:.1f}\n".encode("utf-8", "replace")
     try:
