@@ -212,13 +212,51 @@ class Conversations:
                channel: str | None = None, sender: str | None = None, timestamp: str | None = None,
                messageId: str | None = None) -> dict[str, Any]:  # noqa: N803
         started = time.perf_counter()
-        guards = self.guards()
-        account = guards.account_id
+        account = self.guards().account_id
         # role's values and content's length are PLUGIN.md's inputSchema, checked before the call
         if not content.strip():
             raise UserError("content: expected a non-empty string")
         if timestamp is not None:
             parse_time(timestamp, "timestamp")
+        session = self.principal.session
+        conversationId, guards = self._append_target(conversationId, channel, sender)
+        existing = self._appendable(conversationId, guards)
+        when = timestamp or _now_iso()
+        scope = existing.properties.get("scope") if session is not None and existing is not None else self._scope()
+        conv_channel = channel or (existing.properties.get("channel") if existing else None)
+        msg_id = messageId or "msg-" + hashlib.sha256(
+            "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]
+        prior = self._prior_message(msg_id, conversationId, guards) if messageId is not None else None
+        labels = [MESSAGE_LABEL] + ([CHANNEL_MESSAGE_LABELS[conv_channel]] if conv_channel in CHANNEL_MESSAGE_LABELS
+                                    else [])
+        props = {"role": role, "text": content, "conversationId": conversationId, "sentAt": when,
+                 "channel": conv_channel, "sender": sender, "scope": scope, "sessionId": session}
+        row: dict[str, Any] = {"id": msg_id, "labels": labels,
+                               "properties": indexed_message(self.store, account, msg_id, props)}
+        embedded = self._embed_message(row, content)
+        conv_props: dict[str, Any] = {"lastMessageAt": when}
+        if existing is None:
+            conv_props.update(startedAt=when, scope=scope, channel=conv_channel, sender=sender,
+                              sessionId=session, title=f"{conv_channel or 'conversation'} {sender or conversationId}")
+        conv_row = {"id": conversationId, "labels": [CONVERSATION_LABEL],
+                    "properties": {k: v for k, v in conv_props.items() if v is not None},
+                    "edges": [{"type": HAS_MESSAGE, "to": msg_id}]}
+        try:
+            guarded_upsert_many(self.store, [row, conv_row], guards=guards)
+        except WriteDenied as exc:
+            raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
+        known = [s for s in (sender, existing.properties.get("sender") if existing else None) if s]
+        self._message_entities(row, prior, guards, known)
+        self._log("append", guards, started, conversationId=conversationId, messageId=msg_id, embedded=int(embedded))
+        return {"messageId": msg_id, "conversationId": conversationId, "created": existing is None,
+                "embedded": embedded, "timestamp": when}
+
+    def _append_target(self, conversationId: str | None, channel: str | None,  # noqa: N803
+                       sender: str | None) -> tuple[str, Guards]:
+        """The conversation a turn goes to, and the guards it is written under: a session's own
+        conversation only (under :meth:`own_guards`), else the given or derived one."""
+        guards = self.guards()
+        account = guards.account_id
         session = self.principal.session
         own = self.session_conversation() if session else None
         if conversationId is None and channel and sender:
@@ -233,51 +271,45 @@ class Conversations:
             guards = self.own_guards()  # its own conversation only, from here on
         if not conversationId:
             raise UserError("conversationId: expected a conversation id, or channel and sender to derive one")
-        # Under the process's guards: a conversation it cannot read looks absent here, and the
-        # store refuses the write (account-isolation); a deleted one is not appended to (nor revived).
+        return conversationId, guards
+
+    def _appendable(self, conversationId: str, guards: Guards) -> Node | None:  # noqa: N803
+        """The Conversation a turn is appended to (None when new). Under the process's guards: a
+        conversation it cannot read looks absent here, and the store refuses the write
+        (account-isolation); a deleted one is not appended to (nor revived)."""
         existing = self.store.get(conversationId, guards=guards, include_deleted=True)
         if existing is not None and CONVERSATION_LABEL not in existing.labels:
             raise UserError(f"conversationId: '{conversationId}' is not a Conversation")
         if existing is not None and existing.deleted:
             raise UserError(f"conversationId: '{conversationId}' was deleted; restore it (memory-restore) first")
-        when = timestamp or _now_iso()
-        scope = existing.properties.get("scope") if session is not None and existing is not None else self._scope()
-        conv_channel = channel or (existing.properties.get("channel") if existing else None)
-        msg_id = messageId or "msg-" + hashlib.sha256(
-            "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]
-        prior = None
-        if messageId is not None:
-            prior = self.store.get(msg_id, guards=guards, include_deleted=True)
-            if prior is not None and (MESSAGE_LABEL not in prior.labels
-                                      or prior.properties.get("conversationId") != conversationId):
-                raise UserError(f"messageId: '{msg_id}' already names a node outside this conversation")
-        labels = [MESSAGE_LABEL] + ([CHANNEL_MESSAGE_LABELS[conv_channel]] if conv_channel in CHANNEL_MESSAGE_LABELS
-                                    else [])
-        props = {"role": role, "text": content, "conversationId": conversationId, "sentAt": when,
-                 "channel": conv_channel, "sender": sender, "scope": scope, "sessionId": session}
-        row: dict[str, Any] = {"id": msg_id, "labels": labels,
-                               "properties": indexed_message(self.store, account, msg_id, props)}
-        embedded = False
-        if self.embedder is not None:
-            try:
-                row["embedding"] = self.embedder.embed([message_embedding_text(row["properties"]) or content])[0]
-                embedded = True
-            except Exception as exc:  # noqa: BLE001 — the message is stored; reindex embeds it later
-                log("graph-write", "warn", reason="embed-failed", labels="Message", node=msg_id,
-                    error=type(exc).__name__)
-        conv_props: dict[str, Any] = {"lastMessageAt": when}
-        if existing is None:
-            conv_props.update(startedAt=when, scope=scope, channel=conv_channel, sender=sender,
-                              sessionId=session, title=f"{conv_channel or 'conversation'} {sender or conversationId}")
-        conv_row = {"id": conversationId, "labels": [CONVERSATION_LABEL],
-                    "properties": {k: v for k, v in conv_props.items() if v is not None},
-                    "edges": [{"type": HAS_MESSAGE, "to": msg_id}]}
+        return existing
+
+    def _prior_message(self, msg_id: str, conversationId: str, guards: Guards) -> Node | None:  # noqa: N803
+        """The turn a caller-given ``messageId`` already names (None when new); refused when it
+        names a node outside this conversation."""
+        prior = self.store.get(msg_id, guards=guards, include_deleted=True)
+        if prior is not None and (MESSAGE_LABEL not in prior.labels
+                                  or prior.properties.get("conversationId") != conversationId):
+            raise UserError(f"messageId: '{msg_id}' already names a node outside this conversation")
+        return prior
+
+    def _embed_message(self, row: dict[str, Any], content: str) -> bool:
+        """Set the row's embedding when an embedder answers; whether it did."""
+        if self.embedder is None:
+            return False
         try:
-            guarded_upsert_many(self.store, [row, conv_row], guards=guards)
-        except WriteDenied as exc:
-            raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
+            row["embedding"] = self.embedder.embed([message_embedding_text(row["properties"]) or content])[0]
+        except Exception as exc:  # noqa: BLE001 — the message is stored; reindex embeds it later
+            log("graph-write", "warn", reason="embed-failed", labels="Message", node=row["id"],
+                error=type(exc).__name__)
+            return False
+        return True
+
+    def _message_entities(self, row: dict[str, Any], prior: Node | None, guards: Guards, known: list[str]) -> None:
+        """Withdraw what a changed turn said before, and extract what it says now (both best effort)."""
         from plughost.plugins.memory import entities  # the extractor: off the boot path (tool registration)
 
+        account, msg_id = guards.account_id, row["id"]
         if prior is not None and entities.derivation(prior.properties) != entities.derivation(row["properties"]):
             try:  # a turn appended again, changed: what it said before goes (docs/graph.md#entities)
                 entities.withdraw(self.store, account, [msg_id], guards=guards, before={msg_id: prior.properties})
@@ -285,13 +317,9 @@ class Conversations:
                 log("memory-entities", "warn", reason="withdraw-failed", node=msg_id, error=type(exc).__name__)
         if entities.enabled(self.env):
             try:
-                entities.write(self.store, account, [(msg_id, row["properties"])], guards=guards,
-                               known=[s for s in (sender, existing.properties.get("sender") if existing else None) if s])
+                entities.write(self.store, account, [(msg_id, row["properties"])], guards=guards, known=known)
             except Exception as exc:  # noqa: BLE001 — the turn is stored; a reindex --entities extracts it later
                 log("memory-entities", "warn", reason="extract-failed", node=msg_id, error=type(exc).__name__)
-        self._log("append", guards, started, conversationId=conversationId, messageId=msg_id, embedded=int(embedded))
-        return {"messageId": msg_id, "conversationId": conversationId, "created": existing is None,
-                "embedded": embedded, "timestamp": when}
 
     def _scope(self) -> str | None:
         """Admin processes write admin-scoped messages; a scoped process writes into its first scope."""
