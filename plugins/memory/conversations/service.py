@@ -46,11 +46,11 @@ from plughost.api.store import (
 from plughost.api.util import parse_time
 from plughost.plugins.memory.embedding.indexed_form import embedding_text as message_embedding_text
 from plughost.plugins.memory.embedding.indexed_form import indexed_message
+from plughost.plugins.memory.settings import SEARCH_RRF_K
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host, Tool
 
-RRF_K = 60
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 OVERFETCH = 3  # each path fetches limit × 3 before fusion
@@ -198,12 +198,13 @@ class Conversations:
             else:
                 lists.append(self.store.vector_search(vector, fetch, guards=guards, labels=[MESSAGE_LABEL],
                                                       **filters))
+        rrf_k = SEARCH_RRF_K.read(self.env)
         scores: dict[str, float] = {}
         nodes: dict[str, Any] = {}
         for hits in lists:
             for rank, hit in enumerate(hits):
                 nodes.setdefault(hit.node.id, hit.node)
-                scores[hit.node.id] = scores.get(hit.node.id, 0.0) + 1.0 / (RRF_K + rank + 1)
+                scores[hit.node.id] = scores.get(hit.node.id, 0.0) + 1.0 / (rrf_k + rank + 1)
         order = sorted(scores, key=lambda nid: (-scores[nid], nid))
         return [(nodes[nid], scores[nid]) for nid in order]
 

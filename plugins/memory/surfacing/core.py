@@ -23,10 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
 
 EVENT = "UserPromptSubmit"
-DEFAULT_BUDGET = SURFACE_BUDGET.default
-"""``PLUGHOST_SURFACE_BUDGET``: characters of ``additionalContext`` at most."""
-DEFAULT_LIMIT = SURFACE_LIMIT.default
-"""``PLUGHOST_SURFACE_LIMIT``: items at most per prompt."""
 SETTINGS = (SURFACE_BUDGET, SURFACE_LIMIT)
 """The hook sends its own values with each request (``budget``, ``limit``), so ``serve`` answers
 with the hook's settings, as the cold path does."""

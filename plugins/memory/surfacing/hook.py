@@ -25,6 +25,8 @@ import posix  # noqa: E402
 
 MAX_STDIN = 1 << 20
 WARM_TIMEOUT_MS = 3000
+"""``PLUGHOST_SURFACE_TIMEOUT_MS``' default, a copy: this stage imports builtins only (client.py takes
+it from here); tests/host/test_settings.py pins it to the setting."""
 SENT_KEYS = ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG", "PLUGHOST_SESSION_ROLE", "PLUGHOST_SESSION_ID",
              "SESSION_ID", "SESSION_NODE_ID", "PLUGHOST_HOME", "PLUGHOST_SURFACE_BUDGET", "PLUGHOST_SURFACE_LIMIT")
 """What ``context.from_merged`` reads: the server resolves the call's guards (and the hook's budget
