@@ -27,6 +27,7 @@ from typing import Any
 
 from plughost import Guards, UserError, log
 from plughost.api.store import VECTOR_LABELS, stamps_of
+from plughost.api.util import write_atomic
 from plughost.plugins.graph.common import prepare_row, text_of
 from plughost.plugins.graph.export import line_of
 
@@ -59,8 +60,6 @@ class Checkpoint:
                                                   "edges_done": False})
 
     def save(self) -> None:
-        from plughost.api.util import write_atomic
-
         write_atomic(self.path, json.dumps({"target": self.target, "accounts": self.accounts}, indent=1))
 
     def remove(self) -> None:

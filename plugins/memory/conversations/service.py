@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plughost import Embedder, GraphStore, Guards, Node, Principal, UserError, WriteDenied, log
+from plughost.api.credentials import conversation_secret, home_of
 from plughost.api.principals import resolve
 from plughost.api.store import (
     CHANNEL_MESSAGE_LABELS,
@@ -44,6 +45,7 @@ from plughost.api.store import (
     session_conversation_id,
 )
 from plughost.api.util import parse_time
+from plughost.plugins.memory import entities
 from plughost.plugins.memory.embedding.indexed_form import embedding_text as message_embedding_text
 from plughost.plugins.memory.embedding.indexed_form import indexed_message
 from plughost.plugins.memory.settings import SEARCH_RRF_K
@@ -88,8 +90,6 @@ class Conversations:
 
     def conversation_secret(self, account: str) -> bytes:
         """The account's conversation-id key (docs/channels.md#conversation-ids), from the host's home."""
-        from plughost.api.credentials import conversation_secret, home_of
-
         return conversation_secret(self.home if self.home is not None else home_of(self.env), account)
 
     @property
@@ -308,8 +308,6 @@ class Conversations:
 
     def _message_entities(self, row: dict[str, Any], prior: Node | None, guards: Guards, known: list[str]) -> None:
         """Withdraw what a changed turn said before, and extract what it says now (both best effort)."""
-        from plughost.plugins.memory import entities  # the extractor: off the boot path (tool registration)
-
         account, msg_id = guards.account_id, row["id"]
         if prior is not None and entities.derivation(prior.properties) != entities.derivation(row["properties"]):
             try:  # a turn appended again, changed: what it said before goes (docs/graph.md#entities)

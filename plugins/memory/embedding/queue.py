@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from plughost import StateKey, log
+from plughost import Guards, StateKey, log
 from plughost.api import serving
 from plughost.api.store import CONVERSATION_LABEL, MESSAGE_LABEL
 from plughost.plugins.memory.embedding import indexed_form
@@ -189,8 +189,6 @@ def messages_stored(host: Host, account_id: str, message_ids: Sequence[str]) -> 
     embedder = host.embedder()
     if embedder is None:
         return
-    from plughost import Guards
-
     store = host.store()
     guards = Guards(account_id)
     nodes = [n for n in (store.get(i, guards=guards) for i in dict.fromkeys(message_ids)) if n is not None]

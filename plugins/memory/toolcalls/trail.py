@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, UserError, WriteDenied, log
+from plughost import Guards, Role, UserError, WriteDenied, log
+from plughost.api.settings import GRAPH_READ_ONLY
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, require_admin, session_conversation
 from plughost.api.util import (  # noqa: F401
     REDACTED,  # noqa: F401
@@ -199,8 +200,6 @@ def prepare(host: Host, *, account_id: str, session_id: str, tool_name: str, too
 def _audit_role(principal: Any) -> str | None:
     """The role :func:`recordable` judges: None for the owner, ``admin`` for an admin's session,
     the role's name for a confined one (never recorded: the audit is an admin's record)."""
-    from plughost import Role
-
     if principal.role in (Role.OWNER, Role.OPERATOR, Role.ADMIN_SESSION):
         return "admin" if principal.role is Role.ADMIN_SESSION else None
     return principal.role.value if principal.role in (Role.PUBLIC, Role.SESSION) else None
@@ -218,8 +217,6 @@ def served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any]
     ``PLUGHOST_AUDIT_MCP=0`` turns it off, and a reader (``PLUGHOST_GRAPH_READ_ONLY=1``, e.g. on
     a read-only database user) writes nothing.
     """
-    from plughost.api.settings import GRAPH_READ_ONLY
-
     env = host.env
     if (env.get("CLAUDECODE") or "").strip() or not AUDIT_MCP.read(env):
         return None
