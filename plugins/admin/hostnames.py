@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from plughost import UserError, log
+from plughost import Tool, UserError, log
 from plughost.api.payload import install_brand
 from plughost.plugins.admin.settings import ADMIN_HOSTNAME, PUBLIC_HOSTNAME
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
 HOSTNAME = re.compile(r"^(?=.{1,253}(?::|$))[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
                       r"(?::[1-9][0-9]{0,4})?$")
@@ -63,8 +63,6 @@ def resolve(host: Host, which: str) -> dict[str, Any]:
 
 
 def hostname_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def public_hostname() -> dict[str, Any]:
         return resolve(host, "public")
 

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost import Embedder, GraphStore, Guards, Node, Principal, UserError, WriteDenied, log
+from plughost import Embedder, GraphStore, Guards, Node, Principal, Tool, UserError, WriteDenied, log
 from plughost.api.credentials import conversation_secret, home_of
 from plughost.api.principals import resolve
 from plughost.api.store import (
@@ -51,7 +51,7 @@ from plughost.plugins.memory.embedding.indexed_form import indexed_message
 from plughost.plugins.memory.settings import SEARCH_RRF_K
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -337,8 +337,6 @@ def service(host: Host) -> Conversations:
 
 
 def conversation_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def conversation_search(**args: Any) -> Any:
         return service(host).search(**args)
 

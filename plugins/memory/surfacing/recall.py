@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost import log
+from plughost import RetrievalBoost, log
 from plughost.api import hooks
 from plughost.plugins.memory.settings import RECALL_RANKING
 from plughost.plugins.memory.surfacing import rules, sessions
 from plughost.plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, RetrievalBoost
+    from plughost import Host
 
 PIN_BUMP = 0.25
 SNOOZE_BUMP = -0.1
@@ -247,8 +247,6 @@ def ranking_enabled(env: Mapping[str, str]) -> bool:
 
 def boost(home: Path, account_id: str, enabled: bool = True) -> RetrievalBoost:
     """``recall``: +25% for a pinned item, −10% for a snoozed one, of ``account_id``."""
-    from plughost import RetrievalBoost
-
     def bump(row: Mapping[str, Any]) -> float:
         if not enabled:
             return 0.0

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, Role, UserError, WriteDenied, log
+from plughost import Guards, Role, Tool, UserError, WriteDenied, log
 from plughost.api.settings import GRAPH_READ_ONLY
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, require_admin, session_conversation
 from plughost.api.util import (  # noqa: F401
@@ -39,7 +39,7 @@ from plughost.plugins.memory.settings import AUDIT_INPUT_CHARS, AUDIT_MCP, AUDIT
 from plughost.plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
 TOOL_CALL_LABEL = "ToolCall"
 HAS_TOOL_CALL = "HAS_TOOL_CALL"
@@ -282,8 +282,6 @@ def list_calls(host: Host, *, session: str | None = None, tool: str | None = Non
 
 
 def audit_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def tool_calls(**args: Any) -> Any:
         return list_calls(host, **args)
 
