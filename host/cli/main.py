@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from plughost import __version__
+from plughost.ports.principal import resolve
 from plughost.runtime import hooktable
-from plughost.util import config
+from plughost.util import config, settings
 from plughost.util.errors import PlughostError, UserError
 from plughost.util.log import log
 
@@ -138,8 +139,6 @@ def _require_account(args: argparse.Namespace, ctx: Context) -> None:
     if args.command in ACCOUNT_FREE:
         return
     option = getattr(args, "account", None)
-    from plughost.ports.principal import resolve
-
     account = option if isinstance(option, str) and option else resolve(ctx.env).account
     if account:
         from plughost.runtime.accounts import read_account_json, require_existing
@@ -153,8 +152,6 @@ def _require_folders(pre: argparse.Namespace, env: Mapping[str, str]) -> None:
     typo is one line naming the flag or variable (exit 2), not a run that silently loads none of its
     plugins. The folders ``plughost install`` recorded are the boot gates' to check: a moved payload is
     reported there, and doctor and boot must still run to say so."""
-    from plughost.util import settings
-
     for flag, folder, setting in (("--plugins-dir", pre.plugins_dir, settings.PLUGINS_DIR),
                                   ("--premium-dir", pre.premium_dir, settings.PREMIUM_DIR)):
         if folder is None and (env.get(setting.name) or "").strip():

@@ -23,9 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import io
+import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -34,9 +39,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
 from mcp_types import Tool as MCPTool
 
+from plughost.runtime import hooktable
 from plughost.runtime.tooltable import ServedTool, checked_call, render, served_tools
-from plughost.util.errors import AccountUnset, PlughostError
+from plughost.util import config, settings
+from plughost.util.errors import AccountUnset, PlughostError, UserError
 from plughost.util.log import log
+from plughost.web.http import is_loopback
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.runtime.host import Host
@@ -103,8 +111,6 @@ class PluginServer(MCPServer):
             self._after = None
 
     def _called(self, name: str, arguments: Any, result: CallToolResult, started: str) -> None:
-        from plughost.runtime import hooktable
-
         text = "\n".join(getattr(c, "text", "") for c in result.content)
         try:
             errors = self.host.call_each(hooktable.TOOL_CALLED, plugin=self.plugin, tool=name,  # type: ignore[union-attr]
@@ -118,8 +124,6 @@ class PluginServer(MCPServer):
 
 
 def _now_iso() -> str:
-    from datetime import UTC, datetime
-
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -170,9 +174,6 @@ def build_server(host: Host, plugin: str) -> PluginServer:
 
 async def run_stdio_checked(server: PluginServer) -> None:
     """``run_stdio_async`` with :mod:`plughost.mcp.frames` in front: a frame the SDK refuses is answered."""
-    import io
-    import sys
-
     from mcp.server.stdio import stdio_server
 
     from plughost.mcp.frames import CheckedLines
@@ -204,10 +205,6 @@ async def _close_on_sigterm(server: PluginServer) -> None:
     """SIGTERM ends a stdio server after ``host.close()``: the shutdown hooks write what is queued
     (the tool-call audit) and the store closes. The process then exits at once (status 0): the
     thread blocked reading stdin would keep an ordinary exit waiting for the client's next line."""
-    import os
-    import signal
-    import sys
-
     with anyio.open_signal_receiver(signal.SIGTERM) as signals:
         async for _ in signals:
             log("mcp", "op=stopping", plugin=server.plugin, signal="SIGTERM")
@@ -246,9 +243,6 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
     """One plugin over streamable HTTP, behind the same front door as ``plughost serve`` (host.http_guard)."""
     import uvicorn
 
-    from plughost.util import settings
-    from plughost.util.errors import UserError
-    from plughost.web.http import is_loopback
     from plughost.web.http_guard import Door, GuardMiddleware
 
     opened = settings.OPEN_LOCAL.read(host.env)
@@ -270,11 +264,7 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
 def run_plugin_server(plugin: str) -> None:
     """Entry for a plugin's ``mcp/__main__.py``: load the host from the configuration (the environment
     over ``<PLUGHOST_HOME>/.env``, as every command does), serve stdio."""
-    import sys
-
     from plughost.runtime.host import Host
-    from plughost.util import config
-
     try:
         host = Host(env=config.load_env()).load()
         from plughost.runtime.settings import warn_unknown

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from plughost import __version__
+from plughost.payload import entrypoints
 from plughost.payload.generator import (
     BRAND_FILE,
     PLATFORM_FOLDER,
@@ -319,8 +320,6 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
         raise UserError(f"--out: '{out}' exists and is not a plughost payload (no {BRAND_FILE}); "
                         "choose a new or empty folder")
     python = python or sys.executable
-    from plughost.payload import entrypoints
-
     if not entrypoints.third_party_entry_points():
         return _bundle(brand, out, plugins_dir, premium_dir, python, entrypoints.Staged())
     with tempfile.TemporaryDirectory(prefix="plughost-entry-points-") as tmp:
@@ -329,8 +328,6 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
 
 def _staged(tmp: Path, plugins_dir: Path) -> Any:
     """The entry-point plugins staged as folders; one named like a folder plugin is left out."""
-    from plughost.payload import entrypoints
-
     staged = entrypoints.stage(tmp, config.load_env())
     taken = {f.name: f for f in _platform_folders(plugins_dir)}
     for folder in list(staged.folders):

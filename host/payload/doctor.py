@@ -26,9 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plughost.payload import doctor_hooks
 from plughost.payload.launch import Launch, installed_launches
 from plughost.runtime import plugin_model
+from plughost.runtime.install_record import account_fix, account_on_record
 from plughost.runtime.plugin_model import PluginModel
+from plughost.util import settings
+from plughost.util.jsonio import write_atomic
 from plughost.util.log import format_line
 
 EAGER_META_KEY = "anthropic/alwaysLoad"
@@ -270,8 +274,6 @@ LAST_RUN = "doctor-last.json"
 
 def record(plughost_home: Path, report: DoctorReport) -> None:
     """Keep the last run's report (``<PLUGHOST_HOME>/doctor-last.json``) for the owner's console."""
-    from plughost.util.jsonio import write_atomic
-
     body = {**report.to_json(), "finishedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "findings": report.findings, "lines": report.lines()}
     try:
@@ -294,12 +296,8 @@ def account_problems(launches: list[Any]) -> list[str]:
     """``reason=account-unset``: servers are installed but none of them would run as an account (no
     ``ACCOUNT_ID`` in Claude Code's environment nor in the data root's ``.env``), with the one command
     that fixes it (what every tool that needs the account answers too)."""
-    from plughost.runtime.install_record import account_fix, account_on_record
-
     if not launches or any(account_on_record(launch.env) for launch in launches):
         return []
-    from plughost.util import settings
-
     name = settings.PLUGINS_DIR.name
     env = next((launch.env for launch in launches if launch.env.get(name)),
                {**launches[0].env, name: str(launches[0].root.parent)})
@@ -311,8 +309,6 @@ def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, wor
         models: Mapping[str, PluginModel] | None = None) -> DoctorReport:
     """``models``: the loaded host's plugin models (``host.surface.models``, what the gates read); a plugin
     it lacks is read from the folder Claude Code starts it from."""
-    from plughost.payload import doctor_hooks
-
     launches, problems = installed_launches(config_dir, home)
     hooks, hook_problems = doctor_hooks.report(config_dir, home=home, timeout=timeout)
     report = DoctorReport(config_dir, problems=problems + hook_problems + account_problems(launches), hooks=hooks)

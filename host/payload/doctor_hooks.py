@@ -26,6 +26,7 @@ from typing import Any
 
 from plughost.payload.launch import claude_env, installed_roots
 from plughost.payload.plugin_files import hook_command_files
+from plughost.ports.principal import child_env, resolve
 from plughost.util.log import format_line
 
 PROBE_SESSION = "plughost-doctor-probe"
@@ -104,8 +105,6 @@ def sample_input(event: str, project: Path) -> dict[str, Any]:
 
 def hook_env(config_dir: Path, root: Path, project: Path, home: str | None) -> dict[str, str]:
     """Claude Code's environment for a hook of the plugin at ``root``, as a visitor's turn."""
-    from plughost.ports.principal import child_env, resolve
-
     base = {**claude_env(config_dir, home), "CLAUDE_PLUGIN_ROOT": str(root), "CLAUDE_PROJECT_DIR": str(project)}
     return child_env(base, resolve(base).for_turn("public", PROBE_SESSION))
 

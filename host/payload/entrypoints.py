@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from plughost.runtime.discovery import ENTRY_POINT_GROUP
+from plughost.runtime.host import Host
 from plughost.runtime.manifest import read_frontmatter
 from plughost.runtime.plugin_model import PluginModel
 from plughost.util import settings
@@ -73,8 +74,6 @@ def stage(staging: Path, env: Mapping[str, str]) -> Staged:
     eps = third_party_entry_points()
     if not eps:
         return staged
-    from plughost.runtime.host import Host
-
     names = [ep.name for ep in eps]
     host_env = dict(env)
     if settings.LOAD_PLUGINS.read(host_env) is None:  # only the third-party ones: the built-ins are folders already

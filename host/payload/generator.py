@@ -39,11 +39,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from plughost.payload import plugin_files
 from plughost.runtime import plugin_model
 from plughost.runtime.manifest import PluginManifest, load_manifest
 from plughost.runtime.plugin_model import PluginModel
 from plughost.util.errors import FatalError, UserError
 from plughost.util.jsonio import read_json, render, write_if_changed
+from plughost.util.log import log
 
 PLATFORM_FOLDER = "plugins"
 PREMIUM_FOLDER = "premium-plugins"
@@ -351,9 +353,6 @@ location, so a moved payload keeps it."""
 def check_sources(payload: Payload) -> None:
     """Refuse a plugin whose hooks, skills or agents Claude Code would refuse (one line each, naming the
     plugin, the file and the field); a warning (a hook command file that is not there) is logged."""
-    from plughost.payload import plugin_files
-    from plughost.util.log import log
-
     found = [f for p in payload.plugins for f in plugin_files.check_plugin(p.folder, p.name, generated=False)
              if f.file.name != "plugin.json"]  # plugin.json is the generator's own output
     for f in found:

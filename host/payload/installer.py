@@ -41,8 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plughost.payload import plugin_files
 from plughost.payload.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
+from plughost.payload.launch import server_entries
+from plughost.ports.principal import with_account
+from plughost.runtime import plugin_model
 from plughost.runtime.accounts import check_id, read_account_json
+from plughost.runtime.install_record import RECORD_KEY
 from plughost.util import config, settings
 from plughost.util.config import merge_env
 from plughost.util.errors import UserError
@@ -125,9 +130,6 @@ def marketplace_files(payload: Path) -> list[Path]:
 def discover(payload: Path) -> list[FoundMarketplace]:
     """Read every marketplace and the plugin.json each entry points at (checking they agree), and each
     plugin's model (what it ships and serves): a plugin.json whose servers are not the model's is stale."""
-    from plughost.payload.launch import server_entries
-    from plughost.runtime import plugin_model
-
     found = []
     for file in marketplace_files(payload):
         data = _load(file, {})
@@ -268,8 +270,6 @@ def _settings(plan: InstallPlan, stale: set[str], stale_markets: set[str]) -> No
 
 def server_settings_env(account: str) -> dict[str, str]:
     """What the plugin servers of this config dir need from Claude Code's environment."""
-    from plughost.ports.principal import with_account
-
     return with_account({"PLUGHOST_PYTHON": sys.executable, "PLUGHOST_HOME": str(config.home().absolute())}, account)
 
 
@@ -416,9 +416,6 @@ def _env(plan: InstallPlan) -> None:
         chosen = settings.STORE.read(store)
         where = f" at {store['NEO4J_URI']}" if chosen == "neo4j" else ""
         plan.actions.append(f"graph store: {chosen}{where} (brand: {settings.STORE.read(brand)})")
-    from plughost.ports.principal import with_account
-    from plughost.runtime.install_record import RECORD_KEY
-
     values = with_account({**brand, **store, RECORD_KEY: str(plan.config_dir)}, plan.account)
     retired: tuple[str, ...] = RETIRED_ENV
     if recorded.get(settings.BRAND.name) == _load(plan.payload / BRAND_FILE, {}).get("name"):
@@ -468,8 +465,6 @@ def drop_env(text: str, keys: tuple[str, ...]) -> str:
 
 def _check_files(plan: InstallPlan) -> None:
     """Refuse a payload whose Claude Code files the CLI would refuse (plughost.payload.plugin_files)."""
-    from plughost.payload import plugin_files
-
     found = [f for m in plan.marketplaces for f in plugin_files.check_marketplace(m.root)]
     found += [f for p in plan.plugins for f in plugin_files.check_plugin(p.path, p.name)]
     bad = plugin_files.errors(found)

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from plughost.runtime.manifest import _FRONTMATTER, _validator, describe_error, json_path
 from plughost.util.log import format_line
 
 HOOK_EVENTS = frozenset({
@@ -82,8 +85,6 @@ def _read_json(path: Path, plugin: str, out: list[Finding]) -> Any:
 
 
 def _schema(data: Any, schema: str, path: Path, plugin: str, out: list[Finding]) -> None:
-    from plughost.runtime.manifest import _validator, describe_error, json_path
-
     errors = sorted(_validator(schema).iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     for err in errors:
         where, what = describe_error(err)
@@ -94,10 +95,6 @@ def _schema(data: Any, schema: str, path: Path, plugin: str, out: list[Finding])
 
 def _frontmatter(path: Path, plugin: str, kind: str, out: list[Finding]) -> None:
     """A SKILL.md or agent file: a YAML frontmatter block that parses to a mapping with a description."""
-    import yaml
-
-    from plughost.runtime.manifest import _FRONTMATTER
-
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

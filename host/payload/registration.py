@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plughost.runtime.install_record import config_dir_source as resolve
 from plughost.util.jsonio import read_json
 
 SURFACES = ("known_marketplaces", "installed_plugins", "enabledPlugins")
@@ -26,8 +27,6 @@ def config_dir(env: Mapping[str, str], explicit: Path | str | None = None) -> Pa
 
 def config_dir_source(env: Mapping[str, str], explicit: Path | str | None = None) -> tuple[Path, str]:
     """(config dir, where it came from); one precedence for the gates, doctor and the runner."""
-    from plughost.runtime.install_record import config_dir_source as resolve
-
     return resolve(env, explicit)
 
 

@@ -12,6 +12,9 @@ Reserved node properties: ``accountId`` (set by the store from the write's accou
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -20,6 +23,7 @@ from plughost.ports import principal as principal_module
 from plughost.ports.lease import Lease
 from plughost.ports.principal import Guards, Principal  # noqa: F401  (their home is plughost.ports.principal; the port re-exports them)
 from plughost.util.errors import UserError
+from plughost.util.log import log
 
 VECTOR_LABELS: tuple[str, ...] = (
     "Question", "DefinedTerm", "Review", "Service", "Person", "LocalBusiness",
@@ -132,8 +136,6 @@ def write_defaults(g: Guards, properties: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _reject(node_id: str, rule: str) -> None:
-    from plughost.util.log import log
-
     log("graph-write", "reject", reason=ISOLATION, node=node_id[:64], rule=rule)
 
 
@@ -198,8 +200,6 @@ def session_conversation_id(session: str, taken: bool = False) -> str:
     that is a conversation id's shape (``conv-``) or a node already holds it (``taken``); then one
     derived from the session (``sess-`` + a hash), so a session never creates a node at an id a
     channel's conversation may have."""
-    import hashlib
-
     if not taken and not session.startswith("conv-"):
         return session
     return "sess-" + hashlib.sha256(session.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -260,8 +260,6 @@ def edge_denied(source_id: str, edge_type: str, target_id: str) -> WriteDenied:
     An absent end answers exactly as a hidden one, so an edge write never tells whether a node
     exists outside the guards (or in another account).
     """
-    from plughost.util.log import log
-
     log("graph-write", "reject", reason=ISOLATION, edge=edge_type[:64], source=source_id[:64],
         target=target_id[:64], rule="edge")
     return WriteDenied(f"edge: {source_id!r} -[{edge_type}]-> {target_id!r}: both ends must be nodes this process "
@@ -279,8 +277,6 @@ def require_admin(principal: Principal, what: str) -> None:
 def guarded_upsert_many(store: GraphStore, rows: list[dict[str, Any]], *, guards: Guards) -> int:
     """``store.upsert_many`` under ``guards``; fails closed on a backend that cannot apply write
     guards yet: an admin process (nothing to narrow) writes, a narrowed one is refused."""
-    import inspect
-
     if "guards" in inspect.signature(store.upsert_many).parameters:
         return store.upsert_many(rows, guards=guards)
     if guards.narrowed:
@@ -577,8 +573,6 @@ def conversation_node_id(account_id: str, channel: str, sender: str) -> str:
     """The id conversations had before ids were keyed: derived from account + channel + sender, public
     facts (a Telegram chat id, a WhatsApp number). Only looked up, so existing installs keep their
     ids (:func:`resolve_conversation_id`); nothing new is stored under it."""
-    import hashlib
-
     joined = "\x1f".join((account_id, channel, sender))
     digest = hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:32]  # never raises
     return f"conv-{digest}"
@@ -587,9 +581,6 @@ def conversation_node_id(account_id: str, channel: str, sender: str) -> str:
 def keyed_conversation_id(secret: bytes, account_id: str, channel: str, sender: str) -> str:
     """A new conversation's id: ``conv-`` + HMAC-SHA256(the account's conversation-id key,
     account|channel|sender), so it cannot be derived from public facts (docs/channels.md#conversation-ids)."""
-    import hashlib
-    import hmac
-
     joined = "\x1f".join((account_id, channel, sender)).encode("utf-8", "surrogatepass")
     return "conv-" + hmac.new(secret, joined, hashlib.sha256).hexdigest()[:32]
 
@@ -641,8 +632,6 @@ def resolve_conversation_id(store: GraphStore, secret: bytes, account_id: str, c
 def visitor_key(account_id: str, token: str) -> str:
     """What a visitor's memory is keyed by: a hash of the token only their browser carries (webchat's
     ``visitor``) or of their number (Telegram, WhatsApp), never the token itself (docs/channels.md#visitor-memory)."""
-    import hashlib
-
     joined = "\x1f".join((account_id, "visitor", token))
     return "vk-" + hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 

@@ -11,10 +11,12 @@ reports.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +110,6 @@ class JsonLines:
 def line_id(lineno: int, raw: bytes) -> str:
     """The id of an id-less line: from its content and line number, so a re-run of an interrupted
     import lands on the rows it already wrote instead of duplicating them."""
-    import hashlib
-
     return "ln-" + hashlib.sha256(b"%d\x1f%s" % (lineno, raw.strip())).hexdigest()[:32]
 
 
@@ -121,8 +121,6 @@ def line_text(row: Any) -> bytes:
 def stamps_of(value: Any, what: str = "stamps") -> tuple[float, float, float | None]:
     """An exported line's ``stamps`` as epoch seconds ``(created, updated, deleted or None)``;
     raises :class:`UserError` naming the key when one is not an ISO 8601 time."""
-    from datetime import UTC, datetime
-
     if not isinstance(value, dict) or not set(value) <= set(STAMP_KEYS):
         raise UserError(f"{what}: expected an object {{createdAt, updatedAt, deletedAt?}}")
     out: list[float | None] = []

@@ -16,8 +16,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plughost.ports.principal import resolve
+from plughost.runtime.manifest import validate
 from plughost.util import config, settings
 from plughost.util.errors import UserError
+from plughost.util.log import format_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.runtime.types import Gate, GateContext, GateResult
@@ -123,8 +126,6 @@ def read_account_json(path: Path, *, missing_ok: bool = False) -> dict[str, Any]
     (a stub ``plughost install`` left may lack them). Any defect is one ``UserError`` line naming
     the file, the field and what was expected (exit 2). ``missing_ok``: a missing file is ``{}``.
     """
-    from plughost.runtime.manifest import validate
-
     if missing_ok and not path.exists():
         return {}
     data = _read_json(path, ACCOUNT_EXPECTED)
@@ -137,8 +138,6 @@ def read_account_json(path: Path, *, missing_ok: bool = False) -> dict[str, Any]
 
 def load_account(account_id: str, home: Path | None = None) -> dict[str, Any]:
     """account.json, validated against `account.schema.json`; its accountId must equal the folder."""
-    from plughost.runtime.manifest import validate
-
     path = account_dir(account_id, home) / "account.json"
     data = read_account_json(path)
     validate(data, "account", str(path))
@@ -149,8 +148,6 @@ def load_account(account_id: str, home: Path | None = None) -> dict[str, Any]:
 
 def load_users(account_id: str, home: Path | None = None) -> list[dict[str, Any]]:
     """users.json (an array; entry 0 is the owner); a missing file is an empty list."""
-    from plughost.runtime.manifest import validate
-
     path = account_dir(account_id, home) / "users.json"
     if not path.exists():
         return []
@@ -228,8 +225,6 @@ def create_account(account_id: str, home: Path | None = None, *, force: bool = F
     it reconciles `enabledPlugins` for a new account) is completed: its keys are kept, its
     `enabledPlugins` too unless given. A complete account is only rewritten with ``force``.
     """
-    from plughost.runtime.manifest import validate
-
     check_id(account_id)
     folder = account_dir(account_id, home)
     existing: dict[str, Any] = {}
@@ -283,10 +278,7 @@ def account_files_problem(account_id: str, home: Path | None = None) -> tuple[st
 
 def check_account_id_env(ctx: GateContext) -> GateResult:
     """`account-id-env`: ACCOUNT_ID is set, well formed, and names a readable account on disk."""
-    from plughost.ports.principal import resolve
     from plughost.runtime.types import GateResult
-    from plughost.util.log import format_line
-
     home = ctx.host.home
     on_disk = list_accounts(home)
     value = resolve(ctx.env).account or ""

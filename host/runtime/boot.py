@@ -15,7 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plughost.ports.principal import set_account
 from plughost.runtime import hooktable, state
+from plughost.runtime.accounts import check_id
+from plughost.runtime.install_brand import install_brand, require
+from plughost.runtime.types import GateContext, GateResult
 from plughost.util import settings
 from plughost.util.errors import PlughostError
 from plughost.util.log import emit, format_line
@@ -83,8 +87,6 @@ def boot_context_extras(*, account: str | None = None, config_dir: Path | str | 
     resolved brand itself for the `install-brand` gate). ``brand`` is `--brand` (one that is not
     found is a UserError naming it); without it, the install's brand
     (:func:`plughost.runtime.install_brand.install_brand`), whose problems the gate reports."""
-    from plughost.runtime.install_brand import install_brand, require
-
     env = env or {}
     plugins_dir = payload_root / "plugins" if payload_root is not None else None
     found = require(str(brand), env, plugins_dir) if brand else install_brand(env, plugins_dir)
@@ -97,9 +99,6 @@ def command_env(env: Mapping[str, str], account: str | None, brand: str | None =
     """The environment a command boots with: the loaded configuration, `--account` as `ACCOUNT_ID`,
     `--brand` as `PLUGHOST_BRAND` (so the host leaves out what that brand excludes), `--config-dir`
     as `PLUGHOST_CLAUDE_CONFIG_DIR` (so the claude runner runs in the folder the gates check)."""
-    from plughost.ports.principal import set_account
-    from plughost.runtime.accounts import check_id
-
     out = dict(env)
     if account:
         set_account(out, check_id(account, "--account"))
@@ -148,8 +147,6 @@ def collect_gates(host: Host) -> tuple[list[tuple[str, Gate]], list[GateOutcome]
 
 def run_gate(host: Host, plugin: str, gate: Gate, ctx: Any) -> GateOutcome:
     """Run one gate in isolation: an exception becomes that gate's `error` outcome."""
-    from plughost.runtime.types import GateResult
-
     t0 = time.perf_counter()
     try:
         result = gate.check(ctx)
@@ -171,8 +168,6 @@ def run_gate(host: Host, plugin: str, gate: Gate, ctx: Any) -> GateOutcome:
 def run_gates(host: Host, *, extras: dict[str, Any] | None = None, env: Mapping[str, str] | None = None,
               echo: Callable[[str], Any] | None = emit) -> BootReport:
     """Collect and run every gate; echo each line as its gate finishes; return the report."""
-    from plughost.runtime.types import GateContext
-
     report = BootReport()
     t0 = time.perf_counter()
     host.load()

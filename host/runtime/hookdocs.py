@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from plughost.runtime import hookspecs
+from plughost.runtime import hookspecs, hooktable
 
 TEMPLATE_PARTS = ("**Parameters:**", "**Combines:**", "**Fires:**", "**Example:**")
 
@@ -25,8 +25,6 @@ def signature(fn: Callable[..., Any]) -> str:
 def kind(name: str) -> str:
     """How a plugin names a hook (its handle in :mod:`plughost.api.hooks`, the same objects as the
     host's :mod:`plughost.runtime.hooktable`) and its kind, e.g. ``TOOLS: ListHook[Tool]``."""
-    from plughost.runtime import hooktable
-
     hook = hooktable.TABLE.get(name)
     if hook is None:
         return "not in plughost.api.hooks"

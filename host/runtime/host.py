@@ -26,6 +26,7 @@ from plughost.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, Pro
 from plughost.runtime.isolation import HookError
 from plughost.runtime.manifest import PluginManifest
 from plughost.runtime.state import PluginState
+from plughost.runtime.tooltable import call_tool
 from plughost.util import config, settings
 from plughost.util.errors import UserError
 
@@ -170,8 +171,6 @@ class Host:
 
     def call_tool(self, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
         """One plugin tool in process (:func:`plughost.runtime.tooltable.call_tool`)."""
-        from plughost.runtime.tooltable import call_tool
-
         return call_tool(self, plugin, name, arguments)
 
     def store(self) -> GraphStore:

@@ -10,6 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+import plughost
 from plughost.util.errors import UserError
 
 FIELD = "requires-plughost"
@@ -17,15 +22,11 @@ _EXAMPLE = "'>=0.2,<1'"
 
 
 def host_version() -> str:
-    import plughost
-
     return plughost.__version__
 
 
 def check_specifier(text: str, source: str) -> None:
     """Raise UserError(`<source>: requires-plughost: ...`) unless ``text`` is a PEP 440 specifier."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     try:
         SpecifierSet(text)
     except InvalidSpecifier:
@@ -39,9 +40,6 @@ def of_distribution(dist: Any) -> str | None:
     A requirement with a marker counts when the marker holds here without extras. An unparsable
     requirement is one line naming the distribution's METADATA and the field.
     """
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
     if dist is None:
         return None
     for line in dist.requires or []:
@@ -64,8 +62,6 @@ def of_distribution(dist: Any) -> str | None:
 
 def problem(specifier: str | None) -> str | None:
     """``needs plughost >=0.3 (this is 0.2.0)`` when ``specifier`` excludes the running host, else None."""
-    from packaging.specifiers import SpecifierSet
-
     if not specifier:
         return None
     version = host_version()

@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plughost.runtime import install_record
+from plughost.runtime.manifest import validate
 from plughost.util import config, settings
 from plughost.util.errors import UserError
+from plughost.util.log import format_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.runtime.types import Gate, GateContext, GateResult
@@ -176,10 +178,7 @@ def check_install_brand(ctx: GateContext) -> GateResult:
     """`install-brand`: the install's brand can be read and is a valid brand file. A named or recorded
     brand that is missing or broken names the file and the fix (`[install-brand] FATAL reason=..
     source=.. path=.. fix=..`); no brand at all (a checkout never bundled) passes with `brand=none`."""
-    from plughost.runtime.manifest import validate
     from plughost.runtime.types import GateResult
-    from plughost.util.log import format_line
-
     found = ctx.extras.get("install_brand")
     if not isinstance(found, InstallBrand):
         found = install_brand(ctx.env, ctx.host.plugins_dir)

@@ -34,8 +34,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from plughost.ports import principal
 from plughost.util import config, settings
 from plughost.util.errors import UserError
+from plughost.util.jsonio import write_atomic
 
 RECORD_KEY = settings.CONFIG_DIR.name
 OVERRIDE_KEY = settings.CLAUDE_CONFIG_DIR.name
@@ -92,8 +94,6 @@ def config_dir(env: Mapping[str, str], explicit: Path | str | None = None) -> Pa
 def record_store(env: Mapping[str, str], values: Mapping[str, str]) -> Path:
     """Record the install's graph store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE`` and its
     connection keys, updated in place, every other line kept), atomically; returns the file."""
-    from plughost.util.jsonio import write_atomic
-
     path = config.home(env) / ".env"
     try:
         text, mode = path.read_text(encoding="utf-8"), path.stat().st_mode & 0o777
@@ -107,8 +107,6 @@ def record_store(env: Mapping[str, str], values: Mapping[str, str]) -> Path:
 def account_on_record(env: Mapping[str, str]) -> str | None:
     """The account a process of this environment runs as: ``ACCOUNT_ID`` in it, else in
     ``<PLUGHOST_HOME>/.env`` (what :func:`plughost.util.config.load_env` gives every server)."""
-    from plughost.ports import principal  # the one resolver of who a process runs as
-
     return principal.resolve(config.load_env(env)).account
 
 

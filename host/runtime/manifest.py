@@ -5,12 +5,19 @@ Errors are one line naming the file, the field and what was expected.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import fastjsonschema
+import yaml
 
 from plughost.runtime.hostrange import FIELD as HOST_RANGE
 from plughost.runtime.hostrange import check_specifier
@@ -103,8 +110,6 @@ def describe_error(err: Any) -> tuple[str, str]:
 @cache
 def _fast(name: str) -> Any:
     """A compiled validator (fastjsonschema) used to accept valid input quickly; jsonschema explains failures."""
-    import fastjsonschema
-
     text = config.schema_path(name).read_text(encoding="utf-8")
     schema = {k: v for k, v in json.loads(text).items() if k != "$schema"}  # compiled as draft-07: same keywords
     return _cached_validator(name, text, schema) or fastjsonschema.compile(schema)
@@ -115,13 +120,6 @@ def _cached_validator(name: str, text: str, schema: dict[str, Any]) -> Any:
     generated module's bytecode, keyed by the schema, fastjsonschema's and Python's versions), written
     there the first time: each boot otherwise generates and compiles the same code again. None when
     the cache cannot be used (then the caller compiles in memory)."""
-    import hashlib
-    import marshal
-    import os
-    import sys
-
-    import fastjsonschema
-
     try:
         key = hashlib.sha256(f"{text}\0{fastjsonschema.VERSION}\0{sys.version}".encode()).hexdigest()[:24]
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "plughost" / "validators"
@@ -147,8 +145,6 @@ def validate(data: Any, schema: str, source: str, *, partial: bool = False) -> N
 
     ``partial``: a missing top-level required field is no defect (the fields present are checked).
     """
-    import fastjsonschema
-
     try:
         _fast(schema)(data)
         return
@@ -172,8 +168,6 @@ def all_errors(data: Any, schema: str, source: str) -> list[str]:
 
 
 def _yaml_loader() -> Any:
-    import yaml
-
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster when present
 
 
@@ -191,8 +185,6 @@ def split_frontmatter(path: Path) -> tuple[str, str]:
 
 def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
     """Split PLUGIN.md into (frontmatter mapping, body). Raises UserError on bad YAML."""
-    import yaml
-
     global _LOADER
     if _LOADER is None:
         _LOADER = _yaml_loader()

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from plughost.runtime.host import Host
+from plughost.util.errors import UserError
+
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.ports.embedding import Embedder
     from plughost.ports.graph import GraphStore
@@ -117,9 +120,6 @@ def load_host(env: Mapping[str, str] | None = None, plugins_dir: str | os.PathLi
     """A loaded host for a plugin's own process (a hook script run by Claude Code, a worker): the
     same plugins a ``plughost`` command would load from ``env`` (default: the process environment).
     Close it with ``host.close()``."""
-    from plughost.runtime.host import Host
-    from plughost.util.errors import UserError
-
     folder = Path(plugins_dir).expanduser() if plugins_dir is not None else None
     if folder is not None and not folder.is_dir():
         raise UserError(f"plugins_dir: '{folder}' is not a folder")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from plughost.runtime import hooktable
 from plughost.util import settings
+from plughost.util.config import builtin_plugins_dir, checkout_root
 from plughost.util.errors import DuplicateNameError
 from plughost.util.log import log
 from plughost.util.settings import Setting
@@ -169,14 +170,10 @@ def doc_rows() -> list[Declared]:
     """The built-in table the docs show: a host with nothing but the built-in plugins, whatever
     this process's environment says."""
     from plughost.runtime.host import Host
-    from plughost.util.config import builtin_plugins_dir
-
     return table(Host(plugins_dir=builtin_plugins_dir(), env={}).load(), builtin_only=True)
 
 
 def main() -> None:
-    from plughost.util.config import checkout_root
-
     path = checkout_root() / DOC
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     path.write_text(update_doc(text, doc_rows()), encoding="utf-8")

@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from plughost.runtime import state
+from plughost.runtime.accounts import account_dir
+from plughost.runtime.install_brand import install_brand, require
 from plughost.runtime.manifest import split_frontmatter
 from plughost.runtime.surface import safe_name
 from plughost.util import settings
@@ -76,8 +80,6 @@ class DriftReport:
 
 # ---------------------------------------------------------------------------- parsing
 def _yaml_load(text: str) -> Any:
-    import yaml
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
 
@@ -162,8 +164,6 @@ def agent_dirs(host: Host, accounts: Iterable[str] = (), config_dir: Path | None
     if host.premium_dir is not None and Path(host.premium_dir).is_dir():
         for bundle in sorted(p for p in Path(host.premium_dir).iterdir() if (p / "plugins").is_dir()):
             found.append((f"bundle:{bundle.name}", bundle / "agents"))
-    from plughost.runtime.accounts import account_dir
-
     for account_id in accounts:
         found.append((f"account:{account_id}", account_dir(account_id, host.home) / "specialists" / "agents"))
     if config_dir is not None:
@@ -274,8 +274,6 @@ def find_brand(brand: str | Path | None, env: Mapping[str, str] | None = None,
     brand (:func:`plughost.runtime.install_brand.install_brand`: the payload's `brand.json`, else the
     install record), else (None, []). An install brand that cannot be read is (None, []): the
     `install-brand` gate reports it."""
-    from plughost.runtime.install_brand import install_brand, require
-
     env = dict(env or {})
     plugins_dir = payload_root / "plugins" if payload_root is not None else None
     if brand:

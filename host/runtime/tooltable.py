@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from plughost.runtime import hooktable
 from plughost.runtime.manifest import ToolDecl, json_path
+from plughost.runtime.plugin_model import local_server
 from plughost.runtime.types import Tool, schema_from_signature
 from plughost.util.errors import UserError
 from plughost.util.log import log
@@ -183,8 +184,6 @@ def _serve(table: ToolTable, plugin: str, decl: ToolDecl, impl: Tool, in_manifes
 
 def _signature_schema(handler: Any) -> Mapping[str, Any] | None:
     """The schema a handler's signature gives, or None when the signature cannot say (``**kwargs``)."""
-    from plughost.runtime.types import schema_from_signature
-
     try:
         return schema_from_signature(handler)
     except Exception:  # an annotation that does not resolve: the declaration's own default applies
@@ -193,8 +192,6 @@ def _signature_schema(handler: Any) -> Mapping[str, Any] | None:
 
 def _own_server(record: Any) -> bool:
     """Whether the plugin names its own MCP server (its tools are served there, not by the host)."""
-    from plughost.runtime.plugin_model import local_server
-
     manifest = record.manifest
     return manifest is not None and (bool(manifest.mcp) or local_server(manifest.folder) is not None)
 

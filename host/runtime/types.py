@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from plughost.util.errors import UserError
+
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
 
@@ -275,8 +277,6 @@ class MemoryHit:
     def from_row(cls, row: Mapping[str, Any], source: str = "plughost_memory_search") -> MemoryHit:
         """A ``plughost_memory_search`` row (``{id, labels, score, properties}``); a malformed one
         is one :class:`UserError` line naming the field."""
-        from plughost.util.errors import UserError
-
         if not isinstance(row, Mapping):
             raise UserError(f"{source}: row: expected an object with id, labels, score, properties")
         node_id, labels, score, props = row.get("id"), row.get("labels"), row.get("score"), row.get("properties")

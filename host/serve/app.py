@@ -40,7 +40,8 @@ from plughost.serve.stopping import Stop, stop_of
 from plughost.util import settings
 from plughost.util.errors import DuplicateNameError, PlughostError, StoreUnavailable, UserError
 from plughost.util.log import log
-from plughost.web.http import json_error
+from plughost.web.http import is_loopback, json_error
+from plughost.web.http_timeouts import protocol_class
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.runtime.host import Host
@@ -278,8 +279,6 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
 
 def is_loopback_bind(bind: str) -> bool:
     """Whether a listen address only accepts loopback connections (``localhost`` counts)."""
-    from plughost.web.http import is_loopback
-
     return bind.strip().lower() == "localhost" or is_loopback(bind)
 
 
@@ -344,8 +343,6 @@ def make_server(host: Host, *, bind: str = "127.0.0.1", port: int = 8787, grace:
                 open_local: bool | None = None) -> Any:
     """A configured (not yet running) uvicorn server for the host's app."""
     import uvicorn
-
-    from plughost.web.http_timeouts import protocol_class
 
     app = app or build_app(host, bind=bind, port=port, open_local=open_local)
     header_timeout = settings.HTTP_HEADER_TIMEOUT.read(host.env)

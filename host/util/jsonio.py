@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from plughost.util.jsonparse import BadLine, parse_line
+
 
 def render(data: Any, *, sort_keys: bool = True) -> str:
     """Stable text for a JSON document: 2-space indent, sorted keys, trailing newline."""
@@ -53,8 +55,6 @@ def write_if_changed(path: Path, text: str | bytes) -> bool:
 def read_json(path: Path, *, default: Any = None) -> Any:
     """Parse a JSON file; ``default`` when it does not exist. Bad JSON (deep nesting, bytes that are
     not UTF-8 included) raises ValueError naming the file, with :func:`plughost.util.jsonparse.parse_line`'s reason."""
-    from plughost.util.jsonparse import BadLine, parse_line
-
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

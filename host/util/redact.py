@@ -29,14 +29,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import importlib
+import importlib.util
+import inspect
 import json
 import math
 import os
+import pkgutil
 import re
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
+
+from plughost.util import config
 
 MARKER = "[redacted]"
 
@@ -187,8 +194,6 @@ _CACHE_VERSION = 1
 
 def _detect_secrets_key() -> str | None:
     """The installed detect-secrets' identity (its version and plugin files), without importing it."""
-    import importlib.util
-
     try:
         spec = importlib.util.find_spec("detect_secrets")
     except (ImportError, ValueError):
@@ -209,11 +214,6 @@ def _detect_secrets_key() -> str | None:
 
 def detect_secrets_patterns() -> list[tuple[str, str, int]]:
     """``(plugin, pattern, flags)`` of every regex-based detect-secrets plugin (imports the package)."""
-    import importlib
-    import inspect
-    import pkgutil
-    import warnings
-
     # detect-secrets' logger turns on logging.captureWarnings(True) when imported, which would hide
     # every later warning of this process (a plugin's DeprecationWarning among them): put it back
     shown = warnings.showwarning
@@ -238,8 +238,6 @@ def _cached_patterns() -> list[tuple[str, str, int]]:
     key = _detect_secrets_key()
     if key is None:
         return []
-    from plughost.util import config
-
     path = config.home() / "cache" / "redact-patterns.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from plughost.util.jsonparse import BadLine, parse_line
+
 _FORWARDED_FOR = re.compile(r'for\s*=\s*"?([^;,"]+)"?', re.I)
 
 
@@ -77,8 +79,6 @@ def parse_json(raw: bytes | str, what: str = "body") -> Any:
     :func:`plughost.util.jsonparse.parse_line` decides what is unreadable (deep nesting included); a lone
     surrogate escape is left to the caller (``plughost.util.log`` and the stores make text well formed).
     """
-    from plughost.util.jsonparse import BadLine, parse_line
-
     try:
         return parse_line(raw or b"null", surrogates=False)
     except BadLine as exc:

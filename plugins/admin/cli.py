@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from plughost import UserError
+from plughost.plugins.admin import sessions
 
 HELP = "admin sessions: set an account's admin PIN, print its HTTP token"
 
@@ -43,8 +44,6 @@ def owner_of(home: Any, account: str) -> str:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost.plugins.admin import sessions
-
     if args.action == "http-token":
         from plughost.api.credentials import http_token
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from plughost import UserError, log
+from plughost import Tool, UserError, log
+from plughost.api.payload import install_brand
+from plughost.plugins.admin.settings import ADMIN_HOSTNAME, PUBLIC_HOSTNAME
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
 HOSTNAME = re.compile(r"^(?=.{1,253}(?::|$))[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
                       r"(?::[1-9][0-9]{0,4})?$")
@@ -30,8 +32,6 @@ def _brand(host: Host) -> tuple[str | None, dict[str, Any]]:
 
     The brand is the install's (``plughost.api.payload.install_brand``: ``PLUGHOST_BRAND``, the
     payload's ``brand.json``, the install record); one that cannot be read is one error line naming it."""
-    from plughost.api.payload import install_brand
-
     found = install_brand(host.env, host.plugins_dir)
     if found.problem:
         raise UserError(f"hostnames: the install's brand cannot be read: {found.problem}")
@@ -44,8 +44,6 @@ def _brand(host: Host) -> tuple[str | None, dict[str, Any]]:
 
 
 def resolve(host: Host, which: str) -> dict[str, Any]:
-    from plughost.plugins.admin.settings import ADMIN_HOSTNAME, PUBLIC_HOSTNAME
-
     setting = PUBLIC_HOSTNAME if which == "public" else ADMIN_HOSTNAME
     value = (setting.read(host.env) or "").strip()
     if value:
@@ -65,8 +63,6 @@ def resolve(host: Host, which: str) -> dict[str, Any]:
 
 
 def hostname_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def public_hostname() -> dict[str, Any]:
         return resolve(host, "public")
 

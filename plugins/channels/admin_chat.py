@@ -20,6 +20,7 @@ user's, another account's, one never used) is 404 ``not-found``, the same answer
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from typing import Any
 from plughost import ChannelAdapter, Principal, Route, StateKey, log
 from plughost.api import credentials
 from plughost.api.http import json_error, parse_json, read_body
+from plughost.api.store import MESSAGE_LABEL
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
 from plughost.plugins.channels.pipeline import conversation_id as conversation_id_of
 from plughost.plugins.channels.runner import agent_session_for
@@ -113,8 +115,6 @@ READ_LIMIT, READ_MAX = 100, 500
 def read_replies(host: Any, account: str, user: str, conversation_id: str | None, limit: int) -> dict[str, Any] | None:
     """The user's admin conversation (its current one when ``conversation_id`` is None) and its
     latest ``limit`` Messages, oldest first; None when it is not one of this user's conversations."""
-    from plughost.api.store import MESSAGE_LABEL
-
     try:  # read only: a read records no conversation
         data = json.loads((host.home / "accounts" / account / CONVERSATIONS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -138,8 +138,6 @@ def read_replies(host: Any, account: str, user: str, conversation_id: str | None
 
 def routes(host: Any) -> tuple[Route, ...]:
     async def read(request: Any) -> Any:
-        import asyncio
-
         from starlette.responses import JSONResponse
 
         from plughost.api.http import int_param

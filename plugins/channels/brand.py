@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from plughost.api.payload import install_brand, load_brand, resolve_brand
+
 GREETING = "Hello, and welcome to {product}! Ask me anything, for example about opening hours or orders."
 GENERIC = "our service"
 
@@ -12,8 +14,6 @@ GENERIC = "our service"
 def product_name(env: Mapping[str, str], plugins_dir: Path | str | None = None) -> str:
     """The install's brand's ``productName`` (``plughost.api.payload.install_brand``: ``PLUGHOST_BRAND``,
     the payload's ``brand.json``, the install record), the default brand's when there is none."""
-    from plughost.api.payload import install_brand, load_brand, resolve_brand
-
     found = install_brand(env, plugins_dir)
     if found.product:
         return found.product

@@ -41,6 +41,8 @@ from typing import Any
 
 from plughost import log
 from plughost.api.payload import config_dir_source
+from plughost.api.principals import child_env, resolve
+from plughost.plugins.channels.memory_runner import MemoryRunner, distinct
 from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, TURN_KINDS, RunnerError, kill_group, turn_kind
 from plughost.plugins.channels.settings import AGENT_TIMEOUT, CLAUDE_BIN
 
@@ -120,8 +122,6 @@ class ClaudeRunner:
         return args
 
     def child_env(self, session_id: str, payload: Mapping[str, Any]) -> dict[str, str]:
-        from plughost.api.principals import child_env, resolve
-
         role = str(payload.get("role") or "public")
         # an admin's session, or a visitor confined to it (public, never wider than this process); the
         # principal's session is the sender's conversation key, which its stored messages carry
@@ -279,8 +279,6 @@ def _result(out: str) -> dict[str, Any] | None:
 def _public_knowledge(host: Any) -> Any:
     """The memory runner's public-scope search as ``question -> [(text, source)]``: at most
     :data:`MAX_PASSAGES`, each a different text (a document's Section and its Chunk are one)."""
-    from plughost.plugins.channels.memory_runner import MemoryRunner, distinct
-
     memory = MemoryRunner(host)
 
     def find(question: str) -> list[tuple[str, str]]:

@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 from plughost import CliCommand, UserError
+from plughost.plugins.channels.pipeline import dispatch_scheduled
+from plughost.plugins.channels.turn_recorder import cli_run
 
 
 def _configure_record_turn(parser: argparse.ArgumentParser) -> None:
@@ -15,8 +17,6 @@ def _configure_record_turn(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_record_turn(args: argparse.Namespace, host: Any) -> int:
-    from plughost.plugins.channels.turn_recorder import cli_run
-
     return cli_run(host)
 
 
@@ -119,8 +119,6 @@ def _run_schedule(args: argparse.Namespace, host: Any) -> int:
     if args.schedule_command != "dispatch":
         raise UserError("schedule: expected an action: add | list | dispatch")
     from plughost.plugins.channels.delivery import drain
-    from plughost.plugins.channels.pipeline import dispatch_scheduled
-
     target = {"chat_id": args.chat_id or args.to} if args.channel == "telegram" else {"to": args.to}
 
     async def go() -> Any:

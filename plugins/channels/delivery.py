@@ -12,7 +12,9 @@ import time
 from typing import Any
 
 from plughost import Principal, StateKey, log
-from plughost.plugins.channels.pipeline import Inbound, gateway, inbound_from_node, stored_target
+from plughost.api.serving import leases, stop_of
+from plughost.plugins.channels.outbound import HTTP_CLIENT
+from plughost.plugins.channels.pipeline import GATEWAY, Inbound, gateway, inbound_from_node, stored_target
 from plughost.plugins.channels.settings import CHANNELS_RESUME, RESUME_BATCH
 
 
@@ -212,8 +214,6 @@ async def resume(host: Any, *, batch: int | None = None, quiet: bool = False) ->
     ``left``, ``op=resumed`` with the outcomes at the end. ``quiet`` (a shared store's periodic
     sweep): no lines when there is nothing to take, only turns other live servers hold.
     """
-    from plughost.api.serving import stop_of
-
     gw = gateway(host)
     stop = stop_of(host)
     size = batch or batch_size(host.env)
@@ -313,8 +313,6 @@ SWEEP_POLL_S = 0.5
 async def sweep(host: Any) -> None:
     """On a shared store, resume again every half lease: turns a dead server held are taken over once
     their lease ran out, by whichever server sweeps first (``[lease] op=takeover``). Ends with the server."""
-    from plughost.api.serving import leases, stop_of
-
     shared = await asyncio.to_thread(leases, host)
     if shared is None:
         return
@@ -336,9 +334,6 @@ async def sweep(host: Any) -> None:
 
 async def drain(host: Any) -> None:
     """Finish queued turns and close the shared HTTP client (the loop is still running)."""
-    from plughost.plugins.channels.outbound import HTTP_CLIENT
-    from plughost.plugins.channels.pipeline import GATEWAY
-
     gw = host.state.get(GATEWAY)
     if gw is not None:
         with contextlib.suppress(Exception):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from plughost.api.payload import config_dir_source
 from plughost.plugins.channels import scheduler
 from plughost.plugins.channels.identity import account_dir
 from plughost.plugins.channels.runner import agent_sessions_of
@@ -94,8 +95,6 @@ def sessions(home: Path, account: str, config_dir: Path | None, senders: set[str
 
 def erase(host: Any, account: str, senders: list[str], holds: Callable[[str], bool], dry_run: bool,
           tally: Counter[str]) -> None:
-    from plughost.api.payload import config_dir_source
-
     who = {s for s in senders if s}
     tally["aliases"] += aliases(host.home, account, who, holds, dry_run)
     tally["scheduled"] += schedule(host.home, account, who, holds, dry_run)

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plughost import Host, MemoryHit, log
+from plughost.api import hooks
+from plughost.api.credentials import conversation_secret
+from plughost.api.store import resolve_conversation_id
 from plughost.plugins.channels.brand import GREETING, product_name
 from plughost.plugins.channels.runner import RunnerError
 from plughost.plugins.channels.settings import AGENT_MIN_MATCH
@@ -428,8 +431,6 @@ class MemoryRunner:
         return JOINED.format(contact=contact)
 
     def call_task_tool(self, name: str, args: dict[str, Any]) -> Any:
-        from plughost.api import hooks
-
         owners = [c.plugin for c in self.host.collect(hooks.TOOLS) if c.item.name == name]
         if not owners:
             raise RunnerError(f"not-configured: no plugin serves {name}")
@@ -483,9 +484,6 @@ class MemoryRunner:
     def conversation_of(self, channel: str, sender: str) -> str | None:
         """The stored Conversation of this channel and sender, or None (webchat stores it from the
         visitor's second message on; a turn run outside the gateway has none)."""
-        from plughost.api.credentials import conversation_secret
-        from plughost.api.store import resolve_conversation_id
-
         account = self.host.principal.account
         if not (account and channel and sender):
             return None
@@ -563,8 +561,6 @@ class MemoryRunner:
 
     def search(self, question: str, role: str) -> list[MemoryHit]:
         """The question searched as the sender: the owner's principal for an admin, else a visitor's."""
-        from plughost.api import hooks
-
         if not self.host.has_implementations(hooks.MEMORY_SEARCH):
             raise RunnerError("not-configured: no plugin searches memory (is the memory plugin disabled?)")
         principal = self.host.principal if role == "admin" else self.host.principal.visitor()

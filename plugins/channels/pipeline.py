@@ -32,7 +32,15 @@ from typing import Any
 
 from plughost import Guards, Principal, StateKey, log
 from plughost.api import hooks
-from plughost.api.store import CHANNEL_MESSAGE_LABELS, HAS_MESSAGE, resolve_conversation_id, visitor_key
+from plughost.api.credentials import conversation_secret
+from plughost.api.serving import stop_of
+from plughost.api.store import (
+    CHANNEL_MESSAGE_LABELS,
+    HAS_MESSAGE,
+    conversation_node_id,
+    resolve_conversation_id,
+    visitor_key,
+)
 from plughost.plugins.channels import compose as composing
 from plughost.plugins.channels import identity as ident
 from plughost.plugins.channels.claims import Claims, LeaseClaims
@@ -165,16 +173,12 @@ def conversation_id(host: Any, account: str, channel: str, sender: str) -> str:
     """The Conversation id of a channel's sender (docs/channels.md#conversation-ids): the stored one
     (keyed, or from before ids were keyed), else the keyed id under the account's conversation-id
     key, created 0600 in its credentials folder on first use."""
-    from plughost.api.credentials import conversation_secret
-
     key = (str(host.home), account, channel, sender)
     found = _KEYED.get(key)
     if found is not None:
         return found
     store = host.store()
     conv = resolve_conversation_id(store, conversation_secret(host.home, account), account, channel, sender)
-    from plughost.api.store import conversation_node_id
-
     if conv != conversation_node_id(account, channel, sender):
         if len(_KEYED) > 50_000:
             _KEYED.clear()
@@ -203,8 +207,6 @@ class Gateway:
         self._interrupting = False
         self.interrupted = 0  # turns a stopping process left `received`
         self.wound_down: asyncio.Future[Any] | None = None
-        from plughost.api.serving import stop_of
-
         stop_of(host).on_stop(self._on_stop)
 
     @property
@@ -459,8 +461,6 @@ class Gateway:
     async def _wind_down(self) -> None:
         """Let running turns finish until the grace deadline, then end their agents (the turns stay
         ``received``); every turn not started stays ``received`` too. One ``op=stop-turns`` line."""
-        from plughost.api.serving import stop_of
-
         stop = stop_of(self.host)
         started, queued, running = time.monotonic(), self.queued, len(self._agents)
         interrupted = 0
@@ -653,8 +653,6 @@ class Gateway:
         Under ``plughost serve`` the host's stop already began the wind-down (bounded by the
         grace); this waits for it. Otherwise (a channels-only server, a test) the running turns
         get ``timeout`` seconds."""
-        from plughost.api.serving import stop_of
-
         loop, lanes = self.loop, self._lanes
         if loop is None or lanes is None or not loop.is_running():
             return

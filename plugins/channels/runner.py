@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from plughost.api.principals import child_env, resolve
+from plughost.plugins.channels.runner_gate import agent_choice as choice
 from plughost.plugins.channels.settings import AGENT, AGENT_COMMAND, AGENT_TIMEOUT
 
 T = TypeVar("T")
@@ -84,8 +86,6 @@ class CommandRunner:
     async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
         if not self.command:
             raise RunnerError("not-configured: set PLUGHOST_AGENT_COMMAND")
-        from plughost.api.principals import child_env, resolve
-
         # the turn's principal is what the agent's own Stop hook (`plughost record-turn`) keys on:
         # record admin turns, never a public visitor's
         role = payload.get("role")
@@ -145,8 +145,6 @@ class BrokenRunner:
 
 def agent_choice(env: Mapping[str, str]) -> str:
     """``PLUGHOST_AGENT``; unset means ``command`` when ``PLUGHOST_AGENT_COMMAND`` is set, else ``memory``."""
-    from plughost.plugins.channels.runner_gate import agent_choice as choice
-
     return choice(env)
 
 

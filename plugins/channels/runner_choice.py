@@ -5,6 +5,8 @@ shared pieces; this module is the one that knows all of them.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from plughost import StateKey, UserError, log
@@ -48,14 +50,10 @@ def get_runner(host: Any) -> Any:
 
 def warm_in_background(host: Any) -> None:
     """Build the runner now and let it load what its first turn needs (a model, a narrowed host) off the loop."""
-    import threading
-
     if not host.principal.account:
         return  # nothing to answer for
 
     def warm() -> None:
-        import time
-
         t0 = time.perf_counter()
         try:
             runner = get_runner(host)

@@ -18,6 +18,7 @@ import shutil
 from collections.abc import Mapping
 
 from plughost import Gate, GateContext, GateResult, UserError
+from plughost.api.payload import Registration, config_dir_source
 from plughost.api.util import format_line
 from plughost.plugins.channels.settings import AGENT, AGENT_COMMAND, AGENT_TIMEOUT, CLAUDE_BIN
 
@@ -80,8 +81,6 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
 
 def _claude_config(ctx: GateContext, extra: dict[str, str]) -> list[tuple[str, dict[str, str]]]:
     """The claude runner's config dir into ``extra``; a warning when no plugin is installed there."""
-    from plughost.api.payload import Registration, config_dir_source
-
     folder, source = config_dir_source(ctx.env, ctx.extras.get("config_dir"))
     extra.update({"config-dir": str(folder), "source": source})
     reg = Registration.load(folder)

@@ -26,7 +26,9 @@ from typing import Any
 
 from plughost import StateKey, UserError, log
 from plughost.api.accounts import account_dir
+from plughost.api.serving import stop_of
 from plughost.api.util import parse_time
+from plughost.plugins.channels.pipeline import dispatch_scheduled
 
 CHANNELS = ("telegram", "whatsapp")
 POLL_S = 1.0
@@ -165,8 +167,6 @@ def finish(path: Path, entry_id: str, **fields: Any) -> None:
 
 async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
     """One entry's turn; its outcome is written back to the schedule."""
-    from plughost.plugins.channels.pipeline import dispatch_scheduled
-
     target = {"chat_id": entry.get("chatId") or entry["to"]} if entry["channel"] == "telegram" else {"to": entry["to"]}
     try:
         turn = await dispatch_scheduled(host, channel=entry["channel"], sender=str(entry["to"]),
@@ -213,8 +213,6 @@ async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
         log("schedule", "op=unreadable", reason=str(exc)[:200])
     log("schedule", "op=started", account=account[:8], reclaimed=reclaimed)
     running: set[asyncio.Task[None]] = set()
-    from plughost.api.serving import stop_of
-
     stopping = stop_of(host)
     while not stop.is_set():
         try:

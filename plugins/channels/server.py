@@ -11,6 +11,9 @@ import contextlib
 from typing import Any
 
 from plughost.api import hooks
+from plughost.plugins.channels.outbound import HTTP_CLIENT
+from plughost.plugins.channels.pipeline import GATEWAY
+from plughost.plugins.channels.settings import CHANNELS_RESUME
 
 
 def build_app(host: Any) -> Any:
@@ -29,8 +32,6 @@ def build_app(host: Any) -> Any:
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
         from plughost.plugins.channels.delivery import drain, resume
-        from plughost.plugins.channels.settings import CHANNELS_RESUME
-
         task = None
         if host.principal.account and CHANNELS_RESUME.read(host.env):
             task = asyncio.ensure_future(resume(host))  # in batches while the routes serve
@@ -44,9 +45,6 @@ def build_app(host: Any) -> Any:
 
 def close(host: Any) -> None:
     """Shutdown hook: drop per-process state (a client bound to a finished loop is discarded)."""
-    from plughost.plugins.channels.outbound import HTTP_CLIENT
-    from plughost.plugins.channels.pipeline import GATEWAY
-
     gw = host.state.get(GATEWAY)
     if gw is not None:
         gw.stop_turns()  # running turns still send through the shared client and record the outcome

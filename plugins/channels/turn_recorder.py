@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plughost import log
+from plughost import Role, UserError, log
+from plughost.api import hooks
+from plughost.api.accounts import require_existing
+from plughost.api.principals import resolve
+from plughost.plugins.channels.turn_store import record
 
 SKIP_REASONS = ("role-not-admin", "no-account", "unknown-account", "empty-stdin", "no-session", "missing-transcript",
                 "conversation-empty")
@@ -181,10 +186,6 @@ def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
 
 def _admin(env: Mapping[str, str]) -> Any:
     """The acting principal when it is an admin session of an existing account, else the skip's 0."""
-    from plughost import Role, UserError
-    from plughost.api.accounts import require_existing
-    from plughost.api.principals import resolve
-
     principal = resolve(env)
     if principal.role is not Role.ADMIN_SESSION:
         return _skip("role-not-admin")
@@ -246,9 +247,6 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
 
 def _store(host: Any, principal: Any, session_id: str, keyed: list[tuple[str, dict[str, Any]]]) -> None:
     """The walked turns into the store; the stored messages announced to ``messages_stored``."""
-    from plughost.api import hooks
-    from plughost.plugins.channels.turn_store import record
-
     started = time.perf_counter()
     try:
         done = record(host.store(), principal.guards, session_id, keyed, runner_session=principal.session_key)
@@ -264,8 +262,6 @@ def _store(host: Any, principal: Any, session_id: str, keyed: list[tuple[str, di
 
 def cli_run(host: Any) -> int:
     """``plughost record-turn``: stdin from the process, env from the host (or the process)."""
-    import sys
-
     try:
         data = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
     except (OSError, ValueError):

@@ -36,6 +36,7 @@ from plughost.api.http import client_address, int_param, parse_json, read_body
 from plughost.api.http import throttle_check as check
 from plughost.api.serving import stop_of
 from plughost.api.store import CHANNEL_MESSAGE_LABELS, visitor_key
+from plughost.plugins.channels.brand import product_name
 from plughost.plugins.channels.pipeline import (
     DELIVERING,
     DELIVERING_KIND,
@@ -188,8 +189,6 @@ def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
 def marks(host: Any, props: Any) -> dict[str, Any]:
     """How the page shows a stored reply: the owner's as the owner's (``from``, ``by`` the business's
     name; ``seen`` once a page read it), a notice as the page's own line (role ``notice``)."""
-    from plughost.plugins.channels.brand import product_name
-
     if props.get("kind") == "held-notice":
         return {"role": "notice"}
     if props.get("sender") == "owner" and props.get("role") == "assistant":
@@ -463,8 +462,6 @@ def routes(host: Any) -> tuple[Route, ...]:
 
 async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     """Deliver a reply to the visitor's session (poll and SSE read it)."""
-    from plughost.plugins.channels.brand import product_name
-
     session = str(msg.target.get("session") or msg.sender)
     owner = msg.platform_id[6:] if msg.platform_id.startswith("owner:") else None  # the console's reply id
     store = sessions(host)

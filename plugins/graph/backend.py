@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from plughost import UserError
+from plughost.api.settings import STORE
+from plughost.plugins.graph.settings import GRAPH_DB
+
 
 def backend_name(env: Any) -> str:
     """``PLUGHOST_STORE`` (sqlite|neo4j) wins; otherwise Neo4j when ``NEO4J_URI`` is set.
@@ -11,9 +15,6 @@ def backend_name(env: Any) -> str:
     ``PLUGHOST_STORE=graph`` (this plugin's name: the host's choice among store plugins) keeps
     the default.
     """
-    from plughost import UserError
-    from plughost.api.settings import STORE
-
     chosen = (STORE.read(env) or "").lower()
     if chosen and chosen != "graph":
         if chosen not in ("sqlite", "neo4j"):
@@ -24,6 +25,4 @@ def backend_name(env: Any) -> str:
 
 def sqlite_path(host: Any) -> Any:
     """The embedded store's file: ``PLUGHOST_GRAPH_DB``, else ``<PLUGHOST_HOME>/graph.sqlite``."""
-    from plughost.plugins.graph.settings import GRAPH_DB
-
     return GRAPH_DB.read(host.env) or host.home / "graph.sqlite"

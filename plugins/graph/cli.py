@@ -4,11 +4,21 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from plughost import CliCommand, UserError
+from plughost import CliCommand, UserError, log
+from plughost.api.accounts import check_id
+from plughost.api.principals import child_env
+from plughost.api.store import record_store, require_admin
 from plughost.plugins.graph import IMPORT_BATCH
+from plughost.plugins.graph.backend import sqlite_path
+from plughost.plugins.graph.common import check_name
+from plughost.plugins.graph.export import export_jsonl
+from plughost.plugins.graph.migrate import CONNECTION_KEYS, migrate
+from plughost.plugins.graph.neo4j_store import Neo4jStore
+from plughost.plugins.graph.neo4j_store.connection import driver_settings
 
 HELP = ("graph store maintenance: bulk import and export, migration to Neo4j, purge of soft-deleted nodes, "
         "vector index compaction")
@@ -56,8 +66,6 @@ def _account(host: Any) -> str:
 
 def _labels(values: list[str] | None) -> list[str] | None:
     """``--label`` values checked as label names (the error names the flag, not a list index)."""
-    from plughost.plugins.graph.common import check_name
-
     for value in values or []:
         check_name(value, "--label")
     return list(dict.fromkeys(values)) if values else None
@@ -119,8 +127,6 @@ def run(args: argparse.Namespace, host: Any) -> int:
 
 def _export_account(args: argparse.Namespace, host: Any) -> str:
     """``--account`` or ACCOUNT_ID; an account's process exports only its own account."""
-    from plughost.api.accounts import check_id
-
     own = host.principal.account
     if args.account is None:
         return str(host.principal.require_account("the id of the account to export (or --account ID)"))
@@ -132,10 +138,6 @@ def _export_account(args: argparse.Namespace, host: Any) -> str:
 
 
 def _export(args: argparse.Namespace, host: Any) -> int:
-    import sys
-
-    from plughost.api.store import require_admin
-
     require_admin(host.principal, "graph export")  # it reads every node of the account, past any guard
     account = _export_account(args, host)
     store = host.store()
@@ -148,8 +150,6 @@ def _export(args: argparse.Namespace, host: Any) -> int:
             raise UserError("--out: only for --format jsonl; --format neo4j-admin writes into DIR")
         export_neo4j_admin(store, account, args.dir, dimensions=int(getattr(store, "dimensions", 384)))
         return 0
-    from plughost.plugins.graph.export import export_jsonl
-
     if args.dir is not None:
         raise UserError(f"{args.dir}: a folder is for --format neo4j-admin; the jsonl export writes --out FILE "
                         "(or standard output)")
@@ -158,11 +158,6 @@ def _export(args: argparse.Namespace, host: Any) -> int:
 
 
 def _migrate(args: argparse.Namespace, host: Any) -> int:
-    from plughost import log
-    from plughost.api.store import record_store, require_admin
-    from plughost.plugins.graph.backend import sqlite_path
-    from plughost.plugins.graph.migrate import CONNECTION_KEYS, migrate
-
     require_admin(host.principal, "graph migrate")  # it copies every account, past any guard
     if args.batch_size < 1:
         raise UserError(f"--batch-size: expected a positive integer, got {args.batch_size}")
@@ -171,9 +166,6 @@ def _migrate(args: argparse.Namespace, host: Any) -> int:
     path = sqlite_path(host)
     if not path.is_file():
         raise UserError(f"{path}: no embedded store here (expected the install's graph.sqlite, or PLUGHOST_GRAPH_DB)")
-    from plughost.api.principals import child_env
-    from plughost.plugins.graph.neo4j_store import Neo4jStore
-    from plughost.plugins.graph.neo4j_store.connection import driver_settings
     from plughost.plugins.graph.sqlite_store import SqliteStore
 
     uri = driver_settings(host.env)[0]  # NEO4J_URI checked before anything is read

@@ -17,6 +17,7 @@ from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore
 from typing import Any
 
 from plughost import AccountMismatch, Guards, UserError, log
+from plughost.api.principals import resolve
 from plughost.api.settings import GRAPH_READ_ONLY
 from plughost.api.store import EDGE_KEYS as _EDGE_KEYS
 from plughost.api.store import LINE_KEYS as _ROW_KEYS
@@ -41,8 +42,6 @@ LINKED_LIMIT = 5000
 
 def env_account(env: Mapping[str, str]) -> str | None:
     """The process's account (its principal's), None when unset."""
-    from plughost.api.principals import resolve
-
     return resolve(env).account
 
 

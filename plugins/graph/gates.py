@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from plughost import Gate, GateContext, GateResult
+from plughost.api.accounts import account_id_env_gate
 from plughost.api.store import VECTOR_LABELS
 
 HERE = Path(__file__).resolve().parent
@@ -58,8 +59,6 @@ def check_schema_labels(ctx: GateContext | None = None, *, sources: dict[str, li
 
 
 def gates() -> list[Gate]:
-    from plughost.api.accounts import account_id_env_gate
-
     return [
         account_id_env_gate(),
         Gate("schema-labels", check=check_schema_labels, fatal=True, order=20),

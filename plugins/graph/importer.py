@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from plughost import log
-from plughost.api.store import ImportSession, ImportSummary
+from plughost.api.store import BadLine, ImportSession, ImportSummary, check_line, parse_line, stamps_of
 from plughost.plugins.graph import IMPORT_BATCH
 from plughost.plugins.graph.staging import staged_batches, use_worker
 
@@ -57,8 +57,6 @@ def restore_stamps(store: Any, path: Path, account_id: str) -> int:
     ``createdAt``/``updatedAt``/``deletedAt``: one more pass over the file, reading only the lines
     that carry ``stamps`` and a valid shape (a skipped line's node was never written). Returns the
     nodes updated."""
-    from plughost.api.store import BadLine, check_line, parse_line, stamps_of
-
     done, batch = 0, []
     with open(path, "rb") as fh:
         for raw in fh:

@@ -28,6 +28,7 @@ from typing import Any
 
 from plughost import Principal, UserError, log
 from plughost.api.store import VECTOR_LABELS, stamps_of
+from plughost.api.util import write_atomic
 from plughost.plugins.graph.common import prepare_row, text_of
 from plughost.plugins.graph.export import line_of
 
@@ -69,8 +70,6 @@ class Checkpoint:
                                                   "edges_done": False})
 
     def save(self) -> None:
-        from plughost.api.util import write_atomic
-
         write_atomic(self.path, json.dumps({"target": self.target, "accounts": self.accounts}, indent=1))
 
     def remove(self) -> None:
@@ -193,51 +192,70 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
     e_ours, e_theirs = source.edge_count(account_id=account), store.edge_count(account_id=account)
     if e_ours != e_theirs:
         problems.append(f"edges: {e_ours} embedded, {e_theirs} neo4j")
-    searched = found = 0
-    g = Principal.owner(account).guards
-    overlaps: list[float] = []
-    kept: list[float] = []
+    check = _Searches(source, store, account)
     for node in _sample(source, account, sample):
-        words = [w for w in text_of(node.properties).split() if w.lower().strip(".,;:!?\"'()") not in STOP_WORDS][:4]
-        if words:
-            query = " ".join(words)
-            here = [h.node.id for h in source.fulltext_search(query, 10, guards=g, stemmed=True)]
-            there = [h.node.id for h in store.fulltext_search(query, 10, guards=g, stemmed=True)]
-            searched += 1
-            overlap = top_overlap(here, there)
-            overlaps.append(overlap)
-            if node.id in here:
-                kept.append(float(node.id in there))
-            if overlap < 1.0:
-                log("graph-migrate", "rank-differs", account=account[:8], query=repr(query[:40]), top5_overlap=f"{overlap:.2f}",
-                    node_found=node.id in there)
-            if overlap >= OVERLAP_MIN:
-                found += 1
-        indexed = [label for label in node.labels if label in VECTOR_LABELS]
-        if node.has_embedding and indexed:  # Neo4j searches vectors of the indexed labels only
-            stored = source.export_embeddings([node.id], account_id=account).get(node.id)
-            if stored is not None:
-                vector = [float(v) for v in stored]
-                here_v = source.vector_search(vector, 1, guards=g, labels=indexed[:1])
-                there_v = store.vector_search(vector, 1, guards=g, labels=indexed[:1])
-                searched += 1
-                if here_v and (not there_v or abs(there_v[0].score - here_v[0].score) > 1e-3):
-                    problems.append(f"vector search of {node.id}: best score {here_v[0].score:.4f} embedded, "
-                                    f"{there_v[0].score if there_v else 'none'} neo4j")
-                else:
-                    found += 1
-    overlap = sum(overlaps) / len(overlaps) if overlaps else 1.0
-    recall = sum(kept) / len(kept) if kept else 1.0
+        check.fulltext(node)
+        problems += check.vector(node)
+    overlap = sum(check.overlaps) / len(check.overlaps) if check.overlaps else 1.0
+    recall = sum(check.kept) / len(check.kept) if check.kept else 1.0
     if overlap < OVERLAP_MIN:
-        problems.append(f"full-text: mean top-5 overlap {overlap:.2f} below {OVERLAP_MIN} over {len(overlaps)} searches")
+        problems.append(f"full-text: mean top-5 overlap {overlap:.2f} below {OVERLAP_MIN} over {len(check.overlaps)} searches")
     if recall < OVERLAP_MIN:
         problems.append(f"full-text: the searched node in neo4j's top 10 for {recall:.2f} of searches, below {OVERLAP_MIN}")
     for problem in problems:
         log("graph-migrate", "mismatch", account=account[:8], detail=problem)
     log("graph-migrate", "verified", account=account[:8], labels=len(ours), nodes=sum(ours.values()),
-        edges=e_ours, searches=searched, agreed=found, top5_overlap=f"{overlap:.2f}", node_found=f"{recall:.2f}",
-        threshold=OVERLAP_MIN, mismatches=len(problems))
+        edges=e_ours, searches=check.searched, agreed=check.found, top5_overlap=f"{overlap:.2f}",
+        node_found=f"{recall:.2f}", threshold=OVERLAP_MIN, mismatches=len(problems))
     return problems
+
+
+class _Searches:
+    """The sampled searches run on both sides: what each agreed on, and the full-text figures."""
+
+    def __init__(self, source: Any, store: Any, account: str) -> None:
+        self.source, self.store, self.account = source, store, account
+        self.guards = Principal.owner(account).guards
+        self.searched = self.found = 0
+        self.overlaps: list[float] = []
+        self.kept: list[float] = []
+
+    def fulltext(self, node: Any) -> None:
+        """A node's first four words (stop words aside) searched on both sides, stemmed alike."""
+        words = [w for w in text_of(node.properties).split() if w.lower().strip(".,;:!?\"'()") not in STOP_WORDS][:4]
+        if not words:
+            return
+        query = " ".join(words)
+        here = [h.node.id for h in self.source.fulltext_search(query, 10, guards=self.guards, stemmed=True)]
+        there = [h.node.id for h in self.store.fulltext_search(query, 10, guards=self.guards, stemmed=True)]
+        self.searched += 1
+        overlap = top_overlap(here, there)
+        self.overlaps.append(overlap)
+        if node.id in here:
+            self.kept.append(float(node.id in there))
+        if overlap < 1.0:
+            log("graph-migrate", "rank-differs", account=self.account[:8], query=repr(query[:40]),
+                top5_overlap=f"{overlap:.2f}", node_found=node.id in there)
+        if overlap >= OVERLAP_MIN:
+            self.found += 1
+
+    def vector(self, node: Any) -> list[str]:
+        """A node's stored vector searched on both sides (Neo4j searches the indexed labels only)."""
+        indexed = [label for label in node.labels if label in VECTOR_LABELS]
+        if not (node.has_embedding and indexed):
+            return []
+        stored = self.source.export_embeddings([node.id], account_id=self.account).get(node.id)
+        if stored is None:
+            return []
+        vector = [float(v) for v in stored]
+        here = self.source.vector_search(vector, 1, guards=self.guards, labels=indexed[:1])
+        there = self.store.vector_search(vector, 1, guards=self.guards, labels=indexed[:1])
+        self.searched += 1
+        if here and (not there or abs(there[0].score - here[0].score) > 1e-3):
+            return [f"vector search of {node.id}: best score {here[0].score:.4f} embedded, "
+                    f"{there[0].score if there else 'none'} neo4j"]
+        self.found += 1
+        return []
 
 
 def top_overlap(here: list[str], there: list[str], k: int = 5) -> float:

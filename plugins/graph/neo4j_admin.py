@@ -38,6 +38,8 @@ import orjson
 from plughost import UserError, log
 from plughost.plugins.graph.common import keywords_of
 from plughost.plugins.graph.export import export_rows
+from plughost.plugins.graph.neo4j_store.schema import schema_statements
+from plughost.plugins.graph.neo4j_store.writes import clean_props
 
 ARRAY_DELIMITER = "\x1f"
 """Between the items of an array field (``--array-delimiter=U+001F``)."""
@@ -48,8 +50,6 @@ FIXED_NODE_COLUMNS = (("id", "string"), ("accountId", "string"), ("createdAt", "
 
 
 def clean(props: dict[str, Any]) -> dict[str, Any]:
-    from plughost.plugins.graph.neo4j_store.writes import clean_props
-
     return clean_props(props)
 
 
@@ -152,8 +152,6 @@ def _private(path: Path) -> IO[str]:
 
 def export_neo4j_admin(store: Any, account_id: str, folder: Path, *, dimensions: int) -> dict[str, Any]:
     """Write ``FILES`` into ``folder`` (made if missing, refused when it holds other files); returns counts."""
-    from plughost.plugins.graph.neo4j_store.schema import schema_statements
-
     if folder.is_symlink():
         raise UserError(f"{folder}: a link; expected a real folder (an export is never written through a link)")
     if folder.exists() and not folder.is_dir():

@@ -30,8 +30,6 @@ from plughost.plugins.graph.settings import GRAPH_OUTPUT_CHARS
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
 
-DEFAULT_BUDGET = GRAPH_OUTPUT_CHARS.default
-
 
 def strip_embeddings(value: Any) -> Any:
     """Drop every ``embedding`` key (and long float lists that look like vectors) from a result."""

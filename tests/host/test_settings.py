@@ -129,6 +129,7 @@ def test_the_hook_stages_defaults_are_the_declared_ones() -> None:
     from plughost.plugins.memory import settings as memory
     from plughost.plugins.memory.surfacing import client, hook
 
+    # the builtins-only hook stages keep copies of these defaults (they run before any plughost import)
     assert hook.WARM_TIMEOUT_MS == client.WARM_TIMEOUT_MS == memory.SURFACE_TIMEOUT_MS.default
     assert client.COLD_TIMEOUT_MS == memory.SURFACE_COLD_TIMEOUT_MS.default
     assert memory.SURFACE.default is True and memory.SURFACE_COLD.default is True and settings.LOG_FILE.default

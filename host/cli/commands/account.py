@@ -6,6 +6,13 @@ import argparse
 import json
 from typing import Any
 
+from plughost.ports.principal import set_account
+from plughost.runtime import accounts, hooktable
+from plughost.util import config
+from plughost.util.config import csv_list
+from plughost.util.errors import UserError
+from plughost.util.log import log
+
 HELP = "create and list accounts (account.json + users.json under PLUGHOST_HOME/accounts/)"
 
 
@@ -39,11 +46,6 @@ def _default_enabled(ctx: Any) -> list[str]:
 
 
 def run_create(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.ports.principal import set_account
-    from plughost.runtime import accounts
-    from plughost.util import config
-    from plughost.util.config import csv_list
-
     accounts.check_id(args.id)
     set_account(ctx.env, args.id)  # the host this command builds acts as the new account (its store writes)
     home = config.home(ctx.env)
@@ -69,9 +71,6 @@ def run_create(args: argparse.Namespace, ctx: Any) -> int:
 def bootstrap(ctx: Any, account_id: str, users: list[dict[str, Any]]) -> list[str]:
     """Let the plugins seed the new account (the graph plugin writes its owner and admins); one line
     per plugin that failed, returned so the command exits 1 with the files already in place."""
-    from plughost.runtime import hooktable
-    from plughost.util.log import log
-
     errors = ctx.host().call_each(hooktable.ACCOUNT_CREATED, account_id=account_id, users=users)
     lines = []
     for error in errors:
@@ -80,10 +79,6 @@ def bootstrap(ctx: Any, account_id: str, users: list[dict[str, Any]]) -> list[st
 
 
 def run_list(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.runtime import accounts
-    from plughost.util import config
-    from plughost.util.errors import UserError
-
     home = config.home(ctx.env)
     rows = []
     for account_id in accounts.list_accounts(home):

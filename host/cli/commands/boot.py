@@ -8,6 +8,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from plughost.runtime import boot
+from plughost.runtime.settings import check_values
+
 HELP = "run every boot gate (exit 1 when a fatal gate fails); --check stops after the gates"
 
 
@@ -27,13 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.runtime import boot
-
     ctx.env = boot.command_env(ctx.env, args.account, args.brand, args.config_dir)
     t0 = time.perf_counter()
     host = ctx.host()
-    from plughost.runtime.settings import check_values
-
     check_values(host)  # a set value its setting refuses: one line, exit 2, before anything starts
     load_ms = (time.perf_counter() - t0) * 1000
     report = boot.check_install(host, ctx.env, account=args.account, config_dir=args.config_dir, brand=args.brand,

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plughost.payload.bundler import bundle
+
 HELP = "assemble a brand's payload (platform plugins minus exclusions, allowlisted premium bundles) and generate its manifests"
 
 
@@ -18,8 +20,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.payload.bundler import bundle
-
     report = bundle(args.brand, args.out, plugins_dir=ctx.plugins_dir,
                     premium_dir=args.bundle_premium_dir or ctx.premium_dir)
     state = "built" if report.changed else "unchanged"

@@ -18,6 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from plughost.ports.principal import resolve, set_account
+from plughost.runtime.accounts import account_dir, create_account
+from plughost.runtime.tooltable import call_tool
 from plughost.util import config
 from plughost.util.errors import UserError
 
@@ -104,8 +107,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _ensure_account(account: str, home: Path) -> bool:
     """Create the demo account when missing; True when it was created (its owner is then seeded)."""
-    from plughost.runtime.accounts import account_dir, create_account
-
     folder = account_dir(account, home)
     if not (folder / "users.json").exists():
         create_account(account, home, admin_phones=["+15550100"])
@@ -114,9 +115,6 @@ def _ensure_account(account: str, home: Path) -> bool:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.ports.principal import resolve, set_account
-    from plughost.runtime.tooltable import call_tool
-
     account = args.account or resolve(ctx.env).account or DEMO_ACCOUNT
     set_account(ctx.env, account)  # the command's call context; the process environment is left alone
     created = _ensure_account(account, config.home(ctx.env))

@@ -8,6 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from plughost.payload import doctor
+from plughost.payload.registration import config_dir
+from plughost.util import config
+from plughost.util.errors import PlughostError, UserError
+
 HELP = ("start every installed MCP server exactly as Claude Code would; compare initialize + tools/list "
         "with the declared tools (one line per finding, exit 1 on any)")
 
@@ -21,11 +26,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.payload import doctor
-    from plughost.payload.registration import config_dir
-    from plughost.util import config
-    from plughost.util.errors import UserError
-
     folder = config_dir(ctx.env, args.config_dir)
     if not folder.is_dir():
         raise UserError(f"--config-dir: '{folder}' is not a folder (no Claude Code config dir to check)")
@@ -44,8 +44,6 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
 def _models(ctx: Any) -> Any:
     """The plugin models of the host this install loads (what the gates read); None when it cannot load
     (doctor then reads each plugin from the folder Claude Code starts it from, and still runs)."""
-    from plughost.util.errors import PlughostError
-
     try:
         return ctx.host().surface.models
     except PlughostError:

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plughost.payload.installer import install
+from plughost.runtime.install_record import config_dir_source
 from plughost.util.errors import UserError
 
 HELP = "make a payload live for a Claude Code config dir and an account (marketplaces, plugins, agents, .env)"
@@ -20,9 +22,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.payload.installer import install
-    from plughost.runtime.install_record import config_dir_source
-
     # the one choice every process makes (host/runtime/install_record.py): a re-install without
     # --config-dir stays in the folder the install recorded
     config_dir, source = config_dir_source(ctx.env, args.config_dir)

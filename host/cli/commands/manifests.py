@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from plughost.payload import plugin_files
+from plughost.payload.generator import generate
+from plughost.runtime import hostrange
+from plughost.runtime.host import Host
+from plughost.runtime.manifest import load_manifest, manifest_errors, read_frontmatter
+from plughost.util import settings
 from plughost.util.errors import UserError
+from plughost.util.log import log
 
 HELP = "validate PLUGIN.md files (check) and generate Claude Code manifests (generate)"
 
@@ -33,8 +41,6 @@ def find_manifests(path: Path) -> list[Path]:
 
 
 def run_check(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.runtime.manifest import manifest_errors
-
     if not args.path.exists():
         raise UserError(f"PATH: '{args.path}' does not exist; expected a plugin folder or a tree of them")
     manifests = find_manifests(args.path)
@@ -67,9 +73,6 @@ def claude_file_findings(path: Path, manifests: list[Path]) -> _Files:
     """The Claude Code files (plugin.json, hooks, skills, agents, marketplace.json) of every plugin folder
     under ``path`` (one with a PLUGIN.md or a generated plugin.json) and every marketplace folder, checked
     as the pinned Claude Code CLI checks them (:mod:`plughost.payload.plugin_files`)."""
-    from plughost.payload import plugin_files
-    from plughost.runtime.manifest import manifest_errors, read_frontmatter
-
     out = _Files()
     root = path.parent if path.is_file() else path
     skip = {".git", "node_modules", ".venv", "__pycache__"}
@@ -94,9 +97,6 @@ def claude_file_findings(path: Path, manifests: list[Path]) -> _Files:
 
 def host_range_defects(manifests: list[Path]) -> list[str]:
     """A PLUGIN.md whose ``requires-plughost`` excludes this host: the plugin would never load here."""
-    from plughost.runtime import hostrange
-    from plughost.runtime.manifest import load_manifest
-
     out = []
     for md in manifests:
         problem = hostrange.problem(load_manifest(md).requires_plughost)
@@ -109,12 +109,6 @@ def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
     """Load the plugins with a ``python:`` module and join their tools (the host's tool table):
     a handler PLUGIN.md does not declare, a declaration without handler or an ``inputSchema``
     the handler cannot take is a defect of that PLUGIN.md."""
-    import os
-
-    from plughost.runtime.host import Host
-    from plughost.runtime.manifest import load_manifest
-    from plughost.util import settings
-
     by_parent: dict[Path, dict[str, Path]] = {}
     for md in manifests:
         manifest = load_manifest(md)
@@ -141,9 +135,6 @@ def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
 
 
 def run_generate(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.payload.generator import generate
-    from plughost.util.log import log
-
     report = generate(args.payload, brand=args.brand)
     log("manifests", "op=generate", payload=str(args.payload.resolve()), plugins=report.plugins,
         marketplaces=report.marketplaces, written=len(report.written), unchanged=report.unchanged)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from plughost.util.errors import UserError
+
 HELP = "serve a plugin's MCP tools (stdio by default, streamable HTTP with --http PORT)"
 
 
@@ -19,8 +21,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
     from plughost.mcp import server as mcp_server
-    from plughost.util.errors import UserError
-
     host = ctx.host()
     record = host.plugin(args.plugin)
     if not record.loaded:

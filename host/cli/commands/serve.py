@@ -11,12 +11,18 @@ streamable HTTP, startup/shutdown hooks; SIGTERM/SIGINT stop it gracefully (exit
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
-from plughost.runtime import state
+from plughost.runtime import boot, state
+from plughost.runtime.settings import check_values
+from plughost.serve.stopping import shutdown_grace
+from plughost.util import settings
+from plughost.util.credentials import http_token_path
 from plughost.util.errors import FatalError, UserError
 from plughost.util.log import log
 
@@ -51,8 +57,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run_boot_gates(host: Any, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
     """Run the gates as `plughost boot` does and return the summary `/healthz` shows."""
-    from plughost.runtime import boot
-
     report = boot.check_install(host, env, account=args.account, config_dir=args.config_dir, brand=args.brand)
     rows = [{"gate": o.gate, "status": o.status, "fatal": o.fatal, "inspected": o.inspected}
             for o in report.outcomes]
@@ -99,20 +103,15 @@ def auth_hint(door: Any) -> str:
     """How a client reaches /mcp/* and the admin routes (printed at start; never the token itself)."""
     if door.open_local:
         return "open to loopback requests (--open-local); no credential needed"
-    from plughost.util.credentials import http_token_path
-
     door.http_token  # noqa: B018  (created now, so the file exists for the client to read)
     return f"Authorization: Bearer $(cat {http_token_path(door.home, door.account_id)})"
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.runtime import boot
     from plughost.serve import app as host_app
 
     ctx.env = boot.command_env(ctx.env, args.account, args.brand, args.config_dir)
     host = ctx.host()
-    from plughost.runtime.settings import check_values
-
     check_values(host)  # a set value its setting refuses: one line, exit 2, before anything starts
     if host_app.open_local_requested(host, args.open_local) and not host_app.is_loopback_bind(args.host):
         raise UserError(f"--host {args.host}: refusing a non-loopback bind while MCP and admin routes are open "
@@ -136,8 +135,6 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
             print(f"  {label + ':':<14} {url}", flush=True)
         print(f"  {'mcp auth:':<14} {hint}", flush=True)
         log("serve", "op=listening", url=base, mcp=sorted(runtime.mcp), routes=len(runtime.routes))
-
-    from plughost.serve.stopping import shutdown_grace
 
     grace = args.grace if args.grace is not None and args.grace >= 0 else shutdown_grace(host.env)
     server = host_app.make_server(host, bind=args.host, port=port, grace=grace, on_ready=ready, app=app)
@@ -164,11 +161,6 @@ def fast_exit() -> None:
     gets the exit at once. Only in the main thread of a `plughost serve` process, and
     ``PLUGHOST_SERVE_NO_FAST_EXIT=1`` turns it off.
     """
-    import os
-    import threading
-
-    from plughost.util import settings
-
     if settings.SERVE_NO_FAST_EXIT.read_or_default() or threading.current_thread() is not threading.main_thread():
         return
     if "serve" not in sys.argv[1:]:

@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from plughost.runtime import settings
+
 HELP = "list the PLUGHOST_* settings: name, type, default, plugin and what each does"
 
 
@@ -16,8 +18,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
-    from plughost.runtime import settings
-
     rows = settings.table(ctx.host())
     if args.json:
         print(json.dumps({"settings": [d.row() for d in rows]}, indent=2))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from plughost.payload.selftest import checks
 from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.install_brand import install_brand_gate
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.runtime.host import Host
@@ -13,8 +15,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
-    from plughost.payload.selftest import checks
-    from plughost.runtime.install_brand import install_brand_gate
     from plughost.runtime.types import Gate
 
     return [

@@ -18,10 +18,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from plughost.payload import launch
+from plughost.payload import launch, plugin_files
 from plughost.payload.launch import MINIMAL_PATH, Launch
 from plughost.payload.registration import Registration, config_dir
-from plughost.runtime import accounts, plugin_model, specialists, state
+from plughost.runtime import accounts, hooktable, plugin_model, specialists, state
 from plughost.runtime.types import GateContext, GateResult
 from plughost.util import settings
 from plughost.util.errors import UserError
@@ -317,8 +317,6 @@ def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str,
 
 def single_provider(ctx: GateContext) -> GateResult:
     """The store and the embedder each have one provider: two installed plugins offering one refuse boot."""
-    from plughost.runtime import hooktable
-
     result = GateResult("ok")
     for hook in (hooktable.STORE, hooktable.EMBEDDER):
         try:
@@ -353,8 +351,6 @@ def plugin_files_gate(ctx: GateContext) -> GateResult:
     in the folder Claude Code loads them from, checked as the pinned CLI checks them
     (plughost.payload.plugin_files): what it refuses, Claude Code fails to load (the plugin's hooks,
     skills and servers are gone)."""
-    from plughost.payload import plugin_files
-
     tag = "plugin-files"
     result = GateResult(status="ok")
     reg = _registration(ctx)

@@ -14,12 +14,16 @@ Log lines: ``[console] op=login|reply|lead-done ...``.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import calendar
+import contextlib
 import hashlib
 import hmac
+import io
 import json
 import re
+import tempfile
 import threading
 import time
 import uuid
@@ -32,7 +36,9 @@ import anyio
 
 from plughost import Principal, Route, UserError, log
 from plughost.api import hooks
+from plughost.api.credentials import conversation_secret
 from plughost.api.http import int_param, read_body
+from plughost.api.payload import config_dir_source, doctor, install_brand, load_brand, resolve_brand
 from plughost.api.store import CHANNEL_MESSAGE_LABELS, resolve_conversation_id
 from plughost.plugins.admin import sessions
 from plughost.plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
@@ -180,8 +186,6 @@ def _inputs(props: dict[str, Any]) -> dict[str, Any]:
 def brand_name(env: Any, plugins_dir: Any = None) -> str:
     """The install's brand's ``productName`` (the one resolver, ``install_brand``), as the channels
     name the business to visitors; the default brand's name when none is recorded."""
-    from plughost.api.payload import install_brand, load_brand, resolve_brand
-
     try:
         found = install_brand(env, plugins_dir)
         if found.product:
@@ -246,8 +250,6 @@ class Console:
     def conversation_id(self, channel: str, sender: str) -> str:
         """The Conversation id of a channel's sender: the stored one, else the keyed id of a new one
         (docs/channels.md#conversation-ids)."""
-        from plughost.api.credentials import conversation_secret
-
         account = self.account or ""
         return resolve_conversation_id(self.store(), conversation_secret(self.host.home, account), account,
                                        channel, sender)
@@ -628,8 +630,6 @@ class Console:
 
     def doctor_folder(self) -> Path:
         """The install this server was started from; a UserError when none is recorded."""
-        from plughost.api.payload import config_dir_source
-
         folder, source = config_dir_source(self.host.env)
         if source == "default" or not folder.is_dir():  # never a ~/.claude plughost did not install into
             raise UserError("no install is recorded for this server: run `plughost install` first")
@@ -644,8 +644,6 @@ class Console:
         DOCTOR_RUN.update(running=True, started=time.strftime("%H:%M", time.localtime()), error="")
 
         def run() -> None:
-            from plughost.api.payload import doctor
-
             try:
                 report = doctor.run(folder, home=self.host.env.get("HOME"), timeout=DOCTOR_TIMEOUT_S, workers=2)
                 doctor.record(self.host.home, report)
@@ -663,11 +661,6 @@ class Console:
 
     def person_command(self, name: str, argv: list[str]) -> str:
         """Run the ``erase`` / ``export`` command a plugin publishes (``plughost_cli_commands``), its output as text."""
-        import argparse
-        import contextlib
-        import io
-        import tempfile
-
         command = next((c for c in self.host.collect(hooks.CLI_COMMANDS).items() if c.name == name), None)
         if command is None:
             raise UserError(f"no plugin serves `plughost {name}`")
@@ -991,7 +984,6 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
                               views=views, page=page, more=more and page < SEARCH_MAX_PAGE)
 
     async def health_page(request: Any, session: Any, csrf: str) -> Any:
-        from plughost.api.payload import doctor
         from plughost.plugins.admin import health
 
         notice = {"busy": "A doctor run is already going; its result shows here when it ends (reload the page).",

@@ -16,7 +16,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from plughost import Guards, Neighbor, Node, UserError
-from plughost.api.store import VECTOR_LABELS, check_confined, edge_denied, edge_guards, write_guards
+from plughost.api.store import (
+    TEXT_PROPERTIES,
+    VECTOR_LABELS,
+    check_confined,
+    edge_denied,
+    edge_guards,
+    write_guards,
+)
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -33,6 +40,7 @@ from plughost.plugins.graph.common import (
     prepare_rows,
     vector_threads,
 )
+from plughost.plugins.graph.cypher import run_query
 from plughost.plugins.graph.neo4j_store import schema
 from plughost.plugins.graph.neo4j_store.bulk import NEO4J_IMPORT_BATCH, Neo4jImport
 from plughost.plugins.graph.neo4j_store.connection import (
@@ -304,8 +312,6 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         """Hard-delete these nodes of the account now (an erase request), whatever their state:
         ``DETACH DELETE`` in one write transaction per 1,000, so the full-text and vector indexes
         forget them; surviving targets' ``backlinkCount`` follows."""
-        from plughost.api.store import TEXT_PROPERTIES
-
         check_account(self.account_id, account_id)
         ids = list(dict.fromkeys(str(i) for i in node_ids))
         counts = {"nodes": 0, "edges": 0, "embeddings": 0, "fulltext": 0}
@@ -438,8 +444,6 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
     def query(self, text: str, params: Mapping[str, Any] | None = None, *, guards: Guards,
               read_only: bool = True) -> dict[str, Any]:
         """Cypher passthrough for the graph tools (:mod:`plughost.plugins.graph.cypher`): ``{rows, warnings}``."""
-        from plughost.plugins.graph.cypher import run_query
-
         return run_query(self, text, params, guards=guards_ok(guards), read_only=read_only)
 
     def schema(self, *, guards: Guards) -> dict[str, Any]:

@@ -61,8 +61,12 @@ def _day_first(stamps: list[tuple[int, int, int, int, int, int]]) -> bool:
     return forward(True) >= forward(False)
 
 
-def parse(name: str, text: str, title: str | None = None) -> Parsed:
-    raw: list[tuple[int, tuple[int, int, int, int, int, int], str, bool]] = []  # line, stamp, rest, marked
+_Stamp = tuple[int, int, int, int, int, int]  # first, second, year, hour, minute, second
+
+
+def _lines(name: str, text: str) -> list[tuple[int, _Stamp, str, bool]]:
+    """The export's messages as (line, stamp, rest, marked); a line without a stamp continues the one before."""
+    raw: list[tuple[int, _Stamp, str, bool]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         stripped = line.strip(_LRM)
         found = IOS.match(stripped) or ANDROID.match(stripped)
@@ -81,6 +85,44 @@ def parse(name: str, text: str, title: str | None = None) -> Parsed:
         raw.append((lineno, (int(a), int(b), year, hour, int(mm), int(ss or 0)), rest, rest[:1] in _LRM if rest else False))
     if not raw:
         raise ArchiveError(f"{name}: no messages (an empty chat export)")
+    return raw
+
+
+def _body(body: str) -> tuple[str, list[str]]:
+    """A message's text without its attachment markers, and the attachments they name."""
+    files: list[str] = []
+    for pattern in (ATTACHED, FILE_ATTACHED):
+        got = pattern.match(body)
+        if got:
+            files.append(attachment(got.group(1).strip()))
+            body = got.group(2).strip()
+    if OMITTED.match(body.strip()):
+        files.append(attachment(f"({body.strip().strip('<>')})"))
+        body = ""
+    return body, files
+
+
+def _turn(when: datetime, rest: str, marked: bool, title: str) -> Turn | None:
+    """One message as a turn; None for a system line, a deleted message or an empty one."""
+    sender, sep, body = rest.partition(": ")
+    if not sep or len(sender) > 80:  # "Ada created group", "Messages ... encrypted": no speaker
+        return None
+    sender = sender.strip(_LRM + " ")
+    marked = marked or body[:1] in _LRM if body else marked
+    body = body.lstrip(_LRM)
+    lowered = body.lower()
+    if (marked or sender == title) and any(s in lowered for s in SYSTEM):
+        return None
+    body, files = _body(body)
+    if body.strip().lower() in ("this message was deleted", "you deleted this message", "null"):
+        return None
+    if not body.strip() and not files:
+        return None
+    return Turn(None, sender, "user", when.isoformat(timespec="seconds"), body.rstrip(), files)
+
+
+def parse(name: str, text: str, title: str | None = None) -> Parsed:
+    raw = _lines(name, text)
     day_first = _day_first([s for _, s, _, _ in raw])
     title = chat_title(name) if title is None else title
     thread = Thread("", title, source=name)
@@ -91,29 +133,9 @@ def parse(name: str, text: str, title: str | None = None) -> Parsed:
             when = datetime(year, month, day, hour, minute, second)
         except ValueError as exc:
             raise ArchiveError(f"{name}:{lineno}: not a date and time ({exc})") from None
-        sender, sep, body = rest.partition(": ")
-        if not sep or len(sender) > 80:  # "Ada created group", "Messages ... encrypted": no speaker
-            continue
-        sender = sender.strip(_LRM + " ")
-        marked = marked or body[:1] in _LRM if body else marked
-        body = body.lstrip(_LRM)
-        lowered = body.lower()
-        if (marked or sender == title) and any(s in lowered for s in SYSTEM):
-            continue
-        files: list[str] = []
-        for pattern in (ATTACHED, FILE_ATTACHED):
-            got = pattern.match(body)
-            if got:
-                files.append(attachment(got.group(1).strip()))
-                body = got.group(2).strip()
-        if OMITTED.match(body.strip()):
-            files.append(attachment(f"({body.strip().strip('<>')})"))
-            body = ""
-        if body.strip().lower() in ("this message was deleted", "you deleted this message", "null"):
-            continue
-        if not body.strip() and not files:
-            continue
-        thread.turns.append(Turn(None, sender, "user", when.isoformat(timespec="seconds"), body.rstrip(), files))
+        turn = _turn(when, rest, marked, title)
+        if turn is not None:
+            thread.turns.append(turn)
     if not title:
         people = sorted({t.sender for t in thread.turns})
         thread.title = ", ".join(people)[:200] or "WhatsApp chat"

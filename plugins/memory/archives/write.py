@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from plughost import Embedder, GraphStore, Guards, log
+from plughost import Embedder, GraphStore, Guards, Node, log
 from plughost.api.store import CONVERSATION_LABEL, HAS_MESSAGE, MESSAGE_LABEL, guarded_upsert_many
 from plughost.api.util import Progress, redact_text
 from plughost.plugins.memory import entities
@@ -125,6 +125,19 @@ class Writer:
         rows = message_rows(self.account, self.fmt, conv, thread, scope)
         stored = {n.id: n for n in self.store.find(guards=self.guards, labels=[MESSAGE_LABEL],
                                                     where={"conversationId": conv}, limit=1_000_000)}
+        todo, new_ids = self._changed(rows, stored)
+        if not todo or self.dry_run:
+            return
+        self._index(todo, [n for n in stored.values() if n.id not in {r["id"] for r in todo}])
+        conv_row = {"id": conv, "labels": [CONVERSATION_LABEL],
+                    "properties": self._conversation_properties(thread, rows, existing, scope),
+                    "edges": [{"type": HAS_MESSAGE, "to": mid} for mid in new_ids]}
+        guarded_upsert_many(self.store, [*todo, conv_row], guards=self.guards)
+        self._entities(todo)
+
+    def _changed(self, rows: list[dict[str, Any]], stored: dict[str, Node]) -> tuple[list[dict[str, Any]], list[str]]:
+        """The rows to write (new or changed; a deleted turn stays deleted) and the ids of the new ones."""
+        s = self.summary
         todo: list[dict[str, Any]] = []
         new_ids: list[str] = []
         for row in rows:
@@ -139,9 +152,11 @@ class Writer:
             else:
                 s.updated += 1
             todo.append(row)
-        if not todo or self.dry_run:
-            return
-        self._index(todo, [n for n in stored.values() if n.id not in {r["id"] for r in todo}])
+        return todo, new_ids
+
+    def _conversation_properties(self, thread: Thread, rows: list[dict[str, Any]], existing: Node | None,
+                                 scope: str) -> dict[str, Any]:
+        """The Conversation's properties: its last message's time (never moved back), and when new, the rest."""
         times = [r["properties"].get("sentAt") for r in rows if r["properties"].get("sentAt")]
         conv_props: dict[str, Any] = {"lastMessageAt": max(times) if times else None}
         if existing is None:
@@ -150,11 +165,7 @@ class Writer:
                               sourceFormat=self.fmt)
         elif existing.properties.get("lastMessageAt") and times and str(existing.properties["lastMessageAt"]) > max(times):
             conv_props.pop("lastMessageAt")
-        conv_row = {"id": conv, "labels": [CONVERSATION_LABEL],
-                    "properties": {k: v for k, v in conv_props.items() if v is not None},
-                    "edges": [{"type": HAS_MESSAGE, "to": mid} for mid in new_ids]}
-        guarded_upsert_many(self.store, [*todo, conv_row], guards=self.guards)
-        self._entities(todo)
+        return {k: v for k, v in conv_props.items() if v is not None}
 
     def _index(self, todo: list[dict[str, Any]], others: list[Any]) -> None:
         """Set the new turns' ``searchContext`` from the whole conversation, and embed them."""

@@ -9,6 +9,7 @@ keeps the watcher off it until its first explicit ``collection sync``.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -107,8 +108,6 @@ def save(home: Path, account_id: str, collections: dict[str, Collection]) -> Non
 @contextmanager
 def locked(home: Path, account_id: str) -> Iterator[None]:
     """The registry's read-modify-write, one process at a time."""
-    import fcntl
-
     path = folder(home, account_id) / "registry.lock"
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(path, "a") as fh:

@@ -9,6 +9,7 @@ only when its mtime changed, at most every 0.2 s.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 import time
@@ -32,8 +33,6 @@ def sync_lock(home: Path, account_id: str, name: str, *, stop: threading.Event |
               on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold ``<name>.lock``; when another process holds it, call ``on_wait`` once and wait
     (``SyncCancelled('shutdown')`` when ``stop`` is set meanwhile)."""
-    import fcntl
-
     path = registry.lock_path(home, account_id, name)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(path, "a") as fh:

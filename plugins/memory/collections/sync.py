@@ -39,6 +39,7 @@ from plughost import Guards, UserError, log
 from plughost.api.util import gc_paused
 from plughost.plugins.memory import sectioniser
 from plughost.plugins.memory.collections.registry import Collection, state_path
+from plughost.plugins.memory.collections.running import StopWhen, SyncCancelled, sync_lock
 from plughost.plugins.memory.collections.state import NoteState, State
 from plughost.plugins.memory.embedding.text import embedding_text
 from plughost.plugins.memory.settings import COLLECTIONS_REHASH, COLLECTIONS_WORKERS
@@ -940,8 +941,6 @@ def sync(store: Any, collection: Collection, source: CollectionSource, *, accoun
     ``[collections] op=sync`` with the counts. It stops between two files when ``stop_event`` is
     set or the collection is removed or re-pointed meanwhile (``cancelled`` says why). A folder
     where no file matches any more is refused unless ``allow_empty`` (its notes are kept)."""
-    from plughost.plugins.memory.collections.running import StopWhen, SyncCancelled, sync_lock
-
     def waiting() -> None:
         log("collections", "op=sync-wait", collection=collection.name, reason="another-sync-running")
 

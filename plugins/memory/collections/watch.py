@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from plughost import StateKey, log
 from plughost.api import serving
+from plughost.plugins.memory.collections import registry, service
+from plughost.plugins.memory.collections.sync import is_junk, matches, sync
+from plughost.plugins.memory.settings import COLLECTIONS_WATCH
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
@@ -52,8 +55,6 @@ class Watcher:
 
     def _wanted(self, known: dict[str, Collection]) -> dict[str, Collection]:
         """The collections to sync and watch: not registered-only, not at a refused folder."""
-        from plughost.plugins.memory.collections import service
-
         out = {}
         for name, coll in known.items():
             if coll.registered_only:
@@ -68,9 +69,6 @@ class Watcher:
         return out
 
     def _sync(self, names: list[str]) -> None:
-        from plughost.plugins.memory.collections import registry, service
-        from plughost.plugins.memory.collections.sync import sync
-
         guards = self.host.principal.for_account(self.account).guards
         known = self._wanted(registry.load(self.host.home, self.account))
         for name in names:
@@ -85,9 +83,6 @@ class Watcher:
 
     def _filter(self, colls: dict[str, Collection]) -> Callable[[Any, str], bool]:
         """Which changed paths can matter (see the module docstring)."""
-        from plughost.plugins.memory.collections import registry, service
-        from plughost.plugins.memory.collections.sync import is_junk, matches
-
         reg = registry.registry_path(self.host.home, self.account)
         home = self.host.home.resolve()
         roots = []
@@ -117,8 +112,6 @@ class Watcher:
 
     def _run(self) -> None:
         import watchfiles
-
-        from plughost.plugins.memory.collections import registry
 
         logging.getLogger("watchfiles").setLevel(logging.WARNING)  # we log `op=watch changes=N` ourselves
         folder = registry.folder(self.host.home, self.account)
@@ -161,8 +154,6 @@ class Watcher:
 
 def start(host: Host) -> None:
     """Under ``plughost serve`` with an ``ACCOUNT_ID`` (an admin process): watch that account's collections."""
-    from plughost.plugins.memory.settings import COLLECTIONS_WATCH
-
     wanted = COLLECTIONS_WATCH.read(host.env)  # None: only under plughost serve
     if wanted is False or STATE_KEY in host.state:
         return

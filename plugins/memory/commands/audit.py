@@ -10,9 +10,12 @@ import argparse
 import json
 from typing import Any
 
-from plughost import log
+from plughost import UserError, log
+from plughost.api.store import require_admin
+from plughost.plugins.memory.collections.registry import SCOPE
 from plughost.plugins.memory.commands.common import account
 from plughost.plugins.memory.upkeep.counts import counts
+from plughost.plugins.memory.upkeep.record import describe, last_run
 
 HELP = ("count nodes without embeddings or without a scope per label, orphaned Sections/Chunks, stored vs "
         "injected active rules, tasks whose logged time drifted; --fix-scope stamps the unscoped ones")
@@ -26,10 +29,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def fix_scope(host: Any, scope: str) -> int:
     """Stamp ``scope`` on every unscoped node of the account; returns how many (logged)."""
-    from plughost import UserError
-    from plughost.api.store import require_admin
-    from plughost.plugins.memory.collections.registry import SCOPE
-
     acct = account(host, "the id of the account whose memory to audit")
     require_admin(host.principal, "memory audit --fix-scope")  # it rewrites nodes of every scope's reach
     if not SCOPE.match(scope):
@@ -59,8 +58,6 @@ def audit(host: Any) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     stamped = fix_scope(host, args.fix_scope) if args.fix_scope is not None else None
-    from plughost.plugins.memory.upkeep.record import describe, last_run
-
     report = audit(host)
     last = last_run(host.home, report["account"])
     if args.json:

@@ -6,7 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plughost.api.store import ImportSession
+from plughost.plugins.memory.bulk_import import import_jsonl
 from plughost.plugins.memory.commands.common import account
+from plughost.plugins.memory.embedding.provider import check_dimensions
 
 HELP = "import nodes from a JSON-lines file (graph import format), embedding as it goes"
 
@@ -19,10 +22,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost.api.store import ImportSession
-    from plughost.plugins.memory.bulk_import import import_jsonl
-    from plughost.plugins.memory.embedding.provider import check_dimensions
-
     account(host)  # this command's own line when ACCOUNT_ID is unset
     acct = ImportSession.admit(host.principal, args.file, "memory import")
     store = host.store()

@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from plughost import log
+from plughost.api.store import require_admin
+from plughost.plugins.memory.archives.model import mark_owner
+from plughost.plugins.memory.archives.sources import load
+from plughost.plugins.memory.archives.write import Writer
 from plughost.plugins.memory.commands.common import account
+from plughost.plugins.memory.embedding.provider import check_dimensions
 
 HELP = "import a Claude or ChatGPT export, a WhatsApp chat export, an mbox or a folder of .eml as conversations"
 
@@ -26,13 +32,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost import log
-    from plughost.api.store import require_admin
-    from plughost.plugins.memory.archives.model import mark_owner
-    from plughost.plugins.memory.archives.sources import load
-    from plughost.plugins.memory.archives.write import Writer
-    from plughost.plugins.memory.embedding.provider import check_dimensions
-
     account(host)  # a one-line error naming ACCOUNT_ID when it is unset
     require_admin(host.principal, "memory import-archive")
     fmt, parsed = load(args.path, args.format)

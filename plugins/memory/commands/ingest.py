@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from plughost.plugins.memory.commands.common import print_json, read_text
+from plughost.plugins.memory.writes.outcome import Call, run_with_outcome
+from plughost.plugins.memory.writes.tools import writer
 
 HELP = "ingest a text or Markdown file as KnowledgeDocument / Section / Chunk nodes"
 
@@ -21,9 +23,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost.plugins.memory.writes.outcome import Call, run_with_outcome
-    from plughost.plugins.memory.writes.tools import writer
-
     content = read_text(args.file, "FILE")
     params: dict[str, Any] = {"content": content, "format": args.format}
     for key, value in (("title", args.title), ("attachmentId", args.attachment_id), ("scope", args.scope)):

@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from plughost import Principal, UserError
+from plughost.api.store import require_admin
 from plughost.plugins.memory.commands.common import account, print_json
+from plughost.plugins.memory.surfacing import recall
 
 HELP = "recall tracking: snooze candidates (surfaced, never used), pin candidates (used often); pin/snooze/clear"
 
@@ -25,10 +28,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost import Principal, UserError
-    from plughost.api.store import require_admin
-    from plughost.plugins.memory.surfacing import recall
-
     if args.action == "list":
         if args.ids:
             raise UserError(f"recall list: takes no ids, got {' '.join(args.ids)[:80]!r}; "

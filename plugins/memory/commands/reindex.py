@@ -6,7 +6,10 @@ import argparse
 from typing import Any
 
 from plughost import UserError
+from plughost.api.store import require_admin
 from plughost.plugins.memory.commands.common import account
+from plughost.plugins.memory.embedding.provider import check_dimensions
+from plughost.plugins.memory.embedding.reindex import backfill_chunk_summaries, reindex, reindex_contexts
 
 HELP = "embed every node of ACCOUNT_ID that has no embedding yet (skip-and-continue)"
 
@@ -26,10 +29,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost.api.store import require_admin
-    from plughost.plugins.memory.embedding.provider import check_dimensions
-    from plughost.plugins.memory.embedding.reindex import backfill_chunk_summaries, reindex, reindex_contexts
-
     acct = account(host)
     # every form reads (and rewrites) every node of the account, seen or not, as memory-reindex does
     require_admin(host.principal, "memory reindex")

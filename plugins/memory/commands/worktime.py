@@ -10,7 +10,9 @@ import argparse
 import re
 from typing import Any
 
+from plughost import UserError
 from plughost.plugins.memory.commands.common import account, print_json
+from plughost.plugins.memory.work.worktime import WorkTime
 
 HELP = "time on tasks: start or stop a task's timer, adjust its logged seconds (with a reason), show them"
 INTEGER = re.compile(r"^[+-]?\d{1,12}$")
@@ -26,8 +28,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _integer(text: str | None, option: str) -> int | None:
-    from plughost import UserError
-
     if text is None:
         return None
     if not INTEGER.match(text.strip()):
@@ -36,9 +36,6 @@ def _integer(text: str | None, option: str) -> int | None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost import UserError
-    from plughost.plugins.memory.work.worktime import WorkTime
-
     account(host, "the id of the account whose tasks to log time on")
     if args.action != "adjust" and (args.seconds, args.delta, args.reason) != (None, None, None):
         raise UserError(f"work-time {args.action}: --seconds, --delta and --reason belong to adjust")

@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 from plughost.plugins.memory.commands.common import json_arg, print_json
+from plughost.plugins.memory.writes.outcome import Call, run_with_outcome
+from plughost.plugins.memory.writes.tools import writer
 
 HELP = "write one node (labels, JSON properties, optional relationships) to ACCOUNT_ID's memory"
 
@@ -19,9 +21,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Any) -> int:
-    from plughost.plugins.memory.writes.outcome import Call, run_with_outcome
-    from plughost.plugins.memory.writes.tools import writer
-
     params: dict[str, Any] = {
         "labels": [x.strip() for x in args.labels.split(",") if x.strip()],
         "properties": json_arg(args.properties, "--properties"),

@@ -30,7 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost import Embedder, GraphStore, Guards, Node, Principal, UserError, WriteDenied, log
+from plughost import Embedder, GraphStore, Guards, Node, Principal, Tool, UserError, WriteDenied, log
+from plughost.api.credentials import conversation_secret, home_of
 from plughost.api.principals import resolve
 from plughost.api.store import (
     CHANNEL_MESSAGE_LABELS,
@@ -44,13 +45,14 @@ from plughost.api.store import (
     session_conversation_id,
 )
 from plughost.api.util import parse_time
+from plughost.plugins.memory import entities
 from plughost.plugins.memory.embedding.indexed_form import embedding_text as message_embedding_text
 from plughost.plugins.memory.embedding.indexed_form import indexed_message
+from plughost.plugins.memory.settings import SEARCH_RRF_K
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
-RRF_K = 60
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 OVERFETCH = 3  # each path fetches limit × 3 before fusion
@@ -88,8 +90,6 @@ class Conversations:
 
     def conversation_secret(self, account: str) -> bytes:
         """The account's conversation-id key (docs/channels.md#conversation-ids), from the host's home."""
-        from plughost.api.credentials import conversation_secret, home_of
-
         return conversation_secret(self.home if self.home is not None else home_of(self.env), account)
 
     @property
@@ -197,12 +197,13 @@ class Conversations:
             else:
                 lists.append(self.store.vector_search(vector, fetch, guards=guards, labels=[MESSAGE_LABEL],
                                                       **filters))
+        rrf_k = SEARCH_RRF_K.read(self.env)
         scores: dict[str, float] = {}
         nodes: dict[str, Any] = {}
         for hits in lists:
             for rank, hit in enumerate(hits):
                 nodes.setdefault(hit.node.id, hit.node)
-                scores[hit.node.id] = scores.get(hit.node.id, 0.0) + 1.0 / (RRF_K + rank + 1)
+                scores[hit.node.id] = scores.get(hit.node.id, 0.0) + 1.0 / (rrf_k + rank + 1)
         order = sorted(scores, key=lambda nid: (-scores[nid], nid))
         return [(nodes[nid], scores[nid]) for nid in order]
 
@@ -211,13 +212,51 @@ class Conversations:
                channel: str | None = None, sender: str | None = None, timestamp: str | None = None,
                messageId: str | None = None) -> dict[str, Any]:  # noqa: N803
         started = time.perf_counter()
-        guards = self.guards()
-        account = guards.account_id
+        account = self.guards().account_id
         # role's values and content's length are PLUGIN.md's inputSchema, checked before the call
         if not content.strip():
             raise UserError("content: expected a non-empty string")
         if timestamp is not None:
             parse_time(timestamp, "timestamp")
+        session = self.principal.session
+        conversationId, guards = self._append_target(conversationId, channel, sender)
+        existing = self._appendable(conversationId, guards)
+        when = timestamp or _now_iso()
+        scope = existing.properties.get("scope") if session is not None and existing is not None else self._scope()
+        conv_channel = channel or (existing.properties.get("channel") if existing else None)
+        msg_id = messageId or "msg-" + hashlib.sha256(
+            "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]
+        prior = self._prior_message(msg_id, conversationId, guards) if messageId is not None else None
+        labels = [MESSAGE_LABEL] + ([CHANNEL_MESSAGE_LABELS[conv_channel]] if conv_channel in CHANNEL_MESSAGE_LABELS
+                                    else [])
+        props = {"role": role, "text": content, "conversationId": conversationId, "sentAt": when,
+                 "channel": conv_channel, "sender": sender, "scope": scope, "sessionId": session}
+        row: dict[str, Any] = {"id": msg_id, "labels": labels,
+                               "properties": indexed_message(self.store, account, msg_id, props)}
+        embedded = self._embed_message(row, content)
+        conv_props: dict[str, Any] = {"lastMessageAt": when}
+        if existing is None:
+            conv_props.update(startedAt=when, scope=scope, channel=conv_channel, sender=sender,
+                              sessionId=session, title=f"{conv_channel or 'conversation'} {sender or conversationId}")
+        conv_row = {"id": conversationId, "labels": [CONVERSATION_LABEL],
+                    "properties": {k: v for k, v in conv_props.items() if v is not None},
+                    "edges": [{"type": HAS_MESSAGE, "to": msg_id}]}
+        try:
+            guarded_upsert_many(self.store, [row, conv_row], guards=guards)
+        except WriteDenied as exc:
+            raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
+        known = [s for s in (sender, existing.properties.get("sender") if existing else None) if s]
+        self._message_entities(row, prior, guards, known)
+        self._log("append", guards, started, conversationId=conversationId, messageId=msg_id, embedded=int(embedded))
+        return {"messageId": msg_id, "conversationId": conversationId, "created": existing is None,
+                "embedded": embedded, "timestamp": when}
+
+    def _append_target(self, conversationId: str | None, channel: str | None,  # noqa: N803
+                       sender: str | None) -> tuple[str, Guards]:
+        """The conversation a turn goes to, and the guards it is written under: a session's own
+        conversation only (under :meth:`own_guards`), else the given or derived one."""
+        guards = self.guards()
+        account = guards.account_id
         session = self.principal.session
         own = self.session_conversation() if session else None
         if conversationId is None and channel and sender:
@@ -232,51 +271,43 @@ class Conversations:
             guards = self.own_guards()  # its own conversation only, from here on
         if not conversationId:
             raise UserError("conversationId: expected a conversation id, or channel and sender to derive one")
-        # Under the process's guards: a conversation it cannot read looks absent here, and the
-        # store refuses the write (account-isolation); a deleted one is not appended to (nor revived).
+        return conversationId, guards
+
+    def _appendable(self, conversationId: str, guards: Guards) -> Node | None:  # noqa: N803
+        """The Conversation a turn is appended to (None when new). Under the process's guards: a
+        conversation it cannot read looks absent here, and the store refuses the write
+        (account-isolation); a deleted one is not appended to (nor revived)."""
         existing = self.store.get(conversationId, guards=guards, include_deleted=True)
         if existing is not None and CONVERSATION_LABEL not in existing.labels:
             raise UserError(f"conversationId: '{conversationId}' is not a Conversation")
         if existing is not None and existing.deleted:
             raise UserError(f"conversationId: '{conversationId}' was deleted; restore it (memory-restore) first")
-        when = timestamp or _now_iso()
-        scope = existing.properties.get("scope") if session is not None and existing is not None else self._scope()
-        conv_channel = channel or (existing.properties.get("channel") if existing else None)
-        msg_id = messageId or "msg-" + hashlib.sha256(
-            "\x1f".join((account, conversationId, role, when, content)).encode("utf-8")).hexdigest()[:32]
-        prior = None
-        if messageId is not None:
-            prior = self.store.get(msg_id, guards=guards, include_deleted=True)
-            if prior is not None and (MESSAGE_LABEL not in prior.labels
-                                      or prior.properties.get("conversationId") != conversationId):
-                raise UserError(f"messageId: '{msg_id}' already names a node outside this conversation")
-        labels = [MESSAGE_LABEL] + ([CHANNEL_MESSAGE_LABELS[conv_channel]] if conv_channel in CHANNEL_MESSAGE_LABELS
-                                    else [])
-        props = {"role": role, "text": content, "conversationId": conversationId, "sentAt": when,
-                 "channel": conv_channel, "sender": sender, "scope": scope, "sessionId": session}
-        row: dict[str, Any] = {"id": msg_id, "labels": labels,
-                               "properties": indexed_message(self.store, account, msg_id, props)}
-        embedded = False
-        if self.embedder is not None:
-            try:
-                row["embedding"] = self.embedder.embed([message_embedding_text(row["properties"]) or content])[0]
-                embedded = True
-            except Exception as exc:  # noqa: BLE001 — the message is stored; reindex embeds it later
-                log("graph-write", "warn", reason="embed-failed", labels="Message", node=msg_id,
-                    error=type(exc).__name__)
-        conv_props: dict[str, Any] = {"lastMessageAt": when}
-        if existing is None:
-            conv_props.update(startedAt=when, scope=scope, channel=conv_channel, sender=sender,
-                              sessionId=session, title=f"{conv_channel or 'conversation'} {sender or conversationId}")
-        conv_row = {"id": conversationId, "labels": [CONVERSATION_LABEL],
-                    "properties": {k: v for k, v in conv_props.items() if v is not None},
-                    "edges": [{"type": HAS_MESSAGE, "to": msg_id}]}
-        try:
-            guarded_upsert_many(self.store, [row, conv_row], guards=guards)
-        except WriteDenied as exc:
-            raise UserError(f"conversation-append: {exc} ({exc.reason})") from None
-        from plughost.plugins.memory import entities  # the extractor: off the boot path (tool registration)
+        return existing
 
+    def _prior_message(self, msg_id: str, conversationId: str, guards: Guards) -> Node | None:  # noqa: N803
+        """The turn a caller-given ``messageId`` already names (None when new); refused when it
+        names a node outside this conversation."""
+        prior = self.store.get(msg_id, guards=guards, include_deleted=True)
+        if prior is not None and (MESSAGE_LABEL not in prior.labels
+                                  or prior.properties.get("conversationId") != conversationId):
+            raise UserError(f"messageId: '{msg_id}' already names a node outside this conversation")
+        return prior
+
+    def _embed_message(self, row: dict[str, Any], content: str) -> bool:
+        """Set the row's embedding when an embedder answers; whether it did."""
+        if self.embedder is None:
+            return False
+        try:
+            row["embedding"] = self.embedder.embed([message_embedding_text(row["properties"]) or content])[0]
+        except Exception as exc:  # noqa: BLE001 — the message is stored; reindex embeds it later
+            log("graph-write", "warn", reason="embed-failed", labels="Message", node=row["id"],
+                error=type(exc).__name__)
+            return False
+        return True
+
+    def _message_entities(self, row: dict[str, Any], prior: Node | None, guards: Guards, known: list[str]) -> None:
+        """Withdraw what a changed turn said before, and extract what it says now (both best effort)."""
+        account, msg_id = guards.account_id, row["id"]
         if prior is not None and entities.derivation(prior.properties) != entities.derivation(row["properties"]):
             try:  # a turn appended again, changed: what it said before goes (docs/graph.md#entities)
                 entities.withdraw(self.store, account, [msg_id], guards=guards, before={msg_id: prior.properties})
@@ -284,13 +315,9 @@ class Conversations:
                 log("memory-entities", "warn", reason="withdraw-failed", node=msg_id, error=type(exc).__name__)
         if entities.enabled(self.env):
             try:
-                entities.write(self.store, account, [(msg_id, row["properties"])], guards=guards,
-                               known=[s for s in (sender, existing.properties.get("sender") if existing else None) if s])
+                entities.write(self.store, account, [(msg_id, row["properties"])], guards=guards, known=known)
             except Exception as exc:  # noqa: BLE001 — the turn is stored; a reindex --entities extracts it later
                 log("memory-entities", "warn", reason="extract-failed", node=msg_id, error=type(exc).__name__)
-        self._log("append", guards, started, conversationId=conversationId, messageId=msg_id, embedded=int(embedded))
-        return {"messageId": msg_id, "conversationId": conversationId, "created": existing is None,
-                "embedded": embedded, "timestamp": when}
 
     def _scope(self) -> str | None:
         """Admin processes write admin-scoped messages; a scoped process writes into its first scope."""
@@ -309,8 +336,6 @@ def service(host: Host) -> Conversations:
 
 
 def conversation_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def conversation_search(**args: Any) -> Any:
         return service(host).search(**args)
 

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from plughost import GraphStore, Node, Principal, log
 from plughost.api.store import MESSAGE_LABEL, USER_SCOPE, VISITOR_SLICE_LABEL
+from plughost.plugins.memory.entities.extract import extract
+from plughost.plugins.memory.settings import VISITOR_IDLE_S
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
@@ -49,8 +51,6 @@ def _ns(node: Node) -> int:
 
 def summarise(texts: list[str]) -> list[str]:
     """The extractive slice of what a visitor wrote: facts, mentions, then their telling sentences."""
-    from plughost.plugins.memory.entities.extract import extract
-
     found = extract("\n".join(texts), speaker="visitor")
     lines: list[str] = []
     for fact in found.facts:
@@ -154,8 +154,6 @@ def memory_lines(store: GraphStore, account_id: str, key: str) -> tuple[list[str
 
 def recall(host: Host, account_id: str, key: str, conversation_id: str) -> list[str]:
     """The ``plughost_visitor_memory`` hook: end the visitor's ended conversations, then read their slices."""
-    from plughost.plugins.memory.settings import VISITOR_IDLE_S
-
     store = host.store()
     end_conversations(store, account_id, idle_s=VISITOR_IDLE_S.read(host.env), key=key, current=conversation_id)
     lines, slices = memory_lines(store, account_id, key)
@@ -166,8 +164,6 @@ def recall(host: Host, account_id: str, key: str, conversation_id: str) -> list[
 
 def sweep(host: Host, account_id: str) -> int:
     """The standing audits' idle sweep: every visitor's conversations idle past the timeout end now."""
-    from plughost.plugins.memory.settings import VISITOR_IDLE_S
-
     written = end_conversations(host.store(), account_id, idle_s=VISITOR_IDLE_S.read(host.env))
     log("visitor-memory", "op=sweep", slices=written)
     return written

@@ -8,6 +8,7 @@ are imported here only, and this module is imported only when the local provider
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections import OrderedDict
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from plughost.plugins.memory.embedding.settings import cap
+from plughost.plugins.memory.settings import EMBED_THREADS
 
 DIMENSIONS = 384
 MAX_TOKENS = 256
@@ -30,8 +32,6 @@ batches are not kept."""
 def default_threads() -> int:
     """onnxruntime's intra-op threads: ``PLUGHOST_EMBED_THREADS``, else the cores, at most 2 (a
     MiniLM query is a few ms; more threads only contend with BLAS, SQLite and the event loop)."""
-    from plughost.plugins.memory.settings import EMBED_THREADS
-
     return EMBED_THREADS.read(os.environ) or max(1, min(2, os.cpu_count() or 1))
 
 
@@ -68,8 +68,6 @@ def model_path() -> Path:
 
 def check_available() -> None:
     """Raise LocalModelMissing naming what is missing, without loading the model."""
-    import importlib.util
-
     for module, package in (("onnxruntime", "onnxruntime"), ("tokenizers", "tokenizers")):
         if importlib.util.find_spec(module) is None:
             raise LocalModelMissing(f"package '{package}' is not installed (pip install 'plughost[embed]')")

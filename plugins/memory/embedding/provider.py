@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from plughost import Embedder, FatalError, GraphStore, log
+from plughost.plugins.memory.embedding.local import LocalEmbedder, LocalModelMissing, check_available
 from plughost.plugins.memory.embedding.settings import EmbedSettings
 
 _warned: set[str] = set()
@@ -33,8 +34,6 @@ def select_embedder(env: Mapping[str, str]) -> Embedder | None:
         from plughost.plugins.memory.embedding.ollama import OllamaEmbedder
 
         return OllamaEmbedder(settings)
-    from plughost.plugins.memory.embedding.local import LocalEmbedder, LocalModelMissing, check_available
-
     try:
         check_available()
     except LocalModelMissing as exc:

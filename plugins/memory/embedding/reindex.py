@@ -19,6 +19,7 @@ from plughost.api.store import MESSAGE_LABEL
 from plughost.api.util import Progress
 from plughost.plugins.memory.embedding import indexed_form
 from plughost.plugins.memory.embedding.text import embedding_text
+from plughost.plugins.memory.sectioniser import chunk_summary
 
 DEFAULT_BATCH = 32
 
@@ -100,8 +101,6 @@ def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> i
     """Give every live Chunk of the account without a ``summary`` its extractive one (the
     sectioniser's, from its ``content``); the embedding is left as it is (a Chunk embeds its
     content). Logs ``[reindex] op=chunk-summaries backfilled=N``; returns N."""
-    from plughost.plugins.memory.sectioniser import chunk_summary
-
     guards = Principal.owner(account_id).guards
     rows: list[dict[str, Any]] = []
     offset = 0

@@ -11,7 +11,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from plughost.api import settings
+from plughost.plugins.memory.retrieval.pipeline import SearchRequest
 from plughost.plugins.memory.retrieval.route import RETRIEVAL_CLASSES
+from plughost.plugins.memory.retrieval.service import run_search
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
@@ -33,9 +35,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, host: Host) -> int:
-    from plughost.plugins.memory.retrieval.pipeline import SearchRequest
-    from plughost.plugins.memory.retrieval.service import run_search
-
     principal = host.principal.for_account(args.account) if args.account else host.principal
     request = SearchRequest(args.query, args.limit, settings.csv_list(args.labels), settings.csv_list(args.fields),
                             args.expand_hops, args.retrieval_class)

@@ -17,8 +17,7 @@ from typing import Any
 
 from plughost import Setting
 from plughost.plugins.memory import settings as s
-from plughost.plugins.memory.retrieval.fuse import RRF_K, VECTOR_WEIGHT
-from plughost.plugins.memory.retrieval.rank import RERANK_DEPTH
+from plughost.plugins.memory.retrieval.fuse import VECTOR_WEIGHT
 
 DEFAULT_CANDIDATES = 50
 """Hits fetched per path and per query before fusion in the baseline (docs/retrieval.md#baseline) (never fewer than the requested limit)."""
@@ -41,7 +40,8 @@ SETTINGS: dict[str, Setting[Any]] = {
 BASELINE: dict[str, Any] = {
     "expansion": False, "route": False, "rrf": False, "boosts": False, "dedup": False, "normalize": False,
     "candidates": DEFAULT_CANDIDATES, "min_score": 0.0, "paths": "hybrid", "stem": False, "stopwords": False,
-    "vector_weight": VECTOR_WEIGHT, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH, "neighbours": 0.0,
+    "vector_weight": VECTOR_WEIGHT, "rrf_k": s.SEARCH_RRF_K.default,
+    "rerank_depth": s.SEARCH_RERANK_DEPTH.default, "neighbours": 0.0,
     "neighbours_back": 0.0, "entities": False, "entity_weight": s.SEARCH_ENTITY_WEIGHT.default, "facts": 0.0,
     "mmr": 1.0, "mmr_session": 0.0, "compound": False, "classify": False, "dated": 0.0,
     "recency": 0.0, "recency_half_life": 90.0, "confidence": 0.0,

@@ -18,10 +18,10 @@ from typing import Literal
 from plughost import Hit
 from plughost.plugins.memory.retrieval.rows import Row
 from plughost.plugins.memory.retrieval.scores import min_max
+from plughost.plugins.memory.settings import SEARCH_RRF_K
 
 VECTOR_WEIGHT = 0.7
 BM25_WEIGHT = 0.3
-RRF_K = 60
 
 Channel = Literal["vector", "bm25", "entity"]
 
@@ -64,7 +64,7 @@ def weighted(rows: Mapping[str, Row], vector_weight: float = VECTOR_WEIGHT,
             row.score += entity_weight * row.entity
 
 
-def rrf(rows: Mapping[str, Row], lists: Iterable[RankedList], *, k: int = RRF_K,
+def rrf(rows: Mapping[str, Row], lists: Iterable[RankedList], *, k: int = SEARCH_RRF_K.default,
         weights: Mapping[str, float] | None = None) -> None:
     """``score = Σ weight(channel) / (k + rank)`` over every list holding the row; rank starts at 1."""
     weights = weights or {"vector": 1.0, "bm25": 1.0}

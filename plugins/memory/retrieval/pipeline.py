@@ -226,89 +226,127 @@ class _Stage:
         self.stats[key] += value
 
     def ranked(self, request: SearchRequest, query: str, klass: str | None, seen: list[str]) -> list[Row]:
-        """EXPAND → ROUTE → paths → FUSE → NEIGHBOURS → BOOST → COMPOSITE → DEDUP → THRESHOLD →
+        """EXPAND → ROUTE → paths → FUSE → NEIGHBOURS → BOOST → COMPOSITE → CURRENT FACTS → DEDUP → THRESHOLD →
         RERANK → SORT (or MMR) → SLICE for one query; ``seen`` collects the queries searched."""
-        flags, store, guards = self.flags, self.store, self.guards
-
-        # EXPAND
-        queries = [query]
-        if flags.expansion and klass != "none":
-            t = time.perf_counter()
-            queries += expand_stage.expansions(query, request.retrieval_class, guards.account_id,
-                                               self.expander, self.cache)
-            self._add("expand_ms", (time.perf_counter() - t) * 1000)
-        self._add("expansions", len(queries) - 1)
+        queries = self._expanded(request, query, klass)
         seen.extend(queries)
 
         # ROUTE (the caller's class only: a classified class never sets a label filter)
-        plan = route.plan(request.retrieval_class, enabled=flags.route, labels=request.labels)
+        plan = route.plan(request.retrieval_class, enabled=self.flags.route, labels=request.labels)
         if klass == "none":
             plan = route.RoutePlan(plan.labels, plan.vector_weight, plan.bm25_weight, skip=True)
-        k = max(flags.candidates, request.limit)
-        lists: list[fuse.RankedList] = []
+        k = max(self.flags.candidates, request.limit)
+        lists = [] if plan.skip else self._paths(queries, query, plan, k)
+        lists = self._results_only(lists, request.labels)
 
-        if not plan.skip:
-            # EMBED → VECTOR
-            if plan.use_vector and self.embedder is not None and flags.paths != "bm25":
-                t = time.perf_counter()
-                try:
-                    vectors = self.embedder.embed(queries)
-                except Exception as exc:
-                    vectors = []
-                    log("graph-search:hybrid", "warn", reason="embed-failed",
-                        detail=f"{type(exc).__name__}: {exc}"[:120])
-                self._add("embed_ms", (time.perf_counter() - t) * 1000)
-                t = time.perf_counter()
-                many = getattr(store, "vector_search_many", None)  # paraphrases: one pass over the vectors
-                if many is not None and len(vectors) > 1:
-                    found = many(vectors, k, guards=guards, labels=plan.labels)
-                else:
-                    found = [store.vector_search(vec, k, guards=guards, labels=plan.labels) for vec in vectors]
-                for q, hits in zip(queries, found, strict=False):
-                    self._add("vector", len(hits))
-                    lists.append(fuse.RankedList("vector", hits, q))
-                self._add("vector_ms", (time.perf_counter() - t) * 1000)
-            # BM25
+        t_fuse = time.perf_counter()
+        pool = self._fused(lists, plan, query, klass)
+        if self.flags.facts > 0 and not plan.skip:
+            self._current_facts(pool, query, request)
+        rows, rerank_ms = self._cut(pool, request.limit)
+        self._add("fuse_ms", (time.perf_counter() - t_fuse) * 1000 - rerank_ms)
+        return rows
+
+    def _expanded(self, request: SearchRequest, query: str, klass: str | None) -> list[str]:
+        """EXPAND: the query and its paraphrases (none for the ``none`` class)."""
+        queries = [query]
+        if self.flags.expansion and klass != "none":
             t = time.perf_counter()
-            if plan.use_bm25 and flags.paths != "vector":
-                searched: dict[Any, list[Hit]] = {}  # paraphrases with one BM25 query: one store call
-                for q in queries:
-                    text = strip_stop_words(q) if flags.stopwords else q
-                    key = bm25_key(text)
-                    if key not in searched:
-                        searched[key] = store.fulltext_search(text, k, guards=guards, labels=plan.labels,
-                                                              stemmed=flags.stem)
-                    hits = searched[key]
-                    self._add("bm25", len(hits))
-                    lists.append(fuse.RankedList("bm25", hits, q))
-            # keyword subscriptions (merged into the BM25 channel)
-            if self.keywords and flags.paths != "vector":
-                extra = keyword_lists(store, self.keywords, guards, k, plan.labels)
-                self._add("bm25", sum(len(x.hits) for x in extra))
-                lists.extend(extra)
-            self._add("bm25_ms", (time.perf_counter() - t) * 1000)
-            # ENTITIES (the question's entities -> the nodes that mention them, one hop)
-            if flags.entities and flags.paths == "hybrid":
-                t = time.perf_counter()
-                ranked, entity_stats = entity_stage.entity_list(store, query, guards, k, plan.labels)
-                for key, value in entity_stats.items():
-                    self.stats[key] = self.stats.get(key, 0) + value
-                if ranked is not None:
-                    self._add("entity", len(ranked.hits))
-                    lists.append(ranked)
-                self._add("entity_ms", (time.perf_counter() - t) * 1000)
+            queries += expand_stage.expansions(query, request.retrieval_class, self.guards.account_id,
+                                               self.expander, self.cache)
+            self._add("expand_ms", (time.perf_counter() - t) * 1000)
+        self._add("expansions", len(queries) - 1)
+        return queries
 
-        # Entity and Fact nodes index the nodes that mention them; they are no results of their own
-        if not DERIVED_LABELS.intersection(request.labels or ()):
+    def _paths(self, queries: list[str], query: str, plan: route.RoutePlan, k: int) -> list[fuse.RankedList]:
+        """The ranked lists of every path the plan and the flags turn on: vector, BM25 (with the
+        keyword subscriptions), entities."""
+        flags = self.flags
+        lists: list[fuse.RankedList] = []
+        if plan.use_vector and self.embedder is not None and flags.paths != "bm25":
+            lists += self._vector_lists(self.embedder, queries, plan, k)
+        t = time.perf_counter()
+        if plan.use_bm25 and flags.paths != "vector":
+            lists += self._bm25_lists(queries, plan, k)
+        # keyword subscriptions (merged into the BM25 channel)
+        if self.keywords and flags.paths != "vector":
+            extra = keyword_lists(self.store, self.keywords, self.guards, k, plan.labels)
+            self._add("bm25", sum(len(x.hits) for x in extra))
+            lists.extend(extra)
+        self._add("bm25_ms", (time.perf_counter() - t) * 1000)
+        if flags.entities and flags.paths == "hybrid":
+            lists += self._entity_lists(query, plan, k)
+        return lists
+
+    def _vector_lists(self, embedder: Embedder, queries: list[str], plan: route.RoutePlan,
+                      k: int) -> list[fuse.RankedList]:
+        """EMBED → VECTOR: one list per query embedded (none when the embedder fails)."""
+        t = time.perf_counter()
+        try:
+            vectors = embedder.embed(queries)
+        except Exception as exc:
+            vectors = []
+            log("graph-search:hybrid", "warn", reason="embed-failed",
+                detail=f"{type(exc).__name__}: {exc}"[:120])
+        self._add("embed_ms", (time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        store, guards = self.store, self.guards
+        many = getattr(store, "vector_search_many", None)  # paraphrases: one pass over the vectors
+        if many is not None and len(vectors) > 1:
+            found = many(vectors, k, guards=guards, labels=plan.labels)
+        else:
+            found = [store.vector_search(vec, k, guards=guards, labels=plan.labels) for vec in vectors]
+        lists = []
+        for q, hits in zip(queries, found, strict=False):
+            self._add("vector", len(hits))
+            lists.append(fuse.RankedList("vector", hits, q))
+        self._add("vector_ms", (time.perf_counter() - t) * 1000)
+        return lists
+
+    def _bm25_lists(self, queries: list[str], plan: route.RoutePlan, k: int) -> list[fuse.RankedList]:
+        """BM25: one list per query (paraphrases with one BM25 query share one store call)."""
+        searched: dict[Any, list[Hit]] = {}
+        lists = []
+        for q in queries:
+            text = strip_stop_words(q) if self.flags.stopwords else q
+            key = bm25_key(text)
+            if key not in searched:
+                searched[key] = self.store.fulltext_search(text, k, guards=self.guards, labels=plan.labels,
+                                                           stemmed=self.flags.stem)
+            hits = searched[key]
+            self._add("bm25", len(hits))
+            lists.append(fuse.RankedList("bm25", hits, q))
+        return lists
+
+    def _entity_lists(self, query: str, plan: route.RoutePlan, k: int) -> list[fuse.RankedList]:
+        """ENTITIES: the question's entities -> the nodes that mention them, one hop."""
+        t = time.perf_counter()
+        ranked, entity_stats = entity_stage.entity_list(self.store, query, self.guards, k, plan.labels)
+        for key, value in entity_stats.items():
+            self.stats[key] = self.stats.get(key, 0) + value
+        lists = []
+        if ranked is not None:
+            self._add("entity", len(ranked.hits))
+            lists.append(ranked)
+        self._add("entity_ms", (time.perf_counter() - t) * 1000)
+        return lists
+
+    def _results_only(self, lists: list[fuse.RankedList], labels: list[str] | None) -> list[fuse.RankedList]:
+        """Drop the hits that are no results: Entity and Fact nodes (they index the nodes that
+        mention them) unless asked for by label, and what ``visible`` hides."""
+        if not DERIVED_LABELS.intersection(labels or ()):
             lists = [x if not any(DERIVED_LABELS.intersection(h.node.labels) for h in x.hits) else
                      fuse.RankedList(x.channel, [h for h in x.hits if not DERIVED_LABELS.intersection(h.node.labels)],
                                      x.source) for x in lists]
         visible = self.visible
         if visible is not None:
             lists = [fuse.RankedList(x.channel, [h for h in x.hits if visible(h.node)], x.source) for x in lists]
+        return lists
 
-        # FUSE
-        t_fuse = time.perf_counter()
+    def _fused(self, lists: list[fuse.RankedList], plan: route.RoutePlan, query: str,
+               klass: str | None) -> list[Row]:
+        """FUSE → NEIGHBOURS → SESSION → BOOST → COMPOSITE: the scored pool."""
+        flags = self.flags
         merged = fuse.merge(lists, normalise_vector=flags.normalize)
         if flags.rrf:
             fuse.rrf(merged, lists, k=flags.rrf_k, weights=plan.rrf_weights())
@@ -337,27 +375,27 @@ class _Stage:
         moved += dates.bump(pool, query, flags.dates)
         moved += composite.message_weight(pool, flags.message_weight)
         self._add("composite", moved)
+        return pool
 
-        # CURRENT FACTS (a state question: the turn stating the current or as-of value first)
-        if flags.facts > 0 and not plan.skip:
-            t = time.perf_counter()
-            self._add("facts", current.apply(pool, store, query, guards, flags.facts, visible=self.visible,
-                                             labels=request.labels))
-            self._add("facts_ms", (time.perf_counter() - t) * 1000)
+    def _current_facts(self, pool: list[Row], query: str, request: SearchRequest) -> None:
+        """CURRENT FACTS (a state question: the turn stating the current or as-of value first)."""
+        t = time.perf_counter()
+        self._add("facts", current.apply(pool, self.store, query, self.guards, self.flags.facts,
+                                         visible=self.visible, labels=request.labels))
+        self._add("facts_ms", (time.perf_counter() - t) * 1000)
 
-        # DEDUP
+    def _cut(self, pool: list[Row], limit: int) -> tuple[list[Row], float]:
+        """DEDUP → THRESHOLD → (rerank) → SORT (or MMR) → SLICE; the rows and the rerank time."""
+        flags = self.flags
         rows = dedup(pool, layered=flags.dedup)
         self._add("deduped", len(rows))
-
-        # THRESHOLD + (rerank) + SORT (or MMR) + SLICE
         rows = rank.threshold(rows, flags.min_score)
         t = time.perf_counter()
         reranked = rank.rerank(rows, self.reranker, flags.rerank_depth)
         rerank_ms = (time.perf_counter() - t) * 1000 if self.reranker is not None else 0.0
         self._add("rerank_ms", rerank_ms)
         if reranked is rows and flags.mmr < 1:
-            rows = diversity.mmr(rows, flags.mmr, session=flags.mmr_session)[:request.limit]
+            rows = diversity.mmr(rows, flags.mmr, session=flags.mmr_session)[:limit]
         else:
-            rows = rank.sort_and_slice(reranked, request.limit, keep_order=reranked is not rows)
-        self._add("fuse_ms", (time.perf_counter() - t_fuse) * 1000 - rerank_ms)
-        return rows
+            rows = rank.sort_and_slice(reranked, limit, keep_order=reranked is not rows)
+        return rows, rerank_ms

@@ -17,11 +17,6 @@ def threshold(rows: Sequence[Row], min_score: float) -> list[Row]:
     return [r for r in rows if r.score >= min_score]
 
 
-RERANK_DEPTH = 30
-"""``PLUGHOST_GS_RERANK_DEPTH``: the best fused rows a reranker sees (a cross-encoder's cost grows
-with every candidate; 30 is the budget of the latency target, p50 < 100 ms)."""
-
-
 def rerank(rows: list[Row], reranker: Reranker | None, depth: int | None = None) -> list[Row]:
     """Let a ``plughost_rerank`` provider reorder (or shorten) the rows; None or a failure keeps them.
 

@@ -19,14 +19,14 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, Principal, UserError, WriteDenied, log
+from plughost import Guards, Principal, Tool, UserError, WriteDenied, log
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, session_conversation
 from plughost.api.util import read_time, redact_text
 from plughost.plugins.memory.toolcalls.trail import TOOL_CALL_LABEL
 from plughost.plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
 BRIEFING_LABEL = "Briefing"
 HAS_BRIEFING = "HAS_BRIEFING"
@@ -197,8 +197,6 @@ def session_compact(host: Host, *, conversationId: str | None = None, **briefing
 
 
 def compaction_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def compact(**args: Any) -> Any:
         return session_compact(host, **args)
 

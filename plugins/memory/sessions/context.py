@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from plughost import Guards, Principal, UserError, log
+from plughost.plugins.memory.settings import AUDIT_PERIOD, SESSION_CONTEXT, SESSION_CONTEXT_CHARS
 from plughost.plugins.memory.upkeep.record import last_run, parse
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,8 +84,6 @@ def _open_tasks(host: Host, guards: Guards) -> tuple[list[str], list[str]]:
 
 def _audit(host: Host, account: str, now: float) -> tuple[list[str], list[str], str | None]:
     """The last standing run's findings and alerts, and when it ran."""
-    from plughost.plugins.memory.settings import AUDIT_PERIOD
-
     record = last_run(host.home, account)
     if record is None:
         return [], [], None
@@ -132,8 +131,6 @@ def _fit(parts: list[tuple[str, list[str]]], budget: int) -> tuple[str, dict[str
 def session_context(host: Host, account: str, session_id: str, source: str, request: dict[str, Any],
                     now: float | None = None) -> str | None:
     """The owner's session context (None: nothing to inject, or not an owner's session)."""
-    from plughost.plugins.memory.settings import SESSION_CONTEXT, SESSION_CONTEXT_CHARS
-
     sid = session_id[:8]
     if source not in SOURCES:
         log("session-context", "op=skip", session=sid, source=source, reason="source")

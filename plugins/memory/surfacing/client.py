@@ -25,14 +25,17 @@ from typing import Any
 if __package__:
     from plughost.plugins.memory.surfacing import context
     from plughost.plugins.memory.surfacing.decide import MAX_STDIN, fields_text, outcome, plan
+    from plughost.plugins.memory.surfacing.hook import WARM_TIMEOUT_MS
     from plughost.plugins.memory.surfacing.hook import alive as pid_alive
 else:  # run as a script: the sibling stdlib-only modules, without the host on sys.path
     import context  # type: ignore[no-redef,import-not-found]
     from decide import MAX_STDIN, fields_text, outcome, plan  # type: ignore[no-redef,import-not-found]
-    from hook import alive as pid_alive  # type: ignore[no-redef,import-not-found]
+    from hook import WARM_TIMEOUT_MS  # type: ignore[no-redef,import-not-found]
+    from hook import alive as pid_alive  # type: ignore[no-redef,import-not-found,unused-ignore]
 
-WARM_TIMEOUT_MS = 3000
 COLD_TIMEOUT_MS = 8000
+"""``PLUGHOST_SURFACE_COLD_TIMEOUT_MS``' default, a copy: this stage reads it before the host (and its
+settings) is loaded; tests/host/test_settings.py pins the two equal."""
 def log_line(home: str | None, env: Mapping[str, str], **fields: Any) -> str:
     line = "[surface] op=hook " + fields_text(fields)
     try:

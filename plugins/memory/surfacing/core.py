@@ -23,10 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
 
 EVENT = "UserPromptSubmit"
-DEFAULT_BUDGET = SURFACE_BUDGET.default
-"""``PLUGHOST_SURFACE_BUDGET``: characters of ``additionalContext`` at most."""
-DEFAULT_LIMIT = SURFACE_LIMIT.default
-"""``PLUGHOST_SURFACE_LIMIT``: items at most per prompt."""
 SETTINGS = (SURFACE_BUDGET, SURFACE_LIMIT)
 """The hook sends its own values with each request (``budget``, ``limit``), so ``serve`` answers
 with the hook's settings, as the cold path does."""
@@ -170,47 +166,37 @@ def settings(env: Mapping[str, str], request: SurfaceRequest | None = None) -> t
     return values[0], values[1]
 
 
-def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
-    """The whole call. Raises nothing the hook would have to handle except a host that cannot load."""
-    started = time.perf_counter()
-    budget, limit = settings(host.env, request)
-    home = Path(host.home)
-    path = sessions.session_path(home, request.account_id, request.session_id) if request.session_id else None
-    state = sessions.load(path) if path else sessions.SessionState()
-    decision = rules.decide(request.prompt, state.previous)
-    fields = {"session": request.session_id[:12] or None, "account": request.account_id[:8],
-              "scopes": ",".join(request.guards().allowed_scopes or ()) or ("admin" if request.guards().allowed_scopes
-                                                                            is None else "none")}
-    if decision.query is None:
-        result = SurfaceResult(None, decision.reason, stats={"ms": (time.perf_counter() - started) * 1000})
-        log("surface", "op=skip", reason=decision.reason, **fields, ms=f"{result.stats['ms']:.1f}")
-        return result
-    exclude = sorted(state.surfaced_set)
-    t = time.perf_counter()
-    base = decision.base
+def _log_fields(request: SurfaceRequest) -> dict[str, Any]:
+    scopes = request.guards().allowed_scopes
+    return {"session": request.session_id[:12] or None, "account": request.account_id[:8],
+            "scopes": ",".join(scopes or ()) or ("admin" if scopes is None else "none")}
 
+
+def _search(host: Host, request: SurfaceRequest, query: str, decision: rules.Decision, limit: int,
+            exclude: list[str]) -> tuple[list[Any], str]:
+    """What the search finds for the decision, and the base the session remembers: a follow-up's
+    own topic first (found by both, then by it alone, then the fold's)."""
     def search(query: str) -> list[Any]:
         items = host.first(hooks.SURFACE_CONTEXT, query=query, guards=request.guards(), limit=limit,
                            exclude=exclude)
         return list(items or [])
 
-    try:
-        found = search(decision.query)
-        if decision.alone:  # the follow-up's own topic first: found by both, then by it alone, then the fold's
-            own = search(decision.alone)
-            if own:
-                base = decision.alone
-                found = rank_follow_up(own, found)
-    except Exception as exc:
-        ms = (time.perf_counter() - started) * 1000
-        log("surface", "op=error", reason="search-failed", **fields,
-            detail=f"{type(exc).__name__}: {exc}"[:120], ms=f"{ms:.1f}")
-        return SurfaceResult(None, "search-failed", stats={"ms": ms})
-    search_ms = (time.perf_counter() - t) * 1000
+    base = decision.base
+    found = search(query)
+    if decision.alone:
+        own = search(decision.alone)
+        if own:
+            base = decision.alone
+            found = rank_follow_up(own, found)
+    return found, base
+
+
+def _fresh(found: list[Any], state: sessions.SessionState) -> list[dict[str, Any]]:
+    """The items not shown in this session yet, by id or by the same words under another id."""
     seen = state.surfaced_set
     texts = [t for t in (content_key(v.get("text", "")) for v in state.shown.values()) if t]
     fresh = []
-    for item in found or []:
+    for item in found:
         if not (isinstance(item, Mapping) and isinstance(item.get("id"), str)) or item["id"] in seen:
             continue
         key = content_key(str(item.get("text") or ""))
@@ -220,7 +206,33 @@ def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
         if key:
             texts.append(key)
         fresh.append(dict(item))
-    repeats = len(found or []) - len(fresh)
+    return fresh
+
+
+def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
+    """The whole call. Raises nothing the hook would have to handle except a host that cannot load."""
+    started = time.perf_counter()
+    budget, limit = settings(host.env, request)
+    home = Path(host.home)
+    path = sessions.session_path(home, request.account_id, request.session_id) if request.session_id else None
+    state = sessions.load(path) if path else sessions.SessionState()
+    decision = rules.decide(request.prompt, state.previous)
+    fields = _log_fields(request)
+    if decision.query is None:
+        result = SurfaceResult(None, decision.reason, stats={"ms": (time.perf_counter() - started) * 1000})
+        log("surface", "op=skip", reason=decision.reason, **fields, ms=f"{result.stats['ms']:.1f}")
+        return result
+    t = time.perf_counter()
+    try:
+        found, base = _search(host, request, decision.query, decision, limit, sorted(state.surfaced_set))
+    except Exception as exc:
+        ms = (time.perf_counter() - started) * 1000
+        log("surface", "op=error", reason="search-failed", **fields,
+            detail=f"{type(exc).__name__}: {exc}"[:120], ms=f"{ms:.1f}")
+        return SurfaceResult(None, "search-failed", stats={"ms": ms})
+    search_ms = (time.perf_counter() - t) * 1000
+    fresh = _fresh(found, state)
+    repeats = len(found) - len(fresh)
     text, kept = render(fresh[:limit], budget)
     if path is not None and (kept or base):
         sessions.append(path, {"query": decision.query, "base": base, "folded": decision.folded,
@@ -229,7 +241,7 @@ def surface(host: Host, request: SurfaceRequest) -> SurfaceResult:
                                                    "text": str(i.get("text") or "")[:400]} for i in kept}})
     ms = (time.perf_counter() - started) * 1000
     log("surface", "op=surfaced" if kept else "op=empty", reason=decision.reason, **fields,
-        found=len(found or []), repeats=repeats, items=len(kept), chars=len(text), budget=budget,
+        found=len(found), repeats=repeats, items=len(kept), chars=len(text), budget=budget,
         folded=decision.folded, searchMs=f"{search_ms:.1f}", ms=f"{ms:.1f}")
     output = {"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": text}} if kept else None
     return SurfaceResult(output, decision.reason, kept, {"ms": ms, "searchMs": search_ms, "repeats": repeats})

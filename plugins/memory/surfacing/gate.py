@@ -35,7 +35,8 @@ else:  # the hook process: the sibling builtins-only stage on sys.path
 
 DEFAULT_TOOLS = ("Write,Edit,MultiEdit,SendUserFile,mcp__*__*pdf-save*,mcp__*__*send*,mcp__*__*email*,"
                  "mcp__*__*mail*")
-"""``PLUGHOST_CONSULT_GATE_TOOLS``' default (``plughost.plugins.memory.settings``; a test pins the two equal)."""
+"""``PLUGHOST_CONSULT_GATE_TOOLS``' default, a copy: the gate imports builtins only, so it cannot read
+``plughost.plugins.memory.settings``; tests/host/test_settings.py pins the two equal."""
 DOCUMENT_FOLDER = "documents"
 """A file delivered into a folder of this name (``.../users/<id>/documents/quote.pdf``) is a document."""
 PATH_KEYS = ("file_path", "filePath", "path", "filename", "destination", "outputPath", "output_path")

@@ -25,6 +25,8 @@ import posix  # noqa: E402
 
 MAX_STDIN = 1 << 20
 WARM_TIMEOUT_MS = 3000
+"""``PLUGHOST_SURFACE_TIMEOUT_MS``' default, a copy: this stage imports builtins only (client.py takes
+it from here); tests/host/test_settings.py pins it to the setting."""
 SENT_KEYS = ("ACCOUNT_ID", "ALLOWED_SCOPES", "AGENT_SLUG", "PLUGHOST_SESSION_ROLE", "PLUGHOST_SESSION_ID",
              "SESSION_ID", "SESSION_NODE_ID", "PLUGHOST_HOME", "PLUGHOST_SURFACE_BUDGET", "PLUGHOST_SURFACE_LIMIT")
 """What ``context.from_merged`` reads: the server resolves the call's guards (and the hook's budget
@@ -224,6 +226,40 @@ def proven(line: bytes, token: str, challenge: str) -> bool:
     return isinstance(got, dict) and got.get("proof") == want
 
 
+def _discover(merged: dict[str, str], env: dict[str, str]) -> tuple[str, dict[str, object], str]:
+    """The home, the serve's ``surface.json`` and the surface token; :class:`Slow` when no live serve."""
+    home = merged.get("PLUGHOST_HOME", "").strip()
+    home = expand(home, env) if home else expand("~/.plughost", env)
+    where = loads(read(home + "/run/surface.json"))
+    token = read(home + "/credentials/surface-token").strip()
+    if not isinstance(where, dict) or not isinstance(where.get("host"), str) or not isinstance(where.get("port"), int) \
+            or not isinstance(where.get("pid"), int):
+        raise Slow("discovery")
+    if not alive(where["pid"]):
+        raise Slow("stale")  # serve died without removing surface.json: its port may be anyone's now
+    return home, where, token
+
+
+def _exchange(sock: _socket.socket, token: str, line: bytes) -> bytes:
+    """Prove the serve, send the request line, read the reply (the fields line and the output)."""
+    sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+    challenge = posix.urandom(16).hex()
+    sock.sendall(b'{"challenge":"' + challenge.encode() + b'"}\n')
+    if not proven(read_line(sock), token, challenge):
+        raise Slow("unverified")  # not the serve that wrote surface.json: it learns nothing
+    sock.sendall(line)
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+        if chunk.endswith(b"\n") and b"".join(chunks).count(b"\n") >= 2:
+            break
+    return b"".join(chunks)
+
+
+def _socket_error(exc: OSError) -> str:
+    return "path=warm result=error reason=" + ("timeout" if isinstance(exc, TimeoutError) else type(exc).__name__)
+
+
 def warm(raw: bytes) -> None:
     """One round trip, or :class:`Slow` before anything was sent."""
     env = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
@@ -235,15 +271,7 @@ def warm(raw: bytes) -> None:
     merged = merged_env(env)
     if not valid_account(merged.get("ACCOUNT_ID", "").strip()):
         raise Slow("account")
-    home = merged.get("PLUGHOST_HOME", "").strip()
-    home = expand(home, env) if home else expand("~/.plughost", env)
-    where = loads(read(home + "/run/surface.json"))
-    token = read(home + "/credentials/surface-token").strip()
-    if not isinstance(where, dict) or not isinstance(where.get("host"), str) or not isinstance(where.get("port"), int) \
-            or not isinstance(where.get("pid"), int):
-        raise Slow("discovery")
-    if not alive(where["pid"]):
-        raise Slow("stale")  # serve died without removing surface.json: its port may be anyone's now
+    home, where, token = _discover(merged, env)
     enc = _json.encode_basestring_ascii
     sent = ",".join(f"{enc(k)}:{enc(merged[k])}" for k in SENT_KEYS if k in merged)
     hook = raw.decode("utf-8", "replace").replace("\r", " ").replace("\n", " ")  # whitespace outside strings
@@ -257,28 +285,16 @@ def warm(raw: bytes) -> None:
         except ConnectionRefusedError:
             raise Slow("refused") from None
         except OSError as exc:
-            log(home, merged, "path=warm result=error reason=" + ("timeout" if isinstance(exc, TimeoutError)
-                                                                  else type(exc).__name__))
+            log(home, merged, _socket_error(exc))
             return
         try:
-            sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
-            challenge = posix.urandom(16).hex()
-            sock.sendall(b'{"challenge":"' + challenge.encode() + b'"}\n')
-            if not proven(read_line(sock), token, challenge):
-                raise Slow("unverified")  # not the serve that wrote surface.json: it learns nothing
-            sock.sendall(line)
-            chunks = []
-            while chunk := sock.recv(65536):
-                chunks.append(chunk)
-                if chunk.endswith(b"\n") and b"".join(chunks).count(b"\n") >= 2:
-                    break
+            reply = _exchange(sock, token, line)
         except OSError as exc:
-            log(home, merged, "path=warm result=error reason=" + ("timeout" if isinstance(exc, TimeoutError)
-                                                                  else type(exc).__name__))
+            log(home, merged, _socket_error(exc))
             return
     finally:
         sock.close()
-    fields, _, out = b"".join(chunks).partition(b"\n")
+    fields, _, out = reply.partition(b"\n")
     if not fields.startswith(b"path=") or not out.endswith(b"\n"):
         log(home, merged, "path=warm result=error reason=bad-reply")
         return

@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost import log
+from plughost import RetrievalBoost, log
+from plughost.api import hooks
+from plughost.plugins.memory.settings import RECALL_RANKING
 from plughost.plugins.memory.surfacing import rules, sessions
 from plughost.plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, RetrievalBoost
+    from plughost import Host
 
 PIN_BUMP = 0.25
 SNOOZE_BUMP = -0.1
@@ -99,8 +101,6 @@ def last_reply(transcript: bytes) -> tuple[str, str]:
 
 def mark(host: Host, account_id: str, session_id: str, transcript_path: str) -> dict[str, Any]:
     """The Stop hook's work: record which of the session's surfaced items the last reply used."""
-    from plughost.api import hooks
-
     started = time.perf_counter()
     path = sessions.session_path(Path(host.home), account_id, session_id)
     state = sessions.load(path)
@@ -242,15 +242,11 @@ def cached_decisions(home: Path, account_id: str) -> dict[str, str]:
 
 
 def ranking_enabled(env: Mapping[str, str]) -> bool:
-    from plughost.plugins.memory.settings import RECALL_RANKING
-
     return RECALL_RANKING.read(env)
 
 
 def boost(home: Path, account_id: str, enabled: bool = True) -> RetrievalBoost:
     """``recall``: +25% for a pinned item, −10% for a snoozed one, of ``account_id``."""
-    from plughost import RetrievalBoost
-
     def bump(row: Mapping[str, Any]) -> float:
         if not enabled:
             return 0.0

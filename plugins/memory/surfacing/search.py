@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from plughost import Guards, Setting, log
 from plughost.api import hooks
+from plughost.plugins.memory.retrieval.flags import SearchFlags
+from plughost.plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest, search
 from plughost.plugins.memory.settings import SURFACE_MIN_BM25, SURFACE_MIN_SIMILARITY
 from plughost.plugins.memory.surfacing import rules
 from plughost.plugins.memory.surfacing.recall import boost as recall_boost
@@ -56,9 +58,6 @@ def item_of(row: Any) -> dict[str, Any]:
 
 
 def surface_items(host: Host, query: str, guards: Guards, limit: int, exclude: Sequence[str]) -> list[dict[str, Any]]:
-    from plughost.plugins.memory.retrieval.flags import SearchFlags
-    from plughost.plugins.memory.retrieval.pipeline import MAX_LIMIT, SearchRequest, search
-
     flags = SearchFlags.from_env(host.env)
     boosts = [c.item for c in host.collect(hooks.RETRIEVAL_BOOSTS)] if flags.boosts else []
     if boosts and ranking_enabled(host.env):  # serve answers many accounts: pins of the caller's

@@ -24,9 +24,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost import StateKey, log
+from plughost import Principal, StateKey, log
 from plughost.api import serving
 from plughost.api.util import redact_text
+from plughost.plugins.memory.sessions import compaction
+from plughost.plugins.memory.sessions.context import session_context
+from plughost.plugins.memory.settings import SURFACE_SERVER
+from plughost.plugins.memory.surfacing import context, decide
+from plughost.plugins.memory.surfacing.core import SurfaceRequest, surface
+from plughost.plugins.memory.surfacing.search import surface_items
+from plughost.plugins.memory.toolcalls.trail import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
@@ -140,9 +147,6 @@ class SurfaceServer:
 
     def warm(self) -> None:
         """Load the store's matrix and the embedder before the first prompt needs them."""
-        from plughost import Principal
-        from plughost.plugins.memory.surfacing.search import surface_items
-
         started = time.perf_counter()
         account = self.host.principal.account or ""
         try:
@@ -196,8 +200,6 @@ def answer_hook(host: Host, hook: Any, env: Any) -> bytes:
     imports nothing but builtins. The reply is two lines: the ``[surface] op=hook`` fields (the
     process adds its ``ms``) and what the hook prints (empty: nothing).
     """
-    from plughost.plugins.memory.surfacing import context, decide
-
     merged = {str(k): v for k, v in env.items() if isinstance(v, str)} if isinstance(env, dict) else {}
     ctx = context.from_merged(merged)
     parsed = hook if isinstance(hook, dict) else None
@@ -212,8 +214,6 @@ def answer_hook(host: Host, hook: Any, env: Any) -> bytes:
 
 def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     """One request, warm or cold: ``op`` surface (default) or recall (the Stop hook)."""
-    from plughost.plugins.memory.surfacing.core import SurfaceRequest, surface
-
     op = request.get("op") or "surface"
     if op == "tool-call":
         return _tool_call(host, request)
@@ -244,8 +244,6 @@ def dispatch(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 
 def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     """The PostToolUse hook's request: one ToolCall node (plugins/memory/toolcalls/trail.py)."""
-    from plughost.plugins.memory.toolcalls.trail import record
-
     def text(name: str) -> str | None:
         value = request.get(name)
         if value is not None and not isinstance(value, str):
@@ -275,9 +273,6 @@ def _tool_call(host: Host, request: dict[str, Any]) -> dict[str, Any]:
 def _compaction(host: Host, request: dict[str, Any]) -> dict[str, Any]:
     """PreCompact (fallback briefing), SessionStart compact|resume (inject the latest briefing) and
     startup|resume (the owner's open work, :mod:`plughost.plugins.memory.sessions.context`)."""
-    from plughost.plugins.memory.sessions import compaction
-    from plughost.plugins.memory.sessions.context import session_context
-
     account, session = request.get("accountId"), request.get("sessionId")
     if not (isinstance(account, str) and account and isinstance(session, str) and session):
         return {"ok": False, "error": "bad-request", "detail": "request.accountId and sessionId: expected strings"}
@@ -308,8 +303,6 @@ def start(host: Host) -> None:
     Only under ``plughost serve`` (its app put ``plughost.runtime.serving.RUNTIME`` in ``plughost.runtime.state``): ``plughost boot``
     runs the startup hooks too, and a listener that lives for one boot is of no use.
     """
-    from plughost.plugins.memory.settings import SURFACE_SERVER
-
     wanted = SURFACE_SERVER.read(host.env)  # None: only under plughost serve
     if wanted is False or STATE_KEY in host.state:
         return

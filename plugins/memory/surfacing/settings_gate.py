@@ -12,14 +12,13 @@ from typing import Any
 
 from plughost import Gate, GateContext, GateResult
 from plughost.api.util import format_line
+from plughost.plugins.memory.surfacing import context
+from plughost.plugins.memory.surfacing.core import SETTINGS, expected_range, setting
 
 NAME = "surface-settings"
 
 
 def check_surface_settings(ctx: GateContext) -> GateResult:
-    from plughost.plugins.memory.surfacing import context
-    from plughost.plugins.memory.surfacing.core import SETTINGS, expected_range, setting
-
     sources: list[tuple[str, dict[str, Any]]] = [("env", dict(ctx.env))]
     config_dir = ctx.extras.get("config_dir")
     if config_dir:

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, Principal, UserError, WriteDenied, log
+from plughost import Guards, Principal, Role, Tool, UserError, WriteDenied, log
+from plughost.api.settings import GRAPH_READ_ONLY
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many, require_admin, session_conversation
 from plughost.api.util import (  # noqa: F401
     REDACTED,  # noqa: F401
@@ -38,7 +39,7 @@ from plughost.plugins.memory.settings import AUDIT_INPUT_CHARS, AUDIT_MCP, AUDIT
 from plughost.plugins.memory.transcript_tail import read_tail
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
 TOOL_CALL_LABEL = "ToolCall"
 HAS_TOOL_CALL = "HAS_TOOL_CALL"
@@ -199,8 +200,6 @@ def prepare(host: Host, *, account_id: str, session_id: str, tool_name: str, too
 def _audit_role(principal: Any) -> str | None:
     """The role :func:`recordable` judges: None for the owner, ``admin`` for an admin's session,
     the role's name for a confined one (never recorded: the audit is an admin's record)."""
-    from plughost import Role
-
     if principal.role in (Role.OWNER, Role.OPERATOR, Role.ADMIN_SESSION):
         return "admin" if principal.role is Role.ADMIN_SESSION else None
     return principal.role.value if principal.role in (Role.PUBLIC, Role.SESSION) else None
@@ -218,8 +217,6 @@ def served_call(host: Host, *, plugin: str, tool: str, arguments: dict[str, Any]
     ``PLUGHOST_AUDIT_MCP=0`` turns it off, and a reader (``PLUGHOST_GRAPH_READ_ONLY=1``, e.g. on
     a read-only database user) writes nothing.
     """
-    from plughost.api.settings import GRAPH_READ_ONLY
-
     env = host.env
     if (env.get("CLAUDECODE") or "").strip() or not AUDIT_MCP.read(env):
         return None
@@ -285,8 +282,6 @@ def list_calls(host: Host, *, session: str | None = None, tool: str | None = Non
 
 
 def audit_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def tool_calls(**args: Any) -> Any:
         return list_calls(host, **args)
 

@@ -6,6 +6,12 @@ from typing import Any
 
 from plughost import GraphStore, Guards, Principal
 from plughost.api.store import VECTOR_LABELS
+from plughost.plugins.memory.work.preferences import (
+    ACTIVE_FLOOR,
+    active_rules,
+    owner_profile,
+    profile_preferences,
+)
 
 SCAN = 1_000_000
 SAMPLE_IDS = 5
@@ -31,13 +37,6 @@ def _orphans(store: GraphStore, guards: Guards, label: str, edge: str) -> int:
 def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
     """The audit's report, unlogged but for the time-entry census's lines (the standing audit logs
     its own one line per run and runs the census as an audit of its own: ``time_census=False``)."""
-    from plughost.plugins.memory.work.preferences import (
-        ACTIVE_FLOOR,
-        active_rules,
-        owner_profile,
-        profile_preferences,
-    )
-
     acct = str(host.principal.require_account("the id of the account whose memory to audit"))
     store, guards = host.store(), Principal.owner(acct).guards
     missing: dict[str, int] = {}

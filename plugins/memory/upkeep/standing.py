@@ -40,10 +40,14 @@ from plughost import StateKey, log
 from plughost.api import serving
 from plughost.api.serving import leases
 from plughost.api.util import write_atomic
+from plughost.plugins.memory.conversations.visitor_memory import sweep
+from plughost.plugins.memory.embedding.reindex import reindex
 from plughost.plugins.memory.serving import serving_account
 from plughost.plugins.memory.settings import AUDIT_EMBED_LIMIT, AUDIT_PERIOD
+from plughost.plugins.memory.upkeep.counts import counts
 from plughost.plugins.memory.upkeep.record import iso as _iso
 from plughost.plugins.memory.upkeep.record import last_run, parse, record_path
+from plughost.plugins.memory.work.worktime import census
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
@@ -56,8 +60,6 @@ def _error(exc: BaseException) -> str:
 
 
 def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plughost.plugins.memory.embedding.reindex import reindex
-
     embedder, store = host.embedder(), host.store()
     if embedder is None:
         return {}
@@ -68,8 +70,6 @@ def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
 
 
 def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plughost.plugins.memory.upkeep.counts import counts
-
     report = counts(host, time_census=False)
     rules = report["activeRules"]
     found: dict[str, int] = {"missing": sum(report["nullEmbedding"].values())}
@@ -82,15 +82,11 @@ def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
 
 
 def _census(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plughost.plugins.memory.work.worktime import census
-
     found = census(host.store(), account_id)
     return {"timeDrifted": len(found["drifted"]), "timersRunning": int(found["running"])}
 
 
 def _visitors(host: Host, account_id: str, limit: int) -> dict[str, int]:
-    from plughost.plugins.memory.conversations.visitor_memory import sweep
-
     return {"visitorSlices": sweep(host, account_id)}
 
 

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from plughost import Embedder, GraphStore, Guards, Principal, StateKey, Tool, log
+from plughost import Embedder, GraphStore, Guards, Node, Principal, StateKey, Tool, log
 from plughost.api.principals import resolve
 from plughost.api.store import can_change, guarded_upsert_many
 from plughost.plugins.memory.writes.outcome import Call, WriteRejected, run_with_outcome
@@ -110,6 +110,21 @@ def active_rules(store: GraphStore, account_id: str, guards: Guards | None = Non
     return {"rules": rules, "source": "owner", "owner": owner.id}
 
 
+def _changes(action: str, old: Mapping[str, Any], value: str, confidence: float) -> dict[str, Any]:
+    """What reinforcing, updating or contradicting a stored preference changes on it."""
+    changes: dict[str, Any] = {"updatedBy": "profile-update"}
+    if action == "reinforce":
+        changes["confidence"] = round(min(1.0, confidence + REINFORCE_STEP), 3)
+        changes["reinforcements"] = int(old.get("reinforcements", 0)) + 1
+    elif action == "update":
+        changes.update(value=value, confidence=round(max(confidence, BASE_CONFIDENCE), 3))
+    else:
+        changes.update(value=value, previousValue=old.get("value"),
+                       confidence=round(max(ACTIVE_FLOOR, confidence - CONTRADICT_STEP), 3),
+                       contradictions=int(old.get("contradictions", 0)) + 1)
+    return changes
+
+
 class Preferences:
     def __init__(self, store: GraphStore, embedder: Embedder | None, env: Mapping[str, str],
                  principal: Principal | None = None) -> None:
@@ -137,7 +152,6 @@ class Preferences:
     def update(self, call: Call, *, category: str, key: str, value: str, relation: str | None = None,
                userId: str | None = None) -> dict[str, Any]:  # noqa: N803
         guards = self._guards()
-        account = guards.account_id
         call.labels, call.name = ["Preference"], key
         if not self.principal.is_admin:  # standing rules steer every admin turn: only an admin writes them
             raise WriteRejected("account-isolation", f"profile-update: admin only; this process is narrowed "
@@ -149,38 +163,12 @@ class Preferences:
             raise WriteRejected("invalid-input", "relation: expected reinforce, update or contradict")
         profile = self._profile(guards, userId)
         existing = profile_preferences(self.store, guards, profile.id)
-        text = preference_text(category, key, value)
-        vector = None
-        if self.embedder is not None:
-            try:
-                vector = self.embedder.embed([text])[0]
-            except Exception as exc:
-                log("graph-write", "warn", reason="embed-failed", labels="Preference",
-                    error=f"{type(exc).__name__}: {exc}"[:160])
-        match, mode, similarity, neighbours = None, "new", None, []
-        for node in existing:
-            if node.properties.get("category") == category and node.properties.get("key") == key:
-                match, mode = node, "exact"
-                break
-        if match is None and vector is not None:
-            hits = self.store.vector_search(vector, 5, guards=Principal.owner(account).narrowed_to(scopes=("admin",)).guards, labels=["Preference"])
-            hits = [h for h in hits if h.node.properties.get("scope") == "admin"]
-            neighbours = [{"id": h.node.id, "key": h.node.properties.get("key"),
-                           "value": h.node.properties.get("value"), "similarity": round(h.score, 3)} for h in hits]
-            if hits and hits[0].score >= SAME_SUBJECT_COSINE:
-                match, mode, similarity = hits[0].node, "semantic", hits[0].score
+        vector = self._embed(preference_text(category, key, value))
+        match, mode, similarity, neighbours = self._reconcile(guards, existing, category, key, vector)
         log("preference-write", "op=reconcile", mode=mode,
             similarity=f"{similarity:.3f}" if similarity is not None else None)
         if match is None:
-            node_id = uuid.uuid4().hex
-            props = {"category": category, "key": key, "value": value, "confidence": BASE_CONFIDENCE,
-                     "scope": "admin", "reinforcements": 0}
-            row: dict[str, Any] = {"id": node_id, "labels": ["Preference"], "properties": props}
-            if vector is not None:
-                row["embedding"] = vector
-            guarded_upsert_many(self.store, [row, {"id": profile.id, "labels": list(profile.labels), "properties": {},
-                                                   "edges": [{"type": "HAS_PREFERENCE", "to": node_id}]}],
-                                guards=guards)
+            node_id = self._create(guards, profile, category, key, value, vector)
             call.element_id = node_id
             return {"id": node_id, "mode": "new", "action": "created", "confidence": BASE_CONFIDENCE,
                     "neighbours": neighbours}
@@ -188,16 +176,7 @@ class Preferences:
         confidence = float(old.get("confidence", BASE_CONFIDENCE))
         same_value = str(old.get("value", "")).strip().lower() == value.strip().lower()
         action = relation or ("reinforce" if same_value else "update")
-        changes: dict[str, Any] = {"updatedBy": "profile-update"}
-        if action == "reinforce":
-            changes["confidence"] = round(min(1.0, confidence + REINFORCE_STEP), 3)
-            changes["reinforcements"] = int(old.get("reinforcements", 0)) + 1
-        elif action == "update":
-            changes.update(value=value, confidence=round(max(confidence, BASE_CONFIDENCE), 3))
-        else:
-            changes.update(value=value, previousValue=old.get("value"),
-                           confidence=round(max(ACTIVE_FLOOR, confidence - CONTRADICT_STEP), 3),
-                           contradictions=int(old.get("contradictions", 0)) + 1)
+        changes = _changes(action, old, value, confidence)
         new_vector = vector if action != "reinforce" else None
         guarded_upsert_many(self.store, [{"id": match.id, "labels": list(match.labels), "properties": changes,
                                           **({"embedding": new_vector} if new_vector is not None else {})}],
@@ -206,6 +185,49 @@ class Preferences:
         return {"id": match.id, "mode": mode, "action": action, "confidence": changes["confidence"],
                 "similarity": round(similarity, 3) if similarity is not None else None, "neighbours": neighbours,
                 "previous": {"key": old.get("key"), "value": old.get("value"), "confidence": confidence}}
+
+    def _embed(self, text: str) -> list[float] | None:
+        if self.embedder is None:
+            return None
+        try:
+            return self.embedder.embed([text])[0]
+        except Exception as exc:
+            log("graph-write", "warn", reason="embed-failed", labels="Preference",
+                error=f"{type(exc).__name__}: {exc}"[:160])
+            return None
+
+    def _reconcile(self, guards: Guards, existing: list[Node], category: str, key: str,
+                   vector: list[float] | None) -> tuple[Node | None, str, float | None, list[dict[str, Any]]]:
+        """The preference this one restates: the same category and key, else (with a vector) the
+        nearest admin Preference above :data:`SAME_SUBJECT_COSINE`; with the mode, the similarity
+        and the neighbours looked at."""
+        for node in existing:
+            if node.properties.get("category") == category and node.properties.get("key") == key:
+                return node, "exact", None, []
+        if vector is None:
+            return None, "new", None, []
+        hits = self.store.vector_search(vector, 5, guards=Principal.owner(guards.account_id).narrowed_to(scopes=("admin",)).guards,
+                                        labels=["Preference"])
+        hits = [h for h in hits if h.node.properties.get("scope") == "admin"]
+        neighbours = [{"id": h.node.id, "key": h.node.properties.get("key"),
+                       "value": h.node.properties.get("value"), "similarity": round(h.score, 3)} for h in hits]
+        if hits and hits[0].score >= SAME_SUBJECT_COSINE:
+            return hits[0].node, "semantic", hits[0].score, neighbours
+        return None, "new", None, neighbours
+
+    def _create(self, guards: Guards, profile: Any, category: str, key: str, value: str,
+                vector: list[float] | None) -> str:
+        """A new Preference on the profile; its id."""
+        node_id = uuid.uuid4().hex
+        props = {"category": category, "key": key, "value": value, "confidence": BASE_CONFIDENCE,
+                 "scope": "admin", "reinforcements": 0}
+        row: dict[str, Any] = {"id": node_id, "labels": ["Preference"], "properties": props}
+        if vector is not None:
+            row["embedding"] = vector
+        guarded_upsert_many(self.store, [row, {"id": profile.id, "labels": list(profile.labels), "properties": {},
+                                               "edges": [{"type": "HAS_PREFERENCE", "to": node_id}]}],
+                            guards=guards)
+        return node_id
 
     def read(self, *, userId: str | None = None) -> dict[str, Any]:  # noqa: N803
         started = time.perf_counter()

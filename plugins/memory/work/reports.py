@@ -9,15 +9,29 @@ by an inbound ``PRODUCED`` edge from the session's Conversation, else the accoun
 from __future__ import annotations
 
 import hashlib
+import json
+import sys
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import Embedder, GraphStore, Guards, Principal, StateKey, Tool, UserError, WriteDenied, log
+from plughost import (
+    CliCommand,
+    Embedder,
+    GraphStore,
+    Guards,
+    Principal,
+    StateKey,
+    Tool,
+    UserError,
+    WriteDenied,
+    log,
+)
 from plughost.api.principals import resolve
 from plughost.api.store import guarded_upsert_many
-from plughost.api.util import parse_time
+from plughost.api.util import parse_time, redact_text
+from plughost.plugins.memory.work.preferences import owner_user
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
@@ -79,8 +93,6 @@ class Reports:
                                     limit=1)
             if found:
                 return found[0].id
-        from plughost.plugins.memory.work.preferences import owner_user
-
         owner = owner_user(self.store, self.guards())
         admins = [owner] if owner is not None else self.store.find(guards=self.guards(), labels=["AdminUser"], limit=1)
         return admins[0].id if admins else None
@@ -107,8 +119,6 @@ class Reports:
             return {**_metadata(existing), "idempotent": True}
         # Admin processes write admin reports; a narrowed one writes into its own first scope.
         scope = "admin" if guards.allowed_scopes is None else (guards.allowed_scopes or (None,))[0]
-        from plughost.api.util import redact_text
-
         title, body = redact_text(title), redact_text(body)  # agent-written, like a briefing: no secret kept
         props: dict[str, Any] = {"title": title, "body": body, "keywords": tags, "occurredAt": when}
         if scope is not None:
@@ -233,9 +243,6 @@ def configure_cli(parser: Any) -> None:
 
 
 def run_cli(args: Any, host: Host) -> int:
-    import json
-    import sys
-
     reports = service(host)
     if args.report_action == "write":
         if args.file:
@@ -268,6 +275,4 @@ def run_cli(args: Any, host: Host) -> int:
 
 
 def report_commands() -> list[Any]:
-    from plughost import CliCommand
-
     return [CliCommand("report", REPORT_HELP, configure_cli, run_cli)]

@@ -19,13 +19,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, UserError, WriteDenied, log
+from plughost import Guards, Tool, UserError, WriteDenied, log
 from plughost.api.store import CONVERSATION_LABEL, guarded_upsert_many
 from plughost.api.util import redact_schema, redact_text, redact_value
 from plughost.plugins.memory.toolcalls.trail import clip
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
 TASK_LABEL = "Task"
 RAISED_DURING = "RAISED_DURING"
@@ -140,8 +140,6 @@ class Tasks:
 
 
 def task_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def work_create(**args: Any) -> Any:
         return Tasks(host).create(**args)
 

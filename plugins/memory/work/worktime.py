@@ -24,12 +24,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from plughost import GraphStore, Guards, Principal, UserError, WriteDenied, log
+from plughost import GraphStore, Guards, Principal, Tool, UserError, WriteDenied, log
 from plughost.api.store import guarded_upsert_many
 from plughost.api.util import redact_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from plughost import Host, Tool
+    from plughost import Host
 
 TASK_LABEL = "Task"
 ENTRY_LABEL = "TimeEntry"
@@ -226,8 +226,6 @@ def census(store: GraphStore, account_id: str) -> dict[str, Any]:
 
 
 def worktime_tools(host: Host) -> list[Tool]:
-    from plughost import Tool
-
     def start(**args: Any) -> Any:
         return WorkTime(host).start(**args)
 

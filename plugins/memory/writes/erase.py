@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from plughost import CliCommand, GraphStore, Node, Principal, UserError, log
+from plughost.api import hooks
 from plughost.api.store import (
     CONVERSATION_LABEL,
     DERIVED_LABELS,
@@ -394,8 +395,6 @@ def contact_test(person: Person) -> Callable[[str], bool]:
 def erase_outside(host: Any, account: str, person: Person, found: dict[str, Node], *,
                   dry_run: bool) -> tuple[dict[str, int], list[str]]:
     """Each plugin's files outside the store (``plughost_person_erased``): counts, and the plugins that failed."""
-    from plughost.api import hooks
-
     tally: Counter[str] = Counter()
     errors = host.call_each(hooks.PERSON_ERASED, account_id=account, senders=senders_of(found, person),
                             holds=contact_test(person), dry_run=dry_run, tally=tally)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from plughost import AccountMismatch, PlughostError, UserError, log
+from plughost.api.principals import resolve
 
 REASONS = (
     "invalid-input", "schema-unknown-label", "schema-property-naming", "account-isolation",
@@ -50,14 +51,10 @@ class Call:
 
     @property
     def account(self) -> str | None:
-        from plughost.api.principals import resolve
-
         return resolve(self.env).account
 
     @property
     def session(self) -> str | None:
-        from plughost.api.principals import resolve
-
         p = resolve(self.env)
         return p.session_node or p.session
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from plughost import StateKey, Tool
+from plughost.plugins.memory.embedding.reindex import reindex
 from plughost.plugins.memory.writes.outcome import Call, WriteRejected, run_with_outcome
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,8 +38,6 @@ def _run(host: Host, tool: str, op: str, args: dict[str, Any]) -> Any:
 
 def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSize: int = 32,  # noqa: N803
                limit: int | None = None) -> dict[str, Any]:
-    from plughost.plugins.memory.embedding.reindex import reindex
-
     principal = host.principal
     account = principal.account
     if not account:

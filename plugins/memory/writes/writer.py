@@ -26,7 +26,9 @@ from plughost.api.store import (
 )
 from plughost.plugins.memory import entities, sectioniser
 from plughost.plugins.memory.embedding.indexed_form import chunk_context
+from plughost.plugins.memory.embedding.reindex import reindex_contexts
 from plughost.plugins.memory.embedding.text import embedding_text, is_vector_label
+from plughost.plugins.memory.settings import MEMORY_EXTRA_LABELS
 from plughost.plugins.memory.writes.outcome import Call, WriteRejected
 
 EXTRA_LABELS = ("Project", "Note", "Topic", "Tag", "Attachment", "Document", "Skill", "Offer")
@@ -38,8 +40,6 @@ EDGE_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
 def known_labels(env: Mapping[str, str]) -> frozenset[str]:
     """The writable labels: the indexed ones plus a few structural ones, extendable by env."""
-    from plughost.plugins.memory.settings import MEMORY_EXTRA_LABELS
-
     extra = MEMORY_EXTRA_LABELS.read(env) or []
     return frozenset((*VECTOR_LABELS, *FULLTEXT_EXTRA_LABELS, *EXTRA_LABELS, *extra))
 
@@ -433,8 +433,6 @@ class MemoryWriter:
         conversations = sorted({str(p["conversationId"]) for p in changed if p.get("conversationId")})
         if not conversations:
             return
-        from plughost.plugins.memory.embedding.reindex import reindex_contexts
-
         try:
             reindex_contexts(self.store, self.embedder, account_id=self.account_id, conversation_ids=conversations)
         except Exception as exc:  # noqa: BLE001 - the write stands; `plughost memory reindex --context` repairs

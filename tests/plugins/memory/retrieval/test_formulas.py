@@ -10,6 +10,7 @@ from retrieval_support import hit, row
 from plughost.plugins.memory.retrieval import boosts, fuse, route
 from plughost.plugins.memory.retrieval.fuse import RankedList
 from plughost.plugins.memory.retrieval.scores import min_max
+from plughost.plugins.memory.settings import SEARCH_RRF_K
 from plughost.runtime.types import RetrievalBoost
 
 
@@ -65,7 +66,7 @@ def test_rrf_sums_one_over_sixty_plus_rank():
              RankedList("bm25", [hit("b", 3.0), hit("c", 2.0), hit("a", 1.0)])]
     rows = fuse.merge(lists)
     fuse.rrf(rows, lists)
-    assert fuse.RRF_K == 60
+    assert SEARCH_RRF_K.default == 60  # fuse.rrf's k when none is given
     assert rows["a"].score == pytest.approx(1 / 61 + 1 / 63)
     assert rows["b"].score == pytest.approx(1 / 62 + 1 / 61)
     assert rows["c"].score == pytest.approx(1 / 62)
