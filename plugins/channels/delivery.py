@@ -11,7 +11,7 @@ import functools
 import time
 from typing import Any
 
-from plughost import Principal, StateKey, log
+from plughost import StateKey, log
 from plughost.plugins.channels.pipeline import Inbound, gateway, inbound_from_node, stored_target
 from plughost.plugins.channels.settings import CHANNELS_RESUME, RESUME_BATCH
 
@@ -150,7 +150,7 @@ class Backlog:
                     self.skip.add(node.id)
                     continue
                 gw.store.upsert_node(["Message"], {"claimedBy": gw.claims.token},
-                                     guards=Principal.system(gw.account_id).guards,
+                                     guards=gw.system_guards(),
                                      node_id=node.id)
                 self.taken.add(node.id)
                 self.inflight.add(node.id)
