@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "CliCommand": "plughost.runtime.types",
     "ChannelAdapter": "plughost.runtime.types",
     "AgentRunner": "plughost.runtime.types",
+    "AgentTurn": "plughost.runtime.types",
     "CollectionSource": "plughost.runtime.types",
     "RetrievalBoost": "plughost.runtime.types",
     "MemoryHit": "plughost.runtime.types",
@@ -67,6 +68,7 @@ __all__ = [
     "CliCommand",
     "ChannelAdapter",
     "AgentRunner",
+    "AgentTurn",
     "CollectionSource",
     "RetrievalBoost",
     "MemoryHit",
@@ -101,6 +103,7 @@ if TYPE_CHECKING:
     from plughost.runtime.state import StateKey
     from plughost.runtime.types import (
         AgentRunner,
+        AgentTurn,
         ChannelAdapter,
         CliCommand,
         CollectionSource,

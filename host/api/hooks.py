@@ -1,6 +1,7 @@
 """Calling other plugins through the host: the typed hook handles a plugin passes to
 ``host.collect`` / ``host.first`` / ``host.call_each`` / ``host.has_implementations``
-(docs/hooks.md), and the types those calls return. For any plugin that asks other plugins for something."""
+(docs/hooks.md), and the types those calls return; ``run_agent`` hands one turn to the agent runner. For any
+plugin that asks other plugins for something."""
 
 from plughost.runtime.calls import Collected, Contribution
 from plughost.runtime.hooktable import (
@@ -34,6 +35,7 @@ from plughost.runtime.hooktable import (
     OneHook,
     ProviderHook,
 )
+from plughost.runtime.types import run_agent
 
 __all__ = [
     "ACCOUNT_CREATED", "ACTIVE_RULES", "AGENT_RUNNER", "BOOT_GATES", "CHANNEL_ADAPTERS", "CLI_COMMANDS",
@@ -41,4 +43,5 @@ __all__ = [
     "RECALL_USED", "RERANK", "RETRIEVAL_BOOSTS", "ROUTES", "SCREEN_MESSAGE", "SETTINGS", "SHUTDOWN", "STARTUP",
     "STORE", "SURFACE_CONTEXT", "TOOL_CALLED", "TOOLS", "VISITOR_MEMORY",
     "ListHook", "EachHook", "OneHook", "ProviderHook", "Contribution", "Collected",
+    "run_agent",
 ]

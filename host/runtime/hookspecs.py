@@ -264,7 +264,7 @@ def plughost_screen_message(host: Host, message: dict[str, Any]) -> dict[str, An
 
 @hookspec(firstresult=True)
 def plughost_agent_runner(host: Host) -> AgentRunner | None:
-    """The agent runner that turns a composed payload into a reply.
+    """The agent runner that turns an agent turn (``plughost.AgentTurn``) into a reply.
 
     **Parameters:** ``host`` — the loaded host.
 
@@ -275,7 +275,9 @@ def plughost_agent_runner(host: Host) -> AgentRunner | None:
     **Fires:** once per host, when ``plughost serve`` starts (the runner warms up) or on the
     first message that needs an agent; the answer is cached.
 
-    **Example:** ``return HttpRunner(url)`` (an object with ``async run(session_id, payload) -> str``).
+    **Example:** ``return HttpRunner(url)`` (an object with ``async run(session_id: str, turn: AgentTurn) -> str``;
+    a ``run`` still taking the payload dict gets ``turn.as_dict()`` and a DeprecationWarning, until the
+    next minor release).
     """
 
 

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from plughost.ports.principal import PUBLIC as PUBLIC_ROLE
+from plughost.ports.principal import Principal, Role
 from plughost.util.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -234,10 +236,134 @@ class RetrievalBoost:
         return self.name
 
 
-class AgentRunner(Protocol):
-    """Turns a composed payload into a reply (the ``plughost_agent_runner`` hook's answer)."""
+@dataclass(frozen=True)
+class AgentTurn:
+    """One turn an agent runner answers (docs/plugin-api.md#agent-runners): who is acting, the
+    conversation, the sender's text and the composed prompt.
 
-    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str: ...
+    ``principal`` is the turn's own principal, resolved once by the channels pipeline: an admin's
+    session (:attr:`Role.ADMIN_SESSION <plughost.Role>`) for an admin or a scheduled turn, else a
+    public visitor confined to ``conversation``. A runner that starts a process hands it down with
+    ``plughost.api.principals.child_env(env, turn.principal)``.
+
+    :meth:`as_dict` is the turn in the documented JSON form (the command runner's stdin, the dict
+    a runner got before this type): the same keys, in the same order.
+    """
+
+    principal: Principal
+    conversation: str
+    """The sender's conversation key (``sessionId``): what the turn's stored messages carry."""
+    agent_session: str
+    """The agent's own session for this sender and kind of turn (``agentSession``)."""
+    channel: str
+    sender: str
+    message_id: str
+    prompt: str
+    """The composed prompt (``payload``): rules, context and the message."""
+    text: str
+    """The sender's own words, as written."""
+    user_id: str | None = None
+    screening: Mapping[str, object] = field(default_factory=dict)
+    scheduled: bool = False
+    visitor_key: str | None = None
+    """A returning visitor's key (hashed): set on a visitor's turn only."""
+    visitor_memory: tuple[str, ...] = ()
+    specialist: str | None = None
+
+    @staticmethod
+    def role_of(principal: Principal) -> str:
+        """The role word of a turn's principal in wire formats and log lines: ``admin`` for an
+        admin's session, else the role's own name (``public``, ``session``)."""
+        return "admin" if principal.role is Role.ADMIN_SESSION else principal.role.value
+
+    @property
+    def role(self) -> str:
+        return self.role_of(self.principal)
+
+    @property
+    def admin(self) -> bool:
+        """An admin's (or the owner's scheduled) turn: the admin tools, the owner's rules."""
+        return self.principal.role is Role.ADMIN_SESSION
+
+    @staticmethod
+    def kind_of(principal: Principal, scheduled: bool) -> str:
+        """Who a turn runs for: ``scheduled`` (an owner's message to the sender), ``admin`` (an
+        admin writing in) or ``visitor``; each kind has agent sessions of its own."""
+        return "scheduled" if scheduled else ("admin" if principal.role is Role.ADMIN_SESSION else "visitor")
+
+    @property
+    def kind(self) -> str:
+        return self.kind_of(self.principal, self.scheduled)
+
+    def as_dict(self) -> dict[str, object]:
+        """The documented JSON form of the turn (docs/channels.md#runners), key for key."""
+        out: dict[str, object] = {
+            "sessionId": self.conversation, "agentSession": self.agent_session, "turnKind": self.kind,
+            "accountId": self.principal.account, "channel": self.channel, "sender": self.sender,
+            "role": self.role, "userId": self.user_id, "messageId": self.message_id, "payload": self.prompt,
+            "text": self.text, "screening": dict(self.screening), "scheduled": self.scheduled,
+        }
+        if self.visitor_key:
+            out.update(visitorKey=self.visitor_key, visitorMemory=list(self.visitor_memory))
+        if self.specialist:
+            out["specialist"] = self.specialist
+        return out
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, object], principal: Principal) -> AgentTurn:
+        """A turn from its JSON form, its principal narrowed from ``principal`` (the serving
+        process's) to the payload's role and conversation; absent keys are empty."""
+        def text(key: str) -> str:
+            value = payload.get(key)
+            return value if isinstance(value, str) else ""
+
+        def maybe(key: str) -> str | None:
+            return text(key) or None
+
+        conversation = text("sessionId")
+        screening = payload.get("screening")
+        memory = payload.get("visitorMemory")
+        return cls(principal.for_turn(text("role") or PUBLIC_ROLE, conversation), conversation,
+                   text("agentSession"), text("channel"), text("sender"), text("messageId"), text("payload"),
+                   text("text"), maybe("userId"), dict(screening) if isinstance(screening, Mapping) else {},
+                   payload.get("scheduled") is True, maybe("visitorKey"),
+                   tuple(str(m) for m in memory) if isinstance(memory, list | tuple) else (), maybe("specialist"))
+
+
+class AgentRunner(Protocol):
+    """Turns an agent turn into a reply (the ``plughost_agent_runner`` hook's answer)."""
+
+    async def run(self, session_id: str, turn: AgentTurn) -> str: ...
+
+
+def takes_turn(runner: object) -> bool:
+    """Whether ``runner.run`` is declared with the typed turn (its second parameter annotated
+    :class:`AgentTurn`); a runner written for the dict is not (:func:`run_agent`)."""
+    try:
+        params = list(inspect.signature(getattr(runner, "run", None)).parameters.values())  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    if len(params) < 2:
+        return False
+    note = params[1].annotation
+    if isinstance(note, str):
+        return note.rsplit(".", 1)[-1].strip("'\" ") == "AgentTurn"
+    return note is AgentTurn
+
+
+async def run_agent(runner: AgentRunner, session_id: str, turn: AgentTurn) -> str:
+    """One turn through ``runner``: the typed turn, or for a runner whose ``run`` still takes the
+    payload dict, :meth:`AgentTurn.as_dict` with a :class:`DeprecationWarning` (the dict goes in
+    the next minor release)."""
+    if takes_turn(runner):
+        return await runner.run(session_id, turn)
+    import warnings
+
+    warnings.warn(f"{type(runner).__name__}.run(session_id, payload): an agent runner takes the typed turn now, "
+                  "`async def run(self, session_id: str, turn: AgentTurn) -> str`; the payload dict "
+                  "(turn.as_dict()) is passed until the next minor release", DeprecationWarning, stacklevel=2)
+    legacy = typing.cast("Callable[[str, dict[str, object]], Awaitable[str]]", runner.run)
+    return await legacy(session_id, turn.as_dict())
 
 
 @dataclass(frozen=True)

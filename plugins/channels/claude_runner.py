@@ -1,6 +1,6 @@
 """The ``claude`` agent runner (``PLUGHOST_AGENT=claude``): one Claude Code CLI run per turn.
 
-Each turn runs ``claude -p --output-format json`` with the composed payload on stdin and reads
+Each turn runs ``claude -p --output-format json`` with the turn's composed prompt on stdin and reads
 the reply from the JSON result (``result``; ``is_error`` makes it a failed turn). Every sender has
 one session: the first turn creates it with ``--session-id <uuid>`` (the deterministic id of
 :func:`~plughost.plugins.channels.runner.session_id_for`), later turns, across restarts too, continue it
@@ -35,15 +35,14 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
-from plughost import log
+from plughost import AgentTurn, Host, log
 from plughost.api.payload import config_dir_source
-from plughost.api.principals import child_env, resolve
+from plughost.api.principals import child_env
 from plughost.plugins.channels.memory_runner import MemoryRunner, distinct
-from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, TURN_KINDS, RunnerError, kill_group, turn_kind
+from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
 from plughost.plugins.channels.settings import AGENT_TIMEOUT, CLAUDE_BIN
 
 NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit",
@@ -58,6 +57,8 @@ NO_MCP_SERVERS = json.dumps({"mcpServers": {}})
 KNOWLEDGE_INTRO = ("You answer visitors of this business. Answer only from the passages below; when they do not "
                    "answer the question, say you do not know and offer to pass the question on to the team.")
 MAX_PASSAGES = 3
+Knowledge = Callable[[str], list[tuple[str, str]]]
+"""A public-scope search: ``question -> [(text, source)]``."""
 BLOCKING_CONNECT = "MCP_CONNECTION_NONBLOCKING"
 """The pinned CLI's switch: ``0`` makes ``claude -p`` connect its MCP servers before the first model request."""
 CONNECT_WAIT = "MCP_CONNECT_TIMEOUT_MS"
@@ -73,7 +74,7 @@ class ClaudeRunner:
 
     def __init__(self, command: list[str], *, config_dir: Path, home: Path, account: str,
                  admin_tools: list[str], timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None,
-                 knowledge: Any = None, principal: Any = None, listed_tools: list[str] | None = None,
+                 knowledge: Knowledge | None = None, listed_tools: list[str] | None = None,
                  eager_tools: list[str] | None = None) -> None:
         self.command = command
         self.config_dir = config_dir
@@ -82,7 +83,6 @@ class ClaudeRunner:
         self.admin_tools = admin_tools
         self.timeout = timeout
         self.env = dict(env if env is not None else os.environ)
-        self.principal = principal  # the serving process's; each turn narrows it (for_turn)
         self.knowledge = knowledge  # (question) -> list of (text, source), public scope; None: none
         # what the installed MCP servers list (tools/list: the surface's served tools, the withheld left
         # out) and the eager ones among them: the spawn lines compare the argv against them
@@ -90,7 +90,7 @@ class ClaudeRunner:
         self.eager_tools = list(eager_tools or [])
 
     @classmethod
-    def from_host(cls, host: Any) -> ClaudeRunner:
+    def from_host(cls, host: Host) -> ClaudeRunner:
         env = host.env
         raw = CLAUDE_BIN.read(env)
         timeout = AGENT_TIMEOUT.read(env)
@@ -103,14 +103,14 @@ class ClaudeRunner:
                         if tool.plugin in surface.mcp_servers and name not in surface.withheld)
         return cls(shlex.split(raw), config_dir=config, home=host.home, account=account,
                    admin_tools=list(surface.admin), timeout=timeout, env=env,
-                   knowledge=_public_knowledge(host), principal=principal, listed_tools=listed,
+                   knowledge=_public_knowledge(host), listed_tools=listed,
                    eager_tools=[t for t in surface.eager if t in listed])
 
     # ------------------------------------------------------------------ what one turn runs
-    def argv(self, session_id: str, role: str, *, resume: bool, knowledge: str = "") -> list[str]:
+    def argv(self, session_id: str, admin: bool, *, resume: bool, knowledge: str = "") -> list[str]:
         args = [*self.command, "-p", "--output-format", "json"]
         args += ["--resume", session_id] if resume else ["--session-id", session_id]
-        if role == "admin":
+        if admin:
             args += ["--permission-mode", "dontAsk"]
             if self.admin_tools:
                 args += ["--allowedTools", ",".join(self.admin_tools)]
@@ -121,19 +121,16 @@ class ClaudeRunner:
                 args += ["--append-system-prompt", knowledge]
         return args
 
-    def child_env(self, session_id: str, payload: Mapping[str, Any]) -> dict[str, str]:
-        role = str(payload.get("role") or "public")
-        # an admin's session, or a visitor confined to it (public, never wider than this process); the
-        # principal's session is the sender's conversation key, which its stored messages carry
-        conversation = payload.get("sessionId") if isinstance(payload.get("sessionId"), str) else None
-        turn = (self.principal or resolve(self.env).for_account(self.account)).for_turn(role, conversation or session_id)
-        env = {**child_env(self.env, turn), "CLAUDE_CONFIG_DIR": str(self.config_dir)}
+    def child_env(self, turn: AgentTurn) -> dict[str, str]:
+        # the turn's principal: an admin's session, or a visitor confined to the sender's conversation
+        # (public, never wider than this process), resolved by the pipeline
+        env = {**child_env(self.env, turn.principal), "CLAUDE_CONFIG_DIR": str(self.config_dir)}
         env.pop("PLUGHOST_SPECIALIST", None)
-        if role == "admin":  # the plugin tools on the first model request (module docstring)
+        if turn.admin:  # the plugin tools on the first model request (module docstring)
             env[BLOCKING_CONNECT] = "0"
             env[CONNECT_WAIT] = self.env.get(CONNECT_WAIT) or str(self.connect_wait_ms)
-        if isinstance(payload.get("specialist"), str) and payload["specialist"]:
-            env["PLUGHOST_SPECIALIST"] = payload["specialist"]
+        if turn.specialist:
+            env["PLUGHOST_SPECIALIST"] = turn.specialist
         return env
 
     @property
@@ -141,10 +138,9 @@ class ClaudeRunner:
         """How long an admin turn's CLI waits for its MCP servers before the first request: half the turn."""
         return max(1000, int(self.timeout * 500))
 
-    def knowledge_prompt(self, payload: Mapping[str, Any]) -> str:
+    def knowledge_prompt(self, question: str) -> str:
         if self.knowledge is None:
             return KNOWLEDGE_INTRO + "\n\n(no passages)"
-        question = str(payload.get("text") or "")
         found = self.knowledge(question) if question.strip() else []
         blocks = [f"[{i}] {text}\n(Source: {source})" for i, (text, source) in enumerate(found[:MAX_PASSAGES], 1)]
         return KNOWLEDGE_INTRO + "\n\n" + ("\n\n".join(blocks) if blocks else "(no passages)")
@@ -171,7 +167,7 @@ class ClaudeRunner:
     def sessions_file(self) -> Path:
         return self.home / "accounts" / self.account / "claude-sessions.json"
 
-    def _sessions(self) -> dict[str, Any]:
+    def _sessions(self) -> dict[str, object]:
         try:
             data = json.loads(self.sessions_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -192,9 +188,8 @@ class ClaudeRunner:
         os.replace(tmp, self.sessions_file)
 
     # ------------------------------------------------------------------ the turn
-    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
-        role = str(payload.get("role") or "public")
-        kind = turn_kind_of(payload)
+    async def run(self, session_id: str, turn: AgentTurn) -> str:
+        role, kind, admin = turn.role, turn.kind, turn.admin
         recorded = (await asyncio.to_thread(self._sessions)).get(session_id)
         if recorded is not None and (not isinstance(recorded, dict) or recorded.get("kind") != kind):
             made_for = recorded.get("kind") if isinstance(recorded, dict) else None
@@ -202,16 +197,16 @@ class ClaudeRunner:
             raise RunnerError(f"session-kind: session {session_id[:8]} was made for {made_for or 'no recorded kind'}, "
                               f"not a {kind} turn")
         resume = recorded is not None
-        knowledge = "" if role == "admin" else await asyncio.to_thread(self.knowledge_prompt, payload)
-        prompt = str(payload.get("payload") or "")
-        env = self.child_env(session_id, payload)
-        self.log_surface(session_id, role, self.argv(session_id, role, resume=resume, knowledge=knowledge),
-                         payload.get("specialist") if isinstance(payload.get("specialist"), str) else None)
-        code, out, err = await self._spawn(self.argv(session_id, role, resume=resume, knowledge=knowledge), env, prompt)
+        knowledge = "" if admin else await asyncio.to_thread(self.knowledge_prompt, turn.text)
+        prompt = turn.prompt
+        env = self.child_env(turn)
+        self.log_surface(session_id, role, self.argv(session_id, admin, resume=resume, knowledge=knowledge),
+                         turn.specialist)
+        code, out, err = await self._spawn(self.argv(session_id, admin, resume=resume, knowledge=knowledge), env, prompt)
         said = (out + err).lower()
         if code != 0 and ((resume and NOT_FOUND in said) or (not resume and IN_USE in said)):
             resume = not resume  # the CLI's own session store disagrees with ours: the other flag, once
-            code, out, err = await self._spawn(self.argv(session_id, role, resume=resume, knowledge=knowledge),
+            code, out, err = await self._spawn(self.argv(session_id, admin, resume=resume, knowledge=knowledge),
                                                env, prompt)
         result = _result(out)
         if result is None:
@@ -219,8 +214,7 @@ class ClaudeRunner:
             raise RunnerError(f"claude exit {code}: {tail[:200]}")
         if result.get("is_error") or result.get("subtype") not in (None, "success"):
             raise RunnerError(f"claude: {str(result.get('result') or result.get('subtype'))[:200]}")
-        user = payload.get("userId") if isinstance(payload.get("userId"), str) else None
-        await asyncio.to_thread(self._remember, session_id, kind, role, user)
+        await asyncio.to_thread(self._remember, session_id, kind, role, turn.user_id)
         log("channels", "op=claude-turn", role=role, kind=kind, session=session_id[:8], resumed="true" if resume else "false",
             turns=result.get("num_turns"), ms=result.get("duration_ms"))
         return str(result.get("result") or "").strip()
@@ -247,14 +241,6 @@ class ClaudeRunner:
         return int(proc.returncode or 0), out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
-def turn_kind_of(payload: Mapping[str, Any]) -> str:
-    """The payload's kind of turn (the pipeline sets it); a payload without one, by its role."""
-    kind = payload.get("turnKind")
-    if isinstance(kind, str) and kind in TURN_KINDS:
-        return kind
-    return turn_kind(str(payload.get("role") or "public"), bool(payload.get("scheduled")))
-
-
 def argv_tools(argv: list[str]) -> list[str]:
     """The tools an argv's ``--allowedTools`` grants (comma- or space-separated, as the CLI reads them)."""
     tools: list[str] = []
@@ -264,7 +250,7 @@ def argv_tools(argv: list[str]) -> list[str]:
     return tools
 
 
-def _result(out: str) -> dict[str, Any] | None:
+def _result(out: str) -> dict[str, object] | None:
     """The CLI's JSON result object (the last JSON line of stdout), or None."""
     for line in reversed(out.strip().splitlines()):
         try:
@@ -276,7 +262,7 @@ def _result(out: str) -> dict[str, Any] | None:
     return None
 
 
-def _public_knowledge(host: Any) -> Any:
+def _public_knowledge(host: Host) -> Knowledge:
     """The memory runner's public-scope search as ``question -> [(text, source)]``: at most
     :data:`MAX_PASSAGES`, each a different text (a document's Section and its Chunk are one)."""
     memory = MemoryRunner(host)

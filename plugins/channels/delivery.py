@@ -11,7 +11,7 @@ import functools
 import time
 from typing import Any
 
-from plughost import Principal, StateKey, log
+from plughost import StateKey, log
 from plughost.api.serving import leases, stop_of
 from plughost.plugins.channels.outbound import HTTP_CLIENT
 from plughost.plugins.channels.pipeline import GATEWAY, Inbound, gateway, inbound_from_node, stored_target
@@ -152,7 +152,7 @@ class Backlog:
                     self.skip.add(node.id)
                     continue
                 gw.store.upsert_node(["Message"], {"claimedBy": gw.claims.token},
-                                     guards=Principal.system(gw.account_id).guards,
+                                     guards=gw.system_guards(),
                                      node_id=node.id)
                 self.taken.add(node.id)
                 self.inflight.add(node.id)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from plughost import Host, MemoryHit, log
+from plughost import AgentTurn, Host, MemoryHit, Node, log
 from plughost.api import hooks
 from plughost.api.credentials import conversation_secret
 from plughost.api.store import resolve_conversation_id
@@ -330,11 +330,11 @@ class MemoryRunner:
         if embedder is not None:
             embedder.embed(["hello"])
 
-    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
-        question = str(payload.get("text") or payload.get("payload") or "").strip()
-        role = str(payload.get("role") or "public")
+    async def run(self, session_id: str, turn: AgentTurn) -> str:
+        question = (turn.text or turn.prompt).strip()
+        role = turn.role
         # what this visitor told us before (the pipeline's visitor memory), never on an owner's turn
-        memory = [str(x) for x in payload.get("visitorMemory") or ()] if role != "admin" else []
+        memory = list(turn.visitor_memory) if not turn.admin else []
         if is_greeting(question):
             name = remembered_name(memory)
             return (GREETING_AGAIN.format(name=name, product=self.product) if name
@@ -343,16 +343,16 @@ class MemoryRunner:
             return WELCOME
         contact = contact_in(question)
         if contact is not None:
-            return await asyncio.to_thread(self.pass_on, session_id, question, contact, payload)
-        if role != "admin":
-            personal = await asyncio.to_thread(self.about_them, question, memory, payload)
+            return await asyncio.to_thread(self.pass_on, session_id, question, contact, turn)
+        if not turn.admin:
+            personal = await asyncio.to_thread(self.about_them, question, memory, turn)
             if personal is not None:
                 return personal
         reply = await asyncio.to_thread(self.answer, question, role)
         with self.pending_lock:
             self.pending.pop(session_id, None)
-        if reply == DONT_KNOW and role != "admin":
-            joined = await asyncio.to_thread(self.join_lead, question, payload)
+        if reply == DONT_KNOW and not turn.admin:
+            joined = await asyncio.to_thread(self.join_lead, question, turn)
             if joined is not None:
                 return joined
         if reply == DONT_KNOW:
@@ -363,7 +363,7 @@ class MemoryRunner:
         return reply
 
     # ------------------------------------------------------------------ the visitor's own
-    def about_them(self, question: str, memory: list[str], payload: Mapping[str, Any]) -> str | None:
+    def about_them(self, question: str, memory: list[str], turn: AgentTurn) -> str | None:
         """A question about the visitor themself ("What is my name?", "Do you have my number?",
         "What did I order?"), answered from their own memory and their lead, else None."""
         words = set(_words(question))
@@ -374,7 +374,7 @@ class MemoryRunner:
             return YOUR_NAME.format(name=name) if name else NO_NAME
         if words & {"number", "phone", "email", "contact", "details", "address"} and words & {
                 "have", "got", "know", "remember", "keep", "kept", "still"}:
-            lead = self.lead_of(payload)
+            lead = self.lead_of(turn)
             contact = _inputs(lead).get("contact") if lead is not None else None
             return YOUR_CONTACT.format(contact=contact) if contact else NO_CONTACT
         if words & {"order", "ordered", "told", "said", "asked", "booked", "booking", "last"} and words & {
@@ -385,12 +385,11 @@ class MemoryRunner:
             return " ".join([YOU_TOLD_US, *(f"“{m}”" for m in wanted or memory)])[:MAX_REPLY_CHARS]
         return None
 
-    def lead_of(self, payload: Mapping[str, Any]) -> Any:
+    def lead_of(self, turn: AgentTurn) -> Node | None:
         """This visitor's latest follow-up Task (their lead), by their visitor key, else by channel
         and sender; None when they never left a contact. Never another visitor's: the key is a hash
         of a token only their browser (or number) carries."""
-        channel, sender = str(payload.get("channel") or ""), str(payload.get("sender") or "")
-        visitor = str(payload.get("visitorKey") or "")
+        channel, sender, visitor = turn.channel, turn.sender, turn.visitor_key or ""
         if not (visitor or (channel and sender)):
             return None
         rows = self.host.store().find(guards=self.host.principal.guards, labels=["Task"],
@@ -406,19 +405,19 @@ class MemoryRunner:
         mine.sort(key=lambda n: str(n.properties.get("startedAt") or ""))
         return mine[-1] if mine else None
 
-    def join_lead(self, question: str, payload: Mapping[str, Any]) -> str | None:
+    def join_lead(self, question: str, turn: AgentTurn) -> str | None:
         """A visitor whose contact the team has: the unanswered question joins their open lead (a
         step ``visitor asked …`` naming the conversation), or opens a new lead with that contact
         when the last one is done; the visitor is told where the team will answer. None when the
         team has no contact of theirs."""
-        lead = self.lead_of(payload)
+        lead = self.lead_of(turn)
         if lead is None:
             return None
         inputs = _inputs(lead)
         contact = str(inputs["contact"])
-        conversation = self.conversation_of(str(payload.get("channel") or ""), str(payload.get("sender") or ""))
+        conversation = self.conversation_of(turn.channel, turn.sender)
         if str(lead.properties.get("status")) in ("done", "failed", "cancelled"):
-            self.open_lead(question, contact, question, payload, conversation, outcome="joined-new")
+            self.open_lead(question, contact, question, turn, conversation, outcome="joined-new")
         else:
             try:
                 self.call_task_tool("work-update", {"taskId": lead.id, "step": asked_step(question, conversation)})
@@ -436,7 +435,7 @@ class MemoryRunner:
             raise RunnerError(f"not-configured: no plugin serves {name}")
         return self.host.call_tool(owners[0], name, args)
 
-    def pass_on(self, session_id: str, message: str, contact: str, payload: Mapping[str, Any]) -> str:
+    def pass_on(self, session_id: str, message: str, contact: str, turn: AgentTurn) -> str:
         """The visitor left a way to reach them: the question they asked before goes to the team as a
         follow-up Task (``work-create``, admin scope) with the contact (and the visitor's key, so
         their later questions join it), linked to the visitor's Conversation (``conversationId``,
@@ -444,8 +443,8 @@ class MemoryRunner:
         with an open lead already has their question and new contact added to it."""
         with self.pending_lock:
             question = self.pending.pop(session_id, None)
-        conversation = self.conversation_of(str(payload.get("channel") or ""), str(payload.get("sender") or ""))
-        lead = self.lead_of(payload)
+        conversation = self.conversation_of(turn.channel, turn.sender)
+        lead = self.lead_of(turn)
         if lead is not None and str(lead.properties.get("status")) not in ("done", "failed", "cancelled"):
             try:
                 if question:
@@ -459,16 +458,16 @@ class MemoryRunner:
             log("channels", "op=follow-up", outcome="joined", task=lead.id[5:13],
                 conversation=(conversation or "")[5:13] or None)
         else:
-            self.open_lead(question, contact, message, payload, conversation,
+            self.open_lead(question, contact, message, turn, conversation,
                            outcome="passed-on" if question else "noted")
         return (PASSED_ON if question else NOTED).format(contact=contact)
 
-    def open_lead(self, question: str | None, contact: str, message: str, payload: Mapping[str, Any],
+    def open_lead(self, question: str | None, contact: str, message: str, turn: AgentTurn,
                   conversation: str | None, *, outcome: str) -> None:
         inputs = {"question": question or message, "contact": contact, "message": message,
-                  "channel": str(payload.get("channel") or ""), "sender": str(payload.get("sender") or "")}
-        if payload.get("visitorKey"):
-            inputs["visitorKey"] = str(payload["visitorKey"])
+                  "channel": turn.channel, "sender": turn.sender}
+        if turn.visitor_key:
+            inputs["visitorKey"] = turn.visitor_key
         try:
             args: dict[str, Any] = {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
                                     "inputs": inputs}

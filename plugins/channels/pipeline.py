@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from plughost import Guards, Principal, StateKey, log
+from plughost import AgentTurn, Guards, Principal, StateKey, log
 from plughost.api import hooks
 from plughost.api.credentials import conversation_secret
+from plughost.api.hooks import run_agent
 from plughost.api.serving import stop_of
 from plughost.api.store import (
     CHANNEL_MESSAGE_LABELS,
@@ -50,7 +51,6 @@ from plughost.plugins.channels.runner import (
     RunnerError,
     agent_session_for,
     session_id_for,
-    turn_kind,
 )
 from plughost.plugins.channels.runner_choice import get_runner
 from plughost.plugins.channels.screening import screen
@@ -131,7 +131,7 @@ class Turn:
     """What one turn produced (returned by :meth:`Gateway.process`)."""
 
     message_id: str
-    role: str
+    role: str  # the turn's role word, as in log lines: admin | public | unknown
     status: str  # answered | refused | agent-failed | held (the owner holds the conversation)
     reply: str | None = None
     payload: str | None = None
@@ -227,7 +227,20 @@ class Gateway:
         return self.host.store()
 
     def guards(self) -> Guards:
+        """What the pipeline reads under: the account's owner."""
         return Principal.owner(self.require_account()).guards
+
+    def system_guards(self) -> Guards:
+        """What the pipeline writes its records under: the host itself (stored as written)."""
+        return Principal.system(self.account_id).guards
+
+    def turn_principal(self, msg: Inbound, who: ident.Identity) -> Principal:
+        """The one place a turn's principal is decided: an admin's session for an admin sender, the
+        admin chat or a scheduled message (the owner's), else a public visitor confined to the
+        sender's conversation; never wider than the serving process."""
+        admin = msg.provenance is not None or msg.channel == "admin" or who.role == "admin"
+        conversation = session_id_for(self.require_account(), msg.sender_key)
+        return self.host.principal.for_turn("admin" if admin else "public", conversation)
 
     @property
     def claims(self) -> Claims | LeaseClaims:
@@ -312,12 +325,12 @@ class Gateway:
             earlier = self.store.find(guards=self.guards(), labels=labels[-1:], where={"conversationId": conv},
                                       limit=10_000)
             if props.get("role") != "user" or not any(n.properties.get("role") == "user" for n in earlier):
-                self.store.upsert_many([row], guards=Principal.system(self.account_id).guards)
+                self.store.upsert_many([row], guards=self.system_guards())
                 return
             targets += [n.id for n in earlier if n.id != mid]
         conv_row = self._conversation_row(msg, conv)
         conv_row["edges"] = [{"type": HAS_MESSAGE, "to": target} for target in targets]
-        self.store.upsert_many([row, conv_row], guards=Principal.system(self.account_id).guards)
+        self.store.upsert_many([row, conv_row], guards=self.system_guards())
 
     def _conversation_exists(self, conv: str) -> bool:
         return self.store.get(conv, guards=self.guards()) is not None
@@ -334,7 +347,7 @@ class Gateway:
         with self._persist_lock:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
                 self.store.upsert_node(["Message"], dict(props),
-                                       guards=Principal.system(self.account_id).guards, node_id=mid)
+                                       guards=self.system_guards(), node_id=mid)
 
     def visitor_of(self, msg: Inbound, who: ident.Identity) -> str | None:
         """Whose per-visitor memory a non-admin sender's turn reads and feeds (docs/channels.md#visitor-memory):
@@ -355,7 +368,7 @@ class Gateway:
             node = self.store.get(conv, guards=self.guards())
             if node is not None and node.properties.get("scope") != "public":
                 self.store.upsert_node(["Conversation"], {"scope": "public"},
-                                       guards=Principal.system(self.account_id).guards, node_id=conv)
+                                       guards=self.system_guards(), node_id=conv)
 
     def held_by_owner(self, msg: Inbound) -> bool:
         """The owner took this conversation over (the console sets ``ownerHolds`` on its Conversation
@@ -372,17 +385,17 @@ class Gateway:
             if node is None or not node.properties.get("ownerHolds") or node.properties.get("heldNoticed"):
                 return False
             self.store.upsert_node(["Conversation"], {"heldNoticed": True},
-                                   guards=Principal.system(self.account_id).guards, node_id=conv)
+                                   guards=self.system_guards(), node_id=conv)
         return True
 
-    def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, role: str = "admin") -> str:
+    def record_reply(self, msg: Inbound, inbound_id: str, text: str, kind: str, public: bool = False) -> str:
         account = self.require_account()
         rid = message_id(account, msg.channel, f"reply:{msg.platform_id}")
         conv = self.conversation_of(msg)
         props = {"role": "assistant", "channel": msg.channel, "sender": "agent", "recipient": msg.sender,
                  "text": text, "inReplyTo": inbound_id, "conversationId": conv, "kind": kind,
                  "createdAt": now_iso(), "createdNs": time.time_ns(), "deliveryStatus": "pending",
-                 "target": dict(msg.target) or None, "scope": "admin" if role == "admin" else "public",
+                 "target": dict(msg.target) or None, "scope": "public" if public else "admin",
                  "sessionId": session_id_for(account, msg.sender_key), "claimedBy": self.claims.token}
         with self._persist_lock:
             self._write_message(msg, rid, conv, ["Message", CHANNEL_MESSAGE_LABELS.get(msg.channel, "Message")], props)
@@ -444,7 +457,7 @@ class Gateway:
     def update_message_by_id(self, mid: str, props: Mapping[str, Any]) -> None:
         with self._persist_lock:
             self.store.upsert_node(["Message"], dict(props),
-                                   guards=Principal.system(self.account_id).guards, node_id=mid)
+                                   guards=self.system_guards(), node_id=mid)
 
     def _turn_done(self, _task: Any) -> None:
         self.queued -= 1
@@ -478,14 +491,14 @@ class Gateway:
         log("channels", "op=stop-turns", queued=queued, running=running, interrupted=interrupted,
             left=self.interrupted + skipped, ms=round((time.monotonic() - started) * 1000))
 
-    async def _run_agent(self, session: str, payload: Mapping[str, Any]) -> str:
+    async def _run_agent(self, session: str, turn: AgentTurn) -> str:
         """One agent run in a slot; a stopping process starts none, and ends its own at the deadline."""
         if self.stopping:
             raise TurnInterrupted("stopping")
         async with self.agent_slots:
             if self.stopping:
                 raise TurnInterrupted("stopping")
-            task = asyncio.ensure_future(get_runner(self.host).run(session, payload))
+            task = asyncio.ensure_future(run_agent(get_runner(self.host), session, turn))
             self._agents.add(task)
             try:
                 return str(await task or "")
@@ -523,11 +536,12 @@ class Gateway:
         try:
             who = await asyncio.to_thread(ident.resolve, self.host.home, self.account_id, channel=msg.channel,
                                           sender=msg.sender, phone=msg.phone, aliases=self.aliases)
-            if who.role != "admin":
+            principal = self.turn_principal(msg, who)
+            if principal.is_public:
                 await asyncio.to_thread(self.set_public, msg, mid, self.visitor_of(msg, who))
-            delivery = await self.reply(msg, mid, BUSY, kind="busy", role=who.role,
+            delivery = await self.reply(msg, mid, BUSY, kind="busy", principal=principal,
                                         status={"status": "answered", "capped": True})
-            return Turn(mid, who.role, "capped", BUSY, None, delivery)
+            return Turn(mid, AgentTurn.role_of(principal), "capped", BUSY, None, delivery)
         except Exception as exc:
             reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             log("channels", "op=turn-failed", channel=msg.channel, messageId=mid, reason=reason)
@@ -544,65 +558,65 @@ class Gateway:
             who = ident.Identity("admin", msg.provenance.owner_user_id, who.phone)
         if msg.channel == "admin":  # only the admin chat's route makes these, after checking the session token
             who = ident.Identity("admin", msg.sender.rsplit("~", 1)[0], None)
-        visitor = self.visitor_of(msg, who) if who.role != "admin" else None
-        if who.role != "admin":
+        principal = self.turn_principal(msg, who)
+        role = AgentTurn.role_of(principal)  # the wire's and the log lines' word for it
+        visitor = self.visitor_of(msg, who) if principal.is_public else None
+        if principal.is_public:
             await asyncio.to_thread(self.set_public, msg, mid, visitor)
         verdict = await asyncio.to_thread(screen, self.host, channel=msg.channel, text=msg.text,
-                                          sender=msg.sender, role=who.role)
-        if who.role == "public" and verdict.verdict == "DISCARD":
-            delivery = await self.reply(msg, mid, REFUSAL, kind="refusal", role=who.role,
+                                          sender=msg.sender, role=role)
+        if principal.is_public and verdict.verdict == "DISCARD":
+            delivery = await self.reply(msg, mid, REFUSAL, kind="refusal", principal=principal,
                                         status={"status": "refused", "verdict": verdict.verdict})
-            return Turn(mid, who.role, "refused", REFUSAL, None, delivery)
-        if who.role != "admin" and await asyncio.to_thread(self.held_by_owner, msg):
+            return Turn(mid, role, "refused", REFUSAL, None, delivery)
+        if principal.is_public and await asyncio.to_thread(self.held_by_owner, msg):
             await asyncio.to_thread(self.update_message, msg, mid, {"status": "held", "heldBy": "owner"})
             log("channels", "op=held-by-owner", channel=msg.channel, messageId=mid)
             if await asyncio.to_thread(self.hold_notice_due, msg):  # once a hold: a person answers, not the agent
                 from plughost.plugins.channels.brand import product_name
 
                 notice = HELD_NOTICE.format(business=product_name(self.host.env))
-                delivery = await self.reply(msg, mid, notice, kind="held-notice", role=who.role)
-                return Turn(mid, who.role, "held", notice, None, delivery)
-            return Turn(mid, who.role, "held")
+                delivery = await self.reply(msg, mid, notice, kind="held-notice", principal=principal)
+                return Turn(mid, role, "held", notice, None, delivery)
+            return Turn(mid, role, "held")
         remembered: tuple[str, ...] = ()
         if visitor:
             conv = self.conversation_of(msg)
             remembered = tuple(await asyncio.to_thread(composing.fetch_visitor_memory, self.host, self.account_id,
                                                        msg.channel, visitor, conv))
-        turn = TurnInput(channel=msg.channel, role=who.role, text=msg.text, account_id=self.account_id,
-                         media_notes=tuple(msg.media_notes), reply=msg.reply, provenance=msg.provenance,
-                         visitor_memory=remembered)
-        rules = await asyncio.to_thread(composing.fetch_rules, self.host, turn)
-        text = composing.compose(turn, rules)
-        kind = turn_kind(who.role, msg.provenance is not None)
-        session = agent_session_for(self.account_id, msg.sender_key, kind)
-        payload = {
-            "sessionId": session_id_for(self.account_id, msg.sender_key), "agentSession": session, "turnKind": kind, "accountId": self.account_id, "channel": msg.channel, "sender": msg.sender,
-            "role": who.role, "userId": who.user_id, "messageId": mid, "payload": text,
-            "text": msg.text, "screening": verdict.as_dict(), "scheduled": msg.provenance is not None,
-        }
-        if visitor:  # a runner that reads no composed text (the memory runner) still knows a returning visitor
-            payload.update(visitorKey=visitor, visitorMemory=list(remembered))
+        composed = TurnInput(channel=msg.channel, role=role, text=msg.text, account_id=self.account_id,
+                             media_notes=tuple(msg.media_notes), reply=msg.reply, provenance=msg.provenance,
+                             visitor_memory=remembered)
+        rules = await asyncio.to_thread(composing.fetch_rules, self.host, composed)
+        text = composing.compose(composed, rules)
+        scheduled = msg.provenance is not None
+        session = agent_session_for(self.account_id, msg.sender_key, AgentTurn.kind_of(principal, scheduled))
+        turn = AgentTurn(principal, session_id_for(self.account_id, msg.sender_key), session, msg.channel, msg.sender,
+                         mid, text, msg.text, user_id=who.user_id, screening=verdict.as_dict(), scheduled=scheduled,
+                         visitor_key=visitor, visitor_memory=remembered if visitor else ())
         try:
-            answer = (await self._run_agent(session, payload)).strip()
+            answer = (await self._run_agent(session, turn)).strip()
             if not answer:  # a person waiting on nothing is worse than the polite fallback
                 raise RunnerError("empty-reply: the agent answered nothing")
         except (RunnerError, OSError) as exc:
             log("channels", "op=agent-failed", channel=msg.channel, messageId=mid, reason=str(exc)[:200])
-            delivery = await self.reply(msg, mid, AGENT_UNAVAILABLE, kind="agent-unavailable", role=who.role,
+            delivery = await self.reply(msg, mid, AGENT_UNAVAILABLE, kind="agent-unavailable", principal=principal,
                                         status={"status": "agent-failed", "error": str(exc)[:200]})
-            return Turn(mid, who.role, "agent-failed", AGENT_UNAVAILABLE, text, delivery)
+            return Turn(mid, role, "agent-failed", AGENT_UNAVAILABLE, text, delivery)
         answer = cap_reply(answer, mid, MAX_REPLY_CHARS)
-        delivery = await self.reply(msg, mid, answer, kind="agent", role=who.role, status={"status": "answered"})
-        return Turn(mid, who.role, "answered", answer, text, delivery)
+        delivery = await self.reply(msg, mid, answer, kind="agent", principal=principal, status={"status": "answered"})
+        return Turn(mid, role, "answered", answer, text, delivery)
 
-    async def reply(self, msg: Inbound, inbound_id: str, text: str, *, kind: str, role: str = "admin",
+    async def reply(self, msg: Inbound, inbound_id: str, text: str, *, kind: str, principal: Principal | None = None,
                     status: Mapping[str, Any] | None = None) -> Any:
         """Record the reply (pending), mark the inbound done, then send it and record the outcome.
 
         That order leaves no gap where a stop loses an answer: until the inbound's status moves on
-        the turn is resumed, and a recorded reply still ``pending`` is delivered by the resume.
+        the turn is resumed, and a recorded reply still ``pending`` is delivered by the resume. A
+        reply to a public principal's turn is public; any other (an admin's, the owner's) is not.
         """
-        rid = await asyncio.to_thread(self.record_reply, msg, inbound_id, text, kind, role)
+        public = principal is not None and principal.is_public
+        rid = await asyncio.to_thread(self.record_reply, msg, inbound_id, text, kind, public)
         if status:
             await asyncio.to_thread(self.update_message, msg, inbound_id, status)
         token = DELIVERING_KIND.set(kind)

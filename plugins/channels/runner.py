@@ -1,11 +1,11 @@
 """The agent runner (docs/channels.md#runners) and per-sender ordering.
 
-A runner is any object with ``async run(session_id, payload) -> str``; the
+A runner is any object with ``async run(session_id, turn: AgentTurn) -> str``; the
 ``plughost_agent_runner`` hook supplies one. The channels plugin's own provider picks one of
 three by ``PLUGHOST_AGENT`` (:func:`builtin_runner`): ``memory`` (the default; answers from the
 account's memory, :mod:`plughost.plugins.channels.memory_runner`), ``claude`` (the Claude Code CLI,
 :mod:`plughost.plugins.channels.claude_runner`) or ``command`` (:class:`CommandRunner`: starts
-``PLUGHOST_AGENT_COMMAND`` per turn, writes the payload JSON to its stdin and reads the
+``PLUGHOST_AGENT_COMMAND`` per turn, writes the turn's JSON (:meth:`AgentTurn.as_dict`) to its stdin and reads the
 reply from its stdout, within ``PLUGHOST_AGENT_TIMEOUT`` seconds). Every sender has one
 session with a deterministic id, so a sender's turns share their agent context across
 restarts. :class:`KeyedSerializer` keeps one sender's turns strictly in order while different
@@ -23,7 +23,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from plughost.api.principals import child_env, resolve
+from plughost import AgentTurn
+from plughost.api.principals import child_env
 from plughost.plugins.channels.runner_gate import agent_choice as choice
 from plughost.plugins.channels.settings import AGENT, AGENT_COMMAND, AGENT_TIMEOUT
 
@@ -48,11 +49,6 @@ the sender). A session is never shared between kinds, so a visitor's next turn c
 session that held the owner's rules or an admin tool's results."""
 
 
-def turn_kind(role: str, scheduled: bool) -> str:
-    """The kind of a turn: scheduled (an owner's message to the sender), else by the sender's role."""
-    return "scheduled" if scheduled else ("admin" if role == "admin" else "visitor")
-
-
 def agent_session_for(account_id: str, sender_key: str, kind: str) -> str:
     """One deterministic agent session per (account, kind of turn, sender): a UUID, as Claude Code's
     ``--session-id`` wants. Distinct from :func:`session_id_for`, so no session made before turns
@@ -68,7 +64,7 @@ def agent_sessions_of(account_id: str, sender_key: str) -> set[str]:
 
 
 class CommandRunner:
-    """Runs a command per turn: stdin = payload JSON, stdout = reply."""
+    """Runs a command per turn: stdin = the turn's JSON (:meth:`AgentTurn.as_dict`), stdout = reply."""
 
     name = "command"
 
@@ -83,19 +79,14 @@ class CommandRunner:
         raw = AGENT_COMMAND.read(env)
         return cls(shlex.split(raw) if raw else None, timeout=AGENT_TIMEOUT.read(env), env=env)
 
-    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
+    async def run(self, session_id: str, turn: AgentTurn) -> str:
         if not self.command:
             raise RunnerError("not-configured: set PLUGHOST_AGENT_COMMAND")
         # the turn's principal is what the agent's own Stop hook (`plughost record-turn`) keys on:
         # record admin turns, never a public visitor's
-        role = payload.get("role")
-        conversation = payload.get("sessionId") if isinstance(payload.get("sessionId"), str) else None
-        turn = resolve(self.env).for_turn(role if isinstance(role, str) and role else "public",
-                                          conversation or session_id)
-        env = child_env(self.env, turn)
-        specialist = payload.get("specialist")
-        if isinstance(specialist, str) and specialist:
-            env["PLUGHOST_SPECIALIST"] = specialist
+        env = child_env(self.env, turn.principal)
+        if turn.specialist:
+            env["PLUGHOST_SPECIALIST"] = turn.specialist
         else:
             env.pop("PLUGHOST_SPECIALIST", None)
         try:
@@ -104,7 +95,7 @@ class CommandRunner:
                 stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
         except OSError as exc:
             raise RunnerError(f"spawn-failed: {exc.strerror or exc}") from None
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        data = json.dumps(turn.as_dict(), ensure_ascii=False).encode("utf-8")
         try:
             out, err = await asyncio.wait_for(proc.communicate(data), self.timeout)
         except TimeoutError:
@@ -139,7 +130,7 @@ class BrokenRunner:
     def __init__(self, reason: str) -> None:
         self.reason = reason
 
-    async def run(self, session_id: str, payload: Mapping[str, Any]) -> str:
+    async def run(self, session_id: str, turn: AgentTurn) -> str:
         raise RunnerError(f"not-configured: {self.reason}")
 
 
@@ -152,7 +143,7 @@ class KeyedSerializer:
     """Jobs with one key run strictly in submission order; different keys run concurrently."""
 
     def __init__(self) -> None:
-        self._tails: dict[str, asyncio.Future[Any]] = {}
+        self._tails: dict[str, asyncio.Future[Any]] = {}  # any one job's result
         self._counts: dict[str, int] = {}  # jobs submitted and not finished, per key
         self.stopping = False
         self.skipped = 0  # jobs a stopping process did not start
@@ -176,7 +167,7 @@ class KeyedSerializer:
         self._tails[key] = task
         self._counts[key] = self._counts.get(key, 0) + 1
 
-        def done(_: Any) -> None:
+        def done(_: asyncio.Task[T]) -> None:
             if self._tails.get(key) is task:
                 del self._tails[key]
             left = self._counts.get(key, 1) - 1

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
-from plughost import StateKey, UserError, log
+from plughost import AgentRunner, Host, StateKey, UserError, log
 from plughost.api import hooks
 from plughost.plugins.channels.runner import BrokenRunner, CommandRunner, agent_choice
 
 
-def builtin_runner(host: Any) -> Any:
+def builtin_runner(host: Host) -> AgentRunner:
     """The built-in runner ``PLUGHOST_AGENT`` names; a configuration error becomes a :class:`BrokenRunner`."""
     try:
         choice = agent_choice(host.env)
@@ -31,14 +30,14 @@ def builtin_runner(host: Any) -> Any:
         return BrokenRunner(str(exc))
 
 
-def runner_name(runner: Any) -> str:
+def runner_name(runner: AgentRunner) -> str:
     return str(getattr(runner, "name", type(runner).__name__))
 
 
-RUNNER: StateKey[Any] = StateKey("channels.runner")
+RUNNER: StateKey[AgentRunner] = StateKey("channels.runner")
 
 
-def get_runner(host: Any) -> Any:
+def get_runner(host: Host) -> AgentRunner:
     """The runner from the ``plughost_agent_runner`` hook (cached on the host)."""
     runner = host.state.get(RUNNER)
     if runner is None:
@@ -48,7 +47,7 @@ def get_runner(host: Any) -> Any:
     return runner
 
 
-def warm_in_background(host: Any) -> None:
+def warm_in_background(host: Host) -> None:
     """Build the runner now and let it load what its first turn needs (a model, a narrowed host) off the loop."""
     if not host.principal.account:
         return  # nothing to answer for

@@ -232,3 +232,13 @@ def wa_signed(body: dict[str, Any], secret: str = "wa-app-secret") -> tuple[byte
     raw = json.dumps(body).encode()
     sig = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
     return raw, {"X-Hub-Signature-256": sig, "Content-Type": "application/json"}
+
+
+def agent_turn(payload: dict[str, Any], principal: Any = None, session: str = "") -> Any:
+    """A runner's typed turn from its documented JSON form (``AgentTurn.from_dict``): ``principal``
+    (the serving process's; none: an empty environment's) narrowed to the payload's role and
+    conversation, ``session`` when the payload names none."""
+    from plughost import AgentTurn
+    from plughost.api.principals import resolve
+
+    return AgentTurn.from_dict({"sessionId": session, **payload}, principal if principal is not None else resolve({}))

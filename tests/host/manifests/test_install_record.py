@@ -24,6 +24,7 @@ from plughost.runtime.host import Host
 from plughost.runtime.types import GateContext
 from tests.conftest import TOOLS, npx_bin, run_cli
 from tests.host.manifests.conftest import bundle, connected_servers
+from tests.support.channels_support import agent_turn
 from tests.support.serve_helpers import start_serve, stop_process
 
 
@@ -65,7 +66,7 @@ def test_after_install_the_runner_and_the_gates_use_the_installed_config_dir(ins
         runner = ClaudeRunner.from_host(host)
         assert runner.config_dir == config
         sid = session_id_for("acme", "webchat:admin")
-        assert runner.child_env(sid, {"role": "admin"})["CLAUDE_CONFIG_DIR"] == str(config)
+        assert runner.child_env(agent_turn({"role": "admin"}, host.principal, sid))["CLAUDE_CONFIG_DIR"] == str(config)
         gate = check_agent_runner(GateContext(host=host, env=host.env))
         assert gate.status == "warn"  # only: the `claude` program is not on this bare PATH
         assert [d["reason"] for d in gate.defects] == ["agent-missing"], gate.lines
@@ -155,7 +156,7 @@ def test_the_real_cli_in_the_runners_environment_connects_the_installed_servers(
                         CLAUDE_CODE_TMPDIR=str(tmp_path))
     try:
         runner = ClaudeRunner.from_host(host)
-        env = runner.child_env(session_id_for("acme", "webchat:admin"), {"role": "admin"})
+        env = runner.child_env(agent_turn({"role": "admin"}, host.principal, session_id_for("acme", "webchat:admin")))
     finally:
         host.close()
     workdir = plughost_home / "accounts" / "acme" / "agent"

@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from channels_support import ACCOUNT
+from channels_support import ACCOUNT, agent_turn
 from fake_messages_api import REPLY, FakeMessagesAPI, mcp_tool_names
 
 from plughost.plugins.channels.claude_runner import ClaudeRunner
@@ -45,13 +45,13 @@ def test_an_admin_turns_first_request_carries_the_plugin_tools_and_a_public_ones
         runner = get_runner(host)
         assert isinstance(runner, ClaudeRunner)
         admin = {"role": "admin", "text": "hello", "sender": "a1", "payload": "hello", "channel": "telegram"}
-        assert asyncio.run(runner.run(session_id_for(ACCOUNT, "telegram:a1"), admin)) == REPLY
+        assert asyncio.run(runner.run(session_id_for(ACCOUNT, "telegram:a1"), agent_turn(admin, host.principal))) == REPLY
         first = api.bodies()[0]
         offered = set(mcp_tool_names(first))
         assert "mcp__plugin_memory_memory__memory-search" in offered, sorted(t.get("name") for t in first["tools"])
         assert {"mcp__plugin_graph_graph__graph-schema", "mcp__plugin_admin_admin__admin-hostname"} <= offered
         api.clear()
         public = {"role": "public", "text": "hello", "sender": "v1", "payload": "hello", "channel": "webchat"}
-        assert asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:v1"), public)) == REPLY
+        assert asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:v1"), agent_turn(public, host.principal))) == REPLY
         first = api.bodies()[0]
         assert not first.get("tools"), [t.get("name") for t in first["tools"]]

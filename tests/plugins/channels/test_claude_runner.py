@@ -15,12 +15,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from channels_support import ACCOUNT
+from channels_support import ACCOUNT, agent_turn
 
+from plughost import Principal
 from plughost.plugins.channels.claude_runner import NATIVE_TOOLS, NO_MCP_SERVERS, ClaudeRunner
 from plughost.plugins.channels.runner import RunnerError, session_id_for
 from plughost.plugins.channels.runner_choice import get_runner
 from tests.conftest import TOOLS
+
+OWNER = Principal.owner(ACCOUNT)
 
 # prints the shape `claude -p --output-format json` really prints (captured from 2.1.x)
 STAND_IN = r'''
@@ -76,7 +79,7 @@ def test_public_turn_is_toolless_by_construction(make_host, account, tmp_path: P
     runner = get_runner(host)
     assert isinstance(runner, ClaudeRunner)
     sid = session_id_for(ACCOUNT, "webchat:s1")
-    reply = asyncio.run(runner.run(sid, payload("public", "What are your opening hours?")))
+    reply = asyncio.run(runner.run(sid, agent_turn(payload("public", "What are your opening hours?"), OWNER, sid)))
     assert reply == "stand-in: What are your opening hours?"
     call = calls(tmp_path)[0]
     argv = call["argv"]
@@ -111,7 +114,7 @@ def test_the_public_prompts_passages_are_distinct(make_host, account, tmp_path: 
     call_tool(host, "memory", "memory-write", {"labels": ["Note"], "properties": {
         "name": "Repairs", "description": "We  repair bikes of every brand within two days!", "scope": "public"}})
     runner = get_runner(host)
-    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:bikes"), payload("public", "Do you repair or rent bikes?")))
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:bikes"), agent_turn(payload("public", "Do you repair or rent bikes?"), OWNER, session_id_for(ACCOUNT, "webchat:bikes"))))
     argv = calls(tmp_path)[0]["argv"]
     prompt = argv[argv.index("--append-system-prompt") + 1]
     passages = re.findall(r"^\[(\d)\] (.+)$", prompt, re.M)
@@ -139,7 +142,7 @@ def test_distinct_keeps_one_passage_per_part_and_text() -> None:
 def test_admin_turn_gets_the_admin_allowlist(make_host, account, tmp_path: Path, stand_in) -> None:
     host = make_host(**stand_in)
     runner = get_runner(host)
-    asyncio.run(runner.run(session_id_for(ACCOUNT, "telegram:1"), payload("admin", "list my rules")))
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "telegram:1"), agent_turn(payload("admin", "list my rules"), OWNER, session_id_for(ACCOUNT, "telegram:1"))))
     argv = calls(tmp_path)[0]["argv"]
     allowed = argv[argv.index("--allowedTools") + 1].split(",")
     assert allowed == list(host.surface.admin) and "mcp__plugin_memory_memory__memory-search" in allowed
@@ -154,29 +157,29 @@ def test_an_admin_turns_cli_connects_its_servers_before_the_first_request(make_h
     says how long; a public turn (no server) is left as it was (the real CLI: test_claude_first_tools)."""
     host = make_host(**stand_in, PLUGHOST_AGENT_TIMEOUT="90")
     runner = get_runner(host)
-    asyncio.run(runner.run(session_id_for(ACCOUNT, "telegram:1"), payload("admin", "list my rules")))
-    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:v1"), payload("public", "hello")))
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "telegram:1"), agent_turn(payload("admin", "list my rules"), OWNER, session_id_for(ACCOUNT, "telegram:1"))))
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:v1"), agent_turn(payload("public", "hello"), OWNER, session_id_for(ACCOUNT, "webchat:v1"))))
     admin, public = calls(tmp_path)[0]["env"], calls(tmp_path)[1]["env"]
     assert admin["MCP_CONNECTION_NONBLOCKING"] == "0" and admin["MCP_CONNECT_TIMEOUT_MS"] == "45000"
     assert "MCP_CONNECTION_NONBLOCKING" not in public and "MCP_CONNECT_TIMEOUT_MS" not in public
     told = get_runner(make_host(**stand_in, MCP_CONNECT_TIMEOUT_MS="20000"))
-    assert told.child_env(session_id_for(ACCOUNT, "telegram:2"), payload("admin", "hi"))["MCP_CONNECT_TIMEOUT_MS"] == "20000"
+    assert told.child_env(agent_turn(payload("admin", "hi"), OWNER, session_id_for(ACCOUNT, "telegram:2")))["MCP_CONNECT_TIMEOUT_MS"] == "20000"
 
 
 def test_one_session_per_sender_resumed_across_turns_and_restarts(make_host, account, tmp_path: Path,
                                                                   stand_in) -> None:
     a, b = session_id_for(ACCOUNT, "webchat:a"), session_id_for(ACCOUNT, "webchat:b")
     first = get_runner(make_host(**stand_in))
-    asyncio.run(first.run(a, payload("public", "one", "a")))
-    asyncio.run(first.run(a, payload("public", "two", "a")))
-    asyncio.run(first.run(b, payload("public", "other", "b")))
+    asyncio.run(first.run(a, agent_turn(payload("public", "one", "a"), OWNER, a)))
+    asyncio.run(first.run(a, agent_turn(payload("public", "two", "a"), OWNER, a)))
+    asyncio.run(first.run(b, agent_turn(payload("public", "other", "b"), OWNER, b)))
     restarted = get_runner(make_host(**stand_in))  # a new process: what it knows comes from disk
-    asyncio.run(restarted.run(a, payload("public", "three", "a")))
+    asyncio.run(restarted.run(a, agent_turn(payload("public", "three", "a"), OWNER, a)))
     flags = [(c["argv"][3], c["argv"][4]) for c in calls(tmp_path)]
     assert flags == [("--session-id", a), ("--resume", a), ("--session-id", b), ("--resume", a)]
     # our record lost, the CLI's kept: "already in use" → resumed, once
     (Path(os.environ["PLUGHOST_HOME"]) / "accounts" / ACCOUNT / "claude-sessions.json").unlink()
-    assert asyncio.run(restarted.run(b, payload("public", "again", "b"))) == "stand-in: again"
+    assert asyncio.run(restarted.run(b, agent_turn(payload("public", "again", "b"), OWNER, b))) == "stand-in: again"
     assert [(c["argv"][3], c["argv"][4]) for c in calls(tmp_path)[-2:]] == [("--session-id", b), ("--resume", b)]
 
 
@@ -186,7 +189,7 @@ def test_cli_error_is_the_polite_fallback_with_its_log_line(make_host, account, 
 
     host = make_host(**stand_in, STAND_IN_FAIL="Not logged in · Please run /login")
     with pytest.raises(RunnerError, match="claude: Not logged in"):
-        asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "x"), payload("public", "hi")))
+        asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "x"), agent_turn(payload("public", "hi"), OWNER, session_id_for(ACCOUNT, "x"))))
 
     async def turn() -> object:
         _mid, _dup, task = await gateway(host).accept(Inbound(channel="webchat", sender="visitor-0001",
@@ -202,7 +205,7 @@ def test_cli_error_is_the_polite_fallback_with_its_log_line(make_host, account, 
 def test_missing_binary_is_a_clear_reason(make_host, account, tmp_path: Path, stand_in) -> None:
     host = make_host(**{**stand_in, "PLUGHOST_CLAUDE_BIN": str(tmp_path / "no-such-claude")})
     with pytest.raises(RunnerError, match="spawn-failed: .*no-such-claude.*PLUGHOST_CLAUDE_BIN"):
-        asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "x"), payload("public", "hi")))
+        asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "x"), agent_turn(payload("public", "hi"), OWNER, session_id_for(ACCOUNT, "x"))))
 
 
 def test_each_turn_logs_its_tool_surface_and_spawn_inventory(make_host, account, tmp_path: Path, stand_in,
@@ -213,7 +216,7 @@ def test_each_turn_logs_its_tool_surface_and_spawn_inventory(make_host, account,
     runner = get_runner(host)
     sid = session_id_for(ACCOUNT, "telegram:7")
     capfd.readouterr()
-    asyncio.run(runner.run(sid, payload("admin", "list my rules")))
+    asyncio.run(runner.run(sid, agent_turn(payload("admin", "list my rules"), OWNER, sid)))
     err = capfd.readouterr().err
     argv = calls(tmp_path)[0]["argv"]
     allowed = argv[argv.index("--allowedTools") + 1].split(",")
@@ -234,7 +237,7 @@ def test_each_turn_logs_its_tool_surface_and_spawn_inventory(make_host, account,
     assert fields["not-exposed"] == (",".join(t for t in listed if t in hidden) or "—")
     assert "mcp__plugin_graph_graph__write-cypher" not in inv  # withheld on SQLite: no server lists it
     # a visitor's turn: nothing allowed, no server mounted
-    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:v"), payload("public", "hours?")))
+    asyncio.run(runner.run(session_id_for(ACCOUNT, "webchat:v"), agent_turn(payload("public", "hours?"), OWNER, session_id_for(ACCOUNT, "webchat:v"))))
     err = capfd.readouterr().err
     assert "[tool-surface] session=" in err and " role=public permission_allowed=0 eager_intent=0 " in err
     [inv] = [ln for ln in err.splitlines() if ln.startswith("[pty-spawn-tool-inventory] ")]
@@ -257,7 +260,7 @@ def test_real_cli_accepts_the_flags_and_ends_at_the_credential(make_host, accoun
     host = make_host(PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_CONFIG_DIR=str(tmp_path / "config"))
     runner = get_runner(host)
     sid = session_id_for(ACCOUNT, f"webchat:{role}")
-    argv = runner.argv(sid, role, resume=False, knowledge="You answer visitors.\n\n[1] We open at 7.")
+    argv = runner.argv(sid, role == "admin", resume=False, knowledge="You answer visitors.\n\n[1] We open at 7.")
     argv[0:len(runner.command)] = [claude]
     env = real_cli_env(tmp_path)
     done = subprocess.run(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *argv], input="hello",
@@ -301,7 +304,7 @@ def test_the_deny_list_is_the_real_clis_own_tools(make_host, account, tmp_path: 
     _, typo = init_message([claude, "-p", "--output-format", "json", "--disallowedTools", "NoSuchTool,Bash"], env)
     assert 'deny rule "NoSuchTool" matches no known tool' in typo and '"Bash"' not in typo  # the CLI's own check
     runner = get_runner(make_host(PLUGHOST_AGENT="claude", PLUGHOST_CLAUDE_CONFIG_DIR=env["CLAUDE_CONFIG_DIR"]))
-    argv = runner.argv(session_id_for(ACCOUNT, "webchat:deny"), "public", resume=False)
+    argv = runner.argv(session_id_for(ACCOUNT, "webchat:deny"), False, resume=False)
     argv[0:len(runner.command)] = [claude]
     public, stderr = init_message(argv, env)
     assert "matches no known tool" not in stderr, stderr
@@ -314,5 +317,6 @@ def test_a_narrowed_servers_public_turn_is_never_wider_than_it(make_host, accoun
     """A public turn's agent runs with ALLOWED_SCOPES=public, narrowed by the serving process's own:
     a server narrowed to ``shared`` hands its visitor's agent no scope at all, never ``public``."""
     host = make_host(**stand_in, ALLOWED_SCOPES=served)
-    asyncio.run(get_runner(host).run(session_id_for(ACCOUNT, "webchat:s2"), payload("public", "hi")))
+    sid = session_id_for(ACCOUNT, "webchat:s2")  # the turn's principal: the serving process's, narrowed to a visitor
+    asyncio.run(get_runner(host).run(sid, agent_turn(payload("public", "hi"), host.principal, sid)))
     assert calls(tmp_path)[0]["env"]["ALLOWED_SCOPES"] == child

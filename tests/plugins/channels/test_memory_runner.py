@@ -29,6 +29,7 @@ from plughost.plugins.channels.runner_choice import get_runner
 from plughost.ports.graph import Guards
 from plughost.runtime.tooltable import call_tool
 from tests.convids import keyed_id
+from tests.support.channels_support import agent_turn
 
 HANDBOOK = {"attachmentId": "hb", "title": "Shop handbook", "content": (
     "# Shop handbook\n\n## Opening hours\n\nWe are open Monday to Friday from 9:00 to 17:00. "
@@ -48,8 +49,8 @@ def seeded(make_host, account):
 
 
 def ask(host, text: str, role: str = "public", session: str = "s") -> str:
-    return asyncio.run(get_runner(host).run(session, {"text": text, "payload": f"## Context\n{text}", "role": role,
-                                                      "channel": "webchat", "sender": session}))
+    payload = {"text": text, "payload": f"## Context\n{text}", "role": role, "channel": "webchat", "sender": session}
+    return asyncio.run(get_runner(host).run(session, agent_turn(payload, host.principal, session)))
 
 
 def test_answers_with_whole_sentences_and_names_the_source(seeded) -> None:

@@ -15,6 +15,7 @@ from plughost.plugins.channels.memory_runner import DONT_KNOW, PASSED_ON, Memory
 from plughost.plugins.channels.runner_choice import get_runner
 from plughost.ports.graph import Guards
 from plughost.runtime.tooltable import call_tool
+from tests.support.channels_support import agent_turn
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def bakery(make_host, account):
 def ask(host, text: str, session: str = "s", **extra) -> str:
     payload = {"text": text, "payload": f"## Context\n{text}", "role": "public", "channel": "webchat",
                "sender": session, **extra}
-    return asyncio.run(get_runner(host).run(session, payload))
+    return asyncio.run(get_runner(host).run(session, agent_turn(payload, host.principal, session)))
 
 
 def leads(host) -> list:

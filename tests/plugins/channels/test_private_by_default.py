@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from channels_support import ACCOUNT, serve
+from channels_support import ACCOUNT, agent_turn, serve
 from run_support import ask
 
 from plughost.plugins.channels.memory_runner import DONT_KNOW
@@ -57,8 +57,9 @@ def test_unscoped_writes_stay_private_in_the_webchat(make_host, account, tmp_pat
         assert "Tuesday to Saturday from 7:00 to 16:00" in reply and "Source:" in reply, reply
 
     def as_owner(text: str) -> str:
-        return asyncio.run(get_runner(host).run("owner", {"text": text, "payload": f"## Context\n{text}",
-                                                          "role": "admin", "channel": "webchat", "sender": "owner"}))
+        payload = {"text": text, "payload": f"## Context\n{text}", "role": "admin", "channel": "webchat",
+                   "sender": "owner"}
+        return asyncio.run(get_runner(host).run("owner", agent_turn(payload, host.principal, "owner")))
 
     assert WIFI in as_owner("What is the staff wifi password?")  # stored, and the owner's to read
     assert "12 percent" in as_owner("What supplier discount does Millbrook Flour give?")

@@ -11,16 +11,20 @@ from pathlib import Path
 
 import pytest
 
+from plughost import AgentTurn, Principal, Role
+from plughost.api.hooks import run_agent
 from plughost.plugins.channels.compose import TurnInput, fetch_rules
 from plughost.plugins.channels.runner import CommandRunner, KeyedSerializer, RunnerError, session_id_for
 from plughost.plugins.channels.runner_choice import get_runner
 from plughost.runtime import hooktable
 from plughost.runtime.hookspecs import hookimpl
+from plughost.runtime.types import takes_turn
+from tests.support.channels_support import agent_turn
 
 TIMED_AGENT = r'''
 IFS= read -r line || true
 sender=$(printf '%s' "$line" | sed -E 's/.*"sender": "([^"]*)".*/\1/')
-n=$(printf '%s' "$line" | sed -E 's/.*"n": ([0-9]+).*/\1/')
+n=$(printf '%s' "$line" | sed -E 's/.*"messageId": "m([0-9]+)".*/\1/')
 start=$(date +%s.%N)
 sleep "$AGENT_DELAY"
 end=$(date +%s.%N)
@@ -53,7 +57,8 @@ def test_twenty_senders_ten_messages_ordered_and_parallel(tmp_path: Path) -> Non
 
         def job(sender: str, n: int):
             async def run() -> None:
-                out = await runner.run(session_id_for("acct", sender), {"sender": sender, "n": n})
+                sid = session_id_for("acct", sender)
+                out = await runner.run(sid, agent_turn({"sender": sender, "messageId": f"m{n}"}, session=sid))
                 replies[sender].append(out)
             return run
 
@@ -90,18 +95,53 @@ def test_twenty_senders_ten_messages_ordered_and_parallel(tmp_path: Path) -> Non
 def test_timeout_and_failures(tmp_path: Path) -> None:
     slow = make_runner(tmp_path, delay=30, timeout=0.5)  # the script sleeps in a child: the group is killed
     with pytest.raises(RunnerError, match="timeout after 0.5s"):
-        asyncio.run(slow.run("sid", {"sender": "a", "n": 0}))
+        asyncio.run(slow.run("sid", agent_turn({"sender": "a", "messageId": "m0"})))
     with pytest.raises(RunnerError, match="exit 1"):
-        asyncio.run(CommandRunner(["false"]).run("sid", {}))
+        asyncio.run(CommandRunner(["false"]).run("sid", agent_turn({})))
     with pytest.raises(RunnerError, match="not-configured"):
-        asyncio.run(CommandRunner(None).run("sid", {}))
+        asyncio.run(CommandRunner(None).run("sid", agent_turn({})))
     with pytest.raises(RunnerError, match="spawn-failed"):
-        asyncio.run(CommandRunner(["/nonexistent/agent"]).run("sid", {}))
+        asyncio.run(CommandRunner(["/nonexistent/agent"]).run("sid", agent_turn({})))
 
 
 class EchoRunner:
+    """A runner written for the payload dict (before the typed turn): kept working for a release."""
+
     async def run(self, session_id: str, payload: dict) -> str:
         return f"custom:{payload.get('text')}"
+
+
+class TypedRunner:
+    async def run(self, session_id: str, turn: AgentTurn) -> str:
+        return f"typed:{turn.text}:{turn.role}:{turn.principal.role.value}"
+
+
+WIRE_KEYS = ["sessionId", "agentSession", "turnKind", "accountId", "channel", "sender", "role", "userId", "messageId",
+             "payload", "text", "screening", "scheduled"]
+
+
+def test_a_turn_reaches_a_typed_runner_as_is_and_a_dict_runner_as_its_json_with_a_warning() -> None:
+    owner = Principal.owner("acct")
+    turn = agent_turn({"role": "public", "text": "hi", "sender": "v", "channel": "webchat"}, owner, "conv")
+    assert turn.principal.role is Role.PUBLIC and turn.principal.session == "conv" and turn.kind == "visitor"
+    assert not takes_turn(EchoRunner()) and takes_turn(TypedRunner())
+    assert asyncio.run(run_agent(TypedRunner(), "s", turn)) == "typed:hi:public:public"
+    with pytest.warns(DeprecationWarning, match=r"EchoRunner\.run.*turn: AgentTurn"):
+        assert asyncio.run(run_agent(EchoRunner(), "s", turn)) == "custom:hi"
+
+
+def test_the_turns_json_keeps_the_documented_keys_in_order() -> None:
+    """The command runner's stdin (docs/channels.md#runners): exactly the keys a runner read before the typed turn."""
+    admin = AgentTurn(Principal.owner("acct").for_turn("admin", "conv"), "conv", "agent-s", "telegram", "1", "m1",
+                      "## Context\nhi", "hi", user_id="u1", screening={"verdict": "CLEAN"}, scheduled=True)
+    wire = admin.as_dict()
+    assert list(wire) == WIRE_KEYS
+    assert wire["role"] == "admin" and wire["turnKind"] == "scheduled" and wire["accountId"] == "acct"
+    visitor = AgentTurn.from_dict({**wire, "role": "public", "scheduled": False, "visitorKey": "k",
+                                   "visitorMemory": ["name: Ann"]}, Principal.owner("acct"))
+    assert list(visitor.as_dict()) == [*WIRE_KEYS, "visitorKey", "visitorMemory"]
+    assert visitor.as_dict()["turnKind"] == "visitor" and visitor.principal.is_public
+    assert AgentTurn.from_dict(wire, Principal.owner("acct")).as_dict() == wire
 
 
 class RunnerPlugin:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from channels_support import ACCOUNT
+from channels_support import ACCOUNT, agent_turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -91,5 +91,5 @@ def test_a_session_recorded_for_another_kind_is_refused(claude_host) -> None:
     runner.sessions_file.parent.mkdir(parents=True, exist_ok=True)
     runner.sessions_file.write_text(json.dumps({sid: {"startedAt": "2026-01-01T00:00:00Z", "kind": "scheduled"}}))
     with pytest.raises(RunnerError, match="session-kind"):
-        asyncio.run(runner.run(sid, {"role": "public", "turnKind": "visitor", "text": "hi", "payload": "hi"}))
+        asyncio.run(runner.run(sid, agent_turn({"role": "public", "text": "hi", "payload": "hi"}, host.principal)))
     assert not log.exists()  # the CLI was never started
