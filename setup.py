@@ -3,7 +3,10 @@
 top-level name (docs/architecture.md#packaging). Every folder ships (schemas, brands, hook
 scripts, agent and skill files, templates, the tokenizer) and is read through importlib.resources."""
 
+import shutil
+
 from setuptools import find_namespace_packages, setup
+from setuptools.command.build_py import build_py
 
 ROOTS = {"plughost": "host", "plughost.plugins": "plugins"}
 
@@ -13,7 +16,17 @@ def _packages(prefix: str, folder: str) -> list[str]:
     return [prefix, *(f"{prefix}.{name}" for name in found)]
 
 
+class FreshBuild(build_py):
+    """A wheel holds what the checkout holds now: setuptools reuses ``build/lib`` between builds,
+    so a module moved or deleted since the last `pip wheel .` in this checkout would ship again."""
+
+    def run(self) -> None:
+        shutil.rmtree(self.build_lib, ignore_errors=True)
+        super().run()
+
+
 setup(
+    cmdclass={"build_py": FreshBuild},
     package_dir=ROOTS,
     packages=[p for prefix, folder in ROOTS.items() for p in _packages(prefix, folder)],
     package_data={"": ["*"]},

@@ -14,6 +14,7 @@ from graph_support import CASCADE_ROWS
 
 from plughost import Principal
 from plughost.ports.graph import Guards, WriteDenied
+from plughost.util.errors import AccountMismatch
 from tests.backends import needs_neo4j, neo4j_env
 
 pytestmark = needs_neo4j
@@ -124,6 +125,9 @@ def test_a_reingest_over_a_hierarchy_the_process_cannot_read_is_refused(a, accou
 
 
 def test_guards_of_another_account_are_refused(a, accounts) -> None:
+    """A write's account is its guards' account: a store bound to A refuses B's guards, writing nothing."""
     A, B = accounts
-    with pytest.raises(WriteDenied):
+    before = rows(a, accounts)
+    with pytest.raises((WriteDenied, AccountMismatch)):
         a.upsert_node(["Note"], {}, node_id="z", guards=Guards(B))
+    assert rows(a, accounts) == before
