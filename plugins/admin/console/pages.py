@@ -441,6 +441,23 @@ class Console:
                 "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")),
                 "last": str(p.get("lastMessageAt") or "")[:16].replace("T", " "), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
 
+    def first_message_view(self, conv_id: str) -> dict[str, Any] | None:
+        """A webchat conversation of one visitor message has Messages but no Conversation node yet
+        (the second message makes it): its view from that first message, so a link to it (a
+        returning visitor's earlier visit on their lead) opens it and the owner can answer it."""
+        rows = self.store().find(guards=self.guards(), labels=["Message"], where={"conversationId": conv_id},
+                                 limit=MAX_SCAN)
+        if not rows:
+            return None
+        p = min(rows, key=lambda n: _stamp(n.properties)).properties
+        channel, sender = str(p.get("channel") or ""), str(p.get("sender") or "")
+        if p.get("role") != "user":
+            sender = str(p.get("recipient") or "")
+        return {"id": conv_id, "channel": channel, "sender": sender[:24], "fullSender": sender,
+                "channelName": CHANNELS.get(channel, channel), "scope": str(p.get("scope") or ""), "held": False,
+                "last": str(p.get("sentAt") or "")[:16].replace("T", " "),
+                "label": f"{CHANNELS.get(channel, channel)} {sender[:12]}".strip()}
+
     def lead_conversation(self, lead: dict[str, Any]) -> str | None:
         """The stored conversation a lead was left in (for the leads list's link), else None."""
         conv = lead["conversationId"] or (lead["conversations"][0] if lead["conversations"] else None)
@@ -905,7 +922,9 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
 
     def conversation_of(conv_id: str) -> dict[str, Any] | None:
         node = host.store().get(conv_id, guards=console.guards())
-        return console.conversation_view(node) if node is not None and "Conversation" in node.labels else None
+        if node is None:
+            return console.first_message_view(conv_id)
+        return console.conversation_view(node) if "Conversation" in node.labels else None
 
     async def conversation_page(request: Any, session: Any, csrf: str) -> Any:
         conv = await asyncio.to_thread(conversation_of, request.path_params["conversation"])

@@ -107,6 +107,35 @@ def test_a_returning_visitor_is_known_by_the_default_runner(console) -> None:
     assert "Ana" not in json.dumps(_events(base, stranger))
 
 
+def test_a_returning_visitors_earlier_order_is_on_their_lead(console) -> None:
+    """The order a visitor described on an earlier visit (no contact left then) is on the lead they
+    leave on a later one, with a link to that conversation; another visitor's lead shows none of it."""
+    base = console.base
+    browser = "browser-" + secrets.token_hex(12)
+    first, second = "visitor-" + secrets.token_hex(6), "visitor-" + secrets.token_hex(6)
+    _say(base, first, browser, "Hi, my name is Ana. I need a cake for 80 guests on 4 March.", 1)
+    _say(base, second, browser, "Can you make a cake shaped like a lighthouse?", 1)  # a new tab ends the first visit
+    _say(base, second, browser, "ana@example.com", 2)
+    stranger, theirs = "visitor-" + secrets.token_hex(6), "browser-" + secrets.token_hex(12)
+    _say(base, stranger, theirs, "Can you make a cake shaped like a windmill?", 1)
+    _say(base, stranger, theirs, "bo@example.com", 2)
+    cookie = {"Cookie": _cookie(base)}
+    _, _, body = _raw(f"{base}/admin/leads", headers=cookie)
+    ids = [part.split('"', 1)[0] for part in body.split('href="/admin/leads/task-')[1:]]
+    pages = {}
+    for lead in dict.fromkeys(ids):
+        page = _raw(f"{base}/admin/leads/task-{lead}", headers=cookie)[2]
+        pages["ana" if "ana@example.com" in page else "bo"] = page
+    assert set(pages) == {"ana", "bo"}
+    told = pages["ana"].split("What this visitor told us before", 1)[1].split("</ul>", 1)[0]
+    assert "80 guests" in told and 'href="/admin/conversations/conv-' in told
+    conv = told.split('href="/admin/conversations/', 1)[1].split('"', 1)[0]
+    page = _raw(f"{base}/admin/conversations/{conv}", headers=cookie)[2]  # one visitor message: no Conversation node
+    assert "80 guests" in page and 'id="reply"' in page
+    assert _raw(f"{base}/admin/conversations/conv-{'0' * 32}", headers=cookie)[0] == 404  # no Messages: none
+    assert "What this visitor told us before" not in pages["bo"] and "80 guests" not in pages["bo"]
+
+
 OWNER_REPLY = "Yes, we can bake it for 80 guests. The owner."
 LAST_OWNER = "(() => { const li = [...document.querySelectorAll('#log li.owner')].pop(); " \
              "return li ? li.textContent : ''; })()"
