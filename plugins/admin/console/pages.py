@@ -867,7 +867,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
             return console.render("error.html", 404, title="No such lead", detail="That lead does not exist.",
                                   session=session)
         context = await asyncio.to_thread(lead_context, lead)
-        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+        reach = f" Reach them at {lead['contact']}." if lead["contact"] else ""
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent." + reach,
                   "waiting": WAITING + (f" If they don't, reach them at {lead['contact']}." if lead["contact"] else ""),
                   "empty": "Write a reply first: nothing was sent.",
                   "done": "Marked done."}.get(request.query_params.get("notice", ""))
@@ -934,7 +935,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         page = console.page_of(request)
         messages, more = await asyncio.to_thread(console.messages, conv["id"], page)
         contact = await asyncio.to_thread(console.contact_of, conv["id"])
-        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent." + (
+                      f" Reach them at {contact}." if contact else " They left no contact to reach them otherwise."),
                   "waiting": WAITING + (f" If they don't, reach them at {contact}." if contact
                                         else " They left no contact to reach them otherwise."),
                   "empty": "Write a reply first: nothing was sent."}.get(

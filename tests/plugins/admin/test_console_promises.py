@@ -90,6 +90,30 @@ def test_an_owner_reply_to_a_visitor_who_left_reaches_them_on_their_return(conso
     assert "ana@example.com" not in log.read_text()  # no contact in the log
 
 
+def test_an_owner_reply_that_cannot_be_sent_names_the_contact_to_use(console, make_host, serve_env) -> None:
+    """A Telegram visitor's lead on a server whose Telegram cannot send (no bot token here): the
+    reply is kept, marked failed, and the page says so with the number they left."""
+    from plughost.ports.graph import Guards
+
+    account = serve_env["ACCOUNT_ID"]
+    store = make_host(ACCOUNT_ID=account, PLUGHOST_EMBEDDER="none").store()
+    inputs = {"question": "Can I order a cake for Friday?", "contact": "+44 7700 900123", "channel": "telegram",
+              "sender": "4242"}
+    store.upsert_node(["Task"], {"kind": "follow-up", "title": "Follow up: a cake for Friday", "status": "open",
+                                 "startedAt": "2026-03-04T10:00:00Z", "inputs": json.dumps(inputs), "scope": "admin"},
+                      account_id=account, node_id="task-tg-lead")
+    base, cookie = console.base, {"Cookie": _cookie(console.base)}
+    _, _, page = _raw(f"{base}/admin/leads/task-tg-lead", headers=cookie)
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    status, headers, _ = _raw(f"{base}/admin/leads/task-tg-lead/reply", f"csrf={csrf}&text=Yes+we+can".encode(),
+                              headers=cookie)
+    assert status == 303 and headers["location"].endswith("?notice=failed")
+    _, _, page = _raw(base + headers["location"], headers=cookie)
+    assert "could not be sent. Reach them at +44 7700 900123." in page
+    replies = [n for n in store.find(guards=Guards(account), labels=["Message"], where={"text": "Yes we can"})]
+    assert [n.properties.get("deliveryStatus") for n in replies] == ["failed"]
+
+
 def test_a_returning_visitor_is_known_by_the_default_runner(console) -> None:
     base = console.base
     browser = "browser-" + secrets.token_hex(12)
