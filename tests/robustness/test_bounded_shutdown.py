@@ -18,6 +18,8 @@ import pytest
 from robust_support import NO_LIMITS, fakes, serve_env, start, store_messages
 from test_restart_resume import _assert_exactly_once, _wait_answered
 
+from plughost import Principal
+
 pytestmark = pytest.mark.e2e  # end to end: -m "not e2e" leaves it out locally; CI runs it
 
 
@@ -146,3 +148,47 @@ def test_requests_after_the_stop_began_are_refused_503_with_retry_after(make_hos
             assert status.json()["error"] == "stopping" and status.json()["detail"]
     finally:
         live.stop()
+
+
+def test_sigterm_with_embedding_queued_stops_it_and_the_next_start_embeds_the_rest(plughost_home: Path,
+                                                                                   tmp_path: Path) -> None:
+    """A backlog of stored turns without vectors (the local model embedding them): SIGTERM halts the
+    background embedder after the step in hand, the rest is counted and left for the next start."""
+    from channels_support import ACCOUNT
+
+    from plughost.runtime.host import Host
+    from tests.conftest import require_local_model
+
+    require_local_model()
+    backlog = 3000
+    with fakes(plughost_home) as (fake, api_base):
+        seed = Host(env={**os.environ, "PLUGHOST_HOME": str(plughost_home), "ACCOUNT_ID": ACCOUNT,
+                         "PLUGHOST_STORE": "sqlite", "NEO4J_URI": "", "PLUGHOST_EMBEDDER": "none"}).load()
+        try:
+            seed.store().upsert_many([{"id": f"backlog-{i:05d}", "labels": ["Message", "WebchatMessage"], "properties": {
+                "role": "user", "text": f"Do you bake cake number {i} for a party of {i % 90} guests?",
+                "conversationId": f"conv-backlog-{i // 10:04d}", "sentAt": f"2026-03-04T10:{i // 60 % 60:02d}:{i % 60:02d}Z",
+                "scope": "public"}} for i in range(backlog)], guards=Principal.system(ACCOUNT).guards)
+        finally:
+            seed.close()
+        env = serve_env(plughost_home, tmp_path, api_base, fake, PLUGHOST_EMBEDDER="local", **NO_LIMITS)
+        first = start(env)
+        deadline = time.monotonic() + 180
+        while "] op=embedded " not in first.stderr_path.read_text():  # the backlog is being embedded
+            assert time.monotonic() < deadline, "the embedder never started on the backlog"
+            time.sleep(0.1)
+        exit_s = _sigterm_exit_s(first)
+        err = first.stderr_path.read_text()
+        print(f"\n[test] backlog={backlog} grace_s=10 sigterm_exit_s={exit_s:.2f}")
+        assert first.proc.returncode == 0 and "Traceback" not in err
+        stopped = [ln for ln in err.splitlines() if ln.startswith("[embed-queue] op=stopped left=")]
+        assert len(stopped) == 1, err[-2000:]
+        left = int(stopped[0].split("left=", 1)[1].split()[0].rstrip("+"))
+        assert 0 < left < backlog
+        second = start({**env, "PLUGHOST_SHUTDOWN_GRACE": "2"})  # the next start takes the backlog up again
+        deadline = time.monotonic() + 180
+        while "[embed-queue] op=embedded " not in second.stderr_path.read_text():
+            assert time.monotonic() < deadline, "the next start did not embed the rest"
+            time.sleep(0.1)
+        code, _, _ = second.terminate()
+    assert code == 0

@@ -443,6 +443,23 @@ class Console:
                 "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")),
                 "last": str(p.get("lastMessageAt") or "")[:16].replace("T", " "), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
 
+    def first_message_view(self, conv_id: str) -> dict[str, Any] | None:
+        """A webchat conversation of one visitor message has Messages but no Conversation node yet
+        (the second message makes it): its view from that first message, so a link to it (a
+        returning visitor's earlier visit on their lead) opens it and the owner can answer it."""
+        rows = self.store().find(guards=self.guards(), labels=["Message"], where={"conversationId": conv_id},
+                                 limit=MAX_SCAN)
+        if not rows:
+            return None
+        p = min(rows, key=lambda n: _stamp(n.properties)).properties
+        channel, sender = str(p.get("channel") or ""), str(p.get("sender") or "")
+        if p.get("role") != "user":
+            sender = str(p.get("recipient") or "")
+        return {"id": conv_id, "channel": channel, "sender": sender[:24], "fullSender": sender,
+                "channelName": CHANNELS.get(channel, channel), "scope": str(p.get("scope") or ""), "held": False,
+                "last": str(p.get("sentAt") or "")[:16].replace("T", " "),
+                "label": f"{CHANNELS.get(channel, channel)} {sender[:12]}".strip()}
+
     def lead_conversation(self, lead: dict[str, Any]) -> str | None:
         """The stored conversation a lead was left in (for the leads list's link), else None."""
         conv = lead["conversationId"] or (lead["conversations"][0] if lead["conversations"] else None)
@@ -844,7 +861,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
             return console.render("error.html", 404, title="No such lead", detail="That lead does not exist.",
                                   session=session)
         context = await asyncio.to_thread(lead_context, lead)
-        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+        reach = f" Reach them at {lead['contact']}." if lead["contact"] else ""
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent." + reach,
                   "waiting": WAITING + (f" If they don't, reach them at {lead['contact']}." if lead["contact"] else ""),
                   "empty": "Write a reply first: nothing was sent.",
                   "done": "Marked done."}.get(request.query_params.get("notice", ""))
@@ -899,7 +917,9 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
 
     def conversation_of(conv_id: str) -> dict[str, Any] | None:
         node = host.store().get(conv_id, guards=console.guards())
-        return console.conversation_view(node) if node is not None and "Conversation" in node.labels else None
+        if node is None:
+            return console.first_message_view(conv_id)
+        return console.conversation_view(node) if "Conversation" in node.labels else None
 
     async def conversation_page(request: Any, session: Any, csrf: str) -> Any:
         conv = await asyncio.to_thread(conversation_of, request.path_params["conversation"])
@@ -909,7 +929,8 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         page = console.page_of(request)
         messages, more = await asyncio.to_thread(console.messages, conv["id"], page)
         contact = await asyncio.to_thread(console.contact_of, conv["id"])
-        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent.",
+        notice = {"sent": "Reply sent.", "failed": "The reply was stored but could not be sent." + (
+                      f" Reach them at {contact}." if contact else " They left no contact to reach them otherwise."),
                   "waiting": WAITING + (f" If they don't, reach them at {contact}." if contact
                                         else " They left no contact to reach them otherwise."),
                   "empty": "Write a reply first: nothing was sent."}.get(

@@ -148,9 +148,13 @@ class EmbedQueue:
                 log("embed-queue", "op=error", error=_error(exc))
                 self.stop_event.wait(RETRY_S)
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stop after the step in hand, without waiting (the serving stop's listener, on the loop)."""
         self.stop_event.set()
         self.wake.set()
+
+    def stop(self) -> None:
+        self.halt()
         self.thread.join(10)
 
 
@@ -169,7 +173,11 @@ def start(host: Host) -> None:
         log("embed-queue", "op=off", reason="no-embedder")
         return
     poll = EMBED_QUEUE_POLL_S.read(host.env)
-    host.state.set(STATE_KEY, EmbedQueue(host, account, embedder, poll).start())
+    queue = EmbedQueue(host, account, embedder, poll).start()
+    host.state.set(STATE_KEY, queue)
+    # a SIGTERM stops the embedding at once: the backlog never takes CPU from the turns the grace
+    # lets finish, and the stop waits for one step (STEP nodes), not for the grace and then a step
+    serving.stop_of(host).on_stop(queue.halt)
 
 
 def stop(host: Host) -> None:

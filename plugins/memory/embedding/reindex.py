@@ -8,9 +8,10 @@ kept in an exclude set so the next fetch never returns it again; the run always 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -33,12 +34,32 @@ class ReindexSummary:
     summarised: int = 0
 
 
+def _embed_batch(embedder: Embedder, todo: list[tuple[Any, str]],
+                 skip: Callable[[Any, str], None]) -> list[tuple[Any, list[float]]]:
+    """One batch's vectors; when the batch fails, each node alone, so only the culprits are skipped."""
+    try:
+        vectors = embedder.embed([t for _, t in todo]) if todo else []
+        return list(zip([n for n, _ in todo], vectors, strict=True))
+    except Exception as exc:
+        log("reindex", "op=batch-error", size=len(todo), error=f"{type(exc).__name__}: {exc}"[:160])
+    done: list[tuple[Any, list[float]]] = []
+    for node, text in todo:
+        try:
+            done.append((node, embedder.embed([text])[0]))
+        except Exception as one:
+            skip(node, f"{type(one).__name__}: {one}")
+    return done
+
+
 def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, labels: Sequence[str] | None = None,
             batch_size: int = DEFAULT_BATCH, limit: int | None = None, progress: bool | None = False,
-            stream: TextIO | None = None, summaries: bool = True) -> ReindexSummary:
+            stream: TextIO | None = None, summaries: bool = True,
+            stop: threading.Event | None = None) -> ReindexSummary:
     """Embed every live node of the account that lacks an embedding; returns the counts. With
     ``summaries`` (not the standing audit's runs: a scan of every Chunk), the Chunks stored before
-    chunks had summaries get theirs first (:func:`backfill_chunk_summaries`)."""
+    chunks had summaries get theirs first (:func:`backfill_chunk_summaries`). ``stop`` (a stopping
+    server's) is looked at between two batches: the run ends after the batch in hand,
+    ``[reindex] op=stopped``, and the rest waits for the next run."""
     if embedder is None:
         raise UserError("reindex: no embedder is usable (PLUGHOST_EMBEDDER=none or the model is not installed)")
     if batch_size < 1:
@@ -47,7 +68,7 @@ def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, la
     summary = ReindexSummary()
     if summaries and (not labels or "Chunk" in labels):
         summary.summarised = backfill_chunk_summaries(store, account_id)
-    summary.processed += _contexts_of_pending(store, embedder, account_id, labels, batch_size)
+    summary.processed += _contexts_of_pending(store, embedder, account_id, labels, batch_size, stop)
     exclude: set[str] = set()
     bar = Progress(0, stream or sys.stderr, progress, unit="nodes")
     if bar.enabled:
@@ -61,6 +82,9 @@ def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, la
         log("reindex", "op=skip-error", node=node.id, labels=",".join(node.labels), error=error[:160])
 
     while limit is None or summary.processed + summary.skipped < limit:
+        if stop is not None and stop.is_set():
+            log("reindex", "op=stopped", processed=summary.processed)
+            break
         want = batch_size if limit is None else min(batch_size, limit - summary.processed - summary.skipped)
         nodes = store.missing_embeddings(account_id=account_id, labels=list(labels) if labels else None,
                                          exclude=exclude, limit=want)
@@ -73,17 +97,7 @@ def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, la
                 skip(node, "no text to embed")
             else:
                 todo.append((node, text))
-        done: list[tuple[Any, list[float]]] = []
-        try:
-            vectors = embedder.embed([t for _, t in todo]) if todo else []
-            done = list(zip([n for n, _ in todo], vectors, strict=True))
-        except Exception as exc:  # the batch failed: find the culprit(s) one node at a time
-            log("reindex", "op=batch-error", size=len(todo), error=f"{type(exc).__name__}: {exc}"[:160])
-            for node, text in todo:
-                try:
-                    done.append((node, embedder.embed([text])[0]))
-                except Exception as one:
-                    skip(node, f"{type(one).__name__}: {one}")
+        done = _embed_batch(embedder, todo, skip)
         if done:
             store.set_embeddings([(n.id, v) for n, v in done], account_id=account_id)
             for node, _ in done:
@@ -120,7 +134,7 @@ def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> i
 
 
 def _contexts_of_pending(store: Any, embedder: Any, account_id: str, labels: Sequence[str] | None,
-                         batch_size: int) -> int:
+                         batch_size: int, stop: threading.Event | None = None) -> int:
     """Turns the channels or the turn recorder wrote bare get their indexed form (and vector) first;
     returns how many turns that embedded."""
     if labels and not indexed_form.is_message(labels) or indexed_form.context_turns() <= 0:
@@ -134,7 +148,7 @@ def _contexts_of_pending(store: Any, embedder: Any, account_id: str, labels: Seq
     if not conversations:
         return 0
     return reindex_contexts(store, embedder, account_id=account_id, conversation_ids=sorted(conversations),
-                            batch_size=batch_size)
+                            batch_size=batch_size, stop=stop)
 
 
 def _pending(store: GraphStore, account_id: str, labels: Sequence[str] | None) -> int:
@@ -147,11 +161,13 @@ def _pending(store: GraphStore, account_id: str, labels: Sequence[str] | None) -
 
 
 def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation_ids: Iterable[str] | None = None,
-                     turns: int | None = None, batch_size: int = DEFAULT_BATCH) -> int:
+                     turns: int | None = None, batch_size: int = DEFAULT_BATCH,
+                     stop: threading.Event | None = None) -> int:
     """Rebuild the indexed form (``searchContext``) of the account's Messages, and re-embed those it changed.
 
     ``conversation_ids`` limits the pass (``memory import`` passes the conversations it wrote);
     returns how many Messages changed. Without an embedder only the property (and so BM25) changes.
+    With ``stop`` set the pass ends after the batch in hand (what it did not reach is still pending).
     """
     turns = indexed_form.context_turns() if turns is None else turns
     guards = Principal.owner(account_id).guards
@@ -175,7 +191,10 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
         wanted = indexed_form.contexts([(n.id, n.properties) for n in ordered], turns)
         changed += [(n, wanted[n.id]) for n in ordered
                     if n.properties.get(indexed_form.CONTEXT_PROPERTY) != wanted[n.id]]
+    done = 0
     for i in range(0, len(changed), batch_size):
+        if stop is not None and stop.is_set():
+            break
         part = changed[i:i + batch_size]
         rows = [{"id": n.id, "labels": [MESSAGE_LABEL], "properties": {indexed_form.CONTEXT_PROPERTY: ctx}}
                 for n, ctx in part]
@@ -190,5 +209,10 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
                     if text:
                         row["embedding"] = vector
         store.upsert_many(rows, guards=Principal.system(account_id).guards)
+        done += len(part)
+    if done < len(changed):
+        log("reindex", "op=context", conversations=len(conversations), changed=done, turns=turns,
+            stopped=len(changed) - done)
+        return done
     log("reindex", "op=context", conversations=len(conversations), changed=len(changed), turns=turns)
     return len(changed)

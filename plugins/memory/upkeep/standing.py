@@ -59,17 +59,17 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
 
 
-def _embed(host: Host, account_id: str, limit: int) -> dict[str, int]:
+def _embed(host: Host, account_id: str, limit: int, stop: threading.Event | None) -> dict[str, int]:
     embedder, store = host.embedder(), host.store()
     if embedder is None:
         return {}
     if not store.missing_embeddings(account_id=account_id, limit=1):
         return {"embedded": 0, "embedSkipped": 0}  # an idle run logs its one line, no reindex lines
-    summary = reindex(store, embedder, account_id=account_id, limit=limit, summaries=False)
+    summary = reindex(store, embedder, account_id=account_id, limit=limit, summaries=False, stop=stop)
     return {"embedded": summary.processed, "embedSkipped": summary.skipped}
 
 
-def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
+def _count(host: Host, account_id: str, limit: int, stop: threading.Event | None) -> dict[str, int]:
     report = counts(host, time_census=False)
     rules = report["activeRules"]
     found: dict[str, int] = {"missing": sum(report["nullEmbedding"].values())}
@@ -81,16 +81,16 @@ def _count(host: Host, account_id: str, limit: int) -> dict[str, int]:
     return found
 
 
-def _census(host: Host, account_id: str, limit: int) -> dict[str, int]:
+def _census(host: Host, account_id: str, limit: int, stop: threading.Event | None) -> dict[str, int]:
     found = census(host.store(), account_id)
     return {"timeDrifted": len(found["drifted"]), "timersRunning": int(found["running"])}
 
 
-def _visitors(host: Host, account_id: str, limit: int) -> dict[str, int]:
+def _visitors(host: Host, account_id: str, limit: int, stop: threading.Event | None) -> dict[str, int]:
     return {"visitorSlices": sweep(host, account_id)}
 
 
-def _purge(host: Host, account_id: str, limit: int) -> dict[str, int]:
+def _purge(host: Host, account_id: str, limit: int, stop: threading.Event | None) -> dict[str, int]:
     return {"purged": int(host.store().purge(account_id=account_id))}  # the port's default grace
 
 
@@ -111,7 +111,7 @@ def run_once(host: Host, account_id: str, limit: int,
             log("audit", "op=interrupted", before=name)
             return None
         try:
-            found.update(audit(host, account_id, limit))
+            found.update(audit(host, account_id, limit, stop))
         except Exception as exc:  # one audit never stops the others
             warnings.append(name)
             log("audit", "warn", audit=name, error=_error(exc))
@@ -200,7 +200,10 @@ def start(host: Host) -> None:
         return
     account = serving_account(host, "audit")
     if account is not None:
-        host.state.set(STATE_KEY, StandingAudit(host, account, period, AUDIT_EMBED_LIMIT.read(host.env)).start())
+        runner = StandingAudit(host, account, period, AUDIT_EMBED_LIMIT.read(host.env)).start()
+        host.state.set(STATE_KEY, runner)
+        # a SIGTERM ends a run's embedding after its batch in hand, not after the grace and a join
+        serving.stop_of(host).on_stop(runner.stop_event.set)
 
 
 def stop(host: Host) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from plughost import Principal
 from plughost.plugins.admin import sessions
 from plughost.plugins.channels.memory_runner import DONT_KNOW
 from plughost.plugins.channels.webchat import LIVE_S
@@ -90,6 +91,30 @@ def test_an_owner_reply_to_a_visitor_who_left_reaches_them_on_their_return(conso
     assert "ana@example.com" not in log.read_text()  # no contact in the log
 
 
+def test_an_owner_reply_that_cannot_be_sent_names_the_contact_to_use(console, make_host, serve_env) -> None:
+    """A Telegram visitor's lead on a server whose Telegram cannot send (no bot token here): the
+    reply is kept, marked failed, and the page says so with the number they left."""
+    from plughost.ports.graph import Guards
+
+    account = serve_env["ACCOUNT_ID"]
+    store = make_host(ACCOUNT_ID=account, PLUGHOST_EMBEDDER="none").store()
+    inputs = {"question": "Can I order a cake for Friday?", "contact": "+44 7700 900123", "channel": "telegram",
+              "sender": "4242"}
+    store.upsert_node(["Task"], {"kind": "follow-up", "title": "Follow up: a cake for Friday", "status": "open",
+                                 "startedAt": "2026-03-04T10:00:00Z", "inputs": json.dumps(inputs), "scope": "admin"},
+                      guards=Principal.system(account).guards, node_id="task-tg-lead")
+    base, cookie = console.base, {"Cookie": _cookie(console.base)}
+    _, _, page = _raw(f"{base}/admin/leads/task-tg-lead", headers=cookie)
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    status, headers, _ = _raw(f"{base}/admin/leads/task-tg-lead/reply", f"csrf={csrf}&text=Yes+we+can".encode(),
+                              headers=cookie)
+    assert status == 303 and headers["location"].endswith("?notice=failed")
+    _, _, page = _raw(base + headers["location"], headers=cookie)
+    assert "could not be sent. Reach them at +44 7700 900123." in page
+    replies = [n for n in store.find(guards=Guards(account), labels=["Message"], where={"text": "Yes we can"})]
+    assert [n.properties.get("deliveryStatus") for n in replies] == ["failed"]
+
+
 def test_a_returning_visitor_is_known_by_the_default_runner(console) -> None:
     base = console.base
     browser = "browser-" + secrets.token_hex(12)
@@ -105,6 +130,35 @@ def test_a_returning_visitor_is_known_by_the_default_runner(console) -> None:
     stranger = "visitor-" + secrets.token_hex(6)
     _say(base, stranger, "browser-" + secrets.token_hex(12), "What is my name?", 1)
     assert "Ana" not in json.dumps(_events(base, stranger))
+
+
+def test_a_returning_visitors_earlier_order_is_on_their_lead(console) -> None:
+    """The order a visitor described on an earlier visit (no contact left then) is on the lead they
+    leave on a later one, with a link to that conversation; another visitor's lead shows none of it."""
+    base = console.base
+    browser = "browser-" + secrets.token_hex(12)
+    first, second = "visitor-" + secrets.token_hex(6), "visitor-" + secrets.token_hex(6)
+    _say(base, first, browser, "Hi, my name is Ana. I need a cake for 80 guests on 4 March.", 1)
+    _say(base, second, browser, "Can you make a cake shaped like a lighthouse?", 1)  # a new tab ends the first visit
+    _say(base, second, browser, "ana@example.com", 2)
+    stranger, theirs = "visitor-" + secrets.token_hex(6), "browser-" + secrets.token_hex(12)
+    _say(base, stranger, theirs, "Can you make a cake shaped like a windmill?", 1)
+    _say(base, stranger, theirs, "bo@example.com", 2)
+    cookie = {"Cookie": _cookie(base)}
+    _, _, body = _raw(f"{base}/admin/leads", headers=cookie)
+    ids = [part.split('"', 1)[0] for part in body.split('href="/admin/leads/task-')[1:]]
+    pages = {}
+    for lead in dict.fromkeys(ids):
+        page = _raw(f"{base}/admin/leads/task-{lead}", headers=cookie)[2]
+        pages["ana" if "ana@example.com" in page else "bo"] = page
+    assert set(pages) == {"ana", "bo"}
+    told = pages["ana"].split("What this visitor told us before", 1)[1].split("</ul>", 1)[0]
+    assert "80 guests" in told and 'href="/admin/conversations/conv-' in told
+    conv = told.split('href="/admin/conversations/', 1)[1].split('"', 1)[0]
+    page = _raw(f"{base}/admin/conversations/{conv}", headers=cookie)[2]  # one visitor message: no Conversation node
+    assert "80 guests" in page and 'id="reply"' in page
+    assert _raw(f"{base}/admin/conversations/conv-{'0' * 32}", headers=cookie)[0] == 404  # no Messages: none
+    assert "What this visitor told us before" not in pages["bo"] and "80 guests" not in pages["bo"]
 
 
 OWNER_REPLY = "Yes, we can bake it for 80 guests. The owner."

@@ -6,7 +6,6 @@ matches one incidental word of the question is not an answer."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -64,7 +63,7 @@ def test_a_returning_visitor_is_known(bakery) -> None:
     memory = ["name: Ana", "mentioned: 4 March, 80 guests", "My name is Ana and I need a cake for 80 guests."]
     vk = "vk-" + "c" * 40
     greeting = ask(bakery, "Hello!", visitorKey=vk, visitorMemory=memory)
-    assert "Ana" in greeting and "Harbour" not in greeting.split("Ana")[0][:0]
+    assert "Ana" in greeting
     assert "Ana" in ask(bakery, "What is my name?", visitorKey=vk, visitorMemory=memory)
     assert "80 guests" in ask(bakery, "What did I order last time?", visitorKey=vk, visitorMemory=memory)
     assert "Ana" not in ask(bakery, "What is my name?", session="o", visitorKey="vk-" + "d" * 40)
@@ -90,4 +89,3 @@ def test_one_incidental_word_is_not_an_answer(bakery, question: str) -> None:
 
 def test_runner_type(bakery) -> None:
     assert isinstance(get_runner(bakery), MemoryRunner)
-    assert json  # imported for the lead checks' readers

@@ -102,3 +102,34 @@ def test_a_stop_while_embedding_leaves_the_rest_for_the_next_start(tmp_path: Pat
     err = capfd.readouterr().err
     assert f"[embed-queue] op=stopped left={left}" in err
     assert embed_queue.drain(store, HashEmbedder(), ACCOUNT, set(), threading.Event()) == left  # the next start
+
+
+def test_the_serving_stop_halts_the_embedding_when_it_begins(make_host, plughost_home: Path,
+                                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """Under `plughost serve` the thread winds down when the SIGTERM begins the stop, not when the
+    plugins shut down after the grace: the step in hand ends and the rest waits for the next start."""
+    from plughost.api import serving
+
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="none")
+    host.state.set(serving.RUNTIME, object())  # type: ignore[arg-type]  # what `serve` sets; only its presence is read
+    started, release = threading.Event(), threading.Event()
+
+    class Held(HashEmbedder):  # the first step embeds until the stop has begun
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            started.set()
+            release.wait(30)
+            return super().embed(texts)
+
+    host.embedder = Held  # type: ignore[method-assign]
+    store = host.store()
+    _turns(store, 9)
+    embed_queue.start(host)
+    queue = host.state.get(embed_queue.STATE_KEY)
+    assert queue is not None and started.wait(30)
+    serving.stop_of(host).begin(10.0, "SIGTERM")  # no loop here: the listeners run at once
+    release.set()
+    queue.thread.join(30)
+    assert not queue.thread.is_alive()  # ended by the stop's beginning alone, before any shutdown hook
+    assert len(store.missing_embeddings(account_id=ACCOUNT, limit=100)) == 10 - embed_queue.STEP
+    assert f"[embed-queue] op=stopped left={10 - embed_queue.STEP}" in capfd.readouterr().err
+    embed_queue.stop(host)

@@ -111,3 +111,34 @@ def test_reindex_progress_bar_on_a_terminal(make_host) -> None:
     quiet = io.StringIO()  # not a terminal: no bar
     reindex(host.store(), PickyEmbedder(), account_id=ACCOUNT, stream=quiet)
     assert quiet.getvalue() == ""
+
+
+def test_a_stop_ends_the_reindex_after_the_batch_in_hand(make_host, plughost_home) -> None:
+    """A stopping server's reindex (the standing audit's): the stop is looked at between batches, the
+    batch in hand is stored, the rest keeps waiting for the next run, the Messages' context pass too."""
+    import threading
+
+    from plughost.plugins.memory.embedding.reindex import reindex
+
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="picky-embedder", EMBED_DIMENSIONS="8")
+    stop = threading.Event()
+
+    class StopsAfterOne(PickyEmbedder):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            stop.set()  # the SIGTERM arrives while the first batch embeds
+            return super().embed(texts)
+
+    host.register(PickyPlugin(StopsAfterOne()), "picky-embedder")
+    store = host.store()
+    seed(store, 30, set())
+    store.upsert_many([{"id": f"m{i:03d}", "labels": ["Message"], "properties": {
+        "role": "user", "text": f"turn {i}", "conversationId": "conv-1", "sentAt": f"2026-03-04T10:00:{i:02d}Z"}}
+        for i in range(25)], guards=Principal.system(ACCOUNT).guards)
+    summary = reindex(store, host.embedder(), account_id=ACCOUNT, batch_size=10, stop=stop)
+    assert summary.processed == 10  # the context pass's first batch of turns, then nothing more
+    assert len(store.missing_embeddings(account_id=ACCOUNT, limit=100)) == 55 - 10
+    log = " ".join(server_log(plughost_home))
+    assert "[reindex] op=context conversations=1 changed=10 turns=" in log and " stopped=15" in log
+    assert "[reindex] op=stopped processed=10" in log and "[reindex] op=done processed=10 skipped=0" in log
+    stop.clear()
+    assert reindex(store, host.embedder(), account_id=ACCOUNT, batch_size=10).processed == 45  # the next run

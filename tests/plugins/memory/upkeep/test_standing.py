@@ -194,3 +194,20 @@ def test_on_a_shared_store_the_audits_run_once_a_period_between_servers(tmp_path
         assert standing_audit.StandingAudit(sqlite, account, period=2, limit=10)._shared_turn() is None
     finally:
         sqlite.close()
+
+
+def test_the_serving_stop_stops_a_run_when_it_begins(make_host, plughost_home: Path) -> None:
+    """Under `plughost serve` a SIGTERM sets the audit thread's stop when the stop begins, so a run's
+    embedding ends after its batch in hand instead of holding the shutdown for its join."""
+    from plughost.api import serving
+
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_STORE="sqlite", PLUGHOST_EMBEDDER="none")
+    host.state.set(serving.RUNTIME, object())  # type: ignore[arg-type]  # what `serve` sets; only its presence is read
+    standing_audit.start(host)
+    runner = host.state.get(standing_audit.STATE_KEY)
+    assert runner is not None and not runner.stop_event.is_set()
+    serving.stop_of(host).begin(10.0, "SIGTERM")  # no loop here: the listeners run at once
+    assert runner.stop_event.is_set()
+    runner.thread.join(30)
+    assert not runner.thread.is_alive()
+    standing_audit.stop(host)
