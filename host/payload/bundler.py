@@ -40,7 +40,7 @@ from plughost.payload.generator import (
     plugin_folders,
     premium_bundles,
 )
-from plughost.runtime import hostrange, plugin_model
+from plughost.runtime import hostrange, plugin_checks, plugin_model
 from plughost.runtime.manifest import load_manifest, validate
 from plughost.util import config, settings
 from plughost.util.errors import FatalError, UserError
@@ -57,7 +57,7 @@ from plughost.util.trees import (
 
 IGNORED_NAMES = CACHE_NAMES | {".claude-plugin"}  # manifests are regenerated for the payload
 STAMP = ".plughost-bundle.json"
-STAMP_FORMAT = 1
+STAMP_FORMAT = 2  # 2: a stamped build passed the plugin checks
 
 
 @dataclass
@@ -109,6 +109,8 @@ def resolve_brand(ref: str) -> Path:
     """A brand name in ``host/manifests/brands/`` or a path to a brand JSON file."""
     candidate = Path(ref)
     if ref.endswith(".json") or os.sep in ref or candidate.is_file():
+        if candidate.is_dir():
+            raise UserError(f"BRAND: '{ref}' is a folder; expected a brand JSON file (or a shipped brand's name)")
         if not candidate.is_file():
             raise UserError(f"BRAND: file '{ref}' does not exist")
         return candidate.resolve()
@@ -231,14 +233,32 @@ def check_needs(brand: Brand, platform: list[Path], bundles: dict[str, Path], pl
     unmet = plugin_model.unmet_needs(models)
     if not unmet:
         return
-    miss = unmet[0]
     shipped = set(platform)
     others = [m for f in [*_platform_folders(plugins_dir), *(staged or [])] if f not in shipped
               and (m := plugin_model.of_folder(f)) is not None]
-    names = plugin_model.providers_of(others, miss.need)
-    add = f"add '{names[0]}' or a plugin that provides it" if names else "add a plugin that provides it"
-    raise UserError(f"bundle: plugin '{miss.plugin}' needs '{miss.need}' ({_shown(miss.file)} {miss.field}); no plugin in "
-                    f"brand '{brand.name}' provides it: {add}")
+    by_need: dict[str, list[plugin_model.Unmet]] = {}
+    for miss in unmet:
+        by_need.setdefault(miss.need, []).append(miss)
+    lines = []
+    for need, misses in by_need.items():  # one line per capability, naming every plugin that needs it
+        who = ", ".join(f"'{m.plugin}' ({_shown(m.file)} {m.field})" for m in misses)
+        names = plugin_model.providers_of(others, need)
+        add = f"add '{names[0]}' or a plugin that provides it" if names else "add a plugin that provides it"
+        lines.append(f"bundle: plugin{'s' if len(misses) > 1 else ''} {who} need{'' if len(misses) > 1 else 's'} "
+                     f"'{need}'; no plugin in brand '{brand.name}' provides it: {add}")
+    raise UserError("\n".join(lines))
+
+
+def check_plugins(folders: list[Path], env: Any = None) -> None:
+    """Refuse a payload with a plugin ``plughost manifests check`` rejects (:mod:`plughost.runtime.plugin_checks`):
+    its Python does not import, a declared tool has no handler, an ``inputSchema`` contradicts the
+    handler, ``plughost_tools`` raises. Claude Code would install it and then fail to connect the server."""
+    defects = plugin_checks.tool_defects([f / "PLUGIN.md" for f in folders], env)
+    if defects:
+        raise UserError(f"bundle: {len(defects)} plugin defect(s); nothing written "
+                        "(`plughost manifests check FOLDER` shows them too):\n"
+                        + "\n".join(f"  plugin '{d.plugin}': {_shown(str(d.file))}: {d.field}: {d.detail}"
+                                     for d in defects))
 
 
 def source_files(platform: list[Path], bundles: dict[str, Path]) -> dict[Path, Path]:
@@ -310,7 +330,7 @@ def _looks_like_payload(out: Path) -> bool:
 
 
 def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premium_dir: Path | None = None,
-           python: str | None = None) -> BundleReport:
+           python: str | None = None, env: Any = None) -> BundleReport:
     """Build (or confirm) the payload for ``brand_ref`` at ``out``."""
     brand = load_brand(resolve_brand(brand_ref))
     plugins_dir = plugins_dir or settings.PLUGINS_DIR.read() or config.builtin_plugins_dir()
@@ -321,9 +341,9 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
                         "choose a new or empty folder")
     python = python or sys.executable
     if not entrypoints.third_party_entry_points():
-        return _bundle(brand, out, plugins_dir, premium_dir, python, entrypoints.Staged())
+        return _bundle(brand, out, plugins_dir, premium_dir, python, entrypoints.Staged(), env)
     with tempfile.TemporaryDirectory(prefix="plughost-entry-points-") as tmp:
-        return _bundle(brand, out, plugins_dir, premium_dir, python, _staged(Path(tmp), plugins_dir))
+        return _bundle(brand, out, plugins_dir, premium_dir, python, _staged(Path(tmp), plugins_dir), env)
 
 
 def _staged(tmp: Path, plugins_dir: Path) -> Any:
@@ -345,7 +365,7 @@ def _staged(tmp: Path, plugins_dir: Path) -> Any:
 
 
 def _bundle(brand: Brand, out: Path, plugins_dir: Path, premium_dir: Path | None, python: str,
-            staged: Any) -> BundleReport:
+            staged: Any, env: Any = None) -> BundleReport:
     platform, excluded = _platform_sources(plugins_dir, brand, staged.folders, staged.replaces)
     refused = {f: p for f in platform if (p := hostrange.problem(load_manifest(f / "PLUGIN.md").requires_plughost))}
     platform = [f for f in platform if f not in refused]  # a plugin this host never loads is not shipped
@@ -365,6 +385,7 @@ def _bundle(brand: Brand, out: Path, plugins_dir: Path, premium_dir: Path | None
     if count is not None:
         report.files = count
         return report
+    check_plugins([*platform, *_premium_folders(bundles)], env)  # a stamped build passed them: skipped above
     payload = assemble(out, brand.name, brand.product, platform=platform, bundles=bundles)
     tree = desired_tree(payload, brand, copies, python)
     report.files, report.payload = len(tree), payload

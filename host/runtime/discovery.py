@@ -132,6 +132,10 @@ class Discovery:
             self._brand = (found.name, found.excluded)
         return self._brand
 
+    def ignore_brand(self) -> None:
+        """Load what this install's brand excludes too (a check of given plugins, not a serving host)."""
+        self._brand = (None, [])
+
     def _blocked_reason(self, name: str, builtin: bool) -> str | None:
         disabled, allow, no_external = self._filters()
         brand, excluded = self.brand_exclusions()

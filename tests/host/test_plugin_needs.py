@@ -49,10 +49,14 @@ def test_bundle_refuses_a_need_no_shipped_plugin_provides(tmp_path: Path) -> Non
     out = tmp_path / "payload"
     result = run_cli("bundle", str(_brand(tmp_path, ["graph"])), "--out", str(out))
     assert result.returncode == 2
-    admin = REPO / "plugins" / "admin" / "PLUGIN.md"
-    shown = admin.relative_to(Path.cwd()) if admin.is_relative_to(Path.cwd()) else admin  # as a person would type it
+    def shown(name: str) -> Path:  # as a person would type it
+        md = REPO / "plugins" / name / "PLUGIN.md"
+        return md.relative_to(Path.cwd()) if md.is_relative_to(Path.cwd()) else md
+
+    # one line naming every plugin that needs the missing capability, not only the first
     assert result.stderr.splitlines() == [
-        f"plughost: bundle: plugin 'admin' needs 'graph-store' ({shown} needs[0]); "
+        f"plughost: bundle: plugins 'admin' ({shown('admin')} needs[0]), 'channels' ({shown('channels')} needs[0]), "
+        f"'memory' ({shown('memory')} needs[0]) need 'graph-store'; "
         "no plugin in brand 'acme' provides it: add 'graph' or a plugin that provides it"]
     assert not out.exists()
 

@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Any) -> int:
     report = bundle(args.brand, args.out, plugins_dir=ctx.plugins_dir,
-                    premium_dir=args.bundle_premium_dir or ctx.premium_dir)
+                    premium_dir=args.bundle_premium_dir or ctx.premium_dir, env=ctx.env)
     state = "built" if report.changed else "unchanged"
     print(f"{state}: {report.out} brand={report.brand} platform={len(report.platform)} "
           f"excluded=[{','.join(report.excluded)}] premium=[{','.join(report.shipped)}] "

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from plughost.payload import plugin_files
 from plughost.payload.generator import generate
-from plughost.runtime import hostrange
-from plughost.runtime.host import Host
-from plughost.runtime.manifest import load_manifest, manifest_errors, read_frontmatter
-from plughost.util import settings
+from plughost.runtime.manifest import manifest_errors, read_frontmatter
+from plughost.runtime.plugin_checks import host_range_defects, tool_defects
 from plughost.util.errors import UserError
 from plughost.util.log import log
 
@@ -49,9 +46,9 @@ def run_check(args: argparse.Namespace, ctx: Any) -> int:
         raise UserError(f"PATH: no PLUGIN.md found under '{args.path}'")
     defects = [line for md in manifests for line in manifest_errors(md)]
     if not defects:
-        defects = host_range_defects(manifests)
+        defects = [d.line() for d in host_range_defects(manifests)]
     if not defects:
-        defects = tool_defects(manifests, ctx.env)
+        defects = [d.line() for d in tool_defects(manifests, ctx.env)]
     defects += [f.line() for f in files.findings if f.severity == "error"]
     for line in defects:
         print(line, file=sys.stderr)
@@ -92,45 +89,6 @@ def claude_file_findings(path: Path, manifests: list[Path]) -> _Files:
         if not skip.intersection(mj.parts):
             out.checked += 1
             out.findings.extend(plugin_files.check_marketplace(mj.parent.parent))
-    return out
-
-
-def host_range_defects(manifests: list[Path]) -> list[str]:
-    """A PLUGIN.md whose ``requires-plughost`` excludes this host: the plugin would never load here."""
-    out = []
-    for md in manifests:
-        problem = hostrange.problem(load_manifest(md).requires_plughost)
-        if problem:
-            out.append(f"{md}: requires-plughost: {problem}")
-    return out
-
-
-def tool_defects(manifests: list[Path], env: Any = None) -> list[str]:
-    """Load the plugins with a ``python:`` module and join their tools (the host's tool table):
-    a handler PLUGIN.md does not declare, a declaration without handler or an ``inputSchema``
-    the handler cannot take is a defect of that PLUGIN.md."""
-    by_parent: dict[Path, dict[str, Path]] = {}
-    for md in manifests:
-        manifest = load_manifest(md)
-        if manifest.python:
-            by_parent.setdefault(md.parent.parent, {})[manifest.name] = md
-    out: list[str] = []
-    for parent, named in sorted(by_parent.items()):
-        full = dict(os.environ if env is None else env)
-        full[settings.LOAD_PLUGINS.name] = ",".join(sorted(named))
-        full.pop(settings.DISABLE_PLUGINS.name, None)
-        host = Host(plugins_dir=parent, premium_dir=None, env=full).load()
-        table = host.tools()
-        for name, md in sorted(named.items()):
-            record = host.records.get(name)
-            if record is None or not record.loaded:
-                out.append(f"{md}: python: {record.reason if record else 'not loaded'}")
-                continue
-            problems = [f"{md}: tools: '{p.tool}' {p.detail}" for p in table.problems_of(name)]
-            out.extend(problems)
-            if not any("plughost_tools failed" in line for line in problems):  # not already named above
-                out.extend(f"{md}: tools: plughost_tools failed: {e.reason}" for e in table.hook_errors
-                           if e.plugin == name)
     return out
 
 

@@ -189,3 +189,50 @@ def test_plugins_dir_adds_to_the_builtins_in_the_payload(tmp_path: Path) -> None
     (extra / "graph" / "PLUGIN.md").write_text("---\nname: graph\n---\n", encoding="utf-8")
     clash = run_cli("--plugins-dir", str(extra), "bundle", "default", "--out", str(tmp_path / "p2"))
     assert clash.returncode == 2 and "graph" in clash.stderr and "Traceback" not in clash.stderr, clash.stderr
+
+
+HELLO_TOOLS = (REPO_ROOT / "examples" / "hello" / "hello_tools.py").read_text(encoding="utf-8")
+BROKEN_HELLO = {  # what breaks the copy of examples/hello → the defect line's field and detail
+    "syntax-error": (lambda md, py: (md, py + "\ndef oops(:\n"), "python: import failed: SyntaxError"),
+    "missing-module": (lambda md, py: (md.replace("python: hello_tools", "python: no_such_module"), py),
+                       "python: import failed: ModuleNotFoundError"),
+    "tool-without-handler": (lambda md, py: (md.replace("tools:\n", "tools:\n  - name: ghost\n    description: \"x\"\n"), py),
+                             "tools: 'ghost' is declared in PLUGIN.md but no plughost_tools implementation provides it"),
+    "schema-contradicts-handler": (lambda md, py: (md.replace(
+        '    description: "Greet someone by name."\n',
+        '    description: "Greet someone by name."\n    inputSchema:\n      type: object\n'
+        '      properties: {name: {type: integer}}\n'), py), "tools: 'greet' has an inputSchema property 'name'"),
+    "tools-hook-raises": (lambda md, py: (md, py.replace("    return [Tool", "    raise RuntimeError('kaboom')\n    return [Tool")),
+                          "tools: 'greet' cannot be served: plughost_tools failed: RuntimeError: kaboom"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_HELLO))
+def test_bundle_refuses_a_plugin_manifests_check_rejects_and_writes_nothing(case: str, tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    breaks, expected = BROKEN_HELLO[case]
+    folder = tmp_path / "my-plugins" / "hello"
+    folder.mkdir(parents=True)
+    md, py = breaks((REPO_ROOT / "examples" / "hello" / "PLUGIN.md").read_text(encoding="utf-8"), HELLO_TOOLS)
+    (folder / "PLUGIN.md").write_text(md, encoding="utf-8")
+    (folder / "hello_tools.py").write_text(py, encoding="utf-8")
+    check = run_cli("manifests", "check", str(folder))
+    assert check.returncode == 2 and expected in check.stderr, check.stderr
+    out = tmp_path / "payload"
+    result = run_cli("--plugins-dir", str(folder.parent), "bundle", "default", "--out", str(out))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if not ln.startswith("[")]
+    assert lines[0].startswith("plughost: bundle: ") and "plugin defect(s); nothing written" in lines[0]
+    assert lines[1].startswith(f"  plugin 'hello': {folder / 'PLUGIN.md'}: ") and expected in lines[1], lines
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my-plugins"]  # no temp folder left beside --out
+
+
+def test_a_folder_given_as_the_brand_is_named_a_folder(tmp_path: Path) -> None:
+    result = bundle(str(BRANDS), tmp_path / "p")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"plughost: BRAND: '{BRANDS}' is a folder; expected a brand JSON file (or a shipped brand's name)"]
+    assert not (tmp_path / "p").exists()
