@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "FatalError": "plughost.util.errors",
     "StoreUnavailable": "plughost.util.errors",
     "AccountMismatch": "plughost.util.errors",
+    "AccountUnset": "plughost.util.errors",
     "run_plugin_server": "plughost.mcp.server",
 }
 
@@ -89,6 +90,7 @@ __all__ = [
     "FatalError",
     "StoreUnavailable",
     "AccountMismatch",
+    "AccountUnset",
     "run_plugin_server",
 ]
 
@@ -115,7 +117,14 @@ if TYPE_CHECKING:
         Route,
         Tool,
     )
-    from plughost.util.errors import AccountMismatch, FatalError, PlughostError, StoreUnavailable, UserError
+    from plughost.util.errors import (
+        AccountMismatch,
+        AccountUnset,
+        FatalError,
+        PlughostError,
+        StoreUnavailable,
+        UserError,
+    )
     from plughost.util.log import log
     from plughost.util.settings import Setting
 

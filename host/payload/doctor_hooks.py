@@ -3,7 +3,10 @@ files that are not there, and every hook command run once as Claude Code would r
 
 Claude Code reads a plugin's ``hooks/hooks.json`` (or the file its ``plugin.json`` ``hooks`` names)
 and runs each ``command`` with ``${CLAUDE_PLUGIN_ROOT}`` set to the plugin's folder; a command file
-that is gone fails every time the event fires, silently for the user, so doctor names it. A word
+that is gone fails every time the event fires, silently for the user, so doctor names it. What
+Claude Code refuses in that file (an unknown event, a wrong shape) fails the whole plugin's load:
+doctor names it with the one check ``manifests check`` and the gates make
+(:func:`plughost.payload.plugin_files.check_hooks`). A word
 of the command that mentions ``${CLAUDE_PLUGIN_ROOT}`` (or is an absolute path) is the file checked.
 
 A file that is there can still fail: an interpreter that cannot import ``host`` fails every hook
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from plughost.payload.launch import claude_env, installed_roots
-from plughost.payload.plugin_files import hook_command_files
+from plughost.payload.plugin_files import check_hooks, errors, hook_command_files
 from plughost.ports.principal import child_env, resolve
 from plughost.util.log import format_line
 
@@ -48,14 +51,18 @@ def plugin_hooks(key: str, root: Path, run: Any = None) -> tuple[str, list[str]]
     path = hooks_file(root)
     if not path.is_file():
         return format_line("doctor", "hooks", plugin=key, events="none"), []
+    # the check ``manifests check`` and the gates make: what Claude Code refuses fails the plugin's load
+    invalid = [format_line(None, plugin=key, reason="hooks-invalid", file=str(f.file), field=f.field,
+                           detail=f.detail) for f in errors(check_hooks(path, root, key))]
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         events: dict[str, Any] = doc["hooks"]
         assert isinstance(events, dict)
     except (OSError, ValueError, KeyError, TypeError, AssertionError):
-        return (format_line("doctor", "hooks", plugin=key, events="unreadable"),
-                [f"plugin={key} reason=hooks-unreadable path={path}"])
-    counts, commands, problems = [], [], []
+        return format_line("doctor", "hooks", plugin=key, events="unreadable"), invalid
+    if invalid:
+        run = None  # Claude Code does not load the plugin: none of its hooks runs
+    counts, commands, problems = [], [], list(invalid)
     for event, groups in events.items():
         n = 0
         for group in groups if isinstance(groups, list) else []:

@@ -351,17 +351,30 @@ def takes_turn(runner: object) -> bool:
     return note is AgentTurn
 
 
-async def run_agent(runner: AgentRunner, session_id: str, turn: AgentTurn) -> str:
+_deprecated_runners: set[type] = set()
+"""The runner classes whose old ``run`` was logged already (one ``op=runner-deprecated`` line each)."""
+
+
+async def run_agent(runner: AgentRunner, session_id: str, turn: AgentTurn, *, tag: str = "channels") -> str:
     """One turn through ``runner``: the typed turn, or for a runner whose ``run`` still takes the
     payload dict, :meth:`AgentTurn.as_dict` with a :class:`DeprecationWarning` (the dict goes in
-    the next minor release)."""
+    the next minor release). Python hides that warning by default, so the first such turn of each
+    runner class also logs ``[<tag>] warn op=runner-deprecated runner=<Class> detail="..."`` (``tag``:
+    the caller's, the channels pipeline's by default)."""
     if takes_turn(runner):
         return await runner.run(session_id, turn)
     import warnings
 
-    warnings.warn(f"{type(runner).__name__}.run(session_id, payload): an agent runner takes the typed turn now, "
-                  "`async def run(self, session_id: str, turn: AgentTurn) -> str`; the payload dict "
-                  "(turn.as_dict()) is passed until the next minor release", DeprecationWarning, stacklevel=2)
+    from plughost.util.log import log
+
+    name = type(runner).__name__
+    detail = (f"{name}.run(session_id, payload): an agent runner takes the typed turn now, "
+              "`async def run(self, session_id: str, turn: AgentTurn) -> str`; the payload dict "
+              "(turn.as_dict()) is passed until the next minor release")
+    if type(runner) not in _deprecated_runners:
+        _deprecated_runners.add(type(runner))
+        log(tag, "warn", "op=runner-deprecated", runner=name, detail=detail)
+    warnings.warn(detail, DeprecationWarning, stacklevel=2)
     legacy = typing.cast("Callable[[str, dict[str, object]], Awaitable[str]]", runner.run)
     return await legacy(session_id, turn.as_dict())
 

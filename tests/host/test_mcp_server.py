@@ -174,3 +174,30 @@ def test_streamable_http_server(plughost_home: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@pytest.mark.parametrize("port", ["99999", "-5", "x"])
+def test_http_port_out_of_range_is_one_line_naming_the_flag(port: str, plughost_home: Path) -> None:
+    from tests.conftest import run_cli
+
+    result = run_cli("mcp", "serve", "sample", "--http", port, env={"PLUGHOST_PLUGINS_DIR": str(FIXTURES)})
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "--http" in result.stderr and "expected a port number 0-65535" in result.stderr, result.stderr
+
+
+def test_http_port_in_use_is_one_line_naming_the_flag(plughost_home: Path) -> None:
+    import socket
+
+    from tests.conftest import run_cli
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli("mcp", "serve", "sample", "--http", str(port), env={"PLUGHOST_PLUGINS_DIR": str(FIXTURES)})
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = [ln for ln in result.stderr.splitlines() if "--http" in ln]
+    assert f"--http: cannot listen on 127.0.0.1:{port}" in line, result.stderr
+    assert "uvicorn" not in result.stderr.lower() and "ERROR:" not in result.stderr, result.stderr

@@ -107,6 +107,8 @@ MODULE_STATE: dict[str, tuple[tuple[str, ...], Callable[..., None], str]] = {
     "plughost.util.redact": (("_formats",), _set_none,
                     "a fresh process builds them from <PLUGHOST_HOME>/cache/redact-patterns.json (and writes it)"),
     "plughost.runtime.settings": (("_warned",), _clear, "an unknown PLUGHOST_* variable is warned once per process"),
+    "plughost.runtime.types": (("_deprecated_runners",), _clear,
+                               "an agent runner class with the old `run` is logged once per process"),
     "plughost.runtime.legacy": (("_owners", "_warned", "_logged"), _clear,
                                 "an old `host...` name is warned once per file and logged once per plugin"),
     "plughost.plugins.memory.embedding.provider": (("_warned",), _clear, "`[embed] warn provider=none ...` is logged once per process"),

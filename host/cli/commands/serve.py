@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from plughost.cli.listen import check_port, port_number
 from plughost.runtime import boot, state
 from plughost.runtime.settings import check_values
 from plughost.serve.stopping import shutdown_grace
@@ -29,19 +29,9 @@ from plughost.util.log import log
 HELP = "run the boot gates, then serve plugin routes, /mcp/<plugin> and /healthz over HTTP"
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (got {text!r})") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (got {value})")
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8787, help="port (default 8787; 0 picks a free one)")
+    parser.add_argument("--port", type=port_number, default=8787, help="port (default 8787; 0 picks a free one)")
     parser.add_argument("--grace", type=float, default=None,
                         help="seconds requests and running agent turns get to finish on SIGTERM/SIGINT; the rest "
                              "is left for the next start (default: PLUGHOST_SHUTDOWN_GRACE, else 10)")
@@ -63,27 +53,6 @@ def run_boot_gates(host: Any, env: dict[str, str], args: argparse.Namespace) -> 
     fatal = [r["gate"] for r in rows if r["fatal"] and r["status"] in ("fail", "error")]
     return {"runner": "plughost.runtime.boot", "gates": rows, "ran": True, "fatal": fatal, "ok": not fatal,
             "counts": {s: sum(r["status"] == s for r in rows) for s in ("ok", "warn", "fail", "error")}}
-
-
-def check_port(bind: str, port: int) -> int:
-    """The port to serve on: a busy port is one clear line, not a uvicorn traceback; 0 picks a free one.
-
-    The socket is only probed and closed; uvicorn binds its own (serving on a socket handed in
-    from outside measured several times slower under wrk here).
-    """
-    try:
-        infos = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise UserError(f"--host: cannot resolve {bind!r} ({exc.strerror})") from None
-    family, _, _, _, address = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-            sock.listen(1)
-        except OSError as exc:
-            raise UserError(f"--port: cannot listen on {bind}:{port} ({exc.strerror})") from None
-        return int(sock.getsockname()[1])
 
 
 def urls(base: str, runtime: Any) -> list[tuple[str, str]]:

@@ -132,8 +132,8 @@ class Preferences:
         self.principal = principal or resolve(env)  # the call's principal, resolved once
 
     def _guards(self) -> Guards:
-        if not self.principal.account:
-            raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; preferences need the process's account")
+        self.principal.require_account("the id of the account preferences belong to (an account under "
+                                       "PLUGHOST_HOME/accounts/)")
         return self.principal.guards
 
     def _profile(self, guards: Guards, user_id: str | None) -> Any:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from plughost import (
+    AccountUnset,
     CliCommand,
     Embedder,
     GraphStore,
@@ -43,7 +44,8 @@ SCAN_MAX = 100_000
 
 def _principal(principal: Principal | None) -> Principal:
     if principal is None or not principal.account:
-        raise UserError("ACCOUNT_ID: not set; reports need the process's account")
+        raise AccountUnset("ACCOUNT_ID: not set; expected the id of the account reports belong to (an account under "
+                           "PLUGHOST_HOME/accounts/)")
     return principal
 
 

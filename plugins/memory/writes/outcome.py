@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from plughost import AccountMismatch, PlughostError, UserError, log
+from plughost import AccountMismatch, AccountUnset, PlughostError, UserError, log
 from plughost.api.principals import resolve
 
 REASONS = (
@@ -93,6 +93,9 @@ def run_with_outcome(call: Call, body: Callable[[Call], T]) -> T:
     """Run a write, log exactly one outcome line, and turn every failure into a one-line UserError."""
     try:
         result = body(call)
+    except AccountUnset as exc:  # kept its kind: an MCP server adds the install's fix, as for every tool
+        call.error("account-isolation", str(exc))
+        raise AccountUnset(f"{call.tool}: {exc} (account-isolation)") from None
     except WriteRejected as exc:
         call.error(exc.reason, exc.detail)
         raise UserError(f"{call.tool}: {exc.detail} ({exc.reason})") from None

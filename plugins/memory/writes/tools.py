@@ -39,9 +39,8 @@ def _run(host: Host, tool: str, op: str, args: dict[str, Any]) -> Any:
 def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSize: int = 32,  # noqa: N803
                limit: int | None = None) -> dict[str, Any]:
     principal = host.principal
-    account = principal.account
-    if not account:
-        raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; reindex needs the process's account")
+    account = principal.require_account("the id of the account reindex embeds (an account under "
+                                        "PLUGHOST_HOME/accounts/)")
     call.labels = labels or ()
     w = writer(host)
     if not principal.is_admin:  # it embeds every node of the account missing a vector, seen or not

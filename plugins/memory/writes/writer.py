@@ -69,8 +69,8 @@ class MemoryWriter:
         return self._principal().account_id
 
     def _principal(self) -> Principal:
-        if not self.principal.account:
-            raise WriteRejected("account-isolation", "ACCOUNT_ID is not set; writes need the process's account")
+        # no account: AccountUnset, which an MCP server answers with the install's fix (as every memory tool)
+        self.principal.require_account("the id of the account writes go to (an account under PLUGHOST_HOME/accounts/)")
         return self.principal
 
     def guards(self) -> Guards:

@@ -176,3 +176,30 @@ def test_a_server_is_compared_with_its_plugins_model(tmp_path: Path) -> None:
     assert model_of(launch).server_keys == ["p"]  # type: ignore[union-attr]
     (folder / "PLUGIN.md").unlink()
     assert declared(model_of(launch)) is None
+
+
+def test_a_hook_event_claude_code_does_not_know_is_a_finding_naming_plugin_file_and_field(tmp_path: Path) -> None:
+    """The check ``manifests check`` and the gates make (plugin_files.check_hooks): an unknown event fails
+    the plugin's load in Claude Code, so doctor names it and runs none of the plugin's hooks."""
+    from plughost.payload import plugin_files
+    from plughost.payload.doctor_hooks import plugin_hooks
+
+    root = tmp_path / "shopfaq"
+    (root / "hooks").mkdir(parents=True)
+    (root / "hooks" / "x.sh").write_text("#!/bin/sh\n")
+    hooks = {"hooks": {"OnPromptSubmitted": [{"hooks": [
+        {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/hooks/x.sh"}]}]}}
+    (root / "hooks" / "hooks.json").write_text(json.dumps(hooks))
+    ran: list[str] = []
+    line, found = plugin_hooks("shopfaq@m", root, lambda event, command: ran.append(event))
+    assert "events=OnPromptSubmitted:1" in line and not ran, (line, ran)
+    [finding] = found
+    assert finding.startswith("plugin=shopfaq@m reason=hooks-invalid "), finding
+    assert f"file={root / 'hooks' / 'hooks.json'}" in finding and "field=hooks.OnPromptSubmitted" in finding, finding
+    [same] = plugin_files.errors(plugin_files.check_hooks(root / "hooks" / "hooks.json", root, "shopfaq@m"))
+    assert same.detail in finding.replace("\\", "")
+    # a known event: no finding, and the hook runs
+    hooks["hooks"] = {"UserPromptSubmit": hooks["hooks"]["OnPromptSubmitted"]}
+    (root / "hooks" / "hooks.json").write_text(json.dumps(hooks))
+    assert plugin_hooks("shopfaq@m", root, lambda event, command: ran.append(event))[1] == [] and ran == [
+        "UserPromptSubmit"]

@@ -130,6 +130,28 @@ def test_a_turn_reaches_a_typed_runner_as_is_and_a_dict_runner_as_its_json_with_
         assert asyncio.run(run_agent(EchoRunner(), "s", turn)) == "custom:hi"
 
 
+def test_a_dict_runner_is_logged_once_per_class_since_python_hides_the_warning(capsys) -> None:
+    """The DeprecationWarning is hidden by default: the first old-style turn of each runner class logs one
+    ``[channels] warn op=runner-deprecated`` line naming the class and the new signature."""
+    from plughost.runtime import types as runtime_types
+
+    runtime_types._deprecated_runners.clear()
+
+    class OtherEchoRunner(EchoRunner):
+        pass
+
+    turn = agent_turn({"role": "public", "text": "hi", "sender": "v", "channel": "webchat"}, Principal.owner("acct"),
+                      "conv")
+    capsys.readouterr()
+    with pytest.warns(DeprecationWarning):
+        for runner in (EchoRunner(), EchoRunner(), OtherEchoRunner(), TypedRunner()):
+            asyncio.run(run_agent(runner, "s", turn))
+    lines = [line for line in capsys.readouterr().err.splitlines() if "op=runner-deprecated" in line]
+    assert [line.split()[3] for line in lines] == ["runner=EchoRunner", "runner=OtherEchoRunner"], lines
+    assert all(line.startswith("[channels] warn op=runner-deprecated runner=") for line in lines), lines
+    assert 'detail="EchoRunner.run(session_id, payload)' in lines[0] and "turn: AgentTurn" in lines[0], lines
+
+
 def test_the_turns_json_keeps_the_documented_keys_in_order() -> None:
     """The command runner's stdin (docs/channels.md#runners): exactly the keys a runner read before the typed turn."""
     admin = AgentTurn(Principal.owner("acct").for_turn("admin", "conv"), "conv", "agent-s", "telegram", "1", "m1",

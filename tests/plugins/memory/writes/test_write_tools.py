@@ -351,3 +351,33 @@ def test_tools_list_serves_the_declared_write_tools(memory_host) -> None:
 
     assert set(anyio.run(names)) >= {"memory-write", "memory-update", "memory-delete", "memory-restore",
                                      "memory-ingest", "memory-reindex"}
+
+
+def _sample(schema: dict) -> object:
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        return {k: _sample(v) for k, v in (schema.get("properties") or {}).items() if k in schema.get("required", [])}
+    return {"array": ["Person"], "integer": 1, "number": 1, "boolean": True}.get(kind, "x")
+
+
+def test_every_memory_tool_names_the_fix_when_the_install_has_no_account(memory_host, plughost_home) -> None:
+    """A Claude-CLI-only install (no account): each tool that needs the account answers what is missing
+    and the one command that fixes it, the way memory-search does (plughost.runtime.install_record)."""
+    from plughost.runtime.install_record import account_fix
+    from plughost.runtime.tooltable import served_tools
+
+    host = memory_host(ACCOUNT_ID="")
+    fix = account_fix(host.env)
+    answered = {}
+    for tool in sorted(served_tools(host, "memory"), key=lambda t: t.name):
+        name = tool.name
+        is_error, text = call_tool(host, name, _sample(tool.schema))
+        if "ACCOUNT_ID" in text:
+            answered[name] = text
+            assert is_error and text.endswith(fix) and "\n" not in text, (name, text)
+    names = {tool.name for tool in served_tools(host, "memory")}
+    assert {"memory-write", "memory-search", "memory-reindex", "memory-report-write", "profile-update"} <= names
+    assert names - set(answered) <= {"work-time-adjust"}, sorted(names - set(answered))  # its sample is refused first
+    err_line(plughost_home, "memory-write", "account-isolation")  # the outcome line keeps its reason
