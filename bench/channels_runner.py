@@ -20,12 +20,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import results as bench_results  # bench/RESULTS.md, with --write-results
 
+from plughost import AgentTurn  # noqa: E402
+from plughost.api.principals import resolve  # noqa: E402
 from plughost.plugins.channels.runner import CommandRunner, KeyedSerializer, session_id_for  # noqa: E402
 
 AGENT = """IFS= read -r line || true
 sleep "$AGENT_DELAY"
-printf '%s\\n' "$line" | sed -E 's/.*"n": ([0-9]+).*/\\1/'
+printf '%s\\n' "$line" | sed -E 's/.*"messageId": "([0-9]+)".*/\\1/'
 """
+
+
+def turn(sender: str, n: int) -> AgentTurn:
+    """The n-th turn of ``sender`` (the agent script answers its messageId)."""
+    return AgentTurn.from_dict({"sessionId": sender, "sender": sender, "messageId": str(n), "role": "public"},
+                               resolve({"ACCOUNT_ID": "bench"}))
 
 
 async def run(senders: int, messages: int, runner: CommandRunner) -> tuple[float, dict[str, float], bool]:
@@ -36,7 +44,7 @@ async def run(senders: int, messages: int, runner: CommandRunner) -> tuple[float
     def job(sender: str, n: int):
         async def go() -> None:
             t0 = time.perf_counter()
-            out = await runner.run(session_id_for("bench", sender), {"sender": sender, "n": n})
+            out = await runner.run(session_id_for("bench", sender), turn(sender, n))
             spans[sender].append(time.perf_counter() - t0)
             replies[sender].append(int(out))
         return go
@@ -62,7 +70,7 @@ def main() -> int:
     # raw baseline: the same turns strictly one after another
     t0 = time.perf_counter()
     for n in range(min(args.messages, 5)):
-        asyncio.run(runner.run("baseline", {"sender": "b", "n": n}))
+        asyncio.run(runner.run("baseline", turn("b", n)))
     per_turn = (time.perf_counter() - t0) / min(args.messages, 5)
     sequential = per_turn * args.senders * args.messages
 

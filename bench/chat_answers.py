@@ -246,14 +246,17 @@ def verdict(question: Question, reply: str) -> str:
 
 
 def ask_all(host: Any, questions: list[Question]) -> list[tuple[Question, str, str]]:
+    from plughost import AgentTurn
+    from plughost.api.hooks import run_agent
     from plughost.plugins.channels.runner_choice import get_runner
 
     runner = get_runner(host)
     out = []
     for i, question in enumerate(questions):
         session = f"bench-{i}"  # every question from a new visitor: no lead, no memory carried over
-        reply = asyncio.run(runner.run(session, {"text": question.text, "role": "public", "channel": "webchat",
-                                                 "sender": session}))
+        turn = AgentTurn.from_dict({"sessionId": session, "text": question.text, "role": "public",
+                                    "channel": "webchat", "sender": session}, host.principal)
+        reply = asyncio.run(run_agent(runner, session, turn))
         out.append((question, reply, verdict(question, reply)))
     return out
 
