@@ -11,7 +11,7 @@ TREE="$(.venv/bin/python scripts/srctree.py)"
 (cd "$TREE" && ../bin/python -m mypy --config-file ../../pyproject.toml)
 (cd "$TREE" && ../bin/lint-imports --no-cache ../../pyproject.toml)  # the rooms' layers, the public API, no cycles
 .venv/bin/python -m vulture host plugins --min-confidence 80  # dead code: none in host/ or plugins/
-# Two workers on the 2-core CI (PLUGHOST_TEST_WORKERS=0 runs in one process); the shared Neo4j
-# server's tests stay on one worker (tests/conftest.py groups them). Every test runs, the end-to-end
-# ones too; locally `bash scripts/test.sh -m "not e2e"` leaves those out.
+# PLUGHOST_TEST_WORKERS workers (.ci/run: one more than the cores; 0 runs in one process); each
+# worker's Neo4j tests use its own server when NEO4J_URIS names several (tests/backends.py). Every
+# test runs, the end-to-end ones too; locally `bash scripts/test.sh -m "not e2e"` leaves those out.
 exec .venv/bin/python -m pytest -q -n "${PLUGHOST_TEST_WORKERS:-auto}" --dist loadgroup "$@"
