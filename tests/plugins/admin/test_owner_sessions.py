@@ -160,3 +160,32 @@ def test_every_other_role_is_refused(served, make_host, live_app, plughost_home:
         assert call(agent, "GET", "/api/admin/sessions", token).status == 403
     assert calls(tmp) == [] and call(server, "GET", "/api/admin/sessions", token).json() == {"sessions": []}
 
+
+def test_the_console_lists_starts_and_stops_the_owners_sessions(served) -> None:
+    from urllib.parse import urlencode
+
+    server, token, tmp = served
+    cookie = {"Cookie": f"admin_session={token}"}
+
+    def form(path: str, **fields: str):
+        return raw_request(server.port, path, "POST", headers={**cookie, "Content-Type": "application/x-www-form-urlencoded"},
+                           body=urlencode(fields).encode())
+
+    assert raw_request(server.port, "/admin/sessions").status == 303  # signed out: to the login page
+    page = raw_request(server.port, "/admin/sessions", headers=cookie)
+    assert page.status == 200 and "No sessions yet." in page.body.decode()
+    csrf = page.body.decode().split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    assert form("/admin/sessions", csrf="wrong", initialMessage="hi").status == 403
+    bad = form("/admin/sessions", csrf=csrf, initialMessage="hi", model="gpt-4o")
+    assert bad.status == 400 and "model: expected one of sonnet, opus, haiku" in bad.body.decode()
+    started = form("/admin/sessions", csrf=csrf, initialMessage="Check the flour stock", permissionMode="acceptEdits",
+                   model="sonnet")
+    assert started.status == 303, started.body
+    wait_for(lambda: len(calls(tmp)) == 1)
+    assert flag(calls(tmp)[0]["argv"], "--permission-mode") == "acceptEdits"
+    listed = raw_request(server.port, "/admin/sessions", headers=cookie).body.decode()
+    assert "acceptEdits" in listed and 'action="/admin/sessions/1/stop"' in listed
+    assert form("/admin/sessions/1/stop", csrf=csrf).status == 303
+    listed = raw_request(server.port, "/admin/sessions", headers=cookie).body.decode()
+    assert "ended" in listed and 'action="/admin/sessions/1/resume"' in listed
+    assert form("/admin/sessions/7/stop", csrf=csrf).status == 404
