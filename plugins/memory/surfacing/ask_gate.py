@@ -84,18 +84,19 @@ def decide(raw: bytes, env: dict[str, str], process_env: dict[str, str] | None =
         return "pass", tool, "not-a-question"
     if env.get("PLUGHOST_ASK_GATE", "1").strip().lower() in ("0", "false", "no", "off"):
         return "pass", tool, "off"
+    transcript, why = gate.tail(data.get("transcript_path"))
+    if transcript is None:
+        return "pass", tool, why
+    found = investigated(transcript, env)
+    if found != "not-investigated":
+        return "pass", tool, found
+    # only a question about to be refused asks the resolver whose session this is (it imports the host)
     owner = gate.owner_session(env if process_env is None else process_env)
     if owner is None:
         return "pass", tool, "no-account"
     if not owner:
         return "pass", tool, "not-owner"
-    transcript, why = gate.tail(data.get("transcript_path"))
-    if transcript is None:
-        return "pass", tool, why
-    found = investigated(transcript, env)
-    if found == "not-investigated":
-        return "block", tool, "no-investigation"
-    return "pass", tool, found
+    return "block", tool, "no-investigation"
 
 
 def main() -> None:
