@@ -15,6 +15,7 @@ from plughost.runtime.hooktable import (
     EMBEDDER,
     MEMORY_SEARCH,
     MESSAGES_STORED,
+    OWNER_SESSIONS,
     PERSON_ERASED,
     QUERY_EXPANSIONS,
     RECALL_USED,
@@ -35,13 +36,13 @@ from plughost.runtime.hooktable import (
     OneHook,
     ProviderHook,
 )
-from plughost.runtime.types import run_agent
+from plughost.runtime.types import PERMISSION_MODES, OwnerSessions, run_agent
 
 __all__ = [
     "ACCOUNT_CREATED", "ACTIVE_RULES", "AGENT_RUNNER", "BOOT_GATES", "CHANNEL_ADAPTERS", "CLI_COMMANDS",
-    "COLLECTION_SOURCES", "EMBEDDER", "MEMORY_SEARCH", "MESSAGES_STORED", "PERSON_ERASED", "QUERY_EXPANSIONS",
+    "COLLECTION_SOURCES", "EMBEDDER", "MEMORY_SEARCH", "MESSAGES_STORED", "OWNER_SESSIONS", "PERSON_ERASED", "QUERY_EXPANSIONS",
     "RECALL_USED", "RERANK", "RETRIEVAL_BOOSTS", "ROUTES", "SCREEN_MESSAGE", "SETTINGS", "SHUTDOWN", "STARTUP",
     "STORE", "SURFACE_CONTEXT", "TOOL_CALLED", "TOOLS", "VISITOR_MEMORY",
     "ListHook", "EachHook", "OneHook", "ProviderHook", "Contribution", "Collected",
-    "run_agent",
+    "run_agent", "OwnerSessions", "PERMISSION_MODES",
 ]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
         CliCommand,
         CollectionSource,
         Gate,
+        OwnerSessions,
         RetrievalBoost,
         Route,
         Tool,
@@ -278,6 +279,24 @@ def plughost_agent_runner(host: Host) -> AgentRunner | None:
     **Example:** ``return HttpRunner(url)`` (an object with ``async run(session_id: str, turn: AgentTurn) -> str``;
     a ``run`` still taking the payload dict gets ``turn.as_dict()`` and a DeprecationWarning, until the
     next minor release).
+    """
+
+
+@hookspec(firstresult=True)
+def plughost_owner_sessions(host: Host) -> OwnerSessions | None:
+    """An owner's agent sessions (``plughost.api.hooks.OwnerSessions``): list, start with a first
+    message in a permission mode and model, stop, resume, purge.
+
+    **Parameters:** ``host`` — the loaded host.
+
+    **Combines:** firstresult; the channels plugin answers with the admin conversations its admin
+    chat keeps (one agent session each), and a plugin registered after it is asked first.
+
+    **Fires:** when the admin plugin's ``/api/admin/sessions`` routes or the console's sessions page
+    are used; the caller has checked the admin session and validated the mode and the model.
+
+    **Example:** ``return SessionManager(host)`` (an object with ``list``, ``async start``, ``stop``,
+    ``resume`` and ``purge``, each taking the caller's principal and the user).
     """
 
 

@@ -28,6 +28,7 @@ from plughost.runtime.types import (
     CliCommand,
     CollectionSource,
     Gate,
+    OwnerSessions,
     RetrievalBoost,
     Route,
     Tool,
@@ -97,6 +98,7 @@ QUERY_EXPANSIONS: OneHook[list[str]] = OneHook("plughost_query_expansions")
 RERANK: OneHook[list[dict[str, Any]]] = OneHook("plughost_rerank")
 SCREEN_MESSAGE: OneHook[dict[str, Any]] = OneHook("plughost_screen_message")
 AGENT_RUNNER: OneHook[AgentRunner] = OneHook("plughost_agent_runner")
+OWNER_SESSIONS: OneHook[OwnerSessions] = OneHook("plughost_owner_sessions")
 ACTIVE_RULES: OneHook[dict[str, Any]] = OneHook("plughost_active_rules")
 SURFACE_CONTEXT: OneHook[list[dict[str, Any]]] = OneHook("plughost_surface_context")
 VISITOR_MEMORY: OneHook[list[str]] = OneHook("plughost_visitor_memory")
@@ -113,7 +115,7 @@ TABLE: dict[str, AnyHook] = {
     h.name: h
     for h in (TOOLS, BOOT_GATES, ROUTES, CLI_COMMANDS, CHANNEL_ADAPTERS, RETRIEVAL_BOOSTS, STARTUP, SHUTDOWN,
               ACCOUNT_CREATED,
-              STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, ACTIVE_RULES,
+              STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, OWNER_SESSIONS, ACTIVE_RULES,
               SURFACE_CONTEXT, VISITOR_MEMORY, MEMORY_SEARCH, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED,
               MESSAGES_STORED, PERSON_ERASED, SETTINGS)
 }

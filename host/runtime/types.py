@@ -336,6 +336,34 @@ class AgentRunner(Protocol):
     async def run(self, session_id: str, turn: AgentTurn) -> str: ...
 
 
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk")
+"""The permission modes an owner may start an agent session in: the Claude Code CLI's
+``--permission-mode`` choices but ``bypassPermissions`` (it skips every check; never offered over HTTP)."""
+
+
+class OwnerSessions(Protocol):
+    """An owner's agent sessions: listed, started with a first message, stopped, resumed, purged
+    (the ``plughost_owner_sessions`` hook's answer; docs/console.md#sessions).
+
+    ``principal`` is the caller's, an admin of the account (the caller has checked the admin
+    session); ``user`` the admin session's user, whose sessions these are. A session is one of the
+    user's admin conversations, by number; each method answers the session as a JSON-ready dict
+    (``conversation, conversationId, sessionId, status, permissionMode, model, messages, ...``), None
+    when the user has no such session, and raises :class:`plughost.UserError` (one line naming the
+    field) for a request it refuses."""
+
+    def list(self, principal: Principal, user: str) -> list[dict[str, object]]: ...
+
+    async def start(self, principal: Principal, user: str, text: str, *, permission_mode: str | None,
+                    model: str | None) -> dict[str, object]: ...
+
+    def stop(self, principal: Principal, user: str, conversation: int) -> dict[str, object] | None: ...
+
+    def resume(self, principal: Principal, user: str, conversation: int) -> dict[str, object] | None: ...
+
+    def purge(self, principal: Principal, user: str, conversation: int) -> dict[str, object] | None: ...
+
+
 def takes_turn(runner: object) -> bool:
     """Whether ``runner.run`` is declared with the typed turn (its second parameter annotated
     :class:`AgentTurn`); a runner written for the dict is not (:func:`run_agent`)."""

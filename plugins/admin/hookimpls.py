@@ -36,7 +36,14 @@ def plughost_routes(host: Host) -> list[Route]:
     mint = per_address(host, RATE_PIN_ADDRESS, mint, "too many PIN attempts from this address; try again in a minute")
     ingest = per_address(host, RATE_LOG_INGEST, logingest.log_ingest,
                          "too many log lines from this address; send them in batches ({\"lines\": [...]})")
+    from plughost.plugins.admin import owner_sessions
+
+    list_sessions, start_session, change_session = owner_sessions.make_endpoints(host)
     return [
+        Route("/api/admin/sessions", endpoint=list_sessions, methods=("GET",), name="admin-sessions"),
+        Route("/api/admin/sessions", endpoint=start_session, methods=("POST",), name="admin-sessions-start"),
+        Route("/api/admin/sessions/{conversation}/{action}", endpoint=change_session, methods=("POST",),
+              name="admin-sessions-change"),
         *[Route(r.path, endpoint=per_address(host, RATE_PIN_ADDRESS, r.endpoint, "too many PIN attempts from this "
                                                                     "address; try again in a minute"),
                 methods=r.methods, name=r.name) if r.name == "console-login-post" else r

@@ -25,4 +25,9 @@ ADMIN_HOSTNAME: Setting[str | None] = Setting(
     "PLUGHOST_ADMIN_HOSTNAME", "str", None,
     "the install's admin hostname (admin-hostname; unset: the brand's hostnames.admin)")
 
+SESSION_MODELS: Setting[str] = Setting(
+    "PLUGHOST_SESSION_MODELS", "str", "sonnet,opus,haiku",
+    "the models an owner may start an agent session with (POST /api/admin/sessions, the console's sessions page), "
+    "comma-separated: the Claude Code CLI's aliases or full model names")
+
 ALL: tuple[Setting[Any], ...] = declared(vars())

@@ -33,6 +33,7 @@ from plughost import ChannelAdapter, Principal, Route, StateKey, log
 from plughost.api import credentials
 from plughost.api.http import json_error, parse_json, read_body
 from plughost.api.store import MESSAGE_LABEL
+from plughost.plugins.channels import session_levers
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
 from plughost.plugins.channels.pipeline import conversation_id as conversation_id_of
 from plughost.plugins.channels.runner import agent_session_for
@@ -46,22 +47,29 @@ _lock = threading.Lock()
 
 
 def conversation(home: Path, account: str, user: str, *, new: bool) -> int:
-    """The user's current conversation number; ``new`` starts (and records) the next one."""
+    """The user's current conversation number; ``new`` starts (and records) the next one. The
+    current one is the latest, or the one the user resumed (``owner_sessions``); a stopped one is
+    never continued: the turn starts the next conversation."""
     path = home / "accounts" / account / CONVERSATIONS_FILE
-    with _lock:
+    with session_levers.lock, _lock:  # the order owner_sessions takes them in
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             data = {}
         data = data if isinstance(data, dict) else {}
         stored = data.get(user)
-        current: int = stored if isinstance(stored, int) and not isinstance(stored, bool) else 0
-        if new or user not in data:
-            current = current + 1 if new else 1
-            data[user] = current
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-            os.replace(tmp, path)
+        count: int = stored if isinstance(stored, int) and not isinstance(stored, bool) else 0
+        if not new and user in data:
+            current, ended = session_levers.current_of(home, account, user, count)
+            if not ended:
+                return current
+            new = True
+        current = count + 1 if new else 1
+        data[user] = current
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+        session_levers.made_current(home, account, user, current)
         return current
 
 

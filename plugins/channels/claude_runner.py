@@ -14,7 +14,8 @@ The CLI runs with ``CLAUDE_CONFIG_DIR`` set to the config dir of the install
 ``<home>/.env``, else ``CLAUDE_CONFIG_DIR``, else ``~/.claude``: the folder the gates check), so
 the installed plugins' MCP servers are an admin's tools, limited to
 the admin allowlist (``--allowedTools`` with ``--permission-mode dontAsk``: anything else is
-denied). A public turn is toolless by construction: ``--safe-mode`` (no plugins, hooks or
+denied; a session the owner started in another permission mode or model, ``owner_sessions``, runs
+every turn with those). A public turn is toolless by construction: ``--safe-mode`` (no plugins, hooks or
 skills), ``--strict-mcp-config`` with an empty ``--mcp-config`` (no MCP server at all),
 ``--tools ""`` (no built-in tool) and the native tools denied by name as well. What it may know
 comes with the turn: the best public-scope passages of the account's memory, found by the
@@ -43,6 +44,7 @@ from plughost.api.payload import config_dir_source
 from plughost.api.principals import child_env
 from plughost.plugins.channels.memory_runner import MemoryRunner, distinct
 from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
+from plughost.plugins.channels.session_levers import settings_of
 from plughost.plugins.channels.settings import AGENT_TIMEOUT, CLAUDE_BIN
 
 NATIVE_TOOLS = ("Bash", "BashOutput", "KillShell", "Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit",
@@ -111,7 +113,11 @@ class ClaudeRunner:
         args = [*self.command, "-p", "--output-format", "json"]
         args += ["--resume", session_id] if resume else ["--session-id", session_id]
         if admin:
-            args += ["--permission-mode", "dontAsk"]
+            # the permission mode and model the owner started this session with (owner_sessions), else dontAsk
+            levers = settings_of(self.home, self.account, session_id)
+            args += ["--permission-mode", levers.get("permissionMode", "dontAsk")]
+            if levers.get("model"):
+                args += ["--model", levers["model"]]
             if self.admin_tools:
                 args += ["--allowedTools", ",".join(self.admin_tools)]
         else:

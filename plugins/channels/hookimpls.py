@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
     from plughost import AgentRunner, ChannelAdapter, CliCommand, Gate, Host, Setting
+    from plughost.api.hooks import OwnerSessions
 
 # --- channels: adapters, runner, CLI (heavy modules are imported inside each hook) --------
 
@@ -27,6 +28,14 @@ def plughost_agent_runner(host: Host) -> AgentRunner:
     from plughost.plugins.channels.runner_choice import builtin_runner
 
     return builtin_runner(host)
+
+
+@hookimpl
+def plughost_owner_sessions(host: Host) -> OwnerSessions:
+    """The owner's agent sessions: the admin chat's conversations (plugins/channels/owner_sessions.py)."""
+    from plughost.plugins.channels.owner_sessions import SessionManager
+
+    return SessionManager(host)
 
 
 @hookimpl

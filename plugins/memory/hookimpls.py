@@ -134,13 +134,15 @@ def plughost_tools_conversations(host: Host) -> list[Tool]:
 @hookimpl(specname="plughost_tools")
 def plughost_tools_audit(host: Host) -> list[Tool]:
     """``tool-calls`` (plugins/memory/toolcalls/trail.py) and the task provenance tools (plugins/memory/work/tasks.py)
-    and time on tasks (plugins/memory/work/worktime.py)."""
+    and time on tasks (plugins/memory/work/worktime.py) and workflows with step records (plugins/memory/work/workflows.py)."""
     from plughost.plugins.memory.sessions.compaction import compaction_tools
     from plughost.plugins.memory.toolcalls.trail import audit_tools
     from plughost.plugins.memory.work.tasks import task_tools
+    from plughost.plugins.memory.work.workflows import workflow_tools
     from plughost.plugins.memory.work.worktime import worktime_tools
 
-    return [*audit_tools(host), *task_tools(host), *worktime_tools(host), *compaction_tools(host)]
+    return [*audit_tools(host), *task_tools(host), *worktime_tools(host), *compaction_tools(host),
+            *workflow_tools(host)]
 
 
 @hookimpl

@@ -138,6 +138,16 @@ CONSULT_GATE_TOOLS: Setting[str] = Setting(
     "the deliverable tools the gate checks, comma-separated names, * any run of characters (within the hooks.json matcher)",
     fallback=True)
 
+ASK_GATE: Setting[bool] = Setting(
+    "PLUGHOST_ASK_GATE", "bool", True,
+    "refuse AskUserQuestion in an owner's session when no investigation tool ran since the owner's last message "
+    "(the PreToolUse gate)", fallback=True)
+ASK_GATE_TOOLS: Setting[str] = Setting(
+    "PLUGHOST_ASK_GATE_TOOLS", "str",
+    "Read,Grep,Glob,LS,WebSearch,WebFetch,ToolSearch,mcp__*__*search*,mcp__*__*read*,mcp__*__*list*,mcp__*__*get*",
+    "the investigation tools that let a question through, comma-separated names, * any run of characters",
+    fallback=True)
+
 SESSION_CONTEXT: Setting[bool] = Setting(
     "PLUGHOST_SESSION_CONTEXT", "bool", True,
     "an owner's new or resumed Claude Code session is told its open tasks, leads, audit findings and alerts")

@@ -30,6 +30,8 @@ EXEMPT = {
         "the path, and stays standard library on its warm path",
     REPO / "plugins/memory/surfacing/gate.py":
         "the consult gate, the PreToolUse hook's process: started with python -S -I and builtins only, like hook.py",
+    REPO / "plugins/memory/surfacing/ask_gate.py":
+        "the investigate-before-asking gate, a PreToolUse hook's process like gate.py: builtins only",
     REPO / "plugins/memory/surfacing/context.py":
         "imported by client.py as a script: forwards PLUGHOST_HOME and the hook's budget and limit raw to serve, "
         "which reads them through the registry",
@@ -137,6 +139,9 @@ def test_the_hook_stages_defaults_are_the_declared_ones() -> None:
     from plughost.plugins.memory.surfacing import gate
 
     assert gate.DEFAULT_TOOLS == memory.CONSULT_GATE_TOOLS.default and memory.CONSULT_GATE.default is True
+    from plughost.plugins.memory.surfacing import ask_gate
+
+    assert ask_gate.DEFAULT_TOOLS == memory.ASK_GATE_TOOLS.default and memory.ASK_GATE.default is True
 
 
 # ---------------------------------------------------------------------- reading

@@ -55,7 +55,7 @@ CSP = ("default-src 'self'; style-src 'self'; script-src 'none'; object-src 'non
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
            "Referrer-Policy": "same-origin"}
 NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"),
-       ("/admin/tasks", "Tasks"), ("/admin/memory", "Memory"), ("/admin/audit", "Tool calls"),
+       ("/admin/tasks", "Tasks"), ("/admin/sessions", "Sessions"), ("/admin/memory", "Memory"), ("/admin/audit", "Tool calls"),
        ("/admin/health", "Gates"), ("/admin/logs", "Logs"), ("/admin/people", "Erase / export"))
 CHANNELS = {"webchat": "Webchat", "telegram": "Telegram", "whatsapp": "WhatsApp"}
 PERSON_KINDS = ("contact", "visitor", "conversation")
@@ -1073,6 +1073,71 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         log("console", "op=erase" if mode == "erase" else "op=erase-dry-run", nodes=receipt.get("nodes"))
         return again(200, receipt=receipt)
 
+    # ------------------------------------------------------------------ the owner's agent sessions
+    def session_rows(session: Any) -> list[dict[str, Any]]:
+        found = host.first(hooks.OWNER_SESSIONS)
+        if found is None:
+            return []
+        rows = found.list(host.principal, session.user_id)
+        for row in rows:
+            row["actions"] = {"current": ["stop"], "open": ["resume", "stop"]}.get(
+                row["status"], ["resume", *(["purge"] if row.get("transcript") else [])])
+        return rows
+
+    def sessions_page_of(session: Any, csrf: str, status: int = 200, error: str | None = None,
+                         notice: str | None = None, text: str = "") -> Any:
+        from plughost.plugins.admin.owner_sessions import PERMISSION_MODES, SESSION_MODELS
+
+        models = [m.strip() for m in SESSION_MODELS.read(host.env).split(",") if m.strip()]
+        return console.render("sessions.html", status, title="Sessions", session=session, csrf=csrf,
+                              current="/admin/sessions", rows=session_rows(session), modes=PERMISSION_MODES,
+                              models=models, error=error, notice=notice, text=text)
+
+    async def sessions_page(request: Any, session: Any, csrf: str) -> Any:
+        return await asyncio.to_thread(sessions_page_of, session, csrf)
+
+    async def sessions_post(request: Any) -> Any:
+        from plughost.plugins.admin.owner_sessions import MAX_TEXT, check_levers
+
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        csrf = csrf_of(sessions.load_secret(host.home), token_of(request) or "")
+        text = form.get("initialMessage", "")
+        if not text.strip() or len(text) > MAX_TEXT:
+            return await asyncio.to_thread(sessions_page_of, session, csrf, 400,
+                                           f"First message: write one, at most {MAX_TEXT} characters.", None, text)
+        found = host.first(hooks.OWNER_SESSIONS)
+        try:
+            mode, model = check_levers(host.env, form.get("permissionMode") or None, form.get("model") or None)
+            if found is None:
+                raise UserError("sessions: no plugin keeps agent sessions (the channels plugin is off)")
+            view = await found.start(host.principal, session.user_id, text, permission_mode=mode, model=model)
+        except UserError as exc:
+            return await asyncio.to_thread(sessions_page_of, session, csrf, 400, str(exc), None, text)
+        log("console", "op=session-start", conversation=view.get("conversation"))
+        return RedirectResponse("/admin/sessions", status_code=303, headers=HEADERS)
+
+    async def sessions_change(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        action, number = request.path_params["action"], request.path_params["conversation"]
+        found = host.first(hooks.OWNER_SESSIONS)
+        if action not in ("stop", "resume", "purge") or not number.isdigit() or found is None:
+            return console.render("error.html", 404, title="Not found", detail="There is no such session action.",
+                                  session=session)
+        try:
+            view = await asyncio.to_thread(getattr(found, action), host.principal, session.user_id, int(number))
+        except UserError as exc:
+            csrf = csrf_of(sessions.load_secret(host.home), token_of(request) or "")
+            return await asyncio.to_thread(sessions_page_of, session, csrf, 409, str(exc).split(": ", 1)[-1])
+        if view is None:
+            return console.render("error.html", 404, title="No such session",
+                                  detail="You have no session with that number.", session=session)
+        log("console", f"op=session-{action}", conversation=int(number))
+        return RedirectResponse("/admin/sessions", status_code=303, headers=HEADERS)
+
     async def not_found(request: Any, session: Any, csrf: str) -> Any:
         return console.render("error.html", 404, title="Not found", detail="There is no such console page.",
                               session=session, csrf=csrf)
@@ -1102,6 +1167,10 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         Route("/admin/people", endpoint=signed_in(people), methods=("GET",), name="console-people"),
         Route("/admin/people", endpoint=people_post, methods=("POST",), name="console-people-post"),
         Route("/admin/logs", endpoint=signed_in(logs), methods=("GET",), name="console-logs"),
+        Route("/admin/sessions", endpoint=signed_in(sessions_page), methods=("GET",), name="console-sessions"),
+        Route("/admin/sessions", endpoint=sessions_post, methods=("POST",), name="console-sessions-start"),
+        Route("/admin/sessions/{conversation}/{action}", endpoint=sessions_change, methods=("POST",),
+              name="console-sessions-change"),
         Route("/admin/conversations", endpoint=signed_in(conversations), methods=("GET",),
               name="console-conversations"),
         Route("/admin/conversations/{conversation}", endpoint=signed_in(conversation_page), methods=("GET",),

@@ -68,8 +68,8 @@ def test_a_broken_interpreter_path_is_named_for_every_server(installed: tuple[Pa
     # every hook command fails too, named by plugin, event and command (they run the same interpreter)
     hooks = [line for line in lines if "reason=hook-failed" in line]
     memory = sorted(f.split(" event=")[1].split()[0] for f in hooks if f.startswith("[doctor] FAIL plugin=memory@"))
-    assert memory == ["PostToolUse", "PostToolUseFailure", "PreCompact", "PreToolUse", "SessionStart", "Stop",
-                      "UserPromptSubmit"], lines
+    assert memory == ["PostToolUse", "PostToolUseFailure", "PreCompact", "PreToolUse", "PreToolUse", "SessionStart",
+                      "Stop", "UserPromptSubmit"], lines  # PreToolUse: the consult and the ask gates
     for line in hooks:
         assert line.startswith(("[doctor] FAIL plugin=memory@", "[doctor] FAIL plugin=channels@")), line
         assert 'command="sh \\"${CLAUDE_PLUGIN_ROOT}/hooks/' in line and "/nonexistent/bin/python" in line, line

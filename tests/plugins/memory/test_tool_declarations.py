@@ -15,6 +15,7 @@ from plughost.plugins.memory.toolcalls.trail import list_calls
 from plughost.plugins.memory.work.preferences import Preferences
 from plughost.plugins.memory.work.reports import Reports
 from plughost.plugins.memory.work.tasks import Tasks
+from plughost.plugins.memory.work.workflows import execute, read
 from plughost.plugins.memory.work.worktime import WorkTime
 from plughost.plugins.memory.writes.tools import reindex_op
 from plughost.plugins.memory.writes.writer import MemoryWriter
@@ -32,6 +33,7 @@ SERVICES = {
     "tool-calls": list_calls, "work-create": Tasks.create, "work-update": Tasks.update,
     "work-complete": Tasks.complete, "session-compact": session_compact,
     "work-time-start": WorkTime.start, "work-time-stop": WorkTime.stop, "work-time-adjust": WorkTime.adjust,
+    "workflow-execute": execute, "workflow-read": read,
 }
 BOUND = ("self", "call", "host")  # what the handler passes itself
 

@@ -88,7 +88,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, dict
             os.environ["PLUGHOST_HOME"] = old
     [root] = [p.parents[1] for p in (config / "plugins" / "cache").glob("*/memory/*/hooks/hooks.json")]
     hooks = json.loads((root / "hooks" / "hooks.json").read_text())
-    [group] = hooks["hooks"]["PreToolUse"]
+    [group] = [g for g in hooks["hooks"]["PreToolUse"] if "consult-gate.sh" in g["hooks"][0]["command"]]
     assert group["matcher"] == "Write|Edit|MultiEdit|SendUserFile|mcp__.*"
     [command] = group["hooks"]
     env = {"PATH": "/usr/bin:/bin", "HOME": str(base), "CLAUDE_CONFIG_DIR": str(config), "CLAUDE_PLUGIN_ROOT": str(root),

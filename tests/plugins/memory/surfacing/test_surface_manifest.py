@@ -30,8 +30,9 @@ def test_generated_hook_config_passes_claude_validate_and_runs_installed(tmp_pat
         assert audit["hooks"][0]["command"] == command["command"]
     assert hooks["hooks"]["PreCompact"][0]["hooks"][0]["command"] == command["command"]  # compaction briefings
     assert hooks["hooks"]["SessionStart"][0]["matcher"] == "startup|compact|resume"
-    [gate] = hooks["hooks"]["PreToolUse"]  # the consult-before-send gate
+    [gate, ask] = hooks["hooks"]["PreToolUse"]  # the consult-before-send and investigate-before-asking gates
     assert "${CLAUDE_PLUGIN_ROOT}/hooks/consult-gate.sh" in gate["hooks"][0]["command"]
+    assert ask["matcher"] == "AskUserQuestion" and "${CLAUDE_PLUGIN_ROOT}/hooks/ask-gate.sh" in ask["hooks"][0]["command"]
     assert "hooks" not in json.loads((memory / ".claude-plugin" / "plugin.json").read_text())  # discovered
 
     claude = Claude(tmp_path / "cli", plughost_home)

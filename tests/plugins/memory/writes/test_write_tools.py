@@ -379,5 +379,5 @@ def test_every_memory_tool_names_the_fix_when_the_install_has_no_account(memory_
             assert is_error and text.endswith(fix) and "\n" not in text, (name, text)
     names = {tool.name for tool in served_tools(host, "memory")}
     assert {"memory-write", "memory-search", "memory-reindex", "memory-report-write", "profile-update"} <= names
-    assert names - set(answered) <= {"work-time-adjust"}, sorted(names - set(answered))  # its sample is refused first
+    assert names - set(answered) <= {"work-time-adjust", "workflow-execute"}, sorted(names - set(answered))  # their samples are refused first
     err_line(plughost_home, "memory-write", "account-isolation")  # the outcome line keeps its reason
