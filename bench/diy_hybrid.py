@@ -17,7 +17,9 @@ them alike: plughost ``memory-search`` over stdio MCP (``python -m plughost.cli 
 shipped defaults, expandHops 0), the DIY tool over stdio MCP, a ``tools/list`` round trip on each
 server (the transport alone), and bare FTS5 (``MATCH`` + ``bm25()`` + ``LIMIT 10``) in process on
 the plughost store file. Prints p50/p95, each search figure's ratio to the DIY hybrid and to the
-bare floor, MRR@10 of both hybrids, and the load.
+bare floor, MRR@10 of both hybrids, the load, each server's thread count after the warm-up and its
+CPU time per call (``/proc``: user + system over the measured loop; the load stretches waits, much
+less the CPU a call burns, so on a loaded machine it is the steadier comparison).
 """
 
 from __future__ import annotations
@@ -113,6 +115,38 @@ def serve(folder: Path) -> None:
 # ---------------------------------------------------------------- the bench
 
 IDS = re.compile(r"\(id: ([^)]+)\)")
+
+
+def server_stats() -> dict[str, tuple[int, float]]:
+    """``(threads, CPU seconds so far)`` of each server this process started, by role (``/proc``;
+    empty elsewhere): plughost, plughost with the audit off (quiet), the before tree's, the DIY one.
+    CPU time per call is the figure the load moves least: a descheduled thread burns none."""
+    found: dict[str, tuple[int, float]] = {}
+    pids: list[str] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            pids += Path(f"/proc/self/task/{task}/children").read_text().split()
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for pid in pids:
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            status = Path(f"/proc/{pid}/status").read_text()
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        threads = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+        cpu = (int(stat[11]) + int(stat[12])) / tick  # utime + stime (fields 14, 15)
+        if b"--serve" in cmd:
+            role = "diy"
+        elif any(e.startswith(b"PYTHONPATH=") and e != b"PYTHONPATH=" for e in env) and b"plughost.cli" in cmd:
+            role = "before"
+        elif b"PLUGHOST_AUDIT_MCP=0" in env:
+            role = "quiet"
+        else:
+            role = "plughost"
+        found[role] = (max(found.get(role, (0, 0.0))[0], threads), found.get(role, (0, 0.0))[1] + cpu)
+    return found
 
 
 def first_rank(text: str, wanted: str) -> int | None:
@@ -232,6 +266,7 @@ def main() -> int:
                 await pc.call_tool("memory-search", {"query": q, "expandHops": 0})
                 await qc.call_tool("memory-search", {"query": q, "expandHops": 0})
                 await dc.call_tool("search", {"query": q})
+            warm.update(server_stats())
             for q, wanted in evaluated:
                 order = [("plughost", pc, "memory-search", {"query": q, "expandHops": 0}),
                          ("quiet", qc, "memory-search", {"query": q, "expandHops": 0}),
@@ -255,7 +290,10 @@ def main() -> int:
                 if match:
                     conn.execute(fts_sql, (match,)).fetchall()
                 runs["fts"].append((time.perf_counter() - t) * 1000)
+            done.update(server_stats())
 
+    warm: dict[str, tuple[int, float]] = {}
+    done: dict[str, tuple[int, float]] = {}
     anyio.run(go)
     conn.close()
     diy50, diy95 = pct(runs["diy"], 0.5), pct(runs["diy"], 0.95)
@@ -290,6 +328,15 @@ def main() -> int:
     q50, q95 = pct(runs["quiet"], 0.5) / diy50, pct(runs["quiet"], 0.95) / diy95
     print(f"the same with the tool-call audit off (the DIY keeps none): p50 {q50:.2f}x, p95 {q95:.2f}x -> "
           f"{'PASS' if q50 <= 1.2 and q95 <= 1.2 and mrr('quiet') >= 0.80 else 'MISS'}")
+    blas = " ".join(f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+                    if k in os.environ) or "BLAS thread variables unset"
+    print("threads per server process after warm-up: " + ", ".join(f"{k} {v[0]}" for k, v in sorted(warm.items()))
+          + f"; {blas}")
+    if done:
+        cpu = {k: (done[k][1] - warm[k][1]) * 1000 / len(evaluated) for k in done if k in warm}
+        print("server CPU per call (user+sys, the search and its tools/list round trip, the audit thread's "
+              "work included): " + ", ".join(f"{k} {v:.1f} ms" for k, v in sorted(cpu.items()))
+              + (f"; plughost / DIY {cpu['plughost'] / cpu['diy']:.2f}x" if cpu.get("diy") else ""))
     print(f"load average while measuring: {os.getloadavg()[0]:.2f} (start {load_start:.2f}) on {os.cpu_count()} "
           f"cores; work dir: {work}")
     return 0

@@ -268,6 +268,29 @@ def test_first_redaction_in_a_fresh_process_does_not_import_detect_secrets(tmp_p
     assert (tmp_path / "cache" / "redact-patterns.json").is_file()
 
 
+@pytest.mark.parametrize(("pattern", "gates"), [
+    (r"\bAKIA[0-9A-Z]{16}", ("AKIA",)), (r"\bya29\.[0-9A-Za-z_\-]{20,}", ("ya29.",)),
+    (r"(ghp|gho)_[A-Za-z0-9_]{36}", ("ghp_", "gho_")), (r"\b(?:sk|rk)_(?:live|test)_x", ("sk_", "rk_")),
+    (r"\bkey-[0-9a-f]{32}\b", ("key-",)), (r"AB?C", ()), (r"(ab|cd)?x", ()), (r"abc|def", ()),
+    (r"x(a|b)|cd", ()), (r"\d{8,10}:[0-9A-Za-z_-]{35}", ()), (r"[MNO][a-z]{23}", ()), (r"(?i)abc", ()),
+])
+def test_vendor_gates_are_substrings_every_match_holds(pattern: str, gates: tuple[str, ...]) -> None:
+    from plughost.util.redact import literal_gates
+
+    assert literal_gates(pattern) == gates
+    assert literal_gates(pattern, re.IGNORECASE) == ()
+
+
+def test_every_vendor_match_holds_one_of_its_gates() -> None:
+    from plughost.util.redact import vendor_formats
+
+    samples = [f["text"] for f in FORMS if "text" in f] + [json.dumps(f["value"]) for f in FORMS if "value" in f]
+    for pattern, gates in vendor_formats():
+        for text in samples:
+            for m in pattern.finditer(text):
+                assert not gates or any(g in text for g in gates), (pattern.pattern, m.group(0))
+
+
 def test_every_private_key_header_detect_secrets_knows_is_a_redacted_block() -> None:
     from plughost.util.redact import detect_secrets_patterns
 

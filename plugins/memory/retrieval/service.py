@@ -42,6 +42,8 @@ def run_search(host: Host, request: SearchRequest, env: Mapping[str, str] | None
     visible = Conversations(host.store(), None, env, principal).visible()  # narrowed: own conversation only
     return search(
         host.store(), request, guards=guards, embedder=host.embedder(), flags=flags,
-        expander=expander if flags.expansion else None, reranker=reranker, extra_boosts=boosts,
+        expander=expander if flags.expansion else None,
+        # no provider: no reranker, so no call builds the 30 row views a provider would read
+        reranker=reranker if host.has_implementations(hooks.RERANK) else None, extra_boosts=boosts,
         keywords=keywords, visible=visible,
     )

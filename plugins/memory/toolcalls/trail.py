@@ -59,6 +59,22 @@ redact = redact_value
 secret_keys = schema_secret_keys
 
 
+REDACT_MARGIN = 2000
+"""Characters past the budget that a long text's redaction still reads (:func:`clean_clip`)."""
+
+
+def clean_clip(value: Any, budget: int) -> tuple[str, bool]:
+    """``value`` redacted and cut to ``budget`` (:func:`clip`). A text far over the budget is cut to
+    the budget plus :data:`REDACT_MARGIN` before it is redacted, so a search result's 8,000
+    characters cost the redaction of the 6,000 kept and read; a secret that starts before the cut
+    is still read whole (a key block runs to the cut and is redacted to it)."""
+    if isinstance(value, str) and len(value) > budget + REDACT_MARGIN:
+        head = redact_value(value[:budget + REDACT_MARGIN])
+        return f"{head[:budget]}…[+{len(value) - budget} chars]", True
+    clean = redact_value(value)
+    return clip(clean if clean is not None else "", budget)
+
+
 def clip(value: Any, budget: int) -> tuple[str, bool]:
     """JSON text (a string stays itself) cut to ``budget`` characters, and whether it was cut."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -169,10 +185,8 @@ def prepare(host: Host, *, account_id: str, session_id: str, tool_name: str, too
         return {"recorded": False, "reason": reason}
     plugin, _, schema = identify(host, tool_name)
     clean_input = redact_value(tool_input, schema)
-    clean_output = redact_value(tool_response)
     input_text, input_cut = clip(clean_input, AUDIT_INPUT_CHARS.read(host.env))
-    output_text, output_cut = clip(clean_output if clean_output is not None else "",
-                                   AUDIT_OUTPUT_CHARS.read(host.env))
+    output_text, output_cut = clean_clip(tool_response, AUDIT_OUTPUT_CHARS.read(host.env))
     completed = completed_at or _now_iso()
     started = started_at or _tool_use_time(transcript_path, tool_use_id) or completed
     error = _response_error(tool_response) if is_error is None else bool(is_error)
