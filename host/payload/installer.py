@@ -25,6 +25,10 @@ reconciled with what is installed and ``<PLUGHOST_HOME>/.env`` gets the brand's 
 graph store (see :func:`store_settings`: a Neo4j install records its server) and the install's
 ``ACCOUNT_ID``.
 
+The payload's plugins pass the checks ``plughost bundle`` and ``plughost manifests check`` run
+(:mod:`plughost.runtime.plugin_checks`: a valid PLUGIN.md, a ``requires-plughost`` this host meets,
+Python that loads and tools that join the tool table) or the install refuses in one line.
+
 Everything is planned (and every defect raised) before the first write; files are merged with
 what is there (unrelated keys survive), written atomically and only when their bytes change, so
 a rerun writes nothing. ``dry_run`` returns the plan without touching anything.
@@ -45,9 +49,10 @@ from plughost.payload import plugin_files
 from plughost.payload.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
 from plughost.payload.launch import server_entries
 from plughost.ports.principal import with_account
-from plughost.runtime import plugin_model
+from plughost.runtime import plugin_checks, plugin_model
 from plughost.runtime.accounts import check_id, read_account_json
 from plughost.runtime.install_record import RECORD_KEY
+from plughost.runtime.manifest import manifest_errors
 from plughost.util import config, settings
 from plughost.util.config import merge_env
 from plughost.util.errors import UserError
@@ -473,7 +478,23 @@ def _check_files(plan: InstallPlan) -> None:
                         + "\n".join(f.line() for f in bad))
 
 
-def make_plan(payload: Path, config_dir: Path, account: str) -> InstallPlan:
+def _check_plugins(plan: InstallPlan, env: Mapping[str, str] | None) -> None:
+    """Refuse a payload with a plugin ``plughost bundle`` and ``plughost manifests check`` refuse
+    (a payload edited, or built by another plughost, since its bundle): one line naming the first
+    defect, how many there are and the command that lists them all."""
+    manifests = [p.path / "PLUGIN.md" for p in plan.plugins if (p.path / "PLUGIN.md").is_file()]
+    found = [line for md in manifests for line in manifest_errors(md)]
+    if not found:
+        found = [d.line() for d in plugin_checks.host_range_defects(manifests)]
+    if not found:
+        found = [d.line() for d in plugin_checks.tool_defects(manifests, env)]
+    if found:
+        more = f" ({len(found) - 1} more defect(s))" if len(found) > 1 else ""
+        raise UserError(f"install: {found[0]}{more}; nothing written "
+                        f"(plughost manifests check {plan.payload} lists every defect)")
+
+
+def make_plan(payload: Path, config_dir: Path, account: str, env: Mapping[str, str] | None = None) -> InstallPlan:
     """Compute every file, link and action of an install; raises before anything is written."""
     check_id(account, "--account")
     payload = payload.resolve()
@@ -482,6 +503,7 @@ def make_plan(payload: Path, config_dir: Path, account: str) -> InstallPlan:
     plan = InstallPlan(payload=payload, config_dir=config_dir.absolute(), account=account)
     plan.marketplaces = discover(payload)
     _check_files(plan)
+    _check_plugins(plan, env)
     seen: dict[str, str] = {}
     for p in plan.plugins:
         if p.key in seen:
@@ -524,8 +546,9 @@ def apply(plan: InstallPlan) -> None:
         os.replace(tmp, link)
 
 
-def install(payload: Path, config_dir: Path, account: str, *, dry_run: bool = False) -> InstallPlan:
-    plan = make_plan(payload, config_dir, account)
+def install(payload: Path, config_dir: Path, account: str, *, dry_run: bool = False,
+            env: Mapping[str, str] | None = None) -> InstallPlan:
+    plan = make_plan(payload, config_dir, account, env)
     if not dry_run:
         apply(plan)
         added, removed = plan.reconciled

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from plughost.payload.registration import Registration
+from plughost.runtime.install_record import account_on_record
+from plughost.util.log import format_line
 
 MINIMAL_PATH = "/usr/bin:/bin"
 """The PATH of a user's machine as Claude Code sees it when nothing was exported by hand."""
@@ -148,6 +150,18 @@ def installed_roots(config_dir: Path) -> list[tuple[str, Path]]:
     return roots
 
 
+def no_folder(reg: Registration, key: str, root: Path | None, config_dir: Path, env: Mapping[str, str]) -> str:
+    """``reason=no-plugin-folder``: the folder Claude Code would start ``key`` from is not there
+    (the payload moved or was deleted since the install), with the install to rerun."""
+    source = directory_source(reg, key)
+    gone = next((p for p in (source, root) if p is not None and not p.exists()), None)
+    detail = (f"{gone} is gone: the payload was moved or deleted after plughost install" if gone is not None
+              else "marketplace lists no folder for it")
+    fix = (f"rerun plughost install PAYLOAD --config-dir {config_dir} --account {account_on_record(env) or 'ID'} "
+           "with PAYLOAD the folder the payload is in now (from a checkout: plughost bundle BRAND --out PAYLOAD first)")
+    return format_line(None, plugin=key, reason="no-plugin-folder", detail=detail, fix=fix)
+
+
 def installed_launches(config_dir: Path, home: str | None = None) -> tuple[list[Launch], list[str]]:
     """Every enabled, installed plugin's servers as Claude Code would start them, and the problems
     met on the way (one line each: a plugin whose folder or plugin.json is missing)."""
@@ -160,8 +174,8 @@ def installed_launches(config_dir: Path, home: str | None = None) -> tuple[list[
             continue
         root = plugin_root(reg, key)
         name = key.rpartition("@")[0]
-        if root is None:
-            problems.append(f"plugin={key} reason=no-plugin-folder detail=\"marketplace lists no folder for it\"")
+        if root is None or not root.exists():
+            problems.append(no_folder(reg, key, root, config_dir, base))
             continue
         manifest = root / ".claude-plugin" / "plugin.json"
         try:

@@ -79,6 +79,8 @@ class PluginRecord:
             "version": m.version if m else None,
             "surface": m.surface if m else None,
             "tools": [t.name for t in m.tools] if m else [],
+            "provides": list(m.provides) if m else [],
+            "needs": list(m.needs) if m else [],
             "status": self.status,
             "reason": self.reason,
             "bundle": self.bundle,

@@ -51,6 +51,13 @@ def escape_unsafe(text: str) -> str:
 _SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@,[]()+*#%<>=!?~^|&'")
 
 
+def bounded_repr(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` for a log field, cut at ``limit`` characters with ``…(+N chars)``: an offending
+    value (an account id a write named) logged whole enough to recognise, never a flood."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…(+{len(text) - limit} chars)"
+
+
 def fmt_value(value: Any) -> str:
     """Render one value, redacted: bare when safe, else double-quoted with escapes."""
     if value is None:

@@ -9,6 +9,10 @@ For ``claude`` it also checks the config dir the runner will run in (the same
 :func:`plughost.runtime.install_record.config_dir_source` the runner and the registration gates use): a
 folder where nothing is installed means an admin's turn has none of plughost's tools, so it is
 said loudly (``WARN``) with where that folder came from.
+
+When another plugin answers ``plughost_agent_runner`` (a brand's own runner), the finding names
+that runner (``agent=<its name> plugin=<plugin>``); the built-in's program and config dir are then
+not looked at, since it never runs.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import shlex
 import shutil
 from collections.abc import Mapping
 
-from plughost import Gate, GateContext, GateResult, UserError
+from plughost import Gate, GateContext, GateResult, Host, UserError
+from plughost.api import hooks
 from plughost.api.payload import Registration, config_dir_source
 from plughost.api.util import format_line
 from plughost.plugins.channels.settings import AGENT, AGENT_COMMAND, AGENT_TIMEOUT, CLAUDE_BIN
@@ -50,6 +55,22 @@ def agent_choice(env: Mapping[str, str]) -> str:
     return chosen
 
 
+HOOK = hooks.AGENT_RUNNER.name
+
+
+def configured_runner(host: Host) -> tuple[str, str] | None:
+    """(runner name, plugin) when a plugin other than this one answers ``plughost_agent_runner``
+    (it is asked first), else None: the built-in ``PLUGHOST_AGENT`` names is the runner."""
+    others = [r.name for r in host.loaded() if r.name != "channels"
+              and getattr(getattr(r.module, HOOK, None), "plughost_impl", None) is not None]
+    if not others:
+        return None
+    runner = host.first(hooks.AGENT_RUNNER)  # theirs first; the built-in when they answer None
+    if runner is None or type(runner).__module__.startswith("plughost.plugins.channels."):
+        return None
+    return str(getattr(runner, "name", type(runner).__name__)), ",".join(others)
+
+
 def check_agent_runner(ctx: GateContext) -> GateResult:
     env = ctx.env
     try:
@@ -59,6 +80,10 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
     except UserError as exc:
         line = format_line("channels", "agent-runner", "FATAL", reason=str(exc))
         return GateResult("fail", 1, [line], [{"reason": "agent-config", "detail": str(exc)}])
+    other = configured_runner(ctx.host)
+    if other is not None:
+        return GateResult("ok", 1, [format_line(None, "startup-self-test", **{NAME: "ok"}, inspected=1,
+                                                agent=other[0], plugin=other[1])])
     extra: dict[str, str] = {}
     warnings: list[tuple[str, dict[str, str]]] = []  # (line, defect)
     if choice == "claude":

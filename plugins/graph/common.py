@@ -32,6 +32,7 @@ from plughost.api.store import (
     reserved_label_problem,
     stamps_of,
 )
+from plughost.api.util import bounded_repr
 from plughost.plugins.graph.settings import EMBED_DIMENSIONS, VECTOR_THREADS
 
 GRACE_DAYS = 7.0
@@ -126,7 +127,7 @@ def check_labels(labels: Any, what: str = "labels") -> tuple[str, ...]:
 def check_account(expected: str | None, account_id: str, *, node: str | None = None) -> None:
     """Writes must name the process's account (docs/guards.md#write-guards); anything else is logged and rejected."""
     if not expected or account_id != expected:
-        log("graph-write", "reject", reason="invalid-account-id", accountId=(account_id or "")[:8],
+        log("graph-write", "reject", reason="invalid-account-id", accountId=bounded_repr(account_id),
             **({"node": node} if node else {}))
         raise AccountMismatch(
             f"accountId: '{account_id}' is not this process's account (ACCOUNT_ID="

@@ -183,7 +183,8 @@ AUDIT_PERIOD: Setting[int] = Setting(
     "seconds between plughost serve's standing audits (embed the backlog, count, purge past the grace; 0: off)",
     minimum=0, maximum=86400)
 AUDIT_EMBED_LIMIT: Setting[int] = Setting(
-    "PLUGHOST_AUDIT_EMBED_LIMIT", "int", 500, "nodes without an embedding one standing audit embeds at most",
+    "PLUGHOST_AUDIT_EMBED_LIMIT", "int", 500,
+    "nodes one standing audit embeds at most (its turns' context pass included)",
     minimum=1, maximum=100000)
 
 VISITOR_IDLE_S: Setting[int] = Setting(

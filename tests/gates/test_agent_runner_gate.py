@@ -12,6 +12,7 @@ from channels_support import ACCOUNT, write_account
 from cli_support import run_in_process
 
 from plughost.plugins.channels.runner_gate import check_agent_runner
+from plughost.runtime.hookspecs import hookimpl
 from plughost.runtime.types import GateContext
 
 
@@ -40,6 +41,37 @@ def test_a_missing_executable_warns_and_a_good_one_is_ok(make_host) -> None:
     assert check(make_host).lines == ["startup-self-test agent-runner=ok inspected=1 agent=memory"]
     ok = check(make_host, PLUGHOST_AGENT_COMMAND=f"{sys.executable} -S agent.py")
     assert ok.status == "ok" and "agent=command" in ok.lines[0]
+
+
+class ShopRunner:
+    name = "shop-agent"
+
+    async def run(self, session_id: str, turn: object) -> str:
+        return "hello"
+
+
+class ShopRunnerPlugin:
+    """A brand's own runner: a plugin answering ``plughost_agent_runner`` before the built-in."""
+
+    def __init__(self, answer: bool = True) -> None:
+        self.answer = answer
+
+    @hookimpl
+    def plughost_agent_runner(self, host: object) -> object:
+        return ShopRunner() if self.answer else None
+
+
+def test_the_finding_names_the_runner_a_plugin_configured_not_the_built_in(make_host) -> None:
+    host = make_host()
+    host.register(ShopRunnerPlugin(), "shop-runner")
+    env = {"PATH": os.environ["PATH"], "PLUGHOST_AGENT": "claude", "PLUGHOST_CLAUDE_BIN": "/nonexistent/claude"}
+    result = check_agent_runner(GateContext(host=host, env=env))
+    assert result.status == "ok"  # the built-in claude runner never runs: its missing program is no finding
+    assert result.lines == ["startup-self-test agent-runner=ok inspected=1 agent=shop-agent plugin=shop-runner"]
+    declining = make_host()
+    declining.register(ShopRunnerPlugin(answer=False), "shop-runner")  # it answers None: the built-in runs
+    result = check_agent_runner(GateContext(host=declining, env={"PATH": os.environ["PATH"]}))
+    assert result.lines == ["startup-self-test agent-runner=ok inspected=1 agent=memory"]
 
 
 def test_serve_refuses_to_boot_on_a_bogus_agent(plughost_home: Path, tmp_path: Path) -> None:

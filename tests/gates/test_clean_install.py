@@ -106,7 +106,7 @@ def test_the_gate_checks_the_folder_claude_code_starts_not_the_cache(cli, tmp_pa
     (payload / "premium-plugins" / "greeter" / "mcp" / "__main__.py").unlink()  # the cache copy keeps its own
     proc = cli("boot", "--check", "--account", "acme", "--config-dir", str(cc))
     assert ("[tool-registration] op=drift WARN accountId=acme plugin=greeter expected-server=greeter "
-            "reason=dist-missing") in proc.stderr.splitlines(), proc.stderr
+            "reason=server-missing") in proc.stderr.splitlines(), proc.stderr
 
 
 def test_a_moved_payload_not_reinstalled_and_a_stale_manifest_are_named(cli, tmp_path, plughost_home):
@@ -122,7 +122,7 @@ def test_a_moved_payload_not_reinstalled_and_a_stale_manifest_are_named(cli, tmp
     payload.rename(tmp_path / "moved")  # and not installed again: Claude Code would find nothing there
     lines = cli("boot", "--check", "--account", "acme", "--config-dir", str(cc)).stderr.splitlines()
     assert ("[tool-registration] op=drift WARN accountId=acme plugin=graph expected-server=graph "
-            "reason=dist-missing") in lines
+            "reason=payload-missing") in lines
 
 
 def test_a_drifting_premium_specialist_refuses_boot_and_serve_alike(cli, tmp_path, plughost_home):

@@ -146,10 +146,18 @@ def test_tool_plugin_server_file_missing(tools):
     (folder / "mcp" / "__main__.py").unlink()
     report = tools.boot()
     assert _tool_lines(report) == [
-        "[tool-registration] op=drift WARN accountId=acme plugin=notes expected-server=notes reason=dist-missing"]
+        "[tool-registration] op=drift WARN accountId=acme plugin=notes expected-server=notes reason=server-missing"]
     assert report.outcome("tool-registration").defects[0]["detail"].startswith(f"{folder}/mcp/__main__.py does not exist")
     assert report.exit_code == 0
     assert_all_ran(report)
+
+
+def test_a_server_entry_that_is_not_an_object_is_an_invalid_plugin_json_not_a_missing_distribution(tools):
+    folder = tools.install_tool_plugin("notes")
+    manifest = tools.generated_manifest(folder, "notes", {"notes": "python -m notes"})
+    assert _tool_lines(tools.boot()) == [
+        "[tool-registration] op=drift WARN accountId=acme plugin=notes expected-server=notes "
+        f"reason=plugin-json-invalid file={manifest} field=mcpServers.notes"]
 
 
 def test_shared_lib_server_binary_missing(tools, tmp_path):

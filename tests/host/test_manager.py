@@ -248,3 +248,27 @@ def test_a_bad_entry_point_name_or_a_second_name_for_one_module_fails_alone(tmp_
         assert rows[name]["status"] == "failed" and "one module is one plugin" in rows[name]["reason"], rows[name]
         assert other in rows[name]["reason"]  # ambiguous: neither takes the module
     assert rows["graph"]["status"] == "loaded"
+
+
+def test_plugins_list_shows_what_each_plugin_provides_and_needs(tmp_path: Path, monkeypatch, make_host) -> None:
+    """PLUGIN.md ``provides``/``needs`` in the text and the JSON; a plugin declared in code (an entry
+    point without PLUGIN.md) by its ``PROVIDES``/``NEEDS``."""
+    plugins = tmp_path / "plugins"
+    write_plugin(plugins / "forecasts", "forecasts", "provides: [weather]\nneeds: [graph-store]\n")
+    result = run_cli("--plugins-dir", str(plugins), "plugins", "list", "--json")
+    rows = {r["name"]: r for r in json.loads(result.stdout)["plugins"]}
+    assert (rows["forecasts"]["provides"], rows["forecasts"]["needs"]) == (["weather"], ["graph-store"])
+    assert (rows["graph"]["provides"], rows["graph"]["needs"]) == (["graph-store"], [])
+    assert rows["memory"]["needs"] == ["graph-store"]
+    text = {line.split()[0]: line for line in run_cli("--plugins-dir", str(plugins), "plugins", "list").stdout.splitlines()}
+    assert " provides=weather needs=graph-store" in text["forecasts"]
+    assert " provides=graph-store needs=-" in text["graph"]
+    site = tmp_path / "site"
+    info = site / "acme_tools-4.2.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-tools\nVersion: 4.2.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[plughost.plugins]\nacme = acme_caps_mod\n", encoding="utf-8")
+    (site / "acme_caps_mod.py").write_text('PROVIDES = ["invoices"]\nNEEDS = ["graph-store"]\n', encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    described = make_host().records["acme"].describe()
+    assert (described["provides"], described["needs"]) == (["invoices"], ["graph-store"])

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
                             f"(a folder, created when missing)")
         if folder.exists():
             break
-    plan = install(args.payload, config_dir, args.account, dry_run=args.dry_run)
+    plan = install(args.payload, config_dir, args.account, dry_run=args.dry_run, env=ctx.env)
     if args.dry_run:
         print(f"plan: install {plan.payload} into {plan.config_dir} for account {plan.account}")
         for action in plan.actions:

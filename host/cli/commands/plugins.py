@@ -1,4 +1,5 @@
-"""`plughost plugins list [--json]`: every plugin found, with its source, status and reason."""
+"""`plughost plugins list [--json]`: every plugin found, with its source, status and reason, and the
+capabilities it provides and needs (PLUGIN.md ``provides``/``needs``, or the code's ``PROVIDES``/``NEEDS``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-HELP = "list plugins: name, source, version, surface, tools, load status and reason"
+HELP = "list plugins: name, source, version, surface, tools, what each provides and needs, load status and reason"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +32,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     for row in rows:
         tools = ",".join(row["tools"]) or "-"
         line = (f"{row['name']:<20} {row['status']:<9} {row['source']:<12} {row['version'] or '-':<8} "
-                f"{row['surface'] or '-':<9} tools={tools}")
+                f"{row['surface'] or '-':<9} tools={tools} provides={','.join(row['provides']) or '-'} "
+                f"needs={','.join(row['needs']) or '-'}")
         if row["reason"]:
             line += f"  reason: {row['reason']}"
         for problem in row["toolProblems"]:

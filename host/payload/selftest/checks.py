@@ -274,8 +274,8 @@ def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str,
     key, install_path = installed
     source = launch.directory_source(reg, key)
     if source is not None and not source.is_dir():
-        return "dist-missing", name, (f"marketplace folder {source} does not exist (payload moved or removed? "
-                                      "run plughost install again)")
+        return "payload-missing", name, (f"marketplace folder {source} does not exist (payload moved or removed? "
+                                         "run plughost install again)")
     root = launch.plugin_root(reg, key) or install_path
     manifest_path = root / ".claude-plugin" / "plugin.json"
     try:
@@ -297,7 +297,7 @@ def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str,
                                                   f"the allowlist names mcp__plugin_{name}_{server}__*")
         entry = servers[server]
         if not isinstance(entry, dict):
-            return "dist-missing", server, f"{manifest_path}: mcpServers.{server}: expected an object"
+            return "plugin-json-invalid", server, f"{manifest_path}: mcpServers.{server}: expected an object"
         spec = next((s for s in model.servers if s.key == server), None) if model is not None else None
         plugin_local = spec is not None and spec.how != "shared-lib"
         resolved = launch.resolve(name, key, server, entry, root, manifest_path, base)
@@ -308,7 +308,10 @@ def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str,
                 resolved.command = "/bin/sh"
         missing = server_missing(resolved, plugin_local)
         if missing:
-            return "dist-missing", server, f"{missing} does not exist (from {manifest_path})"
+            # the plugin's own folder lacks its server (no distribution to blame); else what a
+            # shared server needs from an installed distribution (a command, a module) is absent
+            local = plugin_local and missing == f"{resolved.root / 'mcp'}/__main__.py"
+            return ("server-missing" if local else "dist-missing"), server, f"{missing} does not exist (from {manifest_path})"
         stale = stale_paths(resolved, _payload_root(reg, key))
         if stale:
             return "stale-path", server, f"{manifest_path}: {', '.join(stale)} is outside the installed payload"

@@ -171,6 +171,11 @@ def _stamp(props: dict[str, Any]) -> int:
     return int(props.get("receivedNs") or props.get("createdNs") or 0)
 
 
+def _sent(props: dict[str, Any]) -> str:
+    """When a Message was stored or sent, as its ISO text ("" when it says nothing)."""
+    return str(props.get("sentAt") or props.get("receivedAt") or props.get("createdAt") or "")
+
+
 def _when(ns: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ns / 1e9)) if ns else ""
 
@@ -387,16 +392,21 @@ class Console:
     def conversation_rows(self, page: int, channel: str = "") -> tuple[list[dict[str, Any]], bool]:
         """One page of conversations, each with its first visitor question, message count, last
         activity and the contact from the visitor's lead; grouped by person (a returning visitor's
-        conversations under one heading: the same visitor key, else the same channel sender)."""
-        rows = self.store().find(guards=self.guards(), labels=["Conversation"],
-                                 where={"channel": channel} if channel else None, order_by="lastMessageAt",
-                                 descending=True, limit=PAGE_SIZE + 1, offset=(page - 1) * PAGE_SIZE)
+        conversations under one heading: the same visitor key, else the same channel sender).
+        A conversation stored as Messages alone (a webchat visitor who wrote once, a one-message
+        import) is listed among them by its last message."""
+        end = page * PAGE_SIZE
+        stored = self.store().find(guards=self.guards(), labels=["Conversation"],
+                                   where={"channel": channel} if channel else None, order_by="lastMessageAt",
+                                   descending=True, limit=end + 1)
+        views = [self.conversation_view(node) for node in stored] + self.message_only_views(channel)
+        views.sort(key=lambda v: str(v["lastAt"]), reverse=True)
+        rows = views[:end + 1]
         by_conv, by_visitor = self.contacts()
         groups: dict[str, dict[str, Any]] = {}
-        for node in rows[:PAGE_SIZE]:
-            view = self.conversation_view(node)
+        for view in rows[(page - 1) * PAGE_SIZE:end]:
             messages = self.store().find(guards=self.guards(), labels=["Message"],
-                                         where={"conversationId": node.id}, limit=MAX_SCAN)
+                                         where={"conversationId": view["id"]}, limit=MAX_SCAN)
             messages.sort(key=lambda n: _stamp(n.properties))
             asked = next((n.properties for n in messages if n.properties.get("role") == "user"
                           and str(n.properties.get("text") or "").strip()), None)
@@ -404,7 +414,7 @@ class Console:
                             if isinstance(n.properties.get("visitorKey"), str) and n.properties["visitorKey"]), "")
             view["first"] = trimmed(str(asked.get("text") or "")) if asked else ""
             view["count"] = len(messages)
-            view["contact"] = by_conv.get(node.id) or (by_visitor.get(visitor, "") if visitor else "")
+            view["contact"] = by_conv.get(view["id"]) or (by_visitor.get(visitor, "") if visitor else "")
             key = f"visitor:{visitor}" if visitor else f"sender:{view['channel']}:{view['fullSender']}"
             group = groups.setdefault(key, {"key": key, "contact": "", "channel": view["channel"],
                                             "sender": view["sender"], "conversations": []})
@@ -417,7 +427,7 @@ class Console:
             else:
                 group["who"] = f"{CHANNELS.get(group['channel'], group['channel'] or 'A')} visitor " \
                                f"{group['sender'][-6:] if group['channel'] == 'webchat' else group['sender']}".strip()
-        return out, len(rows) > PAGE_SIZE
+        return out, len(rows) > end
 
     def contacts(self) -> tuple[dict[str, str], dict[str, str]]:
         """The contacts visitors left on their leads: by conversation id and by visitor key."""
@@ -441,23 +451,46 @@ class Console:
         return {"id": node.id, "channel": channel, "sender": sender[:24], "fullSender": sender,
                 "channelName": CHANNELS.get(channel, channel),
                 "scope": str(p.get("scope") or ""), "held": bool(p.get("ownerHolds")),
-                "last": str(p.get("lastMessageAt") or "")[:16].replace("T", " "), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+                "last": str(p.get("lastMessageAt") or "")[:16].replace("T", " "),
+                "lastAt": str(p.get("lastMessageAt") or ""), "label": str(p.get("title") or f"{channel} {sender[:12]}")}
+
+    def message_only_views(self, channel: str = "") -> list[dict[str, Any]]:
+        """The conversations that are Messages alone, no Conversation node (webchat makes it on the
+        visitor's second message; an import may carry none), among the last :data:`MAX_SCAN`
+        Messages stored."""
+        found = self.store().find(guards=self.guards(), labels=["Message"],
+                                  where={"channel": channel} if channel else None, limit=MAX_SCAN)
+        by_conv: dict[str, list[Any]] = {}
+        for n in found:
+            conv = n.properties.get("conversationId")
+            if isinstance(conv, str) and conv:
+                by_conv.setdefault(conv, []).append(n)
+        if not by_conv:
+            return []
+        known = {n.id for n in self.store().find(guards=self.guards(), labels=["Conversation"], limit=MAX_SCAN)}
+        return [self.messages_view(conv, rows) for conv, rows in by_conv.items() if conv not in known
+                and self.store().get(conv, guards=self.guards(), include_deleted=True) is None]
 
     def first_message_view(self, conv_id: str) -> dict[str, Any] | None:
         """A webchat conversation of one visitor message has Messages but no Conversation node yet
-        (the second message makes it): its view from that first message, so a link to it (a
-        returning visitor's earlier visit on their lead) opens it and the owner can answer it."""
+        (the second message makes it): its view from its Messages, so a link to it (a returning
+        visitor's earlier visit on their lead, the conversations list) opens it and the owner can
+        answer it."""
         rows = self.store().find(guards=self.guards(), labels=["Message"], where={"conversationId": conv_id},
                                  limit=MAX_SCAN)
-        if not rows:
-            return None
-        p = min(rows, key=lambda n: _stamp(n.properties)).properties
+        return self.messages_view(conv_id, rows) if rows else None
+
+    def messages_view(self, conv_id: str, rows: list[Any]) -> dict[str, Any]:
+        """A conversation's view read from (some of) its Messages: who from the first, when from the last."""
+        ordered = sorted(rows, key=lambda n: (_stamp(n.properties), _sent(n.properties)))
+        p = ordered[0].properties
         channel, sender = str(p.get("channel") or ""), str(p.get("sender") or "")
         if p.get("role") != "user":
             sender = str(p.get("recipient") or "")
+        last = _sent(ordered[-1].properties)
         return {"id": conv_id, "channel": channel, "sender": sender[:24], "fullSender": sender,
                 "channelName": CHANNELS.get(channel, channel), "scope": str(p.get("scope") or ""), "held": False,
-                "last": str(p.get("sentAt") or "")[:16].replace("T", " "),
+                "last": last[:16].replace("T", " "), "lastAt": last,
                 "label": f"{CHANNELS.get(channel, channel)} {sender[:12]}".strip()}
 
     def lead_conversation(self, lead: dict[str, Any]) -> str | None:

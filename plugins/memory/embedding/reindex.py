@@ -55,7 +55,9 @@ def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, la
             batch_size: int = DEFAULT_BATCH, limit: int | None = None, progress: bool | None = False,
             stream: TextIO | None = None, summaries: bool = True,
             stop: threading.Event | None = None) -> ReindexSummary:
-    """Embed every live node of the account that lacks an embedding; returns the counts. With
+    """Embed every live node of the account that lacks an embedding; returns the counts. ``limit``
+    caps the nodes one run embeds, the Messages' context pass included (the rest waits for the next
+    run). With
     ``summaries`` (not the standing audit's runs: a scan of every Chunk), the Chunks stored before
     chunks had summaries get theirs first (:func:`backfill_chunk_summaries`). ``stop`` (a stopping
     server's) is looked at between two batches: the run ends after the batch in hand,
@@ -68,7 +70,7 @@ def reindex(store: GraphStore, embedder: Embedder | None, *, account_id: str, la
     summary = ReindexSummary()
     if summaries and (not labels or "Chunk" in labels):
         summary.summarised = backfill_chunk_summaries(store, account_id)
-    summary.processed += _contexts_of_pending(store, embedder, account_id, labels, batch_size, stop)
+    summary.processed += _contexts_of_pending(store, embedder, account_id, labels, batch_size, stop, limit)
     exclude: set[str] = set()
     bar = Progress(0, stream or sys.stderr, progress, unit="nodes")
     if bar.enabled:
@@ -134,9 +136,9 @@ def backfill_chunk_summaries(store: Any, account_id: str, page: int = 1000) -> i
 
 
 def _contexts_of_pending(store: Any, embedder: Any, account_id: str, labels: Sequence[str] | None,
-                         batch_size: int, stop: threading.Event | None = None) -> int:
-    """Turns the channels or the turn recorder wrote bare get their indexed form (and vector) first;
-    returns how many turns that embedded."""
+                         batch_size: int, stop: threading.Event | None = None, limit: int | None = None) -> int:
+    """Turns the channels or the turn recorder wrote bare get their indexed form (and vector) first,
+    at most ``limit`` of them; returns how many turns that embedded."""
     if labels and not indexed_form.is_message(labels) or indexed_form.context_turns() <= 0:
         return 0
     try:
@@ -148,7 +150,7 @@ def _contexts_of_pending(store: Any, embedder: Any, account_id: str, labels: Seq
     if not conversations:
         return 0
     return reindex_contexts(store, embedder, account_id=account_id, conversation_ids=sorted(conversations),
-                            batch_size=batch_size, stop=stop)
+                            batch_size=batch_size, stop=stop, limit=limit)
 
 
 def _pending(store: GraphStore, account_id: str, labels: Sequence[str] | None) -> int:
@@ -162,12 +164,14 @@ def _pending(store: GraphStore, account_id: str, labels: Sequence[str] | None) -
 
 def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation_ids: Iterable[str] | None = None,
                      turns: int | None = None, batch_size: int = DEFAULT_BATCH,
-                     stop: threading.Event | None = None) -> int:
+                     stop: threading.Event | None = None, limit: int | None = None) -> int:
     """Rebuild the indexed form (``searchContext``) of the account's Messages, and re-embed those it changed.
 
     ``conversation_ids`` limits the pass (``memory import`` passes the conversations it wrote);
     returns how many Messages changed. Without an embedder only the property (and so BM25) changes.
-    With ``stop`` set the pass ends after the batch in hand (what it did not reach is still pending).
+    With ``stop`` set the pass ends after the batch in hand; ``limit`` changes that many Messages
+    at most. What either leaves is still pending: in each conversation the turns that have no
+    indexed form yet come last, so a conversation cut short is found again by the next run.
     """
     turns = indexed_form.context_turns() if turns is None else turns
     guards = Principal.owner(account_id).guards
@@ -189,13 +193,14 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
     for nodes in conversations.values():
         ordered = sorted(nodes, key=lambda n: indexed_form.order_key(n.id, n.properties))
         wanted = indexed_form.contexts([(n.id, n.properties) for n in ordered], turns)
-        changed += [(n, wanted[n.id]) for n in ordered
-                    if n.properties.get(indexed_form.CONTEXT_PROPERTY) != wanted[n.id]]
+        stale = [(n, wanted[n.id]) for n in ordered if n.properties.get(indexed_form.CONTEXT_PROPERTY) != wanted[n.id]]
+        changed += sorted(stale, key=lambda c: indexed_form.CONTEXT_PROPERTY not in c[0].properties)
+    todo = len(changed) if limit is None else min(len(changed), max(0, limit))
     done = 0
-    for i in range(0, len(changed), batch_size):
+    for i in range(0, todo, batch_size):
         if stop is not None and stop.is_set():
             break
-        part = changed[i:i + batch_size]
+        part = changed[i:min(i + batch_size, todo)]
         rows = [{"id": n.id, "labels": [MESSAGE_LABEL], "properties": {indexed_form.CONTEXT_PROPERTY: ctx}}
                 for n, ctx in part]
         if embedder is not None:
@@ -211,8 +216,8 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
         store.upsert_many(rows, guards=Principal.system(account_id).guards)
         done += len(part)
     if done < len(changed):
-        log("reindex", "op=context", conversations=len(conversations), changed=done, turns=turns,
-            stopped=len(changed) - done)
+        left = {"stopped" if done < todo else "left": len(changed) - done}
+        log("reindex", "op=context", conversations=len(conversations), changed=done, turns=turns, **left)
         return done
     log("reindex", "op=context", conversations=len(conversations), changed=len(changed), turns=turns)
     return len(changed)

@@ -4,7 +4,8 @@ Every ``PLUGHOST_AUDIT_PERIOD`` seconds (default 300; ``0`` turns it off) one ba
 the serving process, for its account:
 
 - **embed** what lacks an embedding: :func:`plughost.plugins.memory.embedding.reindex.reindex`, at most
-  ``PLUGHOST_AUDIT_EMBED_LIMIT`` nodes (default 500) a run, the rest the next run;
+  ``PLUGHOST_AUDIT_EMBED_LIMIT`` nodes (default 500) a run, the turns' context pass and the backlog
+  pass together, the rest the next run;
 - **count** what ``plughost memory audit`` counts (:func:`plughost.plugins.memory.upkeep.counts.counts`):
   nodes still without a vector, without an account, without a scope, and the stored against the
   injected active rules (the reconcile);

@@ -24,6 +24,7 @@ from plughost.api.store import (
     VECTOR_LABELS,
     guarded_upsert_many,
 )
+from plughost.api.util import bounded_repr
 from plughost.plugins.memory import entities, sectioniser
 from plughost.plugins.memory.embedding.indexed_form import chunk_context
 from plughost.plugins.memory.embedding.reindex import reindex_contexts
@@ -97,7 +98,7 @@ class MemoryWriter:
         for key, value in properties.items():
             if key == "accountId":
                 if value != self.account_id:
-                    log("graph-write", "reject", reason="invalid-account-id", accountId=str(value)[:8])
+                    log("graph-write", "reject", reason="invalid-account-id", accountId=bounded_repr(value))
                     raise WriteRejected("account-isolation",
                                         f"properties.accountId: '{value}' is not this process's account")
                 continue

@@ -203,3 +203,18 @@ def test_a_hook_event_claude_code_does_not_know_is_a_finding_naming_plugin_file_
     (root / "hooks" / "hooks.json").write_text(json.dumps(hooks))
     assert plugin_hooks("shopfaq@m", root, lambda event, command: ran.append(event))[1] == [] and ran == [
         "UserPromptSubmit"]
+
+
+def test_a_moved_payload_is_named_with_the_install_to_rerun(installed: tuple[Path, Path], tmp_path: Path) -> None:
+    """After the payload moved, every installed plugin's folder is gone: each line says which folder
+    and the command that fixes it (rerun the install from where the payload is now)."""
+    from plughost.payload.launch import installed_launches
+
+    payload, config = installed
+    payload.rename(tmp_path / "moved-payload")
+    launches, problems = installed_launches(config)
+    assert launches == [] and problems
+    line = next(p for p in problems if "plugin=graph@" in p)
+    assert "reason=no-plugin-folder" in line and f"{payload}" in line and "is gone" in line
+    assert (f"fix=\"rerun plughost install PAYLOAD --config-dir {config} --account acme with PAYLOAD the folder "
+            "the payload is in now") in line

@@ -272,3 +272,25 @@ def test_a_plugin_json_whose_servers_are_not_the_models_is_refused(tmp_path: Pat
     assert not config.exists()
     assert run_cli("manifests", "generate", str(payload)).returncode == 0
     assert _install(payload, config).returncode == 0
+
+
+def test_install_refuses_a_plugin_bundle_and_manifests_check_refuse(tmp_path: Path, plughost_home: Path) -> None:
+    """The payload edited after its bundle: a declared tool without handler, then a plugin that needs
+    another plughost: each refused as `bundle` would, exit 2 in one line, nothing written."""
+    payload = tmp_path / "payload"
+    assert bundle("studio", payload).returncode == 0
+    md = payload / "premium-plugins" / "greeter" / "PLUGIN.md"
+    good = md.read_text()
+    md.write_text(good.replace("  - name: greet\n", "  - name: greet-person\n"))
+    config = tmp_path / "claude"
+    result = _install(payload, config)
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = [x for x in result.stderr.splitlines() if x.strip()]
+    assert f"{md}: tools: 'greet-person'" in line and "nothing written" in line
+    assert f"plughost manifests check {payload}" in line and "Traceback" not in result.stderr
+    assert not config.exists()
+    md.write_text(good.replace("version: ", "requires-plughost: \">=99\"\nversion: ", 1))
+    result = _install(payload, config, "--dry-run")
+    assert result.returncode == 2 and f"{md}: requires-plughost: needs plughost >=99" in result.stderr
+    md.write_text(good)
+    assert _install(payload, config).returncode == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from plughost.runtime import accounts
-from tests.conftest import npx_bin, run_cli
+from tests.conftest import npx_bin, run_cli, run_cli_process
 from tests.host.manifests import shapes
 from tests.host.manifests.conftest import Claude, connected_servers
 
@@ -29,7 +29,9 @@ def _install(tmp_path: Path, plughost_home: Path, config: Path) -> None:
     models = shapes.gate_view(payload / "plugins", site, list(shapes.ALL_SERVERS))["models"]
     assert models == shapes.ALL_SERVERS  # the model, as the gates read it from the installed payload
     accounts.create_account("shapes", plughost_home)
-    done = run_cli("install", str(payload), "--config-dir", str(config), "--account", "shapes")
+    # the install loads each plugin as bundle did (plugin_checks): with the distributions on PYTHONPATH too
+    done = run_cli_process("install", str(payload), "--config-dir", str(config), "--account", "shapes",
+                           env={"PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stdout + done.stderr
     # the distributions are installed where the install's interpreter finds them: here, on PYTHONPATH in
     # Claude Code's environment (what a `pip install` into that interpreter is on a user's machine)

@@ -74,8 +74,13 @@ def test_write_to_foreign_account_is_rejected_and_logged(store, capfd):
         store.upsert_node(["Person"], {"name": "x", "accountId": "someone-else"},
                           guards=Principal.system(acct(store)).guards)
     err = capfd.readouterr().err
-    assert "[graph-write] reject reason=invalid-account-id" in err
+    assert "[graph-write] reject reason=invalid-account-id accountId='someone-else'" in err  # whole, not its 8 first
     assert store.count(guards=g(store)) == 0
+    long = "acct-" + "x" * 400 + "\n[graph-write] forged"
+    with pytest.raises(UserError):
+        store.upsert_node(["Person"], {"name": "x"}, guards=Principal.system(long).guards)
+    [line] = [x for x in capfd.readouterr().err.splitlines() if "invalid-account-id" in x]
+    assert "accountId=\"'acct-xxxx" in line and "…(+" in line and "forged" not in line and len(line) < 320
 
 
 def test_bad_input_is_one_clear_error(store):

@@ -142,3 +142,32 @@ def test_a_stop_ends_the_reindex_after_the_batch_in_hand(make_host, plughost_hom
     assert "[reindex] op=stopped processed=10" in log and "[reindex] op=done processed=10 skipped=0" in log
     stop.clear()
     assert reindex(store, host.embedder(), account_id=ACCOUNT, batch_size=10).processed == 45  # the next run
+
+
+def test_the_limit_caps_the_context_pass_too_and_the_next_runs_take_the_rest(make_host, plughost_home) -> None:
+    """The standing audit's ``PLUGHOST_AUDIT_EMBED_LIMIT``: one run embeds at most ``limit`` nodes,
+    the Messages' context pass included; what it leaves the next runs take, none twice."""
+    from plughost.plugins.memory.embedding.reindex import reindex
+    from plughost.plugins.memory.upkeep import standing
+
+    host = make_host(ACCOUNT_ID=ACCOUNT, PLUGHOST_EMBEDDER="picky-embedder", EMBED_DIMENSIONS="8")
+    picky = PickyEmbedder()
+    host.register(PickyPlugin(picky), "picky-embedder")
+    store = host.store()
+    seed(store, 6, set())
+    store.upsert_many([{"id": f"m{c}{i:02d}", "labels": ["Message"], "properties": {
+        "role": "user", "text": f"turn {c} {i}", "conversationId": f"conv-{c}", "sentAt": f"2026-03-04T10:00:{i:02d}Z"}}
+        for c in (1, 2) for i in range(12)], guards=Principal.system(ACCOUNT).guards)
+    record = standing.run_once(host, ACCOUNT, 10)
+    assert record is not None and record["counts"]["embedded"] == 10
+    assert sum(len(call) for call in picky.calls) == 10
+    assert len(store.missing_embeddings(account_id=ACCOUNT, limit=100)) == 30 - 10
+    assert "[reindex] op=context conversations=2 changed=10 turns=" in " ".join(server_log(plughost_home))
+    assert " left=14" in " ".join(server_log(plughost_home))
+    runs = [reindex(store, host.embedder(), account_id=ACCOUNT, limit=10, summaries=False).processed
+            for _ in range(3)]
+    assert runs == [10, 10, 0] and not store.missing_embeddings(account_id=ACCOUNT, limit=100)
+    assert sum(len(call) for call in picky.calls) == 30  # every node embedded once
+    contexts = [n.properties.get("searchContext") for n in store.find(
+        guards=Guards(ACCOUNT), labels=["Message"], limit=100)]
+    assert len(contexts) == 24 and all(contexts)

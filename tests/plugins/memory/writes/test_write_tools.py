@@ -124,6 +124,14 @@ def test_memory_write_errors(memory_host, plughost_home, args, reason, env) -> N
     assert host.store().count(guards=guards()) == 0 if env.get("ACCOUNT_ID", "x") else True
 
 
+def test_a_foreign_account_id_is_logged_whole(memory_host, plughost_home) -> None:
+    host = memory_host()
+    foreign = "acct-b-" + "9" * 40
+    is_error, _ = call_tool(host, "memory-write", {"labels": ["Person"], "properties": {"name": "x", "accountId": foreign}})
+    assert is_error
+    assert any(f"reason=invalid-account-id accountId='{foreign}'" in line for line in server_log(plughost_home))
+
+
 def test_memory_write_conflicting_element_id(memory_host, plughost_home) -> None:
     host = memory_host()
     write(host, labels=["Event"], properties={"name": "first"}, id="ev-1")
