@@ -117,10 +117,10 @@ def test_memory_import_and_conversation_append_write_entities_behind_the_flag(st
     path.write_text("".join(json.dumps(message(i, f"Tom flew to Lisbon on trip {i}.", speaker="Priya")) + "\n"
                             for i in range(3)))
     monkeypatch.setenv("PLUGHOST_MEMORY_ENTITIES", "0")
-    import_jsonl(store, None, path, account_id=account, progress=False)
+    import_jsonl(store, None, path, guards=Principal.owner(account).guards, progress=False)
     assert entity(store, "lisbon") == []
     monkeypatch.setenv("PLUGHOST_MEMORY_ENTITIES", "1")
-    import_jsonl(store, None, path, account_id=account, progress=False)
+    import_jsonl(store, None, path, guards=Principal.owner(account).guards, progress=False)
     assert len(store.linked([entity(store, "lisbon")[0].id], MENTIONS, guards=Guards(account))[
         entity(store, "lisbon")[0].id]) == 3
     env = {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"}

@@ -45,7 +45,7 @@ def imported(store: Any, tmp_path: Path, monkeypatch: Any, rows: list[dict[str, 
     path = tmp_path / "turns.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     monkeypatch.setenv("PLUGHOST_MEMORY_ENTITIES", "1")
-    import_jsonl(store, None, path, account_id=store.test_account, progress=False)
+    import_jsonl(store, None, path, guards=Principal.owner(store.test_account).guards, progress=False)
     return MemoryWriter(store, None, {"ACCOUNT_ID": store.test_account, "PLUGHOST_MEMORY_ENTITIES": "1"})
 
 
