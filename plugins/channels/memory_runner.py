@@ -19,7 +19,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from plughost import AgentTurn, Host, MemoryHit, Node, Principal, log
 from plughost.api import hooks
@@ -28,6 +27,7 @@ from plughost.api.store import resolve_conversation_id
 from plughost.plugins.channels.brand import GREETING, product_name
 from plughost.plugins.channels.runner import RunnerError
 from plughost.plugins.channels.settings import AGENT_MIN_MATCH
+from plughost.plugins.channels.wire import JSON, JSONObject
 
 FOLLOW_UP_TOOL = "work-create"
 SEARCH_LIMIT = 30
@@ -278,7 +278,7 @@ def remembered_name(memory: list[str]) -> str | None:
     return None
 
 
-def _inputs(node: Any) -> dict[str, Any]:
+def _inputs(node: Node) -> JSONObject:
     """A Task's ``inputs`` (stored as JSON text) as a map."""
     if node is None:
         return {}
@@ -429,7 +429,7 @@ class MemoryRunner:
                 conversation=(conversation or "")[5:13] or None)
         return JOINED.format(contact=contact)
 
-    def call_task_tool(self, name: str, args: dict[str, Any]) -> Any:
+    def call_task_tool(self, name: str, args: JSONObject) -> JSON:
         owners = [c.plugin for c in self.host.collect(hooks.TOOLS) if c.item.name == name]
         if not owners:
             raise RunnerError(f"not-configured: no plugin serves {name}")
@@ -469,7 +469,7 @@ class MemoryRunner:
         if turn.visitor_key:
             inputs["visitorKey"] = turn.visitor_key
         try:
-            args: dict[str, Any] = {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
+            args: JSONObject = {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
                                     "inputs": inputs}
             if conversation is not None:
                 args["conversationId"] = conversation
