@@ -128,7 +128,7 @@ class Enrichment:
             if name:
                 self.speakers[name] = None
         t0 = time.perf_counter()
-        entities.write(self.store, session.account_id, [(row["id"], row["properties"]) for row in turns],
+        entities.write(self.store, [(row["id"], row["properties"]) for row in turns],
                        guards=session.guards, known=list(self.speakers))
         self.entity_seconds += time.perf_counter() - t0
 

@@ -24,7 +24,7 @@ def message(i: int, text: str, speaker: str = "Maya", at: str = "2025-03-12T10:0
 def write(store: Any, rows: list[dict[str, Any]], guards: Guards | None = None) -> dict[str, int]:
     account = store.test_account
     store.upsert_many(rows, guards=Principal.system(account).guards)
-    return entities.write(store, account, [(r["id"], r["properties"]) for r in rows], guards=guards or Guards(account))
+    return entities.write(store, [(r["id"], r["properties"]) for r in rows], guards=guards or Guards(account))
 
 
 def entity(store: Any, key: str, guards: Guards | None = None):

@@ -162,7 +162,7 @@ def test_reindex_entities_sweeps_what_earlier_changes_left(store: Any, tmp_path:
     assert facts(store, g, sourceId="m2") == []
     again = sweep(store, account)
     assert again["facts_removed"] == 0 and again["entities_removed"] == 0
-    assert entities.withdraw(store, account, ["m-unknown"], guards=g)["facts_removed"] == 0
+    assert entities.withdraw(store, ["m-unknown"], guards=g)["facts_removed"] == 0
 
 
 def test_a_turn_made_private_or_deleted_leaves_the_next_turns_indexed_form(store: Any, tmp_path: Path,
