@@ -139,7 +139,7 @@ def main() -> int:
         rcoll = registry.add(rhost.home, ACCOUNT, "man", str(notes))
         r0, c0, t = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN), \
             time.perf_counter()
-        sync(rhost.store(), rcoll, MARKDOWN, account_id=ACCOUNT, guards=Guards(ACCOUNT), home=rhost.home)
+        sync(rhost.store(), rcoll, MARKDOWN, guards=Guards(ACCOUNT), home=rhost.home)
         secs = time.perf_counter() - t
         r1, c1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         extra.append((secs, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime,
@@ -157,7 +157,7 @@ def main() -> int:
     def timed(label: str) -> object:
         r0, c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        stats = sync(store, coll, MARKDOWN, account_id=ACCOUNT, guards=guards, home=home)
+        stats = sync(store, coll, MARKDOWN, guards=guards, home=home)
         secs = time.perf_counter() - t
         r1, c1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu[label] = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime,
@@ -204,7 +204,7 @@ def main() -> int:
     store, embedder, home = host.store(), host.embedder(), host.home
     embedder.embed(["warm up"])
     ecoll = registry.add(home, ACCOUNT, "man-embed", str(sub))
-    probe = Syncer(store, ecoll, MARKDOWN, account_id=ACCOUNT, guards=guards, home=run / "probe")
+    probe = Syncer(store, ecoll, MARKDOWN, guards=guards, home=run / "probe")
     from plughost.plugins.memory.collections.state import NoteState
     from plughost.plugins.memory.embedding.text import embedding_text
 
@@ -228,7 +228,7 @@ def main() -> int:
         embedder.embed(b)
     embed_floor = time.perf_counter() - t
     t = time.perf_counter()
-    estats = sync(store, ecoll, MARKDOWN, account_id=ACCOUNT, guards=guards, home=home, embedder=embedder)
+    estats = sync(store, ecoll, MARKDOWN, guards=guards, home=home, embedder=embedder)
     embed_sync = time.perf_counter() - t
     host.close()
 

@@ -186,6 +186,7 @@ def build(work: Path, pages_wanted: int, seed: int) -> tuple[Path, Path, list[tu
                         "embedding": v}) + "\n" for nid, p, v in zip(ids, pages, vectors, strict=True)),
             encoding="utf-8")
     if not (home / "graph.sqlite").is_file():
+        from plughost import Principal
         from plughost.plugins.memory.bulk_import import import_jsonl
         from plughost.runtime.accounts import create_account
         from plughost.runtime.host import Host
@@ -193,7 +194,7 @@ def build(work: Path, pages_wanted: int, seed: int) -> tuple[Path, Path, list[tu
         home.mkdir(parents=True, exist_ok=True)
         create_account(ACCOUNT, home)
         host = Host(env={**os.environ, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_EMBEDDER": "none"}).load()
-        summary = import_jsonl(host.store(), None, folder / "nodes.jsonl", account_id=ACCOUNT, progress=False)
+        summary = import_jsonl(host.store(), None, folder / "nodes.jsonl", guards=Principal.owner(ACCOUNT).guards, progress=False)
         if summary.nodes != len(pages):
             raise SystemExit(f"imported {summary.nodes} of {len(pages)} pages: {summary.errors[:1]}")
         host.close()

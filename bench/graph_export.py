@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results as bench_results  # noqa: E402
 from graph_store import ACCOUNT, build_file, neo4j_import_floor, start_neo4j  # noqa: E402
 
+from plughost import Principal  # noqa: E402
 from plughost.plugins.graph.export import export_jsonl  # noqa: E402
 from plughost.plugins.graph.importer import import_jsonl  # noqa: E402
 from plughost.plugins.graph.sqlite_store import SqliteStore  # noqa: E402
@@ -90,7 +91,7 @@ def main() -> int:
         data = tmp / "nodes.jsonl"
         build_file(data, args.nodes, args.edges, random.Random(42))
         store = SqliteStore(tmp / "graph.sqlite", env=env)
-        summary = import_jsonl(store, data, account_id=ACCOUNT, progress=False)
+        summary = import_jsonl(store, data, guards=Principal.owner(ACCOUNT).guards, progress=False)
         floor = fts_floor(data, tmp, args.nodes)
         print(f"embedded import         {summary.nodes:,} nodes, {summary.edges:,} edges: {summary.rate:,.0f} nodes/s; "
               f"floor {floor:,.0f} lines/s; ratio {floor / summary.rate:.1f}x ({where()})")
@@ -104,7 +105,7 @@ def main() -> int:
               f"{exported['embeddings']:,} embeddings, {out.stat().st_size / 1e6:,.0f} MB: {rate:,.0f} nodes/s; "
               f"{floor / rate:.1f}x the import floor's time ({where()})")
         fresh = SqliteStore(tmp / "fresh.sqlite", env=env)
-        again = import_jsonl(fresh, out, account_id=ACCOUNT, progress=False)
+        again = import_jsonl(fresh, out, guards=Principal.owner(ACCOUNT).guards, progress=False)
         fresh.close()
         print(f"import of the export    {again.nodes:,} nodes, {again.edges:,} edges (times restored): "
               f"{again.rate:,.0f} nodes/s; ratio {floor / again.rate:.1f}x the floor ({where()})")
@@ -114,7 +115,7 @@ def main() -> int:
             plain = None
             if args.dims:  # the floor writes no vectors: migrate a vector-less copy too, like for like
                 plain = SqliteStore(tmp / "plain.sqlite", env={"ACCOUNT_ID": ACCOUNT})
-                import_jsonl(plain, data, account_id=ACCOUNT, progress=False)
+                import_jsonl(plain, data, guards=Principal.owner(ACCOUNT).guards, progress=False)
             migrate_route(store, tmp, args, data, plain)
             if plain is not None:
                 plain.close()

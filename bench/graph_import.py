@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results as bench_results  # noqa: E402  (bench/RESULTS.md, with --write-results)
 from graph_store import ACCOUNT, build_file  # noqa: E402
 
+from plughost import Principal  # noqa: E402
 from plughost.plugins.graph import IMPORT_BATCH  # noqa: E402
 from plughost.plugins.graph.importer import import_jsonl  # noqa: E402
 from plughost.plugins.graph.sqlite_store import SqliteStore  # noqa: E402
@@ -57,7 +58,7 @@ def main() -> int:
         cpu0 = time.process_time()
         if prof:
             prof.enable()
-        summary = import_jsonl(store, data, account_id=ACCOUNT, batch_size=args.batch, progress=False)
+        summary = import_jsonl(store, data, guards=Principal.owner(ACCOUNT).guards, batch_size=args.batch, progress=False)
         if prof:
             prof.disable()
         cpu = time.process_time() - cpu0

@@ -117,7 +117,7 @@ def bench_sqlite(args: argparse.Namespace, tmp: Path, data: Path, vocab: list[st
     print(f"\n== sqlite (embedded) db={db}")
     store = SqliteStore(db, env={"ACCOUNT_ID": ACCOUNT})
     cpu0 = time.process_time()
-    summary = import_jsonl(store, data, account_id=ACCOUNT, progress=False)  # the CLI default batch
+    summary = import_jsonl(store, data, guards=Principal.owner(ACCOUNT).guards, progress=False)  # the CLI default batch
     cpu = time.process_time() - cpu0
     figures = {"import nodes/s": summary.nodes / summary.seconds}
     print(f"import (no embeddings)             {summary.nodes} nodes, {summary.edges} edges in {summary.seconds:.2f} s"
@@ -365,7 +365,7 @@ def warm_neo4j(store, args, data: Path) -> None:
     scratch = type(store)(store.driver, env={**store.env, "ACCOUNT_ID": WARMUP_ACCOUNT}, database=store.database,
                           apply_schema=False)
     cpu0, jvm0 = time.process_time(), server_cpu()
-    summary = import_jsonl(scratch, part, account_id=WARMUP_ACCOUNT, progress=False)
+    summary = import_jsonl(scratch, part, guards=Principal.owner(WARMUP_ACCOUNT).guards, progress=False)
     cpu, jvm = time.process_time() - cpu0, server_cpu() - jvm0
     scratch.wipe_account(WARMUP_ACCOUNT)
     neo4j_import_floor(store, part, store.import_batch_size)
@@ -378,7 +378,7 @@ def warm_neo4j(store, args, data: Path) -> None:
 def _bench_neo4j(store, args, data, vocab, vectors, rng) -> dict[str, float]:
     warm_neo4j(store, args, data)
     cpu0, jvm0, threads0 = time.process_time(), server_cpu(), server_threads()
-    summary = import_jsonl(store, data, account_id=ACCOUNT, progress=False)
+    summary = import_jsonl(store, data, guards=Principal.owner(ACCOUNT).guards, progress=False)
     cpu, jvm, split = time.process_time() - cpu0, server_cpu() - jvm0, thread_split(threads0, server_threads())
     figures = {"import nodes/s": summary.nodes / summary.seconds}
     batch = store.import_batch_size

@@ -361,6 +361,7 @@ def manpage_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, Evalu
     """{name: store}, [(query, (relevant id,), "single")], {id: bare text} for the man pages."""
     import manpages
 
+    from plughost import Principal
     from plughost.plugins.memory.bulk_import import import_jsonl
     from plughost.ports.graph import Guards
 
@@ -385,7 +386,7 @@ def manpage_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, Evalu
                                                         "content": page.document}, "embedding": vector}) + "\n")
             os.environ["PLUGHOST_MEMORY_ENTITIES"] = "1" if with_entities else "0"
             started = time.perf_counter()
-            import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
+            import_jsonl(store, embedder, jsonl, guards=Principal.owner(ACCOUNT).guards, progress=False)
             os.environ.pop("PLUGHOST_MEMORY_ENTITIES")
             print(f"  imported {len(pages)} pages{' with entities' if with_entities else ''} in "
                   f"{time.perf_counter() - started:.1f} s")
@@ -403,6 +404,7 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
     """One store per context setting, imported through memory import; the questions; the bare turns."""
     import conversations
 
+    from plughost import Principal
     from plughost.plugins.memory.bulk_import import import_jsonl
     from plughost.ports.graph import Guards
 
@@ -434,7 +436,7 @@ def conversation_set(work: Path, embedder: CachedEmbedder, args,
             os.environ["PLUGHOST_MESSAGE_EMBED"] = mode
             os.environ["PLUGHOST_MEMORY_ENTITIES"] = "1" if with_entities else "0"
             started = time.perf_counter()
-            import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
+            import_jsonl(store, embedder, jsonl, guards=Principal.owner(ACCOUNT).guards, progress=False)
             embedder.save()
             os.environ.pop("PLUGHOST_MEMORY_ENTITIES")
             print(f"  imported {len(data.turns)} turns (context {turns}, embed {mode}{', entities' if with_entities else ''}) "
@@ -455,6 +457,7 @@ def realtext_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, Eval
     hand-written questions; the bare passages (heading and paragraph)."""
     import realtext
 
+    from plughost import Principal
     from plughost.plugins.memory.bulk_import import import_jsonl
     from plughost.ports.graph import Guards
 
@@ -476,7 +479,7 @@ def realtext_set(work: Path, embedder: CachedEmbedder, args) -> tuple[dict, Eval
                                          "embedding": vector}) + "\n")
             os.environ["PLUGHOST_MEMORY_ENTITIES"] = "1" if with_entities else "0"
             started = time.perf_counter()
-            import_jsonl(store, embedder, jsonl, account_id=ACCOUNT, progress=False)
+            import_jsonl(store, embedder, jsonl, guards=Principal.owner(ACCOUNT).guards, progress=False)
             os.environ.pop("PLUGHOST_MEMORY_ENTITIES")
             print(f"  imported {len(passages)} passages{' with entities' if with_entities else ''} in "
                   f"{time.perf_counter() - started:.1f} s")

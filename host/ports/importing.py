@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TextIO, TypeVar
 
-from plughost.ports.graph import require_admin
+from plughost.ports.graph import WriteDenied, require_admin
 from plughost.ports.jsonl import ImportSummary, JsonLines, check_line, line_id
-from plughost.ports.principal import Principal
+from plughost.ports.principal import Guards, Principal
 from plughost.util.errors import UserError
 from plughost.util.gcpause import gc_paused
 from plughost.util.jsonio import jsonl_file_problem
@@ -149,7 +149,9 @@ def is_reingest(row: dict[str, Any]) -> bool:
 
 
 class ImportSession:
-    """One import of ``path`` into ``account_id`` (see the module docstring).
+    """One import of ``path`` under ``guards`` (see the module docstring): an unnarrowed admin's of
+    the account imported into (:meth:`admit` returns them). An owner's or an admin session's guards
+    store a new node naming no ``scope`` as ``admin``; the system's (:meth:`Principal.system`) as written.
 
     ``tag`` names the log lines (``[graph-import] skip line=...``); ``unit`` what the progress bar
     counts. :meth:`run` drives a :class:`BatchWriter`; an importer whose backend reads the file
@@ -157,30 +159,37 @@ class ImportSession:
     :meth:`wrote` and :meth:`done`.
     """
 
-    def __init__(self, path: Path, account_id: str, *, tag: str, batch_size: int, progress: bool | None = None,
+    def __init__(self, path: Path, *, guards: Guards, tag: str, batch_size: int, progress: bool | None = None,
                  stream: TextIO | None = None, unit: str = "nodes") -> None:
+        if guards.narrowed:  # an import writes its rows without per-row guards
+            raise WriteDenied(f"{tag}: refused for narrowed guards (scopes or an agent); an import is an "
+                            "unnarrowed admin's of the account")
         if batch_size < 1:
             raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
         try:
             size = path.stat().st_size
         except OSError as exc:
             raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        self.path, self.account_id, self.tag, self.batch_size = path, account_id, tag, batch_size
-        self.guards = Principal.owner(account_id).guards  # the account's admin: a new node naming no scope is stored admin
+        self.path, self.guards, self.tag, self.batch_size = path, guards, tag, batch_size
         self.summary = ImportSummary(str(path))
         self.bar = Progress(size, stream or sys.stderr, progress, unit=unit)
         self.started = time.perf_counter()
 
+    @property
+    def account_id(self) -> str:
+        """The account imported into: the guards'."""
+        return self.guards.account_id
+
     @staticmethod
-    def admit(principal: Principal, path: Path, what: str) -> str:
+    def admit(principal: Principal, path: Path, what: str) -> Guards:
         """The importer's checks, in one place: an account, an unnarrowed admin (an import writes
-        rows without per-row guards), a JSON-lines file. Returns the account id."""
-        account = str(principal.require_account("the id of the account to import into"))
+        rows without per-row guards), a JSON-lines file. Returns the guards the import writes under."""
+        principal.require_account("the id of the account to import into")
         require_admin(principal, what)
         problem = jsonl_file_problem(path)
         if problem:
             raise UserError(problem)
-        return account
+        return principal.guards
 
     # ------------------------------------------------------------------ the summary
     def skip(self, lineno: int, reason: str) -> None:

@@ -157,6 +157,13 @@ class Guards:
         return replace(self, allowed_scopes=allowed, agent_slug=slug, system=False)
 
 
+def _account_of(account: object, who: str) -> str:
+    """``account`` when it names one; a principal built for no account is a bug in its caller."""
+    if not isinstance(account, str) or not account.strip():
+        raise ValueError(f"Principal.{who}: account: expected the id of an account, got {account!r}")
+    return account
+
+
 class AdminOnly(UserError):
     """An admin-only operation asked for by a principal that is not admin (nothing was done)."""
 
@@ -183,14 +190,16 @@ class Principal:
     @classmethod
     def owner(cls, account: str) -> Principal:
         """The account's owner: reads and changes everything in it; a new node naming no scope is
-        stored in the owner's (``admin``). The principal of an account-wide read or an owner's write."""
-        return cls(account, Role.OWNER)
+        stored in the owner's (``admin``). The principal of an account-wide read or an owner's write.
+        An empty ``account`` is refused (``ValueError``): an owner is always some account's."""
+        return cls(_account_of(account, "owner"), Role.OWNER)
 
     @classmethod
     def system(cls, account: str) -> Principal:
         """The host itself acting for ``account`` (an import, derived data, a channel's record, upkeep):
-        what it writes is stored as written. A child process of it resolves as the owner."""
-        return cls(account, Role.SYSTEM)
+        what it writes is stored as written. A child process of it resolves as the owner.
+        An empty ``account`` is refused (``ValueError``)."""
+        return cls(_account_of(account, "system"), Role.SYSTEM)
 
     # -- what it may do -----------------------------------------------------------------------
     @property

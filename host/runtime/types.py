@@ -312,7 +312,18 @@ class AgentTurn:
     @classmethod
     def from_dict(cls, payload: Mapping[str, object], principal: Principal) -> AgentTurn:
         """A turn from its JSON form, its principal narrowed from ``principal`` (the serving
-        process's) to the payload's role and conversation; absent keys are empty."""
+        process's) to the payload's role and conversation (``role`` absent: ``public``).
+
+        The keys of :data:`TURN_REQUIRED` must be there as strings, ``sessionId`` not empty (a
+        visitor's turn is confined to it); else ``ValueError`` naming each. The other keys, absent,
+        are empty."""
+        problems = [f"{key}: missing" if key not in payload else f"{key}: expected a string, got "
+                    f"{type(payload[key]).__name__}" for key in TURN_REQUIRED if not isinstance(payload.get(key), str)]
+        if not problems and not str(payload["sessionId"]).strip():
+            problems.append("sessionId: empty (the conversation the turn is confined to)")
+        if problems:
+            raise ValueError("AgentTurn.from_dict: " + "; ".join(problems) + " (the turn's JSON form: docs/channels.md#runners)")
+
         def text(key: str) -> str:
             value = payload.get(key)
             return value if isinstance(value, str) else ""
@@ -328,6 +339,10 @@ class AgentTurn:
                    text("text"), maybe("userId"), dict(screening) if isinstance(screening, Mapping) else {},
                    payload.get("scheduled") is True, maybe("visitorKey"),
                    tuple(str(m) for m in memory) if isinstance(memory, list | tuple) else (), maybe("specialist"))
+
+
+TURN_REQUIRED: tuple[str, ...] = ("sessionId", "agentSession", "channel", "sender", "messageId", "payload", "text")
+"""The keys of a turn's JSON form that :meth:`AgentTurn.from_dict` requires: the fields every turn has."""
 
 
 class AgentRunner(Protocol):

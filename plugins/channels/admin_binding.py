@@ -6,15 +6,15 @@ ids) is the one its inbound pipeline applies; the host only supplies the account
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from plughost import Gate, GateContext, GateResult, UserError
 from plughost.api.accounts import admin_ids, load_account, load_users, normalize_phone, selected_accounts
 from plughost.api.util import format_line
+from plughost.plugins.channels.wire import JSONMapping, JSONObject
 
 
-def binding_drift(account: Mapping[str, Any], users: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+def binding_drift(account: JSONMapping, users: Sequence[JSONMapping]) -> list[dict[str, str]]:
     """Replay the admin resolution chain for each `adminPhones` entry; return the ones that would fall
     to the owner userId: no users.json entry with that phone, or one whose userId is not an admin."""
     by_phone: dict[str, str] = {}
@@ -47,7 +47,7 @@ def check_admin_identity_binding(ctx: GateContext) -> GateResult:
             continue
         result.inspected += len(account.get("adminPhones") or [])
         for drift in binding_drift(account, users):
-            fields: dict[str, Any] = {"accountId": account_id, "phone": drift["phone"], "reason": drift["reason"]}
+            fields: JSONObject = {"accountId": account_id, "phone": drift["phone"], "reason": drift["reason"]}
             if "userId" in drift:
                 fields["userId"] = drift["userId"]
             result.lines.append(format_line("admin-identity", "binding-drift", **fields))

@@ -27,9 +27,9 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from plughost import ChannelAdapter, Principal, Route, StateKey, log
+from plughost import ChannelAdapter, Host, Principal, Route, StateKey, log
 from plughost.api import credentials
 from plughost.api.http import json_error, parse_json, read_body
 from plughost.api.store import MESSAGE_LABEL
@@ -37,6 +37,11 @@ from plughost.plugins.channels import session_levers
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
 from plughost.plugins.channels.pipeline import conversation_id as conversation_id_of
 from plughost.plugins.channels.runner import agent_session_for
+from plughost.plugins.channels.wire import JSONObject
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 CHANNEL = "admin"
 MAX_BODY = 64 * 1024
@@ -73,7 +78,7 @@ def conversation(home: Path, account: str, user: str, *, new: bool) -> int:
         return current
 
 
-def _principal(host: Any, request: Any) -> Principal | None:
+def _principal(host: Host, request: Request) -> Principal | None:
     """The principal the request runs as: built once where HTTP calls enter (the host's front door)."""
     from plughost.api.http import request_principal
 
@@ -81,7 +86,7 @@ def _principal(host: Any, request: Any) -> Principal | None:
     return found if found is not None else host.principal
 
 
-def _admin_session(host: Any, request: Any) -> tuple[str, credentials.Session] | None:
+def _admin_session(host: Host, request: Request) -> tuple[str, credentials.Session] | None:
     """The serving account and the request's admin session of it, or None (the caller answers 401)."""
     principal = _principal(host, request)
     account = principal.account or "" if principal is not None else ""
@@ -98,7 +103,7 @@ NARROWED = ("admin chat: this server is narrowed (ALLOWED_SCOPES / AGENT_SLUG); 
             "than it (account-isolation)")
 
 
-def _narrowed(host: Any, request: Any) -> Any:
+def _narrowed(host: Host, request: Request) -> Response | None:
     """403 when the serving principal is narrowed: an admin turn (or its transcript) would widen past it."""
     principal = _principal(host, request)
     if principal is not None and not principal.is_admin:
@@ -106,7 +111,7 @@ def _narrowed(host: Any, request: Any) -> Any:
     return None
 
 
-def _admin_caller(host: Any, request: Any) -> Any:
+def _admin_caller(host: Host, request: Request) -> Response | tuple[str, credentials.Session]:
     """``(account, admin session)`` of the request, or the 401 (no admin session of this account)
     or 403 (a narrowed server) that refuses it: the one door of every admin-chat route."""
     found = _admin_session(host, request)
@@ -120,7 +125,7 @@ _CONVERSATION_ID = re.compile(r"^conv-[0-9a-f]{32}$")
 READ_LIMIT, READ_MAX = 100, 500
 
 
-def read_replies(host: Any, account: str, user: str, conversation_id: str | None, limit: int) -> dict[str, Any] | None:
+def read_replies(host: Host, account: str, user: str, conversation_id: str | None, limit: int) -> JSONObject | None:
     """The user's admin conversation (its current one when ``conversation_id`` is None) and its
     latest ``limit`` Messages, oldest first; None when it is not one of this user's conversations."""
     try:  # read only: a read records no conversation
@@ -144,8 +149,8 @@ def read_replies(host: Any, account: str, user: str, conversation_id: str | None
     return {"conversation": owned[conv], "conversationId": conv, "messages": messages}
 
 
-def routes(host: Any) -> tuple[Route, ...]:
-    async def read(request: Any) -> Any:
+def routes(host: Host) -> tuple[Route, ...]:
+    async def read(request: Request) -> Response:
         from starlette.responses import JSONResponse
 
         from plughost.api.http import int_param
@@ -166,7 +171,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             return json_error(404, "not-found", "conversationId: no such admin conversation of this user")
         return JSONResponse(result)
 
-    async def chat(request: Any) -> Any:
+    async def chat(request: Request) -> Response:
         from starlette.responses import JSONResponse
 
         caller = _admin_caller(host, request)
@@ -208,10 +213,10 @@ def routes(host: Any) -> tuple[Route, ...]:
             Route("/api/admin/chat", endpoint=read, methods=("GET",), name="admin-chat-read"))
 
 
-async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
+async def send(host: Host, msg: Inbound, text: str) -> JSONObject:
     """The reply is stored with the turn (the admin reads it there); nothing to push."""
     return {"ok": True, "attempts": 1, "platformId": f"{msg.sender}:reply"}
 
 
-def adapter(host: Any) -> ChannelAdapter:
+def adapter(host: Host) -> ChannelAdapter:
     return ChannelAdapter(CHANNEL, routes=routes(host), send=send)

@@ -275,7 +275,7 @@ def _public_knowledge(host: Host) -> Knowledge:
 
     def find(question: str) -> list[tuple[str, str]]:
         try:
-            ranked = memory.passages(question, "public")
+            ranked = memory.passages(question, host.principal.visitor())
         except Exception as exc:  # no memory: the agent answers without passages
             log("channels", "op=claude-knowledge-failed", reason=str(exc).splitlines()[0][:200] if str(exc) else "")
             return []

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from typing import Any
 
-from plughost import CliCommand, UserError
-from plughost.plugins.channels.pipeline import dispatch_scheduled
+from plughost import CliCommand, Host, UserError
+from plughost.plugins.channels.pipeline import Turn, dispatch_scheduled
 from plughost.plugins.channels.turn_recorder import cli_run
 
 
@@ -16,7 +15,7 @@ def _configure_record_turn(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "Reads the Claude Code Stop-hook JSON on stdin; always exits 0."
 
 
-def _run_record_turn(args: argparse.Namespace, host: Any) -> int:
+def _run_record_turn(args: argparse.Namespace, host: Host) -> int:
     return cli_run(host)
 
 
@@ -37,7 +36,7 @@ def _configure_channels(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--port", type=int, default=8710)
 
 
-def _run_channels(args: argparse.Namespace, host: Any) -> int:
+def _run_channels(args: argparse.Namespace, host: Host) -> int:
     if args.channels_command == "retry":
         from plughost.plugins.channels.delivery import retry_failed
 
@@ -91,7 +90,7 @@ def _configure_schedule(parser: argparse.ArgumentParser) -> None:
     ls.add_argument("--json", action="store_true")
 
 
-def _run_schedule_store(args: argparse.Namespace, host: Any) -> int:
+def _run_schedule_store(args: argparse.Namespace, host: Host) -> int:
     from plughost.plugins.channels import scheduler
 
     account = host.principal.account_id
@@ -113,7 +112,7 @@ def _run_schedule_store(args: argparse.Namespace, host: Any) -> int:
     return 0
 
 
-def _run_schedule(args: argparse.Namespace, host: Any) -> int:
+def _run_schedule(args: argparse.Namespace, host: Host) -> int:
     if args.schedule_command in ("add", "list"):
         return _run_schedule_store(args, host)
     if args.schedule_command != "dispatch":
@@ -121,7 +120,7 @@ def _run_schedule(args: argparse.Namespace, host: Any) -> int:
     from plughost.plugins.channels.delivery import drain
     target = {"chat_id": args.chat_id or args.to} if args.channel == "telegram" else {"to": args.to}
 
-    async def go() -> Any:
+    async def go() -> Turn:
         try:
             return await dispatch_scheduled(host, channel=args.channel, sender=args.to, event=args.event,
                                             text=args.text, owner_user_id=args.owner, target=target)

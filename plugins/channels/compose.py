@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from plughost import log
+from plughost import Host, log
 from plughost.api import hooks
+from plughost.plugins.channels.wire import JSON, JSONObject
 
 PROVENANCE_HEADING = "## Scheduled automation (platform-verified)"
 RULES_HEADING = "## Standing rules"
@@ -124,14 +124,14 @@ def provenance_section(p: ScheduleProvenance) -> str:
     ])
 
 
-def rules_section(rules: Sequence[Any]) -> str:
+def rules_section(rules: Sequence[JSON]) -> str:
     lines = [RULES_HEADING]
     for rule in rules:
         lines.append(f"- {rule_text(rule)}")
     return "\n".join(lines)
 
 
-def rule_text(rule: Any) -> str:
+def rule_text(rule: JSON) -> str:
     """One active rule as a line: strings verbatim, dicts by their value/text field."""
     if isinstance(rule, str):
         return rule.replace("\n", " ")
@@ -156,7 +156,7 @@ def context_section(turn: TurnInput) -> str:
     return "\n".join(parts)
 
 
-def compose(turn: TurnInput, rules: Sequence[Any] | None) -> str:
+def compose(turn: TurnInput, rules: Sequence[JSON] | None) -> str:
     """The payload text. ``rules`` is ignored unless the turn's role is admin."""
     sections: list[str] = []
     if isinstance(turn.provenance, ScheduleProvenance):
@@ -169,11 +169,11 @@ def compose(turn: TurnInput, rules: Sequence[Any] | None) -> str:
     return payload
 
 
-def fetch_rules(host: Any, turn: TurnInput) -> list[Any]:
+def fetch_rules(host: Host, turn: TurnInput) -> list[JSON]:
     """The active rules for an admin turn through the ``plughost_active_rules`` hook (by code, every turn)."""
     if turn.role != "admin":
         return []
-    answer: dict[str, Any] | None = None
+    answer: JSONObject | None = None
     try:
         answer = host.first(hooks.ACTIVE_RULES, account_id=turn.account_id)
     except Exception as exc:  # a failing provider never blocks the turn
@@ -187,7 +187,7 @@ def fetch_rules(host: Any, turn: TurnInput) -> list[Any]:
     return rules
 
 
-def fetch_visitor_memory(host: Any, account_id: str, channel: str, visitor: str, conversation: str) -> list[str]:
+def fetch_visitor_memory(host: Host, account_id: str, channel: str, visitor: str, conversation: str) -> list[str]:
     """A returning visitor's own memory through the ``plughost_visitor_memory`` hook; a failing
     provider injects nothing and never blocks the turn."""
     try:

@@ -9,16 +9,27 @@ import asyncio
 import contextlib
 import functools
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TypeAlias
 
-from plughost import StateKey, log
+from plughost import Host, Node, StateKey, log
 from plughost.api.serving import leases, stop_of
 from plughost.plugins.channels.outbound import HTTP_CLIENT
-from plughost.plugins.channels.pipeline import GATEWAY, Inbound, gateway, inbound_from_node, stored_target
+from plughost.plugins.channels.pipeline import (
+    GATEWAY,
+    Delivery,
+    Gateway,
+    Inbound,
+    Turn,
+    gateway,
+    inbound_from_node,
+    stored_target,
+)
 from plughost.plugins.channels.settings import CHANNELS_RESUME, RESUME_BATCH
+from plughost.plugins.channels.wire import JSON, JSONObject
 
 
-async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
+async def retry_failed(host: Host, *, limit: int = 500) -> JSONObject:
     """Every reply Message with ``deliveryStatus=failed``, oldest first, sent again through its adapter."""
     gw = gateway(host)
     rows = await asyncio.to_thread(gw.store.find, guards=gw.guards(), labels=["Message"],
@@ -39,11 +50,14 @@ async def retry_failed(host: Any, *, limit: int = 500) -> dict[str, Any]:
     return {"retried": len(rows), "sent": sent, "failed": failed}
 
 
+Job: TypeAlias = "asyncio.Future[Turn] | asyncio.Future[Delivery]"
+"""A resumed turn, or a pending reply's delivery."""
+
 DEFAULT_BATCH = RESUME_BATCH.default
 COUNT_PAGE = 500
 
 
-def batch_size(env: Any) -> int:
+def batch_size(env: Mapping[str, str]) -> int:
     """``PLUGHOST_RESUME_BATCH``: turns taken per batch (default 100, 1..10000)."""
     return RESUME_BATCH.read(env)
 
@@ -62,7 +76,7 @@ class Backlog:
     holds the whole backlog in memory, and no cap leaves part of it behind.
     """
 
-    def __init__(self, gw: Any, started_ns: int) -> None:
+    def __init__(self, gw: Gateway, started_ns: int) -> None:
         self.gw = gw
         self.started_ns = started_ns
         self.skip: set[str] = set()  # never taken here: busy, scheduled, or a reply its turn re-records
@@ -71,7 +85,7 @@ class Backlog:
         self.busy = 0
         self._alive: dict[str, bool] = {}
 
-    def _owner_alive(self, token: Any) -> bool:
+    def _owner_alive(self, token: JSON) -> bool:
         if token == self.gw.claims.token:
             return False
         key = str(token)
@@ -80,16 +94,16 @@ class Backlog:
         return self._alive[key]
 
     @staticmethod
-    def turn_of(node: Any, which: tuple[dict[str, Any], str]) -> str:
+    def turn_of(node: Node, which: tuple[JSONObject, str]) -> str:
         """The inbound whose turn a row belongs to (a pending reply's is the one it answers)."""
         return str(node.properties.get("inReplyTo") or node.id) if which is PENDING else str(node.id)
 
-    def _held(self, rows: list[Any], which: tuple[dict[str, Any], str]) -> set[str]:
+    def _held(self, rows: list[Node], which: tuple[JSONObject, str]) -> set[str]:
         """On a shared store, the turns among ``rows`` a live process holds (its lease)."""
         claims = self.gw.claims
         return claims.busy([self.turn_of(n, which) for n in rows]) if claims.shared else set()
 
-    def _busy(self, node: Any, which: tuple[dict[str, Any], str], held: set[str]) -> bool:
+    def _busy(self, node: Node, which: tuple[JSONObject, str], held: set[str]) -> bool:
         if self.gw.claims.shared:
             return self.turn_of(node, which) in held
         return self._owner_alive(node.properties.get("claimedBy"))
@@ -120,11 +134,11 @@ class Backlog:
         self._alive.clear()  # a busy process may be gone by the time its turns come up
         return out[0], out[1], busy
 
-    def take(self, want: int, which: tuple[dict[str, Any], str]) -> list[Any]:
+    def take(self, want: int, which: tuple[JSONObject, str]) -> list[Node]:
         """Claim up to ``want`` rows of ``which`` (oldest first) for this process."""
         where, order = which
         gw = self.gw
-        out: list[Any] = []
+        out: list[Node] = []
         with gw.claims.resume_lock():
             rows = gw.store.find(guards=gw.guards(), labels=["Message"], where=where, order_by=order,
                                  descending=False, limit=want + len(self.skip) + len(self.inflight))
@@ -160,7 +174,7 @@ class Backlog:
         self._alive.clear()
         return out
 
-    def _take_shared(self, node: Any, which: tuple[dict[str, Any], str]) -> bool:
+    def _take_shared(self, node: Node, which: tuple[JSONObject, str]) -> bool:
         """Take the turn's lease (a takeover when its holder's ran out), then check the row is still
         to do: another server may have finished it between the read and the take."""
         gw, turn = self.gw, self.turn_of(node, which)
@@ -172,20 +186,20 @@ class Backlog:
             return False
         return True
 
-    def _rerun(self, inbound_id: Any) -> bool:
+    def _rerun(self, inbound_id: JSON) -> bool:
         if not isinstance(inbound_id, str):
             return False
         node = self.gw.store.get(inbound_id, guards=self.gw.guards())
         return node is not None and node.properties.get("status") == "received"
 
 
-def _reply_inbound(node: Any) -> Inbound:
+def _reply_inbound(node: Node) -> Inbound:
     p = node.properties
     return Inbound(channel=str(p.get("channel")), sender=str(p.get("recipient")), text="",
                    platform_id=f"resume:{node.id}", target=stored_target(p.get("target")))
 
 
-async def _deliver_taken(gw: Any, msg: Inbound, node: Any, turn: str) -> Any:
+async def _deliver_taken(gw: Gateway, msg: Inbound, node: Node, turn: str) -> Delivery:
     """Deliver a pending reply the resume took; on a shared store its turn's lease then goes."""
     try:
         return await gw.deliver(msg, node.id, str(node.properties.get("text") or ""))
@@ -193,16 +207,18 @@ async def _deliver_taken(gw: Any, msg: Inbound, node: Any, turn: str) -> Any:
         await gw.finish_turn(turn)
 
 
-def _status(task: asyncio.Future[Any]) -> str:
+def _status(task: Job) -> str:
     if task.cancelled():
         return "not-started"  # the process is stopping: the next start resumes it
     if task.exception() is not None:
         return "failed"
     outcome = task.result()
-    return getattr(outcome, "status", None) or ("sent" if outcome.get("ok") else "send-failed")
+    if isinstance(outcome, Turn):
+        return outcome.status
+    return "sent" if outcome.get("ok") else "send-failed"
 
 
-async def resume(host: Any, *, batch: int | None = None, quiet: bool = False) -> dict[str, Any]:
+async def resume(host: Host, *, batch: int | None = None, quiet: bool = False) -> JSONObject:
     """Run every unfinished turn of a gone process, oldest first, ``batch`` at a time; the counts.
 
     Pending replies are delivered first (only delivered), then the turns run from the start
@@ -225,10 +241,10 @@ async def resume(host: Any, *, batch: int | None = None, quiet: bool = False) ->
     log("channels", "op=resume", unanswered=unanswered, pending=pending, busy=busy, batch=size)
     counts = {"resumed": 0, "delivered": 0}
     statuses: dict[str, int] = {}
-    tasks: set[asyncio.Future[Any]] = set()
+    tasks: set[Job] = set()
     room = asyncio.Event()
 
-    def finished(node_id: str, task: asyncio.Future[Any]) -> None:
+    def finished(node_id: str, task: Job) -> None:
         backlog.inflight.discard(node_id)
         tasks.discard(task)
         status = _status(task)
@@ -249,6 +265,7 @@ async def resume(host: Any, *, batch: int | None = None, quiet: bool = False) ->
                 break
             batches += 1
             for node in nodes:
+                task: Job
                 if which is INBOUND:
                     msg = inbound_from_node(node.properties)
                     task = gw.lanes.submit(msg.sender_key, functools.partial(gw.process, msg, node.id))
@@ -270,7 +287,7 @@ async def resume(host: Any, *, batch: int | None = None, quiet: bool = False) ->
     return {**outcome, "statuses": statuses}
 
 
-async def resume_unanswered(host: Any, *, batch: int | None = None) -> dict[str, Any]:
+async def resume_unanswered(host: Host, *, batch: int | None = None) -> JSONObject:
     """``plughost channels retry``: resume and wait until every taken turn ran and the lanes drained."""
     try:
         return await resume(host, batch=batch)
@@ -278,10 +295,10 @@ async def resume_unanswered(host: Any, *, batch: int | None = None) -> dict[str,
         await drain(host)
 
 
-RESUME: StateKey[Any] = StateKey("channels.resume")
+RESUME: StateKey[asyncio.Future[None]] = StateKey("channels.resume")
 
 
-def start_resume(host: Any) -> None:
+def start_resume(host: Host) -> None:
     """``plughost_startup``: queue the unfinished turns on the serving loop (from the hook's worker thread)."""
     import anyio.from_thread
 
@@ -310,7 +327,7 @@ def start_resume(host: Any) -> None:
 SWEEP_POLL_S = 0.5
 
 
-async def sweep(host: Any) -> None:
+async def sweep(host: Host) -> None:
     """On a shared store, resume again every half lease: turns a dead server held are taken over once
     their lease ran out, by whichever server sweeps first (``[lease] op=takeover``). Ends with the server."""
     shared = await asyncio.to_thread(leases, host)
@@ -332,7 +349,7 @@ async def sweep(host: Any) -> None:
             log("channels", "op=resume-failed", error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
 
 
-async def drain(host: Any) -> None:
+async def drain(host: Host) -> None:
     """Finish queued turns and close the shared HTTP client (the loop is still running)."""
     gw = host.state.get(GATEWAY)
     if gw is not None:

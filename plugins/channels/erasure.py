@@ -12,24 +12,25 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from plughost import Host
 from plughost.api.payload import config_dir_source
 from plughost.plugins.channels import scheduler
 from plughost.plugins.channels.identity import account_dir
 from plughost.plugins.channels.runner import agent_sessions_of
+from plughost.plugins.channels.wire import JSON, JSONObject
 
 SENDER_CHANNELS = ("webchat", "telegram", "whatsapp")  # a --visitor id names no channel: try each
 
 
-def _write_json(path: Path, data: Any) -> None:
+def _write_json(path: Path, data: JSON) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False)
     os.replace(tmp, path)
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> JSON:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -52,14 +53,14 @@ def schedule(home: Path, account: str, senders: set[str], holds: Callable[[str],
     if not path.exists():
         return 0
 
-    def theirs(entry: dict[str, Any]) -> bool:
+    def theirs(entry: JSONObject) -> bool:
         return str(entry.get("to") or "") in senders or str(entry.get("chatId") or "") in senders or \
             holds(json.dumps(entry, ensure_ascii=False))
 
     if dry_run:
         return sum(theirs(e) for e in scheduler.read_entries(path))
 
-    def drop(entries: list[dict[str, Any]]) -> int:
+    def drop(entries: list[JSONObject]) -> int:
         keep = [e for e in entries if not theirs(e)]
         gone = len(entries) - len(keep)
         entries[:] = keep
@@ -93,7 +94,7 @@ def sessions(home: Path, account: str, config_dir: Path | None, senders: set[str
     return len(gone), len(files)
 
 
-def erase(host: Any, account: str, senders: list[str], holds: Callable[[str], bool], dry_run: bool,
+def erase(host: Host, account: str, senders: list[str], holds: Callable[[str], bool], dry_run: bool,
           tally: Counter[str]) -> None:
     who = {s for s in senders if s}
     tally["aliases"] += aliases(host.home, account, who, holds, dry_run)

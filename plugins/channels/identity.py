@@ -19,10 +19,10 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from plughost import UserError, log
 from plughost.api.accounts import admin_ids, read_account_json
+from plughost.plugins.channels.wire import JSON, JSONObject
 
 _alias_lock = threading.Lock()
 
@@ -35,7 +35,7 @@ class Identity:
     fallback: bool = False
 
 
-def normalize_phone(value: Any) -> str | None:
+def normalize_phone(value: JSON) -> str | None:
     """Digits only (``+44 7700-900 123`` → ``447700900123``); None when it holds no digits."""
     if value is None:
         return None
@@ -47,7 +47,7 @@ def account_dir(home: Path, account_id: str) -> Path:
     return home / "accounts" / account_id
 
 
-def _read_json(path: Path, what: str) -> Any:
+def _read_json(path: Path, what: str) -> JSON:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -56,12 +56,12 @@ def _read_json(path: Path, what: str) -> Any:
         raise UserError(f"{path}: invalid {what}: {str(exc).splitlines()[0]}") from None
 
 
-def load_account(home: Path, account_id: str) -> dict[str, Any]:
+def load_account(home: Path, account_id: str) -> JSONObject:
     """The account's settings through the host's one account.json reader (a missing file: none)."""
     return read_account_json(account_dir(home, account_id) / "account.json", missing_ok=True)
 
 
-def load_users(home: Path, account_id: str) -> list[dict[str, Any]]:
+def load_users(home: Path, account_id: str) -> list[JSONObject]:
     for path in (account_dir(home, account_id) / "users.json", home / "users.json"):
         data = _read_json(path, "users.json")
         if data is None:

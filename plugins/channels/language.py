@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from plughost import log
+
+if TYPE_CHECKING:
+    from py3langid.langid import LanguageIdentifier
 
 UNDETERMINED = "und"
 MIN_WORDS = 2
 MIN_CONFIDENCE = 0.4
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _LOCK = threading.Lock()
-_IDENTIFIER: list[Any] = []  # [identifier] once loaded, [None] when the library is missing
+_IDENTIFIER: list[LanguageIdentifier | None] = []  # [identifier] once loaded, [None] when the library is missing
 
 
-def _identifier() -> Any:
+def _identifier() -> LanguageIdentifier | None:
     if not _IDENTIFIER:
         with _LOCK:
             if not _IDENTIFIER:

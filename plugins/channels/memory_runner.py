@@ -19,15 +19,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from plughost import AgentTurn, Host, MemoryHit, Node, log
+from plughost import AgentTurn, Host, MemoryHit, Node, Principal, log
 from plughost.api import hooks
 from plughost.api.credentials import conversation_secret
 from plughost.api.store import resolve_conversation_id
 from plughost.plugins.channels.brand import GREETING, product_name
 from plughost.plugins.channels.runner import RunnerError
 from plughost.plugins.channels.settings import AGENT_MIN_MATCH
+from plughost.plugins.channels.wire import JSON, JSONObject
 
 FOLLOW_UP_TOOL = "work-create"
 SEARCH_LIMIT = 30
@@ -278,7 +278,7 @@ def remembered_name(memory: list[str]) -> str | None:
     return None
 
 
-def _inputs(node: Any) -> dict[str, Any]:
+def _inputs(node: Node) -> JSONObject:
     """A Task's ``inputs`` (stored as JSON text) as a map."""
     if node is None:
         return {}
@@ -332,7 +332,7 @@ class MemoryRunner:
 
     async def run(self, session_id: str, turn: AgentTurn) -> str:
         question = (turn.text or turn.prompt).strip()
-        role = turn.role
+        reader = self.reader(turn)
         # what this visitor told us before (the pipeline's visitor memory), never on an owner's turn
         memory = list(turn.visitor_memory) if not turn.admin else []
         if is_greeting(question):
@@ -348,7 +348,7 @@ class MemoryRunner:
             personal = await asyncio.to_thread(self.about_them, question, memory, turn)
             if personal is not None:
                 return personal
-        reply = await asyncio.to_thread(self.answer, question, role)
+        reply = await asyncio.to_thread(self.answer, question, reader)
         with self.pending_lock:
             self.pending.pop(session_id, None)
         if reply == DONT_KNOW and not turn.admin:
@@ -429,7 +429,7 @@ class MemoryRunner:
                 conversation=(conversation or "")[5:13] or None)
         return JOINED.format(contact=contact)
 
-    def call_task_tool(self, name: str, args: dict[str, Any]) -> Any:
+    def call_task_tool(self, name: str, args: JSONObject) -> JSON:
         owners = [c.plugin for c in self.host.collect(hooks.TOOLS) if c.item.name == name]
         if not owners:
             raise RunnerError(f"not-configured: no plugin serves {name}")
@@ -469,7 +469,7 @@ class MemoryRunner:
         if turn.visitor_key:
             inputs["visitorKey"] = turn.visitor_key
         try:
-            args: dict[str, Any] = {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
+            args: JSONObject = {"kind": "follow-up", "title": f"Answer a visitor: {(question or message)[:120]}",
                                     "inputs": inputs}
             if conversation is not None:
                 args["conversationId"] = conversation
@@ -490,14 +490,22 @@ class MemoryRunner:
                                        channel, sender)
         return conv if self.host.store().get(conv, guards=self.host.principal.guards) is not None else None
 
-    def answer(self, question: str, role: str) -> str:
+    @staticmethod
+    def reader(turn: AgentTurn) -> Principal:
+        """Who reads the business's knowledge for ``turn``: an admin's turn its own principal (the
+        whole account), a visitor's the account's public visitor (public memory only, confined to no
+        conversation: an answer comes from knowledge, never from what a visitor said)."""
+        return turn.principal if turn.admin else turn.principal.visitor()
+
+    def answer(self, question: str, principal: Principal) -> str:
+        """The reply to ``question`` from what ``principal`` may read (:meth:`reader`)."""
         words = content_words(question)
         kind = fact_kind(question)
         if kind is not None:
-            fact = self.fact(kind, question, role)
+            fact = self.fact(kind, question, principal)
             if fact is not None:
                 return fact
-        ranked = self.passages(question, role) if words else []
+        ranked = self.passages(question, principal) if words else []
         match = ranked[0][0] if ranked else 0.0
         if not ranked or match < self.min_match:
             log("channels", "op=memory-answer", outcome="dont-know", match=round(match, 2))
@@ -506,10 +514,10 @@ class MemoryRunner:
         log("channels", "op=memory-answer", outcome="answer", match=round(match, 2), source=chosen.node_id)
         return f"{trim(chosen.text, words)}\n{SOURCE.format(source=chosen.source)}"
 
-    def fact(self, kind: str, question: str, role: str) -> str | None:
+    def fact(self, kind: str, question: str, principal: Principal) -> str | None:
         """The business's own phone, email or address: its entity's field (``telephone``, ``email``,
-        ``address``), else the first stored sentence that holds one; None when memory holds none."""
-        principal = self.host.principal if role == "admin" else self.host.principal.visitor()
+        ``address``), else the first stored sentence that holds one, as ``principal`` reads them;
+        None when memory holds none."""
         store = self.host.store()
         for label in BUSINESS_LABELS:
             for node in store.find(guards=principal.guards, labels=[label], limit=5):
@@ -523,7 +531,7 @@ class MemoryRunner:
         pattern = {"telephone": PHONE, "email": EMAIL, "address": ADDRESS}[kind]
         probe = {"telephone": "phone telephone call", "email": "email", "address": "address street located"}[kind]
         for text in (question, probe):
-            for hit in self.search(text, role):
+            for hit in self.search(text, principal):
                 p = Passage.of(hit)
                 if set(p.labels) & NOT_KNOWLEDGE or not p.text:
                     continue
@@ -534,15 +542,15 @@ class MemoryRunner:
                         return f"{sentence}\n{SOURCE.format(source=p.source)}"
         return None
 
-    def passages(self, question: str, role: str) -> list[tuple[float, Passage]]:
-        """Knowledge passages for the question under the role's guards, best first, with their coverage.
+    def passages(self, question: str, principal: Principal) -> list[tuple[float, Passage]]:
+        """Knowledge passages for the question as ``principal`` reads them, best first, with their coverage.
 
         A passage answers only when it covers enough of the question's content words *and* is not a
         match on one incidental word: with two content words or more it holds at least two of them,
         and a specific word of the question that no candidate passage holds at all ("nut-free
         cakes" where memory knows no nuts) means memory does not know."""
         words = content_words(question)
-        found = [p for p in map(Passage.of, self.search(question, role))
+        found = [p for p in map(Passage.of, self.search(question, principal))
                  if not set(p.labels) & NOT_KNOWLEDGE and p.text]
         texts = [set(_words(f"{p.props.get('title', '')} {p.text}")) for p in found]
         specific = [q for q in words if q not in FILLER]
@@ -558,9 +566,8 @@ class MemoryRunner:
         scored.sort(key=lambda item: item[0], reverse=True)
         return [(key[0], p) for key, p in scored]
 
-    def search(self, question: str, role: str) -> list[MemoryHit]:
-        """The question searched as the sender: the owner's principal for an admin, else a visitor's."""
+    def search(self, question: str, principal: Principal) -> list[MemoryHit]:
+        """The question searched as ``principal`` (:meth:`reader`: the sender's)."""
         if not self.host.has_implementations(hooks.MEMORY_SEARCH):
             raise RunnerError("not-configured: no plugin searches memory (is the memory plugin disabled?)")
-        principal = self.host.principal if role == "admin" else self.host.principal.visitor()
         return self.host.memory_search(question[:1000], principal, limit=SEARCH_LIMIT)

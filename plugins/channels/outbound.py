@@ -11,15 +11,19 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
-from plughost import StateKey, log
+from plughost import Host, StateKey, log
 from plughost.plugins.channels.settings import (
     CHANNELS_HTTP_TIMEOUT,
     CHANNELS_MAX_RETRY_DELAY,
     CHANNELS_SEND_ATTEMPTS,
 )
+from plughost.plugins.channels.wire import JSONMapping, JSONObject
+
+if TYPE_CHECKING:
+    import httpx
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_ATTEMPTS = CHANNELS_SEND_ATTEMPTS.default
@@ -79,9 +83,9 @@ def chunks(text: str, limit: int = 4096) -> list[str]:
     return out
 
 
-async def send_parts(parts: list[str], send_one: Any) -> dict[str, Any]:
+async def send_parts(parts: list[str], send_one: Callable[[str], Awaitable[JSONObject]]) -> JSONObject:
     """Send the parts in order; the outcome of the first failure (with how many went out), else the last."""
-    outcome: dict[str, Any] = {"ok": True, "attempts": 0}
+    outcome: JSONObject = {"ok": True, "attempts": 0}
     attempts = 0
     for i, part in enumerate(parts):
         outcome = await send_one(part)
@@ -95,10 +99,10 @@ async def send_parts(parts: list[str], send_one: Any) -> dict[str, Any]:
     return outcome
 
 
-HTTP_CLIENT: StateKey[Any] = StateKey("channels.http")
+HTTP_CLIENT: StateKey[httpx.AsyncClient] = StateKey("channels.http")
 
 
-def client(host: Any) -> Any:
+def client(host: Host) -> httpx.AsyncClient:
     """One shared httpx.AsyncClient per host (connection pooling), with explicit timeouts."""
     import httpx
 
@@ -110,8 +114,8 @@ def client(host: Any) -> Any:
     return host.state.set(HTTP_CLIENT, made)
 
 
-async def post_json(host: Any, url: str, payload: Mapping[str, Any], *, channel: str,
-                    headers: Mapping[str, str] | None = None, attempts: int | None = None) -> dict[str, Any]:
+async def post_json(host: Host, url: str, payload: JSONMapping, *, channel: str,
+                    headers: Mapping[str, str] | None = None, attempts: int | None = None) -> JSONObject:
     """POST JSON with retries. Never raises for HTTP or transport failures: returns the outcome."""
     import httpx
 

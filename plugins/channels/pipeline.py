@@ -21,16 +21,17 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
+import inspect
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypeAlias
 
-from plughost import AgentTurn, Guards, Principal, StateKey, log
+from plughost import AgentTurn, GraphStore, Guards, Host, Principal, StateKey, log
 from plughost.api import hooks
 from plughost.api.credentials import conversation_secret
 from plughost.api.hooks import run_agent
@@ -55,9 +56,15 @@ from plughost.plugins.channels.runner import (
 from plughost.plugins.channels.runner_choice import get_runner
 from plughost.plugins.channels.screening import screen
 from plughost.plugins.channels.settings import AGENT_CONCURRENCY
+from plughost.plugins.channels.wire import JSON, JSONMapping, JSONObject
 
 REFUSAL = "Sorry, I can't help with that request."
 AGENT_UNAVAILABLE = "Sorry, I can't answer right now. Please try again in a little while."
+
+Delivery: TypeAlias = JSONObject
+"""A reply's delivery outcome: ``{"ok": bool, "reason"?, "attempts"?, "platformId"?}`` (an adapter's ``send``)."""
+Send: TypeAlias = Callable[..., Awaitable[JSON] | JSON]
+"""A channel adapter's ``send(host, msg: Inbound, text) -> Delivery`` (:class:`plughost.ChannelAdapter`)."""
 BUSY = "I'm still answering your earlier messages; please wait for those replies before sending more."
 DELIVERING: contextvars.ContextVar[str | None] = contextvars.ContextVar("channels_delivering", default=None)
 """The stored reply Message an adapter's ``send`` is delivering (webchat keys its events on it)."""
@@ -107,7 +114,7 @@ class Inbound:
     name: str | None = None
     reply: ReplyContext | None = None
     media_notes: Sequence[str] = ()
-    target: Mapping[str, Any] = field(default_factory=dict)  # how to address the reply (chat id ...)
+    target: JSONMapping = field(default_factory=dict)  # how to address the reply (chat id ...)
     provenance: ScheduleProvenance | None = None  # only the scheduler's dispatcher sets this
     visitor_key: str | None = None  # webchat: the hash of the browser's visitor token (never the token)
 
@@ -135,10 +142,10 @@ class Turn:
     status: str  # answered | refused | agent-failed | held (the owner holds the conversation)
     reply: str | None = None
     payload: str | None = None
-    delivery: Any = None
+    delivery: Delivery | None = None
 
 
-def _well_formed_value(value: Any) -> Any:
+def _well_formed_value(value: JSON) -> JSON:
     """``value`` with every string in it well formed, nested ones (a reply target's ids) included:
     the embedded store keeps JSON escapes of lone surrogates, Neo4j's driver cannot encode them."""
     if isinstance(value, str):
@@ -169,7 +176,7 @@ _KEYED: dict[tuple[str, str, str, str], str] = {}
 (an id from before ids were keyed is looked up each time)."""
 
 
-def conversation_id(host: Any, account: str, channel: str, sender: str) -> str:
+def conversation_id(host: Host, account: str, channel: str, sender: str) -> str:
     """The Conversation id of a channel's sender (docs/channels.md#conversation-ids): the stored one
     (keyed, or from before ids were keyed), else the keyed id under the account's conversation-id
     key, created 0600 in its credentials folder on first use."""
@@ -189,7 +196,7 @@ def conversation_id(host: Any, account: str, channel: str, sender: str) -> str:
 class Gateway:
     """The per-host pipeline state: the store, the sender lanes, the adapters' senders."""
 
-    def __init__(self, host: Any) -> None:
+    def __init__(self, host: Host) -> None:
         self.host = host
         self.account_id = host.principal.account or ""
         self._persist_lock = threading.Lock()
@@ -198,15 +205,15 @@ class Gateway:
         self._lanes: KeyedSerializer | None = None
         self.loop: asyncio.AbstractEventLoop | None = None  # where the turns run (set by the first accept)
         self.aliases = ident.AliasCache(host.home, self.account_id) if self.account_id else None
-        self.senders: dict[str, Any] = {}
+        self.senders: dict[str, Send | None] = {}
         self._slots: asyncio.Semaphore | None = None
         # the webhook's critical path (persist) never queues behind turn work in the default pool
         self._persist_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="channels-persist")
         self.stopping = False
-        self._agents: set[asyncio.Future[Any]] = set()  # agent runs in progress
+        self._agents: set[asyncio.Future[str]] = set()  # agent runs in progress
         self._interrupting = False
         self.interrupted = 0  # turns a stopping process left `received`
-        self.wound_down: asyncio.Future[Any] | None = None
+        self.wound_down: asyncio.Future[None] | None = None
         stop_of(host).on_stop(self._on_stop)
 
     @property
@@ -223,7 +230,7 @@ class Gateway:
         return self.account_id
 
     @property
-    def store(self) -> Any:
+    def store(self) -> GraphStore:
         return self.host.store()
 
     def guards(self) -> Guards:
@@ -264,7 +271,7 @@ class Gateway:
         """The Conversation id of the message's channel and sender (:func:`conversation_id`)."""
         return conversation_id(self.host, self.require_account(), msg.channel, msg.sender)
 
-    def sender_for(self, channel: str) -> Any:
+    def sender_for(self, channel: str) -> Send | None:
         if channel not in self.senders:
 
             for c in self.host.collect(hooks.CHANNEL_ADAPTERS):
@@ -311,7 +318,7 @@ class Gateway:
         whatever the hook does)."""
         self.host.call_each(hooks.MESSAGES_STORED, account_id=self.account_id, message_ids=[mid])
 
-    def _write_message(self, msg: Inbound, mid: str, conv: str, labels: list[str], props: dict[str, Any]) -> None:
+    def _write_message(self, msg: Inbound, mid: str, conv: str, labels: list[str], props: JSONObject) -> None:
         """One transaction: the Message, the Conversation MERGE and the HAS_MESSAGE edge.
 
         Webchat stores the Message alone until the user's second message; that one creates the
@@ -319,7 +326,7 @@ class Gateway:
         """
         # every stored string well formed: a platform id or sender may carry a lone surrogate escape
         clean = {k: _well_formed_value(v) for k, v in props.items() if v is not None}
-        row: dict[str, Any] = {"id": mid, "labels": labels, "properties": clean}
+        row: JSONObject = {"id": mid, "labels": labels, "properties": clean}
         targets = [mid]
         if msg.channel == "webchat" and not self._conversation_exists(conv):
             earlier = self.store.find(guards=self.guards(), labels=labels[-1:], where={"conversationId": conv},
@@ -335,14 +342,14 @@ class Gateway:
     def _conversation_exists(self, conv: str) -> bool:
         return self.store.get(conv, guards=self.guards()) is not None
 
-    def _conversation_row(self, msg: Inbound, conv: str) -> dict[str, Any]:
-        props: dict[str, Any] = {"channel": msg.channel, "sender": msg.sender, "lastMessageAt": now_iso()}
+    def _conversation_row(self, msg: Inbound, conv: str) -> JSONObject:
+        props: JSONObject = {"channel": msg.channel, "sender": msg.sender, "lastMessageAt": now_iso()}
         if not self._conversation_exists(conv):
             props.update(startedAt=now_iso(), scope="admin", title=f"{msg.channel} {msg.name or msg.sender}",
                          sessionId=session_id_for(self.account_id, msg.sender_key))
         return {"id": conv, "labels": ["Conversation"], "properties": _well_formed_value(props)}
 
-    def update_message(self, msg: Inbound, mid: str, props: Mapping[str, Any]) -> None:
+    def update_message(self, msg: Inbound, mid: str, props: JSONMapping) -> None:
         """Change a stored Message."""
         with self._persist_lock:
             if self.store.get(mid, guards=self.guards(), include_deleted=True) is not None:
@@ -454,12 +461,12 @@ class Gateway:
             self.update_message_by_id(mid, {"claimedBy": claims.token})
         return True
 
-    def update_message_by_id(self, mid: str, props: Mapping[str, Any]) -> None:
+    def update_message_by_id(self, mid: str, props: JSONMapping) -> None:
         with self._persist_lock:
             self.store.upsert_node(["Message"], dict(props),
                                    guards=self.system_guards(), node_id=mid)
 
-    def _turn_done(self, _task: Any) -> None:
+    def _turn_done(self, _task: asyncio.Future[Turn]) -> None:
         self.queued -= 1
 
     # ---------------------------------------------------------------- bounded stop
@@ -608,7 +615,7 @@ class Gateway:
         return Turn(mid, role, "answered", answer, text, delivery)
 
     async def reply(self, msg: Inbound, inbound_id: str, text: str, *, kind: str, principal: Principal | None = None,
-                    status: Mapping[str, Any] | None = None) -> Any:
+                    status: JSONMapping | None = None) -> Delivery:
         """Record the reply (pending), mark the inbound done, then send it and record the outcome.
 
         That order leaves no gap where a stop loses an answer: until the inbound's status moves on
@@ -625,20 +632,21 @@ class Gateway:
         finally:
             DELIVERING_KIND.reset(token)
 
-    async def deliver(self, msg: Inbound, rid: str, text: str) -> Any:
+    async def deliver(self, msg: Inbound, rid: str, text: str) -> Delivery:
         send = self.sender_for(msg.channel)
         if send is None:
-            outcome: dict[str, Any] = {"ok": False, "reason": f"no-adapter:{msg.channel}"}
+            outcome: JSONObject = {"ok": False, "reason": f"no-adapter:{msg.channel}"}
         else:
             token = DELIVERING.set(rid)
             try:
-                outcome = await send(self.host, msg, text)
+                sent = send(self.host, msg, text)
+                outcome = await sent if inspect.isawaitable(sent) else sent
             except Exception as exc:
                 outcome = {"ok": False, "reason": f"send-error:{str(exc).splitlines()[0][:200]}"}
             finally:
                 DELIVERING.reset(token)
         outcome = outcome if isinstance(outcome, dict) else {"ok": bool(outcome)}
-        props: dict[str, Any] = {"deliveryStatus": "sent" if outcome.get("ok") else "failed",
+        props: JSONObject = {"deliveryStatus": "sent" if outcome.get("ok") else "failed",
                                  "deliveryAttempts": outcome.get("attempts"),
                                  "platformMessageId": outcome.get("platformId"),
                                  "failureReason": None if outcome.get("ok") else outcome.get("reason", "unknown")}
@@ -698,7 +706,7 @@ class Gateway:
             self._claims.release()
 
 
-def stored_target(value: Any) -> dict[str, Any]:
+def stored_target(value: JSON) -> JSONObject:
     """A stored Message's ``target`` as a map: Neo4j keeps a nested map as JSON text (the embedded
     store keeps the map), so a turn resumed from Neo4j still knows where its reply goes."""
     if isinstance(value, str):
@@ -709,7 +717,7 @@ def stored_target(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
+def inbound_from_node(props: JSONMapping) -> Inbound:
     """Rebuild a stored inbound Message as an :class:`Inbound` (to resume a turn that never ran)."""
     reply = None
     if props.get("quotedId") or props.get("quotedText"):
@@ -724,13 +732,13 @@ def inbound_from_node(props: Mapping[str, Any]) -> Inbound:
 GATEWAY: StateKey[Gateway] = StateKey("channels.gateway")
 
 
-def gateway(host: Any) -> Gateway:
+def gateway(host: Host) -> Gateway:
     """The host's gateway (one per host)."""
     return host.state.setdefault(GATEWAY, lambda: Gateway(host))
 
 
-async def dispatch_scheduled(host: Any, *, channel: str, sender: str, event: str, text: str,
-                             owner_user_id: str | None = None, target: Mapping[str, Any] | None = None,
+async def dispatch_scheduled(host: Host, *, channel: str, sender: str, event: str, text: str,
+                             owner_user_id: str | None = None, target: JSONMapping | None = None,
                              platform_id: str | None = None) -> Turn:
     """The scheduler's dispatcher: the only code that stamps a :class:`ScheduleProvenance`.
 

@@ -21,7 +21,7 @@ import shlex
 import signal
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from plughost import AgentTurn
 from plughost.api.principals import child_env
@@ -143,7 +143,7 @@ class KeyedSerializer:
     """Jobs with one key run strictly in submission order; different keys run concurrently."""
 
     def __init__(self) -> None:
-        self._tails: dict[str, asyncio.Future[Any]] = {}  # any one job's result
+        self._tails: dict[str, asyncio.Task[object]] = {}  # any one job's result
         self._counts: dict[str, int] = {}  # jobs submitted and not finished, per key
         self.stopping = False
         self.skipped = 0  # jobs a stopping process did not start

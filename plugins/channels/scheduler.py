@@ -22,13 +22,16 @@ import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
-from plughost import StateKey, UserError, log
+from plughost import Host, StateKey, UserError, log
 from plughost.api.accounts import account_dir
 from plughost.api.serving import stop_of
 from plughost.api.util import parse_time
 from plughost.plugins.channels.pipeline import dispatch_scheduled
+from plughost.plugins.channels.wire import JSON, JSONObject
+
+T = TypeVar("T")
 
 CHANNELS = ("telegram", "whatsapp")
 POLL_S = 1.0
@@ -51,7 +54,7 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def read_entries(path: Path) -> list[dict[str, Any]]:
+def read_entries(path: Path) -> list[JSONObject]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -63,13 +66,13 @@ def read_entries(path: Path) -> list[dict[str, Any]]:
     return [e for e in data if isinstance(e, dict)]
 
 
-def _write(path: Path, entries: list[dict[str, Any]]) -> None:
+def _write(path: Path, entries: list[JSONObject]) -> None:
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(entries, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
-def update(path: Path, change: Callable[[list[dict[str, Any]]], Any]) -> Any:
+def update(path: Path, change: Callable[[list[JSONObject]], T]) -> T:
     """Read, change and write the schedule under its lock; returns what ``change`` returns."""
     with _locked(path):
         entries = read_entries(path)
@@ -106,7 +109,7 @@ def parse_when(at: str | None, after: float | None, now: datetime | None = None)
 
 
 def add_entry(home: Path, account: str, *, channel: str, to: str, event: str, text: str, when: datetime,
-              owner: str | None = None, chat_id: str | None = None) -> dict[str, Any]:
+              owner: str | None = None, chat_id: str | None = None) -> JSONObject:
     if channel not in CHANNELS:
         raise UserError(f"--channel: expected one of {', '.join(CHANNELS)} (got {channel!r})")
     entry = {"id": f"sch-{secrets.token_hex(8)}", "channel": channel, "to": to, "event": event, "text": text,
@@ -116,7 +119,7 @@ def add_entry(home: Path, account: str, *, channel: str, to: str, event: str, te
     return entry
 
 
-def _due(entry: dict[str, Any], now: datetime) -> bool:
+def _due(entry: JSONObject, now: datetime) -> bool:
     if entry.get("status") != PENDING:
         return False
     try:
@@ -125,10 +128,10 @@ def _due(entry: dict[str, Any], now: datetime) -> bool:
         return False
 
 
-def claim_due(path: Path, now: datetime) -> list[dict[str, Any]]:
+def claim_due(path: Path, now: datetime) -> list[JSONObject]:
     """Mark every due pending entry ``dispatching`` (durably, before any turn runs) and return them."""
 
-    def change(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def change(entries: list[JSONObject]) -> list[JSONObject]:
         claimed = []
         for entry in entries:
             if _due(entry, now):
@@ -145,7 +148,7 @@ def claim_due(path: Path, now: datetime) -> list[dict[str, Any]]:
 def reclaim_interrupted(path: Path) -> int:
     """Entries a stopped server claimed but never finished go back to pending (their message id dedups)."""
 
-    def change(entries: list[dict[str, Any]]) -> int:
+    def change(entries: list[JSONObject]) -> int:
         n = 0
         for entry in entries:
             if entry.get("status") == DISPATCHING:
@@ -156,8 +159,8 @@ def reclaim_interrupted(path: Path) -> int:
     return update(path, change) if path.exists() else 0
 
 
-def finish(path: Path, entry_id: str, **fields: Any) -> None:
-    def change(entries: list[dict[str, Any]]) -> None:
+def finish(path: Path, entry_id: str, **fields: JSON) -> None:
+    def change(entries: list[JSONObject]) -> None:
         for entry in entries:
             if entry.get("id") == entry_id:
                 entry.update({k: v for k, v in fields.items() if v is not None})
@@ -165,7 +168,7 @@ def finish(path: Path, entry_id: str, **fields: Any) -> None:
     update(path, change)
 
 
-async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
+async def fire(host: Host, path: Path, entry: JSONObject) -> None:
     """One entry's turn; its outcome is written back to the schedule."""
     target = {"chat_id": entry.get("chatId") or entry["to"]} if entry["channel"] == "telegram" else {"to": entry["to"]}
     try:
@@ -200,7 +203,7 @@ async def fire(host: Any, path: Path, entry: dict[str, Any]) -> None:
                             messageId=turn.message_id, turnStatus=turn.status, delivered=delivered)
 
 
-async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
+async def run_scheduler(host: Host, stop: asyncio.Event) -> None:
     """Fire due entries until ``stop`` is set (checked at least every :data:`POLL_S` seconds)."""
     account = host.principal.account
     if not account:
@@ -230,10 +233,11 @@ async def run_scheduler(host: Any, stop: asyncio.Event) -> None:
 
 
 
-SCHEDULER: StateKey[tuple[Any, Any, Any]] = StateKey("channels.scheduler")
+SCHEDULER: StateKey[tuple[asyncio.AbstractEventLoop, asyncio.Event, asyncio.Future[None]]] = StateKey(
+    "channels.scheduler")
 """(loop, stop event, task) of the running scheduler."""
 
-def start(host: Any) -> None:
+def start(host: Host) -> None:
     """From the startup hook (a worker thread of the server's loop): run the scheduler on that loop."""
     import anyio.from_thread
 
@@ -249,7 +253,7 @@ def start(host: Any) -> None:
     asyncio.run_coroutine_threadsafe(begin(), loop).result(10)
 
 
-def stop(host: Any) -> None:
+def stop(host: Host) -> None:
     """From the shutdown hook: let the loop finish the turns it started, then return."""
     started = host.state.pop(SCHEDULER)
     if started is None:

@@ -13,11 +13,11 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from plughost import log
+from plughost import Host, log
 from plughost.api import hooks
 from plughost.plugins.channels import language
+from plughost.plugins.channels.wire import JSONObject
 
 PROVIDER_TIMEOUT = 3.0
 SHORT_MESSAGE_WORDS = 5
@@ -63,7 +63,7 @@ class Screening:
     matches: list[str] = field(default_factory=list)
     ms: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {"verdict": self.verdict, "injection": self.injection, "intent": self.intent,
                 "lang": self.lang, "complexity": self.complexity, "fallthrough": self.fallthrough}
 
@@ -102,7 +102,7 @@ def local_screen(text: str) -> Screening:
     )
 
 
-def _merge(local: Screening, answer: dict[str, Any]) -> Screening:
+def _merge(local: Screening, answer: JSONObject) -> Screening:
     """Provider fields win, except a provider can never clear a local injection match."""
     out = Screening(**{**local.__dict__})
     out.provider = True
@@ -119,9 +119,9 @@ def _merge(local: Screening, answer: dict[str, Any]) -> Screening:
     return out
 
 
-def _call_provider(host: Any, message: dict[str, Any], timeout: float) -> tuple[dict[str, Any] | None, bool]:
+def _call_provider(host: Host, message: JSONObject, timeout: float) -> tuple[JSONObject | None, bool]:
     """Run the provider hook in a daemon thread; (answer, fell_through)."""
-    box: dict[str, Any] = {}
+    box: JSONObject = {}
 
     def target() -> None:
         try:
@@ -142,14 +142,14 @@ def _call_provider(host: Any, message: dict[str, Any], timeout: float) -> tuple[
     return answer, False
 
 
-def has_provider(host: Any) -> bool:
+def has_provider(host: Host) -> bool:
     try:
         return bool(host.has_implementations(hooks.SCREEN_MESSAGE))
     except AttributeError:
         return False
 
 
-def screen(host: Any, *, channel: str, text: str, sender: str, role: str,
+def screen(host: Host, *, channel: str, text: str, sender: str, role: str,
            timeout: float = PROVIDER_TIMEOUT) -> Screening:
     """Screen one message and log the ``[inbound-gateway]`` line."""
     t0 = time.perf_counter()

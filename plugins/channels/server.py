@@ -8,29 +8,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
+from plughost import Host, UserError
 from plughost.api import hooks
 from plughost.plugins.channels.outbound import HTTP_CLIENT
 from plughost.plugins.channels.pipeline import GATEWAY
 from plughost.plugins.channels.settings import CHANNELS_RESUME
 
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.routing import BaseRoute
 
-def build_app(host: Any) -> Any:
+
+def build_app(host: Host) -> Starlette:
     from starlette.applications import Starlette
     from starlette.routing import Mount
     from starlette.routing import Route as StarletteRoute
 
-    routes: list[Any] = []
+    routes: list[BaseRoute] = []
     for contribution in host.collect(hooks.CHANNEL_ADAPTERS):
         for r in contribution.item.routes:
             if r.app is not None:
                 routes.append(Mount(r.path, app=r.app))
+            elif r.endpoint is None:
+                raise UserError(f"route {r.path}: expected an endpoint or an app")
             else:
                 routes.append(StarletteRoute(r.path, r.endpoint, methods=list(r.methods), name=r.name))
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> Any:
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         from plughost.plugins.channels.delivery import drain, resume
         task = None
         if host.principal.account and CHANNELS_RESUME.read(host.env):
@@ -43,7 +51,7 @@ def build_app(host: Any) -> Any:
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-def close(host: Any) -> None:
+def close(host: Host) -> None:
     """Shutdown hook: drop per-process state (a client bound to a finished loop is discarded)."""
     gw = host.state.get(GATEWAY)
     if gw is not None:

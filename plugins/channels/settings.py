@@ -5,8 +5,6 @@ Each is read through its object (``AGENT_TIMEOUT.read(host.env)``): see :mod:`pl
 
 from __future__ import annotations
 
-from typing import Any
-
 from plughost import Setting
 from plughost.api.settings import declared
 
@@ -60,4 +58,4 @@ WHATSAPP_VERIFY_TOKEN: Setting[str | None] = Setting(
 WHATSAPP_API_BASE: Setting[str] = Setting(
     "PLUGHOST_WHATSAPP_API_BASE", "str", "https://graph.facebook.com/v21.0", "the WhatsApp Cloud API")
 
-ALL: tuple[Setting[Any], ...] = declared(vars())
+ALL = declared(vars())

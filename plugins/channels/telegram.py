@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import hmac
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-from plughost import ChannelAdapter, Route, log
+from plughost import ChannelAdapter, Host, Route, log
 from plughost.api.http import parse_json, read_body
 from plughost.plugins.channels.compose import ReplyContext
 from plughost.plugins.channels.outbound import chunks, post_json, send_parts
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
 from plughost.plugins.channels.settings import TELEGRAM_API_BASE, TELEGRAM_SECRET, TELEGRAM_TOKEN
+from plughost.plugins.channels.wire import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
 
 CHANNEL = "telegram"
 SECRET_HEADER = "x-telegram-bot-api-secret-token"
 
 
-def _error(status: int, error: str, detail: str) -> Any:
+def _error(status: int, error: str, detail: str) -> JSONResponse:
     from starlette.responses import JSONResponse
 
     return JSONResponse({"error": error, "detail": detail}, status_code=status)
@@ -33,18 +38,18 @@ def _error(status: int, error: str, detail: str) -> Any:
 MAX_BODY = 1024 * 1024  # Bot API updates are a few KiB; a big one is not from Telegram
 
 
-def _text(value: Any, limit: int = 200) -> str:
+def _text(value: JSON, limit: int = 200) -> str:
     """A scalar field as short text ('?' for anything else): a hostile update cannot make a note huge."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return "?"
     return str(value)[:limit]
 
 
-def _str_or_none(value: Any) -> str | None:
+def _str_or_none(value: JSON) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def media_notes(message: dict[str, Any]) -> list[str]:
+def media_notes(message: JSONObject) -> list[str]:
     notes = []
     photo = message.get("photo")
     if isinstance(photo, list) and photo:
@@ -62,20 +67,20 @@ def media_notes(message: dict[str, Any]) -> list[str]:
     return notes
 
 
-def sent_at_of(stamp: Any) -> str | None:
+def sent_at_of(stamp: JSON) -> str | None:
     """A Unix time as ISO-8601 UTC; None for anything that is not a plausible one (1e20, bools, text)."""
     if isinstance(stamp, bool) or not isinstance(stamp, int) or not 0 <= stamp < 32_503_680_000:  # < year 3000
         return None
     return datetime.fromtimestamp(stamp, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _scalar_id(value: Any, field: str) -> str:
+def _scalar_id(value: JSON, field: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, str)) or len(str(value)) > 64:
         raise ValueError(f"{field}: expected an integer or string id")
     return str(value)
 
 
-def parse_update(update: Any) -> Inbound | None:
+def parse_update(update: JSON) -> Inbound | None:
     """A Bot API ``Update`` → an :class:`Inbound` (None for updates that carry no message)."""
     if not isinstance(update, dict):
         raise ValueError("body: expected a Telegram Update object")
@@ -113,8 +118,8 @@ def parse_update(update: Any) -> Inbound | None:
     )
 
 
-def routes(host: Any) -> tuple[Route, ...]:
-    async def webhook(request: Any) -> Any:
+def routes(host: Host) -> tuple[Route, ...]:
+    async def webhook(request: Request) -> Response:
         from starlette.responses import JSONResponse
 
         secret = TELEGRAM_SECRET.read(host.env) or ""
@@ -142,7 +147,7 @@ def routes(host: Any) -> tuple[Route, ...]:
     return (Route("/channels/telegram/webhook", endpoint=webhook, methods=("POST",), name="telegram-webhook"),)
 
 
-async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
+async def send(host: Host, msg: Inbound, text: str) -> JSONObject:
     """``sendMessage``; a reply longer than Telegram's 4096-unit limit goes out in parts, in order."""
     token = TELEGRAM_TOKEN.read(host.env) or ""
     if not token:
@@ -150,8 +155,8 @@ async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     base = TELEGRAM_API_BASE.read(host.env).rstrip("/")
     chat_id = msg.target.get("chat_id", msg.sender)
 
-    async def one(part: str) -> dict[str, Any]:
-        body: dict[str, Any] = {"chat_id": chat_id, "text": part}
+    async def one(part: str) -> JSONObject:
+        body: JSONObject = {"chat_id": chat_id, "text": part}
         if msg.target.get("message_id") is not None:
             body["reply_parameters"] = {"message_id": msg.target["message_id"], "allow_sending_without_reply": True}
         out = await post_json(host, f"{base}/bot{token}/sendMessage", body, channel=CHANNEL)
@@ -163,5 +168,5 @@ async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     return await send_parts(chunks(text), one)
 
 
-def adapter(host: Any) -> ChannelAdapter:
+def adapter(host: Host) -> ChannelAdapter:
     return ChannelAdapter(CHANNEL, routes=routes(host), send=send)

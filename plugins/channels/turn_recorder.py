@@ -14,16 +14,16 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from plughost import Role, UserError, log
+from plughost import Host, Principal, Role, UserError, log
 from plughost.api import hooks
 from plughost.api.accounts import require_existing
 from plughost.api.principals import resolve
 from plughost.plugins.channels.turn_store import record
+from plughost.plugins.channels.wire import JSON, JSONMapping, JSONObject
 
 SKIP_REASONS = ("role-not-admin", "no-account", "unknown-account", "empty-stdin", "no-session", "missing-transcript",
                 "conversation-empty")
@@ -42,19 +42,19 @@ class _Turn:
     ts: str | None
     key: str | None = None  # the transcript's own id for the turn: a user record's uuid, an assistant message's id
     texts: list[str] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[JSONObject] = field(default_factory=list)
 
-    def render(self) -> dict[str, Any] | None:
+    def render(self) -> JSONObject | None:
         text = "\n".join(t for t in self.texts if t)
         if not text and not self.calls:
             return None
-        out: dict[str, Any] = {"role": self.role, "text": text, "ts": self.ts}
+        out: JSONObject = {"role": self.role, "text": text, "ts": self.ts}
         if self.calls:
             out["toolCalls"] = [{"tool": c["tool"], "input": c["input"], "output": c["output"]} for c in self.calls]
         return out
 
 
-def _blocks(content: Any) -> list[dict[str, Any]]:
+def _blocks(content: JSON) -> list[JSONObject]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if isinstance(content, list):
@@ -62,7 +62,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _tool_output(block: Mapping[str, Any]) -> Any:
+def _tool_output(block: JSONMapping) -> JSON:
     """A tool_result's content as a native value: a string, or the text of its text blocks."""
     content = block.get("content")
     if isinstance(content, list):
@@ -73,7 +73,7 @@ def _tool_output(block: Mapping[str, Any]) -> Any:
     return content
 
 
-def parse_lines(raw: bytes) -> Iterable[dict[str, Any] | None]:
+def parse_lines(raw: bytes) -> Iterable[JSONObject | None]:
     """Each JSONL line as a dict (None for a malformed line); bad UTF-8 is replaced, never fatal."""
     for line in raw.splitlines():
         if not line.strip():
@@ -86,18 +86,18 @@ def parse_lines(raw: bytes) -> Iterable[dict[str, Any] | None]:
         yield value if isinstance(value, dict) else None
 
 
-def walk(raw: bytes) -> tuple[list[dict[str, Any]], WalkStats]:
+def walk(raw: bytes) -> tuple[list[JSONObject], WalkStats]:
     """Transcript bytes → ordered turns (oldest first), per docs/channels.md#turn-recorder."""
     keyed, stats = walk_keyed(raw)
     return [turn for _, turn in keyed], stats
 
 
-def walk_keyed(raw: bytes) -> tuple[list[tuple[str, dict[str, Any]]], WalkStats]:
+def walk_keyed(raw: bytes) -> tuple[list[tuple[str, JSONObject]], WalkStats]:
     """:func:`walk`'s turns, each with a key stable across re-runs (its transcript id, else its place)."""
     stats = WalkStats()
     turns: list[_Turn] = []
     by_message_id: dict[str, _Turn] = {}
-    by_tool_id: dict[str, dict[str, Any]] = {}
+    by_tool_id: dict[str, JSONObject] = {}
     for rec in parse_lines(raw):
         if rec is None:
             stats.malformed += 1
@@ -123,7 +123,7 @@ def walk_keyed(raw: bytes) -> tuple[list[tuple[str, dict[str, Any]]], WalkStats]
     return keyed, stats
 
 
-def _assistant_turn(rec: Mapping[str, Any], msg: Mapping[str, Any], ts: str | None, turns: list[_Turn],
+def _assistant_turn(rec: JSONMapping, msg: JSONMapping, ts: str | None, turns: list[_Turn],
                     by_message_id: dict[str, _Turn]) -> _Turn:
     """The assistant turn a record adds to: the one of its message id (a message spans records), else a new one."""
     mid = msg.get("id")
@@ -136,7 +136,7 @@ def _assistant_turn(rec: Mapping[str, Any], msg: Mapping[str, Any], ts: str | No
     return turn
 
 
-def _assistant_blocks(turn: _Turn, blocks: list[dict[str, Any]], by_tool_id: dict[str, dict[str, Any]]) -> None:
+def _assistant_blocks(turn: _Turn, blocks: list[JSONObject], by_tool_id: dict[str, JSONObject]) -> None:
     """An assistant record's texts and tool calls, onto its turn (each call findable by its tool-use id)."""
     for b in blocks:
         if b.get("type") == "text" and isinstance(b.get("text"), str):
@@ -148,7 +148,7 @@ def _assistant_blocks(turn: _Turn, blocks: list[dict[str, Any]], by_tool_id: dic
                 by_tool_id[b["id"]] = call
 
 
-def _user_blocks(blocks: list[dict[str, Any]], by_tool_id: dict[str, dict[str, Any]]) -> list[str]:
+def _user_blocks(blocks: list[JSONObject], by_tool_id: dict[str, JSONObject]) -> list[str]:
     """A user record's texts; its tool results go onto the calls they answer."""
     texts: list[str] = []
     for b in blocks:
@@ -161,12 +161,12 @@ def _user_blocks(blocks: list[dict[str, Any]], by_tool_id: dict[str, dict[str, A
     return texts
 
 
-def _uuid(rec: Mapping[str, Any]) -> str | None:
+def _uuid(rec: JSONMapping) -> str | None:
     value = rec.get("uuid")
     return value if isinstance(value, str) and value else None
 
 
-def _skip(reason: str, **fields: Any) -> int:
+def _skip(reason: str, **fields: object) -> int:
     log("turn-recorder", "trigger-skipped", reason=reason, **fields)
     return 0
 
@@ -175,7 +175,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
+def record_turn(stdin: bytes, env: Mapping[str, str], host: Host | Callable[[], Host] | None = None) -> int:
     """The hook body. Returns 0 always; ``host`` (lazy) supplies the store when a turn is recorded."""
     try:
         return _record_turn(stdin, env, host)
@@ -184,7 +184,7 @@ def record_turn(stdin: bytes, env: Mapping[str, str], host: Any = None) -> int:
         return 0
 
 
-def _admin(env: Mapping[str, str]) -> Any:
+def _admin(env: Mapping[str, str]) -> Principal | int:
     """The acting principal when it is an admin session of an existing account, else the skip's 0."""
     principal = resolve(env)
     if principal.role is not Role.ADMIN_SESSION:
@@ -220,7 +220,7 @@ def _transcript(stdin: bytes) -> tuple[str, bytes] | int:
         return _skip("missing-transcript", sessionId=session_id)
 
 
-def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
+def _record_turn(stdin: bytes, env: Mapping[str, str], host: Host | Callable[[], Host] | None) -> int:
     principal = _admin(env)
     if isinstance(principal, int):
         return principal
@@ -245,7 +245,7 @@ def _record_turn(stdin: bytes, env: Mapping[str, str], host: Any) -> int:
     return 0
 
 
-def _store(host: Any, principal: Any, session_id: str, keyed: list[tuple[str, dict[str, Any]]]) -> None:
+def _store(host: Host, principal: Principal, session_id: str, keyed: list[tuple[str, JSONObject]]) -> None:
     """The walked turns into the store; the stored messages announced to ``messages_stored``."""
     started = time.perf_counter()
     try:
@@ -260,7 +260,7 @@ def _store(host: Any, principal: Any, session_id: str, keyed: list[tuple[str, di
         host.call_each(hooks.MESSAGES_STORED, account_id=principal.account, message_ids=done.new + done.changed)
 
 
-def cli_run(host: Any) -> int:
+def cli_run(host: Host) -> int:
     """``plughost record-turn``: stdin from the process, env from the host (or the process)."""
     try:
         data = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""

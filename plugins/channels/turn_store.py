@@ -19,9 +19,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from plughost import Guards
+from plughost import GraphStore, Guards
 from plughost.api.store import (
     CONVERSATION_LABEL,
     HAS_MESSAGE,
@@ -30,6 +29,7 @@ from plughost.api.store import (
     session_conversation,
 )
 from plughost.api.util import redact_text, redact_value
+from plughost.plugins.channels.wire import JSON, JSONObject
 
 CHANNEL = "claude-code"
 CALL_CHARS = 2000
@@ -50,25 +50,25 @@ def message_id(account: str, session_id: str, key: str) -> str:
                                                                                         "surrogatepass")).hexdigest()[:32]
 
 
-def _clip(value: Any) -> str:
+def _clip(value: JSON) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= CALL_CHARS else f"{text[:CALL_CHARS]}…[+{len(text) - CALL_CHARS} chars]"
 
 
-def _calls(calls: Sequence[dict[str, Any]]) -> str:
+def _calls(calls: Sequence[JSONObject]) -> str:
     """A turn's tool calls as redacted JSON text (``[{tool, input, output}]``)."""
     return json.dumps([{"tool": c.get("tool"), "input": _clip(redact_value(c.get("input"))),
                         "output": None if c.get("output") is None else _clip(redact_value(c.get("output")))}
                        for c in calls], ensure_ascii=False)
 
 
-def turn_properties(turn: dict[str, Any], conversation: str, session_id: str, index: int) -> dict[str, Any]:
+def turn_properties(turn: JSONObject, conversation: str, session_id: str, index: int) -> JSONObject:
     """The stored form of one walked turn (``{role, text, ts, toolCalls?}``)."""
     calls = turn.get("toolCalls") or []
     text = redact_text(turn.get("text") or "")
     if not text.strip() and calls:  # a turn that only called tools is still findable by them
         text = "(tools: " + ", ".join(str(c.get("tool")) for c in calls) + ")"
-    props: dict[str, Any] = {"role": turn["role"], "text": text, "conversationId": conversation,
+    props: JSONObject = {"role": turn["role"], "text": text, "conversationId": conversation,
                              "sentAt": turn.get("ts"), "sessionId": session_id, "channel": CHANNEL,
                              "sender": turn["role"], "scope": "admin", "source": "turn-recorder", "turnIndex": index}
     if calls:
@@ -76,12 +76,12 @@ def turn_properties(turn: dict[str, Any], conversation: str, session_id: str, in
     return {k: v for k, v in props.items() if v is not None}
 
 
-def record(store: Any, guards: Guards, session_id: str, turns: Sequence[tuple[str, dict[str, Any]]],
+def record(store: GraphStore, guards: Guards, session_id: str, turns: Sequence[tuple[str, JSONObject]],
            runner_session: str | None = None) -> Recorded:
     """Write the keyed turns (oldest first) that are new or changed, in one transaction."""
     account = guards.account_id
     conversation, created = session_conversation(store, guards, [s for s in (session_id, runner_session) if s])
-    rows: list[dict[str, Any]] = []
+    rows: list[JSONObject] = []
     new: list[str] = []
     changed: list[str] = []
     unchanged = 0
@@ -97,7 +97,7 @@ def record(store: Any, guards: Guards, session_id: str, turns: Sequence[tuple[st
     if not rows:
         return Recorded(conversation, False, [], [], unchanged)
     now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    conv_props: dict[str, Any] = {"lastMessageAt": rows[-1]["properties"].get("sentAt") or now}
+    conv_props: JSONObject = {"lastMessageAt": rows[-1]["properties"].get("sentAt") or now}
     if created:
         conv_props.update(sessionId=session_id, startedAt=rows[0]["properties"].get("sentAt") or now, scope="admin",
                           channel=CHANNEL, title=f"{CHANNEL} session {session_id[:8]}")

@@ -28,10 +28,11 @@ import re
 import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
-from plughost import ChannelAdapter, Principal, Route, StateKey, log
+from plughost import ChannelAdapter, Host, Principal, Route, StateKey, log
 from plughost.api.http import client_address, int_param, parse_json, read_body
 from plughost.api.http import throttle_check as check
 from plughost.api.serving import stop_of
@@ -52,6 +53,11 @@ from plughost.plugins.channels.settings import (
     RATE_WEBCHAT_VISITOR,
     WEBCHAT_MAX_TURNS,
 )
+from plughost.plugins.channels.wire import JSONMapping, JSONObject
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
 
 CHANNEL = "webchat"
 SESSION_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
@@ -76,7 +82,7 @@ class Sessions:
     the waiters this process wakes when it stores a message of the session."""
 
     def __init__(self) -> None:
-        self.events: dict[str, list[dict[str, Any]]] = {}
+        self.events: dict[str, list[JSONObject]] = {}
         self.waiters: dict[str, list[asyncio.Future[None]]] = {}
         self.read_at: dict[str, float] = {}  # session -> when a page last read it (monotonic)
         self.delivered: dict[str, None] = {}  # ids of replies this process delivered live (ordered, bounded)
@@ -111,7 +117,7 @@ class Sessions:
             for old in list(self.delivered)[:MAX_CACHED_EVENTS // 2]:
                 self.delivered.pop(old, None)
 
-    def put(self, session: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def put(self, session: str, events: list[JSONObject]) -> list[JSONObject]:
         """The session's events as the store holds them now (the newest :data:`MAX_EVENTS`)."""
         for event in events:
             if event.get("id") in self.delivered and event.get("role") == "assistant":
@@ -122,7 +128,7 @@ class Sessions:
         return self.events.get(session, [])
 
     def push(self, session: str, role: str, text: str, message_id: str | None = None,
-             extra: dict[str, Any] | None = None, links: bool = False) -> dict[str, Any]:
+             extra: JSONObject | None = None, links: bool = False) -> JSONObject:
         """An event added to the cache alone (tests and tools; the routes re-read the store)."""
         log = self.events.pop(session, [])
         self.events[session] = log
@@ -147,7 +153,7 @@ class Sessions:
         while self.events and (len(self.events) > MAX_SESSIONS or total > MAX_CACHED_EVENTS):
             total -= len(self.events.pop(next(iter(self.events))))
 
-    def after(self, session: str, seq: int) -> list[dict[str, Any]]:
+    def after(self, session: str, seq: int) -> list[JSONObject]:
         return [e for e in self.events.get(session, []) if e["seq"] > seq]
 
     async def wait(self, session: str, timeout: float) -> None:
@@ -165,11 +171,11 @@ class Sessions:
                     del self.waiters[session]
 
 
-def _stamp(props: Any) -> int:
+def _stamp(props: JSONMapping) -> int:
     return int(props.get("receivedNs") or props.get("createdNs") or 0)
 
 
-def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
+def stored_events(host: Host, session: str) -> list[JSONObject]:
     """The session's stored Messages as events in the store's order (when each was stored, then its
     id): ``seq`` is the message's place in the conversation, so every server numbers it alike."""
     gw = gateway(host)
@@ -186,7 +192,7 @@ def stored_events(host: Any, session: str) -> list[dict[str, Any]]:
     return events
 
 
-def marks(host: Any, props: Any) -> dict[str, Any]:
+def marks(host: Host, props: JSONMapping) -> JSONObject:
     """How the page shows a stored reply: the owner's as the owner's (``from``, ``by`` the business's
     name; ``seen`` once a page read it), a notice as the page's own line (role ``notice``)."""
     if props.get("kind") == "held-notice":
@@ -196,7 +202,7 @@ def marks(host: Any, props: Any) -> dict[str, Any]:
     return {}
 
 
-async def mark_seen(host: Any, events: list[dict[str, Any]]) -> None:
+async def mark_seen(host: Host, events: list[JSONObject]) -> None:
     """An owner's reply handed to the visitor's page is seen: ``seenAt`` on its Message (the console shows it)."""
     unseen = [e for e in events if e.get("from") == "owner" and not e.get("seen") and e.get("id")]
     for event in unseen:
@@ -210,7 +216,7 @@ async def mark_seen(host: Any, events: list[dict[str, Any]]) -> None:
     log("webchat", "op=owner-reply-seen", replies=len(unseen))
 
 
-def returning_session(host: Any, key: str) -> str | None:
+def returning_session(host: Host, key: str) -> str | None:
     """The conversation a returning browser (visitor key ``key``) should reopen: the one holding
     an owner's reply it has not seen, else its latest one while the owner holds it; else None
     (a new conversation starts)."""
@@ -234,7 +240,7 @@ def returning_session(host: Any, key: str) -> str | None:
     return None
 
 
-def forget(host: Any, senders: set[str]) -> int:
+def forget(host: Host, senders: set[str]) -> int:
     """Drop erased visitors' cached events (``plughost erase`` in this process); how many sessions went."""
     store = host.state.get(SESSIONS)
     if store is None:
@@ -245,7 +251,7 @@ def forget(host: Any, senders: set[str]) -> int:
     return len(gone)
 
 
-async def hydrate(host: Any, session: str, fresh: bool = False) -> Sessions:
+async def hydrate(host: Host, session: str, fresh: bool = False) -> Sessions:
     """The session's cache, re-read from the store (every read: a message another server stored,
     or erased, shows here too). ``fresh`` is kept for callers; every read is fresh now."""
     store = sessions(host)
@@ -260,7 +266,7 @@ async def hydrate(host: Any, session: str, fresh: bool = False) -> Sessions:
 SESSIONS: StateKey[Sessions] = StateKey("channels.webchat")
 
 
-def sessions(host: Any) -> Sessions:
+def sessions(host: Host) -> Sessions:
     def make() -> Sessions:
         made = Sessions()
         stop_of(host).on_stop(made.wake_all)
@@ -269,30 +275,30 @@ def sessions(host: Any) -> Sessions:
     return host.state.setdefault(SESSIONS, make)
 
 
-def _error(status: int, error: str, detail: str) -> Any:
+def _error(status: int, error: str, detail: str) -> JSONResponse:
     from starlette.responses import JSONResponse
 
     return JSONResponse({"error": error, "detail": detail}, status_code=status)
 
 
-def _session_param(request: Any) -> str | None:
+def _session_param(request: Request) -> str | None:
     value = request.query_params.get("session", "")
     return value if SESSION_RE.match(value) else None
 
 
-def _after_param(request: Any) -> int | None:
+def _after_param(request: Request) -> int | None:
     raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
     return int_param(raw)
 
 
-def _public(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _public(events: list[JSONObject]) -> list[JSONObject]:
     return [{k: v for k, v in e.items() if k != "id"} for e in events]
 
 
 PAGE: StateKey[str] = StateKey("channels.webchat-page")
 
 
-def page_html(host: Any) -> str:
+def page_html(host: Host) -> str:
     """The chat page with the brand's ``productName`` and greeting filled in (escaped), built once per host."""
     cached = host.state.get(PAGE)
     if cached is None:
@@ -307,13 +313,13 @@ def page_html(host: Any) -> str:
     return cached
 
 
-def routes(host: Any) -> tuple[Route, ...]:
-    async def page(request: Any) -> Any:
+def routes(host: Host) -> tuple[Route, ...]:
+    async def page(request: Request) -> Response:
         from starlette.responses import HTMLResponse
 
         return HTMLResponse(page_html(host), headers={"Cache-Control": "no-cache"})
 
-    async def post_message(request: Any) -> Any:
+    async def post_message(request: Request) -> Response:
         from starlette.responses import JSONResponse
 
         refused = check(host, RATE_WEBCHAT_ADDRESS, client_address(request),
@@ -361,7 +367,7 @@ def routes(host: Any) -> tuple[Route, ...]:
         return JSONResponse({"session": session, "visitor": visitor, "messageId": mid, "duplicate": duplicate,
                              "held": held}, status_code=202)
 
-    async def resume(request: Any) -> Any:
+    async def resume(request: Request) -> Response:
         """``POST /channels/webchat/resume {visitor}``: a browser coming back (a new tab, the browser
         reopened) learns which of its conversations to reopen, the one with the owner's reply it has
         not seen yet ({session}, or null). The visitor token is the browser's own, so only its
@@ -389,7 +395,7 @@ def routes(host: Any) -> tuple[Route, ...]:
         log("webchat", "op=resume", reopened=session is not None)
         return JSONResponse({"session": session})
 
-    async def poll(request: Any) -> Any:
+    async def poll(request: Request) -> Response:
         from starlette.responses import JSONResponse
 
         session, after = _session_param(request), _after_param(request)
@@ -414,7 +420,7 @@ def routes(host: Any) -> tuple[Route, ...]:
         await mark_seen(host, events)
         return JSONResponse({"session": session, "events": _public(events)})
 
-    async def stream(request: Any) -> Any:
+    async def stream(request: Request) -> Response:
         from starlette.responses import StreamingResponse
 
         session, after = _session_param(request), _after_param(request)
@@ -424,7 +430,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             return _error(400, "invalid-after", "after / Last-Event-ID: expected a non-negative integer")
         store = await hydrate(host, session)
 
-        async def events() -> Any:
+        async def events() -> AsyncIterator[str]:
             last = after
             ends = time.monotonic() + STREAM_MAX_S
             yield "retry: 1000\n\n"
@@ -460,7 +466,7 @@ def routes(host: Any) -> tuple[Route, ...]:
     )
 
 
-async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
+async def send(host: Host, msg: Inbound, text: str) -> JSONObject:
     """Deliver a reply to the visitor's session (poll and SSE read it)."""
     session = str(msg.target.get("session") or msg.sender)
     owner = msg.platform_id[6:] if msg.platform_id.startswith("owner:") else None  # the console's reply id
@@ -473,7 +479,7 @@ async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     event = next((e for e in store.events.get(session, []) if rid and e.get("id") == rid), None)
     if event is None:  # not in the store (a caller that stored nothing): this process's page shows it
         if owner:
-            extra: dict[str, Any] = {"from": "owner", "by": product_name(host.env), "seen": False}
+            extra: JSONObject = {"from": "owner", "by": product_name(host.env), "seen": False}
         else:
             extra = {"role": "notice"} if DELIVERING_KIND.get() == "held-notice" else {}
         role = extra.pop("role", "assistant")
@@ -482,5 +488,5 @@ async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     return {"ok": True, "attempts": 1, "platformId": f"{session}:reply:{event['seq']}", "live": live}
 
 
-def adapter(host: Any) -> ChannelAdapter:
+def adapter(host: Host) -> ChannelAdapter:
     return ChannelAdapter(CHANNEL, routes=routes(host), send=send)

@@ -16,9 +16,9 @@ import asyncio
 import hashlib
 import hmac
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-from plughost import ChannelAdapter, Route, log
+from plughost import ChannelAdapter, Host, Route, log
 from plughost.api.http import parse_json, read_body
 from plughost.plugins.channels.compose import ReplyContext
 from plughost.plugins.channels.outbound import chunks, post_json, send_parts
@@ -30,12 +30,17 @@ from plughost.plugins.channels.settings import (
     WHATSAPP_TOKEN,
     WHATSAPP_VERIFY_TOKEN,
 )
+from plughost.plugins.channels.wire import JSON, JSONObject
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
 
 CHANNEL = "whatsapp"
 MEDIA_TYPES = ("image", "audio", "video", "document", "sticker", "voice")
 
 
-def _error(status: int, error: str, detail: str) -> Any:
+def _error(status: int, error: str, detail: str) -> JSONResponse:
     from starlette.responses import JSONResponse
 
     return JSONResponse({"error": error, "detail": detail}, status_code=status)
@@ -52,27 +57,27 @@ def signature_ok(secret: str, raw: bytes, header: str | None) -> bool:
 MAX_BODY = 1024 * 1024
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def _obj(value: JSON) -> JSONObject:
     """``value`` when it is a JSON object, else an empty one (a hostile payload's odd shapes read as absent)."""
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: JSON) -> list[JSON]:
     return value if isinstance(value, list) else []
 
 
-def _short(value: Any, limit: int = 200) -> str:
+def _short(value: JSON, limit: int = 200) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return "?"
     return str(value)[:limit]
 
 
-def _message_text(m: dict[str, Any]) -> tuple[str, list[str]]:
+def _message_text(m: JSONObject) -> tuple[str, list[str]]:
     text, notes = _message_text_raw(m)
     return (text if isinstance(text, str) else ""), notes
 
 
-def _message_text_raw(m: dict[str, Any]) -> tuple[str, list[str]]:
+def _message_text_raw(m: JSONObject) -> tuple[str, list[str]]:
     kind = m.get("type")
     if not isinstance(kind, str):
         kind = str(kind)[:40]
@@ -107,7 +112,7 @@ def _message_text_raw(m: dict[str, Any]) -> tuple[str, list[str]]:
     return text, notes
 
 
-def parse_payload(body: Any) -> list[tuple[Inbound, str | None]]:
+def parse_payload(body: JSON) -> list[tuple[Inbound, str | None]]:
     """Webhook JSON → [(inbound, quoted platform id)]; statuses and other fields are skipped."""
     if not isinstance(body, dict) or not isinstance(body.get("entry"), list):
         raise ValueError("body: expected a WhatsApp webhook object with entry[]")
@@ -135,7 +140,7 @@ def parse_payload(body: Any) -> list[tuple[Inbound, str | None]]:
     return out
 
 
-def sent_at_of(stamp: Any) -> str | None:
+def sent_at_of(stamp: JSON) -> str | None:
     """The Cloud API's Unix-time string as ISO-8601 UTC; None for a value that is not one (30 digits, text)."""
     text = stamp if isinstance(stamp, str) else str(stamp) if isinstance(stamp, int) and not isinstance(stamp, bool) else ""
     if not (text.isascii() and text.isdigit()) or len(text) > 11 or int(text) >= 32_503_680_000:
@@ -143,8 +148,8 @@ def sent_at_of(stamp: Any) -> str | None:
     return datetime.fromtimestamp(int(text), UTC).isoformat().replace("+00:00", "Z")
 
 
-def routes(host: Any) -> tuple[Route, ...]:
-    async def verify(request: Any) -> Any:
+def routes(host: Host) -> tuple[Route, ...]:
+    async def verify(request: Request) -> Response:
         from starlette.responses import PlainTextResponse
 
         expected = WHATSAPP_VERIFY_TOKEN.read(host.env) or ""
@@ -155,7 +160,7 @@ def routes(host: Any) -> tuple[Route, ...]:
             return PlainTextResponse(q.get("hub.challenge", ""))
         return _error(403, "forbidden", "hub.verify_token: does not match; hub.mode: expected subscribe")
 
-    async def webhook(request: Any) -> Any:
+    async def webhook(request: Request) -> Response:
         from starlette.responses import JSONResponse
 
         secret = WHATSAPP_APP_SECRET.read(host.env) or ""
@@ -190,7 +195,7 @@ def routes(host: Any) -> tuple[Route, ...]:
     )
 
 
-async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
+async def send(host: Host, msg: Inbound, text: str) -> JSONObject:
     """The Cloud API messages endpoint; a reply over the 4096-character body limit goes out in parts."""
     token = WHATSAPP_TOKEN.read(host.env) or ""
     phone_id = WHATSAPP_PHONE_ID.read(host.env) or ""
@@ -198,8 +203,8 @@ async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
         return {"ok": False, "reason": "not-configured: PLUGHOST_WHATSAPP_TOKEN / PLUGHOST_WHATSAPP_PHONE_ID"}
     base = WHATSAPP_API_BASE.read(host.env).rstrip("/")
 
-    async def one(part: str) -> dict[str, Any]:
-        body: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual",
+    async def one(part: str) -> JSONObject:
+        body: JSONObject = {"messaging_product": "whatsapp", "recipient_type": "individual",
                                 "to": msg.target.get("to", msg.sender), "type": "text",
                                 "text": {"preview_url": False, "body": part}}
         if msg.target.get("message_id"):
@@ -214,5 +219,5 @@ async def send(host: Any, msg: Inbound, text: str) -> dict[str, Any]:
     return await send_parts(chunks(text), one)
 
 
-def adapter(host: Any) -> ChannelAdapter:
+def adapter(host: Host) -> ChannelAdapter:
     return ChannelAdapter(CHANNEL, routes=routes(host), send=send)

@@ -76,8 +76,8 @@ def run(args: argparse.Namespace, host: Any) -> int:
         from plughost.api.store import ImportSession
         from plughost.plugins.graph.importer import import_jsonl
 
-        account = ImportSession.admit(host.principal, args.file, "graph import")
-        summary = import_jsonl(host.store(), args.file, account_id=account, batch_size=args.batch_size,
+        guards = ImportSession.admit(host.principal, args.file, "graph import")
+        summary = import_jsonl(host.store(), args.file, guards=guards, batch_size=args.batch_size,
                                progress=False if args.no_progress else None)
         return 2 if summary.errors else 0
     if args.action == "export":

@@ -19,16 +19,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TextIO
 
-from plughost import log
+from plughost import Guards, log
 from plughost.api.store import BadLine, ImportSession, ImportSummary, check_line, parse_line, stamps_of
 from plughost.plugins.graph import IMPORT_BATCH
 from plughost.plugins.graph.staging import staged_batches, use_worker
 
 
-def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | None = None,
+def import_jsonl(store: Any, path: Path, *, guards: Guards, batch_size: int | None = None,
                  progress: bool | None = None, stream: TextIO | None = None,
                  worker: bool | None = None) -> ImportSummary:
-    """Import ``path`` into ``store`` for ``account_id``; returns the summary (also logged).
+    """Import ``path`` into ``store`` under ``guards`` (an unnarrowed admin's of the account:
+    :meth:`ImportSession.admit <plughost.api.store.ImportSession.admit>`); returns the summary (also logged).
 
     ``store`` is one of this plugin's backends (``import_writer``): bulk import is beyond the
     ``GraphStore`` port. ``worker`` (the embedded store only): stage the batches in a worker
@@ -37,15 +38,15 @@ def import_jsonl(store: Any, path: Path, *, account_id: str, batch_size: int | N
     """
     if batch_size is None:  # the store's own default (Neo4j's is bigger: fewer edges wait for a later batch)
         batch_size = int(getattr(store, "import_batch_size", IMPORT_BATCH))
-    session = ImportSession(path, account_id, tag="graph-import", batch_size=batch_size, progress=progress,
+    session = ImportSession(path, guards=guards, tag="graph-import", batch_size=batch_size, progress=progress,
                             stream=stream)
     dims = getattr(store, "dimensions", None)
     if hasattr(store, "bulk_import") and (use_worker(path) if worker is None else worker):
         _import_by_worker(store, session, dims)
     else:
-        with store.import_writer(account_id) as writer:
+        with store.import_writer(session.account_id) as writer:
             session.run(writer, dims=dims, check_format=False)  # the store's write validation, line by line
-    restore_stamps(store, path, account_id)
+    restore_stamps(store, path, session.account_id)
     return session.done()
 
 

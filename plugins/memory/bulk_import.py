@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from plughost import Embedder, GraphStore, UserError, log
+from plughost import Embedder, GraphStore, Guards, UserError, log
 from plughost.api.store import ImportRow, ImportSession, ImportSummary
 from plughost.plugins.memory import entities
 from plughost.plugins.memory.embedding import indexed_form
@@ -29,16 +29,17 @@ from plughost.plugins.memory.writes.writer import PROPERTY_NAME
 DEFAULT_BATCH = 500
 
 
-def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, account_id: str, batch_size: int = DEFAULT_BATCH,
+def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, guards: Guards, batch_size: int = DEFAULT_BATCH,
                  progress: bool | None = None, stream: TextIO | None = None) -> ImportSummary:
-    """Import ``path`` into ``store`` for ``account_id`` with :class:`Enrichment`; returns the summary (also logged)."""
-    session = ImportSession(path, account_id, tag="memory-import", batch_size=batch_size, progress=progress,
+    """Import ``path`` into ``store`` under ``guards`` (an unnarrowed admin's of the account) with
+    :class:`Enrichment`; returns the summary (also logged)."""
+    session = ImportSession(path, guards=guards, tag="memory-import", batch_size=batch_size, progress=progress,
                             stream=stream)
     open_writer = getattr(store, "import_writer", None)
     if open_writer is None:
         raise UserError(f"memory import: the graph store {type(store).__name__} has no bulk import")
-    enrich = Enrichment(store, embedder, account_id)
-    with open_writer(account_id) as writer:
+    enrich = Enrichment(store, embedder)
+    with open_writer(session.account_id) as writer:
         session.run(writer, enrich, dims=getattr(store, "dimensions", None), check=_camel_case)
     s = session.summary
     extra: dict[str, Any] = {"embedded": s.embedded, "embedFailed": s.embed_failed,
@@ -51,8 +52,8 @@ def import_jsonl(store: GraphStore, embedder: Embedder | None, path: Path, *, ac
 class Enrichment:
     """What ``memory import`` adds to the graph import (:class:`plughost.api.store.Enrichment`)."""
 
-    def __init__(self, store: GraphStore, embedder: Embedder | None, account_id: str) -> None:
-        self.store, self.embedder, self.account_id = store, embedder, account_id
+    def __init__(self, store: GraphStore, embedder: Embedder | None) -> None:
+        self.store, self.embedder = store, embedder
         self.turns = indexed_form.context_turns()
         self.extract_entities = entities.enabled()
         self.entity_seconds = 0.0
@@ -127,7 +128,7 @@ class Enrichment:
             if name:
                 self.speakers[name] = None
         t0 = time.perf_counter()
-        entities.write(self.store, self.account_id, [(row["id"], row["properties"]) for row in turns],
+        entities.write(self.store, [(row["id"], row["properties"]) for row in turns],
                        guards=session.guards, known=list(self.speakers))
         self.entity_seconds += time.perf_counter() - t0
 
@@ -136,7 +137,7 @@ class Enrichment:
         if not self.conversations:
             return
         t0 = time.perf_counter()
-        changed = reindex_contexts(self.store, self.embedder, account_id=self.account_id,
+        changed = reindex_contexts(self.store, self.embedder, account_id=session.account_id,
                                    conversation_ids=self.conversations, turns=self.turns)
         session.summary.embedded += changed if self.embedder is not None else 0
         session.summary.embed_seconds += time.perf_counter() - t0

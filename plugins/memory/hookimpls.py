@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plughost import hookimpl, log
+from plughost import Principal, hookimpl, log
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import (
@@ -18,7 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover
         Gate,
         Guards,
         Host,
-        Principal,
         RetrievalBoost,
         Setting,
         Tool,
@@ -112,7 +111,7 @@ def plughost_active_rules(host: Host, account_id: str) -> dict[str, Any] | None:
     """The account owner's active standing rules (docs/memory.md#preferences), for the channels plugin."""
     from plughost.plugins.memory.work.preferences import active_rules
 
-    return active_rules(host.store(), account_id)
+    return active_rules(host.store(), Principal.owner(account_id).guards)
 
 
 @hookimpl

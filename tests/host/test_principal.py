@@ -88,3 +88,14 @@ def test_the_role_table_of_the_docs_is_rendered_from_roles() -> None:
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "roles.md").read_text(encoding="utf-8")
     assert role_table() in page
+
+
+@pytest.mark.parametrize("account", ["", "  ", None])
+@pytest.mark.parametrize("who", ["owner", "system"])
+def test_an_owner_or_the_system_is_always_some_accounts(who: str, account: object) -> None:
+    """``Principal.owner("")`` / ``.system("")`` used to build, and failed later at its first guards."""
+    from plughost.ports.principal import Principal
+
+    with pytest.raises(ValueError, match=rf"^Principal\.{who}: account: expected the id of an account, got "):
+        getattr(Principal, who)(account)
+    assert getattr(Principal, who)(A).account_id == A

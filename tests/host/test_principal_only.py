@@ -88,3 +88,38 @@ def test_the_owner_writes_with_its_defaults_the_system_as_written(tmp_path: Path
         assert not system.narrowed_to(scopes=["public"]).guards.system  # narrowed: checked as any other
     finally:
         store.close()
+
+
+KEYS_NOT_WRITES = {"plugins/memory/work/reports.py:report_id"}
+"""Functions that take an account beside optional guards to derive a key, and write nothing."""
+
+
+def accounts_beside_guards_in(path: Path, root: Path = ROOT) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        a = node.args
+        params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+        where = f"{path.relative_to(root)}:{node.name}"
+        if "guards" in params and params & ACCOUNT_PARAMS and not params & TRANSACTION_PARAMS \
+                and where not in KEYS_NOT_WRITES:
+            found.append(f"{where} (line {node.lineno}): {', '.join(sorted(params & ACCOUNT_PARAMS))} beside guards")
+    return found
+
+
+def test_no_function_takes_an_account_beside_its_guards() -> None:
+    """Past the resolver the guards carry the account: an entity write, a withdrawal, a collection
+    sync, an import session or the owner's rules take the guards alone."""
+    files = sorted(p for d in ("host", "plugins") for p in (ROOT / d).rglob("*.py"))
+    found = [line for path in files for line in accounts_beside_guards_in(path)]
+    assert not found, "the guards carry the account; take them alone:\n" + "\n".join(found)
+
+
+def test_the_function_scan_sees_an_account_beside_guards(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def write(store, account_id, rows, *, guards): ...\n"
+                   "async def ok(store, rows, *, guards): ...\n"
+                   "def staged(conn, account_id, guards): ...\n")
+    assert accounts_beside_guards_in(bad, tmp_path) == ["bad.py:write (line 1): account_id beside guards"]

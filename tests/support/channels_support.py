@@ -234,11 +234,16 @@ def wa_signed(body: dict[str, Any], secret: str = "wa-app-secret") -> tuple[byte
     return raw, {"X-Hub-Signature-256": sig, "Content-Type": "application/json"}
 
 
-def agent_turn(payload: dict[str, Any], principal: Any = None, session: str = "") -> Any:
+TURN_DEFAULTS = {"agentSession": "", "channel": "test", "sender": "", "messageId": "", "payload": "", "text": ""}
+"""What a test's turn says when its payload does not (``from_dict`` requires every key of the form)."""
+
+
+def agent_turn(payload: dict[str, Any], principal: Any = None, session: str = "conv") -> Any:
     """A runner's typed turn from its documented JSON form (``AgentTurn.from_dict``): ``principal``
     (the serving process's; none: an empty environment's) narrowed to the payload's role and
-    conversation, ``session`` when the payload names none."""
+    conversation, ``session`` when the payload names none, :data:`TURN_DEFAULTS` for the rest."""
     from plughost import AgentTurn
     from plughost.api.principals import resolve
 
-    return AgentTurn.from_dict({"sessionId": session, **payload}, principal if principal is not None else resolve({}))
+    wire = {"sessionId": session, **TURN_DEFAULTS, **payload}
+    return AgentTurn.from_dict(wire, principal if principal is not None else resolve({}))

@@ -196,7 +196,7 @@ class Writer:
         if not entities.enabled(self.env):
             return
         try:
-            entities.write(self.store, self.account, [(r["id"], r["properties"]) for r in rows], guards=self.guards,
+            entities.write(self.store, [(r["id"], r["properties"]) for r in rows], guards=self.guards,
                            known=sorted({str(r["properties"].get("sender")) for r in rows}))
         except Exception as exc:  # noqa: BLE001 - the turns are stored; `reindex --entities` extracts later
             log("memory-entities", "warn", reason="extract-failed", nodes=len(rows), error=type(exc).__name__)

@@ -74,7 +74,7 @@ def sync_named(host: Host, names: list[str] | None = None, *, embed: bool = True
         if why:
             log("collections", "op=refuse", collection=name, detail=why[:160])
             continue
-        out[name] = sync(host.store(), coll, source(host, coll.source), account_id=guards.account_id, guards=guards,
+        out[name] = sync(host.store(), coll, source(host, coll.source), guards=guards,
                          home=host.home, embedder=embedder, stop_event=stop_event, allow_empty=allow_empty)
         if coll.registered_only and not out[name].cancelled:
             registry.mark_synced(host.home, guards.account_id, name)

@@ -333,13 +333,13 @@ class _Work:
 
 
 class Syncer:
-    def __init__(self, store: Any, collection: Collection, source: CollectionSource, *, account_id: str,
+    def __init__(self, store: Any, collection: Collection, source: CollectionSource, *,
                  guards: Guards, home: Path, embedder: Any = None, batch_notes: int = BATCH_NOTES,
                  on_batch: Callable[[int], None] | None = None, stop: Callable[[], None] | None = None) -> None:
         self.store = store
         self.coll = collection
         self.source = source
-        self.account = account_id
+        self.account = account_id = guards.account_id
         self.guards = guards
         self.embedder = embedder
         self.batch_notes = batch_notes
@@ -934,19 +934,22 @@ class Syncer:
         self.state.close()
 
 
-def sync(store: Any, collection: Collection, source: CollectionSource, *, account_id: str, guards: Guards,
+def sync(store: Any, collection: Collection, source: CollectionSource, *, guards: Guards,
          home: Path, embedder: Any = None, batch_notes: int = BATCH_NOTES,
          stop_event: threading.Event | None = None, allow_empty: bool = False) -> SyncStats:
     """Sync one collection, one process at a time (another's sync of it is waited for); logs
     ``[collections] op=sync`` with the counts. It stops between two files when ``stop_event`` is
     set or the collection is removed or re-pointed meanwhile (``cancelled`` says why). A folder
-    where no file matches any more is refused unless ``allow_empty`` (its notes are kept)."""
+    where no file matches any more is refused unless ``allow_empty`` (its notes are kept). The
+    collection is ``guards``' account's."""
+    account_id = guards.account_id
+
     def waiting() -> None:
         log("collections", "op=sync-wait", collection=collection.name, reason="another-sync-running")
 
     try:
         with sync_lock(home, account_id, collection.name, stop=stop_event, on_wait=waiting):
-            syncer = Syncer(store, collection, source, account_id=account_id, guards=guards, home=home,
+            syncer = Syncer(store, collection, source, guards=guards, home=home,
                             embedder=embedder, batch_notes=batch_notes,
                             stop=StopWhen(home, account_id, collection, stop_event))
             syncer.allow_empty = allow_empty

@@ -76,8 +76,8 @@ class Watcher:
                 continue
             coll = known[name]
             try:
-                sync(self.host.store(), coll, service.source(self.host, coll.source), account_id=self.account,
-                     guards=guards, home=self.host.home, embedder=self.host.embedder(), stop_event=self.stop_event)
+                sync(self.host.store(), coll, service.source(self.host, coll.source), guards=guards, home=self.host.home,
+                     embedder=self.host.embedder(), stop_event=self.stop_event)
             except Exception as exc:  # a bad folder must not stop the watcher
                 log("collections", "op=watch-error", collection=name, detail=f"{type(exc).__name__}: {exc}"[:120])
 

@@ -23,11 +23,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     account(host)  # this command's own line when ACCOUNT_ID is unset
-    acct = ImportSession.admit(host.principal, args.file, "memory import")
+    guards = ImportSession.admit(host.principal, args.file, "memory import")
     store = host.store()
     embedder = None if args.no_embed else host.embedder()
     check_dimensions(store, embedder)
-    summary = import_jsonl(store, embedder, args.file, account_id=acct, batch_size=args.batch_size,
+    summary = import_jsonl(store, embedder, args.file, guards=guards, batch_size=args.batch_size,
                            progress=False if args.no_progress else None)
     print(f"import: nodes={summary.nodes} edges={summary.edges} skipped={summary.skipped} "
           f"embedded={summary.embedded} seconds={summary.seconds:.2f} embedSeconds={summary.embed_seconds:.2f}")

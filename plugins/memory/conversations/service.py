@@ -307,15 +307,15 @@ class Conversations:
 
     def _message_entities(self, row: dict[str, Any], prior: Node | None, guards: Guards, known: list[str]) -> None:
         """Withdraw what a changed turn said before, and extract what it says now (both best effort)."""
-        account, msg_id = guards.account_id, row["id"]
+        msg_id = row["id"]
         if prior is not None and entities.derivation(prior.properties) != entities.derivation(row["properties"]):
             try:  # a turn appended again, changed: what it said before goes (docs/graph.md#entities)
-                entities.withdraw(self.store, account, [msg_id], guards=guards, before={msg_id: prior.properties})
+                entities.withdraw(self.store, [msg_id], guards=guards, before={msg_id: prior.properties})
             except Exception as exc:  # noqa: BLE001 — reindex --entities sweeps it later
                 log("memory-entities", "warn", reason="withdraw-failed", node=msg_id, error=type(exc).__name__)
         if entities.enabled(self.env):
             try:
-                entities.write(self.store, account, [(msg_id, row["properties"])], guards=guards, known=known)
+                entities.write(self.store, [(msg_id, row["properties"])], guards=guards, known=known)
             except Exception as exc:  # noqa: BLE001 — the turn is stored; a reindex --entities extracts it later
                 log("memory-entities", "warn", reason="extract-failed", node=msg_id, error=type(exc).__name__)
 

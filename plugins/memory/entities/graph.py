@@ -166,9 +166,10 @@ def _order(facts: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str
     return out
 
 
-def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapping[str, Any]]], *,
+def write(store: GraphStore, messages: Iterable[tuple[str, Mapping[str, Any]]], *,
           guards: Guards, known: Iterable[str] = ()) -> dict[str, int]:
-    """Extract and write the entities and facts of already-written Messages; returns the counts.
+    """Extract and write the entities and facts of already-written Messages of ``guards``' account;
+    returns the counts.
 
     Batched: one ``upsert_many`` for the nodes, one ``create_edges``, one ``find`` per
     (subject, single-valued predicate) to order the facts, one ``upsert_many`` to close the old ones.
@@ -176,7 +177,7 @@ def write(store: GraphStore, account_id: str, messages: Iterable[tuple[str, Mapp
     started = time.perf_counter()
     # the scope and agents the store gave (or gives) the Messages: their entities are stored alike
     messages = [(mid, {**write_defaults(guards, props), **props}) for mid, props in messages]
-    planned = plan(account_id, messages, known)
+    planned = plan(guards.account_id, messages, known)
     if not planned.rows and not planned.facts:
         return {"entities": 0, "facts": 0, "edges": 0, "closed": 0}
     groups: dict[tuple[str, str, str | None, tuple[str, ...] | None], list[str]] = {}
@@ -227,7 +228,7 @@ def write_stored(store: GraphStore, account_id: str, message_ids: Iterable[str])
              if n is not None and extractable(n.labels, n.properties)]
     turns = sorted(((n.id, dict(n.properties)) for n in nodes), key=lambda t: indexed_form.order_key(t[0], t[1]))
     known = list(dict.fromkeys(name for _, props in turns if (name := speaker_of(props))))
-    return write(store, account_id, turns, guards=guards, known=known) if turns else \
+    return write(store, turns, guards=guards, known=known) if turns else \
         {"entities": 0, "facts": 0, "edges": 0, "closed": 0}
 
 
@@ -249,7 +250,7 @@ def backfill(store: GraphStore, account_id: str, *, batch_size: int = 500) -> di
     known = list(dict.fromkeys(name for _, props in turns if (name := speaker_of(props))))
     total = {"nodes": len(turns), "entities": 0, "facts": 0, "edges": 0, "closed": 0}
     for start in range(0, len(turns), max(1, batch_size)):
-        counts = write(store, account_id, turns[start:start + batch_size], guards=guards, known=known)
+        counts = write(store, turns[start:start + batch_size], guards=guards, known=known)
         for key, value in counts.items():
             total[key] += value
     log("memory-entities", "op=backfill", **total)
@@ -278,7 +279,7 @@ def _candidates(store: GraphStore, account_id: str, source_id: str, versions: It
     return out
 
 
-def withdraw(store: GraphStore, account_id: str, source_ids: Iterable[str], *, guards: Guards,
+def withdraw(store: GraphStore, source_ids: Iterable[str], *, guards: Guards,
              before: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, int]:
     """Unlink sources (re-scoped, re-tagged, changed or deleted) from their derived nodes and remove
     what no other live source of the same scope and agents still reaches (:func:`prune`).
@@ -287,6 +288,7 @@ def withdraw(store: GraphStore, account_id: str, source_ids: Iterable[str], *, g
     a source's properties before the change (its derived ids follow from them). The cleanup runs
     under the account's own guards: it only removes.
     """
+    account_id = guards.account_id
     acct = Principal.owner(account_id).guards
     candidates: set[str] = set()
     unlinked = 0

@@ -49,7 +49,7 @@ def counts(host: Any, *, time_census: bool = True) -> dict[str, Any]:
     if profile is not None:
         stored = sum(float(p.properties.get("confidence", 0)) >= ACTIVE_FLOOR
                      for p in profile_preferences(store, guards, profile.id))
-    rules = active_rules(store, acct)
+    rules = active_rules(store, guards)
     report: dict[str, Any] = {
         "account": acct,
         "nullEmbedding": missing,

@@ -92,13 +92,12 @@ def profile_preferences(store: GraphStore, guards: Guards, profile_id: str) -> l
             and can_change(guards, n.node.properties)]
 
 
-def active_rules(store: GraphStore, account_id: str, guards: Guards | None = None) -> dict[str, Any]:
+def active_rules(store: GraphStore, guards: Guards) -> dict[str, Any]:
     """The account owner's active standing rules (the single definition; see the module doc).
 
     ``guards`` are the reader's (``profile-read`` passes the process's); the channels plugin's
-    admin turn reads them as the account's admin.
+    admin turn reads them as the account's owner (``Principal.owner(account).guards``).
     """
-    guards = guards or Principal.owner(account_id).guards
     owner, profile = owner_profile(store, guards)
     if owner is None:
         return {"rules": [], "source": "no-owner", "owner": None}
@@ -232,7 +231,7 @@ class Preferences:
     def read(self, *, userId: str | None = None) -> dict[str, Any]:  # noqa: N803
         started = time.perf_counter()
         guards = self._guards()
-        rules = active_rules(self.store, guards.account_id, guards)
+        rules = active_rules(self.store, guards)
         out: dict[str, Any] = {"activeRules": rules["rules"], "source": rules["source"]}
         if userId:
             profile = self._profile(guards, userId)

@@ -393,7 +393,7 @@ class MemoryWriter:
         if not entities.enabled(self.env):
             return
         try:
-            entities.write(self.store, self.account_id, written, guards=self.guards())
+            entities.write(self.store, written, guards=self.guards())
         except Exception as exc:  # noqa: BLE001
             log("memory-entities", "warn", reason="extract-failed", node=written[0][0] if written else "",
                 error=type(exc).__name__)
@@ -417,7 +417,7 @@ class MemoryWriter:
         agents, text, speaker, time) or were deleted (whatever the flag: they copy the source's
         words), then extract the still-live ones again under ``PLUGHOST_MEMORY_ENTITIES``."""
         try:
-            entities.withdraw(self.store, self.account_id, [sid for sid, _ in before], guards=self.guards(),
+            entities.withdraw(self.store, [sid for sid, _ in before], guards=self.guards(),
                               before=dict(before))
         except Exception as exc:  # noqa: BLE001
             log("memory-entities", "warn", reason="withdraw-failed", node=before[0][0] if before else "",

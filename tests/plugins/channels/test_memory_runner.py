@@ -27,6 +27,7 @@ from plughost.plugins.channels.memory_runner import (
 )
 from plughost.plugins.channels.runner_choice import get_runner
 from plughost.ports.graph import Guards
+from plughost.ports.principal import Role
 from plughost.runtime.tooltable import call_tool
 from tests.convids import keyed_id
 from tests.support.channels_support import agent_turn
@@ -190,6 +191,6 @@ def test_searches_through_the_typed_call_in_this_host(seeded, monkeypatch) -> No
     assert ask(seeded, "What is the staff door code?", role="admin").startswith("The staff door code")
     assert built == []
     assert searched[0] == (seeded.principal.visitor().role, seeded.principal.visitor().scopes)
-    assert searched[1] == (seeded.principal.role, seeded.principal.scopes)
+    assert searched[1] == (Role.ADMIN_SESSION, seeded.principal.scopes)  # the admin turn's own principal
     source = inspect.getsource(memory_runner)
     assert "parse_results" not in source and "call_tool(" not in source.replace("host.call_tool(", "")

@@ -84,7 +84,7 @@ def run(store: SqliteStore, step: tuple[Any, ...], tmp: Path) -> None:
         path = tmp / "rows.jsonl"
         path.write_text("".join(json.dumps({"id": i, "labels": lab, "properties": p}) + "\n" for i, lab, p in step[1]),
                         encoding="utf-8")
-        import_jsonl(store, path, account_id=ACCOUNT, progress=False)
+        import_jsonl(store, path, guards=Principal.owner(ACCOUNT).guards, progress=False)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

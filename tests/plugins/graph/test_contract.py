@@ -324,7 +324,7 @@ def test_lists_of_mixed_types_or_with_nulls_are_written_and_imported(store, tmp_
               "edges": [{"type": "KNOWS", "to": "m1", "properties": {"w": [1, "a"]}}]} for i in range(2, 6)]
     path = tmp_path / "mixed.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
-    summary = import_jsonl(store, path, account_id=a, progress=False)
+    summary = import_jsonl(store, path, guards=Principal.owner(a).guards, progress=False)
     assert (summary.nodes, summary.edges, summary.skipped) == (4, 4, 0)
     for nid in ("m1", "m2", "m5"):
         node = store.get(nid, guards=g(store))

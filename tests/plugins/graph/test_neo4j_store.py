@@ -162,8 +162,8 @@ def test_graph_import_creating_new_nodes_writes_what_merging_writes(tmp_path: Pa
     try:
         summaries = []
         for store, account in ((neo, ACCOUNT), (merge, other)):
-            import_jsonl(store, seed, account_id=account, progress=False)
-            s = import_jsonl(store, f, account_id=account, batch_size=5, progress=False)
+            import_jsonl(store, seed, guards=Principal.owner(account).guards, progress=False)
+            s = import_jsonl(store, f, guards=Principal.owner(account).guards, batch_size=5, progress=False)
             summaries.append((s.nodes, s.edges, s.skipped, s.errors))
         assert summaries[0] == summaries[1]
         assert summaries[0][:3] == (6, 10, 0) and "ghost" in summaries[0][3][0]

@@ -68,3 +68,23 @@ def test_progress_draws_only_on_a_terminal_and_shows_the_count() -> None:
     quiet = io.StringIO()
     Progress(10, quiet).update(5)
     assert quiet.getvalue() == ""
+
+
+def test_an_import_session_writes_under_an_unnarrowed_admins_guards(tmp_path: Path) -> None:
+    """The session takes the guards the import writes under (``admit`` returns them), never an
+    account beside them; narrowed guards are refused before the file is read."""
+    from plughost.api.store import ImportSession
+    from plughost.ports.graph import WriteDenied
+    from plughost.ports.principal import Principal
+
+    f = tmp_path / "n.jsonl"
+    f.write_text('{"labels": ["Doc"]}\n', encoding="utf-8")
+    owner = Principal.owner("acct")
+    guards = ImportSession.admit(owner, f, "graph import")
+    assert guards == owner.guards
+    session = ImportSession(f, guards=guards, tag="graph-import", batch_size=10, progress=False)
+    assert (session.account_id, session.guards) == ("acct", owner.guards)
+    with pytest.raises(WriteDenied, match="graph-import: refused for narrowed guards"):
+        ImportSession(f, guards=owner.narrowed_to(scopes=["public"]).guards, tag="graph-import", batch_size=10)
+    with pytest.raises(WriteDenied):
+        ImportSession.admit(owner.narrowed_to(scopes=["public"]), f, "graph import")

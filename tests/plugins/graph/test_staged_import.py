@@ -177,7 +177,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for mode, worker, own in (("inline", False, True), ("worker", True, True), ("empty", True, False)):
         db = tmp / f"{mode}.sqlite"
         store = _seed(db, own)
-        out[mode] = import_jsonl(store, src, account_id=ACCOUNT, batch_size=3, progress=False, worker=worker)
+        out[mode] = import_jsonl(store, src, guards=Principal.owner(ACCOUNT).guards, batch_size=3, progress=False, worker=worker)
         store.close()
         out[mode + "_dump"] = _dump(db)
     texts = [line if isinstance(line, bytes) else (line if isinstance(line, str) else json.dumps(line))
@@ -243,7 +243,7 @@ def test_staged_edge_types_arrive_by_name(tmp_path: Path, types: int) -> None:
                        {"type": f"T{(i + 7) % types}", "to": f"n{i // 2}", "properties": {"i": i}}]}
             for i in range(60)]
     store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
-    summary = import_jsonl(store, _write(tmp_path / "t.jsonl", rows), account_id=ACCOUNT, batch_size=7,
+    summary = import_jsonl(store, _write(tmp_path / "t.jsonl", rows), guards=Principal.owner(ACCOUNT).guards, batch_size=7,
                            progress=False, worker=False)
     got = sorted(store.conn.execute("SELECT s.id, e.type, t.id, e.properties FROM edges e JOIN nodes s ON s.rid = "
                                     "e.source JOIN nodes t ON t.rid = e.target"))
@@ -263,7 +263,7 @@ def test_a_worker_stream_ramps_up_to_the_batch_size(tmp_path: Path) -> None:
     src = big_file(tmp_path / "r.jsonl", RAMP_FIRST * 8)
     for worker, batches in ((True, 4), (False, 1)):  # 1, 2, 4, then the last 1 thousand; or one batch
         store = SqliteStore(tmp_path / f"{worker}.sqlite", env=ENV)
-        summary = import_jsonl(store, src, account_id=ACCOUNT, batch_size=RAMP_FIRST * 8, progress=False,
+        summary = import_jsonl(store, src, guards=Principal.owner(ACCOUNT).guards, batch_size=RAMP_FIRST * 8, progress=False,
                                worker=worker)
         assert (summary.batches, summary.nodes, summary.edges) == (batches, RAMP_FIRST * 8, RAMP_FIRST * 8 - 1)
         store.close()
@@ -280,7 +280,7 @@ def test_worker_runs_this_code_whatever_the_working_directory(tmp_path: Path, mo
     monkeypatch.chdir(tmp_path / "cwd")
     store = SqliteStore(tmp_path / "g.sqlite", env=ENV)
     src = _write(tmp_path / "w.jsonl", [{"id": "w1", "labels": ["Person"], "properties": {"name": "w"}}])
-    assert import_jsonl(store, src, account_id=ACCOUNT, progress=False, worker=True).nodes == 1
+    assert import_jsonl(store, src, guards=Principal.owner(ACCOUNT).guards, progress=False, worker=True).nodes == 1
     store.close()
 
 
@@ -292,7 +292,7 @@ def test_another_accounts_id_is_a_new_node_of_this_account(tmp_path: Path, worke
     store = _seed(db)
     src = _write(tmp_path / "f.jsonl", [{"id": "ok1", "labels": ["Person"], "properties": {}},
                                         {"id": "foreign", "labels": ["Person"], "properties": {"name": "mine"}}])
-    summary = import_jsonl(store, src, account_id=ACCOUNT, progress=False, worker=worker)
+    summary = import_jsonl(store, src, guards=Principal.owner(ACCOUNT).guards, progress=False, worker=worker)
     assert (summary.nodes, summary.skipped) == (2, 0)
     assert store.get("foreign", guards=Guards(ACCOUNT)).properties["name"] == "mine"
     other = SqliteStore(db, env={"ACCOUNT_ID": OTHER})
@@ -307,9 +307,9 @@ def test_worker_setting_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     src = _write(tmp_path / "x.jsonl", [{"labels": ["Person"], "properties": {}}])
     monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "sometimes")
     with pytest.raises(UserError, match="PLUGHOST_IMPORT_WORKER: expected one of auto, 1, 0"):
-        import_jsonl(store, src, account_id=ACCOUNT, progress=False)
+        import_jsonl(store, src, guards=Principal.owner(ACCOUNT).guards, progress=False)
     monkeypatch.setenv("PLUGHOST_IMPORT_WORKER", "1")
-    assert import_jsonl(store, src, account_id=ACCOUNT, progress=False).nodes == 1
+    assert import_jsonl(store, src, guards=Principal.owner(ACCOUNT).guards, progress=False).nodes == 1
     store.close()
 
 
@@ -360,7 +360,7 @@ def test_two_imports_through_one_store_object_take_turns(tmp_path: Path) -> None
     files = [big_file(tmp_path / f"{p}.jsonl", 3000, prefix=p) for p in ("a", "b")]
     results: list[Any] = []
     threads = [threading.Thread(target=lambda f=f: results.append(
-        import_jsonl(store, f, account_id=ACCOUNT, batch_size=200, progress=False, worker=False))) for f in files]
+        import_jsonl(store, f, guards=Principal.owner(ACCOUNT).guards, batch_size=200, progress=False, worker=False))) for f in files]
     for t in threads:
         t.start()
     for t in threads:

@@ -56,7 +56,7 @@ def test_a_registration_from_before_the_default_is_rescoped_on_sync(tmp_path: Pa
     try:
         coll = registry.add(plughost_home, ACCOUNT, "old", str(notes))
         coll.scope = None  # what an older version wrote: unscoped nodes, no tags in the state
-        sync(host.store(), coll, MARKDOWN, account_id=ACCOUNT, guards=Guards(ACCOUNT), home=plughost_home)
+        sync(host.store(), coll, MARKDOWN, guards=Guards(ACCOUNT), home=plughost_home)
     finally:
         host.close()
     reg = registry.registry_path(plughost_home, ACCOUNT)

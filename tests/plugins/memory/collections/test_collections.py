@@ -227,12 +227,12 @@ def test_the_sync_writes_under_the_guards_it_is_given(tmp_path: Path, plughost_h
         coll = registry.add(host.home, ACCOUNT, "team", str(notes), scope="admin", agents=["a1"])
         store = host.store()
         public = Guards(ACCOUNT, allowed_scopes=("public",), agent_slug="a1")
-        refused = sync(store, coll, MARKDOWN, account_id=ACCOUNT, guards=public, home=host.home)
+        refused = sync(store, coll, MARKDOWN, guards=public, home=host.home)
         assert (refused.new, refused.failed) == (PARALLEL_MIN_NOTES + 4, PARALLEL_MIN_NOTES + 4)
         assert all("WriteDenied" in e for e in refused.errors) and documents(host, "team") == []
         assert store.count(guards=Guards(ACCOUNT)) == 0
         inside = Guards(ACCOUNT, allowed_scopes=("admin",), agent_slug="a1")
-        stats = sync(store, coll, MARKDOWN, account_id=ACCOUNT, guards=inside, home=host.home)
+        stats = sync(store, coll, MARKDOWN, guards=inside, home=host.home)
         assert (stats.new, stats.failed) == (PARALLEL_MIN_NOTES + 4, 0)
         docs = documents(host, "team")
         assert len(docs) == PARALLEL_MIN_NOTES + 4

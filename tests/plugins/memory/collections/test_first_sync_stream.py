@@ -67,8 +67,8 @@ def _synced(home: Path, notes: Path, monkeypatch: pytest.MonkeyPatch, workers: s
     try:
         store = host.store()
         coll = registry.add(home, ACCOUNT, "vault", str(notes), scope="team", agents=["writer"])
-        stats = sync_module.sync(_UpsertOnly(store) if upsert_only else store, coll, MARKDOWN, account_id=ACCOUNT,
-                                 guards=Guards(ACCOUNT), home=home)
+        stats = sync_module.sync(_UpsertOnly(store) if upsert_only else store, coll, MARKDOWN, guards=Guards(ACCOUNT),
+                                 home=home)
         path = store.path
     finally:
         host.close()

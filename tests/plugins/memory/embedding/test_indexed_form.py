@@ -81,7 +81,7 @@ def test_append_import_and_reindex_give_the_same_indexed_form(appended, tmp_path
             "role": "user", "sender": s, "text": t, "sentAt": at, "conversationId": "conv-1"}}
             for i, (s, t, at) in reversed(list(enumerate(TURNS)))]  # file order does not matter
         path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-        summary = import_jsonl(other, LookupEmbedder({}), path, account_id=ACCOUNT, progress=False)
+        summary = import_jsonl(other, LookupEmbedder({}), path, guards=Principal.owner(ACCOUNT).guards, progress=False)
         assert summary.embedded == len(TURNS)
         assert contexts_of(other) == by_append
         assert all(other.get_embedding(f"m{i}", guards=G) for i in range(len(TURNS)))

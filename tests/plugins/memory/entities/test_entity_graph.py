@@ -24,7 +24,7 @@ def message(i: int, text: str, speaker: str = "Maya", at: str = "2025-03-12T10:0
 def write(store: Any, rows: list[dict[str, Any]], guards: Guards | None = None) -> dict[str, int]:
     account = store.test_account
     store.upsert_many(rows, guards=Principal.system(account).guards)
-    return entities.write(store, account, [(r["id"], r["properties"]) for r in rows], guards=guards or Guards(account))
+    return entities.write(store, [(r["id"], r["properties"]) for r in rows], guards=guards or Guards(account))
 
 
 def entity(store: Any, key: str, guards: Guards | None = None):
@@ -117,10 +117,10 @@ def test_memory_import_and_conversation_append_write_entities_behind_the_flag(st
     path.write_text("".join(json.dumps(message(i, f"Tom flew to Lisbon on trip {i}.", speaker="Priya")) + "\n"
                             for i in range(3)))
     monkeypatch.setenv("PLUGHOST_MEMORY_ENTITIES", "0")
-    import_jsonl(store, None, path, account_id=account, progress=False)
+    import_jsonl(store, None, path, guards=Principal.owner(account).guards, progress=False)
     assert entity(store, "lisbon") == []
     monkeypatch.setenv("PLUGHOST_MEMORY_ENTITIES", "1")
-    import_jsonl(store, None, path, account_id=account, progress=False)
+    import_jsonl(store, None, path, guards=Principal.owner(account).guards, progress=False)
     assert len(store.linked([entity(store, "lisbon")[0].id], MENTIONS, guards=Guards(account))[
         entity(store, "lisbon")[0].id]) == 3
     env = {"ACCOUNT_ID": account, "PLUGHOST_MEMORY_ENTITIES": "1"}

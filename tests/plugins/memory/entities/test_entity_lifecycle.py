@@ -45,7 +45,7 @@ def imported(store: Any, tmp_path: Path, monkeypatch: Any, rows: list[dict[str, 
     path = tmp_path / "turns.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     monkeypatch.setenv("PLUGHOST_MEMORY_ENTITIES", "1")
-    import_jsonl(store, None, path, account_id=store.test_account, progress=False)
+    import_jsonl(store, None, path, guards=Principal.owner(store.test_account).guards, progress=False)
     return MemoryWriter(store, None, {"ACCOUNT_ID": store.test_account, "PLUGHOST_MEMORY_ENTITIES": "1"})
 
 
@@ -162,7 +162,7 @@ def test_reindex_entities_sweeps_what_earlier_changes_left(store: Any, tmp_path:
     assert facts(store, g, sourceId="m2") == []
     again = sweep(store, account)
     assert again["facts_removed"] == 0 and again["entities_removed"] == 0
-    assert entities.withdraw(store, account, ["m-unknown"], guards=g)["facts_removed"] == 0
+    assert entities.withdraw(store, ["m-unknown"], guards=g)["facts_removed"] == 0
 
 
 def test_a_turn_made_private_or_deleted_leaves_the_next_turns_indexed_form(store: Any, tmp_path: Path,

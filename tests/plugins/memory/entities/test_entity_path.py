@@ -24,7 +24,7 @@ def seed(store: Any) -> None:
                  "properties": {"role": "user", "sender": "Priya", "text": "Go to Casa Mar, order the paella.",
                                 "conversationId": "c2", "sentAt": "2025-02-01T10:00:00Z", "scope": "admin"}})
     store.upsert_many(rows, guards=Principal.system(account).guards)
-    entities.write(store, account, [(r["id"], r["properties"]) for r in rows], guards=Guards(account))
+    entities.write(store, [(r["id"], r["properties"]) for r in rows], guards=Guards(account))
 
 
 def ids(store: Any, flags: SearchFlags, query: str = "What did Priya recommend?") -> list[str]:
