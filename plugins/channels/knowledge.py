@@ -34,7 +34,7 @@ def pieces(text: str) -> list[Piece]:
     out: list[Piece] = []
     title = heading = ""
     for block in text.replace("\r\n", "\n").split("\n\n"):
-        lines = []
+        lines: list[str] = []
         for line in block.strip().splitlines():
             if line.startswith("<!-- plughost:knowledge"):
                 continue
