@@ -73,3 +73,19 @@ def test_the_gate_reports_an_agent_whose_files_are_missing(bakery_payload: Path,
     assert result.returncode == 0, result.stderr  # not fatal: the agent still answers from retrieval
     assert (f"[agent-files] op=reach WARN accountId=acme agent=shopfront reachable=false reason=files-missing "
             f"file=KNOWLEDGE.md path={folder}") in result.stderr
+
+
+def test_doctor_reports_each_agents_reachability(bakery_payload: Path, tmp_path: Path, plughost_home: Path) -> None:
+    from plughost.payload import doctor
+
+    assert _install(bakery_payload, tmp_path).returncode == 0
+    agents, problems = doctor.agent_reach(plughost_home)
+    report = doctor.DoctorReport(tmp_path / "claude", agents=agents, problems=problems)
+    assert "[doctor] agent accountId=acme agent=shopfront reachable=true" in report.lines()
+    assert report.findings == 0
+    (plughost_home / "accounts" / "acme" / "agents" / "shopfront" / "IDENTITY.md").unlink()
+    report = doctor.DoctorReport(tmp_path / "claude", agents=doctor.agent_reach(plughost_home)[0])
+    folder = plughost_home / "accounts" / "acme" / "agents" / "shopfront"
+    assert (f"[doctor] FAIL agent accountId=acme agent=shopfront reachable=false reason=files-missing "
+            f"file=IDENTITY.md path={folder}") in report.lines()
+    assert report.findings == 1 and report.to_json()["agents"][0]["reachable"] == "false"
