@@ -33,17 +33,18 @@ def writer(host: Host) -> Any:
 
 
 def _run(host: Host, tool: str, op: str, args: dict[str, Any]) -> Any:
-    call = Call(tool, host.env)
+    return run_with_outcome(Call(tool, host.env), lambda c: perform(host, c, op, args))
 
-    def run(c: Call) -> Any:
-        w = writer(host)
-        before = _scope(w, args.get("id")) if op in ("update", "delete", "restore") else None
-        out = getattr(w, op)(c, **args)
-        # a public node written, changed, deleted or restored: the public agents' KNOWLEDGE.md follows
-        after_write(w.store, host.home, w.account_id, [before, _scope(w, c.element_id)], reason=tool)
-        return out
 
-    return run_with_outcome(call, run)
+def perform(host: Host, c: Call, op: str, args: dict[str, Any]) -> Any:
+    """One write operation (``write``, ``update``, ``delete``, ``restore``, ``ingest``) as the tools and
+    the ``plughost memory`` commands run it: a public node written, changed, deleted or restored
+    rebuilds the public agents' KNOWLEDGE.md (docs/agents.md#knowledge)."""
+    w = writer(host)
+    before = _scope(w, args.get("id")) if op in ("update", "delete", "restore") else None
+    out = getattr(w, op)(c, **args)
+    after_write(w.store, host.home, w.account_id, [before, _scope(w, c.element_id)], reason=c.tool)
+    return out
 
 
 def _scope(w: Any, node_id: object) -> object:

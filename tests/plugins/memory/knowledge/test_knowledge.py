@@ -108,3 +108,12 @@ def test_a_public_collections_sync_rebuilds_and_a_private_ones_does_not(host, pl
     (public / "hours.md").write_text(HOURS.replace("7am", "6am"))
     assert run_cli("memory", "collection", "sync", "site", env=env).returncode == 0
     assert "We open at 6am on weekdays." in _assembled(plughost_home) and "40p" not in _assembled(plughost_home)
+
+
+def test_plughost_memory_ingest_rebuilds_as_the_tool_does(host, plughost_home: Path, tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    (tmp_path / "hours.md").write_text(HOURS)
+    result = run_cli("memory", "ingest", str(tmp_path / "hours.md"), "--scope", "public", env={"ACCOUNT_ID": ACCOUNT})
+    assert result.returncode == 0, result.stderr
+    assert "We open at 7am on weekdays." in _assembled(plughost_home)
