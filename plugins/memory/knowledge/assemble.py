@@ -15,7 +15,7 @@ class Source:
 
     node_id: str
     title: str
-    sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, text), in order
+    sections: list[tuple[str, str]] | None = field(default_factory=list)  # (heading, text); None: left out
     keywords: list[str] = field(default_factory=list)
 
 
@@ -29,6 +29,9 @@ def render(sources: Sequence[Source], keywords: Sequence[str], *, limit: int = M
     used = 0
     left_out = 0
     for src in sources:
+        if src.sections is None:
+            left_out += 1
+            continue
         block = _block(src)
         if used + len(block) > limit:
             left_out += 1
@@ -42,7 +45,7 @@ def render(sources: Sequence[Source], keywords: Sequence[str], *, limit: int = M
 
 def _block(src: Source) -> str:
     parts = [f"## {src.title}\nSource: {src.title} (matched: {', '.join(src.keywords)})"]
-    for heading, text in src.sections:
+    for heading, text in src.sections or []:
         text = text.strip()
         if not text:
             continue

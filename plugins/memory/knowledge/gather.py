@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plughost import GraphStore, Guards
-from plughost.plugins.memory.knowledge.assemble import Source
+from plughost.plugins.memory.knowledge.assemble import MAX_CHARS, Source
 
 DOCUMENT = "KnowledgeDocument"
 PARTS = ("Section", "Chunk")
@@ -24,10 +24,13 @@ def public_guards(account_id: str) -> Guards:
     return Guards(account_id=account_id, allowed_scopes=("public",))
 
 
-def gather(store: GraphStore, account_id: str, keywords: Sequence[str]) -> list[Source]:
-    """The matched sources, in keyword order then rank, each once with every keyword that found it."""
+def gather(store: GraphStore, account_id: str, keywords: Sequence[str], budget: int = MAX_CHARS) -> list[Source]:
+    """The matched sources, in keyword order then rank, each once with every keyword that found it.
+    Once ``budget`` characters are gathered, a further match is counted (``Source.sections`` None:
+    left out) without reading its sections."""
     guards = public_guards(account_id)
     found: dict[str, Source] = {}
+    used = [0]
     for keyword in keywords:
         hits = [h.node for h in store.keyword_search(keyword, PER_KEYWORD, guards=guards)]
         hits += [h.node for h in store.fulltext_search(keyword, PER_KEYWORD, guards=guards,
@@ -35,7 +38,7 @@ def gather(store: GraphStore, account_id: str, keywords: Sequence[str]) -> list[
         for node in hits:
             if set(node.labels) & NOT_KNOWLEDGE or node.properties.get("scope") != "public":
                 continue
-            source = _source(store, guards, node, found)
+            source = _source(store, guards, node, found, used, budget)
             if source is None:
                 continue
             if keyword not in source.keywords:
@@ -45,7 +48,8 @@ def gather(store: GraphStore, account_id: str, keywords: Sequence[str]) -> list[
     return list(found.values())
 
 
-def _source(store: GraphStore, guards: Guards, node: Any, found: dict[str, Source]) -> Source | None:
+def _source(store: GraphStore, guards: Guards, node: Any, found: dict[str, Source], used: list[int],
+            budget: int) -> Source | None:
     """The source a hit belongs to: a part's document (by its ``attachmentId``), a document, or an entity."""
     props = node.properties
     attachment = props.get("attachmentId")
@@ -53,8 +57,10 @@ def _source(store: GraphStore, guards: Guards, node: Any, found: dict[str, Sourc
         key = f"doc:{attachment or node.id}"
         if key in found:
             return found[key]
-        doc = node if DOCUMENT in node.labels else next(iter(store.find(
-            guards=guards, labels=[DOCUMENT], where={"attachmentId": attachment}, limit=1)), None)
+        if used[0] >= budget:  # over the part's ceiling: counted as left out, its sections never read
+            found[key] = Source(node.id, "", None)
+            return found[key]
+        doc = _document_of(store, guards, node)
         if doc is None:
             return None
         sections = store.find(guards=guards, labels=["Section"], where={"attachmentId": doc.properties.get(
@@ -65,6 +71,7 @@ def _source(store: GraphStore, guards: Guards, node: Any, found: dict[str, Sourc
         if not parts and doc.properties.get("summary"):
             parts = [("", str(doc.properties["summary"]))]
         found[key] = Source(doc.id, title, parts)
+        used[0] += len(title) + sum(len(h) + len(t) for h, t in parts)
         return found[key]
     if set(node.labels) & set(PARTS):
         return None  # a part with no document: its document is what is quoted
@@ -74,6 +81,19 @@ def _source(store: GraphStore, guards: Guards, node: Any, found: dict[str, Sourc
         lines = [f"- {f}: {_plain(props[f])}" for f in ENTITY_FIELDS if props.get(f)]
         found[key] = Source(node.id, name, [("", "\n".join(lines))] if lines else [])
     return found[key]
+
+
+def _document_of(store: GraphStore, guards: Guards, node: Any) -> Any:
+    """A part's document, up its edges (Chunk ←HAS_CHUNK— Section ←HAS_SECTION— document): indexed
+    lookups, where a search by ``attachmentId`` reads every node of the label."""
+    current = node
+    for edge in ((["HAS_CHUNK"] if "Chunk" in node.labels else []) + (["HAS_SECTION"] if DOCUMENT not in node.labels
+                                                                       else [])):
+        parents = [p for p in store.linked([current.id], edge, guards=guards, limit=5).get(current.id) or []]
+        if not parents:
+            return None
+        current = parents[0]
+    return current if DOCUMENT in current.labels else None
 
 
 def _plain(value: Any) -> str:

@@ -36,7 +36,7 @@ def rebuild(store: GraphStore, home: Path, account_id: str, slugs: Sequence[str]
             log("knowledge", "op=rebuild", "WARN", accountId=account_id, agent=slug, reason=reason, detail=str(exc))
             continue
         log("knowledge", "op=rebuild", accountId=account_id, agent=slug, reason=reason, keywords=len(keywords),
-            documents=len(sources), changed="true" if changed[slug] else "false",
+            documents=sum(s.sections is not None for s in sources), changed="true" if changed[slug] else "false",
             ms=f"{(time.perf_counter() - started) * 1000:.0f}")
     return changed
 
