@@ -134,7 +134,7 @@ def test_the_main_job_runs_and_the_webchat_answers(venv: Venv, tmp_path: Path) -
     assert "entry-points=[shop-hours,weather]" in bundled and "left out" not in bundled, bundled
     config = home / "claude-config"
     _ok(ph("install", str(work / "payload"), "--config-dir", str(config), "--account", "demo"))
-    agent = home / "accounts" / "demo" / "agents" / "shopfront"  # the brand's public agent, from package data
+    agent = home / "data" / "accounts" / "demo" / "agents" / "shopfront"  # the brand's public agent, from package data
     assert (agent / "IDENTITY.md").is_file() and (agent / "KNOWLEDGE.md").is_file()
     boot = _ok(ph("boot", "--check"))
     assert "weather-ready: 2 forecasts" in boot + ph("boot", "--check").stderr
