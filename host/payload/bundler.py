@@ -1,6 +1,6 @@
 """Brand bundling: assemble a payload for one brand, then generate its manifests (docs/payload.md#brands).
 
-The payload is ``OUT/brand.json``, ``OUT/plugins/`` (the platform plugins minus the brand's
+The payload is ``OUT/brand.json`` (with the brand's public-agent files in ``OUT/brand/agents/``), ``OUT/plugins/`` (the platform plugins minus the brand's
 ``plugins.excluded``) and ``OUT/premium-plugins/`` (only the bundles the brand allowlists in
 ``shipsPremiumBundles``), with every ``.claude-plugin/`` manifest generated.
 
@@ -41,6 +41,7 @@ from plughost.payload.generator import (
     premium_bundles,
 )
 from plughost.runtime import hostrange, plugin_checks, plugin_model
+from plughost.runtime.agent_files import brand_agent_files
 from plughost.runtime.manifest import load_manifest, validate
 from plughost.util import config, settings
 from plughost.util.errors import FatalError, UserError
@@ -55,6 +56,8 @@ from plughost.util.trees import (
     walk_files,
 )
 
+BRAND_AGENTS = Path("brand", "agents")
+"""The brand's public-agent files in a payload (docs/agents.md), beside its ``brand.json``."""
 IGNORED_NAMES = CACHE_NAMES | {".claude-plugin"}  # manifests are regenerated for the payload
 STAMP = ".plughost-bundle.json"
 STAMP_FORMAT = 2  # 2: a stamped build passed the plugin checks
@@ -380,6 +383,7 @@ def _bundle(brand: Brand, out: Path, plugins_dir: Path, premium_dir: Path | None
                           entry_points=sorted(f.name for f in staged.folders if f in platform),
                           left_out=dict(staged.left_out))
     copies = source_files(platform, bundles)
+    copies.update({BRAND_AGENTS / rel: src for rel, src in brand_agent_files(brand.path).items()})
     digest = inputs_digest(copies, brand, out, python)
     count = quick_unchanged(out, digest)
     if count is not None:

@@ -28,10 +28,12 @@ from typing import Any
 
 from plughost.payload import doctor_hooks
 from plughost.payload.launch import Launch, installed_launches
-from plughost.runtime import plugin_model
+from plughost.runtime import agent_files, plugin_model
+from plughost.runtime.agent_files import Reach
 from plughost.runtime.install_record import account_fix, account_on_record
 from plughost.runtime.plugin_model import PluginModel
 from plughost.util import settings
+from plughost.util.errors import UserError
 from plughost.util.jsonio import write_atomic
 from plughost.util.log import format_line
 
@@ -241,10 +243,12 @@ class DoctorReport:
     checks: list[ServerCheck] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     hooks: list[str] = field(default_factory=list)  # one ``[doctor] hooks`` line per installed plugin
+    agents: list[Reach] = field(default_factory=list)  # every public agent's files (docs/agents.md)
 
     @property
     def findings(self) -> int:
-        return len(self.problems) + sum(len(c.findings) for c in self.checks)
+        return (len(self.problems) + sum(len(c.findings) for c in self.checks)
+                + sum(not r.reachable for r in self.agents))
 
     @property
     def exit_code(self) -> int:
@@ -255,6 +259,8 @@ class DoctorReport:
         for check in self.checks:
             out.extend(check.lines())
         out.extend(self.hooks)
+        out.extend(format_line("doctor", *(() if r.reachable else ("FAIL",)), "agent", **r.fields())
+                   for r in self.agents)
         if not self.checks and not self.problems:
             out.append(format_line("doctor", "FAIL", reason="no-servers", **{"config-dir": str(self.config_dir)}))
         out.append(format_line("doctor", "op=done", servers=len(self.checks), findings=self.findings,
@@ -263,7 +269,7 @@ class DoctorReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"configDir": str(self.config_dir), "exit": self.exit_code, "problems": self.problems,
-                "hooks": self.hooks,
+                "hooks": self.hooks, "agents": [r.fields() for r in self.agents],
                 "servers": [{"plugin": c.launch.key, "server": c.launch.server, "tools": c.tools,
                              "findings": [{"reason": f.reason, **f.fields} for f in c.findings]}
                             for c in self.checks]}
@@ -305,13 +311,26 @@ def account_problems(launches: list[Any]) -> list[str]:
                         fix=account_fix(env))]
 
 
+def agent_reach(plughost_home: Path | None) -> tuple[list[Reach], list[str]]:
+    """Every account's public agents with what their folder lacks, or the one line saying why not."""
+    if plughost_home is None:
+        return [], []
+    try:
+        return agent_files.audit(plughost_home), []
+    except UserError as exc:
+        return [], [format_line(None, reason="agents-unreadable", detail=str(exc))]
+
+
 def run(config_dir: Path, *, home: str | None = None, timeout: float = 30.0, workers: int = 4,
-        models: Mapping[str, PluginModel] | None = None) -> DoctorReport:
+        models: Mapping[str, PluginModel] | None = None, plughost_home: Path | None = None) -> DoctorReport:
     """``models``: the loaded host's plugin models (``host.surface.models``, what the gates read); a plugin
-    it lacks is read from the folder Claude Code starts it from."""
+    it lacks is read from the folder Claude Code starts it from. ``plughost_home``: whose accounts'
+    public agents are checked for their files (``[doctor] agent ... reachable=``)."""
     launches, problems = installed_launches(config_dir, home)
     hooks, hook_problems = doctor_hooks.report(config_dir, home=home, timeout=timeout)
-    report = DoctorReport(config_dir, problems=problems + hook_problems + account_problems(launches), hooks=hooks)
+    agents, agent_problems = agent_reach(plughost_home)
+    report = DoctorReport(config_dir, problems=problems + hook_problems + account_problems(launches) + agent_problems,
+                          hooks=hooks, agents=agents)
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         report.checks = list(pool.map(lambda launch: check_server(launch, timeout, models), launches))
     return report

@@ -20,7 +20,11 @@ marks it ``.orphaned_at`` for garbage collection), so it must never be the paylo
 Marketplaces are discovered from the payload's generated ``marketplace.json`` files (the
 platform one, the premium root, every ``premium-plugins/*/plugins/``), never from a fixed list.
 Bundle-level specialist agents (``premium-plugins/<b>/agents/*.md``, ``PAYLOAD/agents/*.md``)
-are linked into ``<config>/agents/``. The account's ``account.json`` ``enabledPlugins`` is
+are linked into ``<config>/agents/``. The brand's public-agent files (``PAYLOAD/brand/agents/<slug>/``:
+IDENTITY.md, SOUL.md, KNOWLEDGE.md) are copied into the account's ``agents/<slug>/`` where the
+account has none (the account's copy wins; an owner's edits are kept), the agent gets a
+KNOWLEDGE.md to assemble into, and ``account.json`` gets the brand's ``publicAgent`` when it names
+none (docs/agents.md). The account's ``account.json`` ``enabledPlugins`` is
 reconciled with what is installed and ``<PLUGHOST_HOME>/.env`` gets the brand's embedding, the
 graph store (see :func:`store_settings`: a Neo4j install records its server) and the install's
 ``ACCOUNT_ID``.
@@ -49,7 +53,7 @@ from plughost.payload import plugin_files
 from plughost.payload.generator import BRAND_FILE, PLATFORM_FOLDER, PREMIUM_FOLDER
 from plughost.payload.launch import server_entries
 from plughost.ports.principal import with_account
-from plughost.runtime import plugin_checks, plugin_model
+from plughost.runtime import agent_files, plugin_checks, plugin_model
 from plughost.runtime.accounts import check_id, read_account_json
 from plughost.runtime.install_record import RECORD_KEY
 from plughost.runtime.manifest import manifest_errors
@@ -373,8 +377,32 @@ def _account(plan: InstallPlan) -> None:
         plan.actions.append(f"account {plan.account}: enabledPlugins added={added} removed={removed}")
     data.setdefault("accountId", plan.account)
     data["enabledPlugins"] = reconciled
+    _public_agent(plan, data)
     plan.files[path] = render(data, sort_keys=False)
     plan.reconciled = (added, removed)
+
+
+def _public_agent(plan: InstallPlan, account: dict[str, Any]) -> None:
+    """The brand's agent files into the account's home, each only where the account has none."""
+    brand_file = plan.payload / BRAND_FILE
+    shipped = agent_files.brand_agent_files(brand_file)
+    slug = agent_files.brand_public_agent(_load(brand_file, {}), shipped)
+    if slug and not account.get(agent_files.PUBLIC_AGENT_KEY):
+        account[agent_files.PUBLIC_AGENT_KEY] = agent_files.check_slug(slug, f"{brand_file}: publicAgent")
+        plan.actions.append(f"account {plan.account}: publicAgent {slug} (from the brand)")
+    home = config.home()
+    for rel, src in sorted(shipped.items()):
+        target = agent_files.agents_dir(home, plan.account) / rel
+        if target.exists():
+            log("installer", "op=agent-file-kept", agent=rel.parts[0], file=rel.name, reason="account-copy")
+            continue
+        plan.files[target] = src.read_text(encoding="utf-8")
+        plan.actions.append(f"agent file {rel.as_posix()} (from the brand)")
+    for agent in sorted({rel.parts[0] for rel in shipped} | ({slug} if slug else set())):
+        target = agent_files.agent_dir(home, plan.account, agent) / agent_files.KNOWLEDGE
+        if not target.exists() and target not in plan.files:
+            plan.files[target] = agent_files.merge_knowledge(None, agent_files.NOT_ASSEMBLED)
+            plan.actions.append(f"agent file {agent}/{agent_files.KNOWLEDGE} (assembled by the memory plugin)")
 
 
 def env_settings(payload: Path) -> dict[str, str]:

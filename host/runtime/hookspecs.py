@@ -504,6 +504,26 @@ def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]
 
 
 @hookspec
+def plughost_knowledge_changed(host: Host, account_id: str, agents: list[str] | None, reason: str) -> None:
+    """What a public agent subscribes to changed outside the plugin that assembles its KNOWLEDGE.md:
+    assemble it again (docs/agents.md#knowledge).
+
+    **Parameters:** ``account_id`` — the account; ``agents`` — the agent slugs whose files changed
+    (``None``: every agent of the account); ``reason`` — a short word for the log line (``console``).
+
+    **Combines:** notification: every implementation runs; one raising is reported against its
+    plugin and the others still run (the caller's own write stands).
+
+    **Fires:** when the owner saves an agent's IDENTITY.md, SOUL.md or KNOWLEDGE.md in the console,
+    and from the console's "Assemble again". The memory plugin's implementation reassembles the
+    assembled part of each agent's KNOWLEDGE.md from the public documents its keywords match
+    (it does so itself after its own public writes and collection syncs).
+
+    **Example:** ``rebuild(host.store(), host.home, account_id, agents, reason=reason)``.
+    """
+
+
+@hookspec
 def plughost_settings(host: Host) -> list[Setting]:
     """The ``PLUGHOST_*`` variables this plugin reads, each a :class:`plughost.Setting`
     (name, type, default, one-line doc), declared in the plugin's ``settings.py``.

@@ -108,6 +108,7 @@ RECALL_USED: OneHook[list[str]] = OneHook("plughost_recall_used")
 TOOL_CALLED = EachHook("plughost_tool_called")
 MESSAGES_STORED = EachHook("plughost_messages_stored")
 PERSON_ERASED = EachHook("plughost_person_erased")
+KNOWLEDGE_CHANGED = EachHook("plughost_knowledge_changed")
 
 AnyHook = ListHook[Any] | EachHook | OneHook[Any] | ProviderHook[Any]
 
@@ -117,6 +118,6 @@ TABLE: dict[str, AnyHook] = {
               ACCOUNT_CREATED,
               STORE, EMBEDDER, QUERY_EXPANSIONS, RERANK, SCREEN_MESSAGE, AGENT_RUNNER, OWNER_SESSIONS, ACTIVE_RULES,
               SURFACE_CONTEXT, VISITOR_MEMORY, MEMORY_SEARCH, COLLECTION_SOURCES, RECALL_USED, TOOL_CALLED,
-              MESSAGES_STORED, PERSON_ERASED, SETTINGS)
+              MESSAGES_STORED, PERSON_ERASED, KNOWLEDGE_CHANGED, SETTINGS)
 }
 """Every hook by name; a test pins it to the specs in :mod:`plughost.runtime.hookspecs`."""

@@ -18,8 +18,9 @@ denied; a session the owner started in another permission mode or model, ``owner
 every turn with those). A public turn is toolless by construction: ``--safe-mode`` (no plugins, hooks or
 skills), ``--strict-mcp-config`` with an empty ``--mcp-config`` (no MCP server at all),
 ``--tools ""`` (no built-in tool) and the native tools denied by name as well. What it may know
-comes with the turn: the best public-scope passages of the account's memory, found by the
-memory runner's search under public guards, in ``--append-system-prompt``.
+comes with the turn, in ``--append-system-prompt``: the public agent's own files first (IDENTITY.md,
+SOUL.md and the curated KNOWLEDGE.md, docs/agents.md#runners), then the best public-scope passages
+of the account's memory, found by the memory runner's search under public guards.
 
 An admin turn's plugin tools are on the model's first request: ``claude -p`` connects MCP servers in
 the background by default (its ``init`` lists them ``pending`` and the first request carries none of
@@ -42,6 +43,7 @@ from pathlib import Path
 from plughost import AgentTurn, Host, log
 from plughost.api.payload import config_dir_source
 from plughost.api.principals import child_env
+from plughost.plugins.channels.knowledge import AgentFiles
 from plughost.plugins.channels.memory_runner import MemoryRunner, distinct
 from plughost.plugins.channels.runner import DEFAULT_TIMEOUT, RunnerError, kill_group
 from plughost.plugins.channels.session_levers import settings_of
@@ -58,6 +60,9 @@ its ``init`` message lists by default; the test checks both against the real CLI
 NO_MCP_SERVERS = json.dumps({"mcpServers": {}})
 KNOWLEDGE_INTRO = ("You answer visitors of this business. Answer only from the passages below; when they do not "
                    "answer the question, say you do not know and offer to pass the question on to the team.")
+CURATED_INTRO = ("You answer visitors of this business as the agent described above. Answer from the knowledge "
+                 "above first, then from the passages below; when neither answers the question, say you do not "
+                 "know and offer to pass the question on to the team.")
 MAX_PASSAGES = 3
 Knowledge = Callable[[str], list[tuple[str, str]]]
 """A public-scope search: ``question -> [(text, source)]``."""
@@ -90,6 +95,7 @@ class ClaudeRunner:
         # out) and the eager ones among them: the spawn lines compare the argv against them
         self.listed_tools = list(listed_tools if listed_tools is not None else admin_tools)
         self.eager_tools = list(eager_tools or [])
+        self.files = AgentFiles(home, account)  # the public agent's IDENTITY.md, SOUL.md, KNOWLEDGE.md
 
     @classmethod
     def from_host(cls, host: Host) -> ClaudeRunner:
@@ -145,11 +151,14 @@ class ClaudeRunner:
         return max(1000, int(self.timeout * 500))
 
     def knowledge_prompt(self, question: str) -> str:
+        """A public turn's system prompt addition: the agent's files, then the passages found for the question."""
+        curated = self.files.prompt()
+        intro = f"{curated}\n\n{CURATED_INTRO}" if curated else KNOWLEDGE_INTRO
         if self.knowledge is None:
-            return KNOWLEDGE_INTRO + "\n\n(no passages)"
+            return intro + "\n\n(no passages)"
         found = self.knowledge(question) if question.strip() else []
         blocks = [f"[{i}] {text}\n(Source: {source})" for i, (text, source) in enumerate(found[:MAX_PASSAGES], 1)]
-        return KNOWLEDGE_INTRO + "\n\n" + ("\n\n".join(blocks) if blocks else "(no passages)")
+        return intro + "\n\n" + ("\n\n".join(blocks) if blocks else "(no passages)")
 
     def log_surface(self, session_id: str, role: str, argv: list[str], specialist: str | None) -> None:
         """The turn's tool surface, from the argv the CLI is spawned with: ``[tool-surface]`` (how many

@@ -1,6 +1,8 @@
 """The ``memory`` agent runner (``PLUGHOST_AGENT=memory``, the default): answers from the account's memory.
 
-No language model: the visitor's question goes through the same hybrid search the
+No language model. A visitor's question is answered first from the public agent's curated
+KNOWLEDGE.md (``accounts/<id>/agents/<slug>/``, docs/agents.md#runners), a paragraph counting as an
+answer by the same coverage rule as a passage; only when it holds none does the question go through the same hybrid search the
 ``memory-search`` tool runs (``host.memory_search``, typed rows), as the sender's principal (a
 public visitor's is ``host.principal.visitor()``: public memory only), and the reply is the best-matching passage, cut to whole sentences,
 with its source named. A passage counts as an answer only when it covers at least
@@ -25,6 +27,7 @@ from plughost.api import hooks
 from plughost.api.credentials import conversation_secret
 from plughost.api.store import resolve_conversation_id
 from plughost.plugins.channels.brand import GREETING, product_name
+from plughost.plugins.channels.knowledge import AgentFiles
 from plughost.plugins.channels.runner import RunnerError
 from plughost.plugins.channels.settings import AGENT_MIN_MATCH
 from plughost.plugins.channels.wire import JSON, JSONObject
@@ -312,6 +315,24 @@ def fact_kind(question: str) -> str | None:
     return None
 
 
+def rank(question: str, found: list[Passage]) -> list[tuple[float, Passage]]:
+    """Passages best first, each with its coverage of the question (the rule of :meth:`MemoryRunner.passages`)."""
+    words = content_words(question)
+    texts = [set(_words(f"{p.props.get('title', '')} {p.text}")) for p in found]
+    specific = [q for q in words if q not in FILLER]
+    unseen = [q for q in specific if not any(any(same_word(q, w) for w in t) for t in texts)]
+    scored = []
+    for p, text in zip(found, texts, strict=True):
+        counted = specific or words  # filler words neither make nor break a match
+        hits = sum(1 for q in counted if any(same_word(q, w) for w in text))
+        cover = hits / len(counted) if counted else 0.0
+        if unseen or (len(specific) >= 2 and hits < 2):
+            cover = min(cover, 0.0 if unseen else cover / 2)
+        scored.append(((cover, int("title" in p.props), p.score), p))
+    scored.sort(key=lambda item: item[0], reverse=True)
+    return [(key[0], p) for key, p in scored]
+
+
 class MemoryRunner:
     """Replies from memory: the best passage in whole sentences and its source, or "I don't know"."""
 
@@ -321,6 +342,7 @@ class MemoryRunner:
         self.host = host
         self.min_match = AGENT_MIN_MATCH.read(host.env)
         self.product = product_name(host.env, host.plugins_dir)
+        self.files = AgentFiles(host.home, host.principal.account)
         self.pending: OrderedDict[str, str] = OrderedDict()  # session -> its last unanswered question
         self.pending_lock = threading.Lock()
 
@@ -500,6 +522,10 @@ class MemoryRunner:
     def answer(self, question: str, principal: Principal) -> str:
         """The reply to ``question`` from what ``principal`` may read (:meth:`reader`)."""
         words = content_words(question)
+        if not principal.is_admin and words:
+            curated = self.from_knowledge(question)
+            if curated is not None:
+                return curated
         kind = fact_kind(question)
         if kind is not None:
             fact = self.fact(kind, question, principal)
@@ -542,6 +568,20 @@ class MemoryRunner:
                         return f"{sentence}\n{SOURCE.format(source=p.source)}"
         return None
 
+    def from_knowledge(self, question: str) -> str | None:
+        """The best paragraph of the public agent's KNOWLEDGE.md, when it answers the question."""
+        found = [Passage(("Knowledge",), f"KNOWLEDGE.md#{i}", 0.0,
+                         {"title": f"{piece.title} {piece.heading}".strip(), "body": piece.text,
+                          "path": json.dumps([piece.source])})
+                 for i, piece in enumerate(self.files.knowledge())]
+        ranked = rank(question, found)
+        if not ranked or ranked[0][0] < self.min_match:
+            return None
+        cover, chosen = ranked[0]
+        log("channels", "op=memory-answer", outcome="answer", match=round(cover, 2), source=chosen.node_id,
+            **{"from": "knowledge"})
+        return f"{trim(chosen.text, content_words(question))}\n{SOURCE.format(source=chosen.source)}"
+
     def passages(self, question: str, principal: Principal) -> list[tuple[float, Passage]]:
         """Knowledge passages for the question as ``principal`` reads them, best first, with their coverage.
 
@@ -549,22 +589,9 @@ class MemoryRunner:
         match on one incidental word: with two content words or more it holds at least two of them,
         and a specific word of the question that no candidate passage holds at all ("nut-free
         cakes" where memory knows no nuts) means memory does not know."""
-        words = content_words(question)
         found = [p for p in map(Passage.of, self.search(question, principal))
                  if not set(p.labels) & NOT_KNOWLEDGE and p.text]
-        texts = [set(_words(f"{p.props.get('title', '')} {p.text}")) for p in found]
-        specific = [q for q in words if q not in FILLER]
-        unseen = [q for q in specific if not any(any(same_word(q, w) for w in t) for t in texts)]
-        scored = []
-        for p, text in zip(found, texts, strict=True):
-            counted = specific or words  # filler words neither make nor break a match
-            hits = sum(1 for q in counted if any(same_word(q, w) for w in text))
-            cover = hits / len(counted) if counted else 0.0
-            if unseen or (len(specific) >= 2 and hits < 2):
-                cover = min(cover, 0.0 if unseen else cover / 2)
-            scored.append(((cover, int("title" in p.props), p.score), p))
-        scored.sort(key=lambda item: item[0], reverse=True)
-        return [(key[0], p) for key, p in scored]
+        return rank(question, found)
 
     def search(self, question: str, principal: Principal) -> list[MemoryHit]:
         """The question searched as ``principal`` (:meth:`reader`: the sender's)."""

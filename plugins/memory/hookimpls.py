@@ -210,6 +210,14 @@ def plughost_messages_stored(host: Host, account_id: str, message_ids: list[str]
 
 
 @hookimpl
+def plughost_knowledge_changed(host: Host, account_id: str, agents: list[str] | None, reason: str) -> None:
+    """The public agents' KNOWLEDGE.md assembled again (docs/agents.md#knowledge)."""
+    from plughost.plugins.memory.knowledge.rebuild import rebuild
+
+    rebuild(host.store(), host.home, account_id, agents, reason=reason)
+
+
+@hookimpl
 def plughost_boot_gates(host: Host) -> list[Gate]:
     from plughost.plugins.memory.surfacing.settings_gate import surface_settings_gate
 
@@ -269,5 +277,5 @@ __all__ = ["plughost_recall_used", "plughost_retrieval_boosts_recall", "plughost
            "plughost_embedder", "plughost_tools", "plughost_query_expansions", "plughost_cli_commands",
            "plughost_startup", "plughost_tools_reports_and_preferences", "plughost_cli_commands_reports",
            "plughost_active_rules", "plughost_visitor_memory", "plughost_tools_search", "plughost_tools_conversations",
-           "plughost_tools_audit", "plughost_tool_called", "plughost_startup_embed_queue", "plughost_startup_standing_audit", "plughost_messages_stored",
+           "plughost_tools_audit", "plughost_tool_called", "plughost_startup_embed_queue", "plughost_startup_standing_audit", "plughost_messages_stored", "plughost_knowledge_changed",
            "plughost_settings"]

@@ -18,7 +18,7 @@ from plughost.runtime.host import Host as ConcreteHost
 from plughost.runtime.plugin_host import PluginHost
 
 API_MODULES = ["hooks", "store", "http", "serving", "principals", "accounts", "settings", "util", "credentials",
-               "payload"]
+               "payload", "agents"]
 ROOMS = ("cli", "serve", "mcp", "payload", "web", "runtime", "ports", "util", "plugins")
 HEAVY = ("mcp", "neo4j", "numpy", "onnxruntime", "starlette", "uvicorn", "jsonschema")
 

@@ -134,6 +134,8 @@ def test_the_main_job_runs_and_the_webchat_answers(venv: Venv, tmp_path: Path) -
     assert "entry-points=[shop-hours,weather]" in bundled and "left out" not in bundled, bundled
     config = home / "claude-config"
     _ok(ph("install", str(work / "payload"), "--config-dir", str(config), "--account", "demo"))
+    agent = home / "data" / "accounts" / "demo" / "agents" / "shopfront"  # the brand's public agent, from package data
+    assert (agent / "IDENTITY.md").is_file() and (agent / "KNOWLEDGE.md").is_file()
     boot = _ok(ph("boot", "--check"))
     assert "weather-ready: 2 forecasts" in boot + ph("boot", "--check").stderr
     doctor = _ok(ph("doctor", "--config-dir", str(config)))
@@ -142,6 +144,7 @@ def test_the_main_job_runs_and_the_webchat_answers(venv: Venv, tmp_path: Path) -
 
     (work / "prices.md").write_text("# Prices\n\nA sourdough loaf costs 4.50 euros at Harbour Street Bakery.\n")
     _ok(ph("memory", "ingest", "prices.md", "--scope", "public", ACCOUNT_ID="demo"))
+    assert "A sourdough loaf costs 4.50 euros" in (agent / "KNOWLEDGE.md").read_text()  # its keyword: bakery
     found = _ok(ph("memory", "search", "sourdough loaf price", ACCOUNT_ID="demo"))
     assert "sourdough" in found.lower(), found
     _ok(ph("graph", "export", "--out", str(work / "graph.jsonl"), ACCOUNT_ID="demo"))

@@ -31,7 +31,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         raise UserError(f"--config-dir: '{folder}' is not a folder (no Claude Code config dir to check)")
     if args.timeout <= 0:
         raise UserError(f"--timeout: expected a positive number of seconds, got {args.timeout}")
-    report = doctor.run(folder, home=ctx.env.get("HOME"), timeout=args.timeout, models=_models(ctx))
+    report = doctor.run(folder, home=ctx.env.get("HOME"), timeout=args.timeout, models=_models(ctx),
+                        plughost_home=config.home(ctx.env))
     doctor.record(config.home(ctx.env), report)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

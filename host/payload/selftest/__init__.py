@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from plughost.payload.selftest import checks
+from plughost.runtime.agent_files import agent_files_gate
 from plughost.runtime.hookspecs import hookimpl
 from plughost.runtime.install_brand import install_brand_gate
 
@@ -27,4 +28,5 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
         Gate("skill-registration", check=checks.skill_registration, fatal=False, order=40),
         Gate("tool-registration", check=checks.tool_registration, fatal=False, order=50),
         Gate("plugin-files", check=checks.plugin_files_gate, fatal=False, order=55),
+        agent_files_gate(),
     ]

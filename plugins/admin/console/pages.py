@@ -41,6 +41,7 @@ from plughost.api.http import int_param, read_body
 from plughost.api.payload import config_dir_source, doctor, install_brand, load_brand, resolve_brand
 from plughost.api.store import CHANNEL_MESSAGE_LABELS, resolve_conversation_id
 from plughost.plugins.admin import sessions
+from plughost.plugins.admin.console import agents as agent_pages
 from plughost.plugins.admin.session_routes import COOKIE, PinLogin, set_cookie, token_of
 
 HERE = Path(__file__).parent
@@ -55,8 +56,9 @@ CSP = ("default-src 'self'; style-src 'self'; script-src 'none'; object-src 'non
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store",
            "Referrer-Policy": "same-origin"}
 NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "Conversations"),
-       ("/admin/tasks", "Tasks"), ("/admin/sessions", "Sessions"), ("/admin/memory", "Memory"), ("/admin/audit", "Tool calls"),
-       ("/admin/health", "Gates"), ("/admin/logs", "Logs"), ("/admin/people", "Erase / export"))
+       ("/admin/tasks", "Tasks"), ("/admin/sessions", "Sessions"), ("/admin/memory", "Memory"),
+       ("/admin/audit", "Tool calls"), ("/admin/agents", "Public agent"), ("/admin/health", "Gates"),
+       ("/admin/logs", "Logs"), ("/admin/people", "Erase / export"))
 CHANNELS = {"webchat": "Webchat", "telegram": "Telegram", "whatsapp": "WhatsApp"}
 PERSON_KINDS = ("contact", "visitor", "conversation")
 SEARCH_PAGE = 10
@@ -85,6 +87,7 @@ GATE_WORDS = {  # what a boot gate checks, in the owner's words
     "mcp-allowlist-coverage": "Every tool the assistant may call is on the allow-list.",
     "single-provider": "Each tool comes from one plugin only.",
     "admin-identity-binding": "The admin chat is bound to your identity.",
+    "agent-files": "Your public agent's files (who it is, what it knows) are where it reads them.",
 }
 STATUS_WORDS = {"ok": "fine", "warn": "worth a look", "fail": "needs fixing", "error": "could not be checked"}
 FINDING_WORDS = {  # a doctor finding's reason: what it means, what to do
@@ -282,8 +285,8 @@ class Console:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/admin/login?next={quote(safe_next(target))}", status_code=303, headers=HEADERS)
 
-    async def form(self, request: Any) -> dict[str, str] | None:
-        body = await read_body(request, MAX_FORM)
+    async def form(self, request: Any, limit: int = MAX_FORM) -> dict[str, str] | None:
+        body = await read_body(request, limit)
         if body is None:
             return None
         parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=20)
@@ -304,8 +307,8 @@ class Console:
                            detail="This server is narrowed (ALLOWED_SCOPES or AGENT_SLUG is set), and the console "
                                   "reads the whole account; open it on a server started without them.")
 
-    async def guarded_post(self, request: Any) -> tuple[Any, dict[str, str] | None, Any]:
-        """``(session, form, None)`` or ``(None, None, refusal response)``."""
+    async def guarded_post(self, request: Any, limit: int = MAX_FORM) -> tuple[Any, dict[str, str] | None, Any]:
+        """``(session, form, None)`` or ``(None, None, refusal response)``; ``limit``: the form's bytes."""
         refused = self.narrowed()
         if refused is not None:
             return None, None, refused
@@ -313,7 +316,7 @@ class Console:
         if session is None or token is None:
             return None, None, self.render("error.html", 401, title="Signed out",
                                            detail="Your admin session ended; sign in again.")
-        form = await self.form(request)
+        form = await self.form(request, limit)
         if form is None:
             return None, None, self.render("error.html", 413, title="Too large", detail="The form is too large.",
                                            session=session)
@@ -1171,6 +1174,69 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         log("console", f"op=session-{action}", conversation=int(number))
         return RedirectResponse("/admin/sessions", status_code=303, headers=HEADERS)
 
+    async def agents_page(request: Any, session: Any, csrf: str) -> Any:
+        refused = console.narrowed()
+        if refused is not None:
+            return refused
+        try:
+            rows = await asyncio.to_thread(agent_pages.overview, host, console.account or "")
+        except UserError as exc:
+            return console.render("error.html", 409, title="Public agent", detail=str(exc), session=session, csrf=csrf)
+        return console.render("agents.html", title="Public agent", session=session, csrf=csrf, current="/admin/agents",
+                              rows=rows)
+
+    def agent_notice(request: Any) -> str | None:
+        return {"saved": "Saved; its knowledge was assembled again.", "unchanged": "Nothing changed.",
+                "rebuilt": "Its knowledge was assembled again from your public documents.",
+                "rebuild-failed": "Assembling its knowledge failed; the log says why."}.get(
+            request.query_params.get("notice", ""))
+
+    async def agent_page(request: Any, session: Any, csrf: str, error: str | None = None, status: int = 200) -> Any:
+        refused = console.narrowed()
+        if refused is not None:
+            return refused
+        slug = request.path_params["agent"]
+        try:
+            agent = await asyncio.to_thread(agent_pages.detail, host, console.account or "", slug)
+        except UserError as exc:
+            agent, error = None, str(exc)
+        if agent is None:
+            return console.render("error.html", 404, title="No such agent",
+                                  detail=error or "This account has no agent of that name.", session=session, csrf=csrf)
+        return console.render("agent.html", status, title=f"Agent {slug}", session=session, csrf=csrf,
+                              current="/admin/agents", agent=agent, error=error, notice=agent_notice(request))
+
+    async def agent_file_post(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request, agent_pages.MAX_FILE + 4096)
+        if refused is not None or form is None:
+            return refused
+        slug, name = request.path_params["agent"], request.path_params["file"]
+        try:
+            if await asyncio.to_thread(agent_pages.detail, host, console.account or "", slug) is None:
+                raise UserError("agent: this account has no agent of that name")
+            changed = await asyncio.to_thread(agent_pages.save, host, console.account or "", slug, name,
+                                              form.get("text", ""))
+        except UserError as exc:
+            token = token_of(request) or ""
+            return await agent_page(request, session, csrf_of(sessions.load_secret(host.home), token),
+                                    error=str(exc), status=400)
+        return RedirectResponse(f"/admin/agents/{slug}?notice={'saved' if changed else 'unchanged'}", status_code=303,
+                                headers=HEADERS)
+
+    async def agent_rebuild(request: Any) -> Any:
+        session, form, refused = await console.guarded_post(request)
+        if refused is not None or form is None:
+            return refused
+        slug = request.path_params["agent"]
+        try:
+            if await asyncio.to_thread(agent_pages.detail, host, console.account or "", slug) is None:
+                raise UserError("agent: this account has no agent of that name")
+        except UserError as exc:
+            return console.render("error.html", 404, title="No such agent", detail=str(exc), session=session)
+        failed = await asyncio.to_thread(agent_pages.rebuild, host, console.account or "", slug)
+        return RedirectResponse(f"/admin/agents/{slug}?notice={'rebuild-failed' if failed else 'rebuilt'}",
+                                status_code=303, headers=HEADERS)
+
     async def not_found(request: Any, session: Any, csrf: str) -> Any:
         return console.render("error.html", 404, title="Not found", detail="There is no such console page.",
                               session=session, csrf=csrf)
@@ -1204,6 +1270,11 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         Route("/admin/sessions", endpoint=sessions_post, methods=("POST",), name="console-sessions-start"),
         Route("/admin/sessions/{conversation}/{action}", endpoint=sessions_change, methods=("POST",),
               name="console-sessions-change"),
+        Route("/admin/agents", endpoint=signed_in(agents_page), methods=("GET",), name="console-agents"),
+        Route("/admin/agents/{agent}", endpoint=signed_in(agent_page), methods=("GET",), name="console-agent"),
+        Route("/admin/agents/{agent}/files/{file}", endpoint=agent_file_post, methods=("POST",),
+              name="console-agent-file"),
+        Route("/admin/agents/{agent}/rebuild", endpoint=agent_rebuild, methods=("POST",), name="console-agent-rebuild"),
         Route("/admin/conversations", endpoint=signed_in(conversations), methods=("GET",),
               name="console-conversations"),
         Route("/admin/conversations/{conversation}", endpoint=signed_in(conversation_page), methods=("GET",),

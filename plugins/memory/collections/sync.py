@@ -42,6 +42,7 @@ from plughost.plugins.memory.collections.registry import Collection, state_path
 from plughost.plugins.memory.collections.running import StopWhen, SyncCancelled, sync_lock
 from plughost.plugins.memory.collections.state import NoteState, State
 from plughost.plugins.memory.embedding.text import embedding_text
+from plughost.plugins.memory.knowledge.rebuild import after_write
 from plughost.plugins.memory.settings import COLLECTIONS_REHASH, COLLECTIONS_WORKERS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -976,4 +977,8 @@ def sync(store: Any, collection: Collection, source: CollectionSource, *, guards
     if stats.scanned == 0:
         log("collections", "warn", reason="no-match", collection=collection.name,
             pattern=collection.pattern or ",".join(source.patterns))
+    if stats.new or stats.changed or stats.renamed or stats.deleted or stats.rescoped:
+        # a public collection's notes changed (or a collection stopped or started being public)
+        after_write(store, home, account_id, [collection.scope, "public" if stats.rescoped else None],
+                    reason="collection-sync")
     return stats

@@ -8,7 +8,7 @@ from typing import Any
 
 from plughost.plugins.memory.commands.common import print_json, read_text
 from plughost.plugins.memory.writes.outcome import Call, run_with_outcome
-from plughost.plugins.memory.writes.tools import writer
+from plughost.plugins.memory.writes.tools import perform
 
 HELP = "ingest a text or Markdown file as KnowledgeDocument / Section / Chunk nodes"
 
@@ -28,6 +28,6 @@ def run(args: argparse.Namespace, host: Any) -> int:
     for key, value in (("title", args.title), ("attachmentId", args.attachment_id), ("scope", args.scope)):
         if value:
             params[key] = value
-    result = run_with_outcome(Call("memory-ingest", host.env), lambda c: writer(host).ingest(c, **params))
+    result = run_with_outcome(Call("memory-ingest", host.env), lambda c: perform(host, c, "ingest", params))
     print_json(result)
     return 0

@@ -7,7 +7,7 @@ from typing import Any
 
 from plughost.plugins.memory.commands.common import json_arg, print_json
 from plughost.plugins.memory.writes.outcome import Call, run_with_outcome
-from plughost.plugins.memory.writes.tools import writer
+from plughost.plugins.memory.writes.tools import perform
 
 HELP = "write one node (labels, JSON properties, optional relationships) to ACCOUNT_ID's memory"
 
@@ -32,6 +32,6 @@ def run(args: argparse.Namespace, host: Any) -> int:
         params["producedByTaskId"] = args.produced_by_task_id
     if args.id:
         params["id"] = args.id
-    result = run_with_outcome(Call("memory-write", host.env), lambda c: writer(host).write(c, **params))
+    result = run_with_outcome(Call("memory-write", host.env), lambda c: perform(host, c, "write", params))
     print_json(result)
     return 0

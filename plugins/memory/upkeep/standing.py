@@ -14,6 +14,10 @@ the serving process, for its account:
   drifted task logged (``[timeentry-census] op=drift``), counted as ``timeDrifted``;
 - **end** the visitors' conversations idle past ``PLUGHOST_VISITOR_IDLE_S``, writing their
   per-visitor memory slices (:func:`plughost.plugins.memory.conversations.visitor_memory.sweep`), counted as ``visitorSlices``;
+- **rebuild** the public agents' KNOWLEDGE.md (:func:`plughost.plugins.memory.knowledge.rebuild.rebuild`),
+  counted as ``knowledgeRebuilt`` (the files that changed): a net under the rebuild after each
+  public write, for what reached the store another way (a graph import), and the first fill after
+  an install;
 - **purge** the nodes soft-deleted longer ago than the grace (the store port's ``purge`` with its
   default grace, the one ``plughost graph purge`` uses: 7 days).
 
@@ -43,6 +47,7 @@ from plughost.api.serving import leases
 from plughost.api.util import write_atomic
 from plughost.plugins.memory.conversations.visitor_memory import sweep
 from plughost.plugins.memory.embedding.reindex import reindex
+from plughost.plugins.memory.knowledge.rebuild import rebuild
 from plughost.plugins.memory.serving import serving_account
 from plughost.plugins.memory.settings import AUDIT_EMBED_LIMIT, AUDIT_PERIOD
 from plughost.plugins.memory.upkeep.counts import counts
@@ -91,12 +96,17 @@ def _visitors(host: Host, account_id: str, limit: int, stop: threading.Event | N
     return {"visitorSlices": sweep(host, account_id)}
 
 
+def _knowledge(host: Host, account_id: str, limit: int, stop: threading.Event | None) -> dict[str, int]:
+    changed = rebuild(host.store(), host.home, account_id, reason="upkeep")
+    return {"knowledgeRebuilt": sum(changed.values())}
+
+
 def _purge(host: Host, account_id: str, limit: int, stop: threading.Event | None) -> dict[str, int]:
     return {"purged": int(host.store().purge(account_id=account_id))}  # the port's default grace
 
 
 AUDITS = (("embed", _embed), ("count", _count), ("census", _census), ("visitors", _visitors),
-          ("purge", _purge))
+          ("knowledge", _knowledge), ("purge", _purge))
 """In order: the count sees what the embed left."""
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from plughost import StateKey, Tool
 from plughost.plugins.memory.embedding.reindex import reindex
+from plughost.plugins.memory.knowledge.rebuild import after_write
 from plughost.plugins.memory.writes.outcome import Call, WriteRejected, run_with_outcome
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,8 +33,25 @@ def writer(host: Host) -> Any:
 
 
 def _run(host: Host, tool: str, op: str, args: dict[str, Any]) -> Any:
-    call = Call(tool, host.env)
-    return run_with_outcome(call, lambda c: getattr(writer(host), op)(c, **args))
+    return run_with_outcome(Call(tool, host.env), lambda c: perform(host, c, op, args))
+
+
+def perform(host: Host, c: Call, op: str, args: dict[str, Any]) -> Any:
+    """One write operation (``write``, ``update``, ``delete``, ``restore``, ``ingest``) as the tools and
+    the ``plughost memory`` commands run it: a public node written, changed, deleted or restored
+    rebuilds the public agents' KNOWLEDGE.md (docs/agents.md#knowledge)."""
+    w = writer(host)
+    before = _scope(w, args.get("id")) if op in ("update", "delete", "restore") else None
+    out = getattr(w, op)(c, **args)
+    after_write(w.store, host.home, w.account_id, [before, _scope(w, c.element_id)], reason=c.tool)
+    return out
+
+
+def _scope(w: Any, node_id: object) -> object:
+    if not isinstance(node_id, str):
+        return None
+    node = w.store.get(node_id, guards=w.guards(), include_deleted=True)
+    return node.properties.get("scope") if node is not None else None
 
 
 def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSize: int = 32,  # noqa: N803
