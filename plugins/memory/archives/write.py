@@ -1,6 +1,9 @@
-"""Store parsed threads as Conversations with Messages, the shape the channels store.
+"""Store parsed threads as Conversations with Messages, the shape the channels store, through
+the one import pipeline (:class:`plughost.api.store.ImportSession`).
 
-Ids come from the account, the format and the source's own ids (a message without one: its time,
+:func:`batches` turns the threads into the session's batches (whole threads: a Conversation row,
+then its Messages; what the reader skipped goes to the session's skip lines); :class:`Writer` is
+the batch write. Ids come from the account, the format and the source's own ids (a message without one: its time,
 sender and a hash of its words), so a second run finds every message and writes nothing; a
 message whose stored ``contentHash`` differs is rewritten; a new message of a known thread is
 appended to its Conversation. A Conversation or Message an admin deleted is left as it is. Every
@@ -11,20 +14,28 @@ form (``searchContext``) and are embedded as ``conversation-append`` embeds them
 from __future__ import annotations
 
 import hashlib
-import sys
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from plughost import Embedder, GraphStore, Guards, Node, log
-from plughost.api.store import CONVERSATION_LABEL, HAS_MESSAGE, MESSAGE_LABEL, guarded_upsert_many
-from plughost.api.util import Progress, redact_text
+from plughost.api.store import (
+    CONVERSATION_LABEL,
+    HAS_MESSAGE,
+    MESSAGE_LABEL,
+    ImportBatch,
+    ImportRow,
+    guarded_upsert_many,
+)
+from plughost.api.util import redact_text
 from plughost.plugins.memory import entities
-from plughost.plugins.memory.archives.model import Thread, Turn
+from plughost.plugins.memory.archives.model import Parsed, Thread, Turn
 from plughost.plugins.memory.embedding import indexed_form
 
 CHANNELS = {"claude": "claude-export", "chatgpt": "chatgpt-export", "whatsapp": "whatsapp-export",
             "mbox": "email", "eml": "email"}
 EMBED_BATCH = 64
+BATCH_MESSAGES = 500  # a batch is whole threads, at least this many messages unless the archive ends
 
 
 @dataclass
@@ -37,7 +48,6 @@ class Summary:
     unchanged: int = 0
     skipped: int = 0
     embedded: int = 0
-    problems: list[str] = field(default_factory=list)
 
     def line(self, dry_run: bool = False) -> str:
         return (f"[import-archive] format={self.fmt} conversations={self.conversations} messages={self.messages} "
@@ -92,48 +102,89 @@ def message_rows(account: str, fmt: str, conv: str, thread: Thread, scope: str) 
     return rows
 
 
+def batches(account: str, fmt: str, parsed: Parsed, scope: str,
+            batch_size: int = BATCH_MESSAGES) -> Iterator[ImportBatch]:
+    """The archive as an import session's batches: whole threads (each its Conversation row, then
+    its Messages, oldest first), at least ``batch_size`` messages a batch; the reader's skipped items
+    go with the first (``where: why``). ``done_bytes`` counts messages, as the progress bar does."""
+    skips: list[tuple[int | str, str]] = []
+    for problem in parsed.skipped:
+        where, _, why = problem.partition(": ")
+        skips.append((where, why or "skipped"))
+    rows: list[ImportRow] = []
+    done = lines = in_batch = 0
+    for thread in parsed.threads:
+        conv = conversation_id(account, fmt, thread.key)
+        lines += 1
+        rows.append(ImportRow(lines, b"", {"id": conv, "labels": [CONVERSATION_LABEL], "properties": {
+            "title": redact_text(thread.title), "scope": scope, "channel": CHANNELS[fmt],
+            "source": "import-archive", "sourceFormat": fmt}}))
+        for row in message_rows(account, fmt, conv, thread, scope):
+            lines += 1
+            rows.append(ImportRow(lines, b"", row))
+        done += len(thread.turns)
+        in_batch += len(thread.turns)
+        if in_batch >= batch_size:
+            yield ImportBatch(rows, skips, done, lines)
+            rows, skips, in_batch = [], [], 0
+    if rows or skips:
+        yield ImportBatch(rows, skips, done, lines)
+
+
 class Writer:
+    """The batch write of an archive import (:class:`plughost.api.store.BatchWriter`): per thread,
+    what is new or changed (a Conversation an admin deleted stays deleted; a new message keeps its
+    Conversation's scope), with its indexed form and vector, then its entities."""
+
     def __init__(self, store: GraphStore, embedder: Embedder | None, guards: Guards, fmt: str, *,
-                 scope: str = "admin", dry_run: bool = False, env: Any = None) -> None:
+                 dry_run: bool = False, env: Any = None) -> None:
         self.store, self.embedder, self.guards, self.fmt = store, embedder, guards, fmt
-        self.account = guards.account_id
-        self.scope, self.dry_run, self.env = scope, dry_run, env
+        self.dry_run, self.env = dry_run, env
         self.summary = Summary(fmt)
         self.turns = indexed_form.context_turns(env)
 
-    def run(self, threads: list[Thread], progress: bool | None = None, stream: TextIO | None = None) -> Summary:
-        total = sum(len(t.turns) for t in threads)
-        bar = Progress(total, stream or sys.stderr, progress, unit="messages")
-        done = 0
-        for thread in threads:
-            self.thread(thread)
-            done += len(thread.turns)
-            bar.update(done)
-        bar.finish()
-        return self.summary
+    def write(self, rows: list[ImportRow], skip: Callable[[int, str], None]) -> tuple[int, int]:
+        """Write one batch of whole threads; returns ``(nodes, edges)`` written."""
+        nodes = edges = 0
+        threads: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        for r in rows:
+            if CONVERSATION_LABEL in r.row["labels"]:
+                threads.append((r.row, []))
+            elif threads:
+                threads[-1][1].append(r.row)
+        for conv_row, messages in threads:
+            n, e = self.thread(conv_row, messages)
+            nodes, edges = nodes + n, edges + e
+        return nodes, edges
 
-    def thread(self, thread: Thread) -> None:
+    def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
+        """Nothing waits: a thread's edges are written with it."""
+        return 0, []
+
+    def thread(self, conv_row: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[int, int]:
         s = self.summary
-        conv = conversation_id(self.account, self.fmt, thread.key)
+        conv = conv_row["id"]
         s.conversations += 1
-        s.messages += len(thread.turns)
+        s.messages += len(rows)
         existing = self.store.get(conv, guards=self.guards, include_deleted=True)
         if existing is not None and (existing.deleted or CONVERSATION_LABEL not in existing.labels):
-            s.unchanged += len(thread.turns)  # deleted by an admin: left deleted
-            return
-        scope = str(existing.properties.get("scope") or self.scope) if existing is not None else self.scope
-        rows = message_rows(self.account, self.fmt, conv, thread, scope)
+            s.unchanged += len(rows)  # deleted by an admin: left deleted
+            return 0, 0
+        if existing is not None:  # a new or changed message keeps the conversation's scope (not in contentHash)
+            scope = str(existing.properties.get("scope") or conv_row["properties"]["scope"])
+            for row in rows:
+                row["properties"]["scope"] = scope
         stored = {n.id: n for n in self.store.find(guards=self.guards, labels=[MESSAGE_LABEL],
                                                     where={"conversationId": conv}, limit=1_000_000)}
         todo, new_ids = self._changed(rows, stored)
         if not todo or self.dry_run:
-            return
+            return 0, 0
         self._index(todo, [n for n in stored.values() if n.id not in {r["id"] for r in todo}])
-        conv_row = {"id": conv, "labels": [CONVERSATION_LABEL],
-                    "properties": self._conversation_properties(thread, rows, existing, scope),
+        conv_row = {**conv_row, "properties": self._conversation_properties(conv_row["properties"], rows, existing),
                     "edges": [{"type": HAS_MESSAGE, "to": mid} for mid in new_ids]}
         guarded_upsert_many(self.store, [*todo, conv_row], guards=self.guards)
         self._entities(todo)
+        return len(todo) + 1, len(new_ids)
 
     def _changed(self, rows: list[dict[str, Any]], stored: dict[str, Node]) -> tuple[list[dict[str, Any]], list[str]]:
         """The rows to write (new or changed; a deleted turn stays deleted) and the ids of the new ones."""
@@ -154,18 +205,16 @@ class Writer:
             todo.append(row)
         return todo, new_ids
 
-    def _conversation_properties(self, thread: Thread, rows: list[dict[str, Any]], existing: Node | None,
-                                 scope: str) -> dict[str, Any]:
+    def _conversation_properties(self, props: dict[str, Any], rows: list[dict[str, Any]],
+                                 existing: Node | None) -> dict[str, Any]:
         """The Conversation's properties: its last message's time (never moved back), and when new, the rest."""
         times = [r["properties"].get("sentAt") for r in rows if r["properties"].get("sentAt")]
         conv_props: dict[str, Any] = {"lastMessageAt": max(times) if times else None}
         if existing is None:
-            conv_props.update(title=redact_text(thread.title), scope=scope, channel=CHANNELS[self.fmt],
-                              startedAt=min(times) if times else None, source="import-archive",
-                              sourceFormat=self.fmt)
+            conv_props.update(props, startedAt=min(times) if times else None)
         elif existing.properties.get("lastMessageAt") and times and str(existing.properties["lastMessageAt"]) > max(times):
             conv_props.pop("lastMessageAt")
-        return {k: v for k, v in conv_props.items() if v is not None}
+        return {k: v for k, v in conv_props.items() if v not in (None, "")}
 
     def _index(self, todo: list[dict[str, Any]], others: list[Any]) -> None:
         """Set the new turns' ``searchContext`` from the whole conversation, and embed them."""
@@ -196,7 +245,7 @@ class Writer:
         if not entities.enabled(self.env):
             return
         try:
-            entities.write(self.store, self.account, [(r["id"], r["properties"]) for r in rows], guards=self.guards,
+            entities.write(self.store, self.guards.account_id, [(r["id"], r["properties"]) for r in rows], guards=self.guards,
                            known=sorted({str(r["properties"].get("sender")) for r in rows}))
         except Exception as exc:  # noqa: BLE001 - the turns are stored; `reindex --entities` extracts later
             log("memory-entities", "warn", reason="extract-failed", nodes=len(rows), error=type(exc).__name__)
