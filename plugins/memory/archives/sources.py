@@ -67,6 +67,18 @@ def _is_chat_txt(entry: Entry) -> bool:
 
 
 def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
+    found = _named(entries)
+    if found:
+        return found
+    fmt = _sniff_one(entries[0]) if len(entries) == 1 else None
+    if fmt:
+        return fmt, entries
+    raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: cannot tell the format (no conversations.json, "
+                       "WhatsApp chat .txt, mbox or .eml); give --format")
+
+
+def _named(entries: list[Entry]) -> tuple[str, list[Entry]] | None:
+    """The format the files' names say (a ``conversations.json`` read to tell Claude's from ChatGPT's), or None."""
     for entry in entries:
         if _base(entry[0]) == "conversations.json":
             found = chats.kind(chats.load_json(entry[0], _read(entry)))
@@ -81,11 +93,30 @@ def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
         picked = [e for e in entries if wanted(e)]
         if picked:
             return fmt, picked
-    found = _sniff_one(entries[0]) if len(entries) == 1 else None
-    if found:
-        return found, entries
-    raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: cannot tell the format (no conversations.json, "
-                       "WhatsApp chat .txt, mbox or .eml); give --format")
+    return None
+
+
+def archive_format(path: Path) -> str | None:
+    """The archive ``path`` plainly is (a folder holding an export's files, a ``.zip`` holding an
+    export, or a file named as one or starting as an mbox or a WhatsApp chat does), else None: ``memory import`` points to
+    ``import-archive`` for it instead of reading it as JSON lines."""
+    try:
+        if path.is_dir():  # its own files only: a walk of a large folder is not worth a better message
+            entries = [(str(p), p.read_bytes) for p in sorted(path.iterdir()) if p.is_file()]
+        else:
+            entries = _entries(path)
+        found = _named(entries)
+        if found:
+            return found[0]
+        if path.is_file() and not zipfile.is_zipfile(path):
+            head = _read(entries[0])[:4096]
+            if head.lstrip().startswith(b"From "):
+                return "mbox"
+            if whatsapp.looks_like(head.decode("utf-8-sig", "ignore")):
+                return "whatsapp"
+    except (ArchiveError, OSError):
+        return None
+    return None
 
 
 def _sniff_one(entry: Entry) -> str | None:

@@ -262,3 +262,17 @@ def test_batches_are_whole_threads() -> None:
     assert all(r.row["properties"]["conversationId"] in convs for b in got for r in b.rows
                if r.row["labels"] == ["Message"])
     assert list(batches(ACCOUNT, "whatsapp", Parsed(), "admin")) == []
+
+
+@pytest.mark.parametrize(("sample", "said"), [
+    ("claude", "a Claude export"), ("chatgpt/conversations.json", "a ChatGPT export"),
+    ("WhatsApp Chat - Lena Vogel/_chat.txt", "a WhatsApp chat export"), ("bakery.mbox", "an mbox"),
+    ("eml", "mail (.eml)")], ids=["claude", "chatgpt", "whatsapp", "mbox", "eml"])
+def test_memory_import_points_an_archive_to_import_archive(plughost_home, sample, said) -> None:
+    """`memory import` reads JSON lines; given an archive it says which command reads it, in one line."""
+    done = cli("memory", "import", str(DATA / sample), **ENV)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = [x for x in done.stderr.splitlines() if not x.startswith("[embed]")]
+    assert len(lines) == 1 and f"{said}, not JSON lines" in lines[0], done.stderr
+    assert "plughost memory import-archive" in lines[0] and str(DATA / sample) in lines[0]
+    assert messages(plughost_home) == []
