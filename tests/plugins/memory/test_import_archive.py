@@ -276,3 +276,25 @@ def test_memory_import_points_an_archive_to_import_archive(plughost_home, sample
     assert len(lines) == 1 and f"{said}, not JSON lines" in lines[0], done.stderr
     assert "plughost memory import-archive" in lines[0] and str(DATA / sample) in lines[0]
     assert messages(plughost_home) == []
+
+
+def test_mail_headers_are_decoded_once_each() -> None:
+    """Headers as mail clients write them: encoded words in two charsets, folded lines, 8-bit UTF-8,
+    a charset Python does not know; each read as text (without the policy's slow structured parse)."""
+    from plughost.plugins.memory.archives.mail import read_message
+
+    raw = (b"From: =?utf-8?q?M=C3=BCller_M=C3=BChle?= <Mueller@Muehle.example>\nTo: ada@b.example,\n\tBen <ben@b.example>\n"
+           b"Cc: =?bogus-charset?q?Cem?= <cem@b.example>\n"
+           b"Subject: =?iso-8859-1?q?Angebot_f=FCr?= =?iso-8859-1?q?_M=E4rz?=\n und April\n"
+           b"Message-ID: <e1@x>\nReferences: <e0@x>\n <e00@x>\nDate: Mon, 4 Mar 2024 10:00:00 +0100\n\nhello\n")
+    got = read_message("a.eml", raw)
+    assert not isinstance(got, str), got
+    ids, turn = got
+    assert ids == ["<e1@x>", "<e0@x>", "<e00@x>"]
+    assert (turn.sender, turn.extra["senderAddress"], turn.sent_at) == (
+        "Müller Mühle", "mueller@muehle.example", "2024-03-04T09:00:00.000Z")
+    assert turn.extra["subject"] == "Angebot für März und April"
+    assert turn.participants == ("ada@b.example", "ben@b.example", "cem@b.example", "mueller@muehle.example")
+    eight_bit = read_message("b.eml", "From: Jürgen Bäcker <j@b.example>\nDate: Mon, 4 Mar 2024 11:00:00 +0100\n\n"
+                                      "body\n".encode())
+    assert not isinstance(eight_bit, str) and eight_bit[1].sender == "Jürgen Bäcker", eight_bit
