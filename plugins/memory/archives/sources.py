@@ -10,16 +10,20 @@ from __future__ import annotations
 import mailbox
 import os
 import re
+import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TextIO, TypeVar
 
+from plughost.api.util import Progress
 from plughost.plugins.memory.archives import chats, mail, whatsapp
 from plughost.plugins.memory.archives.model import FORMATS, ArchiveError, Parsed
 
 _FROM_QUOTED = re.compile(rb"\n>(>*From )")  # mboxrd's quoting of body lines that start "From "
 Entry = tuple[str, Callable[[], bytes]]  # a name to report, and how to read its bytes
+T = TypeVar("T")
 
 
 def _entries(path: Path) -> list[Entry]:
@@ -179,8 +183,24 @@ def _mbox_messages(entry: Entry) -> Iterator[tuple[str, bytes]]:
         os.unlink(tmp)
 
 
-def load(path: Path, fmt: str = "auto") -> tuple[str, Parsed]:
-    """The archive's format and its threads (an unreadable archive raises :class:`ArchiveError`)."""
+def _reading(items: Iterable[T], progress: bool | None, stream: TextIO | None) -> Iterator[T]:
+    """``items`` with a count on the terminal while they are read (mail is read whole before the
+    write's own bar starts: threads need every message; a large mbox takes minutes)."""
+    bar = Progress(0, stream or sys.stderr, progress, unit="mails read")
+    count = 0
+    for count, item in enumerate(items, 1):
+        yield item
+        if count % 100 == 0:
+            bar.update(count)
+    if count % 100:
+        bar.update(count)
+    bar.finish()
+
+
+def load(path: Path, fmt: str = "auto", *, progress: bool | None = False,
+         stream: TextIO | None = None) -> tuple[str, Parsed]:
+    """The archive's format and its threads (an unreadable archive raises :class:`ArchiveError`).
+    ``progress``: count the mails read on ``stream`` (None: when it is a terminal)."""
     if fmt != "auto" and fmt not in FORMATS:
         raise ArchiveError(f"--format: expected auto or one of {', '.join(FORMATS)}, got {fmt!r}")
     entries = _entries(path)
@@ -207,5 +227,7 @@ def load(path: Path, fmt: str = "auto") -> tuple[str, Parsed]:
             parsed.skipped += one.skipped
         return fmt, parsed
     if fmt == "mbox":
-        return fmt, mail.thread((m for entry in picked for m in _mbox_messages(entry)), str(path))
-    return fmt, mail.thread(((e[0], _read(e)) for e in picked), str(path))
+        mails = (m for entry in picked for m in _mbox_messages(entry))
+    else:
+        mails = ((e[0], _read(e)) for e in picked)
+    return fmt, mail.thread(_reading(mails, progress, stream), str(path))

@@ -37,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, host: Any) -> int:
     account(host)  # a one-line error naming ACCOUNT_ID when it is unset
     acct = ImportSession.admit(host.principal, args.path, "memory import-archive", file_problem=None)  # load() reports the path
-    fmt, parsed = load(args.path, args.format)
+    fmt, parsed = load(args.path, args.format, progress=False if args.no_progress else None)
     owner_known = mark_owner(fmt, parsed, args.me)
     store = host.store()
     embedder = None if args.no_embed or args.dry_run else host.embedder()

@@ -298,3 +298,18 @@ def test_mail_headers_are_decoded_once_each() -> None:
     eight_bit = read_message("b.eml", "From: Jürgen Bäcker <j@b.example>\nDate: Mon, 4 Mar 2024 11:00:00 +0100\n\n"
                                       "body\n".encode())
     assert not isinstance(eight_bit, str) and eight_bit[1].sender == "Jürgen Bäcker", eight_bit
+
+
+def test_reading_mail_shows_a_count() -> None:
+    """Mail is read whole before it is written (threads need every message): the terminal counts it."""
+    import io
+
+    from plughost.plugins.memory.archives.sources import load
+
+    shown = io.StringIO()
+    fmt, parsed = load(DATA / "bakery.mbox", progress=True, stream=shown)
+    assert fmt == "mbox" and len(parsed.threads) == 2
+    assert "4 mails read" in shown.getvalue() and shown.getvalue().endswith("\n"), shown.getvalue()
+    quiet = io.StringIO()
+    load(DATA / "eml", stream=quiet)
+    assert quiet.getvalue() == ""
