@@ -104,9 +104,10 @@ def message_rows(account: str, fmt: str, conv: str, thread: Thread, scope: str) 
 
 def batches(account: str, fmt: str, parsed: Parsed, scope: str,
             batch_size: int = BATCH_MESSAGES) -> Iterator[ImportBatch]:
-    """The archive as an import session's batches: whole threads (each its Conversation row, then
-    its Messages, oldest first), at least ``batch_size`` messages a batch; the reader's skipped items
-    go with the first (``where: why``). ``done_bytes`` counts messages, as the progress bar does."""
+    """The archive as an import session's batches of ``batch_size`` messages: each thread as its
+    Conversation row, then its Messages, oldest first (a long chat runs on over several batches);
+    the reader's skipped items go with the first (``where: why``). ``done_bytes`` counts messages,
+    as the progress bar does."""
     skips: list[tuple[int | str, str]] = []
     for problem in parsed.skipped:
         where, _, why = problem.partition(": ")
@@ -121,20 +122,37 @@ def batches(account: str, fmt: str, parsed: Parsed, scope: str,
             "source": "import-archive", "sourceFormat": fmt}}))
         for row in message_rows(account, fmt, conv, thread, scope):
             lines += 1
+            done += 1
+            in_batch += 1
             rows.append(ImportRow(lines, b"", row))
-        done += len(thread.turns)
-        in_batch += len(thread.turns)
-        if in_batch >= batch_size:
-            yield ImportBatch(rows, skips, done, lines)
-            rows, skips, in_batch = [], [], 0
+            if in_batch >= batch_size:
+                yield ImportBatch(rows, skips, done, lines)
+                rows, skips, in_batch = [], [], 0
     if rows or skips:
         yield ImportBatch(rows, skips, done, lines)
 
 
+@dataclass
+class _Open:
+    """The conversation being written: its row, what the store had, and its messages so far."""
+
+    row: dict[str, Any]
+    existing: Node | None
+    stored: dict[str, Node]
+    known: dict[str, dict[str, Any]]  # id -> properties of every message stored or written in this run
+    last: str | None  # the stored or written lastMessageAt
+    written: bool = False
+
+    @property
+    def left_deleted(self) -> bool:
+        return self.existing is not None and (self.existing.deleted or CONVERSATION_LABEL not in self.existing.labels)
+
+
 class Writer:
-    """The batch write of an archive import (:class:`plughost.api.store.BatchWriter`): per thread,
-    what is new or changed (a Conversation an admin deleted stays deleted; a new message keeps its
-    Conversation's scope), with its indexed form and vector, then its entities."""
+    """The batch write of an archive import (:class:`plughost.api.store.BatchWriter`): a
+    Conversation row opens its thread; its Messages (in this batch or the next ones) are written
+    when new or changed (a Conversation an admin deleted stays deleted; a new message keeps its
+    Conversation's scope), with their indexed form and vectors, then their entities."""
 
     def __init__(self, store: GraphStore, embedder: Embedder | None, guards: Guards, fmt: str, *,
                  dry_run: bool = False, env: Any = None) -> None:
@@ -142,47 +160,58 @@ class Writer:
         self.dry_run, self.env = dry_run, env
         self.summary = Summary(fmt)
         self.turns = indexed_form.context_turns(env)
+        self.open: _Open | None = None
 
     def write(self, rows: list[ImportRow], skip: Callable[[int, str], None]) -> tuple[int, int]:
-        """Write one batch of whole threads; returns ``(nodes, edges)`` written."""
+        """Write one batch; returns ``(nodes, edges)`` written."""
         nodes = edges = 0
-        threads: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        messages: list[dict[str, Any]] = []
         for r in rows:
-            if CONVERSATION_LABEL in r.row["labels"]:
-                threads.append((r.row, []))
-            elif threads:
-                threads[-1][1].append(r.row)
-        for conv_row, messages in threads:
-            n, e = self.thread(conv_row, messages)
-            nodes, edges = nodes + n, edges + e
-        return nodes, edges
+            if CONVERSATION_LABEL not in r.row["labels"]:
+                messages.append(r.row)
+                continue
+            n, e = self._messages(messages)
+            nodes, edges, messages = nodes + n, edges + e, []
+            self._start(r.row)
+        n, e = self._messages(messages)
+        return nodes + n, edges + e
 
     def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
-        """Nothing waits: a thread's edges are written with it."""
+        """Nothing waits: a message's edge is written with it."""
         return 0, []
 
-    def thread(self, conv_row: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[int, int]:
-        s = self.summary
-        conv = conv_row["id"]
-        s.conversations += 1
+    def _start(self, conv_row: dict[str, Any]) -> None:
+        self.summary.conversations += 1
+        existing = self.store.get(conv_row["id"], guards=self.guards, include_deleted=True)
+        stored = {} if existing is None else {n.id: n for n in self.store.find(
+            guards=self.guards, labels=[MESSAGE_LABEL], where={"conversationId": conv_row["id"]}, limit=1_000_000)}
+        last = existing.properties.get("lastMessageAt") if existing is not None else None
+        self.open = _Open(conv_row, existing, stored, {i: n.properties for i, n in stored.items()},
+                          str(last) if last else None)
+
+    def _messages(self, rows: list[dict[str, Any]]) -> tuple[int, int]:
+        """The open conversation's next messages: what is new or changed, written with the Conversation."""
+        conv, s = self.open, self.summary
+        if not rows or conv is None:
+            return 0, 0
         s.messages += len(rows)
-        existing = self.store.get(conv, guards=self.guards, include_deleted=True)
-        if existing is not None and (existing.deleted or CONVERSATION_LABEL not in existing.labels):
+        if conv.left_deleted:
             s.unchanged += len(rows)  # deleted by an admin: left deleted
             return 0, 0
-        if existing is not None:  # a new or changed message keeps the conversation's scope (not in contentHash)
-            scope = str(existing.properties.get("scope") or conv_row["properties"]["scope"])
+        if conv.existing is not None:  # a new or changed message keeps the conversation's scope (not in contentHash)
+            scope = str(conv.existing.properties.get("scope") or conv.row["properties"]["scope"])
             for row in rows:
                 row["properties"]["scope"] = scope
-        stored = {n.id: n for n in self.store.find(guards=self.guards, labels=[MESSAGE_LABEL],
-                                                    where={"conversationId": conv}, limit=1_000_000)}
-        todo, new_ids = self._changed(rows, stored)
+        todo, new_ids = self._changed(rows, conv.stored)
         if not todo or self.dry_run:
             return 0, 0
-        self._index(todo, [n for n in stored.values() if n.id not in {r["id"] for r in todo}])
-        conv_row = {**conv_row, "properties": self._conversation_properties(conv_row["properties"], rows, existing),
+        ids = {r["id"] for r in todo}
+        self._index(todo, [(i, p) for i, p in conv.known.items() if i not in ids])
+        conv_row = {**conv.row, "properties": self._conversation_properties(conv, rows),
                     "edges": [{"type": HAS_MESSAGE, "to": mid} for mid in new_ids]}
         guarded_upsert_many(self.store, [*todo, conv_row], guards=self.guards)
+        conv.written = True
+        conv.known.update((r["id"], r["properties"]) for r in todo)
         self._entities(todo)
         return len(todo) + 1, len(new_ids)
 
@@ -205,21 +234,20 @@ class Writer:
             todo.append(row)
         return todo, new_ids
 
-    def _conversation_properties(self, props: dict[str, Any], rows: list[dict[str, Any]],
-                                 existing: Node | None) -> dict[str, Any]:
+    def _conversation_properties(self, conv: _Open, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The Conversation's properties: its last message's time (never moved back), and when new, the rest."""
-        times = [r["properties"].get("sentAt") for r in rows if r["properties"].get("sentAt")]
-        conv_props: dict[str, Any] = {"lastMessageAt": max(times) if times else None}
-        if existing is None:
-            conv_props.update(props, startedAt=min(times) if times else None)
-        elif existing.properties.get("lastMessageAt") and times and str(existing.properties["lastMessageAt"]) > max(times):
-            conv_props.pop("lastMessageAt")
-        return {k: v for k, v in conv_props.items() if v not in (None, "")}
+        times = [str(r["properties"]["sentAt"]) for r in rows if r["properties"].get("sentAt")]
+        props: dict[str, Any] = {}
+        if times and (conv.last is None or max(times) > conv.last):
+            props["lastMessageAt"] = conv.last = max(times)
+        if conv.existing is None and not conv.written:
+            props.update(conv.row["properties"], startedAt=min(times) if times else None)
+        return {k: v for k, v in props.items() if v not in (None, "")}
 
-    def _index(self, todo: list[dict[str, Any]], others: list[Any]) -> None:
-        """Set the new turns' ``searchContext`` from the whole conversation, and embed them."""
+    def _index(self, todo: list[dict[str, Any]], others: list[tuple[str, dict[str, Any]]]) -> None:
+        """Set the new turns' ``searchContext`` from the conversation so far, and embed them."""
         if self.turns > 0:
-            merged = [(r["id"], r["properties"]) for r in todo] + [(n.id, n.properties) for n in others]
+            merged = [(r["id"], r["properties"]) for r in todo] + others
             merged.sort(key=lambda x: indexed_form.order_key(x[0], x[1]))
             wanted = indexed_form.contexts(merged, self.turns)
             for row in todo:

@@ -241,9 +241,10 @@ def all_nodes(home: Path) -> list:
         host.close()
 
 
-def test_batches_are_whole_threads() -> None:
-    """The session's batches: each thread's Conversation row then its Messages, never split; the
-    reader's skipped items with the first batch; progress counted in messages."""
+def test_batches_carry_threads_in_order() -> None:
+    """The session's batches: each thread's Conversation row then its Messages, a long thread
+    running on into the next batch; the reader's skipped items with the first batch; progress
+    counted in messages."""
     from plughost.plugins.memory.archives.model import Parsed, Thread, Turn
     from plughost.plugins.memory.archives.write import batches
 
@@ -253,10 +254,9 @@ def test_batches_are_whole_threads() -> None:
 
     parsed = Parsed([thread("a", 3), thread("b", 2), thread("c", 4)], ["x.mbox: message 2: Date: not a date"])
     got = list(batches(ACCOUNT, "whatsapp", parsed, "admin", batch_size=4))
-    assert [[r.row["labels"][0] for r in b.rows] for b in got] == [
-        ["Conversation", "Message", "Message", "Message", "Conversation", "Message", "Message"],
-        ["Conversation", "Message", "Message", "Message", "Message"]]
-    assert [b.done_bytes for b in got] == [5, 9] and [b.lines for b in got] == [7, 12]
+    c, m = "Conversation", "Message"
+    assert [[r.row["labels"][0] for r in b.rows] for b in got] == [[c, m, m, m, c, m], [m, c, m, m, m], [m]]
+    assert [b.done_bytes for b in got] == [4, 8, 9] and [b.lines for b in got] == [6, 11, 12]
     assert got[0].skips == [("x.mbox", "message 2: Date: not a date")] and got[1].skips == []
     convs = [r.row["id"] for b in got for r in b.rows if r.row["labels"] == ["Conversation"]]
     assert all(r.row["properties"]["conversationId"] in convs for b in got for r in b.rows
@@ -313,3 +313,24 @@ def test_reading_mail_shows_a_count() -> None:
     quiet = io.StringIO()
     load(DATA / "eml", stream=quiet)
     assert quiet.getvalue() == ""
+
+
+def test_a_long_chat_is_written_over_several_batches(plughost_home, tmp_path, monkeypatch) -> None:
+    """A chat longer than a batch: every message once, one Conversation (its first and last times),
+    each turn's indexed form from the turns before it (across the batch edge); a second run writes nothing."""
+    import plughost.plugins.memory.commands.import_archive as command
+
+    monkeypatch.setattr(command, "BATCH_MESSAGES", 3)
+    chat = tmp_path / "WhatsApp Chat with Ofen Service.txt"
+    chat.write_text("".join(f"1/{d}/24, 7:0{d} AM - {'Tom' if d % 2 else 'Ada'}: visit {d} of the oven man\n"
+                            for d in range(1, 9)))
+    first = cli("memory", "import-archive", str(chat), **ENV)
+    assert summary(first.stdout)["new"] == "8" and "batches=3" in first.stderr, first.stderr
+    stored = all_nodes(plughost_home)
+    turns = sorted((m.properties for m in stored if "Message" in m.labels), key=lambda p: p["sentAt"])
+    convs = [m.properties for m in stored if "Conversation" in m.labels]
+    assert len(turns) == 8 and len(convs) == 1
+    assert (convs[0]["startedAt"], convs[0]["lastMessageAt"]) == (turns[0]["sentAt"], turns[-1]["sentAt"])
+    assert "visit 3" in turns[3]["searchContext"]  # the turn before it, written in the batch before
+    again = summary(cli("memory", "import-archive", str(chat), **ENV).stdout)
+    assert (again["new"], again["updated"], again["unchanged"]) == ("0", "0", "8")
