@@ -105,7 +105,7 @@ def message_rows(account: str, fmt: str, conv: str, thread: Thread, scope: str) 
 def batches(account: str, fmt: str, parsed: Parsed, scope: str,
             batch_size: int = BATCH_MESSAGES) -> Iterator[ImportBatch]:
     """The archive as an import session's batches of ``batch_size`` messages: each thread as its
-    Conversation row, then its Messages, oldest first (a long chat runs on over several batches);
+    Conversation row, then its Messages in time order (a long chat runs on over several batches);
     the reader's skipped items go with the first (``where: why``). ``done_bytes`` counts messages,
     as the progress bar does."""
     skips: list[tuple[int | str, str]] = []
@@ -120,7 +120,10 @@ def batches(account: str, fmt: str, parsed: Parsed, scope: str,
         rows.append(ImportRow(lines, b"", {"id": conv, "labels": [CONVERSATION_LABEL], "properties": {
             "title": redact_text(thread.title), "scope": scope, "channel": CHANNELS[fmt],
             "source": "import-archive", "sourceFormat": fmt}}))
-        for row in message_rows(account, fmt, conv, thread, scope):
+        # in time order, so every turn's indexed form finds the turns before it written already
+        rows_in_order = sorted(message_rows(account, fmt, conv, thread, scope),
+                               key=lambda r: indexed_form.order_key(r["id"], r["properties"]))
+        for row in rows_in_order:
             lines += 1
             done += 1
             in_batch += 1
@@ -139,7 +142,7 @@ class _Open:
     row: dict[str, Any]
     existing: Node | None
     stored: dict[str, Node]
-    known: dict[str, dict[str, Any]]  # id -> properties of every message stored or written in this run
+    known: dict[str, tuple[tuple[str, str], dict[str, Any]]]  # id -> (order key, properties): stored or written
     last: str | None  # the stored or written lastMessageAt
     written: bool = False
 
@@ -186,8 +189,8 @@ class Writer:
         stored = {} if existing is None else {n.id: n for n in self.store.find(
             guards=self.guards, labels=[MESSAGE_LABEL], where={"conversationId": conv_row["id"]}, limit=1_000_000)}
         last = existing.properties.get("lastMessageAt") if existing is not None else None
-        self.open = _Open(conv_row, existing, stored, {i: n.properties for i, n in stored.items()},
-                          str(last) if last else None)
+        known = {i: (indexed_form.order_key(i, n.properties), n.properties) for i, n in stored.items()}
+        self.open = _Open(conv_row, existing, stored, known, str(last) if last else None)
 
     def _messages(self, rows: list[dict[str, Any]]) -> tuple[int, int]:
         """The open conversation's next messages: what is new or changed, written with the Conversation."""
@@ -205,13 +208,12 @@ class Writer:
         todo, new_ids = self._changed(rows, conv.stored)
         if not todo or self.dry_run:
             return 0, 0
-        ids = {r["id"] for r in todo}
-        self._index(todo, [(i, p) for i, p in conv.known.items() if i not in ids])
+        self._index(todo, conv)
         conv_row = {**conv.row, "properties": self._conversation_properties(conv, rows),
                     "edges": [{"type": HAS_MESSAGE, "to": mid} for mid in new_ids]}
         guarded_upsert_many(self.store, [*todo, conv_row], guards=self.guards)
         conv.written = True
-        conv.known.update((r["id"], r["properties"]) for r in todo)
+        conv.known.update((r["id"], (indexed_form.order_key(r["id"], r["properties"]), r["properties"])) for r in todo)
         self._entities(todo)
         return len(todo) + 1, len(new_ids)
 
@@ -244,15 +246,21 @@ class Writer:
             props.update(conv.row["properties"], startedAt=min(times) if times else None)
         return {k: v for k, v in props.items() if v not in (None, "")}
 
-    def _index(self, todo: list[dict[str, Any]], others: list[tuple[str, dict[str, Any]]]) -> None:
-        """Set the new turns' ``searchContext`` from the conversation so far, and embed them."""
+    def _index(self, todo: list[dict[str, Any]], conv: _Open) -> None:
+        """Set the new turns' ``searchContext`` from the turns before them (stored, or written
+        earlier in this run), and embed them. Only the new turns' contexts are computed: a long
+        chat is written a batch at a time, and its earlier turns already have theirs."""
         if self.turns > 0:
-            merged = [(r["id"], r["properties"]) for r in todo] + others
-            merged.sort(key=lambda x: indexed_form.order_key(x[0], x[1]))
-            wanted = indexed_form.contexts(merged, self.turns)
-            for row in todo:
-                if wanted.get(row["id"]):
-                    row["properties"][indexed_form.CONTEXT_PROPERTY] = wanted[row["id"]]
+            ids = {r["id"] for r in todo}
+            merged = [(indexed_form.order_key(r["id"], r["properties"]), r["properties"], True) for r in todo]
+            merged += [(key, props, False) for i, (key, props) in conv.known.items() if i not in ids]
+            merged.sort(key=lambda x: x[0])
+            for i, (_, props, new) in enumerate(merged):
+                if new:
+                    text = indexed_form.search_context(
+                        props, [p for _, p, _ in merged[max(0, i - self.turns):i]], self.turns)
+                    if text:
+                        props[indexed_form.CONTEXT_PROPERTY] = text
         if self.embedder is None:
             return
         for start in range(0, len(todo), EMBED_BATCH):
