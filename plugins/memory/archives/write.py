@@ -35,7 +35,7 @@ from plughost.plugins.memory.embedding import indexed_form
 CHANNELS = {"claude": "claude-export", "chatgpt": "chatgpt-export", "whatsapp": "whatsapp-export",
             "mbox": "email", "eml": "email"}
 EMBED_BATCH = 64
-BATCH_MESSAGES = 500  # a batch is whole threads, at least this many messages unless the archive ends
+BATCH_MESSAGES = 2000  # messages a batch: a long chat runs on over several (the bar moves); larger ones cost no less
 
 
 @dataclass
