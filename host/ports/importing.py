@@ -1,13 +1,15 @@
-"""One import of JSON lines, whatever the store (``graph import``, ``memory import``; docs/graph.md#import).
+"""One import, whatever the store and the source (``graph import``, ``memory import``, ``memory
+import-archive``; docs/graph.md#import).
 
 An :class:`ImportSession` owns what every import does the same way: the importer's checks (an
-unnarrowed admin of one account, a JSON-lines file), the write guards the rows are written under
+unnarrowed admin of one account, a JSON-lines file unless the importer reads another format), the write guards the rows are written under
 (the account's admin: a new node naming no ``scope`` is stored ``admin``), the line checks
 (:func:`plughost.ports.jsonl.check_line`: the format and the reserved labels), batching, the edges
 that wait for a later line (:class:`WaitingEdges`), the per-line summary (each rejected line by
 number and reason), the progress bar and the ``done`` log line. A backend provides only the
 batch write (:class:`BatchWriter`); an importer may wrap an :class:`Enrichment` around it (the
-memory import's embedding, indexed form and entities).
+memory import's embedding, indexed form and entities). An importer of another format (a chat or
+mail archive) hands :meth:`ImportSession.run` its own batches (``source``) instead of the JSON lines.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TextIO, TypeVar
@@ -107,8 +109,8 @@ class ImportBatch:
     """The next batch of checked lines, with the lines rejected since the last one."""
 
     rows: list[ImportRow]
-    skips: list[tuple[int, str]] = field(default_factory=list)
-    done_bytes: int = 0
+    skips: list[tuple[int | str, str]] = field(default_factory=list)  # (line number, or where in a source: why)
+    done_bytes: int = 0  # how far the source is read: bytes of a file, or the importer's own unit (messages)
     lines: int = 0
 
 
@@ -154,20 +156,21 @@ class ImportSession:
     store a new node naming no ``scope`` as ``admin``; the system's (:meth:`Principal.system`) as written.
 
     ``tag`` names the log lines (``[graph-import] skip line=...``); ``unit`` what the progress bar
-    counts. :meth:`run` drives a :class:`BatchWriter`; an importer whose backend reads the file
+    counts, ``total`` how much of it the source holds (default: the file's size in bytes, as
+    :attr:`ImportBatch.done_bytes` counts). :meth:`run` drives a :class:`BatchWriter`; an importer whose backend reads the file
     itself (the embedded store's staging worker) reports through :meth:`skip`, :meth:`lost`,
     :meth:`wrote` and :meth:`done`.
     """
 
     def __init__(self, path: Path, *, guards: Guards, tag: str, batch_size: int, progress: bool | None = None,
-                 stream: TextIO | None = None, unit: str = "nodes") -> None:
+                 stream: TextIO | None = None, unit: str = "nodes", total: int | None = None) -> None:
         if guards.narrowed:  # an import writes its rows without per-row guards
             raise WriteDenied(f"{tag}: refused for narrowed guards (scopes or an agent); an import is an "
                             "unnarrowed admin's of the account")
         if batch_size < 1:
             raise UserError(f"--batch-size: expected a positive integer, got {batch_size}")
         try:
-            size = path.stat().st_size
+            size = path.stat().st_size if total is None else total
         except OSError as exc:
             raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
         self.path, self.guards, self.tag, self.batch_size = path, guards, tag, batch_size
@@ -181,22 +184,28 @@ class ImportSession:
         return self.guards.account_id
 
     @staticmethod
-    def admit(principal: Principal, path: Path, what: str) -> Guards:
+    def admit(principal: Principal, path: Path, what: str, *,
+              file_problem: Callable[[Path], str | None] | None = jsonl_file_problem) -> Guards:
         """The importer's checks, in one place: an account, an unnarrowed admin (an import writes
-        rows without per-row guards), a JSON-lines file. Returns the guards the import writes under."""
+        rows without per-row guards), a JSON-lines file (``file_problem``: an importer's own check
+        of the path, or None when its reader reports the path). Returns the guards the import writes under."""
         principal.require_account("the id of the account to import into")
         require_admin(principal, what)
-        problem = jsonl_file_problem(path)
+        problem = file_problem(path) if file_problem is not None else None
         if problem:
             raise UserError(problem)
         return principal.guards
 
     # ------------------------------------------------------------------ the summary
-    def skip(self, lineno: int, reason: str) -> None:
-        """Report one rejected line."""
+    def skip(self, lineno: int | str, reason: str) -> None:
+        """Report one rejected line (a number), or item of another source (where it is: ``file:12``)."""
         self.summary.skipped += 1
-        self.summary.errors.append(f"line {lineno}: {reason}")
         self.bar.interrupt()
+        if isinstance(lineno, str):
+            self.summary.errors.append(f"{lineno}: {reason}")
+            log(self.tag, "skip", where=lineno, reason=reason)
+            return
+        self.summary.errors.append(f"line {lineno}: {reason}")
         log(self.tag, "skip", line=lineno, reason=reason)
 
     def lost(self, lost: list[tuple[int, str, str]]) -> None:
@@ -231,7 +240,7 @@ class ImportSession:
         an id-less line gets an id from its content and number, so a re-run lands on its rows.
         ``check_format=False``: the writer applies the store's own write validation to each line
         (the same rules, its messages naming the field more closely); only objects pass here."""
-        pending: list[tuple[int, str]] = []
+        pending: list[tuple[int | str, str]] = []
         reader = JsonLines(self.path, lambda lineno, reason: pending.append((lineno, reason)), raw=True)
         rows: list[ImportRow] = []
         with reader:
@@ -250,11 +259,15 @@ class ImportSession:
             yield ImportBatch(rows, _take(pending), reader.done_bytes, reader.lines)
 
     def run(self, writer: BatchWriter, enrich: Enrichment | None = None, *, dims: int | None = None,
-            check: LineCheck | None = None, check_format: bool = True) -> ImportSummary:
+            check: LineCheck | None = None, check_format: bool = True,
+            source: Iterable[ImportBatch] | None = None) -> ImportSummary:
         """Read, check and write the file batch by batch (the next batch is read while this one
-        is written), then the edges still waiting; returns the summary (not yet logged: :meth:`done`)."""
+        is written), then the edges still waiting; returns the summary (not yet logged: :meth:`done`).
+        ``source``: an importer's own batches (rows it built from another format, and where it
+        skipped), written the same way instead of the file's JSON lines."""
+        batches = self.batches(dims, check, check_format=check_format) if source is None else iter(source)
         with gc_paused():
-            for batch in read_ahead(self.batches(dims, check, check_format=check_format)):
+            for batch in read_ahead(batches):
                 skips = batch.skips  # the reader's and the writer's, reported in line order
                 if batch.rows:
                     if enrich is not None:
@@ -264,7 +277,7 @@ class ImportSession:
                         enrich.after(batch.rows, self)
                 else:
                     nodes = edges = 0
-                for lineno, reason in sorted(skips, key=lambda skip: skip[0]):
+                for lineno, reason in sorted(skips, key=_skip_order):
                     self.skip(lineno, reason)
                 self.wrote(nodes, edges, batch.done_bytes, lines=batch.lines)
             created, lost = writer.finish()
@@ -275,8 +288,13 @@ class ImportSession:
         return self.summary
 
 
-def _appender(skips: list[tuple[int, str]]) -> Callable[[int, str], None]:
+def _appender(skips: list[tuple[int | str, str]]) -> Callable[[int, str], None]:
     return lambda lineno, reason: skips.append((lineno, reason))
+
+
+def _skip_order(skip: tuple[int | str, str]) -> int:
+    """Line numbers in order; a source's own places (``file:12``) after them, as they came (a stable sort)."""
+    return skip[0] if isinstance(skip[0], int) else 1 << 62
 
 
 def _take(pending: list[T]) -> list[T]:

@@ -10,16 +10,20 @@ from __future__ import annotations
 import mailbox
 import os
 import re
+import sys
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TextIO, TypeVar
 
+from plughost.api.util import Progress
 from plughost.plugins.memory.archives import chats, mail, whatsapp
 from plughost.plugins.memory.archives.model import FORMATS, ArchiveError, Parsed
 
 _FROM_QUOTED = re.compile(rb"\n>(>*From )")  # mboxrd's quoting of body lines that start "From "
 Entry = tuple[str, Callable[[], bytes]]  # a name to report, and how to read its bytes
+T = TypeVar("T")
 
 
 def _entries(path: Path) -> list[Entry]:
@@ -67,6 +71,18 @@ def _is_chat_txt(entry: Entry) -> bool:
 
 
 def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
+    found = _named(entries)
+    if found:
+        return found
+    fmt = _sniff_one(entries[0]) if len(entries) == 1 else None
+    if fmt:
+        return fmt, entries
+    raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: cannot tell the format (no conversations.json, "
+                       "WhatsApp chat .txt, mbox or .eml); give --format")
+
+
+def _named(entries: list[Entry]) -> tuple[str, list[Entry]] | None:
+    """The format the files' names say (a ``conversations.json`` read to tell Claude's from ChatGPT's), or None."""
     for entry in entries:
         if _base(entry[0]) == "conversations.json":
             found = chats.kind(chats.load_json(entry[0], _read(entry)))
@@ -81,11 +97,30 @@ def _sniff(entries: list[Entry]) -> tuple[str, list[Entry]]:
         picked = [e for e in entries if wanted(e)]
         if picked:
             return fmt, picked
-    found = _sniff_one(entries[0]) if len(entries) == 1 else None
-    if found:
-        return found, entries
-    raise ArchiveError(f"{entries[0][0] if entries else 'archive'}: cannot tell the format (no conversations.json, "
-                       "WhatsApp chat .txt, mbox or .eml); give --format")
+    return None
+
+
+def archive_format(path: Path) -> str | None:
+    """The archive ``path`` plainly is (a folder holding an export's files, a ``.zip`` holding an
+    export, or a file named as one or starting as an mbox or a WhatsApp chat does), else None: ``memory import`` points to
+    ``import-archive`` for it instead of reading it as JSON lines."""
+    try:
+        if path.is_dir():  # its own files only: a walk of a large folder is not worth a better message
+            entries = [(str(p), p.read_bytes) for p in sorted(path.iterdir()) if p.is_file()]
+        else:
+            entries = _entries(path)
+        found = _named(entries)
+        if found:
+            return found[0]
+        if path.is_file() and not zipfile.is_zipfile(path):
+            head = _read(entries[0])[:4096]
+            if head.lstrip().startswith(b"From "):
+                return "mbox"
+            if whatsapp.looks_like(head.decode("utf-8-sig", "ignore")):
+                return "whatsapp"
+    except (ArchiveError, OSError):
+        return None
+    return None
 
 
 def _sniff_one(entry: Entry) -> str | None:
@@ -148,8 +183,24 @@ def _mbox_messages(entry: Entry) -> Iterator[tuple[str, bytes]]:
         os.unlink(tmp)
 
 
-def load(path: Path, fmt: str = "auto") -> tuple[str, Parsed]:
-    """The archive's format and its threads (an unreadable archive raises :class:`ArchiveError`)."""
+def _reading(items: Iterable[T], progress: bool | None, stream: TextIO | None) -> Iterator[T]:
+    """``items`` with a count on the terminal while they are read (mail is read whole before the
+    write's own bar starts: threads need every message; a large mbox takes minutes)."""
+    bar = Progress(0, stream or sys.stderr, progress, unit="mails read")
+    count = 0
+    for count, item in enumerate(items, 1):
+        yield item
+        if count % 100 == 0:
+            bar.update(count)
+    if count % 100:
+        bar.update(count)
+    bar.finish()
+
+
+def load(path: Path, fmt: str = "auto", *, progress: bool | None = False,
+         stream: TextIO | None = None) -> tuple[str, Parsed]:
+    """The archive's format and its threads (an unreadable archive raises :class:`ArchiveError`).
+    ``progress``: count the mails read on ``stream`` (None: when it is a terminal)."""
     if fmt != "auto" and fmt not in FORMATS:
         raise ArchiveError(f"--format: expected auto or one of {', '.join(FORMATS)}, got {fmt!r}")
     entries = _entries(path)
@@ -176,5 +227,7 @@ def load(path: Path, fmt: str = "auto") -> tuple[str, Parsed]:
             parsed.skipped += one.skipped
         return fmt, parsed
     if fmt == "mbox":
-        return fmt, mail.thread((m for entry in picked for m in _mbox_messages(entry)), str(path))
-    return fmt, mail.thread(((e[0], _read(e)) for e in picked), str(path))
+        mails = (m for entry in picked for m in _mbox_messages(entry))
+    else:
+        mails = ((e[0], _read(e)) for e in picked)
+    return fmt, mail.thread(_reading(mails, progress, stream), str(path))

@@ -1,6 +1,9 @@
-"""Store parsed threads as Conversations with Messages, the shape the channels store.
+"""Store parsed threads as Conversations with Messages, the shape the channels store, through
+the one import pipeline (:class:`plughost.api.store.ImportSession`).
 
-Ids come from the account, the format and the source's own ids (a message without one: its time,
+:func:`batches` turns the threads into the session's batches (whole threads: a Conversation row,
+then its Messages; what the reader skipped goes to the session's skip lines); :class:`Writer` is
+the batch write. Ids come from the account, the format and the source's own ids (a message without one: its time,
 sender and a hash of its words), so a second run finds every message and writes nothing; a
 message whose stored ``contentHash`` differs is rewritten; a new message of a known thread is
 appended to its Conversation. A Conversation or Message an admin deleted is left as it is. Every
@@ -11,20 +14,28 @@ form (``searchContext``) and are embedded as ``conversation-append`` embeds them
 from __future__ import annotations
 
 import hashlib
-import sys
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from plughost import Embedder, GraphStore, Guards, Node, log
-from plughost.api.store import CONVERSATION_LABEL, HAS_MESSAGE, MESSAGE_LABEL, guarded_upsert_many
-from plughost.api.util import Progress, redact_text
+from plughost.api.store import (
+    CONVERSATION_LABEL,
+    HAS_MESSAGE,
+    MESSAGE_LABEL,
+    ImportBatch,
+    ImportRow,
+    guarded_upsert_many,
+)
+from plughost.api.util import redact_text
 from plughost.plugins.memory import entities
-from plughost.plugins.memory.archives.model import Thread, Turn
+from plughost.plugins.memory.archives.model import Parsed, Thread, Turn
 from plughost.plugins.memory.embedding import indexed_form
 
 CHANNELS = {"claude": "claude-export", "chatgpt": "chatgpt-export", "whatsapp": "whatsapp-export",
             "mbox": "email", "eml": "email"}
 EMBED_BATCH = 64
+BATCH_MESSAGES = 2000  # messages a batch: a long chat runs on over several (the bar moves); larger ones cost no less
 
 
 @dataclass
@@ -37,7 +48,6 @@ class Summary:
     unchanged: int = 0
     skipped: int = 0
     embedded: int = 0
-    problems: list[str] = field(default_factory=list)
 
     def line(self, dry_run: bool = False) -> str:
         return (f"[import-archive] format={self.fmt} conversations={self.conversations} messages={self.messages} "
@@ -92,48 +102,120 @@ def message_rows(account: str, fmt: str, conv: str, thread: Thread, scope: str) 
     return rows
 
 
+def batches(account: str, fmt: str, parsed: Parsed, scope: str,
+            batch_size: int = BATCH_MESSAGES) -> Iterator[ImportBatch]:
+    """The archive as an import session's batches of ``batch_size`` messages: each thread as its
+    Conversation row, then its Messages in time order (a long chat runs on over several batches);
+    the reader's skipped items go with the first (``where: why``). ``done_bytes`` counts messages,
+    as the progress bar does."""
+    skips: list[tuple[int | str, str]] = []
+    for problem in parsed.skipped:
+        where, _, why = problem.partition(": ")
+        skips.append((where, why or "skipped"))
+    rows: list[ImportRow] = []
+    done = lines = in_batch = 0
+    for thread in parsed.threads:
+        conv = conversation_id(account, fmt, thread.key)
+        lines += 1
+        rows.append(ImportRow(lines, b"", {"id": conv, "labels": [CONVERSATION_LABEL], "properties": {
+            "title": redact_text(thread.title), "scope": scope, "channel": CHANNELS[fmt],
+            "source": "import-archive", "sourceFormat": fmt}}))
+        # in time order, so every turn's indexed form finds the turns before it written already
+        rows_in_order = sorted(message_rows(account, fmt, conv, thread, scope),
+                               key=lambda r: indexed_form.order_key(r["id"], r["properties"]))
+        for row in rows_in_order:
+            lines += 1
+            done += 1
+            in_batch += 1
+            rows.append(ImportRow(lines, b"", row))
+            if in_batch >= batch_size:
+                yield ImportBatch(rows, skips, done, lines)
+                rows, skips, in_batch = [], [], 0
+    if rows or skips:
+        yield ImportBatch(rows, skips, done, lines)
+
+
+@dataclass
+class _Open:
+    """The conversation being written: its row, what the store had, and its messages so far."""
+
+    row: dict[str, Any]
+    existing: Node | None
+    stored: dict[str, Node]
+    known: dict[str, tuple[tuple[str, str], dict[str, Any]]]  # id -> (order key, properties): stored or written
+    last: str | None  # the stored or written lastMessageAt
+    written: bool = False
+
+    @property
+    def left_deleted(self) -> bool:
+        return self.existing is not None and (self.existing.deleted or CONVERSATION_LABEL not in self.existing.labels)
+
+
 class Writer:
+    """The batch write of an archive import (:class:`plughost.api.store.BatchWriter`): a
+    Conversation row opens its thread; its Messages (in this batch or the next ones) are written
+    when new or changed (a Conversation an admin deleted stays deleted; a new message keeps its
+    Conversation's scope), with their indexed form and vectors, then their entities."""
+
     def __init__(self, store: GraphStore, embedder: Embedder | None, guards: Guards, fmt: str, *,
-                 scope: str = "admin", dry_run: bool = False, env: Any = None) -> None:
+                 dry_run: bool = False, env: Any = None) -> None:
         self.store, self.embedder, self.guards, self.fmt = store, embedder, guards, fmt
-        self.account = guards.account_id
-        self.scope, self.dry_run, self.env = scope, dry_run, env
+        self.dry_run, self.env = dry_run, env
         self.summary = Summary(fmt)
         self.turns = indexed_form.context_turns(env)
+        self.open: _Open | None = None
 
-    def run(self, threads: list[Thread], progress: bool | None = None, stream: TextIO | None = None) -> Summary:
-        total = sum(len(t.turns) for t in threads)
-        bar = Progress(total, stream or sys.stderr, progress, unit="messages")
-        done = 0
-        for thread in threads:
-            self.thread(thread)
-            done += len(thread.turns)
-            bar.update(done)
-        bar.finish()
-        return self.summary
+    def write(self, rows: list[ImportRow], skip: Callable[[int, str], None]) -> tuple[int, int]:
+        """Write one batch; returns ``(nodes, edges)`` written."""
+        nodes = edges = 0
+        messages: list[dict[str, Any]] = []
+        for r in rows:
+            if CONVERSATION_LABEL not in r.row["labels"]:
+                messages.append(r.row)
+                continue
+            n, e = self._messages(messages)
+            nodes, edges, messages = nodes + n, edges + e, []
+            self._start(r.row)
+        n, e = self._messages(messages)
+        return nodes + n, edges + e
 
-    def thread(self, thread: Thread) -> None:
-        s = self.summary
-        conv = conversation_id(self.account, self.fmt, thread.key)
-        s.conversations += 1
-        s.messages += len(thread.turns)
-        existing = self.store.get(conv, guards=self.guards, include_deleted=True)
-        if existing is not None and (existing.deleted or CONVERSATION_LABEL not in existing.labels):
-            s.unchanged += len(thread.turns)  # deleted by an admin: left deleted
-            return
-        scope = str(existing.properties.get("scope") or self.scope) if existing is not None else self.scope
-        rows = message_rows(self.account, self.fmt, conv, thread, scope)
-        stored = {n.id: n for n in self.store.find(guards=self.guards, labels=[MESSAGE_LABEL],
-                                                    where={"conversationId": conv}, limit=1_000_000)}
-        todo, new_ids = self._changed(rows, stored)
+    def finish(self) -> tuple[int, list[tuple[int, str, str]]]:
+        """Nothing waits: a message's edge is written with it."""
+        return 0, []
+
+    def _start(self, conv_row: dict[str, Any]) -> None:
+        self.summary.conversations += 1
+        existing = self.store.get(conv_row["id"], guards=self.guards, include_deleted=True)
+        stored = {} if existing is None else {n.id: n for n in self.store.find(
+            guards=self.guards, labels=[MESSAGE_LABEL], where={"conversationId": conv_row["id"]}, limit=1_000_000)}
+        last = existing.properties.get("lastMessageAt") if existing is not None else None
+        known = {i: (indexed_form.order_key(i, n.properties), n.properties) for i, n in stored.items()}
+        self.open = _Open(conv_row, existing, stored, known, str(last) if last else None)
+
+    def _messages(self, rows: list[dict[str, Any]]) -> tuple[int, int]:
+        """The open conversation's next messages: what is new or changed, written with the Conversation."""
+        conv, s = self.open, self.summary
+        if not rows or conv is None:
+            return 0, 0
+        s.messages += len(rows)
+        if conv.left_deleted:
+            s.unchanged += len(rows)  # deleted by an admin: left deleted
+            return 0, 0
+        if conv.existing is not None:  # a new or changed message keeps the conversation's scope (not in contentHash)
+            scope = str(conv.existing.properties.get("scope") or conv.row["properties"]["scope"])
+            for row in rows:
+                row["properties"]["scope"] = scope
+        todo, new_ids = self._changed(rows, conv.stored)
         if not todo or self.dry_run:
-            return
-        self._index(todo, [n for n in stored.values() if n.id not in {r["id"] for r in todo}])
-        conv_row = {"id": conv, "labels": [CONVERSATION_LABEL],
-                    "properties": self._conversation_properties(thread, rows, existing, scope),
+            return 0, 0
+        self._index(todo, conv)
+        conv_row = {**conv.row, "properties": self._conversation_properties(conv, rows),
                     "edges": [{"type": HAS_MESSAGE, "to": mid} for mid in new_ids]}
         guarded_upsert_many(self.store, [*todo, conv_row], guards=self.guards)
+        conv.written = True
+        conv.known.update((r["id"], (indexed_form.order_key(r["id"], r["properties"]), r["properties"])) for r in todo)
         self._entities(todo)
+        return len(todo) + 1, len(new_ids)
 
     def _changed(self, rows: list[dict[str, Any]], stored: dict[str, Node]) -> tuple[list[dict[str, Any]], list[str]]:
         """The rows to write (new or changed; a deleted turn stays deleted) and the ids of the new ones."""
@@ -154,28 +236,31 @@ class Writer:
             todo.append(row)
         return todo, new_ids
 
-    def _conversation_properties(self, thread: Thread, rows: list[dict[str, Any]], existing: Node | None,
-                                 scope: str) -> dict[str, Any]:
+    def _conversation_properties(self, conv: _Open, rows: list[dict[str, Any]]) -> dict[str, Any]:
         """The Conversation's properties: its last message's time (never moved back), and when new, the rest."""
-        times = [r["properties"].get("sentAt") for r in rows if r["properties"].get("sentAt")]
-        conv_props: dict[str, Any] = {"lastMessageAt": max(times) if times else None}
-        if existing is None:
-            conv_props.update(title=redact_text(thread.title), scope=scope, channel=CHANNELS[self.fmt],
-                              startedAt=min(times) if times else None, source="import-archive",
-                              sourceFormat=self.fmt)
-        elif existing.properties.get("lastMessageAt") and times and str(existing.properties["lastMessageAt"]) > max(times):
-            conv_props.pop("lastMessageAt")
-        return {k: v for k, v in conv_props.items() if v is not None}
+        times = [str(r["properties"]["sentAt"]) for r in rows if r["properties"].get("sentAt")]
+        props: dict[str, Any] = {}
+        if times and (conv.last is None or max(times) > conv.last):
+            props["lastMessageAt"] = conv.last = max(times)
+        if conv.existing is None and not conv.written:
+            props.update(conv.row["properties"], startedAt=min(times) if times else None)
+        return {k: v for k, v in props.items() if v not in (None, "")}
 
-    def _index(self, todo: list[dict[str, Any]], others: list[Any]) -> None:
-        """Set the new turns' ``searchContext`` from the whole conversation, and embed them."""
+    def _index(self, todo: list[dict[str, Any]], conv: _Open) -> None:
+        """Set the new turns' ``searchContext`` from the turns before them (stored, or written
+        earlier in this run), and embed them. Only the new turns' contexts are computed: a long
+        chat is written a batch at a time, and its earlier turns already have theirs."""
         if self.turns > 0:
-            merged = [(r["id"], r["properties"]) for r in todo] + [(n.id, n.properties) for n in others]
-            merged.sort(key=lambda x: indexed_form.order_key(x[0], x[1]))
-            wanted = indexed_form.contexts(merged, self.turns)
-            for row in todo:
-                if wanted.get(row["id"]):
-                    row["properties"][indexed_form.CONTEXT_PROPERTY] = wanted[row["id"]]
+            ids = {r["id"] for r in todo}
+            merged = [(indexed_form.order_key(r["id"], r["properties"]), r["properties"], True) for r in todo]
+            merged += [(key, props, False) for i, (key, props) in conv.known.items() if i not in ids]
+            merged.sort(key=lambda x: x[0])
+            for i, (_, props, new) in enumerate(merged):
+                if new:
+                    text = indexed_form.search_context(
+                        props, [p for _, p, _ in merged[max(0, i - self.turns):i]], self.turns)
+                    if text:
+                        props[indexed_form.CONTEXT_PROPERTY] = text
         if self.embedder is None:
             return
         for start in range(0, len(todo), EMBED_BATCH):

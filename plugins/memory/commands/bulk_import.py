@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import Any
 
+from plughost import UserError
 from plughost.api.store import ImportSession
+from plughost.plugins.memory.archives.sources import archive_format
 from plughost.plugins.memory.bulk_import import import_jsonl
 from plughost.plugins.memory.commands.common import account
 from plughost.plugins.memory.embedding.provider import check_dimensions
 
 HELP = "import nodes from a JSON-lines file (graph import format), embedding as it goes"
+ARCHIVES = {"claude": "a Claude export", "chatgpt": "a ChatGPT export", "whatsapp": "a WhatsApp chat export",
+            "mbox": "an mbox", "eml": "mail (.eml)"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +28,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     account(host)  # this command's own line when ACCOUNT_ID is unset
+    archive = archive_format(args.file)
+    if archive is not None:
+        raise UserError(f"{args.file}: {ARCHIVES[archive]}, not JSON lines; import it with "
+                        f"plughost memory import-archive {shlex.quote(str(args.file))}")
     guards = ImportSession.admit(host.principal, args.file, "memory import")
     store = host.store()
     embedder = None if args.no_embed else host.embedder()

@@ -1,4 +1,8 @@
-"""`plughost memory import-archive PATH`: a chat or mail archive as Conversations (docs/memory.md#importing-archives)."""
+"""`plughost memory import-archive PATH`: a chat or mail archive as Conversations (docs/memory.md#importing-archives).
+
+The archive is read and parsed here; its threads are written through the one import pipeline
+(:class:`plughost.api.store.ImportSession`: the admin checks, the skip lines, the progress bar and
+the ``done`` line), as ``memory import`` writes JSON lines."""
 
 from __future__ import annotations
 
@@ -6,11 +10,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from plughost import log
-from plughost.api.store import require_admin
+from plughost.api.store import ImportSession
 from plughost.plugins.memory.archives.model import mark_owner
 from plughost.plugins.memory.archives.sources import load
-from plughost.plugins.memory.archives.write import Writer
+from plughost.plugins.memory.archives.write import BATCH_MESSAGES, Writer, batches
 from plughost.plugins.memory.commands.common import account
 from plughost.plugins.memory.embedding.provider import check_dimensions
 
@@ -33,23 +36,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, host: Any) -> int:
     account(host)  # a one-line error naming ACCOUNT_ID when it is unset
-    require_admin(host.principal, "memory import-archive")
-    fmt, parsed = load(args.path, args.format)
+    guards = ImportSession.admit(host.principal, args.path, "memory import-archive", file_problem=None)  # load() reports the path
+    fmt, parsed = load(args.path, args.format, progress=False if args.no_progress else None)
     owner_known = mark_owner(fmt, parsed, args.me)
     store = host.store()
     embedder = None if args.no_embed or args.dry_run else host.embedder()
     if embedder is not None:
         check_dimensions(store, embedder)
-    writer = Writer(store, embedder, host.principal.guards, fmt, scope=args.scope, dry_run=args.dry_run, env=host.env)
-    for problem in parsed.skipped:
-        print(f"[import-archive] skip {problem}")
-    summary = writer.run(parsed.threads, progress=False if args.no_progress else None)
-    summary.skipped += len(parsed.skipped)
+    writer = Writer(store, embedder, guards, fmt, dry_run=args.dry_run, env=host.env)
+    session = ImportSession(args.path, guards=guards, tag="import-archive", batch_size=BATCH_MESSAGES,
+                            progress=False if args.no_progress else None, unit="messages",
+                            total=sum(len(t.turns) for t in parsed.threads))
+    session.run(writer, source=batches(guards.account_id, fmt, parsed, args.scope, BATCH_MESSAGES))
+    summary = writer.summary
+    summary.skipped = session.summary.skipped
     print(summary.line(args.dry_run))
     if not owner_known and parsed.threads:
         print("[import-archive] note: which messages are yours was not recognised; every sender is stored as a "
               "contact (run again with --me 'YOUR NAME' to mark yours)")
-    log("import-archive", "done", file=args.path.name, format=fmt, conversations=summary.conversations,
-        messages=summary.messages, new=summary.new, updated=summary.updated, unchanged=summary.unchanged,
-        skipped=summary.skipped, dryRun=int(args.dry_run))
-    return 2 if parsed.skipped else 0
+    session.done(format=fmt, conversations=summary.conversations, messages=summary.messages, new=summary.new,
+                 updated=summary.updated, unchanged=summary.unchanged, embedded=summary.embedded,
+                 dryRun=int(args.dry_run))
+    return 2 if session.summary.errors else 0
