@@ -37,13 +37,16 @@ STATE_FILE = "graph-migrate.json"
 SAMPLE = 20
 """Searches compared per account (full-text and vector each)."""
 TOP = 10
-"""Hits compared per sampled full-text search."""
+"""Hits compared per sampled full-text search (twice as many are fetched, so a run of equal scores
+across the cut is ordered whole, :func:`by_score`)."""
 OVERLAP_MIN = 0.8
 """What the full-text check promises on average: the two stores' top 5 for a node's own words
 share this much, and the node is in Neo4j's top 10 for this share of the searches that find it
 embedded. Both index the same analysed terms (:mod:`plughost.plugins.graph.analysis`) and score
 BM25 alike, but not bit for bit: Lucene's IDF is ``log(1 + ...)`` where FTS5's is ``log(...)``,
-Lucene rounds document lengths to a byte, and ties fall in each store's own order."""
+and Lucene rounds document lengths to a byte. Equal scores come out in each store's own order
+(the embedded file's row order, Lucene's segment order), so each side's runs of equal scores are
+ordered by node id before the lists are compared (:func:`by_score`)."""
 RANK_MIN = 0.8
 """The mean rank correlation promised (Kendall's tau of the shared top 10)."""
 SAME_SETS_MIN = 1.0
@@ -238,8 +241,8 @@ class _Searches:
         if not words:
             return
         query = " ".join(words)
-        here = [h.node.id for h in self.source.fulltext_search(query, TOP, guards=self.guards, stemmed=True)]
-        there = [h.node.id for h in self.store.fulltext_search(query, TOP, guards=self.guards, stemmed=True)]
+        here = by_score(self.source.fulltext_search(query, 2 * TOP, guards=self.guards, stemmed=True))[:TOP]
+        there = by_score(self.store.fulltext_search(query, 2 * TOP, guards=self.guards, stemmed=True))[:TOP]
         self.searched += 1
         overlap, tau = top_overlap(here, there), rank_correlation(here, there)
         self.overlaps.append(overlap)
@@ -281,6 +284,12 @@ def top_overlap(here: list[str], there: list[str], k: int = 5) -> float:
     if not a and not b:
         return 1.0
     return len(set(a) & set(b)) / max(len(a), len(b))
+
+
+def by_score(hits: list[Any]) -> list[str]:
+    """Hit ids by score, equal scores (to six decimals: each store's own scale) by node id: the
+    order a store gives ties is its own, the lists compared are of what each ranks."""
+    return [h.node.id for h in sorted(hits, key=lambda h: (-round(h.score, 6), h.node.id))]
 
 
 def rank_correlation(here: list[str], there: list[str]) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from plughost import Principal
 from plughost.plugins.graph.analysis import index_texts, query_terms
-from plughost.plugins.graph.migrate import rank_correlation, top_overlap
+from plughost.plugins.graph.migrate import by_score, rank_correlation, top_overlap
 from plughost.plugins.graph.sqlite_store import SqliteStore
 
 PROPS = [{"title": "Gluten-free Breads", "body": "We're OPENING at 8:30; café hours 3.12, INV-2024-0042.",
@@ -43,3 +43,14 @@ def test_rank_correlation_of_the_shared_ids() -> None:
     assert rank_correlation(["a", "b", "c", "d"], ["b", "a", "c", "x"]) == 1 / 3  # 3 shared: 2 of 3 pairs agree
     assert rank_correlation(["a"], ["b"]) == 1.0  # nothing to order
     assert top_overlap(["a", "b"], ["b", "c"]) == 0.5
+
+
+def test_equal_scores_are_compared_in_node_id_order() -> None:
+    from plughost import Hit, Node
+
+    def hits(*pairs: tuple[str, float]) -> list[Hit]:
+        return [Hit(Node(nid, ("Thing",), {}, "acct", False), score) for nid, score in pairs]
+
+    embedded = hits(("n9", 4.2), ("n2", 4.0), ("n10", 4.0), ("n1", 3.1))
+    neo4j = hits(("n9", 1.9), ("n10", 1.8), ("n2", 1.8), ("n1", 1.4))  # the same ranking, ties the other way
+    assert by_score(embedded) == by_score(neo4j) == ["n9", "n10", "n2", "n1"]
