@@ -85,8 +85,11 @@ RETURN n.id AS id, [x IN tree | x {{.scope, .agents}}] AS guarded"""
 Q_STORED = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
 RETURN n.id AS id, labels(n) AS labels, n {{.*, {HIDDEN}, keywordsLower: null, id: null}} AS props"""
 Q_STORED_TEXT = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
+SET n.`_textLock` = true REMOVE n.`_textLock`
 RETURN n.id AS id, [k IN keys(n) WHERE k IN $textKeys | [k, n[k]]] AS pairs"""
-"""The stored text properties of a write's nodes: what their analysed text is made from."""
+"""The stored text properties of a write's nodes, what their analysed text is made from, read
+under the nodes' write locks (taken by the SET): a concurrent write of another text property
+of one node waits for this one to commit, so neither analyses a text the other has changed."""
 Q_TEXT_PENDING = f"""MATCH (n:{BASE_LABEL}) WHERE n.{INDEX_TEXT} IS NULL AND any(k IN keys(n) WHERE k IN $textKeys)
 RETURN elementId(n) AS e, [k IN keys(n) WHERE k IN $textKeys | [k, n[k]]] AS pairs LIMIT $limit"""
 """A page of the nodes whose analysed text is missing (stores written before it existed)."""

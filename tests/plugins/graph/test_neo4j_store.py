@@ -342,3 +342,34 @@ def test_the_analysed_text_follows_merges_stays_hidden_and_is_backfilled_before_
     assert [h.node.id for h in neo.fulltext_search("wedding", 5, guards=g)] == ["s1"]
     assert neo.ensure_schema() == []
     assert "schema-backfill" not in capfd.readouterr().err
+
+
+def test_concurrent_writes_of_one_node_s_text_both_reach_its_analysed_text(neo) -> None:
+    """A write of another text property of the same node waits for the first to commit (the
+    stored text is read under the node's write lock), so the analysed text holds both."""
+    import threading
+
+    from plughost.plugins.graph.common import prepare
+    from plughost.plugins.graph.neo4j_store.writes import write_nodes
+
+    g = Principal.system(ACCOUNT).guards
+    neo.upsert_node(["Service"], {"name": "Cakes"}, guards=g, node_id="s2")
+    written, release = threading.Event(), threading.Event()
+
+    def slow(tx: Any) -> None:
+        write_nodes(tx, [prepare(["Service"], {"title": "Sourdough"}, account_id=ACCOUNT, node_id="s2")], ACCOUNT)
+        written.set()
+        release.wait(30)  # the transaction stays open, its lock held, until the other write is under way
+
+    first = threading.Thread(target=neo.write, args=(slow,))
+    first.start()
+    assert written.wait(30)
+    second = threading.Thread(target=neo.upsert_node, args=(["Service"], {"body": "Rye loaves"}),
+                              kwargs={"guards": g, "node_id": "s2"})
+    second.start()
+    second.join(0.5)  # blocked on the lock: it cannot have read the text yet
+    release.set()
+    first.join(30)
+    second.join(30)
+    stored = neo._rows("MATCH (n {accountId: $a, id: 's2'}) RETURN n.ftsText AS t", {"a": ACCOUNT})[0]["t"]
+    assert set(stored.split()) == {"cake", "sourdough", "rye", "loav"}
