@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from plughost import Guards, UserError, log
+from plughost.plugins.graph.analysis import INDEX_TEXT
 
 ALLOWED_PROCEDURES = frozenset({
     "db.index.fulltext.querynodes", "db.index.vector.querynodes", "db.labels", "db.relationshiptypes",
@@ -213,7 +214,7 @@ def _plain(value: Any, visible: dict[str, Any]) -> Any:
     if isinstance(value, Node):
         if value.element_id not in visible:
             return REDACTED
-        props = {k: v for k, v in value.items() if k not in ("embedding", "keywordsLower")}
+        props = {k: v for k, v in value.items() if k not in ("embedding", "keywordsLower", INDEX_TEXT)}
         return {"id": props.pop("id", None), "labels": sorted(lab for lab in value.labels if lab != "GraphNode"),
                 "properties": props}
     if isinstance(value, Relationship):

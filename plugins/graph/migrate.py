@@ -8,8 +8,9 @@ so a run killed at any point (kill -9 included) is continued by running the comm
 starts after the last recorded batch, and the batch it redoes lands on the same ids.
 
 Then it verifies, per account: the node count per label and the edge count equal on both
-sides; a sample of full-text searches on a node's own words agrees on average (top-5 overlap and
-the node found, at least :data:`OVERLAP_MIN`, printed), and vector searches on a node's own
+sides; a sample of full-text searches on a node's own words agrees (the same result set whenever
+the whole set fits in the top 10; on average the top-5 overlap, the node found and the rank
+correlation of the shared top 10, each at least its threshold, printed), and vector searches on a node's own
 embedding find it at the same score (vectors: on the labels Neo4j
 indexes, ``VECTOR_LABELS``; the embedded store scores every label's). Only then does it record the
 install's store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE=neo4j`` and the ``NEO4J_*`` connection,
@@ -35,15 +36,21 @@ from plughost.plugins.graph.export import line_of
 STATE_FILE = "graph-migrate.json"
 SAMPLE = 20
 """Searches compared per account (full-text and vector each)."""
+TOP = 10
+"""Hits compared per sampled full-text search (twice as many are fetched, so a run of equal scores
+across the cut is ordered whole, :func:`by_score`)."""
 OVERLAP_MIN = 0.8
-"""What the full-text check promises: the two stores' top 5 for a node's own words share this much
-on average, and the node is in Neo4j's top 10 for this share of the searches that find it
-embedded (both analyse alike, English stemming, but score each its own way: Lucene per field, FTS5
-over the text union; ties may fall apart differently)."""
-STOP_WORDS = frozenset("a an and are as at be but by for if in into is it no not of on or such that the their then "
-                       "there these they this to was will with".split())
-"""Lucene's English stop words, which Neo4j's ``english`` analyzer drops and FTS5 keeps: left out
-of the sampled queries so both sides match the same words."""
+"""What the full-text check promises on average: the two stores' top 5 for a node's own words
+share this much, and the node is in Neo4j's top 10 for this share of the searches that find it
+embedded. Both index the same analysed terms (:mod:`plughost.plugins.graph.analysis`) and score
+BM25 alike, but not bit for bit: Lucene's IDF is ``log(1 + ...)`` where FTS5's is ``log(...)``,
+and Lucene rounds document lengths to a byte. Equal scores come out in each store's own order
+(the embedded file's row order, Lucene's segment order), so each side's runs of equal scores are
+ordered by node id before the lists are compared (:func:`by_score`)."""
+RANK_MIN = 0.8
+"""The mean rank correlation promised (Kendall's tau of the shared top 10)."""
+SAME_SETS_MIN = 1.0
+"""The share of searches whose whole result set fits in the top 10 where Neo4j finds the same set."""
 CONNECTION_KEYS = ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE")
 
 
@@ -196,17 +203,23 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
     for node in _sample(source, account, sample):
         check.fulltext(node)
         problems += check.vector(node)
-    overlap = sum(check.overlaps) / len(check.overlaps) if check.overlaps else 1.0
-    recall = sum(check.kept) / len(check.kept) if check.kept else 1.0
+    overlap, recall, tau, same = (sum(v) / len(v) if v else 1.0
+                                  for v in (check.overlaps, check.kept, check.taus, check.same))
     if overlap < OVERLAP_MIN:
         problems.append(f"full-text: mean top-5 overlap {overlap:.2f} below {OVERLAP_MIN} over {len(check.overlaps)} searches")
     if recall < OVERLAP_MIN:
         problems.append(f"full-text: the searched node in neo4j's top 10 for {recall:.2f} of searches, below {OVERLAP_MIN}")
+    if tau < RANK_MIN:
+        problems.append(f"full-text: mean rank correlation {tau:.2f} below {RANK_MIN} over {len(check.taus)} searches")
+    if same < SAME_SETS_MIN:
+        problems.append(f"full-text: the same result set for {same:.2f} of the {len(check.same)} searches with "
+                        f"fewer than {TOP} hits, below {SAME_SETS_MIN}")
     for problem in problems:
         log("graph-migrate", "mismatch", account=account[:8], detail=problem)
     log("graph-migrate", "verified", account=account[:8], labels=len(ours), nodes=sum(ours.values()),
         edges=e_ours, searches=check.searched, agreed=check.found, top5_overlap=f"{overlap:.2f}",
-        node_found=f"{recall:.2f}", threshold=OVERLAP_MIN, mismatches=len(problems))
+        node_found=f"{recall:.2f}", rank_corr=f"{tau:.2f}", same_sets=f"{same:.2f}/{len(check.same)}",
+        threshold=OVERLAP_MIN, rank_threshold=RANK_MIN, mismatches=len(problems))
     return problems
 
 
@@ -219,23 +232,30 @@ class _Searches:
         self.searched = self.found = 0
         self.overlaps: list[float] = []
         self.kept: list[float] = []
+        self.taus: list[float] = []
+        self.same: list[float] = []
 
     def fulltext(self, node: Any) -> None:
-        """A node's first four words (stop words aside) searched on both sides, stemmed alike."""
-        words = [w for w in text_of(node.properties).split() if w.lower().strip(".,;:!?\"'()") not in STOP_WORDS][:4]
+        """A node's first four words searched on both sides, analysed alike."""
+        words = text_of(node.properties).split()[:4]
         if not words:
             return
         query = " ".join(words)
-        here = [h.node.id for h in self.source.fulltext_search(query, 10, guards=self.guards, stemmed=True)]
-        there = [h.node.id for h in self.store.fulltext_search(query, 10, guards=self.guards, stemmed=True)]
+        here = by_score(self.source.fulltext_search(query, 2 * TOP, guards=self.guards, stemmed=True))[:TOP]
+        there = by_score(self.store.fulltext_search(query, 2 * TOP, guards=self.guards, stemmed=True))[:TOP]
         self.searched += 1
-        overlap = top_overlap(here, there)
+        overlap, tau = top_overlap(here, there), rank_correlation(here, there)
         self.overlaps.append(overlap)
+        self.taus.append(tau)
+        if len(here) < TOP and len(there) < TOP:  # both returned their whole result set
+            self.same.append(float(set(here) == set(there)))
+        elif len(here) < TOP or len(there) < TOP:
+            self.same.append(0.0)
         if node.id in here:
             self.kept.append(float(node.id in there))
-        if overlap < 1.0:
+        if overlap < 1.0 or tau < 1.0:
             log("graph-migrate", "rank-differs", account=self.account[:8], query=repr(query[:40]),
-                top5_overlap=f"{overlap:.2f}", node_found=node.id in there)
+                top5_overlap=f"{overlap:.2f}", rank_corr=f"{tau:.2f}", node_found=node.id in there)
         if overlap >= OVERLAP_MIN:
             self.found += 1
 
@@ -264,6 +284,23 @@ def top_overlap(here: list[str], there: list[str], k: int = 5) -> float:
     if not a and not b:
         return 1.0
     return len(set(a) & set(b)) / max(len(a), len(b))
+
+
+def by_score(hits: list[Any]) -> list[str]:
+    """Hit ids by score, equal scores (to six decimals: each store's own scale) by node id: the
+    order a store gives ties is its own, the lists compared are of what each ranks."""
+    return [h.node.id for h in sorted(hits, key=lambda h: (-round(h.score, 6), h.node.id))]
+
+
+def rank_correlation(here: list[str], there: list[str]) -> float:
+    """Kendall's tau of the order two lists give the ids both hold (1 when they share fewer than two)."""
+    pos = {nid: i for i, nid in enumerate(there)}
+    shared = [pos[nid] for nid in here if nid in pos]
+    pairs = len(shared) * (len(shared) - 1) // 2
+    if not pairs:
+        return 1.0
+    concordant = sum(1 for i, a in enumerate(shared) for b in shared[i + 1:] if a < b)
+    return (2 * concordant - pairs) / pairs
 
 
 def _sample(source: Any, account: str, size: int) -> list[Any]:

@@ -6,7 +6,8 @@ indexes (docs/graph.md#a-large-first-load-neo4j-admin). This writes, into ``DIR`
 - ``nodes.csv``: ``:ID`` (``<account>:<id>``: ids are per account, the import's are global;
   not stored), ``:LABEL`` (the node's labels and ``GraphNode``), then typed property columns
   (``id:string``, ``accountId:string``, ``createdAt:string`` ..., ``backlinkCount:long``,
-  ``keywordsLower:string[]``, ``embedding:float[]`` and one column per property key of the account,
+  ``keywordsLower:string[]``, ``ftsText:string`` (the analysed text the full-text index holds,
+  :mod:`plughost.plugins.graph.analysis`), ``embedding:float[]`` and one column per property key of the account,
   typed from its values: ``string``, ``long``, ``double``, ``boolean`` or their arrays);
 - ``relationships.csv``: ``:START_ID``, ``:END_ID``, ``:TYPE`` and the edges' property columns;
 - ``schema.cypher``: the constraint, full-text and vector index statements to run once the
@@ -36,6 +37,7 @@ from typing import IO, Any
 import orjson
 
 from plughost import UserError, log
+from plughost.plugins.graph.analysis import INDEX_TEXT, index_texts
 from plughost.plugins.graph.common import keywords_of
 from plughost.plugins.graph.export import export_rows
 from plughost.plugins.graph.neo4j_store.schema import schema_statements
@@ -46,7 +48,7 @@ ARRAY_DELIMITER = "\x1f"
 FILES = ("nodes.csv", "relationships.csv", "schema.cypher", "import.txt")
 FIXED_NODE_COLUMNS = (("id", "string"), ("accountId", "string"), ("createdAt", "string"), ("updatedAt", "string"),
                       ("deletedAt", "string"), ("backlinkCount", "long"), ("keywordsLower", "string[]"),
-                      ("embedding", "float[]"))
+                      (INDEX_TEXT, "string"), ("embedding", "float[]"))
 
 
 def clean(props: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +143,7 @@ def node_fields(row: dict[str, Any], account_id: str, backlinks: int) -> dict[st
     return {"id": row["id"], "accountId": account_id, "createdAt": stamps.get("createdAt"),
             "updatedAt": stamps.get("updatedAt"), "deletedAt": stamps.get("deletedAt"),
             "backlinkCount": backlinks, "keywordsLower": keywords_of(row["properties"]) or None,
+            INDEX_TEXT: index_texts([row["properties"]])[0] or None,
             "embedding": row.get("embedding")}
 
 

@@ -59,14 +59,16 @@ OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_f
 CREATE VECTOR INDEX report_embedding IF NOT EXISTS FOR (n:Report) ON (n.embedding)
 OPTIONS {indexConfig: {`vector.dimensions`: {{dimensions}}, `vector.similarity_function`: 'cosine'}};
 
-// BM25 over the canonical text-property union, on every label: the store gives each node the
-// base label GraphNode, so a brand's own labels are found too, as on the embedded store. The
-// English analyzer stems (Porter) as the embedded store's stemmed shadow does, so one query ranks
-// alike on both (an index of an older label list or analyzer is dropped and rebuilt by the
-// first writer that starts).
+// BM25 over one property, ftsText: the canonical text-property union as the embedded store's
+// stemmed index analyses it (plugins/graph/analysis.py: FTS5's porter unicode61 tokenizer, every
+// property weighted alike, stop words kept), written by the store on every node, so the whitespace
+// analyzer here sees the embedded store's very terms and the two rank alike. On every label: the
+// store gives each node the base label GraphNode. An index of another property list or analyzer
+// is dropped and rebuilt by the first writer that starts, after it backfills ftsText on the nodes
+// that lack it (plugins/graph/neo4j_store/schema.py).
 CREATE FULLTEXT INDEX entity_search IF NOT EXISTS FOR (n:GraphNode)
-ON EACH [n.name, n.firstName, n.lastName, n.givenName, n.familyName, n.title, n.summary, n.body, n.content, n.description, n.headline, n.email, n.subject, n.bodyPreview, n.compiledTruth, n.keywords, n.text, n.value, n.key, n.category, n.searchContext]
-OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}};
+ON EACH [n.ftsText]
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}};
 
 // Leases of the serve processes sharing this database (plugins/graph/neo4j_store/leases.py): one
 // node per name, taken by MERGE, so the name is unique. No GraphNode label: no account reads them.

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from plughost import Principal, UserError, log
 from plughost.api.store import OWNER_SCOPE, ImportRow, WaitingEdges
+from plughost.plugins.graph.analysis import INDEX_TEXT, index_texts
 from plughost.plugins.graph.common import Prepared, check_name, iso, keywords_of, prepare_row
 from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL
 from plughost.plugins.graph.neo4j_store.writes import clean_props, write_batch, write_edges, write_nodes
@@ -127,6 +128,7 @@ class _NewNodes:
     @classmethod
     def of(cls, items: list[Prepared], ids: list[str], present: set[str], account: str) -> _NewNodes:
         out, now = cls(), iso(time.time())
+        texts: list[Any] = []  # each new node's properties, for its analysed text
         for item, nid in zip(items, ids, strict=True):
             if nid in present or nid in out.pos_of:
                 out.rest.append(item)
@@ -142,6 +144,10 @@ class _NewNodes:
             if item.embedding is not None:
                 props["embedding"] = item.embedding
             out.nodes.append({"labels": list(item.labels), "props": props})
+            texts.append(item.properties)
+        for node, text in zip(out.nodes, index_texts(texts), strict=True):
+            if text:
+                node["props"][INDEX_TEXT] = text
         return out
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from plughost import Hit, Node
+from plughost.plugins.graph.analysis import INDEX_TEXT
 from plughost.plugins.graph.neo4j_store.queries import BASE_LABEL
 
 
 def node_of(record: Any) -> Node:
     """A node as the port returns it: the hidden ``GraphNode`` label, the vector and the stored
-    id and keyword index properties left out."""
+    id, keyword index and analysed text properties left out."""
     props = dict(record["props"])
     props.pop("embedding", None)
+    props.pop(INDEX_TEXT, None)
     props.pop("keywordsLower", None)
     props.pop("id", None)
     labels = tuple(label for label in record["labels"] if label != BASE_LABEL)

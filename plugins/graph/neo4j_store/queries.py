@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from plughost import Guards
+from plughost.plugins.graph.analysis import INDEX_TEXT, query_terms
 from plughost.plugins.graph.common import check_labels, check_name
 
 BASE_LABEL = "GraphNode"
@@ -31,7 +32,9 @@ RELATED_GUARD = """m.accountId = $accountId AND m.deletedAt IS NULL
 """Guard layer 4 on an expanded neighbour ``m``."""
 
 LABEL_FILTER = "(size($labels) = 0 OR any(l IN labels(n) WHERE l IN $labels))"
-NODE_RETURN = "n.id AS id, labels(n) AS labels, n {.*, embedding: null} AS props, n.embedding IS NOT NULL AS hasEmbedding"
+HIDDEN = f"embedding: null, {INDEX_TEXT}: null"
+"""Stored properties no read returns (the vector, the analysed text): blanked in every projection."""
+NODE_RETURN = f"n.id AS id, labels(n) AS labels, n {{.*, {HIDDEN}}} AS props, n.embedding IS NOT NULL AS hasEmbedding"
 HAS_VECTOR = "n.embedding IS NOT NULL AND size(n.embedding) = $dims"
 NODE_KEY = "{accountId: $accountId, id: $id}"
 COSINE = ("CASE WHEN any(x IN n.embedding WHERE x <> 0) THEN vector.similarity.cosine(n.embedding, $vector) "
@@ -54,7 +57,7 @@ CALL (o) {{
   RETURN r, m LIMIT $limit
 }}
 RETURN oid, type(r) AS type, CASE WHEN startNode(r) = o THEN 'out' ELSE 'in' END AS direction,
-       properties(r) AS rel, m.id AS id, labels(m) AS labels, m {{.*, embedding: null}} AS props,
+       properties(r) AS rel, m.id AS id, labels(m) AS labels, m {{.*, {HIDDEN}}} AS props,
        m.embedding IS NOT NULL AS hasEmbedding"""
 Q_LINKED = f"""UNWIND $ids AS oid
 MATCH (o:{BASE_LABEL} {{accountId: $accountId, id: oid}})
@@ -80,7 +83,19 @@ WITH n, [n] + collect(DISTINCT s) + collect(DISTINCT c) AS tree
 RETURN n.id AS id, [x IN tree | x {{.scope, .agents}}] AS guarded"""
 """A re-ingest's document and hierarchy, for the write guards to check before it is replaced."""
 Q_STORED = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
-RETURN n.id AS id, labels(n) AS labels, n {{.*, embedding: null, keywordsLower: null, id: null}} AS props"""
+RETURN n.id AS id, labels(n) AS labels, n {{.*, {HIDDEN}, keywordsLower: null, id: null}} AS props"""
+Q_STORED_TEXT = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.id IN $ids
+SET n.`_textLock` = true REMOVE n.`_textLock`
+RETURN n.id AS id, [k IN keys(n) WHERE k IN $textKeys | [k, n[k]]] AS pairs"""
+"""The stored text properties of a write's nodes, what their analysed text is made from, read
+under the nodes' write locks (taken by the SET): a concurrent write of another text property
+of one node waits for this one to commit, so neither analyses a text the other has changed."""
+Q_TEXT_PENDING = f"""MATCH (n:{BASE_LABEL}) WHERE n.{INDEX_TEXT} IS NULL AND any(k IN keys(n) WHERE k IN $textKeys)
+RETURN elementId(n) AS e, [k IN keys(n) WHERE k IN $textKeys | [k, n[k]]] AS pairs LIMIT $limit"""
+"""A page of the nodes whose analysed text is missing (stores written before it existed)."""
+Q_SET_INDEX_TEXT = f"""UNWIND $rows AS row
+MATCH (n:{BASE_LABEL}) WHERE elementId(n) = row.e
+SET n.{INDEX_TEXT} = row.t"""
 Q_OWN_CONVERSATION = f"""MATCH (n:{BASE_LABEL}:Conversation) WHERE n.accountId = $accountId
   AND (n.id = $session OR n.sessionId = $session)
 RETURN n.id AS id, n.sessionId AS sessionId, n.deletedAt IS NOT NULL AS deleted"""
@@ -136,7 +151,7 @@ SET m.backlinkCount = coalesce(m.backlinkCount, 1) - 1"""
 Q_ERASE = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.id IN $ids
 DETACH DELETE n"""
 Q_SCAN = f"""MATCH (n:{BASE_LABEL} {{accountId: $accountId}}) WHERE n.id > $after
-  AND ($contains IS NULL OR toLower(n.id) CONTAINS $contains OR any(k IN keys(n) WHERE k <> 'embedding'
+  AND ($contains IS NULL OR toLower(n.id) CONTAINS $contains OR any(k IN keys(n) WHERE NOT k IN ['embedding', '{INDEX_TEXT}']
     AND any(x IN CASE WHEN n[k] IS :: LIST<ANY> THEN n[k] ELSE [n[k]] END
             WHERE x IS :: STRING AND toLower(x) CONTAINS $contains)))
 RETURN {NODE_RETURN} ORDER BY n.id LIMIT $limit"""
@@ -184,6 +199,7 @@ Q_SCHEMA_RELS = f"""MATCH (n:{BASE_LABEL})-[r]->(:{BASE_LABEL}) WHERE {GUARD}
 RETURN type(r) AS type, count(*) AS c ORDER BY type"""
 Q_SCHEMA_KEYS = f"""MATCH (n:{BASE_LABEL}) WHERE {GUARD}
 WITH n LIMIT 2000 UNWIND keys(n) AS key
+WITH key WHERE key <> '{INDEX_TEXT}'
 RETURN DISTINCT key ORDER BY key"""
 Q_DELETE_EDGE_TMPL = """MATCH (a:{base} {{accountId: $accountId, id: $source}})-[r:`{type}`]->(b:{base} {{accountId: $accountId, id: $target}})
 DELETE r
@@ -269,7 +285,7 @@ def q_fulltext(filters: str = "") -> str:
     guarded and filtered; the first k that pass, and how many the index returned (``got``). The
     window is a prefix of the index's order, so once k pass they are the guarded top k: ties
     never widen it (a term every node of an account holds scores them all alike)."""
-    hit = "{id: n.id, labels: labels(n), props: n {.*, embedding: null}, hasEmbedding: n.embedding IS NOT NULL, score: score}"
+    hit = f"{{id: n.id, labels: labels(n), props: n {{.*, {HIDDEN}}}, hasEmbedding: n.embedding IS NOT NULL, score: score}}"
     return f"""CALL db.index.fulltext.queryNodes($index, $query, {{limit: $fetch}}) YIELD node AS n, score
 WITH count(*) AS got,
      collect(CASE WHEN {GUARD} AND {LABEL_FILTER}{filters} THEN {{n: n, score: score}} END)[0..$k] AS passed
@@ -290,7 +306,7 @@ def q_vector_windows(filters: str = "") -> str:
     the database has no token for (``db.labels()``) is not asked. Neo4j 5.26 lists every label
     token there, the schema's included, so the empty indexes of unused labels are asked too:
     measured at 20k nodes, 13 of them add about 0.3 ms of server CPU to a search."""
-    hit = ("{id: n.id, labels: labels(n), props: n {.*, embedding: null}, hasEmbedding: n.embedding IS NOT NULL, "
+    hit = (f"{{id: n.id, labels: labels(n), props: n {{.*, {HIDDEN}}}, hasEmbedding: n.embedding IS NOT NULL, "
            f"approx: approx, score: {COSINE}}}")
     return f"""CALL db.labels() YIELD label WITH collect(label) AS present
 UNWIND [i IN $indexes WHERE i.label IN present] AS ix
@@ -341,8 +357,11 @@ def guard_params(g: Guards) -> dict[str, Any]:
 
 
 def lucene_query(text: str) -> str:
-    """User text as a Lucene query: every special character escaped, words OR-ed."""
-    words = [LUCENE_SPECIAL.sub(r"\\\1", w) for w in str(text).split()]
-    words = [w for w in words if w.upper() not in ("AND", "OR", "NOT", "TO")] or \
-        [f'"{w}"' for w in words if w]
-    return " OR ".join(words[:32])
+    """User text as a Lucene query over :data:`~plughost.plugins.graph.analysis.INDEX_TEXT`: the
+    terms the embedded store searches (:func:`~plughost.plugins.graph.analysis.query_terms`,
+    stemmed alike), OR-ed, a term of several tokens (``gluten-free``) a phrase as FTS5 matches it."""
+    words = []
+    for tokens in query_terms(text)[:32]:
+        escaped = [LUCENE_SPECIAL.sub(r"\\\1", t) for t in tokens]
+        words.append(escaped[0] if len(escaped) == 1 else '"' + " ".join(escaped) + '"')
+    return " OR ".join(words)

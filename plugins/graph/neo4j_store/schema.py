@@ -1,20 +1,37 @@
 """The Neo4j store's schema: ``plugins/graph/schema.cypher``, created by name for what
 ``SHOW INDEXES`` / ``SHOW CONSTRAINTS`` lack, never from a reader (``PLUGHOST_GRAPH_READ_ONLY=1``),
-which only logs what is missing."""
+which only logs what is missing.
+
+The full-text index holds one property, the analysed text (:data:`~plughost.plugins.graph.analysis.INDEX_TEXT`).
+Before it is created (a new database, or an index of another definition, which is dropped), the
+nodes with text properties and no analysed text get theirs (:func:`backfill_index_text`), a page
+at a time, each page its own transaction: a run stopped midway leaves the old index in place,
+and the next writer to start carries on where it stopped (nodes done keep their text), so the
+migration is idempotent."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from plughost import log
-from plughost.plugins.graph.neo4j_store.queries import FULLTEXT_INDEX, Q_CONSTRAINT_NAMES, Q_INDEX_NAMES
+from plughost.api.store import TEXT_PROPERTIES
+from plughost.plugins.graph.analysis import index_texts
+from plughost.plugins.graph.neo4j_store.queries import (
+    FULLTEXT_INDEX,
+    Q_CONSTRAINT_NAMES,
+    Q_INDEX_NAMES,
+    Q_SET_INDEX_TEXT,
+    Q_TEXT_PENDING,
+)
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema.cypher"
 LEGACY_CONSTRAINT = "graph_node_id"
 """The old store-wide id constraint; a writer drops it once the per-account one is in place."""
+BACKFILL_PAGE = 5000
+"""Nodes given their analysed text per transaction by :func:`backfill_index_text`."""
 
 
 def schema_statements(dimensions: int) -> list[str]:
@@ -54,13 +71,30 @@ def index_shape(row: Any) -> tuple[list[str], list[str], str]:
             str(config.get("fulltext.analyzer") or FULLTEXT_DEFAULT_ANALYZER))
 
 
+def backfill_index_text(write: Callable[[str, Mapping[str, Any]], list[Any]], page: int = BACKFILL_PAGE) -> int:
+    """The analysed text on every node with text properties that lacks it (an empty text when its
+    text analyses to nothing, so each page makes progress); returns how many nodes got one.
+    ``write`` runs a query in a write transaction of its own."""
+    done = 0
+    while True:
+        rows = write(Q_TEXT_PENDING, {"textKeys": list(TEXT_PROPERTIES), "limit": page})
+        if not rows:
+            break
+        texts = index_texts([dict(r["pairs"]) for r in rows])
+        write(Q_SET_INDEX_TEXT, {"rows": [{"e": r["e"], "t": t} for r, t in zip(rows, texts, strict=True)]})
+        done += len(rows)
+        log("graph-store", "schema-backfill", property="ftsText", nodes=done)
+    return done
+
+
 def ensure_schema(rows: Callable[[str], list[Any]], auto: Callable[[str], None], *, dimensions: int,
-                  read_only: bool) -> list[str]:
+                  read_only: bool, backfill: Callable[[], int] | None = None) -> list[str]:
     """Create what ``schema.cypher`` names and the database lacks; returns the names created.
 
     ``rows`` runs a read query, ``auto`` a statement that manages its own transaction (DDL).
     Nothing runs when everything is there, so a read-only database user can start a store;
-    a reader (``read_only``) never runs DDL and only logs what is missing.
+    a reader (``read_only``) never runs DDL and only logs what is missing. ``backfill`` runs before
+    the full-text index is (re)created (:func:`backfill_index_text`).
     """
     indexes = {r["name"]: index_shape(r) for r in rows(Q_INDEX_NAMES)}
     present = set(indexes) | {r["name"] for r in rows(Q_CONSTRAINT_NAMES)}
@@ -68,7 +102,10 @@ def ensure_schema(rows: Callable[[str], list[Any]], auto: Callable[[str], None],
     missing = [(name, s) for name, s in wanted if name not in present]
     changed = [(name, s) for name, s in wanted if name in indexes and name == FULLTEXT_INDEX
                and indexes[name] != fulltext_shape(s)]
-    if changed and not read_only:  # the text-property union grew or the analyzer changed: rebuild the BM25 index
+    rebuilt = any(name == FULLTEXT_INDEX for name, _ in missing + changed)
+    if rebuilt and backfill is not None and not read_only:  # first: a stop midway keeps the old index
+        backfill()
+    if changed and not read_only:  # the indexed property or the analyzer changed: rebuild the BM25 index
         for name, _ in changed:
             auto(f"DROP INDEX {name} IF EXISTS")
             log("graph-store", "schema-dropped", name=name, reason="definition-changed")

@@ -163,7 +163,11 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
     def ensure_schema(self) -> list[str]:
         """Create what ``schema.cypher`` names and the database lacks (:func:`.schema.ensure_schema`);
         returns the names created. A reader (``PLUGHOST_GRAPH_READ_ONLY=1``) never runs DDL."""
-        created = schema.ensure_schema(self._rows, self._auto, dimensions=self.dimensions, read_only=self.read_only)
+        def backfill() -> int:
+            return schema.backfill_index_text(lambda query, params: self._rows(query, params, read=False))
+
+        created = schema.ensure_schema(self._rows, self._auto, dimensions=self.dimensions, read_only=self.read_only,
+                                       backfill=backfill)
         if created:
             self.clear_index_cache()
         return created

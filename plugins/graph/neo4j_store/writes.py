@@ -11,6 +11,7 @@ from typing import Any
 
 from plughost import Guards, WriteDenied
 from plughost.api.store import (
+    TEXT_PROPERTIES,
     can_change,
     check_confined,
     check_write,
@@ -19,6 +20,7 @@ from plughost.api.store import (
     own_conversation,
     write_defaults,
 )
+from plughost.plugins.graph.analysis import INDEX_TEXT, index_texts
 from plughost.plugins.graph.common import Prepared, iso, keywords_of, new_id
 from plughost.plugins.graph.neo4j_store.queries import (
     Q_CONFINED_ENDS,
@@ -26,6 +28,7 @@ from plughost.plugins.graph.neo4j_store.queries import (
     Q_REINGEST,
     Q_REINGEST_TREE,
     Q_STORED,
+    Q_STORED_TEXT,
     guard_params,
     q_edges,
     q_upsert,
@@ -124,6 +127,30 @@ def check_guards(tx: Any, guards: Guards, ids: list[str], props_of: list[dict[st
             check_confined(guards, own[0], nid, labels, merged, after=True)
 
 
+_TEXT_KEYS = frozenset(TEXT_PROPERTIES)
+
+
+def set_index_text(tx: Any, ids: list[str], props_of: list[dict[str, Any]], raw_of: list[Mapping[str, Any]],
+                   account_id: str) -> None:
+    """:data:`INDEX_TEXT` into the properties of each write that touches a text property: the
+    analysed text of the node as it will be (its stored text properties, read in this transaction,
+    merged with the write's; a later write of one id merges onto the earlier). A write without text
+    properties leaves the stored text as it is."""
+    touched = [pos for pos, raw in enumerate(raw_of) if not _TEXT_KEYS.isdisjoint(raw)]
+    if not touched:
+        return
+    rows = tx.run(Q_STORED_TEXT, {"accountId": account_id, "ids": list(dict.fromkeys(ids[p] for p in touched)),
+                                  "textKeys": list(TEXT_PROPERTIES)})
+    text_of_id: dict[str, dict[str, Any]] = {r["id"]: dict(r["pairs"]) for r in rows}
+    merged_of = []
+    for pos in touched:
+        merged = text_of_id.setdefault(ids[pos], {})
+        merged.update((k, v) for k, v in raw_of[pos].items() if k in _TEXT_KEYS)
+        merged_of.append({k: v for k, v in merged.items() if v is not None})
+    for pos, text in zip(touched, index_texts(merged_of), strict=True):
+        props_of[pos][INDEX_TEXT] = text
+
+
 def write_nodes(tx: Any, items: list[Prepared], account_id: str, guards: Guards | None = None) -> list[str]:
     """MERGE prepared nodes (a KnowledgeDocument without an id whose ``attachmentId`` exists is a
     re-ingest: :func:`reingest`); with ``guards`` every node is checked against its stored state
@@ -136,6 +163,7 @@ def write_nodes(tx: Any, items: list[Prepared], account_id: str, guards: Guards 
     props_of = [clean_props(item.properties) for item in items]
     if guards is not None:
         check_guards(tx, guards, ids, props_of, account_id, [item.labels for item in items])
+    set_index_text(tx, ids, props_of, [item.properties for item in items], account_id)
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for nid, item, props in zip(ids, items, props_of, strict=True):
         groups.setdefault(item.labels, []).append({

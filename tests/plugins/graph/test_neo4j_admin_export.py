@@ -25,7 +25,7 @@ ACCOUNT = "acct-adm"
 DIMS = "8"
 ROOT = Path(__file__).resolve().parents[3]
 FIXED = (":ID,:LABEL,id:string,accountId:string,createdAt:string,updatedAt:string,deletedAt:string,"
-         "backlinkCount:long,keywordsLower:string[],embedding:float[]")
+         "backlinkCount:long,keywordsLower:string[],ftsText:string,embedding:float[]")
 
 
 def _tool_lib() -> Path:

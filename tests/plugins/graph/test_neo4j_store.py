@@ -308,3 +308,68 @@ def test_an_edge_waiting_for_its_target_survives_its_source_vanishing(neo) -> No
     g = Guards(ACCOUNT)
     assert neo.get("t", guards=g).properties["backlinkCount"] == 1
     assert [n.node.id for n in neo.expand(["t"], guards=g)["t"]] == ["b"]
+
+
+def test_the_analysed_text_follows_merges_stays_hidden_and_is_backfilled_before_the_index(neo, capfd) -> None:
+    """Each write that touches a text property rewrites the node's analysed text from all its text
+    properties (the stored ones merged); reads never return it; a store written before it existed
+    (no ftsText, the old per-field english index) gets it on the next writer's start, then the
+    index is rebuilt, once."""
+    from plughost.plugins.graph.analysis import INDEX_TEXT
+    from plughost.plugins.graph.neo4j_store import FULLTEXT_INDEX
+
+    g = Principal.system(ACCOUNT).guards
+    neo.upsert_node(["Service"], {"name": "Wedding cakes"}, guards=g, node_id="s1")
+    neo.upsert_node(["Service"], {"body": "Tiered sponges, delivered"}, guards=g, node_id="s1")
+    neo.upsert_node(["Service"], {"rank": 2}, guards=g, node_id="s1")  # no text property: the text stays
+    stored = neo._rows(f"MATCH (n {{accountId: $a, id: 's1'}}) RETURN n.{INDEX_TEXT} AS t", {"a": ACCOUNT})
+    assert stored[0]["t"] == "wed cake tier spong deliv"
+    assert [h.node.id for h in neo.fulltext_search("delivering weddings", 5, guards=g)] == ["s1"]
+    assert INDEX_TEXT not in neo.get("s1", guards=g).properties
+    assert INDEX_TEXT not in neo.scan_nodes(account_id=ACCOUNT)[0].properties
+    neo.upsert_node(["Service"], {"body": None}, guards=g, node_id="s1")
+    assert neo.fulltext_search("delivered", 5, guards=g) == []
+
+    neo._rows("MATCH (n {accountId: $a}) REMOVE n.ftsText", {"a": ACCOUNT}, read=False)
+    neo._auto(f"DROP INDEX {FULLTEXT_INDEX}")
+    neo._auto(f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} FOR (n:GraphNode) ON EACH [n.name, n.body] "
+              "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}")
+    capfd.readouterr()
+    assert neo.ensure_schema() == [FULLTEXT_INDEX]
+    err = capfd.readouterr().err
+    assert "[graph-store] schema-backfill property=ftsText nodes=" in err
+    assert err.index("schema-backfill") < err.index(f"schema-dropped name={FULLTEXT_INDEX}")
+    assert [h.node.id for h in neo.fulltext_search("wedding", 5, guards=g)] == ["s1"]
+    assert neo.ensure_schema() == []
+    assert "schema-backfill" not in capfd.readouterr().err
+
+
+def test_concurrent_writes_of_one_node_s_text_both_reach_its_analysed_text(neo) -> None:
+    """A write of another text property of the same node waits for the first to commit (the
+    stored text is read under the node's write lock), so the analysed text holds both."""
+    import threading
+
+    from plughost.plugins.graph.common import prepare
+    from plughost.plugins.graph.neo4j_store.writes import write_nodes
+
+    g = Principal.system(ACCOUNT).guards
+    neo.upsert_node(["Service"], {"name": "Cakes"}, guards=g, node_id="s2")
+    written, release = threading.Event(), threading.Event()
+
+    def slow(tx: Any) -> None:
+        write_nodes(tx, [prepare(["Service"], {"title": "Sourdough"}, account_id=ACCOUNT, node_id="s2")], ACCOUNT)
+        written.set()
+        release.wait(30)  # the transaction stays open, its lock held, until the other write is under way
+
+    first = threading.Thread(target=neo.write, args=(slow,))
+    first.start()
+    assert written.wait(30)
+    second = threading.Thread(target=neo.upsert_node, args=(["Service"], {"body": "Rye loaves"}),
+                              kwargs={"guards": g, "node_id": "s2"})
+    second.start()
+    second.join(0.5)  # blocked on the lock: it cannot have read the text yet
+    release.set()
+    first.join(30)
+    second.join(30)
+    stored = neo._rows("MATCH (n {accountId: $a, id: 's2'}) RETURN n.ftsText AS t", {"a": ACCOUNT})[0]["t"]
+    assert set(stored.split()) == {"cake", "sourdough", "rye", "loav"}

@@ -1,0 +1,56 @@
+"""The analysed text the Neo4j store indexes is the embedded store's stemmed index's terms: the
+same tokens (digits and hyphens split, diacritics folded, stop words kept), the same stems, the
+same count; and the migration check's rank correlation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from plughost import Principal
+from plughost.plugins.graph.analysis import index_texts, query_terms
+from plughost.plugins.graph.migrate import by_score, rank_correlation, top_overlap
+from plughost.plugins.graph.sqlite_store import SqliteStore
+
+PROPS = [{"title": "Gluten-free Breads", "body": "We're OPENING at 8:30; café hours 3.12, INV-2024-0042.",
+          "keywords": ["bakery's", "cakes"], "rank": 3},
+         {"name": "The baker", "description": None, "other": "not indexed"},
+         {"rank": 1}]
+
+
+def test_the_analysed_text_is_the_stemmed_index_s_terms(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": "acct"})
+    g = Principal.system("acct").guards
+    for i, props in enumerate(PROPS):
+        store.upsert_node(["Thing"], props, guards=g, node_id=f"n{i}")
+    store.conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, node_text_stem, 'row')")
+    stored = {term: docs for term, docs in store.conn.execute("SELECT term, doc FROM temp.v")}
+    store.close()
+    texts = index_texts(PROPS)
+    assert texts[0] == "gluten free bread we re open at 8 30 cafe hour 3 12 inv 2024 0042 bakeri s cake"
+    assert texts[1] == "the baker" and texts[2] == ""
+    assert set(" ".join(texts).split()) == set(stored)  # no term more, no term less
+
+
+def test_a_query_is_analysed_as_the_embedded_store_searches_it() -> None:
+    assert query_terms("Gluten-free breads for the events!") == [["gluten", "free"], ["bread"], ["for"], ["the"],
+                                                                  ["event"]]
+    assert query_terms("  ,, ") == []
+
+
+def test_rank_correlation_of_the_shared_ids() -> None:
+    assert rank_correlation(["a", "b", "c"], ["a", "b", "c"]) == 1.0
+    assert rank_correlation(["a", "b", "c"], ["c", "b", "a"]) == -1.0
+    assert rank_correlation(["a", "b", "c", "d"], ["b", "a", "c", "x"]) == 1 / 3  # 3 shared: 2 of 3 pairs agree
+    assert rank_correlation(["a"], ["b"]) == 1.0  # nothing to order
+    assert top_overlap(["a", "b"], ["b", "c"]) == 0.5
+
+
+def test_equal_scores_are_compared_in_node_id_order() -> None:
+    from plughost import Hit, Node
+
+    def hits(*pairs: tuple[str, float]) -> list[Hit]:
+        return [Hit(Node(nid, ("Thing",), {}, "acct", False), score) for nid, score in pairs]
+
+    embedded = hits(("n9", 4.2), ("n2", 4.0), ("n10", 4.0), ("n1", 3.1))
+    neo4j = hits(("n9", 1.9), ("n10", 1.8), ("n2", 1.8), ("n1", 1.4))  # the same ranking, ties the other way
+    assert by_score(embedded) == by_score(neo4j) == ["n9", "n10", "n2", "n1"]
