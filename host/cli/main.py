@@ -1,7 +1,7 @@
 """`plughost` command line (docs/cli.md). Exit codes: 0 ok, 1 gate/fatal failure, 2 usage or bad input.
 
-Core commands live in ``host/cli/commands/<name>.py`` (each has ``HELP``, ``configure(parser)`` and
-``run(args, ctx) -> int``) and are imported only when used. Plugins add top-level commands
+Core commands live in ``host/cli/commands/<name>.py`` (each has ``configure(parser)`` and ``run(args,
+ctx) -> int``; its one-line help is in :data:`CORE_COMMANDS`) and are imported only when used. Plugins add top-level commands
 through the ``plughost_cli_commands`` hook; those are looked up only when the command is not a
 core one, so ``plughost --version`` and core commands never pay for loading plugins they skip.
 """
