@@ -37,6 +37,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "support")]
 
 from fake_messages_api import FakeMessagesAPI, mcp_tool_names  # noqa: E402
 
+from plughost import AgentTurn  # noqa: E402
+from plughost.api.principals import resolve  # noqa: E402
 from plughost.plugins.channels.claude_runner import ClaudeRunner  # noqa: E402
 from plughost.plugins.channels.runner import session_id_for  # noqa: E402
 
@@ -64,7 +66,10 @@ def install(tmp: Path) -> tuple[Path, dict[str, str]]:
 def turn(runner: ClaudeRunner, api: FakeMessagesAPI, mode: str, n: int) -> dict[str, Any]:
     """One admin turn's milestones (seconds from spawn) and the MCP tools on its first request."""
     sid = session_id_for(ACCOUNT, f"bench:{mode}:{n}")
-    env = runner.child_env(sid, {"role": "admin"})
+    turn = AgentTurn.from_dict({"role": "admin", "sessionId": f"bench:{mode}:{n}", "agentSession": sid,
+                                "channel": "bench", "text": "hello", "payload": "hello"},
+                               resolve({"ACCOUNT_ID": ACCOUNT}))
+    env = runner.child_env(turn)
     if mode == "background":
         env.pop("MCP_CONNECTION_NONBLOCKING", None)
         env.pop("MCP_CONNECT_TIMEOUT_MS", None)

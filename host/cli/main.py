@@ -1,7 +1,7 @@
 """`plughost` command line (docs/cli.md). Exit codes: 0 ok, 1 gate/fatal failure, 2 usage or bad input.
 
-Core commands live in ``host/cli/commands/<name>.py`` (each has ``HELP``, ``configure(parser)`` and
-``run(args, ctx) -> int``) and are imported only when used. Plugins add top-level commands
+Core commands live in ``host/cli/commands/<name>.py`` (each has ``configure(parser)`` and ``run(args,
+ctx) -> int``; its one-line help is in :data:`CORE_COMMANDS`) and are imported only when used. Plugins add top-level commands
 through the ``plughost_cli_commands`` hook; those are looked up only when the command is not a
 core one, so ``plughost --version`` and core commands never pay for loading plugins they skip.
 """
@@ -24,21 +24,39 @@ from plughost.util import config, settings
 from plughost.util.errors import PlughostError, UserError
 from plughost.util.log import log
 
-CORE_COMMANDS: dict[str, str] = {
-    "plugins": "plughost.cli.commands.plugins",
-    "plugin": "plughost.cli.commands.plugin",
-    "manifests": "plughost.cli.commands.manifests",
-    "mcp": "plughost.cli.commands.mcp",
-    "bundle": "plughost.cli.commands.bundle",
-    "install": "plughost.cli.commands.install",
-    "boot": "plughost.cli.commands.boot",
-    "account": "plughost.cli.commands.account",
-    "serve": "plughost.cli.commands.serve",
-    "demo": "plughost.cli.commands.demo",
-    "doctor": "plughost.cli.commands.doctor",
-    "settings": "plughost.cli.commands.settings",
+CORE_COMMANDS: dict[str, tuple[str, str]] = {
+    "plugins": ("plughost.cli.commands.plugins",
+                "list plugins: name, source, version, surface, tools, what each provides and needs, load status and reason"),
+    "plugin": ("plughost.cli.commands.plugin",
+               "scaffold a plugin: `plugin new NAME` (a folder for --plugins-dir) or `--package` (its own "
+               "distribution)"),
+    "manifests": ("plughost.cli.commands.manifests",
+                  "validate PLUGIN.md files (check) and generate Claude Code manifests (generate)"),
+    "mcp": ("plughost.cli.commands.mcp",
+            "serve a plugin's MCP tools (stdio by default, streamable HTTP with --http PORT)"),
+    "bundle": ("plughost.cli.commands.bundle",
+               "assemble a brand's payload (platform plugins minus exclusions, allowlisted premium bundles)"
+               " and generate its manifests"),
+    "install": ("plughost.cli.commands.install",
+                "make a payload live for a Claude Code config dir and an account (marketplaces, plugins, "
+                "agents, .env)"),
+    "boot": ("plughost.cli.commands.boot",
+             "run every boot gate (exit 1 when a fatal gate fails); --check stops after the gates"),
+    "account": ("plughost.cli.commands.account",
+                "create and list accounts (account.json + users.json under PLUGHOST_HOME/accounts/)"),
+    "serve": ("plughost.cli.commands.serve",
+              "run the boot gates, then serve plugin routes, /mcp/<plugin> and /healthz over HTTP"),
+    "demo": ("plughost.cli.commands.demo",
+             "seed a demo account and knowledge graph through the memory tools and run a sample search"),
+    "doctor": ("plughost.cli.commands.doctor",
+               "start every installed MCP server exactly as Claude Code would; compare initialize + "
+               "tools/list with the declared tools (one line per finding, exit 1 on any)"),
+    "settings": ("plughost.cli.commands.settings",
+                 "list the PLUGHOST_* settings: name, type, default, plugin and what each does"),
 }
-"""The one table of core commands: name → module."""
+"""The one table of core commands: name → (module, one-line help). The module has ``configure(parser)``
+and ``run(args, ctx) -> int`` and is imported only when its command runs: ``plughost --help`` lists
+the commands from this table alone."""
 
 ACCOUNT_FREE = frozenset({"plugins", "plugin", "manifests", "mcp", "bundle", "install", "account", "demo", "record-turn",
                           "settings"})
@@ -110,18 +128,20 @@ def _command_name(argv: list[str]) -> str | None:
 
 
 def build_parser(argv: list[str], ctx: Context) -> argparse.ArgumentParser:
+    """The parser for ``argv``: only the command it names is configured (its module imported, its
+    options added); every other command is its name and help, enough for ``--help`` and for argparse
+    to name the choices. Plugins load only for a plugin command or for the listing."""
     parser = _base_parser()
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     wanted = _command_name(argv)
-    for name, module_name in CORE_COMMANDS.items():
-        if wanted in (None, name) or wanted not in CORE_COMMANDS:
+    for name, (module_name, help_text) in CORE_COMMANDS.items():
+        sub = subs.add_parser(name, help=help_text, description=help_text)
+        if name == wanted:
             module = importlib.import_module(module_name)
-            sub = subs.add_parser(name, help=module.HELP, description=module.HELP)
             module.configure(sub)
             sub.set_defaults(_run=module.run)
     listing = wanted is None and "--version" not in argv  # `plughost --help` lists plugin commands too
     if listing or (wanted is not None and wanted not in CORE_COMMANDS):
-
         for contribution in ctx.host().collect(hooktable.CLI_COMMANDS):
             cmd = contribution.item
             if cmd.name in CORE_COMMANDS:
@@ -129,8 +149,9 @@ def build_parser(argv: list[str], ctx: Context) -> argparse.ArgumentParser:
                     reason=f"command '{cmd.name}' would shadow a core command; ignored")
                 continue
             sub = subs.add_parser(cmd.name, help=cmd.help, description=cmd.help)
-            cmd.configure(sub)
-            sub.set_defaults(_run=lambda args, c, _cmd=cmd: _cmd.run(args, c.host()))
+            if cmd.name == wanted:
+                cmd.configure(sub)
+                sub.set_defaults(_run=lambda args, c, _cmd=cmd: _cmd.run(args, c.host()))
     return parser
 
 

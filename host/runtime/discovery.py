@@ -13,7 +13,7 @@ import importlib.metadata
 import importlib.util
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -36,13 +36,13 @@ PLUGIN_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 """A plugin's name (plugin.schema.json's ``name``): what an entry point's name must be too."""
 
 
-def shared_modules(eps: list[importlib.metadata.EntryPoint]) -> dict[str, list[str]]:
+def shared_modules(eps: list[importlib.metadata.EntryPoint],
+                   name_of: Callable[[Any], str | None] = lambda d: getattr(d, "name", None)) -> dict[str, list[str]]:
     """Entry-point targets more than one entry point names (target → the names): ambiguous, so none
     of them is loaded (a second distribution cannot take over an installed plugin's module)."""
     names: dict[str, list[str]] = {}
     for ep in eps:
-        dist = getattr(ep, "dist", None)
-        names.setdefault(ep.value, []).append(f"{ep.name} ({getattr(dist, 'name', '?')})")
+        names.setdefault(ep.value, []).append(f"{ep.name} ({name_of(getattr(ep, 'dist', None)) or '?'})")
     return {value: found for value, found in names.items() if len(found) > 1}
 
 
@@ -99,6 +99,18 @@ class Discovery:
         self._shared: dict[str, list[str]] = {}
         self._modules: dict[str, str] = {}  # dotted module -> plugin name
         self._brand: tuple[str | None, list[str]] | None = None
+        self._frontmatters: dict[str, dict[str, Any]] = {}  # PLUGIN.md frontmatter text -> its validated mapping
+        self._dist_names: dict[int, tuple[Any, str]] = {}  # id(distribution) -> (it, its name)
+
+    def _dist_name(self, dist: Any) -> str | None:
+        """A distribution's name, read once per distribution object: ``Distribution.name`` parses its
+        METADATA on every read, and the entry points of one distribution share one object."""
+        if dist is None:
+            return None
+        cached = self._dist_names.get(id(dist))
+        if cached is None or cached[0] is not dist:
+            cached = self._dist_names[id(dist)] = (dist, str(dist.name))
+        return cached[1]
 
     def _filters(self) -> tuple[set[str], list[str] | None, bool]:
         disabled = set(settings.DISABLE_PLUGINS.read(self.env) or [])
@@ -159,7 +171,7 @@ class Discovery:
         legacy.install()  # plugins written for 0.1 import `host...`: served, with a warning, until 0.3
         if self.entry_points:
             eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
-            self._shared = shared_modules(eps)
+            self._shared = shared_modules(eps, self._dist_name)
             for ep in eps:
                 self._load_entry_point(ep)
         if self.plugins_dir and self.plugins_dir.is_dir():
@@ -204,9 +216,9 @@ class Discovery:
 
     def _load_entry_point(self, ep: importlib.metadata.EntryPoint) -> None:
         dist = getattr(ep, "dist", None)
-        builtin = bool(dist and dist.name == "plughost")
+        builtin = self._dist_name(dist) == "plughost"
         record = PluginRecord(name=ep.name, source="entry-point", origin=f"module:{ep.value}", builtin=builtin)
-        where = f"entry point '{ep.name} = {ep.value}' of the distribution {getattr(dist, 'name', '?')}"
+        where = f"entry point '{ep.name} = {ep.value}' of the distribution {self._dist_name(dist) or '?'}"
         if not PLUGIN_NAME.fullmatch(ep.name):
             self._refuse(record, f"{where}: name: expected lower-case letters, digits and single '-' (a plugin's name)")
             return
@@ -234,7 +246,7 @@ class Discovery:
             md = record.folder / "PLUGIN.md"
             if md.is_file():
                 try:
-                    record.manifest = load_manifest(md)
+                    record.manifest = load_manifest(md, self._frontmatters)
                 except UserError as exc:
                     record.status, record.reason = "failed", str(exc)
                     return
@@ -245,7 +257,7 @@ class Discovery:
     def _load_folder(self, folder: Path, *, source: str, bundle: str | None = None, nested: bool = False) -> None:
         md = folder / "PLUGIN.md"
         try:
-            found = load_manifest(md)
+            found = load_manifest(md, self._frontmatters)
             manifest: PluginManifest | None = found
             name, reason = found.name, None
         except UserError as exc:

@@ -3,6 +3,8 @@ point, its distribution's ``Requires-Dist: plughost ...``, both PEP 440 specifie
 
 Checked before the plugin's module is imported, so a plugin needing a newer host fails alone with one
 line naming both versions instead of an ImportError from deep inside it (CHANGELOG.md, 0.2.0).
+``packaging`` loads only for a plugin that names a range: the built-in ones name none, so boot does
+without it.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
-
 import plughost
 from plughost.util.errors import UserError
 
 FIELD = "requires-plughost"
 _EXAMPLE = "'>=0.2,<1'"
+_NAME = re.compile(r"\s*([A-Za-z0-9._-]*)")
+
+
+def _names_plughost(name: str) -> bool:
+    """PEP 503's normalised name (runs of ``-_.`` are one ``-``, lower case) is ``plughost``."""
+    return re.sub(r"[-_.]+", "-", name).lower() == "plughost"
 
 
 def host_version() -> str:
@@ -27,6 +31,8 @@ def host_version() -> str:
 
 def check_specifier(text: str, source: str) -> None:
     """Raise UserError(`<source>: requires-plughost: ...`) unless ``text`` is a PEP 440 specifier."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         SpecifierSet(text)
     except InvalidSpecifier:
@@ -43,17 +49,17 @@ def of_distribution(dist: Any) -> str | None:
     if dist is None:
         return None
     for line in dist.requires or []:
+        name = _NAME.match(line)
+        if not name or not _names_plughost(name.group(1)):
+            continue  # not ours to judge: no requirement parser loaded for the others (packaging.requirements)
+        from packaging.requirements import InvalidRequirement, Requirement
+
         try:
             req = Requirement(line)
         except InvalidRequirement:
-            name = re.match(r"\s*([A-Za-z0-9._-]*)", line)
-            if not name or canonicalize_name(name.group(1)) != "plughost":
-                continue  # not ours to judge
             where = getattr(dist, "_path", None) or f"{dist.name} {dist.version}"
             raise UserError(f"{where}/METADATA: Requires-Dist: expected a PEP 508 requirement such as "
                             f"'plughost>=0.2,<1' (got {line!r})") from None
-        if canonicalize_name(req.name) != "plughost":
-            continue
         if req.marker is not None and not req.marker.evaluate({"extra": ""}):
             continue
         return str(req.specifier)
@@ -64,6 +70,8 @@ def problem(specifier: str | None) -> str | None:
     """``needs plughost >=0.3 (this is 0.2.0)`` when ``specifier`` excludes the running host, else None."""
     if not specifier:
         return None
+    from packaging.specifiers import SpecifierSet
+
     version = host_version()
     if SpecifierSet(specifier).contains(version, prereleases=True):
         return None

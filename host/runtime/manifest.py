@@ -185,11 +185,14 @@ def split_frontmatter(path: Path) -> tuple[str, str]:
 
 def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
     """Split PLUGIN.md into (frontmatter mapping, body). Raises UserError on bad YAML."""
+    head, body = split_frontmatter(path)
+    return _parse_head(head, path), body
+
+
+def _parse_head(head: str, path: Path) -> dict[str, Any]:
     global _LOADER
     if _LOADER is None:
         _LOADER = _yaml_loader()
-
-    head, body = split_frontmatter(path)
     try:
         data = yaml.load(head, Loader=_LOADER)
     except yaml.YAMLError as exc:
@@ -201,7 +204,7 @@ def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
         data = {}
     if not isinstance(data, dict):
         raise UserError(f"{path}: frontmatter: expected a mapping of fields (got {type(data).__name__})")
-    return data, body
+    return data
 
 
 def manifest_errors(path: Path) -> list[str]:
@@ -219,12 +222,19 @@ def manifest_errors(path: Path) -> list[str]:
     return errors
 
 
-def load_manifest(path: Path) -> PluginManifest:
-    """Parse and validate one PLUGIN.md."""
-    data, body = read_frontmatter(path)
-    validate(data, "plugin", str(path))
-    if HOST_RANGE in data:
-        check_specifier(data[HOST_RANGE], str(path))
+def load_manifest(path: Path, seen: dict[str, dict[str, Any]] | None = None) -> PluginManifest:
+    """Parse and validate one PLUGIN.md. With ``seen`` (the caller's, keyed by the frontmatter's
+    text), a frontmatter already parsed and validated is neither again: a built-in plugin reached
+    as its entry point and as the payload's copy of it is one read (``plughost boot``)."""
+    head, body = split_frontmatter(path)
+    data = seen.get(head) if seen is not None else None
+    if data is None:
+        data = _parse_head(head, path)
+        validate(data, "plugin", str(path))
+        if HOST_RANGE in data:
+            check_specifier(data[HOST_RANGE], str(path))
+        if seen is not None:
+            seen[head] = data
     return from_mapping(data, path, body)
 
 

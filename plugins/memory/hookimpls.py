@@ -6,6 +6,7 @@ the functions that need it.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from plughost import Principal, hookimpl, log
@@ -224,19 +225,20 @@ def plughost_boot_gates(host: Host) -> list[Gate]:
     return [surface_settings_gate()]
 
 
+SHUTDOWN_ORDER = ("upkeep.standing", "toolcalls.writer", "embedding.queue", "collections.watch", "surfacing.server")
+"""The modules whose ``stop(host)`` ends a thread or listener, in order: the standing audits before the
+store closes, every queued tool call written before it closes, then the embed queue, the collections
+watcher and the surfacing listener."""
+
+
 @hookimpl
 def plughost_shutdown(host: Host) -> None:
-    from plughost.plugins.memory.collections import watch
-    from plughost.plugins.memory.embedding import queue as embed_queue
-    from plughost.plugins.memory.surfacing.server import stop
-    from plughost.plugins.memory.toolcalls import writer as toolcall_writer
-    from plughost.plugins.memory.upkeep import standing as standing_audit
-
-    standing_audit.stop(host)  # before the store closes
-    toolcall_writer.stop(host)  # every queued tool call stored before the store closes
-    embed_queue.stop(host)
-    watch.stop(host)
-    stop(host)
+    """Stops what this process started. A module never imported started nothing: only the loaded ones
+    are asked, so a one-shot command (``plughost boot --check``) does not import them to stop nothing."""
+    for name in SHUTDOWN_ORDER:
+        module = sys.modules.get(f"plughost.plugins.memory.{name}")
+        if module is not None:
+            module.stop(host)
 
 
 @hookimpl

@@ -18,12 +18,12 @@ def _main(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-def test_every_core_command_module_has_help_configure_and_run() -> None:
+def test_every_core_command_has_help_and_a_module_with_configure_and_run() -> None:
     import importlib
 
-    for name, module_name in cli.CORE_COMMANDS.items():
+    for name, (module_name, help_text) in cli.CORE_COMMANDS.items():
         module = importlib.import_module(module_name)
-        assert isinstance(module.HELP, str) and module.HELP, name
+        assert isinstance(help_text, str) and help_text, name
         assert callable(module.configure) and callable(module.run), name
 
 

@@ -13,8 +13,6 @@ from plughost.util.config import csv_list
 from plughost.util.errors import UserError
 from plughost.util.log import log
 
-HELP = "create and list accounts (account.json + users.json under PLUGHOST_HOME/accounts/)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -11,8 +11,6 @@ from typing import Any
 from plughost.runtime import boot
 from plughost.runtime.settings import check_values
 
-HELP = "run every boot gate (exit 1 when a fatal gate fails); --check stops after the gates"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true", help="run the gates and exit without starting plugins")

@@ -8,8 +8,6 @@ from typing import Any
 
 from plughost.payload.bundler import bundle
 
-HELP = "assemble a brand's payload (platform plugins minus exclusions, allowlisted premium bundles) and generate its manifests"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("brand", metavar="BRAND", help="a shipped brand's name (bakery, default, studio) or a path to a brand JSON file")

@@ -24,8 +24,6 @@ from plughost.runtime.tooltable import call_tool
 from plughost.util import config
 from plughost.util.errors import UserError
 
-HELP = "seed a demo account and knowledge graph through the memory tools and run a sample search"
-
 DEMO_ACCOUNT = "demo"
 
 # The demo is a shop's public knowledge: every document and entity says ``scope: public`` (a write

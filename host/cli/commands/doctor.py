@@ -13,9 +13,6 @@ from plughost.payload.registration import config_dir
 from plughost.util import config
 from plughost.util.errors import PlughostError, UserError
 
-HELP = ("start every installed MCP server exactly as Claude Code would; compare initialize + tools/list "
-        "with the declared tools (one line per finding, exit 1 on any)")
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-dir", type=Path, default=None, metavar="DIR",

@@ -10,8 +10,6 @@ from plughost.payload.installer import install
 from plughost.runtime.install_record import config_dir_source
 from plughost.util.errors import UserError
 
-HELP = "make a payload live for a Claude Code config dir and an account (marketplaces, plugins, agents, .env)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("payload", type=Path, metavar="PAYLOAD_DIR")

@@ -14,8 +14,6 @@ from plughost.runtime.plugin_checks import host_range_defects, tool_defects
 from plughost.util.errors import UserError
 from plughost.util.log import log
 
-HELP = "validate PLUGIN.md files (check) and generate Claude Code manifests (generate)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -8,8 +8,6 @@ from typing import Any
 from plughost.cli.listen import check_port, port_number
 from plughost.util.errors import UserError
 
-HELP = "serve a plugin's MCP tools (stdio by default, streamable HTTP with --http PORT)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -17,7 +17,6 @@ from typing import Any
 from plughost import __version__
 from plughost.util.errors import UserError
 
-HELP = "scaffold a plugin: `plugin new NAME` (a folder for --plugins-dir) or `--package` (its own distribution)"
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")  # plugin.schema.json's name
 BUILTIN = {"graph", "memory", "channels", "admin", "selftest"}
 

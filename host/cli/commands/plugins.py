@@ -7,8 +7,6 @@ import argparse
 import json
 from typing import Any
 
-HELP = "list plugins: name, source, version, surface, tools, what each provides and needs, load status and reason"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -26,8 +26,6 @@ from plughost.util.credentials import http_token_path
 from plughost.util.errors import FatalError, UserError
 from plughost.util.log import log
 
-HELP = "run the boot gates, then serve plugin routes, /mcp/<plugin> and /healthz over HTTP"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

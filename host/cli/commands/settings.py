@@ -8,8 +8,6 @@ from typing import Any
 
 from plughost.runtime import settings
 
-HELP = "list the PLUGHOST_* settings: name, type, default, plugin and what each does"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     form = parser.add_mutually_exclusive_group()

@@ -38,6 +38,13 @@ machine's memory bandwidth: on 2 cores, 100k × 384 scores in about 13.5 ms agai
 threaded BLAS (OpenBLAS's default: a thread per core) already splits the one matmul: slices on
 top of it ran 4 threads on 2 cores, and at 100k rows one matmul took 21.4 ms p50 against 24.0 ms
 for two slices in turn and 28.1 ms for two on threads (load 3.5)."""
+COLUMN_BLOCK_ROWS = 512
+"""Several query vectors (a question and its paraphrases) score the matrix a block of this many rows
+at a time: each block comes from memory once and is scored against every query from cache, one
+``block @ q`` each (the matrix-times-vector kernel one query uses). One ``matrix @ Q`` instead runs
+the matrix-times-matrix kernel, which copies (packs) the matrix first: at 100k × 384 and four
+queries it took 2.2x one query's CPU, the blocks 1.45x (1 BLAS thread, load 18; 512 and 256 rows
+alike, 4096 as slow as ``matrix @ Q``)."""
 VECTOR_WINDOW_MAX = 4096  # past this window, vector search selects (and caches) every guarded candidate
 
 
@@ -76,6 +83,14 @@ def _unit(vector: Sequence[float]) -> np.ndarray | None:
     q64 = np.asarray(check_embedding(vector, "vector"), dtype=np.float64)
     norm = float(np.linalg.norm(q64))
     return (q64 / norm).astype(np.float32) if norm else None
+
+
+def _blocks(matrix: np.ndarray, queries: np.ndarray, out: np.ndarray, start: int, stop: int) -> None:
+    """``out[:, start:stop] = queries @ matrix[start:stop].T``, a block of rows against every query in turn."""
+    for i in range(start, stop, COLUMN_BLOCK_ROWS):
+        block = matrix[i:min(stop, i + COLUMN_BLOCK_ROWS)]
+        for j, q in enumerate(queries):
+            np.dot(block, q, out=out[j, i:i + len(block)])
 
 
 class VectorSearch:
@@ -137,10 +152,16 @@ class VectorSearch:
         return [Hit(nodes[rid], score) for rid, score in ranked if rid in nodes]
 
     def vector_search_many(self, vectors: Sequence[Sequence[float]], k: int, *, guards: Guards,
-                           labels: Sequence[str] | None = None) -> list[list[Hit]]:
+                           labels: Sequence[str] | None = None, near_first: int = 0) -> list[list[Hit]]:
         """:meth:`vector_search` for several query vectors (a question and its paraphrases) in one
-        pass over the matrix: one ``matrix @ Q`` instead of a ``matrix @ q`` each (the scoring is
-        memory-bound: the matrix is read once); each column then takes the same guarded top-k."""
+        pass over the matrix, a block of rows at a time (:data:`COLUMN_BLOCK_ROWS`); each query then
+        takes the same guarded top-k.
+
+        ``near_first`` > 0 scores the vectors after the first only on the first's ``near_first``
+        best-scoring rows (the question's neighbourhood; the first is scored on every row): each
+        of those lists is the exact guarded top-k within that neighbourhood, and may hold fewer
+        than k hits when the guards pass fewer of its rows. The matrix is read once for the first
+        vector, not once more per paraphrase (docs/retrieval.md, step 1)."""
         if len(vectors) < 2 or k <= 0:
             return [self.vector_search(v, k, guards=guards, labels=labels) for v in vectors]
         g = guards_ok(guards)
@@ -152,32 +173,40 @@ class VectorSearch:
         out: list[list[Hit]] = [[] for _ in vectors]
         with self._snapshot():
             self._fresh_caches()
-            for j, hits in self._columns_top_k(g, labels, sizes.pop(), queries, int(k)).items():
+            for j, hits in self._columns_top_k(g, labels, sizes.pop(), queries, int(k), near_first).items():
                 out[j] = hits
         return out
 
     def _columns_top_k(self, g: Guards, labels: Sequence[str] | None, dims: int, queries: dict[int, np.ndarray],
-                       k: int) -> dict[int, list[Hit]]:
-        """Each query's guarded top-k (by its position), from one ``matrix @ Q`` (inside a snapshot)."""
+                       k: int, near_first: int = 0) -> dict[int, list[Hit]]:
+        """Each query's guarded top-k (by its position), the matrix read once (inside a snapshot);
+        with ``near_first``, the queries after the first scored on the first's best rows only."""
         out: dict[int, list[Hit]] = {}
         rids, matrix = self._matrix(g.account_id, dims)
         if len(rids) == 0:
             return out
         live = list(queries)
-        block = np.stack([queries[j] for j in live], axis=1)  # dims x m
-        scores_all = self._scores(matrix, block)  # n x m: the matrix read once
+        block = np.stack([queries[j] for j in live])
+        # per query: the rows it ranks (all, or the first's neighbourhood: sorted, as rids are) and their scores
+        columns: list[tuple[np.ndarray, np.ndarray]]
+        if 0 < near_first < len(rids) and len(live) > 1:
+            first = self._scores(matrix, block[0])
+            near = np.sort(np.argpartition(-first, near_first - 1)[:near_first])
+            near_rids = rids[near]
+            columns = [(rids, first)] + [(near_rids, row) for row in block[1:] @ matrix[near].T]
+        else:
+            columns = [(rids, row) for row in self._column_scores(matrix, block)]  # m x n: the matrix read once
         cands = self._candidates.get(candidate_key(g, labels, dims, None, None))
         pending: list[tuple[int, list[tuple[int, float]]]] = []
-        for col, j in enumerate(live):
-            scores = np.ascontiguousarray(scores_all[:, col])
+        for (ranked_rids, scores), j in zip(columns, live, strict=True):
             if cands is None and self.vector_window_max > 0:
-                hits = self._window_top_k(rids, scores, k, g, labels, dims)
+                hits = self._window_top_k(ranked_rids, scores, k, g, labels, dims)
                 if hits is not None:
                     out[j] = hits
                     continue
             if cands is None:
                 cands = self._candidate_rids(g, labels, dims, None, None)
-            pending.append((j, self._candidate_top_k(rids, matrix, queries[j], cands, k, scores=scores)))
+            pending.append((j, self._candidate_top_k(ranked_rids, matrix, queries[j], cands, k, scores=scores)))
         if pending:
             nodes = self._rows_by_rid(list({rid for _, ranked in pending for rid, _ in ranked}))
             for j, ranked in pending:
@@ -233,6 +262,26 @@ class VectorSearch:
         slices = [self._pool.submit(np.matmul, matrix[i:i + step], q, out=out[i:i + step])
                   for i in range(step, n, step)]
         np.matmul(matrix[:step], q, out=out[:step])
+        for part in slices:
+            part.result()
+        return out
+
+    def _column_scores(self, matrix: np.ndarray, queries: np.ndarray) -> np.ndarray:
+        """``queries @ matrix.T`` (m x n, a row per query) by :data:`COLUMN_BLOCK_ROWS` blocks, in
+        ``vector_threads`` slices at once when the store splits the matrix (as :meth:`_scores`)."""
+        n, threads = len(matrix), self.vector_threads
+        out = np.empty((len(queries), n), dtype=np.result_type(matrix, queries))
+        if threads < 2 or n < self.vector_split_rows or not self.vector_split or (
+                not self.vector_threads_set and cores_busy()):
+            _blocks(matrix, queries, out, 0, n)
+            return out
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # 17 ms of imports: off the boot path
+
+            self._pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="plughost-vector")
+        step = -(-n // threads)
+        slices = [self._pool.submit(_blocks, matrix, queries, out, i, min(n, i + step)) for i in range(step, n, step)]
+        _blocks(matrix, queries, out, 0, step)
         for part in slices:
             part.result()
         return out

@@ -45,7 +45,6 @@ from plughost.api.store import (
     session_conversation_id,
 )
 from plughost.api.util import parse_time
-from plughost.plugins.memory import entities
 from plughost.plugins.memory.embedding.indexed_form import embedding_text as message_embedding_text
 from plughost.plugins.memory.embedding.indexed_form import indexed_message
 from plughost.plugins.memory.settings import SEARCH_RRF_K
@@ -307,6 +306,9 @@ class Conversations:
 
     def _message_entities(self, row: dict[str, Any], prior: Node | None, guards: Guards, known: list[str]) -> None:
         """Withdraw what a changed turn said before, and extract what it says now (both best effort)."""
+        # entities' patterns compile on import: loaded here, off the tool surface's path (plughost boot --check)
+        from plughost.plugins.memory import entities
+
         msg_id = row["id"]
         if prior is not None and entities.derivation(prior.properties) != entities.derivation(row["properties"]):
             try:  # a turn appended again, changed: what it said before goes (docs/graph.md#entities)

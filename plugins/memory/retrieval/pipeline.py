@@ -42,6 +42,11 @@ from plughost.plugins.memory.retrieval.project import project
 from plughost.plugins.memory.retrieval.rows import Row
 
 EXPAND_LIMIT = 20
+PARAPHRASE_ROWS = 4096
+"""EXPAND: a paraphrase's vector list is its top-k among the question's this many nearest rows (at
+least 8 × k), not among every row: the paraphrases are the question's words moved, dropped, swapped
+for a synonym or flipped in number, so their neighbours are the question's, and the matrix is read
+once a call instead of once a query (docs/retrieval.md, step 1)."""
 MAX_LIMIT = 100
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 
@@ -293,7 +298,7 @@ class _Stage:
         store, guards = self.store, self.guards
         many = getattr(store, "vector_search_many", None)  # paraphrases: one pass over the vectors
         if many is not None and len(vectors) > 1:
-            found = many(vectors, k, guards=guards, labels=plan.labels)
+            found = many(vectors, k, guards=guards, labels=plan.labels, near_first=max(PARAPHRASE_ROWS, 8 * k))
         else:
             found = [store.vector_search(vec, k, guards=guards, labels=plan.labels) for vec in vectors]
         lists = []

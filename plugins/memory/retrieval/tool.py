@@ -7,19 +7,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from plughost import Tool
-from plughost.plugins.memory.retrieval.pipeline import SearchRequest
-from plughost.plugins.memory.retrieval.service import run_search
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
 
 
 def search_tool(host: Host) -> Tool:
-    """The tool with its handler bound to ``host``."""
+    """The tool with its handler bound to ``host``. The pipeline loads on the first call, not with the
+    tool surface (``plughost boot --check`` lists the tool and never searches)."""
 
     def memory_search(query: str, limit: int = 10, labels: list[str] | None = None,
                       fields: list[str] | None = None, expandHops: int = 1,  # noqa: N803
                       retrievalClass: str | None = None) -> str:  # noqa: N803
+        from plughost.plugins.memory.retrieval.pipeline import SearchRequest
+        from plughost.plugins.memory.retrieval.service import run_search
+
         request = SearchRequest(query, limit, labels, fields, expandHops, retrievalClass)
         return run_search(host, request).text
 

@@ -178,3 +178,56 @@ def test_vector_window_rows_are_the_guarded_top_k_of_an_exact_oracle(store) -> N
             assert [s for _, s in window] == pytest.approx([s for s, _ in oracle], abs=1e-5)
             assert all(store.get(i, guards=g) is not None for i, _ in window)
 
+
+
+def test_several_queries_score_by_blocks_what_each_scores_alone(store, monkeypatch) -> None:
+    """A question and its paraphrases in one pass (``vector_search_many``): each query's scores are
+    the ones it gets alone, on one thread, on slices in turn or on threads, and its hits are the
+    guarded top-k ``vector_search`` gives it."""
+    import numpy as np
+
+    from plughost.plugins.graph.sqlite_store import vectors
+
+    rng = np.random.default_rng(5)
+    matrix = rng.standard_normal((5003, 384)).astype(np.float32)  # ten blocks and a ragged one
+    queries = rng.standard_normal((4, 384)).astype(np.float32)
+    alone = np.stack([matrix @ q for q in queries])
+    assert np.allclose(store._column_scores(matrix, queries), alone, rtol=0, atol=1e-5)
+    store.vector_threads, store.vector_split_rows, store.vector_split = 3, 1, True
+    monkeypatch.setattr(vectors, "cores_busy", lambda: False)
+    threaded = store._column_scores(matrix, queries)
+    monkeypatch.setattr(vectors, "cores_busy", lambda: True)
+    assert store._column_scores(matrix, queries).tobytes() == threaded.tobytes()
+    assert np.allclose(threaded, alone, rtol=0, atol=1e-5)
+
+    vecs, qs = _vector_corpus(store)
+    for g, labels in GUARD_CASES:
+        many = store.vector_search_many([q.tolist() for q in qs], 25, guards=g, labels=labels)
+        for q, hits in zip(qs, many, strict=True):
+            one = store.vector_search(q.tolist(), 25, guards=g, labels=labels)
+            assert [h.node.id for h in hits] == [h.node.id for h in one]
+            assert [h.score for h in hits] == pytest.approx([h.score for h in one], abs=1e-5)
+
+
+def test_paraphrases_near_the_first_query_take_their_top_k_among_its_nearest_rows(store) -> None:
+    """``near_first``: the first query is searched over every row; each later one gets its exact
+    guarded top-k among the first's ``near_first`` best rows (fewer hits when the guards pass fewer)."""
+    import numpy as np
+
+    vecs, qs = _vector_corpus(store)
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    near_first = 400
+    for g, labels in GUARD_CASES:
+        allowed = {n.id for n in store.find(guards=g, labels=labels, limit=10_000)}
+        for q, other in zip(qs, qs[1:], strict=False):
+            store._candidates.clear()
+            first, second = store.vector_search_many([q.tolist(), other.tolist()], 25, guards=g, labels=labels,
+                                                     near_first=near_first)
+            exact = store.vector_search(q.tolist(), 25, guards=g, labels=labels)
+            assert [h.node.id for h in first] == [h.node.id for h in exact]
+            near = {f"v{i}" for i in np.argsort(-(unit @ (q / np.linalg.norm(q))), kind="stable")[:near_first]}
+            scores = unit @ (other / np.linalg.norm(other))
+            oracle = sorted((s, f"v{i}") for i, s in enumerate(scores.tolist())
+                            if f"v{i}" in allowed and f"v{i}" in near)[::-1][:25]
+            assert [h.node.id for h in second] == [i for _, i in oracle]
+            assert [h.score for h in second] == pytest.approx([s for s, _ in oracle], abs=1e-5)
