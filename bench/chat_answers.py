@@ -254,8 +254,9 @@ def ask_all(host: Any, questions: list[Question]) -> list[tuple[Question, str, s
     out = []
     for i, question in enumerate(questions):
         session = f"bench-{i}"  # every question from a new visitor: no lead, no memory carried over
-        turn = AgentTurn.from_dict({"sessionId": session, "text": question.text, "role": "public",
-                                    "channel": "webchat", "sender": session}, host.principal)
+        turn = AgentTurn.from_dict({"sessionId": session, "agentSession": session, "text": question.text,
+                                    "role": "public", "channel": "webchat", "sender": session,
+                                    "messageId": f"{session}-1", "payload": question.text}, host.principal)
         reply = asyncio.run(run_agent(runner, session, turn))
         out.append((question, reply, verdict(question, reply)))
     return out

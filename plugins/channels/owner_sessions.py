@@ -31,9 +31,8 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
-from plughost import Principal, UserError, log
+from plughost import Host, Principal, UserError, log
 from plughost.api.payload import config_dir_source
 from plughost.api.store import MESSAGE_LABEL
 from plughost.plugins.channels import admin_chat
@@ -41,12 +40,13 @@ from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
 from plughost.plugins.channels.pipeline import conversation_id as conversation_id_of
 from plughost.plugins.channels.runner import agent_session_for
 from plughost.plugins.channels.session_levers import current_of, load, lock, now_iso, save, user_entry
+from plughost.plugins.channels.wire import JSONObject
 
 
 class SessionManager:
     """The channels plugin's answer to ``plughost_owner_sessions``."""
 
-    def __init__(self, host: Any) -> None:
+    def __init__(self, host: Host) -> None:
         self.host = host
 
     # ------------------------------------------------------------------ reads
@@ -67,7 +67,7 @@ class SessionManager:
         return [p for p in projects.glob(f"*/{session_id}.jsonl")] + \
             [p for p in projects.glob(f"*/{session_id}") if p.is_dir()]
 
-    def _view(self, account: str, user: str, number: int, data: dict[str, Any], current: int) -> dict[str, object]:
+    def _view(self, account: str, user: str, number: int, data: JSONObject, current: int) -> dict[str, object]:
         sender = f"{user}~{number}"
         conv = conversation_id_of(self.host, account, admin_chat.CHANNEL, sender)
         sid = agent_session_for(account, f"{admin_chat.CHANNEL}:{sender}", "admin")

@@ -11,7 +11,8 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+
+from plughost.plugins.channels.wire import JSONObject
 
 FILE = "admin-sessions.json"
 lock = threading.RLock()
@@ -26,7 +27,7 @@ def _path(home: Path, account: str) -> Path:
     return home / "accounts" / account / FILE
 
 
-def load(home: Path, account: str) -> dict[str, Any]:
+def load(home: Path, account: str) -> JSONObject:
     try:
         data = json.loads(_path(home, account).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -39,7 +40,7 @@ def load(home: Path, account: str) -> dict[str, Any]:
     return data
 
 
-def save(home: Path, account: str, data: dict[str, Any]) -> None:
+def save(home: Path, account: str, data: JSONObject) -> None:
     path = _path(home, account)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
@@ -47,7 +48,7 @@ def save(home: Path, account: str, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def user_entry(data: dict[str, Any], user: str) -> dict[str, Any]:
+def user_entry(data: JSONObject, user: str) -> JSONObject:
     entry = data["users"].setdefault(user, {})
     if not isinstance(entry.get("sessions"), dict):
         entry["sessions"] = {}

@@ -292,30 +292,40 @@ def _tool_plugin_defect(host: Any, reg: Registration, name: str, base: dict[str,
     model = host.surface.models.get(name)
     expected = model.server_keys if model is not None and model.servers else [name]
     for server in expected:
-        if server not in servers:
-            return "server-key-differs", server, (f"{manifest_path}: mcpServers: has {','.join(sorted(servers))}; "
-                                                  f"the allowlist names mcp__plugin_{name}_{server}__*")
-        entry = servers[server]
-        if not isinstance(entry, dict):
-            return "plugin-json-invalid", server, f"{manifest_path}: mcpServers.{server}: expected an object"
-        spec = next((s for s in model.servers if s.key == server), None) if model is not None else None
-        plugin_local = spec is not None and spec.how != "shared-lib"
-        resolved = launch.resolve(name, key, server, entry, root, manifest_path, base)
-        if bad_python:  # reported once for every server
-            resolved.command = "" if resolved.command == bad_python else resolved.command
-            resolved.args = [a for a in resolved.args if a != bad_python]
-            if not resolved.command:
-                resolved.command = "/bin/sh"
-        missing = server_missing(resolved, plugin_local)
-        if missing:
-            # the plugin's own folder lacks its server (no distribution to blame); else what a
-            # shared server needs from an installed distribution (a command, a module) is absent
-            local = plugin_local and missing == f"{resolved.root / 'mcp'}/__main__.py"
-            return ("server-missing" if local else "dist-missing"), server, f"{missing} does not exist (from {manifest_path})"
-        stale = stale_paths(resolved, _payload_root(reg, key))
-        if stale:
-            return "stale-path", server, f"{manifest_path}: {', '.join(stale)} is outside the installed payload"
+        found = _server_defect(reg, key, name, server, servers, model, root, manifest_path, base, bad_python)
+        if found is not None:
+            return found
     return None, expected[0], ""
+
+
+def _server_defect(reg: Registration, key: str, name: str, server: str, servers: dict[str, Any], model: Any,
+                   root: Path, manifest_path: Path, base: dict[str, str],
+                   bad_python: str | None) -> tuple[str, str, str] | None:
+    """(reason, server, detail) for one server the plugin's model expects in its installed plugin.json, or None."""
+    if server not in servers:
+        return "server-key-differs", server, (f"{manifest_path}: mcpServers: has {','.join(sorted(servers))}; "
+                                              f"the allowlist names mcp__plugin_{name}_{server}__*")
+    entry = servers[server]
+    if not isinstance(entry, dict):
+        return "plugin-json-invalid", server, f"{manifest_path}: mcpServers.{server}: expected an object"
+    spec = next((s for s in model.servers if s.key == server), None) if model is not None else None
+    plugin_local = spec is not None and spec.how != "shared-lib"
+    resolved = launch.resolve(name, key, server, entry, root, manifest_path, base)
+    if bad_python:  # reported once for every server
+        resolved.command = "" if resolved.command == bad_python else resolved.command
+        resolved.args = [a for a in resolved.args if a != bad_python]
+        if not resolved.command:
+            resolved.command = "/bin/sh"
+    missing = server_missing(resolved, plugin_local)
+    if missing:
+        # the plugin's own folder lacks its server (no distribution to blame); else what a
+        # shared server needs from an installed distribution (a command, a module) is absent
+        local = plugin_local and missing == f"{resolved.root / 'mcp'}/__main__.py"
+        return ("server-missing" if local else "dist-missing"), server, f"{missing} does not exist (from {manifest_path})"
+    stale = stale_paths(resolved, _payload_root(reg, key))
+    if stale:
+        return "stale-path", server, f"{manifest_path}: {', '.join(stale)} is outside the installed payload"
+    return None
 
 
 def single_provider(ctx: GateContext) -> GateResult:

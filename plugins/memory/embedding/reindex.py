@@ -162,19 +162,8 @@ def _pending(store: GraphStore, account_id: str, labels: Sequence[str] | None) -
         return 0
 
 
-def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation_ids: Iterable[str] | None = None,
-                     turns: int | None = None, batch_size: int = DEFAULT_BATCH,
-                     stop: threading.Event | None = None, limit: int | None = None) -> int:
-    """Rebuild the indexed form (``searchContext``) of the account's Messages, and re-embed those it changed.
-
-    ``conversation_ids`` limits the pass (``memory import`` passes the conversations it wrote);
-    returns how many Messages changed. Without an embedder only the property (and so BM25) changes.
-    With ``stop`` set the pass ends after the batch in hand; ``limit`` changes that many Messages
-    at most. What either leaves is still pending: in each conversation the turns that have no
-    indexed form yet come last, so a conversation cut short is found again by the next run.
-    """
-    turns = indexed_form.context_turns() if turns is None else turns
-    guards = Principal.owner(account_id).guards
+def _messages_by_conversation(store: Any, guards: Any, conversation_ids: Iterable[str] | None) -> dict[str, list[Any]]:
+    """The account's Messages (or those of ``conversation_ids``) by conversation, all read before any write."""
     conversations: dict[str, list[Any]] = defaultdict(list)
     if conversation_ids is None:
         offset = 0
@@ -189,6 +178,23 @@ def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation
         for cid in dict.fromkeys(conversation_ids):
             conversations[cid] = store.find(guards=guards, labels=[MESSAGE_LABEL], where={"conversationId": cid},
                                             limit=1_000_000)
+    return conversations
+
+
+def reindex_contexts(store: Any, embedder: Any, *, account_id: str, conversation_ids: Iterable[str] | None = None,
+                     turns: int | None = None, batch_size: int = DEFAULT_BATCH,
+                     stop: threading.Event | None = None, limit: int | None = None) -> int:
+    """Rebuild the indexed form (``searchContext``) of the account's Messages, and re-embed those it changed.
+
+    ``conversation_ids`` limits the pass (``memory import`` passes the conversations it wrote);
+    returns how many Messages changed. Without an embedder only the property (and so BM25) changes.
+    With ``stop`` set the pass ends after the batch in hand; ``limit`` changes that many Messages
+    at most. What either leaves is still pending: in each conversation the turns that have no
+    indexed form yet come last, so a conversation cut short is found again by the next run.
+    """
+    turns = indexed_form.context_turns() if turns is None else turns
+    guards = Principal.owner(account_id).guards
+    conversations = _messages_by_conversation(store, guards, conversation_ids)
     changed: list[tuple[Any, str | None]] = []
     for nodes in conversations.values():
         ordered = sorted(nodes, key=lambda n: indexed_form.order_key(n.id, n.properties))

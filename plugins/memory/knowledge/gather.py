@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from plughost import GraphStore, Guards
+from plughost import GraphStore, Guards, Principal
 from plughost.plugins.memory.knowledge.assemble import MAX_CHARS, Source
 
 DOCUMENT = "KnowledgeDocument"
@@ -21,7 +21,7 @@ NOT_KNOWLEDGE = {"Message", "WebchatMessage", "TelegramMessage", "WhatsAppMessag
 
 def public_guards(account_id: str) -> Guards:
     """Public scope of the account, no agent filter: what any public visitor may be told."""
-    return Guards(account_id=account_id, allowed_scopes=("public",))
+    return Principal.owner(account_id).narrowed_to(scopes=["public"]).guards
 
 
 def gather(store: GraphStore, account_id: str, keywords: Sequence[str], budget: int = MAX_CHARS) -> list[Source]:
