@@ -169,6 +169,10 @@ MEMORY_EXTRA_LABELS: Setting[list[str] | None] = Setting(
     "PLUGHOST_MEMORY_EXTRA_LABELS", "csv", None, "more node labels the memory write tools accept")
 AUDIT_MCP: Setting[bool] = Setting(
     "PLUGHOST_AUDIT_MCP", "bool", True, "store a ToolCall node for every tool call plughost's MCP servers answer")
+IMPORT_MAX_BYTES: Setting[int] = Setting(
+    "PLUGHOST_IMPORT_MAX_BYTES", "int", 2 << 30,
+    "the most bytes memory import-archive reads from one file or zip entry, and from a zip in all (default 2 GiB)",
+    minimum=1)
 AUDIT_INPUT_CHARS: Setting[int] = Setting(
     "PLUGHOST_AUDIT_INPUT_CHARS", "int", 4000, "characters of a ToolCall's input JSON kept", minimum=0)
 AUDIT_OUTPUT_CHARS: Setting[int] = Setting(

@@ -16,6 +16,7 @@ from plughost.plugins.memory.archives.sources import load
 from plughost.plugins.memory.archives.write import BATCH_MESSAGES, Writer, batches
 from plughost.plugins.memory.commands.common import account
 from plughost.plugins.memory.embedding.provider import check_dimensions
+from plughost.plugins.memory.settings import IMPORT_MAX_BYTES
 
 HELP = "import a Claude or ChatGPT export, a WhatsApp chat export, an mbox or a folder of .eml as conversations"
 
@@ -37,7 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, host: Any) -> int:
     account(host)  # a one-line error naming ACCOUNT_ID when it is unset
     guards = ImportSession.admit(host.principal, args.path, "memory import-archive", file_problem=None)  # load() reports the path
-    fmt, parsed = load(args.path, args.format, progress=False if args.no_progress else None)
+    fmt, parsed = load(args.path, args.format, progress=False if args.no_progress else None,
+                       max_bytes=IMPORT_MAX_BYTES.read(host.env))
     owner_known = mark_owner(fmt, parsed, args.me)
     store = host.store()
     embedder = None if args.no_embed or args.dry_run else host.embedder()

@@ -334,3 +334,62 @@ def test_a_long_chat_is_written_over_several_batches(plughost_home, tmp_path, mo
     assert "visit 3" in turns[3]["searchContext"]  # the turn before it, written in the batch before
     again = summary(cli("memory", "import-archive", str(chat), **ENV).stdout)
     assert (again["new"], again["updated"], again["unchanged"]) == ("0", "0", "8")
+
+
+def one_line_refusal(done, expected: str) -> None:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    lines = [x for x in done.stderr.splitlines() if not x.startswith("[embed]")]
+    assert len(lines) == 1 and re.search(expected, lines[0]), done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_only_a_regular_file_or_a_folder_is_read(plughost_home) -> None:
+    one_line_refusal(cli("memory", "import-archive", "/dev/null", **ENV), r"/dev/null: not a regular file or a folder")
+
+
+def test_a_file_or_zip_over_the_limit_is_refused_unread(plughost_home, tmp_path) -> None:
+    """PLUGHOST_IMPORT_MAX_BYTES bounds one file, one zip entry and a zip in all; nothing is written."""
+    chat = tmp_path / "_chat.txt"
+    chat.write_text("".join(f"1/{d}/24, 7:0{d} AM - Tom: visit {d} of the oven man\n" for d in range(1, 9)))
+    small = {**ENV, "PLUGHOST_IMPORT_MAX_BYTES": "100"}
+    one_line_refusal(cli("memory", "import-archive", str(chat), **small),
+                     r"_chat\.txt: larger than PLUGHOST_IMPORT_MAX_BYTES=100 bytes")
+    packed = tmp_path / "export.zip"
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(DATA / "claude" / "conversations.json", "conversations.json")
+    size = zipfile.ZipFile(packed).infolist()[0].file_size
+    one_line_refusal(cli("memory", "import-archive", str(packed), **{**ENV, "PLUGHOST_IMPORT_MAX_BYTES": "100"}),
+                     rf"export\.zip: its files hold {size} bytes uncompressed, more than PLUGHOST_IMPORT_MAX_BYTES=100")
+    assert messages(plughost_home) == []
+    done = cli("memory", "import-archive", str(packed), **{**ENV, "PLUGHOST_IMPORT_MAX_BYTES": str(size)})
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_entry_longer_than_its_header_says_stops_at_the_limit() -> None:
+    from plughost.plugins.memory.archives.model import ArchiveError
+    from plughost.plugins.memory.archives.sources import Entry, _read
+
+    asked: list[int] = []
+    endless = Entry("x.zip:conversations.json", 10, lambda n: asked.append(n) or b"[" * n)  # as /dev/zero would
+    with pytest.raises(ArchiveError, match=r"x\.zip:conversations\.json: larger than PLUGHOST_IMPORT_MAX_BYTES=100"):
+        _read(endless, 100)
+    assert asked == [101]
+
+
+def test_json_that_is_no_export_asks_for_the_format(plughost_home, tmp_path) -> None:
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"hello":"world"}')
+    one_line_refusal(cli("memory", "import-archive", str(wrong), **ENV),
+                     r"wrong\.json: cannot tell the format .*give --format")
+
+
+def test_a_folder_of_an_export_and_mail_asks_which(plughost_home, tmp_path) -> None:
+    """Both a chat export and mail in one folder: refused, naming both; --format imports the one named."""
+    mixed = tmp_path / "mixed"
+    shutil.copytree(DATA / "eml", mixed)
+    shutil.copy(DATA / "claude" / "conversations.json", mixed)
+    one_line_refusal(cli("memory", "import-archive", str(mixed), **ENV),
+                     r"mixed: holds a conversations\.json and \.eml files; give --format")
+    assert messages(plughost_home) == []
+    done = cli("memory", "import-archive", str(mixed), "--format", "eml", **ENV)
+    assert done.returncode == 0 and summary(done.stdout)["format"] == "eml", done.stderr
