@@ -26,7 +26,7 @@ from plughost.runtime.hooktable import AnyHook, EachHook, ListHook, OneHook, Pro
 from plughost.runtime.isolation import HookError
 from plughost.runtime.manifest import PluginManifest
 from plughost.runtime.state import PluginState
-from plughost.runtime.tooltable import call_tool
+from plughost.runtime.tooltable import call_tool, check_tool_call
 from plughost.util import config, settings
 from plughost.util.errors import UserError
 
@@ -172,6 +172,10 @@ class Host:
     def call_tool(self, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
         """One plugin tool in process (:func:`plughost.runtime.tooltable.call_tool`)."""
         return call_tool(self, plugin, name, arguments)
+
+    def check_call(self, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
+        """What :meth:`call_tool` checks before it calls (:func:`plughost.runtime.tooltable.check_tool_call`)."""
+        check_tool_call(self, plugin, name, arguments)
 
     def store(self) -> GraphStore:
         """The graph store from the ``plughost_store`` hook (cached)."""

@@ -80,6 +80,11 @@ class PluginHost(Protocol):
         argument is a ``UserError`` naming the parameter); returns what the handler returns."""
         ...
 
+    def check_call(self, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> None:
+        """The checks :meth:`call_tool` makes before it calls (the tool, every argument against its
+        input schema), without calling: a ``UserError`` naming the parameter."""
+        ...
+
     @property
     def surface(self) -> ToolSurface:
         """The tool surface: every tool by its canonical name, the admin allowlist, the eager tools."""

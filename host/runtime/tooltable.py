@@ -410,15 +410,22 @@ def checked_call(tools: Mapping[str, ServedTool], name: str,
     return tool, args
 
 
+def check_tool_call(host: Host, plugin: str, name: str,
+                    arguments: Mapping[str, Any] | None = None) -> tuple[ServedTool, dict[str, Any]]:
+    """What :func:`call_tool` checks before it calls (the plugin, the tool, every argument against
+    its input schema), without calling: a UserError naming the first problem."""
+    record = host.plugin(plugin)
+    if not record.loaded:
+        raise UserError(f"plugin '{plugin}': not loaded ({record.reason})")
+    return checked_call(host.tools().of(plugin), name, arguments)
+
+
 def call_tool(host: Host, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
     """Call one plugin tool in-process with the same argument checks as over MCP.
 
     A bad argument raises :class:`UserError` naming the parameter.
     """
-    record = host.plugin(plugin)
-    if not record.loaded:
-        raise UserError(f"plugin '{plugin}': not loaded ({record.reason})")
-    tool, args = checked_call(host.tools().of(plugin), name, arguments)
+    tool, args = check_tool_call(host, plugin, name, arguments)
     value = tool.handler(**args)
     if inspect.isawaitable(value):
         import asyncio

@@ -99,6 +99,10 @@ def execute(host: Host, *, name: str, steps: list[dict[str, Any]], continueOnErr
         if not isinstance(arguments, dict):
             raise UserError(f"steps[{i}].arguments: expected an object")
         plugin, bare, canonical, schema = resolve_tool(host, tool, f"steps[{i}].tool")
+        try:  # the MCP server's own argument check, for every step before the first runs
+            host.check_call(plugin, bare, arguments)
+        except UserError as exc:
+            raise UserError(f"steps[{i}].arguments: {exc}") from None
         plan.append((i, step.get("name") or bare, plugin, bare, canonical, schema, arguments))
     started = _now_iso()
     clock = time.perf_counter()

@@ -51,7 +51,7 @@ def test_a_workflow_runs_its_steps_and_stores_a_run_with_step_results(plughost_h
         ("workflow-read", lambda out: {"workflowId": json.loads(out[0][1])["workflowId"]}),
         ("workflow-read", {}),
         ("workflow-execute", {"name": "broken", "steps": [
-            {"tool": "memory-search", "arguments": {"query": 7}},  # a bad argument: the step fails
+            {"tool": "memory-search", "arguments": {"query": "   "}},  # valid by the schema, refused when run
             {"tool": "memory-write", "arguments": {"labels": ["Note"], "properties": {"title": "never"}}}]}),
     ])
     assert [err for err, _ in out] == [False, False, False, False], out
@@ -88,8 +88,16 @@ def test_a_bad_declaration_runs_nothing(plughost_home: Path) -> None:
             {"tool": "no-such-tool"}]}),
         ("workflow-execute", {"name": "w", "steps": [{"tool": "workflow-execute", "arguments": {}}]}),
         ("workflow-execute", {"name": "w", "steps": []}),
+        ("workflow-execute", {"name": "w", "steps": [  # arguments are checked against each tool's schema up front
+            {"tool": "memory-write", "arguments": {"labels": ["Note"], "properties": {"title": "first"}}},
+            {"tool": "memory-write", "arguments": {"bogus": 1}}]}),
+        ("workflow-execute", {"name": "w", "steps": [
+            {"tool": "memory-write", "arguments": {"labels": ["Note"], "properties": {"title": "first"}}},
+            {"tool": "memory-search", "arguments": {"query": 7}}]}),
     ])
-    assert [err for err, _ in out] == [True, True, True], out
+    assert [err for err, _ in out] == [True, True, True, True, True], out
+    assert out[3][1].startswith("steps[1].arguments: memory-write: parameter 'bogus' is not accepted"), out[3][1]
+    assert out[4][1].startswith("steps[1].arguments: memory-search: parameter 'query': expected string"), out[4][1]
     assert out[0][1].startswith("steps[1].tool: 'no-such-tool' is not a tool a workflow may run; expected one of ")
     assert out[1][1].startswith("steps[0].tool: 'workflow-execute' is not a tool a workflow may run")
     assert "steps" in out[2][1]
