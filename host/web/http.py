@@ -127,3 +127,28 @@ def loopback_refusal(request: Any) -> str | None:
         if scheme not in ("http", "https") or not rest or not _loopback_name(rest.split("/", 1)[0]):
             return "cross-origin"
     return None
+
+
+def cookie_post_refusal(request: Any, *, json_body: bool = True) -> Any | None:
+    """The 403 refusing a POST a foreign page could make with the browser's cookie, else None.
+
+    A caller sending ``Authorization: Bearer`` is not a browser riding a cookie and passes. A
+    cookie caller's ``Origin``, when sent, must name this host; and a JSON route's body must be
+    ``application/json`` (a type no page may send cross-site without the browser asking first)."""
+    if request.method != "POST":
+        return None
+    if request.headers.get("authorization", "")[:7].lower() == "bearer ":
+        return None
+    origin = request.headers.get("origin")
+    if origin is not None:
+        from urllib.parse import urlparse
+
+        if urlparse(origin).netloc != request.headers.get("host", ""):
+            return json_error(403, "cross-origin", f"Origin: {origin[:80]!r} is not this server; "
+                                                   "a cookie-carried admin session is refused from another site")
+    if json_body:
+        ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if ctype != "application/json":
+            return json_error(403, "cross-origin", f"content-type: expected application/json with an admin "
+                                                   f"session cookie, got {ctype[:60] or 'none'!r}")
+    return None

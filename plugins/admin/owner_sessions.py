@@ -24,7 +24,7 @@ from typing import Any
 from plughost import UserError, log
 from plughost.api import hooks
 from plughost.api.hooks import PERMISSION_MODES
-from plughost.api.http import json_error, parse_json, read_body
+from plughost.api.http import cookie_post_refusal, json_error, parse_json, read_body
 from plughost.plugins.admin import sessions
 from plughost.plugins.admin.session_routes import token_of
 from plughost.plugins.admin.settings import SESSION_MODELS
@@ -66,6 +66,10 @@ def caller(host: Any, request: Any) -> Any:
     if session is None or session.account_id != principal.account:
         log("owner-sessions", "op=refused", reason="no-admin-session")
         return json_error(401, "unauthorized", "sessions: expected an admin session token of this account")
+    crossed = cookie_post_refusal(request, json_body=not request.path_params.get("action"))  # start has a JSON body
+    if crossed is not None:
+        log("owner-sessions", "op=refused", reason="cross-origin")
+        return crossed
     return principal, session.user_id
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from plughost import ChannelAdapter, Host, Principal, Route, StateKey, log
 from plughost.api import credentials
-from plughost.api.http import json_error, parse_json, read_body
+from plughost.api.http import cookie_post_refusal, json_error, parse_json, read_body
 from plughost.api.store import MESSAGE_LABEL
 from plughost.plugins.channels import session_levers
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
@@ -117,6 +117,9 @@ def _admin_caller(host: Host, request: Request) -> Response | tuple[str, credent
     found = _admin_session(host, request)
     if found is None:
         return json_error(401, "unauthorized", UNAUTHORIZED)
+    crossed = cookie_post_refusal(request)  # a POST carried by the cookie: this site's page only
+    if crossed is not None:
+        return crossed
     refused = _narrowed(host, request)
     return refused if refused is not None else found
 

@@ -189,3 +189,34 @@ def test_the_console_lists_starts_and_stops_the_owners_sessions(served) -> None:
     listed = raw_request(server.port, "/admin/sessions", headers=cookie).body.decode()
     assert "ended" in listed and 'action="/admin/sessions/1/resume"' in listed
     assert form("/admin/sessions/7/stop", csrf=csrf).status == 404
+
+
+def test_a_cookie_post_from_another_site_is_refused(served) -> None:
+    """A POST carried by the ``admin_session`` cookie (the JSON routes here and the admin chat) must
+    come from this server's page: a foreign ``Origin`` or a body that is not application/json is 403
+    ``cross-origin`` and starts nothing; a bearer caller is not a browser and is not asked."""
+    server, token, tmp = served
+    here = f"http://127.0.0.1:{server.port}"
+
+    def post(path: str, headers: dict[str, str], body: bytes = b'{"initialMessage": "hi", "text": "hi"}'):
+        return raw_request(server.port, path, "POST", headers={"Cookie": f"admin_session={token}", **headers},
+                           body=body)
+
+    evil = {"Origin": "http://evil.test", "Content-Type": "application/json"}
+    plain = {"Origin": here, "Content-Type": "text/plain"}
+    for path, headers in [("/api/admin/sessions", evil), ("/api/admin/sessions", plain), ("/api/admin/chat", evil),
+                          ("/api/admin/chat", {"Content-Type": "text/plain"}),
+                          ("/api/admin/sessions/1/stop", {"Origin": "null"})]:
+        refused = post(path, headers, body=b"" if path.endswith("stop") else b'{"initialMessage": "hi", "text": "hi"}')
+        assert refused.status == 403, (path, headers, refused.body)
+        assert refused.json()["error"] == "cross-origin" and refused.json()["detail"], refused.body
+    assert calls(tmp) == [] and call(server, "GET", "/api/admin/sessions", token).json() == {"sessions": []}
+    started = raw_request(server.port, "/api/admin/sessions", "POST", body=b'{"initialMessage": "hi"}',
+                          headers={"Cookie": f"admin_session={token}", "Origin": here,
+                                   "Content-Type": "application/json; charset=utf-8"})
+    assert started.status == 202, started.body
+    bearer = raw_request(server.port, "/api/admin/sessions", "POST", body=b'{"initialMessage": "again"}',
+                         headers={"Authorization": f"Bearer {token}", **evil, "Content-Type": "text/plain"})
+    assert bearer.status == 202, bearer.body
+    chat = post("/api/admin/chat", {"Origin": here, "Content-Type": "application/json"}, body=b'{"text": "hi"}')
+    assert chat.status == 202, chat.body
