@@ -15,7 +15,7 @@ import pytest
 
 from plughost.plugins.memory.writes.outcome import Call
 from plughost.plugins.memory.writes.writer import MemoryWriter
-from plughost.ports.graph import Guards
+from plughost.ports.graph import Guards, WriteDenied
 from tests.backends import BACKENDS, neo4j_env
 
 A = "acct-docscope"
@@ -67,3 +67,16 @@ def test_a_section_takes_its_chunks_and_leaves_its_siblings(store: Any) -> None:
     w.update(Call("memory-update", {}), id=monday.id, properties={"scope": "shared"})
     texts = " ".join(n.properties["content"] for n in store.find(guards=PUBLIC, labels=["Chunk"], limit=100))
     assert "Ben closes" in texts and "Anna" not in texts
+
+
+def test_a_narrowed_process_cannot_carry_a_scope_onto_a_part_it_cannot_read(store: Any) -> None:
+    w = MemoryWriter(store, None, {"ACCOUNT_ID": A})
+    doc = w.ingest(Call("memory-ingest", {}), content=ROTA, scope="public")["elementId"]
+    monday = next(n for n in store.find(guards=PUBLIC, labels=["Section"], limit=100) if n.properties["title"] == "Monday")
+    w.update(Call("memory-update", {}), id=monday.id, properties={"scope": "admin"})  # the owner hides a part
+    narrowed = MemoryWriter(store, None, {"ACCOUNT_ID": A, "ALLOWED_SCOPES": "public,shared"})
+    with pytest.raises(WriteDenied):  # else "shared" would declassify the admin part
+        narrowed.update(Call("memory-update", {}), id=doc, properties={"scope": "shared"})
+    assert store.get(doc, guards=PUBLIC) is not None  # nothing written
+    assert {n.properties["scope"] for n in store.find(guards=Guards(A), labels=["Chunk"], limit=100)} == \
+        {"public", "admin"}
