@@ -37,6 +37,8 @@ PROVENANCE_LABELS = ("Person", "UserProfile", "AdminUser", "Organization", "Loca
 PROVENANCE_SOURCES = ("Task", "Conversation", "Message")
 PROPERTY_NAME = re.compile(r"^[a-z][A-Za-z0-9]{0,63}$")
 EDGE_TYPE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+VISIBILITY = ("scope", "agents")
+"""The properties that decide who reads a node: a document's change of them carries to its parts."""
 
 
 def known_labels(env: Mapping[str, str]) -> frozenset[str]:
@@ -290,12 +292,18 @@ class MemoryWriter:
                 merged[key] = value
         call.name = merged.get("name") or merged.get("title")
         vector = self.embed_node(labels, merged, id) if is_vector_label(labels) else None
+        carried = {k: props[k] for k in VISIBILITY if k in props}
+        parts = self._parts(node) if carried else []
         guarded_upsert_many(self.store, [{"id": id, "labels": labels, "properties": props,
-                                          **({"embedding": vector} if vector is not None else {})}],
+                                          **({"embedding": vector} if vector is not None else {})},
+                                         *({"id": p.id, "labels": list(p.labels), "properties": carried}
+                                           for p in parts)],
                             guards=self.guards())
         if entities.derivation(node.properties) != entities.derivation(merged):
-            after = self.store.get(id, guards=self.guards())
-            self._rederive([(id, node.properties)], after=[(id, after.properties)] if after is not None else [])
+            before = [(id, node.properties), *((p.id, p.properties) for p in parts)]
+            after = [(n.id, n.properties) for n in (self.store.get(i, guards=self.guards()) for i, _ in before)
+                     if n is not None]
+            self._rederive(before, after=after)
         return {"elementId": id, "labels": labels, "changed": sorted(props), "embedded": vector is not None}
 
     def delete(self, call: Call, *, id: str) -> dict[str, Any]:  # noqa: A002
@@ -397,6 +405,26 @@ class MemoryWriter:
         except Exception as exc:  # noqa: BLE001
             log("memory-entities", "warn", reason="extract-failed", node=written[0][0] if written else "",
                 error=type(exc).__name__)
+
+    def _parts(self, node: Any) -> list[Any]:
+        """The live Sections and Chunks under a KnowledgeDocument, or the Chunks under a Section,
+        along the HAS_SECTION / HAS_CHUNK edges ingest writes (the hierarchy a delete cascades
+        to): a change of scope or agents carries to them in the same transaction, so no part
+        of a document stays readable where the document no longer is. Read whatever the
+        process's guards, so a part it could not change refuses the whole update."""
+        levels = [("HAS_SECTION", "Section"), ("HAS_CHUNK", "Chunk")]
+        levels = levels if "KnowledgeDocument" in node.labels else levels[1:] if "Section" in node.labels else []
+        owner = Principal.owner(self.account_id).guards
+        out: list[Any] = []
+        current = {node.id}
+        for edge, label in levels:
+            targets = [t for s, e, t, _ in self.store.node_edges(sorted(current), account_id=self.account_id)
+                       if e == edge and s in current]
+            found = [n for n in (self.store.get(t, guards=owner) for t in dict.fromkeys(targets))
+                     if n is not None and label in n.labels]
+            out += found
+            current = {n.id for n in found}
+        return out
 
     def _sources(self, node: Any) -> list[tuple[str, dict[str, Any]]]:
         """A node and, for a document or section, the chunks a delete or restore cascades to: the

@@ -117,3 +117,58 @@ def test_plughost_memory_ingest_rebuilds_as_the_tool_does(host, plughost_home: P
     result = run_cli("memory", "ingest", str(tmp_path / "hours.md"), "--scope", "public", env={"ACCOUNT_ID": ACCOUNT})
     assert result.returncode == 0, result.stderr
     assert "We open at 7am on weekdays." in _assembled(plughost_home)
+
+
+PRICES = "# Sourdough prices\n\nA sourdough loaf is £4.20.\n\n## Rolls\n\nRolls are 80p each.\n"
+
+
+def _owner():
+    from plughost import Principal
+
+    return Principal.owner(ACCOUNT).guards
+
+
+def _documents(host) -> list:
+    return host.store().find(guards=_owner(), labels=["KnowledgeDocument"], limit=10)
+
+
+def test_ingesting_an_edited_file_again_replaces_its_document(host, plughost_home: Path, tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    prices = tmp_path / "prices.md"
+    prices.write_text(PRICES)
+    env = {"ACCOUNT_ID": ACCOUNT}
+    assert run_cli("memory", "ingest", str(prices), "--scope", "public", env=env).returncode == 0
+    prices.write_text(PRICES.replace("£4.20", "£4.50"))
+    again = run_cli("memory", "ingest", str(prices), "--scope", "public", env=env)
+    assert again.returncode == 0, again.stderr
+    docs = _documents(host)
+    assert len(docs) == 1 and docs[0].properties["attachmentId"] == f"file:{prices.resolve()}"
+    assembled = _assembled(plughost_home)
+    assert "£4.50" in assembled and "£4.20" not in assembled
+    chunks = host.store().find(guards=_owner(), labels=["Chunk"], limit=50)
+    assert "£4.20" not in " ".join(c.properties["content"] for c in chunks)
+
+
+def test_an_older_content_keyed_version_is_replaced_with_one_line(host, plughost_home: Path, tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    prices = tmp_path / "prices.md"
+    prices.write_text(PRICES)
+    env = {"ACCOUNT_ID": ACCOUNT}
+    # a store from before ids followed the file: the document is keyed by a hash of its text
+    old = run_cli("memory", "ingest", str(prices), "--scope", "public", "--attachment-id", "sha256:0123abcd", env=env)
+    old_id = json.loads(old.stdout)["elementId"]
+    prices.write_text(PRICES.replace("£4.20", "£4.50"))
+    again = run_cli("memory", "ingest", str(prices), "--scope", "public", env=env)
+    assert again.returncode == 0, again.stderr
+    assert [d.properties["attachmentId"] for d in _documents(host)] == [f"file:{prices.resolve()}"]
+    lines = [x for x in again.stderr.splitlines() if x.startswith("[memory-ingest] replaced")]
+    assert len(lines) == 1 and f"older={old_id}" in lines[0] and "attachmentId=sha256:0123abcd" in lines[0]
+    assembled = _assembled(plughost_home)
+    assert "£4.50" in assembled and "£4.20" not in assembled
+    # an explicit id, or a document of another title, is left alone
+    (tmp_path / "other.md").write_text("# Opening hours\n\nWe open at 7am.\n")
+    run_cli("memory", "ingest", str(tmp_path / "other.md"), "--attachment-id", "sha256:feed", env=env)
+    assert run_cli("memory", "ingest", str(prices), "--scope", "public", env=env).returncode == 0
+    assert len(_documents(host)) == 2
