@@ -17,6 +17,7 @@ process resolves its caller with this module too.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -40,6 +41,11 @@ VARS: tuple[str, ...] = (ACCOUNT, SCOPES, AGENT, SESSION, SESSION_NODE, RUNNER_R
 
 PUBLIC = "public"
 ISOLATION = "account-isolation"
+
+ACCOUNT_ID_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+"""What an account id may look like (it names a folder, so no separators): the one rule, which
+``Principal.owner`` / ``.system`` and ``plughost.runtime.accounts.check_id`` both apply."""
+ACCOUNT_ID_EXPECTED = "letters, digits, '.', '-' or '_' (1-128 characters, starting with a letter or digit)"
 
 
 class Role(StrEnum):
@@ -158,9 +164,12 @@ class Guards:
 
 
 def _account_of(account: object, who: str) -> str:
-    """``account`` when it names one; a principal built for no account is a bug in its caller."""
+    """``account`` when it names one; a principal built for no account, or for a name no account
+    may have (``../x``), is a bug in its caller."""
     if not isinstance(account, str) or not account.strip():
         raise ValueError(f"Principal.{who}: account: expected the id of an account, got {account!r}")
+    if not ACCOUNT_ID_RULE.match(account):
+        raise ValueError(f"Principal.{who}: account: {account!r} is not a valid account id; expected {ACCOUNT_ID_EXPECTED}")
     return account
 
 

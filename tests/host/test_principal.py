@@ -99,3 +99,18 @@ def test_an_owner_or_the_system_is_always_some_accounts(who: str, account: objec
     with pytest.raises(ValueError, match=rf"^Principal\.{who}: account: expected the id of an account, got "):
         getattr(Principal, who)(account)
     assert getattr(Principal, who)(A).account_id == A
+
+
+@pytest.mark.parametrize("account", ["../x", "a b/../..", "a/b", ".hidden", "-", "x" * 129])
+@pytest.mark.parametrize("who", ["owner", "system"])
+def test_an_id_no_account_may_have_is_refused(who: str, account: str) -> None:
+    """The CLI's account-id rule (``plughost.runtime.accounts.check_id``) holds for a principal too."""
+    from plughost.ports.principal import Principal
+    from plughost.runtime.accounts import check_id
+
+    with pytest.raises(ValueError, match=rf"^Principal\.{who}: account: '.*' is not a valid account id; expected "):
+        getattr(Principal, who)(account)
+    with pytest.raises(UserError, match="is not a valid account id"):
+        check_id(account)
+    assert getattr(Principal, who)("a.b_c-1").account == check_id("a.b_c-1")
+
