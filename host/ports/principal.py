@@ -280,6 +280,26 @@ class Principal:
             role = Role.AGENT if g.agent_slug else Role.SCOPED
         return replace(self, role=role, scopes=g.allowed_scopes, agent=g.agent_slug)
 
+    def within(self, bound: Principal, what: str) -> Principal:
+        """This principal (one a plugin hands the host) never wider than ``bound`` (the process's).
+
+        Another account is refused (:class:`UserError` naming ``what``); otherwise scopes are
+        intersected, ``bound``'s agent is kept (naming another is refused), the narrower of the two
+        roles holds, and a conversation other than ``bound``'s own is not kept."""
+        if self.account != bound.account:
+            mine = f"'{bound.account}'" if bound.account else "unset"
+            raise UserError(f"{what}: parameter 'principal': account '{self.account}' is not this process's "
+                            f"account (ACCOUNT_ID is {mine}); a plugin acts for its process's account only ({ISOLATION})")
+        g = Guards(self.account or "-", bound.scopes, bound.agent).narrow(self.scopes, self.agent)
+        order = list(ROLES)
+        role = max(self.role, bound.role, key=order.index)
+        if ROLES[role].admin and (g.allowed_scopes is not None or g.agent_slug):
+            role = Role.AGENT if g.agent_slug else Role.SCOPED
+        scopes = _public(g.allowed_scopes) if ROLES[role].public_only else g.allowed_scopes
+        confined = bound.narrowed or bound.session is not None
+        session = self.session if not confined or self.session == bound.session else None
+        return replace(self, role=role, scopes=scopes, agent=g.agent_slug, session=session)
+
     def visitor(self, session: str | None = None) -> Principal:
         """A public visitor of this account (webchat, a channel sender): public memory only,
         confined to ``session`` when given, never wider than this principal."""
