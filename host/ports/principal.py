@@ -17,6 +17,7 @@ process resolves its caller with this module too.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -40,6 +41,11 @@ VARS: tuple[str, ...] = (ACCOUNT, SCOPES, AGENT, SESSION, SESSION_NODE, RUNNER_R
 
 PUBLIC = "public"
 ISOLATION = "account-isolation"
+
+ACCOUNT_ID_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+"""What an account id may look like (it names a folder, so no separators): the one rule, which
+``Principal.owner`` / ``.system`` and ``plughost.runtime.accounts.check_id`` both apply."""
+ACCOUNT_ID_EXPECTED = "letters, digits, '.', '-' or '_' (1-128 characters, starting with a letter or digit)"
 
 
 class Role(StrEnum):
@@ -158,9 +164,12 @@ class Guards:
 
 
 def _account_of(account: object, who: str) -> str:
-    """``account`` when it names one; a principal built for no account is a bug in its caller."""
+    """``account`` when it names one; a principal built for no account, or for a name no account
+    may have (``../x``), is a bug in its caller."""
     if not isinstance(account, str) or not account.strip():
         raise ValueError(f"Principal.{who}: account: expected the id of an account, got {account!r}")
+    if not ACCOUNT_ID_RULE.match(account):
+        raise ValueError(f"Principal.{who}: account: {account!r} is not a valid account id; expected {ACCOUNT_ID_EXPECTED}")
     return account
 
 
@@ -270,6 +279,26 @@ class Principal:
         if role in (Role.OWNER, Role.SYSTEM, Role.ADMIN_SESSION, Role.OPERATOR) and (g.allowed_scopes is not None or g.agent_slug):
             role = Role.AGENT if g.agent_slug else Role.SCOPED
         return replace(self, role=role, scopes=g.allowed_scopes, agent=g.agent_slug)
+
+    def within(self, bound: Principal, what: str) -> Principal:
+        """This principal (one a plugin hands the host) never wider than ``bound`` (the process's).
+
+        Another account is refused (:class:`UserError` naming ``what``); otherwise scopes are
+        intersected, ``bound``'s agent is kept (naming another is refused), the narrower of the two
+        roles holds, and a conversation other than ``bound``'s own is not kept."""
+        if self.account != bound.account:
+            mine = f"'{bound.account}'" if bound.account else "unset"
+            raise UserError(f"{what}: parameter 'principal': account '{self.account}' is not this process's "
+                            f"account (ACCOUNT_ID is {mine}); a plugin acts for its process's account only ({ISOLATION})")
+        g = Guards(self.account or "-", bound.scopes, bound.agent).narrow(self.scopes, self.agent)
+        order = list(ROLES)
+        role = max(self.role, bound.role, key=order.index)
+        if ROLES[role].admin and (g.allowed_scopes is not None or g.agent_slug):
+            role = Role.AGENT if g.agent_slug else Role.SCOPED
+        scopes = _public(g.allowed_scopes) if ROLES[role].public_only else g.allowed_scopes
+        confined = bound.narrowed or bound.session is not None
+        session = self.session if not confined or self.session == bound.session else None
+        return replace(self, role=role, scopes=scopes, agent=g.agent_slug, session=session)
 
     def visitor(self, session: str | None = None) -> Principal:
         """A public visitor of this account (webchat, a channel sender): public memory only,

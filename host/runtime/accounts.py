@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost.ports.principal import resolve
+from plughost.ports.principal import ACCOUNT_ID_EXPECTED, ACCOUNT_ID_RULE, resolve
 from plughost.runtime.manifest import validate
 from plughost.util import config, settings
 from plughost.util.errors import UserError
@@ -25,8 +25,9 @@ from plughost.util.log import format_line
 if TYPE_CHECKING:  # pragma: no cover
     from plughost.runtime.types import Gate, GateContext, GateResult
 
-ACCOUNT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-"""What an account id may look like (it names a folder, so no separators or dots)."""
+ACCOUNT_ID = ACCOUNT_ID_RULE
+"""What an account id may look like (it names a folder, so no separators): the rule of
+:mod:`plughost.ports.principal`, which ``Principal.owner`` applies too."""
 
 
 # ---------------------------------------------------------------------------- paths and reads
@@ -69,8 +70,7 @@ def require_existing(account_id: str, env: Mapping[str, str], what: str = "ACCOU
 
 def check_id(account_id: str, what: str = "ID") -> str:
     if not ACCOUNT_ID.match(account_id or ""):
-        raise UserError(f"{what}: '{account_id}' is not a valid account id; expected letters, digits, '.', '-' "
-                        f"or '_' (1-128 characters, starting with a letter or digit)")
+        raise UserError(f"{what}: '{account_id}' is not a valid account id; expected {ACCOUNT_ID_EXPECTED}")
     return account_id
 
 

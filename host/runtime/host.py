@@ -193,7 +193,8 @@ class Host:
 
     def memory_search(self, query: str, principal: Principal, limit: int = 10) -> list[MemoryHit]:
         """``plughost_memory_search`` as typed rows: the first plugin that searches answers, under
-        ``principal``'s guards (a visitor's sees public memory only); ``[]`` when none does."""
+        ``principal``'s guards (a visitor's sees public memory only) narrowed to this process's own
+        (:meth:`Principal.within`: another account is refused); ``[]`` when none does."""
         from plughost.runtime.types import MemoryHit
 
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -201,6 +202,7 @@ class Host:
         if not isinstance(principal, Principal):
             raise UserError("memory_search: parameter 'principal': expected a plughost.Principal (host.principal, "
                             "or host.principal.visitor() for what a visitor may see)")
+        principal = principal.within(self.principal, "memory_search")  # never wider than this process
         rows = self.first(hooktable.MEMORY_SEARCH, query=query, principal=principal, limit=limit) or []
         return [MemoryHit.from_row(row) for row in rows[:limit]]
 

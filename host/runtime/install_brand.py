@@ -174,6 +174,26 @@ def require(brand: str, env: Mapping[str, str], plugins_dir: Path | str | None =
     return found
 
 
+def problem_fields(found: InstallBrand, problem: str, env: Mapping[str, str]) -> dict[str, str]:
+    """What is wrong with the install's brand as log fields: the reason, where it was looked for,
+    and the install to rerun (a recorded file that is gone) or the detail (anything else)."""
+    reason = "brand-file-missing" if found.path is not None and not found.path.is_file() else "brand-unusable"
+    fields = {"reason": reason, "source": found.source, "path": str(found.path or "")}
+    fields.update({"fix": _fix(env)} if reason == "brand-file-missing" and found.source == "install" else
+                  {"detail": problem})
+    return fields
+
+
+def unread_warning(env: Mapping[str, str], plugins_dir: Path | str | None, tag: str) -> str | None:
+    """One ``[tag] warn`` line when the install's brand cannot be read (so it excludes nothing and
+    every plugin it would leave out loads), naming the fix; None when it can. For listings that,
+    unlike ``doctor`` and ``boot --check``, run no gates."""
+    found = install_brand(env, plugins_dir)
+    if found.problem is None:
+        return None
+    return format_line(tag, "warn", "op=brand-unread", excluded="none", **problem_fields(found, found.problem, env))
+
+
 def check_install_brand(ctx: GateContext) -> GateResult:
     """`install-brand`: the install's brand can be read and is a valid brand file. A named or recorded
     brand that is missing or broken names the file and the fix (`[install-brand] FATAL reason=..
@@ -189,10 +209,7 @@ def check_install_brand(ctx: GateContext) -> GateResult:
         except UserError as exc:
             problem = str(exc)
     if problem is not None:
-        reason = "brand-file-missing" if found.path is not None and not found.path.is_file() else "brand-unusable"
-        fields = {"reason": reason, "source": found.source, "path": str(found.path or "")}
-        fields.update({"fix": _fix(ctx.env)} if reason == "brand-file-missing" and found.source == "install" else
-                      {"detail": problem})
+        fields = problem_fields(found, problem, ctx.env)
         return GateResult(status="fail", inspected=1, defects=[fields],
                           lines=[format_line("install-brand", "FATAL", **fields)])
     return GateResult(status="ok", inspected=1 if found.path else 0, lines=[

@@ -72,7 +72,8 @@ class PluginHost(Protocol):
 
     def memory_search(self, query: str, principal: Principal, limit: int = 10) -> list[MemoryHit]:
         """A ranked memory search as ``principal`` would run it (``plughost_memory_search``): typed
-        rows, best first, each one ``principal`` may read; ``[]`` when no plugin searches memory."""
+        rows, best first, each one ``principal`` may read, never more than this process may (another
+        account's principal is refused); ``[]`` when no plugin searches memory."""
         ...
 
     def call_tool(self, plugin: str, name: str, arguments: Mapping[str, Any] | None = None) -> Any:

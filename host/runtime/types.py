@@ -315,12 +315,19 @@ class AgentTurn:
         process's) to the payload's role and conversation (``role`` absent: ``public``).
 
         The keys of :data:`TURN_REQUIRED` must be there as strings, ``sessionId`` not empty (a
-        visitor's turn is confined to it); else ``ValueError`` naming each. The other keys, absent,
-        are empty."""
+        visitor's turn is confined to it); else ``ValueError`` naming each (anything but a mapping
+        lacks them all). ``role`` ``admin`` needs an admin's ``principal`` (a turn is never wider
+        than the principal it is given): else ``ValueError`` naming ``role``. The other keys,
+        absent, are empty."""
+        if not isinstance(payload, Mapping):
+            payload = {}
         problems = [f"{key}: missing" if key not in payload else f"{key}: expected a string, got "
                     f"{type(payload[key]).__name__}" for key in TURN_REQUIRED if not isinstance(payload.get(key), str)]
         if not problems and not str(payload["sessionId"]).strip():
             problems.append("sessionId: empty (the conversation the turn is confined to)")
+        if not problems and payload.get("role") == "admin" and not principal.rights.admin:
+            problems.append(f"role: 'admin' but the principal given is not an admin's ({principal.describe()}); "
+                            "a turn is never wider than its principal")
         if problems:
             raise ValueError("AgentTurn.from_dict: " + "; ".join(problems) + " (the turn's JSON form: docs/channels.md#runners)")
 

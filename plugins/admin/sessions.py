@@ -53,19 +53,28 @@ def pin_path(home: Path, account_id: str) -> Path:
 MIN_PIN = 6
 """The shortest PIN ``set-pin`` takes (docs/console.md#sign-in): a million guesses at least, which the
 lockout (five a window) makes out of reach. Sign-in still checks PINs set before this minimum."""
+MAX_PIN = 64
+"""The longest PIN, set or offered."""
+SIGN_IN_MIN_PIN = 4
+"""The shortest PIN sign-in checks: :data:`MIN_PIN` once was this, and a PIN set then still signs in."""
+
+
+def pin_rule(shortest: int = MIN_PIN) -> str:
+    """The rule of a PIN in words, for messages and the console's sign-in form."""
+    return f"{shortest} to {MAX_PIN} characters without spaces"
 
 
 def check_pin(pin: Any) -> str:
-    """A PIN offered at sign-in: 4 to 64 characters without spaces (shorter ones were once settable)."""
-    if not isinstance(pin, str) or not (4 <= len(pin) <= 64) or any(ch.isspace() for ch in pin):
-        raise UserError("pin: expected 4 to 64 characters without spaces")
+    """A PIN offered at sign-in: :data:`SIGN_IN_MIN_PIN` to :data:`MAX_PIN` characters without spaces."""
+    if not isinstance(pin, str) or not (SIGN_IN_MIN_PIN <= len(pin) <= MAX_PIN) or any(ch.isspace() for ch in pin):
+        raise UserError(f"pin: expected {pin_rule(SIGN_IN_MIN_PIN)}")
     return pin
 
 
 def check_new_pin(pin: Any) -> str:
-    """A PIN being set: at least :data:`MIN_PIN` characters, at most 64, no spaces."""
-    if not isinstance(pin, str) or not (MIN_PIN <= len(pin) <= 64) or any(ch.isspace() for ch in pin):
-        raise UserError(f"pin: expected {MIN_PIN} to 64 characters without spaces")
+    """A PIN being set: :data:`MIN_PIN` to :data:`MAX_PIN` characters, no spaces."""
+    if not isinstance(pin, str) or not (MIN_PIN <= len(pin) <= MAX_PIN) or any(ch.isspace() for ch in pin):
+        raise UserError(f"pin: expected {pin_rule()}")
     return pin
 
 

@@ -44,3 +44,31 @@ def test_a_key_of_the_wrong_type_or_an_empty_conversation_is_refused() -> None:
 def test_the_json_form_goes_round() -> None:
     turn = AgentTurn.from_dict({**WIRE, "role": "admin", "userId": "u1", "scheduled": True}, Principal.owner("acct"))
     assert AgentTurn.from_dict(turn.as_dict(), Principal.owner("acct")) == turn
+
+
+@pytest.mark.parametrize("payload", ["x", None, 7, ["sessionId"]])
+def test_anything_but_a_mapping_is_refused_as_an_empty_one(payload: object) -> None:
+    with pytest.raises(ValueError) as empty:
+        AgentTurn.from_dict({}, Principal.owner("acct"))
+    with pytest.raises(ValueError) as caught:
+        AgentTurn.from_dict(payload, Principal.owner("acct"))  # type: ignore[arg-type]
+    assert str(caught.value) == str(empty.value)
+
+
+@pytest.mark.parametrize("env", [{"ACCOUNT_ID": "acct", "ALLOWED_SCOPES": "public"},
+                                 {"ACCOUNT_ID": "acct", "AGENT_SLUG": "bot"},
+                                 {"ACCOUNT_ID": "acct", "PLUGHOST_SESSION_ROLE": "public"},
+                                 {"ACCOUNT_ID": "acct", "SESSION_ID": "s1"}])
+def test_an_admin_role_never_widens_a_narrower_principal(env: dict[str, str]) -> None:
+    """A scoped, agent, session or public principal given a form saying ``role: admin`` is refused,
+    never made an admin's session; an admin's principal (narrowed or not) keeps its turn admin."""
+    from plughost.api.principals import resolve
+
+    with pytest.raises(ValueError, match=r"^AgentTurn\.from_dict: role: 'admin' but the principal given is not an "
+                                         r"admin's \(role [a-z]+[^\n]*\)") as caught:
+        AgentTurn.from_dict({**WIRE, "role": "admin"}, resolve(env))
+    assert "\n" not in str(caught.value)
+    assert not AgentTurn.from_dict(WIRE, resolve(env)).admin  # a visitor's turn is still theirs
+    narrowed_admin = resolve({"ACCOUNT_ID": "acct", "PLUGHOST_SESSION_ROLE": "admin", "ALLOWED_SCOPES": "public"})
+    turn = AgentTurn.from_dict({**WIRE, "role": "admin"}, narrowed_admin)
+    assert turn.admin and turn.principal.scopes == ("public",) and not turn.principal.is_admin

@@ -95,3 +95,39 @@ def test_memory_search_returns_typed_rows_and_names_a_bad_field(make_host) -> No
                        ({"id": "a", "labels": [], "score": 1, "properties": None}, "'properties'")):
         with host.temporary_plugin(_Rows([bad]), "bad"), pytest.raises(UserError, match=f"field {field}"):
             host.memory_search("q", host.principal)
+
+
+class _Seen:
+    """Records the principal the hook was called with."""
+
+    def __init__(self):
+        self.principals = []
+
+    @hookimpl
+    def plughost_memory_search(self, query, principal, limit):
+        self.principals.append(principal)
+        return []
+
+
+def test_memory_search_never_runs_wider_than_the_host(make_host) -> None:
+    """A plugin handing ``host.memory_search`` a wider principal than its process's gets the
+    process's narrowing (scopes intersected, agent kept); another account's is one refusal line."""
+    from plughost import Principal, Role
+
+    host: Host = make_host(PLUGHOST_DISABLE_PLUGINS="memory", ACCOUNT_ID="acme", ALLOWED_SCOPES="public",
+                           AGENT_SLUG="bot")
+    seen = _Seen()
+    with host.temporary_plugin(seen, "seen"):
+        host.memory_search("q", Principal.owner("acme"))
+        got = seen.principals[-1]
+        assert (got.account, got.scopes, got.agent, got.is_admin) == ("acme", ("public",), "bot", False)
+        assert got.role is Role.AGENT
+        host.memory_search("q", Principal.owner("acme").visitor())
+        assert seen.principals[-1].role is Role.PUBLIC and seen.principals[-1].scopes == ("public",)
+        with pytest.raises(UserError, match=r"^memory_search: parameter 'principal': account 'other' is not this "
+                                            r"process's account \(ACCOUNT_ID is 'acme'\)") as caught:
+            host.memory_search("q", Principal.owner("other"))
+        assert "\n" not in str(caught.value)
+        with pytest.raises(UserError, match="^agent: 'spy' is not this process's agent"):
+            host.memory_search("q", Principal.owner("acme").narrowed_to(agent="spy"))
+    assert len(seen.principals) == 2  # the refused calls reached no plugin

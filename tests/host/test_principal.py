@@ -99,3 +99,56 @@ def test_an_owner_or_the_system_is_always_some_accounts(who: str, account: objec
     with pytest.raises(ValueError, match=rf"^Principal\.{who}: account: expected the id of an account, got "):
         getattr(Principal, who)(account)
     assert getattr(Principal, who)(A).account_id == A
+
+
+@pytest.mark.parametrize("account", ["../x", "a b/../..", "a/b", ".hidden", "-", "x" * 129])
+@pytest.mark.parametrize("who", ["owner", "system"])
+def test_an_id_no_account_may_have_is_refused(who: str, account: str) -> None:
+    """The CLI's account-id rule (``plughost.runtime.accounts.check_id``) holds for a principal too."""
+    from plughost.ports.principal import Principal
+    from plughost.runtime.accounts import check_id
+
+    with pytest.raises(ValueError, match=rf"^Principal\.{who}: account: '.*' is not a valid account id; expected "):
+        getattr(Principal, who)(account)
+    with pytest.raises(UserError, match="is not a valid account id"):
+        check_id(account)
+    assert getattr(Principal, who)("a.b_c-1").account == check_id("a.b_c-1")
+
+
+@pytest.mark.parametrize(("bound_env", "given", "role", "scopes", "agent"), [
+    ({"ALLOWED_SCOPES": "public"}, "owner", Role.SCOPED, ("public",), None),
+    ({"ALLOWED_SCOPES": "public,shared"}, "scoped-shared-admin", Role.SCOPED, ("shared",), None),
+    ({"AGENT_SLUG": "bot"}, "owner", Role.AGENT, None, "bot"),
+    ({"PLUGHOST_SESSION_ROLE": "public", "PLUGHOST_SESSION_ID": "s1"}, "owner", Role.PUBLIC, ("public",), None),
+    ({"PLUGHOST_SESSION_ROLE": "admin"}, "owner", Role.ADMIN_SESSION, None, None),
+    ({}, "visitor", Role.PUBLIC, ("public",), None),
+    ({}, "owner", Role.OWNER, None, None),
+])
+def test_a_principal_within_the_process_is_never_wider(bound_env: dict[str, str], given: str, role: Role,
+                                                      scopes: tuple[str, ...] | None, agent: str | None) -> None:
+    """``Principal.within``: what a plugin hands the host, narrowed to the process's own principal."""
+    from plughost.ports.principal import Principal
+
+    bound = resolve({"ACCOUNT_ID": A, **bound_env})
+    p = {"owner": Principal.owner(A), "visitor": Principal.owner(A).visitor(),
+         "scoped-shared-admin": Principal.owner(A).narrowed_to(scopes=("shared", "admin"))}[given]
+    got = p.within(bound, "call")
+    assert (got.account, got.role, got.scopes, got.agent) == (A, role, scopes, agent)
+    assert not got.is_admin or bound.is_admin
+    assert got.session is None  # none was given: no conversation at all, narrower than the bound's own
+
+
+@pytest.mark.parametrize("bound_env", [{}, {"ACCOUNT_ID": "other"}])
+def test_another_accounts_principal_is_refused(bound_env: dict[str, str]) -> None:
+    from plughost.ports.principal import Principal
+
+    with pytest.raises(UserError, match=r"^call: parameter 'principal': account 'acct-a' is not this process's account"):
+        Principal.owner(A).within(resolve(bound_env), "call")
+
+
+def test_within_keeps_no_conversation_but_the_bounds_own() -> None:
+    from dataclasses import replace
+
+    bound = resolve({"ACCOUNT_ID": A, "PLUGHOST_SESSION_ROLE": "public", "PLUGHOST_SESSION_ID": "s1"})
+    assert replace(bound, session="s2").within(bound, "call").session is None
+    assert bound.within(bound, "call") == bound

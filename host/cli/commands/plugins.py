@@ -1,11 +1,16 @@
 """`plughost plugins list [--json]`: every plugin found, with its source, status and reason, and the
-capabilities it provides and needs (PLUGIN.md ``provides``/``needs``, or the code's ``PROVIDES``/``NEEDS``)."""
+capabilities it provides and needs (PLUGIN.md ``provides``/``needs``, or the code's ``PROVIDES``/``NEEDS``).
+An install whose brand cannot be read (a moved payload) gets one warn line on stderr naming the fix:
+what the brand would exclude is listed as loaded, as it loads."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
+
+from plughost.runtime.install_brand import unread_warning
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +29,9 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
             row["tools"] = sorted(table.served.get(record.name, {}))
         row["toolProblems"] = [p.line() for p in table.problems_of(record.name)]
         rows.append(row)
+    warning = unread_warning(host.env, host.plugins_dir, "plugins")
+    if warning:
+        print(warning, file=sys.stderr)
     if args.json:
         print(json.dumps({"plugins": rows}, indent=2))
         return 0

@@ -61,6 +61,9 @@ NAV = (("/admin", "Home"), ("/admin/leads", "Leads"), ("/admin/conversations", "
        ("/admin/logs", "Logs"), ("/admin/people", "Erase / export"))
 CHANNELS = {"webchat": "Webchat", "telegram": "Telegram", "whatsapp": "WhatsApp"}
 PERSON_KINDS = ("contact", "visitor", "conversation")
+PIN_FIELD: dict[str, Any] = {"pin_min": sessions.SIGN_IN_MIN_PIN, "pin_max": sessions.MAX_PIN, "pin_rule": sessions.pin_rule()}
+"""The sign-in form's PIN field: it takes what sign-in checks (a PIN set by an earlier release too)
+and states what ``set-pin`` sets; one home for the numbers, :mod:`plughost.plugins.admin.sessions`."""
 SEARCH_PAGE = 10
 SEARCH_MAX_PAGE = 10
 LOG_WINDOW = 256 * 1024  # bytes of the log's tail the logs page reads
@@ -797,7 +800,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         if session is not None:
             return RedirectResponse(nxt, status_code=303, headers=HEADERS)
         return console.render("login.html", title="Sign in", account=console.account or "(none)", next=nxt,
-                              error=None)
+                              error=None, **PIN_FIELD)
 
     async def login_post(request: Any) -> Any:
         refused = console.narrowed()
@@ -815,14 +818,15 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
             pin = sessions.check_pin((form or {}).get("pin"))
         except UserError:
             return console.render("login.html", 400, title="Sign in", account=account, next=nxt,
-                                  error="The PIN is 4 to 64 characters without spaces.")
+                                  error=f"The PIN is {sessions.pin_rule(sessions.SIGN_IN_MIN_PIN)}.", **PIN_FIELD)
         token, _user, refused = await login.attempt(account, pin)
         if token is None:
             status = int(getattr(refused, "status_code", 401))
             error = ("Too many wrong PINs: sign-in is locked for a few minutes. Wait, then try again." if status == 429
                      else "That PIN is not right." if sessions.has_pin(host.home, account)
                      else f"No admin PIN is set for this account yet: run `plughost admin set-pin {account}`.")
-            page = console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error)
+            page = console.render("login.html", status, title="Sign in", account=account, next=nxt, error=error,
+                                  **PIN_FIELD)
             retry = getattr(refused, "headers", {}).get("retry-after")
             if status == 429 and retry:  # the lockout says when to try again, as the JSON route does
                 page.headers["Retry-After"] = retry

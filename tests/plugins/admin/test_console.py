@@ -85,6 +85,11 @@ def test_signed_out_pages_redirect_to_login_and_posts_need_the_form_check(consol
     assert status == 200 and "script-src 'none'" in headers["content-security-policy"]
     assert "style-src 'self';" in headers["content-security-policy"] and "<style" not in body and "style=" not in body
     assert '<label for="pin">' in body and 'href="#main"' in body
+    # the PIN field takes what sign-in checks (an earlier release's shorter PIN too) and states set-pin's rule
+    assert f'minlength="{sessions.SIGN_IN_MIN_PIN}" maxlength="{sessions.MAX_PIN}"' in body
+    assert f"{sessions.MIN_PIN} to {sessions.MAX_PIN} characters without spaces, as <code>plughost admin set-pin" in body
+    status, _, body = _raw(f"{base}/admin/login", b"pin=123&next=/admin")
+    assert status == 400 and f"The PIN is {sessions.SIGN_IN_MIN_PIN} to {sessions.MAX_PIN} characters" in body
     status, headers, _ = _raw(f"{base}/admin/static/console.css")
     assert status == 200 and headers["content-type"].startswith("text/css")
     status, _, body = _raw(f"{base}/admin/login", b"pin=000000&next=/admin")

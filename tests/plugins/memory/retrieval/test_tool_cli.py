@@ -265,3 +265,17 @@ def test_host_memory_search_typed_rows_under_a_principal(make_host) -> None:
     assert [h.id for h in public] == ["n1"]
     assert all(h.properties.get("scope") == "public" for h in public)
     assert len(host.memory_search("haircut", host.principal, limit=1)) == 1
+
+
+def test_host_memory_search_never_wider_than_the_process(make_host) -> None:
+    """A process scoped to ``public`` handing ``host.memory_search`` its owner's principal still sees
+    public memory only; another account's principal is refused, not searched."""
+    from plughost import UserError
+
+    host = make_host(**ENV)
+    seed(host)
+    scoped = make_host(**ENV, ALLOWED_SCOPES="public")
+    hits = scoped.memory_search("haircut", Principal.owner(ACCOUNT), limit=5)
+    assert "n2" not in {h.id for h in hits} and "n1" in {h.id for h in hits}
+    with pytest.raises(UserError, match=r"^memory_search: parameter 'principal': account 'other' is not"):
+        scoped.memory_search("haircut", Principal.owner("other"), limit=5)
