@@ -361,7 +361,7 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
 
 
 def _staged(tmp: Path, plugins_dir: Path) -> Any:
-    """The entry-point plugins staged as folders; one named like a folder plugin is left out."""
+    """The entry-point plugins staged as folders; one named like a folder plugin of another module is refused."""
     staged = entrypoints.stage(tmp, config.load_env())
     taken = {f.name: f for f in _platform_folders(plugins_dir)}
     for folder in list(staged.folders):
@@ -371,8 +371,10 @@ def _staged(tmp: Path, plugins_dir: Path) -> Any:
         if load_manifest(other / "PLUGIN.md").python == load_manifest(folder / "PLUGIN.md").python:
             staged.replaces.add(other)  # an earlier payload's copy of it (bundling from an install): ship it fresh
             continue
-        staged.folders.remove(folder)
-        staged.left_out[folder.name] = f"the plugin folder '{other}' has the same name"
+        # the host loads the entry point and fails the folder: shipping either would not be what runs here
+        origin = staged.origins.get((folder / "PLUGIN.md").resolve(), "?")
+        raise UserError(f"bundle: plugin '{folder.name}' is both an entry point ({origin}) and the folder "
+                        f"'{other}'; rename or remove one")
     for name, reason in sorted(staged.left_out.items()):
         log("bundler", "op=left-out", plugin=name, source="entry-point", reason=reason)
     return staged
