@@ -42,7 +42,7 @@ from plughost.payload.generator import (
 )
 from plughost.runtime import hostrange, plugin_checks, plugin_model
 from plughost.runtime.agent_files import brand_agent_files
-from plughost.runtime.manifest import load_manifest, validate
+from plughost.runtime.manifest import CODE_FIELDS, load_manifest, validate
 from plughost.util import config, settings
 from plughost.util.errors import FatalError, UserError
 from plughost.util.jsonio import read_json, render, write_if_changed
@@ -228,10 +228,11 @@ def _shown(path: str) -> str:
 
 
 def check_needs(brand: Brand, platform: list[Path], bundles: dict[str, Path], plugins_dir: Path,
-                staged: list[Path] | None = None) -> None:
+                staged: list[Path] | None = None, origins: dict[Path, str] | None = None) -> None:
     """Refuse a payload in which a plugin needs a capability no shipped plugin provides (the
     ``plugin-needs`` rule of :mod:`plughost.runtime.plugin_model`, over the payload's folders): it would
-    install and boot, then fail every call that needs it (memory without a graph store)."""
+    install and boot, then fail every call that needs it (memory without a graph store). An entry-point
+    plugin's need is named where it is declared (``origins``), never by its staging copy."""
     models = [m for f in [*platform, *_premium_folders(bundles)] if (m := plugin_model.of_folder(f)) is not None]
     unmet = plugin_model.unmet_needs(models)
     if not unmet:
@@ -244,12 +245,22 @@ def check_needs(brand: Brand, platform: list[Path], bundles: dict[str, Path], pl
         by_need.setdefault(miss.need, []).append(miss)
     lines = []
     for need, misses in by_need.items():  # one line per capability, naming every plugin that needs it
-        who = ", ".join(f"'{m.plugin}' ({_shown(m.file)} {m.field})" for m in misses)
+        who = ", ".join(f"'{m.plugin}' ({_declared(m, origins or {})})" for m in misses)
         names = plugin_model.providers_of(others, need)
         add = f"add '{names[0]}' or a plugin that provides it" if names else "add a plugin that provides it"
         lines.append(f"bundle: plugin{'s' if len(misses) > 1 else ''} {who} need{'' if len(misses) > 1 else 's'} "
                      f"'{need}'; no plugin in brand '{brand.name}' provides it: {add}")
     raise UserError("\n".join(lines))
+
+
+def _declared(miss: plugin_model.Unmet, origins: dict[Path, str]) -> str:
+    """Where an unmet need is declared: the file and field, an entry point's by its installed
+    PLUGIN.md or, when bundle generated that, its module's ``NEEDS``."""
+    origin = origins.get(Path(miss.file).resolve())
+    if origin is None:
+        return f"{_shown(miss.file)} {miss.field}"
+    field = miss.field if not origin.startswith("module:") else miss.field.replace("needs", CODE_FIELDS["needs"], 1)
+    return f"{_shown(origin)} {field}"
 
 
 def check_plugins(folders: list[Path], env: Any = None) -> None:
@@ -350,7 +361,7 @@ def bundle(brand_ref: str, out: Path, *, plugins_dir: Path | None = None, premiu
 
 
 def _staged(tmp: Path, plugins_dir: Path) -> Any:
-    """The entry-point plugins staged as folders; one named like a folder plugin is left out."""
+    """The entry-point plugins staged as folders; one named like a folder plugin of another module is refused."""
     staged = entrypoints.stage(tmp, config.load_env())
     taken = {f.name: f for f in _platform_folders(plugins_dir)}
     for folder in list(staged.folders):
@@ -360,8 +371,10 @@ def _staged(tmp: Path, plugins_dir: Path) -> Any:
         if load_manifest(other / "PLUGIN.md").python == load_manifest(folder / "PLUGIN.md").python:
             staged.replaces.add(other)  # an earlier payload's copy of it (bundling from an install): ship it fresh
             continue
-        staged.folders.remove(folder)
-        staged.left_out[folder.name] = f"the plugin folder '{other}' has the same name"
+        # the host loads the entry point and fails the folder: shipping either would not be what runs here
+        origin = staged.origins.get((folder / "PLUGIN.md").resolve(), "?")
+        raise UserError(f"bundle: plugin '{folder.name}' is both an entry point ({origin}) and the folder "
+                        f"'{other}'; rename or remove one")
     for name, reason in sorted(staged.left_out.items()):
         log("bundler", "op=left-out", plugin=name, source="entry-point", reason=reason)
     return staged
@@ -376,7 +389,7 @@ def _bundle(brand: Brand, out: Path, plugins_dir: Path, premium_dir: Path | None
         staged.left_out[folder.name] = problem
         log("bundler", "op=left-out", plugin=folder.name, source="folder", reason=problem)
     mode, bundles, skipped = premium_gate(brand, premium_dir)
-    check_needs(brand, platform, bundles, plugins_dir, staged.folders)
+    check_needs(brand, platform, bundles, plugins_dir, staged.folders, staged.origins)
     log("bundler", "premium-bundle-gate", brand=brand.name, mode=mode, shipped=sorted(bundles), skipped=skipped)
     report = BundleReport(out=out, brand=brand.name, platform=[f.name for f in platform], excluded=excluded,
                           shipped=sorted(bundles), skipped=skipped,

@@ -55,6 +55,9 @@ class Staged:
     folders: list[Path] = field(default_factory=list)
     left_out: dict[str, str] = field(default_factory=dict)
     replaces: set[Path] = field(default_factory=set)  # plugin folders a staged one takes the place of
+    # a staged PLUGIN.md → where what it declares comes from: the distribution's own (installed) PLUGIN.md,
+    # or "module:<dotted>" when bundle generated it from the code (the staging folder is gone after bundle)
+    origins: dict[Path, str] = field(default_factory=dict)
 
 
 def third_party_entry_points() -> list[importlib.metadata.EntryPoint]:
@@ -92,8 +95,11 @@ def stage(staging: Path, env: Mapping[str, str]) -> Staged:
                 staged.left_out[ep.name] = reason
                 continue
             try:
-                staged.folders.append(_stage_one(staging, ep, record, table.declared.get(ep.name, []),
-                                                 host.surface.models.get(ep.name)))
+                folder = _stage_one(staging, ep, record, table.declared.get(ep.name, []),
+                                    host.surface.models.get(ep.name))
+                staged.folders.append(folder)
+                own = _module_files(ep.module)[0] / MANIFEST
+                staged.origins[(folder / MANIFEST).resolve()] = str(own) if own.is_file() else f"module:{ep.module}"
             except UserError as exc:
                 staged.left_out[ep.name] = str(exc)
     finally:

@@ -511,7 +511,10 @@ def _check_plugins(plan: InstallPlan, env: Mapping[str, str] | None) -> None:
     (a payload edited, or built by another plughost, since its bundle): one line naming the first
     defect, how many there are and the command that lists them all."""
     manifests = [p.path / "PLUGIN.md" for p in plan.plugins if (p.path / "PLUGIN.md").is_file()]
-    found = [line for md in manifests for line in manifest_errors(md)]
+    # bundle writes a PLUGIN.md into every plugin folder (an entry point's too): one missing was removed since
+    found = [f"{p.path}: PLUGIN.md: missing (every bundled plugin has one; bundle again)"
+             for p in plan.plugins if not (p.path / "PLUGIN.md").is_file()]
+    found += [line for md in manifests for line in manifest_errors(md)]
     if not found:
         found = [d.line() for d in plugin_checks.host_range_defects(manifests)]
     if not found:

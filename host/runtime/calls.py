@@ -91,6 +91,10 @@ class HookCalls:
         seen: dict[Any, str] = {}
         for answer in answers or ():
             plugin = answer.plugin if isinstance(answer, Answer) else "?"
+            if isinstance(answer, Answer) and not answer.listed:  # one item where a list is due: not taken
+                sink.error(plugin, hook.name, TypeError(
+                    f"returned {type(answer[0]).__name__}, expected a list of {hook.kind.__name__}"), self.env)
+                continue
             for item in answer if isinstance(answer, (list, tuple)) else [answer]:
                 if not isinstance(item, hook.kind):
                     sink.error(plugin, hook.name, TypeError(

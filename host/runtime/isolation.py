@@ -89,9 +89,10 @@ class Answer(list[Any]):
     Wrappers see (and may edit) ordinary lists; an answer a wrapper makes up is its own.
     """
 
-    def __init__(self, plugin: str, items: Any) -> None:
+    def __init__(self, plugin: str, items: Any, listed: bool = True) -> None:
         super().__init__(items if isinstance(items, (list, tuple)) else [items])
         self.plugin = plugin
+        self.listed = listed and isinstance(items, (list, tuple))  # False: the implementation returned no list
 
 
 def _attributed(plugin: str, answers: Any) -> Any:
@@ -110,7 +111,7 @@ def isolate(fn: Callable[..., Any], plugin: str, hook_name: str, env: Mapping[st
         except Exception as exc:
             sink.error(plugin, hook_name, exc, env)
             return None
-        return None if answer is None else Answer(plugin, answer)
+        return None if answer is None else Answer(plugin, answer, listed=isinstance(answer, (list, tuple)))
 
     return call
 

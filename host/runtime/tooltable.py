@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DEFAULT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 NO_HANDLER = "is declared in PLUGIN.md but no plughost_tools implementation provides it"
+NO_TOOLS = "is declared in PLUGIN.md but its plughost_tools returns no Tool (None or an empty list)"
 PLACEHOLDER = "has a placeholder description in PLUGIN.md (empty, or just its name): say what the tool does"
 
 
@@ -104,12 +105,13 @@ def build_tool_table(host: Host) -> ToolTable:
     table = ToolTable()
     collected = host.collect(hooktable.TOOLS)
     table.hook_errors = list(collected.errors)
+    implementers = {i.plugin_name for i in host.calls.providers(hooktable.TOOLS)}
     for record in sorted(host.loaded(), key=lambda r: r.name):
-        _join_plugin(table, record, collected)
+        _join_plugin(table, record, collected, record.name in implementers)
     return table
 
 
-def _join_plugin(table: ToolTable, record: Any, collected: Any) -> None:
+def _join_plugin(table: ToolTable, record: Any, collected: Any, implements: bool = False) -> None:
     """One plugin's declarations, problems and served tools, into ``table``."""
     plugin = record.name
     impls = collected.items(plugin)
@@ -125,10 +127,12 @@ def _join_plugin(table: ToolTable, record: Any, collected: Any) -> None:
     if not impls:
         # No handlers: a declarative plugin, or one whose own MCP server serves it. A plugin
         # whose own ``python:`` module should provide them (none, raised, wrong type) is a defect.
-        # A failure of the plugin's own plughost_tools is a defect whoever serves the tools.
+        # A failure of the plugin's own plughost_tools, or one that returns no Tool (None, []),
+        # is a defect whoever serves the tools.
         failed = [e.reason for e in collected.errors if e.plugin == plugin]
-        if decls and manifest is not None and manifest.python and (failed or not _own_server(record)):
-            detail = f"cannot be served: plughost_tools failed: {failed[0]}" if failed else NO_HANDLER
+        if decls and manifest is not None and manifest.python and (failed or implements or not _own_server(record)):
+            detail = (f"cannot be served: plughost_tools failed: {failed[0]}" if failed
+                      else NO_TOOLS if implements else NO_HANDLER)
             table.problems.extend(ToolProblem(plugin, d.name, "no-handler", detail) for d in decls)
         return
     handlers = {t.name: t for t in impls}

@@ -53,3 +53,26 @@ def test_version_and_usage() -> None:
     """Smoke test of the real command: two interpreter starts, the console path's exit codes."""
     assert run_cli_process("--version").stdout.strip().startswith("plughost ")
     assert run_cli_process("no-such-command").returncode == 2
+
+
+def test_an_import_past_the_public_api_is_a_warning_naming_file_and_line(tmp_path: Path) -> None:
+    """Another plugin or a host internal imported by a folder plugin: one `[manifests] warn` line each,
+    exit 0; `plughost`, `plughost.api.*` and imports a type checker alone sees are fine."""
+    folder = tmp_path / "peek"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "PLUGIN.md").write_text("---\nname: peek\ndescription: \"Peeks.\"\npython: peek_hooks\n---\n")
+    (folder / "peek_hooks.py").write_text(
+        "from typing import TYPE_CHECKING\n\nimport plughost\nfrom plughost import hookimpl\n"
+        "from plughost.api import accounts\n"
+        "import plughost.plugins.graph.hookimpls\n"
+        "if TYPE_CHECKING:\n    from plughost.runtime.host import Host\n", encoding="utf-8")
+    (folder / "sub" / "deep.py").write_text("X = 1\nfrom plughost.plugins import memory\n"
+                                            "from plughost.util.log import log\n", encoding="utf-8")
+    result = run_cli("manifests", "check", str(folder))
+    assert result.returncode == 0, result.stderr
+    warns = [line for line in result.stderr.splitlines() if line.startswith("[manifests] warn ")]
+    shown = [(w.split(" file=")[1].split(" ")[0], w.split(" line=")[1].split(" ")[0]) for w in warns]
+    assert shown == [(str(folder / "peek_hooks.py"), "6"), (str(folder / "sub" / "deep.py"), "2"),
+                     (str(folder / "sub" / "deep.py"), "3")], result.stderr
+    assert "plugin 'graph'" in warns[0] and "plugin 'memory'" in warns[1] and "host internal" in warns[2]
+    assert "Traceback" not in result.stderr

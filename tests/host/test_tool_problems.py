@@ -27,6 +27,10 @@ MODULES = {
     "raises": ("from plughost.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n"
                "    raise RuntimeError('tools table broke')\n"),
     "not-a-list": "from plughost.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n    return 42\n",
+    "one-tool-no-list": ("from plughost.runtime.hookspecs import hookimpl\nfrom plughost.runtime.types import Tool\n\n"
+                         "@hookimpl\ndef plughost_tools(host):\n    return Tool('t1', lambda: 1)\n"),
+    "returns-empty": "from plughost.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n    return []\n",
+    "returns-none": "from plughost.runtime.hookspecs import hookimpl\n\n@hookimpl\ndef plughost_tools(host):\n    return None\n",
 }
 
 
@@ -55,7 +59,7 @@ def test_an_invalid_input_schema_is_a_tool_problem_not_a_crash(tmp_path: Path) -
     assert "inputSchema" in problem and "properties.a.type" in problem, problem
     assert plugins["graph"]["status"] == "loaded" and plugins["graph"]["toolProblems"] == []
     check = run_cli("--plugins-dir", str(tmp_path / "bad4"), "manifests", "check", str(folder))
-    lines = check.stderr.strip().splitlines()
+    lines = [line for line in check.stderr.strip().splitlines() if not line.startswith("[")]
     assert check.returncode == 2 and len(lines) == 1, check.stderr
     assert lines[0].startswith(f"{folder / 'PLUGIN.md'}: tools: 't1'") and "properties.a.type" in lines[0]
     boot = run_cli("--plugins-dir", str(tmp_path / "bad4"), "boot", "--check")
@@ -73,6 +77,10 @@ def test_a_declared_tool_without_handler_is_reported(tmp_path: Path, case: str) 
     if case == "raises":
         assert "plughost_tools failed: RuntimeError: tools table broke" in problems[0]
         assert "no plughost_tools implementation" not in problems[0]
+    if case == "one-tool-no-list":
+        assert "plughost_tools failed: TypeError: returned Tool, expected a list of Tool" in problems[0], problems
+    if case.startswith("returns-"):
+        assert "its plughost_tools returns no Tool" in problems[0], problems
     check = run_cli("--plugins-dir", str(tmp_path / "pl"), "manifests", "check", str(folder))
     assert check.returncode == 2 and "Traceback" not in check.stderr, check.stderr
     lines = [line for line in check.stderr.strip().splitlines() if not line.startswith("[")]
@@ -202,15 +210,20 @@ def test_tools_list_serves_what_plugin_md_declares_and_logs_each_problem(tmp_pat
     assert not [line for line in log if "op=tool-problem" in line and ("tool=t-ok" in line or "tool=t-fn" in line)]
 
 
-def test_a_failing_tools_hook_is_reported_even_beside_the_plugins_own_server(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("case", "said"), [("raises", "plughost_tools failed: RuntimeError: tools table broke"),
+                                           ("returns-empty", "its plughost_tools returns no Tool"),
+                                           ("returns-none", "its plughost_tools returns no Tool")])
+def test_a_failing_tools_hook_is_reported_even_beside_the_plugins_own_server(tmp_path: Path, case: str,
+                                                                             said: str) -> None:
     """A plugin with an ``mcp/`` folder (its server runs ``plughost mcp serve``) whose ``plughost_tools``
-    raises cannot serve anything: the problem is listed, not only found when the server starts."""
+    raises or returns no Tool cannot serve anything: the problem is listed, not only found when the
+    server starts (the folder ``plughost plugin new`` makes, its hook edited to ``return []``)."""
     manifest = BAD_SCHEMA.replace("    inputSchema: {type: object, properties: {a: {type: wat}}}\n", "")
-    folder = _plugin(tmp_path / "pl", "sch", manifest, MODULES["raises"])
+    folder = _plugin(tmp_path / "pl", "sch", manifest, MODULES[case])
     (folder / "mcp").mkdir()
     (folder / "mcp" / "__main__.py").write_text("raise SystemExit(0)\n", encoding="utf-8")
     (problem,) = _listed(tmp_path / "pl")["sch"]["toolProblems"]
-    assert "plughost_tools failed: RuntimeError: tools table broke" in problem, problem
+    assert said in problem, problem
     check = run_cli("--plugins-dir", str(tmp_path / "pl"), "manifests", "check", str(folder))
     assert check.returncode == 2 and "Traceback" not in check.stderr, check.stderr
 

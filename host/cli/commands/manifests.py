@@ -10,7 +10,7 @@ from typing import Any
 from plughost.payload import plugin_files
 from plughost.payload.generator import generate
 from plughost.runtime.manifest import manifest_errors, read_frontmatter
-from plughost.runtime.plugin_checks import host_range_defects, tool_defects
+from plughost.runtime.plugin_checks import host_range_defects, import_warnings, tool_defects
 from plughost.util.errors import UserError
 from plughost.util.log import log
 
@@ -43,6 +43,7 @@ def run_check(args: argparse.Namespace, ctx: Any) -> int:
     if not manifests and not files.checked:
         raise UserError(f"PATH: no PLUGIN.md found under '{args.path}'")
     defects = [line for md in manifests for line in manifest_errors(md)]
+    valid = not defects
     if not defects:
         defects = [d.line() for d in host_range_defects(manifests)]
     if not defects:
@@ -53,6 +54,8 @@ def run_check(args: argparse.Namespace, ctx: Any) -> int:
     for finding in files.findings:
         if finding.severity != "error":
             print(finding.line(), file=sys.stderr)
+    for w in import_warnings(manifests) if valid else ():  # a warning: exit 0 stays exit 0
+        log("manifests", "warn", file=str(w.file), line=w.line, module=w.module, detail=w.detail)
     if not defects:
         print(f"ok: {len(manifests)} PLUGIN.md file(s) valid, {files.checked} Claude Code folder(s) checked")
     return 2 if defects else 0

@@ -109,3 +109,36 @@ def test_its_own_plugin_md_is_shipped_and_must_name_the_entry_point(tmp_path: Pa
     assert (manifest.description, manifest.version, manifest.python) == ("Weather, declared by hand.", "2.0.0",
                                                                          "acme_weather")
     assert "left out: sky (its PLUGIN.md name 'clouds' is not the entry point's name 'sky')" in result.stdout
+
+
+def test_an_unmet_need_names_where_the_entry_point_declares_it_not_its_staging_copy(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    own = "---\nname: faq\ndescription: \"Answers from an index.\"\nneeds: [faq-index]\n---\n# faq\n"
+    _dist(site, "acme-faq", {"faq": "acme_faq", "wiki": "acme_wiki.plugin"},
+          {"acme_faq/__init__.py": "", "acme_faq/PLUGIN.md": own,
+           "acme_wiki/__init__.py": "", "acme_wiki/plugin.py": "NEEDS = ['wiki-index']\n"})
+    result, out = _bundle(tmp_path, site)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("[")]
+    assert f"'faq' ({site / 'acme_faq' / 'PLUGIN.md'} needs[0]) needs 'faq-index'" in lines[0], lines
+    assert "'wiki' (module:acme_wiki.plugin NEEDS[0]) needs 'wiki-index'" in lines[1], lines
+    assert "plughost-entry-points-" not in result.stderr and not out.exists()
+
+
+def test_an_entry_point_and_a_folder_plugin_of_one_name_are_refused_naming_both(tmp_path: Path) -> None:
+    """The host loads the entry point and fails the folder: bundle ships neither, and says so in one line."""
+    site = tmp_path / "site"
+    _dist(site, "acme-weather", {"weather": "acme_weather.plugin"},
+          {"acme_weather/__init__.py": "", "acme_weather/plugin.py": WEATHER})
+    folder = tmp_path / "mine" / "weather"
+    folder.mkdir(parents=True)
+    (folder / "PLUGIN.md").write_text("---\nname: weather\ndescription: \"Mine.\"\npython: weather_tools\n---\n")
+    (folder / "weather_tools.py").write_text("X = 1\n")
+    out = tmp_path / "payload"
+    result = run_cli_process("--plugins-dir", str(folder.parent), "bundle", "default", "--out", str(out),
+                             env={"PYTHONPATH": str(site)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    [line] = [line for line in result.stderr.splitlines() if not line.startswith("[")]
+    assert line == (f"plughost: bundle: plugin 'weather' is both an entry point (module:acme_weather.plugin) "
+                    f"and the folder '{folder}'; rename or remove one"), line
+    assert not out.exists() and "plughost-entry-points-" not in result.stderr

@@ -204,6 +204,8 @@ BROKEN_HELLO = {  # what breaks the copy of examples/hello → the defect line's
         '      properties: {name: {type: integer}}\n'), py), "tools: 'greet' has an inputSchema property 'name'"),
     "tools-hook-raises": (lambda md, py: (md, py.replace("    return [Tool", "    raise RuntimeError('kaboom')\n    return [Tool")),
                           "tools: 'greet' cannot be served: plughost_tools failed: RuntimeError: kaboom"),
+    "tools-hook-returns-empty": (lambda md, py: (md, py.replace("    return [Tool.from_function(greet)]", "    return []")),
+                                 "tools: 'greet' is declared in PLUGIN.md but its plughost_tools returns no Tool"),
 }
 
 

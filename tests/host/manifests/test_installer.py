@@ -275,8 +275,9 @@ def test_a_plugin_json_whose_servers_are_not_the_models_is_refused(tmp_path: Pat
 
 
 def test_install_refuses_a_plugin_bundle_and_manifests_check_refuse(tmp_path: Path, plughost_home: Path) -> None:
-    """The payload edited after its bundle: a declared tool without handler, then a plugin that needs
-    another plughost: each refused as `bundle` would, exit 2 in one line, nothing written."""
+    """The payload edited after its bundle: a declared tool without handler, a plugin that needs
+    another plughost, a tools hook that returns no Tool, a plugin folder whose PLUGIN.md was
+    deleted: each refused as `bundle` would, exit 2 in one line, nothing written."""
     payload = tmp_path / "payload"
     assert bundle("studio", payload).returncode == 0
     md = payload / "premium-plugins" / "greeter" / "PLUGIN.md"
@@ -292,5 +293,19 @@ def test_install_refuses_a_plugin_bundle_and_manifests_check_refuse(tmp_path: Pa
     md.write_text(good.replace("version: ", "requires-plughost: \">=99\"\nversion: ", 1))
     result = _install(payload, config, "--dry-run")
     assert result.returncode == 2 and f"{md}: requires-plughost: needs plughost >=99" in result.stderr
+    md.write_text(good)
+    tools = md.parent / "greeter_tools.py"
+    code = tools.read_text()
+    tools.write_text(code.replace("    return [", "    return []\n    return ["))  # returns no Tool
+    result = _install(payload, config)
+    assert result.returncode == 2 and f"{md}: tools: 'greet' is declared in PLUGIN.md but its plughost_tools " \
+        "returns no Tool" in result.stderr, result.stderr
+    tools.write_text(code)
+    md.unlink()  # the PLUGIN.md bundle wrote, deleted since
+    result = _install(payload, config)
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = [x for x in result.stderr.splitlines() if x.strip()]
+    assert f"install: {md.parent}: PLUGIN.md: missing" in line and "nothing written" in line, line
+    assert not config.exists()
     md.write_text(good)
     assert _install(payload, config).returncode == 0
