@@ -58,6 +58,7 @@ from plughost.ports.jsonl import (
     JsonLines,
     check_line,
     int_problem,
+    labels_problem,
     line_id,
     line_text,
     stamps_of,
@@ -72,7 +73,7 @@ __all__ = [
     "can_change", "check_confined", "check_write", "confined_ok", "confined_view", "needs_own", "own_conversation", "owns", "resolve_conversation_id", "keyed_conversation_id", "session_conversation_id", "conversation_node_id", "edge_denied", "edge_guards", "write_guards",
     "guarded_upsert_many", "require_admin", "reserved_label_problem", "session_conversation", "visitor_key", "write_defaults",
     "EDGE_KEYS", "LINE_KEYS", "MAX_LABELS", "NAME_RE", "STORE_SET_KEYS", "ImportSummary", "JsonLines",
-    "check_line", "int_problem", "line_id", "line_text", "stamps_of",
+    "check_line", "int_problem", "labels_problem", "line_id", "line_text", "stamps_of",
     "BatchWriter", "Enrichment", "ImportBatch", "ImportRow", "ImportSession", "WaitingEdges", "is_reingest",
     "BadLine", "LONE_SURROGATE", "has_lone_surrogate", "parse_line", "record_store",
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -163,17 +163,25 @@ def check_line(row: Any, dims: int | None = None) -> str | None:
         return f"unknown key '{unknown[0]}' (expected id, labels, properties, embedding, edges, stamps)"
     if "id" in row and (not isinstance(row["id"], str) or not row["id"].strip()):
         return "id: expected a non-empty string"
-    return (_labels_problem(row.get("labels")) or _properties_problem(row.get("properties", {}))
+    return (labels_problem(row.get("labels")) or _properties_problem(row.get("properties", {}))
             or _embedding_problem(row.get("embedding"), dims) or _stamps_problem(row.get("stamps"))
             or _edges_problem(row.get("edges", [])))
 
 
-def _labels_problem(labels: Any) -> str | None:
-    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) and NAME_RE.match(x) for x in labels):
-        return "labels: expected a non-empty list of identifiers"
+def labels_problem(labels: Any, what: str = "labels") -> str | None:
+    """The one line that refuses a node's ``labels`` (every importer and the graph store's writes say
+    it alike), or None: a non-empty list of at most ``MAX_LABELS`` identifiers, none reserved."""
+    if isinstance(labels, str) or not isinstance(labels, Sequence) or not labels:
+        return f"{what}: expected a non-empty list of labels, got {labels!r:.60}"
     if len(labels) > MAX_LABELS:
-        return f"labels: {len(labels)} labels; expected at most {MAX_LABELS}"
-    return reserved_label_problem(labels)
+        return f"{what}: {len(labels)} labels; expected at most {MAX_LABELS}"
+    reserved = reserved_label_problem(labels, what)
+    if reserved:
+        return reserved
+    for i, label in enumerate(labels):
+        if not isinstance(label, str) or not NAME_RE.match(label):
+            return f"{what}[{i}]: expected an identifier ([A-Za-z_][A-Za-z0-9_]*), got {label!r:.60}"
+    return None
 
 
 def _properties_problem(props: Any) -> str | None:

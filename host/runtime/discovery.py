@@ -3,6 +3,9 @@
 Block and allow lists and the brand's exclusions are applied by *name* before anything is
 imported, so a disabled plugin's module never runs. Each plugin is registered with pluggy alone
 and checked alone (``check_pending`` for that plugin), so one plugin's typo fails that plugin.
+The built-ins are registered first and every external plugin after them (entry points, then
+platform folders, then premium bundles, each by name): pluggy asks the last registered first, so
+an external plugin is asked before the built-ins whatever its name (docs/hooks.md).
 """
 
 from __future__ import annotations
@@ -169,13 +172,26 @@ class Discovery:
             return self
         self._loaded = True
         legacy.install()  # plugins written for 0.1 import `host...`: served, with a warning, until 0.3
+        eps: list[importlib.metadata.EntryPoint] = []
         if self.entry_points:
             eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
             self._shared = shared_modules(eps, self._dist_name)
-            for ep in eps:
-                self._load_entry_point(ep)
+        folders: list[Path] = []
         if self.plugins_dir and self.plugins_dir.is_dir():
-            for folder in sorted(p for p in self.plugins_dir.iterdir() if (p / "PLUGIN.md").is_file()):
+            folders = sorted(p for p in self.plugins_dir.iterdir() if (p / "PLUGIN.md").is_file())
+        # Pluggy asks the last registered first: the built-ins are registered before every external
+        # plugin (entry point, folder, premium; each kind by name), so any external one is asked first.
+        builtin_eps = [ep for ep in eps if self._dist_name(getattr(ep, "dist", None)) == "plughost"]
+        builtin_folders = [f for f in folders if self._builtin_folder(f)]
+        for ep in builtin_eps:
+            self._load_entry_point(ep)
+        for folder in builtin_folders:
+            self._load_folder(folder, source="platform")
+        for ep in eps:
+            if ep not in builtin_eps:
+                self._load_entry_point(ep)
+        for folder in folders:
+            if folder not in builtin_folders:
                 self._load_folder(folder, source="platform")
         if self.premium_dir and self.premium_dir.is_dir():
             for top in sorted(p for p in self.premium_dir.iterdir() if p.is_dir()):
@@ -262,9 +278,7 @@ class Discovery:
             name, reason = found.name, None
         except UserError as exc:
             manifest, name, reason = None, folder.name, str(exc)
-        builtin = folder.resolve().is_relative_to(config.builtin_plugins_dir().resolve()) or bool(
-            manifest and manifest.python and manifest.python.startswith("plughost.plugins.")
-        )
+        builtin = self._is_builtin(folder, manifest)
         record = PluginRecord(
             name=name, source=source, origin=str(folder), folder=folder, manifest=manifest,
             bundle=bundle, nested=nested, builtin=builtin and source == "platform",
@@ -293,6 +307,19 @@ class Discovery:
         elif manifest:
             self._refused_host(record)
         # else: a declarative plugin (a shared-lib MCP server, skills, agents): nothing to import.
+
+    @staticmethod
+    def _is_builtin(folder: Path, manifest: PluginManifest | None) -> bool:
+        """A platform folder holding one of plughost's own plugins (its module is ``plughost.plugins.*``)."""
+        return folder.resolve().is_relative_to(config.builtin_plugins_dir().resolve()) or bool(
+            manifest and manifest.python and manifest.python.startswith("plughost.plugins."))
+
+    def _builtin_folder(self, folder: Path) -> bool:
+        """Whether a platform folder is a built-in's, read before any is loaded (to register those first)."""
+        try:
+            return self._is_builtin(folder, load_manifest(folder / "PLUGIN.md", self._frontmatters))
+        except UserError:
+            return self._is_builtin(folder, None)  # loaded in its turn, and failed there
 
     def _refuse(self, record: PluginRecord, reason: str) -> None:
         """Fail a plugin that cannot be registered under its own name: listed and reported, never loaded."""

@@ -11,8 +11,9 @@ folder where nothing is installed means an admin's turn has none of plughost's t
 said loudly (``WARN``) with where that folder came from.
 
 When another plugin answers ``plughost_agent_runner`` (a brand's own runner), the finding names
-that runner (``agent=<its name> plugin=<plugin>``); the built-in's program and config dir are then
-not looked at, since it never runs.
+that runner and the plugin whose runner is used (``agent=<its name> plugin=<plugin>``), and the
+other plugins providing one, the built-in among them (``unused=..,channels``); the built-in's
+program and config dir are then not looked at, since it never runs.
 """
 
 from __future__ import annotations
@@ -58,17 +59,29 @@ def agent_choice(env: Mapping[str, str]) -> str:
 HOOK = hooks.AGENT_RUNNER.name
 
 
-def configured_runner(host: Host) -> tuple[str, str] | None:
-    """(runner name, plugin) when a plugin other than this one answers ``plughost_agent_runner``
-    (it is asked first), else None: the built-in ``PLUGHOST_AGENT`` names is the runner."""
-    others = [r.name for r in host.loaded() if r.name != "channels"
+def configured_runner(host: Host) -> tuple[str, str, list[str]] | None:
+    """(runner name, the plugin whose runner is used, the other plugins answering the hook) when a plugin
+    other than this one answers ``plughost_agent_runner`` (it is asked first), else None: the built-in
+    ``PLUGHOST_AGENT`` names is the runner."""
+    others = [r for r in reversed(host.loaded()) if r.name != "channels"  # pluggy's order: the last registered first
               and getattr(getattr(r.module, HOOK, None), "plughost_impl", None) is not None]
     if not others:
         return None
     runner = host.first(hooks.AGENT_RUNNER)  # theirs first; the built-in when they answer None
     if runner is None or type(runner).__module__.startswith("plughost.plugins.channels."):
         return None
-    return str(getattr(runner, "name", type(runner).__name__)), ",".join(others)
+    used = others[0].name
+    if len(others) > 1:  # which one answered: asked again in the same order, the first to answer
+        used = next((r.name for r in others if _answers(r.module, host)), used)
+    return (str(getattr(runner, "name", type(runner).__name__)), used,
+            [r.name for r in others if r.name != used] + ["channels"])
+
+
+def _answers(plugin: object, host: Host) -> bool:
+    try:
+        return getattr(plugin, HOOK)(host=host) is not None
+    except Exception:  # noqa: BLE001 - its failure is the hook call's to report; it did not answer
+        return False
 
 
 def check_agent_runner(ctx: GateContext) -> GateResult:
@@ -83,7 +96,7 @@ def check_agent_runner(ctx: GateContext) -> GateResult:
     other = configured_runner(ctx.host)
     if other is not None:
         return GateResult("ok", 1, [format_line(None, "startup-self-test", **{NAME: "ok"}, inspected=1,
-                                                agent=other[0], plugin=other[1])])
+                                                agent=other[0], plugin=other[1], unused=",".join(other[2]))])
     extra: dict[str, str] = {}
     warnings: list[tuple[str, dict[str, str]]] = []  # (line, defect)
     if choice == "claude":

@@ -22,14 +22,13 @@ from plughost.api.settings import GRAPH_READ_ONLY
 from plughost.api.store import EDGE_KEYS as _EDGE_KEYS
 from plughost.api.store import LINE_KEYS as _ROW_KEYS
 from plughost.api.store import (
-    MAX_LABELS,
     NAME_RE,
     RESERVED_LABELS,
     RESERVED_PROPERTIES,
     STORE_SET_KEYS,
     TEXT_PROPERTIES,
     int_problem,
-    reserved_label_problem,
+    labels_problem,
     stamps_of,
 )
 from plughost.api.util import bounded_repr
@@ -109,16 +108,12 @@ def check_labels(labels: Any, what: str = "labels") -> tuple[str, ...]:
     if (type(labels) is list and len(labels) == 1 and type(labels[0]) is str and labels[0] in _GOOD_NAMES
             and labels[0] not in RESERVED_LABELS):  # the common case, fast
         return (labels[0],)
-    if isinstance(labels, str) or not isinstance(labels, Sequence) or not labels:
-        raise UserError(f"{what}: expected a non-empty list of labels, got {labels!r:.60}")
-    if len(labels) > MAX_LABELS:
-        raise UserError(f"{what}: {len(labels)} labels; expected at most {MAX_LABELS}")
-    reserved = reserved_label_problem(labels, what)
-    if reserved:
-        raise UserError(reserved)
+    problem = labels_problem(labels, what)  # every importer's words (plughost.api.store.check_line)
+    if problem:
+        raise UserError(problem)
     out: list[str] = []
-    for i, label in enumerate(labels):
-        check_name(label, f"{what}[{i}]")
+    for label in labels:
+        check_name(label, what)  # remembered: the next row's label passes the fast path
         if label not in out:
             out.append(label)
     return tuple(out)

@@ -9,8 +9,9 @@ starts after the last recorded batch, and the batch it redoes lands on the same 
 
 Then it verifies, per account: the node count per label and the edge count equal on both
 sides; a sample of full-text searches on a node's own words agrees (the same result set whenever
-the whole set fits in the top 10; on average the top-5 overlap, the node found and the rank
-correlation of the shared top 10, each at least its threshold, printed), and vector searches on a node's own
+the whole set fits in the top 10; on average the top-5 overlap, the node found and, over the
+searches long enough to rank, the rank correlation of the shared top 10, each at least its
+threshold, printed), and vector searches on a node's own
 embedding find it at the same score (vectors: on the labels Neo4j
 indexes, ``VECTOR_LABELS``; the embedded store scores every label's). Only then does it record the
 install's store in ``<PLUGHOST_HOME>/.env`` (``PLUGHOST_STORE=neo4j`` and the ``NEO4J_*`` connection,
@@ -48,9 +49,25 @@ and Lucene rounds document lengths to a byte. Equal scores come out in each stor
 (the embedded file's row order, Lucene's segment order), so each side's runs of equal scores are
 ordered by node id before the lists are compared (:func:`by_score`)."""
 RANK_MIN = 0.8
-"""The mean rank correlation promised (Kendall's tau of the shared top 10)."""
+"""The mean rank correlation promised (Kendall's tau of the shared top 10, over the searches
+:data:`RANK_SHARED` can rank)."""
+RANK_SHARED = 5
+"""A search's rank correlation counts when both top 10s share at least this many hits, ordered by at
+least this many pairs of untied scores: fewer is too short a list to rank (on a small store, the
+whole list is a few hits and one swap is a tau of 0)."""
+TIE = 0.05
+"""Two scores within this share of each other are a tie on that side, and the pair is not ranked:
+Lucene rounds document lengths to a byte (a few percent of a score), and on a small store a common
+term's IDF differs most (Lucene ``log(1 + ..)``, FTS5 ``log(..)`` near 0), so near-equal scores swap
+between the stores without either being wrong."""
 SAME_SETS_MIN = 1.0
 """The share of searches whose whole result set fits in the top 10 where Neo4j finds the same set."""
+FIX_COUNTS = ("a count differs: erase the account in Neo4j, remove graph-migrate.json from PLUGHOST_HOME and "
+              "run graph migrate again")
+"""The verified line's ``fix=`` when a count differs."""
+FIX_SEARCHES = ("the counts agree and searches rank apart: Neo4j scores against all it holds, so migrate into a "
+                "database holding only this install (the rank-differs lines show each search)")
+"""The verified line's ``fix=`` when only searches differ."""
 CONNECTION_KEYS = ("NEO4J_URI", "NEO4J_USER", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE")
 
 
@@ -86,8 +103,9 @@ class Checkpoint:
 def migrate(source: Any, target_for: Callable[[str], Any], *, home: Path, target: str, batch: int,
             only: str | None = None, sample: int = SAMPLE) -> dict[str, Any]:
     """Copy every account of ``source`` (the embedded store) into the Neo4j stores ``target_for(account)``
-    gives, resuming from ``home``'s checkpoint; returns ``{accounts, nodes, edges, mismatches}`` (the
-    nodes and edges this run wrote: a resumed run counts what it did, not what an earlier one did)."""
+    gives, resuming from ``home``'s checkpoint; returns ``{accounts, copied_nodes, copied_edges, mismatches}``
+    (the nodes and edges this run wrote: a resumed run counts what it did, not what an earlier one did;
+    the ``verified`` line counts what each side holds)."""
     accounts = source.accounts()
     if only is not None and any(a != only for a in accounts):
         others = [a for a in accounts if a != only]
@@ -113,13 +131,13 @@ def migrate(source: Any, target_for: Callable[[str], Any], *, home: Path, target
     state.save()
     log("graph-migrate", "start", accounts=len(accounts), batch=batch, target=target,
         resumed=str(state.resumed).lower())
-    totals = {"accounts": len(accounts), "nodes": 0, "edges": 0, "mismatches": 0}
+    totals = {"accounts": len(accounts), "copied_nodes": 0, "copied_edges": 0, "mismatches": 0}
     for account in accounts:
         store = target_for(account)
         try:
             done = state.of(account)
-            totals["nodes"] += _nodes(source, store, account, done, state, batch)
-            totals["edges"] += _edges(source, store, account, done, state, batch)
+            totals["copied_nodes"] += _nodes(source, store, account, done, state, batch)
+            totals["copied_edges"] += _edges(source, store, account, done, state, batch)
             totals["mismatches"] += len(verify(source, store, account, sample=sample))
         finally:
             store.close()
@@ -210,17 +228,22 @@ def verify(source: Any, store: Any, account: str, *, sample: int = SAMPLE) -> li
     if recall < OVERLAP_MIN:
         problems.append(f"full-text: the searched node in neo4j's top 10 for {recall:.2f} of searches, below {OVERLAP_MIN}")
     if tau < RANK_MIN:
-        problems.append(f"full-text: mean rank correlation {tau:.2f} below {RANK_MIN} over {len(check.taus)} searches")
+        problems.append(f"full-text: mean rank correlation {tau:.2f} below {RANK_MIN} over the {len(check.taus)} "
+                        f"searches sharing at least {RANK_SHARED} hits (scores within {TIE:.0%} are ties, not ranked)")
     if same < SAME_SETS_MIN:
         problems.append(f"full-text: the same result set for {same:.2f} of the {len(check.same)} searches with "
                         f"fewer than {TOP} hits, below {SAME_SETS_MIN}")
     for problem in problems:
         log("graph-migrate", "mismatch", account=account[:8], detail=problem)
-    log("graph-migrate", "verified", account=account[:8], labels=len(ours), nodes=sum(ours.values()),
+    counted = len(problems) - sum(p.startswith(("full-text:", "vector search")) for p in problems)
+    fix = {} if not problems else {"fix": FIX_COUNTS if counted else FIX_SEARCHES}
+    log("graph-migrate", "verified", account=account[:8], labels=len(ours), nodes=source.scan_count(account_id=account),
         edges=e_ours, searches=check.searched, agreed=check.found, top5_overlap=f"{overlap:.2f}",
-        node_found=f"{recall:.2f}", rank_corr=f"{tau:.2f}", same_sets=f"{same:.2f}/{len(check.same)}",
-        threshold=OVERLAP_MIN, rank_threshold=RANK_MIN, mismatches=len(problems))
+        node_found=f"{recall:.2f}", rank_corr=f"{tau:.2f}" if check.taus else "none", ranked=len(check.taus),
+        same_sets=f"{same:.2f}/{len(check.same)}", threshold=OVERLAP_MIN, rank_threshold=RANK_MIN,
+        mismatches=len(problems), **fix)
     return problems
+
 
 
 class _Searches:
@@ -241,23 +264,32 @@ class _Searches:
         if not words:
             return
         query = " ".join(words)
-        here = by_score(self.source.fulltext_search(query, 2 * TOP, guards=self.guards, stemmed=True))[:TOP]
-        there = by_score(self.store.fulltext_search(query, 2 * TOP, guards=self.guards, stemmed=True))[:TOP]
+        hits_here = self.source.fulltext_search(query, 2 * TOP, guards=self.guards, stemmed=True)
+        hits_there = self.store.fulltext_search(query, 2 * TOP, guards=self.guards, stemmed=True)
+        here, there = by_score(hits_here)[:TOP], by_score(hits_there)[:TOP]
         self.searched += 1
-        overlap, tau = top_overlap(here, there), rank_correlation(here, there)
+        overlap = top_overlap(here, there, scores=self._scores(hits_there))
+        whole = len(hits_here) < TOP and len(hits_there) < TOP  # both sets whole: compared as sets, below
+        ranked = None if whole else ranked_pairs(here, there, self._scores(hits_here), self._scores(hits_there))
         self.overlaps.append(overlap)
-        self.taus.append(tau)
+        if ranked is not None:
+            self.taus.append(ranked)
         if len(here) < TOP and len(there) < TOP:  # both returned their whole result set
             self.same.append(float(set(here) == set(there)))
         elif len(here) < TOP or len(there) < TOP:
             self.same.append(0.0)
         if node.id in here:
             self.kept.append(float(node.id in there))
-        if overlap < 1.0 or tau < 1.0:
+        if overlap < 1.0 or (ranked is not None and ranked < 1.0):
             log("graph-migrate", "rank-differs", account=self.account[:8], query=repr(query[:40]),
-                top5_overlap=f"{overlap:.2f}", rank_corr=f"{tau:.2f}", node_found=node.id in there)
+                top5_overlap=f"{overlap:.2f}", rank_corr="short" if ranked is None else f"{ranked:.2f}",
+                node_found=node.id in there)
         if overlap >= OVERLAP_MIN:
             self.found += 1
+
+    @staticmethod
+    def _scores(hits: list[Any]) -> dict[str, float]:
+        return {h.node.id: float(h.score) for h in hits}
 
     def vector(self, node: Any) -> list[str]:
         """A node's stored vector searched on both sides (Neo4j searches the indexed labels only)."""
@@ -278,12 +310,16 @@ class _Searches:
         return []
 
 
-def top_overlap(here: list[str], there: list[str], k: int = 5) -> float:
-    """The share of the first list's top ``k`` that the second's top ``k`` holds (1 when both are empty)."""
+def top_overlap(here: list[str], there: list[str], k: int = 5, scores: dict[str, float] | None = None) -> float:
+    """The share of the first list's top ``k`` that the second's top ``k`` holds (1 when both are empty).
+    With the second list's ``scores``, its top ``k`` runs on through the hits tied (:data:`TIE`) with its
+    ``k``-th: which of equal scores falls inside the cut is each store's own."""
     a, b = here[:k], there[:k]
     if not a and not b:
         return 1.0
-    return len(set(a) & set(b)) / max(len(a), len(b))
+    if scores and len(b) == k:
+        b = b + [nid for nid in there[k:] if _tied(scores[nid], scores[b[-1]])]
+    return len(set(a) & set(b)) / max(len(a), len(there[:k]))
 
 
 def by_score(hits: list[Any]) -> list[str]:
@@ -301,6 +337,31 @@ def rank_correlation(here: list[str], there: list[str]) -> float:
         return 1.0
     concordant = sum(1 for i, a in enumerate(shared) for b in shared[i + 1:] if a < b)
     return (2 * concordant - pairs) / pairs
+
+
+def ranked_pairs(here: list[str], there: list[str], score_here: dict[str, float],
+                 score_there: dict[str, float]) -> float | None:
+    """Kendall's tau over the pairs of shared ids that neither side ties (:data:`TIE`), or None when
+    the lists are too short to rank (:data:`RANK_SHARED`: fewer shared ids or untied pairs)."""
+    shared = [nid for nid in here if nid in set(there)]
+    if len(shared) < RANK_SHARED:
+        return None
+    concordant = discordant = 0
+    for i, a in enumerate(shared):
+        for b in shared[i + 1:]:
+            d_here, d_there = score_here[a] - score_here[b], score_there[a] - score_there[b]
+            if _tied(score_here[a], score_here[b]) or _tied(score_there[a], score_there[b]):
+                continue
+            if d_here * d_there > 0:
+                concordant += 1
+            else:
+                discordant += 1
+    pairs = concordant + discordant
+    return (concordant - discordant) / pairs if pairs >= RANK_SHARED else None
+
+
+def _tied(a: float, b: float) -> bool:
+    return abs(a - b) <= TIE * max(abs(a), abs(b))
 
 
 def _sample(source: Any, account: str, size: int) -> list[Any]:

@@ -67,7 +67,14 @@ def test_the_finding_names_the_runner_a_plugin_configured_not_the_built_in(make_
     env = {"PATH": os.environ["PATH"], "PLUGHOST_AGENT": "claude", "PLUGHOST_CLAUDE_BIN": "/nonexistent/claude"}
     result = check_agent_runner(GateContext(host=host, env=env))
     assert result.status == "ok"  # the built-in claude runner never runs: its missing program is no finding
-    assert result.lines == ["startup-self-test agent-runner=ok inspected=1 agent=shop-agent plugin=shop-runner"]
+    assert result.lines == ["startup-self-test agent-runner=ok inspected=1 agent=shop-agent plugin=shop-runner "
+                            "unused=channels"]
+    two = make_host()
+    two.register(ShopRunnerPlugin(), "shop-runner")
+    two.register(ShopRunnerPlugin(answer=False), "quiet-runner")  # registered last, asked first: it declines
+    result = check_agent_runner(GateContext(host=two, env={"PATH": os.environ["PATH"]}))
+    assert result.lines == ["startup-self-test agent-runner=ok inspected=1 agent=shop-agent plugin=shop-runner "
+                            "unused=quiet-runner,channels"]
     declining = make_host()
     declining.register(ShopRunnerPlugin(answer=False), "shop-runner")  # it answers None: the built-in runs
     result = check_agent_runner(GateContext(host=declining, env={"PATH": os.environ["PATH"]}))

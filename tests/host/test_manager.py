@@ -272,3 +272,32 @@ def test_plugins_list_shows_what_each_plugin_provides_and_needs(tmp_path: Path, 
     monkeypatch.syspath_prepend(str(site))
     described = make_host().records["acme"].describe()
     assert (described["provides"], described["needs"]) == (["invoices"], ["graph-store"])
+
+
+def test_an_external_plugin_is_asked_before_the_built_ins_whatever_its_name(tmp_path: Path, monkeypatch,
+                                                                            make_host) -> None:
+    """``acme-faq`` sorts before ``channels``; pluggy asks the last registered first, so the built-ins
+    are registered first and its runner is the one used."""
+    from plughost.api import hooks
+    from plughost.plugins.channels.runner_gate import configured_runner
+
+    site = tmp_path / "site"
+    info = site / "acme_faq-1.0.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-faq\nVersion: 1.0.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[plughost.plugins]\nacme-faq = acme_faq_mod\naaa-quiet = acme_quiet_mod\n",
+                                           encoding="utf-8")
+    (site / "acme_faq_mod.py").write_text(
+        "from plughost import hookimpl\n\n\nclass FaqRunner:\n    name = 'faq'\n\n    async def run(self, session_id, turn):\n"
+        "        return 'faq'\n\n\n@hookimpl\ndef plughost_agent_runner(host):\n    return FaqRunner()\n", encoding="utf-8")
+    (site / "acme_quiet_mod.py").write_text(
+        "from plughost import hookimpl\n\n\n@hookimpl\ndef plughost_agent_runner(host):\n    return None\n",
+        encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    host = make_host()
+    names = list(host.records)
+    assert names.index("acme-faq") > names.index("channels") and names.index("aaa-quiet") > names.index("channels")
+    assert names.index("aaa-quiet") < names.index("acme-faq")  # the externals among themselves: by name
+    runner = host.first(hooks.AGENT_RUNNER)
+    assert type(runner).__name__ == "FaqRunner"
+    assert configured_runner(host) == ("faq", "acme-faq", ["aaa-quiet", "channels"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from plughost import Principal
 from plughost.plugins.graph.analysis import index_texts, query_terms
-from plughost.plugins.graph.migrate import by_score, rank_correlation, top_overlap
+from plughost.plugins.graph.migrate import by_score, rank_correlation, ranked_pairs, top_overlap
 from plughost.plugins.graph.sqlite_store import SqliteStore
 
 PROPS = [{"title": "Gluten-free Breads", "body": "We're OPENING at 8:30; café hours 3.12, INV-2024-0042.",
@@ -54,3 +54,23 @@ def test_equal_scores_are_compared_in_node_id_order() -> None:
     embedded = hits(("n9", 4.2), ("n2", 4.0), ("n10", 4.0), ("n1", 3.1))
     neo4j = hits(("n9", 1.9), ("n10", 1.8), ("n2", 1.8), ("n1", 1.4))  # the same ranking, ties the other way
     assert by_score(embedded) == by_score(neo4j) == ["n9", "n10", "n2", "n1"]
+
+
+def test_only_untied_pairs_of_long_enough_lists_are_ranked() -> None:
+    ids = ["a", "b", "c", "d", "e"]
+    here = {"a": 5.0, "b": 4.0, "c": 3.0, "d": 2.0, "e": 1.0}
+    assert ranked_pairs(ids, ids, here, dict(here)) == 1.0
+    swapped = {**here, "d": 0.99, "e": 1.0}  # within 5%: a tie there, the pair is not ranked
+    assert ranked_pairs(ids, ["a", "b", "c", "e", "d"], here, swapped) == 1.0
+    reversed_ = {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "e": 5.0}
+    assert ranked_pairs(ids, ids[::-1], here, reversed_) == -1.0
+    assert ranked_pairs(ids[:4], ids[:4], here, here) is None  # four shared hits: too short to rank
+    flat = dict.fromkeys(ids, 1.0)
+    assert ranked_pairs(ids, ids, here, flat) is None  # every pair tied on one side
+
+
+def test_a_hit_tied_with_the_fifth_counts_as_in_the_top_five() -> None:
+    here, there = ["a", "b", "c", "d", "e"], ["a", "b", "c", "d", "f", "e"]
+    assert top_overlap(here, there) == 0.8
+    assert top_overlap(here, there, scores={"a": 9, "b": 8, "c": 7, "d": 6, "f": 2.0, "e": 1.98}) == 1.0
+    assert top_overlap(here, there, scores={"a": 9, "b": 8, "c": 7, "d": 6, "f": 2.0, "e": 1.0}) == 0.8

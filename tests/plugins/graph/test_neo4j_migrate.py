@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from graph_support import graph_rows, store_snapshot, write_jsonl
 
@@ -144,3 +145,40 @@ def test_migrate_never_writes_over_an_account_it_did_not_put_there(tmp_path: Pat
     finally:
         live.erase_nodes(["shared-id"], account_id=account)
         live.close()
+
+
+def test_an_exact_copy_of_a_small_store_verifies_and_records(plughost_home: Path) -> None:
+    """One README ingested and a few chat messages: on so few nodes BM25's IDF differs most between
+    the stores and most lists are short, so the check ranks only what both can rank, and records."""
+    account = f"acct-small-{uuid.uuid4().hex[:6]}"
+    env = {"ACCOUNT_ID": account, "PLUGHOST_EMBED_DIMENSIONS": DIMS}
+    ensure_account({**os.environ, **env})
+    readme = Path(__file__).resolve().parents[3] / "README.md"
+    assert run_cli("memory", "ingest", str(readme), env=env).returncode == 0
+    for text in ("hello, what are the opening hours of the shop", "do you ship sourdough bread to Berlin",
+                 "thanks, and how much does delivery cost"):
+        res = run_cli("memory", "write", "--labels", "Message",
+                      "--properties", json.dumps({"text": text, "channel": "webchat"}), env=env)
+        assert res.returncode == 0, res.stderr
+    target = _neo4j_store(account)
+    try:
+        res = run_cli("graph", "migrate", "--to", "neo4j", env={**neo4j_env(), **env, "ACCOUNT_ID": ""})
+        assert res.returncode == 0 and "mismatches=0" in res.stderr, res.stderr[-3000:]
+        verified = next(line for line in res.stderr.splitlines() if "] verified account=" in line)
+        done = next(line for line in res.stderr.splitlines() if "] done accounts=" in line)
+        nodes = int(verified.split(" nodes=")[1].split()[0])  # the account's nodes, each once
+        assert f"copied_nodes={nodes} " in done and "recorded=neo4j" in done, (verified, done)
+        assert " ranked=" in verified and " same_sets=" in verified and "fix=" not in verified
+        assert nodes == sum(1 for _ in target.scan_nodes(account_id=account, after="", limit=10_000))
+        res = run_cli("graph", "migrate", "--to", "neo4j", env={**neo4j_env(), **env, "ACCOUNT_ID": ""})
+        assert res.returncode == 0 and "copied_nodes=0" in res.stderr and f" nodes={nodes} " in res.stderr
+    finally:
+        target.wipe_account(account)
+        target.close()
+
+
+def _neo4j_store(account: str) -> Any:
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+
+    return Neo4jStore.from_env({**os.environ, **neo4j_env(), "ACCOUNT_ID": account,
+                                "PLUGHOST_EMBED_DIMENSIONS": DIMS})

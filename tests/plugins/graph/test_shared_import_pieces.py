@@ -45,7 +45,9 @@ def test_check_line_names_the_field() -> None:
     assert check_line({"labels": ["A"], "properties": {}, "edges": [{"type": "R", "to": "x"}]}) is None
     assert check_line([1]) == "expected an object {id?, labels, properties, edges?}"
     assert check_line({"labels": ["A"], "color": 1}).startswith("unknown key 'color'")
-    assert check_line({"labels": ["bad label"]}) == "labels: expected a non-empty list of identifiers"
+    assert check_line({"labels": ["bad label"]}) == ("labels[0]: expected an identifier ([A-Za-z_][A-Za-z0-9_]*), "
+                                                     "got 'bad label'")
+    assert check_line({"labels": "Note"}) == "labels: expected a non-empty list of labels, got 'Note'"
     assert check_line({"labels": ["A"], "edges": [{"type": "R"}]}) == "edges[0].to: expected a node id"
 
 
@@ -88,3 +90,24 @@ def test_an_import_session_writes_under_an_unnarrowed_admins_guards(tmp_path: Pa
         ImportSession(f, guards=owner.narrowed_to(scopes=["public"]).guards, tag="graph-import", batch_size=10)
     with pytest.raises(WriteDenied):
         ImportSession.admit(owner.narrowed_to(scopes=["public"]), f, "graph import")
+
+
+def test_graph_import_and_memory_import_refuse_a_bad_label_in_the_same_words(tmp_path: Path) -> None:
+    import json
+    import os
+
+    from tests.conftest import ensure_account, run_cli
+
+    env = {"ACCOUNT_ID": "acct-words"}
+    ensure_account({**os.environ, **env})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(json.dumps(row) for row in ({"labels": ["Bad-Label"], "properties": {"name": "x"}},
+                                                          {"labels": "Note", "properties": {}})) + "\n")
+    said = {}
+    for command in ("graph", "memory"):
+        res = run_cli(command, "import", str(bad), env=env)
+        said[command] = [line.split("reason=", 1)[1] for line in res.stderr.splitlines() if " skip line=" in line]
+    words = ["labels[0]: expected an identifier ([A-Za-z_][A-Za-z0-9_]*), got 'Bad-Label'",
+             "labels: expected a non-empty list of labels, got 'Note'"]
+    assert [r.strip('"').removeprefix("node.") for r in said["graph"]] == words, said
+    assert [r.strip('"') for r in said["memory"]] == words, said

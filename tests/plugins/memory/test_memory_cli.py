@@ -52,7 +52,7 @@ def test_memory_import_embeds_and_reports_bad_lines(plughost_home, tmp_path, fak
                OLLAMA_URL=fake_ollama.url, EMBED_SUBBATCH_COOLDOWN_MS="0")
     assert done.returncode == 2, done.stderr  # some lines were bad
     assert "[memory-import] skip line=2 " in done.stderr
-    assert "[memory-import] skip line=4 reason=\"labels: expected a non-empty list of identifiers\"" in done.stderr
+    assert "[memory-import] skip line=4 reason=\"labels: expected a non-empty list of labels, got []\"" in done.stderr
     assert "[memory-import] skip line=5 reason=\"edge OWNS -> 'ghost'" in done.stderr
     assert "import: nodes=4 edges=1 skipped=2 embedded=2" in done.stdout
     assert ("import: not embedded: 1 whose labels have no vector index (Company=1; the vector-indexed labels: "
