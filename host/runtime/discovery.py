@@ -193,18 +193,23 @@ class Discovery:
         for folder in folders:
             if folder not in builtin_folders:
                 self._load_folder(folder, source="platform")
-        if self.premium_dir and self.premium_dir.is_dir():
-            for top in sorted(p for p in self.premium_dir.iterdir() if p.is_dir()):
-                if (top / "PLUGIN.md").is_file():
-                    self._load_folder(top, source="premium", bundle=top.name)
-                elif (top / "plugins").is_dir():
-                    for sub in sorted(p for p in (top / "plugins").iterdir() if (p / "PLUGIN.md").is_file()):
-                        self._load_folder(sub, source="premium", bundle=top.name, nested=True)
+        self._load_premium()
         if settings.VERBOSE.read(self.env):
             statuses = [r.status for r in self.records.values()]
             log("plugins", "op=loaded", count=statuses.count("loaded"), failed=statuses.count("failed"),
                 disabled=statuses.count("disabled"))
         return self
+
+    def _load_premium(self) -> None:
+        """The premium bundles' plugins, after every other: a bundle's own PLUGIN.md, or its plugins/ folder."""
+        if not (self.premium_dir and self.premium_dir.is_dir()):
+            return
+        for top in sorted(p for p in self.premium_dir.iterdir() if p.is_dir()):
+            if (top / "PLUGIN.md").is_file():
+                self._load_folder(top, source="premium", bundle=top.name)
+            elif (top / "plugins").is_dir():
+                for sub in sorted(p for p in (top / "plugins").iterdir() if (p / "PLUGIN.md").is_file()):
+                    self._load_folder(sub, source="premium", bundle=top.name, nested=True)
 
     def _claim(self, record: PluginRecord) -> PluginRecord | None:
         """Register a record under its name; the same plugin reached twice merges. A second, different
