@@ -77,8 +77,10 @@ def test_write_to_foreign_account_is_rejected_and_logged(store, capfd):
     assert "[graph-write] reject reason=invalid-account-id accountId='someone-else'" in err  # whole, not its 8 first
     assert store.count(guards=g(store)) == 0
     long = "acct-" + "x" * 400 + "\n[graph-write] forged"
+    with pytest.raises(ValueError, match="account"):
+        Principal.system(long)  # no principal carries such an id; a row may still name one
     with pytest.raises(UserError):
-        store.upsert_node(["Person"], {"name": "x"}, guards=Principal.system(long).guards)
+        store.upsert_node(["Person"], {"name": "x", "accountId": long}, guards=Principal.system(acct(store)).guards)
     [line] = [x for x in capfd.readouterr().err.splitlines() if "invalid-account-id" in x]
     assert "accountId=\"'acct-xxxx" in line and "…(+" in line and "forged" not in line and len(line) < 320
 
