@@ -476,7 +476,11 @@ class Gateway:
         if self._lanes is not None:
             self._lanes.stopping = True
         if self.wound_down is None:
-            self.wound_down = asyncio.ensure_future(self._wind_down())
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # begun off the loop (no turn runs here): the stop's other paths wind down
+                return
+            self.wound_down = loop.create_task(self._wind_down())
 
     async def _wind_down(self) -> None:
         """Let running turns finish until the grace deadline, then end their agents (the turns stay

@@ -59,6 +59,17 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+def keep_owner(row: dict[str, Any], prior: dict[str, Any]) -> None:
+    """A run that cannot tell the owner's turns (no ``--me``) keeps an earlier run's mark: a turn
+    stored as the owner's (sender ``owner``) stays theirs, so a re-import of a newer export changes
+    only what the archive changed."""
+    props = row["properties"]
+    if prior.get("sender") != "owner" or props.get("sender") == "owner":
+        return
+    props.update(role="assistant", sender="owner")
+    props["contentHash"] = _digest(*(f"{k}={props[k]}" for k in sorted(props) if k not in ("scope", "contentHash")))
+
+
 def conversation_id(account: str, fmt: str, key: str) -> str:
     family = "mail" if fmt in ("mbox", "eml") else fmt  # an mbox and the same mail as .eml are one thread
     return "conv-" + _digest(account, "archive", family, key)
@@ -158,9 +169,9 @@ class Writer:
     Conversation's scope), with their indexed form and vectors, then their entities."""
 
     def __init__(self, store: GraphStore, embedder: Embedder | None, guards: Guards, fmt: str, *,
-                 dry_run: bool = False, env: Any = None) -> None:
+                 dry_run: bool = False, env: Any = None, owner_known: bool = True) -> None:
         self.store, self.embedder, self.guards, self.fmt = store, embedder, guards, fmt
-        self.dry_run, self.env = dry_run, env
+        self.dry_run, self.env, self.owner_known = dry_run, env, owner_known
         self.summary = Summary(fmt)
         self.turns = indexed_form.context_turns(env)
         self.open: _Open | None = None
@@ -224,6 +235,8 @@ class Writer:
         new_ids: list[str] = []
         for row in rows:
             prior = stored.get(row["id"]) or self.store.get(row["id"], guards=self.guards, include_deleted=True)
+            if prior is not None and not self.owner_known:
+                keep_owner(row, prior.properties)
             if prior is not None and (prior.deleted or prior.properties.get("contentHash")
                                       == row["properties"]["contentHash"]):
                 s.unchanged += 1

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, host: Any) -> int:
     embedder = None if args.no_embed or args.dry_run else host.embedder()
     if embedder is not None:
         check_dimensions(store, embedder)
-    writer = Writer(store, embedder, guards, fmt, dry_run=args.dry_run, env=host.env)
+    writer = Writer(store, embedder, guards, fmt, dry_run=args.dry_run, env=host.env, owner_known=owner_known)
     session = ImportSession(args.path, guards=guards, tag="import-archive", batch_size=BATCH_MESSAGES,
                             progress=False if args.no_progress else None, unit="messages",
                             total=sum(len(t.turns) for t in parsed.threads))

@@ -203,7 +203,7 @@ def test_owner_is_recognised_and_erase_takes_one_correspondent(plughost_home) ->
     assert not any("Streuselkuchen" in p["text"] for p in left)
 
 
-def test_group_chat_needs_me(plughost_home, tmp_path) -> None:
+def test_group_chat_needs_me_and_keeps_it(plughost_home, tmp_path) -> None:
     chat = tmp_path / "WhatsApp Chat with Bakery team.txt"
     chat.write_text("3/1/24, 6:00 - Ada: Oven 2 is down today\n3/1/24, 6:05 - Ben: I'll bake the rolls in oven 1\n"
                     "3/1/24, 6:06 - Cem: ok\n")
@@ -212,6 +212,13 @@ def test_group_chat_needs_me(plughost_home, tmp_path) -> None:
     again = cli("memory", "import-archive", str(chat), "--me", "Ada", **ENV)
     got = summary(again.stdout)
     assert (got["updated"], got["unchanged"]) == ("1", "2") and "note:" not in again.stdout
+    # a newer export imported without --me keeps Ada's turns hers and changes only what is new
+    chat.write_text(chat.read_text() + "3/1/24, 7:00 - Ada: Oven 2 is fixed\n")
+    newer = summary(cli("memory", "import-archive", str(chat), **ENV).stdout)
+    assert (newer["new"], newer["updated"], newer["unchanged"]) == ("1", "0", "3"), newer
+    ada = {(m.properties["text"], m.properties["sender"]) for m in messages(plughost_home)
+           if m.properties["senderName"] == "Ada"}
+    assert ("Oven 2 is down today", "owner") in ada, ada
 
 
 def test_import_runs_through_the_import_session(plughost_home) -> None:
