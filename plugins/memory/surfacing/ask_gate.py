@@ -17,8 +17,6 @@ tail). Each call logs one ``[ask-gate] op=block|pass tool=.. reason=..`` line on
 ``<PLUGHOST_HOME>/logs/server.log``, as the consult gate does, whose builtins-only helpers it uses.
 """
 
-import posix
-import sys
 import time
 
 _STARTED = time.perf_counter()
@@ -100,40 +98,7 @@ def decide(raw: bytes, env: dict[str, str], process_env: dict[str, str] | None =
 
 
 def main() -> None:
-    code = 0
-    try:
-        raw = b""
-        if not posix.isatty(0):
-            chunks, size = [], 0
-            while size <= hook.MAX_STDIN and (chunk := posix.read(0, 1 << 16)):
-                chunks.append(chunk)
-                size += len(chunk)
-            raw = b"".join(chunks)
-        process = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
-                   for k, v in posix.environ.items()}
-        try:
-            env = hook.merged_env(process)
-        except hook.Slow:
-            env = process
-        op, tool, reason = ("pass", "", "input-too-large") if len(raw) > hook.MAX_STDIN else decide(raw, env, process)
-        ms = f"{(time.perf_counter() - _STARTED) * 1000:.1f}"
-        line = f"[ask-gate] op={op} tool={tool or '-'} reason={reason}"
-        if op == "block":
-            line += f' detail="{DETAIL}"'
-            code = gate.BLOCK_EXIT
-        line = line.replace("\n", " ").replace("\r", " ")
-        hook.write_all(2, (line + f" ms={ms}\n").encode("utf-8", "replace"))
-        gate.log(env, line + f" ms={ms}")
-        unset = gate.account_unset(env, process)
-        if unset:
-            hook.write_all(2, (unset + "\n").encode("utf-8", "replace"))
-    except BaseException:  # noqa: BLE001 - a gate that cannot decide never blocks
-        code = 0
-    try:
-        sys.stderr.flush()
-    except BaseException:  # noqa: BLE001
-        pass
-    posix._exit(code)
+    gate.run_gate("ask-gate", decide, DETAIL, _STARTED)
 
 
 if __name__ == "__main__":

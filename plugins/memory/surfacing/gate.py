@@ -22,9 +22,15 @@ nothing but builtins (``python -S -I``; ``hook.py``'s C-level JSON scanner and s
 at stake; only then does it ask the one resolver whose session this is.
 """
 
+from __future__ import annotations
+
 import posix
 import sys
 import time
+
+TYPE_CHECKING = False  # builtins only: no typing import in the hook process
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _STARTED = time.perf_counter()
 
@@ -240,7 +246,11 @@ def log(env: dict[str, str], line: str) -> None:
         posix.close(fd)
 
 
-def main() -> None:
+def run_gate(tag: str, decide_fn: Callable[[bytes, dict[str, str], dict[str, str]], tuple[str, str, str]],
+             detail: str, started: float) -> None:
+    """One PreToolUse gate process, as Claude Code runs it: read stdin (bounded), decide, say one
+    ``[tag] op=… tool=… reason=… ms=…`` line on stderr and in the server log, exit ``BLOCK_EXIT``
+    on a block and 0 otherwise; a gate that cannot decide never blocks."""
     code = 0
     try:
         raw = b""
@@ -256,12 +266,11 @@ def main() -> None:
             env = hook.merged_env(process)
         except hook.Slow:
             env = process
-        op, tool, reason = ("pass", "", "input-too-large") if len(raw) > hook.MAX_STDIN else decide(raw, env, process)
-        ms = f"{(time.perf_counter() - _STARTED) * 1000:.1f}"
-        line = f"[consult-gate] op={op} tool={tool or '-'} reason={reason}"
+        op, tool, reason = ("pass", "", "input-too-large") if len(raw) > hook.MAX_STDIN else decide_fn(raw, env, process)
+        ms = f"{(time.perf_counter() - started) * 1000:.1f}"
+        line = f"[{tag}] op={op} tool={tool or '-'} reason={reason}"
         if op == "block":
-            line += (f" detail=\"read the owner's preferences with {CONSULT_TOOL} before delivering this"
-                     f" document, then apply them and retry\"")
+            line += f' detail="{detail}"'
             code = BLOCK_EXIT
         line = line.replace("\n", " ").replace("\r", " ")
         hook.write_all(2, (line + f" ms={ms}\n").encode("utf-8", "replace"))
@@ -276,6 +285,11 @@ def main() -> None:
     except BaseException:  # noqa: BLE001
         pass
     posix._exit(code)
+
+
+def main() -> None:
+    run_gate("consult-gate", decide, f"read the owner's preferences with {CONSULT_TOOL} before delivering this"
+             " document, then apply them and retry", _STARTED)
 
 
 if __name__ == "__main__":
