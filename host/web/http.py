@@ -85,6 +85,21 @@ def parse_json(raw: bytes | str, what: str = "body") -> Any:
         raise ValueError(f"{what}: {exc}") from None
 
 
+async def read_json_object(request: Any, limit: int, shape: str) -> tuple[dict[str, Any] | None, Any]:
+    """A route's JSON-object body: ``(body, None)``, or ``(None, response)`` with the 413 past
+    ``limit`` bytes or the 400 naming ``shape`` (what the route expects, e.g. ``{text}``)."""
+    raw = await read_body(request, limit)
+    if raw is None:
+        return None, json_error(413, "payload-too-large", f"body: larger than {limit} bytes")
+    try:
+        body = parse_json(raw)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        return None, json_error(400, "invalid-body", f"body: expected a JSON object {shape}")
+    return body, None
+
+
 def forwarded_addresses(headers: Any) -> list[str] | None:
     """Every address named by proxy headers, or None when no proxy header is present."""
     found: list[str] = []

@@ -24,7 +24,7 @@ from typing import Any
 from plughost import UserError, log
 from plughost.api import hooks
 from plughost.api.hooks import PERMISSION_MODES
-from plughost.api.http import cookie_post_refusal, json_error, parse_json, read_body
+from plughost.api.http import cookie_post_refusal, json_error, read_json_object
 from plughost.plugins.admin import sessions
 from plughost.plugins.admin.session_routes import token_of
 from plughost.plugins.admin.settings import SESSION_MODELS
@@ -99,15 +99,9 @@ def make_endpoints(host: Any) -> tuple[Any, Any, Any]:
         who = caller(host, request)
         if not isinstance(who, tuple):
             return who
-        raw = await read_body(request, MAX_BODY)
-        if raw is None:
-            return json_error(413, "payload-too-large", f"body: larger than {MAX_BODY} bytes")
-        try:
-            body = parse_json(raw)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            return json_error(400, "invalid-body", "body: expected a JSON object {initialMessage, permissionMode?, model?}")
+        body, refused = await read_json_object(request, MAX_BODY, "{initialMessage, permissionMode?, model?}")
+        if body is None:
+            return refused
         unknown = sorted(set(body) - {"initialMessage", "text", "permissionMode", "model"})
         if unknown:
             return json_error(400, "invalid-body", f"body.{unknown[0]}: unknown field; expected initialMessage, "

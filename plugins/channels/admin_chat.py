@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from plughost import ChannelAdapter, Host, Principal, Route, StateKey, log
 from plughost.api import credentials
-from plughost.api.http import cookie_post_refusal, json_error, parse_json, read_body
+from plughost.api.http import cookie_post_refusal, json_error, read_json_object
 from plughost.api.store import MESSAGE_LABEL
 from plughost.plugins.channels import session_levers
 from plughost.plugins.channels.pipeline import Inbound, NotConfigured, gateway
@@ -186,15 +186,9 @@ def routes(host: Host) -> tuple[Route, ...]:
             seen.add(session.nonce)
             log("session-rehydrate-from-token", accountId=account[:8], userId=session.user_id,
                 ageMs=session.age_ms())
-        raw = await read_body(request, MAX_BODY)
-        if raw is None:
-            return json_error(413, "payload-too-large", f"body: larger than {MAX_BODY} bytes")
-        try:
-            body = parse_json(raw)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict):
-            return json_error(400, "invalid-body", "body: expected a JSON object {text, newConversation?}")
+        body, refused = await read_json_object(request, MAX_BODY, "{text, newConversation?}")
+        if body is None:
+            return refused
         text, new = body.get("text"), body.get("newConversation", False)
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
             return json_error(400, "invalid-text", f"text: expected a non-empty string of at most {MAX_TEXT} characters")
