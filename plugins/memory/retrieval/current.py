@@ -38,9 +38,13 @@ DEMOTE = 0.5
 """The factor of a turn that states only another (superseded) value."""
 FACTS_PER_PREDICATE = 1000
 _CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((p, re.compile(r, re.I)) for p, r in (
-    ("livesIn", r"(?<!see )(?<!saw )(?<!seen )(?<!watch )(?<!hear )\b(?:live|lives|living|based|reside|resides|residing)\b"),
-    ("worksAt", r"(?<!the )\b(?:work|works|working|job|employer|employed|company)\b"),
-    ("marriedTo", r"\b(?:married|wife|husband|spouse)\b"),
+    # not "see/saw/watch ... live", "the lives of", "based on", "live with" (who, not where), "live a life"
+    ("livesIn", r"(?<!see )(?<!saw )(?<!seen )(?<!watch )(?<!hear )\b(?:live(?! with\b| an? \b)|lives(?! of\b| with\b)"
+                r"|living(?! with\b)|based(?! on\b)|reside|resides|residing)\b"),
+    # not "the work", "art work", "works of art"
+    ("worksAt", r"(?<!the )(?<!art )\b(?:work(?! of art\b)|works(?! of art\b)|working|job|employer|employed|company)\b"),
+    # not "with his wife" (a companion in another question: "What did Akib watch with his wife?")
+    ("marriedTo", r"\b(?:married|(?<!with his )(?<!with her )(?<!with their )(?:wife|husband)|spouse)\b"),
     ("drives", r"\b(?:drive|drives|driving|car)\b"),
     ("phoneNumber", r"\b(?:phone|number|mobile)\b"),
     ("ownedBy", r"\b(?:own|owns|owned|owner)\b"),
@@ -48,6 +52,7 @@ _CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((p, re.compile(r, re.I)) 
     ("price", r"\b(?:price|cost|costs|how much)\b"),
 ))
 _FAVOURITE = re.compile(r"\bfavou?rite\s+([a-z]+)", re.I)
+_SEVERAL = re.compile(r"\b(?:(?:what|who|which) (?:are|were)\b.*\bfavou?rite|same favou?rite)\b", re.I)
 _PAST = re.compile(r"\b(?:did|was|were|used to|before|previously|formerly|originally|at first|first|old|earlier)\b",
                    re.I)
 _FUTURE = re.compile(r"\b(?:will|going to|gonna|after the|next|plan|plans|planning|soon)\b", re.I)
@@ -68,7 +73,9 @@ class Question:
 
 def question(query: str) -> Question | None:
     """The state the question asks about, or None (no single-valued predicate, or a past question without a date)."""
-    predicates = [thing_predicate("favourite " + m.group(1)) for m in _FAVOURITE.finditer(query)]
+    # "What are X's favourite shows?" and "the same favourite style" ask for a set or a comparison, not one value
+    predicates = [] if _SEVERAL.search(query) else [thing_predicate("favourite " + m.group(1))
+                                                    for m in _FAVOURITE.finditer(query)]
     if not predicates:
         predicates = [p for p, cue in _CUES if cue.search(query)]
     predicates = [p for p in dict.fromkeys(predicates) if single_valued(p)]

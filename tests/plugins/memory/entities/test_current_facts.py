@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from plughost.plugins.memory.conversations.service import Conversations
 from plughost.plugins.memory.retrieval import SearchFlags, SearchRequest, search
 from plughost.plugins.memory.retrieval.current import question
@@ -54,6 +56,29 @@ def test_questions() -> None:
     assert question("Which band did Carlos see live?") is None
     assert question("How much can Tom spend on the works?").predicates == ("price",)
     assert question("In January 2026, which car does Jonas drive now?") is None
+
+
+@pytest.mark.parametrize("text", [
+    "What kind of joint business could Fahim and Akib open based on their hobby?",  # based on: no residence
+    "Who does Nebraas live with?",  # who, not where
+    "Does Nicolas have enough money to live a comfortable life?",
+    "What unpleasant situation happened in the lives of both Kate and Elise?",
+    "What might have inspired Elise to create an abstract art work?",
+    "Which works of art did Ana like?",
+    "What movie did Akib watch with his wife on Sunday?",
+    "What are Kevin's favorite sportsmen?",  # a set, not one value
+    "Do Kate and Elise have the same favorite art style?",  # a comparison
+])
+def test_questions_that_name_no_state(text: str) -> None:
+    """Words of a state predicate in another sense ask no current fact (found on REALTALK's tuning half)."""
+    assert question(text) is None
+
+
+def test_the_senses_kept() -> None:
+    assert question("Where is Ines based currently?").predicates == ("livesIn",)
+    assert question("Who is Ben's wife now?").predicates == ("marriedTo",)
+    assert question("What is Sam's favourite band currently?").predicates == ("favouriteBand",)
+    assert question("Where is Nora working now?").predicates == ("worksAt",)
 
 
 def _transcript(path: Path, turns: list[tuple[str, str, str]]) -> Path:
