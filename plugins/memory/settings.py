@@ -64,9 +64,9 @@ SEARCH_ENTITY_WEIGHT: Setting[float] = Setting(
     "PLUGHOST_GS_ENTITY_WEIGHT", "float", 0.3, "the entity path's weight in the weighted fusion, on top of vector and BM25",
     minimum=0, maximum=1)
 SEARCH_FACTS: Setting[float] = Setting(
-    "PLUGHOST_GS_FACTS", "float", 0.0,
+    "PLUGHOST_GS_FACTS", "float", 0.2,
     "the lift over the pool's best of the turn stating the current (or as-of) fact a state question asks about; "
-    "its older values are halved (0: off; 0.2 the measured value; facts come from PLUGHOST_MEMORY_ENTITIES)", minimum=0, maximum=10)
+    "its older values are halved (0: off; facts come from PLUGHOST_MEMORY_ENTITIES: without them it changes nothing)", minimum=0, maximum=10)
 SEARCH_MMR: Setting[float] = Setting(
     "PLUGHOST_GS_MMR", "float", 1.0, "the relevance share λ of maximal marginal relevance over the best fused rows (1: off)",
     minimum=0, maximum=1)

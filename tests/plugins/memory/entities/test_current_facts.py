@@ -1,6 +1,6 @@
 """Facts that change over time, used when answering (docs/retrieval.md#current-facts): the supersession
 set (tests/plugins/memory/data/supersessions.json) written through conversation-append with
-PLUGHOST_MEMORY_ENTITIES=1, asked through memory-search's pipeline with the stage on (PLUGHOST_GS_FACTS=0.2) and off (the default)."""
+PLUGHOST_MEMORY_ENTITIES=1, asked through memory-search's pipeline with the stage on (PLUGHOST_GS_FACTS=0.2, the default) and off."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from plughost.plugins.memory.retrieval.current import question
 from plughost.ports.graph import Guards
 
 ON = 0.2
-"""PLUGHOST_GS_FACTS as measured (off by default: docs/retrieval.md#current-facts)."""
+"""PLUGHOST_GS_FACTS as shipped (docs/retrieval.md#current-facts)."""
 SET = json.loads((Path(__file__).parents[1] / "data" / "supersessions.json").read_text())
 
 
@@ -39,9 +39,9 @@ def test_the_current_fact_ranks_first(store: Any) -> None:
     seeded(store)
     text = {t["id"]: t["text"] for t in SET["turns"]}
     hits = {name: sum(first(store, q["question"], flags) == text[q["current"]] for q in SET["current"])
-            for name, flags in (("off", SearchFlags()), ("on", SearchFlags(facts=ON)))}
+            for name, flags in (("off", SearchFlags(facts=0)), ("on", SearchFlags()))}
     as_of = sum(first(store, q["question"], SearchFlags(facts=ON)) == text[q["expected"]] for q in SET["asOf"])
-    print(f"current fact first: {hits['on']} of {len(SET['current'])} (stage off, the default: {hits['off']}); "
+    print(f"current fact first: {hits['on']} of {len(SET['current'])} (stage off: {hits['off']}); "
           f"as of a date: {as_of} of {len(SET['asOf'])}")
     assert hits["on"] >= 0.9 * len(SET["current"])
     assert as_of >= 0.8 * len(SET["asOf"])
