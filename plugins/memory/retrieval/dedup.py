@@ -71,6 +71,17 @@ def dedup_layer(rows: Sequence[Row], key: KeyFn) -> list[Row]:
     return out
 
 
+def best_per_id(rows: Sequence[Row]) -> list[Row]:
+    """The nodeId layer without its sort: the best row per node id, in first-seen order (the caller
+    orders them); the same rows as ``dedup(rows, layered=False)``."""
+    best: dict[str, Row] = {}
+    for row in rows:
+        have = best.get(row.id)
+        if have is None or row.score > have.score:  # a tie keeps the first, as the sort's stability does
+            best[row.id] = row
+    return list(best.values())
+
+
 def dedup(rows: Sequence[Row], *, layered: bool) -> list[Row]:
     """nodeId only (baseline) or all four layers."""
     layers = LAYERS if layered else LAYERS[:1]

@@ -34,7 +34,7 @@ from plughost.plugins.memory.retrieval import neighbours as neighbour_stage
 from plughost.plugins.memory.retrieval import session as session_stage
 from plughost.plugins.memory.retrieval import speakers as speaker_stage
 from plughost.plugins.memory.retrieval.beside import Beside
-from plughost.plugins.memory.retrieval.dedup import dedup
+from plughost.plugins.memory.retrieval.dedup import best_per_id, dedup
 from plughost.plugins.memory.retrieval.flags import SearchFlags
 from plughost.plugins.memory.retrieval.format import format_results
 from plughost.plugins.memory.retrieval.keyterms import strip_stop_words
@@ -403,7 +403,8 @@ class _Stage:
     def _cut(self, pool: list[Row], limit: int) -> tuple[list[Row], float]:
         """DEDUP → THRESHOLD → (rerank) → SORT (or MMR) → SLICE; the rows and the rerank time."""
         flags = self.flags
-        rows = dedup(pool, layered=flags.dedup)
+        # a reranker sees the rows in fused order; the sort below (and MMR) order them anyway
+        rows = dedup(pool, layered=flags.dedup) if flags.dedup or self.reranker is not None else best_per_id(pool)
         self._add("deduped", len(rows))
         rows = rank.threshold(rows, flags.min_score)
         t = time.perf_counter()

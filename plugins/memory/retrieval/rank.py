@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -52,5 +53,8 @@ def rerank(rows: list[Row], reranker: Reranker | None, depth: int | None = None)
 
 def sort_and_slice(rows: Sequence[Row], limit: int, *, keep_order: bool = False) -> list[Row]:
     """Best first (score, then id), at most ``limit``; ``keep_order`` trusts a reranker's order."""
-    ordered = list(rows) if keep_order else by_score(rows)
-    return ordered[:limit]
+    if keep_order:
+        return list(rows)[:limit]
+    if limit < 0:
+        return by_score(rows)[:limit]
+    return heapq.nsmallest(limit, rows, key=lambda r: (-r.score, r.id))  # by_score(rows)[:limit], the rest unsorted
