@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from plughost.runtime.manifest import _FRONTMATTER, _validator, describe_error, json_path
+from plughost.runtime.manifest import _FRONTMATTER, describe_error, json_path, schema_errors
 from plughost.util.log import format_line
 
 HOOK_EVENTS = frozenset({
@@ -85,8 +85,7 @@ def _read_json(path: Path, plugin: str, out: list[Finding]) -> Any:
 
 
 def _schema(data: Any, schema: str, path: Path, plugin: str, out: list[Finding]) -> None:
-    errors = sorted(_validator(schema).iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    for err in errors:
+    for err in schema_errors(data, schema):
         where, what = describe_error(err)
         if err.validator == "minItems" and json_path(err.absolute_path) == "plugins":
             what = "the marketplace has no plugins defined"

@@ -140,6 +140,18 @@ def _cached_validator(name: str, text: str, schema: dict[str, Any]) -> Any:
         return None
 
 
+def schema_errors(data: Any, schema: str) -> list[Any]:
+    """Every jsonschema error of ``data`` against the named schema, ordered by path and message.
+    The compiled validator (:func:`_fast`) accepts valid data first: jsonschema is imported only to
+    explain a failure."""
+    try:
+        _fast(schema)(data)
+        return []
+    except fastjsonschema.JsonSchemaException:
+        pass
+    return sorted(_validator(schema).iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+
+
 def validate(data: Any, schema: str, source: str, *, partial: bool = False) -> None:
     """Raise UserError(`<source>: <field>: <expected>`) for the first (stable-ordered) defect.
 
