@@ -160,3 +160,4 @@ def test_boot_check_imports_nothing_it_does_not_use(cli, tmp_path, plughost_home
     exit_code, modules = json.loads(proc.stdout.splitlines()[-1])
     assert exit_code == 0, proc.stderr
     assert sorted({m.split(".")[0] for m in modules} & set(BOOT_OFF_PATH)) == []
+    assert "importlib.metadata" not in modules  # plughost's own entry points: plughost.runtime.entry_points
