@@ -187,6 +187,11 @@ def _yaml_loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster when present
 
 
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` through libyaml when PyYAML has it (~10x faster than the pure-Python parser)."""
+    return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader
+
+
 def split_frontmatter(path: Path) -> tuple[str, str]:
     """(YAML text between the leading `---` lines, Markdown body) of PLUGIN.md or an agent file."""
     try:
