@@ -4,7 +4,11 @@ Prints wall times of the real console path (process start included) against a ra
 (`python -c pass`, and `python -c "import plughost.cli"`), plus where the time goes inside one
 boot: imports, plugin loading, the tool surface, and each gate.
 
-    .venv/bin/python bench/boot.py [--runs 5] [--plugins 500 --specialists 2000 --tools 10000]
+    .venv/bin/python bench/boot.py [--runs 5] [--plugins 500 --specialists 2000 --tools 10000] [--baseline REF]
+
+``--baseline REF`` (a commit of this repository, e.g. ``main``) also runs that commit's boot over
+the same install, interleaved with this checkout's: a change measured against what it changed, in one
+run, under one load.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -119,17 +124,40 @@ def synthetic(root: Path, n_plugins: int, n_specialists: int, n_tools: int, acco
     return {"plugins_dir": str(plugins), "config_dir": str(config)}
 
 
+def baseline_tree(ref: str, into: Path) -> Path:
+    """``ref``'s ``host/`` and ``plugins/`` laid out as the ``plughost`` package under ``into`` (put it
+    first on PYTHONPATH: the path finder answers before this checkout's editable install), compiled
+    as an installed package is."""
+    src = into / "src"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "host", "plugins"], capture_output=True,
+                             check=False)
+    if archive.returncode != 0:
+        raise SystemExit(f"--baseline: {ref}: {archive.stderr.decode(errors='replace').strip()}")
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
+    package = into / "pkg" / "plughost"
+    package.parent.mkdir()
+    shutil.move(str(src / "host"), package)
+    shutil.move(str(src / "plugins"), package / "plugins")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False, capture_output=True)
+    return package.parent
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--plugins", type=int, default=500)
     ap.add_argument("--specialists", type=int, default=2000)
     ap.add_argument("--tools", type=int, default=10000)
+    ap.add_argument("--baseline", metavar="REF", default=None,
+                    help="also run this commit's boot (e.g. main), interleaved with this checkout's")
     bench_results.add_flag(ap)
     args = ap.parse_args()
     bench_results.floor("python -c pass, python -c 'import plughost.cli' and the import floor python -c 'import pluggy, "
-                        "yaml, jsonschema' (process start and the libraries boot cannot do without, measured "
-                        "interleaved with the boot in the same run)")
+                        "yaml, jsonschema' (process start and the libraries of a plugin host with YAML manifests and "
+                        "JSON Schemas, as earlier rounds measured it), beside boot's own libraries python -c 'import "
+                        "pluggy, yaml, fastjsonschema' (boot imports jsonschema only to explain a failure), measured "
+                        "interleaved with the boot in the same run")
     plughost = [sys.executable, "-m", "plughost.cli"]
     # An installed package has its bytecode compiled; this checkout may run with PYTHONDONTWRITEBYTECODE.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "host"), str(REPO / "plugins")],
@@ -147,13 +175,19 @@ def main() -> None:
 
         cmd = plughost + ["boot", "--check", "--account", "acme", "--config-dir", str(root / "cc")]
         floor_cmd = [sys.executable, "-c", "import pluggy, yaml, jsonschema"]
+        own_cmd = [sys.executable, "-c", "import pluggy, yaml, fastjsonschema"]
+        runs: list[tuple[str, list[str], dict[str, str]]] = [
+            ("pass", [sys.executable, "-c", "pass"], env), ("cli", [sys.executable, "-c", "import plughost.cli"], env),
+            ("floor", floor_cmd, env), ("own", own_cmd, env), ("boot", cmd, env)]
+        if args.baseline:
+            old = baseline_tree(args.baseline, root / "baseline")
+            runs.append(("baseline", cmd, {**env, "PYTHONPATH": os.pathsep.join(
+                [str(old), *filter(None, [env.get("PYTHONPATH")])])}))
         # interleaved: one run of each in turn, so a load swing hits them alike
-        samples: dict[str, list[tuple[float, float, int, float]]] = {"pass": [], "cli": [], "floor": [], "boot": []}
+        samples: dict[str, list[tuple[float, float, int, float]]] = {key: [] for key, _, _ in runs}
         for _ in range(args.runs):
-            for key, argv in (("pass", [sys.executable, "-c", "pass"]),
-                              ("cli", [sys.executable, "-c", "import plughost.cli"]), ("floor", floor_cmd),
-                              ("boot", cmd)):
-                samples[key].append(wall(argv, env, 1))
+            for key, argv, run_env in runs:
+                samples[key].append(wall(argv, run_env, 1))
 
         def agg(key: str) -> tuple[float, float, int, float]:
             rows = samples[key]
@@ -163,6 +197,7 @@ def main() -> None:
         base_min, base_med, _, base_cpu = agg("pass")
         imp_min, imp_med, _, _ = agg("cli")
         fl_min, fl_med, _, fl_cpu = agg("floor")
+        own_min, own_med, _, own_cpu = agg("own")
         d_min, d_med, d_code, d_cpu = agg("boot")
         d_ph = phases(env, **payload_env, account="acme", config_dir=str(root / "cc"))
         print("== default install (bundle default + account create + install; boot reads the install's .env)")
@@ -177,6 +212,15 @@ def main() -> None:
         print(f"boot / import floor: median wall {ratio:.2f}x, min wall {d_min / fl_min:.2f}x, cpu {cpu_ratio:.2f}x "
               f"-> {'PASS' if ratio <= 2 else 'MISS'} (target <= 2x; load {os.getloadavg()[0]:.2f} on "
               f"{os.cpu_count()} cores)")
+        print(f"boot's own libraries: python -c 'import pluggy, yaml, fastjsonschema'  min {own_min * 1000:5.1f} ms  "
+              f"median {own_med * 1000:7.1f} ms  cpu {own_cpu * 1000:6.1f} ms; boot / them: median wall "
+              f"{d_med / own_med:.2f}x, cpu {d_cpu / max(own_cpu, 1e-9):.2f}x")
+        if args.baseline:
+            b_min, b_med, b_code, b_cpu = agg("baseline")
+            print(f"baseline {args.baseline} boot --check  min {b_min * 1000:7.1f} ms  median {b_med * 1000:7.1f} ms  "
+                  f"cpu {b_cpu * 1000:6.1f} ms  exit={b_code}; / import floor: median wall {b_med / fl_med:.2f}x, "
+                  f"cpu {b_cpu / max(fl_cpu, 1e-9):.2f}x; this checkout / baseline: median wall {d_med / b_med:.2f}x, "
+                  f"cpu {d_cpu / max(b_cpu, 1e-9):.2f}x")
         print(f"  in-process: import {d_ph['import_ms']:.1f} ms, load {d_ph['load_ms']:.1f} ms, "
               f"surface {d_ph['surface_ms']:.1f} ms, gates {d_ph['gates_ms']:.1f} ms  {d_ph['per_gate_ms']}")
 

@@ -95,14 +95,8 @@ def plugin_root(reg: Registration, key: str) -> Path | None:
     name = key.rpartition("@")[0]
     base = directory_source(reg, key)
     if base is not None:
-        try:
-            doc = json.loads((base / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            doc = {}
-        for item in doc.get("plugins") or [] if isinstance(doc, dict) else []:
-            if isinstance(item, dict) and item.get("name") == name and isinstance(item.get("source"), str):
-                return (base / item["source"]).resolve()
-        return None
+        source = reg.marketplace_sources(base).get(name)
+        return (base / source).resolve() if source is not None else None
     row = reg.user_row(key)
     if row and isinstance(row.get("installPath"), str):
         return Path(row["installPath"]).expanduser()
@@ -139,9 +133,10 @@ def resolve(plugin: str, key: str, server: str, entry: Mapping[str, Any], root: 
     return launch
 
 
-def installed_roots(config_dir: Path) -> list[tuple[str, Path]]:
-    """``(name@marketplace, folder)`` of every enabled, installed plugin whose folder is known."""
-    reg = Registration.load(config_dir)
+def installed_roots(config_dir: Path | Registration) -> list[tuple[str, Path]]:
+    """``(name@marketplace, folder)`` of every enabled, installed plugin whose folder is known (of a
+    config dir, or of its registration a gate has already read)."""
+    reg = config_dir if isinstance(config_dir, Registration) else Registration.load(config_dir)
     roots = []
     for key in sorted(k for k, on in reg.enabled.items() if on is True):
         root = plugin_root(reg, key) if reg.user_row(key) is not None else None

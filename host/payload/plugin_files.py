@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from plughost.runtime.manifest import _FRONTMATTER, _validator, describe_error, json_path
+from plughost.runtime.manifest import _FRONTMATTER, describe_error, json_path, load_yaml, schema_errors
 from plughost.util.log import format_line
 
 HOOK_EVENTS = frozenset({
@@ -85,8 +85,7 @@ def _read_json(path: Path, plugin: str, out: list[Finding]) -> Any:
 
 
 def _schema(data: Any, schema: str, path: Path, plugin: str, out: list[Finding]) -> None:
-    errors = sorted(_validator(schema).iter_errors(data), key=lambda e: (list(map(str, e.absolute_path)), e.message))
-    for err in errors:
+    for err in schema_errors(data, schema):
         where, what = describe_error(err)
         if err.validator == "minItems" and json_path(err.absolute_path) == "plugins":
             what = "the marketplace has no plugins defined"
@@ -106,7 +105,7 @@ def _frontmatter(path: Path, plugin: str, kind: str, out: list[Finding]) -> None
                            f"no YAML frontmatter block between '---' lines at the top of the {kind}"))
         return
     try:
-        data = yaml.safe_load(match.group(1))
+        data = _parsed(match.group(1))
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         out.append(Finding(plugin, path, "frontmatter", f"invalid YAML: {problem}"))
@@ -117,6 +116,15 @@ def _frontmatter(path: Path, plugin: str, kind: str, out: list[Finding]) -> None
     description = data.get("description")
     if not isinstance(description, str) or not description.strip():
         out.append(Finding(plugin, path, "description", f"required: the {kind}'s frontmatter has no description"))
+
+
+def _parsed(text: str) -> Any:
+    """The frontmatter through libyaml; a text it refuses goes to the pure-Python parser, whose
+    message (``problem``) is the one this check has always printed."""
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError:
+        return yaml.safe_load(text)
 
 
 def _inside(folder: Path, rel: str) -> Path:

@@ -8,6 +8,7 @@ gates read them here, once per boot.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class Registration:
     enabled: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     _by_plugin: dict[str, list[str]] | None = None
+    _sources: dict[Path, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, config_dir: Path) -> Registration:
@@ -71,6 +73,23 @@ class Registration:
         enabled = settings.get("enabledPlugins")
         reg.enabled = enabled if isinstance(enabled, dict) else {}
         return reg
+
+    def marketplace_sources(self, folder: Path) -> dict[str, str]:
+        """A directory marketplace's ``.claude-plugin/marketplace.json`` as plugin name → its ``source``
+        (the first entry of a name; empty when unreadable), read once per registration: every
+        plugin of the marketplace asks it."""
+        found = self._sources.get(folder)
+        if found is None:
+            try:
+                doc = json.loads((folder / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                doc = {}
+            found = {}
+            for item in doc.get("plugins") or [] if isinstance(doc, dict) else []:
+                if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("source"), str):
+                    found.setdefault(item["name"], item["source"])
+            self._sources[folder] = found
+        return found
 
     def user_row(self, key: str) -> dict[str, Any] | None:
         """The `scope: "user"` row of `name@marketplace` in installed_plugins.json."""

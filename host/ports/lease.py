@@ -17,8 +17,6 @@ local ``flock`` claims).
 from __future__ import annotations
 
 import os
-import secrets
-import socket
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -69,6 +67,9 @@ def is_shared(store: Any) -> bool:
 
 def new_owner() -> str:
     """One owner id per process: ``<host>-<pid>-<random>``."""
+    import secrets
+    import socket
+
     host = "".join(c if c.isalnum() or c in "-." else "-" for c in socket.gethostname())[:40] or "host"
     return f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
 

@@ -7,7 +7,6 @@ a deterministic order (the operator's choice alone, else external plugins before
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,6 +70,8 @@ class HookCalls:
             providers = sorted(i.plugin_name for i in self.providers(hook))
             if not chosen or chosen in providers or chosen.lower() in hook.builtin_options:
                 continue
+            import difflib
+
             close = difflib.get_close_matches(chosen, [*hook.builtin_options, *providers], n=1)
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise UserError(f"{hook.env}: no {hook.what} named '{chosen}' ({hint}expected a built-in option: "

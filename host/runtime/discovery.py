@@ -10,9 +10,7 @@ an external plugin is asked before the built-ins whatever its name (docs/hooks.m
 
 from __future__ import annotations
 
-import difflib
 import importlib
-import importlib.metadata
 import importlib.util
 import re
 import sys
@@ -24,7 +22,7 @@ from typing import Any
 
 import pluggy
 
-from plughost.runtime import hooktable, hostrange, legacy
+from plughost.runtime import entry_points, hooktable, hostrange, legacy
 from plughost.runtime.hooktable import EachHook, ListHook
 from plughost.runtime.isolation import isolate, isolate_wrapper, one_line
 from plughost.runtime.manifest import PluginManifest, code_declaration, from_mapping, load_manifest
@@ -39,7 +37,7 @@ PLUGIN_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 """A plugin's name (plugin.schema.json's ``name``): what an entry point's name must be too."""
 
 
-def shared_modules(eps: list[importlib.metadata.EntryPoint],
+def shared_modules(eps: list[Any],
                    name_of: Callable[[Any], str | None] = lambda d: getattr(d, "name", None)) -> dict[str, list[str]]:
     """Entry-point targets more than one entry point names (target → the names): ambiguous, so none
     of them is loaded (a second distribution cannot take over an installed plugin's module)."""
@@ -133,6 +131,8 @@ class Discovery:
             for name in setting.read(self.env) or []:
                 if name in self.records or (setting is settings.LOAD_PLUGINS and name == "none"):
                     continue
+                import difflib
+
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"did you mean '{close[0]}'? " if close else ""
                 raise UserError(f"{setting.name}: no plugin named '{name}' ({hint}known: {', '.join(known) or 'none'})")
@@ -172,9 +172,9 @@ class Discovery:
             return self
         self._loaded = True
         legacy.install()  # plugins written for 0.1 import `host...`: served, with a warning, until 0.3
-        eps: list[importlib.metadata.EntryPoint] = []
+        eps: list[Any] = []  # importlib.metadata.EntryPoint, or entry_points.OwnEntryPoint
         if self.entry_points:
-            eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+            eps = sorted(entry_points.entry_points(ENTRY_POINT_GROUP), key=lambda e: e.name)
             self._shared = shared_modules(eps, self._dist_name)
         folders: list[Path] = []
         if self.plugins_dir and self.plugins_dir.is_dir():
@@ -235,7 +235,7 @@ class Discovery:
         log("plugins", "op=load-failed", plugin=record.name, reason=str(clash))
         raise _Refused from None
 
-    def _load_entry_point(self, ep: importlib.metadata.EntryPoint) -> None:
+    def _load_entry_point(self, ep: Any) -> None:
         dist = getattr(ep, "dist", None)
         builtin = self._dist_name(dist) == "plughost"
         record = PluginRecord(name=ep.name, source="entry-point", origin=f"module:{ep.value}", builtin=builtin)
@@ -397,6 +397,8 @@ class Discovery:
                          and not all(i.optionalhook for i in c.get_hookimpls() if i.plugin is module))
         if unknown:
             self.pm.unregister(module)
+            import difflib
+
             hints = []
             for hook_name in unknown:
                 close = difflib.get_close_matches(hook_name, list(hooktable.TABLE), n=1)
@@ -457,6 +459,8 @@ def dist_version(module: Any, dist: Any = None) -> str:
     its distribution's); else the distribution owning the module's top package; else ``__version__``."""
     if dist is not None and getattr(dist, "version", None):
         return str(dist.version)
+    import importlib.metadata
+
     top = getattr(module, "__name__", "").split(".")[0]
     for name in importlib.metadata.packages_distributions().get(top, []):
         try:

@@ -9,7 +9,6 @@ and the other plugins still answer. A :class:`~plughost.util.errors.FatalError` 
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -62,6 +61,8 @@ class CallSink:
         self.errors.append(kind(plugin, hook_name, reason))
         log("plugins", "op=hook-error", plugin=plugin, hook=hook_name, reason=reason)
         if settings.DEBUG.read_or_default(env):  # reporting a failure must not fail
+            import traceback
+
             traceback.print_exception(exc)
 
 

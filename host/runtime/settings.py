@@ -9,7 +9,6 @@ a warning, never fatal. The declarations and the reading are :mod:`plughost.util
 
 from __future__ import annotations
 
-import difflib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -88,6 +87,8 @@ _lock = threading.Lock()
 
 def suggestion(name: str, known: list[str]) -> str | None:
     """The declared name closest to ``name`` (compared without the common ``PLUGHOST_`` prefix)."""
+    import difflib
+
     tails = {k.removeprefix(settings.PREFIX): k for k in known}
     close = difflib.get_close_matches(name.removeprefix(settings.PREFIX), list(tails), n=1, cutoff=0.6)
     return tails[close[0]] if close else None

@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from plughost.runtime import state
 from plughost.runtime.accounts import account_dir
 from plughost.runtime.install_brand import install_brand, require
-from plughost.runtime.manifest import split_frontmatter
+from plughost.runtime.manifest import load_yaml, split_frontmatter
 from plughost.runtime.surface import safe_name
 from plughost.util import settings
 from plughost.util.errors import UserError
@@ -79,11 +77,6 @@ class DriftReport:
 
 
 # ---------------------------------------------------------------------------- parsing
-def _yaml_load(text: str) -> Any:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
-
-
 _SIMPLE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):[ \t]*(.*?)[ \t]*$")
 _YAML_SYNTAX = frozenset("[]{}|>&*!%@`\"'#-?:,")
 _YAML_WORDS = frozenset({"null", "~", "true", "false", "yes", "no", "on", "off", ".nan", ".inf"})
@@ -127,7 +120,7 @@ def parse_agent(path: Path, origin: str = "") -> Specialist:
     try:
         data = _simple_frontmatter(head)
         if data is None:
-            data = _yaml_load(head) or {}
+            data = load_yaml(head) or {}
     except Exception as exc:  # yaml.YAMLError
         raise UserError(f"{path}: frontmatter: invalid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):

@@ -28,6 +28,25 @@ NO_TOOLS = "is declared in PLUGIN.md but its plughost_tools returns no Tool (Non
 PLACEHOLDER = "has a placeholder description in PLUGIN.md (empty, or just its name): say what the tool does"
 
 
+class ArgumentValidator:
+    """A tool's ``inputSchema`` validator (jsonschema Draft 2020-12), built on the first call's
+    arguments: a boot, ``plugins list`` or a server's ``tools/list`` builds the table and checks no
+    argument, and pays no jsonschema import."""
+
+    __slots__ = ("schema", "_built")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        self._built: Any = None
+
+    def iter_errors(self, instance: Any) -> Any:
+        if self._built is None:
+            import jsonschema
+
+            self._built = jsonschema.Draft202012Validator(self.schema)
+        return self._built.iter_errors(instance)
+
+
 @dataclass(frozen=True)
 class ServedTool:
     name: str
@@ -156,8 +175,6 @@ def _join_plugin(table: ToolTable, record: Any, collected: Any, implements: bool
 def _serve(table: ToolTable, plugin: str, decl: ToolDecl, impl: Tool, in_manifest: bool) -> ServedTool | None:
     """The served form of one declared tool with its handler, or None (withheld, broken, bad schema);
     what is wrong with it goes into ``table``."""
-    import jsonschema
-
     differs = _disagreement(decl, impl) if in_manifest else []
     if differs:
         table.problems.append(ToolProblem(plugin, decl.name, "disagrees", _disagrees(differs)))
@@ -183,7 +200,7 @@ def _serve(table: ToolTable, plugin: str, decl: ToolDecl, impl: Tool, in_manifes
     if mismatch:
         table.problems.append(ToolProblem(plugin, decl.name, "signature", mismatch))
     return ServedTool(decl.name, decl.description, schema, decl.eager, impl.handler,
-                      jsonschema.Draft202012Validator(schema), plugin, decl.admin_allowlist)
+                      ArgumentValidator(schema), plugin, decl.admin_allowlist)
 
 
 def _signature_schema(handler: Any) -> Mapping[str, Any] | None:

@@ -41,11 +41,41 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from plughost.util import config
 
 MARKER = "[redacted]"
+
+
+class _Lazy:
+    """A regex compiled on its first use. The module's ~80 patterns (its rules and the vendor
+    formats) cost ~10 ms to compile, every process that logs imports this module, and a line meets
+    only the few rules its literal gates let through (a boot's lines: four or five)."""
+
+    __slots__ = ("_source", "_compiled")
+
+    def __init__(self, pattern: str, flags: int = 0, never_on_error: bool = False) -> None:
+        self._source: tuple[str, int, bool] | None = (pattern, flags, never_on_error)
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = self._compiled
+        if compiled is None:
+            pattern, flags, never = self._source  # type: ignore[misc]
+            try:
+                compiled = re.compile(pattern, flags)
+            except re.error:
+                if not never:
+                    raise
+                compiled = re.compile(r"(?!)")  # a pattern Python's re cannot compile matches nothing
+            self._compiled = compiled
+        return getattr(compiled, name)
+
+
+def _lazy(pattern: str, flags: int = 0, never_on_error: bool = False) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)``, compiled on the first use (:class:`_Lazy`)."""
+    return cast("re.Pattern[str]", _Lazy(pattern, flags, never_on_error))
 
 # names --------------------------------------------------------------------------------------
 _STRONG = ("password", "passwd", "passphrase", "passcode", "secret", "credential", "apikey", "privatekey",
@@ -67,7 +97,7 @@ _NOT_SECRET_TAIL = {"count", "counts", "limit", "limits", "max", "min", "type", 
 _PASS_FLAGS = {"storepass", "keypass", "srcstorepass", "deststorepass", "srckeypass", "destkeypass", "passin",
                "passout", "storepassword", "keypassword"}
 """Password flags of keytool, jarsigner and openssl (``-storepass …``, ``-passout pass:…``)."""
-_WORD_SPLIT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_WORD_SPLIT = _lazy(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
 
 @lru_cache(maxsize=4096)
@@ -94,63 +124,63 @@ def secret_name(name: str) -> bool:
 
 
 # the text rules ------------------------------------------------------------------------------
-_PRIVATE_BLOCK = re.compile(r"(-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----)"
+_PRIVATE_BLOCK = _lazy(r"(-----BEGIN (?P<kind>[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----)"
                             r"(?P<body>.*?)(?:(?P<end>-----END (?P=kind)-----)|\Z)", re.DOTALL)
-_PUTTY = re.compile(r"(Private-Lines: *\d+)((?:\r?\n|\\n)[A-Za-z0-9+/=]+)+|(Private-MAC: *)[0-9a-fA-F]+")
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@'\"<>]*:)([^\s/'\"<>]+)(?=@)")
-_MYSQL = re.compile(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
-_CURL_USER = re.compile(r"(\b(?:curl|wget)\b[^\n|;&]{0,400}?\s(?:-u|--user|--proxy-user|--http-user)(?:\s*|=)['\"]?"
+_PUTTY = _lazy(r"(Private-Lines: *\d+)((?:\r?\n|\\n)[A-Za-z0-9+/=]+)+|(Private-MAC: *)[0-9a-fA-F]+")
+_URL_PASSWORD = _lazy(r"(\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@'\"<>]*:)([^\s/'\"<>]+)(?=@)")
+_MYSQL = _lazy(r"(\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]{0,400}?\s-p)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_CURL_USER = _lazy(r"(\b(?:curl|wget)\b[^\n|;&]{0,400}?\s(?:-u|--user|--proxy-user|--http-user)(?:\s*|=)['\"]?"
                         r"[^\s:'\"]*:)([^\s'\"]+)")
-_PASS_TOOLS = re.compile(r"(\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]{0,400}?\s-a)\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
-_LOGIN_P = re.compile(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oc|az|cf|argocd|crane|oras|regctl|apptainer|singularity)\b[^\n|;&]{0,200}?\blogin\b[^\n|;&]{0,200}?"
+_PASS_TOOLS = _lazy(r"(\b(?:sshpass\s+-p|redis-cli\b[^\n|;&]{0,400}?\s-a)\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_LOGIN_P = _lazy(r"(\b(?:docker|podman|nerdctl|buildah|skopeo|helm|oc|az|cf|argocd|crane|oras|regctl|apptainer|singularity)\b[^\n|;&]{0,200}?\blogin\b[^\n|;&]{0,200}?"
                       r"\s-p\s*)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
-_HTPASSWD = re.compile(r"(\bhtpasswd\b(?:\s+-[A-Za-z]+)*?\s+-[A-Za-z]*b[A-Za-z]*(?:\s+-[A-Za-z]+)*"
+_HTPASSWD = _lazy(r"(\bhtpasswd\b(?:\s+-[A-Za-z]+)*?\s+-[A-Za-z]*b[A-Za-z]*(?:\s+-[A-Za-z]+)*"
                        r"(?:\s+(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)){2}\s+)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
-_NETRC = re.compile(r"(\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+)(\S+)")
-_CAPITAL_P = re.compile(r"(\b(?:sqlcmd|bcp|osql|isql|zip|unzip|zipcloak)\b[^\n|;&]{0,300}?\s-P\s*)"
+_NETRC = _lazy(r"(\bmachine\s+\S+(?:\s+login\s+\S+)?\s+password\s+)(\S+)")
+_CAPITAL_P = _lazy(r"(\b(?:sqlcmd|bcp|osql|isql|zip|unzip|zipcloak)\b[^\n|;&]{0,300}?\s-P\s*)"
                         r"('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
 """``sqlcmd -P …``, ``zip -P …``: the capital ``-P`` of these tools is the password."""
-_ATTACHED_P = re.compile(r"(\b(?:7z|7za|7zr|rar|unrar)\b[^\n|;&]{0,300}?\s-p)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
-_SMB_USER = re.compile(r"(\b(?:smbclient|smbmap|rpcclient|net)\b[^\n|;&]{0,300}?\s(?:-U|--user)(?:\s+|=)['\"]?[^\s%'\"]+%)"
+_ATTACHED_P = _lazy(r"(\b(?:7z|7za|7zr|rar|unrar)\b[^\n|;&]{0,300}?\s-p)('[^']*'|\"[^\"]*\"|[^\s'\"]+)")
+_SMB_USER = _lazy(r"(\b(?:smbclient|smbmap|rpcclient|net)\b[^\n|;&]{0,300}?\s(?:-U|--user)(?:\s+|=)['\"]?[^\s%'\"]+%)"
                        r"([^\s'\"]+)")
-_HTTPIE = re.compile(r"((?<![\w/.:-])(?:https?|xh)(?:\s[^\n|;&]{0,300}?)?\s(?:-a|--auth)(?:\s+|=)['\"]?[^\s:'\"]*:)([^\s'\"]+)")
-_CLI_SET = re.compile(
+_HTTPIE = _lazy(r"((?<![\w/.:-])(?:https?|xh)(?:\s[^\n|;&]{0,300}?)?\s(?:-a|--auth)(?:\s+|=)['\"]?[^\s:'\"]*:)([^\s'\"]+)")
+_CLI_SET = _lazy(
     r"((?<![\w-])(?:export|setenv|(?:config|configure)(?:\s+--?[\w-]+)*(?:\s+set)?|config:set|secrets?\s+set)"
     r"[ \t]+(?P<name>[^\s=\"'`]{1,160})[ \t]+)(?P<val>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"=][^\s'\"]*)")
 """``aws configure set aws_secret_access_key …``, ``export API_KEY …``, ``setenv DB_PASSWORD …``,
 ``npm config set //registry/:_authToken …``, ``git config --global hub.oauthtoken …``."""
-_STDIN = re.compile(r"(\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)('[^'\n]*'|\"[^\"\n]*\"|[^\s|'\";&]+)"
+_STDIN = _lazy(r"(\b(?:echo|printf)[ \t]+(?:-[neE]+[ \t]+)?)('[^'\n]*'|\"[^\"\n]*\"|[^\s|'\";&]+)"
                     r"(?=[ \t]*\|[^\n|]{0,300}?(?:--password-stdin|--with-token|--token-stdin|--stdin\b|\bchpasswd\b))")
 """``echo '…' | docker login --password-stdin``, ``echo … | gh auth login --with-token``."""
-_HERE = re.compile(r"((?:--password-stdin|--with-token|--token-stdin|--stdin)\b[^\n|;&]{0,200}?<<<[ \t]*)"
+_HERE = _lazy(r"((?:--password-stdin|--with-token|--token-stdin|--stdin)\b[^\n|;&]{0,200}?<<<[ \t]*)"
                    r"('[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)")
 """``gh auth login --with-token <<< '…'`` (a here-string)."""
-_XML = re.compile(r"(?i)(<(?P<tag>[\w:.-]{0,40}?(?:password|passwd|passphrase|secret|token|apikey|api_key|pwd)"
+_XML = _lazy(r"(?i)(<(?P<tag>[\w:.-]{0,40}?(?:password|passwd|passphrase|secret|token|apikey|api_key|pwd)"
                   r"[\w:.-]{0,40})(?:\s[^>]{0,200})?>)([^<]{1,500})(</(?P=tag)\s*>)")
-_PROSE = re.compile(r"(?i)(\b(?:password|passcode|passphrase|passwd|pwd|pin code)\s+(?:is|was)\s*:?\s*)"
+_PROSE = _lazy(r"(?i)(\b(?:password|passcode|passphrase|passwd|pwd|pin code)\s+(?:is|was)\s*:?\s*)"
                     r"([^\s,;]{4,}?)(?=[.,;!?]?(?:\s|$))")
-_FLAG = re.compile(r"((?<!\S)--?(?P<flag>[A-Za-z][\w-]{0,40})(?:=|\s+))(?P<val>'[^']*'|\"[^\"]*\"|[^\s'\"\-][^\s'\"]*)")
-_COOKIE = re.compile(r"(?i)((?<![\w-])(?:set-)?cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\n\"'\\]+)")
-_KEY = re.compile(
+_FLAG = _lazy(r"((?<!\S)--?(?P<flag>[A-Za-z][\w-]{0,40})(?:=|\s+))(?P<val>'[^']*'|\"[^\"]*\"|[^\s'\"\-][^\s'\"]*)")
+_COOKIE = _lazy(r"(?i)((?<![\w-])(?:set-)?cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\n\"'\\]+)")
+_KEY = _lazy(
     r"(?<![\w.\-])(?P<q>\\*[\"']|)"
     r"(?=[\w.\-]{0,63}?(?i:pass|pw|secret|token|key|auth|cred|cookie|pin|otp|bearer|jwt|sid))"
     r"(?P<key>[A-Za-z_][\w.\-]{0,63})(?P=q)(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*)"
     r"(?P<scheme>(?i:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?")
 """``name<sep>``, for a name holding a fragment of a secret name (the value is read after it, so a
 pair inside another's value, ``name=password=…``, is found too)."""
-_VALUE = re.compile(r"\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"'`,;&<>(){}\[\]\\]+")
-_PAIR = re.compile(
+_VALUE = _lazy(r"\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s\"'`,;&<>(){}\[\]\\]+")
+_PAIR = _lazy(
     r"(?P<q>\\?\")(?:name|key|header)(?P=q)\s*:\s*(?P=q)(?P<name>[^\"\\]{1,80})(?P=q)\s*,\s*"
     r"(?P=q)value(?P=q)\s*:\s*(?P=q)(?P<val>(?:[^\"\\]|\\[^\"])*)(?P=q)")
-_PAIR_REVERSED = re.compile(
+_PAIR_REVERSED = _lazy(
     r"(?P<q>\\?\")value(?P=q)\s*:\s*(?P=q)(?P<val>(?:[^\"\\]|\\[^\"])*)(?P=q)\s*,\s*"
     r"(?P=q)(?:name|key|header)(?P=q)\s*:\s*(?P=q)(?P<name>[^\"\\]{1,80})(?P=q)")
-_BEARER = re.compile(r"(?i)(?<![\w-])(bearer[ \t]+)([A-Za-z0-9._~+/\-]{12,}=*)")
-_BASIC = re.compile(r"(?<![\w-])([Bb]asic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])")
+_BEARER = _lazy(r"(?i)(?<![\w-])(bearer[ \t]+)([A-Za-z0-9._~+/\-]{12,}=*)")
+_BASIC = _lazy(r"(?<![\w-])([Bb]asic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])")
 _NOT_VALUES = {"str", "int", "bool", "bytes", "none", "null", "nil", "true", "false", "string", "optional",
                "any", "undefined", "required", "redacted", "secret", "password", "self", "object", "number",
                "boolean", "integer", "float", "list", "dict"}
-_REFERENCE = re.compile(r"\$\{?[A-Za-z_][\w.]*\}?|%\([\w]+\)s|\{\{[^}]*\}\}|<[^>]*>|\*+|x{3,}|\.{3}|…")
+_REFERENCE = _lazy(r"\$\{?[A-Za-z_][\w.]*\}?|%\([\w]+\)s|\{\{[^}]*\}\}|<[^>]*>|\*+|x{3,}|\.{3}|…")
 
 _EXTRA_FORMATS = (
     r"github_pat_[A-Za-z0-9_]{22,}",
@@ -186,7 +216,7 @@ _GATES = {"artifactory": ("AKC", "AP"), "mailchimp": ("-us",), "telegram_token":
           "stripe": ("k_live_",), "slack": ("xox", "hooks.slack"), "aws": ("A",), "twilio": ("AC", "SK"),
           "npm": ("_authToken",)}
 """Cheap substring tests before a detect-secrets regex without a literal prefix runs over a text."""
-_LITERAL = re.compile(r"(?:[A-Za-z0-9_\-]|\\[.\-/])+")
+_LITERAL = _lazy(r"(?:[A-Za-z0-9_\-]|\\[.\-/])+")
 """A run of literal characters at a pattern's start (``\\.``, ``\\-`` and ``\\/`` as the characters)."""
 
 
@@ -237,7 +267,7 @@ def literal_gates(pattern: str, flags: int = 0) -> tuple[str, ...]:
     return gates if min(len(g) for g in gates) >= 2 else ()
 
 
-_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
+_TOKEN_TAIL = _lazy(r"[A-Za-z0-9_\-+/=.]*")
 """What a vendor match extends over: the rest of its token (a JWT's signature, a longer Stripe key)."""
 _TRIM = " \t\r\n=:\"'"
 _CACHE_VERSION = 1
@@ -316,21 +346,18 @@ _formats_lock = threading.Lock()
 
 
 def vendor_formats() -> Formats:
-    """The compiled vendor key formats and their substring gates (built once per process)."""
+    """The vendor key formats (each compiled on its first use) and their substring gates (built once
+    per process)."""
     global _formats
     if _formats is None:
         with _formats_lock:
             if _formats is None:
                 built: Formats = []
                 for plugin, pattern, flags in _cached_patterns():
-                    if plugin in _SKIPPED_PLUGINS:
-                        continue
-                    try:
-                        built.append((re.compile(pattern, flags),
+                    if plugin not in _SKIPPED_PLUGINS:
+                        built.append((_lazy(pattern, flags, never_on_error=True),
                                       _GATES.get(plugin) or literal_gates(pattern, flags)))
-                    except re.error:
-                        continue
-                built.extend((re.compile(p), literal_gates(p)) for p in _EXTRA_FORMATS)
+                built.extend((_lazy(p), literal_gates(p)) for p in _EXTRA_FORMATS)
                 _formats = built
     return _formats
 
@@ -391,8 +418,8 @@ def _plain_value(inner: str) -> bool:
 
 
 _BLOCK_SCALAR = {"|", ">", "|-", ">-", "|+", ">+"}
-_BLOCK_START = re.compile(r"[|>][-+]?[ \t]*(?:\r?\n|$)")
-_YAML_ITEM = re.compile(r"[ \t]*-[ \t]+(?P<v>\S.*?)[ \t]*$|[ \t]*[\w.\-\"']{1,80}[ \t]*:[ \t]+(?P<w>\S.*?)[ \t]*$")
+_BLOCK_START = _lazy(r"[|>][-+]?[ \t]*(?:\r?\n|$)")
+_YAML_ITEM = _lazy(r"[ \t]*-[ \t]+(?P<v>\S.*?)[ \t]*$|[ \t]*[\w.\-\"']{1,80}[ \t]*:[ \t]+(?P<w>\S.*?)[ \t]*$")
 _deep_values: dict[str, re.Pattern[str]] = {}
 
 
@@ -678,11 +705,11 @@ def _stdin(m: re.Match[str]) -> str:
 
 
 # high-entropy strings and base64-wrapped key material ------------------------------------------
-_CANDIDATE = re.compile(r"(?<![\w+/=.\-\\])[A-Za-z0-9+/_\-]{20,}+={0,2}(?![\w+/=\-])")
+_CANDIDATE = _lazy(r"(?<![\w+/=.\-\\])[A-Za-z0-9+/_\-]{20,}+={0,2}(?![\w+/=\-])")
 """A run that could be a key: base64, base64url or hex, 20+ characters (candidates are few in prose)."""
-_WRAPPED = re.compile(r"(?:(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/]{4,}+={0,2})+")
+_WRAPPED = _lazy(r"(?:(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/]{4,}+={0,2})+")
 """The further lines of a wrapped base64 blob (76-column ``base64`` output, a Kubernetes secret)."""
-_SECRET_WORD = re.compile(
+_SECRET_WORD = _lazy(
     r"(?i)(?:^|[^\w-])(?:api[-_ ]?keys?|access[-_ ]?keys?|private[-_ ]?keys?|signing[-_ ]?keys?|secret[-_ ]?keys?|"
     r"client[-_ ]?secrets?|keys?|tokens?|secrets?|passwords?|passwd|pwd|pass(?:phrase|code)?|apikey|credentials?|"
     r"creds|auth|bearer|otp)"
@@ -690,9 +717,9 @@ _SECRET_WORD = re.compile(
     r"our|this|that|a|an)\b)*$")
 """A word naming a secret just before a candidate, with only small words between (``invalid token X``,
 ``my key is X``, ``the secret: X``); ``key id X``, ``key fingerprint X``, ``token count X`` do not match."""
-_HASH_CONTEXT = re.compile(r"(?i)sha|md5|blake|digest|checksum|hash|integrity|fingerprint|commit|revision|\brev\b")
+_HASH_CONTEXT = _lazy(r"(?i)sha|md5|blake|digest|checksum|hash|integrity|fingerprint|commit|revision|\brev\b")
 """Words before a bare hex or base64 string that say it is a digest or a commit id, not a key."""
-_DATA_URI = re.compile(r"(?i)data:(?:image|font|audio|video)/[\w.+-]+;base64,$")
+_DATA_URI = _lazy(r"(?i)data:(?:image|font|audio|video)/[\w.+-]+;base64,$")
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 

@@ -138,3 +138,26 @@ def test_a_drifting_premium_specialist_refuses_boot_and_serve_alike(cli, tmp_pat
     assert "tool=mcp__plugin_notes_notes__note-ad drift=unknown-tool-in-plugin" in line
     assert line in serve.stderr.splitlines()
     assert "refusing to serve: fatal boot gate(s) failed: specialist-tool-drift" in serve.stderr
+
+
+BOOT_OFF_PATH = ("jsonschema", "mcp", "neo4j", "numpy", "onnxruntime", "starlette", "uvicorn")
+"""What ``boot --check`` does without: the heavy imports, and jsonschema (tool arguments are checked
+on a call, a valid manifest by its compiled validator; jsonschema explains a failure only)."""
+
+
+def test_boot_check_imports_nothing_it_does_not_use(cli, tmp_path, plughost_home):
+    import os
+    import subprocess
+    import sys
+
+    _, cc = _clean_install(cli, tmp_path, "default")
+    code = ("import json, sys\nfrom plughost.cli.main import main\n"
+            f"code = main(['boot', '--check', '--account', 'acme', '--config-dir', {str(cc)!r}])\n"
+            "print(json.dumps([code, sorted(sys.modules)]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PLUGHOST_HOME": str(plughost_home)})
+    assert proc.returncode == 0, proc.stderr
+    exit_code, modules = json.loads(proc.stdout.splitlines()[-1])
+    assert exit_code == 0, proc.stderr
+    assert sorted({m.split(".")[0] for m in modules} & set(BOOT_OFF_PATH)) == []
+    assert "importlib.metadata" not in modules  # plughost's own entry points: plughost.runtime.entry_points

@@ -76,3 +76,45 @@ def test_an_import_past_the_public_api_is_a_warning_naming_file_and_line(tmp_pat
                      (str(folder / "sub" / "deep.py"), "3")], result.stderr
     assert "plugin 'graph'" in warns[0] and "plugin 'memory'" in warns[1] and "host internal" in warns[2]
     assert "Traceback" not in result.stderr
+
+
+def test_a_long_frontmatters_parse_is_kept_between_processes_as_yaml_gives_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from plughost.runtime import manifest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kept = tmp_path / "cache" / "plughost" / "frontmatter"
+    tools = "".join(f"  - name: tool-{i}\n    description: 'tool {i}: 1.5, yes, null, ~'\n" for i in range(60))
+    head = f"name: long\nversion: 1.0.0\ntools:\n{tools}"
+    assert len(head) >= manifest.FRONTMATTER_CACHED_CHARS
+    parsed = yaml.safe_load(head)
+    md = tmp_path / "PLUGIN.md"
+    assert manifest._parse_head(head, md) == parsed
+    [file] = kept.glob("*.json")
+    monkeypatch.setattr(manifest.yaml, "load", lambda *a, **k: pytest.fail("parsed again"))
+    assert manifest._parse_head(head, md) == parsed  # the kept parse, no YAML
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    changed = head.replace("version: 1.0.0", "version: 1.0.1")
+    assert manifest._parse_head(changed, md)["version"] == "1.0.1"  # another text: parsed, kept beside
+    assert len(list(kept.glob("*.json"))) == 2
+    dated = head + "released: 2026-01-01\n"  # a date JSON cannot give back: parsed each time, never kept
+    assert manifest._parse_head(dated, md)["released"] == yaml.safe_load(dated)["released"]
+    assert len(list(kept.glob("*.json"))) == 2
+    short = "name: short\n"
+    assert manifest._parse_head(short, md) == {"name": "short"} and len(list(kept.glob("*.json"))) == 2
+    file.write_text("{not json", encoding="utf-8")  # a broken file: parsed again and rewritten
+    assert manifest._parse_head(head, md) == parsed
+
+
+def test_the_kept_parses_are_the_newest_few(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from plughost.runtime import manifest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(manifest, "FRONTMATTER_KEPT", 3)
+    pad = "x" * manifest.FRONTMATTER_CACHED_CHARS
+    for i in range(5):
+        assert manifest._parse_head(f"name: n{i}\ndescription: {pad}\n", tmp_path / "PLUGIN.md")["name"] == f"n{i}"
+    assert len(list((tmp_path / "cache" / "plughost" / "frontmatter").glob("*.json"))) == 3

@@ -85,3 +85,22 @@ def test_hostile_json_in_a_surface_is_an_error_not_a_crash(tmp_path: Path) -> No
     reg = Registration.load(tmp_path)
     assert "known_marketplaces.json: invalid JSON (nested deeper" in reg.errors[0]
     assert reg.errors[1].endswith("settings.json: not UTF-8")
+
+
+def test_a_directory_marketplace_is_read_once_for_all_its_plugins(tmp_path: Path) -> None:
+    from plughost.payload.launch import installed_roots, plugin_root
+
+    market = tmp_path / "payload"
+    (market / ".claude-plugin").mkdir(parents=True)
+    (market / ".claude-plugin" / "marketplace.json").write_text(json.dumps({"plugins": [
+        {"name": "a", "source": "./a"}, {"name": ["odd"], "source": "./x"}, {"name": "b", "source": 3},
+        {"name": "b", "source": "./b"}, {"name": "a", "source": "./second-a"}]}), encoding="utf-8")
+    rows = {f"{n}@m": [{"scope": "user", "installPath": str(tmp_path / "cache" / n)}] for n in ("a", "b", "c")}
+    _write(tmp_path / "cc", marketplaces={"m": {"source": {"source": "directory", "path": str(market)}}},
+           installed={"version": 2, "plugins": rows}, settings={"enabledPlugins": dict.fromkeys(rows, True)})
+    reg = Registration.load(tmp_path / "cc")
+    assert plugin_root(reg, "a@m") == (market / "a").resolve()  # the first entry of a name with a text source
+    (market / ".claude-plugin" / "marketplace.json").unlink()  # read once: the registration keeps it
+    assert plugin_root(reg, "b@m") == (market / "b").resolve() and plugin_root(reg, "c@m") is None
+    assert installed_roots(reg) == [("a@m", (market / "a").resolve()), ("b@m", (market / "b").resolve())]
+    assert installed_roots(tmp_path / "cc") == []  # a config dir is read afresh

@@ -368,7 +368,7 @@ def plugin_files_gate(ctx: GateContext) -> GateResult:
     result = GateResult(status="ok")
     reg = _registration(ctx)
     markets: set[Path] = set()
-    for key, root in launch.installed_roots(reg.config_dir):
+    for key, root in launch.installed_roots(reg):
         result.inspected += 1
         found = plugin_files.check_plugin(root, key.rpartition("@")[0])
         source = launch.directory_source(reg, key)

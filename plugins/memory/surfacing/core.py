@@ -14,18 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from plughost import Guards, Principal, Setting, log
+from plughost import Guards, Principal, log
 from plughost.api import hooks
 from plughost.plugins.memory.settings import SURFACE_BUDGET, SURFACE_LIMIT
 from plughost.plugins.memory.surfacing import rules, sessions
+from plughost.plugins.memory.surfacing.limits import expected_range, setting
 
 if TYPE_CHECKING:  # pragma: no cover
     from plughost import Host
 
 EVENT = "UserPromptSubmit"
-SETTINGS = (SURFACE_BUDGET, SURFACE_LIMIT)
-"""The hook sends its own values with each request (``budget``, ``limit``), so ``serve`` answers
-with the hook's settings, as the cold path does."""
 ITEM_MAX_CHARS = 500
 HEADER = "Relevant memory (surfaced by plughost for this prompt; ids work with memory-search):"
 
@@ -137,18 +135,6 @@ def item_line(item: Mapping[str, Any], room: int = ITEM_MAX_CHARS) -> str | None
     if len(line) + len(tail) > room:
         line = line[: room - len(tail) - 1] + "…"
     return line + tail
-
-
-def setting(env: Mapping[str, str], which: Setting[int]) -> tuple[int, str | None]:
-    """One of :data:`SETTINGS`: its value, or its default and the problem (an out-of-range or
-    non-integer value must not turn surfacing off)."""
-    problem = which.problem(env)
-    return (which.default, problem) if problem is not None else (which.read(env), None)
-
-
-def expected_range(which: Setting[Any]) -> str:
-    """``200..100000``: what the ``bad-setting`` line says was expected."""
-    return f"{which.minimum:g}..{which.maximum:g}"
 
 
 def settings(env: Mapping[str, str], request: SurfaceRequest | None = None) -> tuple[int, int]:

@@ -13,7 +13,7 @@ from typing import Any
 from plughost import Gate, GateContext, GateResult
 from plughost.api.util import format_line
 from plughost.plugins.memory.surfacing import context
-from plughost.plugins.memory.surfacing.core import SETTINGS, expected_range, setting
+from plughost.plugins.memory.surfacing.limits import SETTINGS, expected_range, setting
 
 NAME = "surface-settings"
 

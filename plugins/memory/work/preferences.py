@@ -22,7 +22,6 @@ narrowed process that writes its own ``AdminUser {role: owner}`` shadows nothing
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -217,6 +216,8 @@ class Preferences:
     def _create(self, guards: Guards, profile: Any, category: str, key: str, value: str,
                 vector: list[float] | None) -> str:
         """A new Preference on the profile; its id."""
+        import uuid  # with its platform import, off the boot path: the first Preference pays
+
         node_id = uuid.uuid4().hex
         props = {"category": category, "key": key, "value": value, "confidence": BASE_CONFIDENCE,
                  "scope": "admin", "reinforcements": 0}

@@ -15,7 +15,6 @@ public or narrowed process cannot see, update or complete another role's Task. L
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +83,8 @@ class Tasks:
         conversation = self._conversation(conversationId)
         kind = redact_text(kind.strip())
         text, cut = clip(redact_value(inputs or {}, inputSchema), INPUTS_BUDGET)
+        import uuid  # with its platform import, off the boot path
+
         task_id = f"task-{uuid.uuid4().hex}"
         props: dict[str, Any] = {"kind": kind, "title": redact_text(title) if isinstance(title, str) and title
                                  else kind, "inputs": text, "inputsTruncated": cut, "status": "running",

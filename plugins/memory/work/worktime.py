@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -42,6 +41,13 @@ SCAN = 100_000
 
 _lock = threading.Lock()
 """One check-then-write at a time in this process (one running timer per task)."""
+
+
+def _hex_id() -> str:
+    """A random 32-hex id (``uuid4().hex``); uuid is imported on the first write, off the boot path."""
+    import uuid
+
+    return uuid.uuid4().hex
 
 
 def _iso(moment: float) -> str:
@@ -121,7 +127,7 @@ class WorkTime:
             if open_entry is not None:
                 raise UserError(f"taskId: a timer already runs on Task '{task.id}' (since "
                                 f"{open_entry.properties.get('startedAt')}); stop it first")
-            entry_id, now = f"time-{uuid.uuid4().hex}", _iso(self.clock())
+            entry_id, now = f"time-{_hex_id()}", _iso(self.clock())
             self._write([{"id": entry_id, "labels": [ENTRY_LABEL],
                           "properties": {"taskId": task.id, "startedAt": now, "by": self._who(), "scope": "admin"},
                           "edges": [{"type": LOGGED_AGAINST, "to": task.id}]}], "work-time-start")
@@ -166,7 +172,7 @@ class WorkTime:
                     raise UserError(f"delta: {delta} would make the task's time {new} seconds; expected a total "
                                     f"from 0 to {MAX_SECONDS}")
             change, at = new - previous, _iso(self.clock())
-            adjustment_id = f"timeadj-{uuid.uuid4().hex}"
+            adjustment_id = f"timeadj-{_hex_id()}"
             self._write([{"id": adjustment_id, "labels": [ADJUSTMENT_LABEL],
                           "properties": {"taskId": task.id, "at": at, "by": self._who(), "scope": "admin",
                                          "reason": redact_text(reason.strip())[:REASON_MAX_CHARS],

@@ -9,8 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from plughost import StateKey, Tool
-from plughost.plugins.memory.embedding.reindex import reindex
-from plughost.plugins.memory.knowledge.rebuild import after_write
 from plughost.plugins.memory.writes.outcome import Call, WriteRejected, run_with_outcome
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +38,8 @@ def perform(host: Host, c: Call, op: str, args: dict[str, Any]) -> Any:
     """One write operation (``write``, ``update``, ``delete``, ``restore``, ``ingest``) as the tools and
     the ``plughost memory`` commands run it: a public node written, changed, deleted or restored
     rebuilds the public agents' KNOWLEDGE.md (docs/agents.md#knowledge)."""
+    from plughost.plugins.memory.knowledge.rebuild import after_write  # with the writer, off the boot path
+
     w = writer(host)
     before = _scope(w, args.get("id")) if op in ("update", "delete", "restore") else None
     out = getattr(w, op)(c, **args)
@@ -69,6 +69,8 @@ def reindex_op(host: Host, call: Call, labels: list[str] | None = None, batchSiz
     if w.embedder is None:
         raise WriteRejected("gate-blocked", "no embedder is usable (PLUGHOST_EMBEDDER=none or the local model "
                             "is not installed); nothing to reindex with")
+    from plughost.plugins.memory.embedding.reindex import reindex
+
     summary = reindex(w.store, w.embedder, account_id=account, labels=labels, batch_size=batchSize, limit=limit)
     return {"processed": summary.processed, "skipped": summary.skipped, "skippedIds": summary.skipped_ids[:50],
             "chunkSummaries": summary.summarised, "seconds": round(summary.seconds, 3)}
