@@ -36,9 +36,17 @@ class RankedList:
 
 
 def merge(lists: Iterable[RankedList], *, normalise_vector: bool = False) -> dict[str, Row]:
-    """One row per node id; per channel the max (normalised) score over every list that found it."""
+    """One row per node id; per channel the max (normalised) score over every list that found it.
+
+    A list whose hits are the very object an earlier list of its channel holds (paraphrases the
+    store searched as one query) is merged once: the max of the same scores is the same."""
     rows: dict[str, Row] = {}
+    merged: set[tuple[str, int]] = set()
     for ranked in lists:
+        same = (ranked.channel, id(ranked.hits))
+        if same in merged:
+            continue
+        merged.add(same)
         raw = [h.score for h in ranked.hits]
         normalise = ranked.channel == "bm25" or (ranked.channel == "vector" and normalise_vector)
         scores = min_max(raw) if normalise else raw
