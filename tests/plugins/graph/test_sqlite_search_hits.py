@@ -208,7 +208,8 @@ def test_vector_window_rows_are_the_guarded_top_k_of_an_exact_oracle(store) -> N
 def test_several_queries_score_by_blocks_what_each_scores_alone(store, monkeypatch) -> None:
     """A question and its paraphrases in one pass (``vector_search_many``): each query's scores are
     the ones it gets alone, on one thread, on slices in turn or on threads, and its hits are the
-    guarded top-k ``vector_search`` gives it."""
+    guarded top-k ``vector_search`` gives it (the first windows guarded together, a query whose
+    window held too few widened alone)."""
     import numpy as np
 
     from plughost.plugins.graph.sqlite_store import vectors
@@ -226,8 +227,14 @@ def test_several_queries_score_by_blocks_what_each_scores_alone(store, monkeypat
     assert np.allclose(threaded, alone, rtol=0, atol=1e-5)
 
     vecs, qs = _vector_corpus(store)
+    statements: list[str] = []
     for g, labels in GUARD_CASES:
+        statements.clear()
+        store.conn.set_trace_callback(statements.append)
         many = store.vector_search_many([q.tolist() for q in qs], 25, guards=g, labels=labels)
+        store.conn.set_trace_callback(None)
+        if g == Guards(ACCOUNT):  # every first window holds k guarded rows: the guards run once, the rows are read once
+            assert len([x for x in statements if "json_each" in x]) == 2
         for q, hits in zip(qs, many, strict=True):
             one = store.vector_search(q.tolist(), 25, guards=g, labels=labels)
             assert [h.node.id for h in hits] == [h.node.id for h in one]
