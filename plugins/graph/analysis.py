@@ -76,6 +76,19 @@ def index_texts(props: Sequence[Mapping[str, Any]]) -> list[str]:
                                                    for p in props])]
 
 
+def search_keys(texts: Sequence[str], *, stemmed: bool) -> list[tuple[tuple[str, ...], ...]]:
+    """For each text, the query the embedded store's full-text search makes of it (its
+    :func:`fts_terms`, each a phrase, ORed), as a key: the phrases' tokens (lower-cased; with
+    ``stemmed``, folded and stemmed as ``node_text_stem``'s, in one round trip), the phrases
+    sorted. Texts with one key are one query, the same matches with the same ``bm25()``: the same
+    words in another order and, with ``stemmed``, a word's other number ("masks" for "mask")."""
+    terms = [fts_terms(text) for text in texts]
+    if not stemmed:
+        return [tuple(sorted(tuple(t) for t in found)) for found in terms]
+    analysed_terms = iter(analysed([" ".join(t) for found in terms for t in found]))
+    return [tuple(sorted(tuple(next(analysed_terms)) for _ in found)) for found in terms]
+
+
 def query_terms(query: str) -> list[list[str]]:
     """User text as the embedded store searches it (:func:`fts_terms`, each term a phrase of
     tokens), each token folded and stemmed as the index's: a term that analyses to nothing is dropped."""

@@ -31,6 +31,7 @@ from plughost.api.store import (
     edge_guards,
     write_guards,
 )
+from plughost.plugins.graph.analysis import search_keys
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -808,6 +809,21 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
                     break
                 window *= 4
         return [Hit(LazyNode(row), -float(row[ROW_EXTRA])) for row in ranked]
+
+    def fulltext_search_many(self, queries: Sequence[str], k: int, *, guards: Guards,
+                             labels: Sequence[str] | None = None, stemmed: bool = False) -> list[list[Hit]]:
+        """:meth:`fulltext_search` for several texts (a question and its paraphrases), a list per
+        text: texts the index reads as one query (:func:`~plughost.plugins.graph.analysis.search_keys`:
+        the same words in any order; ``stemmed``, the same stems, so a paraphrase that flips a
+        word's number is the question again) are searched once and share one list, the same object."""
+        keys = search_keys(queries, stemmed=stemmed) if len(queries) > 1 else [()] * len(queries)
+        found: dict[tuple[tuple[str, ...], ...], list[Hit]] = {}
+        out = []
+        for text, key in zip(queries, keys, strict=True):
+            if key not in found:
+                found[key] = self.fulltext_search(text, k, guards=guards, labels=labels, stemmed=stemmed)
+            out.append(found[key])
+        return out
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:

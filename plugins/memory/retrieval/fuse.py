@@ -36,22 +36,39 @@ class RankedList:
 
 
 def merge(lists: Iterable[RankedList], *, normalise_vector: bool = False) -> dict[str, Row]:
-    """One row per node id; per channel the max (normalised) score over every list that found it."""
+    """One row per node id; per channel the max (normalised) score over every list that found it.
+
+    A list whose hits are the very object an earlier list of its channel holds (paraphrases the
+    store searched as one query) is merged once: the max of the same scores is the same."""
     rows: dict[str, Row] = {}
+    merged: set[tuple[str, int]] = set()
     for ranked in lists:
+        same = (ranked.channel, id(ranked.hits))
+        if same in merged:
+            continue
+        merged.add(same)
         raw = [h.score for h in ranked.hits]
         normalise = ranked.channel == "bm25" or (ranked.channel == "vector" and normalise_vector)
         scores = min_max(raw) if normalise else raw
-        for hit, score in zip(ranked.hits, scores, strict=True):
-            row = rows.get(hit.node.id)
+        found = []
+        for hit in ranked.hits:
+            node = hit.node
+            row = rows.get(node.id)
             if row is None:
-                row = rows[hit.node.id] = Row(hit.node)
-            if ranked.channel == "vector":
-                row.vector = max(row.vector, score)
-            elif ranked.channel == "entity":
-                row.entity = max(row.entity, score)
-            else:
-                row.bm25 = max(row.bm25, score)
+                row = rows[node.id] = Row(node)
+            found.append(row)
+        if ranked.channel == "vector":
+            for row, score in zip(found, scores, strict=True):
+                if score > row.vector:
+                    row.vector = score
+        elif ranked.channel == "entity":
+            for row, score in zip(found, scores, strict=True):
+                if score > row.entity:
+                    row.entity = score
+        else:
+            for row, score in zip(found, scores, strict=True):
+                if score > row.bm25:
+                    row.bm25 = score
     return rows
 
 

@@ -28,19 +28,17 @@ def propagate(rows: Sequence[Row], forward: float, back: float = 0.0) -> int:
     returns how many rows received a share."""
     if forward <= 0 and back <= 0:
         return 0
+    messages = [row for row in rows if is_message(row.node.labels)]  # a non-Message's properties are never built
     by_line: dict[tuple[str, str], list[Row]] = {}
-    for row in rows:
-        if is_message(row.node.labels):
-            line = context_line(row.props)
-            if line:
-                by_line.setdefault((str(row.props.get("conversationId") or ""), line), []).append(row)
+    for row in messages:
+        line = context_line(row.props)
+        if line:
+            by_line.setdefault((str(row.props.get("conversationId") or ""), line), []).append(row)
     if not by_line:
         return 0
-    before = {row.id: row.score for row in rows}
+    before = {row.id: row.score for row in messages}
     touched: set[str] = set()
-    for row in rows:
-        if not is_message(row.node.labels):  # first: a non-Message's properties are never built
-            continue
+    for row in messages:
         context = row.props.get(CONTEXT_PROPERTY)
         if not isinstance(context, str):
             continue

@@ -320,16 +320,24 @@ class _Stage:
         return lists
 
     def _bm25_lists(self, queries: list[str], plan: route.RoutePlan, k: int) -> list[fuse.RankedList]:
-        """BM25: one list per query (paraphrases with one BM25 query share one store call)."""
-        searched: dict[Any, list[Hit]] = {}
+        """BM25: one list per query; queries the store reads as one BM25 query share one store call
+        and one list (the same words; on a store that searches several texts at once, such as the
+        embedded one, also the same stems: a paraphrase that flips a word's number)."""
+        texts = [strip_stop_words(q) if self.flags.stopwords else q for q in queries]
+        many = getattr(self.store, "fulltext_search_many", None)
+        if many is not None and len(texts) > 1:
+            found = many(texts, k, guards=self.guards, labels=plan.labels, stemmed=self.flags.stem)
+        else:
+            searched: dict[Any, list[Hit]] = {}
+            found = []
+            for text in texts:
+                key = bm25_key(text)
+                if key not in searched:
+                    searched[key] = self.store.fulltext_search(text, k, guards=self.guards, labels=plan.labels,
+                                                               stemmed=self.flags.stem)
+                found.append(searched[key])
         lists = []
-        for q in queries:
-            text = strip_stop_words(q) if self.flags.stopwords else q
-            key = bm25_key(text)
-            if key not in searched:
-                searched[key] = self.store.fulltext_search(text, k, guards=self.guards, labels=plan.labels,
-                                                           stemmed=self.flags.stem)
-            hits = searched[key]
+        for q, hits in zip(queries, found, strict=True):
             self._add("bm25", len(hits))
             lists.append(fuse.RankedList("bm25", hits, q))
         return lists
@@ -349,15 +357,24 @@ class _Stage:
 
     def _results_only(self, lists: list[fuse.RankedList], labels: list[str] | None) -> list[fuse.RankedList]:
         """Drop the hits that are no results: Entity and Fact nodes (they index the nodes that
-        mention them) unless asked for by label, and what ``visible`` hides."""
-        if not DERIVED_LABELS.intersection(labels or ()):
-            lists = [x if not any(DERIVED_LABELS.intersection(h.node.labels) for h in x.hits) else
-                     fuse.RankedList(x.channel, [h for h in x.hits if not DERIVED_LABELS.intersection(h.node.labels)],
-                                     x.source) for x in lists]
+        mention them) unless asked for by label, and what ``visible`` hides. Lists that shared
+        their hits still share the kept ones (each list is filtered once)."""
+        drop_derived = not DERIVED_LABELS.intersection(labels or ())
         visible = self.visible
-        if visible is not None:
-            lists = [fuse.RankedList(x.channel, [h for h in x.hits if visible(h.node)], x.source) for x in lists]
-        return lists
+        kept: dict[int, list[Hit]] = {}
+
+        def results(hits: list[Hit]) -> list[Hit]:
+            if id(hits) not in kept:
+                out = hits
+                if drop_derived and any(DERIVED_LABELS.intersection(h.node.labels) for h in out):
+                    out = [h for h in out if not DERIVED_LABELS.intersection(h.node.labels)]
+                if visible is not None:
+                    out = [h for h in out if visible(h.node)]
+                kept[id(hits)] = out
+            return kept[id(hits)]
+
+        return [x if (hits := results(x.hits)) is x.hits else fuse.RankedList(x.channel, hits, x.source)
+                for x in lists]
 
     def _fused(self, lists: list[fuse.RankedList], plan: route.RoutePlan, query: str,
                klass: str | None) -> list[Row]:
@@ -413,6 +430,6 @@ class _Stage:
         self._add("rerank_ms", rerank_ms)
         if reranked is rows and flags.mmr < 1:
             rows = diversity.mmr(rows, flags.mmr, session=flags.mmr_session)[:limit]
-        else:
-            rows = rank.sort_and_slice(reranked, limit, keep_order=reranked is not rows)
+        else:  # dedup hands the rows over best first (and the threshold keeps their order): no second sort
+            rows = rank.sort_and_slice(reranked, limit, keep_order=True)
         return rows, rerank_ms

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from plughost import Principal
-from plughost.plugins.graph.analysis import index_texts, query_terms
+from plughost.plugins.graph.analysis import index_texts, query_terms, search_keys
 from plughost.plugins.graph.migrate import by_score, rank_correlation, ranked_pairs, top_overlap
 from plughost.plugins.graph.sqlite_store import SqliteStore
 
@@ -35,6 +35,20 @@ def test_a_query_is_analysed_as_the_embedded_store_searches_it() -> None:
     assert query_terms("Gluten-free breads for the events!") == [["gluten", "free"], ["bread"], ["for"], ["the"],
                                                                   ["event"]]
     assert query_terms("  ,, ") == []
+
+
+def test_texts_with_one_search_key_are_one_query() -> None:
+    """The same words in any order are one key; stemmed, a word's other number too; a word in both
+    numbers is another query (two phrases, FTS5 sums both), and so is a word left out."""
+    texts = ["mask deliveries", "Deliveries, mask", "masks delivery", "mask masks deliveries", "mask",
+             "INV-2024 mask", "inv 2024 mask"]
+    plain, stemmed = search_keys(texts, stemmed=False), search_keys(texts, stemmed=True)
+    assert plain[0] == plain[1] != plain[2] and plain[5] != plain[6]  # "INV-2024" is one phrase of two tokens
+    assert stemmed[0] == stemmed[1] == stemmed[2] == (("deliveri",), ("mask",))
+    assert stemmed[3] == (("deliveri",), ("mask",), ("mask",))
+    assert len({stemmed[0], stemmed[3], stemmed[4], stemmed[5], stemmed[6]}) == 5
+    assert search_keys(["mask mask deliveries"], stemmed=True) == [stemmed[0]]  # one phrase per distinct word
+    assert search_keys([], stemmed=True) == [] and search_keys(["  ,, "], stemmed=True) == [()]
 
 
 def test_rank_correlation_of_the_shared_ids() -> None:

@@ -67,6 +67,31 @@ def test_bm25_window_gives_the_guarded_top_k_whatever_its_size(store, monkeypatc
     assert [len(x) for x in full] == [10, 10, 150, 150, 4, 4, 7, 7]
 
 
+def test_texts_the_index_reads_as_one_query_are_searched_once(store, monkeypatch) -> None:
+    """``fulltext_search_many``: each text's hits are the ones ``fulltext_search`` gives it; texts
+    with the same words (stemmed: the same stems) share one call and one list."""
+    store.upsert_many([{"id": f"n{i}", "labels": ["Chunk"], "properties": {"content": text}}
+                       for i, text in enumerate(["opening hours", "the opening party", "hours and hour",
+                                                 "party parties", "closing time"])],
+                      guards=Principal.system(ACCOUNT).guards)
+    g = Guards(ACCOUNT)
+    texts = ["opening hours", "hours opening", "opening hour", "party", "closing"]
+    calls: list[str] = []
+    real = store.fulltext_search
+    monkeypatch.setattr(store, "fulltext_search", lambda text, k, **kw: calls.append(text) or real(text, k, **kw))
+    for stemmed, searched in ((True, ["opening hours", "party", "closing"]),
+                              (False, ["opening hours", "opening hour", "party", "closing"])):
+        calls.clear()
+        many = store.fulltext_search_many(texts, 10, guards=g, stemmed=stemmed)
+        assert calls == searched
+        assert many[0] is many[1] and (many[0] is many[2]) is stemmed
+        for text, hits in zip(texts, many, strict=True):
+            alone = real(text, 10, guards=g, stemmed=stemmed)
+            assert [(h.node.id, h.score) for h in hits] == [(h.node.id, h.score) for h in alone]
+    calls.clear()
+    assert store.fulltext_search_many(["opening"], 10, guards=g, stemmed=True)[0] and calls == ["opening"]
+
+
 def test_busy_cores_score_the_same_slices_in_turn_with_the_same_bits(store, monkeypatch) -> None:
     import numpy as np
 
@@ -183,7 +208,8 @@ def test_vector_window_rows_are_the_guarded_top_k_of_an_exact_oracle(store) -> N
 def test_several_queries_score_by_blocks_what_each_scores_alone(store, monkeypatch) -> None:
     """A question and its paraphrases in one pass (``vector_search_many``): each query's scores are
     the ones it gets alone, on one thread, on slices in turn or on threads, and its hits are the
-    guarded top-k ``vector_search`` gives it."""
+    guarded top-k ``vector_search`` gives it (the first windows guarded together, a query whose
+    window held too few widened alone)."""
     import numpy as np
 
     from plughost.plugins.graph.sqlite_store import vectors
@@ -201,8 +227,14 @@ def test_several_queries_score_by_blocks_what_each_scores_alone(store, monkeypat
     assert np.allclose(threaded, alone, rtol=0, atol=1e-5)
 
     vecs, qs = _vector_corpus(store)
+    statements: list[str] = []
     for g, labels in GUARD_CASES:
+        statements.clear()
+        store.conn.set_trace_callback(statements.append)
         many = store.vector_search_many([q.tolist() for q in qs], 25, guards=g, labels=labels)
+        store.conn.set_trace_callback(None)
+        if g == Guards(ACCOUNT):  # every first window holds k guarded rows: the guards run once, the rows are read once
+            assert len([x for x in statements if "json_each" in x]) == 2
         for q, hits in zip(qs, many, strict=True):
             one = store.vector_search(q.tolist(), 25, guards=g, labels=labels)
             assert [h.node.id for h in hits] == [h.node.id for h in one]

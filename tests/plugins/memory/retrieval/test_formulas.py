@@ -38,6 +38,20 @@ def test_max_merge_of_a_node_found_by_both_paths_and_twice_per_path():
     assert list(rows) == ["a", "b", "c"]
 
 
+def test_a_shared_list_merges_once_and_still_ranks_for_each_query_under_rrf(monkeypatch):
+    shared = [hit("b", 10.0), hit("a", 5.0)]
+    lists = [RankedList("bm25", shared), RankedList("vector", [hit("a", 0.9)]), RankedList("bm25", shared, "para")]
+    once = fuse.merge(lists[:2])
+    read: list[str] = []
+    real_min_max = fuse.min_max
+    monkeypatch.setattr(fuse, "min_max", lambda scores: read.append("x") or real_min_max(scores))
+    twice = fuse.merge(lists)
+    assert read == ["x"]  # the shared hits normalised and merged once
+    assert [(r.id, r.vector, r.bm25) for r in twice.values()] == [(r.id, r.vector, r.bm25) for r in once.values()]
+    fuse.rrf(twice, lists, k=60)
+    assert twice["b"].score == pytest.approx(2 / 61) and twice["a"].score == pytest.approx(2 / 62 + 1 / 61)
+
+
 def test_bm25_is_normalised_within_its_result_set_and_vector_is_raw_by_default():
     rows = fuse.merge([RankedList("vector", [hit("a", 0.9), hit("b", 0.8)]),
                        RankedList("bm25", [hit("a", 4.0), hit("b", 2.0), hit("c", 3.0)])])

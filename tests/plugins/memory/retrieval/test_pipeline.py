@@ -208,19 +208,35 @@ def test_expansion_flag_unions_paraphrases_and_degrades(graph, capsys):
 
 
 def test_expansion_searches_each_bm25_text_once(graph, monkeypatch):
-    """Paraphrases that strip to one BM25 text are searched once; each still counts as a list."""
+    """Paraphrases the store reads as one BM25 query are searched once: the same words after the
+    stop words go, and on the embedded store the same stems; each still counts as a list, and the
+    fusion merges the shared list once (the same rows and scores as merging it each time)."""
+    from plughost.plugins.memory.retrieval import fuse
     from plughost.plugins.memory.retrieval.expand import ExpansionCache
 
     flags = SearchFlags.from_env({"PLUGHOST_GS_EXPANSION": "1"})
     calls = []
     real_bm25 = graph.fulltext_search
     monkeypatch.setattr(graph, "fulltext_search", lambda text, k, **kw: calls.append(text) or real_bm25(text, k, **kw))
+    paraphrases = ["the salon party", "salon parties", "shampoo"]
     out = run(graph, query="salon party", embedder=LookupEmbedder({}), flags=flags,
-              expander=lambda q, c: ["the salon party", "shampoo"], cache=ExpansionCache())
-    assert calls == ["salon party", "shampoo"]  # "the salon party" strips to the first
-    assert out.stats["bm25"] == 2 * len(real_bm25("salon party", 200, guards=G, stemmed=True)) + len(
+              expander=lambda q, c: paraphrases, cache=ExpansionCache())
+    assert calls == ["salon party", "shampoo"]  # "the salon party" strips to the first, "salon parties" stems to it
+    assert out.stats["bm25"] == 3 * len(real_bm25("salon party", 200, guards=G, stemmed=True)) + len(
         real_bm25("shampoo", 200, guards=G, stemmed=True))
     assert {"n4", "n7"} <= {r.id for r in out.rows}
+
+    merged: list[list[int]] = []
+    real_merge = fuse.merge
+    monkeypatch.setattr(fuse, "merge", lambda lists, **kw: merged.append(
+        [id(x.hits) for x in lists if x.channel == "bm25"]) or real_merge(lists, **kw))
+    monkeypatch.setattr(graph, "fulltext_search_many", None)  # a store without it: the same words only
+    calls.clear()
+    again = run(graph, query="salon party", embedder=LookupEmbedder({}), flags=flags,
+                expander=lambda q, c: paraphrases, cache=ExpansionCache())
+    assert calls == ["salon party", "salon parties", "shampoo"] and len(merged[0]) == 4 == len(set(merged[0])) + 1
+    assert [(r.id, r.score) for r in again.rows] == [(r.id, r.score) for r in out.rows]
+
 
 def test_bad_parameters_are_one_line_user_errors(graph):
     from plughost.util.errors import UserError
