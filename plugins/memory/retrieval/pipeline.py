@@ -430,6 +430,6 @@ class _Stage:
         self._add("rerank_ms", rerank_ms)
         if reranked is rows and flags.mmr < 1:
             rows = diversity.mmr(rows, flags.mmr, session=flags.mmr_session)[:limit]
-        else:  # dedup hands the rows over best first (and the threshold keeps their order): no second sort
-            rows = rank.sort_and_slice(reranked, limit, keep_order=True)
+        else:  # the best k of the rows (unsorted when no reranker read them), or the reranker's order
+            rows = rank.sort_and_slice(reranked, limit, keep_order=reranked is not rows)
         return rows, rerank_ms
