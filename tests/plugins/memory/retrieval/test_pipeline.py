@@ -285,3 +285,12 @@ def test_the_conversation_stages_leave_a_pool_without_turns_as_it_was(graph):
         old = run(graph, query, flags=before, limit=7, expand_hops=0)
         new = run(graph, query, flags=SearchFlags(), limit=7, expand_hops=0)
         assert [(r.id, r.score) for r in new.rows] == [(r.id, r.score) for r in old.rows]
+
+
+@pytest.mark.parametrize("flags", [SearchFlags(), SearchFlags.baseline()], ids=["shipped", "baseline"])
+@pytest.mark.parametrize("limit", [1, 3, 7])
+def test_the_rows_come_best_first_whatever_the_pool_order(graph, flags, limit):
+    """The cut keeps the best ``limit`` rows of the whole pool, best first, ties by id."""
+    rows = run(graph, flags=flags, limit=limit).rows
+    wide = run(graph, flags=flags, limit=50).rows
+    assert [(r.id, r.score) for r in rows] == sorted(((r.id, r.score) for r in wide), key=lambda t: (-t[1], t[0]))[:limit]
