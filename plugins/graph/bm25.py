@@ -1,0 +1,81 @@
+"""BM25 as FTS5's ``bm25()`` computes it, fed one account's statistics (docs/graph.md#full-text-search).
+
+Both stores rank a search made under an account with that account's own statistics: its number
+of indexed documents, their mean length, and each query phrase's document count among its nodes.
+The embedded store holding one account asks FTS5 itself (the same statistics); otherwise each
+store counts them and scores its guarded candidates here, with FTS5's arithmetic step for step
+(``fts5_aux.c``: k1 = 1.2, b = 0.75, ``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, the
+phrases summed in query order), so the scores are FTS5's to the bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+D = TypeVar("D")
+
+K1 = 1.2
+B = 0.75
+IDF_FLOOR = 1e-6
+"""FTS5's IDF for a phrase in half the documents or more (its log is zero or negative)."""
+
+
+@dataclass(frozen=True)
+class TextStats:
+    """One account's full-text statistics: indexed documents and their total length in tokens."""
+
+    docs: int
+    tokens: int
+
+    @property
+    def avgdl(self) -> float:
+        return float(self.tokens) / float(self.docs) if self.docs else 0.0
+
+
+def idf(docs: int, hits: int) -> float:
+    """FTS5's IDF of a phrase found in ``hits`` of ``docs`` documents."""
+    value = math.log((docs - hits + 0.5) / (hits + 0.5))
+    return IDF_FLOOR if value <= 0.0 else value
+
+
+def score(freqs: Sequence[int], length: int, idfs: Sequence[float], avgdl: float) -> float:
+    """One document's BM25: ``freqs[i]`` occurrences of phrase ``i`` in a document of ``length``
+    tokens (the positive of what ``bm25()`` returns)."""
+    total = 0.0
+    d = float(length)
+    for f, w in zip(freqs, idfs, strict=True):
+        fd = float(f)
+        total += w * ((fd * (K1 + 1.0)) / (fd + K1 * (1 - B + B * d / avgdl)))
+    return total
+
+
+def phrase_counts(positions: Mapping[str, Sequence[int]], phrase: Sequence[str]) -> int:
+    """How often ``phrase`` (tokens) occurs in a document, given each token's offsets in it."""
+    first = positions.get(phrase[0], ())
+    if len(phrase) == 1:
+        return len(first)
+    rest = [set(positions.get(t, ())) for t in phrase[1:]]
+    return sum(1 for o in first if all(o + i + 1 in s for i, s in enumerate(rest)))
+
+
+def offsets(terms: Iterable[str]) -> dict[str, list[int]]:
+    """Each term's offsets in a document given as its terms in order."""
+    out: dict[str, list[int]] = {}
+    for i, t in enumerate(terms):
+        out.setdefault(t, []).append(i)
+    return out
+
+
+def rank(docs: Mapping[D, tuple[Sequence[int], int]], stats: TextStats,
+         phrases: int) -> tuple[list[float], dict[D, float]]:
+    """Score every document of an account that holds a query phrase: ``docs`` maps a document to
+    (its count of each phrase, its length). Returns the phrases' IDFs and each document's score;
+    the phrases' document counts are counted over ``docs``, which must hold all the account's
+    matching documents (whatever the guards later keep)."""
+    hits = [sum(1 for freqs, _ in docs.values() if freqs[i]) for i in range(phrases)]
+    idfs = [idf(stats.docs, h) for h in hits]
+    avgdl = stats.avgdl
+    return idfs, {d: score(freqs, length, idfs, avgdl) for d, (freqs, length) in docs.items()}
