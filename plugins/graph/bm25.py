@@ -13,9 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
-
-D = TypeVar("D")
+from typing import Any
 
 K1 = 1.2
 B = 0.75
@@ -41,14 +39,19 @@ def idf(docs: int, hits: int) -> float:
     return IDF_FLOOR if value <= 0.0 else value
 
 
-def score(freqs: Sequence[int], length: int, idfs: Sequence[float], avgdl: float) -> float:
-    """One document's BM25: ``freqs[i]`` occurrences of phrase ``i`` in a document of ``length``
-    tokens (the positive of what ``bm25()`` returns)."""
-    total = 0.0
-    d = float(length)
+def scores(freqs: Sequence[Any], lengths: Any, idfs: Sequence[float], avgdl: float) -> Any:
+    """Each document's BM25 (the positive of what ``bm25()`` returns): ``freqs[i]`` holds phrase
+    ``i``'s count in each document, ``lengths`` each document's length in tokens (numpy arrays,
+    or sequences). Element-wise IEEE operations in FTS5's order, phrase after phrase: each
+    document's score is the one ``fts5Bm25Function`` computes, to the bit."""
+    import numpy as np
+
+    d = np.asarray(lengths, dtype=np.float64)
+    total = np.zeros(d.shape, dtype=np.float64)
+    norm = K1 * (1 - B + B * d / avgdl)
     for f, w in zip(freqs, idfs, strict=True):
-        fd = float(f)
-        total += w * ((fd * (K1 + 1.0)) / (fd + K1 * (1 - B + B * d / avgdl)))
+        fd = np.asarray(f, dtype=np.float64)
+        total += w * ((fd * (K1 + 1.0)) / (fd + norm))
     return total
 
 
@@ -69,13 +72,9 @@ def offsets(terms: Iterable[str]) -> dict[str, list[int]]:
     return out
 
 
-def rank(docs: Mapping[D, tuple[Sequence[int], int]], stats: TextStats,
-         phrases: int) -> tuple[list[float], dict[D, float]]:
-    """Score every document of an account that holds a query phrase: ``docs`` maps a document to
-    (its count of each phrase, its length). Returns the phrases' IDFs and each document's score;
-    the phrases' document counts are counted over ``docs``, which must hold all the account's
-    matching documents (whatever the guards later keep)."""
-    hits = [sum(1 for freqs, _ in docs.values() if freqs[i]) for i in range(phrases)]
-    idfs = [idf(stats.docs, h) for h in hits]
-    avgdl = stats.avgdl
-    return idfs, {d: score(freqs, length, idfs, avgdl) for d, (freqs, length) in docs.items()}
+def phrase_idfs(freqs: Sequence[Any], stats: TextStats) -> list[float]:
+    """Each phrase's IDF over the account: ``freqs[i]`` must hold phrase ``i``'s count in every
+    document of the account that holds it (whatever the guards later keep)."""
+    import numpy as np
+
+    return [idf(stats.docs, int(np.count_nonzero(np.asarray(f)))) for f in freqs]

@@ -119,15 +119,20 @@ class Search:
             if not found:
                 return []
             totals = tx.run(Q_TEXT_STATS, {"accountId": g.account_id}).single()
-            docs: dict[str, tuple[list[int], int]] = {}
-            for element, _, text, _ in found:
+            stats = TextStats(int(totals["docs"]), int(totals["tokens"] or 0))
+            freqs: list[list[int]] = [[] for _ in phrases]
+            lengths = []
+            for _, _, text, _ in found:
                 terms = (text or "").split()
                 where_in = bm25.offsets(terms)
-                docs[element] = ([bm25.phrase_counts(where_in, p) for p in phrases], len(terms))
-            _, scores = bm25.rank(docs, TextStats(int(totals["docs"]), int(totals["tokens"] or 0)), len(phrases))
-            chosen = sorted((-scores[e], nid, e) for e, nid, _, passed in found if passed and any(docs[e][0]))[:k]
+                for column, phrase in zip(freqs, phrases, strict=True):
+                    column.append(bm25.phrase_counts(where_in, phrase))
+                lengths.append(len(terms))
+            scored = bm25.scores(freqs, lengths, bm25.phrase_idfs(freqs, stats), stats.avgdl).tolist()
+            chosen = sorted((-scored[i], nid, e) for i, (e, nid, _, passed) in enumerate(found)
+                            if passed and any(column[i] for column in freqs))[:k]
             rows = {r["id"]: r for r in tx.run(Q_TEXT_HITS, {"elements": [e for _, _, e in chosen]})}
-            return [(rows[nid], scores[e]) for _, nid, e in chosen if nid in rows]
+            return [(rows[nid], -negated) for negated, nid, _ in chosen if nid in rows]
 
         try:
             ranked = self.read(work)

@@ -837,40 +837,63 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
             window *= 4
         return [Hit(LazyNode(row), -float(row[ROW_EXTRA])) for row in ranked]
 
-    def _account_lengths(self, table: str, account_id: str) -> dict[int, int]:
-        """The account's indexed documents in ``table`` and their lengths (FTS5's ``docsize``), kept
-        until the next write."""
+    def _account_lengths(self, table: str, account_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """The account's indexed documents in ``table`` (row ids, ascending) and their lengths
+        (FTS5's ``docsize``), kept until the next write."""
         key = (table, account_id)
-        lengths = self._text_stats.get(key)
-        if lengths is None:
-            lengths = self._text_stats[key] = {
-                rid: varint(sz) for rid, sz in self.conn.execute(
-                    f"SELECT d.id, d.sz FROM nodes n CROSS JOIN {table}_docsize d ON d.id = n.rid "
-                    "WHERE n.account_id = ?", (account_id,))}
-        return lengths
+        kept = self._text_stats.get(key)
+        if kept is None:
+            rows = self.conn.execute(f"SELECT d.id, d.sz FROM nodes n CROSS JOIN {table}_docsize d ON d.id = n.rid "
+                                     "WHERE n.account_id = ? ORDER BY d.id", (account_id,)).fetchall()
+            kept = self._text_stats[key] = (np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+                                            np.fromiter((varint(r[1]) for r in rows), np.int64, len(rows)))
+        return kept
+
+    def _phrase_counts(self, table: str, phrase: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The documents of the whole index holding ``phrase`` (row ids, ascending) and how often
+        each holds it, read from the index's term offsets (``fts5vocab`` 'instance')."""
+        vocab = f"temp.{table}_instances"
+        if len(phrase) == 1:
+            rows = self.conn.execute(f"SELECT doc, count(*) FROM {vocab} WHERE term = ? GROUP BY doc ORDER BY doc",
+                                     (phrase[0],)).fetchall()
+        else:
+            places: dict[int, dict[str, list[int]]] = {}
+            for token in dict.fromkeys(phrase):
+                for doc, offset in self.conn.execute(f"SELECT doc, offset FROM {vocab} WHERE term = ?", (token,)):
+                    places.setdefault(doc, {}).setdefault(token, []).append(offset)
+            rows = sorted((doc, n) for doc, at in places.items() if (n := bm25.phrase_counts(at, phrase)))
+        return (np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+                np.fromiter((r[1] for r in rows), np.int64, len(rows)))
 
     def _account_ranked(self, table: str, query: str, k: int, g: Guards, guard: tuple[str, list[Any]],
                         within: tuple[str, str] | None) -> list[Hit]:
         """BM25 with the account's own statistics (:mod:`plughost.plugins.graph.bm25`): every
-        document of the account holding a query token (its offsets read from the index through
-        ``fts5vocab``), scored, then guarded in rank order, window by window, until k pass."""
+        document of the account holding a query phrase (counted from the index's term offsets)
+        scored, then guarded in rank order, window by window, until k pass."""
         phrases = query_terms(query, TOKENIZE if table == "node_text_stem" else PLAIN_TOKENIZE)
         if not phrases:
             return []
-        positions: dict[int, dict[str, list[int]]] = {}
-        occurrences = (f"SELECT v.doc, v.offset FROM temp.{table}_instances v CROSS JOIN nodes n ON n.rid = v.doc "
-                       "WHERE v.term = ? AND n.account_id = ?")
-        for token in dict.fromkeys(t for p in phrases for t in p):
-            for doc, offset in self.conn.execute(occurrences, (token, g.account_id)):
-                positions.setdefault(doc, {}).setdefault(token, []).append(offset)
-        lengths = self._account_lengths(table, g.account_id)
-        docs: dict[int, tuple[list[int], int]] = {}
-        for doc, where_in in positions.items():
-            freqs = [bm25.phrase_counts(where_in, p) for p in phrases]
-            if any(freqs):
-                docs[doc] = (freqs, lengths.get(doc, 0))
-        _, scores = bm25.rank(docs, TextStats(len(lengths), sum(lengths.values())), len(phrases))
-        ranked = sorted(scores, key=lambda d: (-scores[d], d))
+        rids, lengths = self._account_lengths(table, g.account_id)
+        counts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        for phrase in phrases:  # only the account's documents: a document's row id is in rids
+            if tuple(phrase) not in counts:
+                docs, n = self._phrase_counts(table, phrase)
+                at = np.minimum(np.searchsorted(rids, docs), max(len(rids) - 1, 0))
+                mine = (rids[at] == docs) if len(rids) else np.zeros(len(docs), bool)
+                counts[tuple(phrase)] = (at[mine], n[mine])
+        held = np.unique(np.concatenate([at for at, _ in counts.values()])) if counts else np.empty(0, np.int64)
+        if not len(held):
+            return []
+        freqs = []
+        for phrase in phrases:
+            at, n = counts[tuple(phrase)]
+            column = np.zeros(len(rids), np.int64)
+            column[at] = n
+            freqs.append(column[held])
+        stats = TextStats(len(rids), int(lengths.sum()))
+        scored = bm25.scores(freqs, lengths[held], bm25.phrase_idfs(freqs, stats), stats.avgdl)
+        order = np.lexsort((rids[held], -scored))
+        ranked, score_of = rids[held][order].tolist(), dict(zip(rids[held].tolist(), scored.tolist(), strict=True))
         cond, params = guard
         inside, iparams = within_sql(within, g.account_id, "n.rid")
         sql = (f"SELECT {NODE_COLS} FROM json_each(?) j CROSS JOIN nodes n ON n.rid = j.value "
@@ -881,7 +904,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
             part = ranked[start:start + window]
             rows += self.conn.execute(sql, [json.dumps(part), *params, *iparams, k - len(rows)]).fetchall()
             start, window = start + window, window * 4
-        return [Hit(LazyNode(row), scores[row[0]]) for row in rows]
+        return [Hit(LazyNode(row), score_of[row[0]]) for row in rows]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:

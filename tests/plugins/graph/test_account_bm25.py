@@ -161,5 +161,7 @@ def test_bm25_pieces() -> None:
     assert bm25.idf(10, 9) == bm25.IDF_FLOOR  # in half the documents or more: FTS5's floor
     assert bm25.phrase_counts(bm25.offsets("a b a b a".split()), ["a", "b"]) == 2
     assert bm25.phrase_counts(bm25.offsets("a b a b a".split()), ["b", "b"]) == 0
-    idfs, scores = bm25.rank({1: ([1], 4), 2: ([0], 4)}, TextStats(docs=10, tokens=40), 1)
-    assert idfs == [bm25.idf(10, 1)] and scores[2] == 0.0 and scores[1] > 0.0
+    freqs = [[1, 0]]
+    idfs = bm25.phrase_idfs(freqs, TextStats(docs=10, tokens=40))
+    scored = bm25.scores(freqs, [4, 4], idfs, 4.0)
+    assert idfs == [bm25.idf(10, 1)] and scored[1] == 0.0 and scored[0] > 0.0
