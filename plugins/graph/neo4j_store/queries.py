@@ -291,11 +291,15 @@ RETURN {NODE_RETURN}"""
 
 def q_fulltext(filters: str = "") -> str:
     """Every match of the index among the account's nodes (all of them: their counts are the
-    phrases' document counts), each with its analysed text and whether the guards and filters
-    pass it; the store scores them (:mod:`plughost.plugins.graph.bm25`)."""
+    phrases' document counts), each with its length in terms, how often it holds each phrase of
+    ``$phrases`` (its analysed text, counted here rather than sent) and whether the guards and
+    filters pass it; the store scores them (:mod:`plughost.plugins.graph.bm25`)."""
     return f"""CALL db.index.fulltext.queryNodes($index, $query) YIELD node AS n
 WITH n WHERE n.accountId = $accountId
-RETURN elementId(n) AS e, n.id AS id, n.{INDEX_TEXT} AS text,
+WITH n, split(n.{INDEX_TEXT}, ' ') AS ts
+RETURN elementId(n) AS e, n.id AS id, size(ts) AS length,
+       [p IN $phrases | CASE size(p) WHEN 1 THEN size([t IN ts WHERE t = p[0]])
+          ELSE size([i IN range(0, size(ts) - size(p)) WHERE ts[i..i + size(p)] = p]) END] AS counts,
        ({GUARD} AND {LABEL_FILTER}{filters}) AS passed"""
 
 
