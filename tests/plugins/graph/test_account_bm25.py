@@ -165,3 +165,37 @@ def test_bm25_pieces() -> None:
     idfs = bm25.phrase_idfs(freqs, TextStats(docs=10, tokens=40))
     scored = bm25.scores(freqs, [4, 4], idfs, 4.0)
     assert idfs == [bm25.idf(10, 1)] and scored[1] == 0.0 and scored[0] > 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_filters_cut_after_the_accounts_ranking(backend: str) -> None:
+    """Labels, property filters, ``within`` (a node's edge targets) and soft deletion choose among
+    the account's ranking, whatever another account holds."""
+    if backend == "neo4j":
+        neo4j_env()
+    with two_accounts(backend) as (store_a, store_b, a, b):
+        g = Guards(account_id=a)
+        conv = store_a.upsert_node(["Conversation"], {"title": "chat"}, guards=g)
+        rng = random.Random(5)
+        made = []
+        for i, (body, _) in enumerate(_corpus(6, 60)):
+            label = "Message" if i % 3 else "Note"
+            nid = store_a.upsert_node([label], {"ref": i, "body": body, "role": "user" if i % 2 else "bot"}, guards=g)
+            made.append(nid)
+            if label == "Message" and rng.random() < 0.7:
+                store_a.create_edge(conv, nid, "HAS_MESSAGE", guards=g)
+        store_a.soft_delete(made[4], guards=g)
+
+        def asked() -> list[Any]:
+            out = []
+            for q in ("w1 w2", "w3 alpha", "the w5"):
+                for kw in ({"labels": ["Message"]}, {"where": {"role": "user"}}, {"within": (conv, "HAS_MESSAGE")},
+                           {"labels": ["Message"], "where": {"role": "bot"}, "within": (conv, "HAS_MESSAGE")}):
+                    out.append([(h.node.properties["ref"], h.score)
+                                for h in store_a.fulltext_search(q, 4, guards=g, stemmed=True, **kw)])
+            return out
+
+        before = asked()
+        assert any(before)
+        write(store_b, b, _corpus(7, 80), base=1000)
+        assert asked() == before
