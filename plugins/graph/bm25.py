@@ -64,6 +64,19 @@ def phrase_counts(positions: Mapping[str, Sequence[int]], phrase: Sequence[str])
     return sum(1 for o in first if all(o + i + 1 in s for i, s in enumerate(rest)))
 
 
+def text_counts(texts: Sequence[str], phrases: Sequence[Sequence[str]]) -> tuple[list[list[int]], list[int]]:
+    """Each phrase's count in each analysed text (terms joined by single spaces, as Neo4j's
+    ``ftsText``), and each text's length in terms."""
+    terms = [t.split() for t in texts]
+    freqs = []
+    for phrase in phrases:
+        if len(phrase) == 1:
+            freqs.append([ts.count(phrase[0]) for ts in terms])
+        else:
+            freqs.append([phrase_counts(offsets(ts), phrase) if phrase[0] in ts else 0 for ts in terms])
+    return freqs, [len(ts) for ts in terms]
+
+
 def offsets(terms: Iterable[str]) -> dict[str, list[int]]:
     """Each term's offsets in a document given as its terms in order."""
     out: dict[str, list[int]] = {}

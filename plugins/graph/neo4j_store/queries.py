@@ -281,8 +281,9 @@ def within_cypher(within: tuple[str, str] | None) -> tuple[str, dict[str, Any]]:
 
 
 Q_TEXT_STATS = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.{INDEX_TEXT} <> ''
-RETURN count(n) AS docs, sum(size(split(n.{INDEX_TEXT}, ' '))) AS tokens"""
-"""An account's full-text statistics: its nodes with analysed text and their total length in terms."""
+RETURN count(n) AS docs, sum(size(n.{INDEX_TEXT}) - size(replace(n.{INDEX_TEXT}, ' ', '')) + 1) AS tokens"""
+"""An account's full-text statistics: its nodes with analysed text and their total length in terms
+(the text's terms are joined by single spaces)."""
 Q_TEXT_HITS = f"""UNWIND $elements AS e
 MATCH (n:{BASE_LABEL}) WHERE elementId(n) = e
 RETURN {NODE_RETURN}"""
@@ -291,16 +292,13 @@ RETURN {NODE_RETURN}"""
 
 def q_fulltext(filters: str = "") -> str:
     """Every match of the index among the account's nodes (all of them: their counts are the
-    phrases' document counts), each with its length in terms, how often it holds each phrase of
-    ``$phrases`` (its analysed text, counted here rather than sent) and whether the guards and
-    filters pass it; the store scores them (:mod:`plughost.plugins.graph.bm25`)."""
+    phrases' document counts), with its analysed text and whether the guards and filters pass it,
+    as parallel lists in one record (one record per match costs several times more); the store
+    counts the phrases and scores them (:mod:`plughost.plugins.graph.bm25`)."""
     return f"""CALL db.index.fulltext.queryNodes($index, $query) YIELD node AS n
 WITH n WHERE n.accountId = $accountId
-WITH n, split(n.{INDEX_TEXT}, ' ') AS ts
-RETURN elementId(n) AS e, n.id AS id, size(ts) AS length,
-       [p IN $phrases | CASE size(p) WHEN 1 THEN size([t IN ts WHERE t = p[0]])
-          ELSE size([i IN range(0, size(ts) - size(p)) WHERE ts[i..i + size(p)] = p]) END] AS counts,
-       ({GUARD} AND {LABEL_FILTER}{filters}) AS passed"""
+RETURN collect(elementId(n)) AS e, collect(n.id) AS id, collect(n.{INDEX_TEXT}) AS text,
+       collect({GUARD} AND {LABEL_FILTER}{filters}) AS passed"""
 
 
 def q_vector_windows(filters: str = "") -> str:

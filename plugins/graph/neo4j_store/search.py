@@ -111,19 +111,20 @@ class Search:
         wh, wparams = where_cypher(where)
         inside, iparams = within_cypher(within)
         params = {**guard_params(g), "labels": list(check_labels(labels)) if labels else [],
-                  "index": FULLTEXT_INDEX, "query": lucene, "phrases": phrases, **wparams, **iparams}
+                  "index": FULLTEXT_INDEX, "query": lucene, **wparams, **iparams}
         query = q_fulltext(wh + inside)
 
         def work(tx: Any) -> list[tuple[Any, float]]:
-            found = [(r["e"], r["id"], r["length"], r["counts"], r["passed"]) for r in tx.run(query, params)]
+            got = tx.run(query, params).single()
+            found = list(zip(got["e"], got["id"], got["text"], got["passed"], strict=True))
             if not found:
                 return []
             totals = tx.run(Q_TEXT_STATS, {"accountId": g.account_id}).single()
             stats = TextStats(int(totals["docs"]), int(totals["tokens"] or 0))
-            freqs = [[f[3][i] for f in found] for i in range(len(phrases))]
-            scored = bm25.scores(freqs, [f[2] for f in found], bm25.phrase_idfs(freqs, stats), stats.avgdl).tolist()
-            chosen = sorted((-scored[i], nid, e) for i, (e, nid, _, counts, passed) in enumerate(found)
-                            if passed and any(counts))[:k]
+            freqs, lengths = bm25.text_counts([f[2] or "" for f in found], phrases)
+            scored = bm25.scores(freqs, lengths, bm25.phrase_idfs(freqs, stats), stats.avgdl).tolist()
+            chosen = sorted((-scored[i], nid, e) for i, (e, nid, _, passed) in enumerate(found)
+                            if passed and any(column[i] for column in freqs))[:k]
             rows = {r["id"]: r for r in tx.run(Q_TEXT_HITS, {"elements": [e for _, _, e in chosen]})}
             return [(rows[nid], -negated) for negated, nid, _ in chosen if nid in rows]
 
