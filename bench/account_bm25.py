@@ -1,6 +1,6 @@
 """What full-text search costs once a store holds a second account (docs/graph.md#per-account-statistics).
 
-    python bench/account_bm25.py [--nodes 5000] [--queries 200] [--seed 7]
+    python bench/account_bm25.py [--nodes 5000] [--queries 200] [--seed 7] [--neo4j-only]
     (with NEO4J_URI set, Neo4j too)
 
 Builds an embedded store of one account (``--nodes`` nodes of 20-60 words drawn from a Zipf
@@ -9,8 +9,10 @@ searches of one to three words: FTS5's ``bm25()`` window, the one-account path. 
 second account of as many nodes into the same file and times the first account's searches again,
 interleaved per query with the statement the store ran before per-account statistics (FTS5's
 ``bm25()`` window over the whole index, which ranked with both accounts' statistics). On Neo4j
-(NEO4J_URI), the same two accounts under fresh ids, and the first's searches timed. Prints
-p50 / p95 in ms per case and how many searches matched.
+(NEO4J_URI), the same two accounts under fresh ids, the first's searches timed before and after
+the second is written. ``--neo4j-only`` leaves the embedded store out: with ``PYTHONPATH`` on
+another tree's ``plughost`` (its ``host/`` with ``plugins/`` linked in) it times that code's
+Neo4j search on the same corpus. Prints p50 / p95 in ms per case and how many searches matched.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from plughost import Guards
+
+
+class _Skip(Exception):
+    """--neo4j-only: the embedded part is left out."""
 
 
 def corpus(rng: random.Random, n: int, vocab: list[str], weights: list[float]) -> list[str]:
@@ -58,6 +64,7 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--neo4j-only", action="store_true", help="leave the embedded store out")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     vocab = [f"word{i}" for i in range(3000)]
@@ -71,6 +78,8 @@ def main() -> int:
 
     home = Path(tempfile.mkdtemp(prefix="plughost-bench-acct-"))
     try:
+        if args.neo4j_only:
+            raise _Skip
         a = SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": "acct-a"})
         b = SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": "acct-b"})
         g = Guards(account_id="acct-a")
@@ -101,6 +110,8 @@ def main() -> int:
         line(f"embedded two-accounts whole-index-bm25 (before) nodes={args.nodes}+{args.nodes}", old, hits)
         a.close()
         b.close()
+    except _Skip:
+        pass
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
@@ -111,17 +122,18 @@ def main() -> int:
         env = {key: v for key, v in os.environ.items() if key.startswith("NEO4J_")}
         stores = [Neo4jStore.from_env({**env, "ACCOUNT_ID": acct}) for acct in ids]
         try:
-            fill(stores[0], ids[0], mine)
-            fill(stores[1], ids[1], theirs)
             g = Guards(account_id=ids[0])
-            for q in queries[:20]:
-                stores[0].fulltext_search(q, k, guards=g)
-            ms, hits = [], 0
-            for q in queries:
-                t, out = timed(lambda q=q: stores[0].fulltext_search(q, k, guards=g))
-                ms.append(t)
-                hits += bool(out)
-            line(f"neo4j two-accounts per-account nodes={args.nodes}+{args.nodes}", ms, hits)
+            for case, texts, store, acct in (("one-account", mine, stores[0], ids[0]),
+                                             ("two-accounts", theirs, stores[1], ids[1])):
+                fill(store, acct, texts)
+                for q in queries[:20]:
+                    stores[0].fulltext_search(q, k, guards=g)
+                ms, hits = [], 0
+                for q in queries:
+                    t, out = timed(lambda q=q: stores[0].fulltext_search(q, k, guards=g))
+                    ms.append(t)
+                    hits += bool(out)
+                line(f"neo4j {case} nodes={args.nodes}" + (f"+{args.nodes}" if case == "two-accounts" else ""), ms, hits)
         finally:
             for s, acct in zip(stores, ids, strict=True):
                 s.wipe_account(acct)
