@@ -76,7 +76,7 @@ def large(base: dict[str, str], nodes: int, queries: int) -> None:
     env = {**base, "PLUGHOST_HOME": str(home), "ACCOUNT_ID": account}
     vocab = build_file(home / "nodes.jsonl", nodes, 3 * nodes, random.Random(42))
     embedded = SqliteStore(home / "graph.sqlite", env={"ACCOUNT_ID": account})
-    summary = import_jsonl(embedded, home / "nodes.jsonl", account_id=account, progress=False)
+    summary = import_jsonl(embedded, home / "nodes.jsonl", guards=Guards(account), progress=False)
     embedded.close()
     migrated = cli({k: v for k, v in env.items() if k != "ACCOUNT_ID"}, "graph", "migrate", "--to", "neo4j")  # the operator
     print(f"\n{summary.nodes:,} nodes, {summary.edges:,} edges: home {home}, account {account}")

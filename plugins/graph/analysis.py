@@ -22,6 +22,8 @@ from plughost.plugins.graph.common import fts_terms, text_of
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 """``node_text_stem``'s tokenizer (``schema.sql``)."""
+PLAIN_TOKENIZE = "unicode61 remove_diacritics 2"
+"""``node_text``'s tokenizer (the unstemmed baseline index)."""
 INDEX_TEXT = "ftsText"
 """The Neo4j node property holding a node's analysed text (hidden from what the port returns)."""
 BATCH = 500
@@ -31,10 +33,10 @@ BATCH = 500
 class _Analyser:
     """One in-memory FTS5 table with the embedded store's stemmed tokenizer (guarded by a lock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tokenize: str) -> None:
         self.lock = threading.Lock()
         self.conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-        self.conn.execute(f"CREATE VIRTUAL TABLE t USING fts5 (x, tokenize = '{TOKENIZE}')")
+        self.conn.execute(f"CREATE VIRTUAL TABLE t USING fts5 (x, tokenize = '{tokenize}')")
         self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab (t, 'instance')")
 
     def terms(self, texts: Sequence[str]) -> list[list[str]]:
@@ -54,18 +56,17 @@ class _Analyser:
         return out
 
 
-_analyser: _Analyser | None = None
+_analysers: dict[str, _Analyser] = {}
 _made = threading.Lock()
 
 
-def analysed(texts: Sequence[str]) -> list[list[str]]:
-    """Each text's terms in order, as ``node_text_stem`` indexes them."""
-    global _analyser
-    if _analyser is None:
+def analysed(texts: Sequence[str], tokenize: str = TOKENIZE) -> list[list[str]]:
+    """Each text's terms in order, as ``node_text_stem`` (or the index of ``tokenize``) indexes them."""
+    analyser = _analysers.get(tokenize)
+    if analyser is None:
         with _made:
-            if _analyser is None:
-                _analyser = _Analyser()
-    return _analyser.terms([str(t) for t in texts])
+            analyser = _analysers.setdefault(tokenize, _Analyser(tokenize))
+    return analyser.terms([str(t) for t in texts])
 
 
 def index_texts(props: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -89,9 +90,10 @@ def search_keys(texts: Sequence[str], *, stemmed: bool) -> list[tuple[tuple[str,
     return [tuple(sorted(tuple(next(analysed_terms)) for _ in found)) for found in terms]
 
 
-def query_terms(query: str) -> list[list[str]]:
+def query_terms(query: str, tokenize: str = TOKENIZE) -> list[list[str]]:
     """User text as the embedded store searches it (:func:`fts_terms`, each term a phrase of
-    tokens), each token folded and stemmed as the index's: a term that analyses to nothing is dropped."""
+    tokens), each token folded and stemmed as the index's (or as ``tokenize`` folds it): a term
+    that analyses to nothing is dropped."""
     terms = fts_terms(query)
-    stems = analysed([" ".join(t) for t in terms])
+    stems = analysed([" ".join(t) for t in terms], tokenize)
     return [s for s in stems if s]

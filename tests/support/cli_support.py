@@ -138,8 +138,8 @@ PROCESS_STATE_KEPT: dict[str, tuple[tuple[str, ...], str]] = {
     "plughost.plugins.channels.language": (("_IDENTIFIER",), "the language model, loaded once; its `op=lang-unavailable` "
                                   "line is said once per process, and the suite never uninstalls py3langid"),
     "plughost.plugins.memory.collections.sync": (("_FORKED",), "set only while parse workers fork, None again after"),
-    "plughost.plugins.graph.analysis": (("_analyser",), "an in-memory SQLite connection that only tokenises text "
-                                        "(FTS5's stemmer): it holds no data of any run"),
+    "plughost.plugins.graph.analysis": (("_analysers",), "in-memory SQLite connections that only tokenise text "
+                                        "(FTS5's tokenizers): they hold no data of any run"),
 }
 """Per-process state that a later run may share: why it cannot change what a run does."""
 

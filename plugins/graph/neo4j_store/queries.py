@@ -280,21 +280,25 @@ def within_cypher(within: tuple[str, str] | None) -> tuple[str, dict[str, Any]]:
             {"withinId": str(node_id)})
 
 
+Q_TEXT_STATS = f"""MATCH (n:{BASE_LABEL}) WHERE n.accountId = $accountId AND n.{INDEX_TEXT} <> ''
+RETURN count(n) AS docs, sum(size(n.{INDEX_TEXT}) - size(replace(n.{INDEX_TEXT}, ' ', '')) + 1) AS tokens"""
+"""An account's full-text statistics: its nodes with analysed text and their total length in terms
+(the text's terms are joined by single spaces)."""
+Q_TEXT_HITS = f"""UNWIND $elements AS e
+MATCH (n:{BASE_LABEL}) WHERE elementId(n) = e
+RETURN {NODE_RETURN}"""
+"""The rows of the hits a full-text search chose (by element id, in its read transaction)."""
+
+
 def q_fulltext(filters: str = "") -> str:
-    """The index's best ``$fetch`` matches in its order (score, then its own order for ties),
-    guarded and filtered; the first k that pass, and how many the index returned (``got``). The
-    window is a prefix of the index's order, so once k pass they are the guarded top k: ties
-    never widen it (a term every node of an account holds scores them all alike)."""
-    hit = f"{{id: n.id, labels: labels(n), props: n {{.*, {HIDDEN}}}, hasEmbedding: n.embedding IS NOT NULL, score: score}}"
-    return f"""CALL db.index.fulltext.queryNodes($index, $query, {{limit: $fetch}}) YIELD node AS n, score
-WITH count(*) AS got,
-     collect(CASE WHEN {GUARD} AND {LABEL_FILTER}{filters} THEN {{n: n, score: score}} END)[0..$k] AS passed
-CALL (passed) {{
-  UNWIND passed AS p
-  WITH p.n AS n, p.score AS score
-  RETURN collect({hit}) AS hits
-}}
-RETURN got, hits"""
+    """Every match of the index among the account's nodes (all of them: their counts are the
+    phrases' document counts), with its analysed text and whether the guards and filters pass it,
+    as parallel lists in one record (one record per match costs several times more); the store
+    counts the phrases and scores them (:mod:`plughost.plugins.graph.bm25`)."""
+    return f"""CALL db.index.fulltext.queryNodes($index, $query) YIELD node AS n
+WITH n WHERE n.accountId = $accountId
+RETURN collect(elementId(n)) AS e, collect(n.id) AS id, collect(n.{INDEX_TEXT}) AS text,
+       collect({GUARD} AND {LABEL_FILTER}{filters}) AS passed"""
 
 
 def q_vector_windows(filters: str = "") -> str:

@@ -11,9 +11,10 @@ only the others widen. Before widening, the guarded candidates are counted: few 
 ``PLUGHOST_VECTOR_THREADS`` is set above 1) split over that many read transactions side by side.
 Scores are cosines in [-1, 1], as in the embedded store.
 
-Full-text search asks ``db.index.fulltext.queryNodes`` for a window of its best matches, guards
-them before the cut and widens the window until k guarded matches score above its lowest (or
-the index has no more), so the top k are exact; user text is Lucene-escaped.
+Full-text search asks ``db.index.fulltext.queryNodes`` for every match among the account's nodes
+and scores them with the account's own statistics as the embedded store does
+(:mod:`plughost.plugins.graph.bm25`: FTS5's BM25, not Lucene's), from each node's analysed text;
+the guards then keep the top k in that order (exact). User text is Lucene-escaped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from plughost import Guards, Hit, UserError, log
 from plughost.api.store import VECTOR_LABELS
+from plughost.plugins.graph import bm25
+from plughost.plugins.graph.analysis import query_terms
+from plughost.plugins.graph.bm25 import TextStats
 from plughost.plugins.graph.common import check_embedding, check_labels, guards_ok
 from plughost.plugins.graph.neo4j_store.nodes import cosine_hits, node_of
 from plughost.plugins.graph.neo4j_store.queries import (
@@ -32,6 +36,8 @@ from plughost.plugins.graph.neo4j_store.queries import (
     Q_INDEXES,
     Q_KEYWORD,
     Q_LABELS_PRESENT,
+    Q_TEXT_HITS,
+    Q_TEXT_STATS,
     Q_VECTOR_DEFS,
     guard_params,
     lucene_query,
@@ -53,10 +59,6 @@ EXACT_MAX = 5000
 """Guarded candidate sets up to this size are scored exactly when the first windows hold fewer than
 k guarded nodes (Cypher reads each stored vector: ~40 µs a node, where widening an index is cheap)."""
 WIDEN = 8
-TEXT_OVERFETCH = 4
-"""Full-text matches asked of the index at first = max(k * TEXT_OVERFETCH, TEXT_MIN_FETCH); the
-window widens by WIDEN until k guarded matches beat its lowest score or the index has no more."""
-TEXT_MIN_FETCH = 40
 INDEX_GONE = "no such vector schema index"
 """The procedure's error for an index dropped since discovery (or mid-swap by a compaction)."""
 
@@ -75,8 +77,6 @@ class Search:
     overfetch = OVERFETCH
     min_fetch = MIN_FETCH
     exact_max = EXACT_MAX
-    text_overfetch = TEXT_OVERFETCH
-    text_min_fetch = TEXT_MIN_FETCH
     """Vector-search tunables (per instance; the guard property test narrows them to reach every path)."""
 
     if TYPE_CHECKING:  # provided by Neo4jStore
@@ -99,32 +99,37 @@ class Search:
     def fulltext_search(self, query: str, k: int, *, guards: Guards, labels: Sequence[str] | None = None,
                         where: Mapping[str, Any] | None = None,
                         within: tuple[str, str] | None = None, stemmed: bool = False) -> list[Hit]:
-        """BM25, guards and filters before the cut, in one query over a window of the index's best
-        matches, widened until k pass or the index has no more (ties keep the index's order, as the
-        embedded store's keep its scan's)."""
+        """BM25 with the account's own statistics (FTS5's arithmetic), guards and filters before the cut,
+        in one read transaction; ties in node id order."""
         import neo4j
 
         g = guards_ok(guards)
         lucene = lucene_query(query)
         if not lucene or k <= 0:
             return []
+        phrases = query_terms(query)[:32]
         wh, wparams = where_cypher(where)
         inside, iparams = within_cypher(within)
         params = {**guard_params(g), "labels": list(check_labels(labels)) if labels else [],
-                  "index": FULLTEXT_INDEX, "query": lucene, "k": int(k), **wparams, **iparams}
+                  "index": FULLTEXT_INDEX, "query": lucene, **wparams, **iparams}
         query = q_fulltext(wh + inside)
 
-        def work(tx: Any) -> list[Any]:
-            fetch = max(k * self.text_overfetch, self.text_min_fetch)
-            while True:
-                found = tx.run(query, {**params, "fetch": fetch}).single()
-                hits = found["hits"]
-                if found["got"] < fetch or len(hits) >= k:
-                    return hits  # the index had no more, or k passed within the window's prefix
-                fetch *= WIDEN
+        def work(tx: Any) -> list[tuple[Any, float]]:
+            got = tx.run(query, params).single()
+            found = list(zip(got["e"], got["id"], got["text"], got["passed"], strict=True))
+            if not found:
+                return []
+            totals = tx.run(Q_TEXT_STATS, {"accountId": g.account_id}).single()
+            stats = TextStats(int(totals["docs"]), int(totals["tokens"] or 0))
+            freqs, lengths = bm25.text_counts([f[2] or "" for f in found], phrases)
+            scored = bm25.scores(freqs, lengths, bm25.phrase_idfs(freqs, stats), stats.avgdl).tolist()
+            chosen = sorted((-scored[i], nid, e) for i, (e, nid, _, passed) in enumerate(found)
+                            if passed and any(column[i] for column in freqs))[:k]
+            rows = {r["id"]: r for r in tx.run(Q_TEXT_HITS, {"elements": [e for _, _, e in chosen]})}
+            return [(rows[nid], -negated) for negated, nid, _ in chosen if nid in rows]
 
         try:
-            rows = self.read(work)
+            ranked = self.read(work)
         except neo4j.exceptions.ClientError as exc:
             if "fulltext" in str(exc).lower() or "index" in str(exc).lower():
                 if not self._fulltext_warned:
@@ -132,7 +137,7 @@ class Search:
                     self._fulltext_warned = True
                 return []
             raise
-        return [Hit(node_of(r), float(r["score"])) for r in rows]
+        return [Hit(node_of(r), score) for r, score in ranked]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:

@@ -47,6 +47,16 @@ def node_text_of(properties: str | None) -> str | None:
     return text_of(json.loads(properties)) or None
 
 
+def varint(blob: bytes) -> int:
+    """The first of FTS5's varints in a ``docsize`` blob: a one-column document's length in tokens."""
+    value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            break
+    return value
+
+
 def register_functions(conn: sqlite3.Connection) -> None:
     """The SQL functions the schema's trigger calls (``node_text_of``): on every store connection."""
     conn.create_function("node_text_of", 1, node_text_of, deterministic=True)

@@ -31,7 +31,9 @@ from plughost.api.store import (
     edge_guards,
     write_guards,
 )
-from plughost.plugins.graph.analysis import search_keys
+from plughost.plugins.graph import bm25
+from plughost.plugins.graph.analysis import PLAIN_TOKENIZE, TOKENIZE, query_terms, search_keys
+from plughost.plugins.graph.bm25 import TextStats
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -71,6 +73,7 @@ from plughost.plugins.graph.sqlite_store.sql import (
     merge_edge_batch,
     prop_expr,
     register_functions,
+    varint,
     where_sql,
     within_sql,
 )
@@ -112,6 +115,9 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
             self.conn.execute("PRAGMA temp_store = MEMORY")  # the per-batch edge staging table
             self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             ensure_schema(self.conn, self.path)
+            for table in TEXT_INDEXES:  # each index's term offsets, read by per-account ranking
+                self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances "
+                                  f"USING fts5vocab (main, {table}, 'instance')")
         except (sqlite3.DatabaseError, OSError) as exc:
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 raise  # another writer: the busy timeout's, not a bad file
@@ -128,6 +134,8 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         self._matrices: dict[tuple[str, int], tuple[int, np.ndarray, np.ndarray, int]] = {}
         self._candidates: OrderedDict[Any, np.ndarray] = OrderedDict()
         self._cache_stamp: tuple[int, int] | None = None
+        # "one": the file's lowest and highest account; (table, account): its documents' lengths
+        self._text_stats: dict[Any, Any] = {}
 
     def _set_wal(self) -> None:
         for _ in range(50):
@@ -174,6 +182,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         stamp = (self.conn.execute("PRAGMA data_version").fetchone()[0], self._writes)
         if stamp != self._cache_stamp:
             self._candidates.clear()
+            self._text_stats.clear()
             self._cache_stamp = stamp
 
     @staticmethod
@@ -780,12 +789,31 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         terms = fts_terms(query)
         if not terms or k <= 0:
             return []
-        match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
         g = guards_ok(guards)
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
         wh, wparams = where_sql(where)
         lab, lparams = lab + wh, lparams + wparams
+        with self._snapshot():
+            if self._one_account(g.account_id):
+                return self._fts_window(table, terms, int(k), g, (cond, params), (lab, lparams), within)
+            return self._account_ranked(table, query, int(k), g, (cond + lab, params + lparams), within)
+
+    def _one_account(self, account_id: str) -> bool:
+        """Whether every node of the file is ``account_id``'s: then FTS5's statistics are the account's."""
+        self._fresh_caches()
+        one = self._text_stats.get("one")
+        if one is None:
+            low, high = self.conn.execute("SELECT (SELECT min(account_id) FROM nodes), "
+                                          "(SELECT max(account_id) FROM nodes)").fetchone()
+            one = self._text_stats["one"] = (low, high)
+        return one[0] is None or one[0] == one[1] == account_id
+
+    def _fts_window(self, table: str, terms: list[list[str]], k: int, g: Guards, guard: tuple[str, list[Any]],
+                    label: tuple[str, list[Any]], within: tuple[str, str] | None) -> list[Hit]:
+        """FTS5's own ranking (``bm25()``), for a file holding one account (its statistics are the index's)."""
+        match = " OR ".join('"' + " ".join(t) + '"' for t in terms)
+        (cond, params), (lab, lparams) = guard, label
         inside, iparams = within_sql(within, g.account_id, "rowid")
         # The guards run in SQL on a window of the best-ranked matches (a top-N sort of
         # ``bm25()``, far cheaper than sorting every match; ``bm25()`` is the table's ``rank``
@@ -797,17 +825,16 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         sql = (f"SELECT {NODE_COLS}, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
                f"MATCH ?{inside} ORDER BY r LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.r LIMIT ?")
-        window = max(int(k) * FTS_WINDOW, 64)
-        with self._snapshot():
-            while True:
-                ranked = self.conn.execute(sql, [match, *iparams, window, *params, *lparams, int(k)]).fetchall()
-                if len(ranked) >= k:
-                    break
-                total = self.conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} "
-                                          f"MATCH ?{inside} LIMIT ?)", (match, *iparams, window + 1)).fetchone()[0]
-                if total <= window:
-                    break
-                window *= 4
+        window = max(k * FTS_WINDOW, 64)
+        while True:
+            ranked = self.conn.execute(sql, [match, *iparams, window, *params, *lparams, k]).fetchall()
+            if len(ranked) >= k:
+                break
+            total = self.conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} "
+                                      f"MATCH ?{inside} LIMIT ?)", (match, *iparams, window + 1)).fetchone()[0]
+            if total <= window:
+                break
+            window *= 4
         return [Hit(LazyNode(row), -float(row[ROW_EXTRA])) for row in ranked]
 
     def fulltext_search_many(self, queries: Sequence[str], k: int, *, guards: Guards,
@@ -824,6 +851,75 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
                 found[key] = self.fulltext_search(text, k, guards=guards, labels=labels, stemmed=stemmed)
             out.append(found[key])
         return out
+
+    def _account_lengths(self, table: str, account_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """The account's indexed documents in ``table`` (row ids, ascending) and their lengths
+        (FTS5's ``docsize``), kept until the next write."""
+        key = (table, account_id)
+        kept = self._text_stats.get(key)
+        if kept is None:
+            rows = self.conn.execute(f"SELECT d.id, d.sz FROM nodes n CROSS JOIN {table}_docsize d ON d.id = n.rid "
+                                     "WHERE n.account_id = ? ORDER BY d.id", (account_id,)).fetchall()
+            kept = self._text_stats[key] = (np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+                                            np.fromiter((varint(r[1]) for r in rows), np.int64, len(rows)))
+        return kept
+
+    def _phrase_counts(self, table: str, phrase: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The documents of the whole index holding ``phrase`` (row ids, ascending) and how often
+        each holds it, read from the index's term offsets (``fts5vocab`` 'instance')."""
+        vocab = f"temp.{table}_instances"
+        if len(phrase) == 1:
+            rows = self.conn.execute(f"SELECT doc, count(*) FROM {vocab} WHERE term = ? GROUP BY doc ORDER BY doc",
+                                     (phrase[0],)).fetchall()
+        else:
+            places: dict[int, dict[str, list[int]]] = {}
+            for token in dict.fromkeys(phrase):
+                for doc, offset in self.conn.execute(f"SELECT doc, offset FROM {vocab} WHERE term = ?", (token,)):
+                    places.setdefault(doc, {}).setdefault(token, []).append(offset)
+            rows = sorted((doc, n) for doc, at in places.items() if (n := bm25.phrase_counts(at, phrase)))
+        return (np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+                np.fromiter((r[1] for r in rows), np.int64, len(rows)))
+
+    def _account_ranked(self, table: str, query: str, k: int, g: Guards, guard: tuple[str, list[Any]],
+                        within: tuple[str, str] | None) -> list[Hit]:
+        """BM25 with the account's own statistics (:mod:`plughost.plugins.graph.bm25`): every
+        document of the account holding a query phrase (counted from the index's term offsets)
+        scored, then guarded in rank order, window by window, until k pass."""
+        phrases = query_terms(query, TOKENIZE if table == "node_text_stem" else PLAIN_TOKENIZE)
+        if not phrases:
+            return []
+        rids, lengths = self._account_lengths(table, g.account_id)
+        counts: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        for phrase in phrases:  # only the account's documents: a document's row id is in rids
+            if tuple(phrase) not in counts:
+                docs, n = self._phrase_counts(table, phrase)
+                at = np.minimum(np.searchsorted(rids, docs), max(len(rids) - 1, 0))
+                mine = (rids[at] == docs) if len(rids) else np.zeros(len(docs), bool)
+                counts[tuple(phrase)] = (at[mine], n[mine])
+        held = np.unique(np.concatenate([at for at, _ in counts.values()])) if counts else np.empty(0, np.int64)
+        if not len(held):
+            return []
+        freqs = []
+        for phrase in phrases:
+            at, n = counts[tuple(phrase)]
+            column = np.zeros(len(rids), np.int64)
+            column[at] = n
+            freqs.append(column[held])
+        stats = TextStats(len(rids), int(lengths.sum()))
+        scored = bm25.scores(freqs, lengths[held], bm25.phrase_idfs(freqs, stats), stats.avgdl)
+        order = np.lexsort((rids[held], -scored))
+        ranked, score_of = rids[held][order].tolist(), dict(zip(rids[held].tolist(), scored.tolist(), strict=True))
+        cond, params = guard
+        inside, iparams = within_sql(within, g.account_id, "n.rid")
+        sql = (f"SELECT {NODE_COLS} FROM json_each(?) j CROSS JOIN nodes n ON n.rid = j.value "
+               f"WHERE {cond}{inside} ORDER BY j.key LIMIT ?")
+        rows: list[Any] = []
+        start, window = 0, max(k * FTS_WINDOW, 64)
+        while start < len(ranked) and len(rows) < k:
+            part = ranked[start:start + window]
+            rows += self.conn.execute(sql, [json.dumps(part), *params, *iparams, k - len(rows)]).fetchall()
+            start, window = start + window, window * 4
+        return [Hit(LazyNode(row), score_of[row[0]]) for row in rows]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:
