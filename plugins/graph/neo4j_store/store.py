@@ -24,6 +24,7 @@ from plughost.api.store import (
     edge_guards,
     write_guards,
 )
+from plughost.plugins.graph.bm25 import TextStats
 from plughost.plugins.graph.common import (
     EXPAND_LIMIT,
     GRACE_DAYS,
@@ -104,6 +105,8 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
         self.database = database or None
         self._indexes: dict[str, tuple[str, int]] | None = None
         self._fulltext_warned = False
+        self._text_stats: dict[str, tuple[float, int, TextStats]] = {}
+        self._writes = 0  # this process's writes: an account's text statistics kept before one are not reused
         self._executor: Any = None
         # One query per search unless PLUGHOST_VECTOR_THREADS asks for more: on the shared 2-core
         # bench machine the split was slower (20k, load 2.6: 34.7 ms against 17.6 ms p50).
@@ -144,6 +147,8 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
                 return session.execute_write(work)
         except unavailable_errors() as exc:
             raise unavailable(exc) from None
+        finally:
+            self._writes += 1
 
     def _rows(self, query: str, params: Mapping[str, Any] | None = None, *, read: bool = True) -> list[Any]:
         def work(tx: Any) -> list[Any]:
@@ -159,6 +164,8 @@ class Neo4jStore(StoreEnv, Search, Neo4jLeases):
                 session.run(query, dict(params or {})).consume()
         except unavailable_errors() as exc:
             raise unavailable(exc) from None
+        finally:
+            self._writes += 1
 
     def ensure_schema(self) -> list[str]:
         """Create what ``schema.cypher`` names and the database lacks (:func:`.schema.ensure_schema`);
