@@ -33,7 +33,6 @@ from plughost.plugins.memory.retrieval import expand as expand_stage
 from plughost.plugins.memory.retrieval import neighbours as neighbour_stage
 from plughost.plugins.memory.retrieval import session as session_stage
 from plughost.plugins.memory.retrieval import speakers as speaker_stage
-from plughost.plugins.memory.retrieval.beside import Beside
 from plughost.plugins.memory.retrieval.dedup import best_per_id, dedup
 from plughost.plugins.memory.retrieval.flags import SearchFlags
 from plughost.plugins.memory.retrieval.format import format_results
@@ -268,28 +267,18 @@ class _Stage:
         """The ranked lists of every path the plan and the flags turn on: vector, BM25 (with the
         keyword subscriptions), entities."""
         flags = self.flags
-        embedder = self.embedder if plan.use_vector and flags.paths != "bm25" else None
-        text = (plan.use_bm25 or bool(self.keywords)) and flags.paths != "vector"
-        # EMBED → VECTOR beside the text path when both run (beside.py): the lists keep their order
-        vector: Beside[list[fuse.RankedList]] | None = None
         lists: list[fuse.RankedList] = []
-        if embedder is not None and text:
-            vector = Beside(lambda: self._vector_lists(embedder, queries, plan, k), name="plughost-embed")
-        elif embedder is not None:
-            lists += self._vector_lists(embedder, queries, plan, k)
+        if plan.use_vector and self.embedder is not None and flags.paths != "bm25":
+            lists += self._vector_lists(self.embedder, queries, plan, k)
         t = time.perf_counter()
-        bm25: list[fuse.RankedList] = []
         if plan.use_bm25 and flags.paths != "vector":
-            bm25 += self._bm25_lists(queries, plan, k)
+            lists += self._bm25_lists(queries, plan, k)
         # keyword subscriptions (merged into the BM25 channel)
         if self.keywords and flags.paths != "vector":
             extra = keyword_lists(self.store, self.keywords, self.guards, k, plan.labels)
             self._add("bm25", sum(len(x.hits) for x in extra))
-            bm25.extend(extra)
+            lists.extend(extra)
         self._add("bm25_ms", (time.perf_counter() - t) * 1000)
-        if vector is not None:
-            lists += vector.result()
-        lists += bm25
         if flags.entities and flags.paths == "hybrid":
             lists += self._entity_lists(query, plan, k)
         return lists
