@@ -34,8 +34,10 @@ class TextStats:
 
 
 def idf(docs: int, hits: int) -> float:
-    """FTS5's IDF of a phrase found in ``hits`` of ``docs`` documents."""
-    value = math.log((docs - hits + 0.5) / (hits + 0.5))
+    """FTS5's IDF of a phrase found in ``hits`` of ``docs`` documents (statistics read a moment
+    earlier may count fewer documents than a phrase's hits: that is the floor too, never an error)."""
+    ratio = (docs - hits + 0.5) / (hits + 0.5)
+    value = math.log(ratio) if ratio > 0.0 else 0.0
     return IDF_FLOOR if value <= 0.0 else value
 
 

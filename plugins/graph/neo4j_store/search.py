@@ -126,7 +126,7 @@ class Search:
             found = list(zip(got["e"], got["id"], got["text"], got["passed"], strict=True))
             if not found:
                 return []
-            stats = self._account_text_stats(tx, g.account_id)
+            stats = self._account_text_stats(tx, g.account_id, at_least=len(found))
             freqs, lengths = bm25.text_counts([f[2] or "" for f in found], phrases)
             scored = bm25.scores(freqs, lengths, bm25.phrase_idfs(freqs, stats), stats.avgdl).tolist()
             chosen = sorted((-scored[i], nid, e) for i, (e, nid, _, passed) in enumerate(found)
@@ -145,12 +145,14 @@ class Search:
             raise
         return [Hit(node_of(r), score) for r, score in ranked]
 
-    def _account_text_stats(self, tx: Any, account_id: str) -> TextStats:
+    def _account_text_stats(self, tx: Any, account_id: str, at_least: int = 0) -> TextStats:
         """The account's document count and total length (a scan of its nodes: ~30 ms at 20,000),
-        reused for :data:`TEXT_STATS_TTL` seconds unless this process wrote since."""
+        reused for :data:`TEXT_STATS_TTL` seconds unless this process wrote since, or a search
+        matched more of the account's documents (``at_least``) than they count (another process
+        wrote them)."""
         now, writes = time.monotonic(), self._writes
         kept = self._text_stats.get(account_id)
-        if kept is not None and kept[1] == writes and now - kept[0] < TEXT_STATS_TTL:
+        if kept is not None and kept[1] == writes and now - kept[0] < TEXT_STATS_TTL and kept[2].docs >= at_least:
             return kept[2]
         totals = tx.run(Q_TEXT_STATS, {"accountId": account_id}).single()
         stats = TextStats(int(totals["docs"]), int(totals["tokens"] or 0))

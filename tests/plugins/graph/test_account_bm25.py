@@ -159,6 +159,7 @@ def test_per_account_arithmetic_is_fts5s_bm25() -> None:
 
 def test_bm25_pieces() -> None:
     assert bm25.idf(10, 9) == bm25.IDF_FLOOR  # in half the documents or more: FTS5's floor
+    assert bm25.idf(3, 40) == bm25.IDF_FLOOR  # statistics counted before more documents came: the floor, no error
     assert bm25.phrase_counts(bm25.offsets("a b a b a".split()), ["a", "b"]) == 2
     assert bm25.phrase_counts(bm25.offsets("a b a b a".split()), ["b", "b"]) == 0
     freqs = [[1, 0]]
@@ -199,3 +200,23 @@ def test_filters_cut_after_the_accounts_ranking(backend: str) -> None:
         assert any(before)
         write(store_b, b, _corpus(7, 80), base=1000)
         assert asked() == before
+
+
+def test_neo4j_statistics_read_before_another_process_wrote_are_read_again() -> None:
+    """Statistics kept from before another process's writes (fewer documents than a search now
+    matches) are read again, never a math error: the search equals a fresh store's."""
+    env = neo4j_env()  # skips without a server
+    import time
+
+    from plughost.plugins.graph.neo4j_store import Neo4jStore
+
+    with two_accounts("neo4j") as (store_a, _store_b, a, _b):
+        write(store_a, a, [("w1 w2 alpha", None)] * 12)
+        fresh = Neo4jStore.from_env({**env, "ACCOUNT_ID": a})
+        try:
+            expected = [(h.node.id, h.score) for h in fresh.fulltext_search("w1 alpha", 20, guards=Guards(account_id=a))]
+        finally:
+            fresh.close()
+        store_a._text_stats[a] = (time.monotonic(), store_a._writes, TextStats(docs=1, tokens=3))
+        got = [(h.node.id, h.score) for h in store_a.fulltext_search("w1 alpha", 20, guards=Guards(account_id=a))]
+        assert got == expected and len(got) == 12
