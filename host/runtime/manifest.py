@@ -25,10 +25,6 @@ from plughost.util import config
 from plughost.util.errors import UserError
 
 _LOADER: Any = None
-FRONTMATTER_CACHED_CHARS = 2048
-"""A frontmatter this long or longer has its parse kept between processes (:func:`_parsed_cache`)."""
-FRONTMATTER_KEPT = 32
-"""How many kept parses the cache folder holds (the newest)."""
 CAPABILITY = re.compile(r"^[a-z][a-z0-9-]*$")
 """A capability's name in ``provides``/``needs`` (plugin.schema.json's pattern)."""
 CODE_FIELDS = {"provides": "PROVIDES", "needs": "NEEDS"}
@@ -214,9 +210,6 @@ def _parse_head(head: str, path: Path) -> dict[str, Any]:
     global _LOADER
     if _LOADER is None:
         _LOADER = _yaml_loader()
-    cache = _parsed_cache(head)
-    if cache is not None and cache[2] is not None:
-        return cache[2]
     try:
         data = yaml.load(head, Loader=_LOADER)
     except yaml.YAMLError as exc:
@@ -228,65 +221,7 @@ def _parse_head(head: str, path: Path) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise UserError(f"{path}: frontmatter: expected a mapping of fields (got {type(data).__name__})")
-    if cache is not None:
-        _keep_parsed(cache[0], cache[1], data)
     return data
-
-
-def _parsed_cache(head: str) -> tuple[Path, str, dict[str, Any] | None] | None:
-    """For a long frontmatter: (the file its parse is kept in, the key it is kept under, the kept
-    parse or None). The memory plugin's frontmatter (16 kB) is ~7 ms of YAML a process, and ~0.1 ms
-    of JSON.
-
-    Kept in ``$XDG_CACHE_HOME/plughost/frontmatter`` under the text's digest (with PyYAML's version
-    and the loader), only when JSON gives the parse back as it was (:func:`_plain_json`), the
-    :data:`FRONTMATTER_KEPT` newest; a frontmatter under :data:`FRONTMATTER_CACHED_CHARS` is parsed
-    each time."""
-    if len(head) < FRONTMATTER_CACHED_CHARS:
-        return None
-    try:
-        key = hashlib.sha256(f"{head}\0{yaml.__version__}\0{_LOADER.__name__}".encode(
-            "utf-8", "surrogatepass")).hexdigest()
-        file = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "plughost" / "frontmatter" / \
-            f"{key[:32]}.json"
-    except (RuntimeError, ValueError):  # no home to find a cache in
-        return None
-    try:
-        kept = json.loads(file.read_text(encoding="utf-8"))
-        data = kept["data"] if kept.get("key") == key and isinstance(kept.get("data"), dict) else None
-    except (OSError, ValueError, AttributeError, TypeError, KeyError):
-        data = None
-    return file, key, data
-
-
-def _plain_json(value: Any, depth: int = 0) -> bool:
-    """Whether JSON gives ``value`` back with the same types and values (no date, set, bytes, int key, NaN)."""
-    if depth > 64:
-        return False
-    if value is None or isinstance(value, (str, bool, int)):
-        return True
-    if isinstance(value, float):
-        return value == value and value not in (float("inf"), float("-inf"))
-    if isinstance(value, list):
-        return all(_plain_json(v, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain_json(v, depth + 1) for k, v in value.items())
-    return False
-
-
-def _keep_parsed(file: Path, key: str, data: dict[str, Any]) -> None:
-    if not _plain_json(data):
-        return
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "data": data}, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(file)
-        kept = sorted(file.parent.glob("*.json"), key=lambda f: f.stat().st_mtime_ns, reverse=True)
-        for old in kept[FRONTMATTER_KEPT:]:
-            old.unlink(missing_ok=True)
-    except (OSError, ValueError):
-        pass
 
 
 def manifest_errors(path: Path) -> list[str]:
