@@ -1,6 +1,6 @@
 """Folder collections: initial sync, incremental re-syncs and the embedded sync of Markdown notes.
 
-    python bench/collections.py [--notes 10000] [--embed-notes 200] [--repeat 3] [--work DIR] [--initial-only]
+    python bench/folder_collections.py [--notes 10000] [--embed-notes 200] [--repeat 3] [--work DIR] [--initial-only]
 
 Builds (or reuses, with ``--work``) a folder of Markdown notes rendered from the installed
 manual pages: one note per page under ``man<section>/<name>.<section>.md``, frontmatter (title,
