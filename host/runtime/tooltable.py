@@ -428,7 +428,21 @@ def checked_call(tools: Mapping[str, ServedTool], name: str,
     problem = argument_error(name, tool.validator, args)
     if problem:
         raise UserError(problem)
-    return tool, args
+    return tool, _integers(tool.schema, args)
+
+
+def _integers(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """A top-level ``integer`` parameter given as an integral float (``2.0``, ``1e20``: JSON Schema
+    counts them as integers) reaches the handler as an ``int``, as its signature says."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return args
+    for key, value in args.items():
+        spec = props.get(key)
+        if isinstance(value, float) and value.is_integer() and isinstance(spec, Mapping) \
+                and spec.get("type") == "integer":
+            args[key] = int(value)
+    return args
 
 
 def check_tool_call(host: Host, plugin: str, name: str,

@@ -63,6 +63,16 @@ def test_call_tool_checks_arguments_and_awaits(host) -> None:
         call_tool(host, "ghost", "echo", {})
 
 
+def test_an_integral_float_reaches_an_int_parameter_as_an_int(host) -> None:
+    """JSON Schema counts 2.0 as an integer; the handler, annotated ``int``, gets 2."""
+    host.register(_Tools(Tool.from_function(say_it, name="echo")), "unit")
+    _, args = checked_call(host.tools().of("unit"), "echo", {"text": "ab", "times": 2.0})
+    assert args == {"text": "ab", "times": 2} and type(args["times"]) is int
+    assert call_tool(host, "unit", "echo", {"text": "ab", "times": 2.0}) == "abab"
+    with pytest.raises(UserError, match="times"):
+        call_tool(host, "unit", "echo", {"text": "a", "times": 1.5})
+
+
 def test_withheld_and_mismatched_tools_are_reported_not_served(host) -> None:
     def takes_a(a: str) -> str:
         return a
