@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from plughost import Guards, Hit, Neighbor, Node, UserError, WriteDenied
+from plughost import Guards, Hit, Neighbor, Node, UserError, WriteDenied, log
 from plughost.api.store import (
     VECTOR_LABELS,
     can_change,
@@ -86,11 +86,19 @@ from plughost.plugins.graph.sqlite_store.vectors import (
     vector_threads,
 )
 
+_TOKENIZERS = {"node_text": PLAIN_TOKENIZE, "node_text_stem": TOKENIZE}
+"""How each full-text index folds a query's tokens."""
+ACCOUNT_BM25_POSTINGS = 100_000
+"""The most occurrences of a query's terms in the whole file that per-account ranking reads
+(``SqliteStore._over_budget``), about a tenth of a second on a 2-core machine; past it, the whole index's statistics."""
+
 
 class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
     """:class:`plughost.ports.graph.GraphStore` on one SQLite file."""
 
     backend = "sqlite"
+    account_bm25_postings = ACCOUNT_BM25_POSTINGS
+    """Per instance: a test narrows it to reach the whole-index path."""
 
     def __init__(self, path: str | Path, *, env: Mapping[str, str] | None = None) -> None:
         self.path = Path(path)
@@ -118,12 +126,15 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
             for table in TEXT_INDEXES:  # each index's term offsets, read by per-account ranking
                 self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances "
                                   f"USING fts5vocab (main, {table}, 'instance')")
+                self.conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms "
+                                  f"USING fts5vocab (main, {table}, 'row')")
         except (sqlite3.DatabaseError, OSError) as exc:
             if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
                 raise  # another writer: the busy timeout's, not a bad file
             raise UserError(f"{self.path}: cannot open the graph store ({exc}); expected a plughost store "
                             "file (PLUGHOST_GRAPH_DB, or graph.sqlite under PLUGHOST_HOME)") from None
         self._writes = 0  # bumped by every local commit
+        self._budget_said = False
         self._staged_sessions = 0  # open staged_session()s, and the cache size they restore
         self._staged_cache = 0
         self._staged_checkpoints: _Checkpointer | None = None
@@ -795,9 +806,28 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         wh, wparams = where_sql(where)
         lab, lparams = lab + wh, lparams + wparams
         with self._snapshot():
-            if self._one_account(g.account_id):
+            if self._one_account(g.account_id) or self._over_budget(table, query):
                 return self._fts_window(table, terms, int(k), g, (cond, params), (lab, lparams), within)
             return self._account_ranked(table, query, int(k), g, (cond + lab, params + lparams), within)
+
+    def _over_budget(self, table: str, query: str) -> bool:
+        """Whether the query's terms occur more than ``account_bm25_postings`` times in the whole
+        file (``fts5vocab`` 'row': one lookup). Per-account ranking reads every occurrence, so its
+        cost is the file's, not the account's: past the budget (a small account beside a large one,
+        a question of its most common words) the search ranks with the whole index's statistics,
+        as before per-account ranking, and says so once per store."""
+        tokens = list(dict.fromkeys(t for phrase in query_terms(query, _TOKENIZERS[table]) for t in phrase))
+        if not tokens:
+            return False
+        postings = int(self.conn.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{table}_terms WHERE term IN "
+                                         f"({','.join('?' * len(tokens))})", tokens).fetchone()[0])
+        if postings <= self.account_bm25_postings:
+            return False
+        if not self._budget_said:
+            self._budget_said = True
+            log("graph-search", "op=whole-index-statistics", reason="postings", postings=postings,
+                limit=self.account_bm25_postings)
+        return True
 
     def _one_account(self, account_id: str) -> bool:
         """Whether every node of the file is ``account_id``'s: then FTS5's statistics are the account's."""
@@ -885,7 +915,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         """BM25 with the account's own statistics (:mod:`plughost.plugins.graph.bm25`): every
         document of the account holding a query phrase (counted from the index's term offsets)
         scored, then guarded in rank order, window by window, until k pass."""
-        phrases = query_terms(query, TOKENIZE if table == "node_text_stem" else PLAIN_TOKENIZE)
+        phrases = query_terms(query, _TOKENIZERS[table])
         if not phrases:
             return []
         rids, lengths = self._account_lengths(table, g.account_id)

@@ -220,3 +220,19 @@ def test_neo4j_statistics_read_before_another_process_wrote_are_read_again() -> 
         store_a._text_stats[a] = (time.monotonic(), store_a._writes, TextStats(docs=1, tokens=3))
         got = [(h.node.id, h.score) for h in store_a.fulltext_search("w1 alpha", 20, guards=Guards(account_id=a))]
         assert got == expected and len(got) == 12
+
+
+def test_past_the_postings_budget_the_whole_index_ranks(capsys: pytest.CaptureFixture[str]) -> None:
+    """A query whose terms occur more often in the whole file than the budget ranks with the whole
+    index's statistics (bounded cost), says so once, and still returns only the account's nodes."""
+    with two_accounts("sqlite") as (store_a, store_b, a, b):
+        write(store_a, a, [("w1 w2 alpha", None), ("w1 beta", None), ("gamma w2", None)])
+        write(store_b, b, [("w1 w1 w1 alpha", None)] * 20, base=100)
+        exact = [h.node.id for h in store_a.fulltext_search("w1 alpha", 10, guards=Guards(account_id=a))]
+        store_a.account_bm25_postings = 0
+        capsys.readouterr()
+        for _ in range(2):
+            bounded = store_a.fulltext_search("w1 alpha", 10, guards=Guards(account_id=a))
+        assert sorted(h.node.id for h in bounded) == sorted(exact)  # the account's matches, whatever the order
+        assert all(h.node.account_id == a for h in bounded)
+        assert capsys.readouterr().err.count("op=whole-index-statistics") == 1
