@@ -163,8 +163,8 @@ _FLAG = _lazy(r"((?<!\S)--?(?P<flag>[A-Za-z][\w-]{0,40})(?:=|\s+))(?P<val>'[^']*
 _COOKIE = _lazy(r"(?i)((?<![\w-])(?:set-)?cookie\\?[\"']?[ \t]*:[ \t]*\\?[\"']?)([^\n\"'\\]+)")
 _KEY = _lazy(
     r"(?<![\w.\-])(?P<q>\\*[\"']|)"
-    r"(?=[\w.\-]{0,63}?(?i:pass|pw|secret|token|key|auth|cred|cookie|pin|otp|bearer|jwt|sid))"
-    r"(?P<key>[A-Za-z_][\w.\-]{0,63})(?P=q)(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*)"
+    r"(?=[\w.\-]{0,127}?(?i:pass|pw|secret|token|key|auth|cred|cookie|pin|otp|bearer|jwt|sid))"
+    r"(?P<key>[A-Za-z_][\w.\-]{0,127})(?P=q)(?P<sep>[ \t]*(?:=>|:=|=|:)[ \t]*)"
     r"(?P<scheme>(?i:bearer|basic|token|digest|bot|apikey|sso-key)[ \t]+)?")
 """``name<sep>``, for a name holding a fragment of a secret name (the value is read after it, so a
 pair inside another's value, ``name=password=…``, is found too)."""
@@ -172,6 +172,12 @@ _VALUE = _lazy(r"\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[
 _PAIR = _lazy(
     r"(?P<q>\\?\")(?:name|key|header)(?P=q)\s*:\s*(?P=q)(?P<name>[^\"\\]{1,80})(?P=q)\s*,\s*"
     r"(?P=q)value(?P=q)\s*:\s*(?P=q)(?P<val>(?:[^\"\\]|\\[^\"])*)(?P=q)")
+_YAML_PAIR = _lazy(
+    r"(?m)^(?P<indent>[ \t]*)-[ \t]+name:[ \t]*(?P<nq>[\"']?)(?P<name>[\w.\-]{1,128})(?P=nq)[ \t]*\r?\n"
+    r"(?P=indent)[ \t]+value:[ \t]*(?P<val>[^\r\n]+)")
+"""A YAML list item naming a variable and giving its value on the next line (a Kubernetes or
+compose ``env:`` entry: ``- name: DB_PASSWORD`` / ``value: …``)."""
+_LINE_GAP = _lazy(r"\s*")
 _PAIR_REVERSED = _lazy(
     r"(?P<q>\\?\")value(?P=q)\s*:\s*(?P=q)(?P<val>(?:[^\"\\]|\\[^\"])*)(?P=q)\s*,\s*"
     r"(?P=q)(?:name|key|header)(?P=q)\s*:\s*(?P=q)(?P<name>[^\"\\]{1,80})(?P=q)")
@@ -543,6 +549,8 @@ def _kv_scalar(text: str, key: str, pos: int, sep: str) -> _Found:
 def _kv_value(text: str, m: re.Match[str]) -> _Found:
     """The spans of the value after one secret-named key, by the value's shape."""
     q, sep, pos = m.group("q"), m.group("sep"), m.end()
+    if q and text[pos:pos + 1] in ("\n", "\r"):  # pretty-printed JSON: the value on the next line
+        pos = _LINE_GAP.match(text, pos).end()  # type: ignore[union-attr]
     nxt = text[pos:pos + 1]
     if nxt in ("[", "{") and (q or ":" in sep):
         return _kv_nested(text, pos, q)
@@ -560,7 +568,7 @@ _NAME_CHAR = re.compile(r"[\w.\-]")
 
 def _name_before(text: str, sep: int) -> int | None:
     """Where the name that a separator at ``sep`` follows starts (past its spaces and closing
-    quote), or None: no name there, or one longer than a ``_KEY`` key (64)."""
+    quote), or None: no name there, or one longer than a ``_KEY`` key (128)."""
     j = sep
     while j > 0 and text[j - 1] in " \t":
         j -= 1
@@ -569,16 +577,16 @@ def _name_before(text: str, sep: int) -> int | None:
         while j > 0 and text[j - 1] == "\\":
             j -= 1
     end = j
-    while j > 0 and end - j <= 64 and _NAME_CHAR.match(text, j - 1):
+    while j > 0 and end - j <= 128 and _NAME_CHAR.match(text, j - 1):
         j -= 1
-    return j if 0 < end - j <= 64 else None
+    return j if 0 < end - j <= 128 else None
 
 
 def _key_matches(text: str) -> Iterator[re.Match[str]]:
     """``_KEY.finditer(text)``, the same matches, found from the text's separators instead of
     trying ``_KEY``'s look-ahead at every word (a 6 KB tool result: several times faster).
 
-    A match's key is a whole run of name characters (``[\\w.\\-]``, at most 64) followed by
+    A match's key is a whole run of name characters (``[\\w.\\-]``, at most 128) followed by
     its closing quote, spaces and a separator (``:`` or ``=`` first), so a match starts at the run
     a separator follows or at the quote (and the backslashes) just before that run; those starts
     are tried in order, as ``finditer`` tries them, and one before the end of the last match is
@@ -627,6 +635,15 @@ def _pair(m: re.Match[str]) -> str:
         return m.group(0)
     s, e = m.start("val") - m.start(), m.end("val") - m.start()
     return m.group(0)[:s] + MARKER + m.group(0)[e:]
+
+
+def _yaml_pair(m: re.Match[str]) -> str:
+    if not secret_name(m.group("name")):
+        return m.group(0)
+    opened, inner, closed = _quoted(m.group("val").rstrip())
+    if not inner or _plain_value(inner):
+        return m.group(0)
+    return m.group(0)[:m.start("val") - m.start()] + opened + MARKER + closed
 
 
 def _flag(m: re.Match[str]) -> str:
@@ -854,6 +871,7 @@ _RULES: tuple[tuple[tuple[str, ...], Callable[[str], str]], ...] = (
     (("-",), _sub(_FLAG, _flag)),
     (("ookie", "OOKIE"), _sub(_COOKIE, _second)),
     (("value",), _sub(_PAIR, _pair)),
+    (("value:",), _sub(_YAML_PAIR, _yaml_pair)),
     (("value",), _sub(_PAIR_REVERSED, _pair)),
     ((":", "="), _kv),
     (("earer", "EARER"), _sub(_BEARER, _bearer)),
