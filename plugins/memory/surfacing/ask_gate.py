@@ -45,25 +45,8 @@ def investigative(name: object, env: dict[str, str]) -> bool:
 
 def investigated(data: bytes, env: dict[str, str]) -> str:
     """``investigated``, ``not-investigated`` (the owner's message came last) or ``no-user-message``."""
-    for line in reversed(data.split(b"\n")):
-        if not line.strip():
-            continue
-        try:
-            record = hook.loads(line.decode("utf-8", "replace"))
-        except hook.Slow:
-            continue  # a torn or foreign line: not a record
-        if not isinstance(record, dict) or record.get("isSidechain"):
-            continue
-        kind = record.get("type")
-        if kind == "assistant":
-            message = record.get("message")
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_use"
-                                                 and investigative(b.get("name"), env) for b in content):
-                return "investigated"
-        elif kind == "user" and gate.typed_by_user(record):
-            return "not-investigated"
-    return "no-user-message"
+    found = gate.used_since_user(data, lambda name: investigative(name, env))
+    return "no-user-message" if found is None else "investigated" if found else "not-investigated"
 
 
 def decide(raw: bytes, env: dict[str, str], process_env: dict[str, str] | None = None) -> tuple[str, str, str]:

@@ -144,8 +144,10 @@ def typed_by_user(record: dict[str, object]) -> bool:
                and b["text"].strip() for b in content)
 
 
-def consulted(data: bytes) -> str:
-    """``consulted``, ``not-consulted`` (a user message came last) or ``no-user-message``."""
+def used_since_user(data: bytes, wanted: Callable[[object], bool]) -> bool | None:
+    """Whether a ``tool_use`` the ``wanted`` predicate accepts (by tool name) came after the owner's
+    last typed message in a transcript: True, False (the message came last), None (no such message).
+    The one walk both PreToolUse gates make (this one, ``ask_gate``)."""
     for line in reversed(data.split(b"\n")):
         if not line.strip():
             continue
@@ -160,11 +162,17 @@ def consulted(data: bytes) -> str:
             message = record.get("message")
             content = message.get("content") if isinstance(message, dict) else None
             if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_use"
-                                                 and is_consult(b.get("name")) for b in content):
-                return "consulted"
+                                                 and wanted(b.get("name")) for b in content):
+                return True
         elif kind == "user" and typed_by_user(record):
-            return "not-consulted"
-    return "no-user-message"
+            return False
+    return None
+
+
+def consulted(data: bytes) -> str:
+    """``consulted``, ``not-consulted`` (a user message came last) or ``no-user-message``."""
+    found = used_since_user(data, is_consult)
+    return "no-user-message" if found is None else "consulted" if found else "not-consulted"
 
 
 def owner_session(env: dict[str, str]) -> bool | None:
