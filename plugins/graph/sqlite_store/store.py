@@ -806,17 +806,20 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         wh, wparams = where_sql(where)
         lab, lparams = lab + wh, lparams + wparams
         with self._snapshot():
-            if self._one_account(g.account_id) or self._over_budget(table, query):
+            if self._one_account(g.account_id):
                 return self._fts_window(table, terms, int(k), g, (cond, params), (lab, lparams), within)
-            return self._account_ranked(table, query, int(k), g, (cond + lab, params + lparams), within)
+            phrases = query_terms(query, _TOKENIZERS[table])  # analysed once: the budget and the ranking
+            if self._over_budget(table, phrases):
+                return self._fts_window(table, terms, int(k), g, (cond, params), (lab, lparams), within)
+            return self._account_ranked(table, phrases, int(k), g, (cond + lab, params + lparams), within)
 
-    def _over_budget(self, table: str, query: str) -> bool:
+    def _over_budget(self, table: str, phrases: list[list[str]]) -> bool:
         """Whether the query's terms occur more than ``account_bm25_postings`` times in the whole
         file (``fts5vocab`` 'row': one lookup). Per-account ranking reads every occurrence, so its
         cost is the file's, not the account's: past the budget (a small account beside a large one,
         a question of its most common words) the search ranks with the whole index's statistics,
         as before per-account ranking, and says so once per store."""
-        tokens = list(dict.fromkeys(t for phrase in query_terms(query, _TOKENIZERS[table]) for t in phrase))
+        tokens = list(dict.fromkeys(t for phrase in phrases for t in phrase))
         if not tokens:
             return False
         postings = int(self.conn.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{table}_terms WHERE term IN "
@@ -910,12 +913,12 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         return (np.fromiter((r[0] for r in rows), np.int64, len(rows)),
                 np.fromiter((r[1] for r in rows), np.int64, len(rows)))
 
-    def _account_ranked(self, table: str, query: str, k: int, g: Guards, guard: tuple[str, list[Any]],
+    def _account_ranked(self, table: str, phrases: list[list[str]], k: int, g: Guards, guard: tuple[str, list[Any]],
                         within: tuple[str, str] | None) -> list[Hit]:
         """BM25 with the account's own statistics (:mod:`plughost.plugins.graph.bm25`): every
         document of the account holding a query phrase (counted from the index's term offsets)
-        scored, then guarded in rank order, window by window, until k pass."""
-        phrases = query_terms(query, _TOKENIZERS[table])
+        scored, then guarded in rank order, window by window, until k pass (``phrases``: the query
+        as this index analyses it)."""
         if not phrases:
             return []
         rids, lengths = self._account_lengths(table, g.account_id)
