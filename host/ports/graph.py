@@ -320,6 +320,31 @@ class Node:
     def deleted(self) -> bool:
         return self.properties.get("deletedAt") is not None
 
+    @property
+    def withdrawn(self) -> bool:
+        """Whether the store took the node back after the search that found it: a store may read a
+        hit's properties after the search (:meth:`read_all`), under the guards that found it, and a
+        node deleted or narrowed in between is not read. Its ``properties`` are then empty."""
+        return False
+
+    def deferred(self) -> Any:
+        """What reads this node's properties when the store deferred them (an object with
+        ``read(nodes)``), or None once they are built or when they never were deferred."""
+        return None
+
+    @staticmethod
+    def read_all(nodes: Iterable[Node]) -> None:
+        """Build the properties of ``nodes`` in one store read per search that found them, instead
+        of a read per node on first use (or one of every hit the search found): a pipeline that
+        keeps the best few of many hits reads just those."""
+        groups: dict[int, tuple[Any, list[Node]]] = {}
+        for node in nodes:
+            reader = node.deferred()
+            if reader is not None:
+                groups.setdefault(id(reader), (reader, []))[1].append(node)
+        for reader, members in groups.values():
+            reader.read(members)
+
 
 @dataclass
 class Hit:

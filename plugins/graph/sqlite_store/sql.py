@@ -17,6 +17,9 @@ BACKLINK_COUNT = "(SELECT count(*) FROM edges b WHERE b.target = n.rid)"
 free to maintain)."""
 NODE_COLS = ("n.rid, n.id, n.account_id, n.labels, n.properties, n.deleted_at, n.created_at, "
              f"n.updated_at, n.dims, {BACKLINK_COUNT}")
+LIGHT_COLS = "n.rid, n.id, n.account_id, n.labels, NULL, NULL, NULL, NULL, n.dims, NULL"
+"""``NODE_COLS``' places without the properties and what builds them (a search window's rows: the
+properties are read for the hits kept, :class:`~.nodes.Deferred`)."""
 ROW_EXTRA = 10
 """Where a statement's own column (a rank, a window position) sits after ``NODE_COLS``."""
 CHUNK = 500  # bound on SQL variables per statement
@@ -104,10 +107,17 @@ def guard_sql(g: Guards, alias: str = "n", *, related: bool = False) -> tuple[st
     return " AND ".join(parts), params
 
 
-def label_sql(labels: Sequence[str] | None, alias: str = "n") -> tuple[str, list[Any]]:
+def label_sql(labels: Sequence[str] | None, alias: str = "n", *, driving: bool = False) -> tuple[str, list[Any]]:
+    """Nodes holding one of ``labels``. ``driving``: the label's rows lead the scan (a lookup on
+    its own, ``find``/``count``) instead of being checked per row the account holds, which read
+    every row's properties first when a property filter stood beside it (30 ms for no Fact among
+    1,000 documents)."""
     if not labels:
         return "", []
     labs = check_labels(labels)
+    if driving:
+        return (f" AND {alias}.rid IN (SELECT nl.node FROM node_labels nl WHERE nl.label IN ({marks(len(labs))}))",
+                list(labs))
     return (f" AND EXISTS (SELECT 1 FROM node_labels nl WHERE nl.node = {alias}.rid "
             f"AND nl.label IN ({marks(len(labs))}))", list(labs))
 

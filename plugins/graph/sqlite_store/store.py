@@ -55,12 +55,13 @@ from plughost.plugins.graph.settings import VECTOR_THREADS
 from plughost.plugins.graph.sqlite_store import staged, writes
 from plughost.plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport, StagedWriter
 from plughost.plugins.graph.sqlite_store.leases import SqliteLeases
-from plughost.plugins.graph.sqlite_store.nodes import LazyNode, stored_node
+from plughost.plugins.graph.sqlite_store.nodes import Deferred, LazyNode, stored_node
 from plughost.plugins.graph.sqlite_store.schema import ensure_schema
 from plughost.plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
     FTS_WINDOW,
+    LIGHT_COLS,
     MMAP_BYTES,
     NODE_COLS,
     PAGE_SIZE,
@@ -199,6 +200,18 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
     @staticmethod
     def _node(row: Sequence[Any]) -> Node:
         return stored_node(row)
+
+    def _deferred(self, guard: tuple[str, list[Any]]) -> Deferred:
+        """Reads a search window's rows in full later (:class:`~.nodes.Deferred`), under ``guard``:
+        the window statement's guard SQL on ``n``, so a node deleted or narrowed since is not read."""
+        cond, params = guard
+        sql = f"SELECT {NODE_COLS} FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value WHERE {cond}"
+
+        def fetch(rids: list[int]) -> dict[int, Sequence[Any]]:
+            with self._snapshot():
+                return {row[0]: row for row in self.conn.execute(sql, [json.dumps(rids), *params])}
+
+        return Deferred(fetch)
 
     def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]:
         """The search hits' nodes, one batched SELECT; ``properties`` built on first read (:mod:`.nodes`)."""
@@ -769,7 +782,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
              order_by: str | None = None, descending: bool = True, limit: int = 100, offset: int = 0) -> list[Node]:
         """Exact-property lookup (``where`` is equality on properties), guarded and paginated."""
         cond, params = guard_sql(guards_ok(guards))
-        lab, lparams = label_sql(labels)
+        lab, lparams = label_sql(labels, driving=True)
         sql = f"SELECT {NODE_COLS} FROM nodes n WHERE {cond}{lab}"
         params += lparams
         wh, wparams = where_sql(where)
@@ -783,7 +796,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
 
     def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int:
         cond, params = guard_sql(guards_ok(guards))
-        lab, lparams = label_sql(labels)
+        lab, lparams = label_sql(labels, driving=True)
         with self.lock:
             return self.conn.execute(f"SELECT count(*) FROM nodes n WHERE {cond}{lab}", params + lparams).fetchone()[0]
 
@@ -855,7 +868,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         # order, so the guarded rows come out in one order whatever the window, and any k of them
         # taken from a window prefix are exactly the guarded top-k. The hits' rows come out of the
         # statement whose guards passed them (no second read of the rows).
-        sql = (f"SELECT {NODE_COLS}, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
+        sql = (f"SELECT {LIGHT_COLS}, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
                f"MATCH ?{inside} ORDER BY r LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.r LIMIT ?")
         window = max(k * FTS_WINDOW, 64)
@@ -868,7 +881,8 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
             if total <= window:
                 break
             window *= 4
-        return [Hit(LazyNode(row), -float(row[ROW_EXTRA])) for row in ranked]
+        deferred = self._deferred((cond + lab, params + lparams))
+        return [Hit(deferred.node(row), -float(row[ROW_EXTRA])) for row in ranked]
 
     def fulltext_search_many(self, queries: Sequence[str], k: int, *, guards: Guards,
                              labels: Sequence[str] | None = None, stemmed: bool = False) -> list[list[Hit]]:
@@ -944,7 +958,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         ranked, score_of = rids[held][order].tolist(), dict(zip(rids[held].tolist(), scored.tolist(), strict=True))
         cond, params = guard
         inside, iparams = within_sql(within, g.account_id, "n.rid")
-        sql = (f"SELECT {NODE_COLS} FROM json_each(?) j CROSS JOIN nodes n ON n.rid = j.value "
+        sql = (f"SELECT {LIGHT_COLS} FROM json_each(?) j CROSS JOIN nodes n ON n.rid = j.value "
                f"WHERE {cond}{inside} ORDER BY j.key LIMIT ?")
         rows: list[Any] = []
         start, window = 0, max(k * FTS_WINDOW, 64)
@@ -952,7 +966,8 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
             part = ranked[start:start + window]
             rows += self.conn.execute(sql, [json.dumps(part), *params, *iparams, k - len(rows)]).fetchall()
             start, window = start + window, window * 4
-        return [Hit(LazyNode(row), score_of[row[0]]) for row in rows]
+        deferred = self._deferred((cond, params))
+        return [Hit(deferred.node(row), score_of[row[0]]) for row in rows]
 
     def keyword_search(self, keyword: str, k: int, *, guards: Guards,
                        labels: Sequence[str] | None = None) -> list[Hit]:

@@ -20,9 +20,9 @@ import numpy as np
 
 from plughost import Guards, Hit, Node
 from plughost.plugins.graph.common import check_embedding, guards_ok, vector_threads  # noqa: F401 (re-exported)
-from plughost.plugins.graph.sqlite_store.nodes import LazyNode
+from plughost.plugins.graph.sqlite_store.nodes import Deferred
 from plughost.plugins.graph.sqlite_store.sql import (
-    NODE_COLS,
+    LIGHT_COLS,
     ROW_EXTRA,
     guard_sql,
     label_sql,
@@ -141,6 +141,8 @@ class VectorSearch:
         def _snapshot(self) -> AbstractContextManager[None]: ...
 
         def _rows_by_rid(self, rids: Sequence[int]) -> dict[int, Node]: ...
+
+        def _deferred(self, guard: tuple[str, list[Any]]) -> Deferred: ...
 
     def vector_search(self, vector: Sequence[float], k: int, *, guards: Guards, labels: Sequence[str] | None = None,
                       where: Mapping[str, Any] | None = None, within: tuple[str, str] | None = None) -> list[Hit]:
@@ -265,10 +267,11 @@ class VectorSearch:
             keep = np.flatnonzero(_members(passing, ids))[:k]
             kept.append(keep if len(keep) >= k or len(top) >= len(scores) else None)
         wanted = [ids[keep] for ids, keep in zip(ranked, kept, strict=True) if keep is not None]
-        nodes: dict[int, LazyNode] = {}
+        nodes: dict[int, Node] = {}
         if wanted:
-            nodes = {row[0]: LazyNode(row) for row in self.conn.execute(
-                f"SELECT {NODE_COLS} FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value",
+            deferred = self._deferred((f"{cond}{lab}", [*params, *lparams]))
+            nodes = {row[0]: deferred.node(row) for row in self.conn.execute(
+                f"SELECT {LIGHT_COLS} FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value",
                 [_id_list(np.unique(np.concatenate(wanted)))])}
         out: list[list[Hit] | None] = []
         for (_, scores), top, ids, chosen in zip(columns, tops, ranked, kept, strict=True):
@@ -287,7 +290,7 @@ class VectorSearch:
         lab, lparams = label_sql(labels)
         # the first k guarded rids of the window (CROSS JOIN: walk the window, never the account's
         # index), then their rows: the columns of the rows past the k-th are never read
-        sql = (f"SELECT {NODE_COLS}, g.key FROM (SELECT w.key AS key, n.rid AS rid FROM json_each(?) w "
+        sql = (f"SELECT {LIGHT_COLS}, g.key FROM (SELECT w.key AS key, n.rid AS rid FROM json_each(?) w "
                f"CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? AND {cond}{lab} ORDER BY w.key LIMIT ?) g "
                f"CROSS JOIN nodes n ON n.rid = g.rid")
         n = len(scores)
@@ -298,7 +301,8 @@ class VectorSearch:
             rows = sorted(self.conn.execute(sql, [ids, dims, *params, *lparams, k]), key=lambda row: row[ROW_EXTRA])
             if len(rows) >= k or window >= n:
                 best = scores[top[[row[ROW_EXTRA] for row in rows]]].tolist()
-                return [Hit(LazyNode(row), score) for row, score in zip(rows, best, strict=True)]
+                deferred = self._deferred((f"{cond}{lab}", [*params, *lparams]))
+                return [Hit(deferred.node(row), score) for row, score in zip(rows, best, strict=True)]
             if window * 4 > self.vector_window_max:
                 return None
             window = min(n, window * 4)

@@ -183,6 +183,8 @@ def search(
     # HYDRATE: the survivors' properties are built here, in the fields projection (a store may
     # hand back nodes whose properties are built on first read; the dropped candidates never are)
     t = time.perf_counter()
+    Node.read_all(row.node for row in rows)  # the survivors' properties, one read per search that found them
+    rows = [row for row in rows if not row.node.withdrawn]  # deleted or narrowed since: not read, not returned
     returned, dropped = project(rows, request.fields)
     stats["hydrate_ms"] = (time.perf_counter() - t) * 1000
     if request.fields is not None and emit_log:

@@ -263,3 +263,55 @@ def test_paraphrases_near_the_first_query_take_their_top_k_among_its_nearest_row
                             if f"v{i}" in allowed and f"v{i}" in near)[::-1][:25]
             assert [h.node.id for h in second] == [i for _, i in oracle]
             assert [h.score for h in second] == pytest.approx([s for s, _ in oracle], abs=1e-5)
+
+
+def _two_public_notes(store) -> None:
+    store.upsert_many([{"id": f"p{i}", "labels": ["Note"], "properties": {"content": f"harbour lights {i}",
+                                                                          "scope": "public"},
+                        "embedding": [1.0, 0.1 * i, 0.0]} for i in range(3)],
+                      guards=Principal.system(ACCOUNT).guards)
+
+
+def test_a_window_reads_properties_after_the_search_and_only_those_asked(store) -> None:
+    _two_public_notes(store)
+    g = Guards(ACCOUNT, ("public",))
+    for hits in (store.fulltext_search("harbour", 5, guards=g), store.vector_search([1.0, 0.0, 0.0], 5, guards=g)):
+        assert len(hits) == 3 and all(h.node.deferred() is not None for h in hits)
+        first, *rest = [h.node for h in hits]
+        Node.read_all([first])  # the survivors only: the others stay unread
+        assert first.deferred() is None and all(n.deferred() is not None for n in rest)
+        assert first.properties["content"].startswith("harbour lights") and first.properties["scope"] == "public"
+        rest[0].properties  # noqa: B018  (a stage reading one: the rest of the statement is read with it)
+        assert all(n.deferred() is None and not n.withdrawn for n in rest)
+        assert [n.properties == store.get(n.id, guards=g).properties for n in (first, *rest)] == [True] * 3
+
+
+def test_a_node_narrowed_or_deleted_after_the_search_is_withdrawn_not_read(store) -> None:
+    """The properties are read under the guards that found the node: a write in between (another
+    process narrowing a note to admin and writing a secret into it) is never read by the public caller."""
+    _two_public_notes(store)
+    g = Guards(ACCOUNT, ("public",))
+    hits = {h.node.id: h.node for h in store.fulltext_search("harbour", 5, guards=g)}
+    owner = Principal.owner(ACCOUNT).guards
+    store.upsert_node(["Note"], {"scope": "admin", "content": "harbour lights: the safe code is 4471"},
+                      guards=owner, node_id="p0")
+    store.soft_delete("p1", guards=owner)
+    Node.read_all(hits.values())
+    assert hits["p0"].withdrawn and hits["p0"].properties == {} and hits["p1"].withdrawn
+    assert not hits["p2"].withdrawn and hits["p2"].properties["content"] == "harbour lights 2"
+
+
+def test_find_and_count_by_label_keep_to_the_account_and_the_living(store, tmp_path) -> None:
+    other = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": "acct-other"})
+    try:
+        other.upsert_node(["Fact"], {"predicate": "city", "value": "Oslo"}, guards=Principal.system("acct-other").guards)
+    finally:
+        other.close()
+    mine = Principal.system(ACCOUNT).guards
+    for i in range(3):
+        store.upsert_node(["Fact"], {"predicate": "city", "value": f"v{i}"}, guards=mine, node_id=f"f{i}")
+    store.upsert_node(["Note"], {"predicate": "city"}, guards=mine, node_id="n0")
+    store.soft_delete("f2", guards=Guards(ACCOUNT))
+    g = Guards(ACCOUNT)
+    assert sorted(n.id for n in store.find(guards=g, labels=["Fact"], where={"predicate": "city"})) == ["f0", "f1"]
+    assert store.count(guards=g, labels=["Fact"]) == 2 and store.count(guards=g, labels=["Fact", "Note"]) == 3
