@@ -8,6 +8,7 @@ version this plughost reads, and left as it was. Migrations start at the first t
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -58,6 +59,9 @@ store opens a file that lacks one (an index changes no stored data, so the versi
 entity lookup's, then the keyed lookups of per-visitor memory (a visitor's Messages, their
 slices), time on tasks (a Task's timers and adjustments) and a conversation's Messages (the webchat's
 re-read on every poll)."""
+INDEXED_PROPERTIES = frozenset(re.search(r"\$\.\"(\w+)\"", statement).group(1)  # type: ignore[union-attr]
+                               for statement in ADDED_INDEXES.values())
+"""The properties an equality lookup finds through an index of their own (``find`` starts there)."""
 
 
 def ensure_indexes(conn: sqlite3.Connection) -> None:

@@ -56,7 +56,7 @@ from plughost.plugins.graph.sqlite_store import staged, writes
 from plughost.plugins.graph.sqlite_store.bulk import IMPORT_CACHE_KIB, BulkImport, StagedWriter
 from plughost.plugins.graph.sqlite_store.leases import SqliteLeases
 from plughost.plugins.graph.sqlite_store.nodes import Deferred, LazyNode, stored_node
-from plughost.plugins.graph.sqlite_store.schema import ensure_schema
+from plughost.plugins.graph.sqlite_store.schema import INDEXED_PROPERTIES, ensure_schema
 from plughost.plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
@@ -782,7 +782,9 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
              order_by: str | None = None, descending: bool = True, limit: int = 100, offset: int = 0) -> list[Node]:
         """Exact-property lookup (``where`` is equality on properties), guarded and paginated."""
         cond, params = guard_sql(guards_ok(guards))
-        lab, lparams = label_sql(labels, driving=True)
+        # a property filter beside a label: the label's rows lead (else every row of the account
+        # has its properties read before its labels), unless an indexed property does (a conversation's Messages)
+        lab, lparams = label_sql(labels, driving=bool(where) and not INDEXED_PROPERTIES.intersection(where))
         sql = f"SELECT {NODE_COLS} FROM nodes n WHERE {cond}{lab}"
         params += lparams
         wh, wparams = where_sql(where)
@@ -796,7 +798,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
 
     def count(self, *, guards: Guards, labels: Sequence[str] | None = None) -> int:
         cond, params = guard_sql(guards_ok(guards))
-        lab, lparams = label_sql(labels, driving=True)
+        lab, lparams = label_sql(labels)
         with self.lock:
             return self.conn.execute(f"SELECT count(*) FROM nodes n WHERE {cond}{lab}", params + lparams).fetchone()[0]
 

@@ -315,3 +315,18 @@ def test_find_and_count_by_label_keep_to_the_account_and_the_living(store, tmp_p
     g = Guards(ACCOUNT)
     assert sorted(n.id for n in store.find(guards=g, labels=["Fact"], where={"predicate": "city"})) == ["f0", "f1"]
     assert store.count(guards=g, labels=["Fact"]) == 2 and store.count(guards=g, labels=["Fact", "Note"]) == 3
+
+
+def test_find_by_label_and_property_starts_from_the_label_or_an_indexed_property(store) -> None:
+    """A property filter beside a label reads the label's rows, not every row of the account (a
+    current-facts lookup read each document's properties first); an indexed property still leads."""
+    plans = []
+    store.conn.set_trace_callback(lambda sql: plans.append(sql) if sql.lstrip().startswith("SELECT") else None)
+    try:
+        store.find(guards=Guards(ACCOUNT), labels=["Fact"], where={"predicate": "city"})
+        store.find(guards=Guards(ACCOUNT), labels=["Message"], where={"conversationId": "c1"})
+    finally:
+        store.conn.set_trace_callback(None)
+    fact, message = (" ".join(str(r[3]) for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql.replace("?", "NULL")))
+                     for sql in plans[-2:])
+    assert "LIST SUBQUERY" in fact and "nodes_conversation_id" in message, (fact, message)
