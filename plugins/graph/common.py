@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
@@ -85,7 +86,10 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+@lru_cache(maxsize=8192)
 def iso(ts: float | None) -> str | None:
+    """A stored time as ISO 8601 UTC, milliseconds (cached: a batch's rows share their times, and a
+    search builds two for every node whose properties it reads)."""
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from plughost import Node
 from plughost.plugins.memory.embedding.indexed_form import (
     CONTEXT_PROPERTY,
     context_line,
@@ -29,6 +30,7 @@ def propagate(rows: Sequence[Row], forward: float, back: float = 0.0) -> int:
     if forward <= 0 and back <= 0:
         return 0
     messages = [row for row in rows if is_message(row.node.labels)]  # a non-Message's properties are never built
+    Node.read_all(row.node for row in messages)  # theirs in one read, not the whole pool's on the first
     by_line: dict[tuple[str, str], list[Row]] = {}
     for row in messages:
         line = context_line(row.props)
