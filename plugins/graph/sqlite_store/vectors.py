@@ -251,17 +251,20 @@ class VectorSearch:
     def _windows_top_k(self, columns: Sequence[tuple[np.ndarray, np.ndarray]], k: int, g: Guards,
                        labels: Sequence[str] | None, dims: int) -> list[list[Hit] | None]:
         """:meth:`_window_top_k`'s first window for several queries at once (a question and its
-        paraphrases): the guards run once, on the union of the windows' rows, and the rows of the
-        hits are read once, in one more statement of the caller's snapshot; each query keeps the
+        paraphrases): the guards run once, on the union of the windows' rows, in the statement that
+        reads the rows the hits' nodes are built from; each query keeps the
         first k guarded rows of its window, in its window's order (as alone). A query whose window
         holds fewer than k guarded rows, and is not every row, gets None: widen it alone."""
         tops = [_window(scores, min(len(scores), max(k * 2, 64))) for _, scores in columns]
         ranked = [rids[top] for (rids, _), top in zip(columns, tops, strict=True)]
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
-        passing = np.sort(np.fromiter((row[0] for row in self.conn.execute(
-            f"SELECT n.rid FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? AND {cond}{lab}",
-            [_id_list(np.unique(np.concatenate(ranked))), dims, *params, *lparams])), dtype=np.int64))
+        # the rows the guards pass, read once with what a hit's node needs (each row is read once)
+        rows = {row[0]: row for row in self.conn.execute(
+            f"SELECT {LIGHT_COLS} FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value "
+            f"WHERE n.dims = ? AND {cond}{lab}",
+            [_id_list(np.unique(np.concatenate(ranked))), dims, *params, *lparams])}
+        passing = np.sort(np.fromiter(rows, dtype=np.int64, count=len(rows)))
         kept: list[np.ndarray | None] = []
         for (_, scores), top, ids in zip(columns, tops, ranked, strict=True):
             keep = np.flatnonzero(_members(passing, ids))[:k]
@@ -270,9 +273,7 @@ class VectorSearch:
         nodes: dict[int, Node] = {}
         if wanted:
             deferred = self._deferred((f"{cond}{lab}", [*params, *lparams]))
-            nodes = {row[0]: deferred.node(row) for row in self.conn.execute(
-                f"SELECT {LIGHT_COLS} FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value",
-                [_id_list(np.unique(np.concatenate(wanted)))])}
+            nodes = {rid: deferred.node(rows[rid]) for rid in np.unique(np.concatenate(wanted)).tolist()}
         out: list[list[Hit] | None] = []
         for (_, scores), top, ids, chosen in zip(columns, tops, ranked, kept, strict=True):
             out.append(None if chosen is None else [
