@@ -43,6 +43,7 @@ from plughost.runtime import hooktable
 from plughost.runtime.tooltable import ServedTool, checked_call, render, served_tools
 from plughost.util import config, settings
 from plughost.util.errors import AccountUnset, PlughostError, UserError
+from plughost.util.gcpause import settle_heap
 from plughost.util.log import log
 from plughost.web.http import is_loopback
 
@@ -219,6 +220,7 @@ async def _close_on_sigterm(server: PluginServer) -> None:
 
 def serve_stdio(host: Host, plugin: str) -> None:
     server = build_server(host, plugin)
+    settle_heap()
     try:
         anyio.run(run_stdio_checked, server)
     finally:
@@ -250,6 +252,7 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
         raise UserError(f"--bind {bind}: refusing a non-loopback bind while PLUGHOST_OPEN_LOCAL=1 opens /mcp")
     server = build_server(host, plugin)
     app = http_app(server, host=bind, port=port)
+    settle_heap()
     door = Door(home=host.home, account_id=host.principal.account, open_local=opened, principal=host.principal)
     door.http_token  # noqa: B018  (created now: the client reads it from the file)
     app.add_middleware(GuardMiddleware, door=door)

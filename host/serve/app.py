@@ -39,6 +39,7 @@ from plughost.runtime.types import Route
 from plughost.serve.stopping import Stop, stop_of
 from plughost.util import settings
 from plughost.util.errors import DuplicateNameError, PlughostError, StoreUnavailable, UserError
+from plughost.util.gcpause import settle_heap
 from plughost.util.log import log
 from plughost.web.http import is_loopback, json_error
 from plughost.web.http_timeouts import protocol_class
@@ -357,5 +358,6 @@ def serve(host: Host, *, bind: str = "127.0.0.1", port: int = 8787, grace: float
           on_ready: Callable[[str, int], None] | None = None) -> str | None:
     """Serve until SIGTERM/SIGINT; returns the signal's name (None when stopped otherwise)."""
     server = make_server(host, bind=bind, port=port, grace=grace, on_ready=on_ready)
+    settle_heap()
     server.run()
     return server.stop_signal
