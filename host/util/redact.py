@@ -249,6 +249,9 @@ def _top_level_bar(pattern: str) -> bool:
         i += 1
     return False
 _OPTIONAL = ("?", "*", "{0", "{,")
+_CLASS = _lazy(r"\[([A-Za-z0-9_]{1,8})\]")
+"""A class of literal characters, read through by :func:`literal_gates` (``gh[pousr]_`` → ``ghp_`` … ``ghr_``)."""
+MAX_GATES = 16
 
 
 def literal_gates(pattern: str, flags: int = 0) -> tuple[str, ...]:
@@ -265,11 +268,21 @@ def literal_gates(pattern: str, flags: int = 0) -> tuple[str, ...]:
         if rest[group.end():].startswith(_OPTIONAL):
             return ()
         heads, rest = group.group(1).split("|"), rest[group.end():]
-    run = _LITERAL.match(rest)
-    tail = run.group(0).replace("\\", "") if run else ""
-    if tail and rest[run.end():].startswith(_OPTIONAL):  # type: ignore[union-attr]
-        tail = tail[:-1]
-    gates = tuple(head + tail for head in heads)
+    gates = tuple(heads)
+    while True:  # a literal run, then (once it ends on a small class of literal characters) the run after it
+        run = _LITERAL.match(rest)
+        tail = run.group(0).replace("\\", "") if run else ""
+        rest = rest[run.end():] if run else rest
+        if tail and rest.startswith(_OPTIONAL):
+            gates = tuple(gate + tail[:-1] for gate in gates)
+            break
+        gates = tuple(gate + tail for gate in gates)
+        chars = _CLASS.match(rest)
+        if chars is None or rest[chars.end():chars.end() + 1] in ("?", "*", "+", "{") \
+                or len(gates) * len(chars.group(1)) > MAX_GATES:
+            break
+        gates = tuple(gate + ch for gate in gates for ch in dict.fromkeys(chars.group(1)))
+        rest = rest[chars.end():]
     return gates if min(len(g) for g in gates) >= 2 else ()
 
 

@@ -273,6 +273,10 @@ def test_first_redaction_in_a_fresh_process_does_not_import_detect_secrets(tmp_p
     (r"(ghp|gho)_[A-Za-z0-9_]{36}", ("ghp_", "gho_")), (r"\b(?:sk|rk)_(?:live|test)_x", ("sk_", "rk_")),
     (r"\bkey-[0-9a-f]{32}\b", ("key-",)), (r"AB?C", ()), (r"(ab|cd)?x", ()), (r"abc|def", ()),
     (r"x(a|b)|cd", ()), (r"\d{8,10}:[0-9A-Za-z_-]{35}", ()), (r"[MNO][a-z]{23}", ()), (r"(?i)abc", ()),
+    (r"\bgh[pousr]_[A-Za-z0-9]{30,}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (r"\bdo[por]_v1_[a-f0-9]{64}", ("dop_v1_", "doo_v1_", "dor_v1_")), (r"ab[cd]?e", ("ab",)),
+    (r"ab[cd]+e", ("ab",)), (r"ab[cd]{2}e", ("ab",)), (r"a[bc][de]f", ("abdf", "abef", "acdf", "acef")),
+    (r"xy[abcdefgh][abc]", ("xya", "xyb", "xyc", "xyd", "xye", "xyf", "xyg", "xyh")),
 ])
 def test_vendor_gates_are_substrings_every_match_holds(pattern: str, gates: tuple[str, ...]) -> None:
     from plughost.util.redact import literal_gates
