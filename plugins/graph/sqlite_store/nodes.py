@@ -68,7 +68,9 @@ class Deferred:
             return
         rows = self.fetch(rids)
         for rid in rids:
-            self.pending.pop(rid)._fill(rows.get(rid))
+            node = self.pending.pop(rid, None)  # None: another thread read it meanwhile
+            if node is not None:
+                node._fill(rows.get(rid))
 
 
 class LazyNode(Node):
