@@ -16,6 +16,7 @@ properties): nothing the caller may no longer see is read.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -54,6 +55,7 @@ class Deferred:
     def __init__(self, fetch: Callable[[list[int]], dict[int, Sequence[Any]]]) -> None:
         self.fetch = fetch
         self.pending: dict[int, LazyNode] = {}
+        self.lock = threading.Lock()  # one read at a time: a node is filled before another thread sees it read
 
     def node(self, row: Sequence[Any]) -> LazyNode:
         node = LazyNode(row, self)
@@ -62,15 +64,14 @@ class Deferred:
 
     def read(self, nodes: Sequence[Node] | None = None) -> None:
         """Read ``nodes`` (all pending ones when None); those the guards no longer pass are withdrawn."""
-        rids = list(self.pending) if nodes is None else [
-            rid for rid in dict.fromkeys(getattr(n, "rid", None) for n in nodes) if rid in self.pending]
-        if not rids:
-            return
-        rows = self.fetch(rids)
-        for rid in rids:
-            node = self.pending.pop(rid, None)  # None: another thread read it meanwhile
-            if node is not None:
-                node._fill(rows.get(rid))
+        with self.lock:
+            rids = list(self.pending) if nodes is None else [
+                rid for rid in dict.fromkeys(getattr(n, "rid", None) for n in nodes) if rid in self.pending]
+            if not rids:
+                return
+            rows = self.fetch(rids)
+            for rid in rids:
+                self.pending.pop(rid)._fill(rows.get(rid))
 
 
 class LazyNode(Node):
