@@ -115,9 +115,11 @@ class LazyNode(Node):
 
     @properties.setter
     def properties(self, value: dict[str, Any]) -> None:
-        if self._deferred is not None:
-            self._deferred.pending.pop(self.rid, None)
-            self._deferred = None
+        deferred = self._deferred
+        if deferred is not None:
+            with deferred.lock:
+                deferred.pending.pop(self.rid, None)
+                self._deferred = None
         self._properties, self._row = value, None
 
     def __eq__(self, other: object) -> bool:
