@@ -37,9 +37,11 @@ scattered over the file: at 100k nodes the vector window's statement went from 2
 CPU and the BM25 one from 4.4 to 3.4 ms. Address space only: the pages are the OS page cache's."""
 TEXT_INDEXES = ("node_text", "node_text_stem")
 """The two contentless full-text indexes (``schema.sql``): plain and stemmed, the same rows and text."""
-FTS_WINDOW = 2
-"""The first BM25 window is ``k × FTS_WINDOW`` best matches, widened fourfold until k rows pass the
-guards: most guards pass most rows, and the window's size is most of the query's cost."""
+def first_window(k: int) -> int:
+    """The first window of a guarded top-k (best BM25 matches, best vector scores): k and a quarter
+    more, at least 64. Most guards pass most rows, so it holds k guarded rows; it widens fourfold
+    until it does (a selective guard), and the window's rows are most of the statement's cost."""
+    return max(k + k // 4, 64)
 
 
 def node_text_of(properties: str | None) -> str | None:

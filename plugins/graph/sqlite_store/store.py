@@ -60,7 +60,6 @@ from plughost.plugins.graph.sqlite_store.schema import INDEXED_PROPERTIES, ensur
 from plughost.plugins.graph.sqlite_store.sql import (
     BUSY_TIMEOUT_S,
     EDGE_BATCH_TABLE,
-    FTS_WINDOW,
     LIGHT_COLS,
     MMAP_BYTES,
     NODE_COLS,
@@ -68,6 +67,7 @@ from plughost.plugins.graph.sqlite_store.sql import (
     ROW_EXTRA,
     TEXT_INDEXES,
     chunks,
+    first_window,
     guard_sql,
     label_sql,
     marks,
@@ -873,7 +873,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         sql = (f"SELECT {LIGHT_COLS}, w.r FROM (SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} "
                f"MATCH ?{inside} ORDER BY r LIMIT ?) w CROSS JOIN nodes n ON n.rid = w.rowid "
                f"WHERE {cond}{lab} ORDER BY w.r LIMIT ?")
-        window = max(k * FTS_WINDOW, 64)
+        window = first_window(k)
         while True:
             ranked = self.conn.execute(sql, [match, *iparams, window, *params, *lparams, k]).fetchall()
             if len(ranked) >= k:
@@ -963,7 +963,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         sql = (f"SELECT {LIGHT_COLS} FROM json_each(?) j CROSS JOIN nodes n ON n.rid = j.value "
                f"WHERE {cond}{inside} ORDER BY j.key LIMIT ?")
         rows: list[Any] = []
-        start, window = 0, max(k * FTS_WINDOW, 64)
+        start, window = 0, first_window(k)
         while start < len(ranked) and len(rows) < k:
             part = ranked[start:start + window]
             rows += self.conn.execute(sql, [json.dumps(part), *params, *iparams, k - len(rows)]).fetchall()

@@ -24,6 +24,7 @@ from plughost.plugins.graph.sqlite_store.nodes import Deferred
 from plughost.plugins.graph.sqlite_store.sql import (
     LIGHT_COLS,
     ROW_EXTRA,
+    first_window,
     guard_sql,
     label_sql,
     where_sql,
@@ -255,7 +256,7 @@ class VectorSearch:
         reads the rows the hits' nodes are built from; each query keeps the
         first k guarded rows of its window, in its window's order (as alone). A query whose window
         holds fewer than k guarded rows, and is not every row, gets None: widen it alone."""
-        tops = [_window(scores, min(len(scores), max(k * 2, 64))) for _, scores in columns]
+        tops = [_window(scores, min(len(scores), first_window(k))) for _, scores in columns]
         ranked = [rids[top] for (rids, _), top in zip(columns, tops, strict=True)]
         cond, params = guard_sql(g)
         lab, lparams = label_sql(labels)
@@ -295,7 +296,7 @@ class VectorSearch:
                f"CROSS JOIN nodes n ON n.rid = w.value WHERE n.dims = ? AND {cond}{lab} ORDER BY w.key LIMIT ?) g "
                f"CROSS JOIN nodes n ON n.rid = g.rid")
         n = len(scores)
-        window = min(n, max(k * 2, 64))  # most rows pass most guards; a selective one widens it ×4
+        window = min(n, first_window(k))
         while True:
             top = _window(scores, window)
             ids = _id_list(rids[top])

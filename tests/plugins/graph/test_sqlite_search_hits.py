@@ -1,5 +1,5 @@
 """The embedded store's search hits: nodes built lazily equal the ones ``get`` returns, and the BM25
-guard window (first ``k × FTS_WINDOW`` matches, widened fourfold) gives exactly the guarded top-k,
+guard window (first ``first_window(k)`` matches, widened fourfold) gives exactly the guarded top-k,
 ties included, whatever its size."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_bm25_window_gives_the_guarded_top_k_whatever_its_size(store, monkeypatc
              (Guards(ACCOUNT, ("public",)), 50)]
     windowed = [[(h.node.id, h.score) for h in store.fulltext_search("alpha words", k, guards=g, stemmed=s)]
                 for g, k in cases for s in (False, True)]
-    monkeypatch.setattr(store_module, "FTS_WINDOW", 10_000)  # one window holding every match: the oracle
+    monkeypatch.setattr(store_module, "first_window", lambda k: 10_000_000)  # one window holding every match: the oracle
     full = [[(h.node.id, h.score) for h in store.fulltext_search("alpha words", k, guards=g, stemmed=s)]
             for g, k in cases for s in (False, True)]
     assert windowed == full
