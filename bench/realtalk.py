@@ -292,6 +292,8 @@ def ablations() -> list[tuple[str, dict[str, str]]]:
                                                                "PLUGHOST_GS_NEIGHBOURS_BACK": "0"}),
         ("defaults, vector weight 0.4", {"PLUGHOST_GS_VECTOR_WEIGHT": "0.4"}),
         ("defaults + entities, weight 0.15", {"PLUGHOST_GS_ENTITIES": "1", "PLUGHOST_GS_ENTITY_WEIGHT": "0.15"}),
+        ("defaults, candidate pool 100", {"PLUGHOST_GS_CANDIDATES": "100"}),  # the pool's price in recall
+        ("defaults, candidate pool 50", {"PLUGHOST_GS_CANDIDATES": "50"}),  # (bench/diy_hybrid.py: its speed)
     ]
     extra = os.environ.get("REALTALK_ABLATIONS")  # more, as JSON {"name": {"VAR": "value"}} over the defaults
     if extra:
