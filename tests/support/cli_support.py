@@ -133,7 +133,8 @@ PROCESS_STATE_KEPT: dict[str, tuple[tuple[str, ...], str]] = {
     "plughost.runtime.manifest": (("_LOADER",), "the YAML loader class: built from no input"),
     "plughost.util.redact": (("secret_name", "_deep_values"),
                              "pure functions memoised: a secret name's verdict, a quote's compiled pattern"),
-    "plughost.plugins.graph.common": (("_GOOD_KEYS", "_GOOD_NAMES"), "names already checked against a fixed rule"),
+    "plughost.plugins.graph.common": (("_GOOD_KEYS", "_GOOD_NAMES", "iso"),
+                                      "names already checked against a fixed rule; a pure time-to-text conversion, memoised"),
     "plughost.plugins.graph.sqlite_store.nodes": (("labels_of",), "a pure parse of a labels JSON text, memoised"),
     "plughost.plugins.channels.language": (("_IDENTIFIER",), "the language model, loaded once; its `op=lang-unavailable` "
                                   "line is said once per process, and the suite never uninstalls py3langid"),
