@@ -71,7 +71,9 @@ class Deferred:
                 return
             rows = self.fetch(rids)
             for rid in rids:
-                self.pending.pop(rid)._fill(rows.get(rid))
+                node, row = self.pending.pop(rid), rows.get(rid)
+                # a row id freed by a hard delete and taken by a new node since is not this node
+                node._fill(row if row is not None and row[1] == node.id else None)
 
 
 class LazyNode(Node):
@@ -98,6 +100,11 @@ class LazyNode(Node):
 
     def deferred(self) -> Deferred | None:
         return self._deferred
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy or a pickle holds the properties (read now), never the store's reader."""
+        self.properties  # noqa: B018
+        return {**self.__dict__, "_deferred": None}
 
     @property
     def withdrawn(self) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from plughost import Guards, Hit, Neighbor, Node, UserError, WriteDenied, log
+from plughost import Guards, Hit, Neighbor, Node, StoreUnavailable, UserError, WriteDenied, log
 from plughost.api.store import (
     VECTOR_LABELS,
     can_change,
@@ -208,8 +208,12 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         sql = f"SELECT {NODE_COLS} FROM json_each(?) w CROSS JOIN nodes n ON n.rid = w.value WHERE {cond}"
 
         def fetch(rids: list[int]) -> dict[int, Sequence[Any]]:
-            with self._snapshot():
-                return {row[0]: row for row in self.conn.execute(sql, [json.dumps(rids), *params])}
+            try:
+                with self._snapshot():
+                    return {row[0]: row for row in self.conn.execute(sql, [json.dumps(rids), *params])}
+            except sqlite3.ProgrammingError as exc:  # closed
+                raise StoreUnavailable(f"{self.path}: the store was closed before these search hits' properties "
+                                       "were read: read them first (Node.read_all(nodes))") from exc
 
         return Deferred(fetch)
 
@@ -784,7 +788,7 @@ class SqliteStore(StoreEnv, VectorSearch, SqliteLeases):
         cond, params = guard_sql(guards_ok(guards))
         # a property filter beside a label: the label's rows lead (else every row of the account
         # has its properties read before its labels), unless an indexed property does (a conversation's Messages)
-        lab, lparams = label_sql(labels, driving=bool(where) and not INDEXED_PROPERTIES.intersection(where))
+        lab, lparams = label_sql(labels, driving=bool(where) and not INDEXED_PROPERTIES.intersection(where or ()))
         sql = f"SELECT {NODE_COLS} FROM nodes n WHERE {cond}{lab}"
         params += lparams
         wh, wparams = where_sql(where)

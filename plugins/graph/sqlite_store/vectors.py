@@ -305,9 +305,9 @@ class VectorSearch:
                 best = scores[top[[row[ROW_EXTRA] for row in rows]]].tolist()
                 deferred = self._deferred((f"{cond}{lab}", [*params, *lparams]))
                 return [Hit(deferred.node(row), score) for row, score in zip(rows, best, strict=True)]
-            if window * 4 > self.vector_window_max:
+            if window >= self.vector_window_max:
                 return None
-            window = min(n, window * 4)
+            window = min(n, window * 4, self.vector_window_max)  # the last try at the bound itself
 
     def _scores(self, matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
         """``matrix @ q``, in ``vector_threads`` slices at once when the matrix is tall enough and

@@ -204,7 +204,8 @@ class Conversations:
                 nodes.setdefault(hit.node.id, hit.node)
                 scores[hit.node.id] = scores.get(hit.node.id, 0.0) + 1.0 / (rrf_k + rank + 1)
         order = sorted(scores, key=lambda nid: (-scores[nid], nid))
-        return [(nodes[nid], scores[nid]) for nid in order]
+        Node.read_all(nodes.values())  # their properties, one read per list
+        return [(nodes[nid], scores[nid]) for nid in order if not nodes[nid].withdrawn]  # deleted or narrowed since
 
     # ------------------------------------------------------------------ append
     def append(self, *, role: str, content: str, conversationId: str | None = None,  # noqa: N803

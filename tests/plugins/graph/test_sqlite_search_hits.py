@@ -330,3 +330,38 @@ def test_find_by_label_and_property_starts_from_the_label_or_an_indexed_property
     fact, message = (" ".join(str(r[3]) for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql.replace("?", "NULL")))
                      for sql in plans[-2:])
     assert "LIST SUBQUERY" in fact and "nodes_conversation_id" in message, (fact, message)
+
+
+def test_a_row_id_taken_by_a_new_node_after_the_search_is_not_the_hit(store) -> None:
+    """SQLite hands a hard-deleted newest row's id to the next node: the deferred read matches the
+    node's id too, so the hit is withdrawn, never shown with the newcomer's properties."""
+    _two_public_notes(store)
+    g = Guards(ACCOUNT, ("public",))
+    hits = {h.node.id: h.node for h in store.fulltext_search("harbour", 5, guards=g)}
+    owner = Principal.owner(ACCOUNT).guards
+    store.delete_nodes(["p2"], guards=owner)
+    store.upsert_node(["Note"], {"scope": "public", "content": "an unrelated note: payroll"}, guards=owner,
+                      node_id="other")
+    assert store.get("other", guards=g) is not None
+    Node.read_all(hits.values())
+    assert hits["p2"].withdrawn and hits["p2"].properties == {}
+    assert hits["p1"].properties["content"] == "harbour lights 1"
+
+
+def test_unread_hits_copy_and_pickle_with_their_properties_and_say_so_once_the_store_closed(tmp_path) -> None:
+    import copy
+    import pickle
+
+    from plughost import StoreUnavailable
+
+    s = SqliteStore(tmp_path / "graph.sqlite", env={"ACCOUNT_ID": ACCOUNT})
+    _two_public_notes(s)
+    first, second, third = (h.node for h in s.fulltext_search("harbour", 5, guards=Guards(ACCOUNT)))
+    copied = copy.copy(first)
+    assert copied.properties == first.properties and copied.deferred() is None
+    assert pickle.loads(pickle.dumps(second)).properties == second.properties
+    unread = s.vector_search([1.0, 0.0, 0.0], 1, guards=Guards(ACCOUNT))[0].node
+    s.close()
+    assert third.properties["content"].startswith("harbour")  # read with the first: one read per search
+    with pytest.raises(StoreUnavailable, match="closed before these search hits' properties were read"):
+        unread.properties  # noqa: B018
