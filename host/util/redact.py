@@ -635,7 +635,9 @@ def _kv(text: str) -> str:
     spans: list[tuple[int, int]] = []
     last = 0
     for m in _key_matches(text):
-        if m.start() < last or not secret_name(m.group("key")):
+        # a pair inside the last value is part of it; one whose name was the last value is not
+        # ("token: aws_secret_key = '…'": the name was redacted as token's value, the key is still due)
+        if m.end() < last or not secret_name(m.group("key")):
             continue
         found, end = _kv_value(text, m)
         spans.extend(found)
