@@ -633,15 +633,16 @@ def _kv(text: str) -> str:
     array or object (JSON, at any depth of JSON in JSON), the lines of a YAML block; code
     (``os.environ[...]``), types and placeholders (``str``, ``${TOKEN}``, ``***``) stay."""
     spans: list[tuple[int, int]] = []
-    last = 0
+    last = named = 0  # where the last pair ends, and where its redacted value ends (before a closing quote)
     for m in _key_matches(text):
         # a pair inside the last value is part of it; one whose name was the last value is not
         # ("token: aws_secret_key = '…'": the name was redacted as token's value, the key is still due)
-        if m.end() < last or not secret_name(m.group("key")):
+        if m.start() < last and m.end("key") < named or not secret_name(m.group("key")):
             continue
         found, end = _kv_value(text, m)
         spans.extend(found)
-        last = end or last
+        if end:
+            last, named = end, max((e for _, e in found), default=end)
     return _splice(text, spans)
 
 
