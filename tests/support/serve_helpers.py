@@ -82,13 +82,16 @@ class LiveServer:
     """The host's app under uvicorn on a thread; ``stop()`` runs the graceful path."""
 
     def __init__(self, host: Any, bind: str = "127.0.0.1") -> None:
-        from plughost.serve import app as host_app
-
         self.host = host
         self.bind = bind
-        self.port = free_port()
-        self.app = host_app.build_app(host, bind=bind, port=self.port)
-        self.server = host_app.make_server(host, bind=bind, port=self.port, grace=5.0, app=self.app)
+        self._build(free_port())
+
+    def _build(self, port: int) -> None:
+        from plughost.serve import app as host_app
+
+        self.port = port
+        self.app = host_app.build_app(self.host, bind=self.bind, port=self.port)
+        self.server = host_app.make_server(self.host, bind=self.bind, port=self.port, grace=5.0, app=self.app)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     @property
@@ -96,13 +99,17 @@ class LiveServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        return self
+        for _ in range(3):  # a free port can be taken (another worker's server) before uvicorn binds it
+            self.thread.start()
+            deadline = time.monotonic() + 30
+            while not self.server.started and self.thread.is_alive():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("uvicorn did not start")
+                time.sleep(0.02)
+            if self.server.started:
+                return self
+            self._build(free_port())
+        raise RuntimeError("uvicorn did not start")
 
     def stop(self) -> None:
         self.server.should_exit = True

@@ -358,3 +358,24 @@ def test_health_asks_a_store_that_can_ping(make_host, live_app) -> None:
     response = live_app(host).get("/healthz")
     assert response.status == 503 and response.json()["status"] == "degraded"
     assert "does not answer" in response.json()["store"]["detail"]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the first bind's exit
+def test_a_live_test_server_takes_another_port_when_its_free_one_was_taken(make_host, monkeypatch) -> None:
+    """The suite's LiveServer picks a free port, which another worker's server can take before uvicorn
+    binds it: it starts again on another port instead of failing the test that asked for it."""
+    import serve_helpers
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = iter([taken.getsockname()[1]])
+    free = serve_helpers.free_port
+    monkeypatch.setattr(serve_helpers, "free_port", lambda: next(ports, None) or free())
+    server = serve_helpers.LiveServer(make_host()).start()
+    try:
+        assert server.port != taken.getsockname()[1]
+        assert raw_request(server.port, "/healthz").status == 200
+    finally:
+        server.stop()
+        taken.close()
