@@ -78,9 +78,10 @@ import json, os, sys, time
 data = json.loads(sys.stdin.read())
 capture = os.environ.get("AGENT_CAPTURE")
 if capture:
-    with open(capture, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"env_session": os.environ.get("PLUGHOST_SESSION_ID"),
-                             "env_role": os.environ.get("PLUGHOST_SESSION_ROLE"), **data}) + "\n")
+    fd = os.open(capture, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(fd, (json.dumps({"env_session": os.environ.get("PLUGHOST_SESSION_ID"),
+                              "env_role": os.environ.get("PLUGHOST_SESSION_ROLE"), **data}) + "\n").encode())
+    os.close(fd)
 delay = float(os.environ.get("AGENT_DELAY", "0"))
 if delay:
     time.sleep(delay)
@@ -127,11 +128,17 @@ def channel_host(make_host: Any, tmp_path: Path, **env: str) -> Any:
     return make_host(**base)
 
 
-def agent_calls(tmp_path: Path) -> list[dict[str, Any]]:
-    path = tmp_path / "agent-calls.jsonl"
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The complete lines a recording stand-in has appended so far: a test polling the file while
+    the stand-in writes sees the last line only once it ends."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]
+
+
+def agent_calls(tmp_path: Path) -> list[dict[str, Any]]:
+    return read_jsonl(tmp_path / "agent-calls.jsonl")
 
 
 class FakeApis:

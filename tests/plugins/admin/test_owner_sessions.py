@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from channels_support import ACCOUNT, wait_for, write_account
+from channels_support import ACCOUNT, read_jsonl, wait_for, write_account
 from serve_helpers import LiveServer, raw_request
 
 from plughost.plugins.admin import sessions
@@ -40,8 +40,7 @@ def call(server: LiveServer, method: str, path: str, token: str | None, body: An
 
 
 def calls(tmp: Path) -> list[dict]:
-    path = tmp / "calls.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return read_jsonl(tmp / "calls.jsonl")
 
 
 def flag(argv: list[str], name: str) -> str | None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from channels_support import ACCOUNT, wait_for, write_account
+from channels_support import ACCOUNT, read_jsonl, wait_for, write_account
 from serve_helpers import raw_request, start_serve
 from test_claude_runner import STAND_IN
 
@@ -38,7 +38,7 @@ def test_token_and_conversation_survive_a_restart(plughost_home: Path, tmp_path:
            "STAND_IN_LOG": str(log)}
 
     def calls() -> list[dict]:
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return read_jsonl(log)
 
     def flags(call: dict) -> tuple[str, str]:
         argv = call["argv"]

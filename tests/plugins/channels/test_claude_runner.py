@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from channels_support import ACCOUNT, agent_turn
+from channels_support import ACCOUNT, agent_turn, read_jsonl
 
 from plughost import Principal
 from plughost.plugins.channels.claude_runner import NATIVE_TOOLS, NO_MCP_SERVERS, ClaudeRunner
@@ -32,9 +32,11 @@ argv = sys.argv[1:]
 prompt = sys.stdin.read()
 store = os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "stand-in-sessions")
 os.makedirs(store, exist_ok=True)
-with open(os.environ["STAND_IN_LOG"], "a", encoding="utf-8") as fh:
-    fh.write(json.dumps({"argv": argv, "stdin": prompt, "cwd": os.getcwd(),
-                         "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "PLUGHOST", "ACCOUNT", "ALLOWED", "MCP_"))}}) + "\n")
+# one write on an appending descriptor: a test polling the log never reads half a line
+fd = os.open(os.environ["STAND_IN_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+os.write(fd, (json.dumps({"argv": argv, "stdin": prompt, "cwd": os.getcwd(),
+                          "env": {k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "PLUGHOST", "ACCOUNT", "ALLOWED", "MCP_"))}}) + "\n").encode())
+os.close(fd)
 def flag(name):
     return argv[argv.index(name) + 1] if name in argv else None
 sid = flag("--resume") or flag("--session-id")
@@ -65,8 +67,7 @@ def stand_in(tmp_path: Path) -> dict[str, str]:
 
 
 def calls(tmp_path: Path) -> list[dict]:
-    path = tmp_path / "calls.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return read_jsonl(tmp_path / "calls.jsonl")
 
 
 def payload(role: str, text: str, sender: str = "s1") -> dict:
