@@ -5,7 +5,6 @@ started stay `received` under a released claim, and the next start answers each 
 from __future__ import annotations
 
 import collections
-import json
 import os
 import signal
 import time
@@ -15,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from channels_support import read_jsonl
 from robust_support import NO_LIMITS, fakes, serve_env, start, store_messages
 from test_restart_resume import _assert_exactly_once, _wait_answered
 
@@ -37,9 +37,7 @@ def _post_one_each(base: str, n: int, prefix: str) -> list[dict[str, Any]]:
 
 def _agent_runs(tmp_path: Path) -> collections.Counter[str]:
     """How many times the agent was started per message (the fake agent logs each start)."""
-    path = tmp_path / "agent-calls.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return collections.Counter(json.loads(ln)["messageId"] for ln in lines if ln.strip())
+    return collections.Counter(call["messageId"] for call in read_jsonl(tmp_path / "agent-calls.jsonl"))
 
 
 def _wait_agents(tmp_path: Path, n: int, timeout: float = 60) -> None:
@@ -174,7 +172,7 @@ def test_sigterm_with_embedding_queued_stops_it_and_the_next_start_embeds_the_re
         env = serve_env(plughost_home, tmp_path, api_base, fake, PLUGHOST_EMBEDDER="local", **NO_LIMITS)
         first = start(env)
         deadline = time.monotonic() + 180
-        while "] op=embedded " not in first.stderr_path.read_text():  # the backlog is being embedded
+        while "] op=embedded " not in first.stderr_path.read_text(errors="replace"):  # the backlog is being embedded
             assert time.monotonic() < deadline, "the embedder never started on the backlog"
             time.sleep(0.1)
         exit_s = _sigterm_exit_s(first)
@@ -187,7 +185,7 @@ def test_sigterm_with_embedding_queued_stops_it_and_the_next_start_embeds_the_re
         assert 0 < left < backlog
         second = start({**env, "PLUGHOST_SHUTDOWN_GRACE": "2"})  # the next start takes the backlog up again
         deadline = time.monotonic() + 180
-        while "[embed-queue] op=embedded " not in second.stderr_path.read_text():
+        while "[embed-queue] op=embedded " not in second.stderr_path.read_text(errors="replace"):
             assert time.monotonic() < deadline, "the next start did not embed the rest"
             time.sleep(0.1)
         code, _, _ = second.terminate()

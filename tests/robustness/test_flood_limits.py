@@ -62,7 +62,7 @@ def test_one_client_flooding_webchat_gets_429s_and_every_accepted_message_is_ans
 
 def test_pin_and_log_ingest_routes_have_per_address_buckets(plughost_home: Path, tmp_path: Path) -> None:
     with fakes(plughost_home) as (fake, api_base):
-        served = start(serve_env(plughost_home, tmp_path, api_base, fake, PLUGHOST_RATE_LOG_INGEST="60/5"))
+        served = start(serve_env(plughost_home, tmp_path, api_base, fake, PLUGHOST_RATE_LOG_INGEST="1/5"))  # 5 at once, then one a minute
         token = (plughost_home / "accounts" / "acct-0001" / "credentials" / "http-token").read_text().strip()
         pins = [raw_request(served.port, "/api/admin/session", method="POST",
                             headers={"Content-Type": "application/json"},
@@ -77,7 +77,7 @@ def test_pin_and_log_ingest_routes_have_per_address_buckets(plughost_home: Path,
     assert any(r.status == 429 and "this address" in r.json()["detail"] for r in pins), [r.body for r in pins]
     assert [r.status for r in lines] == [200] * 5 + [429] * 3
     assert all(r.headers.get("retry-after") for r in lines[5:])
-    assert code == 0 and "[http] op=throttled limit=log-ingest rate=60/5" in err
+    assert code == 0 and "[http] op=throttled limit=log-ingest rate=1/5" in err
 
 
 def _healthz_ms(port: int) -> float:

@@ -103,7 +103,7 @@ class Server:
 
     def stream_status(self, path: str, **kw: Any) -> int:
         url = self._url(path, kw)
-        with self.client.stream("GET", url, timeout=httpx.Timeout(10, read=0.5), **self._raw_headers(kw)) as r:
+        with self.client.stream("GET", url, timeout=httpx.Timeout(30), **self._raw_headers(kw)) as r:
             status = r.status_code
         self.statuses.append((status, f"GET {path}"))
         assert status < 500, (path, status, kw)
@@ -258,7 +258,7 @@ def test_a_client_hanging_up_mid_body_is_no_traceback(server: Server) -> None:
     def err() -> str:
         return server.served.stderr_path.read_text(errors="replace")
 
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a hang guard: the lines come as soon as the server reads the closed sockets
     while err().count("op=client-disconnect") < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert err().count("op=client-disconnect") == 2 and "Traceback" not in err(), err()[-3000:]

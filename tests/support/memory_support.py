@@ -43,6 +43,23 @@ class Recorded:
     status: int
 
 
+class VirtualClock:
+    """The time the fake's simulated work takes, without the machine's: a test of pacing reads this
+    clock (in place of ``time.perf_counter``), so a loaded machine's latency never moves a batch."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._lock = threading.Lock()
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+    def perf_counter(self) -> float:
+        with self._lock:
+            return self.now
+
+
 @dataclass
 class FakeOllama:
     dims: int = 768
@@ -50,6 +67,7 @@ class FakeOllama:
     slow_after: int | None = None  # from this request index on (0-based) use slow_ms_per_char
     slow_ms_per_char: float = 0.0
     fail_marker: str | None = None  # any input containing it makes the request fail with HTTP 500
+    clock: VirtualClock | None = None  # set: the simulated work advances it instead of sleeping
     requests: list[Recorded] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
 
@@ -86,7 +104,11 @@ class FakeOllama:
                 index = len(fake.requests)
                 rate = fake.slow_ms_per_char if fake.slow_after is not None and index >= fake.slow_after \
                     else fake.ms_per_char
-                time.sleep(rate * sum(len(t) for t in inputs) / 1000)
+                work = rate * sum(len(t) for t in inputs) / 1000
+                if fake.clock is not None:
+                    fake.clock.advance(work)
+                else:
+                    time.sleep(work)
                 if fake.fail_marker and any(fake.fail_marker in t for t in inputs):
                     fake.requests.append(Recorded(body, started, time.perf_counter(), 500))
                     self._reply(500, {"error": "model runner crashed"})

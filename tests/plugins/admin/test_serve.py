@@ -18,10 +18,22 @@ from plughost.util.errors import DuplicateNameError
 from tests.conftest import REPO
 
 
+def wait_lines(served, line: str, count: int, timeout: float = 60) -> None:
+    """Until the server's stderr holds ``count`` lines starting with ``line`` (a hang guard only)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = served.stderr_path.read_text(errors="replace")
+        if sum(1 for ln in text.splitlines() if ln.startswith(line)) >= count:
+            return
+        assert time.monotonic() < deadline, f"fewer than {count} {line!r} lines: {text[-2000:]}"
+        time.sleep(0.02)
+
 def test_serve_prints_urls_reports_health_and_stops_on_sigterm(serve_env: dict[str, str],
                                                                 plughost_home: Path) -> None:
     served = start_serve(env=serve_env, plugins_dir=FIXTURES / "ok")
-    time.sleep(0.3)
+    deadline = time.monotonic() + 60  # a hang guard: the reader thread collects the lines after "serving on"
+    while "mcp probe:" not in "".join(served.stdout_lines) and time.monotonic() < deadline:
+        time.sleep(0.05)
     out = "".join(served.stdout_lines)
     assert f"health:        {served.base}/healthz" in out
     assert f"mcp probe:     {served.base}/mcp/probe" in out
@@ -118,7 +130,7 @@ def test_sigterm_during_load_every_accepted_request_completes(serve_env: dict[st
     quick_threads = [threading.Thread(target=quick) for _ in range(3)]
     for t in slow_threads + quick_threads:
         t.start()
-    time.sleep(0.6)  # the slow requests are being served now
+    wait_lines(served, "[probe] op=slow-start", 12)  # the slow requests are being served now
     served.proc.send_signal(signal.SIGTERM)
     for t in slow_threads:
         t.join(timeout=30)
@@ -304,7 +316,7 @@ def test_sigterm_lets_an_in_flight_mcp_tool_call_finish(serve_env: dict[str, str
     thread = threading.Thread(target=run)
     thread.start()
     assert connected.wait(30)
-    time.sleep(0.5)  # the nap call is in flight
+    wait_lines(served, "[probe] op=nap-start", 1)  # the nap call is in flight
     served.proc.send_signal(signal.SIGTERM)
     thread.join(timeout=60)
     code, _, err = served.finish()

@@ -13,6 +13,10 @@ import pytest
 from plughost.ports.lease import Leases, is_shared
 from tests.plugins.graph.conftest import open_store
 
+LIFE = 2.0
+"""A lease's lifetime in these tests: long enough that a store round trip on a busy machine never
+outlasts it, short enough to watch one run out."""
+
 
 def _name() -> str:
     return f"test:{uuid.uuid4().hex}"
@@ -20,13 +24,13 @@ def _name() -> str:
 
 def test_one_owner_wins_and_others_wait_for_expiry(store) -> None:
     name = _name()
-    first = store.take_lease(name, "owner-a", 1.0)
+    first = store.take_lease(name, "owner-a", LIFE)
     assert first is not None and first.owner == "owner-a" and first.previous is None
-    assert store.take_lease(name, "owner-b", 1.0) is None
-    again = store.take_lease(name, "owner-a", 1.0)  # already ours: granted (and pushed)
+    assert store.take_lease(name, "owner-b", LIFE) is None
+    again = store.take_lease(name, "owner-a", LIFE)  # already ours: granted (and pushed)
     assert again is not None and again.previous is None
     assert store.lease_holders([name, "test:absent"])[name].owner == "owner-a"
-    time.sleep(1.2)
+    time.sleep(LIFE + 0.3)
     assert store.lease_holders([name]) == {}
     taken = store.take_lease(name, "owner-b", 5.0)
     assert taken is not None and taken.previous == "owner-a"  # a takeover of an expired lease
@@ -39,12 +43,12 @@ def test_one_owner_wins_and_others_wait_for_expiry(store) -> None:
 
 def test_renewal_keeps_a_lease_past_its_first_expiry(store) -> None:
     name = _name()
-    assert store.take_lease(name, "owner-a", 1.0) is not None
+    assert store.take_lease(name, "owner-a", LIFE) is not None
     for _ in range(4):
-        time.sleep(0.4)
-        assert store.renew_leases([name, "test:never-taken"], "owner-a", 1.0) == [name]
-        assert store.take_lease(name, "owner-b", 1.0) is None
-    assert store.renew_leases([name], "owner-b", 1.0) == []  # only the holder renews
+        time.sleep(LIFE * 0.4)
+        assert store.renew_leases([name, "test:never-taken"], "owner-a", LIFE) == [name]
+        assert store.take_lease(name, "owner-b", LIFE) is None
+    assert store.renew_leases([name], "owner-b", LIFE) == []  # only the holder renews
     store.release_leases([name], "owner-a")
 
 
@@ -84,13 +88,13 @@ def test_the_neo4j_store_is_shared_the_embedded_one_is_not(store) -> None:
 
 
 def test_leases_helper_logs_and_renews(store, capfd: pytest.CaptureFixture[str]) -> None:
-    mine, other = Leases(store, 1.0), Leases(store, 1.0)
+    mine, other = Leases(store, LIFE), Leases(store, LIFE)
     name = _name()
     assert mine.take(name) is not None
-    time.sleep(1.5)  # the renewal thread keeps it
+    time.sleep(LIFE * 1.5)  # the renewal thread keeps it
     assert other.take(name) is None
     mine._stop.set()  # a process that stops renewing (killed): its lease runs out
-    time.sleep(1.2)
+    time.sleep(LIFE + 0.3)
     assert other.take(name) is not None and other.taken_over == 1
     other.close()
     mine.close()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from memory_support import FakeOllama, fake_vector
+import types
 
+import pytest
+from memory_support import FakeOllama, VirtualClock, fake_vector
+
+from plughost.plugins.memory.embedding import ollama
 from plughost.plugins.memory.embedding.ollama import EmbedError, OllamaEmbedder, PacingState, plan_next
 from plughost.plugins.memory.embedding.settings import EmbedSettings
 
@@ -16,7 +19,17 @@ def settings(url: str, **over: object) -> EmbedSettings:
     return EmbedSettings(**base)  # type: ignore[arg-type]
 
 
-def test_probe_then_character_budget_and_ceiling(fake_ollama: FakeOllama) -> None:
+@pytest.fixture
+def paced(fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch) -> FakeOllama:
+    """The fake on a virtual clock the embedder times its posts with: the batch sizes follow the
+    simulated ms per character alone, however long the loopback round trip takes on a busy machine."""
+    fake_ollama.clock = VirtualClock()
+    monkeypatch.setattr(ollama, "time", types.SimpleNamespace(perf_counter=fake_ollama.clock.perf_counter))
+    return fake_ollama
+
+
+def test_probe_then_character_budget_and_ceiling(paced: FakeOllama) -> None:
+    fake_ollama = paced
     fake_ollama.dims = 8
     fake_ollama.ms_per_char = 0.2  # 2000 ms * 0.8 / 0.2 = 8000-char budget: the count ceiling governs
     texts = [f"input {i} " + "x" * 100 for i in range(11)]
@@ -28,7 +41,8 @@ def test_probe_then_character_budget_and_ceiling(fake_ollama: FakeOllama) -> Non
     assert all(r.body["model"] == "nomic-embed-text" for r in fake_ollama.requests)
 
 
-def test_character_budget_bounds_posts_below_the_ceiling(fake_ollama: FakeOllama) -> None:
+def test_character_budget_bounds_posts_below_the_ceiling(paced: FakeOllama) -> None:
+    fake_ollama = paced
     fake_ollama.dims = 8
     fake_ollama.ms_per_char = 1.0  # budget = floor(1000 * 0.8 / >=1.0) <= 800 chars -> two 300-char inputs
     texts = ["a" * 300 for _ in range(7)]
@@ -41,7 +55,8 @@ def test_character_budget_bounds_posts_below_the_ceiling(fake_ollama: FakeOllama
         assert sum(len(t) for t in record.body["input"]) <= 800
 
 
-def test_slowdown_mid_batch_shrinks_later_posts(fake_ollama: FakeOllama) -> None:
+def test_slowdown_mid_batch_shrinks_later_posts(paced: FakeOllama) -> None:
+    fake_ollama = paced
     fake_ollama.dims = 8
     fake_ollama.ms_per_char = 0.05  # fast: budget far above the 4-input ceiling
     fake_ollama.slow_after = 2  # the third POST on is 20x slower: 800 chars take ~800 ms

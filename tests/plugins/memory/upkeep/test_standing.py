@@ -32,10 +32,10 @@ def _env(fake: FakeOllama, period: int) -> dict[str, str]:
 
 def _lines(home: Path, token: str) -> list[str]:
     path = home / "logs" / "server.log"
-    return [line for line in path.read_text().splitlines() if token in line] if path.exists() else []
+    return [line for line in path.read_text(errors="replace").splitlines() if token in line] if path.exists() else []
 
 
-def _wait_for(home: Path, token: str, count: int, timeout: float = 20) -> list[str]:
+def _wait_for(home: Path, token: str, count: int, timeout: float = 60) -> list[str]:
     deadline = time.monotonic() + timeout
     while len(found := _lines(home, token)) < count:
         assert time.monotonic() < deadline, f"no {count} '{token}' lines in {timeout}s"
@@ -75,10 +75,10 @@ def test_a_message_without_an_embedding_gets_one_within_a_period(plughost_home: 
         while "m-late" in _missing(plughost_home):
             assert time.monotonic() < deadline, "the Message was never embedded by a later standing run"
             time.sleep(0.1)
-        first = len(_lines(plughost_home, "[audit] op=run"))
-        time.sleep(3.0)
+        first = len(_wait_for(plughost_home, "[audit] op=run", len(_lines(plughost_home, "[audit] op=run")) + 1))
+        time.sleep(3.0)  # it keeps running, and no faster than its period
         runs = len(_lines(plughost_home, "[audit] op=run")) - first
-        assert 1 <= runs <= 4, f"{runs} runs in 3 s with a period of 1 s"
+        assert runs <= 4, f"{runs} runs in 3 s with a period of 1 s"
         host = _host(plughost_home)
         try:
             node = host.store().get("m-late", guards=Guards(ACCOUNT))
@@ -174,12 +174,13 @@ def test_on_a_shared_store_the_audits_run_once_a_period_between_servers(tmp_path
     hosts = [Host(env={**os.environ, **neo4j_env(), "PLUGHOST_HOME": str(tmp_path / name), "ACCOUNT_ID": account,
                        "PLUGHOST_STORE": "neo4j", "PLUGHOST_EMBEDDER": "none"}).load() for name in "ab"]
     try:
-        audits = [standing_audit.StandingAudit(h, account, period=2, limit=10) for h in hosts]
+        # a period of 5 s: the second server asks well within it, however busy the machine
+        audits = [standing_audit.StandingAudit(h, account, period=5, limit=10) for h in hosts]
         first = audits[0]._shared_turn()
         assert isinstance(first, tuple) and first[1] == f"audit:{account}"
         first[0].keep(first[1])  # the run is over: the lease stays until the period ends
         wait = audits[1]._shared_turn()
-        assert isinstance(wait, float) and 0 < wait <= 2.0  # what is left of the period (2 s) the lease holds
+        assert isinstance(wait, float) and 0 < wait <= 5.0  # what is left of the period (5 s) the lease holds
         time.sleep(wait + 0.2)
         second = audits[1]._shared_turn()
         assert isinstance(second, tuple)  # a period later it is the other server's turn
