@@ -197,7 +197,7 @@ STARTED: list[subprocess.Popen[str]] = []
 
 
 def start_serve(*args: str, env: dict[str, str] | None = None, plugins_dir: Path | None = None,
-                wait: bool = True, timeout: float = 60, retry: bool = True) -> ServeProcess:
+                wait: bool = True, timeout: float = 60) -> ServeProcess:
     """`python -m plughost.cli [--plugins-dir D] serve --port 0 ...`; waits for the 'serving on' line.
 
     stderr goes to a file (the server logs every request line there; a full pipe would stall it).
@@ -233,9 +233,6 @@ def start_serve(*args: str, env: dict[str, str] | None = None, plugins_dir: Path
         proc.kill()
         proc.wait()
         err_text = stderr_path.read_text(errors='replace')
-        if "address already in use" in err_text and "--port" not in args and retry:
-            # --port 0 probes a free port before uvicorn binds it: another worker's server took it in between
-            return start_serve(*args, env=env, plugins_dir=plugins_dir, wait=wait, timeout=timeout, retry=False)
         raise AssertionError(f"serve did not start: {''.join(lines)}\n{err_text}")
     sp.reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
     sp.reader.start()

@@ -88,14 +88,17 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         log("serve", "op=refused", reason="fatal-gate", gates=summary["fatal"])
         raise FatalError(f"serve: refusing to serve: fatal boot gate(s) failed: {', '.join(summary['fatal'])}")
     host.state.set(state.GATES, summary)
-    port = check_port(args.host, args.port)
+    check_port(args.host, args.port)  # a busy port or an address nothing can listen on: one line, now
+    # --port 0 stays 0 until uvicorn binds: the system picks the free port at that bind, so no other
+    # process can take it in between (a port probed here and bound later could be)
+    port = args.port
     shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(args.host) or (
         f"[{args.host}]" if ":" in args.host else args.host)
-    base = f"http://{shown}:{port}"
     app = host_app.build_app(host, bind=args.host, port=port, open_local=args.open_local)
     runtime = app.state.runtime
 
-    def ready(_addr: str, _port: int) -> None:
+    def ready(_addr: str, bound: int) -> None:
+        base = f"http://{shown}:{bound}"
         hint = auth_hint(app.state.door)  # the token file exists before anyone reads "serving on"
         print(f"plughost serving on {base}", flush=True)
         for label, url in urls(base, runtime):

@@ -391,3 +391,39 @@ def test_a_live_test_server_takes_another_port_when_its_free_one_was_taken(make_
     finally:
         server.stop()
         taken.close()
+
+
+def test_port_zero_is_picked_at_the_bind_not_before(serve_env: dict[str, str], tmp_path: Path) -> None:
+    """``--port 0``: the system picks the port when uvicorn binds it. A port probed first and bound
+    later can be taken in between (another process's server or outgoing connection): here the probe
+    is made to answer a port that is already taken, and the server still starts, on another one."""
+    import os
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        wrapper = tmp_path / "serve_after_a_lost_probe.py"
+        wrapper.write_text(
+            "import sys\n"
+            "from plughost.cli.commands import serve\n"
+            "from plughost.cli.main import main\n"
+            "probe = serve.check_port\n"
+            f"serve.check_port = lambda *a, **k: (probe(*a, **k), {busy})[1]\n"
+            "sys.exit(main(['serve', '--port', '0']))\n")
+        proc = subprocess.Popen([sys.executable, str(wrapper)], env={**os.environ, **serve_env}, cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = ""
+            assert proc.stdout is not None
+            while "serving on" not in line and proc.poll() is None:
+                line = proc.stdout.readline()
+            assert "serving on http://127.0.0.1:" in line, proc.communicate(timeout=60)[1][-2000:]
+            port = int(line.rsplit(":", 1)[1])
+            assert port != busy and raw_request(port, "/healthz").status == 200
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
+    assert proc.returncode == 0
