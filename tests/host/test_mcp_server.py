@@ -144,23 +144,39 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_streamable_http_server(plughost_home: Path) -> None:
+def _serve_http(port: int) -> subprocess.Popen[bytes] | None:
+    """``mcp serve sample --http PORT`` once it answers; None when another process took the free port
+    before the server bound it (the command then exits on the bind)."""
     import time
 
-    port = _free_port()
+    import httpx
+
     env = dict(os.environ, PLUGHOST_PLUGINS_DIR=str(FIXTURES))
     proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "mcp", "serve", "sample", "--http", str(port)],
                             env=env, cwd=REPO, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            err = proc.communicate()[1].decode(errors="replace")
+            assert "address already in use" in err or "cannot listen" in err, err[-2000:]
+            return None
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+            return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    return proc
+
+
+def test_streamable_http_server(plughost_home: Path) -> None:
+    for _ in range(3):
+        port = _free_port()
+        if (proc := _serve_http(port)) is not None:
+            break
+    assert proc is not None
     try:
         import httpx
 
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
         assert httpx.post(f"http://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
                           ).status_code == 401  # the same front door as plughost serve: a token is needed
         token = (plughost_home / "credentials" / "http-token").read_text().strip()
