@@ -51,7 +51,7 @@ class Browser:
     def eval(self, expression: str) -> Any:
         return self.page.evaluate(expression)
 
-    def wait(self, expression: str, timeout: float = 20.0) -> Any:
+    def wait(self, expression: str, timeout: float = 60.0) -> Any:
         """Poll ``expression`` until truthy. Evaluated from outside the page (as ``eval`` does), not by
         ``wait_for_function``, whose in-page ``eval`` a page's ``script-src 'none'`` policy refuses."""
         deadline = time.monotonic() + timeout

@@ -96,7 +96,7 @@ def agent_command(tmp_path: Path) -> str:
     return f"{sys.executable} -S {script}"
 
 
-def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.02) -> Any:
+def wait_for(predicate: Any, timeout: float = 60.0, interval: float = 0.02) -> Any:
     deadline = time.time() + timeout
     while time.time() < deadline:
         value = predicate()

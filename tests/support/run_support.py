@@ -42,7 +42,7 @@ def ask(base: str, text: str, session: str | None, after: int) -> tuple[str, str
     req = urllib.request.Request(f"{base}/channels/webchat/messages", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as resp:
         session = json.load(resp)["session"]
-    while time.perf_counter() - t0 < 30:
+    while time.perf_counter() - t0 < 90:  # a hang guard: a turn on a busy machine can take seconds
         with urllib.request.urlopen(f"{base}/channels/webchat/messages?session={session}&after={after}&wait=5",
                                     timeout=10) as resp:
             events = json.load(resp)["events"]

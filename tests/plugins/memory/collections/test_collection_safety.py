@@ -235,9 +235,9 @@ def test_a_second_sync_of_a_collection_waits_for_the_first(tmp_path: Path, plugh
                                     env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=fh, text=True)
         try:
             deadline = time.monotonic() + 60
-            while "op=sync-wait" not in err.read_text() and time.monotonic() < deadline and proc.poll() is None:
+            while "op=sync-wait" not in err.read_text(errors="replace") and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.1)
-            assert "[collections] op=sync-wait collection=v reason=another-sync-running" in err.read_text()
+            assert "[collections] op=sync-wait collection=v reason=another-sync-running" in err.read_text(errors="replace")
             assert proc.poll() is None  # it waits, it does not sync beside the other
         finally:
             fcntl.flock(held, fcntl.LOCK_UN)

@@ -51,7 +51,7 @@ def test_serve_watches_registered_collections(tmp_path: Path, plughost_home: Pat
         proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "serve", "--port", "0"],
                                 env={**os.environ, **ENV}, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO)
     try:
-        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text()
+        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text(errors="replace")
         assert len(_notes(state)) == 3  # the startup sync
         (notes / "fresh.md").write_text("# Fresh\n\nA note written while serving.\n")
         assert _wait(lambda: "fresh.md" in _notes(state))
@@ -96,7 +96,7 @@ def test_the_watcher_keeps_its_promises(tmp_path: Path, plughost_home: Path) -> 
     log = plughost_home / "serve.log"
     proc = _serve(plughost_home, log)
     try:
-        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text()
+        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text(errors="replace")
         text = log.read_text(errors="replace")
         assert "collections=[a]" in text  # b is registered only; home and root are refused
         assert f"[collections] op=refuse collection=home detail=\"PATH: '{plughost_home}' is PLUGHOST_HOME" in text
@@ -158,7 +158,7 @@ def test_remove_and_shutdown_stop_a_running_sync(tmp_path: Path, plughost_home: 
     log = plughost_home / "serve.log"
     proc = _serve(plughost_home, log)
     try:
-        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text()
+        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text(errors="replace")
         a_state = registry.state_path(plughost_home, ACCOUNT, "a")
         _arrive(tmp_path / "a", tmp_path / "staging-a")
         assert _wait(lambda: 64 < len(_notes(a_state)) < BULK, 120), "serve did not start syncing a"
@@ -202,7 +202,7 @@ def test_an_edit_seen_through_another_collections_folder_symlink_syncs_its_own(t
     log = plughost_home / "serve.log"
     proc = _serve(plughost_home, log)
     try:
-        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text()
+        assert _wait(lambda: "[collections] op=watching" in log.read_text(errors="replace")), log.read_text(errors="replace")
         startup = log.read_text(errors="replace")
         assert startup.count("[collections] op=sync collection=notes") == 1, startup
         (notes / "fresh.md").write_text("# Fresh\n\ndingoword arrives while serving.\n")
