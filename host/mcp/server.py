@@ -227,14 +227,28 @@ def serve_stdio(host: Host, plugin: str) -> None:
         server.drain()  # the audit of the last calls, before the caller closes the host
 
 
+def loopback_allowed(port: int | None) -> tuple[list[str], list[str]]:
+    """The Host headers and Origins an MCP endpoint on ``port`` answers (DNS-rebinding protection):
+    loopback names, on that port; on any port while the port is not known yet (0 before the bind)."""
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    hosts = names + ([f"{h}:{port}" for h in names] if port else [f"{h}:*" for h in names])
+    return hosts, [f"http://{h}" for h in hosts]
+
+
+def allow_only_port(server: PluginServer, port: int) -> None:
+    """Narrow a server's mounted endpoint to the port its app was bound to (asked for port 0, its
+    checks allowed any loopback port until the bind): a page on another local port is refused."""
+    settings = getattr(server.session_manager, "security_settings", None)
+    if settings is not None:
+        settings.allowed_hosts, settings.allowed_origins = loopback_allowed(port)
+
+
 def http_app(server: PluginServer, *, path: str = "/mcp", host: str = "127.0.0.1", port: int | None = None,
              stateless: bool = False) -> Any:
     """A Starlette app serving ``server`` over streamable HTTP with DNS-rebinding protection on."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    hosts = ["127.0.0.1", "localhost", "[::1]"]
-    allowed_hosts = hosts + ([f"{h}:{port}" for h in hosts] if port else [f"{h}:*" for h in hosts])
-    origins = [f"http://{h}" for h in allowed_hosts]
+    allowed_hosts, origins = loopback_allowed(port)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts,
                                          allowed_origins=origins)
     return server.streamable_http_app(streamable_http_path=path, transport_security=security, host=host,

@@ -316,6 +316,10 @@ def _uvicorn_server_class() -> type:
             if self.servers and self.servers[0].sockets:
                 addr = self.servers[0].sockets[0].getsockname()
                 self.bound = (addr[0], addr[1])
+                from plughost.mcp.server import allow_only_port
+
+                for server in self.runtime.mcp.values():  # --port 0: the port is known only now
+                    allow_only_port(server, addr[1])
                 if self.on_ready:
                     self.on_ready(addr[0], addr[1])
 

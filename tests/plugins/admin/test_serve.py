@@ -401,6 +401,8 @@ def test_port_zero_is_picked_at_the_bind_not_before(serve_env: dict[str, str], t
     import subprocess
     import sys
 
+    import httpx
+
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -423,6 +425,21 @@ def test_port_zero_is_picked_at_the_bind_not_before(serve_env: dict[str, str], t
             assert "serving on http://127.0.0.1:" in line, proc.communicate(timeout=60)[1][-2000:]
             port = int(line.rsplit(":", 1)[1])
             assert port != busy and raw_request(port, "/healthz").status == 200
+            # the MCP endpoints' DNS-rebinding checks allow the bound port only, once it is known
+            token = (Path(serve_env["PLUGHOST_HOME"]) / "accounts" / serve_env["ACCOUNT_ID"] / "credentials"
+                     / "http-token").read_text().strip()
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+            def mcp_status(**headers: str) -> int:
+                return httpx.post(f"http://127.0.0.1:{port}/mcp/memory", json=init, timeout=30, headers={
+                    "Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
+                    **headers}).status_code
+
+            assert mcp_status() == 200
+            assert mcp_status(Host="127.0.0.1:1") == 421
+            assert mcp_status(Origin="http://127.0.0.1:1") == 403
+            assert mcp_status(Origin=f"http://127.0.0.1:{port}") == 200
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.communicate(timeout=60)
