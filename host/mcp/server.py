@@ -270,10 +270,21 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
     door = Door(home=host.home, account_id=host.principal.account, open_local=opened, principal=host.principal)
     door.http_token  # noqa: B018  (created now: the client reads it from the file)
     app.add_middleware(GuardMiddleware, door=door)
-    log("mcp", "op=serve-http", plugin=plugin, url=f"http://{bind}:{port}/mcp",
-        access="open-local" if opened else "bearer-token")  # a field named auth= would be redacted
+    shown = f"[{bind}]" if ":" in bind else bind
+
+    class Announced(uvicorn.Server):
+        """Says where it listens once bound: asked for port 0, the port is known only then."""
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.servers and self.servers[0].sockets:
+                bound = self.servers[0].sockets[0].getsockname()[1]
+                allow_only_port(server, bound)
+                log("mcp", "op=serve-http", plugin=plugin, url=f"http://{shown}:{bound}/mcp",
+                    access="open-local" if opened else "bearer-token")  # a field named auth= would be redacted
+
     try:
-        uvicorn.run(app, host=bind, port=port, log_level="warning")
+        Announced(uvicorn.Config(app, host=bind, port=port, log_level="warning")).run()
     finally:
         server.drain()
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -136,44 +138,23 @@ def test_inspector_strict_passes(plughost_home: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _serve_http(port: int) -> subprocess.Popen[bytes] | None:
-    """``mcp serve sample --http PORT`` once it answers; None when another process took the free port
-    before the server bound it (the command then exits on the bind)."""
-    import time
-
-    import httpx
-
+def _serve_http() -> tuple[subprocess.Popen[bytes], int]:
+    """``mcp serve sample --http 0`` and the port it bound (its ``op=serve-http`` line says, once bound)."""
     env = dict(os.environ, PLUGHOST_PLUGINS_DIR=str(FIXTURES))
-    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "mcp", "serve", "sample", "--http", str(port)],
-                            env=env, cwd=REPO, stderr=subprocess.PIPE)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            err = proc.communicate()[1].decode(errors="replace")
-            assert "address already in use" in err or "cannot listen" in err, err[-2000:]
-            return None
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
-            return proc
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    return proc
+    proc = subprocess.Popen([sys.executable, "-m", "plughost.cli", "mcp", "serve", "sample", "--http", "0"],
+                            env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # ends when the process does: the global timeout guards a hang
+        seen.append(line)
+        if m := re.search(r"op=serve-http plugin=sample url=http://127\.0\.0\.1:(\d+)/mcp", line):
+            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # keep draining
+            return proc, int(m.group(1))
+    raise AssertionError("".join(seen)[-2000:])
 
 
 def test_streamable_http_server(plughost_home: Path) -> None:
-    for _ in range(3):
-        port = _free_port()
-        if (proc := _serve_http(port)) is not None:
-            break
-    assert proc is not None
+    proc, port = _serve_http()
     try:
         import httpx
 
@@ -187,6 +168,11 @@ def test_streamable_http_server(plughost_home: Path) -> None:
                                                                   "Authorization": f"Bearer {token}"},
                              json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         assert rebound.status_code in (403, 421)
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        for other in ({"Host": "127.0.0.1:1"}, {"Origin": "http://127.0.0.1:1"}):  # asked for 0: the bound port only
+            refused = httpx.post(f"http://127.0.0.1:{port}/mcp", json=ping,
+                                 headers={"Authorization": f"Bearer {token}", **other})
+            assert refused.status_code in (403, 421), (other, refused.status_code)
     finally:
         proc.terminate()
         proc.wait(timeout=20)
