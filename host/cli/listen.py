@@ -40,3 +40,16 @@ def check_port(bind: str, port: int, *, flag: str = "--port", bind_flag: str = "
         except OSError as exc:
             raise UserError(f"{flag}: cannot listen on {bind}:{port} ({exc.strerror})") from None
         return int(sock.getsockname()[1])
+
+
+def bind_port(bind: str, port: int, *, flag: str = "--port", bind_flag: str = "--host") -> int:
+    """The port to hand uvicorn, after :func:`check_port`. ``0`` stays 0 when the address is one
+    socket: the system picks the port at uvicorn's bind, so no other process can take it in between
+    (a probed port, closed and bound later, could be). A name that resolves to several addresses
+    (``localhost``: 127.0.0.1 and ::1) gets the probed port instead: bound at 0, each socket would
+    get a port of its own."""
+    probed = check_port(bind, port, flag=flag, bind_flag=bind_flag)
+    if port:
+        return port
+    addresses = {info[4][0] for info in socket.getaddrinfo(bind, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)}
+    return 0 if len(addresses) == 1 else probed

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import logging
 import os
 import signal
 import sys
@@ -231,7 +232,9 @@ def loopback_allowed(port: int | None) -> tuple[list[str], list[str]]:
     """The Host headers and Origins an MCP endpoint on ``port`` answers (DNS-rebinding protection):
     loopback names, on that port; on any port while the port is not known yet (0 before the bind)."""
     names = ["127.0.0.1", "localhost", "[::1]"]
-    hosts = names + ([f"{h}:{port}" for h in names] if port else [f"{h}:*" for h in names])
+    hosts = [f"{h}:{port}" for h in names] if port else [f"{h}:*" for h in names]
+    if port in (None, 0, 80):  # a Host or Origin without a port names port 80
+        hosts = names + hosts
     return hosts, [f"http://{h}" for h in hosts]
 
 
@@ -266,6 +269,8 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
         raise UserError(f"--bind {bind}: refusing a non-loopback bind while PLUGHOST_OPEN_LOCAL=1 opens /mcp")
     server = build_server(host, plugin)
     app = http_app(server, host=bind, port=port)
+    if not settings.DEBUG.read(host.env):
+        logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK's session chatter is not a contract line
     settle_heap()
     door = Door(home=host.home, account_id=host.principal.account, open_local=opened, principal=host.principal)
     door.http_token  # noqa: B018  (created now: the client reads it from the file)
@@ -274,6 +279,11 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
 
     class Announced(uvicorn.Server):
         """Says where it listens once bound: asked for port 0, the port is known only then."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:  # a stop asked for is exit 0, as serve's
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            self.should_exit = True
 
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)

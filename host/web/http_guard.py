@@ -92,6 +92,17 @@ def request_principal(request: Any) -> Principal | None:
     return (request.scope.get("state") or {}).get("principal")
 
 
+def _same_origin(request: Any) -> bool:
+    """No ``Origin``, or this server's own (its ``Host``): the open door takes no credential, so a
+    page on another local port or name, whose request a browser sends without asking first
+    (``text/plain``), is another site."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    netloc = origin.partition("://")[2].split("/", 1)[0].lower()
+    return bool(netloc) and netloc == request.headers.get("host", "").strip().lower()
+
+
 def _bearer(request: Any, cookie_ok: bool) -> str | None:
     auth = request.headers.get("authorization", "")
     if auth[:7].lower() == "bearer ":
@@ -169,9 +180,10 @@ class GuardMiddleware:
         """Why this request may not reach a protected route (one line), or None."""
         if self.door.token_ok(_bearer(request, cookie_ok=not path.startswith("/mcp"))):
             return None
-        if self.door.open_local and loopback_refusal(request) is None:
+        if self.door.open_local and loopback_refusal(request) is None and _same_origin(request):
             return None
         if self.door.open_local:
-            return f"{path}: open for loopback requests only; send Authorization: Bearer <token>"
+            return (f"{path}: open for loopback requests from this server's own pages only; "
+                    "send Authorization: Bearer <token>")
         return (f"{path}: send Authorization: Bearer <token> (the account's HTTP token, "
                 "`plughost admin http-token`, or an admin session token)")

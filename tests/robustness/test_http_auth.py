@@ -103,6 +103,15 @@ def test_open_local_is_for_loopback_requests_and_binds_only(plughost_home: Path)
                           ({"Origin": "https://evil.example"}, "127.0.0.1")):
         r = raw_request(served.port, "/mcp/probe", method="POST", headers={**MCP, **headers}, body=INIT, host=host)
         assert r.status == 401, (headers, host)  # a tunnel or a page on this machine does not get the open door
+    # a page on another local port is another site: its text/plain POST (sent without a preflight) is refused
+    ingest = {"Content-Type": "text/plain", "Origin": f"http://127.0.0.1:{served.port + 1}"}
+    r = raw_request(served.port, "/api/admin/log-ingest", method="POST", headers=ingest, body=b'{"line": "[forged]"}')
+    assert r.status == 401 and "own pages only" in r.json()["detail"], r.body
+    own = {**ingest, "Content-Type": "application/json", "Origin": f"http://127.0.0.1:{served.port}"}
+    assert raw_request(served.port, "/api/admin/log-ingest", method="POST", headers=own,
+                       body=b'{"line": "[ok] own page"}').status == 200
+    assert raw_request(served.port, "/mcp/probe", method="POST", body=INIT,
+                       headers={**MCP, "Origin": f"http://localhost:{served.port}"}).status == 401  # Host is 127.0.0.1
     code, _, _ = served.terminate()
     assert code == 0
     env = _env(plughost_home, "acct-a")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from plughost.cli.listen import check_port, port_number
+from plughost.cli.listen import bind_port, port_number
 from plughost.util.errors import UserError
 
 
@@ -25,8 +25,8 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     if not record.loaded:
         raise UserError(f"plugin: '{args.plugin}' is {record.status} ({record.reason}); it serves nothing here")
     if args.http is not None:
-        check_port(args.bind, args.http, flag="--http", bind_flag="--bind")  # busy or unusable: one line, now
-        mcp_server.serve_http(host, args.plugin, port=args.http, bind=args.bind)  # 0: picked at the bind
+        port = bind_port(args.bind, args.http, flag="--http", bind_flag="--bind")  # 0: picked at the bind
+        mcp_server.serve_http(host, args.plugin, port=port, bind=args.bind)
     else:
         mcp_server.serve_stdio(host, args.plugin)
     return 0

@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from plughost.cli.listen import check_port, port_number
+from plughost.cli.listen import bind_port, port_number
 from plughost.runtime import boot, state
 from plughost.runtime.settings import check_values
 from plughost.serve.stopping import shutdown_grace
@@ -88,10 +88,7 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         log("serve", "op=refused", reason="fatal-gate", gates=summary["fatal"])
         raise FatalError(f"serve: refusing to serve: fatal boot gate(s) failed: {', '.join(summary['fatal'])}")
     host.state.set(state.GATES, summary)
-    check_port(args.host, args.port)  # a busy port or an address nothing can listen on: one line, now
-    # --port 0 stays 0 until uvicorn binds: the system picks the free port at that bind, so no other
-    # process can take it in between (a port probed here and bound later could be)
-    port = args.port
+    port = bind_port(args.host, args.port)  # busy or unusable: one line now; 0: picked at uvicorn's bind
     shown = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(args.host) or (
         f"[{args.host}]" if ":" in args.host else args.host)
     app = host_app.build_app(host, bind=args.host, port=port, open_local=args.open_local)

@@ -410,10 +410,10 @@ def test_port_zero_is_picked_at_the_bind_not_before(serve_env: dict[str, str], t
         wrapper = tmp_path / "serve_after_a_lost_probe.py"
         wrapper.write_text(
             "import sys\n"
-            "from plughost.cli.commands import serve\n"
+            "from plughost.cli import listen\n"
             "from plughost.cli.main import main\n"
-            "probe = serve.check_port\n"
-            f"serve.check_port = lambda *a, **k: (probe(*a, **k), {busy})[1]\n"
+            "probe = listen.check_port\n"
+            f"listen.check_port = lambda *a, **k: (probe(*a, **k), {busy})[1]\n"
             "sys.exit(main(['serve', '--port', '0']))\n")
         proc = subprocess.Popen([sys.executable, str(wrapper)], env={**os.environ, **serve_env}, cwd=REPO,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -439,6 +439,7 @@ def test_port_zero_is_picked_at_the_bind_not_before(serve_env: dict[str, str], t
             assert mcp_status() == 200
             assert mcp_status(Host="127.0.0.1:1") == 421
             assert mcp_status(Origin="http://127.0.0.1:1") == 403
+            assert mcp_status(Host="127.0.0.1") == 421 and mcp_status(Origin="http://localhost") == 403  # port 80
             assert mcp_status(Origin=f"http://127.0.0.1:{port}") == 200
         finally:
             proc.send_signal(signal.SIGTERM)
