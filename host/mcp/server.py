@@ -280,11 +280,6 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
     class Announced(uvicorn.Server):
         """Says where it listens once bound: asked for port 0, the port is known only then."""
 
-        def handle_exit(self, sig: int, frame: Any) -> None:  # a stop asked for is exit 0, as serve's
-            if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True
-            self.should_exit = True
-
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
             if self.servers and self.servers[0].sockets:
