@@ -10,10 +10,12 @@ from plughost.web.http import (
            parse_json,
            read_body,
            read_json_object,
+           same_origin,
 )
 from plughost.web.http_guard import request_principal
 from plughost.web.throttle import check as throttle_check
 from plughost.web.throttle import client_address, per_address
 
 __all__ = ["json_error", "parse_json", "read_body", "read_json_object", "int_param", "loopback_refusal", "request_principal",
-           "throttle_check", "client_address", "per_address", "cookie_post_refusal"]
+           "throttle_check", "client_address", "per_address", "cookie_post_refusal",
+           "same_origin"]

@@ -228,6 +228,16 @@ def serve_stdio(host: Host, plugin: str) -> None:
         server.drain()  # the audit of the last calls, before the caller closes the host
 
 
+def quiet_library_logs(env: Mapping[str, str]) -> None:
+    """Keep the libraries' info lines out of a served process's log: the MCP SDK's session chatter
+    is not a contract line (``PLUGHOST_DEBUG`` keeps it), and httpx logs every request's URL, which
+    for Telegram carries the bot token (never kept)."""
+    if not settings.DEBUG.read(env):
+        logging.getLogger("mcp").setLevel(logging.WARNING)
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def loopback_allowed(port: int | None) -> tuple[list[str], list[str]]:
     """The Host headers and Origins an MCP endpoint on ``port`` answers (DNS-rebinding protection):
     loopback names, on that port; on any port while the port is not known yet (0 before the bind)."""
@@ -269,8 +279,7 @@ def serve_http(host: Host, plugin: str, *, port: int, bind: str = "127.0.0.1") -
         raise UserError(f"--bind {bind}: refusing a non-loopback bind while PLUGHOST_OPEN_LOCAL=1 opens /mcp")
     server = build_server(host, plugin)
     app = http_app(server, host=bind, port=port)
-    if not settings.DEBUG.read(host.env):
-        logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK's session chatter is not a contract line
+    quiet_library_logs(host.env)
     settle_heap()
     door = Door(home=host.home, account_id=host.principal.account, open_local=opened, principal=host.principal)
     door.http_token  # noqa: B018  (created now: the client reads it from the file)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import signal
 import time
 from collections.abc import Callable
@@ -217,7 +216,7 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
     ``open_local`` (default: ``PLUGHOST_OPEN_LOCAL``) opens MCP and admin routes to loopback
     requests without a credential (:mod:`plughost.web.http_guard`); it is refused for a non-loopback bind.
     """
-    from plughost.mcp.server import build_server, http_app
+    from plughost.mcp.server import build_server, http_app, quiet_library_logs
     from plughost.web.http_guard import Door, GuardMiddleware
 
     opened = open_local_requested(host, open_local)
@@ -225,11 +224,7 @@ def build_app(host: Host, *, bind: str = "127.0.0.1", port: int | None = None, m
         raise UserError(f"--host {bind}: MCP and admin routes are open (--open-local / PLUGHOST_OPEN_LOCAL=1); "
                         "open them only on a loopback bind (127.0.0.1, ::1), or drop the switch")
 
-    if not settings.DEBUG.read(host.env):
-        logging.getLogger("mcp").setLevel(logging.WARNING)  # session-manager chatter is not a contract line
-    # httpx logs every request's URL at INFO, and a Telegram URL carries the bot token: never in the log
-    for name in ("httpx", "httpcore"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+    quiet_library_logs(host.env)
     runtime = Runtime(host=host, stop=stop_of(host))
     routes: list[BaseRoute] = []
     for plugin, route in plugin_routes(host):

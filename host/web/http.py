@@ -144,6 +144,18 @@ def loopback_refusal(request: Any) -> str | None:
     return None
 
 
+def same_origin(request: Any) -> bool:
+    """No ``Origin``, or this server's own: the ``Origin``'s host and port are the request's ``Host``
+    (a page on another site, or on another local port, is not this server)."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    from urllib.parse import urlparse
+
+    netloc = urlparse(origin).netloc.lower()
+    return bool(netloc) and netloc == request.headers.get("host", "").strip().lower()
+
+
 def cookie_post_refusal(request: Any, *, json_body: bool = True) -> Any | None:
     """The 403 refusing a POST a foreign page could make with the browser's cookie, else None.
 
@@ -154,13 +166,10 @@ def cookie_post_refusal(request: Any, *, json_body: bool = True) -> Any | None:
         return None
     if request.headers.get("authorization", "")[:7].lower() == "bearer ":
         return None
-    origin = request.headers.get("origin")
-    if origin is not None:
-        from urllib.parse import urlparse
-
-        if urlparse(origin).netloc != request.headers.get("host", ""):
-            return json_error(403, "cross-origin", f"Origin: {origin[:80]!r} is not this server; "
-                                                   "a cookie-carried admin session is refused from another site")
+    if not same_origin(request):
+        origin = request.headers.get("origin", "")
+        return json_error(403, "cross-origin", f"Origin: {origin[:80]!r} is not this server; "
+                                               "a cookie-carried admin session is refused from another site")
     if json_body:
         ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if ctype != "application/json":

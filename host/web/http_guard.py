@@ -35,7 +35,7 @@ from starlette.exceptions import HTTPException
 
 from plughost.ports.graph import Principal
 from plughost.util import credentials, settings
-from plughost.web.http import MAX_DIGITS, json_error, loopback_refusal
+from plughost.web.http import MAX_DIGITS, json_error, loopback_refusal, same_origin
 
 DEFAULT_MAX_BODY = settings.HTTP_MAX_BODY.default
 MCP_MAX_BODY = 4 * 1024 * 1024
@@ -90,17 +90,6 @@ class Door:
 def request_principal(request: Any) -> Principal | None:
     """The principal the request runs as (the serving process's, set by :class:`GuardMiddleware`)."""
     return (request.scope.get("state") or {}).get("principal")
-
-
-def _same_origin(request: Any) -> bool:
-    """No ``Origin``, or this server's own (its ``Host``): the open door takes no credential, so a
-    page on another local port or name, whose request a browser sends without asking first
-    (``text/plain``), is another site."""
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    netloc = origin.partition("://")[2].split("/", 1)[0].lower()
-    return bool(netloc) and netloc == request.headers.get("host", "").strip().lower()
 
 
 def _bearer(request: Any, cookie_ok: bool) -> str | None:
@@ -180,7 +169,7 @@ class GuardMiddleware:
         """Why this request may not reach a protected route (one line), or None."""
         if self.door.token_ok(_bearer(request, cookie_ok=not path.startswith("/mcp"))):
             return None
-        if self.door.open_local and loopback_refusal(request) is None and _same_origin(request):
+        if self.door.open_local and loopback_refusal(request) is None and same_origin(request):
             return None
         if self.door.open_local:
             return (f"{path}: open for loopback requests from this server's own pages only; "

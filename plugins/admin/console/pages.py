@@ -30,14 +30,14 @@ import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import parse_qs, quote, urlparse
+from urllib.parse import parse_qs, quote
 
 import anyio
 
 from plughost import Principal, Route, UserError, log
 from plughost.api import hooks
 from plughost.api.credentials import conversation_secret
-from plughost.api.http import int_param, read_body
+from plughost.api.http import int_param, read_body, same_origin
 from plughost.api.payload import config_dir_source, doctor, install_brand, load_brand, resolve_brand
 from plughost.api.store import CHANNEL_MESSAGE_LABELS, resolve_conversation_id
 from plughost.plugins.admin import sessions
@@ -295,12 +295,6 @@ class Console:
         parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=20)
         return {k: CONTROL.sub("", v[0]) for k, v in parsed.items()}  # NUL and kin never reach a page or the store
 
-    def same_origin(self, request: Any) -> bool:
-        origin = request.headers.get("origin")
-        if origin is None:
-            return True
-        return urlparse(origin).netloc == request.headers.get("host", "")
-
     def narrowed(self) -> Any:
         """A refusal when this server is narrowed (``ALLOWED_SCOPES`` / ``AGENT_SLUG``): the console
         reads the whole account, wider than the process may (as the admin chat refuses), else None."""
@@ -324,7 +318,7 @@ class Console:
             return None, None, self.render("error.html", 413, title="Too large", detail="The form is too large.",
                                            session=session)
         secret = sessions.load_secret(self.host.home)
-        if not self.same_origin(request) or not hmac.compare_digest(form.get("csrf", ""), csrf_of(secret, token)):
+        if not same_origin(request) or not hmac.compare_digest(form.get("csrf", ""), csrf_of(secret, token)):
             log("console", "op=csrf-rejected", path=request.url.path[:80])
             return None, None, self.render("error.html", 403, title="Refused",
                                            detail="The form's check did not match; reload the page and try again.",
@@ -812,7 +806,7 @@ def make_routes(host: Any, login: PinLogin) -> list[Route]:
         if not account:
             return console.render("error.html", 503, title="No account",
                                   detail="This server serves no account (set ACCOUNT_ID).")
-        if not console.same_origin(request):
+        if not same_origin(request):
             return console.render("error.html", 403, title="Refused", detail="Cross-origin sign-in refused.")
         try:
             pin = sessions.check_pin((form or {}).get("pin"))
