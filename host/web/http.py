@@ -150,10 +150,9 @@ def same_origin(request: Any) -> bool:
     origin = request.headers.get("origin")
     if origin is None:
         return True
-    from urllib.parse import urlparse
-
-    netloc = urlparse(origin).netloc.lower()
-    return bool(netloc) and netloc == request.headers.get("host", "").strip().lower()
+    scheme, _, rest = origin.partition("://")  # read by hand: a URL parser raises on a bracket left open
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0].lower()
+    return scheme.lower() in ("http", "https") and bool(netloc) and netloc == request.headers.get("host", "").strip().lower()
 
 
 def cookie_post_refusal(request: Any, *, json_body: bool = True) -> Any | None:

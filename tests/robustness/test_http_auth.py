@@ -112,6 +112,10 @@ def test_open_local_is_for_loopback_requests_and_binds_only(plughost_home: Path)
                        body=b'{"line": "[ok] own page"}').status == 200
     assert raw_request(served.port, "/mcp/probe", method="POST", body=INIT,
                        headers={**MCP, "Origin": f"http://localhost:{served.port}"}).status == 401  # Host is 127.0.0.1
+    for odd in ("http://[", f"http://127.0.0.1:{served.port}]", "http://[::1"):  # a parser would raise: 401, not 500
+        r = raw_request(served.port, "/api/admin/log-ingest", method="POST", headers={**ingest, "Origin": odd},
+                        body=b'{"line": "[forged]"}')
+        assert r.status == 401, (odd, r.status, r.body)
     code, _, _ = served.terminate()
     assert code == 0
     env = _env(plughost_home, "acct-a")

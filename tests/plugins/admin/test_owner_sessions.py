@@ -205,7 +205,11 @@ def test_a_cookie_post_from_another_site_is_refused(served) -> None:
     plain = {"Origin": here, "Content-Type": "text/plain"}
     for path, headers in [("/api/admin/sessions", evil), ("/api/admin/sessions", plain), ("/api/admin/chat", evil),
                           ("/api/admin/chat", {"Content-Type": "text/plain"}),
-                          ("/api/admin/sessions/1/stop", {"Origin": "null"})]:
+                          ("/api/admin/sessions/1/stop", {"Origin": "null"}),
+                          # a bracket left open: a URL parser raises on it; it is a refusal, not a 500
+                          ("/api/admin/chat", {**evil, "Origin": "http://["}),
+                          ("/api/admin/chat", {**evil, "Origin": f"http://127.0.0.1:{server.port}]"}),
+                          ("/api/admin/chat", {**evil, "Origin": f"ftp://127.0.0.1:{server.port}"})]:
         refused = post(path, headers, body=b"" if path.endswith("stop") else b'{"initialMessage": "hi", "text": "hi"}')
         assert refused.status == 403, (path, headers, refused.body)
         assert refused.json()["error"] == "cross-origin" and refused.json()["detail"], refused.body
